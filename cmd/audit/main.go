@@ -1,0 +1,182 @@
+// Command audit audits the privacy of differentially-private federated learning by experiment:
+// it trains coupled pairs of runs on adjacent datasets, attacks them, and turns the attack
+// scores into certified lower bounds on mu (Gaussian DP) and epsilon, set beside the theory.
+//
+// Usage:
+//
+//	audit <command> [flags]
+//
+// Run `audit help` for the list of commands and `audit <command> --help` for one command.
+// Exit codes: 0 success, 1 failure, 2 usage error.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// version is the tool version recorded in every run file; release builds set it with
+// -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// command is one subcommand of audit. Each lives in its own file and registers itself in init,
+// so the table grows without every command touching one shared file.
+type command struct {
+	name    string
+	summary string // one line for `audit help`
+	usage   string // the synopsis after "audit ", e.g. "bound --algo A [flags]"
+	// flags, when set, declares the command's flags on fs before parsing; the parsed values are
+	// read by run through the closures it set up.
+	flags func(fs *flag.FlagSet) func(ctx context.Context, e *env, args []string) error
+}
+
+var commands = map[string]*command{}
+
+func register(c *command) {
+	if _, dup := commands[c.name]; dup {
+		panic("audit: command registered twice: " + c.name) // programming error, caught by any test
+	}
+	commands[c.name] = c
+}
+
+// env is what a command may touch of the outside world; tests substitute buffers.
+type env struct {
+	stdout io.Writer
+	stderr io.Writer
+	// quiet suppresses progress and log lines on stderr (set by --quiet, or when stderr is not a
+	// terminal for progress bars).
+	quiet bool
+	// stderrIsTerminal enables progress bars.
+	stderrIsTerminal bool
+}
+
+// logf writes a log line to stderr unless quiet.
+func (e *env) logf(format string, args ...any) {
+	if e.quiet {
+		return
+	}
+	fmt.Fprintf(e.stderr, format+"\n", args...)
+}
+
+// usageError marks a mistake in how the command was called; it exits with status 2.
+type usageError struct{ msg string }
+
+func (u *usageError) Error() string { return u.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	os.Exit(exitCode(os.Stderr, err))
+}
+
+// exitCode reports err on stderr and maps it to the process exit status.
+func exitCode(stderr io.Writer, err error) int {
+	if err == nil {
+		return 0
+	}
+	var u *usageError
+	if errors.As(err, &u) {
+		fmt.Fprintf(stderr, "audit: %v\n", err)
+		return 2
+	}
+	fmt.Fprintf(stderr, "audit: %v\n", err)
+	return 1
+}
+
+// run is the whole program behind main, with its outside world passed in so that tests drive
+// it end to end.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	e := &env{stdout: stdout, stderr: stderr, stderrIsTerminal: isTerminal(stderr)}
+	if len(args) == 0 {
+		printHelp(stderr)
+		return usagef("no command given")
+	}
+	name := args[0]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 {
+			if c, ok := commands[args[1]]; ok {
+				return run(ctx, []string{c.name, "--help"}, stdout, stderr)
+			}
+			return usagef("unknown command %q (see 'audit help')", args[1])
+		}
+		printHelp(stdout)
+		return nil
+	}
+	c, ok := commands[name]
+	if !ok {
+		return usagef("unknown command %q (see 'audit help')", name)
+	}
+	fs := flag.NewFlagSet("audit "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.BoolVar(&e.quiet, "quiet", false, "no progress or log output on stderr")
+	body := c.flags(fs)
+	fs.Usage = func() {}
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printCommandHelp(stdout, c, fs)
+			return nil
+		}
+		return usagef("%s: %v (see 'audit %s --help')", name, err, name)
+	}
+	return body(ctx, e, fs.Args())
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprintf(w, "audit audits differentially-private federated learning by experiment.\n\n")
+	fmt.Fprintf(w, "Usage:\n  audit <command> [flags]\n\nCommands:\n")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintf(w, "\nRun 'audit <command> --help' for a command's flags.\n")
+}
+
+func printCommandHelp(w io.Writer, c *command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "Usage: audit %s\n\n%s\n\nFlags:\n", c.usage, c.summary)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// isTerminal reports whether w is a character device (a terminal), so progress bars are drawn
+// only for people, never into logs or pipes.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	return st.Mode()&os.ModeCharDevice != 0
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
