@@ -107,3 +107,116 @@ func (d *Dataset) Hash() string {
 	h.Write(buf)
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// Sample is one labelled input detached from any dataset: the target sample of an adjacent pair,
+// a canary. A Sample with no features stands for "no sample" (the absent side of an add or
+// remove adjacency).
+type Sample struct {
+	Features []float32
+	Label    int32
+}
+
+// Present reports whether s holds a sample.
+func (s Sample) Present() bool { return len(s.Features) > 0 }
+
+// Clone returns a copy of s that shares no storage with it.
+func (s Sample) Clone() Sample {
+	return Sample{Features: append([]float32(nil), s.Features...), Label: s.Label}
+}
+
+// checkFor reports whether s fits dataset d: the right number of features and a label in range.
+func (s Sample) checkFor(d *Dataset) error {
+	if len(s.Features) != d.Dim() {
+		return fmt.Errorf("sample has %d features, dataset %q has %d (shape %v)", len(s.Features), d.Name, d.Dim(), d.Shape)
+	}
+	if s.Label < 0 || int(s.Label) >= d.Classes {
+		return fmt.Errorf("sample has label %d, outside [0, %d) of dataset %q", s.Label, d.Classes, d.Name)
+	}
+	return nil
+}
+
+// Sample returns a copy of sample i.
+func (d *Dataset) Sample(i int) Sample {
+	return Sample{Features: append([]float32(nil), d.Row(i)...), Label: d.Labels[i]}
+}
+
+// Subset returns a new dataset named name holding copies of the samples idx, in that order.
+func (d *Dataset) Subset(name string, idx []int) *Dataset {
+	dim := d.Dim()
+	out := &Dataset{
+		Name:     name,
+		Shape:    append([]int(nil), d.Shape...),
+		Classes:  d.Classes,
+		Features: make([]float32, 0, len(idx)*dim),
+		Labels:   make([]int32, 0, len(idx)),
+	}
+	for _, i := range idx {
+		out.Features = append(out.Features, d.Row(i)...)
+		out.Labels = append(out.Labels, d.Labels[i])
+	}
+	return out
+}
+
+// Clone returns a deep copy of d.
+func (d *Dataset) Clone() *Dataset {
+	return &Dataset{
+		Name:     d.Name,
+		Shape:    append([]int(nil), d.Shape...),
+		Classes:  d.Classes,
+		Features: append([]float32(nil), d.Features...),
+		Labels:   append([]int32(nil), d.Labels...),
+	}
+}
+
+// ClassCounts returns the number of samples of each class; labels outside [0, Classes) are not
+// counted (Validate reports them).
+func (d *Dataset) ClassCounts() []int {
+	counts := make([]int, max(d.Classes, 0))
+	for _, y := range d.Labels {
+		if y >= 0 && int(y) < len(counts) {
+			counts[y]++
+		}
+	}
+	return counts
+}
+
+// Summary describes a dataset for people and reports; its JSON form is what
+// `audit datasets inspect --json` prints.
+type Summary struct {
+	Name        string  `json:"name"`
+	Samples     int     `json:"samples"`
+	Shape       []int   `json:"shape"`
+	Dim         int     `json:"dim"`
+	Classes     int     `json:"classes"`
+	ClassCounts []int   `json:"class_counts"`
+	Min         float64 `json:"min"`
+	Max         float64 `json:"max"`
+	Mean        float64 `json:"mean"`
+	SHA256      string  `json:"sha256"`
+}
+
+// Summarize computes d's summary. Min, Max and Mean are over all feature values (0 for an empty
+// dataset); the mean is accumulated in float64 so that millions of values lose no precision.
+func (d *Dataset) Summarize() Summary {
+	s := Summary{
+		Name:        d.Name,
+		Samples:     d.Len(),
+		Shape:       append([]int(nil), d.Shape...),
+		Dim:         d.Dim(),
+		Classes:     d.Classes,
+		ClassCounts: d.ClassCounts(),
+		SHA256:      d.Hash(),
+	}
+	if len(d.Features) == 0 {
+		return s
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	var sum float64
+	for _, x := range d.Features {
+		v := float64(x)
+		lo, hi = min(lo, v), max(hi, v)
+		sum += v
+	}
+	s.Min, s.Max, s.Mean = lo, hi, sum/float64(len(d.Features))
+	return s
+}

@@ -1,0 +1,199 @@
+package datasets
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// systemDataDir is where Debian's dataset packages install their files
+// (dataset-fashion-mnist puts the gzip'd IDX files in /usr/share/datasets/fashion-mnist).
+// Tests point it elsewhere.
+var systemDataDir = "/usr/share/datasets"
+
+// Names lists the dataset names Open knows, for help texts.
+var Names = []string{"fashion-mnist[:train|test]", "mnist[:train|test]", "cifar10[:train|test]", "synthetic"}
+
+// Open opens a dataset by name or path:
+//
+//   - "fashion-mnist", "mnist" with an optional ":train" (the default) or ":test": the IDX files
+//     train-{images-idx3,labels-idx1}-ubyte (t10k-... for test), raw or with .gz, looked for in
+//     dataDir, dataDir/<name> and /usr/share/datasets/<name>;
+//   - "cifar10" with ":train" (data_batch_1.bin to data_batch_5.bin) or ":test" (test_batch.bin),
+//     looked for in dataDir, dataDir/cifar-10-batches-bin and dataDir/cifar10;
+//   - "synthetic": Synthetic(DefaultSyntheticConfig());
+//   - anything else is a path: a CIFAR-10 batch when it ends in .bin (or .bin.gz), otherwise an
+//     IDX images file whose labels file lies beside it, named with "images" replaced by "labels"
+//     and "idx3" by "idx1" (with or without .gz). Write "./mnist" for a file named like a dataset.
+//
+// dataDir may be empty. A missing dataset's error says where it was looked for and how to get it.
+func Open(spec, dataDir string) (*Dataset, error) {
+	name, split, hasSplit := strings.Cut(spec, ":")
+	switch name {
+	case "fashion-mnist", "mnist", "cifar10":
+		if !hasSplit {
+			split = "train"
+		}
+		if split != "train" && split != "test" {
+			return nil, fmt.Errorf("dataset %q: unknown split %q (want train or test)", spec, split)
+		}
+		var d *Dataset
+		var err error
+		if name == "cifar10" {
+			d, err = openCIFAR(split, dataDir)
+		} else {
+			d, err = openIDXNamed(name, split, dataDir)
+		}
+		if err != nil {
+			return nil, err
+		}
+		d.Name = name + ":" + split
+		return d, nil
+	case "synthetic":
+		if hasSplit {
+			return nil, fmt.Errorf("dataset %q: synthetic has no splits", spec)
+		}
+		return Synthetic(DefaultSyntheticConfig())
+	}
+	return openPath(spec)
+}
+
+func openIDXNamed(name, split, dataDir string) (*Dataset, error) {
+	prefix := "train"
+	if split == "test" {
+		prefix = "t10k"
+	}
+	var dirs []string
+	if dataDir != "" {
+		dirs = append(dirs, dataDir, filepath.Join(dataDir, name))
+	}
+	dirs = append(dirs, filepath.Join(systemDataDir, name))
+	images, labels := prefix+"-images-idx3-ubyte", prefix+"-labels-idx1-ubyte"
+	for _, dir := range dirs {
+		imagesPath, ok := findFile(dir, images, images+".gz")
+		if !ok {
+			continue
+		}
+		labelsPath, ok := findFile(dir, labels, labels+".gz")
+		if !ok {
+			return nil, fmt.Errorf("dataset %s:%s: found %s but not %s[.gz] beside it", name, split, imagesPath, labels)
+		}
+		return LoadIDX(imagesPath, labelsPath)
+	}
+	how := "pass --data-dir DIR naming a directory that holds the four MNIST IDX files"
+	if name == "fashion-mnist" {
+		how = "install Debian's package with `apt-get install dataset-fashion-mnist` (it puts the files in " +
+			filepath.Join("/usr/share/datasets", name) + "), or pass --data-dir DIR naming a directory that holds them"
+	}
+	return nil, fmt.Errorf("dataset %s:%s: %s[.gz] not found in %s; %s", name, split, images, strings.Join(dirs, ", "), how)
+}
+
+func openCIFAR(split, dataDir string) (*Dataset, error) {
+	files := []string{"test_batch.bin"}
+	if split == "train" {
+		files = []string{"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin"}
+	}
+	how := "pass --data-dir DIR naming the directory of the CIFAR-10 binary version (cifar-10-batches-bin)"
+	if dataDir == "" {
+		return nil, fmt.Errorf("dataset cifar10:%s: no data directory given; %s", split, how)
+	}
+	dirs := []string{dataDir, filepath.Join(dataDir, "cifar-10-batches-bin"), filepath.Join(dataDir, "cifar10")}
+	for _, dir := range dirs {
+		if _, ok := findFile(dir, files[0]); !ok {
+			continue
+		}
+		paths := make([]string, len(files))
+		for i, f := range files {
+			p, ok := findFile(dir, f)
+			if !ok {
+				return nil, fmt.Errorf("dataset cifar10:%s: %s is missing in %s", split, f, dir)
+			}
+			paths[i] = p
+		}
+		return LoadCIFAR10(paths...)
+	}
+	return nil, fmt.Errorf("dataset cifar10:%s: %s not found in %s; %s", split, files[0], strings.Join(dirs, ", "), how)
+}
+
+// findFile returns the first of names that is a regular file in dir.
+func findFile(dir string, names ...string) (string, bool) {
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+func openPath(path string) (*Dataset, error) {
+	st, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("dataset %q: no such file, and not a dataset name (%s)", path, strings.Join(Names, ", "))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		return nil, fmt.Errorf("dataset %q is a directory: give an IDX images file, a CIFAR-10 .bin batch or a dataset name", path)
+	}
+	if strings.HasSuffix(path, ".bin") || strings.HasSuffix(path, ".bin.gz") {
+		return LoadCIFAR10(path)
+	}
+	magic, err := peekMagic(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(magic) < 4 || magic[0] != 0 || magic[1] != 0 {
+		return nil, fmt.Errorf("%s: unrecognised format: neither an IDX file (it starts with two zero bytes) nor a CIFAR-10 batch (name ending in .bin)", path)
+	}
+	if magic[3] == 1 {
+		return nil, fmt.Errorf("%s: an IDX file of one dimension, probably labels: give the images file instead", path)
+	}
+	labels, err := labelsBeside(path)
+	if err != nil {
+		return nil, err
+	}
+	return LoadIDX(path, labels)
+}
+
+// peekMagic returns the first four bytes of the file's (decompressed) content, fewer if it is
+// shorter.
+func peekMagic(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := maybeGunzip(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var b [4]byte
+	n, err := io.ReadFull(r, b[:])
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return b[:n], nil
+}
+
+// labelsBeside finds the labels file of an IDX images file by the MNIST naming convention.
+func labelsBeside(imagesPath string) (string, error) {
+	dir, base := filepath.Split(imagesPath)
+	want := strings.ReplaceAll(strings.ReplaceAll(base, "images", "labels"), "idx3", "idx1")
+	if want == base {
+		return "", fmt.Errorf("%s: cannot tell where its labels are: the name contains neither \"images\" nor \"idx3\" to replace by \"labels\" and \"idx1\"", imagesPath)
+	}
+	alt := want + ".gz"
+	if trimmed, ok := strings.CutSuffix(want, ".gz"); ok {
+		alt = trimmed
+	}
+	if p, ok := findFile(dir, want, alt); ok {
+		return p, nil
+	}
+	return "", fmt.Errorf("%s: its labels file %s (or %s) is missing", imagesPath, filepath.Join(dir, want), alt)
+}
