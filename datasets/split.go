@@ -34,9 +34,6 @@ func SplitDirichlet(d *Dataset, clients, perClient int, alpha float64, seed uint
 	if !(alpha > 0) || math.IsInf(alpha, 0) {
 		return nil, fmt.Errorf("split %q: Dirichlet alpha %v, need a finite value > 0", d.Name, alpha)
 	}
-	if err := d.Validate(); err != nil {
-		return nil, fmt.Errorf("split: %w", err)
-	}
 	r := newRNG(seed, "split-dirichlet")
 	// pools[k] lists class k's samples in a random order; next[k] is the first unused one.
 	pools := make([][]int, d.Classes)
@@ -94,6 +91,9 @@ func (r *rng) categorical(weights []float64, total float64) int {
 }
 
 func checkSplit(d *Dataset, clients, perClient int) error {
+	if err := d.Validate(); err != nil {
+		return fmt.Errorf("split: %w", err)
+	}
 	if clients <= 0 || perClient <= 0 {
 		return fmt.Errorf("split %q: %d clients of %d samples, need at least 1 of each", d.Name, clients, perClient)
 	}
