@@ -16,7 +16,9 @@ import (
 var systemDataDir = "/usr/share/datasets"
 
 // Names lists the dataset names Open knows, for help texts.
-var Names = []string{"fashion-mnist[:train|test]", "mnist[:train|test]", "cifar10[:train|test]", "synthetic"}
+func Names() []string {
+	return []string{"fashion-mnist[:train|test]", "mnist[:train|test]", "cifar10[:train|test]", "synthetic"}
+}
 
 // Open opens a dataset by name or path:
 //
@@ -133,7 +135,7 @@ func findFile(dir string, names ...string) (string, bool) {
 func openPath(path string) (*Dataset, error) {
 	st, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("dataset %q: no such file, and not a dataset name (%s)", path, strings.Join(Names, ", "))
+		return nil, fmt.Errorf("dataset %q: no such file, and not a dataset name (%s)", path, strings.Join(Names(), ", "))
 	}
 	if err != nil {
 		return nil, err

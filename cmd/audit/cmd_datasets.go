@@ -17,7 +17,7 @@ func init() {
 		name:    "datasets",
 		summary: "inspect a dataset: samples, shape, classes, value range and content hash",
 		usage: "datasets inspect PATH|NAME [--data-dir DIR] [--json]\n\n" +
-			"NAME is one of " + strings.Join(datasets.Names, ", ") + ".\n" +
+			"NAME is one of " + strings.Join(datasets.Names(), ", ") + ".\n" +
 			"PATH is an IDX images file (raw or gzip'd, labels beside it) or a CIFAR-10 .bin batch.",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			dataDir := fs.String("data-dir", "", "directory holding dataset files (searched before /usr/share/datasets)")
@@ -38,7 +38,7 @@ func init() {
 					return usagef("datasets inspect: %v (see 'audit datasets --help')", err)
 				}
 				if len(pos) == 0 {
-					return usagef("datasets inspect: missing dataset: a path or one of %s", strings.Join(datasets.Names, ", "))
+					return usagef("datasets inspect: missing dataset: a path or one of %s", strings.Join(datasets.Names(), ", "))
 				}
 				if len(pos) > 1 {
 					return usagef("datasets inspect: unexpected argument %q", pos[1])
