@@ -1,0 +1,167 @@
+package audit
+
+import (
+	"fmt"
+	"math"
+)
+
+// Options configures Analyze. The zero value asks for a 95% Bonferroni bound at delta = 0.
+type Options struct {
+	// Confidence is the probability with which the certified bounds hold; 0 means 0.95.
+	Confidence float64
+	// Method chooses thresholds validly; "" means Bonferroni.
+	Method ThresholdMethod
+	// Delta is the delta at which EpsLower is computed (0 is pure DP).
+	Delta float64
+	// Seed drives the split method's random division of the samples.
+	Seed uint64
+	// SplitFraction is the share of each world's scores the split method uses to choose
+	// thresholds; 0 means 0.5.
+	SplitFraction float64
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Confidence == 0 {
+		o.Confidence = 0.95
+	}
+	if !(o.Confidence > 0 && o.Confidence < 1) {
+		return o, fmt.Errorf("audit: confidence %v outside (0, 1)", o.Confidence)
+	}
+	m, err := ParseThresholdMethod(string(o.Method))
+	if err != nil {
+		return o, err
+	}
+	o.Method = m
+	if !(o.Delta >= 0 && o.Delta < 1) {
+		return o, fmt.Errorf("audit: delta %v outside [0, 1)", o.Delta)
+	}
+	if o.SplitFraction == 0 {
+		o.SplitFraction = 0.5
+	}
+	if !(o.SplitFraction > 0 && o.SplitFraction < 1) {
+		return o, fmt.Errorf("audit: split fraction %v outside (0, 1)", o.SplitFraction)
+	}
+	return o, nil
+}
+
+// Result is the empirical audit of one pair of score samples.
+type Result struct {
+	N0 int `json:"n0"` // scores of world C
+	N1 int `json:"n1"` // scores of world C'
+
+	AUC                  float64 `json:"auc"`
+	TPRAt1e3             float64 `json:"tpr_at_fpr_1e-3"`
+	TPRAt1e2             float64 `json:"tpr_at_fpr_1e-2"`
+	BestBalancedAccuracy float64 `json:"best_balanced_accuracy"`
+
+	// MuLower is a lower bound on the mechanism's Gaussian-DP parameter that holds with
+	// probability at least Confidence (0 when the data show nothing).
+	MuLower float64 `json:"mu_lower"`
+	// EpsLower is a lower bound on eps at Delta, from the same certified tests.
+	EpsLower   float64         `json:"eps_lower"`
+	Delta      float64         `json:"delta"`
+	Confidence float64         `json:"confidence"`
+	Method     ThresholdMethod `json:"method"`
+	// Candidates is the number of tests the method bounded (the Bonferroni k).
+	Candidates int `json:"candidates"`
+	// MuEstimate is a point estimate, not a bound: the mu of the Gaussian pair with the same
+	// AUC, sqrt(2) Phi^{-1}(AUC), floored at 0 (with AUC capped at 1 - 1/(2 N0 N1) so that a
+	// perfect separation gives a finite number). It estimates the privacy loss this attack
+	// sees, assuming its scores look Gaussian; it may exceed the truth.
+	MuEstimate float64 `json:"mu_estimate"`
+
+	// MuPoint and EpsPoint are the certified tests that give MuLower and EpsLower.
+	MuPoint  CertifiedPoint `json:"mu_point"`
+	EpsPoint CertifiedPoint `json:"eps_point"`
+	// Certified holds every test the method bounded; all their bounds hold jointly.
+	Certified []CertifiedPoint `json:"certified"`
+	// Band is the simultaneous band of the DKW method, nil for the others.
+	Band *Band `json:"band,omitempty"`
+
+	ROC *ROC `json:"roc"`
+}
+
+// Analyze computes the ROC of the scores of world C against those of world C' and certified
+// lower bounds on mu and on eps at opts.Delta. Empty samples, NaN or infinite scores and
+// invalid options are errors; the inputs are not modified.
+func Analyze(scoresC, scoresCPrime []float64, opts Options) (*Result, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	x, y, err := sortedCopies(scoresC, scoresCPrime)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := certifySorted(x, y, opts, nil)
+	if err != nil {
+		return nil, err
+	}
+	roc := rocSorted(x, y)
+	res := &Result{
+		N0: len(x), N1: len(y),
+		AUC: roc.AUC, TPRAt1e3: roc.TPRAt1e3, TPRAt1e2: roc.TPRAt1e2,
+		BestBalancedAccuracy: roc.BestBalancedAccuracy,
+		Delta:                opts.Delta, Confidence: opts.Confidence, Method: opts.Method,
+		Candidates: cert.candidates,
+		MuEstimate: muFromAUC(roc.AUC, len(x), len(y)),
+		Certified:  cert.points,
+		Band:       cert.band,
+		ROC:        roc,
+	}
+	res.MuPoint = cert.points[bestMu(cert.points)]
+	res.MuLower = math.Max(0, res.MuPoint.Mu())
+	res.EpsPoint = cert.points[bestEps(cert.points, opts.Delta)]
+	res.EpsLower = res.EpsPoint.Epsilon(opts.Delta)
+	return res, nil
+}
+
+// EpsLowerAt returns the certified lower bound on eps at delta from the same tests as
+// EpsLower; it holds at the same confidence for any delta fixed in advance.
+func (r *Result) EpsLowerAt(delta float64) float64 {
+	if len(r.Certified) == 0 {
+		return 0
+	}
+	return r.Certified[bestEps(r.Certified, delta)].Epsilon(delta)
+}
+
+// certifySorted runs the chosen method on sorted samples. plan, when non-nil and of the right
+// sizes, is reused by the Bonferroni method.
+func certifySorted(x, y []float64, opts Options, plan *bonferroniPlan) (certification, error) {
+	switch opts.Method {
+	case Bonferroni:
+		if plan == nil || plan.n0 != len(x) || plan.n1 != len(y) {
+			plan = newBonferroniPlan(len(x), len(y), opts.Confidence)
+		}
+		return plan.certify(x, y), nil
+	case Split:
+		return certifySplit(x, y, opts.Confidence, opts.SplitFraction, opts.Delta, opts.Seed)
+	case DKW:
+		return certifyDKW(x, y, opts.Confidence), nil
+	}
+	return certification{}, fmt.Errorf("audit: unknown threshold method %q", opts.Method)
+}
+
+// muLowerSorted is the certified mu bound alone, for repeated simulation.
+func muLowerSorted(x, y []float64, opts Options, plan *bonferroniPlan) (float64, error) {
+	switch opts.Method {
+	case Bonferroni:
+		if plan == nil || plan.n0 != len(x) || plan.n1 != len(y) {
+			plan = newBonferroniPlan(len(x), len(y), opts.Confidence)
+		}
+		return math.Max(0, plan.muLower(x, y)), nil
+	case DKW:
+		return math.Max(0, dkwMuLower(x, y, opts.Confidence)), nil
+	}
+	cert, err := certifySorted(x, y, opts, plan)
+	if err != nil {
+		return 0, err
+	}
+	return math.Max(0, cert.points[bestMu(cert.points)].Mu()), nil
+}
+
+// muFromAUC inverts AUC = Phi(mu/sqrt 2), the AUC of N(mu, 1) against N(0, 1).
+func muFromAUC(auc float64, n0, n1 int) float64 {
+	auc = math.Min(auc, 1-0.5/(float64(n0)*float64(n1)))
+	return math.Max(0, math.Sqrt2*normQuantile(auc))
+}

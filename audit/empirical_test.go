@@ -1,0 +1,494 @@
+package audit
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// laplaceCDF is the distribution function of Laplace(0, 1).
+func laplaceCDF(z float64) float64 {
+	if z < 0 {
+		return 0.5 * math.Exp(z)
+	}
+	return 1 - 0.5*math.Exp(-z)
+}
+
+// laplaceTradeoff is the exact trade-off curve between world C scores Laplace(s, 1) and world
+// C' scores Laplace(0, 1) (Dong, Roth and Su 2022, Sec. 2): the likelihood ratio is monotone
+// in the score, so threshold tests are optimal, and threshold t gives alpha = F(t - s),
+// beta = 1 - F(t), F the Laplace(0, 1) CDF. Eliminating t on t <= 0, 0 <= t <= s, t >= s:
+func laplaceTradeoff(s, a float64) float64 {
+	switch {
+	case a <= 0.5*math.Exp(-s):
+		return 1 - math.Exp(s)*a
+	case a <= 0.5:
+		return math.Exp(-s) / (4 * a)
+	default:
+		return math.Exp(-s) * (1 - a)
+	}
+}
+
+// gdpEquivalent returns the smallest mu with T_G(mu) <= f everywhere, that is
+// sup_a Phi^{-1}(1-a) - Phi^{-1}(f(a)), by a grid of 2e5 points in (0, 1) refined by golden
+// section around the best one. f is assumed to make the supremand unimodal near its maximum.
+func gdpEquivalent(f func(float64) float64) float64 {
+	const n = 200000
+	g := func(a float64) float64 { return muFromErrors(a, f(a)) }
+	best, bestA := math.Inf(-1), 0.0
+	for i := 1; i < n; i++ {
+		a := float64(i) / n
+		if v := g(a); v > best {
+			best, bestA = v, a
+		}
+	}
+	lo, hi := math.Max(bestA-1.0/n, 1e-12), math.Min(bestA+1.0/n, 1-1e-12)
+	phi := (math.Sqrt(5) - 1) / 2
+	for hi-lo > 1e-13 {
+		m1, m2 := hi-phi*(hi-lo), lo+phi*(hi-lo)
+		if g(m1) < g(m2) {
+			lo = m1
+		} else {
+			hi = m2
+		}
+	}
+	return math.Max(best, g((lo+hi)/2))
+}
+
+// gaussianEps is the eps at which mu-GDP gives (eps, delta)-DP, by bisection on
+// delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2), which decreases in eps.
+func gaussianEps(mu, delta float64) float64 {
+	d := func(eps float64) float64 { return normCDF(-eps/mu+mu/2) - math.Exp(eps)*normCDF(-eps/mu-mu/2) }
+	lo, hi := 0.0, 100.0
+	if d(0) <= delta {
+		return 0
+	}
+	for i := 0; i < 200; i++ {
+		m := (lo + hi) / 2
+		if d(m) > delta {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	return hi
+}
+
+func TestGaussianEpsCheckValues(t *testing.T) {
+	// Check values from the theory sheet: mu = 0.5, 1, 2 at delta = 1e-5.
+	for _, tc := range []struct{ mu, want float64 }{{0.5, 1.99309}, {1, 4.37718}, {2, 9.99726}} {
+		if got := gaussianEps(tc.mu, 1e-5); math.Abs(got-tc.want) > 1e-5 {
+			t.Errorf("gaussianEps(%v, 1e-5) = %v, want %v", tc.mu, got, tc.want)
+		}
+	}
+}
+
+// scenario is a pair of score distributions with known privacy parameters.
+type scenario struct {
+	name     string
+	draw     func(rng *rand.Rand, x, y []float64) // world C into x, world C' into y
+	mu       float64                              // smallest mu for which the pair is mu-GDP
+	delta    float64                              // delta for the eps check
+	eps      float64                              // smallest eps at delta
+	tieHeavy bool
+}
+
+func gaussianScenario(mu float64) scenario {
+	const delta = 0.01
+	name, eps := "gauss", 0.0 // identical worlds: eps = 0 at every delta
+	if mu > 0 {
+		eps = gaussianEps(mu, delta)
+	} else {
+		name = "gauss-identical"
+	}
+	return scenario{
+		name: name, mu: mu, delta: delta, eps: eps,
+		draw: func(rng *rand.Rand, x, y []float64) {
+			for i := range x {
+				x[i] = mu + rng.NormFloat64()
+			}
+			for i := range y {
+				y[i] = rng.NormFloat64()
+			}
+		},
+	}
+}
+
+func laplaceScenario(s float64) scenario {
+	lap := func(rng *rand.Rand) float64 {
+		u := rng.Float64() - 0.5
+		if u < 0 {
+			return math.Log1p(2 * u)
+		}
+		return -math.Log1p(-2 * u)
+	}
+	return scenario{
+		name: "laplace", mu: gdpEquivalent(func(a float64) float64 { return laplaceTradeoff(s, a) }),
+		delta: 0, eps: s, // the Laplace mechanism with shift s is exactly s-DP
+		draw: func(rng *rand.Rand, x, y []float64) {
+			for i := range x {
+				x[i] = s + lap(rng)
+			}
+			for i := range y {
+				y[i] = lap(rng)
+			}
+		},
+	}
+}
+
+// roundedGaussianScenario rounds N(mu, 1) and N(0, 1) scores to multiples of 0.5, so most
+// scores tie. Binning keeps the likelihood ratio monotone, so the exact trade-off curve is the
+// piecewise-linear curve through the threshold tests on the grid; mu is its GDP equivalent.
+func roundedGaussianScenario(mu float64) scenario {
+	const step = 0.5
+	var pts []Point // exact threshold tests, t = grid value - step/2 ... increasing alpha
+	for k := -20.0; k <= 20; k++ {
+		edge := (k - 0.5) * step // a score rounds to >= k*step iff the raw score >= edge
+		pts = append(pts, Point{Alpha: normCDF(edge - mu), Beta: 1 - normCDF(edge)})
+	}
+	pts = append([]Point{{0, 1}}, pts...)
+	pts = append(pts, Point{1, 0})
+	curve := func(a float64) float64 {
+		for i := 1; i < len(pts); i++ {
+			if a <= pts[i].Alpha {
+				w := (a - pts[i-1].Alpha) / (pts[i].Alpha - pts[i-1].Alpha)
+				return pts[i-1].Beta + w*(pts[i].Beta-pts[i-1].Beta)
+			}
+		}
+		return 0
+	}
+	return scenario{
+		name: "rounded-gauss", mu: gdpEquivalent(curve), tieHeavy: true,
+		draw: func(rng *rand.Rand, x, y []float64) {
+			for i := range x {
+				x[i] = math.Round((mu+rng.NormFloat64())/step) * step
+			}
+			for i := range y {
+				y[i] = math.Round(rng.NormFloat64()/step) * step
+			}
+		},
+	}
+}
+
+// discreteIdenticalScenario draws both worlds from the uniform law on {0, 1, 2, 3, 4}: the
+// worlds are the same, every test has alpha + beta >= 1, and any positive mu bound is wrong.
+// It is the sharpest check of tie handling: a threshold rule that let the tied scores at a
+// candidate fall on the favourable side would certify a positive mu here.
+func discreteIdenticalScenario() scenario {
+	return scenario{
+		name: "discrete-identical", mu: 0, tieHeavy: true,
+		draw: func(rng *rand.Rand, x, y []float64) {
+			for i := range x {
+				x[i] = float64(rng.IntN(5))
+			}
+			for i := range y {
+				y[i] = float64(rng.IntN(5))
+			}
+		},
+	}
+}
+
+type coverageCount struct {
+	muMisses, epsMisses int
+	meanMu              float64
+}
+
+// runCoverage draws reps pairs of samples of size n and counts, per method, how often the
+// certified mu bound exceeds sc.mu and the eps bound exceeds sc.eps (when sc.eps is set).
+func runCoverage(t *testing.T, sc scenario, n, reps int, seed uint64) map[ThresholdMethod]*coverageCount {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 0))
+	plan := newBonferroniPlan(n, n, 0.95)
+	out := map[ThresholdMethod]*coverageCount{}
+	for _, m := range ThresholdMethods {
+		out[m] = &coverageCount{}
+	}
+	x, y := make([]float64, n), make([]float64, n)
+	for r := 0; r < reps; r++ {
+		sc.draw(rng, x, y)
+		slices.Sort(x)
+		slices.Sort(y)
+		for _, m := range ThresholdMethods {
+			opts := Options{Confidence: 0.95, Method: m, Delta: sc.delta, SplitFraction: 0.5, Seed: uint64(r)}
+			cert, err := certifySorted(x, y, opts, plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mu := math.Max(0, cert.points[bestMu(cert.points)].Mu())
+			eps := cert.points[bestEps(cert.points, sc.delta)].Epsilon(sc.delta)
+			c := out[m]
+			c.meanMu += mu / float64(reps)
+			if mu > sc.mu {
+				c.muMisses++
+			}
+			if eps > sc.eps && (sc.eps > 0 || sc.mu == 0) {
+				c.epsMisses++
+			}
+		}
+	}
+	return out
+}
+
+// TestCoverage is the soundness check: for 95% bounds, the share of repetitions whose bound
+// stays at or below the truth must be at least 93% for every method (Gaussian pairs, ties) and
+// the bound may exceed the GDP-equivalent mu of a Laplace pair in at most 7% of them.
+// 500 repetitions of n = 1000 per world, fixed seeds. With a true coverage of exactly 95% the
+// observed share falls below 93% with probability about 2% (binomial sd 0.97%); the methods
+// are conservative, so in practice coverage is near 100%.
+func TestCoverage(t *testing.T) {
+	const n, minCoverage = 1000, 0.93
+	reps := 500
+	scenarios := []scenario{
+		gaussianScenario(0.5), gaussianScenario(1), gaussianScenario(2),
+		laplaceScenario(1), laplaceScenario(2),
+		roundedGaussianScenario(1), discreteIdenticalScenario(),
+		gaussianScenario(0), // identical worlds: any positive bound is a miss
+	}
+	for i, sc := range scenarios {
+		res := runCoverage(t, sc, n, reps, uint64(100+i))
+		for _, m := range ThresholdMethods {
+			c := res[m]
+			cov := 1 - float64(c.muMisses)/float64(reps)
+			line := "%-18s mu=%.4f %-10s mu coverage %.3f (mean bound %.4f)"
+			args := []any{sc.name, sc.mu, m, cov, c.meanMu}
+			if sc.eps > 0 || sc.mu == 0 {
+				line += ", eps(delta=%g)=%.3f coverage %.3f"
+				args = append(args, sc.delta, sc.eps, 1-float64(c.epsMisses)/float64(reps))
+			}
+			t.Logf(line, args...)
+			if cov < minCoverage {
+				t.Errorf("%s mu=%v %s: mu coverage %.3f < %.2f", sc.name, sc.mu, m, cov, minCoverage)
+			}
+			if ecov := 1 - float64(c.epsMisses)/float64(reps); ecov < minCoverage {
+				t.Errorf("%s %s: eps coverage %.3f < %.2f", sc.name, m, ecov, minCoverage)
+			}
+		}
+	}
+}
+
+// TestCoverageDetectsInvalidSelection is the control that shows TestCoverage can fail: picking
+// the best of all thresholds on the same data, each with its own 95% limits (Wilson, close to
+// Clopper-Pearson) and no correction, covers mu far less often than 93% on identical worlds.
+func TestCoverageDetectsInvalidSelection(t *testing.T) {
+	const n, reps = 1000, 500
+	rng := rand.New(rand.NewPCG(5, 5))
+	z := normQuantile(1 - 0.025)
+	misses := 0
+	x, y := make([]float64, n), make([]float64, n)
+	for r := 0; r < reps; r++ {
+		for i := range x {
+			x[i], y[i] = rng.NormFloat64(), rng.NormFloat64()
+		}
+		slices.Sort(x)
+		slices.Sort(y)
+		best := math.Inf(-1)
+		forEachThreshold(x, y, func(_ float64, below, above int) {
+			a := wilsonUpper(float64(below)/n, n, z)
+			b := wilsonUpper(float64(above)/n, n, z)
+			best = math.Max(best, muFromErrors(a, b))
+		})
+		if best > 0 {
+			misses++
+		}
+	}
+	cov := 1 - float64(misses)/reps
+	t.Logf("uncorrected best-threshold bound on identical worlds: coverage %.3f", cov)
+	if cov >= 0.93 {
+		t.Errorf("uncorrected selection covered %.3f of the time; the coverage test would not catch it", cov)
+	}
+}
+
+// TestTightness: with 10^4 scores per world from the Gaussian pair at mu = 1, the Bonferroni
+// bound must reach 0.85 (it lands near 0.93 across seeds: the Clopper-Pearson limits at level
+// 0.05/88 cost about 0.04 of mu per error rate around alpha = beta = 0.31).
+func TestTightness(t *testing.T) {
+	const n, mu = 10000, 1.0
+	rng := rand.New(rand.NewPCG(2024, 1))
+	x, y := make([]float64, n), make([]float64, n)
+	gaussianScenario(mu).draw(rng, x, y)
+	for _, m := range ThresholdMethods {
+		res, err := Analyze(x, y, Options{Method: m, Delta: 1e-5, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%-10s mu lower %.4f (k=%d), estimate %.4f, eps lower at 1e-5 %.3f (true %.3f)",
+			m, res.MuLower, res.Candidates, res.MuEstimate, res.EpsLower, gaussianEps(mu, 1e-5))
+		if m == Bonferroni && res.MuLower < 0.85 {
+			t.Errorf("Bonferroni lower bound %.4f < 0.85 at n = 10^4, mu = 1", res.MuLower)
+		}
+		if res.MuLower > mu {
+			t.Errorf("%s lower bound %.4f above the true mu", m, res.MuLower)
+		}
+		// The AUC estimate of a Gaussian pair: sd of the AUC at n = 10^4 is ~0.003, i.e. ~0.02
+		// in mu; 0.06 is three of those.
+		if math.Abs(res.MuEstimate-mu) > 0.06 {
+			t.Errorf("%s: mu estimate %.4f far from %v", m, res.MuEstimate, mu)
+		}
+	}
+}
+
+// TestFastPathsMatchAnalyze checks that the simulation shortcuts (pruned Bonferroni, DKW
+// without a band) give exactly Analyze's bound, on continuous and tied data.
+func TestFastPathsMatchAnalyze(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 11))
+	for trial := 0; trial < 30; trial++ {
+		n0, n1 := 2+rng.IntN(400), 2+rng.IntN(400)
+		shift := 3 * rng.Float64()
+		x, y := make([]float64, n0), make([]float64, n1)
+		for i := range x {
+			x[i] = shift + rng.NormFloat64()
+		}
+		for i := range y {
+			y[i] = rng.NormFloat64()
+		}
+		if trial%2 == 1 {
+			for i := range x {
+				x[i] = math.Round(x[i])
+			}
+			for i := range y {
+				y[i] = math.Round(y[i])
+			}
+		}
+		xs, ys := slices.Clone(x), slices.Clone(y)
+		slices.Sort(xs)
+		slices.Sort(ys)
+		for _, m := range ThresholdMethods {
+			opts := Options{Confidence: 0.9, Method: m, Seed: 4, SplitFraction: 0.5}
+			res, err := Analyze(x, y, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fast, err := muLowerSorted(xs, ys, opts, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fast != res.MuLower {
+				t.Errorf("trial %d %s: fast %v, Analyze %v", trial, m, fast, res.MuLower)
+			}
+		}
+	}
+}
+
+// TestAnalyzeResult checks the bookkeeping of a Result: the reported points give the bounds,
+// every certified point's limits are at least its observed rates, EpsLowerAt agrees at the
+// analysed delta, the result does not depend on the order of the scores, and it encodes as
+// JSON.
+func TestAnalyzeResult(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	x, y := make([]float64, 500), make([]float64, 400)
+	gaussianScenario(1.5).draw(rng, x, y)
+	for _, m := range ThresholdMethods {
+		opts := Options{Method: m, Delta: 1e-3, Seed: 9}
+		res, err := Analyze(x, y, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.N0 != 500 || res.N1 != 400 || res.Confidence != 0.95 || res.Method != m || res.Delta != 1e-3 {
+			t.Errorf("%s: header %d %d %v %v %v", m, res.N0, res.N1, res.Confidence, res.Method, res.Delta)
+		}
+		if res.MuLower != math.Max(0, res.MuPoint.Mu()) || res.EpsLower != res.EpsPoint.Epsilon(1e-3) {
+			t.Errorf("%s: bounds do not come from the reported points", m)
+		}
+		if res.EpsLowerAt(1e-3) != res.EpsLower {
+			t.Errorf("%s: EpsLowerAt(delta) %v != EpsLower %v", m, res.EpsLowerAt(1e-3), res.EpsLower)
+		}
+		if res.EpsLowerAt(0.1) > res.EpsLower {
+			t.Errorf("%s: eps bound grew with delta", m)
+		}
+		for _, p := range res.Certified {
+			if p.AlphaUpper < p.AlphaHat || p.BetaUpper < p.BetaHat {
+				t.Errorf("%s: limits below observed rates: %+v", m, p)
+			}
+			if p.Mu() > res.MuLower && res.MuLower > 0 {
+				t.Errorf("%s: a certified point beats MuLower", m)
+			}
+		}
+		if (m == DKW) != (res.Band != nil) {
+			t.Errorf("%s: band present = %v", m, res.Band != nil)
+		}
+		if m == Bonferroni && res.Candidates != len(bonferroniRanks(500))+len(bonferroniRanks(400)) {
+			t.Errorf("Bonferroni candidates %d", res.Candidates)
+		}
+		shuffled := func(s []float64) []float64 {
+			c := slices.Clone(s)
+			rng.Shuffle(len(c), func(i, j int) { c[i], c[j] = c[j], c[i] })
+			return c
+		}
+		again, err := Analyze(shuffled(x), shuffled(y), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.MuLower != res.MuLower || again.EpsLower != res.EpsLower || again.AUC != res.AUC {
+			t.Errorf("%s: result depends on the order of the scores", m)
+		}
+		if _, err := json.Marshal(res); err != nil {
+			t.Errorf("%s: JSON: %v", m, err)
+		}
+	}
+	if _, err := Analyze(x, y, Options{Confidence: 1}); err == nil {
+		t.Error("confidence 1 accepted")
+	}
+	if _, err := Analyze(x, y, Options{Delta: -0.1}); err == nil {
+		t.Error("negative delta accepted")
+	}
+	if _, err := Analyze(x, y, Options{Method: "best"}); err == nil {
+		t.Error("unknown method accepted")
+	}
+	if _, err := Analyze([]float64{1}, []float64{0}, Options{Method: Split}); err == nil {
+		t.Error("split with one score per world accepted")
+	}
+	// One score per world still gives a (vacuous) Bonferroni and DKW bound.
+	for _, m := range []ThresholdMethod{Bonferroni, DKW} {
+		res, err := Analyze([]float64{1}, []float64{0}, Options{Method: m})
+		if err != nil || res.MuLower != 0 {
+			t.Errorf("%s with one score per world: %v, %v", m, res, err)
+		}
+	}
+}
+
+// TestDKWBandCoversTruth checks the DKW band on the Gaussian pair against the true error
+// rates at every threshold, over 1000 repetitions. The upper edge is what the bounds use and
+// holds with probability >= 0.95 (two one-sided events at 0.025): it must hold in at least 93%
+// of repetitions. The two-sided band adds two mirror events, so it holds with probability
+// >= 0.9; for continuous scores the one-sided DKW-Massart bound is nearly exact, so about 90%
+// is what to expect, and at least 87% (0.9 minus 3.2 binomial sd of 0.0095) is required.
+func TestDKWBandCoversTruth(t *testing.T) {
+	const n, reps, mu = 300, 1000, 1.0
+	rng := rand.New(rand.NewPCG(8, 8))
+	x, y := make([]float64, n), make([]float64, n)
+	upperOK, bothOK := 0, 0
+	for r := 0; r < reps; r++ {
+		gaussianScenario(mu).draw(rng, x, y)
+		res, err := Analyze(x, y, Options{Method: DKW})
+		if err != nil {
+			t.Fatal(err)
+		}
+		up, both := true, true
+		for i, th := range res.ROC.Thresholds {
+			a, b := normCDF(th-mu), 1-normCDF(th)
+			u, l := res.Band.Upper[i], res.Band.Lower[i]
+			if a > u.Alpha || b > u.Beta {
+				up, both = false, false
+				break
+			}
+			if a < l.Alpha || b < l.Beta {
+				both = false
+			}
+		}
+		if up {
+			upperOK++
+		}
+		if both {
+			bothOK++
+		}
+	}
+	t.Logf("DKW band: upper edge held in %d, both edges in %d of %d repetitions", upperOK, bothOK, reps)
+	if float64(upperOK)/reps < 0.93 {
+		t.Errorf("upper edge held in only %d of %d repetitions", upperOK, reps)
+	}
+	if float64(bothOK)/reps < 0.87 {
+		t.Errorf("two-sided band held in only %d of %d repetitions", bothOK, reps)
+	}
+}

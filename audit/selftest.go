@@ -1,0 +1,184 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"gonum.org/v1/gonum/mathext"
+)
+
+// SelfTestOptions configures SelfTest; zero fields take the defaults noted.
+type SelfTestOptions struct {
+	Reps int       // repetitions per mu; 0 means 200
+	N    int       // scores per world; 0 means 1000
+	Mus  []float64 // true mu values; nil means {0.5, 1, 2}
+	Seed uint64
+	// Confidence of the bounds under test; 0 means 0.95.
+	Confidence float64
+	// Methods to test; nil means all of ThresholdMethods.
+	Methods []ThresholdMethod
+}
+
+// SelfTestRow is the coverage of one method at one true mu.
+type SelfTestRow struct {
+	Method ThresholdMethod `json:"method"`
+	Mu     float64         `json:"mu"`
+	Reps   int             `json:"reps"`
+	// Misses counts repetitions whose lower bound exceeded the true mu.
+	Misses   int     `json:"misses"`
+	Coverage float64 `json:"coverage"`
+	// MaxMisses is the largest miss count the pass rule accepts.
+	MaxMisses int     `json:"max_misses"`
+	MeanLower float64 `json:"mean_lower"`
+	// Tightness is MeanLower / Mu.
+	Tightness float64 `json:"tightness"`
+	Pass      bool    `json:"pass"`
+}
+
+// SelfTestReport is the outcome of SelfTest.
+type SelfTestReport struct {
+	Reps       int           `json:"reps"`
+	N          int           `json:"n"`
+	Seed       uint64        `json:"seed"`
+	Confidence float64       `json:"confidence"`
+	Rows       []SelfTestRow `json:"rows"`
+	Pass       bool          `json:"pass"`
+	Rule       string        `json:"rule"`
+}
+
+// selfTestFalseAlarm is the probability with which one row of a correct method fails the pass
+// rule: the rule rejects when the misses would be that unlikely at the nominal miss rate.
+const selfTestFalseAlarm = 1e-3
+
+// SelfTest checks the certified bounds on the Gaussian mechanism, where the truth is known:
+// world C' scores are N(0, 1) and world C scores N(mu, 1), whose trade-off curve is exactly
+// T_G(mu). For each mu and repetition it draws both samples, computes every method's lower
+// bound and counts how often the bound exceeds mu. A row passes when its miss count is at
+// most MaxMisses, the largest m with P(Binomial(Reps, 1-Confidence) >= m) >= 1e-3: a method
+// whose true miss rate is at most 1-Confidence fails a row with probability below 0.1%.
+func SelfTest(ctx context.Context, opts SelfTestOptions) (*SelfTestReport, error) {
+	return selfTest(ctx, opts, nil)
+}
+
+// lowerBoundFunc computes a lower bound on mu from sorted samples; tests substitute faulty
+// ones to show that the pass rule catches them.
+type lowerBoundFunc func(x, y []float64, o Options, plan *bonferroniPlan) (float64, error)
+
+func selfTest(ctx context.Context, opts SelfTestOptions, bound lowerBoundFunc) (*SelfTestReport, error) {
+	if bound == nil {
+		bound = muLowerSorted
+	}
+	if opts.Reps == 0 {
+		opts.Reps = 200
+	}
+	if opts.N == 0 {
+		opts.N = 1000
+	}
+	if opts.Mus == nil {
+		opts.Mus = []float64{0.5, 1, 2}
+	}
+	if opts.Confidence == 0 {
+		opts.Confidence = 0.95
+	}
+	if opts.Methods == nil {
+		opts.Methods = ThresholdMethods
+	}
+	switch {
+	case opts.Reps < 1:
+		return nil, fmt.Errorf("audit: selftest needs at least 1 repetition, got %d", opts.Reps)
+	case opts.N < 2:
+		return nil, fmt.Errorf("audit: selftest needs at least 2 scores per world, got %d", opts.N)
+	case !(opts.Confidence > 0 && opts.Confidence < 1):
+		return nil, fmt.Errorf("audit: selftest confidence %v outside (0, 1)", opts.Confidence)
+	}
+	for _, mu := range opts.Mus {
+		if !(mu > 0) || math.IsInf(mu, 0) {
+			return nil, fmt.Errorf("audit: selftest mu %v is not a finite number > 0", mu)
+		}
+	}
+	methods := make([]ThresholdMethod, len(opts.Methods))
+	for i, m := range opts.Methods {
+		pm, err := ParseThresholdMethod(string(m))
+		if err != nil {
+			return nil, err
+		}
+		methods[i] = pm
+	}
+	maxMisses := maxAllowedMisses(opts.Reps, 1-opts.Confidence, selfTestFalseAlarm)
+	rep := &SelfTestReport{
+		Reps: opts.Reps, N: opts.N, Seed: opts.Seed, Confidence: opts.Confidence, Pass: true,
+		Rule: fmt.Sprintf("a row passes when misses <= %d, the largest m with P(Binomial(%d, %.3g) >= m) >= %g",
+			maxMisses, opts.Reps, 1-opts.Confidence, selfTestFalseAlarm),
+	}
+	plan := newBonferroniPlan(opts.N, opts.N, opts.Confidence)
+	x := make([]float64, opts.N)
+	y := make([]float64, opts.N)
+	for mi, mu := range opts.Mus {
+		rows := make([]SelfTestRow, len(methods))
+		for i, m := range methods {
+			rows[i] = SelfTestRow{Method: m, Mu: mu, Reps: opts.Reps, MaxMisses: maxMisses}
+		}
+		rng := rand.New(rand.NewPCG(opts.Seed, uint64(mi)))
+		for r := 0; r < opts.Reps; r++ {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("audit: selftest: %w", err)
+			}
+			gaussianScores(rng, mu, x, y)
+			for i, m := range methods {
+				o := Options{Confidence: opts.Confidence, Method: m, SplitFraction: 0.5, Seed: rng.Uint64()}
+				lower, err := bound(x, y, o, plan)
+				if err != nil {
+					return nil, fmt.Errorf("audit: selftest %s mu=%g: %w", m, mu, err)
+				}
+				rows[i].MeanLower += lower / float64(opts.Reps)
+				if lower > mu {
+					rows[i].Misses++
+				}
+			}
+		}
+		for i := range rows {
+			rows[i].Coverage = 1 - float64(rows[i].Misses)/float64(opts.Reps)
+			rows[i].Tightness = rows[i].MeanLower / mu
+			rows[i].Pass = rows[i].Misses <= maxMisses
+			rep.Pass = rep.Pass && rows[i].Pass
+		}
+		rep.Rows = append(rep.Rows, rows...)
+	}
+	return rep, nil
+}
+
+// gaussianScores fills x with sorted N(mu, 1) scores (world C) and y with sorted N(0, 1)
+// scores (world C').
+func gaussianScores(rng *rand.Rand, mu float64, x, y []float64) {
+	for i := range x {
+		x[i] = mu + rng.NormFloat64()
+	}
+	for i := range y {
+		y[i] = rng.NormFloat64()
+	}
+	slices.Sort(x)
+	slices.Sort(y)
+}
+
+// maxAllowedMisses is the largest m with P(Binomial(n, p) >= m) >= alarm.
+func maxAllowedMisses(n int, p, alarm float64) int {
+	m := 0
+	for m < n && binomialUpperTail(n, p, m+1) >= alarm {
+		m++
+	}
+	return m
+}
+
+// binomialUpperTail is P(Binomial(n, p) >= m) = I_p(m, n-m+1) for 1 <= m <= n.
+func binomialUpperTail(n int, p float64, m int) float64 {
+	if m <= 0 {
+		return 1
+	}
+	if m > n {
+		return 0
+	}
+	return mathext.RegIncBeta(float64(m), float64(n-m+1), p)
+}

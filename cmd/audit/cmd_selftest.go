@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/fedaudit/fedaudit/audit"
+)
+
+func init() {
+	register(&command{
+		name:    "selftest",
+		summary: "check the coverage of the certified bounds on the Gaussian mechanism",
+		usage:   "selftest [--reps 200] [--n 1000] [--mus 0.5,1,2] [--seed 1] [--json]",
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			reps := fs.Int("reps", 200, "repetitions per mu")
+			n := fs.Int("n", 1000, "scores per world in each repetition")
+			mus := fs.String("mus", "0.5,1,2", "comma-separated true mu values")
+			seed := fs.Uint64("seed", 1, "random seed")
+			asJSON := fs.Bool("json", false, "machine-readable output")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) > 0 {
+					return usagef("selftest: unexpected argument %q", args[0])
+				}
+				if *reps < 1 {
+					return usagef("selftest: --reps must be at least 1, got %d", *reps)
+				}
+				if *n < 2 {
+					return usagef("selftest: --n must be at least 2, got %d", *n)
+				}
+				var muList []float64
+				for _, s := range splitList(*mus) {
+					v, err := strconv.ParseFloat(s, 64)
+					if err != nil || !(v > 0) || v > 1e6 {
+						return usagef("selftest: --mus: %q is not a number in (0, 1e6]", s)
+					}
+					muList = append(muList, v)
+				}
+				if len(muList) == 0 {
+					return usagef("selftest: --mus is empty")
+				}
+				rep, err := audit.SelfTest(ctx, audit.SelfTestOptions{Reps: *reps, N: *n, Mus: muList, Seed: *seed})
+				if err != nil {
+					return err
+				}
+				if *asJSON {
+					if err := json.NewEncoder(e.stdout).Encode(rep); err != nil {
+						return fmt.Errorf("selftest: write JSON: %w", err)
+					}
+				} else {
+					printSelfTest(e, rep)
+				}
+				if !rep.Pass {
+					return errors.New("selftest: coverage below what a 95% method reaches (see the table)")
+				}
+				return nil
+			}
+		},
+	})
+}
+
+func printSelfTest(e *env, rep *audit.SelfTestReport) {
+	fmt.Fprintf(e.stdout, "Gaussian mechanism N(mu,1) vs N(0,1), %d scores per world, %d repetitions, seed %d, confidence %g\n\n",
+		rep.N, rep.Reps, rep.Seed, rep.Confidence)
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "method\tmu\tcoverage\tmisses\tmax misses\tmean bound\ttightness\t\n")
+	for _, r := range rep.Rows {
+		fmt.Fprintf(tw, "%s\t%g\t%.3f\t%d\t%d\t%.4f\t%.3f\t\n",
+			r.Method, r.Mu, r.Coverage, r.Misses, r.MaxMisses, r.MeanLower, r.Tightness)
+	}
+	tw.Flush()
+	verdict := "PASS"
+	if !rep.Pass {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(e.stdout, "\n%s: %s\n", verdict, rep.Rule)
+}
