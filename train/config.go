@@ -1,0 +1,292 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Algorithm names.
+const (
+	NoisyFedAvg  = "fedavg"
+	NoisyFedProx = "fedprox"
+	DPSGD        = "dpsgd"
+)
+
+// Config is one training configuration: the algorithm, model, schedule and what to record.
+type Config struct {
+	// Algorithm is "fedavg" (Noisy-FedAvg), "fedprox" (Noisy-FedProx) or "dpsgd".
+	Algorithm string `json:"algorithm" yaml:"algorithm"`
+	// Model selects the model.
+	Model ModelConfig `json:"model" yaml:"model"`
+	// Rounds is T.
+	Rounds int `json:"rounds" yaml:"rounds"`
+	// LocalSteps is K.
+	LocalSteps int `json:"local_steps" yaml:"local_steps"`
+	// Participants is n, the clients taking part in a round; 0 means all m.
+	Participants int `json:"participants" yaml:"participants"`
+	// LearningRate is eta.
+	LearningRate float64 `json:"learning_rate" yaml:"learning_rate"`
+	// Schedule is "constant", "cyclic" (eta/(k+1)), "stagewise" (eta/(t+1)), "iterative"
+	// (eta/(tK+k+1)) or "table" (ScheduleTable[t][k]).
+	Schedule string `json:"schedule" yaml:"schedule"`
+	// ScheduleTable holds eta[t][k] for the "table" schedule: Rounds rows of LocalSteps values.
+	ScheduleTable [][]float64 `json:"schedule_table,omitempty" yaml:"schedule_table,omitempty"`
+	// ClipNorm is V: whole-gradient clipping for fedavg and fedprox, per-example for dpsgd.
+	ClipNorm float64 `json:"clip_norm" yaml:"clip_norm"`
+	// NoiseStd is sigma, the std of the noise each client adds to its parameters per round.
+	NoiseStd float64 `json:"noise_std" yaml:"noise_std"`
+	// ProxAlpha is FedProx's alpha (fedprox only).
+	ProxAlpha float64 `json:"prox_alpha,omitempty" yaml:"prox_alpha,omitempty"`
+	// Batching is "full" (every local step uses all the client's samples), "fixed" (BatchSize
+	// samples without replacement, the same for every replica) or "poisson" (each sample
+	// independently with probability BatchSize/N, drawn per pair from the run seed).
+	Batching string `json:"batching" yaml:"batching"`
+	// BatchSize is B (fixed) or the expected batch size (poisson).
+	BatchSize int `json:"batch_size" yaml:"batch_size"`
+	// Seed is the master seed.
+	Seed uint64 `json:"seed" yaml:"seed"`
+	// Checkpoints are the rounds (0..Rounds) after which every replica is recorded.
+	Checkpoints []int `json:"checkpoints" yaml:"checkpoints"`
+	// Informed enables the informed adversary's statistics (needs NoiseStd > 0).
+	Informed bool `json:"informed" yaml:"informed"`
+	// RecordParams puts the global parameters into every checkpoint.
+	RecordParams bool `json:"record_params" yaml:"record_params"`
+	// RecordUpload puts the target client's noisy upload of the checkpoint's last round into
+	// every checkpoint.
+	RecordUpload bool `json:"record_upload" yaml:"record_upload"`
+	// DivergenceNorm is the parameter norm above which a replica is declared diverged and
+	// frozen; 0 means 1e6.
+	DivergenceNorm float64 `json:"divergence_norm,omitempty" yaml:"divergence_norm,omitempty"`
+	// Threads is the CPU backend's goroutine count; 0 means GOMAXPROCS.
+	Threads int `json:"threads,omitempty" yaml:"threads,omitempty"`
+	// EvalBatch is the number of rows evaluated at once at checkpoints; 0 means 256.
+	EvalBatch int `json:"eval_batch,omitempty" yaml:"eval_batch,omitempty"`
+}
+
+// ModelConfig selects a model.
+type ModelConfig struct {
+	// Kind is "softmax" (softmax regression), "mlp" or "quadratic".
+	Kind string `json:"kind" yaml:"kind"`
+	// Hidden holds the MLP's hidden-layer widths.
+	Hidden []int `json:"hidden,omitempty" yaml:"hidden,omitempty"`
+	// Activation is the MLP's "tanh", "softplus" or "relu".
+	Activation string `json:"activation,omitempty" yaml:"activation,omitempty"`
+	// Curvature is the quadratic model's a.
+	Curvature float64 `json:"curvature,omitempty" yaml:"curvature,omitempty"`
+}
+
+// TargetInfo says which sample differs between the worlds: sample Index of client Client.
+type TargetInfo struct {
+	Client int `json:"client" yaml:"client"`
+	Index  int `json:"index" yaml:"index"`
+}
+
+// PairRange selects pairs First, ..., First+Count-1 of an experiment (one shard).
+type PairRange struct {
+	First int `json:"first" yaml:"first"`
+	Count int `json:"count" yaml:"count"`
+}
+
+// Recorder receives the checkpoints of a run.
+type Recorder interface {
+	Checkpoint(ctx context.Context, cp *Checkpoint) error
+}
+
+// Names of the informed adversary's statistics in ReplicaState.Stats.
+const (
+	StatLLRAll  = "informed_llr_all"
+	StatLLRLast = "informed_llr_last"
+	StatMu2     = "informed_mu2"
+)
+
+// Checkpoint is the state of every replica of a shard after Round rounds.
+type Checkpoint struct {
+	Round int
+	// StatNames names the columns of every ReplicaState.Stats.
+	StatNames []string
+	Replicas  []ReplicaState
+}
+
+// ReplicaState is one replica (one run of one pair in one world) at a checkpoint.
+type ReplicaState struct {
+	Pair     int
+	World    int // 0: C, 1: C'
+	Seed     uint64
+	Diverged bool
+	// TrainLoss is the mean loss over all samples of all clients of the replica's world.
+	TrainLoss float64
+	// TestAccuracy is the accuracy on the test set (NaN without one).
+	TestAccuracy float64
+	// TargetLoss and TargetMargin are the loss and logit margin on the target sample as in C
+	// ([0], epsilon) and as in C' ([1], epsilon').
+	TargetLoss, TargetMargin [2]float64
+	// Stats holds the values named by Checkpoint.StatNames.
+	Stats []float64
+	// Params is w_Round (only with RecordParams).
+	Params []float32
+	// Upload is the target client's noisy upload in round Round-1 (only with RecordUpload;
+	// nil at round 0 or when the target did not take part).
+	Upload []float32
+}
+
+func (c *Config) validate(m, n, dim, classes int) error {
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("config: %s: %s", field, fmt.Sprintf(format, a...)))
+	}
+	switch c.Algorithm {
+	case NoisyFedAvg, NoisyFedProx:
+	case DPSGD:
+		if m != 1 {
+			bad("algorithm", "dpsgd trains one client, the datasets have %d", m)
+		}
+	default:
+		bad("algorithm", "%q is not fedavg, fedprox or dpsgd", c.Algorithm)
+	}
+	if c.Algorithm == NoisyFedProx && !(c.ProxAlpha > 0) {
+		bad("prox_alpha", "fedprox needs alpha > 0, got %g", c.ProxAlpha)
+	}
+	if c.Algorithm != NoisyFedProx && c.ProxAlpha != 0 {
+		bad("prox_alpha", "only fedprox takes alpha, got %g", c.ProxAlpha)
+	}
+	if c.Rounds < 1 {
+		bad("rounds", "need at least 1, got %d", c.Rounds)
+	}
+	if c.LocalSteps < 1 {
+		bad("local_steps", "need at least 1, got %d", c.LocalSteps)
+	}
+	if c.Participants < 0 || c.Participants > m {
+		bad("participants", "need 0 (all) to %d clients, got %d", m, c.Participants)
+	}
+	if c.Schedule != "table" && (!(c.LearningRate > 0) || math.IsInf(c.LearningRate, 0)) {
+		bad("learning_rate", "need a finite positive value, got %g", c.LearningRate)
+	}
+	switch c.Schedule {
+	case "constant", "cyclic", "stagewise", "iterative":
+	case "table":
+		if len(c.ScheduleTable) != c.Rounds {
+			bad("schedule_table", "need %d rows (rounds), got %d", c.Rounds, len(c.ScheduleTable))
+		}
+		for t, row := range c.ScheduleTable {
+			if len(row) != c.LocalSteps {
+				bad("schedule_table", "row %d has %d values, need %d (local_steps)", t, len(row), c.LocalSteps)
+				break
+			}
+			for _, v := range row {
+				if !(v >= 0) || math.IsInf(v, 0) {
+					bad("schedule_table", "row %d holds %g, need finite non-negative values", t, v)
+					break
+				}
+			}
+		}
+	default:
+		bad("schedule", "%q is not constant, cyclic, stagewise, iterative or table", c.Schedule)
+	}
+	if !(c.ClipNorm >= 0) || math.IsInf(c.ClipNorm, 0) {
+		bad("clip_norm", "need a finite value >= 0 (0: no clipping), got %g", c.ClipNorm)
+	}
+	if c.Algorithm == DPSGD && !(c.ClipNorm > 0) {
+		bad("clip_norm", "dpsgd clips every example: need V > 0")
+	}
+	if !(c.NoiseStd >= 0) || math.IsInf(c.NoiseStd, 0) {
+		bad("noise_std", "need a finite value >= 0, got %g", c.NoiseStd)
+	}
+	if c.Informed && !(c.NoiseStd > 0) {
+		bad("informed", "the likelihood ratio needs noise_std > 0")
+	}
+	switch c.Batching {
+	case "full":
+	case "fixed", "poisson":
+		if c.BatchSize < 1 || c.BatchSize > n {
+			bad("batch_size", "need 1 to %d (the smallest client), got %d", n, c.BatchSize)
+		}
+	default:
+		bad("batching", "%q is not full, fixed or poisson", c.Batching)
+	}
+	for _, t := range c.Checkpoints {
+		if t < 0 || t > c.Rounds {
+			bad("checkpoints", "round %d is outside 0..%d", t, c.Rounds)
+			break
+		}
+	}
+	if c.DivergenceNorm < 0 {
+		bad("divergence_norm", "need >= 0, got %g", c.DivergenceNorm)
+	}
+	if c.EvalBatch < 0 {
+		bad("eval_batch", "need >= 0, got %d", c.EvalBatch)
+	}
+	switch c.Model.Kind {
+	case "softmax", "mlp":
+		if classes < 2 {
+			bad("model.kind", "%s needs at least 2 classes, the data has %d", c.Model.Kind, classes)
+		}
+		if _, err := parseActivation(c.Model.Activation); c.Model.Kind == "mlp" && err != nil {
+			bad("model.activation", "%v", err)
+		}
+		for _, h := range c.Model.Hidden {
+			if h < 1 {
+				bad("model.hidden", "widths must be positive, got %v", c.Model.Hidden)
+				break
+			}
+		}
+		if c.Model.Kind == "softmax" && len(c.Model.Hidden) > 0 {
+			bad("model.hidden", "softmax regression has no hidden layers")
+		}
+	case "quadratic":
+		if c.Algorithm == DPSGD {
+			bad("model.kind", "the quadratic model has no per-example gradients for dpsgd")
+		}
+		if c.Model.Curvature == 0 || math.IsNaN(c.Model.Curvature) || math.IsInf(c.Model.Curvature, 0) {
+			bad("model.curvature", "need a finite nonzero a, got %g", c.Model.Curvature)
+		}
+	default:
+		bad("model.kind", "%q is not softmax, mlp or quadratic", c.Model.Kind)
+	}
+	return errors.Join(errs...)
+}
+
+func parseActivation(s string) (Activation, error) {
+	switch s {
+	case "tanh":
+		return Tanh, nil
+	case "softplus":
+		return Softplus, nil
+	case "relu":
+		return ReLU, nil
+	}
+	return 0, fmt.Errorf("%q is not tanh, softplus or relu", s)
+}
+
+func (c *Config) newModel(dim, classes int) (Model, error) {
+	switch c.Model.Kind {
+	case "softmax":
+		return NewMLP(Tanh, dim, classes)
+	case "mlp":
+		act, err := parseActivation(c.Model.Activation)
+		if err != nil {
+			return nil, err
+		}
+		sizes := append(append([]int{dim}, c.Model.Hidden...), classes)
+		return NewMLP(act, sizes...)
+	case "quadratic":
+		return &Quadratic{A: float32(c.Model.Curvature), Dim: dim}, nil
+	}
+	return nil, fmt.Errorf("config: model.kind: %q unknown", c.Model.Kind)
+}
+
+// LearningRateAt is eta_{k,t}, the learning rate of local step k in round t.
+func (c *Config) LearningRateAt(t, k int) float64 {
+	switch c.Schedule {
+	case "cyclic":
+		return c.LearningRate / float64(k+1)
+	case "stagewise":
+		return c.LearningRate / float64(t+1)
+	case "iterative":
+		return c.LearningRate / float64(t*c.LocalSteps+k+1)
+	case "table":
+		return c.ScheduleTable[t][k]
+	}
+	return c.LearningRate
+}

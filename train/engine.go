@@ -1,0 +1,596 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/fedaudit/fedaudit/datasets"
+)
+
+// Train runs the pairs of one shard: pair p trains on worldC (world 0) and on worldCPrime
+// (world 1) with the seed RunSeed(cfg.Seed, p), and rec receives every checkpoint. The two
+// worlds list the same number of clients and differ only in sample target.Index of client
+// target.Client. test, when not nil, gives each checkpoint a test accuracy. progress, when not
+// nil, is called after every round. Results do not depend on how pairs are split into shards.
+func Train(ctx context.Context, cfg Config, worldC, worldCPrime []*datasets.Dataset, target TargetInfo, test *datasets.Dataset, pairs PairRange, rec Recorder, progress func(done, total int)) error {
+	be := NewCPU(cfg.Threads)
+	defer be.Close()
+	return TrainOn(ctx, be, cfg, worldC, worldCPrime, target, test, pairs, rec, progress)
+}
+
+// TrainOn is Train on a given backend.
+func TrainOn(ctx context.Context, be Backend, cfg Config, worldC, worldCPrime []*datasets.Dataset, target TargetInfo, test *datasets.Dataset, pairs PairRange, rec Recorder, progress func(done, total int)) error {
+	e, err := newEngine(be, cfg, worldC, worldCPrime, target, test, pairs)
+	if err != nil {
+		return err
+	}
+	if rec == nil {
+		return errors.New("train: nil recorder")
+	}
+	total := cfg.Rounds
+	if slices.Contains(cfg.Checkpoints, 0) {
+		if err := rec.Checkpoint(ctx, e.checkpoint(0)); err != nil {
+			return fmt.Errorf("train: checkpoint at round 0: %w", err)
+		}
+	}
+	for t := 0; t < total; t++ {
+		record := slices.Contains(cfg.Checkpoints, t+1)
+		if err := e.round(ctx, t, record); err != nil {
+			return fmt.Errorf("train: round %d: %w", t, err)
+		}
+		if record {
+			if err := rec.Checkpoint(ctx, e.checkpoint(t+1)); err != nil {
+				return fmt.Errorf("train: checkpoint at round %d: %w", t+1, err)
+			}
+		}
+		if progress != nil {
+			progress(t+1, total)
+		}
+	}
+	return nil
+}
+
+// clientData is one client's samples on the backend: X is N x dim, Y is N x 1 labels.
+type clientData struct {
+	x, y Mat
+	n    int
+}
+
+type engine struct {
+	cfg    Config
+	be     Backend
+	model  Model
+	ws     workspace
+	d, dim int
+	m, n   int // clients, participants per round
+	P, R   int
+	first  int
+	target TargetInfo
+	perEx  float32 // per-example clip norm (dpsgd), else 0
+	clipV  float32 // whole-gradient clip norm (fedavg, fedprox), else 0
+	alpha  float32
+
+	data  [2][]clientData
+	test  *clientData
+	seeds []uint64 // per replica (equal within a pair)
+
+	g, l, acc, grad, noise, shadow, upload Buffer
+	xb, yb                                 Buffer // gathered minibatch
+	maxRows                                int
+
+	perm      []int32
+	idx       []int32
+	part      []bool // part[p*m+i]: pair p's round includes client i
+	coef      []float32
+	scaleT    []float32
+	scaleO    []float32
+	hasTarget []bool // per pair: the target client takes part this round
+	dots      []float64
+	dd        []float64
+	diverged  []bool
+	uploaded  []bool
+	llrAll    []float64
+	llrLast   []float64
+	mu2       []float64
+	divNorm   float64
+
+	evalLoss, evalMargin Buffer
+	hostLoss, hostMargin []float32
+}
+
+func newEngine(be Backend, cfg Config, worldC, worldCP []*datasets.Dataset, target TargetInfo, test *datasets.Dataset, pairs PairRange) (*engine, error) {
+	m := len(worldC)
+	if m == 0 || len(worldCP) != m {
+		return nil, fmt.Errorf("train: worlds have %d and %d clients, need the same positive count", m, len(worldCP))
+	}
+	if target.Client < 0 || target.Client >= m {
+		return nil, fmt.Errorf("train: target client %d outside 0..%d", target.Client, m-1)
+	}
+	if pairs.First < 0 || pairs.Count < 1 {
+		return nil, fmt.Errorf("train: pair range first %d count %d: need first >= 0, count >= 1", pairs.First, pairs.Count)
+	}
+	dim, classes, minN := worldC[0].Dim(), worldC[0].Classes, math.MaxInt
+	for w, world := range [2][]*datasets.Dataset{worldC, worldCP} {
+		for i, ds := range world {
+			if ds == nil {
+				return nil, fmt.Errorf("train: world %d client %d: nil dataset", w, i)
+			}
+			if err := ds.Validate(); err != nil {
+				return nil, fmt.Errorf("train: world %d client %d: %w", w, i, err)
+			}
+			if ds.Dim() != dim || ds.Classes != classes {
+				return nil, fmt.Errorf("train: world %d client %d: dim %d, %d classes; client 0 of C has %d, %d", w, i, ds.Dim(), ds.Classes, dim, classes)
+			}
+			if ds.Len() == 0 {
+				return nil, fmt.Errorf("train: world %d client %d has no samples", w, i)
+			}
+			minN = min(minN, ds.Len())
+		}
+	}
+	for i := range worldC {
+		if err := compareClients(worldC[i], worldCP[i], i, target); err != nil {
+			return nil, err
+		}
+	}
+	if tc := worldC[target.Client]; target.Index < 0 || target.Index >= tc.Len() {
+		return nil, fmt.Errorf("train: target index %d outside client %d's %d samples", target.Index, target.Client, tc.Len())
+	}
+	if err := cfg.validate(m, minN, dim, classes); err != nil {
+		return nil, err
+	}
+	if test != nil {
+		if err := test.Validate(); err != nil {
+			return nil, fmt.Errorf("train: test set: %w", err)
+		}
+		if test.Dim() != dim {
+			return nil, fmt.Errorf("train: test set has dim %d, clients %d", test.Dim(), dim)
+		}
+	}
+	model, err := cfg.newModel(dim, classes)
+	if err != nil {
+		return nil, err
+	}
+	e := &engine{cfg: cfg, be: be, model: model, d: model.NumParams(), dim: dim, m: m, n: cfg.Participants,
+		P: pairs.Count, R: 2 * pairs.Count, first: pairs.First, target: target, divNorm: cfg.DivergenceNorm}
+	if e.n == 0 {
+		e.n = m
+	}
+	if e.divNorm == 0 {
+		e.divNorm = 1e6
+	}
+	if cfg.EvalBatch == 0 {
+		e.cfg.EvalBatch = 256
+	}
+	switch cfg.Algorithm {
+	case DPSGD:
+		e.perEx = float32(cfg.ClipNorm)
+	case NoisyFedProx:
+		e.alpha = float32(cfg.ProxAlpha)
+		e.clipV = float32(cfg.ClipNorm)
+	default:
+		e.clipV = float32(cfg.ClipNorm)
+	}
+	maxN := 0
+	for w, world := range [2][]*datasets.Dataset{worldC, worldCP} {
+		e.data[w] = make([]clientData, m)
+		for i, ds := range world {
+			if w == 1 && i != target.Client {
+				e.data[1][i] = e.data[0][i] // identical data: one copy
+				continue
+			}
+			e.data[w][i] = e.toDevice(ds)
+			maxN = max(maxN, ds.Len())
+		}
+	}
+	if test != nil {
+		td := e.toDevice(test)
+		e.test = &td
+	}
+	switch cfg.Batching {
+	case "full", "poisson":
+		e.maxRows = maxN
+	default:
+		e.maxRows = cfg.BatchSize
+	}
+	wsRows := max(e.maxRows, e.cfg.EvalBatch)
+	e.ws = model.newWorkspace(be, wsRows, e.R)
+	e.xb = be.Alloc(e.maxRows * dim)
+	e.yb = be.Alloc(e.maxRows)
+	R, d := e.R, e.d
+	for _, b := range []*Buffer{&e.g, &e.l, &e.acc, &e.grad, &e.noise} {
+		*b = be.Alloc(R * d)
+	}
+	if cfg.Informed {
+		e.shadow = be.Alloc(R * d)
+	}
+	if cfg.RecordUpload {
+		e.upload = be.Alloc(R * d)
+	}
+	e.perm = make([]int32, max(maxN, m))
+	e.idx = make([]int32, maxN)
+	e.part = make([]bool, e.P*m)
+	e.coef = make([]float32, R)
+	e.scaleT = make([]float32, R)
+	e.scaleO = make([]float32, R)
+	e.hasTarget = make([]bool, e.P)
+	e.dots = make([]float64, R)
+	e.dd = make([]float64, R)
+	e.diverged = make([]bool, R)
+	e.uploaded = make([]bool, R)
+	e.llrAll = make([]float64, R)
+	e.llrLast = make([]float64, R)
+	e.mu2 = make([]float64, R)
+	e.seeds = make([]uint64, R)
+	for r := range e.seeds {
+		e.seeds[r] = RunSeed(cfg.Seed, e.first+r/2)
+	}
+	// w_0 is public and the same for every pair: it is drawn from the master seed.
+	w0 := make([]float32, d)
+	model.Init(w0, splitMix64(cfg.Seed^0x696e6974))
+	for r := 0; r < R; r++ {
+		be.Upload(e.g, r*d, w0)
+	}
+	return e, nil
+}
+
+// compareClients checks that client i is the same in both worlds, except the target sample.
+func compareClients(a, b *datasets.Dataset, i int, target TargetInfo) error {
+	if a.Len() != b.Len() {
+		return fmt.Errorf("train: client %d has %d samples in C and %d in C'", i, a.Len(), b.Len())
+	}
+	for j := 0; j < a.Len(); j++ {
+		if i == target.Client && j == target.Index {
+			continue
+		}
+		if a.Labels[j] != b.Labels[j] || !sameFloats(a.Row(j), b.Row(j)) {
+			return fmt.Errorf("train: client %d sample %d differs between C and C', but only client %d sample %d may", i, j, target.Client, target.Index)
+		}
+	}
+	return nil
+}
+
+func sameFloats(a, b []float32) bool {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *engine) toDevice(ds *datasets.Dataset) clientData {
+	n := ds.Len()
+	y := make([]float32, n)
+	for i, v := range ds.Labels {
+		y[i] = float32(v)
+	}
+	return clientData{
+		x: Mat{Buf: upload(e.be, ds.Features), Rows: n, Cols: e.dim, Stride: e.dim, Batch: 1},
+		y: Mat{Buf: upload(e.be, y), Rows: n, Cols: 1, Stride: 1, Batch: 1},
+		n: n,
+	}
+}
+
+// rows is replicas first, first+stride, ... (count of them) of an R x d buffer.
+func (e *engine) rows(buf Buffer, first, count, stride int) Mat {
+	return Mat{Buf: buf, Off: first * e.d, Rows: 1, Cols: e.d, Stride: e.d, Batch: count, BatchStride: stride * e.d}
+}
+
+func (e *engine) all(buf Buffer) Mat { return e.rows(buf, 0, e.R, 1) }
+
+// round runs round t: every client's K local steps from w_t for every replica, the noise and
+// the average, the informed adversary's statistics, and the divergence check.
+func (e *engine) round(ctx context.Context, t int, record bool) error {
+	be, m, tc := e.be, e.m, e.target.Client
+	e.chooseParticipants(t)
+	be.Axpby(0, Mat{}, 0, e.all(e.acc), nil)
+	for i := 0; i < m; i++ {
+		if err := e.localTrain(ctx, t, i, e.l, false); err != nil {
+			return err
+		}
+		for r := range e.coef {
+			e.coef[r] = b2f(e.part[(r/2)*m+i])
+		}
+		be.Axpby(1, e.all(e.l), 1, e.all(e.acc), e.coef)
+		if i != tc {
+			continue
+		}
+		if record && e.upload != nil {
+			for r := range e.coef {
+				e.scaleT[r] = float32(e.cfg.NoiseStd)
+				e.uploaded[r] = e.hasTarget[r/2]
+			}
+			be.Axpby(1, e.all(e.l), 0, e.all(e.upload), nil)
+			be.AddGaussian(e.all(e.upload), e.seeds, e.scaleT, uint32(t), uint32(tc))
+		}
+		if e.cfg.Informed {
+			if err := e.localTrain(ctx, t, i, e.shadow, true); err != nil {
+				return err
+			}
+			// shadow <- D = phi(w_t) - phi'(w_t) = s (L - shadow)/n, s = +1 in C, -1 in C'.
+			be.Axpby(-1, e.all(e.l), 1, e.all(e.shadow), nil)
+			for r := range e.coef {
+				s := float32(1 - 2*(r%2))
+				e.coef[r] = -s * b2f(e.hasTarget[r/2]) / float32(e.n)
+			}
+			be.Axpby(1, e.all(e.shadow), 0, e.all(e.shadow), e.coef)
+		}
+	}
+	n := float32(e.n)
+	be.Axpby(1/n, e.all(e.acc), 0, e.all(e.acc), nil)
+	sigma := e.cfg.NoiseStd
+	for r := range e.scaleT {
+		tgt := e.hasTarget[r/2]
+		e.scaleT[r] = float32(sigma/float64(n)) * b2f(tgt)
+		others := e.n - int(b2f(tgt))
+		e.scaleO[r] = float32(sigma * math.Sqrt(float64(others)) / float64(n))
+	}
+	be.Axpby(0, Mat{}, 0, e.all(e.noise), nil)
+	if sigma > 0 {
+		be.AddGaussian(e.all(e.noise), e.seeds, e.scaleT, uint32(t), uint32(tc))
+		be.AddGaussian(e.all(e.noise), e.seeds, e.scaleO, uint32(t), streamOthers)
+	}
+	if e.cfg.Informed {
+		be.Dots(e.all(e.noise), e.all(e.shadow), e.dots)
+		be.Dots(e.all(e.shadow), e.all(e.shadow), e.dd)
+		k := float64(n) / (sigma * sigma)
+		for r := range e.dots {
+			if e.diverged[r] {
+				continue
+			}
+			s := float64(1 - 2*(r%2))
+			e.llrLast[r] = k * (e.dots[r] + s*e.dd[r]/2)
+			e.llrAll[r] += e.llrLast[r]
+			e.mu2[r] += k * e.dd[r]
+		}
+	}
+	be.Axpby(1, e.all(e.noise), 1, e.all(e.acc), nil)
+	// Divergence: a replica whose new parameters are not finite or too large keeps w_t.
+	be.Dots(e.all(e.acc), e.all(e.acc), e.dots)
+	for r := range e.dots {
+		if nn := math.Sqrt(e.dots[r]); !(nn <= e.divNorm) {
+			e.diverged[r] = true
+		}
+	}
+	for r := 0; r < e.R; {
+		if e.diverged[r] {
+			r++
+			continue
+		}
+		r1 := r + 1
+		for r1 < e.R && !e.diverged[r1] {
+			r1++
+		}
+		be.Axpby(1, e.rows(e.acc, r, r1-r, 1), 0, e.rows(e.g, r, r1-r, 1), nil)
+		r = r1
+	}
+	return nil
+}
+
+func b2f(b bool) float32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// chooseParticipants draws each pair's n of m clients for round t from the run seed.
+func (e *engine) chooseParticipants(t int) {
+	m := e.m
+	for p := 0; p < e.P; p++ {
+		part := e.part[p*m : (p+1)*m]
+		if e.n == m {
+			for i := range part {
+				part[i] = true
+			}
+		} else {
+			clear(part)
+			rng := newCounterRand(e.seeds[2*p], uint32(t), 0, domainParticipation, 0)
+			samplePrefix(&rng, e.perm[:m], e.n)
+			for _, i := range e.perm[:e.n] {
+				part[i] = true
+			}
+		}
+		e.hasTarget[p] = part[e.target.Client]
+	}
+}
+
+// localTrain runs client i's K local steps of round t from w_t for every replica into buf.
+// With flip, world-w replicas train on the other world's data (the informed adversary's
+// phi' for C replicas and phi for C' replicas).
+func (e *engine) localTrain(ctx context.Context, t, i int, buf Buffer, flip bool) error {
+	be := e.be
+	be.Axpby(1, e.all(e.g), 0, e.all(buf), nil)
+	for k := 0; k < e.cfg.LocalSteps; k++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		e.localGrad(t, i, k, buf, flip)
+		eta := float32(e.cfg.LearningRateAt(t, k))
+		be.ClipStep(eta, e.clipV, e.alpha, e.all(buf), e.all(e.grad), e.all(e.g))
+	}
+	return nil
+}
+
+// localGrad writes into e.grad every replica's gradient at params buf on client i's batch of
+// (round t, step k). Replicas that see the same rows are one group, one batched call.
+func (e *engine) localGrad(t, i, k int, buf Buffer, flip bool) {
+	isTarget := i == e.target.Client
+	world := func(w int) int {
+		if flip {
+			return 1 - w
+		}
+		return w
+	}
+	switch e.cfg.Batching {
+	case "full":
+		if isTarget {
+			for w := 0; w < 2; w++ {
+				cd := &e.data[world(w)][i]
+				e.groupGrad(buf, w, e.P, 2, cd.x, cd.y)
+			}
+			return
+		}
+		cd := &e.data[0][i]
+		e.groupGrad(buf, 0, e.R, 1, cd.x, cd.y)
+	case "fixed":
+		cd := &e.data[0][i]
+		rng := newCounterRand(e.cfg.Seed, uint32(t), uint32(i), domainBatch, uint32(k))
+		samplePrefix(&rng, e.perm[:cd.n], e.cfg.BatchSize)
+		idx := e.idx[:e.cfg.BatchSize]
+		copy(idx, e.perm[:e.cfg.BatchSize])
+		if isTarget && slices.Contains(idx, int32(e.target.Index)) {
+			for w := 0; w < 2; w++ {
+				x, y := e.gather(&e.data[world(w)][i], idx)
+				e.groupGrad(buf, w, e.P, 2, x, y)
+			}
+			return
+		}
+		x, y := e.gather(cd, idx)
+		e.groupGrad(buf, 0, e.R, 1, x, y)
+	case "poisson":
+		cd := &e.data[0][i]
+		q := float64(e.cfg.BatchSize) / float64(cd.n)
+		for p := 0; p < e.P; p++ {
+			rng := newCounterRand(e.seeds[2*p], uint32(t), uint32(i), domainPoisson, uint32(k))
+			idx := e.idx[:0]
+			hit := false
+			for j := 0; j < cd.n; j++ {
+				if rng.float() < q {
+					idx = append(idx, int32(j))
+					hit = hit || (isTarget && j == e.target.Index)
+				}
+			}
+			if len(idx) == 0 {
+				e.be.Axpby(0, Mat{}, 0, e.rows(e.grad, 2*p, 2, 1), nil)
+				continue
+			}
+			if hit {
+				for w := 0; w < 2; w++ {
+					x, y := e.gather(&e.data[world(w)][i], idx)
+					e.groupGrad(buf, 2*p+w, 1, 1, x, y)
+				}
+				continue
+			}
+			x, y := e.gather(cd, idx)
+			e.groupGrad(buf, 2*p, 2, 1, x, y)
+		}
+	}
+}
+
+func (e *engine) gather(cd *clientData, idx []int32) (x, y Mat) {
+	x = Mat{Buf: e.xb, Rows: len(idx), Cols: e.dim, Stride: e.dim, Batch: 1}
+	y = Mat{Buf: e.yb, Rows: len(idx), Cols: 1, Stride: 1, Batch: 1}
+	e.be.Gather(x, cd.x, idx)
+	e.be.Gather(y, cd.y, idx)
+	return x, y
+}
+
+func (e *engine) groupGrad(buf Buffer, first, count, stride int, x, y Mat) {
+	e.model.grad(e.be, e.ws, e.rows(buf, first, count, stride), x, y, e.rows(e.grad, first, count, stride), e.perEx)
+}
+
+// checkpoint evaluates every replica at w_round.
+func (e *engine) checkpoint(round int) *Checkpoint {
+	R, m := e.R, e.m
+	cp := &Checkpoint{Round: round, Replicas: make([]ReplicaState, R)}
+	if e.cfg.Informed {
+		cp.StatNames = []string{StatLLRAll, StatLLRLast, StatMu2}
+	}
+	lossSum := make([]float64, R)
+	correct := make([]float64, R)
+	count := 0
+	for i := 0; i < m; i++ {
+		if i == e.target.Client {
+			for w := 0; w < 2; w++ {
+				e.evalRows(&e.data[w][i], w, e.P, 2, lossSum, correct, nil)
+			}
+		} else {
+			e.evalRows(&e.data[0][i], 0, R, 1, lossSum, correct, nil)
+		}
+		count += e.data[0][i].n
+	}
+	testCorrect := make([]float64, R)
+	if e.test != nil {
+		e.evalRows(e.test, 0, R, 1, make([]float64, R), testCorrect, nil)
+	}
+	var tl, tm [2][]float64
+	for w := 0; w < 2; w++ {
+		cd := &e.data[w][e.target.Client]
+		one := clientData{x: cd.x, y: cd.y, n: 1}
+		one.x.Off += e.target.Index * e.dim
+		one.x.Rows = 1
+		one.y.Off += e.target.Index
+		one.y.Rows = 1
+		tl[w], tm[w] = make([]float64, R), make([]float64, R)
+		e.evalRows(&one, 0, R, 1, tl[w], make([]float64, R), tm[w])
+	}
+	host := make([]float32, e.d)
+	for r := 0; r < R; r++ {
+		rs := &cp.Replicas[r]
+		rs.Pair, rs.World, rs.Seed, rs.Diverged = e.first+r/2, r%2, e.seeds[r], e.diverged[r]
+		rs.TrainLoss = lossSum[r] / float64(count)
+		rs.TestAccuracy = math.NaN()
+		if e.test != nil {
+			rs.TestAccuracy = testCorrect[r] / float64(e.test.n)
+		}
+		for w := 0; w < 2; w++ {
+			rs.TargetLoss[w], rs.TargetMargin[w] = tl[w][r], tm[w][r]
+		}
+		if e.cfg.Informed {
+			rs.Stats = []float64{e.llrAll[r], e.llrLast[r], e.mu2[r]}
+		}
+		if e.cfg.RecordParams {
+			rs.Params = make([]float32, e.d)
+			e.be.Download(rs.Params, e.g, r*e.d)
+		}
+		if e.cfg.RecordUpload && round > 0 && e.uploaded[r] {
+			e.be.Download(host, e.upload, r*e.d)
+			rs.Upload = slices.Clone(host)
+		}
+	}
+	return cp
+}
+
+// evalRows adds, for replicas first, first+stride, ... (count), the loss and the number of
+// correct predictions (margin > 0) over cd's rows to lossSum and correct, and the margins to
+// marginSum when it is not nil.
+func (e *engine) evalRows(cd *clientData, first, count, stride int, lossSum, correct, marginSum []float64) {
+	eb := e.cfg.EvalBatch
+	if e.evalLoss == nil {
+		e.evalLoss, e.evalMargin = e.be.Alloc(e.R*eb), e.be.Alloc(e.R*eb)
+		e.hostLoss, e.hostMargin = make([]float32, e.R*eb), make([]float32, e.R*eb)
+	}
+	params := e.rows(e.g, first, count, stride)
+	for r0 := 0; r0 < cd.n; r0 += eb {
+		n := min(eb, cd.n-r0)
+		x := cd.x
+		x.Off += r0 * x.Stride
+		x.Rows = n
+		y := cd.y
+		y.Off += r0 * y.Stride
+		y.Rows = n
+		loss := Mat{Buf: e.evalLoss, Rows: n, Cols: 1, Stride: 1, Batch: count, BatchStride: n}
+		margin := loss
+		margin.Buf = e.evalMargin
+		e.model.eval(e.be, e.ws, params, x, y, loss, margin)
+		e.be.Download(e.hostLoss[:count*n], e.evalLoss, 0)
+		e.be.Download(e.hostMargin[:count*n], e.evalMargin, 0)
+		for j := 0; j < count; j++ {
+			r := first + j*stride
+			for q := 0; q < n; q++ {
+				lossSum[r] += float64(e.hostLoss[j*n+q])
+				mg := float64(e.hostMargin[j*n+q])
+				if mg > 0 {
+					correct[r]++
+				}
+				if marginSum != nil {
+					marginSum[r] += mg
+				}
+			}
+		}
+	}
+}

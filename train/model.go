@@ -1,0 +1,198 @@
+package train
+
+import (
+	"fmt"
+	"math"
+)
+
+// Model is a parametric model whose loss and gradient are computed for a batch of replicas at
+// once through a Backend. Parameters of one replica are a 1 x NumParams row; a batch of them
+// is a Mat with one row per batch element.
+type Model interface {
+	// NumParams is d, the length of one replica's parameter vector.
+	NumParams() int
+	// Init writes the initial parameters drawn from the seed.
+	Init(w []float32, seed uint64)
+	// newWorkspace allocates scratch for up to maxRows input rows and maxBatch replicas.
+	newWorkspace(be Backend, maxRows, maxBatch int) workspace
+	// grad writes into grad (a batch like params) the gradient of the mean loss over the rows
+	// of x (shared by the batch; labels y), or with perExample > 0 the sum over rows of each
+	// example's gradient clipped to norm perExample.
+	grad(be Backend, ws workspace, params, x, y, grad Mat, perExample float32)
+	// eval writes each replica's loss and logit margin on every row of x into loss and margin
+	// (batch of Rows x 1).
+	eval(be Backend, ws workspace, params, x, y, loss, margin Mat)
+}
+
+type workspace interface{}
+
+// MLP is a fully connected network with softmax cross-entropy loss; with no hidden layers it
+// is softmax (multinomial logistic) regression. Parameters are laid out layer by layer as the
+// weight (out x in, row-major) then the bias, as PyTorch's nn.Linear does.
+type MLP struct {
+	Sizes []int // input dimension, hidden widths, number of classes
+	Act   Activation
+	woff  []int
+	boff  []int
+	d     int
+}
+
+// NewMLP returns an MLP with the given layer sizes (at least input and classes).
+func NewMLP(act Activation, sizes ...int) (*MLP, error) {
+	if len(sizes) < 2 {
+		return nil, fmt.Errorf("mlp: need at least input and output sizes, got %v", sizes)
+	}
+	m := &MLP{Sizes: append([]int(nil), sizes...), Act: act}
+	for l := 0; l+1 < len(sizes); l++ {
+		if sizes[l] <= 0 || sizes[l+1] <= 0 {
+			return nil, fmt.Errorf("mlp: layer sizes must be positive, got %v", sizes)
+		}
+		m.woff = append(m.woff, m.d)
+		m.d += sizes[l] * sizes[l+1]
+		m.boff = append(m.boff, m.d)
+		m.d += sizes[l+1]
+	}
+	return m, nil
+}
+
+// NumParams implements Model.
+func (m *MLP) NumParams() int { return m.d }
+
+// Init draws every weight and bias uniformly from (-1/sqrt(in), 1/sqrt(in)), PyTorch's default
+// for nn.Linear.
+func (m *MLP) Init(w []float32, seed uint64) {
+	r := newCounterRand(seed, 0, 0, domainInit, 0)
+	for l := 0; l+1 < len(m.Sizes); l++ {
+		bound := 1 / math.Sqrt(float64(m.Sizes[l]))
+		end := m.boff[l] + m.Sizes[l+1]
+		for i := m.woff[l]; i < end; i++ {
+			w[i] = float32((2*r.float() - 1) * bound)
+		}
+	}
+}
+
+type mlpWorkspace struct {
+	pre, post, delta []Buffer
+	deltas, inputs   []Mat
+}
+
+func (m *MLP) newWorkspace(be Backend, maxRows, maxBatch int) workspace {
+	L := len(m.Sizes) - 1
+	ws := &mlpWorkspace{deltas: make([]Mat, L), inputs: make([]Mat, L)}
+	for l := 0; l < L; l++ {
+		n := maxRows * maxBatch * m.Sizes[l+1]
+		ws.pre = append(ws.pre, be.Alloc(n))
+		ws.delta = append(ws.delta, be.Alloc(n))
+		if l+1 < L {
+			ws.post = append(ws.post, be.Alloc(n))
+		}
+	}
+	return ws
+}
+
+func actMat(buf Buffer, rows, cols, batch int) Mat {
+	return Mat{Buf: buf, Rows: rows, Cols: cols, Stride: cols, Batch: batch, BatchStride: rows * cols}
+}
+
+func (m *MLP) weight(p Mat, l int) Mat {
+	return Mat{Buf: p.Buf, Off: p.Off + m.woff[l], Rows: m.Sizes[l+1], Cols: m.Sizes[l], Stride: m.Sizes[l], Batch: p.Batch, BatchStride: p.BatchStride}
+}
+
+func (m *MLP) bias(p Mat, l int) Mat {
+	return Mat{Buf: p.Buf, Off: p.Off + m.boff[l], Rows: 1, Cols: m.Sizes[l+1], Stride: m.Sizes[l+1], Batch: p.Batch, BatchStride: p.BatchStride}
+}
+
+// forward leaves pre-activations in ws.pre, activations in ws.post and each layer's input in
+// ws.inputs; it returns the logits.
+func (m *MLP) forward(be Backend, ws *mlpWorkspace, params, x Mat) Mat {
+	n, G, L := x.Rows, params.Batch, len(m.Sizes)-1
+	in := x
+	in.Batch = G
+	for l := 0; l < L; l++ {
+		ws.inputs[l] = in
+		pre := actMat(ws.pre[l], n, m.Sizes[l+1], G)
+		be.Gemm(false, true, 1, in, m.weight(params, l), 0, pre)
+		be.AddRow(pre, m.bias(params, l))
+		if l+1 == L {
+			return pre
+		}
+		post := actMat(ws.post[l], n, m.Sizes[l+1], G)
+		be.Activate(m.Act, pre, post)
+		in = post
+	}
+	panic("unreachable")
+}
+
+func (m *MLP) grad(be Backend, w workspace, params, x, y, grad Mat, perExample float32) {
+	ws := w.(*mlpWorkspace)
+	n, G, L := x.Rows, params.Batch, len(m.Sizes)-1
+	logits := m.forward(be, ws, params, x)
+	scale := 1 / float32(n)
+	if perExample > 0 {
+		scale = 1
+	}
+	labels := y
+	labels.Batch = G
+	dl := actMat(ws.delta[L-1], n, m.Sizes[L], G)
+	be.SoftmaxXent(logits, labels, scale, dl, Mat{}, Mat{})
+	ws.deltas[L-1] = dl
+	for l := L - 1; l > 0; l-- {
+		d := actMat(ws.delta[l-1], n, m.Sizes[l], G)
+		be.Gemm(false, false, 1, ws.deltas[l], m.weight(params, l), 0, d)
+		be.ActivateGrad(m.Act, actMat(ws.pre[l-1], n, m.Sizes[l], G), actMat(ws.post[l-1], n, m.Sizes[l], G), d)
+		ws.deltas[l-1] = d
+	}
+	if perExample > 0 {
+		be.ClipExamples(perExample, ws.deltas, ws.inputs)
+	}
+	for l := 0; l < L; l++ {
+		be.Gemm(true, false, 1, ws.deltas[l], ws.inputs[l], 0, m.weight(grad, l))
+		be.SumRows(1, ws.deltas[l], 0, m.bias(grad, l))
+	}
+}
+
+func (m *MLP) eval(be Backend, w workspace, params, x, y, loss, margin Mat) {
+	ws := w.(*mlpWorkspace)
+	logits := m.forward(be, ws, params, x)
+	labels := y
+	labels.Batch = params.Batch
+	be.SoftmaxXent(logits, labels, 0, Mat{}, loss, margin)
+}
+
+// Quadratic is the exact reference model of the theory sheet: client i's local loss is
+// f_i(w) = (a/2)||w||^2 - <b_i, w> with b_i the mean of the client's samples' features, so a
+// sample x contributes (a/2)||w||^2 - <x, w>. Its "logit margin" is <x, w>. Labels are unused.
+type Quadratic struct {
+	A   float32
+	Dim int
+}
+
+// NumParams implements Model.
+func (q *Quadratic) NumParams() int { return q.Dim }
+
+// Init sets w_0 = 0.
+func (q *Quadratic) Init(w []float32, _ uint64) { clear(w[:q.Dim]) }
+
+type quadWorkspace struct{ norms Buffer }
+
+func (q *Quadratic) newWorkspace(be Backend, _, maxBatch int) workspace {
+	return &quadWorkspace{norms: be.Alloc(maxBatch)}
+}
+
+func (q *Quadratic) grad(be Backend, _ workspace, params, x, _, grad Mat, _ float32) {
+	be.Axpby(q.A, params, 0, grad, nil)
+	xs := x
+	xs.Batch = params.Batch
+	be.SumRows(-1/float32(x.Rows), xs, 1, grad)
+}
+
+func (q *Quadratic) eval(be Backend, w workspace, params, x, _, loss, margin Mat) {
+	ws := w.(*quadWorkspace)
+	xs := x
+	xs.Batch = params.Batch
+	be.Gemm(false, true, 1, xs, params, 0, margin)
+	norms := Mat{Buf: ws.norms, Rows: 1, Cols: 1, Stride: 1, Batch: params.Batch, BatchStride: 1}
+	be.Gemm(false, true, q.A/2, params, params, 0, norms)
+	be.Axpby(-1, margin, 0, loss, nil)
+	be.AddRow(loss, norms)
+}
