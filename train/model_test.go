@@ -169,7 +169,7 @@ func to64(x []float32) []float64 {
 }
 
 // Every model's replica-batched gradient against float64 central differences (h = 1e-5: the
-// truncation error h^2 f''' ~ 1e-10 and rounding error eps/h ~ 1e-11 are far below the
+// truncation error h^2 f”' ~ 1e-10 and rounding error eps/h ~ 1e-11 are far below the
 // tolerance). Tolerance 2e-5 (1 + |g|): the float32 forward and backward passes through at
 // most three layers of width <= 7 carry relative errors of a few 1e-7.
 func TestGradientFiniteDifferences(t *testing.T) {
