@@ -1,0 +1,295 @@
+// Package experiment runs an audit end to end from one config: it builds the adjacent datasets,
+// trains the coupled pairs shard by shard into run files, scores them with the attacks, and
+// turns the scores into certified bounds set beside the theory. Every stage reads what the one
+// before it wrote to the output directory, and skips work that is already complete, so a job
+// that dies resumes where it stopped.
+package experiment
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+
+	"github.com/fedaudit/fedaudit/train"
+	"go.yaml.in/yaml/v3"
+)
+
+// Config describes one experiment: data, adjacency, training, and how to audit.
+type Config struct {
+	// Name labels reports.
+	Name string `json:"name" yaml:"name"`
+	// Seed is the master seed: the data split, the canary and every run derive from it.
+	Seed uint64 `json:"seed" yaml:"seed"`
+	// Pairs is the number of coupled pairs (each trains once on C and once on C').
+	Pairs int `json:"pairs" yaml:"pairs"`
+	// Data says where the samples come from and how they are split into clients.
+	Data DataConfig `json:"data" yaml:"data"`
+	// Adjacency says how C' differs from C.
+	Adjacency AdjacencyConfig `json:"adjacency" yaml:"adjacency"`
+	// Train is the training configuration; its seed is the master seed.
+	Train train.Config `json:"train" yaml:"train"`
+	// Audit says how scores become bounds and what is claimed.
+	Audit AuditConfig `json:"audit" yaml:"audit"`
+}
+
+// DataConfig selects the data and its federated split.
+type DataConfig struct {
+	// Source is "synthetic", a dataset name such as "fashion-mnist" or "fashion-mnist:train",
+	// or a path (see datasets.Open).
+	Source string `json:"source" yaml:"source"`
+	// DataDir is searched for named datasets before the system locations.
+	DataDir string `json:"data_dir,omitempty" yaml:"data_dir,omitempty"`
+	// Synthetic shapes the synthetic source.
+	Synthetic SyntheticConfig `json:"synthetic,omitempty" yaml:"synthetic,omitempty"`
+	// Clients is m.
+	Clients int `json:"clients" yaml:"clients"`
+	// PerClient is the number of samples of every client.
+	PerClient int `json:"per_client" yaml:"per_client"`
+	// Split is "iid" or "dirichlet".
+	Split string `json:"split" yaml:"split"`
+	// DirichletAlpha is the concentration of the label-skew split (the paper uses 0.1).
+	DirichletAlpha float64 `json:"dirichlet_alpha,omitempty" yaml:"dirichlet_alpha,omitempty"`
+	// TestSamples are held out of the source for test accuracy; 0 records no accuracy.
+	TestSamples int `json:"test_samples" yaml:"test_samples"`
+	// Limit keeps only the first Limit samples of the source after the seeded shuffle (0: all),
+	// so a large dataset can be audited quickly.
+	Limit int `json:"limit,omitempty" yaml:"limit,omitempty"`
+}
+
+// SyntheticConfig shapes the class-conditional Gaussian source.
+type SyntheticConfig struct {
+	Samples    int     `json:"samples" yaml:"samples"`
+	Dim        int     `json:"dim" yaml:"dim"`
+	Classes    int     `json:"classes" yaml:"classes"`
+	Separation float64 `json:"separation" yaml:"separation"`
+	Noise      float64 `json:"noise" yaml:"noise"`
+}
+
+// AdjacencyConfig says how C' differs from C: sample Index of client Client is replaced by,
+// or C' gains or loses, the canary.
+type AdjacencyConfig struct {
+	// Kind is "replace" (default), "add" or "remove".
+	Kind string `json:"kind" yaml:"kind"`
+	// Client and Index locate the differing sample.
+	Client int `json:"client" yaml:"client"`
+	Index  int `json:"index" yaml:"index"`
+	// Canary builds epsilon': "dirac" (blank input with a few saturated features, default),
+	// "relabel" (the same sample with another label), "heldout" (a sample no client holds) or
+	// "custom" (Features and Label below).
+	Canary string `json:"canary" yaml:"canary"`
+	// Pixels is the number of saturated features of a dirac canary (0: the builder's default).
+	Pixels int `json:"pixels,omitempty" yaml:"pixels,omitempty"`
+	// Features and Label give a custom canary.
+	Features []float32 `json:"features,omitempty" yaml:"features,omitempty"`
+	Label    int32     `json:"label,omitempty" yaml:"label,omitempty"`
+}
+
+// AuditConfig says how scores become bounds.
+type AuditConfig struct {
+	// Confidence of the certified lower bounds (default 0.95).
+	Confidence float64 `json:"confidence" yaml:"confidence"`
+	// Delta for epsilon bounds (default 1e-5).
+	Delta float64 `json:"delta" yaml:"delta"`
+	// Method chooses the threshold validly: "bonferroni" (default), "split" or "dkw".
+	Method string `json:"method" yaml:"method"`
+	// Attacks to run; empty means every attack the run files support.
+	Attacks []string `json:"attacks,omitempty" yaml:"attacks,omitempty"`
+	// Smoothness is the constant L of the bound. For the quadratic model and softmax regression
+	// it is computed from the data when zero (certified); for MLPs it must be given and every
+	// bound derived from it is labelled an estimate.
+	Smoothness float64 `json:"smoothness,omitempty" yaml:"smoothness,omitempty"`
+	// ClaimMu, or ClaimEpsilon at Delta, is the deployment's claim; zero means none (the
+	// convergent bound is then the claim checked).
+	ClaimMu      float64 `json:"claim_mu,omitempty" yaml:"claim_mu,omitempty"`
+	ClaimEpsilon float64 `json:"claim_epsilon,omitempty" yaml:"claim_epsilon,omitempty"`
+}
+
+// Load reads a YAML config. Unknown fields are errors, so a typo never silently falls back to a
+// default; defaults are filled and the result validated.
+func Load(path string) (*Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	cfg, err := Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Parse decodes a YAML (or JSON, a subset of YAML) config, fills defaults and validates it.
+func Parse(raw []byte) (*Config, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	var cfg Config
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	cfg.fillDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+// JSON is the canonical form of the config stored in every run file.
+func (c *Config) JSON() []byte {
+	b, err := json.Marshal(c)
+	if err != nil {
+		panic(err) // the config holds only plain values; Marshal cannot fail
+	}
+	return b
+}
+
+// FromJSON decodes the config stored in a run file.
+func FromJSON(raw []byte) (*Config, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var cfg Config
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, fmt.Errorf("decode experiment config: %w", err)
+	}
+	cfg.fillDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &cfg, nil
+}
+
+func (c *Config) fillDefaults() {
+	if c.Name == "" {
+		c.Name = "experiment"
+	}
+	if c.Data.Split == "" {
+		c.Data.Split = "iid"
+	}
+	if c.Data.Source == "synthetic" {
+		s := &c.Data.Synthetic
+		if s.Dim == 0 {
+			s.Dim = 32
+		}
+		if s.Classes == 0 {
+			s.Classes = 10
+		}
+		if s.Separation == 0 {
+			s.Separation = 4
+		}
+		if s.Noise == 0 {
+			s.Noise = 1
+		}
+		if s.Samples == 0 {
+			s.Samples = c.Data.Clients*c.Data.PerClient + c.Data.TestSamples + canaryPool
+		}
+	}
+	if c.Adjacency.Kind == "" {
+		c.Adjacency.Kind = "replace"
+	}
+	if c.Adjacency.Canary == "" {
+		c.Adjacency.Canary = "dirac"
+	}
+	if c.Audit.Confidence == 0 {
+		c.Audit.Confidence = 0.95
+	}
+	if c.Audit.Delta == 0 {
+		c.Audit.Delta = 1e-5
+	}
+	if c.Audit.Method == "" {
+		c.Audit.Method = "bonferroni"
+	}
+	if c.Train.Batching == "" {
+		c.Train.Batching = "full"
+	}
+	if c.Train.Schedule == "" {
+		c.Train.Schedule = "constant"
+	}
+	if c.Train.Seed == 0 {
+		c.Train.Seed = c.Seed
+	}
+}
+
+// canaryPool is the number of samples kept out of every client and the test set, from which a
+// "heldout" canary is drawn.
+const canaryPool = 64
+
+// Validate checks the experiment-level fields; the training fields are checked by train before
+// any training starts. Every error names the field.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, a...)))
+	}
+	if c.Pairs < 1 {
+		bad("pairs", "need at least 1, got %d", c.Pairs)
+	}
+	if c.Data.Source == "" {
+		bad("data.source", "missing (synthetic, a dataset name, or a path)")
+	}
+	if c.Data.Clients < 1 {
+		bad("data.clients", "need at least 1, got %d", c.Data.Clients)
+	}
+	if c.Data.PerClient < 1 {
+		bad("data.per_client", "need at least 1, got %d", c.Data.PerClient)
+	}
+	switch c.Data.Split {
+	case "iid":
+	case "dirichlet":
+		if !(c.Data.DirichletAlpha > 0) {
+			bad("data.dirichlet_alpha", "need > 0 for the dirichlet split, got %g", c.Data.DirichletAlpha)
+		}
+	default:
+		bad("data.split", "%q is not iid or dirichlet", c.Data.Split)
+	}
+	if c.Data.TestSamples < 0 {
+		bad("data.test_samples", "negative: %d", c.Data.TestSamples)
+	}
+	switch c.Adjacency.Kind {
+	case "replace", "add", "remove":
+	default:
+		bad("adjacency.kind", "%q is not replace, add or remove", c.Adjacency.Kind)
+	}
+	if c.Adjacency.Client < 0 || c.Adjacency.Client >= max(c.Data.Clients, 1) {
+		bad("adjacency.client", "%d is not a client index in [0, %d)", c.Adjacency.Client, c.Data.Clients)
+	}
+	if c.Adjacency.Index < 0 || c.Adjacency.Index >= max(c.Data.PerClient, 1) {
+		bad("adjacency.index", "%d is not a sample index in [0, %d)", c.Adjacency.Index, c.Data.PerClient)
+	}
+	switch c.Adjacency.Canary {
+	case "dirac", "relabel", "heldout":
+	case "custom":
+		if len(c.Adjacency.Features) == 0 {
+			bad("adjacency.features", "a custom canary needs its features")
+		}
+	default:
+		bad("adjacency.canary", "%q is not dirac, relabel, heldout or custom", c.Adjacency.Canary)
+	}
+	if !(c.Audit.Confidence > 0 && c.Audit.Confidence < 1) {
+		bad("audit.confidence", "need a value in (0, 1), got %g", c.Audit.Confidence)
+	}
+	if !(c.Audit.Delta > 0 && c.Audit.Delta < 1) {
+		bad("audit.delta", "need a value in (0, 1), got %g", c.Audit.Delta)
+	}
+	switch c.Audit.Method {
+	case "bonferroni", "split", "dkw":
+	default:
+		bad("audit.method", "%q is not bonferroni, split or dkw", c.Audit.Method)
+	}
+	for _, v := range []struct {
+		name string
+		x    float64
+	}{{"audit.smoothness", c.Audit.Smoothness}, {"audit.claim_mu", c.Audit.ClaimMu}, {"audit.claim_epsilon", c.Audit.ClaimEpsilon}} {
+		if !(v.x >= 0) || math.IsInf(v.x, 0) {
+			bad(v.name, "need a finite value >= 0, got %g", v.x)
+		}
+	}
+	if c.Audit.ClaimMu > 0 && c.Audit.ClaimEpsilon > 0 {
+		bad("audit", "claim either claim_mu or claim_epsilon, not both")
+	}
+	if c.Train.Seed != c.Seed {
+		bad("train.seed", "is the master seed; set the top-level seed instead")
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,129 @@
+package experiment
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/train"
+)
+
+// Data is everything an experiment trains and attacks on, rebuilt deterministically from the
+// config (so run files need not carry the data, only its hash).
+type Data struct {
+	// Pair holds the clients of C and of C' and both target samples.
+	Pair *datasets.AdjacentPair
+	// Test is the held-out test set (nil without one).
+	Test *datasets.Dataset
+	// Target tells the trainer which sample differs.
+	Target train.TargetInfo
+	// Hash is the content hash of both worlds (datasets.AdjacentPair.Hash).
+	Hash string
+	// Shape and Classes describe one sample.
+	Shape   []int
+	Classes int
+}
+
+// Prepare loads the source, holds out the test set and the canary pool, splits the rest into
+// clients and builds C' from C. Every random choice derives from the master seed.
+func Prepare(cfg *Config) (*Data, error) {
+	base, err := openSource(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// One seeded permutation decides which samples are test, canary pool and client data, so
+	// the three never overlap.
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6461746173706c74)) // "dataspl t"
+	perm := rng.Perm(base.Len())
+	if cfg.Data.Limit > 0 && cfg.Data.Limit < len(perm) {
+		perm = perm[:cfg.Data.Limit]
+	}
+	need := cfg.Data.TestSamples + canaryPool + cfg.Data.Clients*cfg.Data.PerClient
+	if len(perm) < need {
+		return nil, fmt.Errorf("data %s: %d samples, need %d (%d test + %d canary pool + %d clients x %d)",
+			cfg.Data.Source, len(perm), need, cfg.Data.TestSamples, canaryPool, cfg.Data.Clients, cfg.Data.PerClient)
+	}
+	nt := cfg.Data.TestSamples
+	var test *datasets.Dataset
+	if nt > 0 {
+		test = base.Subset(base.Name+"/test", perm[:nt])
+	}
+	pool := base.Subset(base.Name+"/canary-pool", perm[nt:nt+canaryPool])
+	rest := base.Subset(base.Name+"/train", perm[nt+canaryPool:])
+
+	var clients []*datasets.Dataset
+	switch cfg.Data.Split {
+	case "iid":
+		clients, err = datasets.SplitIID(rest, cfg.Data.Clients, cfg.Data.PerClient, cfg.Seed)
+	case "dirichlet":
+		clients, err = datasets.SplitDirichlet(rest, cfg.Data.Clients, cfg.Data.PerClient, cfg.Data.DirichletAlpha, cfg.Seed)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("split %s: %w", cfg.Data.Source, err)
+	}
+
+	adj := cfg.Adjacency
+	target := clients[adj.Client].Sample(adj.Index)
+	spec := datasets.CanarySpec{
+		Kind:    datasets.CanaryKind(adj.Canary),
+		Shape:   base.Shape,
+		Classes: base.Classes,
+		Pool:    pool,
+		Target:  target,
+		Pixels:  adj.Pixels,
+		Seed:    cfg.Seed,
+	}
+	if adj.Canary == "custom" {
+		spec.Target = datasets.Sample{Features: adj.Features, Label: adj.Label}
+	}
+	canary, err := datasets.BuildCanary(spec)
+	if err != nil {
+		return nil, fmt.Errorf("adjacency.canary: %w", err)
+	}
+	var kind datasets.AdjacencyKind
+	switch adj.Kind {
+	case "replace":
+		kind = datasets.Replace
+	case "add":
+		kind = datasets.Add
+	case "remove":
+		kind = datasets.Remove
+		canary = datasets.Sample{}
+	}
+	pair, err := datasets.NewAdjacentPair(clients, adj.Client, adj.Index, kind, canary)
+	if err != nil {
+		return nil, fmt.Errorf("adjacency: %w", err)
+	}
+	return &Data{
+		Pair:    pair,
+		Test:    test,
+		Target:  train.TargetInfo{Client: adj.Client, Index: adj.Index},
+		Hash:    pair.Hash(),
+		Shape:   base.Shape,
+		Classes: base.Classes,
+	}, nil
+}
+
+func openSource(cfg *Config) (*datasets.Dataset, error) {
+	if cfg.Data.Source != "synthetic" {
+		d, err := datasets.Open(cfg.Data.Source, cfg.Data.DataDir)
+		if err != nil {
+			return nil, fmt.Errorf("data.source: %w", err)
+		}
+		return d, nil
+	}
+	s := cfg.Data.Synthetic
+	d, err := datasets.Synthetic(datasets.SyntheticConfig{
+		Name:       "synthetic",
+		N:          s.Samples,
+		Shape:      []int{s.Dim},
+		Classes:    s.Classes,
+		Separation: s.Separation,
+		Noise:      s.Noise,
+		Seed:       cfg.Seed,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("data.synthetic: %w", err)
+	}
+	return d, nil
+}

@@ -1,0 +1,126 @@
+package experiment
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/runs"
+)
+
+func smallConfig() *Config {
+	cfg := Demo()
+	cfg.Pairs = 6
+	cfg.Train.Rounds = 3
+	cfg.Train.Checkpoints = []int{0, 1, 3}
+	cfg.Data.TestSamples = 20
+	return cfg
+}
+
+func readRows(t *testing.T, path string) []runs.Row {
+	t.Helper()
+	tab, err := runs.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tab.Close()
+	var rows []runs.Row
+	if err := tab.Scan(context.Background(), func(r runs.Row) error {
+		rows = append(rows, r)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// Sharded and one-shard jobs must produce identical rows, and rerunning a finished shard must
+// not touch its file.
+func TestShardingIsInvisible(t *testing.T) {
+	cfg := smallConfig()
+	data, err := Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	one, three := t.TempDir(), t.TempDir()
+	if _, _, err := TrainShard(ctx, cfg, data, runs.Shard{Index: 0, Count: 1}, one, TrainOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, _, err := TrainShard(ctx, cfg, data, runs.Shard{Index: i, Count: 3}, three, TrainOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	whole := readRows(t, RunsDir(one))
+	sharded := readRows(t, RunsDir(three))
+	key := func(r runs.Row) [2]int64 { return [2]int64{r.RunID, int64(r.Round)} }
+	index := map[[2]int64]runs.Row{}
+	for _, r := range whole {
+		index[key(r)] = r
+	}
+	if len(whole) != 2*cfg.Pairs*len(cfg.Train.Checkpoints) || len(sharded) != len(whole) {
+		t.Fatalf("rows: one shard %d, three shards %d, want %d", len(whole), len(sharded), 2*cfg.Pairs*len(cfg.Train.Checkpoints))
+	}
+	for _, r := range sharded {
+		if !reflect.DeepEqual(index[key(r)], r) {
+			t.Fatalf("run %d round %d differs between one and three shards:\n%+v\n%+v", r.RunID, r.Round, index[key(r)], r)
+		}
+	}
+
+	path := filepath.Join(RunsDir(one), runs.Shard{Index: 0, Count: 1}.FileName())
+	before, _ := os.Stat(path)
+	_, skipped, err := TrainShard(ctx, cfg, data, runs.Shard{Index: 0, Count: 1}, one, TrainOptions{})
+	if err != nil || !skipped {
+		t.Fatalf("rerun of a complete shard: skipped=%v err=%v", skipped, err)
+	}
+	after, _ := os.Stat(path)
+	if !after.ModTime().Equal(before.ModTime()) {
+		t.Fatal("rerun rewrote a complete shard")
+	}
+
+	other := smallConfig()
+	other.Seed++
+	other.Train.Seed = other.Seed
+	otherData, err := Prepare(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := TrainShard(ctx, other, otherData, runs.Shard{Index: 0, Count: 1}, one, TrainOptions{}); err == nil || !strings.Contains(err.Error(), "another experiment") {
+		t.Fatalf("shard of another experiment: err = %v", err)
+	}
+}
+
+func TestParseRejectsTyposAndBadValues(t *testing.T) {
+	cases := []struct {
+		name, yaml, want string
+	}{
+		{"unknown field", "pairs: 2\npiars: 3\n", "piars"},
+		{"bad split", "pairs: 2\ndata: {source: synthetic, clients: 2, per_client: 4, split: nope}\n", "data.split"},
+		{"no pairs", "data: {source: synthetic, clients: 2, per_client: 4}\n", "pairs"},
+		{"bad confidence", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\naudit: {confidence: 2}\n", "audit.confidence"},
+		{"train seed", "pairs: 1\nseed: 3\ndata: {source: synthetic, clients: 2, per_client: 4}\ntrain: {seed: 4}\n", "train.seed"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.yaml))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want mention of %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestConfigJSONRoundTrip(t *testing.T) {
+	cfg := Demo()
+	back, err := FromJSON(cfg.JSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cfg, back) {
+		t.Fatalf("round trip changed the config:\n%+v\n%+v", cfg, back)
+	}
+}

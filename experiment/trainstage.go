@@ -1,0 +1,138 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/train"
+)
+
+// Names of the target-sample statistics every run file carries beside the trainer's own.
+const (
+	StatTargetLossC       = "target_loss_c"
+	StatTargetLossCPrime  = "target_loss_cprime"
+	StatTargetMarginC     = "target_margin_c"
+	StatTargetMarginPrime = "target_margin_cprime"
+)
+
+// RunsDir is where an experiment directory keeps its run files.
+func RunsDir(dir string) string { return filepath.Join(dir, "runs") }
+
+// ShardPairs returns the pairs of shard s: a contiguous, balanced slice of [0, pairs), so shard
+// i/n of a job holds exactly the pairs it would hold in a one-shard job.
+func ShardPairs(pairs int, s runs.Shard) train.PairRange {
+	n := max(s.Count, 1)
+	first := s.Index * pairs / n
+	end := (s.Index + 1) * pairs / n
+	return train.PairRange{First: first, Count: end - first}
+}
+
+// TrainOptions tune the training stage.
+type TrainOptions struct {
+	// ToolVersion is recorded in every run file.
+	ToolVersion string
+	// Progress, when set, is called after every round.
+	Progress func(done, total int)
+	// Logf, when set, receives one line per skipped or redone shard.
+	Logf func(format string, args ...any)
+}
+
+// TrainShard trains shard s of the experiment into RunsDir(dir). A shard whose complete file of
+// the same experiment is already there is skipped (skipped = true); a corrupt file is replaced;
+// a complete file of another experiment is an error, never overwritten.
+func TrainShard(ctx context.Context, cfg *Config, data *Data, s runs.Shard, dir string, opts TrainOptions) (path string, skipped bool, err error) {
+	logf := opts.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	rdir := RunsDir(dir)
+	if err := os.MkdirAll(rdir, 0o755); err != nil {
+		return "", false, fmt.Errorf("train: %w", err)
+	}
+	path = filepath.Join(rdir, s.FileName())
+	if _, statErr := os.Stat(path); statErr == nil {
+		t, openErr := runs.Open(path)
+		if openErr == nil {
+			meta := t.Meta()
+			t.Close()
+			if string(meta.Config) == string(cfg.JSON()) && meta.DatasetHash == data.Hash && meta.Shard == s {
+				return path, true, nil
+			}
+			return "", false, fmt.Errorf("train: %s holds shard %s of another experiment; move it away or choose another --out", path, meta.Shard)
+		}
+		logf("shard %s: %s is not a complete run file (%v); training it again", s, path, openErr)
+		if err := os.Remove(path); err != nil {
+			return "", false, fmt.Errorf("train: remove corrupt %s: %w", path, err)
+		}
+	}
+
+	rec := &shardRecorder{path: path, meta: runs.Meta{
+		Config:      cfg.JSON(),
+		DatasetHash: data.Hash,
+		ToolVersion: opts.ToolVersion,
+		Shard:       s,
+		HasParams:   cfg.Train.RecordParams,
+		HasUpload:   cfg.Train.RecordUpload,
+	}}
+	pairs := ShardPairs(cfg.Pairs, s)
+	err = train.Train(ctx, cfg.Train, data.Pair.C, data.Pair.CPrime, data.Target, data.Test, pairs, rec, opts.Progress)
+	if err == nil && rec.w == nil {
+		err = errors.New("no checkpoint was recorded: set train.checkpoints")
+	}
+	if err != nil {
+		if rec.w != nil {
+			rec.w.Abort()
+		}
+		return "", false, fmt.Errorf("train shard %s: %w", s, err)
+	}
+	if err := rec.w.Close(); err != nil {
+		return "", false, fmt.Errorf("train shard %s: %w", s, err)
+	}
+	return path, false, nil
+}
+
+// shardRecorder turns the trainer's checkpoints into run-file rows. The writer is created at
+// the first checkpoint, when the trainer's statistic names are known.
+type shardRecorder struct {
+	path string
+	meta runs.Meta
+	w    *runs.Writer
+	rows []runs.Row
+}
+
+func (r *shardRecorder) Checkpoint(_ context.Context, cp *train.Checkpoint) error {
+	if r.w == nil {
+		r.meta.StatNames = append(append([]string(nil), cp.StatNames...),
+			StatTargetLossC, StatTargetLossCPrime, StatTargetMarginC, StatTargetMarginPrime)
+		w, err := runs.Create(r.path, r.meta)
+		if err != nil {
+			return err
+		}
+		r.w = w
+	}
+	r.rows = r.rows[:0]
+	for i := range cp.Replicas {
+		s := &cp.Replicas[i]
+		stats := make([]float64, 0, len(s.Stats)+4)
+		stats = append(stats, s.Stats...)
+		stats = append(stats, s.TargetLoss[0], s.TargetLoss[1], s.TargetMargin[0], s.TargetMargin[1])
+		r.rows = append(r.rows, runs.Row{
+			RunID:        int64(2*s.Pair + s.World),
+			PairID:       int64(s.Pair),
+			World:        int8(s.World),
+			Seed:         s.Seed,
+			Round:        int32(cp.Round),
+			Diverged:     s.Diverged,
+			TrainLoss:    s.TrainLoss,
+			TestAccuracy: s.TestAccuracy,
+			Stats:        stats,
+			Params:       s.Params,
+			Upload:       s.Upload,
+		})
+	}
+	return r.w.Write(r.rows...)
+}
