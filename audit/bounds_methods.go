@@ -362,10 +362,11 @@ func certifySplit(x, y []float64, confidence, frac, delta float64, seed uint64) 
 		prev = v
 		a := wilsonUpper(float64(below)/float64(len(xs)), n0, z)
 		b := wilsonUpper(float64(yAbove)/float64(len(ys)), n1, z)
-		if m := muFromErrors(a, b); m > bestMuV {
+		// The NaN tests take the first threshold even when every prediction is -Inf.
+		if m := muFromErrors(a, b); m > bestMuV || math.IsNaN(bestMuT) {
 			bestMuV, bestMuT = m, t
 		}
-		if e := epsFromErrors(a, b, delta); e > bestEpsV {
+		if e := epsFromErrors(a, b, delta); e > bestEpsV || math.IsNaN(bestEpsT) {
 			bestEpsV, bestEpsT = e, t
 		}
 	})

@@ -79,8 +79,9 @@ type ROC struct {
 	BestBalancedAccuracy float64 `json:"best_balanced_accuracy"`
 }
 
-// NewROC computes the ROC of the scores of world C against those of world C'. Empty samples and
-// NaN or infinite scores are errors. The inputs are not modified.
+// NewROC computes the ROC of the scores of world C against those of world C'. Empty samples,
+// NaN or infinite scores and the largest float64 (reserved so that every threshold is finite)
+// are errors. The inputs are not modified.
 func NewROC(scoresC, scoresCPrime []float64) (*ROC, error) {
 	x, y, err := sortedCopies(scoresC, scoresCPrime)
 	if err != nil {
@@ -112,6 +113,10 @@ func checkScores(world string, s []float64) error {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("audit: score %d of %s is %v", i, world, v)
 		}
+		if v == math.MaxFloat64 {
+			// Thresholds just above a score must stay finite (they are written to JSON).
+			return fmt.Errorf("audit: score %d of %s is the largest float64, which is reserved", i, world)
+		}
 	}
 	return nil
 }
@@ -122,19 +127,22 @@ func rocSorted(x, y []float64) *ROC {
 	r := &ROC{N0: n0, N1: n1}
 	r.Thresholds = make([]float64, 0, n0+n1+1)
 	r.Points = make([]Point, 0, n0+n1+1)
+	// Trapezoids in the (FPR, TPR) plane, summed in counts: between consecutive thresholds dy
+	// C' scores change side while the C scores at or above them number between the two
+	// thresholds' counts; a tie block is a diagonal segment, which counts each tied pair 1/2.
+	// The sum is exact in float64 while 2 n0 n1 < 2^53 and is divided once, so perfect
+	// separation gives exactly 1.
+	twice := 0.0
+	prevAbove, prevYAbove := n0, n1
 	forEachThreshold(x, y, func(t float64, xBelow, yAtOrAbove int) {
 		r.Thresholds = append(r.Thresholds, t)
 		r.Points = append(r.Points, Point{Alpha: float64(xBelow) / float64(n0), Beta: float64(yAtOrAbove) / float64(n1)})
+		above := n0 - xBelow
+		twice += float64(prevYAbove-yAtOrAbove) * float64(prevAbove+above)
+		prevAbove, prevYAbove = above, yAtOrAbove
 	})
+	r.AUC = math.Min(1, twice/(2*float64(n0)*float64(n1)))
 
-	// Trapezoids in the (FPR, TPR) plane; a tie block between the two worlds is a diagonal
-	// segment, which is what counts each tied pair 1/2.
-	auc := 0.0
-	for k := 1; k < len(r.Points); k++ {
-		p, q := r.Points[k-1], r.Points[k]
-		auc += (p.Beta - q.Beta) * ((1 - p.Alpha) + (1 - q.Alpha)) / 2
-	}
-	r.AUC = auc
 	r.TPRAt1e3 = tprAtFPR(r.Points, 1e-3)
 	r.TPRAt1e2 = tprAtFPR(r.Points, 1e-2)
 	for _, p := range r.Points {
