@@ -331,11 +331,7 @@ func splitSamples(x []float64, frac float64, rng *rand.Rand) (sel, eval []float6
 	return sel, eval
 }
 
-// certifySplit chooses on the selection part the threshold with the best predicted mu bound
-// and the one with the best predicted eps bound at delta, then bounds both on the evaluation
-// part, each error rate at level (1-confidence)/(2k), k the number of distinct thresholds.
-// The prediction replaces each observed rate by its Wilson upper limit at the evaluation
-// sample size, which steers the choice away from rates of zero whose plug-in mu is infinite.
+// certifySplit divides each sorted world by its own random subset and certifies the parts.
 func certifySplit(x, y []float64, confidence, frac, delta float64, seed uint64) (certification, error) {
 	if len(x) < 2 || len(y) < 2 {
 		return certification{}, fmt.Errorf("audit: split method needs at least 2 scores per world, have %d and %d", len(x), len(y))
@@ -343,6 +339,46 @@ func certifySplit(x, y []float64, confidence, frac, delta float64, seed uint64) 
 	rng := rand.New(rand.NewPCG(seed, 0x5eed5eed))
 	xs, xe := splitSamples(x, frac, rng)
 	ys, ye := splitSamples(y, frac, rng)
+	return certifySplitParts(xs, xe, ys, ye, confidence, delta), nil
+}
+
+// certifySplitPaired divides pairs: score i of world C and score i of world C' come from the
+// same pair of runs and may share randomness, so one random subset of pair indices goes to
+// selection in both worlds. Pairs are independent of one another, so the evaluation part is
+// still independent of the selection part. The parts are returned sorted.
+func certifySplitPaired(scoresC, scoresCPrime []float64, confidence, frac, delta float64, seed uint64) (certification, error) {
+	n := len(scoresC)
+	if n != len(scoresCPrime) {
+		return certification{}, fmt.Errorf("audit: paired scores need equal counts per world, have %d and %d", n, len(scoresCPrime))
+	}
+	if n < 2 {
+		return certification{}, fmt.Errorf("audit: split method needs at least 2 pairs, have %d", n)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x5eed5eed))
+	h := max(1, min(n-1, int(math.Round(frac*float64(n)))))
+	perm := rng.Perm(n)
+	xs, ys := make([]float64, 0, h), make([]float64, 0, h)
+	xe, ye := make([]float64, 0, n-h), make([]float64, 0, n-h)
+	for k, i := range perm {
+		if k < h {
+			xs, ys = append(xs, scoresC[i]), append(ys, scoresCPrime[i])
+		} else {
+			xe, ye = append(xe, scoresC[i]), append(ye, scoresCPrime[i])
+		}
+	}
+	for _, s := range [][]float64{xs, ys, xe, ye} {
+		slices.Sort(s)
+	}
+	return certifySplitParts(xs, xe, ys, ye, confidence, delta), nil
+}
+
+// certifySplitParts chooses on the selection parts (xs, ys) the threshold with the best
+// predicted mu bound and the one with the best predicted eps bound at delta, then bounds both
+// on the evaluation parts (xe, ye), each error rate at level (1-confidence)/(2k), k the number
+// of distinct thresholds. The prediction replaces each observed rate by its Wilson upper limit
+// at the evaluation sample size, which steers the choice away from rates of zero whose plug-in
+// mu is infinite. All parts are sorted.
+func certifySplitParts(xs, xe, ys, ye []float64, confidence, delta float64) certification {
 	n0, n1 := len(xe), len(ye)
 	z := normQuantile(1 - (1-confidence)/4)
 	bestMuT, bestEpsT := math.NaN(), math.NaN()
@@ -387,5 +423,5 @@ func certifySplit(x, y []float64, confidence, frac, delta float64, seed uint64) 
 			BetaUpper:  cpUpper(yAbove, n1, gamma),
 		})
 	}
-	return certification{points: points, candidates: len(points)}, nil
+	return certification{points: points, candidates: len(points)}
 }

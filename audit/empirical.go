@@ -9,7 +9,7 @@ import (
 type Options struct {
 	// Confidence is the probability with which the certified bounds hold; 0 means 0.95.
 	Confidence float64
-	// Method chooses thresholds validly; "" means Bonferroni.
+	// Method chooses thresholds validly; "" means Bonferroni, or DKW when Paired.
 	Method ThresholdMethod
 	// Delta is the delta at which EpsLower is computed (0 is pure DP).
 	Delta float64
@@ -18,6 +18,11 @@ type Options struct {
 	// SplitFraction is the share of each world's scores the split method uses to choose
 	// thresholds; 0 means 0.5.
 	SplitFraction float64
+	// Paired says that score i of world C and score i of world C' come from one pair of runs
+	// that may share randomness (coupled seeds), so the worlds are not independent samples.
+	// The split method then keeps pairs together; DKW needs no change; Bonferroni, whose
+	// argument conditions on one world's sample, is refused.
+	Paired bool
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -26,6 +31,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if !(o.Confidence > 0 && o.Confidence < 1) {
 		return o, fmt.Errorf("audit: confidence %v outside (0, 1)", o.Confidence)
+	}
+	if o.Method == "" && o.Paired {
+		o.Method = DKW
 	}
 	m, err := ParseThresholdMethod(string(o.Method))
 	if err != nil {
@@ -62,6 +70,7 @@ type Result struct {
 	Delta      float64         `json:"delta"`
 	Confidence float64         `json:"confidence"`
 	Method     ThresholdMethod `json:"method"`
+	Paired     bool            `json:"paired,omitempty"`
 	// Candidates is the number of tests the method bounded (the Bonferroni k).
 	Candidates int `json:"candidates"`
 	// MuEstimate is a point estimate, not a bound: the mu of the Gaussian pair with the same
@@ -93,7 +102,15 @@ func Analyze(scoresC, scoresCPrime []float64, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	cert, err := certifySorted(x, y, opts, nil)
+	var cert certification
+	switch {
+	case opts.Paired && opts.Method == Bonferroni:
+		return nil, fmt.Errorf("audit: the bonferroni method assumes independent worlds; use dkw or split for paired scores")
+	case opts.Paired && opts.Method == Split:
+		cert, err = certifySplitPaired(scoresC, scoresCPrime, opts.Confidence, opts.SplitFraction, opts.Delta, opts.Seed)
+	default:
+		cert, err = certifySorted(x, y, opts, nil)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +120,7 @@ func Analyze(scoresC, scoresCPrime []float64, opts Options) (*Result, error) {
 		AUC: roc.AUC, TPRAt1e3: roc.TPRAt1e3, TPRAt1e2: roc.TPRAt1e2,
 		BestBalancedAccuracy: roc.BestBalancedAccuracy,
 		Delta:                opts.Delta, Confidence: opts.Confidence, Method: opts.Method,
+		Paired:     opts.Paired,
 		Candidates: cert.candidates,
 		MuEstimate: muFromAUC(roc.AUC, len(x), len(y)),
 		Certified:  cert.points,

@@ -492,3 +492,48 @@ func TestDKWBandCoversTruth(t *testing.T) {
 		t.Errorf("two-sided band held in only %d of %d repetitions", bothOK, reps)
 	}
 }
+
+// TestPairedScores: when the runs of a pair share randomness the worlds are dependent. Two
+// extreme couplings of the 1-GDP Gaussian pair (common noise x = 1 + z, y = z, and opposite
+// noise y = -z) keep the marginals N(1, 1) and N(0, 1); the paired split and DKW must still
+// cover mu = 1 in at least 93% of 300 repetitions, and Bonferroni must be refused.
+func TestPairedScores(t *testing.T) {
+	const n, reps, mu = 1000, 300, 1.0
+	for _, sign := range []float64{1, -1} {
+		rng := rand.New(rand.NewPCG(21, uint64(sign+2)))
+		misses := map[ThresholdMethod]int{}
+		x, y := make([]float64, n), make([]float64, n)
+		for r := 0; r < reps; r++ {
+			for i := range x {
+				z := rng.NormFloat64()
+				x[i], y[i] = mu+z, sign*z
+			}
+			for _, m := range []ThresholdMethod{Split, DKW} {
+				res, err := Analyze(x, y, Options{Method: m, Paired: true, Seed: uint64(r)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.MuLower > mu {
+					misses[m]++
+				}
+			}
+		}
+		for _, m := range []ThresholdMethod{Split, DKW} {
+			cov := 1 - float64(misses[m])/reps
+			t.Logf("coupling %+g: paired %s coverage %.3f", sign, m, cov)
+			if cov < 0.93 {
+				t.Errorf("coupling %+g: paired %s coverage %.3f < 0.93", sign, m, cov)
+			}
+		}
+	}
+	x, y := []float64{1, 2, 3}, []float64{0, 1, 2}
+	if _, err := Analyze(x, y, Options{Method: Bonferroni, Paired: true}); err == nil {
+		t.Error("Bonferroni accepted paired scores")
+	}
+	if res, err := Analyze(x, y, Options{Paired: true}); err != nil || res.Method != DKW || !res.Paired {
+		t.Errorf("paired default: %v, %v", res, err)
+	}
+	if _, err := Analyze(x, y[:2], Options{Method: Split, Paired: true}); err == nil {
+		t.Error("paired split accepted unequal counts")
+	}
+}
