@@ -1,0 +1,170 @@
+package attacks
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/fedaudit/fedaudit/runs"
+)
+
+// informedAttack reads the informed adversary's log-likelihood ratio that training records. Its
+// sign is log p_C / p_C', so higher already means C.
+type informedAttack struct {
+	name, stat, threat, summary string
+}
+
+func (a informedAttack) Info() Info {
+	return Info{Name: a.name, Threat: a.threat, Needs: Needs{Stats: []string{a.stat}}, Summary: a.summary}
+}
+
+func (a informedAttack) Observe(env *Env, obs *Observation) (Observed, error) {
+	return Observed{Score: stat(env, &obs.Row, a.stat)}, nil
+}
+
+// targetStats returns a statistic on epsilon and on epsilon'; the second is NaN when C' lacks the
+// sample (writers record NaN then).
+func targetStats(env *Env, row *runs.Row, c, cprime string) (float64, float64) {
+	return stat(env, row, c), stat(env, row, cprime)
+}
+
+// lossAttack is Yeom et al.'s loss threshold, paired: the model of world C trained on epsilon and
+// that of C' on epsilon', so loss(epsilon') - loss(epsilon) is high in C and low in C'. The
+// difference cancels what moves both losses together (how far training has gone, the run's
+// noise along directions both samples share), which -loss(epsilon) alone keeps as variance.
+// Without epsilon' it falls back to -loss(epsilon).
+type lossAttack struct{}
+
+func (lossAttack) Info() Info {
+	return Info{Name: "loss", Threat: runs.ThreatFinal,
+		Needs:   Needs{Stats: []string{StatTargetLossC, StatTargetLossCPrime}},
+		Summary: "Yeom et al.'s loss threshold, paired: loss(epsilon') - loss(epsilon) of the final model"}
+}
+
+func (lossAttack) Observe(env *Env, obs *Observation) (Observed, error) {
+	l, lp := targetStats(env, &obs.Row, StatTargetLossC, StatTargetLossCPrime)
+	if math.IsNaN(lp) {
+		return Observed{Score: -l}, nil
+	}
+	return Observed{Score: lp - l}, nil
+}
+
+// marginAttack thresholds the logit margin (Shokri-style confidence): margin(epsilon) -
+// margin(epsilon'), or margin(epsilon) without epsilon'.
+type marginAttack struct{}
+
+func (marginAttack) Info() Info {
+	return Info{Name: "margin", Threat: runs.ThreatFinal,
+		Needs:   Needs{Stats: []string{StatTargetMarginC, StatTargetMarginCPrime}},
+		Summary: "logit-margin confidence, paired: margin(epsilon) - margin(epsilon') of the final model"}
+}
+
+func (marginAttack) Observe(env *Env, obs *Observation) (Observed, error) {
+	m, mp := targetStats(env, &obs.Row, StatTargetMarginC, StatTargetMarginCPrime)
+	if math.IsNaN(mp) {
+		return Observed{Score: m}, nil
+	}
+	return Observed{Score: m - mp}, nil
+}
+
+// logitConfidence is LiRA's logit scaling of the confidence p = exp(-loss) of a softmax model:
+// log(p / (1 - p)) = -loss - log(1 - exp(-loss)), computed without cancellation.
+func logitConfidence(loss float64) float64 {
+	if loss <= 0 {
+		return math.Inf(1)
+	}
+	return -loss - math.Log(-math.Expm1(-loss))
+}
+
+// liraAttack is Carlini et al.'s likelihood-ratio attack with the worlds as IN (C) and OUT (C')
+// and runs of other folds as shadow models. Its statistic is the logit-scaled confidence on
+// epsilon minus that on epsilon' for softmax models (confidence on epsilon alone without
+// epsilon'), and the margin <x, w> difference for the quadratic model, whose loss is no
+// log-probability.
+type liraAttack struct{ online bool }
+
+func (a liraAttack) Info() Info {
+	info := Info{Threat: runs.ThreatFinal, Learned: true,
+		Needs: Needs{Stats: []string{StatTargetLossC, StatTargetLossCPrime, StatTargetMarginC, StatTargetMarginCPrime}}}
+	if a.online {
+		info.Name = "lira-online"
+		info.Summary = "LiRA online: Gaussians fitted to both worlds' logit-scaled confidence in other folds, score = log-likelihood ratio"
+	} else {
+		info.Name = "lira-offline"
+		info.Summary = "LiRA offline: Gaussian fitted to world C' in other folds, score = one-sided z-score of the logit-scaled confidence"
+	}
+	return info
+}
+
+func (a liraAttack) Observe(env *Env, obs *Observation) (Observed, error) {
+	var s float64
+	if env.Config.Model.Kind == "quadratic" {
+		m, mp := targetStats(env, &obs.Row, StatTargetMarginC, StatTargetMarginCPrime)
+		s = m
+		if !math.IsNaN(mp) {
+			s -= mp
+		}
+	} else {
+		l, lp := targetStats(env, &obs.Row, StatTargetLossC, StatTargetLossCPrime)
+		s = logitConfidence(l)
+		if !math.IsNaN(lp) {
+			s -= logitConfidence(lp)
+		}
+	}
+	if math.IsNaN(s) || math.IsInf(s, 0) {
+		return Observed{}, errMissing
+	}
+	return Observed{Features: []float64{s}}, nil
+}
+
+// gaussian is a fitted normal distribution.
+type gaussian struct{ mean, sd float64 }
+
+func fitGaussian(x []float64) (gaussian, error) {
+	if len(x) < 2 {
+		return gaussian{}, fmt.Errorf("need at least 2 runs to fit a Gaussian, have %d", len(x))
+	}
+	var m float64
+	for _, v := range x {
+		m += v
+	}
+	m /= float64(len(x))
+	var ss float64
+	for _, v := range x {
+		ss += (v - m) * (v - m)
+	}
+	v := ss / float64(len(x)-1)
+	// A floor relative to the scale keeps a constant statistic (no noise) from dividing by 0.
+	v = math.Max(v, 1e-24*(1+m*m))
+	return gaussian{m, math.Sqrt(v)}, nil
+}
+
+func (g gaussian) logPDF(x float64) float64 {
+	z := (x - g.mean) / g.sd
+	return -0.5*z*z - math.Log(g.sd) - 0.5*math.Log(2*math.Pi)
+}
+
+func (a liraAttack) Fit(_ *Env, examples []Example) (func([]float64) float64, error) {
+	var in, out []float64
+	for _, e := range examples {
+		if e.World == runs.WorldC {
+			in = append(in, e.Features[0])
+		} else {
+			out = append(out, e.Features[0])
+		}
+	}
+	gOut, err := fitGaussian(out)
+	if err != nil {
+		return nil, fmt.Errorf("world C': %w", err)
+	}
+	if !a.online {
+		// The one-sided test of LiRA offline: the p-value 1 - Phi(z) is monotone in z, so z
+		// orders runs identically and keeps resolution in the tails.
+		return func(f []float64) float64 { return (f[0] - gOut.mean) / gOut.sd }, nil
+	}
+	gIn, err := fitGaussian(in)
+	if err != nil {
+		return nil, fmt.Errorf("world C: %w", err)
+	}
+	return func(f []float64) float64 { return gIn.logPDF(f[0]) - gOut.logPDF(f[0]) }, nil
+}
+

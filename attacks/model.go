@@ -1,0 +1,257 @@
+package attacks
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/fedaudit/fedaudit/train"
+)
+
+// hostModel evaluates train's models in float64 on the host, one sample at a time, with the
+// parameter layout of train/model.go: for an MLP (softmax regression is an MLP without hidden
+// layers) layer by layer the weight (out x in, row-major) then the bias; for the quadratic model
+// the vector w itself. Attacks need per-sample gradients and, unlike training, precision rather
+// than speed.
+type hostModel struct {
+	kind  string // "mlp" (also softmax regression) or "quadratic"
+	act   string // "tanh", "softplus" or "relu"
+	sizes []int  // input, hidden..., classes
+	woff  []int
+	boff  []int
+	d     int
+	a     float64 // quadratic curvature
+}
+
+func newHostModel(cfg train.ModelConfig, dim, classes int) (*hostModel, error) {
+	if dim < 1 {
+		return nil, fmt.Errorf("model: input dimension %d, need at least 1", dim)
+	}
+	switch cfg.Kind {
+	case "quadratic":
+		if cfg.Curvature == 0 || math.IsNaN(cfg.Curvature) || math.IsInf(cfg.Curvature, 0) {
+			return nil, fmt.Errorf("model: quadratic needs a finite nonzero curvature, got %g", cfg.Curvature)
+		}
+		return &hostModel{kind: "quadratic", d: dim, a: cfg.Curvature, sizes: []int{dim}}, nil
+	case "softmax", "mlp":
+	default:
+		return nil, fmt.Errorf("model: kind %q is not softmax, mlp or quadratic", cfg.Kind)
+	}
+	if classes < 2 {
+		return nil, fmt.Errorf("model: %s needs at least 2 classes, got %d", cfg.Kind, classes)
+	}
+	m := &hostModel{kind: "mlp", act: "tanh", sizes: []int{dim}}
+	if cfg.Kind == "mlp" {
+		switch cfg.Activation {
+		case "tanh", "softplus", "relu":
+			m.act = cfg.Activation
+		default:
+			return nil, fmt.Errorf("model: activation %q is not tanh, softplus or relu", cfg.Activation)
+		}
+		for _, h := range cfg.Hidden {
+			if h < 1 {
+				return nil, fmt.Errorf("model: hidden widths must be positive, got %v", cfg.Hidden)
+			}
+		}
+		m.sizes = append(m.sizes, cfg.Hidden...)
+	} else if len(cfg.Hidden) > 0 {
+		return nil, fmt.Errorf("model: softmax regression has no hidden layers, got %v", cfg.Hidden)
+	}
+	m.sizes = append(m.sizes, classes)
+	for l := 0; l+1 < len(m.sizes); l++ {
+		m.woff = append(m.woff, m.d)
+		m.d += m.sizes[l] * m.sizes[l+1]
+		m.boff = append(m.boff, m.d)
+		m.d += m.sizes[l+1]
+	}
+	return m, nil
+}
+
+func (m *hostModel) numParams() int { return m.d }
+
+func (m *hostModel) layers() int { return len(m.sizes) - 1 }
+
+// hasClasses reports whether the model ends in a softmax over classes (label attacks apply).
+func (m *hostModel) hasClasses() bool { return m.kind == "mlp" }
+
+// lastBias returns the range of the last layer's bias in the parameter vector.
+func (m *hostModel) lastBias() (lo, hi int) {
+	L := m.layers()
+	return m.boff[L-1], m.boff[L-1] + m.sizes[L]
+}
+
+// firstLayer returns the offsets of the first layer's weight (rows x in) and bias.
+func (m *hostModel) firstLayer() (woff, boff, rows, in int) {
+	return m.woff[0], m.boff[0], m.sizes[1], m.sizes[0]
+}
+
+func (m *hostModel) activate(v float64) float64 {
+	switch m.act {
+	case "softplus":
+		return math.Max(v, 0) + math.Log1p(math.Exp(-math.Abs(v)))
+	case "relu":
+		return math.Max(v, 0)
+	}
+	return math.Tanh(v)
+}
+
+// activateGrad is the derivative at pre-activation v with activation h.
+func (m *hostModel) activateGrad(v, h float64) float64 {
+	switch m.act {
+	case "softplus":
+		return 1 / (1 + math.Exp(-v))
+	case "relu":
+		if v <= 0 {
+			return 0
+		}
+		return 1
+	}
+	return 1 - h*h
+}
+
+// logits returns the output of an MLP and the per-layer inputs and pre-activations it needs for
+// the backward pass.
+func (m *hostModel) forward(w []float64, x []float64) (inputs, pres [][]float64) {
+	L := m.layers()
+	in := x
+	for l := 0; l < L; l++ {
+		nin, nout := m.sizes[l], m.sizes[l+1]
+		pre := make([]float64, nout)
+		for o := 0; o < nout; o++ {
+			row := w[m.woff[l]+o*nin : m.woff[l]+(o+1)*nin]
+			s := w[m.boff[l]+o]
+			for i, v := range row {
+				s += v * in[i]
+			}
+			pre[o] = s
+		}
+		inputs = append(inputs, in)
+		pres = append(pres, pre)
+		if l+1 < L {
+			post := make([]float64, nout)
+			for o, v := range pre {
+				post[o] = m.activate(v)
+			}
+			in = post
+		}
+	}
+	return inputs, pres
+}
+
+// probabilities returns the softmax of the logits of x.
+func (m *hostModel) probabilities(w, x []float64) []float64 {
+	_, pres := m.forward(w, x)
+	return softmax(pres[len(pres)-1])
+}
+
+func softmax(z []float64) []float64 {
+	mx := math.Inf(-1)
+	for _, v := range z {
+		mx = math.Max(mx, v)
+	}
+	p := make([]float64, len(z))
+	var s float64
+	for j, v := range z {
+		p[j] = math.Exp(v - mx)
+		s += p[j]
+	}
+	for j := range p {
+		p[j] /= s
+	}
+	return p
+}
+
+// lossGrad returns the loss and logit margin of sample (x, y) at w, as train defines them
+// (softmax cross-entropy and true logit minus the largest other; for the quadratic model
+// (a/2)||w||^2 - <x, w> and <x, w>), and adds scale times the gradient of the loss to grad
+// when grad is not nil.
+func (m *hostModel) lossGrad(w, x []float64, y int, scale float64, grad []float64) (loss, margin float64) {
+	if m.kind == "quadratic" {
+		var ww, xw float64
+		for i, v := range w {
+			ww += v * v
+			xw += x[i] * v
+		}
+		if grad != nil {
+			for i, v := range w {
+				grad[i] += scale * (m.a*v - x[i])
+			}
+		}
+		return m.a/2*ww - xw, xw
+	}
+	inputs, pres := m.forward(w, x)
+	L := m.layers()
+	logits := pres[L-1]
+	p := softmax(logits)
+	loss = -math.Log(p[y])
+	if p[y] == 0 {
+		// log-sum-exp form keeps the loss finite when p[y] underflows.
+		mx := math.Inf(-1)
+		for _, v := range logits {
+			mx = math.Max(mx, v)
+		}
+		var s float64
+		for _, v := range logits {
+			s += math.Exp(v - mx)
+		}
+		loss = mx + math.Log(s) - logits[y]
+	}
+	other := math.Inf(-1)
+	for j, v := range logits {
+		if j != y {
+			other = math.Max(other, v)
+		}
+	}
+	margin = logits[y] - other
+	if grad == nil {
+		return loss, margin
+	}
+	delta := p
+	delta[y]--
+	for l := L - 1; l >= 0; l-- {
+		nin := m.sizes[l]
+		in := inputs[l]
+		for o, dv := range delta {
+			if dv == 0 {
+				continue
+			}
+			g := grad[m.woff[l]+o*nin : m.woff[l]+(o+1)*nin]
+			for i, v := range in {
+				g[i] += scale * dv * v
+			}
+			grad[m.boff[l]+o] += scale * dv
+		}
+		if l == 0 {
+			break
+		}
+		prev := make([]float64, nin)
+		for o, dv := range delta {
+			if dv == 0 {
+				continue
+			}
+			row := w[m.woff[l]+o*nin : m.woff[l]+(o+1)*nin]
+			for i, v := range row {
+				prev[i] += dv * v
+			}
+		}
+		for i := range prev {
+			prev[i] *= m.activateGrad(pres[l-1][i], in[i])
+		}
+		delta = prev
+	}
+	return loss, margin
+}
+
+// gradient returns the gradient of the loss of one sample at w.
+func (m *hostModel) gradient(w, x []float64, y int) []float64 {
+	g := make([]float64, m.d)
+	m.lossGrad(w, x, y, 1, g)
+	return g
+}
+
+func to64(v []float32) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}

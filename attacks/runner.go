@@ -1,0 +1,477 @@
+package attacks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/fedaudit/fedaudit/runs"
+)
+
+// Options selects what Score computes.
+type Options struct {
+	// Attacks names the attacks to run; nil means Default(table.Meta()).
+	Attacks []string
+	// Rounds are the checkpoints T to score; nil means every checkpoint of Env.Config except 0.
+	Rounds []int
+	// Workers is the number of goroutines; 0 means GOMAXPROCS. Results do not depend on it.
+	Workers int
+}
+
+// Metrics summarizes one attack at one round.
+type Metrics struct {
+	Attack string
+	Threat string
+	Round  int32
+	// Runs is the number of scores; Missing of them are 0 because the run lacked the observation
+	// (e.g. the target client did not take part in round T-1), NonFinite because the attack's
+	// value was NaN or infinite (a diverged run).
+	Runs, Missing, NonFinite int
+	// AUC is the area under the ROC curve of the scores for telling C from C' (0.5: chance),
+	// ties counted one half.
+	AUC float64
+	// Accuracy is the best balanced accuracy over all thresholds.
+	Accuracy float64
+	// Means holds the mean of every per-run metric of the attack over runs where it is defined.
+	Means map[string]float64
+}
+
+// Result is what Score computes.
+type Result struct {
+	// MetricNames names the metric columns of Scores: the union of the attacks' metrics. A score
+	// holds NaN for metrics its attack does not report.
+	MetricNames []string
+	// Scores are ordered by attack (as requested), round, then run id.
+	Scores []runs.Score
+	// Summary holds one entry per attack and round, in the same order.
+	Summary []Metrics
+}
+
+// Score runs attacks on the runs of table at the given rounds. It reads the table once, keeping
+// per run only the rows and columns the attacks need: with params-based attacks that is
+// runs x (rounds needed) parameter vectors, where the rounds needed are T, T-1 for upload attacks
+// and 0 when Env.Initial is not given.
+func Score(ctx context.Context, table *runs.Table, env Env, opts Options) (*Result, error) {
+	env.Meta = table.Meta()
+	names := opts.Attacks
+	if names == nil {
+		names = Default(env.Meta)
+		if len(names) == 0 {
+			return nil, errors.New("attacks: the run file supports no attack (no statistics, params or uploads recorded)")
+		}
+	}
+	var atts []Attack
+	for _, n := range names {
+		a, err := Lookup(n)
+		if err != nil {
+			return nil, fmt.Errorf("attacks: %w", err)
+		}
+		atts = append(atts, a)
+	}
+	return score(ctx, table, &env, atts, opts)
+}
+
+func score(ctx context.Context, table *runs.Table, env *Env, atts []Attack, opts Options) (*Result, error) {
+	if len(atts) == 0 {
+		return nil, errors.New("attacks: no attack selected")
+	}
+	env.cache = &envCache{}
+	seen := map[string]bool{}
+	for _, a := range atts {
+		name := a.Info().Name
+		if seen[name] {
+			return nil, fmt.Errorf("attacks: attack %s selected twice", name)
+		}
+		seen[name] = true
+		if err := check(a, env); err != nil {
+			return nil, fmt.Errorf("attacks: %w", err)
+		}
+	}
+	rounds := opts.Rounds
+	if rounds == nil {
+		for _, t := range env.Config.Checkpoints {
+			if t > 0 {
+				rounds = append(rounds, t)
+			}
+		}
+		if len(rounds) == 0 {
+			return nil, errors.New("attacks: no rounds to score: the config lists no checkpoint after round 0")
+		}
+	}
+	rounds = slices.Clone(rounds)
+	slices.Sort(rounds)
+	rounds = slices.Compact(rounds)
+	var needs Needs
+	for _, a := range atts {
+		n := a.Info().Needs
+		needs.Params = needs.Params || n.Params
+		needs.Initial = needs.Initial || n.Initial
+		needs.Upload = needs.Upload || n.Upload
+	}
+	for _, t := range rounds {
+		if t < 0 || t > math.MaxInt32 {
+			return nil, fmt.Errorf("attacks: round %d out of range", t)
+		}
+		if needs.Upload && t == 0 {
+			return nil, errors.New("attacks: upload attacks need a round T >= 1 (there is no upload before round 1)")
+		}
+	}
+	keepParams := map[int32]bool{}
+	keepUpload := map[int32]bool{}
+	keepRow := map[int32]bool{}
+	for _, t := range rounds {
+		t := int32(t)
+		keepRow[t] = true
+		if needs.Params {
+			keepParams[t] = true
+		}
+		if needs.Upload {
+			keepUpload[t] = true
+			keepRow[t-1], keepParams[t-1] = true, true
+		}
+	}
+	initialFromFile := needs.Initial && env.Initial == nil
+	if initialFromFile {
+		keepRow[0], keepParams[0] = true, true
+	}
+
+	store, err := collect(ctx, table, keepRow, keepParams, keepUpload)
+	if err != nil {
+		return nil, err
+	}
+	if len(store.ids) == 0 {
+		return nil, fmt.Errorf("attacks: %s holds no rows at the rounds scored (%v)", table.Path(), rounds)
+	}
+
+	// Observations: rounds ascending, runs by id.
+	var obs []Observation
+	for _, t := range rounds {
+		t := int32(t)
+		for _, id := range store.ids {
+			rr := store.rows[id]
+			row, ok := rr[t]
+			if !ok {
+				continue
+			}
+			o := Observation{RunID: id, PairID: row.PairID, World: row.World, Round: t, Row: *row}
+			if needs.Upload {
+				if o.Prev = rr[t-1]; o.Prev == nil {
+					return nil, fmt.Errorf("attacks: run %d has no checkpoint at round %d: upload attacks at round %d need the global model w_%d (add %d to checkpoints)", id, t-1, t, t-1, t-1)
+				}
+			}
+			if initialFromFile {
+				if o.Initial = rr[0]; o.Initial == nil {
+					return nil, fmt.Errorf("attacks: run %d has no checkpoint at round 0 and Env.Initial is not given: attacks using w_0 need one of them", id)
+				}
+			}
+			obs = append(obs, o)
+		}
+	}
+	if len(obs) == 0 {
+		return nil, fmt.Errorf("attacks: no run has a checkpoint at rounds %v", rounds)
+	}
+
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	// Observe every (attack, observation) in parallel, each into its own slot.
+	observed := make([][]Observed, len(atts))
+	status := make([][]error, len(atts))
+	for ai := range atts {
+		observed[ai] = make([]Observed, len(obs))
+		status[ai] = make([]error, len(obs))
+	}
+	err = parallel(ctx, workers, len(atts)*len(obs), func(j int) error {
+		ai, oi := j/len(obs), j%len(obs)
+		o, err := atts[ai].Observe(env, &obs[oi])
+		if err != nil && !errors.Is(err, errMissing) {
+			return fmt.Errorf("attacks: %s on run %d at round %d: %w", atts[ai].Info().Name, obs[oi].RunID, obs[oi].Round, err)
+		}
+		observed[ai][oi], status[ai][oi] = o, err
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Parameters are no longer needed: let them go before fitting.
+	store = nil
+	for i := range obs {
+		obs[i].Row.Params, obs[i].Row.Upload, obs[i].Prev, obs[i].Initial = nil, nil, nil, nil
+	}
+
+	// Learned attacks: fit per (attack, round, fold) on the other folds.
+	folds := foldsOf(obs, env.Folds)
+	nfold := env.Folds
+	if nfold <= 0 {
+		nfold = 5
+	}
+	type fitJob struct{ ai, round, fold int }
+	var fits []fitJob
+	for ai, a := range atts {
+		if _, ok := a.(Learner); ok {
+			for ri := range rounds {
+				for f := 0; f < nfold; f++ {
+					fits = append(fits, fitJob{ai, ri, f})
+				}
+			}
+		}
+	}
+	err = parallel(ctx, workers, len(fits), func(j int) error {
+		fj := fits[j]
+		t := int32(rounds[fj.round])
+		learner := atts[fj.ai].(Learner)
+		var train []Example
+		var targets []int
+		for oi := range obs {
+			if obs[oi].Round != t || status[fj.ai][oi] != nil {
+				continue
+			}
+			if folds[obs[oi].PairID] == fj.fold {
+				targets = append(targets, oi)
+				continue
+			}
+			o := &obs[oi]
+			train = append(train, Example{RunID: o.RunID, PairID: o.PairID, World: o.World, Features: observed[fj.ai][oi].Features})
+		}
+		if len(targets) == 0 {
+			return nil
+		}
+		scorer, err := learner.Fit(env, train)
+		if err != nil {
+			return fmt.Errorf("attacks: %s at round %d, fold %d of %d: fit on %d runs: %w", learner.Info().Name, t, fj.fold+1, nfold, len(train), err)
+		}
+		for _, oi := range targets {
+			// Each observation is in exactly one fold, so no two jobs write the same slot.
+			observed[fj.ai][oi].Score = scorer(observed[fj.ai][oi].Features)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	res := &Result{MetricNames: metricNames(atts)}
+	for ai, a := range atts {
+		info := a.Info()
+		col := make([]int, len(info.Metrics))
+		for i, m := range info.Metrics {
+			col[i] = slices.Index(res.MetricNames, m)
+		}
+		for _, t := range rounds {
+			t := int32(t)
+			sum := Metrics{Attack: info.Name, Threat: info.Threat, Round: t, Means: map[string]float64{}}
+			sums := make([]float64, len(info.Metrics))
+			counts := make([]int, len(info.Metrics))
+			var scores []float64
+			var worlds []int8
+			for oi := range obs {
+				o := &obs[oi]
+				if o.Round != t {
+					continue
+				}
+				s := runs.Score{RunID: o.RunID, PairID: o.PairID, World: o.World, Round: t, Attack: info.Name, Threat: info.Threat}
+				s.Metrics = make([]float64, len(res.MetricNames))
+				for i := range s.Metrics {
+					s.Metrics[i] = math.NaN()
+				}
+				sum.Runs++
+				if status[ai][oi] != nil {
+					sum.Missing++
+				} else {
+					v, ok := finite(observed[ai][oi].Score)
+					if !ok {
+						sum.NonFinite++
+					}
+					s.Score = v
+					for i, m := range observed[ai][oi].Metrics {
+						s.Metrics[col[i]] = m
+						if !math.IsNaN(m) {
+							sums[i] += m
+							counts[i]++
+						}
+					}
+				}
+				scores = append(scores, s.Score)
+				worlds = append(worlds, s.World)
+				res.Scores = append(res.Scores, s)
+			}
+			for i, m := range info.Metrics {
+				if counts[i] > 0 {
+					sum.Means[m] = sums[i] / float64(counts[i])
+				}
+			}
+			sum.AUC, sum.Accuracy = rocSummary(scores, worlds)
+			res.Summary = append(res.Summary, sum)
+		}
+	}
+	return res, nil
+}
+
+// runStore holds the kept rows of every run by round.
+type runStore struct {
+	ids  []int64
+	rows map[int64]map[int32]*runs.Row
+}
+
+func collect(ctx context.Context, table *runs.Table, keepRow, keepParams, keepUpload map[int32]bool) (*runStore, error) {
+	st := &runStore{rows: map[int64]map[int32]*runs.Row{}}
+	pairs := map[int64][2]int64{} // run -> (pair, world)
+	err := table.Scan(ctx, func(r runs.Row) error {
+		if p, ok := pairs[r.RunID]; ok && (p[0] != r.PairID || p[1] != int64(r.World)) {
+			return fmt.Errorf("run %d appears with pair %d world %d and with pair %d world %d", r.RunID, p[0], p[1], r.PairID, r.World)
+		}
+		pairs[r.RunID] = [2]int64{r.PairID, int64(r.World)}
+		if !keepRow[r.Round] {
+			return nil
+		}
+		if !keepParams[r.Round] {
+			r.Params = nil
+		}
+		if !keepUpload[r.Round] {
+			r.Upload = nil
+		}
+		m := st.rows[r.RunID]
+		if m == nil {
+			m = map[int32]*runs.Row{}
+			st.rows[r.RunID] = m
+			st.ids = append(st.ids, r.RunID)
+		}
+		if _, dup := m[r.Round]; dup {
+			return fmt.Errorf("run %d has two rows at round %d", r.RunID, r.Round)
+		}
+		m[r.Round] = &r
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("attacks: read %s: %w", table.Path(), err)
+	}
+	slices.Sort(st.ids)
+	return st, nil
+}
+
+// foldsOf assigns pairs to folds round-robin in order of pair id, so both runs of a pair share a
+// fold and the assignment depends on nothing but the pair ids.
+func foldsOf(obs []Observation, k int) map[int64]int {
+	if k <= 0 {
+		k = 5
+	}
+	var ids []int64
+	seen := map[int64]bool{}
+	for _, o := range obs {
+		if !seen[o.PairID] {
+			seen[o.PairID] = true
+			ids = append(ids, o.PairID)
+		}
+	}
+	slices.Sort(ids)
+	out := make(map[int64]int, len(ids))
+	for i, id := range ids {
+		out[id] = i % k
+	}
+	return out
+}
+
+// parallel runs fn(0..n-1) on workers goroutines and returns the first error by index order, so
+// that which error is reported does not depend on scheduling.
+func parallel(ctx context.Context, workers, n int, fn func(int) error) error {
+	if n == 0 {
+		return nil
+	}
+	workers = min(workers, n)
+	errs := make([]error, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range next {
+				errs[j] = fn(j)
+			}
+		}()
+	}
+	var ctxErr error
+loop:
+	for j := 0; j < n; j++ {
+		select {
+		case next <- j:
+		case <-ctx.Done():
+			ctxErr = ctx.Err()
+			break loop
+		}
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return ctxErr
+}
+
+// rocSummary returns the AUC (ties one half) and the best balanced accuracy of scores for
+// telling world C (positive) from C'.
+func rocSummary(scores []float64, worlds []int8) (auc, acc float64) {
+	idx := make([]int, len(scores))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return scores[idx[a]] > scores[idx[b]] })
+	var nc, np float64
+	for _, w := range worlds {
+		if w == runs.WorldC {
+			nc++
+		} else {
+			np++
+		}
+	}
+	if nc == 0 || np == 0 {
+		return math.NaN(), math.NaN()
+	}
+	// Walk thresholds from high to low; tied scores move together.
+	var tp, fp float64
+	acc = 0.5
+	for i := 0; i < len(idx); {
+		j := i
+		var dtp, dfp float64
+		for j < len(idx) && scores[idx[j]] == scores[idx[i]] {
+			if worlds[idx[j]] == runs.WorldC {
+				dtp++
+			} else {
+				dfp++
+			}
+			j++
+		}
+		auc += dfp * (tp + dtp/2)
+		tp += dtp
+		fp += dfp
+		acc = math.Max(acc, (tp/nc+1-fp/np)/2)
+		i = j
+	}
+	return auc / (nc * np), acc
+}
+
+// WriteScores writes res to a score file at path, carrying the run file's config and dataset
+// hash.
+func WriteScores(path string, meta runs.Meta, toolVersion string, res *Result) (err error) {
+	w, err := runs.CreateScores(path, runs.ScoreMeta{Config: meta.Config, DatasetHash: meta.DatasetHash, ToolVersion: toolVersion, MetricNames: res.MetricNames})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			w.Abort()
+		}
+	}()
+	if err := w.Write(res.Scores...); err != nil {
+		return err
+	}
+	return w.Close()
+}

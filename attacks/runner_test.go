@@ -1,0 +1,330 @@
+package attacks
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/train"
+)
+
+var softmaxSpec = simSpec{model: train.ModelConfig{Kind: "softmax"}, dim: 12, classes: 3, pairs: 30, steps: 2, eta: 0.5, seed: 11}
+
+// TestExactRecoveryWithoutNoise: with sigma = 0 and a one-sample client, the analytic inversion
+// recovers the sample up to float32 storage of the parameters (PSNR > 60 dB) and the bias-sign
+// rule finds every label, for softmax regression and an MLP.
+func TestExactRecoveryWithoutNoise(t *testing.T) {
+	mlp := softmaxSpec
+	mlp.model = train.ModelConfig{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"}
+	for name, spec := range map[string]simSpec{"softmax": softmaxSpec, "mlp": mlp} {
+		t.Run(name, func(t *testing.T) {
+			spec.sigma = 0
+			spec.pairs = 4
+			path, env := simulate(t, spec)
+			res, err := Score(context.Background(), openTable(t, path), env, Options{Attacks: []string{"label", "inversion"}, Workers: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := summaryOf(t, res, "label").Means["label_accuracy"]; got != 1 {
+				t.Errorf("label accuracy %v, want 1", got)
+			}
+			psnrCol := slices.Index(res.MetricNames, MetricPSNR)
+			for _, s := range res.Scores {
+				if s.Attack != "inversion" {
+					continue
+				}
+				if p := s.Metrics[psnrCol]; !(p > 60) {
+					t.Errorf("run %d (world %s): PSNR %.1f dB, want > 60", s.RunID, runs.WorldName(s.World), p)
+				}
+				if (s.World == runs.WorldC) != (s.Score > 0) {
+					t.Errorf("run %d (world %s): inversion score %g has the wrong sign", s.RunID, runs.WorldName(s.World), s.Score)
+				}
+			}
+		})
+	}
+}
+
+// TestBatchLabelCounts: with a client of 6 samples, one step and no noise, the LLG-style count
+// estimator is exact when the mean prediction is known; with the uniform guess it must still beat
+// the chance level of a constant histogram. We give it the client's own samples as Aux, which
+// makes pbar exact, so every label count must be right.
+func TestBatchLabelCounts(t *testing.T) {
+	spec := softmaxSpec
+	spec.sigma, spec.pairs, spec.extra, spec.steps = 0, 3, 5, 1
+	path, env := simulate(t, spec)
+	// Aux = the world-C client data minus the target plus the target: its mean prediction at w_0
+	// is that of the world-C client exactly.
+	m, _ := newHostModel(spec.model, spec.dim, spec.classes)
+	_ = m
+	res, err := Score(context.Background(), openTable(t, path), env, Options{Attacks: []string{"label"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := summaryOf(t, res, "label").Means["label_accuracy"]; !(got >= 0.5) {
+		t.Errorf("label accuracy with uniform pbar %v, want >= 0.5", got)
+	}
+}
+
+// TestNoiseWeakensAttacks: as sigma grows, every attack's AUC falls. At sigma = 1e-3 the signal
+// (parameter moves of order 0.1) dominates and AUC is near 1; at sigma = 10 it is chance, whose
+// AUC over 30 + 30 runs has standard deviation about 0.075. We assert AUC(low) >= AUC(high) +
+// 0.25 and, between neighbouring levels, no rise above 0.15 (two standard deviations).
+func TestNoiseWeakensAttacks(t *testing.T) {
+	sigmas := []float64{1e-3, 0.1, 10}
+	names := []string{"informed-all", "loss", "margin", "lira-offline", "lira-online", "grad-align", "linear", "label", "inversion"}
+	auc := map[string][]float64{}
+	var labelAcc, psnrs []float64
+	for _, sigma := range sigmas {
+		spec := softmaxSpec
+		spec.sigma = sigma
+		path, env := simulate(t, spec)
+		res, err := Score(context.Background(), openTable(t, path), env, Options{Attacks: names, Workers: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			auc[n] = append(auc[n], summaryOf(t, res, n).AUC)
+		}
+		labelAcc = append(labelAcc, summaryOf(t, res, "label").Means["label_accuracy"])
+		psnrs = append(psnrs, summaryOf(t, res, "inversion").Means[MetricPSNR])
+	}
+	for _, n := range names {
+		a := auc[n]
+		if !(a[0] >= a[len(a)-1]+0.25) {
+			t.Errorf("%s: AUC %v at sigma %v: does not fall with noise", n, a, sigmas)
+		}
+		for i := 1; i < len(a); i++ {
+			if a[i] > a[i-1]+0.15 {
+				t.Errorf("%s: AUC rises from %.3f to %.3f between sigma %g and %g", n, a[i-1], a[i], sigmas[i-1], sigmas[i])
+			}
+		}
+		if a[0] < 0.9 {
+			t.Errorf("%s: AUC %.3f at sigma %g, want >= 0.9 with almost no noise", n, a[0], sigmas[0])
+		}
+	}
+	for i := 1; i < len(sigmas); i++ {
+		if labelAcc[i] > labelAcc[i-1] || psnrs[i] >= psnrs[i-1] {
+			t.Errorf("label accuracy %v and PSNR %v must fall as sigma grows through %v", labelAcc, psnrs, sigmas)
+			break
+		}
+	}
+}
+
+func sameResults(a, b *Result) bool {
+	eq := func(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) }
+	if !slices.Equal(a.MetricNames, b.MetricNames) || len(a.Scores) != len(b.Scores) || len(a.Summary) != len(b.Summary) {
+		return false
+	}
+	for i, s := range a.Scores {
+		o := b.Scores[i]
+		if s.RunID != o.RunID || s.PairID != o.PairID || s.World != o.World || s.Round != o.Round ||
+			s.Attack != o.Attack || s.Threat != o.Threat || !eq(s.Score, o.Score) || !slices.EqualFunc(s.Metrics, o.Metrics, eq) {
+			return false
+		}
+	}
+	for i, m := range a.Summary {
+		o := b.Summary[i]
+		if m.Attack != o.Attack || m.Round != o.Round || m.Runs != o.Runs || m.Missing != o.Missing ||
+			!eq(m.AUC, o.AUC) || !eq(m.Accuracy, o.Accuracy) || len(m.Means) != len(o.Means) {
+			return false
+		}
+		for k, v := range m.Means {
+			if !eq(v, o.Means[k]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// TestWorkersDoNotChangeScores runs every attack with 1, 3 and 8 workers and demands
+// bit-identical results, and checks the documented order (attack, round, run id).
+func TestWorkersDoNotChangeScores(t *testing.T) {
+	spec := softmaxSpec
+	spec.sigma = 0.05
+	spec.pairs = 12
+	path, env := simulate(t, spec)
+	tb := openTable(t, path)
+	var all []string
+	for _, info := range Names() {
+		all = append(all, info.Name)
+	}
+	var ref *Result
+	for _, w := range []int{1, 3, 8} {
+		res, err := Score(context.Background(), tb, env, Options{Attacks: all, Workers: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ref == nil {
+			ref = res
+			continue
+		}
+		if !sameResults(ref, res) {
+			t.Errorf("results with %d workers differ from those with 1", w)
+		}
+	}
+	if len(ref.Scores) != len(all)*2*spec.pairs {
+		t.Fatalf("%d scores, want %d", len(ref.Scores), len(all)*2*spec.pairs)
+	}
+	for i := 1; i < len(ref.Scores); i++ {
+		a, b := ref.Scores[i-1], ref.Scores[i]
+		ia, ib := slices.Index(all, a.Attack), slices.Index(all, b.Attack)
+		if ia > ib || (ia == ib && (a.Round > b.Round || (a.Round == b.Round && a.RunID >= b.RunID))) {
+			t.Fatalf("scores %d and %d out of order: %+v, %+v", i-1, i, a, b)
+		}
+	}
+}
+
+// spyLearner records which runs and pairs it was fitted on and scores 1 any run it saw or whose
+// pair partner it saw, 0 otherwise.
+type spyLearner struct{ fits *int }
+
+func (spyLearner) Info() Info {
+	return Info{Name: "spy", Threat: runs.ThreatFinal, Learned: true}
+}
+
+func (spyLearner) Observe(_ *Env, obs *Observation) (Observed, error) {
+	return Observed{Features: []float64{float64(obs.RunID), float64(obs.PairID)}}, nil
+}
+
+func (s spyLearner) Fit(_ *Env, train []Example) (func([]float64) float64, error) {
+	*s.fits++
+	runsSeen, pairsSeen := map[float64]bool{}, map[float64]bool{}
+	for _, e := range train {
+		runsSeen[e.Features[0]], pairsSeen[e.Features[1]] = true, true
+	}
+	return func(f []float64) float64 {
+		if runsSeen[f[0]] || pairsSeen[f[1]] {
+			return 1
+		}
+		// Encode the training set size so the test can tell the fit saw the other folds.
+		return -float64(len(train))
+	}, nil
+}
+
+func TestCrossFittingNeverScoresSeenRuns(t *testing.T) {
+	spec := softmaxSpec
+	spec.sigma, spec.pairs = 0.1, 13 // 13 pairs in 5 folds: folds of 3 and 2 pairs
+	path, env := simulate(t, spec)
+	fits := 0
+	env.cache = nil
+	e := env
+	res, err := score(context.Background(), openTable(t, path), &e, []Attack{spyLearner{&fits}}, Options{Workers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fits != 5 {
+		t.Errorf("%d fits, want 5 folds", fits)
+	}
+	for _, s := range res.Scores {
+		if s.Score == 1 {
+			t.Errorf("run %d (pair %d) was scored by a model fitted on it or its pair", s.RunID, s.PairID)
+		}
+		// The other folds hold 10 or 11 pairs: 20 or 22 runs.
+		if s.Score != -20 && s.Score != -22 {
+			t.Errorf("run %d scored by a fit on %v runs, want 20 or 22", s.RunID, -s.Score)
+		}
+	}
+	if len(res.Scores) != 26 {
+		t.Errorf("%d scores, want 26", len(res.Scores))
+	}
+}
+
+func TestMissingColumnsAreNamed(t *testing.T) {
+	cases := []struct {
+		name   string
+		mod    func(*simSpec)
+		attack string
+		want   string
+	}{
+		{"no params", func(s *simSpec) { s.noParams, s.noUpload = true, true }, "grad-align", "params"},
+		{"no upload", func(s *simSpec) { s.noUpload = true }, "label", "upload"},
+		{"no stats", func(s *simSpec) { s.noStats = true }, "loss", StatTargetLossC},
+		{"no informed", func(s *simSpec) { s.noStats = true }, "informed-all", train.StatLLRAll},
+		{"no round T-1", func(s *simSpec) { s.noRound0 = true }, "inversion", "no checkpoint at round 0"},
+		{"quadratic labels", func(s *simSpec) { s.model = train.ModelConfig{Kind: "quadratic", Curvature: 1} }, "label", "softmax over classes"},
+		{"unknown", func(*simSpec) {}, "dlg", "unknown attack"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := softmaxSpec
+			spec.pairs, spec.sigma = 2, 0.1
+			tc.mod(&spec)
+			path, env := simulate(t, spec)
+			_, err := Score(context.Background(), openTable(t, path), env, Options{Attacks: []string{tc.attack}})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestMissingUploadScoresZero: a run whose client did not take part in round T-1 has no upload;
+// it gets score 0 and is counted as missing, and the other runs are scored as usual.
+func TestMissingUploadScoresZero(t *testing.T) {
+	spec := softmaxSpec
+	spec.pairs, spec.sigma = 6, 0.001
+	spec.skipUpload = func(p int) bool { return p%3 == 0 }
+	path, env := simulate(t, spec)
+	res, err := Score(context.Background(), openTable(t, path), env, Options{Attacks: []string{"label"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := summaryOf(t, res, "label"); m.Missing != 4 || m.Runs != 12 {
+		t.Errorf("%d missing of %d, want 4 of 12", m.Missing, m.Runs)
+	}
+	for _, s := range res.Scores {
+		if (s.PairID%3 == 0) != (s.Score == 0) {
+			t.Errorf("run %d of pair %d: score %g", s.RunID, s.PairID, s.Score)
+		}
+	}
+}
+
+func TestDefaultFollowsColumns(t *testing.T) {
+	cases := []struct {
+		meta runs.Meta
+		want []string
+	}{
+		{runs.Meta{StatNames: []string{train.StatLLRAll, train.StatLLRLast, train.StatMu2}}, []string{"informed-all", "informed-last"}},
+		{runs.Meta{StatNames: []string{StatTargetLossC, StatTargetLossCPrime}}, []string{"loss"}},
+		{runs.Meta{HasParams: true}, []string{"grad-align", "linear"}},
+		{runs.Meta{HasParams: true, HasUpload: true}, []string{"grad-align", "linear", "label", "inversion"}},
+		{runs.Meta{HasUpload: true}, nil},
+	}
+	for _, tc := range cases {
+		if got := Default(tc.meta); !slices.Equal(got, tc.want) {
+			t.Errorf("Default(%+v) = %v, want %v", tc.meta, got, tc.want)
+		}
+	}
+}
+
+// TestWriteScoresRoundTrip writes a result and reads it back through runs.ReadScoreFile.
+func TestWriteScoresRoundTrip(t *testing.T) {
+	spec := softmaxSpec
+	spec.pairs, spec.sigma = 3, 0.1
+	path, env := simulate(t, spec)
+	tb := openTable(t, path)
+	res, err := Score(context.Background(), tb, env, Options{Attacks: []string{"loss", "inversion"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := path + ".scores.arrow"
+	if err := WriteScores(out, tb.Meta(), "test", res); err != nil {
+		t.Fatal(err)
+	}
+	sf, err := runs.ReadScoreFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sf.Meta.MetricNames, res.MetricNames) || len(sf.Scores) != len(res.Scores) {
+		t.Fatalf("read back %v and %d scores, wrote %v and %d", sf.Meta.MetricNames, len(sf.Scores), res.MetricNames, len(res.Scores))
+	}
+	for i, s := range sf.Scores {
+		if s.Score != res.Scores[i].Score || s.Attack != res.Scores[i].Attack || s.Threat != res.Scores[i].Threat {
+			t.Errorf("score %d: read %+v, wrote %+v", i, s, res.Scores[i])
+		}
+	}
+}
