@@ -167,4 +167,3 @@ func (a liraAttack) Fit(_ *Env, examples []Example) (func([]float64) float64, er
 	}
 	return func(f []float64) float64 { return gIn.logPDF(f[0]) - gOut.logPDF(f[0]) }, nil
 }
-

@@ -9,7 +9,7 @@ import (
 )
 
 // TestGradientFiniteDifferences checks the host model's backward pass against central
-// differences (f(w+h e_i) - f(w-h e_i)) / 2h on every parameter. Their error is O(h^2 f''') ~
+// differences (f(w+h e_i) - f(w-h e_i)) / 2h on every parameter. Their error is O(h^2 f”') ~
 // 1e-10 for h = 1e-5 on these smooth, O(1)-scaled losses, plus rounding ~ 1e-16/h = 1e-11, so
 // 1e-6 (relative to 1 + |g|) leaves a wide margin while still catching any wrong term.
 func TestGradientFiniteDifferences(t *testing.T) {

@@ -68,8 +68,9 @@ func randomSample(rng *rand.Rand, dim int, label int32) datasets.Sample {
 	return datasets.Sample{Features: f, Label: label}
 }
 
-// simulate writes the runs of s to a run file and returns its path and the Env describing it.
-func simulate(t *testing.T, s simSpec) (string, Env) {
+// simulate writes the runs of s to a run file and returns its path, the Env describing it and the
+// target client's samples in world C.
+func simulate(t *testing.T, s simSpec) (string, Env, []datasets.Sample) {
 	t.Helper()
 	m, err := newHostModel(s.model, s.dim, s.classes)
 	if err != nil {
@@ -169,7 +170,7 @@ func simulate(t *testing.T, s simSpec) (string, Env) {
 	if s.noRound0 {
 		env.Initial = to32(w0)
 	}
-	return path, env
+	return path, env, data[0]
 }
 
 func openTable(t *testing.T, path string) *runs.Table {
