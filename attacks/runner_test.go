@@ -345,4 +345,3 @@ func TestWriteScoresRoundTrip(t *testing.T) {
 		}
 	}
 }
-
