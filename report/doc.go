@@ -1,0 +1,11 @@
+// Package report renders the results of an audit as a self-contained report: an HTML page
+// with inline SVG figures and tables, a Markdown version of the same tables, the figures as
+// SVG files (PNG on request) and the tables as CSV and LaTeX.
+//
+// The report shows, for every number of rounds T, the empirical trade-off curves of the
+// attacks beside the certified points and the theoretical Gaussian-DP curves, mu against T,
+// attack-success tables shaped like the paper's, the verdicts on the claimed guarantees, and
+// the sensitivity and utility measured in training. Every number names the threat model it
+// belongs to. The output is a function of the Input alone (no timestamps, no random ids), so
+// two runs over the same results give byte-identical files.
+package report

@@ -1,0 +1,333 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/fedaudit/fedaudit/audit"
+)
+
+// table is a rectangular table of preformatted cells, rendered to CSV, LaTeX, Markdown and
+// HTML from the same cells so that every format shows the same numbers.
+type table struct {
+	name    string // file stem in tables/
+	title   string
+	caption string
+	header  []string
+	rows    [][]string
+}
+
+// num formats a statistic with four significant digits; NaN is "-" (unknown), never "NaN".
+func num(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "-"
+	case math.IsInf(x, 1):
+		return "inf"
+	case math.IsInf(x, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(x, 'g', 4, 64)
+}
+
+// rate formats a probability-like number (AUC, TPR, accuracy) with three decimals.
+func rate(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return num(x)
+	}
+	return strconv.FormatFloat(x, 'f', 3, 64)
+}
+
+func (t *table) csv() ([]byte, error) {
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	if err := w.Write(t.header); err != nil {
+		return nil, fmt.Errorf("table %s: %w", t.name, err)
+	}
+	if err := w.WriteAll(t.rows); err != nil {
+		return nil, fmt.Errorf("table %s: %w", t.name, err)
+	}
+	return b.Bytes(), nil
+}
+
+var latexEscaper = strings.NewReplacer(
+	`\`, `\textbackslash{}`, `&`, `\&`, `%`, `\%`, `$`, `\$`, `#`, `\#`, `_`, `\_`,
+	`{`, `\{`, `}`, `\}`, `~`, `\textasciitilde{}`, `^`, `\textasciicircum{}`,
+)
+
+// latex renders a booktabs tabular inside a table float; the caption names the threat model
+// and confidence level like the HTML page does.
+func (t *table) latex() []byte {
+	var b bytes.Buffer
+	b.WriteString("% " + t.title + "\n")
+	b.WriteString("\\begin{table}[t]\n\\centering\n")
+	fmt.Fprintf(&b, "\\caption{%s}\n", latexEscaper.Replace(t.caption))
+	fmt.Fprintf(&b, "\\label{tab:%s}\n", t.name)
+	spec := make([]byte, len(t.header))
+	for i := range spec {
+		spec[i] = 'l'
+		if i > 0 && t.numeric(i) {
+			spec[i] = 'r'
+		}
+	}
+	fmt.Fprintf(&b, "\\begin{tabular}{%s}\n\\toprule\n", spec)
+	b.WriteString(latexRow(t.header))
+	b.WriteString("\\midrule\n")
+	for _, r := range t.rows {
+		b.WriteString(latexRow(r))
+	}
+	b.WriteString("\\bottomrule\n\\end{tabular}\n\\end{table}\n")
+	return b.Bytes()
+}
+
+func latexRow(cells []string) string {
+	esc := make([]string, len(cells))
+	for i, c := range cells {
+		esc[i] = latexEscaper.Replace(c)
+	}
+	return strings.Join(esc, " & ") + " \\\\\n"
+}
+
+// numeric reports whether column i holds only numbers or "-", to right-align it.
+func (t *table) numeric(i int) bool {
+	if len(t.rows) == 0 {
+		return false
+	}
+	for _, r := range t.rows {
+		if r[i] == "-" {
+			continue
+		}
+		if _, err := strconv.ParseFloat(r[i], 64); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+var markdownEscaper = strings.NewReplacer(`|`, `\|`, "\n", " ")
+
+func (t *table) markdown() string {
+	var b strings.Builder
+	row := func(cells []string) {
+		b.WriteString("|")
+		for _, c := range cells {
+			b.WriteString(" " + markdownEscaper.Replace(c) + " |")
+		}
+		b.WriteString("\n")
+	}
+	row(t.header)
+	b.WriteString("|")
+	for i := range t.header {
+		if t.numeric(i) {
+			b.WriteString("---:|")
+		} else {
+			b.WriteString("---|")
+		}
+	}
+	b.WriteString("\n")
+	for _, r := range t.rows {
+		row(r)
+	}
+	return b.String()
+}
+
+// series identifies the findings of one attack under one threat model across T.
+type series struct{ attack, threat string }
+
+func (s series) String() string { return s.attack + " (" + s.threat + ")" }
+
+// model is the Input arranged for rendering: findings indexed by series and round, the
+// theory by round, all in a fixed order.
+type model struct {
+	in       *Input
+	rounds   []int // every T with a finding, a bound or round statistics, increasing
+	series   []series
+	findings map[series]map[int]*Finding
+	theory   map[int]*audit.Bound
+	stats    map[int]*RoundStats
+	threats  []string // threat models in use, sorted
+}
+
+func newModel(in *Input) *model {
+	m := &model{
+		in:       in,
+		findings: make(map[series]map[int]*Finding),
+		theory:   make(map[int]*audit.Bound),
+		stats:    make(map[int]*RoundStats),
+	}
+	roundSet := map[int]bool{}
+	threatSet := map[string]bool{}
+	for i := range in.Bounds {
+		b := &in.Bounds[i]
+		if _, ok := m.theory[b.T]; !ok {
+			m.theory[b.T] = b
+		}
+		roundSet[b.T] = true
+	}
+	for i := range in.Findings {
+		f := &in.Findings[i]
+		s := series{f.Attack, f.Threat}
+		if m.findings[s] == nil {
+			m.findings[s] = make(map[int]*Finding)
+			m.series = append(m.series, s)
+		}
+		m.findings[s][f.Round] = f
+		roundSet[f.Round] = true
+		threatSet[f.Threat] = true
+		if _, ok := m.theory[f.Round]; !ok && f.Theory != nil {
+			m.theory[f.Round] = f.Theory
+		}
+	}
+	for i := range in.Rounds {
+		r := &in.Rounds[i]
+		m.stats[r.Round] = r
+		roundSet[r.Round] = true
+	}
+	for t := range roundSet {
+		m.rounds = append(m.rounds, t)
+	}
+	slices.Sort(m.rounds)
+	slices.SortFunc(m.series, func(a, b series) int {
+		if c := strings.Compare(a.attack, b.attack); c != 0 {
+			return c
+		}
+		return strings.Compare(a.threat, b.threat)
+	})
+	for t := range threatSet {
+		m.threats = append(m.threats, t)
+	}
+	slices.Sort(m.threats)
+	return m
+}
+
+// findingRounds returns the rounds that have at least one finding.
+func (m *model) findingRounds() []int {
+	var out []int
+	for _, t := range m.rounds {
+		for _, s := range m.series {
+			if m.findings[s][t] != nil {
+				out = append(out, t)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func (m *model) noise() string {
+	if m.in.NoiseLabel == "" {
+		return "-"
+	}
+	return m.in.NoiseLabel
+}
+
+func (m *model) confidenceText() string {
+	if m.in.Confidence == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(100*m.in.Confidence, 'g', 6, 64) + "%"
+}
+
+// wide builds a paper-shaped table: a row per attack and threat model at the noise level,
+// a column per T.
+func (m *model) wide(name, title, caption string, value func(*audit.Result) string) *table {
+	rounds := m.findingRounds()
+	t := &table{name: name, title: title, caption: caption,
+		header: []string{"Attack", "Threat model", "Noise"}}
+	for _, r := range rounds {
+		t.header = append(t.header, "T="+strconv.Itoa(r))
+	}
+	for _, s := range m.series {
+		row := []string{s.attack, s.threat, m.noise()}
+		for _, r := range rounds {
+			cell := "-"
+			if f := m.findings[s][r]; f != nil {
+				cell = value(f.Result)
+			}
+			row = append(row, cell)
+		}
+		t.rows = append(t.rows, row)
+	}
+	return t
+}
+
+func (m *model) tables() []*table {
+	conf := m.confidenceText()
+	auc := m.wide("auc", "Attack AUC",
+		"AUC of each attack (world C positive) by number of rounds T; rows: attack, threat model and noise level.",
+		func(r *audit.Result) string { return rate(r.AUC) })
+	tpr := m.wide("tpr_at_1pct_fpr", "Attack TPR at 1% FPR",
+		"True-positive rate at 1% false-positive rate of each attack by number of rounds T.",
+		func(r *audit.Result) string { return rate(r.TPRAt1e2) })
+	muw := m.wide("mu_lower", "Certified mu lower bounds",
+		"Certified lower bound on mu (Gaussian DP) at confidence "+conf+" by number of rounds T.",
+		func(r *audit.Result) string { return num(r.MuLower) })
+
+	attacks := &table{name: "attacks", title: "Attack success per attack and T",
+		caption: "Per attack, threat model and T: TPR at 0.1% and 1% FPR, AUC, best balanced accuracy, the Gaussian point estimate of mu (not a bound) and the certified lower bounds at confidence " + conf + ".",
+		header: []string{"Attack", "Threat model", "T", "N(C)", "N(C')", "TPR@0.1%FPR", "TPR@1%FPR", "AUC",
+			"Best balanced acc.", "mu estimate", "mu lower", "eps lower", "delta"}}
+	verdicts := &table{name: "verdicts", title: "Verdicts",
+		caption: "Certified lower bounds against the claimed guarantee: the claim is violated when a certified lower bound exceeds it (confidence " + conf + "); tightness is lower bound / claim.",
+		header: []string{"Attack", "Threat model", "T", "mu lower", "Claimed mu", "Claimed eps", "Claim delta",
+			"Claim source", "Tightness", "Status"}}
+	for _, s := range m.series {
+		for _, r := range m.rounds {
+			f := m.findings[s][r]
+			if f == nil {
+				continue
+			}
+			res := f.Result
+			attacks.rows = append(attacks.rows, []string{s.attack, s.threat, strconv.Itoa(r),
+				strconv.Itoa(res.N0), strconv.Itoa(res.N1), rate(res.TPRAt1e3), rate(res.TPRAt1e2),
+				rate(res.AUC), rate(res.BestBalancedAccuracy), num(res.MuEstimate), num(res.MuLower),
+				num(res.EpsLower), num(res.Delta)})
+			claimMu, claimEps, claimDelta, tight, status := "-", "-", "-", "-", "not judged"
+			source := f.ClaimSource
+			if source == "" {
+				source = "-"
+			}
+			if v := f.Verdict; v != nil {
+				for _, c := range v.Checks {
+					switch c.Quantity {
+					case "mu":
+						claimMu = num(c.Claimed)
+					case "epsilon":
+						claimEps, claimDelta = num(c.Claimed), num(c.Delta)
+					}
+				}
+				if len(v.Checks) > 0 {
+					tight = num(v.Tightness)
+				}
+				status = string(v.Status)
+				if v.Reason != "" {
+					status += ": " + v.Reason
+				}
+			}
+			verdicts.rows = append(verdicts.rows, []string{s.attack, s.threat, strconv.Itoa(r),
+				num(res.MuLower), claimMu, claimEps, claimDelta, source, tight, status})
+		}
+	}
+
+	rounds := &table{name: "rounds", title: "Theory, sensitivity and utility per T",
+		caption: "Per T: the convergent bound (final model), the composition bound (every iterate), the realized mu of the trained runs, the measured sensitivity ||w_T - w'_T|| (mean over coupled pairs), and utility.",
+		header: []string{"T", "mu convergent", "mu closed form", "mu composition", "Realized mu",
+			"Sensitivity", "Train loss", "Test accuracy", "Diverged runs"}}
+	for _, r := range m.rounds {
+		row := []string{strconv.Itoa(r), "-", "-", "-", "-", "-", "-", "-", "-"}
+		if b := m.theory[r]; b != nil {
+			row[1], row[2], row[3] = num(b.Mu), num(b.MuClosedForm), num(b.MuComposition)
+		}
+		if st := m.stats[r]; st != nil {
+			row[4], row[5], row[6] = num(st.RealizedMu), num(st.Sensitivity), num(st.TrainLoss)
+			row[7], row[8] = rate(st.TestAccuracy), strconv.Itoa(st.Diverged)
+		}
+		rounds.rows = append(rounds.rows, row)
+	}
+	return []*table{auc, tpr, muw, attacks, verdicts, rounds}
+}
