@@ -213,7 +213,10 @@ func (m *model) muFigure() (*figure, bool, error) {
 		}
 	}
 	add(line{label: "convergent bound (final model)", col: colorConvergent, shape: draw.CircleGlyph{}},
-		func(t int) (float64, bool) { b := m.theory[t]; return valueOf(b, func(b *audit.Bound) float64 { return b.Mu }) })
+		func(t int) (float64, bool) {
+			b := m.theory[t]
+			return valueOf(b, func(b *audit.Bound) float64 { return b.Mu })
+		})
 	add(line{label: "composition bound (all iterates)", col: colorComposition, dash: []vg.Length{vg.Points(6), vg.Points(3)}, shape: draw.TriangleGlyph{}},
 		func(t int) (float64, bool) {
 			b := m.theory[t]
