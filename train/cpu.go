@@ -18,6 +18,7 @@ func data(b Buffer) []float32 { return b.(*cpuBuffer).d }
 type CPU struct {
 	pool    *pool
 	scratch []cpuScratch
+	shared  [2][]float32 // packed shared GEMM operands
 
 	gemm  gemmJob
 	elem  elemJob
@@ -42,6 +43,15 @@ func NewCPU(threads int) *CPU {
 	c.elem.be = c
 	c.noise.be = c
 	return c
+}
+
+// growShared returns shared packing buffer i with at least n values; it allocates only when
+// a larger size is first needed.
+func (c *CPU) growShared(i, n int) []float32 {
+	if cap(c.shared[i]) < n {
+		c.shared[i] = make([]float32, n)
+	}
+	return c.shared[i][:n]
 }
 
 // Close stops the backend's goroutines.
@@ -72,9 +82,10 @@ func (c *CPU) Gemm(transA, transB bool, alpha float32, a, b Mat, beta float32, o
 	if g.m == 0 || g.n == 0 {
 		return
 	}
-	g.mBlocks = (g.m + gemmMC - 1) / gemmMC
 	g.nBlocks = (g.n + gemmNC - 1) / gemmNC
-	c.pool.do(g, out.Batch*g.mBlocks*g.nBlocks)
+	g.transposed = useAVX2 && transB && !transA && a.BatchStride == 0
+	g.prepack()
+	c.pool.do(g, out.Batch*g.nBlocks)
 }
 
 // elemOp names a row-wise operation of elemJob.
@@ -228,10 +239,15 @@ func (e *elemJob) run(task, worker int) {
 	}
 }
 
-func sumSq(x []float32) float64 {
-	var s float64
-	for _, v := range x {
-		s += float64(v) * float64(v)
+// sumSqLanes is the portable sumSq: lane l sums x_i^2 for i = l mod 4 (len(x) a multiple of 4).
+func sumSqLanes(x []float32) [4]float64 {
+	var s [4]float64
+	for i := 0; i+4 <= len(x); i += 4 {
+		v := x[i : i+4 : i+4]
+		s[0] += float64(v[0]) * float64(v[0])
+		s[1] += float64(v[1]) * float64(v[1])
+		s[2] += float64(v[2]) * float64(v[2])
+		s[3] += float64(v[3]) * float64(v[3])
 	}
 	return s
 }
@@ -401,9 +417,7 @@ func (j *clipStepJob) run(b, _ int) {
 	}
 	c := j.eta * s
 	if j.alpha == 0 {
-		for i, gi := range g {
-			w[i] -= c * gi
-		}
+		subScaled(c, g, w)
 		return
 	}
 	an := data(j.anchor.Buf)[j.anchor.Off+b*j.anchor.BatchStride:][:d]

@@ -38,30 +38,78 @@ func kernelGo(kc int, a, b []float32, acc *[gemmMR * gemmNR]float32) {
 	}
 }
 
-// gemmJob is the Gemm operation split into tasks (batch element, row block, column block).
+// gemmJob is the Gemm operation split into tasks (batch element, column block); a task walks
+// all row blocks so that its packed block of op(B) is reused. An operand shared by the whole
+// batch (BatchStride 0) is packed once per call into sharedA or sharedB.
 type gemmJob struct {
-	be             *CPU
-	transA, transB bool
-	alpha, beta    float32
-	a, b, c        Mat
-	m, n, k        int
-	mBlocks        int
-	nBlocks        int
+	be               *CPU
+	transA, transB   bool
+	alpha, beta      float32
+	a, b, c          Mat
+	m, n, k          int
+	mBlocks, nBlocks int
+	sharedA, sharedB []float32 // whole op(A) / op(B) packed, or nil
+	mPad, nPad       int       // rows of op(A), columns of op(B) rounded up to whole panels
+	// transposed: c = a b^T with a shared is computed as c^T = b a^T, the rows of b read in
+	// place by the strided kernel and a^T packed once (sharedA, as column panels of c's rows).
+	transposed bool
+}
+
+// prepack packs a shared operand whole: block p0 of depth kc starts at p0*mPad (A) or p0*nPad
+// (B), laid out as packA/packB lay out one block.
+func (g *gemmJob) prepack() {
+	g.sharedA, g.sharedB = nil, nil
+	g.mPad = (g.m + gemmMR - 1) / gemmMR * gemmMR
+	g.nPad = (g.n + gemmNR - 1) / gemmNR * gemmNR
+	if g.transposed {
+		g.mPad = (g.m + gemmNR - 1) / gemmNR * gemmNR
+		buf := g.be.growShared(0, g.mPad*g.k)
+		a := data(g.a.Buf)[g.a.Off:]
+		for p0 := 0; p0 < g.k; p0 += gemmKC {
+			kc := min(gemmKC, g.k-p0)
+			packB(buf[p0*g.mPad:], a, g.a.Stride, true, 0, g.m, p0, kc)
+		}
+		g.sharedA = buf
+		return
+	}
+	if g.c.Batch < 2 {
+		return
+	}
+	if g.a.BatchStride == 0 {
+		buf := g.be.growShared(0, g.mPad*g.k)
+		a := data(g.a.Buf)[g.a.Off:]
+		for p0 := 0; p0 < g.k; p0 += gemmKC {
+			kc := min(gemmKC, g.k-p0)
+			packA(buf[p0*g.mPad:], a, g.a.Stride, g.transA, 0, g.m, p0, kc)
+		}
+		g.sharedA = buf
+	}
+	if g.b.BatchStride == 0 {
+		buf := g.be.growShared(1, g.nPad*g.k)
+		b := data(g.b.Buf)[g.b.Off:]
+		for p0 := 0; p0 < g.k; p0 += gemmKC {
+			kc := min(gemmKC, g.k-p0)
+			packB(buf[p0*g.nPad:], b, g.b.Stride, g.transB, 0, g.n, p0, kc)
+		}
+		g.sharedB = buf
+	}
 }
 
 func (g *gemmJob) run(task, worker int) {
+	if g.transposed {
+		g.runTransposed(task, worker)
+		return
+	}
 	nb := task % g.nBlocks
-	task /= g.nBlocks
-	mb := task % g.mBlocks
-	batch := task / g.mBlocks
+	batch := task / g.nBlocks
 	s := &g.be.scratch[worker].gemm
-	i0, j0 := mb*gemmMC, nb*gemmNC
-	mc, nc := min(gemmMC, g.m-i0), min(gemmNC, g.n-j0)
+	j0 := nb * gemmNC
+	nc := min(gemmNC, g.n-j0)
 	a := data(g.a.Buf)[g.a.Off+batch*g.a.BatchStride:]
 	b := data(g.b.Buf)[g.b.Off+batch*g.b.BatchStride:]
 	c := data(g.c.Buf)[g.c.Off+batch*g.c.BatchStride:]
 	ldc := g.c.Stride
-	for i := i0; i < i0+mc; i++ {
+	for i := 0; i < g.m; i++ {
 		row := c[i*ldc+j0 : i*ldc+j0+nc]
 		switch g.beta {
 		case 0:
@@ -73,23 +121,97 @@ func (g *gemmJob) run(task, worker int) {
 			}
 		}
 	}
-	mPanels := (mc + gemmMR - 1) / gemmMR
 	nPanels := (nc + gemmNR - 1) / gemmNR
 	for p0 := 0; p0 < g.k; p0 += gemmKC {
 		kc := min(gemmKC, g.k-p0)
-		packA(s.a[:], a, g.a.Stride, g.transA, i0, mc, p0, kc)
-		packB(s.b[:], b, g.b.Stride, g.transB, j0, nc, p0, kc)
-		for jp := 0; jp < nPanels; jp++ {
-			bp := s.b[jp*kc*gemmNR:]
+		var bPack []float32
+		if g.sharedB != nil {
+			bPack = g.sharedB[p0*g.nPad+j0*kc:]
+		} else {
+			packB(s.b[:], b, g.b.Stride, g.transB, j0, nc, p0, kc)
+			bPack = s.b[:]
+		}
+		for i0 := 0; i0 < g.m; i0 += gemmMC {
+			mc := min(gemmMC, g.m-i0)
+			var aPack []float32
+			if g.sharedA != nil {
+				aPack = g.sharedA[p0*g.mPad+i0*kc:]
+			} else {
+				packA(s.a[:], a, g.a.Stride, g.transA, i0, mc, p0, kc)
+				aPack = s.a[:]
+			}
+			mPanels := (mc + gemmMR - 1) / gemmMR
+			for jp := 0; jp < nPanels; jp++ {
+				bp := bPack[jp*kc*gemmNR:]
+				jb := j0 + jp*gemmNR
+				nr := min(gemmNR, j0+nc-jb)
+				for ip := 0; ip < mPanels; ip++ {
+					ib := i0 + ip*gemmMR
+					mr := min(gemmMR, i0+mc-ib)
+					ap := aPack[ip*kc*gemmMR:]
+					if mr == gemmMR && nr == gemmNR && kernelToC(kc, ap, bp, c[ib*ldc+jb:], ldc, g.alpha) {
+						continue
+					}
+					kernel(kc, ap, bp, &s.acc)
+					for i := 0; i < mr; i++ {
+						row := c[(ib+i)*ldc+jb : (ib+i)*ldc+jb+nr]
+						acc := s.acc[i*gemmNR : i*gemmNR+nr]
+						for j := range row {
+							row[j] += g.alpha * acc[j]
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// runTransposed computes columns [j0, j0+nc) of c = a b^T for one batch element: tiles of
+// c^T are b's rows (read in place, MR at a time) times panels of a^T. Each element is the same
+// sequence of fused multiply-adds as in run, so both paths give identical results.
+func (g *gemmJob) runTransposed(task, worker int) {
+	nb := task % g.nBlocks
+	batch := task / g.nBlocks
+	s := &g.be.scratch[worker].gemm
+	j0 := nb * gemmNC
+	nc := min(gemmNC, g.n-j0)
+	b := data(g.b.Buf)[g.b.Off+batch*g.b.BatchStride:]
+	c := data(g.c.Buf)[g.c.Off+batch*g.c.BatchStride:]
+	ldb, ldc := g.b.Stride, g.c.Stride
+	for i := 0; i < g.m; i++ {
+		row := c[i*ldc+j0 : i*ldc+j0+nc]
+		switch g.beta {
+		case 0:
+			clear(row)
+		case 1:
+		default:
+			for j := range row {
+				row[j] *= g.beta
+			}
+		}
+	}
+	mPanels := (g.m + gemmNR - 1) / gemmNR
+	for p0 := 0; p0 < g.k; p0 += gemmKC {
+		kc := min(gemmKC, g.k-p0)
+		for jb := j0; jb < j0+nc; jb += gemmMR {
+			mr := min(gemmMR, j0+nc-jb)
+			if mr < gemmMR {
+				packA(s.a[:], b, ldb, false, jb, mr, p0, kc)
+			}
 			for ip := 0; ip < mPanels; ip++ {
-				kernel(kc, s.a[ip*kc*gemmMR:], bp, &s.acc)
-				ib, jb := i0+ip*gemmMR, j0+jp*gemmNR
-				mr, nr := min(gemmMR, i0+mc-ib), min(gemmNR, j0+nc-jb)
-				for i := 0; i < mr; i++ {
-					row := c[(ib+i)*ldc+jb : (ib+i)*ldc+jb+nr]
-					acc := s.acc[i*gemmNR : i*gemmNR+nr]
-					for j := range row {
-						row[j] += g.alpha * acc[j]
+				ap := g.sharedA[p0*g.mPad+ip*kc*gemmNR:]
+				if mr < gemmMR || !kernelStrided(kc, b[jb*ldb+p0:], ldb, ap, &s.acc) {
+					if mr == gemmMR {
+						packA(s.a[:], b, ldb, false, jb, mr, p0, kc)
+					}
+					kernel(kc, s.a[:], ap, &s.acc)
+				}
+				ib := ip * gemmNR
+				nr := min(gemmNR, g.m-ib)
+				for ii := 0; ii < mr; ii++ {
+					acc := s.acc[ii*gemmNR : ii*gemmNR+nr]
+					for jj, v := range acc {
+						c[(ib+jj)*ldc+jb+ii] += g.alpha * v
 					}
 				}
 			}
@@ -142,8 +264,12 @@ func packB(dst, b []float32, ldb int, trans bool, j0, nc, p0, kc int) {
 			for p := 0; p < kc; p++ {
 				src := b[(p0+p)*ldb+jb : (p0+p)*ldb+jb+cols]
 				d := panel[p*gemmNR : p*gemmNR+gemmNR]
-				copy(d, src)
-				clear(d[cols:])
+				for j, v := range src { // a loop: memmove's call costs more for 16 values
+					d[j] = v
+				}
+				for j := cols; j < gemmNR; j++ {
+					d[j] = 0
+				}
 			}
 			continue
 		}

@@ -20,3 +20,68 @@ func kernel(kc int, a, b []float32, acc *[gemmMR * gemmNR]float32) {
 	}
 	kernelGo(kc, a, b, acc)
 }
+
+// kernelAVX2C adds alpha times the tile to c in place (kernel_amd64.s).
+//
+//go:noescape
+func kernelAVX2C(kc int, a, b, c *float32, ldc int, alpha float32)
+
+// kernelToC adds alpha times the full MR x NR tile of panels a and b to c (row stride ldc) and
+// reports whether it could; if not, the caller goes through kernel and an explicit update.
+func kernelToC(kc int, a, b, c []float32, ldc int, alpha float32) bool {
+	if !useAVX2 || kc == 0 {
+		return false
+	}
+	_ = a[kc*gemmMR-1]
+	_ = b[kc*gemmNR-1]
+	_ = c[(gemmMR-1)*ldc+gemmNR-1]
+	kernelAVX2C(kc, &a[0], &b[0], &c[0], ldc, alpha)
+	return true
+}
+
+//go:noescape
+func kernelAVX2S(kc int, a *float32, lda int, b *float32, acc *[gemmMR * gemmNR]float32)
+
+//go:noescape
+func axpyAVX2(n int, alpha float32, x, y *float32)
+
+//go:noescape
+func sumSqAVX2(n int, x *float32, out *[4]float64)
+
+// kernelStrided is kernel with the MR rows of A read in place (row i at a[i*lda:]).
+func kernelStrided(kc int, a []float32, lda int, b []float32, acc *[gemmMR * gemmNR]float32) bool {
+	if !useAVX2 || kc == 0 {
+		return false
+	}
+	_ = a[(gemmMR-1)*lda+kc-1]
+	_ = b[kc*gemmNR-1]
+	kernelAVX2S(kc, &a[0], lda, &b[0], acc)
+	return true
+}
+
+// subScaled sets y -= alpha x elementwise (multiply, then subtract).
+func subScaled(alpha float32, x, y []float32) {
+	n := len(y) &^ 7
+	if useAVX2 && n > 0 {
+		_ = x[n-1]
+		axpyAVX2(n, alpha, &x[0], &y[0])
+	}
+	for i := n; i < len(y); i++ {
+		y[i] -= alpha * x[i]
+	}
+}
+
+// sumSq is sum x_i^2 in float64: four accumulators, lane l holding i = l mod 4.
+func sumSq(x []float32) float64 {
+	n := len(x) &^ 3
+	var s [4]float64
+	if useAVX2 && n > 0 {
+		sumSqAVX2(n, &x[0], &s)
+	} else {
+		s = sumSqLanes(x[:n])
+	}
+	for i := n; i < len(x); i++ {
+		s[0] += float64(x[i]) * float64(x[i])
+	}
+	return (s[0] + s[1]) + (s[2] + s[3])
+}

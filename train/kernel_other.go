@@ -5,3 +5,22 @@ package train
 var useAVX2 = false
 
 func kernel(kc int, a, b []float32, acc *[gemmMR * gemmNR]float32) { kernelGo(kc, a, b, acc) }
+
+func kernelToC(int, []float32, []float32, []float32, int, float32) bool { return false }
+
+func kernelStrided(int, []float32, int, []float32, *[gemmMR * gemmNR]float32) bool { return false }
+
+func subScaled(alpha float32, x, y []float32) {
+	for i := range y {
+		y[i] -= alpha * x[i]
+	}
+}
+
+func sumSq(x []float32) float64 {
+	n := len(x) &^ 3
+	s := sumSqLanes(x[:n])
+	for i := n; i < len(x); i++ {
+		s[0] += float64(x[i]) * float64(x[i])
+	}
+	return (s[0] + s[1]) + (s[2] + s[3])
+}

@@ -1,0 +1,79 @@
+package train
+
+import (
+	"context"
+	"testing"
+)
+
+func benchGemm(b *testing.B, transA, transB bool, m, n, k, batch int, shareA bool) {
+	be := NewCPU(0)
+	defer be.Close()
+	ar, ac := m, k
+	if transA {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if transB {
+		br, bc = n, k
+	}
+	a := Mat{Buf: be.Alloc(batch * ar * ac), Rows: ar, Cols: ac, Stride: ac, Batch: batch, BatchStride: ar * ac}
+	if shareA {
+		a.BatchStride = 0
+	}
+	bm := Mat{Buf: be.Alloc(batch * br * bc), Rows: br, Cols: bc, Stride: bc, Batch: batch, BatchStride: br * bc}
+	c := Mat{Buf: be.Alloc(batch * m * n), Rows: m, Cols: n, Stride: n, Batch: batch, BatchStride: m * n}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		be.Gemm(transA, transB, 1, a, bm, 0, c)
+	}
+	b.ReportMetric(2*float64(m*n*k*batch)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+// The GEMM shapes of W1 with 64 replicas: forward X (32 x 784, shared) times W^T per replica,
+// and the weight gradient delta^T (64 x 32) times X.
+func BenchmarkGemmW1Forward(b *testing.B)    { benchGemm(b, false, true, 32, 64, 784, 64, true) }
+func BenchmarkGemmW1WeightGrad(b *testing.B) { benchGemm(b, true, false, 64, 784, 32, 64, false) }
+func BenchmarkGemmSquare512(b *testing.B)    { benchGemm(b, false, false, 512, 512, 512, 1, false) }
+
+func BenchmarkNoise(b *testing.B) {
+	be := NewCPU(0)
+	defer be.Close()
+	const R, d = 64, 50890
+	buf := be.Alloc(R * d)
+	seeds := make([]uint64, R)
+	scale := make([]float32, R)
+	for r := range seeds {
+		seeds[r] = RunSeed(1, r/2)
+		scale[r] = 0.01
+	}
+	dst := Mat{Buf: buf, Rows: 1, Cols: d, Stride: d, Batch: R, BatchStride: d}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		be.AddGaussian(dst, seeds, scale, uint32(i), 0)
+	}
+	b.ReportMetric(float64(R/2*d)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mnormals/s")
+}
+
+// BenchmarkW1Step is one local step of W1 (all 64 replicas, one client).
+func BenchmarkW1Step(b *testing.B) {
+	c, cp, tgt := W1Data()
+	e, err := newEngine(NewCPU(0), W1Config(), c, cp, tgt, nil, PairRange{0, 32})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		e.localGrad(0, 1, i%5, e.l, false)
+		e.be.ClipStep(0.05, 1, 0, e.all(e.l), e.all(e.grad), e.all(e.g))
+	}
+}
+
+func BenchmarkW1(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		r, err := RunW1(context.Background(), 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(r.ReplicaRoundsPerSec, "replica-rounds/s")
+	}
+}
