@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/runs"
+)
+
+// shardFromFlagOrEnv picks the shard: --shard i/n, or the array-task index of a batch system
+// (SLURM_ARRAY_TASK_ID, Kubernetes' JOB_COMPLETION_INDEX) with --shards n.
+func shardFromFlagOrEnv(flagValue string, shards int) (runs.Shard, bool, error) {
+	if flagValue != "" {
+		s, err := runs.ParseShard(flagValue)
+		if err != nil {
+			return runs.Shard{}, false, usagef("--shard: %v", err)
+		}
+		return s, true, nil
+	}
+	for _, name := range []string{"SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"} {
+		if v := os.Getenv(name); v != "" && shards > 0 {
+			i, err := strconv.Atoi(v)
+			if err != nil || i < 0 || i >= shards {
+				return runs.Shard{}, false, usagef("%s=%q is not a shard index in [0, %d)", name, v, shards)
+			}
+			return runs.Shard{Index: i, Count: shards}, true, nil
+		}
+	}
+	return runs.Shard{}, false, nil
+}
+
+// trainAll trains the shards of an experiment into dir: one shard when given, else all of
+// them in turn. Complete shards are skipped.
+func trainAll(ctx context.Context, e *env, cfg *experiment.Config, dir string, shard runs.Shard, one bool, shards int) error {
+	data, err := experiment.Prepare(cfg)
+	if err != nil {
+		return err
+	}
+	list := []runs.Shard{shard}
+	if !one {
+		list = nil
+		for i := 0; i < shards; i++ {
+			list = append(list, runs.Shard{Index: i, Count: shards})
+		}
+	}
+	pr := newProgress(e)
+	defer pr.wait()
+	for _, s := range list {
+		path, skipped, err := experiment.TrainShard(ctx, cfg, data, s, dir, experiment.TrainOptions{
+			ToolVersion: version,
+			Progress:    pr.bar(fmt.Sprintf("train %s", s), cfg.Train.Rounds),
+			Logf:        e.logf,
+		})
+		if err != nil {
+			return err
+		}
+		if skipped {
+			e.logf("train: shard %s already complete: %s", s, path)
+		} else {
+			e.logf("train: shard %s written: %s", s, path)
+		}
+	}
+	return nil
+}
+
+func init() {
+	register(&command{
+		name:    "train",
+		summary: "train the coupled pairs of an experiment into Arrow run files",
+		usage:   "train --config F --out DIR [--shard i/n | --shards n] [--backend cpu]",
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			config := fs.String("config", "", "experiment config (YAML)")
+			out := fs.String("out", "", "output directory (run files go to DIR/runs)")
+			shard := fs.String("shard", "", "train only shard i/n (default: all shards in turn)")
+			shards := fs.Int("shards", 1, "number of shards; with SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX set, train only that one")
+			backend := fs.String("backend", "cpu", "compute backend: cpu (auto picks cpu in builds without the gpu tag)")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) > 0 {
+					return usagef("train: unexpected argument %q", args[0])
+				}
+				if *config == "" || *out == "" {
+					return usagef("train: --config and --out are required")
+				}
+				if err := checkBackend(*backend); err != nil {
+					return err
+				}
+				if *shards < 1 {
+					return usagef("--shards must be >= 1")
+				}
+				cfg, err := experiment.Load(*config)
+				if err != nil {
+					return err
+				}
+				s, one, err := shardFromFlagOrEnv(*shard, *shards)
+				if err != nil {
+					return err
+				}
+				if one {
+					*shards = s.Count
+				}
+				return trainAll(ctx, e, cfg, *out, s, one, *shards)
+			}
+		},
+	})
+}
+
+// checkBackend accepts the backends this build has. The GPU backend needs a build with the
+// gpu tag.
+func checkBackend(name string) error {
+	switch name {
+	case "cpu", "auto":
+		return nil
+	case "gpu":
+		return fmt.Errorf("--backend gpu: this build has no GPU backend (build with -tags gpu on a CUDA machine)")
+	}
+	return usagef("--backend: %q is not auto, cpu or gpu", name)
+}

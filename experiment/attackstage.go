@@ -1,0 +1,163 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/fedaudit/fedaudit/attacks"
+	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/runs"
+)
+
+// ScoresPath is where an experiment directory keeps its score file.
+func ScoresPath(dir string) string { return filepath.Join(dir, "scores.arrow") }
+
+// AttackOptions tune the attack stage.
+type AttackOptions struct {
+	// Attacks to run; empty means the config's list, or every attack the run files support.
+	Attacks []string
+	// Rounds to score; empty means every checkpoint.
+	Rounds []int
+	// Workers scoring in parallel; 0 means all cores. Scores do not depend on it.
+	Workers int
+	// AllowPartial scores a run directory with missing shards.
+	AllowPartial bool
+	// Logf, when set, receives progress lines.
+	Logf func(format string, args ...any)
+}
+
+// AttackEnv builds what the attacks know besides the run files: the training config, the
+// target samples and the target client's labels, rebuilt from the experiment config.
+func AttackEnv(cfg *Config, data *Data, meta runs.Meta) *attacks.Env {
+	p := data.Pair
+	client := p.C[p.Client]
+	env := &attacks.Env{
+		Meta:         meta,
+		Config:       cfg.Train,
+		Dim:          client.Dim(),
+		Classes:      data.Classes,
+		Shape:        data.Shape,
+		Target:       p.Sample,
+		TargetPrime:  p.SamplePrime,
+		TargetClient: p.Client,
+		ClientSize:   client.Len(),
+		ClientLabels: slices.Clone(client.Labels),
+		Seed:         cfg.Seed,
+	}
+	if data.Test != nil {
+		for i := 0; i < min(data.Test.Len(), 256); i++ {
+			env.Aux = append(env.Aux, data.Test.Sample(i))
+		}
+	}
+	return env
+}
+
+// openRunsDir opens the run files of an experiment directory and rebuilds its config and data.
+func openRunsDir(dir string, allowPartial bool) (*runs.Table, *Config, *Data, error) {
+	var opts []runs.Option
+	if allowPartial {
+		opts = append(opts, runs.AllowPartial())
+	}
+	tab, err := runs.Open(RunsDir(dir), opts...)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cfg, err := FromJSON(tab.Meta().Config)
+	if err != nil {
+		tab.Close()
+		return nil, nil, nil, fmt.Errorf("%s: %w", RunsDir(dir), err)
+	}
+	data, err := Prepare(cfg)
+	if err != nil {
+		tab.Close()
+		return nil, nil, nil, err
+	}
+	if data.Hash != tab.Meta().DatasetHash {
+		tab.Close()
+		return nil, nil, nil, fmt.Errorf("%s: the data rebuilt from the config has hash %s, the run files were trained on %s; the dataset changed since training",
+			RunsDir(dir), data.Hash, tab.Meta().DatasetHash)
+	}
+	return tab, cfg, data, nil
+}
+
+// AttackDir scores the run files of dir into ScoresPath(dir), unless a score file is already
+// there (then it is read and returned).
+func AttackDir(ctx context.Context, dir string, opts AttackOptions) ([]runs.Score, error) {
+	path := ScoresPath(dir)
+	if _, err := os.Stat(path); err == nil {
+		return runs.ReadScores(path)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	tab, cfg, data, err := openRunsDir(dir, opts.AllowPartial)
+	if err != nil {
+		return nil, err
+	}
+	defer tab.Close()
+	names := opts.Attacks
+	if len(names) == 0 {
+		names = cfg.Audit.Attacks
+	}
+	if len(names) == 0 {
+		names = attacks.Default(tab.Meta())
+	}
+	if opts.Logf != nil {
+		opts.Logf("attacks: scoring %v", names)
+	}
+	env := AttackEnv(cfg, data, tab.Meta())
+	res, err := attacks.Score(ctx, tab, *env, attacks.Options{Attacks: names, Rounds: opts.Rounds, Workers: opts.Workers})
+	if err != nil {
+		return nil, err
+	}
+	if err := attacks.WriteScores(path, tab.Meta(), tab.Meta().ToolVersion, res); err != nil {
+		return nil, err
+	}
+	return res.Scores, nil
+}
+
+// AnalyzeDir audits an experiment directory: it scores the run files when no score file exists,
+// then audits every (attack, threat, round) beside the theory for the experiment's config.
+func AnalyzeDir(ctx context.Context, dir string, opts AnalyzeOptions, aopts AttackOptions) ([]Finding, error) {
+	scores, err := AttackDir(ctx, dir, aopts)
+	if err != nil {
+		return nil, err
+	}
+	tab, cfg, data, err := openRunsDir(dir, aopts.AllowPartial)
+	if err != nil {
+		return nil, err
+	}
+	tab.Close()
+	theory, err := theoryLookup(cfg, data, scores)
+	if err != nil {
+		return nil, err
+	}
+	return AnalyzeScores(ctx, scores, opts, theory)
+}
+
+// theoryLookup computes the bounds for every round that has scores.
+func theoryLookup(cfg *Config, data *Data, scores []runs.Score) (func(int) *audit.Bound, error) {
+	sm, err := SmoothnessOf(cfg, data)
+	if err != nil {
+		return nil, err
+	}
+	var rounds []int
+	for _, s := range scores {
+		if s.Round >= 1 && !slices.Contains(rounds, int(s.Round)) {
+			rounds = append(rounds, int(s.Round))
+		}
+	}
+	slices.Sort(rounds)
+	bounds, err := TheoryAt(cfg, sm, rounds)
+	if err != nil {
+		return nil, err
+	}
+	byRound := map[int]*audit.Bound{}
+	for i := range bounds {
+		byRound[bounds[i].T] = &bounds[i]
+	}
+	return func(round int) *audit.Bound { return byRound[round] }, nil
+}

@@ -1,0 +1,100 @@
+package experiment
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/runs"
+)
+
+// RunOptions tune a whole experiment.
+type RunOptions struct {
+	// Shards the training is split into (each one file); 0 means 1.
+	Shards  int
+	Train   TrainOptions
+	Attack  AttackOptions
+	Analyze AnalyzeOptions
+	// TrainProgress, when set, returns the progress callback of one shard.
+	TrainProgress func(s runs.Shard) func(done, total int)
+}
+
+// Run trains, attacks and analyzes an experiment in dir, skipping every stage whose output is
+// complete, and writes the config (config.yaml is the user's; config.json the canonical form)
+// and the findings (findings.json) beside the run files.
+func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) ([]Finding, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(dir, "config.json"), append(cfg.JSON(), '\n')); err != nil {
+		return nil, err
+	}
+	data, err := Prepare(cfg)
+	if err != nil {
+		return nil, err
+	}
+	shards := max(opts.Shards, 1)
+	for i := 0; i < shards; i++ {
+		s := runs.Shard{Index: i, Count: shards}
+		to := opts.Train
+		if opts.TrainProgress != nil {
+			to.Progress = opts.TrainProgress(s)
+		}
+		if _, _, err := TrainShard(ctx, cfg, data, s, dir, to); err != nil {
+			return nil, err
+		}
+	}
+	aopts := opts.Analyze
+	if aopts.Confidence == 0 {
+		aopts.Confidence = cfg.Audit.Confidence
+	}
+	if aopts.Delta == 0 {
+		aopts.Delta = cfg.Audit.Delta
+	}
+	if aopts.Method == "" {
+		aopts.Method = audit.ThresholdMethod(cfg.Audit.Method)
+	}
+	if aopts.Claim.Mu == 0 && aopts.Claim.Epsilon == 0 {
+		aopts.Claim.Mu = cfg.Audit.ClaimMu
+		if cfg.Audit.ClaimEpsilon > 0 {
+			aopts.Claim.Epsilon, aopts.Claim.Delta = cfg.Audit.ClaimEpsilon, aopts.Delta
+		}
+	}
+	findings, err := AnalyzeDir(ctx, dir, aopts, opts.Attack)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.MarshalIndent(Records(findings), "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(filepath.Join(dir, "findings.json"), append(raw, '\n')); err != nil {
+		return nil, err
+	}
+	return findings, nil
+}
+
+// writeFileAtomic writes through a temporary file and a rename, so a reader never sees half a
+// file.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package experiment
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/datasets"
+)
+
+// Smoothness is the constant L the convergent bound uses, and where it came from.
+type Smoothness struct {
+	L float64
+	// Source is "certified" (computed from the model and data, an upper bound on the true L),
+	// "given" (from the config, not checked: every bound from it is an estimate) or "none".
+	Source string
+}
+
+// SmoothnessOf returns L for the experiment. For the quadratic model L = |a|. For softmax
+// regression with cross-entropy the Hessian of a sample's loss is (diag(p) - p p^T) (x) x~ x~^T
+// with x~ = (x, 1), and the first factor has spectral norm at most 1/2, so
+// L = max_i ||x~_i||^2 / 2 over every sample of both worlds bounds every batch average. A given
+// L below the certified one is rejected. For MLPs L can only be given.
+func SmoothnessOf(cfg *Config, data *Data) (Smoothness, error) {
+	given := cfg.Audit.Smoothness
+	var certified float64
+	switch cfg.Train.Model.Kind {
+	case "quadratic":
+		certified = math.Abs(cfg.Train.Model.Curvature)
+	case "softmax":
+		for _, world := range [][]*datasets.Dataset{data.Pair.C, data.Pair.CPrime} {
+			for _, d := range world {
+				for i := 0; i < d.Len(); i++ {
+					s := 1.0
+					for _, x := range d.Row(i) {
+						s += float64(x) * float64(x)
+					}
+					certified = math.Max(certified, s/2)
+				}
+			}
+		}
+	default:
+		if given > 0 {
+			return Smoothness{L: given, Source: "given"}, nil
+		}
+		return Smoothness{Source: "none"}, nil
+	}
+	if given > 0 && given < certified {
+		return Smoothness{}, fmt.Errorf("audit.smoothness: %g is below the certified smoothness %g of the %s model on this data", given, certified, cfg.Train.Model.Kind)
+	}
+	if given > 0 {
+		return Smoothness{L: given, Source: "given"}, nil
+	}
+	return Smoothness{L: certified, Source: "certified"}, nil
+}
+
+// TheoryConfig maps the experiment onto the theory's parameters. L may be zero (unknown): the
+// convergent bound is then unavailable but the composition bound, which needs no L, is not.
+func TheoryConfig(cfg *Config, L float64) (audit.Config, error) {
+	tc := cfg.Train
+	c := audit.Config{
+		Algo:  audit.Algorithm(tc.Algorithm),
+		Eta:   tc.LearningRate,
+		L:     L,
+		K:     tc.LocalSteps,
+		M:     cfg.Data.Clients,
+		N:     tc.Participants,
+		Sigma: tc.NoiseStd,
+		Clip:  tc.ClipNorm,
+		Alpha: tc.ProxAlpha,
+		Delta: cfg.Audit.Delta,
+	}
+	if c.Algo == audit.DPSGD {
+		c.M, c.N = 1, 0
+	}
+	if tc.Schedule == "table" {
+		s, err := audit.NewTableSchedule(tc.ScheduleTable)
+		if err != nil {
+			return c, fmt.Errorf("train.schedule_table: %w", err)
+		}
+		c.Schedule = s
+	} else {
+		s, err := audit.ParseSchedule(tc.Schedule, tc.LearningRate, tc.LocalSteps)
+		if err != nil {
+			return c, fmt.Errorf("train.schedule: %w", err)
+		}
+		c.Schedule = s
+	}
+	return c, nil
+}
+
+// TheoryAt computes the bounds at the given rounds. With an unknown L it fills only the
+// composition bound, by computing with a tiny positive L (gamma_t does not depend on L) and
+// blanking the convergent fields.
+func TheoryAt(cfg *Config, sm Smoothness, rounds []int) ([]audit.Bound, error) {
+	if cfg.Train.NoiseStd == 0 || cfg.Train.ClipNorm == 0 {
+		return nil, nil // no noise or no clipping: the theory promises nothing
+	}
+	L := sm.L
+	if L == 0 {
+		L = 1e-12
+	}
+	tcfg, err := TheoryConfig(cfg, L)
+	if err != nil {
+		return nil, err
+	}
+	bounds, err := audit.Bounds(tcfg, rounds)
+	if err != nil {
+		return nil, fmt.Errorf("theory: %w", err)
+	}
+	if sm.L == 0 {
+		for i := range bounds {
+			bounds[i].Mu, bounds[i].Epsilon, bounds[i].MuClosedForm = math.NaN(), math.NaN(), math.NaN()
+			bounds[i].ClosedFormKind = ""
+		}
+	}
+	return bounds, nil
+}
