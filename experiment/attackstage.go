@@ -93,6 +93,21 @@ func AttackDir(ctx context.Context, dir string, opts AttackOptions) ([]runs.Scor
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
+	scores, _, err := AttackTo(ctx, dir, path, opts)
+	return scores, err
+}
+
+// AttackTo scores the run files of dir into the score file out (ScoresPath(dir) when empty),
+// replacing it.
+func AttackTo(ctx context.Context, dir, out string, opts AttackOptions) ([]runs.Score, string, error) {
+	if out == "" {
+		out = ScoresPath(dir)
+	}
+	scores, err := attackTo(ctx, dir, out, opts)
+	return scores, out, err
+}
+
+func attackTo(ctx context.Context, dir, path string, opts AttackOptions) ([]runs.Score, error) {
 	tab, cfg, data, err := openRunsDir(dir, opts.AllowPartial)
 	if err != nil {
 		return nil, err

@@ -69,6 +69,7 @@ func init() {
 			scores := fs.String("scores", "", "score file: CSV (columns world, score; optional round, attack, threat) or Arrow")
 			asJSON := fs.Bool("json", false, "machine-readable output: a JSON array, one object per (attack, threat, round)")
 			workers := fs.Int("workers", 0, "attack workers when scores must be computed (0: all cores)")
+			partial := fs.Bool("allow-partial", false, "analyze a run directory with missing shards")
 			return func(ctx context.Context, e *env, args []string) error {
 				opts, err := af.options()
 				if err != nil {
@@ -88,7 +89,7 @@ func init() {
 						return fmt.Errorf("%s: %w", *scores, err)
 					}
 				case len(args) == 1:
-					findings, err = experiment.AnalyzeDir(ctx, args[0], opts, experiment.AttackOptions{Workers: *workers, Logf: e.logf})
+					findings, err = experiment.AnalyzeDir(ctx, args[0], opts, experiment.AttackOptions{Workers: *workers, AllowPartial: *partial, Logf: e.logf})
 					if err != nil {
 						return err
 					}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strconv"
+
+	"github.com/fedaudit/fedaudit/attacks"
+	"github.com/fedaudit/fedaudit/experiment"
+)
+
+func parseCheckpoints(s string) ([]int, error) {
+	var out []int
+	for _, p := range splitList(s) {
+		r, err := strconv.Atoi(p)
+		if err != nil || r < 0 {
+			return nil, usagef("--rounds: %q is not a round number", p)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func init() {
+	register(&command{
+		name:    "attack",
+		summary: "score the runs of an experiment directory with attacks into a score file",
+		usage:   "attack --runs DIR [--attacks a,b,...] [--rounds 1,10] [--out FILE] [--workers n] [--allow-partial] [--list]",
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			dir := fs.String("runs", "", "experiment directory (its run files are in DIR/runs)")
+			names := fs.String("attacks", "", "comma-separated attacks (default: every attack the run files support)")
+			rounds := fs.String("rounds", "", "comma-separated checkpoints to score (default: all but round 0)")
+			out := fs.String("out", "", "score file to write (default: DIR/scores.arrow)")
+			workers := fs.Int("workers", 0, "parallel workers (0: all cores); scores do not depend on it")
+			partial := fs.Bool("allow-partial", false, "score a directory with missing shards")
+			list := fs.Bool("list", false, "list the attacks and what they need, then exit")
+			return func(ctx context.Context, e *env, args []string) error {
+				if *list {
+					for _, a := range attacks.Names() {
+						fmt.Fprintf(e.stdout, "%-14s %-13s %s\n", a.Name, a.Threat, a.Summary)
+					}
+					return nil
+				}
+				if len(args) > 0 {
+					return usagef("attack: unexpected argument %q", args[0])
+				}
+				if *dir == "" {
+					return usagef("attack: --runs DIR is required")
+				}
+				rs, err := parseCheckpoints(*rounds)
+				if err != nil {
+					return err
+				}
+				scores, path, err := experiment.AttackTo(ctx, *dir, *out, experiment.AttackOptions{
+					Attacks: splitList(*names), Rounds: rs, Workers: *workers, AllowPartial: *partial, Logf: e.logf,
+				})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(e.stdout, "%d scores written to %s\n", len(scores), path)
+				return nil
+			}
+		},
+	})
+}
