@@ -1,0 +1,509 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/ipc"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+)
+
+// ShardFile is one file of a Table.
+type ShardFile struct {
+	Path    string
+	Shard   Shard
+	Batches int // record batches in the file
+}
+
+// Table is a run file, or a directory of shard files of one experiment read as one table. Open
+// reads only footers and schemas; rows are decoded batch by batch during Scan, so a table of any
+// size is never held in memory at once.
+type Table struct {
+	path   string
+	meta   Meta
+	files  []ShardFile
+	mem    memory.Allocator
+	closed bool
+}
+
+// header is what Open learns of a file without decoding its rows.
+type header struct {
+	meta    Meta
+	layout  runLayout
+	schema  *arrow.Schema
+	batches int
+}
+
+func readHeader(path string, mem memory.Allocator) (header, error) {
+	f, r, err := openArrowFile(path, mem)
+	if err != nil {
+		return header{}, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	defer r.Close()
+	m, lay, err := parseRunSchema(r.Schema())
+	if err != nil {
+		return header{}, fmt.Errorf("open %s: %w", path, err)
+	}
+	return header{meta: m, layout: lay, schema: r.Schema(), batches: r.NumRecords()}, nil
+}
+
+// runFiles lists the run files of a directory: *.arrow, not hidden (writers' temporary files are
+// hidden), sorted by name.
+func runFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || strings.HasPrefix(name, ".") || filepath.Ext(name) != ".arrow" {
+			continue
+		}
+		out = append(out, filepath.Join(dir, name))
+	}
+	return out, nil
+}
+
+// Open opens a run file, or a directory whose *.arrow files are the shards of one experiment.
+// It refuses files of different experiments (config, dataset hash, tool version or columns),
+// two files claiming the same shard, and, unless AllowPartial is given, an incomplete set.
+func Open(path string, opts ...Option) (*Table, error) {
+	o := newOptions(opts)
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if !st.IsDir() {
+		h, err := readHeader(path, o.mem)
+		if err != nil {
+			return nil, err
+		}
+		files := []ShardFile{{Path: path, Shard: h.meta.Shard, Batches: h.batches}}
+		return &Table{path: path, meta: h.meta, files: files, mem: o.mem}, nil
+	}
+
+	paths, err := runFiles(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("open %s: no run files (*.arrow) in directory", path)
+	}
+	var first header
+	byIndex := map[int]string{}
+	var files []ShardFile
+	for i, p := range paths {
+		h, err := readHeader(p, o.mem)
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			first = h
+		} else if why := first.meta.sameExperiment(h.meta); why != "" {
+			return nil, fmt.Errorf("open %s: %s and %s are not of one experiment: %s", path, paths[0], p, why)
+		}
+		if h.meta.Shard.Count != first.meta.Shard.Count {
+			return nil, fmt.Errorf("open %s: %s is shard %s but %s is shard %s: shard counts differ",
+				path, paths[0], first.meta.Shard, p, h.meta.Shard)
+		}
+		if other, dup := byIndex[h.meta.Shard.Index]; dup {
+			return nil, fmt.Errorf("open %s: duplicate shard %s in %s and %s", path, h.meta.Shard, other, p)
+		}
+		byIndex[h.meta.Shard.Index] = p
+		files = append(files, ShardFile{Path: p, Shard: h.meta.Shard, Batches: h.batches})
+	}
+	if n := first.meta.Shard.Count; len(files) < n && !o.allowPartial {
+		var missing []string
+		for i := 0; i < n && len(missing) < 10; i++ {
+			if _, ok := byIndex[i]; !ok {
+				missing = append(missing, Shard{i, n}.String())
+			}
+		}
+		more := ""
+		if n-len(files) > len(missing) {
+			more = ", ..."
+		}
+		return nil, fmt.Errorf("open %s: %d of %d shards missing (%s%s)", path, n-len(files), n, strings.Join(missing, ", "), more)
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Shard.Index < files[j].Shard.Index })
+	meta := first.meta
+	meta.Shard = Shard{}
+	if len(files) == 1 {
+		meta.Shard = files[0].Shard
+	}
+	return &Table{path: path, meta: meta, files: files, mem: o.mem}, nil
+}
+
+// Meta returns the metadata shared by the table's files. Its Shard is the zero Shard when the
+// table spans several files.
+func (t *Table) Meta() Meta { return t.meta }
+
+// Shards lists the table's files in shard order.
+func (t *Table) Shards() []ShardFile { return append([]ShardFile(nil), t.files...) }
+
+// Path is the file or directory the table was opened from.
+func (t *Table) Path() string { return t.path }
+
+// Close releases the table. Files are opened only while Scan reads them, so Close just marks
+// the table unusable.
+func (t *Table) Close() error {
+	t.closed = true
+	return nil
+}
+
+// Scan calls fn for every row, file by file in shard order and batch by batch. The slices in a
+// Row are its own; fn may keep them. An error from fn stops the scan and is returned unchanged;
+// a cancelled ctx stops it between batches.
+func (t *Table) Scan(ctx context.Context, fn func(Row) error) error {
+	if t.closed {
+		return fmt.Errorf("scan %s: table is closed", t.path)
+	}
+	for _, sf := range t.files {
+		if err := t.scanFile(ctx, sf, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errStopped ends a Scan from within All when the loop body breaks.
+var errStopped = errors.New("stopped")
+
+// All returns an iterator over the rows, for range loops. A failure is yielded once, as the
+// error of a final zero Row.
+func (t *Table) All(ctx context.Context) iter.Seq2[Row, error] {
+	return func(yield func(Row, error) bool) {
+		err := t.Scan(ctx, func(r Row) error {
+			if !yield(r, nil) {
+				return errStopped
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errStopped) {
+			yield(Row{}, err)
+		}
+	}
+}
+
+func (t *Table) scanFile(ctx context.Context, sf ShardFile, fn func(Row) error) error {
+	f, r, err := openArrowFile(sf.Path, t.mem)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", sf.Path, err)
+	}
+	defer f.Close()
+	defer r.Close()
+	// The file was checked by Open; it may have been replaced since.
+	m, lay, err := parseRunSchema(r.Schema())
+	if err != nil {
+		return fmt.Errorf("read %s: %w", sf.Path, err)
+	}
+	if why := t.meta.sameExperiment(m); why != "" || m.Shard != sf.Shard {
+		return fmt.Errorf("read %s: file changed since it was opened", sf.Path)
+	}
+	for i := 0; i < r.NumRecords(); i++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var b *runBatch
+		err := decodeSafely(func() error {
+			var err error
+			b, err = decodeRunBatch(r, i, lay)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("read %s: batch %d: %w", sf.Path, i, err)
+		}
+		err = func() error {
+			defer b.rec.Release()
+			return b.each(fn)
+		}()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runBatch is a decoded record batch whose columns have been checked, so that building a Row
+// from it cannot fail. Rows are built one at a time: a batch's Rows take several times the
+// memory of its columns.
+type runBatch struct {
+	rec       arrow.Record
+	n         int
+	runID     []int64
+	pairID    []int64
+	world     []int8
+	seed      []uint64
+	round     []int32
+	diverged  *array.Boolean
+	trainLoss []float64
+	testAcc   []float64
+	stats     [][]float64
+	params    float32Lists
+	upload    float32Lists
+}
+
+func (b *runBatch) each(fn func(Row) error) error {
+	for k := 0; k < b.n; k++ {
+		var stats []float64 // nil without statistics, as writers pass it
+		if len(b.stats) > 0 {
+			stats = make([]float64, len(b.stats))
+			for j := range b.stats {
+				stats[j] = b.stats[j][k]
+			}
+		}
+		row := Row{
+			RunID: b.runID[k], PairID: b.pairID[k], World: b.world[k], Seed: b.seed[k], Round: b.round[k],
+			Diverged: b.diverged.Value(k), TrainLoss: b.trainLoss[k], TestAccuracy: b.testAcc[k],
+			Stats: stats, Params: b.params.row(k), Upload: b.upload.row(k),
+		}
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeRunBatch decodes batch i. It checks what the IPC reader does not: lengths, nulls, list
+// offsets and world values, so that a corrupt file is an error here rather than a wrong number
+// or a crash later. The caller releases b.rec.
+func decodeRunBatch(r *ipc.FileReader, i int, lay runLayout) (b *runBatch, err error) {
+	rec, err := r.RecordAt(i)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if b == nil {
+			rec.Release()
+		}
+	}()
+	n := int(rec.NumRows())
+	col := func(idx int) (arrow.Array, error) {
+		a := rec.Column(idx)
+		name := rec.Schema().Field(idx).Name
+		if a.Len() != n {
+			return nil, fmt.Errorf("column %q has %d values for %d rows", name, a.Len(), n)
+		}
+		if a.NullN() != 0 {
+			return nil, fmt.Errorf("column %q has %d null values", name, a.NullN())
+		}
+		return a, nil
+	}
+	var fixed [8]arrow.Array
+	for j, idx := range lay.fixed {
+		if fixed[j], err = col(idx); err != nil {
+			return nil, err
+		}
+	}
+	out := &runBatch{
+		rec:       rec,
+		n:         n,
+		runID:     fixed[0].(*array.Int64).Int64Values(),
+		pairID:    fixed[1].(*array.Int64).Int64Values(),
+		world:     fixed[2].(*array.Int8).Int8Values(),
+		seed:      fixed[3].(*array.Uint64).Uint64Values(),
+		round:     fixed[4].(*array.Int32).Int32Values(),
+		diverged:  fixed[5].(*array.Boolean),
+		trainLoss: fixed[6].(*array.Float64).Float64Values(),
+		testAcc:   fixed[7].(*array.Float64).Float64Values(),
+	}
+	if len(out.runID) != n || len(out.pairID) != n || len(out.world) != n || len(out.seed) != n ||
+		len(out.round) != n || len(out.trainLoss) != n || len(out.testAcc) != n {
+		return nil, errors.New("column buffers shorter than the batch")
+	}
+	if bits := out.diverged.Data().Buffers()[1]; n > 0 && (bits == nil || bits.Len()*8 < out.diverged.Data().Offset()+n) {
+		return nil, fmt.Errorf("column %q: buffer shorter than the batch", colDiverged)
+	}
+	for _, idx := range lay.stats {
+		a, err := col(idx)
+		if err != nil {
+			return nil, err
+		}
+		v := a.(*array.Float64).Float64Values()
+		if len(v) != n {
+			return nil, errors.New("column buffers shorter than the batch")
+		}
+		out.stats = append(out.stats, v)
+	}
+	if out.params, err = listColumn(rec, lay.params, n); err != nil {
+		return nil, err
+	}
+	if out.upload, err = listColumn(rec, lay.upload, n); err != nil {
+		return nil, err
+	}
+	for k, w := range out.world {
+		if w != WorldC && w != WorldCPrime {
+			return nil, fmt.Errorf("row %d: world %d, want 0 or 1", k, w)
+		}
+	}
+	return out, nil
+}
+
+// float32Lists gives checked access to a list<float32> column.
+type float32Lists struct {
+	offsets []int32
+	values  []float32
+}
+
+func (l float32Lists) row(k int) []float32 {
+	if l.offsets == nil {
+		return nil
+	}
+	return append([]float32(nil), l.values[l.offsets[k]:l.offsets[k+1]]...)
+}
+
+func listColumn(rec arrow.Record, idx, n int) (float32Lists, error) {
+	if idx < 0 {
+		return float32Lists{}, nil
+	}
+	name := rec.Schema().Field(idx).Name
+	a, ok := rec.Column(idx).(*array.List)
+	if !ok {
+		return float32Lists{}, fmt.Errorf("column %q is not a list", name)
+	}
+	if a.Len() != n || a.NullN() != 0 {
+		return float32Lists{}, fmt.Errorf("column %q has %d values (%d null) for %d rows", name, a.Len(), a.NullN(), n)
+	}
+	if n == 0 {
+		return float32Lists{}, nil // an empty batch may come without offsets
+	}
+	vals, ok := a.ListValues().(*array.Float32)
+	if !ok {
+		return float32Lists{}, fmt.Errorf("column %q does not hold float32", name)
+	}
+	if vals.NullN() != 0 {
+		return float32Lists{}, fmt.Errorf("column %q has null elements", name)
+	}
+	off := a.Data().Offset()
+	offsets := a.Offsets()
+	if off < 0 || len(offsets) < off+n+1 {
+		return float32Lists{}, fmt.Errorf("column %q: offsets buffer too short", name)
+	}
+	offsets = offsets[off : off+n+1]
+	values := vals.Float32Values()
+	prev := int32(0)
+	for k, o := range offsets {
+		if o < prev || int(o) > len(values) || (k == 0 && o < 0) {
+			return float32Lists{}, fmt.Errorf("column %q: invalid list offsets", name)
+		}
+		prev = o
+	}
+	return float32Lists{offsets: offsets, values: values}, nil
+}
+
+// ShardState is the condition of one shard of an experiment directory.
+type ShardState int
+
+const (
+	ShardComplete  ShardState = iota // a readable run file
+	ShardMissing                     // no file for this shard index
+	ShardCorrupt                     // a *.arrow file that cannot be read as a run file
+	ShardDuplicate                   // a second readable file for a shard index already seen
+	ShardMismatch                    // a readable run file of another experiment or shard count
+	ShardWriting                     // a writer's temporary file: in progress, or left by a crash
+)
+
+func (s ShardState) String() string {
+	switch s {
+	case ShardComplete:
+		return "complete"
+	case ShardMissing:
+		return "missing"
+	case ShardCorrupt:
+		return "corrupt"
+	case ShardDuplicate:
+		return "duplicate"
+	case ShardMismatch:
+		return "mismatch"
+	case ShardWriting:
+		return "writing"
+	}
+	return fmt.Sprintf("ShardState(%d)", int(s))
+}
+
+// ShardInfo describes one shard index or one file of a directory.
+type ShardInfo struct {
+	Shard Shard  // zero for corrupt and temporary files, whose shard is unknown
+	Path  string // empty for missing shards
+	State ShardState
+	Err   error // why a file is corrupt, duplicate or mismatched
+}
+
+// ShardStatus reports the shards of a directory of run files: one entry per shard index of a set
+// of count shards (complete or missing), then one per file that is corrupt, duplicate,
+// mismatched or still being written. With count 0 the count is taken from the first readable
+// file. It reads footers and schemas only: a file is complete when its footer is readable, which
+// writers guarantee by renaming finished files into place.
+func ShardStatus(dir string, count int) ([]ShardInfo, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("shard status %s: %w", dir, err)
+	}
+	var problems []ShardInfo
+	var ref *header
+	var refPath string
+	complete := map[int]string{}
+	mem := memory.NewGoAllocator()
+	for _, e := range entries {
+		name := e.Name()
+		path := filepath.Join(dir, name)
+		if e.IsDir() {
+			continue
+		}
+		if strings.HasPrefix(name, ".") && strings.Contains(name, ".arrow.tmp-") {
+			problems = append(problems, ShardInfo{Path: path, State: ShardWriting})
+			continue
+		}
+		if strings.HasPrefix(name, ".") || filepath.Ext(name) != ".arrow" {
+			continue
+		}
+		h, err := readHeader(path, mem)
+		if err != nil {
+			problems = append(problems, ShardInfo{Path: path, State: ShardCorrupt, Err: err})
+			continue
+		}
+		s := h.meta.Shard
+		if count == 0 {
+			count = s.Count
+		}
+		switch {
+		case s.Count != count:
+			problems = append(problems, ShardInfo{Shard: s, Path: path, State: ShardMismatch,
+				Err: fmt.Errorf("shard %s does not belong to a set of %d", s, count)})
+			continue
+		case ref != nil && ref.meta.sameExperiment(h.meta) != "":
+			problems = append(problems, ShardInfo{Shard: s, Path: path, State: ShardMismatch,
+				Err: fmt.Errorf("not of the experiment of %s: %s", refPath, ref.meta.sameExperiment(h.meta))})
+			continue
+		}
+		if ref == nil {
+			ref, refPath = &h, path
+		}
+		if other, dup := complete[s.Index]; dup {
+			problems = append(problems, ShardInfo{Shard: s, Path: path, State: ShardDuplicate,
+				Err: fmt.Errorf("shard %s is also in %s", s, other)})
+			continue
+		}
+		complete[s.Index] = path
+	}
+	out := make([]ShardInfo, 0, count+len(problems))
+	for i := 0; i < count; i++ {
+		s := Shard{i, count}
+		if p, ok := complete[i]; ok {
+			out = append(out, ShardInfo{Shard: s, Path: p, State: ShardComplete})
+		} else {
+			out = append(out, ShardInfo{Shard: s, State: ShardMissing})
+		}
+	}
+	return append(out, problems...), nil
+}

@@ -1,0 +1,408 @@
+// Package runs defines the files that pass between the stages of an audit: run files, which
+// record the checkpoints of coupled training runs, and score files, which record what an attack
+// makes of them. Both are Apache Arrow IPC files (the "Feather v2" file format) built from
+// standard Arrow types only, so any Arrow implementation (pyarrow, arrow-rs, DuckDB) opens them.
+//
+// train writes run files with Create; attacks read them with Open and write scores with
+// CreateScores; audit reads scores with ReadScores, which also accepts CSV from other tools.
+// Nothing outside this package knows the Arrow schema.
+//
+// Writers put a file in place only when it is complete: they write to a temporary name in the
+// destination directory and rename it on Close, so a crashed job never leaves a file that looks
+// whole. Readers stream a file batch by batch and refuse to mix shards of different experiments.
+package runs
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/apache/arrow/go/v15/arrow"
+)
+
+// FormatVersion is the version of the layout written by this package. Readers refuse files of
+// another version rather than misread them.
+const FormatVersion = "1"
+
+// Keys of the Arrow schema metadata written into every file.
+const (
+	KeyFormatVersion = "fedaudit.format_version" // FormatVersion
+	KeyKind          = "fedaudit.kind"           // KindRuns or KindScores
+	KeyConfig        = "fedaudit.config"         // experiment config, compact JSON
+	KeyDatasetHash   = "fedaudit.dataset_sha256" // content hash of the dataset, hex
+	KeyToolVersion   = "fedaudit.version"        // version of the tool that wrote the file
+	KeyShard         = "fedaudit.shard"          // "i/n", run files only
+)
+
+// Values of KeyKind, so that a score file handed to a run-file reader is named as such instead of
+// failing on a missing column.
+const (
+	KindRuns   = "runs"
+	KindScores = "scores"
+)
+
+// Names of the fixed columns of a run file, in schema order.
+const (
+	colRunID        = "run_id"
+	colPairID       = "pair_id"
+	colWorld        = "world"
+	colSeed         = "seed"
+	colRound        = "round"
+	colDiverged     = "diverged"
+	colTrainLoss    = "train_loss"
+	colTestAccuracy = "test_accuracy"
+	colParams       = "params"
+	colUpload       = "upload"
+)
+
+// World values: the run trained on C or on the adjacent C'.
+const (
+	WorldC      int8 = 0
+	WorldCPrime int8 = 1
+)
+
+// WorldName returns "C" or "C'" for a world value and a number for anything else.
+func WorldName(w int8) string {
+	switch w {
+	case WorldC:
+		return "C"
+	case WorldCPrime:
+		return "C'"
+	}
+	return strconv.Itoa(int(w))
+}
+
+// Shard says which part of an experiment a file holds: shard Index (0-based) of Count.
+// The zero Shard means the whole experiment in one file and is written as "0/1".
+type Shard struct {
+	Index, Count int
+}
+
+// String formats s as "i/n".
+func (s Shard) String() string {
+	s = s.normalized()
+	return fmt.Sprintf("%d/%d", s.Index, s.Count)
+}
+
+func (s Shard) normalized() Shard {
+	if s.Count == 0 && s.Index == 0 {
+		return Shard{0, 1}
+	}
+	return s
+}
+
+func (s Shard) validate() error {
+	if s.Count < 1 || s.Index < 0 || s.Index >= s.Count {
+		return fmt.Errorf("invalid shard %d/%d: want 0 <= index < count", s.Index, s.Count)
+	}
+	return nil
+}
+
+// ParseShard parses "i/n" with 0 <= i < n.
+func ParseShard(text string) (Shard, error) {
+	is, ns, ok := strings.Cut(text, "/")
+	if !ok {
+		return Shard{}, fmt.Errorf("invalid shard %q: want i/n", text)
+	}
+	i, err1 := strconv.Atoi(is)
+	n, err2 := strconv.Atoi(ns)
+	if err1 != nil || err2 != nil {
+		return Shard{}, fmt.Errorf("invalid shard %q: want i/n", text)
+	}
+	s := Shard{Index: i, Count: n}
+	if err := s.validate(); err != nil {
+		return Shard{}, err
+	}
+	return s, nil
+}
+
+// FileName is the conventional name of a shard's run file, e.g. "runs-00003-of-00008.arrow".
+// Readers go by the metadata inside a file, never by its name.
+func (s Shard) FileName() string {
+	s = s.normalized()
+	return fmt.Sprintf("runs-%05d-of-%05d.arrow", s.Index, s.Count)
+}
+
+// Meta describes a run file. It travels in the Arrow schema metadata (Config, DatasetHash,
+// ToolVersion, Shard) and in the schema itself (StatNames, HasParams, HasUpload).
+type Meta struct {
+	// Config is the full experiment config as JSON, so that every later step can recompute the
+	// theoretical bounds. Writers store it compacted.
+	Config []byte
+	// DatasetHash is the content hash of the training data (hex SHA-256).
+	DatasetHash string
+	// ToolVersion is the version of the program that wrote the file.
+	ToolVersion string
+	// Shard is the part of the experiment the file holds. For a Table read from several shard
+	// files it is the zero Shard; Table.Shards lists them.
+	Shard Shard
+	// StatNames names the float64 statistic columns, in order; Row.Stats is aligned with it.
+	StatNames []string
+	// HasParams and HasUpload say whether rows carry the global model parameters and the target
+	// client's noisy upload.
+	HasParams, HasUpload bool
+}
+
+// StatIndex returns the position of the named statistic in Row.Stats, or -1.
+func (m Meta) StatIndex(name string) int {
+	for i, n := range m.StatNames {
+		if n == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// sameExperiment reports why two files cannot be read as one table, or "" when they can.
+func (m Meta) sameExperiment(o Meta) string {
+	switch {
+	case !bytes.Equal(m.Config, o.Config):
+		return "experiment configs differ"
+	case m.DatasetHash != o.DatasetHash:
+		return fmt.Sprintf("dataset hashes differ (%q, %q)", m.DatasetHash, o.DatasetHash)
+	case m.ToolVersion != o.ToolVersion:
+		return fmt.Sprintf("tool versions differ (%q, %q)", m.ToolVersion, o.ToolVersion)
+	case !slices.Equal(m.StatNames, o.StatNames):
+		return fmt.Sprintf("statistic columns differ (%v, %v)", m.StatNames, o.StatNames)
+	case m.HasParams != o.HasParams || m.HasUpload != o.HasUpload:
+		return "params/upload columns differ"
+	}
+	return ""
+}
+
+// Row is one checkpoint of one run: the model after Round rounds of run RunID, one of the two
+// runs of pair PairID.
+type Row struct {
+	RunID  int64
+	PairID int64
+	World  int8 // WorldC or WorldCPrime
+	Seed   uint64
+	Round  int32
+	// Diverged marks a run whose loss became non-finite; its later rows are kept, not dropped,
+	// so that attacks see the same pairs in both worlds.
+	Diverged     bool
+	TrainLoss    float64
+	TestAccuracy float64
+	// Stats is aligned with Meta.StatNames.
+	Stats []float64
+	// Params and Upload are present only when the file declares them.
+	Params []float32
+	Upload []float32
+}
+
+var fixedRunColumns = []string{colRunID, colPairID, colWorld, colSeed, colRound, colDiverged, colTrainLoss, colTestAccuracy, colParams, colUpload}
+
+// float32List is the type of the params and upload columns. Elements are declared non-null;
+// readers also accept a nullable element field, as other writers produce.
+var float32List = arrow.ListOfNonNullable(arrow.PrimitiveTypes.Float32)
+
+// checkColumnName rejects names that would make a schema ambiguous.
+func checkColumnName(name string, reserved []string, seen map[string]bool) error {
+	switch {
+	case name == "":
+		return errors.New("empty column name")
+	case !utf8.ValidString(name):
+		return fmt.Errorf("column name %q is not valid UTF-8", name)
+	case seen[name]:
+		return fmt.Errorf("duplicate column %q", name)
+	}
+	for _, r := range reserved {
+		if name == r {
+			return fmt.Errorf("column name %q is reserved", name)
+		}
+	}
+	seen[name] = true
+	return nil
+}
+
+// runSchema builds the schema of a run file for m, validating what the writer declared.
+func runSchema(m Meta) (*arrow.Schema, error) {
+	shard := m.Shard.normalized()
+	if err := shard.validate(); err != nil {
+		return nil, err
+	}
+	config, err := compactConfig(m.Config, true)
+	if err != nil {
+		return nil, err
+	}
+	fields := []arrow.Field{
+		{Name: colRunID, Type: arrow.PrimitiveTypes.Int64},
+		{Name: colPairID, Type: arrow.PrimitiveTypes.Int64},
+		{Name: colWorld, Type: arrow.PrimitiveTypes.Int8},
+		{Name: colSeed, Type: arrow.PrimitiveTypes.Uint64},
+		{Name: colRound, Type: arrow.PrimitiveTypes.Int32},
+		{Name: colDiverged, Type: arrow.FixedWidthTypes.Boolean},
+		{Name: colTrainLoss, Type: arrow.PrimitiveTypes.Float64},
+		{Name: colTestAccuracy, Type: arrow.PrimitiveTypes.Float64},
+	}
+	seen := map[string]bool{}
+	for _, name := range m.StatNames {
+		if err := checkColumnName(name, fixedRunColumns, seen); err != nil {
+			return nil, fmt.Errorf("statistic: %w", err)
+		}
+		fields = append(fields, arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Float64})
+	}
+	if m.HasParams {
+		fields = append(fields, arrow.Field{Name: colParams, Type: float32List})
+	}
+	if m.HasUpload {
+		fields = append(fields, arrow.Field{Name: colUpload, Type: float32List})
+	}
+	md := arrow.NewMetadata(
+		[]string{KeyFormatVersion, KeyKind, KeyConfig, KeyDatasetHash, KeyToolVersion, KeyShard},
+		[]string{FormatVersion, KindRuns, string(config), m.DatasetHash, m.ToolVersion, shard.String()},
+	)
+	return arrow.NewSchema(fields, &md), nil
+}
+
+// compactConfig checks that config is JSON and compacts it, so that two writers of the same
+// config agree byte for byte. An empty config is allowed only when required is false.
+func compactConfig(config []byte, required bool) ([]byte, error) {
+	if len(bytes.TrimSpace(config)) == 0 {
+		if required {
+			return nil, errors.New("config is empty: run files must carry the experiment config")
+		}
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, config); err != nil {
+		return nil, fmt.Errorf("config is not valid JSON: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// commonMeta reads the metadata keys shared by run and score files and checks the kind.
+func commonMeta(sc *arrow.Schema, kind string) (config []byte, datasetHash, toolVersion string, err error) {
+	md := sc.Metadata()
+	get := func(key string) (string, error) {
+		v, ok := md.GetValue(key)
+		if !ok {
+			return "", fmt.Errorf("missing schema metadata %q", key)
+		}
+		return v, nil
+	}
+	gotKind, err := get(KeyKind)
+	if err != nil {
+		return nil, "", "", fmt.Errorf("%w (not written by fedaudit?)", err)
+	}
+	if gotKind != kind {
+		return nil, "", "", fmt.Errorf("file holds %s, not %s", gotKind, kind)
+	}
+	v, err := get(KeyFormatVersion)
+	if err != nil {
+		return nil, "", "", err
+	}
+	if v != FormatVersion {
+		return nil, "", "", fmt.Errorf("format version %q, this reader knows %q", v, FormatVersion)
+	}
+	cfg, err := get(KeyConfig)
+	if err != nil {
+		return nil, "", "", err
+	}
+	if cfg != "" && !json.Valid([]byte(cfg)) {
+		return nil, "", "", fmt.Errorf("metadata %q is not valid JSON", KeyConfig)
+	}
+	if datasetHash, err = get(KeyDatasetHash); err != nil {
+		return nil, "", "", err
+	}
+	if toolVersion, err = get(KeyToolVersion); err != nil {
+		return nil, "", "", err
+	}
+	if cfg != "" {
+		config = []byte(cfg)
+	}
+	return config, datasetHash, toolVersion, nil
+}
+
+// runLayout is where each column of a run file sits in its schema.
+type runLayout struct {
+	fixed  [8]int // indices of run_id .. test_accuracy
+	stats  []int
+	params int // -1 when absent
+	upload int // -1 when absent
+}
+
+// parseRunSchema checks a run file's schema and recovers its Meta and column layout. Columns are
+// found by name, so a file rewritten by another tool with columns reordered still reads.
+func parseRunSchema(sc *arrow.Schema) (Meta, runLayout, error) {
+	var m Meta
+	var err error
+	m.Config, m.DatasetHash, m.ToolVersion, err = commonMeta(sc, KindRuns)
+	if err != nil {
+		return Meta{}, runLayout{}, err
+	}
+	if len(m.Config) == 0 {
+		return Meta{}, runLayout{}, fmt.Errorf("metadata %q is empty", KeyConfig)
+	}
+	shard, ok := sc.Metadata().GetValue(KeyShard)
+	if !ok {
+		return Meta{}, runLayout{}, fmt.Errorf("missing schema metadata %q", KeyShard)
+	}
+	if m.Shard, err = ParseShard(shard); err != nil {
+		return Meta{}, runLayout{}, fmt.Errorf("metadata %q: %w", KeyShard, err)
+	}
+
+	want := []struct {
+		name string
+		typ  arrow.DataType
+	}{
+		{colRunID, arrow.PrimitiveTypes.Int64},
+		{colPairID, arrow.PrimitiveTypes.Int64},
+		{colWorld, arrow.PrimitiveTypes.Int8},
+		{colSeed, arrow.PrimitiveTypes.Uint64},
+		{colRound, arrow.PrimitiveTypes.Int32},
+		{colDiverged, arrow.FixedWidthTypes.Boolean},
+		{colTrainLoss, arrow.PrimitiveTypes.Float64},
+		{colTestAccuracy, arrow.PrimitiveTypes.Float64},
+	}
+	lay := runLayout{params: -1, upload: -1}
+	for i := range lay.fixed {
+		lay.fixed[i] = -1
+	}
+	seen := map[string]bool{}
+	for i, f := range sc.Fields() {
+		if seen[f.Name] {
+			return Meta{}, runLayout{}, fmt.Errorf("duplicate column %q", f.Name)
+		}
+		seen[f.Name] = true
+		fixed := false
+		for j, w := range want {
+			if f.Name == w.name {
+				if !arrow.TypeEqual(f.Type, w.typ) {
+					return Meta{}, runLayout{}, fmt.Errorf("column %q has type %s, want %s", f.Name, f.Type, w.typ)
+				}
+				lay.fixed[j] = i
+				fixed = true
+			}
+		}
+		switch {
+		case fixed:
+		case f.Name == colParams || f.Name == colUpload:
+			lt, ok := f.Type.(*arrow.ListType)
+			if !ok || lt.Elem().ID() != arrow.FLOAT32 {
+				return Meta{}, runLayout{}, fmt.Errorf("column %q has type %s, want %s", f.Name, f.Type, float32List)
+			}
+			if f.Name == colParams {
+				lay.params, m.HasParams = i, true
+			} else {
+				lay.upload, m.HasUpload = i, true
+			}
+		case f.Type.ID() == arrow.FLOAT64:
+			lay.stats = append(lay.stats, i)
+			m.StatNames = append(m.StatNames, f.Name)
+		default:
+			return Meta{}, runLayout{}, fmt.Errorf("column %q has type %s; statistic columns must be float64", f.Name, f.Type)
+		}
+	}
+	for j, idx := range lay.fixed {
+		if idx < 0 {
+			return Meta{}, runLayout{}, fmt.Errorf("missing required column %q", want[j].name)
+		}
+	}
+	return m, lay, nil
+}

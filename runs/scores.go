@@ -1,0 +1,588 @@
+package runs
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+)
+
+// Threat models: what the adversary of an attack observes.
+const (
+	ThreatFinal       = "final"        // the final global model
+	ThreatAllIterates = "all-iterates" // every global model w_0 .. w_T
+	ThreatUploads     = "uploads"      // the target client's noisy uploads
+)
+
+// DefaultAttack names the attack of scores read from a file without an attack column.
+const DefaultAttack = "score"
+
+// Names of the columns of a score file, in schema order.
+const (
+	colAttack = "attack"
+	colThreat = "threat"
+	colScore  = "score"
+)
+
+var fixedScoreColumns = []string{colRunID, colPairID, colWorld, colRound, colAttack, colThreat, colScore}
+
+// Score is an attack's verdict on one run at one round. Higher Score means the attack believes
+// more strongly that the run trained on world C.
+type Score struct {
+	RunID  int64
+	PairID int64
+	World  int8 // the true world: WorldC or WorldCPrime
+	Round  int32
+	Attack string
+	Threat string // ThreatFinal, ThreatAllIterates or ThreatUploads for files we write
+	Score  float64
+	// Metrics is aligned with ScoreMeta.MetricNames.
+	Metrics []float64
+}
+
+// ScoreMeta describes a score file.
+type ScoreMeta struct {
+	// Config is the experiment config (JSON) of the run files the scores came from; optional.
+	Config      []byte
+	DatasetHash string
+	ToolVersion string
+	// MetricNames names the extra float64 columns, in order.
+	MetricNames []string
+}
+
+// ScoreFile is a score file as read: its metadata (empty for CSV and foreign Arrow files
+// except MetricNames) and its scores.
+type ScoreFile struct {
+	Meta   ScoreMeta
+	Scores []Score
+}
+
+func scoreSchema(m ScoreMeta) (*arrow.Schema, error) {
+	config, err := compactConfig(m.Config, false)
+	if err != nil {
+		return nil, err
+	}
+	fields := []arrow.Field{
+		{Name: colRunID, Type: arrow.PrimitiveTypes.Int64},
+		{Name: colPairID, Type: arrow.PrimitiveTypes.Int64},
+		{Name: colWorld, Type: arrow.PrimitiveTypes.Int8},
+		{Name: colRound, Type: arrow.PrimitiveTypes.Int32},
+		{Name: colAttack, Type: arrow.BinaryTypes.String},
+		{Name: colThreat, Type: arrow.BinaryTypes.String},
+		{Name: colScore, Type: arrow.PrimitiveTypes.Float64},
+	}
+	seen := map[string]bool{}
+	for _, name := range m.MetricNames {
+		if err := checkColumnName(name, fixedScoreColumns, seen); err != nil {
+			return nil, fmt.Errorf("metric: %w", err)
+		}
+		fields = append(fields, arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Float64})
+	}
+	md := arrow.NewMetadata(
+		[]string{KeyFormatVersion, KeyKind, KeyConfig, KeyDatasetHash, KeyToolVersion},
+		[]string{FormatVersion, KindScores, string(config), m.DatasetHash, m.ToolVersion},
+	)
+	return arrow.NewSchema(fields, &md), nil
+}
+
+// ScoreWriter writes one score file; like Writer, the file appears only on a successful Close.
+type ScoreWriter struct {
+	fw   *fileWriter
+	meta ScoreMeta
+}
+
+// CreateScores starts a score file at path.
+func CreateScores(path string, meta ScoreMeta, opts ...Option) (*ScoreWriter, error) {
+	schema, err := scoreSchema(meta)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	fw, err := newFileWriter(path, schema, newOptions(opts))
+	if err != nil {
+		return nil, err
+	}
+	return &ScoreWriter{fw: fw, meta: meta}, nil
+}
+
+// Write appends scores; on a validation error none of them is written.
+func (w *ScoreWriter) Write(scores ...Score) error {
+	if err := w.fw.usable(); err != nil {
+		return err
+	}
+	for i, s := range scores {
+		if err := w.check(s); err != nil {
+			return fmt.Errorf("write %s: score %d (run %d, round %d): %w", w.fw.path, i, s.RunID, s.Round, err)
+		}
+	}
+	b := w.fw.b
+	for _, s := range scores {
+		b.Field(0).(*array.Int64Builder).Append(s.RunID)
+		b.Field(1).(*array.Int64Builder).Append(s.PairID)
+		b.Field(2).(*array.Int8Builder).Append(s.World)
+		b.Field(3).(*array.Int32Builder).Append(s.Round)
+		b.Field(4).(*array.StringBuilder).Append(s.Attack)
+		b.Field(5).(*array.StringBuilder).Append(s.Threat)
+		b.Field(6).(*array.Float64Builder).Append(s.Score)
+		for j, m := range s.Metrics {
+			b.Field(7 + j).(*array.Float64Builder).Append(m)
+		}
+		if err := w.fw.added(40 + len(s.Attack) + len(s.Threat) + 8*len(s.Metrics)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *ScoreWriter) check(s Score) error {
+	switch {
+	case s.World != WorldC && s.World != WorldCPrime:
+		return fmt.Errorf("world %d, want 0 (C) or 1 (C')", s.World)
+	case math.IsNaN(s.Score):
+		return errors.New("score is NaN")
+	case s.Attack == "":
+		return errors.New("empty attack name")
+	case s.Threat != ThreatFinal && s.Threat != ThreatAllIterates && s.Threat != ThreatUploads:
+		return fmt.Errorf("threat model %q, want %q, %q or %q", s.Threat, ThreatFinal, ThreatAllIterates, ThreatUploads)
+	case len(s.Metrics) != len(w.meta.MetricNames):
+		return fmt.Errorf("%d metrics, the file declares %d %v", len(s.Metrics), len(w.meta.MetricNames), w.meta.MetricNames)
+	}
+	return nil
+}
+
+// Close completes the file and moves it into place.
+func (w *ScoreWriter) Close() error { return w.fw.close() }
+
+// Abort discards the file. It does nothing after Close.
+func (w *ScoreWriter) Abort() error { return w.fw.abort() }
+
+// ReadScores reads the scores of a score file: an Arrow IPC file with the columns of a fedaudit
+// score file, or a CSV file with a header row. The format is told by content (the "ARROW1"
+// magic), not by the file name. Both need columns world (0 = C, 1 = C') and score (higher means
+// world C); round, attack, threat, run_id and pair_id are optional, with defaults 0,
+// DefaultAttack, "" and 0. CSV columns may come in any order and other columns are ignored.
+func ReadScores(path string) ([]Score, error) {
+	sf, err := ReadScoreFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return sf.Scores, nil
+}
+
+// ReadScoreFile is ReadScores that also returns the file's metadata. Arrow files report their
+// extra float64 columns as metrics; CSV files have none.
+func ReadScoreFile(path string) (*ScoreFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read scores %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read scores %s: %w", path, err)
+	}
+	if st.IsDir() {
+		return nil, fmt.Errorf("read scores %s: is a directory", path)
+	}
+	if st.Size() == 0 {
+		return nil, fmt.Errorf("read scores %s: empty file", path)
+	}
+	head := make([]byte, len(arrowMagic))
+	n, _ := f.ReadAt(head, 0)
+	var sf *ScoreFile
+	switch {
+	case bytes.Equal(head[:n], arrowMagic):
+		sf, err = readScoresArrow(path)
+	case n >= 4 && bytes.Equal(head[:4], []byte{0xff, 0xff, 0xff, 0xff}):
+		err = errors.New("Arrow IPC stream format is not supported; write the file format (pyarrow.ipc.new_file or feather)")
+	default:
+		sf, err = readScoresCSV(f)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read scores %s: %w", path, err)
+	}
+	if len(sf.Scores) == 0 {
+		return nil, fmt.Errorf("read scores %s: no rows", path)
+	}
+	return sf, nil
+}
+
+// scoreColumns maps the columns a score reader looks for to their positions (-1 when absent).
+type scoreColumns struct {
+	runID, pairID, world, round, attack, threat, score int
+}
+
+func (c *scoreColumns) slot(name string) *int {
+	switch name {
+	case colRunID:
+		return &c.runID
+	case colPairID:
+		return &c.pairID
+	case colWorld:
+		return &c.world
+	case colRound:
+		return &c.round
+	case colAttack:
+		return &c.attack
+	case colThreat:
+		return &c.threat
+	case colScore:
+		return &c.score
+	}
+	return nil
+}
+
+func newScoreColumns() scoreColumns {
+	return scoreColumns{-1, -1, -1, -1, -1, -1, -1}
+}
+
+// check reports a missing required column.
+func (c *scoreColumns) check() error {
+	if c.world < 0 {
+		return errors.New("missing required column \"world\"")
+	}
+	if c.score < 0 {
+		return errors.New("missing required column \"score\"")
+	}
+	return nil
+}
+
+// finishScore checks the values every reader must check, whatever the format.
+func finishScore(s *Score, world float64) error {
+	if world != 0 && world != 1 {
+		return fmt.Errorf("world %v, want 0 (C) or 1 (C')", world)
+	}
+	s.World = int8(world)
+	if math.IsNaN(s.Score) {
+		return errors.New("score is NaN")
+	}
+	return nil
+}
+
+func readScoresCSV(r io.Reader) (*ScoreFile, error) {
+	cr := csv.NewReader(bufio.NewReader(r))
+	cr.ReuseRecord = true
+	header, err := cr.Read()
+	if err == io.EOF {
+		return nil, errors.New("empty file")
+	}
+	if err != nil {
+		return nil, err
+	}
+	cols := newScoreColumns()
+	for i, name := range header {
+		if i == 0 {
+			name = strings.TrimPrefix(name, "\ufeff") // byte order mark written by spreadsheets
+		}
+		name = strings.ToLower(strings.TrimSpace(name))
+		slot := cols.slot(name)
+		if slot == nil {
+			continue
+		}
+		if *slot >= 0 {
+			return nil, fmt.Errorf("line 1: duplicate column %q", name)
+		}
+		*slot = i
+	}
+	if err := cols.check(); err != nil {
+		return nil, fmt.Errorf("line 1: %w", err)
+	}
+	var out []Score
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		line, _ := cr.FieldPos(0)
+		s, err := parseCSVScore(rec, cols)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		out = append(out, s)
+	}
+	return &ScoreFile{Scores: out}, nil
+}
+
+func parseCSVScore(rec []string, c scoreColumns) (Score, error) {
+	s := Score{Attack: DefaultAttack}
+	field := func(i int) string { return strings.TrimSpace(rec[i]) }
+	var err error
+	var world float64
+	if world, err = parseNumber(field(c.world), colWorld); err != nil {
+		return s, err
+	}
+	if s.Score, err = parseNumber(field(c.score), colScore); err != nil {
+		return s, err
+	}
+	for _, ic := range []struct {
+		idx  int
+		name string
+		dst  *int64
+		max  int64
+	}{
+		{c.runID, colRunID, &s.RunID, math.MaxInt64},
+		{c.pairID, colPairID, &s.PairID, math.MaxInt64},
+	} {
+		if ic.idx < 0 {
+			continue
+		}
+		if *ic.dst, err = parseInteger(field(ic.idx), ic.name, math.MinInt64, ic.max); err != nil {
+			return s, err
+		}
+	}
+	if c.round >= 0 {
+		r, err := parseInteger(field(c.round), colRound, math.MinInt32, math.MaxInt32)
+		if err != nil {
+			return s, err
+		}
+		s.Round = int32(r)
+	}
+	if c.attack >= 0 {
+		if a := field(c.attack); a != "" {
+			s.Attack = a
+		}
+	}
+	if c.threat >= 0 {
+		s.Threat = field(c.threat)
+	}
+	return s, finishScore(&s, world)
+}
+
+func parseNumber(text, column string) (float64, error) {
+	v, err := strconv.ParseFloat(text, 64)
+	if err != nil {
+		return 0, fmt.Errorf("column %s: bad number %q", column, text)
+	}
+	return v, nil
+}
+
+// parseInteger accepts integers written as integers or as integral floats ("3.0"), as tools that
+// pass numbers through floating point write them.
+func parseInteger(text, column string, lo, hi int64) (int64, error) {
+	v, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(text, 64)
+		if ferr != nil || f != math.Trunc(f) || f < -(1<<63) || f >= 1<<63 {
+			return 0, fmt.Errorf("column %s: bad integer %q", column, text)
+		}
+		v = int64(f)
+	}
+	if v < lo || v > hi {
+		return 0, fmt.Errorf("column %s: %d out of range", column, v)
+	}
+	return v, nil
+}
+
+func readScoresArrow(path string) (*ScoreFile, error) {
+	f, r, err := openArrowFile(path, memory.DefaultAllocator)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	defer r.Close()
+	sc := r.Schema()
+	var sf ScoreFile
+	// Files of other tools carry no fedaudit metadata; ours must be of a version we know.
+	if _, ok := sc.Metadata().GetValue(KeyKind); ok {
+		if sf.Meta.Config, sf.Meta.DatasetHash, sf.Meta.ToolVersion, err = commonMeta(sc, KindScores); err != nil {
+			return nil, err
+		}
+	}
+	cols := newScoreColumns()
+	var metrics []int
+	for i, fld := range sc.Fields() {
+		if slot := cols.slot(fld.Name); slot != nil {
+			if *slot >= 0 {
+				return nil, fmt.Errorf("duplicate column %q", fld.Name)
+			}
+			*slot = i
+			continue
+		}
+		if fld.Type.ID() == arrow.FLOAT64 {
+			metrics = append(metrics, i)
+			sf.Meta.MetricNames = append(sf.Meta.MetricNames, fld.Name)
+		}
+	}
+	if err := cols.check(); err != nil {
+		return nil, err
+	}
+	base := 0
+	for i := 0; i < r.NumRecords(); i++ {
+		err := decodeSafely(func() error {
+			rec, err := r.RecordAt(i)
+			if err != nil {
+				return err
+			}
+			defer rec.Release()
+			sf.Scores, err = appendArrowScores(sf.Scores, rec, cols, metrics, base)
+			base += int(rec.NumRows())
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("batch %d: %w", i, err)
+		}
+	}
+	return &sf, nil
+}
+
+// appendArrowScores decodes one batch. Columns are accepted in any integer, floating-point or
+// string type that holds their values, since other tools choose their own widths.
+func appendArrowScores(out []Score, rec arrow.Record, c scoreColumns, metrics []int, base int) ([]Score, error) {
+	n := int(rec.NumRows())
+	for i := 0; i < int(rec.NumCols()); i++ {
+		if rec.Column(i).Len() != n {
+			return nil, fmt.Errorf("column %q has %d values for %d rows", rec.ColumnName(i), rec.Column(i).Len(), n)
+		}
+	}
+	col := func(idx int) arrow.Array {
+		if idx < 0 {
+			return nil
+		}
+		return rec.Column(idx)
+	}
+	named := func(idx int, err error) error {
+		if err == nil {
+			return nil
+		}
+		return fmt.Errorf("column %s: %w", rec.ColumnName(idx), err)
+	}
+	for k := 0; k < n; k++ {
+		s := Score{Attack: DefaultAttack}
+		w, err := floatAt(col(c.world), k)
+		err = named(c.world, err)
+		if err == nil {
+			s.Score, err = floatAt(col(c.score), k)
+			err = named(c.score, err)
+		}
+		for _, ic := range []struct {
+			idx    int
+			dst    *int64
+			lo, hi int64
+		}{
+			{c.runID, &s.RunID, math.MinInt64, math.MaxInt64},
+			{c.pairID, &s.PairID, math.MinInt64, math.MaxInt64},
+		} {
+			if err == nil && ic.idx >= 0 {
+				*ic.dst, err = intAt(col(ic.idx), k, ic.lo, ic.hi)
+				err = named(ic.idx, err)
+			}
+		}
+		if err == nil && c.round >= 0 {
+			var r int64
+			r, err = intAt(col(c.round), k, math.MinInt32, math.MaxInt32)
+			s.Round, err = int32(r), named(c.round, err)
+		}
+		if err == nil && c.attack >= 0 {
+			var a string
+			if a, err = stringAt(col(c.attack), k); a != "" {
+				s.Attack = a
+			}
+			err = named(c.attack, err)
+		}
+		if err == nil && c.threat >= 0 {
+			s.Threat, err = stringAt(col(c.threat), k)
+			err = named(c.threat, err)
+		}
+		for _, m := range metrics {
+			if err != nil {
+				break
+			}
+			var v float64
+			v, err = floatAt(col(m), k)
+			s.Metrics, err = append(s.Metrics, v), named(m, err)
+		}
+		if err == nil {
+			err = finishScore(&s, w)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("row %d: %w", base+k, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func columnName(a arrow.Array) string { return a.DataType().Name() }
+
+func floatAt(a arrow.Array, k int) (float64, error) {
+	if a.IsNull(k) {
+		return 0, errors.New("null value")
+	}
+	switch a := a.(type) {
+	case *array.Float64:
+		return a.Value(k), nil
+	case *array.Float32:
+		return float64(a.Value(k)), nil
+	}
+	v, err := intAt(a, k, math.MinInt64, math.MaxInt64)
+	if err != nil {
+		return 0, err
+	}
+	return float64(v), nil
+}
+
+func intAt(a arrow.Array, k int, lo, hi int64) (int64, error) {
+	if a.IsNull(k) {
+		return 0, errors.New("null value")
+	}
+	var v int64
+	switch a := a.(type) {
+	case *array.Int8:
+		v = int64(a.Value(k))
+	case *array.Int16:
+		v = int64(a.Value(k))
+	case *array.Int32:
+		v = int64(a.Value(k))
+	case *array.Int64:
+		v = a.Value(k)
+	case *array.Uint8:
+		v = int64(a.Value(k))
+	case *array.Uint16:
+		v = int64(a.Value(k))
+	case *array.Uint32:
+		v = int64(a.Value(k))
+	case *array.Uint64:
+		u := a.Value(k)
+		if u > math.MaxInt64 {
+			return 0, fmt.Errorf("value %d out of range", u)
+		}
+		v = int64(u)
+	case *array.Float64, *array.Float32:
+		f, _ := floatAt(a, k)
+		if f != math.Trunc(f) || f < -(1<<63) || f >= 1<<63 {
+			return 0, fmt.Errorf("value %v is not an integer", f)
+		}
+		v = int64(f)
+	default:
+		return 0, fmt.Errorf("unsupported column type %s", columnName(a))
+	}
+	if v < lo || v > hi {
+		return 0, fmt.Errorf("value %d out of range", v)
+	}
+	return v, nil
+}
+
+func stringAt(a arrow.Array, k int) (string, error) {
+	if a.IsNull(k) {
+		return "", errors.New("null value")
+	}
+	switch a := a.(type) {
+	case *array.String:
+		return a.Value(k), nil
+	case *array.LargeString:
+		return a.Value(k), nil
+	}
+	return "", fmt.Errorf("unsupported column type %s for a string", columnName(a))
+}

@@ -1,0 +1,257 @@
+package runs
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+)
+
+func testScores(n int, metrics int) []Score {
+	threats := []string{ThreatFinal, ThreatAllIterates, ThreatUploads}
+	out := make([]Score, n)
+	for i := range out {
+		s := Score{
+			RunID: int64(i), PairID: int64(i / 2), World: int8(i % 2), Round: int32(i % 4),
+			Attack: []string{"loss", "llr"}[i%2], Threat: threats[i%3], Score: float64(i) - 3.5,
+		}
+		if i == 1 {
+			s.Score = math.Inf(1) // a certain verdict is a valid score
+		}
+		for j := 0; j < metrics; j++ {
+			s.Metrics = append(s.Metrics, float64(i*10+j))
+		}
+		out[i] = s
+	}
+	return out
+}
+
+func TestScoresRoundTrip(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	path := filepath.Join(t.TempDir(), "scores.arrow")
+	meta := ScoreMeta{Config: []byte(`{"a": 1}`), DatasetHash: "h", ToolVersion: "v", MetricNames: []string{"m1", "m2"}}
+	want := testScores(11, 2)
+	w, err := CreateScores(path, meta, WithBatchRows(4), WithAllocator(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("score file visible before Close: %v", err)
+	}
+	if err := w.Write(want[:5]...); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(want[5:]...); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sf, err := ReadScoreFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMeta := ScoreMeta{Config: []byte(`{"a":1}`), DatasetHash: "h", ToolVersion: "v", MetricNames: []string{"m1", "m2"}}
+	if !reflect.DeepEqual(sf.Meta, wantMeta) {
+		t.Errorf("meta = %+v, want %+v", sf.Meta, wantMeta)
+	}
+	if !reflect.DeepEqual(sf.Scores, want) {
+		t.Errorf("scores differ:\n got %+v\nwant %+v", sf.Scores, want)
+	}
+}
+
+func TestScoreWriteValidation(t *testing.T) {
+	good := testScores(1, 1)[0]
+	for _, tc := range []struct {
+		name string
+		f    func(*Score)
+		want string
+	}{
+		{"world", func(s *Score) { s.World = -1 }, "world -1"},
+		{"nan", func(s *Score) { s.Score = math.NaN() }, "score is NaN"},
+		{"attack", func(s *Score) { s.Attack = "" }, "empty attack"},
+		{"threat", func(s *Score) { s.Threat = "gradients" }, `threat model "gradients"`},
+		{"metrics", func(s *Score) { s.Metrics = nil }, "0 metrics, the file declares 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "s.arrow")
+			w, err := CreateScores(path, ScoreMeta{MetricNames: []string{"m"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Abort()
+			bad := good
+			tc.f(&bad)
+			if err := w.Write(good, bad); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Write = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := CreateScores(filepath.Join(t.TempDir(), "s.arrow"), ScoreMeta{MetricNames: []string{"score"}}); err == nil {
+		t.Error("CreateScores accepted a metric named like a fixed column")
+	}
+}
+
+func writeTemp(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestReadScoresCSV(t *testing.T) {
+	for _, tc := range []struct {
+		name, csv string
+		want      []Score
+	}{
+		{"minimal", "world,score\n0,1.5\n1,-2\n", []Score{
+			{World: 0, Score: 1.5, Attack: DefaultAttack}, {World: 1, Score: -2, Attack: DefaultAttack}}},
+		{"all columns in another order, extra columns, spaces", "score, note ,threat,attack,round,pair_id,run_id,world\n" +
+			" 0.25 ,x,final,loss,3,7,14, 1\n1e3,y,uploads,,0,7,15,0\n", []Score{
+			{RunID: 14, PairID: 7, World: 1, Round: 3, Attack: "loss", Threat: "final", Score: 0.25},
+			{RunID: 15, PairID: 7, World: 0, Round: 0, Attack: DefaultAttack, Threat: "uploads", Score: 1000}}},
+		{"byte order mark, CRLF, header case, integral floats, infinity", "\ufeffWorld,Score,Round\r\n1.0,-Inf,2.0\r\n", []Score{
+			{World: 1, Round: 2, Score: math.Inf(-1), Attack: DefaultAttack}}},
+		{"quoted fields", "attack,world,score\n\"a,b\",0,\"3\"\n", []Score{{World: 0, Score: 3, Attack: "a,b"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// A .arrow name proves the format is told by content.
+			got, err := ReadScores(writeTemp(t, "scores.arrow", tc.csv))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestReadScoresCSVErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, csv, want string
+	}{
+		{"empty", "", "empty file"},
+		{"blank", "\n\n", "empty file"},
+		{"header only", "world,score\n", "no rows"},
+		{"no world", "score,round\n1,2\n", `line 1: missing required column "world"`},
+		{"no score", "world\n1\n", `line 1: missing required column "score"`},
+		{"duplicate", "world,score,World\n1,2,0\n", `line 1: duplicate column "world"`},
+		{"bad score", "world,score\n0,1\n1,abc\n", `line 3: column score: bad number "abc"`},
+		{"empty score", "world,score\n0,\n", `line 2: column score: bad number ""`},
+		{"nan", "world,score\n0,1\n1,NaN\n", "line 3: score is NaN"},
+		{"world 2", "world,score\n2,1\n", "line 2: world 2, want 0 (C) or 1 (C')"},
+		{"world half", "world,score\n0.5,1\n", "line 2: world 0.5"},
+		{"bad round", "world,score,round\n1,1,1.5\n", `line 2: column round: bad integer "1.5"`},
+		{"round range", "world,score,round\n1,1,3000000000\n", "line 2: column round: 3000000000 out of range"},
+		{"bad run id", "world,score,run_id\n1,1,x\n", `line 2: column run_id: bad integer "x"`},
+		{"field count", "world,score\n1,1\n1,1,1\n", "line 3"},
+		{"bare quote", "world,score\n1,\"1\n", "extraneous or missing"},
+		{"stream", "\xff\xff\xff\xff\x10\x00\x00\x00", "stream format is not supported"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeTemp(t, "scores.csv", tc.csv)
+			_, err := ReadScores(path)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
+				t.Errorf("ReadScores = %v, want an error naming the file and saying %q", err, tc.want)
+			}
+		})
+	}
+	dir := t.TempDir()
+	for _, path := range []string{filepath.Join(dir, "absent.csv"), dir} {
+		if _, err := ReadScores(path); err == nil || !strings.Contains(err.Error(), path) {
+			t.Errorf("ReadScores(%s) = %v, want an error naming it", path, err)
+		}
+	}
+}
+
+// TestReadScoresForeignArrow reads Arrow files another tool might write: other integer and float
+// widths, large strings, no fedaudit metadata, missing optional columns.
+func TestReadScoresForeignArrow(t *testing.T) {
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "score", Type: arrow.PrimitiveTypes.Float32, Nullable: true},
+		{Name: "world", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "attack", Type: arrow.BinaryTypes.LargeString, Nullable: true},
+		{Name: "round", Type: arrow.PrimitiveTypes.Uint16, Nullable: true},
+		{Name: "auc", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "comment", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	path := filepath.Join(t.TempDir(), "scores.csv") // an .csv name: the content decides
+	writeRaw(t, path, sc, func(b *array.RecordBuilder) {
+		b.Field(0).(*array.Float32Builder).AppendValues([]float32{0.5, -1}, nil)
+		b.Field(1).(*array.Int64Builder).AppendValues([]int64{1, 0}, nil)
+		b.Field(2).(*array.LargeStringBuilder).AppendValues([]string{"mine", ""}, nil)
+		b.Field(3).(*array.Uint16Builder).AppendValues([]uint16{7, 9}, nil)
+		b.Field(4).(*array.Float64Builder).AppendValues([]float64{0.9, 0.8}, nil)
+		b.Field(5).(*array.StringBuilder).AppendValues([]string{"x", "y"}, nil)
+	})
+	sf, err := ReadScoreFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Score{
+		{World: 1, Round: 7, Attack: "mine", Score: 0.5, Metrics: []float64{0.9}},
+		{World: 0, Round: 9, Attack: DefaultAttack, Score: -1, Metrics: []float64{0.8}},
+	}
+	if !reflect.DeepEqual(sf.Scores, want) || !reflect.DeepEqual(sf.Meta.MetricNames, []string{"auc"}) {
+		t.Errorf("got %+v %+v\nwant %+v", sf.Meta, sf.Scores, want)
+	}
+}
+
+func TestReadScoresArrowErrors(t *testing.T) {
+	f64 := func(name string) arrow.Field {
+		return arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Float64, Nullable: true}
+	}
+	for _, tc := range []struct {
+		name   string
+		fields []arrow.Field
+		build  func(*array.RecordBuilder)
+		want   string
+	}{
+		{"no score", []arrow.Field{f64("world")}, fillRows(1), `missing required column "score"`},
+		{"null score", []arrow.Field{f64("world"), f64("score")}, func(b *array.RecordBuilder) {
+			b.Field(0).(*array.Float64Builder).AppendValues([]float64{0, 1}, nil)
+			b.Field(1).(*array.Float64Builder).AppendValues([]float64{1, 0}, []bool{true, false})
+		}, "row 1: column score: null value"},
+		{"world", []arrow.Field{f64("world"), f64("score")}, func(b *array.RecordBuilder) {
+			b.Field(0).(*array.Float64Builder).Append(3)
+			b.Field(1).(*array.Float64Builder).Append(1)
+		}, "row 0: world 3"},
+		{"nan", []arrow.Field{f64("world"), f64("score")}, func(b *array.RecordBuilder) {
+			b.Field(0).(*array.Float64Builder).Append(0)
+			b.Field(1).(*array.Float64Builder).Append(math.NaN())
+		}, "row 0: score is NaN"},
+		{"string world", []arrow.Field{{Name: "world", Type: arrow.BinaryTypes.String}, f64("score")}, func(b *array.RecordBuilder) {
+			b.Field(0).(*array.StringBuilder).Append("C")
+			b.Field(1).(*array.Float64Builder).Append(1)
+		}, "row 0: column world: unsupported column type utf8"},
+		{"no rows", []arrow.Field{f64("world"), f64("score")}, fillRows(0), "no rows"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "s.arrow")
+			writeRaw(t, path, arrow.NewSchema(tc.fields, nil), tc.build)
+			_, err := ReadScores(path)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
+				t.Errorf("ReadScores = %v, want an error naming the file and saying %q", err, tc.want)
+			}
+		})
+	}
+
+	// A run file is not a score file, and says so.
+	path := filepath.Join(t.TempDir(), "run.arrow")
+	m := testMeta(nil, false, false)
+	writeFile(t, path, m, makeRows(m, 0, 2, 0))
+	if _, err := ReadScores(path); err == nil || !strings.Contains(err.Error(), "file holds runs, not scores") {
+		t.Errorf("ReadScores of a run file = %v", err)
+	}
+}
