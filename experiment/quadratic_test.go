@@ -35,6 +35,7 @@ func quadraticConfig(pairs int) *Config {
 			NoiseStd:     0.1,
 			Checkpoints:  []int{1, 4},
 			Informed:     true,
+			RecordParams: true,
 		},
 		Audit: AuditConfig{Attacks: []string{"informed-all"}},
 	}
@@ -42,8 +43,8 @@ func quadraticConfig(pairs int) *Config {
 	return cfg
 }
 
-// exactMuComp computes the all-iterates mu of the quadratic instance from the data itself.
-func exactMuComp(t *testing.T, cfg *Config, data *Data, T int) float64 {
+// exactDelta returns rho and ||Delta|| of the quadratic instance, computed from the data.
+func exactDelta(t *testing.T, cfg *Config, data *Data) (rho, dnorm float64) {
 	t.Helper()
 	p := data.Pair
 	n := float64(p.C[p.Client].Len())
@@ -51,10 +52,66 @@ func exactMuComp(t *testing.T, cfg *Config, data *Data, T int) float64 {
 	for j := range diff {
 		diff[j] = (float64(p.Sample.Features[j]) - float64(p.SamplePrime.Features[j])) / n
 	}
-	_, dnorm, err := audit.QuadraticDelta(cfg.Train.Model.Curvature, cfg.Train.LearningRate, cfg.Train.LocalSteps, cfg.Data.Clients, diff)
+	rho, dnorm, err := audit.QuadraticDelta(cfg.Train.Model.Curvature, cfg.Train.LearningRate, cfg.Train.LocalSteps, cfg.Data.Clients, diff)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rho, dnorm
+}
+
+// Coupled pairs share their noise, so on the affine instance w_T - w'_T is deterministic:
+// sum_{j<T} rho^j Delta; and the recorded realized mu equals the exact all-iterates mu. Both are
+// checked to float32 training precision (relative 1e-4: a few hundred float32 operations per
+// coordinate, each with relative error 6e-8).
+func TestRoundSummariesOnQuadraticInstance(t *testing.T) {
+	cfg := quadraticConfig(20)
+	data, err := Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, _, err := TrainShard(context.Background(), cfg, data, runs.Shard{Index: 0, Count: 1}, dir, TrainOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tab, err := runs.Open(RunsDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tab.Close()
+	sums, err := SummarizeRounds(context.Background(), tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rho, dnorm := exactDelta(t, cfg, data)
+	if len(sums) != 2 {
+		t.Fatalf("%d round summaries, want 2", len(sums))
+	}
+	for _, s := range sums {
+		wantMu := exactMuComp(t, cfg, data, s.Round)
+		var geo float64
+		for j := 0; j < s.Round; j++ {
+			geo += math.Pow(rho, float64(j))
+		}
+		wantSens := dnorm * geo
+		if rel := math.Abs(s.RealizedMu-wantMu) / wantMu; rel > 1e-4 {
+			t.Errorf("T=%d: realized mu %.6g, exact %.6g (rel %.2g)", s.Round, s.RealizedMu, wantMu, rel)
+		}
+		if rel := math.Abs(s.Sensitivity-wantSens) / wantSens; rel > 1e-4 {
+			t.Errorf("T=%d: sensitivity %.6g, exact %.6g (rel %.2g)", s.Round, s.Sensitivity, wantSens, rel)
+		}
+		if rel := math.Abs(s.MaxSensitivity-wantSens) / wantSens; rel > 1e-4 {
+			t.Errorf("T=%d: max sensitivity %.6g, exact %.6g: pairs differ although noise is shared", s.Round, s.MaxSensitivity, wantSens)
+		}
+		if s.Runs != 40 || s.Diverged != 0 {
+			t.Errorf("T=%d: %d runs, %d diverged; want 40, 0", s.Round, s.Runs, s.Diverged)
+		}
+	}
+}
+
+// exactMuComp computes the all-iterates mu of the quadratic instance from the data itself.
+func exactMuComp(t *testing.T, cfg *Config, data *Data, T int) float64 {
+	t.Helper()
+	_, dnorm := exactDelta(t, cfg, data)
 	return audit.QuadraticAllIteratesMu(cfg.Data.Clients, dnorm, cfg.Train.NoiseStd, T)
 }
 
