@@ -257,7 +257,13 @@ func activate(act Activation, pre, post []float32) {
 	switch act {
 	case Tanh:
 		for j, v := range pre {
-			post[j] = float32(math.Tanh(float64(v)))
+			// tanh x = expm1(2x) / (expm1(2x) + 2): one exponential, no cancellation near 0
+			e := math.Expm1(2 * math.Min(math.Abs(float64(v)), 20))
+			t := float32(e / (e + 2))
+			if v < 0 {
+				t = -t
+			}
+			post[j] = t
 		}
 	case Softplus:
 		for j, v := range pre {

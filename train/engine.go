@@ -97,6 +97,9 @@ type engine struct {
 	mu2       []float64
 	divNorm   float64
 
+	eta   float32      // learning rate of the current local step
+	fused fusedStepper // the model's fused clipped step, when it has one and it applies
+
 	evalLoss, evalMargin Buffer
 	hostLoss, hostMargin []float32
 }
@@ -160,6 +163,9 @@ func newEngine(be Backend, cfg Config, worldC, worldCP []*datasets.Dataset, targ
 	}
 	if e.divNorm == 0 {
 		e.divNorm = 1e6
+	}
+	if f, ok := model.(fusedStepper); ok && e.perEx == 0 && cfg.Batching != "poisson" {
+		e.fused = f
 	}
 	if cfg.EvalBatch == 0 {
 		e.cfg.EvalBatch = 256
@@ -408,9 +414,11 @@ func (e *engine) localTrain(ctx context.Context, t, i int, buf Buffer, flip bool
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		e.eta = float32(e.cfg.LearningRateAt(t, k))
 		e.localGrad(t, i, k, buf, flip)
-		eta := float32(e.cfg.LearningRateAt(t, k))
-		be.ClipStep(eta, e.clipV, e.alpha, e.all(buf), e.all(e.grad), e.all(e.g))
+		if e.fused == nil {
+			be.ClipStep(e.eta, e.clipV, e.alpha, e.all(buf), e.all(e.grad), e.all(e.g))
+		}
 	}
 	return nil
 }
@@ -490,6 +498,11 @@ func (e *engine) gather(cd *clientData, idx []int32) (x, y Mat) {
 }
 
 func (e *engine) groupGrad(buf Buffer, first, count, stride int, x, y Mat) {
+	if e.fused != nil {
+		e.fused.step(e.be, e.ws, e.rows(buf, first, count, stride), x, y, e.rows(e.g, first, count, stride),
+			e.rows(e.grad, first, count, stride), e.eta, e.clipV, e.alpha)
+		return
+	}
 	e.model.grad(e.be, e.ws, e.rows(buf, first, count, stride), x, y, e.rows(e.grad, first, count, stride), e.perEx)
 }
 

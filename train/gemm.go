@@ -9,9 +9,9 @@ package train
 const (
 	gemmMR = 6
 	gemmNR = 16
-	gemmMC = 96  // rows of op(A) per task: a multiple of gemmMR
-	gemmKC = 256 // depth of one packed block
-	gemmNC = 256 // columns of op(B) per task: a multiple of gemmNR
+	gemmMC = 48   // rows of op(A) per task: a multiple of gemmMR
+	gemmKC = 1024 // depth of one packed block (784-feature inputs take one block)
+	gemmNC = 128  // columns of op(B) per task: a multiple of gemmNR
 )
 
 // gemmScratch is one worker's packing memory.

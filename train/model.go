@@ -26,6 +26,14 @@ type Model interface {
 
 type workspace interface{}
 
+// fusedStepper is implemented by models that do a whole clipped local step for a batch of
+// replicas without materializing every gradient: the step of ClipStep, with the norm of the
+// first layer's weight gradient from Gram matrices (||delta^T x||_F^2 = <x x^T, delta delta^T>)
+// and that layer updated by one GEMM accumulating into the parameters.
+type fusedStepper interface {
+	step(be Backend, ws workspace, params, x, y, anchor, grad Mat, eta, v, alpha float32)
+}
+
 // MLP is a fully connected network with softmax cross-entropy loss; with no hidden layers it
 // is softmax (multinomial logistic) regression. Parameters are laid out layer by layer as the
 // weight (out x in, row-major) then the bias, as PyTorch's nn.Linear does.
@@ -74,11 +82,16 @@ func (m *MLP) Init(w []float32, seed uint64) {
 type mlpWorkspace struct {
 	pre, post, delta []Buffer
 	deltas, inputs   []Mat
+	gx, gd           Buffer    // Gram matrices x x^T (shared) and delta delta^T (per replica)
+	ghost, rest      []float64 // squared norms: first-layer weights, all other parameters
+	coef             []float32
 }
 
 func (m *MLP) newWorkspace(be Backend, maxRows, maxBatch int) workspace {
 	L := len(m.Sizes) - 1
-	ws := &mlpWorkspace{deltas: make([]Mat, L), inputs: make([]Mat, L)}
+	ws := &mlpWorkspace{deltas: make([]Mat, L), inputs: make([]Mat, L),
+		gx: be.Alloc(maxRows * maxRows), gd: be.Alloc(maxBatch * maxRows * maxRows),
+		ghost: make([]float64, maxBatch), rest: make([]float64, maxBatch), coef: make([]float32, maxBatch)}
 	for l := 0; l < L; l++ {
 		n := maxRows * maxBatch * m.Sizes[l+1]
 		ws.pre = append(ws.pre, be.Alloc(n))
@@ -125,6 +138,16 @@ func (m *MLP) forward(be Backend, ws *mlpWorkspace, params, x Mat) Mat {
 
 func (m *MLP) grad(be Backend, w workspace, params, x, y, grad Mat, perExample float32) {
 	ws := w.(*mlpWorkspace)
+	m.backward(be, ws, params, x, y, perExample)
+	for l := 0; l < len(m.Sizes)-1; l++ {
+		be.Gemm(true, false, 1, ws.deltas[l], ws.inputs[l], 0, m.weight(grad, l))
+		be.SumRows(1, ws.deltas[l], 0, m.bias(grad, l))
+	}
+}
+
+// backward leaves every layer's delta (gradient of the loss with respect to its
+// pre-activation, per example) in ws.deltas.
+func (m *MLP) backward(be Backend, ws *mlpWorkspace, params, x, y Mat, perExample float32) {
 	n, G, L := x.Rows, params.Batch, len(m.Sizes)-1
 	logits := m.forward(be, ws, params, x)
 	scale := 1 / float32(n)
@@ -145,10 +168,58 @@ func (m *MLP) grad(be Backend, w workspace, params, x, y, grad Mat, perExample f
 	if perExample > 0 {
 		be.ClipExamples(perExample, ws.deltas, ws.inputs)
 	}
+}
+
+// step implements fusedStepper: w <- w - eta (c g + alpha (w - anchor)), c = 1/max(1, ||g||/v).
+// grad receives the gradient of every parameter but the first layer's weights.
+func (m *MLP) step(be Backend, w workspace, params, x, y, anchor, grad Mat, eta, v, alpha float32) {
+	ws := w.(*mlpWorkspace)
+	n, G, L := x.Rows, params.Batch, len(m.Sizes)-1
+	m.backward(be, ws, params, x, y, 0)
 	for l := 0; l < L; l++ {
-		be.Gemm(true, false, 1, ws.deltas[l], ws.inputs[l], 0, m.weight(grad, l))
+		if l > 0 {
+			be.Gemm(true, false, 1, ws.deltas[l], ws.inputs[l], 0, m.weight(grad, l))
+		}
 		be.SumRows(1, ws.deltas[l], 0, m.bias(grad, l))
 	}
+	rest := func(p Mat) Mat { // b_0, W_1, b_1, ...: contiguous after the first weight
+		p.Off += m.boff[0]
+		p.Cols = m.d - m.boff[0]
+		return p
+	}
+	coef := ws.coef[:G]
+	for r := range coef {
+		coef[r] = 1
+	}
+	if v > 0 {
+		xs := x
+		xs.Batch = 1
+		gx := Mat{Buf: ws.gx, Rows: n, Cols: n, Stride: n, Batch: 1}
+		be.Gemm(false, true, 1, xs, xs, 0, gx)
+		d0 := ws.deltas[0]
+		gd := Mat{Buf: ws.gd, Rows: n, Cols: n, Stride: n, Batch: G, BatchStride: n * n}
+		be.Gemm(false, true, 1, d0, d0, 0, gd)
+		gx = Mat{Buf: ws.gx, Rows: 1, Cols: n * n, Stride: n * n, Batch: G}
+		gd = Mat{Buf: ws.gd, Rows: 1, Cols: n * n, Stride: n * n, Batch: G, BatchStride: n * n}
+		be.Dots(gx, gd, ws.ghost[:G])
+		be.Dots(rest(grad), rest(grad), ws.rest[:G])
+		for r := range coef {
+			nn := math.Sqrt(ws.ghost[r] + ws.rest[r])
+			switch {
+			case nn > float64(v):
+				coef[r] = float32(float64(v) / nn)
+			case math.IsNaN(nn):
+				coef[r] = float32(math.NaN())
+			}
+		}
+	}
+	if alpha != 0 {
+		be.Axpby(eta*alpha, anchor, 1-eta*alpha, params, nil)
+	}
+	be.Axpby(-eta, rest(grad), 1, rest(params), coef)
+	d0 := ws.deltas[0]
+	be.Axpby(-eta, d0, 0, d0, coef)
+	be.Gemm(true, false, 1, d0, ws.inputs[0], 1, m.weight(params, 0))
 }
 
 func (m *MLP) eval(be Backend, w workspace, params, x, y, loss, margin Mat) {

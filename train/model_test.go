@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	G "gorgonia.org/gorgonia"
@@ -364,4 +365,58 @@ func gorgoniaGrad(m *MLP, w, x []float64, y []int) ([]float64, error) {
 		copy(out[m.boff[l]:], gb.Data().([]float64))
 	}
 	return out, nil
+}
+
+// The MLP's fused step (Gram-matrix norm of the first layer, in-place GEMM update) against the
+// plain gradient followed by ClipStep, with clipping active for some replicas and not for
+// others, and with a FedProx term. Tolerance 1e-6 (1 + |w|): both are float32 computations of
+// the same step with different summation orders.
+func TestFusedStepMatchesClipStep(t *testing.T) {
+	m, err := NewMLP(Tanh, 9, 7, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const R, n = 4, 6
+	x, y := randData(14, n, 9, 4)
+	w := randParams(m, R, 15)
+	anchor := randParams(m, R, 16)
+	g := backendGrad(t, gradCase{model: m, in: 9}, w, x, y, 0)
+	var norms []float64
+	for _, gr := range g {
+		norms = append(norms, math.Sqrt(sumSq(gr)))
+	}
+	v := float32((minF(norms) + maxF(norms)) / 2)
+	for _, alpha := range []float32{0, 0.3} {
+		be := NewCPU(2)
+		d := m.NumParams()
+		bufs := func(ws [][]float32) Buffer {
+			b := be.Alloc(R * d)
+			for r := range ws {
+				be.Upload(b, r*d, ws[r])
+			}
+			return b
+		}
+		rows := func(b Buffer) Mat { return Mat{Buf: b, Rows: 1, Cols: d, Stride: d, Batch: R, BatchStride: d} }
+		pa, pb, an, gb := bufs(w), bufs(w), bufs(anchor), be.Alloc(R*d)
+		yf := make([]float32, n)
+		for i, c := range y {
+			yf[i] = float32(c)
+		}
+		xm := Mat{Buf: be.Alias(x), Rows: n, Cols: 9, Stride: 9, Batch: 1}
+		ym := Mat{Buf: be.Alias(yf), Rows: n, Cols: 1, Stride: 1, Batch: 1}
+		ws := m.newWorkspace(be, n, R)
+		m.grad(be, ws, rows(pa), xm, ym, rows(gb), 0)
+		be.ClipStep(0.7, v, alpha, rows(pa), rows(gb), rows(an))
+		m.step(be, ws, rows(pb), xm, ym, rows(an), rows(be.Alloc(R*d)), 0.7, v, alpha)
+		a, b := data(pa), data(pb)
+		for i := range a {
+			if math.Abs(float64(a[i]-b[i])) > 1e-6*(1+math.Abs(float64(a[i]))) {
+				t.Fatalf("alpha %g: parameter %d (replica %d): fused %g, ClipStep %g", alpha, i%d, i/d, b[i], a[i])
+			}
+		}
+		if slices.Equal(a, data(bufs(w))) {
+			t.Fatal("the step changed nothing")
+		}
+		be.Close()
+	}
 }
