@@ -345,3 +345,35 @@ func TestWriteScoresRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestQuadraticModel: on the theory sheet's quadratic instance (labels unused, loss
+// (a/2)||w||^2 - <x, w>) the final-model attacks separate the worlds at small noise, and the
+// label and inversion attacks are refused for lack of a softmax.
+func TestQuadraticModel(t *testing.T) {
+	spec := softmaxSpec
+	spec.model = train.ModelConfig{Kind: "quadratic", Curvature: 0.5}
+	spec.classes, spec.sigma, spec.pairs = 0, 0.01, 10
+	path, env, _ := simulate(t, spec)
+	tb := openTable(t, path)
+	names := []string{"informed-all", "loss", "margin", "lira-online", "grad-align", "linear"}
+	res, err := Score(context.Background(), tb, env, Options{Attacks: names})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if m := summaryOf(t, res, n); !(m.AUC >= 0.9) {
+			t.Errorf("%s: AUC %.3f on the quadratic model at sigma %g, want >= 0.9", n, m.AUC, spec.sigma)
+		}
+	}
+}
+
+func TestCancelledContext(t *testing.T) {
+	spec := softmaxSpec
+	spec.pairs, spec.sigma = 2, 0.1
+	path, env, _ := simulate(t, spec)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Score(ctx, openTable(t, path), env, Options{Attacks: []string{"loss"}}); err == nil {
+		t.Error("cancelled context: no error")
+	}
+}
