@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/runs"
+)
+
+// statusShard is one line of `audit status --json`.
+type statusShard struct {
+	Shard string `json:"shard,omitempty"` // "i/n"; empty for files whose shard is unknown
+	State string `json:"state"`
+	File  string `json:"file"` // base name; for a missing shard, the name it will have
+	Error string `json:"error,omitempty"`
+}
+
+// statusReport is the whole of `audit status --json`.
+type statusReport struct {
+	Dir      string         `json:"dir"`
+	Shards   int            `json:"shards"`
+	Complete int            `json:"complete"`
+	Counts   map[string]int `json:"counts"`
+	Files    []statusShard  `json:"files"`
+	OK       bool           `json:"ok"`
+}
+
+// runsDirOf accepts an experiment directory (run files in DIR/runs) or the run-file directory
+// itself, so users can pass either of the paths they see.
+func runsDirOf(dir string) string {
+	if st, err := os.Stat(experiment.RunsDir(dir)); err == nil && st.IsDir() {
+		return experiment.RunsDir(dir)
+	}
+	return dir
+}
+
+func shardStatus(dir string, shards int) (statusReport, error) {
+	rdir := runsDirOf(dir)
+	infos, err := runs.ShardStatus(rdir, shards)
+	if err != nil {
+		return statusReport{}, err
+	}
+	rep := statusReport{Dir: rdir, Shards: shards, Counts: map[string]int{}}
+	for _, in := range infos {
+		line := statusShard{State: in.State.String(), File: filepath.Base(in.Path)}
+		if in.Shard.Count > 0 {
+			line.Shard = in.Shard.String()
+			if rep.Shards == 0 {
+				rep.Shards = in.Shard.Count
+			}
+		}
+		if in.State == runs.ShardMissing {
+			line.File = in.Shard.FileName()
+		}
+		if in.Err != nil {
+			line.Error = in.Err.Error()
+		}
+		rep.Counts[line.State]++
+		rep.Files = append(rep.Files, line)
+	}
+	rep.Complete = rep.Counts[runs.ShardComplete.String()]
+	rep.OK = rep.Shards > 0 && rep.Complete == rep.Shards &&
+		rep.Counts[runs.ShardCorrupt.String()] == 0 && rep.Counts[runs.ShardMissing.String()] == 0
+	return rep, nil
+}
+
+// statusError is the exit-1 summary of an incomplete directory.
+func (r statusReport) err() error {
+	if r.OK {
+		return nil
+	}
+	if r.Shards == 0 {
+		return fmt.Errorf("status: no run files in %s (give --shards n to list the missing shards)", r.Dir)
+	}
+	var parts []string
+	for _, st := range []runs.ShardState{runs.ShardMissing, runs.ShardCorrupt} {
+		if n := r.Counts[st.String()]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, st))
+		}
+	}
+	return fmt.Errorf("status: %s: %d of %d shards complete (%s)", r.Dir, r.Complete, r.Shards, strings.Join(parts, ", "))
+}
+
+func printStatus(e *env, r statusReport) {
+	fmt.Fprintf(e.stdout, "%s: %d of %d shards complete\n", r.Dir, r.Complete, r.Shards)
+	for _, f := range r.Files {
+		shard := f.Shard
+		if shard == "" {
+			shard = "?"
+		}
+		fmt.Fprintf(e.stdout, "  %-9s %-9s %s", shard, f.State, f.File)
+		if f.Error != "" {
+			fmt.Fprintf(e.stdout, ": %s", f.Error)
+		}
+		fmt.Fprintln(e.stdout)
+	}
+	var notes []string
+	for _, st := range []runs.ShardState{runs.ShardMissing, runs.ShardCorrupt, runs.ShardDuplicate, runs.ShardMismatch, runs.ShardWriting} {
+		if n := r.Counts[st.String()]; n > 0 {
+			notes = append(notes, fmt.Sprintf("%d %s", n, st))
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(e.stdout, "problems: %s\n", strings.Join(notes, ", "))
+	}
+}
+
+func init() {
+	register(&command{
+		name:    "status",
+		summary: "list the complete, missing, corrupt and in-progress shards of a run directory",
+		usage: "status DIR [--shards n] [--json]\n\n" +
+			"DIR is an experiment directory (run files in DIR/runs) or a run-file directory. Exit\n" +
+			"status: 0 when every shard is complete, 1 when any shard is missing or corrupt (or no\n" +
+			"run file is there), 2 on a usage error. Duplicate, mismatched and in-progress files are\n" +
+			"listed but do not fail the check on their own.",
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			shards := fs.Int("shards", 0, "expected number of shards (0: take it from the first readable file)")
+			asJSON := fs.Bool("json", false, "machine-readable output")
+			return func(_ context.Context, e *env, args []string) error {
+				// Flags may follow DIR (audit status DIR --json), as in the usage line.
+				var dirs []string
+				for len(args) > 0 {
+					dirs = append(dirs, args[0])
+					if err := fs.Parse(args[1:]); err != nil {
+						return usagef("status: %v (see 'audit status --help')", err)
+					}
+					args = fs.Args()
+				}
+				if len(dirs) != 1 {
+					return usagef("status: give one run directory")
+				}
+				if *shards < 0 {
+					return usagef("--shards must be >= 0")
+				}
+				rep, err := shardStatus(dirs[0], *shards)
+				if err != nil {
+					return err
+				}
+				if *asJSON {
+					if err := writeJSON(e.stdout, rep); err != nil {
+						return err
+					}
+				} else {
+					printStatus(e, rep)
+				}
+				return rep.err()
+			}
+		},
+	})
+}
