@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/fedaudit/fedaudit/runs"
@@ -197,7 +198,7 @@ func TestWorkersDoNotChangeScores(t *testing.T) {
 
 // spyLearner records which runs and pairs it was fitted on and scores 1 any run it saw or whose
 // pair partner it saw, 0 otherwise.
-type spyLearner struct{ fits *int }
+type spyLearner struct{ fits *atomic.Int32 }
 
 func (spyLearner) Info() Info {
 	return Info{Name: "spy", Threat: runs.ThreatFinal, Learned: true}
@@ -208,7 +209,7 @@ func (spyLearner) Observe(_ *Env, obs *Observation) (Observed, error) {
 }
 
 func (s spyLearner) Fit(_ *Env, train []Example) (func([]float64) float64, error) {
-	*s.fits++
+	s.fits.Add(1)
 	runsSeen, pairsSeen := map[float64]bool{}, map[float64]bool{}
 	for _, e := range train {
 		runsSeen[e.Features[0]], pairsSeen[e.Features[1]] = true, true
@@ -226,15 +227,15 @@ func TestCrossFittingNeverScoresSeenRuns(t *testing.T) {
 	spec := softmaxSpec
 	spec.sigma, spec.pairs = 0.1, 13 // 13 pairs in 5 folds: folds of 3 and 2 pairs
 	path, env, _ := simulate(t, spec)
-	fits := 0
+	var fits atomic.Int32
 	env.cache = nil
 	e := env
 	res, err := score(context.Background(), openTable(t, path), &e, []Attack{spyLearner{&fits}}, Options{Workers: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fits != 5 {
-		t.Errorf("%d fits, want 5 folds", fits)
+	if fits.Load() != 5 {
+		t.Errorf("%d fits, want 5 folds", fits.Load())
 	}
 	for _, s := range res.Scores {
 		if s.Score == 1 {
