@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -303,12 +304,12 @@ func decodeSafely(f func() error) (err error) {
 func openArrowFile(path string, mem memory.Allocator) (*os.File, *ipc.FileReader, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, bare(err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, nil, err
+		return nil, nil, bare(err)
 	}
 	if st.IsDir() {
 		f.Close()
@@ -337,6 +338,15 @@ func openArrowFile(path string, mem memory.Allocator) (*os.File, *ipc.FileReader
 		return nil, nil, err
 	}
 	return f, r, nil
+}
+
+// bare drops the path from an *fs.PathError, since our own errors name the file already.
+func bare(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 var arrowMagic = []byte("ARROW1")

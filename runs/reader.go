@@ -81,7 +81,7 @@ func Open(path string, opts ...Option) (*Table, error) {
 	o := newOptions(opts)
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, fmt.Errorf("open %s: %w", path, bare(err))
 	}
 	if !st.IsDir() {
 		h, err := readHeader(path, o.mem)
@@ -94,7 +94,7 @@ func Open(path string, opts ...Option) (*Table, error) {
 
 	paths, err := runFiles(path)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, fmt.Errorf("open %s: %w", path, bare(err))
 	}
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("open %s: no run files (*.arrow) in directory", path)
@@ -447,7 +447,7 @@ type ShardInfo struct {
 func ShardStatus(dir string, count int) ([]ShardInfo, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("shard status %s: %w", dir, err)
+		return nil, fmt.Errorf("shard status %s: %w", dir, bare(err))
 	}
 	var problems []ShardInfo
 	var ref *header

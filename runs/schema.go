@@ -158,6 +158,30 @@ func (m Meta) StatIndex(name string) int {
 	return -1
 }
 
+// Column names one column of a run file and its Arrow type.
+type Column struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+// Columns lists the columns of a run file with this Meta, in the order writers put them.
+func (m Meta) Columns() []Column {
+	fields := runFields(m)
+	cols := make([]Column, len(fields))
+	for i, f := range fields {
+		cols[i] = Column{Name: f.Name, Type: typeName(f.Type)}
+	}
+	return cols
+}
+
+// typeName is the type as pyarrow prints it, without Arrow Go's element field decoration.
+func typeName(t arrow.DataType) string {
+	if lt, ok := t.(*arrow.ListType); ok {
+		return "list<" + typeName(lt.Elem()) + ">"
+	}
+	return t.String()
+}
+
 // sameExperiment reports why two files cannot be read as one table, or "" when they can.
 func (m Meta) sameExperiment(o Meta) string {
 	switch {
@@ -230,6 +254,22 @@ func runSchema(m Meta) (*arrow.Schema, error) {
 	if err != nil {
 		return nil, err
 	}
+	seen := map[string]bool{}
+	for _, name := range m.StatNames {
+		if err := checkColumnName(name, fixedRunColumns, seen); err != nil {
+			return nil, fmt.Errorf("statistic: %w", err)
+		}
+	}
+	fields := runFields(m)
+	md := arrow.NewMetadata(
+		[]string{KeyFormatVersion, KeyKind, KeyConfig, KeyDatasetHash, KeyToolVersion, KeyShard},
+		[]string{FormatVersion, KindRuns, string(config), m.DatasetHash, m.ToolVersion, shard.String()},
+	)
+	return arrow.NewSchema(fields, &md), nil
+}
+
+// runFields lists the fields of a run file for m, in writing order.
+func runFields(m Meta) []arrow.Field {
 	fields := []arrow.Field{
 		{Name: colRunID, Type: arrow.PrimitiveTypes.Int64},
 		{Name: colPairID, Type: arrow.PrimitiveTypes.Int64},
@@ -240,11 +280,7 @@ func runSchema(m Meta) (*arrow.Schema, error) {
 		{Name: colTrainLoss, Type: arrow.PrimitiveTypes.Float64},
 		{Name: colTestAccuracy, Type: arrow.PrimitiveTypes.Float64},
 	}
-	seen := map[string]bool{}
 	for _, name := range m.StatNames {
-		if err := checkColumnName(name, fixedRunColumns, seen); err != nil {
-			return nil, fmt.Errorf("statistic: %w", err)
-		}
 		fields = append(fields, arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Float64})
 	}
 	if m.HasParams {
@@ -253,11 +289,7 @@ func runSchema(m Meta) (*arrow.Schema, error) {
 	if m.HasUpload {
 		fields = append(fields, arrow.Field{Name: colUpload, Type: float32List})
 	}
-	md := arrow.NewMetadata(
-		[]string{KeyFormatVersion, KeyKind, KeyConfig, KeyDatasetHash, KeyToolVersion, KeyShard},
-		[]string{FormatVersion, KindRuns, string(config), m.DatasetHash, m.ToolVersion, shard.String()},
-	)
-	return arrow.NewSchema(fields, &md), nil
+	return fields
 }
 
 // compactConfig checks that config is JSON and compacts it, so that two writers of the same

@@ -183,12 +183,12 @@ func ReadScores(path string) ([]Score, error) {
 func ReadScoreFile(path string) (*ScoreFile, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("read scores %s: %w", path, err)
+		return nil, fmt.Errorf("read scores %s: %w", path, bare(err))
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("read scores %s: %w", path, err)
+		return nil, fmt.Errorf("read scores %s: %w", path, bare(err))
 	}
 	if st.IsDir() {
 		return nil, fmt.Errorf("read scores %s: is a directory", path)
