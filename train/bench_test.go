@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"fmt"
 	"testing"
 )
 
@@ -63,8 +64,30 @@ func BenchmarkW1Step(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		e.localGrad(0, 1, i%5, e.l, false)
+		e.eta = 0.05
+		e.localGrad(0, 1, i%5, e.l, false, 0, e.P)
 		e.be.ClipStep(0.05, 1, 0, e.all(e.l), e.all(e.grad), e.all(e.g))
+	}
+}
+
+// BenchmarkW1Client is one client's K local steps for 64 replicas, by chunk size (pairs).
+func BenchmarkW1Client(b *testing.B) {
+	c, cp, tgt := W1Data()
+	for _, chunk := range []int{1, 2, 4, 8, 32} {
+		b.Run(fmt.Sprint("chunk", chunk), func(b *testing.B) {
+			cfg := W1Config()
+			cfg.ChunkPairs = chunk
+			e, err := newEngine(NewCPU(0), cfg, c, cp, tgt, nil, PairRange{0, 32})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := e.localTrain(context.Background(), 0, 1, e.l, false); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

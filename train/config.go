@@ -61,6 +61,9 @@ type Config struct {
 	DivergenceNorm float64 `json:"divergence_norm,omitempty" yaml:"divergence_norm,omitempty"`
 	// Threads is the CPU backend's goroutine count; 0 means GOMAXPROCS.
 	Threads int `json:"threads,omitempty" yaml:"threads,omitempty"`
+	// ChunkPairs is the number of pairs that go through a client's local steps together (a
+	// cache-blocking knob: results do not depend on it); 0 means all pairs of the shard.
+	ChunkPairs int `json:"chunk_pairs,omitempty" yaml:"chunk_pairs,omitempty"`
 	// EvalBatch is the number of rows evaluated at once at checkpoints; 0 means 256.
 	EvalBatch int `json:"eval_batch,omitempty" yaml:"eval_batch,omitempty"`
 }
@@ -213,6 +216,9 @@ func (c *Config) validate(m, n, dim, classes int) error {
 	}
 	if c.DivergenceNorm < 0 {
 		bad("divergence_norm", "need >= 0, got %g", c.DivergenceNorm)
+	}
+	if c.ChunkPairs < 0 {
+		bad("chunk_pairs", "need >= 0, got %d", c.ChunkPairs)
 	}
 	if c.EvalBatch < 0 {
 		bad("eval_batch", "need >= 0, got %d", c.EvalBatch)

@@ -99,6 +99,7 @@ type engine struct {
 
 	eta   float32      // learning rate of the current local step
 	fused fusedStepper // the model's fused clipped step, when it has one and it applies
+	chunk int          // pairs per chunk of local training
 
 	evalLoss, evalMargin Buffer
 	hostLoss, hostMargin []float32
@@ -166,6 +167,11 @@ func newEngine(be Backend, cfg Config, worldC, worldCP []*datasets.Dataset, targ
 	}
 	if f, ok := model.(fusedStepper); ok && e.perEx == 0 && cfg.Batching != "poisson" {
 		e.fused = f
+	}
+	// By default a chunk's parameters take about 4 MiB (two L2 caches of this kind of machine).
+	e.chunk = max(1, min(e.P, (4<<20)/(8*e.d)))
+	if cfg.ChunkPairs > 0 {
+		e.chunk = cfg.ChunkPairs
 	}
 	if cfg.EvalBatch == 0 {
 		e.cfg.EvalBatch = 256
@@ -409,23 +415,31 @@ func (e *engine) chooseParticipants(t int) {
 // phi' for C replicas and phi for C' replicas).
 func (e *engine) localTrain(ctx context.Context, t, i int, buf Buffer, flip bool) error {
 	be := e.be
-	be.Axpby(1, e.all(e.g), 0, e.all(buf), nil)
-	for k := 0; k < e.cfg.LocalSteps; k++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		e.eta = float32(e.cfg.LearningRateAt(t, k))
-		e.localGrad(t, i, k, buf, flip)
-		if e.fused == nil {
-			be.ClipStep(e.eta, e.clipV, e.alpha, e.all(buf), e.all(e.grad), e.all(e.g))
+	// Pairs go through the K steps a chunk at a time, so that a chunk's parameters stay in
+	// cache from one step to the next; replicas are independent, so chunking changes nothing
+	// in the results.
+	for p0 := 0; p0 < e.P; p0 += e.chunk {
+		p1 := min(p0+e.chunk, e.P)
+		rows := func(b Buffer) Mat { return e.rows(b, 2*p0, 2*(p1-p0), 1) }
+		be.Axpby(1, rows(e.g), 0, rows(buf), nil)
+		for k := 0; k < e.cfg.LocalSteps; k++ {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			e.eta = float32(e.cfg.LearningRateAt(t, k))
+			e.localGrad(t, i, k, buf, flip, p0, p1)
+			if e.fused == nil {
+				be.ClipStep(e.eta, e.clipV, e.alpha, rows(buf), rows(e.grad), rows(e.g))
+			}
 		}
 	}
 	return nil
 }
 
 // localGrad writes into e.grad every replica's gradient at params buf on client i's batch of
-// (round t, step k). Replicas that see the same rows are one group, one batched call.
-func (e *engine) localGrad(t, i, k int, buf Buffer, flip bool) {
+// (round t, step k), for pairs [p0, p1). Replicas that see the same rows are one group, one
+// batched call.
+func (e *engine) localGrad(t, i, k int, buf Buffer, flip bool, p0, p1 int) {
 	isTarget := i == e.target.Client
 	world := func(w int) int {
 		if flip {
@@ -438,12 +452,12 @@ func (e *engine) localGrad(t, i, k int, buf Buffer, flip bool) {
 		if isTarget {
 			for w := 0; w < 2; w++ {
 				cd := &e.data[world(w)][i]
-				e.groupGrad(buf, w, e.P, 2, cd.x, cd.y)
+				e.groupGrad(buf, 2*p0+w, p1-p0, 2, cd.x, cd.y)
 			}
 			return
 		}
 		cd := &e.data[0][i]
-		e.groupGrad(buf, 0, e.R, 1, cd.x, cd.y)
+		e.groupGrad(buf, 2*p0, 2*(p1-p0), 1, cd.x, cd.y)
 	case "fixed":
 		cd := &e.data[0][i]
 		rng := newCounterRand(e.cfg.Seed, uint32(t), uint32(i), domainBatch, uint32(k))
@@ -453,16 +467,16 @@ func (e *engine) localGrad(t, i, k int, buf Buffer, flip bool) {
 		if isTarget && slices.Contains(idx, int32(e.target.Index)) {
 			for w := 0; w < 2; w++ {
 				x, y := e.gather(&e.data[world(w)][i], idx)
-				e.groupGrad(buf, w, e.P, 2, x, y)
+				e.groupGrad(buf, 2*p0+w, p1-p0, 2, x, y)
 			}
 			return
 		}
 		x, y := e.gather(cd, idx)
-		e.groupGrad(buf, 0, e.R, 1, x, y)
+		e.groupGrad(buf, 2*p0, 2*(p1-p0), 1, x, y)
 	case "poisson":
 		cd := &e.data[0][i]
 		q := float64(e.cfg.BatchSize) / float64(cd.n)
-		for p := 0; p < e.P; p++ {
+		for p := p0; p < p1; p++ {
 			rng := newCounterRand(e.seeds[2*p], uint32(t), uint32(i), domainPoisson, uint32(k))
 			idx := e.idx[:0]
 			hit := false

@@ -267,9 +267,9 @@ func TestShardInvariance(t *testing.T) {
 			cfg := tc.cfg
 			cfg.Threads = 2
 			whole := run(t, cfg, tc.c, tc.cp, tc.tgt, PairRange{0, 6})
-			cfg.Threads = 1
+			cfg.Threads, cfg.ChunkPairs = 1, 1
 			a := run(t, cfg, tc.c, tc.cp, tc.tgt, PairRange{0, 2})
-			cfg.Threads = 3
+			cfg.Threads, cfg.ChunkPairs = 3, 3
 			b := run(t, cfg, tc.c, tc.cp, tc.tgt, PairRange{2, 4})
 			for k, ck := range whole {
 				parts := append(slices.Clone(a[k].Replicas), b[k].Replicas...)
