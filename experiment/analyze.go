@@ -37,6 +37,51 @@ type Finding struct {
 	// "composition bound", or "" when there was nothing to judge.
 	ClaimSource string         `json:"claim_source,omitempty"`
 	Verdict     *audit.Verdict `json:"-"`
+	// Metrics holds the mean of each of the attack's own success metrics (label accuracy,
+	// PSNR, ...) over the runs where it is defined.
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+}
+
+type groupKey struct {
+	attack, threat string
+	round          int32
+}
+
+// metricMeans averages every metric column per (attack, threat, round) over finite values: NaN
+// is a metric the attack does not report or a run where it is undefined, and an infinite PSNR
+// (an exact reconstruction) has no mean; the MSE column still counts such runs.
+func metricMeans(sf *runs.ScoreFile) map[groupKey]map[string]float64 {
+	type acc struct {
+		sum []float64
+		n   []int
+	}
+	accs := map[groupKey]*acc{}
+	for _, s := range sf.Scores {
+		k := groupKey{s.Attack, s.Threat, s.Round}
+		a := accs[k]
+		if a == nil {
+			a = &acc{sum: make([]float64, len(sf.Meta.MetricNames)), n: make([]int, len(sf.Meta.MetricNames))}
+			accs[k] = a
+		}
+		for i, v := range s.Metrics {
+			if i < len(a.sum) && !math.IsNaN(v) && !math.IsInf(v, 0) {
+				a.sum[i] += v
+				a.n[i]++
+			}
+		}
+	}
+	out := map[groupKey]map[string]float64{}
+	for k, a := range accs {
+		for i, name := range sf.Meta.MetricNames {
+			if a.n[i] > 0 {
+				if out[k] == nil {
+					out[k] = map[string]float64{}
+				}
+				out[k][name] = a.sum[i] / float64(a.n[i])
+			}
+		}
+	}
+	return out
 }
 
 // scoreGroup is the scores of one (attack, threat, round), split by world. When every pair
@@ -130,10 +175,12 @@ func pairUp(ids [2][]int64, vals [2][]float64) (c, cprime []float64, ok bool) {
 
 // AnalyzeScores audits every (attack, threat, round) group of scores. theory, when not nil,
 // maps a round to its bound. A group whose scores are all of one world is an error naming it.
-func AnalyzeScores(ctx context.Context, scores []runs.Score, opts AnalyzeOptions, theory func(round int) *audit.Bound) ([]Finding, error) {
+func AnalyzeScores(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions, theory func(round int) *audit.Bound) ([]Finding, error) {
+	scores := sf.Scores
 	if len(scores) == 0 {
 		return nil, fmt.Errorf("analyze: no scores")
 	}
+	means := metricMeans(sf)
 	var out []Finding
 	for _, g := range groupScores(scores) {
 		if err := ctx.Err(); err != nil {
@@ -150,7 +197,8 @@ func AnalyzeScores(ctx context.Context, scores []runs.Score, opts AnalyzeOptions
 		if err != nil {
 			return nil, fmt.Errorf("analyze: %s: %w", name, err)
 		}
-		f := Finding{Attack: g.attack, Threat: g.threat, Round: g.round, Result: res}
+		f := Finding{Attack: g.attack, Threat: g.threat, Round: g.round, Result: res,
+			Metrics: means[groupKey{g.attack, g.threat, int32(g.round)}]}
 		if theory != nil {
 			f.Theory = theory(g.round)
 		}

@@ -86,15 +86,16 @@ func openRunsDir(dir string, allowPartial bool) (*runs.Table, *Config, *Data, er
 
 // AttackDir scores the run files of dir into ScoresPath(dir), unless a score file is already
 // there (then it is read and returned).
-func AttackDir(ctx context.Context, dir string, opts AttackOptions) ([]runs.Score, error) {
+func AttackDir(ctx context.Context, dir string, opts AttackOptions) (*runs.ScoreFile, error) {
 	path := ScoresPath(dir)
-	if _, err := os.Stat(path); err == nil {
-		return runs.ReadScores(path)
-	} else if !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
+	} else if err != nil {
+		if _, _, err := AttackTo(ctx, dir, path, opts); err != nil {
+			return nil, err
+		}
 	}
-	scores, _, err := AttackTo(ctx, dir, path, opts)
-	return scores, err
+	return runs.ReadScoreFile(path)
 }
 
 // AttackTo scores the run files of dir into the score file out (ScoresPath(dir) when empty),
@@ -123,8 +124,12 @@ func attackTo(ctx context.Context, dir, path string, opts AttackOptions) ([]runs
 	if opts.Logf != nil {
 		opts.Logf("attacks: scoring %v", names)
 	}
+	rounds := opts.Rounds
+	if len(rounds) == 0 {
+		rounds = cfg.Audit.Rounds
+	}
 	env := AttackEnv(cfg, data, tab.Meta())
-	res, err := attacks.Score(ctx, tab, *env, attacks.Options{Attacks: names, Rounds: opts.Rounds, Workers: opts.Workers})
+	res, err := attacks.Score(ctx, tab, *env, attacks.Options{Attacks: names, Rounds: rounds, Workers: opts.Workers})
 	if err != nil {
 		return nil, err
 	}
@@ -137,24 +142,27 @@ func attackTo(ctx context.Context, dir, path string, opts AttackOptions) ([]runs
 // AnalyzeDir audits an experiment directory: it scores the run files when no score file exists,
 // then audits every (attack, threat, round) beside the theory for the experiment's config.
 func AnalyzeDir(ctx context.Context, dir string, opts AnalyzeOptions, aopts AttackOptions) ([]Finding, error) {
-	scores, err := AttackDir(ctx, dir, aopts)
+	sf, err := AttackDir(ctx, dir, aopts)
 	if err != nil {
 		return nil, err
 	}
+	scores := sf.Scores
 	tab, cfg, data, err := openRunsDir(dir, aopts.AllowPartial)
 	if err != nil {
 		return nil, err
 	}
 	tab.Close()
-	theory, err := theoryLookup(cfg, data, scores)
+	theory, err := theoryLookup(cfg, data, scores, aopts.Logf)
 	if err != nil {
 		return nil, err
 	}
-	return AnalyzeScores(ctx, scores, opts, theory)
+	return AnalyzeScores(ctx, sf, opts, theory)
 }
 
 // theoryLookup computes the bounds for every round that has scores.
-func theoryLookup(cfg *Config, data *Data, scores []runs.Score) (func(int) *audit.Bound, error) {
+// A configuration outside the theorems' assumptions (e.g. FedProx with alpha <= L) still gets its
+// empirical audit, with no bound beside it and the reason logged.
+func theoryLookup(cfg *Config, data *Data, scores []runs.Score, logf func(string, ...any)) (func(int) *audit.Bound, error) {
 	sm, err := SmoothnessOf(cfg, data)
 	if err != nil {
 		return nil, err
@@ -168,7 +176,10 @@ func theoryLookup(cfg *Config, data *Data, scores []runs.Score) (func(int) *audi
 	slices.Sort(rounds)
 	bounds, err := TheoryAt(cfg, sm, rounds)
 	if err != nil {
-		return nil, err
+		if logf != nil {
+			logf("theory: no bound for this configuration: %v", err)
+		}
+		return nil, nil
 	}
 	byRound := map[int]*audit.Bound{}
 	for i := range bounds {

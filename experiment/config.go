@@ -99,6 +99,9 @@ type AuditConfig struct {
 	Method string `json:"method" yaml:"method"`
 	// Attacks to run; empty means every attack the run files support.
 	Attacks []string `json:"attacks,omitempty" yaml:"attacks,omitempty"`
+	// Rounds to attack; empty means every checkpoint but 0. Attacks on uploads at round T also
+	// need the checkpoint T-1.
+	Rounds []int `json:"rounds,omitempty" yaml:"rounds,omitempty"`
 	// Smoothness is the constant L of the bound. For the quadratic model and softmax regression
 	// it is computed from the data when zero (certified); for MLPs it must be given and every
 	// bound derived from it is labelled an estimate.

@@ -30,6 +30,8 @@ type Record struct {
 	Verdict       *string  `json:"verdict"`
 	ClaimSource   *string  `json:"claim_source"`
 	Tightness     *float64 `json:"tightness"`
+	// Metrics are the means of the attack's own success metrics (label accuracy, PSNR, ...).
+	Metrics map[string]float64 `json:"metrics,omitempty"`
 }
 
 func finite(x float64) *float64 {
@@ -49,6 +51,7 @@ func Records(fs []Finding) []Record {
 			AUC: r.AUC, TPRAt1e3: r.TPRAt1e3, TPRAt1e2: r.TPRAt1e2, BalancedAcc: r.BestBalancedAccuracy,
 			MuLower: r.MuLower, EpsLower: r.EpsLower, MuEstimate: r.MuEstimate,
 			Delta: r.Delta, Confidence: r.Confidence, Method: string(r.Method),
+			Metrics: f.Metrics,
 		}
 		if f.Theory != nil {
 			rec.MuConvergent = finite(f.Theory.Mu)

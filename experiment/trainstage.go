@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -70,7 +71,11 @@ func TrainShard(ctx context.Context, cfg *Config, data *Data, s runs.Shard, dir 
 		}
 	}
 
-	rec := &shardRecorder{path: path, meta: runs.Meta{
+	dim, err := train.ParamCount(cfg.Train.Model, data.Pair.C[0].Dim(), data.Classes)
+	if err != nil {
+		return "", false, fmt.Errorf("train shard %s: %w", s, err)
+	}
+	rec := &shardRecorder{path: path, dim: dim, meta: runs.Meta{
 		Config:      cfg.JSON(),
 		DatasetHash: data.Hash,
 		ToolVersion: opts.ToolVersion,
@@ -102,6 +107,30 @@ type shardRecorder struct {
 	meta runs.Meta
 	w    *runs.Writer
 	rows []runs.Row
+	nan  []float32
+	dim  int // parameter count of the model
+}
+
+// nanUpload returns a NaN vector as long as the model's parameter vector: the length of any
+// recorded upload or parameter vector of this checkpoint.
+func (r *shardRecorder) nanUpload(paramLen int, cp *train.Checkpoint) []float32 {
+	n := paramLen
+	for i := range cp.Replicas {
+		if l := len(cp.Replicas[i].Upload); l > 0 {
+			n = l
+			break
+		}
+	}
+	if n == 0 {
+		n = r.dim
+	}
+	if len(r.nan) != n {
+		r.nan = make([]float32, n)
+		for i := range r.nan {
+			r.nan[i] = float32(math.NaN())
+		}
+	}
+	return r.nan
 }
 
 func (r *shardRecorder) Checkpoint(_ context.Context, cp *train.Checkpoint) error {
@@ -117,6 +146,12 @@ func (r *shardRecorder) Checkpoint(_ context.Context, cp *train.Checkpoint) erro
 	r.rows = r.rows[:0]
 	for i := range cp.Replicas {
 		s := &cp.Replicas[i]
+		upload := s.Upload
+		if r.meta.HasUpload && len(upload) == 0 {
+			// No upload to record (round 0, or the target client sat the round out): the row
+			// keeps its place with a NaN vector, which attacks read as "not observed".
+			upload = r.nanUpload(len(s.Params), cp)
+		}
 		stats := make([]float64, 0, len(s.Stats)+4)
 		stats = append(stats, s.Stats...)
 		stats = append(stats, s.TargetLoss[0], s.TargetLoss[1], s.TargetMargin[0], s.TargetMargin[1])
@@ -131,7 +166,7 @@ func (r *shardRecorder) Checkpoint(_ context.Context, cp *train.Checkpoint) erro
 			TestAccuracy: s.TestAccuracy,
 			Stats:        stats,
 			Params:       s.Params,
-			Upload:       s.Upload,
+			Upload:       upload,
 		})
 	}
 	return r.w.Write(r.rows...)

@@ -80,7 +80,7 @@ func init() {
 				case *scores != "" && len(args) > 0:
 					return usagef("analyze: give --scores FILE or a run directory, not both")
 				case *scores != "":
-					s, err := runs.ReadScores(*scores)
+					s, err := runs.ReadScoreFile(*scores)
 					if err != nil {
 						return err
 					}

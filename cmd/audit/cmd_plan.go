@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/fedaudit/fedaudit/experiment"
+)
+
+// planReport is `audit plan --json`.
+type planReport struct {
+	Config string          `json:"config"`
+	Work   experiment.Work `json:"work"`
+	// Calibration and the CPU times are absent with --no-calibrate.
+	Calibration  *experiment.Calibration `json:"calibration,omitempty"`
+	CPUSeconds   float64                 `json:"cpu_seconds,omitempty"`
+	CPUShardSecs float64                 `json:"cpu_shard_seconds,omitempty"`
+	GPU          gpuEstimate             `json:"gpu"`
+}
+
+type gpuEstimate struct {
+	PeakTFLOPS   float64 `json:"peak_tflops"`
+	Efficiency   float64 `json:"efficiency"`
+	Seconds      float64 `json:"seconds"`       // the whole job on one GPU
+	ShardSeconds float64 `json:"shard_seconds"` // the largest shard on one GPU
+}
+
+func init() {
+	register(&command{
+		name:    "plan",
+		summary: "estimate the work, run-file size and time of an experiment before submitting it",
+		usage: "plan --config F [--shards n] [--gpu-tflops 50] [--gpu-efficiency 0.25] [--no-calibrate] [--json]\n\n" +
+			"FLOPs count 6·B·d per client gradient step (B rows, d parameters) for every client and\n" +
+			"replica in every round (the target client twice with the informed statistics), plus\n" +
+			"2·d per evaluated row at checkpoints. The CPU time comes from timing a few rounds of a\n" +
+			"4-pair slice of the config on this machine (about a second); the GPU time from the\n" +
+			"stated peak rate times the assumed efficiency.",
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			config := fs.String("config", "", "experiment config (YAML)")
+			shards := fs.Int("shards", 1, "number of shards (array tasks) the training is split into")
+			tflops := fs.Float64("gpu-tflops", 50, "peak FP32 rate of one GPU, in TFLOP/s")
+			eff := fs.Float64("gpu-efficiency", experiment.DefaultGPUEfficiency, "fraction of the peak rate the training reaches")
+			noCal := fs.Bool("no-calibrate", false, "skip the timing on this machine (deterministic output)")
+			budget := fs.Duration("calibrate-time", time.Second, "about how long the calibration may train")
+			asJSON := fs.Bool("json", false, "machine-readable output")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) > 0 {
+					return usagef("plan: unexpected argument %q", args[0])
+				}
+				if *config == "" {
+					return usagef("plan: --config is required")
+				}
+				if *shards < 1 {
+					return usagef("--shards must be >= 1")
+				}
+				if !(*tflops > 0) || math.IsInf(*tflops, 0) {
+					return usagef("--gpu-tflops must be a positive number, got %g", *tflops)
+				}
+				if !(*eff > 0 && *eff <= 1) {
+					return usagef("--gpu-efficiency must be in (0, 1], got %g", *eff)
+				}
+				cfg, err := experiment.Load(*config)
+				if err != nil {
+					return err
+				}
+				data, err := experiment.Prepare(cfg)
+				if err != nil {
+					return err
+				}
+				w, err := experiment.Plan(cfg, data, *shards)
+				if err != nil {
+					return err
+				}
+				rate := *tflops * 1e12 * *eff
+				rep := planReport{Config: *config, Work: w, GPU: gpuEstimate{
+					PeakTFLOPS: *tflops, Efficiency: *eff,
+					Seconds: experiment.Seconds(w.FLOPs, rate), ShardSeconds: experiment.Seconds(w.ShardFLOPs, rate),
+				}}
+				if !*noCal {
+					e.logf("plan: calibrating on this machine (about %s)", *budget)
+					cal, err := experiment.Calibrate(ctx, cfg, data, *budget)
+					if err != nil {
+						return err
+					}
+					rep.Calibration = &cal
+					rep.CPUSeconds = experiment.Seconds(w.FLOPs, cal.FLOPS)
+					rep.CPUShardSecs = experiment.Seconds(w.ShardFLOPs, cal.FLOPS)
+				}
+				if *asJSON {
+					return writeJSON(e.stdout, rep)
+				}
+				printPlan(e, cfg, rep)
+				return nil
+			}
+		},
+	})
+}
+
+func printPlan(e *env, cfg *experiment.Config, r planReport) {
+	w := r.Work
+	out := e.stdout
+	fmt.Fprintf(out, "%s: %d pairs (%d replicas) x %d rounds = %d replica-rounds, in %d shard(s)\n",
+		cfg.Name, w.Pairs, w.Replicas, w.Rounds, w.ReplicaRounds, w.Shards)
+	fmt.Fprintf(out, "model: d = %d parameters; %d local trainings x %d steps per replica-round, %d rows per step\n",
+		w.Params, w.LocalTrainings, w.LocalSteps, w.BatchRows)
+	fmt.Fprintf(out, "work:  %s FLOP (train %s, eval %s at %d checkpoints); largest shard %s\n",
+		si(w.FLOPs), si(w.TrainFLOPs), si(w.EvalFLOPs), w.Checkpoints, si(w.ShardFLOPs))
+	fmt.Fprintf(out, "files: %d rows, about %sB of run files (%sB of parameter/upload vectors)\n",
+		w.Rows, si(float64(w.RunFileBytes)), si(float64(w.VectorBytes)))
+	if r.Calibration != nil {
+		c := r.Calibration
+		fmt.Fprintf(out, "this machine: %sFLOP/s measured on %d pairs x %d rounds in %s: job %s, largest shard %s\n",
+			si(c.FLOPS), c.Pairs, c.Rounds, c.Elapsed.Round(time.Millisecond), duration(r.CPUSeconds), duration(r.CPUShardSecs))
+	} else {
+		fmt.Fprintf(out, "this machine: not calibrated (--no-calibrate)\n")
+	}
+	fmt.Fprintf(out, "one GPU at %g TFLOP/s peak, %.0f%% efficiency (assumed): job %s, largest shard %s\n",
+		r.GPU.PeakTFLOPS, 100*r.GPU.Efficiency, duration(r.GPU.Seconds), duration(r.GPU.ShardSeconds))
+	fmt.Fprintf(out, "times cover training only; attacks and analysis come after, in one job\n")
+}
+
+// si formats x with an SI prefix and three significant digits.
+func si(x float64) string {
+	prefixes := []string{"", "k", "M", "G", "T", "P", "E"}
+	i := 0
+	for math.Abs(x) >= 1000 && i < len(prefixes)-1 {
+		x /= 1000
+		i++
+	}
+	return fmt.Sprintf("%.3g %s", x, prefixes[i])
+}
+
+// duration formats seconds for people: sub-second times in ms, long ones in h/m/s.
+func duration(s float64) string {
+	switch {
+	case s < 1e-3:
+		return "< 1ms"
+	case s < 1:
+		return fmt.Sprintf("%.0fms", s*1e3)
+	}
+	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
+}

@@ -1,0 +1,182 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/train"
+)
+
+// Work is the size of an experiment's training stage, counted the way the engine does it, so
+// that users can size a batch array before they submit it.
+//
+// FLOPs use the dense-layer rule of thumb: one gradient on B rows of a model with d parameters
+// costs about 6·B·d (forward 2·B·d, backward 4·B·d), one evaluation 2·d per row. The engine
+// trains every one of the m clients for every replica in every round (clients that sit a round
+// out are masked when averaging, not skipped), and with the informed statistics on it trains the
+// target client a second time on the other world's data. Clipping, noise and averaging are O(d)
+// per client step and left out.
+type Work struct {
+	Pairs      int `json:"pairs"`
+	Replicas   int `json:"replicas"` // 2 per pair: one in C, one in C'
+	Shards     int `json:"shards"`
+	Rounds     int `json:"rounds"` // T
+	LocalSteps int `json:"local_steps"`
+	Clients    int `json:"clients"`
+	// Params is d, the length of one replica's parameter vector.
+	Params int `json:"params"`
+	// BatchRows is the number of rows of one client step's gradient (the expected number for
+	// Poisson batches).
+	BatchRows int `json:"batch_rows"`
+	// LocalTrainings is the number of clients' K-step local trainings per replica and round:
+	// m, plus one with the informed statistics.
+	LocalTrainings int `json:"local_trainings"`
+	// Checkpoints is the number of recorded rounds; EvalRows the rows evaluated per replica at
+	// each (every client's samples, the test set and the two target samples).
+	Checkpoints int `json:"checkpoints"`
+	EvalRows    int `json:"eval_rows"`
+
+	ReplicaRounds int64   `json:"replica_rounds"`
+	ClientSteps   int64   `json:"client_steps"` // gradient steps over all replicas, rounds and clients
+	TrainFLOPs    float64 `json:"train_flops"`
+	EvalFLOPs     float64 `json:"eval_flops"`
+	FLOPs         float64 `json:"flops"`
+	// ShardFLOPs is the work of the largest shard: the array's critical path.
+	ShardFLOPs float64 `json:"shard_flops"`
+
+	// Rows is the number of run-file rows; VectorBytes the bytes of recorded parameter and
+	// upload vectors among them (float32), RunFileBytes an estimate of all run files together
+	// (vectors plus the fixed and statistic columns, without Arrow's small framing).
+	Rows         int64 `json:"rows"`
+	VectorBytes  int64 `json:"vector_bytes"`
+	RunFileBytes int64 `json:"run_file_bytes"`
+}
+
+// Plan counts the work of training cfg in the given number of shards (0 means 1). data is the
+// experiment's prepared data (Prepare), which fixes the input dimension and classes.
+func Plan(cfg *Config, data *Data, shards int) (Work, error) {
+	shards = max(shards, 1)
+	if shards > cfg.Pairs {
+		return Work{}, fmt.Errorf("plan: %d shards for %d pairs: a shard needs at least one pair", shards, cfg.Pairs)
+	}
+	dim := 1
+	for _, s := range data.Shape {
+		dim *= s
+	}
+	d, err := train.ParamCount(cfg.Train.Model, dim, data.Classes)
+	if err != nil {
+		return Work{}, fmt.Errorf("plan: %w", err)
+	}
+	tc := cfg.Train
+	w := Work{
+		Pairs: cfg.Pairs, Replicas: 2 * cfg.Pairs, Shards: shards,
+		Rounds: tc.Rounds, LocalSteps: tc.LocalSteps, Clients: cfg.Data.Clients,
+		Params: d, BatchRows: cfg.Data.PerClient, LocalTrainings: cfg.Data.Clients,
+		Checkpoints: len(tc.Checkpoints),
+		EvalRows:    cfg.Data.Clients*cfg.Data.PerClient + cfg.Data.TestSamples + 2,
+	}
+	if tc.Batching != "full" {
+		w.BatchRows = tc.BatchSize
+	}
+	if tc.Informed {
+		w.LocalTrainings++
+	}
+	w.count(cfg)
+	largest := ShardPairs(cfg.Pairs, runs.Shard{Index: shards - 1, Count: shards}).Count
+	for i := 0; i < shards; i++ {
+		largest = max(largest, ShardPairs(cfg.Pairs, runs.Shard{Index: i, Count: shards}).Count)
+	}
+	w.ShardFLOPs = w.FLOPs * float64(largest) / float64(cfg.Pairs)
+	return w, nil
+}
+
+// count fills the totals from the per-replica sizes.
+func (w *Work) count(cfg *Config) {
+	R, d := int64(w.Replicas), float64(w.Params)
+	w.ReplicaRounds = R * int64(w.Rounds)
+	w.ClientSteps = w.ReplicaRounds * int64(w.LocalTrainings) * int64(w.LocalSteps)
+	w.TrainFLOPs = float64(w.ClientSteps) * 6 * float64(w.BatchRows) * d
+	w.EvalFLOPs = float64(R) * float64(w.Checkpoints) * 2 * d * float64(w.EvalRows)
+	w.FLOPs = w.TrainFLOPs + w.EvalFLOPs
+
+	w.Rows = R * int64(w.Checkpoints)
+	vectors := int64(0)
+	if cfg.Train.RecordParams {
+		vectors++
+	}
+	if cfg.Train.RecordUpload {
+		vectors++ // an upper bound: rows without an upload may be shorter
+	}
+	w.VectorBytes = w.Rows * vectors * int64(w.Params) * 4
+	// run, pair, seed, loss, accuracy (8 bytes each), round (4), world, diverged (1), four
+	// target-sample statistics, three informed ones, and a 4-byte list offset per vector.
+	perRow := int64(5*8 + 4 + 2 + 4*8 + 4*vectors)
+	if cfg.Train.Informed {
+		perRow += 3 * 8
+	}
+	w.RunFileBytes = w.VectorBytes + w.Rows*perRow
+}
+
+// Calibration is a measured training speed of this machine on a slice of an experiment.
+type Calibration struct {
+	Pairs   int           `json:"pairs"`  // pairs of the slice
+	Rounds  int           `json:"rounds"` // rounds of the slice
+	Elapsed time.Duration `json:"elapsed_ns"`
+	// FLOPS is the slice's work (as Plan counts it) per second.
+	FLOPS float64 `json:"flops_per_second"`
+}
+
+// Calibrate times the real training of a slice of cfg (up to 4 pairs, a number of rounds grown
+// until the slice takes about budget/2, one checkpoint at its end) on the CPU backend, and
+// returns the speed in Plan's FLOPs. A small slice batches fewer replicas than the real job,
+// so the speed, and every time derived from it, errs on the slow side.
+func Calibrate(ctx context.Context, cfg *Config, data *Data, budget time.Duration) (Calibration, error) {
+	slice := *cfg
+	slice.Pairs = min(cfg.Pairs, 4)
+	var cal Calibration
+	for rounds := 1; ; rounds = min(2*rounds, cfg.Train.Rounds) {
+		tc := cfg.Train
+		tc.Rounds = rounds
+		tc.Checkpoints = []int{rounds}
+		if tc.Schedule == "table" {
+			tc.ScheduleTable = tc.ScheduleTable[:rounds]
+		}
+		slice.Train = tc
+		start := time.Now()
+		err := train.Train(ctx, tc, data.Pair.C, data.Pair.CPrime, data.Target, data.Test,
+			train.PairRange{First: 0, Count: slice.Pairs}, discard{}, nil)
+		if err != nil {
+			return Calibration{}, fmt.Errorf("calibrate: %w", err)
+		}
+		cal = Calibration{Pairs: slice.Pairs, Rounds: rounds, Elapsed: time.Since(start)}
+		if cal.Elapsed >= budget/2 || rounds == cfg.Train.Rounds {
+			break
+		}
+	}
+	w, err := Plan(&slice, data, 1)
+	if err != nil {
+		return Calibration{}, err
+	}
+	cal.FLOPS = w.FLOPs / max(cal.Elapsed.Seconds(), 1e-9)
+	return cal, nil
+}
+
+// discard is a recorder that keeps nothing: calibration times training, not writing.
+type discard struct{}
+
+func (discard) Checkpoint(context.Context, *train.Checkpoint) error { return nil }
+
+// DefaultGPUEfficiency is the fraction of a GPU's peak FLOP rate Plan's estimates assume. The
+// engine's GEMMs are many small per-replica products (rows B by d), which reach a fraction of
+// the peak that dense benchmarks see; 0.25 is a planning figure, not a measurement.
+const DefaultGPUEfficiency = 0.25
+
+// Seconds is the time of work at a rate of flops per second.
+func Seconds(work, flops float64) float64 {
+	if !(flops > 0) {
+		return 0
+	}
+	return work / flops
+}

@@ -1,0 +1,141 @@
+package experiment
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+)
+
+const planConfig = `
+name: plan
+seed: 3
+pairs: 40
+data:
+  source: synthetic
+  synthetic: {dim: 8, classes: 3}
+  clients: 3
+  per_client: 10
+  test_samples: 30
+adjacency: {kind: replace, client: 0, index: 2, canary: dirac}
+train:
+  algorithm: fedavg
+  model: {kind: softmax}
+  rounds: 3
+  local_steps: 2
+  learning_rate: 0.1
+  clip_norm: 1
+  noise_std: 0.05
+  checkpoints: [1, 3]
+  informed: true
+`
+
+// TestPlanHandCounts checks Plan's counts against sums done by hand for two small configs.
+func TestPlanHandCounts(t *testing.T) {
+	tests := []struct {
+		name   string
+		edit   func(c *Config)
+		shards int
+		// Hand-computed: d, train FLOPs, eval FLOPs, largest shard's pairs, vector bytes.
+		d                   int
+		train, eval         float64
+		largestPairs        int
+		vectorBytes, rows   int64
+		localTrainings, eRs int
+	}{{
+		// Softmax regression on 8 features, 3 classes: d = (8+1)·3 = 27. 80 replicas · 3 rounds
+		// · (3 clients + 1 informed) · 2 steps · 6·10 rows·27 = 3,110,400. Eval: 80 replicas ·
+		// 2 checkpoints · 2·27 · (3·10 + 30 + 2 rows) = 535,680. 40 pairs in 3 shards: 13, 13, 14.
+		name: "softmax informed", shards: 3,
+		d: 27, train: 3110400, eval: 535680, largestPairs: 14, rows: 160,
+		localTrainings: 4, eRs: 62,
+	}, {
+		// MLP 8-5-3: d = 9·5 + 6·3 = 63; fixed batches of 4, no informed statistics, params
+		// recorded. Train: 80 · 3 · 3 · 2 · 6·4·63 = 2,177,280. Eval: 80 · 2 · 2·63 · 62 =
+		// 1,249,920. Vectors: 160 rows · 63 · 4 bytes = 40,320.
+		name: "mlp fixed params",
+		edit: func(c *Config) {
+			c.Train.Model.Kind, c.Train.Model.Hidden, c.Train.Model.Activation = "mlp", []int{5}, "tanh"
+			c.Train.Batching, c.Train.BatchSize = "fixed", 4
+			c.Train.Informed = false
+			c.Train.RecordParams = true
+		},
+		shards: 1,
+		d:      63, train: 2177280, eval: 1249920, largestPairs: 40, vectorBytes: 40320, rows: 160,
+		localTrainings: 3, eRs: 62,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(planConfig))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.edit != nil {
+				tt.edit(cfg)
+			}
+			data, err := Prepare(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := Plan(cfg, data, tt.shards)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Counts are integers well below 2^53: exact in float64.
+			if w.Params != tt.d || w.TrainFLOPs != tt.train || w.EvalFLOPs != tt.eval || w.FLOPs != tt.train+tt.eval {
+				t.Errorf("d %d, train %g, eval %g, total %g; want %d, %g, %g, %g",
+					w.Params, w.TrainFLOPs, w.EvalFLOPs, w.FLOPs, tt.d, tt.train, tt.eval, tt.train+tt.eval)
+			}
+			if w.LocalTrainings != tt.localTrainings || w.EvalRows != tt.eRs || w.Rows != tt.rows || w.VectorBytes != tt.vectorBytes {
+				t.Errorf("local trainings %d, eval rows %d, rows %d, vector bytes %d; want %d, %d, %d, %d",
+					w.LocalTrainings, w.EvalRows, w.Rows, w.VectorBytes, tt.localTrainings, tt.eRs, tt.rows, tt.vectorBytes)
+			}
+			if w.ReplicaRounds != 240 {
+				t.Errorf("replica-rounds %d, want 80·3 = 240", w.ReplicaRounds)
+			}
+			wantShard := w.FLOPs * float64(tt.largestPairs) / 40
+			if math.Abs(w.ShardFLOPs-wantShard) > 1e-9*wantShard {
+				t.Errorf("shard FLOPs %g, want %g", w.ShardFLOPs, wantShard)
+			}
+		})
+	}
+}
+
+func TestPlanRefusesEmptyShards(t *testing.T) {
+	cfg, err := Parse([]byte(planConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Plan(cfg, data, 41); err == nil {
+		t.Error("41 shards of 40 pairs: no error")
+	}
+}
+
+// TestCalibrate checks that a calibration measures something: a positive speed, from a slice
+// no bigger than the job, and that a larger budget does not shrink the slice.
+func TestCalibrate(t *testing.T) {
+	cfg, err := Parse([]byte(planConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal, err := Calibrate(context.Background(), cfg, data, 20*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(cal.FLOPS > 0) || math.IsInf(cal.FLOPS, 0) || cal.Pairs != 4 || cal.Rounds < 1 || cal.Rounds > cfg.Train.Rounds || cal.Elapsed <= 0 {
+		t.Errorf("calibration %+v", cal)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Calibrate(ctx, cfg, data, time.Second); err == nil {
+		t.Error("a cancelled calibration succeeded")
+	}
+}
