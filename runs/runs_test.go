@@ -620,6 +620,12 @@ func TestOpenErrors(t *testing.T) {
 			return append(f, arrow.Field{Name: "params", Type: arrow.ListOf(arrow.PrimitiveTypes.Float64)})
 		})),
 	}
+	schemas["dict.arrow"] = editSchema(t, m, fieldEdit(func(f []arrow.Field) []arrow.Field {
+		return append(f, arrow.Field{Name: "tag", Type: &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}})
+	}))
+	schemas["struct.arrow"] = editSchema(t, m, fieldEdit(func(f []arrow.Field) []arrow.Field {
+		return append(f, arrow.Field{Name: "pair", Type: arrow.StructOf(arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int64})})
+	}))
 	for name, sc := range schemas {
 		writeRaw(t, filepath.Join(dir, name), sc, fillRows(1))
 	}
@@ -642,6 +648,8 @@ func TestOpenErrors(t *testing.T) {
 		{"roundtype.arrow", `column "round" has type int64, want int32`},
 		{"stattype.arrow", `column "note" has type utf8; statistic columns must be float64`},
 		{"paramstype.arrow", `column "params" has type list<item: float64, nullable>`},
+		{"dict.arrow", `column "tag": dictionary-encoded columns are not supported`},
+		{"struct.arrow", `column "pair": unsupported Arrow type`},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.Join(dir, tc.file)
@@ -827,5 +835,26 @@ func TestGoldenSchema(t *testing.T) {
 	}
 	if got != string(want) {
 		t.Errorf("schema differs from %s (run with -update after an intended change)\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
+	}
+}
+
+func TestAllocationCap(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	capped := &cappedAllocator{mem: mem, limit: 100}
+	err := decodeSafely(func() error {
+		capped.Free(capped.Allocate(100))
+		capped.Allocate(101)
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "buffer of 101 bytes exceeds the limit of 100") {
+		t.Errorf("decodeSafely = %v, want the allocation refused", err)
+	}
+	mem.AssertSize(t, 0)
+	if err := decodeSafely(func() error { return errors.New("plain") }); err == nil || err.Error() != "plain" {
+		t.Errorf("decodeSafely passed %v, want the function's own error", err)
+	}
+	// The limit grows with the file but never wraps around.
+	if allocLimit(1<<62) <= 0 || allocLimit(10) != allocFloor+10*allocFactor {
+		t.Errorf("allocLimit: %d, %d", allocLimit(1<<62), allocLimit(10))
 	}
 }
