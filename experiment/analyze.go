@@ -22,6 +22,8 @@ type AnalyzeOptions struct {
 	Claim audit.Claim
 	// Seed drives the split method.
 	Seed uint64
+	// Exact, when set, gives the exact mu for a threat model and round (NaN if unknown).
+	Exact func(threat string, round int) float64
 }
 
 // Finding is the audit of one attack under one threat model at one checkpoint.
@@ -37,6 +39,9 @@ type Finding struct {
 	// "composition bound", or "" when there was nothing to judge.
 	ClaimSource string         `json:"claim_source,omitempty"`
 	Verdict     *audit.Verdict `json:"-"`
+	// ExactMu is the exact mu of the mechanism for this threat model and round where it is known
+	// (the quadratic reference instance), NaN elsewhere.
+	ExactMu float64 `json:"-"`
 	// Metrics holds the mean of each of the attack's own success metrics (label accuracy,
 	// PSNR, ...) over the runs where it is defined.
 	Metrics map[string]float64 `json:"metrics,omitempty"`
@@ -197,10 +202,13 @@ func AnalyzeScores(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions,
 		if err != nil {
 			return nil, fmt.Errorf("analyze: %s: %w", name, err)
 		}
-		f := Finding{Attack: g.attack, Threat: g.threat, Round: g.round, Result: res,
+		f := Finding{Attack: g.attack, Threat: g.threat, Round: g.round, Result: res, ExactMu: math.NaN(),
 			Metrics: means[groupKey{g.attack, g.threat, int32(g.round)}]}
 		if theory != nil {
 			f.Theory = theory(g.round)
+		}
+		if opts.Exact != nil {
+			f.ExactMu = opts.Exact(g.threat, g.round)
 		}
 		claim, source := opts.Claim, "claim"
 		if claim.Mu == 0 && claim.Epsilon == 0 {

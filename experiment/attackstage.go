@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -155,6 +156,19 @@ func AnalyzeDir(ctx context.Context, dir string, opts AnalyzeOptions, aopts Atta
 	theory, err := theoryLookup(cfg, data, scores, aopts.Logf)
 	if err != nil {
 		return nil, err
+	}
+	if final, all, ok := ExactMu(cfg, data); ok && opts.Exact == nil {
+		opts.Exact = func(threat string, round int) float64 {
+			switch {
+			case round < 1:
+				return math.NaN()
+			case threat == runs.ThreatFinal:
+				return final(round)
+			case threat == runs.ThreatAllIterates:
+				return all(round)
+			}
+			return math.NaN()
+		}
 	}
 	return AnalyzeScores(ctx, sf, opts, theory)
 }

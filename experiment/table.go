@@ -25,6 +25,7 @@ type Record struct {
 	Delta         float64  `json:"delta"`
 	Confidence    float64  `json:"confidence"`
 	Method        string   `json:"method"`
+	MuExact       *float64 `json:"mu_exact"`
 	MuConvergent  *float64 `json:"mu_convergent"`
 	MuComposition *float64 `json:"mu_composition"`
 	Verdict       *string  `json:"verdict"`
@@ -53,6 +54,7 @@ func Records(fs []Finding) []Record {
 			Delta: r.Delta, Confidence: r.Confidence, Method: string(r.Method),
 			Metrics: f.Metrics,
 		}
+		rec.MuExact = finite(f.ExactMu)
 		if f.Theory != nil {
 			rec.MuConvergent = finite(f.Theory.Mu)
 			rec.MuComposition = finite(f.Theory.MuComposition)
@@ -68,17 +70,27 @@ func Records(fs []Finding) []Record {
 }
 
 // WriteTable prints findings as the one table a person reads: attack, threat, T, AUC, TPR at
-// 1% FPR, the certified mu lower bound, the two theoretical bounds and the verdict.
+// 1% FPR, the certified mu lower bound, the point estimate, the exact mu where the instance has
+// one, the two theoretical bounds and the verdict.
 func WriteTable(w io.Writer, fs []Finding) error {
+	recs := Records(fs)
+	exact := false
+	for _, r := range recs {
+		exact = exact || r.MuExact != nil
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	io.WriteString(tw, "attack\tthreat\tT\tn0\tn1\tAUC\tTPR@1pctFPR\tmu_lower\tmu_est\tconvergent\tcomposition\tverdict\t\n")
+	header := "attack\tthreat\tT\tn0\tn1\tAUC\tTPR@1pctFPR\tmu_lower\tmu_est\t"
+	if exact {
+		header += "exact\t"
+	}
+	io.WriteString(tw, header+"convergent\tcomposition\tverdict\t\n")
 	num := func(p *float64) string {
 		if p == nil {
 			return "-"
 		}
 		return fmt.Sprintf("%.4g", *p)
 	}
-	for _, r := range Records(fs) {
+	for _, r := range recs {
 		verdict := "-"
 		if r.Verdict != nil {
 			verdict = *r.Verdict
@@ -86,9 +98,12 @@ func WriteTable(w io.Writer, fs []Finding) error {
 				verdict += fmt.Sprintf(" (%.2f of %s)", *r.Tightness, *r.ClaimSource)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.4f\t%.4f\t%.4f\t%.4f\t%s\t%s\t%s\t\n",
-			r.Attack, r.Threat, r.Round, r.N0, r.N1, r.AUC, r.TPRAt1e2, r.MuLower, r.MuEstimate,
-			num(r.MuConvergent), num(r.MuComposition), verdict)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.4f\t%.4f\t%.4f\t%.4f\t",
+			r.Attack, r.Threat, r.Round, r.N0, r.N1, r.AUC, r.TPRAt1e2, r.MuLower, r.MuEstimate)
+		if exact {
+			fmt.Fprintf(tw, "%s\t", num(r.MuExact))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", num(r.MuConvergent), num(r.MuComposition), verdict)
 	}
 	return tw.Flush()
 }

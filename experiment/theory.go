@@ -6,6 +6,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/train"
 )
 
 // Smoothness is the constant L the convergent bound uses, and where it came from.
@@ -115,4 +116,32 @@ func TheoryAt(cfg *Config, sm Smoothness, rounds []int) ([]audit.Bound, error) {
 		}
 	}
 	return bounds, nil
+}
+
+// ExactMu returns the exact mu of the quadratic reference instance for an observer of the final
+// model and for an observer of every iterate, as functions of T, when the experiment is that
+// instance (quadratic model, Noisy-FedAvg, constant schedule, full batches, every client in
+// every round, replace adjacency); ok is false otherwise. The values assume that clipping is
+// never active, which the config must ensure with a large clip_norm.
+func ExactMu(cfg *Config, data *Data) (final, allIterates func(T int) float64, ok bool) {
+	tc := cfg.Train
+	if tc.Model.Kind != "quadratic" || tc.Algorithm != train.NoisyFedAvg || tc.Schedule != "constant" ||
+		tc.Batching != "full" || (tc.Participants != 0 && tc.Participants != cfg.Data.Clients) ||
+		cfg.Adjacency.Kind != "replace" || tc.NoiseStd <= 0 {
+		return nil, nil, false
+	}
+	p := data.Pair
+	n := float64(p.C[p.Client].Len())
+	diff := make([]float64, len(p.Sample.Features))
+	for j := range diff {
+		diff[j] = (float64(p.Sample.Features[j]) - float64(p.SamplePrime.Features[j])) / n
+	}
+	rho, dnorm, err := audit.QuadraticDelta(tc.Model.Curvature, tc.LearningRate, tc.LocalSteps, cfg.Data.Clients, diff)
+	if err != nil {
+		return nil, nil, false
+	}
+	m, sigma := cfg.Data.Clients, tc.NoiseStd
+	final = func(T int) float64 { return audit.QuadraticFinalMu(m, dnorm, sigma, rho, T) }
+	allIterates = func(T int) float64 { return audit.QuadraticAllIteratesMu(m, dnorm, sigma, T) }
+	return final, allIterates, true
 }
