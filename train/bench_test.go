@@ -65,7 +65,9 @@ func BenchmarkW1Step(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		e.eta = 0.05
-		e.localGrad(0, 1, i%5, e.l, false, 0, e.P)
+		if err := e.localGrad(0, 1, i%5, e.l, false, 0, e.P); err != nil {
+			b.Fatal(err)
+		}
 		e.be.ClipStep(0.05, 1, 0, e.all(e.l), e.all(e.grad), e.all(e.g))
 	}
 }

@@ -165,7 +165,9 @@ func newEngine(be Backend, cfg Config, worldC, worldCP []*datasets.Dataset, targ
 	if e.divNorm == 0 {
 		e.divNorm = 1e6
 	}
-	if f, ok := model.(fusedStepper); ok && e.perEx == 0 && cfg.Batching != "poisson" {
+	// The fused step pays n^2 per replica for the Gram matrices instead of n*in: worth it for
+	// minibatches no larger than the input.
+	if f, ok := model.(fusedStepper); ok && e.perEx == 0 && cfg.Batching == "fixed" && cfg.BatchSize <= dim {
 		e.fused = f
 	}
 	// By default a chunk's parameters take about 4 MiB (two L2 caches of this kind of machine).
@@ -202,8 +204,13 @@ func newEngine(be Backend, cfg Config, worldC, worldCP []*datasets.Dataset, targ
 		e.test = &td
 	}
 	switch cfg.Batching {
-	case "full", "poisson":
+	case "full":
 		e.maxRows = maxN
+	case "poisson":
+		// A Poisson batch above B + 8 sqrt(B) + 16 has probability below e^-30; such a draw
+		// stops the run with an error rather than being truncated.
+		b := float64(cfg.BatchSize)
+		e.maxRows = min(maxN, int(b+8*math.Sqrt(b)+16))
 	default:
 		e.maxRows = cfg.BatchSize
 	}
@@ -427,7 +434,9 @@ func (e *engine) localTrain(ctx context.Context, t, i int, buf Buffer, flip bool
 				return err
 			}
 			e.eta = float32(e.cfg.LearningRateAt(t, k))
-			e.localGrad(t, i, k, buf, flip, p0, p1)
+			if err := e.localGrad(t, i, k, buf, flip, p0, p1); err != nil {
+				return err
+			}
 			if e.fused == nil {
 				be.ClipStep(e.eta, e.clipV, e.alpha, rows(buf), rows(e.grad), rows(e.g))
 			}
@@ -439,7 +448,7 @@ func (e *engine) localTrain(ctx context.Context, t, i int, buf Buffer, flip bool
 // localGrad writes into e.grad every replica's gradient at params buf on client i's batch of
 // (round t, step k), for pairs [p0, p1). Replicas that see the same rows are one group, one
 // batched call.
-func (e *engine) localGrad(t, i, k int, buf Buffer, flip bool, p0, p1 int) {
+func (e *engine) localGrad(t, i, k int, buf Buffer, flip bool, p0, p1 int) error {
 	isTarget := i == e.target.Client
 	world := func(w int) int {
 		if flip {
@@ -454,7 +463,7 @@ func (e *engine) localGrad(t, i, k int, buf Buffer, flip bool, p0, p1 int) {
 				cd := &e.data[world(w)][i]
 				e.groupGrad(buf, 2*p0+w, p1-p0, 2, cd.x, cd.y)
 			}
-			return
+			return nil
 		}
 		cd := &e.data[0][i]
 		e.groupGrad(buf, 2*p0, 2*(p1-p0), 1, cd.x, cd.y)
@@ -469,7 +478,7 @@ func (e *engine) localGrad(t, i, k int, buf Buffer, flip bool, p0, p1 int) {
 				x, y := e.gather(&e.data[world(w)][i], idx)
 				e.groupGrad(buf, 2*p0+w, p1-p0, 2, x, y)
 			}
-			return
+			return nil
 		}
 		x, y := e.gather(cd, idx)
 		e.groupGrad(buf, 2*p0, 2*(p1-p0), 1, x, y)
@@ -486,6 +495,9 @@ func (e *engine) localGrad(t, i, k int, buf Buffer, flip bool, p0, p1 int) {
 					hit = hit || (isTarget && j == e.target.Index)
 				}
 			}
+			if len(idx) > e.maxRows {
+				return fmt.Errorf("poisson batch of %d samples (round %d, client %d, step %d, pair %d) exceeds the workspace of %d rows", len(idx), t, i, k, e.first+p, e.maxRows)
+			}
 			if len(idx) == 0 {
 				e.be.Axpby(0, Mat{}, 0, e.rows(e.grad, 2*p, 2, 1), nil)
 				continue
@@ -501,6 +513,7 @@ func (e *engine) localGrad(t, i, k int, buf Buffer, flip bool, p0, p1 int) {
 			e.groupGrad(buf, 2*p, 2, 1, x, y)
 		}
 	}
+	return nil
 }
 
 func (e *engine) gather(cd *clientData, idx []int32) (x, y Mat) {

@@ -90,7 +90,6 @@ type mlpWorkspace struct {
 func (m *MLP) newWorkspace(be Backend, maxRows, maxBatch int) workspace {
 	L := len(m.Sizes) - 1
 	ws := &mlpWorkspace{deltas: make([]Mat, L), inputs: make([]Mat, L),
-		gx: be.Alloc(maxRows * maxRows), gd: be.Alloc(maxBatch * maxRows * maxRows),
 		ghost: make([]float64, maxBatch), rest: make([]float64, maxBatch), coef: make([]float32, maxBatch)}
 	for l := 0; l < L; l++ {
 		n := maxRows * maxBatch * m.Sizes[l+1]
@@ -192,6 +191,9 @@ func (m *MLP) step(be Backend, w workspace, params, x, y, anchor, grad Mat, eta,
 		coef[r] = 1
 	}
 	if v > 0 {
+		if ws.gd == nil || ws.gd.Len() < len(coef)*n*n { // first step only: the batch size is fixed
+			ws.gx, ws.gd = be.Alloc(n*n), be.Alloc(len(ws.coef)*n*n)
+		}
 		xs := x
 		xs.Batch = 1
 		gx := Mat{Buf: ws.gx, Rows: n, Cols: n, Stride: n, Batch: 1}
