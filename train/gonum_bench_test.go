@@ -31,4 +31,6 @@ func benchGonum(b *testing.B, tA, tB blas.Transpose, m, n, k, batch int) {
 }
 
 func BenchmarkGonumW1Forward(b *testing.B) { benchGonum(b, blas.NoTrans, blas.Trans, 32, 64, 784, 64) }
-func BenchmarkGonumSquare512(b *testing.B) { benchGonum(b, blas.NoTrans, blas.NoTrans, 512, 512, 512, 1) }
+func BenchmarkGonumSquare512(b *testing.B) {
+	benchGonum(b, blas.NoTrans, blas.NoTrans, 512, 512, 512, 1)
+}
