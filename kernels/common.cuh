@@ -1,0 +1,71 @@
+// Shared helpers of the fedaudit kernels. Every kernel follows two rules that keep it runnable
+// by the host shim (kernels/hostshim), which executes a launch as plain loops over blocks and
+// threads: threads never communicate (no shared memory, no __syncthreads, no atomics), and
+// every output element is computed by one thread in a fixed order that does not depend on the
+// launch configuration. Reductions over long vectors are therefore split into a fixed number of
+// partial sums (kernel dot_partials) and a second pass (reduce_partials), so a result never
+// depends on the grid size, the batch size or the device.
+#ifndef FEDAUDIT_COMMON_CUH
+#define FEDAUDIT_COMMON_CUH
+
+typedef long long i64;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+// FEDAUDIT_PARTIALS is the number of partial sums per batch element of a long reduction.
+#define FEDAUDIT_PARTIALS 256
+
+// GRID_STRIDE loops i over [0, n) with a grid-stride loop, so any grid size covers any n.
+#define GRID_STRIDE(i, n)                                                        \
+	for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (i64)(n);       \
+	     i += (i64)blockDim.x * gridDim.x)
+
+// The activations, numbered as train.Activation.
+#define ACT_TANH 0
+#define ACT_SOFTPLUS 1
+#define ACT_RELU 2
+
+// go_maxf is Go's built-in max for float32: NaN if either is NaN, max(-0, +0) = +0.
+__device__ __forceinline__ float go_maxf(float a, float b) {
+	if (a != a) return a;
+	if (b != b) return b;
+	if (a == b) return (__float_as_uint(a) >> 31) ? b : a;
+	return a > b ? a : b;
+}
+
+// sumsq4 is train's sumSq: four float64 lanes, lane l summing x[i]^2 for i = l mod 4 over the
+// largest multiple of 4, the tail added to lane 0, then (s0 + s1) + (s2 + s3). Squares of
+// float32 values are exact in float64, so fused or separate multiply-adds agree bit for bit.
+__device__ __forceinline__ double sumsq4(const float* x, i64 n) {
+	double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+	i64 n4 = n & ~(i64)3;
+	for (i64 i = 0; i < n4; i += 4) {
+		double a = x[i], b = x[i + 1], c = x[i + 2], d = x[i + 3];
+		s0 += a * a;
+		s1 += b * b;
+		s2 += c * c;
+		s3 += d * d;
+	}
+	for (i64 i = n4; i < n; i++) {
+		double a = x[i];
+		s0 += a * a;
+	}
+	return (s0 + s1) + (s2 + s3);
+}
+
+// Philox4x32-10 (Salmon et al., SC11), as train/philox.go: c is the counter, (k0, k1) the key.
+__device__ __forceinline__ void philox4x32_10(u32 c[4], u32 k0, u32 k1) {
+	for (int i = 0; i < 10; i++) {
+		u32 hi0 = __umulhi(0xD2511F53u, c[0]), lo0 = 0xD2511F53u * c[0];
+		u32 hi1 = __umulhi(0xCD9E8D57u, c[2]), lo1 = 0xCD9E8D57u * c[2];
+		u32 n0 = hi1 ^ c[1] ^ k0, n2 = hi0 ^ c[3] ^ k1;
+		c[0] = n0;
+		c[1] = lo1;
+		c[2] = n2;
+		c[3] = lo0;
+		k0 += 0x9E3779B9u;
+		k1 += 0xBB67AE85u;
+	}
+}
+
+#endif

@@ -1,0 +1,106 @@
+// Row-wise operations of train.Backend: Axpby, AddRow, SumRows, Gather, Activate,
+// ActivateGrad. Matrices are passed as a pointer to element (0, 0) of batch element 0, a row
+// stride and a batch stride (0 broadcasts one matrix to the batch), as train.Mat.
+#include "common.cuh"
+
+// axpby: y = a_b x + beta y with a_b = alpha coef[b] (coef may be null); with a_b = 0 and
+// beta = 0, y is zeroed without reading x, which may then be null.
+extern "C" __global__ void axpby(float* y, i64 ys, i64 ybs, const float* x, i64 xs, i64 xbs,
+                                 const float* coef, float alpha, float beta, i64 rows, i64 cols,
+                                 i64 batch) {
+	i64 per = rows * cols;
+	GRID_STRIDE(i, batch * per) {
+		i64 b = i / per, r = (i % per) / cols, j = i % cols;
+		float a = coef ? alpha * coef[b] : alpha;
+		float* yp = y + b * ybs + r * ys + j;
+		if (a == 0.0f && beta == 0.0f) {
+			*yp = 0.0f;
+			continue;
+		}
+		float xv = x[b * xbs + r * xs + j];
+		if (beta == 0.0f)
+			*yp = a * xv;
+		else if (beta == 1.0f)
+			*yp += a * xv;
+		else
+			*yp = a * xv + beta * *yp;
+	}
+}
+
+// add_row: y[b, r, j] += v[b, j].
+extern "C" __global__ void add_row(float* y, i64 ys, i64 ybs, const float* v, i64 vbs, i64 rows,
+                                   i64 cols, i64 batch) {
+	i64 per = rows * cols;
+	GRID_STRIDE(i, batch * per) {
+		i64 b = i / per, r = (i % per) / cols, j = i % cols;
+		y[b * ybs + r * ys + j] += v[b * vbs + j];
+	}
+}
+
+// sum_rows: y[b, j] = alpha sum_r x[b, r, j] + beta y[b, j], the sum in float32 in row order;
+// with beta = 0, y is not read.
+extern "C" __global__ void sum_rows(float* y, i64 ybs, const float* x, i64 xs, i64 xbs,
+                                    float alpha, float beta, i64 rows, i64 cols, i64 batch) {
+	GRID_STRIDE(i, batch * cols) {
+		i64 b = i / cols, j = i % cols;
+		const float* xp = x + b * xbs + j;
+		float s = 0.0f;
+		for (i64 r = 0; r < rows; r++) s += xp[r * xs];
+		float* yp = y + b * ybs + j;
+		if (beta == 0.0f)
+			*yp = alpha * s;
+		else
+			*yp = alpha * s + beta * *yp;
+	}
+}
+
+// gather: dst[b, r, :] = src[b, idx[r], :] for r < n.
+extern "C" __global__ void gather(float* dst, i64 ds, i64 dbs, const float* src, i64 ss, i64 sbs,
+                                  const int* idx, i64 n, i64 cols, i64 batch) {
+	i64 per = n * cols;
+	GRID_STRIDE(i, batch * per) {
+		i64 b = i / per, r = (i % per) / cols, j = i % cols;
+		dst[b * dbs + r * ds + j] = src[b * sbs + (i64)idx[r] * ss + j];
+	}
+}
+
+// activate: post = act(pre), computed in float64 and rounded, as the CPU backend does.
+extern "C" __global__ void activate(int act, const float* pre, i64 ps, i64 pbs, float* post,
+                                    i64 qs, i64 qbs, i64 rows, i64 cols, i64 batch) {
+	i64 per = rows * cols;
+	GRID_STRIDE(i, batch * per) {
+		i64 b = i / per, r = (i % per) / cols, j = i % cols;
+		float v = pre[b * pbs + r * ps + j];
+		float out;
+		if (act == ACT_TANH) {
+			out = (float)tanh((double)v);
+		} else if (act == ACT_SOFTPLUS) {
+			double x = v;
+			// log(1+e^x) = max(x,0) + log1p(e^-|x|), stable for large |x|
+			out = (float)(fmax(x, 0.0) + log1p(exp(-fabs(x))));
+		} else {
+			out = go_maxf(v, 0.0f);
+		}
+		post[b * qbs + r * qs + j] = out;
+	}
+}
+
+// activate_grad: grad *= act'(pre), given post = act(pre).
+extern "C" __global__ void activate_grad(int act, const float* pre, i64 ps, i64 pbs,
+                                         const float* post, i64 qs, i64 qbs, float* grad, i64 gs,
+                                         i64 gbs, i64 rows, i64 cols, i64 batch) {
+	i64 per = rows * cols;
+	GRID_STRIDE(i, batch * per) {
+		i64 b = i / per, r = (i % per) / cols, j = i % cols;
+		float* g = grad + b * gbs + r * gs + j;
+		if (act == ACT_TANH) {
+			float h = post[b * qbs + r * qs + j];
+			*g *= 1.0f - h * h;
+		} else if (act == ACT_SOFTPLUS) {
+			double v = pre[b * pbs + r * ps + j];
+			*g *= (float)(1.0 / (1.0 + exp(-v)));
+		} else if (pre[b * pbs + r * ps + j] <= 0.0f) {
+			*g = 0.0f;
+		}
+	}
+}

@@ -1,0 +1,128 @@
+// shim.cc compiles the CUDA kernels of fedaudit/kernels for the host (with cuda_shim.h) and
+// exports a launcher and a column-major strided-batched SGEMM with cuBLAS's semantics. It is
+// built into a shared library by package hostshim at test time, so it is always compiled from
+// the current sources.
+#include "cuda_shim.h"
+
+#include <stddef.h>
+
+#include <type_traits>
+#include <utility>
+
+#include "elementwise.cu"
+#include "loss.cu"
+#include "noise.cu"
+#include "reduce.cu"
+
+namespace {
+
+// arg converts one 64-bit argument slot to the kernel parameter's type, as the CUDA driver
+// reads a parameter from the start of its slot (little endian: the low bytes).
+template <typename T>
+T arg(uint64_t v) {
+	if constexpr (std::is_pointer_v<T>) {
+		return reinterpret_cast<T>(static_cast<uintptr_t>(v));
+	} else if constexpr (std::is_same_v<T, float>) {
+		uint32_t u = static_cast<uint32_t>(v);
+		float f;
+		memcpy(&f, &u, sizeof f);
+		return f;
+	} else if constexpr (std::is_same_v<T, double>) {
+		double d;
+		memcpy(&d, &v, sizeof d);
+		return d;
+	} else {
+		static_assert(std::is_integral_v<T>, "kernel parameters are pointers, integers or floats");
+		return static_cast<T>(v);
+	}
+}
+
+template <typename... A, size_t... I>
+void invoke(void (*f)(A...), const uint64_t* p, std::index_sequence<I...>) {
+	f(arg<A>(p[I])...);
+}
+
+struct entry {
+	const char* name;
+	int nargs;
+	void (*call)(void* fn, const uint64_t* args);
+	void* fn;
+};
+
+template <typename... A>
+entry make_entry(const char* name, void (*f)(A...)) {
+	return entry{name, static_cast<int>(sizeof...(A)),
+	             [](void* fn, const uint64_t* p) {
+		             invoke(reinterpret_cast<void (*)(A...)>(fn), p, std::index_sequence_for<A...>{});
+	             },
+	             reinterpret_cast<void*>(f)};
+}
+
+#define K(f) make_entry(#f, f)
+const entry table[] = {
+    K(axpby),         K(add_row),         K(sum_rows),           K(gather),
+    K(activate),      K(activate_grad),   K(softmax_xent),       K(clip_examples_norm),
+    K(clip_examples_scale), K(dot_partials), K(reduce_partials), K(clip_step),
+    K(add_gaussian),  K(philox_raw),
+};
+#undef K
+
+const int nkernels = sizeof table / sizeof table[0];
+
+}  // namespace
+
+// shim_find returns the index of the named kernel and stores its parameter count, or -1.
+extern "C" int shim_find(const char* name, int* nargs) {
+	for (int i = 0; i < nkernels; i++) {
+		if (strcmp(table[i].name, name) == 0) {
+			*nargs = table[i].nargs;
+			return i;
+		}
+	}
+	return -1;
+}
+
+// shim_launch runs kernel k over grid x block threads, one thread after another; it returns
+// nonzero when k or the argument count is wrong.
+extern "C" int shim_launch(int k, unsigned grid, unsigned block, const uint64_t* args, int nargs) {
+	if (k < 0 || k >= nkernels || nargs != table[k].nargs || grid == 0 || block == 0) return 1;
+	gridDim = dim3{grid, 1, 1};
+	blockDim = dim3{block, 1, 1};
+	for (unsigned b = 0; b < grid; b++) {
+		blockIdx = dim3{b, 0, 0};
+		for (unsigned t = 0; t < block; t++) {
+			threadIdx = dim3{t, 0, 0};
+			table[k].call(table[k].fn, args);
+		}
+	}
+	return 0;
+}
+
+// shim_gemm is cublasSgemmStridedBatched on host memory, with cuBLAS's argument checks
+// (nonzero return: CUBLAS_STATUS_INVALID_VALUE). Sums run in float32 in k order.
+extern "C" int shim_gemm(int ta, int tb, int m, int n, int k, float alpha, uint64_t a, int lda,
+                         long long sa, uint64_t b, int ldb, long long sb, float beta, uint64_t c,
+                         int ldc, long long sc, int batch) {
+	if (m < 0 || n < 0 || k < 0 || batch < 0) return 1;
+	int arows = ta ? k : m, brows = tb ? n : k;
+	if (lda < (arows > 1 ? arows : 1) || ldb < (brows > 1 ? brows : 1) || ldc < (m > 1 ? m : 1))
+		return 1;
+	for (int e = 0; e < batch; e++) {
+		const float* A = reinterpret_cast<const float*>(static_cast<uintptr_t>(a)) + e * sa;
+		const float* B = reinterpret_cast<const float*>(static_cast<uintptr_t>(b)) + e * sb;
+		float* C = reinterpret_cast<float*>(static_cast<uintptr_t>(c)) + e * sc;
+		for (int j = 0; j < n; j++) {
+			for (int i = 0; i < m; i++) {
+				float s = 0;
+				for (int p = 0; p < k; p++) {
+					float x = ta ? A[p + (long long)i * lda] : A[i + (long long)p * lda];
+					float y = tb ? B[j + (long long)p * ldb] : B[p + (long long)j * ldb];
+					s += x * y;
+				}
+				float* cp = C + i + (long long)j * ldc;
+				*cp = beta == 0.0f ? alpha * s : alpha * s + beta * *cp;
+			}
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,417 @@
+package hostshim
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/kernels"
+	"github.com/fedaudit/fedaudit/train"
+)
+
+// shape is a batch of row-major matrices inside a buffer, possibly a strided view.
+type shape struct {
+	rows, cols, batch int
+	stride, bstride   int // 0: contiguous (stride cols, batch stride rows*stride)
+	off               int
+}
+
+func (s shape) mat() train.Mat {
+	st, bs := s.stride, s.bstride
+	if st == 0 {
+		st = s.cols
+	}
+	if bs == 0 {
+		bs = s.rows * st
+	}
+	if s.bstride < 0 { // broadcast
+		bs = 0
+	}
+	return train.Mat{Off: s.off, Rows: s.rows, Cols: s.cols, Stride: st, Batch: s.batch, BatchStride: bs}
+}
+
+// size is the buffer length that holds the view.
+func (s shape) size() int {
+	m := s.mat()
+	if m.Batch == 0 || m.Rows == 0 {
+		return m.Off + 1
+	}
+	return m.Off + (m.Batch-1)*m.BatchStride + (m.Rows-1)*m.Stride + m.Cols + 3
+}
+
+func (s shape) String() string {
+	return fmt.Sprintf("%dx%dx%d/s%d/b%d/o%d", s.batch, s.rows, s.cols, s.stride, s.bstride, s.off)
+}
+
+// shapes cover contiguous batches, one replica, widths above and below the block size and
+// not divisible by it, strided views with offsets, and empty batches.
+var shapes = []shape{
+	{rows: 3, cols: 5, batch: 4},
+	{rows: 1, cols: 1, batch: 1},
+	{rows: 2, cols: 300, batch: 1},
+	{rows: 1, cols: 257, batch: 3},
+	{rows: 4, cols: 6, batch: 3, stride: 9, bstride: 40, off: 2},
+	{rows: 5, cols: 3, batch: 0},
+	{rows: 0, cols: 3, batch: 2},
+}
+
+// withShape returns s with the same dimensions and its own layout: contiguous or broadcast.
+func broadcast(s shape) shape {
+	s.bstride = -1
+	s.stride, s.off = 0, 0
+	return s
+}
+
+// forEach runs f for every launch configuration and shape.
+func forEach(t *testing.T, f func(t *testing.T, w *twin, s shape)) {
+	for _, o := range launchConfigs {
+		for _, s := range shapes {
+			t.Run(cfgName(o)+"/"+s.String(), func(t *testing.T) { f(t, newTwin(t, o), s) })
+		}
+	}
+}
+
+// Elementwise float32 arithmetic is the same on both sides (no fused multiply-adds anywhere),
+// so Axpby, AddRow, SumRows and Gather must agree bit for bit.
+func TestAxpby(t *testing.T) {
+	cases := []struct {
+		alpha, beta float32
+		coef        bool
+		noX, alias  bool
+	}{
+		{1.5, 0, false, false, false},
+		{0.5, 1, false, false, false},
+		{-2, 0.25, true, false, false},
+		{0, 0, false, true, false},
+		{0, 0, true, true, false}, // coef 0 everywhere, x absent: must zero y
+		{-0.75, 1, true, false, true},
+		{1, 0, false, false, true},
+	}
+	forEach(t, func(t *testing.T, w *twin, s shape) {
+		for ci, c := range cases {
+			y := w.normal(s.size())
+			if c.beta == 0 { // y is write-only: NaNs there must not leak
+				y = w.buf(s.size(), func(int) float32 { return float32(math.NaN()) })
+			}
+			ym := w.mat(y, s.mat())
+			var xm [2]train.Mat
+			switch {
+			case c.alias:
+				xm = ym
+			case !c.noX:
+				xm = w.mat(w.normal(s.size()), s.mat())
+			}
+			var coef []float32
+			if c.coef {
+				coef = make([]float32, s.batch)
+				for b := range coef {
+					if !c.noX {
+						coef[b] = float32(b%3) - 0.5
+					}
+				}
+			}
+			w.cpu.Axpby(c.alpha, xm[0], c.beta, ym[0], coef)
+			w.ops.Axpby(c.alpha, xm[1], c.beta, ym[1], coef)
+			w.sameULP(y, 0, fmt.Sprintf("case %d", ci))
+		}
+	})
+}
+
+func TestAddRow(t *testing.T) {
+	forEach(t, func(t *testing.T, w *twin, s shape) {
+		for _, shared := range []bool{false, true} {
+			y := w.normal(s.size())
+			vs := shape{rows: 1, cols: s.cols, batch: s.batch}
+			if shared {
+				vs = broadcast(vs)
+			}
+			v := w.normal(vs.size())
+			ym, vm := w.mat(y, s.mat()), w.mat(v, vs.mat())
+			w.cpu.AddRow(ym[0], vm[0])
+			w.ops.AddRow(ym[1], vm[1])
+			w.sameULP(y, 0, fmt.Sprintf("shared %v", shared))
+		}
+	})
+}
+
+func TestSumRows(t *testing.T) {
+	forEach(t, func(t *testing.T, w *twin, s shape) {
+		for _, c := range []struct {
+			alpha, beta float32
+			shared      bool
+		}{{1, 0, false}, {-0.5, 1, true}, {2, 0.3, false}} {
+			xs := s
+			if c.shared {
+				xs = broadcast(s)
+			}
+			x := w.normal(xs.size())
+			ys := shape{rows: 1, cols: s.cols, batch: s.batch, bstride: s.cols + 1}
+			y := w.normal(ys.size())
+			if c.beta == 0 {
+				y = w.buf(ys.size(), func(int) float32 { return float32(math.NaN()) })
+			}
+			xm, ym := w.mat(x, xs.mat()), w.mat(y, ys.mat())
+			w.cpu.SumRows(c.alpha, xm[0], c.beta, ym[0])
+			w.ops.SumRows(c.alpha, xm[1], c.beta, ym[1])
+			// Elements outside the view keep their NaN on both sides: they are compared too.
+			w.sameULP(y, 0, fmt.Sprintf("%+v", c))
+		}
+	})
+}
+
+func TestGather(t *testing.T) {
+	forEach(t, func(t *testing.T, w *twin, s shape) {
+		src := shape{rows: 7, cols: s.cols, batch: s.batch, stride: s.cols + 2}
+		shared := broadcast(src)
+		for _, idx := range [][]int32{nil, {6}, {3, 0, 3, 6, 1}} {
+			for _, ss := range []shape{src, shared} {
+				dst := shape{rows: len(idx), cols: s.cols, batch: s.batch}
+				d := w.normal(dst.size())
+				sm, dm := w.mat(w.normal(ss.size()), ss.mat()), w.mat(d, dst.mat())
+				w.cpu.Gather(dm[0], sm[0], idx)
+				w.ops.Gather(dm[1], sm[1], idx)
+				w.sameULP(d, 0, fmt.Sprintf("idx %v src %v", idx, ss))
+			}
+		}
+	})
+}
+
+// special holds values where activations and their derivatives are delicate.
+var special = []float32{0, float32(math.Copysign(0, -1)), 1e-30, -1e-30, 20, -20, 89, -89, 1e4,
+	-1e4, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 0.5, -0.5}
+
+func preValues(w *twin, n int) int {
+	return w.buf(n, func(i int) float32 {
+		if i < len(special) {
+			return special[i]
+		}
+		return float32(3 * w.rng.NormFloat64())
+	})
+}
+
+// Tanh and softplus are computed in float64 with the C library's tanh, exp and log1p instead
+// of Go's; those differ by at most one float64 ulp, which rounds to the same float32 except
+// next to a rounding boundary, so the results may differ by at most 1 float32 ulp. ReLU is
+// exact.
+func TestActivate(t *testing.T) {
+	forEach(t, func(t *testing.T, w *twin, s shape) {
+		for _, act := range []train.Activation{train.Tanh, train.Softplus, train.ReLU} {
+			pre := w.mat(preValues(w, s.size()), s.mat())
+			ps := s
+			ps.off, ps.stride, ps.bstride = 1, 0, 0
+			post := w.buf(ps.size(), func(int) float32 { return float32(math.NaN()) })
+			pm := w.mat(post, ps.mat())
+			w.cpu.Activate(act, pre[0], pm[0])
+			w.ops.Activate(act, pre[1], pm[1])
+			w.sameULP(post, b2u(act != train.ReLU), fmt.Sprint("activation ", act))
+		}
+	})
+}
+
+func b2u(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// ActivateGrad: tanh's derivative is float32 arithmetic (exact), softplus's uses exp (1 ulp),
+// ReLU's a comparison (exact).
+func TestActivateGrad(t *testing.T) {
+	forEach(t, func(t *testing.T, w *twin, s shape) {
+		for _, act := range []train.Activation{train.Tanh, train.Softplus, train.ReLU} {
+			pre := w.mat(preValues(w, s.size()), s.mat())
+			post := w.mat(w.normal(s.size()), s.mat())
+			gs := s
+			gs.stride, gs.bstride, gs.off = 0, 0, 0
+			g := w.normal(gs.size())
+			gm := w.mat(g, gs.mat())
+			w.cpu.ActivateGrad(act, pre[0], post[0], gm[0])
+			w.ops.ActivateGrad(act, pre[1], post[1], gm[1])
+			w.sameULP(g, b2u(act == train.Softplus), fmt.Sprint("activation ", act))
+		}
+	})
+}
+
+// SoftmaxXent: the margin is float32 arithmetic (exact). Loss and dlogits go through exp and
+// log of the C library: each differs from Go's by at most 1 float64 ulp, so loss (lse - z_y,
+// lse about the logits' size, below 30 here) may differ by a few 1e-15 before float32
+// rounding: tolerance 1e-6 (1 + |loss|). dlogits = scale (p - [j = y]) with p in [0, 1]:
+// tolerance 2^-23 |scale| (1 + |p|) + 1e-12, one float32 rounding of p and the subtraction.
+func TestSoftmaxXent(t *testing.T) {
+	forEach(t, func(t *testing.T, w *twin, s shape) {
+		if s.cols < 2 {
+			s.cols = 2
+		}
+		for _, c := range []struct {
+			scale                     float32
+			dl, loss, margin, aliased bool
+		}{
+			{0.25, true, false, false, false},
+			{1, true, true, true, true},
+			{0, false, true, true, false},
+			{0, false, false, true, false},
+		} {
+			lg := w.normal(s.size())
+			ls := shape{rows: s.rows, cols: 1, batch: s.batch, stride: 1, bstride: -1}
+			labels := w.buf(ls.size(), func(i int) float32 { return float32((i*7 + 3) % s.cols) })
+			lm, ym := w.mat(lg, s.mat()), w.mat(labels, ls.mat())
+			out := shape{rows: s.rows, cols: 1, batch: s.batch, stride: 2, bstride: 2*s.rows + 1}
+			nan := func(int) float32 { return float32(math.NaN()) }
+			var dl, loss, margin = -1, -1, -1
+			var dm, lsm, mm [2]train.Mat
+			if c.dl && c.aliased {
+				dl, dm = lg, lm
+			} else if c.dl {
+				dl = w.buf(s.size(), nan)
+				dm = w.mat(dl, s.mat())
+			}
+			if c.loss {
+				loss = w.buf(out.size(), nan)
+				lsm = w.mat(loss, out.mat())
+			}
+			if c.margin {
+				margin = w.buf(out.size(), nan)
+				mm = w.mat(margin, out.mat())
+			}
+			w.cpu.SoftmaxXent(lm[0], ym[0], c.scale, dm[0], lsm[0], mm[0])
+			w.ops.SoftmaxXent(lm[1], ym[1], c.scale, dm[1], lsm[1], mm[1])
+			what := fmt.Sprintf("%+v", c)
+			if margin >= 0 {
+				w.sameULP(margin, 0, what+" margin")
+			}
+			if loss >= 0 {
+				w.near(loss, what+" loss", func(_ int, ref float32) float64 { return 1e-6 * (1 + math.Abs(float64(ref))) })
+			}
+			if dl >= 0 {
+				w.near(dl, what+" dlogits", func(_ int, ref float32) float64 {
+					return math.Ldexp(float64(c.scale), -23)*(2+math.Abs(float64(ref))) + 1e-12
+				})
+			}
+		}
+	})
+}
+
+// ClipExamples sums the squared norms in the CPU backend's order (four float64 lanes, layers
+// in order) and squares of float32 values are exact in float64, so it must agree bit for bit.
+func TestClipExamples(t *testing.T) {
+	forEach(t, func(t *testing.T, w *twin, s shape) {
+		for _, v := range []float32{0.5, 5, 1e9} {
+			d0s, d1s := s, shape{rows: s.rows, cols: s.cols + 2, batch: s.batch}
+			in0 := broadcast(shape{rows: s.rows, cols: 9, batch: s.batch, stride: 11})
+			in1 := shape{rows: s.rows, cols: s.cols, batch: s.batch}
+			d0, d1 := w.normal(d0s.size()), w.normal(d1s.size())
+			deltas := [2][]train.Mat{}
+			inputs := [2][]train.Mat{}
+			for side := 0; side < 2; side++ {
+				deltas[side] = []train.Mat{w.mat(d0, d0s.mat())[side], w.mat(d1, d1s.mat())[side]}
+			}
+			i0, i1 := w.mat(w.normal(in0.size()), in0.mat()), w.mat(w.normal(in1.size()), in1.mat())
+			inputs[0] = []train.Mat{i0[0], i1[0]}
+			inputs[1] = []train.Mat{i0[1], i1[1]}
+			w.cpu.ClipExamples(v, deltas[0], inputs[0])
+			w.ops.ClipExamples(v, deltas[1], inputs[1])
+			w.sameULP(d0, 0, fmt.Sprint("v ", v, " layer 0"))
+			w.sameULP(d1, 0, fmt.Sprint("v ", v, " layer 1"))
+		}
+	})
+}
+
+// rowShapes are batches of single rows (replicas), as ClipStep, AddGaussian and Dots take.
+var rowShapes = []shape{
+	{rows: 1, cols: 10, batch: 4},
+	{rows: 1, cols: 1, batch: 1},
+	{rows: 1, cols: 1031, batch: 3},
+	{rows: 1, cols: 257, batch: 2, bstride: 300, off: 5},
+	{rows: 1, cols: 6, batch: 0},
+}
+
+func forEachRow(t *testing.T, f func(t *testing.T, w *twin, s shape)) {
+	for _, o := range launchConfigs {
+		for _, s := range rowShapes {
+			t.Run(cfgName(o)+"/"+s.String(), func(t *testing.T) { f(t, newTwin(t, o), s) })
+		}
+	}
+}
+
+// ClipStep: the squared norm is summed in a different order (256 strided partial sums, then
+// their sum) than the CPU's four lanes; both are float64 sums of exact squares, relative
+// error below 1e-13, so the clip factor agrees to 1 float32 ulp and every result to within a
+// few ulps: tolerance 4 2^-23 (|w| + eta |g| + eta alpha |w - anchor|) + 1e-30.
+func TestClipStep(t *testing.T) {
+	forEachRow(t, func(t *testing.T, w *twin, s shape) {
+		for _, c := range []struct{ eta, v, alpha float32 }{
+			{0.1, 0.5, 0}, {0.1, 1e6, 0}, {0.3, 0, 0}, {0.05, 1, 0.7}, {0.05, -1, 0.2},
+		} {
+			wb := w.normal(s.size())
+			g := w.buf(s.size(), func(i int) float32 { return float32(3 * w.rng.NormFloat64()) })
+			an := w.normal(s.size())
+			wm, gm, am := w.mat(wb, s.mat()), w.mat(g, s.mat()), w.mat(an, s.mat())
+			wc, _ := w.get(wb)
+			gc, _ := w.get(g)
+			ac, _ := w.get(an)
+			w.cpu.ClipStep(c.eta, c.v, c.alpha, wm[0], gm[0], am[0])
+			w.ops.ClipStep(c.eta, c.v, c.alpha, wm[1], gm[1], am[1])
+			w.near(wb, fmt.Sprintf("%+v", c), func(i int, _ float32) float64 {
+				m := math.Abs(float64(wc[i])) + float64(c.eta)*math.Abs(float64(gc[i])) +
+					float64(c.eta*c.alpha)*math.Abs(float64(wc[i]-ac[i]))
+				return 4*math.Ldexp(m, -23) + 1e-30
+			})
+		}
+	})
+}
+
+// A NaN gradient poisons only its own replica, on both backends.
+func TestClipStepNaN(t *testing.T) {
+	w := newTwin(t, kernels.Options{})
+	s := shape{rows: 1, cols: 5, batch: 3}
+	wb := w.normal(s.size())
+	g := w.buf(s.size(), func(i int) float32 {
+		if i == 7 {
+			return float32(math.NaN())
+		}
+		return 1
+	})
+	wm, gm := w.mat(wb, s.mat()), w.mat(g, s.mat())
+	w.cpu.ClipStep(0.1, 1, 0, wm[0], gm[0], train.Mat{})
+	w.ops.ClipStep(0.1, 1, 0, wm[1], gm[1], train.Mat{})
+	w.sameULP(wb, 1, "NaN gradient")
+	_, got := w.get(wb)
+	for i, v := range got[:15] {
+		if nan := v != v; nan != (i >= 5 && i < 10) {
+			t.Errorf("element %d = %v: only replica 1 (elements 5..9) should be NaN", i, v)
+		}
+	}
+}
+
+// Dots: float64 sums of exact products in another order than the CPU's sequential sum:
+// relative error below 1e-12 of sum |a_i b_i|.
+func TestDots(t *testing.T) {
+	forEachRow(t, func(t *testing.T, w *twin, s shape) {
+		a, b := w.normal(s.size()), w.normal(s.size())
+		for _, pair := range [][2]int{{a, b}, {a, a}} {
+			am, bm := w.mat(pair[0], s.mat()), w.mat(pair[1], s.mat())
+			want, got := make([]float64, s.batch+1), make([]float64, s.batch+1)
+			got[s.batch] = 42 // past the batch: untouched
+			want[s.batch] = 42
+			w.cpu.Dots(am[0], bm[0], want)
+			w.ops.Dots(am[1], bm[1], got)
+			if err := w.ops.Err(); err != nil {
+				t.Fatal(err)
+			}
+			ah, _ := w.get(pair[0])
+			bh, _ := w.get(pair[1])
+			for r := range want {
+				var mag float64
+				if r < s.batch {
+					for j := 0; j < s.cols; j++ {
+						mag += math.Abs(float64(ah[s.off+r*am[0].BatchStride+j]) * float64(bh[s.off+r*bm[0].BatchStride+j]))
+					}
+				}
+				if math.Abs(got[r]-want[r]) > 1e-12*mag {
+					t.Errorf("dot %d: kernels %v, cpu %v, difference above %g", r, got[r], want[r], 1e-12*mag)
+				}
+			}
+		}
+	})
+}

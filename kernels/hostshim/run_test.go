@@ -1,0 +1,160 @@
+package hostshim
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/kernels"
+	"github.com/fedaudit/fedaudit/train"
+)
+
+type memRecorder struct{ cps []*train.Checkpoint }
+
+func (m *memRecorder) Checkpoint(_ context.Context, cp *train.Checkpoint) error {
+	m.cps = append(m.cps, cp)
+	return nil
+}
+
+// worlds builds m clients of n samples around class means, and C' with sample 0 of client 0
+// replaced.
+func worlds(m, n, dim, classes int) (c, cp []*datasets.Dataset) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := 0; i < m; i++ {
+		ds := &datasets.Dataset{Name: fmt.Sprint("client", i), Shape: []int{dim}, Classes: classes,
+			Features: make([]float32, n*dim), Labels: make([]int32, n)}
+		for j := 0; j < n; j++ {
+			y := rng.IntN(classes)
+			ds.Labels[j] = int32(y)
+			for q := 0; q < dim; q++ {
+				mu := 0.0
+				if q%classes == y {
+					mu = 1
+				}
+				ds.Features[j*dim+q] = float32(mu + 0.5*rng.NormFloat64())
+			}
+		}
+		c = append(c, ds)
+	}
+	cp = append(cp, c...)
+	alt := *c[0]
+	alt.Features = append([]float32(nil), c[0].Features...)
+	alt.Labels = append([]int32(nil), c[0].Labels...)
+	alt.Labels[0] = (alt.Labels[0] + 1) % int32(classes)
+	for q := 0; q < dim; q++ {
+		alt.Features[q] = float32(2 * rng.NormFloat64())
+	}
+	cp[0] = &alt
+	return c, cp
+}
+
+// Whole runs on the shim against the CPU backend, one configuration per algorithm, model
+// and batching mode. The two differ only by GEMM summation order and the C library's math
+// functions, a few float32 ulps per operation, which training amplifies by at most the
+// product of the steps' Lipschitz constants (below 2 per step at these learning rates, over
+// at most 3 x 2 x 3 steps): parameters, uploads and losses must agree to 2e-4 absolute
+// (relative to values of order 1), the informed statistics to 2e-3 relative to their scale.
+// Diverged flags, pairs, worlds and seeds must be equal.
+func TestRunsMatchCPU(t *testing.T) {
+	base := train.Config{
+		Algorithm: train.NoisyFedAvg, Model: train.ModelConfig{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"},
+		Rounds: 3, LocalSteps: 2, LearningRate: 0.3, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.05,
+		Batching: "fixed", BatchSize: 4, Seed: 7, Checkpoints: []int{0, 1, 3}, Informed: true,
+		RecordParams: true, RecordUpload: true, EvalBatch: 5,
+	}
+	type rcase struct {
+		name    string
+		edit    func(*train.Config)
+		m       int
+		classes int
+		pairs   train.PairRange
+	}
+	cases := []rcase{
+		{"fedavg-mlp-tanh-fixed", func(*train.Config) {}, 3, 3, train.PairRange{First: 0, Count: 3}},
+		{"fedavg-one-pair", func(*train.Config) {}, 3, 3, train.PairRange{First: 4, Count: 1}},
+		{"fedprox-softplus-full-participants", func(c *train.Config) {
+			c.Algorithm, c.ProxAlpha, c.Model.Activation, c.Batching = train.NoisyFedProx, 0.5, "softplus", "full"
+			c.Participants = 2
+		}, 3, 3, train.PairRange{First: 0, Count: 2}},
+		{"fedavg-relu-poisson-two-layers", func(c *train.Config) {
+			c.Model.Activation, c.Model.Hidden, c.Batching = "relu", []int{5, 4}, "poisson"
+		}, 2, 4, train.PairRange{First: 1, Count: 2}},
+		{"dpsgd-softmax", func(c *train.Config) {
+			c.Algorithm, c.Model = train.DPSGD, train.ModelConfig{Kind: "softmax"}
+			c.Batching, c.ClipNorm, c.Informed, c.RecordUpload = "poisson", 0.5, false, false
+		}, 1, 3, train.PairRange{First: 0, Count: 2}},
+		{"dpsgd-mlp", func(c *train.Config) {
+			c.Algorithm, c.ClipNorm, c.Informed, c.RecordUpload = train.DPSGD, 0.5, false, false
+		}, 1, 3, train.PairRange{First: 0, Count: 2}},
+		{"quadratic-full", func(c *train.Config) {
+			c.Model = train.ModelConfig{Kind: "quadratic", Curvature: 0.5}
+			c.Batching, c.ClipNorm = "full", 100
+		}, 3, 2, train.PairRange{First: 0, Count: 2}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := base
+			cfg.Model.Hidden = append([]int(nil), base.Model.Hidden...)
+			c.edit(&cfg)
+			wc, wcp := worlds(c.m, 9, 7, c.classes)
+			tgt := train.TargetInfo{Client: 0, Index: 0}
+			var want memRecorder
+			if err := train.Train(context.Background(), cfg, wc, wcp, tgt, nil, c.pairs, &want, nil); err != nil {
+				t.Fatal(err)
+			}
+			ops := kernels.NewOps(device(t), kernels.Options{Block: 32})
+			defer ops.Close()
+			var got memRecorder
+			if err := train.TrainOn(context.Background(), ops, cfg, wc, wcp, tgt, nil, c.pairs, kernels.CheckRecorder(ops, &got), nil); err != nil {
+				t.Fatal(err)
+			}
+			compareRuns(t, want.cps, got.cps)
+		})
+	}
+}
+
+func compareRuns(t *testing.T, want, got []*train.Checkpoint) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d checkpoints, want %d", len(got), len(want))
+	}
+	closeTo := func(what string, a, b, tol float64) {
+		t.Helper()
+		if !(math.Abs(a-b) <= tol) && !(math.IsNaN(a) && math.IsNaN(b)) {
+			t.Errorf("%s: kernels %v, cpu %v, difference above %g", what, b, a, tol)
+		}
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Round != w.Round || len(g.Replicas) != len(w.Replicas) {
+			t.Fatalf("checkpoint %d: round %d with %d replicas, want round %d with %d", i, g.Round, len(g.Replicas), w.Round, len(w.Replicas))
+		}
+		for r, wr := range w.Replicas {
+			gr := g.Replicas[r]
+			where := fmt.Sprintf("round %d replica %d", w.Round, r)
+			if gr.Pair != wr.Pair || gr.World != wr.World || gr.Seed != wr.Seed || gr.Diverged != wr.Diverged {
+				t.Fatalf("%s: identity %d/%d/%x/%v, want %d/%d/%x/%v", where, gr.Pair, gr.World, gr.Seed, gr.Diverged, wr.Pair, wr.World, wr.Seed, wr.Diverged)
+			}
+			closeTo(where+" train loss", wr.TrainLoss, gr.TrainLoss, 2e-4)
+			for k := 0; k < 2; k++ {
+				closeTo(where+" target loss", wr.TargetLoss[k], gr.TargetLoss[k], 2e-4)
+				closeTo(where+" target margin", wr.TargetMargin[k], gr.TargetMargin[k], 2e-4)
+			}
+			if len(gr.Stats) != len(wr.Stats) || len(gr.Params) != len(wr.Params) || len(gr.Upload) != len(wr.Upload) {
+				t.Fatalf("%s: %d stats, %d params, %d upload values; want %d, %d, %d", where, len(gr.Stats), len(gr.Params), len(gr.Upload), len(wr.Stats), len(wr.Params), len(wr.Upload))
+			}
+			for k, v := range wr.Stats {
+				closeTo(fmt.Sprintf("%s stat %d", where, k), v, gr.Stats[k], 2e-3*(1+math.Abs(v)))
+			}
+			for k, v := range wr.Params {
+				closeTo(fmt.Sprintf("%s param %d", where, k), float64(v), float64(gr.Params[k]), 2e-4)
+			}
+			for k, v := range wr.Upload {
+				closeTo(fmt.Sprintf("%s upload %d", where, k), float64(v), float64(gr.Upload[k]), 2e-4)
+			}
+		}
+	}
+}

@@ -1,0 +1,258 @@
+// Package hostshim runs the CUDA kernels of package kernels on the CPU: it compiles the .cu
+// sources as C++ against a small header (cxx/cuda_shim.h) that turns a launch into loops over
+// blocks and threads, loads the result with dlopen, and provides a kernels.Device over host
+// memory. kernels.Ops on that device is a train.Backend, so the GPU backend's kernels and
+// logic can be compared with the CPU backend operation by operation and run by run without a
+// GPU. It needs a C++17 compiler (g++, or $CXX) at run time and is meant for tests.
+package hostshim
+
+/*
+#cgo LDFLAGS: -ldl
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int (*find_fn)(const char*, int*);
+typedef int (*launch_fn)(int, unsigned, unsigned, const uint64_t*, int);
+typedef int (*gemm_fn)(int, int, int, int, int, float, uint64_t, int, long long, uint64_t, int,
+                       long long, float, uint64_t, int, long long, int);
+
+static void* shim_dlopen(const char* path) { return dlopen(path, RTLD_NOW | RTLD_LOCAL); }
+static const char* shim_dlerror(void) { return dlerror(); }
+static void* shim_dlsym(void* h, const char* name) { return dlsym(h, name); }
+static int call_find(void* f, const char* name, int* nargs) { return ((find_fn)f)(name, nargs); }
+static int call_launch(void* f, int k, unsigned grid, unsigned block, const uint64_t* args, int n) {
+	return ((launch_fn)f)(k, grid, block, args, n);
+}
+static int call_gemm(void* f, int ta, int tb, int m, int n, int k, float alpha, uint64_t a, int lda,
+                     long long sa, uint64_t b, int ldb, long long sb, float beta, uint64_t c, int ldc,
+                     long long sc, int batch) {
+	return ((gemm_fn)f)(ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch);
+}
+static uint64_t mem_alloc(size_t n) { return (uint64_t)(uintptr_t)calloc(1, n); }
+static void mem_free(uint64_t p) { free((void*)(uintptr_t)p); }
+static void mem_write(uint64_t dst, const void* src, size_t n) { memcpy((void*)(uintptr_t)dst, src, n); }
+static void mem_read(void* dst, uint64_t src, size_t n) { memcpy(dst, (const void*)(uintptr_t)src, n); }
+*/
+import "C"
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"unsafe"
+
+	"github.com/fedaudit/fedaudit/kernels"
+)
+
+// Device is a kernels.Device whose memory is host memory and whose kernels run on the
+// calling thread. It is not safe for concurrent use.
+type Device struct {
+	lib                 unsafe.Pointer
+	find, launch, gemm  unsafe.Pointer
+	index               []C.int
+	nargs               []int
+	live                map[uint64]int
+	stage               uint64
+	stageCap            int
+	launches, gemmCalls int
+}
+
+var kernelList = kernels.All()
+
+var _ kernels.Device = (*Device)(nil)
+
+// Build compiles the kernels found in kernelDir (the directory of package kernels) with the
+// shim in kernelDir/hostshim/cxx into a shared library in outDir and loads it.
+func Build(kernelDir, outDir string) (*Device, error) {
+	cxx := os.Getenv("CXX")
+	if cxx == "" {
+		cxx = "g++"
+	}
+	lib := filepath.Join(outDir, "libfedaudit_shim.so")
+	// -ffp-contract=off: no fused multiply-adds, like the PTX (nvcc -fmad=false) and Go on
+	// amd64, so elementwise results agree bit for bit.
+	cmd := exec.Command(cxx, "-std=c++17", "-O2", "-ffp-contract=off", "-fno-fast-math", "-fPIC",
+		"-shared", "-Wall", "-Werror", "-I", kernelDir, "-o", lib,
+		filepath.Join(kernelDir, "hostshim", "cxx", "shim.cc"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("hostshim: compile kernels: %w\n%s", err, stderr.String())
+	}
+	return Load(lib)
+}
+
+// Load loads a shim library built by Build.
+func Load(lib string) (*Device, error) {
+	cpath := C.CString(lib)
+	defer C.free(unsafe.Pointer(cpath))
+	h := C.shim_dlopen(cpath)
+	if h == nil {
+		return nil, fmt.Errorf("hostshim: load %s: %s", lib, C.GoString(C.shim_dlerror()))
+	}
+	d := &Device{lib: h, live: map[uint64]int{}, index: make([]C.int, len(kernelList)), nargs: make([]int, len(kernelList))}
+	for _, s := range []struct {
+		name string
+		p    *unsafe.Pointer
+	}{{"shim_find", &d.find}, {"shim_launch", &d.launch}, {"shim_gemm", &d.gemm}} {
+		cs := C.CString(s.name)
+		*s.p = C.shim_dlsym(h, cs)
+		C.free(unsafe.Pointer(cs))
+		if *s.p == nil {
+			return nil, fmt.Errorf("hostshim: %s has no symbol %s", lib, s.name)
+		}
+	}
+	for i, k := range kernelList {
+		cs := C.CString(k.Name())
+		var n C.int
+		d.index[i] = C.call_find(d.find, cs, &n)
+		C.free(unsafe.Pointer(cs))
+		if d.index[i] < 0 {
+			return nil, fmt.Errorf("hostshim: kernel %s is not in the shim's table", k.Name())
+		}
+		d.nargs[i] = int(n)
+	}
+	return d, nil
+}
+
+// NumArgs is the number of parameters of kernel k, from the compiled source.
+func (d *Device) NumArgs(k kernels.Kernel) int { return d.nargs[k] }
+
+// Launches and GemmCalls count the calls so far.
+func (d *Device) Launches() int  { return d.launches }
+func (d *Device) GemmCalls() int { return d.gemmCalls }
+
+// Live is the number of allocations not yet freed.
+func (d *Device) Live() int { return len(d.live) }
+
+// Alloc implements kernels.Device.
+func (d *Device) Alloc(n int) (uint64, error) {
+	if n <= 0 {
+		return 0, fmt.Errorf("hostshim: alloc %d bytes", n)
+	}
+	a := uint64(C.mem_alloc(C.size_t(n)))
+	if a == 0 {
+		return 0, fmt.Errorf("hostshim: out of memory allocating %d bytes", n)
+	}
+	d.live[a] = n
+	return a, nil
+}
+
+// Free implements kernels.Device.
+func (d *Device) Free(a uint64) error {
+	if _, ok := d.live[a]; !ok {
+		return fmt.Errorf("hostshim: free of %#x, which is not allocated", a)
+	}
+	delete(d.live, a)
+	C.mem_free(C.uint64_t(a))
+	return nil
+}
+
+// check reports whether [a, a+n) lies inside one live allocation.
+func (d *Device) check(a uint64, n int) error {
+	for base, size := range d.live {
+		if a >= base && a+uint64(n) <= base+uint64(size) {
+			return nil
+		}
+	}
+	if a >= d.stage && a+uint64(n) <= d.stage+uint64(d.stageCap) && d.stage != 0 {
+		return nil
+	}
+	return fmt.Errorf("hostshim: %d bytes at %#x are outside every allocation", n, a)
+}
+
+// Write implements kernels.Device.
+func (d *Device) Write(dst uint64, src []byte) error {
+	if len(src) == 0 {
+		return nil
+	}
+	if err := d.check(dst, len(src)); err != nil {
+		return err
+	}
+	C.mem_write(C.uint64_t(dst), unsafe.Pointer(&src[0]), C.size_t(len(src)))
+	return nil
+}
+
+// Read implements kernels.Device.
+func (d *Device) Read(dst []byte, src uint64) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	if err := d.check(src, len(dst)); err != nil {
+		return err
+	}
+	C.mem_read(unsafe.Pointer(&dst[0]), C.uint64_t(src), C.size_t(len(dst)))
+	return nil
+}
+
+// Stage implements kernels.Device: launches run at once here, so one buffer is reused.
+func (d *Device) Stage(src []byte) (uint64, error) {
+	if len(src) > d.stageCap {
+		if d.stage != 0 {
+			C.mem_free(C.uint64_t(d.stage))
+		}
+		d.stageCap = max(len(src), 2*d.stageCap)
+		d.stage = uint64(C.mem_alloc(C.size_t(d.stageCap)))
+		if d.stage == 0 {
+			d.stageCap = 0
+			return 0, errors.New("hostshim: out of memory staging arguments")
+		}
+	}
+	if len(src) > 0 {
+		C.mem_write(C.uint64_t(d.stage), unsafe.Pointer(&src[0]), C.size_t(len(src)))
+	}
+	return d.stage, nil
+}
+
+// Launch implements kernels.Device.
+func (d *Device) Launch(k kernels.Kernel, grid, block int, args []uint64) error {
+	if len(args) != d.nargs[k] {
+		return fmt.Errorf("hostshim: %s takes %d arguments, got %d", k.Name(), d.nargs[k], len(args))
+	}
+	d.launches++
+	var p *C.uint64_t
+	if len(args) > 0 {
+		p = (*C.uint64_t)(unsafe.Pointer(&args[0]))
+	}
+	if C.call_launch(d.launch, d.index[k], C.uint(grid), C.uint(block), p, C.int(len(args))) != 0 {
+		return fmt.Errorf("hostshim: launch %s with grid %d, block %d refused", k.Name(), grid, block)
+	}
+	return nil
+}
+
+// Gemm implements kernels.Device.
+func (d *Device) Gemm(g kernels.GemmArgs) error {
+	d.gemmCalls++
+	if C.call_gemm(d.gemm, b2i(g.TransA), b2i(g.TransB), C.int(g.M), C.int(g.N), C.int(g.K),
+		C.float(g.Alpha), C.uint64_t(g.A), C.int(g.LDA), C.longlong(g.StrideA),
+		C.uint64_t(g.B), C.int(g.LDB), C.longlong(g.StrideB), C.float(g.Beta),
+		C.uint64_t(g.C), C.int(g.LDC), C.longlong(g.StrideC), C.int(g.Batch)) != 0 {
+		return fmt.Errorf("hostshim: gemm %+v: invalid value", g)
+	}
+	return nil
+}
+
+func b2i(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Close frees the device's memory; the library stays loaded (unloading code that Go may still
+// reference through cached symbols is not worth the risk in tests).
+func (d *Device) Close() {
+	for a := range d.live {
+		C.mem_free(C.uint64_t(a))
+	}
+	d.live = map[uint64]int{}
+	if d.stage != 0 {
+		C.mem_free(C.uint64_t(d.stage))
+		d.stage, d.stageCap = 0, 0
+	}
+}

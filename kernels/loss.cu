@@ -1,0 +1,65 @@
+// Softmax cross-entropy and per-example gradient clipping (DP-SGD).
+#include "common.cuh"
+
+// softmax_xent handles one row of one batch element per thread, in the CPU backend's order:
+// the largest logit in float32, the sum of exp(v - max) in float64, lse = max + log(sum). It
+// writes loss = lse - logit[y] and margin = logit[y] - max other logit when their pointers are
+// not null, and dlogits = scale (softmax - onehot) when dl is not null; dl may alias logits
+// (each element is read before it is written).
+extern "C" __global__ void softmax_xent(const float* logits, i64 ls, i64 lbs, const float* labels,
+                                        i64 ys, i64 ybs, float scale, float* dl, i64 ds, i64 dbs,
+                                        float* loss, i64 loss_s, i64 loss_bs, float* margin,
+                                        i64 ms, i64 mbs, i64 rows, i64 cols, i64 batch) {
+	GRID_STRIDE(i, batch * rows) {
+		i64 b = i / rows, r = i % rows;
+		const float* row = logits + b * lbs + r * ls;
+		i64 y = (i64)labels[b * ybs + r * ys];
+		float mx = row[0];
+		for (i64 j = 0; j < cols; j++) mx = go_maxf(mx, row[j]);
+		double s = 0;
+		for (i64 j = 0; j < cols; j++) s += exp((double)(row[j] - mx));
+		double lse = (double)mx + log(s);
+		if (loss) loss[b * loss_bs + r * loss_s] = (float)(lse - (double)row[y]);
+		if (margin) {
+			float other = -__int_as_float(0x7f800000);  // -Inf
+			for (i64 j = 0; j < cols; j++)
+				if (j != y) other = go_maxf(other, row[j]);
+			margin[b * mbs + r * ms] = row[y] - other;
+		}
+		if (dl) {
+			float* out = dl + b * dbs + r * ds;
+			for (i64 j = 0; j < cols; j++) {
+				float p = (float)exp((double)row[j] - lse);
+				if (j == y) p -= 1.0f;
+				out[j] = scale * p;
+			}
+		}
+	}
+}
+
+// clip_examples_norm adds layer l's share ||delta[i]||^2 (||in[i]||^2 + 1) of example i's
+// squared gradient norm to n[b * rows + i] (first: sets it), one thread per example; called
+// once per layer in layer order, so n is summed in the CPU backend's order.
+extern "C" __global__ void clip_examples_norm(double* n, const float* delta, i64 ds, i64 dbs,
+                                              const float* in, i64 is, i64 ibs, i64 dcols,
+                                              i64 icols, int first, i64 rows, i64 batch) {
+	GRID_STRIDE(i, batch * rows) {
+		i64 b = i / rows, r = i % rows;
+		double t = sumsq4(delta + b * dbs + r * ds, dcols) *
+		           (sumsq4(in + b * ibs + r * is, icols) + 1.0);
+		n[i] = first ? 0.0 + t : n[i] + t;
+	}
+}
+
+// clip_examples_scale scales every row i of delta by min(1, v / sqrt(n[b * rows + i])).
+extern "C" __global__ void clip_examples_scale(float* delta, i64 ds, i64 dbs, const double* n,
+                                               float v, i64 rows, i64 cols, i64 batch) {
+	i64 per = rows * cols;
+	GRID_STRIDE(i, batch * per) {
+		i64 b = i / per, r = (i % per) / cols, j = i % cols;
+		double nn = sqrt(n[b * rows + r]);
+		float s = 1.0f;
+		if (nn > (double)v) s = (float)((double)v / nn);
+		delta[b * dbs + r * ds + j] *= s;
+	}
+}

@@ -1,0 +1,443 @@
+package kernels
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/fedaudit/fedaudit/train"
+)
+
+// Ops implements train.Backend on a Device: it turns every operation into kernel launches
+// (and cuBLAS calls for Gemm) on device buffers. train.Backend's methods return no errors, so
+// Ops keeps the first device error, turns every later operation into a no-op and reports the
+// error from Err; a caller must check Err before trusting anything it downloaded (see
+// CheckRecorder).
+type Ops struct {
+	dev     Device
+	block   int
+	maxGrid int
+	err     error
+
+	allocs []uint64
+	part   scratch // partial sums of the long reductions
+	sums   scratch // per-batch-element reduction results, per-example norms
+	stage  []byte
+	runs   []int32
+	host   []float64
+	args   args
+}
+
+// scratch is a device array of float64 that grows on demand.
+type scratch struct {
+	addr uint64
+	n    int
+}
+
+// buffer is a train.Buffer in device memory.
+type buffer struct {
+	addr uint64
+	n    int
+}
+
+func (b *buffer) Len() int { return b.n }
+
+// Options tune the launch configuration; the zero value picks the defaults. Results never
+// depend on them (kernels use grid-stride loops and launch-independent reduction orders);
+// tests use odd values to prove it.
+type Options struct {
+	Block   int // threads per block, default 256
+	MaxGrid int // most blocks per launch, default 65535
+}
+
+// NewOps returns the backend operations on dev.
+func NewOps(dev Device, opt Options) *Ops {
+	if opt.Block <= 0 {
+		opt.Block = 256
+	}
+	if opt.MaxGrid <= 0 {
+		opt.MaxGrid = 65535
+	}
+	return &Ops{dev: dev, block: opt.Block, maxGrid: opt.MaxGrid}
+}
+
+var _ train.Backend = (*Ops)(nil)
+
+// Err returns the first device error, or nil.
+func (o *Ops) Err() error { return o.err }
+
+func (o *Ops) fail(op string, err error) {
+	if err != nil && o.err == nil {
+		o.err = fmt.Errorf("kernels: %s: %w", op, err)
+	}
+}
+
+// Close frees every buffer the backend allocated; buffers must not be used afterwards.
+func (o *Ops) Close() error {
+	var errs []error
+	for _, a := range o.allocs {
+		if err := o.dev.Free(a); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	o.allocs = nil
+	o.part, o.sums = scratch{}, scratch{}
+	return errors.Join(errs...)
+}
+
+func (o *Ops) alloc(op string, bytes int) uint64 {
+	if o.err != nil {
+		return 0
+	}
+	a, err := o.dev.Alloc(max(bytes, 4))
+	if err != nil {
+		o.fail(op, fmt.Errorf("alloc %d bytes: %w", bytes, err))
+		return 0
+	}
+	o.allocs = append(o.allocs, a)
+	return a
+}
+
+// grow returns s with room for n float64 values.
+func (o *Ops) grow(s *scratch, n int) uint64 {
+	if s.n < n && o.err == nil {
+		n = max(n, 2*s.n)
+		if s.addr != 0 {
+			o.free(s.addr)
+		}
+		s.addr, s.n = o.alloc("scratch", 8*n), n
+	}
+	return s.addr
+}
+
+func (o *Ops) free(addr uint64) {
+	for i, a := range o.allocs {
+		if a == addr {
+			o.allocs = append(o.allocs[:i], o.allocs[i+1:]...)
+			break
+		}
+	}
+	o.fail("free", o.dev.Free(addr))
+}
+
+// Alloc implements train.Backend.
+func (o *Ops) Alloc(n int) train.Buffer {
+	return &buffer{addr: o.alloc("alloc", 4*n), n: n}
+}
+
+// Upload implements train.Backend.
+func (o *Ops) Upload(dst train.Buffer, off int, src []float32) {
+	if o.err != nil || len(src) == 0 {
+		return
+	}
+	o.fail("upload", o.dev.Write(dst.(*buffer).addr+4*uint64(off), f32bytes(src)))
+}
+
+// Download implements train.Backend.
+func (o *Ops) Download(dst []float32, src train.Buffer, off int) {
+	if o.err != nil || len(dst) == 0 {
+		return
+	}
+	o.fail("download", o.dev.Read(f32bytes(dst), src.(*buffer).addr+4*uint64(off)))
+}
+
+func f32bytes(s []float32) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 4*len(s)) }
+
+func f64bytes(s []float64) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 8*len(s)) }
+
+// addr is the device address of m's element (0, 0) of batch element 0, or 0 without a buffer.
+func addr(m train.Mat) uint64 {
+	if m.Buf == nil {
+		return 0
+	}
+	return m.Buf.(*buffer).addr + 4*uint64(m.Off)
+}
+
+// args collects kernel arguments; kinds records their types for the signature tests.
+type args struct {
+	v     []uint64
+	kinds []byte
+}
+
+func (a *args) reset() *args { a.v, a.kinds = a.v[:0], a.kinds[:0]; return a }
+
+func (a *args) add(v uint64, kind byte) *args {
+	a.v = append(a.v, v)
+	a.kinds = append(a.kinds, kind)
+	return a
+}
+
+// Argument kinds, matched against the PTX parameter types by the tests.
+const (
+	kindPtr = 'p' // .u64 address
+	kindI64 = 'l' // .u64 (long long)
+	kindI32 = 'i' // .u32 (int, unsigned)
+	kindF32 = 'f' // .f32
+)
+
+func (a *args) ptr(p uint64) *args    { return a.add(p, kindPtr) }
+func (a *args) i64(n int) *args       { return a.add(uint64(int64(n)), kindI64) }
+func (a *args) u32(n uint32) *args    { return a.add(uint64(n), kindI32) }
+func (a *args) f32(f float32) *args   { return a.add(uint64(math.Float32bits(f)), kindF32) }
+func (a *args) mat(m train.Mat) *args { return a.ptr(addr(m)).i64(m.Stride).i64(m.BatchStride) }
+
+// launch runs k over total independent work items.
+func (o *Ops) launch(k Kernel, total int) {
+	if o.err != nil || total <= 0 {
+		return
+	}
+	grid := min((total+o.block-1)/o.block, o.maxGrid)
+	o.fail(k.Name(), o.dev.Launch(k, grid, o.block, o.args.v))
+}
+
+// stageBytes copies the pieces into one staged region (each 8-byte aligned) and returns each
+// piece's device address.
+func (o *Ops) stageBytes(op string, pieces ...[]byte) []uint64 {
+	o.stage = o.stage[:0]
+	offs := make([]int, len(pieces))
+	for i, p := range pieces {
+		for len(o.stage)%8 != 0 {
+			o.stage = append(o.stage, 0)
+		}
+		offs[i] = len(o.stage)
+		o.stage = append(o.stage, p...)
+	}
+	out := make([]uint64, len(pieces))
+	if o.err != nil {
+		return out
+	}
+	base, err := o.dev.Stage(o.stage)
+	if err != nil {
+		o.fail(op, fmt.Errorf("stage arguments: %w", err))
+		return out
+	}
+	for i := range out {
+		out[i] = base + uint64(offs[i])
+	}
+	return out
+}
+
+// ld is the leading dimension cuBLAS sees for a row-major matrix: its row stride, which a
+// single row may leave smaller than its width.
+func ld(m train.Mat) int {
+	if m.Rows <= 1 {
+		return max(m.Stride, m.Cols, 1)
+	}
+	return m.Stride
+}
+
+// maxGemmBatch bounds the batch of one cuBLAS call (older cuBLAS versions map the batch to a
+// grid dimension limited to 65535).
+const maxGemmBatch = 65535
+
+// Gemm implements train.Backend. Row-major C = op(A) op(B) is column-major C^T = op(B)^T
+// op(A)^T, so cuBLAS is called with the operands swapped.
+func (o *Ops) Gemm(transA, transB bool, alpha float32, a, b train.Mat, beta float32, c train.Mat) {
+	m, n := c.Rows, c.Cols
+	k := a.Cols
+	if transA {
+		k = a.Rows
+	}
+	if o.err != nil || m == 0 || n == 0 || c.Batch == 0 {
+		return
+	}
+	for b0 := 0; b0 < c.Batch; b0 += maxGemmBatch {
+		nb := min(maxGemmBatch, c.Batch-b0)
+		g := GemmArgs{
+			TransA: transB, TransB: transA, M: n, N: m, K: k, Alpha: alpha, Beta: beta,
+			A: addr(b) + 4*uint64(b0*b.BatchStride), LDA: ld(b), StrideA: int64(b.BatchStride),
+			B: addr(a) + 4*uint64(b0*a.BatchStride), LDB: ld(a), StrideB: int64(a.BatchStride),
+			C: addr(c) + 4*uint64(b0*c.BatchStride), LDC: ld(c), StrideC: int64(c.BatchStride),
+			Batch: nb,
+		}
+		o.fail("gemm", o.dev.Gemm(g))
+	}
+}
+
+// Axpby implements train.Backend.
+func (o *Ops) Axpby(alpha float32, x train.Mat, beta float32, y train.Mat, coef []float32) {
+	var cp uint64
+	if coef != nil && y.Batch > 0 {
+		cp = o.stageBytes("axpby", f32bytes(coef[:y.Batch]))[0]
+	}
+	o.args.reset().mat(y).mat(x).ptr(cp).f32(alpha).f32(beta).i64(y.Rows).i64(y.Cols).i64(y.Batch)
+	o.launch(Axpby, y.Batch*y.Rows*y.Cols)
+}
+
+// AddRow implements train.Backend.
+func (o *Ops) AddRow(y, v train.Mat) {
+	o.args.reset().mat(y).ptr(addr(v)).i64(v.BatchStride).i64(y.Rows).i64(y.Cols).i64(y.Batch)
+	o.launch(AddRow, y.Batch*y.Rows*y.Cols)
+}
+
+// SumRows implements train.Backend.
+func (o *Ops) SumRows(alpha float32, x train.Mat, beta float32, y train.Mat) {
+	o.args.reset().ptr(addr(y)).i64(y.BatchStride).mat(x).f32(alpha).f32(beta).i64(x.Rows).i64(y.Cols).i64(y.Batch)
+	o.launch(SumRows, y.Batch*y.Cols)
+}
+
+// Gather implements train.Backend.
+func (o *Ops) Gather(dst, src train.Mat, idx []int32) {
+	if len(idx) == 0 || dst.Batch == 0 || dst.Cols == 0 {
+		return
+	}
+	ip := o.stageBytes("gather", unsafe.Slice((*byte)(unsafe.Pointer(&idx[0])), 4*len(idx)))[0]
+	o.args.reset().mat(dst).mat(src).ptr(ip).i64(len(idx)).i64(dst.Cols).i64(dst.Batch)
+	o.launch(Gather, dst.Batch*len(idx)*dst.Cols)
+}
+
+// Activate implements train.Backend.
+func (o *Ops) Activate(act train.Activation, pre, post train.Mat) {
+	o.args.reset().u32(uint32(act)).mat(pre).mat(post).i64(pre.Rows).i64(pre.Cols).i64(pre.Batch)
+	o.launch(Activate, pre.Batch*pre.Rows*pre.Cols)
+}
+
+// ActivateGrad implements train.Backend.
+func (o *Ops) ActivateGrad(act train.Activation, pre, post, grad train.Mat) {
+	o.args.reset().u32(uint32(act)).mat(pre).mat(post).mat(grad).i64(pre.Rows).i64(pre.Cols).i64(pre.Batch)
+	o.launch(ActivateGrad, pre.Batch*pre.Rows*pre.Cols)
+}
+
+// SoftmaxXent implements train.Backend.
+func (o *Ops) SoftmaxXent(logits, labels train.Mat, scale float32, dlogits, loss, margin train.Mat) {
+	o.args.reset().mat(logits).mat(labels).f32(scale).mat(dlogits).mat(loss).mat(margin).
+		i64(logits.Rows).i64(logits.Cols).i64(logits.Batch)
+	o.launch(SoftmaxXent, logits.Batch*logits.Rows)
+}
+
+// ClipExamples implements train.Backend: the per-example squared norms are summed layer by
+// layer into a float64 scratch array, then every layer's rows are scaled.
+func (o *Ops) ClipExamples(v float32, deltas, inputs []train.Mat) {
+	if len(deltas) == 0 {
+		return
+	}
+	rows, batch := deltas[0].Rows, deltas[0].Batch
+	if rows == 0 || batch == 0 {
+		return
+	}
+	norms := o.grow(&o.sums, rows*batch)
+	for l, d := range deltas {
+		in := inputs[l]
+		first := uint32(0)
+		if l == 0 {
+			first = 1
+		}
+		o.args.reset().ptr(norms).mat(d).mat(in).i64(d.Cols).i64(in.Cols).u32(first).i64(rows).i64(batch)
+		o.launch(ClipExamplesNorm, rows*batch)
+	}
+	for _, d := range deltas {
+		o.args.reset().mat(d).ptr(norms).f32(v).i64(rows).i64(d.Cols).i64(batch)
+		o.launch(ClipExamplesScale, batch*rows*d.Cols)
+	}
+}
+
+// sumProducts leaves sum_i a[b, i] c[b, i] for every batch element b in the sums scratch
+// and returns its address; rows are a.Cols long.
+func (o *Ops) sumProducts(a, c train.Mat) uint64 {
+	batch := a.Batch
+	part := o.grow(&o.part, batch*Partials)
+	out := o.grow(&o.sums, batch)
+	o.args.reset().ptr(part).ptr(addr(a)).i64(a.BatchStride).ptr(addr(c)).i64(c.BatchStride).i64(a.Cols).i64(batch)
+	o.launch(DotPartials, batch*Partials)
+	o.args.reset().ptr(out).ptr(part).i64(batch)
+	o.launch(ReducePartials, batch)
+	return out
+}
+
+// ClipStep implements train.Backend.
+func (o *Ops) ClipStep(eta, v, alpha float32, w, g, anchor train.Mat) {
+	if w.Batch == 0 || w.Cols == 0 {
+		return
+	}
+	var sums uint64
+	if v > 0 {
+		sums = o.sumProducts(g, g)
+	}
+	var an train.Mat
+	if alpha != 0 {
+		an = anchor
+	}
+	o.args.reset().ptr(addr(w)).i64(w.BatchStride).ptr(addr(g)).i64(g.BatchStride).
+		ptr(addr(an)).i64(an.BatchStride).ptr(sums).f32(eta).f32(v).f32(alpha).i64(w.Cols).i64(w.Batch)
+	o.launch(ClipStep, w.Batch*w.Cols)
+}
+
+// AddGaussian implements train.Backend. Adjacent batch elements with equal seeds (the two
+// worlds of a pair) form a run whose noise is drawn once.
+func (o *Ops) AddGaussian(dst train.Mat, seeds []uint64, scale []float32, round, stream uint32) {
+	batch := dst.Batch
+	if batch == 0 || dst.Cols == 0 {
+		return
+	}
+	o.runs = o.runs[:0]
+	for b := 0; b < batch; b++ {
+		if b == 0 || seeds[b] != seeds[b-1] {
+			o.runs = append(o.runs, int32(b))
+		}
+	}
+	o.runs = append(o.runs, int32(batch))
+	p := o.stageBytes("add gaussian",
+		unsafe.Slice((*byte)(unsafe.Pointer(&seeds[0])), 8*batch),
+		f32bytes(scale[:batch]),
+		unsafe.Slice((*byte)(unsafe.Pointer(&o.runs[0])), 4*len(o.runs)))
+	nruns := len(o.runs) - 1
+	o.args.reset().ptr(addr(dst)).i64(dst.BatchStride).ptr(p[0]).ptr(p[1]).ptr(p[2]).i64(nruns).
+		u32(round).u32(stream).i64(dst.Cols)
+	o.launch(AddGaussian, nruns*((dst.Cols+3)/4))
+}
+
+// Dots implements train.Backend: partial sums on the device, one float64 per batch element
+// copied back.
+func (o *Ops) Dots(a, b train.Mat, out []float64) {
+	if a.Batch == 0 {
+		return
+	}
+	sums := o.sumProducts(a, b)
+	if o.err != nil {
+		// Leave no stale values behind for a caller that does not check Err.
+		for i := range out[:a.Batch] {
+			out[i] = math.NaN()
+		}
+		return
+	}
+	o.fail("dots", o.dev.Read(f64bytes(out[:a.Batch]), sums))
+}
+
+// PhiloxRaw returns the Philox4x32-10 words of counters (c0+q, c1, c2, c3) for q < n under
+// key (k0, k1), computed on the device: for testing the generator.
+func (o *Ops) PhiloxRaw(n int, k0, k1, c0, c1, c2, c3 uint32) ([]uint32, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	buf := o.alloc("philox", 16*n)
+	o.args.reset().ptr(buf).i64(n).u32(k0).u32(k1).u32(c0).u32(c1).u32(c2).u32(c3)
+	o.launch(PhiloxRaw, n)
+	out := make([]uint32, 4*n)
+	if o.err == nil {
+		o.fail("philox", o.dev.Read(unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), 16*n), buf))
+	}
+	if buf != 0 {
+		o.free(buf)
+	}
+	return out, o.err
+}
+
+// CheckRecorder passes checkpoints on to rec only while be has no error: a device failure
+// stops the run at its next checkpoint with that error, instead of recording garbage.
+func CheckRecorder(be interface{ Err() error }, rec train.Recorder) train.Recorder {
+	return checkRecorder{be, rec}
+}
+
+type checkRecorder struct {
+	be  interface{ Err() error }
+	rec train.Recorder
+}
+
+func (c checkRecorder) Checkpoint(ctx context.Context, cp *train.Checkpoint) error {
+	if err := c.be.Err(); err != nil {
+		return err
+	}
+	return c.rec.Checkpoint(ctx, cp)
+}

@@ -1,0 +1,56 @@
+// Reductions over long rows (one replica's parameters): inner products for Dots and the
+// gradient norm of ClipStep, and the local step itself.
+#include "common.cuh"
+
+// dot_partials writes part[b * P + p] = sum over i = p, p + P, ... < cols of a[b, i] b[b, i]
+// in float64 (P = FEDAUDIT_PARTIALS): adjacent threads read adjacent elements, and the split
+// is fixed, so the result does not depend on the launch. a may equal b (squared norms).
+extern "C" __global__ void dot_partials(double* part, const float* a, i64 abs_, const float* b,
+                                        i64 bbs, i64 cols, i64 batch) {
+	GRID_STRIDE(i, batch * FEDAUDIT_PARTIALS) {
+		i64 e = i / FEDAUDIT_PARTIALS, p = i % FEDAUDIT_PARTIALS;
+		const float* x = a + e * abs_;
+		const float* y = b + e * bbs;
+		double s = 0;
+		for (i64 j = p; j < cols; j += FEDAUDIT_PARTIALS) s += (double)x[j] * (double)y[j];
+		part[i] = s;
+	}
+}
+
+// reduce_partials writes out[b] = the sum of part[b * P .. b * P + P) in index order.
+extern "C" __global__ void reduce_partials(double* out, const double* part, i64 batch) {
+	GRID_STRIDE(e, batch) {
+		const double* p = part + e * FEDAUDIT_PARTIALS;
+		double s = 0;
+		for (int q = 0; q < FEDAUDIT_PARTIALS; q++) s += p[q];
+		out[e] = s;
+	}
+}
+
+// clip_step is one local step: g clipped to norm v (sumsq[b] = ||g_b||^2; v <= 0 disables
+// clipping and sumsq is not read), then w -= eta (g + alpha (w - anchor)); with alpha = 0 the
+// anchor is not read. A NaN norm makes the step NaN, as on the CPU backend.
+extern "C" __global__ void clip_step(float* w, i64 wbs, const float* g, i64 gbs,
+                                     const float* anchor, i64 abs_, const double* sumsq,
+                                     float eta, float v, float alpha, i64 cols, i64 batch) {
+	GRID_STRIDE(i, batch * cols) {
+		i64 b = i / cols, j = i % cols;
+		float s = 1.0f;
+		if (v > 0.0f) {
+			double n = sqrt(sumsq[b]);
+			if (n > (double)v)
+				s = (float)((double)v / n);
+			else if (n != n)
+				s = __int_as_float(0x7fc00000);  // NaN
+		}
+		float c = eta * s;
+		float* wp = w + b * wbs + j;
+		float gv = g[b * gbs + j];
+		if (alpha == 0.0f) {
+			*wp -= c * gv;
+		} else {
+			float ea = eta * alpha;
+			*wp -= c * gv + ea * (*wp - anchor[b * abs_ + j]);
+		}
+	}
+}
