@@ -18,13 +18,14 @@ type RunOptions struct {
 	Train   TrainOptions
 	Attack  AttackOptions
 	Analyze AnalyzeOptions
+	Report  ReportOptions
 	// TrainProgress, when set, returns the progress callback of one shard.
 	TrainProgress func(s runs.Shard) func(done, total int)
 }
 
-// Run trains, attacks and analyzes an experiment in dir, skipping every stage whose output is
-// complete, and writes the config (config.yaml is the user's; config.json the canonical form)
-// and the findings (findings.json) beside the run files.
+// Run trains, attacks, analyzes and reports an experiment in dir, skipping every stage whose
+// output is complete, and writes the canonical config (config.json), the findings
+// (findings.json) and the report (report.html, report.md) beside the run files.
 func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) ([]Finding, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
@@ -73,6 +74,9 @@ func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) ([]Findi
 	}
 	if err := writeFileAtomic(filepath.Join(dir, "findings.json"), append(raw, '\n')); err != nil {
 		return nil, err
+	}
+	if err := Report(ctx, dir, findings, opts.Report, opts.Attack.AllowPartial); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
 	}
 	return findings, nil
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/fedaudit/fedaudit/experiment"
@@ -21,6 +22,7 @@ func runExperiment(ctx context.Context, e *env, cfg *experiment.Config, dir stri
 		Shards: shards,
 		Train:  experiment.TrainOptions{ToolVersion: version, Logf: e.logf},
 		Attack: experiment.AttackOptions{Workers: workers, Logf: e.logf},
+		Report: experiment.ReportOptions{ToolVersion: version},
 		TrainProgress: func(s runs.Shard) func(int, int) {
 			return pr.bar(fmt.Sprintf("train %s", s), cfg.Train.Rounds)
 		},
@@ -45,7 +47,7 @@ func printRunSummary(w io.Writer, cfg *experiment.Config, dir string, findings [
 	}
 	fmt.Fprintf(w, "\nmu_lower: certified at %.0f%% confidence (%s thresholds); mu_est: a point estimate, not a bound.\n",
 		100*cfg.Audit.Confidence, method)
-	fmt.Fprintf(w, "Results in %s\n", dir)
+	fmt.Fprintf(w, "Report: %s (and report.md, figures/, tables/)\n", filepath.Join(dir, "report.html"))
 	return nil
 }
 

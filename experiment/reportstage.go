@@ -1,0 +1,75 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fedaudit/fedaudit/report"
+)
+
+// ReportOptions tune the report stage.
+type ReportOptions struct {
+	// PNG also writes every figure as PNG.
+	PNG bool
+	// ToolVersion is printed in the report's footer.
+	ToolVersion string
+}
+
+// Report writes the report of an analyzed experiment directory (report.html, report.md,
+// figures/, tables/) from its findings and its run files.
+func Report(ctx context.Context, dir string, findings []Finding, opts ReportOptions, allowPartial bool) error {
+	tab, cfg, data, err := openRunsDir(dir, allowPartial)
+	if err != nil {
+		return err
+	}
+	defer tab.Close()
+	sums, err := SummarizeRounds(ctx, tab)
+	if err != nil {
+		return err
+	}
+	sm, err := SmoothnessOf(cfg, data)
+	if err != nil {
+		return err
+	}
+	in := report.Input{
+		Title:       fmt.Sprintf("fedaudit report: %s", cfg.Name),
+		ConfigJSON:  cfg.JSON(),
+		DatasetHash: data.Hash,
+		ToolVersion: tab.Meta().ToolVersion,
+		Pairs:       cfg.Pairs,
+		Runs:        2 * cfg.Pairs,
+		Delta:       cfg.Audit.Delta,
+		Smoothness:  smoothnessLabel(sm),
+		NoiseLabel:  fmt.Sprintf("sigma = %g", cfg.Train.NoiseStd),
+		Generated:   fmt.Sprintf("fedaudit %s, audit report %s", opts.ToolVersion, dir),
+	}
+	if len(findings) > 0 {
+		in.Confidence = findings[0].Result.Confidence
+		in.Method = string(findings[0].Result.Method)
+		in.Delta = findings[0].Result.Delta
+	}
+	for _, f := range findings {
+		in.Findings = append(in.Findings, report.Finding{
+			Attack: f.Attack, Threat: f.Threat, Round: f.Round, Result: f.Result,
+			Theory: f.Theory, Verdict: f.Verdict, ClaimSource: f.ClaimSource,
+		})
+	}
+	for _, s := range sums {
+		in.Rounds = append(in.Rounds, report.RoundStats{
+			Round: s.Round, Sensitivity: s.Sensitivity, RealizedMu: s.RealizedMu,
+			TrainLoss: s.TrainLoss, TestAccuracy: s.TestAccuracy, Diverged: s.Diverged,
+		})
+	}
+	return report.Write(dir, in, report.Options{PNG: opts.PNG})
+}
+
+func smoothnessLabel(sm Smoothness) string {
+	switch sm.Source {
+	case "certified":
+		return fmt.Sprintf("L = %.4g (certified from the model and data)", sm.L)
+	case "given":
+		return fmt.Sprintf("L = %.4g (given: convergent bounds are estimates)", sm.L)
+	}
+	return "L unknown: no convergent bound (the composition bound needs none)"
+}
+
