@@ -39,6 +39,15 @@ cleanup() {
   if [ $rc -ne 0 ]; then
     dump_logs
   fi
+  # Cancel what is still queued or running (the cluster is this test's own), so no job step
+  # outlives the daemons.
+  if [ -n "$ctld_pid" ] && kill -0 "$ctld_pid" 2>/dev/null; then
+    jobs=$(squeue -h -o '%F' 2>/dev/null | sort -u | tr '\n' ' ')
+    if [ -n "$jobs" ]; then
+      scancel $jobs 2>/dev/null || true
+      sleep 2
+    fi
+  fi
   for p in $slurmd_pid $ctld_pid; do
     kill "$p" 2>/dev/null || true
   done
@@ -107,32 +116,38 @@ for i in $(seq 1 60); do
 done
 log "cluster up: $(sinfo -h -o '%P %a %D %t')"
 
+job_state() { scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | sort -u | tr '\n' ' '; }
+# submit_and_wait submits the array with submit.sh and waits for both jobs to complete; it
+# sets train_job and finish_job.
+train_job="" finish_job=""
+submit_and_wait() {
+  local ids deadline st j
+  ids=$(AUDIT="$work/bin/audit" "$here/submit.sh" "$config" "$work/cluster" "$shards")
+  echo "$ids"
+  train_job=$(echo "$ids" | sed -n 's/^train_job=//p')
+  finish_job=$(echo "$ids" | sed -n 's/^finish_job=//p')
+  [ -n "$train_job" ] && [ -n "$finish_job" ] || die "submit.sh printed no job ids"
+  log "waiting for jobs $train_job (array) and $finish_job (finish), at most ${timeout_s}s"
+  deadline=$((SECONDS + timeout_s))
+  while squeue -h -j "$train_job,$finish_job" 2>/dev/null | grep -q .; do
+    [ $SECONDS -lt $deadline ] || { squeue >&2; die "jobs still queued after ${timeout_s}s"; }
+    sleep 2
+  done
+  for j in "$train_job" "$finish_job"; do
+    st=$(job_state "$j")
+    log "job $j: $st"
+    [ "$st" = "JobState=COMPLETED " ] || die "job $j did not complete: $st"
+  done
+}
+
 # A small config: the CLI golden test's experiment with more pairs, so shards hold several.
 config="$work/small.yaml"
 sed 's/^pairs: .*/pairs: 24/' "$repo/cmd/audit/testdata/run_small.yaml" > "$config"
 
 log "submitting a $shards-task array"
-ids=$(AUDIT="$work/bin/audit" "$here/submit.sh" "$config" "$work/cluster" "$shards")
-echo "$ids"
-train_job=$(echo "$ids" | sed -n 's/^train_job=//p')
-finish_job=$(echo "$ids" | sed -n 's/^finish_job=//p')
-[ -n "$train_job" ] && [ -n "$finish_job" ] || die "submit.sh printed no job ids"
-
-# Meanwhile, the one-process reference.
+submit_and_wait
+# The reference: a one-process run of the same config.
 "$work/bin/audit" run --quiet --config "$config" --out "$work/single" >/dev/null
-
-log "waiting for jobs $train_job (array) and $finish_job (finish), at most ${timeout_s}s"
-deadline=$((SECONDS + timeout_s))
-while squeue -h -j "$train_job,$finish_job" 2>/dev/null | grep -q .; do
-  [ $SECONDS -lt $deadline ] || { squeue >&2; die "jobs still queued after ${timeout_s}s"; }
-  sleep 2
-done
-job_state() { scontrol show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | sort -u | tr '\n' ' '; }
-for j in "$train_job" "$finish_job"; do
-  st=$(job_state "$j")
-  log "job $j: $st"
-  [ "$st" = "JobState=COMPLETED " ] || die "job $j did not complete: $st"
-done
 
 log "comparing with the one-process run"
 "$work/bin/audit" status "$work/cluster" --shards "$shards"
@@ -144,4 +159,18 @@ cmp "$work/single-analysis.json" "$work/cluster/analysis.json" || die "analyze -
 n=$(grep -c '"mu_lower"' "$work/cluster/findings.json" || true)
 [ "$n" -ge 1 ] || die "findings.json holds no findings"
 log "findings.json: $n findings, identical"
-log "PASS: $shards-shard Slurm array audit equals the one-process run"
+
+# A shard cut short on disk, then the same submission again: the array retrains only that
+# shard (the others are skipped), and the result is unchanged.
+victim="$work/cluster/runs/runs-00002-of-0000$shards.arrow"
+head -c 500 "$victim" > "$work/cut" && cat "$work/cut" > "$victim"
+if "$work/bin/audit" status --quiet "$work/cluster" --shards "$shards" >/dev/null 2>&1; then
+  die "status passed a cut shard"
+fi
+log "resubmitting after cutting $(basename "$victim")"
+submit_and_wait
+grep -q "already complete" "$work/cluster/logs/train-${train_job}_0.out" || die "the rerun did not skip the complete shard 0"
+grep -q "shard 2/$shards written" "$work/cluster/logs/train-${train_job}_2.out" || die "the rerun did not retrain the cut shard 2"
+"$work/bin/runsdiff" "$work/single" "$work/cluster"
+cmp "$work/single/findings.json" "$work/cluster/findings.json" || die "findings.json differ after the rerun"
+log "PASS: $shards-shard Slurm array audit equals the one-process run, also after a repaired shard"
