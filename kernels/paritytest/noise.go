@@ -1,4 +1,4 @@
-package hostshim
+package paritytest
 
 import (
 	"fmt"
@@ -11,13 +11,13 @@ import (
 
 // Known answers from Random123's kat_vectors (the three "philox4x32 10" lines), computed by
 // the kernel.
-func TestPhiloxKnownAnswers(t *testing.T) {
+func testPhiloxKnownAnswers(t *testing.T, f Factory) {
 	cases := []struct{ ctr, key, want []uint32 }{
 		{[]uint32{0, 0, 0, 0}, []uint32{0, 0}, []uint32{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
 		{[]uint32{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, []uint32{0xffffffff, 0xffffffff}, []uint32{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
 		{[]uint32{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, []uint32{0xa4093822, 0x299f31d0}, []uint32{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
 	}
-	ops := kernels.NewOps(device(t), kernels.Options{})
+	ops := f(t, kernels.Options{})
 	defer ops.Close()
 	for _, c := range cases {
 		got, err := ops.PhiloxRaw(1, c.key[0], c.key[1], c.ctr[0], c.ctr[1], c.ctr[2], c.ctr[3])
@@ -33,8 +33,8 @@ func TestPhiloxKnownAnswers(t *testing.T) {
 // The kernel's Philox words, put through the Box-Muller transform of train/philox.go in Go,
 // must reproduce AddGaussianHost bit for bit: this pins the counter layout (coordinate block,
 // round, stream, domain), the key split of the seed and the order of the words.
-func TestPhiloxWordsAreTrainsStream(t *testing.T) {
-	ops := kernels.NewOps(device(t), kernels.Options{Block: 5, MaxGrid: 2})
+func testPhiloxWordsAreTrainsStream(t *testing.T, f Factory) {
+	ops := f(t, kernels.Options{Block: 5, MaxGrid: 2})
 	defer ops.Close()
 	const round, stream, n = 17, 0xFFFFFFFF, 37
 	seed := uint64(0x0123456789abcdef)
@@ -63,8 +63,8 @@ func TestPhiloxWordsAreTrainsStream(t *testing.T) {
 // the transform uses the C library's log, sqrt and sincos instead of Go's (within 1 float64
 // ulp), so every value agrees to 1 float32 ulp. Against the CPU backend with other scales and
 // nonzero destinations the same 1 ulp of the noise, scaled, plus one rounding of the sum.
-func TestAddGaussian(t *testing.T) {
-	forEachRow(t, func(t *testing.T, w *twin, s shape) {
+func testAddGaussian(t *testing.T, f Factory) {
+	forEachRow(t, f, func(t *testing.T, w *twin, s shape) {
 		seeds := make([]uint64, s.batch)
 		scale := make([]float32, s.batch)
 		for b := range seeds {
@@ -113,7 +113,7 @@ func TestAddGaussian(t *testing.T) {
 // Both sum k float32 products in different orders; each is within gamma_k sum |a||b| of the
 // exact value (gamma_k about k 2^-24), so they differ by at most 2 k 2^-24 |alpha| sum|a||b|
 // (+ the same rounding of beta c): the test uses k 2^-22 (|alpha| k max|a| max|b| + |beta c|).
-func TestGemm(t *testing.T) {
+func testGemm(t *testing.T, f Factory) {
 	type gcase struct {
 		ta, tb                 bool
 		m, n, k, batch         int
@@ -142,7 +142,7 @@ func TestGemm(t *testing.T) {
 	for _, o := range launchConfigs[:1] {
 		for ci, c := range cases {
 			t.Run(fmt.Sprintf("%d", ci), func(t *testing.T) {
-				w := newTwin(t, o)
+				w := newTwin(t, f, o)
 				ar, ac := c.m, c.k
 				if c.ta {
 					ar, ac = c.k, c.m

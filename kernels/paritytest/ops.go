@@ -1,4 +1,4 @@
-package hostshim
+package paritytest
 
 import (
 	"fmt"
@@ -63,17 +63,17 @@ func broadcast(s shape) shape {
 }
 
 // forEach runs f for every launch configuration and shape.
-func forEach(t *testing.T, f func(t *testing.T, w *twin, s shape)) {
+func forEach(t *testing.T, f Factory, body func(t *testing.T, w *twin, s shape)) {
 	for _, o := range launchConfigs {
 		for _, s := range shapes {
-			t.Run(cfgName(o)+"/"+s.String(), func(t *testing.T) { f(t, newTwin(t, o), s) })
+			t.Run(cfgName(o)+"/"+s.String(), func(t *testing.T) { body(t, newTwin(t, f, o), s) })
 		}
 	}
 }
 
 // Elementwise float32 arithmetic is the same on both sides (no fused multiply-adds anywhere),
 // so Axpby, AddRow, SumRows and Gather must agree bit for bit.
-func TestAxpby(t *testing.T) {
+func testAxpby(t *testing.T, f Factory) {
 	cases := []struct {
 		alpha, beta float32
 		coef        bool
@@ -87,7 +87,7 @@ func TestAxpby(t *testing.T) {
 		{-0.75, 1, true, false, true},
 		{1, 0, false, false, true},
 	}
-	forEach(t, func(t *testing.T, w *twin, s shape) {
+	forEach(t, f, func(t *testing.T, w *twin, s shape) {
 		for ci, c := range cases {
 			y := w.normal(s.size())
 			if c.beta == 0 { // y is write-only: NaNs there must not leak
@@ -117,8 +117,8 @@ func TestAxpby(t *testing.T) {
 	})
 }
 
-func TestAddRow(t *testing.T) {
-	forEach(t, func(t *testing.T, w *twin, s shape) {
+func testAddRow(t *testing.T, f Factory) {
+	forEach(t, f, func(t *testing.T, w *twin, s shape) {
 		for _, shared := range []bool{false, true} {
 			y := w.normal(s.size())
 			vs := shape{rows: 1, cols: s.cols, batch: s.batch}
@@ -134,8 +134,8 @@ func TestAddRow(t *testing.T) {
 	})
 }
 
-func TestSumRows(t *testing.T) {
-	forEach(t, func(t *testing.T, w *twin, s shape) {
+func testSumRows(t *testing.T, f Factory) {
+	forEach(t, f, func(t *testing.T, w *twin, s shape) {
 		for _, c := range []struct {
 			alpha, beta float32
 			shared      bool
@@ -159,8 +159,8 @@ func TestSumRows(t *testing.T) {
 	})
 }
 
-func TestGather(t *testing.T) {
-	forEach(t, func(t *testing.T, w *twin, s shape) {
+func testGather(t *testing.T, f Factory) {
+	forEach(t, f, func(t *testing.T, w *twin, s shape) {
 		src := shape{rows: 7, cols: s.cols, batch: s.batch, stride: s.cols + 2}
 		shared := broadcast(src)
 		for _, idx := range [][]int32{nil, {6}, {3, 0, 3, 6, 1}} {
@@ -193,8 +193,8 @@ func preValues(w *twin, n int) int {
 // of Go's; those differ by at most one float64 ulp, which rounds to the same float32 except
 // next to a rounding boundary, so the results may differ by at most 1 float32 ulp. ReLU is
 // exact.
-func TestActivate(t *testing.T) {
-	forEach(t, func(t *testing.T, w *twin, s shape) {
+func testActivate(t *testing.T, f Factory) {
+	forEach(t, f, func(t *testing.T, w *twin, s shape) {
 		for _, act := range []train.Activation{train.Tanh, train.Softplus, train.ReLU} {
 			pre := w.mat(preValues(w, s.size()), s.mat())
 			ps := s
@@ -217,8 +217,8 @@ func b2u(b bool) int64 {
 
 // ActivateGrad: tanh's derivative is float32 arithmetic (exact), softplus's uses exp (1 ulp),
 // ReLU's a comparison (exact).
-func TestActivateGrad(t *testing.T) {
-	forEach(t, func(t *testing.T, w *twin, s shape) {
+func testActivateGrad(t *testing.T, f Factory) {
+	forEach(t, f, func(t *testing.T, w *twin, s shape) {
 		for _, act := range []train.Activation{train.Tanh, train.Softplus, train.ReLU} {
 			pre := w.mat(preValues(w, s.size()), s.mat())
 			post := w.mat(w.normal(s.size()), s.mat())
@@ -238,8 +238,8 @@ func TestActivateGrad(t *testing.T) {
 // lse about the logits' size, below 30 here) may differ by a few 1e-15 before float32
 // rounding: tolerance 1e-6 (1 + |loss|). dlogits = scale (p - [j = y]) with p in [0, 1]:
 // tolerance 2^-23 |scale| (1 + |p|) + 1e-12, one float32 rounding of p and the subtraction.
-func TestSoftmaxXent(t *testing.T) {
-	forEach(t, func(t *testing.T, w *twin, s shape) {
+func testSoftmaxXent(t *testing.T, f Factory) {
+	forEach(t, f, func(t *testing.T, w *twin, s shape) {
 		if s.cols < 2 {
 			s.cols = 2
 		}
@@ -294,8 +294,8 @@ func TestSoftmaxXent(t *testing.T) {
 
 // ClipExamples sums the squared norms in the CPU backend's order (four float64 lanes, layers
 // in order) and squares of float32 values are exact in float64, so it must agree bit for bit.
-func TestClipExamples(t *testing.T) {
-	forEach(t, func(t *testing.T, w *twin, s shape) {
+func testClipExamples(t *testing.T, f Factory) {
+	forEach(t, f, func(t *testing.T, w *twin, s shape) {
 		for _, v := range []float32{0.5, 5, 1e9} {
 			d0s, d1s := s, shape{rows: s.rows, cols: s.cols + 2, batch: s.batch}
 			in0 := broadcast(shape{rows: s.rows, cols: 9, batch: s.batch, stride: 11})
@@ -326,10 +326,10 @@ var rowShapes = []shape{
 	{rows: 1, cols: 6, batch: 0},
 }
 
-func forEachRow(t *testing.T, f func(t *testing.T, w *twin, s shape)) {
+func forEachRow(t *testing.T, f Factory, body func(t *testing.T, w *twin, s shape)) {
 	for _, o := range launchConfigs {
 		for _, s := range rowShapes {
-			t.Run(cfgName(o)+"/"+s.String(), func(t *testing.T) { f(t, newTwin(t, o), s) })
+			t.Run(cfgName(o)+"/"+s.String(), func(t *testing.T) { body(t, newTwin(t, f, o), s) })
 		}
 	}
 }
@@ -338,8 +338,8 @@ func forEachRow(t *testing.T, f func(t *testing.T, w *twin, s shape)) {
 // their sum) than the CPU's four lanes; both are float64 sums of exact squares, relative
 // error below 1e-13, so the clip factor agrees to 1 float32 ulp and every result to within a
 // few ulps: tolerance 4 2^-23 (|w| + eta |g| + eta alpha |w - anchor|) + 1e-30.
-func TestClipStep(t *testing.T) {
-	forEachRow(t, func(t *testing.T, w *twin, s shape) {
+func testClipStep(t *testing.T, f Factory) {
+	forEachRow(t, f, func(t *testing.T, w *twin, s shape) {
 		for _, c := range []struct{ eta, v, alpha float32 }{
 			{0.1, 0.5, 0}, {0.1, 1e6, 0}, {0.3, 0, 0}, {0.05, 1, 0.7}, {0.05, -1, 0.2},
 		} {
@@ -362,8 +362,8 @@ func TestClipStep(t *testing.T) {
 }
 
 // A NaN gradient poisons only its own replica, on both backends.
-func TestClipStepNaN(t *testing.T) {
-	w := newTwin(t, kernels.Options{})
+func testClipStepNaN(t *testing.T, f Factory) {
+	w := newTwin(t, f, kernels.Options{})
 	s := shape{rows: 1, cols: 5, batch: 3}
 	wb := w.normal(s.size())
 	g := w.buf(s.size(), func(i int) float32 {
@@ -386,8 +386,8 @@ func TestClipStepNaN(t *testing.T) {
 
 // Dots: float64 sums of exact products in another order than the CPU's sequential sum:
 // relative error below 1e-12 of sum |a_i b_i|.
-func TestDots(t *testing.T) {
-	forEachRow(t, func(t *testing.T, w *twin, s shape) {
+func testDots(t *testing.T, f Factory) {
+	forEachRow(t, f, func(t *testing.T, w *twin, s shape) {
 		a, b := w.normal(s.size()), w.normal(s.size())
 		for _, pair := range [][2]int{{a, b}, {a, a}} {
 			am, bm := w.mat(pair[0], s.mat()), w.mat(pair[1], s.mat())

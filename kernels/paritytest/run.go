@@ -1,4 +1,4 @@
-package hostshim
+package paritytest
 
 import (
 	"context"
@@ -58,7 +58,7 @@ func worlds(m, n, dim, classes int) (c, cp []*datasets.Dataset) {
 // at most 3 x 2 x 3 steps): parameters, uploads and losses must agree to 2e-4 absolute
 // (relative to values of order 1), the informed statistics to 2e-3 relative to their scale.
 // Diverged flags, pairs, worlds and seeds must be equal.
-func TestRunsMatchCPU(t *testing.T) {
+func testRunsMatchCPU(t *testing.T, f Factory) {
 	base := train.Config{
 		Algorithm: train.NoisyFedAvg, Model: train.ModelConfig{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"},
 		Rounds: 3, LocalSteps: 2, LearningRate: 0.3, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.05,
@@ -105,7 +105,7 @@ func TestRunsMatchCPU(t *testing.T) {
 			if err := train.Train(context.Background(), cfg, wc, wcp, tgt, nil, c.pairs, &want, nil); err != nil {
 				t.Fatal(err)
 			}
-			ops := kernels.NewOps(device(t), kernels.Options{Block: 32})
+			ops := f(t, kernels.Options{Block: 32})
 			defer ops.Close()
 			var got memRecorder
 			if err := train.TrainOn(context.Background(), ops, cfg, wc, wcp, tgt, nil, c.pairs, kernels.CheckRecorder(ops, &got), nil); err != nil {

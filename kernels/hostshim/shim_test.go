@@ -1,0 +1,68 @@
+package hostshim
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/kernels"
+	"github.com/fedaudit/fedaudit/kernels/paritytest"
+)
+
+// The shim library is compiled once per test binary.
+var (
+	buildOnce sync.Once
+	buildLib  string
+	buildErr  error
+)
+
+// device returns a fresh shim device (its own allocations) over the shared library, and
+// checks at the end of the test that everything it allocated was freed.
+func device(t *testing.T) *Device {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "hostshim")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		var d *Device
+		d, buildErr = Build("..", dir)
+		if buildErr == nil {
+			buildLib = filepath.Join(dir, "libfedaudit_shim.so")
+			d.Close()
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	d, err := Load(buildLib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if n := d.Live(); n != 0 {
+			t.Errorf("%d device allocations leaked", n)
+		}
+		d.Close()
+	})
+	return d
+}
+
+func TestParity(t *testing.T) {
+	paritytest.All(t, func(t *testing.T, opt kernels.Options) paritytest.Backend {
+		return kernels.NewOps(device(t), opt)
+	})
+}
+
+// Every kernel the Go side knows is in the shim's table with the parameter count the Go side
+// passes (a mismatch would make Launch fail in every parity test, this names it directly).
+func TestShimKnowsEveryKernel(t *testing.T) {
+	d := device(t)
+	for _, k := range kernels.All() {
+		if d.NumArgs(k) == 0 {
+			t.Errorf("kernel %s has no parameters in the shim", k)
+		}
+	}
+}

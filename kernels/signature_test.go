@@ -1,0 +1,103 @@
+package kernels
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/train"
+)
+
+// recorder is a Device that runs nothing and records the argument kinds Ops passes to each
+// kernel.
+type recorder struct {
+	ops   *Ops
+	next  uint64
+	kinds map[Kernel]string
+}
+
+func (r *recorder) Alloc(n int) (uint64, error) { r.next += uint64(n) + 256; return r.next, nil }
+func (r *recorder) Free(uint64) error           { return nil }
+func (r *recorder) Write(uint64, []byte) error  { return nil }
+func (r *recorder) Read(dst []byte, _ uint64) error {
+	clear(dst)
+	return nil
+}
+func (r *recorder) Stage([]byte) (uint64, error) { return 1 << 40, nil }
+func (r *recorder) Gemm(GemmArgs) error          { return nil }
+func (r *recorder) Launch(k Kernel, grid, block int, args []uint64) error {
+	r.kinds[k] = string(r.ops.args.kinds)
+	return nil
+}
+
+// ptxParams returns each entry point's parameter types in the PTX.
+func ptxParams(t *testing.T) map[string][]string {
+	mods, err := Modules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := regexp.MustCompile(`\.entry (\w+)\(([^)]*)\)`)
+	param := regexp.MustCompile(`\.param \.(\w+) `)
+	out := map[string][]string{}
+	for _, m := range mods {
+		for _, e := range entry.FindAllStringSubmatch(m.PTX, -1) {
+			var types []string
+			for _, p := range param.FindAllStringSubmatch(e[2], -1) {
+				types = append(types, p[1])
+			}
+			out[e[1]] = types
+		}
+	}
+	return out
+}
+
+// Every launch of Ops passes exactly the parameters the compiled kernel declares, in number
+// and size (the CUDA driver checks neither; a mismatch would read garbage on the GPU).
+func TestLaunchArgumentsMatchPTX(t *testing.T) {
+	r := &recorder{kinds: map[Kernel]string{}}
+	o := NewOps(r, Options{})
+	r.ops = o
+	m := func(rows, cols, batch int) train.Mat {
+		return train.Mat{Buf: o.Alloc(rows * cols * max(batch, 1)), Rows: rows, Cols: cols, Stride: cols, Batch: batch, BatchStride: rows * cols}
+	}
+	x, y := m(3, 4, 2), m(3, 4, 2)
+	row := m(1, 4, 2)
+	o.Axpby(1, x, 0.5, y, []float32{1, 2})
+	o.AddRow(y, row)
+	o.SumRows(1, x, 0, row)
+	o.Gather(y, x, []int32{0, 2, 1})
+	o.Activate(train.Tanh, x, y)
+	o.ActivateGrad(train.Tanh, x, y, x)
+	o.SoftmaxXent(x, m(3, 1, 2), 1, y, m(3, 1, 2), m(3, 1, 2))
+	o.ClipExamples(1, []train.Mat{x}, []train.Mat{y})
+	o.ClipStep(0.1, 1, 0.5, row, row, row)
+	o.AddGaussian(row, []uint64{1, 1}, []float32{1, 1}, 0, 0)
+	o.Dots(row, row, make([]float64, 2))
+	if _, err := o.PhiloxRaw(1, 0, 0, 0, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Err(); err != nil {
+		t.Fatal(err)
+	}
+	ptx := ptxParams(t)
+	size := map[byte]string{kindPtr: "u64", kindI64: "u64", kindI32: "u32", kindF32: "f32"}
+	for _, k := range All() {
+		kinds, ok := r.kinds[k]
+		if !ok {
+			t.Errorf("kernel %s was never launched by the operations above", k)
+			continue
+		}
+		types, ok := ptx[k.Name()]
+		if !ok {
+			t.Errorf("kernel %s is not in the PTX", k)
+			continue
+		}
+		var want []string
+		for i := range kinds {
+			want = append(want, size[kinds[i]])
+		}
+		if strings.Join(want, ",") != strings.Join(types, ",") {
+			t.Errorf("kernel %s: Ops passes %v, the PTX declares %v", k, want, types)
+		}
+	}
+}
