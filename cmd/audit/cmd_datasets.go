@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/fedaudit/fedaudit/datasets"
@@ -59,28 +58,6 @@ func init() {
 			}
 		},
 	})
-}
-
-// parseInterspersed parses flags wherever they appear among args, so that
-// `audit datasets inspect NAME --json` works as well as flags before NAME; it returns the
-// positional arguments. Everything after "--" is positional.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var tail []string
-	if i := slices.Index(args, "--"); i >= 0 {
-		args, tail = args[:i], args[i+1:]
-	}
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return append(pos, tail...), nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
 }
 
 func printSummary(e *env, s datasets.Summary) {

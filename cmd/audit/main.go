@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -126,14 +127,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&e.quiet, "quiet", false, "no progress or log output on stderr")
 	body := c.flags(fs)
 	fs.Usage = func() {}
-	if err := fs.Parse(args[1:]); err != nil {
+	pos, err := parseInterspersed(fs, args[1:])
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printCommandHelp(stdout, c, fs)
 			return nil
 		}
 		return usagef("%s: %v (see 'audit %s --help')", name, err, name)
 	}
-	return body(ctx, e, fs.Args())
+	return body(ctx, e, pos)
 }
 
 func printHelp(w io.Writer) {
@@ -187,4 +189,26 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// parseInterspersed parses flags wherever they appear among args, so that
+// `audit datasets inspect NAME --json` works as well as flags before NAME; it returns the
+// positional arguments. Everything after "--" is positional.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var tail []string
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, tail = args[:i], args[i+1:]
+	}
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return append(pos, tail...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
 }

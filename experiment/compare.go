@@ -1,0 +1,124 @@
+package experiment
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Analyzed is one analyzed experiment directory: its config and findings as written by Run.
+type Analyzed struct {
+	Dir     string
+	Config  *Config
+	Records []Record
+}
+
+// LoadAnalyzed reads DIR/config.json and DIR/findings.json.
+func LoadAnalyzed(dir string) (*Analyzed, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w (run `audit run` there first)", dir, err)
+	}
+	cfg, err := FromJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
+	}
+	raw, err = os.ReadFile(filepath.Join(dir, "findings.json"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w (run `audit run` there first)", dir, err)
+	}
+	var recs []Record
+	if err := json.Unmarshal(raw, &recs); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "findings.json"), err)
+	}
+	return &Analyzed{Dir: dir, Config: cfg, Records: recs}, nil
+}
+
+// CompareMetrics are the per-finding numbers a comparison table can show.
+var CompareMetrics = []string{"auc", "tpr_at_fpr_0.01", "best_balanced_accuracy", "mu_lower", "mu_estimate"}
+
+func recordValue(r Record, metric string) (float64, bool) {
+	switch metric {
+	case "auc":
+		return r.AUC, true
+	case "tpr_at_fpr_0.01":
+		return r.TPRAt1e2, true
+	case "best_balanced_accuracy":
+		return r.BalancedAcc, true
+	case "mu_lower":
+		return r.MuLower, true
+	case "mu_estimate":
+		return r.MuEstimate, true
+	}
+	v, ok := r.Metrics[metric]
+	return v, ok
+}
+
+// WriteComparison prints, for every attack and metric, a Markdown table shaped like the paper's
+// attack-success tables: one row per experiment (labelled by label(cfg)), one column per round
+// T. A metric an attack does not report is left out; "-" marks a round an experiment lacks.
+func WriteComparison(w io.Writer, exps []*Analyzed, metrics []string, label func(*Config) string) error {
+	var attacks []string
+	roundsOf := map[string][]int{}
+	for _, e := range exps {
+		for _, r := range e.Records {
+			if !slices.Contains(attacks, r.Attack) {
+				attacks = append(attacks, r.Attack)
+			}
+			if !slices.Contains(roundsOf[r.Attack], r.Round) {
+				roundsOf[r.Attack] = append(roundsOf[r.Attack], r.Round)
+			}
+		}
+	}
+	sort.Strings(attacks)
+	for _, a := range attacks {
+		rounds := roundsOf[a]
+		slices.Sort(rounds)
+		for _, metric := range metrics {
+			rows := make([][]string, 0, len(exps))
+			any := false
+			for _, e := range exps {
+				row := []string{label(e.Config)}
+				for _, T := range rounds {
+					cell := "-"
+					for _, r := range e.Records {
+						if r.Attack == a && r.Round == T {
+							if v, ok := recordValue(r, metric); ok && !math.IsNaN(v) {
+								cell, any = fmt.Sprintf("%.4g", v), true
+							}
+						}
+					}
+					row = append(row, cell)
+				}
+				rows = append(rows, row)
+			}
+			if !any {
+				continue
+			}
+			threat := ""
+			for _, e := range exps {
+				for _, r := range e.Records {
+					if r.Attack == a {
+						threat = r.Threat
+					}
+				}
+			}
+			fmt.Fprintf(w, "\n**%s** (%s threat), %s by T:\n\n", a, threat, metric)
+			head := []string{"experiment"}
+			for _, T := range rounds {
+				head = append(head, fmt.Sprintf("T=%d", T))
+			}
+			fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
+			for _, row := range rows {
+				fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+			}
+		}
+	}
+	return nil
+}
