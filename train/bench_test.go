@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -55,20 +56,38 @@ func BenchmarkNoise(b *testing.B) {
 	b.ReportMetric(float64(R/2*d)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mnormals/s")
 }
 
-// BenchmarkW1Step is one local step of W1 (all 64 replicas, one client).
+// BenchmarkW1Step is one local step of W1 (all 64 replicas): of a non-target client, and of the
+// target client in a step whose batch holds the target sample (two world groups).
 func BenchmarkW1Step(b *testing.B) {
 	c, cp, tgt := W1Data()
 	e, err := newEngine(NewCPU(0), W1Config(), c, cp, tgt, nil, PairRange{0, 32})
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		e.eta = 0.05
-		if err := e.localGrad(0, 1, i%5, e.l, false, 0, e.P); err != nil {
-			b.Fatal(err)
+	// find a (round, step) whose batch of client 0 holds sample 0
+	hitT, hitK := -1, -1
+	for t := 0; t < 100 && hitT < 0; t++ {
+		for k := 0; k < 5; k++ {
+			rng := newCounterRand(e.cfg.Seed, uint32(t), 0, domainBatch, uint32(k))
+			samplePrefix(&rng, e.perm[:w1PerClient], 32)
+			if slices.Contains(e.perm[:32], 0) {
+				hitT, hitK = t, k
+				break
+			}
 		}
-		e.be.ClipStep(0.05, 1, 0, e.all(e.l), e.all(e.grad), e.all(e.g))
+	}
+	for _, tc := range []struct {
+		name         string
+		t, client, k int
+	}{{"shared", 0, 1, 0}, {"target-grouped", hitT, 0, hitK}} {
+		b.Run(tc.name, func(b *testing.B) {
+			e.eta = 0.05
+			for i := 0; i < b.N; i++ {
+				if err := e.localGrad(tc.t, tc.client, tc.k, e.l, false, 0, e.P); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -85,6 +85,11 @@ func (c *CPU) Gemm(transA, transB bool, alpha float32, a, b Mat, beta float32, o
 	g.nBlocks = (g.n + gemmNC - 1) / gemmNC
 	g.transposed = useAVX2 && transB && !transA && a.BatchStride == 0
 	g.prepack()
+	g.nc = gemmNC
+	if g.sharedB != nil && out.Batch >= 2*c.pool.workers {
+		// op(B) is packed already: one task per batch element packs each block of op(A) once.
+		g.nc, g.nBlocks = g.n, 1
+	}
 	c.pool.do(g, out.Batch*g.nBlocks)
 }
 
@@ -257,13 +262,7 @@ func activate(act Activation, pre, post []float32) {
 	switch act {
 	case Tanh:
 		for j, v := range pre {
-			// tanh x = expm1(2x) / (expm1(2x) + 2): one exponential, no cancellation near 0
-			e := math.Expm1(2 * math.Min(math.Abs(float64(v)), 20))
-			t := float32(e / (e + 2))
-			if v < 0 {
-				t = -t
-			}
-			post[j] = t
+			post[j] = tanh32(v)
 		}
 	case Softplus:
 		for j, v := range pre {

@@ -170,8 +170,8 @@ func newEngine(be Backend, cfg Config, worldC, worldCP []*datasets.Dataset, targ
 	if f, ok := model.(fusedStepper); ok && e.perEx == 0 && cfg.Batching == "fixed" && cfg.BatchSize <= dim {
 		e.fused = f
 	}
-	// By default a chunk's parameters take about 4 MiB (two L2 caches of this kind of machine).
-	e.chunk = max(1, min(e.P, (4<<20)/(8*e.d)))
+	// By default a chunk's parameters take about 2 MiB: the L2 caches of two cores.
+	e.chunk = max(1, min(e.P, (2<<20)/(8*e.d)))
 	if cfg.ChunkPairs > 0 {
 		e.chunk = cfg.ChunkPairs
 	}

@@ -50,6 +50,7 @@ type gemmJob struct {
 	mBlocks, nBlocks int
 	sharedA, sharedB []float32 // whole op(A) / op(B) packed, or nil
 	mPad, nPad       int       // rows of op(A), columns of op(B) rounded up to whole panels
+	nc               int       // columns per task: gemmNC, or all of them when op(B) is prepacked
 	// transposed: c = a b^T with a shared is computed as c^T = b a^T, the rows of b read in
 	// place by the strided kernel and a^T packed once (sharedA, as column panels of c's rows).
 	transposed bool
@@ -103,8 +104,8 @@ func (g *gemmJob) run(task, worker int) {
 	nb := task % g.nBlocks
 	batch := task / g.nBlocks
 	s := &g.be.scratch[worker].gemm
-	j0 := nb * gemmNC
-	nc := min(gemmNC, g.n-j0)
+	j0 := nb * g.nc
+	nc := min(g.nc, g.n-j0)
 	a := data(g.a.Buf)[g.a.Off+batch*g.a.BatchStride:]
 	b := data(g.b.Buf)[g.b.Off+batch*g.b.BatchStride:]
 	c := data(g.c.Buf)[g.c.Off+batch*g.c.BatchStride:]

@@ -40,12 +40,12 @@ func naiveGemm(transA, transB bool, alpha float32, a, b Mat, beta float32, c Mat
 // dimension, both transposes, shared operands and beta. Tolerance: 1e-5 relative to the sum of
 // |terms|, about 100 float32 rounding errors.
 func TestGemm(t *testing.T) {
-	for _, useAsm := range []bool{false, true} {
-		if useAsm && !useAVX2 {
+	for _, kern := range []string{"go", "avx2", "avx512"} {
+		if kern == "avx2" && !useAVX2 || kern == "avx512" && !useAVX512 {
 			continue
 		}
-		saved := useAVX2
-		useAVX2 = useAsm
+		saved, saved512 := useAVX2, useAVX512
+		useAVX2, useAVX512 = kern != "go", kern == "avx512"
 		for _, sh := range [][3]int{{1, 1, 1}, {7, 17, 5}, {32, 64, 784}, {97, 257, 300}, {6, 16, 256}, {13, 33, 513}} {
 			M, N, K := sh[0], sh[1], sh[2]
 			for _, ta := range []bool{false, true} {
@@ -56,7 +56,7 @@ func TestGemm(t *testing.T) {
 				}
 			}
 		}
-		useAVX2 = saved
+		useAVX2, useAVX512 = saved, saved512
 	}
 }
 

@@ -11,10 +11,26 @@ func kernelAVX2(kc int, a, b *float32, acc *[gemmMR * gemmNR]float32)
 
 var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
+// useAVX512 selects the zmm kernels; they perform the same operations as the AVX2 ones.
+var useAVX512 = useAVX2 && cpu.X86.HasAVX512F
+
+//go:noescape
+func kernelAVX512(kc int, a, b *float32, acc *[gemmMR * gemmNR]float32)
+
+//go:noescape
+func kernelAVX512S(kc int, a *float32, lda int, b *float32, acc *[gemmMR * gemmNR]float32)
+
+//go:noescape
+func kernelAVX512C(kc int, a, b, c *float32, ldc int, alpha float32)
+
 func kernel(kc int, a, b []float32, acc *[gemmMR * gemmNR]float32) {
 	if useAVX2 && kc > 0 {
 		_ = a[kc*gemmMR-1]
 		_ = b[kc*gemmNR-1]
+		if useAVX512 {
+			kernelAVX512(kc, &a[0], &b[0], acc)
+			return
+		}
 		kernelAVX2(kc, &a[0], &b[0], acc)
 		return
 	}
@@ -35,6 +51,10 @@ func kernelToC(kc int, a, b, c []float32, ldc int, alpha float32) bool {
 	_ = a[kc*gemmMR-1]
 	_ = b[kc*gemmNR-1]
 	_ = c[(gemmMR-1)*ldc+gemmNR-1]
+	if useAVX512 {
+		kernelAVX512C(kc, &a[0], &b[0], &c[0], ldc, alpha)
+		return true
+	}
 	kernelAVX2C(kc, &a[0], &b[0], &c[0], ldc, alpha)
 	return true
 }
@@ -55,6 +75,10 @@ func kernelStrided(kc int, a []float32, lda int, b []float32, acc *[gemmMR * gem
 	}
 	_ = a[(gemmMR-1)*lda+kc-1]
 	_ = b[kc*gemmNR-1]
+	if useAVX512 {
+		kernelAVX512S(kc, &a[0], lda, &b[0], acc)
+		return true
+	}
 	kernelAVX2S(kc, &a[0], lda, &b[0], acc)
 	return true
 }

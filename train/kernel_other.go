@@ -2,7 +2,7 @@
 
 package train
 
-var useAVX2 = false
+var useAVX2, useAVX512 = false, false
 
 func kernel(kc int, a, b []float32, acc *[gemmMR * gemmNR]float32) { kernelGo(kc, a, b, acc) }
 
