@@ -1,0 +1,60 @@
+//go:build gpu
+
+package cuda
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/fedaudit/fedaudit/kernels"
+)
+
+const available = true
+
+// Backend is train.Backend on one GPU: kernels.Ops over the device. Buffers live in device
+// memory until Close; the engine allocates every replica's state once, so a shard of pairs
+// must fit in device memory (see docs/gpu.md for the sizes and FreeMemory to check).
+type Backend struct {
+	*kernels.Ops
+	dev *device
+}
+
+var _ Engine = (*Backend)(nil)
+
+// New opens device ordinal device (0 for the first GPU) with the default launch options.
+func New(device int) (*Backend, error) { return NewWithOptions(device, kernels.Options{}) }
+
+// NewWithOptions is New with the given launch options (results do not depend on them).
+func NewWithOptions(device int, opt kernels.Options) (*Backend, error) {
+	d, err := openDevice(device)
+	if err != nil {
+		return nil, err
+	}
+	return &Backend{Ops: kernels.NewOps(d, opt), dev: d}, nil
+}
+
+func newBackend(device int) (Engine, error) { return New(device) }
+
+// Name describes the device.
+func (b *Backend) Name() string { return b.dev.name }
+
+// Sync waits until the device has done all the work issued so far and returns the first
+// error, including asynchronous ones (a kernel fault surfaces here or at the next copy).
+func (b *Backend) Sync() error {
+	if err := b.Err(); err != nil {
+		return err
+	}
+	if err := b.dev.sync(); err != nil {
+		return fmt.Errorf("cuda: %w", err)
+	}
+	return nil
+}
+
+// FreeMemory returns the free and total device memory in bytes.
+func (b *Backend) FreeMemory() (free, total int64, err error) { return b.dev.memInfo() }
+
+// Close frees every buffer and releases the device; the backend must not be used afterwards.
+func (b *Backend) Close() error {
+	err := b.Ops.Close()
+	return errors.Join(err, b.dev.close())
+}

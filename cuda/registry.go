@@ -1,0 +1,35 @@
+package cuda
+
+import (
+	"errors"
+
+	"github.com/fedaudit/fedaudit/kernels"
+	"github.com/fedaudit/fedaudit/train"
+)
+
+// ErrNotBuilt is returned by NewBackend in builds without the gpu tag.
+var ErrNotBuilt = errors.New("this build has no GPU backend (build with -tags gpu)")
+
+// Engine is what a caller needs from the GPU backend beyond train.Backend.
+type Engine interface {
+	train.Backend
+	// Err is the first device error (out of memory, a failed launch); every operation after
+	// it does nothing, so results are valid only while Err is nil.
+	Err() error
+	// Close releases the device memory and the context.
+	Close() error
+	// Name describes the device.
+	Name() string
+}
+
+// Available reports whether this build has the GPU backend.
+func Available() bool { return available }
+
+// NewBackend opens the GPU backend on the given device ordinal, or returns ErrNotBuilt.
+func NewBackend(device int) (Engine, error) { return newBackend(device) }
+
+// CheckRecorder passes checkpoints on to rec only while be has no error, so a device failure
+// stops a run at its next checkpoint instead of recording garbage.
+func CheckRecorder(be Engine, rec train.Recorder) train.Recorder {
+	return kernels.CheckRecorder(be, rec)
+}
