@@ -16,3 +16,16 @@ demo:
 # report, with the seeds the configs fix, so the committed reports are what this produces.
 results: build
 	./results/regenerate.sh ./bin/audit
+
+# GPU backend (docs/gpu.md). generate-ptx needs nvcc (CUDA 11.8 or 12.x); test-gpu and
+# bench-gpu need an NVIDIA GPU: the test binary exits at start-up without one.
+.PHONY: generate-ptx test-gpu bench-gpu
+
+generate-ptx:
+	$(GO) generate ./kernels
+
+test-gpu:
+	$(GO) test -tags gpu -count=1 -v -run . ./cuda
+
+bench-gpu:
+	$(GO) test -tags gpu -count=1 -run '^$$' -bench W1 -benchtime 1x -timeout 60m ./cuda
