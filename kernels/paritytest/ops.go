@@ -189,10 +189,10 @@ func preValues(w *twin, n int) int {
 	})
 }
 
-// Tanh and softplus are computed in float64 with the C library's tanh, exp and log1p instead
-// of Go's; those differ by at most one float64 ulp, which rounds to the same float32 except
-// next to a rounding boundary, so the results may differ by at most 1 float32 ulp. ReLU is
-// exact.
+// Tanh and softplus are computed in float64 (the kernels with the C or CUDA library's tanh,
+// exp and log1p, the CPU backend with Go's or its own float64 tanh approximation), all within
+// a few float64 ulps of the exact value, which round to the same float32 except next to a
+// rounding boundary: the results may differ by at most 1 float32 ulp. ReLU is exact.
 func testActivate(t *testing.T, f Factory) {
 	forEach(t, f, func(t *testing.T, w *twin, s shape) {
 		for _, act := range []train.Activation{train.Tanh, train.Softplus, train.ReLU} {
