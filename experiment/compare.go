@@ -17,6 +17,8 @@ type Analyzed struct {
 	Dir     string
 	Config  *Config
 	Records []Record
+	// Rounds are the per-round training summaries (DIR/rounds.json), nil when absent.
+	Rounds []RoundSummary
 }
 
 // LoadAnalyzed reads DIR/config.json and DIR/findings.json.
@@ -37,7 +39,72 @@ func LoadAnalyzed(dir string) (*Analyzed, error) {
 	if err := json.Unmarshal(raw, &recs); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "findings.json"), err)
 	}
-	return &Analyzed{Dir: dir, Config: cfg, Records: recs}, nil
+	a := &Analyzed{Dir: dir, Config: cfg, Records: recs}
+	if raw, err := os.ReadFile(filepath.Join(dir, "rounds.json")); err == nil {
+		var sums []roundSummaryJSON
+		if err := json.Unmarshal(raw, &sums); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "rounds.json"), err)
+		}
+		for _, s := range sums {
+			a.Rounds = append(a.Rounds, s.summary())
+		}
+	}
+	return a, nil
+}
+
+// RoundMetrics are the training measurements a comparison can show, one table each.
+var RoundMetrics = []string{"test_accuracy", "train_loss", "sensitivity", "realized_mu", "diverged"}
+
+func roundValue(s RoundSummary, metric string) (float64, bool) {
+	switch metric {
+	case "test_accuracy":
+		return s.TestAccuracy, true
+	case "train_loss":
+		return s.TrainLoss, true
+	case "sensitivity":
+		return s.Sensitivity, true
+	case "realized_mu":
+		return s.RealizedMu, true
+	case "diverged":
+		return float64(s.Diverged), true
+	}
+	return 0, false
+}
+
+// roundSummaryJSON is RoundSummary with NaN written as null, which JSON cannot hold otherwise.
+type roundSummaryJSON struct {
+	Round          int      `json:"round"`
+	Runs           int      `json:"runs"`
+	Diverged       int      `json:"diverged"`
+	TrainLoss      *float64 `json:"train_loss"`
+	TestAccuracy   *float64 `json:"test_accuracy"`
+	RealizedMu     *float64 `json:"realized_mu"`
+	Sensitivity    *float64 `json:"sensitivity"`
+	MaxSensitivity *float64 `json:"max_sensitivity"`
+}
+
+func orNaN(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
+}
+
+func (j roundSummaryJSON) summary() RoundSummary {
+	return RoundSummary{Round: j.Round, Runs: j.Runs, Diverged: j.Diverged, TrainLoss: orNaN(j.TrainLoss),
+		TestAccuracy: orNaN(j.TestAccuracy), RealizedMu: orNaN(j.RealizedMu), Sensitivity: orNaN(j.Sensitivity),
+		MaxSensitivity: orNaN(j.MaxSensitivity)}
+}
+
+// RoundSummariesJSON encodes summaries for DIR/rounds.json.
+func RoundSummariesJSON(sums []RoundSummary) ([]byte, error) {
+	out := make([]roundSummaryJSON, len(sums))
+	for i, s := range sums {
+		out[i] = roundSummaryJSON{Round: s.Round, Runs: s.Runs, Diverged: s.Diverged, TrainLoss: finite(s.TrainLoss),
+			TestAccuracy: finite(s.TestAccuracy), RealizedMu: finite(s.RealizedMu), Sensitivity: finite(s.Sensitivity),
+			MaxSensitivity: finite(s.MaxSensitivity)}
+	}
+	return json.MarshalIndent(out, "", "  ")
 }
 
 // CompareMetrics are the per-finding numbers a comparison table can show.
@@ -64,6 +131,7 @@ func recordValue(r Record, metric string) (float64, bool) {
 // attack-success tables: one row per experiment (labelled by label(cfg)), one column per round
 // T. A metric an attack does not report is left out; "-" marks a round an experiment lacks.
 func WriteComparison(w io.Writer, exps []*Analyzed, metrics []string, label func(*Config) string) error {
+	writeRoundTables(w, exps, metrics, label)
 	var attacks []string
 	roundsOf := map[string][]int{}
 	for _, e := range exps {
@@ -121,4 +189,44 @@ func WriteComparison(w io.Writer, exps []*Analyzed, metrics []string, label func
 		}
 	}
 	return nil
+}
+
+// writeRoundTables prints one table per training metric requested (rows: experiments, columns:
+// T), from the experiments' round summaries.
+func writeRoundTables(w io.Writer, exps []*Analyzed, metrics []string, label func(*Config) string) {
+	var rounds []int
+	for _, e := range exps {
+		for _, s := range e.Rounds {
+			if !slices.Contains(rounds, s.Round) {
+				rounds = append(rounds, s.Round)
+			}
+		}
+	}
+	slices.Sort(rounds)
+	for _, metric := range metrics {
+		if !slices.Contains(RoundMetrics, metric) || len(rounds) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n**training**, %s by T:\n\n", metric)
+		head := []string{"experiment"}
+		for _, T := range rounds {
+			head = append(head, fmt.Sprintf("T=%d", T))
+		}
+		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
+		for _, e := range exps {
+			row := []string{label(e.Config)}
+			for _, T := range rounds {
+				cell := "-"
+				for _, s := range e.Rounds {
+					if s.Round == T {
+						if v, _ := roundValue(s, metric); !math.IsNaN(v) {
+							cell = fmt.Sprintf("%.4g", v)
+						}
+					}
+				}
+				row = append(row, cell)
+			}
+			fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+		}
+	}
 }

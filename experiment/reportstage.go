@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/fedaudit/fedaudit/report"
 )
@@ -16,7 +17,8 @@ type ReportOptions struct {
 }
 
 // Report writes the report of an analyzed experiment directory (report.html, report.md,
-// figures/, tables/) from its findings and its run files.
+// figures/, tables/) from its findings and its run files, and the per-round training summaries
+// (rounds.json) that `audit compare` tabulates.
 func Report(ctx context.Context, dir string, findings []Finding, opts ReportOptions, allowPartial bool) error {
 	tab, cfg, data, err := openRunsDir(dir, allowPartial)
 	if err != nil {
@@ -25,6 +27,13 @@ func Report(ctx context.Context, dir string, findings []Finding, opts ReportOpti
 	defer tab.Close()
 	sums, err := SummarizeRounds(ctx, tab)
 	if err != nil {
+		return err
+	}
+	raw, err := RoundSummariesJSON(sums)
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(dir, "rounds.json"), append(raw, '\n')); err != nil {
 		return err
 	}
 	sm, err := SmoothnessOf(cfg, data)
@@ -72,4 +81,3 @@ func smoothnessLabel(sm Smoothness) string {
 	}
 	return "L unknown: no convergent bound (the composition bound needs none)"
 }
-

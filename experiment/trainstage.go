@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
 )
@@ -40,6 +41,35 @@ type TrainOptions struct {
 	Progress func(done, total int)
 	// Logf, when set, receives one line per skipped or redone shard.
 	Logf func(format string, args ...any)
+	// Backend is "cpu" (default), "gpu" (the CUDA backend, in builds with the gpu tag) or
+	// "auto" (the GPU when this build has one). Results agree to float rounding.
+	Backend string
+	// Device is the GPU ordinal for the gpu backend.
+	Device int
+}
+
+// trainOn trains the pairs on the chosen backend.
+func trainOn(ctx context.Context, cfg *Config, data *Data, pairs train.PairRange, rec train.Recorder, opts TrainOptions) error {
+	backend := opts.Backend
+	if backend == "auto" {
+		backend = "cpu"
+		if cuda.Available() {
+			backend = "gpu"
+		}
+	}
+	switch backend {
+	case "", "cpu":
+		return train.Train(ctx, cfg.Train, data.Pair.C, data.Pair.CPrime, data.Target, data.Test, pairs, rec, opts.Progress)
+	case "gpu":
+		be, err := cuda.NewBackend(opts.Device)
+		if err != nil {
+			return fmt.Errorf("backend gpu: %w", err)
+		}
+		defer be.Close()
+		err = train.TrainOn(ctx, be, cfg.Train, data.Pair.C, data.Pair.CPrime, data.Target, data.Test, pairs, cuda.CheckRecorder(be, rec), opts.Progress)
+		return errors.Join(err, be.Err())
+	}
+	return fmt.Errorf("backend %q is not cpu, gpu or auto", opts.Backend)
 }
 
 // TrainShard trains shard s of the experiment into RunsDir(dir). A shard whose complete file of
@@ -84,7 +114,7 @@ func TrainShard(ctx context.Context, cfg *Config, data *Data, s runs.Shard, dir 
 		HasUpload:   cfg.Train.RecordUpload,
 	}}
 	pairs := ShardPairs(cfg.Pairs, s)
-	err = train.Train(ctx, cfg.Train, data.Pair.C, data.Pair.CPrime, data.Target, data.Test, pairs, rec, opts.Progress)
+	err = trainOn(ctx, cfg, data, pairs, rec, opts)
 	if err == nil && rec.w == nil {
 		err = errors.New("no checkpoint was recorded: set train.checkpoints")
 	}

@@ -15,7 +15,7 @@ func init() {
 		summary: "tabulate analyzed experiments side by side (rows: experiments, columns: T), as Markdown",
 		usage:   "compare DIR... [--metrics auc,mu_lower,...] [--label name|sigma|alpha]",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			metrics := fs.String("metrics", "auc,tpr_at_fpr_0.01,mu_lower", "comma-separated metrics: "+strings.Join(experiment.CompareMetrics, ", ")+", or an attack's own metric (label_accuracy, psnr, ...)")
+			metrics := fs.String("metrics", "auc,tpr_at_fpr_0.01,mu_lower", "comma-separated metrics: "+strings.Join(experiment.CompareMetrics, ", ")+", an attack's own metric (label_accuracy, psnr, ...), or a training measurement: "+strings.Join(experiment.RoundMetrics, ", "))
 			label := fs.String("label", "name", "row label: name, sigma (noise std) or alpha (FedProx)")
 			return func(_ context.Context, e *env, args []string) error {
 				if len(args) == 0 {

@@ -14,13 +14,13 @@ import (
 
 // runExperiment is the body of `audit run` and `audit demo`: every stage, resumable, with one
 // progress display, then the summary on stdout.
-func runExperiment(ctx context.Context, e *env, cfg *experiment.Config, dir string, shards, workers int) ([]experiment.Finding, error) {
+func runExperiment(ctx context.Context, e *env, cfg *experiment.Config, dir string, shards, workers int, bf backendFlags) ([]experiment.Finding, error) {
 	pr := newProgress(e)
 	start := time.Now()
 	e.logf("run: %s: %d pairs, %d rounds, output in %s", cfg.Name, cfg.Pairs, cfg.Train.Rounds, dir)
 	findings, err := experiment.Run(ctx, cfg, dir, experiment.RunOptions{
 		Shards: shards,
-		Train:  experiment.TrainOptions{ToolVersion: version, Logf: e.logf},
+		Train:  experiment.TrainOptions{ToolVersion: version, Logf: e.logf, Backend: bf.name, Device: bf.device},
 		Attack: experiment.AttackOptions{Workers: workers, Logf: e.logf},
 		Report: experiment.ReportOptions{ToolVersion: version},
 		TrainProgress: func(s runs.Shard) func(int, int) {
@@ -62,9 +62,14 @@ func init() {
 			shards := fs.Int("shards", 1, "number of run-file shards")
 			workers := fs.Int("workers", 0, "attack workers (0: all cores)")
 			asJSON := fs.Bool("json", false, "print the findings as JSON instead of the summary")
+			var bf backendFlags
+			bf.register(fs)
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
 					return usagef("run: unexpected argument %q", args[0])
+				}
+				if err := bf.check(); err != nil {
+					return err
 				}
 				if *config == "" || *out == "" {
 					return usagef("run: --config and --out are required")
@@ -76,7 +81,7 @@ func init() {
 				if err != nil {
 					return err
 				}
-				findings, err := runExperiment(ctx, e, cfg, *out, *shards, *workers)
+				findings, err := runExperiment(ctx, e, cfg, *out, *shards, *workers, bf)
 				if err != nil {
 					return err
 				}
@@ -96,9 +101,14 @@ func init() {
 			pairs := fs.Int("pairs", 0, "number of coupled pairs (0: the demo's default)")
 			workers := fs.Int("workers", 0, "attack workers (0: all cores)")
 			asJSON := fs.Bool("json", false, "print the findings as JSON instead of the summary")
+			var bf backendFlags
+			bf.register(fs)
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
 					return usagef("demo: unexpected argument %q", args[0])
+				}
+				if err := bf.check(); err != nil {
+					return err
 				}
 				cfg := experiment.Demo()
 				if *pairs < 0 {
@@ -107,7 +117,7 @@ func init() {
 				if *pairs > 0 {
 					cfg.Pairs = *pairs
 				}
-				findings, err := runExperiment(ctx, e, cfg, *out, 1, *workers)
+				findings, err := runExperiment(ctx, e, cfg, *out, 1, *workers, bf)
 				if err != nil {
 					return err
 				}

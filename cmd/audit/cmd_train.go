@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/runs"
 )
@@ -35,7 +36,7 @@ func shardFromFlagOrEnv(flagValue string, shards int) (runs.Shard, bool, error) 
 
 // trainAll trains the shards of an experiment into dir: one shard when given, else all of
 // them in turn. Complete shards are skipped.
-func trainAll(ctx context.Context, e *env, cfg *experiment.Config, dir string, shard runs.Shard, one bool, shards int) error {
+func trainAll(ctx context.Context, e *env, cfg *experiment.Config, dir string, shard runs.Shard, one bool, shards int, bf backendFlags) error {
 	data, err := experiment.Prepare(cfg)
 	if err != nil {
 		return err
@@ -54,6 +55,8 @@ func trainAll(ctx context.Context, e *env, cfg *experiment.Config, dir string, s
 			ToolVersion: version,
 			Progress:    pr.bar(fmt.Sprintf("train %s", s), cfg.Train.Rounds),
 			Logf:        e.logf,
+			Backend:     bf.name,
+			Device:      bf.device,
 		})
 		if err != nil {
 			return err
@@ -77,7 +80,8 @@ func init() {
 			out := fs.String("out", "", "output directory (run files go to DIR/runs)")
 			shard := fs.String("shard", "", "train only shard i/n (default: all shards in turn)")
 			shards := fs.Int("shards", 1, "number of shards; with SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX set, train only that one")
-			backend := fs.String("backend", "cpu", "compute backend: cpu (auto picks cpu in builds without the gpu tag)")
+			var bf backendFlags
+			bf.register(fs)
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
 					return usagef("train: unexpected argument %q", args[0])
@@ -85,7 +89,7 @@ func init() {
 				if *config == "" || *out == "" {
 					return usagef("train: --config and --out are required")
 				}
-				if err := checkBackend(*backend); err != nil {
+				if err := bf.check(); err != nil {
 					return err
 				}
 				if *shards < 1 {
@@ -102,20 +106,32 @@ func init() {
 				if one {
 					*shards = s.Count
 				}
-				return trainAll(ctx, e, cfg, *out, s, one, *shards)
+				return trainAll(ctx, e, cfg, *out, s, one, *shards, bf)
 			}
 		},
 	})
 }
 
-// checkBackend accepts the backends this build has. The GPU backend needs a build with the
-// gpu tag.
-func checkBackend(name string) error {
-	switch name {
-	case "cpu", "auto":
+// backendFlags are --backend and --device, on every command that trains.
+type backendFlags struct {
+	name   string
+	device int
+}
+
+func (b *backendFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&b.name, "backend", "auto", "compute backend: auto (the GPU when this build has one), cpu or gpu (needs a build with -tags gpu)")
+	fs.IntVar(&b.device, "device", 0, "GPU ordinal for --backend gpu")
+}
+
+func (b *backendFlags) check() error {
+	switch b.name {
+	case "auto", "cpu":
 		return nil
 	case "gpu":
-		return fmt.Errorf("--backend gpu: this build has no GPU backend (build with -tags gpu on a CUDA machine)")
+		if !cuda.Available() {
+			return fmt.Errorf("--backend gpu: %w", cuda.ErrNotBuilt)
+		}
+		return nil
 	}
-	return usagef("--backend: %q is not auto, cpu or gpu", name)
+	return usagef("--backend: %q is not auto, cpu or gpu", b.name)
 }
