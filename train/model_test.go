@@ -372,10 +372,16 @@ func gorgoniaGrad(m *MLP, w, x []float64, y []int) ([]float64, error) {
 // others, and with a FedProx term. Tolerance 1e-6 (1 + |w|): both are float32 computations of
 // the same step with different summation orders.
 func TestFusedStepMatchesClipStep(t *testing.T) {
-	m, err := NewMLP(Tanh, 9, 7, 4)
-	if err != nil {
-		t.Fatal(err)
+	for _, sizes := range [][]int{{9, 7, 4}, {9, 4}} {
+		m, err := NewMLP(Tanh, sizes...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testFusedStep(t, m)
 	}
+}
+
+func testFusedStep(t *testing.T, m *MLP) {
 	const R, n = 4, 6
 	x, y := randData(14, n, 9, 4)
 	w := randParams(m, R, 15)
