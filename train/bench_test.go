@@ -18,11 +18,13 @@ func benchGemm(b *testing.B, transA, transB bool, m, n, k, batch int, shareA boo
 	if transB {
 		br, bc = n, k
 	}
-	a := Mat{Buf: be.Alloc(batch * ar * ac), Rows: ar, Cols: ac, Stride: ac, Batch: batch, BatchStride: ar * ac}
+	av, _ := randData(1, 1, batch*ar*ac, 2)
+	bv, _ := randData(2, 1, batch*br*bc, 2)
+	a := Mat{Buf: be.Alias(av), Rows: ar, Cols: ac, Stride: ac, Batch: batch, BatchStride: ar * ac}
 	if shareA {
 		a.BatchStride = 0
 	}
-	bm := Mat{Buf: be.Alloc(batch * br * bc), Rows: br, Cols: bc, Stride: bc, Batch: batch, BatchStride: br * bc}
+	bm := Mat{Buf: be.Alias(bv), Rows: br, Cols: bc, Stride: bc, Batch: batch, BatchStride: br * bc}
 	c := Mat{Buf: be.Alloc(batch * m * n), Rows: m, Cols: n, Stride: n, Batch: batch, BatchStride: m * n}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
