@@ -113,7 +113,7 @@ func (m *model) tradeoffFigure(t int) (*figure, error) {
 	}
 	diag.Color, diag.Dashes = colorDiagonal, []vg.Length{vg.Points(2), vg.Points(2)}
 	p.Add(diag)
-	p.Legend.Add("β = 1 - α (random guess)", diag)
+	p.Legend.Add("β = 1 - α (guessing)", diag)
 
 	if b := m.theory[t]; b != nil {
 		for _, c := range []struct {
@@ -122,8 +122,8 @@ func (m *model) tradeoffFigure(t int) (*figure, error) {
 			col   color.Color
 			dash  []vg.Length
 		}{
-			{b.Mu, "T_G(μ convergent = " + num(b.Mu) + "), final model", colorConvergent, nil},
-			{b.MuComposition, "T_G(μ composition = " + num(b.MuComposition) + "), all iterates", colorComposition, []vg.Length{vg.Points(6), vg.Points(3)}},
+			{b.Mu, "T_G(convergent μ = " + num(b.Mu) + "): final", colorConvergent, nil},
+			{b.MuComposition, "T_G(composition μ = " + num(b.MuComposition) + "): iterates", colorComposition, []vg.Length{vg.Points(6), vg.Points(3)}},
 		} {
 			if math.IsNaN(c.mu) || math.IsInf(c.mu, 0) {
 				continue
@@ -157,7 +157,7 @@ func (m *model) tradeoffFigure(t int) (*figure, error) {
 			l.Color, sc.Color = col, col
 			sc.Shape, sc.Radius = draw.CircleGlyph{}, vg.Points(1.5)
 			p.Add(l, sc)
-			p.Legend.Add("empirical envelope: "+s.String(), l, sc)
+			p.Legend.Add("envelope: "+s.String(), l, sc)
 		}
 		cp := f.Result.MuPoint
 		if cp.AlphaUpper == 0 && cp.BetaUpper == 0 {
@@ -179,7 +179,7 @@ func (m *model) tradeoffFigure(t int) (*figure, error) {
 		}
 		corner.Color, corner.Shape, corner.Radius = col, draw.BoxGlyph{}, vg.Points(3)
 		p.Add(xb, yb, corner)
-		p.Legend.Add("certified point (bars to upper bounds): "+s.String(), corner)
+		p.Legend.Add("certified (upper bounds): "+s.String(), corner)
 	}
 	return &figure{
 		name:  "tradeoff_T" + strconv.Itoa(t),
@@ -187,7 +187,7 @@ func (m *model) tradeoffFigure(t int) (*figure, error) {
 		caption: "Type I against type II error at T = " + strconv.Itoa(t) +
 			". Lines with dots: each attack's empirical ROC envelope (threat model in brackets). Squares: the certified test's upper confidence bounds (alpha_up, beta_up), with bars from the observed error rates; the mechanism's trade-off curve passes below them at confidence " +
 			m.confidenceText() + ". Red: Gaussian trade-off of the convergent bound (final model); purple dashed: of the composition bound (every iterate); grey dashed: random guessing. A certified square below the red curve would contradict the convergent bound.",
-		plot: p, w: 16 * vg.Centimeter, h: 14 * vg.Centimeter,
+		plot: p, w: 13 * vg.Centimeter, h: 12 * vg.Centimeter,
 	}, nil
 }
 

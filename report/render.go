@@ -154,8 +154,8 @@ dl.facts { display: grid; grid-template-columns: max-content auto; gap: 0.2em 1.
 dl.facts dt { font-weight: 600; }
 dl.facts dd { margin: 0; font-family: ui-monospace, monospace; }
 pre { background: #f6f6f6; border: 1px solid #ddd; padding: 0.8em; overflow-x: auto; font-size: 0.85em; }
-.figs { display: flex; flex-wrap: wrap; gap: 1.5em; }
-figure { margin: 0; flex: 1 1 520px; max-width: 100%; }
+.figs { display: grid; grid-template-columns: repeat(auto-fill, minmax(480px, 1fr)); gap: 1.5em; }
+figure { margin: 0; max-width: 760px; }
 figure svg.plot { width: 100%; height: auto; background: #fff; }
 figcaption { font-size: 0.9em; color: #444; }
 table { border-collapse: collapse; margin: 1em 0 2em; font-size: 0.9em; }
