@@ -74,7 +74,7 @@ func TestBrowser(t *testing.T) {
 		if strings.HasPrefix(name, "figures/") && strings.HasSuffix(name, ".svg") {
 			nSVG++
 			fig := strings.TrimSuffix(strings.TrimPrefix(name, "figures/"), ".svg")
-			if !bytes.Contains(dom, []byte(`<figure id="fig-`+fig+`">`)) {
+			if !bytes.Contains(dom, []byte(`<figure id="fig-`+fig+`"`)) {
 				t.Errorf("rendered DOM lacks figure %s", fig)
 			}
 		}

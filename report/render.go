@@ -156,6 +156,7 @@ dl.facts dd { margin: 0; font-family: ui-monospace, monospace; }
 pre { background: #f6f6f6; border: 1px solid #ddd; padding: 0.8em; overflow-x: auto; font-size: 0.85em; }
 .figs { display: grid; grid-template-columns: repeat(auto-fill, minmax(480px, 1fr)); gap: 1.5em; }
 figure { margin: 0; max-width: 760px; }
+figure.wide { grid-column: 1 / -1; max-width: 960px; }
 figure svg.plot { width: 100%; height: auto; background: #fff; }
 figcaption { font-size: 0.9em; color: #444; }
 table { border-collapse: collapse; margin: 1em 0 2em; font-size: 0.9em; }
@@ -204,7 +205,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 {{- if .Figs}}
 <div class="figs">
 {{- range .Figs}}
-<figure id="fig-{{.Name}}">
+<figure id="fig-{{.Name}}"{{if .Wide}} class="wide"{{end}}>
 {{.SVG}}
 <figcaption><strong>{{.Title}}.</strong> {{.Caption}}</figcaption>
 </figure>
@@ -236,6 +237,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 type htmlFigure struct {
 	Name, Title, Caption string
 	SVG                  template.HTML
+	Wide                 bool
 }
 
 type htmlCell struct {
@@ -260,7 +262,7 @@ func (r *rendered) html() ([]byte, error) {
 	for _, s := range r.sections {
 		hs := htmlSection{ID: s.ID, Title: s.Title, Intro: s.Intro}
 		for _, f := range s.figs {
-			hs.Figs = append(hs.Figs, htmlFigure{f.name, f.title, f.caption, inlineSVG(r.svgs[f])})
+			hs.Figs = append(hs.Figs, htmlFigure{f.name, f.title, f.caption, inlineSVG(r.svgs[f]), f.name == "mu_vs_T"})
 		}
 		for _, t := range s.tables {
 			ht := htmlTable{Name: t.name, Title: t.title, Caption: t.caption, Header: t.header}
