@@ -55,7 +55,7 @@ func TestBrowser(t *testing.T) {
 		}
 		t.Skipf("%s not found; install chromium (or set FEDAUDIT_REQUIRE_BROWSER=1 to make this a failure)", chromiumPath)
 	}
-	if testing.Short() {
+	if testing.Short() && os.Getenv("FEDAUDIT_REQUIRE_BROWSER") != "1" {
 		t.Skip("browser check takes several seconds; skipped in -short mode")
 	}
 	dir, files := writeReport(t, syntheticInput(t), Options{})
