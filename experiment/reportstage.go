@@ -61,6 +61,7 @@ func Report(ctx context.Context, dir string, findings []Finding, opts ReportOpti
 		in.Findings = append(in.Findings, report.Finding{
 			Attack: f.Attack, Threat: f.Threat, Round: f.Round, Result: f.Result,
 			Theory: f.Theory, Verdict: f.Verdict, ClaimSource: f.ClaimSource,
+			ExactMu: finite(f.ExactMu), Metrics: f.Metrics,
 		})
 	}
 	for _, s := range sums {

@@ -82,10 +82,10 @@ func TestBrowser(t *testing.T) {
 	if els["svg"] != nSVG || nSVG == 0 {
 		t.Errorf("rendered DOM has %d <svg>, want %d", els["svg"], nSVG)
 	}
-	if els["table"] != 6 {
-		t.Errorf("rendered DOM has %d <table>, want 6", els["table"])
+	if els["table"] != 7 {
+		t.Errorf("rendered DOM has %d <table>, want 7", els["table"])
 	}
-	for _, tb := range []string{"auc", "tpr_at_1pct_fpr", "mu_lower", "attacks", "verdicts", "rounds"} {
+	for _, tb := range []string{"auc", "tpr_at_1pct_fpr", "mu_lower", "attacks", "verdicts", "rounds", "attack_metrics"} {
 		if !bytes.Contains(dom, []byte(`<table id="tab-`+tb+`">`)) {
 			t.Errorf("rendered DOM lacks table %s", tb)
 		}

@@ -21,6 +21,12 @@ type Finding struct {
 	Verdict *audit.Verdict
 	// ClaimSource says where the claim came from, e.g. "convergent bound" or "--claim-mu".
 	ClaimSource string
+	// ExactMu is the mechanism's exact mu for this threat model and T where the instance has
+	// one (the quadratic reference instance); nil when unknown.
+	ExactMu *float64
+	// Metrics are the means of the attack's own success metrics (label accuracy, PSNR, MSE,
+	// ...), shown in the attack-metrics table; nil when the attack reports none.
+	Metrics map[string]float64
 }
 
 // RoundStats is what training measured after Round rounds. Unknown values are NaN.

@@ -80,12 +80,22 @@ func build(in *Input) (*rendered, error) {
 			figs:  tradeoffFigs},
 		{ID: "attacks", Title: "Attack success",
 			Intro:  "Rows: attack, threat model and noise level; columns: number of rounds T. World C (the target's record present) is the positive class.",
-			tables: []*table{byName["auc"], byName["tpr_at_1pct_fpr"], byName["attacks"]}},
+			tables: attackTables(byName)},
 		{ID: "training", Title: "Theory, sensitivity and utility",
 			Intro: "What training measured: the distance between the final models of coupled runs, the realized privacy loss, and the utility of the models.",
 			figs:  sensFigs, tables: []*table{byName["rounds"]}},
 	}
 	return r, nil
+}
+
+// attackTables are the attack-success tables, with the attacks' own metrics where any attack
+// reports them.
+func attackTables(byName map[string]*table) []*table {
+	out := []*table{byName["auc"], byName["tpr_at_1pct_fpr"], byName["attacks"]}
+	if t := byName["attack_metrics"]; t != nil {
+		out = append(out, t)
+	}
+	return out
 }
 
 func prettyConfig(raw []byte) string {

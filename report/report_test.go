@@ -79,6 +79,9 @@ func syntheticInput(t *testing.T) Input {
 				f.Threat = "uploads"
 				v := audit.Judge(res, audit.Claim{Mu: b.MuComposition, Epsilon: 4, Delta: 1e-5})
 				f.Verdict, f.ClaimSource = &v, "composition bound"
+				f.Metrics = map[string]float64{"psnr": 20 + float64(i), "label_accuracy": 0.5}
+				exact := 0.25 * float64(b.T)
+				f.ExactMu = &exact
 			}
 			in.Findings = append(in.Findings, f)
 		}
@@ -128,7 +131,7 @@ func TestGolden(t *testing.T) {
 	}
 	slices.Sort(names)
 	want := []string{"report.md"}
-	for _, tb := range []string{"attacks", "auc", "mu_lower", "rounds", "tpr_at_1pct_fpr", "verdicts"} {
+	for _, tb := range []string{"attack_metrics", "attacks", "auc", "mu_lower", "rounds", "tpr_at_1pct_fpr", "verdicts"} {
 		want = append(want, "tables/"+tb+".csv", "tables/"+tb+".tex")
 	}
 	slices.Sort(want)
@@ -240,7 +243,7 @@ func TestHTML(t *testing.T) {
 			t.Errorf("figure %s not in the page", f)
 		}
 	}
-	for _, tb := range []string{"auc", "tpr_at_1pct_fpr", "mu_lower", "attacks", "verdicts", "rounds"} {
+	for _, tb := range []string{"auc", "tpr_at_1pct_fpr", "mu_lower", "attacks", "verdicts", "rounds", "attack_metrics"} {
 		if !slices.Contains(els, "table#tab-"+tb) {
 			t.Errorf("table %s not in the page", tb)
 		}

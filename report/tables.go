@@ -271,7 +271,7 @@ func (m *model) tables() []*table {
 	attacks := &table{name: "attacks", title: "Attack success per attack and T",
 		caption: "Per attack, threat model and T: TPR at 0.1% and 1% FPR, AUC, best balanced accuracy, the Gaussian point estimate of mu (not a bound) and the certified lower bounds at confidence " + conf + ".",
 		header: []string{"Attack", "Threat model", "T", "N(C)", "N(C')", "TPR@0.1%FPR", "TPR@1%FPR", "AUC",
-			"Best balanced acc.", "mu estimate", "mu lower", "eps lower", "delta"}}
+			"Best balanced acc.", "mu estimate", "mu lower", "mu exact", "eps lower", "delta"}}
 	verdicts := &table{name: "verdicts", title: "Verdicts",
 		caption: "Certified lower bounds against the claimed guarantee: the claim is violated when a certified lower bound exceeds it (confidence " + conf + "); tightness is lower bound / claim.",
 		header: []string{"Attack", "Threat model", "T", "mu lower", "Claimed mu", "Claimed eps", "Claim delta",
@@ -283,10 +283,14 @@ func (m *model) tables() []*table {
 				continue
 			}
 			res := f.Result
+			exact := "-"
+			if f.ExactMu != nil {
+				exact = num(*f.ExactMu)
+			}
 			attacks.rows = append(attacks.rows, []string{s.attack, s.threat, strconv.Itoa(r),
 				strconv.Itoa(res.N0), strconv.Itoa(res.N1), rate(res.TPRAt1e3), rate(res.TPRAt1e2),
 				rate(res.AUC), rate(res.BestBalancedAccuracy), num(res.MuEstimate), num(res.MuLower),
-				num(res.EpsLower), num(res.Delta)})
+				exact, num(res.EpsLower), num(res.Delta)})
 			claimMu, claimEps, claimDelta, tight, status := "-", "-", "-", "-", "not judged"
 			source := f.ClaimSource
 			if source == "" {
@@ -329,5 +333,51 @@ func (m *model) tables() []*table {
 		}
 		rounds.rows = append(rounds.rows, row)
 	}
-	return []*table{auc, tpr, muw, attacks, verdicts, rounds}
+	out := []*table{auc, tpr, muw, attacks, verdicts, rounds}
+	if mt := m.metricsTable(); mt != nil {
+		out = append(out, mt)
+	}
+	return out
+}
+
+// metricsTable lists the attacks' own success metrics (label accuracy, PSNR, ...), the paper's
+// label-reconstruction and gradient-inversion tables; nil when no attack reports any.
+func (m *model) metricsTable() *table {
+	var names []string
+	for _, s := range m.series {
+		for _, r := range m.rounds {
+			if f := m.findings[s][r]; f != nil {
+				for name := range f.Metrics {
+					if !slices.Contains(names, name) {
+						names = append(names, name)
+					}
+				}
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	slices.Sort(names)
+	t := &table{name: "attack_metrics", title: "Attack success metrics",
+		caption: "Means over runs of each attack's own success metrics (e.g. label accuracy of label reconstruction; MSE, PSNR, SSIM, L2 of gradient inversion), by attack, threat model and T; noise " + m.noise() + ".",
+		header:  append([]string{"Attack", "Threat model", "T"}, names...)}
+	for _, s := range m.series {
+		for _, r := range m.rounds {
+			f := m.findings[s][r]
+			if f == nil || len(f.Metrics) == 0 {
+				continue
+			}
+			row := []string{s.attack, s.threat, strconv.Itoa(r)}
+			for _, name := range names {
+				cell := "-"
+				if v, ok := f.Metrics[name]; ok {
+					cell = num(v)
+				}
+				row = append(row, cell)
+			}
+			t.rows = append(t.rows, row)
+		}
+	}
+	return t
 }
