@@ -201,3 +201,42 @@ func TestFinalModelAttackOnQuadraticInstance(t *testing.T) {
 		t.Errorf("certified %.4f outside [0.75, 1] x exact %.4f", f.Result.MuLower, exact)
 	}
 }
+
+// Repeated audits of the quadratic instance with fresh seeds: no attack's certified 95% bound
+// may exceed the exact mu of its threat model more often than the confidence allows. With 60
+// audits a correct procedure exceeds 8 times with probability below 2% (Binomial(60, 0.05)
+// tail); the DKW band is conservative, so in practice it never does.
+func TestRepeatedAuditsNeverBeatExactMu(t *testing.T) {
+	if testing.Short() {
+		t.Skip("60 audits; skipped with -short")
+	}
+	const audits = 60
+	exceed := map[string]int{}
+	for rep := 0; rep < audits; rep++ {
+		cfg := quadraticConfig(400)
+		cfg.Seed = uint64(1000 + rep)
+		cfg.Train.Seed = cfg.Seed
+		cfg.Train.Rounds = 6
+		cfg.Train.Checkpoints = []int{0, 6}
+		cfg.Audit.Attacks = []string{"informed-all", "linear"}
+		cfg.Train.RecordParams = true
+		findings, err := Run(context.Background(), cfg, t.TempDir(), RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range findings {
+			if math.IsNaN(f.ExactMu) {
+				t.Fatalf("%s: no exact mu on the quadratic instance", f.Attack)
+			}
+			if f.Result.MuLower > f.ExactMu {
+				exceed[f.Attack]++
+			}
+		}
+	}
+	t.Logf("audits in which the certified bound exceeded the exact mu: %v of %d", exceed, audits)
+	for attack, n := range exceed {
+		if n > 8 {
+			t.Errorf("%s: certified bound above the exact mu in %d of %d audits", attack, n, audits)
+		}
+	}
+}
