@@ -152,8 +152,17 @@ func AnalyzeDir(ctx context.Context, dir string, opts AnalyzeOptions, aopts Atta
 	if err != nil {
 		return nil, err
 	}
-	tab.Close()
-	theory, err := theoryLookup(cfg, data, scores, aopts.Logf)
+	defer tab.Close()
+	sm, err := SmoothnessOf(cfg, data)
+	if err != nil {
+		return nil, err
+	}
+	if sm.Source == "none" {
+		if sm, err = EstimateSmoothness(ctx, tab, cfg, data); err != nil {
+			return nil, err
+		}
+	}
+	theory, err := theoryLookup(cfg, sm, scores, aopts.Logf)
 	if err != nil {
 		return nil, err
 	}
@@ -176,11 +185,7 @@ func AnalyzeDir(ctx context.Context, dir string, opts AnalyzeOptions, aopts Atta
 // theoryLookup computes the bounds for every round that has scores.
 // A configuration outside the theorems' assumptions (e.g. FedProx with alpha <= L) still gets its
 // empirical audit, with no bound beside it and the reason logged.
-func theoryLookup(cfg *Config, data *Data, scores []runs.Score, logf func(string, ...any)) (func(int) *audit.Bound, error) {
-	sm, err := SmoothnessOf(cfg, data)
-	if err != nil {
-		return nil, err
-	}
+func theoryLookup(cfg *Config, sm Smoothness, scores []runs.Score, logf func(string, ...any)) (func(int) *audit.Bound, error) {
 	var rounds []int
 	for _, s := range scores {
 		if s.Round >= 1 && !slices.Contains(rounds, int(s.Round)) {

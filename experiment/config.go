@@ -103,8 +103,10 @@ type AuditConfig struct {
 	// need the checkpoint T-1.
 	Rounds []int `json:"rounds,omitempty" yaml:"rounds,omitempty"`
 	// Smoothness is the constant L of the bound. For the quadratic model and softmax regression
-	// it is computed from the data when zero (certified); for MLPs it must be given and every
-	// bound derived from it is labelled an estimate.
+	// it is computed from the data when zero (certified); for MLPs it is given here or, when zero
+	// and the run files hold parameters (train.record_params), estimated by Hessian power
+	// iteration at recorded checkpoints. Given and estimated values make every convergent bound
+	// an estimate, and the report says so.
 	Smoothness float64 `json:"smoothness,omitempty" yaml:"smoothness,omitempty"`
 	// ClaimMu, or ClaimEpsilon at Delta, is the deployment's claim; zero means none (the
 	// convergent bound is then the claim checked).

@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -122,5 +123,47 @@ func TestConfigJSONRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(cfg, back) {
 		t.Fatalf("round trip changed the config:\n%+v\n%+v", cfg, back)
+	}
+}
+
+// An MLP without a given smoothness gets L estimated from its recorded parameters, and a
+// convergent bound labelled as such; without parameters it gets none.
+func TestSmoothnessEstimatedForMLP(t *testing.T) {
+	cfg := smallConfig()
+	cfg.Audit.Smoothness = 0
+	cfg.Train.RecordParams = true
+	cfg.Audit.Attacks = []string{"loss"}
+	data, err := Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	findings, err := Run(context.Background(), cfg, dir, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := runs.Open(RunsDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tab.Close()
+	sm, err := EstimateSmoothness(context.Background(), tab, cfg, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sm.Source != "estimated" || !(sm.L > 0) {
+		t.Fatalf("smoothness %+v, want an estimated L > 0", sm)
+	}
+	for _, f := range findings {
+		if f.Round >= 1 && (f.Theory == nil || math.IsNaN(f.Theory.Mu)) {
+			t.Errorf("T=%d: no convergent bound with an estimated L", f.Round)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), "Hessian power iteration") {
+		t.Error("report does not say the smoothness is estimated")
 	}
 }

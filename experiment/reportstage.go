@@ -40,6 +40,11 @@ func Report(ctx context.Context, dir string, findings []Finding, opts ReportOpti
 	if err != nil {
 		return err
 	}
+	if sm.Source == "none" {
+		if sm, err = EstimateSmoothness(ctx, tab, cfg, data); err != nil {
+			return err
+		}
+	}
 	in := report.Input{
 		Title:       fmt.Sprintf("fedaudit report: %s", cfg.Name),
 		ConfigJSON:  cfg.JSON(),
@@ -79,6 +84,8 @@ func smoothnessLabel(sm Smoothness) string {
 		return fmt.Sprintf("L = %.4g (certified from the model and data)", sm.L)
 	case "given":
 		return fmt.Sprintf("L = %.4g (given: convergent bounds are estimates)", sm.L)
+	case "estimated":
+		return fmt.Sprintf("L = %.4g (Hessian power iteration at recorded parameters: convergent bounds are estimates)", sm.L)
 	}
 	return "L unknown: no convergent bound (the composition bound needs none)"
 }

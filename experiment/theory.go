@@ -1,8 +1,13 @@
 package experiment
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"slices"
+
+	"github.com/fedaudit/fedaudit/attacks"
+	"github.com/fedaudit/fedaudit/runs"
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/datasets"
@@ -13,7 +18,8 @@ import (
 type Smoothness struct {
 	L float64
 	// Source is "certified" (computed from the model and data, an upper bound on the true L),
-	// "given" (from the config, not checked: every bound from it is an estimate) or "none".
+	// "given" (from the config, not checked: every bound from it is an estimate), "estimated"
+	// (Hessian power iteration at recorded parameters: an estimate too) or "none".
 	Source string
 }
 
@@ -144,4 +150,52 @@ func ExactMu(cfg *Config, data *Data) (final, allIterates func(T int) float64, o
 	final = func(T int) float64 { return audit.QuadraticFinalMu(m, dnorm, sigma, rho, T) }
 	allIterates = func(T int) float64 { return audit.QuadraticAllIteratesMu(m, dnorm, sigma, T) }
 	return final, allIterates, true
+}
+
+// EstimateSmoothness estimates L for a model without a certified constant (the MLP) from
+// recorded parameters: the largest Hessian spectral norm of a client's mean loss, by power
+// iteration, over up to three checkpoints of the first world-C run and up to three clients (the
+// target client first). It needs run files with parameters; without them L stays unknown.
+// Every bound computed from it is labelled an estimate.
+func EstimateSmoothness(ctx context.Context, tab *runs.Table, cfg *Config, data *Data) (Smoothness, error) {
+	if !tab.Meta().HasParams {
+		return Smoothness{Source: "none"}, nil
+	}
+	var points [][]float32
+	err := tab.Scan(ctx, func(r runs.Row) error {
+		if r.World == runs.WorldC && r.PairID == 0 && len(r.Params) > 0 && !r.Diverged {
+			points = append(points, slices.Clone(r.Params))
+		}
+		return nil
+	})
+	if err != nil {
+		return Smoothness{}, err
+	}
+	if len(points) == 0 {
+		return Smoothness{Source: "none"}, nil
+	}
+	if len(points) > 3 {
+		points = [][]float32{points[0], points[len(points)/2], points[len(points)-1]}
+	}
+	clients := []*datasets.Dataset{data.Pair.C[data.Pair.Client]}
+	for i, c := range data.Pair.C {
+		if len(clients) < 3 && i != data.Pair.Client {
+			clients = append(clients, c)
+		}
+	}
+	var L float64
+	for _, p := range points {
+		for _, c := range clients {
+			xs := make([][]float32, c.Len())
+			for i := range xs {
+				xs[i] = c.Row(i)
+			}
+			l, err := attacks.SmoothnessEstimate(cfg.Train.Model, c.Dim(), data.Classes, p, xs, c.Labels, 30, cfg.Seed)
+			if err != nil {
+				return Smoothness{}, fmt.Errorf("estimate smoothness: %w", err)
+			}
+			L = math.Max(L, l)
+		}
+	}
+	return Smoothness{L: L, Source: "estimated"}, nil
 }
