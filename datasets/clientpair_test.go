@@ -1,0 +1,78 @@
+package datasets
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestNewClientPair(t *testing.T) {
+	clients := adjacentFixture(t)
+	before := clients[2].Hash()
+	canary, err := CanaryClient(clients[2], CanaryRelabel, Sample{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, y := range canary.Labels {
+		if want := (clients[2].Labels[i] + 1) % int32(clients[2].Classes); y != want {
+			t.Fatalf("relabelled sample %d has label %d, want %d", i, y, want)
+		}
+	}
+	p, err := NewClientPair(clients, 2, ReplaceClient, canary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.CPrime) != len(clients) || p.CPrime[2].Hash() != canary.Hash() || p.CPrime[1] != clients[1] {
+		t.Fatal("replace-client: C' is not C with client 2 replaced by the canary client")
+	}
+	if clients[2].Hash() != before {
+		t.Fatal("replace-client modified C")
+	}
+	if !p.Kind.ClientLevel() || p.Index != 0 || p.Sample.Label != clients[2].Labels[0] || p.SamplePrime.Label != canary.Labels[0] {
+		t.Fatalf("replace-client: kind %s index %d samples %v %v", p.Kind, p.Index, p.Sample.Label, p.SamplePrime.Label)
+	}
+	r, err := NewClientPair(clients, 2, RemoveClient, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.CPrime) != len(clients)-1 || r.CPrime[2] != clients[3] || r.SamplePrime.Present() {
+		t.Fatal("remove-client: C' is not C without client 2")
+	}
+	if r.Hash() == p.Hash() {
+		t.Fatal("remove-client and replace-client pairs hash alike")
+	}
+}
+
+func TestNewClientPairErrors(t *testing.T) {
+	clients := adjacentFixture(t)
+	short := clients[0].Subset("short", []int{0, 1})
+	dirac, err := CanaryClient(clients[0], CanaryDirac, Sample{Features: []float32{1, 0, 0}, Label: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		client int
+		kind   AdjacencyKind
+		canary *Dataset
+		want   string
+	}{
+		{"client out of range", 4, ReplaceClient, dirac, "client 4"},
+		{"no canary", 1, ReplaceClient, nil, "needs a canary"},
+		{"short canary", 1, ReplaceClient, short, "samples"},
+		{"remove with canary", 1, RemoveClient, dirac, "no canary"},
+		{"sample kind", 1, Replace, dirac, "unknown kind"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := NewClientPair(clients, c.client, c.kind, c.canary)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one containing %q", err, c.want)
+			}
+		})
+	}
+	if _, err := CanaryClient(clients[0], CanaryDirac, Sample{Features: []float32{1}, Label: 0}); err == nil {
+		t.Fatal("a Dirac sample of the wrong size was accepted")
+	}
+	if dirac.Len() != clients[0].Len() || dirac.Row(3)[0] != 1 || dirac.Labels[5] != 1 {
+		t.Fatal("dirac canary client is not copies of the sample")
+	}
+}
