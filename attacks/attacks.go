@@ -169,6 +169,7 @@ var registry = []Attack{
 	linearAttack{},
 	labelAttack{},
 	inversionAttack{},
+	invgradAttack{},
 }
 
 // Names lists the available attacks in their canonical order.

@@ -309,7 +309,7 @@ func TestDefaultFollowsColumns(t *testing.T) {
 		{runs.Meta{StatNames: []string{train.StatLLRAll, train.StatLLRLast, train.StatMu2}}, []string{"informed-all", "informed-last"}},
 		{runs.Meta{StatNames: []string{StatTargetLossC, StatTargetLossCPrime}}, []string{"loss"}},
 		{runs.Meta{HasParams: true}, []string{"grad-align", "linear"}},
-		{runs.Meta{HasParams: true, HasUpload: true}, []string{"grad-align", "linear", "label", "inversion"}},
+		{runs.Meta{HasParams: true, HasUpload: true}, []string{"grad-align", "linear", "label", "inversion", "invgrad"}},
 		{runs.Meta{HasUpload: true}, nil},
 	}
 	for _, tc := range cases {

@@ -1,0 +1,329 @@
+package attacks
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/train"
+)
+
+var invgradModels = []train.ModelConfig{
+	{Kind: "softmax"},
+	{Kind: "mlp", Hidden: []int{7, 5}, Activation: "tanh"},
+	{Kind: "mlp", Hidden: []int{6}, Activation: "softplus"},
+	{Kind: "mlp", Hidden: []int{6}, Activation: "relu"},
+}
+
+func randomVec(rng *rand.Rand, n int, scale float64) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = scale * rng.NormFloat64()
+	}
+	return v
+}
+
+// TestInvgradWorkDerivatives checks the workspace's gradient against the host model's and its
+// Hessian-vector products against central differences of that gradient: H_ww v against
+// (g(w + h v) - g(w - h v)) / 2h, H_xw v against the central difference of <v, g(w; x)> along
+// each input coordinate. With h = 1e-5 the truncation error is O(h^2 |third derivative|) ~ 1e-10
+// and rounding ~ 1e-16 / h ~ 1e-11, so a relative tolerance of 1e-6 has ample room; relu is
+// evaluated away from its kink (no pre-activation within h of 0 with probability ~1).
+func TestInvgradWorkDerivatives(t *testing.T) {
+	const h, tol = 1e-5, 1e-6
+	for _, cfg := range invgradModels {
+		t.Run(cfg.Kind+cfg.Activation, func(t *testing.T) {
+			const dim, classes, y = 5, 3, 2
+			m, err := newHostModel(cfg, dim, classes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(1, 2))
+			w := randomVec(rng, m.numParams(), 0.7)
+			x := randomVec(rng, dim, 1)
+			v := randomVec(rng, m.numParams(), 1)
+			wk := newInvgradWork(m)
+			g := make([]float64, m.numParams())
+			wk.forward(w, x)
+			wk.gradient(w, y, g)
+			if d := maxRelDiff(g, m.gradient(w, x, y)); d > 1e-12 {
+				t.Errorf("gradient differs from the host model's by %g", d)
+			}
+			hw := make([]float64, m.numParams())
+			hx := make([]float64, dim)
+			wk.forward(w, x)
+			wk.hessianVector(w, y, v, hw, hx)
+			wantW := make([]float64, m.numParams())
+			gp := m.gradient(axpy(w, h, v), x, y)
+			gm := m.gradient(axpy(w, -h, v), x, y)
+			for i := range wantW {
+				wantW[i] = (gp[i] - gm[i]) / (2 * h)
+			}
+			if d := maxRelDiff(hw, wantW); d > tol {
+				t.Errorf("H_ww v: relative error %g > %g", d, tol)
+			}
+			wantX := make([]float64, dim)
+			for i := range wantX {
+				e := make([]float64, dim)
+				e[i] = 1
+				wantX[i] = (dot(v, m.gradient(w, axpy(x, h, e), y)) - dot(v, m.gradient(w, axpy(x, -h, e), y))) / (2 * h)
+			}
+			if d := maxRelDiff(hx, wantX); d > tol {
+				t.Errorf("H_xw v: relative error %g > %g (got %v, want %v)", d, tol, hx, wantX)
+			}
+		})
+	}
+}
+
+func axpy(x []float64, a float64, v []float64) []float64 {
+	out := slices.Clone(x)
+	for i := range out {
+		out[i] += a * v[i]
+	}
+	return out
+}
+
+// maxRelDiff is max_i |a_i - b_i| / max(max_j |b_j|, 1e-12).
+func maxRelDiff(a, b []float64) float64 {
+	var scale, d float64
+	for i := range b {
+		scale = math.Max(scale, math.Abs(b[i]))
+		d = math.Max(d, math.Abs(a[i]-b[i]))
+	}
+	return d / math.Max(scale, 1e-12)
+}
+
+// TestInvgradObjectiveGradient checks the gradient of the objective through K unrolled steps
+// (with and without clipping, FedProx's term and the TV prior) against central differences with
+// h = 1e-6. The objective is smooth except where a TV difference or a relu pre-activation crosses
+// 0 or the gradient norm crosses the clip norm, none of which happens within h at random points
+// (checked implicitly: a crossing would show as an O(1) error). Tolerance: 1e-5 relative to the
+// largest component, against truncation ~ h^2 and rounding ~ 1e-16/h = 1e-10.
+func TestInvgradObjectiveGradient(t *testing.T) {
+	const h, tol = 1e-6, 1e-5
+	for _, cfg := range invgradModels {
+		for _, tc := range []struct {
+			name        string
+			K           int
+			clip, alpha float64
+			img         image
+		}{
+			{"K1", 1, 0, 0, image{}},
+			{"K3", 3, 0, 0, image{}},
+			{"K3-clip-prox-tv", 3, 0.05, 0.3, image{1, 2, 3}},
+		} {
+			t.Run(cfg.Kind+cfg.Activation+"/"+tc.name, func(t *testing.T) {
+				const dim, classes = 6, 3
+				m, err := newHostModel(cfg, dim, classes)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rng := rand.New(rand.NewPCG(3, uint64(tc.K)))
+				etas := make([]float64, tc.K)
+				for k := range etas {
+					etas[k] = 0.3 / float64(k+1)
+				}
+				p := &invProblem{m: m, w0: randomVec(rng, m.numParams(), 0.5), u: randomVec(rng, m.numParams(), 0.1),
+					y: 1, etas: etas, clip: tc.clip, alpha: tc.alpha, img: tc.img, tvWeight: 0.05}
+				if tc.img.c == 0 {
+					p.tvWeight = 0
+				}
+				if !p.init() {
+					t.Fatal("init refused a nonzero update")
+				}
+				x := make([]float64, dim)
+				for i := range x {
+					x[i] = rng.Float64()
+				}
+				g := make([]float64, dim)
+				p.objective(x, g)
+				if tc.clip > 0 && p.clipFactor(0) == 1 {
+					t.Fatalf("clip norm %g does not act (|g| = %g): the case tests nothing", tc.clip, p.gnorm[0])
+				}
+				want := make([]float64, dim)
+				for i := range want {
+					e := make([]float64, dim)
+					e[i] = 1
+					want[i] = (p.objective(axpy(x, h, e), nil) - p.objective(axpy(x, -h, e), nil)) / (2 * h)
+				}
+				if d := maxRelDiff(g, want); d > tol {
+					t.Errorf("relative error %g > %g: got %v, want %v", d, tol, g, want)
+				}
+			})
+		}
+	}
+}
+
+func TestPickRestart(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, tc := range []struct {
+		objs []float64
+		want int
+	}{
+		{[]float64{0.3, 0.1, 0.2}, 1},
+		{[]float64{nan, 0.5, 0.4}, 2},
+		{[]float64{-inf, inf, 2}, 2},
+		{[]float64{nan, nan}, -1},
+		{[]float64{0.1, 0.1}, 0},
+	} {
+		if got := pickRestart(tc.objs); got != tc.want {
+			t.Errorf("pickRestart(%v) = %d, want %d", tc.objs, got, tc.want)
+		}
+	}
+}
+
+// imageSpec is a one-sample client on a 16-16-4 tanh MLP whose 16 inputs are a 4x4 image in
+// [0, 1], so the TV prior is active.
+func imageSpec(steps int) simSpec {
+	return simSpec{model: train.ModelConfig{Kind: "mlp", Hidden: []int{16}, Activation: "tanh"}, dim: 16, classes: 4,
+		pairs: 4, steps: steps, eta: 0.3, seed: 21}
+}
+
+func invgradScores(t *testing.T, spec simSpec, workers int) (*Result, Env) {
+	t.Helper()
+	path, env, _ := simulate(t, spec)
+	env.Shape = []int{1, 4, 4}
+	res, err := Score(context.Background(), openTable(t, path), env, Options{Attacks: []string{"invgrad"}, Workers: workers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, env
+}
+
+// TestInvgradRecoversWithoutNoise: with sigma = 0 and a one-sample client the objective's
+// minimum 0 (up to the small TV term) is at the sample itself, and the reconstruction must reach
+// PSNR > 30 dB (RMS error < 0.032 on [0, 1]) for K = 1 and K = 3 local steps; the score must
+// have the sign of the world.
+func TestInvgradRecoversWithoutNoise(t *testing.T) {
+	for _, K := range []int{1, 3} {
+		spec := imageSpec(K)
+		res, _ := invgradScores(t, spec, 2)
+		col := slices.Index(res.MetricNames, MetricPSNR)
+		for _, s := range res.Scores {
+			if p := s.Metrics[col]; !(p > 30) {
+				t.Errorf("K=%d run %d (world %s): PSNR %.1f dB, want > 30", K, s.RunID, runs.WorldName(s.World), p)
+			}
+			if (s.World == runs.WorldC) != (s.Score > 0) {
+				t.Errorf("K=%d run %d (world %s): score %g has the wrong sign", K, s.RunID, runs.WorldName(s.World), s.Score)
+			}
+		}
+		t.Logf("K=%d: mean PSNR %.1f dB, SSIM %.3f", K, summaryOf(t, res, "invgrad").Means[MetricPSNR], summaryOf(t, res, "invgrad").Means[MetricSSIM])
+	}
+}
+
+// TestInvgradNoiseLowersPSNR: the mean PSNR over 8 runs must fall strictly as sigma goes through
+// 0, 0.01, 0.1, 1, a factor 10 apart; the update's entries are of order eta |grad| ~ 0.05, so
+// the levels go from exact to noise-dominated.
+func TestInvgradNoiseLowersPSNR(t *testing.T) {
+	sigmas := []float64{0, 0.01, 0.1, 1}
+	var psnrs []float64
+	for _, sigma := range sigmas {
+		spec := imageSpec(1)
+		spec.sigma = sigma
+		res, _ := invgradScores(t, spec, 2)
+		psnrs = append(psnrs, summaryOf(t, res, "invgrad").Means[MetricPSNR])
+	}
+	t.Logf("mean PSNR %.1f dB at sigma %v", psnrs, sigmas)
+	for i := 1; i < len(psnrs); i++ {
+		if !(psnrs[i] < psnrs[i-1]) {
+			t.Errorf("mean PSNR %v does not fall as sigma goes through %v", psnrs, sigmas)
+			break
+		}
+	}
+}
+
+// TestInvgradIgnoresTruth: the reconstruction and its objective are bit-identical when the
+// ground truth in the Env is replaced by other samples; only the score and metrics change.
+func TestInvgradIgnoresTruth(t *testing.T) {
+	spec := imageSpec(2)
+	spec.sigma, spec.pairs = 0.05, 1
+	path, env, _ := simulate(t, spec)
+	env.Shape = []int{1, 4, 4}
+	tb := openTable(t, path)
+	env.Meta = tb.Meta()
+	obs := observation(t, tb, 1)
+	rng := rand.New(rand.NewPCG(9, 9))
+	other := env
+	other.Target = randomSample(rng, spec.dim, 3)
+	other.TargetPrime = randomSample(rng, spec.dim, 2)
+	var xs [][]float64
+	var objs []float64
+	for _, e := range []*Env{&env, &other} {
+		if err := check(invgradAttack{}, e); err != nil {
+			t.Fatal(err)
+		}
+		x, obj, err := invgradAttack{}.reconstruct(e, obs)
+		if err != nil || x == nil {
+			t.Fatalf("reconstruct: %v, %v", x, err)
+		}
+		xs, objs = append(xs, x), append(objs, obj)
+	}
+	if !slices.Equal(xs[0], xs[1]) || objs[0] != objs[1] {
+		t.Errorf("the reconstruction depends on the ground truth: objective %v vs %v", objs[0], objs[1])
+	}
+}
+
+// observation returns the round-1 observation of run id of a simulated table, with its round-0
+// row as Prev.
+func observation(t *testing.T, tb *runs.Table, id int64) *Observation {
+	t.Helper()
+	var rows [2]*runs.Row
+	err := tb.Scan(context.Background(), func(r runs.Row) error {
+		if r.RunID == id && r.Round <= 1 {
+			rows[r.Round] = &r
+		}
+		return nil
+	})
+	if err != nil || rows[0] == nil || rows[1] == nil {
+		t.Fatalf("run %d: rows %v, %v", id, rows, err)
+	}
+	return &Observation{RunID: id, PairID: id / 2, World: int8(id % 2), Round: 1, Row: *rows[1], Prev: rows[0]}
+}
+
+// TestInvgradDeterministic: results are bit-identical for 1 and 3 workers and for a second call;
+// a different Env.Seed changes the restarts' starts and hence, at sigma > 0, some reconstruction.
+func TestInvgradDeterministic(t *testing.T) {
+	spec := imageSpec(1)
+	spec.sigma = 0.1
+	a, env := invgradScores(t, spec, 1)
+	b, _ := invgradScores(t, spec, 3)
+	if !sameResults(a, b) {
+		t.Error("results with 3 workers differ from those with 1")
+	}
+	path, _, _ := simulate(t, spec)
+	env.Seed++
+	c, err := Score(context.Background(), openTable(t, path), env, Options{Attacks: []string{"invgrad"}, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sameResults(a, c) {
+		t.Error("Env.Seed does not reach the restarts")
+	}
+}
+
+// TestInvgradBudget: scoring 1000 runs of the 16-16-4 MLP must take under a minute on 2 cores
+// with the default budget. We time 40 runs with 2 workers and extrapolate, asserting < 2.4 s (60 s
+// * 40/1000) with a factor 2 of slack for a loaded machine.
+func TestInvgradBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("timing")
+	}
+	spec := imageSpec(1)
+	spec.sigma, spec.pairs = 0.01, 20
+	path, env, _ := simulate(t, spec)
+	env.Shape = []int{1, 4, 4}
+	tb := openTable(t, path)
+	start := time.Now()
+	if _, err := Score(context.Background(), tb, env, Options{Attacks: []string{"invgrad"}, Workers: 2}); err != nil {
+		t.Fatal(err)
+	}
+	el := time.Since(start)
+	t.Logf("40 runs in %v: %v per 1000", el, el*25)
+	if el > 4800*time.Millisecond {
+		t.Errorf("40 runs took %v, over twice the 2.4 s that 1000 runs in a minute allow", el)
+	}
+}
