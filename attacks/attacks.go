@@ -48,7 +48,7 @@ type Env struct {
 	Config train.Config
 	// Dim and Classes are the dataset's input dimension and number of classes.
 	Dim, Classes int
-	// Shape is the shape of one input (e.g. [1 28 28]); optional, for reports only.
+	// Shape is the shape of one input (e.g. [1 28 28]); optional, for reports and invgrad's TV prior.
 	Shape []int
 	// Target is epsilon, the target sample as in C; TargetPrime is epsilon', as in C'. A
 	// TargetPrime that is not Present means C' lacks the sample (removal adjacency).

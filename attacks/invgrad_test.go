@@ -327,3 +327,22 @@ func TestInvgradBudget(t *testing.T) {
 		t.Errorf("40 runs took %v, over twice the 2.4 s that 1000 runs in a minute allow", el)
 	}
 }
+
+// TestInvgradLargerClient: with 4 samples per client the one-sample model is misspecified; the
+// attack must still return finite scores and metrics for every run (none missing, none
+// non-finite), and its reconstruction stays in the box, so the MSE is at most 1.
+func TestInvgradLargerClient(t *testing.T) {
+	spec := imageSpec(2)
+	spec.extra, spec.sigma = 3, 0.01
+	res, _ := invgradScores(t, spec, 2)
+	m := summaryOf(t, res, "invgrad")
+	if m.Missing != 0 || m.NonFinite != 0 || m.Runs != 2*spec.pairs {
+		t.Errorf("%d runs, %d missing, %d non-finite; want %d, 0, 0", m.Runs, m.Missing, m.NonFinite, 2*spec.pairs)
+	}
+	col := slices.Index(res.MetricNames, MetricMSE)
+	for _, s := range res.Scores {
+		if mse := s.Metrics[col]; !(mse >= 0 && mse <= 1) {
+			t.Errorf("run %d: MSE %v outside [0, 1]", s.RunID, mse)
+		}
+	}
+}
