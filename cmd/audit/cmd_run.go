@@ -51,6 +51,31 @@ func printRunSummary(w io.Writer, cfg *experiment.Config, dir string, findings [
 	return nil
 }
 
+// runFlags are the flags run and demo share.
+type runFlags struct {
+	workers int
+	asJSON  bool
+	backend backendFlags
+}
+
+func (r *runFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&r.workers, "workers", 0, "attack workers (0: all cores)")
+	fs.BoolVar(&r.asJSON, "json", false, "print the findings as JSON instead of the summary")
+	r.backend.register(fs)
+}
+
+// execute runs every stage of cfg into dir and prints the summary, or the findings as JSON.
+func (r *runFlags) execute(ctx context.Context, e *env, cfg *experiment.Config, dir string, shards int) error {
+	findings, err := runExperiment(ctx, e, cfg, dir, shards, r.workers, r.backend)
+	if err != nil {
+		return err
+	}
+	if r.asJSON {
+		return writeJSON(e.stdout, experiment.Records(findings))
+	}
+	return printRunSummary(e.stdout, cfg, dir, findings)
+}
+
 func init() {
 	register(&command{
 		name:    "run",
@@ -60,15 +85,13 @@ func init() {
 			config := fs.String("config", "", "experiment config (YAML)")
 			out := fs.String("out", "", "output directory")
 			shards := fs.Int("shards", 1, "number of run-file shards")
-			workers := fs.Int("workers", 0, "attack workers (0: all cores)")
-			asJSON := fs.Bool("json", false, "print the findings as JSON instead of the summary")
-			var bf backendFlags
-			bf.register(fs)
+			var rf runFlags
+			rf.register(fs)
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
 					return usagef("run: unexpected argument %q", args[0])
 				}
-				if err := bf.check(); err != nil {
+				if err := rf.backend.check(); err != nil {
 					return err
 				}
 				if *config == "" || *out == "" {
@@ -81,14 +104,7 @@ func init() {
 				if err != nil {
 					return err
 				}
-				findings, err := runExperiment(ctx, e, cfg, *out, *shards, *workers, bf)
-				if err != nil {
-					return err
-				}
-				if *asJSON {
-					return writeJSON(e.stdout, experiment.Records(findings))
-				}
-				return printRunSummary(e.stdout, cfg, *out, findings)
+				return rf.execute(ctx, e, cfg, *out, *shards)
 			}
 		},
 	})
@@ -99,32 +115,23 @@ func init() {
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			out := fs.String("out", "results/demo", "output directory")
 			pairs := fs.Int("pairs", 0, "number of coupled pairs (0: the demo's default)")
-			workers := fs.Int("workers", 0, "attack workers (0: all cores)")
-			asJSON := fs.Bool("json", false, "print the findings as JSON instead of the summary")
-			var bf backendFlags
-			bf.register(fs)
+			var rf runFlags
+			rf.register(fs)
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
 					return usagef("demo: unexpected argument %q", args[0])
 				}
-				if err := bf.check(); err != nil {
+				if err := rf.backend.check(); err != nil {
 					return err
 				}
-				cfg := experiment.Demo()
 				if *pairs < 0 {
 					return usagef("--pairs must be >= 1")
 				}
+				cfg := experiment.Demo()
 				if *pairs > 0 {
 					cfg.Pairs = *pairs
 				}
-				findings, err := runExperiment(ctx, e, cfg, *out, 1, *workers, bf)
-				if err != nil {
-					return err
-				}
-				if *asJSON {
-					return writeJSON(e.stdout, experiment.Records(findings))
-				}
-				return printRunSummary(e.stdout, cfg, *out, findings)
+				return rf.execute(ctx, e, cfg, *out, 1)
 			}
 		},
 	})
