@@ -261,9 +261,7 @@ func activate(act Activation, pre, post []float32) {
 	post = post[:len(pre)]
 	switch act {
 	case Tanh:
-		for j, v := range pre {
-			post[j] = tanh32(v)
-		}
+		tanhSlice(pre, post)
 	case Softplus:
 		for j, v := range pre {
 			x := float64(v)

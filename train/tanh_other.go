@@ -1,0 +1,6 @@
+//go:build !amd64 || purego
+
+package train
+
+// tanhSlice sets y[i] = tanh32(x[i]).
+func tanhSlice(x, y []float32) { tanhSliceGo(x, y) }
