@@ -66,6 +66,31 @@ type Config struct {
 	ChunkPairs int `json:"chunk_pairs,omitempty" yaml:"chunk_pairs,omitempty"`
 	// EvalBatch is the number of rows evaluated at once at checkpoints; 0 means 256.
 	EvalBatch int `json:"eval_batch,omitempty" yaml:"eval_batch,omitempty"`
+
+	// Mechanism is the distribution of the privacy noise: "gaussian" (default, also ""),
+	// "laplace" or "staircase", each at the same standard deviation (see NoiseOf). It applies
+	// to the uploads of fedavg and fedprox and to the server's noise of the DP-FedAvg family.
+	Mechanism string `json:"mechanism,omitempty" yaml:"mechanism,omitempty"`
+	// StaircaseEpsilon and StaircaseGamma shape the staircase noise (gamma 0: optimal).
+	StaircaseEpsilon float64 `json:"staircase_epsilon,omitempty" yaml:"staircase_epsilon,omitempty"`
+	StaircaseGamma   float64 `json:"staircase_gamma,omitempty" yaml:"staircase_gamma,omitempty"`
+
+	// The DP-FedAvg family (dp-fedavg, idp-fedavg, adaptive-fedavg; see dpfedavg.go).
+	// SamplingRate is q, each client's Poisson sampling probability per round (for
+	// adaptive-fedavg the spending rate).
+	SamplingRate float64 `json:"sampling_rate,omitempty" yaml:"sampling_rate,omitempty"`
+	// NoiseMultiplier is dp-fedavg's z: the server adds N(0, (z c)^2 I) to the sum.
+	NoiseMultiplier float64 `json:"noise_multiplier,omitempty" yaml:"noise_multiplier,omitempty"`
+	// UpdateClip is c, the norm every client's model update is clipped to (the average clip
+	// norm for idp-fedavg and adaptive-fedavg).
+	UpdateClip float64 `json:"update_clip,omitempty" yaml:"update_clip,omitempty"`
+	// ServerLR scales the server step; 0 means 1 (the paper's step).
+	ServerLR float64 `json:"server_lr,omitempty" yaml:"server_lr,omitempty"`
+	// SkipUpdateClip is a deliberate mis-calibration for audits: updates are not clipped,
+	// while the noise (and any claim) is still scaled to update_clip.
+	SkipUpdateClip bool `json:"skip_update_clip,omitempty" yaml:"skip_update_clip,omitempty"`
+	// Privacy holds the per-group budgets of idp-fedavg and adaptive-fedavg.
+	Privacy *PrivacyConfig `json:"privacy,omitempty" yaml:"privacy,omitempty"`
 }
 
 // ModelConfig selects a model.
@@ -84,6 +109,15 @@ type ModelConfig struct {
 type TargetInfo struct {
 	Client int `json:"client" yaml:"client"`
 	Index  int `json:"index" yaml:"index"`
+	// WholeClient: the worlds differ in all of client Client's data (client-level adjacency,
+	// replace-client); the client has as many samples in both, and Index only picks the
+	// sample whose loss and margin every checkpoint records.
+	WholeClient bool `json:"whole_client,omitempty" yaml:"whole_client,omitempty"`
+	// Absent: C' lacks client Client (remove-client; implies WholeClient), so the C' world
+	// passed to Train has one client fewer. Only the DP-FedAvg family supports it: the
+	// client's clipped update is left out of C''s sum, while the noise and the divisor
+	// q m (a public constant of the deployment) stay as they are.
+	Absent bool `json:"absent,omitempty" yaml:"absent,omitempty"`
 }
 
 // PairRange selects pairs First, ..., First+Count-1 of an experiment (one shard).
@@ -145,8 +179,41 @@ func (c *Config) validate(m, n, dim, classes int) error {
 		if m != 1 {
 			bad("algorithm", "dpsgd trains one client, the datasets have %d", m)
 		}
+	case DPFedAvg, IDPFedAvg, AdaptiveFedAvg:
+		if err := c.validateClientDP(m); err != nil {
+			errs = append(errs, err)
+		}
 	default:
-		bad("algorithm", "%q is not fedavg, fedprox or dpsgd", c.Algorithm)
+		bad("algorithm", "%q is not fedavg, fedprox, dpsgd, dp-fedavg, idp-fedavg or adaptive-fedavg", c.Algorithm)
+	}
+	switch c.mechanism() {
+	case MechGaussian, MechLaplace:
+		if c.StaircaseEpsilon != 0 || c.StaircaseGamma != 0 {
+			bad("staircase_epsilon", "only the staircase mechanism takes staircase_epsilon and staircase_gamma")
+		}
+	case MechStaircase:
+		if !(c.StaircaseEpsilon > 0) || math.IsInf(c.StaircaseEpsilon, 0) {
+			bad("staircase_epsilon", "the staircase mechanism needs a finite epsilon > 0, got %g", c.StaircaseEpsilon)
+		}
+		if !(c.StaircaseGamma >= 0 && c.StaircaseGamma <= 1) {
+			bad("staircase_gamma", "need a value in [0, 1] (0: optimal), got %g", c.StaircaseGamma)
+		}
+	default:
+		bad("mechanism", "%q is not gaussian, laplace or staircase", c.Mechanism)
+	}
+	if c.Informed && !c.IsClientDP() && c.mechanism() != MechGaussian {
+		bad("informed", "the informed likelihood ratio of fedavg, fedprox and dpsgd is Gaussian; mechanism %s has none (the DP-FedAvg family computes it for every mechanism)", c.mechanism())
+	}
+	if !c.IsClientDP() {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"sampling_rate", c.SamplingRate != 0}, {"noise_multiplier", c.NoiseMultiplier != 0}, {"update_clip", c.UpdateClip != 0},
+			{"server_lr", c.ServerLR != 0}, {"skip_update_clip", c.SkipUpdateClip}, {"privacy", c.Privacy != nil}} {
+			if f.set {
+				bad(f.name, "only the DP-FedAvg family (dp-fedavg, idp-fedavg, adaptive-fedavg) takes it")
+			}
+		}
 	}
 	if c.Algorithm == NoisyFedProx && !(c.ProxAlpha > 0) {
 		bad("prox_alpha", "fedprox needs alpha > 0, got %g", c.ProxAlpha)
@@ -196,7 +263,7 @@ func (c *Config) validate(m, n, dim, classes int) error {
 	if !(c.NoiseStd >= 0) || math.IsInf(c.NoiseStd, 0) {
 		bad("noise_std", "need a finite value >= 0, got %g", c.NoiseStd)
 	}
-	if c.Informed && !(c.NoiseStd > 0) {
+	if c.Informed && !c.IsClientDP() && !(c.NoiseStd > 0) {
 		bad("informed", "the likelihood ratio needs noise_std > 0")
 	}
 	switch c.Batching {

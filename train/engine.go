@@ -27,6 +27,11 @@ func TrainOn(ctx context.Context, be Backend, cfg Config, worldC, worldCPrime []
 	if err != nil {
 		return err
 	}
+	if cfg.IsClientDP() {
+		if err := e.initClientDP(ctx); err != nil {
+			return err
+		}
+	}
 	if rec == nil {
 		return errors.New("train: nil recorder")
 	}
@@ -103,15 +108,40 @@ type engine struct {
 
 	evalLoss, evalMargin Buffer
 	hostLoss, hostMargin []float32
+
+	// The DP-FedAvg family (dpfedavg.go): the privacy plan, the server learning rate, the
+	// target's own clipped update (informed) and per-replica inner products.
+	plan     *PrivacyPlan
+	serverLR float64
+	tu       Buffer
+	dpDots   [5][]float64
+	// tmp holds host-drawn noise of the non-Gaussian mechanisms on its way into a buffer.
+	tmp Buffer
 }
 
 func newEngine(be Backend, cfg Config, worldC, worldCP []*datasets.Dataset, target TargetInfo, test *datasets.Dataset, pairs PairRange) (*engine, error) {
 	m := len(worldC)
+	if target.Absent {
+		// remove-client: C' lacks the target client. The engine keeps m slots in both worlds
+		// and gives the target no weight in C' (see dpRound); its slot holds C's data, which
+		// only the per-sample statistics read.
+		if len(worldCP) != m-1 || target.Client < 0 || target.Client >= m {
+			return nil, fmt.Errorf("train: remove-client target %d: C has %d clients, C' %d; need C' to have one fewer", target.Client, m, len(worldCP))
+		}
+		worldCP = append(append(append([]*datasets.Dataset(nil), worldCP[:target.Client]...), worldC[target.Client]), worldCP[target.Client:]...)
+		target.WholeClient = true
+	}
 	if m == 0 || len(worldCP) != m {
 		return nil, fmt.Errorf("train: worlds have %d and %d clients, need the same positive count", m, len(worldCP))
 	}
 	if target.Client < 0 || target.Client >= m {
 		return nil, fmt.Errorf("train: target client %d outside 0..%d", target.Client, m-1)
+	}
+	if target.WholeClient && !cfg.IsClientDP() && cfg.Algorithm != NoisyFedAvg && cfg.Algorithm != NoisyFedProx {
+		return nil, fmt.Errorf("train: client-level adjacency needs a federated algorithm, not %q", cfg.Algorithm)
+	}
+	if target.Absent && !cfg.IsClientDP() {
+		return nil, fmt.Errorf("train: remove-client adjacency needs the DP-FedAvg family (server-side noise), not %q: a removed Noisy-FedAvg client would also remove its own noise", cfg.Algorithm)
 	}
 	if pairs.First < 0 || pairs.Count < 1 {
 		return nil, fmt.Errorf("train: pair range first %d count %d: need first >= 0, count >= 1", pairs.First, pairs.Count)
@@ -260,6 +290,9 @@ func compareClients(a, b *datasets.Dataset, i int, target TargetInfo) error {
 	if a.Len() != b.Len() {
 		return fmt.Errorf("train: client %d has %d samples in C and %d in C'", i, a.Len(), b.Len())
 	}
+	if i == target.Client && target.WholeClient {
+		return nil
+	}
 	for j := 0; j < a.Len(); j++ {
 		if i == target.Client && j == target.Index {
 			continue
@@ -303,6 +336,9 @@ func (e *engine) all(buf Buffer) Mat { return e.rows(buf, 0, e.R, 1) }
 // round runs round t: every client's K local steps from w_t for every replica, the noise and
 // the average, the informed adversary's statistics, and the divergence check.
 func (e *engine) round(ctx context.Context, t int, record bool) error {
+	if e.plan != nil {
+		return e.dpRound(ctx, t)
+	}
 	be, m, tc := e.be, e.m, e.target.Client
 	e.chooseParticipants(t)
 	be.Axpby(0, Mat{}, 0, e.all(e.acc), nil)
@@ -323,7 +359,9 @@ func (e *engine) round(ctx context.Context, t int, record bool) error {
 				e.uploaded[r] = e.hasTarget[r/2]
 			}
 			be.Axpby(1, e.all(e.l), 0, e.all(e.upload), nil)
-			be.AddGaussian(e.all(e.upload), e.seeds, e.scaleT, uint32(t), uint32(tc))
+			if err := e.addNoise(e.upload, t, uint32(tc), e.scaleT); err != nil {
+				return err
+			}
 		}
 		if e.cfg.Informed {
 			if err := e.localTrain(ctx, t, i, e.shadow, true); err != nil {
@@ -348,9 +386,15 @@ func (e *engine) round(ctx context.Context, t int, record bool) error {
 		e.scaleO[r] = float32(sigma * math.Sqrt(float64(others)) / float64(n))
 	}
 	be.Axpby(0, Mat{}, 0, e.all(e.noise), nil)
-	if sigma > 0 {
+	if sigma > 0 && e.cfg.mechanism() == MechGaussian {
 		be.AddGaussian(e.all(e.noise), e.seeds, e.scaleT, uint32(t), uint32(tc))
 		be.AddGaussian(e.all(e.noise), e.seeds, e.scaleO, uint32(t), streamOthers)
+	} else if sigma > 0 {
+		// A sum of Laplace or staircase draws has no closed form: every participant's noise
+		// is drawn from its own stream (the target's is the one its recorded upload carries).
+		if err := e.addParticipantNoise(t, float32(sigma)/n); err != nil {
+			return err
+		}
 	}
 	if e.cfg.Informed {
 		be.Dots(e.all(e.noise), e.all(e.shadow), e.dots)
@@ -367,7 +411,14 @@ func (e *engine) round(ctx context.Context, t int, record bool) error {
 		}
 	}
 	be.Axpby(1, e.all(e.noise), 1, e.all(e.acc), nil)
-	// Divergence: a replica whose new parameters are not finite or too large keeps w_t.
+	e.commit()
+	return nil
+}
+
+// commit makes the new parameters in acc every replica's w_{t+1}. Divergence: a replica whose
+// new parameters are not finite or too large keeps w_t.
+func (e *engine) commit() {
+	be := e.be
 	be.Dots(e.all(e.acc), e.all(e.acc), e.dots)
 	for r := range e.dots {
 		if nn := math.Sqrt(e.dots[r]); !(nn <= e.divNorm) {
@@ -386,7 +437,6 @@ func (e *engine) round(ctx context.Context, t int, record bool) error {
 		be.Axpby(1, e.rows(e.acc, r, r1-r, 1), 0, e.rows(e.g, r, r1-r, 1), nil)
 		r = r1
 	}
-	return nil
 }
 
 func b2f(b bool) float32 {
@@ -473,7 +523,7 @@ func (e *engine) localGrad(t, i, k int, buf Buffer, flip bool, p0, p1 int) error
 		samplePrefix(&rng, e.perm[:cd.n], e.cfg.BatchSize)
 		idx := e.idx[:e.cfg.BatchSize]
 		copy(idx, e.perm[:e.cfg.BatchSize])
-		if isTarget && slices.Contains(idx, int32(e.target.Index)) {
+		if isTarget && (e.target.WholeClient || slices.Contains(idx, int32(e.target.Index))) {
 			for w := 0; w < 2; w++ {
 				x, y := e.gather(&e.data[world(w)][i], idx)
 				e.groupGrad(buf, 2*p0+w, p1-p0, 2, x, y)
@@ -492,7 +542,7 @@ func (e *engine) localGrad(t, i, k int, buf Buffer, flip bool, p0, p1 int) error
 			for j := 0; j < cd.n; j++ {
 				if rng.float() < q {
 					idx = append(idx, int32(j))
-					hit = hit || (isTarget && j == e.target.Index)
+					hit = hit || (isTarget && (e.target.WholeClient || j == e.target.Index))
 				}
 			}
 			if len(idx) > e.maxRows {

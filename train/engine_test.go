@@ -253,7 +253,7 @@ func TestShardInvariance(t *testing.T) {
 	fedavg.Participants = 2
 	prox := mlpConfig()
 	prox.Algorithm, prox.ProxAlpha = NoisyFedProx, 0.3
-	c1, cp1 := synthWorlds(1, 12, 5, 3, TargetInfo{0, 3}, 9)
+	c1, cp1 := synthWorlds(1, 12, 5, 3, TargetInfo{Client: 0, Index: 3}, 9)
 	dp := mlpConfig()
 	dp.Algorithm, dp.Batching, dp.BatchSize, dp.LearningRate = DPSGD, "poisson", 4, 0.1
 	cases := []struct {
@@ -261,7 +261,7 @@ func TestShardInvariance(t *testing.T) {
 		cfg   Config
 		c, cp []*datasets.Dataset
 		tgt   TargetInfo
-	}{{"fedavg-partial", fedavg, c, cp, tgt}, {"fedprox", prox, c, cp, tgt}, {"dpsgd-poisson", dp, c1, cp1, TargetInfo{0, 3}}}
+	}{{"fedavg-partial", fedavg, c, cp, tgt}, {"fedprox", prox, c, cp, tgt}, {"dpsgd-poisson", dp, c1, cp1, TargetInfo{Client: 0, Index: 3}}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg
