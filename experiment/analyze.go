@@ -20,6 +20,9 @@ type AnalyzeOptions struct {
 	// judged against the theory for its threat model (the convergent bound for the final
 	// model, the composition bound for every iterate or the uploads) when one is known.
 	Claim audit.Claim
+	// ClaimSource names where Claim came from in the findings ("claim" when empty; ClaimFor's
+	// line for an accountant's claim).
+	ClaimSource string
 	// Seed drives the split method.
 	Seed uint64
 	// Exact, when set, gives the exact mu for a threat model and round (NaN if unknown).
@@ -210,7 +213,7 @@ func AnalyzeScores(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions,
 		if opts.Exact != nil {
 			f.ExactMu = opts.Exact(g.threat, g.round)
 		}
-		claim, source := opts.Claim, "claim"
+		claim, source := opts.Claim, cmp.Or(opts.ClaimSource, "claim")
 		if claim.Mu == 0 && claim.Epsilon == 0 {
 			claim, source = audit.Claim{}, ""
 			if f.Theory != nil {

@@ -166,6 +166,17 @@ func AnalyzeDir(ctx context.Context, dir string, opts AnalyzeOptions, aopts Atta
 	if err != nil {
 		return nil, err
 	}
+	if opts.Claim.Mu == 0 && opts.Claim.Epsilon == 0 {
+		delta := opts.Delta
+		if delta == 0 {
+			delta = cfg.Audit.Delta
+		}
+		claim, source, err := ClaimFor(ctx, cfg, data, delta)
+		if err != nil {
+			return nil, err
+		}
+		opts.Claim, opts.ClaimSource = claim, source
+	}
 	if final, all, ok := ExactMu(cfg, data); ok && opts.Exact == nil {
 		opts.Exact = func(threat string, round int) float64 {
 			switch {

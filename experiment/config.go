@@ -69,9 +69,14 @@ type SyntheticConfig struct {
 }
 
 // AdjacencyConfig says how C' differs from C: sample Index of client Client is replaced by,
-// or C' gains or loses, the canary.
+// or C' gains or loses, the canary; or (client-level) the whole client is replaced by a canary
+// client or removed.
 type AdjacencyConfig struct {
-	// Kind is "replace" (default), "add" or "remove".
+	// Kind is "replace" (default), "add" or "remove" (sample-level), "replace-client" (C' holds
+	// a canary client of as many samples in place of client Client: "relabel" relabels all its
+	// samples, the other canaries repeat the canary sample) or "remove-client" (C' lacks the
+	// client; only the DP-FedAvg family, whose noise is the server's, supports it). Index
+	// then only picks the sample whose loss and margin are recorded.
 	Kind string `json:"kind" yaml:"kind"`
 	// Client and Index locate the differing sample.
 	Client int `json:"client" yaml:"client"`
@@ -108,8 +113,12 @@ type AuditConfig struct {
 	// iteration at recorded checkpoints. Given and estimated values make every convergent bound
 	// an estimate, and the report says so.
 	Smoothness float64 `json:"smoothness,omitempty" yaml:"smoothness,omitempty"`
+	// ClaimSamplingRate is a deliberate mis-calibration for the DP-FedAvg family: the claim is
+	// computed by the accountant as if clients were sampled with this rate, while training
+	// uses train.sampling_rate. Zero means the rate used.
+	ClaimSamplingRate float64 `json:"claim_sampling_rate,omitempty" yaml:"claim_sampling_rate,omitempty"`
 	// ClaimMu, or ClaimEpsilon at Delta, is the deployment's claim; zero means none (the
-	// convergent bound is then the claim checked).
+	// convergent bound, or for the DP-FedAvg family the accountant's claim, is then checked).
 	ClaimMu      float64 `json:"claim_mu,omitempty" yaml:"claim_mu,omitempty"`
 	ClaimEpsilon float64 `json:"claim_epsilon,omitempty" yaml:"claim_epsilon,omitempty"`
 }
@@ -251,9 +260,15 @@ func (c *Config) Validate() error {
 		bad("data.test_samples", "negative: %d", c.Data.TestSamples)
 	}
 	switch c.Adjacency.Kind {
-	case "replace", "add", "remove":
+	case "replace", "add", "remove", "replace-client", "remove-client":
 	default:
-		bad("adjacency.kind", "%q is not replace, add or remove", c.Adjacency.Kind)
+		bad("adjacency.kind", "%q is not replace, add, remove, replace-client or remove-client", c.Adjacency.Kind)
+	}
+	if !(c.Audit.ClaimSamplingRate >= 0 && c.Audit.ClaimSamplingRate <= 1) {
+		bad("audit.claim_sampling_rate", "need a rate in [0, 1] (0: the one used), got %g", c.Audit.ClaimSamplingRate)
+	}
+	if c.Audit.ClaimSamplingRate > 0 && !c.Train.IsClientDP() {
+		bad("audit.claim_sampling_rate", "only the DP-FedAvg family samples clients")
 	}
 	if c.Adjacency.Client < 0 || c.Adjacency.Client >= max(c.Data.Clients, 1) {
 		bad("adjacency.client", "%d is not a client index in [0, %d)", c.Adjacency.Client, c.Data.Clients)

@@ -63,6 +63,9 @@ func Prepare(cfg *Config) (*Data, error) {
 	}
 
 	adj := cfg.Adjacency
+	if adj.ClientLevel() {
+		return prepareClientLevel(cfg, base, pool, test, clients)
+	}
 	target := clients[adj.Client].Sample(adj.Index)
 	spec := datasets.CanarySpec{
 		Kind:    datasets.CanaryKind(adj.Canary),

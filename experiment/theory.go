@@ -100,8 +100,8 @@ func TheoryConfig(cfg *Config, L float64) (audit.Config, error) {
 // composition bound, by computing with a tiny positive L (gamma_t does not depend on L) and
 // blanking the convergent fields.
 func TheoryAt(cfg *Config, sm Smoothness, rounds []int) ([]audit.Bound, error) {
-	if cfg.Train.NoiseStd == 0 || cfg.Train.ClipNorm == 0 {
-		return nil, nil // no noise or no clipping: the theory promises nothing
+	if cfg.Train.NoiseStd == 0 || cfg.Train.ClipNorm == 0 || !sampleLevelTheory(cfg) {
+		return nil, nil // no noise, no clipping, or another system: the theory promises nothing
 	}
 	L := sm.L
 	if L == 0 {

@@ -1,0 +1,145 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/fedaudit/fedaudit/accounting"
+	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/train"
+)
+
+// ClientLevel reports whether the adjacency changes a whole client.
+func (a AdjacencyConfig) ClientLevel() bool {
+	return a.Kind == "replace-client" || a.Kind == "remove-client"
+}
+
+// sampleLevelTheory reports whether the theory sheet's bounds (Noisy-FedAvg, FedProx and DP-SGD
+// with Gaussian noise, one sample changed) describe the experiment; for client-level
+// adjacency, the DP-FedAvg family and non-Gaussian noise they do not, and TheoryAt gives none.
+func sampleLevelTheory(cfg *Config) bool {
+	m := cfg.Train.Mechanism
+	return !cfg.Adjacency.ClientLevel() && !cfg.Train.IsClientDP() && (m == "" || m == train.MechGaussian)
+}
+
+// ClaimFor is the claim the deployment makes for the target client at delta, computed by the
+// accountant of its system, and a line saying how; a zero claim and "" when the system has no
+// accountant here (Noisy-FedAvg, FedProx and DP-SGD are judged against the theory sheet's
+// bounds instead). The claim is per client: for idp-fedavg and adaptive-fedavg the target
+// client's privacy group decides it, so auditing every group takes one experiment per group,
+// each with its target (adjacency.client) in that group.
+//
+// The accountants bound add/remove-one-client adjacency (Poisson sampling of the client in or
+// out of the sum), so a claim is computed only for remove-client; other adjacencies need an
+// explicit audit.claim_epsilon. audit.claim_sampling_rate, when set, is the deliberate
+// mis-calibration of a deployment whose accountant assumes another sampling rate than the one
+// it runs.
+func ClaimFor(ctx context.Context, cfg *Config, data *Data, delta float64) (audit.Claim, string, error) {
+	tc := cfg.Train
+	if !tc.IsClientDP() {
+		return audit.Claim{}, "", nil
+	}
+	if cfg.Adjacency.Kind != "remove-client" {
+		return audit.Claim{}, "", fmt.Errorf("adjacency.kind: the %s accountant bounds add/remove-one-client adjacency; use remove-client or state audit.claim_epsilon", tc.Algorithm)
+	}
+	plan, err := tc.Plan(ctx, cfg.Data.Clients)
+	if err != nil {
+		return audit.Claim{}, "", err
+	}
+	n := cfg.Adjacency.Client
+	schedule := plan.Schedule(n)
+	q := schedule[0].Q
+	if cq := cfg.Audit.ClaimSamplingRate; cq > 0 {
+		for t := range schedule {
+			schedule[t].Q = cq
+		}
+		q = cq
+	}
+	group := ""
+	if tc.Privacy != nil {
+		g := plan.Group[n]
+		group = fmt.Sprintf(", group %d (budget %g)", g, tc.Privacy.Groups[g].Epsilon)
+	}
+	pc := train.PlanClaim(delta)
+	switch mech := tc.Mechanism; mech {
+	case "", train.MechGaussian:
+		g, err := accounting.ScheduleEpsilon(schedule, pc)
+		if err != nil {
+			return audit.Claim{}, "", fmt.Errorf("claim: %w", err)
+		}
+		return audit.Claim{Epsilon: g.Epsilon, Delta: delta},
+			fmt.Sprintf("accountant: %s, sampled Gaussian RDP (q = %g, z = %.4g, T = %d, Balle conversion)%s", tc.Algorithm, q, schedule[0].Z, len(schedule), group), nil
+	case train.MechLaplace:
+		// Product Laplace noise of scale b per coordinate; an update clipped to L2 norm c has
+		// L1 norm at most sqrt(d) c, and the Laplace divergence is superadditive in the shift,
+		// so each round is Laplace RDP at b / (sqrt(d) c). Subsampling is ignored (it can only
+		// lower the divergence), so the claim is valid but loose.
+		d, err := train.ParamCount(tc.Model, data.Pair.C[0].Dim(), data.Classes)
+		if err != nil {
+			return audit.Claim{}, "", err
+		}
+		acc, err := accounting.NewAccountant(accounting.DefaultOrders())
+		if err != nil {
+			return audit.Claim{}, "", err
+		}
+		for t := range schedule {
+			b := plan.Std[t] / math.Sqrt2 / (math.Sqrt(float64(d)) * plan.Clip[t][n])
+			curve, err := accounting.LaplaceRDPCurve(b, accounting.DefaultOrders())
+			if err != nil {
+				return audit.Claim{}, "", fmt.Errorf("claim: %w", err)
+			}
+			if err := acc.Add(curve, 1); err != nil {
+				return audit.Claim{}, "", err
+			}
+		}
+		eps, _, err := acc.Epsilon(delta, accounting.Balle)
+		if err != nil {
+			return audit.Claim{}, "", fmt.Errorf("claim: %w", err)
+		}
+		return audit.Claim{Epsilon: eps, Delta: delta},
+			fmt.Sprintf("accountant: %s, Laplace RDP per round (L1 sensitivity sqrt(d) c, no amplification by sampling)%s", tc.Algorithm, group), nil
+	}
+	return audit.Claim{}, "", fmt.Errorf("train.mechanism: no accountant for %s noise in %s; state audit.claim_epsilon", tc.Mechanism, tc.Algorithm)
+}
+
+// prepareClientLevel builds the client-level adjacent pair: client adjacency.client of C is
+// replaced by a canary client (replace-client) or removed (remove-client).
+func prepareClientLevel(cfg *Config, base, pool, test *datasets.Dataset, clients []*datasets.Dataset) (*Data, error) {
+	adj := cfg.Adjacency
+	var canary *datasets.Dataset
+	if adj.Kind == "replace-client" {
+		own := clients[adj.Client]
+		spec := datasets.CanarySpec{Kind: datasets.CanaryKind(adj.Canary), Shape: base.Shape, Classes: base.Classes,
+			Pool: pool, Target: own.Sample(adj.Index), Pixels: adj.Pixels, Seed: cfg.Seed}
+		if adj.Canary == "custom" {
+			spec.Target = datasets.Sample{Features: adj.Features, Label: adj.Label}
+		}
+		var sample datasets.Sample
+		if adj.Canary != "relabel" {
+			s, err := datasets.BuildCanary(spec)
+			if err != nil {
+				return nil, fmt.Errorf("adjacency.canary: %w", err)
+			}
+			sample = s
+		}
+		c, err := datasets.CanaryClient(own, datasets.CanaryKind(adj.Canary), sample)
+		if err != nil {
+			return nil, fmt.Errorf("adjacency.canary: %w", err)
+		}
+		canary = c
+	}
+	pair, err := datasets.NewClientPair(clients, adj.Client, datasets.AdjacencyKind(adj.Kind), canary)
+	if err != nil {
+		return nil, fmt.Errorf("adjacency: %w", err)
+	}
+	return &Data{
+		Pair:    pair,
+		Test:    test,
+		Target:  train.TargetInfo{Client: adj.Client, Index: adj.Index, WholeClient: true, Absent: adj.Kind == "remove-client"},
+		Hash:    pair.Hash(),
+		Shape:   base.Shape,
+		Classes: base.Classes,
+	}, nil
+}

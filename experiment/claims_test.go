@@ -1,0 +1,110 @@
+package experiment
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/audit"
+)
+
+const dpFedAvgYAML = `
+name: dp-fedavg-test
+seed: 303
+pairs: 1000
+data:
+  source: synthetic
+  synthetic: {dim: 8, classes: 2, separation: 4, noise: 1}
+  clients: 10
+  per_client: 8
+  split: dirichlet
+  dirichlet_alpha: 0.1
+adjacency: {kind: remove-client, client: 0, index: 0}
+train:
+  algorithm: dp-fedavg
+  model: {kind: quadratic, curvature: 1}
+  rounds: 10
+  local_steps: 2
+  learning_rate: 0.5
+  sampling_rate: 0.5
+  noise_multiplier: 1.5
+  update_clip: 1
+  checkpoints: [10]
+  informed: true
+audit:
+  attacks: [informed-all]
+`
+
+// TestDPFedAvgClaims audits DP-FedAvg against its accountant's claim on the quadratic model,
+// whose clipped updates reach the clip norm (so the sensitivity is attained): the correct
+// deployment is consistent, and the one whose accountant assumes q = 0.02 instead of 0.5 (claim
+// 0.51 instead of 6.45 at delta 1e-5) is violated at 95% confidence (its certified
+// epsilon is 1.01 with 1000 pairs), and so is the one that skips update clipping (clip 0.05,
+// z = 4: claim 1.83, certified 3.10, the unclipped updates being about 20 times the clip norm).
+func TestDPFedAvgClaims(t *testing.T) {
+	for _, c := range []struct {
+		name, extra string
+		want        audit.Status
+		claimLo     float64
+		claimHi     float64
+	}{
+		{"correct", "", audit.Consistent, 6.4, 6.5},
+		{"wrong-rate", "  claim_sampling_rate: 0.02\n", audit.Violated, 0.5, 0.52},
+		{"no-clip", "", audit.Violated, 1.8, 1.9},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			raw := dpFedAvgYAML + c.extra
+			if c.name == "no-clip" {
+				// The updates are no longer clipped to 1, while noise and claim still assume it;
+				// a small clip norm makes the unclipped updates 20 times over it.
+				raw = strings.Replace(raw, "update_clip: 1", "update_clip: 0.05\n  skip_update_clip: true", 1)
+				raw = strings.Replace(raw, "noise_multiplier: 1.5", "noise_multiplier: 4", 1)
+			}
+			cfg, err := Parse([]byte(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			findings, err := Run(context.Background(), cfg, t.TempDir(), RunOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(findings) != 1 || findings[0].Verdict == nil {
+				t.Fatalf("%d findings, want one judged finding", len(findings))
+			}
+			f := findings[0]
+			if !strings.HasPrefix(f.ClaimSource, "accountant: dp-fedavg") {
+				t.Fatalf("claim source %q", f.ClaimSource)
+			}
+			claim := f.Verdict.Checks[0].Claimed
+			if claim < c.claimLo || claim > c.claimHi {
+				t.Fatalf("claimed epsilon %g outside [%g, %g]", claim, c.claimLo, c.claimHi)
+			}
+			t.Logf("claim %g, certified %g", claim, f.Verdict.Checks[0].Lower)
+			if f.Verdict.Status != c.want {
+				t.Fatalf("verdict %s (epsilon lower %g, claim %g), want %s", f.Verdict.Status, f.Verdict.Checks[0].Lower, claim, c.want)
+			}
+		})
+	}
+}
+
+func TestClaimForNeedsRemoveClient(t *testing.T) {
+	raw := strings.Replace(dpFedAvgYAML, "kind: remove-client", "kind: replace-client, canary: relabel", 1)
+	cfg, err := Parse([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ClaimFor(context.Background(), cfg, data, 1e-5); err == nil || !strings.Contains(err.Error(), "adjacency.kind") {
+		t.Fatalf("replace-client claim: error %v, want one naming adjacency.kind", err)
+	}
+	if len(data.Pair.CPrime) != 10 || data.Pair.CPrime[0].Labels[0] == data.Pair.C[0].Labels[0] {
+		t.Fatal("replace-client with a relabel canary did not relabel client 0")
+	}
+	bad := strings.Replace(dpFedAvgYAML, "audit:\n", "audit:\n  claim_sampling_rate: 2\n", 1)
+	if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), "audit.claim_sampling_rate") {
+		t.Fatalf("claim_sampling_rate 2: error %v", err)
+	}
+}
