@@ -13,11 +13,11 @@ func init() {
 	register(&command{
 		name:    "compare",
 		summary: "tabulate analyzed experiments side by side (rows: experiments, columns: T), as Markdown",
-		usage:   "compare DIR... [--metrics auc,mu_lower,...] [--label name|sigma|alpha]",
+		usage:   "compare DIR... [--metrics auc,mu_lower,...] [--label name|sigma|alpha|group|claim]",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			metrics := fs.String("metrics", "auc,tpr_at_fpr_0.01,mu_lower", "comma-separated metrics: "+strings.Join(experiment.CompareMetrics, ", ")+", an attack's own metric (label_accuracy, psnr, ...), or a training measurement: "+strings.Join(experiment.RoundMetrics, ", "))
-			label := fs.String("label", "name", "row label: name, sigma (noise std) or alpha (FedProx)")
-			return func(_ context.Context, e *env, args []string) error {
+			label := fs.String("label", "name", "row label: name, sigma (noise std), alpha (FedProx), group (the target client's privacy group) or claim (the accountant's claimed epsilon for the target)")
+			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) == 0 {
 					return usagef("compare: give one or more analyzed experiment directories")
 				}
@@ -34,8 +34,12 @@ func init() {
 						}
 						return fmt.Sprintf("fedprox alpha = %g", c.Train.ProxAlpha)
 					}
+				case "group":
+					lab = func(c *experiment.Config) string { return groupLabel(ctx, c) }
+				case "claim":
+					lab = func(c *experiment.Config) string { return claimLabel(ctx, c) }
 				default:
-					return usagef("--label: %q is not name, sigma or alpha", *label)
+					return usagef("--label: %q is not name, sigma, alpha, group or claim", *label)
 				}
 				var exps []*experiment.Analyzed
 				for _, dir := range args {
@@ -49,4 +53,38 @@ func init() {
 			}
 		},
 	})
+}
+
+// groupLabel names the target client's privacy group and its budget (idp-fedavg and
+// adaptive-fedavg), or the experiment when it has no groups.
+func groupLabel(ctx context.Context, c *experiment.Config) string {
+	if c.Train.Privacy == nil {
+		return c.Name
+	}
+	plan, err := c.Train.Plan(ctx, c.Data.Clients)
+	if err != nil || c.Adjacency.Client >= len(plan.Group) {
+		return c.Name + " (no plan)"
+	}
+	g := plan.Group[c.Adjacency.Client]
+	return fmt.Sprintf("%s group %d (budget %g)", c.Train.Algorithm, g, c.Train.Privacy.Groups[g].Epsilon)
+}
+
+// claimLabel is the accountant's claimed epsilon for the target client (experiment.ClaimFor),
+// or the explicit claim of the config.
+func claimLabel(ctx context.Context, c *experiment.Config) string {
+	if c.Audit.ClaimEpsilon > 0 {
+		return fmt.Sprintf("claim eps = %.3g", c.Audit.ClaimEpsilon)
+	}
+	if c.Audit.ClaimMu > 0 {
+		return fmt.Sprintf("claim mu = %.3g", c.Audit.ClaimMu)
+	}
+	data, err := experiment.Prepare(c)
+	if err != nil {
+		return c.Name + " (no data)"
+	}
+	claim, _, err := experiment.ClaimFor(ctx, c, data, c.Audit.Delta)
+	if err != nil || claim.Epsilon == 0 {
+		return c.Name + " (no accountant claim)"
+	}
+	return fmt.Sprintf("%s: claim eps = %.3g", c.Name, claim.Epsilon)
 }
