@@ -36,8 +36,13 @@ func runExperiment(ctx context.Context, e *env, cfg *experiment.Config, dir stri
 }
 
 func printRunSummary(w io.Writer, cfg *experiment.Config, dir string, findings []experiment.Finding) error {
-	fmt.Fprintf(w, "%s: %s, %d pairs (%d runs), model %s, noise sigma %g, clip %g, %d clients\n\n",
-		cfg.Name, cfg.Train.Algorithm, cfg.Pairs, 2*cfg.Pairs, cfg.Train.Model.Kind, cfg.Train.NoiseStd, cfg.Train.ClipNorm, cfg.Data.Clients)
+	tc := &cfg.Train
+	mechanism := fmt.Sprintf("noise sigma %g, clip %g", tc.NoiseStd, tc.ClipNorm)
+	if tc.IsClientDP() {
+		mechanism = fmt.Sprintf("client sampling q %g, noise multiplier %g, update clip %g", tc.SamplingRate, tc.NoiseMultiplier, tc.UpdateClip)
+	}
+	fmt.Fprintf(w, "%s: %s, %d pairs (%d runs), model %s, %s, %d clients\n\n",
+		cfg.Name, tc.Algorithm, cfg.Pairs, 2*cfg.Pairs, tc.Model.Kind, mechanism, cfg.Data.Clients)
 	if err := experiment.WriteTable(w, findings); err != nil {
 		return err
 	}
