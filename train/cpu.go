@@ -90,7 +90,7 @@ func (c *CPU) Gemm(transA, transB bool, alpha float32, a, b Mat, beta float32, o
 		// op(B) is packed already: one task per batch element packs each block of op(A) once.
 		g.nc, g.nBlocks = g.n, 1
 	}
-	c.pool.do(g, out.Batch*g.nBlocks)
+	c.pool.doSized(g, out.Batch*g.nBlocks, g.m*g.n*g.k*out.Batch)
 }
 
 // elemOp names a row-wise operation of elemJob.
@@ -130,7 +130,11 @@ func (c *CPU) runElem(rows, cols, batch int) {
 	}
 	e.rowsPer = max(1, 16384/max(1, cols))
 	e.blocks = (rows + e.rowsPer - 1) / e.rowsPer
-	c.pool.do(e, batch*e.blocks)
+	work := rows * cols * batch
+	if e.op == opActivate || e.op == opSoftmax { // an exponential per element
+		work *= 8
+	}
+	c.pool.doSized(e, batch*e.blocks, work)
 }
 
 func (e *elemJob) run(task, worker int) {
@@ -156,14 +160,13 @@ func (e *elemJob) run(task, worker int) {
 			xr := x[e.x.Off+b*e.x.BatchStride+r*e.x.Stride:][:e.y.Cols]
 			yr := y[e.y.Off+b*e.y.BatchStride+r*e.y.Stride:][:e.y.Cols]
 			switch {
+			case e.beta == 0 && alpha == 1:
+				copy(yr, xr)
 			case e.beta == 0:
-				for j, v := range xr {
-					yr[j] = alpha * v
-				}
+				scaleTo(alpha, xr, yr)
 			case e.beta == 1:
-				for j, v := range xr {
-					yr[j] += alpha * v
-				}
+				// y - (-alpha) x is y + alpha x bit for bit: negation is exact
+				subScaled(-alpha, xr, yr)
 			default:
 				for j, v := range xr {
 					yr[j] = alpha*v + e.beta*yr[j]
@@ -360,7 +363,7 @@ func (c *CPU) SumRows(alpha float32, x Mat, beta float32, y Mat) {
 	// tasks run over blocks of columns
 	e.rowsPer = 1024
 	e.blocks = (y.Cols + e.rowsPer - 1) / e.rowsPer
-	c.pool.do(e, y.Batch*e.blocks)
+	c.pool.doSized(e, y.Batch*e.blocks, x.Rows*x.Cols*x.Batch)
 }
 
 // Gather implements Backend.
@@ -434,7 +437,7 @@ func (j *clipStepJob) run(b, _ int) {
 func (c *CPU) ClipStep(eta, v, alpha float32, w, g, anchor Mat) {
 	j := &c.clip
 	j.eta, j.v, j.alpha, j.w, j.g, j.anchor = eta, v, alpha, w, g, anchor
-	c.pool.do(j, w.Batch)
+	c.pool.doSized(j, w.Batch, 2*w.Cols*w.Batch)
 }
 
 // noiseBlock is the number of coordinates of one noise task (a multiple of 4).
@@ -512,6 +515,6 @@ func (j *dotsJob) run(b, _ int) {
 func (c *CPU) Dots(a, b Mat, out []float64) {
 	j := &c.dots
 	j.a, j.b, j.out = a, b, out
-	c.pool.do(j, a.Batch)
+	c.pool.doSized(j, a.Batch, a.Cols*a.Batch)
 	j.out = nil
 }

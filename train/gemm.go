@@ -12,13 +12,18 @@ const (
 	gemmMC = 48   // rows of op(A) per task: a multiple of gemmMR
 	gemmKC = 1024 // depth of one packed block (784-feature inputs take one block)
 	gemmNC = 128  // columns of op(B) per task: a multiple of gemmNR
+
+	// packDepth is the depth of one block of a transposing pack: packDepth x gemmNR values
+	// (4 KiB) stay in L1 while each source row contributes its part.
+	packDepth = 64
 )
 
 // gemmScratch is one worker's packing memory.
 type gemmScratch struct {
-	a   [gemmMC * gemmKC]float32
-	b   [gemmKC * gemmNC]float32
-	acc [gemmMR * gemmNR]float32
+	a    [gemmMC * gemmKC]float32
+	b    [gemmKC * gemmNC]float32
+	acc  [gemmMR * gemmNR]float32
+	acc2 [gemmMR * 2 * gemmNR]float32 // the double-width kernels' tile
 }
 
 // kernelGo is the portable micro-kernel: acc = sum_p a[p,:]^T b[p,:] over kc steps.
@@ -142,27 +147,42 @@ func (g *gemmJob) run(task, worker int) {
 				aPack = s.a[:]
 			}
 			mPanels := (mc + gemmMR - 1) / gemmMR
-			for jp := 0; jp < nPanels; jp++ {
-				bp := bPack[jp*kc*gemmNR:]
+			for jp := 0; jp < nPanels; {
 				jb := j0 + jp*gemmNR
-				nr := min(gemmNR, j0+nc-jb)
+				width := 1 // panels of op(B) in this pass: two full ones go through one kernel
+				if useAVX512 && j0+nc-jb >= 2*gemmNR {
+					width = 2
+				}
 				for ip := 0; ip < mPanels; ip++ {
 					ib := i0 + ip*gemmMR
 					mr := min(gemmMR, i0+mc-ib)
 					ap := aPack[ip*kc*gemmMR:]
-					if mr == gemmMR && nr == gemmNR && kernelToC(kc, ap, bp, c[ib*ldc+jb:], ldc, g.alpha) {
+					if width == 2 && mr == gemmMR && kernelToC2(kc, ap, bPack[jp*kc*gemmNR:], c[ib*ldc+jb:], ldc, g.alpha) {
 						continue
 					}
-					kernel(kc, ap, bp, &s.acc)
-					for i := 0; i < mr; i++ {
-						row := c[(ib+i)*ldc+jb : (ib+i)*ldc+jb+nr]
-						acc := s.acc[i*gemmNR : i*gemmNR+nr]
-						for j := range row {
-							row[j] += g.alpha * acc[j]
-						}
+					for q := jp; q < jp+width; q++ {
+						jq := j0 + q*gemmNR
+						g.tile(kc, ap, bPack[q*kc*gemmNR:], c, ib, mr, jq, min(gemmNR, j0+nc-jq), s)
 					}
 				}
+				jp += width
 			}
+		}
+	}
+}
+
+// tile adds alpha times the product of panels ap and bp to c's mr x nr tile at (ib, jb).
+func (g *gemmJob) tile(kc int, ap, bp, c []float32, ib, mr, jb, nr int, s *gemmScratch) {
+	ldc := g.c.Stride
+	if mr == gemmMR && nr == gemmNR && kernelToC(kc, ap, bp, c[ib*ldc+jb:], ldc, g.alpha) {
+		return
+	}
+	kernel(kc, ap, bp, &s.acc)
+	for i := 0; i < mr; i++ {
+		row := c[(ib+i)*ldc+jb : (ib+i)*ldc+jb+nr]
+		acc := s.acc[i*gemmNR : i*gemmNR+nr]
+		for j := range row {
+			row[j] += g.alpha * acc[j]
 		}
 	}
 }
@@ -196,21 +216,40 @@ func (g *gemmJob) runTransposed(task, worker int) {
 		kc := min(gemmKC, g.k-p0)
 		for jb := j0; jb < j0+nc; jb += gemmMR {
 			mr := min(gemmMR, j0+nc-jb)
-			if mr < gemmMR {
+			// A last block of fewer than MR rows is read in place as the MR rows ending with
+			// it, when there are that many (64 hidden units = 10 blocks of 6 and one of 4): the
+			// rows before it are computed again and dropped, which costs less than packing.
+			rb := jb
+			if mr < gemmMR && jb+mr >= gemmMR {
+				rb = jb + mr - gemmMR
+			}
+			full := jb+mr-rb == gemmMR
+			if !full {
 				packA(s.a[:], b, ldb, false, jb, mr, p0, kc)
 			}
 			for ip := 0; ip < mPanels; ip++ {
 				ap := g.sharedA[p0*g.mPad+ip*kc*gemmNR:]
-				if mr < gemmMR || !kernelStrided(kc, b[jb*ldb+p0:], ldb, ap, &s.acc) {
-					if mr == gemmMR {
-						packA(s.a[:], b, ldb, false, jb, mr, p0, kc)
+				ib := ip * gemmNR
+				if full && ip+1 < mPanels && g.m-ib >= 2*gemmNR && kernelStrided2(kc, b[rb*ldb+p0:], ldb, ap, &s.acc2) {
+					// both panels at once: a's rows are read once
+					for ii := 0; ii < mr; ii++ {
+						acc := s.acc2[(ii+jb-rb)*2*gemmNR : (ii+jb-rb+1)*2*gemmNR]
+						for jj, v := range acc {
+							c[(ib+jj)*ldc+jb+ii] += g.alpha * v
+						}
+					}
+					ip++
+					continue
+				}
+				if !full || !kernelStrided(kc, b[rb*ldb+p0:], ldb, ap, &s.acc) {
+					if full {
+						packA(s.a[:], b, ldb, false, rb, gemmMR, p0, kc)
 					}
 					kernel(kc, s.a[:], ap, &s.acc)
 				}
-				ib := ip * gemmNR
 				nr := min(gemmNR, g.m-ib)
 				for ii := 0; ii < mr; ii++ {
-					acc := s.acc[ii*gemmNR : ii*gemmNR+nr]
+					acc := s.acc[(ii+jb-rb)*gemmNR : (ii+jb-rb)*gemmNR+nr]
 					for jj, v := range acc {
 						c[(ib+jj)*ldc+jb+ii] += g.alpha * v
 					}
@@ -240,10 +279,14 @@ func packA(dst, a []float32, lda int, trans bool, i0, mc, p0, kc int) {
 			}
 			continue
 		}
-		for i := 0; i < rows; i++ {
-			src := a[(ib+i)*lda+p0 : (ib+i)*lda+p0+kc]
-			for p, v := range src {
-				panel[p*gemmMR+i] = v
+		for pb := 0; pb < kc; pb += packDepth {
+			pe := min(pb+packDepth, kc)
+			blk := panel[pb*gemmMR : pe*gemmMR]
+			for i := 0; i < rows; i++ {
+				src := a[(ib+i)*lda+p0+pb : (ib+i)*lda+p0+pe]
+				for p, v := range src {
+					blk[p*gemmMR+i] = v
+				}
 			}
 		}
 		for i := rows; i < gemmMR; i++ {
@@ -274,10 +317,15 @@ func packB(dst, b []float32, ldb int, trans bool, j0, nc, p0, kc int) {
 			}
 			continue
 		}
-		for j := 0; j < cols; j++ {
-			src := b[(jb+j)*ldb+p0 : (jb+j)*ldb+p0+kc]
-			for p, v := range src {
-				panel[p*gemmNR+j] = v
+		// Blocks of packDepth keep the panel's lines being written in L1 across the columns.
+		for pb := 0; pb < kc; pb += packDepth {
+			pe := min(pb+packDepth, kc)
+			blk := panel[pb*gemmNR : pe*gemmNR]
+			for j := 0; j < cols; j++ {
+				src := b[(jb+j)*ldb+p0+pb : (jb+j)*ldb+p0+pe]
+				for p, v := range src {
+					blk[p*gemmNR+j] = v
+				}
 			}
 		}
 		for j := cols; j < gemmNR; j++ {

@@ -95,6 +95,21 @@ func subScaled(alpha float32, x, y []float32) {
 	}
 }
 
+//go:noescape
+func scaleAVX2(n int, alpha float32, x, y *float32)
+
+// scaleTo sets y = alpha x elementwise.
+func scaleTo(alpha float32, x, y []float32) {
+	n := len(y) &^ 7
+	if useAVX2 && n > 0 {
+		_ = x[n-1]
+		scaleAVX2(n, alpha, &x[0], &y[0])
+	}
+	for i := n; i < len(y); i++ {
+		y[i] = alpha * x[i]
+	}
+}
+
 // sumSq is sum x_i^2 in float64: four accumulators, lane l holding i = l mod 4.
 func sumSq(x []float32) float64 {
 	n := len(x) &^ 3
@@ -108,4 +123,34 @@ func sumSq(x []float32) float64 {
 		s[0] += float64(x[i]) * float64(x[i])
 	}
 	return (s[0] + s[1]) + (s[2] + s[3])
+}
+
+//go:noescape
+func kernelAVX512C2(kc int, a, b, c *float32, ldc int, alpha float32)
+
+//go:noescape
+func kernelAVX512S2(kc int, a *float32, lda int, b *float32, acc *[gemmMR * 2 * gemmNR]float32)
+
+// kernelToC2 is kernelToC on two adjacent panels of b (b and b[16 kc:]) and the MR x 2NR tile
+// of c: the same operations on every element, with twice the independent accumulators.
+func kernelToC2(kc int, a, b, c []float32, ldc int, alpha float32) bool {
+	if !useAVX512 || kc == 0 {
+		return false
+	}
+	_ = a[kc*gemmMR-1]
+	_ = b[2*kc*gemmNR-1]
+	_ = c[(gemmMR-1)*ldc+2*gemmNR-1]
+	kernelAVX512C2(kc, &a[0], &b[0], &c[0], ldc, alpha)
+	return true
+}
+
+// kernelStrided2 is kernelStrided on two adjacent panels of b; acc is MR x 2NR.
+func kernelStrided2(kc int, a []float32, lda int, b []float32, acc *[gemmMR * 2 * gemmNR]float32) bool {
+	if !useAVX512 || kc == 0 {
+		return false
+	}
+	_ = a[(gemmMR-1)*lda+kc-1]
+	_ = b[2*kc*gemmNR-1]
+	kernelAVX512S2(kc, &a[0], lda, &b[0], acc)
+	return true
 }

@@ -2,7 +2,10 @@
 
 package train
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 // The AVX-512 and AVX2 kernels must agree bit for bit (same fused operations in the same
 // order), so results do not depend on which one a machine has.
@@ -17,5 +20,42 @@ func TestKernelsAgree(t *testing.T) {
 	kernelAVX512(300, &a[0], &bb[0], &y)
 	if x != y {
 		t.Error("AVX2 and AVX-512 kernels differ")
+	}
+}
+
+// The double-width kernels must give each element exactly what two calls of the single-width
+// ones give: which of them a tile goes through depends on the column blocking, which depends
+// on the batch size and the thread count.
+func TestWideKernelsAgree(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("no AVX-512 on this machine")
+	}
+	const kc, ldc = 300, 40
+	a, _ := randData(5, kc, gemmMR, 2)
+	b, _ := randData(6, 2*kc, gemmNR, 2)
+	c0, _ := randData(7, gemmMR, ldc, 2)
+	narrow, wide := append([]float32(nil), c0...), append([]float32(nil), c0...)
+	kernelAVX512C(kc, &a[0], &b[0], &narrow[0], ldc, -0.7)
+	kernelAVX512C(kc, &a[0], &b[kc*gemmNR], &narrow[gemmNR], ldc, -0.7)
+	kernelAVX512C2(kc, &a[0], &b[0], &wide[0], ldc, -0.7)
+	for i := range narrow {
+		if math.Float32bits(narrow[i]) != math.Float32bits(wide[i]) {
+			t.Fatalf("kernelAVX512C2 element %d = %g, two kernelAVX512C give %g", i, wide[i], narrow[i])
+		}
+	}
+	// strided: rows of a at stride lda
+	const lda = 311
+	as, _ := randData(8, gemmMR, lda, 2)
+	var x0, x1 [gemmMR * gemmNR]float32
+	var y [gemmMR * 2 * gemmNR]float32
+	kernelAVX512S(kc, &as[0], lda, &b[0], &x0)
+	kernelAVX512S(kc, &as[0], lda, &b[kc*gemmNR], &x1)
+	kernelAVX512S2(kc, &as[0], lda, &b[0], &y)
+	for i := 0; i < gemmMR; i++ {
+		for j := 0; j < gemmNR; j++ {
+			if y[i*2*gemmNR+j] != x0[i*gemmNR+j] || y[i*2*gemmNR+gemmNR+j] != x1[i*gemmNR+j] {
+				t.Fatalf("kernelAVX512S2 row %d col %d differs from kernelAVX512S", i, j)
+			}
+		}
 	}
 }

@@ -16,6 +16,12 @@ func subScaled(alpha float32, x, y []float32) {
 	}
 }
 
+func scaleTo(alpha float32, x, y []float32) {
+	for i := range y {
+		y[i] = alpha * x[i]
+	}
+}
+
 func sumSq(x []float32) float64 {
 	n := len(x) &^ 3
 	s := sumSqLanes(x[:n])
@@ -23,4 +29,10 @@ func sumSq(x []float32) float64 {
 		s[0] += float64(x[i]) * float64(x[i])
 	}
 	return (s[0] + s[1]) + (s[2] + s[3])
+}
+
+func kernelToC2(int, []float32, []float32, []float32, int, float32) bool { return false }
+
+func kernelStrided2(int, []float32, int, []float32, *[gemmMR * 2 * gemmNR]float32) bool {
+	return false
 }

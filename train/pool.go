@@ -83,6 +83,23 @@ func (p *pool) do(j job, n int) {
 	p.cur = nil
 }
 
+// inlineWork is the estimated work (multiply-adds or element operations) below which a job
+// runs on the calling goroutine alone: waking a parked worker costs several microseconds,
+// more than such a job takes, and much more when other processes hold the cores.
+const inlineWork = 1 << 15
+
+// doSized is do for a job whose total work is estimated at work: small jobs run inline. The
+// tasks and their results are the same either way.
+func (p *pool) doSized(j job, n, work int) {
+	if work < inlineWork {
+		for t := 0; t < n; t++ {
+			j.run(t, 0)
+		}
+		return
+	}
+	p.do(j, n)
+}
+
 // close stops the worker goroutines.
 func (p *pool) close() {
 	for _, w := range p.wake {
