@@ -270,6 +270,10 @@ func packA(dst, a []float32, lda int, trans bool, i0, mc, p0, kc int) {
 			for p := 0; p < kc; p++ {
 				src := a[(p0+p)*lda+ib:]
 				d := panel[p*gemmMR : p*gemmMR+gemmMR]
+				if rows == gemmMR {
+					*(*[gemmMR]float32)(d) = [gemmMR]float32(src[:gemmMR])
+					continue
+				}
 				for i := 0; i < rows; i++ {
 					d[i] = src[i]
 				}
@@ -279,14 +283,24 @@ func packA(dst, a []float32, lda int, trans bool, i0, mc, p0, kc int) {
 			}
 			continue
 		}
-		for pb := 0; pb < kc; pb += packDepth {
-			pe := min(pb+packDepth, kc)
-			blk := panel[pb*gemmMR : pe*gemmMR]
-			for i := 0; i < rows; i++ {
-				src := a[(ib+i)*lda+p0+pb : (ib+i)*lda+p0+pe]
-				for p, v := range src {
-					blk[p*gemmMR+i] = v
-				}
+		if rows == gemmMR { // the six source rows side by side, one panel row at a time
+			off := ib*lda + p0
+			r0 := a[off : off+kc]
+			r1 := a[off+lda:][:len(r0)]
+			r2 := a[off+2*lda:][:len(r0)]
+			r3 := a[off+3*lda:][:len(r0)]
+			r4 := a[off+4*lda:][:len(r0)]
+			r5 := a[off+5*lda:][:len(r0)]
+			for p := range r0 {
+				d := (*[gemmMR]float32)(panel[p*gemmMR:])
+				d[0], d[1], d[2], d[3], d[4], d[5] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p]
+			}
+			continue
+		}
+		for i := 0; i < rows; i++ {
+			src := a[(ib+i)*lda+p0 : (ib+i)*lda+p0+kc]
+			for p, v := range src {
+				panel[p*gemmMR+i] = v
 			}
 		}
 		for i := rows; i < gemmMR; i++ {
@@ -308,7 +322,11 @@ func packB(dst, b []float32, ldb int, trans bool, j0, nc, p0, kc int) {
 			for p := 0; p < kc; p++ {
 				src := b[(p0+p)*ldb+jb : (p0+p)*ldb+jb+cols]
 				d := panel[p*gemmNR : p*gemmNR+gemmNR]
-				for j, v := range src { // a loop: memmove's call costs more for 16 values
+				if cols == gemmNR { // a 64-byte array copy: memmove's call costs more
+					*(*[gemmNR]float32)(d) = [gemmNR]float32(src)
+					continue
+				}
+				for j, v := range src {
 					d[j] = v
 				}
 				for j := cols; j < gemmNR; j++ {
@@ -317,11 +335,24 @@ func packB(dst, b []float32, ldb int, trans bool, j0, nc, p0, kc int) {
 			}
 			continue
 		}
-		// Blocks of packDepth keep the panel's lines being written in L1 across the columns.
+		// Four source rows at a time fill four columns of the panel; blocks of packDepth keep
+		// the panel lines being written in L1 across the passes.
 		for pb := 0; pb < kc; pb += packDepth {
 			pe := min(pb+packDepth, kc)
 			blk := panel[pb*gemmNR : pe*gemmNR]
-			for j := 0; j < cols; j++ {
+			j := 0
+			for ; j+4 <= cols; j += 4 {
+				off := (jb+j)*ldb + p0
+				r0 := b[off+pb : off+pe]
+				r1 := b[off+ldb+pb:][:len(r0)]
+				r2 := b[off+2*ldb+pb:][:len(r0)]
+				r3 := b[off+3*ldb+pb:][:len(r0)]
+				for p := range r0 {
+					d := (*[4]float32)(blk[p*gemmNR+j:])
+					d[0], d[1], d[2], d[3] = r0[p], r1[p], r2[p], r3[p]
+				}
+			}
+			for ; j < cols; j++ {
 				src := b[(jb+j)*ldb+p0+pb : (jb+j)*ldb+p0+pe]
 				for p, v := range src {
 					blk[p*gemmNR+j] = v
