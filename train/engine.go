@@ -200,8 +200,10 @@ func newEngine(be Backend, cfg Config, worldC, worldCP []*datasets.Dataset, targ
 	if f, ok := model.(fusedStepper); ok && e.perEx == 0 && cfg.Batching == "fixed" && cfg.BatchSize <= dim {
 		e.fused = f
 	}
-	// By default a chunk's parameters take about 2 MiB: the L2 caches of two cores.
-	e.chunk = max(1, min(e.P, (2<<20)/(8*e.d)))
+	// By default a chunk is the whole shard, as Config.ChunkPairs documents: the costs paid per
+	// chunk and step (dispatch, packing the shared minibatch, its Gram matrix) outweigh keeping
+	// a small chunk's parameters in cache (docs/training.md, Performance: W1 +20%).
+	e.chunk = e.P
 	if cfg.ChunkPairs > 0 {
 		e.chunk = cfg.ChunkPairs
 	}
