@@ -298,12 +298,18 @@ func activateGrad(act Activation, pre, post, g []float32) {
 	}
 }
 
+// softmaxCols is the longest row whose exponentials softmax computes as one vector.
+const softmaxCols = 64
+
 // softmax handles rows [r0, r1) of batch element b: x logits, y labels, z dlogits, w loss,
 // v margin.
 func (e *elemJob) softmax(b, r0, r1 int) {
 	cols := e.x.Cols
 	lg := data(e.x.Buf)
 	lab := data(e.y.Buf)
+	// A row's exponentials go through expSlice together (SIMD); rows longer than the buffer
+	// take exp64 one at a time, with the same results.
+	var arg, ex [softmaxCols]float64
 	for r := r0; r < r1; r++ {
 		row := lg[e.x.Off+b*e.x.BatchStride+r*e.x.Stride:][:cols]
 		y := int(lab[e.y.Off+b*e.y.BatchStride+r*e.y.Stride])
@@ -312,8 +318,18 @@ func (e *elemJob) softmax(b, r0, r1 int) {
 			mx = max(mx, v)
 		}
 		var s float64
-		for _, v := range row {
-			s += math.Exp(float64(v - mx))
+		if cols <= softmaxCols {
+			for j, v := range row {
+				arg[j] = float64(v - mx)
+			}
+			expSlice(arg[:cols], ex[:cols])
+			for _, v := range ex[:cols] {
+				s += v
+			}
+		} else {
+			for _, v := range row {
+				s += exp64(float64(v - mx))
+			}
 		}
 		lse := float64(mx) + math.Log(s)
 		if e.w.Buf != nil {
@@ -330,8 +346,19 @@ func (e *elemJob) softmax(b, r0, r1 int) {
 		}
 		if e.z.Buf != nil {
 			out := data(e.z.Buf)[e.z.Off+b*e.z.BatchStride+r*e.z.Stride:][:cols]
+			if cols <= softmaxCols {
+				for j, v := range row {
+					arg[j] = float64(v) - lse
+				}
+				expSlice(arg[:cols], ex[:cols])
+			}
 			for j, v := range row {
-				p := float32(math.Exp(float64(v) - lse))
+				var p float32
+				if cols <= softmaxCols {
+					p = float32(ex[j])
+				} else {
+					p = float32(exp64(float64(v) - lse))
+				}
 				if j == y {
 					p--
 				}
