@@ -44,3 +44,10 @@ if [ -d results/fedprox-alpha/fedavg/runs ]; then
     test_accuracy,sensitivity,realized_mu,mu_lower,auc \
     results/fedprox-alpha/fedavg results/fedprox-alpha/alpha-0.01 results/fedprox-alpha/alpha-0.1 results/fedprox-alpha/alpha-1
 fi
+if [ -d results/dp-fedavg/runs ]; then
+  # Seed 004's membership-inference table: TPR at FPR = 0.01, AUC and accuracy per claimed
+  # epsilon, for the DP-FedAvg family.
+  compare results/dp-systems-tables.md claim \
+    tpr_at_fpr_0.01,auc,best_balanced_accuracy,mu_lower \
+    results/dp-fedavg results/dp-fedavg-miscalibrated results/dp-fedavg-noclip results/idp-fedavg results/adaptive-fedavg
+fi
