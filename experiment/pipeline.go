@@ -19,6 +19,9 @@ type RunOptions struct {
 	Attack  AttackOptions
 	Analyze AnalyzeOptions
 	Report  ReportOptions
+	// Stage, when set, is called as each stage starts ("train", "attack", "analyze", "report"),
+	// so one display can follow the whole run.
+	Stage func(name string)
 	// TrainProgress, when set, returns the progress callback of one shard.
 	TrainProgress func(s runs.Shard) func(done, total int)
 }
@@ -37,6 +40,11 @@ func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) ([]Findi
 	if err != nil {
 		return nil, err
 	}
+	stage := opts.Stage
+	if stage == nil {
+		stage = func(string) {}
+	}
+	stage("train")
 	shards := max(opts.Shards, 1)
 	for i := 0; i < shards; i++ {
 		s := runs.Shard{Index: i, Count: shards}
@@ -64,6 +72,11 @@ func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) ([]Findi
 			aopts.Claim.Epsilon, aopts.Claim.Delta = cfg.Audit.ClaimEpsilon, aopts.Delta
 		}
 	}
+	stage("attack")
+	if _, err := AttackDir(ctx, dir, opts.Attack); err != nil {
+		return nil, err
+	}
+	stage("analyze")
 	findings, err := AnalyzeDir(ctx, dir, aopts, opts.Attack)
 	if err != nil {
 		return nil, err
@@ -75,6 +88,7 @@ func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) ([]Findi
 	if err := writeFileAtomic(filepath.Join(dir, "findings.json"), append(raw, '\n')); err != nil {
 		return nil, err
 	}
+	stage("report")
 	if err := Report(ctx, dir, findings, opts.Report, opts.Attack.AllowPartial); err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}

@@ -23,6 +23,7 @@ func runExperiment(ctx context.Context, e *env, cfg *experiment.Config, dir stri
 		Train:  experiment.TrainOptions{ToolVersion: version, Logf: e.logf, Backend: bf.name, Device: bf.device},
 		Attack: experiment.AttackOptions{Workers: workers, Logf: e.logf},
 		Report: experiment.ReportOptions{ToolVersion: version},
+		Stage:  pr.stages([]string{"train", "attack", "analyze", "report"}),
 		TrainProgress: func(s runs.Shard) func(int, int) {
 			return pr.bar(fmt.Sprintf("train %s", s), cfg.Train.Rounds)
 		},

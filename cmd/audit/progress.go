@@ -1,6 +1,8 @@
 package main
 
 import (
+	"sync/atomic"
+
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 )
@@ -8,7 +10,9 @@ import (
 // progress draws bars on stderr for a person at a terminal, and nothing otherwise (pipes, logs,
 // --quiet), so batch jobs' logs stay readable.
 type progress struct {
-	p *mpb.Progress
+	p          *mpb.Progress
+	stageBar   *mpb.Bar // nil unless stages was called
+	stageCount int64
 }
 
 func newProgress(e *env) *progress {
@@ -26,14 +30,41 @@ func (pr *progress) bar(name string, total int) func(done, total int) {
 	}
 	b := pr.p.AddBar(int64(total),
 		mpb.PrependDecorators(decor.Name(name, decor.WCSyncSpaceR), decor.CountersNoUnit("%d/%d", decor.WCSyncWidth)),
-		mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace), decor.EwmaETA(decor.ET_STYLE_GO, 30, decor.WCSyncWidth)),
+		mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace), decor.AverageETA(decor.ET_STYLE_GO, decor.WCSyncWidth)),
 	)
 	return func(done, _ int) { b.SetCurrent(int64(done)) }
 }
 
 // wait flushes the bars before other output is written.
 func (pr *progress) wait() {
-	if pr.p != nil {
-		pr.p.Wait()
+	if pr.p == nil {
+		return
+	}
+	if pr.stageBar != nil {
+		pr.stageBar.SetCurrent(pr.stageCount) // reaching the total completes the bar
+	}
+	pr.p.Wait()
+}
+
+// stages returns a callback that advances one bar over the named stages of a run, so that a
+// person sees where the whole job stands; wait completes it.
+func (pr *progress) stages(names []string) func(string) {
+	if pr.p == nil {
+		return func(string) {}
+	}
+	pr.stageCount = int64(len(names))
+	var current atomic.Value // the running stage's name, read by the bar's goroutine
+	current.Store("")
+	pr.stageBar = pr.p.AddBar(int64(len(names)),
+		mpb.PrependDecorators(decor.Name("stages", decor.WCSyncSpaceR), decor.CountersNoUnit("%d/%d", decor.WCSyncWidth)),
+		mpb.AppendDecorators(decor.Any(func(decor.Statistics) string { return current.Load().(string) })),
+	)
+	return func(name string) {
+		for i, n := range names {
+			if n == name {
+				current.Store(name)
+				pr.stageBar.SetCurrent(int64(i))
+			}
+		}
 	}
 }
