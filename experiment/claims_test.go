@@ -108,3 +108,44 @@ func TestClaimForNeedsRemoveClient(t *testing.T) {
 		t.Fatalf("claim_sampling_rate 2: error %v", err)
 	}
 }
+
+// Staircase noise on DP-FedAvg gets an accountant claim when every round's clip norm is within
+// the staircase's design sensitivity (d coordinates, each at most the full design shift); the
+// audit of the deployment is then consistent with it. A clip above the design sensitivity has
+// no accountant and must say so.
+func TestStaircaseClaim(t *testing.T) {
+	raw := strings.Replace(dpFedAvgYAML, "  informed: true\n", "  informed: true\n  mechanism: staircase\n  staircase_epsilon: 1\n", 1)
+	raw = strings.Replace(raw, "pairs: 1000", "pairs: 300", 1)
+	cfg, err := Parse([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	findings, err := Run(context.Background(), cfg, t.TempDir(), RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(findings) != 1 || findings[0].Verdict == nil {
+		t.Fatalf("%d findings, want one judged finding", len(findings))
+	}
+	f := findings[0]
+	if !strings.Contains(f.ClaimSource, "Staircase RDP") {
+		t.Fatalf("claim source %q", f.ClaimSource)
+	}
+	t.Logf("claim %g, certified %g", f.Verdict.Checks[0].Claimed, f.Verdict.Checks[0].Lower)
+	if f.Verdict.Status != audit.Consistent {
+		t.Fatalf("verdict %s: a claim from a valid accountant was violated", f.Verdict.Status)
+	}
+
+	tight := strings.Replace(raw, "noise_multiplier: 1.5", "noise_multiplier: 0.5", 1)
+	cfg, err = Parse([]byte(tight))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ClaimFor(context.Background(), cfg, data, 1e-5); err == nil || !strings.Contains(err.Error(), "design sensitivity") {
+		t.Fatalf("clip above the design sensitivity: err = %v", err)
+	}
+}
