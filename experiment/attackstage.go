@@ -57,42 +57,102 @@ func AttackEnv(cfg *Config, data *Data, meta runs.Meta) *attacks.Env {
 	return env
 }
 
-// openRunsDir opens the run files of an experiment directory and rebuilds its config and data.
-func openRunsDir(dir string, allowPartial bool) (*runs.Table, *Config, *Data, error) {
-	var opts []runs.Option
-	if allowPartial {
-		opts = append(opts, runs.AllowPartial())
-	}
-	tab, err := runs.Open(RunsDir(dir), opts...)
+// experimentDir is an experiment directory opened once for the stages after training: its run
+// table, the config the runs were trained with, the data rebuilt from it (checked against the
+// recorded dataset hash), and the smoothness constant, resolved at most once because estimating
+// it costs Hessian-vector products.
+type experimentDir struct {
+	dir  string
+	tab  *runs.Table
+	cfg  *Config
+	data *Data
+	sm   *Smoothness
+}
+
+// openExperimentDir opens the run files of dir and rebuilds their config and data.
+func openExperimentDir(dir string, allowPartial bool) (*experimentDir, error) {
+	tab, err := openRunTable(dir, allowPartial)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	cfg, err := FromJSON(tab.Meta().Config)
 	if err != nil {
 		tab.Close()
-		return nil, nil, nil, fmt.Errorf("%s: %w", RunsDir(dir), err)
+		return nil, fmt.Errorf("%s: %w", RunsDir(dir), err)
 	}
 	data, err := Prepare(cfg)
 	if err != nil {
 		tab.Close()
-		return nil, nil, nil, err
+		return nil, err
 	}
+	return withData(dir, tab, cfg, data)
+}
+
+// openPrepared opens the run files of dir for an experiment whose data is already prepared.
+func openPrepared(dir string, allowPartial bool, cfg *Config, data *Data) (*experimentDir, error) {
+	tab, err := openRunTable(dir, allowPartial)
+	if err != nil {
+		return nil, err
+	}
+	return withData(dir, tab, cfg, data)
+}
+
+func openRunTable(dir string, allowPartial bool) (*runs.Table, error) {
+	var opts []runs.Option
+	if allowPartial {
+		opts = append(opts, runs.AllowPartial())
+	}
+	return runs.Open(RunsDir(dir), opts...)
+}
+
+func withData(dir string, tab *runs.Table, cfg *Config, data *Data) (*experimentDir, error) {
 	if data.Hash != tab.Meta().DatasetHash {
 		tab.Close()
-		return nil, nil, nil, fmt.Errorf("%s: the data rebuilt from the config has hash %s, the run files were trained on %s; the dataset changed since training",
+		return nil, fmt.Errorf("%s: the data rebuilt from the config has hash %s, the run files were trained on %s; the dataset changed since training",
 			RunsDir(dir), data.Hash, tab.Meta().DatasetHash)
 	}
-	return tab, cfg, data, nil
+	return &experimentDir{dir: dir, tab: tab, cfg: cfg, data: data}, nil
+}
+
+func (e *experimentDir) Close() error { return e.tab.Close() }
+
+// smoothness is SmoothnessOf, or the estimate from recorded parameters when the model has no
+// certified constant and none was given.
+func (e *experimentDir) smoothness(ctx context.Context) (Smoothness, error) {
+	if e.sm != nil {
+		return *e.sm, nil
+	}
+	sm, err := SmoothnessOf(e.cfg, e.data)
+	if err != nil {
+		return Smoothness{}, err
+	}
+	if sm.Source == "none" {
+		if sm, err = EstimateSmoothness(ctx, e.tab, e.cfg, e.data); err != nil {
+			return Smoothness{}, err
+		}
+	}
+	e.sm = &sm
+	return sm, nil
 }
 
 // AttackDir scores the run files of dir into ScoresPath(dir), unless a score file is already
 // there (then it is read and returned).
 func AttackDir(ctx context.Context, dir string, opts AttackOptions) (*runs.ScoreFile, error) {
-	path := ScoresPath(dir)
+	ed, err := openExperimentDir(dir, opts.AllowPartial)
+	if err != nil {
+		return nil, err
+	}
+	defer ed.Close()
+	return ed.scores(ctx, opts)
+}
+
+// scores reads the directory's score file, scoring the runs into it first when it is missing.
+func (e *experimentDir) scores(ctx context.Context, opts AttackOptions) (*runs.ScoreFile, error) {
+	path := ScoresPath(e.dir)
 	if _, err := os.Stat(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	} else if err != nil {
-		if _, _, err := AttackTo(ctx, dir, path, opts); err != nil {
+		if _, err := e.attack(ctx, path, opts); err != nil {
 			return nil, err
 		}
 	}
@@ -105,16 +165,18 @@ func AttackTo(ctx context.Context, dir, out string, opts AttackOptions) ([]runs.
 	if out == "" {
 		out = ScoresPath(dir)
 	}
-	scores, err := attackTo(ctx, dir, out, opts)
+	ed, err := openExperimentDir(dir, opts.AllowPartial)
+	if err != nil {
+		return nil, "", err
+	}
+	defer ed.Close()
+	scores, err := ed.attack(ctx, out, opts)
 	return scores, out, err
 }
 
-func attackTo(ctx context.Context, dir, path string, opts AttackOptions) ([]runs.Score, error) {
-	tab, cfg, data, err := openRunsDir(dir, opts.AllowPartial)
-	if err != nil {
-		return nil, err
-	}
-	defer tab.Close()
+// attack scores the runs into the score file path.
+func (e *experimentDir) attack(ctx context.Context, path string, opts AttackOptions) ([]runs.Score, error) {
+	tab, cfg, data := e.tab, e.cfg, e.data
 	names := opts.Attacks
 	if len(names) == 0 {
 		names = cfg.Audit.Attacks
@@ -143,26 +205,26 @@ func attackTo(ctx context.Context, dir, path string, opts AttackOptions) ([]runs
 // AnalyzeDir audits an experiment directory: it scores the run files when no score file exists,
 // then audits every (attack, threat, round) beside the theory for the experiment's config.
 func AnalyzeDir(ctx context.Context, dir string, opts AnalyzeOptions, aopts AttackOptions) ([]Finding, error) {
-	sf, err := AttackDir(ctx, dir, aopts)
+	ed, err := openExperimentDir(dir, aopts.AllowPartial)
 	if err != nil {
 		return nil, err
 	}
-	scores := sf.Scores
-	tab, cfg, data, err := openRunsDir(dir, aopts.AllowPartial)
+	defer ed.Close()
+	sf, err := ed.scores(ctx, aopts)
 	if err != nil {
 		return nil, err
 	}
-	defer tab.Close()
-	sm, err := SmoothnessOf(cfg, data)
+	return ed.analyze(ctx, sf, opts, aopts.Logf)
+}
+
+// analyze audits the scores beside the theory, the claim and the exact mu of the experiment.
+func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions, logf func(string, ...any)) ([]Finding, error) {
+	cfg, data := e.cfg, e.data
+	sm, err := e.smoothness(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if sm.Source == "none" {
-		if sm, err = EstimateSmoothness(ctx, tab, cfg, data); err != nil {
-			return nil, err
-		}
-	}
-	theory, err := theoryLookup(cfg, sm, scores, aopts.Logf)
+	theory, err := theoryLookup(cfg, sm, sf.Scores, logf)
 	if err != nil {
 		return nil, err
 	}

@@ -72,12 +72,19 @@ func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) ([]Findi
 			aopts.Claim.Epsilon, aopts.Claim.Delta = cfg.Audit.ClaimEpsilon, aopts.Delta
 		}
 	}
+	// One open of the finished run files serves every later stage, with the data prepared above.
+	ed, err := openPrepared(dir, opts.Attack.AllowPartial, cfg, data)
+	if err != nil {
+		return nil, err
+	}
+	defer ed.Close()
 	stage("attack")
-	if _, err := AttackDir(ctx, dir, opts.Attack); err != nil {
+	sf, err := ed.scores(ctx, opts.Attack)
+	if err != nil {
 		return nil, err
 	}
 	stage("analyze")
-	findings, err := AnalyzeDir(ctx, dir, aopts, opts.Attack)
+	findings, err := ed.analyze(ctx, sf, aopts, opts.Attack.Logf)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +96,7 @@ func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) ([]Findi
 		return nil, err
 	}
 	stage("report")
-	if err := Report(ctx, dir, findings, opts.Report, opts.Attack.AllowPartial); err != nil {
+	if err := ed.report(ctx, findings, opts.Report); err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
 	return findings, nil

@@ -20,11 +20,16 @@ type ReportOptions struct {
 // figures/, tables/) from its findings and its run files, and the per-round training summaries
 // (rounds.json) that `audit compare` tabulates.
 func Report(ctx context.Context, dir string, findings []Finding, opts ReportOptions, allowPartial bool) error {
-	tab, cfg, data, err := openRunsDir(dir, allowPartial)
+	ed, err := openExperimentDir(dir, allowPartial)
 	if err != nil {
 		return err
 	}
-	defer tab.Close()
+	defer ed.Close()
+	return ed.report(ctx, findings, opts)
+}
+
+func (e *experimentDir) report(ctx context.Context, findings []Finding, opts ReportOptions) error {
+	dir, tab, cfg, data := e.dir, e.tab, e.cfg, e.data
 	sums, err := SummarizeRounds(ctx, tab)
 	if err != nil {
 		return err
@@ -36,14 +41,9 @@ func Report(ctx context.Context, dir string, findings []Finding, opts ReportOpti
 	if err := writeFileAtomic(filepath.Join(dir, "rounds.json"), append(raw, '\n')); err != nil {
 		return err
 	}
-	sm, err := SmoothnessOf(cfg, data)
+	sm, err := e.smoothness(ctx)
 	if err != nil {
 		return err
-	}
-	if sm.Source == "none" {
-		if sm, err = EstimateSmoothness(ctx, tab, cfg, data); err != nil {
-			return err
-		}
 	}
 	in := report.Input{
 		Title:       fmt.Sprintf("fedaudit report: %s", cfg.Name),
