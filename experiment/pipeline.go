@@ -45,16 +45,8 @@ func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) ([]Findi
 		stage = func(string) {}
 	}
 	stage("train")
-	shards := max(opts.Shards, 1)
-	for i := 0; i < shards; i++ {
-		s := runs.Shard{Index: i, Count: shards}
-		to := opts.Train
-		if opts.TrainProgress != nil {
-			to.Progress = opts.TrainProgress(s)
-		}
-		if _, _, err := TrainShard(ctx, cfg, data, s, dir, to); err != nil {
-			return nil, err
-		}
+	if err := TrainShards(ctx, cfg, data, dir, AllShards(opts.Shards), opts.Train, opts.TrainProgress); err != nil {
+		return nil, err
 	}
 	aopts := opts.Analyze
 	if aopts.Confidence == 0 {

@@ -72,6 +72,38 @@ func trainOn(ctx context.Context, cfg *Config, data *Data, pairs train.PairRange
 	return fmt.Errorf("backend %q is not cpu, gpu or auto", opts.Backend)
 }
 
+// AllShards lists shards 0/n .. (n-1)/n.
+func AllShards(n int) []runs.Shard {
+	out := make([]runs.Shard, max(n, 1))
+	for i := range out {
+		out[i] = runs.Shard{Index: i, Count: len(out)}
+	}
+	return out
+}
+
+// TrainShards trains the listed shards in turn with TrainShard, logging each one written or
+// skipped. progress, when set, gives each shard its progress callback.
+func TrainShards(ctx context.Context, cfg *Config, data *Data, dir string, shards []runs.Shard, opts TrainOptions, progress func(runs.Shard) func(done, total int)) error {
+	for _, s := range shards {
+		o := opts
+		if progress != nil {
+			o.Progress = progress(s)
+		}
+		path, skipped, err := TrainShard(ctx, cfg, data, s, dir, o)
+		if err != nil {
+			return err
+		}
+		if opts.Logf != nil {
+			if skipped {
+				opts.Logf("train: shard %s already complete: %s", s, path)
+			} else {
+				opts.Logf("train: shard %s written: %s", s, path)
+			}
+		}
+	}
+	return nil
+}
+
 // TrainShard trains shard s of the experiment into RunsDir(dir). A shard whose complete file of
 // the same experiment is already there is skipped (skipped = true); a corrupt file is replaced;
 // a complete file of another experiment is an error, never overwritten.

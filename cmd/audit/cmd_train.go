@@ -41,33 +41,15 @@ func trainAll(ctx context.Context, e *env, cfg *experiment.Config, dir string, s
 	if err != nil {
 		return err
 	}
-	list := []runs.Shard{shard}
-	if !one {
-		list = nil
-		for i := 0; i < shards; i++ {
-			list = append(list, runs.Shard{Index: i, Count: shards})
-		}
+	list := experiment.AllShards(shards)
+	if one {
+		list = []runs.Shard{shard}
 	}
 	pr := newProgress(e)
 	defer pr.wait()
-	for _, s := range list {
-		path, skipped, err := experiment.TrainShard(ctx, cfg, data, s, dir, experiment.TrainOptions{
-			ToolVersion: version,
-			Progress:    pr.bar(fmt.Sprintf("train %s", s), cfg.Train.Rounds),
-			Logf:        e.logf,
-			Backend:     bf.name,
-			Device:      bf.device,
-		})
-		if err != nil {
-			return err
-		}
-		if skipped {
-			e.logf("train: shard %s already complete: %s", s, path)
-		} else {
-			e.logf("train: shard %s written: %s", s, path)
-		}
-	}
-	return nil
+	return experiment.TrainShards(ctx, cfg, data, dir, list,
+		experiment.TrainOptions{ToolVersion: version, Logf: e.logf, Backend: bf.name, Device: bf.device},
+		func(s runs.Shard) func(int, int) { return pr.bar(fmt.Sprintf("train %s", s), cfg.Train.Rounds) })
 }
 
 func init() {
