@@ -29,25 +29,27 @@ type AnalyzeOptions struct {
 	Exact func(threat string, round int) float64
 }
 
-// Finding is the audit of one attack under one threat model at one checkpoint.
+// Finding is the audit of one attack under one threat model at one checkpoint. Its JSON form
+// is Record.
 type Finding struct {
-	Attack string `json:"attack"`
-	Threat string `json:"threat"`
-	Round  int    `json:"round"`
+	Attack string
+	Threat string
+	Round  int
 	// Result is the empirical side: ROC, AUC, certified lower bounds.
-	Result *audit.Result `json:"-"`
+	Result *audit.Result
 	// Theory is the bound at this round, nil when the scores come without a config.
-	Theory *audit.Bound `json:"-"`
-	// ClaimSource says what the verdict judged: "claim" (the user's), "convergent bound",
-	// "composition bound", or "" when there was nothing to judge.
-	ClaimSource string         `json:"claim_source,omitempty"`
-	Verdict     *audit.Verdict `json:"-"`
+	Theory *audit.Bound
+	// ClaimSource says what the verdict judged: "claim" (the user's), "accountant: ..." (the
+	// DP-FedAvg family's accountant), "convergent bound", "composition bound", or "" when there
+	// was nothing to judge.
+	ClaimSource string
+	Verdict     *audit.Verdict
 	// ExactMu is the exact mu of the mechanism for this threat model and round where it is known
 	// (the quadratic reference instance), NaN elsewhere.
-	ExactMu float64 `json:"-"`
+	ExactMu float64
 	// Metrics holds the mean of each of the attack's own success metrics (label accuracy,
 	// PSNR, ...) over the runs where it is defined.
-	Metrics map[string]float64 `json:"metrics,omitempty"`
+	Metrics map[string]float64
 }
 
 type groupKey struct {
