@@ -106,7 +106,7 @@ func BenchmarkW1Client(b *testing.B) {
 			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if err := e.localTrain(context.Background(), 0, 1, e.l, false); err != nil {
+				if err := e.localTrain(context.Background(), 0, 1, e.l, false, false); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -304,7 +304,7 @@ func (e *engine) dpRound(ctx context.Context, t int) error {
 		if !sampled && !(isTarget && e.cfg.Informed) {
 			continue // no replica needs this client's update
 		}
-		if err := e.localTrain(ctx, t, i, e.l, false); err != nil {
+		if err := e.localTrain(ctx, t, i, e.l, false, true); err != nil {
 			return err
 		}
 		be.Axpby(-1, e.all(e.g), 1, e.all(e.l), nil) // the update w_local - w_t
@@ -317,7 +317,7 @@ func (e *engine) dpRound(ctx context.Context, t int) error {
 		if isTarget && e.cfg.Informed {
 			// tu: the replica's own clipped target update; shadow: the other world's.
 			be.Axpby(1, e.all(e.l), 0, e.all(e.tu), e.coef)
-			if err := e.localTrain(ctx, t, i, e.shadow, true); err != nil {
+			if err := e.localTrain(ctx, t, i, e.shadow, true, true); err != nil {
 				return err
 			}
 			be.Axpby(-1, e.all(e.g), 1, e.all(e.shadow), nil)

@@ -27,6 +27,12 @@ func TrainOn(ctx context.Context, be Backend, cfg Config, worldC, worldCPrime []
 	if err != nil {
 		return err
 	}
+	return e.train(ctx, rec, progress)
+}
+
+// train runs every round, handing the checkpoints to rec.
+func (e *engine) train(ctx context.Context, rec Recorder, progress func(done, total int)) error {
+	cfg := e.cfg
 	if cfg.IsClientDP() {
 		if err := e.initClientDP(ctx); err != nil {
 			return err
@@ -102,9 +108,10 @@ type engine struct {
 	mu2       []float64
 	divNorm   float64
 
-	eta   float32      // learning rate of the current local step
-	fused fusedStepper // the model's fused clipped step, when it has one and it applies
-	chunk int          // pairs per chunk of local training
+	eta   float32        // learning rate of the current local step
+	def   *deferredState // deferred first-layer updates (deferred.go), when they apply
+	fused fusedStepper   // the model's fused clipped step, when it has one and it applies
+	chunk int            // pairs per chunk of local training
 
 	evalLoss, evalMargin Buffer
 	hostLoss, hostMargin []float32
@@ -195,11 +202,6 @@ func newEngine(be Backend, cfg Config, worldC, worldCP []*datasets.Dataset, targ
 	if e.divNorm == 0 {
 		e.divNorm = 1e6
 	}
-	// The fused step pays n^2 per replica for the Gram matrices instead of n*in: worth it for
-	// minibatches no larger than the input.
-	if f, ok := model.(fusedStepper); ok && e.perEx == 0 && cfg.Batching == "fixed" && cfg.BatchSize <= dim {
-		e.fused = f
-	}
 	// By default a chunk is the whole shard, as Config.ChunkPairs documents: the costs paid per
 	// chunk and step (dispatch, packing the shared minibatch, its Gram matrix) outweigh keeping
 	// a small chunk's parameters in cache (docs/training.md, Performance: W1 +20%).
@@ -218,6 +220,11 @@ func newEngine(be Backend, cfg Config, worldC, worldCP []*datasets.Dataset, targ
 		e.clipV = float32(cfg.ClipNorm)
 	default:
 		e.clipV = float32(cfg.ClipNorm)
+	}
+	// The fused step pays n^2 per replica for the Gram matrices instead of n*in: worth it for
+	// minibatches no larger than the input. It clips whole gradients, so never for DP-SGD.
+	if f, ok := model.(fusedStepper); ok && e.perEx == 0 && cfg.Batching == "fixed" && cfg.BatchSize <= dim {
+		e.fused = f
 	}
 	maxN := 0
 	for w, world := range [2][]*datasets.Dataset{worldC, worldCP} {
@@ -275,6 +282,7 @@ func newEngine(be Backend, cfg Config, worldC, worldCP []*datasets.Dataset, targ
 	e.llrLast = make([]float64, R)
 	e.mu2 = make([]float64, R)
 	e.seeds = make([]uint64, R)
+	e.def = newDeferred(e)
 	for r := range e.seeds {
 		e.seeds[r] = RunSeed(cfg.Seed, e.first+r/2)
 	}
@@ -344,14 +352,33 @@ func (e *engine) round(ctx context.Context, t int, record bool) error {
 	be, m, tc := e.be, e.m, e.target.Client
 	e.chooseParticipants(t)
 	be.Axpby(0, Mat{}, 0, e.all(e.acc), nil)
+	ds := e.def
+	if ds != nil {
+		// Every participant's first matrix is W_0 plus its deferred update.
+		w := ds.model.weight(e.all(e.acc), 0)
+		be.Axpby(float32(e.n), ds.model.weight(e.all(e.g), 0), 0, w, nil)
+	}
 	for i := 0; i < m; i++ {
-		if err := e.localTrain(ctx, t, i, e.l, false); err != nil {
+		keep := i == tc && (e.cfg.Informed || record && e.upload != nil) // l's first matrix is read
+		if err := e.localTrain(ctx, t, i, e.l, false, keep); err != nil {
 			return err
 		}
 		for r := range e.coef {
 			e.coef[r] = b2f(e.part[(r/2)*m+i])
 		}
-		be.Axpby(1, e.all(e.l), 1, e.all(e.acc), e.coef)
+		if ds != nil {
+			be.Axpby(1, ds.model.rest(e.all(e.l)), 1, ds.model.rest(e.all(e.acc)), e.coef)
+			s := ds.slot(i)
+			if e.n < m { // non-participants add nothing
+				u := ds.factors(false, s, 0, e.R, 1)
+				be.Axpby(1, u, 0, u, e.coef)
+			}
+			if s == ds.window-1 || i == m-1 {
+				e.flushDeferred(s + 1)
+			}
+		} else {
+			be.Axpby(1, e.all(e.l), 1, e.all(e.acc), e.coef)
+		}
 		if i != tc {
 			continue
 		}
@@ -366,7 +393,7 @@ func (e *engine) round(ctx context.Context, t int, record bool) error {
 			}
 		}
 		if e.cfg.Informed {
-			if err := e.localTrain(ctx, t, i, e.shadow, true); err != nil {
+			if err := e.localTrain(ctx, t, i, e.shadow, true, true); err != nil {
 				return err
 			}
 			// shadow <- D = phi(w_t) - phi'(w_t) = s (L - shadow)/n, s = +1 in C, -1 in C'.
@@ -471,8 +498,12 @@ func (e *engine) chooseParticipants(t int) {
 
 // localTrain runs client i's K local steps of round t from w_t for every replica into buf.
 // With flip, world-w replicas train on the other world's data (the informed adversary's
-// phi' for C replicas and phi for C' replicas).
-func (e *engine) localTrain(ctx context.Context, t, i int, buf Buffer, flip bool) error {
+// phi' for C replicas and phi for C' replicas). In deferred form (deferred.go) buf's first
+// weight matrix is written only with materialize; the update is in the client's slot.
+func (e *engine) localTrain(ctx context.Context, t, i int, buf Buffer, flip, materialize bool) error {
+	if e.def != nil {
+		return e.localTrainDeferred(ctx, t, i, buf, flip, materialize)
+	}
 	be := e.be
 	// Pairs go through the K steps a chunk at a time, so that a chunk's parameters stay in
 	// cache from one step to the next; replicas are independent, so chunking changes nothing

@@ -82,6 +82,7 @@ func (m *MLP) Init(w []float32, seed uint64) {
 type mlpWorkspace struct {
 	pre, post, delta []Buffer
 	deltas, inputs   []Mat
+	pres, posts      []Mat // the views the last forward pass used
 	gx, gd           Buffer    // Gram matrices x x^T (shared) and delta delta^T (per replica)
 	ghost, rest      []float64 // squared norms: first-layer weights, all other parameters
 	coef             []float32
@@ -89,7 +90,7 @@ type mlpWorkspace struct {
 
 func (m *MLP) newWorkspace(be Backend, maxRows, maxBatch int) workspace {
 	L := len(m.Sizes) - 1
-	ws := &mlpWorkspace{deltas: make([]Mat, L), inputs: make([]Mat, L),
+	ws := &mlpWorkspace{deltas: make([]Mat, L), inputs: make([]Mat, L), pres: make([]Mat, L), posts: make([]Mat, L),
 		ghost: make([]float64, maxBatch), rest: make([]float64, maxBatch), coef: make([]float32, maxBatch)}
 	for l := 0; l < L; l++ {
 		n := maxRows * maxBatch * m.Sizes[l+1]
@@ -114,22 +115,29 @@ func (m *MLP) bias(p Mat, l int) Mat {
 	return Mat{Buf: p.Buf, Off: p.Off + m.boff[l], Rows: 1, Cols: m.Sizes[l+1], Stride: m.Sizes[l+1], Batch: p.Batch, BatchStride: p.BatchStride}
 }
 
-// forward leaves pre-activations in ws.pre, activations in ws.post and each layer's input in
-// ws.inputs; it returns the logits.
-func (m *MLP) forward(be Backend, ws *mlpWorkspace, params, x Mat) Mat {
+// forward leaves pre-activations in ws.pres, activations in ws.posts and each layer's input
+// in ws.inputs; it returns the logits. When pre0.Buf is not nil it holds the first layer's
+// pre-activation (x W_0^T + b_0) already, as the deferred step computes it (deferred.go).
+func (m *MLP) forward(be Backend, ws *mlpWorkspace, params, x, pre0 Mat) Mat {
 	n, G, L := x.Rows, params.Batch, len(m.Sizes)-1
 	in := x
 	in.Batch = G
 	for l := 0; l < L; l++ {
 		ws.inputs[l] = in
 		pre := actMat(ws.pre[l], n, m.Sizes[l+1], G)
-		be.Gemm(false, true, 1, in, m.weight(params, l), 0, pre)
-		be.AddRow(pre, m.bias(params, l))
+		if l == 0 && pre0.Buf != nil {
+			pre = pre0
+		} else {
+			be.Gemm(false, true, 1, in, m.weight(params, l), 0, pre)
+			be.AddRow(pre, m.bias(params, l))
+		}
+		ws.pres[l] = pre
 		if l+1 == L {
 			return pre
 		}
 		post := actMat(ws.post[l], n, m.Sizes[l+1], G)
 		be.Activate(m.Act, pre, post)
+		ws.posts[l] = post
 		in = post
 	}
 	panic("unreachable")
@@ -137,7 +145,7 @@ func (m *MLP) forward(be Backend, ws *mlpWorkspace, params, x Mat) Mat {
 
 func (m *MLP) grad(be Backend, w workspace, params, x, y, grad Mat, perExample float32) {
 	ws := w.(*mlpWorkspace)
-	m.backward(be, ws, params, x, y, perExample)
+	m.backward(be, ws, params, x, y, perExample, Mat{})
 	for l := 0; l < len(m.Sizes)-1; l++ {
 		be.Gemm(true, false, 1, ws.deltas[l], ws.inputs[l], 0, m.weight(grad, l))
 		be.SumRows(1, ws.deltas[l], 0, m.bias(grad, l))
@@ -146,9 +154,9 @@ func (m *MLP) grad(be Backend, w workspace, params, x, y, grad Mat, perExample f
 
 // backward leaves every layer's delta (gradient of the loss with respect to its
 // pre-activation, per example) in ws.deltas.
-func (m *MLP) backward(be Backend, ws *mlpWorkspace, params, x, y Mat, perExample float32) {
+func (m *MLP) backward(be Backend, ws *mlpWorkspace, params, x, y Mat, perExample float32, pre0 Mat) {
 	n, G, L := x.Rows, params.Batch, len(m.Sizes)-1
-	logits := m.forward(be, ws, params, x)
+	logits := m.forward(be, ws, params, x, pre0)
 	scale := 1 / float32(n)
 	if perExample > 0 {
 		scale = 1
@@ -161,7 +169,7 @@ func (m *MLP) backward(be Backend, ws *mlpWorkspace, params, x, y Mat, perExampl
 	for l := L - 1; l > 0; l-- {
 		d := actMat(ws.delta[l-1], n, m.Sizes[l], G)
 		be.Gemm(false, false, 1, ws.deltas[l], m.weight(params, l), 0, d)
-		be.ActivateGrad(m.Act, actMat(ws.pre[l-1], n, m.Sizes[l], G), actMat(ws.post[l-1], n, m.Sizes[l], G), d)
+		be.ActivateGrad(m.Act, ws.pres[l-1], ws.posts[l-1], d)
 		ws.deltas[l-1] = d
 	}
 	if perExample > 0 {
@@ -173,18 +181,48 @@ func (m *MLP) backward(be Backend, ws *mlpWorkspace, params, x, y Mat, perExampl
 // grad receives the gradient of every parameter but the first layer's weights.
 func (m *MLP) step(be Backend, w workspace, params, x, y, anchor, grad Mat, eta, v, alpha float32) {
 	ws := w.(*mlpWorkspace)
+	m.backward(be, ws, params, x, y, 0, Mat{})
+	coef := m.stepRest(be, ws, params, x, anchor, grad, eta, v, alpha)
+	if alpha != 0 {
+		be.Axpby(eta*alpha, m.weight(anchor, 0), 1-eta*alpha, m.weight(params, 0), nil)
+	}
+	d0 := ws.deltas[0]
+	be.Axpby(-eta, d0, 0, d0, coef)
+	be.Gemm(true, false, 1, d0, ws.inputs[0], 1, m.weight(params, 0))
+}
+
+// deferredStep is step in the deferred form of deferred.go: pre0 is the first layer's
+// pre-activation at the current parameters, computed by the caller from the low-rank form of
+// the first weight matrix, whose copy in params is not read or written. It writes
+// u = -eta c delta_0, the step's factor of that matrix's update (W <- W + u^T x), and for
+// FedProx scales the earlier factors prev by 1 - eta alpha.
+func (m *MLP) deferredStep(be Backend, w workspace, params, x, y, pre0, anchor, grad, u, prev Mat, eta, v, alpha float32) {
+	ws := w.(*mlpWorkspace)
+	m.backward(be, ws, params, x, y, 0, pre0)
+	coef := m.stepRest(be, ws, params, x, anchor, grad, eta, v, alpha)
+	if alpha != 0 && prev.Rows > 0 {
+		be.Axpby(1-eta*alpha, prev, 0, prev, nil)
+	}
+	be.Axpby(-eta, ws.deltas[0], 0, u, coef)
+}
+
+// rest views every parameter but the first weight matrix (b_0, W_1, b_1, ...: contiguous).
+func (m *MLP) rest(p Mat) Mat {
+	p.Off += m.boff[0]
+	p.Cols = m.d - m.boff[0]
+	return p
+}
+
+// stepRest finishes a clipped step after backward: it computes the clip factors c (the first
+// layer's weight-gradient norm from Gram matrices) and updates every parameter but the first
+// weight matrix, which the caller updates from ws.deltas[0] and c. It returns c.
+func (m *MLP) stepRest(be Backend, ws *mlpWorkspace, params, x, anchor, grad Mat, eta, v, alpha float32) []float32 {
 	n, G, L := x.Rows, params.Batch, len(m.Sizes)-1
-	m.backward(be, ws, params, x, y, 0)
 	for l := 0; l < L; l++ {
 		if l > 0 {
 			be.Gemm(true, false, 1, ws.deltas[l], ws.inputs[l], 0, m.weight(grad, l))
 		}
 		be.SumRows(1, ws.deltas[l], 0, m.bias(grad, l))
-	}
-	rest := func(p Mat) Mat { // b_0, W_1, b_1, ...: contiguous after the first weight
-		p.Off += m.boff[0]
-		p.Cols = m.d - m.boff[0]
-		return p
 	}
 	coef := ws.coef[:G]
 	for r := range coef {
@@ -204,7 +242,7 @@ func (m *MLP) step(be Backend, w workspace, params, x, y, anchor, grad Mat, eta,
 		gx = Mat{Buf: ws.gx, Rows: 1, Cols: n * n, Stride: n * n, Batch: G}
 		gd = Mat{Buf: ws.gd, Rows: 1, Cols: n * n, Stride: n * n, Batch: G, BatchStride: n * n}
 		be.Dots(gx, gd, ws.ghost[:G])
-		be.Dots(rest(grad), rest(grad), ws.rest[:G])
+		be.Dots(m.rest(grad), m.rest(grad), ws.rest[:G])
 		for r := range coef {
 			nn := math.Sqrt(ws.ghost[r] + ws.rest[r])
 			switch {
@@ -216,17 +254,15 @@ func (m *MLP) step(be Backend, w workspace, params, x, y, anchor, grad Mat, eta,
 		}
 	}
 	if alpha != 0 {
-		be.Axpby(eta*alpha, anchor, 1-eta*alpha, params, nil)
+		be.Axpby(eta*alpha, m.rest(anchor), 1-eta*alpha, m.rest(params), nil)
 	}
-	be.Axpby(-eta, rest(grad), 1, rest(params), coef)
-	d0 := ws.deltas[0]
-	be.Axpby(-eta, d0, 0, d0, coef)
-	be.Gemm(true, false, 1, d0, ws.inputs[0], 1, m.weight(params, 0))
+	be.Axpby(-eta, m.rest(grad), 1, m.rest(params), coef)
+	return coef
 }
 
 func (m *MLP) eval(be Backend, w workspace, params, x, y, loss, margin Mat) {
 	ws := w.(*mlpWorkspace)
-	logits := m.forward(be, ws, params, x)
+	logits := m.forward(be, ws, params, x, Mat{})
 	labels := y
 	labels.Batch = params.Batch
 	be.SoftmaxXent(logits, labels, 0, Mat{}, loss, margin)

@@ -1,0 +1,239 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"slices"
+)
+
+// Deferred first-layer updates. A local step changes the first weight matrix by a low-rank
+// term: W_{k+1} = W_k + u_k^T x_k, with x_k the step's B x in minibatch (shared by every
+// replica) and u_k = -eta_k c_k delta_k the B x h scaled deltas of one replica (FedProx also
+// shrinks the earlier terms by 1 - eta_k alpha). So client i's weights after k steps are
+//
+//	W_k = W_0 + U_{<k}^T X_{<k},
+//
+// and the step's pre-activation x_k W_k^T = (x_k W_0^T) + (x_k X_{<k}^T) U_{<k} needs only the
+// rows of one product P = X W_0^T computed for all K minibatches at once (depth in, K B rows)
+// and a correction through the Gram matrix X X^T, shared by every replica. The weights are
+// never written during local training: the server's sum over a window of clients,
+// sum_i (W_0 + U_i^T X_i), is one product of depth (window) K B. Exact in real arithmetic; in
+// float32 the sums are taken in another order than the direct form's, so the two agree to
+// rounding (deferred_test.go). What it saves is memory traffic: the direct form reads each
+// replica's first-layer weights once in the forward product and reads and writes them in the
+// update at every step; here they are read once per client and written once per window, and
+// both big products are deep enough to run at the micro-kernel's rate (docs/training.md).
+
+// deferredState is the engine's storage for deferred first-layer updates.
+type deferredState struct {
+	model     *MLP
+	kb, h     int // rows per client (K B) and the first layer's width
+	window    int // clients whose factors are kept before they are folded into the sum
+	xs, ys    [2]Buffer
+	u, shadow Buffer // factors: R x window x K B x h, and R x K B x h for the informed shadow
+	p         Buffer // R x K B x h: the client's first-layer pre-activations
+	gram      Buffer // K B x K B
+	// Per slot: the client whose minibatches it holds (round, client), and whether the
+	// two worlds' minibatches differ (the target sample or client is in them).
+	slotRound, slotClient []int
+	split                 []bool
+}
+
+// newDeferred returns the deferred state when the configuration can use it: an MLP with
+// whole-gradient clipping and fixed minibatches small enough that the corrections (about
+// (K-1) B / (4 in) of the direct form's first-layer work) stay small.
+func newDeferred(e *engine) *deferredState {
+	m, ok := e.model.(*MLP)
+	cfg := e.cfg
+	K, B := cfg.LocalSteps, cfg.BatchSize
+	if !ok || e.perEx != 0 || cfg.Batching != "fixed" || B > e.dim || (K-1)*B > e.dim {
+		return nil
+	}
+	ds := &deferredState{model: m, kb: K * B, h: m.Sizes[1]}
+	// The window depends on the model and the schedule only, never on the number of replicas,
+	// so that the order of the server's sum (and so its rounding) is the same in every shard.
+	ds.window = max(1, min(e.m, 4*e.d/(ds.kb*ds.h)))
+	be, R := e.be, e.R
+	for w := range ds.xs {
+		ds.xs[w] = be.Alloc(ds.window * ds.kb * e.dim)
+		ds.ys[w] = be.Alloc(ds.window * ds.kb)
+	}
+	ds.u = be.Alloc(R * ds.window * ds.kb * ds.h)
+	if cfg.Informed {
+		ds.shadow = be.Alloc(R * ds.kb * ds.h)
+	}
+	ds.p = be.Alloc(R * ds.kb * ds.h)
+	ds.gram = be.Alloc(ds.kb * ds.kb)
+	ds.slotRound = slices.Repeat([]int{-1}, ds.window)
+	ds.slotClient = slices.Repeat([]int{-1}, ds.window)
+	ds.split = make([]bool, ds.window)
+	return ds
+}
+
+// slot is the window slot of client i.
+func (ds *deferredState) slot(i int) int { return i % ds.window }
+
+// x is world w's minibatch rows of slot s (all K steps), shared by a batch of replicas.
+func (ds *deferredState) x(e *engine, w, s, batch int) (x, y Mat) {
+	x = Mat{Buf: ds.xs[w], Off: s * ds.kb * e.dim, Rows: ds.kb, Cols: e.dim, Stride: e.dim, Batch: batch}
+	y = Mat{Buf: ds.ys[w], Off: s * ds.kb, Rows: ds.kb, Cols: 1, Stride: 1, Batch: batch}
+	return x, y
+}
+
+// factors is slot s's factors (K B x h) of replicas first, first+stride, ... (count), or the
+// shadow's.
+func (ds *deferredState) factors(shadow bool, s, first, count, stride int) Mat {
+	if shadow {
+		n := ds.kb * ds.h
+		return Mat{Buf: ds.shadow, Off: first * n, Rows: ds.kb, Cols: ds.h, Stride: ds.h, Batch: count, BatchStride: stride * n}
+	}
+	n := ds.window * ds.kb * ds.h
+	return Mat{Buf: ds.u, Off: first*n + s*ds.kb*ds.h, Rows: ds.kb, Cols: ds.h, Stride: ds.h, Batch: count, BatchStride: stride * n}
+}
+
+// gather draws client i's K minibatches of round t into its slot, for both worlds when they
+// differ.
+func (e *engine) gatherDeferred(t, i int) {
+	ds, be := e.def, e.be
+	s := ds.slot(i)
+	B := e.cfg.BatchSize
+	ds.split[s] = i == e.target.Client && e.target.WholeClient
+	idx := e.idx[:B]
+	for k := 0; k < e.cfg.LocalSteps; k++ {
+		rng := newCounterRand(e.cfg.Seed, uint32(t), uint32(i), domainBatch, uint32(k))
+		samplePrefix(&rng, e.perm[:e.data[0][i].n], B)
+		copy(idx, e.perm[:B])
+		if i == e.target.Client && slices.Contains(idx, int32(e.target.Index)) {
+			ds.split[s] = true
+		}
+		for w := 0; w < 2; w++ {
+			if w == 1 && i != e.target.Client {
+				break
+			}
+			cd := &e.data[w][i]
+			x, y := ds.x(e, w, s, 1)
+			x.Off += k * B * e.dim
+			x.Rows = B
+			y.Off += k * B
+			y.Rows = B
+			be.Gather(x, cd.x, idx)
+			be.Gather(y, cd.y, idx)
+		}
+	}
+	ds.slotRound[s], ds.slotClient[s] = t, i
+}
+
+// group is a set of replicas that see the same minibatches: first, first+stride, ... (count).
+type group struct{ first, count, stride, world int }
+
+// groupOf is the replicas of pairs [p0, p1) that see world w's minibatches of a slot: all of
+// them when the worlds' minibatches are the same (not split), else those of world w.
+func groupOf(split bool, w, p0, p1 int) group {
+	if !split {
+		return group{2 * p0, 2 * (p1 - p0), 1, 0}
+	}
+	return group{2*p0 + w, p1 - p0, 2, w}
+}
+
+// worlds is the number of replica groups of a slot.
+func worlds(split bool) int {
+	if split {
+		return 2
+	}
+	return 1
+}
+
+// localTrainDeferred is localTrain in deferred form. The parameters other than the first
+// weight matrix end in buf; the first matrix's factors in the client's slot (the shadow's
+// with flip); with materialize, buf's first matrix is W_0 + U^T X too.
+func (e *engine) localTrainDeferred(ctx context.Context, t, i int, buf Buffer, flip, materialize bool) error {
+	ds, be, m := e.def, e.be, e.def.model
+	s := ds.slot(i)
+	if !flip {
+		e.gatherDeferred(t, i)
+	} else if ds.slotRound[s] != t || ds.slotClient[s] != i {
+		return fmt.Errorf("deferred shadow training of client %d in round %d before its own", i, t)
+	}
+	K, B, kb, h := e.cfg.LocalSteps, e.cfg.BatchSize, ds.kb, ds.h
+	split := ds.split[s]
+	for gw := 0; gw < worlds(split); gw++ {
+		w := 0 // the world whose minibatches the group reads
+		if split {
+			w = gw
+			if flip {
+				w = 1 - gw
+			}
+		}
+		x1, y1 := ds.x(e, w, s, 1)
+		if K > 1 {
+			be.Gemm(false, true, 1, x1, x1, 0, Mat{Buf: ds.gram, Rows: kb, Cols: kb, Stride: kb, Batch: 1})
+		}
+		for p0 := 0; p0 < e.P; p0 += e.chunk {
+			c := groupOf(split, gw, p0, min(p0+e.chunk, e.P))
+			rows := func(b Buffer) Mat { return e.rows(b, c.first, c.count, c.stride) }
+			params, anchor := rows(buf), rows(e.g)
+			be.Axpby(1, m.rest(anchor), 0, m.rest(params), nil)
+			x, y := x1, y1
+			x.Batch, y.Batch = c.count, c.count
+			pAll := Mat{Buf: ds.p, Off: c.first * kb * h, Rows: kb, Cols: h, Stride: h, Batch: c.count, BatchStride: c.stride * kb * h}
+			be.Gemm(false, true, 1, x, m.weight(anchor, 0), 0, pAll)
+			u := ds.factors(flip, s, c.first, c.count, c.stride)
+			for k := 0; k < K; k++ {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				eta := float32(e.cfg.LearningRateAt(t, k))
+				pre := pAll
+				pre.Off += k * B * h
+				pre.Rows = B
+				prev := u
+				prev.Rows = k * B
+				if k > 0 {
+					gram := Mat{Buf: ds.gram, Off: k * B * kb, Rows: B, Cols: k * B, Stride: kb, Batch: 1}
+					be.Gemm(false, false, 1, gram, prev, 1, pre)
+				}
+				be.AddRow(pre, m.bias(params, 0))
+				uk := u
+				uk.Off += k * B * h
+				uk.Rows = B
+				xk, yk := x, y
+				xk.Off += k * B * e.dim
+				xk.Rows = B
+				yk.Off += k * B
+				yk.Rows = B
+				m.deferredStep(be, e.ws, params, xk, yk, pre, anchor, rows(e.grad), uk, prev, eta, e.clipV, e.alpha)
+			}
+			if materialize {
+				wt := m.weight(params, 0)
+				be.Axpby(1, m.weight(anchor, 0), 0, wt, nil)
+				be.Gemm(true, false, 1, u, x, 1, wt)
+			}
+		}
+	}
+	return nil
+}
+
+// flushDeferred adds the first-matrix updates of slots [0, n) to acc's first weight matrix:
+// acc_W += sum over the slots' clients of U_i^T X_i, for every replica.
+func (e *engine) flushDeferred(n int) {
+	ds, be, m := e.def, e.be, e.def.model
+	split := slices.Contains(ds.split[:n], true)
+	if split {
+		// World 1 reads its own rows of a split slot and world 0's rows of the others.
+		for s := 0; s < n; s++ {
+			if !ds.split[s] {
+				x0, _ := ds.x(e, 0, s, 1)
+				x1, _ := ds.x(e, 1, s, 1)
+				be.Axpby(1, x0, 0, x1, nil)
+			}
+		}
+	}
+	for w := 0; w < worlds(split); w++ {
+		g := groupOf(split, w, 0, e.P)
+		x, _ := ds.x(e, w, 0, g.count)
+		x.Rows = n * ds.kb
+		u := ds.factors(false, 0, g.first, g.count, g.stride)
+		u.Rows = n * ds.kb
+		be.Gemm(true, false, 1, u, x, 1, m.weight(e.rows(e.acc, g.first, g.count, g.stride), 0))
+	}
+}

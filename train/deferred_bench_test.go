@@ -1,0 +1,24 @@
+package train
+
+import "testing"
+
+func BenchmarkGemmDeferredForward(b *testing.B)    { benchGemm(b, false, true, 160, 64, 784, 64, true) }
+func BenchmarkGemmDeferredUpdate160(b *testing.B)  { benchGemmSharedB(b, 64, 784, 160, 64) }
+func BenchmarkGemmDeferredUpdate1600(b *testing.B) { benchGemmSharedB(b, 64, 784, 1600, 64) }
+func BenchmarkGemmDeferredCorr(b *testing.B)       { benchGemm(b, false, false, 32, 64, 128, 64, true) }
+
+// c (m x n per batch) += a^T (a: k x m per batch) b (k x n shared)
+func benchGemmSharedB(b *testing.B, m, n, k, batch int) {
+	be := NewCPU(0)
+	defer be.Close()
+	av, _ := randData(1, 1, batch*k*m, 2)
+	bv, _ := randData(2, 1, k*n, 2)
+	a := Mat{Buf: be.Alias(av), Rows: k, Cols: m, Stride: m, Batch: batch, BatchStride: k * m}
+	bm := Mat{Buf: be.Alias(bv), Rows: k, Cols: n, Stride: n, Batch: batch, BatchStride: 0}
+	c := Mat{Buf: be.Alloc(batch * 50890), Rows: m, Cols: n, Stride: n, Batch: batch, BatchStride: 50890}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		be.Gemm(true, false, 1, a, bm, 1, c)
+	}
+	b.ReportMetric(2*float64(m*n*k*batch)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
