@@ -490,12 +490,7 @@ func (j *noiseJob) run(task, worker int) {
 	z := j.be.scratch[worker].noise[:n]
 	b0, b1 := j.runs[ri], j.runs[ri+1]
 	key := keyOf(j.seeds[b0])
-	for q := 0; q < n; q += 4 {
-		g := gaussianBlock(key, uint32((c0+q)>>2), j.round, j.stream)
-		for h := 0; h < 4 && q+h < n; h++ {
-			z[q+h] = float32(g[h])
-		}
-	}
+	gaussianFloats(z, key, uint32(c0>>2), j.round, j.stream)
 	dst := data(j.dst.Buf)
 	for b := b0; b < b1; b++ {
 		row := dst[j.dst.Off+b*j.dst.BatchStride+c0:][:n]

@@ -82,7 +82,7 @@ func (m *MLP) Init(w []float32, seed uint64) {
 type mlpWorkspace struct {
 	pre, post, delta []Buffer
 	deltas, inputs   []Mat
-	pres, posts      []Mat // the views the last forward pass used
+	pres, posts      []Mat     // the views the last forward pass used
 	gx, gd           Buffer    // Gram matrices x x^T (shared) and delta delta^T (per replica)
 	ghost, rest      []float64 // squared norms: first-layer weights, all other parameters
 	coef             []float32

@@ -64,18 +64,100 @@ func RunSeed(master uint64, pair int) uint64 {
 func uniform01(x uint32) float64 { return (float64(x) + 1) * (1.0 / 4294967296.0) }
 
 // gaussianBlock returns the 4 standard normal values of coordinates 4j..4j+3 of the stream
-// (key, round, stream, domain): two Box-Muller transforms, exact in distribution for
-// uniforms on (0,1].
+// (key, round, stream, domain): two Box-Muller transforms of the Philox words.
 func gaussianBlock(key [2]uint32, j, round, stream uint32) [4]float64 {
 	r := philox4x32([4]uint32{j, round, stream, domainNoise << 24}, key)
 	var z [4]float64
-	for h := 0; h < 2; h++ {
-		rad := math.Sqrt(-2 * math.Log(uniform01(r[2*h])))
-		s, c := math.Sincos(2 * math.Pi * float64(r[2*h+1]) * (1.0 / 4294967296.0))
-		z[2*h] = rad * c
-		z[2*h+1] = rad * s
-	}
+	z[0], z[1] = BoxMuller(r[0], r[1])
+	z[2], z[3] = BoxMuller(r[2], r[3])
 	return z
+}
+
+// gaussianFloatsGo is gaussianFloats without SIMD.
+func gaussianFloatsGo(z []float32, key [2]uint32, j0, round, stream uint32) {
+	for q := 0; q < len(z); q += 4 {
+		g := gaussianBlock(key, j0+uint32(q>>2), round, stream)
+		for h := 0; h < 4 && q+h < len(z); h++ {
+			z[q+h] = float32(g[h])
+		}
+	}
+}
+
+// Coefficients of the Box-Muller transform's polynomials: exact rationals rounded once to
+// float64 (the factorials are exact in float64 up to 18!), so every implementation that writes
+// them as 1.0/N gets the same values.
+const (
+	// ln(1+f) = 2s (1 + s^2/3 + s^4/5 + ...), s = f/(2+f), |s| <= 0.1716: the 11th term is
+	// below 2^-55 of the first.
+	logC1, logC3, logC5, logC7, logC9, logC11 = 1.0, 1.0 / 3, 1.0 / 5, 1.0 / 7, 1.0 / 9, 1.0 / 11
+	logC13, logC15, logC17, logC19, logC21    = 1.0 / 13, 1.0 / 15, 1.0 / 17, 1.0 / 19, 1.0 / 21
+	// Taylor series of sin and cos on |t| <= pi/4: the first omitted terms are below 2^-60.
+	sinC3, sinC5, sinC7, sinC9 = -1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880
+	sinC11, sinC13, sinC15     = -1.0 / 39916800, 1.0 / 6227020800, -1.0 / 1307674368000
+	sinC17                     = 1.0 / 355687428096000
+	cosC2, cosC4, cosC6, cosC8 = -1.0 / 2, 1.0 / 24, -1.0 / 720, 1.0 / 40320
+	cosC10, cosC12, cosC14     = -1.0 / 3628800, 1.0 / 479001600, -1.0 / 87178291200
+	cosC16, cosC18             = 1.0 / 20922789888000, -1.0 / 6402373705728000
+	// 2 pi 2^-32: the angle of one step of the 32-bit word (exact scaling of float64(2 pi)).
+	twoPiOver2p32 = 2 * math.Pi / 4294967296
+)
+
+// ln 2 split so that k ln2Hi is exact for |k| < 2^11 (fdlibm's constants).
+var (
+	ln2Hi = math.Float64frombits(0x3fe62e42fee00000)
+	ln2Lo = math.Float64frombits(0x3dea39ef35793c76)
+)
+
+// BoxMuller returns the two standard normals of the Philox words (a, b): radius
+// sqrt(-2 ln u), u = (a + 1) 2^-32 in (0, 1], at angle 2 pi b 2^-32. Its logarithm, sine and
+// cosine are the polynomials above with fused multiply-adds in a fixed order, not the math
+// package's: what the CUDA kernel (kernels/noise.cu) and the SIMD path compute too, bit for
+// bit. Both functions are within a few float64 ulps of the true ones, far below the float32
+// the noise is stored in.
+func BoxMuller(a, b uint32) (z0, z1 float64) {
+	// ln u = (e - 32) ln 2 + ln m, a + 1 = 2^e m with m in [sqrt(2)/2, sqrt(2)).
+	v := math.Float64bits(float64(a) + 1)
+	e := int64(v>>52) - 1023
+	m := math.Float64frombits(v&(1<<52-1) | 1023<<52)
+	if m > math.Sqrt2 {
+		m *= 0.5
+		e++
+	}
+	f := m - 1 // exact (Sterbenz)
+	s := f / (2 + f)
+	z := s * s
+	p := math.FMA(z, logC21, logC19)
+	for _, c := range [...]float64{logC17, logC15, logC13, logC11, logC9, logC7, logC5, logC3, logC1} {
+		p = math.FMA(z, p, c)
+	}
+	k := float64(e - 32)
+	lnu := math.FMA(k, ln2Hi, math.FMA(k, ln2Lo, 2*s*p))
+	rad := math.Sqrt(-2 * lnu)
+
+	// The angle's quadrant q = round(4 b 2^-32) and remainder r in [-2^29, 2^29) are exact
+	// in integers; t = 2 pi r 2^-32 in [-pi/4, pi/4).
+	q := (uint64(b) + 1<<29) >> 30
+	t := float64(int64(b)-int64(q<<30)) * twoPiOver2p32
+	t2 := t * t
+	sp := math.FMA(t2, sinC17, sinC15)
+	for _, c := range [...]float64{sinC13, sinC11, sinC9, sinC7, sinC5, sinC3} {
+		sp = math.FMA(t2, sp, c)
+	}
+	sin := math.FMA(t*t2, sp, t)
+	cp := math.FMA(t2, cosC18, cosC16)
+	for _, c := range [...]float64{cosC14, cosC12, cosC10, cosC8, cosC6, cosC4, cosC2} {
+		cp = math.FMA(t2, cp, c)
+	}
+	cos := math.FMA(t2, cp, 1)
+	switch q & 3 { // rotate by q quarter turns
+	case 1:
+		sin, cos = cos, -sin
+	case 2:
+		sin, cos = -sin, -cos
+	case 3:
+		sin, cos = -cos, sin
+	}
+	return rad * cos, rad * sin
 }
 
 // AddGaussianHost adds scale*Z to dst, Z the coordinates [off, off+len(dst)) of the noise

@@ -38,4 +38,16 @@ static inline float __int_as_float(int i) {
 	return f;
 }
 
+static inline long long __double_as_longlong(double d) {
+	long long i;
+	memcpy(&i, &d, sizeof i);
+	return i;
+}
+
+static inline double __longlong_as_double(long long i) {
+	double d;
+	memcpy(&d, &i, sizeof d);
+	return d;
+}
+
 #endif

@@ -1,0 +1,20 @@
+//go:build !purego
+
+package train
+
+// gaussAVX2 writes the float32 normals of counters j0 .. j0+4 quads-1 of a noise stream into
+// z[:16 quads] (gauss_amd64.s): gaussianBlock's values bit for bit, four counters at a time.
+//
+//go:noescape
+func gaussAVX2(quads int, z *float32, k0, k1, j0, round, stream uint32)
+
+// gaussianFloats sets z[i] = float32 of coordinate 4 j0 + i of the noise stream (key, round,
+// stream).
+func gaussianFloats(z []float32, key [2]uint32, j0, round, stream uint32) {
+	if q := len(z) / 16; useAVX2 && q > 0 {
+		gaussAVX2(q, &z[0], key[0], key[1], j0, round, stream)
+		z = z[16*q:]
+		j0 += uint32(4 * q)
+	}
+	gaussianFloatsGo(z, key, j0, round, stream)
+}
