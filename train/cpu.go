@@ -20,16 +20,18 @@ type CPU struct {
 	scratch []cpuScratch
 	shared  [2][]float32 // packed shared GEMM operands
 
-	gemm  gemmJob
-	elem  elemJob
-	clip  clipStepJob
-	noise noiseJob
-	dots  dotsJob
+	gemm   gemmJob
+	elem   elemJob
+	clip   clipStepJob
+	noise  noiseJob
+	dots   dotsJob
+	hidden hiddenJob
 }
 
 type cpuScratch struct {
-	gemm  gemmScratch
-	noise [noiseBlock]float32
+	gemm   gemmScratch
+	noise  [noiseBlock]float32
+	hidden hiddenScratch
 }
 
 // NewCPU returns a CPU backend running on the given number of goroutines (GOMAXPROCS if

@@ -192,7 +192,6 @@ func (e *engine) localTrainDeferred(ctx context.Context, t, i int, buf Buffer, f
 					gram := Mat{Buf: ds.gram, Off: k * B * kb, Rows: B, Cols: k * B, Stride: kb, Batch: 1}
 					be.Gemm(false, false, 1, gram, prev, 1, pre)
 				}
-				be.AddRow(pre, m.bias(params, 0))
 				uk := u
 				uk.Off += k * B * h
 				uk.Rows = B

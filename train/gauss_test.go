@@ -51,3 +51,41 @@ func TestBoxMullerAccuracy(t *testing.T) {
 	}
 	t.Logf("largest difference from the math package: %.2e of the radius", worst)
 }
+
+// mulSmall (SIMD where the shape allows) against a float64 triple loop, on shapes with 32- and
+// 8-column parts, transposed (strided) coefficients and padded rows; tolerance k 2^-22 sum|a||v|.
+func TestMulSmall(t *testing.T) {
+	rng := newCounterRand(4, 0, 0, 9, 0)
+	for _, sh := range [][3]int{{1, 1, 8}, {32, 10, 64}, {10, 32, 64}, {32, 32, 72}, {3, 7, 40}, {5, 64, 16}, {4, 3, 5}} {
+		rows, k, cols := sh[0], sh[1], sh[2]
+		for _, trans := range []bool{false, true} {
+			ars, acs := k+1, 1
+			if trans {
+				ars, acs = 1, rows+2
+			}
+			a := make([]float32, rows*k*4+8)
+			v := make([]float32, k*(cols+3))
+			for i := range a {
+				a[i] = float32(rng.float() - 0.5)
+			}
+			for i := range v {
+				v[i] = float32(rng.float() - 0.5)
+			}
+			out := make([]float32, rows*(cols+5))
+			mulSmall(rows, k, cols, a, ars, acs, v, cols+3, out, cols+5)
+			for i := 0; i < rows; i++ {
+				for j := 0; j < cols; j++ {
+					var s, abs float64
+					for c := 0; c < k; c++ {
+						p := float64(a[i*ars+c*acs]) * float64(v[c*(cols+3)+j])
+						s += p
+						abs += math.Abs(p)
+					}
+					if d := math.Abs(float64(out[i*(cols+5)+j]) - s); d > float64(k)*math.Ldexp(abs, -22) {
+						t.Fatalf("%v trans %v: out[%d][%d] = %v, want %v", sh, trans, i, j, out[i*(cols+5)+j], s)
+					}
+				}
+			}
+		}
+	}
+}

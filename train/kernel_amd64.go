@@ -98,6 +98,47 @@ func subScaled(alpha float32, x, y []float32) {
 //go:noescape
 func scaleAVX2(n int, alpha float32, x, y *float32)
 
+//go:noescape
+func dotAVX2(n int, x, y *float32) float32
+
+//go:noescape
+func mulSmallAVX2(rows, k, cols int, a *float32, ars, acs int, v *float32, vs int, out *float32, os int)
+
+// mulSmall sets out[i os + j] = sum_{c<k} a[i ars + c acs] v[c vs + j] for i < rows, j < cols:
+// a small matrix product with the accumulators in registers (no packing), for the fused step.
+func mulSmall(rows, k, cols int, a []float32, ars, acs int, v []float32, vs int, out []float32, os int) {
+	if rows == 0 || cols == 0 {
+		return
+	}
+	// The last elements each side reads or writes: bounds checked once here.
+	_ = a[(rows-1)*ars+max(k-1, 0)*acs]
+	_ = out[(rows-1)*os+cols-1]
+	if k > 0 {
+		_ = v[(k-1)*vs+cols-1]
+	}
+	if useAVX2 && k > 0 && acs > 0 && cols%8 == 0 {
+		mulSmallAVX2(rows, k, cols, &a[0], ars, acs, &v[0], vs, &out[0], os)
+		return
+	}
+	mulSmallGo(rows, k, cols, a, ars, acs, v, vs, out, os)
+}
+
+// dot32 is sum x_i y_i in float32 with the lane structure of dotLanes.
+func dot32(x, y []float32) float32 {
+	n := len(x) &^ 15
+	var s float32
+	if useAVX2 && n > 0 {
+		_ = y[n-1]
+		s = dotAVX2(n, &x[0], &y[0])
+	} else {
+		s = dotLanes(x[:n], y[:n])
+	}
+	for i := n; i < len(x); i++ {
+		s += x[i] * y[i]
+	}
+	return s
+}
+
 // scaleTo sets y = alpha x elementwise.
 func scaleTo(alpha float32, x, y []float32) {
 	n := len(y) &^ 7

@@ -622,3 +622,110 @@ l512s2:
 	VMOVUPS Z15, 704(DX)
 	VZEROUPPER
 	RET
+
+// func dotAVX2(n int, x, y *float32) float32
+// sum x_i y_i for n a positive multiple of 16: lanes l of two accumulators hold i = l mod 16
+// (fused multiply-adds in i order), then the fixed reduction of dotLanes.
+TEXT ·dotAVX2(SB), NOSPLIT, $0-28
+	MOVQ n+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	SHRQ $4, CX
+dotloop:
+	VMOVUPS (SI), Y2
+	VMOVUPS 32(SI), Y3
+	VFMADD231PS (DI), Y2, Y0
+	VFMADD231PS 32(DI), Y3, Y1
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  dotloop
+	VADDPS Y1, Y0, Y0              // lane l: (a_l + a_{l+8})
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0              // lane l: (l) + (l+4)
+	VMOVHLPS X0, X0, X1
+	VADDPS X1, X0, X0              // lane l: (l) + (l+2)
+	VMOVSHDUP X0, X1
+	VADDSS X1, X0, X0              // lane 0 + lane 1
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func mulSmallAVX2(rows, k, cols int, a *float32, ars, acs int, v *float32, vs int, out *float32, os int)
+// out[i os + j] = sum_{c<k} a[i ars + c acs] v[c vs + j] for i < rows, j < cols: rows, k and
+// acs positive, cols a positive multiple of 8. The products are accumulated in c order with
+// fused multiply-adds in registers, 32 columns at a time, then 8.
+TEXT ·mulSmallAVX2(SB), NOSPLIT, $0-80
+	MOVQ rows+0(FP), R8
+	MOVQ k+8(FP), R9
+	MOVQ cols+16(FP), R10
+	MOVQ a+24(FP), SI
+	MOVQ ars+32(FP), R11
+	MOVQ acs+40(FP), R12
+	MOVQ v+48(FP), DI
+	MOVQ vs+56(FP), R13
+	MOVQ out+64(FP), DX
+	MOVQ os+72(FP), R14
+	SHLQ $2, R10
+	SHLQ $2, R11
+	SHLQ $2, R12
+	SHLQ $2, R13
+	SHLQ $2, R14
+	IMULQ R12, R9
+msrow:
+	XORQ BX, BX
+	LEAQ (SI)(R9*1), R15
+ms32:
+	MOVQ R10, AX
+	SUBQ BX, AX
+	CMPQ AX, $128
+	JLT  ms8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ SI, AX
+	LEAQ (DI)(BX*1), CX
+ms32c:
+	VBROADCASTSS (AX), Y4
+	VFMADD231PS (CX), Y4, Y0
+	VFMADD231PS 32(CX), Y4, Y1
+	VFMADD231PS 64(CX), Y4, Y2
+	VFMADD231PS 96(CX), Y4, Y3
+	ADDQ R12, AX
+	ADDQ R13, CX
+	CMPQ AX, R15
+	JNE  ms32c
+	VMOVUPS Y0, (DX)(BX*1)
+	VMOVUPS Y1, 32(DX)(BX*1)
+	VMOVUPS Y2, 64(DX)(BX*1)
+	VMOVUPS Y3, 96(DX)(BX*1)
+	ADDQ $128, BX
+	JMP  ms32
+ms8:
+	MOVQ R10, AX
+	SUBQ BX, AX
+	CMPQ AX, $32
+	JLT  msnext
+	VXORPS Y0, Y0, Y0
+	MOVQ SI, AX
+	LEAQ (DI)(BX*1), CX
+ms8c:
+	VBROADCASTSS (AX), Y4
+	VFMADD231PS (CX), Y4, Y0
+	ADDQ R12, AX
+	ADDQ R13, CX
+	CMPQ AX, R15
+	JNE  ms8c
+	VMOVUPS Y0, (DX)(BX*1)
+	ADDQ $32, BX
+	JMP  ms8
+msnext:
+	ADDQ R11, SI
+	ADDQ R14, DX
+	DECQ R8
+	JNZ  msrow
+	VZEROUPPER
+	RET

@@ -36,3 +36,16 @@ func kernelToC2(int, []float32, []float32, []float32, int, float32) bool { retur
 func kernelStrided2(int, []float32, int, []float32, *[gemmMR * 2 * gemmNR]float32) bool {
 	return false
 }
+
+func dot32(x, y []float32) float32 {
+	n := len(x) &^ 15
+	s := dotLanes(x[:n], y[:n])
+	for i := n; i < len(x); i++ {
+		s += x[i] * y[i]
+	}
+	return s
+}
+
+func mulSmall(rows, k, cols int, a []float32, ars, acs int, v []float32, vs int, out []float32, os int) {
+	mulSmallGo(rows, k, cols, a, ars, acs, v, vs, out, os)
+}

@@ -82,7 +82,8 @@ func (m *MLP) Init(w []float32, seed uint64) {
 type mlpWorkspace struct {
 	pre, post, delta []Buffer
 	deltas, inputs   []Mat
-	pres, posts      []Mat     // the views the last forward pass used
+	pres, posts      []Mat // the views the last forward pass used
+	hidden           hiddenStepArgs
 	gx, gd           Buffer    // Gram matrices x x^T (shared) and delta delta^T (per replica)
 	ghost, rest      []float64 // squared norms: first-layer weights, all other parameters
 	coef             []float32
@@ -191,18 +192,39 @@ func (m *MLP) step(be Backend, w workspace, params, x, y, anchor, grad Mat, eta,
 	be.Gemm(true, false, 1, d0, ws.inputs[0], 1, m.weight(params, 0))
 }
 
-// deferredStep is step in the deferred form of deferred.go: pre0 is the first layer's
-// pre-activation at the current parameters, computed by the caller from the low-rank form of
-// the first weight matrix, whose copy in params is not read or written. It writes
+// deferredStep is step in the deferred form of deferred.go: pre0 is x W^T for the first
+// weight matrix W at the current parameters (without the bias; the step adds it), computed by
+// the caller from the low-rank form of W, whose copy in params is not read or written. It writes
 // u = -eta c delta_0, the step's factor of that matrix's update (W <- W + u^T x), and for
 // FedProx scales the earlier factors prev by 1 - eta alpha.
 func (m *MLP) deferredStep(be Backend, w workspace, params, x, y, pre0, anchor, grad, u, prev Mat, eta, v, alpha float32) {
 	ws := w.(*mlpWorkspace)
-	m.backward(be, ws, params, x, y, 0, pre0)
-	coef := m.stepRest(be, ws, params, x, anchor, grad, eta, v, alpha)
 	if alpha != 0 && prev.Rows > 0 {
 		be.Axpby(1-eta*alpha, prev, 0, prev, nil)
 	}
+	if hs, ok := be.(hiddenStepper); ok && len(m.Sizes) == 3 {
+		// One hidden layer: the whole step but the Gram matrix of x in one fused operation.
+		n := x.Rows
+		if ws.gx == nil || ws.gx.Len() < n*n {
+			ws.gx = be.Alloc(n * n)
+		}
+		xs := x
+		xs.Batch = 1
+		gx := Mat{Buf: ws.gx, Rows: n, Cols: n, Stride: n, Batch: 1}
+		if v > 0 {
+			be.Gemm(false, true, 1, xs, xs, 0, gx)
+		}
+		ys := y
+		ys.Batch = 1
+		ws.hidden = hiddenStepArgs{act: m.Act, pre: pre0, params: params, anchor: anchor, labels: ys, gx: gx, u: u,
+			b1: m.boff[0], w2: m.woff[1], b2: m.boff[1], h: m.Sizes[1], cls: m.Sizes[2],
+			eta: eta, v: v, alpha: alpha, coef: ws.coef[:params.Batch]}
+		hs.hiddenStep(&ws.hidden) // the arguments live in the workspace: no allocation per step
+		return
+	}
+	be.AddRow(pre0, m.bias(params, 0))
+	m.backward(be, ws, params, x, y, 0, pre0)
+	coef := m.stepRest(be, ws, params, x, anchor, grad, eta, v, alpha)
 	be.Axpby(-eta, ws.deltas[0], 0, u, coef)
 }
 
