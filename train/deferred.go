@@ -188,10 +188,7 @@ func (e *engine) localTrainDeferred(ctx context.Context, t, i int, buf Buffer, f
 				pre.Rows = B
 				prev := u
 				prev.Rows = k * B
-				if k > 0 {
-					gram := Mat{Buf: ds.gram, Off: k * B * kb, Rows: B, Cols: k * B, Stride: kb, Batch: 1}
-					be.Gemm(false, false, 1, gram, prev, 1, pre)
-				}
+				gram := Mat{Buf: ds.gram, Off: k * B * kb, Rows: B, Cols: k * B, Stride: kb, Batch: 1}
 				uk := u
 				uk.Off += k * B * h
 				uk.Rows = B
@@ -200,7 +197,7 @@ func (e *engine) localTrainDeferred(ctx context.Context, t, i int, buf Buffer, f
 				xk.Rows = B
 				yk.Off += k * B
 				yk.Rows = B
-				m.deferredStep(be, e.ws, params, xk, yk, pre, anchor, rows(e.grad), uk, prev, eta, e.clipV, e.alpha)
+				m.deferredStep(be, e.ws, params, xk, yk, pre, gram, anchor, rows(e.grad), uk, prev, eta, e.clipV, e.alpha)
 			}
 			if materialize {
 				wt := m.weight(params, 0)

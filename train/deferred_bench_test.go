@@ -22,3 +22,20 @@ func benchGemmSharedB(b *testing.B, m, n, k, batch int) {
 	}
 	b.ReportMetric(2*float64(m*n*k*batch)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
+
+// The forward product computed transposed: P^T (64 x 160 per replica) = W X^T, X shared.
+func BenchmarkGemmDeferredForwardT(b *testing.B) {
+	be := NewCPU(0)
+	defer be.Close()
+	const batch, h, kb, in = 64, 64, 160, 784
+	wv, _ := randData(1, 1, batch*50890, 2)
+	xv, _ := randData(2, 1, kb*in, 2)
+	w := Mat{Buf: be.Alias(wv), Rows: h, Cols: in, Stride: in, Batch: batch, BatchStride: 50890}
+	x := Mat{Buf: be.Alias(xv), Rows: kb, Cols: in, Stride: in, Batch: batch}
+	c := Mat{Buf: be.Alloc(batch * h * kb), Rows: h, Cols: kb, Stride: kb, Batch: batch, BatchStride: h * kb}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		be.Gemm(false, true, 1, w, x, 0, c)
+	}
+	b.ReportMetric(2*float64(h*kb*in*batch)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}

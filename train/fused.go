@@ -43,14 +43,15 @@ type hiddenStepper interface {
 	hiddenStep(a *hiddenStepArgs)
 }
 
-// hiddenStepArgs: for every batch element (replica) r, pre (B x H) holds the hidden layer's
-// pre-activation without the bias; the step adds the bias, computes the loss gradient with
+// hiddenStepArgs: for every batch element (replica) r, pre (B x H) holds x W_0^T; the step
+// adds the low-rank correction gram prev and the bias, computes the loss gradient with
 // respect to every parameter, clips the whole gradient to v (the first weight matrix's part
 // from the Gram matrix gx of the minibatch), updates b1, W2, b2 in params (FedProx: towards
 // anchor first) and writes u = -eta c delta, delta the gradient with respect to pre.
 type hiddenStepArgs struct {
 	act                 Activation
 	pre, params, anchor Mat
+	gram, prev          Mat // the correction: pre += gram prev, then prev *= 1 - eta alpha
 	labels, gx, u       Mat
 	b1, w2, b2, h, cls  int // offsets of b1, W2, b2 in a parameter row; hidden width; classes
 	eta, v, alpha       float32
@@ -100,6 +101,20 @@ func (j *hiddenJob) run(r, worker int) {
 	post, delta, dl := s.post[:B*H], s.delta[:B*H], s.dl[:B*C]
 	grad := s.grad[:H+C*H+C]
 	gb1, gw2, gb2 := grad[:H], grad[H:H+C*H], grad[H+C*H:]
+	e := s.e[:B*H]
+	if kp := a.prev.Rows; kp > 0 {
+		prev := data(a.prev.Buf)[a.prev.Off+r*a.prev.BatchStride:]
+		mulSmall(B, kp, H, data(a.gram.Buf)[a.gram.Off:], a.gram.Stride, 1, prev, a.prev.Stride, e, H)
+		for i := 0; i < B; i++ {
+			subScaled(-1, e[i*H:(i+1)*H], pre[i*a.pre.Stride:][:H])
+		}
+		if a.alpha != 0 {
+			for i := 0; i < kp; i++ {
+				row := prev[i*a.prev.Stride:][:H]
+				scaleTo(1-a.eta*a.alpha, row, row)
+			}
+		}
+	}
 	// Forward: post = act(pre + b1); logits z = post W2^T + b2 (W2^T padded with zero columns).
 	for i := 0; i < B; i++ {
 		p := pre[i*a.pre.Stride:][:H]
@@ -162,7 +177,6 @@ func (j *hiddenJob) run(r, worker int) {
 	coef := float32(1)
 	if a.v > 0 {
 		// ||delta^T x||_F^2 = <delta, gx delta>, gx = x x^T
-		e := s.e[:B*H]
 		mulSmall(B, B, H, data(a.gx.Buf)[a.gx.Off:], a.gx.Stride, 1, delta, H, e, H)
 		var ghost float64
 		for i := 0; i < B; i++ {

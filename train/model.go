@@ -192,16 +192,13 @@ func (m *MLP) step(be Backend, w workspace, params, x, y, anchor, grad Mat, eta,
 	be.Gemm(true, false, 1, d0, ws.inputs[0], 1, m.weight(params, 0))
 }
 
-// deferredStep is step in the deferred form of deferred.go: pre0 is x W^T for the first
-// weight matrix W at the current parameters (without the bias; the step adds it), computed by
-// the caller from the low-rank form of W, whose copy in params is not read or written. It writes
-// u = -eta c delta_0, the step's factor of that matrix's update (W <- W + u^T x), and for
-// FedProx scales the earlier factors prev by 1 - eta alpha.
-func (m *MLP) deferredStep(be Backend, w workspace, params, x, y, pre0, anchor, grad, u, prev Mat, eta, v, alpha float32) {
+// deferredStep is step in the deferred form of deferred.go, for the first weight matrix
+// W = W_0 + prev^T X_prev (whose copy in params is not read or written): pre0 holds x W_0^T
+// on entry; the step adds the correction gram prev (gram = x X_prev^T) and the bias, and
+// writes u = -eta c delta_0, the step's factor of W's update (W <- W + u^T x). FedProx also
+// scales the earlier factors prev by 1 - eta alpha.
+func (m *MLP) deferredStep(be Backend, w workspace, params, x, y, pre0, gram, anchor, grad, u, prev Mat, eta, v, alpha float32) {
 	ws := w.(*mlpWorkspace)
-	if alpha != 0 && prev.Rows > 0 {
-		be.Axpby(1-eta*alpha, prev, 0, prev, nil)
-	}
 	if hs, ok := be.(hiddenStepper); ok && len(m.Sizes) == 3 {
 		// One hidden layer: the whole step but the Gram matrix of x in one fused operation.
 		n := x.Rows
@@ -216,11 +213,17 @@ func (m *MLP) deferredStep(be Backend, w workspace, params, x, y, pre0, anchor, 
 		}
 		ys := y
 		ys.Batch = 1
-		ws.hidden = hiddenStepArgs{act: m.Act, pre: pre0, params: params, anchor: anchor, labels: ys, gx: gx, u: u,
+		ws.hidden = hiddenStepArgs{act: m.Act, pre: pre0, gram: gram, prev: prev, params: params, anchor: anchor, labels: ys, gx: gx, u: u,
 			b1: m.boff[0], w2: m.woff[1], b2: m.boff[1], h: m.Sizes[1], cls: m.Sizes[2],
 			eta: eta, v: v, alpha: alpha, coef: ws.coef[:params.Batch]}
 		hs.hiddenStep(&ws.hidden) // the arguments live in the workspace: no allocation per step
 		return
+	}
+	if prev.Rows > 0 {
+		be.Gemm(false, false, 1, gram, prev, 1, pre0)
+		if alpha != 0 {
+			be.Axpby(1-eta*alpha, prev, 0, prev, nil)
+		}
 	}
 	be.AddRow(pre0, m.bias(params, 0))
 	m.backward(be, ws, params, x, y, 0, pre0)
