@@ -89,7 +89,7 @@ func (c *CPU) hiddenStep(a *hiddenStepArgs) {
 func (j *hiddenJob) run(r, worker int) {
 	a := j.a
 	B, H, C := a.pre.Rows, a.h, a.cls
-	cpad := (C + 7) &^ 7 // the logits' row, padded for the SIMD product
+	cpad := (C + 15) &^ 15 // the logits' row, padded for the SIMD product
 	s := &j.be.scratch[worker].hidden
 	s.grow(B, H, C, cpad)
 	pre := data(a.pre.Buf)[a.pre.Off+r*a.pre.BatchStride:]

@@ -104,6 +104,9 @@ func dotAVX2(n int, x, y *float32) float32
 //go:noescape
 func mulSmallAVX2(rows, k, cols int, a *float32, ars, acs int, v *float32, vs int, out *float32, os int)
 
+//go:noescape
+func mulSmallAVX512(rows, k, cols int, a *float32, ars, acs int, v *float32, vs int, out *float32, os int)
+
 // mulSmall sets out[i os + j] = sum_{c<k} a[i ars + c acs] v[c vs + j] for i < rows, j < cols:
 // a small matrix product with the accumulators in registers (no packing), for the fused step.
 func mulSmall(rows, k, cols int, a []float32, ars, acs int, v []float32, vs int, out []float32, os int) {
@@ -115,6 +118,11 @@ func mulSmall(rows, k, cols int, a []float32, ars, acs int, v []float32, vs int,
 	_ = out[(rows-1)*os+cols-1]
 	if k > 0 {
 		_ = v[(k-1)*vs+cols-1]
+	}
+	// Each output element is the same chain of fused multiply-adds in every variant.
+	if useAVX512 && k > 0 && acs > 0 && cols%16 == 0 {
+		mulSmallAVX512(rows, k, cols, &a[0], ars, acs, &v[0], vs, &out[0], os)
+		return
 	}
 	if useAVX2 && k > 0 && acs > 0 && cols%8 == 0 {
 		mulSmallAVX2(rows, k, cols, &a[0], ars, acs, &v[0], vs, &out[0], os)

@@ -729,3 +729,78 @@ msnext:
 	JNZ  msrow
 	VZEROUPPER
 	RET
+
+// func mulSmallAVX512(rows, k, cols int, a *float32, ars, acs int, v *float32, vs int, out *float32, os int)
+// mulSmallAVX2 with zmm registers: 64 columns at a time, then 16 (cols a positive multiple of 16).
+TEXT ·mulSmallAVX512(SB), NOSPLIT, $0-80
+	MOVQ rows+0(FP), R8
+	MOVQ k+8(FP), R9
+	MOVQ cols+16(FP), R10
+	MOVQ a+24(FP), SI
+	MOVQ ars+32(FP), R11
+	MOVQ acs+40(FP), R12
+	MOVQ v+48(FP), DI
+	MOVQ vs+56(FP), R13
+	MOVQ out+64(FP), DX
+	MOVQ os+72(FP), R14
+	SHLQ $2, R10
+	SHLQ $2, R11
+	SHLQ $2, R12
+	SHLQ $2, R13
+	SHLQ $2, R14
+	IMULQ R12, R9
+mzrow:
+	XORQ BX, BX
+	LEAQ (SI)(R9*1), R15
+mz64:
+	MOVQ R10, AX
+	SUBQ BX, AX
+	CMPQ AX, $256
+	JLT  mz16
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ SI, AX
+	LEAQ (DI)(BX*1), CX
+mz64c:
+	VBROADCASTSS (AX), Z4
+	VFMADD231PS (CX), Z4, Z0
+	VFMADD231PS 64(CX), Z4, Z1
+	VFMADD231PS 128(CX), Z4, Z2
+	VFMADD231PS 192(CX), Z4, Z3
+	ADDQ R12, AX
+	ADDQ R13, CX
+	CMPQ AX, R15
+	JNE  mz64c
+	VMOVUPS Z0, (DX)(BX*1)
+	VMOVUPS Z1, 64(DX)(BX*1)
+	VMOVUPS Z2, 128(DX)(BX*1)
+	VMOVUPS Z3, 192(DX)(BX*1)
+	ADDQ $256, BX
+	JMP  mz64
+mz16:
+	MOVQ R10, AX
+	SUBQ BX, AX
+	CMPQ AX, $64
+	JLT  mznext
+	VPXORD Z0, Z0, Z0
+	MOVQ SI, AX
+	LEAQ (DI)(BX*1), CX
+mz16c:
+	VBROADCASTSS (AX), Z4
+	VFMADD231PS (CX), Z4, Z0
+	ADDQ R12, AX
+	ADDQ R13, CX
+	CMPQ AX, R15
+	JNE  mz16c
+	VMOVUPS Z0, (DX)(BX*1)
+	ADDQ $64, BX
+	JMP  mz16
+mznext:
+	ADDQ R11, SI
+	ADDQ R14, DX
+	DECQ R8
+	JNZ  mzrow
+	VZEROUPPER
+	RET

@@ -59,3 +59,29 @@ func TestWideKernelsAgree(t *testing.T) {
 		}
 	}
 }
+
+// The AVX-512 and AVX2 forms of mulSmall give the same bits (the same fused multiply-adds per
+// element), so the choice, which depends on the shape, never changes results.
+func TestMulSmallVariantsAgree(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("no AVX-512 here")
+	}
+	rng := newCounterRand(5, 0, 0, 9, 0)
+	const rows, k, cols = 7, 33, 80
+	a := make([]float32, rows*k)
+	v := make([]float32, k*cols)
+	for i := range a {
+		a[i] = float32(rng.float() - 0.5)
+	}
+	for i := range v {
+		v[i] = float32(rng.float() - 0.5)
+	}
+	o1, o2 := make([]float32, rows*cols), make([]float32, rows*cols)
+	mulSmallAVX512(rows, k, cols, &a[0], k, 1, &v[0], cols, &o1[0], cols)
+	mulSmallAVX2(rows, k, cols, &a[0], k, 1, &v[0], cols, &o2[0], cols)
+	for i := range o1 {
+		if math.Float32bits(o1[i]) != math.Float32bits(o2[i]) {
+			t.Fatalf("element %d: AVX-512 %v, AVX2 %v", i, o1[i], o2[i])
+		}
+	}
+}
