@@ -210,7 +210,7 @@ func (e *engine) localTrainDeferred(ctx context.Context, t, i int, buf Buffer, f
 }
 
 // flushDeferred adds the first-matrix updates of slots [0, n) to acc's first weight matrix:
-// acc_W += sum over the slots' clients of U_i^T X_i, for every replica.
+// acc_W += (1/participants) sum over the slots' clients of U_i^T X_i, for every replica.
 func (e *engine) flushDeferred(n int) {
 	ds, be, m := e.def, e.be, e.def.model
 	split := slices.Contains(ds.split[:n], true)
@@ -230,6 +230,6 @@ func (e *engine) flushDeferred(n int) {
 		x.Rows = n * ds.kb
 		u := ds.factors(false, 0, g.first, g.count, g.stride)
 		u.Rows = n * ds.kb
-		be.Gemm(true, false, 1, u, x, 1, m.weight(e.rows(e.acc, g.first, g.count, g.stride), 0))
+		be.Gemm(true, false, 1/float32(e.n), u, x, 1, m.weight(e.rows(e.acc, g.first, g.count, g.stride), 0))
 	}
 }

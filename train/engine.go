@@ -351,12 +351,14 @@ func (e *engine) round(ctx context.Context, t int, record bool) error {
 	}
 	be, m, tc := e.be, e.m, e.target.Client
 	e.chooseParticipants(t)
-	be.Axpby(0, Mat{}, 0, e.all(e.acc), nil)
 	ds := e.def
 	if ds != nil {
-		// Every participant's first matrix is W_0 plus its deferred update.
-		w := ds.model.weight(e.all(e.acc), 0)
-		be.Axpby(float32(e.n), ds.model.weight(e.all(e.g), 0), 0, w, nil)
+		// The participants' mean first matrix is W_0 plus the mean of their deferred updates,
+		// which flushDeferred adds (divided by n).
+		be.Axpby(1, ds.model.weight(e.all(e.g), 0), 0, ds.model.weight(e.all(e.acc), 0), nil)
+		be.Axpby(0, Mat{}, 0, ds.model.rest(e.all(e.acc)), nil)
+	} else {
+		be.Axpby(0, Mat{}, 0, e.all(e.acc), nil)
 	}
 	for i := 0; i < m; i++ {
 		keep := i == tc && (e.cfg.Informed || record && e.upload != nil) // l's first matrix is read
@@ -406,7 +408,11 @@ func (e *engine) round(ctx context.Context, t int, record bool) error {
 		}
 	}
 	n := float32(e.n)
-	be.Axpby(1/n, e.all(e.acc), 0, e.all(e.acc), nil)
+	if ds != nil {
+		be.Axpby(1/n, ds.model.rest(e.all(e.acc)), 0, ds.model.rest(e.all(e.acc)), nil)
+	} else {
+		be.Axpby(1/n, e.all(e.acc), 0, e.all(e.acc), nil)
+	}
 	sigma := e.cfg.NoiseStd
 	for r := range e.scaleT {
 		tgt := e.hasTarget[r/2]
@@ -444,8 +450,8 @@ func (e *engine) round(ctx context.Context, t int, record bool) error {
 	return nil
 }
 
-// commit makes the new parameters in acc every replica's w_{t+1}. Divergence: a replica whose
-// new parameters are not finite or too large keeps w_t.
+// commit makes the new parameters in acc every replica's w_{t+1} (acc's contents are then
+// undefined). Divergence: a replica whose new parameters are not finite or too large keeps w_t.
 func (e *engine) commit() {
 	be := e.be
 	be.Dots(e.all(e.acc), e.all(e.acc), e.dots)
@@ -453,6 +459,10 @@ func (e *engine) commit() {
 		if nn := math.Sqrt(e.dots[r]); !(nn <= e.divNorm) {
 			e.diverged[r] = true
 		}
+	}
+	if !slices.Contains(e.diverged, true) {
+		e.g, e.acc = e.acc, e.g // every replica takes its new parameters: no copy
+		return
 	}
 	for r := 0; r < e.R; {
 		if e.diverged[r] {
