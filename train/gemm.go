@@ -23,7 +23,8 @@ type gemmScratch struct {
 	a    [gemmMC * gemmKC]float32
 	b    [gemmKC * gemmNC]float32
 	acc  [gemmMR * gemmNR]float32
-	acc2 [gemmMR * 2 * gemmNR]float32 // the double-width kernels' tile
+	acc2 [gemmMR * 2 * gemmNR]float32     // the double-width kernels' tile
+	acc4 [2 * gemmMR * 2 * gemmNR]float32 // the twelve-row strided kernel's tile
 }
 
 // kernelGo is the portable micro-kernel: acc = sum_p a[p,:]^T b[p,:] over kc steps.
@@ -214,46 +215,75 @@ func (g *gemmJob) runTransposed(task, worker int) {
 	mPanels := (g.m + gemmNR - 1) / gemmNR
 	for p0 := 0; p0 < g.k; p0 += gemmKC {
 		kc := min(gemmKC, g.k-p0)
-		for jb := j0; jb < j0+nc; jb += gemmMR {
-			mr := min(gemmMR, j0+nc-jb)
-			// A last block of fewer than MR rows is read in place as the MR rows ending with
-			// it, when there are that many (64 hidden units = 10 blocks of 6 and one of 4): the
-			// rows before it are computed again and dropped, which costs less than packing.
-			rb := jb
-			if mr < gemmMR && jb+mr >= gemmMR {
-				rb = jb + mr - gemmMR
+		for jb := j0; jb < j0+nc; {
+			if jb+2*gemmMR > j0+nc {
+				g.transposedRows(s, b, c, kc, p0, jb, j0+nc, 0)
+				jb += gemmMR
+				continue
 			}
-			full := jb+mr-rb == gemmMR
-			if !full {
-				packA(s.a[:], b, ldb, false, jb, mr, p0, kc)
-			}
-			for ip := 0; ip < mPanels; ip++ {
-				ap := g.sharedA[p0*g.mPad+ip*kc*gemmNR:]
+			// Twelve rows of b at once against two panels of a^T: each panel row loaded
+			// serves twice the rows (half the traffic from L2 per multiply-add).
+			ip := 0
+			for ; ip+1 < mPanels && g.m-ip*gemmNR >= 2*gemmNR; ip += 2 {
+				if !kernelStrided4(kc, b[jb*ldb+p0:], ldb, g.sharedA[p0*g.mPad+ip*kc*gemmNR:], &s.acc4) {
+					break
+				}
 				ib := ip * gemmNR
-				if full && ip+1 < mPanels && g.m-ib >= 2*gemmNR && kernelStrided2(kc, b[rb*ldb+p0:], ldb, ap, &s.acc2) {
-					// both panels at once: a's rows are read once
-					for ii := 0; ii < mr; ii++ {
-						acc := s.acc2[(ii+jb-rb)*2*gemmNR : (ii+jb-rb+1)*2*gemmNR]
-						for jj, v := range acc {
-							c[(ib+jj)*ldc+jb+ii] += g.alpha * v
-						}
-					}
-					ip++
-					continue
-				}
-				if !full || !kernelStrided(kc, b[rb*ldb+p0:], ldb, ap, &s.acc) {
-					if full {
-						packA(s.a[:], b, ldb, false, rb, gemmMR, p0, kc)
-					}
-					kernel(kc, s.a[:], ap, &s.acc)
-				}
-				nr := min(gemmNR, g.m-ib)
-				for ii := 0; ii < mr; ii++ {
-					acc := s.acc[(ii+jb-rb)*gemmNR : (ii+jb-rb)*gemmNR+nr]
-					for jj, v := range acc {
+				for ii := 0; ii < 2*gemmMR; ii++ {
+					for jj, v := range s.acc4[ii*2*gemmNR : (ii+1)*2*gemmNR] {
 						c[(ib+jj)*ldc+jb+ii] += g.alpha * v
 					}
 				}
+			}
+			g.transposedRows(s, b, c, kc, p0, jb, j0+nc, ip)
+			g.transposedRows(s, b, c, kc, p0, jb+gemmMR, j0+nc, ip)
+			jb += 2 * gemmMR
+		}
+	}
+}
+
+// transposedRows is runTransposed for the block of up to MR rows of b (one batch element's) at
+// jb, rows before end, and the panels of a^T from ip on.
+func (g *gemmJob) transposedRows(s *gemmScratch, b, c []float32, kc, p0, jb, end, ip int) {
+	ldb, ldc := g.b.Stride, g.c.Stride
+	mPanels := (g.m + gemmNR - 1) / gemmNR
+	mr := min(gemmMR, end-jb)
+	// A last block of fewer than MR rows is read in place as the MR rows ending with it, when
+	// there are that many (64 hidden units = 10 blocks of 6 and one of 4): the rows before it
+	// are computed again and dropped, which costs less than packing.
+	rb := jb
+	if mr < gemmMR && jb+mr >= gemmMR {
+		rb = jb + mr - gemmMR
+	}
+	full := jb+mr-rb == gemmMR
+	if !full {
+		packA(s.a[:], b, ldb, false, jb, mr, p0, kc)
+	}
+	for ; ip < mPanels; ip++ {
+		ap := g.sharedA[p0*g.mPad+ip*kc*gemmNR:]
+		ib := ip * gemmNR
+		if full && ip+1 < mPanels && g.m-ib >= 2*gemmNR && kernelStrided2(kc, b[rb*ldb+p0:], ldb, ap, &s.acc2) {
+			// both panels at once: a's rows are read once
+			for ii := 0; ii < mr; ii++ {
+				acc := s.acc2[(ii+jb-rb)*2*gemmNR : (ii+jb-rb+1)*2*gemmNR]
+				for jj, v := range acc {
+					c[(ib+jj)*ldc+jb+ii] += g.alpha * v
+				}
+			}
+			ip++
+			continue
+		}
+		if !full || !kernelStrided(kc, b[rb*ldb+p0:], ldb, ap, &s.acc) {
+			if full {
+				packA(s.a[:], b, ldb, false, rb, gemmMR, p0, kc)
+			}
+			kernel(kc, s.a[:], ap, &s.acc)
+		}
+		nr := min(gemmNR, g.m-ib)
+		for ii := 0; ii < mr; ii++ {
+			acc := s.acc[(ii+jb-rb)*gemmNR : (ii+jb-rb)*gemmNR+nr]
+			for jj, v := range acc {
+				c[(ib+jj)*ldc+jb+ii] += g.alpha * v
 			}
 		}
 	}

@@ -203,3 +203,17 @@ func kernelStrided2(kc int, a []float32, lda int, b []float32, acc *[gemmMR * 2 
 	kernelAVX512S2(kc, &a[0], lda, &b[0], acc)
 	return true
 }
+
+//go:noescape
+func kernelAVX512S4(kc int, a *float32, lda int, b *float32, acc *[2 * gemmMR * 2 * gemmNR]float32)
+
+// kernelStrided4 is kernelStrided2 on 2 MR rows of a (read in place); acc is 2MR x 2NR.
+func kernelStrided4(kc int, a []float32, lda int, b []float32, acc *[2 * gemmMR * 2 * gemmNR]float32) bool {
+	if !useAVX512 || kc == 0 {
+		return false
+	}
+	_ = a[(2*gemmMR-1)*lda+kc-1]
+	_ = b[2*kc*gemmNR-1]
+	kernelAVX512S4(kc, &a[0], lda, &b[0], acc)
+	return true
+}

@@ -58,6 +58,18 @@ func TestWideKernelsAgree(t *testing.T) {
 			}
 		}
 	}
+	// twelve rows: two six-row kernels at a and a + 6 lda
+	a12, _ := randData(9, 2*gemmMR, lda, 2)
+	var z0, z1 [gemmMR * 2 * gemmNR]float32
+	var z [2 * gemmMR * 2 * gemmNR]float32
+	kernelAVX512S2(kc, &a12[0], lda, &b[0], &z0)
+	kernelAVX512S2(kc, &a12[gemmMR*lda], lda, &b[0], &z1)
+	kernelAVX512S4(kc, &a12[0], lda, &b[0], &z)
+	for i := range z0 {
+		if math.Float32bits(z[i]) != math.Float32bits(z0[i]) || math.Float32bits(z[len(z0)+i]) != math.Float32bits(z1[i]) {
+			t.Fatalf("kernelAVX512S4 element %d differs from two kernelAVX512S2", i)
+		}
+	}
 }
 
 // The AVX-512 and AVX2 forms of mulSmall give the same bits (the same fused multiply-adds per
