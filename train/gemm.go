@@ -158,6 +158,11 @@ func (g *gemmJob) run(task, worker int) {
 					ib := i0 + ip*gemmMR
 					mr := min(gemmMR, i0+mc-ib)
 					ap := aPack[ip*kc*gemmMR:]
+					// Two full row panels at once: each panel row of b serves twice the rows.
+					if width == 2 && i0+mc-ib >= 2*gemmMR && kernelToC4(kc, ap, bPack[jp*kc*gemmNR:], c[ib*ldc+jb:], ldc, g.alpha) {
+						ip++
+						continue
+					}
 					if width == 2 && mr == gemmMR && kernelToC2(kc, ap, bPack[jp*kc*gemmNR:], c[ib*ldc+jb:], ldc, g.alpha) {
 						continue
 					}

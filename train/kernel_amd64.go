@@ -217,3 +217,18 @@ func kernelStrided4(kc int, a []float32, lda int, b []float32, acc *[2 * gemmMR 
 	kernelAVX512S4(kc, &a[0], lda, &b[0], acc)
 	return true
 }
+
+//go:noescape
+func kernelAVX512C4(kc int, a, b, c *float32, ldc int, alpha float32)
+
+// kernelToC4 is kernelToC2 on two consecutive packed panels of a: the 2MR x 2NR tile of c.
+func kernelToC4(kc int, a, b, c []float32, ldc int, alpha float32) bool {
+	if !useAVX512 || kc == 0 {
+		return false
+	}
+	_ = a[2*kc*gemmMR-1]
+	_ = b[2*kc*gemmNR-1]
+	_ = c[(2*gemmMR-1)*ldc+2*gemmNR-1]
+	kernelAVX512C4(kc, &a[0], &b[0], &c[0], ldc, alpha)
+	return true
+}

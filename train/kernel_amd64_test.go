@@ -43,6 +43,19 @@ func TestWideKernelsAgree(t *testing.T) {
 			t.Fatalf("kernelAVX512C2 element %d = %g, two kernelAVX512C give %g", i, wide[i], narrow[i])
 		}
 	}
+	// two panels of a: two kernelAVX512C2 on consecutive panels
+	a2, _ := randData(10, 2*kc, gemmMR, 2)
+	c4a, c4b := append([]float32(nil), c0...), append([]float32(nil), c0...)
+	c4a = append(c4a, c0...)
+	c4b = append(c4b, c0...)
+	kernelAVX512C2(kc, &a2[0], &b[0], &c4a[0], ldc, -0.7)
+	kernelAVX512C2(kc, &a2[kc*gemmMR], &b[0], &c4a[gemmMR*ldc], ldc, -0.7)
+	kernelAVX512C4(kc, &a2[0], &b[0], &c4b[0], ldc, -0.7)
+	for i := range c4a {
+		if math.Float32bits(c4a[i]) != math.Float32bits(c4b[i]) {
+			t.Fatalf("kernelAVX512C4 element %d = %g, two kernelAVX512C2 give %g", i, c4b[i], c4a[i])
+		}
+	}
 	// strided: rows of a at stride lda
 	const lda = 311
 	as, _ := randData(8, gemmMR, lda, 2)

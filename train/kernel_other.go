@@ -53,3 +53,5 @@ func mulSmall(rows, k, cols int, a []float32, ars, acs int, v []float32, vs int,
 func kernelStrided4(int, []float32, int, []float32, *[2 * gemmMR * 2 * gemmNR]float32) bool {
 	return false
 }
+
+func kernelToC4(int, []float32, []float32, []float32, int, float32) bool { return false }
