@@ -142,3 +142,60 @@ loop:
 	JNZ  loop
 	VZEROUPPER
 	RET
+
+// func tanhAVX512(n int, x, y *float32)
+// tanhAVX2 on eight float64 lanes (n > 0, a multiple of 8): the same operations in the same
+// order, with mask registers for the small-argument case.
+TEXT ·tanhAVX512(SB), NOSPLIT, $0-24
+	MOVQ n+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DI
+	SHRQ $3, CX
+	VBROADCASTSD tanhk<>+64(SB), Z13  // clamp
+	VBROADCASTSD tanhk<>+128(SB), Z14 // magic
+	VBROADCASTSD tanhk<>+224(SB), Z15 // 1
+	VBROADCASTSD tanhk<>+0(SB), Z16   // |x| mask
+	VBROADCASTSD tanhk<>+32(SB), Z17  // sign mask
+	VBROADCASTSD tanhk<>+256(SB), Z18 // 2
+	VBROADCASTSD tanhk<>+288(SB), Z19 // small
+
+loop512:
+	VCVTPS2PD (SI), Z0
+	VPANDQ Z0, Z16, Z1                    // a = |x|
+	VADDPD Z1, Z1, Z2                     // y = a + a
+	VMINPD Z2, Z13, Z2                    // y = 40 < y ? 40 : y (a NaN y stays)
+	VMOVAPD Z14, Z3
+	VFMADD231PD.BCST tanhk<>+96(SB), Z2, Z3   // t = y log2e + magic
+	VSUBPD Z14, Z3, Z4                        // n = t - magic
+	VFNMADD231PD.BCST tanhk<>+160(SB), Z4, Z2 // r = y - n ln2hi
+	VFNMADD231PD.BCST tanhk<>+192(SB), Z4, Z2 // r -= n ln2lo
+	VBROADCASTSD tanhk<>+320(SB), Z5          // p = 1/11!
+	VFMADD213PD.BCST tanhk<>+352(SB), Z2, Z5  // p = p r + c
+	VFMADD213PD.BCST tanhk<>+384(SB), Z2, Z5
+	VFMADD213PD.BCST tanhk<>+416(SB), Z2, Z5
+	VFMADD213PD.BCST tanhk<>+448(SB), Z2, Z5
+	VFMADD213PD.BCST tanhk<>+480(SB), Z2, Z5
+	VFMADD213PD.BCST tanhk<>+512(SB), Z2, Z5
+	VFMADD213PD.BCST tanhk<>+544(SB), Z2, Z5
+	VFMADD213PD.BCST tanhk<>+576(SB), Z2, Z5
+	VFMADD213PD.BCST tanhk<>+608(SB), Z2, Z5
+	VFMADD213PD Z15, Z2, Z5
+	VFMADD213PD Z15, Z2, Z5
+	VPSLLQ $52, Z3, Z6
+	VPADDQ Z15, Z6, Z6                    // 2^n
+	VMULPD Z6, Z5, Z5                     // e = p 2^n
+	VADDPD Z15, Z5, Z5                    // e + 1
+	VDIVPD Z5, Z18, Z7                    // 2/(e+1)
+	VSUBPD Z7, Z15, Z8                    // 1 - 2/(e+1)
+	VPANDQ Z0, Z17, Z9
+	VPORQ Z9, Z8, Z8                      // sign of x
+	VCMPPD $1, Z19, Z1, K1                // a < 1e-4
+	VBLENDMPD Z0, Z8, K1, Z8              // then x itself
+	VCVTPD2PS Z8, Y8
+	VMOVUPS Y8, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  loop512
+	VZEROUPPER
+	RET
