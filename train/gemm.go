@@ -297,27 +297,34 @@ func (g *gemmJob) transposedRows(s *gemmScratch, b, c []float32, kc, p0, jb, end
 // packA copies rows [i0, i0+mc) and depth [p0, p0+kc) of op(A) into panels of gemmMR rows,
 // depth-major within a panel, padding missing rows with zeros.
 func packA(dst, a []float32, lda int, trans bool, i0, mc, p0, kc int) {
+	if trans {
+		// op(A)[i][p] = a[p*lda + i]: a row of a holds depth p of every panel, so one pass
+		// over a's rows fills all panels.
+		full := mc / gemmMR
+		for p := 0; p < kc; p++ {
+			src := a[(p0+p)*lda+i0:][:mc]
+			for ip := 0; ip < full; ip++ {
+				// element by element: a 24-byte array copy calls memmove
+				s := src[ip*gemmMR : ip*gemmMR+gemmMR : ip*gemmMR+gemmMR]
+				d := dst[(ip*kc+p)*gemmMR:][:gemmMR:gemmMR]
+				d[0], d[1], d[2], d[3], d[4], d[5] = s[0], s[1], s[2], s[3], s[4], s[5]
+			}
+			if rows := mc - full*gemmMR; rows > 0 {
+				d := dst[(full*kc+p)*gemmMR:][:gemmMR]
+				for i := 0; i < gemmMR; i++ {
+					d[i] = 0
+					if i < rows {
+						d[i] = src[full*gemmMR+i]
+					}
+				}
+			}
+		}
+		return
+	}
 	for ip := 0; ip*gemmMR < mc; ip++ {
 		panel := dst[ip*kc*gemmMR : (ip+1)*kc*gemmMR]
 		rows := min(gemmMR, mc-ip*gemmMR)
 		ib := i0 + ip*gemmMR
-		if trans { // op(A)[i][p] = a[p*lda + i]: rows of the panel are contiguous in a
-			for p := 0; p < kc; p++ {
-				src := a[(p0+p)*lda+ib:]
-				d := panel[p*gemmMR : p*gemmMR+gemmMR]
-				if rows == gemmMR {
-					*(*[gemmMR]float32)(d) = [gemmMR]float32(src[:gemmMR])
-					continue
-				}
-				for i := 0; i < rows; i++ {
-					d[i] = src[i]
-				}
-				for i := rows; i < gemmMR; i++ {
-					d[i] = 0
-				}
-			}
-			continue
-		}
 		if rows == gemmMR { // the six source rows side by side, one panel row at a time
 			off := ib*lda + p0
 			r0 := a[off : off+kc]
