@@ -254,7 +254,22 @@ DATA bmk<>+1568(SB)/8, $0x0000000001000000
 DATA bmk<>+1576(SB)/8, $0x0000000001000000
 DATA bmk<>+1584(SB)/8, $0x0000000001000000
 DATA bmk<>+1592(SB)/8, $0x0000000001000000
-GLOBL bmk<>(SB), RODATA|NOPTR, $1600
+// 1600: low 32 bits (AVX-512 form, broadcast)
+DATA bmk<>+1600(SB)/8, $0x00000000ffffffff
+// 1608: integer 1 (broadcast)
+DATA bmk<>+1608(SB)/8, $0x0000000000000001
+// 1616: 8, the AVX-512 counter step (broadcast)
+DATA bmk<>+1616(SB)/8, $0x0000000000000008
+// 1624: 0, 1, ..., 7: counter offsets of the eight lanes
+DATA bmk<>+1624(SB)/8, $0x0000000000000000
+DATA bmk<>+1632(SB)/8, $0x0000000000000001
+DATA bmk<>+1640(SB)/8, $0x0000000000000002
+DATA bmk<>+1648(SB)/8, $0x0000000000000003
+DATA bmk<>+1656(SB)/8, $0x0000000000000004
+DATA bmk<>+1664(SB)/8, $0x0000000000000005
+DATA bmk<>+1672(SB)/8, $0x0000000000000006
+DATA bmk<>+1680(SB)/8, $0x0000000000000007
+GLOBL bmk<>(SB), RODATA|NOPTR, $1688
 
 // One Philox4x32 round on four counters, one per 64-bit lane (the 32-bit words in the low
 // halves; the high halves carry garbage that VPMULUDQ and the shifts never let down).
@@ -430,5 +445,166 @@ loop:
 	ADDQ      $64, DI
 	DECQ      CX
 	JNZ       loop
+	VZEROUPPER
+	RET
+
+// The AVX-512 form: eight counters at a time, the same operations as gaussAVX2 lane by lane
+// (masks instead of blends, broadcast constants).
+#define PHILOX_ROUND_Z \
+	VPMULUDQ.BCST bmk<>+1408(SB), Z0, Z6 \
+	VPMULUDQ.BCST bmk<>+1440(SB), Z2, Z7 \
+	VPSRLQ   $32, Z7, Z8 \
+	VPXORQ   Z1, Z8, Z8 \
+	VPXORQ   Z4, Z8, Z0 \
+	VPSRLQ   $32, Z6, Z8 \
+	VPXORQ   Z3, Z8, Z8 \
+	VPXORQ   Z5, Z8, Z2 \
+	VMOVDQA64 Z7, Z1 \
+	VMOVDQA64 Z6, Z3 \
+	VPADDD.BCST bmk<>+1472(SB), Z4, Z4 \
+	VPADDD.BCST bmk<>+1504(SB), Z5, Z5
+
+#define BOX_MULLER_Z(A, B, YA, YB) \
+	VPANDQ.BCST  bmk<>+1600(SB), A, A \
+	VPORQ.BCST   bmk<>+0(SB), A, A \
+	VSUBPD.BCST  bmk<>+32(SB), A, A \
+	VADDPD.BCST  bmk<>+64(SB), A, A \
+	VPSRLQ       $52, A, Z4 \
+	VPANDQ.BCST  bmk<>+96(SB), A, Z5 \
+	VPORQ.BCST   bmk<>+128(SB), Z5, Z5 \
+	VCMPPD.BCST  $0x1E, bmk<>+160(SB), Z5, K1 \
+	VMULPD.BCST  bmk<>+192(SB), Z5, K1, Z5 \
+	VPORQ.BCST   bmk<>+0(SB), Z4, Z4 \
+	VSUBPD.BCST  bmk<>+32(SB), Z4, Z4 \
+	VSUBPD.BCST  bmk<>+224(SB), Z4, Z4 \
+	VADDPD.BCST  bmk<>+64(SB), Z4, K1, Z4 \
+	VSUBPD.BCST  bmk<>+64(SB), Z5, Z5 \
+	VADDPD.BCST  bmk<>+256(SB), Z5, Z7 \
+	VDIVPD       Z7, Z5, Z5 \
+	VMULPD       Z5, Z5, Z7 \
+	VBROADCASTSD bmk<>+288(SB), Z8 \
+	VFMADD213PD.BCST bmk<>+320(SB), Z7, Z8 \
+	VFMADD213PD.BCST bmk<>+352(SB), Z7, Z8 \
+	VFMADD213PD.BCST bmk<>+384(SB), Z7, Z8 \
+	VFMADD213PD.BCST bmk<>+416(SB), Z7, Z8 \
+	VFMADD213PD.BCST bmk<>+448(SB), Z7, Z8 \
+	VFMADD213PD.BCST bmk<>+480(SB), Z7, Z8 \
+	VFMADD213PD.BCST bmk<>+512(SB), Z7, Z8 \
+	VFMADD213PD.BCST bmk<>+544(SB), Z7, Z8 \
+	VFMADD213PD.BCST bmk<>+576(SB), Z7, Z8 \
+	VFMADD213PD.BCST bmk<>+64(SB), Z7, Z8 \
+	VADDPD       Z5, Z5, Z5 \
+	VMULPD       Z8, Z5, Z5 \
+	VFMADD231PD.BCST bmk<>+608(SB), Z4, Z5 \
+	VFMADD231PD.BCST bmk<>+640(SB), Z4, Z5 \
+	VMULPD.BCST  bmk<>+672(SB), Z5, Z5 \
+	VSQRTPD      Z5, Z5 \
+	VPADDD.BCST  bmk<>+704(SB), B, Z4 \
+	VPSRLD       $30, Z4, Z4 \
+	VPSLLD       $30, Z4, Z6 \
+	VPSUBD       Z6, B, Z6 \
+	VPXORD.BCST  bmk<>+736(SB), Z6, Z6 \
+	VPANDQ.BCST  bmk<>+1600(SB), Z6, Z6 \
+	VPORQ.BCST   bmk<>+0(SB), Z6, Z6 \
+	VSUBPD.BCST  bmk<>+768(SB), Z6, Z6 \
+	VMULPD.BCST  bmk<>+800(SB), Z6, Z6 \
+	VMULPD       Z6, Z6, Z7 \
+	VBROADCASTSD bmk<>+832(SB), Z8 \
+	VFMADD213PD.BCST bmk<>+864(SB), Z7, Z8 \
+	VFMADD213PD.BCST bmk<>+896(SB), Z7, Z8 \
+	VFMADD213PD.BCST bmk<>+928(SB), Z7, Z8 \
+	VFMADD213PD.BCST bmk<>+960(SB), Z7, Z8 \
+	VFMADD213PD.BCST bmk<>+992(SB), Z7, Z8 \
+	VFMADD213PD.BCST bmk<>+1024(SB), Z7, Z8 \
+	VFMADD213PD.BCST bmk<>+1056(SB), Z7, Z8 \
+	VMULPD       Z7, Z6, Z9 \
+	VFMADD213PD  Z6, Z9, Z8 \
+	VBROADCASTSD bmk<>+1088(SB), Z9 \
+	VFMADD213PD.BCST bmk<>+1120(SB), Z7, Z9 \
+	VFMADD213PD.BCST bmk<>+1152(SB), Z7, Z9 \
+	VFMADD213PD.BCST bmk<>+1184(SB), Z7, Z9 \
+	VFMADD213PD.BCST bmk<>+1216(SB), Z7, Z9 \
+	VFMADD213PD.BCST bmk<>+1248(SB), Z7, Z9 \
+	VFMADD213PD.BCST bmk<>+1280(SB), Z7, Z9 \
+	VFMADD213PD.BCST bmk<>+1312(SB), Z7, Z9 \
+	VFMADD213PD.BCST bmk<>+1344(SB), Z7, Z9 \
+	VFMADD213PD.BCST bmk<>+64(SB), Z7, Z9 \
+	VPTESTMQ.BCST bmk<>+1608(SB), Z4, K2 \
+	VBLENDMPD    Z9, Z8, K2, Z10 \
+	VBLENDMPD    Z8, Z9, K2, Z11 \
+	VPSLLQ       $62, Z4, Z12 \
+	VPANDQ.BCST  bmk<>+1376(SB), Z12, Z12 \
+	VPXORQ       Z12, Z10, Z10 \
+	VPSRLQ       $1, Z4, Z12 \
+	VPXORQ       Z4, Z12, Z12 \
+	VPSLLQ       $63, Z12, Z12 \
+	VPXORQ       Z12, Z11, Z11 \
+	VMULPD       Z11, Z5, Z11 \
+	VMULPD       Z10, Z5, Z10 \
+	VCVTPD2PS    Z11, YA \
+	VCVTPD2PS    Z10, YB
+
+// func gaussAVX512(octs int, z *float32, k0, k1, j0, round, stream uint32)
+// z[32i .. 32i+31] = the float32 normals of counters j0 + 8i .. j0 + 8i + 7: gaussAVX2's values.
+TEXT ·gaussAVX512(SB), NOSPLIT, $256-36
+	MOVQ         octs+0(FP), CX
+	MOVQ         z+8(FP), DI
+	MOVL         k0+16(FP), AX
+	VPBROADCASTQ AX, Z0
+	VMOVDQU64    Z0, 0(SP)
+	MOVL         k1+20(FP), AX
+	VPBROADCASTQ AX, Z0
+	VMOVDQU64    Z0, 64(SP)
+	MOVL         round+28(FP), AX
+	VPBROADCASTQ AX, Z0
+	VMOVDQU64    Z0, 128(SP)
+	MOVL         stream+32(FP), AX
+	VPBROADCASTQ AX, Z0
+	VMOVDQU64    Z0, 192(SP)
+	MOVL         j0+24(FP), AX
+	VPBROADCASTQ AX, Z15
+	VPADDQ       bmk<>+1624(SB), Z15, Z15   // (j0, ..., j0+7)
+
+loopz:
+	VMOVDQA64 Z15, Z0
+	VMOVDQU64 128(SP), Z1
+	VMOVDQU64 192(SP), Z2
+	VPBROADCASTQ bmk<>+1568(SB), Z3
+	VMOVDQU64 0(SP), Z4
+	VMOVDQU64 64(SP), Z5
+	PHILOX_ROUND_Z
+	PHILOX_ROUND_Z
+	PHILOX_ROUND_Z
+	PHILOX_ROUND_Z
+	PHILOX_ROUND_Z
+	PHILOX_ROUND_Z
+	PHILOX_ROUND_Z
+	PHILOX_ROUND_Z
+	PHILOX_ROUND_Z
+	PHILOX_ROUND_Z
+	BOX_MULLER_Z(Z0, Z1, Y0, Y1)
+	BOX_MULLER_Z(Z2, Z3, Y2, Y3)
+	// Counter i's four values are (Y0[i], Y1[i], Y2[i], Y3[i]): transpose in 128-bit lanes,
+	// then gather the lanes.
+	VUNPCKLPS  Y1, Y0, Y4
+	VUNPCKHPS  Y1, Y0, Y5
+	VUNPCKLPS  Y3, Y2, Y6
+	VUNPCKHPS  Y3, Y2, Y7
+	VUNPCKLPD  Y6, Y4, Y0
+	VUNPCKHPD  Y6, Y4, Y1
+	VUNPCKLPD  Y7, Y5, Y2
+	VUNPCKHPD  Y7, Y5, Y3
+	VPERM2F128 $0x20, Y1, Y0, Y4
+	VPERM2F128 $0x20, Y3, Y2, Y5
+	VPERM2F128 $0x31, Y1, Y0, Y6
+	VPERM2F128 $0x31, Y3, Y2, Y7
+	VMOVUPS    Y4, 0(DI)
+	VMOVUPS    Y5, 32(DI)
+	VMOVUPS    Y6, 64(DI)
+	VMOVUPS    Y7, 96(DI)
+	VPADDQ.BCST bmk<>+1616(SB), Z15, Z15
+	ADDQ       $128, DI
+	DECQ       CX
+	JNZ        loopz
 	VZEROUPPER
 	RET
