@@ -159,18 +159,22 @@ func printCommandHelp(w io.Writer, c *command, fs *flag.FlagSet) {
 	fs.SetOutput(io.Discard)
 }
 
-// isTerminal reports whether w is a character device (a terminal), so progress bars are drawn
-// only for people, never into logs or pipes.
+// isTerminal reports whether w is a character device other than the null device (a
+// terminal), so progress bars are drawn only for people, never into logs, pipes or
+// 2>/dev/null.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}
 	st, err := f.Stat()
-	if err != nil {
+	if err != nil || st.Mode()&os.ModeCharDevice == 0 {
 		return false
 	}
-	return st.Mode()&os.ModeCharDevice != 0
+	if null, err := os.Stat(os.DevNull); err == nil && os.SameFile(st, null) {
+		return false
+	}
+	return true
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

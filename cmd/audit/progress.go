@@ -11,6 +11,7 @@ import (
 // --quiet), so batch jobs' logs stay readable.
 type progress struct {
 	p          *mpb.Progress
+	bars       []*mpb.Bar
 	stageBar   *mpb.Bar // nil unless stages was called
 	stageCount int64
 }
@@ -32,6 +33,7 @@ func (pr *progress) bar(name string, total int) func(done, total int) {
 		mpb.PrependDecorators(decor.Name(name, decor.WCSyncSpaceR), decor.CountersNoUnit("%d/%d", decor.WCSyncWidth)),
 		mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace), decor.AverageETA(decor.ET_STYLE_GO, decor.WCSyncWidth)),
 	)
+	pr.bars = append(pr.bars, b)
 	return func(done, _ int) { b.SetCurrent(int64(done)) }
 }
 
@@ -42,6 +44,11 @@ func (pr *progress) wait() {
 	}
 	if pr.stageBar != nil {
 		pr.stageBar.SetCurrent(pr.stageCount) // reaching the total completes the bar
+	}
+	// A bar that never reached its total (a shard found complete, a stage that stopped on an
+	// error) would keep Wait waiting forever: end it where it stands.
+	for _, b := range pr.bars {
+		b.Abort(false) // no-op for a completed bar; the others stay drawn where they stopped
 	}
 	pr.p.Wait()
 }
