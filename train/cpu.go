@@ -280,13 +280,19 @@ func activate(act Activation, pre, post []float32) {
 	}
 }
 
+// tanhGradGo sets g[i] *= 1 - h[i]^2.
+func tanhGradGo(h, g []float32) {
+	g = g[:len(h)]
+	for j, v := range h {
+		g[j] *= 1 - v*v
+	}
+}
+
 func activateGrad(act Activation, pre, post, g []float32) {
 	g = g[:len(pre)]
 	switch act {
 	case Tanh:
-		for j, h := range post[:len(pre)] {
-			g[j] *= 1 - h*h
-		}
+		tanhGrad(post[:len(pre)], g)
 	case Softplus:
 		for j, v := range pre {
 			g[j] *= float32(1 / (1 + math.Exp(-float64(v))))

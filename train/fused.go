@@ -69,7 +69,7 @@ func (s *hiddenScratch) grow(b, h, cls, cpad int) {
 		s.post, s.delta, s.e = make([]float32, b*h), make([]float32, b*h), make([]float32, b*h)
 		s.dl, s.z, s.w2t = make([]float32, b*cls), make([]float32, b*cpad), make([]float32, h*cpad)
 		s.grad = make([]float32, h+cls*h+cls)
-		s.lg, s.ex = make([]float64, cls), make([]float64, cls)
+		s.lg, s.ex = make([]float64, cpad), make([]float64, cpad) // zero beyond cls, never written
 	}
 }
 
@@ -141,13 +141,16 @@ func (j *hiddenJob) run(r, worker int) {
 			z[c] += b2[c]
 			mx = max(mx, z[c])
 		}
-		lg, ex := s.lg[:C], s.ex[:C]
+		// The exponentials run over a multiple of four (SIMD, no scalar tail); the padding
+		// lanes hold 0 and are not read.
+		c4 := (C + 3) &^ 3
+		lg, ex := s.lg[:c4], s.ex[:c4]
 		for c, v := range z {
 			lg[c] = float64(v - mx)
 		}
 		expSlice(lg, ex)
 		var sum float64
-		for _, v := range ex {
+		for _, v := range ex[:C] {
 			sum += v
 		}
 		lse := float64(mx) + math.Log(sum)

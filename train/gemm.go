@@ -166,6 +166,19 @@ func (g *gemmJob) run(task, worker int) {
 					if width == 2 && mr == gemmMR && kernelToC2(kc, ap, bPack[jp*kc*gemmNR:], c[ib*ldc+jb:], ldc, g.alpha) {
 						continue
 					}
+					if width == 2 && mr < gemmMR && useAVX512 {
+						// A last panel of fewer rows (zero-padded): the double-width kernel into a
+						// cleared tile, then its rows added to c, which is c + alpha acc as in
+						// the kernel (up to the sign of a zero).
+						t := s.acc2[:]
+						clear(t)
+						if kernelToC2(kc, ap, bPack[jp*kc*gemmNR:], t, 2*gemmNR, g.alpha) {
+							for i := 0; i < mr; i++ {
+								subScaled(-1, t[i*2*gemmNR:(i+1)*2*gemmNR], c[(ib+i)*ldc+jb:][:2*gemmNR])
+							}
+							continue
+						}
+					}
 					for q := jp; q < jp+width; q++ {
 						jq := j0 + q*gemmNR
 						g.tile(kc, ap, bPack[q*kc*gemmNR:], c, ib, mr, jq, min(gemmNR, j0+nc-jq), s)

@@ -199,3 +199,28 @@ loop512:
 	JNZ  loop512
 	VZEROUPPER
 	RET
+
+DATA onef32<>+0(SB)/4, $0x3f800000
+GLOBL onef32<>(SB), RODATA|NOPTR, $4
+
+// func tanhGradAVX2(n int, post, grad *float32)
+// g[i] *= 1 - h[i] h[i] for i < n (n > 0, a multiple of 8): multiply, subtract, multiply, each
+// rounded (no fused operation), as activateGrad computes it.
+TEXT ·tanhGradAVX2(SB), NOSPLIT, $0-24
+	MOVQ n+0(FP), CX
+	MOVQ post+8(FP), SI
+	MOVQ grad+16(FP), DI
+	SHRQ $3, CX
+	VBROADCASTSS onef32<>+0(SB), Y3
+tgloop:
+	VMOVUPS (SI), Y0
+	VMULPS Y0, Y0, Y0
+	VSUBPS Y0, Y3, Y0
+	VMULPS (DI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  tgloop
+	VZEROUPPER
+	RET

@@ -65,3 +65,24 @@ func TestTanhRounding(t *testing.T) {
 		t.Errorf("tanh32 differs from float32(math.Tanh) on %d of 400000 values", bad)
 	}
 }
+
+// tanhGrad (SIMD where there is one) gives tanhGradGo's bits on every length and offset.
+func TestTanhGradBits(t *testing.T) {
+	rng := newCounterRand(6, 0, 0, 9, 0)
+	h := make([]float32, 77)
+	g := make([]float32, 77)
+	for i := range h {
+		h[i] = float32(2*rng.float() - 1)
+		g[i] = float32(rng.float() - 0.5)
+	}
+	for off := 0; off < 4; off++ {
+		a, b := append([]float32(nil), g[off:]...), append([]float32(nil), g[off:]...)
+		tanhGrad(h[off:], a)
+		tanhGradGo(h[off:], b)
+		for i := range a {
+			if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+				t.Fatalf("offset %d element %d: %v, want %v", off, i, a[i], b[i])
+			}
+		}
+	}
+}
