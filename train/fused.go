@@ -36,9 +36,9 @@ func mulSmallGo(rows, k, cols int, a []float32, ars, acs int, v []float32, vs in
 	}
 }
 
-// hiddenStep is a fused kernel for the tail of the deferred clipped step of an MLP with one
-// hidden layer (MLP.deferredStep), for backends that have one: the operations of the
-// op-by-op path per replica in one task, with the replica's activations in cache.
+// hiddenStepper is implemented by backends with a fused kernel for the deferred clipped step
+// of an MLP with one hidden layer (MLP.deferredStep): the operations of the op-by-op path per
+// replica in one task, with the replica's activations in cache.
 type hiddenStepper interface {
 	hiddenStep(a *hiddenStepArgs)
 }

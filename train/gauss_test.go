@@ -89,3 +89,29 @@ func TestMulSmall(t *testing.T) {
 		}
 	}
 }
+
+// dot32 and the portable dotLanes against float64 sums, on lengths with and without a SIMD part:
+// within n 2^-23 sum|x y| (n roundings of at most that size).
+func TestDot32(t *testing.T) {
+	rng := newCounterRand(8, 0, 0, 9, 0)
+	for _, n := range []int{1, 15, 16, 64, 77} {
+		x, y := make([]float32, n), make([]float32, n)
+		var want, abs float64
+		for i := range x {
+			x[i], y[i] = float32(rng.float()-0.5), float32(rng.float()-0.5)
+			want += float64(x[i]) * float64(y[i])
+			abs += math.Abs(float64(x[i]) * float64(y[i]))
+		}
+		if got := float64(dot32(x, y)); math.Abs(got-want) > float64(n)*math.Ldexp(abs, -23) {
+			t.Fatalf("n %d: dot32 = %v, want %v", n, got, want)
+		}
+		m := n &^ 15 // the portable form of the SIMD part
+		var wantM float64
+		for i := 0; i < m; i++ {
+			wantM += float64(x[i]) * float64(y[i])
+		}
+		if got := float64(dotLanes(x[:m], y[:m])); math.Abs(got-wantM) > float64(m)*math.Ldexp(abs, -23) {
+			t.Fatalf("n %d: dotLanes = %v, want %v", n, got, wantM)
+		}
+	}
+}
