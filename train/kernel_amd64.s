@@ -731,7 +731,9 @@ msnext:
 	RET
 
 // func mulSmallAVX512(rows, k, cols int, a *float32, ars, acs int, v *float32, vs int, out *float32, os int)
-// mulSmallAVX2 with zmm registers: 64 columns at a time, then 16 (cols a positive multiple of 16).
+// mulSmallAVX2 with zmm registers: 64 columns at a time (two rows at a time when cols is
+// 64), then 16 (cols a positive multiple of 16). Every element is the same chain of fused
+// multiply-adds in c order as in mulSmallAVX2.
 TEXT ·mulSmallAVX512(SB), NOSPLIT, $0-80
 	MOVQ rows+0(FP), R8
 	MOVQ k+8(FP), R9
@@ -749,6 +751,55 @@ TEXT ·mulSmallAVX512(SB), NOSPLIT, $0-80
 	SHLQ $2, R13
 	SHLQ $2, R14
 	IMULQ R12, R9
+	// Two rows at a time while there are two and 64 columns: each row of v loaded serves both.
+mzpair:
+	CMPQ R8, $2
+	JLT  mzrow
+	CMPQ R10, $256
+	JNE  mzrow
+	LEAQ (SI)(R9*1), R15
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	MOVQ SI, AX
+	MOVQ DI, CX
+mzpc:
+	VMOVUPS (CX), Z10
+	VMOVUPS 64(CX), Z11
+	VMOVUPS 128(CX), Z12
+	VMOVUPS 192(CX), Z13
+	VBROADCASTSS (AX), Z4
+	VBROADCASTSS (AX)(R11*1), Z9
+	VFMADD231PS Z10, Z4, Z0
+	VFMADD231PS Z11, Z4, Z1
+	VFMADD231PS Z12, Z4, Z2
+	VFMADD231PS Z13, Z4, Z3
+	VFMADD231PS Z10, Z9, Z5
+	VFMADD231PS Z11, Z9, Z6
+	VFMADD231PS Z12, Z9, Z7
+	VFMADD231PS Z13, Z9, Z8
+	ADDQ R12, AX
+	ADDQ R13, CX
+	CMPQ AX, R15
+	JNE  mzpc
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VMOVUPS Z5, (DX)(R14*1)
+	VMOVUPS Z6, 64(DX)(R14*1)
+	VMOVUPS Z7, 128(DX)(R14*1)
+	VMOVUPS Z8, 192(DX)(R14*1)
+	LEAQ (SI)(R11*2), SI
+	LEAQ (DX)(R14*2), DX
+	SUBQ $2, R8
+	JZ   mzdone
+	JMP  mzpair
 mzrow:
 	XORQ BX, BX
 	LEAQ (SI)(R9*1), R15
@@ -801,7 +852,8 @@ mznext:
 	ADDQ R11, SI
 	ADDQ R14, DX
 	DECQ R8
-	JNZ  mzrow
+	JNZ  mzpair
+mzdone:
 	VZEROUPPER
 	RET
 

@@ -92,21 +92,25 @@ func TestMulSmallVariantsAgree(t *testing.T) {
 		t.Skip("no AVX-512 here")
 	}
 	rng := newCounterRand(5, 0, 0, 9, 0)
-	const rows, k, cols = 7, 33, 80
-	a := make([]float32, rows*k)
-	v := make([]float32, k*cols)
-	for i := range a {
-		a[i] = float32(rng.float() - 0.5)
-	}
-	for i := range v {
-		v[i] = float32(rng.float() - 0.5)
-	}
-	o1, o2 := make([]float32, rows*cols), make([]float32, rows*cols)
-	mulSmallAVX512(rows, k, cols, &a[0], k, 1, &v[0], cols, &o1[0], cols)
-	mulSmallAVX2(rows, k, cols, &a[0], k, 1, &v[0], cols, &o2[0], cols)
-	for i := range o1 {
-		if math.Float32bits(o1[i]) != math.Float32bits(o2[i]) {
-			t.Fatalf("element %d: AVX-512 %v, AVX2 %v", i, o1[i], o2[i])
+	// 64 columns take the two-row path of the AVX-512 form (odd row counts its one-row tail).
+	for _, sh := range [][2]int{{7, 80}, {7, 64}, {2, 64}, {1, 64}, {10, 32}} {
+		rows, cols := sh[0], sh[1]
+		const k = 33
+		a := make([]float32, rows*k)
+		v := make([]float32, k*cols)
+		for i := range a {
+			a[i] = float32(rng.float() - 0.5)
+		}
+		for i := range v {
+			v[i] = float32(rng.float() - 0.5)
+		}
+		o1, o2 := make([]float32, rows*cols), make([]float32, rows*cols)
+		mulSmallAVX512(rows, k, cols, &a[0], k, 1, &v[0], cols, &o1[0], cols)
+		mulSmallAVX2(rows, k, cols, &a[0], k, 1, &v[0], cols, &o2[0], cols)
+		for i := range o1 {
+			if math.Float32bits(o1[i]) != math.Float32bits(o2[i]) {
+				t.Fatalf("%d x %d: element %d: AVX-512 %v, AVX2 %v", rows, cols, i, o1[i], o2[i])
+			}
 		}
 	}
 }
