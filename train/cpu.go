@@ -280,14 +280,6 @@ func activate(act Activation, pre, post []float32) {
 	}
 }
 
-// tanhGradGo sets g[i] *= 1 - h[i]^2.
-func tanhGradGo(h, g []float32) {
-	g = g[:len(h)]
-	for j, v := range h {
-		g[j] *= 1 - v*v
-	}
-}
-
 func activateGrad(act Activation, pre, post, g []float32) {
 	g = g[:len(pre)]
 	switch act {

@@ -2,10 +2,12 @@ package train
 
 import "testing"
 
+// The deferred form's products in W1 (64 replicas): a client's forward product P = X W_0^T
+// (K B = 160 rows, X shared), and the server's U^T X for one client (depth 160) and for the
+// whole round (depth m K B = 1600).
 func BenchmarkGemmDeferredForward(b *testing.B)    { benchGemm(b, false, true, 160, 64, 784, 64, true) }
 func BenchmarkGemmDeferredUpdate160(b *testing.B)  { benchGemmSharedB(b, 64, 784, 160, 64) }
 func BenchmarkGemmDeferredUpdate1600(b *testing.B) { benchGemmSharedB(b, 64, 784, 1600, 64) }
-func BenchmarkGemmDeferredCorr(b *testing.B)       { benchGemm(b, false, false, 32, 64, 128, 64, true) }
 
 // c (m x n per batch) += a^T (a: k x m per batch) b (k x n shared)
 func benchGemmSharedB(b *testing.B, m, n, k, batch int) {

@@ -55,7 +55,6 @@ type hiddenStepArgs struct {
 	labels, gx, u       Mat
 	b1, w2, b2, h, cls  int // offsets of b1, W2, b2 in a parameter row; hidden width; classes
 	eta, v, alpha       float32
-	coef                []float32 // out: the clip factors
 }
 
 // hiddenScratch is one worker's memory for hiddenStep.
@@ -193,7 +192,6 @@ func (j *hiddenJob) run(r, worker int) {
 			coef = float32(math.NaN())
 		}
 	}
-	a.coef[r] = coef
 	rest := prow[a.b1 : a.b1+len(grad)]
 	if a.alpha != 0 {
 		an := data(a.anchor.Buf)[a.anchor.Off+r*a.anchor.BatchStride+a.b1:][:len(rest)]

@@ -39,7 +39,7 @@ func TestBoxMullerAccuracy(t *testing.T) {
 	for i, a := range words {
 		b := words[(i*7+3)%len(words)]
 		z0, z1 := BoxMuller(a, b)
-		rad := math.Sqrt(-2 * math.Log(uniform01(a)))
+		rad := math.Sqrt(-2 * math.Log((float64(a)+1)/4294967296)) // u in (0, 1]
 		s, c := math.Sincos(2 * math.Pi * float64(b) / 4294967296)
 		for _, p := range [][2]float64{{z0, rad * c}, {z1, rad * s}} {
 			d := math.Abs(p[0]-p[1]) / max(rad, 1e-300)

@@ -201,21 +201,15 @@ func (m *MLP) deferredStep(be Backend, w workspace, params, x, y, pre0, gram, an
 	ws := w.(*mlpWorkspace)
 	if hs, ok := be.(hiddenStepper); ok && len(m.Sizes) == 3 {
 		// One hidden layer: the whole step but the Gram matrix of x in one fused operation.
-		n := x.Rows
-		if ws.gx == nil || ws.gx.Len() < n*n {
-			ws.gx = be.Alloc(n * n)
-		}
-		xs := x
-		xs.Batch = 1
-		gx := Mat{Buf: ws.gx, Rows: n, Cols: n, Stride: n, Batch: 1}
+		var gx Mat
 		if v > 0 {
-			be.Gemm(false, true, 1, xs, xs, 0, gx)
+			gx = m.xGram(be, ws, x)
 		}
 		ys := y
 		ys.Batch = 1
 		ws.hidden = hiddenStepArgs{act: m.Act, pre: pre0, gram: gram, prev: prev, params: params, anchor: anchor, labels: ys, gx: gx, u: u,
 			b1: m.boff[0], w2: m.woff[1], b2: m.boff[1], h: m.Sizes[1], cls: m.Sizes[2],
-			eta: eta, v: v, alpha: alpha, coef: ws.coef[:params.Batch]}
+			eta: eta, v: v, alpha: alpha}
 		hs.hiddenStep(&ws.hidden) // the arguments live in the workspace: no allocation per step
 		return
 	}
@@ -238,6 +232,19 @@ func (m *MLP) rest(p Mat) Mat {
 	return p
 }
 
+// xGram computes x x^T (shared by the batch) into the workspace and returns it, n x n.
+func (m *MLP) xGram(be Backend, ws *mlpWorkspace, x Mat) Mat {
+	n := x.Rows
+	if ws.gx == nil || ws.gx.Len() < n*n { // first step only: the batch size is fixed
+		ws.gx = be.Alloc(n * n)
+	}
+	xs := x
+	xs.Batch = 1
+	gx := Mat{Buf: ws.gx, Rows: n, Cols: n, Stride: n, Batch: 1}
+	be.Gemm(false, true, 1, xs, xs, 0, gx)
+	return gx
+}
+
 // stepRest finishes a clipped step after backward: it computes the clip factors c (the first
 // layer's weight-gradient norm from Gram matrices) and updates every parameter but the first
 // weight matrix, which the caller updates from ws.deltas[0] and c. It returns c.
@@ -255,12 +262,9 @@ func (m *MLP) stepRest(be Backend, ws *mlpWorkspace, params, x, anchor, grad Mat
 	}
 	if v > 0 {
 		if ws.gd == nil || ws.gd.Len() < len(coef)*n*n { // first step only: the batch size is fixed
-			ws.gx, ws.gd = be.Alloc(n*n), be.Alloc(len(ws.coef)*n*n)
+			ws.gd = be.Alloc(len(ws.coef) * n * n)
 		}
-		xs := x
-		xs.Batch = 1
-		gx := Mat{Buf: ws.gx, Rows: n, Cols: n, Stride: n, Batch: 1}
-		be.Gemm(false, true, 1, xs, xs, 0, gx)
+		gx := m.xGram(be, ws, x)
 		d0 := ws.deltas[0]
 		gd := Mat{Buf: ws.gd, Rows: n, Cols: n, Stride: n, Batch: G, BatchStride: n * n}
 		be.Gemm(false, true, 1, d0, d0, 0, gd)

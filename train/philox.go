@@ -60,9 +60,6 @@ func RunSeed(master uint64, pair int) uint64 {
 	return splitMix64(splitMix64(master) ^ uint64(pair))
 }
 
-// uniform01 maps 32 random bits to (0, 1]: never 0, so log is finite.
-func uniform01(x uint32) float64 { return (float64(x) + 1) * (1.0 / 4294967296.0) }
-
 // gaussianBlock returns the 4 standard normal values of coordinates 4j..4j+3 of the stream
 // (key, round, stream, domain): two Box-Muller transforms of the Philox words.
 func gaussianBlock(key [2]uint32, j, round, stream uint32) [4]float64 {

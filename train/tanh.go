@@ -61,3 +61,11 @@ func tanhSliceGo(x, y []float32) {
 		y[i] = tanh32(v)
 	}
 }
+
+// tanhGradGo sets g[i] *= 1 - h[i]^2, h = tanh of the pre-activation: tanhGrad without SIMD.
+func tanhGradGo(h, g []float32) {
+	g = g[:len(h)]
+	for j, v := range h {
+		g[j] *= 1 - v*v
+	}
+}

@@ -3,7 +3,6 @@ package train
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/fedaudit/fedaudit/datasets"
@@ -97,16 +96,12 @@ func RunW1(ctx context.Context, replicas int) (W1Result, error) {
 		return W1Result{}, fmt.Errorf("w1: %w", err)
 	}
 	sec := time.Since(start).Seconds()
-	const d = w1Hidden*w1Dim + w1Hidden + w1Classes*w1Hidden + w1Classes
-	const b = 32
-	gemmPerStep := 2.0 * b * (2*(w1Hidden*w1Dim+w1Classes*w1Hidden) + w1Classes*w1Hidden)
+	b := float64(cfg.BatchSize)
+	gemmPerStep := 2 * b * (2*(w1Hidden*w1Dim+w1Classes*w1Hidden) + w1Classes*w1Hidden)
 	steps := float64(replicas * cfg.Rounds * w1Clients * cfg.LocalSteps)
-	_ = d
 	return W1Result{
 		Replicas: replicas, Rounds: cfg.Rounds, Seconds: sec,
 		ReplicaRoundsPerSec: float64(replicas*cfg.Rounds) / sec,
 		GEMMGFlops:          steps * gemmPerStep / sec / 1e9,
 	}, nil
 }
-
-var _ = math.Sqrt
