@@ -23,6 +23,11 @@ type Options struct {
 	// The split method then keeps pairs together; DKW needs no change; Bonferroni, whose
 	// argument conditions on one world's sample, is refused.
 	Paired bool
+	// Dependent says that the two worlds' samples may be dependent (coupled runs) without the
+	// index pairing of Paired, e.g. when some pairs lost one of their runs. Only DKW, which
+	// bounds each world's distribution on its own, stays valid: it is the default, and
+	// Bonferroni and split are refused.
+	Dependent bool
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -32,7 +37,7 @@ func (o Options) withDefaults() (Options, error) {
 	if !(o.Confidence > 0 && o.Confidence < 1) {
 		return o, fmt.Errorf("audit: confidence %v outside (0, 1)", o.Confidence)
 	}
-	if o.Method == "" && o.Paired {
+	if o.Method == "" && (o.Paired || o.Dependent) {
 		o.Method = DKW
 	}
 	m, err := ParseThresholdMethod(string(o.Method))
@@ -104,8 +109,10 @@ func Analyze(scoresC, scoresCPrime []float64, opts Options) (*Result, error) {
 	}
 	var cert certification
 	switch {
-	case opts.Paired && opts.Method == Bonferroni:
-		return nil, fmt.Errorf("audit: the bonferroni method assumes independent worlds; use dkw or split for paired scores")
+	case (opts.Paired || opts.Dependent) && opts.Method == Bonferroni:
+		return nil, fmt.Errorf("audit: the bonferroni method assumes independent worlds; use dkw (or split, for complete pairs) for coupled scores")
+	case opts.Dependent && !opts.Paired && opts.Method == Split:
+		return nil, fmt.Errorf("audit: the split method needs complete pairs to keep coupled runs together; use dkw")
 	case opts.Paired && opts.Method == Split:
 		cert, err = certifySplitPaired(scoresC, scoresCPrime, opts.Confidence, opts.SplitFraction, opts.Delta, opts.Seed)
 	default:

@@ -20,18 +20,27 @@ type SelfTestOptions struct {
 	Confidence float64
 	// Methods to test; nil means all of ThresholdMethods.
 	Methods []ThresholdMethod
+	// Family is the number of rows of the family-wise check: that many mechanisms (their mu
+	// cycling through Mus) audited together, each at FamilyRowConfidence, must all cover their
+	// truth at once with probability Confidence. 0 means 8; 1 skips the check.
+	Family int
 }
 
 // SelfTestRow is the coverage of one method at one true mu.
 type SelfTestRow struct {
 	Method ThresholdMethod `json:"method"`
-	Mu     float64         `json:"mu"`
-	Reps   int             `json:"reps"`
-	// Misses counts repetitions whose lower bound exceeded the true mu.
+	// Mu is the true mu; for a family row, the largest of the family's.
+	Mu   float64 `json:"mu"`
+	Reps int     `json:"reps"`
+	// Family is the number of mechanisms audited jointly in a family row (0 for a single one).
+	Family int `json:"family,omitempty"`
+	// Misses counts repetitions whose lower bound exceeded the true mu; in a family row, those
+	// in which any bound of the family exceeded its mechanism's mu.
 	Misses   int     `json:"misses"`
 	Coverage float64 `json:"coverage"`
 	// MaxMisses is the largest miss count the pass rule accepts.
-	MaxMisses int     `json:"max_misses"`
+	MaxMisses int `json:"max_misses"`
+	// MeanLower is the mean lower bound (a family row: of the mechanism with the largest mu).
 	MeanLower float64 `json:"mean_lower"`
 	// Tightness is MeanLower / Mu.
 	Tightness float64 `json:"tightness"`
@@ -86,6 +95,9 @@ func selfTest(ctx context.Context, opts SelfTestOptions, bound lowerBoundFunc) (
 	if opts.Methods == nil {
 		opts.Methods = ThresholdMethods
 	}
+	if opts.Family == 0 {
+		opts.Family = 8
+	}
 	switch {
 	case opts.Reps < 1:
 		return nil, fmt.Errorf("audit: selftest needs at least 1 repetition, got %d", opts.Reps)
@@ -93,6 +105,8 @@ func selfTest(ctx context.Context, opts SelfTestOptions, bound lowerBoundFunc) (
 		return nil, fmt.Errorf("audit: selftest needs at least 2 scores per world, got %d", opts.N)
 	case !(opts.Confidence > 0 && opts.Confidence < 1):
 		return nil, fmt.Errorf("audit: selftest confidence %v outside (0, 1)", opts.Confidence)
+	case opts.Family < 1:
+		return nil, fmt.Errorf("audit: selftest family of %d rows, need at least 1", opts.Family)
 	}
 	for _, mu := range opts.Mus {
 		if !(mu > 0) || math.IsInf(mu, 0) {
@@ -147,7 +161,81 @@ func selfTest(ctx context.Context, opts SelfTestOptions, bound lowerBoundFunc) (
 		}
 		rep.Rows = append(rep.Rows, rows...)
 	}
+	if opts.Family > 1 {
+		rows, err := selfTestFamily(ctx, opts, methods, maxMisses, bound)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			rep.Pass = rep.Pass && r.Pass
+		}
+		rep.Rows = append(rep.Rows, rows...)
+	}
 	return rep, nil
+}
+
+// selfTestFamily checks the family-wise statement: opts.Family Gaussian mechanisms, their mu
+// cycling through opts.Mus, are audited together in each repetition, every bound at
+// FamilyRowConfidence; a repetition misses when any bound exceeds its mechanism's mu. This is
+// the situation of an analysis with many (attack, threat, round) rows, whose verdict is
+// "violated" as soon as one row's bound exceeds its claim.
+func selfTestFamily(ctx context.Context, opts SelfTestOptions, methods []ThresholdMethod, maxMisses int, bound lowerBoundFunc) ([]SelfTestRow, error) {
+	rowConf := FamilyRowConfidence(opts.Confidence, opts.Family)
+	plan := newBonferroniPlan(opts.N, opts.N, rowConf)
+	mus := make([]float64, opts.Family)
+	top := 0
+	for j := range mus {
+		mus[j] = opts.Mus[j%len(opts.Mus)]
+		if mus[j] > mus[top] {
+			top = j
+		}
+	}
+	rows := make([]SelfTestRow, len(methods))
+	for i, m := range methods {
+		rows[i] = SelfTestRow{Method: m, Mu: mus[top], Reps: opts.Reps, Family: opts.Family, MaxMisses: maxMisses}
+	}
+	rng := rand.New(rand.NewPCG(opts.Seed, 0x66616d696c79)) // "family"
+	x := make([]float64, opts.N)
+	y := make([]float64, opts.N)
+	missed := make([]bool, len(methods))
+	for r := 0; r < opts.Reps; r++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("audit: selftest: %w", err)
+		}
+		clear(missed)
+		for j, mu := range mus {
+			gaussianScores(rng, mu, x, y)
+			for i, m := range methods {
+				o := Options{Confidence: rowConf, Method: m, SplitFraction: 0.5, Seed: rng.Uint64()}
+				lower, err := bound(x, y, o, plan)
+				if err != nil {
+					return nil, fmt.Errorf("audit: selftest family %s mu=%g: %w", m, mu, err)
+				}
+				if j == top {
+					rows[i].MeanLower += lower / float64(opts.Reps)
+				}
+				missed[i] = missed[i] || lower > mu
+			}
+		}
+		for i := range rows {
+			if missed[i] {
+				rows[i].Misses++
+			}
+		}
+	}
+	for i := range rows {
+		rows[i].Coverage = 1 - float64(rows[i].Misses)/float64(opts.Reps)
+		rows[i].Tightness = rows[i].MeanLower / rows[i].Mu
+		rows[i].Pass = rows[i].Misses <= maxMisses
+	}
+	return rows, nil
+}
+
+// FamilyRowConfidence is the confidence at which each of rows certified bounds must hold for all
+// of them to hold jointly with probability at least confidence (Bonferroni: the rows' failure
+// probabilities add up).
+func FamilyRowConfidence(confidence float64, rows int) float64 {
+	return 1 - (1-confidence)/float64(max(rows, 1))
 }
 
 // gaussianScores fills x with sorted N(mu, 1) scores (world C) and y with sorted N(0, 1)

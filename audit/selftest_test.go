@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -14,11 +15,11 @@ func TestSelfTest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Rows) != 3*len(ThresholdMethods) || !rep.Pass {
+	if len(rep.Rows) != 4*len(ThresholdMethods) || !rep.Pass {
 		t.Fatalf("rows %d, pass %v", len(rep.Rows), rep.Pass)
 	}
 	for _, r := range rep.Rows {
-		t.Logf("%-10s mu=%g coverage %.3f mean bound %.4f tightness %.3f", r.Method, r.Mu, r.Coverage, r.MeanLower, r.Tightness)
+		t.Logf("%-10s mu=%g family %d coverage %.3f mean bound %.4f tightness %.3f", r.Method, r.Mu, r.Family, r.Coverage, r.MeanLower, r.Tightness)
 		// Bounds at n = 500 reach 0.25-0.82 of mu for mu in {0.5, 1, 2} (split at mu = 0.5 is the
 		// weakest: half the data, small effect) and stay below it on average.
 		if !(r.Tightness > 0.2 && r.Tightness < 1) {
@@ -66,6 +67,45 @@ func TestSelfTestFailsOvershoot(t *testing.T) {
 	}
 }
 
+// TestSelfTestFamilyNeedsCorrection: the family-wise check fails when every row is certified at
+// the family's confidence without the correction, on bounds as tight as the level allows (the
+// Gaussian mechanism's exact lower confidence bound from the known-variance z statistic, whose
+// per-row miss rate is exactly 1 - confidence), and passes with the Bonferroni row level.
+func TestSelfTestFamilyNeedsCorrection(t *testing.T) {
+	exact := func(x, y []float64, o Options, _ *bonferroniPlan) (float64, error) {
+		var mx, my float64
+		for i := range x {
+			mx += x[i]
+		}
+		for i := range y {
+			my += y[i]
+		}
+		n0, n1 := float64(len(x)), float64(len(y))
+		se := math.Sqrt(1/n0 + 1/n1)
+		return mx/n0 - my/n1 - normQuantile(o.Confidence)*se, nil
+	}
+	uncorrected := func(x, y []float64, o Options, p *bonferroniPlan) (float64, error) {
+		o.Confidence = 0.95 // ignores the row level the family asks for
+		return exact(x, y, o, p)
+	}
+	opts := SelfTestOptions{Reps: 200, N: 200, Mus: []float64{1}, Seed: 4, Family: 8, Methods: []ThresholdMethod{DKW}}
+	for _, tc := range []struct {
+		name  string
+		bound lowerBoundFunc
+		pass  bool
+	}{{"bonferroni rows", exact, true}, {"uncorrected rows", uncorrected, false}} {
+		rep, err := selfTest(context.Background(), opts, tc.bound)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fam := rep.Rows[len(rep.Rows)-1]
+		t.Logf("%s: family coverage %.3f (misses %d, allowed %d)", tc.name, fam.Coverage, fam.Misses, fam.MaxMisses)
+		if fam.Family != 8 || fam.Pass != tc.pass {
+			t.Errorf("%s: family row %+v, want pass %v", tc.name, fam, tc.pass)
+		}
+	}
+}
+
 func TestMaxAllowedMisses(t *testing.T) {
 	// P(Bin(200, 0.05) >= 21) = 0.00116 >= 1e-3 and P(>= 22) = 0.000481 < 1e-3 (direct sums
 	// of the binomial probabilities), so 21 misses pass and 22 fail.
@@ -84,7 +124,7 @@ func TestSelfTestErrors(t *testing.T) {
 	if _, err := SelfTest(ctx, SelfTestOptions{Reps: 5, N: 50}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled context: %v", err)
 	}
-	for _, o := range []SelfTestOptions{{Reps: -1}, {N: 1}, {Mus: []float64{-1}}, {Confidence: 2}, {Methods: []ThresholdMethod{"x"}}} {
+	for _, o := range []SelfTestOptions{{Reps: -1}, {N: 1}, {Mus: []float64{-1}}, {Confidence: 2}, {Methods: []ThresholdMethod{"x"}}, {Family: -1}} {
 		if _, err := SelfTest(context.Background(), o); err == nil {
 			t.Errorf("options %+v accepted", o)
 		}

@@ -257,7 +257,7 @@ func auditLines(script, prefix string) [][]string {
 		}
 		var words []string
 		for _, w := range strings.Fields(rest) {
-			if w == ">" || w == "|" || w == ";" || w == "2>&1" {
+			if w == ">" || w == "|" || w == ";" || w == "2>&1" || w == "||" || w == "&&" {
 				break
 			}
 			words = append(words, strings.Trim(w, `"`))
@@ -283,10 +283,8 @@ func expand(words []string, env map[string]string) []string {
 
 var auditBinary string
 
-// checkCLI runs audit with args (paths that do not exist) and fails the test when the command
-// line is a usage error (exit 2): flags unknown to the command, missing required flags. Every
-// other outcome means the CLI accepted the command line and went on to touch the files.
-func checkCLI(t *testing.T, where string, args []string) {
+// buildAudit builds the audit binary once per test process and returns its path.
+func buildAudit(t *testing.T) string {
 	t.Helper()
 	if auditBinary == "" {
 		dir, err := os.MkdirTemp("", "deploytest")
@@ -300,7 +298,16 @@ func checkCLI(t *testing.T, where string, args []string) {
 		}
 		auditBinary = bin
 	}
-	out, err := exec.Command(auditBinary, args...).CombinedOutput()
+	return auditBinary
+}
+
+// checkCLI runs audit with args (paths that do not exist) and fails the test when the command
+// line is a usage error (exit 2): flags unknown to the command, missing required flags. Every
+// other outcome means the CLI accepted the command line and went on to touch the files.
+func checkCLI(t *testing.T, where string, args []string) {
+	t.Helper()
+	bin := buildAudit(t)
+	out, err := exec.Command(bin, args...).CombinedOutput()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() == 2 && args[0] == "report" && bytes.Contains(out, []byte(`unknown command "report"`)) {
 		// The scripts run report only when the binary has it (it is being added); the line

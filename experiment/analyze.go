@@ -6,28 +6,52 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
-// AnalyzeOptions say how scores become bounds.
+// AnalyzeOptions say how scores become bounds. A zero field is taken from the experiment's
+// audit settings (the audit: section of DIR/config.json) when there is an experiment, and from
+// the defaults otherwise; a non-zero field overrides the configuration, and the analysis says so.
 type AnalyzeOptions struct {
+	// Confidence is the family-wise confidence: every certified bound of the analysis holds
+	// jointly with at least this probability (default 0.95).
 	Confidence float64
-	Delta      float64
-	Method     audit.ThresholdMethod
+	// Delta is the delta at which epsilon is bounded (default 1e-5).
+	Delta  float64
+	Method audit.ThresholdMethod
 	// Claim, when it states something, is judged for every group. Otherwise each group is
 	// judged against the theory for its threat model (the convergent bound for the final
 	// model, the composition bound for every iterate or the uploads) when one is known.
 	Claim audit.Claim
-	// ClaimSource names where Claim came from in the findings ("claim" when empty; ClaimFor's
-	// line for an accountant's claim).
+	// ClaimSource names where Claim came from in the findings: "config claim" when empty,
+	// e.g. "--claim-mu claim" for a flag, or ClaimFor's line for an accountant's claim.
 	ClaimSource string
-	// Seed drives the split method.
+	// Seed drives the split method; 0 means the experiment's master seed (1 without one).
 	Seed uint64
 	// Exact, when set, gives the exact mu for a threat model and round (NaN if unknown).
 	Exact func(threat string, round int) float64
+	// Smoothness is the L behind the convergent bounds: a convergent bound is judged as a
+	// bound only when Smoothness.Proven, and as an estimate otherwise.
+	Smoothness Smoothness
+	// Notes are prepended to the analysis's notes (where the settings came from).
+	Notes []string
 }
+
+// Claim kinds: what a verdict judged.
+const (
+	// ClaimDeployment is a claim the deployment makes: the user's, or its accountant's.
+	ClaimDeployment = "claim"
+	// ClaimTheory is a bound of the theory that holds for the configuration as trained
+	// (the composition bound; the convergent bound with a proven smoothness constant).
+	ClaimTheory = "bound"
+	// ClaimEstimate is a theory value computed from an assumed or estimated constant (the
+	// convergent bound with a given or estimated L for an MLP): exceeding it says the
+	// estimate is too small, not that the deployment broke a promise.
+	ClaimEstimate = "estimate"
+)
 
 // Finding is the audit of one attack under one threat model at one checkpoint. Its JSON form
 // is Record.
@@ -35,14 +59,17 @@ type Finding struct {
 	Attack string
 	Threat string
 	Round  int
-	// Result is the empirical side: ROC, AUC, certified lower bounds.
+	// Result is the empirical side: ROC, AUC, certified lower bounds (at the row confidence of
+	// the analysis's family).
 	Result *audit.Result
 	// Theory is the bound at this round, nil when the scores come without a config.
 	Theory *audit.Bound
-	// ClaimSource says what the verdict judged: "claim" (the user's), "accountant: ..." (the
-	// DP-FedAvg family's accountant), "convergent bound", "composition bound", or "" when there
-	// was nothing to judge.
+	// ClaimSource says what the verdict judged: "config claim", "--claim-mu claim",
+	// "accountant: ..." (the DP-FedAvg family's accountant), "convergent bound",
+	// "convergent bound with estimated L", "composition bound", or "" when there was nothing
+	// to judge. ClaimKind is ClaimDeployment, ClaimTheory or ClaimEstimate.
 	ClaimSource string
+	ClaimKind   string
 	Verdict     *audit.Verdict
 	// ExactMu is the exact mu of the mechanism for this threat model and round where it is known
 	// (the quadratic reference instance), NaN elsewhere.
@@ -50,6 +77,39 @@ type Finding struct {
 	// Metrics holds the mean of each of the attack's own success metrics (label accuracy,
 	// PSNR, ...) over the runs where it is defined.
 	Metrics map[string]float64
+	// ReversedMuLower is the mu the scores certify when read the other way round (higher
+	// means C'), at the same confidence; NaN unless the AUC is below 1/2. A positive value
+	// means the attack is worse than guessing in its stated direction: its scores are most
+	// likely reversed, and the verdict says nothing about the claim.
+	ReversedMuLower float64
+	// Unpaired lists the pair ids of coupled scores that appear in only one world.
+	Unpaired []int64
+	// Seed is the split method's seed (0 for the other methods).
+	Seed uint64
+}
+
+// Reversed reports whether the attack's scores certify privacy loss only when read in the
+// opposite direction.
+func (f *Finding) Reversed() bool { return f.ReversedMuLower > 0 }
+
+// Family is the statement the findings of one analysis make jointly: with probability at least
+// Confidence every certified bound of every row holds at once. Bonferroni over the rows gives
+// it: each row is certified at RowConfidence = 1 - (1 - Confidence)/Rows. So a verdict taken
+// over all rows (violated if any row's bound exceeds its claim) errs with probability at most
+// 1 - Confidence, however many attacks, threat models and checkpoints were tried.
+type Family struct {
+	Confidence    float64 `json:"confidence"`
+	Rows          int     `json:"rows"`
+	RowConfidence float64 `json:"row_confidence"`
+	Correction    string  `json:"correction"`
+}
+
+// Analysis is an audit of a whole score file: one finding per (attack, threat, round), the
+// family-wise statement they make together, and the headline verdict.
+type Analysis struct {
+	Findings []Finding
+	Family   Family
+	Headline Headline
 }
 
 type groupKey struct {
@@ -96,15 +156,19 @@ func metricMeans(sf *runs.ScoreFile) map[groupKey]map[string]float64 {
 
 // scoreGroup is the scores of one (attack, threat, round), split by world. When every pair
 // id appears exactly once in each world, the scores are paired: c[i] and cprime[i] come from the
-// two runs of one pair, which share their noise, so the worlds are not independent.
+// two runs of one pair, which share their noise, so the worlds are not independent. Coupled
+// scores whose pairing is incomplete keep every score and list the ids without a partner.
 type scoreGroup struct {
 	attack, threat string
 	round          int
 	c, cprime      []float64
 	paired         bool
+	unpaired       []int64
 }
 
-func groupScores(scores []runs.Score) []*scoreGroup {
+// groupScores splits scores by (attack, threat, round) and world. For coupled scores (a pair id
+// column), an id that occurs twice in one world of a group is an error: it cannot name one pair.
+func groupScores(scores []runs.Score, coupled bool) ([]*scoreGroup, error) {
 	type key struct {
 		attack, threat string
 		round          int32
@@ -137,27 +201,31 @@ func groupScores(scores []runs.Score) []*scoreGroup {
 	for _, p := range order {
 		g := &scoreGroup{attack: p.attack, threat: p.threat, round: int(p.round)}
 		g.c, g.cprime = p.vals[0], p.vals[1]
-		if c, cp, ok := pairUp(p.ids, p.vals); ok {
-			g.c, g.cprime, g.paired = c, cp, true
+		if coupled {
+			c, cp, unpaired, err := pairUp(p.ids, p.vals)
+			if err != nil {
+				return nil, fmt.Errorf("analyze: attack %q threat %q round %d: %w", p.attack, p.threat, p.round, err)
+			}
+			if len(unpaired) == 0 && len(c) >= 2 {
+				g.c, g.cprime, g.paired = c, cp, true
+			}
+			g.unpaired = unpaired
 		}
 		groups = append(groups, g)
 	}
 	slices.SortFunc(groups, func(a, b *scoreGroup) int {
 		return cmp.Or(cmp.Compare(a.attack, b.attack), cmp.Compare(a.threat, b.threat), cmp.Compare(a.round, b.round))
 	})
-	return groups
+	return groups, nil
 }
 
-// pairUp orders both worlds by pair id when each id occurs once in each world and there is more
-// than one id; otherwise the scores carry no usable pairing.
-func pairUp(ids [2][]int64, vals [2][]float64) (c, cprime []float64, ok bool) {
-	if len(ids[0]) != len(ids[1]) || len(ids[0]) < 2 {
-		return nil, nil, false
-	}
+// pairUp orders both worlds by pair id and returns the ids that occur in one world only
+// (sorted). A pair id twice in one world is an error.
+func pairUp(ids [2][]int64, vals [2][]float64) (c, cprime []float64, unpaired []int64, err error) {
 	pos := make(map[int64]int, len(ids[0]))
 	for i, id := range ids[0] {
 		if _, dup := pos[id]; dup {
-			return nil, nil, false
+			return nil, nil, nil, fmt.Errorf("pair id %d occurs twice in world C; each pair has one run per world", id)
 		}
 		pos[id] = i
 	}
@@ -168,31 +236,52 @@ func pairUp(ids [2][]int64, vals [2][]float64) (c, cprime []float64, ok bool) {
 	seen := make(map[int64]bool, len(ids[1]))
 	rows := make([]pv, 0, len(ids[1]))
 	for j, id := range ids[1] {
-		i, found := pos[id]
-		if !found || seen[id] {
-			return nil, nil, false
+		if seen[id] {
+			return nil, nil, nil, fmt.Errorf("pair id %d occurs twice in world C'; each pair has one run per world", id)
 		}
 		seen[id] = true
+		i, found := pos[id]
+		if !found {
+			unpaired = append(unpaired, id)
+			continue
+		}
 		rows = append(rows, pv{id, vals[0][i], vals[1][j]})
 	}
+	for _, id := range ids[0] {
+		if !seen[id] {
+			unpaired = append(unpaired, id)
+		}
+	}
+	slices.Sort(unpaired)
 	slices.SortFunc(rows, func(a, b pv) int { return cmp.Compare(a.id, b.id) })
 	c, cprime = make([]float64, len(rows)), make([]float64, len(rows))
 	for i, r := range rows {
 		c[i], cprime[i] = r.c, r.p
 	}
-	return c, cprime, true
+	return c, cprime, unpaired, nil
 }
 
 // AnalyzeScores audits every (attack, threat, round) group of scores. theory, when not nil,
 // maps a round to its bound. A group whose scores are all of one world is an error naming it.
-func AnalyzeScores(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions, theory func(round int) *audit.Bound) ([]Finding, error) {
+// opts must be resolved (Confidence set).
+func AnalyzeScores(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions, theory func(round int) *audit.Bound) (*Analysis, error) {
 	scores := sf.Scores
 	if len(scores) == 0 {
 		return nil, fmt.Errorf("analyze: no scores")
 	}
+	opts = opts.withDefaults(nil)
 	means := metricMeans(sf)
+	groups, err := groupScores(scores, sf.Coupled)
+	if err != nil {
+		return nil, err
+	}
+	fam := Family{Confidence: opts.Confidence, Rows: len(groups), Correction: "bonferroni over rows"}
+	fam.RowConfidence = audit.FamilyRowConfidence(opts.Confidence, len(groups))
+	if len(groups) == 1 {
+		fam.Correction = "none (one row)"
+	}
 	var out []Finding
-	for _, g := range groupScores(scores) {
+	for _, g := range groups {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -200,37 +289,98 @@ func AnalyzeScores(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions,
 		if len(g.c) == 0 || len(g.cprime) == 0 {
 			return nil, fmt.Errorf("analyze: %s has %d scores of world C and %d of world C'; both are needed", name, len(g.c), len(g.cprime))
 		}
-		res, err := audit.Analyze(g.c, g.cprime, audit.Options{
-			Confidence: opts.Confidence, Method: opts.Method, Delta: opts.Delta, Seed: opts.Seed,
-			Paired: g.paired,
-		})
+		aopts := audit.Options{
+			Confidence: fam.RowConfidence, Method: opts.Method, Delta: opts.Delta, Seed: opts.Seed,
+			Paired: g.paired, Dependent: sf.Coupled,
+		}
+		res, err := audit.Analyze(g.c, g.cprime, aopts)
 		if err != nil {
+			if len(g.unpaired) > 0 {
+				err = fmt.Errorf("%w (%s)", err, unpairedText(g.unpaired))
+			}
 			return nil, fmt.Errorf("analyze: %s: %w", name, err)
 		}
 		f := Finding{Attack: g.attack, Threat: g.threat, Round: g.round, Result: res, ExactMu: math.NaN(),
-			Metrics: means[groupKey{g.attack, g.threat, int32(g.round)}]}
+			Metrics: means[groupKey{g.attack, g.threat, int32(g.round)}], ReversedMuLower: math.NaN(),
+			Unpaired: g.unpaired}
+		if res.Method == audit.Split {
+			f.Seed = opts.Seed
+		}
+		if res.AUC < 0.5 {
+			if f.ReversedMuLower, err = reversedMuLower(g, aopts); err != nil {
+				return nil, fmt.Errorf("analyze: %s: %w", name, err)
+			}
+		}
 		if theory != nil {
 			f.Theory = theory(g.round)
 		}
 		if opts.Exact != nil {
 			f.ExactMu = opts.Exact(g.threat, g.round)
 		}
-		claim, source := opts.Claim, cmp.Or(opts.ClaimSource, "claim")
+		claim, source, kind := opts.Claim, cmp.Or(opts.ClaimSource, "config claim"), ClaimDeployment
 		if claim.Mu == 0 && claim.Epsilon == 0 {
-			claim, source = audit.Claim{}, ""
-			if f.Theory != nil {
-				if g.threat == runs.ThreatFinal && !math.IsNaN(f.Theory.Mu) {
-					claim.Mu, source = f.Theory.Mu, "convergent bound"
-				} else if g.threat != runs.ThreatFinal && f.Theory.MuComposition > 0 {
-					claim.Mu, source = f.Theory.MuComposition, "composition bound"
-				}
-			}
+			claim, source, kind = theoryClaim(g.threat, f.Theory, opts.Smoothness)
 		}
 		if claim.Mu > 0 || claim.Epsilon > 0 {
 			v := audit.Judge(res, claim)
-			f.Verdict, f.ClaimSource = &v, source
+			f.Verdict, f.ClaimSource, f.ClaimKind = &v, source, kind
 		}
 		out = append(out, f)
 	}
-	return out, nil
+	a := &Analysis{Findings: out, Family: fam}
+	a.Headline = summarize(out, fam, opts.Notes)
+	return a, nil
+}
+
+// theoryClaim is the bound a row is judged against when the deployment states no claim: the
+// convergent bound for the final model, the composition bound for every iterate or the
+// uploads. A convergent bound computed from an L that is not proven is an estimate.
+func theoryClaim(threat string, th *audit.Bound, sm Smoothness) (audit.Claim, string, string) {
+	if th == nil {
+		return audit.Claim{}, "", ""
+	}
+	if threat == runs.ThreatFinal {
+		if math.IsNaN(th.Mu) || th.Mu <= 0 {
+			return audit.Claim{}, "", ""
+		}
+		if !sm.Proven {
+			return audit.Claim{Mu: th.Mu}, fmt.Sprintf("convergent bound with %s L", cmp.Or(sm.Source, "assumed")), ClaimEstimate
+		}
+		return audit.Claim{Mu: th.Mu}, "convergent bound", ClaimTheory
+	}
+	if th.MuComposition > 0 {
+		return audit.Claim{Mu: th.MuComposition}, "composition bound", ClaimTheory
+	}
+	return audit.Claim{}, "", ""
+}
+
+// reversedMuLower certifies the group's scores read the other way round (higher means C'),
+// with the same options: the diagnostic for an attack whose direction is wrong.
+func reversedMuLower(g *scoreGroup, opts audit.Options) (float64, error) {
+	neg := func(x []float64) []float64 {
+		out := make([]float64, len(x))
+		for i, v := range x {
+			out[i] = -v
+		}
+		return out
+	}
+	res, err := audit.Analyze(neg(g.c), neg(g.cprime), opts)
+	if err != nil {
+		return 0, err
+	}
+	return res.MuLower, nil
+}
+
+// unpairedText names at most eight unpaired pair ids.
+func unpairedText(ids []int64) string {
+	const show = 8
+	parts := make([]string, 0, show)
+	for _, id := range ids[:min(len(ids), show)] {
+		parts = append(parts, fmt.Sprint(id))
+	}
+	more := ""
+	if len(ids) > show {
+		more = fmt.Sprintf(", ... (%d in all)", len(ids))
+	}
+	return fmt.Sprintf("pair ids in only one world: %s%s", strings.Join(parts, ", "), more)
 }

@@ -69,16 +69,22 @@ type experimentDir struct {
 	sm   *Smoothness
 }
 
-// openExperimentDir opens the run files of dir and rebuilds their config and data.
+// openExperimentDir opens the run files of dir and rebuilds their config and data; the
+// directory's config.json supplies the audit settings.
 func openExperimentDir(dir string, allowPartial bool) (*experimentDir, error) {
 	tab, err := openRunTable(dir, allowPartial)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := FromJSON(tab.Meta().Config)
+	trained, err := FromJSON(tab.Meta().Config)
 	if err != nil {
 		tab.Close()
 		return nil, fmt.Errorf("%s: %w", RunsDir(dir), err)
+	}
+	cfg, err := withDirSettings(dir, trained)
+	if err != nil {
+		tab.Close()
+		return nil, err
 	}
 	data, err := Prepare(cfg)
 	if err != nil {
@@ -146,17 +152,47 @@ func AttackDir(ctx context.Context, dir string, opts AttackOptions) (*runs.Score
 	return ed.scores(ctx, opts)
 }
 
-// scores reads the directory's score file, scoring the runs into it first when it is missing.
+// scores reads the directory's score file, scoring the runs into it first when it is missing or
+// was scored for other attacks or rounds than the ones asked for now.
 func (e *experimentDir) scores(ctx context.Context, opts AttackOptions) (*runs.ScoreFile, error) {
 	path := ScoresPath(e.dir)
 	if _, err := os.Stat(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
-	} else if err != nil {
-		if _, err := e.attack(ctx, path, opts); err != nil {
+	} else if err == nil {
+		sf, err := runs.ReadScoreFile(path)
+		if err != nil {
 			return nil, err
 		}
+		names, rounds := e.scoring(opts)
+		why := scoringDiffers(sf.Meta.Config, names, rounds)
+		if why == "" {
+			return sf, nil
+		}
+		if opts.Logf != nil {
+			opts.Logf("attack: %s is stale (%s); scoring again", path, why)
+		}
+	}
+	if _, err := e.attack(ctx, path, opts); err != nil {
+		return nil, err
 	}
 	return runs.ReadScoreFile(path)
+}
+
+// scoring resolves the attacks and rounds to score: the options', else the config's, else every
+// attack the run files support and every checkpoint (an empty rounds list).
+func (e *experimentDir) scoring(opts AttackOptions) (names []string, rounds []int) {
+	names = opts.Attacks
+	if len(names) == 0 {
+		names = e.cfg.Audit.Attacks
+	}
+	if len(names) == 0 {
+		names = attacks.Default(e.tab.Meta())
+	}
+	rounds = opts.Rounds
+	if len(rounds) == 0 {
+		rounds = e.cfg.Audit.Rounds
+	}
+	return names, rounds
 }
 
 // AttackTo scores the run files of dir into the score file out (ScoresPath(dir) when empty),
@@ -174,37 +210,33 @@ func AttackTo(ctx context.Context, dir, out string, opts AttackOptions) ([]runs.
 	return scores, out, err
 }
 
-// attack scores the runs into the score file path.
+// attack scores the runs into the score file path, which records the config with the attacks
+// and rounds actually scored, so a later stage can tell whether it answers its config.
 func (e *experimentDir) attack(ctx context.Context, path string, opts AttackOptions) ([]runs.Score, error) {
 	tab, cfg, data := e.tab, e.cfg, e.data
-	names := opts.Attacks
-	if len(names) == 0 {
-		names = cfg.Audit.Attacks
-	}
-	if len(names) == 0 {
-		names = attacks.Default(tab.Meta())
-	}
+	names, rounds := e.scoring(opts)
 	if opts.Logf != nil {
 		opts.Logf("attacks: scoring %v", names)
-	}
-	rounds := opts.Rounds
-	if len(rounds) == 0 {
-		rounds = cfg.Audit.Rounds
 	}
 	env := AttackEnv(cfg, data, tab.Meta())
 	res, err := attacks.Score(ctx, tab, *env, attacks.Options{Attacks: names, Rounds: rounds, Workers: opts.Workers})
 	if err != nil {
 		return nil, err
 	}
-	if err := attacks.WriteScores(path, tab.Meta(), tab.Meta().ToolVersion, res); err != nil {
+	scored := *cfg
+	scored.Audit.Attacks, scored.Audit.Rounds = names, rounds
+	meta := tab.Meta()
+	meta.Config = scored.JSON()
+	if err := attacks.WriteScores(path, meta, meta.ToolVersion, res); err != nil {
 		return nil, err
 	}
 	return res.Scores, nil
 }
 
 // AnalyzeDir audits an experiment directory: it scores the run files when no score file exists,
-// then audits every (attack, threat, round) beside the theory for the experiment's config.
-func AnalyzeDir(ctx context.Context, dir string, opts AnalyzeOptions, aopts AttackOptions) ([]Finding, error) {
+// then audits every (attack, threat, round) beside the theory for the experiment's config. The
+// directory's own audit settings (DIR/config.json) apply wherever opts leaves a field zero.
+func AnalyzeDir(ctx context.Context, dir string, opts AnalyzeOptions, aopts AttackOptions) (*Analysis, error) {
 	ed, err := openExperimentDir(dir, aopts.AllowPartial)
 	if err != nil {
 		return nil, err
@@ -218,7 +250,7 @@ func AnalyzeDir(ctx context.Context, dir string, opts AnalyzeOptions, aopts Atta
 }
 
 // analyze audits the scores beside the theory, the claim and the exact mu of the experiment.
-func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions, logf func(string, ...any)) ([]Finding, error) {
+func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions, logf func(string, ...any)) (*Analysis, error) {
 	cfg, data := e.cfg, e.data
 	sm, err := e.smoothness(ctx)
 	if err != nil {
@@ -228,12 +260,10 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, opts An
 	if err != nil {
 		return nil, err
 	}
+	opts = opts.withDefaults(cfg)
+	opts.Smoothness = sm
 	if opts.Claim.Mu == 0 && opts.Claim.Epsilon == 0 {
-		delta := opts.Delta
-		if delta == 0 {
-			delta = cfg.Audit.Delta
-		}
-		claim, source, err := ClaimFor(ctx, cfg, data, delta)
+		claim, source, err := ClaimFor(ctx, cfg, data, opts.Delta)
 		if err != nil {
 			return nil, err
 		}

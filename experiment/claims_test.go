@@ -64,7 +64,7 @@ func TestDPFedAvgClaims(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			findings, err := Run(context.Background(), cfg, t.TempDir(), RunOptions{})
+			findings, err := runFindings(cfg, t.TempDir(), RunOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,7 +120,7 @@ func TestStaircaseClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	findings, err := Run(context.Background(), cfg, t.TempDir(), RunOptions{})
+	findings, err := runFindings(cfg, t.TempDir(), RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

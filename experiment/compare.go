@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +18,9 @@ type Analyzed struct {
 	Dir     string
 	Config  *Config
 	Records []Record
+	// Headline is the analysis's overall verdict (nil for findings of older versions, which
+	// held only the rows).
+	Headline *Headline
 	// Rounds are the per-round training summaries (DIR/rounds.json), nil when absent.
 	Rounds []RoundSummary
 }
@@ -35,11 +39,11 @@ func LoadAnalyzed(dir string) (*Analyzed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w (run `audit run` there first)", dir, err)
 	}
-	var recs []Record
-	if err := json.Unmarshal(raw, &recs); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "findings.json"), err)
+	recs, head, err := decodeFindings(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", FindingsPath(dir), err)
 	}
-	a := &Analyzed{Dir: dir, Config: cfg, Records: recs}
+	a := &Analyzed{Dir: dir, Config: cfg, Records: recs, Headline: head}
 	if raw, err := os.ReadFile(filepath.Join(dir, "rounds.json")); err == nil {
 		var sums []roundSummaryJSON
 		if err := json.Unmarshal(raw, &sums); err != nil {
@@ -50,6 +54,27 @@ func LoadAnalyzed(dir string) (*Analyzed, error) {
 		}
 	}
 	return a, nil
+}
+
+// decodeFindings reads findings.json: an AnalysisRecord, or the bare array of rows that older
+// versions wrote.
+func decodeFindings(raw []byte) ([]Record, *Headline, error) {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		var recs []Record
+		if err := json.Unmarshal(trimmed, &recs); err != nil {
+			return nil, nil, err
+		}
+		return recs, nil, nil
+	}
+	var a AnalysisRecord
+	if err := json.Unmarshal(trimmed, &a); err != nil {
+		return nil, nil, err
+	}
+	if a.Format != FindingsFormat {
+		return nil, nil, fmt.Errorf("format %q, this version reads %q", a.Format, FindingsFormat)
+	}
+	return a.Findings, &a.Headline, nil
 }
 
 // RoundMetrics are the training measurements a comparison can show, one table each.

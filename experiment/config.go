@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 
 	"github.com/fedaudit/fedaudit/train"
 	"go.yaml.in/yaml/v3"
@@ -159,6 +160,88 @@ func (c *Config) JSON() []byte {
 		panic(err) // the config holds only plain values; Marshal cannot fail
 	}
 	return b
+}
+
+// trainingView is the part of a config that decides what the runs are: everything but the audit
+// settings, the name, where the data files live, and knobs that do not change results (threads,
+// chunking, evaluation batch). Run files record this view, so changing a stage-only setting
+// never asks for retraining, and shards trained on nodes that mount the data elsewhere agree.
+func (c *Config) trainingView() Config {
+	v := *c
+	v.Name = ""
+	v.Audit = AuditConfig{}
+	v.Data.DataDir = ""
+	v.Train.Threads, v.Train.ChunkPairs, v.Train.EvalBatch = 0, 0, 0
+	return v
+}
+
+// TrainingJSON is the canonical form of the training part of the config, stored in every run
+// file.
+func (c *Config) TrainingJSON() []byte {
+	v := c.trainingView()
+	return v.JSON()
+}
+
+// SameTraining reports whether runs trained with config a are the runs config b asks for.
+func SameTraining(a, b *Config) bool {
+	return bytes.Equal(a.TrainingJSON(), b.TrainingJSON())
+}
+
+// ConfigDiff lists the settings in which a and b differ, one "path: A -> B" line each, paths as
+// in the YAML (train.noise_std, audit.claim_mu). Training lists only the training part.
+func ConfigDiff(a, b *Config, training bool) []string {
+	ja, jb := a.JSON(), b.JSON()
+	if training {
+		ja, jb = a.TrainingJSON(), b.TrainingJSON()
+	}
+	var ma, mb map[string]any
+	if json.Unmarshal(ja, &ma) != nil || json.Unmarshal(jb, &mb) != nil {
+		return []string{"configs differ"} // cannot happen: both are our own JSON
+	}
+	fa, fb := map[string]string{}, map[string]string{}
+	flattenJSON("", ma, fa)
+	flattenJSON("", mb, fb)
+	keys := make([]string, 0, len(fa)+len(fb))
+	for k := range fa {
+		keys = append(keys, k)
+	}
+	for k := range fb {
+		if _, ok := fa[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var out []string
+	for _, k := range keys {
+		va, oka := fa[k]
+		vb, okb := fb[k]
+		switch {
+		case !oka:
+			va = "(unset)"
+		case !okb:
+			vb = "(unset)"
+		case va == vb:
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: %s -> %s", k, va, vb))
+	}
+	return out
+}
+
+// flattenJSON maps every leaf of a decoded JSON object to its dotted path; arrays are leaves.
+func flattenJSON(prefix string, v any, out map[string]string) {
+	if m, ok := v.(map[string]any); ok {
+		for k, x := range m {
+			p := k
+			if prefix != "" {
+				p = prefix + "." + k
+			}
+			flattenJSON(p, x, out)
+		}
+		return
+	}
+	b, _ := json.Marshal(v)
+	out[prefix] = string(b)
 }
 
 // FromJSON decodes the config stored in a run file.

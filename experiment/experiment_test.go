@@ -138,7 +138,7 @@ func TestSmoothnessEstimatedForMLP(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	findings, err := Run(context.Background(), cfg, dir, RunOptions{})
+	findings, err := runFindings(cfg, dir, RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,4 +166,13 @@ func TestSmoothnessEstimatedForMLP(t *testing.T) {
 	if !strings.Contains(string(raw), "Hessian power iteration") {
 		t.Error("report does not say the smoothness is estimated")
 	}
+}
+
+// runFindings runs an experiment and returns its rows.
+func runFindings(cfg *Config, dir string, opts RunOptions) ([]Finding, error) {
+	a, err := Run(context.Background(), cfg, dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	return a.Findings, nil
 }

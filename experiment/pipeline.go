@@ -1,13 +1,13 @@
 package experiment
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
-	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
@@ -27,18 +27,30 @@ type RunOptions struct {
 }
 
 // Run trains, attacks, analyzes and reports an experiment in dir, skipping every stage whose
-// output is complete, and writes the canonical config (config.json), the findings
+// output is complete, and writes the canonical config (config.json), the analysis
 // (findings.json) and the report (report.html, report.md) beside the run files.
-func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) ([]Finding, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("run: %w", err)
+//
+// A directory trained before is checked first, before anything is written: runs of other
+// training settings or another shard count are refused with the differing fields named, while
+// changed audit settings (claim, confidence, attacks, ...) reuse the trained runs.
+func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) (*Analysis, error) {
+	logf := opts.Train.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "config.json"), append(cfg.JSON(), '\n')); err != nil {
-		return nil, err
+	if _, err := CheckDirectory(cfg, dir, opts.Shards); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
 	}
 	data, err := Prepare(cfg)
 	if err != nil {
 		return nil, err
+	}
+	changed, err := SetUpDirectory(cfg, dir, opts.Shards)
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	if len(changed) > 0 {
+		logf("run: settings changed since the last run in %s; reusing its trained runs: %s", dir, strings.Join(changed, "; "))
 	}
 	stage := opts.Stage
 	if stage == nil {
@@ -47,22 +59,6 @@ func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) ([]Findi
 	stage("train")
 	if err := TrainShards(ctx, cfg, data, dir, AllShards(opts.Shards), opts.Train, opts.TrainProgress); err != nil {
 		return nil, err
-	}
-	aopts := opts.Analyze
-	if aopts.Confidence == 0 {
-		aopts.Confidence = cfg.Audit.Confidence
-	}
-	if aopts.Delta == 0 {
-		aopts.Delta = cfg.Audit.Delta
-	}
-	if aopts.Method == "" {
-		aopts.Method = audit.ThresholdMethod(cfg.Audit.Method)
-	}
-	if aopts.Claim.Mu == 0 && aopts.Claim.Epsilon == 0 {
-		aopts.Claim.Mu = cfg.Audit.ClaimMu
-		if cfg.Audit.ClaimEpsilon > 0 {
-			aopts.Claim.Epsilon, aopts.Claim.Delta = cfg.Audit.ClaimEpsilon, aopts.Delta
-		}
 	}
 	// One open of the finished run files serves every later stage, with the data prepared above.
 	ed, err := openPrepared(dir, opts.Attack.AllowPartial, cfg, data)
@@ -76,22 +72,24 @@ func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) ([]Findi
 		return nil, err
 	}
 	stage("analyze")
-	findings, err := ed.analyze(ctx, sf, aopts, opts.Attack.Logf)
+	a, err := ed.analyze(ctx, sf, opts.Analyze, opts.Attack.Logf)
 	if err != nil {
-		return nil, err
-	}
-	raw, err := json.MarshalIndent(Records(findings), "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if err := writeFileAtomic(filepath.Join(dir, "findings.json"), append(raw, '\n')); err != nil {
 		return nil, err
 	}
 	stage("report")
-	if err := ed.report(ctx, findings, opts.Report); err != nil {
-		return nil, fmt.Errorf("report: %w", err)
+	if err := ed.writeAnalysis(ctx, a, opts.Report); err != nil {
+		return nil, err
 	}
-	return findings, nil
+	return a, nil
+}
+
+// WriteFindings stores an analysis as DIR/findings.json.
+func WriteFindings(dir string, a *Analysis) error {
+	var buf bytes.Buffer
+	if err := a.WriteJSON(&buf); err != nil {
+		return fmt.Errorf("findings: %w", err)
+	}
+	return writeFileAtomic(FindingsPath(dir), buf.Bytes())
 }
 
 // writeFileAtomic writes through a temporary file and a rename, so a reader never sees half a

@@ -131,7 +131,7 @@ func TestPipelineRecoversExactMuOnQuadraticInstance(t *testing.T) {
 	// Rescale sigma to hit the target mu exactly (mu is proportional to 1/sigma).
 	cfg.Train.NoiseStd *= exactMuComp(t, cfg, data, 4) / 1.5
 	dir := t.TempDir()
-	findings, err := Run(context.Background(), cfg, dir, RunOptions{})
+	findings, err := runFindings(cfg, dir, RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestFinalModelAttackOnQuadraticInstance(t *testing.T) {
 	rho, dnorm := exactDelta(t, cfg, data)
 	// Scale sigma so that the exact final-model mu at T = 20 is 1.5.
 	cfg.Train.NoiseStd *= audit.QuadraticFinalMu(cfg.Data.Clients, dnorm, cfg.Train.NoiseStd, rho, 20) / 1.5
-	findings, err := Run(context.Background(), cfg, t.TempDir(), RunOptions{})
+	findings, err := runFindings(cfg, t.TempDir(), RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestRepeatedAuditsNeverBeatExactMu(t *testing.T) {
 		cfg.Train.Checkpoints = []int{0, 6}
 		cfg.Audit.Attacks = []string{"informed-all", "linear"}
 		cfg.Train.RecordParams = true
-		findings, err := Run(context.Background(), cfg, t.TempDir(), RunOptions{})
+		findings, err := runFindings(cfg, t.TempDir(), RunOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

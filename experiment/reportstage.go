@@ -16,19 +16,30 @@ type ReportOptions struct {
 	ToolVersion string
 }
 
-// Report writes the report of an analyzed experiment directory (report.html, report.md,
-// figures/, tables/) from its findings and its run files, and the per-round training summaries
-// (rounds.json) that `audit compare` tabulates.
-func Report(ctx context.Context, dir string, findings []Finding, opts ReportOptions, allowPartial bool) error {
+// Report writes the analysis of an experiment directory: findings.json, the report (report.html,
+// report.md, figures/, tables/) from the analysis and the run files, and the per-round training
+// summaries (rounds.json) that `audit compare` tabulates. findings.json and the report always
+// come from the same analysis, so they never disagree.
+func Report(ctx context.Context, dir string, a *Analysis, opts ReportOptions, allowPartial bool) error {
 	ed, err := openExperimentDir(dir, allowPartial)
 	if err != nil {
 		return err
 	}
 	defer ed.Close()
-	return ed.report(ctx, findings, opts)
+	return ed.writeAnalysis(ctx, a, opts)
 }
 
-func (e *experimentDir) report(ctx context.Context, findings []Finding, opts ReportOptions) error {
+func (e *experimentDir) writeAnalysis(ctx context.Context, a *Analysis, opts ReportOptions) error {
+	if err := WriteFindings(e.dir, a); err != nil {
+		return err
+	}
+	if err := e.report(ctx, a, opts); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
+}
+
+func (e *experimentDir) report(ctx context.Context, a *Analysis, opts ReportOptions) error {
 	dir, tab, cfg, data := e.dir, e.tab, e.cfg, e.data
 	sums, err := SummarizeRounds(ctx, tab)
 	if err != nil {
@@ -57,6 +68,7 @@ func (e *experimentDir) report(ctx context.Context, findings []Finding, opts Rep
 		NoiseLabel:  fmt.Sprintf("sigma = %g", cfg.Train.NoiseStd),
 		Generated:   fmt.Sprintf("fedaudit %s, audit report %s", opts.ToolVersion, dir),
 	}
+	findings := a.Findings
 	if len(findings) > 0 {
 		in.Confidence = findings[0].Result.Confidence
 		in.Method = string(findings[0].Result.Method)

@@ -21,6 +21,10 @@ type Smoothness struct {
 	// "given" (from the config, not checked: every bound from it is an estimate), "estimated"
 	// (Hessian power iteration at recorded parameters: an estimate too) or "none".
 	Source string
+	// Proven is true when L is a proven upper bound on the smoothness of the model on this data
+	// (certified, or given at or above the certified value), so a convergent bound computed with
+	// it is a bound, not an estimate.
+	Proven bool
 }
 
 // SmoothnessOf returns L for the experiment. For the quadratic model L = |a|. For softmax
@@ -56,9 +60,9 @@ func SmoothnessOf(cfg *Config, data *Data) (Smoothness, error) {
 		return Smoothness{}, fmt.Errorf("audit.smoothness: %g is below the certified smoothness %g of the %s model on this data", given, certified, cfg.Train.Model.Kind)
 	}
 	if given > 0 {
-		return Smoothness{L: given, Source: "given"}, nil
+		return Smoothness{L: given, Source: "given", Proven: true}, nil
 	}
-	return Smoothness{L: certified, Source: "certified"}, nil
+	return Smoothness{L: certified, Source: "certified", Proven: true}, nil
 }
 
 // TheoryConfig maps the experiment onto the theory's parameters. L may be zero (unknown): the

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/runs"
@@ -122,10 +123,15 @@ func TrainShard(ctx context.Context, cfg *Config, data *Data, s runs.Shard, dir 
 		if openErr == nil {
 			meta := t.Meta()
 			t.Close()
-			if string(meta.Config) == string(cfg.JSON()) && meta.DatasetHash == data.Hash && meta.Shard == s {
+			trained, cfgErr := FromJSON(meta.Config)
+			if cfgErr == nil && SameTraining(trained, cfg) && meta.DatasetHash == data.Hash && meta.Shard == s {
 				return path, true, nil
 			}
-			return "", false, fmt.Errorf("train: %s holds shard %s of another experiment; move it away or choose another --out", path, meta.Shard)
+			why := fmt.Sprintf("shard %s, dataset %s", meta.Shard, meta.DatasetHash)
+			if cfgErr == nil && !SameTraining(trained, cfg) {
+				why = strings.Join(ConfigDiff(trained, cfg, true), "; ")
+			}
+			return "", false, fmt.Errorf("train: %s holds shard %s of another experiment (%s); move it away or choose another --out", path, meta.Shard, why)
 		}
 		logf("shard %s: %s is not a complete run file (%v); training it again", s, path, openErr)
 		if err := os.Remove(path); err != nil {
@@ -138,7 +144,7 @@ func TrainShard(ctx context.Context, cfg *Config, data *Data, s runs.Shard, dir 
 		return "", false, fmt.Errorf("train shard %s: %w", s, err)
 	}
 	rec := &shardRecorder{path: path, dim: dim, meta: runs.Meta{
-		Config:      cfg.JSON(),
+		Config:      cfg.TrainingJSON(),
 		DatasetHash: data.Hash,
 		ToolVersion: opts.ToolVersion,
 		Shard:       s,

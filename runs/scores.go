@@ -65,6 +65,11 @@ type ScoreMeta struct {
 type ScoreFile struct {
 	Meta   ScoreMeta
 	Scores []Score
+	// Coupled is true when the file has a pair_id column: its scores come from coupled pairs of
+	// runs whose two worlds may share randomness, so the worlds are not independent samples and
+	// only methods valid for dependent worlds may certify them. Every score file fedaudit
+	// writes is coupled.
+	Coupled bool
 }
 
 func scoreSchema(m ScoreMeta) (*arrow.Schema, error) {
@@ -169,7 +174,9 @@ func (w *ScoreWriter) Abort() error { return w.fw.abort() }
 // score file, or a CSV file with a header row. The format is told by content (the "ARROW1"
 // magic), not by the file name. Both need columns world (0 = C, 1 = C') and score (higher means
 // world C); round, attack, threat, run_id and pair_id are optional, with defaults 0,
-// DefaultAttack, "" and 0. CSV columns may come in any order and other columns are ignored.
+// DefaultAttack, "" and 0. CSV columns may come in any order; a column of another name is an
+// error (a misspelt "round" must not be dropped silently). A pair_id column declares the scores
+// coupled (ScoreFile.Coupled).
 func ReadScores(path string) ([]Score, error) {
 	sf, err := ReadScoreFile(path)
 	if err != nil {
@@ -286,7 +293,7 @@ func readScoresCSV(r io.Reader) (*ScoreFile, error) {
 		name = strings.ToLower(strings.TrimSpace(name))
 		slot := cols.slot(name)
 		if slot == nil {
-			continue
+			return nil, fmt.Errorf("line 1: %s", unknownColumn(name))
 		}
 		if *slot >= 0 {
 			return nil, fmt.Errorf("line 1: duplicate column %q", name)
@@ -312,7 +319,47 @@ func readScoresCSV(r io.Reader) (*ScoreFile, error) {
 		}
 		out = append(out, s)
 	}
-	return &ScoreFile{Scores: out}, nil
+	return &ScoreFile{Scores: out, Coupled: cols.pairID >= 0}, nil
+}
+
+// csvColumns are the columns a CSV score file may have, in the order error messages list them.
+var csvColumns = []string{colWorld, colScore, colRound, colAttack, colThreat, colRunID, colPairID}
+
+// unknownColumn describes a CSV column that is not a score column, suggesting the known name
+// it is closest to when it looks like a typo.
+func unknownColumn(name string) string {
+	msg := fmt.Sprintf("unknown column %q", name)
+	best, bestDist := "", 3 // suggest only names within two edits
+	for _, known := range csvColumns {
+		if d := editDistance(name, known); d < bestDist {
+			best, bestDist = known, d
+		}
+	}
+	if best != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return msg + "; a score CSV has the columns " + strings.Join(csvColumns, ", ") + " (world and score required)"
+}
+
+// editDistance is the Levenshtein distance between a and b, for typo suggestions on short names.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func parseCSVScore(rec []string, c scoreColumns) (Score, error) {
@@ -418,6 +465,7 @@ func readScoresArrow(path string) (*ScoreFile, error) {
 	if err := cols.check(); err != nil {
 		return nil, err
 	}
+	sf.Coupled = cols.pairID >= 0
 	base := 0
 	for i := 0; i < r.NumRecords(); i++ {
 		err := decodeSafely(func() error {

@@ -116,8 +116,8 @@ func TestReadScoresCSV(t *testing.T) {
 	}{
 		{"minimal", "world,score\n0,1.5\n1,-2\n", []Score{
 			{World: 0, Score: 1.5, Attack: DefaultAttack}, {World: 1, Score: -2, Attack: DefaultAttack}}},
-		{"all columns in another order, extra columns, spaces", "score, note ,threat,attack,round,pair_id,run_id,world\n" +
-			" 0.25 ,x,final,loss,3,7,14, 1\n1e3,y,uploads,,0,7,15,0\n", []Score{
+		{"all columns in another order, spaces", "score ,threat,attack,round,pair_id,run_id,world\n" +
+			" 0.25 ,final,loss,3,7,14, 1\n1e3,uploads,,0,7,15,0\n", []Score{
 			{RunID: 14, PairID: 7, World: 1, Round: 3, Attack: "loss", Threat: "final", Score: 0.25},
 			{RunID: 15, PairID: 7, World: 0, Round: 0, Attack: DefaultAttack, Threat: "uploads", Score: 1000}}},
 		{"byte order mark, CRLF, header case, integral floats, infinity", "\ufeffWorld,Score,Round\r\n1.0,-Inf,2.0\r\n", []Score{
@@ -137,6 +137,27 @@ func TestReadScoresCSV(t *testing.T) {
 	}
 }
 
+// TestScoresCoupled: a pair_id column declares the scores coupled, so the analysis never treats
+// their worlds as independent.
+func TestScoresCoupled(t *testing.T) {
+	for _, tc := range []struct {
+		csv  string
+		want bool
+	}{
+		{"world,score\n0,1\n1,2\n", false},
+		{"world,score,run_id\n0,1,0\n1,2,1\n", false},
+		{"world,score,pair_id\n0,1,0\n1,2,0\n", true},
+	} {
+		sf, err := ReadScoreFile(writeTemp(t, "s.csv", tc.csv))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sf.Coupled != tc.want {
+			t.Errorf("%q: Coupled = %v, want %v", tc.csv, sf.Coupled, tc.want)
+		}
+	}
+}
+
 func TestReadScoresCSVErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, csv, want string
@@ -147,6 +168,10 @@ func TestReadScoresCSVErrors(t *testing.T) {
 		{"no world", "score,round\n1,2\n", `line 1: missing required column "world"`},
 		{"no score", "world\n1\n", `line 1: missing required column "score"`},
 		{"duplicate", "world,score,World\n1,2,0\n", `line 1: duplicate column "world"`},
+		// A misspelt optional column would otherwise vanish and merge every round into one.
+		{"unknown column", "world,score,rounds\n1,2,0\n", `line 1: unknown column "rounds" (did you mean "round"?); a score CSV has the columns world, score, round, attack, threat, run_id, pair_id`},
+		{"misspelt attack", "world,score,atack\n1,2,x\n", `unknown column "atack" (did you mean "attack"?)`},
+		{"unrelated column", "world,score,note\n1,2,x\n", `line 1: unknown column "note"; a score CSV has the columns`},
 		{"bad score", "world,score\n0,1\n1,abc\n", `line 3: column score: bad number "abc"`},
 		{"empty score", "world,score\n0,\n", `line 2: column score: bad number ""`},
 		{"nan", "world,score\n0,1\n1,NaN\n", "line 3: score is NaN"},

@@ -2,16 +2,19 @@ package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"math"
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
-// analyzeFlags are the statistics flags shared by analyze, run and demo.
+// analyzeFlags are the statistics flags shared by analyze, run and demo. Only flags given on the
+// command line override the experiment's own audit settings (DIR/config.json); the analysis
+// says so in its notes.
 type analyzeFlags struct {
 	confidence float64
 	delta      float64
@@ -22,39 +25,55 @@ type analyzeFlags struct {
 }
 
 func (a *analyzeFlags) register(fs *flag.FlagSet) {
-	fs.Float64Var(&a.confidence, "confidence", 0.95, "confidence level of the certified lower bounds")
-	fs.Float64Var(&a.delta, "delta", 1e-5, "delta at which epsilon is bounded")
-	fs.StringVar(&a.method, "threshold-method", "", "how thresholds are chosen validly: bonferroni, split or dkw (default: bonferroni for independent scores, dkw for coupled pairs)")
-	fs.Float64Var(&a.claimMu, "claim-mu", 0, "claimed mu (Gaussian DP) to judge")
-	fs.Float64Var(&a.claimEps, "claim-eps", 0, "claimed epsilon at --delta to judge")
-	fs.Uint64Var(&a.seed, "seed", 1, "seed of the split method's random division")
+	fs.Float64Var(&a.confidence, "confidence", 0, "family-wise confidence of the certified lower bounds (default: the config's audit.confidence, else 0.95)")
+	fs.Float64Var(&a.delta, "delta", 0, "delta at which epsilon is bounded (default: the config's audit.delta, else 1e-5)")
+	fs.StringVar(&a.method, "threshold-method", "", "how thresholds are chosen validly: bonferroni, split or dkw (default: the config's, else dkw for coupled scores and bonferroni for independent ones)")
+	fs.Float64Var(&a.claimMu, "claim-mu", 0, "claimed mu (Gaussian DP) to judge, replacing the config's claim")
+	fs.Float64Var(&a.claimEps, "claim-eps", 0, "claimed epsilon at --delta to judge, replacing the config's claim")
+	fs.Uint64Var(&a.seed, "seed", 0, "seed of the split method's random division (default: the experiment's master seed, else 1)")
 }
 
-func (a *analyzeFlags) options() (experiment.AnalyzeOptions, error) {
-	if !(a.confidence > 0 && a.confidence < 1) {
-		return experiment.AnalyzeOptions{}, usagef("--confidence must be in (0, 1), got %g", a.confidence)
-	}
-	if !(a.delta > 0 && a.delta < 1) {
-		return experiment.AnalyzeOptions{}, usagef("--delta must be in (0, 1), got %g", a.delta)
-	}
-	var m audit.ThresholdMethod
-	if a.method != "" {
-		var err error
-		if m, err = audit.ParseThresholdMethod(a.method); err != nil {
-			return experiment.AnalyzeOptions{}, usagef("--threshold-method: %v", err)
+// options returns the settings given on the command line; the others stay zero, so the
+// experiment's configuration supplies them.
+func (a *analyzeFlags) options(fs *flag.FlagSet) (experiment.AnalyzeOptions, error) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var opts experiment.AnalyzeOptions
+	if set["confidence"] {
+		if !(a.confidence > 0 && a.confidence < 1) {
+			return opts, usagef("--confidence must be in (0, 1), got %g", a.confidence)
 		}
+		opts.Confidence = a.confidence
 	}
-	if a.claimMu < 0 || a.claimEps < 0 {
-		return experiment.AnalyzeOptions{}, usagef("claims must be >= 0")
+	if set["delta"] {
+		if !(a.delta > 0 && a.delta < 1) {
+			return opts, usagef("--delta must be in (0, 1), got %g", a.delta)
+		}
+		opts.Delta = a.delta
+	}
+	if a.method != "" {
+		m, err := audit.ParseThresholdMethod(a.method)
+		if err != nil {
+			return opts, usagef("--threshold-method: %v", err)
+		}
+		opts.Method = m
+	}
+	if a.claimMu < 0 || a.claimEps < 0 || math.IsNaN(a.claimMu) || math.IsNaN(a.claimEps) {
+		return opts, usagef("claims must be >= 0")
 	}
 	if a.claimMu > 0 && a.claimEps > 0 {
-		return experiment.AnalyzeOptions{}, usagef("give --claim-mu or --claim-eps, not both")
+		return opts, usagef("give --claim-mu or --claim-eps, not both")
 	}
-	opts := experiment.AnalyzeOptions{Confidence: a.confidence, Delta: a.delta, Method: m, Seed: a.seed}
-	opts.Claim.Mu = a.claimMu
-	if a.claimEps > 0 {
-		opts.Claim.Epsilon, opts.Claim.Delta = a.claimEps, a.delta
+	switch {
+	case a.claimMu > 0:
+		opts.Claim.Mu, opts.ClaimSource = a.claimMu, "--claim-mu claim"
+	case a.claimEps > 0:
+		opts.Claim.Epsilon, opts.ClaimSource = a.claimEps, "--claim-eps claim"
+		if set["delta"] {
+			opts.Claim.Delta = a.delta
+		}
 	}
+	opts.Seed = a.seed
 	return opts, nil
 }
 
@@ -66,16 +85,16 @@ func init() {
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			var af analyzeFlags
 			af.register(fs)
-			scores := fs.String("scores", "", "score file: CSV (columns world, score; optional round, attack, threat) or Arrow")
-			asJSON := fs.Bool("json", false, "machine-readable output: a JSON array, one object per (attack, threat, round)")
+			scores := fs.String("scores", "", "score file: CSV (columns world, score; optional round, attack, threat, run_id, pair_id) or Arrow")
+			asJSON := fs.Bool("json", false, "machine-readable output: the headline, the family and one object per (attack, threat, round)")
 			workers := fs.Int("workers", 0, "attack workers when scores must be computed (0: all cores)")
 			partial := fs.Bool("allow-partial", false, "analyze a run directory with missing shards")
 			return func(ctx context.Context, e *env, args []string) error {
-				opts, err := af.options()
+				opts, err := af.options(fs)
 				if err != nil {
 					return err
 				}
-				var findings []experiment.Finding
+				var a *experiment.Analysis
 				switch {
 				case *scores != "" && len(args) > 0:
 					return usagef("analyze: give --scores FILE or a run directory, not both")
@@ -84,12 +103,12 @@ func init() {
 					if err != nil {
 						return err
 					}
-					findings, err = experiment.AnalyzeScores(ctx, s, opts, nil)
+					a, err = experiment.AnalyzeScores(ctx, s, opts, nil)
 					if err != nil {
 						return fmt.Errorf("%s: %w", *scores, err)
 					}
 				case len(args) == 1:
-					findings, err = experiment.AnalyzeDir(ctx, args[0], opts, experiment.AttackOptions{Workers: *workers, AllowPartial: *partial, Logf: e.logf})
+					a, err = experiment.AnalyzeDir(ctx, args[0], opts, experiment.AttackOptions{Workers: *workers, AllowPartial: *partial, Logf: e.logf})
 					if err != nil {
 						return err
 					}
@@ -99,11 +118,11 @@ func init() {
 					return usagef("analyze: give --scores FILE or a run directory")
 				}
 				if *asJSON {
-					enc := json.NewEncoder(e.stdout)
-					enc.SetIndent("", "  ")
-					return enc.Encode(experiment.Records(findings))
+					err = a.WriteJSON(e.stdout)
+				} else {
+					err = experiment.WriteAnalysis(e.stdout, a)
 				}
-				return experiment.WriteTable(e.stdout, findings)
+				return errors.Join(err, verdictStatus(a))
 			}
 		},
 	})

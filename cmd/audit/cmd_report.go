@@ -12,7 +12,7 @@ import (
 func init() {
 	register(&command{
 		name:    "report",
-		summary: "write the HTML and Markdown report of an experiment directory",
+		summary: "analyze an experiment directory and write its findings.json and HTML and Markdown report",
 		usage:   "report DIR [--png] [--allow-partial] [statistics flags]",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			var af analyzeFlags
@@ -24,20 +24,23 @@ func init() {
 				if len(args) != 1 {
 					return usagef("report: give one experiment directory")
 				}
-				opts, err := af.options()
+				opts, err := af.options(fs)
 				if err != nil {
 					return err
 				}
 				dir := args[0]
-				findings, err := experiment.AnalyzeDir(ctx, dir, opts, experiment.AttackOptions{Workers: *workers, AllowPartial: *partial, Logf: e.logf})
+				a, err := experiment.AnalyzeDir(ctx, dir, opts, experiment.AttackOptions{Workers: *workers, AllowPartial: *partial, Logf: e.logf})
 				if err != nil {
 					return err
 				}
-				if err := experiment.Report(ctx, dir, findings, experiment.ReportOptions{PNG: *png, ToolVersion: version}, *partial); err != nil {
+				if err := experiment.Report(ctx, dir, a, experiment.ReportOptions{PNG: *png, ToolVersion: version}, *partial); err != nil {
 					return err
 				}
-				fmt.Fprintf(e.stdout, "report written: %s and %s\n", filepath.Join(dir, "report.html"), filepath.Join(dir, "report.md"))
-				return nil
+				if err := experiment.WriteAnalysis(e.stdout, a); err != nil {
+					return err
+				}
+				fmt.Fprintf(e.stdout, "\nReport written: %s and %s (findings in %s)\n", filepath.Join(dir, "report.html"), filepath.Join(dir, "report.md"), experiment.FindingsPath(dir))
+				return verdictStatus(a)
 			}
 		},
 	})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,16 +15,17 @@ import (
 
 // runExperiment is the body of `audit run` and `audit demo`: every stage, resumable, with one
 // progress display, then the summary on stdout.
-func runExperiment(ctx context.Context, e *env, cfg *experiment.Config, dir string, shards, workers int, bf backendFlags) ([]experiment.Finding, error) {
+func runExperiment(ctx context.Context, e *env, cfg *experiment.Config, dir string, shards, workers int, bf backendFlags, aopts experiment.AnalyzeOptions) (*experiment.Analysis, error) {
 	pr := newProgress(e)
 	start := time.Now()
 	e.logf("run: %s: %d pairs, %d rounds, output in %s", cfg.Name, cfg.Pairs, cfg.Train.Rounds, dir)
-	findings, err := experiment.Run(ctx, cfg, dir, experiment.RunOptions{
-		Shards: shards,
-		Train:  experiment.TrainOptions{ToolVersion: version, Logf: e.logf, Backend: bf.name, Device: bf.device},
-		Attack: experiment.AttackOptions{Workers: workers, Logf: e.logf},
-		Report: experiment.ReportOptions{ToolVersion: version},
-		Stage:  pr.stages([]string{"train", "attack", "analyze", "report"}),
+	a, err := experiment.Run(ctx, cfg, dir, experiment.RunOptions{
+		Shards:  shards,
+		Analyze: aopts,
+		Train:   experiment.TrainOptions{ToolVersion: version, Logf: e.logf, Backend: bf.name, Device: bf.device},
+		Attack:  experiment.AttackOptions{Workers: workers, Logf: e.logf},
+		Report:  experiment.ReportOptions{ToolVersion: version},
+		Stage:   pr.stages([]string{"train", "attack", "analyze", "report"}),
 		TrainProgress: func(s runs.Shard) func(int, int) {
 			return pr.bar(fmt.Sprintf("train %s", s), cfg.Train.Rounds)
 		},
@@ -33,10 +35,10 @@ func runExperiment(ctx context.Context, e *env, cfg *experiment.Config, dir stri
 		return nil, err
 	}
 	e.logf("run: done in %s", time.Since(start).Round(time.Millisecond))
-	return findings, nil
+	return a, nil
 }
 
-func printRunSummary(w io.Writer, cfg *experiment.Config, dir string, findings []experiment.Finding) error {
+func printRunSummary(w io.Writer, cfg *experiment.Config, dir string, a *experiment.Analysis) error {
 	tc := &cfg.Train
 	mechanism := fmt.Sprintf("noise sigma %g, clip %g", tc.NoiseStd, tc.ClipNorm)
 	if tc.IsClientDP() {
@@ -44,15 +46,9 @@ func printRunSummary(w io.Writer, cfg *experiment.Config, dir string, findings [
 	}
 	fmt.Fprintf(w, "%s: %s, %d pairs (%d runs), model %s, %s, %d clients\n\n",
 		cfg.Name, tc.Algorithm, cfg.Pairs, 2*cfg.Pairs, tc.Model.Kind, mechanism, cfg.Data.Clients)
-	if err := experiment.WriteTable(w, findings); err != nil {
+	if err := experiment.WriteAnalysis(w, a); err != nil {
 		return err
 	}
-	method := "-"
-	if len(findings) > 0 {
-		method = string(findings[0].Result.Method)
-	}
-	fmt.Fprintf(w, "\nmu_lower: certified at %.0f%% confidence (%s thresholds); mu_est: a point estimate, not a bound.\n",
-		100*cfg.Audit.Confidence, method)
 	fmt.Fprintf(w, "Report: %s (and report.md, figures/, tables/)\n", filepath.Join(dir, "report.html"))
 	return nil
 }
@@ -62,31 +58,42 @@ type runFlags struct {
 	workers int
 	asJSON  bool
 	backend backendFlags
+	stats   analyzeFlags
+	fs      *flag.FlagSet
 }
 
 func (r *runFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&r.workers, "workers", 0, "attack workers (0: all cores)")
-	fs.BoolVar(&r.asJSON, "json", false, "print the findings as JSON instead of the summary")
+	fs.BoolVar(&r.asJSON, "json", false, "print the analysis as JSON (headline, family, findings) instead of the summary")
 	r.backend.register(fs)
+	r.stats.register(fs)
+	r.fs = fs
 }
 
-// execute runs every stage of cfg into dir and prints the summary, or the findings as JSON.
+// execute runs every stage of cfg into dir and prints the summary, or the analysis as JSON. A
+// violated headline makes the command exit with status 3 after the output.
 func (r *runFlags) execute(ctx context.Context, e *env, cfg *experiment.Config, dir string, shards int) error {
-	findings, err := runExperiment(ctx, e, cfg, dir, shards, r.workers, r.backend)
+	aopts, err := r.stats.options(r.fs)
+	if err != nil {
+		return err
+	}
+	a, err := runExperiment(ctx, e, cfg, dir, shards, r.workers, r.backend, aopts)
 	if err != nil {
 		return err
 	}
 	if r.asJSON {
-		return writeJSON(e.stdout, experiment.Records(findings))
+		err = a.WriteJSON(e.stdout)
+	} else {
+		err = printRunSummary(e.stdout, cfg, dir, a)
 	}
-	return printRunSummary(e.stdout, cfg, dir, findings)
+	return errors.Join(err, verdictStatus(a))
 }
 
 func init() {
 	register(&command{
 		name:    "run",
 		summary: "train, attack, analyze and report an experiment in one resumable command",
-		usage:   "run --config F --out DIR [--shards n] [--workers n] [--json]",
+		usage:   "run --config F --out DIR [--shards n] [--workers n] [--json] [--claim-mu X | --claim-eps E] [statistics flags]",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			config := fs.String("config", "", "experiment config (YAML)")
 			out := fs.String("out", "", "output directory")
@@ -117,7 +124,7 @@ func init() {
 	register(&command{
 		name:    "demo",
 		summary: "run the built-in demo audit (synthetic data, small MLP, Noisy-FedAvg) and summarize it",
-		usage:   "demo [--out results/demo] [--pairs N] [--json]",
+		usage:   "demo [--out results/demo] [--pairs N] [--json] [--claim-mu X | --claim-eps E] [statistics flags]",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			out := fs.String("out", "results/demo", "output directory")
 			pairs := fs.Int("pairs", 0, "number of coupled pairs (0: the demo's default)")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/experiment"
@@ -37,9 +38,19 @@ func shardFromFlagOrEnv(flagValue string, shards int) (runs.Shard, bool, error) 
 // trainAll trains the shards of an experiment into dir: one shard when given, else all of
 // them in turn. Complete shards are skipped.
 func trainAll(ctx context.Context, e *env, cfg *experiment.Config, dir string, shard runs.Shard, one bool, shards int, bf backendFlags) error {
+	if _, err := experiment.CheckDirectory(cfg, dir, shards); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
 	data, err := experiment.Prepare(cfg)
 	if err != nil {
 		return err
+	}
+	changed, err := experiment.SetUpDirectory(cfg, dir, shards)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	if len(changed) > 0 {
+		e.logf("train: settings changed since the last run in %s (training is the same): %s", dir, strings.Join(changed, "; "))
 	}
 	list := experiment.AllShards(shards)
 	if one {

@@ -7,7 +7,8 @@
 //	audit <command> [flags]
 //
 // Run `audit help` for the list of commands and `audit <command> --help` for one command.
-// Exit codes: 0 success, 1 failure, 2 usage error.
+// Exit codes: 0 success, 1 failure, 2 usage or configuration error, 3 a claim is violated (the
+// audit itself succeeded: its headline says "violated"), 130 interrupted.
 package main
 
 import (
@@ -23,6 +24,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/fedaudit/fedaudit/experiment"
 )
 
 // version is the tool version recorded in every run file; release builds set it with
@@ -84,10 +87,29 @@ func main() {
 	os.Exit(exitCode(os.Stderr, err))
 }
 
+// violatedError marks an audit that completed and found a claim violated: the output is
+// printed, and the exit status is 3 so that a pipeline can gate on it.
+type violatedError struct{ headline string }
+
+func (v *violatedError) Error() string { return "verdict: violated (exit status 3)" }
+
+// verdictStatus is the error that makes a command exit with status 3 when the analysis's
+// headline is a violation, nil otherwise.
+func verdictStatus(a *experiment.Analysis) error {
+	if a != nil && a.Headline.Violated() {
+		return &violatedError{headline: a.Headline.Text}
+	}
+	return nil
+}
+
 // exitCode reports err on stderr and maps it to the process exit status.
 func exitCode(stderr io.Writer, err error) int {
 	if err == nil {
 		return 0
+	}
+	if onlyViolation(err) {
+		fmt.Fprintf(stderr, "audit: %v\n", err)
+		return 3
 	}
 	var u *usageError
 	if errors.As(err, &u) {
@@ -96,6 +118,21 @@ func exitCode(stderr io.Writer, err error) int {
 	}
 	fmt.Fprintf(stderr, "audit: %v\n", err)
 	return 1
+}
+
+// onlyViolation reports whether every error joined in err is a violation verdict, so that a
+// real failure beside it still exits with status 1.
+func onlyViolation(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !onlyViolation(e) {
+				return false
+			}
+		}
+		return true
+	}
+	_, ok := err.(*violatedError)
+	return ok
 }
 
 // run is the whole program behind main, with its outside world passed in so that tests drive
@@ -192,6 +229,7 @@ func splitList(s string) []string {
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }
 

@@ -1,0 +1,172 @@
+package experiment
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/fedaudit/fedaudit/runs"
+)
+
+// ConfigPath is where an experiment directory keeps its configuration: the whole config as last
+// run, whose audit: section (claim, confidence, method, attacks) every later stage applies.
+func ConfigPath(dir string) string { return filepath.Join(dir, "config.json") }
+
+// FindingsPath is where an experiment directory keeps its analysis (AnalysisRecord).
+func FindingsPath(dir string) string { return filepath.Join(dir, "findings.json") }
+
+// readDirConfig reads DIR/config.json; it returns nil and no error when there is none.
+func readDirConfig(dir string) (*Config, error) {
+	raw, err := os.ReadFile(ConfigPath(dir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", ConfigPath(dir), err)
+	}
+	cfg, err := FromJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ConfigPath(dir), err)
+	}
+	return cfg, nil
+}
+
+// writeDirConfig stores cfg as DIR/config.json.
+func writeDirConfig(dir string, cfg *Config) error {
+	return writeFileAtomic(ConfigPath(dir), append(cfg.JSON(), '\n'))
+}
+
+// withDirSettings overlays the stage-only settings of DIR/config.json (name, audit section,
+// performance knobs) on the config read from the run files, which holds only what was trained.
+// Without config.json the run files' config stands as it is (directories of older versions
+// recorded the whole config there). A config.json of other training is an error: the
+// directory was edited by hand or mixed up.
+func withDirSettings(dir string, trained *Config) (*Config, error) {
+	own, err := readDirConfig(dir)
+	if err != nil || own == nil {
+		return trained, err
+	}
+	if !SameTraining(own, trained) {
+		return nil, fmt.Errorf("%s does not describe the runs in %s; it differs in %s",
+			ConfigPath(dir), RunsDir(dir), strings.Join(ConfigDiff(trained, own, true), "; "))
+	}
+	return own, nil
+}
+
+// DirectoryCheck is what an experiment directory already holds, compared with a config about
+// to run there.
+type DirectoryCheck struct {
+	// Changed lists the stage-only settings (audit section, name) that differ from the
+	// directory's config.json, as "path: old -> new".
+	Changed []string
+}
+
+// CheckDirectory compares cfg (to be trained in shards shards) with what dir holds, before
+// anything is written there: run files trained with other training settings, or for another
+// shard count, and a config.json of other training are refused with the differing fields named.
+// A directory that does not exist yet is fine.
+func CheckDirectory(cfg *Config, dir string, shards int) (DirectoryCheck, error) {
+	var chk DirectoryCheck
+	own, err := readDirConfig(dir)
+	if err != nil {
+		return chk, err
+	}
+	if own != nil {
+		if !SameTraining(own, cfg) {
+			return chk, fmt.Errorf("%s holds an experiment trained with other settings (%s); choose another --out, or remove the directory to retrain",
+				dir, strings.Join(ConfigDiff(own, cfg, true), "; "))
+		}
+		chk.Changed = ConfigDiff(own, cfg, false)
+	}
+	infos, err := runs.ShardStatus(RunsDir(dir), 0)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		if _, statErr := os.Stat(RunsDir(dir)); statErr == nil {
+			return chk, err
+		}
+	}
+	shards = max(shards, 1)
+	for _, info := range infos {
+		if info.Path == "" || (info.State != runs.ShardComplete && info.State != runs.ShardMismatch) {
+			continue
+		}
+		if info.Shard.Count != shards {
+			return chk, fmt.Errorf("%s holds shard %s of a %d-shard layout (%s); this run asks for %d shards: give --shards %d, or choose another --out",
+				RunsDir(dir), info.Shard, info.Shard.Count, filepath.Base(info.Path), shards, info.Shard.Count)
+		}
+		trained, err := trainedConfig(info.Path)
+		if err != nil {
+			continue // a file that cannot be read is retrained by the train stage
+		}
+		if !SameTraining(trained, cfg) {
+			return chk, fmt.Errorf("%s was trained with other settings (%s); choose another --out, or remove the directory to retrain",
+				info.Path, strings.Join(ConfigDiff(trained, cfg, true), "; "))
+		}
+	}
+	return chk, nil
+}
+
+// SetUpDirectory checks dir against cfg (CheckDirectory) and records cfg as its config.json,
+// creating the directory. It returns the stage-only settings that changed since the last run
+// there. Nothing is written when the check refuses.
+func SetUpDirectory(cfg *Config, dir string, shards int) ([]string, error) {
+	chk, err := CheckDirectory(cfg, dir, shards)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", dir, err)
+	}
+	if err := writeDirConfig(dir, cfg); err != nil {
+		return nil, err
+	}
+	return chk.Changed, nil
+}
+
+// trainedConfig reads the config a run file was trained with.
+func trainedConfig(path string) (*Config, error) {
+	t, err := runs.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer t.Close()
+	cfg, err := FromJSON(t.Meta().Config)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// scoredWith is what a score file records of how it was scored: the attacks it ran and the
+// rounds it was asked for (empty: every checkpoint), in the audit section of its config.
+type scoredWith struct {
+	Audit struct {
+		Attacks []string `json:"attacks"`
+		Rounds  []int    `json:"rounds"`
+	} `json:"audit"`
+}
+
+// scoringDiffers says how a score file scored with the recorded config fails to answer the
+// attacks and rounds asked for now, or "" when it answers them. Files of other tools record
+// nothing and are taken as they are.
+func scoringDiffers(recorded []byte, attacks []string, rounds []int) string {
+	if len(recorded) == 0 {
+		return ""
+	}
+	var rec scoredWith
+	if json.Unmarshal(recorded, &rec) != nil {
+		return "its recorded config cannot be read"
+	}
+	sorted := func(x []string) []string { x = slices.Clone(x); slices.Sort(x); return x }
+	sortedInts := func(x []int) []int { x = slices.Clone(x); slices.Sort(x); return x }
+	if a, b := sorted(rec.Audit.Attacks), sorted(attacks); !slices.Equal(a, b) {
+		return fmt.Sprintf("it holds attacks %v, the config asks for %v", a, b)
+	}
+	if a, b := sortedInts(rec.Audit.Rounds), sortedInts(rounds); !slices.Equal(a, b) {
+		return fmt.Sprintf("it was scored for rounds %v, the config asks for %v (empty: every checkpoint)", a, b)
+	}
+	return ""
+}

@@ -1,0 +1,239 @@
+package experiment
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/fedaudit/fedaudit/audit"
+)
+
+// Headline statuses.
+const (
+	// StatusViolated: some certified bound exceeds a claim of the deployment or a bound of the
+	// theory that holds for it, at the family-wise confidence. The CLI exits with status 3.
+	StatusViolated = "violated"
+	// StatusConsistent: rows were judged against claims or proven bounds, and no certified
+	// bound exceeds its claim. This does not prove the claim.
+	StatusConsistent = "consistent"
+	// StatusNoClaim: nothing was judged that the deployment promises (no claim, and no theory
+	// bound that holds for it); estimates may still have been compared, see the notes.
+	StatusNoClaim = "no claim"
+)
+
+// Headline is the audit's overall answer, printed first by every command that judges and shown
+// first in the report: the verdict over the whole family of rows, the strongest attack and its
+// certified bound against the claim.
+type Headline struct {
+	Status string `json:"status"`
+	// Text is one sentence that states the verdict, the strongest attack and its certified
+	// bound against the claim.
+	Text string `json:"text"`
+	// The strongest row: for a violation, the violated row of largest tightness; otherwise the
+	// judged row of largest tightness, or without any judged row the largest certified mu.
+	Attack    string   `json:"attack,omitempty"`
+	Threat    string   `json:"threat,omitempty"`
+	Round     int      `json:"round"`
+	MuLower   float64  `json:"mu_lower"`
+	EpsLower  float64  `json:"eps_lower"`
+	Claim     string   `json:"claim,omitempty"`
+	Tightness *float64 `json:"tightness"`
+	// Confidence is the family-wise confidence the verdict holds at, over Rows rows.
+	Confidence float64 `json:"confidence"`
+	Rows       int     `json:"rows"`
+	// Notes qualify the verdict: where the settings came from, estimates exceeded, attacks
+	// whose scores look reversed, coupled scores without a partner.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Violated reports whether the headline verdict is a violation.
+func (h Headline) Violated() bool { return h.Status == StatusViolated }
+
+// summarize takes the verdict over every row of an analysis. Rows judged against an estimate
+// never make it a violation: they become notes.
+func summarize(fs []Finding, fam Family, notes []string) Headline {
+	h := Headline{Status: StatusNoClaim, Confidence: fam.Confidence, Rows: fam.Rows, Notes: append([]string(nil), notes...)}
+	var best *Finding
+	better := func(a, b *Finding) bool { // a stronger than b
+		if b == nil {
+			return true
+		}
+		return cmp.Or(cmp.Compare(a.Verdict.Tightness, b.Verdict.Tightness), cmp.Compare(a.Result.MuLower, b.Result.MuLower)) > 0
+	}
+	for i := range fs {
+		f := &fs[i]
+		if f.Verdict == nil || f.Verdict.Status == audit.Invalid || f.ClaimKind == ClaimEstimate {
+			continue
+		}
+		violated := f.Verdict.Status == audit.Violated
+		switch {
+		case violated && h.Status != StatusViolated:
+			h.Status, best = StatusViolated, f
+		case violated == (h.Status == StatusViolated) && better(f, best):
+			best = f
+		}
+		if h.Status == StatusNoClaim {
+			h.Status = StatusConsistent
+		}
+	}
+	if best == nil {
+		for i := range fs {
+			if best == nil || fs[i].Result.MuLower > best.Result.MuLower {
+				best = &fs[i]
+			}
+		}
+	}
+	level := fmt.Sprintf("%s confidence jointly over %d rows", percent(fam.Confidence), fam.Rows)
+	if fam.Rows == 1 {
+		level = fmt.Sprintf("%s confidence", percent(fam.Confidence))
+	}
+	if best != nil {
+		h.Attack, h.Threat, h.Round = best.Attack, best.Threat, best.Round
+		h.MuLower, h.EpsLower = best.Result.MuLower, best.Result.EpsLower
+		row := rowName(best)
+		switch h.Status {
+		case StatusViolated, StatusConsistent:
+			c := decisiveCheck(best.Verdict)
+			h.Claim = claimWithSource(c, best.ClaimSource)
+			t := c.Tightness
+			h.Tightness = &t
+			switch {
+			case h.Status == StatusViolated:
+				h.Text = fmt.Sprintf("VIOLATED: %s certifies %s, above the %s (%s).",
+					row, lowerText(c), claimWithSource(c, best.ClaimSource), level)
+			case c.Lower <= 0:
+				h.Text = fmt.Sprintf("CONSISTENT: no certified bound exceeds its claim (%s); no attack certifies any privacy loss (the %s).",
+					level, claimWithSource(c, best.ClaimSource))
+			default:
+				h.Text = fmt.Sprintf("CONSISTENT: no certified bound exceeds its claim (%s); the strongest attack, %s, certifies %s, %.2f of the %s.",
+					level, row, lowerText(c), c.Tightness, claimWithSource(c, best.ClaimSource))
+			}
+		default:
+			h.Text = fmt.Sprintf("NO CLAIM: nothing the deployment promises was judged; the strongest attack, %s, certifies mu >= %.4g (%s).",
+				row, best.Result.MuLower, level)
+		}
+	}
+	for i := range fs {
+		f := &fs[i]
+		row := rowName(f)
+		if f.Verdict != nil && f.ClaimKind == ClaimEstimate && f.Verdict.Status == audit.Violated {
+			c := decisiveCheck(f.Verdict)
+			h.Notes = append(h.Notes, fmt.Sprintf("%s certifies %s, above the %s: an estimate, not a claim of the deployment; the assumed constant is too small for it.",
+				row, lowerText(c), claimWithSource(c, f.ClaimSource)))
+		}
+		if f.Reversed() {
+			h.Notes = append(h.Notes, fmt.Sprintf("%s: AUC %.3f < 0.5; read the other way round its scores certify mu >= %.4g. The attack is worse than guessing in its stated direction (higher = world C): check the score direction. Its verdict says nothing about the claim.",
+				row, f.Result.AUC, f.ReversedMuLower))
+		}
+		if len(f.Unpaired) > 0 {
+			h.Notes = append(h.Notes, fmt.Sprintf("%s: %d coupled scores without a partner in the other world (%s); certified with %s, which does not need the pairing.",
+				row, len(f.Unpaired), unpairedText(f.Unpaired), f.Result.Method))
+		}
+	}
+	return h
+}
+
+// rowName names a row as "attack (threat, T = t)", without an empty threat of foreign scores.
+func rowName(f *Finding) string {
+	if f.Threat == "" {
+		return fmt.Sprintf("%s (T = %d)", f.Attack, f.Round)
+	}
+	return fmt.Sprintf("%s (%s, T = %d)", f.Attack, f.Threat, f.Round)
+}
+
+// decisiveCheck is the check of a verdict that decides it: a violated one, else the tightest.
+func decisiveCheck(v *audit.Verdict) audit.Check {
+	best := v.Checks[0]
+	for _, c := range v.Checks[1:] {
+		if (c.Violated && !best.Violated) || (c.Violated == best.Violated && c.Tightness > best.Tightness) {
+			best = c
+		}
+	}
+	return best
+}
+
+func claimText(c audit.Check) string {
+	if c.Quantity == "epsilon" {
+		return fmt.Sprintf("epsilon = %.4g at delta = %g", c.Claimed, c.Delta)
+	}
+	return fmt.Sprintf("mu = %.4g", c.Claimed)
+}
+
+func claimWithSource(c audit.Check, source string) string {
+	if strings.HasPrefix(source, "accountant:") {
+		source = "accountant's claim"
+	}
+	return fmt.Sprintf("%s %s", source, claimText(c))
+}
+
+func lowerText(c audit.Check) string {
+	if c.Quantity == "epsilon" {
+		return fmt.Sprintf("epsilon >= %.4g at delta = %g", c.Lower, c.Delta)
+	}
+	return fmt.Sprintf("mu >= %.4g", c.Lower)
+}
+
+// percent prints a confidence level as a percentage without needless digits (95%, 99.5%).
+func percent(p float64) string {
+	s := fmt.Sprintf("%.4f", 100*p)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	return s + "%"
+}
+
+// withDefaults fills the zero settings of opts from the experiment's audit settings (cfg may be
+// nil for scores without an experiment) and the defaults, and notes every command-line setting
+// that replaces a configured one, so the output says what it judged.
+func (o AnalyzeOptions) withDefaults(cfg *Config) AnalyzeOptions {
+	var a AuditConfig
+	seed := uint64(1)
+	if cfg != nil {
+		a, seed = cfg.Audit, cfg.Seed
+		note := func(what string, differs bool, flag, configured string) {
+			if differs {
+				o.Notes = append(o.Notes, fmt.Sprintf("%s: %s from the command line replaces the configuration's %s", what, flag, configured))
+			}
+		}
+		note("confidence", o.Confidence != 0 && o.Confidence != a.Confidence, fmt.Sprint(o.Confidence), fmt.Sprint(a.Confidence))
+		note("delta", o.Delta != 0 && o.Delta != a.Delta, fmt.Sprint(o.Delta), fmt.Sprint(a.Delta))
+		note("threshold method", o.Method != "" && a.Method != "" && string(o.Method) != a.Method, string(o.Method), a.Method)
+		if o.Claim.Mu > 0 || o.Claim.Epsilon > 0 {
+			switch {
+			case a.ClaimMu > 0 && a.ClaimMu != o.Claim.Mu:
+				note("claim", true, claimLabel(o.Claim), fmt.Sprintf("claim_mu %g", a.ClaimMu))
+			case a.ClaimEpsilon > 0 && a.ClaimEpsilon != o.Claim.Epsilon:
+				note("claim", true, claimLabel(o.Claim), fmt.Sprintf("claim_epsilon %g", a.ClaimEpsilon))
+			}
+		}
+	}
+	o.Confidence = cmp.Or(o.Confidence, a.Confidence, 0.95)
+	o.Delta = cmp.Or(o.Delta, a.Delta, 1e-5)
+	o.Method = cmp.Or(o.Method, audit.ThresholdMethod(a.Method))
+	o.Seed = cmp.Or(o.Seed, seed)
+	if o.Claim.Mu == 0 && o.Claim.Epsilon == 0 && (a.ClaimMu > 0 || a.ClaimEpsilon > 0) {
+		o.Claim = audit.Claim{Mu: a.ClaimMu}
+		if a.ClaimEpsilon > 0 {
+			o.Claim = audit.Claim{Epsilon: a.ClaimEpsilon, Delta: o.Delta}
+		}
+		o.ClaimSource = "config claim"
+	}
+	if o.Claim.Epsilon > 0 && o.Claim.Delta == 0 {
+		o.Claim.Delta = o.Delta
+	}
+	return o
+}
+
+func claimLabel(c audit.Claim) string {
+	if c.Epsilon > 0 {
+		return fmt.Sprintf("epsilon %g", c.Epsilon)
+	}
+	return fmt.Sprintf("mu %g", c.Mu)
+}
+
+// finiteOr returns x, or def when x is NaN or infinite.
+func finiteOr(x, def float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return def
+	}
+	return x
+}

@@ -1,0 +1,348 @@
+package experiment
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io/fs"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/train"
+)
+
+// leakyConfig is a softmax experiment whose noise is far too small for a claim of mu 0.3: the
+// informed adversary and the loss attack certify mu around 1.8 with 200 pairs.
+func leakyConfig() *Config {
+	cfg := &Config{
+		Name: "leaky", Seed: 3, Pairs: 200,
+		Data: DataConfig{Source: "synthetic", Synthetic: SyntheticConfig{Dim: 8, Classes: 3},
+			Clients: 3, PerClient: 10, TestSamples: 30},
+		Adjacency: AdjacencyConfig{Kind: "replace", Client: 0, Index: 2, Canary: "dirac"},
+		Train: train.Config{Algorithm: train.NoisyFedAvg, Model: train.ModelConfig{Kind: "softmax"},
+			Rounds: 3, LocalSteps: 2, LearningRate: 0.1, ClipNorm: 1, NoiseStd: 0.01,
+			Checkpoints: []int{1, 3}, Informed: true},
+		Audit: AuditConfig{Attacks: []string{"informed-all", "loss"}, ClaimMu: 0.3},
+	}
+	cfg.fillDefaults()
+	return cfg
+}
+
+// TestDirectoryClaimJudgedByEveryStage: the claim of the config decides the verdict of `run`,
+// and every later analysis of the directory (analyze, report, the cluster's finish job) judges
+// the same claim unless the caller overrides it, which the analysis then says.
+func TestDirectoryClaimJudgedByEveryStage(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a, err := Run(ctx, leakyConfig(), dir, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Headline.Status != StatusViolated {
+		t.Fatalf("run: headline %+v, want violated", a.Headline)
+	}
+	later, err := AnalyzeDir(ctx, dir, AnalyzeOptions{}, AttackOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if later.Headline.Status != StatusViolated {
+		t.Errorf("analyze of the directory: headline %q, want violated (the config's claim)", later.Headline.Text)
+	}
+	for i, f := range later.Findings {
+		if f.ClaimSource != "config claim" || f.Verdict == nil || f.Verdict.Checks[0].Claimed != 0.3 {
+			t.Errorf("row %d judged %q %+v, want the config claim mu = 0.3", i, f.ClaimSource, f.Verdict)
+		}
+		if f.Verdict.Status != a.Findings[i].Verdict.Status {
+			t.Errorf("row %d: analyze says %s, run said %s", i, f.Verdict.Status, a.Findings[i].Verdict.Status)
+		}
+	}
+	over, err := AnalyzeDir(ctx, dir, AnalyzeOptions{Claim: audit.Claim{Mu: 50}, ClaimSource: "--claim-mu claim"}, AttackOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if over.Headline.Status != StatusConsistent {
+		t.Errorf("override: headline %q, want consistent", over.Headline.Text)
+	}
+	if !slices.ContainsFunc(over.Headline.Notes, func(n string) bool {
+		return strings.Contains(n, "mu 50 from the command line replaces the configuration's claim_mu 0.3")
+	}) {
+		t.Errorf("override not noted: %q", over.Headline.Notes)
+	}
+}
+
+// coupledScores makes a coupled score file: pairs of a Gaussian mechanism whose world-C score
+// is N(mu, 1) and world-C' score N(0, 1), one attack at round 1.
+func coupledScores(n int, mu float64, seed uint64) *runs.ScoreFile {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	sf := &runs.ScoreFile{Coupled: true}
+	for p := 0; p < n; p++ {
+		sf.Scores = append(sf.Scores,
+			runs.Score{RunID: int64(2 * p), PairID: int64(p), World: runs.WorldC, Round: 1, Attack: "a", Threat: runs.ThreatFinal, Score: mu + rng.NormFloat64()},
+			runs.Score{RunID: int64(2*p + 1), PairID: int64(p), World: runs.WorldCPrime, Round: 1, Attack: "a", Threat: runs.ThreatFinal, Score: rng.NormFloat64()})
+	}
+	return sf
+}
+
+// TestCoupledScoresWithoutPartner: coupled scores with a pair whose partner is missing are
+// never certified with Bonferroni (invalid for dependent worlds); the default is DKW, the
+// unpaired ids are counted and named, and the split method, which needs the pairs, refuses.
+func TestCoupledScoresWithoutPartner(t *testing.T) {
+	ctx := context.Background()
+	sf := coupledScores(300, 1, 5)
+	// Drop world C' of pair 17 and world C of pair 250.
+	sf.Scores = slices.DeleteFunc(sf.Scores, func(s runs.Score) bool {
+		return (s.PairID == 17 && s.World == runs.WorldCPrime) || (s.PairID == 250 && s.World == runs.WorldC)
+	})
+	a, err := AnalyzeScores(ctx, sf, AnalyzeOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := a.Findings[0]
+	if f.Result.Method != audit.DKW || f.Result.Paired || !slices.Equal(f.Unpaired, []int64{17, 250}) {
+		t.Errorf("method %s paired %v unpaired %v, want dkw, unpaired [17 250]", f.Result.Method, f.Result.Paired, f.Unpaired)
+	}
+	if !slices.ContainsFunc(a.Headline.Notes, func(n string) bool {
+		return strings.Contains(n, "2 coupled scores without a partner") && strings.Contains(n, "17, 250")
+	}) {
+		t.Errorf("unpaired scores not noted: %q", a.Headline.Notes)
+	}
+	var out strings.Builder
+	if err := WriteAnalysis(&out, a); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "with dkw (coupled scores, incomplete pairs) thresholds") {
+		t.Errorf("the table output does not name the method:\n%s", out.String())
+	}
+	for _, m := range []audit.ThresholdMethod{audit.Bonferroni, audit.Split} {
+		_, err := AnalyzeScores(ctx, sf, AnalyzeOptions{Method: m}, nil)
+		if err == nil || !strings.Contains(err.Error(), "coupled") || !strings.Contains(err.Error(), "17, 250") {
+			t.Errorf("method %s on incomplete coupled pairs: err = %v, want a refusal naming the ids", m, err)
+		}
+	}
+	// A pair id twice in one world cannot name one pair.
+	dup := coupledScores(20, 1, 6)
+	dup.Scores = append(dup.Scores, dup.Scores[0])
+	if _, err := AnalyzeScores(ctx, dup, AnalyzeOptions{}, nil); err == nil || !strings.Contains(err.Error(), "pair id 0 occurs twice in world C") {
+		t.Errorf("duplicate pair id: err = %v", err)
+	}
+	// Complete pairs are certified as pairs.
+	a, err = AnalyzeScores(ctx, coupledScores(300, 1, 5), AnalyzeOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := a.Findings[0]; !f.Result.Paired || f.Result.Method != audit.DKW || len(f.Unpaired) != 0 {
+		t.Errorf("complete pairs: %+v", f.Result)
+	}
+}
+
+// TestReversedScoresFlagged: scores whose direction is reversed (world C' scores higher) are
+// not called consistent without a note: the reversed reading certifies a positive mu.
+func TestReversedScoresFlagged(t *testing.T) {
+	sf := coupledScores(500, 2, 7)
+	for i := range sf.Scores {
+		sf.Scores[i].Score = -sf.Scores[i].Score
+	}
+	a, err := AnalyzeScores(context.Background(), sf, AnalyzeOptions{Claim: audit.Claim{Mu: 0.5}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := a.Findings[0]
+	if f.Result.AUC >= 0.5 || !f.Reversed() || f.ReversedMuLower < 1 {
+		t.Fatalf("AUC %v, reversed mu %v: want the reversal detected", f.Result.AUC, f.ReversedMuLower)
+	}
+	if !slices.ContainsFunc(a.Headline.Notes, func(n string) bool { return strings.Contains(n, "worse than guessing") }) {
+		t.Errorf("headline notes %q lack the reversal", a.Headline.Notes)
+	}
+	var out strings.Builder
+	if err := WriteAnalysis(&out, a); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "[reversed scores?]") {
+		t.Errorf("table does not mark the reversed row:\n%s", out.String())
+	}
+	// A weak attack that is merely below 1/2 by chance gets no such note.
+	weak := coupledScores(500, 0, 8)
+	a, err = AnalyzeScores(context.Background(), weak, AnalyzeOptions{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Findings[0].Reversed() {
+		t.Errorf("mu = 0: flagged reversed (AUC %v, reversed mu %v)", a.Findings[0].Result.AUC, a.Findings[0].ReversedMuLower)
+	}
+}
+
+// TestFamilyWiseRows: every row is certified at the Bonferroni row level of the family, so that
+// all bounds hold jointly at the stated confidence; the family is reported.
+func TestFamilyWiseRows(t *testing.T) {
+	sf := &runs.ScoreFile{Coupled: true}
+	for r := 1; r <= 5; r++ {
+		g := coupledScores(200, 1, uint64(r))
+		for _, s := range g.Scores {
+			s.Round = int32(r)
+			sf.Scores = append(sf.Scores, s)
+		}
+	}
+	a, err := AnalyzeScores(context.Background(), sf, AnalyzeOptions{Confidence: 0.9}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Family.Rows != 5 || math.Abs(a.Family.RowConfidence-0.98) > 1e-12 || a.Family.Confidence != 0.9 {
+		t.Errorf("family %+v, want 5 rows at 0.98 each for 0.9 jointly", a.Family)
+	}
+	for _, f := range a.Findings {
+		if math.Abs(f.Result.Confidence-0.98) > 1e-12 {
+			t.Errorf("round %d certified at %v, want the row level 0.98", f.Round, f.Result.Confidence)
+		}
+	}
+}
+
+// TestHeadlineEstimateIsNoViolation: a row above the convergent bound computed from an assumed
+// L says "exceeds estimate", and the headline does not turn it into a deployment violation.
+func TestHeadlineEstimateIsNoViolation(t *testing.T) {
+	bound := &audit.Bound{T: 5, Mu: 0.4, MuComposition: 9}
+	claim, source, kind := theoryClaim(runs.ThreatFinal, bound, Smoothness{L: 1, Source: "given"})
+	if claim.Mu != 0.4 || source != "convergent bound with given L" || kind != ClaimEstimate {
+		t.Fatalf("theoryClaim = %v %q %q", claim, source, kind)
+	}
+	if _, _, kind := theoryClaim(runs.ThreatFinal, bound, Smoothness{L: 1, Source: "certified", Proven: true}); kind != ClaimTheory {
+		t.Errorf("proven L: kind %q", kind)
+	}
+	sf := coupledScores(400, 2, 9)
+	a, err := AnalyzeScores(context.Background(), sf, AnalyzeOptions{Smoothness: Smoothness{L: 1, Source: "estimated"}},
+		func(int) *audit.Bound { return bound })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := a.Findings[0]
+	if f.Verdict == nil || f.Verdict.Status != audit.Violated || f.ClaimKind != ClaimEstimate {
+		t.Fatalf("row: %+v %q", f.Verdict, f.ClaimKind)
+	}
+	if a.Headline.Status == StatusViolated {
+		t.Errorf("headline %q: an estimate exceeded is not a violation of the deployment", a.Headline.Text)
+	}
+	if !slices.ContainsFunc(a.Headline.Notes, func(n string) bool { return strings.Contains(n, "convergent bound with estimated L") }) {
+		t.Errorf("notes %q lack the exceeded estimate", a.Headline.Notes)
+	}
+	var out strings.Builder
+	if err := WriteTable(&out, a.Findings); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "exceeds estimate (") || strings.Contains(out.String(), "violated") {
+		t.Errorf("table:\n%s", out.String())
+	}
+	// The split method's seed is recorded.
+	a, err = AnalyzeScores(context.Background(), sf, AnalyzeOptions{Method: audit.Split, Seed: 42}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := Records(a.Findings)[0]; r.Seed == nil || *r.Seed != 42 {
+		t.Errorf("split seed not recorded: %+v", r.Seed)
+	}
+}
+
+// snapshot hashes every file under dir with its modification time, to tell whether anything
+// was touched.
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		out[path] = fmt.Sprintf("%x %d", sha256.Sum256(raw), info.ModTime().UnixNano())
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestStageOnlyChangesReuseRuns: changing the audit section reuses the trained runs (and
+// rescoring happens only when the attacks change); changing training or the shard count is
+// refused before anything is written, naming what differs.
+func TestStageOnlyChangesReuseRuns(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := leakyConfig()
+	cfg.Pairs = 40
+	if _, err := Run(ctx, cfg, dir, RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	runFile := filepath.Join(RunsDir(dir), runs.Shard{Index: 0, Count: 1}.FileName())
+	before := snapshot(t, RunsDir(dir))
+	scoresBefore := snapshot(t, ScoresPath(dir))
+
+	// A new claim and name: the runs and the scores are reused, the verdict follows the claim.
+	changed := *cfg
+	changed.Name, changed.Audit.ClaimMu = "renamed", 50
+	var logs []string
+	logf := func(format string, args ...any) { logs = append(logs, fmt.Sprintf(format, args...)) }
+	a, err := Run(ctx, &changed, dir, RunOptions{Train: TrainOptions{Logf: logf}, Attack: AttackOptions{Logf: logf}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Headline.Status != StatusConsistent {
+		t.Errorf("claim 50: headline %q", a.Headline.Text)
+	}
+	if after := snapshot(t, RunsDir(dir)); !maps.Equal(before, after) {
+		t.Error("a stage-only change retrained the runs")
+	}
+	if after := snapshot(t, ScoresPath(dir)); !maps.Equal(scoresBefore, after) {
+		t.Error("a claim change rescored the runs")
+	}
+	if !slices.ContainsFunc(logs, func(l string) bool {
+		return strings.Contains(l, "reusing its trained runs") && strings.Contains(l, "audit.claim_mu: 0.3 -> 50") && strings.Contains(l, `name: "leaky" -> "renamed"`)
+	}) {
+		t.Errorf("logs do not name the changed settings: %q", logs)
+	}
+
+	// Other attacks: the scores are stale and redone, the runs still reused.
+	fewer := changed
+	fewer.Audit.Attacks = []string{"loss"}
+	a, err = Run(ctx, &fewer, dir, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range a.Findings {
+		if f.Attack != "loss" {
+			t.Errorf("after changing the attacks to [loss], a row of %s", f.Attack)
+		}
+	}
+	if after := snapshot(t, RunsDir(dir)); !maps.Equal(before, after) {
+		t.Error("changing the attacks retrained the runs")
+	}
+
+	// Other training, or another shard count: refused, and the directory is left as it was.
+	whole := snapshot(t, dir)
+	noisier := fewer
+	noisier.Train.NoiseStd = 0.02
+	if _, err := Run(ctx, &noisier, dir, RunOptions{}); err == nil || !strings.Contains(err.Error(), "train.noise_std: 0.01 -> 0.02") {
+		t.Errorf("other noise: err = %v, want a refusal naming train.noise_std", err)
+	}
+	if _, err := Run(ctx, &fewer, dir, RunOptions{Shards: 2}); err == nil || !strings.Contains(err.Error(), "1-shard layout") || !strings.Contains(err.Error(), "--shards 1") {
+		t.Errorf("other shard count: err = %v, want a refusal naming the layout", err)
+	}
+	if after := snapshot(t, dir); !maps.Equal(whole, after) {
+		t.Error("a refused run changed the directory")
+	}
+	if _, err := os.Stat(runFile); err != nil {
+		t.Error(err)
+	}
+}
