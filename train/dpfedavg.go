@@ -9,8 +9,9 @@ import (
 	"github.com/fedaudit/fedaudit/accounting"
 )
 
-// The client-level DP-FL systems of the time-adaptive paper (Shao et al., seed 003, App. A.1
-// and Sec. 3): every round each client is Poisson-sampled, the sampled clients train locally
+// The client-level DP-FL systems of Kiani, Kulkarni, Dziedzic, Draper and Boenisch,
+// "Differentially Private Federated Learning with Time-Adaptive Privacy Spending" (ICLR 2025),
+// App. A.1 and Sec. 3: every round each client is Poisson-sampled, the sampled clients train locally
 // from w_t, clip their model update w_local - w_t to a norm, the server sums the clipped
 // updates, adds noise to the sum and steps by the sum over the expected number of clients.
 const (
