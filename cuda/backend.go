@@ -11,26 +11,26 @@ import (
 
 const available = true
 
-// Backend is train.Backend on one GPU: kernels.Ops over the device. Buffers live in device
+// Backend is train.Backend on one GPU: Ops over the device. Buffers live in device
 // memory until Close; the engine allocates every replica's state once, so a shard of pairs
 // must fit in device memory (see docs/gpu.md for the sizes and FreeMemory to check).
 type Backend struct {
-	*kernels.Ops
+	*Ops
 	dev *device
 }
 
 var _ Engine = (*Backend)(nil)
 
 // New opens device ordinal device (0 for the first GPU) with the default launch options.
-func New(device int) (*Backend, error) { return NewWithOptions(device, kernels.Options{}) }
+func New(device int) (*Backend, error) { return NewWithOptions(device, Options{}) }
 
 // NewWithOptions is New with the given launch options (results do not depend on them).
-func NewWithOptions(device int, opt kernels.Options) (*Backend, error) {
+func NewWithOptions(device int, opt Options) (*Backend, error) {
 	d, err := openDevice(device)
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{Ops: kernels.NewOps(d, opt), dev: d}, nil
+	return &Backend{Ops: NewOps(d, opt), dev: d}, nil
 }
 
 func newBackend(device int) (Engine, error) { return New(device) }

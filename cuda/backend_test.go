@@ -4,7 +4,7 @@
 // starts and exits with an error message where there is none, so they cannot be skipped
 // gracefully. Run them with make test-gpu on a GPU machine.
 
-package cuda
+package cuda_test
 
 import (
 	"context"
@@ -12,14 +12,14 @@ import (
 	"math"
 	"testing"
 
-	"github.com/fedaudit/fedaudit/kernels"
-	"github.com/fedaudit/fedaudit/kernels/paritytest"
+	"github.com/fedaudit/fedaudit/cuda"
+	"github.com/fedaudit/fedaudit/cuda/paritytest"
 	"github.com/fedaudit/fedaudit/train"
 )
 
-func open(t testing.TB, opt kernels.Options) *Backend {
+func open(t testing.TB, opt cuda.Options) *cuda.Backend {
 	t.Helper()
-	be, err := NewWithOptions(0, opt)
+	be, err := cuda.NewWithOptions(0, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,16 +30,16 @@ func open(t testing.TB, opt kernels.Options) *Backend {
 // in package paritytest: the CUDA math library's tanh, exp, log, log1p and sincos are within
 // 1-2 float64 ulps like glibc's, so the same float32 bounds hold.
 func TestParity(t *testing.T) {
-	be := open(t, kernels.Options{})
+	be := open(t, cuda.Options{})
 	t.Logf("device: %s", be.Name())
 	be.Close()
-	paritytest.All(t, func(t *testing.T, opt kernels.Options) paritytest.Backend {
+	paritytest.All(t, func(t *testing.T, opt cuda.Options) paritytest.Backend {
 		return syncOnClose{open(t, opt)}
 	})
 }
 
 // syncOnClose surfaces asynchronous device errors (a kernel fault) before closing.
-type syncOnClose struct{ *Backend }
+type syncOnClose struct{ *cuda.Backend }
 
 func (s syncOnClose) Close() error {
 	err := s.Sync()
@@ -60,9 +60,9 @@ func TestW1MatchesCPU(t *testing.T) {
 	if err := train.Train(context.Background(), cfg, c, cp, tgt, nil, pairs, &want, nil); err != nil {
 		t.Fatal(err)
 	}
-	be := open(t, kernels.Options{})
+	be := open(t, cuda.Options{})
 	defer be.Close()
-	if err := train.TrainOn(context.Background(), be, cfg, c, cp, tgt, nil, pairs, CheckRecorder(be, &got), nil); err != nil {
+	if err := train.TrainOn(context.Background(), be, cfg, c, cp, tgt, nil, pairs, cuda.CheckRecorder(be, &got), nil); err != nil {
 		t.Fatal(err)
 	}
 	if len(got.cps) != len(want.cps) {
@@ -96,7 +96,7 @@ func (r *recorder) Checkpoint(_ context.Context, cp *train.Checkpoint) error {
 
 // A failed allocation is reported by Err, and no later operation does anything.
 func TestOutOfMemoryIsAnError(t *testing.T) {
-	be := open(t, kernels.Options{})
+	be := open(t, cuda.Options{})
 	defer be.Close()
 	_, total, err := be.FreeMemory()
 	if err != nil {

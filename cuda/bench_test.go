@@ -1,6 +1,6 @@
 //go:build gpu
 
-package cuda
+package cuda_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fedaudit/fedaudit/kernels"
+	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/train"
 )
 
@@ -18,7 +18,7 @@ func (discard) Checkpoint(context.Context, *train.Checkpoint) error { return nil
 
 // sgemmRate measures the device's single-precision GEMM rate in GFLOP/s on square n x n
 // products, as the reference for the achieved rate of the training runs.
-func sgemmRate(b *testing.B, be *Backend, n, reps int) float64 {
+func sgemmRate(b *testing.B, be *cuda.Backend, n, reps int) float64 {
 	m := func() train.Mat {
 		return train.Mat{Buf: be.Alloc(n * n), Rows: n, Cols: n, Stride: n, Batch: 1}
 	}
@@ -43,7 +43,7 @@ func sgemmRate(b *testing.B, be *Backend, n, reps int) float64 {
 // and the dense-layer GEMM rate counted as train.RunW1 counts it, as a fraction of the
 // SGEMM rate the device reaches on 4096 x 4096 products in the same run.
 func BenchmarkW1(b *testing.B) {
-	be := open(b, kernels.Options{})
+	be := open(b, cuda.Options{})
 	peak := sgemmRate(b, be, 4096, 20)
 	b.Logf("device: %s; SGEMM 4096^3: %.0f GFLOP/s", be.Name(), peak)
 	be.Close()
@@ -53,7 +53,7 @@ func BenchmarkW1(b *testing.B) {
 			cfg := train.W1Config()
 			pairs := train.PairRange{First: 0, Count: replicas / 2}
 			for i := 0; i < b.N; i++ {
-				be := open(b, kernels.Options{})
+				be := open(b, cuda.Options{})
 				warm := cfg
 				warm.Rounds = 1
 				if err := train.TrainOn(context.Background(), be, warm, c, cp, tgt, nil, pairs, discard{}, nil); err != nil {

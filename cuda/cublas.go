@@ -70,7 +70,7 @@ func b2i(v bool) C.int {
 	return 0
 }
 
-func (b *blasHandle) gemm(g kernels.GemmArgs) error {
+func (b *blasHandle) gemm(g GemmArgs) error {
 	s := C.blas_sgemm(b.h, b2i(g.TransA), b2i(g.TransB), C.int(g.M), C.int(g.N), C.int(g.K),
 		C.float(g.Alpha), C.uint64_t(g.A), C.int(g.LDA), C.longlong(g.StrideA),
 		C.uint64_t(g.B), C.int(g.LDB), C.longlong(g.StrideB), C.float(g.Beta),

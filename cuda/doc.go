@@ -1,12 +1,16 @@
-// Package cuda is the GPU training backend: train.Backend on an NVIDIA GPU through the CUDA
-// driver API (gorgonia.org/cu), cuBLAS for the matrix products and the kernels of package
-// kernels (embedded PTX, compiled by the driver for the GPU at hand) for everything else.
-// Every replica's state stays in device memory for the whole run; the host sees it only at
-// checkpoints.
+// Package cuda is the GPU training backend, beside the CPU backend of package train: Ops
+// implements train.Backend over any Device that runs the kernels of package kernels, turning
+// every operation into kernel launches and strided-batched SGEMM calls on device buffers.
 //
-// The backend exists only in builds with the tag gpu (go build -tags gpu), which need the
-// CUDA toolkit's headers and libraries (libcuda, libcublas) to link. gorgonia.org/cu
-// initialises the driver when the program starts and exits the process if there is no GPU,
-// so a gpu build runs only on a machine with one; default builds contain no CUDA code, and
-// there Available reports false and NewBackend returns ErrNotBuilt. See docs/gpu.md.
+// Two devices run it. The driver device (build tag gpu) is an NVIDIA GPU through the CUDA
+// driver API (gorgonia.org/cu) and cuBLAS, with the embedded PTX compiled by the driver for the
+// GPU at hand; every replica's state stays in device memory for the whole run and the host
+// sees it only at checkpoints. The host shim (package cuda/hostshim) compiles the same .cu
+// sources as C++ and runs them on the CPU, so every kernel and every line of Ops is checked
+// against the CPU backend (package cuda/paritytest) on machines without a GPU.
+//
+// gorgonia.org/cu initialises the driver when the program starts and exits the process if
+// there is no GPU, so a gpu build runs only on a machine with one; default builds contain no
+// driver code, and there Available reports false and NewBackend returns ErrNotBuilt. See
+// docs/gpu.md.
 package cuda

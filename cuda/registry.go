@@ -3,7 +3,6 @@ package cuda
 import (
 	"errors"
 
-	"github.com/fedaudit/fedaudit/kernels"
 	"github.com/fedaudit/fedaudit/train"
 )
 
@@ -27,9 +26,3 @@ func Available() bool { return available }
 
 // NewBackend opens the GPU backend on the given device ordinal, or returns ErrNotBuilt.
 func NewBackend(device int) (Engine, error) { return newBackend(device) }
-
-// CheckRecorder passes checkpoints on to rec only while be has no error, so a device failure
-// stops a run at its next checkpoint instead of recording garbage.
-func CheckRecorder(be Engine, rec train.Recorder) train.Recorder {
-	return kernels.CheckRecorder(be, rec)
-}

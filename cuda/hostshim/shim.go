@@ -42,10 +42,11 @@ import (
 	"path/filepath"
 	"unsafe"
 
+	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/kernels"
 )
 
-// Device is a kernels.Device whose memory is host memory and whose kernels run on the
+// Device is a cuda.Device whose memory is host memory and whose kernels run on the
 // calling thread. It is not safe for concurrent use.
 type Device struct {
 	lib                 unsafe.Pointer
@@ -60,11 +61,12 @@ type Device struct {
 
 var kernelList = kernels.All()
 
-var _ kernels.Device = (*Device)(nil)
+var _ cuda.Device = (*Device)(nil)
 
 // Build compiles the kernels found in kernelDir (the directory of package kernels) with the
-// shim in kernelDir/hostshim/cxx into a shared library in outDir and loads it.
-func Build(kernelDir, outDir string) (*Device, error) {
+// shim's C++ sources in shimDir (this package's cxx directory) into a shared library in
+// outDir and loads it.
+func Build(kernelDir, shimDir, outDir string) (*Device, error) {
 	cxx := os.Getenv("CXX")
 	if cxx == "" {
 		cxx = "g++"
@@ -73,8 +75,8 @@ func Build(kernelDir, outDir string) (*Device, error) {
 	// -ffp-contract=off: no fused multiply-adds, like the PTX (nvcc -fmad=false) and Go on
 	// amd64, so elementwise results agree bit for bit.
 	cmd := exec.Command(cxx, "-std=c++17", "-O2", "-ffp-contract=off", "-fno-fast-math", "-fPIC",
-		"-shared", "-Wall", "-Werror", "-I", kernelDir, "-o", lib,
-		filepath.Join(kernelDir, "hostshim", "cxx", "shim.cc"))
+		"-shared", "-Wall", "-Werror", "-I", kernelDir, "-I", shimDir, "-o", lib,
+		filepath.Join(shimDir, "shim.cc"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
@@ -126,7 +128,7 @@ func (d *Device) GemmCalls() int { return d.gemmCalls }
 // Live is the number of allocations not yet freed.
 func (d *Device) Live() int { return len(d.live) }
 
-// Alloc implements kernels.Device.
+// Alloc implements cuda.Device.
 func (d *Device) Alloc(n int) (uint64, error) {
 	if n <= 0 {
 		return 0, fmt.Errorf("hostshim: alloc %d bytes", n)
@@ -139,7 +141,7 @@ func (d *Device) Alloc(n int) (uint64, error) {
 	return a, nil
 }
 
-// Free implements kernels.Device.
+// Free implements cuda.Device.
 func (d *Device) Free(a uint64) error {
 	if _, ok := d.live[a]; !ok {
 		return fmt.Errorf("hostshim: free of %#x, which is not allocated", a)
@@ -162,7 +164,7 @@ func (d *Device) check(a uint64, n int) error {
 	return fmt.Errorf("hostshim: %d bytes at %#x are outside every allocation", n, a)
 }
 
-// Write implements kernels.Device.
+// Write implements cuda.Device.
 func (d *Device) Write(dst uint64, src []byte) error {
 	if len(src) == 0 {
 		return nil
@@ -174,7 +176,7 @@ func (d *Device) Write(dst uint64, src []byte) error {
 	return nil
 }
 
-// Read implements kernels.Device.
+// Read implements cuda.Device.
 func (d *Device) Read(dst []byte, src uint64) error {
 	if len(dst) == 0 {
 		return nil
@@ -186,7 +188,7 @@ func (d *Device) Read(dst []byte, src uint64) error {
 	return nil
 }
 
-// Stage implements kernels.Device: launches run at once here, so one buffer is reused.
+// Stage implements cuda.Device: launches run at once here, so one buffer is reused.
 func (d *Device) Stage(src []byte) (uint64, error) {
 	if len(src) > d.stageCap {
 		if d.stage != 0 {
@@ -205,7 +207,7 @@ func (d *Device) Stage(src []byte) (uint64, error) {
 	return d.stage, nil
 }
 
-// Launch implements kernels.Device.
+// Launch implements cuda.Device.
 func (d *Device) Launch(k kernels.Kernel, grid, block int, args []uint64) error {
 	if len(args) != d.nargs[k] {
 		return fmt.Errorf("hostshim: %s takes %d arguments, got %d", k.Name(), d.nargs[k], len(args))
@@ -221,8 +223,8 @@ func (d *Device) Launch(k kernels.Kernel, grid, block int, args []uint64) error 
 	return nil
 }
 
-// Gemm implements kernels.Device.
-func (d *Device) Gemm(g kernels.GemmArgs) error {
+// Gemm implements cuda.Device.
+func (d *Device) Gemm(g cuda.GemmArgs) error {
 	d.gemmCalls++
 	if C.call_gemm(d.gemm, b2i(g.TransA), b2i(g.TransB), C.int(g.M), C.int(g.N), C.int(g.K),
 		C.float(g.Alpha), C.uint64_t(g.A), C.int(g.LDA), C.longlong(g.StrideA),

@@ -1,10 +1,11 @@
-package kernels
+package cuda
 
 import (
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/kernels"
 	"github.com/fedaudit/fedaudit/train"
 )
 
@@ -13,7 +14,7 @@ import (
 type recorder struct {
 	ops   *Ops
 	next  uint64
-	kinds map[Kernel]string
+	kinds map[kernels.Kernel]string
 }
 
 func (r *recorder) Alloc(n int) (uint64, error) { r.next += uint64(n) + 256; return r.next, nil }
@@ -25,14 +26,14 @@ func (r *recorder) Read(dst []byte, _ uint64) error {
 }
 func (r *recorder) Stage([]byte) (uint64, error) { return 1 << 40, nil }
 func (r *recorder) Gemm(GemmArgs) error          { return nil }
-func (r *recorder) Launch(k Kernel, grid, block int, args []uint64) error {
+func (r *recorder) Launch(k kernels.Kernel, grid, block int, args []uint64) error {
 	r.kinds[k] = string(r.ops.args.kinds)
 	return nil
 }
 
 // ptxParams returns each entry point's parameter types in the PTX.
 func ptxParams(t *testing.T) map[string][]string {
-	mods, err := Modules()
+	mods, err := kernels.Modules()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func ptxParams(t *testing.T) map[string][]string {
 // Every launch of Ops passes exactly the parameters the compiled kernel declares, in number
 // and size (the CUDA driver checks neither; a mismatch would read garbage on the GPU).
 func TestLaunchArgumentsMatchPTX(t *testing.T) {
-	r := &recorder{kinds: map[Kernel]string{}}
+	r := &recorder{kinds: map[kernels.Kernel]string{}}
 	o := NewOps(r, Options{})
 	r.ops = o
 	m := func(rows, cols, batch int) train.Mat {
@@ -81,7 +82,7 @@ func TestLaunchArgumentsMatchPTX(t *testing.T) {
 	}
 	ptx := ptxParams(t)
 	size := map[byte]string{kindPtr: "u64", kindI64: "u64", kindI32: "u32", kindF32: "f32"}
-	for _, k := range All() {
+	for _, k := range kernels.All() {
 		kinds, ok := r.kinds[k]
 		if !ok {
 			t.Errorf("kernel %s was never launched by the operations above", k)

@@ -1,4 +1,4 @@
-package kernels
+package cuda
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/fedaudit/fedaudit/kernels"
 	"github.com/fedaudit/fedaudit/train"
 )
 
@@ -184,7 +185,7 @@ func (a *args) f32(f float32) *args   { return a.add(uint64(math.Float32bits(f))
 func (a *args) mat(m train.Mat) *args { return a.ptr(addr(m)).i64(m.Stride).i64(m.BatchStride) }
 
 // launch runs k over total independent work items.
-func (o *Ops) launch(k Kernel, total int) {
+func (o *Ops) launch(k kernels.Kernel, total int) {
 	if o.err != nil || total <= 0 {
 		return
 	}
@@ -263,19 +264,19 @@ func (o *Ops) Axpby(alpha float32, x train.Mat, beta float32, y train.Mat, coef 
 		cp = o.stageBytes("axpby", f32bytes(coef[:y.Batch]))[0]
 	}
 	o.args.reset().mat(y).mat(x).ptr(cp).f32(alpha).f32(beta).i64(y.Rows).i64(y.Cols).i64(y.Batch)
-	o.launch(Axpby, y.Batch*y.Rows*y.Cols)
+	o.launch(kernels.Axpby, y.Batch*y.Rows*y.Cols)
 }
 
 // AddRow implements train.Backend.
 func (o *Ops) AddRow(y, v train.Mat) {
 	o.args.reset().mat(y).ptr(addr(v)).i64(v.BatchStride).i64(y.Rows).i64(y.Cols).i64(y.Batch)
-	o.launch(AddRow, y.Batch*y.Rows*y.Cols)
+	o.launch(kernels.AddRow, y.Batch*y.Rows*y.Cols)
 }
 
 // SumRows implements train.Backend.
 func (o *Ops) SumRows(alpha float32, x train.Mat, beta float32, y train.Mat) {
 	o.args.reset().ptr(addr(y)).i64(y.BatchStride).mat(x).f32(alpha).f32(beta).i64(x.Rows).i64(y.Cols).i64(y.Batch)
-	o.launch(SumRows, y.Batch*y.Cols)
+	o.launch(kernels.SumRows, y.Batch*y.Cols)
 }
 
 // Gather implements train.Backend.
@@ -285,26 +286,26 @@ func (o *Ops) Gather(dst, src train.Mat, idx []int32) {
 	}
 	ip := o.stageBytes("gather", unsafe.Slice((*byte)(unsafe.Pointer(&idx[0])), 4*len(idx)))[0]
 	o.args.reset().mat(dst).mat(src).ptr(ip).i64(len(idx)).i64(dst.Cols).i64(dst.Batch)
-	o.launch(Gather, dst.Batch*len(idx)*dst.Cols)
+	o.launch(kernels.Gather, dst.Batch*len(idx)*dst.Cols)
 }
 
 // Activate implements train.Backend.
 func (o *Ops) Activate(act train.Activation, pre, post train.Mat) {
 	o.args.reset().u32(uint32(act)).mat(pre).mat(post).i64(pre.Rows).i64(pre.Cols).i64(pre.Batch)
-	o.launch(Activate, pre.Batch*pre.Rows*pre.Cols)
+	o.launch(kernels.Activate, pre.Batch*pre.Rows*pre.Cols)
 }
 
 // ActivateGrad implements train.Backend.
 func (o *Ops) ActivateGrad(act train.Activation, pre, post, grad train.Mat) {
 	o.args.reset().u32(uint32(act)).mat(pre).mat(post).mat(grad).i64(pre.Rows).i64(pre.Cols).i64(pre.Batch)
-	o.launch(ActivateGrad, pre.Batch*pre.Rows*pre.Cols)
+	o.launch(kernels.ActivateGrad, pre.Batch*pre.Rows*pre.Cols)
 }
 
 // SoftmaxXent implements train.Backend.
 func (o *Ops) SoftmaxXent(logits, labels train.Mat, scale float32, dlogits, loss, margin train.Mat) {
 	o.args.reset().mat(logits).mat(labels).f32(scale).mat(dlogits).mat(loss).mat(margin).
 		i64(logits.Rows).i64(logits.Cols).i64(logits.Batch)
-	o.launch(SoftmaxXent, logits.Batch*logits.Rows)
+	o.launch(kernels.SoftmaxXent, logits.Batch*logits.Rows)
 }
 
 // ClipExamples implements train.Backend: the per-example squared norms are summed layer by
@@ -325,11 +326,11 @@ func (o *Ops) ClipExamples(v float32, deltas, inputs []train.Mat) {
 			first = 1
 		}
 		o.args.reset().ptr(norms).mat(d).mat(in).i64(d.Cols).i64(in.Cols).u32(first).i64(rows).i64(batch)
-		o.launch(ClipExamplesNorm, rows*batch)
+		o.launch(kernels.ClipExamplesNorm, rows*batch)
 	}
 	for _, d := range deltas {
 		o.args.reset().mat(d).ptr(norms).f32(v).i64(rows).i64(d.Cols).i64(batch)
-		o.launch(ClipExamplesScale, batch*rows*d.Cols)
+		o.launch(kernels.ClipExamplesScale, batch*rows*d.Cols)
 	}
 }
 
@@ -337,12 +338,12 @@ func (o *Ops) ClipExamples(v float32, deltas, inputs []train.Mat) {
 // and returns its address; rows are a.Cols long.
 func (o *Ops) sumProducts(a, c train.Mat) uint64 {
 	batch := a.Batch
-	part := o.grow(&o.part, batch*Partials)
+	part := o.grow(&o.part, batch*kernels.Partials)
 	out := o.grow(&o.sums, batch)
 	o.args.reset().ptr(part).ptr(addr(a)).i64(a.BatchStride).ptr(addr(c)).i64(c.BatchStride).i64(a.Cols).i64(batch)
-	o.launch(DotPartials, batch*Partials)
+	o.launch(kernels.DotPartials, batch*kernels.Partials)
 	o.args.reset().ptr(out).ptr(part).i64(batch)
-	o.launch(ReducePartials, batch)
+	o.launch(kernels.ReducePartials, batch)
 	return out
 }
 
@@ -361,7 +362,7 @@ func (o *Ops) ClipStep(eta, v, alpha float32, w, g, anchor train.Mat) {
 	}
 	o.args.reset().ptr(addr(w)).i64(w.BatchStride).ptr(addr(g)).i64(g.BatchStride).
 		ptr(addr(an)).i64(an.BatchStride).ptr(sums).f32(eta).f32(v).f32(alpha).i64(w.Cols).i64(w.Batch)
-	o.launch(ClipStep, w.Batch*w.Cols)
+	o.launch(kernels.ClipStep, w.Batch*w.Cols)
 }
 
 // AddGaussian implements train.Backend. Adjacent batch elements with equal seeds (the two
@@ -385,7 +386,7 @@ func (o *Ops) AddGaussian(dst train.Mat, seeds []uint64, scale []float32, round,
 	nruns := len(o.runs) - 1
 	o.args.reset().ptr(addr(dst)).i64(dst.BatchStride).ptr(p[0]).ptr(p[1]).ptr(p[2]).i64(nruns).
 		u32(round).u32(stream).i64(dst.Cols)
-	o.launch(AddGaussian, nruns*((dst.Cols+3)/4))
+	o.launch(kernels.AddGaussian, nruns*((dst.Cols+3)/4))
 }
 
 // Dots implements train.Backend: partial sums on the device, one float64 per batch element
@@ -413,7 +414,7 @@ func (o *Ops) PhiloxRaw(n int, k0, k1, c0, c1, c2, c3 uint32) ([]uint32, error) 
 	}
 	buf := o.alloc("philox", 16*n)
 	o.args.reset().ptr(buf).i64(n).u32(k0).u32(k1).u32(c0).u32(c1).u32(c2).u32(c3)
-	o.launch(PhiloxRaw, n)
+	o.launch(kernels.PhiloxRaw, n)
 	out := make([]uint32, 4*n)
 	if o.err == nil {
 		o.fail("philox", o.dev.Read(unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), 16*n), buf))

@@ -1,4 +1,4 @@
-// Package paritytest checks a kernels.Ops-based backend against the CPU backend operation by
+// Package paritytest checks a cuda.Ops-based backend against the CPU backend operation by
 // operation and run by run. Package kernels/hostshim runs it on the CPU; package cuda runs it
 // on a GPU (make test-gpu). Every tolerance is stated and justified beside its test.
 package paritytest
@@ -9,11 +9,11 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/fedaudit/fedaudit/kernels"
+	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/train"
 )
 
-// Backend is a kernels.Ops-based backend under test: kernels.Ops itself on some Device, or
+// Backend is a cuda.Ops-based backend under test: cuda.Ops itself on some Device, or
 // the GPU backend of package cuda.
 type Backend interface {
 	train.Backend
@@ -21,13 +21,13 @@ type Backend interface {
 	Err() error
 	// Close frees the backend's memory.
 	Close() error
-	// PhiloxRaw returns the Philox4x32-10 words computed by the device (kernels.Ops.PhiloxRaw).
+	// PhiloxRaw returns the Philox4x32-10 words computed by the device (cuda.Ops.PhiloxRaw).
 	PhiloxRaw(n int, k0, k1, c0, c1, c2, c3 uint32) ([]uint32, error)
 }
 
 // Factory returns a fresh backend with the given launch options; it may register cleanups
 // (which run after the backend's Close) to check for leaks.
-type Factory func(t *testing.T, opt kernels.Options) Backend
+type Factory func(t *testing.T, opt cuda.Options) Backend
 
 // All runs every parity test: each operation of train.Backend against the CPU backend
 // (train.NewCPU) on edge shapes and two launch configurations, the Philox generator against
@@ -61,7 +61,7 @@ func All(t *testing.T, f Factory) {
 
 // launchConfigs are the launch configurations every operation is checked under: the default,
 // and a tiny one that makes every grid-stride loop wrap many times and leaves partial blocks.
-var launchConfigs = []kernels.Options{{}, {Block: 7, MaxGrid: 3}}
+var launchConfigs = []cuda.Options{{}, {Block: 7, MaxGrid: 3}}
 
 // twin runs an operation on the CPU backend and on the backend under test side by side.
 type twin struct {
@@ -72,7 +72,7 @@ type twin struct {
 	bufs [][2]train.Buffer
 }
 
-func newTwin(t *testing.T, f Factory, opt kernels.Options) *twin {
+func newTwin(t *testing.T, f Factory, opt cuda.Options) *twin {
 	w := &twin{t: t, cpu: train.NewCPU(2), ops: f(t, opt), rng: rand.New(rand.NewPCG(1, 2))}
 	t.Cleanup(func() {
 		w.cpu.Close()
@@ -179,7 +179,7 @@ func (w *twin) near(id int, what string, tol func(i int, ref float32) float64) {
 	}
 }
 
-func cfgName(o kernels.Options) string {
+func cfgName(o cuda.Options) string {
 	if o.Block == 0 {
 		return "default-launch"
 	}

@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/fedaudit/fedaudit/kernels"
+	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/train"
 )
 
@@ -17,7 +17,7 @@ func testPhiloxKnownAnswers(t *testing.T, f Factory) {
 		{[]uint32{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, []uint32{0xffffffff, 0xffffffff}, []uint32{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
 		{[]uint32{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, []uint32{0xa4093822, 0x299f31d0}, []uint32{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
 	}
-	ops := f(t, kernels.Options{})
+	ops := f(t, cuda.Options{})
 	defer ops.Close()
 	for _, c := range cases {
 		got, err := ops.PhiloxRaw(1, c.key[0], c.key[1], c.ctr[0], c.ctr[1], c.ctr[2], c.ctr[3])
@@ -34,7 +34,7 @@ func testPhiloxKnownAnswers(t *testing.T, f Factory) {
 // must reproduce AddGaussianHost bit for bit: this pins the counter layout (coordinate block,
 // round, stream, domain), the key split of the seed and the order of the words.
 func testPhiloxWordsAreTrainsStream(t *testing.T, f Factory) {
-	ops := f(t, kernels.Options{Block: 5, MaxGrid: 2})
+	ops := f(t, cuda.Options{Block: 5, MaxGrid: 2})
 	defer ops.Close()
 	const round, stream, n = 17, 0xFFFFFFFF, 37
 	seed := uint64(0x0123456789abcdef)

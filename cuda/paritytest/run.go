@@ -7,8 +7,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/datasets"
-	"github.com/fedaudit/fedaudit/kernels"
 	"github.com/fedaudit/fedaudit/train"
 )
 
@@ -105,10 +105,10 @@ func testRunsMatchCPU(t *testing.T, f Factory) {
 			if err := train.Train(context.Background(), cfg, wc, wcp, tgt, nil, c.pairs, &want, nil); err != nil {
 				t.Fatal(err)
 			}
-			ops := f(t, kernels.Options{Block: 32})
+			ops := f(t, cuda.Options{Block: 32})
 			defer ops.Close()
 			var got memRecorder
-			if err := train.TrainOn(context.Background(), ops, cfg, wc, wcp, tgt, nil, c.pairs, kernels.CheckRecorder(ops, &got), nil); err != nil {
+			if err := train.TrainOn(context.Background(), ops, cfg, wc, wcp, tgt, nil, c.pairs, cuda.CheckRecorder(ops, &got), nil); err != nil {
 				t.Fatal(err)
 			}
 			compareRuns(t, want.cps, got.cps)

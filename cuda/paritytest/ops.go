@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/fedaudit/fedaudit/kernels"
+	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/train"
 )
 
@@ -363,7 +363,7 @@ func testClipStep(t *testing.T, f Factory) {
 
 // A NaN gradient poisons only its own replica, on both backends.
 func testClipStepNaN(t *testing.T, f Factory) {
-	w := newTwin(t, f, kernels.Options{})
+	w := newTwin(t, f, cuda.Options{})
 	s := shape{rows: 1, cols: 5, batch: 3}
 	wb := w.normal(s.size())
 	g := w.buf(s.size(), func(i int) float32 {

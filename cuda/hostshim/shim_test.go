@@ -8,8 +8,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/cuda"
+	"github.com/fedaudit/fedaudit/cuda/paritytest"
 	"github.com/fedaudit/fedaudit/kernels"
-	"github.com/fedaudit/fedaudit/kernels/paritytest"
 )
 
 // The shim library is compiled once per test binary.
@@ -30,7 +31,7 @@ func device(t *testing.T) *Device {
 			return
 		}
 		var d *Device
-		d, buildErr = Build("..", dir)
+		d, buildErr = Build(filepath.Join("..", "..", "kernels"), "cxx", dir)
 		if buildErr == nil {
 			buildLib = filepath.Join(dir, "libfedaudit_shim.so")
 			d.Close()
@@ -53,8 +54,8 @@ func device(t *testing.T) *Device {
 }
 
 func TestParity(t *testing.T) {
-	paritytest.All(t, func(t *testing.T, opt kernels.Options) paritytest.Backend {
-		return kernels.NewOps(device(t), opt)
+	paritytest.All(t, func(t *testing.T, opt cuda.Options) paritytest.Backend {
+		return cuda.NewOps(device(t), opt)
 	})
 }
 

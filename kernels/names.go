@@ -1,0 +1,49 @@
+package kernels
+
+// Kernel names one kernel of the .cu sources.
+type Kernel int
+
+// The kernels, in no particular order; Name gives the entry point in the PTX.
+const (
+	Axpby Kernel = iota
+	AddRow
+	SumRows
+	Gather
+	Activate
+	ActivateGrad
+	SoftmaxXent
+	ClipExamplesNorm
+	ClipExamplesScale
+	DotPartials
+	ReducePartials
+	ClipStep
+	AddGaussian
+	PhiloxRaw
+	numKernels
+)
+
+var kernelNames = [numKernels]string{
+	Axpby: "axpby", AddRow: "add_row", SumRows: "sum_rows", Gather: "gather",
+	Activate: "activate", ActivateGrad: "activate_grad", SoftmaxXent: "softmax_xent",
+	ClipExamplesNorm: "clip_examples_norm", ClipExamplesScale: "clip_examples_scale",
+	DotPartials: "dot_partials", ReducePartials: "reduce_partials", ClipStep: "clip_step",
+	AddGaussian: "add_gaussian", PhiloxRaw: "philox_raw",
+}
+
+// Name is the kernel's entry point (its extern "C" name).
+func (k Kernel) Name() string { return kernelNames[k] }
+
+func (k Kernel) String() string { return k.Name() }
+
+// All returns every kernel.
+func All() []Kernel {
+	ks := make([]Kernel, numKernels)
+	for i := range ks {
+		ks[i] = Kernel(i)
+	}
+	return ks
+}
+
+// Partials is the number of partial sums per batch element of the long reductions
+// (FEDAUDIT_PARTIALS in common.cuh).
+const Partials = 256
