@@ -161,6 +161,7 @@ var registry = []Attack{
 		summary: "the informed adversary's Gaussian log-likelihood ratio summed over all rounds (recorded by training)"},
 	informedAttack{name: "informed-last", stat: train.StatLLRLast, threat: runs.ThreatAllIterates,
 		summary: "the informed adversary's log-likelihood ratio of the last round only: an observer of w_{T-1} and w_T"},
+	informedUploadAttack{},
 	lossAttack{},
 	marginAttack{},
 	liraAttack{online: false},
