@@ -99,7 +99,7 @@ func logitConfidence(loss float64) float64 {
 }
 
 // liraAttack is Carlini et al.'s likelihood-ratio attack with the worlds as IN (C) and OUT (C')
-// and runs of other folds as shadow models. Its statistic is the logit-scaled confidence on
+// and the runs of the shadow pairs as shadow models. Its statistic is the logit-scaled confidence on
 // epsilon minus that on epsilon' for softmax models (confidence on epsilon alone without
 // epsilon'), and the margin <x, w> difference for the quadratic model, whose loss is no
 // log-probability.
@@ -110,10 +110,10 @@ func (a liraAttack) Info() Info {
 		Needs: Needs{Stats: []string{StatTargetLossC, StatTargetLossCPrime, StatTargetMarginC, StatTargetMarginCPrime}}}
 	if a.online {
 		info.Name = "lira-online"
-		info.Summary = "LiRA online: Gaussians fitted to both worlds' logit-scaled confidence in other folds, score = log-likelihood ratio"
+		info.Summary = "LiRA online: Gaussians fitted to both worlds' logit-scaled confidence of the shadow pairs, score = log-likelihood ratio"
 	} else {
 		info.Name = "lira-offline"
-		info.Summary = "LiRA offline: Gaussian fitted to world C' in other folds, score = one-sided z-score of the logit-scaled confidence"
+		info.Summary = "LiRA offline: Gaussian fitted to world C' of the shadow pairs, score = one-sided z-score of the logit-scaled confidence"
 	}
 	return info
 }
