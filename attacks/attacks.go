@@ -9,9 +9,10 @@
 // them. Each attack declares what it needs (parameters, uploads, recorded statistics, the target
 // samples, the model) and Score refuses with a message naming what a run file lacks.
 //
-// Attacks that learn from runs (LiRA, the linear distinguisher) are cross-fitted: pairs are split
-// into folds, and a run is scored only by a model fitted on the other folds. Scores do not depend
-// on the number of workers.
+// Attacks that learn from runs (LiRA, the linear distinguisher) are fitted on shadow pairs (every
+// fifth pair, at most 500) that are then never scored, so the scores they give the other pairs
+// are independent draws of one fixed test, as the certification assumes. Scores do not depend on
+// the number of workers.
 //
 // docs/attacks.md describes every attack, its threat model, score direction and metrics.
 package attacks
@@ -66,8 +67,10 @@ type Env struct {
 	// Initial is w_0, public in federated learning (train draws it from the master seed);
 	// optional: without it attacks that need w_0 read the round-0 checkpoint.
 	Initial []float32
-	// Folds is the number of cross-fitting folds of learned attacks; 0 means 5.
-	Folds int
+	// ShadowEvery makes every k-th pair (in order of pair id) a shadow pair, on which learned
+	// attacks are fitted and which they never score; 0 means DefaultShadowEvery (5).
+	// ShadowMax caps the shadow pairs; 0 means DefaultShadowMax (500).
+	ShadowEvery, ShadowMax int
 	// Seed seeds the attacks' own randomness (random directions, restarts).
 	Seed uint64
 
@@ -102,7 +105,7 @@ type Info struct {
 	Name   string
 	Threat string // runs.ThreatFinal, runs.ThreatAllIterates or runs.ThreatUploads
 	Needs  Needs
-	// Learned attacks are fitted on runs and cross-fitted.
+	// Learned attacks are fitted on the shadow pairs and score only the others.
 	Learned bool
 	// Metrics names the per-run success metrics the attack reports beside its score.
 	Metrics []string
@@ -149,8 +152,7 @@ type Example struct {
 	Features      []float64
 }
 
-// Learner is an attack fitted on runs. Fit sees only examples of folds other than those it will
-// score.
+// Learner is an attack fitted on runs. Fit sees only the shadow pairs, which it never scores.
 type Learner interface {
 	Attack
 	Fit(env *Env, train []Example) (func(features []float64) float64, error)
@@ -161,6 +163,7 @@ var registry = []Attack{
 		summary: "the informed adversary's Gaussian log-likelihood ratio summed over all rounds (recorded by training)"},
 	informedAttack{name: "informed-last", stat: train.StatLLRLast, threat: runs.ThreatAllIterates,
 		summary: "the informed adversary's log-likelihood ratio of the last round only: an observer of w_{T-1} and w_T"},
+	informedUploadAttack{},
 	lossAttack{},
 	marginAttack{},
 	liraAttack{online: false},

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/train"
 )
 
 // informedAttack reads the informed adversary's log-likelihood ratio that training records. Its
@@ -19,6 +20,28 @@ func (a informedAttack) Info() Info {
 
 func (a informedAttack) Observe(env *Env, obs *Observation) (Observed, error) {
 	return Observed{Score: stat(env, &obs.Row, a.stat)}, nil
+}
+
+// informedUploadAttack is the Neyman-Pearson test of the uploads observer, who sees the model
+// w_{T-1} a round starts from and the target client's noisy upload of that round: training
+// records the upload's Gaussian log-likelihood ratio given w_{T-1},
+// (1/sigma^2) <U - (phi_i(w) + phi'_i(w))/2, phi_i(w) - phi'_i(w)>, whose scores are
+// N(+-M^2/2, M^2) with M^2 = informed_mu2_upload. It uses no more than that observer sees, so
+// what it certifies is at most the exact upload mu and, on the quadratic instance at T = 1,
+// reaches it. A run whose client sat the round out (M^2 = 0, no upload) counts as missing.
+type informedUploadAttack struct{}
+
+func (informedUploadAttack) Info() Info {
+	return Info{Name: "informed-upload", Threat: runs.ThreatUploads,
+		Needs:   Needs{Stats: []string{train.StatLLRUpload, train.StatMu2Upload}},
+		Summary: "the informed adversary's log-likelihood ratio of the target client's last upload given w_{T-1} (recorded by training): the uploads observer's Neyman-Pearson test"}
+}
+
+func (informedUploadAttack) Observe(env *Env, obs *Observation) (Observed, error) {
+	if stat(env, &obs.Row, train.StatMu2Upload) == 0 {
+		return Observed{}, errMissing
+	}
+	return Observed{Score: stat(env, &obs.Row, train.StatLLRUpload)}, nil
 }
 
 // targetStats returns a statistic on epsilon and on epsilon'; the second is NaN when C' lacks the
@@ -76,7 +99,7 @@ func logitConfidence(loss float64) float64 {
 }
 
 // liraAttack is Carlini et al.'s likelihood-ratio attack with the worlds as IN (C) and OUT (C')
-// and runs of other folds as shadow models. Its statistic is the logit-scaled confidence on
+// and the runs of the shadow pairs as shadow models. Its statistic is the logit-scaled confidence on
 // epsilon minus that on epsilon' for softmax models (confidence on epsilon alone without
 // epsilon'), and the margin <x, w> difference for the quadratic model, whose loss is no
 // log-probability.
@@ -87,10 +110,10 @@ func (a liraAttack) Info() Info {
 		Needs: Needs{Stats: []string{StatTargetLossC, StatTargetLossCPrime, StatTargetMarginC, StatTargetMarginCPrime}}}
 	if a.online {
 		info.Name = "lira-online"
-		info.Summary = "LiRA online: Gaussians fitted to both worlds' logit-scaled confidence in other folds, score = log-likelihood ratio"
+		info.Summary = "LiRA online: Gaussians fitted to both worlds' logit-scaled confidence of the shadow pairs, score = log-likelihood ratio"
 	} else {
 		info.Name = "lira-offline"
-		info.Summary = "LiRA offline: Gaussian fitted to world C' in other folds, score = one-sided z-score of the logit-scaled confidence"
+		info.Summary = "LiRA offline: Gaussian fitted to world C' of the shadow pairs, score = one-sided z-score of the logit-scaled confidence"
 	}
 	return info
 }

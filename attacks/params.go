@@ -66,7 +66,7 @@ func (gradAlignAttack) Observe(env *Env, obs *Observation) (Observed, error) {
 // directions: the target's gradient difference at w_0 and at w_T (unit length) and
 // linearRandomDirections fixed random unit directions (seeded by Env.Seed, the same for every
 // run), which let the fit see how much noise the projections carry. The fit is linear
-// discriminant analysis (shared covariance with a small ridge), cross-fitted by pair.
+// discriminant analysis (shared covariance with a small ridge), fitted on the shadow pairs.
 type linearAttack struct{}
 
 const linearRandomDirections = 4
@@ -74,7 +74,7 @@ const linearRandomDirections = 4
 func (linearAttack) Info() Info {
 	return Info{Name: "linear", Threat: runs.ThreatFinal, Learned: true,
 		Needs:   Needs{Params: true, Initial: true, Target: true, Model: true},
-		Summary: "LDA on w_T - w_0 projected onto the target's gradient differences and fixed random directions, cross-fitted"}
+		Summary: "LDA on w_T - w_0 projected onto the target's gradient differences and fixed random directions, fitted on shadow pairs"}
 }
 
 func unit(v []float64) []float64 {

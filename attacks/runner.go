@@ -205,20 +205,26 @@ func score(ctx context.Context, table *runs.Table, env *Env, atts []Attack, opts
 		obs[i].Row.Params, obs[i].Row.Upload, obs[i].Prev, obs[i].Initial = nil, nil, nil, nil
 	}
 
-	// Learned attacks: fit per (attack, round, fold) on the other folds.
-	folds := foldsOf(obs, env.Folds)
-	nfold := env.Folds
-	if nfold <= 0 {
-		nfold = 5
+	// Learned attacks: fit once per (attack, round) on the shadow pairs, which are then never
+	// scored, and score every other pair with that one fixed scorer. Given the shadow pairs, the
+	// evaluated pairs are independent draws scored by the same test, which is what the
+	// certification (DKW, Clopper-Pearson) assumes; cross-fitted folds, whose scorers depend on
+	// each other's pairs, would not be.
+	shadow, err := shadowPairs(obs, env.ShadowEvery, env.ShadowMax)
+	if err != nil {
+		return nil, err
 	}
-	type fitJob struct{ ai, round, fold int }
+	type fitJob struct{ ai, round int }
 	var fits []fitJob
+	learned := make([]bool, len(atts))
 	for ai, a := range atts {
 		if _, ok := a.(Learner); ok {
+			learned[ai] = true
+			if len(shadow) == 0 {
+				return nil, fmt.Errorf("attacks: %s is fitted on shadow pairs (every %d-th pair), and there are only %d pairs", a.Info().Name, shadowEvery(env), len(pairIDs(obs)))
+			}
 			for ri := range rounds {
-				for f := 0; f < nfold; f++ {
-					fits = append(fits, fitJob{ai, ri, f})
-				}
+				fits = append(fits, fitJob{ai, ri})
 			}
 		}
 	}
@@ -232,7 +238,7 @@ func score(ctx context.Context, table *runs.Table, env *Env, atts []Attack, opts
 			if obs[oi].Round != t || status[fj.ai][oi] != nil {
 				continue
 			}
-			if folds[obs[oi].PairID] == fj.fold {
+			if !shadow[obs[oi].PairID] {
 				targets = append(targets, oi)
 				continue
 			}
@@ -244,10 +250,10 @@ func score(ctx context.Context, table *runs.Table, env *Env, atts []Attack, opts
 		}
 		scorer, err := learner.Fit(env, train)
 		if err != nil {
-			return fmt.Errorf("attacks: %s at round %d, fold %d of %d: fit on %d runs: %w", learner.Info().Name, t, fj.fold+1, nfold, len(train), err)
+			return fmt.Errorf("attacks: %s at round %d: fit on %d runs of %d shadow pairs: %w", learner.Info().Name, t, len(train), len(shadow), err)
 		}
 		for _, oi := range targets {
-			// Each observation is in exactly one fold, so no two jobs write the same slot.
+			// Each observation is in one job (its attack and round), so no two jobs write the same slot.
 			observed[fj.ai][oi].Score = scorer(observed[fj.ai][oi].Features)
 		}
 		return nil
@@ -272,8 +278,8 @@ func score(ctx context.Context, table *runs.Table, env *Env, atts []Attack, opts
 			var worlds []int8
 			for oi := range obs {
 				o := &obs[oi]
-				if o.Round != t {
-					continue
+				if o.Round != t || learned[ai] && shadow[o.PairID] {
+					continue // shadow pairs fitted the learned attacks and are not audited
 				}
 				s := runs.Score{RunID: o.RunID, PairID: o.PairID, World: o.World, Round: t, Attack: info.Name, Threat: info.Threat}
 				s.Metrics = make([]float64, len(res.MetricNames))
@@ -355,12 +361,21 @@ func collect(ctx context.Context, table *runs.Table, keepRow, keepParams, keepUp
 	return st, nil
 }
 
-// foldsOf assigns pairs to folds round-robin in order of pair id, so both runs of a pair share a
-// fold and the assignment depends on nothing but the pair ids.
-func foldsOf(obs []Observation, k int) map[int64]int {
-	if k <= 0 {
-		k = 5
+// Defaults of the shadow split of learned attacks.
+const (
+	DefaultShadowEvery = 5
+	DefaultShadowMax   = 500
+)
+
+func shadowEvery(env *Env) int {
+	if env.ShadowEvery > 0 {
+		return env.ShadowEvery
 	}
+	return DefaultShadowEvery
+}
+
+// pairIDs returns the distinct pair ids of obs, sorted.
+func pairIDs(obs []Observation) []int64 {
 	var ids []int64
 	seen := map[int64]bool{}
 	for _, o := range obs {
@@ -370,11 +385,31 @@ func foldsOf(obs []Observation, k int) map[int64]int {
 		}
 	}
 	slices.Sort(ids)
-	out := make(map[int64]int, len(ids))
-	for i, id := range ids {
-		out[id] = i % k
+	return ids
+}
+
+// shadowPairs picks the pairs learned attacks are fitted on: in order of pair id, every k-th
+// pair (the k-th, 2k-th, ...), at most limit of them. Both runs of a pair go together, and the
+// choice depends on nothing but the pair ids, so it is the same for every attack, round and
+// worker count. k <= 0 means DefaultShadowEvery, limit <= 0 DefaultShadowMax; k = 1 is refused
+// (it would leave nothing to audit).
+func shadowPairs(obs []Observation, k, limit int) (map[int64]bool, error) {
+	if k <= 0 {
+		k = DefaultShadowEvery
 	}
-	return out
+	if k == 1 {
+		return nil, errors.New("attacks: ShadowEvery = 1 would fit on every pair and leave none to audit")
+	}
+	if limit <= 0 {
+		limit = DefaultShadowMax
+	}
+	out := map[int64]bool{}
+	for i, id := range pairIDs(obs) {
+		if i%k == k-1 && len(out) < limit {
+			out[id] = true
+		}
+	}
+	return out, nil
 }
 
 // parallel runs fn(0..n-1) on workers goroutines and returns the first error by index order, so

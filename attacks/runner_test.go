@@ -184,8 +184,16 @@ func TestWorkersDoNotChangeScores(t *testing.T) {
 			t.Errorf("results with %d workers differ from those with 1", w)
 		}
 	}
-	if len(ref.Scores) != len(all)*2*spec.pairs {
-		t.Fatalf("%d scores, want %d", len(ref.Scores), len(all)*2*spec.pairs)
+	// Learned attacks do not score their shadow pairs (every 5th: 2 of 12 pairs).
+	want := 0
+	for _, info := range Names() {
+		want += 2 * spec.pairs
+		if info.Learned {
+			want -= 2 * (spec.pairs / 5)
+		}
+	}
+	if len(ref.Scores) != want {
+		t.Fatalf("%d scores, want %d", len(ref.Scores), want)
 	}
 	for i := 1; i < len(ref.Scores); i++ {
 		a, b := ref.Scores[i-1], ref.Scores[i]
@@ -223,9 +231,13 @@ func (s spyLearner) Fit(_ *Env, train []Example) (func([]float64) float64, error
 	}, nil
 }
 
-func TestCrossFittingNeverScoresSeenRuns(t *testing.T) {
+// TestShadowPairsAreNeverScored: issue 13 item 4b. A learned attack is fitted once per round on
+// the shadow pairs (every 5th pair in pair-id order, here pairs at positions 4 and 9 of 13) and
+// scores only the other pairs, with that one scorer: no scored run was seen by the fit, the
+// shadow pairs are absent from the scores, and the summary counts only the audited runs.
+func TestShadowPairsAreNeverScored(t *testing.T) {
 	spec := softmaxSpec
-	spec.sigma, spec.pairs = 0.1, 13 // 13 pairs in 5 folds: folds of 3 and 2 pairs
+	spec.sigma, spec.pairs = 0.1, 13
 	path, env, _ := simulate(t, spec)
 	var fits atomic.Int32
 	env.cache = nil
@@ -234,20 +246,58 @@ func TestCrossFittingNeverScoresSeenRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fits.Load() != 5 {
-		t.Errorf("%d fits, want 5 folds", fits.Load())
+	if fits.Load() != 1 {
+		t.Errorf("%d fits, want one per round", fits.Load())
 	}
+	scored := map[int64]bool{}
 	for _, s := range res.Scores {
+		scored[s.PairID] = true
 		if s.Score == 1 {
 			t.Errorf("run %d (pair %d) was scored by a model fitted on it or its pair", s.RunID, s.PairID)
 		}
-		// The other folds hold 10 or 11 pairs: 20 or 22 runs.
-		if s.Score != -20 && s.Score != -22 {
-			t.Errorf("run %d scored by a fit on %v runs, want 20 or 22", s.RunID, -s.Score)
+		if s.Score != -4 { // 2 shadow pairs, 4 runs
+			t.Errorf("run %d scored by a fit on %v runs, want 4", s.RunID, -s.Score)
 		}
 	}
+	if len(res.Scores) != 22 || len(scored) != 11 {
+		t.Errorf("%d scores of %d pairs, want 22 of 11", len(res.Scores), len(scored))
+	}
+	if len(res.Summary) != 1 || res.Summary[0].Runs != 22 {
+		t.Errorf("summary %+v, want 22 runs", res.Summary)
+	}
+	// A plain attack on the same file still scores every pair.
+	res, err = Score(context.Background(), openTable(t, path), env, Options{Attacks: []string{"loss"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(res.Scores) != 26 {
-		t.Errorf("%d scores, want 26", len(res.Scores))
+		t.Errorf("loss: %d scores, want 26", len(res.Scores))
+	}
+}
+
+func TestShadowPairs(t *testing.T) {
+	obs := make([]Observation, 0, 2*1200)
+	for p := int64(1199); p >= 0; p-- { // any order: the pick follows pair ids
+		obs = append(obs, Observation{PairID: 3 * p}, Observation{PairID: 3 * p})
+	}
+	for _, tc := range []struct {
+		k, limit, want int
+		first, last    int64
+	}{
+		{0, 0, 240, 3 * 4, 3 * 1199},
+		{5, 100, 100, 3 * 4, 3 * 499},
+		{2, 0, 500, 3 * 1, 3 * 999},
+	} {
+		sh, err := shadowPairs(obs, tc.k, tc.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sh) != tc.want || !sh[tc.first] || !sh[tc.last] || sh[tc.first-3] {
+			t.Errorf("k=%d limit=%d: %d shadow pairs (first %v, last %v), want %d from %d to %d", tc.k, tc.limit, len(sh), sh[tc.first], sh[tc.last], tc.want, tc.first, tc.last)
+		}
+	}
+	if _, err := shadowPairs(obs, 1, 0); err == nil {
+		t.Error("k = 1 accepted")
 	}
 }
 

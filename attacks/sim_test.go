@@ -92,7 +92,7 @@ func simulate(t *testing.T, s simSpec) (string, Env, []datasets.Sample) {
 		labels = append(labels, x.Label)
 	}
 	phi := [2][]float64{localTrain(m, w0, data[0], s.steps, s.eta), localTrain(m, w0, data[1], s.steps, s.eta)}
-	stats := []string{StatTargetLossC, StatTargetLossCPrime, StatTargetMarginC, StatTargetMarginCPrime, train.StatLLRAll, train.StatLLRLast, train.StatMu2}
+	stats := []string{StatTargetLossC, StatTargetLossCPrime, StatTargetMarginC, StatTargetMarginCPrime, train.StatLLRAll, train.StatLLRLast, train.StatMu2, train.StatLLRUpload, train.StatMu2Upload}
 	meta := runs.Meta{Config: []byte(`{"synthetic":true}`), DatasetHash: "00", ToolVersion: "test", StatNames: stats,
 		HasParams: !s.noParams, HasUpload: !s.noUpload}
 	if s.noStats {
@@ -155,7 +155,8 @@ func simulate(t *testing.T, s simSpec) (string, Env, []datasets.Sample) {
 					llr /= s.sigma * s.sigma
 					mu2 /= s.sigma * s.sigma
 				}
-				r1.Stats = []float64{l, lp, mg, mgp, llr, llr, mu2}
+				// One client: the upload is w_1 itself, so its ratio is the round's.
+				r1.Stats = []float64{l, lp, mg, mgp, llr, llr, mu2, llr, mu2}
 			}
 			if err := w.Write(r1); err != nil {
 				t.Fatal(err)
@@ -166,7 +167,7 @@ func simulate(t *testing.T, s simSpec) (string, Env, []datasets.Sample) {
 		t.Fatal(err)
 	}
 	env := Env{Config: s.config(), Dim: s.dim, Classes: s.classes, Target: eps, TargetPrime: epsP,
-		ClientSize: 1 + s.extra, ClientLabels: labels, Folds: 5, Seed: 3}
+		ClientSize: 1 + s.extra, ClientLabels: labels, ShadowEvery: 5, Seed: 3}
 	if s.noRound0 {
 		env.Initial = to32(w0)
 	}

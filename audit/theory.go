@@ -195,6 +195,23 @@ type Bound struct {
 	// Epsilon and EpsilonComposition are Mu and MuComposition as (epsilon, Delta)-DP.
 	Epsilon, EpsilonComposition float64
 	Delta                       float64
+	// UploadSensitivity is Gamma, the most the target client's upload of round T (the one that
+	// makes w_T) can differ between the adjacent datasets when both worlds start the round from
+	// the same model: its K local steps of clipped gradients, n gamma_{T-1} (2V sum_k eta_k for
+	// FedAvg and DP-SGD).
+	UploadSensitivity float64
+	// MuUploads is the bound for the uploads observer at T, who sees the model w_{T-1} the round
+	// starts from and the target client's noisy upload of that round (noise std sigma, not the
+	// average's sigma/sqrt(n)). w_{T-1} is Mu(T-1)-GDP and, given it, the upload is a Gaussian
+	// mechanism of sensitivity Gamma and noise sigma, so by adaptive composition
+	// MuUploads = sqrt(Mu(T-1)^2 + (Gamma/sigma)^2), with Mu(0) = 0 (w_0 is public).
+	MuUploads float64
+	// MuUploadsComposition is the same with the composition bound for an observer who has also
+	// seen every earlier iterate: sqrt(MuComposition(T-1)^2 + (Gamma/sigma)^2). It does not
+	// depend on L.
+	MuUploadsComposition float64
+	// EpsilonUploads is MuUploads as (epsilon, Delta)-DP.
+	EpsilonUploads float64
 }
 
 // Bounds is BoundsContext without cancellation.
@@ -262,19 +279,30 @@ func BoundsContext(ctx context.Context, cfg Config, rounds []int) ([]Bound, erro
 				return nil, err
 			}
 		}
+		// The bounds on w_t (0 for the public w_0), before round t is added: the uploads
+		// observer of round t sees w_t and the target's upload.
+		prevMu, prevComp := 0.0, scale*math.Sqrt(sumGamma2)
+		if acc.started {
+			prevMu = scale * math.Abs(acc.ratio)
+		}
+		upload := n * gamma / cfg.Sigma // Gamma/sigma: one upload, noise sigma
 		acc.push(1, logRho, gamma)
 		sumGamma2 += gamma * gamma
 		for next < len(order) && rounds[order[next]] == t+1 {
 			T := t + 1
 			b := Bound{
-				T:             T,
-				Mu:            scale * math.Abs(acc.ratio),
-				MuComposition: scale * math.Sqrt(sumGamma2),
-				Delta:         delta,
+				T:                    T,
+				Mu:                   scale * math.Abs(acc.ratio),
+				MuComposition:        scale * math.Sqrt(sumGamma2),
+				Delta:                delta,
+				UploadSensitivity:    n * gamma,
+				MuUploads:            math.Hypot(prevMu, upload),
+				MuUploadsComposition: math.Hypot(prevComp, upload),
 			}
 			b.MuClosedForm, b.ClosedFormKind = cfg.closedForm(sched, T)
 			b.Epsilon = epsilonOrInf(b.Mu, delta)
 			b.EpsilonComposition = epsilonOrInf(b.MuComposition, delta)
+			b.EpsilonUploads = epsilonOrInf(b.MuUploads, delta)
 			out[order[next]] = b
 			next++
 		}

@@ -128,3 +128,24 @@ func QuadraticAllIteratesMu(m int, deltaNorm, sigma float64, T int) float64 {
 	}
 	return math.Sqrt(float64(m)) * deltaNorm / sigma * math.Sqrt(float64(T))
 }
+
+// QuadraticUploadMu is the exact mu of the uploads observer at T on the quadratic instance: the
+// observer sees w_{T-1} and the target client's upload of that round,
+// U = rho w_{T-1} + gain b_{i*} + sigma Z with a fresh Z. (w_{T-1}, U - rho w_{T-1}) is an
+// invertible linear image of what it sees, with independent parts, so
+//
+//	mu_up(T) = sqrt(mu_final(T-1)^2 + (m ||Delta|| / sigma)^2),
+//
+// m ||Delta|| = |gain| ||bDiff|| being the shift of one upload (the average divides it by m),
+// and mu_final(0) = 0 (w_0 is public). Invalid arguments give NaN.
+func QuadraticUploadMu(m int, deltaNorm, sigma, rho float64, T int) float64 {
+	if m < 1 || T < 1 || !positiveFinite(sigma) || !(deltaNorm >= 0) || math.IsInf(deltaNorm, 1) ||
+		math.IsNaN(rho) || math.IsInf(rho, 0) {
+		return math.NaN()
+	}
+	prev := 0.0
+	if T > 1 {
+		prev = QuadraticFinalMu(m, deltaNorm, sigma, rho, T-1)
+	}
+	return math.Hypot(prev, float64(m)*deltaNorm/sigma)
+}

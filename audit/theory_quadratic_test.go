@@ -176,3 +176,78 @@ func TestQuadraticAllIterates(t *testing.T) {
 		t.Errorf("T=1: final %v != all iterates %v", got, one)
 	}
 }
+
+// TestUploadBoundOnQuadratic checks MuUploads against the exact upload mu of the quadratic
+// instance. The canary's bDiff is scaled so that one round shifts the target's upload by exactly
+// Gamma = n gamma (the sensitivity the theory assumes), i.e. ||Delta|| = gamma. Then:
+//   - with a = -L (the shape of Theorem 3a) the exact upload mu equals MuUploads at every T: the
+//     bound is tight;
+//   - for every curvature a in [-L, L] the exact upload mu is at most MuUploadsComposition, and
+//     the observer of every iterate w_1..w_{T-1} plus the upload reaches it exactly;
+//   - at T = 1 (w_0 public) all of them are Gamma/sigma, sqrt(n) times the composition bound of
+//     the average: the factor by which an uploads row judged against MuComposition was off.
+func TestUploadBoundOnQuadratic(t *testing.T) {
+	cfg := workedConfig("constant")
+	_, gamma, err := cfg.RoundCoefficients(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rounds := []int{1, 2, 10, 100, 1000}
+	bs := mustBounds(t, cfg, rounds...)
+	for _, a := range []float64{-cfg.L, -cfg.L / 2, 0, cfg.L / 2, cfg.L} {
+		rho, unit, err := QuadraticDelta(a, cfg.Eta, cfg.K, cfg.M, []float64{0.6, -0.8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		scale := gamma / unit // ||Delta|| = gamma
+		rho, norm, err := QuadraticDelta(a, cfg.Eta, cfg.K, cfg.M, []float64{0.6 * scale, -0.8 * scale})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if relErr(norm, gamma) > 1e-12 {
+			t.Fatalf("a=%v: ||Delta|| %v, want gamma %v", a, norm, gamma)
+		}
+		for i, b := range bs {
+			T := rounds[i]
+			exact := QuadraticUploadMu(cfg.M, norm, cfg.Sigma, rho, T)
+			if a == -cfg.L {
+				if e := relErr(exact, b.MuUploads); e > 1e-9 {
+					t.Errorf("a=-L T=%d: exact upload mu %.15g, MuUploads %.15g (rel %.2g)", T, exact, b.MuUploads, e)
+				}
+			}
+			if exact > b.MuUploadsComposition*(1+1e-12) {
+				t.Errorf("a=%v T=%d: exact upload mu %.15g above MuUploadsComposition %.15g", a, T, exact, b.MuUploadsComposition)
+			}
+			// The observer of w_1..w_{T-1} and the upload: (T-1) rounds of the average, then one upload.
+			allPrev := 0.0
+			if T > 1 {
+				allPrev = QuadraticAllIteratesMu(cfg.M, norm, cfg.Sigma, T-1)
+			}
+			if e := relErr(math.Hypot(allPrev, float64(cfg.M)*norm/cfg.Sigma), b.MuUploadsComposition); e > 1e-9 {
+				t.Errorf("a=%v T=%d: all-iterates upload observer %.15g, MuUploadsComposition %.15g", a, T, allPrev, b.MuUploadsComposition)
+			}
+		}
+	}
+	b := bs[0]
+	one := float64(cfg.M) * gamma / cfg.Sigma
+	for name, v := range map[string]float64{"MuUploads": b.MuUploads, "MuUploadsComposition": b.MuUploadsComposition, "UploadSensitivity/sigma": b.UploadSensitivity / cfg.Sigma} {
+		if relErr(v, one) > 1e-12 {
+			t.Errorf("T=1: %s = %v, want Gamma/sigma = %v", name, v, one)
+		}
+	}
+	if r := b.MuUploads / b.MuComposition; relErr(r, math.Sqrt(float64(cfg.M))) > 1e-12 {
+		t.Errorf("T=1: MuUploads/MuComposition = %v, want sqrt(n) = %v", r, math.Sqrt(float64(cfg.M)))
+	}
+}
+
+func TestQuadraticUploadMuInvalid(t *testing.T) {
+	for _, tc := range []struct {
+		m          int
+		norm, s, r float64
+		T          int
+	}{{0, 1, 1, 0.5, 1}, {1, -1, 1, 0.5, 1}, {1, 1, 0, 0.5, 1}, {1, 1, 1, math.NaN(), 1}, {1, 1, 1, 0.5, 0}, {1, math.Inf(1), 1, 0.5, 2}} {
+		if v := QuadraticUploadMu(tc.m, tc.norm, tc.s, tc.r, tc.T); !math.IsNaN(v) {
+			t.Errorf("QuadraticUploadMu(%+v) = %v, want NaN", tc, v)
+		}
+	}
+}

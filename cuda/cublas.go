@@ -42,8 +42,6 @@ import "C"
 
 import (
 	"fmt"
-
-	"github.com/fedaudit/fedaudit/kernels"
 )
 
 type blasHandle struct{ h C.cublasHandle_t }

@@ -24,7 +24,8 @@ type AnalyzeOptions struct {
 	Method audit.ThresholdMethod
 	// Claim, when it states something, is judged for every group. Otherwise each group is
 	// judged against the theory for its threat model (the convergent bound for the final
-	// model, the composition bound for every iterate or the uploads) when one is known.
+	// model, the composition bound for every iterate, the uploads bound for the uploads) when
+	// one is known.
 	Claim audit.Claim
 	// ClaimSource names where Claim came from in the findings: "config claim" when empty,
 	// e.g. "--claim-mu claim" for a flag, or ClaimFor's line for an accountant's claim.
@@ -66,7 +67,8 @@ type Finding struct {
 	Theory *audit.Bound
 	// ClaimSource says what the verdict judged: "config claim", "--claim-mu claim",
 	// "accountant: ..." (the DP-FedAvg family's accountant), "convergent bound",
-	// "convergent bound with estimated L", "composition bound", or "" when there was nothing
+	// "convergent bound with estimated L", "composition bound", "uploads bound", "uploads bound
+	// with estimated L", "uploads composition bound", or "" when there was nothing
 	// to judge. ClaimKind is ClaimDeployment, ClaimTheory or ClaimEstimate.
 	ClaimSource string
 	ClaimKind   string
@@ -333,20 +335,36 @@ func AnalyzeScores(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions,
 }
 
 // theoryClaim is the bound a row is judged against when the deployment states no claim: the
-// convergent bound for the final model, the composition bound for every iterate or the
-// uploads. A convergent bound computed from an L that is not proven is an estimate.
+// convergent bound for the final model, the composition bound for every iterate, and for the
+// uploads the bound of what that observer sees, MuUploads = sqrt(Mu(T-1)^2 + (Gamma/sigma)^2):
+// one upload carries the client's noise sigma, not the average's sigma/sqrt(n), so the bounds
+// of the average are sqrt(n) too small for it. A bound computed from an L that is not proven
+// is an estimate; MuUploads at T = 1 does not depend on L (w_0 is public), and without any L
+// the uploads rows fall back to MuUploadsComposition, which never needs one.
 func theoryClaim(threat string, th *audit.Bound, sm Smoothness) (audit.Claim, string, string) {
 	if th == nil {
 		return audit.Claim{}, "", ""
 	}
-	if threat == runs.ThreatFinal {
-		if math.IsNaN(th.Mu) || th.Mu <= 0 {
+	valid := func(x float64) bool { return !math.IsNaN(x) && x > 0 }
+	switch threat {
+	case runs.ThreatFinal:
+		if !valid(th.Mu) {
 			return audit.Claim{}, "", ""
 		}
 		if !sm.Proven {
 			return audit.Claim{Mu: th.Mu}, fmt.Sprintf("convergent bound with %s L", cmp.Or(sm.Source, "assumed")), ClaimEstimate
 		}
 		return audit.Claim{Mu: th.Mu}, "convergent bound", ClaimTheory
+	case runs.ThreatUploads:
+		switch {
+		case valid(th.MuUploads) && (sm.Proven || th.T == 1):
+			return audit.Claim{Mu: th.MuUploads}, "uploads bound", ClaimTheory
+		case valid(th.MuUploads):
+			return audit.Claim{Mu: th.MuUploads}, fmt.Sprintf("uploads bound with %s L", cmp.Or(sm.Source, "assumed")), ClaimEstimate
+		case valid(th.MuUploadsComposition):
+			return audit.Claim{Mu: th.MuUploadsComposition}, "uploads composition bound", ClaimTheory
+		}
+		return audit.Claim{}, "", ""
 	}
 	if th.MuComposition > 0 {
 		return audit.Claim{Mu: th.MuComposition}, "composition bound", ClaimTheory

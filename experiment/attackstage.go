@@ -269,7 +269,7 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, opts An
 		}
 		opts.Claim, opts.ClaimSource = claim, source
 	}
-	if final, all, ok := ExactMu(cfg, data); ok && opts.Exact == nil {
+	if final, all, uploads, ok := ExactMu(cfg, data); ok && opts.Exact == nil {
 		opts.Exact = func(threat string, round int) float64 {
 			switch {
 			case round < 1:
@@ -278,6 +278,8 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, opts An
 				return final(round)
 			case threat == runs.ThreatAllIterates:
 				return all(round)
+			case threat == runs.ThreatUploads:
+				return uploads(round)
 			}
 			return math.NaN()
 		}

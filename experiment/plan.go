@@ -111,10 +111,13 @@ func (w *Work) count(cfg *Config) {
 	}
 	w.VectorBytes = w.Rows * vectors * int64(w.Params) * 4
 	// run, pair, seed, loss, accuracy (8 bytes each), round (4), world, diverged (1), four
-	// target-sample statistics, three informed ones, and a 4-byte list offset per vector.
+	// target-sample statistics, three informed ones (five with the uploads observer's), and a 4-byte list offset per vector.
 	perRow := int64(5*8 + 4 + 2 + 4*8 + 4*vectors)
 	if cfg.Train.Informed {
 		perRow += 3 * 8
+		if !cfg.Train.IsClientDP() {
+			perRow += 2 * 8 // the uploads observer's ratio and mu^2
+		}
 	}
 	w.RunFileBytes = w.VectorBytes + w.Rows*perRow
 }

@@ -202,7 +202,8 @@ func TestFinalModelAttackOnQuadraticInstance(t *testing.T) {
 	}
 }
 
-// Repeated audits of the quadratic instance with fresh seeds: no attack's certified 95% bound
+// Repeated audits of the quadratic instance with fresh seeds (the coverage check of the learned
+// attacks' scores among others): no attack's certified 95% bound
 // may exceed the exact mu of its threat model more often than the confidence allows. With 60
 // audits a correct procedure exceeds 8 times with probability below 2% (Binomial(60, 0.05)
 // tail); the DKW band is conservative, so in practice it never does.
@@ -218,7 +219,9 @@ func TestRepeatedAuditsNeverBeatExactMu(t *testing.T) {
 		cfg.Train.Seed = cfg.Seed
 		cfg.Train.Rounds = 6
 		cfg.Train.Checkpoints = []int{0, 6}
-		cfg.Audit.Attacks = []string{"informed-all", "linear"}
+		// The learned attacks (linear, LiRA) score only pairs kept apart from their shadow
+		// pairs, so their scores are i.i.d. given the fit and the DKW band holds for them too.
+		cfg.Audit.Attacks = []string{"informed-all", "informed-upload", "linear", "lira-offline", "lira-online"}
 		cfg.Train.RecordParams = true
 		findings, err := runFindings(cfg, t.TempDir(), RunOptions{})
 		if err != nil {
@@ -237,6 +240,112 @@ func TestRepeatedAuditsNeverBeatExactMu(t *testing.T) {
 	for attack, n := range exceed {
 		if n > 8 {
 			t.Errorf("%s: certified bound above the exact mu in %d of %d audits", attack, n, audits)
+		}
+	}
+}
+
+// The uploads observer's ratio on the quadratic instance: the target's upload is shifted by
+// exactly m Delta whatever w_{T-1} is, so every run records mu^2_upload = (m ||Delta||/sigma)^2,
+// and the two runs of a coupled pair (shared noise) differ in their ratio by exactly that.
+func TestUploadRatioOnQuadraticInstance(t *testing.T) {
+	cfg := quadraticConfig(20)
+	data, err := Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, _, err := TrainShard(context.Background(), cfg, data, runs.Shard{Index: 0, Count: 1}, dir, TrainOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tab, err := runs.Open(RunsDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tab.Close()
+	_, dnorm := exactDelta(t, cfg, data)
+	want := math.Pow(float64(cfg.Data.Clients)*dnorm/cfg.Train.NoiseStd, 2)
+	meta := tab.Meta()
+	llr, mu2 := meta.StatIndex(train.StatLLRUpload), meta.StatIndex(train.StatMu2Upload)
+	if llr < 0 || mu2 < 0 {
+		t.Fatalf("run file lacks the upload statistics: %v", meta.StatNames)
+	}
+	type key struct {
+		pair  int64
+		round int32
+	}
+	seen := map[key]float64{}
+	rows := 0
+	err = tab.Scan(context.Background(), func(r runs.Row) error {
+		rows++
+		if got := r.Stats[mu2]; math.Abs(got-want) > 1e-4*want {
+			t.Errorf("pair %d world %d T=%d: mu2_upload %.6g, exact %.6g", r.PairID, r.World, r.Round, got, want)
+		}
+		k := key{r.PairID, r.Round}
+		s := r.Stats[llr]
+		if r.World == runs.WorldCPrime {
+			s = -s
+		}
+		if other, ok := seen[k]; ok {
+			if d := other + s; math.Abs(d-want) > 1e-4*want { // llr_C - llr_C'
+				t.Errorf("pair %d T=%d: llr_C - llr_C' = %.6g, want mu^2 %.6g", r.PairID, r.Round, d, want)
+			}
+		} else {
+			seen[k] = s
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows != 80 {
+		t.Errorf("%d rows, want 80", rows)
+	}
+}
+
+// The informed-upload attack (the uploads observer's Neyman-Pearson test) through the whole
+// pipeline: at T = 1 its certified bound sits below the exact upload mu (scaled to 1.5) and above
+// 0.8 of it with 3000 pairs; at T = 4 it still tests one upload given w_3, so it stays below the
+// exact upload mu of that observer, which the uploads bound of the theory (certified L = a)
+// and its composition variant never undercut.
+func TestInformedUploadOnQuadraticInstance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains 6000 runs; skipped with -short")
+	}
+	cfg := quadraticConfig(3000)
+	cfg.Audit.Attacks = []string{"informed-upload"}
+	data, err := Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rho, dnorm := exactDelta(t, cfg, data)
+	m := cfg.Data.Clients
+	cfg.Train.NoiseStd *= audit.QuadraticUploadMu(m, dnorm, cfg.Train.NoiseStd, rho, 1) / 1.5
+	findings, err := runFindings(cfg, t.TempDir(), RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(findings) != 2 {
+		t.Fatalf("%d findings, want 2 (rounds 1 and 4)", len(findings))
+	}
+	for _, f := range findings {
+		exact := audit.QuadraticUploadMu(m, dnorm, cfg.Train.NoiseStd, rho, f.Round)
+		lower := f.Result.MuLower
+		t.Logf("%s %s T=%d: certified mu >= %.4f, exact upload mu %.4f (ratio %.3f), estimate %.4f, bound %.4f",
+			f.Attack, f.Threat, f.Round, lower, exact, lower/exact, f.Result.MuEstimate, f.Theory.MuUploads)
+		if f.Threat != runs.ThreatUploads || math.Abs(f.ExactMu-exact) > 1e-9*exact {
+			t.Errorf("T=%d: threat %q exact %v, want uploads and %v", f.Round, f.Threat, f.ExactMu, exact)
+		}
+		if lower > exact {
+			t.Errorf("T=%d: certified %.4f exceeds the exact upload mu %.4f", f.Round, lower, exact)
+		}
+		if f.Round == 1 && lower < 0.8*exact {
+			t.Errorf("T=1: certified %.4f below 0.8 of the exact upload mu %.4f", lower, exact)
+		}
+		if f.Theory == nil || f.Theory.MuUploads < exact*(1-1e-9) || f.Theory.MuUploadsComposition < exact*(1-1e-9) {
+			t.Errorf("T=%d: uploads bounds %+v below the exact upload mu %.4f", f.Round, f.Theory, exact)
+		}
+		if f.Verdict == nil || f.Verdict.Status != audit.Consistent || f.ClaimSource != "uploads bound" {
+			t.Errorf("T=%d: verdict %+v against %q, want consistent against the uploads bound", f.Round, f.Verdict, f.ClaimSource)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/runs"
 )
 
 // FindingsFormat names the layout of findings.json and of `--json` analyses.
@@ -53,8 +54,11 @@ type Record struct {
 	MuExact       *float64 `json:"mu_exact"`
 	MuConvergent  *float64 `json:"mu_convergent"`
 	MuComposition *float64 `json:"mu_composition"`
-	Verdict       *string  `json:"verdict"`
-	ClaimSource   *string  `json:"claim_source"`
+	// MuUploads is the bound of the uploads observer (sqrt(Mu(T-1)^2 + (Gamma/sigma)^2)), set
+	// on uploads rows only.
+	MuUploads   *float64 `json:"mu_uploads,omitempty"`
+	Verdict     *string  `json:"verdict"`
+	ClaimSource *string  `json:"claim_source"`
 	// ClaimKind is "claim" (the deployment's), "bound" (theory that holds for it) or
 	// "estimate" (theory from an assumed constant).
 	ClaimKind *string  `json:"claim_kind"`
@@ -108,6 +112,12 @@ func Records(fs []Finding) []Record {
 		if f.Theory != nil {
 			rec.MuConvergent = finite(f.Theory.Mu)
 			rec.MuComposition = finite(f.Theory.MuComposition)
+			if f.Threat == runs.ThreatUploads {
+				rec.MuUploads = finite(f.Theory.MuUploads)
+				if rec.MuUploads == nil {
+					rec.MuUploads = finite(f.Theory.MuUploadsComposition)
+				}
+			}
 		}
 		if f.Verdict != nil {
 			s, src, kind := string(f.Verdict.Status), f.ClaimSource, f.ClaimKind
@@ -188,16 +198,21 @@ func methodLine(a *Analysis) string {
 // one, the two theoretical bounds and the verdict.
 func WriteTable(w io.Writer, fs []Finding) error {
 	recs := Records(fs)
-	exact := false
+	exact, uploads := false, false
 	for _, r := range recs {
 		exact = exact || r.MuExact != nil
+		uploads = uploads || r.MuUploads != nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	header := "attack\tthreat\tT\tn0\tn1\tAUC\tTPR@1pctFPR\tmu_lower\tmu_est\t"
 	if exact {
 		header += "exact\t"
 	}
-	io.WriteString(tw, header+"convergent\tcomposition\tverdict\t\n")
+	header += "convergent\tcomposition\t"
+	if uploads {
+		header += "uploads\t"
+	}
+	io.WriteString(tw, header+"verdict\t\n")
 	num := func(p *float64) string {
 		if p == nil {
 			return "-"
@@ -210,7 +225,11 @@ func WriteTable(w io.Writer, fs []Finding) error {
 		if exact {
 			fmt.Fprintf(tw, "%s\t", num(r.MuExact))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t\n", num(r.MuConvergent), num(r.MuComposition), verdictText(r))
+		fmt.Fprintf(tw, "%s\t%s\t", num(r.MuConvergent), num(r.MuComposition))
+		if uploads {
+			fmt.Fprintf(tw, "%s\t", num(r.MuUploads))
+		}
+		fmt.Fprintf(tw, "%s\t\n", verdictText(r))
 	}
 	return tw.Flush()
 }

@@ -123,22 +123,26 @@ func TheoryAt(cfg *Config, sm Smoothness, rounds []int) ([]audit.Bound, error) {
 		for i := range bounds {
 			bounds[i].Mu, bounds[i].Epsilon, bounds[i].MuClosedForm = math.NaN(), math.NaN(), math.NaN()
 			bounds[i].ClosedFormKind = ""
+			if bounds[i].T > 1 { // at T = 1 the uploads bound is Gamma/sigma, free of L
+				bounds[i].MuUploads, bounds[i].EpsilonUploads = math.NaN(), math.NaN()
+			}
 		}
 	}
 	return bounds, nil
 }
 
 // ExactMu returns the exact mu of the quadratic reference instance for an observer of the final
-// model and for an observer of every iterate, as functions of T, when the experiment is that
+// model, for an observer of every iterate, and for the uploads observer (w_{T-1} and the target
+// client's upload of round T), as functions of T, when the experiment is that
 // instance (quadratic model, Noisy-FedAvg, constant schedule, full batches, every client in
 // every round, replace adjacency); ok is false otherwise. The values assume that clipping is
 // never active, which the config must ensure with a large clip_norm.
-func ExactMu(cfg *Config, data *Data) (final, allIterates func(T int) float64, ok bool) {
+func ExactMu(cfg *Config, data *Data) (final, allIterates, uploads func(T int) float64, ok bool) {
 	tc := cfg.Train
 	if tc.Model.Kind != "quadratic" || tc.Algorithm != train.NoisyFedAvg || tc.Schedule != "constant" ||
 		tc.Batching != "full" || (tc.Participants != 0 && tc.Participants != cfg.Data.Clients) ||
 		cfg.Adjacency.Kind != "replace" || tc.NoiseStd <= 0 {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	p := data.Pair
 	n := float64(p.C[p.Client].Len())
@@ -148,12 +152,13 @@ func ExactMu(cfg *Config, data *Data) (final, allIterates func(T int) float64, o
 	}
 	rho, dnorm, err := audit.QuadraticDelta(tc.Model.Curvature, tc.LearningRate, tc.LocalSteps, cfg.Data.Clients, diff)
 	if err != nil {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	m, sigma := cfg.Data.Clients, tc.NoiseStd
 	final = func(T int) float64 { return audit.QuadraticFinalMu(m, dnorm, sigma, rho, T) }
 	allIterates = func(T int) float64 { return audit.QuadraticAllIteratesMu(m, dnorm, sigma, T) }
-	return final, allIterates, true
+	uploads = func(T int) float64 { return audit.QuadraticUploadMu(m, dnorm, sigma, rho, T) }
+	return final, allIterates, uploads, true
 }
 
 // EstimateSmoothness estimates L for a model without a certified constant (the MLP) from

@@ -346,3 +346,65 @@ func TestStageOnlyChangesReuseRuns(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestUploadsRowsJudgedAgainstUploadsBound: issue 13 item 4a. An uploads row sees one client's
+// upload with noise sigma, so it is judged against MuUploads = sqrt(Mu(T-1)^2 + (Gamma/sigma)^2),
+// not the composition bound of the average (sqrt(n) smaller). The issue's deployment (100
+// clients, clip 0.01, sigma 0.01, eta 1, K 1) has MuComposition 0.2 and MuUploads 2 at T = 1;
+// an attack at its true upload mu (about 1.6) used to read "violated" and is consistent.
+func TestUploadsRowsJudgedAgainstUploadsBound(t *testing.T) {
+	bs, err := audit.Bounds(audit.Config{Algo: audit.FedAvg, Eta: 1, L: 1, K: 1, M: 100, Sigma: 0.01, Clip: 0.01}, []int{1, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, three := &bs[0], &bs[1]
+	if math.Abs(one.MuComposition-0.2) > 1e-12 || math.Abs(one.MuUploads-2) > 1e-12 {
+		t.Fatalf("T=1: composition %v uploads %v, want 0.2 and 2", one.MuComposition, one.MuUploads)
+	}
+	unknownL := *three
+	unknownL.MuUploads = math.NaN()
+	for _, tc := range []struct {
+		name         string
+		bound        *audit.Bound
+		sm           Smoothness
+		mu           float64
+		source, kind string
+	}{
+		{"T=1 needs no L", one, Smoothness{L: 1, Source: "estimated"}, one.MuUploads, "uploads bound", ClaimTheory},
+		{"proven L", three, Smoothness{L: 1, Source: "certified", Proven: true}, three.MuUploads, "uploads bound", ClaimTheory},
+		{"estimated L", three, Smoothness{L: 1, Source: "estimated"}, three.MuUploads, "uploads bound with estimated L", ClaimEstimate},
+		{"no L", &unknownL, Smoothness{Source: "none"}, three.MuUploadsComposition, "uploads composition bound", ClaimTheory},
+	} {
+		claim, source, kind := theoryClaim(runs.ThreatUploads, tc.bound, tc.sm)
+		if claim.Mu != tc.mu || source != tc.source || kind != tc.kind {
+			t.Errorf("%s: theoryClaim = %v %q %q, want mu %v %q %q", tc.name, claim.Mu, source, kind, tc.mu, tc.source, tc.kind)
+		}
+	}
+	sf := coupledScores(500, 1.6, 11)
+	for i := range sf.Scores {
+		sf.Scores[i].Threat, sf.Scores[i].Attack = runs.ThreatUploads, "label"
+	}
+	a, err := AnalyzeScores(context.Background(), sf, AnalyzeOptions{Smoothness: Smoothness{L: 1, Source: "certified", Proven: true}},
+		func(int) *audit.Bound { return one })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := a.Findings[0]
+	if f.Result.MuLower <= one.MuComposition {
+		t.Fatalf("certified mu %v does not exceed the composition bound %v: the test shows nothing", f.Result.MuLower, one.MuComposition)
+	}
+	if f.Verdict == nil || f.Verdict.Status != audit.Consistent || f.ClaimSource != "uploads bound" || f.ClaimKind != ClaimTheory {
+		t.Errorf("verdict %+v against %q (%s), want consistent against the uploads bound", f.Verdict, f.ClaimSource, f.ClaimKind)
+	}
+	rec := Records(a.Findings)[0]
+	if rec.MuUploads == nil || *rec.MuUploads != one.MuUploads {
+		t.Errorf("record mu_uploads %v, want %v", rec.MuUploads, one.MuUploads)
+	}
+	var buf strings.Builder
+	if err := WriteTable(&buf, a.Findings); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "uploads  ") || !strings.Contains(buf.String(), "(0.") {
+		t.Errorf("table lacks the uploads column or the ratio:\n%s", buf.String())
+	}
+}

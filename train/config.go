@@ -136,6 +136,12 @@ const (
 	StatLLRAll  = "informed_llr_all"
 	StatLLRLast = "informed_llr_last"
 	StatMu2     = "informed_mu2"
+	// StatLLRUpload is the ratio of the target client's upload of the last round given the model
+	// it started from (the uploads observer; Noisy-FedAvg, FedProx and DP-SGD only, whose
+	// uploads carry the client's noise), and StatMu2Upload its mu^2 = ||phi_i(w) - phi'_i(w)||^2
+	// / sigma^2.
+	StatLLRUpload = "informed_llr_upload"
+	StatMu2Upload = "informed_mu2_upload"
 )
 
 // Checkpoint is the state of every replica of a shard after Round rounds.

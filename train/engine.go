@@ -106,6 +106,9 @@ type engine struct {
 	llrAll    []float64
 	llrLast   []float64
 	mu2       []float64
+	upDots    []float64 // <the target's noise in the average, D>: its upload's noise, over n
+	llrUp     []float64
+	mu2Up     []float64
 	divNorm   float64
 
 	eta   float32        // learning rate of the current local step
@@ -281,6 +284,9 @@ func newEngine(be Backend, cfg Config, worldC, worldCP []*datasets.Dataset, targ
 	e.llrAll = make([]float64, R)
 	e.llrLast = make([]float64, R)
 	e.mu2 = make([]float64, R)
+	e.upDots = make([]float64, R)
+	e.llrUp = make([]float64, R)
+	e.mu2Up = make([]float64, R)
 	e.seeds = make([]uint64, R)
 	e.def = newDeferred(e)
 	for r := range e.seeds {
@@ -423,6 +429,10 @@ func (e *engine) round(ctx context.Context, t int, record bool) error {
 	be.Axpby(0, Mat{}, 0, e.all(e.noise), nil)
 	if sigma > 0 && e.cfg.mechanism() == MechGaussian {
 		be.AddGaussian(e.all(e.noise), e.seeds, e.scaleT, uint32(t), uint32(tc))
+		if e.cfg.Informed {
+			// Before the others' noise: the target's own draw, which its upload carries times n.
+			be.Dots(e.all(e.noise), e.all(e.shadow), e.upDots)
+		}
 		be.AddGaussian(e.all(e.noise), e.seeds, e.scaleO, uint32(t), streamOthers)
 	} else if sigma > 0 {
 		// A sum of Laplace or staircase draws has no closed form: every participant's noise
@@ -443,6 +453,12 @@ func (e *engine) round(ctx context.Context, t int, record bool) error {
 			e.llrLast[r] = k * (e.dots[r] + s*e.dd[r]/2)
 			e.llrAll[r] += e.llrLast[r]
 			e.mu2[r] += k * e.dd[r]
+			// The uploads observer (w_t and the target's upload U = phi_i(w_t) + sigma Z): the
+			// upload's shift is n D and its noise sigma Z = n (sigma/n) Z, so its ratio is
+			// (n^2/sigma^2)(<(sigma/n) Z, D> + s ||D||^2/2), with mu^2 = n^2 ||D||^2/sigma^2.
+			ku := float64(n) * k
+			e.llrUp[r] = ku * (e.upDots[r] + s*e.dd[r]/2)
+			e.mu2Up[r] = ku * e.dd[r]
 		}
 	}
 	be.Axpby(1, e.all(e.noise), 1, e.all(e.acc), nil)
@@ -632,6 +648,9 @@ func (e *engine) checkpoint(round int) *Checkpoint {
 	cp := &Checkpoint{Round: round, Replicas: make([]ReplicaState, R)}
 	if e.cfg.Informed {
 		cp.StatNames = []string{StatLLRAll, StatLLRLast, StatMu2}
+		if e.plan == nil {
+			cp.StatNames = append(cp.StatNames, StatLLRUpload, StatMu2Upload)
+		}
 	}
 	lossSum := make([]float64, R)
 	correct := make([]float64, R)
@@ -675,6 +694,9 @@ func (e *engine) checkpoint(round int) *Checkpoint {
 		}
 		if e.cfg.Informed {
 			rs.Stats = []float64{e.llrAll[r], e.llrLast[r], e.mu2[r]}
+			if e.plan == nil {
+				rs.Stats = append(rs.Stats, e.llrUp[r], e.mu2Up[r])
+			}
 		}
 		if e.cfg.RecordParams {
 			rs.Params = make([]float32, e.d)

@@ -167,7 +167,10 @@ func writeBoundsJSON(e *env, bounds []audit.Bound) error {
 		MuComposition      *float64 `json:"mu_composition"`
 		Epsilon            *float64 `json:"epsilon"`
 		EpsilonComposition *float64 `json:"epsilon_composition"`
-		Delta              float64  `json:"delta"`
+		// The uploads observer: w_{T-1} and one noisy upload of the target client.
+		MuUploads            *float64 `json:"mu_uploads"`
+		MuUploadsComposition *float64 `json:"mu_uploads_composition"`
+		Delta                float64  `json:"delta"`
 	}
 	rows := make([]row, len(bounds))
 	for i, b := range bounds {
@@ -175,6 +178,7 @@ func writeBoundsJSON(e *env, bounds []audit.Bound) error {
 			T: b.T, Mu: jsonNumber(b.Mu), MuClosedForm: jsonNumber(b.MuClosedForm),
 			ClosedFormKind: b.ClosedFormKind, MuComposition: jsonNumber(b.MuComposition),
 			Epsilon: jsonNumber(b.Epsilon), EpsilonComposition: jsonNumber(b.EpsilonComposition),
+			MuUploads: jsonNumber(b.MuUploads), MuUploadsComposition: jsonNumber(b.MuUploadsComposition),
 			Delta: b.Delta,
 		}
 	}
@@ -224,14 +228,14 @@ func writeBoundsTable(e *env, cfg audit.Config, scheduleFile string, bounds []au
 		return err
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "T\tmu\tmu_closed_form\tkind\tmu_composition\tepsilon\tepsilon_composition\t")
+	fmt.Fprintln(tw, "T\tmu\tmu_closed_form\tkind\tmu_composition\tepsilon\tepsilon_composition\tmu_uploads\t")
 	for _, b := range bounds {
 		kind := b.ClosedFormKind
 		if kind == "" {
 			kind = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", b.T, tableNumber(b.Mu), tableNumber(b.MuClosedForm),
-			kind, tableNumber(b.MuComposition), tableNumber(b.Epsilon), tableNumber(b.EpsilonComposition))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", b.T, tableNumber(b.Mu), tableNumber(b.MuClosedForm),
+			kind, tableNumber(b.MuComposition), tableNumber(b.Epsilon), tableNumber(b.EpsilonComposition), tableNumber(b.MuUploads))
 	}
 	return tw.Flush()
 }
