@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 
 	"github.com/fedaudit/fedaudit/report"
@@ -74,10 +75,14 @@ func (e *experimentDir) report(ctx context.Context, a *Analysis, opts ReportOpti
 		in.Method = string(findings[0].Result.Method)
 		in.Delta = findings[0].Result.Delta
 	}
+	h := a.Headline
+	in.Headline = &report.Headline{Status: h.Status, Text: h.Text, Notes: h.Notes,
+		Confidence: a.Family.Confidence, Rows: a.Family.Rows, RowConfidence: a.Family.RowConfidence}
+	in.ClaimMu, in.ClaimLabel = claimedMu(findings)
 	for _, f := range findings {
 		in.Findings = append(in.Findings, report.Finding{
 			Attack: f.Attack, Threat: f.Threat, Round: f.Round, Result: f.Result,
-			Theory: f.Theory, Verdict: f.Verdict, ClaimSource: f.ClaimSource,
+			Theory: f.Theory, Verdict: f.Verdict, ClaimSource: f.ClaimSource, ClaimKind: f.ClaimKind,
 			ExactMu: finite(f.ExactMu), Metrics: f.Metrics,
 		})
 	}
@@ -88,6 +93,32 @@ func (e *experimentDir) report(ctx context.Context, a *Analysis, opts ReportOpti
 		})
 	}
 	return report.Write(dir, in, report.Options{PNG: opts.PNG})
+}
+
+// claimedMu is the deployment's claimed mu for the report's figures: the mu every row judged
+// against a claim of the deployment was judged against, and where it came from; 0 when no row
+// was, or when the claimed mu differs between rows (an accountant's claim per T) or is in
+// epsilon.
+func claimedMu(fs []Finding) (float64, string) {
+	mu, source := 0.0, ""
+	for _, f := range fs {
+		if f.Verdict == nil || f.ClaimKind != ClaimDeployment {
+			continue
+		}
+		for _, c := range f.Verdict.Checks {
+			if c.Quantity != "mu" {
+				continue
+			}
+			if mu != 0 && c.Claimed != mu {
+				return 0, ""
+			}
+			mu, source = c.Claimed, f.ClaimSource
+		}
+	}
+	if math.IsNaN(mu) || math.IsInf(mu, 0) || mu < 0 {
+		return 0, ""
+	}
+	return mu, source
 }
 
 func smoothnessLabel(sm Smoothness) string {

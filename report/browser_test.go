@@ -90,6 +90,12 @@ func TestBrowser(t *testing.T) {
 			t.Errorf("rendered DOM lacks table %s", tb)
 		}
 	}
+	if i, j := bytes.Index(dom, []byte(`<section id="headline"`)), bytes.Index(dom, []byte(`<section id="setup"`)); i < 0 || i > j {
+		t.Error("rendered DOM does not open with the headline")
+	}
+	if !bytes.Contains(dom, []byte(`<details id="configuration">`)) {
+		t.Error("rendered DOM lacks the folded configuration")
+	}
 	if bytes.Contains(dom, []byte("NaN")) {
 		t.Error("rendered DOM contains NaN")
 	}

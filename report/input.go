@@ -21,6 +21,11 @@ type Finding struct {
 	Verdict *audit.Verdict
 	// ClaimSource says where the claim came from, e.g. "convergent bound" or "--claim-mu".
 	ClaimSource string
+	// ClaimKind is what the claim is: "claim" (the deployment's own), "bound" (theory that
+	// holds for the deployment) or "estimate" (theory computed from an assumed or estimated
+	// constant). A certified bound above an estimate is shown as "exceeds estimate", not as a
+	// violation. Empty means "claim".
+	ClaimKind string
 	// ExactMu is the mechanism's exact mu for this threat model and T where the instance has
 	// one (the quadratic reference instance); nil when unknown.
 	ExactMu *float64
@@ -44,9 +49,45 @@ type RoundStats struct {
 	Diverged int
 }
 
+// Claim kinds of Finding.ClaimKind.
+const (
+	ClaimDeployment = "claim"
+	ClaimTheory     = "bound"
+	ClaimEstimate   = "estimate"
+)
+
+// Headline statuses.
+const (
+	StatusViolated   = "violated"
+	StatusConsistent = "consistent"
+	StatusNoClaim    = "no claim"
+)
+
+// Headline is the audit's overall answer, the first thing the report shows.
+type Headline struct {
+	// Status is StatusViolated, StatusConsistent or StatusNoClaim.
+	Status string
+	// Text states the verdict, the strongest attack and its certified bound against the claim.
+	Text string
+	// Notes qualify the verdict (estimates exceeded, reversed scores, settings overridden).
+	Notes []string
+	// Confidence is the family-wise level: every certified bound of the Rows rows holds at
+	// once with at least this probability. RowConfidence is each row's own level
+	// (Bonferroni: 1 - (1 - Confidence)/Rows); 0 when not given.
+	Confidence    float64
+	Rows          int
+	RowConfidence float64
+}
+
 // Input is everything a report shows.
 type Input struct {
 	Title string
+	// Headline is the overall verdict shown first; nil shows none.
+	Headline *Headline
+	// ClaimMu is the deployment's claimed mu, drawn on the mu-against-T and trade-off figures;
+	// 0 when there is no single claimed mu. ClaimLabel names it (e.g. "config claim").
+	ClaimMu    float64
+	ClaimLabel string
 	// ConfigJSON is the experiment configuration; it is shown pretty-printed (verbatim when it
 	// is not valid JSON).
 	ConfigJSON  []byte
@@ -106,6 +147,26 @@ func (in *Input) validate() error {
 	}
 	if math.IsNaN(in.Confidence) || in.Confidence < 0 || in.Confidence >= 1 {
 		return fmt.Errorf("report: confidence %v outside [0, 1)", in.Confidence)
+	}
+	if math.IsNaN(in.ClaimMu) || math.IsInf(in.ClaimMu, 0) || in.ClaimMu < 0 {
+		return fmt.Errorf("report: claimed mu %v is not a finite non-negative number", in.ClaimMu)
+	}
+	if h := in.Headline; h != nil {
+		switch h.Status {
+		case StatusViolated, StatusConsistent, StatusNoClaim:
+		default:
+			return fmt.Errorf("report: headline status %q is none of %q, %q, %q", h.Status, StatusViolated, StatusConsistent, StatusNoClaim)
+		}
+		if math.IsNaN(h.Confidence) || h.Confidence < 0 || h.Confidence >= 1 || h.Rows < 0 {
+			return fmt.Errorf("report: headline confidence %v over %d rows is not a level in [0, 1) over a row count", h.Confidence, h.Rows)
+		}
+	}
+	for i, f := range in.Findings {
+		switch f.ClaimKind {
+		case "", ClaimDeployment, ClaimTheory, ClaimEstimate:
+		default:
+			return fmt.Errorf("report: finding %d (%s, %s, T=%d) has unknown claim kind %q", i, f.Attack, f.Threat, f.Round, f.ClaimKind)
+		}
 	}
 	return nil
 }

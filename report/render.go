@@ -124,12 +124,66 @@ func (r *rendered) facts() []fact {
 		{"Tool version", orDash(in.ToolVersion)},
 		{"Coupled pairs", strconv.Itoa(in.Pairs)},
 		{"Runs", strconv.Itoa(in.Runs)},
-		{"Confidence level", r.m.confidenceText()},
+		{"Claim", r.claimText()},
+		{"Confidence level", r.m.levelText()},
 		{"Threshold method", orDash(in.Method)},
 		{"delta (for eps)", num(in.Delta)},
 		{"Smoothness", orDash(in.Smoothness)},
 		{"Noise", r.m.noise()},
 	}
+}
+
+func (r *rendered) claimText() string {
+	if r.in.ClaimMu > 0 {
+		s := "μ = " + num(r.in.ClaimMu)
+		if r.in.ClaimLabel != "" {
+			s += " (" + r.in.ClaimLabel + ")"
+		}
+		return s
+	}
+	return "no single claimed μ: each row is judged against the claim or bound in its verdict"
+}
+
+// headlineView is the headline as the page shows it: a badge, the sentence without the
+// badge's word repeated, the family-wise statement and the notes.
+type headlineView struct {
+	Class, Badge, Text, Family string
+	Notes                      []string
+}
+
+func (r *rendered) headline() *headlineView {
+	h := r.in.Headline
+	if h == nil {
+		return nil
+	}
+	v := &headlineView{Badge: strings.ToUpper(h.Status), Text: h.Text, Notes: h.Notes}
+	v.Text = strings.TrimPrefix(v.Text, v.Badge+": ")
+	switch h.Status {
+	case StatusViolated:
+		v.Class = "violated"
+	case StatusConsistent:
+		v.Class = "consistent"
+	default:
+		v.Class = "noclaim"
+	}
+	v.Family = familyText(h)
+	return v
+}
+
+// familyText says what the confidence of the verdicts is: family-wise over the rows, which is
+// what the analysis certifies (each row at the Bonferroni level 1 - (1 - confidence)/rows).
+func familyText(h *Headline) string {
+	if h.Confidence == 0 {
+		return ""
+	}
+	if h.Rows <= 1 {
+		return "The verdict holds at " + percentText(h.Confidence) + " confidence."
+	}
+	s := "The verdicts hold jointly at " + percentText(h.Confidence) + " confidence over " + strconv.Itoa(h.Rows) + " rows"
+	if h.RowConfidence > 0 {
+		s += " (Bonferroni: each row's bound is certified at " + percentText(h.RowConfidence) + ")"
+	}
+	return s + ": the chance that any certified bound of the report is wrong is at most " + percentText(1-h.Confidence) + "."
 }
 
 type threatLine struct{ Name, Description string }
@@ -166,7 +220,18 @@ dl.facts dd { margin: 0; font-family: ui-monospace, monospace; }
 pre { background: #f6f6f6; border: 1px solid #ddd; padding: 0.8em; overflow-x: auto; font-size: 0.85em; }
 .figs { display: grid; grid-template-columns: repeat(auto-fill, minmax(480px, 1fr)); gap: 1.5em; }
 figure { margin: 0; max-width: 760px; }
-figure.wide { grid-column: 1 / -1; max-width: 960px; }
+figure.wide { grid-column: 1 / -1; max-width: 1100px; }
+.headline { border: 2px solid #888; border-radius: 6px; padding: 0.8em 1.2em; margin: 1em 0 1.5em; background: #f5f5f5; }
+.headline.violated { border-color: #b00020; background: #fdecee; }
+.headline.consistent { border-color: #1b7a3a; background: #ebf6ee; }
+.headline .statement { font-size: 1.15em; margin: 0 0 0.5em; }
+.badge { display: inline-block; padding: 0.1em 0.6em; margin-right: 0.5em; border-radius: 4px; font-weight: 700; letter-spacing: 0.05em; color: #fff; background: #666; }
+.violated .badge { background: #b00020; }
+.consistent .badge { background: #1b7a3a; }
+.headline .family { margin: 0.3em 0; }
+.headline ul.notes { margin: 0.4em 0 0; padding-left: 1.2em; font-size: 0.92em; }
+details { margin-top: 2em; }
+summary { cursor: pointer; font-weight: 600; }
 figure svg.plot { width: 100%; height: auto; background: #fff; }
 figcaption { font-size: 0.9em; color: #444; }
 table { border-collapse: collapse; margin: 1em 0 2em; font-size: 0.9em; }
@@ -189,6 +254,21 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 </head>
 <body>
 <h1>{{.Title}}</h1>
+{{- with .Headline}}
+<section id="headline" class="headline {{.Class}}">
+<p class="statement"><span class="badge">{{.Badge}}</span> {{.Text}}</p>
+{{- if .Family}}
+<p class="family">{{.Family}}</p>
+{{- end}}
+{{- if .Notes}}
+<ul class="notes">
+{{- range .Notes}}
+<li>{{.}}</li>
+{{- end}}
+</ul>
+{{- end}}
+</section>
+{{- end}}
 <section id="setup">
 <h2>Setup</h2>
 <dl class="facts">
@@ -204,9 +284,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <li>no findings</li>
 {{- end}}
 </ul>
-<p>Higher attack score means world C (the target's record present). Type I error α = P(say C' | C), type II error β = P(say C | C'). Certified bounds hold jointly with probability at least the confidence level; "-" marks a value that is unknown or not applicable.</p>
-<h3>Configuration</h3>
-<pre id="config">{{.Config}}</pre>
+<p>Higher attack score means world C (the target's record present). Type I error α = P(say C' | C), type II error β = P(say C | C'). Certified bounds hold jointly with probability at least the confidence level; "-" marks a value that is unknown or not applicable. The raw configuration is at the end of the page.</p>
 </section>
 {{- range .Sections}}
 <section id="{{.ID}}">
@@ -239,6 +317,10 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 {{- end}}
 </section>
 {{- end}}
+<details id="configuration">
+<summary>Configuration (raw)</summary>
+<pre id="config">{{.Config}}</pre>
+</details>
 <footer>{{.Generated}}</footer>
 </body>
 </html>
@@ -272,7 +354,7 @@ func (r *rendered) html() ([]byte, error) {
 	for _, s := range r.sections {
 		hs := htmlSection{ID: s.ID, Title: s.Title, Intro: s.Intro}
 		for _, f := range s.figs {
-			hs.Figs = append(hs.Figs, htmlFigure{f.name, f.title, f.caption, inlineSVG(r.svgs[f]), f.name == "mu_vs_T"})
+			hs.Figs = append(hs.Figs, htmlFigure{f.name, f.title, f.caption, inlineSVG(r.svgs[f]), f.wide})
 		}
 		for _, t := range s.tables {
 			ht := htmlTable{Name: t.name, Title: t.title, Caption: t.caption, Header: t.header}
@@ -299,6 +381,7 @@ func (r *rendered) html() ([]byte, error) {
 	err := pageTemplate.Execute(&b, map[string]any{
 		"Title": title, "CSS": template.CSS(pageCSS), "Facts": r.facts(), "Threats": r.threats(),
 		"Config": prettyConfig(r.in.ConfigJSON), "Sections": secs, "Generated": r.in.Generated,
+		"Headline": r.headline(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("report: html: %w", err)
@@ -312,7 +395,20 @@ func (r *rendered) markdown() []byte {
 	if title == "" {
 		title = "Privacy audit report"
 	}
-	b.WriteString("# " + title + "\n\n## Setup\n\n")
+	b.WriteString("# " + title + "\n\n")
+	if h := r.headline(); h != nil {
+		fmt.Fprintf(&b, "**%s**: %s\n\n", h.Badge, markdownEscaper.Replace(h.Text))
+		if h.Family != "" {
+			b.WriteString(h.Family + "\n\n")
+		}
+		for _, n := range h.Notes {
+			fmt.Fprintf(&b, "- note: %s\n", markdownEscaper.Replace(n))
+		}
+		if len(h.Notes) > 0 {
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString("## Setup\n\n")
 	for _, f := range r.facts() {
 		fmt.Fprintf(&b, "- **%s**: %s\n", f.Name, markdownEscaper.Replace(f.Value))
 	}
@@ -323,8 +419,7 @@ func (r *rendered) markdown() []byte {
 	if len(r.m.threats) == 0 {
 		b.WriteString("- no findings\n")
 	}
-	b.WriteString("\nHigher attack score means world C (the target's record present). Type I error α = P(say C' | C), type II error β = P(say C | C'). Certified bounds hold jointly with probability at least the confidence level; \"-\" marks a value that is unknown or not applicable.\n\n")
-	b.WriteString("### Configuration\n\n```json\n" + prettyConfig(r.in.ConfigJSON) + "\n```\n")
+	b.WriteString("\nHigher attack score means world C (the target's record present). Type I error α = P(say C' | C), type II error β = P(say C | C'). Certified bounds hold jointly with probability at least the confidence level; \"-\" marks a value that is unknown or not applicable. The raw configuration is at the end.\n")
 	for _, s := range r.sections {
 		b.WriteString("\n## " + s.Title + "\n\n" + s.Intro + "\n")
 		for _, f := range s.figs {
@@ -339,6 +434,7 @@ func (r *rendered) markdown() []byte {
 			b.WriteString(t.markdown())
 		}
 	}
+	b.WriteString("\n## Configuration\n\n```json\n" + prettyConfig(r.in.ConfigJSON) + "\n```\n")
 	if r.in.Generated != "" {
 		b.WriteString("\n---\n\n" + r.in.Generated + "\n")
 	}
