@@ -78,6 +78,7 @@ var (
 	}
 	dashComposition = []vg.Length{vg.Points(6), vg.Points(3)}
 	dashRealized    = []vg.Length{vg.Points(2), vg.Points(2)}
+	dashUploads     = []vg.Length{vg.Points(1.5), vg.Points(2)}
 	dashClaim       = []vg.Length{vg.Points(8), vg.Points(3), vg.Points(2), vg.Points(3)}
 )
 
@@ -350,6 +351,9 @@ func (m *model) tradeoffFigure(t int) (*figure, error) {
 		curves = append(curves,
 			curve{b.Mu, "T_G(convergent μ = " + num(b.Mu) + "), final model", colorConvergent, nil},
 			curve{b.MuComposition, "T_G(composition μ = " + num(b.MuComposition) + "), every iterate", colorComposition, dashComposition})
+		if m.hasThreat("uploads") && b.MuUploads > 0 {
+			curves = append(curves, curve{b.MuUploads, "T_G(uploads μ = " + num(b.MuUploads) + "), single upload", colorConvergent, dashUploads})
+		}
 	}
 	for _, c := range curves {
 		if math.IsNaN(c.mu) || math.IsInf(c.mu, 0) || c.mu < 0 {
@@ -579,6 +583,13 @@ func (m *model) muFigure() (*figure, bool, error) {
 		func(t int) (float64, bool) {
 			return valueOf(m.theory[t], func(b *audit.Bound) float64 { return b.MuComposition })
 		})
+	if m.hasThreat("uploads") {
+		add(&theory, line{label: "uploads bound (single upload)", col: colorConvergent, dash: dashUploads, shape: draw.SquareGlyph{}, width: vg.Points(1.2)},
+			func(t int) (float64, bool) {
+				v, ok := valueOf(m.theory[t], func(b *audit.Bound) float64 { return b.MuUploads })
+				return v, ok && v > 0 // 0: a theory computed before the uploads bound existed
+			})
+	}
 	add(&theory, line{label: "realized μ in training", col: colorRealized, dash: dashRealized, shape: draw.CrossGlyph{}, width: vg.Points(1.2)},
 		func(t int) (float64, bool) {
 			st := m.stats[t]
@@ -823,4 +834,15 @@ func (m *model) figures() ([]*figure, error) {
 		figs = append(figs, f)
 	}
 	return figs, nil
+}
+
+// hasThreat reports whether some attack row is under the given threat model: the uploads bound
+// is drawn only then, since no other observer is held to it.
+func (m *model) hasThreat(threat string) bool {
+	for _, s := range m.series {
+		if s.threat == threat {
+			return true
+		}
+	}
+	return false
 }

@@ -216,7 +216,8 @@ func TestFigureStyle(t *testing.T) {
 func TestFigureContent(t *testing.T) {
 	_, files := writeReport(t, syntheticInput(t), Options{})
 	mu := string(files["figures/mu_vs_T.svg"])
-	for _, s := range []string{"claim μ = 2 (test claim)", "claim μ = 2<", "(95% jointly over 6 rows):", ">100<", ">10<"} {
+	for _, s := range []string{"claim μ = 2 (test claim)", "claim μ = 2<", "(95% jointly over 6 rows):", ">100<", ">10<",
+		"uploads bound (single upload)"} {
 		if !strings.Contains(mu, s) {
 			t.Errorf("mu_vs_T.svg lacks %q", s)
 		}
@@ -225,7 +226,7 @@ func TestFigureContent(t *testing.T) {
 		svg := string(files["figures/tradeoff_T"+T+".svg"])
 		for _, s := range []string{"T_G(claim μ = 2)", "certified error pair (α, β) ≤ (α_up, β_up),",
 			"at 95% jointly over 6 rows (each row at 99.1667%);", "ROC, log-log (low FPR)", "Near the axes: α and β on log scales",
-			"FPR = β", "TPR = 1 - α", ">0.001<"} {
+			"FPR = β", "TPR = 1 - α", ">0.001<", "T_G(uploads μ = "} {
 			if !strings.Contains(svg, s) {
 				t.Errorf("tradeoff_T%s.svg lacks %q", T, s)
 			}

@@ -15,7 +15,7 @@ import (
 var threatDescriptions = map[string]string{
 	"final":        "the final global model w_T only (the convergent bound applies)",
 	"all-iterates": "every global model w_1, ..., w_T (only the composition bound applies)",
-	"uploads":      "the target client's uploads in every round (only the composition bound applies)",
+	"uploads":      "the target client's noisy upload of round T, beside the global model before it (judged against the uploads bound: one upload carries noise σ, the global model σ/√n)",
 }
 
 // section groups figures and tables under one heading, in the order the report shows them.

@@ -42,9 +42,9 @@ func analyze(t *testing.T, n int, shift float64) *audit.Result {
 func syntheticInput(t *testing.T) Input {
 	t.Helper()
 	bounds := []audit.Bound{
-		{T: 1, Mu: 0.5, MuClosedForm: 0.5, ClosedFormKind: "exact", MuComposition: 0.5, Delta: 1e-5},
-		{T: 10, Mu: 1.2, MuClosedForm: math.NaN(), MuComposition: 1.6, Delta: 1e-5},
-		{T: 100, Mu: 0.6, MuClosedForm: math.NaN(), MuComposition: 5, Delta: 1e-5},
+		{T: 1, Mu: 0.5, MuClosedForm: 0.5, ClosedFormKind: "exact", MuComposition: 0.5, MuUploads: 1.58, Delta: 1e-5},
+		{T: 10, Mu: 1.2, MuClosedForm: math.NaN(), MuComposition: 1.6, MuUploads: 1.87, Delta: 1e-5},
+		{T: 100, Mu: 0.6, MuClosedForm: math.NaN(), MuComposition: 5, MuUploads: 1.68, Delta: 1e-5},
 	}
 	in := Input{
 		Title:       "Synthetic audit | test",
