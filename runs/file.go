@@ -83,10 +83,10 @@ var errClosed = errors.New("writer is closed")
 // it into place on close. The rename is what makes a file appear complete: rename within one
 // directory is atomic on POSIX file systems, and the data is synced before it.
 type fileWriter struct {
-	path string
-	tmp  string
-	f    *os.File
-	buf  *bufferedFile
+	path   string
+	tmp    string
+	f      *os.File
+	buf    *bufferedFile
 	w      *ipc.FileWriter
 	b      *array.RecordBuilder
 	schema *arrow.Schema
