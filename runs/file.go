@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"io"
 	"io/fs"
 	"os"
@@ -84,7 +85,7 @@ var errClosed = errors.New("writer is closed")
 // directory is atomic on POSIX file systems, and the data is synced before it.
 type fileWriter struct {
 	path   string
-	tmp    string
+	tf     *fsutil.File // the temporary file, locked while written (see fsutil)
 	f      *os.File
 	buf    *bufferedFile
 	w      *ipc.FileWriter
@@ -106,25 +107,19 @@ func newFileWriter(path string, schema *arrow.Schema, o options) (*fileWriter, e
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	tf, err := fsutil.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", path, err)
+		return nil, err
 	}
-	// CreateTemp makes files private; a finished run file is data like any other.
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, fmt.Errorf("create %s: %w", path, err)
-	}
+	f := tf.File
 	buf := &bufferedFile{w: bufio.NewWriterSize(f, 1<<20)}
 	w, err := ipc.NewFileWriter(buf, ipc.WithSchema(schema), ipc.WithZstd(), ipc.WithAllocator(o.mem))
 	if err != nil {
-		f.Close()
-		os.Remove(f.Name())
+		tf.Abort()
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
 	return &fileWriter{
-		path: path, tmp: f.Name(), f: f, buf: buf, w: w, schema: schema,
+		path: path, tf: tf, f: f, buf: buf, w: w, schema: schema,
 		b:         array.NewRecordBuilder(o.mem, schema),
 		batchRows: o.batchRows, batchBytes: o.batchBytes,
 	}, nil
@@ -180,23 +175,13 @@ func (fw *fileWriter) close() error {
 	if err == nil {
 		err = fw.buf.w.Flush()
 	}
-	if err == nil {
-		err = fw.f.Sync()
-	}
-	if cerr := fw.f.Close(); err == nil {
-		err = cerr
-	}
 	fw.b.Release()
 	fw.done = true
 	if err == nil {
-		err = os.Rename(fw.tmp, fw.path)
+		return fw.tf.Commit() // sync, rename into place, sync the directory
 	}
-	if err != nil {
-		os.Remove(fw.tmp)
-		return fmt.Errorf("close %s: %w", fw.path, err)
-	}
-	syncDir(filepath.Dir(fw.path))
-	return nil
+	fw.tf.Abort()
+	return fmt.Errorf("close %s: %w", fw.path, err)
 }
 
 // finish has the Arrow writer write its footer, adds the checksums of the record batches to
@@ -261,22 +246,7 @@ func (fw *fileWriter) abort() error {
 	}
 	fw.done = true
 	fw.b.Release()
-	fw.f.Close()
-	if err := os.Remove(fw.tmp); err != nil {
-		return fmt.Errorf("abort %s: %w", fw.path, err)
-	}
-	return nil
-}
-
-// syncDir makes a rename durable. Errors are ignored: some file systems cannot sync directories,
-// and the file itself is already complete.
-func syncDir(dir string) {
-	d, err := os.Open(dir)
-	if err != nil {
-		return
-	}
-	d.Sync()
-	d.Close()
+	return fw.tf.Abort()
 }
 
 // bufferedFile gives the IPC writer buffered writes. The writer seeks only to learn its

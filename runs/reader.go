@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"iter"
 	"os"
 	"path/filepath"
@@ -473,8 +474,14 @@ func ShardStatus(dir string, count int) ([]ShardInfo, error) {
 		if e.IsDir() {
 			continue
 		}
-		if strings.HasPrefix(name, ".") && strings.Contains(name, ".arrow.tmp-") {
-			problems = append(problems, ShardInfo{Path: path, State: ShardWriting})
+		if fsutil.IsTemp(name) && strings.Contains(name, ".arrow.tmp-") {
+			// A temporary file whose writer holds its lock is being written; one nobody holds
+			// was left by a killed writer (removed by the next `audit run` or `audit train`).
+			state := ShardStale
+			if fsutil.InUse(path) {
+				state = ShardWriting
+			}
+			problems = append(problems, ShardInfo{Path: path, State: state})
 			continue
 		}
 		if strings.HasPrefix(name, ".") || filepath.Ext(name) != ".arrow" {
