@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
@@ -285,13 +284,4 @@ func VerifyFile(path string) (checked bool, err error) {
 		}
 	}
 	return true, nil
-}
-
-// fileSize returns the size of an open file.
-func fileSize(f *os.File) (int64, error) {
-	st, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	return st.Size(), nil
 }
