@@ -160,13 +160,17 @@ func (e *experimentDir) scores(ctx context.Context, opts AttackOptions) (*runs.S
 		return nil, err
 	} else if err == nil {
 		sf, err := runs.ReadScoreFile(path)
-		if err != nil {
+		why := ""
+		switch {
+		case errors.Is(err, runs.ErrDamaged):
+			why = err.Error() // a damaged score file is recomputed, never used
+		case err != nil:
 			return nil, err
-		}
-		names, rounds := e.scoring(opts)
-		why := scoringDiffers(sf.Meta.Config, names, rounds)
-		if why == "" {
-			return sf, nil
+		default:
+			names, rounds := e.scoring(opts)
+			if why = scoringDiffers(sf.Meta.Config, names, rounds); why == "" {
+				return sf, nil
+			}
 		}
 		if opts.Logf != nil {
 			opts.Logf("attack: %s is stale (%s); scoring again", path, why)

@@ -4,8 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
+	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"strings"
 
 	"github.com/fedaudit/fedaudit/runs"
@@ -92,24 +91,6 @@ func WriteFindings(dir string, a *Analysis) error {
 	return writeFileAtomic(FindingsPath(dir), buf.Bytes())
 }
 
-// writeFileAtomic writes through a temporary file and a rename, so a reader never sees half a
-// file.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
+// writeFileAtomic writes through a temporary file, fsync and a rename, so a reader never sees
+// half a file (fsutil.WriteFile).
+func writeFileAtomic(path string, data []byte) error { return fsutil.WriteFile(path, data) }

@@ -119,7 +119,12 @@ func TrainShard(ctx context.Context, cfg *Config, data *Data, s runs.Shard, dir 
 	}
 	path = filepath.Join(rdir, s.FileName())
 	if _, statErr := os.Stat(path); statErr == nil {
-		t, openErr := runs.Open(path)
+		// Every checksum is read: a damaged shard is trained again, never used.
+		_, openErr := runs.VerifyFile(path)
+		var t *runs.Table
+		if openErr == nil {
+			t, openErr = runs.Open(path)
+		}
 		if openErr == nil {
 			meta := t.Meta()
 			t.Close()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"html/template"
 	"os"
 	"path/filepath"
@@ -481,8 +482,9 @@ func Write(dir string, in Input, opts Options) error {
 	}
 	for name, b := range files {
 		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			return fmt.Errorf("report: write %s: %w", p, err)
+		// Through a temporary file and a rename: a killed process never leaves half a report.
+		if err := fsutil.WriteFile(p, b); err != nil {
+			return fmt.Errorf("report: %w", err)
 		}
 	}
 	return nil

@@ -2,8 +2,11 @@ package runs
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"io"
 	"io/fs"
 	"os"
@@ -81,12 +84,13 @@ var errClosed = errors.New("writer is closed")
 // it into place on close. The rename is what makes a file appear complete: rename within one
 // directory is atomic on POSIX file systems, and the data is synced before it.
 type fileWriter struct {
-	path string
-	tmp  string
-	f    *os.File
-	buf  *bufferedFile
-	w    *ipc.FileWriter
-	b    *array.RecordBuilder
+	path   string
+	tf     *fsutil.File // the temporary file, locked while written (see fsutil)
+	f      *os.File
+	buf    *bufferedFile
+	w      *ipc.FileWriter
+	b      *array.RecordBuilder
+	schema *arrow.Schema
 
 	batchRows, batchBytes int
 	rows, bytes           int // pending in b
@@ -103,25 +107,19 @@ func newFileWriter(path string, schema *arrow.Schema, o options) (*fileWriter, e
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	tf, err := fsutil.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", path, err)
+		return nil, err
 	}
-	// CreateTemp makes files private; a finished run file is data like any other.
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, fmt.Errorf("create %s: %w", path, err)
-	}
+	f := tf.File
 	buf := &bufferedFile{w: bufio.NewWriterSize(f, 1<<20)}
 	w, err := ipc.NewFileWriter(buf, ipc.WithSchema(schema), ipc.WithZstd(), ipc.WithAllocator(o.mem))
 	if err != nil {
-		f.Close()
-		os.Remove(f.Name())
+		tf.Abort()
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
 	return &fileWriter{
-		path: path, tmp: f.Name(), f: f, buf: buf, w: w,
+		path: path, tf: tf, f: f, buf: buf, w: w, schema: schema,
 		b:         array.NewRecordBuilder(o.mem, schema),
 		batchRows: o.batchRows, batchBytes: o.batchBytes,
 	}, nil
@@ -172,27 +170,71 @@ func (fw *fileWriter) close() error {
 	}
 	err := fw.flush()
 	if err == nil {
-		err = fw.w.Close()
+		err = fw.finish()
 	}
 	if err == nil {
 		err = fw.buf.w.Flush()
 	}
-	if err == nil {
-		err = fw.f.Sync()
-	}
-	if cerr := fw.f.Close(); err == nil {
-		err = cerr
-	}
 	fw.b.Release()
 	fw.done = true
 	if err == nil {
-		err = os.Rename(fw.tmp, fw.path)
+		return fw.tf.Commit() // sync, rename into place, sync the directory
 	}
+	fw.tf.Abort()
+	return fmt.Errorf("close %s: %w", fw.path, err)
+}
+
+// finish has the Arrow writer write its footer, adds the checksums of the record batches to
+// it and writes it. The Arrow writer cannot add footer metadata itself, so its footer is caught
+// in memory rather than written, and the batches it points at are read back from the file.
+func (fw *fileWriter) finish() error {
+	var caught bytes.Buffer
+	fw.buf.capture = &caught
+	err := fw.w.Close()
+	fw.buf.capture = nil
 	if err != nil {
-		os.Remove(fw.tmp)
-		return fmt.Errorf("close %s: %w", fw.path, err)
+		return err
 	}
-	syncDir(filepath.Dir(fw.path))
+	// What the writer wrote in Close: the file's start if no batch was written before (magic
+	// and schema), then the footer, its length and the magic.
+	out := caught.Bytes()
+	const trailer = 4 + 6
+	if len(out) < trailer {
+		return errors.New("arrow writer wrote no footer")
+	}
+	n := int(binary.LittleEndian.Uint32(out[len(out)-trailer:]))
+	if n <= 0 || n > len(out)-trailer {
+		return errors.New("arrow writer wrote a bad footer length")
+	}
+	head, footer := out[:len(out)-trailer-n], out[len(out)-trailer-n:len(out)-trailer]
+	if _, err := fw.buf.w.Write(head); err != nil {
+		return err
+	}
+	if err := fw.buf.w.Flush(); err != nil {
+		return err
+	}
+	parts, err := parseFooter(footer)
+	if err != nil {
+		return err
+	}
+	size := fw.buf.pos - int64(len(out)) + int64(len(head))
+	crcs := make([]uint32, len(parts.blocks))
+	for i, b := range parts.blocks {
+		if crcs[i], err = blockChecksum(fw.f, b, size); err != nil {
+			return err
+		}
+	}
+	withSums, err := withChecksums(footer, fw.schema, crcs)
+	if err != nil {
+		return err
+	}
+	var lenBuf [4]byte
+	binary.LittleEndian.PutUint32(lenBuf[:], uint32(len(withSums)))
+	for _, p := range [][]byte{withSums, lenBuf[:], arrowMagic} {
+		if _, err := fw.buf.w.Write(p); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -204,32 +246,22 @@ func (fw *fileWriter) abort() error {
 	}
 	fw.done = true
 	fw.b.Release()
-	fw.f.Close()
-	if err := os.Remove(fw.tmp); err != nil {
-		return fmt.Errorf("abort %s: %w", fw.path, err)
-	}
-	return nil
-}
-
-// syncDir makes a rename durable. Errors are ignored: some file systems cannot sync directories,
-// and the file itself is already complete.
-func syncDir(dir string) {
-	d, err := os.Open(dir)
-	if err != nil {
-		return
-	}
-	d.Sync()
-	d.Close()
+	return fw.tf.Abort()
 }
 
 // bufferedFile gives the IPC writer buffered writes. The writer seeks only to learn its
 // position, which is tracked here.
 type bufferedFile struct {
-	w   *bufio.Writer
-	pos int64
+	w       *bufio.Writer
+	pos     int64
+	capture *bytes.Buffer // when set, writes go here instead of to the file
 }
 
 func (b *bufferedFile) Write(p []byte) (int, error) {
+	if b.capture != nil {
+		b.pos += int64(len(p))
+		return b.capture.Write(p)
+	}
 	n, err := b.w.Write(p)
 	b.pos += int64(n)
 	return n, err
@@ -300,32 +332,55 @@ func decodeSafely(f func() error) (err error) {
 	return f()
 }
 
-// openArrowFile opens path as an Arrow IPC file. The caller closes both returned values.
-func openArrowFile(path string, mem memory.Allocator) (*os.File, *ipc.FileReader, error) {
+// arrowFile is an open Arrow IPC file with what its footer says for verification.
+type arrowFile struct {
+	f      *os.File
+	r      *ipc.FileReader
+	size   int64
+	blocks []block
+	sums   *checksums // nil for a file without checksums
+}
+
+func (af *arrowFile) Close() {
+	af.r.Close()
+	af.f.Close()
+}
+
+// openArrowFile opens path as an Arrow IPC file and checks its schema checksum. A file that
+// declares our current format version must carry checksums. mem nil means the default allocator.
+func openArrowFile(path string, mem memory.Allocator) (*arrowFile, error) {
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, bare(err)
+		return nil, bare(err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, nil, bare(err)
+		return nil, bare(err)
 	}
 	if st.IsDir() {
 		f.Close()
-		return nil, nil, errors.New("is a directory")
+		return nil, errors.New("is a directory")
 	}
 	if err := checkMagic(f, st.Size()); err != nil {
 		f.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	footer, err := readFooter(f, st.Size())
 	if err == nil {
 		err = verifyFooter(footer)
 	}
+	var sums *checksums
+	var blocks []block
+	if err == nil {
+		sums, blocks, err = fileChecksums(footer)
+	}
 	if err != nil {
 		f.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	var r *ipc.FileReader
 	err = decodeSafely(func() error {
@@ -335,9 +390,23 @@ func openArrowFile(path string, mem memory.Allocator) (*os.File, *ipc.FileReader
 	})
 	if err != nil {
 		f.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	return f, r, nil
+	af := &arrowFile{f: f, r: r, size: st.Size(), blocks: blocks, sums: sums}
+	md := r.Schema().Metadata()
+	_, ours := md.GetValue(KeyKind)
+	version, _ := md.GetValue(KeyFormatVersion)
+	switch {
+	case sums != nil && schemaChecksum(r.Schema()) != sums.schema:
+		err = fmt.Errorf("%w: schema checksum mismatch: the schema or its metadata (the config) changed after the file was written", ErrDamaged)
+	case sums == nil && ours && version == FormatVersion:
+		err = fmt.Errorf("%w: format version %s but no checksums in the footer", ErrDamaged, version)
+	}
+	if err != nil {
+		af.Close()
+		return nil, err
+	}
+	return af, nil
 }
 
 // bare drops the path from an *fs.PathError, since our own errors name the file already.

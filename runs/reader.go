@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"iter"
 	"os"
 	"path/filepath"
@@ -40,20 +41,20 @@ type header struct {
 	layout  runLayout
 	schema  *arrow.Schema
 	batches int
+	checked bool // the file carries checksums
 }
 
 func readHeader(path string, mem memory.Allocator) (header, error) {
-	f, r, err := openArrowFile(path, mem)
+	af, err := openArrowFile(path, mem)
 	if err != nil {
 		return header{}, fmt.Errorf("open %s: %w", path, err)
 	}
-	defer f.Close()
-	defer r.Close()
-	m, lay, err := parseRunSchema(r.Schema())
+	defer af.Close()
+	m, lay, err := parseRunSchema(af.r.Schema())
 	if err != nil {
 		return header{}, fmt.Errorf("open %s: %w", path, err)
 	}
-	return header{meta: m, layout: lay, schema: r.Schema(), batches: r.NumRecords()}, nil
+	return header{meta: m, layout: lay, schema: af.r.Schema(), batches: af.r.NumRecords(), checked: af.sums != nil}, nil
 }
 
 // runFiles lists the run files of a directory: *.arrow, not hidden (writers' temporary files are
@@ -196,12 +197,12 @@ func (t *Table) All(ctx context.Context) iter.Seq2[Row, error] {
 }
 
 func (t *Table) scanFile(ctx context.Context, sf ShardFile, fn func(Row) error) error {
-	f, r, err := openArrowFile(sf.Path, t.mem)
+	af, err := openArrowFile(sf.Path, t.mem)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", sf.Path, err)
 	}
-	defer f.Close()
-	defer r.Close()
+	defer af.Close()
+	r := af.r
 	// The file was checked by Open; it may have been replaced since.
 	m, lay, err := parseRunSchema(r.Schema())
 	if err != nil {
@@ -213,6 +214,10 @@ func (t *Table) scanFile(ctx context.Context, sf ShardFile, fn func(Row) error) 
 	for i := 0; i < r.NumRecords(); i++ {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		// The checksum first: damaged bytes must not reach the decoder, nor the audit.
+		if err := af.verifyBatch(i); err != nil {
+			return fmt.Errorf("read %s: batch %d: %w", sf.Path, i, err)
 		}
 		var b *runBatch
 		err := decodeSafely(func() error {
@@ -410,7 +415,9 @@ const (
 	ShardCorrupt                     // a *.arrow file that cannot be read as a run file
 	ShardDuplicate                   // a second readable file for a shard index already seen
 	ShardMismatch                    // a readable run file of another experiment or shard count
-	ShardWriting                     // a writer's temporary file: in progress, or left by a crash
+	ShardWriting                     // a writer's temporary file, its writer still at work
+	ShardDamaged                     // a run file whose checksums do not match its bytes (VerifyShards)
+	ShardStale                       // a temporary file left by a writer that was killed
 )
 
 func (s ShardState) String() string {
@@ -427,6 +434,10 @@ func (s ShardState) String() string {
 		return "mismatch"
 	case ShardWriting:
 		return "writing"
+	case ShardDamaged:
+		return "damaged"
+	case ShardStale:
+		return "stale"
 	}
 	return fmt.Sprintf("ShardState(%d)", int(s))
 }
@@ -436,7 +447,10 @@ type ShardInfo struct {
 	Shard Shard  // zero for corrupt and temporary files, whose shard is unknown
 	Path  string // empty for missing shards
 	State ShardState
-	Err   error // why a file is corrupt, duplicate or mismatched
+	Err   error // why a file is corrupt, damaged, duplicate or mismatched
+	// Unverified is set by VerifyShards on a complete file without checksums (format version
+	// 1): its rows decode, but a changed value would not be noticed.
+	Unverified bool
 }
 
 // ShardStatus reports the shards of a directory of run files: one entry per shard index of a set
@@ -460,8 +474,14 @@ func ShardStatus(dir string, count int) ([]ShardInfo, error) {
 		if e.IsDir() {
 			continue
 		}
-		if strings.HasPrefix(name, ".") && strings.Contains(name, ".arrow.tmp-") {
-			problems = append(problems, ShardInfo{Path: path, State: ShardWriting})
+		if fsutil.IsTemp(name) && strings.Contains(name, ".arrow.tmp-") {
+			// A temporary file whose writer holds its lock is being written; one nobody holds
+			// was left by a killed writer (removed by the next `audit run` or `audit train`).
+			state := ShardStale
+			if fsutil.InUse(path) {
+				state = ShardWriting
+			}
+			problems = append(problems, ShardInfo{Path: path, State: state})
 			continue
 		}
 		if strings.HasPrefix(name, ".") || filepath.Ext(name) != ".arrow" {
@@ -506,4 +526,46 @@ func ShardStatus(dir string, count int) ([]ShardInfo, error) {
 		}
 	}
 	return append(out, problems...), nil
+}
+
+// VerifyShards is ShardStatus with every complete file read in full: its checksums are
+// verified batch by batch (a file without checksums is decoded instead, and marked Unverified).
+// A file that fails is reported as ShardDamaged under its shard index, with the error naming
+// the file and the batch. It reads every byte of the directory's run files.
+func VerifyShards(ctx context.Context, dir string, count int) ([]ShardInfo, error) {
+	infos, err := ShardStatus(dir, count)
+	if err != nil {
+		return nil, err
+	}
+	for i := range infos {
+		in := &infos[i]
+		if in.State != ShardComplete {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		checked, err := VerifyFile(in.Path)
+		if err == nil && !checked {
+			in.Unverified = true
+			err = scanAll(ctx, in.Path)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			in.State, in.Err = ShardDamaged, err
+		}
+	}
+	return infos, nil
+}
+
+// scanAll decodes every row of a run file.
+func scanAll(ctx context.Context, path string) error {
+	t, err := Open(path)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	return t.Scan(ctx, func(Row) error { return nil })
 }

@@ -502,9 +502,31 @@ func TestCreateValidation(t *testing.T) {
 	}
 }
 
-// writeRaw writes an Arrow file with any schema, bypassing the package's writer, to make files
-// it would refuse to write.
+// writeRaw writes an Arrow file with any schema, bypassing the package's checks of rows and
+// schema (but with checksums, as the package writes them), to make files it would refuse to write.
 func writeRaw(t *testing.T, path string, sc *arrow.Schema, build func(*array.RecordBuilder)) {
+	t.Helper()
+	fw, err := newFileWriter(path, sc, newOptions(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fw.abort()
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	build(b)
+	rec := b.NewRecord()
+	defer rec.Release()
+	if err := fw.w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeUnchecked writes an Arrow file with the plain Arrow writer: no checksums in the footer,
+// as files of format version 1 and of other tools.
+func writeUnchecked(t testing.TB, path string, sc *arrow.Schema, build func(*array.RecordBuilder)) {
 	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
@@ -529,7 +551,7 @@ func writeRaw(t *testing.T, path string, sc *arrow.Schema, build func(*array.Rec
 }
 
 // editSchema returns the run schema of m with fields and metadata changed by f.
-func editSchema(t *testing.T, m Meta, f func(fields []arrow.Field, keys, values []string) ([]arrow.Field, []string, []string)) *arrow.Schema {
+func editSchema(t testing.TB, m Meta, f func(fields []arrow.Field, keys, values []string) ([]arrow.Field, []string, []string)) *arrow.Schema {
 	sc, err := runSchema(m)
 	if err != nil {
 		t.Fatal(err)

@@ -26,8 +26,13 @@ import (
 )
 
 // FormatVersion is the version of the layout written by this package. Readers refuse files of
-// another version rather than misread them.
-const FormatVersion = "1"
+// another version rather than misread them. Version 2 added the checksums of the footer (see
+// checksum.go); files of version 1, written before them, are still read, unverified.
+const FormatVersion = "2"
+
+// legacyFormatVersion is the older version readers still accept: the same layout without
+// checksums.
+const legacyFormatVersion = "1"
 
 // Keys of the Arrow schema metadata written into every file.
 const (
@@ -329,8 +334,8 @@ func commonMeta(sc *arrow.Schema, kind string) (config []byte, datasetHash, tool
 	if err != nil {
 		return nil, "", "", err
 	}
-	if v != FormatVersion {
-		return nil, "", "", fmt.Errorf("format version %q, this reader knows %q", v, FormatVersion)
+	if v != FormatVersion && v != legacyFormatVersion {
+		return nil, "", "", fmt.Errorf("format version %q, this reader knows %q and %q", v, legacyFormatVersion, FormatVersion)
 	}
 	cfg, err := get(KeyConfig)
 	if err != nil {

@@ -433,12 +433,12 @@ func parseInteger(text, column string, lo, hi int64) (int64, error) {
 }
 
 func readScoresArrow(path string) (*ScoreFile, error) {
-	f, r, err := openArrowFile(path, memory.DefaultAllocator)
+	af, err := openArrowFile(path, memory.DefaultAllocator)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	defer r.Close()
+	defer af.Close()
+	r := af.r
 	sc := r.Schema()
 	var sf ScoreFile
 	// Files of other tools carry no fedaudit metadata; ours must be of a version we know.
@@ -468,6 +468,9 @@ func readScoresArrow(path string) (*ScoreFile, error) {
 	sf.Coupled = cols.pairID >= 0
 	base := 0
 	for i := 0; i < r.NumRecords(); i++ {
+		if err := af.verifyBatch(i); err != nil {
+			return nil, fmt.Errorf("batch %d: %w", i, err)
+		}
 		err := decodeSafely(func() error {
 			rec, err := r.RecordAt(i)
 			if err != nil {

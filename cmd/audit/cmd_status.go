@@ -18,6 +18,9 @@ type statusShard struct {
 	State string `json:"state"`
 	File  string `json:"file"` // base name; for a missing shard, the name it will have
 	Error string `json:"error,omitempty"`
+	// Unverified: with --verify, a complete file without checksums (written before they were
+	// introduced), whose rows decoded but whose values could not be checked.
+	Unverified bool `json:"unverified,omitempty"`
 }
 
 // statusReport is the whole of `audit status --json`.
@@ -39,9 +42,15 @@ func runsDirOf(dir string) string {
 	return dir
 }
 
-func shardStatus(dir string, shards int) (statusReport, error) {
+func shardStatus(ctx context.Context, dir string, shards int, verify bool) (statusReport, error) {
 	rdir := runsDirOf(dir)
-	infos, err := runs.ShardStatus(rdir, shards)
+	var infos []runs.ShardInfo
+	var err error
+	if verify {
+		infos, err = runs.VerifyShards(ctx, rdir, shards)
+	} else {
+		infos, err = runs.ShardStatus(rdir, shards)
+	}
 	if err != nil {
 		return statusReport{}, err
 	}
@@ -60,12 +69,28 @@ func shardStatus(dir string, shards int) (statusReport, error) {
 		if in.Err != nil {
 			line.Error = in.Err.Error()
 		}
+		line.Unverified = in.Unverified
 		rep.Counts[line.State]++
 		rep.Files = append(rep.Files, line)
 	}
+	// The score file of an experiment directory is checked too: a damaged one is recomputed by
+	// the next `audit run` (or `audit attack`).
+	if sp := experiment.ScoresPath(dir); verify && rdir != dir {
+		if _, statErr := os.Stat(sp); statErr == nil {
+			line := statusShard{Shard: "scores", State: runs.ShardComplete.String(), File: filepath.Base(sp)}
+			checked, err := runs.VerifyFile(sp)
+			if err != nil {
+				line.State, line.Error = runs.ShardDamaged.String(), err.Error()
+				rep.Counts[line.State]++
+			}
+			line.Unverified = !checked && err == nil
+			rep.Files = append(rep.Files, line)
+		}
+	}
 	rep.Complete = rep.Counts[runs.ShardComplete.String()]
 	rep.OK = rep.Shards > 0 && rep.Complete == rep.Shards &&
-		rep.Counts[runs.ShardCorrupt.String()] == 0 && rep.Counts[runs.ShardMissing.String()] == 0
+		rep.Counts[runs.ShardCorrupt.String()] == 0 && rep.Counts[runs.ShardMissing.String()] == 0 &&
+		rep.Counts[runs.ShardDamaged.String()] == 0
 	return rep, nil
 }
 
@@ -78,7 +103,7 @@ func (r statusReport) err() error {
 		return fmt.Errorf("status: no run files in %s (give --shards n to list the missing shards)", r.Dir)
 	}
 	var parts []string
-	for _, st := range []runs.ShardState{runs.ShardMissing, runs.ShardCorrupt} {
+	for _, st := range []runs.ShardState{runs.ShardMissing, runs.ShardCorrupt, runs.ShardDamaged} {
 		if n := r.Counts[st.String()]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, st))
 		}
@@ -94,13 +119,16 @@ func printStatus(e *env, r statusReport) {
 			shard = "?"
 		}
 		fmt.Fprintf(e.stdout, "  %-9s %-9s %s", shard, f.State, f.File)
+		if f.Unverified {
+			fmt.Fprint(e.stdout, " (unverified: written before checksums)")
+		}
 		if f.Error != "" {
 			fmt.Fprintf(e.stdout, ": %s", f.Error)
 		}
 		fmt.Fprintln(e.stdout)
 	}
 	var notes []string
-	for _, st := range []runs.ShardState{runs.ShardMissing, runs.ShardCorrupt, runs.ShardDuplicate, runs.ShardMismatch, runs.ShardWriting} {
+	for _, st := range []runs.ShardState{runs.ShardMissing, runs.ShardCorrupt, runs.ShardDamaged, runs.ShardDuplicate, runs.ShardMismatch, runs.ShardWriting, runs.ShardStale} {
 		if n := r.Counts[st.String()]; n > 0 {
 			notes = append(notes, fmt.Sprintf("%d %s", n, st))
 		}
@@ -114,15 +142,19 @@ func init() {
 	register(&command{
 		name:    "status",
 		summary: "list the complete, missing, corrupt and in-progress shards of a run directory",
-		usage: "status DIR [--shards n] [--json]\n\n" +
+		usage: "status DIR [--shards n] [--verify] [--json]\n\n" +
 			"DIR is an experiment directory (run files in DIR/runs) or a run-file directory. Exit\n" +
-			"status: 0 when every shard is complete, 1 when any shard is missing or corrupt (or no\n" +
-			"run file is there), 2 on a usage error. Duplicate, mismatched and in-progress files are\n" +
-			"listed but do not fail the check on their own.",
+			"status: 0 when every shard is complete, 1 when any shard is missing, corrupt or damaged\n" +
+			"(or no run file is there), 2 on a usage error. Duplicate, mismatched, in-progress and\n" +
+			"stale temporary files are listed but do not fail the check on their own. Without\n" +
+			"--verify only the files' footers are read; --verify reads every byte and checks the\n" +
+			"checksums of every record batch of the run files and of DIR/scores.arrow, naming each\n" +
+			"damaged file (`audit run` retrains a damaged shard and rescores a damaged score file).",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			shards := fs.Int("shards", 0, "expected number of shards (0: take it from the first readable file)")
 			asJSON := fs.Bool("json", false, "machine-readable output")
-			return func(_ context.Context, e *env, args []string) error {
+			verify := fs.Bool("verify", false, "read every file in full and verify its checksums")
+			return func(ctx context.Context, e *env, args []string) error {
 				// Flags may follow DIR (audit status DIR --json), as in the usage line.
 				var dirs []string
 				for len(args) > 0 {
@@ -138,7 +170,7 @@ func init() {
 				if *shards < 0 {
 					return usagef("--shards must be >= 0")
 				}
-				rep, err := shardStatus(dirs[0], *shards)
+				rep, err := shardStatus(ctx, dirs[0], *shards, *verify)
 				if err != nil {
 					return err
 				}

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fedaudit/fedaudit/runs"
 )
 
 // TestStatusShards trains a real 4-shard directory and damages it the ways a batch job can:
@@ -86,5 +89,88 @@ func TestStatusShards(t *testing.T) {
 	}
 	if rep, code = status(); code != 0 || rep.Complete != 4 {
 		t.Fatalf("after retraining: code %d, report %+v", code, rep)
+	}
+}
+
+// TestVerifyRetrainsDamagedShard flips one byte inside a shard's data: `status` (footers only)
+// still calls it complete, `status --verify` names it, reading it fails, and `audit run`
+// retrains it and reproduces the findings byte for byte. A damaged score file is rescored.
+func TestVerifyRetrainsDamagedShard(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	config := filepath.Join("testdata", "run_small.yaml")
+	var stdout, stderr bytes.Buffer
+	runAudit := func(args ...string) int {
+		t.Helper()
+		stdout.Reset()
+		stderr.Reset()
+		return exitCode(&stderr, run(ctx, args, &stdout, &stderr))
+	}
+	if code := runAudit("run", "--quiet", "--config", config, "--out", dir, "--shards", "4"); code != 0 && code != 3 {
+		t.Fatalf("run: exit %d\n%s", code, stderr.String())
+	}
+	findings, err := os.ReadFile(filepath.Join(dir, "findings.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flip := func(path string) {
+		t.Helper()
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw[len(raw)/3] ^= 0x04 // the first third of a file is record batches, not the footer
+		if err := os.WriteFile(path, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shard := filepath.Join(dir, "runs", "runs-00002-of-00004.arrow")
+	flip(shard)
+	flip(filepath.Join(dir, "scores.arrow"))
+
+	if code := runAudit("status", dir, "--json"); code != 0 {
+		t.Fatalf("status without --verify: exit %d (it reads footers only)", code)
+	}
+	code := runAudit("status", dir, "--verify", "--json")
+	var rep statusReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("status --verify --json output: %v\n%s", err, stdout.String())
+	}
+	states := map[string]string{}
+	for _, f := range rep.Files {
+		states[f.File] = f.State
+	}
+	if code != 1 || rep.OK || states["runs-00002-of-00004.arrow"] != "damaged" || states["scores.arrow"] != "damaged" ||
+		states["runs-00001-of-00004.arrow"] != "complete" || rep.Counts["damaged"] != 2 {
+		t.Fatalf("status --verify: exit %d, report %+v", code, rep)
+	}
+	if !strings.Contains(stderr.String(), "(2 damaged)") {
+		t.Errorf("status --verify stderr %q does not summarize the damage", stderr.String())
+	}
+	if code := runAudit("status", dir, "--verify"); code != 1 || !strings.Contains(stdout.String(), "damaged") ||
+		!strings.Contains(stdout.String(), "runs-00002-of-00004.arrow") || !strings.Contains(stdout.String(), "checksum mismatch") {
+		t.Fatalf("status --verify: exit %d, output\n%s", code, stdout.String())
+	}
+	tab, err := runs.Open(filepath.Join(dir, "runs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = tab.Scan(ctx, func(runs.Row) error { return nil })
+	if !errors.Is(err, runs.ErrDamaged) || !strings.Contains(err.Error(), shard) {
+		t.Fatalf("reading the damaged directory: %v, want a damage error naming %s", err, shard)
+	}
+
+	if code := runAudit("run", "--quiet", "--config", config, "--out", dir, "--shards", "4"); code != 0 && code != 3 {
+		t.Fatalf("run over the damaged directory: exit %d\n%s", code, stderr.String())
+	}
+	again, err := os.ReadFile(filepath.Join(dir, "findings.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(findings, again) {
+		t.Fatalf("findings after retraining the damaged shard differ:\n%s\nwant\n%s", again, findings)
+	}
+	if code := runAudit("status", dir, "--verify", "--json"); code != 0 {
+		t.Fatalf("status --verify after the rerun: exit %d\n%s", code, stdout.String())
 	}
 }

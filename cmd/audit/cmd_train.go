@@ -38,9 +38,15 @@ func shardFromFlagOrEnv(flagValue string, shards int) (runs.Shard, bool, error) 
 // trainAll trains the shards of an experiment into dir: one shard when given, else all of
 // them in turn. Complete shards are skipped.
 func trainAll(ctx context.Context, e *env, cfg *experiment.Config, dir string, shard runs.Shard, one bool, shards int, bf backendFlags) error {
-	if _, err := experiment.CheckDirectory(cfg, dir, shards); err != nil {
+	var only *runs.Shard
+	if one {
+		only = &shard
+	}
+	lock, err := lockExperiment(e, cfg, dir, shards, only, "audit train")
+	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
+	defer lock.Unlock()
 	data, err := experiment.Prepare(cfg)
 	if err != nil {
 		return err

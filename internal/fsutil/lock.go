@@ -1,0 +1,182 @@
+package fsutil
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// Experiment directories are locked with flock(2) on DIR/.lock:
+//
+//   - a process that works on the whole directory (`audit run`, `audit train` of every shard)
+//     takes it exclusively;
+//   - a job that trains one shard (`audit train --shards n` in a Slurm array task or a Kubernetes
+//     indexed job) takes it shared, so the shard jobs of one directory run side by side, and in
+//     addition takes DIR/.lock-shard-I-of-N exclusively, so no two jobs train the same shard.
+//
+// Locks are never waited for: the second process fails at once, naming the holder (pid, host and
+// command, which holders write into their lock file). The kernel drops a lock when its holder
+// exits, however it exits, so a killed process never leaves a directory locked. On a cluster the
+// directory is on a shared file system: flock works across nodes on NFS (Linux emulates it with
+// NFS byte-range locks) and on Lustre or GPFS mounted with flock support.
+
+// ErrLocked marks a failure to lock a directory another process holds.
+var ErrLocked = errors.New("locked")
+
+// Lock is a held directory or shard lock.
+type Lock struct {
+	files []*os.File // released in reverse order
+}
+
+const lockName = ".lock"
+
+func shardLockName(index, count int) string {
+	return fmt.Sprintf(".lock-shard-%05d-of-%05d", index, count)
+}
+
+// holderLine is what a holder writes into its lock file.
+func holderLine(what string) string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("pid %d on %s (%s)\n", os.Getpid(), host, what)
+}
+
+func openLock(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return f, nil
+}
+
+func tryFlock(f *os.File, how int) (bool, error) {
+	err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, syscall.EWOULDBLOCK):
+		return false, nil
+	}
+	return false, fmt.Errorf("lock %s: %w", f.Name(), err)
+}
+
+// record writes the holder line into a lock file the caller holds exclusively.
+func record(f *os.File, what string) {
+	if f.Truncate(0) == nil {
+		f.WriteAt([]byte(holderLine(what)), 0)
+	}
+}
+
+// LockDir locks dir exclusively for what (e.g. "audit run"), creating dir if need be. It fails
+// at once with an error wrapping ErrLocked, naming the holders, when another process holds the
+// directory or any of its shards.
+func LockDir(dir, what string) (*Lock, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	f, err := openLock(filepath.Join(dir, lockName))
+	if err != nil {
+		return nil, err
+	}
+	ok, err := tryFlock(f, syscall.LOCK_EX)
+	if err != nil || !ok {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("%w: %s is in use by %s; wait for it to finish, or stop it", ErrLocked, dir, holders(dir))
+		}
+		return nil, err
+	}
+	record(f, what)
+	return &Lock{files: []*os.File{f}}, nil
+}
+
+// LockShard locks shard index of count in dir for what: dir shared (other shard jobs may work
+// there, a whole-directory process may not), the shard exclusively.
+func LockShard(dir string, index, count int, what string) (*Lock, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	d, err := openLock(filepath.Join(dir, lockName))
+	if err != nil {
+		return nil, err
+	}
+	ok, err := tryFlock(d, syscall.LOCK_SH)
+	if err != nil || !ok {
+		d.Close()
+		if err == nil {
+			err = fmt.Errorf("%w: %s is in use by %s; wait for it to finish, or stop it", ErrLocked, dir, holders(dir))
+		}
+		return nil, err
+	}
+	spath := filepath.Join(dir, shardLockName(index, count))
+	s, err := openLock(spath)
+	if err == nil {
+		if ok, err = tryFlock(s, syscall.LOCK_EX); err == nil && !ok {
+			err = fmt.Errorf("%w: shard %d/%d of %s is being trained by %s", ErrLocked, index, count, dir, lockHolder(spath))
+		}
+		if err != nil {
+			s.Close()
+		}
+	}
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	record(s, what)
+	return &Lock{files: []*os.File{d, s}}, nil
+}
+
+// Unlock releases the lock. The holder line is cleared first, so a lock file's content always
+// names a live holder or nobody.
+func (l *Lock) Unlock() {
+	if l == nil {
+		return
+	}
+	for i := len(l.files) - 1; i >= 0; i-- {
+		f := l.files[i]
+		if i == len(l.files)-1 {
+			f.Truncate(0)
+		}
+		f.Close() // closing the last descriptor releases the flock
+	}
+	l.files = nil
+}
+
+// lockHolder reads the holder line of a lock file.
+func lockHolder(path string) string {
+	b, err := os.ReadFile(path)
+	if s := strings.TrimSpace(string(b)); err == nil && s != "" {
+		return s
+	}
+	return "another process"
+}
+
+// holders names who holds dir: the shard jobs whose shard locks are held, else the holder line
+// of the directory lock.
+func holders(dir string) string {
+	entries, _ := os.ReadDir(dir)
+	var shards []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".lock-shard-") {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		held, err := tryFlock(f, syscall.LOCK_SH)
+		f.Close() // releases the probe's lock, if it got one
+		if err == nil && !held {
+			shards = append(shards, strings.TrimPrefix(e.Name(), ".lock-")+": "+lockHolder(p))
+		}
+	}
+	if len(shards) > 0 {
+		sort.Strings(shards)
+		return "shard jobs (" + strings.Join(shards, "; ") + ")"
+	}
+	return lockHolder(filepath.Join(dir, lockName))
+}
