@@ -40,6 +40,9 @@ type ParametricInterval struct {
 	// PerWorld says that the worlds were treated as possibly dependent (coupled pairs): each
 	// world gives its own limits at half the error level and the tighter ones are kept.
 	PerWorld bool `json:"per_world"`
+	// Conflict is set when the per-world intervals do not meet (Lower > Upper): the scores
+	// contradict the model at this confidence, or a (1-Confidence)-probability miss happened.
+	Conflict bool `json:"conflict,omitempty"`
 }
 
 // InformedGDPInterval computes the parametric interval from the informed adversary's
@@ -86,6 +89,7 @@ func InformedGDPInterval(scoresC, scoresCPrime []float64, confidence float64, de
 	res.Lower = math.Max(llrMuLower(t0, n0, gamma/4), llrMuLower(t1, n1, gamma/4))
 	res.Upper = math.Min(llrMuUpper(t0, n0, gamma/4), llrMuUpper(t1, n1, gamma/4))
 	res.LowerOneSided = math.Max(llrMuLower(t0, n0, gamma/2), llrMuLower(t1, n1, gamma/2))
+	res.Conflict = res.Lower > res.Upper
 	return res, nil
 }
 
@@ -160,10 +164,11 @@ func solveIncreasing(f func(float64) float64, target float64) (lo, hi float64) {
 
 // noncentralChiSquareSurvival is P(X >= x) for X noncentral chi-square with k degrees of
 // freedom and noncentrality lambda: the Poisson(lambda/2) mixture of central chi-squares with
-// k + 2j degrees of freedom. The Poisson weights are summed over their mean +- 15 standard
-// deviations (the rest is below 1e-40), and the central tails Q(k/2 + j, x/2) follow the
+// k + 2j degrees of freedom. The Poisson weights are summed over their mean +- 12 standard
+// deviations (the rest weighs below 1e-30), and the central tails Q(k/2 + j, x/2) follow the
 // upward recursion Q(a+1, z) = Q(a, z) + z^a e^-z / Gamma(a+1), which only adds positive
-// terms and so is stable.
+// terms and so is stable. Weights and increments follow their own multiplicative recursions
+// from one Lgamma each, which keeps a sum of thousands of terms cheap.
 func noncentralChiSquareSurvival(x, k, lambda float64) float64 {
 	if x <= 0 {
 		return 1
@@ -174,21 +179,21 @@ func noncentralChiSquareSurvival(x, k, lambda float64) float64 {
 	}
 	mean := lambda / 2
 	sd := math.Sqrt(mean)
-	jLo := int(math.Max(0, math.Floor(mean-15*sd-10)))
-	jHi := int(math.Ceil(mean + 15*sd + 10))
+	jLo := int(math.Max(0, math.Floor(mean-12*sd-10)))
+	jHi := int(math.Ceil(mean + 12*sd + 10))
 	a := k/2 + float64(jLo)
 	q := mathext.GammaIncRegComp(a, z)
-	logZ := math.Log(z)
-	logMean := math.Log(mean)
+	lgj, _ := math.Lgamma(float64(jLo) + 1)
+	w := math.Exp(float64(jLo)*math.Log(mean) - mean - lgj) // Poisson weight of jLo
+	lga, _ := math.Lgamma(a + 1)
+	d := math.Exp(a*math.Log(z) - z - lga) // z^a e^-z / Gamma(a+1)
 	sum := 0.0
 	for j := jLo; j <= jHi; j++ {
-		lgj, _ := math.Lgamma(float64(j) + 1)
-		w := math.Exp(float64(j)*logMean - mean - lgj)
 		sum += w * q
-		// Q(a+1, z) = Q(a, z) + exp(a log z - z - lgamma(a+1)).
-		lga, _ := math.Lgamma(a + 1)
-		q = math.Min(1, q+math.Exp(a*logZ-z-lga))
+		q = math.Min(1, q+d)
 		a++
+		d *= z / a
+		w *= mean / float64(j+1)
 	}
 	return math.Min(1, sum)
 }
