@@ -35,7 +35,7 @@ func ParseThresholdMethod(s string) (ThresholdMethod, error) {
 	switch m := ThresholdMethod(strings.ToLower(strings.TrimSpace(s))); m {
 	case "":
 		return Bonferroni, nil
-	case Bonferroni, Split, DKW:
+	case Bonferroni, Split, DKW, RankBand: // band is opt-in; the message lists the usual three
 		return m, nil
 	}
 	return "", fmt.Errorf("audit: unknown threshold method %q (want bonferroni, split or dkw)", s)

@@ -163,6 +163,8 @@ func certifySorted(x, y []float64, opts Options, plan *bonferroniPlan) (certific
 		return certifySplit(x, y, opts.Confidence, opts.SplitFraction, opts.Delta, opts.Seed)
 	case DKW:
 		return certifyDKW(x, y, opts.Confidence), nil
+	case RankBand:
+		return certifyRankBand(x, y, opts.Confidence), nil
 	}
 	return certification{}, fmt.Errorf("audit: unknown threshold method %q", opts.Method)
 }
@@ -177,6 +179,8 @@ func muLowerSorted(x, y []float64, opts Options, plan *bonferroniPlan) (float64,
 		return math.Max(0, plan.muLower(x, y)), nil
 	case DKW:
 		return math.Max(0, dkwMuLower(x, y, opts.Confidence)), nil
+	case RankBand:
+		return math.Max(0, rankBandMuLower(x, y, opts.Confidence)), nil
 	}
 	cert, err := certifySorted(x, y, opts, plan)
 	if err != nil {
