@@ -35,10 +35,10 @@ func ParseThresholdMethod(s string) (ThresholdMethod, error) {
 	switch m := ThresholdMethod(strings.ToLower(strings.TrimSpace(s))); m {
 	case "":
 		return Bonferroni, nil
-	case Bonferroni, Split, DKW, RankBand: // band is opt-in; the message lists the usual three
+	case Bonferroni, Split, DKW, RankBand:
 		return m, nil
 	}
-	return "", fmt.Errorf("audit: unknown threshold method %q (want bonferroni, split or dkw)", s)
+	return "", fmt.Errorf("audit: unknown threshold method %q (want bonferroni, split, dkw or band)", s)
 }
 
 // CertifiedPoint is one test whose error rates are bounded from above with confidence.
