@@ -10,6 +10,7 @@ package hostshim
 #include <string.h>
 
 typedef int (*find_fn)(const char*, int*);
+typedef long long (*rc_check_fn)(long long, long long, long long, long long, long long);
 typedef int (*launch_fn)(int, unsigned, unsigned, const uint64_t*, int);
 typedef int (*gemm_fn)(int, int, int, int, int, float, uint64_t, int, long long, uint64_t, int,
                        long long, float, uint64_t, int, long long, int);
@@ -25,6 +26,10 @@ static int call_gemm(void* f, int ta, int tb, int m, int n, int k, float alpha, 
                      long long sa, uint64_t b, int ldb, long long sb, float beta, uint64_t c, int ldc,
                      long long sc, int batch) {
 	return ((gemm_fn)f)(ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch);
+}
+static long long call_rc_check(void* f, long long i0, long long s, long long rows, long long cols,
+                               long long steps) {
+	return ((rc_check_fn)f)(i0, s, rows, cols, steps);
 }
 static uint64_t mem_alloc(size_t n) { return (uint64_t)(uintptr_t)calloc(1, n); }
 static void mem_free(uint64_t p) { free((void*)(uintptr_t)p); }
@@ -51,12 +56,14 @@ import (
 type Device struct {
 	lib                 unsafe.Pointer
 	find, launch, gemm  unsafe.Pointer
+	rcCheck             unsafe.Pointer
 	index               []C.int
 	nargs               []int
 	live                map[uint64]int
 	stage               uint64
 	stageCap            int
 	launches, gemmCalls int
+	syncs               int
 }
 
 var kernelList = kernels.All()
@@ -97,7 +104,7 @@ func Load(lib string) (*Device, error) {
 	for _, s := range []struct {
 		name string
 		p    *unsafe.Pointer
-	}{{"shim_find", &d.find}, {"shim_launch", &d.launch}, {"shim_gemm", &d.gemm}} {
+	}{{"shim_find", &d.find}, {"shim_launch", &d.launch}, {"shim_gemm", &d.gemm}, {"shim_rc_check", &d.rcCheck}} {
 		cs := C.CString(s.name)
 		*s.p = C.shim_dlsym(h, cs)
 		C.free(unsafe.Pointer(cs))
@@ -118,12 +125,29 @@ func Load(lib string) (*Device, error) {
 	return d, nil
 }
 
+// CheckIndex walks the kernels' incremental index arithmetic (rc_index in common.cuh) from
+// flat index i0 with stride s over a batch of rows x cols arrays for steps steps, comparing
+// each step with division; it returns the first step that differs, or -1.
+func (d *Device) CheckIndex(i0, s, rows, cols, steps int64) int64 {
+	return int64(C.call_rc_check(d.rcCheck, C.longlong(i0), C.longlong(s), C.longlong(rows), C.longlong(cols), C.longlong(steps)))
+}
+
 // NumArgs is the number of parameters of kernel k, from the compiled source.
 func (d *Device) NumArgs(k kernels.Kernel) int { return d.nargs[k] }
 
 // Launches and GemmCalls count the calls so far.
 func (d *Device) Launches() int  { return d.launches }
 func (d *Device) GemmCalls() int { return d.gemmCalls }
+
+// Sync implements cuda.Syncer: every launch has finished when it returns, so there is nothing
+// to wait for; it counts the calls, for the tests of Options.SyncEachLaunch.
+func (d *Device) Sync() error {
+	d.syncs++
+	return nil
+}
+
+// Syncs counts the Sync calls so far.
+func (d *Device) Syncs() int { return d.syncs }
 
 // Live is the number of allocations not yet freed.
 func (d *Device) Live() int { return len(d.live) }
