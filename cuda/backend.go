@@ -5,8 +5,6 @@ package cuda
 import (
 	"errors"
 	"fmt"
-
-	"github.com/fedaudit/fedaudit/kernels"
 )
 
 const available = true
