@@ -81,9 +81,22 @@ func Build(kernelDir, shimDir, outDir string) (*Device, error) {
 	lib := filepath.Join(outDir, "libfedaudit_shim.so")
 	// -ffp-contract=off: no fused multiply-adds, like the PTX (nvcc -fmad=false) and Go on
 	// amd64, so elementwise results agree bit for bit.
-	cmd := exec.Command(cxx, "-std=c++17", "-O2", "-ffp-contract=off", "-fno-fast-math", "-fPIC",
-		"-shared", "-Wall", "-Werror", "-I", kernelDir, "-I", shimDir, "-o", lib,
-		filepath.Join(shimDir, "shim.cc"))
+	flags := []string{"-std=c++17", "-O2", "-ffp-contract=off", "-fno-fast-math", "-fPIC",
+		"-shared", "-Wall", "-Werror"}
+	asan := ASan()
+	if asan && !asanLoaded() {
+		// Loading an instrumented library without the runtime preloaded kills the process.
+		return nil, fmt.Errorf("hostshim: %s=1 needs the ASan runtime loaded first: run with "+
+			"LD_PRELOAD=$(%s -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 (as .ci/gpu-checks does)", ASanEnv, cxx)
+	}
+	if asan {
+		// Every kernel access is checked against the allocation it falls in; the device
+		// memory is malloc'd by the Go side's C code, which the preloaded ASan runtime
+		// intercepts, so every buffer has red zones around it.
+		flags = append(flags, "-fsanitize=address", "-fno-omit-frame-pointer", "-g")
+	}
+	flags = append(flags, "-I", kernelDir, "-I", shimDir, "-o", lib, filepath.Join(shimDir, "shim.cc"))
+	cmd := exec.Command(cxx, flags...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
@@ -91,6 +104,20 @@ func Build(kernelDir, shimDir, outDir string) (*Device, error) {
 	}
 	return Load(lib)
 }
+
+// asanLoaded reports whether the AddressSanitizer runtime is mapped into this process.
+func asanLoaded() bool {
+	maps, err := os.ReadFile("/proc/self/maps")
+	return err == nil && bytes.Contains(maps, []byte("libasan"))
+}
+
+// ASanEnv is the environment variable that makes Build compile the shim with AddressSanitizer
+// (-fsanitize=address), so that a kernel reading or writing outside its buffers aborts the
+// test with a report naming the kernel's source line.
+const ASanEnv = "FEDAUDIT_SHIM_ASAN"
+
+// ASan reports whether Build instruments the shim with AddressSanitizer.
+func ASan() bool { return os.Getenv(ASanEnv) == "1" }
 
 // Load loads a shim library built by Build.
 func Load(lib string) (*Device, error) {
