@@ -64,6 +64,7 @@ type Device struct {
 	stageCap            int
 	launches, gemmCalls int
 	syncs               int
+	bytes, peak         int
 }
 
 var kernelList = kernels.All()
@@ -176,6 +177,9 @@ func (d *Device) Sync() error {
 // Syncs counts the Sync calls so far.
 func (d *Device) Syncs() int { return d.syncs }
 
+// PeakBytes is the largest number of bytes allocated at once so far (device memory on a GPU).
+func (d *Device) PeakBytes() int { return d.peak }
+
 // Live is the number of allocations not yet freed.
 func (d *Device) Live() int { return len(d.live) }
 
@@ -189,6 +193,8 @@ func (d *Device) Alloc(n int) (uint64, error) {
 		return 0, fmt.Errorf("hostshim: out of memory allocating %d bytes", n)
 	}
 	d.live[a] = n
+	d.bytes += n
+	d.peak = max(d.peak, d.bytes)
 	return a, nil
 }
 
@@ -197,6 +203,7 @@ func (d *Device) Free(a uint64) error {
 	if _, ok := d.live[a]; !ok {
 		return fmt.Errorf("hostshim: free of %#x, which is not allocated", a)
 	}
+	d.bytes -= d.live[a]
 	delete(d.live, a)
 	C.mem_free(C.uint64_t(a))
 	return nil
@@ -300,6 +307,7 @@ func (d *Device) Close() {
 		C.mem_free(C.uint64_t(a))
 	}
 	d.live = map[uint64]int{}
+	d.bytes = 0
 	if d.stage != 0 {
 		C.mem_free(C.uint64_t(d.stage))
 		d.stage, d.stageCap = 0, 0
