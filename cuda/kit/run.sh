@@ -53,14 +53,15 @@ out=$(cd "$out" && pwd)
 rm -f "$out/bench.jsonl"
 echo "gpu-kit: $mode mode, results in $out"
 
-# step NAME NOTE CMD...: runs CMD with its output in NAME.log and records pass or FAIL.
+# step NAME NOTE CMD...: runs CMD (in the directory STEP_DIR, if set) with its output in
+# NAME.log and records pass or FAIL.
 failed=0
 step() {
   local name=$1 note=$2
   shift 2
   local start=$SECONDS rc
   echo "== $name: $*"
-  "$@" > "$out/$name.log" 2>&1
+  (cd "${STEP_DIR:-.}" && "$@") > "$out/$name.log" 2>&1
   rc=$?
   local status=pass
   if [ $rc -ne 0 ]; then status=FAIL; failed=1; note="exit $rc; see $name.log. $note"; fi
@@ -85,7 +86,7 @@ if [ "$mode" = gpu ]; then
     return $rc
   }
   step gpu-info "driver, device, cuBLAS, PTX load" gpu_info
-  (cd "$KIT" && step parity "every kernel and small runs vs the CPU backend" "$gputest" -test.run '^(TestParity|TestThisBinaryDoesNotLinkCublas)$' $T)
+  STEP_DIR=$KIT step parity "every kernel and small runs vs the CPU backend" "$gputest" -test.run '^(TestParity|TestThisBinaryDoesNotLinkCublas)$' $T
   step w1-parity "W1, 3 rounds, 4 pairs vs the CPU backend" "$gputest" -test.run '^TestW1MatchesCPU$' $T
   sanitizer=$(command -v compute-sanitizer || true)
   for d in "${CUDA_HOME:-}" /usr/local/cuda; do
@@ -115,9 +116,9 @@ else
     rm -f "$out/gpu-info.json"
   }
   step gpu-info "shim mode: the gpu build must refuse to run without a GPU" gpu_info_shim
-  (cd "$shimdir" && step parity "every kernel and small runs vs the CPU backend, on the shim" "$shimtest" \
-    -test.run '^(TestParity|TestShimKnowsEveryKernel|TestIndexArithmeticBeyond32Bits|TestGemmBatchIsSplit|TestSyncEachLaunch)$' $T)
-  (cd "$shimdir" && step w1-parity "W1, 1 round, 1 pair vs the CPU backend, on the shim" "$shimtest" -test.run '^TestW1MatchesCPU$' $T)
+  STEP_DIR=$shimdir step parity "every kernel and small runs vs the CPU backend, on the shim" "$shimtest" \
+    -test.run '^(TestParity|TestShimKnowsEveryKernel|TestIndexArithmeticBeyond32Bits|TestGemmBatchIsSplit|TestSyncEachLaunch)$' $T
+  STEP_DIR=$shimdir step w1-parity "W1, 1 round, 1 pair vs the CPU backend, on the shim" "$shimtest" -test.run '^TestW1MatchesCPU$' $T
   asan=$(${CXX:-g++} -print-file-name=libasan.so 2>/dev/null || true)
   if [ -n "$asan" ] && [ -e "$asan" ]; then
     # The parity subset, then a deliberate out-of-bounds write that ASan must catch.
@@ -127,11 +128,11 @@ else
         env FEDAUDIT_SHIM_ASAN=1 LD_PRELOAD="$asan" ASAN_OPTIONS=detect_leaks=0 "$shimtest" \
           -test.run '^TestASanCatchesOutOfBounds$' $T
     }
-    (cd "$shimdir" && step memcheck "AddressSanitizer in place of compute-sanitizer: parity subset on the shim" shim_asan)
+    STEP_DIR=$shimdir step memcheck "AddressSanitizer in place of compute-sanitizer: parity subset on the shim" shim_asan
   else
     skip memcheck "no libasan for ${CXX:-g++}"
   fi
-  (cd "$shimdir" && step bench-gpu "W1 on the host shim in place of the device, R=$replicas, $rounds rounds" env FEDAUDIT_BENCH_R="$replicas" "$shimtest" -test.run '^TestKitBenchW1Shim$' $T)
+  STEP_DIR=$shimdir step bench-gpu "W1 on the host shim in place of the device, R=$replicas, $rounds rounds" env FEDAUDIT_BENCH_R="$replicas" "$shimtest" -test.run '^TestKitBenchW1Shim$' $T
   step bench-cpu "W1 on the CPU backend, R=$cpu_replicas, $rounds rounds" env FEDAUDIT_BENCH_R="$cpu_replicas" "$KIT/cuda-cpu.test" -test.run '^TestKitBenchW1CPU$' $T
   summarizer=$KIT/cuda-cpu.test
 fi
@@ -142,6 +143,7 @@ else
   echo "gpu-kit: writing the summary failed, see $out/summary.log" >&2
   failed=1
 fi
+if grep -q "$(printf '\tFAIL\t')" "$out/steps.tsv"; then failed=1; fi
 if [ $failed -ne 0 ]; then
   echo "gpu-kit: some steps FAILED (see $out/steps.tsv)" >&2
   exit 1
