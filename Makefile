@@ -17,9 +17,11 @@ demo:
 results: build
 	./results/regenerate.sh ./bin/audit
 
-# GPU backend (docs/gpu.md). generate-ptx needs nvcc (CUDA 11.8 or 12.x); test-gpu and
-# bench-gpu need an NVIDIA GPU: the test binary exits at start-up without one.
-.PHONY: generate-ptx test-gpu bench-gpu
+# GPU backend (docs/gpu.md). generate-ptx needs nvcc (CUDA 11.8 or 12.x; 13 is refused);
+# test-gpu and bench-gpu need an NVIDIA GPU: the test binary exits at start-up without one.
+# gpu-kit builds the validation kit (bin/gpu-kit, under 64 MB) without a GPU; it needs the
+# CUDA headers and libcuda.so (or its stub) to link, as .ci/gpu-checks installs them.
+.PHONY: generate-ptx test-gpu bench-gpu gpu-kit
 
 generate-ptx:
 	$(GO) generate ./kernels
@@ -29,3 +31,6 @@ test-gpu:
 
 bench-gpu:
 	$(GO) test -tags gpu -count=1 -run '^$$' -bench W1 -benchtime 1x -timeout 60m ./cuda
+
+gpu-kit:
+	GO=$(GO) ./cuda/kit/build.sh bin/gpu-kit

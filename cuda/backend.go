@@ -42,7 +42,7 @@ func (b *Backend) Sync() error {
 	if err := b.Err(); err != nil {
 		return err
 	}
-	if err := b.dev.sync(); err != nil {
+	if err := b.dev.Sync(); err != nil {
 		return fmt.Errorf("cuda: %w", err)
 	}
 	return nil

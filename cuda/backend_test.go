@@ -7,14 +7,11 @@
 package cuda_test
 
 import (
-	"context"
 	"errors"
-	"math"
 	"testing"
 
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/cuda/paritytest"
-	"github.com/fedaudit/fedaudit/train"
 )
 
 func open(t testing.TB, opt cuda.Options) *cuda.Backend {
@@ -46,52 +43,12 @@ func (s syncOnClose) Close() error {
 	return errors.Join(err, s.Backend.Close())
 }
 
-// W1's configuration (784-64-10 tanh MLP, 10 clients, fixed batches of 32) for 3 rounds and
-// 4 pairs on the GPU and the CPU. The backends differ by GEMM summation order (784-term float32
-// dot products: relative differences near 1e-6) and 1-ulp math-library differences, which 150
-// local steps at eta = 0.05 with clipping at 1 do not amplify beyond 1e-4 in any parameter
-// (parameters are of order 0.05-1): tolerance 1e-3 absolute, losses 1e-3.
+// W1's configuration for 3 rounds and 4 pairs on the GPU and the CPU (tolerances in
+// paritytest.W1MatchesCPU).
 func TestW1MatchesCPU(t *testing.T) {
-	c, cp, tgt := train.W1Data()
-	cfg := train.W1Config()
-	cfg.Rounds, cfg.Checkpoints, cfg.RecordParams = 3, []int{1, 3}, true
-	pairs := train.PairRange{First: 0, Count: 4}
-	var want, got recorder
-	if err := train.Train(context.Background(), cfg, c, cp, tgt, nil, pairs, &want, nil); err != nil {
-		t.Fatal(err)
-	}
 	be := open(t, cuda.Options{})
 	defer be.Close()
-	if err := train.TrainOn(context.Background(), be, cfg, c, cp, tgt, nil, pairs, cuda.CheckRecorder(be, &got), nil); err != nil {
-		t.Fatal(err)
-	}
-	if len(got.cps) != len(want.cps) {
-		t.Fatalf("%d checkpoints, want %d", len(got.cps), len(want.cps))
-	}
-	worst := 0.0
-	for i, w := range want.cps {
-		for r, wr := range w.Replicas {
-			gr := got.cps[i].Replicas[r]
-			if d := math.Abs(gr.TrainLoss - wr.TrainLoss); d > 1e-3 {
-				t.Errorf("round %d replica %d: train loss %v, cpu %v", w.Round, r, gr.TrainLoss, wr.TrainLoss)
-			}
-			for k, v := range wr.Params {
-				d := math.Abs(float64(gr.Params[k] - v))
-				worst = max(worst, d)
-				if d > 1e-3 {
-					t.Fatalf("round %d replica %d param %d: %v, cpu %v", w.Round, r, k, gr.Params[k], v)
-				}
-			}
-		}
-	}
-	t.Logf("largest parameter difference from the CPU backend: %g", worst)
-}
-
-type recorder struct{ cps []*train.Checkpoint }
-
-func (r *recorder) Checkpoint(_ context.Context, cp *train.Checkpoint) error {
-	r.cps = append(r.cps, cp)
-	return nil
+	paritytest.W1MatchesCPU(t, syncOnClose{be}, 3, 4)
 }
 
 // A failed allocation is reported by Err, and no later operation does anything.

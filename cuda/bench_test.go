@@ -18,7 +18,7 @@ func (discard) Checkpoint(context.Context, *train.Checkpoint) error { return nil
 
 // sgemmRate measures the device's single-precision GEMM rate in GFLOP/s on square n x n
 // products, as the reference for the achieved rate of the training runs.
-func sgemmRate(b *testing.B, be *cuda.Backend, n, reps int) float64 {
+func sgemmRate(b testing.TB, be *cuda.Backend, n, reps int) float64 {
 	m := func() train.Mat {
 		return train.Mat{Buf: be.Alloc(n * n), Rows: n, Cols: n, Stride: n, Batch: 1}
 	}

@@ -256,8 +256,9 @@ func (d *device) Gemm(g GemmArgs) error {
 	return d.blas.gemm(g)
 }
 
-// sync waits for all queued work and reports any asynchronous error (a faulting kernel).
-func (d *device) sync() error {
+// Sync waits for all queued work and reports any asynchronous error (a faulting kernel); it
+// makes the device a Syncer, for Options.SyncEachLaunch.
+func (d *device) Sync() error {
 	leave, err := d.enter()
 	if err != nil {
 		return err

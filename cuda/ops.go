@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"unsafe"
 
 	"github.com/fedaudit/fedaudit/kernels"
@@ -17,10 +18,12 @@ import (
 // error from Err; a caller must check Err before trusting anything it downloaded (see
 // CheckRecorder).
 type Ops struct {
-	dev     Device
-	block   int
-	maxGrid int
-	err     error
+	dev      Device
+	block    int
+	maxGrid  int
+	maxBatch int
+	syncEach Syncer // nil unless Options.SyncEachLaunch and the device is asynchronous
+	err      error
 
 	allocs []uint64
 	part   scratch // partial sums of the long reductions
@@ -51,6 +54,24 @@ func (b *buffer) Len() int { return b.n }
 type Options struct {
 	Block   int // threads per block, default 256
 	MaxGrid int // most blocks per launch, default 65535
+	// MaxGemmBatch is the most batch elements of one Device.Gemm call, default (and at most)
+	// 65535; larger batches are split into several calls. Tests set it small to exercise the
+	// split.
+	MaxGemmBatch int
+	// SyncEachLaunch makes Ops wait for the device after every kernel launch and GEMM, so an
+	// asynchronous fault (an out-of-bounds access) is reported with the kernel that caused it
+	// instead of at the next copy. It is slow: for debugging only. The environment variable
+	// FEDAUDIT_CUDA_SYNC=1 turns it on for every Ops.
+	SyncEachLaunch bool
+}
+
+// SyncEnv is the environment variable that turns on Options.SyncEachLaunch.
+const SyncEnv = "FEDAUDIT_CUDA_SYNC"
+
+// Syncer is implemented by devices that run work asynchronously: Sync waits for all work
+// issued so far and returns any error it raised.
+type Syncer interface {
+	Sync() error
 }
 
 // NewOps returns the backend operations on dev.
@@ -61,7 +82,25 @@ func NewOps(dev Device, opt Options) *Ops {
 	if opt.MaxGrid <= 0 {
 		opt.MaxGrid = 65535
 	}
-	return &Ops{dev: dev, block: opt.Block, maxGrid: opt.MaxGrid}
+	if opt.MaxGemmBatch <= 0 || opt.MaxGemmBatch > maxGemmBatch {
+		opt.MaxGemmBatch = maxGemmBatch
+	}
+	o := &Ops{dev: dev, block: opt.Block, maxGrid: opt.MaxGrid, maxBatch: opt.MaxGemmBatch}
+	if opt.SyncEachLaunch || os.Getenv(SyncEnv) == "1" {
+		o.syncEach, _ = dev.(Syncer)
+	}
+	return o
+}
+
+// synced waits for the device after a launch or GEMM when SyncEachLaunch is on, and names the
+// operation in any error the wait reports.
+func (o *Ops) synced(what string) {
+	if o.syncEach == nil || o.err != nil {
+		return
+	}
+	if err := o.syncEach.Sync(); err != nil {
+		o.fail(what, fmt.Errorf("failed (found by synchronizing after it, %s=1): %w", SyncEnv, err))
+	}
 }
 
 var _ train.Backend = (*Ops)(nil)
@@ -191,6 +230,7 @@ func (o *Ops) launch(k kernels.Kernel, total int) {
 	}
 	grid := min((total+o.block-1)/o.block, o.maxGrid)
 	o.fail(k.Name(), o.dev.Launch(k, grid, o.block, o.args.v))
+	o.synced(k.Name())
 }
 
 // stageBytes copies the pieces into one staged region (each 8-byte aligned) and returns each
@@ -244,8 +284,8 @@ func (o *Ops) Gemm(transA, transB bool, alpha float32, a, b train.Mat, beta floa
 	if o.err != nil || m == 0 || n == 0 || c.Batch == 0 {
 		return
 	}
-	for b0 := 0; b0 < c.Batch; b0 += maxGemmBatch {
-		nb := min(maxGemmBatch, c.Batch-b0)
+	for b0 := 0; b0 < c.Batch; b0 += o.maxBatch {
+		nb := min(o.maxBatch, c.Batch-b0)
 		g := GemmArgs{
 			TransA: transB, TransB: transA, M: n, N: m, K: k, Alpha: alpha, Beta: beta,
 			A: addr(b) + 4*uint64(b0*b.BatchStride), LDA: ld(b), StrideA: int64(b.BatchStride),
@@ -254,6 +294,7 @@ func (o *Ops) Gemm(transA, transB bool, alpha float32, a, b train.Mat, beta floa
 			Batch: nb,
 		}
 		o.fail("gemm", o.dev.Gemm(g))
+		o.synced("gemm")
 	}
 }
 

@@ -20,6 +20,58 @@ typedef unsigned long long u64;
 	for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (i64)(n);       \
 	     i += (i64)blockDim.x * gridDim.x)
 
+// rc_index walks the flat indices i = (b rows + r) cols + j of a grid-stride loop and keeps
+// (b, r, j) up to date by additions: the 64-bit divisions that split i happen once per thread in
+// rc_start, not once per element (a 64-bit division is a long software sequence on the GPU).
+// The stride s = blockDim.x gridDim.x is split the same way; since sj < cols and sr < rows,
+// each step carries at most once from j into r and from r into b.
+struct rc_index {
+	i64 i, b, r, j;      // the flat index and its coordinates
+	i64 s, sb, sr, sj;   // the stride and its coordinates
+	i64 rows, cols;
+};
+
+__device__ __forceinline__ rc_index rc_start(i64 i, i64 s, i64 rows, i64 cols) {
+	rc_index x;
+	// Empty shapes run no iteration; 1 avoids dividing by zero before the loop test.
+	x.rows = rows > 0 ? rows : 1;
+	x.cols = cols > 0 ? cols : 1;
+	i64 per = x.rows * x.cols;
+	x.i = i;
+	x.b = i / per;
+	i64 rem = i - x.b * per;
+	x.r = rem / x.cols;
+	x.j = rem - x.r * x.cols;
+	x.s = s;
+	x.sb = s / per;
+	rem = s - x.sb * per;
+	x.sr = rem / x.cols;
+	x.sj = rem - x.sr * x.cols;
+	return x;
+}
+
+__device__ __forceinline__ void rc_next(rc_index* x) {
+	x->i += x->s;
+	x->j += x->sj;
+	x->r += x->sr;
+	x->b += x->sb;
+	if (x->j >= x->cols) {
+		x->j -= x->cols;
+		x->r++;
+	}
+	if (x->r >= x->rows) {
+		x->r -= x->rows;
+		x->b++;
+	}
+}
+
+// GRID_STRIDE_RC loops it over the flat indices [0, n) of a batch of rows x cols arrays (pass
+// rows = 1 for a batch of rows), with it.i the flat index and it.b, it.r, it.j its coordinates.
+#define GRID_STRIDE_RC(it, n, rows, cols)                                                  \
+	for (rc_index it = rc_start((i64)blockIdx.x * blockDim.x + threadIdx.x,                \
+	                            (i64)blockDim.x * gridDim.x, (rows), (cols));              \
+	     it.i < (i64)(n); rc_next(&it))
+
 // The activations, numbered as train.Activation.
 #define ACT_TANH 0
 #define ACT_SOFTPLUS 1

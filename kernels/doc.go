@@ -10,7 +10,7 @@
 // the shim up to the accuracy of the math library, and never depend on the batch or grid size.
 package kernels
 
-//go:generate nvcc -ptx -arch=compute_70 -fmad=false -O3 -o elementwise.ptx elementwise.cu
-//go:generate nvcc -ptx -arch=compute_70 -fmad=false -O3 -o loss.ptx loss.cu
-//go:generate nvcc -ptx -arch=compute_70 -fmad=false -O3 -o reduce.ptx reduce.cu
-//go:generate nvcc -ptx -arch=compute_70 -fmad=false -O3 -o noise.ptx noise.cu
+//go:generate sh genptx.sh elementwise
+//go:generate sh genptx.sh loss
+//go:generate sh genptx.sh reduce
+//go:generate sh genptx.sh noise

@@ -9,8 +9,8 @@ extern "C" __global__ void axpby(float* y, i64 ys, i64 ybs, const float* x, i64 
                                  const float* coef, float alpha, float beta, i64 rows, i64 cols,
                                  i64 batch) {
 	i64 per = rows * cols;
-	GRID_STRIDE(i, batch * per) {
-		i64 b = i / per, r = (i % per) / cols, j = i % cols;
+	GRID_STRIDE_RC(ix, batch * per, rows, cols) {
+		i64 b = ix.b, r = ix.r, j = ix.j;
 		float a = coef ? alpha * coef[b] : alpha;
 		float* yp = y + b * ybs + r * ys + j;
 		if (a == 0.0f && beta == 0.0f) {
@@ -31,8 +31,8 @@ extern "C" __global__ void axpby(float* y, i64 ys, i64 ybs, const float* x, i64 
 extern "C" __global__ void add_row(float* y, i64 ys, i64 ybs, const float* v, i64 vbs, i64 rows,
                                    i64 cols, i64 batch) {
 	i64 per = rows * cols;
-	GRID_STRIDE(i, batch * per) {
-		i64 b = i / per, r = (i % per) / cols, j = i % cols;
+	GRID_STRIDE_RC(ix, batch * per, rows, cols) {
+		i64 b = ix.b, r = ix.r, j = ix.j;
 		y[b * ybs + r * ys + j] += v[b * vbs + j];
 	}
 }
@@ -41,8 +41,8 @@ extern "C" __global__ void add_row(float* y, i64 ys, i64 ybs, const float* v, i6
 // with beta = 0, y is not read.
 extern "C" __global__ void sum_rows(float* y, i64 ybs, const float* x, i64 xs, i64 xbs,
                                     float alpha, float beta, i64 rows, i64 cols, i64 batch) {
-	GRID_STRIDE(i, batch * cols) {
-		i64 b = i / cols, j = i % cols;
+	GRID_STRIDE_RC(ix, batch * cols, 1, cols) {
+		i64 b = ix.b, j = ix.j;
 		const float* xp = x + b * xbs + j;
 		float s = 0.0f;
 		for (i64 r = 0; r < rows; r++) s += xp[r * xs];
@@ -58,8 +58,8 @@ extern "C" __global__ void sum_rows(float* y, i64 ybs, const float* x, i64 xs, i
 extern "C" __global__ void gather(float* dst, i64 ds, i64 dbs, const float* src, i64 ss, i64 sbs,
                                   const int* idx, i64 n, i64 cols, i64 batch) {
 	i64 per = n * cols;
-	GRID_STRIDE(i, batch * per) {
-		i64 b = i / per, r = (i % per) / cols, j = i % cols;
+	GRID_STRIDE_RC(ix, batch * per, n, cols) {
+		i64 b = ix.b, r = ix.r, j = ix.j;
 		dst[b * dbs + r * ds + j] = src[b * sbs + (i64)idx[r] * ss + j];
 	}
 }
@@ -68,8 +68,8 @@ extern "C" __global__ void gather(float* dst, i64 ds, i64 dbs, const float* src,
 extern "C" __global__ void activate(int act, const float* pre, i64 ps, i64 pbs, float* post,
                                     i64 qs, i64 qbs, i64 rows, i64 cols, i64 batch) {
 	i64 per = rows * cols;
-	GRID_STRIDE(i, batch * per) {
-		i64 b = i / per, r = (i % per) / cols, j = i % cols;
+	GRID_STRIDE_RC(ix, batch * per, rows, cols) {
+		i64 b = ix.b, r = ix.r, j = ix.j;
 		float v = pre[b * pbs + r * ps + j];
 		float out;
 		if (act == ACT_TANH) {
@@ -90,8 +90,8 @@ extern "C" __global__ void activate_grad(int act, const float* pre, i64 ps, i64 
                                          const float* post, i64 qs, i64 qbs, float* grad, i64 gs,
                                          i64 gbs, i64 rows, i64 cols, i64 batch) {
 	i64 per = rows * cols;
-	GRID_STRIDE(i, batch * per) {
-		i64 b = i / per, r = (i % per) / cols, j = i % cols;
+	GRID_STRIDE_RC(ix, batch * per, rows, cols) {
+		i64 b = ix.b, r = ix.r, j = ix.j;
 		float* g = grad + b * gbs + r * gs + j;
 		if (act == ACT_TANH) {
 			float h = post[b * qbs + r * qs + j];

@@ -10,8 +10,8 @@ extern "C" __global__ void softmax_xent(const float* logits, i64 ls, i64 lbs, co
                                         i64 ys, i64 ybs, float scale, float* dl, i64 ds, i64 dbs,
                                         float* loss, i64 loss_s, i64 loss_bs, float* margin,
                                         i64 ms, i64 mbs, i64 rows, i64 cols, i64 batch) {
-	GRID_STRIDE(i, batch * rows) {
-		i64 b = i / rows, r = i % rows;
+	GRID_STRIDE_RC(ix, batch * rows, 1, rows) {
+		i64 b = ix.b, r = ix.j;
 		const float* row = logits + b * lbs + r * ls;
 		i64 y = (i64)labels[b * ybs + r * ys];
 		float mx = row[0];
@@ -43,8 +43,8 @@ extern "C" __global__ void softmax_xent(const float* logits, i64 ls, i64 lbs, co
 extern "C" __global__ void clip_examples_norm(double* n, const float* delta, i64 ds, i64 dbs,
                                               const float* in, i64 is, i64 ibs, i64 dcols,
                                               i64 icols, int first, i64 rows, i64 batch) {
-	GRID_STRIDE(i, batch * rows) {
-		i64 b = i / rows, r = i % rows;
+	GRID_STRIDE_RC(ix, batch * rows, 1, rows) {
+		i64 i = ix.i, b = ix.b, r = ix.j;
 		double t = sumsq4(delta + b * dbs + r * ds, dcols) *
 		           (sumsq4(in + b * ibs + r * is, icols) + 1.0);
 		n[i] = first ? 0.0 + t : n[i] + t;
@@ -55,8 +55,8 @@ extern "C" __global__ void clip_examples_norm(double* n, const float* delta, i64
 extern "C" __global__ void clip_examples_scale(float* delta, i64 ds, i64 dbs, const double* n,
                                                float v, i64 rows, i64 cols, i64 batch) {
 	i64 per = rows * cols;
-	GRID_STRIDE(i, batch * per) {
-		i64 b = i / per, r = (i % per) / cols, j = i % cols;
+	GRID_STRIDE_RC(ix, batch * per, rows, cols) {
+		i64 b = ix.b, r = ix.r, j = ix.j;
 		double nn = sqrt(n[b * rows + r]);
 		float s = 1.0f;
 		if (nn > (double)v) s = (float)((double)v / nn);

@@ -71,8 +71,8 @@ extern "C" __global__ void add_gaussian(float* dst, i64 dbs, const u64* seeds, c
                                         const int* runs, i64 nruns, u32 round, u32 stream,
                                         i64 cols) {
 	i64 quads = (cols + 3) / 4;
-	GRID_STRIDE(i, nruns * quads) {
-		i64 k = i / quads, q = i % quads;
+	GRID_STRIDE_RC(ix, nruns * quads, 1, quads) {
+		i64 k = ix.b, q = ix.j;
 		int b0 = runs[k], b1 = runs[k + 1];
 		u64 seed = seeds[b0];
 		u32 c[4] = {(u32)q, round, stream, 1u << 24};  // domainNoise << 24

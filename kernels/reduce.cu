@@ -33,8 +33,8 @@ extern "C" __global__ void reduce_partials(double* out, const double* part, i64 
 extern "C" __global__ void clip_step(float* w, i64 wbs, const float* g, i64 gbs,
                                      const float* anchor, i64 abs_, const double* sumsq,
                                      float eta, float v, float alpha, i64 cols, i64 batch) {
-	GRID_STRIDE(i, batch * cols) {
-		i64 b = i / cols, j = i % cols;
+	GRID_STRIDE_RC(ix, batch * cols, 1, cols) {
+		i64 b = ix.b, j = ix.j;
 		float s = 1.0f;
 		if (v > 0.0f) {
 			double n = sqrt(sumsq[b]);

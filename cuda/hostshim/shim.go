@@ -10,6 +10,7 @@ package hostshim
 #include <string.h>
 
 typedef int (*find_fn)(const char*, int*);
+typedef long long (*rc_check_fn)(long long, long long, long long, long long, long long);
 typedef int (*launch_fn)(int, unsigned, unsigned, const uint64_t*, int);
 typedef int (*gemm_fn)(int, int, int, int, int, float, uint64_t, int, long long, uint64_t, int,
                        long long, float, uint64_t, int, long long, int);
@@ -25,6 +26,10 @@ static int call_gemm(void* f, int ta, int tb, int m, int n, int k, float alpha, 
                      long long sa, uint64_t b, int ldb, long long sb, float beta, uint64_t c, int ldc,
                      long long sc, int batch) {
 	return ((gemm_fn)f)(ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch);
+}
+static long long call_rc_check(void* f, long long i0, long long s, long long rows, long long cols,
+                               long long steps) {
+	return ((rc_check_fn)f)(i0, s, rows, cols, steps);
 }
 static uint64_t mem_alloc(size_t n) { return (uint64_t)(uintptr_t)calloc(1, n); }
 static void mem_free(uint64_t p) { free((void*)(uintptr_t)p); }
@@ -51,12 +56,15 @@ import (
 type Device struct {
 	lib                 unsafe.Pointer
 	find, launch, gemm  unsafe.Pointer
+	rcCheck             unsafe.Pointer
 	index               []C.int
 	nargs               []int
 	live                map[uint64]int
 	stage               uint64
 	stageCap            int
 	launches, gemmCalls int
+	syncs               int
+	bytes, peak         int
 }
 
 var kernelList = kernels.All()
@@ -74,9 +82,22 @@ func Build(kernelDir, shimDir, outDir string) (*Device, error) {
 	lib := filepath.Join(outDir, "libfedaudit_shim.so")
 	// -ffp-contract=off: no fused multiply-adds, like the PTX (nvcc -fmad=false) and Go on
 	// amd64, so elementwise results agree bit for bit.
-	cmd := exec.Command(cxx, "-std=c++17", "-O2", "-ffp-contract=off", "-fno-fast-math", "-fPIC",
-		"-shared", "-Wall", "-Werror", "-I", kernelDir, "-I", shimDir, "-o", lib,
-		filepath.Join(shimDir, "shim.cc"))
+	flags := []string{"-std=c++17", "-O2", "-ffp-contract=off", "-fno-fast-math", "-fPIC",
+		"-shared", "-Wall", "-Werror"}
+	asan := ASan()
+	if asan && !asanLoaded() {
+		// Loading an instrumented library without the runtime preloaded kills the process.
+		return nil, fmt.Errorf("hostshim: %s=1 needs the ASan runtime loaded first: run with "+
+			"LD_PRELOAD=$(%s -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 (as .ci/gpu-checks does)", ASanEnv, cxx)
+	}
+	if asan {
+		// Every kernel access is checked against the allocation it falls in; the device
+		// memory is malloc'd by the Go side's C code, which the preloaded ASan runtime
+		// intercepts, so every buffer has red zones around it.
+		flags = append(flags, "-fsanitize=address", "-fno-omit-frame-pointer", "-g")
+	}
+	flags = append(flags, "-I", kernelDir, "-I", shimDir, "-o", lib, filepath.Join(shimDir, "shim.cc"))
+	cmd := exec.Command(cxx, flags...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
@@ -84,6 +105,20 @@ func Build(kernelDir, shimDir, outDir string) (*Device, error) {
 	}
 	return Load(lib)
 }
+
+// asanLoaded reports whether the AddressSanitizer runtime is mapped into this process.
+func asanLoaded() bool {
+	maps, err := os.ReadFile("/proc/self/maps")
+	return err == nil && bytes.Contains(maps, []byte("libasan"))
+}
+
+// ASanEnv is the environment variable that makes Build compile the shim with AddressSanitizer
+// (-fsanitize=address), so that a kernel reading or writing outside its buffers aborts the
+// test with a report naming the kernel's source line.
+const ASanEnv = "FEDAUDIT_SHIM_ASAN"
+
+// ASan reports whether Build instruments the shim with AddressSanitizer.
+func ASan() bool { return os.Getenv(ASanEnv) == "1" }
 
 // Load loads a shim library built by Build.
 func Load(lib string) (*Device, error) {
@@ -97,7 +132,7 @@ func Load(lib string) (*Device, error) {
 	for _, s := range []struct {
 		name string
 		p    *unsafe.Pointer
-	}{{"shim_find", &d.find}, {"shim_launch", &d.launch}, {"shim_gemm", &d.gemm}} {
+	}{{"shim_find", &d.find}, {"shim_launch", &d.launch}, {"shim_gemm", &d.gemm}, {"shim_rc_check", &d.rcCheck}} {
 		cs := C.CString(s.name)
 		*s.p = C.shim_dlsym(h, cs)
 		C.free(unsafe.Pointer(cs))
@@ -118,12 +153,32 @@ func Load(lib string) (*Device, error) {
 	return d, nil
 }
 
+// CheckIndex walks the kernels' incremental index arithmetic (rc_index in common.cuh) from
+// flat index i0 with stride s over a batch of rows x cols arrays for steps steps, comparing
+// each step with division; it returns the first step that differs, or -1.
+func (d *Device) CheckIndex(i0, s, rows, cols, steps int64) int64 {
+	return int64(C.call_rc_check(d.rcCheck, C.longlong(i0), C.longlong(s), C.longlong(rows), C.longlong(cols), C.longlong(steps)))
+}
+
 // NumArgs is the number of parameters of kernel k, from the compiled source.
 func (d *Device) NumArgs(k kernels.Kernel) int { return d.nargs[k] }
 
 // Launches and GemmCalls count the calls so far.
 func (d *Device) Launches() int  { return d.launches }
 func (d *Device) GemmCalls() int { return d.gemmCalls }
+
+// Sync implements cuda.Syncer: every launch has finished when it returns, so there is nothing
+// to wait for; it counts the calls, for the tests of Options.SyncEachLaunch.
+func (d *Device) Sync() error {
+	d.syncs++
+	return nil
+}
+
+// Syncs counts the Sync calls so far.
+func (d *Device) Syncs() int { return d.syncs }
+
+// PeakBytes is the largest number of bytes allocated at once so far (device memory on a GPU).
+func (d *Device) PeakBytes() int { return d.peak }
 
 // Live is the number of allocations not yet freed.
 func (d *Device) Live() int { return len(d.live) }
@@ -138,6 +193,8 @@ func (d *Device) Alloc(n int) (uint64, error) {
 		return 0, fmt.Errorf("hostshim: out of memory allocating %d bytes", n)
 	}
 	d.live[a] = n
+	d.bytes += n
+	d.peak = max(d.peak, d.bytes)
 	return a, nil
 }
 
@@ -146,6 +203,7 @@ func (d *Device) Free(a uint64) error {
 	if _, ok := d.live[a]; !ok {
 		return fmt.Errorf("hostshim: free of %#x, which is not allocated", a)
 	}
+	d.bytes -= d.live[a]
 	delete(d.live, a)
 	C.mem_free(C.uint64_t(a))
 	return nil
@@ -249,6 +307,7 @@ func (d *Device) Close() {
 		C.mem_free(C.uint64_t(a))
 	}
 	d.live = map[uint64]int{}
+	d.bytes = 0
 	if d.stage != 0 {
 		C.mem_free(C.uint64_t(d.stage))
 		d.stage, d.stageCap = 0, 0

@@ -69,3 +69,16 @@ func TestShimKnowsEveryKernel(t *testing.T) {
 		}
 	}
 }
+
+// W1 itself (784-64-10, d = 50 890) through Ops on the shim against the CPU backend: one round,
+// one pair (the shim's SGEMM is naive, so this is what a test can afford; the GPU test runs 3
+// rounds and 4 pairs).
+func TestW1MatchesCPU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("W1 on the shim takes several seconds")
+	}
+	d := device(t)
+	ops := cuda.NewOps(d, cuda.Options{})
+	defer ops.Close()
+	paritytest.W1MatchesCPU(t, ops, 1, 1)
+}

@@ -126,3 +126,17 @@ extern "C" int shim_gemm(int ta, int tb, int m, int n, int k, float alpha, uint6
 	}
 	return 0;
 }
+
+// shim_rc_check walks rc_index (common.cuh) from flat index i0 with stride s over a batch of
+// rows x cols arrays for the given number of steps and compares every step with the
+// coordinates computed by division. It returns the number of the first step that differs, or
+// -1: a test of the kernels' index arithmetic at indices beyond 2^32 without the memory.
+extern "C" long long shim_rc_check(long long i0, long long s, long long rows, long long cols,
+                                   long long steps) {
+	rc_index x = rc_start(i0, s, rows, cols);
+	for (long long k = 0; k < steps; k++, rc_next(&x)) {
+		long long i = i0 + k * s, per = rows * cols;
+		if (x.i != i || x.b != i / per || x.r != (i % per) / cols || x.j != i % cols) return k;
+	}
+	return -1;
+}

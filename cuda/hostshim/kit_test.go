@@ -1,0 +1,42 @@
+//go:build cgo
+
+package hostshim
+
+import (
+	"context"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/cuda"
+	"github.com/fedaudit/fedaudit/cuda/paritytest"
+)
+
+// TestKitBenchW1Shim is the validation kit's benchmark step in its --shim mode (skipped unless
+// FEDAUDIT_BENCH_R is set): W1 through Ops on the host shim, the same code path as the GPU
+// benchmark with the shim in place of the device. The shim runs kernels one thread at a time
+// and has a naive SGEMM, so its rates say nothing about a GPU; the step shows the kit works.
+func TestKitBenchW1Shim(t *testing.T) {
+	replicas, rounds, ok, err := paritytest.BenchPlan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Skipf("set %s to run", paritytest.BenchEnv)
+	}
+	for _, r := range replicas {
+		d := device(t)
+		ops := cuda.NewOps(d, cuda.Options{})
+		res, err := paritytest.RunW1(context.Background(), ops, ops.Err, r, rounds)
+		res.Backend, res.Device = "shim", "host shim (kernels compiled as C++, run on one CPU thread)"
+		if cerr := ops.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			res.Error = err.Error()
+			t.Errorf("R=%d: %v", r, err)
+		}
+		if aerr := paritytest.AppendBench(res); aerr != nil {
+			t.Fatal(aerr)
+		}
+		t.Logf("%+v", res)
+	}
+}

@@ -1,0 +1,123 @@
+//go:build gpu
+
+package cuda
+
+/*
+#include <cuda.h>
+static int header_version(void) { return CUDA_VERSION; }
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+
+	"gorgonia.org/cu"
+
+	"github.com/fedaudit/fedaudit/cuda/internal/cublasdl"
+	"github.com/fedaudit/fedaudit/kernels"
+)
+
+func cudaVersion(v int) string { return fmt.Sprintf("%d.%d", v/1000, v%1000/10) }
+
+func gpuInfo(ordinal int) (*Info, error) {
+	in := &Info{Build: "gpu", HeaderVersion: cudaVersion(int(C.header_version())), PTXTarget: PTXTarget, Ordinal: ordinal}
+	problem := func(format string, args ...any) {
+		in.Problems = append(in.Problems, fmt.Sprintf(format, args...))
+	}
+	in.DriverVersion = cudaVersion(cu.Version())
+	if lib, err := cublasdl.Load(); err != nil {
+		problem("%v", err)
+	} else {
+		in.CublasName, in.CublasFile, in.CublasVersion = lib.Name, lib.File, lib.Version
+	}
+	n, err := cu.NumDevices()
+	if err != nil {
+		problem("count devices: %v", err)
+	}
+	in.Devices = n
+	if ordinal < 0 || ordinal >= n {
+		problem("device %d does not exist (%d devices)", ordinal, n)
+		return in, errors.New(in.Problems[0])
+	}
+	dev, err := cu.GetDevice(ordinal)
+	if err != nil {
+		problem("device %d: %v", ordinal, err)
+		return in, errors.New(in.Problems[0])
+	}
+	in.Name, _ = dev.Name()
+	major, minor, _ := dev.ComputeCapability()
+	in.Compute = fmt.Sprintf("%d.%d", major, minor)
+	in.MemoryTotal, _ = dev.TotalMem()
+	if major < 7 {
+		problem("compute capability %s: the %s PTX needs 7.0 or later", in.Compute, PTXTarget)
+	}
+	// The kernels on their own, so that a JIT failure is named even when cuBLAS is missing.
+	in.KernelsLoaded, in.Kernels = loadKernels(dev, problem)
+	if d, err := openDevice(ordinal); err != nil {
+		problem("open the backend: %v", err)
+	} else {
+		in.BackendOpened = true
+		in.MemoryFree, _, _ = d.memInfo()
+		if err := d.close(); err != nil {
+			problem("close the backend: %v", err)
+		}
+	}
+	if len(in.Problems) > 0 {
+		return in, fmt.Errorf("the GPU backend cannot run here: %s", in.Problems[0])
+	}
+	return in, nil
+}
+
+// loadKernels JIT-compiles every embedded PTX module in a primary context and counts the entry
+// points found.
+func loadKernels(dev cu.Device, problem func(string, ...any)) (bool, int) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	ctx, err := dev.RetainPrimaryCtx()
+	if err != nil {
+		problem("retain context: %v", err)
+		return false, 0
+	}
+	defer dev.ReleasePrimaryCtx()
+	if err := cu.SetCurrentContext(ctx); err != nil {
+		problem("set context: %v", err)
+		return false, 0
+	}
+	mods, err := kernels.Modules()
+	if err != nil {
+		problem("%v", err)
+		return false, 0
+	}
+	var loaded []cu.Module
+	defer func() {
+		for _, m := range loaded {
+			m.Unload()
+		}
+	}()
+	ok := true
+	for _, m := range mods {
+		mod, err := cu.LoadData(m.PTX)
+		if err != nil {
+			problem("JIT-compile PTX module %s: %v", m.Name, err)
+			ok = false
+			continue
+		}
+		loaded = append(loaded, mod)
+	}
+	found := 0
+	for _, k := range kernels.All() {
+		for _, mod := range loaded {
+			if _, err := mod.Function(k.Name()); err == nil {
+				found++
+				break
+			}
+		}
+	}
+	if ok && found != len(kernels.All()) {
+		problem("%d of %d kernels found in the PTX", found, len(kernels.All()))
+		ok = false
+	}
+	return ok, found
+}

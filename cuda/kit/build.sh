@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# build.sh DIR builds the GPU validation kit into DIR (make gpu-kit: bin/gpu-kit) on a machine
+# without a GPU: a gpu-tagged audit binary and test binary of ./cuda for the GPU node, the
+# default-build test binaries of ./cuda and ./cuda/hostshim with the kernel sources for the
+# --shim mode, and run.sh. The gpu builds need the CUDA 11.8 or 12.x headers and libcuda.so
+# (or its stub) to link against, as .ci/gpu-checks sets up; nothing links libcublas. The
+# folder must stay under 64 MB (checked here).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=${1:-bin/gpu-kit}
+GO=${GO:-go}
+limit=$((64 * 1024 * 1024))
+
+rm -rf "$out"
+mkdir -p "$out/src/kernels" "$out/src/cuda/hostshim/cxx"
+# -s -w: no symbol table or DWARF (the kit ships binaries, not a debugger's view of them).
+flags=(-trimpath -ldflags=-s\ -w)
+"$GO" build -tags gpu "${flags[@]}" -o "$out/audit" ./cmd/audit
+"$GO" test -c -tags gpu "${flags[@]}" -o "$out/cuda-gpu.test" ./cuda
+"$GO" test -c "${flags[@]}" -o "$out/cuda-cpu.test" ./cuda
+"$GO" test -c "${flags[@]}" -o "$out/shim.test" ./cuda/hostshim
+cp kernels/*.cu kernels/*.cuh kernels/*.ptx "$out/src/kernels/"
+cp cuda/hostshim/cxx/* "$out/src/cuda/hostshim/cxx/"
+cp cuda/kit/run.sh cuda/kit/README.md "$out/"
+chmod +x "$out/run.sh"
+git rev-parse HEAD > "$out/COMMIT" 2>/dev/null || echo unknown > "$out/COMMIT"
+
+size=$(du -sb "$out" | cut -f1)
+echo "gpu-kit: $out is $size bytes ($((size / 1024 / 1024)) MiB); limit $limit"
+if [ "$size" -ge "$limit" ]; then
+  echo "gpu-kit: $out is over 64 MB" >&2
+  exit 1
+fi

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# run.sh validates and benchmarks the GPU backend with the binaries beside it, on a GPU node
+# without Go (docs/gpu.md, "The validation kit"). Steps, each logged to OUT/STEP.log:
+#   gpu-info    audit gpu-info: driver, device, memory, cuBLAS, whether the PTX loads
+#   parity      the parity suite (every kernel and whole small runs against the CPU backend)
+#   w1-parity   W1 on the device against the CPU backend (TestW1MatchesCPU)
+#   memcheck    compute-sanitizer memcheck on a subset of the parity suite, where installed
+#   bench-gpu   W1 at each replica count on the device (with its SGEMM rate as reference)
+#   bench-cpu   W1 at each replica count on the CPU backend of the same node
+#   summary     OUT/summary.md and OUT/summary.json
+# With --shim it runs the same steps on a machine without a GPU, with the host shim (the
+# kernels compiled as C++ and run on the CPU; needs g++) in place of the device; memcheck is
+# then the parity subset under AddressSanitizer.
+#
+# Usage: run.sh [--shim] [--out DIR] [--replicas LIST] [--cpu-replicas LIST] [--rounds N]
+#   LIST is comma-separated even replica counts. Defaults: GPU mode --replicas
+#   64,1024,4096,16384 and the same for the CPU, W1's 20 rounds; shim mode --replicas 2
+#   --cpu-replicas 64,1024 --rounds 1 (the shim runs one CPU thread).
+# Exit status: 0 when every step that ran passed, 1 otherwise.
+set -uo pipefail
+
+KIT=$(cd "$(dirname "$0")" && pwd)
+mode=gpu
+out=
+replicas=
+cpu_replicas=
+rounds=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --shim) mode=shim ;;
+    --out) out=$2; shift ;;
+    --replicas) replicas=$2; shift ;;
+    --cpu-replicas) cpu_replicas=$2; shift ;;
+    --rounds) rounds=$2; shift ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run.sh: unknown argument $1 (see run.sh --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+if [ "$mode" = gpu ]; then
+  replicas=${replicas:-64,1024,4096,16384}
+  cpu_replicas=${cpu_replicas:-$replicas}
+  rounds=${rounds:-20}
+else
+  replicas=${replicas:-2}
+  cpu_replicas=${cpu_replicas:-64,1024}
+  rounds=${rounds:-1}
+fi
+out=${out:-$PWD/gpu-kit-results-$(hostname -s 2>/dev/null || echo host)-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+: > "$out/steps.tsv"
+rm -f "$out/bench.jsonl"
+echo "gpu-kit: $mode mode, results in $out"
+
+# step NAME NOTE CMD...: runs CMD (in the directory STEP_DIR, if set) with its output in
+# NAME.log and records pass or FAIL.
+failed=0
+step() {
+  local name=$1 note=$2
+  shift 2
+  local start=$SECONDS rc
+  echo "== $name: $*"
+  (cd "${STEP_DIR:-.}" && "$@") > "$out/$name.log" 2>&1
+  rc=$?
+  local status=pass
+  if [ $rc -ne 0 ]; then status=FAIL; failed=1; note="exit $rc; see $name.log. $note"; fi
+  printf '%s\t%s\t%s\t%s\n' "$name" "$status" "$((SECONDS - start))" "$note" >> "$out/steps.tsv"
+  echo "   $status ($((SECONDS - start)) s)"
+  tail -n 3 "$out/$name.log" | sed 's/^/   | /'
+}
+skip() {
+  printf '%s\tskipped\t0\t%s\n' "$1" "$2" >> "$out/steps.tsv"
+  echo "== $1: skipped ($2)"
+}
+
+export FEDAUDIT_BENCH_OUT="$out/bench.jsonl" FEDAUDIT_BENCH_ROUNDS="$rounds"
+T="-test.count=1 -test.v -test.timeout=0"
+
+if [ "$mode" = gpu ]; then
+  gputest=$KIT/cuda-gpu.test
+  gpu_info() {
+    "$KIT/audit" gpu-info --json > "$out/gpu-info.json"
+    local rc=$?
+    "$KIT/audit" gpu-info
+    return $rc
+  }
+  step gpu-info "driver, device, cuBLAS, PTX load" gpu_info
+  STEP_DIR=$KIT step parity "every kernel and small runs vs the CPU backend" "$gputest" -test.run '^(TestParity|TestThisBinaryDoesNotLinkCublas)$' $T
+  step w1-parity "W1, 3 rounds, 4 pairs vs the CPU backend" "$gputest" -test.run '^TestW1MatchesCPU$' $T
+  sanitizer=$(command -v compute-sanitizer || true)
+  for d in "${CUDA_HOME:-}" /usr/local/cuda; do
+    if [ -z "$sanitizer" ] && [ -n "$d" ] && [ -x "$d/bin/compute-sanitizer" ]; then sanitizer=$d/bin/compute-sanitizer; fi
+  done
+  if [ -n "$sanitizer" ]; then
+    # One sync per launch so that a report names its kernel; a subset (memcheck is slow).
+    step memcheck "compute-sanitizer memcheck, parity subset" env FEDAUDIT_CUDA_SYNC=1 "$sanitizer" --tool memcheck --error-exitcode 1 \
+      "$gputest" -test.run '^TestParity$/^(Axpby|Gather|SoftmaxXent|ClipExamples|ClipStep|Dots|AddGaussian|Gemm)$' $T
+  else
+    skip memcheck "compute-sanitizer not found (PATH, CUDA_HOME, /usr/local/cuda)"
+  fi
+  step bench-gpu "W1 on the device, R=$replicas, $rounds rounds" env FEDAUDIT_BENCH_R="$replicas" "$gputest" -test.run '^TestKitBenchW1GPU$' $T
+  step bench-cpu "W1 on the CPU backend, R=$cpu_replicas, $rounds rounds" env FEDAUDIT_BENCH_R="$cpu_replicas" "$gputest" -test.run '^TestKitBenchW1CPU$' $T
+  summarizer=$gputest
+else
+  shimtest=$KIT/shim.test
+  shimdir=$KIT/src/cuda/hostshim
+  # The gpu-tagged audit cannot start without a GPU (gorgonia.org/cu exits at start-up); the
+  # step records that it says so and exits nonzero, which is the expected outcome here.
+  gpu_info_shim() {
+    "$KIT/audit" gpu-info --json > "$out/gpu-info.json" 2>&1
+    local rc=$?
+    cat "$out/gpu-info.json"
+    if [ $rc -eq 0 ]; then echo "unexpected: gpu-info succeeded in --shim mode"; return 1; fi
+    echo "exit $rc without a GPU, as expected"
+    rm -f "$out/gpu-info.json"
+  }
+  step gpu-info "shim mode: the gpu build must refuse to run without a GPU" gpu_info_shim
+  STEP_DIR=$shimdir step parity "every kernel and small runs vs the CPU backend, on the shim" "$shimtest" \
+    -test.run '^(TestParity|TestShimKnowsEveryKernel|TestIndexArithmeticBeyond32Bits|TestGemmBatchIsSplit|TestSyncEachLaunch)$' $T
+  STEP_DIR=$shimdir step w1-parity "W1, 1 round, 1 pair vs the CPU backend, on the shim" "$shimtest" -test.run '^TestW1MatchesCPU$' $T
+  asan=$(${CXX:-g++} -print-file-name=libasan.so 2>/dev/null || true)
+  if [ -n "$asan" ] && [ -e "$asan" ]; then
+    # The parity subset, then a deliberate out-of-bounds write that ASan must catch.
+    shim_asan() {
+      env FEDAUDIT_SHIM_ASAN=1 LD_PRELOAD="$asan" ASAN_OPTIONS=detect_leaks=0 "$shimtest" \
+        -test.run '^TestParity$/^(Axpby|Gather|SoftmaxXent|ClipExamples|ClipStep|Dots|AddGaussian|Gemm)$' $T &&
+        env FEDAUDIT_SHIM_ASAN=1 LD_PRELOAD="$asan" ASAN_OPTIONS=detect_leaks=0 "$shimtest" \
+          -test.run '^TestASanCatchesOutOfBounds$' $T
+    }
+    STEP_DIR=$shimdir step memcheck "AddressSanitizer in place of compute-sanitizer: parity subset on the shim" shim_asan
+  else
+    skip memcheck "no libasan for ${CXX:-g++}"
+  fi
+  STEP_DIR=$shimdir step bench-gpu "W1 on the host shim in place of the device, R=$replicas, $rounds rounds" env FEDAUDIT_BENCH_R="$replicas" "$shimtest" -test.run '^TestKitBenchW1Shim$' $T
+  step bench-cpu "W1 on the CPU backend, R=$cpu_replicas, $rounds rounds" env FEDAUDIT_BENCH_R="$cpu_replicas" "$KIT/cuda-cpu.test" -test.run '^TestKitBenchW1CPU$' $T
+  summarizer=$KIT/cuda-cpu.test
+fi
+
+if FEDAUDIT_KIT_DIR="$out" FEDAUDIT_KIT_MODE="$mode" "$summarizer" -test.run '^TestKitSummary$' -test.count=1 > "$out/summary.log" 2>&1; then
+  echo "gpu-kit: summary in $out/summary.md and $out/summary.json"
+else
+  echo "gpu-kit: writing the summary failed, see $out/summary.log" >&2
+  failed=1
+fi
+if grep -q "$(printf '\tFAIL\t')" "$out/steps.tsv"; then failed=1; fi
+if [ $failed -ne 0 ]; then
+  echo "gpu-kit: some steps FAILED (see $out/steps.tsv)" >&2
+  exit 1
+fi
+echo "gpu-kit: every step that ran passed"

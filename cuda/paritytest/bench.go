@@ -1,0 +1,130 @@
+package paritytest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fedaudit/fedaudit/train"
+)
+
+// The validation kit (make gpu-kit, docs/gpu.md) runs benchmark W1 on each backend through
+// test functions that are skipped unless it sets these variables.
+const (
+	// BenchEnv lists the replica counts to run, e.g. "64,1024,4096,16384".
+	BenchEnv = "FEDAUDIT_BENCH_R"
+	// BenchRoundsEnv overrides W1's 20 rounds (the kit's shim mode uses fewer).
+	BenchRoundsEnv = "FEDAUDIT_BENCH_ROUNDS"
+	// BenchOutEnv is the file each result is appended to, one JSON object a line.
+	BenchOutEnv = "FEDAUDIT_BENCH_OUT"
+)
+
+// BenchPlan returns the replica counts and rounds the kit asked for; ok is false when the
+// benchmark is not requested.
+func BenchPlan() (replicas []int, rounds int, ok bool, err error) {
+	list := os.Getenv(BenchEnv)
+	if list == "" {
+		return nil, 0, false, nil
+	}
+	for _, f := range strings.FieldsFunc(list, func(r rune) bool { return r == ',' || r == ' ' }) {
+		r, err := strconv.Atoi(f)
+		if err != nil || r < 2 || r%2 != 0 {
+			return nil, 0, false, fmt.Errorf("%s: %q is not an even replica count >= 2", BenchEnv, f)
+		}
+		replicas = append(replicas, r)
+	}
+	rounds = train.W1Config().Rounds
+	if s := os.Getenv(BenchRoundsEnv); s != "" {
+		if rounds, err = strconv.Atoi(s); err != nil || rounds < 1 {
+			return nil, 0, false, fmt.Errorf("%s: %q is not a positive round count", BenchRoundsEnv, s)
+		}
+	}
+	return replicas, rounds, true, nil
+}
+
+// BenchResult is one W1 measurement, as the kit's summary reads it.
+type BenchResult struct {
+	Backend  string  `json:"backend"` // cpu, gpu or shim
+	Device   string  `json:"device"`
+	Replicas int     `json:"replicas"`
+	Rounds   int     `json:"rounds"`
+	Seconds  float64 `json:"seconds"`
+	// ReplicaRoundsPerSec is replicas x rounds / seconds: the benchmark's metric.
+	ReplicaRoundsPerSec float64 `json:"replica_rounds_per_s"`
+	// GEMMGFlops is the dense-layer GEMM work (counted as train.RunW1 counts it) per second.
+	GEMMGFlops float64 `json:"gemm_gflops"`
+	// SGEMMPeak is the device's measured SGEMM rate on 4096^3 products (GPU only), and
+	// OfPeak = GEMMGFlops / SGEMMPeak.
+	SGEMMPeak float64 `json:"sgemm_peak_gflops,omitempty"`
+	OfPeak    float64 `json:"of_sgemm_peak,omitempty"`
+	// MemoryUsed is the device memory in use at the end of the run (GPU only), bytes.
+	MemoryUsed int64  `json:"memory_used,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
+
+// W1 dimensions (train/w1.go) for the GEMM count.
+const w1Dim, w1Hidden, w1Classes, w1Clients = 784, 64, 10, 10
+
+// RunW1 runs W1 with the given replicas and rounds on be (nil: the CPU backend through
+// train.Train), after a one-round warm-up; sync waits for the device (nil: nothing to wait
+// for) and is called before each clock reading.
+func RunW1(ctx context.Context, be train.Backend, sync func() error, replicas, rounds int) (BenchResult, error) {
+	c, cp, tgt := train.W1Data()
+	cfg := train.W1Config()
+	cfg.Rounds = rounds
+	warm := cfg
+	warm.Rounds = 1
+	pairs := train.PairRange{First: 0, Count: replicas / 2}
+	run := func(cfg train.Config) error {
+		var err error
+		if be == nil {
+			err = train.Train(ctx, cfg, c, cp, tgt, nil, pairs, discard{}, nil)
+		} else {
+			err = train.TrainOn(ctx, be, cfg, c, cp, tgt, nil, pairs, discard{}, nil)
+		}
+		if err == nil && sync != nil {
+			err = sync()
+		}
+		return err
+	}
+	r := BenchResult{Replicas: replicas, Rounds: rounds}
+	if err := run(warm); err != nil {
+		return r, fmt.Errorf("w1 warm-up: %w", err)
+	}
+	start := time.Now()
+	if err := run(cfg); err != nil {
+		return r, fmt.Errorf("w1: %w", err)
+	}
+	r.Seconds = time.Since(start).Seconds()
+	perStep := 2.0 * float64(cfg.BatchSize) * (2*(w1Hidden*w1Dim+w1Classes*w1Hidden) + w1Classes*w1Hidden)
+	steps := float64(replicas * rounds * w1Clients * cfg.LocalSteps)
+	r.ReplicaRoundsPerSec = float64(replicas*rounds) / r.Seconds
+	r.GEMMGFlops = steps * perStep / r.Seconds / 1e9
+	return r, nil
+}
+
+type discard struct{}
+
+func (discard) Checkpoint(context.Context, *train.Checkpoint) error { return nil }
+
+// AppendBench appends r to the file named by FEDAUDIT_BENCH_OUT (if set) as one JSON line.
+func AppendBench(r BenchResult) error {
+	path := os.Getenv(BenchOutEnv)
+	if path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("benchmark results: %w", err)
+	}
+	b, _ := json.Marshal(r)
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
