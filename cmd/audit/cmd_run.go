@@ -16,6 +16,9 @@ import (
 // runExperiment is the body of `audit run` and `audit demo`: every stage, resumable, with one
 // progress display, then the summary on stdout.
 func runExperiment(ctx context.Context, e *env, cfg *experiment.Config, dir string, shards, workers int, bf backendFlags, aopts experiment.AnalyzeOptions) (*experiment.Analysis, error) {
+	if _, err := bf.preflight(cfg); err != nil {
+		return nil, err
+	}
 	pr := newProgress(e)
 	start := time.Now()
 	e.logf("run: %s: %d pairs, %d rounds, output in %s", cfg.Name, cfg.Pairs, cfg.Train.Rounds, dir)
