@@ -111,7 +111,9 @@ func MemoryOf(cfg Config, s DataSizes) (Memory, error) {
 	// a window of up to m clients, plus the shadow's and the product's.
 	kb := float64(cfg.LocalSteps) * float64(cfg.BatchSize)
 	window := 0.0
-	if len(sizes) > 2 && cfg.Batching == "fixed" && cfg.Algorithm != DPSGD && kb > 0 {
+	B := float64(cfg.BatchSize)
+	if cfg.Model.Kind != "quadratic" && cfg.Batching == "fixed" && cfg.Algorithm != DPSGD && kb > 0 &&
+		B <= float64(s.Dim) && kb-B <= float64(s.Dim) {
 		h := float64(sizes[1])
 		window = math.Max(1, math.Min(float64(s.Clients), math.Floor(4*float64(d)/(kb*h))))
 		perReplica += (window + 2) * kb * h * f
