@@ -146,6 +146,9 @@ func init() {
 				cfg := experiment.Demo()
 				if *pairs > 0 {
 					cfg.Pairs = *pairs
+					if err := cfg.Validate(); err != nil {
+						return &experiment.ConfigError{Err: err}
+					}
 				}
 				return rf.execute(ctx, e, cfg, *out, 1)
 			}
