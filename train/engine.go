@@ -118,8 +118,8 @@ func (e *engine) train(ctx context.Context, rec Recorder, progress func(done, to
 	}
 	total := cfg.Rounds
 	if slices.Contains(cfg.Checkpoints, 0) {
-		if err := rec.Checkpoint(ctx, e.checkpoint(0)); err != nil {
-			return fmt.Errorf("train: checkpoint at round 0: %w", err)
+		if err := e.recordCheckpoint(ctx, rec, 0); err != nil {
+			return err
 		}
 	}
 	for t := 0; t < total; t++ {
@@ -131,13 +131,26 @@ func (e *engine) train(ctx context.Context, rec Recorder, progress func(done, to
 			return fmt.Errorf("train: round %d: %w", t, err)
 		}
 		if record {
-			if err := rec.Checkpoint(ctx, e.checkpoint(t+1)); err != nil {
-				return fmt.Errorf("train: checkpoint at round %d: %w", t+1, err)
+			if err := e.recordCheckpoint(ctx, rec, t+1); err != nil {
+				return err
 			}
 		}
 		if progress != nil {
 			progress(t+1, total)
 		}
+	}
+	return nil
+}
+
+// recordCheckpoint evaluates every replica at w_round and hands the checkpoint to rec, unless
+// the training was cancelled meanwhile (the evaluation stops early and its result is not used).
+func (e *engine) recordCheckpoint(ctx context.Context, rec Recorder, round int) error {
+	cp := e.checkpoint(round)
+	if e.stop.Load() {
+		return context.Cause(ctx)
+	}
+	if err := rec.Checkpoint(ctx, cp); err != nil {
+		return fmt.Errorf("train: checkpoint at round %d: %w", round, err)
 	}
 	return nil
 }
@@ -780,6 +793,9 @@ func (e *engine) evalRows(cd *clientData, first, count, stride int, lossSum, cor
 	}
 	params := e.rows(e.g, first, count, stride)
 	for r0 := 0; r0 < cd.n; r0 += eb {
+		if e.stop.Load() {
+			return // cancelled: the checkpoint is discarded (recordCheckpoint)
+		}
 		n := min(eb, cd.n-r0)
 		x := cd.x
 		x.Off += r0 * x.Stride

@@ -132,6 +132,9 @@ func printPlan(e *env, cfg *experiment.Config, r planReport) {
 		experiment.FormatBytes(m.TrainBytes), m.GroupPairs, experiment.FormatBytes(m.Engine.PerPair), experiment.FormatBytes(m.AttackBytes))
 	if r.MemoryBudget > 0 {
 		fmt.Fprintf(out, "; budget %s", experiment.FormatBytes(r.MemoryBudget))
+		if m.TrainBytes > r.MemoryBudget {
+			fmt.Fprintf(out, " (warning: training needs a smaller --group-memory to fit)")
+		}
 		if m.AttackBytes > r.MemoryBudget {
 			fmt.Fprintf(out, " (warning: the attack stage may not fit)")
 		}
