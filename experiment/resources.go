@@ -63,15 +63,7 @@ func EstimateMemory(cfg *Config, data *Data) (MemoryEstimate, error) {
 	if err != nil {
 		return MemoryEstimate{}, &ConfigError{Err: fmt.Errorf("train: %w", err)}
 	}
-	budget := cfg.Train.GroupMemory
-	if budget <= 0 {
-		budget = train.DefaultGroupMemory
-	}
-	g := cfg.Train.GroupPairs
-	if g <= 0 {
-		g = mem.GroupPairs(budget)
-	}
-	g = min(g, cfg.Pairs)
+	g := train.GroupSize(cfg.Train, Sizes(cfg, data), cfg.Pairs)
 	est := MemoryEstimate{Engine: mem, GroupPairs: g,
 		TrainBytes:    mem.Bytes(g) + runtimeOverhead,
 		MinTrainBytes: mem.Bytes(1) + runtimeOverhead,

@@ -29,19 +29,21 @@ func Train(ctx context.Context, cfg Config, worldC, worldCPrime []*datasets.Data
 	if pairs.First < 0 || pairs.Count < 1 {
 		return fmt.Errorf("train: pair range first %d count %d: need first >= 0, count >= 1", pairs.First, pairs.Count)
 	}
-	groups := Groups(cfg, SizesOf(worldC, test), pairs)
-	for g, gr := range groups {
+	size := GroupSize(cfg, SizesOf(worldC, test), pairs.Count)
+	groups := (pairs.Count + size - 1) / size
+	for g := 0; g < groups; g++ {
+		gr := PairRange{First: pairs.First + g*size, Count: min(size, pairs.Count-g*size)}
 		var prog func(done, total int)
 		if progress != nil {
-			prog = func(done, total int) { progress(g*total+done, len(groups)*total) }
+			prog = func(done, total int) { progress(g*total+done, groups*total) }
 		}
 		if err := TrainOn(ctx, be, cfg, worldC, worldCPrime, target, test, gr, rec, prog); err != nil {
-			if len(groups) > 1 {
+			if groups > 1 {
 				return fmt.Errorf("pairs %d..%d: %w", gr.First, gr.First+gr.Count-1, err)
 			}
 			return err
 		}
-		if len(groups) > 1 {
+		if groups > 1 {
 			// The next group allocates as much again: return this one's buffers first, so the
 			// heap does not grow to two groups before the collector runs on its own.
 			runtime.GC()
@@ -65,14 +67,14 @@ func SizesOf(clients []*datasets.Dataset, test *datasets.Dataset) DataSizes {
 	return s
 }
 
-// Groups splits pairs into the groups Train trains one after another: GroupPairs pairs each
-// when set, else as many as fit GroupMemory (DefaultGroupMemory when 0) by MemoryOf. The
-// last group may be smaller. A range MemoryOf cannot size (invalid model or sizes) is one
-// group, whose engine then reports the error.
-func Groups(cfg Config, s DataSizes, pairs PairRange) []PairRange {
+// GroupSize is the number of pairs Train trains together, out of count: GroupPairs when set,
+// else as many as fit GroupMemory (DefaultGroupMemory when 0) by MemoryOf, at least 1; the last
+// group may be smaller. Sizes MemoryOf cannot size (an invalid model) give one group, whose
+// engine then reports the error.
+func GroupSize(cfg Config, s DataSizes, count int) int {
 	size := cfg.GroupPairs
 	if size <= 0 {
-		size = pairs.Count
+		size = count
 		if mem, err := MemoryOf(cfg, s); err == nil {
 			budget := cfg.GroupMemory
 			if budget <= 0 {
@@ -81,11 +83,7 @@ func Groups(cfg Config, s DataSizes, pairs PairRange) []PairRange {
 			size = mem.GroupPairs(budget)
 		}
 	}
-	var out []PairRange
-	for first := pairs.First; first < pairs.First+pairs.Count; first += size {
-		out = append(out, PairRange{First: first, Count: min(size, pairs.First+pairs.Count-first)})
-	}
-	return out
+	return max(min(size, count), 1)
 }
 
 // TrainOn trains the pairs on a given backend as one group: every replica's state is allocated

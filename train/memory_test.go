@@ -167,8 +167,8 @@ func TestMemoryOfBoundsAllocations(t *testing.T) {
 }
 
 // Groups follow GroupPairs when set, else the memory budget; a model too large for any budget
-// still trains one pair at a time, and the groups tile the range.
-func TestGroups(t *testing.T) {
+// still trains one pair at a time.
+func TestGroupSize(t *testing.T) {
 	cfg := mlpConfig()
 	s := DataSizes{Dim: 784, Classes: 10, Clients: 10, MaxSamples: 100}
 	cfg.Model.Hidden = []int{64}
@@ -177,20 +177,23 @@ func TestGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.GroupMemory = mem.Bytes(5)
-	if g := Groups(cfg, s, PairRange{First: 10, Count: 12}); len(g) != 3 || g[0] != (PairRange{10, 5}) || g[2] != (PairRange{20, 2}) {
-		t.Errorf("budget of 5 pairs: groups %v", g)
+	if g := GroupSize(cfg, s, 12); g != 5 {
+		t.Errorf("budget of 5 pairs: groups of %d", g)
+	}
+	if g := GroupSize(cfg, s, 3); g != 3 {
+		t.Errorf("budget of 5 pairs, 3 pairs: groups of %d", g)
 	}
 	cfg.GroupMemory = 1
-	if g := Groups(cfg, s, PairRange{Count: 3}); len(g) != 3 {
-		t.Errorf("tiny budget: groups %v, want one pair each", g)
+	if g := GroupSize(cfg, s, 3); g != 1 {
+		t.Errorf("tiny budget: groups of %d, want 1", g)
 	}
 	cfg.GroupPairs = 4
-	if g := Groups(cfg, s, PairRange{Count: 9}); len(g) != 3 || g[2] != (PairRange{8, 1}) {
-		t.Errorf("group_pairs 4: groups %v", g)
+	if g := GroupSize(cfg, s, 9); g != 4 {
+		t.Errorf("group_pairs 4: groups of %d", g)
 	}
 	cfg.GroupPairs, cfg.GroupMemory = 0, 0
-	if g := Groups(cfg, s, PairRange{Count: 1000}); len(g) < 2 {
-		t.Errorf("1000 pairs of a 51k-parameter MLP in one group of the default budget: %v", g)
+	if g := GroupSize(cfg, s, 1000); g >= 1000 || g < 16 {
+		t.Errorf("1000 pairs of a 51k-parameter MLP, default budget: groups of %d", g)
 	}
 	if mem.Bytes(1000) < 2*DefaultGroupMemory {
 		t.Errorf("estimate %d for 1000 pairs: expected several times the default budget", mem.Bytes(1000))
