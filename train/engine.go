@@ -94,7 +94,7 @@ func TrainOn(ctx context.Context, be Backend, cfg Config, worldC, worldCPrime []
 		return err
 	}
 	// The local-step loop polls an atomic flag, not ctx.Err() (a mutex), so the check costs
-	// nothing beside a step; the flag is set from the context's own goroutine on cancel.
+	// nothing beside a step; context.AfterFunc sets it when ctx is cancelled.
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
