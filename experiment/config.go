@@ -145,11 +145,11 @@ func Parse(raw []byte) (*Config, error) {
 	dec.KnownFields(true)
 	var cfg Config
 	if err := dec.Decode(&cfg); err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
+		return nil, &ConfigError{Err: fmt.Errorf("decode: %w", err)}
 	}
 	cfg.fillDefaults()
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, &ConfigError{Err: err}
 	}
 	return &cfg, nil
 }
@@ -173,6 +173,7 @@ func (c *Config) trainingView() Config {
 	v.Audit = AuditConfig{}
 	v.Data.DataDir = ""
 	v.Train.Threads, v.Train.ChunkPairs, v.Train.EvalBatch = 0, 0, 0
+	v.Train.GroupPairs, v.Train.GroupMemory = 0, 0
 	return v
 }
 
@@ -319,8 +320,8 @@ func (c *Config) Validate() error {
 	bad := func(field, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, a...)))
 	}
-	if c.Pairs < 1 {
-		bad("pairs", "need at least 1, got %d", c.Pairs)
+	if c.Pairs < 1 || c.Pairs > MaxPairs {
+		bad("pairs", "need 1 to %d, got %d", MaxPairs, c.Pairs)
 	}
 	if c.Data.Source == "" {
 		bad("data.source", "missing (synthetic, a dataset name, or a path)")
@@ -393,6 +394,17 @@ func (c *Config) Validate() error {
 	}
 	if c.Train.Seed != c.Seed {
 		bad("train.seed", "is the master seed; set the top-level seed instead")
+	}
+	// The training fields are checked here too, with the sizes the config states (a named
+	// dataset's classes are not known yet: 2 stands in), so that a mistake is reported before
+	// any data is loaded or file written; the engine checks again against the data.
+	if c.Data.Clients >= 1 && c.Data.PerClient >= 1 {
+		s := Sizes(c, nil)
+		if err := c.Train.Check(c.Data.Clients, c.Data.PerClient, s.Classes); err != nil {
+			errs = append(errs, fmt.Errorf("train: %w", err))
+		} else if _, err := train.MemoryOf(c.Train, s); err != nil {
+			errs = append(errs, fmt.Errorf("train: %w", err))
+		}
 	}
 	return errors.Join(errs...)
 }

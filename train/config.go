@@ -66,6 +66,14 @@ type Config struct {
 	ChunkPairs int `json:"chunk_pairs,omitempty" yaml:"chunk_pairs,omitempty"`
 	// EvalBatch is the number of rows evaluated at once at checkpoints; 0 means 256.
 	EvalBatch int `json:"eval_batch,omitempty" yaml:"eval_batch,omitempty"`
+	// GroupPairs is the number of pairs trained together; 0 sizes the groups by GroupMemory.
+	// A shard trains its groups one after another, so memory is bounded by the group, not by
+	// the shard's pairs; results do not depend on it (a run's randomness comes from the master
+	// seed and its pair index only).
+	GroupPairs int `json:"group_pairs,omitempty" yaml:"group_pairs,omitempty"`
+	// GroupMemory is the memory budget in bytes of one group (MemoryOf); 0 means
+	// DefaultGroupMemory.
+	GroupMemory int64 `json:"group_memory,omitempty" yaml:"group_memory,omitempty"`
 
 	// Mechanism is the distribution of the privacy noise: "gaussian" (default, also ""),
 	// "laplace" or "staircase", each at the same standard deviation (see NoiseOf). It applies
@@ -296,6 +304,12 @@ func (c *Config) validate(m, n, dim, classes int) error {
 	if c.EvalBatch < 0 {
 		bad("eval_batch", "need >= 0, got %d", c.EvalBatch)
 	}
+	if c.GroupPairs < 0 {
+		bad("group_pairs", "need >= 0, got %d", c.GroupPairs)
+	}
+	if c.GroupMemory < 0 {
+		bad("group_memory", "need >= 0, got %d", c.GroupMemory)
+	}
 	switch c.Model.Kind {
 	case "softmax", "mlp":
 		if classes < 2 {
@@ -369,3 +383,8 @@ func (c *Config) LearningRateAt(t, k int) float64 {
 	}
 	return c.LearningRate
 }
+
+// Check validates the configuration for m clients of at least n samples each and the given
+// number of classes, before any data is loaded (the input dimension does not enter the checks).
+// The engine checks again against the real data.
+func (c *Config) Check(m, n, classes int) error { return c.validate(m, n, 1, classes) }

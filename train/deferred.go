@@ -179,8 +179,8 @@ func (e *engine) localTrainDeferred(ctx context.Context, t, i int, buf Buffer, f
 			be.Gemm(false, true, 1, x, m.weight(anchor, 0), 0, pAll)
 			u := ds.factors(flip, s, c.first, c.count, c.stride)
 			for k := 0; k < K; k++ {
-				if err := ctx.Err(); err != nil {
-					return err
+				if e.stop.Load() {
+					return context.Cause(ctx)
 				}
 				eta := float32(e.cfg.LearningRateAt(t, k))
 				pre := pAll

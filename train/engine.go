@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
+	"sync/atomic"
 
 	"github.com/fedaudit/fedaudit/datasets"
 )
@@ -14,19 +16,90 @@ import (
 // (world 1) with the seed RunSeed(cfg.Seed, p), and rec receives every checkpoint. The two
 // worlds list the same number of clients and differ only in sample target.Index of client
 // target.Client. test, when not nil, gives each checkpoint a test accuracy. progress, when not
-// nil, is called after every round. Results do not depend on how pairs are split into shards.
+// nil, is called after every round of every group. Results do not depend on how pairs are split
+// into shards or groups.
+//
+// The pairs are trained in groups (Config.GroupPairs, or as many as Config.GroupMemory holds by
+// MemoryOf), one group after another, so memory is bounded by the group and not by the shard.
+// rec receives each group's checkpoints in round order before the next group's: within one
+// round the rows still come in pair order.
 func Train(ctx context.Context, cfg Config, worldC, worldCPrime []*datasets.Dataset, target TargetInfo, test *datasets.Dataset, pairs PairRange, rec Recorder, progress func(done, total int)) error {
 	be := NewCPU(cfg.Threads)
 	defer be.Close()
-	return TrainOn(ctx, be, cfg, worldC, worldCPrime, target, test, pairs, rec, progress)
+	if pairs.First < 0 || pairs.Count < 1 {
+		return fmt.Errorf("train: pair range first %d count %d: need first >= 0, count >= 1", pairs.First, pairs.Count)
+	}
+	size := GroupSize(cfg, SizesOf(worldC, test), pairs.Count)
+	groups := (pairs.Count + size - 1) / size
+	for g := 0; g < groups; g++ {
+		gr := PairRange{First: pairs.First + g*size, Count: min(size, pairs.Count-g*size)}
+		var prog func(done, total int)
+		if progress != nil {
+			prog = func(done, total int) { progress(g*total+done, groups*total) }
+		}
+		if err := TrainOn(ctx, be, cfg, worldC, worldCPrime, target, test, gr, rec, prog); err != nil {
+			if groups > 1 {
+				return fmt.Errorf("pairs %d..%d: %w", gr.First, gr.First+gr.Count-1, err)
+			}
+			return err
+		}
+		if groups > 1 {
+			// The next group allocates as much again: return this one's buffers first, so the
+			// heap does not grow to two groups before the collector runs on its own.
+			runtime.GC()
+		}
+	}
+	return nil
 }
 
-// TrainOn is Train on a given backend.
+// SizesOf returns the data sizes MemoryOf needs.
+func SizesOf(clients []*datasets.Dataset, test *datasets.Dataset) DataSizes {
+	s := DataSizes{Clients: len(clients)}
+	for _, c := range clients {
+		if c != nil {
+			s.Dim, s.Classes = c.Dim(), c.Classes
+			s.MaxSamples = max(s.MaxSamples, c.Len())
+		}
+	}
+	if test != nil {
+		s.TestSamples = test.Len()
+	}
+	return s
+}
+
+// GroupSize is the number of pairs Train trains together, out of count: GroupPairs when set,
+// else as many as fit GroupMemory (DefaultGroupMemory when 0) by MemoryOf, at least 1; the last
+// group may be smaller. Sizes MemoryOf cannot size (an invalid model) give one group, whose
+// engine then reports the error.
+func GroupSize(cfg Config, s DataSizes, count int) int {
+	size := cfg.GroupPairs
+	if size <= 0 {
+		size = count
+		if mem, err := MemoryOf(cfg, s); err == nil {
+			budget := cfg.GroupMemory
+			if budget <= 0 {
+				budget = DefaultGroupMemory
+			}
+			size = mem.GroupPairs(budget)
+		}
+	}
+	return max(min(size, count), 1)
+}
+
+// TrainOn trains the pairs on a given backend as one group: every replica's state is allocated
+// at once (Train groups them). It stops within one client step of ctx being cancelled.
 func TrainOn(ctx context.Context, be Backend, cfg Config, worldC, worldCPrime []*datasets.Dataset, target TargetInfo, test *datasets.Dataset, pairs PairRange, rec Recorder, progress func(done, total int)) error {
 	e, err := newEngine(be, cfg, worldC, worldCPrime, target, test, pairs)
 	if err != nil {
 		return err
 	}
+	// The local-step loop polls an atomic flag, not ctx.Err() (a mutex), so the check costs
+	// nothing beside a step; context.AfterFunc sets it when ctx is cancelled.
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	stop := context.AfterFunc(ctx, func() { e.stop.Store(true) })
+	defer stop()
 	return e.train(ctx, rec, progress)
 }
 
@@ -43,23 +116,39 @@ func (e *engine) train(ctx context.Context, rec Recorder, progress func(done, to
 	}
 	total := cfg.Rounds
 	if slices.Contains(cfg.Checkpoints, 0) {
-		if err := rec.Checkpoint(ctx, e.checkpoint(0)); err != nil {
-			return fmt.Errorf("train: checkpoint at round 0: %w", err)
+		if err := e.recordCheckpoint(ctx, rec, 0); err != nil {
+			return err
 		}
 	}
 	for t := 0; t < total; t++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		record := slices.Contains(cfg.Checkpoints, t+1)
 		if err := e.round(ctx, t, record); err != nil {
 			return fmt.Errorf("train: round %d: %w", t, err)
 		}
 		if record {
-			if err := rec.Checkpoint(ctx, e.checkpoint(t+1)); err != nil {
-				return fmt.Errorf("train: checkpoint at round %d: %w", t+1, err)
+			if err := e.recordCheckpoint(ctx, rec, t+1); err != nil {
+				return err
 			}
 		}
 		if progress != nil {
 			progress(t+1, total)
 		}
+	}
+	return nil
+}
+
+// recordCheckpoint evaluates every replica at w_round and hands the checkpoint to rec, unless
+// the training was cancelled meanwhile (the evaluation stops early and its result is not used).
+func (e *engine) recordCheckpoint(ctx context.Context, rec Recorder, round int) error {
+	cp := e.checkpoint(round)
+	if e.stop.Load() {
+		return context.Cause(ctx)
+	}
+	if err := rec.Checkpoint(ctx, cp); err != nil {
+		return fmt.Errorf("train: checkpoint at round %d: %w", round, err)
 	}
 	return nil
 }
@@ -127,6 +216,9 @@ type engine struct {
 	dpDots   [5][]float64
 	// tmp holds host-drawn noise of the non-Gaussian mechanisms on its way into a buffer.
 	tmp Buffer
+
+	// stop is set when the training's context is cancelled (TrainOn).
+	stop atomic.Bool
 }
 
 func newEngine(be Backend, cfg Config, worldC, worldCP []*datasets.Dataset, target TargetInfo, test *datasets.Dataset, pairs PairRange) (*engine, error) {
@@ -539,8 +631,8 @@ func (e *engine) localTrain(ctx context.Context, t, i int, buf Buffer, flip, mat
 		rows := func(b Buffer) Mat { return e.rows(b, 2*p0, 2*(p1-p0), 1) }
 		be.Axpby(1, rows(e.g), 0, rows(buf), nil)
 		for k := 0; k < e.cfg.LocalSteps; k++ {
-			if err := ctx.Err(); err != nil {
-				return err
+			if e.stop.Load() {
+				return context.Cause(ctx)
 			}
 			e.eta = float32(e.cfg.LearningRateAt(t, k))
 			if err := e.localGrad(t, i, k, buf, flip, p0, p1); err != nil {
@@ -721,6 +813,9 @@ func (e *engine) evalRows(cd *clientData, first, count, stride int, lossSum, cor
 	}
 	params := e.rows(e.g, first, count, stride)
 	for r0 := 0; r0 < cd.n; r0 += eb {
+		if e.stop.Load() {
+			return // cancelled: the checkpoint is discarded (recordCheckpoint)
+		}
 		n := min(eb, cd.n-r0)
 		x := cd.x
 		x.Off += r0 * x.Stride

@@ -19,6 +19,10 @@ type planReport struct {
 	CPUSeconds   float64                 `json:"cpu_seconds,omitempty"`
 	CPUShardSecs float64                 `json:"cpu_shard_seconds,omitempty"`
 	GPU          gpuEstimate             `json:"gpu"`
+	// Memory is the estimated peak memory of training (bounded by one group of pairs) and of
+	// the attack stage, beside the budget it was checked against (0: not checked).
+	Memory       experiment.MemoryEstimate `json:"memory"`
+	MemoryBudget int64                     `json:"memory_budget"`
 }
 
 type gpuEstimate struct {
@@ -46,6 +50,8 @@ func init() {
 			noCal := fs.Bool("no-calibrate", false, "skip the timing on this machine (deterministic output)")
 			budget := fs.Duration("calibrate-time", time.Second, "about how long the calibration may train")
 			asJSON := fs.Bool("json", false, "machine-readable output")
+			var memory string
+			registerMemory(fs, &memory)
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
 					return usagef("plan: unexpected argument %q", args[0])
@@ -62,11 +68,22 @@ func init() {
 				if !(*eff > 0 && *eff <= 1) {
 					return usagef("--gpu-efficiency must be in (0, 1], got %g", *eff)
 				}
+				memBudget, err := memoryBudget(memory)
+				if err != nil {
+					return err
+				}
 				cfg, err := experiment.Load(*config)
 				if err != nil {
 					return err
 				}
+				if _, err := experiment.CheckMemory(cfg, nil, memBudget); err != nil {
+					return err
+				}
 				data, err := experiment.Prepare(cfg)
+				if err != nil {
+					return err
+				}
+				mem, err := experiment.CheckMemory(cfg, data, memBudget)
 				if err != nil {
 					return err
 				}
@@ -75,7 +92,7 @@ func init() {
 					return err
 				}
 				rate := *tflops * 1e12 * *eff
-				rep := planReport{Config: *config, Work: w, GPU: gpuEstimate{
+				rep := planReport{Config: *config, Work: w, Memory: mem, MemoryBudget: memBudget, GPU: gpuEstimate{
 					PeakTFLOPS: *tflops, Efficiency: *eff,
 					Seconds: experiment.Seconds(w.FLOPs, rate), ShardSeconds: experiment.Seconds(w.ShardFLOPs, rate),
 				}}
@@ -110,6 +127,19 @@ func printPlan(e *env, cfg *experiment.Config, r planReport) {
 		si(w.FLOPs), si(w.TrainFLOPs), si(w.EvalFLOPs), w.Checkpoints, si(w.ShardFLOPs))
 	fmt.Fprintf(out, "files: %d rows, about %sB of run files (%sB of parameter/upload vectors)\n",
 		w.Rows, si(float64(w.RunFileBytes)), si(float64(w.VectorBytes)))
+	m := r.Memory
+	fmt.Fprintf(out, "memory: training about %s per shard (groups of %d pairs, %s per pair), attack stage about %s",
+		experiment.FormatBytes(m.TrainBytes), m.GroupPairs, experiment.FormatBytes(m.Engine.PerPair), experiment.FormatBytes(m.AttackBytes))
+	if r.MemoryBudget > 0 {
+		fmt.Fprintf(out, "; budget %s", experiment.FormatBytes(r.MemoryBudget))
+		if m.TrainBytes > r.MemoryBudget {
+			fmt.Fprintf(out, " (warning: training needs a smaller --group-memory to fit)")
+		}
+		if m.AttackBytes > r.MemoryBudget {
+			fmt.Fprintf(out, " (warning: the attack stage may not fit)")
+		}
+	}
+	fmt.Fprintln(out)
 	if r.Calibration != nil {
 		c := r.Calibration
 		fmt.Fprintf(out, "this machine: %sFLOP/s measured on %d pairs x %d rounds in %s: job %s, largest shard %s\n",
@@ -142,4 +172,30 @@ func duration(s float64) string {
 		return fmt.Sprintf("%.0fms", s*1e3)
 	}
 	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
+}
+
+// registerMemory declares --memory, the memory budget the config is checked against.
+func registerMemory(fs *flag.FlagSet, v *string) {
+	fs.StringVar(v, "memory", "", "memory budget of this machine, e.g. 8GiB (default: MemAvailable of /proc/meminfo); a config whose training cannot fit is refused")
+}
+
+// memoryBudget is --memory in bytes, or MemAvailable when it is empty (0 where unknown: no
+// check).
+func memoryBudget(text string) (int64, error) {
+	if text == "" {
+		return experiment.MemAvailable(), nil
+	}
+	n, err := experiment.ParseBytes(text)
+	if err != nil || n == 0 {
+		return 0, usagef("--memory: %v", errOr(err, "need > 0"))
+	}
+	return n, nil
+}
+
+// errOr is err's text, or msg when err is nil.
+func errOr(err error, msg string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return msg
 }

@@ -16,6 +16,9 @@ import (
 // runExperiment is the body of `audit run` and `audit demo`: every stage, resumable, with one
 // progress display, then the summary on stdout.
 func runExperiment(ctx context.Context, e *env, cfg *experiment.Config, dir string, shards, workers int, bf backendFlags, aopts experiment.AnalyzeOptions) (*experiment.Analysis, error) {
+	if _, err := bf.preflight(cfg); err != nil {
+		return nil, err
+	}
 	lock, err := lockExperiment(e, cfg, dir, shards, nil, "audit run")
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)
@@ -148,6 +151,9 @@ func init() {
 				cfg := experiment.Demo()
 				if *pairs > 0 {
 					cfg.Pairs = *pairs
+					if err := cfg.Validate(); err != nil {
+						return &experiment.ConfigError{Err: err}
+					}
 				}
 				return rf.execute(ctx, e, cfg, *out, 1)
 			}

@@ -38,6 +38,10 @@ func shardFromFlagOrEnv(flagValue string, shards int) (runs.Shard, bool, error) 
 // trainAll trains the shards of an experiment into dir: one shard when given, else all of
 // them in turn. Complete shards are skipped.
 func trainAll(ctx context.Context, e *env, cfg *experiment.Config, dir string, shard runs.Shard, one bool, shards int, bf backendFlags) error {
+	budget, err := bf.preflight(cfg)
+	if err != nil {
+		return err
+	}
 	var only *runs.Shard
 	if one {
 		only = &shard
@@ -49,6 +53,9 @@ func trainAll(ctx context.Context, e *env, cfg *experiment.Config, dir string, s
 	defer lock.Unlock()
 	data, err := experiment.Prepare(cfg)
 	if err != nil {
+		return err
+	}
+	if _, err := experiment.CheckMemory(cfg, data, budget); err != nil {
 		return err
 	}
 	changed, err := experiment.SetUpDirectory(cfg, dir, shards)
@@ -111,15 +118,38 @@ func init() {
 	})
 }
 
-// backendFlags are --backend and --device, on every command that trains.
+// backendFlags are --backend, --device, --memory and --group-memory, on every command that
+// trains.
 type backendFlags struct {
-	name   string
-	device int
+	name        string
+	device      int
+	memory      string
+	groupMemory string
 }
 
 func (b *backendFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.name, "backend", "auto", "compute backend: auto (the GPU when this build has one), cpu or gpu (needs a build with -tags gpu)")
 	fs.IntVar(&b.device, "device", 0, "GPU ordinal for --backend gpu")
+	registerMemory(fs, &b.memory)
+	fs.StringVar(&b.groupMemory, "group-memory", "", "memory budget of one group of pairs trained together, e.g. 256MiB (default: train.group_memory, else 256MiB); results do not depend on it")
+}
+
+// preflight applies --group-memory to cfg and refuses, before any data is loaded or file
+// written, a config whose training cannot fit the memory budget; it returns the budget.
+func (b *backendFlags) preflight(cfg *experiment.Config) (int64, error) {
+	if b.groupMemory != "" {
+		n, err := experiment.ParseBytes(b.groupMemory)
+		if err != nil || n == 0 {
+			return 0, usagef("--group-memory: %v", errOr(err, "need > 0"))
+		}
+		cfg.Train.GroupMemory = n
+	}
+	budget, err := memoryBudget(b.memory)
+	if err != nil {
+		return 0, err
+	}
+	_, err = experiment.CheckMemory(cfg, nil, budget)
+	return budget, err
 }
 
 func (b *backendFlags) check() error {

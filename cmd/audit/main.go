@@ -111,8 +111,14 @@ func exitCode(stderr io.Writer, err error) int {
 		fmt.Fprintf(stderr, "audit: %v\n", err)
 		return 3
 	}
+	if errors.Is(err, context.Canceled) {
+		// Only the interrupt signal cancels the program's context.
+		fmt.Fprintf(stderr, "audit: interrupted\n")
+		return 130
+	}
 	var u *usageError
-	if errors.As(err, &u) {
+	var ce *experiment.ConfigError
+	if errors.As(err, &u) || errors.As(err, &ce) {
 		fmt.Fprintf(stderr, "audit: %v\n", err)
 		return 2
 	}

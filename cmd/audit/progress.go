@@ -34,7 +34,14 @@ func (pr *progress) bar(name string, total int) func(done, total int) {
 		mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace), decor.AverageETA(decor.ET_STYLE_GO, decor.WCSyncWidth)),
 	)
 	pr.bars = append(pr.bars, b)
-	return func(done, _ int) { b.SetCurrent(int64(done)) }
+	// The callback's total may be larger than the bar's: a shard trained in groups of pairs
+	// counts every group's rounds. The bar shows the same fraction.
+	return func(done, n int) {
+		if n > 0 && n != total {
+			done = int(int64(done) * int64(total) / int64(n))
+		}
+		b.SetCurrent(int64(done))
+	}
 }
 
 // wait flushes the bars before other output is written.

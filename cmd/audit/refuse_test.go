@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRefusedBeforeWork checks that configs no machine can train (absurd pair counts, a model of
+// 10^8 hidden units) are refused by every command that trains or plans, with exit status 2 and
+// the numbers named, before any file is written (the output directory is never created).
+func TestRefusedBeforeWork(t *testing.T) {
+	base, err := os.ReadFile(filepath.Join("testdata", "run_small.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs := []struct {
+		name, from, to, want string
+	}{
+		{"pairs 1e12", "pairs: 40", "pairs: 1e12", "pairs: need 1 to 100000000, got 1000000000000"},
+		{"pairs 2e8", "pairs: 40", "pairs: 200000000", "pairs: need 1 to 100000000"},
+		{"hidden 1e8", "model: {kind: softmax}", "model: {kind: mlp, hidden: [100000000], activation: tanh}", "memory: training one pair of this model (d = 1200000003 parameters) needs at least"},
+		{"hidden 1e9", "model: {kind: softmax}", "model: {kind: mlp, hidden: [1000000000], activation: tanh}", "the most one replica may have"},
+		{"hidden 0", "model: {kind: softmax}", "model: {kind: mlp, hidden: [0], activation: tanh}", "model.hidden: widths must be positive"},
+		{"batch too large", "  clip_norm: 1\n", "  clip_norm: 1\n  batching: fixed\n  batch_size: 11\n", "batch_size: need 1 to 10"},
+	}
+	for _, c := range configs {
+		if !strings.Contains(string(base), c.from) {
+			t.Fatalf("%s: %q not in run_small.yaml", c.name, c.from)
+		}
+		dir := t.TempDir()
+		cfgPath := filepath.Join(dir, "config.yaml")
+		if err := os.WriteFile(cfgPath, []byte(strings.Replace(string(base), c.from, c.to, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "out")
+		for _, args := range [][]string{
+			{"plan", "--config", cfgPath, "--no-calibrate", "--memory", "8GiB"},
+			{"train", "--config", cfgPath, "--out", out, "--memory", "8GiB"},
+			{"train", "--config", cfgPath, "--out", out, "--shard", "1/4", "--memory", "8GiB"},
+			{"run", "--config", cfgPath, "--out", out, "--memory", "8GiB"},
+		} {
+			t.Run(c.name+"/"+args[0], func(t *testing.T) {
+				var stdout, stderr bytes.Buffer
+				code := exitCode(&stderr, run(context.Background(), args, &stdout, &stderr))
+				if code != 2 {
+					t.Errorf("exit status %d, want 2; stderr:\n%s", code, stderr.String())
+				}
+				if !strings.Contains(stderr.String(), c.want) {
+					t.Errorf("stderr lacks %q:\n%s", c.want, stderr.String())
+				}
+				if _, err := os.Stat(out); !os.IsNotExist(err) {
+					t.Errorf("%s exists after a refused %s (%v)", out, args[0], err)
+				}
+			})
+		}
+	}
+}
+
+// TestPlanMemory checks that plan prints the memory estimate and that the budget it is given
+// decides: a small MLP fits 1 GiB and is refused at 1 MiB.
+func TestPlanMemory(t *testing.T) {
+	cfg := filepath.Join("testdata", "run_small.yaml")
+	var stdout, stderr bytes.Buffer
+	code := exitCode(&stderr, run(context.Background(), []string{"plan", "--config", cfg, "--no-calibrate", "--memory", "1GiB"}, &stdout, &stderr))
+	if code != 0 || !strings.Contains(stdout.String(), "memory: training about") || !strings.Contains(stdout.String(), "budget 1.0 GiB") {
+		t.Fatalf("exit %d; stdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
+	code = exitCode(&stderr, run(context.Background(), []string{"plan", "--config", cfg, "--no-calibrate", "--memory", "1MiB"}, &stdout, &stderr))
+	if code != 2 || !strings.Contains(stderr.String(), "the budget is 1 MiB") {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	stderr.Reset()
+	code = exitCode(&stderr, run(context.Background(), []string{"plan", "--config", cfg, "--memory", "lots"}, &stdout, &stderr))
+	if code != 2 || !strings.Contains(stderr.String(), "--memory") {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+}
+
+// TestInterrupted checks that a cancelled run (Ctrl-C cancels the program's context) ends with
+// "audit: interrupted" and exit status 130, and promptly.
+func TestInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	base, err := os.ReadFile(filepath.Join("testdata", "run_small.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Long enough that the run is certainly still training when it is interrupted.
+	long := strings.Replace(strings.Replace(string(base), "rounds: 3", "rounds: 100000", 1), "checkpoints: [1, 3]", "checkpoints: [1, 100000]", 1)
+	cfgPath := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(long), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := exitCode(&stderr, run(ctx, []string{"run", "--config", cfgPath, "--out", filepath.Join(dir, "out"), "--quiet"}, &stdout, &stderr))
+	if code != 130 || !strings.Contains(stderr.String(), "audit: interrupted") {
+		t.Fatalf("exit %d, want 130; stderr:\n%s", code, stderr.String())
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %s to stop", d)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "out", "runs", "*.arrow")); len(m) > 0 {
+		t.Errorf("an interrupted shard left run files: %v", m)
+	}
+}

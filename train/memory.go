@@ -1,0 +1,175 @@
+package train
+
+import (
+	"fmt"
+	"math"
+)
+
+// DefaultGroupMemory is the memory budget of one group of pairs trained together when
+// Config.GroupMemory is zero. It is large enough that the engine's per-call costs are shared by
+// many replicas (a Fashion-MNIST MLP of 51k parameters gets about 50 pairs per group) and small
+// enough that a shard of any number of pairs fits a laptop.
+const DefaultGroupMemory int64 = 256 << 20
+
+// DataSizes are the data dimensions the engine's memory depends on.
+type DataSizes struct {
+	Dim, Classes int
+	Clients      int // m
+	MaxSamples   int // the largest client's sample count
+	TestSamples  int
+}
+
+// Memory is an estimate of the bytes the engine holds while it trains a group of pairs:
+// Fixed for the data and shared buffers, PerPair for each pair's two replicas (parameter
+// buffers, the model's workspace, the checkpoint's host copies). It counts float32 buffers the
+// engine allocates, not the Go runtime's overhead.
+type Memory struct {
+	Params  int   `json:"params"` // d
+	Fixed   int64 `json:"fixed_bytes"`
+	PerPair int64 `json:"per_pair_bytes"`
+}
+
+// Bytes is the estimate for a group of pairs.
+func (m Memory) Bytes(pairs int) int64 { return satAdd(m.Fixed, satMul(m.PerPair, int64(pairs))) }
+
+// GroupPairs is the number of pairs whose replicas fit budget bytes beside the fixed part, at
+// least 1 (a single pair is trained whatever the budget; whether it fits the machine is for the
+// caller to check).
+func (m Memory) GroupPairs(budget int64) int {
+	if m.PerPair <= 0 {
+		return math.MaxInt32
+	}
+	g := (budget - m.Fixed) / m.PerPair
+	return int(min(max(g, 1), math.MaxInt32))
+}
+
+// MemoryOf estimates the engine's memory for cfg on data of the given sizes. It mirrors the
+// allocations of newEngine, the model workspaces, the deferred first-layer state and a
+// checkpoint, rounding up where they depend on the round (Poisson batches). It never allocates,
+// so it can refuse a model far too large to build.
+func MemoryOf(cfg Config, s DataSizes) (Memory, error) {
+	if s.Dim < 1 || s.Classes < 1 || s.Clients < 1 || s.MaxSamples < 1 || s.TestSamples < 0 {
+		return Memory{}, fmt.Errorf("memory estimate: sizes %+v: need positive dimensions", s)
+	}
+	d, sizes, err := shapeOf(cfg.Model, s.Dim, s.Classes)
+	if err != nil {
+		return Memory{}, err
+	}
+	const f = 4.0 // bytes per float32
+	maxRows := float64(s.MaxSamples)
+	switch cfg.Batching {
+	case "fixed":
+		maxRows = math.Min(maxRows, float64(cfg.BatchSize))
+	case "poisson":
+		b := float64(cfg.BatchSize)
+		maxRows = math.Min(maxRows, b+8*math.Sqrt(b)+16)
+	}
+	eb := float64(cfg.EvalBatch)
+	if eb == 0 {
+		eb = 256
+	}
+	wsRows := math.Max(maxRows, eb)
+
+	// Per replica: g, l, acc, grad, noise; shadow (informed), upload (recorded); the host
+	// noise buffer of non-Gaussian mechanisms and the DP-FedAvg family's target update.
+	vec := 5.0
+	if cfg.Informed {
+		vec++
+	}
+	if cfg.RecordUpload {
+		vec++
+	}
+	if cfg.mechanism() != MechGaussian {
+		vec++
+	}
+	if cfg.IsClientDP() && cfg.Informed {
+		vec++
+	}
+	// The checkpoint's host copies of parameters and uploads, alive while rows are written.
+	if cfg.RecordParams {
+		vec++
+	}
+	if cfg.RecordUpload {
+		vec++
+	}
+	perReplica := vec * float64(d) * f
+	perReplica += 2 * eb * f // evaluation loss and margin
+	// Model workspace: pre-activations, deltas and (hidden layers) post-activations per row.
+	var act float64
+	for l := 1; l < len(sizes); l++ {
+		k := 2.0
+		if l+1 < len(sizes) {
+			k = 3
+		}
+		act += k * float64(sizes[l])
+	}
+	perReplica += wsRows * act * f
+	if cfg.Batching == "fixed" {
+		perReplica += float64(cfg.BatchSize) * float64(cfg.BatchSize) * f // delta Gram matrices
+	}
+	// Deferred first-layer updates (deferred.go): K·B factor rows of the first hidden layer in
+	// a window of up to m clients, plus the shadow's and the product's.
+	kb := float64(cfg.LocalSteps) * float64(cfg.BatchSize)
+	window := 0.0
+	B := float64(cfg.BatchSize)
+	if cfg.Model.Kind != "quadratic" && cfg.Batching == "fixed" && cfg.Algorithm != DPSGD && kb > 0 &&
+		B <= float64(s.Dim) && kb-B <= float64(s.Dim) {
+		h := float64(sizes[1])
+		window = math.Max(1, math.Min(float64(s.Clients), math.Floor(4*float64(d)/(kb*h))))
+		perReplica += (window + 2) * kb * h * f
+	}
+	perReplica += 16 * 8 // per-replica scalars (dots, seeds, statistics, row structs)
+
+	// Fixed: the clients' data on the backend (the target client twice), the test set, the
+	// gathered minibatch, w_0 and one host vector, the deferred minibatch windows.
+	samples := float64(s.Clients+1)*float64(s.MaxSamples) + float64(s.TestSamples)
+	fixed := samples * float64(s.Dim+1) * f
+	fixed += maxRows*float64(s.Dim+1)*f + 2*float64(d)*f
+	fixed += 2 * window * kb * float64(s.Dim+1) * f
+	return Memory{Params: d, Fixed: toBytes(fixed), PerPair: toBytes(2 * perReplica)}, nil
+}
+
+// shapeOf returns the parameter count and layer sizes of a model without building it, in
+// float64 arithmetic first so that an absurd width cannot overflow.
+func shapeOf(mc ModelConfig, dim, classes int) (int, []int, error) {
+	switch mc.Kind {
+	case "quadratic":
+		return dim, []int{dim}, nil
+	case "softmax", "mlp":
+	default:
+		return 0, nil, fmt.Errorf("model.kind: %q is not softmax, mlp or quadratic", mc.Kind)
+	}
+	sizes := []int{dim}
+	if mc.Kind == "mlp" {
+		sizes = append(sizes, mc.Hidden...)
+	}
+	sizes = append(sizes, classes)
+	var d float64
+	for l := 0; l+1 < len(sizes); l++ {
+		if sizes[l+1] < 1 {
+			return 0, nil, fmt.Errorf("model.hidden: widths must be positive, got %v", mc.Hidden)
+		}
+		d += float64(sizes[l])*float64(sizes[l+1]) + float64(sizes[l+1])
+	}
+	if d > math.MaxInt32 {
+		// cuBLAS takes 32-bit sizes, and no machine holds two replicas of such a model anyway.
+		return 0, nil, fmt.Errorf("model: %.3g parameters (input %d, hidden %v, %d classes): more than %d, the most one replica may have", d, dim, mc.Hidden, classes, math.MaxInt32)
+	}
+	return int(d), sizes, nil
+}
+
+func toBytes(x float64) int64 {
+	if x >= math.MaxInt64/2 {
+		return math.MaxInt64 / 2
+	}
+	return int64(math.Ceil(x))
+}
+
+func satMul(a, b int64) int64 {
+	if a != 0 && b > (math.MaxInt64/2)/a {
+		return math.MaxInt64 / 2
+	}
+	return a * b
+}
+
+func satAdd(a, b int64) int64 { return min(a+b, math.MaxInt64/2) }
