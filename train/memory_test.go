@@ -210,13 +210,19 @@ func TestCancelMidRound(t *testing.T) {
 	cfg.Rounds, cfg.Checkpoints, cfg.BatchSize = 1, []int{1}, 32
 	cfg.LocalSteps = 1
 	cfg.Threads = 1
-	start := time.Now()
-	if err := Train(context.Background(), cfg, c, cp, tgt, nil, PairRange{Count: 8}, &memRecorder{}, nil); err != nil {
-		t.Fatal(err)
+	// The time of one step, from two rounds that differ only in their number of steps (the
+	// set-up cost, which dominates a round of one step, cancels out).
+	roundTime := func(steps int) time.Duration {
+		cfg.LocalSteps = steps
+		start := time.Now()
+		if err := Train(context.Background(), cfg, c, cp, tgt, nil, PairRange{Count: 8}, &memRecorder{}, nil); err != nil {
+			t.Fatal(err)
+		}
+		return time.Since(start)
 	}
-	step := time.Since(start) // one round of one step: an upper bound of a step's time
-	// A round of many steps takes at least 400 ms (and many steps' worth).
-	cfg.LocalSteps = int(max(400*time.Millisecond/max(step, time.Microsecond), 50))
+	step := max((roundTime(41)-roundTime(1))/40, time.Microsecond)
+	// A round of many steps takes about a second, far more than the 50 ms before the cancel.
+	cfg.LocalSteps = int(min(max(time.Second/step, 50), 1_000_000))
 	ctx, cancel := context.WithCancel(context.Background())
 	var cancelled time.Time
 	time.AfterFunc(50*time.Millisecond, func() { cancelled = time.Now(); cancel() })
