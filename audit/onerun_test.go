@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/mathext"
@@ -261,15 +260,6 @@ func runOneRunCoverage(t *testing.T, m, reps int, mu, delta float64, seed uint64
 	return st
 }
 
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
 
 // TestOneRunCoverageGaussian: 200 one-run audits of m = 1000 canaries on the Gaussian mechanism
 // at mu = 1, 2, 4 (delta = 1e-5, 95% confidence, the default grid of 6 guess counts). At least

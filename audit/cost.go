@@ -1,0 +1,229 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// The cost of an audit: how many trainings each method needs before its certified bound
+// reaches a given share of the true mu. Computed by simulation on the Gaussian mechanism with
+// that mu, which is exact for the quadratic reference instance (its outputs are Gaussian, and
+// canaries in orthogonal directions are independent Gaussian mechanisms) and the idealized
+// case for any other deployment: real attacks see less than the Neyman-Pearson statistic
+// simulated here, so real audits need at least as many trainings.
+
+// CostOptions set up CostTable.
+type CostOptions struct {
+	// Mu is the true Gaussian-DP parameter (> 0).
+	Mu float64
+	// Fraction of Mu the certified bound must reach (default 0.8).
+	Fraction float64
+	// Confidence of the certified bounds (default 0.95); Delta is used by the epsilon rows
+	// (default 1e-5).
+	Confidence, Delta float64
+	// Reps is the number of simulated audits per size; a size is enough when the median
+	// certified bound reaches the target (default 21).
+	Reps int
+	// MaxPairs and MaxCanaries end the search (defaults 102400 and 102400).
+	MaxPairs, MaxCanaries int
+	Seed                  uint64
+}
+
+// CostRow is one method of the cost table.
+type CostRow struct {
+	Method string `json:"method"`
+	// Trainings is the number of training runs the method needs (0 when the target is not
+	// reached within the search limit); Canaries the canaries per run of the one-run methods.
+	Trainings int `json:"trainings"`
+	Canaries  int `json:"canaries,omitempty"`
+	Reached   bool `json:"reached"`
+	// Target and Median are the target and the median certified value at the size reported
+	// (or at the largest size tried when the target is not reached): mu for the mu rows,
+	// epsilon at Delta for the Steinke row.
+	Target float64 `json:"target"`
+	Median float64 `json:"median"`
+	// Estimate rows (the one-shot estimate) report the median relative error instead.
+	MedianRelError float64 `json:"median_rel_error,omitempty"`
+	Note           string  `json:"note"`
+}
+
+func (o CostOptions) withDefaults() (CostOptions, error) {
+	if !(o.Mu > 0) || math.IsInf(o.Mu, 0) {
+		return o, fmt.Errorf("audit: cost table: mu %v must be positive", o.Mu)
+	}
+	if o.Fraction == 0 {
+		o.Fraction = 0.8
+	}
+	if !(o.Fraction > 0 && o.Fraction < 1) {
+		return o, fmt.Errorf("audit: cost table: fraction %v outside (0, 1)", o.Fraction)
+	}
+	if o.Confidence == 0 {
+		o.Confidence = 0.95
+	}
+	if !(o.Confidence > 0 && o.Confidence < 1) {
+		return o, fmt.Errorf("audit: cost table: confidence %v outside (0, 1)", o.Confidence)
+	}
+	if o.Delta == 0 {
+		o.Delta = 1e-5
+	}
+	if !(o.Delta > 0 && o.Delta < 1) {
+		return o, fmt.Errorf("audit: cost table: delta %v outside (0, 1)", o.Delta)
+	}
+	if o.Reps == 0 {
+		o.Reps = 21
+	}
+	if o.Reps < 1 {
+		return o, fmt.Errorf("audit: cost table: reps %d must be positive", o.Reps)
+	}
+	if o.MaxPairs == 0 {
+		o.MaxPairs = 102400
+	}
+	if o.MaxCanaries == 0 {
+		o.MaxCanaries = 102400
+	}
+	return o, nil
+}
+
+// CostTable simulates each audit method on the mu-GDP Gaussian mechanism at doubling sizes
+// (pairs from 50, canaries from 100) and reports the first size whose median certified bound
+// reaches Fraction * Mu (epsilon rows: Fraction * eps(Mu, Delta)).
+func CostTable(ctx context.Context, opts CostOptions) ([]CostRow, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	epsTrue, err := EpsilonFromGDP(o.Mu, o.Delta)
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(o.Seed, 0xc057))
+	type pairMethod struct {
+		name, note string
+		coupled    bool
+		method     ThresholdMethod
+	}
+	var rows []CostRow
+	for _, pm := range []pairMethod{
+		{"pairs + DKW", "coupled pairs (shared noise), fedaudit's default", true, DKW},
+		{"pairs + rank band", "coupled pairs, the band of docs/statistics.md", true, RankBand},
+		{"independent pairs + Bonferroni", "the two worlds trained with independent noise", false, Bonferroni},
+	} {
+		row := CostRow{Method: pm.name, Target: o.Fraction * o.Mu, Note: pm.note}
+		for n := 50; n <= o.MaxPairs; n *= 2 {
+			vals := make([]float64, o.Reps)
+			for r := range vals {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				c, cp := mechanismScores(rng, o.Mu, n, pm.coupled)
+				res, err := Analyze(c, cp, Options{Confidence: o.Confidence, Method: pm.method, Delta: o.Delta, Dependent: pm.coupled, Seed: rng.Uint64()})
+				if err != nil {
+					return nil, fmt.Errorf("cost table: %s at %d pairs: %w", pm.name, n, err)
+				}
+				vals[r] = res.MuLower
+			}
+			row.Median, row.Trainings = median(vals), 2*n
+			if row.Median >= row.Target {
+				row.Reached = true
+				break
+			}
+		}
+		if !row.Reached {
+			row.Trainings = 0
+		}
+		rows = append(rows, row)
+	}
+
+	// One run with m canaries, each included with probability 1/2: score N(mu b_i, 1).
+	mu1 := CostRow{Method: "one run + f-DP (Mahloujifar et al.)", Target: o.Fraction * o.Mu, Note: "one training carrying the canaries shown"}
+	eps1 := CostRow{Method: "one run + epsilon (Steinke et al.)", Target: o.Fraction * epsTrue, Note: "target and median are epsilon at delta"}
+	for m := 100; m <= o.MaxCanaries && !(mu1.Reached && eps1.Reached); m *= 2 {
+		mus := make([]float64, o.Reps)
+		epss := make([]float64, o.Reps)
+		for r := range mus {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			scores, included := oneRunScores(rng, o.Mu, m)
+			res, err := OneRunAudit(scores, included, nil, o.Delta, o.Confidence)
+			if err != nil {
+				return nil, fmt.Errorf("cost table: one run with %d canaries: %w", m, err)
+			}
+			mus[r], epss[r] = res.MuLower, res.EpsLower
+		}
+		for _, x := range []struct {
+			row  *CostRow
+			vals []float64
+		}{{&mu1, mus}, {&eps1, epss}} {
+			if x.row.Reached {
+				continue
+			}
+			x.row.Median, x.row.Canaries = median(x.vals), m
+			if x.row.Median >= x.row.Target {
+				x.row.Reached, x.row.Trainings = true, 1
+			}
+		}
+	}
+	rows = append(rows, mu1, eps1)
+
+	// The one-shot estimate with 1000 inserted and 1000 held-out canaries: an estimate, so its
+	// cost is its error, not a size.
+	shot := CostRow{Method: "one-shot estimate (Andrew et al.)", Trainings: 1, Canaries: 2000, Target: o.Mu,
+		Note: "an estimate, not a bound: median relative error of mu"}
+	errs := make([]float64, o.Reps)
+	vals := make([]float64, o.Reps)
+	for r := range errs {
+		held, ins := make([]float64, 1000), make([]float64, 1000)
+		for i := range held {
+			held[i], ins[i] = rng.NormFloat64(), o.Mu+rng.NormFloat64()
+		}
+		est, err := OneShotEpsilon(held, ins, o.Delta)
+		if err != nil {
+			return nil, err
+		}
+		vals[r], errs[r] = est.Mu, math.Abs(est.Mu-o.Mu)/o.Mu
+	}
+	shot.Median, shot.MedianRelError, shot.Reached = median(vals), median(errs), true
+	rows = append(rows, shot)
+	return rows, nil
+}
+
+// mechanismScores are n scores per world of the mu-GDP Gaussian mechanism seen by its
+// Neyman-Pearson test (higher means world C): coupled pairs share their noise.
+func mechanismScores(rng *rand.Rand, mu float64, n int, coupled bool) (c, cp []float64) {
+	c, cp = make([]float64, n), make([]float64, n)
+	for i := range c {
+		z := rng.NormFloat64()
+		c[i] = mu + z
+		if !coupled {
+			z = rng.NormFloat64()
+		}
+		cp[i] = z
+	}
+	return c, cp
+}
+
+// oneRunScores are m canaries' scores N(mu b_i, 1) with inclusion bits b_i ~ Bernoulli(1/2).
+func oneRunScores(rng *rand.Rand, mu float64, m int) ([]float64, []bool) {
+	scores, included := make([]float64, m), make([]bool, m)
+	for i := range scores {
+		included[i] = rng.IntN(2) == 1
+		scores[i] = rng.NormFloat64()
+		if included[i] {
+			scores[i] += mu
+		}
+	}
+	return scores, included
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
