@@ -37,8 +37,8 @@ type CostRow struct {
 	Method string `json:"method"`
 	// Trainings is the number of training runs the method needs (0 when the target is not
 	// reached within the search limit); Canaries the canaries per run of the one-run methods.
-	Trainings int `json:"trainings"`
-	Canaries  int `json:"canaries,omitempty"`
+	Trainings int  `json:"trainings"`
+	Canaries  int  `json:"canaries,omitempty"`
 	Reached   bool `json:"reached"`
 	// Target and Median are the target and the median certified value at the size reported
 	// (or at the largest size tried when the target is not reached): mu for the mu rows,

@@ -260,7 +260,6 @@ func runOneRunCoverage(t *testing.T, m, reps int, mu, delta float64, seed uint64
 	return st
 }
 
-
 // TestOneRunCoverageGaussian: 200 one-run audits of m = 1000 canaries on the Gaussian mechanism
 // at mu = 1, 2, 4 (delta = 1e-5, 95% confidence, the default grid of 6 guess counts). At least
 // 95% of the certified mu must be at or below mu, and of the certified eps at or below the
