@@ -21,6 +21,13 @@ const (
 	CanaryDirac CanaryKind = "dirac"
 	// CanaryCustom is the target sample as given.
 	CanaryCustom CanaryKind = "custom"
+	// CanaryPattern is an out-of-distribution image: a black-and-white checkerboard (squares
+	// of about a seventh of the image side) in every channel, with a random label. It needs
+	// an image shape [channels, height, width].
+	CanaryPattern CanaryKind = "pattern"
+	// CanaryBlank is an all-black image (all features 0) with a rare label: the least frequent
+	// class of Pool, or the last class without a pool.
+	CanaryBlank CanaryKind = "blank"
 )
 
 // DefaultDiracPixels is the number of saturated features of a Dirac canary when the spec
@@ -87,14 +94,47 @@ func BuildCanary(spec CanarySpec) (Sample, error) {
 			s.Features[j] = 1
 		}
 		s.Label = int32(r.intn(spec.Classes))
+	case CanaryPattern:
+		if len(spec.Shape) != 3 {
+			return Sample{}, fmt.Errorf("canary %s: needs an image shape [channels height width], the data has shape %v", spec.Kind, spec.Shape)
+		}
+		ch, h, w := spec.Shape[0], spec.Shape[1], spec.Shape[2]
+		side := max(1, max(h, w)/7)
+		s.Features = make([]float32, ch*h*w)
+		for c := 0; c < ch; c++ {
+			for y := 0; y < h; y++ {
+				for x := 0; x < w; x++ {
+					if (y/side+x/side)%2 == 0 {
+						s.Features[(c*h+y)*w+x] = 1
+					}
+				}
+			}
+		}
+		s.Label = int32(r.intn(spec.Classes))
+	case CanaryBlank:
+		s.Features = make([]float32, ref.Dim())
+		s.Label = int32(spec.Classes - 1)
+		if spec.Pool != nil && spec.Pool.Len() > 0 {
+			if spec.Pool.Classes != spec.Classes {
+				return Sample{}, fmt.Errorf("canary %s: pool %q has %d classes, the data %d", spec.Kind, spec.Pool.Name, spec.Pool.Classes, spec.Classes)
+			}
+			counts := spec.Pool.ClassCounts()
+			rare := 0
+			for c := range counts {
+				if counts[c] < counts[rare] {
+					rare = c
+				}
+			}
+			s.Label = int32(rare)
+		}
 	case CanaryCustom:
 		if err := spec.Target.checkFor(ref); err != nil {
 			return Sample{}, fmt.Errorf("canary %s: %w", spec.Kind, err)
 		}
 		s = spec.Target.Clone()
 	default:
-		return Sample{}, fmt.Errorf("unknown canary kind %q (want %s, %s, %s or %s)",
-			spec.Kind, CanaryHeldOut, CanaryRelabel, CanaryDirac, CanaryCustom)
+		return Sample{}, fmt.Errorf("unknown canary kind %q (want %s, %s, %s, %s, %s or %s)",
+			spec.Kind, CanaryHeldOut, CanaryRelabel, CanaryDirac, CanaryPattern, CanaryBlank, CanaryCustom)
 	}
 	return s, nil
 }

@@ -17,7 +17,7 @@ var systemDataDir = "/usr/share/datasets"
 
 // Names lists the dataset names Open knows, for help texts.
 func Names() []string {
-	return []string{"fashion-mnist[:train|test]", "mnist[:train|test]", "cifar10[:train|test]", "synthetic"}
+	return []string{"fashion-mnist[:train|test]", "mnist[:train|test]", "cifar10[:train|test]", "synthetic", "synthetic-images"}
 }
 
 // Open opens a dataset by name or path:
@@ -28,6 +28,7 @@ func Names() []string {
 //   - "cifar10" with ":train" (data_batch_1.bin to data_batch_5.bin) or ":test" (test_batch.bin),
 //     looked for in dataDir, dataDir/cifar-10-batches-bin and dataDir/cifar10;
 //   - "synthetic": Synthetic(DefaultSyntheticConfig());
+//   - "synthetic-images": SyntheticImages(DefaultSyntheticImageConfig()), 28x28 grey images;
 //   - anything else is a path: a CIFAR-10 batch when it ends in .bin (or .bin.gz), otherwise an
 //     IDX images file whose labels file lies beside it, named with "images" replaced by "labels"
 //     and "idx3" by "idx1" (with or without .gz). Write "./mnist" for a file named like a dataset.
@@ -60,6 +61,11 @@ func Open(spec, dataDir string) (*Dataset, error) {
 			return nil, fmt.Errorf("dataset %q: synthetic has no splits", spec)
 		}
 		return Synthetic(DefaultSyntheticConfig())
+	case "synthetic-images":
+		if hasSplit {
+			return nil, fmt.Errorf("dataset %q: synthetic-images has no splits", spec)
+		}
+		return SyntheticImages(DefaultSyntheticImageConfig())
 	}
 	return openPath(spec)
 }

@@ -83,8 +83,9 @@ type AdjacencyConfig struct {
 	Client int `json:"client" yaml:"client"`
 	Index  int `json:"index" yaml:"index"`
 	// Canary builds epsilon': "dirac" (blank input with a few saturated features, default),
-	// "relabel" (the same sample with another label), "heldout" (a sample no client holds) or
-	// "custom" (Features and Label below).
+	// "relabel" (the same sample with another label), "heldout" (a sample no client holds),
+	// for images "pattern" (a checkerboard, out of distribution) or "blank" (a black image with
+	// the rarest label), or "custom" (Features and Label below).
 	Canary string `json:"canary" yaml:"canary"`
 	// Pixels is the number of saturated features of a dirac canary (0: the builder's default).
 	Pixels int `json:"pixels,omitempty" yaml:"pixels,omitempty"`
@@ -362,13 +363,13 @@ func (c *Config) Validate() error {
 		bad("adjacency.index", "%d is not a sample index in [0, %d)", c.Adjacency.Index, c.Data.PerClient)
 	}
 	switch c.Adjacency.Canary {
-	case "dirac", "relabel", "heldout":
+	case "dirac", "relabel", "heldout", "pattern", "blank":
 	case "custom":
 		if len(c.Adjacency.Features) == 0 {
 			bad("adjacency.features", "a custom canary needs its features")
 		}
 	default:
-		bad("adjacency.canary", "%q is not dirac, relabel, heldout or custom", c.Adjacency.Canary)
+		bad("adjacency.canary", "%q is not dirac, relabel, heldout, pattern, blank or custom", c.Adjacency.Canary)
 	}
 	if !(c.Audit.Confidence > 0 && c.Audit.Confidence < 1) {
 		bad("audit.confidence", "need a value in (0, 1), got %g", c.Audit.Confidence)
