@@ -280,4 +280,3 @@ func TestRefusals(t *testing.T) {
 		})
 	}
 }
-

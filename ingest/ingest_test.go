@@ -169,7 +169,10 @@ func TestErrors(t *testing.T) {
 	}{
 		{"st short", "shorter than the 8-byte", func() error { _, err := ParseSafetensors([]byte{1, 2}); return err }},
 		{"st huge header", "exceeds the limit", func() error { _, err := ParseSafetensors(huge); return err }},
-		{"st truncated header", "exceeds the 3 bytes", func() error { _, err := ParseSafetensors(append(binary.LittleEndian.AppendUint64(nil, 100), "{}x"...)); return err }},
+		{"st truncated header", "exceeds the 3 bytes", func() error {
+			_, err := ParseSafetensors(append(binary.LittleEndian.AppendUint64(nil, 100), "{}x"...))
+			return err
+		}},
 		{"st dtype", `tensor "w": dtype "I64"`, func() error {
 			_, err := ParseSafetensors(st(`{"w":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}}`, 8))
 			return err
