@@ -75,6 +75,12 @@ func TestImportCLI(t *testing.T) {
 		t.Fatalf("analyze: code %d\nstdout %s\nstderr %s", code, stdout, stderr)
 	}
 
+	// `audit run` resumes the imported directory with the config the import recorded: nothing
+	// to train, the report is written.
+	if code, stdout, stderr = call("run", "--config", filepath.Join(out, "config.json"), "--out", out); (code != 0 && code != 3) || !strings.Contains(stderr, "already complete") {
+		t.Fatalf("run: code %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+
 	os.WriteFile(man, []byte(strings.Join(append(lines, lines[1]), "\n")+"\n"), 0o644)
 	out2 := filepath.Join(dir, "out2")
 	code, _, stderr = call("import", "--manifest", man, "--config", cfgPath, "--out", out2)
