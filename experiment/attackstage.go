@@ -221,6 +221,11 @@ func (e *experimentDir) attack(ctx context.Context, path string, opts AttackOpti
 	names, rounds := e.scoring(opts)
 	if opts.Logf != nil {
 		opts.Logf("attacks: scoring %v", names)
+		for _, s := range attacks.Skipped(tab.Meta()) {
+			if !slices.Contains(names, s.Name) {
+				opts.Logf("attacks: skipped %s: %s", s.Name, s.Why)
+			}
+		}
 	}
 	env := AttackEnv(cfg, data, tab.Meta())
 	res, err := attacks.Score(ctx, tab, *env, attacks.Options{Attacks: names, Rounds: rounds, Workers: opts.Workers})

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/importer"
+)
+
+func init() {
+	register(&command{
+		name:    "import",
+		summary: "import model snapshots trained elsewhere (safetensors, .npy, .npz) into an experiment directory",
+		usage:   "import --manifest M --config CFG --out DIR [--names t1,t2,...] [--workers n] [--json]",
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			manifest := fs.String("manifest", "", "CSV or JSON manifest: file, world (C or C'), pair, round[, client, canary] (docs/import.md)")
+			config := fs.String("config", "", "experiment YAML describing the deployment (data, adjacency, model, algorithm, noise, checkpoints)")
+			out := fs.String("out", "", "experiment directory to create (must not exist or be empty)")
+			names := fs.String("names", "", "tensor names of the model's parameters in layout order (default: the file's order, or one flat vector)")
+			workers := fs.Int("workers", 0, "parallel readers (0: all cores); the output does not depend on it")
+			asJSON := fs.Bool("json", false, "print the import summary as JSON")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) > 0 {
+					return usagef("import: unexpected argument %q", args[0])
+				}
+				if *manifest == "" || *config == "" || *out == "" {
+					return usagef("import: --manifest, --config and --out are required")
+				}
+				cfg, err := experiment.Load(*config)
+				if err != nil {
+					return err
+				}
+				m, err := importer.ReadManifest(*manifest)
+				if err != nil {
+					return usagef("import: %v", err)
+				}
+				res, err := importer.Import(ctx, importer.Options{
+					Manifest: m, Config: cfg, Out: *out, Names: splitList(*names),
+					ToolVersion: version, Workers: *workers, Logf: e.logf,
+				})
+				var ie *importer.InputError
+				if errors.As(err, &ie) {
+					return usagef("%v", err)
+				}
+				if err != nil {
+					return err
+				}
+				if *asJSON {
+					return writeJSON(e.stdout, res)
+				}
+				fmt.Fprintf(e.stdout, "imported %d pairs x 2 worlds x %d checkpoints %v (%d snapshots, %d parameters) into %s\n",
+					res.Pairs, len(res.Rounds), res.Rounds, res.Snapshots, res.Params, res.Dir)
+				fmt.Fprintf(e.stdout, "layout: %s\n", res.Layout)
+				fmt.Fprintf(e.stdout, "next: audit analyze %s   (or audit attack --runs %s; audit report %s)\n", res.Dir, res.Dir, res.Dir)
+				return nil
+			}
+		},
+	})
+}

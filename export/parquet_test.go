@@ -1,0 +1,160 @@
+package export
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/apache/arrow/go/v15/parquet/file"
+	"github.com/apache/arrow/go/v15/parquet/pqarrow"
+
+	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/runs"
+)
+
+const cfgYAML = `name: export
+seed: 4
+pairs: 10
+data: {source: synthetic, synthetic: {dim: 8, classes: 2}, clients: 2, per_client: 5, test_samples: 10}
+adjacency: {kind: replace, client: 0, index: 0, canary: dirac}
+train:
+  algorithm: fedavg
+  model: {kind: softmax}
+  rounds: 2
+  local_steps: 1
+  learning_rate: 0.1
+  clip_norm: 1
+  noise_std: 0.5
+  checkpoints: [1, 2]
+  informed: true
+audit:
+  attacks: [informed-all, loss]
+`
+
+func readParquet(t *testing.T, path string) arrow.Table {
+	t.Helper()
+	f, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	r, err := pqarrow.NewFileReader(f, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := r.ReadTable(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tab.Release)
+	return tab
+}
+
+func column(t *testing.T, tab arrow.Table, name string) arrow.Array {
+	t.Helper()
+	idx := tab.Schema().FieldIndices(name)
+	if len(idx) != 1 {
+		t.Fatalf("no column %q in %v", name, tab.Schema())
+	}
+	chunks := tab.Column(idx[0]).Data().Chunks()
+	if len(chunks) != 1 {
+		t.Fatalf("column %q has %d chunks", name, len(chunks))
+	}
+	return chunks[0]
+}
+
+// TestParquetRoundTrip runs a small experiment, exports it and reads every file back with the
+// Parquet reader, comparing values with what runs/ and findings.json hold.
+func TestParquetRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := experiment.Parse([]byte(cfgYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := experiment.Run(ctx, cfg, dir, experiment.RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "pq")
+	files, err := Parquet(ctx, dir, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 3 {
+		t.Fatalf("wrote %v", files)
+	}
+
+	// Runs: every row of the run files, in order.
+	tab, err := runs.Open(experiment.RunsDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []runs.Row
+	tab.Scan(ctx, func(r runs.Row) error { want = append(want, r); return nil })
+	rt := readParquet(t, filepath.Join(out, RunsFile))
+	if int(rt.NumRows()) != len(want) || len(want) != 10*2*2 {
+		t.Fatalf("runs.parquet has %d rows, run files %d", rt.NumRows(), len(want))
+	}
+	runID := column(t, rt, "run_id").(*array.Int64)
+	world := column(t, rt, "world").(*array.Int8)
+	loss := column(t, rt, "train_loss").(*array.Float64)
+	llr := column(t, rt, "informed_llr_all").(*array.Float64)
+	li := tab.Meta().StatIndex("informed_llr_all")
+	for i, r := range want {
+		if runID.Value(i) != r.RunID || world.Value(i) != r.World || loss.Value(i) != r.TrainLoss || llr.Value(i) != r.Stats[li] {
+			t.Fatalf("row %d: parquet (%d, %d, %v, %v), run file (%d, %d, %v, %v)", i, runID.Value(i), world.Value(i), loss.Value(i), llr.Value(i), r.RunID, r.World, r.TrainLoss, r.Stats[li])
+		}
+	}
+
+	// Scores.
+	sf, err := runs.ReadScoreFile(experiment.ScoresPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := readParquet(t, filepath.Join(out, ScoresFile))
+	if int(st.NumRows()) != len(sf.Scores) {
+		t.Fatalf("scores.parquet has %d rows, the score file %d", st.NumRows(), len(sf.Scores))
+	}
+	attack := column(t, st, "attack").(*array.String)
+	score := column(t, st, "score").(*array.Float64)
+	for i, s := range sf.Scores {
+		if attack.Value(i) != s.Attack || score.Value(i) != s.Score {
+			t.Fatalf("score %d: parquet (%s, %v), file (%s, %v)", i, attack.Value(i), score.Value(i), s.Attack, s.Score)
+		}
+	}
+
+	// Findings: the same values as findings.json, nulls where it has null.
+	raw, err := os.ReadFile(experiment.FindingsPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []map[string]any
+	if err := json.Unmarshal(raw, &recs); err != nil {
+		var obj struct{ Findings []map[string]any }
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			t.Fatal(err)
+		}
+		recs = obj.Findings
+	}
+	ft := readParquet(t, filepath.Join(out, FindingsFile))
+	if int(ft.NumRows()) != len(recs) || len(recs) == 0 {
+		t.Fatalf("findings.parquet has %d rows, findings.json %d", ft.NumRows(), len(recs))
+	}
+	fa := column(t, ft, "attack").(*array.String)
+	mu := column(t, ft, "mu_lower").(*array.Float64)
+	exact := column(t, ft, "mu_composition").(*array.Float64)
+	for i, r := range recs {
+		if fa.Value(i) != r["attack"] || math.Abs(mu.Value(i)-r["mu_lower"].(float64)) != 0 {
+			t.Fatalf("finding %d: parquet (%s, %v), json (%v, %v)", i, fa.Value(i), mu.Value(i), r["attack"], r["mu_lower"])
+		}
+		if v, ok := r["mu_composition"].(float64); ok != exact.IsValid(i) || (ok && v != exact.Value(i)) {
+			t.Fatalf("finding %d: mu_composition parquet %v (valid %v), json %v", i, exact.Value(i), exact.IsValid(i), r["mu_composition"])
+		}
+	}
+}

@@ -1,0 +1,282 @@
+package importer
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/ingest"
+	"github.com/fedaudit/fedaudit/runs"
+)
+
+const smallYAML = `
+name: import-small
+seed: 5
+pairs: 24
+data:
+  source: synthetic
+  synthetic: {dim: 6, classes: 3}
+  clients: 3
+  per_client: 8
+  test_samples: 20
+adjacency: {kind: replace, client: 0, index: 1, canary: dirac}
+train:
+  algorithm: fedavg
+  model: {kind: mlp, hidden: [5], activation: tanh}
+  rounds: 3
+  local_steps: 2
+  learning_rate: 0.2
+  clip_norm: 1
+  noise_std: 0.02
+  checkpoints: [0, 1, 3]
+  record_params: true
+audit:
+  attacks: [loss, margin, grad-align, linear]
+`
+
+func smallConfig(t testing.TB) *experiment.Config {
+	t.Helper()
+	cfg, err := experiment.Parse([]byte(smallYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// exportSnapshots writes every row of the run files of dir as a safetensors file named like a
+// PyTorch state_dict, with a CSV manifest; it returns the manifest path.
+func exportSnapshots(t testing.TB, cfg *experiment.Config, dir, out string) string {
+	t.Helper()
+	data, err := experiment.Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lay, err := LayoutOf(cfg.Train.Model, data.Pair.C[0].Dim(), data.Classes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := runs.Open(experiment.RunsDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tab.Close()
+	var lines []string
+	lines = append(lines, "file,world,pair,round")
+	err = tab.Scan(context.Background(), func(r runs.Row) error {
+		var ts []ingest.Tensor
+		for i, s := range lay.Slots {
+			n := 1
+			for _, d := range s.Shape {
+				n *= d
+			}
+			kind := "weight"
+			if i%2 == 1 {
+				kind = "bias"
+			}
+			ts = append(ts, ingest.Tensor{Name: fmt.Sprintf("fc%d.%s", i/2+1, kind), Shape: s.Shape, Data: r.Params[s.Offset : s.Offset+n]})
+		}
+		b, err := ingest.WriteSafetensors(ts, nil)
+		if err != nil {
+			return err
+		}
+		name := fmt.Sprintf("p%03d_w%d_r%d.safetensors", r.PairID, r.World, r.Round)
+		if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
+			return err
+		}
+		world := "C"
+		if r.World == 1 {
+			world = "C'"
+		}
+		lines = append(lines, fmt.Sprintf("%s,%s,%d,%d", name, world, r.PairID, r.Round))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(out, "manifest.csv")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+type scoreKey struct {
+	run           int64
+	round         int32
+	attack, threa string
+}
+
+func scoresOf(t testing.TB, dir string) map[scoreKey]float64 {
+	t.Helper()
+	sf, err := experiment.AttackDir(context.Background(), dir, experiment.AttackOptions{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[scoreKey]float64{}
+	for _, s := range sf.Scores {
+		out[scoreKey{s.RunID, s.Round, s.Attack, s.Threat}] = s.Score
+	}
+	return out
+}
+
+// TestRoundTrip trains with fedaudit's own trainer, exports every checkpoint as a safetensors
+// snapshot, imports them and checks that the attacks score both directories alike: exactly for
+// the parameter-space attacks, to float32 rounding for the loss and margin (train evaluates them
+// in float32 on its backend, the importer in float64).
+func TestRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	cfg := smallConfig(t)
+	own := t.TempDir()
+	data, err := experiment.Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := experiment.SetUpDirectory(cfg, own, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := experiment.TrainShards(ctx, cfg, data, own, experiment.AllShards(1), experiment.TrainOptions{ToolVersion: "test"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	snap := t.TempDir()
+	m, err := ReadManifest(exportSnapshots(t, cfg, own, snap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	imp := filepath.Join(t.TempDir(), "imported")
+	res, err := Import(ctx, Options{Manifest: m, Config: cfg, Out: imp, ToolVersion: "test", Workers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Pairs != 24 || res.Snapshots != 24*2*3 {
+		t.Fatalf("result %+v", res)
+	}
+	a, b := scoresOf(t, own), scoresOf(t, imp)
+	if len(a) == 0 || len(a) != len(b) {
+		t.Fatalf("%d scores of own runs, %d of imported", len(a), len(b))
+	}
+	for k, va := range a {
+		vb, ok := b[k]
+		if !ok {
+			t.Fatalf("imported runs lack score %+v", k)
+		}
+		tol := 0.0
+		if k.attack == "loss" || k.attack == "margin" {
+			tol = 1e-4 * (1 + math.Abs(va))
+		}
+		if math.Abs(va-vb) > tol {
+			t.Errorf("%+v: own %v, imported %v", k, va, vb)
+		}
+	}
+}
+
+// TestRefusals checks that a broken import says what is wrong and leaves nothing behind.
+func TestRefusals(t *testing.T) {
+	cfg := smallConfig(t)
+	data, err := experiment.Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lay, err := LayoutOf(cfg.Train.Model, data.Pair.C[0].Dim(), data.Classes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := make([]float32, lay.D)
+	write := func(dir, name string, v []float32, shape []int) {
+		b, err := ingest.WriteNPY(shape, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// manifest builds a full manifest of flat .npy snapshots, then lets edit break it.
+	manifest := func(dir string, edit func(lines []string) []string) string {
+		write(dir, "ok.npy", good, []int{lay.D})
+		lines := []string{"file,world,pair,round"}
+		for p := 0; p < cfg.Pairs; p++ {
+			for _, w := range []string{"C", "C'"} {
+				for _, r := range []int{0, 1, 3} {
+					lines = append(lines, fmt.Sprintf("ok.npy,%s,%d,%d", w, p, r))
+				}
+			}
+		}
+		lines = edit(lines)
+		path := filepath.Join(dir, "m.csv")
+		os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+		return path
+	}
+	nan := append([]float32(nil), good...)
+	nan[lay.D-1] = float32(math.NaN())
+	cases := []struct {
+		name, want string
+		edit       func(dir string, lines []string) []string
+	}{
+		{"missing world", "pair 0 world C' round 0: no snapshot", func(_ string, l []string) []string { return append(l[:4:4], l[7:]...) }},
+		{"duplicate", "listed twice", func(_ string, l []string) []string { return append(l, l[1]) }},
+		{"round not a checkpoint", "round 2 is not a checkpoint", func(_ string, l []string) []string { return append(l, "ok.npy,C,0,2") }},
+		{"pair out of range", "pair 24 outside 0..23", func(_ string, l []string) []string { return append(l, "ok.npy,C,24,0") }},
+		{"bad world", `world "D"`, func(_ string, l []string) []string { return append(l, "ok.npy,D,0,0") }},
+		{"wrong shape", `tensor "fc1.weight" has shape [6 5], the model's layer 1 weight needs [5 6]`, func(dir string, l []string) []string {
+			var ts []ingest.Tensor
+			for i, sl := range lay.Slots {
+				shape := sl.Shape
+				if i == 0 {
+					shape = []int{shape[1], shape[0]} // transposed: a (in, out) weight as in Keras
+				}
+				n := shape[0]
+				if len(shape) == 2 {
+					n *= shape[1]
+				}
+				ts = append(ts, ingest.Tensor{Name: fmt.Sprintf("fc%d.%d", i/2+1, i%2), Shape: shape, Data: make([]float32, n)})
+			}
+			ts[0].Name = "fc1.weight"
+			b, err := ingest.WriteSafetensors(ts, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(dir, "bad.safetensors"), b, 0o644)
+			l[1] = strings.Replace(l[1], "ok.npy", "bad.safetensors", 1)
+			return l
+		}},
+		{"flat of wrong length", "1 tensors", func(dir string, l []string) []string {
+			write(dir, "short.npy", good[:10], []int{10})
+			l[5] = strings.Replace(l[5], "ok.npy", "short.npy", 1)
+			return l
+		}},
+		{"NaN", "is NaN", func(dir string, l []string) []string {
+			write(dir, "nan.npy", nan, []int{lay.D})
+			l[len(l)-1] = strings.Replace(l[len(l)-1], "ok.npy", "nan.npy", 1)
+			return l
+		}},
+		{"missing file", "no such file", func(dir string, l []string) []string {
+			l[2] = strings.Replace(l[2], "ok.npy", "gone.npy", 1)
+			return l
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := manifest(dir, func(l []string) []string { return c.edit(dir, l) })
+			out := filepath.Join(dir, "out")
+			m, err := ReadManifest(path)
+			if err == nil {
+				_, err = Import(context.Background(), Options{Manifest: m, Config: cfg, Out: out, Workers: 2})
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one containing %q", err, c.want)
+			}
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				if e.Name() == "out" || strings.HasPrefix(e.Name(), ".out") {
+					t.Fatalf("a failed import left %s behind", e.Name())
+				}
+			}
+		})
+	}
+}

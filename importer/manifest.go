@@ -1,0 +1,297 @@
+package importer
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/fedaudit/fedaudit/runs"
+)
+
+// Entry is one snapshot of a manifest: the global model of one run after Round rounds.
+type Entry struct {
+	// File is the snapshot's path, relative to the manifest's directory unless absolute.
+	File string `json:"file"`
+	// World is 0 for C and 1 for C'; manifests write "C", "C'" (or "Cprime"), 0 or 1.
+	World int8 `json:"-"`
+	// Pair is the coupled pair: both worlds of a pair share their noise.
+	Pair int `json:"pair"`
+	// Round is the number of rounds trained; 0 is the initial model w_0.
+	Round int `json:"round"`
+	// Client, when not -1, marks a client's upload instead of a global model. Uploads are not
+	// imported yet; such entries are refused with a message.
+	Client int `json:"-"`
+	// Canary, when set, says whether the run's training data held the canary: a check of the
+	// world labels (every run of one world must agree, and the worlds must differ).
+	Canary *bool `json:"canary,omitempty"`
+	// Line is where the entry was declared (CSV line or JSON index), for messages.
+	Line string `json:"-"`
+}
+
+// Manifest lists the snapshots of an import.
+type Manifest struct {
+	Path    string
+	Entries []Entry
+}
+
+// jsonEntry is an entry as JSON writes it: world as a string or number, client optional.
+type jsonEntry struct {
+	File   string          `json:"file"`
+	World  json.RawMessage `json:"world"`
+	Pair   *int            `json:"pair"`
+	Round  *int            `json:"round"`
+	Client *int            `json:"client"`
+	Canary *bool           `json:"canary"`
+}
+
+// ReadManifest reads a manifest: JSON (an array of entries, or an object with "entries") when
+// the file starts with '[' or '{', else CSV with a header row naming at least file, world, pair
+// and round (client and canary optional; any order; other columns are an error, so a typo is
+// never silently ignored).
+func ReadManifest(path string) (*Manifest, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var entries []Entry
+	if t := bytes.TrimSpace(raw); len(t) > 0 && (t[0] == '[' || t[0] == '{') {
+		entries, err = parseJSON(t)
+	} else {
+		entries, err = parseCSV(raw)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", path, err)
+	}
+	dir := filepath.Dir(path)
+	for i := range entries {
+		if !filepath.IsAbs(entries[i].File) {
+			entries[i].File = filepath.Join(dir, entries[i].File)
+		}
+	}
+	return &Manifest{Path: path, Entries: entries}, nil
+}
+
+func parseWorld(s string) (int8, error) {
+	switch strings.TrimSpace(s) {
+	case "C", "c", "0":
+		return runs.WorldC, nil
+	case "C'", "c'", "Cprime", "cprime", "C_prime", "1":
+		return runs.WorldCPrime, nil
+	}
+	return 0, fmt.Errorf("world %q: want C or C' (or 0 or 1)", s)
+}
+
+func parseJSON(raw []byte) ([]Entry, error) {
+	var list []json.RawMessage
+	if raw[0] == '{' {
+		var obj struct {
+			Entries []json.RawMessage `json:"entries"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&obj); err != nil {
+			return nil, err
+		}
+		list = obj.Entries
+	} else if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, err
+	}
+	if len(list) == 0 {
+		return nil, errors.New("no entries")
+	}
+	out := make([]Entry, 0, len(list))
+	for i, m := range list {
+		where := fmt.Sprintf("entry %d", i)
+		var je jsonEntry
+		dec := json.NewDecoder(bytes.NewReader(m))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&je); err != nil {
+			return nil, fmt.Errorf("%s: %v", where, err)
+		}
+		if je.File == "" || je.World == nil || je.Pair == nil || je.Round == nil {
+			return nil, fmt.Errorf("%s: file, world, pair and round are required", where)
+		}
+		var ws string
+		if json.Unmarshal(je.World, &ws) != nil {
+			ws = string(je.World) // a number
+		}
+		w, err := parseWorld(ws)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", where, err)
+		}
+		e := Entry{File: je.File, World: w, Pair: *je.Pair, Round: *je.Round, Client: -1, Canary: je.Canary, Line: where}
+		if je.Client != nil {
+			e.Client = *je.Client
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+var csvColumns = []string{"file", "world", "pair", "round", "client", "canary"}
+
+func parseCSV(raw []byte) ([]Entry, error) {
+	r := csv.NewReader(bytes.NewReader(raw))
+	r.TrimLeadingSpace = true
+	header, err := r.Read()
+	if err != nil {
+		return nil, fmt.Errorf("header: %v", err)
+	}
+	col := map[string]int{}
+	for i, h := range header {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if h == "pair_id" {
+			h = "pair"
+		}
+		if !slices.Contains(csvColumns, h) {
+			return nil, fmt.Errorf("header: unknown column %q (want %s)", header[i], strings.Join(csvColumns, ", "))
+		}
+		if _, dup := col[h]; dup {
+			return nil, fmt.Errorf("header: column %q given twice", h)
+		}
+		col[h] = i
+	}
+	for _, need := range csvColumns[:4] {
+		if _, ok := col[need]; !ok {
+			return nil, fmt.Errorf("header: missing column %q (need file, world, pair, round)", need)
+		}
+	}
+	var out []Entry
+	for {
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		line, _ := r.FieldPos(0)
+		where := fmt.Sprintf("line %d", line)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", where, err)
+		}
+		e := Entry{File: strings.TrimSpace(rec[col["file"]]), Client: -1, Line: where}
+		if e.File == "" {
+			return nil, fmt.Errorf("%s: empty file", where)
+		}
+		if e.World, err = parseWorld(rec[col["world"]]); err != nil {
+			return nil, fmt.Errorf("%s: %v", where, err)
+		}
+		ints := []struct {
+			name string
+			dst  *int
+		}{{"pair", &e.Pair}, {"round", &e.Round}, {"client", &e.Client}}
+		for _, f := range ints {
+			i, ok := col[f.name]
+			if !ok || strings.TrimSpace(rec[i]) == "" {
+				continue
+			}
+			v, err := strconv.Atoi(strings.TrimSpace(rec[i]))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s %q is not an integer", where, f.name, rec[i])
+			}
+			*f.dst = v
+		}
+		if i, ok := col["canary"]; ok && strings.TrimSpace(rec[i]) != "" {
+			b, err := strconv.ParseBool(strings.TrimSpace(rec[i]))
+			if err != nil {
+				return nil, fmt.Errorf("%s: canary %q: want true/false or 1/0", where, rec[i])
+			}
+			e.Canary = &b
+		}
+		out = append(out, e)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no entries")
+	}
+	return out, nil
+}
+
+// Plan is a validated manifest: for pairs 0..Pairs-1, both worlds and every round, the
+// snapshot file.
+type Plan struct {
+	Pairs  int
+	Rounds []int
+	// Files[pair][world][i] is the snapshot of round Rounds[i].
+	Files [][2][]string
+}
+
+// Validate checks the manifest against the rounds the experiment records (its checkpoints) and
+// the number of pairs it declares, and returns every problem found (up to a limit), one per line.
+func (m *Manifest) Validate(pairs int, rounds []int) (*Plan, error) {
+	var errs []string
+	add := func(format string, args ...any) {
+		if len(errs) < 20 {
+			errs = append(errs, fmt.Sprintf(format, args...))
+		}
+	}
+	type key struct {
+		pair  int
+		world int8
+		round int
+	}
+	seen := map[key]string{}
+	var canary [2]*bool
+	plan := &Plan{Pairs: pairs, Rounds: slices.Clone(rounds), Files: make([][2][]string, pairs)}
+	for p := range plan.Files {
+		for w := range 2 {
+			plan.Files[p][w] = make([]string, len(rounds))
+		}
+	}
+	for _, e := range m.Entries {
+		if e.Client >= 0 {
+			add("%s: client %d: uploads of clients are not imported yet (leave client empty for global models)", e.Line, e.Client)
+			continue
+		}
+		if e.Pair < 0 || e.Pair >= pairs {
+			add("%s: pair %d outside 0..%d (the config declares %d pairs)", e.Line, e.Pair, pairs-1, pairs)
+			continue
+		}
+		ri := slices.Index(rounds, e.Round)
+		if ri < 0 {
+			add("%s: round %d is not a checkpoint of the config %v", e.Line, e.Round, rounds)
+			continue
+		}
+		k := key{e.Pair, e.World, e.Round}
+		if prev, dup := seen[k]; dup {
+			add("%s: pair %d world %s round %d is listed twice (also %s)", e.Line, e.Pair, runs.WorldName(e.World), e.Round, prev)
+			continue
+		}
+		seen[k] = e.Line
+		plan.Files[e.Pair][e.World][ri] = e.File
+		if e.Canary != nil {
+			if c := canary[e.World]; c != nil && *c != *e.Canary {
+				add("%s: canary %v, but other runs of world %s say %v", e.Line, *e.Canary, runs.WorldName(e.World), *c)
+			}
+			canary[e.World] = e.Canary
+		}
+	}
+	if canary[0] != nil && canary[1] != nil && *canary[0] == *canary[1] {
+		add("both worlds say canary %v: the worlds must differ in the canary (are C and C' labelled right?)", *canary[0])
+	}
+	missing := 0
+	for p := range plan.Files {
+		for w := range 2 {
+			for i, f := range plan.Files[p][w] {
+				if f == "" {
+					if missing < 5 {
+						add("pair %d world %s round %d: no snapshot (each pair needs both worlds at every checkpoint %v)", p, runs.WorldName(int8(w)), rounds[i], rounds)
+					}
+					missing++
+				}
+			}
+		}
+	}
+	if missing > 5 {
+		add("... %d snapshots missing in all", missing)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("manifest %s:\n  %s", m.Path, strings.Join(errs, "\n  "))
+	}
+	return plan, nil
+}

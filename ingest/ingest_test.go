@@ -1,0 +1,330 @@
+package ingest
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/binary"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// ramp is the value every fixture holds at C-order position i: exact in float16 too.
+func ramp(n int) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = float32(i)*0.5 - 1
+	}
+	return out
+}
+
+// npyBytes builds a .npy file by hand: any version, header and body, so tests cover what our
+// writer never produces (big-endian, Fortran order, versions 2 and 3).
+func npyBytes(major byte, header string, body []byte) []byte {
+	out := append([]byte(nil), npyMagic...)
+	out = append(out, major, 0)
+	if major == 1 {
+		out = binary.LittleEndian.AppendUint16(out, uint16(len(header)))
+	} else {
+		out = binary.LittleEndian.AppendUint32(out, uint32(len(header)))
+	}
+	return append(append(out, header...), body...)
+}
+
+func TestNPYVariants(t *testing.T) {
+	// A 2x3 array in C order is ramp(6); in Fortran order its bytes list the columns first.
+	cvals := ramp(6)
+	fort := []float32{cvals[0], cvals[3], cvals[1], cvals[4], cvals[2], cvals[5]}
+	le4 := func(v []float32) []byte {
+		var b []byte
+		for _, x := range v {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+		}
+		return b
+	}
+	be8 := func(v []float32) []byte {
+		var b []byte
+		for _, x := range v {
+			b = binary.BigEndian.AppendUint64(b, math.Float64bits(float64(x)))
+		}
+		return b
+	}
+	cases := []struct {
+		name string
+		data []byte
+	}{
+		{"v1 <f4 C", npyBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }\n", le4(cvals))},
+		{"v1 <f4 Fortran", npyBytes(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }\n", le4(fort))},
+		{"v2 >f8 C", npyBytes(2, "{'descr': '>f8', 'fortran_order': False, 'shape': (2, 3), }\n", be8(cvals))},
+		{"v3 >f8 Fortran", npyBytes(3, "{\"descr\": \">f8\", \"shape\": (2,3), \"fortran_order\": True}\n", be8(fort))},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := ParseNPY(c.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got.Shape, []int{2, 3}) || !slices.Equal(got.Data, cvals) {
+				t.Fatalf("got shape %v data %v, want [2 3] %v", got.Shape, got.Data, cvals)
+			}
+		})
+	}
+}
+
+func TestNPYRoundTrip(t *testing.T) {
+	for _, shape := range [][]int{{}, {0}, {5}, {2, 3}, {2, 1, 4}} {
+		n := numel(shape)
+		b, err := WriteNPY(shape, ramp(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ParseNPY(b)
+		if err != nil {
+			t.Fatalf("shape %v: %v", shape, err)
+		}
+		if !slices.Equal(got.Shape, shape) || !slices.Equal(got.Data, ramp(n)) {
+			t.Fatalf("shape %v: got %v %v", shape, got.Shape, got.Data)
+		}
+	}
+}
+
+func TestSafetensorsRoundTripAndOrder(t *testing.T) {
+	in := []Tensor{
+		{Name: "fc2.weight", Shape: []int{2, 3}, Data: ramp(6)},
+		{Name: "fc1.bias", Shape: []int{3}, Data: ramp(3)},
+		{Name: "scalar", Shape: []int{}, Data: []float32{7}},
+	}
+	b, err := WriteSafetensors(in, map[string]string{"format": "pt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseSafetensors(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(in) {
+		t.Fatalf("got %d tensors", len(got))
+	}
+	for i := range in { // file order, not name order
+		if got[i].Name != in[i].Name || !slices.Equal(got[i].Shape, in[i].Shape) || !slices.Equal(got[i].Data, in[i].Data) {
+			t.Fatalf("tensor %d: got %+v, want %+v", i, got[i], in[i])
+		}
+	}
+}
+
+func TestSafetensorsHalfPrecision(t *testing.T) {
+	vals := ramp(4) // exact in both half formats
+	var f16, bf16 []byte
+	for _, v := range vals {
+		f16 = binary.LittleEndian.AppendUint16(f16, toF16(v))
+		bf16 = binary.LittleEndian.AppendUint16(bf16, uint16(math.Float32bits(v)>>16))
+	}
+	h := `{"a":{"dtype":"F16","shape":[4],"data_offsets":[0,8]},"b":{"dtype":"BF16","shape":[2,2],"data_offsets":[8,16]}}`
+	b := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
+	b = append(append(append(b, h...), f16...), bf16...)
+	got, err := ParseSafetensors(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got[0].Data, vals) || !slices.Equal(got[1].Data, vals) {
+		t.Fatalf("got %v and %v, want %v", got[0].Data, got[1].Data, vals)
+	}
+}
+
+// toF16 converts the small exact values of ramp to binary16 (normal numbers only).
+func toF16(v float32) uint16 {
+	if v == 0 {
+		return 0
+	}
+	b := math.Float32bits(v)
+	sign := uint16(b>>16) & 0x8000
+	exp := int(b>>23&0xff) - 127 + 15
+	return sign | uint16(exp)<<10 | uint16(b>>13&0x3ff)
+}
+
+func TestFloat16Specials(t *testing.T) {
+	cases := map[uint16]float32{0x3c00: 1, 0xc000: -2, 0x0001: 1.0 / (1 << 24), 0x7bff: 65504, 0x7c00: float32(math.Inf(1))}
+	for h, want := range cases {
+		if got := float16(h); got != want {
+			t.Errorf("float16(%#x) = %v, want %v", h, got, want)
+		}
+	}
+	if !math.IsNaN(float64(float16(0x7e00))) {
+		t.Error("0x7e00 is not NaN")
+	}
+}
+
+func TestErrors(t *testing.T) {
+	st := func(h string, body int) []byte {
+		b := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
+		return append(append(b, h...), make([]byte, body)...)
+	}
+	huge := binary.LittleEndian.AppendUint64(nil, 1<<40)
+	cases := []struct {
+		name, want string
+		parse      func() error
+	}{
+		{"st short", "shorter than the 8-byte", func() error { _, err := ParseSafetensors([]byte{1, 2}); return err }},
+		{"st huge header", "exceeds the limit", func() error { _, err := ParseSafetensors(huge); return err }},
+		{"st truncated header", "exceeds the 3 bytes", func() error {
+			_, err := ParseSafetensors(append(binary.LittleEndian.AppendUint64(nil, 100), "{}x"...))
+			return err
+		}},
+		{"st dtype", `tensor "w": dtype "I64"`, func() error {
+			_, err := ParseSafetensors(st(`{"w":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}}`, 8))
+			return err
+		}},
+		{"st offsets", `tensor "w": data_offsets [0, 12] outside`, func() error {
+			_, err := ParseSafetensors(st(`{"w":{"dtype":"F32","shape":[3],"data_offsets":[0,12]}}`, 8))
+			return err
+		}},
+		{"st shape mismatch", "needs 16", func() error {
+			_, err := ParseSafetensors(st(`{"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,8]}}`, 8))
+			return err
+		}},
+		{"st overlap", "overlaps", func() error {
+			_, err := ParseSafetensors(st(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}}`, 12))
+			return err
+		}},
+		{"st huge shape", "more than", func() error {
+			_, err := ParseSafetensors(st(`{"w":{"dtype":"F32","shape":[1000000,1000000],"data_offsets":[0,8]}}`, 8))
+			return err
+		}},
+		{"st unknown field", `unknown field "extra"`, func() error {
+			_, err := ParseSafetensors(st(`{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"extra":1}}`, 4))
+			return err
+		}},
+		{"npy version", "version 9.0", func() error { _, err := ParseNPY(npyBytes(9, "", nil)); return err }},
+		{"npy dtype", `dtype "<i8"`, func() error {
+			_, err := ParseNPY(npyBytes(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }", make([]byte, 8)))
+			return err
+		}},
+		{"npy short body", "needs 12 data bytes, the file has 8", func() error {
+			_, err := ParseNPY(npyBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", make([]byte, 8)))
+			return err
+		}},
+		{"npy missing key", `missing key "shape"`, func() error {
+			_, err := ParseNPY(npyBytes(1, "{'descr': '<f4', 'fortran_order': False}", nil))
+			return err
+		}},
+		{"npy structured", "structured arrays", func() error {
+			_, err := ParseNPY(npyBytes(1, "{'descr': '<f4', 'names': 1}", nil))
+			return err
+		}},
+		{"npy huge header", "exceeds the limit", func() error {
+			_, err := ParseNPY(append(append([]byte(nil), npyMagic...), 2, 0, 0xff, 0xff, 0xff, 0x7f))
+			return err
+		}},
+		{"npz not npy", `member "x.txt"`, func() error { _, err := ParseNPZ(zipOf(t, map[string][]byte{"x.txt": nil})); return err }},
+		{"npz bad member", `member "w.npy": npy: missing magic`, func() error {
+			_, err := ParseNPZ(zipOf(t, map[string][]byte{"w.npy": []byte("hello")}))
+			return err
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.parse()
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+func zipOf(t testing.TB, members map[string][]byte) []byte {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	names := make([]string, 0, len(members))
+	for n := range members {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		w, err := zw.Create(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(members[n])
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestFixtures reads the files in testdata/, written by numpy (testdata/make_fixtures.py, run
+// with Debian's python3-numpy), and checks each against the values the script wrote: every
+// array holds ramp in C order, whatever its dtype, byte order, memory order or format version.
+func TestFixtures(t *testing.T) {
+	want := map[string][]int{ // file -> shape of its arrays
+		"c_f4_v1.npy": {2, 3}, "fortran_f4.npy": {3, 4}, "big_f8.npy": {2, 2, 3},
+		"v2_f4.npy": {5}, "v3_f8_fortran.npy": {2, 3}, "arrays.npz": {2, 3}, "arrays_compressed.npz": {2, 3},
+		"model.safetensors": {2, 3},
+	}
+	for file, shape := range want {
+		t.Run(file, func(t *testing.T) {
+			ts, err := ReadFile(filepath.Join("testdata", file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tn := range ts {
+				s := shape
+				if tn.Name == "bias" || tn.Name == "b" {
+					s = []int{shape[0]}
+				}
+				if !slices.Equal(tn.Shape, s) || !slices.Equal(tn.Data, ramp(numel(s))) {
+					t.Errorf("%s: got shape %v data %v, want %v %v", tn.Name, tn.Shape, tn.Data, s, ramp(numel(s)))
+				}
+			}
+		})
+	}
+}
+
+func seeds(f *testing.F, names ...string) {
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join("testdata", n))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+}
+
+func FuzzSafetensors(f *testing.F) {
+	seeds(f, "model.safetensors")
+	b, _ := WriteSafetensors([]Tensor{{Name: "w", Shape: []int{2}, Data: []float32{1, 2}}}, nil)
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ts, err := ParseSafetensors(data)
+		if err == nil {
+			for _, tn := range ts {
+				if tn.Len() != len(tn.Data) {
+					t.Fatalf("tensor %q: shape %v but %d values", tn.Name, tn.Shape, len(tn.Data))
+				}
+			}
+		}
+	})
+}
+
+func FuzzNPY(f *testing.F) {
+	seeds(f, "c_f4_v1.npy", "fortran_f4.npy", "big_f8.npy", "v2_f4.npy", "v3_f8_fortran.npy")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tn, err := ParseNPY(data)
+		if err == nil && tn.Len() != len(tn.Data) {
+			t.Fatalf("shape %v but %d values", tn.Shape, len(tn.Data))
+		}
+	})
+}
+
+func FuzzNPZ(f *testing.F) {
+	seeds(f, "arrays.npz", "arrays_compressed.npz")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ts, err := ParseNPZ(data)
+		if err == nil && len(ts) == 0 {
+			t.Fatal("no error and no arrays")
+		}
+	})
+}

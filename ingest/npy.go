@@ -1,0 +1,373 @@
+package ingest
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// .npy layout: the magic "\x93NUMPY", major and minor version bytes, the header length
+// (uint16 little-endian in version 1, uint32 in versions 2 and 3), then the header: a Python
+// dict literal {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), } padded with spaces
+// and a newline, latin-1 in versions 1 and 2 and UTF-8 in version 3. The data follows.
+
+var npyMagic = []byte("\x93NUMPY")
+
+// npyDtype is the element types this reader converts: f4 and f8 (and f2) in either byte order.
+var npyDtype = map[string]string{"f4": "F32", "f8": "F64", "f2": "F16"}
+
+// ParseNPY reads one .npy array held in memory. Its Name is left empty.
+func ParseNPY(data []byte) (Tensor, error) {
+	if !bytes.HasPrefix(data, npyMagic) {
+		return Tensor{}, fmt.Errorf("npy: missing magic \\x93NUMPY")
+	}
+	if len(data) < 10 {
+		return Tensor{}, fmt.Errorf("npy: truncated before the header length")
+	}
+	major, minor := data[6], data[7]
+	var hlen uint64
+	var start int
+	switch major {
+	case 1:
+		hlen, start = uint64(binary.LittleEndian.Uint16(data[8:10])), 10
+	case 2, 3:
+		if len(data) < 12 {
+			return Tensor{}, fmt.Errorf("npy: truncated before the header length")
+		}
+		hlen, start = uint64(binary.LittleEndian.Uint32(data[8:12])), 12
+	default:
+		return Tensor{}, fmt.Errorf("npy: format version %d.%d is not supported (want 1.0, 2.0 or 3.0)", major, minor)
+	}
+	if hlen > MaxHeader {
+		return Tensor{}, fmt.Errorf("npy: header length %d exceeds the limit %d", hlen, MaxHeader)
+	}
+	if hlen > uint64(len(data)-start) {
+		return Tensor{}, fmt.Errorf("npy: header length %d exceeds the %d bytes after it (truncated)", hlen, len(data)-start)
+	}
+	h, err := parseNPYHeader(string(data[start : start+int(hlen)]))
+	if err != nil {
+		return Tensor{}, fmt.Errorf("npy: header: %w", err)
+	}
+	body := data[start+int(hlen):]
+	descr := h.descr
+	var bo binary.ByteOrder = binary.LittleEndian
+	switch descr[0] {
+	case '<', '=': // '=' is native; every platform numpy writes .npy on for us is little-endian
+	case '>':
+		bo = binary.BigEndian
+	case '|':
+	default:
+		descr = "<" + descr
+	}
+	dt, ok := npyDtype[descr[1:]]
+	if !ok {
+		return Tensor{}, fmt.Errorf("npy: dtype %q is not supported (want f4 or f8, either byte order)", h.descr)
+	}
+	count := numel(h.shape)
+	if count < 0 {
+		return Tensor{}, fmt.Errorf("npy: shape %v has more than %d elements", h.shape, MaxElements)
+	}
+	size := dtypeSize[dt]
+	if want := count * size; len(body) != want {
+		return Tensor{}, fmt.Errorf("npy: shape %v of %s needs %d data bytes, the file has %d", h.shape, h.descr, want, len(body))
+	}
+	vals := convert(body, dt, bo)
+	if h.fortran && len(h.shape) > 1 {
+		vals = fortranToC(vals, h.shape)
+	}
+	return Tensor{Shape: h.shape, Data: vals}, nil
+}
+
+// fortranToC reorders a column-major array into row-major order.
+func fortranToC(src []float32, shape []int) []float32 {
+	dst := make([]float32, len(src))
+	if len(src) == 0 {
+		return dst
+	}
+	nd := len(shape)
+	// Fortran strides: dimension 0 varies fastest.
+	stride := make([]int, nd)
+	s := 1
+	for k := 0; k < nd; k++ {
+		stride[k] = s
+		s *= shape[k]
+	}
+	idx := make([]int, nd)
+	off := 0
+	for i := range dst {
+		dst[i] = src[off]
+		// Advance the C-order index (last dimension fastest), keeping the Fortran offset.
+		for k := nd - 1; k >= 0; k-- {
+			idx[k]++
+			off += stride[k]
+			if idx[k] < shape[k] {
+				break
+			}
+			off -= stride[k] * idx[k]
+			idx[k] = 0
+		}
+	}
+	return dst
+}
+
+type npyHeader struct {
+	descr   string
+	fortran bool
+	shape   []int
+}
+
+// parseNPYHeader parses the dict literal of a .npy header: exactly the keys descr,
+// fortran_order and shape, with a string, a boolean and a tuple of non-negative integers.
+func parseNPYHeader(s string) (npyHeader, error) {
+	var h npyHeader
+	p := &pyLexer{s: s}
+	if !p.eat('{') {
+		return h, fmt.Errorf("want a dict literal, got %.40q", s)
+	}
+	seen := map[string]bool{}
+	for {
+		if p.eat('}') {
+			break
+		}
+		key, err := p.str()
+		if err != nil {
+			return h, err
+		}
+		if seen[key] {
+			return h, fmt.Errorf("key %q given twice", key)
+		}
+		seen[key] = true
+		if !p.eat(':') {
+			return h, fmt.Errorf("want ':' after %q", key)
+		}
+		switch key {
+		case "descr":
+			if h.descr, err = p.str(); err != nil {
+				return h, fmt.Errorf("descr: %w", err)
+			}
+			if h.descr == "" {
+				return h, fmt.Errorf("descr is empty")
+			}
+		case "fortran_order":
+			switch {
+			case p.word("True"):
+				h.fortran = true
+			case p.word("False"):
+			default:
+				return h, fmt.Errorf("fortran_order: want True or False")
+			}
+		case "shape":
+			if h.shape, err = p.tuple(); err != nil {
+				return h, fmt.Errorf("shape: %w", err)
+			}
+		default:
+			return h, fmt.Errorf("unexpected key %q (structured arrays are not supported)", key)
+		}
+		if !p.eat(',') {
+			if !p.eat('}') {
+				return h, fmt.Errorf("want ',' or '}' after %q", key)
+			}
+			break
+		}
+	}
+	for _, k := range []string{"descr", "fortran_order", "shape"} {
+		if !seen[k] {
+			return h, fmt.Errorf("missing key %q", k)
+		}
+	}
+	if rest := strings.TrimSpace(p.s[p.i:]); rest != "" {
+		return h, fmt.Errorf("unexpected text after the dict: %.40q", rest)
+	}
+	return h, nil
+}
+
+type pyLexer struct {
+	s string
+	i int
+}
+
+func (p *pyLexer) skip() {
+	for p.i < len(p.s) && strings.IndexByte(" \t\r\n", p.s[p.i]) >= 0 {
+		p.i++
+	}
+}
+
+func (p *pyLexer) eat(c byte) bool {
+	p.skip()
+	if p.i < len(p.s) && p.s[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *pyLexer) word(w string) bool {
+	p.skip()
+	if strings.HasPrefix(p.s[p.i:], w) {
+		p.i += len(w)
+		return true
+	}
+	return false
+}
+
+// str reads a quoted string without escapes (numpy never writes any in these keys).
+func (p *pyLexer) str() (string, error) {
+	p.skip()
+	if p.i >= len(p.s) || (p.s[p.i] != '\'' && p.s[p.i] != '"') {
+		return "", fmt.Errorf("want a quoted string at offset %d", p.i)
+	}
+	q := p.s[p.i]
+	end := strings.IndexByte(p.s[p.i+1:], q)
+	if end < 0 {
+		return "", fmt.Errorf("unterminated string at offset %d", p.i)
+	}
+	v := p.s[p.i+1 : p.i+1+end]
+	p.i += end + 2
+	return v, nil
+}
+
+// tuple reads (), (n,) or (a, b, ...) of non-negative integers.
+func (p *pyLexer) tuple() ([]int, error) {
+	if !p.eat('(') {
+		return nil, fmt.Errorf("want a tuple")
+	}
+	out := []int{}
+	for {
+		if p.eat(')') {
+			return out, nil
+		}
+		p.skip()
+		j := p.i
+		for j < len(p.s) && p.s[j] >= '0' && p.s[j] <= '9' {
+			j++
+		}
+		if j == p.i {
+			return nil, fmt.Errorf("want a non-negative integer at offset %d", p.i)
+		}
+		n, err := strconv.Atoi(strings.TrimSuffix(p.s[p.i:j], "L"))
+		if err != nil || n > MaxElements {
+			return nil, fmt.Errorf("dimension %q out of range", p.s[p.i:j])
+		}
+		p.i = j
+		p.word("L") // Python 2 long literals
+		out = append(out, n)
+		if !p.eat(',') {
+			if !p.eat(')') {
+				return nil, fmt.Errorf("want ',' or ')' in the tuple")
+			}
+			return out, nil
+		}
+	}
+}
+
+// WriteNPY encodes a float32 array as a version 1.0 little-endian C-order .npy file.
+func WriteNPY(shape []int, data []float32) ([]byte, error) {
+	if numel(shape) != len(data) {
+		return nil, fmt.Errorf("npy: shape %v does not hold %d values", shape, len(data))
+	}
+	return writeNPY("<f4", shape, len(data), func(b []byte) []byte {
+		for _, v := range data {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+		}
+		return b
+	}), nil
+}
+
+// WriteNPYInt32 encodes an int32 array (labels) as a version 1.0 .npy file.
+func WriteNPYInt32(shape []int, data []int32) ([]byte, error) {
+	if numel(shape) != len(data) {
+		return nil, fmt.Errorf("npy: shape %v does not hold %d values", shape, len(data))
+	}
+	return writeNPY("<i4", shape, len(data), func(b []byte) []byte {
+		for _, v := range data {
+			b = binary.LittleEndian.AppendUint32(b, uint32(v))
+		}
+		return b
+	}), nil
+}
+
+func writeNPY(descr string, shape []int, n int, body func([]byte) []byte) []byte {
+	dims := make([]string, len(shape))
+	for i, d := range shape {
+		dims[i] = strconv.Itoa(d)
+	}
+	tuple := "(" + strings.Join(dims, ", ")
+	if len(shape) == 1 {
+		tuple += ","
+	}
+	tuple += ")"
+	h := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, tuple)
+	// Pad so the data starts at a multiple of 64 bytes, as numpy does; the header ends in '\n'.
+	for (10+len(h)+1)%64 != 0 {
+		h += " "
+	}
+	h += "\n"
+	out := append([]byte(nil), npyMagic...)
+	out = append(out, 1, 0)
+	out = binary.LittleEndian.AppendUint16(out, uint16(len(h)))
+	out = append(out, h...)
+	return body(slices4(out, 4*n))
+}
+
+func slices4(b []byte, extra int) []byte {
+	out := make([]byte, len(b), len(b)+extra)
+	copy(out, b)
+	return out
+}
+
+// ParseNPZ reads every array of an .npz archive (numpy.savez or savez_compressed) held in
+// memory, named after its member without ".npy", in archive order.
+func ParseNPZ(data []byte) ([]Tensor, error) {
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, fmt.Errorf("npz: %v", err)
+	}
+	var out []Tensor
+	seen := map[string]bool{}
+	for _, f := range zr.File {
+		name := strings.TrimSuffix(f.Name, ".npy")
+		if name == f.Name {
+			return nil, fmt.Errorf("npz: member %q is not a .npy array", f.Name)
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("npz: member %q listed twice", f.Name)
+		}
+		seen[name] = true
+		// The declared size is checked before reading so a zip bomb is refused, and reading
+		// stops at it whatever the stream holds.
+		limit := uint64(MaxElements)*8 + MaxHeader
+		if f.UncompressedSize64 > limit {
+			return nil, fmt.Errorf("npz: member %q declares %d bytes, over the limit %d", f.Name, f.UncompressedSize64, limit)
+		}
+		if f.UncompressedSize64 > 1100*uint64(len(data))+(1<<20) { // deflate expands at most ~1032x
+			return nil, fmt.Errorf("npz: member %q declares %d bytes, more than the archive holds", f.Name, f.UncompressedSize64)
+		}
+		rc, err := f.Open()
+		if err != nil {
+			return nil, fmt.Errorf("npz: member %q: %v", f.Name, err)
+		}
+		body, err := io.ReadAll(io.LimitReader(rc, int64(f.UncompressedSize64)+1))
+		rc.Close()
+		if err != nil {
+			return nil, fmt.Errorf("npz: member %q: %v", f.Name, err)
+		}
+		if uint64(len(body)) != f.UncompressedSize64 {
+			return nil, fmt.Errorf("npz: member %q holds %d bytes, its header says %d", f.Name, len(body), f.UncompressedSize64)
+		}
+		t, err := ParseNPY(body)
+		if err != nil {
+			return nil, fmt.Errorf("npz: member %q: %w", f.Name, err)
+		}
+		t.Name = name
+		out = append(out, t)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("npz: archive holds no arrays")
+	}
+	return out, nil
+}

@@ -1,0 +1,190 @@
+package ingest
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+)
+
+// safetensors layout: an 8-byte little-endian header length N, N bytes of JSON mapping each
+// tensor name to {"dtype", "shape", "data_offsets": [begin, end)} (offsets relative to the byte
+// buffer after the header), an optional "__metadata__" object of strings, then the raw
+// little-endian tensor bytes.
+
+type stEntry struct {
+	DType   string  `json:"dtype"`
+	Shape   []int64 `json:"shape"`
+	Offsets []int64 `json:"data_offsets"`
+}
+
+// dtypeSize is the bytes per element of the floating-point dtypes this reader converts.
+var dtypeSize = map[string]int{"F32": 4, "F64": 8, "F16": 2, "BF16": 2}
+
+// ParseSafetensors reads every tensor of a safetensors file held in memory, ordered by data
+// offset (the order the writer laid them out).
+func ParseSafetensors(data []byte) ([]Tensor, error) {
+	if len(data) < 8 {
+		return nil, fmt.Errorf("safetensors: file of %d bytes is shorter than the 8-byte header length", len(data))
+	}
+	n := binary.LittleEndian.Uint64(data[:8])
+	if n > MaxHeader {
+		return nil, fmt.Errorf("safetensors: header length %d exceeds the limit %d (not a safetensors file, or damaged)", n, MaxHeader)
+	}
+	if n > uint64(len(data)-8) {
+		return nil, fmt.Errorf("safetensors: header length %d exceeds the %d bytes after it (truncated or not a safetensors file)", n, len(data)-8)
+	}
+	header := data[8 : 8+n]
+	buf := data[8+n:]
+	if !bytes.HasPrefix(bytes.TrimLeft(header, " \t\r\n"), []byte("{")) {
+		return nil, fmt.Errorf("safetensors: header is not a JSON object")
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(header, &raw); err != nil {
+		return nil, fmt.Errorf("safetensors: header: %v", err)
+	}
+	var out []Tensor
+	var spans [][2]int64
+	for name, msg := range raw {
+		if name == "__metadata__" {
+			var meta map[string]string
+			if err := json.Unmarshal(msg, &meta); err != nil {
+				return nil, fmt.Errorf("safetensors: __metadata__ must map strings to strings: %v", err)
+			}
+			continue
+		}
+		var e stEntry
+		dec := json.NewDecoder(bytes.NewReader(msg))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&e); err != nil {
+			return nil, fmt.Errorf("safetensors: tensor %q: %v", name, err)
+		}
+		t, err := e.decode(name, buf)
+		if err != nil {
+			return nil, fmt.Errorf("safetensors: tensor %q: %w", name, err)
+		}
+		out = append(out, t)
+		spans = append(spans, [2]int64{e.Offsets[0], e.Offsets[1]})
+	}
+	idx := make([]int, len(out))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		if spans[idx[a]][0] != spans[idx[b]][0] {
+			return spans[idx[a]][0] < spans[idx[b]][0]
+		}
+		return out[idx[a]].Name < out[idx[b]].Name // zero-size tensors may share an offset
+	})
+	sorted := make([]Tensor, len(out))
+	var end int64
+	for i, j := range idx {
+		sorted[i] = out[j]
+		if sp := spans[j]; sp[1] > sp[0] {
+			// Overlapping tensors would alias each other's bytes: damage, never a real file.
+			if sp[0] < end {
+				return nil, fmt.Errorf("safetensors: tensor %q overlaps the tensor before it", out[j].Name)
+			}
+			end = sp[1]
+		}
+	}
+	return sorted, nil
+}
+
+func (e *stEntry) decode(name string, buf []byte) (Tensor, error) {
+	size, ok := dtypeSize[e.DType]
+	if !ok {
+		return Tensor{}, fmt.Errorf("dtype %q is not supported (want F32, F64, F16 or BF16)", e.DType)
+	}
+	if e.Shape == nil {
+		return Tensor{}, fmt.Errorf("no shape")
+	}
+	shape := make([]int, len(e.Shape))
+	for i, d := range e.Shape {
+		if d < 0 || d > MaxElements {
+			return Tensor{}, fmt.Errorf("shape %v: dimension %d out of range", e.Shape, d)
+		}
+		shape[i] = int(d)
+	}
+	count := numel(shape)
+	if count < 0 {
+		return Tensor{}, fmt.Errorf("shape %v has more than %d elements", e.Shape, MaxElements)
+	}
+	if len(e.Offsets) != 2 {
+		return Tensor{}, fmt.Errorf("data_offsets %v: want [begin, end]", e.Offsets)
+	}
+	b, en := e.Offsets[0], e.Offsets[1]
+	if b < 0 || en < b || en > int64(len(buf)) {
+		return Tensor{}, fmt.Errorf("data_offsets [%d, %d] outside the %d data bytes", b, en, len(buf))
+	}
+	if en-b != int64(count)*int64(size) {
+		return Tensor{}, fmt.Errorf("data_offsets [%d, %d] hold %d bytes, shape %v of %s needs %d", b, en, en-b, e.Shape, e.DType, count*size)
+	}
+	return Tensor{Name: name, Shape: shape, Data: convert(buf[b:en], e.DType, binary.LittleEndian)}, nil
+}
+
+// convert turns count elements of a dtype into float32 (F64 rounds to nearest).
+func convert(src []byte, dtype string, bo binary.ByteOrder) []float32 {
+	size := dtypeSize[dtype]
+	out := make([]float32, len(src)/size)
+	for i := range out {
+		p := src[i*size:]
+		switch dtype {
+		case "F32":
+			out[i] = math.Float32frombits(bo.Uint32(p))
+		case "F64":
+			out[i] = float32(math.Float64frombits(bo.Uint64(p)))
+		case "F16":
+			out[i] = float16(bo.Uint16(p))
+		case "BF16":
+			out[i] = bfloat16(bo.Uint16(p))
+		}
+	}
+	return out
+}
+
+// WriteSafetensors encodes tensors as a safetensors file with F32 data, in the order given.
+func WriteSafetensors(tensors []Tensor, metadata map[string]string) ([]byte, error) {
+	header := map[string]any{}
+	if len(metadata) > 0 {
+		header["__metadata__"] = metadata
+	}
+	var off int64
+	for _, t := range tensors {
+		if t.Name == "__metadata__" {
+			return nil, fmt.Errorf("safetensors: a tensor cannot be named __metadata__")
+		}
+		if _, dup := header[t.Name]; dup {
+			return nil, fmt.Errorf("safetensors: tensor %q listed twice", t.Name)
+		}
+		if n := numel(t.Shape); n != len(t.Data) {
+			return nil, fmt.Errorf("safetensors: tensor %q: shape %v does not hold %d values", t.Name, t.Shape, len(t.Data))
+		}
+		shape := slices.Clone(t.Shape)
+		if shape == nil {
+			shape = []int{}
+		}
+		end := off + 4*int64(len(t.Data))
+		header[t.Name] = map[string]any{"dtype": "F32", "shape": shape, "data_offsets": []int64{off, end}}
+		off = end
+	}
+	h, err := json.Marshal(header)
+	if err != nil {
+		return nil, err
+	}
+	for len(h)%8 != 0 { // the format pads the header with spaces so the data is aligned
+		h = append(h, ' ')
+	}
+	out := make([]byte, 8, 8+len(h)+int(off))
+	binary.LittleEndian.PutUint64(out, uint64(len(h)))
+	out = append(out, h...)
+	for _, t := range tensors {
+		for _, v := range t.Data {
+			out = binary.LittleEndian.AppendUint32(out, math.Float32bits(v))
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,118 @@
+package ingest
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Tensor is one named array converted to float32, in C (row-major) order.
+type Tensor struct {
+	Name  string
+	Shape []int
+	Data  []float32
+}
+
+// Len is the number of elements the shape declares.
+func (t Tensor) Len() int { return numel(t.Shape) }
+
+// MaxHeader is the largest header (safetensors JSON, .npy dictionary) a reader accepts. Real
+// headers are a few kilobytes; a larger claim is damage or an attack, refused before allocating.
+const MaxHeader = 16 << 20
+
+// MaxElements is the largest tensor a reader accepts (4 GiB of float32): a guard against shapes
+// whose product overflows or that no model of this tool has.
+const MaxElements = 1 << 30
+
+// numel multiplies dims; it returns -1 when a dim is negative or the product exceeds MaxElements.
+func numel(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		if d < 0 {
+			return -1
+		}
+		if d != 0 && n > MaxElements/d {
+			return -1
+		}
+		n *= d
+	}
+	return n
+}
+
+// Format names the formats ReadFile tells apart.
+type Format string
+
+const (
+	FormatSafetensors Format = "safetensors"
+	FormatNPY         Format = "npy"
+	FormatNPZ         Format = "npz"
+)
+
+// Detect tells the format of a file by content: the .npy magic, the zip magic of .npz, else
+// safetensors (which has no magic; its reader validates the header instead).
+func Detect(data []byte) Format {
+	switch {
+	case bytes.HasPrefix(data, npyMagic):
+		return FormatNPY
+	case bytes.HasPrefix(data, []byte("PK\x03\x04")), bytes.HasPrefix(data, []byte("PK\x05\x06")):
+		return FormatNPZ
+	}
+	return FormatSafetensors
+}
+
+// ReadFile reads every tensor of a snapshot file, in the order the file lists them (safetensors:
+// by data offset; .npz: archive order). A .npy file holds one tensor, named after the file
+// without its extension.
+func ReadFile(path string) ([]Tensor, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := Parse(data, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return ts, nil
+}
+
+// Parse reads the tensors of a snapshot held in memory; name names a lone .npy array.
+func Parse(data []byte, name string) ([]Tensor, error) {
+	switch Detect(data) {
+	case FormatNPY:
+		t, err := ParseNPY(data)
+		if err != nil {
+			return nil, err
+		}
+		t.Name = name
+		return []Tensor{t}, nil
+	case FormatNPZ:
+		return ParseNPZ(data)
+	}
+	return ParseSafetensors(data)
+}
+
+// float16 converts IEEE binary16 bits to float32 (subnormals, infinities and NaN included).
+func float16(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	frac := uint32(h) & 0x3ff
+	switch {
+	case exp == 0 && frac == 0:
+		return math.Float32frombits(sign)
+	case exp == 0: // subnormal: frac * 2^-24
+		v := float32(frac) / (1 << 24)
+		if sign != 0 {
+			v = -v
+		}
+		return v
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0x7f800000 | frac<<13)
+	}
+	return math.Float32frombits(sign | (exp+112)<<23 | frac<<13)
+}
+
+// bfloat16 converts bfloat16 bits (the top half of a float32) to float32.
+func bfloat16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
