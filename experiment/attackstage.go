@@ -11,6 +11,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/attacks"
 	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
@@ -240,7 +241,7 @@ func (e *experimentDir) attack(ctx context.Context, path string, opts AttackOpti
 // AnalyzeDir audits an experiment directory: it scores the run files when no score file exists,
 // then audits every (attack, threat, round) beside the theory for the experiment's config. The
 // directory's own audit settings (DIR/config.json) apply wherever opts leaves a field zero.
-func AnalyzeDir(ctx context.Context, dir string, opts AnalyzeOptions, aopts AttackOptions) (*Analysis, error) {
+func AnalyzeDir(ctx context.Context, dir string, opts AnalyzeOptions, aopts AttackOptions) (*findings.Analysis, error) {
 	ed, err := openExperimentDir(dir, aopts.AllowPartial)
 	if err != nil {
 		return nil, err
@@ -254,7 +255,7 @@ func AnalyzeDir(ctx context.Context, dir string, opts AnalyzeOptions, aopts Atta
 }
 
 // analyze audits the scores beside the theory, the claim and the exact mu of the experiment.
-func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions, logf func(string, ...any)) (*Analysis, error) {
+func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions, logf func(string, ...any)) (*findings.Analysis, error) {
 	cfg, data := e.cfg, e.data
 	sm, err := e.smoothness(ctx)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
@@ -169,7 +170,7 @@ func TestSmoothnessEstimatedForMLP(t *testing.T) {
 }
 
 // runFindings runs an experiment and returns its rows.
-func runFindings(cfg *Config, dir string, opts RunOptions) ([]Finding, error) {
+func runFindings(cfg *Config, dir string, opts RunOptions) ([]findings.Finding, error) {
 	a, err := Run(context.Background(), cfg, dir, opts)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
@@ -15,7 +16,7 @@ import (
 // identity, and a directory trained with one group size is reused by another.
 func TestGroupingIsInvisible(t *testing.T) {
 	var ref []byte
-	var refFindings []Finding
+	var refFindings []findings.Finding
 	for _, g := range []int{0, 1, 7} {
 		cfg := smallConfig()
 		cfg.Pairs = 15

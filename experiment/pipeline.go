@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"strings"
 
+	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
@@ -32,7 +33,7 @@ type RunOptions struct {
 // A directory trained before is checked first, before anything is written: runs of other
 // training settings or another shard count are refused with the differing fields named, while
 // changed audit settings (claim, confidence, attacks, ...) reuse the trained runs.
-func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) (*Analysis, error) {
+func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) (*findings.Analysis, error) {
 	logf := opts.Train.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
@@ -83,7 +84,7 @@ func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) (*Analys
 }
 
 // WriteFindings stores an analysis as DIR/findings.json.
-func WriteFindings(dir string, a *Analysis) error {
+func WriteFindings(dir string, a *findings.Analysis) error {
 	var buf bytes.Buffer
 	if err := a.WriteJSON(&buf); err != nil {
 		return fmt.Errorf("findings: %w", err)

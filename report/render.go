@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"html/template"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/internal/fsutil"
 )
 
 // threatDescriptions says what an adversary sees under each known threat model.
@@ -160,20 +162,20 @@ func (r *rendered) headline() *headlineView {
 	v := &headlineView{Badge: strings.ToUpper(h.Status), Text: h.Text, Notes: h.Notes}
 	v.Text = strings.TrimPrefix(v.Text, v.Badge+": ")
 	switch h.Status {
-	case StatusViolated:
+	case findings.StatusViolated:
 		v.Class = "violated"
-	case StatusConsistent:
+	case findings.StatusConsistent:
 		v.Class = "consistent"
 	default:
 		v.Class = "noclaim"
 	}
-	v.Family = familyText(h)
+	v.Family = familyText(h, r.in.Family.RowConfidence)
 	return v
 }
 
 // familyText says what the confidence of the verdicts is: family-wise over the rows, which is
 // what the analysis certifies (each row at the Bonferroni level 1 - (1 - confidence)/rows).
-func familyText(h *Headline) string {
+func familyText(h *findings.Headline, rowConfidence float64) string {
 	if h.Confidence == 0 {
 		return ""
 	}
@@ -181,8 +183,8 @@ func familyText(h *Headline) string {
 		return "The verdict holds at " + percentText(h.Confidence) + " confidence."
 	}
 	s := "The verdicts hold jointly at " + percentText(h.Confidence) + " confidence over " + strconv.Itoa(h.Rows) + " rows"
-	if h.RowConfidence > 0 {
-		s += " (Bonferroni: each row's bound is certified at " + percentText(h.RowConfidence) + ")"
+	if rowConfidence > 0 {
+		s += " (Bonferroni: each row's bound is certified at " + percentText(rowConfidence) + ")"
 	}
 	return s + ": the chance that any certified bound of the report is wrong is at most " + percentText(1-h.Confidence) + "."
 }
