@@ -29,16 +29,6 @@ import (
 	"github.com/fedaudit/fedaudit/train"
 )
 
-// Names of the statistic columns the run-file writer records beside train's informed statistics:
-// loss and logit margin of the current global model on the target sample as in C (epsilon) and
-// as in C' (epsilon').
-const (
-	StatTargetLossC        = "target_loss_c"
-	StatTargetLossCPrime   = "target_loss_cprime"
-	StatTargetMarginC      = "target_margin_c"
-	StatTargetMarginCPrime = "target_margin_cprime"
-)
-
 // Env is what an attack knows besides the run file: the experiment and the target. The caller
 // fills it from the experiment config and the datasets.
 type Env struct {
@@ -159,9 +149,9 @@ type Learner interface {
 }
 
 var registry = []Attack{
-	informedAttack{name: "informed-all", stat: train.StatLLRAll, threat: runs.ThreatAllIterates,
+	informedAttack{name: "informed-all", stat: runs.StatLLRAll, threat: runs.ThreatAllIterates,
 		summary: "the informed adversary's Gaussian log-likelihood ratio summed over all rounds (recorded by training)"},
-	informedAttack{name: "informed-last", stat: train.StatLLRLast, threat: runs.ThreatAllIterates,
+	informedAttack{name: "informed-last", stat: runs.StatLLRLast, threat: runs.ThreatAllIterates,
 		summary: "the informed adversary's log-likelihood ratio of the last round only: an observer of w_{T-1} and w_T"},
 	informedUploadAttack{},
 	lossAttack{},

@@ -3,8 +3,8 @@ package experiment
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 
+	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/report"
 )
@@ -23,26 +23,27 @@ type Analyzed struct {
 
 // LoadAnalyzed reads DIR/config.json, DIR/findings.json and, when present, DIR/rounds.json.
 func LoadAnalyzed(dir string) (*Analyzed, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	d := expdir.Dir(dir)
+	raw, err := os.ReadFile(d.Config())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w (run `audit run` there first)", dir, err)
 	}
 	cfg, err := FromJSON(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "config.json"), err)
+		return nil, fmt.Errorf("%s: %w", d.Config(), err)
 	}
-	raw, err = os.ReadFile(filepath.Join(dir, "findings.json"))
+	raw, err = os.ReadFile(d.Findings())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w (run `audit run` there first)", dir, err)
 	}
 	dec, err := findings.Decode(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", FindingsPath(dir), err)
+		return nil, fmt.Errorf("%s: %w", d.Findings(), err)
 	}
 	a := &Analyzed{Dir: dir, Config: cfg, Findings: dec.Findings, Headline: dec.Headline}
-	if raw, err := os.ReadFile(filepath.Join(dir, "rounds.json")); err == nil {
+	if raw, err := os.ReadFile(d.Rounds()); err == nil {
 		if a.Rounds, err = findings.UnmarshalRounds(raw); err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "rounds.json"), err)
+			return nil, fmt.Errorf("%s: %w", d.Rounds(), err)
 		}
 	}
 	return a, nil

@@ -14,8 +14,9 @@ import (
 	"os"
 	"slices"
 
-	"github.com/fedaudit/fedaudit/train"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fedaudit/fedaudit/train"
 )
 
 // Config describes one experiment: data, adjacency, training, and how to audit.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"github.com/fedaudit/fedaudit/runs"
@@ -89,7 +90,7 @@ func WriteFindings(dir string, a *findings.Analysis) error {
 	if err := a.WriteJSON(&buf); err != nil {
 		return fmt.Errorf("findings: %w", err)
 	}
-	return writeFileAtomic(FindingsPath(dir), buf.Bytes())
+	return writeFileAtomic(expdir.Dir(dir).Findings(), buf.Bytes())
 }
 
 // writeFileAtomic writes through a temporary file, fsync and a rename, so a reader never sees

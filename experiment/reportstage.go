@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"path/filepath"
 
+	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/report"
 )
@@ -51,7 +51,7 @@ func (e *experimentDir) report(ctx context.Context, a *findings.Analysis, opts R
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "rounds.json"), append(raw, '\n')); err != nil {
+	if err := writeFileAtomic(expdir.Dir(dir).Rounds(), append(raw, '\n')); err != nil {
 		return err
 	}
 	sm, err := e.smoothness(ctx)

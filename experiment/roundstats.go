@@ -7,14 +7,13 @@ import (
 
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
-	"github.com/fedaudit/fedaudit/train"
 )
 
 // SummarizeRounds reads every row of a run table once and aggregates it per round: what
 // rounds.json holds and the report shows.
 func SummarizeRounds(ctx context.Context, tab *runs.Table) ([]findings.RoundSummary, error) {
 	meta := tab.Meta()
-	mu2 := meta.StatIndex(train.StatMu2)
+	mu2 := meta.StatIndex(runs.StatMu2)
 	type acc struct {
 		findings.RoundSummary
 		lossSum, accSum, mu2Sum float64

@@ -7,10 +7,9 @@ import (
 	"slices"
 
 	"github.com/fedaudit/fedaudit/attacks"
-	"github.com/fedaudit/fedaudit/runs"
-
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
 )
 

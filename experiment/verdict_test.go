@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/report"
 	"github.com/fedaudit/fedaudit/runs"
@@ -288,9 +289,9 @@ func TestStageOnlyChangesReuseRuns(t *testing.T) {
 	if _, err := Run(ctx, cfg, dir, RunOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	runFile := filepath.Join(RunsDir(dir), runs.Shard{Index: 0, Count: 1}.FileName())
-	before := snapshot(t, RunsDir(dir))
-	scoresBefore := snapshot(t, ScoresPath(dir))
+	runFile := filepath.Join(expdir.Dir(dir).Runs(), runs.Shard{Index: 0, Count: 1}.FileName())
+	before := snapshot(t, expdir.Dir(dir).Runs())
+	scoresBefore := snapshot(t, expdir.Dir(dir).Scores())
 
 	// A new claim and name: the runs and the scores are reused, the verdict follows the claim.
 	changed := *cfg
@@ -304,10 +305,10 @@ func TestStageOnlyChangesReuseRuns(t *testing.T) {
 	if a.Headline.Status != findings.StatusConsistent {
 		t.Errorf("claim 50: headline %q", a.Headline.Text)
 	}
-	if after := snapshot(t, RunsDir(dir)); !maps.Equal(before, after) {
+	if after := snapshot(t, expdir.Dir(dir).Runs()); !maps.Equal(before, after) {
 		t.Error("a stage-only change retrained the runs")
 	}
-	if after := snapshot(t, ScoresPath(dir)); !maps.Equal(scoresBefore, after) {
+	if after := snapshot(t, expdir.Dir(dir).Scores()); !maps.Equal(scoresBefore, after) {
 		t.Error("a claim change rescored the runs")
 	}
 	if !slices.ContainsFunc(logs, func(l string) bool {
@@ -328,7 +329,7 @@ func TestStageOnlyChangesReuseRuns(t *testing.T) {
 			t.Errorf("after changing the attacks to [loss], a row of %s", f.Attack)
 		}
 	}
-	if after := snapshot(t, RunsDir(dir)); !maps.Equal(before, after) {
+	if after := snapshot(t, expdir.Dir(dir).Runs()); !maps.Equal(before, after) {
 		t.Error("changing the attacks retrained the runs")
 	}
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"path/filepath"
 
+	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/report"
 )
@@ -40,7 +40,7 @@ func init() {
 				if err := report.WriteAnalysis(e.stdout, a); err != nil {
 					return err
 				}
-				fmt.Fprintf(e.stdout, "\nReport written: %s and %s (findings in %s)\n", filepath.Join(dir, "report.html"), filepath.Join(dir, "report.md"), experiment.FindingsPath(dir))
+				fmt.Fprintf(e.stdout, "\nReport written: %s and %s (findings in %s)\n", expdir.Dir(dir).ReportHTML(), expdir.Dir(dir).ReportMarkdown(), expdir.Dir(dir).Findings())
 				return verdictStatus(a)
 			}
 		},

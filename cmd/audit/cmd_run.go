@@ -6,9 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"time"
 
+	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/report"
@@ -59,7 +59,7 @@ func printRunSummary(w io.Writer, cfg *experiment.Config, dir string, a *finding
 	if err := report.WriteAnalysis(w, a); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "Report: %s (and report.md, figures/, tables/)\n", filepath.Join(dir, "report.html"))
+	fmt.Fprintf(w, "Report: %s (and report.md, figures/, tables/)\n", expdir.Dir(dir).ReportHTML())
 	return nil
 }
 
