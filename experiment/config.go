@@ -7,6 +7,7 @@ package experiment
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/train"
 )
 
@@ -293,12 +295,7 @@ func (c *Config) fillDefaults() {
 	if c.Adjacency.Canary == "" {
 		c.Adjacency.Canary = "dirac"
 	}
-	if c.Audit.Confidence == 0 {
-		c.Audit.Confidence = 0.95
-	}
-	if c.Audit.Delta == 0 {
-		c.Audit.Delta = 1e-5
-	}
+	c.Audit.fillDefaults()
 	if c.Train.Batching == "" {
 		c.Train.Batching = "full"
 	}
@@ -308,6 +305,18 @@ func (c *Config) fillDefaults() {
 	if c.Train.Seed == 0 {
 		c.Train.Seed = c.Seed
 	}
+}
+
+// ClientLevel reports whether the adjacency changes a whole client.
+func (a AdjacencyConfig) ClientLevel() bool {
+	return a.Kind == "replace-client" || a.Kind == "remove-client"
+}
+
+// fillDefaults sets the statistics settings left zero: the one place their defaults are set,
+// for configs and for scores analyzed without one.
+func (a *AuditConfig) fillDefaults() {
+	a.Confidence = cmp.Or(a.Confidence, audit.DefaultConfidence)
+	a.Delta = cmp.Or(a.Delta, audit.DefaultDelta)
 }
 
 // canaryPool is the number of samples kept out of every client and the test set, from which a

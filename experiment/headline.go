@@ -159,8 +159,9 @@ func (o AnalyzeOptions) withDefaults(cfg *Config) AnalyzeOptions {
 			}
 		}
 	}
-	o.Confidence = cmp.Or(o.Confidence, a.Confidence, 0.95)
-	o.Delta = cmp.Or(o.Delta, a.Delta, 1e-5)
+	a.fillDefaults()
+	o.Confidence = cmp.Or(o.Confidence, a.Confidence)
+	o.Delta = cmp.Or(o.Delta, a.Delta)
 	o.Method = cmp.Or(o.Method, audit.ThresholdMethod(a.Method))
 	o.Seed = cmp.Or(o.Seed, seed)
 	if o.Claim.Mu == 0 && o.Claim.Epsilon == 0 && (a.ClaimMu > 0 || a.ClaimEpsilon > 0) {
