@@ -14,6 +14,10 @@
 // are independent draws of one fixed test, as the certification assumes. Scores do not depend on
 // the number of workers.
 //
+// The models' host-side mathematics lives here too: the smoothness constant a model certifies on
+// the data (CertifiedSmoothness) and the Hessian estimate for one that does not
+// (SmoothnessEstimate).
+//
 // docs/attacks.md describes every attack, its threat model, score direction and metrics.
 package attacks
 

@@ -1,8 +1,3 @@
-// Package experiment runs an audit end to end from one config: it builds the adjacent datasets,
-// trains the coupled pairs shard by shard into run files, scores them with the attacks, and
-// turns the scores into certified bounds set beside the theory. Every stage reads what the one
-// before it wrote to the output directory, and skips work that is already complete, so a job
-// that dies resumes where it stopped.
 package experiment
 
 import (

@@ -5,7 +5,8 @@
 //
 // train writes run files with Create; attacks read them with Open and write scores with
 // CreateScores; audit reads scores with ReadScores, which also accepts CSV from other tools.
-// Nothing outside this package knows the Arrow schema.
+// Nothing outside this package knows the Arrow schema, and this package names every column,
+// the statistic columns (StatLLRAll, StatTargetLossC, ...) included.
 //
 // Writers put a file in place only when it is complete: they write to a temporary name in the
 // destination directory and rename it on Close, so a crashed job never leaves a file that looks
