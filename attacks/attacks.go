@@ -14,6 +14,10 @@
 // are independent draws of one fixed test, as the certification assumes. Scores do not depend on
 // the number of workers.
 //
+// The models' host-side mathematics lives here too: the smoothness constant a model certifies on
+// the data (CertifiedSmoothness) and the Hessian estimate for one that does not
+// (SmoothnessEstimate).
+//
 // docs/attacks.md describes every attack, its threat model, score direction and metrics.
 package attacks
 
@@ -27,16 +31,6 @@ import (
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
-)
-
-// Names of the statistic columns the run-file writer records beside train's informed statistics:
-// loss and logit margin of the current global model on the target sample as in C (epsilon) and
-// as in C' (epsilon').
-const (
-	StatTargetLossC        = "target_loss_c"
-	StatTargetLossCPrime   = "target_loss_cprime"
-	StatTargetMarginC      = "target_margin_c"
-	StatTargetMarginCPrime = "target_margin_cprime"
 )
 
 // Env is what an attack knows besides the run file: the experiment and the target. The caller
@@ -159,9 +153,9 @@ type Learner interface {
 }
 
 var registry = []Attack{
-	informedAttack{name: "informed-all", stat: train.StatLLRAll, threat: runs.ThreatAllIterates,
+	informedAttack{name: "informed-all", stat: runs.StatLLRAll, threat: runs.ThreatAllIterates,
 		summary: "the informed adversary's Gaussian log-likelihood ratio summed over all rounds (recorded by training)"},
-	informedAttack{name: "informed-last", stat: train.StatLLRLast, threat: runs.ThreatAllIterates,
+	informedAttack{name: "informed-last", stat: runs.StatLLRLast, threat: runs.ThreatAllIterates,
 		summary: "the informed adversary's log-likelihood ratio of the last round only: an observer of w_{T-1} and w_T"},
 	informedUploadAttack{},
 	lossAttack{},

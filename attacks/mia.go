@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/fedaudit/fedaudit/runs"
-	"github.com/fedaudit/fedaudit/train"
 )
 
 // informedAttack reads the informed adversary's log-likelihood ratio that training records. Its
@@ -33,15 +32,15 @@ type informedUploadAttack struct{}
 
 func (informedUploadAttack) Info() Info {
 	return Info{Name: "informed-upload", Threat: runs.ThreatUploads,
-		Needs:   Needs{Stats: []string{train.StatLLRUpload, train.StatMu2Upload}},
+		Needs:   Needs{Stats: []string{runs.StatLLRUpload, runs.StatMu2Upload}},
 		Summary: "the informed adversary's log-likelihood ratio of the target client's last upload given w_{T-1} (recorded by training): the uploads observer's Neyman-Pearson test"}
 }
 
 func (informedUploadAttack) Observe(env *Env, obs *Observation) (Observed, error) {
-	if stat(env, &obs.Row, train.StatMu2Upload) == 0 {
+	if stat(env, &obs.Row, runs.StatMu2Upload) == 0 {
 		return Observed{}, errMissing
 	}
-	return Observed{Score: stat(env, &obs.Row, train.StatLLRUpload)}, nil
+	return Observed{Score: stat(env, &obs.Row, runs.StatLLRUpload)}, nil
 }
 
 // targetStats returns a statistic on epsilon and on epsilon'; the second is NaN when C' lacks the
@@ -59,12 +58,12 @@ type lossAttack struct{}
 
 func (lossAttack) Info() Info {
 	return Info{Name: "loss", Threat: runs.ThreatFinal,
-		Needs:   Needs{Stats: []string{StatTargetLossC, StatTargetLossCPrime}},
+		Needs:   Needs{Stats: []string{runs.StatTargetLossC, runs.StatTargetLossCPrime}},
 		Summary: "Yeom et al.'s loss threshold, paired: loss(epsilon') - loss(epsilon) of the final model"}
 }
 
 func (lossAttack) Observe(env *Env, obs *Observation) (Observed, error) {
-	l, lp := targetStats(env, &obs.Row, StatTargetLossC, StatTargetLossCPrime)
+	l, lp := targetStats(env, &obs.Row, runs.StatTargetLossC, runs.StatTargetLossCPrime)
 	if math.IsNaN(lp) {
 		return Observed{Score: -l}, nil
 	}
@@ -77,12 +76,12 @@ type marginAttack struct{}
 
 func (marginAttack) Info() Info {
 	return Info{Name: "margin", Threat: runs.ThreatFinal,
-		Needs:   Needs{Stats: []string{StatTargetMarginC, StatTargetMarginCPrime}},
+		Needs:   Needs{Stats: []string{runs.StatTargetMarginC, runs.StatTargetMarginCPrime}},
 		Summary: "logit-margin confidence, paired: margin(epsilon) - margin(epsilon') of the final model"}
 }
 
 func (marginAttack) Observe(env *Env, obs *Observation) (Observed, error) {
-	m, mp := targetStats(env, &obs.Row, StatTargetMarginC, StatTargetMarginCPrime)
+	m, mp := targetStats(env, &obs.Row, runs.StatTargetMarginC, runs.StatTargetMarginCPrime)
 	if math.IsNaN(mp) {
 		return Observed{Score: m}, nil
 	}
@@ -107,7 +106,7 @@ type liraAttack struct{ online bool }
 
 func (a liraAttack) Info() Info {
 	info := Info{Threat: runs.ThreatFinal, Learned: true,
-		Needs: Needs{Stats: []string{StatTargetLossC, StatTargetLossCPrime, StatTargetMarginC, StatTargetMarginCPrime}}}
+		Needs: Needs{Stats: []string{runs.StatTargetLossC, runs.StatTargetLossCPrime, runs.StatTargetMarginC, runs.StatTargetMarginCPrime}}}
 	if a.online {
 		info.Name = "lira-online"
 		info.Summary = "LiRA online: Gaussians fitted to both worlds' logit-scaled confidence of the shadow pairs, score = log-likelihood ratio"
@@ -121,13 +120,13 @@ func (a liraAttack) Info() Info {
 func (a liraAttack) Observe(env *Env, obs *Observation) (Observed, error) {
 	var s float64
 	if env.Config.Model.Kind == "quadratic" {
-		m, mp := targetStats(env, &obs.Row, StatTargetMarginC, StatTargetMarginCPrime)
+		m, mp := targetStats(env, &obs.Row, runs.StatTargetMarginC, runs.StatTargetMarginCPrime)
 		s = m
 		if !math.IsNaN(mp) {
 			s -= mp
 		}
 	} else {
-		l, lp := targetStats(env, &obs.Row, StatTargetLossC, StatTargetLossCPrime)
+		l, lp := targetStats(env, &obs.Row, runs.StatTargetLossC, runs.StatTargetLossCPrime)
 		s = logitConfidence(l)
 		if !math.IsNaN(lp) {
 			s -= logitConfidence(lp)

@@ -15,7 +15,8 @@ import (
 
 // Options selects what Score computes.
 type Options struct {
-	// Attacks names the attacks to run; nil means Default(table.Meta()).
+	// Attacks names the attacks to run; the caller resolves its default (Default lists what a
+	// run file supports), so that it is set in one place. Empty is an error.
 	Attacks []string
 	// Rounds are the checkpoints T to score; nil means every checkpoint of Env.Config except 0.
 	Rounds []int
@@ -58,15 +59,11 @@ type Result struct {
 // and 0 when Env.Initial is not given.
 func Score(ctx context.Context, table *runs.Table, env Env, opts Options) (*Result, error) {
 	env.Meta = table.Meta()
-	names := opts.Attacks
-	if names == nil {
-		names = Default(env.Meta)
-		if len(names) == 0 {
-			return nil, errors.New("attacks: the run file supports no attack (no statistics, params or uploads recorded)")
-		}
+	if len(opts.Attacks) == 0 {
+		return nil, errors.New("attacks: the run file supports no attack (no statistics, params or uploads recorded)")
 	}
 	var atts []Attack
-	for _, n := range names {
+	for _, n := range opts.Attacks {
 		a, err := Lookup(n)
 		if err != nil {
 			return nil, fmt.Errorf("attacks: %w", err)
@@ -76,23 +73,78 @@ func Score(ctx context.Context, table *runs.Table, env Env, opts Options) (*Resu
 	return score(ctx, table, &env, atts, opts)
 }
 
+// score runs the attacks in phases: check the selection, resolve the rounds, read the rows
+// and columns they need (collect), pair them into observations, observe every (attack,
+// observation) in parallel, fit the learned attacks on the shadow pairs, and tabulate.
 func score(ctx context.Context, table *runs.Table, env *Env, atts []Attack, opts Options) (*Result, error) {
+	if err := checkSelection(env, atts); err != nil {
+		return nil, err
+	}
+	rounds, err := scoredRounds(env, opts.Rounds)
+	if err != nil {
+		return nil, err
+	}
+	needs := combinedNeeds(atts)
+	if err := checkRounds(rounds, needs); err != nil {
+		return nil, err
+	}
+	initialFromFile := needs.Initial && env.Initial == nil
+	keepRow, keepParams, keepUpload := keptColumns(rounds, needs, initialFromFile)
+	store, err := collect(ctx, table, keepRow, keepParams, keepUpload)
+	if err != nil {
+		return nil, err
+	}
+	if len(store.ids) == 0 {
+		return nil, fmt.Errorf("attacks: %s holds no rows at the rounds scored (%v)", table.Path(), rounds)
+	}
+	obs, err := observations(store, rounds, needs.Upload, initialFromFile)
+	if err != nil {
+		return nil, err
+	}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	sc := &scoring{env: env, atts: atts, rounds: rounds, obs: obs}
+	if err := sc.observe(ctx, workers); err != nil {
+		return nil, err
+	}
+	// Parameters are no longer needed: let them go before fitting.
+	store = nil
+	for i := range sc.obs {
+		sc.obs[i].Row.Params, sc.obs[i].Row.Upload, sc.obs[i].Prev, sc.obs[i].Initial = nil, nil, nil, nil
+	}
+	if err := sc.fit(ctx, workers); err != nil {
+		return nil, err
+	}
+	return sc.tabulate(), nil
+}
+
+// checkSelection refuses an empty selection, an attack selected twice, and an attack the run
+// file or Env cannot serve.
+func checkSelection(env *Env, atts []Attack) error {
 	if len(atts) == 0 {
-		return nil, errors.New("attacks: no attack selected")
+		return errors.New("attacks: no attack selected")
 	}
 	env.cache = &envCache{}
 	seen := map[string]bool{}
 	for _, a := range atts {
 		name := a.Info().Name
 		if seen[name] {
-			return nil, fmt.Errorf("attacks: attack %s selected twice", name)
+			return fmt.Errorf("attacks: attack %s selected twice", name)
 		}
 		seen[name] = true
 		if err := check(a, env); err != nil {
-			return nil, fmt.Errorf("attacks: %w", err)
+			return fmt.Errorf("attacks: %w", err)
 		}
 	}
-	rounds := opts.Rounds
+	return nil
+}
+
+// scoredRounds is the sorted, distinct rounds to score: those asked for, else every checkpoint
+// of the config after round 0.
+func scoredRounds(env *Env, asked []int) ([]int, error) {
+	rounds := asked
 	if rounds == nil {
 		for _, t := range env.Config.Checkpoints {
 			if t > 0 {
@@ -105,7 +157,11 @@ func score(ctx context.Context, table *runs.Table, env *Env, atts []Attack, opts
 	}
 	rounds = slices.Clone(rounds)
 	slices.Sort(rounds)
-	rounds = slices.Compact(rounds)
+	return slices.Compact(rounds), nil
+}
+
+// combinedNeeds is what any of the attacks needs beyond the statistics.
+func combinedNeeds(atts []Attack) Needs {
 	var needs Needs
 	for _, a := range atts {
 		n := a.Info().Needs
@@ -113,17 +169,26 @@ func score(ctx context.Context, table *runs.Table, env *Env, atts []Attack, opts
 		needs.Initial = needs.Initial || n.Initial
 		needs.Upload = needs.Upload || n.Upload
 	}
+	return needs
+}
+
+func checkRounds(rounds []int, needs Needs) error {
 	for _, t := range rounds {
 		if t < 0 || t > math.MaxInt32 {
-			return nil, fmt.Errorf("attacks: round %d out of range", t)
+			return fmt.Errorf("attacks: round %d out of range", t)
 		}
 		if needs.Upload && t == 0 {
-			return nil, errors.New("attacks: upload attacks need a round T >= 1 (there is no upload before round 1)")
+			return errors.New("attacks: upload attacks need a round T >= 1 (there is no upload before round 1)")
 		}
 	}
-	keepParams := map[int32]bool{}
-	keepUpload := map[int32]bool{}
-	keepRow := map[int32]bool{}
+	return nil
+}
+
+// keptColumns says which rounds' rows, parameters and uploads collect keeps: the rounds
+// scored, the round before each for upload attacks (the model w_{T-1} the upload started
+// from), and round 0 when w_0 comes from the file.
+func keptColumns(rounds []int, needs Needs, initialFromFile bool) (keepRow, keepParams, keepUpload map[int32]bool) {
+	keepRow, keepParams, keepUpload = map[int32]bool{}, map[int32]bool{}, map[int32]bool{}
 	for _, t := range rounds {
 		t := int32(t)
 		keepRow[t] = true
@@ -135,20 +200,16 @@ func score(ctx context.Context, table *runs.Table, env *Env, atts []Attack, opts
 			keepRow[t-1], keepParams[t-1] = true, true
 		}
 	}
-	initialFromFile := needs.Initial && env.Initial == nil
 	if initialFromFile {
 		keepRow[0], keepParams[0] = true, true
 	}
+	return keepRow, keepParams, keepUpload
+}
 
-	store, err := collect(ctx, table, keepRow, keepParams, keepUpload)
-	if err != nil {
-		return nil, err
-	}
-	if len(store.ids) == 0 {
-		return nil, fmt.Errorf("attacks: %s holds no rows at the rounds scored (%v)", table.Path(), rounds)
-	}
-
-	// Observations: rounds ascending, runs by id.
+// observations pairs the kept rows into what the attacks observe: rounds ascending, runs by
+// id, each with the previous checkpoint (upload attacks) and round 0 (w_0 from the file) where
+// needed.
+func observations(store *runStore, rounds []int, upload, initialFromFile bool) ([]Observation, error) {
 	var obs []Observation
 	for _, t := range rounds {
 		t := int32(t)
@@ -159,7 +220,7 @@ func score(ctx context.Context, table *runs.Table, env *Env, atts []Attack, opts
 				continue
 			}
 			o := Observation{RunID: id, PairID: row.PairID, World: row.World, Round: t, Row: *row}
-			if needs.Upload {
+			if upload {
 				if o.Prev = rr[t-1]; o.Prev == nil {
 					return nil, fmt.Errorf("attacks: run %d has no checkpoint at round %d: upload attacks at round %d need the global model w_%d (add %d to checkpoints)", id, t-1, t, t-1, t-1)
 				}
@@ -175,148 +236,168 @@ func score(ctx context.Context, table *runs.Table, env *Env, atts []Attack, opts
 	if len(obs) == 0 {
 		return nil, fmt.Errorf("attacks: no run has a checkpoint at rounds %v", rounds)
 	}
+	return obs, nil
+}
 
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	// Observe every (attack, observation) in parallel, each into its own slot.
-	observed := make([][]Observed, len(atts))
-	status := make([][]error, len(atts))
+// scoring is the state of one Score call between its parallel phases: every (attack,
+// observation) has its own slot in observed and status, so workers never share one.
+type scoring struct {
+	env    *Env
+	atts   []Attack
+	rounds []int
+	obs    []Observation
+	// observed[a][o] is attack a's observation o; status[a][o] is errMissing when the run
+	// lacked what the attack observes.
+	observed [][]Observed
+	status   [][]error
+	// shadow are the pairs the learned attacks were fitted on; learned[a] marks those attacks.
+	shadow  map[int64]bool
+	learned []bool
+}
+
+// observe runs every attack on every observation in parallel.
+func (sc *scoring) observe(ctx context.Context, workers int) error {
+	atts, obs := sc.atts, sc.obs
+	sc.observed = make([][]Observed, len(atts))
+	sc.status = make([][]error, len(atts))
 	for ai := range atts {
-		observed[ai] = make([]Observed, len(obs))
-		status[ai] = make([]error, len(obs))
+		sc.observed[ai] = make([]Observed, len(obs))
+		sc.status[ai] = make([]error, len(obs))
 	}
-	err = parallel(ctx, workers, len(atts)*len(obs), func(j int) error {
+	return parallel(ctx, workers, len(atts)*len(obs), func(j int) error {
 		ai, oi := j/len(obs), j%len(obs)
-		o, err := atts[ai].Observe(env, &obs[oi])
+		o, err := atts[ai].Observe(sc.env, &obs[oi])
 		if err != nil && !errors.Is(err, errMissing) {
 			return fmt.Errorf("attacks: %s on run %d at round %d: %w", atts[ai].Info().Name, obs[oi].RunID, obs[oi].Round, err)
 		}
-		observed[ai][oi], status[ai][oi] = o, err
+		sc.observed[ai][oi], sc.status[ai][oi] = o, err
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	// Parameters are no longer needed: let them go before fitting.
-	store = nil
-	for i := range obs {
-		obs[i].Row.Params, obs[i].Row.Upload, obs[i].Prev, obs[i].Initial = nil, nil, nil, nil
-	}
+}
 
-	// Learned attacks: fit once per (attack, round) on the shadow pairs, which are then never
-	// scored, and score every other pair with that one fixed scorer. Given the shadow pairs, the
-	// evaluated pairs are independent draws scored by the same test, which is what the
-	// certification (DKW, Clopper-Pearson) assumes; cross-fitted folds, whose scorers depend on
-	// each other's pairs, would not be.
-	shadow, err := shadowPairs(obs, env.ShadowEvery, env.ShadowMax)
+// fit fits the learned attacks once per (attack, round) on the shadow pairs, which are then
+// never scored, and scores every other pair with that one fixed scorer. Given the shadow pairs,
+// the evaluated pairs are independent draws scored by the same test, which is what the
+// certification (DKW, Clopper-Pearson) assumes; cross-fitted folds, whose scorers depend on
+// each other's pairs, would not be.
+func (sc *scoring) fit(ctx context.Context, workers int) error {
+	shadow, err := shadowPairs(sc.obs, sc.env.ShadowEvery, sc.env.ShadowMax)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	sc.shadow = shadow
 	type fitJob struct{ ai, round int }
 	var fits []fitJob
-	learned := make([]bool, len(atts))
-	for ai, a := range atts {
+	sc.learned = make([]bool, len(sc.atts))
+	for ai, a := range sc.atts {
 		if _, ok := a.(Learner); ok {
-			learned[ai] = true
+			sc.learned[ai] = true
 			if len(shadow) == 0 {
-				return nil, fmt.Errorf("attacks: %s is fitted on shadow pairs (every %d-th pair), and there are only %d pairs", a.Info().Name, shadowEvery(env), len(pairIDs(obs)))
+				return fmt.Errorf("attacks: %s is fitted on shadow pairs (every %d-th pair), and there are only %d pairs", a.Info().Name, shadowEvery(sc.env), len(pairIDs(sc.obs)))
 			}
-			for ri := range rounds {
+			for ri := range sc.rounds {
 				fits = append(fits, fitJob{ai, ri})
 			}
 		}
 	}
-	err = parallel(ctx, workers, len(fits), func(j int) error {
-		fj := fits[j]
-		t := int32(rounds[fj.round])
-		learner := atts[fj.ai].(Learner)
-		var train []Example
-		var targets []int
-		for oi := range obs {
-			if obs[oi].Round != t || status[fj.ai][oi] != nil {
-				continue
-			}
-			if !shadow[obs[oi].PairID] {
-				targets = append(targets, oi)
-				continue
-			}
-			o := &obs[oi]
-			train = append(train, Example{RunID: o.RunID, PairID: o.PairID, World: o.World, Features: observed[fj.ai][oi].Features})
-		}
-		if len(targets) == 0 {
-			return nil
-		}
-		scorer, err := learner.Fit(env, train)
-		if err != nil {
-			return fmt.Errorf("attacks: %s at round %d: fit on %d runs of %d shadow pairs: %w", learner.Info().Name, t, len(train), len(shadow), err)
-		}
-		for _, oi := range targets {
-			// Each observation is in one job (its attack and round), so no two jobs write the same slot.
-			observed[fj.ai][oi].Score = scorer(observed[fj.ai][oi].Features)
-		}
-		return nil
+	return parallel(ctx, workers, len(fits), func(j int) error {
+		return sc.fitOne(fits[j].ai, int32(sc.rounds[fits[j].round]))
 	})
-	if err != nil {
-		return nil, err
-	}
+}
 
-	res := &Result{MetricNames: metricNames(atts)}
-	for ai, a := range atts {
+// fitOne fits learned attack ai at round t and scores the non-shadow observations with it.
+func (sc *scoring) fitOne(ai int, t int32) error {
+	learner := sc.atts[ai].(Learner)
+	var train []Example
+	var targets []int
+	for oi := range sc.obs {
+		if sc.obs[oi].Round != t || sc.status[ai][oi] != nil {
+			continue
+		}
+		if !sc.shadow[sc.obs[oi].PairID] {
+			targets = append(targets, oi)
+			continue
+		}
+		o := &sc.obs[oi]
+		train = append(train, Example{RunID: o.RunID, PairID: o.PairID, World: o.World, Features: sc.observed[ai][oi].Features})
+	}
+	if len(targets) == 0 {
+		return nil
+	}
+	scorer, err := learner.Fit(sc.env, train)
+	if err != nil {
+		return fmt.Errorf("attacks: %s at round %d: fit on %d runs of %d shadow pairs: %w", learner.Info().Name, t, len(train), len(sc.shadow), err)
+	}
+	for _, oi := range targets {
+		// Each observation is in one job (its attack and round), so no two jobs write the same slot.
+		sc.observed[ai][oi].Score = scorer(sc.observed[ai][oi].Features)
+	}
+	return nil
+}
+
+// tabulate turns the observations into score rows and per (attack, round) summaries, in the
+// order of the attacks, then rounds, then observations.
+func (sc *scoring) tabulate() *Result {
+	res := &Result{MetricNames: metricNames(sc.atts)}
+	for ai, a := range sc.atts {
 		info := a.Info()
 		col := make([]int, len(info.Metrics))
 		for i, m := range info.Metrics {
 			col[i] = slices.Index(res.MetricNames, m)
 		}
-		for _, t := range rounds {
-			t := int32(t)
-			sum := Metrics{Attack: info.Name, Threat: info.Threat, Round: t, Means: map[string]float64{}}
-			sums := make([]float64, len(info.Metrics))
-			counts := make([]int, len(info.Metrics))
-			var scores []float64
-			var worlds []int8
-			for oi := range obs {
-				o := &obs[oi]
-				if o.Round != t || learned[ai] && shadow[o.PairID] {
-					continue // shadow pairs fitted the learned attacks and are not audited
-				}
-				s := runs.Score{RunID: o.RunID, PairID: o.PairID, World: o.World, Round: t, Attack: info.Name, Threat: info.Threat}
-				s.Metrics = make([]float64, len(res.MetricNames))
-				for i := range s.Metrics {
-					s.Metrics[i] = math.NaN()
-				}
-				sum.Runs++
-				if status[ai][oi] != nil {
-					sum.Missing++
-				} else {
-					v, ok := finite(observed[ai][oi].Score)
-					if !ok {
-						sum.NonFinite++
-					}
-					s.Score = v
-					for i, m := range observed[ai][oi].Metrics {
-						s.Metrics[col[i]] = m
-						if !math.IsNaN(m) {
-							sums[i] += m
-							counts[i]++
-						}
-					}
-				}
-				scores = append(scores, s.Score)
-				worlds = append(worlds, s.World)
-				res.Scores = append(res.Scores, s)
-			}
-			for i, m := range info.Metrics {
-				if counts[i] > 0 {
-					sum.Means[m] = sums[i] / float64(counts[i])
-				}
-			}
-			sum.AUC, sum.Accuracy = rocSummary(scores, worlds)
-			res.Summary = append(res.Summary, sum)
+		for _, t := range sc.rounds {
+			sc.tabulateRound(res, ai, info, col, int32(t))
 		}
 	}
-	return res, nil
+	return res
+}
+
+// tabulateRound appends the scores of attack ai at round t to res, and their summary. col maps
+// the attack's metrics to the result's metric columns.
+func (sc *scoring) tabulateRound(res *Result, ai int, info Info, col []int, t int32) {
+	sum := Metrics{Attack: info.Name, Threat: info.Threat, Round: t, Means: map[string]float64{}}
+	sums := make([]float64, len(info.Metrics))
+	counts := make([]int, len(info.Metrics))
+	var scores []float64
+	var worlds []int8
+	for oi := range sc.obs {
+		o := &sc.obs[oi]
+		if o.Round != t || sc.learned[ai] && sc.shadow[o.PairID] {
+			continue // shadow pairs fitted the learned attacks and are not audited
+		}
+		s := runs.Score{RunID: o.RunID, PairID: o.PairID, World: o.World, Round: t, Attack: info.Name, Threat: info.Threat}
+		s.Metrics = make([]float64, len(res.MetricNames))
+		for i := range s.Metrics {
+			s.Metrics[i] = math.NaN()
+		}
+		sum.Runs++
+		if sc.status[ai][oi] != nil {
+			sum.Missing++
+		} else {
+			v, ok := finite(sc.observed[ai][oi].Score)
+			if !ok {
+				sum.NonFinite++
+			}
+			s.Score = v
+			for i, m := range sc.observed[ai][oi].Metrics {
+				s.Metrics[col[i]] = m
+				if !math.IsNaN(m) {
+					sums[i] += m
+					counts[i]++
+				}
+			}
+		}
+		scores = append(scores, s.Score)
+		worlds = append(worlds, s.World)
+		res.Scores = append(res.Scores, s)
+	}
+	for i, m := range info.Metrics {
+		if counts[i] > 0 {
+			sum.Means[m] = sums[i] / float64(counts[i])
+		}
+	}
+	sum.AUC, sum.Accuracy = rocSummary(scores, worlds)
+	res.Summary = append(res.Summary, sum)
 }
 
 // runStore holds the kept rows of every run by round.

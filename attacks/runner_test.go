@@ -310,8 +310,8 @@ func TestMissingColumnsAreNamed(t *testing.T) {
 	}{
 		{"no params", func(s *simSpec) { s.noParams, s.noUpload = true, true }, "grad-align", "params"},
 		{"no upload", func(s *simSpec) { s.noUpload = true }, "label", "upload"},
-		{"no stats", func(s *simSpec) { s.noStats = true }, "loss", StatTargetLossC},
-		{"no informed", func(s *simSpec) { s.noStats = true }, "informed-all", train.StatLLRAll},
+		{"no stats", func(s *simSpec) { s.noStats = true }, "loss", runs.StatTargetLossC},
+		{"no informed", func(s *simSpec) { s.noStats = true }, "informed-all", runs.StatLLRAll},
 		{"no round T-1", func(s *simSpec) { s.noRound0 = true }, "inversion", "no checkpoint at round 0"},
 		{"quadratic labels", func(s *simSpec) { s.model = train.ModelConfig{Kind: "quadratic", Curvature: 1} }, "label", "softmax over classes"},
 		{"unknown", func(*simSpec) {}, "dlg", "unknown attack"},
@@ -356,8 +356,8 @@ func TestDefaultFollowsColumns(t *testing.T) {
 		meta runs.Meta
 		want []string
 	}{
-		{runs.Meta{StatNames: []string{train.StatLLRAll, train.StatLLRLast, train.StatMu2}}, []string{"informed-all", "informed-last"}},
-		{runs.Meta{StatNames: []string{StatTargetLossC, StatTargetLossCPrime}}, []string{"loss"}},
+		{runs.Meta{StatNames: []string{runs.StatLLRAll, runs.StatLLRLast, runs.StatMu2}}, []string{"informed-all", "informed-last"}},
+		{runs.Meta{StatNames: []string{runs.StatTargetLossC, runs.StatTargetLossCPrime}}, []string{"loss"}},
 		{runs.Meta{HasParams: true}, []string{"grad-align", "linear"}},
 		{runs.Meta{HasParams: true, HasUpload: true}, []string{"grad-align", "linear", "label", "inversion", "invgrad"}},
 		{runs.Meta{HasUpload: true}, nil},

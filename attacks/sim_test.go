@@ -92,7 +92,7 @@ func simulate(t *testing.T, s simSpec) (string, Env, []datasets.Sample) {
 		labels = append(labels, x.Label)
 	}
 	phi := [2][]float64{localTrain(m, w0, data[0], s.steps, s.eta), localTrain(m, w0, data[1], s.steps, s.eta)}
-	stats := []string{StatTargetLossC, StatTargetLossCPrime, StatTargetMarginC, StatTargetMarginCPrime, train.StatLLRAll, train.StatLLRLast, train.StatMu2, train.StatLLRUpload, train.StatMu2Upload}
+	stats := []string{runs.StatTargetLossC, runs.StatTargetLossCPrime, runs.StatTargetMarginC, runs.StatTargetMarginCPrime, runs.StatLLRAll, runs.StatLLRLast, runs.StatMu2, runs.StatLLRUpload, runs.StatMu2Upload}
 	meta := runs.Meta{Config: []byte(`{"synthetic":true}`), DatasetHash: "00", ToolVersion: "test", StatNames: stats,
 		HasParams: !s.noParams, HasUpload: !s.noUpload}
 	if s.noStats {

@@ -6,8 +6,37 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/train"
 )
+
+// CertifiedSmoothness returns a proven upper bound on the smoothness constant L of the model's
+// loss on every sample of the given worlds, and false for a model without one (the MLP, whose
+// L can only be given or estimated). For the quadratic model L = |a|. For softmax regression
+// with cross-entropy the Hessian of a sample's loss is (diag(p) - p p^T) (x) x~ x~^T with
+// x~ = (x, 1), and the first factor has spectral norm at most 1/2, so L = max_i ||x~_i||^2 / 2
+// over every sample bounds every batch average.
+func CertifiedSmoothness(mc train.ModelConfig, worlds ...[]*datasets.Dataset) (float64, bool) {
+	switch mc.Kind {
+	case "quadratic":
+		return math.Abs(mc.Curvature), true
+	case "softmax":
+		var certified float64
+		for _, world := range worlds {
+			for _, d := range world {
+				for i := 0; i < d.Len(); i++ {
+					s := 1.0
+					for _, x := range d.Row(i) {
+						s += float64(x) * float64(x)
+					}
+					certified = math.Max(certified, s/2)
+				}
+			}
+		}
+		return certified, true
+	}
+	return 0, false
+}
 
 // SmoothnessEstimate estimates the smoothness constant L of a model's mean loss over the given
 // samples at the point params: the largest |eigenvalue| of the Hessian, by power iteration on

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/train"
 )
 
@@ -116,5 +117,29 @@ func TestSmoothnessEstimate(t *testing.T) {
 	// for a slow gap while still catching a wrong Hessian-vector product.
 	if math.Abs(L-ref) > 1e-3*ref {
 		t.Errorf("mlp: estimate %.6g, dense-Hessian reference %.6g", L, ref)
+	}
+}
+
+// The certified constant is |a| for the quadratic model, max ||(x, 1)||^2 / 2 over every sample
+// of every world for softmax regression, and none for the MLP.
+func TestCertifiedSmoothness(t *testing.T) {
+	c := []*datasets.Dataset{{Shape: []int{2}, Classes: 2, Features: []float32{1, 0, 0, 2}, Labels: []int32{0, 1}}}
+	cp := []*datasets.Dataset{{Shape: []int{2}, Classes: 2, Features: []float32{3, 0}, Labels: []int32{1}}}
+	for _, tc := range []struct {
+		name string
+		mc   train.ModelConfig
+		want float64
+		ok   bool
+	}{
+		{"quadratic", train.ModelConfig{Kind: "quadratic", Curvature: -0.5}, 0.5, true},
+		{"softmax", train.ModelConfig{Kind: "softmax"}, (1 + 9) / 2.0, true},
+		{"mlp", train.ModelConfig{Kind: "mlp", Hidden: []int{4}}, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := CertifiedSmoothness(tc.mc, c, cp)
+			if got != tc.want || ok != tc.ok {
+				t.Fatalf("got (%v, %v), want (%v, %v)", got, ok, tc.want, tc.ok)
+			}
+		})
 	}
 }

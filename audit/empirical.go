@@ -30,9 +30,12 @@ type Options struct {
 	Dependent bool
 }
 
+// DefaultConfidence is the confidence of certified bounds when none is given.
+const DefaultConfidence = 0.95
+
 func (o Options) withDefaults() (Options, error) {
 	if o.Confidence == 0 {
-		o.Confidence = 0.95
+		o.Confidence = DefaultConfidence
 	}
 	if !(o.Confidence > 0 && o.Confidence < 1) {
 		return o, fmt.Errorf("audit: confidence %v outside (0, 1)", o.Confidence)

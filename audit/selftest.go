@@ -90,7 +90,7 @@ func selfTest(ctx context.Context, opts SelfTestOptions, bound lowerBoundFunc) (
 		opts.Mus = []float64{0.5, 1, 2}
 	}
 	if opts.Confidence == 0 {
-		opts.Confidence = 0.95
+		opts.Confidence = DefaultConfidence
 	}
 	if opts.Methods == nil {
 		opts.Methods = ThresholdMethods

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
@@ -39,79 +40,6 @@ type AnalyzeOptions struct {
 	Smoothness Smoothness
 	// Notes are prepended to the analysis's notes (where the settings came from).
 	Notes []string
-}
-
-// Claim kinds: what a verdict judged.
-const (
-	// ClaimDeployment is a claim the deployment makes: the user's, or its accountant's.
-	ClaimDeployment = "claim"
-	// ClaimTheory is a bound of the theory that holds for the configuration as trained
-	// (the composition bound; the convergent bound with a proven smoothness constant).
-	ClaimTheory = "bound"
-	// ClaimEstimate is a theory value computed from an assumed or estimated constant (the
-	// convergent bound with a given or estimated L for an MLP): exceeding it says the
-	// estimate is too small, not that the deployment broke a promise.
-	ClaimEstimate = "estimate"
-)
-
-// Finding is the audit of one attack under one threat model at one checkpoint. Its JSON form
-// is Record.
-type Finding struct {
-	Attack string
-	Threat string
-	Round  int
-	// Result is the empirical side: ROC, AUC, certified lower bounds (at the row confidence of
-	// the analysis's family).
-	Result *audit.Result
-	// Theory is the bound at this round, nil when the scores come without a config.
-	Theory *audit.Bound
-	// ClaimSource says what the verdict judged: "config claim", "--claim-mu claim",
-	// "accountant: ..." (the DP-FedAvg family's accountant), "convergent bound",
-	// "convergent bound with estimated L", "composition bound", "uploads bound", "uploads bound
-	// with estimated L", "uploads composition bound", or "" when there was nothing
-	// to judge. ClaimKind is ClaimDeployment, ClaimTheory or ClaimEstimate.
-	ClaimSource string
-	ClaimKind   string
-	Verdict     *audit.Verdict
-	// ExactMu is the exact mu of the mechanism for this threat model and round where it is known
-	// (the quadratic reference instance), NaN elsewhere.
-	ExactMu float64
-	// Metrics holds the mean of each of the attack's own success metrics (label accuracy,
-	// PSNR, ...) over the runs where it is defined.
-	Metrics map[string]float64
-	// ReversedMuLower is the mu the scores certify when read the other way round (higher
-	// means C'), at the same confidence; NaN unless the AUC is below 1/2. A positive value
-	// means the attack is worse than guessing in its stated direction: its scores are most
-	// likely reversed, and the verdict says nothing about the claim.
-	ReversedMuLower float64
-	// Unpaired lists the pair ids of coupled scores that appear in only one world.
-	Unpaired []int64
-	// Seed is the split method's seed (0 for the other methods).
-	Seed uint64
-}
-
-// Reversed reports whether the attack's scores certify privacy loss only when read in the
-// opposite direction.
-func (f *Finding) Reversed() bool { return f.ReversedMuLower > 0 }
-
-// Family is the statement the findings of one analysis make jointly: with probability at least
-// Confidence every certified bound of every row holds at once. Bonferroni over the rows gives
-// it: each row is certified at RowConfidence = 1 - (1 - Confidence)/Rows. So a verdict taken
-// over all rows (violated if any row's bound exceeds its claim) errs with probability at most
-// 1 - Confidence, however many attacks, threat models and checkpoints were tried.
-type Family struct {
-	Confidence    float64 `json:"confidence"`
-	Rows          int     `json:"rows"`
-	RowConfidence float64 `json:"row_confidence"`
-	Correction    string  `json:"correction"`
-}
-
-// Analysis is an audit of a whole score file: one finding per (attack, threat, round), the
-// family-wise statement they make together, and the headline verdict.
-type Analysis struct {
-	Findings []Finding
-	Family   Family
-	Headline Headline
 }
 
 type groupKey struct {
@@ -266,7 +194,7 @@ func pairUp(ids [2][]int64, vals [2][]float64) (c, cprime []float64, unpaired []
 // AnalyzeScores audits every (attack, threat, round) group of scores. theory, when not nil,
 // maps a round to its bound. A group whose scores are all of one world is an error naming it.
 // opts must be resolved (Confidence set).
-func AnalyzeScores(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions, theory func(round int) *audit.Bound) (*Analysis, error) {
+func AnalyzeScores(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions, theory func(round int) *audit.Bound) (*findings.Analysis, error) {
 	scores := sf.Scores
 	if len(scores) == 0 {
 		return nil, fmt.Errorf("analyze: no scores")
@@ -277,12 +205,12 @@ func AnalyzeScores(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions,
 	if err != nil {
 		return nil, err
 	}
-	fam := Family{Confidence: opts.Confidence, Rows: len(groups), Correction: "bonferroni over rows"}
+	fam := findings.Family{Confidence: opts.Confidence, Rows: len(groups), Correction: "bonferroni over rows"}
 	fam.RowConfidence = audit.FamilyRowConfidence(opts.Confidence, len(groups))
 	if len(groups) == 1 {
 		fam.Correction = "none (one row)"
 	}
-	var out []Finding
+	var out []findings.Finding
 	for _, g := range groups {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -302,7 +230,7 @@ func AnalyzeScores(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions,
 			}
 			return nil, fmt.Errorf("analyze: %s: %w", name, err)
 		}
-		f := Finding{Attack: g.attack, Threat: g.threat, Round: g.round, Result: res, ExactMu: math.NaN(),
+		f := findings.Finding{Attack: g.attack, Threat: g.threat, Round: g.round, Result: res, ExactMu: math.NaN(),
 			Metrics: means[groupKey{g.attack, g.threat, int32(g.round)}], ReversedMuLower: math.NaN(),
 			Unpaired: g.unpaired}
 		if res.Method == audit.Split {
@@ -319,7 +247,7 @@ func AnalyzeScores(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions,
 		if opts.Exact != nil {
 			f.ExactMu = opts.Exact(g.threat, g.round)
 		}
-		claim, source, kind := opts.Claim, cmp.Or(opts.ClaimSource, "config claim"), ClaimDeployment
+		claim, source, kind := opts.Claim, cmp.Or(opts.ClaimSource, "config claim"), findings.ClaimDeployment
 		if claim.Mu == 0 && claim.Epsilon == 0 {
 			claim, source, kind = theoryClaim(g.threat, f.Theory, opts.Smoothness)
 		}
@@ -329,7 +257,7 @@ func AnalyzeScores(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions,
 		}
 		out = append(out, f)
 	}
-	a := &Analysis{Findings: out, Family: fam}
+	a := &findings.Analysis{Findings: out, Family: fam}
 	a.Headline = summarize(out, fam, opts.Notes)
 	return a, nil
 }
@@ -352,22 +280,22 @@ func theoryClaim(threat string, th *audit.Bound, sm Smoothness) (audit.Claim, st
 			return audit.Claim{}, "", ""
 		}
 		if !sm.Proven {
-			return audit.Claim{Mu: th.Mu}, fmt.Sprintf("convergent bound with %s L", cmp.Or(sm.Source, "assumed")), ClaimEstimate
+			return audit.Claim{Mu: th.Mu}, fmt.Sprintf("convergent bound with %s L", cmp.Or(sm.Source, "assumed")), findings.ClaimEstimate
 		}
-		return audit.Claim{Mu: th.Mu}, "convergent bound", ClaimTheory
+		return audit.Claim{Mu: th.Mu}, "convergent bound", findings.ClaimTheory
 	case runs.ThreatUploads:
 		switch {
 		case valid(th.MuUploads) && (sm.Proven || th.T == 1):
-			return audit.Claim{Mu: th.MuUploads}, "uploads bound", ClaimTheory
+			return audit.Claim{Mu: th.MuUploads}, "uploads bound", findings.ClaimTheory
 		case valid(th.MuUploads):
-			return audit.Claim{Mu: th.MuUploads}, fmt.Sprintf("uploads bound with %s L", cmp.Or(sm.Source, "assumed")), ClaimEstimate
+			return audit.Claim{Mu: th.MuUploads}, fmt.Sprintf("uploads bound with %s L", cmp.Or(sm.Source, "assumed")), findings.ClaimEstimate
 		case valid(th.MuUploadsComposition):
-			return audit.Claim{Mu: th.MuUploadsComposition}, "uploads composition bound", ClaimTheory
+			return audit.Claim{Mu: th.MuUploadsComposition}, "uploads composition bound", findings.ClaimTheory
 		}
 		return audit.Claim{}, "", ""
 	}
 	if th.MuComposition > 0 {
-		return audit.Claim{Mu: th.MuComposition}, "composition bound", ClaimTheory
+		return audit.Claim{Mu: th.MuComposition}, "composition bound", findings.ClaimTheory
 	}
 	return audit.Claim{}, "", ""
 }

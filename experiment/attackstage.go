@@ -6,16 +6,14 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/fedaudit/fedaudit/attacks"
 	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
 )
-
-// ScoresPath is where an experiment directory keeps its score file.
-func ScoresPath(dir string) string { return filepath.Join(dir, "scores.arrow") }
 
 // AttackOptions tune the attack stage.
 type AttackOptions struct {
@@ -79,7 +77,7 @@ func openExperimentDir(dir string, allowPartial bool) (*experimentDir, error) {
 	trained, err := FromJSON(tab.Meta().Config)
 	if err != nil {
 		tab.Close()
-		return nil, fmt.Errorf("%s: %w", RunsDir(dir), err)
+		return nil, fmt.Errorf("%s: %w", expdir.Dir(dir).Runs(), err)
 	}
 	cfg, err := withDirSettings(dir, trained)
 	if err != nil {
@@ -108,14 +106,14 @@ func openRunTable(dir string, allowPartial bool) (*runs.Table, error) {
 	if allowPartial {
 		opts = append(opts, runs.AllowPartial())
 	}
-	return runs.Open(RunsDir(dir), opts...)
+	return runs.Open(expdir.Dir(dir).Runs(), opts...)
 }
 
 func withData(dir string, tab *runs.Table, cfg *Config, data *Data) (*experimentDir, error) {
 	if data.Hash != tab.Meta().DatasetHash {
 		tab.Close()
 		return nil, fmt.Errorf("%s: the data rebuilt from the config has hash %s, the run files were trained on %s; the dataset changed since training",
-			RunsDir(dir), data.Hash, tab.Meta().DatasetHash)
+			expdir.Dir(dir).Runs(), data.Hash, tab.Meta().DatasetHash)
 	}
 	return &experimentDir{dir: dir, tab: tab, cfg: cfg, data: data}, nil
 }
@@ -141,7 +139,7 @@ func (e *experimentDir) smoothness(ctx context.Context) (Smoothness, error) {
 	return sm, nil
 }
 
-// AttackDir scores the run files of dir into ScoresPath(dir), unless a score file is already
+// AttackDir scores the run files of dir into expdir.Dir(dir).Scores(), unless a score file is already
 // there (then it is read and returned).
 func AttackDir(ctx context.Context, dir string, opts AttackOptions) (*runs.ScoreFile, error) {
 	ed, err := openExperimentDir(dir, opts.AllowPartial)
@@ -155,7 +153,7 @@ func AttackDir(ctx context.Context, dir string, opts AttackOptions) (*runs.Score
 // scores reads the directory's score file, scoring the runs into it first when it is missing or
 // was scored for other attacks or rounds than the ones asked for now.
 func (e *experimentDir) scores(ctx context.Context, opts AttackOptions) (*runs.ScoreFile, error) {
-	path := ScoresPath(e.dir)
+	path := expdir.Dir(e.dir).Scores()
 	if _, err := os.Stat(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	} else if err == nil {
@@ -199,11 +197,11 @@ func (e *experimentDir) scoring(opts AttackOptions) (names []string, rounds []in
 	return names, rounds
 }
 
-// AttackTo scores the run files of dir into the score file out (ScoresPath(dir) when empty),
+// AttackTo scores the run files of dir into the score file out (expdir.Dir(dir).Scores() when empty),
 // replacing it.
 func AttackTo(ctx context.Context, dir, out string, opts AttackOptions) ([]runs.Score, string, error) {
 	if out == "" {
-		out = ScoresPath(dir)
+		out = expdir.Dir(dir).Scores()
 	}
 	ed, err := openExperimentDir(dir, opts.AllowPartial)
 	if err != nil {
@@ -245,7 +243,7 @@ func (e *experimentDir) attack(ctx context.Context, path string, opts AttackOpti
 // AnalyzeDir audits an experiment directory: it scores the run files when no score file exists,
 // then audits every (attack, threat, round) beside the theory for the experiment's config. The
 // directory's own audit settings (DIR/config.json) apply wherever opts leaves a field zero.
-func AnalyzeDir(ctx context.Context, dir string, opts AnalyzeOptions, aopts AttackOptions) (*Analysis, error) {
+func AnalyzeDir(ctx context.Context, dir string, opts AnalyzeOptions, aopts AttackOptions) (*findings.Analysis, error) {
 	ed, err := openExperimentDir(dir, aopts.AllowPartial)
 	if err != nil {
 		return nil, err
@@ -259,7 +257,7 @@ func AnalyzeDir(ctx context.Context, dir string, opts AnalyzeOptions, aopts Atta
 }
 
 // analyze audits the scores beside the theory, the claim and the exact mu of the experiment.
-func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions, logf func(string, ...any)) (*Analysis, error) {
+func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions, logf func(string, ...any)) (*findings.Analysis, error) {
 	cfg, data := e.cfg, e.data
 	sm, err := e.smoothness(ctx)
 	if err != nil {

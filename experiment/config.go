@@ -1,12 +1,8 @@
-// Package experiment runs an audit end to end from one config: it builds the adjacent datasets,
-// trains the coupled pairs shard by shard into run files, scores them with the attacks, and
-// turns the scores into certified bounds set beside the theory. Every stage reads what the one
-// before it wrote to the output directory, and skips work that is already complete, so a job
-// that dies resumes where it stopped.
 package experiment
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,8 +10,10 @@ import (
 	"os"
 	"slices"
 
-	"github.com/fedaudit/fedaudit/train"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/train"
 )
 
 // Config describes one experiment: data, adjacency, training, and how to audit.
@@ -293,12 +291,7 @@ func (c *Config) fillDefaults() {
 	if c.Adjacency.Canary == "" {
 		c.Adjacency.Canary = "dirac"
 	}
-	if c.Audit.Confidence == 0 {
-		c.Audit.Confidence = 0.95
-	}
-	if c.Audit.Delta == 0 {
-		c.Audit.Delta = 1e-5
-	}
+	c.Audit.fillDefaults()
 	if c.Train.Batching == "" {
 		c.Train.Batching = "full"
 	}
@@ -308,6 +301,18 @@ func (c *Config) fillDefaults() {
 	if c.Train.Seed == 0 {
 		c.Train.Seed = c.Seed
 	}
+}
+
+// ClientLevel reports whether the adjacency changes a whole client.
+func (a AdjacencyConfig) ClientLevel() bool {
+	return a.Kind == "replace-client" || a.Kind == "remove-client"
+}
+
+// fillDefaults sets the statistics settings left zero: the one place their defaults are set,
+// for configs and for scores analyzed without one.
+func (a *AuditConfig) fillDefaults() {
+	a.Confidence = cmp.Or(a.Confidence, audit.DefaultConfidence)
+	a.Delta = cmp.Or(a.Delta, audit.DefaultDelta)
 }
 
 // canaryPool is the number of samples kept out of every client and the test set, from which a

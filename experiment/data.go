@@ -107,6 +107,46 @@ func Prepare(cfg *Config) (*Data, error) {
 	}, nil
 }
 
+// prepareClientLevel builds the client-level adjacent pair: client adjacency.client of C is
+// replaced by a canary client (replace-client) or removed (remove-client).
+func prepareClientLevel(cfg *Config, base, pool, test *datasets.Dataset, clients []*datasets.Dataset) (*Data, error) {
+	adj := cfg.Adjacency
+	var canary *datasets.Dataset
+	if adj.Kind == "replace-client" {
+		own := clients[adj.Client]
+		spec := datasets.CanarySpec{Kind: datasets.CanaryKind(adj.Canary), Shape: base.Shape, Classes: base.Classes,
+			Pool: pool, Target: own.Sample(adj.Index), Pixels: adj.Pixels, Seed: cfg.Seed}
+		if adj.Canary == "custom" {
+			spec.Target = datasets.Sample{Features: adj.Features, Label: adj.Label}
+		}
+		var sample datasets.Sample
+		if adj.Canary != "relabel" {
+			s, err := datasets.BuildCanary(spec)
+			if err != nil {
+				return nil, fmt.Errorf("adjacency.canary: %w", err)
+			}
+			sample = s
+		}
+		c, err := datasets.CanaryClient(own, datasets.CanaryKind(adj.Canary), sample)
+		if err != nil {
+			return nil, fmt.Errorf("adjacency.canary: %w", err)
+		}
+		canary = c
+	}
+	pair, err := datasets.NewClientPair(clients, adj.Client, datasets.AdjacencyKind(adj.Kind), canary)
+	if err != nil {
+		return nil, fmt.Errorf("adjacency: %w", err)
+	}
+	return &Data{
+		Pair:    pair,
+		Test:    test,
+		Target:  train.TargetInfo{Client: adj.Client, Index: adj.Index, WholeClient: true, Absent: adj.Kind == "remove-client"},
+		Hash:    pair.Hash(),
+		Shape:   base.Shape,
+		Classes: base.Classes,
+	}, nil
+}
+
 func openSource(cfg *Config) (*datasets.Dataset, error) {
 	if cfg.Data.Source != "synthetic" {
 		d, err := datasets.Open(cfg.Data.Source, cfg.Data.DataDir)

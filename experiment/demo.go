@@ -1,6 +1,8 @@
 package experiment
 
-import "github.com/fedaudit/fedaudit/train"
+import (
+	"github.com/fedaudit/fedaudit/train"
+)
 
 // Demo is the built-in default experiment behind `audit demo`: synthetic data, a small tanh
 // MLP trained by Noisy-FedAvg, a Dirac canary replacing one sample of client 0, and the informed

@@ -9,35 +9,29 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
-// ConfigPath is where an experiment directory keeps its configuration: the whole config as last
-// run, whose audit: section (claim, confidence, method, attacks) every later stage applies.
-func ConfigPath(dir string) string { return filepath.Join(dir, "config.json") }
-
-// FindingsPath is where an experiment directory keeps its analysis (AnalysisRecord).
-func FindingsPath(dir string) string { return filepath.Join(dir, "findings.json") }
-
 // readDirConfig reads DIR/config.json; it returns nil and no error when there is none.
 func readDirConfig(dir string) (*Config, error) {
-	raw, err := os.ReadFile(ConfigPath(dir))
+	raw, err := os.ReadFile(expdir.Dir(dir).Config())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", ConfigPath(dir), err)
+		return nil, fmt.Errorf("read %s: %w", expdir.Dir(dir).Config(), err)
 	}
 	cfg, err := FromJSON(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", ConfigPath(dir), err)
+		return nil, fmt.Errorf("%s: %w", expdir.Dir(dir).Config(), err)
 	}
 	return cfg, nil
 }
 
 // writeDirConfig stores cfg as DIR/config.json.
 func writeDirConfig(dir string, cfg *Config) error {
-	return writeFileAtomic(ConfigPath(dir), append(cfg.JSON(), '\n'))
+	return writeFileAtomic(expdir.Dir(dir).Config(), append(cfg.JSON(), '\n'))
 }
 
 // withDirSettings overlays the stage-only settings of DIR/config.json (name, audit section,
@@ -52,7 +46,7 @@ func withDirSettings(dir string, trained *Config) (*Config, error) {
 	}
 	if !SameTraining(own, trained) {
 		return nil, fmt.Errorf("%s does not describe the runs in %s; it differs in %s",
-			ConfigPath(dir), RunsDir(dir), strings.Join(ConfigDiff(trained, own, true), "; "))
+			expdir.Dir(dir).Config(), expdir.Dir(dir).Runs(), strings.Join(ConfigDiff(trained, own, true), "; "))
 	}
 	return own, nil
 }
@@ -82,9 +76,9 @@ func CheckDirectory(cfg *Config, dir string, shards int) (DirectoryCheck, error)
 		}
 		chk.Changed = ConfigDiff(own, cfg, false)
 	}
-	infos, err := runs.ShardStatus(RunsDir(dir), 0)
+	infos, err := runs.ShardStatus(expdir.Dir(dir).Runs(), 0)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		if _, statErr := os.Stat(RunsDir(dir)); statErr == nil {
+		if _, statErr := os.Stat(expdir.Dir(dir).Runs()); statErr == nil {
 			return chk, err
 		}
 	}
@@ -95,7 +89,7 @@ func CheckDirectory(cfg *Config, dir string, shards int) (DirectoryCheck, error)
 		}
 		if info.Shard.Count != shards {
 			return chk, fmt.Errorf("%s holds shard %s of a %d-shard layout (%s); this run asks for %d shards: give --shards %d, or choose another --out",
-				RunsDir(dir), info.Shard, info.Shard.Count, filepath.Base(info.Path), shards, info.Shard.Count)
+				expdir.Dir(dir).Runs(), info.Shard, info.Shard.Count, filepath.Base(info.Path), shards, info.Shard.Count)
 		}
 		trained, err := trainedConfig(info.Path)
 		if err != nil {

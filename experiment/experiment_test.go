@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
@@ -56,8 +58,8 @@ func TestShardingIsInvisible(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	whole := readRows(t, RunsDir(one))
-	sharded := readRows(t, RunsDir(three))
+	whole := readRows(t, expdir.Dir(one).Runs())
+	sharded := readRows(t, expdir.Dir(three).Runs())
 	key := func(r runs.Row) [2]int64 { return [2]int64{r.RunID, int64(r.Round)} }
 	index := map[[2]int64]runs.Row{}
 	for _, r := range whole {
@@ -72,7 +74,7 @@ func TestShardingIsInvisible(t *testing.T) {
 		}
 	}
 
-	path := filepath.Join(RunsDir(one), runs.Shard{Index: 0, Count: 1}.FileName())
+	path := filepath.Join(expdir.Dir(one).Runs(), runs.Shard{Index: 0, Count: 1}.FileName())
 	before, _ := os.Stat(path)
 	_, skipped, err := TrainShard(ctx, cfg, data, runs.Shard{Index: 0, Count: 1}, one, TrainOptions{})
 	if err != nil || !skipped {
@@ -142,7 +144,7 @@ func TestSmoothnessEstimatedForMLP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tab, err := runs.Open(RunsDir(dir))
+	tab, err := runs.Open(expdir.Dir(dir).Runs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +171,7 @@ func TestSmoothnessEstimatedForMLP(t *testing.T) {
 }
 
 // runFindings runs an experiment and returns its rows.
-func runFindings(cfg *Config, dir string, opts RunOptions) ([]Finding, error) {
+func runFindings(cfg *Config, dir string, opts RunOptions) ([]findings.Finding, error) {
 	a, err := Run(context.Background(), cfg, dir, opts)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
@@ -31,7 +32,7 @@ func faultJob(t *testing.T) (*Config, *Data, []runs.Row) {
 	}
 	dir := t.TempDir()
 	trainShards(t, cfg, data, dir)
-	return cfg, data, readRows(t, RunsDir(dir))
+	return cfg, data, readRows(t, expdir.Dir(dir).Runs())
 }
 
 func trainShards(t *testing.T, cfg *Config, data *Data, dir string) {
@@ -46,7 +47,7 @@ func trainShards(t *testing.T, cfg *Config, data *Data, dir string) {
 // checkRepaired checks that dir is complete and holds want's rows, each exactly once.
 func checkRepaired(t *testing.T, cfg *Config, dir string, want []runs.Row) {
 	t.Helper()
-	infos, err := runs.ShardStatus(RunsDir(dir), faultShards)
+	infos, err := runs.ShardStatus(expdir.Dir(dir).Runs(), faultShards)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func checkRepaired(t *testing.T, cfg *Config, dir string, want []runs.Row) {
 			t.Errorf("after the rerun: %s %s is %s (%v)", in.Shard, in.Path, in.State, in.Err)
 		}
 	}
-	got := readRows(t, RunsDir(dir))
+	got := readRows(t, expdir.Dir(dir).Runs())
 	seen := map[[2]int64]bool{}
 	for _, r := range got {
 		k := [2]int64{r.RunID, int64(r.Round)}
@@ -93,7 +94,7 @@ func TestFaultKilledMidWrite(t *testing.T) {
 	writing := false
 	_, _, err := TrainShard(ctx, cfg, data, victim, dir, TrainOptions{Progress: func(done, total int) {
 		if done == 2 {
-			tmps, _ := filepath.Glob(filepath.Join(RunsDir(dir), ".*.tmp-*"))
+			tmps, _ := filepath.Glob(filepath.Join(expdir.Dir(dir).Runs(), ".*.tmp-*"))
 			writing = len(tmps) == 1
 			cancel()
 		}
@@ -104,11 +105,11 @@ func TestFaultKilledMidWrite(t *testing.T) {
 	if !writing {
 		t.Fatal("no temporary file was being written when the shard was cancelled: the test cancels too early")
 	}
-	path := filepath.Join(RunsDir(dir), victim.FileName())
+	path := filepath.Join(expdir.Dir(dir).Runs(), victim.FileName())
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("cancelled shard left %s (stat: %v)", path, err)
 	}
-	infos, err := runs.ShardStatus(RunsDir(dir), faultShards)
+	infos, err := runs.ShardStatus(expdir.Dir(dir).Runs(), faultShards)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestFaultKilledMidWrite(t *testing.T) {
 		}
 	}
 	// The directory refuses to open as a job until the rerun.
-	if _, err := runs.Open(RunsDir(dir)); err == nil {
+	if _, err := runs.Open(expdir.Dir(dir).Runs()); err == nil {
 		t.Error("a directory with only a cancelled shard opened")
 	}
 	trainShards(t, cfg, data, dir)
@@ -144,7 +145,7 @@ func TestFaultLeftovers(t *testing.T) {
 			dir := t.TempDir()
 			trainShards(t, cfg, data, dir)
 			bad := runs.Shard{Index: 2, Count: faultShards}
-			path := filepath.Join(RunsDir(dir), bad.FileName())
+			path := filepath.Join(expdir.Dir(dir).Runs(), bad.FileName())
 			raw, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
@@ -153,12 +154,12 @@ func TestFaultLeftovers(t *testing.T) {
 				t.Fatal(err)
 			}
 			// A killed writer's temporary file for another shard.
-			tmp := filepath.Join(RunsDir(dir), "."+runs.Shard{Index: 0, Count: faultShards}.FileName()+".tmp-1234")
+			tmp := filepath.Join(expdir.Dir(dir).Runs(), "."+runs.Shard{Index: 0, Count: faultShards}.FileName()+".tmp-1234")
 			if err := os.WriteFile(tmp, raw[:len(raw)/3], 0o644); err != nil {
 				t.Fatal(err)
 			}
 
-			infos, err := runs.ShardStatus(RunsDir(dir), faultShards)
+			infos, err := runs.ShardStatus(expdir.Dir(dir).Runs(), faultShards)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,7 +172,7 @@ func TestFaultLeftovers(t *testing.T) {
 			if states[path] != runs.ShardCorrupt || states[tmp] != runs.ShardWriting {
 				t.Errorf("status: %s is %v, %s is %v; want corrupt, writing", path, states[path], tmp, states[tmp])
 			}
-			if _, err := runs.Open(RunsDir(dir)); err == nil || !strings.Contains(err.Error(), bad.FileName()) {
+			if _, err := runs.Open(expdir.Dir(dir).Runs()); err == nil || !strings.Contains(err.Error(), bad.FileName()) {
 				t.Errorf("Open: err = %v, want one naming %s", err, bad.FileName())
 			}
 
@@ -212,7 +213,7 @@ func TestFaultMixedConfigs(t *testing.T) {
 	if _, _, err := TrainShard(ctx, other, otherData, runs.Shard{Index: 1, Count: 2}, dir, TrainOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	first := filepath.Join(RunsDir(dir), runs.Shard{Index: 0, Count: 2}.FileName())
+	first := filepath.Join(expdir.Dir(dir).Runs(), runs.Shard{Index: 0, Count: 2}.FileName())
 	before, err := os.ReadFile(first)
 	if err != nil {
 		t.Fatal(err)
@@ -223,13 +224,13 @@ func TestFaultMixedConfigs(t *testing.T) {
 	if after, _ := os.ReadFile(first); !slices.Equal(before, after) {
 		t.Error("another experiment's shard was overwritten")
 	}
-	if _, err := runs.Open(RunsDir(dir)); err == nil || !strings.Contains(err.Error(), "not of one experiment") {
+	if _, err := runs.Open(expdir.Dir(dir).Runs()); err == nil || !strings.Contains(err.Error(), "not of one experiment") {
 		t.Errorf("Open of a mixed directory: err = %v, want a refusal", err)
 	}
-	if _, err := runs.Open(RunsDir(dir), runs.AllowPartial()); err == nil {
+	if _, err := runs.Open(expdir.Dir(dir).Runs(), runs.AllowPartial()); err == nil {
 		t.Error("Open with AllowPartial accepted a mixed directory")
 	}
-	infos, err := runs.ShardStatus(RunsDir(dir), 2)
+	infos, err := runs.ShardStatus(expdir.Dir(dir).Runs(), 2)
 	if err != nil {
 		t.Fatal(err)
 	}

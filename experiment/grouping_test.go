@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
@@ -15,7 +17,7 @@ import (
 // identity, and a directory trained with one group size is reused by another.
 func TestGroupingIsInvisible(t *testing.T) {
 	var ref []byte
-	var refFindings []Finding
+	var refFindings []findings.Finding
 	for _, g := range []int{0, 1, 7} {
 		cfg := smallConfig()
 		cfg.Pairs = 15
@@ -47,7 +49,7 @@ func TestGroupingIsInvisible(t *testing.T) {
 		if !SameTraining(cfg, other) {
 			t.Errorf("groups of %d: group size is part of the training identity: %v", g, ConfigDiff(cfg, other, true))
 		}
-		path := filepath.Join(RunsDir(dir), runs.Shard{Index: 0, Count: 1}.FileName())
+		path := filepath.Join(expdir.Dir(dir).Runs(), runs.Shard{Index: 0, Count: 1}.FileName())
 		before, _ := os.Stat(path)
 		if _, err := Run(context.Background(), other, dir, RunOptions{Shards: 1}); err != nil {
 			t.Fatal(err)

@@ -7,55 +7,15 @@ import (
 	"strings"
 
 	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/findings"
 )
-
-// Headline statuses.
-const (
-	// StatusViolated: some certified bound exceeds a claim of the deployment or a bound of the
-	// theory that holds for it, at the family-wise confidence. The CLI exits with status 3.
-	StatusViolated = "violated"
-	// StatusConsistent: rows were judged against claims or proven bounds, and no certified
-	// bound exceeds its claim. This does not prove the claim.
-	StatusConsistent = "consistent"
-	// StatusNoClaim: nothing was judged that the deployment promises (no claim, and no theory
-	// bound that holds for it); estimates may still have been compared, see the notes.
-	StatusNoClaim = "no claim"
-)
-
-// Headline is the audit's overall answer, printed first by every command that judges and shown
-// first in the report: the verdict over the whole family of rows, the strongest attack and its
-// certified bound against the claim.
-type Headline struct {
-	Status string `json:"status"`
-	// Text is one sentence that states the verdict, the strongest attack and its certified
-	// bound against the claim.
-	Text string `json:"text"`
-	// The strongest row: for a violation, the violated row of largest tightness; otherwise the
-	// judged row of largest tightness, or without any judged row the largest certified mu.
-	Attack    string   `json:"attack,omitempty"`
-	Threat    string   `json:"threat,omitempty"`
-	Round     int      `json:"round"`
-	MuLower   float64  `json:"mu_lower"`
-	EpsLower  float64  `json:"eps_lower"`
-	Claim     string   `json:"claim,omitempty"`
-	Tightness *float64 `json:"tightness"`
-	// Confidence is the family-wise confidence the verdict holds at, over Rows rows.
-	Confidence float64 `json:"confidence"`
-	Rows       int     `json:"rows"`
-	// Notes qualify the verdict: where the settings came from, estimates exceeded, attacks
-	// whose scores look reversed, coupled scores without a partner.
-	Notes []string `json:"notes,omitempty"`
-}
-
-// Violated reports whether the headline verdict is a violation.
-func (h Headline) Violated() bool { return h.Status == StatusViolated }
 
 // summarize takes the verdict over every row of an analysis. Rows judged against an estimate
 // never make it a violation: they become notes.
-func summarize(fs []Finding, fam Family, notes []string) Headline {
-	h := Headline{Status: StatusNoClaim, Confidence: fam.Confidence, Rows: fam.Rows, Notes: append([]string(nil), notes...)}
-	var best *Finding
-	better := func(a, b *Finding) bool { // a stronger than b
+func summarize(fs []findings.Finding, fam findings.Family, notes []string) findings.Headline {
+	h := findings.Headline{Status: findings.StatusNoClaim, Confidence: fam.Confidence, Rows: fam.Rows, Notes: append([]string(nil), notes...)}
+	var best *findings.Finding
+	better := func(a, b *findings.Finding) bool { // a stronger than b
 		if b == nil {
 			return true
 		}
@@ -63,18 +23,18 @@ func summarize(fs []Finding, fam Family, notes []string) Headline {
 	}
 	for i := range fs {
 		f := &fs[i]
-		if f.Verdict == nil || f.Verdict.Status == audit.Invalid || f.ClaimKind == ClaimEstimate {
+		if f.Verdict == nil || f.Verdict.Status == audit.Invalid || f.ClaimKind == findings.ClaimEstimate {
 			continue
 		}
 		violated := f.Verdict.Status == audit.Violated
 		switch {
-		case violated && h.Status != StatusViolated:
-			h.Status, best = StatusViolated, f
-		case violated == (h.Status == StatusViolated) && better(f, best):
+		case violated && h.Status != findings.StatusViolated:
+			h.Status, best = findings.StatusViolated, f
+		case violated == (h.Status == findings.StatusViolated) && better(f, best):
 			best = f
 		}
-		if h.Status == StatusNoClaim {
-			h.Status = StatusConsistent
+		if h.Status == findings.StatusNoClaim {
+			h.Status = findings.StatusConsistent
 		}
 	}
 	if best == nil {
@@ -84,22 +44,22 @@ func summarize(fs []Finding, fam Family, notes []string) Headline {
 			}
 		}
 	}
-	level := fmt.Sprintf("%s confidence jointly over %d rows", percent(fam.Confidence), fam.Rows)
+	level := fmt.Sprintf("%s confidence jointly over %d rows", findings.Percent(fam.Confidence), fam.Rows)
 	if fam.Rows == 1 {
-		level = fmt.Sprintf("%s confidence", percent(fam.Confidence))
+		level = fmt.Sprintf("%s confidence", findings.Percent(fam.Confidence))
 	}
 	if best != nil {
 		h.Attack, h.Threat, h.Round = best.Attack, best.Threat, best.Round
 		h.MuLower, h.EpsLower = best.Result.MuLower, best.Result.EpsLower
 		row := rowName(best)
 		switch h.Status {
-		case StatusViolated, StatusConsistent:
+		case findings.StatusViolated, findings.StatusConsistent:
 			c := decisiveCheck(best.Verdict)
 			h.Claim = claimWithSource(c, best.ClaimSource)
 			t := c.Tightness
 			h.Tightness = &t
 			switch {
-			case h.Status == StatusViolated:
+			case h.Status == findings.StatusViolated:
 				h.Text = fmt.Sprintf("VIOLATED: %s certifies %s, above the %s (%s).",
 					row, lowerText(c), claimWithSource(c, best.ClaimSource), level)
 			case c.Lower <= 0:
@@ -117,7 +77,7 @@ func summarize(fs []Finding, fam Family, notes []string) Headline {
 	for i := range fs {
 		f := &fs[i]
 		row := rowName(f)
-		if f.Verdict != nil && f.ClaimKind == ClaimEstimate && f.Verdict.Status == audit.Violated {
+		if f.Verdict != nil && f.ClaimKind == findings.ClaimEstimate && f.Verdict.Status == audit.Violated {
 			c := decisiveCheck(f.Verdict)
 			h.Notes = append(h.Notes, fmt.Sprintf("%s certifies %s, above the %s: an estimate, not a claim of the deployment; the assumed constant is too small for it.",
 				row, lowerText(c), claimWithSource(c, f.ClaimSource)))
@@ -135,7 +95,7 @@ func summarize(fs []Finding, fam Family, notes []string) Headline {
 }
 
 // rowName names a row as "attack (threat, T = t)", without an empty threat of foreign scores.
-func rowName(f *Finding) string {
+func rowName(f *findings.Finding) string {
 	if f.Threat == "" {
 		return fmt.Sprintf("%s (T = %d)", f.Attack, f.Round)
 	}
@@ -174,13 +134,6 @@ func lowerText(c audit.Check) string {
 	return fmt.Sprintf("mu >= %.4g", c.Lower)
 }
 
-// percent prints a confidence level as a percentage without needless digits (95%, 99.5%).
-func percent(p float64) string {
-	s := fmt.Sprintf("%.4f", 100*p)
-	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	return s + "%"
-}
-
 // withDefaults fills the zero settings of opts from the experiment's audit settings (cfg may be
 // nil for scores without an experiment) and the defaults, and notes every command-line setting
 // that replaces a configured one, so the output says what it judged.
@@ -206,8 +159,9 @@ func (o AnalyzeOptions) withDefaults(cfg *Config) AnalyzeOptions {
 			}
 		}
 	}
-	o.Confidence = cmp.Or(o.Confidence, a.Confidence, 0.95)
-	o.Delta = cmp.Or(o.Delta, a.Delta, 1e-5)
+	a.fillDefaults()
+	o.Confidence = cmp.Or(o.Confidence, a.Confidence)
+	o.Delta = cmp.Or(o.Delta, a.Delta)
 	o.Method = cmp.Or(o.Method, audit.ThresholdMethod(a.Method))
 	o.Seed = cmp.Or(o.Seed, seed)
 	if o.Claim.Mu == 0 && o.Claim.Epsilon == 0 && (a.ClaimMu > 0 || a.ClaimEpsilon > 0) {

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"strings"
 
+	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
@@ -32,7 +34,7 @@ type RunOptions struct {
 // A directory trained before is checked first, before anything is written: runs of other
 // training settings or another shard count are refused with the differing fields named, while
 // changed audit settings (claim, confidence, attacks, ...) reuse the trained runs.
-func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) (*Analysis, error) {
+func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) (*findings.Analysis, error) {
 	logf := opts.Train.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
@@ -83,12 +85,12 @@ func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) (*Analys
 }
 
 // WriteFindings stores an analysis as DIR/findings.json.
-func WriteFindings(dir string, a *Analysis) error {
+func WriteFindings(dir string, a *findings.Analysis) error {
 	var buf bytes.Buffer
 	if err := a.WriteJSON(&buf); err != nil {
 		return fmt.Errorf("findings: %w", err)
 	}
-	return writeFileAtomic(FindingsPath(dir), buf.Bytes())
+	return writeFileAtomic(expdir.Dir(dir).Findings(), buf.Bytes())
 }
 
 // writeFileAtomic writes through a temporary file, fsync and a rename, so a reader never sees

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
 )
@@ -73,7 +74,7 @@ func TestRoundSummariesOnQuadraticInstance(t *testing.T) {
 	if _, _, err := TrainShard(context.Background(), cfg, data, runs.Shard{Index: 0, Count: 1}, dir, TrainOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tab, err := runs.Open(RunsDir(dir))
+	tab, err := runs.Open(expdir.Dir(dir).Runs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +258,7 @@ func TestUploadRatioOnQuadraticInstance(t *testing.T) {
 	if _, _, err := TrainShard(context.Background(), cfg, data, runs.Shard{Index: 0, Count: 1}, dir, TrainOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tab, err := runs.Open(RunsDir(dir))
+	tab, err := runs.Open(expdir.Dir(dir).Runs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +266,7 @@ func TestUploadRatioOnQuadraticInstance(t *testing.T) {
 	_, dnorm := exactDelta(t, cfg, data)
 	want := math.Pow(float64(cfg.Data.Clients)*dnorm/cfg.Train.NoiseStd, 2)
 	meta := tab.Meta()
-	llr, mu2 := meta.StatIndex(train.StatLLRUpload), meta.StatIndex(train.StatMu2Upload)
+	llr, mu2 := meta.StatIndex(runs.StatLLRUpload), meta.StatIndex(runs.StatMu2Upload)
 	if llr < 0 || mu2 < 0 {
 		t.Fatalf("run file lacks the upload statistics: %v", meta.StatNames)
 	}

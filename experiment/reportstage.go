@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"path/filepath"
 
+	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/report"
 )
 
@@ -21,7 +22,7 @@ type ReportOptions struct {
 // report.md, figures/, tables/) from the analysis and the run files, and the per-round training
 // summaries (rounds.json) that `audit compare` tabulates. findings.json and the report always
 // come from the same analysis, so they never disagree.
-func Report(ctx context.Context, dir string, a *Analysis, opts ReportOptions, allowPartial bool) error {
+func Report(ctx context.Context, dir string, a *findings.Analysis, opts ReportOptions, allowPartial bool) error {
 	ed, err := openExperimentDir(dir, allowPartial)
 	if err != nil {
 		return err
@@ -30,7 +31,7 @@ func Report(ctx context.Context, dir string, a *Analysis, opts ReportOptions, al
 	return ed.writeAnalysis(ctx, a, opts)
 }
 
-func (e *experimentDir) writeAnalysis(ctx context.Context, a *Analysis, opts ReportOptions) error {
+func (e *experimentDir) writeAnalysis(ctx context.Context, a *findings.Analysis, opts ReportOptions) error {
 	if err := WriteFindings(e.dir, a); err != nil {
 		return err
 	}
@@ -40,17 +41,17 @@ func (e *experimentDir) writeAnalysis(ctx context.Context, a *Analysis, opts Rep
 	return nil
 }
 
-func (e *experimentDir) report(ctx context.Context, a *Analysis, opts ReportOptions) error {
+func (e *experimentDir) report(ctx context.Context, a *findings.Analysis, opts ReportOptions) error {
 	dir, tab, cfg, data := e.dir, e.tab, e.cfg, e.data
 	sums, err := SummarizeRounds(ctx, tab)
 	if err != nil {
 		return err
 	}
-	raw, err := RoundSummariesJSON(sums)
+	raw, err := findings.MarshalRounds(sums)
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "rounds.json"), append(raw, '\n')); err != nil {
+	if err := writeFileAtomic(expdir.Dir(dir).Rounds(), append(raw, '\n')); err != nil {
 		return err
 	}
 	sm, err := e.smoothness(ctx)
@@ -69,29 +70,16 @@ func (e *experimentDir) report(ctx context.Context, a *Analysis, opts ReportOpti
 		NoiseLabel:  fmt.Sprintf("sigma = %g", cfg.Train.NoiseStd),
 		Generated:   fmt.Sprintf("fedaudit %s, audit report %s", opts.ToolVersion, dir),
 	}
-	findings := a.Findings
-	if len(findings) > 0 {
-		in.Confidence = findings[0].Result.Confidence
-		in.Method = string(findings[0].Result.Method)
-		in.Delta = findings[0].Result.Delta
+	fs := a.Findings
+	if len(fs) > 0 {
+		in.Confidence = fs[0].Result.Confidence
+		in.Method = string(fs[0].Result.Method)
+		in.Delta = fs[0].Result.Delta
 	}
 	h := a.Headline
-	in.Headline = &report.Headline{Status: h.Status, Text: h.Text, Notes: h.Notes,
-		Confidence: a.Family.Confidence, Rows: a.Family.Rows, RowConfidence: a.Family.RowConfidence}
-	in.ClaimMu, in.ClaimLabel = claimedMu(findings)
-	for _, f := range findings {
-		in.Findings = append(in.Findings, report.Finding{
-			Attack: f.Attack, Threat: f.Threat, Round: f.Round, Result: f.Result,
-			Theory: f.Theory, Verdict: f.Verdict, ClaimSource: f.ClaimSource, ClaimKind: f.ClaimKind,
-			ExactMu: finite(f.ExactMu), Metrics: f.Metrics,
-		})
-	}
-	for _, s := range sums {
-		in.Rounds = append(in.Rounds, report.RoundStats{
-			Round: s.Round, Sensitivity: s.Sensitivity, RealizedMu: s.RealizedMu,
-			TrainLoss: s.TrainLoss, TestAccuracy: s.TestAccuracy, Diverged: s.Diverged,
-		})
-	}
+	in.Headline, in.Family = &h, a.Family
+	in.ClaimMu, in.ClaimLabel = claimedMu(fs)
+	in.Findings, in.Rounds = fs, sums
 	return report.Write(dir, in, report.Options{PNG: opts.PNG})
 }
 
@@ -99,10 +87,10 @@ func (e *experimentDir) report(ctx context.Context, a *Analysis, opts ReportOpti
 // against a claim of the deployment was judged against, and where it came from; 0 when no row
 // was, or when the claimed mu differs between rows (an accountant's claim per T) or is in
 // epsilon.
-func claimedMu(fs []Finding) (float64, string) {
+func claimedMu(fs []findings.Finding) (float64, string) {
 	mu, source := 0.0, ""
 	for _, f := range fs {
-		if f.Verdict == nil || f.ClaimKind != ClaimDeployment {
+		if f.Verdict == nil || f.ClaimKind != findings.ClaimDeployment {
 			continue
 		}
 		for _, c := range f.Verdict.Checks {

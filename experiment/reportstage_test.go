@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/findings"
 )
 
 // TestReportShowsHeadline: the report of a directory opens with the headline of its analysis
@@ -58,23 +59,23 @@ func TestReportShowsHeadline(t *testing.T) {
 }
 
 func TestClaimedMu(t *testing.T) {
-	judged := func(mu float64, kind, source string) Finding {
+	judged := func(mu float64, kind, source string) findings.Finding {
 		v := audit.Judge(&audit.Result{MuLower: 0.1}, audit.Claim{Mu: mu})
-		return Finding{Verdict: &v, ClaimKind: kind, ClaimSource: source}
+		return findings.Finding{Verdict: &v, ClaimKind: kind, ClaimSource: source}
 	}
 	eps := audit.Judge(&audit.Result{EpsLower: 0.1}, audit.Claim{Epsilon: 2, Delta: 1e-5})
 	for _, tc := range []struct {
 		name   string
-		fs     []Finding
+		fs     []findings.Finding
 		mu     float64
 		source string
 	}{
 		{"none", nil, 0, ""},
-		{"config claim", []Finding{judged(0.3, ClaimDeployment, "config claim"), judged(0.3, ClaimDeployment, "config claim")}, 0.3, "config claim"},
-		{"theory is no claim", []Finding{judged(2, ClaimTheory, "composition bound"), judged(1, ClaimEstimate, "convergent bound with given L")}, 0, ""},
-		{"claim beside theory", []Finding{judged(2, ClaimTheory, "composition bound"), judged(0.5, ClaimDeployment, "--claim-mu claim")}, 0.5, "--claim-mu claim"},
-		{"per-T accountant", []Finding{judged(0.5, ClaimDeployment, "accountant: rdp"), judged(0.9, ClaimDeployment, "accountant: rdp")}, 0, ""},
-		{"epsilon claim", []Finding{{Verdict: &eps, ClaimKind: ClaimDeployment, ClaimSource: "config claim"}}, 0, ""},
+		{"config claim", []findings.Finding{judged(0.3, findings.ClaimDeployment, "config claim"), judged(0.3, findings.ClaimDeployment, "config claim")}, 0.3, "config claim"},
+		{"theory is no claim", []findings.Finding{judged(2, findings.ClaimTheory, "composition bound"), judged(1, findings.ClaimEstimate, "convergent bound with given L")}, 0, ""},
+		{"claim beside theory", []findings.Finding{judged(2, findings.ClaimTheory, "composition bound"), judged(0.5, findings.ClaimDeployment, "--claim-mu claim")}, 0.5, "--claim-mu claim"},
+		{"per-T accountant", []findings.Finding{judged(0.5, findings.ClaimDeployment, "accountant: rdp"), judged(0.9, findings.ClaimDeployment, "accountant: rdp")}, 0, ""},
+		{"epsilon claim", []findings.Finding{{Verdict: &eps, ClaimKind: findings.ClaimDeployment, ClaimSource: "config claim"}}, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mu, source := claimedMu(tc.fs)

@@ -5,36 +5,17 @@ import (
 	"math"
 	"slices"
 
+	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
-	"github.com/fedaudit/fedaudit/train"
 )
 
-// RoundSummary aggregates the runs of an experiment at one checkpoint: utility, divergence, the
-// realized mu of the informed adversary, and the measured sensitivity of coupled pairs.
-type RoundSummary struct {
-	Round int `json:"round"`
-	Runs  int `json:"runs"`
-	// Diverged counts runs flagged as diverged (the paper's "-" entries).
-	Diverged int `json:"diverged"`
-	// TrainLoss and TestAccuracy are means over runs that did not diverge (NaN if none).
-	TrainLoss    float64 `json:"train_loss"`
-	TestAccuracy float64 `json:"test_accuracy"`
-	// RealizedMu is sqrt of the mean recorded mu^2 = (m/sigma^2) sum_t ||phi(w_t) - phi'(w_t)||^2
-	// over world-C runs (NaN when training did not record it).
-	RealizedMu float64 `json:"realized_mu"`
-	// Sensitivity is the mean of ||w_T - w'_T|| over pairs whose runs both kept their
-	// parameters (NaN without recorded parameters).
-	Sensitivity float64 `json:"sensitivity"`
-	// MaxSensitivity is the largest ||w_T - w'_T|| over those pairs.
-	MaxSensitivity float64 `json:"max_sensitivity"`
-}
-
-// SummarizeRounds reads every row of a run table once and aggregates it per round.
-func SummarizeRounds(ctx context.Context, tab *runs.Table) ([]RoundSummary, error) {
+// SummarizeRounds reads every row of a run table once and aggregates it per round: what
+// rounds.json holds and the report shows.
+func SummarizeRounds(ctx context.Context, tab *runs.Table) ([]findings.RoundSummary, error) {
 	meta := tab.Meta()
-	mu2 := meta.StatIndex(train.StatMu2)
+	mu2 := meta.StatIndex(runs.StatMu2)
 	type acc struct {
-		RoundSummary
+		findings.RoundSummary
 		lossSum, accSum, mu2Sum float64
 		ok, accN, mu2N          int
 		sensSum                 float64
@@ -45,7 +26,7 @@ func SummarizeRounds(ctx context.Context, tab *runs.Table) ([]RoundSummary, erro
 	err := tab.Scan(ctx, func(r runs.Row) error {
 		a := byRound[r.Round]
 		if a == nil {
-			a = &acc{RoundSummary: RoundSummary{Round: int(r.Round)}, pending: map[int64][]float32{}}
+			a = &acc{RoundSummary: findings.RoundSummary{Round: int(r.Round)}, pending: map[int64][]float32{}}
 			byRound[r.Round] = a
 		}
 		a.Runs++
@@ -90,7 +71,7 @@ func SummarizeRounds(ctx context.Context, tab *runs.Table) ([]RoundSummary, erro
 		}
 		return s / float64(n)
 	}
-	var out []RoundSummary
+	var out []findings.RoundSummary
 	for _, a := range byRound {
 		s := a.RoundSummary
 		s.TrainLoss = div(a.lossSum, a.ok)
@@ -102,6 +83,6 @@ func SummarizeRounds(ctx context.Context, tab *runs.Table) ([]RoundSummary, erro
 		}
 		out = append(out, s)
 	}
-	slices.SortFunc(out, func(a, b RoundSummary) int { return a.Round - b.Round })
+	slices.SortFunc(out, func(a, b findings.RoundSummary) int { return a.Round - b.Round })
 	return out, nil
 }

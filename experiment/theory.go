@@ -7,10 +7,9 @@ import (
 	"slices"
 
 	"github.com/fedaudit/fedaudit/attacks"
-	"github.com/fedaudit/fedaudit/runs"
-
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
 )
 
@@ -27,30 +26,13 @@ type Smoothness struct {
 	Proven bool
 }
 
-// SmoothnessOf returns L for the experiment. For the quadratic model L = |a|. For softmax
-// regression with cross-entropy the Hessian of a sample's loss is (diag(p) - p p^T) (x) x~ x~^T
-// with x~ = (x, 1), and the first factor has spectral norm at most 1/2, so
-// L = max_i ||x~_i||^2 / 2 over every sample of both worlds bounds every batch average. A given
-// L below the certified one is rejected. For MLPs L can only be given.
+// SmoothnessOf returns L for the experiment: the model's certified constant over every sample
+// of both worlds (attacks.CertifiedSmoothness: the quadratic model and softmax regression), or
+// the given one. A given L below the certified one is rejected. For MLPs L can only be given.
 func SmoothnessOf(cfg *Config, data *Data) (Smoothness, error) {
 	given := cfg.Audit.Smoothness
-	var certified float64
-	switch cfg.Train.Model.Kind {
-	case "quadratic":
-		certified = math.Abs(cfg.Train.Model.Curvature)
-	case "softmax":
-		for _, world := range [][]*datasets.Dataset{data.Pair.C, data.Pair.CPrime} {
-			for _, d := range world {
-				for i := 0; i < d.Len(); i++ {
-					s := 1.0
-					for _, x := range d.Row(i) {
-						s += float64(x) * float64(x)
-					}
-					certified = math.Max(certified, s/2)
-				}
-			}
-		}
-	default:
+	certified, ok := attacks.CertifiedSmoothness(cfg.Train.Model, data.Pair.C, data.Pair.CPrime)
+	if !ok {
 		if given > 0 {
 			return Smoothness{L: given, Source: "given"}, nil
 		}
@@ -63,6 +45,14 @@ func SmoothnessOf(cfg *Config, data *Data) (Smoothness, error) {
 		return Smoothness{L: given, Source: "given", Proven: true}, nil
 	}
 	return Smoothness{L: certified, Source: "certified", Proven: true}, nil
+}
+
+// sampleLevelTheory reports whether the theory sheet's bounds (Noisy-FedAvg, FedProx and DP-SGD
+// with Gaussian noise, one sample changed) describe the experiment; for client-level
+// adjacency, the DP-FedAvg family and non-Gaussian noise they do not, and TheoryAt gives none.
+func sampleLevelTheory(cfg *Config) bool {
+	m := cfg.Train.Mechanism
+	return !cfg.Adjacency.ClientLevel() && !cfg.Train.IsClientDP() && (m == "" || m == train.MechGaussian)
 }
 
 // TheoryConfig maps the experiment onto the theory's parameters. L may be zero (unknown): the

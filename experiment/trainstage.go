@@ -10,20 +10,10 @@ import (
 	"strings"
 
 	"github.com/fedaudit/fedaudit/cuda"
+	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
 )
-
-// Names of the target-sample statistics every run file carries beside the trainer's own.
-const (
-	StatTargetLossC       = "target_loss_c"
-	StatTargetLossCPrime  = "target_loss_cprime"
-	StatTargetMarginC     = "target_margin_c"
-	StatTargetMarginPrime = "target_margin_cprime"
-)
-
-// RunsDir is where an experiment directory keeps its run files.
-func RunsDir(dir string) string { return filepath.Join(dir, "runs") }
 
 // ShardPairs returns the pairs of shard s: a contiguous, balanced slice of [0, pairs), so shard
 // i/n of a job holds exactly the pairs it would hold in a one-shard job.
@@ -105,7 +95,7 @@ func TrainShards(ctx context.Context, cfg *Config, data *Data, dir string, shard
 	return nil
 }
 
-// TrainShard trains shard s of the experiment into RunsDir(dir). A shard whose complete file of
+// TrainShard trains shard s of the experiment into expdir.Dir(dir).Runs(). A shard whose complete file of
 // the same experiment is already there is skipped (skipped = true); a corrupt file is replaced;
 // a complete file of another experiment is an error, never overwritten.
 func TrainShard(ctx context.Context, cfg *Config, data *Data, s runs.Shard, dir string, opts TrainOptions) (path string, skipped bool, err error) {
@@ -113,7 +103,7 @@ func TrainShard(ctx context.Context, cfg *Config, data *Data, s runs.Shard, dir 
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	rdir := RunsDir(dir)
+	rdir := expdir.Dir(dir).Runs()
 	if err := os.MkdirAll(rdir, 0o755); err != nil {
 		return "", false, fmt.Errorf("train: %w", err)
 	}
@@ -209,7 +199,7 @@ func (r *shardRecorder) nanUpload(paramLen int, cp *train.Checkpoint) []float32 
 func (r *shardRecorder) Checkpoint(_ context.Context, cp *train.Checkpoint) error {
 	if r.w == nil {
 		r.meta.StatNames = append(append([]string(nil), cp.StatNames...),
-			StatTargetLossC, StatTargetLossCPrime, StatTargetMarginC, StatTargetMarginPrime)
+			runs.StatTargetLossC, runs.StatTargetLossCPrime, runs.StatTargetMarginC, runs.StatTargetMarginCPrime)
 		w, err := runs.Create(r.path, r.meta)
 		if err != nil {
 			return err

@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -15,6 +16,9 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/report"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
 )
@@ -46,14 +50,14 @@ func TestDirectoryClaimJudgedByEveryStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Headline.Status != StatusViolated {
+	if a.Headline.Status != findings.StatusViolated {
 		t.Fatalf("run: headline %+v, want violated", a.Headline)
 	}
 	later, err := AnalyzeDir(ctx, dir, AnalyzeOptions{}, AttackOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if later.Headline.Status != StatusViolated {
+	if later.Headline.Status != findings.StatusViolated {
 		t.Errorf("analyze of the directory: headline %q, want violated (the config's claim)", later.Headline.Text)
 	}
 	for i, f := range later.Findings {
@@ -68,7 +72,7 @@ func TestDirectoryClaimJudgedByEveryStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if over.Headline.Status != StatusConsistent {
+	if over.Headline.Status != findings.StatusConsistent {
 		t.Errorf("override: headline %q, want consistent", over.Headline.Text)
 	}
 	if !slices.ContainsFunc(over.Headline.Notes, func(n string) bool {
@@ -115,7 +119,7 @@ func TestCoupledScoresWithoutPartner(t *testing.T) {
 		t.Errorf("unpaired scores not noted: %q", a.Headline.Notes)
 	}
 	var out strings.Builder
-	if err := WriteAnalysis(&out, a); err != nil {
+	if err := report.WriteAnalysis(&out, a); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "with dkw (coupled scores, incomplete pairs) thresholds") {
@@ -162,7 +166,7 @@ func TestReversedScoresFlagged(t *testing.T) {
 		t.Errorf("headline notes %q lack the reversal", a.Headline.Notes)
 	}
 	var out strings.Builder
-	if err := WriteAnalysis(&out, a); err != nil {
+	if err := report.WriteAnalysis(&out, a); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "[reversed scores?]") {
@@ -209,10 +213,10 @@ func TestFamilyWiseRows(t *testing.T) {
 func TestHeadlineEstimateIsNoViolation(t *testing.T) {
 	bound := &audit.Bound{T: 5, Mu: 0.4, MuComposition: 9}
 	claim, source, kind := theoryClaim(runs.ThreatFinal, bound, Smoothness{L: 1, Source: "given"})
-	if claim.Mu != 0.4 || source != "convergent bound with given L" || kind != ClaimEstimate {
+	if claim.Mu != 0.4 || source != "convergent bound with given L" || kind != findings.ClaimEstimate {
 		t.Fatalf("theoryClaim = %v %q %q", claim, source, kind)
 	}
-	if _, _, kind := theoryClaim(runs.ThreatFinal, bound, Smoothness{L: 1, Source: "certified", Proven: true}); kind != ClaimTheory {
+	if _, _, kind := theoryClaim(runs.ThreatFinal, bound, Smoothness{L: 1, Source: "certified", Proven: true}); kind != findings.ClaimTheory {
 		t.Errorf("proven L: kind %q", kind)
 	}
 	sf := coupledScores(400, 2, 9)
@@ -222,17 +226,17 @@ func TestHeadlineEstimateIsNoViolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := a.Findings[0]
-	if f.Verdict == nil || f.Verdict.Status != audit.Violated || f.ClaimKind != ClaimEstimate {
+	if f.Verdict == nil || f.Verdict.Status != audit.Violated || f.ClaimKind != findings.ClaimEstimate {
 		t.Fatalf("row: %+v %q", f.Verdict, f.ClaimKind)
 	}
-	if a.Headline.Status == StatusViolated {
+	if a.Headline.Status == findings.StatusViolated {
 		t.Errorf("headline %q: an estimate exceeded is not a violation of the deployment", a.Headline.Text)
 	}
 	if !slices.ContainsFunc(a.Headline.Notes, func(n string) bool { return strings.Contains(n, "convergent bound with estimated L") }) {
 		t.Errorf("notes %q lack the exceeded estimate", a.Headline.Notes)
 	}
 	var out strings.Builder
-	if err := WriteTable(&out, a.Findings); err != nil {
+	if err := report.WriteTable(&out, a.Findings); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "exceeds estimate (") || strings.Contains(out.String(), "violated") {
@@ -243,8 +247,8 @@ func TestHeadlineEstimateIsNoViolation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := Records(a.Findings)[0]; r.Seed == nil || *r.Seed != 42 {
-		t.Errorf("split seed not recorded: %+v", r.Seed)
+	if r := rowJSON(t, a.Findings[0]); r["split_seed"] != 42.0 {
+		t.Errorf("split seed not recorded: %v", r["split_seed"])
 	}
 }
 
@@ -285,9 +289,9 @@ func TestStageOnlyChangesReuseRuns(t *testing.T) {
 	if _, err := Run(ctx, cfg, dir, RunOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	runFile := filepath.Join(RunsDir(dir), runs.Shard{Index: 0, Count: 1}.FileName())
-	before := snapshot(t, RunsDir(dir))
-	scoresBefore := snapshot(t, ScoresPath(dir))
+	runFile := filepath.Join(expdir.Dir(dir).Runs(), runs.Shard{Index: 0, Count: 1}.FileName())
+	before := snapshot(t, expdir.Dir(dir).Runs())
+	scoresBefore := snapshot(t, expdir.Dir(dir).Scores())
 
 	// A new claim and name: the runs and the scores are reused, the verdict follows the claim.
 	changed := *cfg
@@ -298,13 +302,13 @@ func TestStageOnlyChangesReuseRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Headline.Status != StatusConsistent {
+	if a.Headline.Status != findings.StatusConsistent {
 		t.Errorf("claim 50: headline %q", a.Headline.Text)
 	}
-	if after := snapshot(t, RunsDir(dir)); !maps.Equal(before, after) {
+	if after := snapshot(t, expdir.Dir(dir).Runs()); !maps.Equal(before, after) {
 		t.Error("a stage-only change retrained the runs")
 	}
-	if after := snapshot(t, ScoresPath(dir)); !maps.Equal(scoresBefore, after) {
+	if after := snapshot(t, expdir.Dir(dir).Scores()); !maps.Equal(scoresBefore, after) {
 		t.Error("a claim change rescored the runs")
 	}
 	if !slices.ContainsFunc(logs, func(l string) bool {
@@ -325,7 +329,7 @@ func TestStageOnlyChangesReuseRuns(t *testing.T) {
 			t.Errorf("after changing the attacks to [loss], a row of %s", f.Attack)
 		}
 	}
-	if after := snapshot(t, RunsDir(dir)); !maps.Equal(before, after) {
+	if after := snapshot(t, expdir.Dir(dir).Runs()); !maps.Equal(before, after) {
 		t.Error("changing the attacks retrained the runs")
 	}
 
@@ -370,10 +374,10 @@ func TestUploadsRowsJudgedAgainstUploadsBound(t *testing.T) {
 		mu           float64
 		source, kind string
 	}{
-		{"T=1 needs no L", one, Smoothness{L: 1, Source: "estimated"}, one.MuUploads, "uploads bound", ClaimTheory},
-		{"proven L", three, Smoothness{L: 1, Source: "certified", Proven: true}, three.MuUploads, "uploads bound", ClaimTheory},
-		{"estimated L", three, Smoothness{L: 1, Source: "estimated"}, three.MuUploads, "uploads bound with estimated L", ClaimEstimate},
-		{"no L", &unknownL, Smoothness{Source: "none"}, three.MuUploadsComposition, "uploads composition bound", ClaimTheory},
+		{"T=1 needs no L", one, Smoothness{L: 1, Source: "estimated"}, one.MuUploads, "uploads bound", findings.ClaimTheory},
+		{"proven L", three, Smoothness{L: 1, Source: "certified", Proven: true}, three.MuUploads, "uploads bound", findings.ClaimTheory},
+		{"estimated L", three, Smoothness{L: 1, Source: "estimated"}, three.MuUploads, "uploads bound with estimated L", findings.ClaimEstimate},
+		{"no L", &unknownL, Smoothness{Source: "none"}, three.MuUploadsComposition, "uploads composition bound", findings.ClaimTheory},
 	} {
 		claim, source, kind := theoryClaim(runs.ThreatUploads, tc.bound, tc.sm)
 		if claim.Mu != tc.mu || source != tc.source || kind != tc.kind {
@@ -393,18 +397,31 @@ func TestUploadsRowsJudgedAgainstUploadsBound(t *testing.T) {
 	if f.Result.MuLower <= one.MuComposition {
 		t.Fatalf("certified mu %v does not exceed the composition bound %v: the test shows nothing", f.Result.MuLower, one.MuComposition)
 	}
-	if f.Verdict == nil || f.Verdict.Status != audit.Consistent || f.ClaimSource != "uploads bound" || f.ClaimKind != ClaimTheory {
+	if f.Verdict == nil || f.Verdict.Status != audit.Consistent || f.ClaimSource != "uploads bound" || f.ClaimKind != findings.ClaimTheory {
 		t.Errorf("verdict %+v against %q (%s), want consistent against the uploads bound", f.Verdict, f.ClaimSource, f.ClaimKind)
 	}
-	rec := Records(a.Findings)[0]
-	if rec.MuUploads == nil || *rec.MuUploads != one.MuUploads {
-		t.Errorf("record mu_uploads %v, want %v", rec.MuUploads, one.MuUploads)
+	if rec := rowJSON(t, a.Findings[0]); rec["mu_uploads"] != one.MuUploads {
+		t.Errorf("record mu_uploads %v, want %v", rec["mu_uploads"], one.MuUploads)
 	}
 	var buf strings.Builder
-	if err := WriteTable(&buf, a.Findings); err != nil {
+	if err := report.WriteTable(&buf, a.Findings); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(buf.String(), "uploads  ") || !strings.Contains(buf.String(), "(0.") {
 		t.Errorf("table lacks the uploads column or the ratio:\n%s", buf.String())
 	}
+}
+
+// rowJSON is a finding's row of findings.json, decoded generically.
+func rowJSON(t *testing.T, f findings.Finding) map[string]any {
+	t.Helper()
+	raw, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row map[string]any
+	if err := json.Unmarshal(raw, &row); err != nil {
+		t.Fatal(err)
+	}
+	return row
 }

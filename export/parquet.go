@@ -23,7 +23,7 @@ import (
 	"github.com/apache/arrow/go/v15/parquet/compress"
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 
-	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"github.com/fedaudit/fedaudit/runs"
 )
@@ -51,8 +51,8 @@ func Parquet(ctx context.Context, dir, out string) ([]string, error) {
 		return nil, err
 	}
 	written = append(written, filepath.Join(out, RunsFile))
-	if _, err := os.Stat(experiment.ScoresPath(dir)); err == nil {
-		sf, err := runs.ReadScoreFile(experiment.ScoresPath(dir))
+	if _, err := os.Stat(expdir.Dir(dir).Scores()); err == nil {
+		sf, err := runs.ReadScoreFile(expdir.Dir(dir).Scores())
 		if err != nil {
 			return nil, err
 		}
@@ -61,10 +61,10 @@ func Parquet(ctx context.Context, dir, out string) ([]string, error) {
 		}
 		written = append(written, filepath.Join(out, ScoresFile))
 	}
-	if raw, err := os.ReadFile(experiment.FindingsPath(dir)); err == nil {
+	if raw, err := os.ReadFile(expdir.Dir(dir).Findings()); err == nil {
 		rec, err := findingsRecord(raw)
 		if err != nil {
-			return nil, fmt.Errorf("export: %s: %w", experiment.FindingsPath(dir), err)
+			return nil, fmt.Errorf("export: %s: %w", expdir.Dir(dir).Findings(), err)
 		}
 		if err := writeParquet(filepath.Join(out, FindingsFile), rec); err != nil {
 			return nil, err
@@ -101,7 +101,7 @@ func writeParquet(path string, rec arrow.Record) error {
 }
 
 func runsRecord(ctx context.Context, dir string) (arrow.Record, error) {
-	tab, err := runs.Open(experiment.RunsDir(dir), runs.AllowPartial())
+	tab, err := runs.Open(expdir.Dir(dir).Runs(), runs.AllowPartial())
 	if err != nil {
 		return nil, err
 	}

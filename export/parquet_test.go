@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow/go/v15/parquet/file"
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 
+	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/runs"
 )
@@ -91,7 +92,7 @@ func TestParquetRoundTrip(t *testing.T) {
 	}
 
 	// Runs: every row of the run files, in order.
-	tab, err := runs.Open(experiment.RunsDir(dir))
+	tab, err := runs.Open(expdir.Dir(dir).Runs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestParquetRoundTrip(t *testing.T) {
 	}
 
 	// Scores.
-	sf, err := runs.ReadScoreFile(experiment.ScoresPath(dir))
+	sf, err := runs.ReadScoreFile(expdir.Dir(dir).Scores())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestParquetRoundTrip(t *testing.T) {
 	}
 
 	// Findings: the same values as findings.json, nulls where it has null.
-	raw, err := os.ReadFile(experiment.FindingsPath(dir))
+	raw, err := os.ReadFile(expdir.Dir(dir).Findings())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/attacks"
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/ingest"
 	"github.com/fedaudit/fedaudit/internal/fsutil"
@@ -61,7 +62,7 @@ func ImportPath(dir string) string { return filepath.Join(dir, "import.json") }
 
 // statNames are the statistics an import records: the target sample's loss and margin in both
 // worlds, computed from the imported parameters exactly as train computes them.
-var statNames = []string{experiment.StatTargetLossC, experiment.StatTargetLossCPrime, experiment.StatTargetMarginC, experiment.StatTargetMarginPrime}
+var statNames = []string{runs.StatTargetLossC, runs.StatTargetLossCPrime, runs.StatTargetMarginC, runs.StatTargetMarginCPrime}
 
 // Import reads every snapshot of the manifest, checks it against the deployment's model and
 // writes a standard experiment directory at opts.Out: runs/ (one run file), config.json and
@@ -137,10 +138,10 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 			os.RemoveAll(tmp)
 		}
 	}()
-	if err := os.MkdirAll(experiment.RunsDir(tmp), 0o755); err != nil {
+	if err := os.MkdirAll(expdir.Dir(tmp).Runs(), 0o755); err != nil {
 		return nil, fmt.Errorf("import: %w", err)
 	}
-	w, err := runs.Create(filepath.Join(experiment.RunsDir(tmp), runs.Shard{}.FileName()), meta)
+	w, err := runs.Create(filepath.Join(expdir.Dir(tmp).Runs(), runs.Shard{}.FileName()), meta)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +198,7 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 	}
 	res := &Result{Dir: opts.Out, Pairs: plan.Pairs, Rounds: plan.Rounds, Snapshots: 2 * plan.Pairs * len(plan.Rounds),
 		Params: lay.D, Layout: lay.Describe(), Dropped: dropped}
-	if err := fsutil.WriteFile(experiment.ConfigPath(tmp), append(cfg.JSON(), '\n')); err != nil {
+	if err := fsutil.WriteFile(expdir.Dir(tmp).Config(), append(cfg.JSON(), '\n')); err != nil {
 		return nil, err
 	}
 	rec, _ := json.MarshalIndent(Record{Manifest: opts.Manifest.Path, Result: *res}, "", "  ")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/ingest"
 	"github.com/fedaudit/fedaudit/runs"
@@ -60,7 +61,7 @@ func exportSnapshots(t testing.TB, cfg *experiment.Config, dir, out string) stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	tab, err := runs.Open(experiment.RunsDir(dir))
+	tab, err := runs.Open(expdir.Dir(dir).Runs())
 	if err != nil {
 		t.Fatal(err)
 	}

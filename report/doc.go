@@ -1,6 +1,8 @@
-// Package report renders the results of an audit as a self-contained report: an HTML page
-// with inline SVG figures and tables, a Markdown version of the same tables, the figures as
-// SVG files (PNG on request) and the tables as CSV and LaTeX.
+// Package report renders the results of an audit (package findings) as a self-contained report:
+// an HTML page with inline SVG figures and tables, a Markdown version of the same tables, the
+// figures as SVG files (PNG on request) and the tables as CSV and LaTeX, at the paths package
+// expdir names. It also writes the text the CLI prints: the analysis table (WriteAnalysis,
+// WriteTable) and side-by-side comparisons of experiments (WriteComparison).
 //
 // The report shows, for every number of rounds T, the empirical trade-off curves of the
 // attacks beside the certified points and the theoretical Gaussian-DP curves, mu against T,

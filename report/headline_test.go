@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/findings"
 )
 
 // TestHeadlineFirst wants the headline as the page's first section, coloured by its status,
@@ -20,9 +21,9 @@ func TestHeadlineFirst(t *testing.T) {
 	for _, tc := range []struct {
 		status, class, badge string
 	}{
-		{StatusViolated, "headline violated", "VIOLATED"},
-		{StatusConsistent, "headline consistent", "CONSISTENT"},
-		{StatusNoClaim, "headline noclaim", "NO CLAIM"},
+		{findings.StatusViolated, "headline violated", "VIOLATED"},
+		{findings.StatusConsistent, "headline consistent", "CONSISTENT"},
+		{findings.StatusNoClaim, "headline noclaim", "NO CLAIM"},
 	} {
 		t.Run(tc.status, func(t *testing.T) {
 			in := syntheticInput(t)
@@ -84,16 +85,16 @@ func TestVerdictStatus(t *testing.T) {
 	consistent := audit.Judge(res, audit.Claim{Mu: 2})
 	for _, tc := range []struct {
 		name string
-		f    Finding
+		f    findings.Finding
 		want string
 	}{
-		{"no verdict", Finding{}, "not judged"},
-		{"claim violated", Finding{Verdict: &violated, ClaimKind: ClaimDeployment, ClaimSource: "config claim"}, "violated"},
-		{"bound violated", Finding{Verdict: &violated, ClaimKind: ClaimTheory, ClaimSource: "composition bound"}, "violated"},
-		{"kind unset", Finding{Verdict: &violated, ClaimSource: "--claim-mu"}, "violated"},
-		{"estimate exceeded", Finding{Verdict: &violated, ClaimKind: ClaimEstimate, ClaimSource: "convergent bound with estimated L"},
+		{"no verdict", findings.Finding{}, "not judged"},
+		{"claim violated", findings.Finding{Verdict: &violated, ClaimKind: findings.ClaimDeployment, ClaimSource: "config claim"}, "violated"},
+		{"bound violated", findings.Finding{Verdict: &violated, ClaimKind: findings.ClaimTheory, ClaimSource: "composition bound"}, "violated"},
+		{"kind unset", findings.Finding{Verdict: &violated, ClaimSource: "--claim-mu"}, "violated"},
+		{"estimate exceeded", findings.Finding{Verdict: &violated, ClaimKind: findings.ClaimEstimate, ClaimSource: "convergent bound with estimated L"},
 			"exceeds estimate (of the convergent bound with estimated L)"},
-		{"estimate not exceeded", Finding{Verdict: &consistent, ClaimKind: ClaimEstimate, ClaimSource: "convergent bound with given L"},
+		{"estimate not exceeded", findings.Finding{Verdict: &consistent, ClaimKind: findings.ClaimEstimate, ClaimSource: "convergent bound with given L"},
 			"consistent (of the convergent bound with given L)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,12 +112,12 @@ func TestValidateHeadlineAndClaim(t *testing.T) {
 		in   Input
 		want string
 	}{
-		{"status", Input{Headline: &Headline{Status: "fine"}}, "headline status"},
-		{"confidence", Input{Headline: &Headline{Status: StatusViolated, Confidence: 1}}, "headline confidence"},
-		{"rows", Input{Headline: &Headline{Status: StatusViolated, Confidence: 0.95, Rows: -1}}, "headline confidence"},
+		{"status", Input{Headline: &findings.Headline{Status: "fine"}}, "headline status"},
+		{"confidence", Input{Headline: &findings.Headline{Status: findings.StatusViolated, Confidence: 1}}, "headline confidence"},
+		{"rows", Input{Headline: &findings.Headline{Status: findings.StatusViolated, Confidence: 0.95, Rows: -1}}, "headline confidence"},
 		{"claim NaN", Input{ClaimMu: math.NaN()}, "claimed mu"},
 		{"claim negative", Input{ClaimMu: -1}, "claimed mu"},
-		{"claim kind", Input{Findings: []Finding{{Attack: "a", Threat: "final", Round: 1, Result: res, ClaimKind: "guess"}}}, "claim kind"},
+		{"claim kind", Input{Findings: []findings.Finding{{Attack: "a", Threat: "final", Round: 1, Result: res, ClaimKind: "guess"}}}, "claim kind"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Write(t.TempDir(), tc.in, Options{})

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"html/template"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/internal/fsutil"
 )
 
 // threatDescriptions says what an adversary sees under each known threat model.
@@ -160,20 +163,20 @@ func (r *rendered) headline() *headlineView {
 	v := &headlineView{Badge: strings.ToUpper(h.Status), Text: h.Text, Notes: h.Notes}
 	v.Text = strings.TrimPrefix(v.Text, v.Badge+": ")
 	switch h.Status {
-	case StatusViolated:
+	case findings.StatusViolated:
 		v.Class = "violated"
-	case StatusConsistent:
+	case findings.StatusConsistent:
 		v.Class = "consistent"
 	default:
 		v.Class = "noclaim"
 	}
-	v.Family = familyText(h)
+	v.Family = familyText(h, r.in.Family.RowConfidence)
 	return v
 }
 
 // familyText says what the confidence of the verdicts is: family-wise over the rows, which is
 // what the analysis certifies (each row at the Bonferroni level 1 - (1 - confidence)/rows).
-func familyText(h *Headline) string {
+func familyText(h *findings.Headline, rowConfidence float64) string {
 	if h.Confidence == 0 {
 		return ""
 	}
@@ -181,8 +184,8 @@ func familyText(h *Headline) string {
 		return "The verdict holds at " + percentText(h.Confidence) + " confidence."
 	}
 	s := "The verdicts hold jointly at " + percentText(h.Confidence) + " confidence over " + strconv.Itoa(h.Rows) + " rows"
-	if h.RowConfidence > 0 {
-		s += " (Bonferroni: each row's bound is certified at " + percentText(h.RowConfidence) + ")"
+	if rowConfidence > 0 {
+		s += " (Bonferroni: each row's bound is certified at " + percentText(rowConfidence) + ")"
 	}
 	return s + ": the chance that any certified bound of the report is wrong is at most " + percentText(1-h.Confidence) + "."
 }
@@ -424,10 +427,11 @@ func (r *rendered) markdown() []byte {
 	for _, s := range r.sections {
 		b.WriteString("\n## " + s.Title + "\n\n" + s.Intro + "\n")
 		for _, f := range s.figs {
-			fmt.Fprintf(&b, "\n![%s](figures/%s.svg)\n\n*%s.* %s\n", f.title, f.name, f.title, f.caption)
+			fmt.Fprintf(&b, "\n![%s](%s)\n\n*%s.* %s\n", f.title, relLink(expdir.Dir("").Figure(f.name, "svg")), f.title, f.caption)
 		}
 		for _, t := range s.tables {
-			fmt.Fprintf(&b, "\n**%s.** %s (also [CSV](tables/%s.csv), [LaTeX](tables/%s.tex))\n\n", t.title, t.caption, t.name, t.name)
+			fmt.Fprintf(&b, "\n**%s.** %s (also [CSV](%s), [LaTeX](%s))\n\n", t.title, t.caption,
+				relLink(expdir.Dir("").Table(t.name, "csv")), relLink(expdir.Dir("").Table(t.name, "tex")))
 			if len(t.rows) == 0 {
 				b.WriteString("No data.\n")
 				continue
@@ -455,16 +459,17 @@ func Write(dir string, in Input, opts Options) error {
 	if err != nil {
 		return err
 	}
-	files["report.html"] = page
-	files["report.md"] = r.markdown()
+	d := expdir.Dir(dir)
+	files[d.ReportHTML()] = page
+	files[d.ReportMarkdown()] = r.markdown()
 	for _, f := range r.figs {
-		files[filepath.Join("figures", f.name+".svg")] = r.svgs[f]
+		files[d.Figure(f.name, "svg")] = r.svgs[f]
 		if opts.PNG {
 			b, err := f.png()
 			if err != nil {
 				return fmt.Errorf("report: %w", err)
 			}
-			files[filepath.Join("figures", f.name+".png")] = b
+			files[d.Figure(f.name, "png")] = b
 		}
 	}
 	for _, t := range r.tables {
@@ -472,16 +477,15 @@ func Write(dir string, in Input, opts Options) error {
 		if err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
-		files[filepath.Join("tables", t.name+".csv")] = c
-		files[filepath.Join("tables", t.name+".tex")] = t.latex()
+		files[d.Table(t.name, "csv")] = c
+		files[d.Table(t.name, "tex")] = t.latex()
 	}
-	for _, sub := range []string{"figures", "tables"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+	for _, sub := range []string{d.Figures(), d.Tables()} {
+		if err := os.MkdirAll(sub, 0o755); err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
 	}
-	for name, b := range files {
-		p := filepath.Join(dir, name)
+	for p, b := range files {
 		// Through a temporary file and a rename: a killed process never leaves half a report.
 		if err := fsutil.WriteFile(p, b); err != nil {
 			return fmt.Errorf("report: %w", err)
@@ -489,3 +493,6 @@ func Write(dir string, in Input, opts Options) error {
 	}
 	return nil
 }
+
+// relLink is a path relative to the experiment directory as a Markdown link writes it.
+func relLink(path string) string { return filepath.ToSlash(path) }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/findings"
 )
 
 // table is a rectangular table of preformatted cells, rendered to CSV, LaTeX, Markdown and
@@ -147,9 +148,9 @@ type model struct {
 	in       *Input
 	rounds   []int // every T with a finding, a bound or round statistics, increasing
 	series   []series
-	findings map[series]map[int]*Finding
+	findings map[series]map[int]*findings.Finding
 	theory   map[int]*audit.Bound
-	stats    map[int]*RoundStats
+	stats    map[int]*findings.RoundSummary
 	threats  []string // threat models in use, sorted
 	// attackIndex numbers the attacks in sorted order: an attack's colour and marker in every
 	// figure.
@@ -159,9 +160,9 @@ type model struct {
 func newModel(in *Input) *model {
 	m := &model{
 		in:       in,
-		findings: make(map[series]map[int]*Finding),
+		findings: make(map[series]map[int]*findings.Finding),
 		theory:   make(map[int]*audit.Bound),
-		stats:    make(map[int]*RoundStats),
+		stats:    make(map[int]*findings.RoundSummary),
 	}
 	roundSet := map[int]bool{}
 	threatSet := map[string]bool{}
@@ -176,7 +177,7 @@ func newModel(in *Input) *model {
 		f := &in.Findings[i]
 		s := series{f.Attack, f.Threat}
 		if m.findings[s] == nil {
-			m.findings[s] = make(map[int]*Finding)
+			m.findings[s] = make(map[int]*findings.Finding)
 			m.series = append(m.series, s)
 		}
 		m.findings[s][f.Round] = f
@@ -239,13 +240,13 @@ func (m *model) noise() string {
 // value computed from an assumed or estimated constant is "exceeds estimate", never
 // "violated": it says the assumed constant is too small, not that the deployment broke a
 // promise; and the estimate is named.
-func verdictStatus(f *Finding) string {
+func verdictStatus(f *findings.Finding) string {
 	v := f.Verdict
 	if v == nil {
 		return "not judged"
 	}
 	status := string(v.Status)
-	if f.ClaimKind == ClaimEstimate {
+	if f.ClaimKind == findings.ClaimEstimate {
 		if v.Status == audit.Violated {
 			status = "exceeds estimate"
 		}
@@ -271,8 +272,8 @@ func (m *model) levelText() string {
 		return joint
 	}
 	joint += " jointly over " + strconv.Itoa(h.Rows) + " rows"
-	if h.RowConfidence > 0 {
-		joint += " (each row at " + percentText(h.RowConfidence) + ")"
+	if rc := m.in.Family.RowConfidence; rc > 0 {
+		joint += " (each row at " + percentText(rc) + ")"
 	}
 	return joint
 }
@@ -348,8 +349,8 @@ func (m *model) tables() []*table {
 			}
 			res := f.Result
 			exact := "-"
-			if f.ExactMu != nil {
-				exact = num(*f.ExactMu)
+			if !math.IsNaN(f.ExactMu) && !math.IsInf(f.ExactMu, 0) {
+				exact = num(f.ExactMu)
 			}
 			attacks.rows = append(attacks.rows, []string{s.attack, s.threat, strconv.Itoa(r),
 				strconv.Itoa(res.N0), strconv.Itoa(res.N1), rate(res.TPRAt1e3), rate(res.TPRAt1e2),

@@ -5,7 +5,8 @@
 //
 // train writes run files with Create; attacks read them with Open and write scores with
 // CreateScores; audit reads scores with ReadScores, which also accepts CSV from other tools.
-// Nothing outside this package knows the Arrow schema.
+// Nothing outside this package knows the Arrow schema, and this package names every column,
+// the statistic columns (StatLLRAll, StatTargetLossC, ...) included.
 //
 // Writers put a file in place only when it is complete: they write to a temporary name in the
 // destination directory and rename it on Close, so a crashed job never leaves a file that looks
@@ -49,6 +50,28 @@ const (
 const (
 	KindRuns   = "runs"
 	KindScores = "scores"
+)
+
+// Names of the statistic columns of run files (Meta.StatNames). This package owns every column
+// name; trainers and attacks use these constants.
+const (
+	// The informed adversary's statistics (recorded by training when train.informed is set):
+	// the log-likelihood ratio over every iterate, of the last round, and the realized mu^2.
+	StatLLRAll  = "informed_llr_all"
+	StatLLRLast = "informed_llr_last"
+	StatMu2     = "informed_mu2"
+	// StatLLRUpload is the ratio of the target client's upload of the last round given the model
+	// it started from (the uploads observer; Noisy-FedAvg, FedProx and DP-SGD only, whose
+	// uploads carry the client's noise), and StatMu2Upload its mu^2 = ||phi_i(w) - phi'_i(w)||^2
+	// / sigma^2.
+	StatLLRUpload = "informed_llr_upload"
+	StatMu2Upload = "informed_mu2_upload"
+	// Loss and logit margin of the current global model on the target sample as in C
+	// (epsilon) and as in C' (epsilon'), which the run-file writer records for every run.
+	StatTargetLossC        = "target_loss_c"
+	StatTargetLossCPrime   = "target_loss_cprime"
+	StatTargetMarginC      = "target_margin_c"
+	StatTargetMarginCPrime = "target_margin_cprime"
 )
 
 // Names of the fixed columns of a run file, in schema order.

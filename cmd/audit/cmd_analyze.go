@@ -9,6 +9,8 @@ import (
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/report"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
@@ -94,7 +96,7 @@ func init() {
 				if err != nil {
 					return err
 				}
-				var a *experiment.Analysis
+				var a *findings.Analysis
 				switch {
 				case *scores != "" && len(args) > 0:
 					return usagef("analyze: give --scores FILE or a run directory, not both")
@@ -120,7 +122,7 @@ func init() {
 				if *asJSON {
 					err = a.WriteJSON(e.stdout)
 				} else {
-					err = experiment.WriteAnalysis(e.stdout, a)
+					err = report.WriteAnalysis(e.stdout, a)
 				}
 				return errors.Join(err, verdictStatus(a))
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/report"
 )
 
 func init() {
@@ -15,7 +16,7 @@ func init() {
 		summary: "tabulate analyzed experiments side by side (rows: experiments, columns: T), as Markdown",
 		usage:   "compare DIR... [--metrics auc,mu_lower,...] [--label name|sigma|alpha|group|claim]",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			metrics := fs.String("metrics", "auc,tpr_at_fpr_0.01,mu_lower", "comma-separated metrics: "+strings.Join(experiment.CompareMetrics, ", ")+", an attack's own metric (label_accuracy, psnr, ...), or a training measurement: "+strings.Join(experiment.RoundMetrics, ", "))
+			metrics := fs.String("metrics", "auc,tpr_at_fpr_0.01,mu_lower", "comma-separated metrics: "+strings.Join(report.CompareMetrics, ", ")+", an attack's own metric (label_accuracy, psnr, ...), or a training measurement: "+strings.Join(report.RoundMetrics, ", "))
 			label := fs.String("label", "name", "row label: name, sigma (noise std), alpha (FedProx), group (the target client's privacy group) or claim (the accountant's claimed epsilon for the target)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) == 0 {
@@ -41,15 +42,15 @@ func init() {
 				default:
 					return usagef("--label: %q is not name, sigma, alpha, group or claim", *label)
 				}
-				var exps []*experiment.Analyzed
+				var exps []report.Compared
 				for _, dir := range args {
 					a, err := experiment.LoadAnalyzed(dir)
 					if err != nil {
 						return err
 					}
-					exps = append(exps, a)
+					exps = append(exps, a.Compared(lab))
 				}
-				return experiment.WriteComparison(e.stdout, exps, splitList(*metrics), lab)
+				return report.WriteComparison(e.stdout, exps, splitList(*metrics))
 			}
 		},
 	})

@@ -4,9 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"path/filepath"
 
+	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/report"
 )
 
 func init() {
@@ -36,10 +37,10 @@ func init() {
 				if err := experiment.Report(ctx, dir, a, experiment.ReportOptions{PNG: *png, ToolVersion: version}, *partial); err != nil {
 					return err
 				}
-				if err := experiment.WriteAnalysis(e.stdout, a); err != nil {
+				if err := report.WriteAnalysis(e.stdout, a); err != nil {
 					return err
 				}
-				fmt.Fprintf(e.stdout, "\nReport written: %s and %s (findings in %s)\n", filepath.Join(dir, "report.html"), filepath.Join(dir, "report.md"), experiment.FindingsPath(dir))
+				fmt.Fprintf(e.stdout, "\nReport written: %s and %s (findings in %s)\n", expdir.Dir(dir).ReportHTML(), expdir.Dir(dir).ReportMarkdown(), expdir.Dir(dir).Findings())
 				return verdictStatus(a)
 			}
 		},

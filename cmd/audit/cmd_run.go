@@ -6,16 +6,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"time"
 
+	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/report"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
 // runExperiment is the body of `audit run` and `audit demo`: every stage, resumable, with one
 // progress display, then the summary on stdout.
-func runExperiment(ctx context.Context, e *env, cfg *experiment.Config, dir string, shards, workers int, bf backendFlags, aopts experiment.AnalyzeOptions) (*experiment.Analysis, error) {
+func runExperiment(ctx context.Context, e *env, cfg *experiment.Config, dir string, shards, workers int, bf backendFlags, aopts experiment.AnalyzeOptions) (*findings.Analysis, error) {
 	if _, err := bf.preflight(cfg); err != nil {
 		return nil, err
 	}
@@ -46,7 +48,7 @@ func runExperiment(ctx context.Context, e *env, cfg *experiment.Config, dir stri
 	return a, nil
 }
 
-func printRunSummary(w io.Writer, cfg *experiment.Config, dir string, a *experiment.Analysis) error {
+func printRunSummary(w io.Writer, cfg *experiment.Config, dir string, a *findings.Analysis) error {
 	tc := &cfg.Train
 	mechanism := fmt.Sprintf("noise sigma %g, clip %g", tc.NoiseStd, tc.ClipNorm)
 	if tc.IsClientDP() {
@@ -54,10 +56,10 @@ func printRunSummary(w io.Writer, cfg *experiment.Config, dir string, a *experim
 	}
 	fmt.Fprintf(w, "%s: %s, %d pairs (%d runs), model %s, %s, %d clients\n\n",
 		cfg.Name, tc.Algorithm, cfg.Pairs, 2*cfg.Pairs, tc.Model.Kind, mechanism, cfg.Data.Clients)
-	if err := experiment.WriteAnalysis(w, a); err != nil {
+	if err := report.WriteAnalysis(w, a); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "Report: %s (and report.md, figures/, tables/)\n", filepath.Join(dir, "report.html"))
+	fmt.Fprintf(w, "Report: %s (and report.md, figures/, tables/)\n", expdir.Dir(dir).ReportHTML())
 	return nil
 }
 

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
@@ -36,8 +36,8 @@ type statusReport struct {
 // runsDirOf accepts an experiment directory (run files in DIR/runs) or the run-file directory
 // itself, so users can pass either of the paths they see.
 func runsDirOf(dir string) string {
-	if st, err := os.Stat(experiment.RunsDir(dir)); err == nil && st.IsDir() {
-		return experiment.RunsDir(dir)
+	if st, err := os.Stat(expdir.Dir(dir).Runs()); err == nil && st.IsDir() {
+		return expdir.Dir(dir).Runs()
 	}
 	return dir
 }
@@ -75,7 +75,7 @@ func shardStatus(ctx context.Context, dir string, shards int, verify bool) (stat
 	}
 	// The score file of an experiment directory is checked too: a damaged one is recomputed by
 	// the next `audit run` (or `audit attack`).
-	if sp := experiment.ScoresPath(dir); verify && rdir != dir {
+	if sp := expdir.Dir(dir).Scores(); verify && rdir != dir {
 		if _, statErr := os.Stat(sp); statErr == nil {
 			line := statusShard{Shard: "scores", State: runs.ShardComplete.String(), File: filepath.Base(sp)}
 			checked, err := runs.VerifyFile(sp)

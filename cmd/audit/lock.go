@@ -2,8 +2,8 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 
+	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"github.com/fedaudit/fedaudit/runs"
@@ -28,7 +28,7 @@ func lockExperiment(e *env, cfg *experiment.Config, dir string, shards int, shar
 	if err != nil {
 		return nil, err
 	}
-	for _, sub := range []string{dir, experiment.RunsDir(dir), filepath.Join(dir, "figures"), filepath.Join(dir, "tables")} {
+	for _, sub := range expdir.Dir(dir).Written() {
 		removed, err := fsutil.CleanStale(sub)
 		if err != nil {
 			lock.Unlock()

@@ -26,6 +26,7 @@ import (
 	"syscall"
 
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/findings"
 )
 
 // version is the tool version recorded in every run file; release builds set it with
@@ -95,7 +96,7 @@ func (v *violatedError) Error() string { return "verdict: violated (exit status 
 
 // verdictStatus is the error that makes a command exit with status 3 when the analysis's
 // headline is a violation, nil otherwise.
-func verdictStatus(a *experiment.Analysis) error {
+func verdictStatus(a *findings.Analysis) error {
 	if a != nil && a.Headline.Violated() {
 		return &violatedError{headline: a.Headline.Text}
 	}

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/fedaudit/fedaudit/expdir"
 )
 
 // Experiment directories are locked with flock(2) on DIR/.lock:
@@ -30,12 +32,6 @@ var ErrLocked = errors.New("locked")
 // Lock is a held directory or shard lock.
 type Lock struct {
 	files []*os.File // released in reverse order
-}
-
-const lockName = ".lock"
-
-func shardLockName(index, count int) string {
-	return fmt.Sprintf(".lock-shard-%05d-of-%05d", index, count)
 }
 
 // holderLine is what a holder writes into its lock file.
@@ -77,7 +73,7 @@ func LockDir(dir, what string) (*Lock, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", dir, err)
 	}
-	f, err := openLock(filepath.Join(dir, lockName))
+	f, err := openLock(expdir.Dir(dir).Lock())
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +95,7 @@ func LockShard(dir string, index, count int, what string) (*Lock, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", dir, err)
 	}
-	d, err := openLock(filepath.Join(dir, lockName))
+	d, err := openLock(expdir.Dir(dir).Lock())
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +107,7 @@ func LockShard(dir string, index, count int, what string) (*Lock, error) {
 		}
 		return nil, err
 	}
-	spath := filepath.Join(dir, shardLockName(index, count))
+	spath := expdir.Dir(dir).ShardLock(index, count)
 	s, err := openLock(spath)
 	if err == nil {
 		if ok, err = tryFlock(s, syscall.LOCK_EX); err == nil && !ok {
@@ -160,7 +156,7 @@ func holders(dir string) string {
 	entries, _ := os.ReadDir(dir)
 	var shards []string
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), ".lock-shard-") {
+		if !strings.HasPrefix(e.Name(), expdir.ShardLockPrefix) {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
@@ -178,5 +174,5 @@ func holders(dir string) string {
 		sort.Strings(shards)
 		return "shard jobs (" + strings.Join(shards, "; ") + ")"
 	}
-	return lockHolder(filepath.Join(dir, lockName))
+	return lockHolder(expdir.Dir(dir).Lock())
 }

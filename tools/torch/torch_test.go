@@ -15,6 +15,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/importer"
 	"github.com/fedaudit/fedaudit/ingest"
 )
@@ -172,11 +173,11 @@ func TestTorchReferenceTrainer(t *testing.T) {
 		results[fmt.Sprintf("own-clip%g", clip)] = analyze(t, dir)
 	}
 
-	if s := results["torch-none"].status; s != experiment.StatusConsistent {
-		t.Errorf("correct PyTorch deployment: verdict %s, want %s", s, experiment.StatusConsistent)
+	if s := results["torch-none"].status; s != findings.StatusConsistent {
+		t.Errorf("correct PyTorch deployment: verdict %s, want %s", s, findings.StatusConsistent)
 	}
-	if s := results["torch-no-clip"].status; s != experiment.StatusViolated {
-		t.Errorf("PyTorch deployment without clipping: verdict %s, want %s", s, experiment.StatusViolated)
+	if s := results["torch-no-clip"].status; s != findings.StatusViolated {
+		t.Errorf("PyTorch deployment without clipping: verdict %s, want %s", s, findings.StatusViolated)
 	}
 	// Statistically equal: each trainer's certified lower bound lies below the other's point
 	// estimate (plus a sampling allowance of 0.15 for mu near zero, where estimates scatter).

@@ -17,9 +17,9 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 
+	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
@@ -38,8 +38,8 @@ func main() {
 
 // runsDir accepts an experiment directory or its runs/ directory.
 func runsDir(dir string) string {
-	if st, err := os.Stat(filepath.Join(dir, "runs")); err == nil && st.IsDir() {
-		return filepath.Join(dir, "runs")
+	if st, err := os.Stat(expdir.Dir(dir).Runs()); err == nil && st.IsDir() {
+		return expdir.Dir(dir).Runs()
 	}
 	return dir
 }

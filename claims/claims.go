@@ -1,0 +1,161 @@
+package claims
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/fedaudit/fedaudit/accounting"
+	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/train"
+)
+
+// Deployment is what the accountant of a system needs to state the claim for one client.
+type Deployment struct {
+	// Train is the training configuration (algorithm, sampling, noise, clipping, privacy groups).
+	Train train.Config
+	// Clients is the number of clients m; Target the client whose claim is computed.
+	Clients, Target int
+	// Adjacency is the experiment's adjacency kind: the accountants bound "remove-client".
+	Adjacency string
+	// ClaimSamplingRate, when positive, replaces the sampling rate the accountant assumes (the
+	// deliberate mis-calibration of audit.claim_sampling_rate).
+	ClaimSamplingRate float64
+	// Dim and Classes describe one sample, for the model's parameter count.
+	Dim, Classes int
+}
+
+// For is the claim deployment d makes for its target client at delta, computed by the
+// accountant of its system, and a line saying how; a zero claim and "" when the system has no
+// accountant here (Noisy-FedAvg, FedProx and DP-SGD are judged against the theory sheet's
+// bounds instead). The claim is per client: for idp-fedavg and adaptive-fedavg the target
+// client's privacy group decides it, so auditing every group takes one experiment per group,
+// each with its target (adjacency.client) in that group.
+//
+// The accountants bound add/remove-one-client adjacency (Poisson sampling of the client in or
+// out of the sum), so a claim is computed only for remove-client; other adjacencies need an
+// explicit audit.claim_epsilon. audit.claim_sampling_rate, when set, is the deliberate
+// mis-calibration of a deployment whose accountant assumes another sampling rate than the one
+// it runs.
+func For(ctx context.Context, d Deployment, delta float64) (audit.Claim, string, error) {
+	tc := d.Train
+	if !tc.IsClientDP() {
+		return audit.Claim{}, "", nil
+	}
+	if d.Adjacency != "remove-client" {
+		return audit.Claim{}, "", fmt.Errorf("adjacency.kind: the %s accountant bounds add/remove-one-client adjacency; use remove-client or state audit.claim_epsilon", tc.Algorithm)
+	}
+	plan, err := tc.Plan(ctx, d.Clients)
+	if err != nil {
+		return audit.Claim{}, "", err
+	}
+	n := d.Target
+	schedule := plan.Schedule(n)
+	q := schedule[0].Q
+	if cq := d.ClaimSamplingRate; cq > 0 {
+		for t := range schedule {
+			schedule[t].Q = cq
+		}
+		q = cq
+	}
+	group := ""
+	if tc.Privacy != nil {
+		g := plan.Group[n]
+		group = fmt.Sprintf(", group %d (budget %g)", g, tc.Privacy.Groups[g].Epsilon)
+	}
+	pc := train.PlanClaim(delta)
+	switch mech := tc.Mechanism; mech {
+	case "", train.MechGaussian:
+		g, err := accounting.ScheduleEpsilon(schedule, pc)
+		if err != nil {
+			return audit.Claim{}, "", fmt.Errorf("claim: %w", err)
+		}
+		return audit.Claim{Epsilon: g.Epsilon, Delta: delta},
+			fmt.Sprintf("accountant: %s, sampled Gaussian RDP (q = %g, z = %.4g, T = %d, Balle conversion)%s", tc.Algorithm, q, schedule[0].Z, len(schedule), group), nil
+	case train.MechLaplace:
+		// Product Laplace noise of scale b per coordinate; an update clipped to L2 norm c has
+		// L1 norm at most sqrt(d) c, and the Laplace divergence is superadditive in the shift,
+		// so each round is Laplace RDP at b / (sqrt(d) c). Subsampling is ignored (it can only
+		// lower the divergence), so the claim is valid but loose.
+		dim, err := train.ParamCount(tc.Model, d.Dim, d.Classes)
+		if err != nil {
+			return audit.Claim{}, "", err
+		}
+		acc, err := accounting.NewAccountant(accounting.DefaultOrders())
+		if err != nil {
+			return audit.Claim{}, "", err
+		}
+		for t := range schedule {
+			b := plan.Std[t] / math.Sqrt2 / (math.Sqrt(float64(dim)) * plan.Clip[t][n])
+			curve, err := accounting.LaplaceRDPCurve(b, accounting.DefaultOrders())
+			if err != nil {
+				return audit.Claim{}, "", fmt.Errorf("claim: %w", err)
+			}
+			if err := acc.Add(curve, 1); err != nil {
+				return audit.Claim{}, "", err
+			}
+		}
+		eps, _, err := acc.Epsilon(delta, accounting.Balle)
+		if err != nil {
+			return audit.Claim{}, "", fmt.Errorf("claim: %w", err)
+		}
+		return audit.Claim{Epsilon: eps, Delta: delta},
+			fmt.Sprintf("accountant: %s, Laplace RDP per round (L1 sensitivity sqrt(d) c, no amplification by sampling)%s", tc.Algorithm, group), nil
+	case train.MechStaircase:
+		return staircaseClaim(d, plan, schedule, n, delta, group)
+	}
+	return audit.Claim{}, "", fmt.Errorf("train.mechanism: no accountant for %s noise in %s; state audit.claim_epsilon", tc.Mechanism, tc.Algorithm)
+}
+
+// staircaseClaim accounts product Staircase noise: every coordinate of the server's sum gets
+// an independent staircase draw of parameters (epsilon, Delta, gamma), where Delta is the
+// design sensitivity the trainer scales to the configured standard deviation. Removing a client
+// shifts each coordinate by at most its clip norm c (the L-infinity norm is below the L2 norm),
+// and for shifts up to Delta the full shift Delta is the worst case of the one-dimensional
+// Renyi divergence (accounting verifies this), so a round costs at most d times the
+// one-dimensional staircase RDP (accounting.StaircaseVectorRDP) whenever c <= Delta. With
+// c > Delta the divergence at a larger shift is not covered, and no claim is made.
+// Subsampling is ignored (valid, loose).
+func staircaseClaim(dep Deployment, plan *train.PrivacyPlan, schedule []accounting.Round, n int, delta float64, group string) (audit.Claim, string, error) {
+	tc := &dep.Train
+	d, err := train.ParamCount(tc.Model, dep.Dim, dep.Classes)
+	if err != nil {
+		return audit.Claim{}, "", err
+	}
+	eps, gamma := tc.StaircaseEpsilon, tc.StaircaseGamma
+	if gamma == 0 {
+		gamma = accounting.OptimalStaircaseGamma(eps)
+	}
+	orders := accounting.DefaultOrders()
+	acc, err := accounting.NewAccountant(orders)
+	if err != nil {
+		return audit.Claim{}, "", err
+	}
+	// The trainer scales a unit staircase to the configured standard deviation
+	// (train.Config.NoiseOf), so the design sensitivity of round t is std_t / sd(unit).
+	unit, err := accounting.NewStaircase(eps, 1, gamma)
+	if err != nil {
+		return audit.Claim{}, "", fmt.Errorf("train.staircase_epsilon, train.staircase_gamma: %w", err)
+	}
+	for t := range schedule {
+		design := plan.Std[t] / math.Sqrt(unit.Variance())
+		if c := plan.Clip[t][n]; c > design {
+			return audit.Claim{}, "", fmt.Errorf("train.staircase_epsilon: round %d clips updates to %g, above the staircase's design sensitivity %g: no accountant covers that shift; state audit.claim_epsilon", t, c, design)
+		}
+		curve := make([]float64, len(orders))
+		for i, a := range orders {
+			if curve[i], err = accounting.StaircaseVectorRDP(eps, gamma, a, d); err != nil {
+				return audit.Claim{}, "", fmt.Errorf("claim: %w", err)
+			}
+		}
+		if err := acc.Add(curve, 1); err != nil {
+			return audit.Claim{}, "", err
+		}
+	}
+	e, _, err := acc.Epsilon(delta, accounting.Balle)
+	if err != nil {
+		return audit.Claim{}, "", fmt.Errorf("claim: %w", err)
+	}
+	return audit.Claim{Epsilon: e, Delta: delta},
+		fmt.Sprintf("accountant: %s, Staircase RDP per round (d = %d coordinates, shift <= clip <= Delta, no amplification by sampling)%s", tc.Algorithm, d, group), nil
+}

@@ -1,0 +1,57 @@
+package claims
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/train"
+)
+
+func dpFedAvg() train.Config {
+	return train.Config{Algorithm: train.DPFedAvg, Model: train.ModelConfig{Kind: "quadratic", Curvature: 1},
+		Rounds: 10, LocalSteps: 2, LearningRate: 0.5, SamplingRate: 0.5, NoiseMultiplier: 1.5, UpdateClip: 1}
+}
+
+// Systems without an accountant make no claim; an accountant's claim needs remove-client
+// adjacency; the sampled Gaussian claim grows when the accountant assumes a smaller sampling
+// rate than the one the deployment runs (the claim of experiment/claims_test.go's DP-FedAvg
+// deployment is epsilon 6.45 at delta 1e-5, 0.51 with q = 0.02).
+func TestFor(t *testing.T) {
+	ctx := context.Background()
+	base := Deployment{Train: dpFedAvg(), Clients: 10, Target: 0, Adjacency: "remove-client", Dim: 8, Classes: 2}
+	for _, tc := range []struct {
+		name         string
+		edit         func(*Deployment)
+		lo, hi       float64
+		wantErr      string
+		wantNoClaims bool
+	}{
+		{"sampled gaussian", func(*Deployment) {}, 6.4, 6.5, "", false},
+		{"mis-calibrated rate", func(d *Deployment) { d.ClaimSamplingRate = 0.02 }, 0.5, 0.52, "", false},
+		{"replace adjacency", func(d *Deployment) { d.Adjacency = "replace-client" }, 0, 0, "adjacency.kind", false},
+		{"noisy fedavg", func(d *Deployment) { d.Train = train.Config{Algorithm: train.NoisyFedAvg} }, 0, 0, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := base
+			tc.edit(&d)
+			claim, line, err := For(ctx, d, 1e-5)
+			switch {
+			case tc.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one naming %s", err, tc.wantErr)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case tc.wantNoClaims:
+				if claim.Epsilon != 0 || claim.Mu != 0 || line != "" {
+					t.Fatalf("claim %+v %q for a system without an accountant", claim, line)
+				}
+			default:
+				if claim.Epsilon < tc.lo || claim.Epsilon > tc.hi || claim.Delta != 1e-5 || !strings.HasPrefix(line, "accountant: dp-fedavg, sampled Gaussian RDP") {
+					t.Fatalf("claim %+v %q, want epsilon in [%g, %g]", claim, line, tc.lo, tc.hi)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,55 @@
+package experiment
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/report"
+)
+
+// Analyzed is one analyzed experiment directory: its config and findings as written by Run.
+type Analyzed struct {
+	Dir      string
+	Config   *Config
+	Findings []findings.Finding
+	// Headline is the analysis's overall verdict (nil for findings of older versions, which
+	// held only the rows).
+	Headline *findings.Headline
+	// Rounds are the per-round training summaries (DIR/rounds.json), nil when absent.
+	Rounds []findings.RoundSummary
+}
+
+// LoadAnalyzed reads DIR/config.json, DIR/findings.json and, when present, DIR/rounds.json.
+func LoadAnalyzed(dir string) (*Analyzed, error) {
+	d := expdir.Dir(dir)
+	raw, err := os.ReadFile(d.Config())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w (run `audit run` there first)", dir, err)
+	}
+	cfg, err := FromJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", d.Config(), err)
+	}
+	raw, err = os.ReadFile(d.Findings())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w (run `audit run` there first)", dir, err)
+	}
+	dec, err := findings.Decode(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", d.Findings(), err)
+	}
+	a := &Analyzed{Dir: dir, Config: cfg, Findings: dec.Findings, Headline: dec.Headline}
+	if raw, err := os.ReadFile(d.Rounds()); err == nil {
+		if a.Rounds, err = findings.UnmarshalRounds(raw); err != nil {
+			return nil, fmt.Errorf("%s: %w", d.Rounds(), err)
+		}
+	}
+	return a, nil
+}
+
+// Compared is the experiment as a row of a comparison, labelled by label.
+func (a *Analyzed) Compared(label func(*Config) string) report.Compared {
+	return report.Compared{Label: label(a.Config), Findings: a.Findings, Rounds: a.Rounds}
+}

@@ -1,0 +1,228 @@
+package findings
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+
+	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/runs"
+)
+
+// Claim kinds: what a verdict judged (Finding.ClaimKind).
+const (
+	// ClaimDeployment is a claim the deployment makes: the user's, or its accountant's.
+	ClaimDeployment = "claim"
+	// ClaimTheory is a bound of the theory that holds for the configuration as trained
+	// (the composition bound; the convergent bound with a proven smoothness constant).
+	ClaimTheory = "bound"
+	// ClaimEstimate is a theory value computed from an assumed or estimated constant (the
+	// convergent bound with a given or estimated L for an MLP): exceeding it says the
+	// estimate is too small, not that the deployment broke a promise.
+	ClaimEstimate = "estimate"
+)
+
+// Finding is the audit of one attack under one threat model at one checkpoint.
+//
+// Its JSON form (one row of findings.json) flattens Result, Theory and Verdict into the
+// numbers a reader needs; decoding a row gives back a Finding with those numbers, NaN where
+// the row has null, and without what the row does not hold (the ROC, the verdict's checks, the
+// ids of unpaired scores).
+type Finding struct {
+	Attack string
+	// Threat is the threat model the attack's scores were computed under: "final" (the final
+	// model), "all-iterates" (every global model) or "uploads" (the target client's uploads).
+	Threat string
+	Round  int
+	// Result is the empirical side: ROC, AUC, certified lower bounds (at the row confidence of
+	// the analysis's family).
+	Result *audit.Result
+	// Theory is the bound at this round, nil when the scores come without a config.
+	Theory *audit.Bound
+	// ClaimSource says what the verdict judged: "config claim", "--claim-mu claim",
+	// "accountant: ..." (the DP-FedAvg family's accountant), "convergent bound",
+	// "convergent bound with estimated L", "composition bound", "uploads bound", "uploads bound
+	// with estimated L", "uploads composition bound", or "" when there was nothing
+	// to judge. ClaimKind is ClaimDeployment, ClaimTheory or ClaimEstimate ("" means
+	// ClaimDeployment).
+	ClaimSource string
+	ClaimKind   string
+	// Verdict judges the claim against Result; nil when nothing was judged.
+	Verdict *audit.Verdict
+	// ExactMu is the exact mu of the mechanism for this threat model and round where it is known
+	// (the quadratic reference instance), NaN elsewhere.
+	ExactMu float64
+	// Metrics holds the mean of each of the attack's own success metrics (label accuracy,
+	// PSNR, ...) over the runs where it is defined; nil when the attack reports none.
+	Metrics map[string]float64
+	// ReversedMuLower is the mu the scores certify when read the other way round (higher
+	// means C'), at the same confidence; NaN unless the AUC is below 1/2. A positive value
+	// means the attack is worse than guessing in its stated direction: its scores are most
+	// likely reversed, and the verdict says nothing about the claim.
+	ReversedMuLower float64
+	// Unpaired lists the pair ids of coupled scores that appear in only one world. JSON keeps
+	// only their number: a decoded finding holds that many ids of -1.
+	Unpaired []int64
+	// Seed is the split method's seed (0 for the other methods).
+	Seed uint64
+}
+
+// Reversed reports whether the attack's scores certify privacy loss only when read in the
+// opposite direction.
+func (f *Finding) Reversed() bool { return f.ReversedMuLower > 0 }
+
+// MuUploads is the theory's bound for the uploads observer shown on an uploads row: the
+// convergent one, else the composition one (which needs no L); NaN on other rows or without
+// theory.
+func (f *Finding) MuUploads() float64 {
+	if f.Theory == nil || f.Threat != runs.ThreatUploads {
+		return math.NaN()
+	}
+	if finite(f.Theory.MuUploads) != nil {
+		return f.Theory.MuUploads
+	}
+	return f.Theory.MuUploadsComposition
+}
+
+// record is the JSON form of a Finding: one object per (attack, threat, round). Fields without
+// a value (no theory, no claim) are null.
+type record struct {
+	Attack      string  `json:"attack"`
+	Threat      string  `json:"threat"`
+	Round       int     `json:"round"`
+	N0          int     `json:"n0"`
+	N1          int     `json:"n1"`
+	AUC         float64 `json:"auc"`
+	TPRAt1e3    float64 `json:"tpr_at_fpr_0.001"`
+	TPRAt1e2    float64 `json:"tpr_at_fpr_0.01"`
+	BalancedAcc float64 `json:"best_balanced_accuracy"`
+	MuLower     float64 `json:"mu_lower"`
+	EpsLower    float64 `json:"eps_lower"`
+	MuEstimate  float64 `json:"mu_estimate"`
+	Delta       float64 `json:"delta"`
+	// Confidence is the row's own level; the family's statement is in the analysis's family.
+	Confidence float64 `json:"confidence"`
+	Method     string  `json:"method"`
+	Paired     bool    `json:"paired"`
+	Unpaired   int     `json:"unpaired,omitempty"`
+	// Seed is the split method's seed (absent for the other methods).
+	Seed          *uint64  `json:"split_seed,omitempty"`
+	MuExact       *float64 `json:"mu_exact"`
+	MuConvergent  *float64 `json:"mu_convergent"`
+	MuComposition *float64 `json:"mu_composition"`
+	// MuUploads is set on uploads rows only.
+	MuUploads   *float64 `json:"mu_uploads,omitempty"`
+	Verdict     *string  `json:"verdict"`
+	ClaimSource *string  `json:"claim_source"`
+	ClaimKind   *string  `json:"claim_kind"`
+	Tightness   *float64 `json:"tightness"`
+	// ReversedMuLower is set only when positive.
+	ReversedMuLower *float64           `json:"reversed_mu_lower,omitempty"`
+	Metrics         map[string]float64 `json:"metrics,omitempty"`
+}
+
+// finite points to x, or is nil when x has no JSON number (NaN, infinite).
+func finite(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
+}
+
+// orNaN is the value p points to, NaN for nil (a null in JSON).
+func orNaN(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
+}
+
+func (f *Finding) record() record {
+	r := f.Result
+	if r == nil {
+		r = &audit.Result{}
+	}
+	rec := record{
+		Attack: f.Attack, Threat: f.Threat, Round: f.Round, N0: r.N0, N1: r.N1,
+		AUC: r.AUC, TPRAt1e3: r.TPRAt1e3, TPRAt1e2: r.TPRAt1e2, BalancedAcc: r.BestBalancedAccuracy,
+		MuLower: r.MuLower, EpsLower: r.EpsLower, MuEstimate: r.MuEstimate,
+		Delta: r.Delta, Confidence: r.Confidence, Method: string(r.Method), Paired: r.Paired,
+		Unpaired: len(f.Unpaired),
+		Metrics:  f.Metrics,
+	}
+	if r.Method == audit.Split {
+		seed := f.Seed
+		rec.Seed = &seed
+	}
+	rec.MuExact = finite(f.ExactMu)
+	if f.Theory != nil {
+		rec.MuConvergent = finite(f.Theory.Mu)
+		rec.MuComposition = finite(f.Theory.MuComposition)
+		rec.MuUploads = finite(f.MuUploads())
+	}
+	if f.Verdict != nil {
+		s, src, kind := string(f.Verdict.Status), f.ClaimSource, f.ClaimKind
+		rec.Verdict, rec.ClaimSource, rec.ClaimKind = &s, &src, &kind
+		rec.Tightness = finite(f.Verdict.Tightness)
+	}
+	if f.Reversed() {
+		rec.ReversedMuLower = finite(f.ReversedMuLower)
+	}
+	return rec
+}
+
+// MarshalJSON writes the finding as one row of findings.json, with NaN as null and with "<",
+// ">" and "&" left as they are for people who read the file.
+func (f Finding) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(f.record()); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// UnmarshalJSON reads one row of findings.json (of this version or an older one).
+func (f *Finding) UnmarshalJSON(raw []byte) error {
+	var rec record
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return err
+	}
+	nan := math.NaN()
+	*f = Finding{
+		Attack: rec.Attack, Threat: rec.Threat, Round: rec.Round,
+		Result: &audit.Result{
+			N0: rec.N0, N1: rec.N1, AUC: rec.AUC, TPRAt1e3: rec.TPRAt1e3, TPRAt1e2: rec.TPRAt1e2,
+			BestBalancedAccuracy: rec.BalancedAcc, MuLower: rec.MuLower, EpsLower: rec.EpsLower,
+			MuEstimate: rec.MuEstimate, Delta: rec.Delta, Confidence: rec.Confidence,
+			Method: audit.ThresholdMethod(rec.Method), Paired: rec.Paired,
+		},
+		ExactMu: orNaN(rec.MuExact), Metrics: rec.Metrics, ReversedMuLower: orNaN(rec.ReversedMuLower),
+	}
+	if rec.Seed != nil {
+		f.Seed = *rec.Seed
+	}
+	if rec.Unpaired > 0 {
+		f.Unpaired = make([]int64, rec.Unpaired)
+		for i := range f.Unpaired {
+			f.Unpaired[i] = -1
+		}
+	}
+	if rec.MuConvergent != nil || rec.MuComposition != nil || rec.MuUploads != nil {
+		// Only the bounds the row shows are known; the rest of the theory is NaN.
+		f.Theory = &audit.Bound{T: rec.Round, Mu: orNaN(rec.MuConvergent), MuClosedForm: nan,
+			MuComposition: orNaN(rec.MuComposition), Epsilon: nan, EpsilonComposition: nan, Delta: rec.Delta,
+			UploadSensitivity: nan, MuUploads: orNaN(rec.MuUploads), MuUploadsComposition: nan, EpsilonUploads: nan}
+	}
+	if rec.Verdict != nil {
+		f.Verdict = &audit.Verdict{Status: audit.Status(*rec.Verdict), Confidence: rec.Confidence, Tightness: orNaN(rec.Tightness)}
+		if rec.ClaimSource != nil {
+			f.ClaimSource = *rec.ClaimSource
+		}
+		if rec.ClaimKind != nil {
+			f.ClaimKind = *rec.ClaimKind
+		}
+	}
+	return nil
+}

@@ -1,0 +1,172 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/fedaudit/fedaudit/findings"
+)
+
+// Compared is one analyzed experiment in a comparison: its row label, its findings and its
+// per-round training summaries.
+type Compared struct {
+	Label    string
+	Findings []findings.Finding
+	Rounds   []findings.RoundSummary
+}
+
+// RoundMetrics are the training measurements a comparison can show, one table each.
+var RoundMetrics = []string{"test_accuracy", "train_loss", "sensitivity", "realized_mu", "diverged"}
+
+func roundValue(s findings.RoundSummary, metric string) (float64, bool) {
+	switch metric {
+	case "test_accuracy":
+		return s.TestAccuracy, true
+	case "train_loss":
+		return s.TrainLoss, true
+	case "sensitivity":
+		return s.Sensitivity, true
+	case "realized_mu":
+		return s.RealizedMu, true
+	case "diverged":
+		return float64(s.Diverged), true
+	}
+	return 0, false
+}
+
+// CompareMetrics are the per-finding numbers a comparison table can show.
+var CompareMetrics = []string{"auc", "tpr_at_fpr_0.01", "best_balanced_accuracy", "mu_lower", "mu_estimate"}
+
+func findingValue(f *findings.Finding, metric string) (float64, bool) {
+	switch metric {
+	case "auc":
+		return f.Result.AUC, true
+	case "tpr_at_fpr_0.01":
+		return f.Result.TPRAt1e2, true
+	case "best_balanced_accuracy":
+		return f.Result.BestBalancedAccuracy, true
+	case "mu_lower":
+		return f.Result.MuLower, true
+	case "mu_estimate":
+		return f.Result.MuEstimate, true
+	}
+	v, ok := f.Metrics[metric]
+	return v, ok
+}
+
+// WriteComparison prints, for every attack and metric, a Markdown table shaped like the paper's
+// attack-success tables: one row per experiment, one column per round T. A metric an attack
+// does not report is left out; "-" marks a round an experiment lacks.
+func WriteComparison(w io.Writer, exps []Compared, metrics []string) error {
+	writeRoundTables(w, exps, metrics)
+	var attacks []string
+	roundsOf := map[string][]int{}
+	for _, e := range exps {
+		for _, f := range e.Findings {
+			if !slices.Contains(attacks, f.Attack) {
+				attacks = append(attacks, f.Attack)
+			}
+			if !slices.Contains(roundsOf[f.Attack], f.Round) {
+				roundsOf[f.Attack] = append(roundsOf[f.Attack], f.Round)
+			}
+		}
+	}
+	sort.Strings(attacks)
+	for _, a := range attacks {
+		rounds := roundsOf[a]
+		slices.Sort(rounds)
+		for _, metric := range metrics {
+			writeAttackTable(w, exps, a, rounds, metric)
+		}
+	}
+	return nil
+}
+
+// writeAttackTable prints one attack's table of one metric, or nothing when no experiment has
+// a value for it.
+func writeAttackTable(w io.Writer, exps []Compared, attack string, rounds []int, metric string) {
+	rows := make([][]string, 0, len(exps))
+	any := false
+	for _, e := range exps {
+		row := []string{e.Label}
+		for _, T := range rounds {
+			cell := "-"
+			for i := range e.Findings {
+				f := &e.Findings[i]
+				if f.Attack == attack && f.Round == T {
+					if v, ok := findingValue(f, metric); ok && !math.IsNaN(v) {
+						cell, any = fmt.Sprintf("%.4g", v), true
+					}
+				}
+			}
+			row = append(row, cell)
+		}
+		rows = append(rows, row)
+	}
+	if !any {
+		return
+	}
+	threat := ""
+	for _, e := range exps {
+		for _, f := range e.Findings {
+			if f.Attack == attack {
+				threat = f.Threat
+			}
+		}
+	}
+	fmt.Fprintf(w, "\n**%s** (%s threat), %s by T:\n\n", attack, threat, metric)
+	writeMarkdownRows(w, rounds, rows)
+}
+
+// writeMarkdownRows prints a table with an "experiment" column and one column per round.
+func writeMarkdownRows(w io.Writer, rounds []int, rows [][]string) {
+	head := []string{"experiment"}
+	for _, T := range rounds {
+		head = append(head, fmt.Sprintf("T=%d", T))
+	}
+	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
+	for _, row := range rows {
+		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+	}
+}
+
+// writeRoundTables prints one table per training metric requested (rows: experiments, columns:
+// T), from the experiments' round summaries.
+func writeRoundTables(w io.Writer, exps []Compared, metrics []string) {
+	var rounds []int
+	for _, e := range exps {
+		for _, s := range e.Rounds {
+			if !slices.Contains(rounds, s.Round) {
+				rounds = append(rounds, s.Round)
+			}
+		}
+	}
+	slices.Sort(rounds)
+	for _, metric := range metrics {
+		if !slices.Contains(RoundMetrics, metric) || len(rounds) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n**training**, %s by T:\n\n", metric)
+		rows := make([][]string, 0, len(exps))
+		for _, e := range exps {
+			row := []string{e.Label}
+			for _, T := range rounds {
+				cell := "-"
+				for _, s := range e.Rounds {
+					if s.Round == T {
+						if v, _ := roundValue(s, metric); !math.IsNaN(v) {
+							cell = fmt.Sprintf("%.4g", v)
+						}
+					}
+				}
+				row = append(row, cell)
+			}
+			rows = append(rows, row)
+		}
+		writeMarkdownRows(w, rounds, rows)
+	}
+}

@@ -1,0 +1,53 @@
+package report
+
+import (
+	"bytes"
+	"math"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/findings"
+)
+
+// The comparison table puts experiments in rows and rounds in columns, leaves "-" where an
+// experiment lacks a round, and skips metrics an attack never reports.
+func TestWriteComparison(t *testing.T) {
+	row := func(round int, auc float64, metrics map[string]float64) findings.Finding {
+		return findings.Finding{Attack: "loss", Threat: "final", Round: round, Result: &audit.Result{AUC: auc},
+			ExactMu: math.NaN(), ReversedMuLower: math.NaN(), Metrics: metrics}
+	}
+	exps := []Compared{
+		{Label: "sigma = 1", Findings: []findings.Finding{row(1, 0.5, nil), row(5, 0.51, nil)}},
+		{Label: "sigma = 0.1", Findings: []findings.Finding{row(5, 0.75, map[string]float64{"psnr": math.NaN()})},
+			Rounds: []findings.RoundSummary{{Round: 5, Runs: 4, TrainLoss: 0.25, TestAccuracy: math.NaN()}}},
+	}
+	var buf bytes.Buffer
+	if err := WriteComparison(&buf, exps, []string{"auc", "psnr", "test_accuracy", "train_loss"}); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+**training**, test_accuracy by T:
+
+| experiment | T=5 |
+|---|---|
+| sigma = 1 | - |
+| sigma = 0.1 | - |
+
+**training**, train_loss by T:
+
+| experiment | T=5 |
+|---|---|
+| sigma = 1 | - |
+| sigma = 0.1 | 0.25 |
+
+**loss** (final threat), auc by T:
+
+| experiment | T=1 | T=5 |
+|---|---|---|
+| sigma = 1 | 0.5 | 0.51 |
+| sigma = 0.1 | - | 0.75 |
+`
+	if buf.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", buf.String(), want)
+	}
+}

@@ -1,0 +1,122 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/findings"
+)
+
+// WriteAnalysis prints an analysis as a person reads it in a terminal: the headline first, its
+// notes, then one table row per (attack, threat, T), and a line on how the bounds were
+// certified.
+func WriteAnalysis(w io.Writer, a *findings.Analysis) error {
+	fmt.Fprintf(w, "%s\n", a.Headline.Text)
+	for _, n := range a.Headline.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+	fmt.Fprintln(w)
+	if err := WriteTable(w, a.Findings); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%s\n", methodLine(a))
+	return nil
+}
+
+// methodLine says how the table's bounds were certified: the method per row kind, the family
+// and each row's level.
+func methodLine(a *findings.Analysis) string {
+	var methods []string
+	for _, f := range a.Findings {
+		m := string(f.Result.Method)
+		switch {
+		case f.Result.Paired:
+			m += " (paired scores)"
+		case len(f.Unpaired) > 0:
+			m += " (coupled scores, incomplete pairs)"
+		}
+		if f.Result.Method == audit.Split {
+			m += fmt.Sprintf(" (split seed %d)", f.Seed)
+		}
+		if !slices.Contains(methods, m) {
+			methods = append(methods, m)
+		}
+	}
+	fam := a.Family
+	joint := fmt.Sprintf("at %s confidence", findings.Percent(fam.Confidence))
+	if fam.Rows > 1 {
+		joint = fmt.Sprintf("at %s confidence jointly over %d rows (Bonferroni: each row at %s)", findings.Percent(fam.Confidence), fam.Rows, findings.Percent(fam.RowConfidence))
+	}
+	return fmt.Sprintf("mu_lower: certified %s with %s thresholds; mu_est: a point estimate, not a bound.", joint, strings.Join(methods, ", "))
+}
+
+// verdictText is a row's verdict as the terminal table prints it. A row judged against an
+// estimate says so instead of "violated", and a row whose scores look reversed is marked.
+func verdictText(f *findings.Finding) string {
+	if f.Verdict == nil {
+		return "-"
+	}
+	v := string(f.Verdict.Status)
+	if f.ClaimKind == findings.ClaimEstimate && f.Verdict.Status == audit.Violated {
+		v = "exceeds estimate"
+	}
+	if t := f.Verdict.Tightness; !math.IsNaN(t) && !math.IsInf(t, 0) {
+		v += fmt.Sprintf(" (%.2f of %s)", t, f.ClaimSource)
+	}
+	if f.Reversed() && !math.IsInf(f.ReversedMuLower, 0) {
+		v += " [reversed scores?]"
+	}
+	return v
+}
+
+// WriteTable prints findings as the one table a person reads: attack, threat, T, AUC, TPR at
+// 1% FPR, the certified mu lower bound, the point estimate, the exact mu where the instance has
+// one, the two theoretical bounds and the verdict.
+func WriteTable(w io.Writer, fs []findings.Finding) error {
+	exact, uploads := false, false
+	for i := range fs {
+		exact = exact || isFinite(fs[i].ExactMu)
+		uploads = uploads || isFinite(fs[i].MuUploads())
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := "attack\tthreat\tT\tn0\tn1\tAUC\tTPR@1pctFPR\tmu_lower\tmu_est\t"
+	if exact {
+		header += "exact\t"
+	}
+	header += "convergent\tcomposition\t"
+	if uploads {
+		header += "uploads\t"
+	}
+	io.WriteString(tw, header+"verdict\t\n")
+	num := func(x float64) string {
+		if !isFinite(x) {
+			return "-"
+		}
+		return fmt.Sprintf("%.4g", x)
+	}
+	for i := range fs {
+		f, r := &fs[i], fs[i].Result
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.4f\t%.4f\t%.4f\t%.4f\t",
+			f.Attack, f.Threat, f.Round, r.N0, r.N1, r.AUC, r.TPRAt1e2, r.MuLower, r.MuEstimate)
+		if exact {
+			fmt.Fprintf(tw, "%s\t", num(f.ExactMu))
+		}
+		convergent, composition := math.NaN(), math.NaN()
+		if f.Theory != nil {
+			convergent, composition = f.Theory.Mu, f.Theory.MuComposition
+		}
+		fmt.Fprintf(tw, "%s\t%s\t", num(convergent), num(composition))
+		if uploads {
+			fmt.Fprintf(tw, "%s\t", num(f.MuUploads()))
+		}
+		fmt.Fprintf(tw, "%s\t\n", verdictText(f))
+	}
+	return tw.Flush()
+}
+
+func isFinite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
