@@ -78,7 +78,7 @@ type Backend interface {
 	// ClipStep, AddGaussian and Dots take batches of single rows (one replica each).
 
 	// AddGaussian adds scale[b] Z_b to batch element b, Z_b the coordinates 0..Cols-1 of the
-	// Philox noise stream (seeds[b], round, stream) as defined by AddGaussianHost. Elements
+	// Philox noise stream (seeds[b], round, stream) as defined by philox.AddGaussian. Elements
 	// with equal seeds get equal noise.
 	AddGaussian(dst Mat, seeds []uint64, scale []float32, round, stream uint32)
 	// Dots writes into out[b] the inner product of a and b's batch element b, accumulated in

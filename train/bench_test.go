@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/fedaudit/fedaudit/internal/philox"
 )
 
 func benchGemm(b *testing.B, transA, transB bool, m, n, k, batch int, shareA bool) {
@@ -70,8 +72,8 @@ func BenchmarkW1Step(b *testing.B) {
 	hitT, hitK := -1, -1
 	for t := 0; t < 100 && hitT < 0; t++ {
 		for k := 0; k < 5; k++ {
-			rng := newCounterRand(e.cfg.Seed, uint32(t), 0, domainBatch, uint32(k))
-			samplePrefix(&rng, e.perm[:w1PerClient], 32)
+			rng := philox.NewRand(e.cfg.Seed, uint32(t), 0, philox.DomainBatch, uint32(k))
+			philox.SamplePrefix(&rng, e.perm[:w1PerClient], 32)
 			if slices.Contains(e.perm[:32], 0) {
 				hitT, hitK = t, k
 				break

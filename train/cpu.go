@@ -3,6 +3,8 @@ package train
 import (
 	"math"
 	"runtime"
+
+	"github.com/fedaudit/fedaudit/internal/philox"
 )
 
 // cpuBuffer is host memory.
@@ -489,7 +491,7 @@ func (j *noiseJob) run(task, worker int) {
 	n := min(noiseBlock, j.dst.Cols-c0)
 	z := j.be.scratch[worker].noise[:n]
 	b0, b1 := j.runs[ri], j.runs[ri+1]
-	key := keyOf(j.seeds[b0])
+	key := philox.Key(j.seeds[b0])
 	gaussianFloats(z, key, uint32(c0>>2), j.round, j.stream)
 	dst := data(j.dst.Buf)
 	for b := b0; b < b1; b++ {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/fedaudit/fedaudit/internal/philox"
 )
 
 // Deferred first-layer updates. A local step changes the first weight matrix by a low-rank
@@ -100,8 +102,8 @@ func (e *engine) gatherDeferred(t, i int) {
 	ds.split[s] = i == e.target.Client && e.target.WholeClient
 	idx := e.idx[:B]
 	for k := 0; k < e.cfg.LocalSteps; k++ {
-		rng := newCounterRand(e.cfg.Seed, uint32(t), uint32(i), domainBatch, uint32(k))
-		samplePrefix(&rng, e.perm[:e.data[0][i].n], B)
+		rng := philox.NewRand(e.cfg.Seed, uint32(t), uint32(i), philox.DomainBatch, uint32(k))
+		philox.SamplePrefix(&rng, e.perm[:e.data[0][i].n], B)
 		copy(idx, e.perm[:B])
 		if i == e.target.Client && slices.Contains(idx, int32(e.target.Index)) {
 			ds.split[s] = true

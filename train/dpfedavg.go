@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/fedaudit/fedaudit/accounting"
+	"github.com/fedaudit/fedaudit/internal/philox"
 )
 
 // The client-level DP-FL systems of Kiani, Kulkarni, Dziedzic, Draper and Boenisch,
@@ -272,8 +273,8 @@ func (e *engine) sampleClients(t int) {
 	m := e.m
 	for p := 0; p < e.P; p++ {
 		for i := 0; i < m; i++ {
-			rng := newCounterRand(e.seeds[2*p], uint32(t), uint32(i), domainClientSampling, 0)
-			e.part[p*m+i] = rng.float() < e.plan.Q[t][i]
+			rng := philox.NewRand(e.seeds[2*p], uint32(t), uint32(i), philox.DomainClientSampling, 0)
+			e.part[p*m+i] = rng.Float() < e.plan.Q[t][i]
 		}
 		e.hasTarget[p] = e.part[p*m+e.target.Client]
 	}

@@ -10,16 +10,17 @@ import (
 
 	"github.com/fedaudit/fedaudit/accounting"
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/internal/philox"
 )
 
 // quadClients builds m clients of n samples of dimension dim with known features, and a canary
 // client (every sample the point canary).
 func quadClients(m, n, dim int, canary float32) (clients []*datasets.Dataset, canaryClient *datasets.Dataset) {
-	rnd := newCounterRand(11, 0, 0, 9, 1)
+	rnd := philox.NewRand(11, 0, 0, 9, 1)
 	for i := 0; i < m; i++ {
 		ds := &datasets.Dataset{Name: "q", Shape: []int{dim}, Classes: 2, Features: make([]float32, n*dim), Labels: make([]int32, n)}
 		for j := range ds.Features {
-			ds.Features[j] = float32(rnd.float() - 0.5)
+			ds.Features[j] = float32(rnd.Float() - 0.5)
 		}
 		clients = append(clients, ds)
 	}
@@ -88,8 +89,8 @@ func TestDPFedAvgRoundMatchesAlgorithm4(t *testing.T) {
 					for round := 0; round < cfg.Rounds; round++ {
 						sum := make([]float64, dim)
 						for i := 0; i < m; i++ {
-							rng := newCounterRand(seed, uint32(round), uint32(i), domainClientSampling, 0)
-							if rng.float() >= cfg.SamplingRate {
+							rng := philox.NewRand(seed, uint32(round), uint32(i), philox.DomainClientSampling, 0)
+							if rng.Float() >= cfg.SamplingRate {
 								continue
 							}
 							sawBoth[b2i(i == 2)] = true

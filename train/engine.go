@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/internal/philox"
 )
 
 // Train runs the pairs of one shard: pair p trains on worldC (world 0) and on worldCPrime
@@ -386,7 +387,7 @@ func newEngine(be Backend, cfg Config, worldC, worldCP []*datasets.Dataset, targ
 	}
 	// w_0 is public and the same for every pair: it is drawn from the master seed.
 	w0 := make([]float32, d)
-	model.Init(w0, splitMix64(cfg.Seed^0x696e6974))
+	model.Init(w0, philox.SplitMix64(cfg.Seed^0x696e6974))
 	for r := 0; r < R; r++ {
 		be.Upload(e.g, r*d, w0)
 	}
@@ -604,8 +605,8 @@ func (e *engine) chooseParticipants(t int) {
 			}
 		} else {
 			clear(part)
-			rng := newCounterRand(e.seeds[2*p], uint32(t), 0, domainParticipation, 0)
-			samplePrefix(&rng, e.perm[:m], e.n)
+			rng := philox.NewRand(e.seeds[2*p], uint32(t), 0, philox.DomainParticipation, 0)
+			philox.SamplePrefix(&rng, e.perm[:m], e.n)
 			for _, i := range e.perm[:e.n] {
 				part[i] = true
 			}
@@ -670,8 +671,8 @@ func (e *engine) localGrad(t, i, k int, buf Buffer, flip bool, p0, p1 int) error
 		e.groupGrad(buf, 2*p0, 2*(p1-p0), 1, cd.x, cd.y)
 	case "fixed":
 		cd := &e.data[0][i]
-		rng := newCounterRand(e.cfg.Seed, uint32(t), uint32(i), domainBatch, uint32(k))
-		samplePrefix(&rng, e.perm[:cd.n], e.cfg.BatchSize)
+		rng := philox.NewRand(e.cfg.Seed, uint32(t), uint32(i), philox.DomainBatch, uint32(k))
+		philox.SamplePrefix(&rng, e.perm[:cd.n], e.cfg.BatchSize)
 		idx := e.idx[:e.cfg.BatchSize]
 		copy(idx, e.perm[:e.cfg.BatchSize])
 		if isTarget && (e.target.WholeClient || slices.Contains(idx, int32(e.target.Index))) {
@@ -687,11 +688,11 @@ func (e *engine) localGrad(t, i, k int, buf Buffer, flip bool, p0, p1 int) error
 		cd := &e.data[0][i]
 		q := float64(e.cfg.BatchSize) / float64(cd.n)
 		for p := p0; p < p1; p++ {
-			rng := newCounterRand(e.seeds[2*p], uint32(t), uint32(i), domainPoisson, uint32(k))
+			rng := philox.NewRand(e.seeds[2*p], uint32(t), uint32(i), philox.DomainPoisson, uint32(k))
 			idx := e.idx[:0]
 			hit := false
 			for j := 0; j < cd.n; j++ {
-				if rng.float() < q {
+				if rng.Float() < q {
 					idx = append(idx, int32(j))
 					hit = hit || (isTarget && (e.target.WholeClient || j == e.target.Index))
 				}

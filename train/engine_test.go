@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/internal/philox"
 )
 
 type memRecorder struct{ cps []*Checkpoint }
@@ -21,18 +22,18 @@ func (m *memRecorder) Checkpoint(_ context.Context, cp *Checkpoint) error {
 // where client target.Client's sample target.Index is replaced by another point of another
 // class.
 func synthWorlds(m, n, dim, classes int, target TargetInfo, seed uint64) (c, cp []*datasets.Dataset) {
-	rnd := newCounterRand(seed, 0, 0, 9, 3)
+	rnd := philox.NewRand(seed, 0, 0, 9, 3)
 	for i := 0; i < m; i++ {
 		ds := &datasets.Dataset{Name: "synth", Shape: []int{dim}, Classes: classes, Features: make([]float32, n*dim), Labels: make([]int32, n)}
 		for j := 0; j < n; j++ {
-			y := rnd.below(classes)
+			y := rnd.Below(classes)
 			ds.Labels[j] = int32(y)
 			for q := 0; q < dim; q++ {
 				mu := 0.0
 				if q%classes == y {
 					mu = 1
 				}
-				ds.Features[j*dim+q] = float32(mu + rnd.float() - 0.5)
+				ds.Features[j*dim+q] = float32(mu + rnd.Float() - 0.5)
 			}
 		}
 		c = append(c, ds)
@@ -46,7 +47,7 @@ func synthWorlds(m, n, dim, classes int, target TargetInfo, seed uint64) (c, cp 
 		j := target.Index
 		alt.Labels[j] = (ds.Labels[j] + 1) % int32(classes)
 		for q := 0; q < dim; q++ {
-			alt.Features[j*dim+q] = 3 * float32(rnd.float()-0.5)
+			alt.Features[j*dim+q] = 3 * float32(rnd.Float()-0.5)
 		}
 		cp = append(cp, alt)
 	}

@@ -2,8 +2,10 @@
 
 package train
 
+import "github.com/fedaudit/fedaudit/internal/philox"
+
 // gaussAVX2 writes the float32 normals of counters j0 .. j0+4 quads-1 of a noise stream into
-// z[:16 quads] (gauss_amd64.s): gaussianBlock's values bit for bit, four counters at a time.
+// z[:16 quads] (gauss_amd64.s): philox.GaussianBlock's values bit for bit, four counters at a time.
 //
 //go:noescape
 func gaussAVX2(quads int, z *float32, k0, k1, j0, round, stream uint32)
@@ -26,5 +28,5 @@ func gaussianFloats(z []float32, key [2]uint32, j0, round, stream uint32) {
 		z = z[16*q:]
 		j0 += uint32(4 * q)
 	}
-	gaussianFloatsGo(z, key, j0, round, stream)
+	philox.GaussianFloats(z, key, j0, round, stream)
 }

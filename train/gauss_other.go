@@ -2,8 +2,10 @@
 
 package train
 
+import "github.com/fedaudit/fedaudit/internal/philox"
+
 // gaussianFloats sets z[i] = float32 of coordinate 4 j0 + i of the noise stream (key, round,
 // stream).
 func gaussianFloats(z []float32, key [2]uint32, j0, round, stream uint32) {
-	gaussianFloatsGo(z, key, j0, round, stream)
+	philox.GaussianFloats(z, key, j0, round, stream)
 }

@@ -3,20 +3,22 @@ package train
 import (
 	"math"
 	"testing"
+
+	"github.com/fedaudit/fedaudit/internal/philox"
 )
 
-// The SIMD noise (gaussianFloats) gives gaussianBlock's values bit for bit, at every offset
+// The SIMD noise (gaussianFloats) gives philox.GaussianBlock's values bit for bit, at every offset
 // and length (the SIMD part takes whole groups of 16, the rest is scalar).
 func TestGaussianFloatsBits(t *testing.T) {
 	for _, tc := range []struct {
 		seed                 uint64
 		j0, round, stream, n uint32
 	}{{1, 0, 0, 0, 64}, {7, 3, 1, 9, 48}, {RunSeed(3, 7), 12345, 17, 0xFFFFFFFF, 1000}, {0xFFFFFFFFFFFFFFFF, 0xFFFFFFF0, 3, 5, 133}, {42, 7, 0, 2, 16}} {
-		key := keyOf(tc.seed)
+		key := philox.Key(tc.seed)
 		got := make([]float32, tc.n)
 		gaussianFloats(got, key, tc.j0, tc.round, tc.stream)
 		want := make([]float32, tc.n)
-		gaussianFloatsGo(want, key, tc.j0, tc.round, tc.stream)
+		philox.GaussianFloats(want, key, tc.j0, tc.round, tc.stream)
 		for i := range want {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 				t.Fatalf("seed %x j0 %d: value %d: %v (%08x), want %v (%08x)", tc.seed, tc.j0, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
@@ -25,37 +27,10 @@ func TestGaussianFloatsBits(t *testing.T) {
 	}
 }
 
-// BoxMuller against the math package's logarithm, sine and cosine, on the extreme words and
-// on random ones: within 2e-15 of the radius. Both sides err by a few float64 ulps (the math
-// package's angle 2 pi b 2^-32 alone is rounded by up to 4.4e-16 near 2 pi); a wrong
-// coefficient or quadrant errs by 1e-10 or far more.
-func TestBoxMullerAccuracy(t *testing.T) {
-	words := []uint32{0, 1, 2, 3, 1 << 29, 1<<29 - 1, 1<<29 + 1, 1 << 30, 3 << 29, 1 << 31, 5 << 29, 3 << 30, 7 << 29, 7<<29 - 1, 7<<29 + 1, 0xFFFFFFFE, 0xFFFFFFFF}
-	rng := newCounterRand(9, 0, 0, 9, 0)
-	for i := 0; i < 20000; i++ {
-		words = append(words, uint32(rng.uint64()))
-	}
-	worst := 0.0
-	for i, a := range words {
-		b := words[(i*7+3)%len(words)]
-		z0, z1 := BoxMuller(a, b)
-		rad := math.Sqrt(-2 * math.Log((float64(a)+1)/4294967296)) // u in (0, 1]
-		s, c := math.Sincos(2 * math.Pi * float64(b) / 4294967296)
-		for _, p := range [][2]float64{{z0, rad * c}, {z1, rad * s}} {
-			d := math.Abs(p[0]-p[1]) / max(rad, 1e-300)
-			worst = max(worst, d)
-			if d > 2e-15 {
-				t.Fatalf("BoxMuller(%d, %d) = %v, %v; math gives %v, %v", a, b, z0, z1, rad*c, rad*s)
-			}
-		}
-	}
-	t.Logf("largest difference from the math package: %.2e of the radius", worst)
-}
-
 // mulSmall (SIMD where the shape allows) against a float64 triple loop, on shapes with 32- and
 // 8-column parts, transposed (strided) coefficients and padded rows; tolerance k 2^-22 sum|a||v|.
 func TestMulSmall(t *testing.T) {
-	rng := newCounterRand(4, 0, 0, 9, 0)
+	rng := philox.NewRand(4, 0, 0, 9, 0)
 	for _, sh := range [][3]int{{1, 1, 8}, {32, 10, 64}, {10, 32, 64}, {32, 32, 72}, {3, 7, 40}, {5, 64, 16}, {4, 3, 5}} {
 		rows, k, cols := sh[0], sh[1], sh[2]
 		for _, trans := range []bool{false, true} {
@@ -66,10 +41,10 @@ func TestMulSmall(t *testing.T) {
 			a := make([]float32, rows*k*4+8)
 			v := make([]float32, k*(cols+3))
 			for i := range a {
-				a[i] = float32(rng.float() - 0.5)
+				a[i] = float32(rng.Float() - 0.5)
 			}
 			for i := range v {
-				v[i] = float32(rng.float() - 0.5)
+				v[i] = float32(rng.Float() - 0.5)
 			}
 			out := make([]float32, rows*(cols+5))
 			mulSmall(rows, k, cols, a, ars, acs, v, cols+3, out, cols+5)
@@ -93,12 +68,12 @@ func TestMulSmall(t *testing.T) {
 // dot32 and the portable dotLanes against float64 sums, on lengths with and without a SIMD part:
 // within n 2^-23 sum|x y| (n roundings of at most that size).
 func TestDot32(t *testing.T) {
-	rng := newCounterRand(8, 0, 0, 9, 0)
+	rng := philox.NewRand(8, 0, 0, 9, 0)
 	for _, n := range []int{1, 15, 16, 64, 77} {
 		x, y := make([]float32, n), make([]float32, n)
 		var want, abs float64
 		for i := range x {
-			x[i], y[i] = float32(rng.float()-0.5), float32(rng.float()-0.5)
+			x[i], y[i] = float32(rng.Float()-0.5), float32(rng.Float()-0.5)
 			want += float64(x[i]) * float64(y[i])
 			abs += math.Abs(float64(x[i]) * float64(y[i]))
 		}

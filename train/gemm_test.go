@@ -3,6 +3,8 @@ package train
 import (
 	"math"
 	"testing"
+
+	"github.com/fedaudit/fedaudit/internal/philox"
 )
 
 func naiveGemm(transA, transB bool, alpha float32, a, b Mat, beta float32, c Mat, A, B, C []float32) []float64 {
@@ -64,11 +66,11 @@ func testGemmCase(t *testing.T, M, N, K int, ta, tb, shareA bool) {
 	be := NewCPU(2)
 	defer be.Close()
 	const batch = 3
-	rnd := newCounterRand(uint64(M*1000+N*10+K), 0, 0, 9, 0)
+	rnd := philox.NewRand(uint64(M*1000+N*10+K), 0, 0, 9, 0)
 	fill := func(n int) []float32 {
 		x := make([]float32, n)
 		for i := range x {
-			x[i] = float32(2*rnd.float() - 1)
+			x[i] = float32(2*rnd.Float() - 1)
 		}
 		return x
 	}

@@ -3,6 +3,8 @@ package train
 import (
 	"fmt"
 	"math"
+
+	"github.com/fedaudit/fedaudit/internal/philox"
 )
 
 // Model is a parametric model whose loss and gradient are computed for a batch of replicas at
@@ -69,12 +71,12 @@ func (m *MLP) NumParams() int { return m.d }
 // Init draws every weight and bias uniformly from (-1/sqrt(in), 1/sqrt(in)), PyTorch's default
 // for nn.Linear.
 func (m *MLP) Init(w []float32, seed uint64) {
-	r := newCounterRand(seed, 0, 0, domainInit, 0)
+	r := philox.NewRand(seed, 0, 0, philox.DomainInit, 0)
 	for l := 0; l+1 < len(m.Sizes); l++ {
 		bound := 1 / math.Sqrt(float64(m.Sizes[l]))
 		end := m.boff[l] + m.Sizes[l+1]
 		for i := m.woff[l]; i < end; i++ {
-			w[i] = float32((2*r.float() - 1) * bound)
+			w[i] = float32((2*r.Float() - 1) * bound)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/internal/philox"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -137,14 +138,14 @@ func backendGrad(t *testing.T, c gradCase, w [][]float32, x []float32, y []int, 
 }
 
 func randData(seed uint64, n, in, nc int) ([]float32, []int) {
-	rnd := newCounterRand(seed, 0, 0, 9, 1)
+	rnd := philox.NewRand(seed, 0, 0, 9, 1)
 	x := make([]float32, n*in)
 	for i := range x {
-		x[i] = float32(2*rnd.float() - 1)
+		x[i] = float32(2*rnd.Float() - 1)
 	}
 	y := make([]int, n)
 	for i := range y {
-		y[i] = rnd.below(nc)
+		y[i] = rnd.Below(nc)
 	}
 	return x, y
 }
@@ -153,9 +154,9 @@ func randParams(m Model, R int, seed uint64) [][]float32 {
 	w := make([][]float32, R)
 	for r := range w {
 		w[r] = make([]float32, m.NumParams())
-		rnd := newCounterRand(seed+uint64(r), 0, 0, 9, 2)
+		rnd := philox.NewRand(seed+uint64(r), 0, 0, 9, 2)
 		for i := range w[r] {
-			w[r][i] = float32(2*rnd.float() - 1)
+			w[r][i] = float32(2*rnd.Float() - 1)
 		}
 	}
 	return w

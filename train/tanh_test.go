@@ -3,6 +3,8 @@ package train
 import (
 	"math"
 	"testing"
+
+	"github.com/fedaudit/fedaudit/internal/philox"
 )
 
 // tanh32 against math.Tanh over the range that matters: within one float32 ulp of the exact
@@ -68,12 +70,12 @@ func TestTanhRounding(t *testing.T) {
 
 // tanhGrad (SIMD where there is one) gives tanhGradGo's bits on every length and offset.
 func TestTanhGradBits(t *testing.T) {
-	rng := newCounterRand(6, 0, 0, 9, 0)
+	rng := philox.NewRand(6, 0, 0, 9, 0)
 	h := make([]float32, 77)
 	g := make([]float32, 77)
 	for i := range h {
-		h[i] = float32(2*rng.float() - 1)
-		g[i] = float32(rng.float() - 0.5)
+		h[i] = float32(2*rng.Float() - 1)
+		g[i] = float32(rng.Float() - 0.5)
 	}
 	for off := 0; off < 4; off++ {
 		a, b := append([]float32(nil), g[off:]...), append([]float32(nil), g[off:]...)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/internal/philox"
 )
 
 // W1 (bench/README.md): Noisy-FedAvg, m = 10 clients x 600 samples of 784 features (class-
@@ -43,17 +44,17 @@ func W1Config() Config {
 // W1Data returns W1's two worlds: C and C' differ in sample 0 of client 0.
 func W1Data() (c, cp []*datasets.Dataset, target TargetInfo) {
 	means := make([]float32, w1Classes*w1Dim)
-	AddGaussianHost(means, 0, 0, 0, 0, 0.1)
+	philox.AddGaussian(means, 0, 0, 0, 0, 0.1)
 	z := make([]float32, w1Dim)
 	for i := 0; i < w1Clients; i++ {
 		ds := &datasets.Dataset{Name: fmt.Sprintf("w1-client%d", i), Shape: []int{w1Dim}, Classes: w1Classes,
 			Features: make([]float32, w1PerClient*w1Dim), Labels: make([]int32, w1PerClient)}
-		rng := newCounterRand(0, 1, uint32(i), domainInit, 1)
+		rng := philox.NewRand(0, 1, uint32(i), philox.DomainInit, 1)
 		for j := 0; j < w1PerClient; j++ {
-			y := rng.below(w1Classes)
+			y := rng.Below(w1Classes)
 			ds.Labels[j] = int32(y)
 			clear(z)
-			AddGaussianHost(z, 0, 2+uint32(i), uint32(j), 0, 1)
+			philox.AddGaussian(z, 0, 2+uint32(i), uint32(j), 0, 1)
 			for q := range z {
 				ds.Features[j*w1Dim+q] = means[y*w1Dim+q] + z[q]
 			}
@@ -65,7 +66,7 @@ func W1Data() (c, cp []*datasets.Dataset, target TargetInfo) {
 		Features: append([]float32(nil), c[0].Features...), Labels: append([]int32(nil), c[0].Labels...)}
 	alt.Labels[0] = (c[0].Labels[0] + 1) % w1Classes
 	clear(z)
-	AddGaussianHost(z, 0, 1000, 0, 0, 1)
+	philox.AddGaussian(z, 0, 1000, 0, 0, 1)
 	for q := range z {
 		alt.Features[q] = means[int(alt.Labels[0])*w1Dim+q] + z[q]
 	}
