@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/train"
 )
@@ -19,8 +20,8 @@ func (discard) Checkpoint(context.Context, *train.Checkpoint) error { return nil
 // sgemmRate measures the device's single-precision GEMM rate in GFLOP/s on square n x n
 // products, as the reference for the achieved rate of the training runs.
 func sgemmRate(b testing.TB, be *cuda.Backend, n, reps int) float64 {
-	m := func() train.Mat {
-		return train.Mat{Buf: be.Alloc(n * n), Rows: n, Cols: n, Stride: n, Batch: 1}
+	m := func() compute.Mat {
+		return compute.Mat{Buf: be.Alloc(n * n), Rows: n, Cols: n, Stride: n, Batch: 1}
 	}
 	x, y, z := m(), m(), m()
 	be.Gemm(false, false, 1, x, y, 0, z) // warm-up

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/fedaudit/fedaudit/compute"
 )
 
 // Algorithm names.
@@ -340,14 +342,14 @@ func (c *Config) validate(m, n, dim, classes int) error {
 	return errors.Join(errs...)
 }
 
-func parseActivation(s string) (Activation, error) {
+func parseActivation(s string) (compute.Activation, error) {
 	switch s {
 	case "tanh":
-		return Tanh, nil
+		return compute.Tanh, nil
 	case "softplus":
-		return Softplus, nil
+		return compute.Softplus, nil
 	case "relu":
-		return ReLU, nil
+		return compute.ReLU, nil
 	}
 	return 0, fmt.Errorf("%q is not tanh, softplus or relu", s)
 }
@@ -355,7 +357,7 @@ func parseActivation(s string) (Activation, error) {
 func (c *Config) newModel(dim, classes int) (Model, error) {
 	switch c.Model.Kind {
 	case "softmax":
-		return NewMLP(Tanh, dim, classes)
+		return NewMLP(compute.Tanh, dim, classes)
 	case "mlp":
 		act, err := parseActivation(c.Model.Activation)
 		if err != nil {

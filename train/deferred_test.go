@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
 )
 
@@ -13,7 +14,7 @@ import (
 // the direct form of a weight update per step.
 func trainForm(t *testing.T, cfg Config, c, cp []*datasets.Dataset, tgt TargetInfo, pairs PairRange, direct bool) (cps []*Checkpoint, deferred bool) {
 	t.Helper()
-	be := NewCPU(2)
+	be := cpu.New(2)
 	defer be.Close()
 	e, err := newEngine(be, cfg, c, cp, tgt, nil, pairs)
 	if err != nil {
@@ -83,7 +84,7 @@ func TestDeferredMatchesDirect(t *testing.T) {
 		})
 	}
 	// Both kinds of round occur: the target sample in one of client 1's minibatches or not.
-	e, err := newEngine(NewCPU(1), base, c, cp, tgt, nil, PairRange{0, 1})
+	e, err := newEngine(cpu.New(1), base, c, cp, tgt, nil, PairRange{0, 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestDPSGDClipsPerExample(t *testing.T) {
 	c, cp := synthWorlds(1, 30, 12, 3, tgt, 5)
 	cfg := mlpConfig()
 	cfg.Algorithm, cfg.Participants = DPSGD, 0
-	e, err := newEngine(NewCPU(1), cfg, c, cp, tgt, nil, PairRange{0, 1})
+	e, err := newEngine(cpu.New(1), cfg, c, cp, tgt, nil, PairRange{0, 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/fedaudit/fedaudit/accounting"
+	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/internal/philox"
 )
 
@@ -282,7 +283,7 @@ func (e *engine) sampleClients(t int) {
 
 // clipFactors writes into out[r] the factor min(1, clip/||u_r||) that clips replica r's update
 // u_r in buf (1 with skip_update_clip).
-func (e *engine) clipFactors(buf Buffer, clip float64, out []float32) {
+func (e *engine) clipFactors(buf compute.Buffer, clip float64, out []float32) {
 	e.be.Dots(e.all(buf), e.all(buf), e.dd)
 	for r := range out {
 		out[r] = 1
@@ -296,7 +297,7 @@ func (e *engine) clipFactors(buf Buffer, clip float64, out []float32) {
 func (e *engine) dpRound(ctx context.Context, t int) error {
 	be, m, tc, plan := e.be, e.m, e.target.Client, e.plan
 	e.sampleClients(t)
-	be.Axpby(0, Mat{}, 0, e.all(e.acc), nil)
+	be.Axpby(0, compute.Mat{}, 0, e.all(e.acc), nil)
 	for i := 0; i < m; i++ {
 		sampled := false
 		for p := 0; p < e.P && !sampled; p++ {
@@ -336,7 +337,7 @@ func (e *engine) dpRound(ctx context.Context, t int) error {
 		}
 		be.Axpby(1, e.all(e.l), 1, e.all(e.acc), e.coef)
 	}
-	be.Axpby(0, Mat{}, 0, e.all(e.noise), nil)
+	be.Axpby(0, compute.Mat{}, 0, e.all(e.noise), nil)
 	if std := plan.Std[t]; std > 0 {
 		if err := e.addServerNoise(t, std); err != nil {
 			return err

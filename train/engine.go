@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/internal/philox"
 )
@@ -25,7 +27,7 @@ import (
 // rec receives each group's checkpoints in round order before the next group's: within one
 // round the rows still come in pair order.
 func Train(ctx context.Context, cfg Config, worldC, worldCPrime []*datasets.Dataset, target TargetInfo, test *datasets.Dataset, pairs PairRange, rec Recorder, progress func(done, total int)) error {
-	be := NewCPU(cfg.Threads)
+	be := cpu.New(cfg.Threads)
 	defer be.Close()
 	if pairs.First < 0 || pairs.Count < 1 {
 		return fmt.Errorf("train: pair range first %d count %d: need first >= 0, count >= 1", pairs.First, pairs.Count)
@@ -89,7 +91,7 @@ func GroupSize(cfg Config, s DataSizes, count int) int {
 
 // TrainOn trains the pairs on a given backend as one group: every replica's state is allocated
 // at once (Train groups them). It stops within one client step of ctx being cancelled.
-func TrainOn(ctx context.Context, be Backend, cfg Config, worldC, worldCPrime []*datasets.Dataset, target TargetInfo, test *datasets.Dataset, pairs PairRange, rec Recorder, progress func(done, total int)) error {
+func TrainOn(ctx context.Context, be compute.Backend, cfg Config, worldC, worldCPrime []*datasets.Dataset, target TargetInfo, test *datasets.Dataset, pairs PairRange, rec Recorder, progress func(done, total int)) error {
 	e, err := newEngine(be, cfg, worldC, worldCPrime, target, test, pairs)
 	if err != nil {
 		return err
@@ -156,13 +158,13 @@ func (e *engine) recordCheckpoint(ctx context.Context, rec Recorder, round int) 
 
 // clientData is one client's samples on the backend: X is N x dim, Y is N x 1 labels.
 type clientData struct {
-	x, y Mat
+	x, y compute.Mat
 	n    int
 }
 
 type engine struct {
 	cfg    Config
-	be     Backend
+	be     compute.Backend
 	model  Model
 	ws     workspace
 	d, dim int
@@ -178,8 +180,8 @@ type engine struct {
 	test  *clientData
 	seeds []uint64 // per replica (equal within a pair)
 
-	g, l, acc, grad, noise, shadow, upload Buffer
-	xb, yb                                 Buffer // gathered minibatch
+	g, l, acc, grad, noise, shadow, upload compute.Buffer
+	xb, yb                                 compute.Buffer // gathered minibatch
 	maxRows                                int
 
 	perm      []int32
@@ -206,23 +208,23 @@ type engine struct {
 	fused fusedStepper   // the model's fused clipped step, when it has one and it applies
 	chunk int            // pairs per chunk of local training
 
-	evalLoss, evalMargin Buffer
+	evalLoss, evalMargin compute.Buffer
 	hostLoss, hostMargin []float32
 
 	// The DP-FedAvg family (dpfedavg.go): the privacy plan, the server learning rate, the
 	// target's own clipped update (informed) and per-replica inner products.
 	plan     *PrivacyPlan
 	serverLR float64
-	tu       Buffer
+	tu       compute.Buffer
 	dpDots   [5][]float64
 	// tmp holds host-drawn noise of the non-Gaussian mechanisms on its way into a buffer.
-	tmp Buffer
+	tmp compute.Buffer
 
 	// stop is set when the training's context is cancelled (TrainOn).
 	stop atomic.Bool
 }
 
-func newEngine(be Backend, cfg Config, worldC, worldCP []*datasets.Dataset, target TargetInfo, test *datasets.Dataset, pairs PairRange) (*engine, error) {
+func newEngine(be compute.Backend, cfg Config, worldC, worldCP []*datasets.Dataset, target TargetInfo, test *datasets.Dataset, pairs PairRange) (*engine, error) {
 	m := len(worldC)
 	if target.Absent {
 		// remove-client: C' lacks the target client. The engine keeps m slots in both worlds
@@ -354,7 +356,7 @@ func newEngine(be Backend, cfg Config, worldC, worldCP []*datasets.Dataset, targ
 	e.xb = be.Alloc(e.maxRows * dim)
 	e.yb = be.Alloc(e.maxRows)
 	R, d := e.R, e.d
-	for _, b := range []*Buffer{&e.g, &e.l, &e.acc, &e.grad, &e.noise} {
+	for _, b := range []*compute.Buffer{&e.g, &e.l, &e.acc, &e.grad, &e.noise} {
 		*b = be.Alloc(R * d)
 	}
 	if cfg.Informed {
@@ -429,18 +431,18 @@ func (e *engine) toDevice(ds *datasets.Dataset) clientData {
 		y[i] = float32(v)
 	}
 	return clientData{
-		x: Mat{Buf: upload(e.be, ds.Features), Rows: n, Cols: e.dim, Stride: e.dim, Batch: 1},
-		y: Mat{Buf: upload(e.be, y), Rows: n, Cols: 1, Stride: 1, Batch: 1},
+		x: compute.Mat{Buf: compute.Upload(e.be, ds.Features), Rows: n, Cols: e.dim, Stride: e.dim, Batch: 1},
+		y: compute.Mat{Buf: compute.Upload(e.be, y), Rows: n, Cols: 1, Stride: 1, Batch: 1},
 		n: n,
 	}
 }
 
 // rows is replicas first, first+stride, ... (count of them) of an R x d buffer.
-func (e *engine) rows(buf Buffer, first, count, stride int) Mat {
-	return Mat{Buf: buf, Off: first * e.d, Rows: 1, Cols: e.d, Stride: e.d, Batch: count, BatchStride: stride * e.d}
+func (e *engine) rows(buf compute.Buffer, first, count, stride int) compute.Mat {
+	return compute.Mat{Buf: buf, Off: first * e.d, Rows: 1, Cols: e.d, Stride: e.d, Batch: count, BatchStride: stride * e.d}
 }
 
-func (e *engine) all(buf Buffer) Mat { return e.rows(buf, 0, e.R, 1) }
+func (e *engine) all(buf compute.Buffer) compute.Mat { return e.rows(buf, 0, e.R, 1) }
 
 // round runs round t: every client's K local steps from w_t for every replica, the noise and
 // the average, the informed adversary's statistics, and the divergence check.
@@ -455,9 +457,9 @@ func (e *engine) round(ctx context.Context, t int, record bool) error {
 		// The participants' mean first matrix is W_0 plus the mean of their deferred updates,
 		// which flushDeferred adds (divided by n).
 		be.Axpby(1, ds.model.weight(e.all(e.g), 0), 0, ds.model.weight(e.all(e.acc), 0), nil)
-		be.Axpby(0, Mat{}, 0, ds.model.rest(e.all(e.acc)), nil)
+		be.Axpby(0, compute.Mat{}, 0, ds.model.rest(e.all(e.acc)), nil)
 	} else {
-		be.Axpby(0, Mat{}, 0, e.all(e.acc), nil)
+		be.Axpby(0, compute.Mat{}, 0, e.all(e.acc), nil)
 	}
 	for i := 0; i < m; i++ {
 		keep := i == tc && (e.cfg.Informed || record && e.upload != nil) // l's first matrix is read
@@ -519,7 +521,7 @@ func (e *engine) round(ctx context.Context, t int, record bool) error {
 		others := e.n - int(b2f(tgt))
 		e.scaleO[r] = float32(sigma * math.Sqrt(float64(others)) / float64(n))
 	}
-	be.Axpby(0, Mat{}, 0, e.all(e.noise), nil)
+	be.Axpby(0, compute.Mat{}, 0, e.all(e.noise), nil)
 	if sigma > 0 && e.cfg.mechanism() == MechGaussian {
 		be.AddGaussian(e.all(e.noise), e.seeds, e.scaleT, uint32(t), uint32(tc))
 		if e.cfg.Informed {
@@ -619,7 +621,7 @@ func (e *engine) chooseParticipants(t int) {
 // With flip, world-w replicas train on the other world's data (the informed adversary's
 // phi' for C replicas and phi for C' replicas). In deferred form (deferred.go) buf's first
 // weight matrix is written only with materialize; the update is in the client's slot.
-func (e *engine) localTrain(ctx context.Context, t, i int, buf Buffer, flip, materialize bool) error {
+func (e *engine) localTrain(ctx context.Context, t, i int, buf compute.Buffer, flip, materialize bool) error {
 	if e.def != nil {
 		return e.localTrainDeferred(ctx, t, i, buf, flip, materialize)
 	}
@@ -629,7 +631,7 @@ func (e *engine) localTrain(ctx context.Context, t, i int, buf Buffer, flip, mat
 	// in the results.
 	for p0 := 0; p0 < e.P; p0 += e.chunk {
 		p1 := min(p0+e.chunk, e.P)
-		rows := func(b Buffer) Mat { return e.rows(b, 2*p0, 2*(p1-p0), 1) }
+		rows := func(b compute.Buffer) compute.Mat { return e.rows(b, 2*p0, 2*(p1-p0), 1) }
 		be.Axpby(1, rows(e.g), 0, rows(buf), nil)
 		for k := 0; k < e.cfg.LocalSteps; k++ {
 			if e.stop.Load() {
@@ -650,7 +652,7 @@ func (e *engine) localTrain(ctx context.Context, t, i int, buf Buffer, flip, mat
 // localGrad writes into e.grad every replica's gradient at params buf on client i's batch of
 // (round t, step k), for pairs [p0, p1). Replicas that see the same rows are one group, one
 // batched call.
-func (e *engine) localGrad(t, i, k int, buf Buffer, flip bool, p0, p1 int) error {
+func (e *engine) localGrad(t, i, k int, buf compute.Buffer, flip bool, p0, p1 int) error {
 	isTarget := i == e.target.Client
 	world := func(w int) int {
 		if flip {
@@ -701,7 +703,7 @@ func (e *engine) localGrad(t, i, k int, buf Buffer, flip bool, p0, p1 int) error
 				return fmt.Errorf("poisson batch of %d samples (round %d, client %d, step %d, pair %d) exceeds the workspace of %d rows", len(idx), t, i, k, e.first+p, e.maxRows)
 			}
 			if len(idx) == 0 {
-				e.be.Axpby(0, Mat{}, 0, e.rows(e.grad, 2*p, 2, 1), nil)
+				e.be.Axpby(0, compute.Mat{}, 0, e.rows(e.grad, 2*p, 2, 1), nil)
 				continue
 			}
 			if hit {
@@ -718,15 +720,15 @@ func (e *engine) localGrad(t, i, k int, buf Buffer, flip bool, p0, p1 int) error
 	return nil
 }
 
-func (e *engine) gather(cd *clientData, idx []int32) (x, y Mat) {
-	x = Mat{Buf: e.xb, Rows: len(idx), Cols: e.dim, Stride: e.dim, Batch: 1}
-	y = Mat{Buf: e.yb, Rows: len(idx), Cols: 1, Stride: 1, Batch: 1}
+func (e *engine) gather(cd *clientData, idx []int32) (x, y compute.Mat) {
+	x = compute.Mat{Buf: e.xb, Rows: len(idx), Cols: e.dim, Stride: e.dim, Batch: 1}
+	y = compute.Mat{Buf: e.yb, Rows: len(idx), Cols: 1, Stride: 1, Batch: 1}
 	e.be.Gather(x, cd.x, idx)
 	e.be.Gather(y, cd.y, idx)
 	return x, y
 }
 
-func (e *engine) groupGrad(buf Buffer, first, count, stride int, x, y Mat) {
+func (e *engine) groupGrad(buf compute.Buffer, first, count, stride int, x, y compute.Mat) {
 	if e.fused != nil {
 		e.fused.step(e.be, e.ws, e.rows(buf, first, count, stride), x, y, e.rows(e.g, first, count, stride),
 			e.rows(e.grad, first, count, stride), e.eta, e.clipV, e.alpha)
@@ -824,7 +826,7 @@ func (e *engine) evalRows(cd *clientData, first, count, stride int, lossSum, cor
 		y := cd.y
 		y.Off += r0 * y.Stride
 		y.Rows = n
-		loss := Mat{Buf: e.evalLoss, Rows: n, Cols: 1, Stride: 1, Batch: count, BatchStride: n}
+		loss := compute.Mat{Buf: e.evalLoss, Rows: n, Cols: 1, Stride: 1, Batch: count, BatchStride: n}
 		margin := loss
 		margin.Buf = e.evalMargin
 		e.model.eval(e.be, e.ws, params, x, y, loss, margin)

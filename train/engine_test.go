@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/internal/philox"
 )
@@ -316,7 +317,7 @@ func TestDivergence(t *testing.T) {
 	cfg = mlpConfig()
 	ctx := context.Background()
 	build := func() *engine {
-		e, err := newEngine(NewCPU(2), cfg, c, cp, tgt, nil, PairRange{0, 3})
+		e, err := newEngine(cpu.New(2), cfg, c, cp, tgt, nil, PairRange{0, 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -325,7 +326,7 @@ func TestDivergence(t *testing.T) {
 	clean, poisoned := build(), build()
 	for tr := 0; tr < cfg.Rounds; tr++ {
 		if tr == 1 {
-			data(poisoned.g)[2*poisoned.d+5] = float32(math.NaN())
+			cpu.HostData(poisoned.g)[2*poisoned.d+5] = float32(math.NaN())
 		}
 		if err := clean.round(ctx, tr, true); err != nil {
 			t.Fatal(err)
@@ -342,7 +343,7 @@ func TestDivergence(t *testing.T) {
 		if r == 2 {
 			continue
 		}
-		if !slices.Equal(data(clean.g)[r*d:(r+1)*d], data(poisoned.g)[r*d:(r+1)*d]) {
+		if !slices.Equal(cpu.HostData(clean.g)[r*d:(r+1)*d], cpu.HostData(poisoned.g)[r*d:(r+1)*d]) {
 			t.Fatalf("replica %d changed when replica 2 became NaN", r)
 		}
 		if clean.llrAll[r] != poisoned.llrAll[r] {
@@ -360,7 +361,7 @@ func TestRoundAllocatesNothing(t *testing.T) {
 		cfg := mlpConfig()
 		cfg.Batching = batching
 		cfg.Rounds = 100
-		e, err := newEngine(NewCPU(2), cfg, c, cp, tgt, nil, PairRange{0, 4})
+		e, err := newEngine(cpu.New(2), cfg, c, cp, tgt, nil, PairRange{0, 4})
 		if err != nil {
 			t.Fatal(err)
 		}

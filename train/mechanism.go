@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/fedaudit/fedaudit/accounting"
+	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/internal/philox"
 )
 
@@ -66,7 +67,7 @@ func AddNoiseHost(dst []float32, noise accounting.Noise, seed uint64, round, str
 // addNoise adds scale[r] times unit-variance noise of the configured mechanism, drawn from
 // the stream (replica seed, t, stream), to every replica r of dst: the Gaussian stream of
 // AddGaussian, or host draws of the exact samplers.
-func (e *engine) addNoise(dst Buffer, t int, stream uint32, scale []float32) error {
+func (e *engine) addNoise(dst compute.Buffer, t int, stream uint32, scale []float32) error {
 	if e.cfg.mechanism() == MechGaussian {
 		e.be.AddGaussian(e.all(dst), e.seeds, scale, uint32(t), stream)
 		return nil
@@ -116,7 +117,7 @@ func (e *engine) addParticipantNoise(t int, scale float32) error {
 }
 
 // hostTmp returns e.tmp, allocating it on first use.
-func (e *engine) hostTmp() Buffer {
+func (e *engine) hostTmp() compute.Buffer {
 	if e.tmp == nil {
 		e.tmp = e.be.Alloc(e.R * e.d)
 	}

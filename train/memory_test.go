@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
 )
 
@@ -105,13 +107,13 @@ func TestGroupInvariance(t *testing.T) {
 
 // countingCPU counts the bytes the engine allocates on the backend.
 type countingCPU struct {
-	*CPU
+	*cpu.Backend
 	bytes int64
 }
 
-func (c *countingCPU) Alloc(n int) Buffer {
+func (c *countingCPU) Alloc(n int) compute.Buffer {
 	c.bytes += 4 * int64(n)
-	return c.CPU.Alloc(n)
+	return c.Backend.Alloc(n)
 }
 
 // MemoryOf bounds what the engine really allocates (counted on the backend, after a round and
@@ -151,7 +153,7 @@ func TestMemoryOfBoundsAllocations(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, pairs := range []int{1, 8} {
-				be := &countingCPU{CPU: NewCPU(1)}
+				be := &countingCPU{Backend: cpu.New(1)}
 				err := TrainOn(context.Background(), be, tc.cfg, tc.c, tc.cp, tc.tgt, nil, PairRange{Count: pairs}, &memRecorder{}, nil)
 				be.Close()
 				if err != nil {

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/internal/philox"
 )
 
@@ -12,12 +14,12 @@ import (
 func TestBackendNoiseIsHostStream(t *testing.T) {
 	full := make([]float32, 1000)
 	philox.AddGaussian(full, 99, 2, 5, 0, 1)
-	be := NewCPU(3)
+	be := cpu.New(3)
 	defer be.Close()
 	buf := be.Alloc(3 * 10001)
 	seeds := []uint64{99, 99, 7}
-	be.AddGaussian(Mat{Buf: buf, Rows: 1, Cols: 10001, Stride: 10001, Batch: 3, BatchStride: 10001}, seeds, []float32{1, 2, 1}, 2, 5)
-	got := data(buf)
+	be.AddGaussian(compute.Mat{Buf: buf, Rows: 1, Cols: 10001, Stride: 10001, Batch: 3, BatchStride: 10001}, seeds, []float32{1, 2, 1}, 2, 5)
+	got := cpu.HostData(buf)
 	if !slices.Equal(got[:1000], full) {
 		t.Error("backend noise differs from philox.AddGaussian")
 	}

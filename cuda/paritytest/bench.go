@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/train"
 )
 
@@ -72,7 +73,7 @@ const w1Dim, w1Hidden, w1Classes, w1Clients = 784, 64, 10, 10
 // RunW1 runs W1 with the given replicas and rounds on be (nil: the CPU backend through
 // train.Train), after a one-round warm-up; sync waits for the device (nil: nothing to wait
 // for) and is called before each clock reading.
-func RunW1(ctx context.Context, be train.Backend, sync func() error, replicas, rounds int) (BenchResult, error) {
+func RunW1(ctx context.Context, be compute.Backend, sync func() error, replicas, rounds int) (BenchResult, error) {
 	c, cp, tgt := train.W1Data()
 	cfg := train.W1Config()
 	cfg.Rounds = rounds

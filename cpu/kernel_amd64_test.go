@@ -1,6 +1,6 @@
 //go:build !purego
 
-package train
+package cpu
 
 import (
 	"math"

@@ -1,6 +1,6 @@
 //go:build !purego
 
-package train
+package simd
 
 // tanhAVX2 sets y[i] = tanh32(x[i]) for i < n, n a positive multiple of 4 (tanh_amd64.s).
 //
@@ -12,9 +12,9 @@ func tanhAVX2(n int, x, y *float32)
 //go:noescape
 func tanhAVX512(n int, x, y *float32)
 
-// tanhSlice sets y[i] = tanh32(x[i]), eight or four values at a time with AVX-512 or AVX2 and
+// TanhSlice sets y[i] = tanh32(x[i]), eight or four values at a time with AVX-512 or AVX2 and
 // FMA (the same operations on every value).
-func tanhSlice(x, y []float32) {
+func TanhSlice(x, y []float32) {
 	y = y[:len(x)]
 	if n := len(x) &^ 7; useAVX512 && n > 0 {
 		tanhAVX512(n, &x[0], &y[0])
@@ -31,8 +31,8 @@ func tanhSlice(x, y []float32) {
 //go:noescape
 func tanhGradAVX2(n int, post, grad *float32)
 
-// tanhGrad sets g[i] *= 1 - h[i]^2 (h = tanh of the pre-activation), eight at a time with AVX2.
-func tanhGrad(h, g []float32) {
+// TanhGrad sets g[i] *= 1 - h[i]^2 (h = tanh of the pre-activation), eight at a time with AVX2.
+func TanhGrad(h, g []float32) {
 	g = g[:len(h)]
 	if n := len(h) &^ 7; useAVX2 && n > 0 {
 		tanhGradAVX2(n, &h[0], &g[0])

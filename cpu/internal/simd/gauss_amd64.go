@@ -1,6 +1,6 @@
 //go:build !purego
 
-package train
+package simd
 
 import "github.com/fedaudit/fedaudit/internal/philox"
 
@@ -15,9 +15,9 @@ func gaussAVX2(quads int, z *float32, k0, k1, j0, round, stream uint32)
 //go:noescape
 func gaussAVX512(octs int, z *float32, k0, k1, j0, round, stream uint32)
 
-// gaussianFloats sets z[i] = float32 of coordinate 4 j0 + i of the noise stream (key, round,
+// GaussianFloats sets z[i] = float32 of coordinate 4 j0 + i of the noise stream (key, round,
 // stream).
-func gaussianFloats(z []float32, key [2]uint32, j0, round, stream uint32) {
+func GaussianFloats(z []float32, key [2]uint32, j0, round, stream uint32) {
 	if o := len(z) / 32; useAVX512 && o > 0 {
 		gaussAVX512(o, &z[0], key[0], key[1], j0, round, stream)
 		z = z[32*o:]

@@ -1,4 +1,4 @@
-package train
+package compute
 
 // Buffer is a float32 array owned by a Backend (host memory for the CPU backend, device memory
 // for a GPU one). Its contents are reached only through the Backend's operations, so a training
@@ -86,15 +86,15 @@ type Backend interface {
 	Dots(a, b Mat, out []float64)
 }
 
-// hostAliaser is implemented by backends that can use host memory in place (the CPU backend),
+// HostAliaser is implemented by backends that can use host memory in place (the CPU backend),
 // so that datasets are not copied.
-type hostAliaser interface {
+type HostAliaser interface {
 	Alias(data []float32) Buffer
 }
 
-// upload returns a Buffer holding data, aliasing it when the backend can.
-func upload(be Backend, data []float32) Buffer {
-	if a, ok := be.(hostAliaser); ok {
+// Upload returns a Buffer holding data, aliasing it when the backend can.
+func Upload(be Backend, data []float32) Buffer {
+	if a, ok := be.(HostAliaser); ok {
 		return a.Alias(data)
 	}
 	b := be.Alloc(len(data))
@@ -102,7 +102,29 @@ func upload(be Backend, data []float32) Buffer {
 	return b
 }
 
-// rowsOf views an R x d buffer as a batch of R one-row matrices.
-func rowsOf(buf Buffer, r0, count, stride, d int) Mat {
+// RowsOf views an R x d buffer as a batch of R one-row matrices.
+func RowsOf(buf Buffer, r0, count, stride, d int) Mat {
 	return Mat{Buf: buf, Off: r0 * d, Rows: 1, Cols: d, Stride: d, Batch: count, BatchStride: stride * d}
+}
+
+// HiddenStepper is implemented by backends with a fused kernel for the deferred clipped step
+// of an MLP with one hidden layer (train's MLP.deferredStep): the operations of the op-by-op
+// path per replica in one task, with the replica's activations in cache. It must give the
+// op-by-op path's bits.
+type HiddenStepper interface {
+	HiddenStep(a *HiddenStepArgs)
+}
+
+// HiddenStepArgs: for every batch element (replica) r, Pre (B x H) holds x W_0^T; the step
+// adds the low-rank correction Gram Prev and the bias, computes the loss gradient with
+// respect to every parameter, clips the whole gradient to V (the first weight matrix's part
+// from the Gram matrix GX of the minibatch), updates b1, W2, b2 in Params (FedProx: towards
+// Anchor first) and writes U = -Eta c delta, delta the gradient with respect to Pre.
+type HiddenStepArgs struct {
+	Act                 Activation
+	Pre, Params, Anchor Mat
+	Gram, Prev          Mat // the correction: Pre += Gram Prev, then Prev *= 1 - Eta Alpha
+	Labels, GX, U       Mat
+	B1, W2, B2, H, Cls  int // offsets of b1, W2, b2 in a parameter row; hidden width; classes
+	Eta, V, Alpha       float32
 }

@@ -1,8 +1,8 @@
-package train
+package simd
 
 import "math"
 
-// Constants of exp64: the same range reduction as tanh32 (tanh.go) with a degree-13 Taylor
+// Constants of Exp64: the same range reduction as tanh32 (tanh.go) with a degree-13 Taylor
 // polynomial, whose truncation error (below 1e-17 relative on |r| <= 0.35) leaves only the
 // roundings of the evaluation, a few float64 ulp.
 const (
@@ -16,10 +16,10 @@ var expPoly = [14]float64{
 	1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 1.0 / 2, 1, 1,
 }
 
-// exp64 is e^x within a few float64 ulp for expLow <= x <= expHigh, 0 below, e^709 above, NaN
-// for NaN. It is the reference for expSlice's SIMD version, which performs the same IEEE
+// Exp64 is e^x within a few float64 ulp for expLow <= x <= expHigh, 0 below, e^709 above, NaN
+// for NaN. It is the reference for ExpSlice's SIMD version, which performs the same IEEE
 // operations in the same order (math.FMA where the assembly fuses) and gives identical bits.
-func exp64(x float64) float64 {
+func Exp64(x float64) float64 {
 	if x < expLow {
 		return 0
 	}
@@ -40,10 +40,10 @@ func exp64(x float64) float64 {
 	return float64(p * s)
 }
 
-// expSliceGo sets y[i] = exp64(x[i]).
+// expSliceGo sets y[i] = Exp64(x[i]).
 func expSliceGo(x, y []float64) {
 	y = y[:len(x)]
 	for i, v := range x {
-		y[i] = exp64(v)
+		y[i] = Exp64(v)
 	}
 }

@@ -1,6 +1,11 @@
-package train
+package cpu
 
-import "math"
+import (
+	"math"
+
+	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/cpu/internal/simd"
+)
 
 // dotLanes is the portable form of dot32's SIMD sum (n a multiple of 16): lane l accumulates
 // x_i y_i for i = l mod 16, and the lanes are added pairwise (l + l+8, l + l+4, l + l+2,
@@ -36,27 +41,6 @@ func mulSmallGo(rows, k, cols int, a []float32, ars, acs int, v []float32, vs in
 	}
 }
 
-// hiddenStepper is implemented by backends with a fused kernel for the deferred clipped step
-// of an MLP with one hidden layer (MLP.deferredStep): the operations of the op-by-op path per
-// replica in one task, with the replica's activations in cache.
-type hiddenStepper interface {
-	hiddenStep(a *hiddenStepArgs)
-}
-
-// hiddenStepArgs: for every batch element (replica) r, pre (B x H) holds x W_0^T; the step
-// adds the low-rank correction gram prev and the bias, computes the loss gradient with
-// respect to every parameter, clips the whole gradient to v (the first weight matrix's part
-// from the Gram matrix gx of the minibatch), updates b1, W2, b2 in params (FedProx: towards
-// anchor first) and writes u = -eta c delta, delta the gradient with respect to pre.
-type hiddenStepArgs struct {
-	act                 Activation
-	pre, params, anchor Mat
-	gram, prev          Mat // the correction: pre += gram prev, then prev *= 1 - eta alpha
-	labels, gx, u       Mat
-	b1, w2, b2, h, cls  int // offsets of b1, W2, b2 in a parameter row; hidden width; classes
-	eta, v, alpha       float32
-}
-
 // hiddenScratch is one worker's memory for hiddenStep.
 type hiddenScratch struct {
 	post, delta, e, dl, z, w2t, grad []float32
@@ -74,51 +58,52 @@ func (s *hiddenScratch) grow(b, h, cls, cpad int) {
 
 // hiddenJob runs hiddenStep, one task per replica.
 type hiddenJob struct {
-	be *CPU
-	a  *hiddenStepArgs
+	be *Backend
+	a  *compute.HiddenStepArgs
 }
 
-func (c *CPU) hiddenStep(a *hiddenStepArgs) {
+// HiddenStep implements compute.HiddenStepper.
+func (c *Backend) HiddenStep(a *compute.HiddenStepArgs) {
 	j := &c.hidden
 	j.be, j.a = c, a
-	c.pool.doSized(j, a.pre.Batch, a.pre.Batch*a.pre.Rows*a.h*a.cls*8)
+	c.pool.doSized(j, a.Pre.Batch, a.Pre.Batch*a.Pre.Rows*a.H*a.Cls*8)
 	j.a = nil
 }
 
 func (j *hiddenJob) run(r, worker int) {
 	a := j.a
-	B, H, C := a.pre.Rows, a.h, a.cls
+	B, H, C := a.Pre.Rows, a.H, a.Cls
 	cpad := (C + 15) &^ 15 // the logits' row, padded for the SIMD product
 	s := &j.be.scratch[worker].hidden
 	s.grow(B, H, C, cpad)
-	pre := data(a.pre.Buf)[a.pre.Off+r*a.pre.BatchStride:]
-	prow := data(a.params.Buf)[a.params.Off+r*a.params.BatchStride:]
-	b1 := prow[a.b1 : a.b1+H]
-	w2 := prow[a.w2 : a.w2+C*H]
-	b2 := prow[a.b2 : a.b2+C]
-	labels := data(a.labels.Buf)[a.labels.Off:]
+	pre := data(a.Pre.Buf)[a.Pre.Off+r*a.Pre.BatchStride:]
+	prow := data(a.Params.Buf)[a.Params.Off+r*a.Params.BatchStride:]
+	b1 := prow[a.B1 : a.B1+H]
+	w2 := prow[a.W2 : a.W2+C*H]
+	b2 := prow[a.B2 : a.B2+C]
+	labels := data(a.Labels.Buf)[a.Labels.Off:]
 	post, delta, dl := s.post[:B*H], s.delta[:B*H], s.dl[:B*C]
 	grad := s.grad[:H+C*H+C]
 	gb1, gw2, gb2 := grad[:H], grad[H:H+C*H], grad[H+C*H:]
 	e := s.e[:B*H]
-	if kp := a.prev.Rows; kp > 0 {
-		prev := data(a.prev.Buf)[a.prev.Off+r*a.prev.BatchStride:]
-		mulSmall(B, kp, H, data(a.gram.Buf)[a.gram.Off:], a.gram.Stride, 1, prev, a.prev.Stride, e, H)
+	if kp := a.Prev.Rows; kp > 0 {
+		prev := data(a.Prev.Buf)[a.Prev.Off+r*a.Prev.BatchStride:]
+		mulSmall(B, kp, H, data(a.Gram.Buf)[a.Gram.Off:], a.Gram.Stride, 1, prev, a.Prev.Stride, e, H)
 		for i := 0; i < B; i++ {
-			subScaled(-1, e[i*H:(i+1)*H], pre[i*a.pre.Stride:][:H])
+			subScaled(-1, e[i*H:(i+1)*H], pre[i*a.Pre.Stride:][:H])
 		}
-		if a.alpha != 0 {
+		if a.Alpha != 0 {
 			for i := 0; i < kp; i++ {
-				row := prev[i*a.prev.Stride:][:H]
-				scaleTo(1-a.eta*a.alpha, row, row)
+				row := prev[i*a.Prev.Stride:][:H]
+				scaleTo(1-a.Eta*a.Alpha, row, row)
 			}
 		}
 	}
 	// Forward: post = act(pre + b1); logits z = post W2^T + b2 (W2^T padded with zero columns).
 	for i := 0; i < B; i++ {
-		p := pre[i*a.pre.Stride:][:H]
+		p := pre[i*a.Pre.Stride:][:H]
 		subScaled(-1, b1, p)
-		activate(a.act, p, post[i*H:(i+1)*H])
+		activate(a.Act, p, post[i*H:(i+1)*H])
 	}
 	w2t := s.w2t[:H*cpad]
 	clear(w2t)
@@ -133,7 +118,7 @@ func (j *hiddenJob) run(r, worker int) {
 	scale := 1 / float32(B)
 	clear(gb2)
 	for i := 0; i < B; i++ {
-		y := int(labels[i*a.labels.Stride])
+		y := int(labels[i*a.Labels.Stride])
 		z := zs[i*cpad : i*cpad+C]
 		mx := float32(math.Inf(-1))
 		for c := range z {
@@ -147,7 +132,7 @@ func (j *hiddenJob) run(r, worker int) {
 		for c, v := range z {
 			lg[c] = float64(v - mx)
 		}
-		expSlice(lg, ex)
+		simd.ExpSlice(lg, ex)
 		var sum float64
 		for _, v := range ex[:C] {
 			sum += v
@@ -156,7 +141,7 @@ func (j *hiddenJob) run(r, worker int) {
 		for c, v := range z {
 			lg[c] = float64(v) - lse
 		}
-		expSlice(lg, ex)
+		simd.ExpSlice(lg, ex)
 		d := dl[i*C : (i+1)*C]
 		for c := range d {
 			p := float32(ex[c])
@@ -173,36 +158,36 @@ func (j *hiddenJob) run(r, worker int) {
 	clear(gb1)
 	for i := 0; i < B; i++ {
 		di := delta[i*H : (i+1)*H]
-		activateGrad(a.act, pre[i*a.pre.Stride:][:H], post[i*H:(i+1)*H], di)
+		activateGrad(a.Act, pre[i*a.Pre.Stride:][:H], post[i*H:(i+1)*H], di)
 		subScaled(-1, di, gb1)
 	}
 	coef := float32(1)
-	if a.v > 0 {
+	if a.V > 0 {
 		// ||delta^T x||_F^2 = <delta, gx delta>, gx = x x^T
-		mulSmall(B, B, H, data(a.gx.Buf)[a.gx.Off:], a.gx.Stride, 1, delta, H, e, H)
+		mulSmall(B, B, H, data(a.GX.Buf)[a.GX.Off:], a.GX.Stride, 1, delta, H, e, H)
 		var ghost float64
 		for i := 0; i < B; i++ {
 			ghost += float64(dot32(delta[i*H:(i+1)*H], e[i*H:(i+1)*H]))
 		}
 		nn := math.Sqrt(ghost + sumSq(grad))
 		switch {
-		case nn > float64(a.v):
-			coef = float32(float64(a.v) / nn)
+		case nn > float64(a.V):
+			coef = float32(float64(a.V) / nn)
 		case math.IsNaN(nn):
 			coef = float32(math.NaN())
 		}
 	}
-	rest := prow[a.b1 : a.b1+len(grad)]
-	if a.alpha != 0 {
-		an := data(a.anchor.Buf)[a.anchor.Off+r*a.anchor.BatchStride+a.b1:][:len(rest)]
-		ea := a.eta * a.alpha
+	rest := prow[a.B1 : a.B1+len(grad)]
+	if a.Alpha != 0 {
+		an := data(a.Anchor.Buf)[a.Anchor.Off+r*a.Anchor.BatchStride+a.B1:][:len(rest)]
+		ea := a.Eta * a.Alpha
 		for k := range rest {
 			rest[k] = ea*an[k] + (1-ea)*rest[k]
 		}
 	}
-	subScaled(a.eta*coef, grad, rest)
-	u := data(a.u.Buf)[a.u.Off+r*a.u.BatchStride:]
+	subScaled(a.Eta*coef, grad, rest)
+	u := data(a.U.Buf)[a.U.Off+r*a.U.BatchStride:]
 	for i := 0; i < B; i++ {
-		scaleTo(-a.eta*coef, delta[i*H:(i+1)*H], u[i*a.u.Stride:][:H])
+		scaleTo(-a.Eta*coef, delta[i*H:(i+1)*H], u[i*a.U.Stride:][:H])
 	}
 }

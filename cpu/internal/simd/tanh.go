@@ -1,4 +1,4 @@
-package train
+package simd
 
 import "math"
 
@@ -62,7 +62,7 @@ func tanhSliceGo(x, y []float32) {
 	}
 }
 
-// tanhGradGo sets g[i] *= 1 - h[i]^2, h = tanh of the pre-activation: tanhGrad without SIMD.
+// tanhGradGo sets g[i] *= 1 - h[i]^2, h = tanh of the pre-activation: TanhGrad without SIMD.
 func tanhGradGo(h, g []float32) {
 	g = g[:len(h)]
 	for j, v := range h {

@@ -1,9 +1,11 @@
-package train
+package cpu
 
 import (
 	"math"
 	"runtime"
 
+	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/cpu/internal/simd"
 	"github.com/fedaudit/fedaudit/internal/philox"
 )
 
@@ -12,12 +14,16 @@ type cpuBuffer struct{ d []float32 }
 
 func (b *cpuBuffer) Len() int { return len(b.d) }
 
-func data(b Buffer) []float32 { return b.(*cpuBuffer).d }
+func data(b compute.Buffer) []float32 { return b.(*cpuBuffer).d }
 
-// CPU is the pure-Go Backend: operations split into tasks over batch elements and row or
+// HostData returns the host memory behind a buffer of this backend (not a copy): for tests
+// that inspect or poison a replica's state. It panics on another backend's buffer.
+func HostData(b compute.Buffer) []float32 { return data(b) }
+
+// Backend is the pure-Go compute.Backend: operations split into tasks over batch elements and row or
 // column blocks, run by a fixed pool of goroutines. Reductions are never split, so results do
 // not depend on the thread count. It allocates nothing per operation.
-type CPU struct {
+type Backend struct {
 	pool    *pool
 	scratch []cpuScratch
 	shared  [2][]float32 // packed shared GEMM operands
@@ -36,13 +42,13 @@ type cpuScratch struct {
 	hidden hiddenScratch
 }
 
-// NewCPU returns a CPU backend running on the given number of goroutines (GOMAXPROCS if
+// New returns a CPU backend running on the given number of goroutines (GOMAXPROCS if
 // threads <= 0).
-func NewCPU(threads int) *CPU {
+func New(threads int) *Backend {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	c := &CPU{pool: newPool(threads), scratch: make([]cpuScratch, threads)}
+	c := &Backend{pool: newPool(threads), scratch: make([]cpuScratch, threads)}
 	c.gemm.be = c
 	c.elem.be = c
 	c.noise.be = c
@@ -51,7 +57,7 @@ func NewCPU(threads int) *CPU {
 
 // growShared returns shared packing buffer i with at least n values; it allocates only when
 // a larger size is first needed.
-func (c *CPU) growShared(i, n int) []float32 {
+func (c *Backend) growShared(i, n int) []float32 {
 	if cap(c.shared[i]) < n {
 		c.shared[i] = make([]float32, n)
 	}
@@ -59,22 +65,22 @@ func (c *CPU) growShared(i, n int) []float32 {
 }
 
 // Close stops the backend's goroutines.
-func (c *CPU) Close() { c.pool.close() }
+func (c *Backend) Close() { c.pool.close() }
 
-// Alloc implements Backend.
-func (c *CPU) Alloc(n int) Buffer { return &cpuBuffer{d: make([]float32, n)} }
+// Alloc implements compute.Backend.
+func (c *Backend) Alloc(n int) compute.Buffer { return &cpuBuffer{d: make([]float32, n)} }
 
 // Alias implements hostAliaser: the buffer is data itself.
-func (c *CPU) Alias(d []float32) Buffer { return &cpuBuffer{d: d} }
+func (c *Backend) Alias(d []float32) compute.Buffer { return &cpuBuffer{d: d} }
 
-// Upload implements Backend.
-func (c *CPU) Upload(dst Buffer, off int, src []float32) { copy(data(dst)[off:], src) }
+// Upload implements compute.Backend.
+func (c *Backend) Upload(dst compute.Buffer, off int, src []float32) { copy(data(dst)[off:], src) }
 
-// Download implements Backend.
-func (c *CPU) Download(dst []float32, src Buffer, off int) { copy(dst, data(src)[off:]) }
+// Download implements compute.Backend.
+func (c *Backend) Download(dst []float32, src compute.Buffer, off int) { copy(dst, data(src)[off:]) }
 
-// Gemm implements Backend.
-func (c *CPU) Gemm(transA, transB bool, alpha float32, a, b Mat, beta float32, out Mat) {
+// Gemm implements compute.Backend.
+func (c *Backend) Gemm(transA, transB bool, alpha float32, a, b compute.Mat, beta float32, out compute.Mat) {
 	g := &c.gemm
 	g.transA, g.transB, g.alpha, g.beta, g.a, g.b, g.c = transA, transB, alpha, beta, a, b, out
 	g.m, g.n = out.Rows, out.Cols
@@ -114,20 +120,20 @@ const (
 // elemJob runs the row-independent operations, split into tasks of whole rows of one batch
 // element (SumRows: of whole columns).
 type elemJob struct {
-	be            *CPU
+	be            *Backend
 	op            elemOp
-	act           Activation
+	act           compute.Activation
 	alpha, beta   float32
-	x, y, z, w, v Mat
+	x, y, z, w, v compute.Mat
 	coef          []float32
 	idx           []int32
-	deltas        []Mat
-	inputs        []Mat
+	deltas        []compute.Mat
+	inputs        []compute.Mat
 	rowsPer       int
 	blocks        int
 }
 
-func (c *CPU) runElem(rows, cols, batch int) {
+func (c *Backend) runElem(rows, cols, batch int) {
 	e := &c.elem
 	if rows == 0 || batch == 0 {
 		return
@@ -264,34 +270,34 @@ func sumSqLanes(x []float32) [4]float64 {
 	return s
 }
 
-func activate(act Activation, pre, post []float32) {
+func activate(act compute.Activation, pre, post []float32) {
 	post = post[:len(pre)]
 	switch act {
-	case Tanh:
-		tanhSlice(pre, post)
-	case Softplus:
+	case compute.Tanh:
+		simd.TanhSlice(pre, post)
+	case compute.Softplus:
 		for j, v := range pre {
 			x := float64(v)
 			// log(1+e^x) = max(x,0) + log1p(e^-|x|), stable for large |x|
 			post[j] = float32(math.Max(x, 0) + math.Log1p(math.Exp(-math.Abs(x))))
 		}
-	case ReLU:
+	case compute.ReLU:
 		for j, v := range pre {
 			post[j] = max(v, 0)
 		}
 	}
 }
 
-func activateGrad(act Activation, pre, post, g []float32) {
+func activateGrad(act compute.Activation, pre, post, g []float32) {
 	g = g[:len(pre)]
 	switch act {
-	case Tanh:
-		tanhGrad(post[:len(pre)], g)
-	case Softplus:
+	case compute.Tanh:
+		simd.TanhGrad(post[:len(pre)], g)
+	case compute.Softplus:
 		for j, v := range pre {
 			g[j] *= float32(1 / (1 + math.Exp(-float64(v))))
 		}
-	case ReLU:
+	case compute.ReLU:
 		for j, v := range pre {
 			if v <= 0 {
 				g[j] = 0
@@ -324,13 +330,13 @@ func (e *elemJob) softmax(b, r0, r1 int) {
 			for j, v := range row {
 				arg[j] = float64(v - mx)
 			}
-			expSlice(arg[:cols], ex[:cols])
+			simd.ExpSlice(arg[:cols], ex[:cols])
 			for _, v := range ex[:cols] {
 				s += v
 			}
 		} else {
 			for _, v := range row {
-				s += exp64(float64(v - mx))
+				s += simd.Exp64(float64(v - mx))
 			}
 		}
 		lse := float64(mx) + math.Log(s)
@@ -352,14 +358,14 @@ func (e *elemJob) softmax(b, r0, r1 int) {
 				for j, v := range row {
 					arg[j] = float64(v) - lse
 				}
-				expSlice(arg[:cols], ex[:cols])
+				simd.ExpSlice(arg[:cols], ex[:cols])
 			}
 			for j, v := range row {
 				var p float32
 				if cols <= softmaxCols {
 					p = float32(ex[j])
 				} else {
-					p = float32(exp64(float64(v) - lse))
+					p = float32(simd.Exp64(float64(v) - lse))
 				}
 				if j == y {
 					p--
@@ -370,23 +376,23 @@ func (e *elemJob) softmax(b, r0, r1 int) {
 	}
 }
 
-// Axpby implements Backend.
-func (c *CPU) Axpby(alpha float32, x Mat, beta float32, y Mat, coef []float32) {
+// Axpby implements compute.Backend.
+func (c *Backend) Axpby(alpha float32, x compute.Mat, beta float32, y compute.Mat, coef []float32) {
 	e := &c.elem
 	e.op, e.alpha, e.beta, e.x, e.y, e.coef = opAxpby, alpha, beta, x, y, coef
 	c.runElem(y.Rows, y.Cols, y.Batch)
 	e.coef = nil
 }
 
-// AddRow implements Backend.
-func (c *CPU) AddRow(y, v Mat) {
+// AddRow implements compute.Backend.
+func (c *Backend) AddRow(y, v compute.Mat) {
 	e := &c.elem
 	e.op, e.y, e.v = opAddRow, y, v
 	c.runElem(y.Rows, y.Cols, y.Batch)
 }
 
-// SumRows implements Backend.
-func (c *CPU) SumRows(alpha float32, x Mat, beta float32, y Mat) {
+// SumRows implements compute.Backend.
+func (c *Backend) SumRows(alpha float32, x compute.Mat, beta float32, y compute.Mat) {
 	e := &c.elem
 	e.op, e.alpha, e.x, e.beta, e.y = opSumRows, alpha, x, beta, y
 	// tasks run over blocks of columns
@@ -395,37 +401,37 @@ func (c *CPU) SumRows(alpha float32, x Mat, beta float32, y Mat) {
 	c.pool.doSized(e, y.Batch*e.blocks, x.Rows*x.Cols*x.Batch)
 }
 
-// Gather implements Backend.
-func (c *CPU) Gather(dst, src Mat, idx []int32) {
+// Gather implements compute.Backend.
+func (c *Backend) Gather(dst, src compute.Mat, idx []int32) {
 	e := &c.elem
 	e.op, e.x, e.y, e.idx = opGather, src, dst, idx
 	c.runElem(len(idx), dst.Cols, dst.Batch)
 	e.idx = nil
 }
 
-// Activate implements Backend.
-func (c *CPU) Activate(act Activation, pre, post Mat) {
+// Activate implements compute.Backend.
+func (c *Backend) Activate(act compute.Activation, pre, post compute.Mat) {
 	e := &c.elem
 	e.op, e.act, e.x, e.y = opActivate, act, pre, post
 	c.runElem(pre.Rows, pre.Cols, pre.Batch)
 }
 
-// ActivateGrad implements Backend.
-func (c *CPU) ActivateGrad(act Activation, pre, post, grad Mat) {
+// ActivateGrad implements compute.Backend.
+func (c *Backend) ActivateGrad(act compute.Activation, pre, post, grad compute.Mat) {
 	e := &c.elem
 	e.op, e.act, e.x, e.y, e.z = opActivateGrad, act, pre, post, grad
 	c.runElem(pre.Rows, pre.Cols, pre.Batch)
 }
 
-// SoftmaxXent implements Backend.
-func (c *CPU) SoftmaxXent(logits, labels Mat, scale float32, dlogits, loss, margin Mat) {
+// SoftmaxXent implements compute.Backend.
+func (c *Backend) SoftmaxXent(logits, labels compute.Mat, scale float32, dlogits, loss, margin compute.Mat) {
 	e := &c.elem
 	e.op, e.x, e.y, e.alpha, e.z, e.w, e.v = opSoftmax, logits, labels, scale, dlogits, loss, margin
 	c.runElem(logits.Rows, logits.Cols, logits.Batch)
 }
 
-// ClipExamples implements Backend.
-func (c *CPU) ClipExamples(v float32, deltas, inputs []Mat) {
+// ClipExamples implements compute.Backend.
+func (c *Backend) ClipExamples(v float32, deltas, inputs []compute.Mat) {
 	e := &c.elem
 	e.op, e.alpha, e.deltas, e.inputs = opClipExamples, v, deltas, inputs
 	c.runElem(deltas[0].Rows, deltas[0].Cols, deltas[0].Batch)
@@ -435,7 +441,7 @@ func (c *CPU) ClipExamples(v float32, deltas, inputs []Mat) {
 // clipStepJob: one task per batch element, so each norm is one sequential float64 sum.
 type clipStepJob struct {
 	eta, v, alpha float32
-	w, g, anchor  Mat
+	w, g, anchor  compute.Mat
 }
 
 func (j *clipStepJob) run(b, _ int) {
@@ -462,8 +468,8 @@ func (j *clipStepJob) run(b, _ int) {
 	}
 }
 
-// ClipStep implements Backend.
-func (c *CPU) ClipStep(eta, v, alpha float32, w, g, anchor Mat) {
+// ClipStep implements compute.Backend.
+func (c *Backend) ClipStep(eta, v, alpha float32, w, g, anchor compute.Mat) {
 	j := &c.clip
 	j.eta, j.v, j.alpha, j.w, j.g, j.anchor = eta, v, alpha, w, g, anchor
 	c.pool.doSized(j, w.Batch, 2*w.Cols*w.Batch)
@@ -475,8 +481,8 @@ const noiseBlock = 4096
 // noiseJob: tasks are (run of adjacent batch elements with equal seed, coordinate block); the
 // block's noise is drawn once and added to every element of the run.
 type noiseJob struct {
-	be     *CPU
-	dst    Mat
+	be     *Backend
+	dst    compute.Mat
 	seeds  []uint64
 	scale  []float32
 	round  uint32
@@ -492,7 +498,7 @@ func (j *noiseJob) run(task, worker int) {
 	z := j.be.scratch[worker].noise[:n]
 	b0, b1 := j.runs[ri], j.runs[ri+1]
 	key := philox.Key(j.seeds[b0])
-	gaussianFloats(z, key, uint32(c0>>2), j.round, j.stream)
+	simd.GaussianFloats(z, key, uint32(c0>>2), j.round, j.stream)
 	dst := data(j.dst.Buf)
 	for b := b0; b < b1; b++ {
 		row := dst[j.dst.Off+b*j.dst.BatchStride+c0:][:n]
@@ -503,8 +509,8 @@ func (j *noiseJob) run(task, worker int) {
 	}
 }
 
-// AddGaussian implements Backend.
-func (c *CPU) AddGaussian(dst Mat, seeds []uint64, scale []float32, round, stream uint32) {
+// AddGaussian implements compute.Backend.
+func (c *Backend) AddGaussian(dst compute.Mat, seeds []uint64, scale []float32, round, stream uint32) {
 	j := &c.noise
 	j.dst, j.seeds, j.scale, j.round, j.stream = dst, seeds, scale, round, stream
 	j.runs = j.runs[:0]
@@ -520,7 +526,7 @@ func (c *CPU) AddGaussian(dst Mat, seeds []uint64, scale []float32, round, strea
 }
 
 type dotsJob struct {
-	a, b Mat
+	a, b compute.Mat
 	out  []float64
 }
 
@@ -535,8 +541,8 @@ func (j *dotsJob) run(b, _ int) {
 	j.out[b] = s
 }
 
-// Dots implements Backend.
-func (c *CPU) Dots(a, b Mat, out []float64) {
+// Dots implements compute.Backend.
+func (c *Backend) Dots(a, b compute.Mat, out []float64) {
 	j := &c.dots
 	j.a, j.b, j.out = a, b, out
 	c.pool.doSized(j, a.Batch, a.Cols*a.Batch)

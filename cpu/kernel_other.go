@@ -1,6 +1,6 @@
 //go:build !amd64 || purego
 
-package train
+package cpu
 
 var useAVX2, useAVX512 = false, false
 

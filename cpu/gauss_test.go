@@ -1,4 +1,4 @@
-package train
+package cpu
 
 import (
 	"math"
@@ -6,26 +6,6 @@ import (
 
 	"github.com/fedaudit/fedaudit/internal/philox"
 )
-
-// The SIMD noise (gaussianFloats) gives philox.GaussianBlock's values bit for bit, at every offset
-// and length (the SIMD part takes whole groups of 16, the rest is scalar).
-func TestGaussianFloatsBits(t *testing.T) {
-	for _, tc := range []struct {
-		seed                 uint64
-		j0, round, stream, n uint32
-	}{{1, 0, 0, 0, 64}, {7, 3, 1, 9, 48}, {RunSeed(3, 7), 12345, 17, 0xFFFFFFFF, 1000}, {0xFFFFFFFFFFFFFFFF, 0xFFFFFFF0, 3, 5, 133}, {42, 7, 0, 2, 16}} {
-		key := philox.Key(tc.seed)
-		got := make([]float32, tc.n)
-		gaussianFloats(got, key, tc.j0, tc.round, tc.stream)
-		want := make([]float32, tc.n)
-		philox.GaussianFloats(want, key, tc.j0, tc.round, tc.stream)
-		for i := range want {
-			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("seed %x j0 %d: value %d: %v (%08x), want %v (%08x)", tc.seed, tc.j0, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
-			}
-		}
-	}
-}
 
 // mulSmall (SIMD where the shape allows) against a float64 triple loop, on shapes with 32- and
 // 8-column parts, transposed (strided) coefficients and padded rows; tolerance k 2^-22 sum|a||v|.

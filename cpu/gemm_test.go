@@ -1,13 +1,14 @@
-package train
+package cpu
 
 import (
 	"math"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/internal/philox"
 )
 
-func naiveGemm(transA, transB bool, alpha float32, a, b Mat, beta float32, c Mat, A, B, C []float32) []float64 {
+func naiveGemm(transA, transB bool, alpha float32, a, b compute.Mat, beta float32, c compute.Mat, A, B, C []float32) []float64 {
 	out := make([]float64, c.Batch*c.Rows*c.Cols)
 	k := a.Cols
 	if transA {
@@ -63,7 +64,7 @@ func TestGemm(t *testing.T) {
 }
 
 func testGemmCase(t *testing.T, M, N, K int, ta, tb, shareA bool) {
-	be := NewCPU(2)
+	be := New(2)
 	defer be.Close()
 	const batch = 3
 	rnd := philox.NewRand(uint64(M*1000+N*10+K), 0, 0, 9, 0)
@@ -84,12 +85,12 @@ func testGemmCase(t *testing.T, M, N, K int, ta, tb, shareA bool) {
 	}
 	lda, ldb, ldc := ac+3, bc+1, N+2
 	A, B, C := fill(batch*ar*lda+5), fill(batch*br*ldb), fill(batch*M*ldc)
-	a := Mat{Buf: be.Alias(A), Off: 5, Rows: ar, Cols: ac, Stride: lda, Batch: batch, BatchStride: ar * lda}
+	a := compute.Mat{Buf: be.Alias(A), Off: 5, Rows: ar, Cols: ac, Stride: lda, Batch: batch, BatchStride: ar * lda}
 	if shareA {
 		a.BatchStride = 0
 	}
-	b := Mat{Buf: be.Alias(B), Rows: br, Cols: bc, Stride: ldb, Batch: batch, BatchStride: br * ldb}
-	c := Mat{Buf: be.Alias(C), Rows: M, Cols: N, Stride: ldc, Batch: batch, BatchStride: M * ldc}
+	b := compute.Mat{Buf: be.Alias(B), Rows: br, Cols: bc, Stride: ldb, Batch: batch, BatchStride: br * ldb}
+	c := compute.Mat{Buf: be.Alias(C), Rows: M, Cols: N, Stride: ldc, Batch: batch, BatchStride: M * ldc}
 	want := naiveGemm(ta, tb, 0.5, a, b, 0.25, c, A, B, C)
 	be.Gemm(ta, tb, 0.5, a, b, 0.25, c)
 	for bt := 0; bt < batch; bt++ {
@@ -107,14 +108,14 @@ func testGemmCase(t *testing.T, M, N, K int, ta, tb, shareA bool) {
 
 // With beta = 0, NaN in c must not survive.
 func TestGemmBetaZeroIgnoresNaN(t *testing.T) {
-	be := NewCPU(1)
+	be := New(1)
 	defer be.Close()
 	A := []float32{1, 2}
 	B := []float32{3, 4}
 	C := []float32{float32(math.NaN())}
-	be.Gemm(false, false, 1, Mat{Buf: be.Alias(A), Rows: 1, Cols: 2, Stride: 2, Batch: 1},
-		Mat{Buf: be.Alias(B), Rows: 2, Cols: 1, Stride: 1, Batch: 1}, 0,
-		Mat{Buf: be.Alias(C), Rows: 1, Cols: 1, Stride: 1, Batch: 1})
+	be.Gemm(false, false, 1, compute.Mat{Buf: be.Alias(A), Rows: 1, Cols: 2, Stride: 2, Batch: 1},
+		compute.Mat{Buf: be.Alias(B), Rows: 2, Cols: 1, Stride: 1, Batch: 1}, 0,
+		compute.Mat{Buf: be.Alias(C), Rows: 1, Cols: 1, Stride: 1, Batch: 1})
 	if C[0] != 11 {
 		t.Errorf("c = %g, want 11", C[0])
 	}

@@ -1,11 +1,11 @@
-package train
+package simd
 
 import (
 	"math"
 	"testing"
 )
 
-// exp64 against math.Exp on [-708, 709]: within 4 float64 ulp (relative 2^-50); outside, 0 below
+// Exp64 against math.Exp on [-708, 709]: within 4 float64 ulp (relative 2^-50); outside, 0 below
 // and the clamped value above; NaN stays NaN.
 func TestExp64(t *testing.T) {
 	for i := 0; i <= 1417000; i++ {
@@ -13,24 +13,24 @@ func TestExp64(t *testing.T) {
 		if x > 709 {
 			break
 		}
-		got, want := exp64(x), math.Exp(x)
+		got, want := Exp64(x), math.Exp(x)
 		if math.Abs(got-want) > want*0x1p-50 {
-			t.Fatalf("exp64(%v) = %v, want %v", x, got, want)
+			t.Fatalf("Exp64(%v) = %v, want %v", x, got, want)
 		}
 	}
 	for _, c := range []struct{ x, want float64 }{
-		{0, 1}, {-708.5, 0}, {math.Inf(-1), 0}, {-1e300, 0}, {800, exp64(709)}, {math.Inf(1), exp64(709)},
+		{0, 1}, {-708.5, 0}, {math.Inf(-1), 0}, {-1e300, 0}, {800, Exp64(709)}, {math.Inf(1), Exp64(709)},
 	} {
-		if got := exp64(c.x); got != c.want {
-			t.Errorf("exp64(%v) = %v, want %v", c.x, got, c.want)
+		if got := Exp64(c.x); got != c.want {
+			t.Errorf("Exp64(%v) = %v, want %v", c.x, got, c.want)
 		}
 	}
-	if !math.IsNaN(exp64(math.NaN())) {
-		t.Error("exp64(NaN) is not NaN")
+	if !math.IsNaN(Exp64(math.NaN())) {
+		t.Error("Exp64(NaN) is not NaN")
 	}
 }
 
-// expSlice (SIMD on amd64) must give exp64's bits exactly, at every alignment of the tail.
+// ExpSlice (SIMD on amd64) must give Exp64's bits exactly, at every alignment of the tail.
 func TestExpSliceBits(t *testing.T) {
 	var x []float64
 	for i := -3000; i <= 3000; i++ {
@@ -41,11 +41,11 @@ func TestExpSliceBits(t *testing.T) {
 	for _, off := range []int{0, 1, 2, 3} {
 		in := x[off:]
 		y := make([]float64, len(in))
-		expSlice(in, y)
+		ExpSlice(in, y)
 		for i, v := range in {
-			want := exp64(v)
+			want := Exp64(v)
 			if math.Float64bits(y[i]) != math.Float64bits(want) && !(math.IsNaN(want) && math.IsNaN(y[i])) {
-				t.Fatalf("expSlice(%v) = %v, exp64 = %v", v, y[i], want)
+				t.Fatalf("ExpSlice(%v) = %v, Exp64 = %v", v, y[i], want)
 			}
 		}
 	}

@@ -1,6 +1,8 @@
-package train
+package cpu
 
-// Packed, blocked single-precision GEMM for the CPU backend. op(A) (M x K) and op(B) (K x N)
+import "github.com/fedaudit/fedaudit/compute"
+
+// Packed, blocked single-precision GEMM for the Backend backend. op(A) (M x K) and op(B) (K x N)
 // are copied block by block into zero-padded panels of gemmMR rows and gemmNR columns; a
 // micro-kernel multiplies one panel pair into an MR x NR tile. Every C element is therefore
 // accumulated in the same order (k ascending, blocks of gemmKC) whatever the matrix sizes, the
@@ -48,10 +50,10 @@ func kernelGo(kc int, a, b []float32, acc *[gemmMR * gemmNR]float32) {
 // all row blocks so that its packed block of op(B) is reused. An operand shared by the whole
 // batch (BatchStride 0) is packed once per call into sharedA or sharedB.
 type gemmJob struct {
-	be               *CPU
+	be               *Backend
 	transA, transB   bool
 	alpha, beta      float32
-	a, b, c          Mat
+	a, b, c          compute.Mat
 	m, n, k          int
 	mBlocks, nBlocks int
 	sharedA, sharedB []float32 // whole op(A) / op(B) packed, or nil

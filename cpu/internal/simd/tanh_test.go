@@ -1,4 +1,4 @@
-package train
+package simd
 
 import (
 	"math"
@@ -27,7 +27,7 @@ func TestTanhApprox(t *testing.T) {
 	}
 }
 
-// tanhSlice (SIMD on amd64) must give tanh32's bits exactly: every float32 of a dense sweep
+// TanhSlice (SIMD on amd64) must give tanh32's bits exactly: every float32 of a dense sweep
 // of the exponent range, both signs, and the special values, at every alignment of the tail.
 func TestTanhSliceBits(t *testing.T) {
 	var x []float32
@@ -43,11 +43,11 @@ func TestTanhSliceBits(t *testing.T) {
 	for _, off := range []int{0, 1, 2, 3} {
 		in := x[off:]
 		y := make([]float32, len(in))
-		tanhSlice(in, y)
+		TanhSlice(in, y)
 		for i, v := range in {
 			want := tanh32(v)
 			if math.Float32bits(y[i]) != math.Float32bits(want) && !(want != want && y[i] != y[i]) {
-				t.Fatalf("tanhSlice(%g) = %g (%#x), tanh32 = %g (%#x)", v, y[i], math.Float32bits(y[i]), want, math.Float32bits(want))
+				t.Fatalf("TanhSlice(%g) = %g (%#x), tanh32 = %g (%#x)", v, y[i], math.Float32bits(y[i]), want, math.Float32bits(want))
 			}
 		}
 	}
@@ -68,7 +68,7 @@ func TestTanhRounding(t *testing.T) {
 	}
 }
 
-// tanhGrad (SIMD where there is one) gives tanhGradGo's bits on every length and offset.
+// TanhGrad (SIMD where there is one) gives tanhGradGo's bits on every length and offset.
 func TestTanhGradBits(t *testing.T) {
 	rng := philox.NewRand(6, 0, 0, 9, 0)
 	h := make([]float32, 77)
@@ -79,7 +79,7 @@ func TestTanhGradBits(t *testing.T) {
 	}
 	for off := 0; off < 4; off++ {
 		a, b := append([]float32(nil), g[off:]...), append([]float32(nil), g[off:]...)
-		tanhGrad(h[off:], a)
+		TanhGrad(h[off:], a)
 		tanhGradGo(h[off:], b)
 		for i := range a {
 			if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
