@@ -57,14 +57,14 @@ func BenchmarkW1(b *testing.B) {
 				be := open(b, cuda.Options{})
 				warm := cfg
 				warm.Rounds = 1
-				if err := train.TrainOn(context.Background(), be, warm, c, cp, tgt, nil, pairs, discard{}, nil); err != nil {
+				if err := train.TrainOn(context.Background(), be, train.Job{Config: warm, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs, Recorder: discard{}}); err != nil {
 					b.Fatal(err)
 				}
 				if err := be.Sync(); err != nil {
 					b.Fatal(err)
 				}
 				start := time.Now()
-				if err := train.TrainOn(context.Background(), be, cfg, c, cp, tgt, nil, pairs, discard{}, nil); err != nil {
+				if err := train.TrainOn(context.Background(), be, train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs, Recorder: discard{}}); err != nil {
 					b.Fatal(err)
 				}
 				if err := be.Sync(); err != nil {

@@ -14,7 +14,7 @@ import (
 // target client in a step whose batch holds the target sample (two world groups).
 func BenchmarkW1Step(b *testing.B) {
 	c, cp, tgt := W1Data()
-	e, err := newEngine(cpu.New(0), W1Config(), c, cp, tgt, nil, PairRange{0, 32})
+	e, err := newEngine(cpu.New(0), Job{Config: W1Config(), WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{0, 32}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func BenchmarkW1Client(b *testing.B) {
 		b.Run(fmt.Sprint("chunk", chunk), func(b *testing.B) {
 			cfg := W1Config()
 			cfg.ChunkPairs = chunk
-			e, err := newEngine(cpu.New(0), cfg, c, cp, tgt, nil, PairRange{0, 32})
+			e, err := newEngine(cpu.New(0), Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{0, 32}})
 			if err != nil {
 				b.Fatal(err)
 			}

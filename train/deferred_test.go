@@ -16,7 +16,7 @@ func trainForm(t *testing.T, cfg Config, c, cp []*datasets.Dataset, tgt TargetIn
 	t.Helper()
 	be := cpu.New(2)
 	defer be.Close()
-	e, err := newEngine(be, cfg, c, cp, tgt, nil, pairs)
+	e, err := newEngine(be, Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestDeferredMatchesDirect(t *testing.T) {
 		})
 	}
 	// Both kinds of round occur: the target sample in one of client 1's minibatches or not.
-	e, err := newEngine(cpu.New(1), base, c, cp, tgt, nil, PairRange{0, 1})
+	e, err := newEngine(cpu.New(1), Job{Config: base, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{0, 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestDPSGDClipsPerExample(t *testing.T) {
 	c, cp := synthWorlds(1, 30, 12, 3, tgt, 5)
 	cfg := mlpConfig()
 	cfg.Algorithm, cfg.Participants = DPSGD, 0
-	e, err := newEngine(cpu.New(1), cfg, c, cp, tgt, nil, PairRange{0, 1})
+	e, err := newEngine(cpu.New(1), Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{0, 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -354,7 +354,7 @@ func TestClientDPConfigErrorsNameFields(t *testing.T) {
 		t.Run(c.want, func(t *testing.T) {
 			cfg := dpConfig()
 			c.mod(&cfg)
-			err := Train(context.Background(), cfg, clients, cp, TargetInfo{Client: 0, WholeClient: true}, nil, PairRange{0, 1}, &memRecorder{}, nil)
+			err := Train(context.Background(), Job{Config: cfg, WorldC: clients, WorldCPrime: cp, Target: TargetInfo{Client: 0, WholeClient: true}, Pairs: PairRange{0, 1}, Recorder: &memRecorder{}})
 			if err == nil || !strings.Contains(err.Error(), c.want+":") {
 				t.Fatalf("error %v, want one naming %s", err, c.want)
 			}
@@ -364,13 +364,13 @@ func TestClientDPConfigErrorsNameFields(t *testing.T) {
 	cfg := mlpConfig()
 	cfg.Mechanism = MechLaplace
 	c2, cp2 := synthWorlds(3, 6, 4, 3, TargetInfo{Client: 1, Index: 2}, 1)
-	err := Train(context.Background(), cfg, c2, cp2, TargetInfo{Client: 1, Index: 2}, nil, PairRange{0, 1}, &memRecorder{}, nil)
+	err := Train(context.Background(), Job{Config: cfg, WorldC: c2, WorldCPrime: cp2, Target: TargetInfo{Client: 1, Index: 2}, Pairs: PairRange{0, 1}, Recorder: &memRecorder{}})
 	if err == nil || !strings.Contains(err.Error(), "informed:") {
 		t.Fatalf("informed fedavg with Laplace noise: error %v", err)
 	}
 	// remove-client needs server-side noise.
 	cfg = mlpConfig()
-	err = Train(context.Background(), cfg, c2, c2[:2], TargetInfo{Client: 2, Absent: true}, nil, PairRange{0, 1}, &memRecorder{}, nil)
+	err = Train(context.Background(), Job{Config: cfg, WorldC: c2, WorldCPrime: c2[:2], Target: TargetInfo{Client: 2, Absent: true}, Pairs: PairRange{0, 1}, Recorder: &memRecorder{}})
 	if err == nil || !strings.Contains(err.Error(), "remove-client") {
 		t.Fatalf("remove-client with fedavg: error %v", err)
 	}

@@ -5,106 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"sync/atomic"
 
 	"github.com/fedaudit/fedaudit/compute"
-	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/internal/philox"
 )
-
-// Train runs the pairs of one shard: pair p trains on worldC (world 0) and on worldCPrime
-// (world 1) with the seed RunSeed(cfg.Seed, p), and rec receives every checkpoint. The two
-// worlds list the same number of clients and differ only in sample target.Index of client
-// target.Client. test, when not nil, gives each checkpoint a test accuracy. progress, when not
-// nil, is called after every round of every group. Results do not depend on how pairs are split
-// into shards or groups.
-//
-// The pairs are trained in groups (Config.GroupPairs, or as many as Config.GroupMemory holds by
-// MemoryOf), one group after another, so memory is bounded by the group and not by the shard.
-// rec receives each group's checkpoints in round order before the next group's: within one
-// round the rows still come in pair order.
-func Train(ctx context.Context, cfg Config, worldC, worldCPrime []*datasets.Dataset, target TargetInfo, test *datasets.Dataset, pairs PairRange, rec Recorder, progress func(done, total int)) error {
-	be := cpu.New(cfg.Threads)
-	defer be.Close()
-	if pairs.First < 0 || pairs.Count < 1 {
-		return fmt.Errorf("train: pair range first %d count %d: need first >= 0, count >= 1", pairs.First, pairs.Count)
-	}
-	size := GroupSize(cfg, SizesOf(worldC, test), pairs.Count)
-	groups := (pairs.Count + size - 1) / size
-	for g := 0; g < groups; g++ {
-		gr := PairRange{First: pairs.First + g*size, Count: min(size, pairs.Count-g*size)}
-		var prog func(done, total int)
-		if progress != nil {
-			prog = func(done, total int) { progress(g*total+done, groups*total) }
-		}
-		if err := TrainOn(ctx, be, cfg, worldC, worldCPrime, target, test, gr, rec, prog); err != nil {
-			if groups > 1 {
-				return fmt.Errorf("pairs %d..%d: %w", gr.First, gr.First+gr.Count-1, err)
-			}
-			return err
-		}
-		if groups > 1 {
-			// The next group allocates as much again: return this one's buffers first, so the
-			// heap does not grow to two groups before the collector runs on its own.
-			runtime.GC()
-		}
-	}
-	return nil
-}
-
-// SizesOf returns the data sizes MemoryOf needs.
-func SizesOf(clients []*datasets.Dataset, test *datasets.Dataset) DataSizes {
-	s := DataSizes{Clients: len(clients)}
-	for _, c := range clients {
-		if c != nil {
-			s.Dim, s.Classes = c.Dim(), c.Classes
-			s.MaxSamples = max(s.MaxSamples, c.Len())
-		}
-	}
-	if test != nil {
-		s.TestSamples = test.Len()
-	}
-	return s
-}
-
-// GroupSize is the number of pairs Train trains together, out of count: GroupPairs when set,
-// else as many as fit GroupMemory (DefaultGroupMemory when 0) by MemoryOf, at least 1; the last
-// group may be smaller. Sizes MemoryOf cannot size (an invalid model) give one group, whose
-// engine then reports the error.
-func GroupSize(cfg Config, s DataSizes, count int) int {
-	size := cfg.GroupPairs
-	if size <= 0 {
-		size = count
-		if mem, err := MemoryOf(cfg, s); err == nil {
-			budget := cfg.GroupMemory
-			if budget <= 0 {
-				budget = DefaultGroupMemory
-			}
-			size = mem.GroupPairs(budget)
-		}
-	}
-	return max(min(size, count), 1)
-}
-
-// TrainOn trains the pairs on a given backend as one group: every replica's state is allocated
-// at once (Train groups them). It stops within one client step of ctx being cancelled.
-func TrainOn(ctx context.Context, be compute.Backend, cfg Config, worldC, worldCPrime []*datasets.Dataset, target TargetInfo, test *datasets.Dataset, pairs PairRange, rec Recorder, progress func(done, total int)) error {
-	e, err := newEngine(be, cfg, worldC, worldCPrime, target, test, pairs)
-	if err != nil {
-		return err
-	}
-	// The local-step loop polls an atomic flag, not ctx.Err() (a mutex), so the check costs
-	// nothing beside a step; context.AfterFunc sets it when ctx is cancelled.
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	stop := context.AfterFunc(ctx, func() { e.stop.Store(true) })
-	defer stop()
-	return e.train(ctx, rec, progress)
-}
 
 // train runs every round, handing the checkpoints to rec.
 func (e *engine) train(ctx context.Context, rec Recorder, progress func(done, total int)) error {
@@ -224,7 +131,8 @@ type engine struct {
 	stop atomic.Bool
 }
 
-func newEngine(be compute.Backend, cfg Config, worldC, worldCP []*datasets.Dataset, target TargetInfo, test *datasets.Dataset, pairs PairRange) (*engine, error) {
+func newEngine(be compute.Backend, job Job) (*engine, error) {
+	cfg, worldC, worldCP, target, test, pairs := job.Config, job.WorldC, job.WorldCPrime, job.Target, job.Test, job.Pairs
 	m := len(worldC)
 	if target.Absent {
 		// remove-client: C' lacks the target client. The engine keeps m slots in both worlds

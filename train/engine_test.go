@@ -67,7 +67,7 @@ func mlpConfig() Config {
 func run(t *testing.T, cfg Config, c, cp []*datasets.Dataset, tgt TargetInfo, pairs PairRange) []*Checkpoint {
 	t.Helper()
 	rec := &memRecorder{}
-	if err := Train(context.Background(), cfg, c, cp, tgt, nil, pairs, rec, nil); err != nil {
+	if err := Train(context.Background(), Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs, Recorder: rec}); err != nil {
 		t.Fatal(err)
 	}
 	return rec.cps
@@ -317,7 +317,7 @@ func TestDivergence(t *testing.T) {
 	cfg = mlpConfig()
 	ctx := context.Background()
 	build := func() *engine {
-		e, err := newEngine(cpu.New(2), cfg, c, cp, tgt, nil, PairRange{0, 3})
+		e, err := newEngine(cpu.New(2), Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{0, 3}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -361,7 +361,7 @@ func TestRoundAllocatesNothing(t *testing.T) {
 		cfg := mlpConfig()
 		cfg.Batching = batching
 		cfg.Rounds = 100
-		e, err := newEngine(cpu.New(2), cfg, c, cp, tgt, nil, PairRange{0, 4})
+		e, err := newEngine(cpu.New(2), Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{0, 4}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -404,7 +404,7 @@ func TestConfigErrorsNameFields(t *testing.T) {
 	for _, tc := range cases {
 		cfg := mlpConfig()
 		tc.edit(&cfg)
-		err := Train(context.Background(), cfg, c, cp, tgt, nil, PairRange{0, 1}, &memRecorder{}, nil)
+		err := Train(context.Background(), Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{0, 1}, Recorder: &memRecorder{}})
 		if err == nil || !strings.Contains(err.Error(), tc.field+":") {
 			t.Errorf("%s: error %v does not name the field", tc.field, err)
 		}
@@ -416,7 +416,7 @@ func TestContextCancel(t *testing.T) {
 	c, cp := synthWorlds(2, 6, 5, 3, tgt, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := Train(ctx, mlpConfig(), c, cp, tgt, nil, PairRange{0, 1}, &memRecorder{}, nil); err == nil {
+	if err := Train(ctx, Job{Config: mlpConfig(), WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{0, 1}, Recorder: &memRecorder{}}); err == nil {
 		t.Error("cancelled context: no error")
 	}
 }

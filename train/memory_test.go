@@ -154,7 +154,7 @@ func TestMemoryOfBoundsAllocations(t *testing.T) {
 			}
 			for _, pairs := range []int{1, 8} {
 				be := &countingCPU{Backend: cpu.New(1)}
-				err := TrainOn(context.Background(), be, tc.cfg, tc.c, tc.cp, tc.tgt, nil, PairRange{Count: pairs}, &memRecorder{}, nil)
+				err := TrainOn(context.Background(), be, Job{Config: tc.cfg, WorldC: tc.c, WorldCPrime: tc.cp, Target: tc.tgt, Pairs: PairRange{Count: pairs}, Recorder: &memRecorder{}})
 				be.Close()
 				if err != nil {
 					t.Fatal(err)
@@ -217,7 +217,7 @@ func TestCancelMidRound(t *testing.T) {
 	roundTime := func(steps int) time.Duration {
 		cfg.LocalSteps = steps
 		start := time.Now()
-		if err := Train(context.Background(), cfg, c, cp, tgt, nil, PairRange{Count: 8}, &memRecorder{}, nil); err != nil {
+		if err := Train(context.Background(), Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{Count: 8}, Recorder: &memRecorder{}}); err != nil {
 			t.Fatal(err)
 		}
 		return time.Since(start)
@@ -228,7 +228,7 @@ func TestCancelMidRound(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var cancelled time.Time
 	time.AfterFunc(50*time.Millisecond, func() { cancelled = time.Now(); cancel() })
-	err := Train(ctx, cfg, c, cp, tgt, nil, PairRange{Count: 8}, &memRecorder{}, nil)
+	err := Train(ctx, Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{Count: 8}, Recorder: &memRecorder{}})
 	if err == nil || ctx.Err() == nil {
 		t.Fatalf("training of %d steps a round returned %v before it was cancelled", cfg.LocalSteps, err)
 	}

@@ -89,11 +89,11 @@ func RunW1(ctx context.Context, replicas int) (W1Result, error) {
 	warm := cfg
 	warm.Rounds = 1
 	pairs := PairRange{First: 0, Count: replicas / 2}
-	if err := Train(ctx, warm, c, cp, tgt, nil, pairs, discard{}, nil); err != nil {
+	if err := Train(ctx, Job{Config: warm, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs, Recorder: discard{}}); err != nil {
 		return W1Result{}, fmt.Errorf("w1 warm-up: %w", err)
 	}
 	start := time.Now()
-	if err := Train(ctx, cfg, c, cp, tgt, nil, pairs, discard{}, nil); err != nil {
+	if err := Train(ctx, Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs, Recorder: discard{}}); err != nil {
 		return W1Result{}, fmt.Errorf("w1: %w", err)
 	}
 	sec := time.Since(start).Seconds()

@@ -30,7 +30,7 @@ func TestW1MemoryPerPair(t *testing.T) {
 		d := device(t)
 		ops := cuda.NewOps(d, cuda.Options{})
 		defer ops.Close()
-		if err := train.TrainOn(context.Background(), ops, cfg, c, cp, tgt, nil, train.PairRange{Count: pairs}, cuda.CheckRecorder(ops, discardRec{}), nil); err != nil {
+		if err := train.TrainOn(context.Background(), ops, train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: train.PairRange{Count: pairs}, Recorder: cuda.CheckRecorder(ops, discardRec{})}); err != nil {
 			t.Fatal(err)
 		}
 		return d.PeakBytes()

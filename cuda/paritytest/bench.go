@@ -83,9 +83,9 @@ func RunW1(ctx context.Context, be compute.Backend, sync func() error, replicas,
 	run := func(cfg train.Config) error {
 		var err error
 		if be == nil {
-			err = train.Train(ctx, cfg, c, cp, tgt, nil, pairs, discard{}, nil)
+			err = train.Train(ctx, train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs, Recorder: discard{}})
 		} else {
-			err = train.TrainOn(ctx, be, cfg, c, cp, tgt, nil, pairs, discard{}, nil)
+			err = train.TrainOn(ctx, be, train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs, Recorder: discard{}})
 		}
 		if err == nil && sync != nil {
 			err = sync()

@@ -102,13 +102,13 @@ func testRunsMatchCPU(t *testing.T, f Factory) {
 			wc, wcp := worlds(c.m, 9, 7, c.classes)
 			tgt := train.TargetInfo{Client: 0, Index: 0}
 			var want memRecorder
-			if err := train.Train(context.Background(), cfg, wc, wcp, tgt, nil, c.pairs, &want, nil); err != nil {
+			if err := train.Train(context.Background(), train.Job{Config: cfg, WorldC: wc, WorldCPrime: wcp, Target: tgt, Pairs: c.pairs, Recorder: &want}); err != nil {
 				t.Fatal(err)
 			}
 			ops := f(t, cuda.Options{Block: 32})
 			defer ops.Close()
 			var got memRecorder
-			if err := train.TrainOn(context.Background(), ops, cfg, wc, wcp, tgt, nil, c.pairs, cuda.CheckRecorder(ops, &got), nil); err != nil {
+			if err := train.TrainOn(context.Background(), ops, train.Job{Config: cfg, WorldC: wc, WorldCPrime: wcp, Target: tgt, Pairs: c.pairs, Recorder: cuda.CheckRecorder(ops, &got)}); err != nil {
 				t.Fatal(err)
 			}
 			compareRuns(t, want.cps, got.cps)

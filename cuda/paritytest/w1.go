@@ -27,10 +27,10 @@ func W1MatchesCPU(t *testing.T, be Backend, rounds, pairs int) float64 {
 	}
 	pr := train.PairRange{First: 0, Count: pairs}
 	var want, got memRecorder
-	if err := train.Train(context.Background(), cfg, c, cp, tgt, nil, pr, &want, nil); err != nil {
+	if err := train.Train(context.Background(), train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pr, Recorder: &want}); err != nil {
 		t.Fatal(err)
 	}
-	if err := train.TrainOn(context.Background(), be, cfg, c, cp, tgt, nil, pr, cuda.CheckRecorder(be, &got), nil); err != nil {
+	if err := train.TrainOn(context.Background(), be, train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pr, Recorder: cuda.CheckRecorder(be, &got)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := be.Err(); err != nil {
