@@ -30,6 +30,7 @@ func BenchmarkW1Step(b *testing.B) {
 			}
 		}
 	}
+	form := e.chooseSteps(false).(*wholeSteps).form // the step outside the deferred form
 	for _, tc := range []struct {
 		name         string
 		t, client, k int
@@ -37,7 +38,7 @@ func BenchmarkW1Step(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			e.eta = 0.05
 			for i := 0; i < b.N; i++ {
-				if err := e.localGrad(tc.t, tc.client, tc.k, e.l, false, 0, e.P); err != nil {
+				if err := e.localGrad(form, tc.t, tc.client, tc.k, e.l, false, 0, e.P); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -96,8 +96,8 @@ func (ds *deferredState) factors(shadow bool, s, first, count, stride int) compu
 
 // gather draws client i's K minibatches of round t into its slot, for both worlds when they
 // differ.
-func (e *engine) gatherDeferred(t, i int) {
-	ds, be := e.def, e.be
+func (e *engine) gatherDeferred(ds *deferredState, t, i int) {
+	be := e.be
 	s := ds.slot(i)
 	B := e.cfg.BatchSize
 	ds.split[s] = i == e.target.Client && e.target.WholeClient
@@ -149,11 +149,11 @@ func worlds(split bool) int {
 // localTrainDeferred is localTrain in deferred form. The parameters other than the first
 // weight matrix end in buf; the first matrix's factors in the client's slot (the shadow's
 // with flip); with materialize, buf's first matrix is W_0 + U^T X too.
-func (e *engine) localTrainDeferred(ctx context.Context, t, i int, buf compute.Buffer, flip, materialize bool) error {
-	ds, be, m := e.def, e.be, e.def.model
+func (e *engine) localTrainDeferred(ctx context.Context, ds *deferredState, t, i int, buf compute.Buffer, flip, materialize bool) error {
+	be, m := e.be, ds.model
 	s := ds.slot(i)
 	if !flip {
-		e.gatherDeferred(t, i)
+		e.gatherDeferred(ds, t, i)
 	} else if ds.slotRound[s] != t || ds.slotClient[s] != i {
 		return fmt.Errorf("deferred shadow training of client %d in round %d before its own", i, t)
 	}
@@ -214,8 +214,8 @@ func (e *engine) localTrainDeferred(ctx context.Context, t, i int, buf compute.B
 
 // flushDeferred adds the first-matrix updates of slots [0, n) to acc's first weight matrix:
 // acc_W += (1/participants) sum over the slots' clients of U_i^T X_i, for every replica.
-func (e *engine) flushDeferred(n int) {
-	ds, be, m := e.def, e.be, e.def.model
+func (e *engine) flushDeferred(ds *deferredState, n int) {
+	be, m := e.be, ds.model
 	split := slices.Contains(ds.split[:n], true)
 	if split {
 		// World 1 reads its own rows of a split slot and world 0's rows of the others.

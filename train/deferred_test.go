@@ -20,9 +20,9 @@ func trainForm(t *testing.T, cfg Config, c, cp []*datasets.Dataset, tgt TargetIn
 	if err != nil {
 		t.Fatal(err)
 	}
-	deferred = e.def != nil
+	_, deferred = e.steps.(*deferredSteps)
 	if direct {
-		e.def = nil
+		e.steps = e.chooseSteps(false)
 	}
 	rec := &memRecorder{}
 	if err := e.train(context.Background(), rec, nil); err != nil {
@@ -89,9 +89,10 @@ func TestDeferredMatchesDirect(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[bool]int{}
+	ds := e.steps.(*deferredSteps).ds
 	for r := 0; r < base.Rounds; r++ {
-		e.gatherDeferred(r, tgt.Client)
-		seen[e.def.split[e.def.slot(tgt.Client)]]++
+		e.gatherDeferred(ds, r, tgt.Client)
+		seen[ds.split[ds.slot(tgt.Client)]]++
 	}
 	if seen[true] == 0 || seen[false] == 0 {
 		t.Fatalf("rounds with the target in a minibatch / without: %d / %d; need both", seen[true], seen[false])
@@ -157,7 +158,9 @@ func TestDPSGDClipsPerExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.fused != nil || e.def != nil {
-		t.Fatalf("dpsgd with fixed batches takes a whole-gradient step (fused %v, deferred %v)", e.fused != nil, e.def != nil)
+	if ws, ok := e.steps.(*wholeSteps); !ok {
+		t.Fatalf("dpsgd with fixed batches takes the deferred form (%T)", e.steps)
+	} else if _, direct := ws.form.(*directSteps); !direct {
+		t.Fatalf("dpsgd with fixed batches takes a whole-gradient step (%T)", ws.form)
 	}
 }

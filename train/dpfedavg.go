@@ -248,21 +248,35 @@ func (c *Config) validateClientDP(m int) error {
 	return errors.Join(errs...)
 }
 
-// initClientDP computes the plan and the buffers of the DP-FedAvg family.
-func (e *engine) initClientDP(ctx context.Context) error {
+// clientDPRounds is the round of the DP-FedAvg family, with its privacy plan, the server
+// learning rate, the target's own clipped update (informed) and per-replica inner products.
+type clientDPRounds struct {
+	e        *engine
+	plan     *PrivacyPlan
+	serverLR float64
+	tu       compute.Buffer
+	dpDots   [5][]float64
+}
+
+// statNames: the family's adversary sees only the model sequence, not an upload.
+func (dp *clientDPRounds) statNames() []string { return []string{StatLLRAll, StatLLRLast, StatMu2} }
+
+// init computes the plan and the buffers of the DP-FedAvg family.
+func (dp *clientDPRounds) init(ctx context.Context) error {
+	e := dp.e
 	plan, err := e.cfg.Plan(ctx, e.m)
 	if err != nil {
 		return err
 	}
-	e.plan = plan
-	e.serverLR = e.cfg.ServerLR
-	if e.serverLR == 0 {
-		e.serverLR = 1
+	dp.plan = plan
+	dp.serverLR = e.cfg.ServerLR
+	if dp.serverLR == 0 {
+		dp.serverLR = 1
 	}
 	if e.cfg.Informed {
-		e.tu = e.be.Alloc(e.R * e.d)
-		for i := range e.dpDots {
-			e.dpDots[i] = make([]float64, e.R)
+		dp.tu = e.be.Alloc(e.R * e.d)
+		for i := range dp.dpDots {
+			dp.dpDots[i] = make([]float64, e.R)
 		}
 	}
 	return nil
@@ -270,12 +284,13 @@ func (e *engine) initClientDP(ctx context.Context) error {
 
 // sampleClients draws every pair's Poisson client sample of round t from the pair's seed: part
 // of the mechanism, so each pair (both worlds alike) draws its own.
-func (e *engine) sampleClients(t int) {
+func (dp *clientDPRounds) sampleClients(t int) {
+	e := dp.e
 	m := e.m
 	for p := 0; p < e.P; p++ {
 		for i := 0; i < m; i++ {
 			rng := philox.NewRand(e.seeds[2*p], uint32(t), uint32(i), philox.DomainClientSampling, 0)
-			e.part[p*m+i] = rng.Float() < e.plan.Q[t][i]
+			e.part[p*m+i] = rng.Float() < dp.plan.Q[t][i]
 		}
 		e.hasTarget[p] = e.part[p*m+e.target.Client]
 	}
@@ -293,10 +308,11 @@ func (e *engine) clipFactors(buf compute.Buffer, clip float64, out []float32) {
 	}
 }
 
-// dpRound is round t of the DP-FedAvg family (Alg. 4, 5 and 2 of the time-adaptive paper).
-func (e *engine) dpRound(ctx context.Context, t int) error {
-	be, m, tc, plan := e.be, e.m, e.target.Client, e.plan
-	e.sampleClients(t)
+// round is round t of the DP-FedAvg family (Alg. 4, 5 and 2 of the time-adaptive paper).
+func (dp *clientDPRounds) round(ctx context.Context, t int, _ bool) error {
+	e := dp.e
+	be, m, tc, plan := e.be, e.m, e.target.Client, dp.plan
+	dp.sampleClients(t)
 	be.Axpby(0, compute.Mat{}, 0, e.all(e.acc), nil)
 	for i := 0; i < m; i++ {
 		sampled := false
@@ -319,7 +335,7 @@ func (e *engine) dpRound(ctx context.Context, t int) error {
 		}
 		if isTarget && e.cfg.Informed {
 			// tu: the replica's own clipped target update; shadow: the other world's.
-			be.Axpby(1, e.all(e.l), 0, e.all(e.tu), e.coef)
+			be.Axpby(1, e.all(e.l), 0, e.all(dp.tu), e.coef)
 			if err := e.localTrain(ctx, t, i, e.shadow, true, true); err != nil {
 				return err
 			}
@@ -343,14 +359,14 @@ func (e *engine) dpRound(ctx context.Context, t int) error {
 			return err
 		}
 	}
-	if e.cfg.Informed {
-		if err := e.dpInformed(t); err != nil {
+	if e.stats != nil {
+		if err := dp.informed(t); err != nil {
 			return err
 		}
 	}
 	be.Axpby(1, e.all(e.noise), 1, e.all(e.acc), nil)
 	// w_{t+1} = w_t + server_lr (sum of clipped updates + noise) / (q^t m)
-	be.Axpby(1, e.all(e.g), float32(e.serverLR/plan.Divisor[t]), e.all(e.acc), nil)
+	be.Axpby(1, e.all(e.g), float32(dp.serverLR/plan.Divisor[t]), e.all(e.acc), nil)
 	e.commit()
 	return nil
 }
@@ -379,7 +395,7 @@ func (e *engine) addServerNoise(t int, std float64) error {
 	return nil
 }
 
-// dpInformed adds round t's log-likelihood ratio log p_C(S)/p_C'(S) of the informed adversary
+// informed adds round t's log-likelihood ratio log p_C(S)/p_C'(S) of the informed adversary
 // to every replica's statistics. The adversary knows everything but the world, whether the
 // target was sampled and the noise: with y = S - (sum of the other sampled clients' clipped
 // updates) = I u + N, I ~ Bernoulli(q) and u the target's clipped update in the replica's
@@ -387,27 +403,28 @@ func (e *engine) addServerNoise(t int, std float64) error {
 // log((1-q) + q e^{a_C}) - log((1-q) + q e^{a_C'}), a_W = log f(y - u_W) - log f(y). This is
 // the Neyman-Pearson statistic of one round; summed over rounds it is that of the whole
 // transcript, since each round's law given the past is this mixture.
-func (e *engine) dpInformed(t int) error {
-	q := e.plan.Q[t][e.target.Client]
-	std := e.plan.Std[t]
-	aC, aCP := e.dpDots[3], e.dpDots[4]
+func (dp *clientDPRounds) informed(t int) error {
+	e, st := dp.e, dp.e.stats
+	q := dp.plan.Q[t][e.target.Client]
+	std := dp.plan.Std[t]
+	aC, aCP := dp.dpDots[3], dp.dpDots[4]
 	if e.cfg.mechanism() == MechGaussian {
-		e.be.Dots(e.all(e.noise), e.all(e.tu), e.dpDots[0])
-		e.be.Dots(e.all(e.noise), e.all(e.shadow), e.dpDots[1])
-		e.be.Dots(e.all(e.tu), e.all(e.shadow), e.dpDots[2])
-		e.be.Dots(e.all(e.tu), e.all(e.tu), e.dots)
+		e.be.Dots(e.all(e.noise), e.all(dp.tu), dp.dpDots[0])
+		e.be.Dots(e.all(e.noise), e.all(e.shadow), dp.dpDots[1])
+		e.be.Dots(e.all(dp.tu), e.all(e.shadow), dp.dpDots[2])
+		e.be.Dots(e.all(dp.tu), e.all(dp.tu), e.dots)
 		e.be.Dots(e.all(e.shadow), e.all(e.shadow), e.dd)
 		s2 := std * std
 		for r := 0; r < e.R; r++ {
 			in := float64(b2f(e.hasTarget[r/2]))
-			nOwn, nSh, ownSh, ownOwn, shSh := e.dpDots[0][r], e.dpDots[1][r], e.dpDots[2][r], e.dots[r], e.dd[r]
+			nOwn, nSh, ownSh, ownOwn, shSh := dp.dpDots[0][r], dp.dpDots[1][r], dp.dpDots[2][r], e.dots[r], e.dd[r]
 			own := (in*ownOwn + nOwn - ownOwn/2) / s2 // a for the replica's own world
 			oth := (in*ownSh + nSh - shSh/2) / s2     // a for the other world
 			aC[r], aCP[r] = own, oth
 			if r%2 == 1 {
 				aC[r], aCP[r] = oth, own
 			}
-			e.mu2[r] += (ownOwn + shSh - 2*ownSh) / s2
+			st.mu2[r] += (ownOwn + shSh - 2*ownSh) / s2
 		}
 	} else {
 		logf, err := e.logDensity(std)
@@ -417,7 +434,7 @@ func (e *engine) dpInformed(t int) error {
 		noise, own, sh := make([]float32, e.d), make([]float32, e.d), make([]float32, e.d)
 		for r := 0; r < e.R; r++ {
 			e.be.Download(noise, e.noise, r*e.d)
-			e.be.Download(own, e.tu, r*e.d)
+			e.be.Download(own, dp.tu, r*e.d)
 			e.be.Download(sh, e.shadow, r*e.d)
 			in := b2f(e.hasTarget[r/2])
 			var aOwn, aSh float64
@@ -437,8 +454,8 @@ func (e *engine) dpInformed(t int) error {
 		if e.diverged[r] {
 			continue
 		}
-		e.llrLast[r] = logMix(q, aC[r]) - logMix(q, aCP[r])
-		e.llrAll[r] += e.llrLast[r]
+		st.llrLast[r] = logMix(q, aC[r]) - logMix(q, aCP[r])
+		st.llrAll[r] += st.llrLast[r]
 	}
 	return nil
 }

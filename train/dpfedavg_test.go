@@ -177,13 +177,14 @@ func TestClientSamplingPerReplicaAndShardInvariant(t *testing.T) {
 	}
 	// Frequency: 4000 pairs x 4 clients, q = 0.5. The count is Binomial(16000, 0.5): 5
 	// standard deviations (316) bound a false failure at 6e-7.
-	e := &engine{m: m, P: 4000, target: tgt, plan: &PrivacyPlan{Q: [][]float64{{0.5, 0.5, 0.5, 0.5}}}}
+	e := &engine{m: m, P: 4000, target: tgt}
+	dp := &clientDPRounds{e: e, plan: &PrivacyPlan{Q: [][]float64{{0.5, 0.5, 0.5, 0.5}}}}
 	e.seeds = make([]uint64, 2*e.P)
 	for r := range e.seeds {
 		e.seeds[r] = RunSeed(3, r/2)
 	}
 	e.part, e.hasTarget = make([]bool, e.P*m), make([]bool, e.P)
-	e.sampleClients(0)
+	dp.sampleClients(0)
 	count := 0
 	for _, b := range e.part {
 		count += b2i(b)

@@ -16,10 +16,8 @@ import (
 // train runs every round, handing the checkpoints to rec.
 func (e *engine) train(ctx context.Context, rec Recorder, progress func(done, total int)) error {
 	cfg := e.cfg
-	if cfg.IsClientDP() {
-		if err := e.initClientDP(ctx); err != nil {
-			return err
-		}
+	if err := e.rounds.init(ctx); err != nil {
+		return err
 	}
 	if rec == nil {
 		return errors.New("train: nil recorder")
@@ -35,7 +33,7 @@ func (e *engine) train(ctx context.Context, rec Recorder, progress func(done, to
 			return err
 		}
 		record := slices.Contains(cfg.Checkpoints, t+1)
-		if err := e.round(ctx, t, record); err != nil {
+		if err := e.rounds.round(ctx, t, record); err != nil {
 			return fmt.Errorf("train: round %d: %w", t, err)
 		}
 		if record {
@@ -102,28 +100,20 @@ type engine struct {
 	dd        []float64
 	diverged  []bool
 	uploaded  []bool
-	llrAll    []float64
-	llrLast   []float64
-	mu2       []float64
-	upDots    []float64 // <the target's noise in the average, D>: its upload's noise, over n
-	llrUp     []float64
-	mu2Up     []float64
 	divNorm   float64
 
-	eta   float32        // learning rate of the current local step
-	def   *deferredState // deferred first-layer updates (deferred.go), when they apply
-	fused fusedStepper   // the model's fused clipped step, when it has one and it applies
-	chunk int            // pairs per chunk of local training
+	eta   float32 // learning rate of the current local step
+	chunk int     // pairs per chunk of local training
+
+	// The strategies, chosen once in newEngine: the algorithm family's round and the form of
+	// the local steps; stats observes for the informed adversary (nil when not informed).
+	rounds rounds
+	steps  localSteps
+	stats  *informedStats
 
 	evalLoss, evalMargin compute.Buffer
 	hostLoss, hostMargin []float32
 
-	// The DP-FedAvg family (dpfedavg.go): the privacy plan, the server learning rate, the
-	// target's own clipped update (informed) and per-replica inner products.
-	plan     *PrivacyPlan
-	serverLR float64
-	tu       compute.Buffer
-	dpDots   [5][]float64
 	// tmp holds host-drawn noise of the non-Gaussian mechanisms on its way into a buffer.
 	tmp compute.Buffer
 
@@ -227,11 +217,6 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 	default:
 		e.clipV = float32(cfg.ClipNorm)
 	}
-	// The fused step pays n^2 per replica for the Gram matrices instead of n*in: worth it for
-	// minibatches no larger than the input. It clips whole gradients, so never for DP-SGD.
-	if f, ok := model.(fusedStepper); ok && e.perEx == 0 && cfg.Batching == "fixed" && cfg.BatchSize <= dim {
-		e.fused = f
-	}
 	maxN := 0
 	for w, world := range [2][]*datasets.Dataset{worldC, worldCP} {
 		e.data[w] = make([]clientData, m)
@@ -284,14 +269,12 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 	e.dd = make([]float64, R)
 	e.diverged = make([]bool, R)
 	e.uploaded = make([]bool, R)
-	e.llrAll = make([]float64, R)
-	e.llrLast = make([]float64, R)
-	e.mu2 = make([]float64, R)
-	e.upDots = make([]float64, R)
-	e.llrUp = make([]float64, R)
-	e.mu2Up = make([]float64, R)
 	e.seeds = make([]uint64, R)
-	e.def = newDeferred(e)
+	e.steps = e.chooseSteps(true)
+	e.rounds = e.chooseRounds()
+	if cfg.Informed {
+		e.stats = newInformedStats(R, e.rounds.statNames())
+	}
 	for r := range e.seeds {
 		e.seeds[r] = RunSeed(cfg.Seed, e.first+r/2)
 	}
@@ -352,123 +335,6 @@ func (e *engine) rows(buf compute.Buffer, first, count, stride int) compute.Mat 
 
 func (e *engine) all(buf compute.Buffer) compute.Mat { return e.rows(buf, 0, e.R, 1) }
 
-// round runs round t: every client's K local steps from w_t for every replica, the noise and
-// the average, the informed adversary's statistics, and the divergence check.
-func (e *engine) round(ctx context.Context, t int, record bool) error {
-	if e.plan != nil {
-		return e.dpRound(ctx, t)
-	}
-	be, m, tc := e.be, e.m, e.target.Client
-	e.chooseParticipants(t)
-	ds := e.def
-	if ds != nil {
-		// The participants' mean first matrix is W_0 plus the mean of their deferred updates,
-		// which flushDeferred adds (divided by n).
-		be.Axpby(1, ds.model.weight(e.all(e.g), 0), 0, ds.model.weight(e.all(e.acc), 0), nil)
-		be.Axpby(0, compute.Mat{}, 0, ds.model.rest(e.all(e.acc)), nil)
-	} else {
-		be.Axpby(0, compute.Mat{}, 0, e.all(e.acc), nil)
-	}
-	for i := 0; i < m; i++ {
-		keep := i == tc && (e.cfg.Informed || record && e.upload != nil) // l's first matrix is read
-		if err := e.localTrain(ctx, t, i, e.l, false, keep); err != nil {
-			return err
-		}
-		for r := range e.coef {
-			e.coef[r] = b2f(e.part[(r/2)*m+i])
-		}
-		if ds != nil {
-			be.Axpby(1, ds.model.rest(e.all(e.l)), 1, ds.model.rest(e.all(e.acc)), e.coef)
-			s := ds.slot(i)
-			if e.n < m { // non-participants add nothing
-				u := ds.factors(false, s, 0, e.R, 1)
-				be.Axpby(1, u, 0, u, e.coef)
-			}
-			if s == ds.window-1 || i == m-1 {
-				e.flushDeferred(s + 1)
-			}
-		} else {
-			be.Axpby(1, e.all(e.l), 1, e.all(e.acc), e.coef)
-		}
-		if i != tc {
-			continue
-		}
-		if record && e.upload != nil {
-			for r := range e.coef {
-				e.scaleT[r] = float32(e.cfg.NoiseStd)
-				e.uploaded[r] = e.hasTarget[r/2]
-			}
-			be.Axpby(1, e.all(e.l), 0, e.all(e.upload), nil)
-			if err := e.addNoise(e.upload, t, uint32(tc), e.scaleT); err != nil {
-				return err
-			}
-		}
-		if e.cfg.Informed {
-			if err := e.localTrain(ctx, t, i, e.shadow, true, true); err != nil {
-				return err
-			}
-			// shadow <- D = phi(w_t) - phi'(w_t) = s (L - shadow)/n, s = +1 in C, -1 in C'.
-			be.Axpby(-1, e.all(e.l), 1, e.all(e.shadow), nil)
-			for r := range e.coef {
-				s := float32(1 - 2*(r%2))
-				e.coef[r] = -s * b2f(e.hasTarget[r/2]) / float32(e.n)
-			}
-			be.Axpby(1, e.all(e.shadow), 0, e.all(e.shadow), e.coef)
-		}
-	}
-	n := float32(e.n)
-	if ds != nil {
-		be.Axpby(1/n, ds.model.rest(e.all(e.acc)), 0, ds.model.rest(e.all(e.acc)), nil)
-	} else {
-		be.Axpby(1/n, e.all(e.acc), 0, e.all(e.acc), nil)
-	}
-	sigma := e.cfg.NoiseStd
-	for r := range e.scaleT {
-		tgt := e.hasTarget[r/2]
-		e.scaleT[r] = float32(sigma/float64(n)) * b2f(tgt)
-		others := e.n - int(b2f(tgt))
-		e.scaleO[r] = float32(sigma * math.Sqrt(float64(others)) / float64(n))
-	}
-	be.Axpby(0, compute.Mat{}, 0, e.all(e.noise), nil)
-	if sigma > 0 && e.cfg.mechanism() == MechGaussian {
-		be.AddGaussian(e.all(e.noise), e.seeds, e.scaleT, uint32(t), uint32(tc))
-		if e.cfg.Informed {
-			// Before the others' noise: the target's own draw, which its upload carries times n.
-			be.Dots(e.all(e.noise), e.all(e.shadow), e.upDots)
-		}
-		be.AddGaussian(e.all(e.noise), e.seeds, e.scaleO, uint32(t), streamOthers)
-	} else if sigma > 0 {
-		// A sum of Laplace or staircase draws has no closed form: every participant's noise
-		// is drawn from its own stream (the target's is the one its recorded upload carries).
-		if err := e.addParticipantNoise(t, float32(sigma)/n); err != nil {
-			return err
-		}
-	}
-	if e.cfg.Informed {
-		be.Dots(e.all(e.noise), e.all(e.shadow), e.dots)
-		be.Dots(e.all(e.shadow), e.all(e.shadow), e.dd)
-		k := float64(n) / (sigma * sigma)
-		for r := range e.dots {
-			if e.diverged[r] {
-				continue
-			}
-			s := float64(1 - 2*(r%2))
-			e.llrLast[r] = k * (e.dots[r] + s*e.dd[r]/2)
-			e.llrAll[r] += e.llrLast[r]
-			e.mu2[r] += k * e.dd[r]
-			// The uploads observer (w_t and the target's upload U = phi_i(w_t) + sigma Z): the
-			// upload's shift is n D and its noise sigma Z = n (sigma/n) Z, so its ratio is
-			// (n^2/sigma^2)(<(sigma/n) Z, D> + s ||D||^2/2), with mu^2 = n^2 ||D||^2/sigma^2.
-			ku := float64(n) * k
-			e.llrUp[r] = ku * (e.upDots[r] + s*e.dd[r]/2)
-			e.mu2Up[r] = ku * e.dd[r]
-		}
-	}
-	be.Axpby(1, e.all(e.noise), 1, e.all(e.acc), nil)
-	e.commit()
-	return nil
-}
-
 // commit makes the new parameters in acc every replica's w_{t+1} (acc's contents are then
 // undefined). Divergence: a replica whose new parameters are not finite or too large keeps w_t.
 func (e *engine) commit() {
@@ -504,63 +370,15 @@ func b2f(b bool) float32 {
 	return 0
 }
 
-// chooseParticipants draws each pair's n of m clients for round t from the run seed.
-func (e *engine) chooseParticipants(t int) {
-	m := e.m
-	for p := 0; p < e.P; p++ {
-		part := e.part[p*m : (p+1)*m]
-		if e.n == m {
-			for i := range part {
-				part[i] = true
-			}
-		} else {
-			clear(part)
-			rng := philox.NewRand(e.seeds[2*p], uint32(t), 0, philox.DomainParticipation, 0)
-			philox.SamplePrefix(&rng, e.perm[:m], e.n)
-			for _, i := range e.perm[:e.n] {
-				part[i] = true
-			}
-		}
-		e.hasTarget[p] = part[e.target.Client]
-	}
-}
-
-// localTrain runs client i's K local steps of round t from w_t for every replica into buf.
-// With flip, world-w replicas train on the other world's data (the informed adversary's
-// phi' for C replicas and phi for C' replicas). In deferred form (deferred.go) buf's first
-// weight matrix is written only with materialize; the update is in the client's slot.
+// localTrain runs client i's K local steps of round t in the engine's local-step form.
 func (e *engine) localTrain(ctx context.Context, t, i int, buf compute.Buffer, flip, materialize bool) error {
-	if e.def != nil {
-		return e.localTrainDeferred(ctx, t, i, buf, flip, materialize)
-	}
-	be := e.be
-	// Pairs go through the K steps a chunk at a time, so that a chunk's parameters stay in
-	// cache from one step to the next; replicas are independent, so chunking changes nothing
-	// in the results.
-	for p0 := 0; p0 < e.P; p0 += e.chunk {
-		p1 := min(p0+e.chunk, e.P)
-		rows := func(b compute.Buffer) compute.Mat { return e.rows(b, 2*p0, 2*(p1-p0), 1) }
-		be.Axpby(1, rows(e.g), 0, rows(buf), nil)
-		for k := 0; k < e.cfg.LocalSteps; k++ {
-			if e.stop.Load() {
-				return context.Cause(ctx)
-			}
-			e.eta = float32(e.cfg.LearningRateAt(t, k))
-			if err := e.localGrad(t, i, k, buf, flip, p0, p1); err != nil {
-				return err
-			}
-			if e.fused == nil {
-				be.ClipStep(e.eta, e.clipV, e.alpha, rows(buf), rows(e.grad), rows(e.g))
-			}
-		}
-	}
-	return nil
+	return e.steps.train(ctx, t, i, buf, flip, materialize)
 }
 
-// localGrad writes into e.grad every replica's gradient at params buf on client i's batch of
-// (round t, step k), for pairs [p0, p1). Replicas that see the same rows are one group, one
-// batched call.
-func (e *engine) localGrad(t, i, k int, buf compute.Buffer, flip bool, p0, p1 int) error {
+// localGrad runs form's step for every replica at params buf on client i's batch of (round t,
+// step k), for pairs [p0, p1): the direct form writes the gradients into e.grad. Replicas that
+// see the same rows are one group, one batched call.
+func (e *engine) localGrad(form groupStepper, t, i, k int, buf compute.Buffer, flip bool, p0, p1 int) error {
 	isTarget := i == e.target.Client
 	world := func(w int) int {
 		if flip {
@@ -573,12 +391,12 @@ func (e *engine) localGrad(t, i, k int, buf compute.Buffer, flip bool, p0, p1 in
 		if isTarget {
 			for w := 0; w < 2; w++ {
 				cd := &e.data[world(w)][i]
-				e.groupGrad(buf, 2*p0+w, p1-p0, 2, cd.x, cd.y)
+				form.step(buf, 2*p0+w, p1-p0, 2, cd.x, cd.y)
 			}
 			return nil
 		}
 		cd := &e.data[0][i]
-		e.groupGrad(buf, 2*p0, 2*(p1-p0), 1, cd.x, cd.y)
+		form.step(buf, 2*p0, 2*(p1-p0), 1, cd.x, cd.y)
 	case "fixed":
 		cd := &e.data[0][i]
 		rng := philox.NewRand(e.cfg.Seed, uint32(t), uint32(i), philox.DomainBatch, uint32(k))
@@ -588,12 +406,12 @@ func (e *engine) localGrad(t, i, k int, buf compute.Buffer, flip bool, p0, p1 in
 		if isTarget && (e.target.WholeClient || slices.Contains(idx, int32(e.target.Index))) {
 			for w := 0; w < 2; w++ {
 				x, y := e.gather(&e.data[world(w)][i], idx)
-				e.groupGrad(buf, 2*p0+w, p1-p0, 2, x, y)
+				form.step(buf, 2*p0+w, p1-p0, 2, x, y)
 			}
 			return nil
 		}
 		x, y := e.gather(cd, idx)
-		e.groupGrad(buf, 2*p0, 2*(p1-p0), 1, x, y)
+		form.step(buf, 2*p0, 2*(p1-p0), 1, x, y)
 	case "poisson":
 		cd := &e.data[0][i]
 		q := float64(e.cfg.BatchSize) / float64(cd.n)
@@ -617,12 +435,12 @@ func (e *engine) localGrad(t, i, k int, buf compute.Buffer, flip bool, p0, p1 in
 			if hit {
 				for w := 0; w < 2; w++ {
 					x, y := e.gather(&e.data[world(w)][i], idx)
-					e.groupGrad(buf, 2*p+w, 1, 1, x, y)
+					form.step(buf, 2*p+w, 1, 1, x, y)
 				}
 				continue
 			}
 			x, y := e.gather(cd, idx)
-			e.groupGrad(buf, 2*p, 2, 1, x, y)
+			form.step(buf, 2*p, 2, 1, x, y)
 		}
 	}
 	return nil
@@ -636,24 +454,12 @@ func (e *engine) gather(cd *clientData, idx []int32) (x, y compute.Mat) {
 	return x, y
 }
 
-func (e *engine) groupGrad(buf compute.Buffer, first, count, stride int, x, y compute.Mat) {
-	if e.fused != nil {
-		e.fused.step(e.be, e.ws, e.rows(buf, first, count, stride), x, y, e.rows(e.g, first, count, stride),
-			e.rows(e.grad, first, count, stride), e.eta, e.clipV, e.alpha)
-		return
-	}
-	e.model.grad(e.be, e.ws, e.rows(buf, first, count, stride), x, y, e.rows(e.grad, first, count, stride), e.perEx)
-}
-
 // checkpoint evaluates every replica at w_round.
 func (e *engine) checkpoint(round int) *Checkpoint {
 	R, m := e.R, e.m
 	cp := &Checkpoint{Round: round, Replicas: make([]ReplicaState, R)}
-	if e.cfg.Informed {
-		cp.StatNames = []string{StatLLRAll, StatLLRLast, StatMu2}
-		if e.plan == nil {
-			cp.StatNames = append(cp.StatNames, StatLLRUpload, StatMu2Upload)
-		}
+	if e.stats != nil {
+		cp.StatNames = e.stats.names
 	}
 	lossSum := make([]float64, R)
 	correct := make([]float64, R)
@@ -695,11 +501,8 @@ func (e *engine) checkpoint(round int) *Checkpoint {
 		for w := 0; w < 2; w++ {
 			rs.TargetLoss[w], rs.TargetMargin[w] = tl[w][r], tm[w][r]
 		}
-		if e.cfg.Informed {
-			rs.Stats = []float64{e.llrAll[r], e.llrLast[r], e.mu2[r]}
-			if e.plan == nil {
-				rs.Stats = append(rs.Stats, e.llrUp[r], e.mu2Up[r])
-			}
+		if e.stats != nil {
+			rs.Stats = e.stats.values(r)
 		}
 		if e.cfg.RecordParams {
 			rs.Params = make([]float32, e.d)

@@ -328,10 +328,10 @@ func TestDivergence(t *testing.T) {
 		if tr == 1 {
 			cpu.HostData(poisoned.g)[2*poisoned.d+5] = float32(math.NaN())
 		}
-		if err := clean.round(ctx, tr, true); err != nil {
+		if err := clean.rounds.round(ctx, tr, true); err != nil {
 			t.Fatal(err)
 		}
-		if err := poisoned.round(ctx, tr, true); err != nil {
+		if err := poisoned.rounds.round(ctx, tr, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -346,7 +346,7 @@ func TestDivergence(t *testing.T) {
 		if !slices.Equal(cpu.HostData(clean.g)[r*d:(r+1)*d], cpu.HostData(poisoned.g)[r*d:(r+1)*d]) {
 			t.Fatalf("replica %d changed when replica 2 became NaN", r)
 		}
-		if clean.llrAll[r] != poisoned.llrAll[r] {
+		if clean.stats.llrAll[r] != poisoned.stats.llrAll[r] {
 			t.Fatalf("replica %d's statistics changed when replica 2 became NaN", r)
 		}
 	}
@@ -368,7 +368,7 @@ func TestRoundAllocatesNothing(t *testing.T) {
 		ctx := context.Background()
 		tr := 0
 		step := func() {
-			if err := e.round(ctx, tr, true); err != nil {
+			if err := e.rounds.round(ctx, tr, true); err != nil {
 				t.Fatal(err)
 			}
 			tr++
