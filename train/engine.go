@@ -48,19 +48,6 @@ func (e *engine) train(ctx context.Context, rec Recorder, progress func(done, to
 	return nil
 }
 
-// recordCheckpoint evaluates every replica at w_round and hands the checkpoint to rec, unless
-// the training was cancelled meanwhile (the evaluation stops early and its result is not used).
-func (e *engine) recordCheckpoint(ctx context.Context, rec Recorder, round int) error {
-	cp := e.checkpoint(round)
-	if e.stop.Load() {
-		return context.Cause(ctx)
-	}
-	if err := rec.Checkpoint(ctx, cp); err != nil {
-		return fmt.Errorf("train: checkpoint at round %d: %w", round, err)
-	}
-	return nil
-}
-
 // clientData is one client's samples on the backend: X is N x dim, Y is N x 1 labels.
 type clientData struct {
 	x, y compute.Mat
@@ -111,8 +98,7 @@ type engine struct {
 	steps  localSteps
 	stats  *informedStats
 
-	evalLoss, evalMargin compute.Buffer
-	hostLoss, hostMargin []float32
+	eval evalBuffers // the checkpoints' evaluation (checkpoint.go)
 
 	// tmp holds host-drawn noise of the non-Gaussian mechanisms on its way into a buffer.
 	tmp compute.Buffer
@@ -121,7 +107,17 @@ type engine struct {
 	stop atomic.Bool
 }
 
-func newEngine(be compute.Backend, job Job) (*engine, error) {
+// checkedJob is a Job's data after checkJob: C' with the remove-client slot filled, and the
+// shapes every client shares.
+type checkedJob struct {
+	worldC, worldCP    []*datasets.Dataset
+	target             TargetInfo
+	dim, classes, minN int
+}
+
+// checkJob checks that the job's worlds, target, pairs, configuration and test set fit
+// together; every error says what does not.
+func checkJob(job Job) (checkedJob, error) {
 	cfg, worldC, worldCP, target, test, pairs := job.Config, job.WorldC, job.WorldCPrime, job.Target, job.Test, job.Pairs
 	m := len(worldC)
 	if target.Absent {
@@ -129,64 +125,73 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 		// and gives the target no weight in C' (see dpRound); its slot holds C's data, which
 		// only the per-sample statistics read.
 		if len(worldCP) != m-1 || target.Client < 0 || target.Client >= m {
-			return nil, fmt.Errorf("train: remove-client target %d: C has %d clients, C' %d; need C' to have one fewer", target.Client, m, len(worldCP))
+			return checkedJob{}, fmt.Errorf("train: remove-client target %d: C has %d clients, C' %d; need C' to have one fewer", target.Client, m, len(worldCP))
 		}
 		worldCP = append(append(append([]*datasets.Dataset(nil), worldCP[:target.Client]...), worldC[target.Client]), worldCP[target.Client:]...)
 		target.WholeClient = true
 	}
 	if m == 0 || len(worldCP) != m {
-		return nil, fmt.Errorf("train: worlds have %d and %d clients, need the same positive count", m, len(worldCP))
+		return checkedJob{}, fmt.Errorf("train: worlds have %d and %d clients, need the same positive count", m, len(worldCP))
 	}
 	if target.Client < 0 || target.Client >= m {
-		return nil, fmt.Errorf("train: target client %d outside 0..%d", target.Client, m-1)
+		return checkedJob{}, fmt.Errorf("train: target client %d outside 0..%d", target.Client, m-1)
 	}
 	if target.WholeClient && !cfg.IsClientDP() && cfg.Algorithm != NoisyFedAvg && cfg.Algorithm != NoisyFedProx {
-		return nil, fmt.Errorf("train: client-level adjacency needs a federated algorithm, not %q", cfg.Algorithm)
+		return checkedJob{}, fmt.Errorf("train: client-level adjacency needs a federated algorithm, not %q", cfg.Algorithm)
 	}
 	if target.Absent && !cfg.IsClientDP() {
-		return nil, fmt.Errorf("train: remove-client adjacency needs the DP-FedAvg family (server-side noise), not %q: a removed Noisy-FedAvg client would also remove its own noise", cfg.Algorithm)
+		return checkedJob{}, fmt.Errorf("train: remove-client adjacency needs the DP-FedAvg family (server-side noise), not %q: a removed Noisy-FedAvg client would also remove its own noise", cfg.Algorithm)
 	}
 	if pairs.First < 0 || pairs.Count < 1 {
-		return nil, fmt.Errorf("train: pair range first %d count %d: need first >= 0, count >= 1", pairs.First, pairs.Count)
+		return checkedJob{}, fmt.Errorf("train: pair range first %d count %d: need first >= 0, count >= 1", pairs.First, pairs.Count)
 	}
 	dim, classes, minN := worldC[0].Dim(), worldC[0].Classes, math.MaxInt
 	for w, world := range [2][]*datasets.Dataset{worldC, worldCP} {
 		for i, ds := range world {
 			if ds == nil {
-				return nil, fmt.Errorf("train: world %d client %d: nil dataset", w, i)
+				return checkedJob{}, fmt.Errorf("train: world %d client %d: nil dataset", w, i)
 			}
 			if err := ds.Validate(); err != nil {
-				return nil, fmt.Errorf("train: world %d client %d: %w", w, i, err)
+				return checkedJob{}, fmt.Errorf("train: world %d client %d: %w", w, i, err)
 			}
 			if ds.Dim() != dim || ds.Classes != classes {
-				return nil, fmt.Errorf("train: world %d client %d: dim %d, %d classes; client 0 of C has %d, %d", w, i, ds.Dim(), ds.Classes, dim, classes)
+				return checkedJob{}, fmt.Errorf("train: world %d client %d: dim %d, %d classes; client 0 of C has %d, %d", w, i, ds.Dim(), ds.Classes, dim, classes)
 			}
 			if ds.Len() == 0 {
-				return nil, fmt.Errorf("train: world %d client %d has no samples", w, i)
+				return checkedJob{}, fmt.Errorf("train: world %d client %d has no samples", w, i)
 			}
 			minN = min(minN, ds.Len())
 		}
 	}
 	for i := range worldC {
 		if err := compareClients(worldC[i], worldCP[i], i, target); err != nil {
-			return nil, err
+			return checkedJob{}, err
 		}
 	}
 	if tc := worldC[target.Client]; target.Index < 0 || target.Index >= tc.Len() {
-		return nil, fmt.Errorf("train: target index %d outside client %d's %d samples", target.Index, target.Client, tc.Len())
+		return checkedJob{}, fmt.Errorf("train: target index %d outside client %d's %d samples", target.Index, target.Client, tc.Len())
 	}
 	if err := cfg.validate(m, minN, dim, classes); err != nil {
-		return nil, err
+		return checkedJob{}, err
 	}
 	if test != nil {
 		if err := test.Validate(); err != nil {
-			return nil, fmt.Errorf("train: test set: %w", err)
+			return checkedJob{}, fmt.Errorf("train: test set: %w", err)
 		}
 		if test.Dim() != dim {
-			return nil, fmt.Errorf("train: test set has dim %d, clients %d", test.Dim(), dim)
+			return checkedJob{}, fmt.Errorf("train: test set has dim %d, clients %d", test.Dim(), dim)
 		}
 	}
-	model, err := cfg.newModel(dim, classes)
+	return checkedJob{worldC: worldC, worldCP: worldCP, target: target, dim: dim, classes: classes, minN: minN}, nil
+}
+
+func newEngine(be compute.Backend, job Job) (*engine, error) {
+	j, err := checkJob(job)
+	if err != nil {
+		return nil, err
+	}
+	cfg, pairs, target, dim, m := job.Config, job.Pairs, j.target, j.dim, len(j.worldC)
+	model, err := cfg.newModel(dim, j.classes)
 	if err != nil {
 		return nil, err
 	}
@@ -217,6 +222,30 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 	default:
 		e.clipV = float32(cfg.ClipNorm)
 	}
+	e.allocate(e.loadData(j.worldC, j.worldCP, job.Test))
+	R, d := e.R, e.d
+	e.seeds = make([]uint64, R)
+	e.steps = e.chooseSteps(true)
+	e.rounds = e.chooseRounds()
+	if cfg.Informed {
+		e.stats = newInformedStats(R, e.rounds.statNames())
+	}
+	for r := range e.seeds {
+		e.seeds[r] = RunSeed(cfg.Seed, e.first+r/2)
+	}
+	// w_0 is public and the same for every pair: it is drawn from the master seed.
+	w0 := make([]float32, d)
+	model.Init(w0, philox.SplitMix64(cfg.Seed^0x696e6974))
+	for r := 0; r < R; r++ {
+		be.Upload(e.g, r*d, w0)
+	}
+	return e, nil
+}
+
+// loadData puts both worlds' clients and the test set on the backend (world 1 shares every
+// client but the target's with world 0) and returns the largest client's size.
+func (e *engine) loadData(worldC, worldCP []*datasets.Dataset, test *datasets.Dataset) int {
+	target, m := e.target, e.m
 	maxN := 0
 	for w, world := range [2][]*datasets.Dataset{worldC, worldCP} {
 		e.data[w] = make([]clientData, m)
@@ -233,6 +262,13 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 		td := e.toDevice(test)
 		e.test = &td
 	}
+	return maxN
+}
+
+// allocate sizes the workspace for the configured batching and allocates every buffer of
+// the R replicas.
+func (e *engine) allocate(maxN int) {
+	cfg, be, model, dim, m := e.cfg, e.be, e.model, e.dim, e.m
 	switch cfg.Batching {
 	case "full":
 		e.maxRows = maxN
@@ -269,22 +305,6 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 	e.dd = make([]float64, R)
 	e.diverged = make([]bool, R)
 	e.uploaded = make([]bool, R)
-	e.seeds = make([]uint64, R)
-	e.steps = e.chooseSteps(true)
-	e.rounds = e.chooseRounds()
-	if cfg.Informed {
-		e.stats = newInformedStats(R, e.rounds.statNames())
-	}
-	for r := range e.seeds {
-		e.seeds[r] = RunSeed(cfg.Seed, e.first+r/2)
-	}
-	// w_0 is public and the same for every pair: it is drawn from the master seed.
-	w0 := make([]float32, d)
-	model.Init(w0, philox.SplitMix64(cfg.Seed^0x696e6974))
-	for r := 0; r < R; r++ {
-		be.Upload(e.g, r*d, w0)
-	}
-	return e, nil
 }
 
 // compareClients checks that client i is the same in both worlds, except the target sample.
@@ -452,109 +472,4 @@ func (e *engine) gather(cd *clientData, idx []int32) (x, y compute.Mat) {
 	e.be.Gather(x, cd.x, idx)
 	e.be.Gather(y, cd.y, idx)
 	return x, y
-}
-
-// checkpoint evaluates every replica at w_round.
-func (e *engine) checkpoint(round int) *Checkpoint {
-	R, m := e.R, e.m
-	cp := &Checkpoint{Round: round, Replicas: make([]ReplicaState, R)}
-	if e.stats != nil {
-		cp.StatNames = e.stats.names
-	}
-	lossSum := make([]float64, R)
-	correct := make([]float64, R)
-	count := 0
-	for i := 0; i < m; i++ {
-		if i == e.target.Client {
-			for w := 0; w < 2; w++ {
-				e.evalRows(&e.data[w][i], w, e.P, 2, lossSum, correct, nil)
-			}
-		} else {
-			e.evalRows(&e.data[0][i], 0, R, 1, lossSum, correct, nil)
-		}
-		count += e.data[0][i].n
-	}
-	testCorrect := make([]float64, R)
-	if e.test != nil {
-		e.evalRows(e.test, 0, R, 1, make([]float64, R), testCorrect, nil)
-	}
-	var tl, tm [2][]float64
-	for w := 0; w < 2; w++ {
-		cd := &e.data[w][e.target.Client]
-		one := clientData{x: cd.x, y: cd.y, n: 1}
-		one.x.Off += e.target.Index * e.dim
-		one.x.Rows = 1
-		one.y.Off += e.target.Index
-		one.y.Rows = 1
-		tl[w], tm[w] = make([]float64, R), make([]float64, R)
-		e.evalRows(&one, 0, R, 1, tl[w], make([]float64, R), tm[w])
-	}
-	host := make([]float32, e.d)
-	for r := 0; r < R; r++ {
-		rs := &cp.Replicas[r]
-		rs.Pair, rs.World, rs.Seed, rs.Diverged = e.first+r/2, r%2, e.seeds[r], e.diverged[r]
-		rs.TrainLoss = lossSum[r] / float64(count)
-		rs.TestAccuracy = math.NaN()
-		if e.test != nil {
-			rs.TestAccuracy = testCorrect[r] / float64(e.test.n)
-		}
-		for w := 0; w < 2; w++ {
-			rs.TargetLoss[w], rs.TargetMargin[w] = tl[w][r], tm[w][r]
-		}
-		if e.stats != nil {
-			rs.Stats = e.stats.values(r)
-		}
-		if e.cfg.RecordParams {
-			rs.Params = make([]float32, e.d)
-			e.be.Download(rs.Params, e.g, r*e.d)
-		}
-		if e.cfg.RecordUpload && round > 0 && e.uploaded[r] {
-			e.be.Download(host, e.upload, r*e.d)
-			rs.Upload = slices.Clone(host)
-		}
-	}
-	return cp
-}
-
-// evalRows adds, for replicas first, first+stride, ... (count), the loss and the number of
-// correct predictions (margin > 0) over cd's rows to lossSum and correct, and the margins to
-// marginSum when it is not nil.
-func (e *engine) evalRows(cd *clientData, first, count, stride int, lossSum, correct, marginSum []float64) {
-	eb := e.cfg.EvalBatch
-	if e.evalLoss == nil {
-		e.evalLoss, e.evalMargin = e.be.Alloc(e.R*eb), e.be.Alloc(e.R*eb)
-		e.hostLoss, e.hostMargin = make([]float32, e.R*eb), make([]float32, e.R*eb)
-	}
-	params := e.rows(e.g, first, count, stride)
-	for r0 := 0; r0 < cd.n; r0 += eb {
-		if e.stop.Load() {
-			return // cancelled: the checkpoint is discarded (recordCheckpoint)
-		}
-		n := min(eb, cd.n-r0)
-		x := cd.x
-		x.Off += r0 * x.Stride
-		x.Rows = n
-		y := cd.y
-		y.Off += r0 * y.Stride
-		y.Rows = n
-		loss := compute.Mat{Buf: e.evalLoss, Rows: n, Cols: 1, Stride: 1, Batch: count, BatchStride: n}
-		margin := loss
-		margin.Buf = e.evalMargin
-		e.model.eval(e.be, e.ws, params, x, y, loss, margin)
-		e.be.Download(e.hostLoss[:count*n], e.evalLoss, 0)
-		e.be.Download(e.hostMargin[:count*n], e.evalMargin, 0)
-		for j := 0; j < count; j++ {
-			r := first + j*stride
-			for q := 0; q < n; q++ {
-				lossSum[r] += float64(e.hostLoss[j*n+q])
-				mg := float64(e.hostMargin[j*n+q])
-				if mg > 0 {
-					correct[r]++
-				}
-				if marginSum != nil {
-					marginSum[r] += mg
-				}
-			}
-		}
-	}
 }
