@@ -11,6 +11,7 @@ import (
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/traintest"
 )
 
 type discard struct{}
@@ -41,7 +42,7 @@ func sgemmRate(b testing.TB, be *cuda.Backend, n, reps int) float64 {
 // BenchmarkW1 runs benchmark W1 (train/w1.go: T = 20 rounds, 10 clients, K = 5, B = 32,
 // MLP 784-64-10) on the GPU with 64 replicas (W1 as the CPU benchmark runs it) and with 4096
 // (the scaled workload), after a one-round warm-up, and reports replica-rounds per second
-// and the dense-layer GEMM rate counted as train.RunW1 counts it, as a fraction of the
+// and the dense-layer GEMM rate counted as traintest.RunW1 counts it, as a fraction of the
 // SGEMM rate the device reaches on 4096 x 4096 products in the same run.
 func BenchmarkW1(b *testing.B) {
 	be := open(b, cuda.Options{})
@@ -50,8 +51,8 @@ func BenchmarkW1(b *testing.B) {
 	be.Close()
 	for _, replicas := range []int{64, 4096} {
 		b.Run(fmt.Sprintf("R=%d", replicas), func(b *testing.B) {
-			c, cp, tgt := train.W1Data()
-			cfg := train.W1Config()
+			c, cp, tgt := traintest.W1Data()
+			cfg := traintest.W1Config()
 			pairs := train.PairRange{First: 0, Count: replicas / 2}
 			for i := 0; i < b.N; i++ {
 				be := open(b, cuda.Options{})

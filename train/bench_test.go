@@ -1,4 +1,4 @@
-package train
+package train_test
 
 import (
 	"context"
@@ -8,37 +8,38 @@ import (
 
 	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/internal/philox"
+	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/traintest"
 )
 
 // BenchmarkW1Step is one local step of W1 (all 64 replicas): of a non-target client, and of the
 // target client in a step whose batch holds the target sample (two world groups).
 func BenchmarkW1Step(b *testing.B) {
-	c, cp, tgt := W1Data()
-	e, err := newEngine(cpu.New(0), Job{Config: W1Config(), WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{0, 32}})
+	c, cp, tgt := traintest.W1Data()
+	e, err := train.NewBenchEngine(cpu.New(0), train.Job{Config: traintest.W1Config(), WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: train.PairRange{First: 0, Count: 32}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	// find a (round, step) whose batch of client 0 holds sample 0
 	hitT, hitK := -1, -1
+	perm := make([]int32, traintest.W1PerClient)
 	for t := 0; t < 100 && hitT < 0; t++ {
 		for k := 0; k < 5; k++ {
-			rng := philox.NewRand(e.cfg.Seed, uint32(t), 0, philox.DomainBatch, uint32(k))
-			philox.SamplePrefix(&rng, e.perm[:w1PerClient], 32)
-			if slices.Contains(e.perm[:32], 0) {
+			rng := philox.NewRand(traintest.W1Config().Seed, uint32(t), 0, philox.DomainBatch, uint32(k))
+			philox.SamplePrefix(&rng, perm, 32)
+			if slices.Contains(perm[:32], 0) {
 				hitT, hitK = t, k
 				break
 			}
 		}
 	}
-	form := e.chooseSteps(false).(*wholeSteps).form // the step outside the deferred form
 	for _, tc := range []struct {
 		name         string
 		t, client, k int
 	}{{"shared", 0, 1, 0}, {"target-grouped", hitT, 0, hitK}} {
 		b.Run(tc.name, func(b *testing.B) {
-			e.eta = 0.05
 			for i := 0; i < b.N; i++ {
-				if err := e.localGrad(form, tc.t, tc.client, tc.k, e.l, false, 0, e.P); err != nil {
+				if err := e.BenchStep(tc.t, tc.client, tc.k, 0.05); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -48,18 +49,18 @@ func BenchmarkW1Step(b *testing.B) {
 
 // BenchmarkW1Client is one client's K local steps for 64 replicas, by chunk size (pairs).
 func BenchmarkW1Client(b *testing.B) {
-	c, cp, tgt := W1Data()
+	c, cp, tgt := traintest.W1Data()
 	for _, chunk := range []int{1, 2, 4, 8, 32} {
 		b.Run(fmt.Sprint("chunk", chunk), func(b *testing.B) {
-			cfg := W1Config()
+			cfg := traintest.W1Config()
 			cfg.ChunkPairs = chunk
-			e, err := newEngine(cpu.New(0), Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{0, 32}})
+			e, err := train.NewBenchEngine(cpu.New(0), train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: train.PairRange{First: 0, Count: 32}})
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if err := e.localTrain(context.Background(), 0, 1, e.l, false, false); err != nil {
+				if err := e.BenchClient(context.Background(), 0, 1); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -69,7 +70,7 @@ func BenchmarkW1Client(b *testing.B) {
 
 func BenchmarkW1(b *testing.B) {
 	for i := 0; i < b.N; i++ {
-		r, err := RunW1(context.Background(), 64)
+		r, err := traintest.RunW1(context.Background(), 64)
 		if err != nil {
 			b.Fatal(err)
 		}

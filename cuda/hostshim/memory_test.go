@@ -8,6 +8,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/traintest"
 )
 
 // w1PairBytes is the device memory one W1 pair needs, as docs/gpu.md states it ("Memory"):
@@ -23,8 +24,8 @@ func TestW1MemoryPerPair(t *testing.T) {
 	if testing.Short() {
 		t.Skip("W1 on the shim takes several seconds")
 	}
-	c, cp, tgt := train.W1Data()
-	cfg := train.W1Config()
+	c, cp, tgt := traintest.W1Data()
+	cfg := traintest.W1Config()
 	cfg.Rounds, cfg.Checkpoints = 1, []int{1}
 	peak := func(pairs int) int {
 		d := device(t)

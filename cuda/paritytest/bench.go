@@ -11,6 +11,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/traintest"
 )
 
 // The validation kit (make gpu-kit, docs/gpu.md) runs benchmark W1 on each backend through
@@ -38,7 +39,7 @@ func BenchPlan() (replicas []int, rounds int, ok bool, err error) {
 		}
 		replicas = append(replicas, r)
 	}
-	rounds = train.W1Config().Rounds
+	rounds = traintest.W1Config().Rounds
 	if s := os.Getenv(BenchRoundsEnv); s != "" {
 		if rounds, err = strconv.Atoi(s); err != nil || rounds < 1 {
 			return nil, 0, false, fmt.Errorf("%s: %q is not a positive round count", BenchRoundsEnv, s)
@@ -56,7 +57,7 @@ type BenchResult struct {
 	Seconds  float64 `json:"seconds"`
 	// ReplicaRoundsPerSec is replicas x rounds / seconds: the benchmark's metric.
 	ReplicaRoundsPerSec float64 `json:"replica_rounds_per_s"`
-	// GEMMGFlops is the dense-layer GEMM work (counted as train.RunW1 counts it) per second.
+	// GEMMGFlops is the dense-layer GEMM work (counted as traintest.RunW1 counts it) per second.
 	GEMMGFlops float64 `json:"gemm_gflops"`
 	// SGEMMPeak is the device's measured SGEMM rate on 4096^3 products (GPU only), and
 	// OfPeak = GEMMGFlops / SGEMMPeak.
@@ -74,8 +75,8 @@ const w1Dim, w1Hidden, w1Classes, w1Clients = 784, 64, 10, 10
 // train.Train), after a one-round warm-up; sync waits for the device (nil: nothing to wait
 // for) and is called before each clock reading.
 func RunW1(ctx context.Context, be compute.Backend, sync func() error, replicas, rounds int) (BenchResult, error) {
-	c, cp, tgt := train.W1Data()
-	cfg := train.W1Config()
+	c, cp, tgt := traintest.W1Data()
+	cfg := traintest.W1Config()
 	cfg.Rounds = rounds
 	warm := cfg
 	warm.Rounds = 1

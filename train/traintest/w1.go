@@ -1,4 +1,4 @@
-package train
+package traintest
 
 import (
 	"context"
@@ -7,13 +7,14 @@ import (
 
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/internal/philox"
+	"github.com/fedaudit/fedaudit/train"
 )
 
 // W1 (bench/README.md): Noisy-FedAvg, m = 10 clients x 600 samples of 784 features (class-
 // conditional Gaussians), 10 classes, MLP 784-64-10 tanh, T = 20, K = 5, B = 32, eta = 0.05,
 // V = 1, sigma = 0.01; replicas are half on C, half on C' (client 0's sample 0 replaced).
 const (
-	w1Clients, w1PerClient, w1Dim, w1Classes, w1Hidden = 10, 600, 784, 10, 64
+	w1Clients, W1PerClient, w1Dim, w1Classes, w1Hidden = 10, 600, 784, 10, 64
 )
 
 // W1Result is the outcome of one W1 run.
@@ -33,24 +34,24 @@ func (r W1Result) String() string {
 }
 
 // W1Config is the training configuration of W1.
-func W1Config() Config {
-	return Config{
-		Algorithm: NoisyFedAvg, Model: ModelConfig{Kind: "mlp", Hidden: []int{w1Hidden}, Activation: "tanh"},
+func W1Config() train.Config {
+	return train.Config{
+		Algorithm: train.NoisyFedAvg, Model: train.ModelConfig{Kind: "mlp", Hidden: []int{w1Hidden}, Activation: "tanh"},
 		Rounds: 20, LocalSteps: 5, LearningRate: 0.05, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.01,
 		Batching: "fixed", BatchSize: 32, Seed: 1,
 	}
 }
 
 // W1Data returns W1's two worlds: C and C' differ in sample 0 of client 0.
-func W1Data() (c, cp []*datasets.Dataset, target TargetInfo) {
+func W1Data() (c, cp []*datasets.Dataset, target train.TargetInfo) {
 	means := make([]float32, w1Classes*w1Dim)
 	philox.AddGaussian(means, 0, 0, 0, 0, 0.1)
 	z := make([]float32, w1Dim)
 	for i := 0; i < w1Clients; i++ {
 		ds := &datasets.Dataset{Name: fmt.Sprintf("w1-client%d", i), Shape: []int{w1Dim}, Classes: w1Classes,
-			Features: make([]float32, w1PerClient*w1Dim), Labels: make([]int32, w1PerClient)}
+			Features: make([]float32, W1PerClient*w1Dim), Labels: make([]int32, W1PerClient)}
 		rng := philox.NewRand(0, 1, uint32(i), philox.DomainInit, 1)
-		for j := 0; j < w1PerClient; j++ {
+		for j := 0; j < W1PerClient; j++ {
 			y := rng.Below(w1Classes)
 			ds.Labels[j] = int32(y)
 			clear(z)
@@ -71,12 +72,12 @@ func W1Data() (c, cp []*datasets.Dataset, target TargetInfo) {
 		alt.Features[q] = means[int(alt.Labels[0])*w1Dim+q] + z[q]
 	}
 	cp[0] = alt
-	return c, cp, TargetInfo{Client: 0, Index: 0}
+	return c, cp, train.TargetInfo{Client: 0, Index: 0}
 }
 
 type discard struct{}
 
-func (discard) Checkpoint(context.Context, *Checkpoint) error { return nil }
+func (discard) Checkpoint(context.Context, *train.Checkpoint) error { return nil }
 
 // RunW1 runs benchmark W1 with the given (even) number of replicas on the CPU backend, after a
 // one-round warm-up, and returns its timing.
@@ -88,12 +89,12 @@ func RunW1(ctx context.Context, replicas int) (W1Result, error) {
 	cfg := W1Config()
 	warm := cfg
 	warm.Rounds = 1
-	pairs := PairRange{First: 0, Count: replicas / 2}
-	if err := Train(ctx, Job{Config: warm, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs, Recorder: discard{}}); err != nil {
+	pairs := train.PairRange{First: 0, Count: replicas / 2}
+	if err := train.Train(ctx, train.Job{Config: warm, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs, Recorder: discard{}}); err != nil {
 		return W1Result{}, fmt.Errorf("w1 warm-up: %w", err)
 	}
 	start := time.Now()
-	if err := Train(ctx, Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs, Recorder: discard{}}); err != nil {
+	if err := train.Train(ctx, train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs, Recorder: discard{}}); err != nil {
 		return W1Result{}, fmt.Errorf("w1: %w", err)
 	}
 	sec := time.Since(start).Seconds()
