@@ -1,6 +1,9 @@
 package experiment
 
-import "github.com/fedaudit/fedaudit/train"
+import (
+	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/train"
+)
 
 // Demo is the built-in default experiment behind `audit demo`: synthetic data, a small tanh
 // MLP trained by Noisy-FedAvg, a Dirac canary replacing one sample of client 0, and the informed
@@ -20,7 +23,7 @@ func Demo() *Config {
 		},
 		Adjacency: AdjacencyConfig{Kind: "replace", Client: 0, Index: 0, Canary: "dirac"},
 		Train: train.Config{
-			Algorithm:    train.NoisyFedAvg,
+			Algorithm:    algo.FedAvg,
 			Model:        train.ModelConfig{Kind: "mlp", Hidden: []int{16}, Activation: "tanh"},
 			Rounds:       20,
 			LocalSteps:   2,

@@ -6,12 +6,11 @@ import (
 	"math"
 	"slices"
 
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/attacks"
-	"github.com/fedaudit/fedaudit/runs"
-
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/datasets"
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/runs"
 )
 
 // Smoothness is the constant L the convergent bound uses, and where it came from.
@@ -70,7 +69,7 @@ func SmoothnessOf(cfg *Config, data *Data) (Smoothness, error) {
 func TheoryConfig(cfg *Config, L float64) (audit.Config, error) {
 	tc := cfg.Train
 	c := audit.Config{
-		Algo:  audit.Algorithm(tc.Algorithm),
+		Algo:  tc.Algorithm,
 		Eta:   tc.LearningRate,
 		L:     L,
 		K:     tc.LocalSteps,
@@ -81,7 +80,7 @@ func TheoryConfig(cfg *Config, L float64) (audit.Config, error) {
 		Alpha: tc.ProxAlpha,
 		Delta: cfg.Audit.Delta,
 	}
-	if c.Algo == audit.DPSGD {
+	if c.Algo == algo.DPSGD {
 		c.M, c.N = 1, 0
 	}
 	if tc.Schedule == "table" {
@@ -139,7 +138,7 @@ func TheoryAt(cfg *Config, sm Smoothness, rounds []int) ([]audit.Bound, error) {
 // never active, which the config must ensure with a large clip_norm.
 func ExactMu(cfg *Config, data *Data) (final, allIterates, uploads func(T int) float64, ok bool) {
 	tc := cfg.Train
-	if tc.Model.Kind != "quadratic" || tc.Algorithm != train.NoisyFedAvg || tc.Schedule != "constant" ||
+	if tc.Model.Kind != "quadratic" || tc.Algorithm != algo.FedAvg || tc.Schedule != "constant" ||
 		tc.Batching != "full" || (tc.Participants != 0 && tc.Participants != cfg.Data.Clients) ||
 		cfg.Adjacency.Kind != "replace" || tc.NoiseStd <= 0 {
 		return nil, nil, nil, false

@@ -6,20 +6,14 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
-)
-
-// Algorithm names.
-const (
-	NoisyFedAvg  = "fedavg"
-	NoisyFedProx = "fedprox"
-	DPSGD        = "dpsgd"
 )
 
 // Config is one training configuration: the algorithm, model, schedule and what to record.
 type Config struct {
 	// Algorithm is "fedavg" (Noisy-FedAvg), "fedprox" (Noisy-FedProx) or "dpsgd".
-	Algorithm string `json:"algorithm" yaml:"algorithm"`
+	Algorithm algo.Algorithm `json:"algorithm" yaml:"algorithm"`
 	// Model selects the model.
 	Model ModelConfig `json:"model" yaml:"model"`
 	// Rounds is T.
@@ -44,7 +38,7 @@ type Config struct {
 	// Batching is "full" (every local step uses all the client's samples), "fixed" (BatchSize
 	// samples without replacement, the same for every replica) or "poisson" (each sample
 	// independently with probability BatchSize/N, drawn per pair from the run seed).
-	Batching string `json:"batching" yaml:"batching"`
+	Batching algo.Batching `json:"batching" yaml:"batching"`
 	// BatchSize is B (fixed) or the expected batch size (poisson).
 	BatchSize int `json:"batch_size" yaml:"batch_size"`
 	// Seed is the master seed.
@@ -80,7 +74,7 @@ type Config struct {
 	// Mechanism is the distribution of the privacy noise: "gaussian" (default, also ""),
 	// "laplace" or "staircase", each at the same standard deviation (see NoiseOf). It applies
 	// to the uploads of fedavg and fedprox and to the server's noise of the DP-FedAvg family.
-	Mechanism string `json:"mechanism,omitempty" yaml:"mechanism,omitempty"`
+	Mechanism algo.Mechanism `json:"mechanism,omitempty" yaml:"mechanism,omitempty"`
 	// StaircaseEpsilon and StaircaseGamma shape the staircase noise (gamma 0: optimal).
 	StaircaseEpsilon float64 `json:"staircase_epsilon,omitempty" yaml:"staircase_epsilon,omitempty"`
 	StaircaseGamma   float64 `json:"staircase_gamma,omitempty" yaml:"staircase_gamma,omitempty"`
@@ -190,24 +184,24 @@ func (c *Config) validate(m, n, dim, classes int) error {
 		errs = append(errs, fmt.Errorf("config: %s: %s", field, fmt.Sprintf(format, a...)))
 	}
 	switch c.Algorithm {
-	case NoisyFedAvg, NoisyFedProx:
-	case DPSGD:
+	case algo.FedAvg, algo.FedProx:
+	case algo.DPSGD:
 		if m != 1 {
 			bad("algorithm", "dpsgd trains one client, the datasets have %d", m)
 		}
-	case DPFedAvg, IDPFedAvg, AdaptiveFedAvg:
+	case algo.DPFedAvg, algo.IDPFedAvg, algo.AdaptiveFedAvg:
 		if err := c.validateClientDP(m); err != nil {
 			errs = append(errs, err)
 		}
 	default:
-		bad("algorithm", "%q is not fedavg, fedprox, dpsgd, dp-fedavg, idp-fedavg or adaptive-fedavg", c.Algorithm)
+		bad("algorithm", "%v", c.Algorithm.Validate())
 	}
 	switch c.mechanism() {
-	case MechGaussian, MechLaplace:
+	case algo.Gaussian, algo.Laplace:
 		if c.StaircaseEpsilon != 0 || c.StaircaseGamma != 0 {
 			bad("staircase_epsilon", "only the staircase mechanism takes staircase_epsilon and staircase_gamma")
 		}
-	case MechStaircase:
+	case algo.Staircase:
 		if !(c.StaircaseEpsilon > 0) || math.IsInf(c.StaircaseEpsilon, 0) {
 			bad("staircase_epsilon", "the staircase mechanism needs a finite epsilon > 0, got %g", c.StaircaseEpsilon)
 		}
@@ -215,9 +209,9 @@ func (c *Config) validate(m, n, dim, classes int) error {
 			bad("staircase_gamma", "need a value in [0, 1] (0: optimal), got %g", c.StaircaseGamma)
 		}
 	default:
-		bad("mechanism", "%q is not gaussian, laplace or staircase", c.Mechanism)
+		bad("mechanism", "%v", c.Mechanism.Validate())
 	}
-	if c.Informed && !c.IsClientDP() && c.mechanism() != MechGaussian {
+	if c.Informed && !c.IsClientDP() && c.mechanism() != algo.Gaussian {
 		bad("informed", "the informed likelihood ratio of fedavg, fedprox and dpsgd is Gaussian; mechanism %s has none (the DP-FedAvg family computes it for every mechanism)", c.mechanism())
 	}
 	if !c.IsClientDP() {
@@ -231,10 +225,10 @@ func (c *Config) validate(m, n, dim, classes int) error {
 			}
 		}
 	}
-	if c.Algorithm == NoisyFedProx && !(c.ProxAlpha > 0) {
+	if c.Algorithm == algo.FedProx && !(c.ProxAlpha > 0) {
 		bad("prox_alpha", "fedprox needs alpha > 0, got %g", c.ProxAlpha)
 	}
-	if c.Algorithm != NoisyFedProx && c.ProxAlpha != 0 {
+	if c.Algorithm != algo.FedProx && c.ProxAlpha != 0 {
 		bad("prox_alpha", "only fedprox takes alpha, got %g", c.ProxAlpha)
 	}
 	if c.Rounds < 1 {
@@ -273,7 +267,7 @@ func (c *Config) validate(m, n, dim, classes int) error {
 	if !(c.ClipNorm >= 0) || math.IsInf(c.ClipNorm, 0) {
 		bad("clip_norm", "need a finite value >= 0 (0: no clipping), got %g", c.ClipNorm)
 	}
-	if c.Algorithm == DPSGD && !(c.ClipNorm > 0) {
+	if c.Algorithm == algo.DPSGD && !(c.ClipNorm > 0) {
 		bad("clip_norm", "dpsgd clips every example: need V > 0")
 	}
 	if !(c.NoiseStd >= 0) || math.IsInf(c.NoiseStd, 0) {
@@ -283,13 +277,13 @@ func (c *Config) validate(m, n, dim, classes int) error {
 		bad("informed", "the likelihood ratio needs noise_std > 0")
 	}
 	switch c.Batching {
-	case "full":
-	case "fixed", "poisson":
+	case algo.Full:
+	case algo.Fixed, algo.Poisson:
 		if c.BatchSize < 1 || c.BatchSize > n {
 			bad("batch_size", "need 1 to %d (the smallest client), got %d", n, c.BatchSize)
 		}
 	default:
-		bad("batching", "%q is not full, fixed or poisson", c.Batching)
+		bad("batching", "%v", c.Batching.Validate())
 	}
 	for _, t := range c.Checkpoints {
 		if t < 0 || t > c.Rounds {
@@ -330,7 +324,7 @@ func (c *Config) validate(m, n, dim, classes int) error {
 			bad("model.hidden", "softmax regression has no hidden layers")
 		}
 	case "quadratic":
-		if c.Algorithm == DPSGD {
+		if c.Algorithm == algo.DPSGD {
 			bad("model.kind", "the quadratic model has no per-example gradients for dpsgd")
 		}
 		if c.Model.Curvature == 0 || math.IsNaN(c.Model.Curvature) || math.IsInf(c.Model.Curvature, 0) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/internal/philox"
 )
@@ -49,7 +50,7 @@ func newDeferred(e *engine) *deferredState {
 	m, ok := e.model.(*MLP)
 	cfg := e.cfg
 	K, B := cfg.LocalSteps, cfg.BatchSize
-	if !ok || e.perEx != 0 || cfg.Batching != "fixed" || B > e.dim || (K-1)*B > e.dim {
+	if !ok || e.perEx != 0 || cfg.Batching != algo.Fixed || B > e.dim || (K-1)*B > e.dim {
 		return nil
 	}
 	ds := &deferredState{model: m, kb: K * B, h: m.Sizes[1]}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
 )
@@ -56,7 +57,7 @@ func TestDeferredMatchesDirect(t *testing.T) {
 			c.Model = ModelConfig{Kind: "mlp", Hidden: []int{5, 4}, Activation: "softplus"}
 		}},
 		{"fedprox-cyclic", func(c *Config, _ *TargetInfo) {
-			c.Algorithm, c.ProxAlpha, c.Schedule = NoisyFedProx, 0.8, "cyclic"
+			c.Algorithm, c.ProxAlpha, c.Schedule = algo.FedProx, 0.8, "cyclic"
 		}},
 		{"relu-partial-participation", func(c *Config, _ *TargetInfo) {
 			c.Model.Activation, c.Participants = "relu", 3
@@ -66,7 +67,7 @@ func TestDeferredMatchesDirect(t *testing.T) {
 		{"one-step", func(c *Config, _ *TargetInfo) { c.LocalSteps = 1 }},
 		{"client-level", func(_ *Config, tg *TargetInfo) { tg.WholeClient = true }},
 		{"dp-fedavg", func(c *Config, _ *TargetInfo) {
-			c.Algorithm, c.SamplingRate, c.NoiseMultiplier, c.UpdateClip, c.ServerLR = DPFedAvg, 0.7, 0.5, 0.5, 1
+			c.Algorithm, c.SamplingRate, c.NoiseMultiplier, c.UpdateClip, c.ServerLR = algo.DPFedAvg, 0.7, 0.5, 0.5, 1
 			c.ClipNorm, c.NoiseStd, c.RecordUpload = 1, 0, false
 		}},
 	}
@@ -153,7 +154,7 @@ func TestDPSGDClipsPerExample(t *testing.T) {
 	tgt := TargetInfo{Client: 0, Index: 3}
 	c, cp := synthWorlds(1, 30, 12, 3, tgt, 5)
 	cfg := mlpConfig()
-	cfg.Algorithm, cfg.Participants = DPSGD, 0
+	cfg.Algorithm, cfg.Participants = algo.DPSGD, 0
 	e, err := newEngine(cpu.New(1), Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{0, 1}})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/fedaudit/fedaudit/accounting"
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/internal/philox"
 )
@@ -16,19 +17,15 @@ import (
 // App. A.1 and Sec. 3: every round each client is Poisson-sampled, the sampled clients train locally
 // from w_t, clip their model update w_local - w_t to a norm, the server sums the clipped
 // updates, adds noise to the sum and steps by the sum over the expected number of clients.
-const (
-	// DPFedAvg is Alg. 4: sampling rate q, clip norm c, server noise N(0, (z c)^2 I), step
-	// w_t + server_lr sum / (q m).
-	DPFedAvg = "dp-fedavg"
-	// IDPFedAvg is Alg. 5: per-group budgets give per-client noise multipliers z_n
-	// (GetNoise), the server's z is their harmonic mean and client n clips to c z / z_n, so
-	// the server noise c z is z_n times client n's clip norm.
-	IDPFedAvg = "idp-fedavg"
-	// AdaptiveFedAvg is the time-adaptive framework, Alg. 1 (spend-as-you-go) and Alg. 2:
-	// per-round, per-group sampling rates q_n^t (q_n while saving, q after the transition
-	// round T_n), clip norms c_n^t and server noise c sigma^t, step sum / (q^t m).
-	AdaptiveFedAvg = "adaptive-fedavg"
-)
+//
+//   - algo.DPFedAvg is Alg. 4: sampling rate q, clip norm c, server noise N(0, (z c)^2 I), step
+//     w_t + server_lr sum / (q m).
+//   - algo.IDPFedAvg is Alg. 5: per-group budgets give per-client noise multipliers z_n
+//     (GetNoise), the server's z is their harmonic mean and client n clips to c z / z_n, so
+//     the server noise c z is z_n times client n's clip norm.
+//   - algo.AdaptiveFedAvg is the time-adaptive framework, Alg. 1 (spend-as-you-go) and Alg. 2:
+//     per-round, per-group sampling rates q_n^t (q_n while saving, q after the transition
+//     round T_n), clip norms c_n^t and server noise c sigma^t, step sum / (q^t m).
 
 // PrivacyConfig gives the per-client budgets of idp-fedavg and adaptive-fedavg.
 type PrivacyConfig struct {
@@ -53,13 +50,7 @@ type PrivacyGroup struct {
 }
 
 // IsClientDP reports whether the algorithm is one of the DP-FedAvg family.
-func (c *Config) IsClientDP() bool {
-	switch c.Algorithm {
-	case DPFedAvg, IDPFedAvg, AdaptiveFedAvg:
-		return true
-	}
-	return false
-}
+func (c *Config) IsClientDP() bool { return c.Algorithm.ClientDP() }
 
 // PlanClaim is how the plans calibrate noise to budgets and how claims are computed: the
 // default Rényi orders and Balle et al.'s conversion (as Opacus' get_privacy_spent does).
@@ -120,14 +111,14 @@ func (c *Config) Plan(ctx context.Context, m int) (*PrivacyPlan, error) {
 	}
 	claim := func() accounting.Claim { return PlanClaim(c.Privacy.Delta) }
 	switch c.Algorithm {
-	case DPFedAvg:
+	case algo.DPFedAvg:
 		for t := 0; t < T; t++ {
 			for n := 0; n < m; n++ {
 				p.Q[t][n], p.Clip[t][n] = q, clip
 			}
 			p.Std[t], p.Divisor[t] = c.NoiseMultiplier*clip, q*float64(m)
 		}
-	case IDPFedAvg:
+	case algo.IDPFedAvg:
 		budgets := make([]float64, m)
 		for n := range budgets {
 			budgets[n] = c.Privacy.Groups[p.Group[n]].Epsilon
@@ -142,7 +133,7 @@ func (c *Config) Plan(ctx context.Context, m int) (*PrivacyPlan, error) {
 			}
 			p.Std[t], p.Divisor[t] = idp.Sigma*clip, q*float64(m)
 		}
-	case AdaptiveFedAvg:
+	case algo.AdaptiveFedAvg:
 		clients := make([]accounting.SpendClient, len(c.Privacy.Groups))
 		for g, grp := range c.Privacy.Groups {
 			clients[g] = accounting.SpendClient{Epsilon: grp.Epsilon, SavingRate: grp.SavingRate, Transition: grp.Transition, Count: counts[g]}
@@ -194,7 +185,7 @@ func (c *Config) validateClientDP(m int) error {
 	if c.RecordUpload {
 		bad("record_upload", "%s uploads clipped updates without noise (the noise is the server's): nothing private to record", c.Algorithm)
 	}
-	if c.Algorithm == DPFedAvg {
+	if c.Algorithm == algo.DPFedAvg {
 		if !(c.NoiseMultiplier >= 0) || math.IsInf(c.NoiseMultiplier, 0) {
 			bad("noise_multiplier", "need a finite z >= 0, got %g", c.NoiseMultiplier)
 		}
@@ -231,7 +222,7 @@ func (c *Config) validateClientDP(m int) error {
 		if !(grp.Epsilon > 0) || math.IsInf(grp.Epsilon, 0) {
 			bad(fmt.Sprintf("privacy.groups[%d].epsilon", g), "need a finite budget > 0, got %g", grp.Epsilon)
 		}
-		if c.Algorithm == AdaptiveFedAvg {
+		if c.Algorithm == algo.AdaptiveFedAvg {
 			if !(grp.SavingRate > 0 && grp.SavingRate <= c.SamplingRate) {
 				bad(fmt.Sprintf("privacy.groups[%d].saving_rate", g), "need q_n in (0, sampling_rate = %g], got %g", c.SamplingRate, grp.SavingRate)
 			}
@@ -374,7 +365,7 @@ func (dp *clientDPRounds) round(ctx context.Context, t int, _ bool) error {
 // addServerNoise writes the server's noise of round t (standard deviation std, the
 // configured mechanism) into e.noise; both replicas of a pair get the same draw.
 func (e *engine) addServerNoise(t int, std float64) error {
-	if e.cfg.mechanism() == MechGaussian {
+	if e.cfg.mechanism() == algo.Gaussian {
 		for r := range e.scaleT {
 			e.scaleT[r] = float32(std)
 		}
@@ -408,7 +399,7 @@ func (dp *clientDPRounds) informed(t int) error {
 	q := dp.plan.Q[t][e.target.Client]
 	std := dp.plan.Std[t]
 	aC, aCP := dp.dpDots[3], dp.dpDots[4]
-	if e.cfg.mechanism() == MechGaussian {
+	if e.cfg.mechanism() == algo.Gaussian {
 		e.be.Dots(e.all(e.noise), e.all(dp.tu), dp.dpDots[0])
 		e.be.Dots(e.all(e.noise), e.all(e.shadow), dp.dpDots[1])
 		e.be.Dots(e.all(dp.tu), e.all(e.shadow), dp.dpDots[2])

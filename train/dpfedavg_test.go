@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/accounting"
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/internal/philox"
 )
@@ -33,7 +34,7 @@ func quadClients(m, n, dim int, canary float32) (clients []*datasets.Dataset, ca
 
 func dpConfig() Config {
 	return Config{
-		Algorithm: DPFedAvg, Model: ModelConfig{Kind: "quadratic", Curvature: 1},
+		Algorithm: algo.DPFedAvg, Model: ModelConfig{Kind: "quadratic", Curvature: 1},
 		Rounds: 2, LocalSteps: 3, LearningRate: 0.5, Schedule: "constant", Batching: "full", Seed: 5,
 		Checkpoints: []int{1, 2}, RecordParams: true,
 		SamplingRate: 0.5, NoiseMultiplier: 0, UpdateClip: 0.3, ServerLR: 0.8,
@@ -233,14 +234,14 @@ func TestUploadNoiseMechanisms(t *testing.T) {
 	const m, n, dim, pairs, sigma = 2, 3, 2, 3000, 0.7
 	tgt := TargetInfo{Client: 0, Index: 1}
 	c, cp := synthWorlds(m, n, dim, 2, tgt, 3)
-	base := Config{Algorithm: NoisyFedAvg, Model: ModelConfig{Kind: "quadratic", Curvature: 1}, Rounds: 1, LocalSteps: 1,
+	base := Config{Algorithm: algo.FedAvg, Model: ModelConfig{Kind: "quadratic", Curvature: 1}, Rounds: 1, LocalSteps: 1,
 		LearningRate: 0.5, Schedule: "constant", Batching: "full", Seed: 9, Checkpoints: []int{1}, RecordUpload: true}
 	clean := run(t, base, c, cp, tgt, PairRange{0, 1})[0].Replicas[0].Upload
 	for _, mech := range []struct {
-		name string
+		name algo.Mechanism
 		eps  float64
-	}{{MechGaussian, 0}, {MechLaplace, 0}, {MechStaircase, 1}, {MechStaircase, 3}} {
-		t.Run(mech.name, func(t *testing.T) {
+	}{{algo.Gaussian, 0}, {algo.Laplace, 0}, {algo.Staircase, 1}, {algo.Staircase, 3}} {
+		t.Run(string(mech.name), func(t *testing.T) {
 			cfg := base
 			cfg.NoiseStd, cfg.Mechanism, cfg.StaircaseEpsilon = sigma, mech.name, mech.eps
 			dist, err := cfg.NoiseOf(sigma)
@@ -263,7 +264,7 @@ func TestUploadNoiseMechanisms(t *testing.T) {
 			if s := math.Sqrt(pairs) * d; s > 1.9495 {
 				t.Fatalf("KS statistic sqrt(n) D = %g against the %s CDF", s, mech.name)
 			}
-			if mech.name == MechLaplace {
+			if mech.name == algo.Laplace {
 				var m2, m4 float64
 				for _, v := range x {
 					m2 += v * v / pairs
@@ -283,7 +284,7 @@ func TestClientDPPlans(t *testing.T) {
 	ctx := context.Background()
 	cfg := dpConfig()
 	cfg.Rounds, cfg.SamplingRate = 4, 0.6
-	cfg.Algorithm, cfg.Privacy = IDPFedAvg, &PrivacyConfig{Delta: 1e-5, Groups: []PrivacyGroup{{Clients: 2, Epsilon: 2}, {Clients: 3, Epsilon: 6}}}
+	cfg.Algorithm, cfg.Privacy = algo.IDPFedAvg, &PrivacyConfig{Delta: 1e-5, Groups: []PrivacyGroup{{Clients: 2, Epsilon: 2}, {Clients: 3, Epsilon: 6}}}
 	p, err := cfg.Plan(ctx, 5)
 	if err != nil {
 		t.Fatal(err)
@@ -301,7 +302,7 @@ func TestClientDPPlans(t *testing.T) {
 	if !(p.Clip[0][0] < p.Clip[0][4]) {
 		t.Fatalf("idp: the stricter group clips to %g, the looser to %g", p.Clip[0][0], p.Clip[0][4])
 	}
-	cfg.Algorithm = AdaptiveFedAvg
+	cfg.Algorithm = algo.AdaptiveFedAvg
 	cfg.Privacy.Groups[0].SavingRate, cfg.Privacy.Groups[0].Transition = 0.3, 3
 	cfg.Privacy.Groups[1].SavingRate, cfg.Privacy.Groups[1].Transition = 0.4, 2
 	p, err = cfg.Plan(ctx, 5)
@@ -338,19 +339,19 @@ func TestClientDPConfigErrorsNameFields(t *testing.T) {
 		{"record_upload", func(c *Config) { c.RecordUpload = true }},
 		{"informed", func(c *Config) { c.Informed = true }},
 		{"noise_multiplier", func(c *Config) { c.NoiseMultiplier = -1 }},
-		{"privacy", func(c *Config) { c.Algorithm = IDPFedAvg }},
+		{"privacy", func(c *Config) { c.Algorithm = algo.IDPFedAvg }},
 		{"privacy.groups", func(c *Config) {
-			c.Algorithm, c.Privacy = IDPFedAvg, &PrivacyConfig{Delta: 1e-5, Groups: []PrivacyGroup{{Clients: 2, Epsilon: 1}}}
+			c.Algorithm, c.Privacy = algo.IDPFedAvg, &PrivacyConfig{Delta: 1e-5, Groups: []PrivacyGroup{{Clients: 2, Epsilon: 1}}}
 		}},
 		{"privacy.groups[0].saving_rate", func(c *Config) {
-			c.Algorithm, c.Privacy = AdaptiveFedAvg, &PrivacyConfig{Delta: 1e-5, Groups: []PrivacyGroup{{Clients: 3, Epsilon: 1, SavingRate: 0.9, Transition: 1}}}
+			c.Algorithm, c.Privacy = algo.AdaptiveFedAvg, &PrivacyConfig{Delta: 1e-5, Groups: []PrivacyGroup{{Clients: 3, Epsilon: 1, SavingRate: 0.9, Transition: 1}}}
 		}},
 		{"privacy.delta", func(c *Config) {
-			c.Algorithm, c.Privacy = IDPFedAvg, &PrivacyConfig{Groups: []PrivacyGroup{{Clients: 3, Epsilon: 1}}}
+			c.Algorithm, c.Privacy = algo.IDPFedAvg, &PrivacyConfig{Groups: []PrivacyGroup{{Clients: 3, Epsilon: 1}}}
 		}},
 		{"mechanism", func(c *Config) { c.Mechanism = "cauchy" }},
-		{"staircase_epsilon", func(c *Config) { c.Mechanism = MechStaircase }},
-		{"sampling_rate", func(c *Config) { c.Algorithm = NoisyFedAvg; c.NoiseStd = 1 }},
+		{"staircase_epsilon", func(c *Config) { c.Mechanism = algo.Staircase }},
+		{"sampling_rate", func(c *Config) { c.Algorithm = algo.FedAvg; c.NoiseStd = 1 }},
 	} {
 		t.Run(c.want, func(t *testing.T) {
 			cfg := dpConfig()
@@ -363,7 +364,7 @@ func TestClientDPConfigErrorsNameFields(t *testing.T) {
 	}
 	// Informed fedavg with a non-Gaussian mechanism has no Gaussian likelihood ratio.
 	cfg := mlpConfig()
-	cfg.Mechanism = MechLaplace
+	cfg.Mechanism = algo.Laplace
 	c2, cp2 := synthWorlds(3, 6, 4, 3, TargetInfo{Client: 1, Index: 2}, 1)
 	err := Train(context.Background(), Job{Config: cfg, WorldC: c2, WorldCPrime: cp2, Target: TargetInfo{Client: 1, Index: 2}, Pairs: PairRange{0, 1}, Recorder: &memRecorder{}})
 	if err == nil || !strings.Contains(err.Error(), "informed:") {

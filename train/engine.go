@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/internal/philox"
@@ -136,7 +137,7 @@ func checkJob(job Job) (checkedJob, error) {
 	if target.Client < 0 || target.Client >= m {
 		return checkedJob{}, fmt.Errorf("train: target client %d outside 0..%d", target.Client, m-1)
 	}
-	if target.WholeClient && !cfg.IsClientDP() && cfg.Algorithm != NoisyFedAvg && cfg.Algorithm != NoisyFedProx {
+	if target.WholeClient && !cfg.IsClientDP() && cfg.Algorithm != algo.FedAvg && cfg.Algorithm != algo.FedProx {
 		return checkedJob{}, fmt.Errorf("train: client-level adjacency needs a federated algorithm, not %q", cfg.Algorithm)
 	}
 	if target.Absent && !cfg.IsClientDP() {
@@ -214,9 +215,9 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 		e.cfg.EvalBatch = 256
 	}
 	switch cfg.Algorithm {
-	case DPSGD:
+	case algo.DPSGD:
 		e.perEx = float32(cfg.ClipNorm)
-	case NoisyFedProx:
+	case algo.FedProx:
 		e.alpha = float32(cfg.ProxAlpha)
 		e.clipV = float32(cfg.ClipNorm)
 	default:
@@ -270,9 +271,9 @@ func (e *engine) loadData(worldC, worldCP []*datasets.Dataset, test *datasets.Da
 func (e *engine) allocate(maxN int) {
 	cfg, be, model, dim, m := e.cfg, e.be, e.model, e.dim, e.m
 	switch cfg.Batching {
-	case "full":
+	case algo.Full:
 		e.maxRows = maxN
-	case "poisson":
+	case algo.Poisson:
 		// A Poisson batch above B + 8 sqrt(B) + 16 has probability below e^-30; such a draw
 		// stops the run with an error rather than being truncated.
 		b := float64(cfg.BatchSize)
@@ -407,7 +408,7 @@ func (e *engine) localGrad(form groupStepper, t, i, k int, buf compute.Buffer, f
 		return w
 	}
 	switch e.cfg.Batching {
-	case "full":
+	case algo.Full:
 		if isTarget {
 			for w := 0; w < 2; w++ {
 				cd := &e.data[world(w)][i]
@@ -417,7 +418,7 @@ func (e *engine) localGrad(form groupStepper, t, i, k int, buf compute.Buffer, f
 		}
 		cd := &e.data[0][i]
 		form.step(buf, 2*p0, 2*(p1-p0), 1, cd.x, cd.y)
-	case "fixed":
+	case algo.Fixed:
 		cd := &e.data[0][i]
 		rng := philox.NewRand(e.cfg.Seed, uint32(t), uint32(i), philox.DomainBatch, uint32(k))
 		philox.SamplePrefix(&rng, e.perm[:cd.n], e.cfg.BatchSize)
@@ -432,7 +433,7 @@ func (e *engine) localGrad(form groupStepper, t, i, k int, buf compute.Buffer, f
 		}
 		x, y := e.gather(cd, idx)
 		form.step(buf, 2*p0, 2*(p1-p0), 1, x, y)
-	case "poisson":
+	case algo.Poisson:
 		cd := &e.data[0][i]
 		q := float64(e.cfg.BatchSize) / float64(cd.n)
 		for p := p0; p < p1; p++ {

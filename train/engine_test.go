@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/internal/philox"
@@ -57,7 +58,7 @@ func synthWorlds(m, n, dim, classes int, target TargetInfo, seed uint64) (c, cp 
 
 func mlpConfig() Config {
 	return Config{
-		Algorithm: NoisyFedAvg, Model: ModelConfig{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"},
+		Algorithm: algo.FedAvg, Model: ModelConfig{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"},
 		Rounds: 3, LocalSteps: 2, LearningRate: 0.3, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.05,
 		Batching: "fixed", BatchSize: 4, Seed: 7, Checkpoints: []int{1, 3}, Informed: true,
 		RecordParams: true, RecordUpload: true,
@@ -86,7 +87,7 @@ func TestQuadraticReferenceInstance(t *testing.T) {
 	)
 	tgt := TargetInfo{Client: 1, Index: 2}
 	c, cp := synthWorlds(m, n, dim, 2, tgt, 21)
-	cfg := Config{Algorithm: NoisyFedAvg, Model: ModelConfig{Kind: "quadratic", Curvature: a},
+	cfg := Config{Algorithm: algo.FedAvg, Model: ModelConfig{Kind: "quadratic", Curvature: a},
 		Rounds: T, LocalSteps: K, LearningRate: eta, Schedule: "constant", ClipNorm: V, NoiseStd: sigma,
 		Batching: "full", Seed: 3, Checkpoints: []int{1, 2, 3, 4}, Informed: true, RecordParams: true}
 	cps := run(t, cfg, c, cp, tgt, PairRange{0, pairs})
@@ -226,10 +227,10 @@ func TestQuadraticReferenceInstance(t *testing.T) {
 func TestSigmaZeroSameWorlds(t *testing.T) {
 	tgt := TargetInfo{Client: 0, Index: 1}
 	c, _ := synthWorlds(3, 8, 5, 3, tgt, 4)
-	for _, alg := range []string{NoisyFedAvg, NoisyFedProx} {
+	for _, alg := range []algo.Algorithm{algo.FedAvg, algo.FedProx} {
 		cfg := mlpConfig()
 		cfg.Algorithm, cfg.NoiseStd, cfg.Informed = alg, 0, false
-		if alg == NoisyFedProx {
+		if alg == algo.FedProx {
 			cfg.ProxAlpha = 0.5
 		}
 		cps := run(t, cfg, c, c, tgt, PairRange{0, 3})
@@ -254,10 +255,10 @@ func TestShardInvariance(t *testing.T) {
 	fedavg := mlpConfig()
 	fedavg.Participants = 2
 	prox := mlpConfig()
-	prox.Algorithm, prox.ProxAlpha = NoisyFedProx, 0.3
+	prox.Algorithm, prox.ProxAlpha = algo.FedProx, 0.3
 	c1, cp1 := synthWorlds(1, 12, 5, 3, TargetInfo{Client: 0, Index: 3}, 9)
 	dp := mlpConfig()
-	dp.Algorithm, dp.Batching, dp.BatchSize, dp.LearningRate = DPSGD, "poisson", 4, 0.1
+	dp.Algorithm, dp.Batching, dp.BatchSize, dp.LearningRate = algo.DPSGD, "poisson", 4, 0.1
 	cases := []struct {
 		name  string
 		cfg   Config
@@ -357,7 +358,7 @@ func TestDivergence(t *testing.T) {
 func TestRoundAllocatesNothing(t *testing.T) {
 	tgt := TargetInfo{Client: 1, Index: 0}
 	c, cp := synthWorlds(3, 20, 12, 3, tgt, 11)
-	for _, batching := range []string{"fixed", "full", "poisson"} {
+	for _, batching := range []algo.Batching{algo.Fixed, algo.Full, algo.Poisson} {
 		cfg := mlpConfig()
 		cfg.Batching = batching
 		cfg.Rounds = 100
@@ -395,11 +396,11 @@ func TestConfigErrorsNameFields(t *testing.T) {
 		{"schedule_table", func(c *Config) { c.Schedule = "table" }},
 		{"batch_size", func(c *Config) { c.BatchSize = 7 }},
 		{"participants", func(c *Config) { c.Participants = 3 }},
-		{"prox_alpha", func(c *Config) { c.Algorithm = NoisyFedProx }},
+		{"prox_alpha", func(c *Config) { c.Algorithm = algo.FedProx }},
 		{"checkpoints", func(c *Config) { c.Checkpoints = []int{4} }},
 		{"informed", func(c *Config) { c.NoiseStd = 0 }},
 		{"model.activation", func(c *Config) { c.Model.Activation = "gelu" }},
-		{"algorithm", func(c *Config) { c.Algorithm = DPSGD }}, // two clients
+		{"algorithm", func(c *Config) { c.Algorithm = algo.DPSGD }}, // two clients
 	}
 	for _, tc := range cases {
 		cfg := mlpConfig()

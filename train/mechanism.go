@@ -5,28 +5,18 @@ import (
 	"math"
 
 	"github.com/fedaudit/fedaudit/accounting"
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/internal/philox"
-)
-
-// Mechanism names: the distribution of the noise added to uploads (Noisy-FedAvg, FedProx) or to
-// the server's sum of clipped updates (the DP-FedAvg family).
-const (
-	MechGaussian  = "gaussian"
-	MechLaplace   = "laplace"
-	MechStaircase = "staircase"
 )
 
 // streamServer is the client slot of the DP-FedAvg server's noise.
 const streamServer = 0xFFFFFFFE
 
-// mechanism returns the configured mechanism's name ("" is Gaussian).
-func (c *Config) mechanism() string {
-	if c.Mechanism == "" {
-		return MechGaussian
-	}
-	return c.Mechanism
-}
+// mechanism returns the configured mechanism ("" is Gaussian): the distribution of the noise
+// added to uploads (Noisy-FedAvg, FedProx) or to the server's sum of clipped updates (the
+// DP-FedAvg family).
+func (c *Config) mechanism() algo.Mechanism { return c.Mechanism.OrGaussian() }
 
 // NoiseOf is the noise distribution of the configured mechanism with standard deviation std:
 // every mechanism is scaled to the same variance, so switching mechanisms changes only the
@@ -36,11 +26,11 @@ func (c *Config) mechanism() string {
 // and gamma).
 func (c *Config) NoiseOf(std float64) (accounting.Noise, error) {
 	switch c.mechanism() {
-	case MechGaussian:
+	case algo.Gaussian:
 		return accounting.NewGaussian(std)
-	case MechLaplace:
+	case algo.Laplace:
 		return accounting.NewLaplace(std / math.Sqrt2)
-	case MechStaircase:
+	case algo.Staircase:
 		eps, gamma := c.StaircaseEpsilon, c.StaircaseGamma
 		if gamma == 0 {
 			gamma = accounting.OptimalStaircaseGamma(eps)
@@ -68,7 +58,7 @@ func AddNoiseHost(dst []float32, noise accounting.Noise, seed uint64, round, str
 // the stream (replica seed, t, stream), to every replica r of dst: the Gaussian stream of
 // AddGaussian, or host draws of the exact samplers.
 func (e *engine) addNoise(dst compute.Buffer, t int, stream uint32, scale []float32) error {
-	if e.cfg.mechanism() == MechGaussian {
+	if e.cfg.mechanism() == algo.Gaussian {
 		e.be.AddGaussian(e.all(dst), e.seeds, scale, uint32(t), stream)
 		return nil
 	}

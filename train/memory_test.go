@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
@@ -54,7 +55,7 @@ func TestGroupInvariance(t *testing.T) {
 	wide.BatchSize, wide.LocalSteps = 2, 2
 	c1, cp1 := synthWorlds(1, 12, 5, 3, TargetInfo{Client: 0, Index: 3}, 9)
 	dp := mlpConfig()
-	dp.Algorithm, dp.Batching, dp.BatchSize, dp.LearningRate = DPSGD, "poisson", 4, 0.1
+	dp.Algorithm, dp.Batching, dp.BatchSize, dp.LearningRate = algo.DPSGD, "poisson", 4, 0.1
 	cases := []struct {
 		name  string
 		cfg   Config
@@ -134,10 +135,10 @@ func TestMemoryOfBoundsAllocations(t *testing.T) {
 	quad.Model = ModelConfig{Kind: "quadratic", Curvature: 1}
 	quad.Informed = false
 	lap := mlpConfig()
-	lap.Mechanism, lap.Informed = MechLaplace, false
+	lap.Mechanism, lap.Informed = algo.Laplace, false
 	c1, cp1 := synthWorlds(1, 12, 5, 3, TargetInfo{Client: 0, Index: 3}, 9)
 	dp := mlpConfig()
-	dp.Algorithm, dp.Batching, dp.BatchSize, dp.LearningRate = DPSGD, "poisson", 4, 0.1
+	dp.Algorithm, dp.Batching, dp.BatchSize, dp.LearningRate = algo.DPSGD, "poisson", 4, 0.1
 	cases := []struct {
 		name  string
 		cfg   Config

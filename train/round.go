@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/internal/philox"
 )
@@ -90,7 +91,7 @@ func (f *fedRounds) round(ctx context.Context, t int, record bool) error {
 		e.scaleO[r] = float32(sigma * math.Sqrt(float64(others)) / float64(n))
 	}
 	be.Axpby(0, compute.Mat{}, 0, e.all(e.noise), nil)
-	if sigma > 0 && e.cfg.mechanism() == MechGaussian {
+	if sigma > 0 && e.cfg.mechanism() == algo.Gaussian {
 		be.AddGaussian(e.all(e.noise), e.seeds, e.scaleT, uint32(t), uint32(tc))
 		if e.stats != nil {
 			// Before the others' noise: the target's own draw, which its upload carries times n.

@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
 )
 
@@ -43,7 +44,7 @@ func (e *engine) chooseSteps(allowDeferred bool) localSteps {
 	}
 	// The fused step pays n^2 per replica for the Gram matrices instead of n*in: worth it for
 	// minibatches no larger than the input. It clips whole gradients, so never for DP-SGD.
-	if f, ok := e.model.(fusedStepper); ok && e.perEx == 0 && e.cfg.Batching == "fixed" && e.cfg.BatchSize <= e.dim {
+	if f, ok := e.model.(fusedStepper); ok && e.perEx == 0 && e.cfg.Batching == algo.Fixed && e.cfg.BatchSize <= e.dim {
 		return &wholeSteps{e: e, form: &fusedSteps{e: e, f: f}}
 	}
 	return &wholeSteps{e: e, form: &directSteps{e: e}}
