@@ -1,7 +1,7 @@
 // Gaussian noise from the counter-based Philox4x32-10 stream of internal/philox.
 #include "common.cuh"
 
-// box_muller is train.BoxMuller: the two normals of the Philox words (a, b), radius
+// box_muller is philox.BoxMuller (internal/philox): the two normals of the Philox words (a, b), radius
 // sqrt(-2 ln u), u = (a + 1) 2^-32, angle 2 pi b 2^-32, with train's own logarithm, sine and
 // cosine polynomials evaluated by the same IEEE operations in the same order (explicit fma;
 // the kernels are compiled with -fmad=false), so the values equal the CPU's bit for bit.
