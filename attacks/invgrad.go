@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
 )
@@ -129,7 +130,7 @@ func (a invgradAttack) reconstruct(env *Env, obs *Observation) ([]float64, float
 	cfg := a.cfg.withDefaults()
 	p := &invProblem{m: env.model, w0: to64(obs.Prev.Params), u: u, y: y, etas: etas,
 		clip: env.Config.ClipNorm, tvWeight: cfg.tv}
-	if env.Config.Algorithm == train.NoisyFedProx {
+	if env.Config.Algorithm == algo.FedProx {
 		p.alpha = env.Config.ProxAlpha
 	}
 	p.img = imageShape(env.Shape, env.Dim)

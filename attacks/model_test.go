@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/train"
 )
 
@@ -65,7 +66,7 @@ func TestModelLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := train.NewMLP(train.Tanh, 5, 7, 3)
+	ref, err := train.NewMLP(compute.Tanh, 5, 7, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

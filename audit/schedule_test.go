@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/fedaudit/fedaudit/algo"
 )
 
 func TestNamedSchedules(t *testing.T) {
@@ -116,7 +118,7 @@ func FuzzReadScheduleTable(f *testing.F) {
 				}
 			}
 		}
-		cfg := Config{Algo: FedAvg, Schedule: s, L: 1, K: steps, M: 2, Sigma: 1, Clip: 1}
+		cfg := Config{Algo: algo.FedAvg, Schedule: s, L: 1, K: steps, M: 2, Sigma: 1, Clip: 1}
 		if _, err := Bounds(cfg, []int{rounds}); err != nil {
 			t.Fatalf("valid table rejected by Bounds: %v", err)
 		}

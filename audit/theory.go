@@ -6,16 +6,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
-)
 
-// Algorithm is the training algorithm whose privacy the bound describes.
-type Algorithm string
-
-// The algorithms of the paper. DP-SGD is the m = n = 1 case of Noisy-FedAvg (Remark 3.2).
-const (
-	FedAvg  Algorithm = "fedavg"
-	FedProx Algorithm = "fedprox"
-	DPSGD   Algorithm = "dpsgd"
+	"github.com/fedaudit/fedaudit/algo"
 )
 
 // DefaultDelta is the delta at which Bounds reports epsilon when Config.Delta is zero.
@@ -23,7 +15,9 @@ const DefaultDelta = 1e-5
 
 // Config is what the theory needs to know of a training configuration.
 type Config struct {
-	Algo Algorithm
+	// Algo is the training algorithm whose privacy the bound describes: algo.FedAvg,
+	// algo.FedProx or algo.DPSGD (the m = n = 1 case of Noisy-FedAvg, Remark 3.2).
+	Algo algo.Algorithm
 	// Schedule gives eta_{k,t}. When nil, it is ParseSchedule(ScheduleName, Eta, K), with
 	// ScheduleName "constant" when empty.
 	Schedule     Schedule
@@ -75,14 +69,14 @@ func (c Config) Validate() error {
 // resolve validates c and returns its schedule.
 func (c Config) resolve() (Schedule, error) {
 	switch c.Algo {
-	case FedAvg, FedProx, DPSGD:
+	case algo.FedAvg, algo.FedProx, algo.DPSGD:
 	default:
-		return nil, fieldErrorf("Algo", "unknown algorithm %q (want %s, %s or %s)", c.Algo, FedAvg, FedProx, DPSGD)
+		return nil, fieldErrorf("Algo", "unknown algorithm %q (want %s, %s or %s)", c.Algo, algo.FedAvg, algo.FedProx, algo.DPSGD)
 	}
 	if c.K < 1 {
 		return nil, fieldErrorf("K", "local steps per round must be >= 1, got %d", c.K)
 	}
-	if c.Algo == DPSGD {
+	if c.Algo == algo.DPSGD {
 		if c.M != 0 && c.M != 1 {
 			return nil, fieldErrorf("M", "dpsgd is the m = n = 1 case of Noisy-FedAvg; M must be 1 or unset, got %d", c.M)
 		}
@@ -109,8 +103,8 @@ func (c Config) resolve() (Schedule, error) {
 	if c.Delta != 0 && !(c.Delta > 0 && c.Delta < 1) {
 		return nil, fieldErrorf("Delta", "must be in (0, 1) (or 0 for %g), got %v", DefaultDelta, c.Delta)
 	}
-	if c.ProxConstant && c.Algo != FedProx {
-		return nil, fieldErrorf("ProxConstant", "applies to %s only, not %s", FedProx, c.Algo)
+	if c.ProxConstant && c.Algo != algo.FedProx {
+		return nil, fieldErrorf("ProxConstant", "applies to %s only, not %s", algo.FedProx, c.Algo)
 	}
 	sched := c.Schedule
 	if sched == nil {
@@ -134,7 +128,7 @@ func (c Config) resolve() (Schedule, error) {
 			return nil, fieldErrorf("Schedule", "table has %d steps per round, K is %d", steps, c.K)
 		}
 	}
-	if c.Algo == FedProx {
+	if c.Algo == algo.FedProx {
 		if !(c.Alpha > c.L) || math.IsInf(c.Alpha, 1) {
 			return nil, fieldErrorf("Alpha", "FedProx needs a finite proximal coefficient alpha > L = %v (Theorem 4), got %v", c.L, c.Alpha)
 		}
@@ -169,7 +163,7 @@ func (c Config) checkProxStep(eta float64, k, t int) error {
 // 2V/n and the noise std sigma/sqrt(n) of the average use it.
 func (c Config) EffectiveClients() int {
 	switch {
-	case c.Algo == DPSGD:
+	case c.Algo == algo.DPSGD:
 		return 1
 	case c.N > 0:
 		return c.N
@@ -349,7 +343,7 @@ func (c Config) roundCoefficients(sched Schedule, t int) (logRho, gamma float64,
 			return 0, 0, fieldErrorf("Schedule", "eta at step %d of round %d is %v; rates must be positive and finite", k, t, eta)
 		}
 		switch c.Algo {
-		case FedProx:
+		case algo.FedProx:
 			if err := c.checkProxStep(eta, k, t); err != nil {
 				return 0, 0, err
 			}
@@ -368,7 +362,7 @@ func (c Config) roundCoefficients(sched Schedule, t int) (logRho, gamma float64,
 		// rho = alpha/(alpha-L), gamma = 2V/(n alpha): the paper's constant bounds, valid
 		// once every step passed checkProxStep above.
 		return -math.Log1p(-c.L / c.Alpha), 2 * c.Clip / (n * c.Alpha), nil
-	case c.Algo == FedProx:
+	case c.Algo == algo.FedProx:
 		return math.Log(r), 2 * c.Clip / n * g, nil
 	}
 	return sumLog, 2 * c.Clip / n * sumEta, nil
@@ -377,7 +371,7 @@ func (c Config) roundCoefficients(sched Schedule, t int) (logRho, gamma float64,
 // closedForm is the paper's closed form at T and whether it is exact or an upper bound.
 func (c Config) closedForm(sched Schedule, T int) (float64, string) {
 	sqrtN := math.Sqrt(float64(c.EffectiveClients()))
-	if c.Algo == FedProx {
+	if c.Algo == algo.FedProx {
 		if !c.ProxConstant {
 			// With the exact rho_t < alpha/(alpha-L), H_0 can be on either side of Theorem 4
 			// (H_0 falls as a constant rho > 1 grows), so the theorem is neither.

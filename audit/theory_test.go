@@ -7,11 +7,13 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/fedaudit/fedaudit/algo"
 )
 
 // workedConfig is the worked example of docs/theory.md.
 func workedConfig(schedule string) Config {
-	return Config{Algo: FedAvg, ScheduleName: schedule, Eta: 0.01, L: 1, K: 5, M: 20, Sigma: 0.1, Clip: 10}
+	return Config{Algo: algo.FedAvg, ScheduleName: schedule, Eta: 0.01, L: 1, K: 5, M: 20, Sigma: 0.1, Clip: 10}
 }
 
 func mustBounds(t *testing.T, cfg Config, rounds ...int) []Bound {
@@ -52,7 +54,7 @@ func TestWorkedExample(t *testing.T) {
 			t.Errorf("stage closed form kind %q", stage[i].ClosedFormKind)
 		}
 	}
-	prox := Config{Algo: FedProx, ProxConstant: true, Alpha: 2, Eta: 0.01, L: 1, K: 5, M: 20, Sigma: 0.1, Clip: 10}
+	prox := Config{Algo: algo.FedProx, ProxConstant: true, Alpha: 2, Eta: 0.01, L: 1, K: 5, M: 20, Sigma: 0.1, Clip: 10}
 	for i, b := range mustBounds(t, prox, 1, 10, 100) {
 		want := []float64{22.360680, 38.692030, 38.729833}[i]
 		check("fedprox mu", b.Mu, want)
@@ -68,7 +70,7 @@ func TestClosedFormsExact(t *testing.T) {
 		for _, L := range []float64{0.1, 1, 30} {
 			for _, K := range []int{1, 5, 50} {
 				for _, T := range []int{1, 2, 7, 100, 10000} {
-					cfg := Config{Algo: FedAvg, Eta: eta, L: L, K: K, M: 7, Sigma: 0.3, Clip: 2}
+					cfg := Config{Algo: algo.FedAvg, Eta: eta, L: L, K: K, M: 7, Sigma: 0.3, Clip: 2}
 					b := mustBounds(t, cfg, T)[0]
 					if e := relErr(b.MuClosedForm, b.Mu); e > 1e-9 || b.ClosedFormKind != "exact" {
 						t.Errorf("constant eta=%v L=%v K=%v T=%v: exact %.15g closed %.15g (%q)", eta, L, K, T, b.Mu, b.MuClosedForm, b.ClosedFormKind)
@@ -80,7 +82,7 @@ func TestClosedFormsExact(t *testing.T) {
 	}
 	for _, alpha := range []float64{1.01, 1.5, 4, 100} {
 		for _, T := range []int{1, 3, 50, 10000} {
-			cfg := Config{Algo: FedProx, ProxConstant: true, Alpha: alpha, ScheduleName: "cyclic", Eta: 0.001, L: 1, K: 3, M: 4, N: 3, Sigma: 1, Clip: 1}
+			cfg := Config{Algo: algo.FedProx, ProxConstant: true, Alpha: alpha, ScheduleName: "cyclic", Eta: 0.001, L: 1, K: 3, M: 4, N: 3, Sigma: 1, Clip: 1}
 			b := mustBounds(t, cfg, T)[0]
 			if e := relErr(b.MuClosedForm, b.Mu); e > 1e-9 || b.ClosedFormKind != "exact" {
 				t.Errorf("fedprox alpha=%v T=%v: exact %.15g closed %.15g", alpha, T, b.Mu, b.MuClosedForm)
@@ -99,7 +101,7 @@ func TestUpperFormsNeverBelow(t *testing.T) {
 	for _, eta := range []float64{1e-3, 0.05, 0.5, 3} {
 		for _, L := range []float64{0.01, 1, 10} {
 			for _, K := range []int{1, 4, 20} {
-				cfg := Config{Algo: FedAvg, ScheduleName: "stage", Eta: eta, L: L, K: K, M: 10, Sigma: 0.5, Clip: 3}
+				cfg := Config{Algo: algo.FedAvg, ScheduleName: "stage", Eta: eta, L: L, K: K, M: 10, Sigma: 0.5, Clip: 3}
 				for _, b := range mustBounds(t, cfg, 1, 2, 3, 10, 57, 1000) {
 					if b.MuClosedForm < b.Mu*(1-1e-12) || b.MuClosedForm < b.MuComposition*(1-1e-12) {
 						t.Errorf("stage eta=%v L=%v K=%v T=%v: upper %.12g < exact %.12g or composition %.12g", eta, L, K, b.T, b.MuClosedForm, b.Mu, b.MuComposition)
@@ -164,10 +166,10 @@ func bruteForceMu(cfg Config, sched Schedule, T int) float64 {
 		}
 		r, g := nf(0), nf(0)
 		switch {
-		case cfg.Algo == FedProx && cfg.ProxConstant:
+		case cfg.Algo == algo.FedProx && cfg.ProxConstant:
 			r = nf(cfg.Alpha / (cfg.Alpha - cfg.L))
 			g = nf(2 * cfg.Clip / (n * cfg.Alpha))
-		case cfg.Algo == FedProx:
+		case cfg.Algo == algo.FedProx:
 			r.Add(r, prodFrom(0, cfg.Alpha-cfg.L))
 			for k := 0; k < cfg.K; k++ {
 				r.Add(r, new(big.Float).Mul(new(big.Float).Mul(prodFrom(k+1, cfg.Alpha-cfg.L), eta(k)), nf(cfg.Alpha)))
@@ -219,17 +221,17 @@ func TestBoundsBruteForce(t *testing.T) {
 	}
 	const maxT = 40
 	cases := []Config{
-		{Algo: FedAvg, ScheduleName: "constant", Eta: 0.01, L: 1, K: 5, M: 20},
-		{Algo: FedAvg, ScheduleName: "cyclic", Eta: 0.3, L: 2, K: 7, M: 3},
-		{Algo: FedAvg, ScheduleName: "stage", Eta: 0.1, L: 0.5, K: 4, M: 9, N: 4},
-		{Algo: FedAvg, ScheduleName: "iterative", Eta: 0.5, L: 3, K: 6, M: 2},
-		{Algo: FedAvg, ScheduleName: "constant", Eta: 1, L: 50, K: 20, M: 5}, // (51^20)^40 ~ 1e1366
-		{Algo: DPSGD, ScheduleName: "iterative", Eta: 0.05, L: 1, K: 1},
-		{Algo: FedAvg, Schedule: randomTable(maxT, 5, 0.2), L: 1.5, K: 5, M: 10},
-		{Algo: FedProx, ScheduleName: "constant", Eta: 0.05, L: 1, Alpha: 3, K: 5, M: 20},
-		{Algo: FedProx, ScheduleName: "cyclic", Eta: 0.2, L: 0.5, Alpha: 1, K: 8, M: 4, N: 2},
-		{Algo: FedProx, Schedule: randomTable(maxT, 4, 0.4), L: 1, Alpha: 2.5, K: 4, M: 6},
-		{Algo: FedProx, ScheduleName: "stage", ProxConstant: true, Eta: 0.1, L: 1, Alpha: 1.2, K: 3, M: 5},
+		{Algo: algo.FedAvg, ScheduleName: "constant", Eta: 0.01, L: 1, K: 5, M: 20},
+		{Algo: algo.FedAvg, ScheduleName: "cyclic", Eta: 0.3, L: 2, K: 7, M: 3},
+		{Algo: algo.FedAvg, ScheduleName: "stage", Eta: 0.1, L: 0.5, K: 4, M: 9, N: 4},
+		{Algo: algo.FedAvg, ScheduleName: "iterative", Eta: 0.5, L: 3, K: 6, M: 2},
+		{Algo: algo.FedAvg, ScheduleName: "constant", Eta: 1, L: 50, K: 20, M: 5}, // (51^20)^40 ~ 1e1366
+		{Algo: algo.DPSGD, ScheduleName: "iterative", Eta: 0.05, L: 1, K: 1},
+		{Algo: algo.FedAvg, Schedule: randomTable(maxT, 5, 0.2), L: 1.5, K: 5, M: 10},
+		{Algo: algo.FedProx, ScheduleName: "constant", Eta: 0.05, L: 1, Alpha: 3, K: 5, M: 20},
+		{Algo: algo.FedProx, ScheduleName: "cyclic", Eta: 0.2, L: 0.5, Alpha: 1, K: 8, M: 4, N: 2},
+		{Algo: algo.FedProx, Schedule: randomTable(maxT, 4, 0.4), L: 1, Alpha: 2.5, K: 4, M: 6},
+		{Algo: algo.FedProx, ScheduleName: "stage", ProxConstant: true, Eta: 0.1, L: 1, Alpha: 1.2, K: 3, M: 5},
 	}
 	for i, cfg := range cases {
 		cfg.Sigma, cfg.Clip = 0.7, 2
@@ -290,7 +292,7 @@ func TestBoundsParticipationAndDPSGD(t *testing.T) {
 	full := workedConfig("cyclic")
 	full.M = 4
 	dp := workedConfig("cyclic")
-	dp.Algo, dp.M = DPSGD, 0
+	dp.Algo, dp.M = algo.DPSGD, 0
 	one := workedConfig("cyclic")
 	one.M = 1
 	for _, pair := range [][2]Config{{partial, full}, {dp, one}} {
@@ -369,7 +371,7 @@ func TestRoundCoefficients(t *testing.T) {
 	}
 	// FedProx, constant eta: Lemma 10 gives alpha/(alpha-L) - L (1 - eta(alpha-L))^K/(alpha-L)
 	// and Lemma 9 gives (2V/m)(1 - (1 - eta alpha)^K)/alpha.
-	cfg := Config{Algo: FedProx, Eta: 0.1, L: 1, Alpha: 3, K: 4, M: 5, Sigma: 1, Clip: 2}
+	cfg := Config{Algo: algo.FedProx, Eta: 0.1, L: 1, Alpha: 3, K: 4, M: 5, Sigma: 1, Clip: 2}
 	rho, gamma, err = cfg.RoundCoefficients(0)
 	if err != nil {
 		t.Fatal(err)
@@ -402,7 +404,7 @@ func TestValidate(t *testing.T) {
 	if err := good.Validate(); err != nil {
 		t.Fatalf("worked example rejected: %v", err)
 	}
-	prox := Config{Algo: FedProx, Eta: 0.1, L: 1, Alpha: 2, K: 5, M: 20, Sigma: 0.1, Clip: 10}
+	prox := Config{Algo: algo.FedProx, Eta: 0.1, L: 1, Alpha: 2, K: 5, M: 20, Sigma: 0.1, Clip: 10}
 	if err := prox.Validate(); err != nil {
 		t.Fatalf("fedprox rejected: %v", err)
 	}
@@ -426,8 +428,8 @@ func TestValidate(t *testing.T) {
 		{"schedule", func(c *Config) { c.ScheduleName = "cosine" }, "ScheduleName"},
 		{"delta", func(c *Config) { c.Delta = 1 }, "Delta"},
 		{"prox constant on fedavg", func(c *Config) { c.ProxConstant = true }, "ProxConstant"},
-		{"dpsgd with m", func(c *Config) { c.Algo = DPSGD }, "M"},
-		{"dpsgd with n", func(c *Config) { c.Algo, c.M, c.N = DPSGD, 1, 2 }, "N"},
+		{"dpsgd with m", func(c *Config) { c.Algo = algo.DPSGD }, "M"},
+		{"dpsgd with n", func(c *Config) { c.Algo, c.M, c.N = algo.DPSGD, 1, 2 }, "N"},
 		{"table too few steps", func(c *Config) { c.Schedule = table }, "Schedule"},
 		{"fedprox alpha <= L", func(c *Config) { *c = prox; c.Alpha = 1 }, "Alpha"},
 		{"fedprox alpha NaN", func(c *Config) { *c = prox; c.Alpha = math.NaN() }, "Alpha"},

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/fedaudit/fedaudit/accounting"
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/train"
 )
@@ -65,14 +66,14 @@ func For(ctx context.Context, d Deployment, delta float64) (audit.Claim, string,
 	}
 	pc := train.PlanClaim(delta)
 	switch mech := tc.Mechanism; mech {
-	case "", train.MechGaussian:
+	case "", algo.Gaussian:
 		g, err := accounting.ScheduleEpsilon(schedule, pc)
 		if err != nil {
 			return audit.Claim{}, "", fmt.Errorf("claim: %w", err)
 		}
 		return audit.Claim{Epsilon: g.Epsilon, Delta: delta},
 			fmt.Sprintf("accountant: %s, sampled Gaussian RDP (q = %g, z = %.4g, T = %d, Balle conversion)%s", tc.Algorithm, q, schedule[0].Z, len(schedule), group), nil
-	case train.MechLaplace:
+	case algo.Laplace:
 		// Product Laplace noise of scale b per coordinate; an update clipped to L2 norm c has
 		// L1 norm at most sqrt(d) c, and the Laplace divergence is superadditive in the shift,
 		// so each round is Laplace RDP at b / (sqrt(d) c). Subsampling is ignored (it can only
@@ -101,7 +102,7 @@ func For(ctx context.Context, d Deployment, delta float64) (audit.Claim, string,
 		}
 		return audit.Claim{Epsilon: eps, Delta: delta},
 			fmt.Sprintf("accountant: %s, Laplace RDP per round (L1 sensitivity sqrt(d) c, no amplification by sampling)%s", tc.Algorithm, group), nil
-	case train.MechStaircase:
+	case algo.Staircase:
 		return staircaseClaim(d, plan, schedule, n, delta, group)
 	}
 	return audit.Claim{}, "", fmt.Errorf("train.mechanism: no accountant for %s noise in %s; state audit.claim_epsilon", tc.Mechanism, tc.Algorithm)

@@ -5,11 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/train"
 )
 
 func dpFedAvg() train.Config {
-	return train.Config{Algorithm: train.DPFedAvg, Model: train.ModelConfig{Kind: "quadratic", Curvature: 1},
+	return train.Config{Algorithm: algo.DPFedAvg, Model: train.ModelConfig{Kind: "quadratic", Curvature: 1},
 		Rounds: 10, LocalSteps: 2, LearningRate: 0.5, SamplingRate: 0.5, NoiseMultiplier: 1.5, UpdateClip: 1}
 }
 
@@ -30,7 +31,7 @@ func TestFor(t *testing.T) {
 		{"sampled gaussian", func(*Deployment) {}, 6.4, 6.5, "", false},
 		{"mis-calibrated rate", func(d *Deployment) { d.ClaimSamplingRate = 0.02 }, 0.5, 0.52, "", false},
 		{"replace adjacency", func(d *Deployment) { d.Adjacency = "replace-client" }, 0, 0, "adjacency.kind", false},
-		{"noisy fedavg", func(d *Deployment) { d.Train = train.Config{Algorithm: train.NoisyFedAvg} }, 0, 0, "", true},
+		{"noisy fedavg", func(d *Deployment) { d.Train = train.Config{Algorithm: algo.FedAvg} }, 0, 0, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := base

@@ -9,7 +9,7 @@ import (
 
 const available = true
 
-// Backend is train.Backend on one GPU: Ops over the device. Buffers live in device
+// Backend is compute.Backend on one GPU: Ops over the device. Buffers live in device
 // memory until Close; the engine allocates every replica's state once, so a shard of pairs
 // must fit in device memory (see docs/gpu.md for the sizes and FreeMemory to check).
 type Backend struct {

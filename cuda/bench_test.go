@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/traintest"
 )
 
 type discard struct{}
@@ -19,8 +21,8 @@ func (discard) Checkpoint(context.Context, *train.Checkpoint) error { return nil
 // sgemmRate measures the device's single-precision GEMM rate in GFLOP/s on square n x n
 // products, as the reference for the achieved rate of the training runs.
 func sgemmRate(b testing.TB, be *cuda.Backend, n, reps int) float64 {
-	m := func() train.Mat {
-		return train.Mat{Buf: be.Alloc(n * n), Rows: n, Cols: n, Stride: n, Batch: 1}
+	m := func() compute.Mat {
+		return compute.Mat{Buf: be.Alloc(n * n), Rows: n, Cols: n, Stride: n, Batch: 1}
 	}
 	x, y, z := m(), m(), m()
 	be.Gemm(false, false, 1, x, y, 0, z) // warm-up
@@ -40,7 +42,7 @@ func sgemmRate(b testing.TB, be *cuda.Backend, n, reps int) float64 {
 // BenchmarkW1 runs benchmark W1 (train/w1.go: T = 20 rounds, 10 clients, K = 5, B = 32,
 // MLP 784-64-10) on the GPU with 64 replicas (W1 as the CPU benchmark runs it) and with 4096
 // (the scaled workload), after a one-round warm-up, and reports replica-rounds per second
-// and the dense-layer GEMM rate counted as train.RunW1 counts it, as a fraction of the
+// and the dense-layer GEMM rate counted as traintest.RunW1 counts it, as a fraction of the
 // SGEMM rate the device reaches on 4096 x 4096 products in the same run.
 func BenchmarkW1(b *testing.B) {
 	be := open(b, cuda.Options{})
@@ -49,21 +51,21 @@ func BenchmarkW1(b *testing.B) {
 	be.Close()
 	for _, replicas := range []int{64, 4096} {
 		b.Run(fmt.Sprintf("R=%d", replicas), func(b *testing.B) {
-			c, cp, tgt := train.W1Data()
-			cfg := train.W1Config()
+			c, cp, tgt := traintest.W1Data()
+			cfg := traintest.W1Config()
 			pairs := train.PairRange{First: 0, Count: replicas / 2}
 			for i := 0; i < b.N; i++ {
 				be := open(b, cuda.Options{})
 				warm := cfg
 				warm.Rounds = 1
-				if err := train.TrainOn(context.Background(), be, warm, c, cp, tgt, nil, pairs, discard{}, nil); err != nil {
+				if err := train.TrainOn(context.Background(), be, train.Job{Config: warm, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs, Recorder: discard{}}); err != nil {
 					b.Fatal(err)
 				}
 				if err := be.Sync(); err != nil {
 					b.Fatal(err)
 				}
 				start := time.Now()
-				if err := train.TrainOn(context.Background(), be, cfg, c, cp, tgt, nil, pairs, discard{}, nil); err != nil {
+				if err := train.TrainOn(context.Background(), be, train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs, Recorder: discard{}}); err != nil {
 					b.Fatal(err)
 				}
 				if err := be.Sync(); err != nil {

@@ -1,5 +1,5 @@
-// Package cuda is the GPU training backend, beside the CPU backend of package train: Ops
-// implements train.Backend over any Device that runs the kernels of package kernels, turning
+// Package cuda is the GPU training backend, beside the CPU backend of package cpu: Ops
+// implements compute.Backend over any Device that runs the kernels of package kernels, turning
 // every operation into kernel launches and strided-batched SGEMM calls on device buffers.
 //
 // Two devices run it. The driver device (build tag gpu) is an NVIDIA GPU through the CUDA

@@ -8,12 +8,13 @@ import (
 	"os"
 	"unsafe"
 
+	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/kernels"
 	"github.com/fedaudit/fedaudit/train"
 )
 
-// Ops implements train.Backend on a Device: it turns every operation into kernel launches
-// (and cuBLAS calls for Gemm) on device buffers. train.Backend's methods return no errors, so
+// Ops implements compute.Backend on a Device: it turns every operation into kernel launches
+// (and cuBLAS calls for Gemm) on device buffers. compute.Backend's methods return no errors, so
 // Ops keeps the first device error, turns every later operation into a no-op and reports the
 // error from Err; a caller must check Err before trusting anything it downloaded (see
 // CheckRecorder).
@@ -40,7 +41,7 @@ type scratch struct {
 	n    int
 }
 
-// buffer is a train.Buffer in device memory.
+// buffer is a compute.Buffer in device memory.
 type buffer struct {
 	addr uint64
 	n    int
@@ -103,7 +104,7 @@ func (o *Ops) synced(what string) {
 	}
 }
 
-var _ train.Backend = (*Ops)(nil)
+var _ compute.Backend = (*Ops)(nil)
 
 // Err returns the first device error, or nil.
 func (o *Ops) Err() error { return o.err }
@@ -162,21 +163,21 @@ func (o *Ops) free(addr uint64) {
 	o.fail("free", o.dev.Free(addr))
 }
 
-// Alloc implements train.Backend.
-func (o *Ops) Alloc(n int) train.Buffer {
+// Alloc implements compute.Backend.
+func (o *Ops) Alloc(n int) compute.Buffer {
 	return &buffer{addr: o.alloc("alloc", 4*n), n: n}
 }
 
-// Upload implements train.Backend.
-func (o *Ops) Upload(dst train.Buffer, off int, src []float32) {
+// Upload implements compute.Backend.
+func (o *Ops) Upload(dst compute.Buffer, off int, src []float32) {
 	if o.err != nil || len(src) == 0 {
 		return
 	}
 	o.fail("upload", o.dev.Write(dst.(*buffer).addr+4*uint64(off), f32bytes(src)))
 }
 
-// Download implements train.Backend.
-func (o *Ops) Download(dst []float32, src train.Buffer, off int) {
+// Download implements compute.Backend.
+func (o *Ops) Download(dst []float32, src compute.Buffer, off int) {
 	if o.err != nil || len(dst) == 0 {
 		return
 	}
@@ -188,7 +189,7 @@ func f32bytes(s []float32) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(&
 func f64bytes(s []float64) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 8*len(s)) }
 
 // addr is the device address of m's element (0, 0) of batch element 0, or 0 without a buffer.
-func addr(m train.Mat) uint64 {
+func addr(m compute.Mat) uint64 {
 	if m.Buf == nil {
 		return 0
 	}
@@ -217,11 +218,11 @@ const (
 	kindF32 = 'f' // .f32
 )
 
-func (a *args) ptr(p uint64) *args    { return a.add(p, kindPtr) }
-func (a *args) i64(n int) *args       { return a.add(uint64(int64(n)), kindI64) }
-func (a *args) u32(n uint32) *args    { return a.add(uint64(n), kindI32) }
-func (a *args) f32(f float32) *args   { return a.add(uint64(math.Float32bits(f)), kindF32) }
-func (a *args) mat(m train.Mat) *args { return a.ptr(addr(m)).i64(m.Stride).i64(m.BatchStride) }
+func (a *args) ptr(p uint64) *args      { return a.add(p, kindPtr) }
+func (a *args) i64(n int) *args         { return a.add(uint64(int64(n)), kindI64) }
+func (a *args) u32(n uint32) *args      { return a.add(uint64(n), kindI32) }
+func (a *args) f32(f float32) *args     { return a.add(uint64(math.Float32bits(f)), kindF32) }
+func (a *args) mat(m compute.Mat) *args { return a.ptr(addr(m)).i64(m.Stride).i64(m.BatchStride) }
 
 // launch runs k over total independent work items.
 func (o *Ops) launch(k kernels.Kernel, total int) {
@@ -262,7 +263,7 @@ func (o *Ops) stageBytes(op string, pieces ...[]byte) []uint64 {
 
 // ld is the leading dimension cuBLAS sees for a row-major matrix: its row stride, which a
 // single row may leave smaller than its width.
-func ld(m train.Mat) int {
+func ld(m compute.Mat) int {
 	if m.Rows <= 1 {
 		return max(m.Stride, m.Cols, 1)
 	}
@@ -273,9 +274,9 @@ func ld(m train.Mat) int {
 // grid dimension limited to 65535).
 const maxGemmBatch = 65535
 
-// Gemm implements train.Backend. Row-major C = op(A) op(B) is column-major C^T = op(B)^T
+// Gemm implements compute.Backend. Row-major C = op(A) op(B) is column-major C^T = op(B)^T
 // op(A)^T, so cuBLAS is called with the operands swapped.
-func (o *Ops) Gemm(transA, transB bool, alpha float32, a, b train.Mat, beta float32, c train.Mat) {
+func (o *Ops) Gemm(transA, transB bool, alpha float32, a, b compute.Mat, beta float32, c compute.Mat) {
 	m, n := c.Rows, c.Cols
 	k := a.Cols
 	if transA {
@@ -298,8 +299,8 @@ func (o *Ops) Gemm(transA, transB bool, alpha float32, a, b train.Mat, beta floa
 	}
 }
 
-// Axpby implements train.Backend.
-func (o *Ops) Axpby(alpha float32, x train.Mat, beta float32, y train.Mat, coef []float32) {
+// Axpby implements compute.Backend.
+func (o *Ops) Axpby(alpha float32, x compute.Mat, beta float32, y compute.Mat, coef []float32) {
 	var cp uint64
 	if coef != nil && y.Batch > 0 {
 		cp = o.stageBytes("axpby", f32bytes(coef[:y.Batch]))[0]
@@ -308,20 +309,20 @@ func (o *Ops) Axpby(alpha float32, x train.Mat, beta float32, y train.Mat, coef 
 	o.launch(kernels.Axpby, y.Batch*y.Rows*y.Cols)
 }
 
-// AddRow implements train.Backend.
-func (o *Ops) AddRow(y, v train.Mat) {
+// AddRow implements compute.Backend.
+func (o *Ops) AddRow(y, v compute.Mat) {
 	o.args.reset().mat(y).ptr(addr(v)).i64(v.BatchStride).i64(y.Rows).i64(y.Cols).i64(y.Batch)
 	o.launch(kernels.AddRow, y.Batch*y.Rows*y.Cols)
 }
 
-// SumRows implements train.Backend.
-func (o *Ops) SumRows(alpha float32, x train.Mat, beta float32, y train.Mat) {
+// SumRows implements compute.Backend.
+func (o *Ops) SumRows(alpha float32, x compute.Mat, beta float32, y compute.Mat) {
 	o.args.reset().ptr(addr(y)).i64(y.BatchStride).mat(x).f32(alpha).f32(beta).i64(x.Rows).i64(y.Cols).i64(y.Batch)
 	o.launch(kernels.SumRows, y.Batch*y.Cols)
 }
 
-// Gather implements train.Backend.
-func (o *Ops) Gather(dst, src train.Mat, idx []int32) {
+// Gather implements compute.Backend.
+func (o *Ops) Gather(dst, src compute.Mat, idx []int32) {
 	if len(idx) == 0 || dst.Batch == 0 || dst.Cols == 0 {
 		return
 	}
@@ -330,28 +331,28 @@ func (o *Ops) Gather(dst, src train.Mat, idx []int32) {
 	o.launch(kernels.Gather, dst.Batch*len(idx)*dst.Cols)
 }
 
-// Activate implements train.Backend.
-func (o *Ops) Activate(act train.Activation, pre, post train.Mat) {
+// Activate implements compute.Backend.
+func (o *Ops) Activate(act compute.Activation, pre, post compute.Mat) {
 	o.args.reset().u32(uint32(act)).mat(pre).mat(post).i64(pre.Rows).i64(pre.Cols).i64(pre.Batch)
 	o.launch(kernels.Activate, pre.Batch*pre.Rows*pre.Cols)
 }
 
-// ActivateGrad implements train.Backend.
-func (o *Ops) ActivateGrad(act train.Activation, pre, post, grad train.Mat) {
+// ActivateGrad implements compute.Backend.
+func (o *Ops) ActivateGrad(act compute.Activation, pre, post, grad compute.Mat) {
 	o.args.reset().u32(uint32(act)).mat(pre).mat(post).mat(grad).i64(pre.Rows).i64(pre.Cols).i64(pre.Batch)
 	o.launch(kernels.ActivateGrad, pre.Batch*pre.Rows*pre.Cols)
 }
 
-// SoftmaxXent implements train.Backend.
-func (o *Ops) SoftmaxXent(logits, labels train.Mat, scale float32, dlogits, loss, margin train.Mat) {
+// SoftmaxXent implements compute.Backend.
+func (o *Ops) SoftmaxXent(logits, labels compute.Mat, scale float32, dlogits, loss, margin compute.Mat) {
 	o.args.reset().mat(logits).mat(labels).f32(scale).mat(dlogits).mat(loss).mat(margin).
 		i64(logits.Rows).i64(logits.Cols).i64(logits.Batch)
 	o.launch(kernels.SoftmaxXent, logits.Batch*logits.Rows)
 }
 
-// ClipExamples implements train.Backend: the per-example squared norms are summed layer by
+// ClipExamples implements compute.Backend: the per-example squared norms are summed layer by
 // layer into a float64 scratch array, then every layer's rows are scaled.
-func (o *Ops) ClipExamples(v float32, deltas, inputs []train.Mat) {
+func (o *Ops) ClipExamples(v float32, deltas, inputs []compute.Mat) {
 	if len(deltas) == 0 {
 		return
 	}
@@ -377,7 +378,7 @@ func (o *Ops) ClipExamples(v float32, deltas, inputs []train.Mat) {
 
 // sumProducts leaves sum_i a[b, i] c[b, i] for every batch element b in the sums scratch
 // and returns its address; rows are a.Cols long.
-func (o *Ops) sumProducts(a, c train.Mat) uint64 {
+func (o *Ops) sumProducts(a, c compute.Mat) uint64 {
 	batch := a.Batch
 	part := o.grow(&o.part, batch*kernels.Partials)
 	out := o.grow(&o.sums, batch)
@@ -388,8 +389,8 @@ func (o *Ops) sumProducts(a, c train.Mat) uint64 {
 	return out
 }
 
-// ClipStep implements train.Backend.
-func (o *Ops) ClipStep(eta, v, alpha float32, w, g, anchor train.Mat) {
+// ClipStep implements compute.Backend.
+func (o *Ops) ClipStep(eta, v, alpha float32, w, g, anchor compute.Mat) {
 	if w.Batch == 0 || w.Cols == 0 {
 		return
 	}
@@ -397,7 +398,7 @@ func (o *Ops) ClipStep(eta, v, alpha float32, w, g, anchor train.Mat) {
 	if v > 0 {
 		sums = o.sumProducts(g, g)
 	}
-	var an train.Mat
+	var an compute.Mat
 	if alpha != 0 {
 		an = anchor
 	}
@@ -406,9 +407,9 @@ func (o *Ops) ClipStep(eta, v, alpha float32, w, g, anchor train.Mat) {
 	o.launch(kernels.ClipStep, w.Batch*w.Cols)
 }
 
-// AddGaussian implements train.Backend. Adjacent batch elements with equal seeds (the two
+// AddGaussian implements compute.Backend. Adjacent batch elements with equal seeds (the two
 // worlds of a pair) form a run whose noise is drawn once.
-func (o *Ops) AddGaussian(dst train.Mat, seeds []uint64, scale []float32, round, stream uint32) {
+func (o *Ops) AddGaussian(dst compute.Mat, seeds []uint64, scale []float32, round, stream uint32) {
 	batch := dst.Batch
 	if batch == 0 || dst.Cols == 0 {
 		return
@@ -430,9 +431,9 @@ func (o *Ops) AddGaussian(dst train.Mat, seeds []uint64, scale []float32, round,
 	o.launch(kernels.AddGaussian, nruns*((dst.Cols+3)/4))
 }
 
-// Dots implements train.Backend: partial sums on the device, one float64 per batch element
+// Dots implements compute.Backend: partial sums on the device, one float64 per batch element
 // copied back.
-func (o *Ops) Dots(a, b train.Mat, out []float64) {
+func (o *Ops) Dots(a, b compute.Mat, out []float64) {
 	if a.Batch == 0 {
 		return
 	}

@@ -3,15 +3,15 @@ package cuda
 import (
 	"errors"
 
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/compute"
 )
 
 // ErrNotBuilt is returned by NewBackend in builds without the gpu tag.
 var ErrNotBuilt = errors.New("this build has no GPU backend (build with -tags gpu)")
 
-// Engine is what a caller needs from the GPU backend beyond train.Backend.
+// Engine is what a caller needs from the GPU backend beyond compute.Backend.
 type Engine interface {
-	train.Backend
+	compute.Backend
 	// Err is the first device error (out of memory, a failed launch); every operation after
 	// it does nothing, so results are valid only while Err is nil.
 	Err() error

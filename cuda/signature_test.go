@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/kernels"
-	"github.com/fedaudit/fedaudit/train"
 )
 
 // recorder is a Device that runs nothing and records the argument kinds Ops passes to each
@@ -58,8 +58,8 @@ func TestLaunchArgumentsMatchPTX(t *testing.T) {
 	r := &recorder{kinds: map[kernels.Kernel]string{}}
 	o := NewOps(r, Options{})
 	r.ops = o
-	m := func(rows, cols, batch int) train.Mat {
-		return train.Mat{Buf: o.Alloc(rows * cols * max(batch, 1)), Rows: rows, Cols: cols, Stride: cols, Batch: batch, BatchStride: rows * cols}
+	m := func(rows, cols, batch int) compute.Mat {
+		return compute.Mat{Buf: o.Alloc(rows * cols * max(batch, 1)), Rows: rows, Cols: cols, Stride: cols, Batch: batch, BatchStride: rows * cols}
 	}
 	x, y := m(3, 4, 2), m(3, 4, 2)
 	row := m(1, 4, 2)
@@ -67,10 +67,10 @@ func TestLaunchArgumentsMatchPTX(t *testing.T) {
 	o.AddRow(y, row)
 	o.SumRows(1, x, 0, row)
 	o.Gather(y, x, []int32{0, 2, 1})
-	o.Activate(train.Tanh, x, y)
-	o.ActivateGrad(train.Tanh, x, y, x)
+	o.Activate(compute.Tanh, x, y)
+	o.ActivateGrad(compute.Tanh, x, y, x)
 	o.SoftmaxXent(x, m(3, 1, 2), 1, y, m(3, 1, 2), m(3, 1, 2))
-	o.ClipExamples(1, []train.Mat{x}, []train.Mat{y})
+	o.ClipExamples(1, []compute.Mat{x}, []compute.Mat{y})
 	o.ClipStep(0.1, 1, 0.5, row, row, row)
 	o.AddGaussian(row, []uint64{1, 1}, []float32{1, 1}, 0, 0)
 	o.Dots(row, row, make([]float64, 2))

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/train"
 )
 
@@ -22,7 +23,7 @@ func Demo() *Config {
 		},
 		Adjacency: AdjacencyConfig{Kind: "replace", Client: 0, Index: 0, Canary: "dirac"},
 		Train: train.Config{
-			Algorithm:    train.NoisyFedAvg,
+			Algorithm:    algo.FedAvg,
 			Model:        train.ModelConfig{Kind: "mlp", Hidden: []int{16}, Activation: "tanh"},
 			Rounds:       20,
 			LocalSteps:   2,

@@ -148,8 +148,8 @@ func Calibrate(ctx context.Context, cfg *Config, data *Data, budget time.Duratio
 		}
 		slice.Train = tc
 		start := time.Now()
-		err := train.Train(ctx, tc, data.Pair.C, data.Pair.CPrime, data.Target, data.Test,
-			train.PairRange{First: 0, Count: slice.Pairs}, discard{}, nil)
+		err := train.Train(ctx, train.Job{Config: tc, WorldC: data.Pair.C, WorldCPrime: data.Pair.CPrime, Target: data.Target,
+			Test: data.Test, Pairs: train.PairRange{First: 0, Count: slice.Pairs}, Recorder: discard{}})
 		if err != nil {
 			return Calibration{}, fmt.Errorf("calibrate: %w", err)
 		}

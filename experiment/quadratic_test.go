@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/runs"
@@ -27,7 +28,7 @@ func quadraticConfig(pairs int) *Config {
 		},
 		Adjacency: AdjacencyConfig{Kind: "replace", Canary: "dirac"},
 		Train: train.Config{
-			Algorithm:    train.NoisyFedAvg,
+			Algorithm:    algo.FedAvg,
 			Model:        train.ModelConfig{Kind: "quadratic", Curvature: 0.5},
 			Rounds:       4,
 			LocalSteps:   2,

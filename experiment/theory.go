@@ -6,11 +6,11 @@ import (
 	"math"
 	"slices"
 
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/attacks"
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/runs"
-	"github.com/fedaudit/fedaudit/train"
 )
 
 // Smoothness is the constant L the convergent bound uses, and where it came from.
@@ -52,7 +52,7 @@ func SmoothnessOf(cfg *Config, data *Data) (Smoothness, error) {
 // adjacency, the DP-FedAvg family and non-Gaussian noise they do not, and TheoryAt gives none.
 func sampleLevelTheory(cfg *Config) bool {
 	m := cfg.Train.Mechanism
-	return !cfg.Adjacency.ClientLevel() && !cfg.Train.IsClientDP() && (m == "" || m == train.MechGaussian)
+	return !cfg.Adjacency.ClientLevel() && !cfg.Train.IsClientDP() && (m == "" || m == algo.Gaussian)
 }
 
 // TheoryConfig maps the experiment onto the theory's parameters. L may be zero (unknown): the
@@ -60,7 +60,7 @@ func sampleLevelTheory(cfg *Config) bool {
 func TheoryConfig(cfg *Config, L float64) (audit.Config, error) {
 	tc := cfg.Train
 	c := audit.Config{
-		Algo:  audit.Algorithm(tc.Algorithm),
+		Algo:  tc.Algorithm,
 		Eta:   tc.LearningRate,
 		L:     L,
 		K:     tc.LocalSteps,
@@ -71,7 +71,7 @@ func TheoryConfig(cfg *Config, L float64) (audit.Config, error) {
 		Alpha: tc.ProxAlpha,
 		Delta: cfg.Audit.Delta,
 	}
-	if c.Algo == audit.DPSGD {
+	if c.Algo == algo.DPSGD {
 		c.M, c.N = 1, 0
 	}
 	if tc.Schedule == "table" {
@@ -129,7 +129,7 @@ func TheoryAt(cfg *Config, sm Smoothness, rounds []int) ([]audit.Bound, error) {
 // never active, which the config must ensure with a large clip_norm.
 func ExactMu(cfg *Config, data *Data) (final, allIterates, uploads func(T int) float64, ok bool) {
 	tc := cfg.Train
-	if tc.Model.Kind != "quadratic" || tc.Algorithm != train.NoisyFedAvg || tc.Schedule != "constant" ||
+	if tc.Model.Kind != "quadratic" || tc.Algorithm != algo.FedAvg || tc.Schedule != "constant" ||
 		tc.Batching != "full" || (tc.Participants != 0 && tc.Participants != cfg.Data.Clients) ||
 		cfg.Adjacency.Kind != "replace" || tc.NoiseStd <= 0 {
 		return nil, nil, nil, false

@@ -48,16 +48,21 @@ func trainOn(ctx context.Context, cfg *Config, data *Data, pairs train.PairRange
 			backend = "gpu"
 		}
 	}
+	job := train.Job{
+		Config: cfg.Train, WorldC: data.Pair.C, WorldCPrime: data.Pair.CPrime, Target: data.Target, Test: data.Test,
+		Pairs: pairs, Recorder: rec, Progress: opts.Progress,
+	}
 	switch backend {
 	case "", "cpu":
-		return train.Train(ctx, cfg.Train, data.Pair.C, data.Pair.CPrime, data.Target, data.Test, pairs, rec, opts.Progress)
+		return train.Train(ctx, job)
 	case "gpu":
 		be, err := cuda.NewBackend(opts.Device)
 		if err != nil {
 			return fmt.Errorf("backend gpu: %w", err)
 		}
 		defer be.Close()
-		err = train.TrainOn(ctx, be, cfg.Train, data.Pair.C, data.Pair.CPrime, data.Target, data.Test, pairs, cuda.CheckRecorder(be, rec), opts.Progress)
+		job.Recorder = cuda.CheckRecorder(be, rec)
+		err = train.TrainOn(ctx, be, job)
 		return errors.Join(err, be.Err())
 	}
 	return fmt.Errorf("backend %q is not cpu, gpu or auto", opts.Backend)

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/findings"
@@ -31,7 +32,7 @@ func leakyConfig() *Config {
 		Data: DataConfig{Source: "synthetic", Synthetic: SyntheticConfig{Dim: 8, Classes: 3},
 			Clients: 3, PerClient: 10, TestSamples: 30},
 		Adjacency: AdjacencyConfig{Kind: "replace", Client: 0, Index: 2, Canary: "dirac"},
-		Train: train.Config{Algorithm: train.NoisyFedAvg, Model: train.ModelConfig{Kind: "softmax"},
+		Train: train.Config{Algorithm: algo.FedAvg, Model: train.ModelConfig{Kind: "softmax"},
 			Rounds: 3, LocalSteps: 2, LearningRate: 0.1, ClipNorm: 1, NoiseStd: 0.01,
 			Checkpoints: []int{1, 3}, Informed: true},
 		Audit: AuditConfig{Attacks: []string{"informed-all", "loss"}, ClaimMu: 0.3},
@@ -357,7 +358,7 @@ func TestStageOnlyChangesReuseRuns(t *testing.T) {
 // clients, clip 0.01, sigma 0.01, eta 1, K 1) has MuComposition 0.2 and MuUploads 2 at T = 1;
 // an attack at its true upload mu (about 1.6) used to read "violated" and is consistent.
 func TestUploadsRowsJudgedAgainstUploadsBound(t *testing.T) {
-	bs, err := audit.Bounds(audit.Config{Algo: audit.FedAvg, Eta: 1, L: 1, K: 1, M: 100, Sigma: 0.01, Clip: 0.01}, []int{1, 3})
+	bs, err := audit.Bounds(audit.Config{Algo: algo.FedAvg, Eta: 1, L: 1, K: 1, M: 100, Sigma: 0.01, Clip: 0.01}, []int{1, 3})
 	if err != nil {
 		t.Fatal(err)
 	}

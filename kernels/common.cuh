@@ -72,7 +72,7 @@ __device__ __forceinline__ void rc_next(rc_index* x) {
 	                            (i64)blockDim.x * gridDim.x, (rows), (cols));              \
 	     it.i < (i64)(n); rc_next(&it))
 
-// The activations, numbered as train.Activation.
+// The activations, numbered as compute.Activation.
 #define ACT_TANH 0
 #define ACT_SOFTPLUS 1
 #define ACT_RELU 2

@@ -1,6 +1,6 @@
-// Row-wise operations of train.Backend: Axpby, AddRow, SumRows, Gather, Activate,
+// Row-wise operations of compute.Backend: Axpby, AddRow, SumRows, Gather, Activate,
 // ActivateGrad. Matrices are passed as a pointer to element (0, 0) of batch element 0, a row
-// stride and a batch stride (0 broadcasts one matrix to the batch), as train.Mat.
+// stride and a batch stride (0 broadcasts one matrix to the batch), as compute.Mat.
 #include "common.cuh"
 
 // axpby: y = a_b x + beta y with a_b = alpha coef[b] (coef may be null); with a_b = 0 and

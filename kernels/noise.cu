@@ -1,7 +1,7 @@
-// Gaussian noise from the counter-based Philox4x32-10 stream of train/philox.go.
+// Gaussian noise from the counter-based Philox4x32-10 stream of internal/philox.
 #include "common.cuh"
 
-// box_muller is train.BoxMuller: the two normals of the Philox words (a, b), radius
+// box_muller is philox.BoxMuller (internal/philox): the two normals of the Philox words (a, b), radius
 // sqrt(-2 ln u), u = (a + 1) 2^-32, angle 2 pi b 2^-32, with train's own logarithm, sine and
 // cosine polynomials evaluated by the same IEEE operations in the same order (explicit fma;
 // the kernels are compiled with -fmad=false), so the values equal the CPU's bit for bit.
@@ -66,7 +66,7 @@ __device__ __forceinline__ void box_muller(u32 a, u32 b, double* z0, double* z1)
 // add_gaussian adds scale[b] Z to row b of dst for every batch element b, Z the coordinates
 // 0..cols-1 of the noise stream (seeds[b], round, stream). Batch elements [runs[k],
 // runs[k+1]) share one seed, so one thread draws the 4 normals of coordinates 4q..4q+3 once
-// for the whole run: box_muller of the Philox words, exactly as train's gaussianBlock.
+// for the whole run: box_muller of the Philox words, exactly as philox.GaussianBlock.
 extern "C" __global__ void add_gaussian(float* dst, i64 dbs, const u64* seeds, const float* scale,
                                         const int* runs, i64 nruns, u32 round, u32 stream,
                                         i64 cols) {

@@ -1,78 +1,33 @@
-package train
+package train_test
 
 import (
 	"context"
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/fedaudit/fedaudit/cpu"
+	"github.com/fedaudit/fedaudit/internal/philox"
+	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/traintest"
 )
-
-func benchGemm(b *testing.B, transA, transB bool, m, n, k, batch int, shareA bool) {
-	be := NewCPU(0)
-	defer be.Close()
-	ar, ac := m, k
-	if transA {
-		ar, ac = k, m
-	}
-	br, bc := k, n
-	if transB {
-		br, bc = n, k
-	}
-	av, _ := randData(1, 1, batch*ar*ac, 2)
-	bv, _ := randData(2, 1, batch*br*bc, 2)
-	a := Mat{Buf: be.Alias(av), Rows: ar, Cols: ac, Stride: ac, Batch: batch, BatchStride: ar * ac}
-	if shareA {
-		a.BatchStride = 0
-	}
-	bm := Mat{Buf: be.Alias(bv), Rows: br, Cols: bc, Stride: bc, Batch: batch, BatchStride: br * bc}
-	c := Mat{Buf: be.Alloc(batch * m * n), Rows: m, Cols: n, Stride: n, Batch: batch, BatchStride: m * n}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		be.Gemm(transA, transB, 1, a, bm, 0, c)
-	}
-	b.ReportMetric(2*float64(m*n*k*batch)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-}
-
-// The GEMM shapes of W1 with 64 replicas: forward X (32 x 784, shared) times W^T per replica,
-// and the weight gradient delta^T (64 x 32) times X.
-func BenchmarkGemmW1Forward(b *testing.B)    { benchGemm(b, false, true, 32, 64, 784, 64, true) }
-func BenchmarkGemmW1WeightGrad(b *testing.B) { benchGemm(b, true, false, 64, 784, 32, 64, false) }
-func BenchmarkGemmSquare512(b *testing.B)    { benchGemm(b, false, false, 512, 512, 512, 1, false) }
-
-func BenchmarkNoise(b *testing.B) {
-	be := NewCPU(0)
-	defer be.Close()
-	const R, d = 64, 50890
-	buf := be.Alloc(R * d)
-	seeds := make([]uint64, R)
-	scale := make([]float32, R)
-	for r := range seeds {
-		seeds[r] = RunSeed(1, r/2)
-		scale[r] = 0.01
-	}
-	dst := Mat{Buf: buf, Rows: 1, Cols: d, Stride: d, Batch: R, BatchStride: d}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		be.AddGaussian(dst, seeds, scale, uint32(i), 0)
-	}
-	b.ReportMetric(float64(R/2*d)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mnormals/s")
-}
 
 // BenchmarkW1Step is one local step of W1 (all 64 replicas): of a non-target client, and of the
 // target client in a step whose batch holds the target sample (two world groups).
 func BenchmarkW1Step(b *testing.B) {
-	c, cp, tgt := W1Data()
-	e, err := newEngine(NewCPU(0), W1Config(), c, cp, tgt, nil, PairRange{0, 32})
+	c, cp, tgt := traintest.W1Data()
+	e, err := train.NewBenchEngine(cpu.New(0), train.Job{Config: traintest.W1Config(), WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: train.PairRange{First: 0, Count: 32}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	// find a (round, step) whose batch of client 0 holds sample 0
 	hitT, hitK := -1, -1
+	perm := make([]int32, traintest.W1PerClient)
 	for t := 0; t < 100 && hitT < 0; t++ {
 		for k := 0; k < 5; k++ {
-			rng := newCounterRand(e.cfg.Seed, uint32(t), 0, domainBatch, uint32(k))
-			samplePrefix(&rng, e.perm[:w1PerClient], 32)
-			if slices.Contains(e.perm[:32], 0) {
+			rng := philox.NewRand(traintest.W1Config().Seed, uint32(t), 0, philox.DomainBatch, uint32(k))
+			philox.SamplePrefix(&rng, perm, 32)
+			if slices.Contains(perm[:32], 0) {
 				hitT, hitK = t, k
 				break
 			}
@@ -83,9 +38,8 @@ func BenchmarkW1Step(b *testing.B) {
 		t, client, k int
 	}{{"shared", 0, 1, 0}, {"target-grouped", hitT, 0, hitK}} {
 		b.Run(tc.name, func(b *testing.B) {
-			e.eta = 0.05
 			for i := 0; i < b.N; i++ {
-				if err := e.localGrad(tc.t, tc.client, tc.k, e.l, false, 0, e.P); err != nil {
+				if err := e.BenchStep(tc.t, tc.client, tc.k, 0.05); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -95,18 +49,18 @@ func BenchmarkW1Step(b *testing.B) {
 
 // BenchmarkW1Client is one client's K local steps for 64 replicas, by chunk size (pairs).
 func BenchmarkW1Client(b *testing.B) {
-	c, cp, tgt := W1Data()
+	c, cp, tgt := traintest.W1Data()
 	for _, chunk := range []int{1, 2, 4, 8, 32} {
 		b.Run(fmt.Sprint("chunk", chunk), func(b *testing.B) {
-			cfg := W1Config()
+			cfg := traintest.W1Config()
 			cfg.ChunkPairs = chunk
-			e, err := newEngine(NewCPU(0), cfg, c, cp, tgt, nil, PairRange{0, 32})
+			e, err := train.NewBenchEngine(cpu.New(0), train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: train.PairRange{First: 0, Count: 32}})
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if err := e.localTrain(context.Background(), 0, 1, e.l, false, false); err != nil {
+				if err := e.BenchClient(context.Background(), 0, 1); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -116,48 +70,10 @@ func BenchmarkW1Client(b *testing.B) {
 
 func BenchmarkW1(b *testing.B) {
 	for i := 0; i < b.N; i++ {
-		r, err := RunW1(context.Background(), 64)
+		r, err := traintest.RunW1(context.Background(), 64)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.ReportMetric(r.ReplicaRoundsPerSec, "replica-rounds/s")
 	}
-}
-
-// BenchmarkKernel is the micro-kernel alone on one core, data in L1: the practical peak that
-// the GEMM rates are compared with.
-func BenchmarkKernel(b *testing.B) {
-	a := make([]float32, 256*gemmMR)
-	bb := make([]float32, 256*gemmNR)
-	var acc [gemmMR * gemmNR]float32
-	for i := 0; i < b.N; i++ {
-		kernel(256, a, bb, &acc)
-	}
-	b.ReportMetric(2*256*gemmMR*gemmNR*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-}
-
-// BenchmarkKernelWide is the double-width kernels (two panels of b, twelve accumulators) on
-// one core with data in L1, where the hardware has them: strided is the forward product's
-// (a's rows read in place at W1's row stride of 784), toC the in-place update's (depth 32).
-func BenchmarkKernelWide(b *testing.B) {
-	const lda, kc = 784, 256
-	a := make([]float32, (gemmMR-1)*lda+kc)
-	bb := make([]float32, kc*2*gemmNR)
-	var acc [gemmMR * 2 * gemmNR]float32
-	if !kernelStrided2(kc, a, lda, bb, &acc) {
-		b.Skip("no double-width kernel on this machine")
-	}
-	b.Run("strided", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			kernelStrided2(kc, a, lda, bb, &acc)
-		}
-		b.ReportMetric(2*kc*gemmMR*2*gemmNR*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-	})
-	b.Run("toC", func(b *testing.B) {
-		c := make([]float32, gemmMR*2*gemmNR)
-		for i := 0; i < b.N; i++ {
-			kernelToC2(32, a, bb, c, 2*gemmNR, 1e-3)
-		}
-		b.ReportMetric(2*32*gemmMR*2*gemmNR*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-	})
 }

@@ -5,19 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
-)
 
-// Algorithm names.
-const (
-	NoisyFedAvg  = "fedavg"
-	NoisyFedProx = "fedprox"
-	DPSGD        = "dpsgd"
+	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/compute"
 )
 
 // Config is one training configuration: the algorithm, model, schedule and what to record.
 type Config struct {
 	// Algorithm is "fedavg" (Noisy-FedAvg), "fedprox" (Noisy-FedProx) or "dpsgd".
-	Algorithm string `json:"algorithm" yaml:"algorithm"`
+	Algorithm algo.Algorithm `json:"algorithm" yaml:"algorithm"`
 	// Model selects the model.
 	Model ModelConfig `json:"model" yaml:"model"`
 	// Rounds is T.
@@ -42,7 +38,7 @@ type Config struct {
 	// Batching is "full" (every local step uses all the client's samples), "fixed" (BatchSize
 	// samples without replacement, the same for every replica) or "poisson" (each sample
 	// independently with probability BatchSize/N, drawn per pair from the run seed).
-	Batching string `json:"batching" yaml:"batching"`
+	Batching algo.Batching `json:"batching" yaml:"batching"`
 	// BatchSize is B (fixed) or the expected batch size (poisson).
 	BatchSize int `json:"batch_size" yaml:"batch_size"`
 	// Seed is the master seed.
@@ -78,7 +74,7 @@ type Config struct {
 	// Mechanism is the distribution of the privacy noise: "gaussian" (default, also ""),
 	// "laplace" or "staircase", each at the same standard deviation (see NoiseOf). It applies
 	// to the uploads of fedavg and fedprox and to the server's noise of the DP-FedAvg family.
-	Mechanism string `json:"mechanism,omitempty" yaml:"mechanism,omitempty"`
+	Mechanism algo.Mechanism `json:"mechanism,omitempty" yaml:"mechanism,omitempty"`
 	// StaircaseEpsilon and StaircaseGamma shape the staircase noise (gamma 0: optimal).
 	StaircaseEpsilon float64 `json:"staircase_epsilon,omitempty" yaml:"staircase_epsilon,omitempty"`
 	StaircaseGamma   float64 `json:"staircase_gamma,omitempty" yaml:"staircase_gamma,omitempty"`
@@ -183,40 +179,54 @@ type ReplicaState struct {
 }
 
 func (c *Config) validate(m, n, dim, classes int) error {
-	var errs []error
-	bad := func(field, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("config: %s: %s", field, fmt.Sprintf(format, a...)))
-	}
+	var p problems
+	c.checkAlgorithm(&p, m)
+	c.checkSchedule(&p, m)
+	c.checkSampling(&p, n)
+	c.checkModel(&p, classes)
+	return errors.Join(p...)
+}
+
+// problems collects a configuration's errors, each naming its field.
+type problems []error
+
+func (p *problems) add(field, format string, a ...any) {
+	*p = append(*p, fmt.Errorf("config: %s: %s", field, fmt.Sprintf(format, a...)))
+}
+
+// checkAlgorithm checks the algorithm for m clients, the mechanism and the fields only some
+// algorithms take.
+func (c *Config) checkAlgorithm(p *problems, m int) {
 	switch c.Algorithm {
-	case NoisyFedAvg, NoisyFedProx:
-	case DPSGD:
+	case algo.FedAvg, algo.FedProx:
+	case algo.DPSGD:
 		if m != 1 {
-			bad("algorithm", "dpsgd trains one client, the datasets have %d", m)
+			p.add("algorithm", "dpsgd trains one client, the datasets have %d", m)
 		}
-	case DPFedAvg, IDPFedAvg, AdaptiveFedAvg:
+	case algo.DPFedAvg, algo.IDPFedAvg, algo.AdaptiveFedAvg:
 		if err := c.validateClientDP(m); err != nil {
-			errs = append(errs, err)
+			*p = append(*p, err)
 		}
 	default:
-		bad("algorithm", "%q is not fedavg, fedprox, dpsgd, dp-fedavg, idp-fedavg or adaptive-fedavg", c.Algorithm)
+		p.add("algorithm", "%v", c.Algorithm.Validate())
 	}
 	switch c.mechanism() {
-	case MechGaussian, MechLaplace:
+	case algo.Gaussian, algo.Laplace:
 		if c.StaircaseEpsilon != 0 || c.StaircaseGamma != 0 {
-			bad("staircase_epsilon", "only the staircase mechanism takes staircase_epsilon and staircase_gamma")
+			p.add("staircase_epsilon", "only the staircase mechanism takes staircase_epsilon and staircase_gamma")
 		}
-	case MechStaircase:
+	case algo.Staircase:
 		if !(c.StaircaseEpsilon > 0) || math.IsInf(c.StaircaseEpsilon, 0) {
-			bad("staircase_epsilon", "the staircase mechanism needs a finite epsilon > 0, got %g", c.StaircaseEpsilon)
+			p.add("staircase_epsilon", "the staircase mechanism needs a finite epsilon > 0, got %g", c.StaircaseEpsilon)
 		}
 		if !(c.StaircaseGamma >= 0 && c.StaircaseGamma <= 1) {
-			bad("staircase_gamma", "need a value in [0, 1] (0: optimal), got %g", c.StaircaseGamma)
+			p.add("staircase_gamma", "need a value in [0, 1] (0: optimal), got %g", c.StaircaseGamma)
 		}
 	default:
-		bad("mechanism", "%q is not gaussian, laplace or staircase", c.Mechanism)
+		p.add("mechanism", "%v", c.Mechanism.Validate())
 	}
-	if c.Informed && !c.IsClientDP() && c.mechanism() != MechGaussian {
-		bad("informed", "the informed likelihood ratio of fedavg, fedprox and dpsgd is Gaussian; mechanism %s has none (the DP-FedAvg family computes it for every mechanism)", c.mechanism())
+	if c.Informed && !c.IsClientDP() && c.mechanism() != algo.Gaussian {
+		p.add("informed", "the informed likelihood ratio of fedavg, fedprox and dpsgd is Gaussian; mechanism %s has none (the DP-FedAvg family computes it for every mechanism)", c.mechanism())
 	}
 	if !c.IsClientDP() {
 		for _, f := range []struct {
@@ -225,129 +235,141 @@ func (c *Config) validate(m, n, dim, classes int) error {
 		}{{"sampling_rate", c.SamplingRate != 0}, {"noise_multiplier", c.NoiseMultiplier != 0}, {"update_clip", c.UpdateClip != 0},
 			{"server_lr", c.ServerLR != 0}, {"skip_update_clip", c.SkipUpdateClip}, {"privacy", c.Privacy != nil}} {
 			if f.set {
-				bad(f.name, "only the DP-FedAvg family (dp-fedavg, idp-fedavg, adaptive-fedavg) takes it")
+				p.add(f.name, "only the DP-FedAvg family (dp-fedavg, idp-fedavg, adaptive-fedavg) takes it")
 			}
 		}
 	}
-	if c.Algorithm == NoisyFedProx && !(c.ProxAlpha > 0) {
-		bad("prox_alpha", "fedprox needs alpha > 0, got %g", c.ProxAlpha)
+	if c.Algorithm == algo.FedProx && !(c.ProxAlpha > 0) {
+		p.add("prox_alpha", "fedprox needs alpha > 0, got %g", c.ProxAlpha)
 	}
-	if c.Algorithm != NoisyFedProx && c.ProxAlpha != 0 {
-		bad("prox_alpha", "only fedprox takes alpha, got %g", c.ProxAlpha)
+	if c.Algorithm != algo.FedProx && c.ProxAlpha != 0 {
+		p.add("prox_alpha", "only fedprox takes alpha, got %g", c.ProxAlpha)
 	}
+}
+
+// checkSchedule checks rounds, local steps, participants out of m and the learning rates.
+func (c *Config) checkSchedule(p *problems, m int) {
 	if c.Rounds < 1 {
-		bad("rounds", "need at least 1, got %d", c.Rounds)
+		p.add("rounds", "need at least 1, got %d", c.Rounds)
 	}
 	if c.LocalSteps < 1 {
-		bad("local_steps", "need at least 1, got %d", c.LocalSteps)
+		p.add("local_steps", "need at least 1, got %d", c.LocalSteps)
 	}
 	if c.Participants < 0 || c.Participants > m {
-		bad("participants", "need 0 (all) to %d clients, got %d", m, c.Participants)
+		p.add("participants", "need 0 (all) to %d clients, got %d", m, c.Participants)
 	}
 	if c.Schedule != "table" && (!(c.LearningRate > 0) || math.IsInf(c.LearningRate, 0)) {
-		bad("learning_rate", "need a finite positive value, got %g", c.LearningRate)
+		p.add("learning_rate", "need a finite positive value, got %g", c.LearningRate)
 	}
 	switch c.Schedule {
 	case "constant", "cyclic", "stagewise", "iterative":
 	case "table":
 		if len(c.ScheduleTable) != c.Rounds {
-			bad("schedule_table", "need %d rows (rounds), got %d", c.Rounds, len(c.ScheduleTable))
+			p.add("schedule_table", "need %d rows (rounds), got %d", c.Rounds, len(c.ScheduleTable))
 		}
 		for t, row := range c.ScheduleTable {
 			if len(row) != c.LocalSteps {
-				bad("schedule_table", "row %d has %d values, need %d (local_steps)", t, len(row), c.LocalSteps)
+				p.add("schedule_table", "row %d has %d values, need %d (local_steps)", t, len(row), c.LocalSteps)
 				break
 			}
 			for _, v := range row {
 				if !(v >= 0) || math.IsInf(v, 0) {
-					bad("schedule_table", "row %d holds %g, need finite non-negative values", t, v)
+					p.add("schedule_table", "row %d holds %g, need finite non-negative values", t, v)
 					break
 				}
 			}
 		}
 	default:
-		bad("schedule", "%q is not constant, cyclic, stagewise, iterative or table", c.Schedule)
+		p.add("schedule", "%q is not constant, cyclic, stagewise, iterative or table", c.Schedule)
 	}
+}
+
+// checkSampling checks clipping, noise, batching (n: the smallest client's samples),
+// checkpoints and the engine's sizes.
+func (c *Config) checkSampling(p *problems, n int) {
 	if !(c.ClipNorm >= 0) || math.IsInf(c.ClipNorm, 0) {
-		bad("clip_norm", "need a finite value >= 0 (0: no clipping), got %g", c.ClipNorm)
+		p.add("clip_norm", "need a finite value >= 0 (0: no clipping), got %g", c.ClipNorm)
 	}
-	if c.Algorithm == DPSGD && !(c.ClipNorm > 0) {
-		bad("clip_norm", "dpsgd clips every example: need V > 0")
+	if c.Algorithm == algo.DPSGD && !(c.ClipNorm > 0) {
+		p.add("clip_norm", "dpsgd clips every example: need V > 0")
 	}
 	if !(c.NoiseStd >= 0) || math.IsInf(c.NoiseStd, 0) {
-		bad("noise_std", "need a finite value >= 0, got %g", c.NoiseStd)
+		p.add("noise_std", "need a finite value >= 0, got %g", c.NoiseStd)
 	}
 	if c.Informed && !c.IsClientDP() && !(c.NoiseStd > 0) {
-		bad("informed", "the likelihood ratio needs noise_std > 0")
+		p.add("informed", "the likelihood ratio needs noise_std > 0")
 	}
 	switch c.Batching {
-	case "full":
-	case "fixed", "poisson":
+	case algo.Full:
+	case algo.Fixed, algo.Poisson:
 		if c.BatchSize < 1 || c.BatchSize > n {
-			bad("batch_size", "need 1 to %d (the smallest client), got %d", n, c.BatchSize)
+			p.add("batch_size", "need 1 to %d (the smallest client), got %d", n, c.BatchSize)
 		}
 	default:
-		bad("batching", "%q is not full, fixed or poisson", c.Batching)
+		p.add("batching", "%v", c.Batching.Validate())
 	}
 	for _, t := range c.Checkpoints {
 		if t < 0 || t > c.Rounds {
-			bad("checkpoints", "round %d is outside 0..%d", t, c.Rounds)
+			p.add("checkpoints", "round %d is outside 0..%d", t, c.Rounds)
 			break
 		}
 	}
 	if c.DivergenceNorm < 0 {
-		bad("divergence_norm", "need >= 0, got %g", c.DivergenceNorm)
+		p.add("divergence_norm", "need >= 0, got %g", c.DivergenceNorm)
 	}
 	if c.ChunkPairs < 0 {
-		bad("chunk_pairs", "need >= 0, got %d", c.ChunkPairs)
+		p.add("chunk_pairs", "need >= 0, got %d", c.ChunkPairs)
 	}
 	if c.EvalBatch < 0 {
-		bad("eval_batch", "need >= 0, got %d", c.EvalBatch)
+		p.add("eval_batch", "need >= 0, got %d", c.EvalBatch)
 	}
 	if c.GroupPairs < 0 {
-		bad("group_pairs", "need >= 0, got %d", c.GroupPairs)
+		p.add("group_pairs", "need >= 0, got %d", c.GroupPairs)
 	}
 	if c.GroupMemory < 0 {
-		bad("group_memory", "need >= 0, got %d", c.GroupMemory)
+		p.add("group_memory", "need >= 0, got %d", c.GroupMemory)
 	}
+}
+
+// checkModel checks the model for data of the given number of classes.
+func (c *Config) checkModel(p *problems, classes int) {
 	switch c.Model.Kind {
 	case "softmax", "mlp":
 		if classes < 2 {
-			bad("model.kind", "%s needs at least 2 classes, the data has %d", c.Model.Kind, classes)
+			p.add("model.kind", "%s needs at least 2 classes, the data has %d", c.Model.Kind, classes)
 		}
 		if _, err := parseActivation(c.Model.Activation); c.Model.Kind == "mlp" && err != nil {
-			bad("model.activation", "%v", err)
+			p.add("model.activation", "%v", err)
 		}
 		for _, h := range c.Model.Hidden {
 			if h < 1 {
-				bad("model.hidden", "widths must be positive, got %v", c.Model.Hidden)
+				p.add("model.hidden", "widths must be positive, got %v", c.Model.Hidden)
 				break
 			}
 		}
 		if c.Model.Kind == "softmax" && len(c.Model.Hidden) > 0 {
-			bad("model.hidden", "softmax regression has no hidden layers")
+			p.add("model.hidden", "softmax regression has no hidden layers")
 		}
 	case "quadratic":
-		if c.Algorithm == DPSGD {
-			bad("model.kind", "the quadratic model has no per-example gradients for dpsgd")
+		if c.Algorithm == algo.DPSGD {
+			p.add("model.kind", "the quadratic model has no per-example gradients for dpsgd")
 		}
 		if c.Model.Curvature == 0 || math.IsNaN(c.Model.Curvature) || math.IsInf(c.Model.Curvature, 0) {
-			bad("model.curvature", "need a finite nonzero a, got %g", c.Model.Curvature)
+			p.add("model.curvature", "need a finite nonzero a, got %g", c.Model.Curvature)
 		}
 	default:
-		bad("model.kind", "%q is not softmax, mlp or quadratic", c.Model.Kind)
+		p.add("model.kind", "%q is not softmax, mlp or quadratic", c.Model.Kind)
 	}
-	return errors.Join(errs...)
 }
 
-func parseActivation(s string) (Activation, error) {
+func parseActivation(s string) (compute.Activation, error) {
 	switch s {
 	case "tanh":
-		return Tanh, nil
+		return compute.Tanh, nil
 	case "softplus":
-		return Softplus, nil
+		return compute.Softplus, nil
 	case "relu":
-		return ReLU, nil
+		return compute.ReLU, nil
 	}
 	return 0, fmt.Errorf("%q is not tanh, softplus or relu", s)
 }
@@ -355,7 +377,7 @@ func parseActivation(s string) (Activation, error) {
 func (c *Config) newModel(dim, classes int) (Model, error) {
 	switch c.Model.Kind {
 	case "softmax":
-		return NewMLP(Tanh, dim, classes)
+		return NewMLP(compute.Tanh, dim, classes)
 	case "mlp":
 		act, err := parseActivation(c.Model.Activation)
 		if err != nil {

@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/internal/philox"
 )
 
 // Deferred first-layer updates. A local step changes the first weight matrix by a low-rank
@@ -29,10 +33,10 @@ type deferredState struct {
 	model     *MLP
 	kb, h     int // rows per client (K B) and the first layer's width
 	window    int // clients whose factors are kept before they are folded into the sum
-	xs, ys    [2]Buffer
-	u, shadow Buffer // factors: R x window x K B x h, and R x K B x h for the informed shadow
-	p         Buffer // R x K B x h: the client's first-layer pre-activations
-	gram      Buffer // K B x K B
+	xs, ys    [2]compute.Buffer
+	u, shadow compute.Buffer // factors: R x window x K B x h, and R x K B x h for the informed shadow
+	p         compute.Buffer // R x K B x h: the client's first-layer pre-activations
+	gram      compute.Buffer // K B x K B
 	// Per slot: the client whose minibatches it holds (round, client), and whether the
 	// two worlds' minibatches differ (the target sample or client is in them).
 	slotRound, slotClient []int
@@ -46,7 +50,7 @@ func newDeferred(e *engine) *deferredState {
 	m, ok := e.model.(*MLP)
 	cfg := e.cfg
 	K, B := cfg.LocalSteps, cfg.BatchSize
-	if !ok || e.perEx != 0 || cfg.Batching != "fixed" || B > e.dim || (K-1)*B > e.dim {
+	if !ok || e.perEx != 0 || cfg.Batching != algo.Fixed || B > e.dim || (K-1)*B > e.dim {
 		return nil
 	}
 	ds := &deferredState{model: m, kb: K * B, h: m.Sizes[1]}
@@ -74,34 +78,34 @@ func newDeferred(e *engine) *deferredState {
 func (ds *deferredState) slot(i int) int { return i % ds.window }
 
 // x is world w's minibatch rows of slot s (all K steps), shared by a batch of replicas.
-func (ds *deferredState) x(e *engine, w, s, batch int) (x, y Mat) {
-	x = Mat{Buf: ds.xs[w], Off: s * ds.kb * e.dim, Rows: ds.kb, Cols: e.dim, Stride: e.dim, Batch: batch}
-	y = Mat{Buf: ds.ys[w], Off: s * ds.kb, Rows: ds.kb, Cols: 1, Stride: 1, Batch: batch}
+func (ds *deferredState) x(e *engine, w, s, batch int) (x, y compute.Mat) {
+	x = compute.Mat{Buf: ds.xs[w], Off: s * ds.kb * e.dim, Rows: ds.kb, Cols: e.dim, Stride: e.dim, Batch: batch}
+	y = compute.Mat{Buf: ds.ys[w], Off: s * ds.kb, Rows: ds.kb, Cols: 1, Stride: 1, Batch: batch}
 	return x, y
 }
 
 // factors is slot s's factors (K B x h) of replicas first, first+stride, ... (count), or the
 // shadow's.
-func (ds *deferredState) factors(shadow bool, s, first, count, stride int) Mat {
+func (ds *deferredState) factors(shadow bool, s, first, count, stride int) compute.Mat {
 	if shadow {
 		n := ds.kb * ds.h
-		return Mat{Buf: ds.shadow, Off: first * n, Rows: ds.kb, Cols: ds.h, Stride: ds.h, Batch: count, BatchStride: stride * n}
+		return compute.Mat{Buf: ds.shadow, Off: first * n, Rows: ds.kb, Cols: ds.h, Stride: ds.h, Batch: count, BatchStride: stride * n}
 	}
 	n := ds.window * ds.kb * ds.h
-	return Mat{Buf: ds.u, Off: first*n + s*ds.kb*ds.h, Rows: ds.kb, Cols: ds.h, Stride: ds.h, Batch: count, BatchStride: stride * n}
+	return compute.Mat{Buf: ds.u, Off: first*n + s*ds.kb*ds.h, Rows: ds.kb, Cols: ds.h, Stride: ds.h, Batch: count, BatchStride: stride * n}
 }
 
 // gather draws client i's K minibatches of round t into its slot, for both worlds when they
 // differ.
-func (e *engine) gatherDeferred(t, i int) {
-	ds, be := e.def, e.be
+func (e *engine) gatherDeferred(ds *deferredState, t, i int) {
+	be := e.be
 	s := ds.slot(i)
 	B := e.cfg.BatchSize
 	ds.split[s] = i == e.target.Client && e.target.WholeClient
 	idx := e.idx[:B]
 	for k := 0; k < e.cfg.LocalSteps; k++ {
-		rng := newCounterRand(e.cfg.Seed, uint32(t), uint32(i), domainBatch, uint32(k))
-		samplePrefix(&rng, e.perm[:e.data[0][i].n], B)
+		rng := philox.NewRand(e.cfg.Seed, uint32(t), uint32(i), philox.DomainBatch, uint32(k))
+		philox.SamplePrefix(&rng, e.perm[:e.data[0][i].n], B)
 		copy(idx, e.perm[:B])
 		if i == e.target.Client && slices.Contains(idx, int32(e.target.Index)) {
 			ds.split[s] = true
@@ -146,11 +150,11 @@ func worlds(split bool) int {
 // localTrainDeferred is localTrain in deferred form. The parameters other than the first
 // weight matrix end in buf; the first matrix's factors in the client's slot (the shadow's
 // with flip); with materialize, buf's first matrix is W_0 + U^T X too.
-func (e *engine) localTrainDeferred(ctx context.Context, t, i int, buf Buffer, flip, materialize bool) error {
-	ds, be, m := e.def, e.be, e.def.model
+func (e *engine) localTrainDeferred(ctx context.Context, ds *deferredState, t, i int, buf compute.Buffer, flip, materialize bool) error {
+	be, m := e.be, ds.model
 	s := ds.slot(i)
 	if !flip {
-		e.gatherDeferred(t, i)
+		e.gatherDeferred(ds, t, i)
 	} else if ds.slotRound[s] != t || ds.slotClient[s] != i {
 		return fmt.Errorf("deferred shadow training of client %d in round %d before its own", i, t)
 	}
@@ -166,16 +170,16 @@ func (e *engine) localTrainDeferred(ctx context.Context, t, i int, buf Buffer, f
 		}
 		x1, y1 := ds.x(e, w, s, 1)
 		if K > 1 {
-			be.Gemm(false, true, 1, x1, x1, 0, Mat{Buf: ds.gram, Rows: kb, Cols: kb, Stride: kb, Batch: 1})
+			be.Gemm(false, true, 1, x1, x1, 0, compute.Mat{Buf: ds.gram, Rows: kb, Cols: kb, Stride: kb, Batch: 1})
 		}
 		for p0 := 0; p0 < e.P; p0 += e.chunk {
 			c := groupOf(split, gw, p0, min(p0+e.chunk, e.P))
-			rows := func(b Buffer) Mat { return e.rows(b, c.first, c.count, c.stride) }
+			rows := func(b compute.Buffer) compute.Mat { return e.rows(b, c.first, c.count, c.stride) }
 			params, anchor := rows(buf), rows(e.g)
 			be.Axpby(1, m.rest(anchor), 0, m.rest(params), nil)
 			x, y := x1, y1
 			x.Batch, y.Batch = c.count, c.count
-			pAll := Mat{Buf: ds.p, Off: c.first * kb * h, Rows: kb, Cols: h, Stride: h, Batch: c.count, BatchStride: c.stride * kb * h}
+			pAll := compute.Mat{Buf: ds.p, Off: c.first * kb * h, Rows: kb, Cols: h, Stride: h, Batch: c.count, BatchStride: c.stride * kb * h}
 			be.Gemm(false, true, 1, x, m.weight(anchor, 0), 0, pAll)
 			u := ds.factors(flip, s, c.first, c.count, c.stride)
 			for k := 0; k < K; k++ {
@@ -188,7 +192,7 @@ func (e *engine) localTrainDeferred(ctx context.Context, t, i int, buf Buffer, f
 				pre.Rows = B
 				prev := u
 				prev.Rows = k * B
-				gram := Mat{Buf: ds.gram, Off: k * B * kb, Rows: B, Cols: k * B, Stride: kb, Batch: 1}
+				gram := compute.Mat{Buf: ds.gram, Off: k * B * kb, Rows: B, Cols: k * B, Stride: kb, Batch: 1}
 				uk := u
 				uk.Off += k * B * h
 				uk.Rows = B
@@ -211,8 +215,8 @@ func (e *engine) localTrainDeferred(ctx context.Context, t, i int, buf Buffer, f
 
 // flushDeferred adds the first-matrix updates of slots [0, n) to acc's first weight matrix:
 // acc_W += (1/participants) sum over the slots' clients of U_i^T X_i, for every replica.
-func (e *engine) flushDeferred(n int) {
-	ds, be, m := e.def, e.be, e.def.model
+func (e *engine) flushDeferred(ds *deferredState, n int) {
+	be, m := e.be, ds.model
 	split := slices.Contains(ds.split[:n], true)
 	if split {
 		// World 1 reads its own rows of a split slot and world 0's rows of the others.

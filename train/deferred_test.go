@@ -6,6 +6,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
 )
 
@@ -13,15 +15,15 @@ import (
 // the direct form of a weight update per step.
 func trainForm(t *testing.T, cfg Config, c, cp []*datasets.Dataset, tgt TargetInfo, pairs PairRange, direct bool) (cps []*Checkpoint, deferred bool) {
 	t.Helper()
-	be := NewCPU(2)
+	be := cpu.New(2)
 	defer be.Close()
-	e, err := newEngine(be, cfg, c, cp, tgt, nil, pairs)
+	e, err := newEngine(be, Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	deferred = e.def != nil
+	_, deferred = e.steps.(*deferredSteps)
 	if direct {
-		e.def = nil
+		e.steps = e.chooseSteps(false)
 	}
 	rec := &memRecorder{}
 	if err := e.train(context.Background(), rec, nil); err != nil {
@@ -55,7 +57,7 @@ func TestDeferredMatchesDirect(t *testing.T) {
 			c.Model = ModelConfig{Kind: "mlp", Hidden: []int{5, 4}, Activation: "softplus"}
 		}},
 		{"fedprox-cyclic", func(c *Config, _ *TargetInfo) {
-			c.Algorithm, c.ProxAlpha, c.Schedule = NoisyFedProx, 0.8, "cyclic"
+			c.Algorithm, c.ProxAlpha, c.Schedule = algo.FedProx, 0.8, "cyclic"
 		}},
 		{"relu-partial-participation", func(c *Config, _ *TargetInfo) {
 			c.Model.Activation, c.Participants = "relu", 3
@@ -65,7 +67,7 @@ func TestDeferredMatchesDirect(t *testing.T) {
 		{"one-step", func(c *Config, _ *TargetInfo) { c.LocalSteps = 1 }},
 		{"client-level", func(_ *Config, tg *TargetInfo) { tg.WholeClient = true }},
 		{"dp-fedavg", func(c *Config, _ *TargetInfo) {
-			c.Algorithm, c.SamplingRate, c.NoiseMultiplier, c.UpdateClip, c.ServerLR = DPFedAvg, 0.7, 0.5, 0.5, 1
+			c.Algorithm, c.SamplingRate, c.NoiseMultiplier, c.UpdateClip, c.ServerLR = algo.DPFedAvg, 0.7, 0.5, 0.5, 1
 			c.ClipNorm, c.NoiseStd, c.RecordUpload = 1, 0, false
 		}},
 	}
@@ -83,14 +85,15 @@ func TestDeferredMatchesDirect(t *testing.T) {
 		})
 	}
 	// Both kinds of round occur: the target sample in one of client 1's minibatches or not.
-	e, err := newEngine(NewCPU(1), base, c, cp, tgt, nil, PairRange{0, 1})
+	e, err := newEngine(cpu.New(1), Job{Config: base, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{0, 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := map[bool]int{}
+	ds := e.steps.(*deferredSteps).ds
 	for r := 0; r < base.Rounds; r++ {
-		e.gatherDeferred(r, tgt.Client)
-		seen[e.def.split[e.def.slot(tgt.Client)]]++
+		e.gatherDeferred(ds, r, tgt.Client)
+		seen[ds.split[ds.slot(tgt.Client)]]++
 	}
 	if seen[true] == 0 || seen[false] == 0 {
 		t.Fatalf("rounds with the target in a minibatch / without: %d / %d; need both", seen[true], seen[false])
@@ -151,12 +154,14 @@ func TestDPSGDClipsPerExample(t *testing.T) {
 	tgt := TargetInfo{Client: 0, Index: 3}
 	c, cp := synthWorlds(1, 30, 12, 3, tgt, 5)
 	cfg := mlpConfig()
-	cfg.Algorithm, cfg.Participants = DPSGD, 0
-	e, err := newEngine(NewCPU(1), cfg, c, cp, tgt, nil, PairRange{0, 1})
+	cfg.Algorithm, cfg.Participants = algo.DPSGD, 0
+	e, err := newEngine(cpu.New(1), Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{0, 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.fused != nil || e.def != nil {
-		t.Fatalf("dpsgd with fixed batches takes a whole-gradient step (fused %v, deferred %v)", e.fused != nil, e.def != nil)
+	if ws, ok := e.steps.(*wholeSteps); !ok {
+		t.Fatalf("dpsgd with fixed batches takes the deferred form (%T)", e.steps)
+	} else if _, direct := ws.form.(*directSteps); !direct {
+		t.Fatalf("dpsgd with fixed batches takes a whole-gradient step (%T)", ws.form)
 	}
 }

@@ -1,9 +1,14 @@
 // Package train is the training engine of fedaudit: it trains the coupled pairs of runs of a
-// privacy audit (Noisy-FedAvg, Noisy-FedProx, DP-SGD on adjacent datasets C and C') with all
-// replicas of a shard batched together, and hands every checkpoint to a Recorder.
+// privacy audit (Noisy-FedAvg, Noisy-FedProx, DP-SGD and the DP-FedAvg family on adjacent
+// datasets C and C') with all replicas of a shard batched together, and hands every checkpoint
+// to a Recorder.
 //
-// Computation goes through the Backend interface (batched GEMM and a few kernels over device
-// buffers); CPU is its pure-Go implementation. Randomness is counter-based (Philox4x32-10), so
+// It owns the algorithms: a round strategy per family (round.go; dpfedavg.go with the
+// DP-FedAvg privacy plans), the local-step forms chosen once per engine (steps.go: direct,
+// fused, deferred.go), the models with their backward passes, the configuration and its
+// validation, the memory estimate and the observers of a run (the informed adversary's
+// statistics, checkpoints). Computation goes through compute.Backend: package cpu is the CPU
+// implementation, package cuda the GPU one. Randomness is counter-based (internal/philox), so
 // a run's results never depend on the replica count, shard layout, thread count or backend.
 // docs/training.md defines every algorithm exactly as implemented.
 package train

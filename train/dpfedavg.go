@@ -7,6 +7,9 @@ import (
 	"math"
 
 	"github.com/fedaudit/fedaudit/accounting"
+	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/internal/philox"
 )
 
 // The client-level DP-FL systems of Kiani, Kulkarni, Dziedzic, Draper and Boenisch,
@@ -14,19 +17,15 @@ import (
 // App. A.1 and Sec. 3: every round each client is Poisson-sampled, the sampled clients train locally
 // from w_t, clip their model update w_local - w_t to a norm, the server sums the clipped
 // updates, adds noise to the sum and steps by the sum over the expected number of clients.
-const (
-	// DPFedAvg is Alg. 4: sampling rate q, clip norm c, server noise N(0, (z c)^2 I), step
-	// w_t + server_lr sum / (q m).
-	DPFedAvg = "dp-fedavg"
-	// IDPFedAvg is Alg. 5: per-group budgets give per-client noise multipliers z_n
-	// (GetNoise), the server's z is their harmonic mean and client n clips to c z / z_n, so
-	// the server noise c z is z_n times client n's clip norm.
-	IDPFedAvg = "idp-fedavg"
-	// AdaptiveFedAvg is the time-adaptive framework, Alg. 1 (spend-as-you-go) and Alg. 2:
-	// per-round, per-group sampling rates q_n^t (q_n while saving, q after the transition
-	// round T_n), clip norms c_n^t and server noise c sigma^t, step sum / (q^t m).
-	AdaptiveFedAvg = "adaptive-fedavg"
-)
+//
+//   - algo.DPFedAvg is Alg. 4: sampling rate q, clip norm c, server noise N(0, (z c)^2 I), step
+//     w_t + server_lr sum / (q m).
+//   - algo.IDPFedAvg is Alg. 5: per-group budgets give per-client noise multipliers z_n
+//     (GetNoise), the server's z is their harmonic mean and client n clips to c z / z_n, so
+//     the server noise c z is z_n times client n's clip norm.
+//   - algo.AdaptiveFedAvg is the time-adaptive framework, Alg. 1 (spend-as-you-go) and Alg. 2:
+//     per-round, per-group sampling rates q_n^t (q_n while saving, q after the transition
+//     round T_n), clip norms c_n^t and server noise c sigma^t, step sum / (q^t m).
 
 // PrivacyConfig gives the per-client budgets of idp-fedavg and adaptive-fedavg.
 type PrivacyConfig struct {
@@ -51,13 +50,7 @@ type PrivacyGroup struct {
 }
 
 // IsClientDP reports whether the algorithm is one of the DP-FedAvg family.
-func (c *Config) IsClientDP() bool {
-	switch c.Algorithm {
-	case DPFedAvg, IDPFedAvg, AdaptiveFedAvg:
-		return true
-	}
-	return false
-}
+func (c *Config) IsClientDP() bool { return c.Algorithm.ClientDP() }
 
 // PlanClaim is how the plans calibrate noise to budgets and how claims are computed: the
 // default Rényi orders and Balle et al.'s conversion (as Opacus' get_privacy_spent does).
@@ -118,14 +111,14 @@ func (c *Config) Plan(ctx context.Context, m int) (*PrivacyPlan, error) {
 	}
 	claim := func() accounting.Claim { return PlanClaim(c.Privacy.Delta) }
 	switch c.Algorithm {
-	case DPFedAvg:
+	case algo.DPFedAvg:
 		for t := 0; t < T; t++ {
 			for n := 0; n < m; n++ {
 				p.Q[t][n], p.Clip[t][n] = q, clip
 			}
 			p.Std[t], p.Divisor[t] = c.NoiseMultiplier*clip, q*float64(m)
 		}
-	case IDPFedAvg:
+	case algo.IDPFedAvg:
 		budgets := make([]float64, m)
 		for n := range budgets {
 			budgets[n] = c.Privacy.Groups[p.Group[n]].Epsilon
@@ -140,7 +133,7 @@ func (c *Config) Plan(ctx context.Context, m int) (*PrivacyPlan, error) {
 			}
 			p.Std[t], p.Divisor[t] = idp.Sigma*clip, q*float64(m)
 		}
-	case AdaptiveFedAvg:
+	case algo.AdaptiveFedAvg:
 		clients := make([]accounting.SpendClient, len(c.Privacy.Groups))
 		for g, grp := range c.Privacy.Groups {
 			clients[g] = accounting.SpendClient{Epsilon: grp.Epsilon, SavingRate: grp.SavingRate, Transition: grp.Transition, Count: counts[g]}
@@ -192,7 +185,7 @@ func (c *Config) validateClientDP(m int) error {
 	if c.RecordUpload {
 		bad("record_upload", "%s uploads clipped updates without noise (the noise is the server's): nothing private to record", c.Algorithm)
 	}
-	if c.Algorithm == DPFedAvg {
+	if c.Algorithm == algo.DPFedAvg {
 		if !(c.NoiseMultiplier >= 0) || math.IsInf(c.NoiseMultiplier, 0) {
 			bad("noise_multiplier", "need a finite z >= 0, got %g", c.NoiseMultiplier)
 		}
@@ -229,7 +222,7 @@ func (c *Config) validateClientDP(m int) error {
 		if !(grp.Epsilon > 0) || math.IsInf(grp.Epsilon, 0) {
 			bad(fmt.Sprintf("privacy.groups[%d].epsilon", g), "need a finite budget > 0, got %g", grp.Epsilon)
 		}
-		if c.Algorithm == AdaptiveFedAvg {
+		if c.Algorithm == algo.AdaptiveFedAvg {
 			if !(grp.SavingRate > 0 && grp.SavingRate <= c.SamplingRate) {
 				bad(fmt.Sprintf("privacy.groups[%d].saving_rate", g), "need q_n in (0, sampling_rate = %g], got %g", c.SamplingRate, grp.SavingRate)
 			}
@@ -246,21 +239,35 @@ func (c *Config) validateClientDP(m int) error {
 	return errors.Join(errs...)
 }
 
-// initClientDP computes the plan and the buffers of the DP-FedAvg family.
-func (e *engine) initClientDP(ctx context.Context) error {
+// clientDPRounds is the round of the DP-FedAvg family, with its privacy plan, the server
+// learning rate, the target's own clipped update (informed) and per-replica inner products.
+type clientDPRounds struct {
+	e        *engine
+	plan     *PrivacyPlan
+	serverLR float64
+	tu       compute.Buffer
+	dpDots   [5][]float64
+}
+
+// statNames: the family's adversary sees only the model sequence, not an upload.
+func (dp *clientDPRounds) statNames() []string { return []string{StatLLRAll, StatLLRLast, StatMu2} }
+
+// init computes the plan and the buffers of the DP-FedAvg family.
+func (dp *clientDPRounds) init(ctx context.Context) error {
+	e := dp.e
 	plan, err := e.cfg.Plan(ctx, e.m)
 	if err != nil {
 		return err
 	}
-	e.plan = plan
-	e.serverLR = e.cfg.ServerLR
-	if e.serverLR == 0 {
-		e.serverLR = 1
+	dp.plan = plan
+	dp.serverLR = e.cfg.ServerLR
+	if dp.serverLR == 0 {
+		dp.serverLR = 1
 	}
 	if e.cfg.Informed {
-		e.tu = e.be.Alloc(e.R * e.d)
-		for i := range e.dpDots {
-			e.dpDots[i] = make([]float64, e.R)
+		dp.tu = e.be.Alloc(e.R * e.d)
+		for i := range dp.dpDots {
+			dp.dpDots[i] = make([]float64, e.R)
 		}
 	}
 	return nil
@@ -268,12 +275,13 @@ func (e *engine) initClientDP(ctx context.Context) error {
 
 // sampleClients draws every pair's Poisson client sample of round t from the pair's seed: part
 // of the mechanism, so each pair (both worlds alike) draws its own.
-func (e *engine) sampleClients(t int) {
+func (dp *clientDPRounds) sampleClients(t int) {
+	e := dp.e
 	m := e.m
 	for p := 0; p < e.P; p++ {
 		for i := 0; i < m; i++ {
-			rng := newCounterRand(e.seeds[2*p], uint32(t), uint32(i), domainClientSampling, 0)
-			e.part[p*m+i] = rng.float() < e.plan.Q[t][i]
+			rng := philox.NewRand(e.seeds[2*p], uint32(t), uint32(i), philox.DomainClientSampling, 0)
+			e.part[p*m+i] = rng.Float() < dp.plan.Q[t][i]
 		}
 		e.hasTarget[p] = e.part[p*m+e.target.Client]
 	}
@@ -281,7 +289,7 @@ func (e *engine) sampleClients(t int) {
 
 // clipFactors writes into out[r] the factor min(1, clip/||u_r||) that clips replica r's update
 // u_r in buf (1 with skip_update_clip).
-func (e *engine) clipFactors(buf Buffer, clip float64, out []float32) {
+func (e *engine) clipFactors(buf compute.Buffer, clip float64, out []float32) {
 	e.be.Dots(e.all(buf), e.all(buf), e.dd)
 	for r := range out {
 		out[r] = 1
@@ -291,11 +299,12 @@ func (e *engine) clipFactors(buf Buffer, clip float64, out []float32) {
 	}
 }
 
-// dpRound is round t of the DP-FedAvg family (Alg. 4, 5 and 2 of the time-adaptive paper).
-func (e *engine) dpRound(ctx context.Context, t int) error {
-	be, m, tc, plan := e.be, e.m, e.target.Client, e.plan
-	e.sampleClients(t)
-	be.Axpby(0, Mat{}, 0, e.all(e.acc), nil)
+// round is round t of the DP-FedAvg family (Alg. 4, 5 and 2 of the time-adaptive paper).
+func (dp *clientDPRounds) round(ctx context.Context, t int, _ bool) error {
+	e := dp.e
+	be, m, tc, plan := e.be, e.m, e.target.Client, dp.plan
+	dp.sampleClients(t)
+	be.Axpby(0, compute.Mat{}, 0, e.all(e.acc), nil)
 	for i := 0; i < m; i++ {
 		sampled := false
 		for p := 0; p < e.P && !sampled; p++ {
@@ -317,7 +326,7 @@ func (e *engine) dpRound(ctx context.Context, t int) error {
 		}
 		if isTarget && e.cfg.Informed {
 			// tu: the replica's own clipped target update; shadow: the other world's.
-			be.Axpby(1, e.all(e.l), 0, e.all(e.tu), e.coef)
+			be.Axpby(1, e.all(e.l), 0, e.all(dp.tu), e.coef)
 			if err := e.localTrain(ctx, t, i, e.shadow, true, true); err != nil {
 				return err
 			}
@@ -335,20 +344,20 @@ func (e *engine) dpRound(ctx context.Context, t int) error {
 		}
 		be.Axpby(1, e.all(e.l), 1, e.all(e.acc), e.coef)
 	}
-	be.Axpby(0, Mat{}, 0, e.all(e.noise), nil)
+	be.Axpby(0, compute.Mat{}, 0, e.all(e.noise), nil)
 	if std := plan.Std[t]; std > 0 {
 		if err := e.addServerNoise(t, std); err != nil {
 			return err
 		}
 	}
-	if e.cfg.Informed {
-		if err := e.dpInformed(t); err != nil {
+	if e.stats != nil {
+		if err := dp.informed(t); err != nil {
 			return err
 		}
 	}
 	be.Axpby(1, e.all(e.noise), 1, e.all(e.acc), nil)
 	// w_{t+1} = w_t + server_lr (sum of clipped updates + noise) / (q^t m)
-	be.Axpby(1, e.all(e.g), float32(e.serverLR/plan.Divisor[t]), e.all(e.acc), nil)
+	be.Axpby(1, e.all(e.g), float32(dp.serverLR/plan.Divisor[t]), e.all(e.acc), nil)
 	e.commit()
 	return nil
 }
@@ -356,7 +365,7 @@ func (e *engine) dpRound(ctx context.Context, t int) error {
 // addServerNoise writes the server's noise of round t (standard deviation std, the
 // configured mechanism) into e.noise; both replicas of a pair get the same draw.
 func (e *engine) addServerNoise(t int, std float64) error {
-	if e.cfg.mechanism() == MechGaussian {
+	if e.cfg.mechanism() == algo.Gaussian {
 		for r := range e.scaleT {
 			e.scaleT[r] = float32(std)
 		}
@@ -377,7 +386,7 @@ func (e *engine) addServerNoise(t int, std float64) error {
 	return nil
 }
 
-// dpInformed adds round t's log-likelihood ratio log p_C(S)/p_C'(S) of the informed adversary
+// informed adds round t's log-likelihood ratio log p_C(S)/p_C'(S) of the informed adversary
 // to every replica's statistics. The adversary knows everything but the world, whether the
 // target was sampled and the noise: with y = S - (sum of the other sampled clients' clipped
 // updates) = I u + N, I ~ Bernoulli(q) and u the target's clipped update in the replica's
@@ -385,27 +394,28 @@ func (e *engine) addServerNoise(t int, std float64) error {
 // log((1-q) + q e^{a_C}) - log((1-q) + q e^{a_C'}), a_W = log f(y - u_W) - log f(y). This is
 // the Neyman-Pearson statistic of one round; summed over rounds it is that of the whole
 // transcript, since each round's law given the past is this mixture.
-func (e *engine) dpInformed(t int) error {
-	q := e.plan.Q[t][e.target.Client]
-	std := e.plan.Std[t]
-	aC, aCP := e.dpDots[3], e.dpDots[4]
-	if e.cfg.mechanism() == MechGaussian {
-		e.be.Dots(e.all(e.noise), e.all(e.tu), e.dpDots[0])
-		e.be.Dots(e.all(e.noise), e.all(e.shadow), e.dpDots[1])
-		e.be.Dots(e.all(e.tu), e.all(e.shadow), e.dpDots[2])
-		e.be.Dots(e.all(e.tu), e.all(e.tu), e.dots)
+func (dp *clientDPRounds) informed(t int) error {
+	e, st := dp.e, dp.e.stats
+	q := dp.plan.Q[t][e.target.Client]
+	std := dp.plan.Std[t]
+	aC, aCP := dp.dpDots[3], dp.dpDots[4]
+	if e.cfg.mechanism() == algo.Gaussian {
+		e.be.Dots(e.all(e.noise), e.all(dp.tu), dp.dpDots[0])
+		e.be.Dots(e.all(e.noise), e.all(e.shadow), dp.dpDots[1])
+		e.be.Dots(e.all(dp.tu), e.all(e.shadow), dp.dpDots[2])
+		e.be.Dots(e.all(dp.tu), e.all(dp.tu), e.dots)
 		e.be.Dots(e.all(e.shadow), e.all(e.shadow), e.dd)
 		s2 := std * std
 		for r := 0; r < e.R; r++ {
 			in := float64(b2f(e.hasTarget[r/2]))
-			nOwn, nSh, ownSh, ownOwn, shSh := e.dpDots[0][r], e.dpDots[1][r], e.dpDots[2][r], e.dots[r], e.dd[r]
+			nOwn, nSh, ownSh, ownOwn, shSh := dp.dpDots[0][r], dp.dpDots[1][r], dp.dpDots[2][r], e.dots[r], e.dd[r]
 			own := (in*ownOwn + nOwn - ownOwn/2) / s2 // a for the replica's own world
 			oth := (in*ownSh + nSh - shSh/2) / s2     // a for the other world
 			aC[r], aCP[r] = own, oth
 			if r%2 == 1 {
 				aC[r], aCP[r] = oth, own
 			}
-			e.mu2[r] += (ownOwn + shSh - 2*ownSh) / s2
+			st.mu2[r] += (ownOwn + shSh - 2*ownSh) / s2
 		}
 	} else {
 		logf, err := e.logDensity(std)
@@ -415,7 +425,7 @@ func (e *engine) dpInformed(t int) error {
 		noise, own, sh := make([]float32, e.d), make([]float32, e.d), make([]float32, e.d)
 		for r := 0; r < e.R; r++ {
 			e.be.Download(noise, e.noise, r*e.d)
-			e.be.Download(own, e.tu, r*e.d)
+			e.be.Download(own, dp.tu, r*e.d)
 			e.be.Download(sh, e.shadow, r*e.d)
 			in := b2f(e.hasTarget[r/2])
 			var aOwn, aSh float64
@@ -435,8 +445,8 @@ func (e *engine) dpInformed(t int) error {
 		if e.diverged[r] {
 			continue
 		}
-		e.llrLast[r] = logMix(q, aC[r]) - logMix(q, aCP[r])
-		e.llrAll[r] += e.llrLast[r]
+		st.llrLast[r] = logMix(q, aC[r]) - logMix(q, aCP[r])
+		st.llrAll[r] += st.llrLast[r]
 	}
 	return nil
 }

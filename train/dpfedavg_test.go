@@ -9,17 +9,19 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/accounting"
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/internal/philox"
 )
 
 // quadClients builds m clients of n samples of dimension dim with known features, and a canary
 // client (every sample the point canary).
 func quadClients(m, n, dim int, canary float32) (clients []*datasets.Dataset, canaryClient *datasets.Dataset) {
-	rnd := newCounterRand(11, 0, 0, 9, 1)
+	rnd := philox.NewRand(11, 0, 0, 9, 1)
 	for i := 0; i < m; i++ {
 		ds := &datasets.Dataset{Name: "q", Shape: []int{dim}, Classes: 2, Features: make([]float32, n*dim), Labels: make([]int32, n)}
 		for j := range ds.Features {
-			ds.Features[j] = float32(rnd.float() - 0.5)
+			ds.Features[j] = float32(rnd.Float() - 0.5)
 		}
 		clients = append(clients, ds)
 	}
@@ -32,7 +34,7 @@ func quadClients(m, n, dim int, canary float32) (clients []*datasets.Dataset, ca
 
 func dpConfig() Config {
 	return Config{
-		Algorithm: DPFedAvg, Model: ModelConfig{Kind: "quadratic", Curvature: 1},
+		Algorithm: algo.DPFedAvg, Model: ModelConfig{Kind: "quadratic", Curvature: 1},
 		Rounds: 2, LocalSteps: 3, LearningRate: 0.5, Schedule: "constant", Batching: "full", Seed: 5,
 		Checkpoints: []int{1, 2}, RecordParams: true,
 		SamplingRate: 0.5, NoiseMultiplier: 0, UpdateClip: 0.3, ServerLR: 0.8,
@@ -88,8 +90,8 @@ func TestDPFedAvgRoundMatchesAlgorithm4(t *testing.T) {
 					for round := 0; round < cfg.Rounds; round++ {
 						sum := make([]float64, dim)
 						for i := 0; i < m; i++ {
-							rng := newCounterRand(seed, uint32(round), uint32(i), domainClientSampling, 0)
-							if rng.float() >= cfg.SamplingRate {
+							rng := philox.NewRand(seed, uint32(round), uint32(i), philox.DomainClientSampling, 0)
+							if rng.Float() >= cfg.SamplingRate {
 								continue
 							}
 							sawBoth[b2i(i == 2)] = true
@@ -176,13 +178,14 @@ func TestClientSamplingPerReplicaAndShardInvariant(t *testing.T) {
 	}
 	// Frequency: 4000 pairs x 4 clients, q = 0.5. The count is Binomial(16000, 0.5): 5
 	// standard deviations (316) bound a false failure at 6e-7.
-	e := &engine{m: m, P: 4000, target: tgt, plan: &PrivacyPlan{Q: [][]float64{{0.5, 0.5, 0.5, 0.5}}}}
+	e := &engine{m: m, P: 4000, target: tgt}
+	dp := &clientDPRounds{e: e, plan: &PrivacyPlan{Q: [][]float64{{0.5, 0.5, 0.5, 0.5}}}}
 	e.seeds = make([]uint64, 2*e.P)
 	for r := range e.seeds {
 		e.seeds[r] = RunSeed(3, r/2)
 	}
 	e.part, e.hasTarget = make([]bool, e.P*m), make([]bool, e.P)
-	e.sampleClients(0)
+	dp.sampleClients(0)
 	count := 0
 	for _, b := range e.part {
 		count += b2i(b)
@@ -231,14 +234,14 @@ func TestUploadNoiseMechanisms(t *testing.T) {
 	const m, n, dim, pairs, sigma = 2, 3, 2, 3000, 0.7
 	tgt := TargetInfo{Client: 0, Index: 1}
 	c, cp := synthWorlds(m, n, dim, 2, tgt, 3)
-	base := Config{Algorithm: NoisyFedAvg, Model: ModelConfig{Kind: "quadratic", Curvature: 1}, Rounds: 1, LocalSteps: 1,
+	base := Config{Algorithm: algo.FedAvg, Model: ModelConfig{Kind: "quadratic", Curvature: 1}, Rounds: 1, LocalSteps: 1,
 		LearningRate: 0.5, Schedule: "constant", Batching: "full", Seed: 9, Checkpoints: []int{1}, RecordUpload: true}
 	clean := run(t, base, c, cp, tgt, PairRange{0, 1})[0].Replicas[0].Upload
 	for _, mech := range []struct {
-		name string
+		name algo.Mechanism
 		eps  float64
-	}{{MechGaussian, 0}, {MechLaplace, 0}, {MechStaircase, 1}, {MechStaircase, 3}} {
-		t.Run(mech.name, func(t *testing.T) {
+	}{{algo.Gaussian, 0}, {algo.Laplace, 0}, {algo.Staircase, 1}, {algo.Staircase, 3}} {
+		t.Run(string(mech.name), func(t *testing.T) {
 			cfg := base
 			cfg.NoiseStd, cfg.Mechanism, cfg.StaircaseEpsilon = sigma, mech.name, mech.eps
 			dist, err := cfg.NoiseOf(sigma)
@@ -261,7 +264,7 @@ func TestUploadNoiseMechanisms(t *testing.T) {
 			if s := math.Sqrt(pairs) * d; s > 1.9495 {
 				t.Fatalf("KS statistic sqrt(n) D = %g against the %s CDF", s, mech.name)
 			}
-			if mech.name == MechLaplace {
+			if mech.name == algo.Laplace {
 				var m2, m4 float64
 				for _, v := range x {
 					m2 += v * v / pairs
@@ -281,7 +284,7 @@ func TestClientDPPlans(t *testing.T) {
 	ctx := context.Background()
 	cfg := dpConfig()
 	cfg.Rounds, cfg.SamplingRate = 4, 0.6
-	cfg.Algorithm, cfg.Privacy = IDPFedAvg, &PrivacyConfig{Delta: 1e-5, Groups: []PrivacyGroup{{Clients: 2, Epsilon: 2}, {Clients: 3, Epsilon: 6}}}
+	cfg.Algorithm, cfg.Privacy = algo.IDPFedAvg, &PrivacyConfig{Delta: 1e-5, Groups: []PrivacyGroup{{Clients: 2, Epsilon: 2}, {Clients: 3, Epsilon: 6}}}
 	p, err := cfg.Plan(ctx, 5)
 	if err != nil {
 		t.Fatal(err)
@@ -299,7 +302,7 @@ func TestClientDPPlans(t *testing.T) {
 	if !(p.Clip[0][0] < p.Clip[0][4]) {
 		t.Fatalf("idp: the stricter group clips to %g, the looser to %g", p.Clip[0][0], p.Clip[0][4])
 	}
-	cfg.Algorithm = AdaptiveFedAvg
+	cfg.Algorithm = algo.AdaptiveFedAvg
 	cfg.Privacy.Groups[0].SavingRate, cfg.Privacy.Groups[0].Transition = 0.3, 3
 	cfg.Privacy.Groups[1].SavingRate, cfg.Privacy.Groups[1].Transition = 0.4, 2
 	p, err = cfg.Plan(ctx, 5)
@@ -336,24 +339,24 @@ func TestClientDPConfigErrorsNameFields(t *testing.T) {
 		{"record_upload", func(c *Config) { c.RecordUpload = true }},
 		{"informed", func(c *Config) { c.Informed = true }},
 		{"noise_multiplier", func(c *Config) { c.NoiseMultiplier = -1 }},
-		{"privacy", func(c *Config) { c.Algorithm = IDPFedAvg }},
+		{"privacy", func(c *Config) { c.Algorithm = algo.IDPFedAvg }},
 		{"privacy.groups", func(c *Config) {
-			c.Algorithm, c.Privacy = IDPFedAvg, &PrivacyConfig{Delta: 1e-5, Groups: []PrivacyGroup{{Clients: 2, Epsilon: 1}}}
+			c.Algorithm, c.Privacy = algo.IDPFedAvg, &PrivacyConfig{Delta: 1e-5, Groups: []PrivacyGroup{{Clients: 2, Epsilon: 1}}}
 		}},
 		{"privacy.groups[0].saving_rate", func(c *Config) {
-			c.Algorithm, c.Privacy = AdaptiveFedAvg, &PrivacyConfig{Delta: 1e-5, Groups: []PrivacyGroup{{Clients: 3, Epsilon: 1, SavingRate: 0.9, Transition: 1}}}
+			c.Algorithm, c.Privacy = algo.AdaptiveFedAvg, &PrivacyConfig{Delta: 1e-5, Groups: []PrivacyGroup{{Clients: 3, Epsilon: 1, SavingRate: 0.9, Transition: 1}}}
 		}},
 		{"privacy.delta", func(c *Config) {
-			c.Algorithm, c.Privacy = IDPFedAvg, &PrivacyConfig{Groups: []PrivacyGroup{{Clients: 3, Epsilon: 1}}}
+			c.Algorithm, c.Privacy = algo.IDPFedAvg, &PrivacyConfig{Groups: []PrivacyGroup{{Clients: 3, Epsilon: 1}}}
 		}},
 		{"mechanism", func(c *Config) { c.Mechanism = "cauchy" }},
-		{"staircase_epsilon", func(c *Config) { c.Mechanism = MechStaircase }},
-		{"sampling_rate", func(c *Config) { c.Algorithm = NoisyFedAvg; c.NoiseStd = 1 }},
+		{"staircase_epsilon", func(c *Config) { c.Mechanism = algo.Staircase }},
+		{"sampling_rate", func(c *Config) { c.Algorithm = algo.FedAvg; c.NoiseStd = 1 }},
 	} {
 		t.Run(c.want, func(t *testing.T) {
 			cfg := dpConfig()
 			c.mod(&cfg)
-			err := Train(context.Background(), cfg, clients, cp, TargetInfo{Client: 0, WholeClient: true}, nil, PairRange{0, 1}, &memRecorder{}, nil)
+			err := Train(context.Background(), Job{Config: cfg, WorldC: clients, WorldCPrime: cp, Target: TargetInfo{Client: 0, WholeClient: true}, Pairs: PairRange{0, 1}, Recorder: &memRecorder{}})
 			if err == nil || !strings.Contains(err.Error(), c.want+":") {
 				t.Fatalf("error %v, want one naming %s", err, c.want)
 			}
@@ -361,15 +364,15 @@ func TestClientDPConfigErrorsNameFields(t *testing.T) {
 	}
 	// Informed fedavg with a non-Gaussian mechanism has no Gaussian likelihood ratio.
 	cfg := mlpConfig()
-	cfg.Mechanism = MechLaplace
+	cfg.Mechanism = algo.Laplace
 	c2, cp2 := synthWorlds(3, 6, 4, 3, TargetInfo{Client: 1, Index: 2}, 1)
-	err := Train(context.Background(), cfg, c2, cp2, TargetInfo{Client: 1, Index: 2}, nil, PairRange{0, 1}, &memRecorder{}, nil)
+	err := Train(context.Background(), Job{Config: cfg, WorldC: c2, WorldCPrime: cp2, Target: TargetInfo{Client: 1, Index: 2}, Pairs: PairRange{0, 1}, Recorder: &memRecorder{}})
 	if err == nil || !strings.Contains(err.Error(), "informed:") {
 		t.Fatalf("informed fedavg with Laplace noise: error %v", err)
 	}
 	// remove-client needs server-side noise.
 	cfg = mlpConfig()
-	err = Train(context.Background(), cfg, c2, c2[:2], TargetInfo{Client: 2, Absent: true}, nil, PairRange{0, 1}, &memRecorder{}, nil)
+	err = Train(context.Background(), Job{Config: cfg, WorldC: c2, WorldCPrime: c2[:2], Target: TargetInfo{Client: 2, Absent: true}, Pairs: PairRange{0, 1}, Recorder: &memRecorder{}})
 	if err == nil || !strings.Contains(err.Error(), "remove-client") {
 		t.Fatalf("remove-client with fedavg: error %v", err)
 	}

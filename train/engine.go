@@ -5,111 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"sync/atomic"
 
+	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/internal/philox"
 )
-
-// Train runs the pairs of one shard: pair p trains on worldC (world 0) and on worldCPrime
-// (world 1) with the seed RunSeed(cfg.Seed, p), and rec receives every checkpoint. The two
-// worlds list the same number of clients and differ only in sample target.Index of client
-// target.Client. test, when not nil, gives each checkpoint a test accuracy. progress, when not
-// nil, is called after every round of every group. Results do not depend on how pairs are split
-// into shards or groups.
-//
-// The pairs are trained in groups (Config.GroupPairs, or as many as Config.GroupMemory holds by
-// MemoryOf), one group after another, so memory is bounded by the group and not by the shard.
-// rec receives each group's checkpoints in round order before the next group's: within one
-// round the rows still come in pair order.
-func Train(ctx context.Context, cfg Config, worldC, worldCPrime []*datasets.Dataset, target TargetInfo, test *datasets.Dataset, pairs PairRange, rec Recorder, progress func(done, total int)) error {
-	be := NewCPU(cfg.Threads)
-	defer be.Close()
-	if pairs.First < 0 || pairs.Count < 1 {
-		return fmt.Errorf("train: pair range first %d count %d: need first >= 0, count >= 1", pairs.First, pairs.Count)
-	}
-	size := GroupSize(cfg, SizesOf(worldC, test), pairs.Count)
-	groups := (pairs.Count + size - 1) / size
-	for g := 0; g < groups; g++ {
-		gr := PairRange{First: pairs.First + g*size, Count: min(size, pairs.Count-g*size)}
-		var prog func(done, total int)
-		if progress != nil {
-			prog = func(done, total int) { progress(g*total+done, groups*total) }
-		}
-		if err := TrainOn(ctx, be, cfg, worldC, worldCPrime, target, test, gr, rec, prog); err != nil {
-			if groups > 1 {
-				return fmt.Errorf("pairs %d..%d: %w", gr.First, gr.First+gr.Count-1, err)
-			}
-			return err
-		}
-		if groups > 1 {
-			// The next group allocates as much again: return this one's buffers first, so the
-			// heap does not grow to two groups before the collector runs on its own.
-			runtime.GC()
-		}
-	}
-	return nil
-}
-
-// SizesOf returns the data sizes MemoryOf needs.
-func SizesOf(clients []*datasets.Dataset, test *datasets.Dataset) DataSizes {
-	s := DataSizes{Clients: len(clients)}
-	for _, c := range clients {
-		if c != nil {
-			s.Dim, s.Classes = c.Dim(), c.Classes
-			s.MaxSamples = max(s.MaxSamples, c.Len())
-		}
-	}
-	if test != nil {
-		s.TestSamples = test.Len()
-	}
-	return s
-}
-
-// GroupSize is the number of pairs Train trains together, out of count: GroupPairs when set,
-// else as many as fit GroupMemory (DefaultGroupMemory when 0) by MemoryOf, at least 1; the last
-// group may be smaller. Sizes MemoryOf cannot size (an invalid model) give one group, whose
-// engine then reports the error.
-func GroupSize(cfg Config, s DataSizes, count int) int {
-	size := cfg.GroupPairs
-	if size <= 0 {
-		size = count
-		if mem, err := MemoryOf(cfg, s); err == nil {
-			budget := cfg.GroupMemory
-			if budget <= 0 {
-				budget = DefaultGroupMemory
-			}
-			size = mem.GroupPairs(budget)
-		}
-	}
-	return max(min(size, count), 1)
-}
-
-// TrainOn trains the pairs on a given backend as one group: every replica's state is allocated
-// at once (Train groups them). It stops within one client step of ctx being cancelled.
-func TrainOn(ctx context.Context, be Backend, cfg Config, worldC, worldCPrime []*datasets.Dataset, target TargetInfo, test *datasets.Dataset, pairs PairRange, rec Recorder, progress func(done, total int)) error {
-	e, err := newEngine(be, cfg, worldC, worldCPrime, target, test, pairs)
-	if err != nil {
-		return err
-	}
-	// The local-step loop polls an atomic flag, not ctx.Err() (a mutex), so the check costs
-	// nothing beside a step; context.AfterFunc sets it when ctx is cancelled.
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	stop := context.AfterFunc(ctx, func() { e.stop.Store(true) })
-	defer stop()
-	return e.train(ctx, rec, progress)
-}
 
 // train runs every round, handing the checkpoints to rec.
 func (e *engine) train(ctx context.Context, rec Recorder, progress func(done, total int)) error {
 	cfg := e.cfg
-	if cfg.IsClientDP() {
-		if err := e.initClientDP(ctx); err != nil {
-			return err
-		}
+	if err := e.rounds.init(ctx); err != nil {
+		return err
 	}
 	if rec == nil {
 		return errors.New("train: nil recorder")
@@ -125,7 +34,7 @@ func (e *engine) train(ctx context.Context, rec Recorder, progress func(done, to
 			return err
 		}
 		record := slices.Contains(cfg.Checkpoints, t+1)
-		if err := e.round(ctx, t, record); err != nil {
+		if err := e.rounds.round(ctx, t, record); err != nil {
 			return fmt.Errorf("train: round %d: %w", t, err)
 		}
 		if record {
@@ -140,28 +49,15 @@ func (e *engine) train(ctx context.Context, rec Recorder, progress func(done, to
 	return nil
 }
 
-// recordCheckpoint evaluates every replica at w_round and hands the checkpoint to rec, unless
-// the training was cancelled meanwhile (the evaluation stops early and its result is not used).
-func (e *engine) recordCheckpoint(ctx context.Context, rec Recorder, round int) error {
-	cp := e.checkpoint(round)
-	if e.stop.Load() {
-		return context.Cause(ctx)
-	}
-	if err := rec.Checkpoint(ctx, cp); err != nil {
-		return fmt.Errorf("train: checkpoint at round %d: %w", round, err)
-	}
-	return nil
-}
-
 // clientData is one client's samples on the backend: X is N x dim, Y is N x 1 labels.
 type clientData struct {
-	x, y Mat
+	x, y compute.Mat
 	n    int
 }
 
 type engine struct {
 	cfg    Config
-	be     Backend
+	be     compute.Backend
 	model  Model
 	ws     workspace
 	d, dim int
@@ -177,8 +73,8 @@ type engine struct {
 	test  *clientData
 	seeds []uint64 // per replica (equal within a pair)
 
-	g, l, acc, grad, noise, shadow, upload Buffer
-	xb, yb                                 Buffer // gathered minibatch
+	g, l, acc, grad, noise, shadow, upload compute.Buffer
+	xb, yb                                 compute.Buffer // gathered minibatch
 	maxRows                                int
 
 	perm      []int32
@@ -192,100 +88,111 @@ type engine struct {
 	dd        []float64
 	diverged  []bool
 	uploaded  []bool
-	llrAll    []float64
-	llrLast   []float64
-	mu2       []float64
-	upDots    []float64 // <the target's noise in the average, D>: its upload's noise, over n
-	llrUp     []float64
-	mu2Up     []float64
 	divNorm   float64
 
-	eta   float32        // learning rate of the current local step
-	def   *deferredState // deferred first-layer updates (deferred.go), when they apply
-	fused fusedStepper   // the model's fused clipped step, when it has one and it applies
-	chunk int            // pairs per chunk of local training
+	eta   float32 // learning rate of the current local step
+	chunk int     // pairs per chunk of local training
 
-	evalLoss, evalMargin Buffer
-	hostLoss, hostMargin []float32
+	// The strategies, chosen once in newEngine: the algorithm family's round and the form of
+	// the local steps; stats observes for the informed adversary (nil when not informed).
+	rounds rounds
+	steps  localSteps
+	stats  *informedStats
 
-	// The DP-FedAvg family (dpfedavg.go): the privacy plan, the server learning rate, the
-	// target's own clipped update (informed) and per-replica inner products.
-	plan     *PrivacyPlan
-	serverLR float64
-	tu       Buffer
-	dpDots   [5][]float64
+	eval evalBuffers // the checkpoints' evaluation (checkpoint.go)
+
 	// tmp holds host-drawn noise of the non-Gaussian mechanisms on its way into a buffer.
-	tmp Buffer
+	tmp compute.Buffer
 
 	// stop is set when the training's context is cancelled (TrainOn).
 	stop atomic.Bool
 }
 
-func newEngine(be Backend, cfg Config, worldC, worldCP []*datasets.Dataset, target TargetInfo, test *datasets.Dataset, pairs PairRange) (*engine, error) {
+// checkedJob is a Job's data after checkJob: C' with the remove-client slot filled, and the
+// shapes every client shares.
+type checkedJob struct {
+	worldC, worldCP    []*datasets.Dataset
+	target             TargetInfo
+	dim, classes, minN int
+}
+
+// checkJob checks that the job's worlds, target, pairs, configuration and test set fit
+// together; every error says what does not.
+func checkJob(job Job) (checkedJob, error) {
+	cfg, worldC, worldCP, target, test, pairs := job.Config, job.WorldC, job.WorldCPrime, job.Target, job.Test, job.Pairs
 	m := len(worldC)
 	if target.Absent {
 		// remove-client: C' lacks the target client. The engine keeps m slots in both worlds
 		// and gives the target no weight in C' (see dpRound); its slot holds C's data, which
 		// only the per-sample statistics read.
 		if len(worldCP) != m-1 || target.Client < 0 || target.Client >= m {
-			return nil, fmt.Errorf("train: remove-client target %d: C has %d clients, C' %d; need C' to have one fewer", target.Client, m, len(worldCP))
+			return checkedJob{}, fmt.Errorf("train: remove-client target %d: C has %d clients, C' %d; need C' to have one fewer", target.Client, m, len(worldCP))
 		}
 		worldCP = append(append(append([]*datasets.Dataset(nil), worldCP[:target.Client]...), worldC[target.Client]), worldCP[target.Client:]...)
 		target.WholeClient = true
 	}
 	if m == 0 || len(worldCP) != m {
-		return nil, fmt.Errorf("train: worlds have %d and %d clients, need the same positive count", m, len(worldCP))
+		return checkedJob{}, fmt.Errorf("train: worlds have %d and %d clients, need the same positive count", m, len(worldCP))
 	}
 	if target.Client < 0 || target.Client >= m {
-		return nil, fmt.Errorf("train: target client %d outside 0..%d", target.Client, m-1)
+		return checkedJob{}, fmt.Errorf("train: target client %d outside 0..%d", target.Client, m-1)
 	}
-	if target.WholeClient && !cfg.IsClientDP() && cfg.Algorithm != NoisyFedAvg && cfg.Algorithm != NoisyFedProx {
-		return nil, fmt.Errorf("train: client-level adjacency needs a federated algorithm, not %q", cfg.Algorithm)
+	if target.WholeClient && !cfg.IsClientDP() && cfg.Algorithm != algo.FedAvg && cfg.Algorithm != algo.FedProx {
+		return checkedJob{}, fmt.Errorf("train: client-level adjacency needs a federated algorithm, not %q", cfg.Algorithm)
 	}
 	if target.Absent && !cfg.IsClientDP() {
-		return nil, fmt.Errorf("train: remove-client adjacency needs the DP-FedAvg family (server-side noise), not %q: a removed Noisy-FedAvg client would also remove its own noise", cfg.Algorithm)
+		return checkedJob{}, fmt.Errorf("train: remove-client adjacency needs the DP-FedAvg family (server-side noise), not %q: a removed Noisy-FedAvg client would also remove its own noise", cfg.Algorithm)
 	}
 	if pairs.First < 0 || pairs.Count < 1 {
-		return nil, fmt.Errorf("train: pair range first %d count %d: need first >= 0, count >= 1", pairs.First, pairs.Count)
+		return checkedJob{}, fmt.Errorf("train: pair range first %d count %d: need first >= 0, count >= 1", pairs.First, pairs.Count)
 	}
 	dim, classes, minN := worldC[0].Dim(), worldC[0].Classes, math.MaxInt
 	for w, world := range [2][]*datasets.Dataset{worldC, worldCP} {
 		for i, ds := range world {
 			if ds == nil {
-				return nil, fmt.Errorf("train: world %d client %d: nil dataset", w, i)
+				return checkedJob{}, fmt.Errorf("train: world %d client %d: nil dataset", w, i)
 			}
 			if err := ds.Validate(); err != nil {
-				return nil, fmt.Errorf("train: world %d client %d: %w", w, i, err)
+				return checkedJob{}, fmt.Errorf("train: world %d client %d: %w", w, i, err)
 			}
 			if ds.Dim() != dim || ds.Classes != classes {
-				return nil, fmt.Errorf("train: world %d client %d: dim %d, %d classes; client 0 of C has %d, %d", w, i, ds.Dim(), ds.Classes, dim, classes)
+				return checkedJob{}, fmt.Errorf("train: world %d client %d: dim %d, %d classes; client 0 of C has %d, %d", w, i, ds.Dim(), ds.Classes, dim, classes)
 			}
 			if ds.Len() == 0 {
-				return nil, fmt.Errorf("train: world %d client %d has no samples", w, i)
+				return checkedJob{}, fmt.Errorf("train: world %d client %d has no samples", w, i)
 			}
 			minN = min(minN, ds.Len())
 		}
 	}
 	for i := range worldC {
 		if err := compareClients(worldC[i], worldCP[i], i, target); err != nil {
-			return nil, err
+			return checkedJob{}, err
 		}
 	}
 	if tc := worldC[target.Client]; target.Index < 0 || target.Index >= tc.Len() {
-		return nil, fmt.Errorf("train: target index %d outside client %d's %d samples", target.Index, target.Client, tc.Len())
+		return checkedJob{}, fmt.Errorf("train: target index %d outside client %d's %d samples", target.Index, target.Client, tc.Len())
 	}
 	if err := cfg.validate(m, minN, dim, classes); err != nil {
-		return nil, err
+		return checkedJob{}, err
 	}
 	if test != nil {
 		if err := test.Validate(); err != nil {
-			return nil, fmt.Errorf("train: test set: %w", err)
+			return checkedJob{}, fmt.Errorf("train: test set: %w", err)
 		}
 		if test.Dim() != dim {
-			return nil, fmt.Errorf("train: test set has dim %d, clients %d", test.Dim(), dim)
+			return checkedJob{}, fmt.Errorf("train: test set has dim %d, clients %d", test.Dim(), dim)
 		}
 	}
-	model, err := cfg.newModel(dim, classes)
+	return checkedJob{worldC: worldC, worldCP: worldCP, target: target, dim: dim, classes: classes, minN: minN}, nil
+}
+
+func newEngine(be compute.Backend, job Job) (*engine, error) {
+	j, err := checkJob(job)
+	if err != nil {
+		return nil, err
+	}
+	cfg, pairs, target, dim, m := job.Config, job.Pairs, j.target, j.dim, len(j.worldC)
+	model, err := cfg.newModel(dim, j.classes)
 	if err != nil {
 		return nil, err
 	}
@@ -308,19 +215,38 @@ func newEngine(be Backend, cfg Config, worldC, worldCP []*datasets.Dataset, targ
 		e.cfg.EvalBatch = 256
 	}
 	switch cfg.Algorithm {
-	case DPSGD:
+	case algo.DPSGD:
 		e.perEx = float32(cfg.ClipNorm)
-	case NoisyFedProx:
+	case algo.FedProx:
 		e.alpha = float32(cfg.ProxAlpha)
 		e.clipV = float32(cfg.ClipNorm)
 	default:
 		e.clipV = float32(cfg.ClipNorm)
 	}
-	// The fused step pays n^2 per replica for the Gram matrices instead of n*in: worth it for
-	// minibatches no larger than the input. It clips whole gradients, so never for DP-SGD.
-	if f, ok := model.(fusedStepper); ok && e.perEx == 0 && cfg.Batching == "fixed" && cfg.BatchSize <= dim {
-		e.fused = f
+	e.allocate(e.loadData(j.worldC, j.worldCP, job.Test))
+	R, d := e.R, e.d
+	e.seeds = make([]uint64, R)
+	e.steps = e.chooseSteps(true)
+	e.rounds = e.chooseRounds()
+	if cfg.Informed {
+		e.stats = newInformedStats(R, e.rounds.statNames())
 	}
+	for r := range e.seeds {
+		e.seeds[r] = RunSeed(cfg.Seed, e.first+r/2)
+	}
+	// w_0 is public and the same for every pair: it is drawn from the master seed.
+	w0 := make([]float32, d)
+	model.Init(w0, philox.SplitMix64(cfg.Seed^0x696e6974))
+	for r := 0; r < R; r++ {
+		be.Upload(e.g, r*d, w0)
+	}
+	return e, nil
+}
+
+// loadData puts both worlds' clients and the test set on the backend (world 1 shares every
+// client but the target's with world 0) and returns the largest client's size.
+func (e *engine) loadData(worldC, worldCP []*datasets.Dataset, test *datasets.Dataset) int {
+	target, m := e.target, e.m
 	maxN := 0
 	for w, world := range [2][]*datasets.Dataset{worldC, worldCP} {
 		e.data[w] = make([]clientData, m)
@@ -337,10 +263,17 @@ func newEngine(be Backend, cfg Config, worldC, worldCP []*datasets.Dataset, targ
 		td := e.toDevice(test)
 		e.test = &td
 	}
+	return maxN
+}
+
+// allocate sizes the workspace for the configured batching and allocates every buffer of
+// the R replicas.
+func (e *engine) allocate(maxN int) {
+	cfg, be, model, dim, m := e.cfg, e.be, e.model, e.dim, e.m
 	switch cfg.Batching {
-	case "full":
+	case algo.Full:
 		e.maxRows = maxN
-	case "poisson":
+	case algo.Poisson:
 		// A Poisson batch above B + 8 sqrt(B) + 16 has probability below e^-30; such a draw
 		// stops the run with an error rather than being truncated.
 		b := float64(cfg.BatchSize)
@@ -353,7 +286,7 @@ func newEngine(be Backend, cfg Config, worldC, worldCP []*datasets.Dataset, targ
 	e.xb = be.Alloc(e.maxRows * dim)
 	e.yb = be.Alloc(e.maxRows)
 	R, d := e.R, e.d
-	for _, b := range []*Buffer{&e.g, &e.l, &e.acc, &e.grad, &e.noise} {
+	for _, b := range []*compute.Buffer{&e.g, &e.l, &e.acc, &e.grad, &e.noise} {
 		*b = be.Alloc(R * d)
 	}
 	if cfg.Informed {
@@ -373,24 +306,6 @@ func newEngine(be Backend, cfg Config, worldC, worldCP []*datasets.Dataset, targ
 	e.dd = make([]float64, R)
 	e.diverged = make([]bool, R)
 	e.uploaded = make([]bool, R)
-	e.llrAll = make([]float64, R)
-	e.llrLast = make([]float64, R)
-	e.mu2 = make([]float64, R)
-	e.upDots = make([]float64, R)
-	e.llrUp = make([]float64, R)
-	e.mu2Up = make([]float64, R)
-	e.seeds = make([]uint64, R)
-	e.def = newDeferred(e)
-	for r := range e.seeds {
-		e.seeds[r] = RunSeed(cfg.Seed, e.first+r/2)
-	}
-	// w_0 is public and the same for every pair: it is drawn from the master seed.
-	w0 := make([]float32, d)
-	model.Init(w0, splitMix64(cfg.Seed^0x696e6974))
-	for r := 0; r < R; r++ {
-		be.Upload(e.g, r*d, w0)
-	}
-	return e, nil
 }
 
 // compareClients checks that client i is the same in both worlds, except the target sample.
@@ -428,135 +343,18 @@ func (e *engine) toDevice(ds *datasets.Dataset) clientData {
 		y[i] = float32(v)
 	}
 	return clientData{
-		x: Mat{Buf: upload(e.be, ds.Features), Rows: n, Cols: e.dim, Stride: e.dim, Batch: 1},
-		y: Mat{Buf: upload(e.be, y), Rows: n, Cols: 1, Stride: 1, Batch: 1},
+		x: compute.Mat{Buf: compute.Upload(e.be, ds.Features), Rows: n, Cols: e.dim, Stride: e.dim, Batch: 1},
+		y: compute.Mat{Buf: compute.Upload(e.be, y), Rows: n, Cols: 1, Stride: 1, Batch: 1},
 		n: n,
 	}
 }
 
 // rows is replicas first, first+stride, ... (count of them) of an R x d buffer.
-func (e *engine) rows(buf Buffer, first, count, stride int) Mat {
-	return Mat{Buf: buf, Off: first * e.d, Rows: 1, Cols: e.d, Stride: e.d, Batch: count, BatchStride: stride * e.d}
+func (e *engine) rows(buf compute.Buffer, first, count, stride int) compute.Mat {
+	return compute.Mat{Buf: buf, Off: first * e.d, Rows: 1, Cols: e.d, Stride: e.d, Batch: count, BatchStride: stride * e.d}
 }
 
-func (e *engine) all(buf Buffer) Mat { return e.rows(buf, 0, e.R, 1) }
-
-// round runs round t: every client's K local steps from w_t for every replica, the noise and
-// the average, the informed adversary's statistics, and the divergence check.
-func (e *engine) round(ctx context.Context, t int, record bool) error {
-	if e.plan != nil {
-		return e.dpRound(ctx, t)
-	}
-	be, m, tc := e.be, e.m, e.target.Client
-	e.chooseParticipants(t)
-	ds := e.def
-	if ds != nil {
-		// The participants' mean first matrix is W_0 plus the mean of their deferred updates,
-		// which flushDeferred adds (divided by n).
-		be.Axpby(1, ds.model.weight(e.all(e.g), 0), 0, ds.model.weight(e.all(e.acc), 0), nil)
-		be.Axpby(0, Mat{}, 0, ds.model.rest(e.all(e.acc)), nil)
-	} else {
-		be.Axpby(0, Mat{}, 0, e.all(e.acc), nil)
-	}
-	for i := 0; i < m; i++ {
-		keep := i == tc && (e.cfg.Informed || record && e.upload != nil) // l's first matrix is read
-		if err := e.localTrain(ctx, t, i, e.l, false, keep); err != nil {
-			return err
-		}
-		for r := range e.coef {
-			e.coef[r] = b2f(e.part[(r/2)*m+i])
-		}
-		if ds != nil {
-			be.Axpby(1, ds.model.rest(e.all(e.l)), 1, ds.model.rest(e.all(e.acc)), e.coef)
-			s := ds.slot(i)
-			if e.n < m { // non-participants add nothing
-				u := ds.factors(false, s, 0, e.R, 1)
-				be.Axpby(1, u, 0, u, e.coef)
-			}
-			if s == ds.window-1 || i == m-1 {
-				e.flushDeferred(s + 1)
-			}
-		} else {
-			be.Axpby(1, e.all(e.l), 1, e.all(e.acc), e.coef)
-		}
-		if i != tc {
-			continue
-		}
-		if record && e.upload != nil {
-			for r := range e.coef {
-				e.scaleT[r] = float32(e.cfg.NoiseStd)
-				e.uploaded[r] = e.hasTarget[r/2]
-			}
-			be.Axpby(1, e.all(e.l), 0, e.all(e.upload), nil)
-			if err := e.addNoise(e.upload, t, uint32(tc), e.scaleT); err != nil {
-				return err
-			}
-		}
-		if e.cfg.Informed {
-			if err := e.localTrain(ctx, t, i, e.shadow, true, true); err != nil {
-				return err
-			}
-			// shadow <- D = phi(w_t) - phi'(w_t) = s (L - shadow)/n, s = +1 in C, -1 in C'.
-			be.Axpby(-1, e.all(e.l), 1, e.all(e.shadow), nil)
-			for r := range e.coef {
-				s := float32(1 - 2*(r%2))
-				e.coef[r] = -s * b2f(e.hasTarget[r/2]) / float32(e.n)
-			}
-			be.Axpby(1, e.all(e.shadow), 0, e.all(e.shadow), e.coef)
-		}
-	}
-	n := float32(e.n)
-	if ds != nil {
-		be.Axpby(1/n, ds.model.rest(e.all(e.acc)), 0, ds.model.rest(e.all(e.acc)), nil)
-	} else {
-		be.Axpby(1/n, e.all(e.acc), 0, e.all(e.acc), nil)
-	}
-	sigma := e.cfg.NoiseStd
-	for r := range e.scaleT {
-		tgt := e.hasTarget[r/2]
-		e.scaleT[r] = float32(sigma/float64(n)) * b2f(tgt)
-		others := e.n - int(b2f(tgt))
-		e.scaleO[r] = float32(sigma * math.Sqrt(float64(others)) / float64(n))
-	}
-	be.Axpby(0, Mat{}, 0, e.all(e.noise), nil)
-	if sigma > 0 && e.cfg.mechanism() == MechGaussian {
-		be.AddGaussian(e.all(e.noise), e.seeds, e.scaleT, uint32(t), uint32(tc))
-		if e.cfg.Informed {
-			// Before the others' noise: the target's own draw, which its upload carries times n.
-			be.Dots(e.all(e.noise), e.all(e.shadow), e.upDots)
-		}
-		be.AddGaussian(e.all(e.noise), e.seeds, e.scaleO, uint32(t), streamOthers)
-	} else if sigma > 0 {
-		// A sum of Laplace or staircase draws has no closed form: every participant's noise
-		// is drawn from its own stream (the target's is the one its recorded upload carries).
-		if err := e.addParticipantNoise(t, float32(sigma)/n); err != nil {
-			return err
-		}
-	}
-	if e.cfg.Informed {
-		be.Dots(e.all(e.noise), e.all(e.shadow), e.dots)
-		be.Dots(e.all(e.shadow), e.all(e.shadow), e.dd)
-		k := float64(n) / (sigma * sigma)
-		for r := range e.dots {
-			if e.diverged[r] {
-				continue
-			}
-			s := float64(1 - 2*(r%2))
-			e.llrLast[r] = k * (e.dots[r] + s*e.dd[r]/2)
-			e.llrAll[r] += e.llrLast[r]
-			e.mu2[r] += k * e.dd[r]
-			// The uploads observer (w_t and the target's upload U = phi_i(w_t) + sigma Z): the
-			// upload's shift is n D and its noise sigma Z = n (sigma/n) Z, so its ratio is
-			// (n^2/sigma^2)(<(sigma/n) Z, D> + s ||D||^2/2), with mu^2 = n^2 ||D||^2/sigma^2.
-			ku := float64(n) * k
-			e.llrUp[r] = ku * (e.upDots[r] + s*e.dd[r]/2)
-			e.mu2Up[r] = ku * e.dd[r]
-		}
-	}
-	be.Axpby(1, e.all(e.noise), 1, e.all(e.acc), nil)
-	e.commit()
-	return nil
-}
+func (e *engine) all(buf compute.Buffer) compute.Mat { return e.rows(buf, 0, e.R, 1) }
 
 // commit makes the new parameters in acc every replica's w_{t+1} (acc's contents are then
 // undefined). Divergence: a replica whose new parameters are not finite or too large keeps w_t.
@@ -593,63 +391,15 @@ func b2f(b bool) float32 {
 	return 0
 }
 
-// chooseParticipants draws each pair's n of m clients for round t from the run seed.
-func (e *engine) chooseParticipants(t int) {
-	m := e.m
-	for p := 0; p < e.P; p++ {
-		part := e.part[p*m : (p+1)*m]
-		if e.n == m {
-			for i := range part {
-				part[i] = true
-			}
-		} else {
-			clear(part)
-			rng := newCounterRand(e.seeds[2*p], uint32(t), 0, domainParticipation, 0)
-			samplePrefix(&rng, e.perm[:m], e.n)
-			for _, i := range e.perm[:e.n] {
-				part[i] = true
-			}
-		}
-		e.hasTarget[p] = part[e.target.Client]
-	}
+// localTrain runs client i's K local steps of round t in the engine's local-step form.
+func (e *engine) localTrain(ctx context.Context, t, i int, buf compute.Buffer, flip, materialize bool) error {
+	return e.steps.train(ctx, t, i, buf, flip, materialize)
 }
 
-// localTrain runs client i's K local steps of round t from w_t for every replica into buf.
-// With flip, world-w replicas train on the other world's data (the informed adversary's
-// phi' for C replicas and phi for C' replicas). In deferred form (deferred.go) buf's first
-// weight matrix is written only with materialize; the update is in the client's slot.
-func (e *engine) localTrain(ctx context.Context, t, i int, buf Buffer, flip, materialize bool) error {
-	if e.def != nil {
-		return e.localTrainDeferred(ctx, t, i, buf, flip, materialize)
-	}
-	be := e.be
-	// Pairs go through the K steps a chunk at a time, so that a chunk's parameters stay in
-	// cache from one step to the next; replicas are independent, so chunking changes nothing
-	// in the results.
-	for p0 := 0; p0 < e.P; p0 += e.chunk {
-		p1 := min(p0+e.chunk, e.P)
-		rows := func(b Buffer) Mat { return e.rows(b, 2*p0, 2*(p1-p0), 1) }
-		be.Axpby(1, rows(e.g), 0, rows(buf), nil)
-		for k := 0; k < e.cfg.LocalSteps; k++ {
-			if e.stop.Load() {
-				return context.Cause(ctx)
-			}
-			e.eta = float32(e.cfg.LearningRateAt(t, k))
-			if err := e.localGrad(t, i, k, buf, flip, p0, p1); err != nil {
-				return err
-			}
-			if e.fused == nil {
-				be.ClipStep(e.eta, e.clipV, e.alpha, rows(buf), rows(e.grad), rows(e.g))
-			}
-		}
-	}
-	return nil
-}
-
-// localGrad writes into e.grad every replica's gradient at params buf on client i's batch of
-// (round t, step k), for pairs [p0, p1). Replicas that see the same rows are one group, one
-// batched call.
-func (e *engine) localGrad(t, i, k int, buf Buffer, flip bool, p0, p1 int) error {
+// localGrad runs form's step for every replica at params buf on client i's batch of (round t,
+// step k), for pairs [p0, p1): the direct form writes the gradients into e.grad. Replicas that
+// see the same rows are one group, one batched call.
+func (e *engine) localGrad(form groupStepper, t, i, k int, buf compute.Buffer, flip bool, p0, p1 int) error {
 	isTarget := i == e.target.Client
 	world := func(w int) int {
 		if flip {
@@ -658,40 +408,40 @@ func (e *engine) localGrad(t, i, k int, buf Buffer, flip bool, p0, p1 int) error
 		return w
 	}
 	switch e.cfg.Batching {
-	case "full":
+	case algo.Full:
 		if isTarget {
 			for w := 0; w < 2; w++ {
 				cd := &e.data[world(w)][i]
-				e.groupGrad(buf, 2*p0+w, p1-p0, 2, cd.x, cd.y)
+				form.step(buf, 2*p0+w, p1-p0, 2, cd.x, cd.y)
 			}
 			return nil
 		}
 		cd := &e.data[0][i]
-		e.groupGrad(buf, 2*p0, 2*(p1-p0), 1, cd.x, cd.y)
-	case "fixed":
+		form.step(buf, 2*p0, 2*(p1-p0), 1, cd.x, cd.y)
+	case algo.Fixed:
 		cd := &e.data[0][i]
-		rng := newCounterRand(e.cfg.Seed, uint32(t), uint32(i), domainBatch, uint32(k))
-		samplePrefix(&rng, e.perm[:cd.n], e.cfg.BatchSize)
+		rng := philox.NewRand(e.cfg.Seed, uint32(t), uint32(i), philox.DomainBatch, uint32(k))
+		philox.SamplePrefix(&rng, e.perm[:cd.n], e.cfg.BatchSize)
 		idx := e.idx[:e.cfg.BatchSize]
 		copy(idx, e.perm[:e.cfg.BatchSize])
 		if isTarget && (e.target.WholeClient || slices.Contains(idx, int32(e.target.Index))) {
 			for w := 0; w < 2; w++ {
 				x, y := e.gather(&e.data[world(w)][i], idx)
-				e.groupGrad(buf, 2*p0+w, p1-p0, 2, x, y)
+				form.step(buf, 2*p0+w, p1-p0, 2, x, y)
 			}
 			return nil
 		}
 		x, y := e.gather(cd, idx)
-		e.groupGrad(buf, 2*p0, 2*(p1-p0), 1, x, y)
-	case "poisson":
+		form.step(buf, 2*p0, 2*(p1-p0), 1, x, y)
+	case algo.Poisson:
 		cd := &e.data[0][i]
 		q := float64(e.cfg.BatchSize) / float64(cd.n)
 		for p := p0; p < p1; p++ {
-			rng := newCounterRand(e.seeds[2*p], uint32(t), uint32(i), domainPoisson, uint32(k))
+			rng := philox.NewRand(e.seeds[2*p], uint32(t), uint32(i), philox.DomainPoisson, uint32(k))
 			idx := e.idx[:0]
 			hit := false
 			for j := 0; j < cd.n; j++ {
-				if rng.float() < q {
+				if rng.Float() < q {
 					idx = append(idx, int32(j))
 					hit = hit || (isTarget && (e.target.WholeClient || j == e.target.Index))
 				}
@@ -700,147 +450,27 @@ func (e *engine) localGrad(t, i, k int, buf Buffer, flip bool, p0, p1 int) error
 				return fmt.Errorf("poisson batch of %d samples (round %d, client %d, step %d, pair %d) exceeds the workspace of %d rows", len(idx), t, i, k, e.first+p, e.maxRows)
 			}
 			if len(idx) == 0 {
-				e.be.Axpby(0, Mat{}, 0, e.rows(e.grad, 2*p, 2, 1), nil)
+				e.be.Axpby(0, compute.Mat{}, 0, e.rows(e.grad, 2*p, 2, 1), nil)
 				continue
 			}
 			if hit {
 				for w := 0; w < 2; w++ {
 					x, y := e.gather(&e.data[world(w)][i], idx)
-					e.groupGrad(buf, 2*p+w, 1, 1, x, y)
+					form.step(buf, 2*p+w, 1, 1, x, y)
 				}
 				continue
 			}
 			x, y := e.gather(cd, idx)
-			e.groupGrad(buf, 2*p, 2, 1, x, y)
+			form.step(buf, 2*p, 2, 1, x, y)
 		}
 	}
 	return nil
 }
 
-func (e *engine) gather(cd *clientData, idx []int32) (x, y Mat) {
-	x = Mat{Buf: e.xb, Rows: len(idx), Cols: e.dim, Stride: e.dim, Batch: 1}
-	y = Mat{Buf: e.yb, Rows: len(idx), Cols: 1, Stride: 1, Batch: 1}
+func (e *engine) gather(cd *clientData, idx []int32) (x, y compute.Mat) {
+	x = compute.Mat{Buf: e.xb, Rows: len(idx), Cols: e.dim, Stride: e.dim, Batch: 1}
+	y = compute.Mat{Buf: e.yb, Rows: len(idx), Cols: 1, Stride: 1, Batch: 1}
 	e.be.Gather(x, cd.x, idx)
 	e.be.Gather(y, cd.y, idx)
 	return x, y
-}
-
-func (e *engine) groupGrad(buf Buffer, first, count, stride int, x, y Mat) {
-	if e.fused != nil {
-		e.fused.step(e.be, e.ws, e.rows(buf, first, count, stride), x, y, e.rows(e.g, first, count, stride),
-			e.rows(e.grad, first, count, stride), e.eta, e.clipV, e.alpha)
-		return
-	}
-	e.model.grad(e.be, e.ws, e.rows(buf, first, count, stride), x, y, e.rows(e.grad, first, count, stride), e.perEx)
-}
-
-// checkpoint evaluates every replica at w_round.
-func (e *engine) checkpoint(round int) *Checkpoint {
-	R, m := e.R, e.m
-	cp := &Checkpoint{Round: round, Replicas: make([]ReplicaState, R)}
-	if e.cfg.Informed {
-		cp.StatNames = []string{StatLLRAll, StatLLRLast, StatMu2}
-		if e.plan == nil {
-			cp.StatNames = append(cp.StatNames, StatLLRUpload, StatMu2Upload)
-		}
-	}
-	lossSum := make([]float64, R)
-	correct := make([]float64, R)
-	count := 0
-	for i := 0; i < m; i++ {
-		if i == e.target.Client {
-			for w := 0; w < 2; w++ {
-				e.evalRows(&e.data[w][i], w, e.P, 2, lossSum, correct, nil)
-			}
-		} else {
-			e.evalRows(&e.data[0][i], 0, R, 1, lossSum, correct, nil)
-		}
-		count += e.data[0][i].n
-	}
-	testCorrect := make([]float64, R)
-	if e.test != nil {
-		e.evalRows(e.test, 0, R, 1, make([]float64, R), testCorrect, nil)
-	}
-	var tl, tm [2][]float64
-	for w := 0; w < 2; w++ {
-		cd := &e.data[w][e.target.Client]
-		one := clientData{x: cd.x, y: cd.y, n: 1}
-		one.x.Off += e.target.Index * e.dim
-		one.x.Rows = 1
-		one.y.Off += e.target.Index
-		one.y.Rows = 1
-		tl[w], tm[w] = make([]float64, R), make([]float64, R)
-		e.evalRows(&one, 0, R, 1, tl[w], make([]float64, R), tm[w])
-	}
-	host := make([]float32, e.d)
-	for r := 0; r < R; r++ {
-		rs := &cp.Replicas[r]
-		rs.Pair, rs.World, rs.Seed, rs.Diverged = e.first+r/2, r%2, e.seeds[r], e.diverged[r]
-		rs.TrainLoss = lossSum[r] / float64(count)
-		rs.TestAccuracy = math.NaN()
-		if e.test != nil {
-			rs.TestAccuracy = testCorrect[r] / float64(e.test.n)
-		}
-		for w := 0; w < 2; w++ {
-			rs.TargetLoss[w], rs.TargetMargin[w] = tl[w][r], tm[w][r]
-		}
-		if e.cfg.Informed {
-			rs.Stats = []float64{e.llrAll[r], e.llrLast[r], e.mu2[r]}
-			if e.plan == nil {
-				rs.Stats = append(rs.Stats, e.llrUp[r], e.mu2Up[r])
-			}
-		}
-		if e.cfg.RecordParams {
-			rs.Params = make([]float32, e.d)
-			e.be.Download(rs.Params, e.g, r*e.d)
-		}
-		if e.cfg.RecordUpload && round > 0 && e.uploaded[r] {
-			e.be.Download(host, e.upload, r*e.d)
-			rs.Upload = slices.Clone(host)
-		}
-	}
-	return cp
-}
-
-// evalRows adds, for replicas first, first+stride, ... (count), the loss and the number of
-// correct predictions (margin > 0) over cd's rows to lossSum and correct, and the margins to
-// marginSum when it is not nil.
-func (e *engine) evalRows(cd *clientData, first, count, stride int, lossSum, correct, marginSum []float64) {
-	eb := e.cfg.EvalBatch
-	if e.evalLoss == nil {
-		e.evalLoss, e.evalMargin = e.be.Alloc(e.R*eb), e.be.Alloc(e.R*eb)
-		e.hostLoss, e.hostMargin = make([]float32, e.R*eb), make([]float32, e.R*eb)
-	}
-	params := e.rows(e.g, first, count, stride)
-	for r0 := 0; r0 < cd.n; r0 += eb {
-		if e.stop.Load() {
-			return // cancelled: the checkpoint is discarded (recordCheckpoint)
-		}
-		n := min(eb, cd.n-r0)
-		x := cd.x
-		x.Off += r0 * x.Stride
-		x.Rows = n
-		y := cd.y
-		y.Off += r0 * y.Stride
-		y.Rows = n
-		loss := Mat{Buf: e.evalLoss, Rows: n, Cols: 1, Stride: 1, Batch: count, BatchStride: n}
-		margin := loss
-		margin.Buf = e.evalMargin
-		e.model.eval(e.be, e.ws, params, x, y, loss, margin)
-		e.be.Download(e.hostLoss[:count*n], e.evalLoss, 0)
-		e.be.Download(e.hostMargin[:count*n], e.evalMargin, 0)
-		for j := 0; j < count; j++ {
-			r := first + j*stride
-			for q := 0; q < n; q++ {
-				lossSum[r] += float64(e.hostLoss[j*n+q])
-				mg := float64(e.hostMargin[j*n+q])
-				if mg > 0 {
-					correct[r]++
-				}
-				if marginSum != nil {
-					marginSum[r] += mg
-				}
-			}
-		}
-	}
 }

@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/internal/philox"
 )
 
 type memRecorder struct{ cps []*Checkpoint }
@@ -21,18 +24,18 @@ func (m *memRecorder) Checkpoint(_ context.Context, cp *Checkpoint) error {
 // where client target.Client's sample target.Index is replaced by another point of another
 // class.
 func synthWorlds(m, n, dim, classes int, target TargetInfo, seed uint64) (c, cp []*datasets.Dataset) {
-	rnd := newCounterRand(seed, 0, 0, 9, 3)
+	rnd := philox.NewRand(seed, 0, 0, 9, 3)
 	for i := 0; i < m; i++ {
 		ds := &datasets.Dataset{Name: "synth", Shape: []int{dim}, Classes: classes, Features: make([]float32, n*dim), Labels: make([]int32, n)}
 		for j := 0; j < n; j++ {
-			y := rnd.below(classes)
+			y := rnd.Below(classes)
 			ds.Labels[j] = int32(y)
 			for q := 0; q < dim; q++ {
 				mu := 0.0
 				if q%classes == y {
 					mu = 1
 				}
-				ds.Features[j*dim+q] = float32(mu + rnd.float() - 0.5)
+				ds.Features[j*dim+q] = float32(mu + rnd.Float() - 0.5)
 			}
 		}
 		c = append(c, ds)
@@ -46,7 +49,7 @@ func synthWorlds(m, n, dim, classes int, target TargetInfo, seed uint64) (c, cp 
 		j := target.Index
 		alt.Labels[j] = (ds.Labels[j] + 1) % int32(classes)
 		for q := 0; q < dim; q++ {
-			alt.Features[j*dim+q] = 3 * float32(rnd.float()-0.5)
+			alt.Features[j*dim+q] = 3 * float32(rnd.Float()-0.5)
 		}
 		cp = append(cp, alt)
 	}
@@ -55,7 +58,7 @@ func synthWorlds(m, n, dim, classes int, target TargetInfo, seed uint64) (c, cp 
 
 func mlpConfig() Config {
 	return Config{
-		Algorithm: NoisyFedAvg, Model: ModelConfig{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"},
+		Algorithm: algo.FedAvg, Model: ModelConfig{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"},
 		Rounds: 3, LocalSteps: 2, LearningRate: 0.3, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.05,
 		Batching: "fixed", BatchSize: 4, Seed: 7, Checkpoints: []int{1, 3}, Informed: true,
 		RecordParams: true, RecordUpload: true,
@@ -65,7 +68,7 @@ func mlpConfig() Config {
 func run(t *testing.T, cfg Config, c, cp []*datasets.Dataset, tgt TargetInfo, pairs PairRange) []*Checkpoint {
 	t.Helper()
 	rec := &memRecorder{}
-	if err := Train(context.Background(), cfg, c, cp, tgt, nil, pairs, rec, nil); err != nil {
+	if err := Train(context.Background(), Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs, Recorder: rec}); err != nil {
 		t.Fatal(err)
 	}
 	return rec.cps
@@ -84,7 +87,7 @@ func TestQuadraticReferenceInstance(t *testing.T) {
 	)
 	tgt := TargetInfo{Client: 1, Index: 2}
 	c, cp := synthWorlds(m, n, dim, 2, tgt, 21)
-	cfg := Config{Algorithm: NoisyFedAvg, Model: ModelConfig{Kind: "quadratic", Curvature: a},
+	cfg := Config{Algorithm: algo.FedAvg, Model: ModelConfig{Kind: "quadratic", Curvature: a},
 		Rounds: T, LocalSteps: K, LearningRate: eta, Schedule: "constant", ClipNorm: V, NoiseStd: sigma,
 		Batching: "full", Seed: 3, Checkpoints: []int{1, 2, 3, 4}, Informed: true, RecordParams: true}
 	cps := run(t, cfg, c, cp, tgt, PairRange{0, pairs})
@@ -224,10 +227,10 @@ func TestQuadraticReferenceInstance(t *testing.T) {
 func TestSigmaZeroSameWorlds(t *testing.T) {
 	tgt := TargetInfo{Client: 0, Index: 1}
 	c, _ := synthWorlds(3, 8, 5, 3, tgt, 4)
-	for _, alg := range []string{NoisyFedAvg, NoisyFedProx} {
+	for _, alg := range []algo.Algorithm{algo.FedAvg, algo.FedProx} {
 		cfg := mlpConfig()
 		cfg.Algorithm, cfg.NoiseStd, cfg.Informed = alg, 0, false
-		if alg == NoisyFedProx {
+		if alg == algo.FedProx {
 			cfg.ProxAlpha = 0.5
 		}
 		cps := run(t, cfg, c, c, tgt, PairRange{0, 3})
@@ -252,10 +255,10 @@ func TestShardInvariance(t *testing.T) {
 	fedavg := mlpConfig()
 	fedavg.Participants = 2
 	prox := mlpConfig()
-	prox.Algorithm, prox.ProxAlpha = NoisyFedProx, 0.3
+	prox.Algorithm, prox.ProxAlpha = algo.FedProx, 0.3
 	c1, cp1 := synthWorlds(1, 12, 5, 3, TargetInfo{Client: 0, Index: 3}, 9)
 	dp := mlpConfig()
-	dp.Algorithm, dp.Batching, dp.BatchSize, dp.LearningRate = DPSGD, "poisson", 4, 0.1
+	dp.Algorithm, dp.Batching, dp.BatchSize, dp.LearningRate = algo.DPSGD, "poisson", 4, 0.1
 	cases := []struct {
 		name  string
 		cfg   Config
@@ -315,7 +318,7 @@ func TestDivergence(t *testing.T) {
 	cfg = mlpConfig()
 	ctx := context.Background()
 	build := func() *engine {
-		e, err := newEngine(NewCPU(2), cfg, c, cp, tgt, nil, PairRange{0, 3})
+		e, err := newEngine(cpu.New(2), Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{0, 3}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -324,12 +327,12 @@ func TestDivergence(t *testing.T) {
 	clean, poisoned := build(), build()
 	for tr := 0; tr < cfg.Rounds; tr++ {
 		if tr == 1 {
-			data(poisoned.g)[2*poisoned.d+5] = float32(math.NaN())
+			cpu.HostData(poisoned.g)[2*poisoned.d+5] = float32(math.NaN())
 		}
-		if err := clean.round(ctx, tr, true); err != nil {
+		if err := clean.rounds.round(ctx, tr, true); err != nil {
 			t.Fatal(err)
 		}
-		if err := poisoned.round(ctx, tr, true); err != nil {
+		if err := poisoned.rounds.round(ctx, tr, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -341,10 +344,10 @@ func TestDivergence(t *testing.T) {
 		if r == 2 {
 			continue
 		}
-		if !slices.Equal(data(clean.g)[r*d:(r+1)*d], data(poisoned.g)[r*d:(r+1)*d]) {
+		if !slices.Equal(cpu.HostData(clean.g)[r*d:(r+1)*d], cpu.HostData(poisoned.g)[r*d:(r+1)*d]) {
 			t.Fatalf("replica %d changed when replica 2 became NaN", r)
 		}
-		if clean.llrAll[r] != poisoned.llrAll[r] {
+		if clean.stats.llrAll[r] != poisoned.stats.llrAll[r] {
 			t.Fatalf("replica %d's statistics changed when replica 2 became NaN", r)
 		}
 	}
@@ -355,18 +358,18 @@ func TestDivergence(t *testing.T) {
 func TestRoundAllocatesNothing(t *testing.T) {
 	tgt := TargetInfo{Client: 1, Index: 0}
 	c, cp := synthWorlds(3, 20, 12, 3, tgt, 11)
-	for _, batching := range []string{"fixed", "full", "poisson"} {
+	for _, batching := range []algo.Batching{algo.Fixed, algo.Full, algo.Poisson} {
 		cfg := mlpConfig()
 		cfg.Batching = batching
 		cfg.Rounds = 100
-		e, err := newEngine(NewCPU(2), cfg, c, cp, tgt, nil, PairRange{0, 4})
+		e, err := newEngine(cpu.New(2), Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{0, 4}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
 		tr := 0
 		step := func() {
-			if err := e.round(ctx, tr, true); err != nil {
+			if err := e.rounds.round(ctx, tr, true); err != nil {
 				t.Fatal(err)
 			}
 			tr++
@@ -393,16 +396,16 @@ func TestConfigErrorsNameFields(t *testing.T) {
 		{"schedule_table", func(c *Config) { c.Schedule = "table" }},
 		{"batch_size", func(c *Config) { c.BatchSize = 7 }},
 		{"participants", func(c *Config) { c.Participants = 3 }},
-		{"prox_alpha", func(c *Config) { c.Algorithm = NoisyFedProx }},
+		{"prox_alpha", func(c *Config) { c.Algorithm = algo.FedProx }},
 		{"checkpoints", func(c *Config) { c.Checkpoints = []int{4} }},
 		{"informed", func(c *Config) { c.NoiseStd = 0 }},
 		{"model.activation", func(c *Config) { c.Model.Activation = "gelu" }},
-		{"algorithm", func(c *Config) { c.Algorithm = DPSGD }}, // two clients
+		{"algorithm", func(c *Config) { c.Algorithm = algo.DPSGD }}, // two clients
 	}
 	for _, tc := range cases {
 		cfg := mlpConfig()
 		tc.edit(&cfg)
-		err := Train(context.Background(), cfg, c, cp, tgt, nil, PairRange{0, 1}, &memRecorder{}, nil)
+		err := Train(context.Background(), Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{0, 1}, Recorder: &memRecorder{}})
 		if err == nil || !strings.Contains(err.Error(), tc.field+":") {
 			t.Errorf("%s: error %v does not name the field", tc.field, err)
 		}
@@ -414,7 +417,7 @@ func TestContextCancel(t *testing.T) {
 	c, cp := synthWorlds(2, 6, 5, 3, tgt, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := Train(ctx, mlpConfig(), c, cp, tgt, nil, PairRange{0, 1}, &memRecorder{}, nil); err == nil {
+	if err := Train(ctx, Job{Config: mlpConfig(), WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{0, 1}, Recorder: &memRecorder{}}); err == nil {
 		t.Error("cancelled context: no error")
 	}
 }

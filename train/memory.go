@@ -3,6 +3,8 @@ package train
 import (
 	"fmt"
 	"math"
+
+	"github.com/fedaudit/fedaudit/algo"
 )
 
 // DefaultGroupMemory is the memory budget of one group of pairs trained together when
@@ -58,9 +60,9 @@ func MemoryOf(cfg Config, s DataSizes) (Memory, error) {
 	const f = 4.0 // bytes per float32
 	maxRows := float64(s.MaxSamples)
 	switch cfg.Batching {
-	case "fixed":
+	case algo.Fixed:
 		maxRows = math.Min(maxRows, float64(cfg.BatchSize))
-	case "poisson":
+	case algo.Poisson:
 		b := float64(cfg.BatchSize)
 		maxRows = math.Min(maxRows, b+8*math.Sqrt(b)+16)
 	}
@@ -79,7 +81,7 @@ func MemoryOf(cfg Config, s DataSizes) (Memory, error) {
 	if cfg.RecordUpload {
 		vec++
 	}
-	if cfg.mechanism() != MechGaussian {
+	if cfg.mechanism() != algo.Gaussian {
 		vec++
 	}
 	if cfg.IsClientDP() && cfg.Informed {
@@ -104,7 +106,7 @@ func MemoryOf(cfg Config, s DataSizes) (Memory, error) {
 		act += k * float64(sizes[l])
 	}
 	perReplica += wsRows * act * f
-	if cfg.Batching == "fixed" {
+	if cfg.Batching == algo.Fixed {
 		perReplica += float64(cfg.BatchSize) * float64(cfg.BatchSize) * f // delta Gram matrices
 	}
 	// Deferred first-layer updates (deferred.go): K·B factor rows of the first hidden layer in
@@ -112,7 +114,7 @@ func MemoryOf(cfg Config, s DataSizes) (Memory, error) {
 	kb := float64(cfg.LocalSteps) * float64(cfg.BatchSize)
 	window := 0.0
 	B := float64(cfg.BatchSize)
-	if cfg.Model.Kind != "quadratic" && cfg.Batching == "fixed" && cfg.Algorithm != DPSGD && kb > 0 &&
+	if cfg.Model.Kind != "quadratic" && cfg.Batching == algo.Fixed && cfg.Algorithm != algo.DPSGD && kb > 0 &&
 		B <= float64(s.Dim) && kb-B <= float64(s.Dim) {
 		h := float64(sizes[1])
 		window = math.Max(1, math.Min(float64(s.Clients), math.Floor(4*float64(d)/(kb*h))))

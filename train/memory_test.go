@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
 )
 
@@ -52,7 +55,7 @@ func TestGroupInvariance(t *testing.T) {
 	wide.BatchSize, wide.LocalSteps = 2, 2
 	c1, cp1 := synthWorlds(1, 12, 5, 3, TargetInfo{Client: 0, Index: 3}, 9)
 	dp := mlpConfig()
-	dp.Algorithm, dp.Batching, dp.BatchSize, dp.LearningRate = DPSGD, "poisson", 4, 0.1
+	dp.Algorithm, dp.Batching, dp.BatchSize, dp.LearningRate = algo.DPSGD, "poisson", 4, 0.1
 	cases := []struct {
 		name  string
 		cfg   Config
@@ -105,13 +108,13 @@ func TestGroupInvariance(t *testing.T) {
 
 // countingCPU counts the bytes the engine allocates on the backend.
 type countingCPU struct {
-	*CPU
+	*cpu.Backend
 	bytes int64
 }
 
-func (c *countingCPU) Alloc(n int) Buffer {
+func (c *countingCPU) Alloc(n int) compute.Buffer {
 	c.bytes += 4 * int64(n)
-	return c.CPU.Alloc(n)
+	return c.Backend.Alloc(n)
 }
 
 // MemoryOf bounds what the engine really allocates (counted on the backend, after a round and
@@ -132,10 +135,10 @@ func TestMemoryOfBoundsAllocations(t *testing.T) {
 	quad.Model = ModelConfig{Kind: "quadratic", Curvature: 1}
 	quad.Informed = false
 	lap := mlpConfig()
-	lap.Mechanism, lap.Informed = MechLaplace, false
+	lap.Mechanism, lap.Informed = algo.Laplace, false
 	c1, cp1 := synthWorlds(1, 12, 5, 3, TargetInfo{Client: 0, Index: 3}, 9)
 	dp := mlpConfig()
-	dp.Algorithm, dp.Batching, dp.BatchSize, dp.LearningRate = DPSGD, "poisson", 4, 0.1
+	dp.Algorithm, dp.Batching, dp.BatchSize, dp.LearningRate = algo.DPSGD, "poisson", 4, 0.1
 	cases := []struct {
 		name  string
 		cfg   Config
@@ -151,8 +154,8 @@ func TestMemoryOfBoundsAllocations(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, pairs := range []int{1, 8} {
-				be := &countingCPU{CPU: NewCPU(1)}
-				err := TrainOn(context.Background(), be, tc.cfg, tc.c, tc.cp, tc.tgt, nil, PairRange{Count: pairs}, &memRecorder{}, nil)
+				be := &countingCPU{Backend: cpu.New(1)}
+				err := TrainOn(context.Background(), be, Job{Config: tc.cfg, WorldC: tc.c, WorldCPrime: tc.cp, Target: tc.tgt, Pairs: PairRange{Count: pairs}, Recorder: &memRecorder{}})
 				be.Close()
 				if err != nil {
 					t.Fatal(err)
@@ -215,7 +218,7 @@ func TestCancelMidRound(t *testing.T) {
 	roundTime := func(steps int) time.Duration {
 		cfg.LocalSteps = steps
 		start := time.Now()
-		if err := Train(context.Background(), cfg, c, cp, tgt, nil, PairRange{Count: 8}, &memRecorder{}, nil); err != nil {
+		if err := Train(context.Background(), Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{Count: 8}, Recorder: &memRecorder{}}); err != nil {
 			t.Fatal(err)
 		}
 		return time.Since(start)
@@ -226,7 +229,7 @@ func TestCancelMidRound(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var cancelled time.Time
 	time.AfterFunc(50*time.Millisecond, func() { cancelled = time.Now(); cancel() })
-	err := Train(ctx, cfg, c, cp, tgt, nil, PairRange{Count: 8}, &memRecorder{}, nil)
+	err := Train(ctx, Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{Count: 8}, Recorder: &memRecorder{}})
 	if err == nil || ctx.Err() == nil {
 		t.Fatalf("training of %d steps a round returned %v before it was cancelled", cfg.LocalSteps, err)
 	}

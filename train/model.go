@@ -3,6 +3,9 @@ package train
 import (
 	"fmt"
 	"math"
+
+	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/internal/philox"
 )
 
 // Model is a parametric model whose loss and gradient are computed for a batch of replicas at
@@ -14,14 +17,14 @@ type Model interface {
 	// Init writes the initial parameters drawn from the seed.
 	Init(w []float32, seed uint64)
 	// newWorkspace allocates scratch for up to maxRows input rows and maxBatch replicas.
-	newWorkspace(be Backend, maxRows, maxBatch int) workspace
+	newWorkspace(be compute.Backend, maxRows, maxBatch int) workspace
 	// grad writes into grad (a batch like params) the gradient of the mean loss over the rows
 	// of x (shared by the batch; labels y), or with perExample > 0 the sum over rows of each
 	// example's gradient clipped to norm perExample.
-	grad(be Backend, ws workspace, params, x, y, grad Mat, perExample float32)
+	grad(be compute.Backend, ws workspace, params, x, y, grad compute.Mat, perExample float32)
 	// eval writes each replica's loss and logit margin on every row of x into loss and margin
 	// (batch of Rows x 1).
-	eval(be Backend, ws workspace, params, x, y, loss, margin Mat)
+	eval(be compute.Backend, ws workspace, params, x, y, loss, margin compute.Mat)
 }
 
 type workspace interface{}
@@ -31,7 +34,7 @@ type workspace interface{}
 // first layer's weight gradient from Gram matrices (||delta^T x||_F^2 = <x x^T, delta delta^T>)
 // and that layer updated by one GEMM accumulating into the parameters.
 type fusedStepper interface {
-	step(be Backend, ws workspace, params, x, y, anchor, grad Mat, eta, v, alpha float32)
+	step(be compute.Backend, ws workspace, params, x, y, anchor, grad compute.Mat, eta, v, alpha float32)
 }
 
 // MLP is a fully connected network with softmax cross-entropy loss; with no hidden layers it
@@ -39,14 +42,14 @@ type fusedStepper interface {
 // weight (out x in, row-major) then the bias, as PyTorch's nn.Linear does.
 type MLP struct {
 	Sizes []int // input dimension, hidden widths, number of classes
-	Act   Activation
+	Act   compute.Activation
 	woff  []int
 	boff  []int
 	d     int
 }
 
 // NewMLP returns an MLP with the given layer sizes (at least input and classes).
-func NewMLP(act Activation, sizes ...int) (*MLP, error) {
+func NewMLP(act compute.Activation, sizes ...int) (*MLP, error) {
 	if len(sizes) < 2 {
 		return nil, fmt.Errorf("mlp: need at least input and output sizes, got %v", sizes)
 	}
@@ -69,29 +72,29 @@ func (m *MLP) NumParams() int { return m.d }
 // Init draws every weight and bias uniformly from (-1/sqrt(in), 1/sqrt(in)), PyTorch's default
 // for nn.Linear.
 func (m *MLP) Init(w []float32, seed uint64) {
-	r := newCounterRand(seed, 0, 0, domainInit, 0)
+	r := philox.NewRand(seed, 0, 0, philox.DomainInit, 0)
 	for l := 0; l+1 < len(m.Sizes); l++ {
 		bound := 1 / math.Sqrt(float64(m.Sizes[l]))
 		end := m.boff[l] + m.Sizes[l+1]
 		for i := m.woff[l]; i < end; i++ {
-			w[i] = float32((2*r.float() - 1) * bound)
+			w[i] = float32((2*r.Float() - 1) * bound)
 		}
 	}
 }
 
 type mlpWorkspace struct {
-	pre, post, delta []Buffer
-	deltas, inputs   []Mat
-	pres, posts      []Mat // the views the last forward pass used
-	hidden           hiddenStepArgs
-	gx, gd           Buffer    // Gram matrices x x^T (shared) and delta delta^T (per replica)
-	ghost, rest      []float64 // squared norms: first-layer weights, all other parameters
+	pre, post, delta []compute.Buffer
+	deltas, inputs   []compute.Mat
+	pres, posts      []compute.Mat // the views the last forward pass used
+	hidden           compute.HiddenStepArgs
+	gx, gd           compute.Buffer // Gram matrices x x^T (shared) and delta delta^T (per replica)
+	ghost, rest      []float64      // squared norms: first-layer weights, all other parameters
 	coef             []float32
 }
 
-func (m *MLP) newWorkspace(be Backend, maxRows, maxBatch int) workspace {
+func (m *MLP) newWorkspace(be compute.Backend, maxRows, maxBatch int) workspace {
 	L := len(m.Sizes) - 1
-	ws := &mlpWorkspace{deltas: make([]Mat, L), inputs: make([]Mat, L), pres: make([]Mat, L), posts: make([]Mat, L),
+	ws := &mlpWorkspace{deltas: make([]compute.Mat, L), inputs: make([]compute.Mat, L), pres: make([]compute.Mat, L), posts: make([]compute.Mat, L),
 		ghost: make([]float64, maxBatch), rest: make([]float64, maxBatch), coef: make([]float32, maxBatch)}
 	for l := 0; l < L; l++ {
 		n := maxRows * maxBatch * m.Sizes[l+1]
@@ -104,22 +107,22 @@ func (m *MLP) newWorkspace(be Backend, maxRows, maxBatch int) workspace {
 	return ws
 }
 
-func actMat(buf Buffer, rows, cols, batch int) Mat {
-	return Mat{Buf: buf, Rows: rows, Cols: cols, Stride: cols, Batch: batch, BatchStride: rows * cols}
+func actMat(buf compute.Buffer, rows, cols, batch int) compute.Mat {
+	return compute.Mat{Buf: buf, Rows: rows, Cols: cols, Stride: cols, Batch: batch, BatchStride: rows * cols}
 }
 
-func (m *MLP) weight(p Mat, l int) Mat {
-	return Mat{Buf: p.Buf, Off: p.Off + m.woff[l], Rows: m.Sizes[l+1], Cols: m.Sizes[l], Stride: m.Sizes[l], Batch: p.Batch, BatchStride: p.BatchStride}
+func (m *MLP) weight(p compute.Mat, l int) compute.Mat {
+	return compute.Mat{Buf: p.Buf, Off: p.Off + m.woff[l], Rows: m.Sizes[l+1], Cols: m.Sizes[l], Stride: m.Sizes[l], Batch: p.Batch, BatchStride: p.BatchStride}
 }
 
-func (m *MLP) bias(p Mat, l int) Mat {
-	return Mat{Buf: p.Buf, Off: p.Off + m.boff[l], Rows: 1, Cols: m.Sizes[l+1], Stride: m.Sizes[l+1], Batch: p.Batch, BatchStride: p.BatchStride}
+func (m *MLP) bias(p compute.Mat, l int) compute.Mat {
+	return compute.Mat{Buf: p.Buf, Off: p.Off + m.boff[l], Rows: 1, Cols: m.Sizes[l+1], Stride: m.Sizes[l+1], Batch: p.Batch, BatchStride: p.BatchStride}
 }
 
 // forward leaves pre-activations in ws.pres, activations in ws.posts and each layer's input
 // in ws.inputs; it returns the logits. When pre0.Buf is not nil it holds the first layer's
 // pre-activation (x W_0^T + b_0) already, as the deferred step computes it (deferred.go).
-func (m *MLP) forward(be Backend, ws *mlpWorkspace, params, x, pre0 Mat) Mat {
+func (m *MLP) forward(be compute.Backend, ws *mlpWorkspace, params, x, pre0 compute.Mat) compute.Mat {
 	n, G, L := x.Rows, params.Batch, len(m.Sizes)-1
 	in := x
 	in.Batch = G
@@ -144,9 +147,9 @@ func (m *MLP) forward(be Backend, ws *mlpWorkspace, params, x, pre0 Mat) Mat {
 	panic("unreachable")
 }
 
-func (m *MLP) grad(be Backend, w workspace, params, x, y, grad Mat, perExample float32) {
+func (m *MLP) grad(be compute.Backend, w workspace, params, x, y, grad compute.Mat, perExample float32) {
 	ws := w.(*mlpWorkspace)
-	m.backward(be, ws, params, x, y, perExample, Mat{})
+	m.backward(be, ws, params, x, y, perExample, compute.Mat{})
 	for l := 0; l < len(m.Sizes)-1; l++ {
 		be.Gemm(true, false, 1, ws.deltas[l], ws.inputs[l], 0, m.weight(grad, l))
 		be.SumRows(1, ws.deltas[l], 0, m.bias(grad, l))
@@ -155,7 +158,7 @@ func (m *MLP) grad(be Backend, w workspace, params, x, y, grad Mat, perExample f
 
 // backward leaves every layer's delta (gradient of the loss with respect to its
 // pre-activation, per example) in ws.deltas.
-func (m *MLP) backward(be Backend, ws *mlpWorkspace, params, x, y Mat, perExample float32, pre0 Mat) {
+func (m *MLP) backward(be compute.Backend, ws *mlpWorkspace, params, x, y compute.Mat, perExample float32, pre0 compute.Mat) {
 	n, G, L := x.Rows, params.Batch, len(m.Sizes)-1
 	logits := m.forward(be, ws, params, x, pre0)
 	scale := 1 / float32(n)
@@ -165,7 +168,7 @@ func (m *MLP) backward(be Backend, ws *mlpWorkspace, params, x, y Mat, perExampl
 	labels := y
 	labels.Batch = G
 	dl := actMat(ws.delta[L-1], n, m.Sizes[L], G)
-	be.SoftmaxXent(logits, labels, scale, dl, Mat{}, Mat{})
+	be.SoftmaxXent(logits, labels, scale, dl, compute.Mat{}, compute.Mat{})
 	ws.deltas[L-1] = dl
 	for l := L - 1; l > 0; l-- {
 		d := actMat(ws.delta[l-1], n, m.Sizes[l], G)
@@ -180,9 +183,9 @@ func (m *MLP) backward(be Backend, ws *mlpWorkspace, params, x, y Mat, perExampl
 
 // step implements fusedStepper: w <- w - eta (c g + alpha (w - anchor)), c = 1/max(1, ||g||/v).
 // grad receives the gradient of every parameter but the first layer's weights.
-func (m *MLP) step(be Backend, w workspace, params, x, y, anchor, grad Mat, eta, v, alpha float32) {
+func (m *MLP) step(be compute.Backend, w workspace, params, x, y, anchor, grad compute.Mat, eta, v, alpha float32) {
 	ws := w.(*mlpWorkspace)
-	m.backward(be, ws, params, x, y, 0, Mat{})
+	m.backward(be, ws, params, x, y, 0, compute.Mat{})
 	coef := m.stepRest(be, ws, params, x, anchor, grad, eta, v, alpha)
 	if alpha != 0 {
 		be.Axpby(eta*alpha, m.weight(anchor, 0), 1-eta*alpha, m.weight(params, 0), nil)
@@ -197,20 +200,20 @@ func (m *MLP) step(be Backend, w workspace, params, x, y, anchor, grad Mat, eta,
 // on entry; the step adds the correction gram prev (gram = x X_prev^T) and the bias, and
 // writes u = -eta c delta_0, the step's factor of W's update (W <- W + u^T x). FedProx also
 // scales the earlier factors prev by 1 - eta alpha.
-func (m *MLP) deferredStep(be Backend, w workspace, params, x, y, pre0, gram, anchor, grad, u, prev Mat, eta, v, alpha float32) {
+func (m *MLP) deferredStep(be compute.Backend, w workspace, params, x, y, pre0, gram, anchor, grad, u, prev compute.Mat, eta, v, alpha float32) {
 	ws := w.(*mlpWorkspace)
-	if hs, ok := be.(hiddenStepper); ok && len(m.Sizes) == 3 {
+	if hs, ok := be.(compute.HiddenStepper); ok && len(m.Sizes) == 3 {
 		// One hidden layer: the whole step but the Gram matrix of x in one fused operation.
-		var gx Mat
+		var gx compute.Mat
 		if v > 0 {
 			gx = m.xGram(be, ws, x)
 		}
 		ys := y
 		ys.Batch = 1
-		ws.hidden = hiddenStepArgs{act: m.Act, pre: pre0, gram: gram, prev: prev, params: params, anchor: anchor, labels: ys, gx: gx, u: u,
-			b1: m.boff[0], w2: m.woff[1], b2: m.boff[1], h: m.Sizes[1], cls: m.Sizes[2],
-			eta: eta, v: v, alpha: alpha}
-		hs.hiddenStep(&ws.hidden) // the arguments live in the workspace: no allocation per step
+		ws.hidden = compute.HiddenStepArgs{Act: m.Act, Pre: pre0, Gram: gram, Prev: prev, Params: params, Anchor: anchor, Labels: ys, GX: gx, U: u,
+			B1: m.boff[0], W2: m.woff[1], B2: m.boff[1], H: m.Sizes[1], Cls: m.Sizes[2],
+			Eta: eta, V: v, Alpha: alpha}
+		hs.HiddenStep(&ws.hidden) // the arguments live in the workspace: no allocation per step
 		return
 	}
 	if prev.Rows > 0 {
@@ -226,21 +229,21 @@ func (m *MLP) deferredStep(be Backend, w workspace, params, x, y, pre0, gram, an
 }
 
 // rest views every parameter but the first weight matrix (b_0, W_1, b_1, ...: contiguous).
-func (m *MLP) rest(p Mat) Mat {
+func (m *MLP) rest(p compute.Mat) compute.Mat {
 	p.Off += m.boff[0]
 	p.Cols = m.d - m.boff[0]
 	return p
 }
 
 // xGram computes x x^T (shared by the batch) into the workspace and returns it, n x n.
-func (m *MLP) xGram(be Backend, ws *mlpWorkspace, x Mat) Mat {
+func (m *MLP) xGram(be compute.Backend, ws *mlpWorkspace, x compute.Mat) compute.Mat {
 	n := x.Rows
 	if ws.gx == nil || ws.gx.Len() < n*n { // first step only: the batch size is fixed
 		ws.gx = be.Alloc(n * n)
 	}
 	xs := x
 	xs.Batch = 1
-	gx := Mat{Buf: ws.gx, Rows: n, Cols: n, Stride: n, Batch: 1}
+	gx := compute.Mat{Buf: ws.gx, Rows: n, Cols: n, Stride: n, Batch: 1}
 	be.Gemm(false, true, 1, xs, xs, 0, gx)
 	return gx
 }
@@ -248,7 +251,7 @@ func (m *MLP) xGram(be Backend, ws *mlpWorkspace, x Mat) Mat {
 // stepRest finishes a clipped step after backward: it computes the clip factors c (the first
 // layer's weight-gradient norm from Gram matrices) and updates every parameter but the first
 // weight matrix, which the caller updates from ws.deltas[0] and c. It returns c.
-func (m *MLP) stepRest(be Backend, ws *mlpWorkspace, params, x, anchor, grad Mat, eta, v, alpha float32) []float32 {
+func (m *MLP) stepRest(be compute.Backend, ws *mlpWorkspace, params, x, anchor, grad compute.Mat, eta, v, alpha float32) []float32 {
 	n, G, L := x.Rows, params.Batch, len(m.Sizes)-1
 	for l := 0; l < L; l++ {
 		if l > 0 {
@@ -266,10 +269,10 @@ func (m *MLP) stepRest(be Backend, ws *mlpWorkspace, params, x, anchor, grad Mat
 		}
 		gx := m.xGram(be, ws, x)
 		d0 := ws.deltas[0]
-		gd := Mat{Buf: ws.gd, Rows: n, Cols: n, Stride: n, Batch: G, BatchStride: n * n}
+		gd := compute.Mat{Buf: ws.gd, Rows: n, Cols: n, Stride: n, Batch: G, BatchStride: n * n}
 		be.Gemm(false, true, 1, d0, d0, 0, gd)
-		gx = Mat{Buf: ws.gx, Rows: 1, Cols: n * n, Stride: n * n, Batch: G}
-		gd = Mat{Buf: ws.gd, Rows: 1, Cols: n * n, Stride: n * n, Batch: G, BatchStride: n * n}
+		gx = compute.Mat{Buf: ws.gx, Rows: 1, Cols: n * n, Stride: n * n, Batch: G}
+		gd = compute.Mat{Buf: ws.gd, Rows: 1, Cols: n * n, Stride: n * n, Batch: G, BatchStride: n * n}
 		be.Dots(gx, gd, ws.ghost[:G])
 		be.Dots(m.rest(grad), m.rest(grad), ws.rest[:G])
 		for r := range coef {
@@ -289,12 +292,12 @@ func (m *MLP) stepRest(be Backend, ws *mlpWorkspace, params, x, anchor, grad Mat
 	return coef
 }
 
-func (m *MLP) eval(be Backend, w workspace, params, x, y, loss, margin Mat) {
+func (m *MLP) eval(be compute.Backend, w workspace, params, x, y, loss, margin compute.Mat) {
 	ws := w.(*mlpWorkspace)
-	logits := m.forward(be, ws, params, x, Mat{})
+	logits := m.forward(be, ws, params, x, compute.Mat{})
 	labels := y
 	labels.Batch = params.Batch
-	be.SoftmaxXent(logits, labels, 0, Mat{}, loss, margin)
+	be.SoftmaxXent(logits, labels, 0, compute.Mat{}, loss, margin)
 }
 
 // Quadratic is the exact reference model of the theory sheet: client i's local loss is
@@ -311,25 +314,25 @@ func (q *Quadratic) NumParams() int { return q.Dim }
 // Init sets w_0 = 0.
 func (q *Quadratic) Init(w []float32, _ uint64) { clear(w[:q.Dim]) }
 
-type quadWorkspace struct{ norms Buffer }
+type quadWorkspace struct{ norms compute.Buffer }
 
-func (q *Quadratic) newWorkspace(be Backend, _, maxBatch int) workspace {
+func (q *Quadratic) newWorkspace(be compute.Backend, _, maxBatch int) workspace {
 	return &quadWorkspace{norms: be.Alloc(maxBatch)}
 }
 
-func (q *Quadratic) grad(be Backend, _ workspace, params, x, _, grad Mat, _ float32) {
+func (q *Quadratic) grad(be compute.Backend, _ workspace, params, x, _, grad compute.Mat, _ float32) {
 	be.Axpby(q.A, params, 0, grad, nil)
 	xs := x
 	xs.Batch = params.Batch
 	be.SumRows(-1/float32(x.Rows), xs, 1, grad)
 }
 
-func (q *Quadratic) eval(be Backend, w workspace, params, x, _, loss, margin Mat) {
+func (q *Quadratic) eval(be compute.Backend, w workspace, params, x, _, loss, margin compute.Mat) {
 	ws := w.(*quadWorkspace)
 	xs := x
 	xs.Batch = params.Batch
 	be.Gemm(false, true, 1, xs, params, 0, margin)
-	norms := Mat{Buf: ws.norms, Rows: 1, Cols: 1, Stride: 1, Batch: params.Batch, BatchStride: 1}
+	norms := compute.Mat{Buf: ws.norms, Rows: 1, Cols: 1, Stride: 1, Batch: params.Batch, BatchStride: 1}
 	be.Gemm(false, true, q.A/2, params, params, 0, norms)
 	be.Axpby(-1, margin, 0, loss, nil)
 	be.AddRow(loss, norms)

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/cpu"
+	"github.com/fedaudit/fedaudit/internal/philox"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 )
@@ -27,11 +30,11 @@ func refMLPLoss(m *MLP, w, x []float64, y []int) float64 {
 				}
 				if l+2 < len(m.Sizes) {
 					switch m.Act {
-					case Tanh:
+					case compute.Tanh:
 						s = math.Tanh(s)
-					case Softplus:
+					case compute.Softplus:
 						s = math.Log1p(math.Exp(s))
-					case ReLU:
+					case compute.ReLU:
 						s = math.Max(s, 0)
 					}
 				}
@@ -89,7 +92,7 @@ type gradCase struct {
 }
 
 func gradCases(t *testing.T) []gradCase {
-	mk := func(act Activation, sizes ...int) *MLP {
+	mk := func(act compute.Activation, sizes ...int) *MLP {
 		m, err := NewMLP(act, sizes...)
 		if err != nil {
 			t.Fatal(err)
@@ -100,11 +103,11 @@ func gradCases(t *testing.T) []gradCase {
 	add := func(name string, m *MLP) {
 		cs = append(cs, gradCase{name, m, func(w, x []float64, y []int) float64 { return refMLPLoss(m, w, x, y) }, m.Sizes[0], m.Sizes[len(m.Sizes)-1]})
 	}
-	add("softmax", mk(Tanh, 7, 4))
-	add("mlp-tanh", mk(Tanh, 7, 5, 4))
-	add("mlp-softplus", mk(Softplus, 7, 5, 4))
-	add("mlp-relu", mk(ReLU, 7, 5, 4))
-	add("mlp-tanh-2hidden", mk(Tanh, 7, 6, 5, 3))
+	add("softmax", mk(compute.Tanh, 7, 4))
+	add("mlp-tanh", mk(compute.Tanh, 7, 5, 4))
+	add("mlp-softplus", mk(compute.Softplus, 7, 5, 4))
+	add("mlp-relu", mk(compute.ReLU, 7, 5, 4))
+	add("mlp-tanh-2hidden", mk(compute.Tanh, 7, 6, 5, 3))
 	q := &Quadratic{A: 0.7, Dim: 7}
 	cs = append(cs, gradCase{"quadratic", q, func(w, x []float64, y []int) float64 { return refQuadLoss(q, w, x, y) }, 7, 3})
 	return cs
@@ -112,7 +115,7 @@ func gradCases(t *testing.T) []gradCase {
 
 // backendGrad returns the backend's gradient for each of R replicas.
 func backendGrad(t *testing.T, c gradCase, w [][]float32, x []float32, y []int, perEx float32) [][]float32 {
-	be := NewCPU(2)
+	be := cpu.New(2)
 	defer be.Close()
 	R, d, n := len(w), c.model.NumParams(), len(y)
 	pb := be.Alloc(R * d)
@@ -125,9 +128,11 @@ func backendGrad(t *testing.T, c gradCase, w [][]float32, x []float32, y []int, 
 	}
 	gb := be.Alloc(R * d)
 	ws := c.model.newWorkspace(be, n, R)
-	rows := func(b Buffer) Mat { return Mat{Buf: b, Rows: 1, Cols: d, Stride: d, Batch: R, BatchStride: d} }
-	c.model.grad(be, ws, rows(pb), Mat{Buf: be.Alias(x), Rows: n, Cols: c.in, Stride: c.in, Batch: 1},
-		Mat{Buf: be.Alias(yf), Rows: n, Cols: 1, Stride: 1, Batch: 1}, rows(gb), perEx)
+	rows := func(b compute.Buffer) compute.Mat {
+		return compute.Mat{Buf: b, Rows: 1, Cols: d, Stride: d, Batch: R, BatchStride: d}
+	}
+	c.model.grad(be, ws, rows(pb), compute.Mat{Buf: be.Alias(x), Rows: n, Cols: c.in, Stride: c.in, Batch: 1},
+		compute.Mat{Buf: be.Alias(yf), Rows: n, Cols: 1, Stride: 1, Batch: 1}, rows(gb), perEx)
 	out := make([][]float32, R)
 	for r := range out {
 		out[r] = make([]float32, d)
@@ -137,14 +142,14 @@ func backendGrad(t *testing.T, c gradCase, w [][]float32, x []float32, y []int, 
 }
 
 func randData(seed uint64, n, in, nc int) ([]float32, []int) {
-	rnd := newCounterRand(seed, 0, 0, 9, 1)
+	rnd := philox.NewRand(seed, 0, 0, 9, 1)
 	x := make([]float32, n*in)
 	for i := range x {
-		x[i] = float32(2*rnd.float() - 1)
+		x[i] = float32(2*rnd.Float() - 1)
 	}
 	y := make([]int, n)
 	for i := range y {
-		y[i] = rnd.below(nc)
+		y[i] = rnd.Below(nc)
 	}
 	return x, y
 }
@@ -153,9 +158,9 @@ func randParams(m Model, R int, seed uint64) [][]float32 {
 	w := make([][]float32, R)
 	for r := range w {
 		w[r] = make([]float32, m.NumParams())
-		rnd := newCounterRand(seed+uint64(r), 0, 0, 9, 2)
+		rnd := philox.NewRand(seed+uint64(r), 0, 0, 9, 2)
 		for i := range w[r] {
-			w[r][i] = float32(2*rnd.float() - 1)
+			w[r][i] = float32(2*rnd.Float() - 1)
 		}
 	}
 	return w
@@ -256,7 +261,7 @@ func maxF(x []float64) float64 {
 func TestGradientGorgonia(t *testing.T) {
 	for _, sizes := range [][]int{{6, 4}, {6, 5, 4}} {
 		t.Run(fmt.Sprint(sizes), func(t *testing.T) {
-			m, err := NewMLP(Tanh, sizes...)
+			m, err := NewMLP(compute.Tanh, sizes...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -373,7 +378,7 @@ func gorgoniaGrad(m *MLP, w, x []float64, y []int) ([]float64, error) {
 // the same step with different summation orders.
 func TestFusedStepMatchesClipStep(t *testing.T) {
 	for _, sizes := range [][]int{{9, 7, 4}, {9, 4}} {
-		m, err := NewMLP(Tanh, sizes...)
+		m, err := NewMLP(compute.Tanh, sizes...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -389,40 +394,51 @@ func testFusedStep(t *testing.T, m *MLP) {
 	g := backendGrad(t, gradCase{model: m, in: 9}, w, x, y, 0)
 	var norms []float64
 	for _, gr := range g {
-		norms = append(norms, math.Sqrt(sumSq(gr)))
+		norms = append(norms, math.Sqrt(sumSq64(gr)))
 	}
 	v := float32((minF(norms) + maxF(norms)) / 2)
 	for _, alpha := range []float32{0, 0.3} {
-		be := NewCPU(2)
+		be := cpu.New(2)
 		d := m.NumParams()
-		bufs := func(ws [][]float32) Buffer {
+		bufs := func(ws [][]float32) compute.Buffer {
 			b := be.Alloc(R * d)
 			for r := range ws {
 				be.Upload(b, r*d, ws[r])
 			}
 			return b
 		}
-		rows := func(b Buffer) Mat { return Mat{Buf: b, Rows: 1, Cols: d, Stride: d, Batch: R, BatchStride: d} }
+		rows := func(b compute.Buffer) compute.Mat {
+			return compute.Mat{Buf: b, Rows: 1, Cols: d, Stride: d, Batch: R, BatchStride: d}
+		}
 		pa, pb, an, gb := bufs(w), bufs(w), bufs(anchor), be.Alloc(R*d)
 		yf := make([]float32, n)
 		for i, c := range y {
 			yf[i] = float32(c)
 		}
-		xm := Mat{Buf: be.Alias(x), Rows: n, Cols: 9, Stride: 9, Batch: 1}
-		ym := Mat{Buf: be.Alias(yf), Rows: n, Cols: 1, Stride: 1, Batch: 1}
+		xm := compute.Mat{Buf: be.Alias(x), Rows: n, Cols: 9, Stride: 9, Batch: 1}
+		ym := compute.Mat{Buf: be.Alias(yf), Rows: n, Cols: 1, Stride: 1, Batch: 1}
 		ws := m.newWorkspace(be, n, R)
 		m.grad(be, ws, rows(pa), xm, ym, rows(gb), 0)
 		be.ClipStep(0.7, v, alpha, rows(pa), rows(gb), rows(an))
 		m.step(be, ws, rows(pb), xm, ym, rows(an), rows(be.Alloc(R*d)), 0.7, v, alpha)
-		a, b := data(pa), data(pb)
+		a, b := cpu.HostData(pa), cpu.HostData(pb)
 		for i := range a {
 			if math.Abs(float64(a[i]-b[i])) > 1e-6*(1+math.Abs(float64(a[i]))) {
 				t.Fatalf("alpha %g: parameter %d (replica %d): fused %g, ClipStep %g", alpha, i%d, i/d, b[i], a[i])
 			}
 		}
-		if slices.Equal(a, data(bufs(w))) {
+		if slices.Equal(a, cpu.HostData(bufs(w))) {
 			t.Fatal("the step changed nothing")
 		}
 		be.Close()
 	}
+}
+
+// sumSq64 is the squared norm of x accumulated in float64.
+func sumSq64(x []float32) float64 {
+	var s float64
+	for _, v := range x {
+		s += float64(v) * float64(v)
+	}
+	return s
 }

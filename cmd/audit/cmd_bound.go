@@ -12,6 +12,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/audit"
 )
 
@@ -34,7 +35,7 @@ func init() {
 		usage: "bound --algo fedavg|fedprox|dpsgd [--schedule constant|cyclic|stage|iterative | --schedule-file F] " +
 			"--eta E --L L --K K --m M [--n N] --sigma S --clip V [--alpha A] [--prox-constant] --rounds 1,10,100 [--delta 1e-5] [--json]",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			algo := fs.String("algo", "", "training algorithm: fedavg, fedprox or dpsgd (dpsgd is m = n = 1) (required)")
+			algoName := fs.String("algo", "", "training algorithm: fedavg, fedprox or dpsgd (dpsgd is m = n = 1) (required)")
 			schedule := fs.String("schedule", "constant", "learning-rate schedule: constant eta, cyclic eta/(k+1), stage eta/(t+1), iterative eta/(tK+k+1)")
 			scheduleFile := fs.String("schedule-file", "", "CSV table of rates eta_{k,t}: one line per round, K rates per line (instead of --schedule and --eta)")
 			eta := fs.Float64("eta", 0, "base learning rate of the schedule (required unless --schedule-file)")
@@ -59,10 +60,10 @@ func init() {
 				if !set["schedule-file"] {
 					required = append(required, "eta")
 				}
-				if *algo != string(audit.DPSGD) {
+				if *algoName != string(algo.DPSGD) {
 					required = append(required, "m")
 				}
-				if *algo == string(audit.FedProx) {
+				if *algoName == string(algo.FedProx) {
 					required = append(required, "alpha")
 				}
 				var missing []string
@@ -74,7 +75,7 @@ func init() {
 				if len(missing) > 0 {
 					return usagef("bound: missing required flag %s (see 'audit bound --help')", strings.Join(missing, ", "))
 				}
-				if set["alpha"] && *algo != string(audit.FedProx) {
+				if set["alpha"] && *algoName != string(algo.FedProx) {
 					return usagef("bound: --alpha applies to fedprox only")
 				}
 				if set["schedule-file"] && set["schedule"] {
@@ -88,7 +89,7 @@ func init() {
 					return err
 				}
 				cfg := audit.Config{
-					Algo: audit.Algorithm(*algo), ScheduleName: *schedule, Eta: *eta, L: *L, K: *K,
+					Algo: algo.Algorithm(*algoName), ScheduleName: *schedule, Eta: *eta, L: *L, K: *K,
 					M: *m, N: *n, Sigma: *sigma, Clip: *clip, Alpha: *alpha,
 					ProxConstant: *proxConstant, Delta: *delta,
 				}
@@ -211,11 +212,11 @@ func writeBoundsTable(e *env, cfg audit.Config, scheduleFile string, bounds []au
 		fmt.Fprintf(&hdr, ", %s schedule, eta=%g", cfg.ScheduleName, cfg.Eta)
 	}
 	fmt.Fprintf(&hdr, ", L=%g, K=%d", cfg.L, cfg.K)
-	if cfg.Algo != audit.DPSGD {
+	if cfg.Algo != algo.DPSGD {
 		fmt.Fprintf(&hdr, ", m=%d", cfg.M)
 	}
 	fmt.Fprintf(&hdr, ", n=%d, sigma=%g, V=%g", cfg.EffectiveClients(), cfg.Sigma, cfg.Clip)
-	if cfg.Algo == audit.FedProx {
+	if cfg.Algo == algo.FedProx {
 		fmt.Fprintf(&hdr, ", alpha=%g", cfg.Alpha)
 		if cfg.ProxConstant {
 			hdr.WriteString(" (constant rho, gamma)")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/report"
 )
@@ -30,8 +31,8 @@ func init() {
 					lab = func(c *experiment.Config) string { return fmt.Sprintf("sigma = %g", c.Train.NoiseStd) }
 				case "alpha":
 					lab = func(c *experiment.Config) string {
-						if c.Train.Algorithm != "fedprox" {
-							return c.Train.Algorithm
+						if c.Train.Algorithm != algo.FedProx {
+							return string(c.Train.Algorithm)
 						}
 						return fmt.Sprintf("fedprox alpha = %g", c.Train.ProxAlpha)
 					}

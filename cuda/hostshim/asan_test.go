@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cuda"
-	"github.com/fedaudit/fedaudit/train"
 )
 
 const asanChildEnv = "FEDAUDIT_SHIM_ASAN_CHILD"
@@ -26,7 +26,7 @@ func TestASanCatchesOutOfBounds(t *testing.T) {
 		ops := cuda.NewOps(d, cuda.Options{})
 		y := ops.Alloc(10)
 		// 11 elements into a buffer of 10.
-		ops.Axpby(0, train.Mat{}, 0, train.Mat{Buf: y, Rows: 1, Cols: 11, Stride: 11, Batch: 1}, nil)
+		ops.Axpby(0, compute.Mat{}, 0, compute.Mat{Buf: y, Rows: 1, Cols: 11, Stride: 11, Batch: 1}, nil)
 		t.Fatalf("the out-of-bounds write was not caught (err %v)", ops.Err())
 	}
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestASanCatchesOutOfBounds$", "-test.count=1")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/traintest"
 )
 
 // w1PairBytes is the device memory one W1 pair needs, as docs/gpu.md states it ("Memory"):
@@ -23,14 +24,14 @@ func TestW1MemoryPerPair(t *testing.T) {
 	if testing.Short() {
 		t.Skip("W1 on the shim takes several seconds")
 	}
-	c, cp, tgt := train.W1Data()
-	cfg := train.W1Config()
+	c, cp, tgt := traintest.W1Data()
+	cfg := traintest.W1Config()
 	cfg.Rounds, cfg.Checkpoints = 1, []int{1}
 	peak := func(pairs int) int {
 		d := device(t)
 		ops := cuda.NewOps(d, cuda.Options{})
 		defer ops.Close()
-		if err := train.TrainOn(context.Background(), ops, cfg, c, cp, tgt, nil, train.PairRange{Count: pairs}, cuda.CheckRecorder(ops, discardRec{}), nil); err != nil {
+		if err := train.TrainOn(context.Background(), ops, train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: train.PairRange{Count: pairs}, Recorder: cuda.CheckRecorder(ops, discardRec{})}); err != nil {
 			t.Fatal(err)
 		}
 		return d.PeakBytes()

@@ -7,8 +7,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cuda"
-	"github.com/fedaudit/fedaudit/train"
 )
 
 // One Axpby over more than 2^32 elements: 65 537 replicas of a 2 x 32 768 matrix (d = 65 536),
@@ -37,8 +37,8 @@ func TestAxpbyBeyond32BitIndices(t *testing.T) {
 	ops.Upload(x, 0, xs)
 	coef := make([]float32, batch)
 	coef[batch-1] = 1
-	mat := func(b train.Buffer) train.Mat {
-		return train.Mat{Buf: b, Rows: rows, Cols: cols, Stride: cols, Batch: batch}
+	mat := func(b compute.Buffer) compute.Mat {
+		return compute.Mat{Buf: b, Rows: rows, Cols: cols, Stride: cols, Batch: batch}
 	}
 	launches := d.Launches()
 	ops.Axpby(1, mat(x), 1, mat(y), coef)
@@ -74,9 +74,9 @@ func TestGemmBatchIsSplit(t *testing.T) {
 	ops.Upload(b, 0, bs)
 	calls := d.GemmCalls()
 	ops.Gemm(false, false, 1,
-		train.Mat{Buf: a, Rows: 1, Cols: 2, Stride: 2, Batch: batch},
-		train.Mat{Buf: b, Rows: 2, Cols: 1, Stride: 1, BatchStride: 2, Batch: batch},
-		0, train.Mat{Buf: c, Rows: 1, Cols: 1, Stride: 1, BatchStride: 1, Batch: batch})
+		compute.Mat{Buf: a, Rows: 1, Cols: 2, Stride: 2, Batch: batch},
+		compute.Mat{Buf: b, Rows: 2, Cols: 1, Stride: 1, BatchStride: 2, Batch: batch},
+		0, compute.Mat{Buf: c, Rows: 1, Cols: 1, Stride: 1, BatchStride: 1, Batch: batch})
 	got := make([]float32, batch)
 	ops.Download(got, c, 0)
 	if err := ops.Err(); err != nil {
@@ -111,9 +111,9 @@ func TestSyncEachLaunch(t *testing.T) {
 			d := device(t)
 			ops := cuda.NewOps(d, tc.opt)
 			defer ops.Close()
-			m := train.Mat{Buf: ops.Alloc(6), Rows: 2, Cols: 3, Stride: 3, Batch: 1}
+			m := compute.Mat{Buf: ops.Alloc(6), Rows: 2, Cols: 3, Stride: 3, Batch: 1}
 			ops.Axpby(0, m, 0, m, nil)
-			ops.Gemm(false, true, 1, m, m, 0, train.Mat{Buf: ops.Alloc(4), Rows: 2, Cols: 2, Stride: 2, Batch: 1})
+			ops.Gemm(false, true, 1, m, m, 0, compute.Mat{Buf: ops.Alloc(4), Rows: 2, Cols: 2, Stride: 2, Batch: 1})
 			if err := ops.Err(); err != nil {
 				t.Fatal(err)
 			}

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/traintest"
 )
 
 // The validation kit (make gpu-kit, docs/gpu.md) runs benchmark W1 on each backend through
@@ -37,7 +39,7 @@ func BenchPlan() (replicas []int, rounds int, ok bool, err error) {
 		}
 		replicas = append(replicas, r)
 	}
-	rounds = train.W1Config().Rounds
+	rounds = traintest.W1Config().Rounds
 	if s := os.Getenv(BenchRoundsEnv); s != "" {
 		if rounds, err = strconv.Atoi(s); err != nil || rounds < 1 {
 			return nil, 0, false, fmt.Errorf("%s: %q is not a positive round count", BenchRoundsEnv, s)
@@ -55,7 +57,7 @@ type BenchResult struct {
 	Seconds  float64 `json:"seconds"`
 	// ReplicaRoundsPerSec is replicas x rounds / seconds: the benchmark's metric.
 	ReplicaRoundsPerSec float64 `json:"replica_rounds_per_s"`
-	// GEMMGFlops is the dense-layer GEMM work (counted as train.RunW1 counts it) per second.
+	// GEMMGFlops is the dense-layer GEMM work (counted as traintest.RunW1 counts it) per second.
 	GEMMGFlops float64 `json:"gemm_gflops"`
 	// SGEMMPeak is the device's measured SGEMM rate on 4096^3 products (GPU only), and
 	// OfPeak = GEMMGFlops / SGEMMPeak.
@@ -72,9 +74,9 @@ const w1Dim, w1Hidden, w1Classes, w1Clients = 784, 64, 10, 10
 // RunW1 runs W1 with the given replicas and rounds on be (nil: the CPU backend through
 // train.Train), after a one-round warm-up; sync waits for the device (nil: nothing to wait
 // for) and is called before each clock reading.
-func RunW1(ctx context.Context, be train.Backend, sync func() error, replicas, rounds int) (BenchResult, error) {
-	c, cp, tgt := train.W1Data()
-	cfg := train.W1Config()
+func RunW1(ctx context.Context, be compute.Backend, sync func() error, replicas, rounds int) (BenchResult, error) {
+	c, cp, tgt := traintest.W1Data()
+	cfg := traintest.W1Config()
 	cfg.Rounds = rounds
 	warm := cfg
 	warm.Rounds = 1
@@ -82,9 +84,9 @@ func RunW1(ctx context.Context, be train.Backend, sync func() error, replicas, r
 	run := func(cfg train.Config) error {
 		var err error
 		if be == nil {
-			err = train.Train(ctx, cfg, c, cp, tgt, nil, pairs, discard{}, nil)
+			err = train.Train(ctx, train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs, Recorder: discard{}})
 		} else {
-			err = train.TrainOn(ctx, be, cfg, c, cp, tgt, nil, pairs, discard{}, nil)
+			err = train.TrainOn(ctx, be, train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs, Recorder: discard{}})
 		}
 		if err == nil && sync != nil {
 			err = sync()

@@ -9,14 +9,15 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/cuda"
-	"github.com/fedaudit/fedaudit/train"
 )
 
 // Backend is a cuda.Ops-based backend under test: cuda.Ops itself on some Device, or
 // the GPU backend of package cuda.
 type Backend interface {
-	train.Backend
+	compute.Backend
 	// Err is the first device error.
 	Err() error
 	// Close frees the backend's memory.
@@ -29,8 +30,8 @@ type Backend interface {
 // (which run after the backend's Close) to check for leaks.
 type Factory func(t *testing.T, opt cuda.Options) Backend
 
-// All runs every parity test: each operation of train.Backend against the CPU backend
-// (train.NewCPU) on edge shapes and two launch configurations, the Philox generator against
+// All runs every parity test: each operation of compute.Backend against the CPU backend
+// (cpu.New) on edge shapes and two launch configurations, the Philox generator against
 // known answers and train's stream, and whole training runs.
 func All(t *testing.T, f Factory) {
 	tests := []struct {
@@ -66,14 +67,14 @@ var launchConfigs = []cuda.Options{{}, {Block: 7, MaxGrid: 3}}
 // twin runs an operation on the CPU backend and on the backend under test side by side.
 type twin struct {
 	t    *testing.T
-	cpu  *train.CPU
+	cpu  *cpu.Backend
 	ops  Backend
 	rng  *rand.Rand
-	bufs [][2]train.Buffer
+	bufs [][2]compute.Buffer
 }
 
 func newTwin(t *testing.T, f Factory, opt cuda.Options) *twin {
-	w := &twin{t: t, cpu: train.NewCPU(2), ops: f(t, opt), rng: rand.New(rand.NewPCG(1, 2))}
+	w := &twin{t: t, cpu: cpu.New(2), ops: f(t, opt), rng: rand.New(rand.NewPCG(1, 2))}
 	t.Cleanup(func() {
 		w.cpu.Close()
 		if err := w.ops.Close(); err != nil {
@@ -92,7 +93,7 @@ func (w *twin) buf(n int, fill func(i int) float32) int {
 	c, g := w.cpu.Alloc(n), w.ops.Alloc(n)
 	w.cpu.Upload(c, 0, h)
 	w.ops.Upload(g, 0, h)
-	w.bufs = append(w.bufs, [2]train.Buffer{c, g})
+	w.bufs = append(w.bufs, [2]compute.Buffer{c, g})
 	return len(w.bufs) - 1
 }
 
@@ -101,8 +102,8 @@ func (w *twin) normal(n int) int {
 }
 
 // mat returns m over buffer id on the CPU (0) and tested (1) side.
-func (w *twin) mat(id int, m train.Mat) [2]train.Mat {
-	var out [2]train.Mat
+func (w *twin) mat(id int, m compute.Mat) [2]compute.Mat {
+	var out [2]compute.Mat
 	for s := 0; s < 2; s++ {
 		out[s] = m
 		out[s].Buf = w.bufs[id][s]

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/cuda"
+	"github.com/fedaudit/fedaudit/internal/philox"
 	"github.com/fedaudit/fedaudit/train"
 )
 
@@ -30,8 +31,8 @@ func testPhiloxKnownAnswers(t *testing.T, f Factory) {
 	}
 }
 
-// The kernel's Philox words, put through the Box-Muller transform of train/philox.go in Go,
-// must reproduce AddGaussianHost bit for bit: this pins the counter layout (coordinate block,
+// The kernel's Philox words, put through the Box-Muller transform of internal/philox in Go,
+// must reproduce philox.AddGaussian bit for bit: this pins the counter layout (coordinate block,
 // round, stream, domain), the key split of the seed and the order of the words.
 func testPhiloxWordsAreTrainsStream(t *testing.T, f Factory) {
 	ops := f(t, cuda.Options{Block: 5, MaxGrid: 2})
@@ -43,22 +44,22 @@ func testPhiloxWordsAreTrainsStream(t *testing.T, f Factory) {
 		t.Fatal(err)
 	}
 	want := make([]float32, 4*n)
-	train.AddGaussianHost(want, seed, round, stream, 0, 1)
+	philox.AddGaussian(want, seed, round, stream, 0, 1)
 	for q := 0; q < n; q++ {
 		for h := 0; h < 2; h++ {
-			z0, z1 := train.BoxMuller(words[4*q+2*h], words[4*q+2*h+1])
+			z0, z1 := philox.BoxMuller(words[4*q+2*h], words[4*q+2*h+1])
 			for i, z := range []float64{z0, z1} {
 				j := 4*q + 2*h + i
 				if float32(z) != want[j] {
-					t.Fatalf("coordinate %d: Box-Muller of the kernel's words gives %v, AddGaussianHost %v", j, float32(z), want[j])
+					t.Fatalf("coordinate %d: Box-Muller of the kernel's words gives %v, philox.AddGaussian %v", j, float32(z), want[j])
 				}
 			}
 		}
 	}
 }
 
-// AddGaussian against AddGaussianHost with scale 1 on zeros: the uniforms are the same bits
-// and the transform (train.BoxMuller, kernels' box_muller) the same IEEE operations in the same
+// AddGaussian against philox.AddGaussian with scale 1 on zeros: the uniforms are the same bits
+// and the transform (philox.BoxMuller, kernels' box_muller) the same IEEE operations in the same
 // order, so every value is equal bit for bit. Against the CPU backend with other scales and
 // nonzero destinations: within one rounding of the scaled sum.
 func testAddGaussian(t *testing.T, f Factory) {
@@ -76,10 +77,10 @@ func testAddGaussian(t *testing.T, f Factory) {
 		m := s.mat()
 		for b := 0; b < s.batch; b++ {
 			want := make([]float32, s.cols)
-			train.AddGaussianHost(want, seeds[b], 3, 5, 0, 1)
+			philox.AddGaussian(want, seeds[b], 3, 5, 0, 1)
 			for j, v := range want {
 				if d := ulps(v, got[m.Off+b*m.BatchStride+j]); d > 0 {
-					t.Fatalf("replica %d coordinate %d: kernels %v, AddGaussianHost %v: %d ulp", b, j, got[m.Off+b*m.BatchStride+j], v, d)
+					t.Fatalf("replica %d coordinate %d: kernels %v, philox.AddGaussian %v: %d ulp", b, j, got[m.Off+b*m.BatchStride+j], v, d)
 				}
 			}
 		}

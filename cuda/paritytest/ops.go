@@ -5,8 +5,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cuda"
-	"github.com/fedaudit/fedaudit/train"
 )
 
 // shape is a batch of row-major matrices inside a buffer, possibly a strided view.
@@ -16,7 +16,7 @@ type shape struct {
 	off               int
 }
 
-func (s shape) mat() train.Mat {
+func (s shape) mat() compute.Mat {
 	st, bs := s.stride, s.bstride
 	if st == 0 {
 		st = s.cols
@@ -27,7 +27,7 @@ func (s shape) mat() train.Mat {
 	if s.bstride < 0 { // broadcast
 		bs = 0
 	}
-	return train.Mat{Off: s.off, Rows: s.rows, Cols: s.cols, Stride: st, Batch: s.batch, BatchStride: bs}
+	return compute.Mat{Off: s.off, Rows: s.rows, Cols: s.cols, Stride: st, Batch: s.batch, BatchStride: bs}
 }
 
 // size is the buffer length that holds the view.
@@ -94,7 +94,7 @@ func testAxpby(t *testing.T, f Factory) {
 				y = w.buf(s.size(), func(int) float32 { return float32(math.NaN()) })
 			}
 			ym := w.mat(y, s.mat())
-			var xm [2]train.Mat
+			var xm [2]compute.Mat
 			switch {
 			case c.alias:
 				xm = ym
@@ -195,7 +195,7 @@ func preValues(w *twin, n int) int {
 // rounding boundary: the results may differ by at most 1 float32 ulp. ReLU is exact.
 func testActivate(t *testing.T, f Factory) {
 	forEach(t, f, func(t *testing.T, w *twin, s shape) {
-		for _, act := range []train.Activation{train.Tanh, train.Softplus, train.ReLU} {
+		for _, act := range []compute.Activation{compute.Tanh, compute.Softplus, compute.ReLU} {
 			pre := w.mat(preValues(w, s.size()), s.mat())
 			ps := s
 			ps.off, ps.stride, ps.bstride = 1, 0, 0
@@ -203,7 +203,7 @@ func testActivate(t *testing.T, f Factory) {
 			pm := w.mat(post, ps.mat())
 			w.cpu.Activate(act, pre[0], pm[0])
 			w.ops.Activate(act, pre[1], pm[1])
-			w.sameULP(post, b2u(act != train.ReLU), fmt.Sprint("activation ", act))
+			w.sameULP(post, b2u(act != compute.ReLU), fmt.Sprint("activation ", act))
 		}
 	})
 }
@@ -219,7 +219,7 @@ func b2u(b bool) int64 {
 // ReLU's a comparison (exact).
 func testActivateGrad(t *testing.T, f Factory) {
 	forEach(t, f, func(t *testing.T, w *twin, s shape) {
-		for _, act := range []train.Activation{train.Tanh, train.Softplus, train.ReLU} {
+		for _, act := range []compute.Activation{compute.Tanh, compute.Softplus, compute.ReLU} {
 			pre := w.mat(preValues(w, s.size()), s.mat())
 			post := w.mat(w.normal(s.size()), s.mat())
 			gs := s
@@ -228,7 +228,7 @@ func testActivateGrad(t *testing.T, f Factory) {
 			gm := w.mat(g, gs.mat())
 			w.cpu.ActivateGrad(act, pre[0], post[0], gm[0])
 			w.ops.ActivateGrad(act, pre[1], post[1], gm[1])
-			w.sameULP(g, b2u(act == train.Softplus), fmt.Sprint("activation ", act))
+			w.sameULP(g, b2u(act == compute.Softplus), fmt.Sprint("activation ", act))
 		}
 	})
 }
@@ -259,7 +259,7 @@ func testSoftmaxXent(t *testing.T, f Factory) {
 			out := shape{rows: s.rows, cols: 1, batch: s.batch, stride: 2, bstride: 2*s.rows + 1}
 			nan := func(int) float32 { return float32(math.NaN()) }
 			var dl, loss, margin = -1, -1, -1
-			var dm, lsm, mm [2]train.Mat
+			var dm, lsm, mm [2]compute.Mat
 			if c.dl && c.aliased {
 				dl, dm = lg, lm
 			} else if c.dl {
@@ -301,14 +301,14 @@ func testClipExamples(t *testing.T, f Factory) {
 			in0 := broadcast(shape{rows: s.rows, cols: 9, batch: s.batch, stride: 11})
 			in1 := shape{rows: s.rows, cols: s.cols, batch: s.batch}
 			d0, d1 := w.normal(d0s.size()), w.normal(d1s.size())
-			deltas := [2][]train.Mat{}
-			inputs := [2][]train.Mat{}
+			deltas := [2][]compute.Mat{}
+			inputs := [2][]compute.Mat{}
 			for side := 0; side < 2; side++ {
-				deltas[side] = []train.Mat{w.mat(d0, d0s.mat())[side], w.mat(d1, d1s.mat())[side]}
+				deltas[side] = []compute.Mat{w.mat(d0, d0s.mat())[side], w.mat(d1, d1s.mat())[side]}
 			}
 			i0, i1 := w.mat(w.normal(in0.size()), in0.mat()), w.mat(w.normal(in1.size()), in1.mat())
-			inputs[0] = []train.Mat{i0[0], i1[0]}
-			inputs[1] = []train.Mat{i0[1], i1[1]}
+			inputs[0] = []compute.Mat{i0[0], i1[0]}
+			inputs[1] = []compute.Mat{i0[1], i1[1]}
 			w.cpu.ClipExamples(v, deltas[0], inputs[0])
 			w.ops.ClipExamples(v, deltas[1], inputs[1])
 			w.sameULP(d0, 0, fmt.Sprint("v ", v, " layer 0"))
@@ -373,8 +373,8 @@ func testClipStepNaN(t *testing.T, f Factory) {
 		return 1
 	})
 	wm, gm := w.mat(wb, s.mat()), w.mat(g, s.mat())
-	w.cpu.ClipStep(0.1, 1, 0, wm[0], gm[0], train.Mat{})
-	w.ops.ClipStep(0.1, 1, 0, wm[1], gm[1], train.Mat{})
+	w.cpu.ClipStep(0.1, 1, 0, wm[0], gm[0], compute.Mat{})
+	w.ops.ClipStep(0.1, 1, 0, wm[1], gm[1], compute.Mat{})
 	w.sameULP(wb, 1, "NaN gradient")
 	_, got := w.get(wb)
 	for i, v := range got[:15] {

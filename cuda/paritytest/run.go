@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/train"
@@ -60,7 +61,7 @@ func worlds(m, n, dim, classes int) (c, cp []*datasets.Dataset) {
 // Diverged flags, pairs, worlds and seeds must be equal.
 func testRunsMatchCPU(t *testing.T, f Factory) {
 	base := train.Config{
-		Algorithm: train.NoisyFedAvg, Model: train.ModelConfig{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"},
+		Algorithm: algo.FedAvg, Model: train.ModelConfig{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"},
 		Rounds: 3, LocalSteps: 2, LearningRate: 0.3, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.05,
 		Batching: "fixed", BatchSize: 4, Seed: 7, Checkpoints: []int{0, 1, 3}, Informed: true,
 		RecordParams: true, RecordUpload: true, EvalBatch: 5,
@@ -76,18 +77,18 @@ func testRunsMatchCPU(t *testing.T, f Factory) {
 		{"fedavg-mlp-tanh-fixed", func(*train.Config) {}, 3, 3, train.PairRange{First: 0, Count: 3}},
 		{"fedavg-one-pair", func(*train.Config) {}, 3, 3, train.PairRange{First: 4, Count: 1}},
 		{"fedprox-softplus-full-participants", func(c *train.Config) {
-			c.Algorithm, c.ProxAlpha, c.Model.Activation, c.Batching = train.NoisyFedProx, 0.5, "softplus", "full"
+			c.Algorithm, c.ProxAlpha, c.Model.Activation, c.Batching = algo.FedProx, 0.5, "softplus", "full"
 			c.Participants = 2
 		}, 3, 3, train.PairRange{First: 0, Count: 2}},
 		{"fedavg-relu-poisson-two-layers", func(c *train.Config) {
 			c.Model.Activation, c.Model.Hidden, c.Batching = "relu", []int{5, 4}, "poisson"
 		}, 2, 4, train.PairRange{First: 1, Count: 2}},
 		{"dpsgd-softmax", func(c *train.Config) {
-			c.Algorithm, c.Model = train.DPSGD, train.ModelConfig{Kind: "softmax"}
+			c.Algorithm, c.Model = algo.DPSGD, train.ModelConfig{Kind: "softmax"}
 			c.Batching, c.ClipNorm, c.Informed, c.RecordUpload = "poisson", 0.5, false, false
 		}, 1, 3, train.PairRange{First: 0, Count: 2}},
 		{"dpsgd-mlp", func(c *train.Config) {
-			c.Algorithm, c.ClipNorm, c.Informed, c.RecordUpload = train.DPSGD, 0.5, false, false
+			c.Algorithm, c.ClipNorm, c.Informed, c.RecordUpload = algo.DPSGD, 0.5, false, false
 		}, 1, 3, train.PairRange{First: 0, Count: 2}},
 		{"quadratic-full", func(c *train.Config) {
 			c.Model = train.ModelConfig{Kind: "quadratic", Curvature: 0.5}
@@ -102,13 +103,13 @@ func testRunsMatchCPU(t *testing.T, f Factory) {
 			wc, wcp := worlds(c.m, 9, 7, c.classes)
 			tgt := train.TargetInfo{Client: 0, Index: 0}
 			var want memRecorder
-			if err := train.Train(context.Background(), cfg, wc, wcp, tgt, nil, c.pairs, &want, nil); err != nil {
+			if err := train.Train(context.Background(), train.Job{Config: cfg, WorldC: wc, WorldCPrime: wcp, Target: tgt, Pairs: c.pairs, Recorder: &want}); err != nil {
 				t.Fatal(err)
 			}
 			ops := f(t, cuda.Options{Block: 32})
 			defer ops.Close()
 			var got memRecorder
-			if err := train.TrainOn(context.Background(), ops, cfg, wc, wcp, tgt, nil, c.pairs, cuda.CheckRecorder(ops, &got), nil); err != nil {
+			if err := train.TrainOn(context.Background(), ops, train.Job{Config: cfg, WorldC: wc, WorldCPrime: wcp, Target: tgt, Pairs: c.pairs, Recorder: cuda.CheckRecorder(ops, &got)}); err != nil {
 				t.Fatal(err)
 			}
 			compareRuns(t, want.cps, got.cps)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/traintest"
 )
 
 // W1MatchesCPU runs W1's configuration (784-64-10 tanh MLP, 10 clients, fixed batches of 32)
@@ -18,8 +19,8 @@ import (
 // 0.05-1). It returns the largest parameter difference.
 func W1MatchesCPU(t *testing.T, be Backend, rounds, pairs int) float64 {
 	t.Helper()
-	c, cp, tgt := train.W1Data()
-	cfg := train.W1Config()
+	c, cp, tgt := traintest.W1Data()
+	cfg := traintest.W1Config()
 	cfg.Rounds, cfg.RecordParams = rounds, true
 	cfg.Checkpoints = nil
 	for r := 1; r <= rounds; r++ {
@@ -27,10 +28,10 @@ func W1MatchesCPU(t *testing.T, be Backend, rounds, pairs int) float64 {
 	}
 	pr := train.PairRange{First: 0, Count: pairs}
 	var want, got memRecorder
-	if err := train.Train(context.Background(), cfg, c, cp, tgt, nil, pr, &want, nil); err != nil {
+	if err := train.Train(context.Background(), train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pr, Recorder: &want}); err != nil {
 		t.Fatal(err)
 	}
-	if err := train.TrainOn(context.Background(), be, cfg, c, cp, tgt, nil, pr, cuda.CheckRecorder(be, &got), nil); err != nil {
+	if err := train.TrainOn(context.Background(), be, train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pr, Recorder: cuda.CheckRecorder(be, &got)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := be.Err(); err != nil {

@@ -1,0 +1,130 @@
+package compute
+
+// Buffer is a float32 array owned by a Backend (host memory for the CPU backend, device memory
+// for a GPU one). Its contents are reached only through the Backend's operations, so a training
+// run can keep every replica's state on the device and copy to the host only at checkpoints.
+type Buffer interface {
+	// Len is the number of float32 values.
+	Len() int
+}
+
+// Mat is a batch of row-major matrices inside a Buffer: element (i, j) of matrix b is at
+// Off + b*BatchStride + i*Stride + j. A BatchStride of 0 broadcasts one matrix to the batch.
+// In the engine the batch index is the replica: replica r's parameters are the 1 x d matrix at
+// r*d of an R x d buffer.
+type Mat struct {
+	Buf                Buffer
+	Off                int
+	Rows, Cols, Stride int
+	Batch, BatchStride int
+}
+
+// Activation is a hidden-layer nonlinearity.
+type Activation int
+
+// The activations an MLP can use.
+const (
+	Tanh Activation = iota
+	Softplus
+	ReLU
+)
+
+// Backend is the compute interface of the trainer: a small set of batched operations over
+// device buffers, each at the granularity of one kernel launch (or one cuBLAS call) of a GPU
+// implementation. Operations run in order on one stream; a Backend is not safe for concurrent
+// use. Everything is batched over Mat.Batch (the replicas); operands whose BatchStride is 0 are
+// shared by the whole batch. Results must not depend on the batch size or on how an
+// implementation splits the work: every output element is computed in one fixed order.
+type Backend interface {
+	// Alloc returns a zeroed buffer of n values.
+	Alloc(n int) Buffer
+	// Upload copies src into dst at offset off.
+	Upload(dst Buffer, off int, src []float32)
+	// Download copies len(dst) values of src from offset off.
+	Download(dst []float32, src Buffer, off int)
+
+	// Gemm computes c = alpha op(a) op(b) + beta c for every batch element, op transposing
+	// when its flag is set; with beta = 0, c is written without being read (NaN-safe).
+	Gemm(transA, transB bool, alpha float32, a, b Mat, beta float32, c Mat)
+	// Axpby computes y = alpha coef[b] x + beta y per batch element b (coef nil means 1); x may
+	// alias y, and with alpha coef[b] = 0 and beta = 0, y is zeroed without reading x.
+	Axpby(alpha float32, x Mat, beta float32, y Mat, coef []float32)
+	// AddRow adds the 1 x Cols row v to every row of y.
+	AddRow(y, v Mat)
+	// SumRows computes y = alpha (sum of the rows of x) + beta y, y being 1 x Cols.
+	SumRows(alpha float32, x Mat, beta float32, y Mat)
+	// Gather copies rows idx of src (rows of a dataset) into the first len(idx) rows of dst.
+	Gather(dst, src Mat, idx []int32)
+
+	// Activate writes act(pre) into post.
+	Activate(act Activation, pre, post Mat)
+	// ActivateGrad multiplies grad elementwise by act'(pre) (post = act(pre) is given too).
+	ActivateGrad(act Activation, pre, post, grad Mat)
+	// SoftmaxXent takes logits and labels (class indices stored as float32, Rows x 1). It
+	// writes dlogits = scale (softmax - onehot) when dlogits.Buf is not nil, and per row the
+	// cross-entropy loss and the logit margin (true logit minus the largest other) into loss and
+	// margin (Rows x 1) when their Buf is not nil. dlogits may alias logits.
+	SoftmaxXent(logits, labels Mat, scale float32, dlogits, loss, margin Mat)
+	// ClipExamples clips per-example gradients of a chain of dense layers: for each batch
+	// element and row i, n_i = sum_l ||delta_l[i]||^2 (||in_l[i]||^2 + 1) is the squared norm of
+	// example i's gradient (weights and bias of layer l), and every delta_l[i] is scaled by
+	// min(1, v / sqrt(n_i)).
+	ClipExamples(v float32, deltas, inputs []Mat)
+
+	// ClipStep is one local step per batch element: with g clipped to norm v
+	// (g / max(1, ||g||/v); v <= 0 disables clipping), w = w - eta (g + alpha (w - anchor)).
+	// With alpha = 0 the anchor is not read.
+	ClipStep(eta, v, alpha float32, w, g, anchor Mat)
+	// ClipStep, AddGaussian and Dots take batches of single rows (one replica each).
+
+	// AddGaussian adds scale[b] Z_b to batch element b, Z_b the coordinates 0..Cols-1 of the
+	// Philox noise stream (seeds[b], round, stream) as defined by philox.AddGaussian. Elements
+	// with equal seeds get equal noise.
+	AddGaussian(dst Mat, seeds []uint64, scale []float32, round, stream uint32)
+	// Dots writes into out[b] the inner product of a and b's batch element b, accumulated in
+	// float64 (a reduction to the host: used once per round, not per step).
+	Dots(a, b Mat, out []float64)
+}
+
+// HostAliaser is implemented by backends that can use host memory in place (the CPU backend),
+// so that datasets are not copied.
+type HostAliaser interface {
+	Alias(data []float32) Buffer
+}
+
+// Upload returns a Buffer holding data, aliasing it when the backend can.
+func Upload(be Backend, data []float32) Buffer {
+	if a, ok := be.(HostAliaser); ok {
+		return a.Alias(data)
+	}
+	b := be.Alloc(len(data))
+	be.Upload(b, 0, data)
+	return b
+}
+
+// RowsOf views an R x d buffer as a batch of R one-row matrices.
+func RowsOf(buf Buffer, r0, count, stride, d int) Mat {
+	return Mat{Buf: buf, Off: r0 * d, Rows: 1, Cols: d, Stride: d, Batch: count, BatchStride: stride * d}
+}
+
+// HiddenStepper is implemented by backends with a fused kernel for the deferred clipped step
+// of an MLP with one hidden layer (train's MLP.deferredStep): the operations of the op-by-op
+// path per replica in one task, with the replica's activations in cache. It must give the
+// op-by-op path's bits.
+type HiddenStepper interface {
+	HiddenStep(a *HiddenStepArgs)
+}
+
+// HiddenStepArgs: for every batch element (replica) r, Pre (B x H) holds x W_0^T; the step
+// adds the low-rank correction Gram Prev and the bias, computes the loss gradient with
+// respect to every parameter, clips the whole gradient to V (the first weight matrix's part
+// from the Gram matrix GX of the minibatch), updates b1, W2, b2 in Params (FedProx: towards
+// Anchor first) and writes U = -Eta c delta, delta the gradient with respect to Pre.
+type HiddenStepArgs struct {
+	Act                 Activation
+	Pre, Params, Anchor Mat
+	Gram, Prev          Mat // the correction: Pre += Gram Prev, then Prev *= 1 - Eta Alpha
+	Labels, GX, U       Mat
+	B1, W2, B2, H, Cls  int // offsets of b1, W2, b2 in a parameter row; hidden width; classes
+	Eta, V, Alpha       float32
+}

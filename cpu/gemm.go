@@ -1,0 +1,425 @@
+package cpu
+
+import "github.com/fedaudit/fedaudit/compute"
+
+// Packed, blocked single-precision GEMM for the Backend backend. op(A) (M x K) and op(B) (K x N)
+// are copied block by block into zero-padded panels of gemmMR rows and gemmNR columns; a
+// micro-kernel multiplies one panel pair into an MR x NR tile. Every C element is therefore
+// accumulated in the same order (k ascending, blocks of gemmKC) whatever the matrix sizes, the
+// batch size or the thread count, which keeps results identical across shard layouts.
+
+const (
+	gemmMR = 6
+	gemmNR = 16
+	gemmMC = 48   // rows of op(A) per task: a multiple of gemmMR
+	gemmKC = 1024 // depth of one packed block (784-feature inputs take one block)
+	gemmNC = 128  // columns of op(B) per task: a multiple of gemmNR
+
+	// packDepth is the depth of one block of a transposing pack: packDepth x gemmNR values
+	// (4 KiB) stay in L1 while each source row contributes its part.
+	packDepth = 64
+)
+
+// gemmScratch is one worker's packing memory.
+type gemmScratch struct {
+	a    [gemmMC * gemmKC]float32
+	b    [gemmKC * gemmNC]float32
+	acc  [gemmMR * gemmNR]float32
+	acc2 [gemmMR * 2 * gemmNR]float32     // the double-width kernels' tile
+	acc4 [2 * gemmMR * 2 * gemmNR]float32 // the twelve-row strided kernel's tile
+}
+
+// kernelGo is the portable micro-kernel: acc = sum_p a[p,:]^T b[p,:] over kc steps.
+func kernelGo(kc int, a, b []float32, acc *[gemmMR * gemmNR]float32) {
+	*acc = [gemmMR * gemmNR]float32{}
+	a = a[:kc*gemmMR]
+	b = b[:kc*gemmNR]
+	for p := 0; p < kc; p++ {
+		ap := a[p*gemmMR : p*gemmMR+gemmMR]
+		bp := b[p*gemmNR : p*gemmNR+gemmNR]
+		for i, ai := range ap {
+			ci := acc[i*gemmNR : i*gemmNR+gemmNR]
+			for j, bj := range bp {
+				ci[j] += ai * bj
+			}
+		}
+	}
+}
+
+// gemmJob is the Gemm operation split into tasks (batch element, column block); a task walks
+// all row blocks so that its packed block of op(B) is reused. An operand shared by the whole
+// batch (BatchStride 0) is packed once per call into sharedA or sharedB.
+type gemmJob struct {
+	be               *Backend
+	transA, transB   bool
+	alpha, beta      float32
+	a, b, c          compute.Mat
+	m, n, k          int
+	mBlocks, nBlocks int
+	sharedA, sharedB []float32 // whole op(A) / op(B) packed, or nil
+	mPad, nPad       int       // rows of op(A), columns of op(B) rounded up to whole panels
+	nc               int       // columns per task: gemmNC, or all of them when op(B) is prepacked
+	// transposed: c = a b^T with a shared is computed as c^T = b a^T, the rows of b read in
+	// place by the strided kernel and a^T packed once (sharedA, as column panels of c's rows).
+	transposed bool
+}
+
+// prepack packs a shared operand whole: block p0 of depth kc starts at p0*mPad (A) or p0*nPad
+// (B), laid out as packA/packB lay out one block.
+func (g *gemmJob) prepack() {
+	g.sharedA, g.sharedB = nil, nil
+	g.mPad = (g.m + gemmMR - 1) / gemmMR * gemmMR
+	g.nPad = (g.n + gemmNR - 1) / gemmNR * gemmNR
+	if g.transposed {
+		g.mPad = (g.m + gemmNR - 1) / gemmNR * gemmNR
+		buf := g.be.growShared(0, g.mPad*g.k)
+		a := data(g.a.Buf)[g.a.Off:]
+		for p0 := 0; p0 < g.k; p0 += gemmKC {
+			kc := min(gemmKC, g.k-p0)
+			packB(buf[p0*g.mPad:], a, g.a.Stride, true, 0, g.m, p0, kc)
+		}
+		g.sharedA = buf
+		return
+	}
+	if g.c.Batch < 2 {
+		return
+	}
+	if g.a.BatchStride == 0 {
+		buf := g.be.growShared(0, g.mPad*g.k)
+		a := data(g.a.Buf)[g.a.Off:]
+		for p0 := 0; p0 < g.k; p0 += gemmKC {
+			kc := min(gemmKC, g.k-p0)
+			packA(buf[p0*g.mPad:], a, g.a.Stride, g.transA, 0, g.m, p0, kc)
+		}
+		g.sharedA = buf
+	}
+	if g.b.BatchStride == 0 {
+		buf := g.be.growShared(1, g.nPad*g.k)
+		b := data(g.b.Buf)[g.b.Off:]
+		for p0 := 0; p0 < g.k; p0 += gemmKC {
+			kc := min(gemmKC, g.k-p0)
+			packB(buf[p0*g.nPad:], b, g.b.Stride, g.transB, 0, g.n, p0, kc)
+		}
+		g.sharedB = buf
+	}
+}
+
+func (g *gemmJob) run(task, worker int) {
+	if g.transposed {
+		g.runTransposed(task, worker)
+		return
+	}
+	nb := task % g.nBlocks
+	batch := task / g.nBlocks
+	s := &g.be.scratch[worker].gemm
+	j0 := nb * g.nc
+	nc := min(g.nc, g.n-j0)
+	a := data(g.a.Buf)[g.a.Off+batch*g.a.BatchStride:]
+	b := data(g.b.Buf)[g.b.Off+batch*g.b.BatchStride:]
+	c := data(g.c.Buf)[g.c.Off+batch*g.c.BatchStride:]
+	ldc := g.c.Stride
+	for i := 0; i < g.m; i++ {
+		row := c[i*ldc+j0 : i*ldc+j0+nc]
+		switch g.beta {
+		case 0:
+			clear(row)
+		case 1:
+		default:
+			for j := range row {
+				row[j] *= g.beta
+			}
+		}
+	}
+	nPanels := (nc + gemmNR - 1) / gemmNR
+	for p0 := 0; p0 < g.k; p0 += gemmKC {
+		kc := min(gemmKC, g.k-p0)
+		var bPack []float32
+		if g.sharedB != nil {
+			bPack = g.sharedB[p0*g.nPad+j0*kc:]
+		} else {
+			packB(s.b[:], b, g.b.Stride, g.transB, j0, nc, p0, kc)
+			bPack = s.b[:]
+		}
+		for i0 := 0; i0 < g.m; i0 += gemmMC {
+			mc := min(gemmMC, g.m-i0)
+			var aPack []float32
+			if g.sharedA != nil {
+				aPack = g.sharedA[p0*g.mPad+i0*kc:]
+			} else {
+				packA(s.a[:], a, g.a.Stride, g.transA, i0, mc, p0, kc)
+				aPack = s.a[:]
+			}
+			mPanels := (mc + gemmMR - 1) / gemmMR
+			for jp := 0; jp < nPanels; {
+				jb := j0 + jp*gemmNR
+				width := 1 // panels of op(B) in this pass: two full ones go through one kernel
+				if useAVX512 && j0+nc-jb >= 2*gemmNR {
+					width = 2
+				}
+				for ip := 0; ip < mPanels; ip++ {
+					ib := i0 + ip*gemmMR
+					mr := min(gemmMR, i0+mc-ib)
+					ap := aPack[ip*kc*gemmMR:]
+					// Two full row panels at once: each panel row of b serves twice the rows.
+					if width == 2 && i0+mc-ib >= 2*gemmMR && kernelToC4(kc, ap, bPack[jp*kc*gemmNR:], c[ib*ldc+jb:], ldc, g.alpha) {
+						ip++
+						continue
+					}
+					if width == 2 && mr == gemmMR && kernelToC2(kc, ap, bPack[jp*kc*gemmNR:], c[ib*ldc+jb:], ldc, g.alpha) {
+						continue
+					}
+					if width == 2 && mr < gemmMR && useAVX512 {
+						// A last panel of fewer rows (zero-padded): the double-width kernel into a
+						// cleared tile, then its rows added to c, which is c + alpha acc as in
+						// the kernel (up to the sign of a zero).
+						t := s.acc2[:]
+						clear(t)
+						if kernelToC2(kc, ap, bPack[jp*kc*gemmNR:], t, 2*gemmNR, g.alpha) {
+							for i := 0; i < mr; i++ {
+								subScaled(-1, t[i*2*gemmNR:(i+1)*2*gemmNR], c[(ib+i)*ldc+jb:][:2*gemmNR])
+							}
+							continue
+						}
+					}
+					for q := jp; q < jp+width; q++ {
+						jq := j0 + q*gemmNR
+						g.tile(kc, ap, bPack[q*kc*gemmNR:], c, ib, mr, jq, min(gemmNR, j0+nc-jq), s)
+					}
+				}
+				jp += width
+			}
+		}
+	}
+}
+
+// tile adds alpha times the product of panels ap and bp to c's mr x nr tile at (ib, jb).
+func (g *gemmJob) tile(kc int, ap, bp, c []float32, ib, mr, jb, nr int, s *gemmScratch) {
+	ldc := g.c.Stride
+	if mr == gemmMR && nr == gemmNR && kernelToC(kc, ap, bp, c[ib*ldc+jb:], ldc, g.alpha) {
+		return
+	}
+	kernel(kc, ap, bp, &s.acc)
+	for i := 0; i < mr; i++ {
+		row := c[(ib+i)*ldc+jb : (ib+i)*ldc+jb+nr]
+		acc := s.acc[i*gemmNR : i*gemmNR+nr]
+		for j := range row {
+			row[j] += g.alpha * acc[j]
+		}
+	}
+}
+
+// runTransposed computes columns [j0, j0+nc) of c = a b^T for one batch element: tiles of
+// c^T are b's rows (read in place, MR at a time) times panels of a^T. Each element is the same
+// sequence of fused multiply-adds as in run, so both paths give identical results.
+func (g *gemmJob) runTransposed(task, worker int) {
+	nb := task % g.nBlocks
+	batch := task / g.nBlocks
+	s := &g.be.scratch[worker].gemm
+	j0 := nb * gemmNC
+	nc := min(gemmNC, g.n-j0)
+	b := data(g.b.Buf)[g.b.Off+batch*g.b.BatchStride:]
+	c := data(g.c.Buf)[g.c.Off+batch*g.c.BatchStride:]
+	ldb, ldc := g.b.Stride, g.c.Stride
+	for i := 0; i < g.m; i++ {
+		row := c[i*ldc+j0 : i*ldc+j0+nc]
+		switch g.beta {
+		case 0:
+			clear(row)
+		case 1:
+		default:
+			for j := range row {
+				row[j] *= g.beta
+			}
+		}
+	}
+	mPanels := (g.m + gemmNR - 1) / gemmNR
+	for p0 := 0; p0 < g.k; p0 += gemmKC {
+		kc := min(gemmKC, g.k-p0)
+		for jb := j0; jb < j0+nc; {
+			if jb+2*gemmMR > j0+nc {
+				g.transposedRows(s, b, c, kc, p0, jb, j0+nc, 0)
+				jb += gemmMR
+				continue
+			}
+			// Twelve rows of b at once against two panels of a^T: each panel row loaded
+			// serves twice the rows (half the traffic from L2 per multiply-add).
+			ip := 0
+			for ; ip+1 < mPanels && g.m-ip*gemmNR >= 2*gemmNR; ip += 2 {
+				if !kernelStrided4(kc, b[jb*ldb+p0:], ldb, g.sharedA[p0*g.mPad+ip*kc*gemmNR:], &s.acc4) {
+					break
+				}
+				ib := ip * gemmNR
+				for ii := 0; ii < 2*gemmMR; ii++ {
+					for jj, v := range s.acc4[ii*2*gemmNR : (ii+1)*2*gemmNR] {
+						c[(ib+jj)*ldc+jb+ii] += g.alpha * v
+					}
+				}
+			}
+			g.transposedRows(s, b, c, kc, p0, jb, j0+nc, ip)
+			g.transposedRows(s, b, c, kc, p0, jb+gemmMR, j0+nc, ip)
+			jb += 2 * gemmMR
+		}
+	}
+}
+
+// transposedRows is runTransposed for the block of up to MR rows of b (one batch element's) at
+// jb, rows before end, and the panels of a^T from ip on.
+func (g *gemmJob) transposedRows(s *gemmScratch, b, c []float32, kc, p0, jb, end, ip int) {
+	ldb, ldc := g.b.Stride, g.c.Stride
+	mPanels := (g.m + gemmNR - 1) / gemmNR
+	mr := min(gemmMR, end-jb)
+	// A last block of fewer than MR rows is read in place as the MR rows ending with it, when
+	// there are that many (64 hidden units = 10 blocks of 6 and one of 4): the rows before it
+	// are computed again and dropped, which costs less than packing.
+	rb := jb
+	if mr < gemmMR && jb+mr >= gemmMR {
+		rb = jb + mr - gemmMR
+	}
+	full := jb+mr-rb == gemmMR
+	if !full {
+		packA(s.a[:], b, ldb, false, jb, mr, p0, kc)
+	}
+	for ; ip < mPanels; ip++ {
+		ap := g.sharedA[p0*g.mPad+ip*kc*gemmNR:]
+		ib := ip * gemmNR
+		if full && ip+1 < mPanels && g.m-ib >= 2*gemmNR && kernelStrided2(kc, b[rb*ldb+p0:], ldb, ap, &s.acc2) {
+			// both panels at once: a's rows are read once
+			for ii := 0; ii < mr; ii++ {
+				acc := s.acc2[(ii+jb-rb)*2*gemmNR : (ii+jb-rb+1)*2*gemmNR]
+				for jj, v := range acc {
+					c[(ib+jj)*ldc+jb+ii] += g.alpha * v
+				}
+			}
+			ip++
+			continue
+		}
+		if !full || !kernelStrided(kc, b[rb*ldb+p0:], ldb, ap, &s.acc) {
+			if full {
+				packA(s.a[:], b, ldb, false, rb, gemmMR, p0, kc)
+			}
+			kernel(kc, s.a[:], ap, &s.acc)
+		}
+		nr := min(gemmNR, g.m-ib)
+		for ii := 0; ii < mr; ii++ {
+			acc := s.acc[(ii+jb-rb)*gemmNR : (ii+jb-rb)*gemmNR+nr]
+			for jj, v := range acc {
+				c[(ib+jj)*ldc+jb+ii] += g.alpha * v
+			}
+		}
+	}
+}
+
+// packA copies rows [i0, i0+mc) and depth [p0, p0+kc) of op(A) into panels of gemmMR rows,
+// depth-major within a panel, padding missing rows with zeros.
+func packA(dst, a []float32, lda int, trans bool, i0, mc, p0, kc int) {
+	if trans {
+		// op(A)[i][p] = a[p*lda + i]: a row of a holds depth p of every panel, so one pass
+		// over a's rows fills all panels.
+		full := mc / gemmMR
+		for p := 0; p < kc; p++ {
+			src := a[(p0+p)*lda+i0:][:mc]
+			for ip := 0; ip < full; ip++ {
+				// element by element: a 24-byte array copy calls memmove
+				s := src[ip*gemmMR : ip*gemmMR+gemmMR : ip*gemmMR+gemmMR]
+				d := dst[(ip*kc+p)*gemmMR:][:gemmMR:gemmMR]
+				d[0], d[1], d[2], d[3], d[4], d[5] = s[0], s[1], s[2], s[3], s[4], s[5]
+			}
+			if rows := mc - full*gemmMR; rows > 0 {
+				d := dst[(full*kc+p)*gemmMR:][:gemmMR]
+				for i := 0; i < gemmMR; i++ {
+					d[i] = 0
+					if i < rows {
+						d[i] = src[full*gemmMR+i]
+					}
+				}
+			}
+		}
+		return
+	}
+	for ip := 0; ip*gemmMR < mc; ip++ {
+		panel := dst[ip*kc*gemmMR : (ip+1)*kc*gemmMR]
+		rows := min(gemmMR, mc-ip*gemmMR)
+		ib := i0 + ip*gemmMR
+		if rows == gemmMR { // the six source rows side by side, one panel row at a time
+			off := ib*lda + p0
+			r0 := a[off : off+kc]
+			r1 := a[off+lda:][:len(r0)]
+			r2 := a[off+2*lda:][:len(r0)]
+			r3 := a[off+3*lda:][:len(r0)]
+			r4 := a[off+4*lda:][:len(r0)]
+			r5 := a[off+5*lda:][:len(r0)]
+			for p := range r0 {
+				d := (*[gemmMR]float32)(panel[p*gemmMR:])
+				d[0], d[1], d[2], d[3], d[4], d[5] = r0[p], r1[p], r2[p], r3[p], r4[p], r5[p]
+			}
+			continue
+		}
+		for i := 0; i < rows; i++ {
+			src := a[(ib+i)*lda+p0 : (ib+i)*lda+p0+kc]
+			for p, v := range src {
+				panel[p*gemmMR+i] = v
+			}
+		}
+		for i := rows; i < gemmMR; i++ {
+			for p := 0; p < kc; p++ {
+				panel[p*gemmMR+i] = 0
+			}
+		}
+	}
+}
+
+// packB copies depth [p0, p0+kc) and columns [j0, j0+nc) of op(B) into panels of gemmNR
+// columns, depth-major within a panel, padding missing columns with zeros.
+func packB(dst, b []float32, ldb int, trans bool, j0, nc, p0, kc int) {
+	for jp := 0; jp*gemmNR < nc; jp++ {
+		panel := dst[jp*kc*gemmNR : (jp+1)*kc*gemmNR]
+		cols := min(gemmNR, nc-jp*gemmNR)
+		jb := j0 + jp*gemmNR
+		if !trans { // op(B)[p][j] = b[p*ldb + j]: a panel row is contiguous in b
+			for p := 0; p < kc; p++ {
+				src := b[(p0+p)*ldb+jb : (p0+p)*ldb+jb+cols]
+				d := panel[p*gemmNR : p*gemmNR+gemmNR]
+				if cols == gemmNR { // a 64-byte array copy: memmove's call costs more
+					*(*[gemmNR]float32)(d) = [gemmNR]float32(src)
+					continue
+				}
+				for j, v := range src {
+					d[j] = v
+				}
+				for j := cols; j < gemmNR; j++ {
+					d[j] = 0
+				}
+			}
+			continue
+		}
+		// Four source rows at a time fill four columns of the panel; blocks of packDepth keep
+		// the panel lines being written in L1 across the passes.
+		for pb := 0; pb < kc; pb += packDepth {
+			pe := min(pb+packDepth, kc)
+			blk := panel[pb*gemmNR : pe*gemmNR]
+			j := 0
+			for ; j+4 <= cols; j += 4 {
+				off := (jb+j)*ldb + p0
+				r0 := b[off+pb : off+pe]
+				r1 := b[off+ldb+pb:][:len(r0)]
+				r2 := b[off+2*ldb+pb:][:len(r0)]
+				r3 := b[off+3*ldb+pb:][:len(r0)]
+				for p := range r0 {
+					d := (*[4]float32)(blk[p*gemmNR+j:])
+					d[0], d[1], d[2], d[3] = r0[p], r1[p], r2[p], r3[p]
+				}
+			}
+			for ; j < cols; j++ {
+				src := b[(jb+j)*ldb+p0+pb : (jb+j)*ldb+p0+pe]
+				for p, v := range src {
+					blk[p*gemmNR+j] = v
+				}
+			}
+		}
+		for j := cols; j < gemmNR; j++ {
+			for p := 0; p < kc; p++ {
+				panel[p*gemmNR+j] = 0
+			}
+		}
+	}
+}

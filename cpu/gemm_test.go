@@ -1,0 +1,122 @@
+package cpu
+
+import (
+	"math"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/internal/philox"
+)
+
+func naiveGemm(transA, transB bool, alpha float32, a, b compute.Mat, beta float32, c compute.Mat, A, B, C []float32) []float64 {
+	out := make([]float64, c.Batch*c.Rows*c.Cols)
+	k := a.Cols
+	if transA {
+		k = a.Rows
+	}
+	for bt := 0; bt < c.Batch; bt++ {
+		for i := 0; i < c.Rows; i++ {
+			for j := 0; j < c.Cols; j++ {
+				var s float64
+				for p := 0; p < k; p++ {
+					var av, bv float32
+					if transA {
+						av = A[a.Off+bt*a.BatchStride+p*a.Stride+i]
+					} else {
+						av = A[a.Off+bt*a.BatchStride+i*a.Stride+p]
+					}
+					if transB {
+						bv = B[b.Off+bt*b.BatchStride+j*b.Stride+p]
+					} else {
+						bv = B[b.Off+bt*b.BatchStride+p*b.Stride+j]
+					}
+					s += float64(av) * float64(bv)
+				}
+				out[(bt*c.Rows+i)*c.Cols+j] = float64(alpha)*s + float64(beta)*float64(C[c.Off+bt*c.BatchStride+i*c.Stride+j])
+			}
+		}
+	}
+	return out
+}
+
+// Gemm against a float64 triple loop on shapes that exercise partial panels and blocks in every
+// dimension, both transposes, shared operands and beta. Tolerance: 1e-5 relative to the sum of
+// |terms|, about 100 float32 rounding errors.
+func TestGemm(t *testing.T) {
+	for _, kern := range []string{"go", "avx2", "avx512"} {
+		if kern == "avx2" && !useAVX2 || kern == "avx512" && !useAVX512 {
+			continue
+		}
+		saved, saved512 := useAVX2, useAVX512
+		useAVX2, useAVX512 = kern != "go", kern == "avx512"
+		for _, sh := range [][3]int{{1, 1, 1}, {7, 17, 5}, {32, 64, 784}, {97, 257, 300}, {6, 16, 256}, {13, 33, 513}} {
+			M, N, K := sh[0], sh[1], sh[2]
+			for _, ta := range []bool{false, true} {
+				for _, tb := range []bool{false, true} {
+					for _, shareA := range []bool{false, true} {
+						testGemmCase(t, M, N, K, ta, tb, shareA)
+					}
+				}
+			}
+		}
+		useAVX2, useAVX512 = saved, saved512
+	}
+}
+
+func testGemmCase(t *testing.T, M, N, K int, ta, tb, shareA bool) {
+	be := New(2)
+	defer be.Close()
+	const batch = 3
+	rnd := philox.NewRand(uint64(M*1000+N*10+K), 0, 0, 9, 0)
+	fill := func(n int) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(2*rnd.Float() - 1)
+		}
+		return x
+	}
+	ar, ac := M, K
+	if ta {
+		ar, ac = K, M
+	}
+	br, bc := K, N
+	if tb {
+		br, bc = N, K
+	}
+	lda, ldb, ldc := ac+3, bc+1, N+2
+	A, B, C := fill(batch*ar*lda+5), fill(batch*br*ldb), fill(batch*M*ldc)
+	a := compute.Mat{Buf: be.Alias(A), Off: 5, Rows: ar, Cols: ac, Stride: lda, Batch: batch, BatchStride: ar * lda}
+	if shareA {
+		a.BatchStride = 0
+	}
+	b := compute.Mat{Buf: be.Alias(B), Rows: br, Cols: bc, Stride: ldb, Batch: batch, BatchStride: br * ldb}
+	c := compute.Mat{Buf: be.Alias(C), Rows: M, Cols: N, Stride: ldc, Batch: batch, BatchStride: M * ldc}
+	want := naiveGemm(ta, tb, 0.5, a, b, 0.25, c, A, B, C)
+	be.Gemm(ta, tb, 0.5, a, b, 0.25, c)
+	for bt := 0; bt < batch; bt++ {
+		for i := 0; i < M; i++ {
+			for j := 0; j < N; j++ {
+				got := float64(C[bt*M*ldc+i*ldc+j])
+				w := want[(bt*M+i)*N+j]
+				if math.Abs(got-w) > 1e-5*float64(K+1) {
+					t.Fatalf("M%d N%d K%d ta %v tb %v share %v: c[%d][%d][%d] = %g, want %g", M, N, K, ta, tb, shareA, bt, i, j, got, w)
+				}
+			}
+		}
+	}
+}
+
+// With beta = 0, NaN in c must not survive.
+func TestGemmBetaZeroIgnoresNaN(t *testing.T) {
+	be := New(1)
+	defer be.Close()
+	A := []float32{1, 2}
+	B := []float32{3, 4}
+	C := []float32{float32(math.NaN())}
+	be.Gemm(false, false, 1, compute.Mat{Buf: be.Alias(A), Rows: 1, Cols: 2, Stride: 2, Batch: 1},
+		compute.Mat{Buf: be.Alias(B), Rows: 2, Cols: 1, Stride: 1, Batch: 1}, 0,
+		compute.Mat{Buf: be.Alias(C), Rows: 1, Cols: 1, Stride: 1, Batch: 1})
+	if C[0] != 11 {
+		t.Errorf("c = %g, want 11", C[0])
+	}
+}

@@ -1,0 +1,140 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/fedaudit/fedaudit/compute"
+)
+
+// The checkpoint observer: at every checkpoint round the engine evaluates every replica at
+// w_round (training loss, test accuracy, the target sample's loss and margin in both worlds),
+// adds the informed adversary's statistics and the recorded parameters and uploads, and hands
+// the result to the Recorder.
+
+// evalBuffers holds the evaluation's per-row losses and margins, allocated at the first
+// checkpoint.
+type evalBuffers struct {
+	loss, margin         compute.Buffer
+	hostLoss, hostMargin []float32
+}
+
+// recordCheckpoint evaluates every replica at w_round and hands the checkpoint to rec, unless
+// the training was cancelled meanwhile (the evaluation stops early and its result is not used).
+func (e *engine) recordCheckpoint(ctx context.Context, rec Recorder, round int) error {
+	cp := e.checkpoint(round)
+	if e.stop.Load() {
+		return context.Cause(ctx)
+	}
+	if err := rec.Checkpoint(ctx, cp); err != nil {
+		return fmt.Errorf("train: checkpoint at round %d: %w", round, err)
+	}
+	return nil
+}
+
+// checkpoint evaluates every replica at w_round.
+func (e *engine) checkpoint(round int) *Checkpoint {
+	R, m := e.R, e.m
+	cp := &Checkpoint{Round: round, Replicas: make([]ReplicaState, R)}
+	if e.stats != nil {
+		cp.StatNames = e.stats.names
+	}
+	lossSum := make([]float64, R)
+	correct := make([]float64, R)
+	count := 0
+	for i := 0; i < m; i++ {
+		if i == e.target.Client {
+			for w := 0; w < 2; w++ {
+				e.evalRows(&e.data[w][i], w, e.P, 2, lossSum, correct, nil)
+			}
+		} else {
+			e.evalRows(&e.data[0][i], 0, R, 1, lossSum, correct, nil)
+		}
+		count += e.data[0][i].n
+	}
+	testCorrect := make([]float64, R)
+	if e.test != nil {
+		e.evalRows(e.test, 0, R, 1, make([]float64, R), testCorrect, nil)
+	}
+	var tl, tm [2][]float64
+	for w := 0; w < 2; w++ {
+		cd := &e.data[w][e.target.Client]
+		one := clientData{x: cd.x, y: cd.y, n: 1}
+		one.x.Off += e.target.Index * e.dim
+		one.x.Rows = 1
+		one.y.Off += e.target.Index
+		one.y.Rows = 1
+		tl[w], tm[w] = make([]float64, R), make([]float64, R)
+		e.evalRows(&one, 0, R, 1, tl[w], make([]float64, R), tm[w])
+	}
+	host := make([]float32, e.d)
+	for r := 0; r < R; r++ {
+		rs := &cp.Replicas[r]
+		rs.Pair, rs.World, rs.Seed, rs.Diverged = e.first+r/2, r%2, e.seeds[r], e.diverged[r]
+		rs.TrainLoss = lossSum[r] / float64(count)
+		rs.TestAccuracy = math.NaN()
+		if e.test != nil {
+			rs.TestAccuracy = testCorrect[r] / float64(e.test.n)
+		}
+		for w := 0; w < 2; w++ {
+			rs.TargetLoss[w], rs.TargetMargin[w] = tl[w][r], tm[w][r]
+		}
+		if e.stats != nil {
+			rs.Stats = e.stats.values(r)
+		}
+		if e.cfg.RecordParams {
+			rs.Params = make([]float32, e.d)
+			e.be.Download(rs.Params, e.g, r*e.d)
+		}
+		if e.cfg.RecordUpload && round > 0 && e.uploaded[r] {
+			e.be.Download(host, e.upload, r*e.d)
+			rs.Upload = slices.Clone(host)
+		}
+	}
+	return cp
+}
+
+// evalRows adds, for replicas first, first+stride, ... (count), the loss and the number of
+// correct predictions (margin > 0) over cd's rows to lossSum and correct, and the margins to
+// marginSum when it is not nil.
+func (e *engine) evalRows(cd *clientData, first, count, stride int, lossSum, correct, marginSum []float64) {
+	eb := e.cfg.EvalBatch
+	if e.eval.loss == nil {
+		e.eval.loss, e.eval.margin = e.be.Alloc(e.R*eb), e.be.Alloc(e.R*eb)
+		e.eval.hostLoss, e.eval.hostMargin = make([]float32, e.R*eb), make([]float32, e.R*eb)
+	}
+	params := e.rows(e.g, first, count, stride)
+	for r0 := 0; r0 < cd.n; r0 += eb {
+		if e.stop.Load() {
+			return // cancelled: the checkpoint is discarded (recordCheckpoint)
+		}
+		n := min(eb, cd.n-r0)
+		x := cd.x
+		x.Off += r0 * x.Stride
+		x.Rows = n
+		y := cd.y
+		y.Off += r0 * y.Stride
+		y.Rows = n
+		loss := compute.Mat{Buf: e.eval.loss, Rows: n, Cols: 1, Stride: 1, Batch: count, BatchStride: n}
+		margin := loss
+		margin.Buf = e.eval.margin
+		e.model.eval(e.be, e.ws, params, x, y, loss, margin)
+		e.be.Download(e.eval.hostLoss[:count*n], e.eval.loss, 0)
+		e.be.Download(e.eval.hostMargin[:count*n], e.eval.margin, 0)
+		for j := 0; j < count; j++ {
+			r := first + j*stride
+			for q := 0; q < n; q++ {
+				lossSum[r] += float64(e.eval.hostLoss[j*n+q])
+				mg := float64(e.eval.hostMargin[j*n+q])
+				if mg > 0 {
+					correct[r]++
+				}
+				if marginSum != nil {
+					marginSum[r] += mg
+				}
+			}
+		}
+	}
+}

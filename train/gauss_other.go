@@ -1,9 +1,0 @@
-//go:build !amd64 || purego
-
-package train
-
-// gaussianFloats sets z[i] = float32 of coordinate 4 j0 + i of the noise stream (key, round,
-// stream).
-func gaussianFloats(z []float32, key [2]uint32, j0, round, stream uint32) {
-	gaussianFloatsGo(z, key, j0, round, stream)
-}

@@ -1,0 +1,121 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+
+	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/cpu"
+	"github.com/fedaudit/fedaudit/datasets"
+)
+
+// Job is one shard of an audit's training: what Train and TrainOn run.
+type Job struct {
+	// Config is the training configuration shared by every pair.
+	Config Config
+	// WorldC (world 0) and WorldCPrime (world 1) are the clients' datasets of the two worlds.
+	// They list the same number of clients and differ only in sample Target.Index of client
+	// Target.Client (remove-client: WorldCPrime lacks client Target.Client).
+	WorldC, WorldCPrime []*datasets.Dataset
+	// Target says where the worlds differ.
+	Target TargetInfo
+	// Test, when not nil, gives each checkpoint a test accuracy.
+	Test *datasets.Dataset
+	// Pairs is the shard: pair p trains both worlds with the seed RunSeed(Config.Seed, p).
+	Pairs PairRange
+	// Recorder receives every checkpoint.
+	Recorder Recorder
+	// Progress, when not nil, is called after every round of every group.
+	Progress func(done, total int)
+}
+
+// Train runs the pairs of one shard (job.Pairs) on the CPU backend; job.Recorder receives
+// every checkpoint. Results do not depend on how pairs are split into shards or groups.
+//
+// The pairs are trained in groups (Config.GroupPairs, or as many as Config.GroupMemory holds by
+// MemoryOf), one group after another, so memory is bounded by the group and not by the shard.
+// The recorder receives each group's checkpoints in round order before the next group's: within one
+// round the rows still come in pair order.
+func Train(ctx context.Context, job Job) error {
+	cfg, pairs, progress := job.Config, job.Pairs, job.Progress
+	be := cpu.New(cfg.Threads)
+	defer be.Close()
+	if pairs.First < 0 || pairs.Count < 1 {
+		return fmt.Errorf("train: pair range first %d count %d: need first >= 0, count >= 1", pairs.First, pairs.Count)
+	}
+	size := GroupSize(cfg, SizesOf(job.WorldC, job.Test), pairs.Count)
+	groups := (pairs.Count + size - 1) / size
+	for g := 0; g < groups; g++ {
+		gr := PairRange{First: pairs.First + g*size, Count: min(size, pairs.Count-g*size)}
+		var prog func(done, total int)
+		if progress != nil {
+			prog = func(done, total int) { progress(g*total+done, groups*total) }
+		}
+		gj := job
+		gj.Pairs, gj.Progress = gr, prog
+		if err := TrainOn(ctx, be, gj); err != nil {
+			if groups > 1 {
+				return fmt.Errorf("pairs %d..%d: %w", gr.First, gr.First+gr.Count-1, err)
+			}
+			return err
+		}
+		if groups > 1 {
+			// The next group allocates as much again: return this one's buffers first, so the
+			// heap does not grow to two groups before the collector runs on its own.
+			runtime.GC()
+		}
+	}
+	return nil
+}
+
+// SizesOf returns the data sizes MemoryOf needs.
+func SizesOf(clients []*datasets.Dataset, test *datasets.Dataset) DataSizes {
+	s := DataSizes{Clients: len(clients)}
+	for _, c := range clients {
+		if c != nil {
+			s.Dim, s.Classes = c.Dim(), c.Classes
+			s.MaxSamples = max(s.MaxSamples, c.Len())
+		}
+	}
+	if test != nil {
+		s.TestSamples = test.Len()
+	}
+	return s
+}
+
+// GroupSize is the number of pairs Train trains together, out of count: GroupPairs when set,
+// else as many as fit GroupMemory (DefaultGroupMemory when 0) by MemoryOf, at least 1; the last
+// group may be smaller. Sizes MemoryOf cannot size (an invalid model) give one group, whose
+// engine then reports the error.
+func GroupSize(cfg Config, s DataSizes, count int) int {
+	size := cfg.GroupPairs
+	if size <= 0 {
+		size = count
+		if mem, err := MemoryOf(cfg, s); err == nil {
+			budget := cfg.GroupMemory
+			if budget <= 0 {
+				budget = DefaultGroupMemory
+			}
+			size = mem.GroupPairs(budget)
+		}
+	}
+	return max(min(size, count), 1)
+}
+
+// TrainOn trains the pairs on a given backend as one group: every replica's state is allocated
+// at once (Train groups them). It stops within one client step of ctx being cancelled.
+func TrainOn(ctx context.Context, be compute.Backend, job Job) error {
+	e, err := newEngine(be, job)
+	if err != nil {
+		return err
+	}
+	// The local-step loop polls an atomic flag, not ctx.Err() (a mutex), so the check costs
+	// nothing beside a step; context.AfterFunc sets it when ctx is cancelled.
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	stop := context.AfterFunc(ctx, func() { e.stop.Store(true) })
+	defer stop()
+	return e.train(ctx, job.Recorder, job.Progress)
+}
