@@ -93,25 +93,8 @@ func SyntheticImages(cfg SyntheticImageConfig) (*Dataset, error) {
 			}
 		}
 	}
-	labels := make([]int, cfg.N)
-	for i := range labels {
-		labels[i] = i % cfg.Classes
-	}
-	r.shuffle(labels)
-	d := &Dataset{
-		Name:     name,
-		Shape:    []int{cfg.Channels, cfg.Height, cfg.Width},
-		Classes:  cfg.Classes,
-		Features: make([]float32, cfg.N*dim),
-		Labels:   make([]int32, cfg.N),
-	}
-	for i, y := range labels {
-		d.Labels[i] = int32(y)
-		proto := protos[y*dim : (y+1)*dim]
-		row := d.Features[i*dim : (i+1)*dim]
-		for j := range row {
-			row[j] = float32(min(1, max(0, proto[j]+cfg.Noise*r.normal())))
-		}
-	}
-	return d, nil
+	noise := cfg.Noise
+	return drawAroundMeans(r, name, []int{cfg.Channels, cfg.Height, cfg.Width}, cfg.Classes, cfg.N, protos, func(mean, z float64) float32 {
+		return float32(min(1, max(0, mean+noise*z)))
+	}), nil
 }

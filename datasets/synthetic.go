@@ -77,25 +77,37 @@ func Synthetic(cfg SyntheticConfig) (*Dataset, error) {
 	for i := range means {
 		means[i] = float64(scale * r.normal())
 	}
-	labels := make([]int, cfg.N)
+	noise := cfg.Noise
+	return drawAroundMeans(r, name, cfg.Shape, cfg.Classes, cfg.N, means, func(mean, z float64) float32 {
+		return float32(mean + noise*z)
+	}), nil
+}
+
+// drawAroundMeans makes n samples with balanced labels in shuffled order (class c gets
+// n/classes samples, the first n mod classes one more), feature j of a sample of class y being
+// feature(means[y*dim+j], z) with z a fresh standard normal: the labels' shuffle first, then the
+// normals sample by sample, from r.
+func drawAroundMeans(r *rng, name string, shape []int, classes, n int, means []float64, feature func(mean, z float64) float32) *Dataset {
+	dim := len(means) / classes
+	labels := make([]int, n)
 	for i := range labels {
-		labels[i] = i % cfg.Classes
+		labels[i] = i % classes
 	}
 	r.shuffle(labels)
 	d := &Dataset{
 		Name:     name,
-		Shape:    append([]int(nil), cfg.Shape...),
-		Classes:  cfg.Classes,
-		Features: make([]float32, cfg.N*dim),
-		Labels:   make([]int32, cfg.N),
+		Shape:    append([]int(nil), shape...),
+		Classes:  classes,
+		Features: make([]float32, n*dim),
+		Labels:   make([]int32, n),
 	}
 	for i, y := range labels {
 		d.Labels[i] = int32(y)
 		mean := means[y*dim : (y+1)*dim]
 		row := d.Features[i*dim : (i+1)*dim]
 		for j := range row {
-			row[j] = float32(mean[j] + float64(cfg.Noise*r.normal()))
+			row[j] = feature(mean[j], r.normal())
 		}
 	}
-	return d, nil
+	return d
 }
