@@ -11,6 +11,7 @@ import (
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/theory"
 )
 
 // AnalyzeOptions say how scores become bounds. A zero field is taken from the experiment's
@@ -194,7 +195,7 @@ func pairUp(ids [2][]int64, vals [2][]float64) (c, cprime []float64, unpaired []
 // AnalyzeScores audits every (attack, threat, round) group of scores. theory, when not nil,
 // maps a round to its bound. A group whose scores are all of one world is an error naming it.
 // opts must be resolved (Confidence set).
-func AnalyzeScores(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions, theory func(round int) *audit.Bound) (*findings.Analysis, error) {
+func AnalyzeScores(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions, theory func(round int) *theory.Bound) (*findings.Analysis, error) {
 	scores := sf.Scores
 	if len(scores) == 0 {
 		return nil, fmt.Errorf("analyze: no scores")
@@ -269,7 +270,7 @@ func AnalyzeScores(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions,
 // of the average are sqrt(n) too small for it. A bound computed from an L that is not proven
 // is an estimate; MuUploads at T = 1 does not depend on L (w_0 is public), and without any L
 // the uploads rows fall back to MuUploadsComposition, which never needs one.
-func theoryClaim(threat string, th *audit.Bound, sm Smoothness) (audit.Claim, string, string) {
+func theoryClaim(threat string, th *theory.Bound, sm Smoothness) (audit.Claim, string, string) {
 	if th == nil {
 		return audit.Claim{}, "", ""
 	}

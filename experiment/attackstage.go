@@ -9,10 +9,10 @@ import (
 	"slices"
 
 	"github.com/fedaudit/fedaudit/attacks"
-	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/theory"
 )
 
 // AttackOptions tune the attack stage.
@@ -297,7 +297,7 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, opts An
 // theoryLookup computes the bounds for every round that has scores.
 // A configuration outside the theorems' assumptions (e.g. FedProx with alpha <= L) still gets its
 // empirical audit, with no bound beside it and the reason logged.
-func theoryLookup(cfg *Config, sm Smoothness, scores []runs.Score, logf func(string, ...any)) (func(int) *audit.Bound, error) {
+func theoryLookup(cfg *Config, sm Smoothness, scores []runs.Score, logf func(string, ...any)) (func(int) *theory.Bound, error) {
 	var rounds []int
 	for _, s := range scores {
 		if s.Round >= 1 && !slices.Contains(rounds, int(s.Round)) {
@@ -312,9 +312,9 @@ func theoryLookup(cfg *Config, sm Smoothness, scores []runs.Score, logf func(str
 		}
 		return nil, nil
 	}
-	byRound := map[int]*audit.Bound{}
+	byRound := map[int]*theory.Bound{}
 	for i := range bounds {
 		byRound[bounds[i].T] = &bounds[i]
 	}
-	return func(round int) *audit.Bound { return byRound[round] }, nil
+	return func(round int) *theory.Bound { return byRound[round] }, nil
 }

@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/theory"
 	"github.com/fedaudit/fedaudit/train"
 )
 
@@ -312,7 +313,7 @@ func (a AdjacencyConfig) ClientLevel() bool {
 // for configs and for scores analyzed without one.
 func (a *AuditConfig) fillDefaults() {
 	a.Confidence = cmp.Or(a.Confidence, audit.DefaultConfidence)
-	a.Delta = cmp.Or(a.Delta, audit.DefaultDelta)
+	a.Delta = cmp.Or(a.Delta, theory.DefaultDelta)
 }
 
 // canaryPool is the number of samples kept out of every client and the test set, from which a

@@ -11,7 +11,7 @@
 //     client-level adjacency);
 //   - the stages (trainstage.go, attackstage.go, analyze.go, reportstage.go, pipeline.go) over an
 //     experiment directory laid out by package expdir;
-//   - the mapping of a config onto the theory (theory.go: audit.Config, the exact mu of the
+//   - the mapping of a config onto the theory (theory.go: theory.Config, the exact mu of the
 //     quadratic instance, the smoothness constant) and onto its system's claim (claims.go, a
 //     call to package claims);
 //   - the cost model (plan.go, resources.go).

@@ -9,6 +9,7 @@ import (
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/theory"
 	"github.com/fedaudit/fedaudit/train"
 )
 
@@ -54,7 +55,7 @@ func exactDelta(t *testing.T, cfg *Config, data *Data) (rho, dnorm float64) {
 	for j := range diff {
 		diff[j] = (float64(p.Sample.Features[j]) - float64(p.SamplePrime.Features[j])) / n
 	}
-	rho, dnorm, err := audit.QuadraticDelta(cfg.Train.Model.Curvature, cfg.Train.LearningRate, cfg.Train.LocalSteps, cfg.Data.Clients, diff)
+	rho, dnorm, err := theory.QuadraticDelta(cfg.Train.Model.Curvature, cfg.Train.LearningRate, cfg.Train.LocalSteps, cfg.Data.Clients, diff)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestRoundSummariesOnQuadraticInstance(t *testing.T) {
 func exactMuComp(t *testing.T, cfg *Config, data *Data, T int) float64 {
 	t.Helper()
 	_, dnorm := exactDelta(t, cfg, data)
-	return audit.QuadraticAllIteratesMu(cfg.Data.Clients, dnorm, cfg.Train.NoiseStd, T)
+	return theory.QuadraticAllIteratesMu(cfg.Data.Clients, dnorm, cfg.Train.NoiseStd, T)
 }
 
 // The whole pipeline (train -> run files -> informed attack -> certified bound) recovers the
@@ -185,7 +186,7 @@ func TestFinalModelAttackOnQuadraticInstance(t *testing.T) {
 	}
 	rho, dnorm := exactDelta(t, cfg, data)
 	// Scale sigma so that the exact final-model mu at T = 20 is 1.5.
-	cfg.Train.NoiseStd *= audit.QuadraticFinalMu(cfg.Data.Clients, dnorm, cfg.Train.NoiseStd, rho, 20) / 1.5
+	cfg.Train.NoiseStd *= theory.QuadraticFinalMu(cfg.Data.Clients, dnorm, cfg.Train.NoiseStd, rho, 20) / 1.5
 	findings, err := runFindings(cfg, t.TempDir(), RunOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +195,7 @@ func TestFinalModelAttackOnQuadraticInstance(t *testing.T) {
 		t.Fatalf("findings: %+v", findings)
 	}
 	f := findings[0]
-	exact := audit.QuadraticFinalMu(cfg.Data.Clients, dnorm, cfg.Train.NoiseStd, rho, 20)
+	exact := theory.QuadraticFinalMu(cfg.Data.Clients, dnorm, cfg.Train.NoiseStd, rho, 20)
 	if math.Abs(f.ExactMu-exact) > 1e-9*exact {
 		t.Errorf("finding's exact mu %.6g, want %.6g", f.ExactMu, exact)
 	}
@@ -321,7 +322,7 @@ func TestInformedUploadOnQuadraticInstance(t *testing.T) {
 	}
 	rho, dnorm := exactDelta(t, cfg, data)
 	m := cfg.Data.Clients
-	cfg.Train.NoiseStd *= audit.QuadraticUploadMu(m, dnorm, cfg.Train.NoiseStd, rho, 1) / 1.5
+	cfg.Train.NoiseStd *= theory.QuadraticUploadMu(m, dnorm, cfg.Train.NoiseStd, rho, 1) / 1.5
 	findings, err := runFindings(cfg, t.TempDir(), RunOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -330,7 +331,7 @@ func TestInformedUploadOnQuadraticInstance(t *testing.T) {
 		t.Fatalf("%d findings, want 2 (rounds 1 and 4)", len(findings))
 	}
 	for _, f := range findings {
-		exact := audit.QuadraticUploadMu(m, dnorm, cfg.Train.NoiseStd, rho, f.Round)
+		exact := theory.QuadraticUploadMu(m, dnorm, cfg.Train.NoiseStd, rho, f.Round)
 		lower := f.Result.MuLower
 		t.Logf("%s %s T=%d: certified mu >= %.4f, exact upload mu %.4f (ratio %.3f), estimate %.4f, bound %.4f",
 			f.Attack, f.Threat, f.Round, lower, exact, lower/exact, f.Result.MuEstimate, f.Theory.MuUploads)

@@ -8,9 +8,9 @@ import (
 
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/attacks"
-	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/theory"
 )
 
 // Smoothness is the constant L the convergent bound uses, and where it came from.
@@ -57,9 +57,9 @@ func sampleLevelTheory(cfg *Config) bool {
 
 // TheoryConfig maps the experiment onto the theory's parameters. L may be zero (unknown): the
 // convergent bound is then unavailable but the composition bound, which needs no L, is not.
-func TheoryConfig(cfg *Config, L float64) (audit.Config, error) {
+func TheoryConfig(cfg *Config, L float64) (theory.Config, error) {
 	tc := cfg.Train
-	c := audit.Config{
+	c := theory.Config{
 		Algo:  tc.Algorithm,
 		Eta:   tc.LearningRate,
 		L:     L,
@@ -75,13 +75,13 @@ func TheoryConfig(cfg *Config, L float64) (audit.Config, error) {
 		c.M, c.N = 1, 0
 	}
 	if tc.Schedule == "table" {
-		s, err := audit.NewTableSchedule(tc.ScheduleTable)
+		s, err := theory.NewTableSchedule(tc.ScheduleTable)
 		if err != nil {
 			return c, fmt.Errorf("train.schedule_table: %w", err)
 		}
 		c.Schedule = s
 	} else {
-		s, err := audit.ParseSchedule(tc.Schedule, tc.LearningRate, tc.LocalSteps)
+		s, err := theory.ParseSchedule(tc.Schedule, tc.LearningRate, tc.LocalSteps)
 		if err != nil {
 			return c, fmt.Errorf("train.schedule: %w", err)
 		}
@@ -93,7 +93,7 @@ func TheoryConfig(cfg *Config, L float64) (audit.Config, error) {
 // TheoryAt computes the bounds at the given rounds. With an unknown L it fills only the
 // composition bound, by computing with a tiny positive L (gamma_t does not depend on L) and
 // blanking the convergent fields.
-func TheoryAt(cfg *Config, sm Smoothness, rounds []int) ([]audit.Bound, error) {
+func TheoryAt(cfg *Config, sm Smoothness, rounds []int) ([]theory.Bound, error) {
 	if cfg.Train.NoiseStd == 0 || cfg.Train.ClipNorm == 0 || !sampleLevelTheory(cfg) {
 		return nil, nil // no noise, no clipping, or another system: the theory promises nothing
 	}
@@ -105,7 +105,7 @@ func TheoryAt(cfg *Config, sm Smoothness, rounds []int) ([]audit.Bound, error) {
 	if err != nil {
 		return nil, err
 	}
-	bounds, err := audit.Bounds(tcfg, rounds)
+	bounds, err := theory.Bounds(tcfg, rounds)
 	if err != nil {
 		return nil, fmt.Errorf("theory: %w", err)
 	}
@@ -140,14 +140,14 @@ func ExactMu(cfg *Config, data *Data) (final, allIterates, uploads func(T int) f
 	for j := range diff {
 		diff[j] = (float64(p.Sample.Features[j]) - float64(p.SamplePrime.Features[j])) / n
 	}
-	rho, dnorm, err := audit.QuadraticDelta(tc.Model.Curvature, tc.LearningRate, tc.LocalSteps, cfg.Data.Clients, diff)
+	rho, dnorm, err := theory.QuadraticDelta(tc.Model.Curvature, tc.LearningRate, tc.LocalSteps, cfg.Data.Clients, diff)
 	if err != nil {
 		return nil, nil, nil, false
 	}
 	m, sigma := cfg.Data.Clients, tc.NoiseStd
-	final = func(T int) float64 { return audit.QuadraticFinalMu(m, dnorm, sigma, rho, T) }
-	allIterates = func(T int) float64 { return audit.QuadraticAllIteratesMu(m, dnorm, sigma, T) }
-	uploads = func(T int) float64 { return audit.QuadraticUploadMu(m, dnorm, sigma, rho, T) }
+	final = func(T int) float64 { return theory.QuadraticFinalMu(m, dnorm, sigma, rho, T) }
+	allIterates = func(T int) float64 { return theory.QuadraticAllIteratesMu(m, dnorm, sigma, T) }
+	uploads = func(T int) float64 { return theory.QuadraticUploadMu(m, dnorm, sigma, rho, T) }
 	return final, allIterates, uploads, true
 }
 

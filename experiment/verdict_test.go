@@ -21,6 +21,7 @@ import (
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/report"
 	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/theory"
 	"github.com/fedaudit/fedaudit/train"
 )
 
@@ -212,7 +213,7 @@ func TestFamilyWiseRows(t *testing.T) {
 // TestHeadlineEstimateIsNoViolation: a row above the convergent bound computed from an assumed
 // L says "exceeds estimate", and the headline does not turn it into a deployment violation.
 func TestHeadlineEstimateIsNoViolation(t *testing.T) {
-	bound := &audit.Bound{T: 5, Mu: 0.4, MuComposition: 9}
+	bound := &theory.Bound{T: 5, Mu: 0.4, MuComposition: 9}
 	claim, source, kind := theoryClaim(runs.ThreatFinal, bound, Smoothness{L: 1, Source: "given"})
 	if claim.Mu != 0.4 || source != "convergent bound with given L" || kind != findings.ClaimEstimate {
 		t.Fatalf("theoryClaim = %v %q %q", claim, source, kind)
@@ -222,7 +223,7 @@ func TestHeadlineEstimateIsNoViolation(t *testing.T) {
 	}
 	sf := coupledScores(400, 2, 9)
 	a, err := AnalyzeScores(context.Background(), sf, AnalyzeOptions{Smoothness: Smoothness{L: 1, Source: "estimated"}},
-		func(int) *audit.Bound { return bound })
+		func(int) *theory.Bound { return bound })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +359,7 @@ func TestStageOnlyChangesReuseRuns(t *testing.T) {
 // clients, clip 0.01, sigma 0.01, eta 1, K 1) has MuComposition 0.2 and MuUploads 2 at T = 1;
 // an attack at its true upload mu (about 1.6) used to read "violated" and is consistent.
 func TestUploadsRowsJudgedAgainstUploadsBound(t *testing.T) {
-	bs, err := audit.Bounds(audit.Config{Algo: algo.FedAvg, Eta: 1, L: 1, K: 1, M: 100, Sigma: 0.01, Clip: 0.01}, []int{1, 3})
+	bs, err := theory.Bounds(theory.Config{Algo: algo.FedAvg, Eta: 1, L: 1, K: 1, M: 100, Sigma: 0.01, Clip: 0.01}, []int{1, 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +371,7 @@ func TestUploadsRowsJudgedAgainstUploadsBound(t *testing.T) {
 	unknownL.MuUploads = math.NaN()
 	for _, tc := range []struct {
 		name         string
-		bound        *audit.Bound
+		bound        *theory.Bound
 		sm           Smoothness
 		mu           float64
 		source, kind string
@@ -390,7 +391,7 @@ func TestUploadsRowsJudgedAgainstUploadsBound(t *testing.T) {
 		sf.Scores[i].Threat, sf.Scores[i].Attack = runs.ThreatUploads, "label"
 	}
 	a, err := AnalyzeScores(context.Background(), sf, AnalyzeOptions{Smoothness: Smoothness{L: 1, Source: "certified", Proven: true}},
-		func(int) *audit.Bound { return one })
+		func(int) *theory.Bound { return one })
 	if err != nil {
 		t.Fatal(err)
 	}

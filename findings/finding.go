@@ -7,6 +7,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/theory"
 )
 
 // Claim kinds: what a verdict judged (Finding.ClaimKind).
@@ -38,7 +39,7 @@ type Finding struct {
 	// the analysis's family).
 	Result *audit.Result
 	// Theory is the bound at this round, nil when the scores come without a config.
-	Theory *audit.Bound
+	Theory *theory.Bound
 	// ClaimSource says what the verdict judged: "config claim", "--claim-mu claim",
 	// "accountant: ..." (the DP-FedAvg family's accountant), "convergent bound",
 	// "convergent bound with estimated L", "composition bound", "uploads bound", "uploads bound
@@ -211,7 +212,7 @@ func (f *Finding) UnmarshalJSON(raw []byte) error {
 	}
 	if rec.MuConvergent != nil || rec.MuComposition != nil || rec.MuUploads != nil {
 		// Only the bounds the row shows are known; the rest of the theory is NaN.
-		f.Theory = &audit.Bound{T: rec.Round, Mu: orNaN(rec.MuConvergent), MuClosedForm: nan,
+		f.Theory = &theory.Bound{T: rec.Round, Mu: orNaN(rec.MuConvergent), MuClosedForm: nan,
 			MuComposition: orNaN(rec.MuComposition), Epsilon: nan, EpsilonComposition: nan, Delta: rec.Delta,
 			UploadSensitivity: nan, MuUploads: orNaN(rec.MuUploads), MuUploadsComposition: nan, EpsilonUploads: nan}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/theory"
 )
 
 // sample is an analysis with every kind of row findings.json can hold: judged and unjudged,
@@ -20,7 +21,7 @@ func sample() *Analysis {
 		return &audit.Result{N0: 40, N1: 40, AUC: 0.75, TPRAt1e3: 0.025, TPRAt1e2: 0.1, BestBalancedAccuracy: 0.7,
 			MuLower: mu, EpsLower: 0.5, MuEstimate: 1.25, Delta: 1e-5, Confidence: 0.99, Method: method, Paired: true}
 	}
-	bound := &audit.Bound{T: 3, Mu: 0.5, MuComposition: 2, MuUploads: nan, MuUploadsComposition: 2.5}
+	bound := &theory.Bound{T: 3, Mu: 0.5, MuComposition: 2, MuUploads: nan, MuUploadsComposition: 2.5}
 	violated := audit.Verdict{Status: audit.Violated, Tightness: 1.5}
 	consistent := audit.Verdict{Status: audit.Consistent, Tightness: nan}
 	tight := 0.75

@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/theory"
 )
 
 // figure is one picture: one or more plots and a legend drawn beside them, kept as a drawing
@@ -564,7 +565,7 @@ func (m *model) muFigure() (*figure, bool, error) {
 		shape draw.GlyphDrawer
 		width vg.Length
 	}
-	var theory, attacks []line
+	var theoryLines, attacks []line
 	add := func(dst *[]line, l line, get func(int) (float64, bool)) {
 		for _, t := range m.rounds {
 			if v, ok := get(t); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
@@ -575,22 +576,22 @@ func (m *model) muFigure() (*figure, bool, error) {
 			*dst = append(*dst, l)
 		}
 	}
-	add(&theory, line{label: "convergent bound (final model)", col: colorConvergent, shape: draw.CircleGlyph{}, width: vg.Points(1.5)},
+	add(&theoryLines, line{label: "convergent bound (final model)", col: colorConvergent, shape: draw.CircleGlyph{}, width: vg.Points(1.5)},
 		func(t int) (float64, bool) {
-			return valueOf(m.theory[t], func(b *audit.Bound) float64 { return b.Mu })
+			return valueOf(m.theory[t], func(b *theory.Bound) float64 { return b.Mu })
 		})
-	add(&theory, line{label: "composition bound (every iterate)", col: colorComposition, dash: dashComposition, shape: draw.TriangleGlyph{}, width: vg.Points(1.5)},
+	add(&theoryLines, line{label: "composition bound (every iterate)", col: colorComposition, dash: dashComposition, shape: draw.TriangleGlyph{}, width: vg.Points(1.5)},
 		func(t int) (float64, bool) {
-			return valueOf(m.theory[t], func(b *audit.Bound) float64 { return b.MuComposition })
+			return valueOf(m.theory[t], func(b *theory.Bound) float64 { return b.MuComposition })
 		})
 	if m.hasThreat("uploads") {
-		add(&theory, line{label: "uploads bound (single upload)", col: colorConvergent, dash: dashUploads, shape: draw.SquareGlyph{}, width: vg.Points(1.2)},
+		add(&theoryLines, line{label: "uploads bound (single upload)", col: colorConvergent, dash: dashUploads, shape: draw.SquareGlyph{}, width: vg.Points(1.2)},
 			func(t int) (float64, bool) {
-				v, ok := valueOf(m.theory[t], func(b *audit.Bound) float64 { return b.MuUploads })
+				v, ok := valueOf(m.theory[t], func(b *theory.Bound) float64 { return b.MuUploads })
 				return v, ok && v > 0 // 0: a theory computed before the uploads bound existed
 			})
 	}
-	add(&theory, line{label: "realized μ in training", col: colorRealized, dash: dashRealized, shape: draw.CrossGlyph{}, width: vg.Points(1.2)},
+	add(&theoryLines, line{label: "realized μ in training", col: colorRealized, dash: dashRealized, shape: draw.CrossGlyph{}, width: vg.Points(1.2)},
 		func(t int) (float64, bool) {
 			st := m.stats[t]
 			if st == nil {
@@ -609,14 +610,14 @@ func (m *model) muFigure() (*figure, bool, error) {
 				return f.Result.MuLower, true
 			})
 	}
-	if len(theory)+len(attacks) == 0 {
+	if len(theoryLines)+len(attacks) == 0 {
 		return nil, false, nil
 	}
 
 	// Logarithmic y when the positive values span more than two decades; zero lower bounds
 	// (no evidence) cannot be drawn there and are left out, which the caption says.
 	lo, hi := math.Inf(1), 0.0
-	for _, ls := range [][]line{theory, attacks} {
+	for _, ls := range [][]line{theoryLines, attacks} {
 		for _, l := range ls {
 			for _, pt := range l.xy {
 				if pt.Y > 0 {
@@ -669,7 +670,7 @@ func (m *model) muFigure() (*figure, bool, error) {
 		leg.Add(label, cl)
 		// The line's own label, at the end of the line where the other curves are farthest
 		// from it, on the side of the line away from them.
-		pts := append(append([]line(nil), theory...), attacks...)
+		pts := append(append([]line(nil), theoryLines...), attacks...)
 		nearest := func(x float64) (gap float64, above bool) {
 			gap, above = math.Inf(1), true
 			for _, l := range pts {
@@ -734,7 +735,7 @@ func (m *model) muFigure() (*figure, bool, error) {
 		}
 		return nil
 	}
-	if err := draws(theory); err != nil {
+	if err := draws(theoryLines); err != nil {
 		return nil, false, err
 	}
 	if len(attacks) > 0 {
@@ -773,7 +774,7 @@ func (m *model) muFigure() (*figure, bool, error) {
 		w: pw + lw + vg.Points(12), h: h, wide: true}, true, nil
 }
 
-func valueOf(b *audit.Bound, get func(*audit.Bound) float64) (float64, bool) {
+func valueOf(b *theory.Bound, get func(*theory.Bound) float64) (float64, bool) {
 	if b == nil {
 		return 0, false
 	}

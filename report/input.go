@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/theory"
 )
 
 // Input is everything a report shows.
@@ -39,7 +39,7 @@ type Input struct {
 	Findings   []findings.Finding
 	Rounds     []findings.RoundSummary
 	// Bounds is the theory at each T; optional, the Theory of the findings fills the gaps.
-	Bounds []audit.Bound
+	Bounds []theory.Bound
 	// Generated is a fixed line for the footer (tool, command). It must not hold a
 	// timestamp if the report is to be reproducible.
 	Generated string

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/theory"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -42,7 +43,7 @@ func analyze(t *testing.T, n int, shift float64) *audit.Result {
 // theory for every T, round statistics with an unknown value, one finding without a verdict.
 func syntheticInput(t *testing.T) Input {
 	t.Helper()
-	bounds := []audit.Bound{
+	bounds := []theory.Bound{
 		{T: 1, Mu: 0.5, MuClosedForm: 0.5, ClosedFormKind: "exact", MuComposition: 0.5, MuUploads: 1.58, Delta: 1e-5},
 		{T: 10, Mu: 1.2, MuClosedForm: math.NaN(), MuComposition: 1.6, MuUploads: 1.87, Delta: 1e-5},
 		{T: 100, Mu: 0.6, MuClosedForm: math.NaN(), MuComposition: 5, MuUploads: 1.68, Delta: 1e-5},

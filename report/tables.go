@@ -11,6 +11,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/theory"
 )
 
 // table is a rectangular table of preformatted cells, rendered to CSV, LaTeX, Markdown and
@@ -149,7 +150,7 @@ type model struct {
 	rounds   []int // every T with a finding, a bound or round statistics, increasing
 	series   []series
 	findings map[series]map[int]*findings.Finding
-	theory   map[int]*audit.Bound
+	theory   map[int]*theory.Bound
 	stats    map[int]*findings.RoundSummary
 	threats  []string // threat models in use, sorted
 	// attackIndex numbers the attacks in sorted order: an attack's colour and marker in every
@@ -161,7 +162,7 @@ func newModel(in *Input) *model {
 	m := &model{
 		in:       in,
 		findings: make(map[series]map[int]*findings.Finding),
-		theory:   make(map[int]*audit.Bound),
+		theory:   make(map[int]*theory.Bound),
 		stats:    make(map[int]*findings.RoundSummary),
 	}
 	roundSet := map[int]bool{}

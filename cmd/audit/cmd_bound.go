@@ -13,14 +13,14 @@ import (
 	"text/tabwriter"
 
 	"github.com/fedaudit/fedaudit/algo"
-	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/theory"
 )
 
 // maxBoundRounds caps --rounds: the bound takes O(T K) time, and a T beyond this is almost
 // surely a typo.
 const maxBoundRounds = 1_000_000_000
 
-// boundFlagOf maps the fields of audit.Config to the flags that set them, so that validation
+// boundFlagOf maps the fields of theory.Config to the flags that set them, so that validation
 // errors name what the user typed.
 var boundFlagOf = map[string]string{
 	"Algo": "algo", "ScheduleName": "schedule", "Schedule": "schedule-file", "Eta": "eta",
@@ -48,7 +48,7 @@ func init() {
 			alpha := fs.Float64("alpha", 0, "FedProx proximal coefficient, > L (required for fedprox)")
 			proxConstant := fs.Bool("prox-constant", false, "FedProx: use the paper's constant rho = alpha/(alpha-L), gamma = 2V/(n alpha) (Theorem 4) instead of the exact per-round values")
 			rounds := fs.String("rounds", "", "comma-separated numbers of rounds T at which to report the bound (required)")
-			delta := fs.Float64("delta", audit.DefaultDelta, "delta at which mu is converted to epsilon")
+			delta := fs.Float64("delta", theory.DefaultDelta, "delta at which mu is converted to epsilon")
 			asJSON := fs.Bool("json", false, "machine-readable output: a JSON array with one object per T")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
@@ -88,7 +88,7 @@ func init() {
 				if err != nil {
 					return err
 				}
-				cfg := audit.Config{
+				cfg := theory.Config{
 					Algo: algo.Algorithm(*algoName), ScheduleName: *schedule, Eta: *eta, L: *L, K: *K,
 					M: *m, N: *n, Sigma: *sigma, Clip: *clip, Alpha: *alpha,
 					ProxConstant: *proxConstant, Delta: *delta,
@@ -98,8 +98,8 @@ func init() {
 						return err
 					}
 				}
-				bounds, err := audit.BoundsContext(ctx, cfg, Ts)
-				var fe *audit.FieldError
+				bounds, err := theory.BoundsContext(ctx, cfg, Ts)
+				var fe *theory.FieldError
 				if errors.As(err, &fe) {
 					return usagef("bound: --%s: %s", boundFlagOf[fe.Field], fe.Reason)
 				}
@@ -131,13 +131,13 @@ func parseRounds(s string) ([]int, error) {
 	return Ts, nil
 }
 
-func readScheduleFile(path string) (*audit.TableSchedule, error) {
+func readScheduleFile(path string) (*theory.TableSchedule, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("bound: %w", err)
 	}
 	defer f.Close()
-	s, err := audit.ReadScheduleTable(f)
+	s, err := theory.ReadScheduleTable(f)
 	if err != nil {
 		return nil, fmt.Errorf("bound: read %s: %w", path, err)
 	}
@@ -159,7 +159,7 @@ func jsonNumber(x float64) *float64 {
 	return &r
 }
 
-func writeBoundsJSON(e *env, bounds []audit.Bound) error {
+func writeBoundsJSON(e *env, bounds []theory.Bound) error {
 	type row struct {
 		T                  int      `json:"T"`
 		Mu                 *float64 `json:"mu"`
@@ -202,11 +202,11 @@ func tableNumber(x float64) string {
 	return strconv.FormatFloat(x, 'f', 6, 64)
 }
 
-func writeBoundsTable(e *env, cfg audit.Config, scheduleFile string, bounds []audit.Bound) error {
+func writeBoundsTable(e *env, cfg theory.Config, scheduleFile string, bounds []theory.Bound) error {
 	var hdr strings.Builder
 	fmt.Fprintf(&hdr, "# %s", cfg.Algo)
 	if scheduleFile != "" {
-		r, k := cfg.Schedule.(*audit.TableSchedule).Size()
+		r, k := cfg.Schedule.(*theory.TableSchedule).Size()
 		fmt.Fprintf(&hdr, ", schedule table %dx%d", r, k)
 	} else {
 		fmt.Fprintf(&hdr, ", %s schedule, eta=%g", cfg.ScheduleName, cfg.Eta)

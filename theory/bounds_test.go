@@ -1,4 +1,4 @@
-package audit
+package theory
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/audit"
 )
 
 // workedConfig is the worked example of docs/theory.md.
@@ -316,8 +317,8 @@ func TestBoundsEpsilon(t *testing.T) {
 	cfg := workedConfig("constant")
 	cfg.Delta = 1e-7
 	b := mustBounds(t, cfg, 10)[0]
-	want, _ := EpsilonFromGDP(b.Mu, 1e-7)
-	wantComp, _ := EpsilonFromGDP(b.MuComposition, 1e-7)
+	want, _ := audit.EpsilonFromGDP(b.Mu, 1e-7)
+	wantComp, _ := audit.EpsilonFromGDP(b.MuComposition, 1e-7)
 	if b.Delta != 1e-7 || b.Epsilon != want || b.EpsilonComposition != wantComp || !(want > 0) {
 		t.Errorf("got %+v, want eps %v, composition eps %v", b, want, wantComp)
 	}

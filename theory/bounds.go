@@ -1,4 +1,4 @@
-package audit
+package theory
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/audit"
 )
 
 // DefaultDelta is the delta at which Bounds reports epsilon when Config.Delta is zero.
@@ -307,7 +308,7 @@ func BoundsContext(ctx context.Context, cfg Config, rounds []int) ([]Bound, erro
 // epsilonOrInf is EpsilonFromGDP where mu and delta are already known to be valid; an
 // infinite mu (sigma so small that the ratio overflows) gives +Inf.
 func epsilonOrInf(mu, delta float64) float64 {
-	eps, err := EpsilonFromGDP(mu, delta)
+	eps, err := audit.EpsilonFromGDP(mu, delta)
 	if err != nil {
 		return math.Inf(1)
 	}

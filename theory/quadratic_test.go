@@ -1,9 +1,11 @@
-package audit
+package theory
 
 import (
 	"math"
 	"math/big"
 	"testing"
+
+	"github.com/fedaudit/fedaudit/audit"
 )
 
 // TestQuadraticLocalMap runs K gradient steps on the quadratic loss by hand and compares
@@ -169,7 +171,7 @@ func TestQuadraticAllIterates(t *testing.T) {
 	for i := range mus {
 		mus[i] = one
 	}
-	if got, want := QuadraticAllIteratesMu(3, 0.5, 0.25, 49), ComposeGDP(mus...); relErr(got, want) > 1e-14 {
+	if got, want := QuadraticAllIteratesMu(3, 0.5, 0.25, 49), audit.ComposeGDP(mus...); relErr(got, want) > 1e-14 {
 		t.Errorf("49 rounds: %v, composition %v", got, want)
 	}
 	if got := QuadraticFinalMu(3, 0.5, 0.25, 0.7, 1); relErr(got, one) > 1e-15 {
