@@ -389,6 +389,35 @@ func (o *Ops) sumProducts(a, c compute.Mat) uint64 {
 	return out
 }
 
+var _ compute.DeviceClipper = (*Ops)(nil)
+
+// ClipCoefs implements compute.DeviceClipper: both inner products' partial sums in one launch,
+// then one thread per batch element reduces them (in the order of reduce_partials) and writes
+// the factor into coef, which later launches read; nothing comes back to the host.
+func (o *Ops) ClipCoefs(v float32, a, b, c, d compute.Mat, coef compute.Buffer) {
+	batch := a.Batch
+	if batch == 0 {
+		return
+	}
+	part := o.grow(&o.part, 2*batch*kernels.Partials)
+	o.args.reset().ptr(part).ptr(addr(a)).i64(a.BatchStride).ptr(addr(b)).i64(b.BatchStride).i64(a.Cols).
+		ptr(addr(c)).i64(c.BatchStride).ptr(addr(d)).i64(d.BatchStride).i64(c.Cols).i64(batch)
+	o.launch(kernels.Dot2Partials, 2*batch*kernels.Partials)
+	var cp uint64
+	if coef != nil {
+		cp = coef.(*buffer).addr
+	}
+	o.args.reset().ptr(cp).ptr(part).f32(v).i64(batch)
+	o.launch(kernels.ClipCoef, batch)
+}
+
+// AxpbyCoefs implements compute.DeviceClipper: the axpby kernel reads the coefficients from
+// device memory, so nothing is staged.
+func (o *Ops) AxpbyCoefs(alpha float32, x compute.Mat, beta float32, y compute.Mat, coef compute.Buffer) {
+	o.args.reset().mat(y).mat(x).ptr(coef.(*buffer).addr).f32(alpha).f32(beta).i64(y.Rows).i64(y.Cols).i64(y.Batch)
+	o.launch(kernels.Axpby, y.Batch*y.Rows*y.Cols)
+}
+
 // ClipStep implements compute.Backend.
 func (o *Ops) ClipStep(eta, v, alpha float32, w, g, anchor compute.Mat) {
 	if w.Batch == 0 || w.Cols == 0 {

@@ -19,6 +19,8 @@ const (
 	ClipStep
 	AddGaussian
 	PhiloxRaw
+	Dot2Partials
+	ClipCoef
 	numKernels
 )
 
@@ -27,7 +29,7 @@ var kernelNames = [numKernels]string{
 	Activate: "activate", ActivateGrad: "activate_grad", SoftmaxXent: "softmax_xent",
 	ClipExamplesNorm: "clip_examples_norm", ClipExamplesScale: "clip_examples_scale",
 	DotPartials: "dot_partials", ReducePartials: "reduce_partials", ClipStep: "clip_step",
-	AddGaussian: "add_gaussian", PhiloxRaw: "philox_raw",
+	AddGaussian: "add_gaussian", PhiloxRaw: "philox_raw", Dot2Partials: "dot2_partials", ClipCoef: "clip_coef",
 }
 
 // Name is the kernel's entry point (its extern "C" name).

@@ -90,6 +90,7 @@ type mlpWorkspace struct {
 	gx, gd           compute.Buffer // Gram matrices x x^T (shared) and delta delta^T (per replica)
 	ghost, rest      []float64      // squared norms: first-layer weights, all other parameters
 	coef             []float32
+	coefDev          compute.Buffer // the clip factors in a compute.DeviceClipper's memory
 }
 
 func (m *MLP) newWorkspace(be compute.Backend, maxRows, maxBatch int) workspace {
@@ -191,7 +192,7 @@ func (m *MLP) step(be compute.Backend, w workspace, params, x, y, anchor, grad c
 		be.Axpby(eta*alpha, m.weight(anchor, 0), 1-eta*alpha, m.weight(params, 0), nil)
 	}
 	d0 := ws.deltas[0]
-	be.Axpby(-eta, d0, 0, d0, coef)
+	coef.axpby(be, -eta, d0, 0, d0)
 	be.Gemm(true, false, 1, d0, ws.inputs[0], 1, m.weight(params, 0))
 }
 
@@ -225,7 +226,7 @@ func (m *MLP) deferredStep(be compute.Backend, w workspace, params, x, y, pre0, 
 	be.AddRow(pre0, m.bias(params, 0))
 	m.backward(be, ws, params, x, y, 0, pre0)
 	coef := m.stepRest(be, ws, params, x, anchor, grad, eta, v, alpha)
-	be.Axpby(-eta, ws.deltas[0], 0, u, coef)
+	coef.axpby(be, -eta, ws.deltas[0], 0, u)
 }
 
 // rest views every parameter but the first weight matrix (b_0, W_1, b_1, ...: contiguous).
@@ -248,10 +249,27 @@ func (m *MLP) xGram(be compute.Backend, ws *mlpWorkspace, x compute.Mat) compute
 	return gx
 }
 
+// clipCoefs are a step's clip factors, one per replica: on the host (host), or in the
+// backend's memory (dev) when it is a compute.DeviceClipper, so that a GPU never copies them
+// back; the two hold the same values.
+type clipCoefs struct {
+	host []float32
+	dev  compute.Buffer
+}
+
+// axpby is be.Axpby with the factors as coefficients.
+func (c clipCoefs) axpby(be compute.Backend, alpha float32, x compute.Mat, beta float32, y compute.Mat) {
+	if c.dev != nil {
+		be.(compute.DeviceClipper).AxpbyCoefs(alpha, x, beta, y, c.dev)
+		return
+	}
+	be.Axpby(alpha, x, beta, y, c.host)
+}
+
 // stepRest finishes a clipped step after backward: it computes the clip factors c (the first
 // layer's weight-gradient norm from Gram matrices) and updates every parameter but the first
 // weight matrix, which the caller updates from ws.deltas[0] and c. It returns c.
-func (m *MLP) stepRest(be compute.Backend, ws *mlpWorkspace, params, x, anchor, grad compute.Mat, eta, v, alpha float32) []float32 {
+func (m *MLP) stepRest(be compute.Backend, ws *mlpWorkspace, params, x, anchor, grad compute.Mat, eta, v, alpha float32) clipCoefs {
 	n, G, L := x.Rows, params.Batch, len(m.Sizes)-1
 	for l := 0; l < L; l++ {
 		if l > 0 {
@@ -259,12 +277,12 @@ func (m *MLP) stepRest(be compute.Backend, ws *mlpWorkspace, params, x, anchor, 
 		}
 		be.SumRows(1, ws.deltas[l], 0, m.bias(grad, l))
 	}
-	coef := ws.coef[:G]
-	for r := range coef {
-		coef[r] = 1
+	coef := clipCoefs{host: ws.coef[:G]}
+	for r := range coef.host {
+		coef.host[r] = 1
 	}
 	if v > 0 {
-		if ws.gd == nil || ws.gd.Len() < len(coef)*n*n { // first step only: the batch size is fixed
+		if ws.gd == nil || ws.gd.Len() < len(ws.coef)*n*n { // first step only: the batch size is fixed
 			ws.gd = be.Alloc(len(ws.coef) * n * n)
 		}
 		gx := m.xGram(be, ws, x)
@@ -273,22 +291,31 @@ func (m *MLP) stepRest(be compute.Backend, ws *mlpWorkspace, params, x, anchor, 
 		be.Gemm(false, true, 1, d0, d0, 0, gd)
 		gx = compute.Mat{Buf: ws.gx, Rows: 1, Cols: n * n, Stride: n * n, Batch: G}
 		gd = compute.Mat{Buf: ws.gd, Rows: 1, Cols: n * n, Stride: n * n, Batch: G, BatchStride: n * n}
-		be.Dots(gx, gd, ws.ghost[:G])
-		be.Dots(m.rest(grad), m.rest(grad), ws.rest[:G])
-		for r := range coef {
-			nn := math.Sqrt(ws.ghost[r] + ws.rest[r])
-			switch {
-			case nn > float64(v):
-				coef[r] = float32(float64(v) / nn)
-			case math.IsNaN(nn):
-				coef[r] = float32(math.NaN())
+		if dc, ok := be.(compute.DeviceClipper); ok {
+			// The factors stay in the backend's memory: no read back to the host per step.
+			if ws.coefDev == nil {
+				ws.coefDev = be.Alloc(len(ws.coef))
+			}
+			dc.ClipCoefs(v, gx, gd, m.rest(grad), m.rest(grad), ws.coefDev)
+			coef = clipCoefs{dev: ws.coefDev}
+		} else {
+			be.Dots(gx, gd, ws.ghost[:G])
+			be.Dots(m.rest(grad), m.rest(grad), ws.rest[:G])
+			for r := range coef.host {
+				nn := math.Sqrt(ws.ghost[r] + ws.rest[r])
+				switch {
+				case nn > float64(v):
+					coef.host[r] = float32(float64(v) / nn)
+				case math.IsNaN(nn):
+					coef.host[r] = float32(math.NaN())
+				}
 			}
 		}
 	}
 	if alpha != 0 {
 		be.Axpby(eta*alpha, m.rest(anchor), 1-eta*alpha, m.rest(params), nil)
 	}
-	be.Axpby(-eta, m.rest(grad), 1, m.rest(params), coef)
+	coef.axpby(be, -eta, m.rest(grad), 1, m.rest(params))
 	return coef
 }
 

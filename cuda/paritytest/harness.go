@@ -53,6 +53,8 @@ func All(t *testing.T, f Factory) {
 		{"ClipStep", testClipStep},
 		{"ClipStepNaN", testClipStepNaN},
 		{"Dots", testDots},
+		{"ClipCoefs", testClipCoefs},
+		{"AxpbyCoefs", testAxpbyCoefs},
 		{"RunsMatchCPU", testRunsMatchCPU},
 	}
 	for _, tc := range tests {

@@ -415,3 +415,63 @@ func testDots(t *testing.T, f Factory) {
 		}
 	})
 }
+
+// ClipCoefs: the two inner products are float64 sums in another order than the CPU's (as in
+// Dots: relative error below 1e-12), so the factor v / sqrt(n) agrees within 1 float32 ulp;
+// a factor of exactly 1 (no clipping) and NaN (a NaN gradient) must agree exactly, and only
+// the poisoned replica is NaN. The second product is longer than the first and reads a
+// broadcast operand (as the engine's Gram matrix of the shared minibatch is).
+func testClipCoefs(t *testing.T, f Factory) {
+	forEachRow(t, f, func(t *testing.T, w *twin, s shape) {
+		s2 := shape{rows: 1, cols: s.cols + 3, batch: s.batch}
+		for _, c := range []struct {
+			v   float32
+			nan bool
+		}{{0.5, false}, {1e6, false}, {3, false}, {0.5, true}} {
+			// Positive operands: the sum is a squared norm in the engine, never negative.
+			pos := func(int) float32 { return float32(math.Abs(w.rng.NormFloat64())) }
+			a, b := w.buf(s.size(), pos), w.buf(s.size(), pos)
+			cb := w.buf(broadcast(s2).size(), pos)
+			d := w.buf(s2.size(), func(i int) float32 {
+				if c.nan && s.batch > 1 && i == s2.cols+1 {
+					return float32(math.NaN()) // replica 1 only
+				}
+				return pos(i)
+			})
+			am, bm := w.mat(a, s.mat()), w.mat(b, s.mat())
+			cm, dm := w.mat(cb, broadcast(s2).mat()), w.mat(d, s2.mat())
+			coef := w.buf(s.batch+1, func(int) float32 { return 42 })
+			for side, be := range []compute.Backend{w.cpu, w.ops} {
+				be.(compute.DeviceClipper).ClipCoefs(c.v, am[side], bm[side], cm[side], dm[side], w.bufs[coef][side])
+			}
+			w.sameULP(coef, 1, fmt.Sprintf("%+v", c))
+			want, got := w.get(coef)
+			if got[s.batch] != 42 {
+				t.Errorf("%+v: the value past the batch was overwritten: %v", c, got[s.batch])
+			}
+			for r := range want[:s.batch] {
+				if (want[r] == 1) != (got[r] == 1) || (want[r] != want[r]) != (got[r] != got[r]) {
+					t.Errorf("%+v replica %d: cpu factor %v, kernels %v", c, r, want[r], got[r])
+				}
+				if nan := got[r] != got[r]; nan != (c.nan && r == 1) {
+					t.Errorf("%+v replica %d: factor %v", c, r, got[r])
+				}
+			}
+		}
+	})
+}
+
+// AxpbyCoefs is Axpby with the coefficients in the backend's memory: bit for bit as Axpby.
+func testAxpbyCoefs(t *testing.T, f Factory) {
+	forEach(t, f, func(t *testing.T, w *twin, s shape) {
+		for _, beta := range []float32{0, 1, 0.25} {
+			y, x := w.normal(s.size()), w.normal(s.size())
+			coef := w.buf(max(s.batch, 1), func(b int) float32 { return float32(b%3) - 0.5 })
+			ym, xm := w.mat(y, s.mat()), w.mat(x, s.mat())
+			for side, be := range []compute.Backend{w.cpu, w.ops} {
+				be.(compute.DeviceClipper).AxpbyCoefs(-1.5, xm[side], beta, ym[side], w.bufs[coef][side])
+			}
+			w.sameULP(y, 0, fmt.Sprintf("beta %v", beta))
+		}
+	})
+}
