@@ -145,3 +145,18 @@ type DeviceClipper interface {
 	// instead of from the host.
 	AxpbyCoefs(alpha float32, x Mat, beta float32, y Mat, coef Buffer)
 }
+
+// Fuser is implemented by backends with fused forms of operation pairs that the engine issues
+// back to back (on a GPU each pair is otherwise two launches and two passes over memory). Each
+// must give exactly the bits of the pair it stands for, including what the first operation
+// leaves in its output.
+type Fuser interface {
+	// AddRowActivate is AddRow(pre, bias) then Activate(act, pre, post).
+	AddRowActivate(act Activation, pre, bias, post Mat)
+	// ActivateGradSumRows is ActivateGrad(act, pre, post, grad) then
+	// SumRows(alpha, grad, beta, y).
+	ActivateGradSumRows(act Activation, pre, post, grad Mat, alpha, beta float32, y Mat)
+	// AddRowSoftmaxXent is AddRow(logits, bias) then
+	// SoftmaxXent(logits, labels, scale, dlogits, loss, margin).
+	AddRowSoftmaxXent(logits, bias, labels Mat, scale float32, dlogits, loss, margin Mat)
+}

@@ -584,3 +584,24 @@ func (c *Backend) ClipCoefs(v float32, a, b, cm, d compute.Mat, coef compute.Buf
 func (c *Backend) AxpbyCoefs(alpha float32, x compute.Mat, beta float32, y compute.Mat, coef compute.Buffer) {
 	c.Axpby(alpha, x, beta, y, data(coef)[:y.Batch])
 }
+
+var _ compute.Fuser = (*Backend)(nil)
+
+// AddRowActivate implements compute.Fuser by the two operations: the CPU backend's passes are
+// cache-blocked already, and doing exactly them keeps its results unchanged.
+func (c *Backend) AddRowActivate(act compute.Activation, pre, bias, post compute.Mat) {
+	c.AddRow(pre, bias)
+	c.Activate(act, pre, post)
+}
+
+// ActivateGradSumRows implements compute.Fuser by the two operations.
+func (c *Backend) ActivateGradSumRows(act compute.Activation, pre, post, grad compute.Mat, alpha, beta float32, y compute.Mat) {
+	c.ActivateGrad(act, pre, post, grad)
+	c.SumRows(alpha, grad, beta, y)
+}
+
+// AddRowSoftmaxXent implements compute.Fuser by the two operations.
+func (c *Backend) AddRowSoftmaxXent(logits, bias, labels compute.Mat, scale float32, dlogits, loss, margin compute.Mat) {
+	c.AddRow(logits, bias)
+	c.SoftmaxXent(logits, labels, scale, dlogits, loss, margin)
+}

@@ -345,9 +345,35 @@ func (o *Ops) ActivateGrad(act compute.Activation, pre, post, grad compute.Mat) 
 
 // SoftmaxXent implements compute.Backend.
 func (o *Ops) SoftmaxXent(logits, labels compute.Mat, scale float32, dlogits, loss, margin compute.Mat) {
+	o.softmaxXent(logits, compute.Mat{}, labels, scale, dlogits, loss, margin)
+}
+
+func (o *Ops) softmaxXent(logits, bias, labels compute.Mat, scale float32, dlogits, loss, margin compute.Mat) {
 	o.args.reset().mat(logits).mat(labels).f32(scale).mat(dlogits).mat(loss).mat(margin).
-		i64(logits.Rows).i64(logits.Cols).i64(logits.Batch)
+		ptr(addr(bias)).i64(bias.BatchStride).i64(logits.Rows).i64(logits.Cols).i64(logits.Batch)
 	o.launch(kernels.SoftmaxXent, logits.Batch*logits.Rows)
+}
+
+var _ compute.Fuser = (*Ops)(nil)
+
+// AddRowActivate implements compute.Fuser: one launch instead of two.
+func (o *Ops) AddRowActivate(act compute.Activation, pre, bias, post compute.Mat) {
+	o.args.reset().u32(uint32(act)).mat(pre).ptr(addr(bias)).i64(bias.BatchStride).mat(post).
+		i64(pre.Rows).i64(pre.Cols).i64(pre.Batch)
+	o.launch(kernels.AddRowActivate, pre.Batch*pre.Rows*pre.Cols)
+}
+
+// ActivateGradSumRows implements compute.Fuser: one thread per column scales the column and
+// sums it.
+func (o *Ops) ActivateGradSumRows(act compute.Activation, pre, post, grad compute.Mat, alpha, beta float32, y compute.Mat) {
+	o.args.reset().u32(uint32(act)).mat(pre).mat(post).mat(grad).ptr(addr(y)).i64(y.BatchStride).
+		f32(alpha).f32(beta).i64(grad.Rows).i64(grad.Cols).i64(grad.Batch)
+	o.launch(kernels.ActivateGradSumRows, grad.Batch*grad.Cols)
+}
+
+// AddRowSoftmaxXent implements compute.Fuser: softmax_xent adds the bias to its row first.
+func (o *Ops) AddRowSoftmaxXent(logits, bias, labels compute.Mat, scale float32, dlogits, loss, margin compute.Mat) {
+	o.softmaxXent(logits, bias, labels, scale, dlogits, loss, margin)
 }
 
 // ClipExamples implements compute.Backend: the per-example squared norms are summed layer by

@@ -77,6 +77,8 @@ func TestLaunchArgumentsMatchPTX(t *testing.T) {
 	coef := o.Alloc(2)
 	o.ClipCoefs(1, row, row, row, row, coef)
 	o.AxpbyCoefs(1, x, 0.5, y, coef)
+	o.AddRowActivate(compute.Tanh, x, row, y)
+	o.ActivateGradSumRows(compute.Tanh, x, y, x, 1, 0, row)
 	if _, err := o.PhiloxRaw(1, 0, 0, 0, 0, 0, 0); err != nil {
 		t.Fatal(err)
 	}

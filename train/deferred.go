@@ -218,13 +218,22 @@ func (e *engine) flushDeferred(ds *deferredState, n int) {
 	be, m := e.be, ds.model
 	split := slices.Contains(ds.split[:n], true)
 	if split {
-		// World 1 reads its own rows of a split slot and world 0's rows of the others.
-		for s := 0; s < n; s++ {
-			if !ds.split[s] {
-				x0, _ := ds.x(e, 0, s, 1)
-				x1, _ := ds.x(e, 1, s, 1)
-				be.Axpby(1, x0, 0, x1, nil)
+		// World 1 reads its own rows of a split slot and world 0's rows of the others, copied
+		// a run of adjacent slots at a time (slots are contiguous: one copy per run).
+		for s0 := 0; s0 < n; {
+			if ds.split[s0] {
+				s0++
+				continue
 			}
+			s1 := s0 + 1
+			for s1 < n && !ds.split[s1] {
+				s1++
+			}
+			x0, _ := ds.x(e, 0, s0, 1)
+			x1, _ := ds.x(e, 1, s0, 1)
+			x0.Rows, x1.Rows = (s1-s0)*ds.kb, (s1-s0)*ds.kb
+			be.Axpby(1, x0, 0, x1, nil)
+			s0 = s1
 		}
 	}
 	for w := 0; w < worlds(split); w++ {

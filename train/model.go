@@ -121,8 +121,9 @@ func (m *MLP) bias(p compute.Mat, l int) compute.Mat {
 }
 
 // forward leaves pre-activations in ws.pres, activations in ws.posts and each layer's input
-// in ws.inputs; it returns the logits. When pre0.Buf is not nil it holds the first layer's
-// pre-activation (x W_0^T + b_0) already, as the deferred step computes it (deferred.go).
+// in ws.inputs; it returns the logits without the last layer's bias, which the caller adds
+// with the softmax (addRowSoftmaxXent). When pre0.Buf is not nil it holds the first layer's
+// x W_0^T already, as the deferred step computes it (deferred.go); forward adds the bias.
 func (m *MLP) forward(be compute.Backend, ws *mlpWorkspace, params, x, pre0 compute.Mat) compute.Mat {
 	n, G, L := x.Rows, params.Batch, len(m.Sizes)-1
 	in := x
@@ -134,32 +135,64 @@ func (m *MLP) forward(be compute.Backend, ws *mlpWorkspace, params, x, pre0 comp
 			pre = pre0
 		} else {
 			be.Gemm(false, true, 1, in, m.weight(params, l), 0, pre)
-			be.AddRow(pre, m.bias(params, l))
 		}
 		ws.pres[l] = pre
 		if l+1 == L {
 			return pre
 		}
 		post := actMat(ws.post[l], n, m.Sizes[l+1], G)
-		be.Activate(m.Act, pre, post)
+		addRowActivate(be, m.Act, pre, m.bias(params, l), post)
 		ws.posts[l] = post
 		in = post
 	}
 	panic("unreachable")
 }
 
+// addRowActivate, activateGradSumRows and addRowSoftmaxXent are the pairs of compute.Fuser,
+// fused when the backend can (one GPU launch instead of two, the same bits).
+func addRowActivate(be compute.Backend, act compute.Activation, pre, bias, post compute.Mat) {
+	if f, ok := be.(compute.Fuser); ok {
+		f.AddRowActivate(act, pre, bias, post)
+		return
+	}
+	be.AddRow(pre, bias)
+	be.Activate(act, pre, post)
+}
+
+func activateGradSumRows(be compute.Backend, act compute.Activation, pre, post, grad, y compute.Mat) {
+	if f, ok := be.(compute.Fuser); ok {
+		f.ActivateGradSumRows(act, pre, post, grad, 1, 0, y)
+		return
+	}
+	be.ActivateGrad(act, pre, post, grad)
+	be.SumRows(1, grad, 0, y)
+}
+
+func addRowSoftmaxXent(be compute.Backend, logits, bias, labels compute.Mat, scale float32, dlogits, loss, margin compute.Mat) {
+	if f, ok := be.(compute.Fuser); ok {
+		f.AddRowSoftmaxXent(logits, bias, labels, scale, dlogits, loss, margin)
+		return
+	}
+	be.AddRow(logits, bias)
+	be.SoftmaxXent(logits, labels, scale, dlogits, loss, margin)
+}
+
 func (m *MLP) grad(be compute.Backend, w workspace, params, x, y, grad compute.Mat, perExample float32) {
 	ws := w.(*mlpWorkspace)
-	m.backward(be, ws, params, x, y, perExample, compute.Mat{})
+	fused := m.backward(be, ws, params, x, y, perExample, compute.Mat{}, grad)
 	for l := 0; l < len(m.Sizes)-1; l++ {
 		be.Gemm(true, false, 1, ws.deltas[l], ws.inputs[l], 0, m.weight(grad, l))
-		be.SumRows(1, ws.deltas[l], 0, m.bias(grad, l))
+		if !fused || l == len(m.Sizes)-2 {
+			be.SumRows(1, ws.deltas[l], 0, m.bias(grad, l))
+		}
 	}
 }
 
 // backward leaves every layer's delta (gradient of the loss with respect to its
-// pre-activation, per example) in ws.deltas.
-func (m *MLP) backward(be compute.Backend, ws *mlpWorkspace, params, x, y compute.Mat, perExample float32, pre0 compute.Mat) {
+// pre-activation, per example) in ws.deltas. Without per-example clipping and with grad given,
+// it also writes the bias gradients of every layer but the last into grad while it computes
+// the deltas (activateGradSumRows) and returns true; the caller sums the last layer's.
+func (m *MLP) backward(be compute.Backend, ws *mlpWorkspace, params, x, y compute.Mat, perExample float32, pre0, grad compute.Mat) bool {
 	n, G, L := x.Rows, params.Batch, len(m.Sizes)-1
 	logits := m.forward(be, ws, params, x, pre0)
 	scale := 1 / float32(n)
@@ -169,25 +202,32 @@ func (m *MLP) backward(be compute.Backend, ws *mlpWorkspace, params, x, y comput
 	labels := y
 	labels.Batch = G
 	dl := actMat(ws.delta[L-1], n, m.Sizes[L], G)
-	be.SoftmaxXent(logits, labels, scale, dl, compute.Mat{}, compute.Mat{})
+	addRowSoftmaxXent(be, logits, m.bias(params, L-1), labels, scale, dl, compute.Mat{}, compute.Mat{})
 	ws.deltas[L-1] = dl
+	// Per-example clipping rescales the deltas after this loop, so the bias sums must wait.
+	fused := perExample == 0 && grad.Buf != nil
 	for l := L - 1; l > 0; l-- {
 		d := actMat(ws.delta[l-1], n, m.Sizes[l], G)
 		be.Gemm(false, false, 1, ws.deltas[l], m.weight(params, l), 0, d)
-		be.ActivateGrad(m.Act, ws.pres[l-1], ws.posts[l-1], d)
+		if fused {
+			activateGradSumRows(be, m.Act, ws.pres[l-1], ws.posts[l-1], d, m.bias(grad, l-1))
+		} else {
+			be.ActivateGrad(m.Act, ws.pres[l-1], ws.posts[l-1], d)
+		}
 		ws.deltas[l-1] = d
 	}
 	if perExample > 0 {
 		be.ClipExamples(perExample, ws.deltas, ws.inputs)
 	}
+	return fused
 }
 
 // step implements fusedStepper: w <- w - eta (c g + alpha (w - anchor)), c = 1/max(1, ||g||/v).
 // grad receives the gradient of every parameter but the first layer's weights.
 func (m *MLP) step(be compute.Backend, w workspace, params, x, y, anchor, grad compute.Mat, eta, v, alpha float32) {
 	ws := w.(*mlpWorkspace)
-	m.backward(be, ws, params, x, y, 0, compute.Mat{})
-	coef := m.stepRest(be, ws, params, x, anchor, grad, eta, v, alpha)
+	fused := m.backward(be, ws, params, x, y, 0, compute.Mat{}, grad)
+	coef := m.stepRest(be, ws, params, x, anchor, grad, eta, v, alpha, fused)
 	if alpha != 0 {
 		be.Axpby(eta*alpha, m.weight(anchor, 0), 1-eta*alpha, m.weight(params, 0), nil)
 	}
@@ -223,9 +263,8 @@ func (m *MLP) deferredStep(be compute.Backend, w workspace, params, x, y, pre0, 
 			be.Axpby(1-eta*alpha, prev, 0, prev, nil)
 		}
 	}
-	be.AddRow(pre0, m.bias(params, 0))
-	m.backward(be, ws, params, x, y, 0, pre0)
-	coef := m.stepRest(be, ws, params, x, anchor, grad, eta, v, alpha)
+	fused := m.backward(be, ws, params, x, y, 0, pre0, grad)
+	coef := m.stepRest(be, ws, params, x, anchor, grad, eta, v, alpha, fused)
 	coef.axpby(be, -eta, ws.deltas[0], 0, u)
 }
 
@@ -268,14 +307,17 @@ func (c clipCoefs) axpby(be compute.Backend, alpha float32, x compute.Mat, beta 
 
 // stepRest finishes a clipped step after backward: it computes the clip factors c (the first
 // layer's weight-gradient norm from Gram matrices) and updates every parameter but the first
-// weight matrix, which the caller updates from ws.deltas[0] and c. It returns c.
-func (m *MLP) stepRest(be compute.Backend, ws *mlpWorkspace, params, x, anchor, grad compute.Mat, eta, v, alpha float32) clipCoefs {
+// weight matrix, which the caller updates from ws.deltas[0] and c. It returns c. With
+// biasDone, backward has written the bias gradients of every layer but the last.
+func (m *MLP) stepRest(be compute.Backend, ws *mlpWorkspace, params, x, anchor, grad compute.Mat, eta, v, alpha float32, biasDone bool) clipCoefs {
 	n, G, L := x.Rows, params.Batch, len(m.Sizes)-1
 	for l := 0; l < L; l++ {
 		if l > 0 {
 			be.Gemm(true, false, 1, ws.deltas[l], ws.inputs[l], 0, m.weight(grad, l))
 		}
-		be.SumRows(1, ws.deltas[l], 0, m.bias(grad, l))
+		if !biasDone || l == L-1 {
+			be.SumRows(1, ws.deltas[l], 0, m.bias(grad, l))
+		}
 	}
 	coef := clipCoefs{host: ws.coef[:G]}
 	for r := range coef.host {
@@ -324,7 +366,7 @@ func (m *MLP) eval(be compute.Backend, w workspace, params, x, y, loss, margin c
 	logits := m.forward(be, ws, params, x, compute.Mat{})
 	labels := y
 	labels.Batch = params.Batch
-	be.SoftmaxXent(logits, labels, 0, compute.Mat{}, loss, margin)
+	addRowSoftmaxXent(be, logits, m.bias(params, len(m.Sizes)-2), labels, 0, compute.Mat{}, loss, margin)
 }
 
 // Quadratic is the exact reference model of the theory sheet: client i's local loss is

@@ -55,6 +55,7 @@ func All(t *testing.T, f Factory) {
 		{"Dots", testDots},
 		{"ClipCoefs", testClipCoefs},
 		{"AxpbyCoefs", testAxpbyCoefs},
+		{"Fused", testFused},
 		{"RunsMatchCPU", testRunsMatchCPU},
 	}
 	for _, tc := range tests {
