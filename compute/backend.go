@@ -128,3 +128,35 @@ type HiddenStepArgs struct {
 	B1, W2, B2, H, Cls  int // offsets of b1, W2, b2 in a parameter row; hidden width; classes
 	Eta, V, Alpha       float32
 }
+
+// DeviceClipper is implemented by backends that compute whole-gradient clip factors in their
+// own memory, so that a clipped local step needs no copy to the host: on a GPU, computing the
+// factors from Dots makes the host wait for the device twice per step. The engine uses it
+// when the backend has it; a backend must give exactly the factors (and so the bits) of the
+// host path it replaces (two Dots, the formula below in float64, then Axpby with the factors).
+type DeviceClipper interface {
+	// ClipCoefs writes into coef[b] (b < a.Batch, from offset 0) the clip factor of batch
+	// element b: with N = sqrt(<a_b, b_b> + <c_b, d_b>), each inner product accumulated in
+	// float64 as Dots accumulates it and the two added in float64, the factor is
+	// float32(v / N) when N > v, NaN when N is NaN, else 1. a and b are a.Cols long, c and d
+	// c.Cols long; a, b, c, d are batches of single rows.
+	ClipCoefs(v float32, a, b, c, d Mat, coef Buffer)
+	// AxpbyCoefs is Axpby with the coefficients read from coef (y.Batch values from offset 0)
+	// instead of from the host.
+	AxpbyCoefs(alpha float32, x Mat, beta float32, y Mat, coef Buffer)
+}
+
+// Fuser is implemented by backends with fused forms of operation pairs that the engine issues
+// back to back (on a GPU each pair is otherwise two launches and two passes over memory). Each
+// must give exactly the bits of the pair it stands for, including what the first operation
+// leaves in its output.
+type Fuser interface {
+	// AddRowActivate is AddRow(pre, bias) then Activate(act, pre, post).
+	AddRowActivate(act Activation, pre, bias, post Mat)
+	// ActivateGradSumRows is ActivateGrad(act, pre, post, grad) then
+	// SumRows(alpha, grad, beta, y).
+	ActivateGradSumRows(act Activation, pre, post, grad Mat, alpha, beta float32, y Mat)
+	// AddRowSoftmaxXent is AddRow(logits, bias) then
+	// SoftmaxXent(logits, labels, scale, dlogits, loss, margin).
+	AddRowSoftmaxXent(logits, bias, labels Mat, scale float32, dlogits, loss, margin Mat)
+}

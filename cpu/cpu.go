@@ -34,6 +34,8 @@ type Backend struct {
 	noise  noiseJob
 	dots   dotsJob
 	hidden hiddenJob
+
+	clipDots [2][]float64 // ClipCoefs' inner products
 }
 
 type cpuScratch struct {
@@ -547,4 +549,59 @@ func (c *Backend) Dots(a, b compute.Mat, out []float64) {
 	j.a, j.b, j.out = a, b, out
 	c.pool.doSized(j, a.Batch, a.Cols*a.Batch)
 	j.out = nil
+}
+
+var _ compute.DeviceClipper = (*Backend)(nil)
+
+// ClipCoefs implements compute.DeviceClipper by the host arithmetic it stands for (two Dots
+// and the factor in float64), so the engine's results are the same bits whether or not it
+// uses it.
+func (c *Backend) ClipCoefs(v float32, a, b, cm, d compute.Mat, coef compute.Buffer) {
+	n := a.Batch
+	for i := range c.clipDots {
+		if cap(c.clipDots[i]) < n {
+			c.clipDots[i] = make([]float64, n)
+		}
+	}
+	s1, s2 := c.clipDots[0][:n], c.clipDots[1][:n]
+	c.Dots(a, b, s1)
+	c.Dots(cm, d, s2)
+	out := data(coef)[:n]
+	for r := range out {
+		nn := math.Sqrt(s1[r] + s2[r])
+		switch {
+		case nn > float64(v):
+			out[r] = float32(float64(v) / nn)
+		case math.IsNaN(nn):
+			out[r] = float32(math.NaN())
+		default:
+			out[r] = 1
+		}
+	}
+}
+
+// AxpbyCoefs implements compute.DeviceClipper: the coefficients are host memory already.
+func (c *Backend) AxpbyCoefs(alpha float32, x compute.Mat, beta float32, y compute.Mat, coef compute.Buffer) {
+	c.Axpby(alpha, x, beta, y, data(coef)[:y.Batch])
+}
+
+var _ compute.Fuser = (*Backend)(nil)
+
+// AddRowActivate implements compute.Fuser by the two operations: the CPU backend's passes are
+// cache-blocked already, and doing exactly them keeps its results unchanged.
+func (c *Backend) AddRowActivate(act compute.Activation, pre, bias, post compute.Mat) {
+	c.AddRow(pre, bias)
+	c.Activate(act, pre, post)
+}
+
+// ActivateGradSumRows implements compute.Fuser by the two operations.
+func (c *Backend) ActivateGradSumRows(act compute.Activation, pre, post, grad compute.Mat, alpha, beta float32, y compute.Mat) {
+	c.ActivateGrad(act, pre, post, grad)
+	c.SumRows(alpha, grad, beta, y)
+}
+
+// AddRowSoftmaxXent implements compute.Fuser by the two operations.
+func (c *Backend) AddRowSoftmaxXent(logits, bias, labels compute.Mat, scale float32, dlogits, loss, margin compute.Mat) {
+	c.AddRow(logits, bias)
+	c.SoftmaxXent(logits, labels, scale, dlogits, loss, margin)
 }

@@ -24,8 +24,8 @@ type device struct {
 	mods   []cu.Module
 	fns    []cu.Function
 	params []unsafe.Pointer
-	stage  cu.DevicePtr
-	stageN int
+	stage  *stageRing // per-call arguments (stage.go)
+	events []cu.Event // recorded fences' events, free for reuse
 	name   string
 	closed bool
 }
@@ -59,6 +59,7 @@ func openDevice(ordinal int) (*device, error) {
 		return nil, fmt.Errorf("cuda: device %d: retain context: %w", ordinal, err)
 	}
 	d := &device{dev: dev, ctx: ctx}
+	d.stage = newStageRing(d, stageSlots)
 	leave, err := d.enter()
 	if err != nil {
 		dev.ReleasePrimaryCtx()
@@ -107,10 +108,13 @@ func openDevice(ordinal int) (*device, error) {
 // release frees what openDevice acquired; the caller holds the context.
 func (d *device) release() error {
 	var errs []error
-	if d.stage != 0 {
-		errs = append(errs, cu.MemFree(d.stage))
-		d.stage, d.stageN = 0, 0
+	if d.stage != nil {
+		errs = append(errs, d.stage.close())
 	}
+	for i := range d.events {
+		errs = append(errs, cu.DestroyEvent(&d.events[i]))
+	}
+	d.events = nil
 	if d.blas != nil {
 		errs = append(errs, d.blas.close())
 		d.blas = nil
@@ -191,40 +195,70 @@ func (d *device) Read(dst []byte, src uint64) error {
 	return cu.MemcpyDtoH(unsafe.Pointer(&dst[0]), cu.DevicePtr(src), int64(len(dst)))
 }
 
-// Stage implements Device. An asynchronous copy from pageable memory is taken from
-// src before the call returns (the driver stages it), and it runs in stream order: after the
-// kernels that read the previous staged arguments, before those that read these. So one
-// device buffer serves every call, and the host never waits for the GPU here.
+// stageSlots is the number of staging slots: a slot is reused after 15 further Stage calls,
+// by which time the kernels that read it have long finished unless the device is far behind
+// (then take waits for them).
+const stageSlots = 16
+
+// Stage implements Device: src goes into the next slot of the staging ring (stage.go). The
+// asynchronous copy from pageable memory takes src before the call returns (the driver stages
+// it) and runs in stream order, before the kernels that read it. On the legacy default stream
+// one reused buffer would do (stage.go says why); the ring keeps Stage correct when copies or
+// kernels move to other streams, pinned memory or graphs.
 func (d *device) Stage(src []byte) (uint64, error) {
 	leave, err := d.enter()
 	if err != nil {
 		return 0, err
 	}
 	defer leave()
-	if len(src) > d.stageN {
-		if d.stage != 0 {
-			// Kernels still queued may read the old buffer.
-			if err := cu.Synchronize(); err != nil {
-				return 0, fmt.Errorf("synchronize: %w", err)
-			}
-			if err := cu.MemFree(d.stage); err != nil {
-				return 0, err
-			}
-			d.stage = 0
-		}
-		n := max(len(src), 2*d.stageN, 1<<16)
-		p, err := cu.MemAlloc(int64(n))
-		if err != nil {
-			return 0, fmt.Errorf("allocate %d bytes for arguments: %w", n, err)
-		}
-		d.stage, d.stageN = p, n
+	a, err := d.stage.take(len(src))
+	if err != nil {
+		return 0, err
 	}
 	if len(src) > 0 {
-		if err := cu.MemcpyHtoDAsync(d.stage, unsafe.Pointer(&src[0]), int64(len(src)), cu.Stream{}); err != nil {
+		if err := cu.MemcpyHtoDAsync(cu.DevicePtr(a), unsafe.Pointer(&src[0]), int64(len(src)), cu.Stream{}); err != nil {
 			return 0, err
 		}
 	}
-	return uint64(d.stage), nil
+	return a, nil
+}
+
+// The stageMem of the ring; the caller holds the context.
+
+func (d *device) alloc(n int) (uint64, error) {
+	p, err := cu.MemAlloc(int64(n))
+	return uint64(p), err
+}
+
+func (d *device) free(a uint64) error { return cu.MemFree(cu.DevicePtr(a)) }
+
+// record records an event on the stream, taken from the free events or made.
+func (d *device) record() (fence, error) {
+	var ev cu.Event
+	if n := len(d.events); n > 0 {
+		ev, d.events = d.events[n-1], d.events[:n-1]
+	} else {
+		var err error
+		if ev, err = cu.MakeEvent(cu.DisableTiming); err != nil {
+			return nil, fmt.Errorf("make event: %w", err)
+		}
+	}
+	if err := ev.Record(cu.Stream{}); err != nil {
+		return nil, fmt.Errorf("record event: %w", err)
+	}
+	return eventFence{d, ev}, nil
+}
+
+// eventFence is a recorded event; wait synchronizes with it and returns it to the free list.
+type eventFence struct {
+	d  *device
+	ev cu.Event
+}
+
+func (f eventFence) wait() error {
+	err := f.ev.Synchronize()
+	f.d.events = append(f.d.events, f.ev)
+	return err
 }
 
 // Launch implements Device. cu's Launch copies each argument as 8 bytes from the

@@ -345,9 +345,35 @@ func (o *Ops) ActivateGrad(act compute.Activation, pre, post, grad compute.Mat) 
 
 // SoftmaxXent implements compute.Backend.
 func (o *Ops) SoftmaxXent(logits, labels compute.Mat, scale float32, dlogits, loss, margin compute.Mat) {
+	o.softmaxXent(logits, compute.Mat{}, labels, scale, dlogits, loss, margin)
+}
+
+func (o *Ops) softmaxXent(logits, bias, labels compute.Mat, scale float32, dlogits, loss, margin compute.Mat) {
 	o.args.reset().mat(logits).mat(labels).f32(scale).mat(dlogits).mat(loss).mat(margin).
-		i64(logits.Rows).i64(logits.Cols).i64(logits.Batch)
+		ptr(addr(bias)).i64(bias.BatchStride).i64(logits.Rows).i64(logits.Cols).i64(logits.Batch)
 	o.launch(kernels.SoftmaxXent, logits.Batch*logits.Rows)
+}
+
+var _ compute.Fuser = (*Ops)(nil)
+
+// AddRowActivate implements compute.Fuser: one launch instead of two.
+func (o *Ops) AddRowActivate(act compute.Activation, pre, bias, post compute.Mat) {
+	o.args.reset().u32(uint32(act)).mat(pre).ptr(addr(bias)).i64(bias.BatchStride).mat(post).
+		i64(pre.Rows).i64(pre.Cols).i64(pre.Batch)
+	o.launch(kernels.AddRowActivate, pre.Batch*pre.Rows*pre.Cols)
+}
+
+// ActivateGradSumRows implements compute.Fuser: one thread per column scales the column and
+// sums it.
+func (o *Ops) ActivateGradSumRows(act compute.Activation, pre, post, grad compute.Mat, alpha, beta float32, y compute.Mat) {
+	o.args.reset().u32(uint32(act)).mat(pre).mat(post).mat(grad).ptr(addr(y)).i64(y.BatchStride).
+		f32(alpha).f32(beta).i64(grad.Rows).i64(grad.Cols).i64(grad.Batch)
+	o.launch(kernels.ActivateGradSumRows, grad.Batch*grad.Cols)
+}
+
+// AddRowSoftmaxXent implements compute.Fuser: softmax_xent adds the bias to its row first.
+func (o *Ops) AddRowSoftmaxXent(logits, bias, labels compute.Mat, scale float32, dlogits, loss, margin compute.Mat) {
+	o.softmaxXent(logits, bias, labels, scale, dlogits, loss, margin)
 }
 
 // ClipExamples implements compute.Backend: the per-example squared norms are summed layer by
@@ -387,6 +413,35 @@ func (o *Ops) sumProducts(a, c compute.Mat) uint64 {
 	o.args.reset().ptr(out).ptr(part).i64(batch)
 	o.launch(kernels.ReducePartials, batch)
 	return out
+}
+
+var _ compute.DeviceClipper = (*Ops)(nil)
+
+// ClipCoefs implements compute.DeviceClipper: both inner products' partial sums in one launch,
+// then one thread per batch element reduces them (in the order of reduce_partials) and writes
+// the factor into coef, which later launches read; nothing comes back to the host.
+func (o *Ops) ClipCoefs(v float32, a, b, c, d compute.Mat, coef compute.Buffer) {
+	batch := a.Batch
+	if batch == 0 {
+		return
+	}
+	part := o.grow(&o.part, 2*batch*kernels.Partials)
+	o.args.reset().ptr(part).ptr(addr(a)).i64(a.BatchStride).ptr(addr(b)).i64(b.BatchStride).i64(a.Cols).
+		ptr(addr(c)).i64(c.BatchStride).ptr(addr(d)).i64(d.BatchStride).i64(c.Cols).i64(batch)
+	o.launch(kernels.Dot2Partials, 2*batch*kernels.Partials)
+	var cp uint64
+	if coef != nil {
+		cp = coef.(*buffer).addr
+	}
+	o.args.reset().ptr(cp).ptr(part).f32(v).i64(batch)
+	o.launch(kernels.ClipCoef, batch)
+}
+
+// AxpbyCoefs implements compute.DeviceClipper: the axpby kernel reads the coefficients from
+// device memory, so nothing is staged.
+func (o *Ops) AxpbyCoefs(alpha float32, x compute.Mat, beta float32, y compute.Mat, coef compute.Buffer) {
+	o.args.reset().mat(y).mat(x).ptr(coef.(*buffer).addr).f32(alpha).f32(beta).i64(y.Rows).i64(y.Cols).i64(y.Batch)
+	o.launch(kernels.Axpby, y.Batch*y.Rows*y.Cols)
 }
 
 // ClipStep implements compute.Backend.

@@ -74,6 +74,11 @@ func TestLaunchArgumentsMatchPTX(t *testing.T) {
 	o.ClipStep(0.1, 1, 0.5, row, row, row)
 	o.AddGaussian(row, []uint64{1, 1}, []float32{1, 1}, 0, 0)
 	o.Dots(row, row, make([]float64, 2))
+	coef := o.Alloc(2)
+	o.ClipCoefs(1, row, row, row, row, coef)
+	o.AxpbyCoefs(1, x, 0.5, y, coef)
+	o.AddRowActivate(compute.Tanh, x, row, y)
+	o.ActivateGradSumRows(compute.Tanh, x, y, x, 1, 0, row)
 	if _, err := o.PhiloxRaw(1, 0, 0, 0, 0, 0, 0); err != nil {
 		t.Fatal(err)
 	}

@@ -64,24 +64,37 @@ extern "C" __global__ void gather(float* dst, i64 ds, i64 dbs, const float* src,
 	}
 }
 
-// activate: post = act(pre), computed in float64 and rounded, as the CPU backend does.
+// act_value is act(v), computed in float64 and rounded, as the CPU backend does.
+__device__ __forceinline__ float act_value(int act, float v) {
+	if (act == ACT_TANH) return (float)tanh((double)v);
+	if (act == ACT_SOFTPLUS) {
+		double x = v;
+		// log(1+e^x) = max(x,0) + log1p(e^-|x|), stable for large |x|
+		return (float)(fmax(x, 0.0) + log1p(exp(-fabs(x))));
+	}
+	return go_maxf(v, 0.0f);
+}
+
+// act_grad is g act'(pre) given post = act(pre); each activation reads only what it needs.
+__device__ __forceinline__ float act_grad(int act, const float* pre, const float* post, float g) {
+	if (act == ACT_TANH) {
+		float h = *post;
+		return g * (1.0f - h * h);
+	}
+	if (act == ACT_SOFTPLUS) {
+		double v = *pre;
+		return g * (float)(1.0 / (1.0 + exp(-v)));
+	}
+	return *pre <= 0.0f ? 0.0f : g;
+}
+
+// activate: post = act(pre).
 extern "C" __global__ void activate(int act, const float* pre, i64 ps, i64 pbs, float* post,
                                     i64 qs, i64 qbs, i64 rows, i64 cols, i64 batch) {
 	i64 per = rows * cols;
 	GRID_STRIDE_RC(ix, batch * per, rows, cols) {
 		i64 b = ix.b, r = ix.r, j = ix.j;
-		float v = pre[b * pbs + r * ps + j];
-		float out;
-		if (act == ACT_TANH) {
-			out = (float)tanh((double)v);
-		} else if (act == ACT_SOFTPLUS) {
-			double x = v;
-			// log(1+e^x) = max(x,0) + log1p(e^-|x|), stable for large |x|
-			out = (float)(fmax(x, 0.0) + log1p(exp(-fabs(x))));
-		} else {
-			out = go_maxf(v, 0.0f);
-		}
-		post[b * qbs + r * qs + j] = out;
+		post[b * qbs + r * qs + j] = act_value(act, pre[b * pbs + r * ps + j]);
 	}
 }
 
@@ -93,14 +106,44 @@ extern "C" __global__ void activate_grad(int act, const float* pre, i64 ps, i64 
 	GRID_STRIDE_RC(ix, batch * per, rows, cols) {
 		i64 b = ix.b, r = ix.r, j = ix.j;
 		float* g = grad + b * gbs + r * gs + j;
-		if (act == ACT_TANH) {
-			float h = post[b * qbs + r * qs + j];
-			*g *= 1.0f - h * h;
-		} else if (act == ACT_SOFTPLUS) {
-			double v = pre[b * pbs + r * ps + j];
-			*g *= (float)(1.0 / (1.0 + exp(-v)));
-		} else if (pre[b * pbs + r * ps + j] <= 0.0f) {
-			*g = 0.0f;
+		*g = act_grad(act, pre + b * pbs + r * ps + j, post + b * qbs + r * qs + j, *g);
+	}
+}
+
+// add_row_activate is add_row then activate in one pass: pre[b, r, j] += v[b, j], then
+// post = act(pre), the same float32 operations in the same order.
+extern "C" __global__ void add_row_activate(int act, float* pre, i64 ps, i64 pbs, const float* v,
+                                            i64 vbs, float* post, i64 qs, i64 qbs, i64 rows,
+                                            i64 cols, i64 batch) {
+	i64 per = rows * cols;
+	GRID_STRIDE_RC(ix, batch * per, rows, cols) {
+		i64 b = ix.b, r = ix.r, j = ix.j;
+		float* p = pre + b * pbs + r * ps + j;
+		*p += v[b * vbs + j];
+		post[b * qbs + r * qs + j] = act_value(act, *p);
+	}
+}
+
+// activate_grad_sum_rows is activate_grad then sum_rows of grad into y, one thread per column
+// of a batch element: each grad element is scaled as activate_grad scales it and added to the
+// column's float32 sum in row order, as sum_rows adds it.
+extern "C" __global__ void activate_grad_sum_rows(int act, const float* pre, i64 ps, i64 pbs,
+                                                  const float* post, i64 qs, i64 qbs,
+                                                  float* grad, i64 gs, i64 gbs, float* y, i64 ybs,
+                                                  float alpha, float beta, i64 rows, i64 cols,
+                                                  i64 batch) {
+	GRID_STRIDE_RC(ix, batch * cols, 1, cols) {
+		i64 b = ix.b, j = ix.j;
+		float s = 0.0f;
+		for (i64 r = 0; r < rows; r++) {
+			float* g = grad + b * gbs + r * gs + j;
+			*g = act_grad(act, pre + b * pbs + r * ps + j, post + b * qbs + r * qs + j, *g);
+			s += *g;
 		}
+		float* yp = y + b * ybs + j;
+		if (beta == 0.0f)
+			*yp = alpha * s;
+		else
+			*yp = alpha * s + beta * *yp;
 	}
 }

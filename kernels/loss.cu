@@ -5,14 +5,19 @@
 // the largest logit in float32, the sum of exp(v - max) in float64, lse = max + log(sum). It
 // writes loss = lse - logit[y] and margin = logit[y] - max other logit when their pointers are
 // not null, and dlogits = scale (softmax - onehot) when dl is not null; dl may alias logits
-// (each element is read before it is written).
-extern "C" __global__ void softmax_xent(const float* logits, i64 ls, i64 lbs, const float* labels,
+// (each element is read before it is written). When bias is not null, the row first gets
+// bias[b, :] added in place (add_row fused in: the logits are left with the bias, as add_row
+// leaves them).
+extern "C" __global__ void softmax_xent(float* logits, i64 ls, i64 lbs, const float* labels,
                                         i64 ys, i64 ybs, float scale, float* dl, i64 ds, i64 dbs,
                                         float* loss, i64 loss_s, i64 loss_bs, float* margin,
-                                        i64 ms, i64 mbs, i64 rows, i64 cols, i64 batch) {
+                                        i64 ms, i64 mbs, const float* bias, i64 bbs, i64 rows,
+                                        i64 cols, i64 batch) {
 	GRID_STRIDE_RC(ix, batch * rows, 1, rows) {
 		i64 b = ix.b, r = ix.j;
-		const float* row = logits + b * lbs + r * ls;
+		float* row = logits + b * lbs + r * ls;
+		if (bias)
+			for (i64 j = 0; j < cols; j++) row[j] += bias[b * bbs + j];
 		i64 y = (i64)labels[b * ybs + r * ys];
 		float mx = row[0];
 		for (i64 j = 0; j < cols; j++) mx = go_maxf(mx, row[j]);

@@ -19,6 +19,10 @@ const (
 	ClipStep
 	AddGaussian
 	PhiloxRaw
+	Dot2Partials
+	ClipCoef
+	AddRowActivate
+	ActivateGradSumRows
 	numKernels
 )
 
@@ -27,7 +31,8 @@ var kernelNames = [numKernels]string{
 	Activate: "activate", ActivateGrad: "activate_grad", SoftmaxXent: "softmax_xent",
 	ClipExamplesNorm: "clip_examples_norm", ClipExamplesScale: "clip_examples_scale",
 	DotPartials: "dot_partials", ReducePartials: "reduce_partials", ClipStep: "clip_step",
-	AddGaussian: "add_gaussian", PhiloxRaw: "philox_raw",
+	AddGaussian: "add_gaussian", PhiloxRaw: "philox_raw", Dot2Partials: "dot2_partials", ClipCoef: "clip_coef",
+	AddRowActivate: "add_row_activate", ActivateGradSumRows: "activate_grad_sum_rows",
 }
 
 // Name is the kernel's entry point (its extern "C" name).

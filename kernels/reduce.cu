@@ -54,3 +54,45 @@ extern "C" __global__ void clip_step(float* w, i64 wbs, const float* g, i64 gbs,
 		}
 	}
 }
+
+// dot2_partials is dot_partials for two inner products per batch element in one launch:
+// part[b * 2P + p] are the partial sums of <a_b, b_b> (acols long) and part[b * 2P + P + p]
+// those of <c_b, d_b> (ccols long), each split as dot_partials splits.
+extern "C" __global__ void dot2_partials(double* part, const float* a, i64 abs_, const float* b,
+                                         i64 bbs, i64 acols, const float* c, i64 cbs,
+                                         const float* d, i64 dbs, i64 ccols, i64 batch) {
+	GRID_STRIDE(i, batch * 2 * FEDAUDIT_PARTIALS) {
+		i64 e = i / (2 * FEDAUDIT_PARTIALS), q = i % (2 * FEDAUDIT_PARTIALS);
+		i64 p = q % FEDAUDIT_PARTIALS;
+		const float *x, *y;
+		i64 cols;
+		if (q < FEDAUDIT_PARTIALS) {
+			x = a + e * abs_, y = b + e * bbs, cols = acols;
+		} else {
+			x = c + e * cbs, y = d + e * dbs, cols = ccols;
+		}
+		double s = 0;
+		for (i64 j = p; j < cols; j += FEDAUDIT_PARTIALS) s += (double)x[j] * (double)y[j];
+		part[i] = s;
+	}
+}
+
+// clip_coef turns the partial sums of dot2_partials into clip factors: n_b is the sum of the
+// first inner product plus the sum of the second (each reduced in index order, as
+// reduce_partials does), and coef[b] = v / sqrt(n_b) when that is below 1, NaN when n_b is
+// NaN, else 1; exactly the host arithmetic it replaces, so the factors stay on the device.
+extern "C" __global__ void clip_coef(float* coef, const double* part, float v, i64 batch) {
+	GRID_STRIDE(e, batch) {
+		const double* p = part + e * 2 * FEDAUDIT_PARTIALS;
+		double s1 = 0, s2 = 0;
+		for (int q = 0; q < FEDAUDIT_PARTIALS; q++) s1 += p[q];
+		for (int q = 0; q < FEDAUDIT_PARTIALS; q++) s2 += p[FEDAUDIT_PARTIALS + q];
+		double n = sqrt(s1 + s2);
+		float c = 1.0f;
+		if (n > (double)v)
+			c = (float)((double)v / n);
+		else if (n != n)
+			c = __int_as_float(0x7fc00000);  // NaN
+		coef[e] = c;
+	}
+}

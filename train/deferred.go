@@ -37,6 +37,7 @@ type deferredState struct {
 	u, shadow compute.Buffer // factors: R x window x K B x h, and R x K B x h for the informed shadow
 	p         compute.Buffer // R x K B x h: the client's first-layer pre-activations
 	gram      compute.Buffer // K B x K B
+	idx       []int32        // a client's K minibatches' sample indices
 	// Per slot: the client whose minibatches it holds (round, client), and whether the
 	// two worlds' minibatches differ (the target sample or client is in them).
 	slotRound, slotClient []int
@@ -68,6 +69,7 @@ func newDeferred(e *engine) *deferredState {
 	}
 	ds.p = be.Alloc(R * ds.kb * ds.h)
 	ds.gram = be.Alloc(ds.kb * ds.kb)
+	ds.idx = make([]int32, ds.kb)
 	ds.slotRound = slices.Repeat([]int{-1}, ds.window)
 	ds.slotClient = slices.Repeat([]int{-1}, ds.window)
 	ds.split = make([]bool, ds.window)
@@ -96,33 +98,30 @@ func (ds *deferredState) factors(shadow bool, s, first, count, stride int) compu
 }
 
 // gather draws client i's K minibatches of round t into its slot, for both worlds when they
-// differ.
+// differ. The K minibatches' indices are drawn first and gathered by one Gather per world and
+// array (on a GPU, two launches per world instead of two per step).
 func (e *engine) gatherDeferred(ds *deferredState, t, i int) {
 	be := e.be
 	s := ds.slot(i)
 	B := e.cfg.BatchSize
 	ds.split[s] = i == e.target.Client && e.target.WholeClient
-	idx := e.idx[:B]
 	for k := 0; k < e.cfg.LocalSteps; k++ {
 		rng := philox.NewRand(e.cfg.Seed, uint32(t), uint32(i), philox.DomainBatch, uint32(k))
 		philox.SamplePrefix(&rng, e.perm[:e.data[0][i].n], B)
+		idx := ds.idx[k*B : (k+1)*B]
 		copy(idx, e.perm[:B])
 		if i == e.target.Client && slices.Contains(idx, int32(e.target.Index)) {
 			ds.split[s] = true
 		}
-		for w := 0; w < 2; w++ {
-			if w == 1 && i != e.target.Client {
-				break
-			}
-			cd := &e.data[w][i]
-			x, y := ds.x(e, w, s, 1)
-			x.Off += k * B * e.dim
-			x.Rows = B
-			y.Off += k * B
-			y.Rows = B
-			be.Gather(x, cd.x, idx)
-			be.Gather(y, cd.y, idx)
+	}
+	for w := 0; w < 2; w++ {
+		if w == 1 && i != e.target.Client {
+			break
 		}
+		cd := &e.data[w][i]
+		x, y := ds.x(e, w, s, 1)
+		be.Gather(x, cd.x, ds.idx)
+		be.Gather(y, cd.y, ds.idx)
 	}
 	ds.slotRound[s], ds.slotClient[s] = t, i
 }
@@ -219,13 +218,22 @@ func (e *engine) flushDeferred(ds *deferredState, n int) {
 	be, m := e.be, ds.model
 	split := slices.Contains(ds.split[:n], true)
 	if split {
-		// World 1 reads its own rows of a split slot and world 0's rows of the others.
-		for s := 0; s < n; s++ {
-			if !ds.split[s] {
-				x0, _ := ds.x(e, 0, s, 1)
-				x1, _ := ds.x(e, 1, s, 1)
-				be.Axpby(1, x0, 0, x1, nil)
+		// World 1 reads its own rows of a split slot and world 0's rows of the others, copied
+		// a run of adjacent slots at a time (slots are contiguous: one copy per run).
+		for s0 := 0; s0 < n; {
+			if ds.split[s0] {
+				s0++
+				continue
 			}
+			s1 := s0 + 1
+			for s1 < n && !ds.split[s1] {
+				s1++
+			}
+			x0, _ := ds.x(e, 0, s0, 1)
+			x1, _ := ds.x(e, 1, s0, 1)
+			x0.Rows, x1.Rows = (s1-s0)*ds.kb, (s1-s0)*ds.kb
+			be.Axpby(1, x0, 0, x1, nil)
+			s0 = s1
 		}
 	}
 	for w := 0; w < worlds(split); w++ {

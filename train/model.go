@@ -90,6 +90,7 @@ type mlpWorkspace struct {
 	gx, gd           compute.Buffer // Gram matrices x x^T (shared) and delta delta^T (per replica)
 	ghost, rest      []float64      // squared norms: first-layer weights, all other parameters
 	coef             []float32
+	coefDev          compute.Buffer // the clip factors in a compute.DeviceClipper's memory
 }
 
 func (m *MLP) newWorkspace(be compute.Backend, maxRows, maxBatch int) workspace {
@@ -120,8 +121,9 @@ func (m *MLP) bias(p compute.Mat, l int) compute.Mat {
 }
 
 // forward leaves pre-activations in ws.pres, activations in ws.posts and each layer's input
-// in ws.inputs; it returns the logits. When pre0.Buf is not nil it holds the first layer's
-// pre-activation (x W_0^T + b_0) already, as the deferred step computes it (deferred.go).
+// in ws.inputs; it returns the logits without the last layer's bias, which the caller adds
+// with the softmax (addRowSoftmaxXent). When pre0.Buf is not nil it holds the first layer's
+// x W_0^T already, as the deferred step computes it (deferred.go); forward adds the bias.
 func (m *MLP) forward(be compute.Backend, ws *mlpWorkspace, params, x, pre0 compute.Mat) compute.Mat {
 	n, G, L := x.Rows, params.Batch, len(m.Sizes)-1
 	in := x
@@ -133,32 +135,64 @@ func (m *MLP) forward(be compute.Backend, ws *mlpWorkspace, params, x, pre0 comp
 			pre = pre0
 		} else {
 			be.Gemm(false, true, 1, in, m.weight(params, l), 0, pre)
-			be.AddRow(pre, m.bias(params, l))
 		}
 		ws.pres[l] = pre
 		if l+1 == L {
 			return pre
 		}
 		post := actMat(ws.post[l], n, m.Sizes[l+1], G)
-		be.Activate(m.Act, pre, post)
+		addRowActivate(be, m.Act, pre, m.bias(params, l), post)
 		ws.posts[l] = post
 		in = post
 	}
 	panic("unreachable")
 }
 
+// addRowActivate, activateGradSumRows and addRowSoftmaxXent are the pairs of compute.Fuser,
+// fused when the backend can (one GPU launch instead of two, the same bits).
+func addRowActivate(be compute.Backend, act compute.Activation, pre, bias, post compute.Mat) {
+	if f, ok := be.(compute.Fuser); ok {
+		f.AddRowActivate(act, pre, bias, post)
+		return
+	}
+	be.AddRow(pre, bias)
+	be.Activate(act, pre, post)
+}
+
+func activateGradSumRows(be compute.Backend, act compute.Activation, pre, post, grad, y compute.Mat) {
+	if f, ok := be.(compute.Fuser); ok {
+		f.ActivateGradSumRows(act, pre, post, grad, 1, 0, y)
+		return
+	}
+	be.ActivateGrad(act, pre, post, grad)
+	be.SumRows(1, grad, 0, y)
+}
+
+func addRowSoftmaxXent(be compute.Backend, logits, bias, labels compute.Mat, scale float32, dlogits, loss, margin compute.Mat) {
+	if f, ok := be.(compute.Fuser); ok {
+		f.AddRowSoftmaxXent(logits, bias, labels, scale, dlogits, loss, margin)
+		return
+	}
+	be.AddRow(logits, bias)
+	be.SoftmaxXent(logits, labels, scale, dlogits, loss, margin)
+}
+
 func (m *MLP) grad(be compute.Backend, w workspace, params, x, y, grad compute.Mat, perExample float32) {
 	ws := w.(*mlpWorkspace)
-	m.backward(be, ws, params, x, y, perExample, compute.Mat{})
+	fused := m.backward(be, ws, params, x, y, perExample, compute.Mat{}, grad)
 	for l := 0; l < len(m.Sizes)-1; l++ {
 		be.Gemm(true, false, 1, ws.deltas[l], ws.inputs[l], 0, m.weight(grad, l))
-		be.SumRows(1, ws.deltas[l], 0, m.bias(grad, l))
+		if !fused || l == len(m.Sizes)-2 {
+			be.SumRows(1, ws.deltas[l], 0, m.bias(grad, l))
+		}
 	}
 }
 
 // backward leaves every layer's delta (gradient of the loss with respect to its
-// pre-activation, per example) in ws.deltas.
-func (m *MLP) backward(be compute.Backend, ws *mlpWorkspace, params, x, y compute.Mat, perExample float32, pre0 compute.Mat) {
+// pre-activation, per example) in ws.deltas. Without per-example clipping and with grad given,
+// it also writes the bias gradients of every layer but the last into grad while it computes
+// the deltas (activateGradSumRows) and returns true; the caller sums the last layer's.
+func (m *MLP) backward(be compute.Backend, ws *mlpWorkspace, params, x, y compute.Mat, perExample float32, pre0, grad compute.Mat) bool {
 	n, G, L := x.Rows, params.Batch, len(m.Sizes)-1
 	logits := m.forward(be, ws, params, x, pre0)
 	scale := 1 / float32(n)
@@ -168,30 +202,37 @@ func (m *MLP) backward(be compute.Backend, ws *mlpWorkspace, params, x, y comput
 	labels := y
 	labels.Batch = G
 	dl := actMat(ws.delta[L-1], n, m.Sizes[L], G)
-	be.SoftmaxXent(logits, labels, scale, dl, compute.Mat{}, compute.Mat{})
+	addRowSoftmaxXent(be, logits, m.bias(params, L-1), labels, scale, dl, compute.Mat{}, compute.Mat{})
 	ws.deltas[L-1] = dl
+	// Per-example clipping rescales the deltas after this loop, so the bias sums must wait.
+	fused := perExample == 0 && grad.Buf != nil
 	for l := L - 1; l > 0; l-- {
 		d := actMat(ws.delta[l-1], n, m.Sizes[l], G)
 		be.Gemm(false, false, 1, ws.deltas[l], m.weight(params, l), 0, d)
-		be.ActivateGrad(m.Act, ws.pres[l-1], ws.posts[l-1], d)
+		if fused {
+			activateGradSumRows(be, m.Act, ws.pres[l-1], ws.posts[l-1], d, m.bias(grad, l-1))
+		} else {
+			be.ActivateGrad(m.Act, ws.pres[l-1], ws.posts[l-1], d)
+		}
 		ws.deltas[l-1] = d
 	}
 	if perExample > 0 {
 		be.ClipExamples(perExample, ws.deltas, ws.inputs)
 	}
+	return fused
 }
 
 // step implements fusedStepper: w <- w - eta (c g + alpha (w - anchor)), c = 1/max(1, ||g||/v).
 // grad receives the gradient of every parameter but the first layer's weights.
 func (m *MLP) step(be compute.Backend, w workspace, params, x, y, anchor, grad compute.Mat, eta, v, alpha float32) {
 	ws := w.(*mlpWorkspace)
-	m.backward(be, ws, params, x, y, 0, compute.Mat{})
-	coef := m.stepRest(be, ws, params, x, anchor, grad, eta, v, alpha)
+	fused := m.backward(be, ws, params, x, y, 0, compute.Mat{}, grad)
+	coef := m.stepRest(be, ws, params, x, anchor, grad, eta, v, alpha, fused)
 	if alpha != 0 {
 		be.Axpby(eta*alpha, m.weight(anchor, 0), 1-eta*alpha, m.weight(params, 0), nil)
 	}
 	d0 := ws.deltas[0]
-	be.Axpby(-eta, d0, 0, d0, coef)
+	coef.axpby(be, -eta, d0, 0, d0)
 	be.Gemm(true, false, 1, d0, ws.inputs[0], 1, m.weight(params, 0))
 }
 
@@ -222,10 +263,9 @@ func (m *MLP) deferredStep(be compute.Backend, w workspace, params, x, y, pre0, 
 			be.Axpby(1-eta*alpha, prev, 0, prev, nil)
 		}
 	}
-	be.AddRow(pre0, m.bias(params, 0))
-	m.backward(be, ws, params, x, y, 0, pre0)
-	coef := m.stepRest(be, ws, params, x, anchor, grad, eta, v, alpha)
-	be.Axpby(-eta, ws.deltas[0], 0, u, coef)
+	fused := m.backward(be, ws, params, x, y, 0, pre0, grad)
+	coef := m.stepRest(be, ws, params, x, anchor, grad, eta, v, alpha, fused)
+	coef.axpby(be, -eta, ws.deltas[0], 0, u)
 }
 
 // rest views every parameter but the first weight matrix (b_0, W_1, b_1, ...: contiguous).
@@ -248,23 +288,43 @@ func (m *MLP) xGram(be compute.Backend, ws *mlpWorkspace, x compute.Mat) compute
 	return gx
 }
 
+// clipCoefs are a step's clip factors, one per replica: on the host (host), or in the
+// backend's memory (dev) when it is a compute.DeviceClipper, so that a GPU never copies them
+// back; the two hold the same values.
+type clipCoefs struct {
+	host []float32
+	dev  compute.Buffer
+}
+
+// axpby is be.Axpby with the factors as coefficients.
+func (c clipCoefs) axpby(be compute.Backend, alpha float32, x compute.Mat, beta float32, y compute.Mat) {
+	if c.dev != nil {
+		be.(compute.DeviceClipper).AxpbyCoefs(alpha, x, beta, y, c.dev)
+		return
+	}
+	be.Axpby(alpha, x, beta, y, c.host)
+}
+
 // stepRest finishes a clipped step after backward: it computes the clip factors c (the first
 // layer's weight-gradient norm from Gram matrices) and updates every parameter but the first
-// weight matrix, which the caller updates from ws.deltas[0] and c. It returns c.
-func (m *MLP) stepRest(be compute.Backend, ws *mlpWorkspace, params, x, anchor, grad compute.Mat, eta, v, alpha float32) []float32 {
+// weight matrix, which the caller updates from ws.deltas[0] and c. It returns c. With
+// biasDone, backward has written the bias gradients of every layer but the last.
+func (m *MLP) stepRest(be compute.Backend, ws *mlpWorkspace, params, x, anchor, grad compute.Mat, eta, v, alpha float32, biasDone bool) clipCoefs {
 	n, G, L := x.Rows, params.Batch, len(m.Sizes)-1
 	for l := 0; l < L; l++ {
 		if l > 0 {
 			be.Gemm(true, false, 1, ws.deltas[l], ws.inputs[l], 0, m.weight(grad, l))
 		}
-		be.SumRows(1, ws.deltas[l], 0, m.bias(grad, l))
+		if !biasDone || l == L-1 {
+			be.SumRows(1, ws.deltas[l], 0, m.bias(grad, l))
+		}
 	}
-	coef := ws.coef[:G]
-	for r := range coef {
-		coef[r] = 1
+	coef := clipCoefs{host: ws.coef[:G]}
+	for r := range coef.host {
+		coef.host[r] = 1
 	}
 	if v > 0 {
-		if ws.gd == nil || ws.gd.Len() < len(coef)*n*n { // first step only: the batch size is fixed
+		if ws.gd == nil || ws.gd.Len() < len(ws.coef)*n*n { // first step only: the batch size is fixed
 			ws.gd = be.Alloc(len(ws.coef) * n * n)
 		}
 		gx := m.xGram(be, ws, x)
@@ -273,22 +333,31 @@ func (m *MLP) stepRest(be compute.Backend, ws *mlpWorkspace, params, x, anchor, 
 		be.Gemm(false, true, 1, d0, d0, 0, gd)
 		gx = compute.Mat{Buf: ws.gx, Rows: 1, Cols: n * n, Stride: n * n, Batch: G}
 		gd = compute.Mat{Buf: ws.gd, Rows: 1, Cols: n * n, Stride: n * n, Batch: G, BatchStride: n * n}
-		be.Dots(gx, gd, ws.ghost[:G])
-		be.Dots(m.rest(grad), m.rest(grad), ws.rest[:G])
-		for r := range coef {
-			nn := math.Sqrt(ws.ghost[r] + ws.rest[r])
-			switch {
-			case nn > float64(v):
-				coef[r] = float32(float64(v) / nn)
-			case math.IsNaN(nn):
-				coef[r] = float32(math.NaN())
+		if dc, ok := be.(compute.DeviceClipper); ok {
+			// The factors stay in the backend's memory: no read back to the host per step.
+			if ws.coefDev == nil {
+				ws.coefDev = be.Alloc(len(ws.coef))
+			}
+			dc.ClipCoefs(v, gx, gd, m.rest(grad), m.rest(grad), ws.coefDev)
+			coef = clipCoefs{dev: ws.coefDev}
+		} else {
+			be.Dots(gx, gd, ws.ghost[:G])
+			be.Dots(m.rest(grad), m.rest(grad), ws.rest[:G])
+			for r := range coef.host {
+				nn := math.Sqrt(ws.ghost[r] + ws.rest[r])
+				switch {
+				case nn > float64(v):
+					coef.host[r] = float32(float64(v) / nn)
+				case math.IsNaN(nn):
+					coef.host[r] = float32(math.NaN())
+				}
 			}
 		}
 	}
 	if alpha != 0 {
 		be.Axpby(eta*alpha, m.rest(anchor), 1-eta*alpha, m.rest(params), nil)
 	}
-	be.Axpby(-eta, m.rest(grad), 1, m.rest(params), coef)
+	coef.axpby(be, -eta, m.rest(grad), 1, m.rest(params))
 	return coef
 }
 
@@ -297,7 +366,7 @@ func (m *MLP) eval(be compute.Backend, w workspace, params, x, y, loss, margin c
 	logits := m.forward(be, ws, params, x, compute.Mat{})
 	labels := y
 	labels.Batch = params.Batch
-	be.SoftmaxXent(logits, labels, 0, compute.Mat{}, loss, margin)
+	addRowSoftmaxXent(be, logits, m.bias(params, len(m.Sizes)-2), labels, 0, compute.Mat{}, loss, margin)
 }
 
 // Quadratic is the exact reference model of the theory sheet: client i's local loss is

@@ -95,7 +95,7 @@ if [ "$mode" = gpu ]; then
   if [ -n "$sanitizer" ]; then
     # One sync per launch so that a report names its kernel; a subset (memcheck is slow).
     step memcheck "compute-sanitizer memcheck, parity subset" env FEDAUDIT_CUDA_SYNC=1 "$sanitizer" --tool memcheck --error-exitcode 1 \
-      "$gputest" -test.run '^TestParity$/^(Axpby|Gather|SoftmaxXent|ClipExamples|ClipStep|Dots|AddGaussian|Gemm)$' $T
+      "$gputest" -test.run '^TestParity$/^(Axpby|Gather|SoftmaxXent|ClipExamples|ClipStep|Dots|ClipCoefs|AxpbyCoefs|Fused|AddGaussian|Gemm)$' $T
   else
     skip memcheck "compute-sanitizer not found (PATH, CUDA_HOME, /usr/local/cuda)"
   fi
@@ -124,7 +124,7 @@ else
     # The parity subset, then a deliberate out-of-bounds write that ASan must catch.
     shim_asan() {
       env FEDAUDIT_SHIM_ASAN=1 LD_PRELOAD="$asan" ASAN_OPTIONS=detect_leaks=0 "$shimtest" \
-        -test.run '^TestParity$/^(Axpby|Gather|SoftmaxXent|ClipExamples|ClipStep|Dots|AddGaussian|Gemm)$' $T &&
+        -test.run '^TestParity$/^(Axpby|Gather|SoftmaxXent|ClipExamples|ClipStep|Dots|ClipCoefs|AxpbyCoefs|Fused|AddGaussian|Gemm)$' $T &&
         env FEDAUDIT_SHIM_ASAN=1 LD_PRELOAD="$asan" ASAN_OPTIONS=detect_leaks=0 "$shimtest" \
           -test.run '^TestASanCatchesOutOfBounds$' $T
     }

@@ -53,6 +53,9 @@ func All(t *testing.T, f Factory) {
 		{"ClipStep", testClipStep},
 		{"ClipStepNaN", testClipStepNaN},
 		{"Dots", testDots},
+		{"ClipCoefs", testClipCoefs},
+		{"AxpbyCoefs", testAxpbyCoefs},
+		{"Fused", testFused},
 		{"RunsMatchCPU", testRunsMatchCPU},
 	}
 	for _, tc := range tests {

@@ -415,3 +415,143 @@ func testDots(t *testing.T, f Factory) {
 		}
 	})
 }
+
+// ClipCoefs: the two inner products are float64 sums in another order than the CPU's (as in
+// Dots: relative error below 1e-12), so the factor v / sqrt(n) agrees within 1 float32 ulp;
+// a factor of exactly 1 (no clipping) and NaN (a NaN gradient) must agree exactly, and only
+// the poisoned replica is NaN. The second product is longer than the first and reads a
+// broadcast operand (as the engine's Gram matrix of the shared minibatch is).
+func testClipCoefs(t *testing.T, f Factory) {
+	forEachRow(t, f, func(t *testing.T, w *twin, s shape) {
+		s2 := shape{rows: 1, cols: s.cols + 3, batch: s.batch}
+		for _, c := range []struct {
+			v   float32
+			nan bool
+		}{{0.5, false}, {1e6, false}, {3, false}, {0.5, true}} {
+			// Positive operands: the sum is a squared norm in the engine, never negative.
+			pos := func(int) float32 { return float32(math.Abs(w.rng.NormFloat64())) }
+			a, b := w.buf(s.size(), pos), w.buf(s.size(), pos)
+			cb := w.buf(broadcast(s2).size(), pos)
+			d := w.buf(s2.size(), func(i int) float32 {
+				if c.nan && s.batch > 1 && i == s2.cols+1 {
+					return float32(math.NaN()) // replica 1 only
+				}
+				return pos(i)
+			})
+			am, bm := w.mat(a, s.mat()), w.mat(b, s.mat())
+			cm, dm := w.mat(cb, broadcast(s2).mat()), w.mat(d, s2.mat())
+			coef := w.buf(s.batch+1, func(int) float32 { return 42 })
+			for side, be := range []compute.Backend{w.cpu, w.ops} {
+				be.(compute.DeviceClipper).ClipCoefs(c.v, am[side], bm[side], cm[side], dm[side], w.bufs[coef][side])
+			}
+			w.sameULP(coef, 1, fmt.Sprintf("%+v", c))
+			want, got := w.get(coef)
+			if got[s.batch] != 42 {
+				t.Errorf("%+v: the value past the batch was overwritten: %v", c, got[s.batch])
+			}
+			for r := range want[:s.batch] {
+				if (want[r] == 1) != (got[r] == 1) || (want[r] != want[r]) != (got[r] != got[r]) {
+					t.Errorf("%+v replica %d: cpu factor %v, kernels %v", c, r, want[r], got[r])
+				}
+				if nan := got[r] != got[r]; nan != (c.nan && r == 1) {
+					t.Errorf("%+v replica %d: factor %v", c, r, got[r])
+				}
+			}
+		}
+	})
+}
+
+// AxpbyCoefs is Axpby with the coefficients in the backend's memory: bit for bit as Axpby.
+func testAxpbyCoefs(t *testing.T, f Factory) {
+	forEach(t, f, func(t *testing.T, w *twin, s shape) {
+		for _, beta := range []float32{0, 1, 0.25} {
+			y, x := w.normal(s.size()), w.normal(s.size())
+			coef := w.buf(max(s.batch, 1), func(b int) float32 { return float32(b%3) - 0.5 })
+			ym, xm := w.mat(y, s.mat()), w.mat(x, s.mat())
+			for side, be := range []compute.Backend{w.cpu, w.ops} {
+				be.(compute.DeviceClipper).AxpbyCoefs(-1.5, xm[side], beta, ym[side], w.bufs[coef][side])
+			}
+			w.sameULP(y, 0, fmt.Sprintf("beta %v", beta))
+		}
+	})
+}
+
+// The fused operations of compute.Fuser must give the bits of the pair they stand for on the
+// same backend (the CPU side of the pair is checked by the tests of each operation): each case
+// runs the fused form on one copy of the inputs and the pair on another, both on the tested
+// backend, and compares every output bit for bit, NaN padding outside the views included.
+func testFused(t *testing.T, f Factory) {
+	acts := []compute.Activation{compute.Tanh, compute.Softplus, compute.ReLU}
+	forEach(t, f, func(t *testing.T, w *twin, s shape) {
+		fu, ok := w.ops.(compute.Fuser)
+		if !ok {
+			t.Skip("the backend has no fused operations")
+		}
+		// twice makes two copies of the same values (ids a, b).
+		twice := func(n int, fill func(int) float32) (int, int) {
+			vals := make([]float32, n)
+			for i := range vals {
+				vals[i] = fill(i)
+			}
+			return w.buf(n, func(i int) float32 { return vals[i] }), w.buf(n, func(i int) float32 { return vals[i] })
+		}
+		normal := func(int) float32 { return float32(w.rng.NormFloat64()) }
+		nan := func(int) float32 { return float32(math.NaN()) }
+		same := func(a, b int, what string) {
+			t.Helper()
+			_, x := w.get(a)
+			_, y := w.get(b)
+			for i := range x {
+				if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
+					t.Errorf("%s: element %d: fused %v, pair %v", what, i, x[i], y[i])
+					return
+				}
+			}
+		}
+		row := shape{rows: 1, cols: s.cols, batch: s.batch, bstride: s.cols + 1}
+		for _, act := range acts {
+			pa, pb := twice(s.size(), normal)
+			qa, qb := twice(s.size(), nan)
+			bias := w.mat(w.normal(broadcast(row).size()), broadcast(row).mat())
+			fu.AddRowActivate(act, w.mat(pa, s.mat())[1], bias[1], w.mat(qa, s.mat())[1])
+			w.ops.AddRow(w.mat(pb, s.mat())[1], bias[1])
+			w.ops.Activate(act, w.mat(pb, s.mat())[1], w.mat(qb, s.mat())[1])
+			same(pa, pb, fmt.Sprint("AddRowActivate pre, ", act))
+			same(qa, qb, fmt.Sprint("AddRowActivate post, ", act))
+
+			pre := w.mat(preValues(w, s.size()), s.mat())
+			post := w.mat(w.normal(s.size()), s.mat())
+			ga, gb := twice(s.size(), normal)
+			for _, beta := range []float32{0, 0.5} {
+				fill := normal
+				if beta == 0 {
+					fill = nan // y is write-only
+				}
+				ya, yb := twice(row.size(), fill)
+				fu.ActivateGradSumRows(act, pre[1], post[1], w.mat(ga, s.mat())[1], 1.5, beta, w.mat(ya, row.mat())[1])
+				w.ops.ActivateGrad(act, pre[1], post[1], w.mat(gb, s.mat())[1])
+				w.ops.SumRows(1.5, w.mat(gb, s.mat())[1], beta, w.mat(yb, row.mat())[1])
+				same(ga, gb, fmt.Sprint("ActivateGradSumRows grad, ", act))
+				same(ya, yb, fmt.Sprint("ActivateGradSumRows sums, ", act))
+			}
+		}
+		if s.cols < 2 {
+			return
+		}
+		la, lb := twice(s.size(), normal)
+		ls := shape{rows: s.rows, cols: 1, batch: s.batch, stride: 1, bstride: -1}
+		labels := w.mat(w.buf(ls.size(), func(i int) float32 { return float32((i*7 + 3) % s.cols) }), ls.mat())
+		bias := w.mat(w.normal(row.size()), row.mat())
+		out := shape{rows: s.rows, cols: 1, batch: s.batch, stride: 2, bstride: 2*s.rows + 1}
+		da, db := twice(s.size(), nan)
+		lossA, lossB := twice(out.size(), nan)
+		mA, mB := twice(out.size(), nan)
+		fu.AddRowSoftmaxXent(w.mat(la, s.mat())[1], bias[1], labels[1], 0.25, w.mat(da, s.mat())[1], w.mat(lossA, out.mat())[1], w.mat(mA, out.mat())[1])
+		w.ops.AddRow(w.mat(lb, s.mat())[1], bias[1])
+		w.ops.SoftmaxXent(w.mat(lb, s.mat())[1], labels[1], 0.25, w.mat(db, s.mat())[1], w.mat(lossB, out.mat())[1], w.mat(mB, out.mat())[1])
+		same(la, lb, "AddRowSoftmaxXent logits")
+		same(da, db, "AddRowSoftmaxXent dlogits")
+		same(lossA, lossB, "AddRowSoftmaxXent loss")
+		same(mA, mB, "AddRowSoftmaxXent margin")
+	})
+}

@@ -63,7 +63,8 @@ const entry table[] = {
     K(axpby),         K(add_row),         K(sum_rows),           K(gather),
     K(activate),      K(activate_grad),   K(softmax_xent),       K(clip_examples_norm),
     K(clip_examples_scale), K(dot_partials), K(reduce_partials), K(clip_step),
-    K(add_gaussian),  K(philox_raw),
+    K(add_gaussian),  K(philox_raw),      K(dot2_partials),      K(clip_coef),
+    K(add_row_activate), K(activate_grad_sum_rows),
 };
 #undef K
 
