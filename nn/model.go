@@ -186,8 +186,9 @@ func Build[T Float](spec Spec, g Gemm[T]) (*Model[T], error) {
 	if spec.Kind != "" && spec.Kind != "sequential" {
 		return nil, fmt.Errorf("nn: model kind %q: only sequential specs build here", spec.Kind)
 	}
-	if len(spec.Input) != 3 || spec.Input[0] < 1 || spec.Input[1] < 1 || spec.Input[2] < 1 {
-		return nil, fmt.Errorf("nn: input %v: want [channels, height, width], each >= 1", spec.Input)
+	if len(spec.Input) != 3 || spec.Input[0] < 1 || spec.Input[1] < 1 || spec.Input[2] < 1 ||
+		spec.Input[0] > maxDim || spec.Input[1] > maxDim || spec.Input[2] > maxDim || spec.Input[0]*spec.Input[1]*spec.Input[2] > maxValues {
+		return nil, fmt.Errorf("nn: input %v: want [channels, height, width], each in 1..%d, at most %d values", spec.Input, maxDim, maxValues)
 	}
 	if len(spec.Layers) == 0 {
 		return nil, errors.New("nn: no layers")
@@ -198,6 +199,9 @@ func Build[T Float](spec Spec, g Gemm[T]) (*Model[T], error) {
 	var errs []error
 	for i, s := range spec.Layers {
 		l, err := buildLayer[T](s, sh)
+		if err == nil {
+			err = checkSize(l)
+		}
 		if err != nil {
 			errs = append(errs, &ShapeError{Layer: i + 1, Kind: s.Kind, In: sh, Msg: err.Error()})
 			break // later shapes are unknown
@@ -221,10 +225,30 @@ func Build[T Float](spec Spec, g Gemm[T]) (*Model[T], error) {
 	return m, nil
 }
 
+// Limits that keep every size computation far from int overflow and refuse specs that could
+// not be trained anyway (a spec is outside data).
+const (
+	maxDim    = 1 << 16 // channels, features, height, width, kernel, stride, padding
+	maxValues = 1 << 26 // values of one sample's activation, parameters of one layer
+)
+
+func checkSize[T Float](l layer[T]) error {
+	o := l.out()
+	if o.C > maxDim || o.H > maxDim || o.W > maxDim || o.Size() > maxValues || l.numParams() > maxValues {
+		return fmt.Errorf("output %v with %d parameters is beyond the limits (%d per dimension, %d values)", o, l.numParams(), maxDim, maxValues)
+	}
+	return nil
+}
+
 func convOut(n, k, s, p int) int { return (n+2*p-k)/s + 1 }
 
 func buildLayer[T Float](s LayerSpec, in Shape) (layer[T], error) {
 	stride := s.Stride
+	for _, v := range []int{s.Out, s.Kernel, s.Stride, s.Padding, s.Groups} {
+		if v > maxDim || v < -maxDim {
+			return nil, fmt.Errorf("a size of %d is beyond the limit %d", v, maxDim)
+		}
+	}
 	switch strings.ToLower(s.Kind) {
 	case "conv2d":
 		if s.Out < 1 || s.Kernel < 1 || s.Stride < 0 || s.Padding < 0 {
@@ -283,14 +307,14 @@ func buildResidual[T Float](s LayerSpec, in Shape) (layer[T], error) {
 	if out == 0 {
 		out = in.C
 	}
+	if out < 0 || stride < 0 || s.Kernel != 0 || s.Padding != 0 {
+		return nil, fmt.Errorf("takes out >= 0 (0 keeps the channels), stride >= 0 and no kernel or padding (its convolutions are 3x3; have out %d, stride %d, kernel %d, padding %d)", s.Out, s.Stride, s.Kernel, s.Padding)
+	}
 	if stride == 0 {
 		stride = 1
 	}
 	if groups < 1 || out%groups != 0 {
 		return nil, fmt.Errorf("groups %d must be >= 1 and divide the %d output channels", groups, out)
-	}
-	if in.H < 1+stride-1 || in.W < 1 {
-		return nil, errors.New("input too small")
 	}
 	c1 := &conv[T]{ish: in, osh: Shape{out, convOut(in.H, 3, stride, 1), convOut(in.W, 3, stride, 1)}, k: 3, s: stride, p: 1}
 	if c1.osh.H < 1 || c1.osh.W < 1 {
