@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 )
 
 // Shape is the shape of one sample: channels, height, width (a feature vector is F x 1 x 1).
@@ -14,10 +15,32 @@ func (s Shape) Size() int { return s.C * s.H * s.W }
 
 func (s Shape) String() string { return fmt.Sprintf("%dx%dx%d", s.C, s.H, s.W) }
 
-// run is the context of one pass: the GEMM, R replicas, B samples, d parameters per replica.
+// run is the context of one pass: the GEMM, R replicas, B samples, d parameters per replica,
+// the goroutines for the work outside the GEMM.
 type run[T Float] struct {
-	g       Gemm[T]
-	R, B, d int
+	g                Gemm[T]
+	R, B, d, threads int
+}
+
+// par calls fn on contiguous ranges covering 0..n-1, on up to c.threads goroutines. Callers
+// split only work whose parts write disjoint memory and compute each value in one fixed order,
+// so results do not depend on the thread count.
+func (c *run[T]) par(n int, fn func(lo, hi int)) {
+	t := min(c.threads, n)
+	if t <= 1 {
+		fn(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for k := 0; k < t; k++ {
+		lo, hi := k*n/t, (k+1)*n/t
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(lo, hi)
+		}()
+	}
+	wg.Wait()
 }
 
 // layer is one replica-batched layer. x holds R inputs at replica stride xs (0: one input shared
@@ -60,31 +83,30 @@ func uniformInit[T Float](w []T, fanIn int, rng *rand.Rand) {
 	}
 }
 
-// im2col writes the patches of one input [C][B][H][W] as cols [C*k*k][B*OH*OW].
-func (l *conv[T]) im2col(x, cols []T, B int) {
+// im2col writes rows q0..q1-1 of the patches of one input [C][B][H][W], cols [C*k*k][B*OH*OW]
+// (row (c*k + i)*k + j holds input channel c shifted by kernel offset (i, j)).
+func (l *conv[T]) im2col(x, cols []T, B, q0, q1 int) {
 	H, W, OH, OW := l.ish.H, l.ish.W, l.osh.H, l.osh.W
 	n := B * OH * OW
-	for c := 0; c < l.ish.C; c++ {
-		for i := 0; i < l.k; i++ {
-			for j := 0; j < l.k; j++ {
-				row := cols[((c*l.k+i)*l.k+j)*n:][:n]
-				for b := 0; b < B; b++ {
-					src := x[(c*B+b)*H*W:]
-					for oy := 0; oy < OH; oy++ {
-						iy := oy*l.s - l.p + i
-						dst := row[(b*OH+oy)*OW:][:OW]
-						if iy < 0 || iy >= H {
-							clear(dst)
-							continue
-						}
-						for ox := range dst {
-							ix := ox*l.s - l.p + j
-							if ix < 0 || ix >= W {
-								dst[ox] = 0
-							} else {
-								dst[ox] = src[iy*W+ix]
-							}
-						}
+	kk := l.k * l.k
+	for q := q0; q < q1; q++ {
+		c, i, j := q/kk, q/l.k%l.k, q%l.k
+		row := cols[q*n:][:n]
+		for b := 0; b < B; b++ {
+			src := x[(c*B+b)*H*W:]
+			for oy := 0; oy < OH; oy++ {
+				iy := oy*l.s - l.p + i
+				dst := row[(b*OH+oy)*OW:][:OW]
+				if iy < 0 || iy >= H {
+					clear(dst)
+					continue
+				}
+				for ox := range dst {
+					ix := ox*l.s - l.p + j
+					if ix < 0 || ix >= W {
+						dst[ox] = 0
+					} else {
+						dst[ox] = src[iy*W+ix]
 					}
 				}
 			}
@@ -125,15 +147,19 @@ func (l *conv[T]) col2im(dcols, dx []T, B int) {
 // shared (xs = 0), so every replica of a client reuses them, else once per replica.
 func (l *conv[T]) patches(c *run[T], x []T, xs int) ([]T, int) {
 	per := l.ckk() * c.B * l.osh.H * l.osh.W
+	rows := l.ckk()
 	if xs == 0 {
 		l.cols = grow(l.cols, per)
-		l.im2col(x, l.cols, c.B)
+		c.par(rows, func(q0, q1 int) { l.im2col(x, l.cols, c.B, q0, q1) })
 		return l.cols, 0
 	}
 	l.cols = grow(l.cols, c.R*per)
-	for r := 0; r < c.R; r++ {
-		l.im2col(x[r*xs:], l.cols[r*per:], c.B)
-	}
+	c.par(c.R*rows, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			r, q := t/rows, t%rows
+			l.im2col(x[r*xs:], l.cols[r*per:], c.B, q, q+1)
+		}
+	})
 	return l.cols, per
 }
 
@@ -178,9 +204,11 @@ func (l *conv[T]) backward(c *run[T], w, x []T, xs int, y, dy, dx, dw []T) {
 	c.g.Gemm(true, false, kk, n, co, 1, w[l.off:], kk, c.d, dy, n, co*n, 0, l.dcols, n, kk*n, c.R)
 	per := l.ish.Size() * c.B
 	clear(dx[:c.R*per])
-	for r := 0; r < c.R; r++ {
-		l.col2im(l.dcols[r*kk*n:], dx[r*per:], c.B)
-	}
+	c.par(c.R, func(r0, r1 int) {
+		for r := r0; r < r1; r++ {
+			l.col2im(l.dcols[r*kk*n:], dx[r*per:], c.B)
+		}
+	})
 }
 
 // ---- pooling ----
@@ -209,38 +237,40 @@ func (l *pool[T]) forward(c *run[T], w, x []T, xs int, y []T) {
 		l.arg = grow(l.arg, c.R*P*op)
 	}
 	inv := 1 / T(l.k*l.k)
-	for r := 0; r < c.R; r++ {
-		for pl := 0; pl < P; pl++ {
-			src := x[r*xs+pl*ip:][:ip]
-			o := (r*P + pl) * op
-			for oy := 0; oy < l.osh.H; oy++ {
-				for ox := 0; ox < l.osh.W; ox++ {
-					base := oy*l.s*l.ish.W + ox*l.s
-					if l.max {
-						best, bi := src[base], base
-						for i := 0; i < l.k; i++ {
-							for j := 0; j < l.k; j++ {
-								if v := src[base+i*l.ish.W+j]; v > best {
-									best, bi = v, base+i*l.ish.W+j
+	c.par(c.R, func(r0, r1 int) {
+		for r := r0; r < r1; r++ {
+			for pl := 0; pl < P; pl++ {
+				src := x[r*xs+pl*ip:][:ip]
+				o := (r*P + pl) * op
+				for oy := 0; oy < l.osh.H; oy++ {
+					for ox := 0; ox < l.osh.W; ox++ {
+						base := oy*l.s*l.ish.W + ox*l.s
+						if l.max {
+							best, bi := src[base], base
+							for i := 0; i < l.k; i++ {
+								for j := 0; j < l.k; j++ {
+									if v := src[base+i*l.ish.W+j]; v > best {
+										best, bi = v, base+i*l.ish.W+j
+									}
 								}
 							}
-						}
-						y[o] = best
-						l.arg[o] = int32(bi)
-					} else {
-						var s T
-						for i := 0; i < l.k; i++ {
-							for j := 0; j < l.k; j++ {
-								s += src[base+i*l.ish.W+j]
+							y[o] = best
+							l.arg[o] = int32(bi)
+						} else {
+							var s T
+							for i := 0; i < l.k; i++ {
+								for j := 0; j < l.k; j++ {
+									s += src[base+i*l.ish.W+j]
+								}
 							}
+							y[o] = s * inv
 						}
-						y[o] = s * inv
+						o++
 					}
-					o++
 				}
 			}
 		}
-	}
+	})
 }
 
 func (l *pool[T]) backward(c *run[T], w, x []T, xs int, y, dy, dx, dw []T) {
@@ -250,28 +280,30 @@ func (l *pool[T]) backward(c *run[T], w, x []T, xs int, y, dy, dx, dw []T) {
 	P, ip, op := l.planes(c)
 	clear(dx[:c.R*P*ip])
 	inv := 1 / T(l.k*l.k)
-	for r := 0; r < c.R; r++ {
-		for pl := 0; pl < P; pl++ {
-			dst := dx[(r*P+pl)*ip:][:ip]
-			o := (r*P + pl) * op
-			for oy := 0; oy < l.osh.H; oy++ {
-				for ox := 0; ox < l.osh.W; ox++ {
-					g := dy[o]
-					if l.max {
-						dst[l.arg[o]] += g
-					} else {
-						base := oy*l.s*l.ish.W + ox*l.s
-						for i := 0; i < l.k; i++ {
-							for j := 0; j < l.k; j++ {
-								dst[base+i*l.ish.W+j] += g * inv
+	c.par(c.R, func(r0, r1 int) {
+		for r := r0; r < r1; r++ {
+			for pl := 0; pl < P; pl++ {
+				dst := dx[(r*P+pl)*ip:][:ip]
+				o := (r*P + pl) * op
+				for oy := 0; oy < l.osh.H; oy++ {
+					for ox := 0; ox < l.osh.W; ox++ {
+						g := dy[o]
+						if l.max {
+							dst[l.arg[o]] += g
+						} else {
+							base := oy*l.s*l.ish.W + ox*l.s
+							for i := 0; i < l.k; i++ {
+								for j := 0; j < l.k; j++ {
+									dst[base+i*l.ish.W+j] += g * inv
+								}
 							}
 						}
+						o++
 					}
-					o++
 				}
 			}
 		}
-	}
+	})
 }
 
 // ---- activations ----
@@ -290,32 +322,37 @@ func (l *act[T]) init([]T, *rand.Rand) {}
 
 func (l *act[T]) forward(c *run[T], w, x []T, xs int, y []T) {
 	n := l.sh.Size() * c.B
-	for r := 0; r < c.R; r++ {
-		src, dst := x[r*xs:][:n], y[r*n:][:n]
-		for i, v := range src {
-			if l.tanh {
-				dst[i] = T(math.Tanh(float64(v)))
-			} else {
-				dst[i] = max(v, 0)
+	c.par(c.R, func(r0, r1 int) {
+		for r := r0; r < r1; r++ {
+			src, dst := x[r*xs:][:n], y[r*n:][:n]
+			for i, v := range src {
+				if l.tanh {
+					dst[i] = T(math.Tanh(float64(v)))
+				} else {
+					dst[i] = max(v, 0)
+				}
 			}
 		}
-	}
+	})
 }
 
 func (l *act[T]) backward(c *run[T], w, x []T, xs int, y, dy, dx, dw []T) {
 	if dx == nil {
 		return
 	}
-	for i, v := range y[:c.R*l.sh.Size()*c.B] {
-		switch {
-		case l.tanh:
-			dx[i] = dy[i] * (1 - v*v)
-		case v > 0:
-			dx[i] = dy[i]
-		default:
-			dx[i] = 0
+	c.par(c.R*l.sh.Size()*c.B, func(lo, hi int) {
+		for i, v := range y[lo:hi] {
+			i += lo
+			switch {
+			case l.tanh:
+				dx[i] = dy[i] * (1 - v*v)
+			case v > 0:
+				dx[i] = dy[i]
+			default:
+				dx[i] = 0
+			}
 		}
-	}
+	})
 }
 
 // ---- GroupNorm ----
@@ -354,33 +391,35 @@ func (l *groupNorm[T]) forward(c *run[T], w, x []T, xs int, y []T) {
 	n := C * B * hw
 	l.mean = grow(l.mean, c.R*B*l.groups)
 	l.rstd = grow(l.rstd, c.R*B*l.groups)
-	for r := 0; r < c.R; r++ {
-		src, dst := x[r*xs:], y[r*n:]
-		gamma, beta := w[r*c.d+l.off:][:C], w[r*c.d+l.off+C:][:C]
-		for b := 0; b < B; b++ {
-			for g := 0; g < l.groups; g++ {
-				var s, ss float64
-				for ch := g * cg; ch < (g+1)*cg; ch++ {
-					for _, v := range src[(ch*B+b)*hw:][:hw] {
-						s += float64(v)
-						ss += float64(v) * float64(v)
+	c.par(c.R, func(r0, r1 int) {
+		for r := r0; r < r1; r++ {
+			src, dst := x[r*xs:], y[r*n:]
+			gamma, beta := w[r*c.d+l.off:][:C], w[r*c.d+l.off+C:][:C]
+			for b := 0; b < B; b++ {
+				for g := 0; g < l.groups; g++ {
+					var s, ss float64
+					for ch := g * cg; ch < (g+1)*cg; ch++ {
+						for _, v := range src[(ch*B+b)*hw:][:hw] {
+							s += float64(v)
+							ss += float64(v) * float64(v)
+						}
 					}
-				}
-				mu := s / cnt
-				rs := 1 / math.Sqrt(max(ss/cnt-mu*mu, 0)+gnEps)
-				i := (r*B+b)*l.groups + g
-				l.mean[i], l.rstd[i] = mu, rs
-				for ch := g * cg; ch < (g+1)*cg; ch++ {
-					a := T(rs) * gamma[ch]
-					sh := beta[ch] - T(mu*rs)*gamma[ch]
-					o := (ch*B + b) * hw
-					for j, v := range src[o:][:hw] {
-						dst[o+j] = a*v + sh
+					mu := s / cnt
+					rs := 1 / math.Sqrt(max(ss/cnt-mu*mu, 0)+gnEps)
+					i := (r*B+b)*l.groups + g
+					l.mean[i], l.rstd[i] = mu, rs
+					for ch := g * cg; ch < (g+1)*cg; ch++ {
+						a := T(rs) * gamma[ch]
+						sh := beta[ch] - T(mu*rs)*gamma[ch]
+						o := (ch*B + b) * hw
+						for j, v := range src[o:][:hw] {
+							dst[o+j] = a*v + sh
+						}
 					}
 				}
 			}
 		}
-	}
+	})
 }
 
 // backward: with xhat = (x - mu) rstd and g = dy gamma,
@@ -390,46 +429,48 @@ func (l *groupNorm[T]) backward(c *run[T], w, x []T, xs int, y, dy, dx, dw []T) 
 	cg := C / l.groups
 	cnt := float64(cg * hw)
 	n := C * B * hw
-	for r := 0; r < c.R; r++ {
-		src, gy := x[r*xs:], dy[r*n:]
-		gamma := w[r*c.d+l.off:][:C]
-		dgamma, dbeta := dw[r*c.d+l.off:][:C], dw[r*c.d+l.off+C:][:C]
-		clear(dgamma)
-		clear(dbeta)
-		for b := 0; b < B; b++ {
-			for g := 0; g < l.groups; g++ {
-				i := (r*B+b)*l.groups + g
-				mu, rs := l.mean[i], l.rstd[i]
-				var sg, sgx float64
-				for ch := g * cg; ch < (g+1)*cg; ch++ {
-					o := (ch*B + b) * hw
-					var dga, dbe float64
-					for j, v := range src[o:][:hw] {
-						xh := (float64(v) - mu) * rs
-						d := float64(gy[o+j])
-						dga += d * xh
-						dbe += d
-						sg += d * float64(gamma[ch])
-						sgx += d * float64(gamma[ch]) * xh
+	c.par(c.R, func(r0, r1 int) {
+		for r := r0; r < r1; r++ {
+			src, gy := x[r*xs:], dy[r*n:]
+			gamma := w[r*c.d+l.off:][:C]
+			dgamma, dbeta := dw[r*c.d+l.off:][:C], dw[r*c.d+l.off+C:][:C]
+			clear(dgamma)
+			clear(dbeta)
+			for b := 0; b < B; b++ {
+				for g := 0; g < l.groups; g++ {
+					i := (r*B+b)*l.groups + g
+					mu, rs := l.mean[i], l.rstd[i]
+					var sg, sgx float64
+					for ch := g * cg; ch < (g+1)*cg; ch++ {
+						o := (ch*B + b) * hw
+						var dga, dbe float64
+						for j, v := range src[o:][:hw] {
+							xh := (float64(v) - mu) * rs
+							d := float64(gy[o+j])
+							dga += d * xh
+							dbe += d
+							sg += d * float64(gamma[ch])
+							sgx += d * float64(gamma[ch]) * xh
+						}
+						dgamma[ch] += T(dga)
+						dbeta[ch] += T(dbe)
 					}
-					dgamma[ch] += T(dga)
-					dbeta[ch] += T(dbe)
-				}
-				if dx == nil {
-					continue
-				}
-				mg, mgx := sg/cnt, sgx/cnt
-				for ch := g * cg; ch < (g+1)*cg; ch++ {
-					o := (ch*B + b) * hw
-					gm := float64(gamma[ch])
-					for j, v := range src[o:][:hw] {
-						xh := (float64(v) - mu) * rs
-						dx[r*n+o+j] = T(rs * (float64(gy[o+j])*gm - mg - xh*mgx))
+					if dx == nil {
+						continue
+					}
+					mg, mgx := sg/cnt, sgx/cnt
+					for ch := g * cg; ch < (g+1)*cg; ch++ {
+						o := (ch*B + b) * hw
+						gm := float64(gamma[ch])
+						for j, v := range src[o:][:hw] {
+							xh := (float64(v) - mu) * rs
+							dx[r*n+o+j] = T(rs * (float64(gy[o+j])*gm - mg - xh*mgx))
+						}
 					}
 				}
 			}
 		}
-	}
+	})
 }
 
 // ---- global average pooling and flatten ----

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 )
 
@@ -158,6 +159,9 @@ func newSeq[T Float](ls []layer[T]) seq[T] {
 type Model[T Float] struct {
 	Input   Shape
 	Classes int
+	// Threads is the number of goroutines of the work outside the GEMM (im2col, col2im,
+	// pooling, activations, GroupNorm); 0 means GOMAXPROCS. Results do not depend on it.
+	Threads int
 	body    seq[T]
 	d       int
 	g       Gemm[T]
@@ -378,7 +382,11 @@ func (m *Model[T]) Forward(w []T, R int, x []T, B int) ([]T, error) {
 	if per > 1 {
 		m.xs = n
 	}
-	m.r = run[T]{g: m.g, R: R, B: B, d: m.d}
+	threads := m.Threads
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	m.r = run[T]{g: m.g, R: R, B: B, d: m.d, threads: threads}
 	m.logits = m.body.forward(&m.r, w, m.xin, m.xs)
 	return m.logits, nil
 }

@@ -179,7 +179,8 @@ func to32(v []float64) []float32 {
 
 // A replica batch (patches of the shared client batch computed once, one GEMM over replicas)
 // gives, bit for bit, what each replica gives alone, and what R private copies of the batch
-// give: sharing is an optimisation, never a change of the arithmetic.
+// give, whatever the number of goroutines: sharing and splitting are optimisations, never a
+// change of the arithmetic.
 func TestReplicaBatchBitForBit(t *testing.T) {
 	const R, B = 4, 8
 	for _, spec := range []Spec{LeNet5(10, false), LeNet5(10, true)} {
@@ -197,6 +198,16 @@ func TestReplicaBatchBitForBit(t *testing.T) {
 				if g1[i] != g[r*d+i] {
 					t.Fatalf("replica %d param %d: alone %v, in the batch %v", r, i, g1[i], g[r*d+i])
 				}
+			}
+		}
+		m.Threads = 3 // the work outside the GEMM split three ways instead of GOMAXPROCS
+		g3, _ := lossGrad(t, m, w, R, x, y)
+		m.Threads = 1
+		g4, _ := lossGrad(t, m, w, R, x, y)
+		m.Threads = 0
+		for i := range g {
+			if g3[i] != g[i] || g4[i] != g[i] {
+				t.Fatalf("param %d: threads 3 %v, 1 %v, default %v", i, g3[i], g4[i], g[i])
 			}
 		}
 		xr := make([]float32, 0, R*len(x))
