@@ -163,6 +163,7 @@ type Model[T Float] struct {
 	// pooling, activations, GroupNorm); 0 means GOMAXPROCS. Results do not depend on it.
 	Threads int
 	body    seq[T]
+	kinds   []string
 	d       int
 	g       Gemm[T]
 	xin     []T // the input transposed to [C][B][H][W]
@@ -222,6 +223,9 @@ func Build[T Float](spec Spec, g Gemm[T]) (*Model[T], error) {
 		return nil, err
 	}
 	m := &Model[T]{Input: in, Classes: sh.C, body: newSeq(ls), g: g}
+	for _, s := range spec.Layers {
+		m.kinds = append(m.kinds, strings.ToLower(s.Kind))
+	}
 	for _, l := range ls {
 		l.setOffset(m.d)
 		m.d += l.numParams()
@@ -336,6 +340,24 @@ func buildResidual[T Float](s LayerSpec, in Shape) (layer[T], error) {
 		short = []layer[T]{sc, &groupNorm[T]{sh: o, groups: groups}}
 	}
 	return &residual[T]{ish: in, osh: o, main: newSeq(main), short: newSeq(short)}, nil
+}
+
+// LayerInfo is one layer of a built model: its 1-based index in Spec.Layers, kind, input and
+// output shapes and parameter count.
+type LayerInfo struct {
+	Layer   int
+	Kind    string
+	In, Out Shape
+	Params  int
+}
+
+// Layers lists the model's layers with the shapes Build inferred (for a user checking a spec).
+func (m *Model[T]) Layers() []LayerInfo {
+	out := make([]LayerInfo, len(m.body.layers))
+	for i, l := range m.body.layers {
+		out[i] = LayerInfo{Layer: i + 1, Kind: m.kinds[i], In: l.in(), Out: l.out(), Params: l.numParams()}
+	}
+	return out
 }
 
 // NumParams is d, the parameters of one replica.

@@ -233,6 +233,23 @@ func TestSpecs(t *testing.T) {
 	if m.NumParams() != 61706 || m.Classes != 10 {
 		t.Fatalf("LeNet-5: d = %d, classes %d; want 61706 (w2.py's D) and 10", m.NumParams(), m.Classes)
 	}
+	want := []LayerInfo{
+		{1, "conv2d", Shape{1, 28, 28}, Shape{6, 28, 28}, 156}, {2, "relu", Shape{6, 28, 28}, Shape{6, 28, 28}, 0},
+		{3, "maxpool", Shape{6, 28, 28}, Shape{6, 14, 14}, 0}, {4, "conv2d", Shape{6, 14, 14}, Shape{16, 10, 10}, 2416},
+		{5, "relu", Shape{16, 10, 10}, Shape{16, 10, 10}, 0}, {6, "maxpool", Shape{16, 10, 10}, Shape{16, 5, 5}, 0},
+		{7, "flatten", Shape{16, 5, 5}, Shape{400, 1, 1}, 0}, {8, "dense", Shape{400, 1, 1}, Shape{120, 1, 1}, 48120},
+		{9, "relu", Shape{120, 1, 1}, Shape{120, 1, 1}, 0}, {10, "dense", Shape{120, 1, 1}, Shape{84, 1, 1}, 10164},
+		{11, "relu", Shape{84, 1, 1}, Shape{84, 1, 1}, 0}, {12, "dense", Shape{84, 1, 1}, Shape{10, 1, 1}, 850},
+	}
+	got := m.Layers()
+	if len(got) != len(want) {
+		t.Fatalf("%d layers", len(got))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("layer %d: %+v, want %+v", i+1, got[i], want[i])
+		}
+	}
 	if m := build64(t, LeNet5(10, true)); m.NumParams() != 61706 {
 		t.Fatalf("classic LeNet-5: d = %d", m.NumParams())
 	}
