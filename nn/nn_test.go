@@ -1,0 +1,374 @@
+package nn
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/fedaudit/fedaudit/cpu"
+)
+
+// testCase is a small model around one layer kind: every layer's backward pass is checked inside
+// such a model, whose last layers (flatten, dense) are themselves checked by every case.
+type testCase struct {
+	name string
+	spec Spec
+}
+
+func small(input []int, ls ...LayerSpec) Spec {
+	return Spec{Kind: "sequential", Input: input, Layers: append(ls, LayerSpec{Kind: "flatten"}, LayerSpec{Kind: "dense", Out: 3})}
+}
+
+func layerCases() []testCase {
+	return []testCase{
+		{"conv", small([]int{2, 6, 5}, LayerSpec{Kind: "conv2d", Out: 3, Kernel: 3})},
+		{"conv_stride_pad", small([]int{2, 7, 6}, LayerSpec{Kind: "conv2d", Out: 3, Kernel: 3, Stride: 2, Padding: 1})},
+		{"conv_conv", small([]int{1, 8, 8}, LayerSpec{Kind: "conv2d", Out: 2, Kernel: 5, Padding: 2}, LayerSpec{Kind: "conv2d", Out: 3, Kernel: 3, Stride: 2})},
+		{"maxpool", small([]int{2, 6, 6}, LayerSpec{Kind: "conv2d", Out: 2, Kernel: 1}, LayerSpec{Kind: "maxpool", Kernel: 2})},
+		{"maxpool_overlap", small([]int{2, 7, 7}, LayerSpec{Kind: "conv2d", Out: 2, Kernel: 1}, LayerSpec{Kind: "maxpool", Kernel: 3, Stride: 2})},
+		{"avgpool", small([]int{2, 6, 6}, LayerSpec{Kind: "conv2d", Out: 2, Kernel: 1}, LayerSpec{Kind: "avgpool", Kernel: 2})},
+		{"relu", small([]int{2, 4, 4}, LayerSpec{Kind: "conv2d", Out: 3, Kernel: 3, Padding: 1}, LayerSpec{Kind: "relu"})},
+		{"tanh", small([]int{2, 4, 4}, LayerSpec{Kind: "conv2d", Out: 3, Kernel: 3, Padding: 1}, LayerSpec{Kind: "tanh"})},
+		{"groupnorm", small([]int{2, 4, 4}, LayerSpec{Kind: "conv2d", Out: 4, Kernel: 3, Padding: 1}, LayerSpec{Kind: "groupnorm", Groups: 2})},
+		{"groupnorm_first", small([]int{4, 3, 3}, LayerSpec{Kind: "groupnorm", Groups: 2})},
+		{"residual_identity", small([]int{4, 4, 4}, LayerSpec{Kind: "residual", Out: 4, Groups: 2})},
+		{"residual_projection", small([]int{2, 5, 5}, LayerSpec{Kind: "residual", Out: 4, Stride: 2, Groups: 2})},
+		{"globalavgpool", small([]int{2, 4, 3}, LayerSpec{Kind: "conv2d", Out: 3, Kernel: 3, Padding: 1}, LayerSpec{Kind: "globalavgpool"})},
+		{"dense_relu_dense", Spec{Input: []int{5, 1, 1}, Layers: []LayerSpec{{Kind: "dense", Out: 4}, {Kind: "relu"}, {Kind: "dense", Out: 3}}}},
+		{"lenet5_classic_tiny", Spec{Input: []int{1, 12, 12}, Layers: []LayerSpec{
+			{Kind: "conv2d", Out: 2, Kernel: 5, Padding: 2}, {Kind: "tanh"}, {Kind: "avgpool", Kernel: 2},
+			{Kind: "conv2d", Out: 3, Kernel: 3}, {Kind: "tanh"}, {Kind: "avgpool", Kernel: 2},
+			{Kind: "flatten"}, {Kind: "dense", Out: 5}, {Kind: "tanh"}, {Kind: "dense", Out: 3}}}},
+		{"resnet_tiny", func() Spec { s := ResNet(1, 4, 2, 3); s.Input = []int{3, 8, 8}; return s }()},
+	}
+}
+
+// data draws R parameter vectors (the model's init plus a perturbation, so replicas differ and
+// GroupNorm's gamma is not exactly 1), one shared batch and its labels.
+func data[T Float](m *Model[T], R, B int, seed uint64) (w, x []T, y []int32) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	d := m.NumParams()
+	w = make([]T, R*d)
+	for r := 0; r < R; r++ {
+		m.Init(w[r*d:(r+1)*d], seed)
+		for i := r * d; i < (r+1)*d; i++ {
+			w[i] += T(0.3 * rng.NormFloat64())
+		}
+	}
+	x = make([]T, B*m.Input.Size())
+	for i := range x {
+		x[i] = T(rng.Float64())
+	}
+	y = make([]int32, B)
+	for i := range y {
+		y[i] = int32(rng.IntN(m.Classes))
+	}
+	return w, x, y
+}
+
+func build64(t testing.TB, s Spec) *Model[float64] {
+	t.Helper()
+	m, err := Build[float64](s, NaiveGemm[float64]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func build32(t testing.TB, s Spec) (*Model[float32], *cpu.Backend) {
+	t.Helper()
+	be := cpu.New(2)
+	t.Cleanup(be.Close)
+	m, err := Build[float32](s, CPUGemm{Backend: be})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, be
+}
+
+func lossGrad[T Float](t testing.TB, m *Model[T], w []T, R int, x []T, y []int32) ([]T, []float64) {
+	t.Helper()
+	g := make([]T, len(w))
+	l := make([]float64, R)
+	if err := m.LossGrad(w, R, x, y, g, l); err != nil {
+		t.Fatal(err)
+	}
+	return g, l
+}
+
+// Every layer's backward pass against central finite differences of the float64 loss, for two
+// replicas at once (each replica's gradient is that of its own loss). With h = 1e-6 the
+// truncation error is O(h^2) ~ 1e-12 and the rounding error ~ 1e-16/h ~ 1e-10, so 1e-6
+// relative (plus 1e-8 absolute) leaves a wide margin while a wrong term (errors of order the
+// gradient itself) cannot pass. Inputs are random reals, so ReLU kinks and max-pool ties are
+// hit with negligible probability.
+func TestGradientFiniteDifferences(t *testing.T) {
+	const R, B, h = 2, 3, 1e-6
+	for _, tc := range layerCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			m := build64(t, tc.spec)
+			w, x, y := data(m, R, B, 7)
+			g, _ := lossGrad(t, m, w, R, x, y)
+			l := make([]float64, R)
+			scratch := make([]float64, len(w))
+			lossAt := func(r, i int, v float64) float64 {
+				old := w[i]
+				w[i] = v
+				defer func() { w[i] = old }()
+				if err := m.LossGrad(w, R, x, y, scratch, l); err != nil {
+					t.Fatal(err)
+				}
+				return l[r]
+			}
+			d := m.NumParams()
+			// At most about 400 coordinates, evenly spread over both replicas and every layer
+			// (the tiny ResNet has ~3,000 parameters and each one costs two passes).
+			step := max(1, len(w)/400)
+			for i := 0; i < len(w); i += step {
+				r := i / d
+				fd := (lossAt(r, i, w[i]+h) - lossAt(r, i, w[i]-h)) / (2 * h)
+				if math.Abs(fd-g[i]) > 1e-6*math.Abs(fd)+1e-8 {
+					t.Fatalf("replica %d param %d: backward %.10g, finite differences %.10g", r, i%d, g[i], fd)
+				}
+			}
+		})
+	}
+}
+
+// The float32 model (package cpu's GEMM, float32 arithmetic) against the float64 model on the
+// same parameters: float32 rounding (unit 6e-8) through a few layers of sums of up to a few
+// hundred terms gives relative errors around 1e-5; 2e-4 of the gradient's largest entry bounds
+// it with margin while any structural error is of order 1.
+func TestFloat32MatchesFloat64(t *testing.T) {
+	const R, B = 3, 4
+	for _, tc := range layerCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			m64 := build64(t, tc.spec)
+			m32, _ := build32(t, tc.spec)
+			w, x, y := data(m64, R, B, 11)
+			g64, l64 := lossGrad(t, m64, w, R, x, y)
+			g32, l32 := lossGrad(t, m32, to32(w), R, to32(x), y)
+			scale := 0.0
+			for _, v := range g64 {
+				scale = max(scale, math.Abs(v))
+			}
+			for i := range g64 {
+				if math.Abs(float64(g32[i])-g64[i]) > 2e-4*scale {
+					t.Fatalf("param %d: float32 %g, float64 %g (scale %g)", i, g32[i], g64[i], scale)
+				}
+			}
+			for r := range l64 {
+				if math.Abs(l32[r]-l64[r]) > 1e-5*(1+l64[r]) {
+					t.Fatalf("replica %d loss: float32 %g, float64 %g", r, l32[r], l64[r])
+				}
+			}
+		})
+	}
+}
+
+func to32(v []float64) []float32 {
+	o := make([]float32, len(v))
+	for i, x := range v {
+		o[i] = float32(x)
+	}
+	return o
+}
+
+// A replica batch (patches of the shared client batch computed once, one GEMM over replicas)
+// gives, bit for bit, what each replica gives alone, and what R private copies of the batch
+// give, whatever the number of goroutines: sharing and splitting are optimisations, never a
+// change of the arithmetic.
+func TestReplicaBatchBitForBit(t *testing.T) {
+	const R, B = 4, 8
+	for _, spec := range []Spec{LeNet5(10, false), LeNet5(10, true)} {
+		m, _ := build32(t, spec)
+		w64, x64, y := data(build64(t, spec), R, B, 3)
+		w, x := to32(w64), to32(x64)
+		g, l := lossGrad(t, m, w, R, x, y)
+		d := m.NumParams()
+		for r := 0; r < R; r++ {
+			g1, l1 := lossGrad(t, m, w[r*d:(r+1)*d], 1, x, y)
+			if l1[0] != l[r] {
+				t.Fatalf("replica %d: loss alone %v, in the batch %v", r, l1[0], l[r])
+			}
+			for i := range g1 {
+				if g1[i] != g[r*d+i] {
+					t.Fatalf("replica %d param %d: alone %v, in the batch %v", r, i, g1[i], g[r*d+i])
+				}
+			}
+		}
+		m.Threads = 3 // the work outside the GEMM split three ways instead of GOMAXPROCS
+		g3, _ := lossGrad(t, m, w, R, x, y)
+		m.Threads = 1
+		g4, _ := lossGrad(t, m, w, R, x, y)
+		m.Threads = 0
+		for i := range g {
+			if g3[i] != g[i] || g4[i] != g[i] {
+				t.Fatalf("param %d: threads 3 %v, 1 %v, default %v", i, g3[i], g4[i], g[i])
+			}
+		}
+		xr := make([]float32, 0, R*len(x))
+		for r := 0; r < R; r++ {
+			xr = append(xr, x...)
+		}
+		g2, l2 := lossGrad(t, m, w, R, xr, y)
+		for i := range g {
+			if g2[i] != g[i] {
+				t.Fatalf("param %d: private copies %v, shared batch %v", i, g2[i], g[i])
+			}
+		}
+		for r := range l {
+			if l2[r] != l[r] {
+				t.Fatalf("replica %d loss: private copies %v, shared %v", r, l2[r], l[r])
+			}
+		}
+	}
+}
+
+func TestSpecs(t *testing.T) {
+	m := build64(t, LeNet5(10, false))
+	if m.NumParams() != 61706 || m.Classes != 10 {
+		t.Fatalf("LeNet-5: d = %d, classes %d; want 61706 (w2.py's D) and 10", m.NumParams(), m.Classes)
+	}
+	want := []LayerInfo{
+		{1, "conv2d", Shape{1, 28, 28}, Shape{6, 28, 28}, 156}, {2, "relu", Shape{6, 28, 28}, Shape{6, 28, 28}, 0},
+		{3, "maxpool", Shape{6, 28, 28}, Shape{6, 14, 14}, 0}, {4, "conv2d", Shape{6, 14, 14}, Shape{16, 10, 10}, 2416},
+		{5, "relu", Shape{16, 10, 10}, Shape{16, 10, 10}, 0}, {6, "maxpool", Shape{16, 10, 10}, Shape{16, 5, 5}, 0},
+		{7, "flatten", Shape{16, 5, 5}, Shape{400, 1, 1}, 0}, {8, "dense", Shape{400, 1, 1}, Shape{120, 1, 1}, 48120},
+		{9, "relu", Shape{120, 1, 1}, Shape{120, 1, 1}, 0}, {10, "dense", Shape{120, 1, 1}, Shape{84, 1, 1}, 10164},
+		{11, "relu", Shape{84, 1, 1}, Shape{84, 1, 1}, 0}, {12, "dense", Shape{84, 1, 1}, Shape{10, 1, 1}, 850},
+	}
+	got := m.Layers()
+	if len(got) != len(want) {
+		t.Fatalf("%d layers", len(got))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("layer %d: %+v, want %+v", i+1, got[i], want[i])
+		}
+	}
+	if m := build64(t, LeNet5(10, true)); m.NumParams() != 61706 {
+		t.Fatalf("classic LeNet-5: d = %d", m.NumParams())
+	}
+	r, err := Build[float32](ResNet(3, 16, 4, 10), NaiveGemm[float32]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ResNet-20 with GroupNorm: the BatchNorm version's 0.27M parameters, GroupNorm having the
+	// same gamma and beta, plus the two projection shortcuts' convolutions and norms.
+	if r.NumParams() < 270000 || r.NumParams() > 280000 {
+		t.Fatalf("ResNet-20: d = %d", r.NumParams())
+	}
+	w := make([]float32, 2*r.NumParams())
+	r.Init(w[:r.NumParams()], 1)
+	r.Init(w[r.NumParams():], 1)
+	x := make([]float32, 2*3*32*32)
+	for i := range x {
+		x[i] = float32(i%7) / 7
+	}
+	g := make([]float32, len(w))
+	l := make([]float64, 2)
+	if err := r.LossGrad(w, 2, x, []int32{1, 9}, g, l); err != nil {
+		t.Fatal(err)
+	}
+	if math.IsNaN(l[0]) || l[0] != l[1] {
+		t.Fatalf("ResNet-20 losses %v", l)
+	}
+}
+
+func TestYAMLSpec(t *testing.T) {
+	const src = `
+model:
+  kind: sequential
+  input: [1, 28, 28]
+  layers:
+    - {kind: conv2d, out: 6, kernel: 5, padding: 2}
+    - {kind: relu}
+    - {kind: maxpool, kernel: 2}
+    - {kind: conv2d, out: 16, kernel: 5}
+    - {kind: relu}
+    - {kind: maxpool, kernel: 2}
+    - {kind: flatten}
+    - {kind: dense, out: 120}
+    - {kind: relu}
+    - {kind: dense, out: 84}
+    - {kind: relu}
+    - {kind: dense, out: 10}
+`
+	var doc struct {
+		Model Spec `yaml:"model"`
+	}
+	if err := yaml.Unmarshal([]byte(src), &doc); err != nil {
+		t.Fatal(err)
+	}
+	want := LeNet5(10, false)
+	if len(doc.Model.Layers) != len(want.Layers) {
+		t.Fatalf("decoded %d layers", len(doc.Model.Layers))
+	}
+	for i := range want.Layers {
+		if doc.Model.Layers[i] != want.Layers[i] {
+			t.Fatalf("layer %d: decoded %+v, want %+v", i+1, doc.Model.Layers[i], want.Layers[i])
+		}
+	}
+	if m := build64(t, doc.Model); m.NumParams() != 61706 {
+		t.Fatalf("d = %d", m.NumParams())
+	}
+}
+
+func TestShapeErrors(t *testing.T) {
+	in := []int{1, 28, 28}
+	for _, tc := range []struct {
+		name string
+		spec Spec
+		want []string
+	}{
+		{"kernel too large", Spec{Input: []int{1, 4, 4}, Layers: []LayerSpec{{Kind: "conv2d", Out: 2, Kernel: 5}}},
+			[]string{"layer 1 (conv2d)", "input 1x4x4", "kernel 5"}},
+		{"dense before flatten", Spec{Input: in, Layers: []LayerSpec{{Kind: "conv2d", Out: 6, Kernel: 5}, {Kind: "dense", Out: 10}}},
+			[]string{"layer 2 (dense)", "input 6x24x24", "flatten"}},
+		{"groups", Spec{Input: in, Layers: []LayerSpec{{Kind: "conv2d", Out: 6, Kernel: 5}, {Kind: "groupnorm", Groups: 4}}},
+			[]string{"layer 2 (groupnorm)", "6 channels"}},
+		{"pool too large", Spec{Input: in, Layers: []LayerSpec{{Kind: "conv2d", Out: 6, Kernel: 27}, {Kind: "maxpool", Kernel: 3}}},
+			[]string{"layer 2 (maxpool)", "input 6x2x2", "window 3"}},
+		{"not class scores", Spec{Input: in, Layers: []LayerSpec{{Kind: "conv2d", Out: 6, Kernel: 5}}},
+			[]string{"layer 1 (conv2d)", "6x24x24", "classes x 1 x 1"}},
+		{"unknown kind", Spec{Input: in, Layers: []LayerSpec{{Kind: "conv3d"}}},
+			[]string{"layer 1 (conv3d)", "unknown layer kind"}},
+		{"residual groups", Spec{Input: []int{3, 8, 8}, Layers: []LayerSpec{{Kind: "residual", Out: 6, Groups: 4}}},
+			[]string{"layer 1 (residual)", "6 output channels"}},
+		{"bad input", Spec{Input: []int{28, 28}, Layers: []LayerSpec{{Kind: "flatten"}}}, []string{"input [28 28]"}},
+		{"kind", Spec{Kind: "resnet", Input: in}, []string{`"resnet"`}},
+		{"no layers", Spec{Input: in}, []string{"no layers"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Build[float32](tc.spec, NaiveGemm[float32]{})
+			if err == nil {
+				t.Fatal("built")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Fatalf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestBadInputs(t *testing.T) {
+	m := build64(t, LeNet5(10, false))
+	w := make([]float64, m.NumParams())
+	g := make([]float64, m.NumParams())
+	l := make([]float64, 1)
+	if err := m.LossGrad(w, 1, make([]float64, 5), []int32{0}, g, l); err == nil || !strings.Contains(err.Error(), "input has 5 values") {
+		t.Fatalf("short input: %v", err)
+	}
+	if err := m.LossGrad(w, 1, make([]float64, 784), []int32{10}, g, l); err == nil || !strings.Contains(err.Error(), "label 10") {
+		t.Fatalf("bad label: %v", err)
+	}
+	if err := m.LossGrad(w, 2, make([]float64, 784), []int32{1}, g, l); err == nil {
+		t.Fatal("too few parameters accepted")
+	}
+}
