@@ -109,8 +109,11 @@ func RowsOf(buf Buffer, r0, count, stride, d int) Mat {
 
 // HiddenStepper is implemented by backends with a fused kernel for the deferred clipped step
 // of an MLP with one hidden layer (train's MLP.deferredStep): the operations of the op-by-op
-// path per replica in one task, with the replica's activations in cache. It must give the
-// op-by-op path's bits.
+// path per replica in one task, with the replica's activations in cache. It sums in another
+// order than the op-by-op path (the first layer's clip norm from the Gram matrix of the
+// minibatch), so it agrees with that path to float32 rounding, not bit for bit (train's
+// TestFusedStepMatchesClipStep holds it to 1e-6 relative); results still never depend on
+// threads or sharding, since a backend uses it for every replica or for none.
 type HiddenStepper interface {
 	HiddenStep(a *HiddenStepArgs)
 }

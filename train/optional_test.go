@@ -16,9 +16,9 @@ import (
 // (a GPU backend has DeviceClipper and Fuser but no HiddenStepper), in the deferred, fused and
 // direct forms, and every recorded value must have the bits of the plain backend's (only
 // compute.Backend: the host path). The full CPU backend must match too, except in the deferred
-// form of a one-hidden-layer MLP, where its HiddenStepper runs instead; that fused step does
-// not give the op-by-op path's bits (its contract says it should; it did not on main either,
-// and it is outside this test's subject).
+// form of a one-hidden-layer MLP, where its HiddenStepper runs instead; that fused step sums in
+// another order and agrees with the op-by-op path to float32 rounding only (its contract in
+// compute, and TestFusedStepMatchesClipStep).
 func TestOptionalInterfacesKeepBits(t *testing.T) {
 	tgt := TargetInfo{Client: 1, Index: 2}
 	c, cp := synthWorlds(4, 20, 12, 3, tgt, 9)
