@@ -31,7 +31,7 @@ var boundFlagOf = map[string]string{
 func init() {
 	register(&command{
 		name:    "bound",
-		summary: "theoretical privacy bound on the final model (mu_T) and the all-iterates composition bound",
+		summary: "theoretical privacy bounds per T: the final model (mu_T), every iterate (composition), one upload",
 		usage: "bound --algo fedavg|fedprox|dpsgd [--schedule constant|cyclic|stage|iterative | --schedule-file F] " +
 			"--eta E --L L --K K --m M [--n N] --sigma S --clip V [--alpha A] [--prox-constant] --rounds 1,10,100 [--delta 1e-5] [--json]",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
