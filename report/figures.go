@@ -278,16 +278,10 @@ func (m *model) logFloor(t int) float64 {
 	return math.Max(1e-6, math.Pow(10, math.Floor(math.Log10(0.5/float64(n)))))
 }
 
-// tradeoffFigure draws, for one T, three views of each attack's empirical envelope and
-// certified error pair beside the Gaussian trade-off curves of the claim and the theory: the
-// whole square, a zoom on the corner near the origin where strong attacks and the curves of
-// large mu lie, and the ROC on log-log axes (the low-FPR view). The legend is drawn beside the
-// panels, outside every plotting area.
-func (m *model) tradeoffFigure(t int) (*figure, error) {
-	ts := strconv.Itoa(t)
-	lo := m.logFloor(t)
-
-	full := &panel{p: newPlot(), xmin: 0, xmax: 1, ymin: 0, ymax: 1,
+// tradeoffPanels are the three views of the trade-off figure at T = ts: the whole square, the
+// corner near the axes on log scales, and the ROC on log-log axes, the last two from lo.
+func tradeoffPanels(ts string, lo float64) (full, zoom, roc *panel) {
+	full = &panel{p: newPlot(), xmin: 0, xmax: 1, ymin: 0, ymax: 1,
 		xy: func(a, b float64) (float64, float64, bool) { return a, b, true }}
 	full.p.Title.Text = "Trade-off, T = " + ts
 	full.p.X.Label.Text = "type I error α = P(say C' | C)"
@@ -295,13 +289,13 @@ func (m *model) tradeoffFigure(t int) (*figure, error) {
 
 	// The zoom: both errors on logarithmic axes, which pulls the curves of large mu and the
 	// envelopes of strong attacks off the axes they hug on the linear square.
-	zoom := &panel{p: newPlot(), xmin: lo, xmax: 1, ymin: lo, ymax: 1}
+	zoom = &panel{p: newPlot(), xmin: lo, xmax: 1, ymin: lo, ymax: 1}
 	zoom.xy = func(a, b float64) (float64, float64, bool) { return a, b, a > 0 && b > 0 && zoom.inside(a, b) }
 	zoom.p.Title.Text = "Near the axes: α and β on log scales"
 	zoom.p.X.Label.Text = "type I error α (log)"
 	zoom.p.Y.Label.Text = "type II error β (log)"
 
-	roc := &panel{p: newPlot(), xmin: lo, xmax: 1, ymin: lo, ymax: 1}
+	roc = &panel{p: newPlot(), xmin: lo, xmax: 1, ymin: lo, ymax: 1}
 	roc.xy = func(a, b float64) (float64, float64, bool) {
 		x, y := b, 1-a // FPR = beta, TPR = 1 - alpha (world C positive)
 		return x, y, x > 0 && y > 0 && roc.inside(x, y)
@@ -312,12 +306,15 @@ func (m *model) tradeoffFigure(t int) (*figure, error) {
 	for _, a := range []*plot.Axis{&roc.p.X, &roc.p.Y, &zoom.p.X, &zoom.p.Y} {
 		a.Scale, a.Tick.Marker = plot.LogScale{}, decadeTicks{}
 	}
-	panels := []*panel{full, zoom, roc}
 
-	leg := newLegend()
-	// Guessing: beta = 1 - alpha, on the ROC TPR = FPR.
+	return full, zoom, roc
+}
+
+// addGuessing draws random guessing in every panel (beta = 1 - alpha; on the ROC, TPR = FPR)
+// and returns a line for the legend.
+func addGuessing(full, zoom, roc *panel, lo float64) (*plotter.Line, error) {
 	var guess *plotter.Line
-	for _, pn := range panels {
+	for _, pn := range []*panel{full, zoom, roc} {
 		pts := plotter.XYs{{X: 0, Y: 1}, {X: 1, Y: 0}}
 		var rocPts plotter.XYs
 		if pn == roc {
@@ -336,8 +333,13 @@ func (m *model) tradeoffFigure(t int) (*figure, error) {
 			guess = l
 		}
 	}
+	return guess, nil
+}
 
-	// Gaussian trade-off curves: the claim, then the theory.
+// addGDPCurves draws the Gaussian trade-off curves of the claim and of the theory's bounds at
+// T in every panel, with their legend entries.
+func (m *model) addGDPCurves(leg *plot.Legend, full, zoom, roc *panel, t int, lo float64) error {
+	panels := []*panel{full, zoom, roc}
 	type curve struct {
 		mu    float64
 		label string
@@ -371,7 +373,7 @@ func (m *model) tradeoffFigure(t int) (*figure, error) {
 			}
 			l, err := pn.line(gdpCurve(c.mu), rocPts, c.col, c.dash, vg.Points(1.5))
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if l != nil {
 				shown = l
@@ -385,12 +387,13 @@ func (m *model) tradeoffFigure(t int) (*figure, error) {
 			leg.Add(c.label, shown)
 		}
 	}
-	if guess != nil {
-		leg.Add("guessing (β = 1 - α)", guess)
-	}
+	return nil
+}
 
-	leg.Add("", textItem{})
-	leg.Add("ROC envelope and certified error pair:", textItem{})
+// addAttackEnvelopes draws each attack's ROC envelope at T and its certified error pair in
+// every panel, with their legend entries.
+func (m *model) addAttackEnvelopes(leg *plot.Legend, full, zoom, roc *panel, t int) error {
+	panels := []*panel{full, zoom, roc}
 	for _, s := range m.series {
 		f := m.findings[s][t]
 		if f == nil || f.Result.ROC == nil {
@@ -406,7 +409,7 @@ func (m *model) tradeoffFigure(t int) (*figure, error) {
 		for _, pn := range panels {
 			l, err := pn.line(envXY, nil, col, dash, vg.Points(1.3))
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if l != nil {
 				thumb = l
@@ -418,7 +421,7 @@ func (m *model) tradeoffFigure(t int) (*figure, error) {
 			for _, pn := range panels {
 				sc, err := certifiedMark(pn, cp, col, glyph)
 				if err != nil {
-					return nil, err
+					return err
 				}
 				if sc != nil {
 					mark = sc
@@ -434,9 +437,14 @@ func (m *model) tradeoffFigure(t int) (*figure, error) {
 			leg.Add(s.String(), thumb)
 		}
 	}
+	return nil
+}
+
+// addTradeoffKey explains the markers and the dashes at the end of the legend.
+func (m *model) addTradeoffKey(leg *plot.Legend) error {
 	key, err := plotter.NewScatter(plotter.XYs{{}})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	key.Color, key.Shape, key.Radius = colorKey, draw.BoxGlyph{}, vg.Points(3)
 	leg.Add("", textItem{})
@@ -445,6 +453,41 @@ func (m *model) tradeoffFigure(t int) (*figure, error) {
 	leg.Add("   bars from the observed rates (α̂, β̂)", textItem{})
 	leg.Add("line dash: threat model (solid final,", textItem{})
 	leg.Add("   dashed all-iterates, dotted uploads)", textItem{})
+
+	return nil
+}
+
+// tradeoffFigure draws, for one T, three views of each attack's empirical envelope and
+// certified error pair beside the Gaussian trade-off curves of the claim and the theory: the
+// whole square, a zoom on the corner near the origin where strong attacks and the curves of
+// large mu lie, and the ROC on log-log axes (the low-FPR view). The legend is drawn beside the
+// panels, outside every plotting area.
+func (m *model) tradeoffFigure(t int) (*figure, error) {
+	ts := strconv.Itoa(t)
+	lo := m.logFloor(t)
+	full, zoom, roc := tradeoffPanels(ts, lo)
+	panels := []*panel{full, zoom, roc}
+
+	leg := newLegend()
+	guess, err := addGuessing(full, zoom, roc, lo)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.addGDPCurves(&leg, full, zoom, roc, t, lo); err != nil {
+		return nil, err
+	}
+	if guess != nil {
+		leg.Add("guessing (β = 1 - α)", guess)
+	}
+
+	leg.Add("", textItem{})
+	leg.Add("ROC envelope and certified error pair:", textItem{})
+	if err := m.addAttackEnvelopes(&leg, full, zoom, roc, t); err != nil {
+		return nil, err
+	}
+	if err := m.addTradeoffKey(&leg); err != nil {
+		return nil, err
+	}
 
 	lw, lh := legendSize(&leg)
 	lw += vg.Points(12)
@@ -556,42 +599,47 @@ func (c checkpointTicks) Ticks(lo, hi float64) []plot.Tick {
 
 // muFigure draws mu against T: certified lower bounds per attack and threat model, the
 // theoretical bounds, the realized mu and the claim. A wide range switches to logarithmic axes.
-func (m *model) muFigure() (*figure, bool, error) {
-	type line struct {
-		label string
-		xy    plotter.XYs
-		col   color.Color
-		dash  []vg.Length
-		shape draw.GlyphDrawer
-		width vg.Length
-	}
-	var theoryLines, attacks []line
-	add := func(dst *[]line, l line, get func(int) (float64, bool)) {
-		for _, t := range m.rounds {
-			if v, ok := get(t); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
-				l.xy = append(l.xy, plotter.XY{X: float64(t), Y: v})
-			}
-		}
-		if len(l.xy) > 0 {
-			*dst = append(*dst, l)
+// muLine is one curve of the mu-against-T figure.
+type muLine struct {
+	label string
+	xy    plotter.XYs
+	col   color.Color
+	dash  []vg.Length
+	shape draw.GlyphDrawer
+	width vg.Length
+}
+
+// addMuLine appends l with the points get gives at the checkpoints, when it has any.
+func (m *model) addMuLine(dst *[]muLine, l muLine, get func(int) (float64, bool)) {
+	for _, t := range m.rounds {
+		if v, ok := get(t); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			l.xy = append(l.xy, plotter.XY{X: float64(t), Y: v})
 		}
 	}
-	add(&theoryLines, line{label: "convergent bound (final model)", col: colorConvergent, shape: draw.CircleGlyph{}, width: vg.Points(1.5)},
+	if len(l.xy) > 0 {
+		*dst = append(*dst, l)
+	}
+}
+
+// muLines are the theory's curves (bounds and the realized mu) and one curve per attack
+// series (its certified lower bounds).
+func (m *model) muLines() (theoryLines, attacks []muLine) {
+	m.addMuLine(&theoryLines, muLine{label: "convergent bound (final model)", col: colorConvergent, shape: draw.CircleGlyph{}, width: vg.Points(1.5)},
 		func(t int) (float64, bool) {
 			return valueOf(m.theory[t], func(b *theory.Bound) float64 { return b.Mu })
 		})
-	add(&theoryLines, line{label: "composition bound (every iterate)", col: colorComposition, dash: dashComposition, shape: draw.TriangleGlyph{}, width: vg.Points(1.5)},
+	m.addMuLine(&theoryLines, muLine{label: "composition bound (every iterate)", col: colorComposition, dash: dashComposition, shape: draw.TriangleGlyph{}, width: vg.Points(1.5)},
 		func(t int) (float64, bool) {
 			return valueOf(m.theory[t], func(b *theory.Bound) float64 { return b.MuComposition })
 		})
 	if m.hasThreat("uploads") {
-		add(&theoryLines, line{label: "uploads bound (single upload)", col: colorConvergent, dash: dashUploads, shape: draw.SquareGlyph{}, width: vg.Points(1.2)},
+		m.addMuLine(&theoryLines, muLine{label: "uploads bound (single upload)", col: colorConvergent, dash: dashUploads, shape: draw.SquareGlyph{}, width: vg.Points(1.2)},
 			func(t int) (float64, bool) {
 				v, ok := valueOf(m.theory[t], func(b *theory.Bound) float64 { return b.MuUploads })
 				return v, ok && v > 0 // 0: a theory computed before the uploads bound existed
 			})
 	}
-	add(&theoryLines, line{label: "realized μ in training", col: colorRealized, dash: dashRealized, shape: draw.CrossGlyph{}, width: vg.Points(1.2)},
+	m.addMuLine(&theoryLines, muLine{label: "realized μ in training", col: colorRealized, dash: dashRealized, shape: draw.CrossGlyph{}, width: vg.Points(1.2)},
 		func(t int) (float64, bool) {
 			st := m.stats[t]
 			if st == nil {
@@ -601,7 +649,7 @@ func (m *model) muFigure() (*figure, bool, error) {
 		})
 	for _, s := range m.series {
 		col, glyph, dash := m.seriesStyle(s)
-		add(&attacks, line{label: s.String(), col: col, dash: dash, shape: glyph, width: vg.Points(1.5)},
+		m.addMuLine(&attacks, muLine{label: s.String(), col: col, dash: dash, shape: glyph, width: vg.Points(1.5)},
 			func(t int) (float64, bool) {
 				f := m.findings[s][t]
 				if f == nil {
@@ -610,32 +658,129 @@ func (m *model) muFigure() (*figure, bool, error) {
 				return f.Result.MuLower, true
 			})
 	}
-	if len(theoryLines)+len(attacks) == 0 {
-		return nil, false, nil
-	}
+	return theoryLines, attacks
+}
 
-	// Logarithmic y when the positive values span more than two decades; zero lower bounds
-	// (no evidence) cannot be drawn there and are left out, which the caption says.
+// muAxes decides the scales: logarithmic y when the positive values (and the claim) span more
+// than two decades, logarithmic x when the checkpoints span more than a factor of 50; it
+// returns the range of T too.
+func (m *model) muAxes(lines []muLine, claim float64) (logX, logY bool, tLo, tHi float64) {
 	lo, hi := math.Inf(1), 0.0
-	for _, ls := range [][]line{theoryLines, attacks} {
-		for _, l := range ls {
-			for _, pt := range l.xy {
-				if pt.Y > 0 {
-					lo, hi = math.Min(lo, pt.Y), math.Max(hi, pt.Y)
-				}
+	for _, l := range lines {
+		for _, pt := range l.xy {
+			if pt.Y > 0 {
+				lo, hi = math.Min(lo, pt.Y), math.Max(hi, pt.Y)
 			}
 		}
 	}
-	claim := m.in.ClaimMu
 	if claim > 0 {
 		lo, hi = math.Min(lo, claim), math.Max(hi, claim)
 	}
-	logY := hi > 0 && hi/lo > 100
-	tLo, tHi := math.Inf(1), 0.0
+	logY = hi > 0 && hi/lo > 100
+	tLo, tHi = math.Inf(1), 0.0
 	for _, t := range m.rounds {
 		tLo, tHi = math.Min(tLo, float64(t)), math.Max(tHi, float64(t))
 	}
-	logX := tLo >= 1 && tHi/tLo > 50
+	logX = tLo >= 1 && tHi/tLo > 50
+	return logX, logY, tLo, tHi
+}
+
+// addClaimLine draws the claim as a horizontal line over [tLo, tHi] with a legend entry and
+// its own label at the end of the line where the other curves are farthest from it, on the
+// side of the line away from them.
+func (m *model) addClaimLine(p *plot.Plot, leg *plot.Legend, lines []muLine, claim, tLo, tHi float64, logY bool) error {
+	x0, x1 := tLo, tHi
+	if x0 == x1 {
+		x0, x1 = x0-0.5, x1+0.5
+	}
+	cl, err := plotter.NewLine(plotter.XYs{{X: x0, Y: claim}, {X: x1, Y: claim}})
+	if err != nil {
+		return err
+	}
+	cl.Color, cl.Dashes, cl.Width = colorClaim, dashClaim, vg.Points(2)
+	p.Add(cl)
+	label := "claim μ = " + num(claim)
+	if m.in.ClaimLabel != "" {
+		label += " (" + m.in.ClaimLabel + ")"
+	}
+	leg.Add(label, cl)
+	nearest := func(x float64) (gap float64, above bool) {
+		gap, above = math.Inf(1), true
+		for _, l := range lines {
+			for _, pt := range l.xy {
+				if pt.X != x || (logY && pt.Y <= 0) {
+					continue
+				}
+				d := pt.Y - claim
+				if logY {
+					d = math.Log(pt.Y) - math.Log(claim)
+				}
+				if math.Abs(d) < gap {
+					gap, above = math.Abs(d), d > 0
+				}
+			}
+		}
+		return gap, above
+	}
+	gl, al := nearest(x0)
+	gr, ar := nearest(x1)
+	at, curveAbove, align := x1, ar, draw.XRight
+	if gl > gr {
+		at, curveAbove, align = x0, al, draw.XLeft
+	}
+	lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: at, Y: claim}}, Labels: []string{"claim μ = " + num(claim)}})
+	if err != nil {
+		return err
+	}
+	lbl.TextStyle[0].Color = colorClaim
+	lbl.TextStyle[0].Font.Size = vg.Points(9)
+	lbl.TextStyle[0].XAlign = align
+	lbl.TextStyle[0].YAlign = draw.YBottom
+	lbl.Offset = vg.Point{X: 0, Y: vg.Points(3)}
+	if curveAbove {
+		lbl.TextStyle[0].YAlign = draw.YTop
+		lbl.Offset.Y = -vg.Points(3)
+	}
+	p.Add(lbl)
+	return nil
+}
+
+// drawMuLines adds lines and their legend entries; on a log y axis the zero lower bounds (no
+// evidence) are left out.
+func drawMuLines(p *plot.Plot, leg *plot.Legend, ls []muLine, logY bool) error {
+	for _, l := range ls {
+		xy := l.xy
+		if logY {
+			xy = xy[:0:0]
+			for _, pt := range l.xy {
+				if pt.Y > 0 {
+					xy = append(xy, pt)
+				}
+			}
+			if len(xy) == 0 {
+				continue
+			}
+		}
+		ln, sc, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return err
+		}
+		ln.Color, ln.Dashes, ln.Width = l.col, l.dash, l.width
+		sc.Color, sc.Shape, sc.Radius = l.col, l.shape, vg.Points(3)
+		p.Add(ln, sc)
+		leg.Add(l.label, ln, sc)
+	}
+	return nil
+}
+
+func (m *model) muFigure() (*figure, bool, error) {
+	theoryLines, attacks := m.muLines()
+	if len(theoryLines)+len(attacks) == 0 {
+		return nil, false, nil
+	}
+	all := append(append([]muLine(nil), theoryLines...), attacks...)
+	claim := m.in.ClaimMu
+	logX, logY, tLo, tHi := m.muAxes(all, claim)
 
 	p := newPlot()
 	p.Title.Text = "μ against the number of rounds T"
@@ -653,89 +798,11 @@ func (m *model) muFigure() (*figure, bool, error) {
 
 	leg := newLegend()
 	if claim > 0 && tHi >= tLo {
-		x0, x1 := tLo, tHi
-		if x0 == x1 {
-			x0, x1 = x0-0.5, x1+0.5
-		}
-		cl, err := plotter.NewLine(plotter.XYs{{X: x0, Y: claim}, {X: x1, Y: claim}})
-		if err != nil {
+		if err := m.addClaimLine(p, &leg, all, claim, tLo, tHi, logY); err != nil {
 			return nil, false, err
 		}
-		cl.Color, cl.Dashes, cl.Width = colorClaim, dashClaim, vg.Points(2)
-		p.Add(cl)
-		label := "claim μ = " + num(claim)
-		if m.in.ClaimLabel != "" {
-			label += " (" + m.in.ClaimLabel + ")"
-		}
-		leg.Add(label, cl)
-		// The line's own label, at the end of the line where the other curves are farthest
-		// from it, on the side of the line away from them.
-		pts := append(append([]line(nil), theoryLines...), attacks...)
-		nearest := func(x float64) (gap float64, above bool) {
-			gap, above = math.Inf(1), true
-			for _, l := range pts {
-				for _, pt := range l.xy {
-					if pt.X != x || (logY && pt.Y <= 0) {
-						continue
-					}
-					d := pt.Y - claim
-					if logY {
-						d = math.Log(pt.Y) - math.Log(claim)
-					}
-					if math.Abs(d) < gap {
-						gap, above = math.Abs(d), d > 0
-					}
-				}
-			}
-			return gap, above
-		}
-		gl, al := nearest(x0)
-		gr, ar := nearest(x1)
-		at, curveAbove, align := x1, ar, draw.XRight
-		if gl > gr {
-			at, curveAbove, align = x0, al, draw.XLeft
-		}
-		lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: at, Y: claim}}, Labels: []string{"claim μ = " + num(claim)}})
-		if err != nil {
-			return nil, false, err
-		}
-		lbl.TextStyle[0].Color = colorClaim
-		lbl.TextStyle[0].Font.Size = vg.Points(9)
-		lbl.TextStyle[0].XAlign = align
-		lbl.TextStyle[0].YAlign = draw.YBottom
-		lbl.Offset = vg.Point{X: 0, Y: vg.Points(3)}
-		if curveAbove {
-			lbl.TextStyle[0].YAlign = draw.YTop
-			lbl.Offset.Y = -vg.Points(3)
-		}
-		p.Add(lbl)
 	}
-	draws := func(ls []line) error {
-		for _, l := range ls {
-			xy := l.xy
-			if logY {
-				xy = xy[:0:0]
-				for _, pt := range l.xy {
-					if pt.Y > 0 {
-						xy = append(xy, pt)
-					}
-				}
-				if len(xy) == 0 {
-					continue
-				}
-			}
-			ln, sc, err := plotter.NewLinePoints(xy)
-			if err != nil {
-				return err
-			}
-			ln.Color, ln.Dashes, ln.Width = l.col, l.dash, l.width
-			sc.Color, sc.Shape, sc.Radius = l.col, l.shape, vg.Points(3)
-			p.Add(ln, sc)
-			leg.Add(l.label, ln, sc)
-		}
-		return nil
-	}
-	if err := draws(theoryLines); err != nil {
+	if err := drawMuLines(p, &leg, theoryLines, logY); err != nil {
 		return nil, false, err
 	}
 	if len(attacks) > 0 {
@@ -743,7 +810,7 @@ func (m *model) muFigure() (*figure, bool, error) {
 		leg.Add("certified lower bounds", textItem{})
 		leg.Add("("+m.levelShort()+"):", textItem{})
 	}
-	if err := draws(attacks); err != nil {
+	if err := drawMuLines(p, &leg, attacks, logY); err != nil {
 		return nil, false, err
 	}
 
