@@ -152,7 +152,6 @@ func TestCNNConfigErrors(t *testing.T) {
 		{"kernel too large", func(m *ModelConfig) {
 			m.Layers = []nn.LayerSpec{{Kind: "conv2d", Out: 2, Kernel: 9}, {Kind: "flatten"}, {Kind: "dense", Out: 3}}
 		}, "layer 1 (conv2d): input 1x8x8: kernel 9"},
-		{"wrong classes", func(m *ModelConfig) { m.Layers[len(m.Layers)-1].Out = 5 }, "5 outputs, the data has 3 classes"},
 		{"no layers", func(m *ModelConfig) { m.Layers = nil }, "model.layers: sequential needs at least one layer"},
 		{"bad input", func(m *ModelConfig) { m.Input = []int{8, 8} }, "model.input: want [channels, height, width]"},
 		{"sequential without input", func(m *ModelConfig) { m.Input = nil }, ""},
@@ -187,8 +186,14 @@ func TestCNNConfigErrors(t *testing.T) {
 	cfg := tinyCNN()
 	cfg.Model.Input = nil
 	run(t, cfg, c, cp, tgt, PairRange{0, 1})
-	cfg.Model.Input = []int{1, 9, 9}
+	cfg.Model.Layers[len(cfg.Model.Layers)-1].Out = 5
 	err := Train(context.Background(), Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{0, 1}, Recorder: &memRecorder{}})
+	if err == nil || !strings.Contains(err.Error(), "the last layer has 5 outputs, the data has 3 classes") {
+		t.Fatalf("wrong classes: error %v", err)
+	}
+	cfg.Model.Layers[len(cfg.Model.Layers)-1].Out = 3
+	cfg.Model.Input = []int{1, 9, 9}
+	err = Train(context.Background(), Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{0, 1}, Recorder: &memRecorder{}})
 	if err == nil || !strings.Contains(err.Error(), "model.input: [1 9 9] is 81 values per sample, the data's samples have 64") {
 		t.Fatalf("mismatched input: error %v", err)
 	}
