@@ -33,6 +33,8 @@ func newHostModel(cfg train.ModelConfig, dim, classes int) (*hostModel, error) {
 		}
 		return &hostModel{kind: "quadratic", d: dim, a: cfg.Curvature, sizes: []int{dim}}, nil
 	case "softmax", "mlp":
+	case "lenet5", "resnet", "sequential":
+		return nil, fmt.Errorf("model: kind %q: the attacks' host model evaluates softmax, mlp and quadratic models; convolutional models are not supported yet", cfg.Kind)
 	default:
 		return nil, fmt.Errorf("model: kind %q is not softmax, mlp or quadratic", cfg.Kind)
 	}

@@ -190,6 +190,11 @@ func (e *experimentDir) scoring(opts AttackOptions) (names []string, rounds []in
 	if len(names) == 0 {
 		names = attacks.Default(e.tab.Meta())
 	}
+	// Attacks that cannot evaluate the model (convolutional models on the host) are left out,
+	// whether selected or by default; attack logs why.
+	for _, s := range attacks.ModelSkipped(e.cfg.Train.Model) {
+		names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == s.Name })
+	}
 	rounds = opts.Rounds
 	if len(rounds) == 0 {
 		rounds = e.cfg.Audit.Rounds
@@ -218,6 +223,9 @@ func (e *experimentDir) attack(ctx context.Context, path string, opts AttackOpti
 	tab, cfg, data := e.tab, e.cfg, e.data
 	names, rounds := e.scoring(opts)
 	if opts.Logf != nil {
+		for _, s := range attacks.ModelSkipped(cfg.Train.Model) {
+			opts.Logf("attacks: skipped %s: %s", s.Name, s.Why)
+		}
 		opts.Logf("attacks: scoring %v", names)
 		for _, s := range attacks.Skipped(tab.Meta()) {
 			if !slices.Contains(names, s.Name) {

@@ -65,7 +65,7 @@ func Plan(cfg *Config, data *Data, shards int) (Work, error) {
 	for _, s := range data.Shape {
 		dim *= s
 	}
-	d, err := train.ParamCount(cfg.Train.Model, dim, data.Classes)
+	d, err := train.ParamCountShape(cfg.Train.Model, data.Shape, data.Classes)
 	if err != nil {
 		return Work{}, fmt.Errorf("plan: %w", err)
 	}

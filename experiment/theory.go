@@ -155,9 +155,10 @@ func ExactMu(cfg *Config, data *Data) (final, allIterates, uploads func(T int) f
 // recorded parameters: the largest Hessian spectral norm of a client's mean loss, by power
 // iteration, over up to three checkpoints of the first world-C run and up to three clients (the
 // target client first). It needs run files with parameters; without them L stays unknown.
-// Every bound computed from it is labelled an estimate.
+// Every bound computed from it is labelled an estimate. The host model has no convolutional
+// models yet (attacks.ModelSkipped): for those L stays unknown too.
 func EstimateSmoothness(ctx context.Context, tab *runs.Table, cfg *Config, data *Data) (Smoothness, error) {
-	if !tab.Meta().HasParams {
+	if !tab.Meta().HasParams || len(attacks.ModelSkipped(cfg.Train.Model)) > 0 {
 		return Smoothness{Source: "none"}, nil
 	}
 	var points [][]float32

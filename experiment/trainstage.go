@@ -139,7 +139,7 @@ func TrainShard(ctx context.Context, cfg *Config, data *Data, s runs.Shard, dir 
 		}
 	}
 
-	dim, err := train.ParamCount(cfg.Train.Model, data.Pair.C[0].Dim(), data.Classes)
+	dim, err := train.ParamCountShape(cfg.Train.Model, data.Pair.C[0].Shape, data.Classes)
 	if err != nil {
 		return "", false, fmt.Errorf("train shard %s: %w", s, err)
 	}

@@ -1,8 +1,7 @@
 // Package nn owns the convolutional layers and models of fedaudit, replica-batched like the rest
 // of the engine: every operation runs for R replicas (the coupled runs of an audit) at once, in
-// float32, with hand-written backward passes. It is not yet wired into training (package train
-// still trains only softmax, MLP and quadratic models); train will call it once the layers are
-// settled.
+// float32, with hand-written backward passes. Package train trains its models (kinds lenet5,
+// resnet and sequential, train/nnmodel.go) on the CPU backend in the direct local-step form.
 //
 // What it owns: the layers (conv2d with stride and padding through im2col and the CPU backend's
 // strided-batched SGEMM, max and average pooling, ReLU and tanh, GroupNorm, residual blocks,

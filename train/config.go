@@ -8,6 +8,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/nn"
 )
 
 // Config is one training configuration: the algorithm, model, schedule and what to record.
@@ -99,7 +100,9 @@ type Config struct {
 
 // ModelConfig selects a model.
 type ModelConfig struct {
-	// Kind is "softmax" (softmax regression), "mlp" or "quadratic".
+	// Kind is "softmax" (softmax regression), "mlp" or "quadratic", or one of package nn's
+	// convolutional models: "lenet5", "resnet" or "sequential" (CPU backend only, direct
+	// local steps).
 	Kind string `json:"kind" yaml:"kind"`
 	// Hidden holds the MLP's hidden-layer widths.
 	Hidden []int `json:"hidden,omitempty" yaml:"hidden,omitempty"`
@@ -107,6 +110,20 @@ type ModelConfig struct {
 	Activation string `json:"activation,omitempty" yaml:"activation,omitempty"`
 	// Curvature is the quadratic model's a.
 	Curvature float64 `json:"curvature,omitempty" yaml:"curvature,omitempty"`
+	// Classic selects LeNet-5's tanh and average-pooling variant (lenet5).
+	Classic bool `json:"classic,omitempty" yaml:"classic,omitempty"`
+	// Blocks (residual blocks per stage), Width (channels of the first stage) and Groups
+	// (GroupNorm's groups, dividing Width) shape the resnet: 3, 16 and e.g. 4 is ResNet-20.
+	Blocks int `json:"blocks,omitempty" yaml:"blocks,omitempty"`
+	Width  int `json:"width,omitempty" yaml:"width,omitempty"`
+	Groups int `json:"groups,omitempty" yaml:"groups,omitempty"`
+	// Input is the [channels, height, width] of one sample for lenet5, resnet and sequential;
+	// empty takes the data's shape. A sequential model needs it for its shapes to be checked
+	// before the data is loaded.
+	Input []int `json:"input,omitempty" yaml:"input,omitempty"`
+	// Layers are the sequential model's layers (nn.LayerSpec: kind, out, kernel, stride,
+	// padding, groups).
+	Layers []nn.LayerSpec `json:"layers,omitempty" yaml:"layers,omitempty"`
 }
 
 // TargetInfo says which sample differs between the worlds: sample Index of client Client.
@@ -178,12 +195,14 @@ type ReplicaState struct {
 	Upload []float32
 }
 
-func (c *Config) validate(m, n, dim, classes int) error {
+// validate checks the configuration for m clients of at least n samples, samples of the given
+// shape and dim features (nil and 0 when not known yet) and classes.
+func (c *Config) validate(m, n int, shape []int, dim, classes int) error {
 	var p problems
 	c.checkAlgorithm(&p, m)
 	c.checkSchedule(&p, m)
 	c.checkSampling(&p, n)
-	c.checkModel(&p, classes)
+	c.checkModel(&p, shape, dim, classes)
 	return errors.Join(p...)
 }
 
@@ -331,9 +350,11 @@ func (c *Config) checkSampling(p *problems, n int) {
 	}
 }
 
-// checkModel checks the model for data of the given number of classes.
-func (c *Config) checkModel(p *problems, classes int) {
+// checkModel checks the model for data of the given shape, dim and number of classes.
+func (c *Config) checkModel(p *problems, shape []int, dim, classes int) {
 	switch c.Model.Kind {
+	case "lenet5", "resnet", "sequential":
+		c.checkNN(p, shape, dim, classes)
 	case "softmax", "mlp":
 		if classes < 2 {
 			p.add("model.kind", "%s needs at least 2 classes, the data has %d", c.Model.Kind, classes)
@@ -358,7 +379,7 @@ func (c *Config) checkModel(p *problems, classes int) {
 			p.add("model.curvature", "need a finite nonzero a, got %g", c.Model.Curvature)
 		}
 	default:
-		p.add("model.kind", "%q is not softmax, mlp or quadratic", c.Model.Kind)
+		p.add("model.kind", "%q is not softmax, mlp, quadratic, lenet5, resnet or sequential", c.Model.Kind)
 	}
 }
 
@@ -374,8 +395,11 @@ func parseActivation(s string) (compute.Activation, error) {
 	return 0, fmt.Errorf("%q is not tanh, softplus or relu", s)
 }
 
-func (c *Config) newModel(dim, classes int) (Model, error) {
+// newModel builds the model for samples of the given shape (nil: unknown), dim and classes.
+func (c *Config) newModel(shape []int, dim, classes int) (Model, error) {
 	switch c.Model.Kind {
+	case "lenet5", "resnet", "sequential":
+		return newNNModel(c.Model, shape, dim, classes, c.Threads)
 	case "softmax":
 		return NewMLP(compute.Tanh, dim, classes)
 	case "mlp":
@@ -409,4 +433,4 @@ func (c *Config) LearningRateAt(t, k int) float64 {
 // Check validates the configuration for m clients of at least n samples each and the given
 // number of classes, before any data is loaded (the input dimension does not enter the checks).
 // The engine checks again against the real data.
-func (c *Config) Check(m, n, classes int) error { return c.validate(m, n, 1, classes) }
+func (c *Config) Check(m, n, classes int) error { return c.validate(m, n, nil, 0, classes) }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/internal/philox"
 )
@@ -113,6 +114,7 @@ type engine struct {
 type checkedJob struct {
 	worldC, worldCP    []*datasets.Dataset
 	target             TargetInfo
+	shape              []int // one sample's shape (client 0 of C)
 	dim, classes, minN int
 }
 
@@ -172,7 +174,7 @@ func checkJob(job Job) (checkedJob, error) {
 	if tc := worldC[target.Client]; target.Index < 0 || target.Index >= tc.Len() {
 		return checkedJob{}, fmt.Errorf("train: target index %d outside client %d's %d samples", target.Index, target.Client, tc.Len())
 	}
-	if err := cfg.validate(m, minN, dim, classes); err != nil {
+	if err := cfg.validate(m, minN, worldC[0].Shape, dim, classes); err != nil {
 		return checkedJob{}, err
 	}
 	if test != nil {
@@ -183,7 +185,7 @@ func checkJob(job Job) (checkedJob, error) {
 			return checkedJob{}, fmt.Errorf("train: test set has dim %d, clients %d", test.Dim(), dim)
 		}
 	}
-	return checkedJob{worldC: worldC, worldCP: worldCP, target: target, dim: dim, classes: classes, minN: minN}, nil
+	return checkedJob{worldC: worldC, worldCP: worldCP, target: target, shape: worldC[0].Shape, dim: dim, classes: classes, minN: minN}, nil
 }
 
 func newEngine(be compute.Backend, job Job) (*engine, error) {
@@ -192,7 +194,10 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 		return nil, err
 	}
 	cfg, pairs, target, dim, m := job.Config, job.Pairs, j.target, j.dim, len(j.worldC)
-	model, err := cfg.newModel(dim, j.classes)
+	if _, isCPU := be.(*cpu.Backend); isConvKind(cfg.Model.Kind) && !isCPU {
+		return nil, fmt.Errorf("train: model %s runs on the CPU backend only (%T): convolutional models have no GPU kernels yet; use the cpu backend", cfg.Model.Kind, be)
+	}
+	model, err := cfg.newModel(j.shape, dim, j.classes)
 	if err != nil {
 		return nil, err
 	}

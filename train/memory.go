@@ -16,9 +16,11 @@ const DefaultGroupMemory int64 = 256 << 20
 // DataSizes are the data dimensions the engine's memory depends on.
 type DataSizes struct {
 	Dim, Classes int
-	Clients      int // m
-	MaxSamples   int // the largest client's sample count
-	TestSamples  int
+	// Shape is one sample's shape (Dataset.Shape); nil when not known (Dim is then a stand-in).
+	Shape       []int
+	Clients     int // m
+	MaxSamples  int // the largest client's sample count
+	TestSamples int
 }
 
 // Memory is an estimate of the bytes the engine holds while it trains a group of pairs:
@@ -53,7 +55,17 @@ func MemoryOf(cfg Config, s DataSizes) (Memory, error) {
 	if s.Dim < 1 || s.Classes < 1 || s.Clients < 1 || s.MaxSamples < 1 || s.TestSamples < 0 {
 		return Memory{}, fmt.Errorf("memory estimate: sizes %+v: need positive dimensions", s)
 	}
-	d, sizes, err := shapeOf(cfg.Model, s.Dim, s.Classes)
+	var (
+		d      int
+		sizes  []int
+		err    error
+		nnRows float64 // bytes per row of an nn model's workspace
+	)
+	if isConvKind(cfg.Model.Kind) {
+		d, nnRows, err = nnMemory(cfg.Model, s)
+	} else {
+		d, sizes, err = shapeOf(cfg.Model, s.Dim, s.Classes)
+	}
 	if err != nil {
 		return Memory{}, err
 	}
@@ -106,7 +118,8 @@ func MemoryOf(cfg Config, s DataSizes) (Memory, error) {
 		act += k * float64(sizes[l])
 	}
 	perReplica += wsRows * act * f
-	if cfg.Batching == algo.Fixed {
+	perReplica += wsRows * nnRows
+	if cfg.Batching == algo.Fixed && nnRows == 0 {
 		perReplica += float64(cfg.BatchSize) * float64(cfg.BatchSize) * f // delta Gram matrices
 	}
 	// Deferred first-layer updates (deferred.go): K·B factor rows of the first hidden layer in
@@ -114,7 +127,7 @@ func MemoryOf(cfg Config, s DataSizes) (Memory, error) {
 	kb := float64(cfg.LocalSteps) * float64(cfg.BatchSize)
 	window := 0.0
 	B := float64(cfg.BatchSize)
-	if cfg.Model.Kind != "quadratic" && cfg.Batching == algo.Fixed && cfg.Algorithm != algo.DPSGD && kb > 0 &&
+	if cfg.Model.Kind != "quadratic" && nnRows == 0 && cfg.Batching == algo.Fixed && cfg.Algorithm != algo.DPSGD && kb > 0 &&
 		B <= float64(s.Dim) && kb-B <= float64(s.Dim) {
 		h := float64(sizes[1])
 		window = math.Max(1, math.Min(float64(s.Clients), math.Floor(4*float64(d)/(kb*h))))

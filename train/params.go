@@ -5,7 +5,22 @@ package train
 // vectors by.
 func ParamCount(mc ModelConfig, dim, classes int) (int, error) {
 	c := Config{Model: mc}
-	m, err := c.newModel(dim, classes)
+	m, err := c.newModel(nil, dim, classes)
+	if err != nil {
+		return 0, err
+	}
+	return m.NumParams(), nil
+}
+
+// ParamCountShape is ParamCount for samples of the given shape (Dataset.Shape), which the
+// convolutional models (lenet5, resnet, sequential) take their input shape from.
+func ParamCountShape(mc ModelConfig, shape []int, classes int) (int, error) {
+	dim := 1
+	for _, s := range shape {
+		dim *= s
+	}
+	c := Config{Model: mc}
+	m, err := c.newModel(shape, dim, classes)
 	if err != nil {
 		return 0, err
 	}

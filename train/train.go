@@ -74,7 +74,7 @@ func SizesOf(clients []*datasets.Dataset, test *datasets.Dataset) DataSizes {
 	s := DataSizes{Clients: len(clients)}
 	for _, c := range clients {
 		if c != nil {
-			s.Dim, s.Classes = c.Dim(), c.Classes
+			s.Dim, s.Classes, s.Shape = c.Dim(), c.Classes, c.Shape
 			s.MaxSamples = max(s.MaxSamples, c.Len())
 		}
 	}
