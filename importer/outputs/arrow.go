@@ -3,6 +3,7 @@ package outputs
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +18,7 @@ import (
 )
 
 // maxArrowRows bounds the rows of an Arrow or Parquet table.
-const maxArrowRows = 1 << 26
+const maxArrowRows = 1 << 24
 
 // ReadArrow reads an outputs table from an Arrow IPC file or stream. Logits may be a list,
 // large list or fixed-size list column named logits, or columns logit_0, logit_1, ...; numbers
@@ -41,7 +42,26 @@ func ReadArrow(data []byte) (*Table, error) {
 }
 
 func readIPC(data []byte) ([]arrow.Record, error) {
-	mem := memory.NewGoAllocator()
+	// A file is "ARROW1", padding, a stream and a footer: reading the stream reads the file,
+	// with one reader and one check (the stream ends at its end-of-stream marker).
+	if bytes.HasPrefix(data, []byte("ARROW1")) {
+		// The footer (a copy of the schema and the batches' positions) is not needed: the
+		// stream is what lies between the 8-byte header and the footer, its int32 length and
+		// the closing magic.
+		n := len(data)
+		if n < 8+10 || !bytes.HasSuffix(data, []byte("ARROW1")) {
+			return nil, errors.New("truncated Arrow file (no closing magic)")
+		}
+		footer := int(int32(binary.LittleEndian.Uint32(data[n-10:])))
+		if footer < 0 || footer > n-18 {
+			return nil, fmt.Errorf("Arrow file footer of %d bytes in a file of %d", footer, n)
+		}
+		data = data[8 : n-10-footer]
+	}
+	if err := checkStream(data); err != nil {
+		return nil, err
+	}
+	mem := &cappedAllocator{mem: memory.NewGoAllocator(), limit: 1<<20 + 64*len(data)}
 	var recs []arrow.Record
 	var rows int64
 	keep := func(r arrow.Record) error {
@@ -52,23 +72,6 @@ func readIPC(data []byte) ([]arrow.Record, error) {
 		r.Retain()
 		recs = append(recs, r)
 		return nil
-	}
-	if bytes.HasPrefix(data, []byte("ARROW1")) {
-		fr, err := ipc.NewFileReader(bytes.NewReader(data), ipc.WithAllocator(mem))
-		if err != nil {
-			return nil, err
-		}
-		defer fr.Close()
-		for i := 0; i < fr.NumRecords(); i++ {
-			r, err := fr.Record(i)
-			if err != nil {
-				return recs, err
-			}
-			if err := keep(r); err != nil {
-				return recs, err
-			}
-		}
-		return recs, nil
 	}
 	sr, err := ipc.NewReader(bytes.NewReader(data), ipc.WithAllocator(mem))
 	if err != nil {
@@ -128,11 +131,40 @@ func ReadParquet(ctx context.Context, data []byte) (*Table, error) {
 	return fromRecords(recs, "parquet")
 }
 
+// cappedAllocator refuses buffers larger than the file could describe (compression aside, by a
+// wide margin): a corrupt body length must be an error, not an attempt to allocate it.
+type cappedAllocator struct {
+	mem   memory.Allocator
+	limit int
+}
+
+type allocTooLarge struct{ size, limit int }
+
+func (a *cappedAllocator) Allocate(size int) []byte {
+	if size < 0 || size > a.limit {
+		panic(allocTooLarge{size, a.limit})
+	}
+	return a.mem.Allocate(size)
+}
+
+func (a *cappedAllocator) Reallocate(size int, b []byte) []byte {
+	if size < 0 || size > a.limit {
+		panic(allocTooLarge{size, a.limit})
+	}
+	return a.mem.Reallocate(size, b)
+}
+
+func (a *cappedAllocator) Free(b []byte) { a.mem.Free(b) }
+
 // decodeSafely turns a panic of the Arrow or Parquet decoders on malformed input into an error:
 // the files come from outside, and a bad file must never crash the import.
 func decodeSafely(f func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
+			if big, ok := r.(allocTooLarge); ok {
+				err = fmt.Errorf("corrupt file: a buffer of %d bytes, more than the file can hold (%d)", big.size, big.limit)
+				return
+			}
 			err = fmt.Errorf("corrupt file: %v", r)
 		}
 	}()
