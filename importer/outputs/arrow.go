@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/apache/arrow/go/v15/parquet"
+	"github.com/apache/arrow/go/v15/parquet/file"
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 )
 
@@ -90,45 +91,71 @@ func readIPC(data []byte) ([]arrow.Record, error) {
 }
 
 // ReadParquet reads an outputs table from Parquet (as pandas, polars or pyarrow write it), with
-// the columns of ReadArrow.
+// the columns of ReadArrow. Columns are decoded one by one on this goroutine (pqarrow.ReadTable
+// decodes on goroutines of its own, where a decoder's panic on a corrupt file could not be
+// recovered), with buffers capped by the file's size.
 func ReadParquet(ctx context.Context, data []byte) (*Table, error) {
-	var tab arrow.Table
+	var t *Table
 	err := decodeSafely(func() error {
-		var err error
-		tab, err = pqarrow.ReadTable(ctx, bytes.NewReader(data), parquet.NewReaderProperties(memory.DefaultAllocator),
-			pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+		mem := &cappedAllocator{mem: memory.NewGoAllocator(), limit: 64<<20 + 64*len(data)}
+		pf, err := file.NewParquetReader(bytes.NewReader(data), file.WithReadProps(parquet.NewReaderProperties(mem)))
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		rows := pf.NumRows()
+		if rows < 0 || rows > maxArrowRows {
+			return fmt.Errorf("%d rows, want 0 to %d", rows, maxArrowRows)
+		}
+		fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem)
+		if err != nil {
+			return err
+		}
+		leaves := make([]int, pf.MetaData().Schema.NumColumns())
+		for i := range leaves {
+			leaves[i] = i
+		}
+		groups := make([]int, pf.NumRowGroups())
+		for i := range groups {
+			groups[i] = i
+		}
+		readers, schema, err := fr.GetFieldReaders(ctx, leaves, groups)
+		if err != nil {
+			return err
+		}
+		cols := make([]column, len(readers))
+		for j, rdr := range readers {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			chunked, err := fr.ReadColumn(groups, rdr)
+			if err != nil {
+				return fmt.Errorf("column %s: %w", schema.Field(j).Name, err)
+			}
+			var cells cellsOf
+			for _, a := range chunked.Chunks() {
+				if err := cells.appendArray(a); err != nil {
+					chunked.Release()
+					return fmt.Errorf("column %s: %w", schema.Field(j).Name, err)
+				}
+			}
+			chunked.Release()
+			if int64(len(cells.valid)) != rows {
+				return fmt.Errorf("column %s: %d values in a table of %d rows", schema.Field(j).Name, len(cells.valid), rows)
+			}
+			cols[j] = cells.column(schema.Field(j).Name)
+		}
+		t, err = build(cols, int(rows), "parquet")
 		return err
 	})
+	var ie *InputError
+	if errors.As(err, &ie) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, inputErrorf("parquet: %v", err)
 	}
-	defer tab.Release()
-	if tab.NumRows() > maxArrowRows {
-		return nil, inputErrorf("parquet: %d rows, more than %d", tab.NumRows(), maxArrowRows)
-	}
-	var recs []arrow.Record
-	err = decodeSafely(func() error {
-		tr := array.NewTableReader(tab, 1<<16)
-		defer tr.Release()
-		for tr.Next() {
-			r := tr.Record()
-			r.Retain()
-			recs = append(recs, r)
-		}
-		return tr.Err()
-	})
-	defer func() {
-		for _, r := range recs {
-			r.Release()
-		}
-	}()
-	if err != nil {
-		return nil, inputErrorf("parquet: %v", err)
-	}
-	if len(recs) == 0 {
-		return nil, inputErrorf("parquet: no rows")
-	}
-	return fromRecords(recs, "parquet")
+	return t, nil
 }
 
 // cappedAllocator refuses buffers larger than the file could describe (compression aside, by a
@@ -190,6 +217,9 @@ func fromRecords(recs []arrow.Record, format string) (*Table, error) {
 		var cells cellsOf
 		err := decodeSafely(func() error {
 			for _, r := range recs {
+				if n := r.Column(j).Len(); int64(n) != r.NumRows() {
+					return fmt.Errorf("%d values in a batch of %d rows", n, r.NumRows())
+				}
 				if err := cells.appendArray(r.Column(j)); err != nil {
 					return err
 				}
