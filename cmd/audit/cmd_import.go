@@ -13,7 +13,7 @@ import (
 func init() {
 	register(&command{
 		name:    "import",
-		summary: "import model snapshots trained elsewhere (safetensors, .npy, .npz) into an experiment directory",
+		summary: "import runs trained elsewhere: model snapshots (safetensors, .npy, .npz) or per-record model outputs (CSV, Parquet, Arrow)",
 		usage:   "import --manifest M --config CFG --out DIR [--names t1,t2,...] [--workers n] [--json]  |  import --outputs FILE --out DIR [--shadow-every k] [--json]",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			manifest := fs.String("manifest", "", "CSV or JSON manifest: file, world (C or C'), pair, round[, client, canary] (docs/import.md)")
