@@ -252,6 +252,9 @@ func (e *experimentDir) attack(ctx context.Context, path string, opts AttackOpti
 // then audits every (attack, threat, round) beside the theory for the experiment's config. The
 // directory's own audit settings (DIR/config.json) apply wherever opts leaves a field zero.
 func AnalyzeDir(ctx context.Context, dir string, opts AnalyzeOptions, aopts AttackOptions) (*findings.Analysis, error) {
+	if a, ok, err := analyzeOutputsDir(ctx, dir, opts, aopts.Logf); ok {
+		return a, err
+	}
 	ed, err := openExperimentDir(dir, aopts.AllowPartial)
 	if err != nil {
 		return nil, err

@@ -13,8 +13,8 @@ import (
 func init() {
 	register(&command{
 		name:    "import",
-		summary: "import model snapshots trained elsewhere (safetensors, .npy, .npz) into an experiment directory",
-		usage:   "import --manifest M --config CFG --out DIR [--names t1,t2,...] [--workers n] [--json]",
+		summary: "import runs trained elsewhere: model snapshots (safetensors, .npy, .npz) or per-record model outputs (CSV, Parquet, Arrow)",
+		usage:   "import --manifest M --config CFG --out DIR [--names t1,t2,...] [--workers n] [--json]  |  import --outputs FILE --out DIR [--shadow-every k] [--json]",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			manifest := fs.String("manifest", "", "CSV or JSON manifest: file, world (C or C'), pair, round[, client, canary] (docs/import.md)")
 			config := fs.String("config", "", "experiment YAML describing the deployment (data, adjacency, model, algorithm, noise, checkpoints)")
@@ -22,7 +22,11 @@ func init() {
 			names := fs.String("names", "", "tensor names of the model's parameters in layout order (default: the file's order, or one flat vector)")
 			workers := fs.Int("workers", 0, "parallel readers (0: all cores); the output does not depend on it")
 			asJSON := fs.Bool("json", false, "print the import summary as JSON")
+			of := registerOutputsFlags(fs) // --outputs: per-record model outputs (cmd_import_outputs.go)
 			return func(ctx context.Context, e *env, args []string) error {
+				if of.set() {
+					return of.run(ctx, e, args, *manifest, *config, *out, *asJSON)
+				}
 				if len(args) > 0 {
 					return usagef("import: unexpected argument %q", args[0])
 				}

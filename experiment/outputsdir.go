@@ -1,0 +1,49 @@
+package experiment
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/importer/outputs"
+	"github.com/fedaudit/fedaudit/runs"
+)
+
+// analyzeOutputsDir analyzes a directory written by `audit import --outputs`: it has a score
+// file and no run files, config or data to rebuild, so there is no theory, exact mu or
+// config claim beside the scores; the claim comes from the options. ok is false for any other
+// directory.
+func analyzeOutputsDir(ctx context.Context, dir string, opts AnalyzeOptions, logf func(string, ...any)) (a *findings.Analysis, ok bool, err error) {
+	marker := filepath.Join(dir, outputs.MarkerFile)
+	if _, err := os.Stat(marker); errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	raw, err := os.ReadFile(marker)
+	if err != nil {
+		return nil, true, err
+	}
+	var sum outputs.Summary
+	if err := json.Unmarshal(raw, &sum); err != nil {
+		return nil, true, fmt.Errorf("%s: %w", marker, err)
+	}
+	sf, err := runs.ReadScoreFile(expdir.Dir(dir).Scores())
+	if err != nil {
+		return nil, true, err
+	}
+	if logf != nil {
+		logf("analyze: %s holds imported model outputs (%s): attacks %v", dir, sum.Threat, sum.Ran)
+		for _, s := range sum.Skipped {
+			logf("analyze: %s not run: %s", s.Attack, s.Why)
+		}
+	}
+	a, err = AnalyzeScores(ctx, sf, opts, nil)
+	if err != nil {
+		return nil, true, fmt.Errorf("%s: %w", dir, err)
+	}
+	return a, true, nil
+}

@@ -1,0 +1,311 @@
+// Package outputs imports per-record model outputs (the loss, or the logits and label, of the
+// canary record and optionally of reference records, for every run of N coupled pairs) as
+// TF Privacy's membership-inference attack input does, and scores them with the black-box
+// attacks that need nothing else: loss, margin and LiRA. It is the door for auditing a model
+// of any architecture trained anywhere: only its outputs on a few records are needed.
+//
+// World C is the world whose training data held the canary (IN), C' the one that did not (OUT);
+// every score is higher for C.
+package outputs
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Record is one row of an outputs table: the outputs of one model (run) on one record.
+type Record struct {
+	Row    int // 1-based data row of the input, for messages
+	Pair   int64
+	Run    int64
+	HasRun bool
+	World  int8 // 0 = C (trained on the canary), 1 = C'
+	Round  int32
+	Canary bool    // false: a reference record, used to calibrate the run's scores
+	Loss   float64 // NaN when the table has no loss column
+	Logits []float64
+	Label  int // -1 without logits
+}
+
+// Table is an outputs table as read and checked.
+type Table struct {
+	Records []Record
+	// Classes is the number of logits per row; 0 when the table has only losses.
+	Classes int
+	HasLoss bool
+	// Format is "csv", "parquet" or "arrow".
+	Format string
+}
+
+// column is one input column, whatever its storage: the readers adapt CSV cells and Arrow
+// arrays to it. Each accessor reports whether the cell is present (not null or empty).
+type column struct {
+	name string
+	num  func(i int) (float64, bool, error)
+	str  func(i int) (string, bool, error)
+	list func(i int) ([]float64, bool, error) // nil for scalar columns
+}
+
+// maxProblems caps how many problems one error lists.
+const maxProblems = 20
+
+// problems collects input problems, each naming its row and column.
+type problems struct {
+	list  []string
+	extra int
+}
+
+func (p *problems) add(format string, args ...any) {
+	if len(p.list) >= maxProblems {
+		p.extra++
+		return
+	}
+	p.list = append(p.list, fmt.Sprintf(format, args...))
+}
+
+func (p *problems) err() error {
+	if len(p.list) == 0 {
+		return nil
+	}
+	msg := strings.Join(p.list, "\n  ")
+	if p.extra > 0 {
+		msg += fmt.Sprintf("\n  ... and %d more", p.extra)
+	}
+	return &InputError{Msg: msg, N: len(p.list) + p.extra}
+}
+
+// InputError is a problem with the input table (as opposed to I/O): the CLI exits with usage
+// status for it.
+type InputError struct {
+	Msg string
+	N   int
+}
+
+func (e *InputError) Error() string {
+	if e.N == 1 {
+		return "outputs table: " + e.Msg
+	}
+	return fmt.Sprintf("outputs table: %d problems:\n  %s", e.N, e.Msg)
+}
+
+func inputErrorf(format string, args ...any) error {
+	return &InputError{Msg: fmt.Sprintf(format, args...), N: 1}
+}
+
+// ParseWorld reads a world label: C or 0 is world C (trained on the canary), C', Cprime,
+// C_prime or 1 is world C'.
+func ParseWorld(s string) (int8, error) {
+	switch strings.TrimSpace(s) {
+	case "C", "c", "0", "0.0":
+		return 0, nil
+	case "C'", "c'", "Cprime", "cprime", "C_prime", "1", "1.0":
+		return 1, nil
+	}
+	return 0, fmt.Errorf("world %q, want C (or 0) or C' (or 1)", s)
+}
+
+// maxLogits bounds the classes of a row so that a hostile file cannot ask for huge rows.
+const maxLogits = 1 << 16
+
+// build turns columns into records, checking every cell.
+func build(cols []column, rows int, format string) (*Table, error) {
+	byName := map[string]*column{}
+	var p problems
+	for i := range cols {
+		c := &cols[i]
+		name := strings.TrimSpace(c.name)
+		if _, dup := byName[name]; dup {
+			p.add("column %q appears twice", name)
+		}
+		byName[name] = c
+	}
+	pick := func(names ...string) *column {
+		var got *column
+		for _, n := range names {
+			if c, ok := byName[n]; ok {
+				if got != nil {
+					p.add("columns %q and %q both given; they mean the same", got.name, n)
+				}
+				got = c
+			}
+		}
+		return got
+	}
+	pair := pick("pair_id", "pair")
+	run := pick("run_id", "run")
+	world := byName["world"]
+	round := byName["round"]
+	record := byName["record"]
+	loss := byName["loss"]
+	label := byName["label"]
+	logits := byName["logits"]
+	var logitCols []*column
+	for k := 0; ; k++ {
+		c, ok := byName["logit_"+strconv.Itoa(k)]
+		if !ok {
+			break
+		}
+		logitCols = append(logitCols, c)
+	}
+	known := map[string]bool{"pair_id": true, "pair": true, "run_id": true, "run": true, "world": true,
+		"round": true, "record": true, "loss": true, "label": true, "logits": true}
+	for k := range logitCols {
+		known["logit_"+strconv.Itoa(k)] = true
+	}
+	var unknown []string
+	for name := range byName {
+		if !known[name] {
+			unknown = append(unknown, name)
+		}
+	}
+	sort.Strings(unknown)
+	for _, n := range unknown {
+		p.add("column %q is not part of the outputs format (pair_id, run_id, world, round, record, loss, logits or logit_0.., label)", n)
+	}
+	switch {
+	case pair == nil:
+		p.add("missing column pair_id (the pair id of the run)")
+	case world == nil:
+		p.add("missing column world (C or C', or 0 or 1)")
+	case logits != nil && len(logitCols) > 0:
+		p.add("give the logits as one list column logits or as columns logit_0.., not both")
+	case loss == nil && logits == nil && len(logitCols) == 0:
+		p.add("no outputs: give a loss column, or logits (a list column logits or columns logit_0, logit_1, ..) with a label column")
+	case (logits != nil || len(logitCols) > 0) && label == nil:
+		p.add("logits without a label column: the margin and the confidence need the record's class")
+	case label != nil && logits == nil && len(logitCols) == 0:
+		p.add("a label column without logits")
+	case len(logitCols) == 1:
+		p.add("one logit column (logit_0): a classifier has at least 2 classes")
+	case logits != nil && logits.list == nil:
+		p.add("column logits is not a list column")
+	}
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	t := &Table{HasLoss: loss != nil, Format: format, Classes: len(logitCols)}
+	hasLogits := logits != nil || len(logitCols) > 0
+	t.Records = make([]Record, 0, rows)
+	for i := 0; i < rows; i++ {
+		r := Record{Row: i + 1, Loss: math.NaN(), Label: -1, Canary: true}
+		bad := false
+		fail := func(col, format string, args ...any) {
+			p.add("row %d, column %s: %s", i+1, col, fmt.Sprintf(format, args...))
+			bad = true
+		}
+		integer := func(c *column, lo, hi float64) (int64, bool) {
+			v, ok, err := c.num(i)
+			switch {
+			case err != nil:
+				fail(c.name, "%v", err)
+			case !ok:
+				fail(c.name, "empty")
+			case v != math.Trunc(v) || v < lo || v > hi:
+				fail(c.name, "%v is not an integer in [%g, %g]", v, lo, hi)
+			default:
+				return int64(v), true
+			}
+			return 0, false
+		}
+		r.Pair, _ = integer(pair, 0, 1<<53)
+		if run != nil {
+			r.Run, r.HasRun = integer(run, 0, 1<<53)
+		}
+		if round != nil {
+			v, _ := integer(round, 0, math.MaxInt32)
+			r.Round = int32(v)
+		}
+		if s, ok, err := world.str(i); err != nil || !ok {
+			fail("world", "empty or unreadable (%v)", err)
+		} else if w, err := ParseWorld(s); err != nil {
+			fail("world", "%v", err)
+		} else {
+			r.World = w
+		}
+		if record != nil {
+			s, ok, err := record.str(i)
+			if err != nil {
+				fail("record", "%v", err)
+			}
+			s = strings.TrimSpace(s)
+			r.Canary = !ok || s == "" || s == "canary"
+		}
+		if loss != nil {
+			v, ok, err := loss.num(i)
+			switch {
+			case err != nil:
+				fail("loss", "%v", err)
+			case !ok:
+				fail("loss", "empty")
+			case math.IsNaN(v) || math.IsInf(v, 0):
+				fail("loss", "%v (the model's output must be finite)", v)
+			}
+			r.Loss = v
+		}
+		if hasLogits {
+			var z []float64
+			if logits != nil {
+				v, ok, err := logits.list(i)
+				switch {
+				case err != nil:
+					fail("logits", "%v", err)
+				case !ok:
+					fail("logits", "empty")
+				case len(v) < 2 || len(v) > maxLogits:
+					fail("logits", "%d logits, want 2 to %d", len(v), maxLogits)
+				}
+				z = v
+			} else {
+				z = make([]float64, len(logitCols))
+				for k, c := range logitCols {
+					v, ok, err := c.num(i)
+					if err != nil || !ok {
+						fail(c.name, "empty or unreadable (%v)", err)
+					}
+					z[k] = v
+				}
+			}
+			for k, v := range z {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					col := "logits"
+					if logits == nil {
+						col = logitCols[k].name
+					}
+					fail(col, "logit %d is %v (the model's output must be finite)", k, v)
+					break
+				}
+			}
+			if !bad {
+				if t.Classes == 0 {
+					t.Classes = len(z)
+				} else if len(z) != t.Classes {
+					fail("logits", "%d logits, earlier rows have %d", len(z), t.Classes)
+				}
+			}
+			r.Logits = z
+			if v, ok := integer(label, -(1 << 53), 1<<53); ok {
+				if v < 0 || (len(z) > 0 && v >= int64(len(z))) {
+					fail("label", "class %d out of range [0, %d) of the %d logits", v, len(z), len(z))
+				} else {
+					r.Label = int(v)
+				}
+			}
+		}
+		if !bad {
+			t.Records = append(t.Records, r)
+		}
+	}
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	if len(t.Records) == 0 {
+		return nil, inputErrorf("no rows")
+	}
+	return t, nil
+}
+
+var errNotNumber = errors.New("not a number")
