@@ -109,20 +109,7 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 		StatNames:   statNames,
 		HasParams:   true,
 	}
-	var dropped []string
-	if len(cfg.Audit.Attacks) > 0 {
-		skipped := attacks.Skipped(meta)
-		kept := cfg.Audit.Attacks[:0:0]
-		for _, a := range cfg.Audit.Attacks {
-			if i := slices.IndexFunc(skipped, func(s attacks.Skip) bool { return s.Name == a }); i >= 0 {
-				dropped = append(dropped, a)
-				logf("import: audit.attacks: dropping %s: %s", a, skipped[i].Why)
-				continue
-			}
-			kept = append(kept, a)
-		}
-		cfg.Audit.Attacks = kept
-	}
+	dropped := dropInapplicable(&cfg, meta, logf)
 
 	parent := filepath.Dir(filepath.Clean(opts.Out))
 	if err := os.MkdirAll(parent, 0o755); err != nil {
@@ -147,6 +134,47 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer w.Abort()
 
+	if err := readRounds(ctx, w, plan, lay, opts, ev, data, logf); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	res := &Result{Dir: opts.Out, Pairs: plan.Pairs, Rounds: plan.Rounds, Snapshots: 2 * plan.Pairs * len(plan.Rounds),
+		Params: lay.D, Layout: lay.Describe(), Dropped: dropped}
+	if err := commitImport(tmp, opts.Out, &cfg, Record{Manifest: opts.Manifest.Path, Result: *res}); err != nil {
+		return nil, err
+	}
+	committed = true
+	fsutil.SyncDir(parent)
+	return res, nil
+}
+
+// dropInapplicable removes from the config's attack list the attacks the imported runs cannot
+// feed (they need trainer-internal statistics or uploads) and returns their names.
+func dropInapplicable(cfg *experiment.Config, meta runs.Meta, logf func(string, ...any)) []string {
+	if len(cfg.Audit.Attacks) == 0 {
+		return nil
+	}
+	var dropped []string
+	skipped := attacks.Skipped(meta)
+	kept := cfg.Audit.Attacks[:0:0]
+	for _, a := range cfg.Audit.Attacks {
+		if i := slices.IndexFunc(skipped, func(s attacks.Skip) bool { return s.Name == a }); i >= 0 {
+			dropped = append(dropped, a)
+			logf("import: audit.attacks: dropping %s: %s", a, skipped[i].Why)
+			continue
+		}
+		kept = append(kept, a)
+	}
+	cfg.Audit.Attacks = kept
+	return dropped
+}
+
+// readRounds reads every snapshot of the plan, one round at a time with all runs in parallel,
+// and writes each round's rows in (pair, world) order: the order fedaudit's trainer writes, so
+// files do not depend on the worker count.
+func readRounds(ctx context.Context, w *runs.Writer, plan *Plan, lay Layout, opts Options, ev *attacks.Evaluator, data *experiment.Data, logf func(string, ...any)) error {
 	target, targetPrime := data.Pair.Sample, data.Pair.SamplePrime
 	if !targetPrime.Present() {
 		targetPrime = target // removal: C' has no epsilon'; train scores the C sample in both columns too
@@ -183,37 +211,37 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 		close(next)
 		wg.Wait()
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		if err := firstErrors(errs, 5); err != nil {
-			return nil, &InputError{fmt.Errorf("import: round %d: %w", round, err)}
+			return &InputError{fmt.Errorf("import: round %d: %w", round, err)}
 		}
 		if err := w.Write(rows...); err != nil {
-			return nil, err
+			return err
 		}
 		logf("import: round %d: %d runs read", round, len(rows))
 	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	res := &Result{Dir: opts.Out, Pairs: plan.Pairs, Rounds: plan.Rounds, Snapshots: 2 * plan.Pairs * len(plan.Rounds),
-		Params: lay.D, Layout: lay.Describe(), Dropped: dropped}
+	return nil
+}
+
+// commitImport writes the config and the import record into the temporary directory tmp and
+// renames it to out (an empty directory there is replaced): nothing is visible at out before
+// the import is complete.
+func commitImport(tmp, out string, cfg *experiment.Config, rec Record) error {
 	if err := fsutil.WriteFile(expdir.Dir(tmp).Config(), append(cfg.JSON(), '\n')); err != nil {
-		return nil, err
+		return err
 	}
-	rec, _ := json.MarshalIndent(Record{Manifest: opts.Manifest.Path, Result: *res}, "", "  ")
-	if err := fsutil.WriteFile(ImportPath(tmp), append(rec, '\n')); err != nil {
-		return nil, err
+	raw, _ := json.MarshalIndent(rec, "", "  ")
+	if err := fsutil.WriteFile(ImportPath(tmp), append(raw, '\n')); err != nil {
+		return err
 	}
-	if err := os.Remove(opts.Out); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("import: %w", err) // only an empty directory is removed
+	if err := os.Remove(out); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("import: %w", err) // only an empty directory is removed
 	}
-	if err := os.Rename(tmp, opts.Out); err != nil {
-		return nil, fmt.Errorf("import: %w", err)
+	if err := os.Rename(tmp, out); err != nil {
+		return fmt.Errorf("import: %w", err)
 	}
-	committed = true
-	fsutil.SyncDir(parent)
-	return res, nil
+	return nil
 }
 
 // checkOut refuses a destination that holds anything: an import never mixes with other runs.
