@@ -14,6 +14,16 @@ import (
 	"github.com/fedaudit/fedaudit/runs"
 )
 
+// ErrOutputsOnly is returned by Report for a directory of imported model outputs: its
+// findings.json is written, but there is no HTML report without run files and a config.
+var ErrOutputsOnly = errors.New("imported model outputs: findings.json written; no HTML report without run files and a config")
+
+// IsOutputsDir reports whether dir was written by `audit import --outputs`.
+func IsOutputsDir(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, outputs.MarkerFile))
+	return err == nil
+}
+
 // analyzeOutputsDir analyzes a directory written by `audit import --outputs`: it has a score
 // file and no run files, config or data to rebuild, so there is no theory, exact mu or
 // config claim beside the scores; the claim comes from the options. ok is false for any other

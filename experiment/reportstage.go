@@ -22,7 +22,16 @@ type ReportOptions struct {
 // report.md, figures/, tables/) from the analysis and the run files, and the per-round training
 // summaries (rounds.json) that `audit compare` tabulates. findings.json and the report always
 // come from the same analysis, so they never disagree.
+//
+// A directory of imported model outputs (`audit import --outputs`) has no run files, config or
+// theory to draw: it gets findings.json only, and ErrOutputsOnly says so.
 func Report(ctx context.Context, dir string, a *findings.Analysis, opts ReportOptions, allowPartial bool) error {
+	if IsOutputsDir(dir) {
+		if err := WriteFindings(dir, a); err != nil {
+			return err
+		}
+		return ErrOutputsOnly
+	}
 	ed, err := openExperimentDir(dir, allowPartial)
 	if err != nil {
 		return err

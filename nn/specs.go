@@ -1,6 +1,6 @@
 package nn
 
-// LeNet5 is the W2 benchmark's LeNet-5 (../shared/bench/torch/w2.py): conv 1->6 5x5 pad 2, ReLU,
+// LeNet5 is the W2 benchmark's LeNet-5 (the PyTorch reference of the W2 workload): conv 1->6 5x5 pad 2, ReLU,
 // max-pool 2; conv 6->16 5x5, ReLU, max-pool 2; dense 400->120, ReLU; 120->84, ReLU; 84->classes
 // (61,706 parameters for 10 classes on 1x28x28). classic selects LeCun's variant: tanh and
 // average pooling in the same places (plain averages: the original subsampling layers'

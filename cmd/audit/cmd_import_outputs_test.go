@@ -133,6 +133,18 @@ func TestImportOutputsGaussian(t *testing.T) {
 			if code, stdout, _ = call("analyze", out, "--claim-mu", "2"); code != 0 || !strings.HasPrefix(stdout, "CONSISTENT") {
 				t.Fatalf("claim 2 > truth: code %d\nstdout %s", code, stdout)
 			}
+			// `audit report` on the same directory gives the same verdicts and writes findings.json
+			// (there is no HTML report without run files).
+			code, stdout, stderr = call("report", out, "--claim-mu", "0.5")
+			if code != 3 || !strings.HasPrefix(stdout, "VIOLATED") || !strings.Contains(stdout, "Findings written") {
+				t.Fatalf("report, claim 0.5: code %d\nstdout %s\nstderr %s", code, stdout, stderr)
+			}
+			if _, err := os.Stat(filepath.Join(out, "findings.json")); err != nil {
+				t.Fatalf("report wrote no findings.json: %v", err)
+			}
+			if code, stdout, _ = call("report", out, "--claim-mu", "2"); code != 0 || !strings.HasPrefix(stdout, "CONSISTENT") {
+				t.Fatalf("report, claim 2: code %d\nstdout %s", code, stdout)
+			}
 		})
 	}
 	// A table with a pair missing its world C' exits with status 2, naming the pair, and leaves

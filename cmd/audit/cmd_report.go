@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 
@@ -34,13 +35,19 @@ func init() {
 				if err != nil {
 					return err
 				}
-				if err := experiment.Report(ctx, dir, a, experiment.ReportOptions{PNG: *png, ToolVersion: version}, *partial); err != nil {
+				err = experiment.Report(ctx, dir, a, experiment.ReportOptions{PNG: *png, ToolVersion: version}, *partial)
+				outputsOnly := errors.Is(err, experiment.ErrOutputsOnly)
+				if err != nil && !outputsOnly {
 					return err
 				}
 				if err := report.WriteAnalysis(e.stdout, a); err != nil {
 					return err
 				}
-				fmt.Fprintf(e.stdout, "\nReport written: %s and %s (findings in %s)\n", expdir.Dir(dir).ReportHTML(), expdir.Dir(dir).ReportMarkdown(), expdir.Dir(dir).Findings())
+				if outputsOnly {
+					fmt.Fprintf(e.stdout, "\nFindings written: %s (imported model outputs have no run files or config, so the table above is the whole report)\n", expdir.Dir(dir).Findings())
+				} else {
+					fmt.Fprintf(e.stdout, "\nReport written: %s and %s (findings in %s)\n", expdir.Dir(dir).ReportHTML(), expdir.Dir(dir).ReportMarkdown(), expdir.Dir(dir).Findings())
+				}
 				return verdictStatus(a)
 			}
 		},
