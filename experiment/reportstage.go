@@ -76,7 +76,7 @@ func (e *experimentDir) report(ctx context.Context, a *findings.Analysis, opts R
 		Runs:        2 * cfg.Pairs,
 		Delta:       cfg.Audit.Delta,
 		Smoothness:  smoothnessLabel(sm),
-		NoiseLabel:  fmt.Sprintf("sigma = %g", cfg.Train.NoiseStd),
+		NoiseLabel:  noiseLabel(cfg),
 		Generated:   fmt.Sprintf("fedaudit %s, audit report %s", opts.ToolVersion, dir),
 	}
 	fs := a.Findings
@@ -128,4 +128,19 @@ func smoothnessLabel(sm Smoothness) string {
 		return fmt.Sprintf("L = %.4g (Hessian power iteration at recorded parameters: convergent bounds are estimates)", sm.L)
 	}
 	return "L unknown: no convergent bound (the composition bound needs none)"
+}
+
+// noiseLabel names the noise of the deployment: the clients' sigma for Noisy-FedAvg, FedProx
+// and DP-SGD; the server's noise multiplier for the DP-FedAvg family, whose sigma field is
+// unused (or the privacy plan, where per-client budgets set the noise).
+func noiseLabel(cfg *Config) string {
+	tc := cfg.Train
+	switch {
+	case !tc.IsClientDP():
+		return fmt.Sprintf("sigma = %g", tc.NoiseStd)
+	case tc.NoiseMultiplier != 0:
+		return fmt.Sprintf("server z = %g, clip c = %g", tc.NoiseMultiplier, tc.UpdateClip)
+	default:
+		return "server noise per privacy plan"
+	}
 }
