@@ -15,7 +15,9 @@ func TestNoiseLabel(t *testing.T) {
 		want string
 	}{
 		{"fedavg", func(c *Config) { c.Train.Algorithm, c.Train.NoiseStd = algo.FedAvg, 0.05 }, "sigma = 0.05"},
-		{"dp-fedavg", func(c *Config) { c.Train.Algorithm, c.Train.NoiseMultiplier, c.Train.UpdateClip = algo.DPFedAvg, 4, 0.05 }, "server z = 4, clip c = 0.05"},
+		{"dp-fedavg", func(c *Config) {
+			c.Train.Algorithm, c.Train.NoiseMultiplier, c.Train.UpdateClip = algo.DPFedAvg, 4, 0.05
+		}, "server z = 4, clip c = 0.05"},
 		{"idp-fedavg", func(c *Config) { c.Train.Algorithm = algo.IDPFedAvg }, "server noise per privacy plan"},
 	} {
 		var cfg Config
