@@ -26,7 +26,21 @@ type Data struct {
 
 // Prepare loads the source, holds out the test set and the canary pool, splits the rest into
 // clients and builds C' from C. Every random choice derives from the master seed.
+//
+// The model is checked against the data's shape and classes here, so every entry point (run,
+// train, plan, import) refuses a model that cannot take the data before it writes anything.
 func Prepare(cfg *Config) (*Data, error) {
+	data, err := prepareData(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Train.CheckModel(data.Shape, data.Classes); err != nil {
+		return nil, &ConfigError{Err: fmt.Errorf("train: %w", err)}
+	}
+	return data, nil
+}
+
+func prepareData(cfg *Config) (*Data, error) {
 	base, err := openSource(cfg)
 	if err != nil {
 		return nil, err

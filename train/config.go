@@ -434,3 +434,17 @@ func (c *Config) LearningRateAt(t, k int) float64 {
 // number of classes, before any data is loaded (the input dimension does not enter the checks).
 // The engine checks again against the real data.
 func (c *Config) Check(m, n, classes int) error { return c.validate(m, n, nil, 0, classes) }
+
+// CheckModel checks the model against the data's sample shape and number of classes alone,
+// so that a model that cannot take the data (a CNN's pooling window larger than its input, a
+// dense layer of the wrong width) is refused as soon as the data is known, before any file
+// is written.
+func (c *Config) CheckModel(shape []int, classes int) error {
+	dim := 1
+	for _, s := range shape {
+		dim *= s
+	}
+	var p problems
+	c.checkModel(&p, shape, dim, classes)
+	return errors.Join(p...)
+}

@@ -17,10 +17,12 @@ import (
 
 // runExperiment is the body of `audit run` and `audit demo`: every stage, resumable, with one
 // progress display, then the summary on stdout.
-func runExperiment(ctx context.Context, e *env, cfg *experiment.Config, dir string, shards, workers int, bf backendFlags, aopts experiment.AnalyzeOptions) (*findings.Analysis, error) {
+func runExperiment(ctx context.Context, e *env, cfg *experiment.Config, dir string, shards, workers int, bf backendFlags, aopts experiment.AnalyzeOptions) (a *findings.Analysis, err error) {
 	if _, err := bf.preflight(cfg); err != nil {
 		return nil, err
 	}
+	existed := existedBefore(dir)
+	defer func() { forgetIfRefused(dir, existed, err) }()
 	lock, err := lockExperiment(e, cfg, dir, shards, nil, "audit run")
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)
@@ -29,7 +31,7 @@ func runExperiment(ctx context.Context, e *env, cfg *experiment.Config, dir stri
 	pr := newProgress(e)
 	start := time.Now()
 	e.logf("run: %s: %d pairs, %d rounds, output in %s", cfg.Name, cfg.Pairs, cfg.Train.Rounds, dir)
-	a, err := experiment.Run(ctx, cfg, dir, experiment.RunOptions{
+	a, err = experiment.Run(ctx, cfg, dir, experiment.RunOptions{
 		Shards:  shards,
 		Analyze: aopts,
 		Train:   experiment.TrainOptions{ToolVersion: version, Logf: e.logf, Backend: bf.name, Device: bf.device},

@@ -37,7 +37,7 @@ func shardFromFlagOrEnv(flagValue string, shards int) (runs.Shard, bool, error) 
 
 // trainAll trains the shards of an experiment into dir: one shard when given, else all of
 // them in turn. Complete shards are skipped.
-func trainAll(ctx context.Context, e *env, cfg *experiment.Config, dir string, shard runs.Shard, one bool, shards int, bf backendFlags) error {
+func trainAll(ctx context.Context, e *env, cfg *experiment.Config, dir string, shard runs.Shard, one bool, shards int, bf backendFlags) (err error) {
 	budget, err := bf.preflight(cfg)
 	if err != nil {
 		return err
@@ -46,6 +46,8 @@ func trainAll(ctx context.Context, e *env, cfg *experiment.Config, dir string, s
 	if one {
 		only = &shard
 	}
+	existed := existedBefore(dir)
+	defer func() { forgetIfRefused(dir, existed, err) }()
 	lock, err := lockExperiment(e, cfg, dir, shards, only, "audit train")
 	if err != nil {
 		return fmt.Errorf("train: %w", err)

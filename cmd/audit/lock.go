@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment"
@@ -39,4 +42,31 @@ func lockExperiment(e *env, cfg *experiment.Config, dir string, shards int, shar
 		}
 	}
 	return lock, nil
+}
+
+// existedBefore reports whether dir exists; forgetIfRefused takes it to know whether the
+// command created dir (for its lock).
+func existedBefore(dir string) bool {
+	_, err := os.Stat(dir)
+	return err == nil
+}
+
+// forgetIfRefused removes dir when this command created it for its lock and was then refused
+// for its configuration (a model that cannot take the data, known only once the data is
+// loaded) before writing anything but the lock files: a refused command leaves no trace.
+func forgetIfRefused(dir string, existed bool, err error) {
+	var ce *experiment.ConfigError
+	if existed || !errors.As(err, &ce) {
+		return
+	}
+	entries, rerr := os.ReadDir(dir)
+	if rerr != nil {
+		return
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".lock") {
+			return
+		}
+	}
+	os.RemoveAll(dir)
 }

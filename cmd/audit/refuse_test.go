@@ -27,6 +27,9 @@ func TestRefusedBeforeWork(t *testing.T) {
 		{"hidden 1e9", "model: {kind: softmax}", "model: {kind: mlp, hidden: [1000000000], activation: tanh}", "the most one replica may have"},
 		{"hidden 0", "model: {kind: softmax}", "model: {kind: mlp, hidden: [0], activation: tanh}", "model.hidden: widths must be positive"},
 		{"batch too large", "  clip_norm: 1\n", "  clip_norm: 1\n  batching: fixed\n  batch_size: 11\n", "batch_size: need 1 to 10"},
+		// A CNN whose layers cannot take the data's shape (LeNet-5 on flat features): known only
+		// once the data is, and still refused before anything is written.
+		{"lenet5 on flat data", "model: {kind: softmax}", "model: {kind: lenet5}", "window 2 is larger than the input"},
 	}
 	for _, c := range configs {
 		if !strings.Contains(string(base), c.from) {
