@@ -167,6 +167,7 @@ type Model[T Float] struct {
 	d       int
 	g       Gemm[T]
 	xin     []T // the input transposed to [C][B][H][W]
+	dxin    []T // the gradient of xin (LossGradInput)
 	logits  []T
 	dlogits []T
 	r       run[T]
@@ -432,6 +433,44 @@ func (m *Model[T]) LossGrad(w []T, R int, x []T, labels []int32, grad []T, loss 
 	m.dlogits = grow(m.dlogits, R*K*B)
 	XentGrad(m.logits, labels, R, K, m.dlogits, loss)
 	m.body.backward(&m.r, w, m.xin, m.xs, m.dlogits, nil, grad)
+	return nil
+}
+
+// LossGradInput is LossGrad that also writes dx, the gradient of each replica's loss with
+// respect to its input: R batches [B][C][H][W] one after another (R x B x C x H x W values),
+// whether x was shared by the replicas or given per replica. The attacks that reconstruct
+// inputs (gradient inversion) need it; training never does.
+func (m *Model[T]) LossGradInput(w []T, R int, x []T, labels []int32, grad, dx []T, loss []float64) error {
+	B := len(labels)
+	n := B * m.Input.Size()
+	if len(dx) < R*n {
+		return fmt.Errorf("nn: input gradient: dx has %d values; want R x B x %v = %d", len(dx), m.Input, R*n)
+	}
+	if _, err := m.Forward(w, R, x, B); err != nil {
+		return err
+	}
+	if len(grad) < R*m.d || len(loss) < R {
+		return fmt.Errorf("nn: loss: grad has %d values and loss %d; want %d and %d", len(grad), len(loss), R*m.d, R)
+	}
+	K := m.Classes
+	for _, y := range labels {
+		if y < 0 || int(y) >= K {
+			return fmt.Errorf("nn: loss: label %d outside 0..%d", y, K-1)
+		}
+	}
+	m.dlogits = grow(m.dlogits, R*K*B)
+	XentGrad(m.logits, labels, R, K, m.dlogits, loss)
+	m.dxin = grow(m.dxin, R*n)
+	m.body.backward(&m.r, w, m.xin, m.xs, m.dlogits, m.dxin, grad)
+	// [R][C][B][H][W] back to the caller's [R][B][C][H][W].
+	C, hw := m.Input.C, m.Input.H*m.Input.W
+	for r := 0; r < R; r++ {
+		for b := 0; b < B; b++ {
+			for c := 0; c < C; c++ {
+				copy(dx[r*n+(b*C+c)*hw:][:hw], m.dxin[r*n+(c*B+b)*hw:][:hw])
+			}
+		}
+	}
 	return nil
 }
 

@@ -372,3 +372,77 @@ func TestBadInputs(t *testing.T) {
 		t.Fatal("too few parameters accepted")
 	}
 }
+
+// The input gradient of LossGradInput against central finite differences of the float64 loss
+// in the input (tolerance as for the parameters: h = 1e-6, 1e-6 relative), for an input shared
+// by the replicas and for one input per replica; the parameter gradient it writes must be
+// LossGrad's, bit for bit.
+func TestInputGradientFiniteDifferences(t *testing.T) {
+	const R, B, h = 2, 2, 1e-6
+	for _, tc := range layerCases() {
+		for _, perReplica := range []bool{false, true} {
+			name := tc.name + "/shared"
+			if perReplica {
+				name = tc.name + "/per_replica"
+			}
+			t.Run(name, func(t *testing.T) {
+				m := build64(t, tc.spec)
+				w, x, y := data(m, R, B, 11)
+				n := len(x)
+				if perReplica {
+					x2 := make([]float64, R*n)
+					for r := 0; r < R; r++ {
+						for i := range x {
+							x2[r*n+i] = x[i] + 0.1*float64(r)
+						}
+					}
+					x = x2
+				}
+				g := make([]float64, len(w))
+				dx := make([]float64, R*n)
+				l := make([]float64, R)
+				if err := m.LossGradInput(w, R, x, y, g, dx, l); err != nil {
+					t.Fatal(err)
+				}
+				g0, _ := lossGrad(t, m, w, R, x, y)
+				for i := range g {
+					if g[i] != g0[i] {
+						t.Fatalf("parameter gradient %d: %g with the input gradient, %g without", i, g[i], g0[i])
+					}
+				}
+				scratch := make([]float64, len(w))
+				lossAt := func(r, i int, v float64) float64 {
+					old := x[i]
+					x[i] = v
+					defer func() { x[i] = old }()
+					if err := m.LossGrad(w, R, x, y, scratch, l); err != nil {
+						t.Fatal(err)
+					}
+					return l[r]
+				}
+				step := max(1, len(x)/200)
+				for i := 0; i < len(x); i += step {
+					for r := 0; r < R; r++ {
+						j := i
+						if perReplica {
+							if i/n != r {
+								continue
+							}
+							j = i % n
+						}
+						fd := (lossAt(r, i, x[i]+h) - lossAt(r, i, x[i]-h)) / (2 * h)
+						got := dx[r*n+j]
+						if math.Abs(fd-got) > 1e-6*math.Abs(fd)+1e-8 {
+							t.Fatalf("replica %d input %d: backward %.10g, finite differences %.10g", r, j, got, fd)
+						}
+					}
+				}
+			})
+		}
+	}
+	m := build64(t, layerCases()[0].spec)
+	w, x, y := data(m, R, B, 1)
+	if err := m.LossGradInput(w, R, x, y, make([]float64, len(w)), make([]float64, len(x)), make([]float64, R)); err == nil {
+		t.Fatal("a dx shorter than R batches was accepted")
+	}
+}
