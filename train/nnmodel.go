@@ -66,6 +66,28 @@ func nnSpec(mc ModelConfig, shape []int, dim, classes int) (spec nn.Spec, ok boo
 	return spec, true, nil
 }
 
+// NNSpec returns the nn.Spec that a model config of kind lenet5, resnet or sequential trains on
+// samples of the given shape (the data's Dataset.Shape) and dim features with classes outputs:
+// what the attacks rebuild to evaluate a recorded CNN on the host. It is an error for any other
+// kind, or when the spec cannot be known (a sequential model without input shape).
+func NNSpec(mc ModelConfig, shape []int, dim, classes int) (nn.Spec, error) {
+	if !isConvKind(mc.Kind) {
+		return nn.Spec{}, fmt.Errorf("model.kind: %q is not one of package nn's models (lenet5, resnet, sequential)", mc.Kind)
+	}
+	spec, ok, err := nnSpec(mc, shape, dim, classes)
+	if err != nil {
+		return nn.Spec{}, err
+	}
+	if !ok {
+		return nn.Spec{}, errors.New("model.input: a sequential model needs the input shape: give model.input [channels, height, width]")
+	}
+	return spec, nil
+}
+
+// IsNNKind reports whether a model kind is one of package nn's models (lenet5, resnet,
+// sequential).
+func IsNNKind(kind string) bool { return isConvKind(kind) }
+
 // checkNN adds the problems of an nn model's fields to p; shape and dim as for nnSpec.
 func (c *Config) checkNN(p *problems, shape []int, dim, classes int) {
 	mc := c.Model
