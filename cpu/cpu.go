@@ -34,6 +34,7 @@ type Backend struct {
 	noise  noiseJob
 	dots   dotsJob
 	hidden hiddenJob
+	conv   convJob
 
 	clipDots [2][]float64 // ClipCoefs' inner products
 }

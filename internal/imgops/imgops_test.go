@@ -1,0 +1,256 @@
+package imgops
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+type geomCase struct {
+	name string
+	g    Geom
+	w    Win
+}
+
+func geomCases() []geomCase {
+	return []geomCase{
+		{"k3", Geom{2, 3, 6, 5}, Win{3, 1, 0}},
+		{"k3_pad1", Geom{2, 2, 5, 5}, Win{3, 1, 1}},
+		{"k3_s2_pad1", Geom{3, 2, 7, 6}, Win{3, 2, 1}},
+		{"k5_pad2", Geom{1, 4, 8, 8}, Win{5, 1, 2}},
+		{"k2_s2", Geom{2, 3, 6, 6}, Win{2, 2, 0}},
+		{"k3_s2_overlap", Geom{2, 2, 7, 7}, Win{3, 2, 0}},
+		{"k1_s2", Geom{4, 2, 5, 5}, Win{1, 2, 0}},
+		{"k2_s2_pad1", Geom{2, 2, 5, 5}, Win{2, 2, 1}},
+	}
+}
+
+func randVec(rng *rand.Rand, n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = rng.NormFloat64()
+	}
+	return v
+}
+
+func dot(a, b []float64) float64 {
+	var s float64
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+// pixel is x(c, n, y, x) with zero padding; ok false in the padding.
+func pixel(x []float64, g Geom, c, n, y, xx int) (float64, bool) {
+	if y < 0 || y >= g.H || xx < 0 || xx >= g.W {
+		return 0, false
+	}
+	return x[((c*g.N+n)*g.H+y)*g.W+xx], true
+}
+
+// Im2col against its definition, and Col2im as its adjoint: <im2col(x), c> = <x, col2im(c)>
+// to 1e-12 relative (both sides are sums of the same products in float64).
+func TestIm2colCol2im(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, tc := range geomCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			g, w := tc.g, tc.w
+			OH, OW := w.Out(g.H), w.Out(g.W)
+			rows, cols := g.C*w.K*w.K, g.N*OH*OW
+			ld := cols + 3 // a row stride larger than the row
+			x := randVec(rng, g.C*g.N*g.H*g.W)
+			p := make([]float64, rows*ld)
+			Im2col(x, g, w, p, ld, 0, rows/2)
+			Im2col(x, g, w, p, ld, rows/2, rows)
+			for c := 0; c < g.C; c++ {
+				for i := 0; i < w.K; i++ {
+					for j := 0; j < w.K; j++ {
+						q := (c*w.K+i)*w.K + j
+						for n := 0; n < g.N; n++ {
+							for oy := 0; oy < OH; oy++ {
+								for ox := 0; ox < OW; ox++ {
+									want, _ := pixel(x, g, c, n, oy*w.S-w.P+i, ox*w.S-w.P+j)
+									if got := p[q*ld+(n*OH+oy)*OW+ox]; got != want {
+										t.Fatalf("row %d col (%d,%d,%d): %g, want %g", q, n, oy, ox, got, want)
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+			d := randVec(rng, rows*ld)
+			dx := make([]float64, len(x))
+			for i := range dx {
+				dx[i] = math.NaN() // Col2im overwrites
+			}
+			Col2im(d, ld, g, w, dx, 0, 1)
+			Col2im(d, ld, g, w, dx, 1, g.C)
+			var lhs float64
+			for q := 0; q < rows; q++ {
+				lhs += dot(p[q*ld:q*ld+cols], d[q*ld:q*ld+cols])
+			}
+			if rhs := dot(x, dx); math.Abs(lhs-rhs) > 1e-12*(math.Abs(lhs)+1) {
+				t.Fatalf("<im2col x, d> = %.15g, <x, col2im d> = %.15g", lhs, rhs)
+			}
+		})
+	}
+}
+
+// Pooling against the definition (max over the window's pixels inside the image; the average
+// over K*K with padding as zeros), and the backward passes: average pooling as the adjoint to
+// 1e-12, max pooling routing each gradient to the window's first maximum.
+func TestPooling(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range geomCases() {
+		if tc.w.P >= tc.w.K {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			g, w := tc.g, tc.w
+			OH, OW := w.Out(g.H), w.Out(g.W)
+			P := g.C * g.N
+			x := randVec(rng, P*g.H*g.W)
+			mx := make([]float64, P*OH*OW)
+			av := make([]float64, P*OH*OW)
+			MaxPool(x, g, w, mx, 0, P)
+			AvgPool(x, g, w, av, 0, 1)
+			AvgPool(x, g, w, av, 1, P)
+			dy := randVec(rng, len(mx))
+			wantDX := make([]float64, len(x))
+			for p := 0; p < P; p++ {
+				c, n := p/g.N, p%g.N
+				for oy := 0; oy < OH; oy++ {
+					for ox := 0; ox < OW; ox++ {
+						best, bi, sum := math.Inf(-1), -1, 0.0
+						for i := 0; i < w.K; i++ {
+							for j := 0; j < w.K; j++ {
+								yy, xx := oy*w.S-w.P+i, ox*w.S-w.P+j
+								v, in := pixel(x, g, c, n, yy, xx)
+								sum += v
+								if in && v > best {
+									best, bi = v, ((c*g.N+n)*g.H+yy)*g.W+xx
+								}
+							}
+						}
+						o := p*OH*OW + oy*OW + ox
+						if mx[o] != best {
+							t.Fatalf("max pool plane %d (%d,%d): %g, want %g", p, oy, ox, mx[o], best)
+						}
+						if want := sum / float64(w.K*w.K); math.Abs(av[o]-want) > 1e-14 {
+							t.Fatalf("avg pool plane %d (%d,%d): %g, want %g", p, oy, ox, av[o], want)
+						}
+						wantDX[bi] += dy[o]
+					}
+				}
+			}
+			dx := make([]float64, len(x))
+			MaxPoolGrad(x, g, w, dy, dx, 0, P)
+			for i := range dx {
+				if math.Abs(dx[i]-wantDX[i]) > 1e-14 {
+					t.Fatalf("max pool gradient %d: %g, want %g", i, dx[i], wantDX[i])
+				}
+			}
+			AvgPoolGrad(g, w, dy, dx, 0, P)
+			if lhs, rhs := dot(av, dy), dot(x, dx); math.Abs(lhs-rhs) > 1e-12*(math.Abs(lhs)+1) {
+				t.Fatalf("<avgpool x, dy> = %.15g, <x, avgpoolgrad dy> = %.15g", lhs, rhs)
+			}
+		})
+	}
+}
+
+// GroupNorm: each (sample, group) of the output has mean beta and standard deviation gamma
+// (for constant gamma, beta over the group, up to eps), and both gradients match central finite
+// differences of sum(dy * y) (h = 1e-6: error ~1e-10, tolerance 1e-6 relative).
+func TestGroupNorm(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	g := Geom{C: 6, N: 3, H: 3, W: 4}
+	const groups, eps, h = 3, 1e-5, 1e-6
+	x := randVec(rng, g.C*g.N*g.H*g.W)
+	for i := range x {
+		x[i] = 2*x[i] + 1
+	}
+	gamma, beta := randVec(rng, g.C), randVec(rng, g.C)
+	stats := func(x []float64) ([]float64, []float64) {
+		m, r := make([]float64, g.N*groups), make([]float64, g.N*groups)
+		GroupStats(x, g, groups, eps, m, r, 0, g.N)
+		return m, r
+	}
+	forward := func(x, gamma, beta []float64) []float64 {
+		y := make([]float64, len(x))
+		m, r := stats(x)
+		GroupNorm(x, g, groups, m, r, gamma, beta, y, 0, 1)
+		GroupNorm(x, g, groups, m, r, gamma, beta, y, 1, g.N)
+		return y
+	}
+	// Unit gamma, zero beta: every group normalised.
+	ones, zeros := make([]float64, g.C), make([]float64, g.C)
+	for i := range ones {
+		ones[i] = 1
+	}
+	y := forward(x, ones, zeros)
+	hw, cg := g.H*g.W, g.C/groups
+	for n := 0; n < g.N; n++ {
+		for gr := 0; gr < groups; gr++ {
+			var s, ss float64
+			for c := gr * cg; c < (gr+1)*cg; c++ {
+				for _, v := range y[(c*g.N+n)*hw:][:hw] {
+					s += v
+					ss += v * v
+				}
+			}
+			cnt := float64(cg * hw)
+			if mean, v := s/cnt, ss/cnt-(s/cnt)*(s/cnt); math.Abs(mean) > 1e-12 || math.Abs(v-1) > 1e-4 {
+				t.Fatalf("sample %d group %d: mean %g variance %g, want 0 and 1 - O(eps)", n, gr, mean, v)
+			}
+		}
+	}
+	dy := randVec(rng, len(x))
+	obj := func(x, gamma, beta []float64) float64 { return dot(forward(x, gamma, beta), dy) }
+	m, r := stats(x)
+	dx := make([]float64, len(x))
+	GroupNormGradX(x, g, groups, m, r, gamma, dy, dx, 0, g.N)
+	dg, db := make([]float64, g.C), make([]float64, g.C)
+	GroupNormGradParams(x, g, groups, m, r, dy, dg, db, 0, 2)
+	GroupNormGradParams(x, g, groups, m, r, dy, dg, db, 2, g.C)
+	check := func(what string, v []float64, i int, an float64) {
+		old := v[i]
+		v[i] = old + h
+		up := obj(x, gamma, beta)
+		v[i] = old - h
+		down := obj(x, gamma, beta)
+		v[i] = old
+		if fd := (up - down) / (2 * h); math.Abs(fd-an) > 1e-6*math.Abs(fd)+1e-8 {
+			t.Fatalf("%s %d: analytic %.10g, finite differences %.10g", what, i, an, fd)
+		}
+	}
+	for i := range x {
+		check("dx", x, i, dx[i])
+	}
+	for c := 0; c < g.C; c++ {
+		check("dgamma", gamma, c, dg[c])
+		check("dbeta", beta, c, db[c])
+	}
+}
+
+func TestTranspose(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, block := range []int{1, 3} {
+		const rows, cols = 5, 4
+		lds, ldd := cols*block+2, rows*block+1
+		src := randVec(rng, rows*lds)
+		dst := make([]float64, cols*ldd)
+		Transpose(block, src, lds, cols, dst, ldd, 0, 2)
+		Transpose(block, src, lds, cols, dst, ldd, 2, rows)
+		for i := 0; i < rows; i++ {
+			for j := 0; j < cols; j++ {
+				for k := 0; k < block; k++ {
+					if got, want := dst[j*ldd+i*block+k], src[i*lds+j*block+k]; got != want {
+						t.Fatalf("block %d: (%d,%d)[%d] = %g, want %g", block, i, j, k, got, want)
+					}
+				}
+			}
+		}
+	}
+}
