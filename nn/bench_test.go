@@ -20,7 +20,7 @@ func BenchmarkLeNet5(b *testing.B) {
 			const R, B = 8, 32
 			be := cpu.New(0)
 			defer be.Close()
-			m, err := Build[float32](LeNet5(10, classic), CPUGemm{Backend: be})
+			m, err := BuildOn(LeNet5(10, classic), be)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,13 +1,24 @@
 // Package nn owns the convolutional layers and models of fedaudit, replica-batched like the rest
-// of the engine: every operation runs for R replicas (the coupled runs of an audit) at once, in
-// float32, with hand-written backward passes. Package train trains its models (kinds lenet5,
-// resnet and sequential, train/nnmodel.go) on the CPU backend in the direct local-step form.
+// of the engine: every operation runs for R replicas (the coupled runs of an audit) at once,
+// with hand-written backward passes. Package train trains its models (kinds lenet5, resnet and
+// sequential, train/nnmodel.go) in the direct local-step form.
 //
-// What it owns: the layers (conv2d with stride and padding through im2col and the CPU backend's
-// strided-batched SGEMM, max and average pooling, ReLU and tanh, GroupNorm, residual blocks,
-// global average pooling, flatten, dense) and the softmax cross-entropy loss; the layer spec
-// (Spec, LayerSpec: what a YAML `model: {kind: sequential, layers: [...]}` decodes into) with
-// shape inference and errors that name the layer; the LeNet-5 and ResNet-20-style specs.
+// What it owns: the layers (conv2d with stride and padding through im2col and a strided-batched
+// GEMM, max and average pooling with padding, ReLU and tanh, GroupNorm, residual blocks, global
+// average pooling, flatten, dense) and the softmax cross-entropy loss; the layer spec (Spec,
+// LayerSpec: what a YAML `model: {kind: sequential, layers: [...]}` decodes into) with shape
+// inference and errors that name the layer; the LeNet-5, ResNet-20-style and ResNet-18 specs.
+//
+// Where a model runs. The layers are written once, against a small set of operations (ops):
+// matrix products, a few elementwise operations, and compute.Convolver's image operations.
+// BuildOn runs a model in float32 on any compute.Backend that is also a compute.Convolver (the
+// CPU backend, whose image operations are package internal/imgops's, and the GPU backend, whose
+// CUDA kernels follow the same definitions): that is how train runs CNNs, reading the engine's
+// parameter rows in place (any replica stride). Build runs a model on the host in any Float with
+// a GEMM it is given (float64 with NaiveGemm in the tests' finite differences and gorgonia
+// oracle; the attacks use float64 host models to reconstruct inputs). Channel biases, global
+// average pooling and the bias gradients are products with a vector of ones, so they need no
+// operation of their own.
 //
 // Layout. Activations of one replica are [channels][batch][height][width] (CNHW), the replicas
 // one after another: [replica][channels][batch][height][width]. With that layout a convolution of
@@ -27,7 +38,7 @@
 // (conv weights [Cout][Cin][k][k] then bias; dense weights [out][in] then bias, PyTorch's order;
 // GroupNorm gamma then beta).
 //
-// Model types are generic over float32 and float64: float32 is what training runs (its GEMM is
-// package cpu's); float64 with the plain GEMM of this package exists for the tests' finite
-// differences.
+// Max pooling recomputes each window's maximum in the backward pass instead of keeping its
+// position, and GroupNorm recomputes its statistics: nothing but the layers' outputs is kept
+// between the passes, and no backend needs integer buffers.
 package nn

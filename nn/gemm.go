@@ -1,10 +1,5 @@
 package nn
 
-import (
-	"github.com/fedaudit/fedaudit/compute"
-	"github.com/fedaudit/fedaudit/cpu"
-)
-
 // Float is the element type of a model: float32 for training, float64 for the tests.
 type Float interface{ ~float32 | ~float64 }
 
@@ -14,33 +9,6 @@ type Float interface{ ~float32 | ~float64 }
 // A stride of 0 shares the operand across the batch. With beta = 0, c is not read.
 type Gemm[T Float] interface {
 	Gemm(transA, transB bool, m, n, k int, alpha T, a []T, lda, sa int, b []T, ldb, sb int, beta T, c []T, ldc, sc, batch int)
-}
-
-// CPUGemm runs the float32 products on the CPU backend's packed GEMM (cpu.Backend.Gemm, the
-// same micro-kernels as the MLP): its exported API takes exactly a strided-batched call, so no
-// GEMM of this package's own is needed in float32. Every output element is accumulated in one
-// fixed order whatever the batch size, which the replica-equivalence test relies on.
-type CPUGemm struct{ Backend *cpu.Backend }
-
-// Gemm implements Gemm[float32].
-func (g CPUGemm) Gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda, sa int, b []float32, ldb, sb int, beta float32, c []float32, ldc, sc, batch int) {
-	if m == 0 || n == 0 || batch == 0 {
-		return
-	}
-	ar, ac := m, k
-	if transA {
-		ar, ac = k, m
-	}
-	br, bc := k, n
-	if transB {
-		br, bc = n, k
-	}
-	be := g.Backend
-	g.Backend.Gemm(transA, transB, alpha,
-		compute.Mat{Buf: be.Alias(a), Rows: ar, Cols: ac, Stride: lda, Batch: batch, BatchStride: sa},
-		compute.Mat{Buf: be.Alias(b), Rows: br, Cols: bc, Stride: ldb, Batch: batch, BatchStride: sb},
-		beta,
-		compute.Mat{Buf: be.Alias(c), Rows: m, Cols: n, Stride: ldc, Batch: batch, BatchStride: sc})
 }
 
 // NaiveGemm is the plain triple loop (ascending k, one accumulator per element): the float64

@@ -33,9 +33,11 @@ func TestGradientGorgonia(t *testing.T) {
 		{"lenet5_shape", Spec{Input: []int{1, 28, 28}, Layers: LeNet5(10, false).Layers}},
 		{"avgpool_tanh", small([]int{2, 8, 6}, LayerSpec{Kind: "conv2d", Out: 3, Kernel: 3, Padding: 1}, LayerSpec{Kind: "tanh"},
 			LayerSpec{Kind: "avgpool", Kernel: 2}, LayerSpec{Kind: "avgpool", Kernel: 3, Stride: 1})},
+		{"padded_pooling", small([]int{2, 7, 6}, LayerSpec{Kind: "conv2d", Out: 3, Kernel: 3, Padding: 1}, LayerSpec{Kind: "relu"},
+			LayerSpec{Kind: "maxpool", Kernel: 3, Stride: 2, Padding: 1}, LayerSpec{Kind: "avgpool", Kernel: 2, Padding: 1})},
 		{"groupnorm", small([]int{2, 5, 4}, LayerSpec{Kind: "conv2d", Out: 6, Kernel: 3, Padding: 1}, LayerSpec{Kind: "groupnorm", Groups: 3}, LayerSpec{Kind: "relu"})},
 		{"lenet5_classic", Spec{Input: []int{1, 28, 28}, Layers: LeNet5(10, true).Layers}},
-		{"resnet_tiny", func() Spec { s := ResNet(1, 4, 2, 3); s.Input = []int{3, 8, 8}; return s }()},
+		{"resnet_tiny", func() Spec { s := ResNet(3, 1, 4, 2, 3); s.Input = []int{3, 8, 8}; return s }()},
 		{"dense_tanh", Spec{Input: []int{6, 1, 1}, Layers: []LayerSpec{{Kind: "dense", Out: 5}, {Kind: "tanh"}, {Kind: "dense", Out: 4}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -124,7 +126,7 @@ func (gb *gBuilder) layer(a *G.Node, sh Shape, s LayerSpec) (*G.Node, Shape, err
 			return nil, sh, err
 		}
 		a, err = G.BroadcastAdd(a, b, nil, []byte{0, 2, 3})
-		sh = Shape{s.Out, convOut(sh.H, s.Kernel, st, s.Padding), convOut(sh.W, s.Kernel, st, s.Padding)}
+		sh = Shape{s.Out, outSize(sh.H, s.Kernel, st, s.Padding), outSize(sh.W, s.Kernel, st, s.Padding)}
 	case "relu":
 		a, err = G.Rectify(a)
 	case "tanh":
@@ -135,7 +137,9 @@ func (gb *gBuilder) layer(a *G.Node, sh Shape, s LayerSpec) (*G.Node, Shape, err
 			st = s.Kernel
 		}
 		if s.Kind == "maxpool" {
-			a, err = G.MaxPool2D(a, tensor.Shape{s.Kernel, s.Kernel}, []int{0, 0}, []int{st, st})
+			// gorgonia pads with zeros, not minus infinity: the cases put a ReLU before a padded
+			// max pooling, where the two agree.
+			a, err = G.MaxPool2D(a, tensor.Shape{s.Kernel, s.Kernel}, []int{s.Padding, s.Padding}, []int{st, st})
 		} else {
 			k := s.Kernel
 			f := make([]float64, sh.C*sh.C*k*k)
@@ -144,9 +148,9 @@ func (gb *gBuilder) layer(a *G.Node, sh Shape, s LayerSpec) (*G.Node, Shape, err
 					f[(c*sh.C+c)*k*k+j] = 1 / float64(k*k)
 				}
 			}
-			a, err = G.Conv2d(a, gb.node([]int{sh.C, sh.C, k, k}, f), tensor.Shape{k, k}, []int{0, 0}, []int{st, st}, []int{1, 1})
+			a, err = G.Conv2d(a, gb.node([]int{sh.C, sh.C, k, k}, f), tensor.Shape{k, k}, []int{s.Padding, s.Padding}, []int{st, st}, []int{1, 1})
 		}
-		sh = Shape{sh.C, convOut(sh.H, s.Kernel, st, 0), convOut(sh.W, s.Kernel, st, 0)}
+		sh = Shape{sh.C, outSize(sh.H, s.Kernel, st, s.Padding), outSize(sh.W, s.Kernel, st, s.Padding)}
 	case "globalavgpool":
 		// GlobalAveragePool2D has no gradient in gorgonia v0.9.18 and Mean(a, 2, 3) disagreed
 		// with our finite-difference-checked layer: sum W, then H, then scale.
@@ -348,3 +352,5 @@ func gorgoniaGrad(spec Spec, w, x []float64, y []int32) ([]float64, float64, err
 	}
 	return out, loss.Value().Data().(float64), nil
 }
+
+func outSize(n, k, s, p int) int { return (n+2*p-k)/s + 1 }

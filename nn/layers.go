@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sync"
+
+	"github.com/fedaudit/fedaudit/compute"
 )
 
 // Shape is the shape of one sample: channels, height, width (a feature vector is F x 1 x 1).
@@ -15,63 +16,114 @@ func (s Shape) Size() int { return s.C * s.H * s.W }
 
 func (s Shape) String() string { return fmt.Sprintf("%dx%dx%d", s.C, s.H, s.W) }
 
-// run is the context of one pass: the GEMM, R replicas, B samples, d parameters per replica,
-// the goroutines for the work outside the GEMM.
-type run[T Float] struct {
-	g                Gemm[T]
-	R, B, d, threads int
+// pass is the context of one forward (and backward) pass: where it runs, R replicas of B
+// samples, the parameters w and their gradient dw (R rows of d; dw.Buf nil in a forward-only
+// pass), and a vector of ones for the channel biases and sums, which are matrix products with
+// it.
+type pass[T Float] struct {
+	o     ops[T]
+	R, B  int
+	w, dw compute.Mat
+	ones  compute.Buffer
 }
 
-// par calls fn on contiguous ranges covering 0..n-1, on up to c.threads goroutines. Callers
-// split only work whose parts write disjoint memory and compute each value in one fixed order,
-// so results do not depend on the thread count.
-func (c *run[T]) par(n int, fn func(lo, hi int)) {
-	t := min(c.threads, n)
-	if t <= 1 {
-		fn(0, n)
-		return
-	}
-	var wg sync.WaitGroup
-	for k := 0; k < t; k++ {
-		lo, hi := k*n/t, (k+1)*n/t
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn(lo, hi)
-		}()
-	}
-	wg.Wait()
+// param is the rows x cols block of parameters at offset off of every replica's row.
+func (c *pass[T]) param(off, rows, cols int) compute.Mat {
+	return compute.Mat{Buf: c.w.Buf, Off: c.w.Off + off, Rows: rows, Cols: cols, Stride: cols, Batch: c.R, BatchStride: c.w.BatchStride}
 }
 
-// layer is one replica-batched layer. x holds R inputs at replica stride xs (0: one input shared
-// by every replica, the first layer's client batch), y the R outputs one after another, w and dw
-// the R x d parameters and their gradient (the layer reads and writes its own range only, dw
-// overwritten). dx is nil when nobody needs the input's gradient.
+// grad is param's block in the gradient.
+func (c *pass[T]) grad(off, rows, cols int) compute.Mat {
+	return compute.Mat{Buf: c.dw.Buf, Off: c.dw.Off + off, Rows: rows, Cols: cols, Stride: cols, Batch: c.R, BatchStride: c.dw.BatchStride}
+}
+
+// onesRow is a 1 x n row of ones shared by the replicas; onesCol the n x 1 column.
+func (c *pass[T]) onesRow(n int) compute.Mat {
+	return compute.Mat{Buf: c.ones, Rows: 1, Cols: n, Stride: n, Batch: c.R}
+}
+
+func (c *pass[T]) onesCol(n int) compute.Mat {
+	return compute.Mat{Buf: c.ones, Rows: n, Cols: 1, Stride: 1, Batch: c.R}
+}
+
+// scratch is a buffer of the backend that grows on demand and is reused between passes.
+type scratch struct {
+	buf compute.Buffer
+	n   int
+}
+
+func get[T Float](o ops[T], s *scratch, n int) compute.Buffer {
+	if s.buf == nil || s.n < n {
+		s.buf, s.n = o.alloc(max(n, 1)), n
+	}
+	return s.buf
+}
+
+// images views R replicas of activations of shape sh for B samples: one tensor shared by every
+// replica when shared, else R of them one after another in buf.
+func images(buf compute.Buffer, sh Shape, B, R int, shared bool) compute.Images {
+	x := compute.Images{Buf: buf, C: sh.C, N: B, H: sh.H, W: sh.W, Batch: R, BatchStride: sh.Size() * B}
+	if shared {
+		x.BatchStride = 0
+	}
+	return x
+}
+
+// once is x for an operation that writes x: one batch element when x is shared.
+func once(x compute.Images) compute.Images {
+	if x.BatchStride == 0 {
+		x.Batch = 1
+	}
+	return x
+}
+
+// flat views each replica of x as one row (for elementwise operations).
+func flat(x compute.Images) compute.Mat {
+	n := x.Size()
+	return compute.Mat{Buf: x.Buf, Off: x.Off, Rows: 1, Cols: n, Stride: n, Batch: x.Batch, BatchStride: x.BatchStride}
+}
+
+// planes views each replica of x as the C x (N H W) matrix of its channels.
+func planes(x compute.Images) compute.Mat {
+	n := x.N * x.H * x.W
+	return compute.Mat{Buf: x.Buf, Off: x.Off, Rows: x.C, Cols: n, Stride: n, Batch: x.Batch, BatchStride: x.BatchStride}
+}
+
+func flatOnce(x compute.Images) compute.Mat { return flat(once(x)) }
+
+// layer is one replica-batched layer. forward computes the layer's output from x (a
+// BatchStride of 0: one input shared by the replicas) into the layer's own memory and returns
+// it, shared too when the layer has no parameters and x is shared; the views stay valid until
+// the next forward. backward is given forward's x and y and dy, the gradient of y; it writes
+// the gradient of the layer's parameters into the pass's dw (overwriting its range) and, when
+// wantDX, returns dx, the gradient of x (never shared). It may overwrite dy.
 type layer[T Float] interface {
 	in() Shape
 	out() Shape
 	numParams() int
 	setOffset(off int)
 	init(w []T, rng *rand.Rand) // one replica's range of this layer
-	forward(c *run[T], w, x []T, xs int, y []T)
-	backward(c *run[T], w, x []T, xs int, y, dy, dx, dw []T)
+	forward(c *pass[T], x compute.Images) compute.Images
+	backward(c *pass[T], x, y, dy compute.Images, wantDX bool) compute.Images
 }
 
 // ---- conv2d ----
 
-// conv is a 2-D convolution (square kernel k, stride s, zero padding p) computed as im2col
-// followed by one strided-batched GEMM over the replicas.
+// conv is a 2-D convolution (square kernel, stride, zero padding) computed as im2col followed
+// by one strided-batched GEMM over the replicas; the bias is a rank-one product with ones.
 type conv[T Float] struct {
-	ish, osh     Shape
-	k, s, p, off int
-	cols, dcols  []T
+	ish, osh           Shape
+	win                compute.Window
+	off                int
+	cols, y, dcols, dx scratch
+	colsShared         bool
 }
 
 func (l *conv[T]) in() Shape         { return l.ish }
 func (l *conv[T]) out() Shape        { return l.osh }
 func (l *conv[T]) numParams() int    { return l.osh.C*l.ckk() + l.osh.C }
 func (l *conv[T]) setOffset(off int) { l.off = off }
-func (l *conv[T]) ckk() int          { return l.ish.C * l.k * l.k }
+func (l *conv[T]) ckk() int          { return l.ish.C * l.win.Size * l.win.Size }
 
 // init draws PyTorch's default (uniform on +-1/sqrt(fan_in) for weights and bias).
 func (l *conv[T]) init(w []T, rng *rand.Rand) { uniformInit(w, l.ckk(), rng) }
@@ -83,143 +135,58 @@ func uniformInit[T Float](w []T, fanIn int, rng *rand.Rand) {
 	}
 }
 
-// im2col writes rows q0..q1-1 of the patches of one input [C][B][H][W], cols [C*k*k][B*OH*OW]
-// (row (c*k + i)*k + j holds input channel c shifted by kernel offset (i, j)).
-func (l *conv[T]) im2col(x, cols []T, B, q0, q1 int) {
-	H, W, OH, OW := l.ish.H, l.ish.W, l.osh.H, l.osh.W
-	n := B * OH * OW
-	kk := l.k * l.k
-	for q := q0; q < q1; q++ {
-		c, i, j := q/kk, q/l.k%l.k, q%l.k
-		row := cols[q*n:][:n]
-		for b := 0; b < B; b++ {
-			src := x[(c*B+b)*H*W:]
-			for oy := 0; oy < OH; oy++ {
-				iy := oy*l.s - l.p + i
-				dst := row[(b*OH+oy)*OW:][:OW]
-				if iy < 0 || iy >= H {
-					clear(dst)
-					continue
-				}
-				for ox := range dst {
-					ix := ox*l.s - l.p + j
-					if ix < 0 || ix >= W {
-						dst[ox] = 0
-					} else {
-						dst[ox] = src[iy*W+ix]
-					}
-				}
-			}
-		}
+// patches views the im2col patches of the last forward: one matrix shared by the replicas
+// when the input was shared (the first layer's client batch), else one per replica.
+func (l *conv[T]) patches(c *pass[T]) compute.Mat {
+	kk, n := l.ckk(), c.B*l.osh.H*l.osh.W
+	m := compute.Mat{Buf: l.cols.buf, Rows: kk, Cols: n, Stride: n, Batch: c.R, BatchStride: kk * n}
+	if l.colsShared {
+		m.BatchStride = 0
 	}
+	return m
 }
 
-// col2im adds the patch gradients dcols back into dx [C][B][H][W] (dx zeroed by the caller).
-func (l *conv[T]) col2im(dcols, dx []T, B int) {
-	H, W, OH, OW := l.ish.H, l.ish.W, l.osh.H, l.osh.W
-	n := B * OH * OW
-	for c := 0; c < l.ish.C; c++ {
-		for i := 0; i < l.k; i++ {
-			for j := 0; j < l.k; j++ {
-				row := dcols[((c*l.k+i)*l.k+j)*n:][:n]
-				for b := 0; b < B; b++ {
-					dst := dx[(c*B+b)*H*W:]
-					for oy := 0; oy < OH; oy++ {
-						iy := oy*l.s - l.p + i
-						if iy < 0 || iy >= H {
-							continue
-						}
-						src := row[(b*OH+oy)*OW:][:OW]
-						for ox, v := range src {
-							ix := ox*l.s - l.p + j
-							if ix >= 0 && ix < W {
-								dst[iy*W+ix] += v
-							}
-						}
-					}
-				}
-			}
-		}
-	}
-}
-
-// patches returns the im2col patches of x and their replica stride: computed once when x is
-// shared (xs = 0), so every replica of a client reuses them, else once per replica.
-func (l *conv[T]) patches(c *run[T], x []T, xs int) ([]T, int) {
-	per := l.ckk() * c.B * l.osh.H * l.osh.W
-	rows := l.ckk()
-	if xs == 0 {
-		l.cols = grow(l.cols, per)
-		c.par(rows, func(q0, q1 int) { l.im2col(x, l.cols, c.B, q0, q1) })
-		return l.cols, 0
-	}
-	l.cols = grow(l.cols, c.R*per)
-	c.par(c.R*rows, func(lo, hi int) {
-		for t := lo; t < hi; t++ {
-			r, q := t/rows, t%rows
-			l.im2col(x[r*xs:], l.cols[r*per:], c.B, q, q+1)
-		}
-	})
-	return l.cols, per
-}
-
-func (l *conv[T]) forward(c *run[T], w, x []T, xs int, y []T) {
-	cols, cs := l.patches(c, x, xs)
+func (l *conv[T]) forward(c *pass[T], x compute.Images) compute.Images {
 	co, kk, n := l.osh.C, l.ckk(), c.B*l.osh.H*l.osh.W
-	c.g.Gemm(false, false, co, n, kk, 1, w[l.off:], kk, c.d, cols, n, cs, 0, y, n, co*n, c.R)
-	for r := 0; r < c.R; r++ {
-		bias := w[r*c.d+l.off+co*kk:][:co]
-		for o, bv := range bias {
-			row := y[(r*co+o)*n:][:n]
-			for i := range row {
-				row[i] += bv
-			}
-		}
+	l.colsShared = x.BatchStride == 0
+	cb := c.R
+	if l.colsShared {
+		cb = 1
 	}
+	get(c.o, &l.cols, cb*kk*n)
+	cols := l.patches(c)
+	c.o.Im2col(once(x), l.win, compute.Mat{Buf: cols.Buf, Rows: kk, Cols: n, Stride: n, Batch: cb, BatchStride: kk * n})
+	y := images(get(c.o, &l.y, c.R*co*n), l.osh, c.B, c.R, false)
+	ym := planes(y)
+	c.o.gemm(false, false, 1, c.param(l.off, co, kk), cols, 0, ym)
+	c.o.gemm(false, false, 1, c.param(l.off+co*kk, co, 1), c.onesRow(n), 1, ym)
+	return y
 }
 
-// backward keeps the forward pass's patches (l.cols): forward and backward of one batch always
-// come in pairs.
-func (l *conv[T]) backward(c *run[T], w, x []T, xs int, y, dy, dx, dw []T) {
+func (l *conv[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) compute.Images {
 	co, kk, n := l.osh.C, l.ckk(), c.B*l.osh.H*l.osh.W
-	cs := 0
-	if xs != 0 {
-		cs = kk * n
+	dym := planes(dy)
+	c.o.gemm(false, true, 1, dym, l.patches(c), 0, c.grad(l.off, co, kk))
+	c.o.gemm(false, false, 1, dym, c.onesCol(n), 0, c.grad(l.off+co*kk, co, 1))
+	if !wantDX {
+		return compute.Images{}
 	}
-	c.g.Gemm(false, true, co, kk, n, 1, dy, n, co*n, l.cols, n, cs, 0, dw[l.off:], kk, c.d, c.R)
-	for r := 0; r < c.R; r++ {
-		db := dw[r*c.d+l.off+co*kk:][:co]
-		for o := range db {
-			var s T
-			for _, v := range dy[(r*co+o)*n:][:n] {
-				s += v
-			}
-			db[o] = s
-		}
-	}
-	if dx == nil {
-		return
-	}
-	l.dcols = grow(l.dcols, c.R*kk*n)
-	c.g.Gemm(true, false, kk, n, co, 1, w[l.off:], kk, c.d, dy, n, co*n, 0, l.dcols, n, kk*n, c.R)
-	per := l.ish.Size() * c.B
-	clear(dx[:c.R*per])
-	c.par(c.R, func(r0, r1 int) {
-		for r := r0; r < r1; r++ {
-			l.col2im(l.dcols[r*kk*n:], dx[r*per:], c.B)
-		}
-	})
+	dcols := compute.Mat{Buf: get(c.o, &l.dcols, c.R*kk*n), Rows: kk, Cols: n, Stride: n, Batch: c.R, BatchStride: kk * n}
+	c.o.gemm(true, false, 1, c.param(l.off, co, kk), dym, 0, dcols)
+	dx := images(get(c.o, &l.dx, c.R*l.ish.Size()*c.B), l.ish, c.B, c.R, false)
+	c.o.Col2im(dcols, l.win, dx)
+	return dx
 }
 
 // ---- pooling ----
 
-// pool is max or average pooling over k x k windows at stride s (no padding: the window always
-// lies inside the input, so an average always divides by k*k).
+// pool is max or average pooling over square windows (padding: minus infinity for max
+// pooling, zeros counted in the divisor for average pooling, as PyTorch's defaults).
 type pool[T Float] struct {
 	ish, osh Shape
-	k, s     int
-	max      bool
-	arg      []int32 // max: the input offset (within the plane) of each output's maximum
+	win      compute.Window
+	kind     compute.Pooling
+	y, dx    scratch
 }
 
 func (l *pool[T]) in() Shape            { return l.ish }
@@ -227,91 +194,30 @@ func (l *pool[T]) out() Shape           { return l.osh }
 func (l *pool[T]) numParams() int       { return 0 }
 func (l *pool[T]) setOffset(int)        {}
 func (l *pool[T]) init([]T, *rand.Rand) {}
-func (l *pool[T]) planes(c *run[T]) (int, int, int) {
-	return l.ish.C * c.B, l.ish.H * l.ish.W, l.osh.H * l.osh.W
+
+func (l *pool[T]) forward(c *pass[T], x compute.Images) compute.Images {
+	shared := x.BatchStride == 0
+	y := images(get(c.o, &l.y, c.R*l.osh.Size()*c.B), l.osh, c.B, c.R, shared)
+	c.o.Pool(l.kind, l.win, x, once(y))
+	return y
 }
 
-func (l *pool[T]) forward(c *run[T], w, x []T, xs int, y []T) {
-	P, ip, op := l.planes(c)
-	if l.max {
-		l.arg = grow(l.arg, c.R*P*op)
+func (l *pool[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) compute.Images {
+	if !wantDX {
+		return compute.Images{}
 	}
-	inv := 1 / T(l.k*l.k)
-	c.par(c.R, func(r0, r1 int) {
-		for r := r0; r < r1; r++ {
-			for pl := 0; pl < P; pl++ {
-				src := x[r*xs+pl*ip:][:ip]
-				o := (r*P + pl) * op
-				for oy := 0; oy < l.osh.H; oy++ {
-					for ox := 0; ox < l.osh.W; ox++ {
-						base := oy*l.s*l.ish.W + ox*l.s
-						if l.max {
-							best, bi := src[base], base
-							for i := 0; i < l.k; i++ {
-								for j := 0; j < l.k; j++ {
-									if v := src[base+i*l.ish.W+j]; v > best {
-										best, bi = v, base+i*l.ish.W+j
-									}
-								}
-							}
-							y[o] = best
-							l.arg[o] = int32(bi)
-						} else {
-							var s T
-							for i := 0; i < l.k; i++ {
-								for j := 0; j < l.k; j++ {
-									s += src[base+i*l.ish.W+j]
-								}
-							}
-							y[o] = s * inv
-						}
-						o++
-					}
-				}
-			}
-		}
-	})
-}
-
-func (l *pool[T]) backward(c *run[T], w, x []T, xs int, y, dy, dx, dw []T) {
-	if dx == nil {
-		return
-	}
-	P, ip, op := l.planes(c)
-	clear(dx[:c.R*P*ip])
-	inv := 1 / T(l.k*l.k)
-	c.par(c.R, func(r0, r1 int) {
-		for r := r0; r < r1; r++ {
-			for pl := 0; pl < P; pl++ {
-				dst := dx[(r*P+pl)*ip:][:ip]
-				o := (r*P + pl) * op
-				for oy := 0; oy < l.osh.H; oy++ {
-					for ox := 0; ox < l.osh.W; ox++ {
-						g := dy[o]
-						if l.max {
-							dst[l.arg[o]] += g
-						} else {
-							base := oy*l.s*l.ish.W + ox*l.s
-							for i := 0; i < l.k; i++ {
-								for j := 0; j < l.k; j++ {
-									dst[base+i*l.ish.W+j] += g * inv
-								}
-							}
-						}
-						o++
-					}
-				}
-			}
-		}
-	})
+	dx := images(get(c.o, &l.dx, c.R*l.ish.Size()*c.B), l.ish, c.B, c.R, false)
+	c.o.PoolGrad(l.kind, l.win, x, dy, dx)
+	return dx
 }
 
 // ---- activations ----
 
-// act is ReLU or tanh, elementwise; the backward pass uses the output only.
+// act is ReLU or tanh, elementwise; its backward pass scales dy in place.
 type act[T Float] struct {
-	sh   Shape
-	tanh bool
+	sh  Shape
+	fn  compute.Activation
+	buf scratch
 }
 
 func (l *act[T]) in() Shape            { return l.sh }
@@ -320,39 +226,18 @@ func (l *act[T]) numParams() int       { return 0 }
 func (l *act[T]) setOffset(int)        {}
 func (l *act[T]) init([]T, *rand.Rand) {}
 
-func (l *act[T]) forward(c *run[T], w, x []T, xs int, y []T) {
-	n := l.sh.Size() * c.B
-	c.par(c.R, func(r0, r1 int) {
-		for r := r0; r < r1; r++ {
-			src, dst := x[r*xs:][:n], y[r*n:][:n]
-			for i, v := range src {
-				if l.tanh {
-					dst[i] = T(math.Tanh(float64(v)))
-				} else {
-					dst[i] = max(v, 0)
-				}
-			}
-		}
-	})
+func (l *act[T]) forward(c *pass[T], x compute.Images) compute.Images {
+	y := images(get(c.o, &l.buf, c.R*l.sh.Size()*c.B), l.sh, c.B, c.R, x.BatchStride == 0)
+	c.o.activate(l.fn, flatOnce(x), flatOnce(y))
+	return y
 }
 
-func (l *act[T]) backward(c *run[T], w, x []T, xs int, y, dy, dx, dw []T) {
-	if dx == nil {
-		return
+func (l *act[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) compute.Images {
+	if !wantDX {
+		return compute.Images{}
 	}
-	c.par(c.R*l.sh.Size()*c.B, func(lo, hi int) {
-		for i, v := range y[lo:hi] {
-			i += lo
-			switch {
-			case l.tanh:
-				dx[i] = dy[i] * (1 - v*v)
-			case v > 0:
-				dx[i] = dy[i]
-			default:
-				dx[i] = 0
-			}
-		}
-	})
+	c.o.activateGrad(l.fn, flat(x), flat(y), flat(dy))
+	return dy
 }
 
 // ---- GroupNorm ----
@@ -367,7 +252,7 @@ func (l *act[T]) backward(c *run[T], w, x []T, xs int, y, dy, dx, dw []T) {
 type groupNorm[T Float] struct {
 	sh          Shape
 	groups, off int
-	mean, rstd  []float64 // per (replica, sample, group), kept for the backward pass
+	y, dx       scratch
 }
 
 const gnEps = 1e-5
@@ -382,101 +267,30 @@ func (l *groupNorm[T]) init(w []T, _ *rand.Rand) {
 	}
 }
 
-// Statistics accumulate in float64: a group holds up to thousands of values and the variance
-// is a difference of nearly equal sums.
-func (l *groupNorm[T]) forward(c *run[T], w, x []T, xs int, y []T) {
-	C, hw, B := l.sh.C, l.sh.H*l.sh.W, c.B
-	cg := C / l.groups
-	cnt := float64(cg * hw)
-	n := C * B * hw
-	l.mean = grow(l.mean, c.R*B*l.groups)
-	l.rstd = grow(l.rstd, c.R*B*l.groups)
-	c.par(c.R, func(r0, r1 int) {
-		for r := r0; r < r1; r++ {
-			src, dst := x[r*xs:], y[r*n:]
-			gamma, beta := w[r*c.d+l.off:][:C], w[r*c.d+l.off+C:][:C]
-			for b := 0; b < B; b++ {
-				for g := 0; g < l.groups; g++ {
-					var s, ss float64
-					for ch := g * cg; ch < (g+1)*cg; ch++ {
-						for _, v := range src[(ch*B+b)*hw:][:hw] {
-							s += float64(v)
-							ss += float64(v) * float64(v)
-						}
-					}
-					mu := s / cnt
-					rs := 1 / math.Sqrt(max(ss/cnt-mu*mu, 0)+gnEps)
-					i := (r*B+b)*l.groups + g
-					l.mean[i], l.rstd[i] = mu, rs
-					for ch := g * cg; ch < (g+1)*cg; ch++ {
-						a := T(rs) * gamma[ch]
-						sh := beta[ch] - T(mu*rs)*gamma[ch]
-						o := (ch*B + b) * hw
-						for j, v := range src[o:][:hw] {
-							dst[o+j] = a*v + sh
-						}
-					}
-				}
-			}
-		}
-	})
+func (l *groupNorm[T]) forward(c *pass[T], x compute.Images) compute.Images {
+	C := l.sh.C
+	y := images(get(c.o, &l.y, c.R*l.sh.Size()*c.B), l.sh, c.B, c.R, false)
+	c.o.GroupNorm(l.groups, gnEps, x, c.param(l.off, 1, C), c.param(l.off+C, 1, C), y)
+	return y
 }
 
-// backward: with xhat = (x - mu) rstd and g = dy gamma,
-// dx = rstd (g - mean(g) - xhat mean(g xhat)) over the group; dgamma = sum dy xhat, dbeta = sum dy.
-func (l *groupNorm[T]) backward(c *run[T], w, x []T, xs int, y, dy, dx, dw []T) {
-	C, hw, B := l.sh.C, l.sh.H*l.sh.W, c.B
-	cg := C / l.groups
-	cnt := float64(cg * hw)
-	n := C * B * hw
-	c.par(c.R, func(r0, r1 int) {
-		for r := r0; r < r1; r++ {
-			src, gy := x[r*xs:], dy[r*n:]
-			gamma := w[r*c.d+l.off:][:C]
-			dgamma, dbeta := dw[r*c.d+l.off:][:C], dw[r*c.d+l.off+C:][:C]
-			clear(dgamma)
-			clear(dbeta)
-			for b := 0; b < B; b++ {
-				for g := 0; g < l.groups; g++ {
-					i := (r*B+b)*l.groups + g
-					mu, rs := l.mean[i], l.rstd[i]
-					var sg, sgx float64
-					for ch := g * cg; ch < (g+1)*cg; ch++ {
-						o := (ch*B + b) * hw
-						var dga, dbe float64
-						for j, v := range src[o:][:hw] {
-							xh := (float64(v) - mu) * rs
-							d := float64(gy[o+j])
-							dga += d * xh
-							dbe += d
-							sg += d * float64(gamma[ch])
-							sgx += d * float64(gamma[ch]) * xh
-						}
-						dgamma[ch] += T(dga)
-						dbeta[ch] += T(dbe)
-					}
-					if dx == nil {
-						continue
-					}
-					mg, mgx := sg/cnt, sgx/cnt
-					for ch := g * cg; ch < (g+1)*cg; ch++ {
-						o := (ch*B + b) * hw
-						gm := float64(gamma[ch])
-						for j, v := range src[o:][:hw] {
-							xh := (float64(v) - mu) * rs
-							dx[r*n+o+j] = T(rs * (float64(gy[o+j])*gm - mg - xh*mgx))
-						}
-					}
-				}
-			}
-		}
-	})
+func (l *groupNorm[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) compute.Images {
+	C := l.sh.C
+	var dx compute.Images
+	if wantDX {
+		dx = images(get(c.o, &l.dx, c.R*l.sh.Size()*c.B), l.sh, c.B, c.R, false)
+	}
+	c.o.GroupNormGrad(l.groups, gnEps, x, c.param(l.off, 1, C), dy, dx, c.grad(l.off, 1, C), c.grad(l.off+C, 1, C))
+	return dx
 }
 
 // ---- global average pooling and flatten ----
 
-// gap averages each channel over its pixels: C x H x W -> C x 1 x 1.
-type gap[T Float] struct{ ish Shape }
+// gap averages each channel over its pixels: C x H x W -> C x 1 x 1, a product with ones.
+type gap[T Float] struct {
+	ish   Shape
+	y, dx scratch
+}
 
 func (l *gap[T]) in() Shape            { return l.ish }
 func (l *gap[T]) out() Shape           { return Shape{l.ish.C, 1, 1} }
@@ -484,37 +298,37 @@ func (l *gap[T]) numParams() int       { return 0 }
 func (l *gap[T]) setOffset(int)        {}
 func (l *gap[T]) init([]T, *rand.Rand) {}
 
-func (l *gap[T]) forward(c *run[T], w, x []T, xs int, y []T) {
-	hw, P := l.ish.H*l.ish.W, l.ish.C*c.B
-	inv := 1 / T(hw)
-	for r := 0; r < c.R; r++ {
-		for p := 0; p < P; p++ {
-			var s T
-			for _, v := range x[r*xs+p*hw:][:hw] {
-				s += v
-			}
-			y[r*P+p] = s * inv
-		}
-	}
+// pixels views each replica of x as the (C N) x (H W) matrix of its planes.
+func pixels(x compute.Images) compute.Mat {
+	hw := x.H * x.W
+	return compute.Mat{Buf: x.Buf, Off: x.Off, Rows: x.C * x.N, Cols: hw, Stride: hw, Batch: x.Batch, BatchStride: x.BatchStride}
 }
 
-func (l *gap[T]) backward(c *run[T], w, x []T, xs int, y, dy, dx, dw []T) {
-	if dx == nil {
-		return
+func (l *gap[T]) forward(c *pass[T], x compute.Images) compute.Images {
+	hw := l.ish.H * l.ish.W
+	y := images(get(c.o, &l.y, c.R*l.ish.C*c.B), l.out(), c.B, c.R, x.BatchStride == 0)
+	ym := pixels(once(y))
+	c.o.gemm(false, false, 1/T(hw), pixels(once(x)), c.onesCol(hw), 0, ym)
+	return y
+}
+
+func (l *gap[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) compute.Images {
+	if !wantDX {
+		return compute.Images{}
 	}
-	hw, P := l.ish.H*l.ish.W, l.ish.C*c.B
-	inv := 1 / T(hw)
-	for i := 0; i < c.R*P; i++ {
-		g := dy[i] * inv
-		for j := range dx[i*hw:][:hw] {
-			dx[i*hw+j] = g
-		}
-	}
+	hw := l.ish.H * l.ish.W
+	dx := images(get(c.o, &l.dx, c.R*l.ish.Size()*c.B), l.ish, c.B, c.R, false)
+	c.o.gemm(false, false, 1/T(hw), pixels(dy), c.onesRow(hw), 0, pixels(dx))
+	return dx
 }
 
 // flatten turns [C][B][H][W] into features [C*H*W][B] (feature index c*H*W + y*W + x, the
-// order of PyTorch's flatten of an NCHW tensor, so dense weights match nn.Linear's).
-type flatten[T Float] struct{ ish Shape }
+// order of PyTorch's flatten of an NCHW tensor, so dense weights match nn.Linear's): a
+// transpose of every (replica, channel) plane.
+type flatten[T Float] struct {
+	ish   Shape
+	y, dx scratch
+}
 
 func (l *flatten[T]) in() Shape            { return l.ish }
 func (l *flatten[T]) out() Shape           { return Shape{l.ish.Size(), 1, 1} }
@@ -522,36 +336,39 @@ func (l *flatten[T]) numParams() int       { return 0 }
 func (l *flatten[T]) setOffset(int)        {}
 func (l *flatten[T]) init([]T, *rand.Rand) {}
 
-func (l *flatten[T]) forward(c *run[T], w, x []T, xs int, y []T) {
-	C, hw, B := l.ish.C, l.ish.H*l.ish.W, c.B
-	n := C * hw * B
-	for r := 0; r < c.R; r++ {
-		for ch := 0; ch < C; ch++ {
-			for b := 0; b < B; b++ {
-				for s, v := range x[r*xs+(ch*B+b)*hw:][:hw] {
-					y[r*n+(ch*hw+s)*B+b] = v
-				}
-			}
-		}
+// transposePlanes transposes each (replica, channel) plane of src, rows x cols, into dst.
+func transposePlanes[T Float](c *pass[T], src compute.Images, rows, cols int, dst compute.Images) {
+	per := rows * cols
+	for r := 0; r < dst.Batch; r++ {
+		c.o.Transpose(1,
+			compute.Mat{Buf: src.Buf, Off: src.Off + r*src.BatchStride, Rows: rows, Cols: cols, Stride: cols, Batch: src.C, BatchStride: per},
+			compute.Mat{Buf: dst.Buf, Off: dst.Off + r*dst.BatchStride, Rows: cols, Cols: rows, Stride: rows, Batch: src.C, BatchStride: per})
 	}
 }
 
-func (l *flatten[T]) backward(c *run[T], w, x []T, xs int, y, dy, dx, dw []T) {
-	if dx == nil {
-		return
+func (l *flatten[T]) forward(c *pass[T], x compute.Images) compute.Images {
+	hw := l.ish.H * l.ish.W
+	if hw == 1 {
+		return compute.Images{Buf: x.Buf, Off: x.Off, C: x.C, N: x.N, H: 1, W: 1, Batch: x.Batch, BatchStride: x.BatchStride}
 	}
-	C, hw, B := l.ish.C, l.ish.H*l.ish.W, c.B
-	n := C * hw * B
-	for r := 0; r < c.R; r++ {
-		for ch := 0; ch < C; ch++ {
-			for b := 0; b < B; b++ {
-				d := dx[r*n+(ch*B+b)*hw:][:hw]
-				for s := range d {
-					d[s] = dy[r*n+(ch*hw+s)*B+b]
-				}
-			}
-		}
+	y := images(get(c.o, &l.y, c.R*l.ish.Size()*c.B), l.out(), c.B, c.R, x.BatchStride == 0)
+	transposePlanes(c, x, c.B, hw, once(y))
+	return y
+}
+
+func (l *flatten[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) compute.Images {
+	if !wantDX {
+		return compute.Images{}
 	}
+	hw := l.ish.H * l.ish.W
+	if hw == 1 {
+		return compute.Images{Buf: dy.Buf, Off: dy.Off, C: l.ish.C, N: dy.N, H: 1, W: 1, Batch: dy.Batch, BatchStride: dy.BatchStride}
+	}
+	dx := images(get(c.o, &l.dx, c.R*l.ish.Size()*c.B), l.ish, c.B, c.R, false)
+	src := dy
+	src.C = l.ish.C
+	transposePlanes(c, src, hw, c.B, dx)
+	return dx
 }
 
 // ---- dense ----
@@ -560,6 +377,7 @@ func (l *flatten[T]) backward(c *run[T], w, x []T, xs int, y, dy, dx, dw []T) {
 type dense[T Float] struct {
 	ish       Shape
 	outF, off int
+	y, dx     scratch
 }
 
 func (l *dense[T]) in() Shape                  { return l.ish }
@@ -568,34 +386,24 @@ func (l *dense[T]) numParams() int             { return l.outF*l.ish.C + l.outF 
 func (l *dense[T]) setOffset(off int)          { l.off = off }
 func (l *dense[T]) init(w []T, rng *rand.Rand) { uniformInit(w, l.ish.C, rng) }
 
-func (l *dense[T]) forward(c *run[T], w, x []T, xs int, y []T) {
-	F, O, B := l.ish.C, l.outF, c.B
-	c.g.Gemm(false, false, O, B, F, 1, w[l.off:], F, c.d, x, B, xs, 0, y, B, O*B, c.R)
-	for r := 0; r < c.R; r++ {
-		bias := w[r*c.d+l.off+O*F:][:O]
-		for o, bv := range bias {
-			row := y[(r*O+o)*B:][:B]
-			for i := range row {
-				row[i] += bv
-			}
-		}
-	}
+func (l *dense[T]) forward(c *pass[T], x compute.Images) compute.Images {
+	F, O := l.ish.C, l.outF
+	y := images(get(c.o, &l.y, c.R*O*c.B), l.out(), c.B, c.R, false)
+	ym := planes(y)
+	c.o.gemm(false, false, 1, c.param(l.off, O, F), planes(x), 0, ym)
+	c.o.gemm(false, false, 1, c.param(l.off+O*F, O, 1), c.onesRow(c.B), 1, ym)
+	return y
 }
 
-func (l *dense[T]) backward(c *run[T], w, x []T, xs int, y, dy, dx, dw []T) {
-	F, O, B := l.ish.C, l.outF, c.B
-	c.g.Gemm(false, true, O, F, B, 1, dy, B, O*B, x, B, xs, 0, dw[l.off:], F, c.d, c.R)
-	for r := 0; r < c.R; r++ {
-		db := dw[r*c.d+l.off+O*F:][:O]
-		for o := range db {
-			var s T
-			for _, v := range dy[(r*O+o)*B:][:B] {
-				s += v
-			}
-			db[o] = s
-		}
+func (l *dense[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) compute.Images {
+	F, O := l.ish.C, l.outF
+	dym := planes(dy)
+	c.o.gemm(false, true, 1, dym, planes(x), 0, c.grad(l.off, O, F))
+	c.o.gemm(false, false, 1, dym, c.onesCol(c.B), 0, c.grad(l.off+O*F, O, 1))
+	if !wantDX {
+		return compute.Images{}
 	}
-	if dx != nil {
-		c.g.Gemm(true, false, F, B, O, 1, w[l.off:], F, c.d, dy, B, O*B, 0, dx, B, F*B, c.R)
-	}
+	dx := images(get(c.o, &l.dx, c.R*F*c.B), l.ish, c.B, c.R, false)
+	c.o.gemm(true, false, 1, c.param(l.off, O, F), dym, 0, planes(dx))
+	return dx
 }

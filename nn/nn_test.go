@@ -30,6 +30,8 @@ func layerCases() []testCase {
 		{"maxpool", small([]int{2, 6, 6}, LayerSpec{Kind: "conv2d", Out: 2, Kernel: 1}, LayerSpec{Kind: "maxpool", Kernel: 2})},
 		{"maxpool_overlap", small([]int{2, 7, 7}, LayerSpec{Kind: "conv2d", Out: 2, Kernel: 1}, LayerSpec{Kind: "maxpool", Kernel: 3, Stride: 2})},
 		{"avgpool", small([]int{2, 6, 6}, LayerSpec{Kind: "conv2d", Out: 2, Kernel: 1}, LayerSpec{Kind: "avgpool", Kernel: 2})},
+		{"maxpool_pad", small([]int{2, 7, 6}, LayerSpec{Kind: "conv2d", Out: 2, Kernel: 1}, LayerSpec{Kind: "maxpool", Kernel: 3, Stride: 2, Padding: 1})},
+		{"avgpool_pad", small([]int{2, 5, 5}, LayerSpec{Kind: "conv2d", Out: 2, Kernel: 1}, LayerSpec{Kind: "avgpool", Kernel: 2, Padding: 1})},
 		{"relu", small([]int{2, 4, 4}, LayerSpec{Kind: "conv2d", Out: 3, Kernel: 3, Padding: 1}, LayerSpec{Kind: "relu"})},
 		{"tanh", small([]int{2, 4, 4}, LayerSpec{Kind: "conv2d", Out: 3, Kernel: 3, Padding: 1}, LayerSpec{Kind: "tanh"})},
 		{"groupnorm", small([]int{2, 4, 4}, LayerSpec{Kind: "conv2d", Out: 4, Kernel: 3, Padding: 1}, LayerSpec{Kind: "groupnorm", Groups: 2})},
@@ -42,7 +44,7 @@ func layerCases() []testCase {
 			{Kind: "conv2d", Out: 2, Kernel: 5, Padding: 2}, {Kind: "tanh"}, {Kind: "avgpool", Kernel: 2},
 			{Kind: "conv2d", Out: 3, Kernel: 3}, {Kind: "tanh"}, {Kind: "avgpool", Kernel: 2},
 			{Kind: "flatten"}, {Kind: "dense", Out: 5}, {Kind: "tanh"}, {Kind: "dense", Out: 3}}}},
-		{"resnet_tiny", func() Spec { s := ResNet(1, 4, 2, 3); s.Input = []int{3, 8, 8}; return s }()},
+		{"resnet_tiny", func() Spec { s := ResNet(3, 1, 4, 2, 3); s.Input = []int{3, 8, 8}; return s }()},
 	}
 }
 
@@ -82,7 +84,7 @@ func build32(t testing.TB, s Spec) (*Model[float32], *cpu.Backend) {
 	t.Helper()
 	be := cpu.New(2)
 	t.Cleanup(be.Close)
-	m, err := Build[float32](s, CPUGemm{Backend: be})
+	m, err := BuildOn(s, be)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,11 +202,20 @@ func TestReplicaBatchBitForBit(t *testing.T) {
 				}
 			}
 		}
-		m.Threads = 3 // the work outside the GEMM split three ways instead of GOMAXPROCS
-		g3, _ := lossGrad(t, m, w, R, x, y)
-		m.Threads = 1
-		g4, _ := lossGrad(t, m, w, R, x, y)
-		m.Threads = 0
+		// The work split three ways, and on one goroutine, instead of two.
+		be3, be1 := cpu.New(3), cpu.New(1)
+		defer be3.Close()
+		defer be1.Close()
+		m3, err := BuildOn(spec, be3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m1, err := BuildOn(spec, be1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g3, _ := lossGrad(t, m3, w, R, x, y)
+		g4, _ := lossGrad(t, m1, w, R, x, y)
 		for i := range g {
 			if g3[i] != g[i] || g4[i] != g[i] {
 				t.Fatalf("param %d: threads 3 %v, 1 %v, default %v", i, g3[i], g4[i], g[i])
@@ -253,14 +264,20 @@ func TestSpecs(t *testing.T) {
 	if m := build64(t, LeNet5(10, true)); m.NumParams() != 61706 {
 		t.Fatalf("classic LeNet-5: d = %d", m.NumParams())
 	}
-	r, err := Build[float32](ResNet(3, 16, 4, 10), NaiveGemm[float32]{})
+	r, err := Build[float32](ResNet(3, 3, 16, 4, 10), NaiveGemm[float32]{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// ResNet-20 with GroupNorm: the BatchNorm version's 0.27M parameters, GroupNorm having the
-	// same gamma and beta, plus the two projection shortcuts' convolutions and norms.
-	if r.NumParams() < 270000 || r.NumParams() > 280000 {
-		t.Fatalf("ResNet-20: d = %d", r.NumParams())
+	// The counts of the same architectures built from PyTorch's Conv2d (bias=True), GroupNorm
+	// and Linear (counted with Debian's torch): ResNet-20 273,258; ResNet-18 with the CIFAR
+	// stem 11,178,762 (the bias-free torchvision-style 11,173,962 plus 4,800 conv biases).
+	if r.NumParams() != 273258 {
+		t.Fatalf("ResNet-20: d = %d, want 273258", r.NumParams())
+	}
+	if r18 := build64(t, ResNet(4, 2, 64, 8, 10)); r18.NumParams() != 11178762 {
+		t.Fatalf("ResNet-18: d = %d, want 11178762", r18.NumParams())
+	} else if ls := r18.Layers(); len(ls) != 3+8+3 || ls[len(ls)-3].In != (Shape{512, 4, 4}) {
+		t.Fatalf("ResNet-18 layers: %d, global pooling input %v; want 14 and 512x4x4", len(ls), ls[len(ls)-3].In)
 	}
 	w := make([]float32, 2*r.NumParams())
 	r.Init(w[:r.NumParams()], 1)

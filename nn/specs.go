@@ -21,14 +21,19 @@ func LeNet5(classes int, classic bool) Spec {
 	}}
 }
 
-// ResNet is a ResNet-20-style network for 3x32x32 inputs (He et al. 2016, CIFAR variant) with
-// GroupNorm: conv 3x3 to width channels, GroupNorm, ReLU, then 3 stages of `blocks` residual
-// blocks of width, 2 width and 4 width channels (the first block of stages 2 and 3 at stride
-// 2), global average pooling and a dense layer. blocks = 3, width = 16 is ResNet-20 (6n + 2
-// layers); groups is GroupNorm's group count (it must divide width).
-func ResNet(blocks, width, groups, classes int) Spec {
+// ResNet is a residual network for 32x32 inputs (3x32x32 by default; He, Zhang, Ren and Sun
+// 2016, "Deep residual learning for image recognition", with GroupNorm instead of BatchNorm):
+// a 3x3 convolution to width channels, GroupNorm, ReLU, then stages of `blocks` residual blocks
+// of width, 2 width, 4 width, ... channels (the first block of every stage after the first at
+// stride 2), global average pooling and a dense layer. Three stages of 3 blocks at width 16
+// is ResNet-20 (6n + 2 layers, the CIFAR network of that paper); four stages of 2 blocks at
+// width 64 is ResNet-18 with the CIFAR stem (a 3x3 convolution instead of ImageNet's 7x7 at
+// stride 2 and max pooling, as is usual for 32x32 inputs). groups is GroupNorm's group count
+// (it must divide width). Convolutions here have biases, so parameter counts exceed the
+// bias-free originals' by the number of convolution channels.
+func ResNet(stages, blocks, width, groups, classes int) Spec {
 	ls := []LayerSpec{{Kind: "conv2d", Out: width, Kernel: 3, Padding: 1}, {Kind: "groupnorm", Groups: groups}, {Kind: "relu"}}
-	for stage := 0; stage < 3; stage++ {
+	for stage := 0; stage < stages; stage++ {
 		for b := 0; b < blocks; b++ {
 			s := 1
 			if stage > 0 && b == 0 {

@@ -112,8 +112,10 @@ type ModelConfig struct {
 	Curvature float64 `json:"curvature,omitempty" yaml:"curvature,omitempty"`
 	// Classic selects LeNet-5's tanh and average-pooling variant (lenet5).
 	Classic bool `json:"classic,omitempty" yaml:"classic,omitempty"`
-	// Blocks (residual blocks per stage), Width (channels of the first stage) and Groups
-	// (GroupNorm's groups, dividing Width) shape the resnet: 3, 16 and e.g. 4 is ResNet-20.
+	// Stages (default 3), Blocks (residual blocks per stage), Width (channels of the first
+	// stage) and Groups (GroupNorm's groups, dividing Width) shape the resnet: stages 3,
+	// blocks 3, width 16 is ResNet-20; stages 4, blocks 2, width 64 is ResNet-18.
+	Stages int `json:"stages,omitempty" yaml:"stages,omitempty"`
 	Blocks int `json:"blocks,omitempty" yaml:"blocks,omitempty"`
 	Width  int `json:"width,omitempty" yaml:"width,omitempty"`
 	Groups int `json:"groups,omitempty" yaml:"groups,omitempty"`
@@ -399,7 +401,7 @@ func parseActivation(s string) (compute.Activation, error) {
 func (c *Config) newModel(shape []int, dim, classes int) (Model, error) {
 	switch c.Model.Kind {
 	case "lenet5", "resnet", "sequential":
-		return newNNModel(c.Model, shape, dim, classes, c.Threads)
+		return newNNModel(c.Model, shape, dim, classes)
 	case "softmax":
 		return NewMLP(compute.Tanh, dim, classes)
 	case "mlp":

@@ -10,7 +10,6 @@ import (
 
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
-	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/internal/philox"
 )
@@ -194,8 +193,8 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 		return nil, err
 	}
 	cfg, pairs, target, dim, m := job.Config, job.Pairs, j.target, j.dim, len(j.worldC)
-	if _, isCPU := be.(*cpu.Backend); isConvKind(cfg.Model.Kind) && !isCPU {
-		return nil, fmt.Errorf("train: model %s runs on the CPU backend only (%T): convolutional models have no GPU kernels yet; use the cpu backend", cfg.Model.Kind, be)
+	if _, ok := be.(compute.Convolver); isConvKind(cfg.Model.Kind) && !ok {
+		return nil, fmt.Errorf("train: model %s needs a backend with image operations (compute.Convolver); %T has none: use the cpu or gpu backend", cfg.Model.Kind, be)
 	}
 	model, err := cfg.newModel(j.shape, dim, j.classes)
 	if err != nil {

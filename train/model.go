@@ -344,13 +344,7 @@ func (m *MLP) stepRest(be compute.Backend, ws *mlpWorkspace, params, x, anchor, 
 			be.Dots(gx, gd, ws.ghost[:G])
 			be.Dots(m.rest(grad), m.rest(grad), ws.rest[:G])
 			for r := range coef.host {
-				nn := math.Sqrt(ws.ghost[r] + ws.rest[r])
-				switch {
-				case nn > float64(v):
-					coef.host[r] = float32(float64(v) / nn)
-				case math.IsNaN(nn):
-					coef.host[r] = float32(math.NaN())
-				}
+				coef.host[r] = clipFactor(v, ws.ghost[r]+ws.rest[r])
 			}
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/fedaudit/fedaudit/compute"
-	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/nn"
 )
 
@@ -48,7 +47,11 @@ func nnSpec(mc ModelConfig, shape []int, dim, classes int) (spec nn.Spec, ok boo
 	case "lenet5":
 		spec = nn.LeNet5(classes, mc.Classic)
 	case "resnet":
-		spec = nn.ResNet(mc.Blocks, mc.Width, mc.Groups, classes)
+		stages := mc.Stages
+		if stages == 0 {
+			stages = 3
+		}
+		spec = nn.ResNet(stages, mc.Blocks, mc.Width, mc.Groups, classes)
 	case "sequential":
 		if len(in) == 0 {
 			return nn.Spec{}, false, nil
@@ -97,13 +100,17 @@ func (c *Config) checkNN(p *problems, shape []int, dim, classes int) {
 	if mc.Kind != "lenet5" && mc.Classic {
 		p.add("model.classic", "only lenet5 takes classic")
 	}
-	if mc.Kind != "resnet" && (mc.Blocks != 0 || mc.Width != 0 || mc.Groups != 0) {
-		p.add("model", "only resnet takes blocks, width and groups")
+	if mc.Kind != "resnet" && (mc.Stages != 0 || mc.Blocks != 0 || mc.Width != 0 || mc.Groups != 0) {
+		p.add("model", "only resnet takes stages, blocks, width and groups")
 	}
 	if mc.Kind != "sequential" && len(mc.Layers) > 0 {
 		p.add("model.layers", "only sequential takes layers; %s has its own", mc.Kind)
 	}
 	if mc.Kind == "resnet" {
+		if mc.Stages < 0 || mc.Stages > 6 {
+			p.add("model.stages", "resnet takes 1 to 6 stages (3: ResNet-20 style, 4: ResNet-18 style), got %d", mc.Stages)
+			return
+		}
 		if mc.Blocks < 1 || mc.Width < 1 || mc.Groups < 1 {
 			p.add("model", "resnet needs blocks >= 1, width >= 1 and groups >= 1 (ResNet-20: blocks 3, width 16), got blocks %d, width %d, groups %d", mc.Blocks, mc.Width, mc.Groups)
 			return
@@ -129,7 +136,7 @@ func (c *Config) checkNN(p *problems, shape []int, dim, classes int) {
 	if !ok {
 		return // checked against the data's shape once it is loaded
 	}
-	m, err := nn.Build[float32](spec, nn.CPUGemm{})
+	m, err := nn.Build[float32](spec, nn.NaiveGemm[float32]{})
 	if err != nil {
 		p.add("model", "%v", err)
 		return
@@ -141,17 +148,17 @@ func (c *Config) checkNN(p *problems, shape []int, dim, classes int) {
 	}
 }
 
-// nnModel adapts a package nn model to the engine's Model: the direct local-step form only
-// (no fused or deferred step), on the CPU backend only (its GEMM is cpu.Backend's). The
-// engine's replicas of a group may be strided (the two worlds of a pair are interleaved); nn
-// wants them contiguous, so the workspace gathers them and scatters the gradients back.
+// nnModel adapts a package nn model to the engine's Model, in the direct local-step form (no
+// fused or deferred step), on any backend that implements compute.Convolver (the CPU backend
+// and the GPU backend). nn reads the engine's parameter and gradient rows in place, whatever
+// their replica stride (the two worlds of a pair are interleaved), and the minibatch rows as the
+// engine gathered them.
 type nnModel struct {
-	spec    nn.Spec
-	d       int
-	threads int
+	spec nn.Spec
+	d    int
 }
 
-func newNNModel(mc ModelConfig, shape []int, dim, classes, threads int) (*nnModel, error) {
+func newNNModel(mc ModelConfig, shape []int, dim, classes int) (*nnModel, error) {
 	spec, ok, err := nnSpec(mc, shape, dim, classes)
 	if err != nil {
 		return nil, err
@@ -159,14 +166,14 @@ func newNNModel(mc ModelConfig, shape []int, dim, classes, threads int) (*nnMode
 	if !ok {
 		return nil, errors.New("model.input: a sequential model needs the input shape: give model.input [channels, height, width]")
 	}
-	m, err := nn.Build[float32](spec, nn.CPUGemm{})
+	m, err := nn.Build[float32](spec, nn.NaiveGemm[float32]{})
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	if m.Classes != classes {
 		return nil, fmt.Errorf("model.layers: the last layer has %d outputs, the data has %d classes", m.Classes, classes)
 	}
-	return &nnModel{spec: spec, d: m.NumParams(), threads: threads}, nil
+	return &nnModel{spec: spec, d: m.NumParams()}, nil
 }
 
 // NumParams implements Model.
@@ -174,7 +181,7 @@ func (m *nnModel) NumParams() int { return m.d }
 
 // Init implements Model with nn's initialisation (PyTorch's defaults), deterministic in seed.
 func (m *nnModel) Init(w []float32, seed uint64) {
-	b, err := nn.Build[float32](m.spec, nn.CPUGemm{})
+	b, err := nn.Build[float32](m.spec, nn.NaiveGemm[float32]{})
 	if err != nil {
 		panic(fmt.Sprintf("train: nn model built before: %v", err)) // checked in newNNModel
 	}
@@ -182,155 +189,82 @@ func (m *nnModel) Init(w []float32, seed uint64) {
 }
 
 type nnWorkspace struct {
-	m       *nn.Model[float32]
-	w, g    []float32 // the group's parameters and gradients, contiguous
-	one     []float32 // per-example gradients (dpsgd)
-	labels  []int32
-	loss    []float64
-	norms   []float64
-	classes int
+	m *nn.Model[float32]
+	// Per-example clipping (dpsgd): one example's gradient per replica, the clip factors.
+	one   compute.Buffer
+	coefs compute.Buffer
+	norms, hiSq []float64
+	coefH       []float32
 }
 
 func (m *nnModel) newWorkspace(be compute.Backend, _, maxBatch int) workspace {
-	cb, ok := be.(*cpu.Backend)
-	if !ok {
-		// newEngine refuses nn models on other backends before this.
-		panic("train: nn models run on the CPU backend only")
-	}
-	b, err := nn.Build[float32](m.spec, nn.CPUGemm{Backend: cb})
+	b, err := nn.BuildOn(m.spec, be)
 	if err != nil {
-		panic(fmt.Sprintf("train: nn model built before: %v", err))
+		// newEngine refuses backends without compute.Convolver before this.
+		panic(fmt.Sprintf("train: nn model: %v", err))
 	}
-	b.Threads = m.threads
-	return &nnWorkspace{m: b, classes: b.Classes, loss: make([]float64, maxBatch), norms: make([]float64, maxBatch)}
-}
-
-// replicas returns the group's parameters as count contiguous rows of d: params' own memory
-// when they are contiguous already, else a copy in buf.
-func (m *nnModel) replicas(p compute.Mat, buf *[]float32) []float32 {
-	src := cpu.HostData(p.Buf)
-	if p.Batch == 1 || p.BatchStride == m.d {
-		return src[p.Off : p.Off+p.Batch*m.d]
-	}
-	*buf = grow32(*buf, p.Batch*m.d)
-	for r := 0; r < p.Batch; r++ {
-		copy((*buf)[r*m.d:(r+1)*m.d], src[p.Off+r*p.BatchStride:][:m.d])
-	}
-	return *buf
-}
-
-func grow32(b []float32, n int) []float32 {
-	if cap(b) < n {
-		return make([]float32, n)
-	}
-	return b[:n]
-}
-
-// batch returns x's rows (shared by the replicas) and y's labels on the host.
-func (ws *nnWorkspace) batch(x, y compute.Mat) ([]float32, []int32) {
-	n := x.Rows
-	xs := cpu.HostData(x.Buf)[x.Off:]
-	if x.Stride != x.Cols {
-		panic("train: nn model: rows of x must be contiguous")
-	}
-	ys := cpu.HostData(y.Buf)[y.Off:]
-	ws.labels = slices.Grow(ws.labels[:0], n)[:n]
-	for i := range ws.labels {
-		ws.labels[i] = int32(ys[i*y.Stride])
-	}
-	return xs[:n*x.Cols], ws.labels
+	return &nnWorkspace{m: b}
 }
 
 func (m *nnModel) grad(be compute.Backend, w workspace, params, x, y, grad compute.Mat, perExample float32) {
 	ws := w.(*nnWorkspace)
-	R, d := params.Batch, m.d
-	pw := m.replicas(params, &ws.w)
-	xs, labels := ws.batch(x, y)
-	ws.g = grow32(ws.g, R*d)
 	if perExample == 0 {
-		if err := ws.m.LossGrad(pw, R, xs, labels, ws.g, ws.loss[:R]); err != nil {
-			panic(fmt.Sprintf("train: nn model: %v", err)) // sizes and labels were checked
-		}
-	} else {
-		// Per-example clipping: each example's gradient (a batch of one) clipped to
-		// perExample, summed. nn has no per-example gradient of a batch; B passes of one.
-		clear(ws.g)
-		ws.one = grow32(ws.one, R*d)
-		dim := x.Cols
-		for b := range labels {
-			if err := ws.m.LossGrad(pw, R, xs[b*dim:(b+1)*dim], labels[b:b+1], ws.one, ws.loss[:R]); err != nil {
-				panic(fmt.Sprintf("train: nn model: %v", err))
-			}
-			for r := 0; r < R; r++ {
-				g := ws.one[r*d : (r+1)*d]
-				var s float64
-				for _, v := range g {
-					s += float64(v) * float64(v)
-				}
-				c := float32(1)
-				if nrm := math.Sqrt(s); nrm > float64(perExample) {
-					c = float32(float64(perExample) / nrm)
-				} else if math.IsNaN(nrm) {
-					c = float32(math.NaN())
-				}
-				acc := ws.g[r*d : (r+1)*d]
-				for i, v := range g {
-					acc[i] += c * v
-				}
-			}
-		}
+		ws.m.Grad(params, x, y, grad, compute.Mat{})
+		return
 	}
-	dst := cpu.HostData(grad.Buf)
-	for r := 0; r < R; r++ {
-		copy(dst[grad.Off+r*grad.BatchStride:][:d], ws.g[r*d:(r+1)*d])
+	// Per-example clipping: each example's gradient (a batch of one) clipped to perExample
+	// and added up; nn has no per-example gradients of a batch, so B passes of one. The norm
+	// is that of the two halves of the gradient added (two inner products, as the device
+	// clip factors take them).
+	R, d := params.Batch, m.d
+	if ws.one == nil || ws.one.Len() < R*d {
+		ws.one = be.Alloc(R * d)
+		ws.coefs = be.Alloc(R)
+	}
+	one := compute.Mat{Buf: ws.one, Rows: 1, Cols: d, Stride: d, Batch: R, BatchStride: d}
+	be.Axpby(0, grad, 0, grad, nil)
+	h := d / 2
+	lo := compute.Mat{Buf: ws.one, Rows: 1, Cols: h, Stride: h, Batch: R, BatchStride: d}
+	hi := compute.Mat{Buf: ws.one, Off: h, Rows: 1, Cols: d - h, Stride: d - h, Batch: R, BatchStride: d}
+	dc, onDevice := be.(compute.DeviceClipper)
+	for b := 0; b < x.Rows; b++ {
+		xb, yb := x, y
+		xb.Off, xb.Rows = x.Off+b*x.Stride, 1
+		yb.Off, yb.Rows = y.Off+b*y.Stride, 1
+		ws.m.Grad(params, xb, yb, one, compute.Mat{})
+		if onDevice {
+			dc.ClipCoefs(perExample, lo, lo, hi, hi, ws.coefs)
+			dc.AxpbyCoefs(1, one, 1, grad, ws.coefs)
+			continue
+		}
+		ws.norms = slices.Grow(ws.norms[:0], R)[:R]
+		ws.hiSq = slices.Grow(ws.hiSq[:0], R)[:R]
+		ws.coefH = slices.Grow(ws.coefH[:0], R)[:R]
+		be.Dots(lo, lo, ws.norms)
+		be.Dots(hi, hi, ws.hiSq)
+		for r := range ws.coefH {
+			ws.coefH[r] = clipFactor(perExample, ws.norms[r]+ws.hiSq[r])
+		}
+		be.Axpby(1, one, 1, grad, ws.coefH)
 	}
 }
 
-// eval writes loss and margin (the true class's logit minus the largest other) per row, from
-// the logits in float64 as nn's loss does.
+// clipFactor is the factor that clips a vector of squared norm sq to norm v: v/norm when the
+// norm exceeds v, NaN when it is NaN, else 1 (compute.DeviceClipper's rule).
+func clipFactor(v float32, sq float64) float32 {
+	n := math.Sqrt(sq)
+	switch {
+	case math.IsNaN(n):
+		return float32(math.NaN())
+	case n > float64(v):
+		return float32(float64(v) / n)
+	}
+	return 1
+}
+
+// eval writes loss and margin (the true class's logit minus the largest other) per row.
 func (m *nnModel) eval(be compute.Backend, w workspace, params, x, y, loss, margin compute.Mat) {
-	ws := w.(*nnWorkspace)
-	R := params.Batch
-	pw := m.replicas(params, &ws.w)
-	xs, labels := ws.batch(x, y)
-	B := len(labels)
-	z, err := ws.m.Forward(pw, R, xs, B)
-	if err != nil {
-		panic(fmt.Sprintf("train: nn model: %v", err))
-	}
-	K := ws.classes
-	var lo, mo []float32
-	if loss.Buf != nil {
-		lo = cpu.HostData(loss.Buf)
-	}
-	if margin.Buf != nil {
-		mo = cpu.HostData(margin.Buf)
-	}
-	for r := 0; r < R; r++ {
-		zr := z[r*K*B:]
-		for b := 0; b < B; b++ {
-			yb := int(labels[b])
-			mx, other := math.Inf(-1), math.Inf(-1)
-			for k := 0; k < K; k++ {
-				v := float64(zr[k*B+b])
-				mx = max(mx, v)
-				if k != yb {
-					other = max(other, v)
-				}
-			}
-			var s float64
-			for k := 0; k < K; k++ {
-				s += math.Exp(float64(zr[k*B+b]) - mx)
-			}
-			zy := float64(zr[yb*B+b])
-			if lo != nil {
-				lo[loss.Off+r*loss.BatchStride+b*loss.Stride] = float32(mx + math.Log(s) - zy)
-			}
-			if mo != nil {
-				mo[margin.Off+r*margin.BatchStride+b*margin.Stride] = float32(zy - other)
-			}
-		}
-	}
+	w.(*nnWorkspace).m.Eval(params, x, y, loss, margin)
 }
 
 // nnMemory is MemoryOf's per-replica bytes of an nn model's workspace and its parameter count:
@@ -349,7 +283,7 @@ func nnMemory(mc ModelConfig, s DataSizes) (d int, perRowBytes float64, err erro
 	if !ok {
 		return 0, 0, errors.New("model.input: a sequential model needs the input shape before the data is loaded: give model.input [channels, height, width]")
 	}
-	m, err := nn.Build[float32](spec, nn.CPUGemm{})
+	m, err := nn.Build[float32](spec, nn.NaiveGemm[float32]{})
 	if err != nil {
 		return 0, 0, fmt.Errorf("model: %w", err)
 	}

@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"github.com/fedaudit/fedaudit/compute"
 	"math"
 	"slices"
 	"strings"
@@ -199,18 +200,18 @@ func TestCNNConfigErrors(t *testing.T) {
 	}
 }
 
-// otherBackend is a backend that is not the CPU one (it delegates to it).
-type otherBackend struct{ *cpu.Backend }
+// plainBackend has compute.Backend's operations only (it delegates to the CPU backend).
+type plainBackend struct{ compute.Backend }
 
-// A CNN on a backend other than the CPU one is refused with an error saying why.
-func TestCNNRefusesOtherBackends(t *testing.T) {
+// A CNN on a backend without image operations is refused with an error saying why.
+func TestCNNRefusesBackendsWithoutImageOps(t *testing.T) {
 	tgt := TargetInfo{Client: 0, Index: 0}
 	c, cp := imageWorlds(t, 2, 4, 1, 8, 8, 3, tgt)
-	be := otherBackend{cpu.New(1)}
-	defer be.Close()
-	err := TrainOn(context.Background(), be, Job{Config: tinyCNN(), WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{0, 1}, Recorder: &memRecorder{}})
-	if err == nil || !strings.Contains(err.Error(), "CPU backend only") {
-		t.Fatalf("error %v, want a refusal naming the CPU backend", err)
+	cb := cpu.New(1)
+	defer cb.Close()
+	err := TrainOn(context.Background(), plainBackend{cb}, Job{Config: tinyCNN(), WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{0, 1}, Recorder: &memRecorder{}})
+	if err == nil || !strings.Contains(err.Error(), "needs a backend with image operations") {
+		t.Fatalf("error %v, want a refusal naming the missing image operations", err)
 	}
 }
 
