@@ -191,8 +191,8 @@ func (m *nnModel) Init(w []float32, seed uint64) {
 type nnWorkspace struct {
 	m *nn.Model[float32]
 	// Per-example clipping (dpsgd): one example's gradient per replica, the clip factors.
-	one   compute.Buffer
-	coefs compute.Buffer
+	one         compute.Buffer
+	coefs       compute.Buffer
 	norms, hiSq []float64
 	coefH       []float32
 }
