@@ -399,7 +399,7 @@ func openArrowFile(path string, mem memory.Allocator) (*arrowFile, error) {
 	switch {
 	case sums != nil && schemaChecksum(r.Schema()) != sums.schema:
 		err = fmt.Errorf("%w: schema checksum mismatch: the schema or its metadata (the config) changed after the file was written", ErrDamaged)
-	case sums == nil && ours && version == FormatVersion:
+	case sums == nil && ours && (version == FormatVersion || version == checkedFormatVersion):
 		err = fmt.Errorf("%w: format version %s but no checksums in the footer", ErrDamaged, version)
 	}
 	if err != nil {

@@ -72,6 +72,28 @@ func legacyRunFile(f *testing.F) []byte {
 	return b
 }
 
+// canaryRunFile returns the bytes of a small run file with canaries (format version 3).
+func canaryRunFile(f *testing.F) []byte {
+	dir := f.TempDir()
+	m := canaryMeta(3, CanaryLoss)
+	checked := filepath.Join(dir, "checked.arrow")
+	w, err := Create(checked, m, WithBatchRows(2))
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := w.Write(makeRows(m, 0, 4, 2)...); err != nil {
+		f.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		f.Fatal(err)
+	}
+	b, err := os.ReadFile(checked)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return b
+}
+
 func validScoreFile(f *testing.F) []byte {
 	path := filepath.Join(f.TempDir(), "seed.arrow")
 	w, err := CreateScores(path, ScoreMeta{Config: []byte(`{}`), MetricNames: []string{"m"}}, WithBatchRows(3))
@@ -103,6 +125,7 @@ func FuzzOpenRunFile(f *testing.F) {
 	f.Add([]byte("not arrow"))
 	// A file without checksums (format version 1) lets the fuzzer reach the decoder behind them.
 	f.Add(legacyRunFile(f))
+	f.Add(canaryRunFile(f))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(dir, "fuzz.arrow")
@@ -124,6 +147,14 @@ func FuzzOpenRunFile(f *testing.F) {
 			}
 			if (r.Params != nil) != m.HasParams || (r.Upload != nil) != m.HasUpload {
 				t.Fatalf("row vectors disagree with the schema")
+			}
+			if len(r.CanaryIn) != m.Canaries || len(r.CanaryStats) != len(m.CanaryStatNames) {
+				t.Fatalf("row has %d canary bits and %d statistics for %d canaries %v", len(r.CanaryIn), len(r.CanaryStats), m.Canaries, m.CanaryStatNames)
+			}
+			for _, v := range r.CanaryStats {
+				if len(v) != m.Canaries {
+					t.Fatalf("canary statistic of %d values for %d canaries", len(v), m.Canaries)
+				}
 			}
 			return nil
 		})

@@ -256,6 +256,9 @@ type runBatch struct {
 	stats     [][]float64
 	params    float32Lists
 	upload    float32Lists
+	// canaryIn and canaryStats are the canary columns (nil without canaries).
+	canaryIn    *boolLists
+	canaryStats []float64Lists
 }
 
 func (b *runBatch) each(fn func(Row) error) error {
@@ -271,6 +274,13 @@ func (b *runBatch) each(fn func(Row) error) error {
 			RunID: b.runID[k], PairID: b.pairID[k], World: b.world[k], Seed: b.seed[k], Round: b.round[k],
 			Diverged: b.diverged.Value(k), TrainLoss: b.trainLoss[k], TestAccuracy: b.testAcc[k],
 			Stats: stats, Params: b.params.row(k), Upload: b.upload.row(k),
+		}
+		if b.canaryIn != nil {
+			row.CanaryIn = b.canaryIn.row(k)
+			row.CanaryStats = make([][]float64, len(b.canaryStats))
+			for j := range b.canaryStats {
+				row.CanaryStats[j] = b.canaryStats[j].row(k)
+			}
 		}
 		if err := fn(row); err != nil {
 			return err
@@ -344,6 +354,9 @@ func decodeRunBatch(r *ipc.FileReader, i int, lay runLayout) (b *runBatch, err e
 		return nil, err
 	}
 	if out.upload, err = listColumn(rec, lay.upload, n); err != nil {
+		return nil, err
+	}
+	if err := decodeCanaries(rec, lay, n, lay.canaries, out); err != nil {
 		return nil, err
 	}
 	for k, w := range out.world {
@@ -568,4 +581,132 @@ func scanAll(ctx context.Context, path string) error {
 	}
 	defer t.Close()
 	return t.Scan(ctx, func(Row) error { return nil })
+}
+
+// decodeCanaries checks and attaches the canary columns of a batch: every row must hold k
+// inclusion bits and k values of every canary statistic (the file's k canaries).
+func decodeCanaries(rec arrow.Record, lay runLayout, n, k int, out *runBatch) error {
+	if lay.canaryIn < 0 {
+		return nil
+	}
+	in, err := boolListColumn(rec, lay.canaryIn, n)
+	if err != nil {
+		return err
+	}
+	out.canaryIn = &in
+	for _, idx := range lay.canaryStats {
+		l, err := float64ListColumn(rec, idx, n)
+		if err != nil {
+			return err
+		}
+		out.canaryStats = append(out.canaryStats, l)
+	}
+	for row := 0; row < n; row++ {
+		if got := int(in.offsets[row+1] - in.offsets[row]); got != k {
+			return fmt.Errorf("row %d: %d canary inclusion bits for %d canaries", row, got, k)
+		}
+		for j, l := range out.canaryStats {
+			if got := int(l.offsets[row+1] - l.offsets[row]); got != k {
+				return fmt.Errorf("row %d: canary statistic %q has %d values for %d canaries", row, rec.Schema().Field(lay.canaryStats[j]).Name, got, k)
+			}
+		}
+	}
+	return nil
+}
+
+// listOffsets checks a list column's shape (length, nulls, offsets within count values) and
+// returns its n+1 offsets.
+func listOffsets(rec arrow.Record, idx, n int, values func(arrow.Array) (int, bool)) (*array.List, []int32, error) {
+	name := rec.Schema().Field(idx).Name
+	a, ok := rec.Column(idx).(*array.List)
+	if !ok {
+		return nil, nil, fmt.Errorf("column %q is not a list", name)
+	}
+	if a.Len() != n || a.NullN() != 0 {
+		return nil, nil, fmt.Errorf("column %q has %d values (%d null) for %d rows", name, a.Len(), a.NullN(), n)
+	}
+	if n == 0 {
+		return a, make([]int32, 1), nil
+	}
+	if a.ListValues().NullN() != 0 {
+		return nil, nil, fmt.Errorf("column %q has null elements", name)
+	}
+	count, ok := values(a.ListValues())
+	if !ok {
+		return nil, nil, fmt.Errorf("column %q has elements of type %s", name, a.ListValues().DataType())
+	}
+	off := a.Data().Offset()
+	offsets := a.Offsets()
+	if off < 0 || len(offsets) < off+n+1 {
+		return nil, nil, fmt.Errorf("column %q: offsets buffer too short", name)
+	}
+	offsets = offsets[off : off+n+1]
+	prev := int32(0)
+	for k, o := range offsets {
+		if o < prev || int(o) > count || (k == 0 && o < 0) {
+			return nil, nil, fmt.Errorf("column %q: invalid list offsets", name)
+		}
+		prev = o
+	}
+	return a, offsets, nil
+}
+
+// boolLists gives checked access to a list<bool> column.
+type boolLists struct {
+	offsets []int32
+	values  *array.Boolean
+}
+
+func (l boolLists) row(k int) []bool {
+	out := make([]bool, l.offsets[k+1]-l.offsets[k])
+	for i := range out {
+		out[i] = l.values.Value(int(l.offsets[k]) + i)
+	}
+	return out
+}
+
+func boolListColumn(rec arrow.Record, idx, n int) (boolLists, error) {
+	var vals *array.Boolean
+	_, offsets, err := listOffsets(rec, idx, n, func(a arrow.Array) (int, bool) {
+		b, ok := a.(*array.Boolean)
+		if !ok {
+			return 0, false
+		}
+		// The bitmap must hold every value the offsets may point at.
+		if bits := b.Data().Buffers()[1]; b.Len() > 0 && (bits == nil || bits.Len()*8 < b.Data().Offset()+b.Len()) {
+			return 0, false
+		}
+		vals = b
+		return b.Len(), true
+	})
+	if err != nil {
+		return boolLists{}, err
+	}
+	return boolLists{offsets: offsets, values: vals}, nil
+}
+
+// float64Lists gives checked access to a list<double> column.
+type float64Lists struct {
+	offsets []int32
+	values  []float64
+}
+
+func (l float64Lists) row(k int) []float64 {
+	return append([]float64(nil), l.values[l.offsets[k]:l.offsets[k+1]]...)
+}
+
+func float64ListColumn(rec arrow.Record, idx, n int) (float64Lists, error) {
+	var vals []float64
+	_, offsets, err := listOffsets(rec, idx, n, func(a arrow.Array) (int, bool) {
+		f, ok := a.(*array.Float64)
+		if !ok {
+			return 0, false
+		}
+		vals = f.Float64Values()
+		return len(vals), true
+	})
+	if err != nil {
+		return float64Lists{}, err
+	}
+	return float64Lists{offsets: offsets, values: vals}, nil
 }

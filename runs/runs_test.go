@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,6 +62,19 @@ func makeRows(m Meta, first, n, dim int) []Row {
 				r.Upload[j] = -float32(id) * float32(j+1)
 			}
 		}
+		if m.Canaries > 0 {
+			r.CanaryIn = make([]bool, m.Canaries)
+			for j := range r.CanaryIn {
+				r.CanaryIn[j] = (id+int64(j))%3 == 0
+			}
+			for c := range m.CanaryStatNames {
+				v := make([]float64, m.Canaries)
+				for j := range v {
+					v[j] = float64(id) - float64(j*(c+1))/7
+				}
+				r.CanaryStats = append(r.CanaryStats, v)
+			}
+		}
 		rows[i] = r
 	}
 	return rows
@@ -83,7 +97,8 @@ func sameRow(a, b Row) bool {
 	return a.RunID == b.RunID && a.PairID == b.PairID && a.World == b.World && a.Seed == b.Seed &&
 		a.Round == b.Round && a.Diverged == b.Diverged &&
 		sameFloats([]float64{a.TrainLoss, a.TestAccuracy}, []float64{b.TrainLoss, b.TestAccuracy}) &&
-		sameFloats(a.Stats, b.Stats) && sameFloats(a.Params, b.Params) && sameFloats(a.Upload, b.Upload)
+		sameFloats(a.Stats, b.Stats) && sameFloats(a.Params, b.Params) && sameFloats(a.Upload, b.Upload) &&
+		slices.Equal(a.CanaryIn, b.CanaryIn) && slices.EqualFunc(a.CanaryStats, b.CanaryStats, sameFloats[float64])
 }
 
 func checkRows(t *testing.T, got, want []Row) {
@@ -844,7 +859,20 @@ func TestGoldenSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := fmt.Sprintf("# run file, format version %s\n%s\n\n# score file, format version %s\n%s\n", FormatVersion, rs, FormatVersion, ss)
+	cm := Meta{Config: []byte(`{"algo": "fedavg"}`), DatasetHash: "0123abcd", ToolVersion: "1.2.3", Shard: Shard{0, 1},
+		StatNames: []string{"target_loss_c"}, Canaries: 1000, CanaryStatNames: []string{CanaryCosFinal, CanaryLLRAll}}
+	crs, err := runSchema(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := canaryScoreSchema(ScoreMeta{Config: []byte(`{"algo": "fedavg"}`), DatasetHash: "0123abcd", ToolVersion: "1.2.3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := func(sc *arrow.Schema) string { v, _ := sc.Metadata().GetValue(KeyFormatVersion); return v }
+	got := fmt.Sprintf("# run file, format version %s\n%s\n\n# score file, format version %s\n%s\n\n"+
+		"# run file with canaries, format version %s\n%s\n\n# canary score file, format version %s\n%s\n",
+		version(rs), rs, version(ss), ss, version(crs), crs, version(cs), cs)
 	path := filepath.Join("testdata", "schema.golden")
 	if *update {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {

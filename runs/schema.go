@@ -26,14 +26,25 @@ import (
 	"github.com/apache/arrow/go/v15/arrow"
 )
 
-// FormatVersion is the version of the layout written by this package. Readers refuse files of
-// another version rather than misread them. Version 2 added the checksums of the footer (see
-// checksum.go); files of version 1, written before them, are still read, unverified.
-const FormatVersion = "2"
+// FormatVersion is the newest version of the layout written by this package. Readers refuse
+// files of another version rather than misread them. Version 2 added the checksums of the
+// footer (see checksum.go); files of version 1, written before them, are still read,
+// unverified. Version 3 added the canary columns of run files (Meta.Canaries) and the canary
+// score file (KindCanaryScores); a file that needs neither is still written as version 2, so
+// that readers of version 2 keep reading every file they can read correctly.
+const FormatVersion = "3"
 
-// legacyFormatVersion is the older version readers still accept: the same layout without
-// checksums.
+// checkedFormatVersion is the version of files with checksums but without canaries.
+const checkedFormatVersion = "2"
+
+// legacyFormatVersion is the oldest version readers still accept: the version 2 layout
+// without checksums.
 const legacyFormatVersion = "1"
+
+// knownFormatVersion reports whether readers of this package read files of version v.
+func knownFormatVersion(v string) bool {
+	return v == FormatVersion || v == checkedFormatVersion || v == legacyFormatVersion
+}
 
 // Keys of the Arrow schema metadata written into every file.
 const (
@@ -43,6 +54,7 @@ const (
 	KeyDatasetHash   = "fedaudit.dataset_sha256" // content hash of the dataset, hex
 	KeyToolVersion   = "fedaudit.version"        // version of the tool that wrote the file
 	KeyShard         = "fedaudit.shard"          // "i/n", run files only
+	KeyCanaries      = "fedaudit.canaries"       // k, the canaries of every run; run files with canaries only
 )
 
 // Values of KeyKind, so that a score file handed to a run-file reader is named as such instead of
@@ -50,6 +62,9 @@ const (
 const (
 	KindRuns   = "runs"
 	KindScores = "scores"
+	// KindCanaryScores is a file of canary scores: one score per canary of a run at a round
+	// (CreateCanaryScores), for the one-run audits.
+	KindCanaryScores = "canary-scores"
 )
 
 // Names of the statistic columns of run files (Meta.StatNames). This package owns every column
@@ -74,6 +89,27 @@ const (
 	StatTargetMarginCPrime = "target_margin_cprime"
 )
 
+// Names of the canary observation columns of run files (Meta.CanaryStatNames): one value per
+// canary of the run, at the checkpoint. Direction canaries (canary clients whose update is a
+// fixed direction u_j of norm the clip norm) record the first three, record canaries (samples
+// placed in the clients' data) the last two.
+const (
+	// CanaryCosFinal is the cosine between w_T - w_0 and u_j: the final model's statistic of
+	// Andrew et al.'s one-shot estimate.
+	CanaryCosFinal = "canary_cos_final"
+	// CanaryCosMax is the largest cosine between a round's model change w_{t+1} - w_t and u_j
+	// over the rounds t < T: that estimate's statistic for an observer of every iterate.
+	CanaryCosMax = "canary_cos_max"
+	// CanaryLLRAll is the log-likelihood ratio, summed over the rounds t < T, of "canary j
+	// took part" against "it did not" for the projection of each round's noisy sum on u_j,
+	// under the deployment's own sampling rate and noise (public parameters of the mechanism).
+	CanaryLLRAll = "canary_llr_all"
+	// CanaryLoss and CanaryMargin are the global model's loss and logit margin on canary
+	// record j.
+	CanaryLoss   = "canary_loss"
+	CanaryMargin = "canary_margin"
+)
+
 // Names of the fixed columns of a run file, in schema order.
 const (
 	colRunID        = "run_id"
@@ -86,6 +122,7 @@ const (
 	colTestAccuracy = "test_accuracy"
 	colParams       = "params"
 	colUpload       = "upload"
+	colCanaryIn     = "canary_in"
 )
 
 // World values: the run trained on C or on the adjacent C'.
@@ -174,6 +211,29 @@ type Meta struct {
 	// HasParams and HasUpload say whether rows carry the global model parameters and the target
 	// client's noisy upload.
 	HasParams, HasUpload bool
+	// Canaries is k, the number of canaries every run carries (0: none). Rows of a file with
+	// canaries hold the run's inclusion bits (Row.CanaryIn) and one list of k observations
+	// per name of CanaryStatNames (Row.CanaryStats).
+	Canaries        int
+	CanaryStatNames []string
+}
+
+// CanaryStatIndex returns the position of the named canary statistic in Row.CanaryStats, or -1.
+func (m Meta) CanaryStatIndex(name string) int {
+	for i, n := range m.CanaryStatNames {
+		if n == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// formatVersion is the version a file with this Meta is written as: 3 with canaries, else 2.
+func (m Meta) formatVersion() string {
+	if m.Canaries > 0 {
+		return FormatVersion
+	}
+	return checkedFormatVersion
 }
 
 // StatIndex returns the position of the named statistic in Row.Stats, or -1.
@@ -223,6 +283,8 @@ func (m Meta) sameExperiment(o Meta) string {
 		return fmt.Sprintf("statistic columns differ (%v, %v)", m.StatNames, o.StatNames)
 	case m.HasParams != o.HasParams || m.HasUpload != o.HasUpload:
 		return "params/upload columns differ"
+	case m.Canaries != o.Canaries || !slices.Equal(m.CanaryStatNames, o.CanaryStatNames):
+		return fmt.Sprintf("canary columns differ (%d canaries %v, %d canaries %v)", m.Canaries, m.CanaryStatNames, o.Canaries, o.CanaryStatNames)
 	}
 	return ""
 }
@@ -245,9 +307,20 @@ type Row struct {
 	// Params and Upload are present only when the file declares them.
 	Params []float32
 	Upload []float32
+	// CanaryIn holds the run's k canary inclusion bits and CanaryStats, aligned with
+	// Meta.CanaryStatNames, k observations each; both are present only when the file declares
+	// canaries.
+	CanaryIn    []bool
+	CanaryStats [][]float64
 }
 
-var fixedRunColumns = []string{colRunID, colPairID, colWorld, colSeed, colRound, colDiverged, colTrainLoss, colTestAccuracy, colParams, colUpload}
+var fixedRunColumns = []string{colRunID, colPairID, colWorld, colSeed, colRound, colDiverged, colTrainLoss, colTestAccuracy, colParams, colUpload, colCanaryIn}
+
+// boolList and float64List are the types of the canary columns.
+var (
+	boolList    = arrow.ListOfNonNullable(arrow.FixedWidthTypes.Boolean)
+	float64List = arrow.ListOfNonNullable(arrow.PrimitiveTypes.Float64)
+)
 
 // float32List is the type of the params and upload columns. Elements are declared non-null;
 // readers also accept a nullable element field, as other writers produce.
@@ -288,11 +361,24 @@ func runSchema(m Meta) (*arrow.Schema, error) {
 			return nil, fmt.Errorf("statistic: %w", err)
 		}
 	}
+	switch {
+	case m.Canaries < 0:
+		return nil, fmt.Errorf("%d canaries", m.Canaries)
+	case m.Canaries == 0 && len(m.CanaryStatNames) > 0:
+		return nil, fmt.Errorf("canary statistics %v without canaries", m.CanaryStatNames)
+	}
+	for _, name := range m.CanaryStatNames {
+		if err := checkColumnName(name, fixedRunColumns, seen); err != nil {
+			return nil, fmt.Errorf("canary statistic: %w", err)
+		}
+	}
 	fields := runFields(m)
-	md := arrow.NewMetadata(
-		[]string{KeyFormatVersion, KeyKind, KeyConfig, KeyDatasetHash, KeyToolVersion, KeyShard},
-		[]string{FormatVersion, KindRuns, string(config), m.DatasetHash, m.ToolVersion, shard.String()},
-	)
+	keys := []string{KeyFormatVersion, KeyKind, KeyConfig, KeyDatasetHash, KeyToolVersion, KeyShard}
+	vals := []string{m.formatVersion(), KindRuns, string(config), m.DatasetHash, m.ToolVersion, shard.String()}
+	if m.Canaries > 0 {
+		keys, vals = append(keys, KeyCanaries), append(vals, strconv.Itoa(m.Canaries))
+	}
+	md := arrow.NewMetadata(keys, vals)
 	return arrow.NewSchema(fields, &md), nil
 }
 
@@ -316,6 +402,12 @@ func runFields(m Meta) []arrow.Field {
 	}
 	if m.HasUpload {
 		fields = append(fields, arrow.Field{Name: colUpload, Type: float32List})
+	}
+	if m.Canaries > 0 {
+		fields = append(fields, arrow.Field{Name: colCanaryIn, Type: boolList})
+		for _, name := range m.CanaryStatNames {
+			fields = append(fields, arrow.Field{Name: name, Type: float64List})
+		}
 	}
 	return fields
 }
@@ -357,8 +449,8 @@ func commonMeta(sc *arrow.Schema, kind string) (config []byte, datasetHash, tool
 	if err != nil {
 		return nil, "", "", err
 	}
-	if v != FormatVersion && v != legacyFormatVersion {
-		return nil, "", "", fmt.Errorf("format version %q, this reader knows %q and %q", v, legacyFormatVersion, FormatVersion)
+	if !knownFormatVersion(v) {
+		return nil, "", "", fmt.Errorf("format version %q, this reader knows %q to %q", v, legacyFormatVersion, FormatVersion)
 	}
 	cfg, err := get(KeyConfig)
 	if err != nil {
@@ -381,10 +473,13 @@ func commonMeta(sc *arrow.Schema, kind string) (config []byte, datasetHash, tool
 
 // runLayout is where each column of a run file sits in its schema.
 type runLayout struct {
-	fixed  [8]int // indices of run_id .. test_accuracy
-	stats  []int
-	params int // -1 when absent
-	upload int // -1 when absent
+	fixed       [8]int // indices of run_id .. test_accuracy
+	stats       []int
+	params      int // -1 when absent
+	upload      int // -1 when absent
+	canaryIn    int // -1 when absent
+	canaryStats []int
+	canaries    int // k, from the metadata
 }
 
 // parseRunSchema checks a run file's schema and recovers its Meta and column layout. Columns are
@@ -420,7 +515,7 @@ func parseRunSchema(sc *arrow.Schema) (Meta, runLayout, error) {
 		{colTrainLoss, arrow.PrimitiveTypes.Float64},
 		{colTestAccuracy, arrow.PrimitiveTypes.Float64},
 	}
-	lay := runLayout{params: -1, upload: -1}
+	lay := runLayout{params: -1, upload: -1, canaryIn: -1}
 	for i := range lay.fixed {
 		lay.fixed[i] = -1
 	}
@@ -452,17 +547,39 @@ func parseRunSchema(sc *arrow.Schema) (Meta, runLayout, error) {
 			} else {
 				lay.upload, m.HasUpload = i, true
 			}
+		case f.Name == colCanaryIn:
+			lt, ok := f.Type.(*arrow.ListType)
+			if !ok || lt.Elem().ID() != arrow.BOOL {
+				return Meta{}, runLayout{}, fmt.Errorf("column %q has type %s, want %s", f.Name, f.Type, boolList)
+			}
+			lay.canaryIn = i
 		case f.Type.ID() == arrow.FLOAT64:
 			lay.stats = append(lay.stats, i)
 			m.StatNames = append(m.StatNames, f.Name)
+		case f.Type.ID() == arrow.LIST && f.Type.(*arrow.ListType).Elem().ID() == arrow.FLOAT64:
+			lay.canaryStats = append(lay.canaryStats, i)
+			m.CanaryStatNames = append(m.CanaryStatNames, f.Name)
 		default:
-			return Meta{}, runLayout{}, fmt.Errorf("column %q has type %s; statistic columns must be float64", f.Name, f.Type)
+			return Meta{}, runLayout{}, fmt.Errorf("column %q has type %s; statistic columns must be float64 (or list<double> for canaries)", f.Name, f.Type)
 		}
 	}
 	for j, idx := range lay.fixed {
 		if idx < 0 {
 			return Meta{}, runLayout{}, fmt.Errorf("missing required column %q", want[j].name)
 		}
+	}
+	if k, ok := sc.Metadata().GetValue(KeyCanaries); ok {
+		n, err := strconv.Atoi(k)
+		if err != nil || n < 1 {
+			return Meta{}, runLayout{}, fmt.Errorf("metadata %q: %q is not a positive count", KeyCanaries, k)
+		}
+		m.Canaries, lay.canaries = n, n
+	}
+	switch {
+	case m.Canaries > 0 && lay.canaryIn < 0:
+		return Meta{}, runLayout{}, fmt.Errorf("metadata declares %d canaries but there is no column %q", m.Canaries, colCanaryIn)
+	case m.Canaries == 0 && (lay.canaryIn >= 0 || len(lay.canaryStats) > 0):
+		return Meta{}, runLayout{}, fmt.Errorf("canary columns without metadata %q", KeyCanaries)
 	}
 	return m, lay, nil
 }

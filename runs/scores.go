@@ -95,7 +95,7 @@ func scoreSchema(m ScoreMeta) (*arrow.Schema, error) {
 	}
 	md := arrow.NewMetadata(
 		[]string{KeyFormatVersion, KeyKind, KeyConfig, KeyDatasetHash, KeyToolVersion},
-		[]string{FormatVersion, KindScores, string(config), m.DatasetHash, m.ToolVersion},
+		[]string{checkedFormatVersion, KindScores, string(config), m.DatasetHash, m.ToolVersion},
 	)
 	return arrow.NewSchema(fields, &md), nil
 }

@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -76,7 +77,34 @@ func (w *Writer) check(r *Row, paramLen, uploadLen *int) error {
 	if err := checkVector("params", r.Params, w.meta.HasParams, paramLen); err != nil {
 		return err
 	}
-	return checkVector("upload", r.Upload, w.meta.HasUpload, uploadLen)
+	if err := checkVector("upload", r.Upload, w.meta.HasUpload, uploadLen); err != nil {
+		return err
+	}
+	return w.checkCanaries(r)
+}
+
+// checkCanaries checks that a row carries k inclusion bits and k values per canary statistic
+// exactly when the file declares k canaries.
+func (w *Writer) checkCanaries(r *Row) error {
+	k := w.meta.Canaries
+	if k == 0 {
+		if len(r.CanaryIn) > 0 || len(r.CanaryStats) > 0 {
+			return errors.New("row has canary columns but the file declares no canaries")
+		}
+		return nil
+	}
+	if len(r.CanaryIn) != k {
+		return fmt.Errorf("%d canary inclusion bits, the file declares %d canaries", len(r.CanaryIn), k)
+	}
+	if len(r.CanaryStats) != len(w.meta.CanaryStatNames) {
+		return fmt.Errorf("%d canary statistics, the file declares %d %v", len(r.CanaryStats), len(w.meta.CanaryStatNames), w.meta.CanaryStatNames)
+	}
+	for j, v := range r.CanaryStats {
+		if len(v) != k {
+			return fmt.Errorf("canary statistic %s has %d values for %d canaries", w.meta.CanaryStatNames[j], len(v), k)
+		}
+	}
+	return nil
 }
 
 func checkVector(name string, v []float32, declared bool, want *int) error {
@@ -121,6 +149,20 @@ func (w *Writer) append(r *Row) int {
 		lb.ValueBuilder().(*array.Float32Builder).AppendValues(v, nil)
 		size += 4*len(v) + 4
 		col++
+	}
+	if w.meta.Canaries > 0 {
+		lb := b.Field(col).(*array.ListBuilder)
+		lb.Append(true)
+		lb.ValueBuilder().(*array.BooleanBuilder).AppendValues(r.CanaryIn, nil)
+		col++
+		for _, v := range r.CanaryStats {
+			lb := b.Field(col).(*array.ListBuilder)
+			lb.Append(true)
+			lb.ValueBuilder().(*array.Float64Builder).AppendValues(v, nil)
+			size += 8*len(v) + 4
+			col++
+		}
+		size += len(r.CanaryIn) + 4
 	}
 	return size
 }
