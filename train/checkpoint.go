@@ -45,7 +45,11 @@ func (e *engine) checkpoint(round int) *Checkpoint {
 	correct := make([]float64, R)
 	count := 0
 	for i := 0; i < m; i++ {
-		if i == e.target.Client {
+		if e.canary.hasVariants(i) {
+			for r := 0; r < R; r++ {
+				e.evalRows(e.canary.variant(i, r, false), r, 1, 1, lossSum, correct, nil)
+			}
+		} else if i == e.target.Client {
 			for w := 0; w < 2; w++ {
 				e.evalRows(&e.data[w][i], w, e.P, 2, lossSum, correct, nil)
 			}
@@ -69,6 +73,13 @@ func (e *engine) checkpoint(round int) *Checkpoint {
 		tl[w], tm[w] = make([]float64, R), make([]float64, R)
 		e.evalRows(&one, 0, R, 1, tl[w], make([]float64, R), tm[w])
 	}
+	var canaryLoss, canaryMargin [][]float64
+	if cs := e.canary; cs != nil {
+		cp.CanaryStatNames = e.cfg.Canaries.StatNames()
+		if cs.recData != nil {
+			canaryLoss, canaryMargin = e.evalCanaryRecords()
+		}
+	}
 	host := make([]float32, e.d)
 	for r := 0; r < R; r++ {
 		rs := &cp.Replicas[r]
@@ -87,6 +98,15 @@ func (e *engine) checkpoint(round int) *Checkpoint {
 		if e.cfg.RecordParams {
 			rs.Params = make([]float32, e.d)
 			e.be.Download(rs.Params, e.g, r*e.d)
+		}
+		if cs := e.canary; cs != nil {
+			rs.CanaryIn = slices.Clone(cs.bits[r/2])
+			if cs.dirs != nil {
+				e.be.Download(host, e.g, r*e.d)
+				rs.CanaryStats = cs.observeDirections(r, host)
+			} else {
+				rs.CanaryStats = [][]float64{canaryLoss[r], canaryMargin[r]}
+			}
 		}
 		if e.cfg.RecordUpload && round > 0 && e.uploaded[r] {
 			e.be.Download(host, e.upload, r*e.d)

@@ -96,6 +96,10 @@ type Config struct {
 	SkipUpdateClip bool `json:"skip_update_clip,omitempty" yaml:"skip_update_clip,omitempty"`
 	// Privacy holds the per-group budgets of idp-fedavg and adaptive-fedavg.
 	Privacy *PrivacyConfig `json:"privacy,omitempty" yaml:"privacy,omitempty"`
+
+	// Canaries, when set, puts k canaries into every run, each included with probability 1/2
+	// (canaries.go): the one-run audits' many canaries per training.
+	Canaries *CanaryConfig `json:"canaries,omitempty" yaml:"canaries,omitempty"`
 }
 
 // ModelConfig selects a model.
@@ -172,7 +176,9 @@ type Checkpoint struct {
 	Round int
 	// StatNames names the columns of every ReplicaState.Stats.
 	StatNames []string
-	Replicas  []ReplicaState
+	// CanaryStatNames names the canary observations of every ReplicaState.CanaryStats.
+	CanaryStatNames []string
+	Replicas        []ReplicaState
 }
 
 // ReplicaState is one replica (one run of one pair in one world) at a checkpoint.
@@ -195,6 +201,10 @@ type ReplicaState struct {
 	// Upload is the target client's noisy upload in round Round-1 (only with RecordUpload;
 	// nil at round 0 or when the target did not take part).
 	Upload []float32
+	// CanaryIn holds the run's canary inclusion bits and CanaryStats its observations of every
+	// canary, named by Checkpoint.CanaryStatNames (only with Config.Canaries).
+	CanaryIn    []bool
+	CanaryStats [][]float64
 }
 
 // validate checks the configuration for m clients of at least n samples, samples of the given
@@ -205,6 +215,7 @@ func (c *Config) validate(m, n int, shape []int, dim, classes int) error {
 	c.checkSchedule(&p, m)
 	c.checkSampling(&p, n)
 	c.checkModel(&p, shape, dim, classes)
+	c.checkCanaries(&p, m, n)
 	return errors.Join(p...)
 }
 

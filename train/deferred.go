@@ -54,6 +54,9 @@ func newDeferred(e *engine) *deferredState {
 	if !ok || e.perEx != 0 || cfg.Batching != algo.Fixed || B > e.dim || (K-1)*B > e.dim {
 		return nil
 	}
+	if e.canary != nil && e.canary.variants != nil {
+		return nil // record canaries give replicas their own minibatches; the deferred form shares them
+	}
 	ds := &deferredState{model: m, kb: K * B, h: m.Sizes[1]}
 	// The window depends on the model and the schedule only, never on the number of replicas,
 	// so that the order of the server's sum (and so its rounding) is the same in every shard.

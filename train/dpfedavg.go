@@ -344,6 +344,10 @@ func (dp *clientDPRounds) round(ctx context.Context, t int, _ bool) error {
 		}
 		be.Axpby(1, e.all(e.l), 1, e.all(e.acc), e.coef)
 	}
+	cs := e.canary
+	if cs != nil && cs.dirs != nil {
+		cs.addDirections(e, t, plan.Q[t][0], plan.Clip[t][0])
+	}
 	be.Axpby(0, compute.Mat{}, 0, e.all(e.noise), nil)
 	if std := plan.Std[t]; std > 0 {
 		if err := e.addServerNoise(t, std); err != nil {
@@ -358,6 +362,9 @@ func (dp *clientDPRounds) round(ctx context.Context, t int, _ bool) error {
 	be.Axpby(1, e.all(e.noise), 1, e.all(e.acc), nil)
 	// w_{t+1} = w_t + server_lr (sum of clipped updates + noise) / (q^t m)
 	be.Axpby(1, e.all(e.g), float32(dp.serverLR/plan.Divisor[t]), e.all(e.acc), nil)
+	if cs != nil && cs.dirs != nil {
+		cs.observeRound(e, plan.Q[t][0], plan.Clip[t][0], plan.Std[t], dp.serverLR/plan.Divisor[t])
+	}
 	e.commit()
 	return nil
 }

@@ -106,6 +106,9 @@ type engine struct {
 
 	// stop is set when the training's context is cancelled (TrainOn).
 	stop atomic.Bool
+
+	// canary holds the runs' canaries (canaries.go); nil without Config.Canaries.
+	canary *canaryState
 }
 
 // checkedJob is a Job's data after checkJob: C' with the remove-client slot filled, and the
@@ -230,11 +233,6 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 	e.allocate(e.loadData(j.worldC, j.worldCP, job.Test))
 	R, d := e.R, e.d
 	e.seeds = make([]uint64, R)
-	e.steps = e.chooseSteps(true)
-	e.rounds = e.chooseRounds()
-	if cfg.Informed {
-		e.stats = newInformedStats(R, e.rounds.statNames())
-	}
 	for r := range e.seeds {
 		e.seeds[r] = RunSeed(cfg.Seed, e.first+r/2)
 	}
@@ -243,6 +241,16 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 	model.Init(w0, philox.SplitMix64(cfg.Seed^0x696e6974))
 	for r := 0; r < R; r++ {
 		be.Upload(e.g, r*d, w0)
+	}
+	if cfg.Canaries != nil {
+		if e.canary, err = newCanaryState(e, j.worldC, j.worldCP, w0); err != nil {
+			return nil, err
+		}
+	}
+	e.steps = e.chooseSteps(true)
+	e.rounds = e.chooseRounds()
+	if cfg.Informed {
+		e.stats = newInformedStats(R, e.rounds.statNames())
 	}
 	return e, nil
 }
@@ -404,6 +412,9 @@ func (e *engine) localTrain(ctx context.Context, t, i int, buf compute.Buffer, f
 // step k), for pairs [p0, p1): the direct form writes the gradients into e.grad. Replicas that
 // see the same rows are one group, one batched call.
 func (e *engine) localGrad(form groupStepper, t, i, k int, buf compute.Buffer, flip bool, p0, p1 int) error {
+	if e.canary.hasVariants(i) {
+		return e.localGradVariants(form, t, i, k, buf, flip, p0, p1)
+	}
 	isTarget := i == e.target.Client
 	world := func(w int) int {
 		if flip {

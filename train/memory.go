@@ -134,6 +134,23 @@ func MemoryOf(cfg Config, s DataSizes) (Memory, error) {
 		perReplica += (window + 2) * kb * h * f
 	}
 	perReplica += 16 * 8 // per-replica scalars (dots, seeds, statistics, row structs)
+	// Canaries: each replica's k observations of each canary statistic, twice (the engine's
+	// and the checkpoint's copies), and its bits; record canaries give every replica its own
+	// copy of the clients that hold them (at most all of them) and the canary records' losses;
+	// direction canaries add a d-vector of sampled updates per replica.
+	var canaryFixed float64
+	if cc := cfg.Canaries; cc != nil && cc.Count > 0 {
+		k := float64(cc.Count)
+		perReplica += k * (2*8*float64(len(cc.StatNames())) + 1)
+		if cc.Directions() {
+			perReplica += float64(d) * f
+			canaryFixed = (k + 3) * float64(d) * f // the directions, w_0 and two host vectors
+		} else {
+			held := math.Min(float64(s.Clients), k)
+			perReplica += held * float64(s.MaxSamples) * float64(s.Dim+1) * f
+			canaryFixed = k * float64(s.Dim+1) * f
+		}
+	}
 
 	// Fixed: the clients' data on the backend (the target client twice), the test set, the
 	// gathered minibatch, w_0 and one host vector, the deferred minibatch windows.
@@ -141,6 +158,7 @@ func MemoryOf(cfg Config, s DataSizes) (Memory, error) {
 	fixed := samples * float64(s.Dim+1) * f
 	fixed += maxRows*float64(s.Dim+1)*f + 2*float64(d)*f
 	fixed += 2 * window * kb * float64(s.Dim+1) * f
+	fixed += canaryFixed
 	return Memory{Params: d, Fixed: toBytes(fixed), PerPair: toBytes(2 * perReplica)}, nil
 }
 

@@ -42,6 +42,8 @@ const (
 	DomainMechanism = 6
 	// DomainClientSampling: the Poisson client sampling of the DP-FedAvg family.
 	DomainClientSampling = 7
+	// DomainCanarySampling: the Poisson sampling of the DP-FedAvg family's canary clients.
+	DomainCanarySampling = 8
 )
 
 // Key is the Philox key of a 64-bit seed.
