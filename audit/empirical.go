@@ -94,6 +94,8 @@ type Result struct {
 	Certified []CertifiedPoint `json:"certified"`
 	// Band is the simultaneous band of the DKW method, nil for the others.
 	Band *Band `json:"band,omitempty"`
+	// OneRun holds the guesses of a one-run audit (OneRunAnalyze), nil for the other methods.
+	OneRun *OneRunResult `json:"one_run,omitempty"`
 
 	ROC *ROC `json:"roc"`
 }
@@ -147,6 +149,9 @@ func Analyze(scoresC, scoresCPrime []float64, opts Options) (*Result, error) {
 // EpsLowerAt returns the certified lower bound on eps at delta from the same tests as
 // EpsLower; it holds at the same confidence for any delta fixed in advance.
 func (r *Result) EpsLowerAt(delta float64) float64 {
+	if r.OneRun != nil {
+		return r.OneRun.EpsLowerAt(delta)
+	}
 	if len(r.Certified) == 0 {
 		return 0
 	}

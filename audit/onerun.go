@@ -357,6 +357,8 @@ type OneRunResult struct {
 	Canaries   int               `json:"canaries"`
 	Delta      float64           `json:"delta"`
 	Confidence float64           `json:"confidence"`
+	// TestConfidence is the level of each candidate's test: 1 - (1-Confidence)/len(grid).
+	TestConfidence float64 `json:"test_confidence"`
 	EpsLower   float64           `json:"eps_lower"`
 	MuLower    float64           `json:"mu_lower"`
 	EpsChoice  OneRunChoice      `json:"eps_choice"`
@@ -382,7 +384,7 @@ func OneRunAudit(scores []float64, included []bool, grid []OneRunChoice, delta, 
 		return nil, fmt.Errorf("audit: one-run audit: empty grid of guess counts")
 	}
 	each := 1 - (1-confidence)/float64(len(grid))
-	res := &OneRunResult{Canaries: m, Delta: delta, Confidence: confidence}
+	res := &OneRunResult{Canaries: m, Delta: delta, Confidence: confidence, TestConfidence: each}
 	for _, c := range grid {
 		r, v, err := OneRunGuesses(scores, included, c.KPlus, c.KMinus)
 		if err != nil {
@@ -403,6 +405,81 @@ func OneRunAudit(scores []float64, included []bool, grid []OneRunChoice, delta, 
 		if mu > res.MuLower {
 			res.MuLower, res.MuChoice = mu, c
 		}
+	}
+	return res, nil
+}
+
+// EpsLowerAt is the eps bound the same guesses certify at another delta fixed in advance: each
+// candidate's test rerun at its level with that delta, the best kept. It holds at the same
+// confidence as EpsLower (the tests, and so the Bonferroni split, do not change).
+func (r *OneRunResult) EpsLowerAt(delta float64) float64 {
+	if delta == r.Delta {
+		return r.EpsLower
+	}
+	best := 0.0
+	for _, c := range r.Candidates {
+		eps, err := OneRunEpsilon(r.Canaries, c.Guesses, c.Correct, delta, r.TestConfidence)
+		if err != nil {
+			return math.NaN()
+		}
+		best = math.Max(best, eps)
+	}
+	return best
+}
+
+// OneRunMethod labels the Results of OneRunAnalyze. It is not a threshold method: Analyze and
+// ParseThresholdMethod do not take it.
+const OneRunMethod ThresholdMethod = "one-run"
+
+// OneRunAnalyze is the one-run audit of m canary scores (higher means "more likely
+// included") and their inclusion bits as a Result, so that one-run rows read like the rows of
+// coupled pairs: N0 and N1 count the included and excluded canaries, the ROC and AUC (and the
+// AUC's MuEstimate, an estimate) tell the two groups apart, MuLower (Mahloujifar et al.) and
+// EpsLower at delta (Steinke et al.) are certified, and both hold together at confidence: each
+// is found by OneRunAudit at 1 - (1-confidence)/2. Result.OneRun keeps the guesses.
+func OneRunAnalyze(scores []float64, included []bool, grid []OneRunChoice, delta, confidence float64) (*Result, error) {
+	if !(confidence > 0 && confidence < 1) {
+		return nil, fmt.Errorf("audit: one-run analysis: confidence %v outside (0, 1)", confidence)
+	}
+	// The ROC takes finite scores only: infinite ones (a diverged run's canaries) move just
+	// beyond the finite range, which keeps every ranking and so the ROC.
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range scores {
+		if !math.IsInf(s, 0) {
+			lo, hi = math.Min(lo, s), math.Max(hi, s)
+		}
+	}
+	if lo > hi {
+		lo, hi = 0, 0 // no finite score at all
+	}
+	var in, out []float64
+	for i, s := range scores {
+		switch {
+		case math.IsInf(s, -1):
+			s = lo - 1
+		case math.IsInf(s, 1):
+			s = hi + 1
+		}
+		if i < len(included) && included[i] {
+			in = append(in, s)
+		} else {
+			out = append(out, s)
+		}
+	}
+	or, err := OneRunAudit(scores, included, grid, delta, 1-(1-confidence)/2)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{N0: len(in), N1: len(out), Delta: delta, Confidence: confidence, Method: OneRunMethod,
+		MuLower: or.MuLower, EpsLower: or.EpsLower, Candidates: len(or.Candidates), OneRun: or}
+	if len(in) > 0 && len(out) > 0 {
+		roc, err := NewROC(in, out)
+		if err != nil {
+			return nil, fmt.Errorf("audit: one-run analysis: %w", err)
+		}
+		res.ROC, res.AUC, res.TPRAt1e3, res.TPRAt1e2 = roc, roc.AUC, roc.TPRAt1e3, roc.TPRAt1e2
+		res.BestBalancedAccuracy = roc.BestBalancedAccuracy
+		res.MuEstimate = muFromAUC(roc.AUC, len(in), len(out))
 	}
 	return res, nil
 }

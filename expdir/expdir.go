@@ -5,6 +5,7 @@
 //	DIR/config.json     the whole config as last run (its audit: section drives the later stages)
 //	DIR/runs/           the run files, one per shard (named by package runs)
 //	DIR/scores.arrow    the attacks' scores
+//	DIR/canary-scores.arrow  the canary attacks' scores (runs with canaries)
 //	DIR/findings.json   the analysis (package findings, format "fedaudit-findings/2")
 //	DIR/rounds.json     per-round training summaries
 //	DIR/report.html     the report, self-contained; DIR/report.md the same in Markdown
@@ -36,6 +37,9 @@ func (d Dir) Runs() string { return d.join("runs") }
 
 // Scores is the score file of the attack stage.
 func (d Dir) Scores() string { return d.join("scores.arrow") }
+
+// CanaryScores is the canary score file of the attack stage (runs with canaries).
+func (d Dir) CanaryScores() string { return d.join("canary-scores.arrow") }
 
 // Findings is the analysis (findings.Analysis as JSON).
 func (d Dir) Findings() string { return d.join("findings.json") }

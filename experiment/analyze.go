@@ -36,6 +36,9 @@ type AnalyzeOptions struct {
 	Seed uint64
 	// Exact, when set, gives the exact mu for a threat model and round (NaN if unknown).
 	Exact func(threat string, round int) float64
+	// ExactOneRun, when set, gives the exact mu of the one-run rows: the largest exact mu of a
+	// canary (the guarantee the one-run test is about is one for every canary).
+	ExactOneRun func(threat string, round int) float64
 	// Smoothness is the L behind the convergent bounds: a convergent bound is judged as a
 	// bound only when Smoothness.Proven, and as an estimate otherwise.
 	Smoothness Smoothness
@@ -196,21 +199,15 @@ func pairUp(ids [2][]int64, vals [2][]float64) (c, cprime []float64, unpaired []
 // maps a round to its bound. A group whose scores are all of one world is an error naming it.
 // opts must be resolved (Confidence set).
 func AnalyzeScores(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions, theory func(round int) *theory.Bound) (*findings.Analysis, error) {
-	scores := sf.Scores
-	if len(scores) == 0 {
+	if sf == nil || len(sf.Scores) == 0 {
 		return nil, fmt.Errorf("analyze: no scores")
 	}
-	opts = opts.withDefaults(nil)
-	means := metricMeans(sf)
-	groups, err := groupScores(scores, sf.Coupled)
-	if err != nil {
-		return nil, err
-	}
-	fam := findings.Family{Confidence: opts.Confidence, Rows: len(groups), Correction: "bonferroni over rows"}
-	fam.RowConfidence = audit.FamilyRowConfidence(opts.Confidence, len(groups))
-	if len(groups) == 1 {
-		fam.Correction = "none (one row)"
-	}
+	return AnalyzeAll(ctx, sf, nil, opts, theory)
+}
+
+// pairFindings certifies every group of coupled-pair scores at the family's row confidence
+// (ROC, bounds, the reversed-scores diagnostic); AnalyzeAll adds theory, exact mu and verdicts.
+func pairFindings(ctx context.Context, groups []*scoreGroup, means map[groupKey]map[string]float64, sf *runs.ScoreFile, opts AnalyzeOptions, fam findings.Family) ([]findings.Finding, error) {
 	var out []findings.Finding
 	for _, g := range groups {
 		if err := ctx.Err(); err != nil {
@@ -242,25 +239,9 @@ func AnalyzeScores(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions,
 				return nil, fmt.Errorf("analyze: %s: %w", name, err)
 			}
 		}
-		if theory != nil {
-			f.Theory = theory(g.round)
-		}
-		if opts.Exact != nil {
-			f.ExactMu = opts.Exact(g.threat, g.round)
-		}
-		claim, source, kind := opts.Claim, cmp.Or(opts.ClaimSource, "config claim"), findings.ClaimDeployment
-		if claim.Mu == 0 && claim.Epsilon == 0 {
-			claim, source, kind = theoryClaim(g.threat, f.Theory, opts.Smoothness)
-		}
-		if claim.Mu > 0 || claim.Epsilon > 0 {
-			v := audit.Judge(res, claim)
-			f.Verdict, f.ClaimSource, f.ClaimKind = &v, source, kind
-		}
 		out = append(out, f)
 	}
-	a := &findings.Analysis{Findings: out, Family: fam}
-	a.Headline = summarize(out, fam, opts.Notes)
-	return a, nil
+	return out, nil
 }
 
 // theoryClaim is the bound a row is judged against when the deployment states no claim: the

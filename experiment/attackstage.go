@@ -150,9 +150,34 @@ func AttackDir(ctx context.Context, dir string, opts AttackOptions) (*runs.Score
 	return ed.scores(ctx, opts)
 }
 
+// allScores returns the scores of both kinds the directory's runs support: the run-level
+// scores of the coupled pairs (nil when no run-level attack is asked for, as with the one-run
+// method) and the canary scores (nil without canaries). At least one is not nil.
+func (e *experimentDir) allScores(ctx context.Context, opts AttackOptions) (*runs.ScoreFile, *runs.CanaryScoreFile, error) {
+	sf, err := e.scores(ctx, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	cf, err := e.canaryScores(ctx, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sf == nil && cf == nil {
+		if e.cfg.Audit.Method == MethodOneRun {
+			return nil, nil, fmt.Errorf("attack: audit method %s needs runs with canaries (train.canaries)", MethodOneRun)
+		}
+		return nil, nil, errors.New("attack: no attack to score")
+	}
+	return sf, cf, nil
+}
+
 // scores reads the directory's score file, scoring the runs into it first when it is missing or
-// was scored for other attacks or rounds than the ones asked for now.
+// was scored for other attacks or rounds than the ones asked for now. It returns nil when no
+// run-level attack is asked for.
 func (e *experimentDir) scores(ctx context.Context, opts AttackOptions) (*runs.ScoreFile, error) {
+	if names, _ := e.scoring(opts); len(names) == 0 {
+		return nil, nil
+	}
 	path := expdir.Dir(e.dir).Scores()
 	if _, err := os.Stat(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
@@ -183,9 +208,22 @@ func (e *experimentDir) scores(ctx context.Context, opts AttackOptions) (*runs.S
 // scoring resolves the attacks and rounds to score: the options', else the config's, else every
 // attack the run files support and every checkpoint (an empty rounds list).
 func (e *experimentDir) scoring(opts AttackOptions) (names []string, rounds []int) {
+	rounds = opts.Rounds
+	if len(rounds) == 0 {
+		rounds = e.cfg.Audit.Rounds
+	}
+	if e.cfg.Audit.Method == MethodOneRun {
+		return nil, rounds // the one-run audit scores the canaries only (canaryScoring)
+	}
 	names = opts.Attacks
 	if len(names) == 0 {
 		names = e.cfg.Audit.Attacks
+	}
+	// Canary attacks are scored into their own file (canaryScoring).
+	listed := len(names) > 0
+	names = slices.DeleteFunc(slices.Clone(names), attacks.IsCanaryAttack)
+	if len(names) == 0 && listed {
+		return nil, rounds // only canary attacks were asked for
 	}
 	if len(names) == 0 {
 		names = attacks.Default(e.tab.Meta())
@@ -194,10 +232,6 @@ func (e *experimentDir) scoring(opts AttackOptions) (names []string, rounds []in
 	// whether selected or by default; attack logs why.
 	for _, s := range attacks.ModelSkipped(e.cfg.Train.Model) {
 		names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == s.Name })
-	}
-	rounds = opts.Rounds
-	if len(rounds) == 0 {
-		rounds = e.cfg.Audit.Rounds
 	}
 	return names, rounds
 }
@@ -213,8 +247,31 @@ func AttackTo(ctx context.Context, dir, out string, opts AttackOptions) ([]runs.
 		return nil, "", err
 	}
 	defer ed.Close()
+	if names, _ := ed.scoring(opts); len(names) == 0 {
+		return nil, out, nil // only canary attacks: AttackCanaries scores them
+	}
 	scores, err := ed.attack(ctx, out, opts)
 	return scores, out, err
+}
+
+// AttackCanaries scores the canaries of the runs of dir into expdir.Dir(dir).CanaryScores(),
+// replacing it, and returns the number of canary scores and the path; 0 and "" when the runs
+// carry no canaries.
+func AttackCanaries(ctx context.Context, dir string, opts AttackOptions) (int, string, error) {
+	ed, err := openExperimentDir(dir, opts.AllowPartial)
+	if err != nil {
+		return 0, "", err
+	}
+	defer ed.Close()
+	path := expdir.Dir(dir).CanaryScores()
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, "", err
+	}
+	cf, err := ed.canaryScores(ctx, opts)
+	if err != nil || cf == nil {
+		return 0, "", err
+	}
+	return len(cf.Scores), path, nil
 }
 
 // attack scores the runs into the score file path, which records the config with the attacks
@@ -260,21 +317,32 @@ func AnalyzeDir(ctx context.Context, dir string, opts AnalyzeOptions, aopts Atta
 		return nil, err
 	}
 	defer ed.Close()
-	sf, err := ed.scores(ctx, aopts)
+	sf, cf, err := ed.allScores(ctx, aopts)
 	if err != nil {
 		return nil, err
 	}
-	return ed.analyze(ctx, sf, opts, aopts.Logf)
+	return ed.analyze(ctx, sf, cf, opts, aopts.Logf)
 }
 
 // analyze audits the scores beside the theory, the claim and the exact mu of the experiment.
-func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions, logf func(string, ...any)) (*findings.Analysis, error) {
+func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *runs.CanaryScoreFile, opts AnalyzeOptions, logf func(string, ...any)) (*findings.Analysis, error) {
 	cfg, data := e.cfg, e.data
 	sm, err := e.smoothness(ctx)
 	if err != nil {
 		return nil, err
 	}
-	theory, err := theoryLookup(cfg, sm, sf.Scores, logf)
+	var rounds []int32
+	if sf != nil {
+		for _, s := range sf.Scores {
+			rounds = append(rounds, s.Round)
+		}
+	}
+	if cf != nil {
+		for _, s := range cf.Scores {
+			rounds = append(rounds, s.Round)
+		}
+	}
+	theory, err := theoryLookup(cfg, sm, rounds, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -302,17 +370,20 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, opts An
 			return math.NaN()
 		}
 	}
-	return AnalyzeScores(ctx, sf, opts, theory)
+	if exact, ok := ExactMuOneRun(cfg, data); ok && opts.ExactOneRun == nil {
+		opts.ExactOneRun = exact
+	}
+	return AnalyzeAll(ctx, sf, cf, opts, theory)
 }
 
 // theoryLookup computes the bounds for every round that has scores.
 // A configuration outside the theorems' assumptions (e.g. FedProx with alpha <= L) still gets its
 // empirical audit, with no bound beside it and the reason logged.
-func theoryLookup(cfg *Config, sm Smoothness, scores []runs.Score, logf func(string, ...any)) (func(int) *theory.Bound, error) {
+func theoryLookup(cfg *Config, sm Smoothness, scored []int32, logf func(string, ...any)) (func(int) *theory.Bound, error) {
 	var rounds []int
-	for _, s := range scores {
-		if s.Round >= 1 && !slices.Contains(rounds, int(s.Round)) {
-			rounds = append(rounds, int(s.Round))
+	for _, r := range scored {
+		if r >= 1 && !slices.Contains(rounds, int(r)) {
+			rounds = append(rounds, int(r))
 		}
 	}
 	slices.Sort(rounds)

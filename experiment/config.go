@@ -102,7 +102,10 @@ type AuditConfig struct {
 	// Method chooses the threshold validly: "bonferroni", "split", "dkw" or "band" (a
 	// rank-grid band, tighter than DKW in the tails: docs/statistics.md); empty picks
 	// dkw for the coupled pairs fedaudit trains (their worlds share noise, which Bonferroni's
-	// argument cannot allow) and bonferroni for independent scores.
+	// argument cannot allow) and bonferroni for independent scores. "one-run" audits only the
+	// canaries the runs carry (train.canaries): one-run certified bounds from the world-C run
+	// of every pair, beside the one-shot estimate; runs with canaries under another method get
+	// those rows beside the coupled pairs' rows.
 	Method string `json:"method" yaml:"method"`
 	// Attacks to run; empty means every attack the run files support.
 	Attacks []string `json:"attacks,omitempty" yaml:"attacks,omitempty"`
@@ -385,8 +388,12 @@ func (c *Config) Validate() error {
 	}
 	switch c.Audit.Method {
 	case "", "bonferroni", "split", "dkw", "band":
+	case MethodOneRun:
+		if c.Train.Canaries == nil {
+			bad("audit.method", "one-run audits the canaries of each run: set train.canaries (count and kind)")
+		}
 	default:
-		bad("audit.method", "%q is not bonferroni, split, dkw or band", c.Audit.Method)
+		bad("audit.method", "%q is not bonferroni, split, dkw, band or one-run", c.Audit.Method)
 	}
 	for _, v := range []struct {
 		name string

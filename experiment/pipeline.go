@@ -68,12 +68,12 @@ func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) (*findin
 	}
 	defer ed.Close()
 	stage("attack")
-	sf, err := ed.scores(ctx, opts.Attack)
+	sf, cf, err := ed.allScores(ctx, opts.Attack)
 	if err != nil {
 		return nil, err
 	}
 	stage("analyze")
-	a, err := ed.analyze(ctx, sf, opts.Analyze, opts.Attack.Logf)
+	a, err := ed.analyze(ctx, sf, cf, opts.Analyze, opts.Attack.Logf)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/theory"
+	"github.com/fedaudit/fedaudit/train"
 )
 
 // Smoothness is the constant L the convergent bound uses, and where it came from.
@@ -149,6 +150,75 @@ func ExactMu(cfg *Config, data *Data) (final, allIterates, uploads func(T int) f
 	allIterates = func(T int) float64 { return theory.QuadraticAllIteratesMu(m, dnorm, sigma, T) }
 	uploads = func(T int) float64 { return theory.QuadraticUploadMu(m, dnorm, sigma, rho, T) }
 	return final, allIterates, uploads, true
+}
+
+// ExactMuOneRun gives the exact mu of the one-run rows where it is known: the largest exact mu
+// of a canary, since the one-run test is about a guarantee for every canary. Known are
+//
+//   - record canaries on the quadratic instance of ExactMu: canary j replaces a sample x of its
+//     client by the canary x_j, which shifts the client's mean by (x - x_j)/n, and its exact mu
+//     is the instance's formula with that shift (final model and all iterates);
+//   - direction canaries of dp-fedavg with every client sampled (q = 1): each round adds c u_j
+//     under noise of standard deviation z c, so the observer of every iterate faces T Gaussian
+//     mechanisms of mu 1/z each: mu = sqrt(T)/z (the final model's mu is not known in closed
+//     form and stays NaN).
+func ExactMuOneRun(cfg *Config, data *Data) (func(threat string, T int) float64, bool) {
+	tc := cfg.Train
+	cc := tc.Canaries
+	if cc == nil {
+		return nil, false
+	}
+	if cc.Directions() {
+		if tc.SamplingRate != 1 || !(tc.NoiseMultiplier > 0) || tc.SkipUpdateClip {
+			return nil, false
+		}
+		z := tc.NoiseMultiplier
+		return func(threat string, T int) float64 {
+			if threat != runs.ThreatAllIterates || T < 1 {
+				return math.NaN()
+			}
+			return math.Sqrt(float64(T)) / z
+		}, true
+	}
+	final, all, _, ok := ExactMu(cfg, data)
+	if !ok {
+		return nil, false
+	}
+	rc, err := train.RecordCanariesOf(tc, data.Pair.C, data.Target)
+	if err != nil {
+		return nil, false
+	}
+	// The instance's mu is proportional to the norm of the shift; scale the target's.
+	p := data.Pair
+	norm := func(a, b []float32, n int) float64 {
+		var ss float64
+		for j := range a {
+			d := (float64(a[j]) - float64(b[j])) / float64(n)
+			ss += d * d
+		}
+		return math.Sqrt(ss)
+	}
+	target := norm(p.Sample.Features, p.SamplePrime.Features, p.C[p.Client].Len())
+	largest := 0.0
+	for j, s := range rc.Slots {
+		c := p.C[s.Client]
+		largest = math.Max(largest, norm(c.Row(s.Index), rc.Samples[j].Features, c.Len()))
+	}
+	if !(target > 0) {
+		return nil, false
+	}
+	scale := largest / target
+	return func(threat string, T int) float64 {
+		switch {
+		case T < 1:
+			return math.NaN()
+		case threat == runs.ThreatFinal:
+			return scale * final(T)
+		case threat == runs.ThreatAllIterates:
+			return scale * all(T)
+		}
+		return math.NaN()
+	}, true
 }
 
 // EstimateSmoothness estimates L for a model without a certified constant (the MLP) from

@@ -151,6 +151,9 @@ func TrainShard(ctx context.Context, cfg *Config, data *Data, s runs.Shard, dir 
 		HasParams:   cfg.Train.RecordParams,
 		HasUpload:   cfg.Train.RecordUpload,
 	}}
+	if cc := cfg.Train.Canaries; cc != nil {
+		rec.meta.Canaries = cc.Count
+	}
 	pairs := ShardPairs(cfg.Pairs, s)
 	err = trainOn(ctx, cfg, data, pairs, rec, opts)
 	if err == nil && rec.w == nil {
@@ -205,6 +208,7 @@ func (r *shardRecorder) Checkpoint(_ context.Context, cp *train.Checkpoint) erro
 	if r.w == nil {
 		r.meta.StatNames = append(append([]string(nil), cp.StatNames...),
 			runs.StatTargetLossC, runs.StatTargetLossCPrime, runs.StatTargetMarginC, runs.StatTargetMarginCPrime)
+		r.meta.CanaryStatNames = cp.CanaryStatNames
 		w, err := runs.Create(r.path, r.meta)
 		if err != nil {
 			return err
@@ -235,6 +239,8 @@ func (r *shardRecorder) Checkpoint(_ context.Context, cp *train.Checkpoint) erro
 			Stats:        stats,
 			Params:       s.Params,
 			Upload:       upload,
+			CanaryIn:     s.CanaryIn,
+			CanaryStats:  s.CanaryStats,
 		})
 	}
 	return r.w.Write(r.rows...)

@@ -80,7 +80,22 @@ type analysisJSON struct {
 	Format   string    `json:"format"`
 	Headline Headline  `json:"headline"`
 	Family   Family    `json:"family"`
+	Numbers  *Numbers  `json:"numbers,omitempty"`
 	Findings []Finding `json:"findings"`
+}
+
+// Numbers says, in the file itself, which numbers of the rows are certified and which are
+// estimates. It is written only when some row carries an estimate beside its bounds (the
+// one-run rows' one-shot estimate), so that files without such rows keep their old form.
+type Numbers struct {
+	Certified string `json:"certified"`
+	Estimates string `json:"estimates"`
+}
+
+// numbersLegend is the legend written beside rows with estimates.
+var numbersLegend = Numbers{
+	Certified: "mu_lower and eps_lower (at delta): lower bounds that hold jointly over all rows at family.confidence; only these decide verdicts",
+	Estimates: "mu_estimate (the Gaussian mu of the AUC) and estimate.* (the one-shot estimate): point estimates without a confidence statement, never judged",
 }
 
 // MarshalJSON writes the analysis in format Format.
@@ -92,7 +107,13 @@ func (a Analysis) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(analysisJSON{Format: Format, Headline: a.Headline, Family: a.Family, Findings: fs}); err != nil {
+	aj := analysisJSON{Format: Format, Headline: a.Headline, Family: a.Family, Findings: fs}
+	for i := range fs {
+		if fs[i].Estimate != nil {
+			aj.Numbers = &numbersLegend
+		}
+	}
+	if err := enc.Encode(aj); err != nil {
 		return nil, err
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil

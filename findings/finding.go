@@ -66,7 +66,17 @@ type Finding struct {
 	Unpaired []int64
 	// Seed is the split method's seed (0 for the other methods).
 	Seed uint64
+	// Runs is the number of runs a one-run row pooled (Result.Method audit.OneRunMethod: its
+	// canaries are those of the world-C runs of every pair); 0 on other rows.
+	Runs int
+	// Estimate is the one-shot estimate (Andrew et al., 2024) beside a one-run row of direction
+	// canaries: an estimate without any confidence statement, never judged. Nil elsewhere.
+	Estimate *audit.OneShotEstimate
 }
+
+// OneRun reports whether the row is a one-run audit of canaries rather than an audit of
+// coupled pairs.
+func (f *Finding) OneRun() bool { return f.Result != nil && f.Result.Method == audit.OneRunMethod }
 
 // Reversed reports whether the attack's scores certify privacy loss only when read in the
 // opposite direction.
@@ -120,7 +130,36 @@ type record struct {
 	// ReversedMuLower is set only when positive.
 	ReversedMuLower *float64           `json:"reversed_mu_lower,omitempty"`
 	Metrics         map[string]float64 `json:"metrics,omitempty"`
+	// OneRun is set on one-run rows, Estimate on the one-run rows that have a one-shot estimate.
+	OneRun   *oneRunRecord   `json:"one_run,omitempty"`
+	Estimate *estimateRecord `json:"estimate,omitempty"`
 }
+
+// oneRunRecord is what a one-run row adds: the runs pooled, the canaries and the guesses of the
+// tests that gave mu_lower and eps_lower. On these rows n0 and n1 count the included and the
+// excluded canaries.
+type oneRunRecord struct {
+	Runs       int     `json:"runs"`
+	Canaries   int     `json:"canaries"`
+	MuGuesses  int     `json:"mu_guesses"`
+	MuCorrect  int     `json:"mu_correct"`
+	EpsGuesses int     `json:"eps_guesses"`
+	EpsCorrect int     `json:"eps_correct"`
+	EpsDelta   float64 `json:"eps_delta"`
+}
+
+// estimateRecord is a one-shot estimate: "certified" is always false, so that a reader of the
+// file alone cannot take it for a bound.
+type estimateRecord struct {
+	Method    string   `json:"method"`
+	Certified bool     `json:"certified"`
+	Epsilon   *float64 `json:"epsilon"`
+	Delta     float64  `json:"delta"`
+	Mu        *float64 `json:"mu"`
+}
+
+// EstimateMethod names the one-shot estimate in findings.json.
+const EstimateMethod = "one-shot (Andrew et al. 2024), Gaussian fit; an estimate, not a bound"
 
 // finite points to x, or is nil when x has no JSON number (NaN, infinite).
 func finite(x float64) *float64 {
@@ -169,6 +208,20 @@ func (f *Finding) record() record {
 	if f.Reversed() {
 		rec.ReversedMuLower = finite(f.ReversedMuLower)
 	}
+	if or := r.OneRun; or != nil {
+		rec.OneRun = &oneRunRecord{Runs: f.Runs, Canaries: or.Canaries, EpsDelta: or.Delta}
+		for _, c := range or.Candidates {
+			if c.OneRunChoice == or.MuChoice && c.Mu == or.MuLower {
+				rec.OneRun.MuGuesses, rec.OneRun.MuCorrect = c.Guesses, c.Correct
+			}
+			if c.OneRunChoice == or.EpsChoice && c.Eps == or.EpsLower {
+				rec.OneRun.EpsGuesses, rec.OneRun.EpsCorrect = c.Guesses, c.Correct
+			}
+		}
+	}
+	if e := f.Estimate; e != nil {
+		rec.Estimate = &estimateRecord{Method: EstimateMethod, Epsilon: finite(e.Epsilon), Delta: e.Delta, Mu: finite(e.Mu)}
+	}
 	return rec
 }
 
@@ -203,6 +256,12 @@ func (f *Finding) UnmarshalJSON(raw []byte) error {
 	}
 	if rec.Seed != nil {
 		f.Seed = *rec.Seed
+	}
+	if rec.OneRun != nil {
+		f.Runs = rec.OneRun.Runs
+	}
+	if e := rec.Estimate; e != nil {
+		f.Estimate = &audit.OneShotEstimate{Epsilon: orNaN(e.Epsilon), Delta: e.Delta, Mu: orNaN(e.Mu)}
 	}
 	if rec.Unpaired > 0 {
 		f.Unpaired = make([]int64, rec.Unpaired)

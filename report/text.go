@@ -28,11 +28,24 @@ func WriteAnalysis(w io.Writer, a *findings.Analysis) error {
 	return nil
 }
 
+// splitOneRun separates the rows of coupled pairs from the one-run rows.
+func splitOneRun(fs []findings.Finding) (pairs, oneRun []findings.Finding) {
+	for _, f := range fs {
+		if f.OneRun() {
+			oneRun = append(oneRun, f)
+		} else {
+			pairs = append(pairs, f)
+		}
+	}
+	return pairs, oneRun
+}
+
 // methodLine says how the table's bounds were certified: the method per row kind, the family
 // and each row's level.
 func methodLine(a *findings.Analysis) string {
 	var methods []string
-	for _, f := range a.Findings {
+	pairs, oneRun := splitOneRun(a.Findings)
+	for _, f := range pairs {
 		m := string(f.Result.Method)
 		switch {
 		case f.Result.Paired:
@@ -52,7 +65,15 @@ func methodLine(a *findings.Analysis) string {
 	if fam.Rows > 1 {
 		joint = fmt.Sprintf("at %s confidence jointly over %d rows (Bonferroni: each row at %s)", findings.Percent(fam.Confidence), fam.Rows, findings.Percent(fam.RowConfidence))
 	}
-	return fmt.Sprintf("mu_lower: certified %s with %s thresholds; mu_est: a point estimate, not a bound.", joint, strings.Join(methods, ", "))
+	var lines []string
+	if len(pairs) > 0 {
+		lines = append(lines, fmt.Sprintf("mu_lower: certified %s with %s thresholds; mu_est: a point estimate, not a bound.", joint, strings.Join(methods, ", ")))
+	}
+	if len(oneRun) > 0 {
+		lines = append(lines, fmt.Sprintf("one-run rows: mu_lower (f-DP, Mahloujifar et al.) and eps_lower (Steinke et al., at delta %g) are CERTIFIED %s from the canaries of the world-C runs; "+
+			"mu_est (from the AUC) and oneshot_mu, oneshot_eps (one-shot, Andrew et al.) are ESTIMATES, not bounds, and never decide a verdict.", oneRun[0].Result.Delta, joint))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // verdictText is a row's verdict as the terminal table prints it. A row judged against an
@@ -78,6 +99,58 @@ func verdictText(f *findings.Finding) string {
 // 1% FPR, the certified mu lower bound, the point estimate, the exact mu where the instance has
 // one, the two theoretical bounds and the verdict.
 func WriteTable(w io.Writer, fs []findings.Finding) error {
+	pairs, oneRun := splitOneRun(fs)
+	if len(pairs) > 0 || len(oneRun) == 0 {
+		if err := writePairTable(w, pairs); err != nil {
+			return err
+		}
+	}
+	if len(oneRun) == 0 {
+		return nil
+	}
+	if len(pairs) > 0 {
+		fmt.Fprintln(w)
+	}
+	return writeOneRunTable(w, oneRun)
+}
+
+// writeOneRunTable prints the one-run rows: the runs and canaries they pool, the certified mu
+// and eps, the estimates beside them, the exact mu where known and the verdict.
+func writeOneRunTable(w io.Writer, fs []findings.Finding) error {
+	exact := false
+	for i := range fs {
+		exact = exact || isFinite(fs[i].ExactMu)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := "one-run\tthreat\tT\truns\tcanaries\tincluded\tAUC\tmu_lower\teps_lower\tmu_est\toneshot_mu\toneshot_eps\t"
+	if exact {
+		header += "exact\t"
+	}
+	io.WriteString(tw, header+"verdict\t\n")
+	num := func(x float64) string {
+		if !isFinite(x) {
+			return "-"
+		}
+		return fmt.Sprintf("%.4g", x)
+	}
+	for i := range fs {
+		f, r := &fs[i], fs[i].Result
+		est := audit.OneShotEstimate{Mu: math.NaN(), Epsilon: math.NaN()}
+		if f.Estimate != nil {
+			est = *f.Estimate
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%.4f\t%.4f\t%.4f\t%.4f\t%s\t%s\t",
+			f.Attack, f.Threat, f.Round, f.Runs, r.N0+r.N1, r.N0, r.AUC, r.MuLower, r.EpsLower, r.MuEstimate, num(est.Mu), num(est.Epsilon))
+		if exact {
+			fmt.Fprintf(tw, "%s\t", num(f.ExactMu))
+		}
+		fmt.Fprintf(tw, "%s\t\n", verdictText(f))
+	}
+	return tw.Flush()
+}
+
+// writePairTable prints the rows of coupled pairs.
+func writePairTable(w io.Writer, fs []findings.Finding) error {
 	exact, uploads := false, false
 	for i := range fs {
 		exact = exact || isFinite(fs[i].ExactMu)

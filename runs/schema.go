@@ -216,6 +216,9 @@ type Meta struct {
 	// per name of CanaryStatNames (Row.CanaryStats).
 	Canaries        int
 	CanaryStatNames []string
+	// Version is the format version of a file as read (KeyFormatVersion); writers ignore it and
+	// write the version their layout needs.
+	Version string
 }
 
 // CanaryStatIndex returns the position of the named canary statistic in Row.CanaryStats, or -1.
@@ -494,6 +497,7 @@ func parseRunSchema(sc *arrow.Schema) (Meta, runLayout, error) {
 	if len(m.Config) == 0 {
 		return Meta{}, runLayout{}, fmt.Errorf("metadata %q is empty", KeyConfig)
 	}
+	m.Version, _ = sc.Metadata().GetValue(KeyFormatVersion)
 	shard, ok := sc.Metadata().GetValue(KeyShard)
 	if !ok {
 		return Meta{}, runLayout{}, fmt.Errorf("missing schema metadata %q", KeyShard)

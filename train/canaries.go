@@ -152,14 +152,9 @@ func newCanaryState(e *engine, worldC, worldCP []*datasets.Dataset, w0 []float32
 		cs.initDirections(e, w0)
 		return cs, nil
 	}
-	spec := datasets.RecordCanarySpec{Count: cc.Count, Kind: datasets.CanaryKind(cc.Kind), Pixels: cc.Pixels, Seed: e.cfg.Seed,
-		Reserved: []datasets.Slot{{Client: e.target.Client, Index: e.target.Index}}}
-	if e.target.WholeClient {
-		spec.ReservedClients = []int{e.target.Client}
-	}
-	rc, err := datasets.NewRecordCanaries(worldC, spec)
+	rc, err := RecordCanariesOf(e.cfg, worldC, e.target)
 	if err != nil {
-		return nil, fmt.Errorf("train: canaries: %w", err)
+		return nil, err
 	}
 	cs.records = rc
 	cs.variants = map[int][]clientData{}
@@ -187,6 +182,26 @@ func newCanaryState(e *engine, worldC, worldCP []*datasets.Dataset, w0 []float32
 	cd := e.toDevice(rec)
 	cs.recData = &cd
 	return cs, nil
+}
+
+// RecordCanariesOf builds the record canaries the engine places on the clients of world C for
+// cfg.Canaries (dirac or relabel): deterministic from the master seed, never on the target
+// sample (nor, for client-level adjacency, on the target client).
+func RecordCanariesOf(cfg Config, worldC []*datasets.Dataset, target TargetInfo) (*datasets.RecordCanaries, error) {
+	cc := cfg.Canaries
+	if cc == nil || cc.Directions() {
+		return nil, fmt.Errorf("train: canaries: no record canaries configured")
+	}
+	spec := datasets.RecordCanarySpec{Count: cc.Count, Kind: datasets.CanaryKind(cc.Kind), Pixels: cc.Pixels, Seed: cfg.Seed,
+		Reserved: []datasets.Slot{{Client: target.Client, Index: target.Index}}}
+	if target.WholeClient || target.Absent {
+		spec.ReservedClients = []int{target.Client}
+	}
+	rc, err := datasets.NewRecordCanaries(worldC, spec)
+	if err != nil {
+		return nil, fmt.Errorf("train: canaries: %w", err)
+	}
+	return rc, nil
 }
 
 // canaryDirectionSeed separates the directions' stream from every other use of the master seed.

@@ -70,7 +70,9 @@ type runsSummary struct {
 	Pairs         int             `json:"pairs"`
 	ParamDim      int             `json:"param_dim"`
 	UploadDim     int             `json:"upload_dim"`
-	Rounds        []roundSummary  `json:"rounds"`
+	// Canaries is k, the canaries of every run (0: none).
+	Canaries int            `json:"canaries,omitempty"`
+	Rounds   []roundSummary `json:"rounds"`
 }
 
 type shardSummary struct {
@@ -95,7 +97,8 @@ func inspectRuns(ctx context.Context, path string) (*runsSummary, error) {
 	m := tab.Meta()
 	s := &runsSummary{
 		Path:          path,
-		FormatVersion: runs.FormatVersion,
+		FormatVersion: m.Version,
+		Canaries:      m.Canaries,
 		ToolVersion:   m.ToolVersion,
 		DatasetHash:   m.DatasetHash,
 		Config:        json.RawMessage(m.Config),
@@ -163,6 +166,9 @@ func (s *runsSummary) print(w io.Writer) {
 		fmt.Fprintf(w, ", uploads of %d", s.UploadDim)
 	}
 	fmt.Fprintf(w, ")\n")
+	if s.Canaries > 0 {
+		fmt.Fprintf(w, "canaries %d per run, each included with probability 1/2 (column canary_in)\n", s.Canaries)
+	}
 	if len(s.Rounds) == 0 {
 		return
 	}
