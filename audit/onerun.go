@@ -354,16 +354,16 @@ type OneRunCandidate struct {
 // bounds come from different tests; both hold together with probability at least
 // 1 - 2(1-Confidence).
 type OneRunResult struct {
-	Canaries   int               `json:"canaries"`
-	Delta      float64           `json:"delta"`
-	Confidence float64           `json:"confidence"`
+	Canaries   int     `json:"canaries"`
+	Delta      float64 `json:"delta"`
+	Confidence float64 `json:"confidence"`
 	// TestConfidence is the level of each candidate's test: 1 - (1-Confidence)/len(grid).
-	TestConfidence float64 `json:"test_confidence"`
-	EpsLower   float64           `json:"eps_lower"`
-	MuLower    float64           `json:"mu_lower"`
-	EpsChoice  OneRunChoice      `json:"eps_choice"`
-	MuChoice   OneRunChoice      `json:"mu_choice"`
-	Candidates []OneRunCandidate `json:"candidates"`
+	TestConfidence float64           `json:"test_confidence"`
+	EpsLower       float64           `json:"eps_lower"`
+	MuLower        float64           `json:"mu_lower"`
+	EpsChoice      OneRunChoice      `json:"eps_choice"`
+	MuChoice       OneRunChoice      `json:"mu_choice"`
+	Candidates     []OneRunCandidate `json:"candidates"`
 }
 
 // OneRunAudit certifies eps at delta (Steinke et al.) and mu (Mahloujifar et al.) from one run:
