@@ -17,6 +17,11 @@ func TestTrainStatNamesAreRunsColumns(t *testing.T) {
 		{train.StatMu2, runs.StatMu2},
 		{train.StatLLRUpload, runs.StatLLRUpload},
 		{train.StatMu2Upload, runs.StatMu2Upload},
+		{train.CanaryStatCosFinal, runs.CanaryCosFinal},
+		{train.CanaryStatCosMax, runs.CanaryCosMax},
+		{train.CanaryStatLLRAll, runs.CanaryLLRAll},
+		{train.CanaryStatLoss, runs.CanaryLoss},
+		{train.CanaryStatMargin, runs.CanaryMargin},
 	} {
 		if tc.train != tc.runs {
 			t.Errorf("train records %q, runs names the column %q", tc.train, tc.runs)

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -160,8 +161,12 @@ func ExactMu(cfg *Config, data *Data) (final, allIterates, uploads func(T int) f
 //     is the instance's formula with that shift (final model and all iterates);
 //   - direction canaries of dp-fedavg with every client sampled (q = 1): each round adds c u_j
 //     under noise of standard deviation z c, so the observer of every iterate faces T Gaussian
-//     mechanisms of mu 1/z each: mu = sqrt(T)/z (the final model's mu is not known in closed
-//     form and stays NaN).
+//     mechanisms of mu 1/z each: mu = sqrt(T)/z. On the quadratic model with a constant
+//     schedule, and clipping of the real clients' updates never active (a large update_clip,
+//     as ExactMu assumes of clip_norm), a client's update is (rho - 1) w_t plus a term that
+//     does not depend on w_t, so w_{t+1} = A w_t + ... with A = 1 + server_lr (rho - 1) and the
+//     canary's shift of round t reaches w_T multiplied by A^(T-1-t): the final model's mu is
+//     the quadratic instance's formula (1/z) sum_{j<T} A^j / sqrt(sum_{j<T} A^(2j)).
 func ExactMuOneRun(cfg *Config, data *Data) (func(threat string, T int) float64, bool) {
 	tc := cfg.Train
 	cc := tc.Canaries
@@ -173,11 +178,22 @@ func ExactMuOneRun(cfg *Config, data *Data) (func(threat string, T int) float64,
 			return nil, false
 		}
 		z := tc.NoiseMultiplier
-		return func(threat string, T int) float64 {
-			if threat != runs.ThreatAllIterates || T < 1 {
-				return math.NaN()
+		A := math.NaN()
+		if tc.Model.Kind == "quadratic" && tc.Schedule == "constant" {
+			if rho, _, err := theory.QuadraticLocalMap(tc.Model.Curvature, tc.LearningRate, tc.LocalSteps); err == nil {
+				A = 1 + cmp.Or(tc.ServerLR, 1)*(rho-1)
 			}
-			return math.Sqrt(float64(T)) / z
+		}
+		return func(threat string, T int) float64 {
+			switch {
+			case T < 1:
+				return math.NaN()
+			case threat == runs.ThreatAllIterates:
+				return math.Sqrt(float64(T)) / z
+			case threat == runs.ThreatFinal && !math.IsNaN(A):
+				return theory.QuadraticFinalMu(1, 1, z, A, T)
+			}
+			return math.NaN()
 		}, true
 	}
 	final, all, _, ok := ExactMu(cfg, data)

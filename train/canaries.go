@@ -62,6 +62,12 @@ type CanaryConfig struct {
 	Kind string `json:"kind" yaml:"kind"`
 	// Pixels is the number of saturated features of a dirac canary (0: the builder's default).
 	Pixels int `json:"pixels,omitempty" yaml:"pixels,omitempty"`
+	// Orthogonal makes direction canaries orthonormal (Gram-Schmidt of the Gaussian
+	// directions, in canary order; needs k <= d and costs about 2 k^2 d operations once per
+	// training). Independent Gaussian directions overlap by about 1/sqrt(d), and in a model of
+	// few parameters the included canaries' overlaps add up to noise in every canary's
+	// projection, the same in every round when q = 1; orthonormal directions remove it.
+	Orthogonal bool `json:"orthogonal,omitempty" yaml:"orthogonal,omitempty"`
 }
 
 // Directions reports whether the canaries are canary clients with fixed update directions.
@@ -95,10 +101,16 @@ func (c *Config) checkCanaries(p *problems, m, n int) {
 		if cc.Pixels != 0 {
 			p.add("canaries.pixels", "only dirac canaries take pixels")
 		}
+		if cc.Orthogonal && cc.Count > maxOrthogonalCanaries {
+			p.add("canaries.orthogonal", "orthonormalizing %d directions costs k^2 d operations; at most %d", cc.Count, maxOrthogonalCanaries)
+		}
 		if c.mechanism() != algo.Gaussian {
 			p.add("canaries.kind", "the direction canaries' likelihood ratio is Gaussian; mechanism %s has none", c.mechanism())
 		}
 	case CanaryDirac, CanaryRelabel:
+		if cc.Orthogonal {
+			p.add("canaries.orthogonal", "only direction canaries have directions to orthonormalize")
+		}
 		if cc.Kind == CanaryRelabel && cc.Pixels != 0 {
 			p.add("canaries.pixels", "only dirac canaries take pixels")
 		}
@@ -113,6 +125,9 @@ func (c *Config) checkCanaries(p *problems, m, n int) {
 		p.add("canaries.kind", "%q is not direction, dirac or relabel", cc.Kind)
 	}
 }
+
+// maxOrthogonalCanaries bounds k for orthonormal directions, whose Gram-Schmidt costs k^2 d.
+const maxOrthogonalCanaries = 1 << 14
 
 // MaxCanaries bounds k: every replica keeps k values per canary statistic and the engine k
 // directions of d parameters.
@@ -149,6 +164,9 @@ func newCanaryState(e *engine, worldC, worldCP []*datasets.Dataset, w0 []float32
 		cs.bits[p] = datasets.InclusionBits(e.cfg.Seed, e.first+p, cs.k)
 	}
 	if cc.Directions() {
+		if cc.Orthogonal && cs.k > e.d {
+			return nil, fmt.Errorf("train: canaries.orthogonal: %d orthonormal directions do not fit the model's %d parameters", cs.k, e.d)
+		}
 		cs.initDirections(e, w0)
 		return cs, nil
 	}
@@ -233,6 +251,9 @@ func canaryDirections(seed uint64, k, d int) []float32 {
 func (cs *canaryState) initDirections(e *engine, w0 []float32) {
 	d := e.d
 	cs.dirs = canaryDirections(e.cfg.Seed, cs.k, d)
+	if e.cfg.Canaries.Orthogonal {
+		orthonormalize(cs.dirs, cs.k, d)
+	}
 	cs.w0 = w0
 	cs.cosMax = make([][]float64, e.R)
 	cs.llr = make([][]float64, e.R)
@@ -307,6 +328,44 @@ func (cs *canaryState) observeRound(e *engine, q, clip, std, scale float64) {
 				cs.llr[r][j] += y
 			}
 		}
+	}
+}
+
+// orthonormalize replaces the k rows of dirs (k x d, k <= d) by the orthonormal rows that
+// modified Gram-Schmidt makes of them in row order, in float64 (twice, which keeps the rows
+// orthogonal to float64 rounding however close the inputs are), rounded once to float32: the
+// rows then overlap by about 1e-7 instead of 1/sqrt(d). The span of the first j rows does not
+// change, so canary j's direction depends on canaries 0..j only.
+func orthonormalize(dirs []float32, k, d int) {
+	q := make([]float64, k*d)
+	for i, x := range dirs[:k*d] {
+		q[i] = float64(x)
+	}
+	for j := 0; j < k; j++ {
+		v := q[j*d : (j+1)*d]
+		for pass := 0; pass < 2; pass++ {
+			for i := 0; i < j; i++ {
+				u := q[i*d : (i+1)*d]
+				var dot float64
+				for t, x := range u {
+					dot += x * v[t]
+				}
+				for t, x := range u {
+					v[t] -= dot * x
+				}
+			}
+		}
+		var ss float64
+		for _, x := range v {
+			ss += x * x
+		}
+		inv := 1 / math.Sqrt(ss)
+		for t := range v {
+			v[t] *= inv
+		}
+	}
+	for i, x := range q {
+		dirs[i] = float32(x)
 	}
 }
 

@@ -273,3 +273,58 @@ func TestCanaryConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestOrthonormalize: the rows come out orthonormal to float32 rounding (|<u_i, u_j>| below
+// 1e-6, against about 1/sqrt(d) = 0.09 for the Gaussian directions) and row j stays in the
+// span of the first j+1 inputs (its part outside them, measured in float64, is below 1e-6).
+func TestOrthonormalize(t *testing.T) {
+	const k, d = 40, 120
+	in := canaryDirections(3, k, d)
+	out := slices.Clone(in)
+	orthonormalize(out, k, d)
+	maxIn := 0.0
+	for i := 0; i < k; i++ {
+		for j := 0; j <= i; j++ {
+			g := dot32(out[i*d:(i+1)*d], out[j*d:(j+1)*d])
+			want := 0.0
+			if i == j {
+				want = 1
+			}
+			if math.Abs(g-want) > 1e-6 {
+				t.Fatalf("<u_%d, u_%d> = %v, want %v", i, j, g, want)
+			}
+			if i != j {
+				maxIn = math.Max(maxIn, math.Abs(dot32(in[i*d:(i+1)*d], in[j*d:(j+1)*d])))
+			}
+		}
+	}
+	if maxIn < 0.1 {
+		t.Errorf("the Gaussian directions overlap by at most %v: the test shows nothing", maxIn)
+	}
+	// Row j minus its projection on the first j+1 inputs (orthonormalized, i.e. out[:j+1]) is
+	// what lies outside their span; since out rows are orthonormal that residual is 0 exactly
+	// when out[j] is in span(in[:j+1]). Check the converse direction: in[j] is in span(out[:j+1]).
+	for j := 0; j < k; j++ {
+		r := make([]float64, d)
+		for q := range r {
+			r[q] = float64(in[j*d+q])
+		}
+		for i := 0; i <= j; i++ {
+			u := out[i*d : (i+1)*d]
+			var dot float64
+			for q, x := range u {
+				dot += float64(x) * r[q]
+			}
+			for q, x := range u {
+				r[q] -= dot * float64(x)
+			}
+		}
+		var ss float64
+		for _, x := range r {
+			ss += x * x
+		}
+		if math.Sqrt(ss) > 1e-6 {
+			t.Fatalf("input %d has %v outside the span of the first %d outputs", j, math.Sqrt(ss), j+1)
+		}
+	}
+}

@@ -1,0 +1,204 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/train"
+)
+
+// directionConfig is dp-fedavg with every client sampled (q = 1) and k direction canaries: each
+// canary is then a Gaussian mechanism of mu 1/z per round, so the observer of every iterate
+// faces exactly mu = sqrt(T)/z per canary (ExactMuOneRun).
+func directionConfig(k int, z float64) *Config {
+	cfg := &Config{
+		Name: "one-run", Seed: 11, Pairs: 1,
+		Data: DataConfig{Source: "synthetic", Synthetic: SyntheticConfig{Dim: 40, Classes: 4, Separation: 3, Noise: 1},
+			Clients: 10, PerClient: 6},
+		Adjacency: AdjacencyConfig{Kind: "remove-client"},
+		Train: train.Config{
+			Algorithm: algo.DPFedAvg, Model: train.ModelConfig{Kind: "mlp", Hidden: []int{48}, Activation: "tanh"},
+			Rounds: 4, LocalSteps: 1, LearningRate: 0.1, SamplingRate: 1, NoiseMultiplier: z, UpdateClip: 1,
+			Checkpoints: []int{2, 4}, Canaries: &train.CanaryConfig{Count: k, Kind: train.CanaryDirection},
+		},
+		Audit: AuditConfig{Method: MethodOneRun},
+	}
+	cfg.fillDefaults()
+	return cfg
+}
+
+// TestOneRunDirectionCanaries runs the one-run audit end to end on direction canaries whose
+// exact mu is known (sqrt(T)/z = 2 at T = 4, z = 1): only one-run rows, each with certified mu
+// at or below the exact mu of the all-iterates rows and above 0 (1000 canaries certify about
+// half of mu 2), the one-shot estimate beside them, findings.json saying which numbers are
+// certified, and the verdict taken from the certified numbers only.
+func TestOneRunDirectionCanaries(t *testing.T) {
+	cfg := directionConfig(1000, 1)
+	cfg.Audit.ClaimMu = 0.5
+	dir := t.TempDir()
+	a, err := Run(context.Background(), cfg, dir, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Findings) != 6 || a.Family.Rows != 6 {
+		t.Fatalf("%d rows (family %d), want 3 canary attacks x 2 checkpoints", len(a.Findings), a.Family.Rows)
+	}
+	for _, f := range a.Findings {
+		r := f.Result
+		if !f.OneRun() || f.Runs != 1 || r.N0+r.N1 != 1000 {
+			t.Fatalf("%s T=%d: one-run %v, %d runs, %d canaries", f.Attack, f.Round, f.OneRun(), f.Runs, r.N0+r.N1)
+		}
+		exact := math.Sqrt(float64(f.Round))
+		if f.Threat == runs.ThreatAllIterates {
+			if math.Abs(f.ExactMu-exact) > 1e-12 {
+				t.Errorf("%s T=%d: exact mu %v, want %v", f.Attack, f.Round, f.ExactMu, exact)
+			}
+			if r.MuLower > exact {
+				t.Errorf("%s T=%d: certified mu %v above the exact %v", f.Attack, f.Round, r.MuLower, exact)
+			}
+		} else if !math.IsNaN(f.ExactMu) {
+			t.Errorf("%s: the final model's exact mu is not known, got %v", f.Attack, f.ExactMu)
+		}
+		if f.Attack == "canary-llr" && f.Round == 4 && !(r.MuLower > 0.6) {
+			t.Errorf("canary-llr T=4 certifies mu %v; 1000 canaries at mu 2 certify more than 0.6", r.MuLower)
+		}
+		wantEstimate := f.Attack == "canary-cos" || f.Attack == "canary-cos-max"
+		if (f.Estimate != nil) != wantEstimate {
+			t.Errorf("%s: estimate %v", f.Attack, f.Estimate)
+		}
+		if f.Verdict == nil || f.Verdict.Checks[0].Lower != r.MuLower {
+			t.Errorf("%s: verdict %+v not from the certified mu %v", f.Attack, f.Verdict, r.MuLower)
+		}
+	}
+	if !a.Headline.Violated() {
+		t.Errorf("a claim of mu 0.5 against exact mu 2 should be violated: %s", a.Headline.Text)
+	}
+	raw, err := os.ReadFile(expdir.Dir(dir).Findings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Numbers  map[string]string `json:"numbers"`
+		Findings []map[string]any  `json:"findings"`
+	}
+	if err := json.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(file.Numbers["certified"], "mu_lower and eps_lower") || !strings.Contains(file.Numbers["estimates"], "estimate.*") {
+		t.Errorf("findings.json does not say which numbers are certified: %v", file.Numbers)
+	}
+	est, ok := file.Findings[0]["estimate"].(map[string]any)
+	if !ok || est["certified"] != false || !strings.Contains(est["method"].(string), "not a bound") {
+		t.Errorf("estimate in findings.json: %v", file.Findings[0]["estimate"])
+	}
+	if or, ok := file.Findings[0]["one_run"].(map[string]any); !ok || or["canaries"].(float64) != 1000 || or["runs"].(float64) != 1 {
+		t.Errorf("one_run in findings.json: %v", file.Findings[0]["one_run"])
+	}
+	dec, err := findings.Decode(raw)
+	if err != nil || dec.Findings[0].Estimate == nil || dec.Findings[0].Runs != 1 {
+		t.Fatalf("decode: %v %+v", err, dec)
+	}
+	if _, err := os.Stat(expdir.Dir(dir).Scores()); err == nil {
+		t.Error("the one-run method scored the run-level attacks")
+	}
+	cf, err := runs.ReadCanaryScores(expdir.Dir(dir).CanaryScores())
+	if err != nil || len(cf.Scores) != 3*2*2*1000 {
+		t.Fatalf("canary scores: %v, %d (want 3 attacks x 2 rounds x 2 runs x 1000)", err, len(cf.Scores))
+	}
+	// Analyzing again reads the same canary scores and gives the same findings.
+	b, err := AnalyzeDir(context.Background(), dir, AnalyzeOptions{}, AttackOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var x, y bytes.Buffer
+	a.WriteJSON(&x)
+	b.WriteJSON(&y)
+	if x.String() != y.String() {
+		t.Error("analyzing the directory again gives other findings")
+	}
+}
+
+// TestOneRunBesidePairs: runs with canaries under a pair method get both kinds of rows in one
+// family, and the pair rows are those of the runs without canaries' method.
+func TestOneRunBesidePairs(t *testing.T) {
+	cfg := directionConfig(200, 2)
+	cfg.Pairs, cfg.Audit.Method = 30, ""
+	cfg.Train.Informed = true
+	cfg.Audit.Attacks = []string{"informed-all", "canary-llr"}
+	a, err := Run(context.Background(), cfg, t.TempDir(), RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pairs, oneRun int
+	for _, f := range a.Findings {
+		if f.OneRun() {
+			oneRun++
+			if f.Attack != "canary-llr" || f.Runs != 30 || f.Result.N0+f.Result.N1 != 30*200 {
+				t.Errorf("one-run row %s with %d runs, %d canaries", f.Attack, f.Runs, f.Result.N0+f.Result.N1)
+			}
+		} else {
+			pairs++
+			if f.Result.Method != audit.DKW || f.Attack != "informed-all" {
+				t.Errorf("pair row %s by %s", f.Attack, f.Result.Method)
+			}
+		}
+	}
+	if pairs != 2 || oneRun != 2 || a.Family.Rows != 4 {
+		t.Errorf("%d pair rows and %d one-run rows in a family of %d, want 2 + 2", pairs, oneRun, a.Family.Rows)
+	}
+}
+
+func TestOneRunNeedsCanaries(t *testing.T) {
+	cfg := directionConfig(10, 1)
+	cfg.Train.Canaries = nil
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "audit.method: one-run audits the canaries") {
+		t.Errorf("Validate = %v", err)
+	}
+	cfg = quadraticConfig(2)
+	cfg.Train.Canaries = &train.CanaryConfig{Count: 3, Kind: train.CanaryDirection}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "canaries.kind") {
+		t.Errorf("direction canaries on fedavg: %v", err)
+	}
+}
+
+// TestOneRunRecordCanariesQuadratic: record canaries on the exact quadratic instance; every
+// canary's exact mu is known, the row's exact mu is the largest, and the certified bounds of
+// 5 runs x 31 canaries stay below it.
+func TestOneRunRecordCanariesQuadratic(t *testing.T) {
+	cfg := quadraticConfig(5)
+	cfg.Train.Canaries = &train.CanaryConfig{Count: 31, Kind: train.CanaryDirac, Pixels: 8}
+	cfg.Audit = AuditConfig{Method: MethodOneRun}
+	cfg.fillDefaults()
+	a, err := Run(context.Background(), cfg, t.TempDir(), RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final, all, _, _ := ExactMu(cfg, data)
+	if len(a.Findings) != 4 {
+		t.Fatalf("%d rows, want canary-loss and canary-margin at T = 1, 4", len(a.Findings))
+	}
+	for _, f := range a.Findings {
+		if f.Threat != runs.ThreatFinal || f.Runs != 5 || f.Result.N0+f.Result.N1 != 5*31 {
+			t.Fatalf("%s: threat %s, %d runs, %d canaries", f.Attack, f.Threat, f.Runs, f.Result.N0+f.Result.N1)
+		}
+		// Dirac canaries of 8 saturated features replace Gaussian samples: their shifts are
+		// larger than the target's, so the row's exact mu exceeds the target's.
+		if !(f.ExactMu > final(f.Round)) || f.Result.MuLower > f.ExactMu {
+			t.Errorf("%s T=%d: exact %v (target %v, all iterates %v), certified %v", f.Attack, f.Round, f.ExactMu, final(f.Round), all(f.Round), f.Result.MuLower)
+		}
+	}
+}
