@@ -59,6 +59,18 @@ func CanaryAttackNames() []string {
 	return out
 }
 
+// CanaryInfo describes a canary attack for listings: name, threat model and what it scores.
+type CanaryInfo struct{ Name, Threat, Summary string }
+
+// CanaryNames describes every canary attack, in canonical order.
+func CanaryNames() []CanaryInfo {
+	out := make([]CanaryInfo, len(canaryAttacks))
+	for i, a := range canaryAttacks {
+		out[i] = CanaryInfo{a.name, a.threat, "canaries (train.canaries): " + a.what}
+	}
+	return out
+}
+
 // CanaryDefault lists the canary attacks a run file supports (none without canaries), in
 // canonical order.
 func CanaryDefault(meta runs.Meta) []string {

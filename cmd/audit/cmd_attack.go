@@ -40,6 +40,9 @@ func init() {
 					for _, a := range attacks.Names() {
 						fmt.Fprintf(e.stdout, "%-14s %-13s %s\n", a.Name, a.Threat, a.Summary)
 					}
+					for _, a := range attacks.CanaryNames() {
+						fmt.Fprintf(e.stdout, "%-14s %-13s %s\n", a.Name, a.Threat, a.Summary)
+					}
 					return nil
 				}
 				if len(args) > 0 {
@@ -58,7 +61,18 @@ func init() {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(e.stdout, "%d scores written to %s\n", len(scores), path)
+				if scores != nil {
+					fmt.Fprintf(e.stdout, "%d scores written to %s\n", len(scores), path)
+				}
+				n, cpath, err := experiment.AttackCanaries(ctx, *dir, experiment.AttackOptions{
+					Attacks: splitList(*names), Rounds: rs, Workers: *workers, AllowPartial: *partial, Logf: e.logf,
+				})
+				if err != nil {
+					return err
+				}
+				if n > 0 {
+					fmt.Fprintf(e.stdout, "%d canary scores written to %s\n", n, cpath)
+				}
 				return nil
 			}
 		},
