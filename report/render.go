@@ -89,6 +89,13 @@ func build(in *Input) (*rendered, error) {
 			Intro: "What training measured: the distance between the final models of coupled runs, the realized privacy loss, and the utility of the models.",
 			figs:  sensFigs, tables: []*table{byName["rounds"]}},
 	}
+	if t := byName["one_run"]; t != nil {
+		oneRun := section{ID: "one-run", Title: "One-run audit",
+			Intro: "Every run carried canaries, each included with probability 1/2 and its inclusion recorded; the canary attacks score every canary, and an auditor who guesses inclusion from the scores alone certifies a lower bound from the number of correct guesses. " +
+				"On these rows N(C) and N(C') count the included and the excluded canaries. Only the certified columns (mu lower, eps lower) decide verdicts; the estimates beside them carry no confidence statement.",
+			tables: []*table{t}}
+		r.sections = append(r.sections[:1], append([]section{oneRun}, r.sections[1:]...)...)
+	}
 	return r, nil
 }
 

@@ -400,7 +400,44 @@ func (m *model) tables() []*table {
 	if mt := m.metricsTable(); mt != nil {
 		out = append(out, mt)
 	}
+	if ot := m.oneRunTable(); ot != nil {
+		out = append(out, ot)
+	}
 	return out
+}
+
+// oneRunTable lists the one-run rows: the runs and canaries they pool, the certified bounds
+// and, in columns marked as such, the estimates beside them; nil without one-run rows.
+func (m *model) oneRunTable() *table {
+	t := &table{name: "one_run", title: "One-run audit",
+		caption: "Per canary attack, threat model and T, from the canaries of the world-C runs (each canary included with probability 1/2): " +
+			"mu lower (f-DP, Mahloujifar, Melis and Chaudhuri 2025) and eps lower at delta (Steinke, Nasr and Jagielski 2023) are certified at confidence " + m.levelText() +
+			"; the columns marked (estimate) are point estimates without a confidence statement (the Gaussian mu of the AUC; the one-shot estimate of Andrew et al. 2024) and never decide a verdict.",
+		header: []string{"Attack", "Threat model", "T", "Runs", "Canaries", "Included", "AUC", "mu lower", "eps lower", "delta", "mu exact",
+			"mu (estimate, AUC)", "mu (estimate, one-shot)", "eps (estimate, one-shot)"}}
+	for _, s := range m.series {
+		for _, r := range m.rounds {
+			f := m.findings[s][r]
+			if f == nil || !f.OneRun() {
+				continue
+			}
+			res := f.Result
+			exact, estMu, estEps := "-", "-", "-"
+			if !math.IsNaN(f.ExactMu) && !math.IsInf(f.ExactMu, 0) {
+				exact = num(f.ExactMu)
+			}
+			if e := f.Estimate; e != nil {
+				estMu, estEps = num(e.Mu), num(e.Epsilon)
+			}
+			t.rows = append(t.rows, []string{s.attack, s.threat, strconv.Itoa(r), strconv.Itoa(f.Runs), strconv.Itoa(res.N0 + res.N1),
+				strconv.Itoa(res.N0), rate(res.AUC), num(res.MuLower), num(res.EpsLower), num(res.Delta), exact,
+				num(res.MuEstimate), estMu, estEps})
+		}
+	}
+	if len(t.rows) == 0 {
+		return nil
+	}
+	return t
 }
 
 // metricsTable lists the attacks' own success metrics (label accuracy, PSNR, ...), the paper's
