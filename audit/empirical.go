@@ -96,6 +96,11 @@ type Result struct {
 	Band *Band `json:"band,omitempty"`
 	// OneRun holds the guesses of a one-run audit (OneRunAnalyze), nil for the other methods.
 	OneRun *OneRunResult `json:"one_run,omitempty"`
+	// Implied are results whose certified bounds hold for this result's mechanism too, on the
+	// event that all of them hold (Imply): the observer of every iterate at an earlier checkpoint
+	// sees part of what it sees at a later one. MuLower and EpsLower include them; EpsLowerAt
+	// takes them into account.
+	Implied []*Result `json:"-"`
 
 	ROC *ROC `json:"roc"`
 }
@@ -149,6 +154,15 @@ func Analyze(scoresC, scoresCPrime []float64, opts Options) (*Result, error) {
 // EpsLowerAt returns the certified lower bound on eps at delta from the same tests as
 // EpsLower; it holds at the same confidence for any delta fixed in advance.
 func (r *Result) EpsLowerAt(delta float64) float64 {
+	eps := r.ownEpsLowerAt(delta)
+	for _, w := range r.Implied {
+		eps = math.Max(eps, w.ownEpsLowerAt(delta))
+	}
+	return eps
+}
+
+// ownEpsLowerAt is EpsLowerAt from the result's own tests.
+func (r *Result) ownEpsLowerAt(delta float64) float64 {
 	if r.OneRun != nil {
 		return r.OneRun.EpsLowerAt(delta)
 	}
@@ -156,6 +170,19 @@ func (r *Result) EpsLowerAt(delta float64) float64 {
 		return 0
 	}
 	return r.Certified[bestEps(r.Certified, delta)].Epsilon(delta)
+}
+
+// Imply records that the bounds of weaker, certified for a mechanism that this result's
+// mechanism post-processes into (for example the observer of every iterate at an earlier
+// checkpoint), bound this mechanism too: a test of the weaker view is a test of this one, so
+// its privacy loss is at least the weaker one's. MuLower and EpsLower become the larger of the
+// two. The statement holds on the event that both results' bounds hold, so it is valid when
+// both belong to one family whose bounds hold jointly (Bonferroni over rows), and costs no
+// confidence there.
+func (r *Result) Imply(weaker *Result) {
+	r.Implied = append(r.Implied, weaker)
+	r.MuLower = math.Max(r.MuLower, weaker.MuLower)
+	r.EpsLower = math.Max(r.EpsLower, weaker.ownEpsLowerAt(r.Delta))
 }
 
 // certifySorted runs the chosen method on sorted samples. plan, when non-nil and of the right

@@ -242,6 +242,7 @@ func AnalyzeAll(ctx context.Context, sf *runs.ScoreFile, cf *runs.CanaryScoreFil
 		}
 		out = append(out, f)
 	}
+	carryAllIterates(out)
 	for i := range out {
 		f := &out[i]
 		if theory != nil {
@@ -265,4 +266,43 @@ func AnalyzeAll(ctx context.Context, sf *runs.ScoreFile, cf *runs.CanaryScoreFil
 	a := &findings.Analysis{Findings: out, Family: fam}
 	a.Headline = summarize(out, fam, opts.Notes)
 	return a, nil
+}
+
+// carryAllIterates makes the bounds of every all-iterates row monotone in T, per attack and
+// kind of row: the observer of every iterate at T sees every iterate an earlier checkpoint T'
+// saw, so a test at T' is a test at T and the mechanism's privacy loss at T is at least that
+// at T'. On the event that every row's bound holds, which the family's Bonferroni correction
+// guarantees at its confidence, the largest bound of the checkpoints up to T therefore holds at
+// T too: the rows keep their family confidence and the verdicts are judged on the carried
+// bounds. A row whose own checkpoint gives less keeps its own bounds in AtT.
+func carryAllIterates(fs []findings.Finding) {
+	type series struct {
+		attack string
+		oneRun bool
+		threat string
+	}
+	rows := map[series][]int{}
+	for i := range fs {
+		f := &fs[i]
+		if f.Threat != runs.ThreatAllIterates || f.Result == nil {
+			continue
+		}
+		k := series{f.Attack, f.OneRun(), f.Threat}
+		rows[k] = append(rows[k], i)
+	}
+	for _, idx := range rows {
+		slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(fs[a].Round, fs[b].Round) })
+		for n, i := range idx {
+			r := fs[i].Result
+			mu, eps := r.MuLower, r.EpsLower
+			for _, j := range idx[:n] {
+				if fs[j].Round < fs[i].Round {
+					r.Imply(fs[j].Result)
+				}
+			}
+			if r.MuLower != mu || r.EpsLower != eps {
+				fs[i].AtT = &findings.Bounds{MuLower: mu, EpsLower: eps}
+			}
+		}
+	}
 }

@@ -72,6 +72,15 @@ type Finding struct {
 	// Estimate is the one-shot estimate (Andrew et al., 2024) beside a one-run row of direction
 	// canaries: an estimate without any confidence statement, never judged. Nil elsewhere.
 	Estimate *audit.OneShotEstimate
+	// AtT holds the bounds the scores of checkpoint T alone certify, on an all-iterates row whose
+	// Result carries a larger bound from an earlier checkpoint of the same attack (the observer
+	// of every iterate at T sees all that observer saw); nil otherwise.
+	AtT *Bounds
+}
+
+// Bounds is a pair of certified lower bounds: mu, and eps at the row's delta.
+type Bounds struct {
+	MuLower, EpsLower float64
 }
 
 // OneRun reports whether the row is a one-run audit of canaries rather than an audit of
@@ -130,6 +139,10 @@ type record struct {
 	// ReversedMuLower is set only when positive.
 	ReversedMuLower *float64           `json:"reversed_mu_lower,omitempty"`
 	Metrics         map[string]float64 `json:"metrics,omitempty"`
+	// MuLowerAtT and EpsLowerAtT are set on all-iterates rows whose mu_lower and eps_lower were
+	// carried from an earlier checkpoint: the bounds of checkpoint T's scores alone.
+	MuLowerAtT  *float64 `json:"mu_lower_at_t,omitempty"`
+	EpsLowerAtT *float64 `json:"eps_lower_at_t,omitempty"`
 	// OneRun is set on one-run rows, Estimate on the one-run rows that have a one-shot estimate.
 	OneRun   *oneRunRecord   `json:"one_run,omitempty"`
 	Estimate *estimateRecord `json:"estimate,omitempty"`
@@ -208,6 +221,9 @@ func (f *Finding) record() record {
 	if f.Reversed() {
 		rec.ReversedMuLower = finite(f.ReversedMuLower)
 	}
+	if f.AtT != nil {
+		rec.MuLowerAtT, rec.EpsLowerAtT = finite(f.AtT.MuLower), finite(f.AtT.EpsLower)
+	}
 	if or := r.OneRun; or != nil {
 		rec.OneRun = &oneRunRecord{Runs: f.Runs, Canaries: or.Canaries, EpsDelta: or.Delta}
 		for _, c := range or.Candidates {
@@ -253,6 +269,9 @@ func (f *Finding) UnmarshalJSON(raw []byte) error {
 			Method: audit.ThresholdMethod(rec.Method), Paired: rec.Paired,
 		},
 		ExactMu: orNaN(rec.MuExact), Metrics: rec.Metrics, ReversedMuLower: orNaN(rec.ReversedMuLower),
+	}
+	if rec.MuLowerAtT != nil || rec.EpsLowerAtT != nil {
+		f.AtT = &Bounds{MuLower: orNaN(rec.MuLowerAtT), EpsLower: orNaN(rec.EpsLowerAtT)}
 	}
 	if rec.Seed != nil {
 		f.Seed = *rec.Seed
