@@ -105,6 +105,16 @@ type Info struct {
 	Metrics []string
 	// Summary says in one line what the attack does.
 	Summary string
+	// Window marks an all-iterates attack that looks at the last round only (w_{T-1} and w_T),
+	// not at every iterate: its bound at T says what that window shows, so the analysis does
+	// not carry earlier checkpoints' bounds into its rows.
+	Window bool
+}
+
+// Window reports whether the named attack looks at a window of the last rounds only (Info.Window).
+func Window(name string) bool {
+	a, err := Lookup(name)
+	return err == nil && a.Info().Window
 }
 
 // Observation is one run at checkpoint Round: the row at that round and, where an attack needs
@@ -155,7 +165,7 @@ type Learner interface {
 var registry = []Attack{
 	informedAttack{name: "informed-all", stat: runs.StatLLRAll, threat: runs.ThreatAllIterates,
 		summary: "the informed adversary's Gaussian log-likelihood ratio summed over all rounds (recorded by training)"},
-	informedAttack{name: "informed-last", stat: runs.StatLLRLast, threat: runs.ThreatAllIterates,
+	informedAttack{name: "informed-last", stat: runs.StatLLRLast, threat: runs.ThreatAllIterates, window: true,
 		summary: "the informed adversary's log-likelihood ratio of the last round only: an observer of w_{T-1} and w_T"},
 	informedUploadAttack{},
 	lossAttack{},

@@ -11,10 +11,11 @@ import (
 // sign is log p_C / p_C', so higher already means C.
 type informedAttack struct {
 	name, stat, threat, summary string
+	window                      bool
 }
 
 func (a informedAttack) Info() Info {
-	return Info{Name: a.name, Threat: a.threat, Needs: Needs{Stats: []string{a.stat}}, Summary: a.summary}
+	return Info{Name: a.name, Threat: a.threat, Needs: Needs{Stats: []string{a.stat}}, Summary: a.summary, Window: a.window}
 }
 
 func (a informedAttack) Observe(env *Env, obs *Observation) (Observed, error) {

@@ -274,7 +274,9 @@ func AnalyzeAll(ctx context.Context, sf *runs.ScoreFile, cf *runs.CanaryScoreFil
 // at T'. On the event that every row's bound holds, which the family's Bonferroni correction
 // guarantees at its confidence, the largest bound of the checkpoints up to T therefore holds at
 // T too: the rows keep their family confidence and the verdicts are judged on the carried
-// bounds. A row whose own checkpoint gives less keeps its own bounds in AtT.
+// bounds. A row whose own checkpoint gives less keeps its own bounds in AtT. Attacks that look
+// at the last round only (attacks.Window: informed-last) keep their own bounds: their rows show
+// what that window certifies, which is not monotone in T.
 func carryAllIterates(fs []findings.Finding) {
 	type series struct {
 		attack string
@@ -284,7 +286,7 @@ func carryAllIterates(fs []findings.Finding) {
 	rows := map[series][]int{}
 	for i := range fs {
 		f := &fs[i]
-		if f.Threat != runs.ThreatAllIterates || f.Result == nil {
+		if f.Threat != runs.ThreatAllIterates || f.Result == nil || attacks.Window(f.Attack) {
 			continue
 		}
 		k := series{f.Attack, f.OneRun(), f.Threat}
