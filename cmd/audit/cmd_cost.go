@@ -5,16 +5,27 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
 	"text/tabwriter"
 
 	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/experiment"
 )
 
 func init() {
 	register(&command{
 		name:    "cost",
 		summary: "how many trainings each audit method needs to certify a share of a known mu",
-		usage:   "cost --mu X [--fraction 0.8] [--confidence 0.95] [--delta 1e-5] [--reps 21] [--max-pairs 102400] [--max-canaries 102400] [--seed 1] [--json]",
+		usage: "cost --mu X [--fraction 0.8] [--confidence 0.95] [--delta 1e-5] [--reps 21] [--max-pairs 102400] [--max-canaries 102400] [--seed 1] [--json]\n" +
+			"  cost --config F --canaries 250,500,1000 [--seeds 5] [--json]\n\n" +
+			"With --mu, every method is simulated on the Gaussian mechanism with that mu. With --config (a\n" +
+			"config with train.canaries), real trainings measure the one-run audit: for each canary count,\n" +
+			"--seeds trainings of one run each (master seeds seed, seed+1, ...), every canary attack at the\n" +
+			"last checkpoint, medians over the seeds beside the exact mu of the canaries where known, else\n" +
+			"the realized mu of the informed adversary on the target.",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			var o audit.CostOptions
 			fs.Float64Var(&o.Mu, "mu", 0, "the true Gaussian-DP mu (for the quadratic instance: its exact mu; otherwise the realized mu of the informed adversary)")
@@ -25,13 +36,19 @@ func init() {
 			fs.IntVar(&o.MaxPairs, "max-pairs", 102400, "largest number of pairs tried")
 			fs.IntVar(&o.MaxCanaries, "max-canaries", 102400, "largest number of canaries per run tried")
 			fs.Uint64Var(&o.Seed, "seed", 1, "random seed of the simulation")
+			config := fs.String("config", "", "measure the one-run audit by real trainings of this config (train.canaries set)")
+			counts := fs.String("canaries", "", "comma-separated canary counts to measure (with --config)")
+			seeds := fs.Int("seeds", 5, "trainings per canary count (with --config)")
 			asJSON := fs.Bool("json", false, "machine-readable output")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
 					return usagef("cost: unexpected argument %q", args[0])
 				}
+				if *config != "" {
+					return measureCost(ctx, e, *config, *counts, *seeds, *asJSON)
+				}
 				if !(o.Mu > 0) {
-					return usagef("cost: --mu must be positive (got %v)", o.Mu)
+					return usagef("cost: --mu must be positive (got %v), or measure with --config", o.Mu)
 				}
 				if o.Reps < 1 || o.MaxPairs < 50 || o.MaxCanaries < 100 {
 					return usagef("cost: --reps >= 1, --max-pairs >= 50 and --max-canaries >= 100 are needed")
@@ -49,18 +66,18 @@ func init() {
 					}
 					return nil
 				}
-				printCost(e, o, rows)
+				printCost(e.stdout, o, rows)
 				return nil
 			}
 		},
 	})
 }
 
-func printCost(e *env, o audit.CostOptions, rows []audit.CostRow) {
-	fmt.Fprintf(e.stdout, "Trainings needed for a certified bound of %g x mu = %.4g (confidence %g), on the Gaussian mechanism with mu = %g\n",
+func printCost(w io.Writer, o audit.CostOptions, rows []audit.CostRow) {
+	fmt.Fprintf(w, "Trainings needed for a certified bound of %g x mu = %.4g (confidence %g), on the Gaussian mechanism with mu = %.4g\n",
 		o.Fraction, o.Fraction*o.Mu, o.Confidence, o.Mu)
-	fmt.Fprintf(e.stdout, "(median of %d simulated audits at doubling sizes; exact for the quadratic instance, a best case for other models)\n\n", o.Reps)
-	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "(median of %d simulated audits at doubling sizes; exact for the quadratic instance, a best case for other models)\n\n", o.Reps)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "method\ttrainings\tcanaries/run\ttarget\tmedian\tnote\n")
 	for _, r := range rows {
 		trainings := fmt.Sprint(r.Trainings)
@@ -78,5 +95,67 @@ func printCost(e *env, o audit.CostOptions, rows []audit.CostRow) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%s\t%s\n", r.Method, trainings, canaries, r.Target, median, r.Note)
 	}
 	tw.Flush()
-	fmt.Fprintf(e.stdout, "\nA row not reached reports the median at the largest size tried (--max-pairs %d, --max-canaries %d).\n", o.MaxPairs, o.MaxCanaries)
+	fmt.Fprintf(w, "\nA row not reached reports the median at the largest size tried (--max-pairs %d, --max-canaries %d).\n", o.MaxPairs, o.MaxCanaries)
+}
+
+// measureCost is `audit cost --config`: real one-run trainings at each canary count.
+func measureCost(ctx context.Context, e *env, path, countList string, seeds int, asJSON bool) error {
+	var counts []int
+	for _, p := range splitList(countList) {
+		k, err := strconv.Atoi(p)
+		if err != nil || k < 1 {
+			return usagef("cost: --canaries: %q is not a positive count", p)
+		}
+		counts = append(counts, k)
+	}
+	if len(counts) == 0 {
+		return usagef("cost: --config needs --canaries (e.g. 250,500,1000)")
+	}
+	if seeds < 1 {
+		return usagef("cost: --seeds must be >= 1")
+	}
+	cfg, err := experiment.Load(path)
+	if err != nil {
+		return err
+	}
+	if cfg.Train.Canaries == nil {
+		return usagef("cost: %s has no train.canaries to measure", path)
+	}
+	e.logf("cost: measuring one-run audits of %s: %v canaries x %d trainings", cfg.Name, counts, seeds)
+	res, err := experiment.MeasureOneRun(ctx, cfg, counts, seeds, os.TempDir())
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(e.stdout, map[string]any{"config": path, "name": cfg.Name, "confidence": cfg.Audit.Confidence, "measurements": res})
+	}
+	printMeasured(e.stdout, cfg, res)
+	return nil
+}
+
+func printMeasured(w io.Writer, cfg *experiment.Config, res []experiment.OneRunCost) {
+	fmt.Fprintf(w, "One-run audits of %s measured on real trainings (one run each, %s canaries, %d seeds per count):\n", cfg.Name, cfg.Train.Canaries.Kind, res[0].Seeds)
+	fmt.Fprintf(w, "medians of the certified bounds (confidence %g jointly over each audit's rows) at the last checkpoint\n\n", cfg.Audit.Confidence)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "canaries\tattack\tthreat\tT\tmu_lower\teps_lower\ttruth\tshare\tabove truth\tone-shot mu (estimate)\n")
+	for _, m := range res {
+		for _, r := range m.Rows {
+			truth, share, above := "-", "-", "-"
+			if !math.IsNaN(r.Truth) {
+				truth = fmt.Sprintf("%.3f %s", r.Truth, r.TruthKind)
+				share = fmt.Sprintf("%.2f", r.MuLower/r.Truth)
+			}
+			if r.TruthKind == "exact" {
+				above = fmt.Sprintf("%d of %d", r.Misses, m.Seeds)
+			}
+			est := "-"
+			if !math.IsNaN(r.EstimateMu) {
+				est = fmt.Sprintf("%.3f", r.EstimateMu)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%.3f\t%.3f\t%s\t%s\t%s\t%s\n", m.Canaries, r.Attack, r.Threat, r.Round, r.MuLower, r.EpsLower, truth, share, above, est)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\ntruth: the exact mu of the canaries (the largest, what the one-run test is about) where the instance has one; else\n"+
+		"the realized mu of the informed adversary on the target sample, an observer of every iterate, as a yardstick.\n")
 }

@@ -5,8 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
+	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/experiment"
 )
 
@@ -23,6 +25,17 @@ type planReport struct {
 	// the attack stage, beside the budget it was checked against (0: not checked).
 	Memory       experiment.MemoryEstimate `json:"memory"`
 	MemoryBudget int64                     `json:"memory_budget"`
+	// Cost is the simulated cost table of each audit method at each mu the plan knows (the
+	// exact mu of the quadratic instance at the last checkpoint, or --mu); absent otherwise.
+	Cost []planCost `json:"cost,omitempty"`
+}
+
+// planCost is the cost table at one mu.
+type planCost struct {
+	Mu     float64         `json:"mu"`
+	Source string          `json:"source"`
+	Reps   int             `json:"reps"`
+	Rows   []audit.CostRow `json:"rows"`
 }
 
 type gpuEstimate struct {
@@ -48,6 +61,8 @@ func init() {
 			tflops := fs.Float64("gpu-tflops", 50, "peak FP32 rate of one GPU, in TFLOP/s")
 			eff := fs.Float64("gpu-efficiency", experiment.DefaultGPUEfficiency, "fraction of the peak rate the training reaches")
 			noCal := fs.Bool("no-calibrate", false, "skip the timing on this machine (deterministic output)")
+			costMu := fs.Float64("mu", 0, "print the cost table (trainings each audit method needs to certify 0.8 mu) at this mu, e.g. a pilot's realized mu (default: the exact mu of the quadratic instance at the last checkpoint, where the config is one)")
+			noCost := fs.Bool("no-cost", false, "skip the cost table")
 			budget := fs.Duration("calibrate-time", time.Second, "about how long the calibration may train")
 			asJSON := fs.Bool("json", false, "machine-readable output")
 			var memory string
@@ -106,10 +121,22 @@ func init() {
 					rep.CPUSeconds = experiment.Seconds(w.FLOPs, cal.FLOPS)
 					rep.CPUShardSecs = experiment.Seconds(w.ShardFLOPs, cal.FLOPS)
 				}
+				if !*noCost {
+					if rep.Cost, err = planCosts(ctx, e, cfg, data, *costMu); err != nil {
+						return err
+					}
+				}
 				if *asJSON {
 					return writeJSON(e.stdout, rep)
 				}
 				printPlan(e, cfg, rep)
+				for _, c := range rep.Cost {
+					fmt.Fprintf(e.stdout, "\ncost of an audit at mu = %.4g (%s):\n", c.Mu, c.Source)
+					printCost(e.stdout, audit.CostOptions{Mu: c.Mu, Fraction: 0.8, Confidence: 0.95, Reps: c.Reps, MaxPairs: 102400, MaxCanaries: 102400}, c.Rows)
+				}
+				if len(rep.Cost) == 0 && !*noCost {
+					fmt.Fprintf(e.stdout, "cost: no mu known before training; --mu X (e.g. a pilot's realized mu) prints the trainings each audit method needs\n")
+				}
 				return nil
 			}
 		},
@@ -198,4 +225,43 @@ func errOr(err error, msg string) string {
 		return err.Error()
 	}
 	return msg
+}
+
+// planCostReps is the number of simulated audits per size in the plan's cost table: fewer than
+// `audit cost` (21), so that planning stays quick.
+const planCostReps = 11
+
+// planCosts simulates the cost table at --mu, or at the exact mu of the quadratic instance at
+// the config's last checkpoint (final model and every iterate), or returns nothing.
+func planCosts(ctx context.Context, e *env, cfg *experiment.Config, data *experiment.Data, mu float64) ([]planCost, error) {
+	var want []planCost
+	T := slices.Max(append([]int{0}, cfg.Train.Checkpoints...))
+	switch {
+	case mu > 0:
+		want = append(want, planCost{Mu: mu, Source: "--mu"})
+	case T > 0:
+		if final, all, _, ok := experiment.ExactMu(cfg, data); ok {
+			want = append(want, planCost{Mu: final(T), Source: fmt.Sprintf("exact mu of the final model at T = %d", T)},
+				planCost{Mu: all(T), Source: fmt.Sprintf("exact mu of every iterate at T = %d", T)})
+		} else if exact, ok := experiment.ExactMuOneRun(cfg, data); ok {
+			for _, threat := range []string{"final", "all-iterates"} {
+				if m := exact(threat, T); m > 0 {
+					want = append(want, planCost{Mu: m, Source: fmt.Sprintf("exact mu of the canaries, %s, at T = %d", threat, T)})
+				}
+			}
+		}
+	}
+	for i := range want {
+		c := &want[i]
+		if !(c.Mu > 0) || math.IsInf(c.Mu, 0) {
+			continue
+		}
+		e.logf("plan: simulating the cost of an audit at mu = %.4g", c.Mu)
+		rows, err := audit.CostTable(ctx, audit.CostOptions{Mu: c.Mu, Reps: planCostReps, Seed: 1})
+		if err != nil {
+			return nil, fmt.Errorf("plan: cost table: %w", err)
+		}
+		c.Reps, c.Rows = planCostReps, rows
+	}
+	return slices.DeleteFunc(want, func(c planCost) bool { return c.Rows == nil }), nil
 }

@@ -1,0 +1,177 @@
+package experiment
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+
+	"github.com/fedaudit/fedaudit/attacks"
+	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/findings"
+)
+
+// The measured cost of a one-run audit: what one real training with k canaries certifies, for
+// several k, each measured over several trainings (master seeds) of the config, beside the
+// truth the bounds can be held against. It is the real-training counterpart of the cost table
+// (audit.CostTable), which simulates the Gaussian mechanism.
+
+// OneRunCost is the measurement at one canary count: per canary attack (at the config's last
+// checkpoint) the medians over the seeds.
+type OneRunCost struct {
+	Canaries int             `json:"canaries"`
+	Seeds    int             `json:"seeds"`
+	Rows     []OneRunCostRow `json:"rows"`
+}
+
+// OneRunCostRow is one canary attack at one canary count.
+type OneRunCostRow struct {
+	Attack string `json:"attack"`
+	Threat string `json:"threat"`
+	Round  int    `json:"round"`
+	// MuLower and EpsLower are the medians over the seeds of the certified bounds (eps at
+	// Delta); MuLowers lists every seed's certified mu.
+	MuLower  float64   `json:"mu_lower"`
+	EpsLower float64   `json:"eps_lower"`
+	Delta    float64   `json:"delta"`
+	MuLowers []float64 `json:"mu_lowers"`
+	// Truth is what the bound is held against: the exact mu of the canaries where the instance
+	// has one (TruthKind "exact"), else the median realized mu of the informed adversary on the
+	// target ("realized", an observer of every iterate), else NaN ("").
+	Truth     float64 `json:"truth"`
+	TruthKind string  `json:"truth_kind"`
+	// Misses counts the seeds whose certified mu exceeds an exact truth.
+	Misses int `json:"misses"`
+	// EstimateMu is the median one-shot mu, an estimate (NaN where the attack has none).
+	EstimateMu float64 `json:"estimate_mu"`
+}
+
+// MeasureOneRun trains, for each canary count and each of seeds master seeds (the config's,
+// then the next ones), one run of cfg with that many canaries (train.canaries must be set;
+// pairs is set to 1 and audit.method to one-run), audits it in a temporary directory under
+// dir (removed afterwards) and summarizes each canary attack at the last checkpoint.
+func MeasureOneRun(ctx context.Context, cfg *Config, counts []int, seeds int, dir string) ([]OneRunCost, error) {
+	if cfg.Train.Canaries == nil {
+		return nil, errors.New("measure: the config has no train.canaries")
+	}
+	if seeds < 1 || len(counts) == 0 {
+		return nil, fmt.Errorf("measure: need canary counts and at least one seed, got %v and %d", counts, seeds)
+	}
+	last := slices.Max(cfg.Train.Checkpoints)
+	var out []OneRunCost
+	for _, k := range counts {
+		type acc struct {
+			mu, eps, truth, est []float64
+			kind                string
+			threat              string
+			misses              int
+		}
+		byAttack := map[string]*acc{}
+		var order []string
+		for s := 0; s < seeds; s++ {
+			c := *cfg
+			c.Train = cfg.Train
+			cc := *cfg.Train.Canaries
+			cc.Count = k
+			c.Train.Canaries = &cc
+			c.Pairs, c.Seed = 1, cfg.Seed+uint64(s)
+			c.Train.Seed = c.Seed
+			c.Audit.Method = MethodOneRun
+			c.Audit.Rounds = []int{last}
+			c.Audit.ClaimMu, c.Audit.ClaimEpsilon = 0, 0
+			if err := c.Validate(); err != nil {
+				return nil, fmt.Errorf("measure: %d canaries: %w", k, err)
+			}
+			tmp, err := os.MkdirTemp(dir, ".measure-")
+			if err != nil {
+				return nil, err
+			}
+			a, err := Run(ctx, &c, tmp, RunOptions{})
+			var realized float64 = math.NaN()
+			if err == nil {
+				realized = realizedMuAt(tmp, last)
+			}
+			os.RemoveAll(tmp)
+			if err != nil {
+				return nil, fmt.Errorf("measure: %d canaries, seed %d: %w", k, c.Seed, err)
+			}
+			for _, f := range a.Findings {
+				if !f.OneRun() || f.Round != last {
+					continue
+				}
+				x := byAttack[f.Attack]
+				if x == nil {
+					x = &acc{threat: f.Threat}
+					byAttack[f.Attack] = x
+					order = append(order, f.Attack)
+				}
+				x.mu = append(x.mu, f.Result.MuLower)
+				x.eps = append(x.eps, f.Result.EpsLower)
+				switch {
+				case !math.IsNaN(f.ExactMu):
+					x.truth, x.kind = append(x.truth, f.ExactMu), "exact"
+					if f.Result.MuLower > f.ExactMu {
+						x.misses++
+					}
+				case !math.IsNaN(realized):
+					x.truth, x.kind = append(x.truth, realized), "realized"
+				}
+				if f.Estimate != nil {
+					x.est = append(x.est, f.Estimate.Mu)
+				}
+			}
+		}
+		row := OneRunCost{Canaries: k, Seeds: seeds}
+		slices.SortFunc(order, func(a, b string) int {
+			return cmp.Compare(slices.Index(attacks.CanaryAttackNames(), a), slices.Index(attacks.CanaryAttackNames(), b))
+		})
+		for _, name := range order {
+			x := byAttack[name]
+			r := OneRunCostRow{Attack: name, Threat: x.threat, Round: last, MuLower: median(x.mu), EpsLower: median(x.eps),
+				Delta: cfg.Audit.Delta, MuLowers: x.mu, Truth: math.NaN(), TruthKind: x.kind, Misses: x.misses, EstimateMu: math.NaN()}
+			if len(x.truth) > 0 {
+				r.Truth = median(x.truth)
+			}
+			if len(x.est) > 0 {
+				r.EstimateMu = median(x.est)
+			}
+			row.Rows = append(row.Rows, r)
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+// realizedMuAt is the realized mu of the informed adversary at round T in an experiment
+// directory's rounds.json (NaN when absent).
+func realizedMuAt(dir string, T int) float64 {
+	raw, err := os.ReadFile(expdir.Dir(dir).Rounds())
+	if err != nil {
+		return math.NaN()
+	}
+	rs, err := findings.UnmarshalRounds(raw)
+	if err != nil {
+		return math.NaN()
+	}
+	for _, r := range rs {
+		if r.Round == T {
+			return r.RealizedMu
+		}
+	}
+	return math.NaN()
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
