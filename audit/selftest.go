@@ -24,11 +24,25 @@ type SelfTestOptions struct {
 	// cycling through Mus) audited together, each at FamilyRowConfidence, must all cover their
 	// truth at once with probability Confidence. 0 means 8; 1 skips the check.
 	Family int
+	// NoOneRun skips the one-run rows: N canaries per run, each included with probability 1/2,
+	// certified mu (f-DP) and eps at delta 1e-5 (Steinke et al.) on the Gaussian mechanism, and
+	// both (eps at delta 0) on the Laplace mechanism.
+	NoOneRun bool
+	// LaplaceShift is the shift s of the Laplace rows (an exactly s-DP mechanism); 0 means 1,
+	// a negative value skips them.
+	LaplaceShift float64
 }
 
 // SelfTestRow is the coverage of one method at one true mu.
 type SelfTestRow struct {
 	Method ThresholdMethod `json:"method"`
+	// Mechanism is "gaussian" (scores N(mu, 1) against N(0, 1)) or "laplace" (Laplace(s, 1)
+	// against Laplace(0, 1), exactly s-DP; Mu is then its GDP-equivalent mu).
+	Mechanism string `json:"mechanism"`
+	// Quantity is what the row bounds: "mu", or "eps" (Epsilon is then the truth, at Delta).
+	Quantity string  `json:"quantity"`
+	Epsilon  float64 `json:"epsilon,omitempty"`
+	Delta    float64 `json:"delta,omitempty"`
 	// Mu is the true mu; for a family row, the largest of the family's.
 	Mu   float64 `json:"mu"`
 	Reps int     `json:"reps"`
@@ -93,7 +107,10 @@ func selfTest(ctx context.Context, opts SelfTestOptions, bound lowerBoundFunc) (
 		opts.Confidence = DefaultConfidence
 	}
 	if opts.Methods == nil {
-		opts.Methods = ThresholdMethods
+		opts.Methods = append(slices.Clone(ThresholdMethods), RankBand)
+	}
+	if opts.LaplaceShift == 0 {
+		opts.LaplaceShift = 1
 	}
 	if opts.Family == 0 {
 		opts.Family = 8
@@ -133,7 +150,7 @@ func selfTest(ctx context.Context, opts SelfTestOptions, bound lowerBoundFunc) (
 	for mi, mu := range opts.Mus {
 		rows := make([]SelfTestRow, len(methods))
 		for i, m := range methods {
-			rows[i] = SelfTestRow{Method: m, Mu: mu, Reps: opts.Reps, MaxMisses: maxMisses}
+			rows[i] = SelfTestRow{Method: m, Mechanism: "gaussian", Quantity: "mu", Mu: mu, Reps: opts.Reps, MaxMisses: maxMisses}
 		}
 		rng := rand.New(rand.NewPCG(opts.Seed, uint64(mi)))
 		for r := 0; r < opts.Reps; r++ {
@@ -158,6 +175,26 @@ func selfTest(ctx context.Context, opts SelfTestOptions, bound lowerBoundFunc) (
 			rows[i].Tightness = rows[i].MeanLower / mu
 			rows[i].Pass = rows[i].Misses <= maxMisses
 			rep.Pass = rep.Pass && rows[i].Pass
+		}
+		rep.Rows = append(rep.Rows, rows...)
+	}
+	if opts.LaplaceShift > 0 {
+		rows, err := selfTestLaplace(ctx, opts, methods, maxMisses, bound)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			rep.Pass = rep.Pass && r.Pass
+		}
+		rep.Rows = append(rep.Rows, rows...)
+	}
+	if !opts.NoOneRun {
+		rows, err := selfTestOneRun(ctx, opts, maxMisses)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			rep.Pass = rep.Pass && r.Pass
 		}
 		rep.Rows = append(rep.Rows, rows...)
 	}
@@ -192,7 +229,7 @@ func selfTestFamily(ctx context.Context, opts SelfTestOptions, methods []Thresho
 	}
 	rows := make([]SelfTestRow, len(methods))
 	for i, m := range methods {
-		rows[i] = SelfTestRow{Method: m, Mu: mus[top], Reps: opts.Reps, Family: opts.Family, MaxMisses: maxMisses}
+		rows[i] = SelfTestRow{Method: m, Mechanism: "gaussian", Quantity: "mu", Mu: mus[top], Reps: opts.Reps, Family: opts.Family, MaxMisses: maxMisses}
 	}
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x66616d696c79)) // "family"
 	x := make([]float64, opts.N)
@@ -229,6 +266,145 @@ func selfTestFamily(ctx context.Context, opts SelfTestOptions, methods []Thresho
 		rows[i].Pass = rows[i].Misses <= maxMisses
 	}
 	return rows, nil
+}
+
+// selfTestLaplace checks the pair methods on the Laplace mechanism with shift s: world C
+// scores Laplace(s, 1), world C' Laplace(0, 1). It is exactly s-DP, not Gaussian, and the mu
+// its bounds are held against is its GDP equivalent (LaplaceGDPEquivalent).
+func selfTestLaplace(ctx context.Context, opts SelfTestOptions, methods []ThresholdMethod, maxMisses int, bound lowerBoundFunc) ([]SelfTestRow, error) {
+	s := opts.LaplaceShift
+	mu := LaplaceGDPEquivalent(s)
+	plan := newBonferroniPlan(opts.N, opts.N, opts.Confidence)
+	rows := make([]SelfTestRow, len(methods))
+	for i, m := range methods {
+		rows[i] = SelfTestRow{Method: m, Mechanism: "laplace", Quantity: "mu", Mu: mu, Reps: opts.Reps, MaxMisses: maxMisses}
+	}
+	rng := rand.New(rand.NewPCG(opts.Seed, 0x6c61706c616365)) // "laplace"
+	x := make([]float64, opts.N)
+	y := make([]float64, opts.N)
+	for r := 0; r < opts.Reps; r++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("audit: selftest: %w", err)
+		}
+		for i := range x {
+			x[i] = s + laplaceDraw(rng)
+			y[i] = laplaceDraw(rng)
+		}
+		slices.Sort(x)
+		slices.Sort(y)
+		for i, m := range methods {
+			o := Options{Confidence: opts.Confidence, Method: m, SplitFraction: 0.5, Seed: rng.Uint64()}
+			lower, err := bound(x, y, o, plan)
+			if err != nil {
+				return nil, fmt.Errorf("audit: selftest laplace %s: %w", m, err)
+			}
+			rows[i].MeanLower += lower / float64(opts.Reps)
+			if lower > mu {
+				rows[i].Misses++
+			}
+		}
+	}
+	finishRows(rows)
+	return rows, nil
+}
+
+// selfTestOneRun checks the one-run audits (OneRunAudit with the default grid): each
+// repetition is one run with N canaries, each included with probability 1/2 and scored N(mu b,
+// 1) (Gaussian, for every mu of the list) or s b + Laplace(0, 1) (Laplace, exactly s-DP per
+// canary). The f-DP mu must stay at or below mu (the Laplace mechanism's GDP equivalent), the
+// eps at or below the exact eps at delta 1e-5 (Gaussian) or s at delta 0 (Laplace).
+func selfTestOneRun(ctx context.Context, opts SelfTestOptions, maxMisses int) ([]SelfTestRow, error) {
+	const delta = 1e-5
+	type mech struct {
+		name      string
+		mu, eps   float64
+		delta     float64
+		shift     float64
+		laplace   bool
+		streamTag uint64
+	}
+	var mechs []mech
+	for i, mu := range opts.Mus {
+		eps, err := EpsilonFromGDP(mu, delta)
+		if err != nil {
+			return nil, err
+		}
+		mechs = append(mechs, mech{name: "gaussian", mu: mu, eps: eps, delta: delta, shift: mu, streamTag: uint64(i)})
+	}
+	if s := opts.LaplaceShift; s > 0 {
+		mechs = append(mechs, mech{name: "laplace", mu: LaplaceGDPEquivalent(s), eps: s, shift: s, laplace: true, streamTag: 99})
+	}
+	var out []SelfTestRow
+	scores := make([]float64, opts.N)
+	incl := make([]bool, opts.N)
+	for _, mc := range mechs {
+		muRow := SelfTestRow{Method: OneRunMethod, Mechanism: mc.name, Quantity: "mu", Mu: mc.mu, Reps: opts.Reps, MaxMisses: maxMisses}
+		epsRow := SelfTestRow{Method: OneRunMethod, Mechanism: mc.name, Quantity: "eps", Mu: mc.mu, Epsilon: mc.eps, Delta: mc.delta, Reps: opts.Reps, MaxMisses: maxMisses}
+		rng := rand.New(rand.NewPCG(opts.Seed, 0x6f6e6572756e00+mc.streamTag)) // "onerun"
+		for r := 0; r < opts.Reps; r++ {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("audit: selftest: %w", err)
+			}
+			for i := range scores {
+				incl[i] = rng.IntN(2) == 1
+				if mc.laplace {
+					scores[i] = laplaceDraw(rng)
+				} else {
+					scores[i] = rng.NormFloat64()
+				}
+				if incl[i] {
+					scores[i] += mc.shift
+				}
+			}
+			res, err := OneRunAudit(scores, incl, nil, mc.delta, opts.Confidence)
+			if err != nil {
+				return nil, fmt.Errorf("audit: selftest one-run %s: %w", mc.name, err)
+			}
+			muRow.MeanLower += res.MuLower / float64(opts.Reps)
+			epsRow.MeanLower += res.EpsLower / float64(opts.Reps)
+			if res.MuLower > mc.mu {
+				muRow.Misses++
+			}
+			if res.EpsLower > mc.eps {
+				epsRow.Misses++
+			}
+		}
+		out = append(out, muRow, epsRow)
+	}
+	finishRows(out)
+	return out, nil
+}
+
+// finishRows fills coverage, tightness and the pass flag from misses and mean bounds.
+func finishRows(rows []SelfTestRow) {
+	for i := range rows {
+		r := &rows[i]
+		truth := r.Mu
+		if r.Quantity == "eps" {
+			truth = r.Epsilon
+		}
+		r.Coverage = 1 - float64(r.Misses)/float64(r.Reps)
+		r.Tightness = r.MeanLower / truth
+		r.Pass = r.Misses <= r.MaxMisses
+	}
+}
+
+// laplaceDraw is a standard Laplace(0, 1) draw by inversion.
+func laplaceDraw(rng *rand.Rand) float64 {
+	u := rng.Float64() - 0.5
+	if u < 0 {
+		return math.Log1p(2 * u)
+	}
+	return -math.Log1p(-2 * u)
+}
+
+// LaplaceGDPEquivalent is the smallest mu for which the Laplace mechanism with shift s (scale
+// 1), exactly s-DP, is mu-GDP: its trade-off curve is 1 - e^s a up to a = e^-s/2, then
+// e^-s/(4a) up to 1/2, then e^-s (1 - a); the supremum over a of Phi^{-1}(1-a) -
+// Phi^{-1}(T(a)) sits at the symmetric point a = T(a) = e^{-s/2}/2, where it is
+// -2 Phi^{-1}(e^{-s/2}/2).
+func LaplaceGDPEquivalent(s float64) float64 {
+	return -2 * normalQuantile(math.Exp(-s/2)/2)
 }
 
 // FamilyRowConfidence is the confidence at which each of rows certified bounds must hold for all

@@ -15,13 +15,17 @@ func TestSelfTest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Rows) != 4*len(ThresholdMethods) || !rep.Pass {
+	// Every pair method (the three threshold methods and the band) on 3 Gaussian mu, the
+	// Laplace mechanism and the family; the one-run mu and eps on 3 Gaussian mu and Laplace.
+	methods := len(ThresholdMethods) + 1
+	if len(rep.Rows) != 5*methods+2*4 || !rep.Pass {
 		t.Fatalf("rows %d, pass %v", len(rep.Rows), rep.Pass)
 	}
 	for _, r := range rep.Rows {
-		t.Logf("%-10s mu=%g family %d coverage %.3f mean bound %.4f tightness %.3f", r.Method, r.Mu, r.Family, r.Coverage, r.MeanLower, r.Tightness)
-		// Bounds at n = 500 reach 0.25-0.82 of mu for mu in {0.5, 1, 2} (split at mu = 0.5 is the
-		// weakest: half the data, small effect) and stay below it on average.
+		t.Logf("%-10s %-8s %s mu=%g family %d coverage %.3f mean bound %.4f tightness %.3f", r.Method, r.Mechanism, r.Quantity, r.Mu, r.Family, r.Coverage, r.MeanLower, r.Tightness)
+		// Bounds at n = 500 reach 0.25-0.89 of mu for mu in {0.5, 1, 2} (split at mu = 0.5 is the
+		// weakest: half the data, small effect) and stay below it on average; one run of 500
+		// canaries certifies eps at a third of the truth or less.
 		if !(r.Tightness > 0.2 && r.Tightness < 1) {
 			t.Errorf("%s mu=%g: tightness %v", r.Method, r.Mu, r.Tightness)
 		}
@@ -128,5 +132,41 @@ func TestSelfTestErrors(t *testing.T) {
 		if _, err := SelfTest(context.Background(), o); err == nil {
 			t.Errorf("options %+v accepted", o)
 		}
+	}
+}
+
+// TestLaplaceGDPEquivalent: the closed form at the symmetric point equals the numerical
+// supremum over the whole curve (1e-6: the grid search's resolution).
+func TestLaplaceGDPEquivalent(t *testing.T) {
+	for _, s := range []float64{0.3, 1, 2, 3, 5} {
+		want := gdpEquivalent(func(a float64) float64 { return laplaceTradeoff(s, a) })
+		if got := LaplaceGDPEquivalent(s); math.Abs(got-want) > 1e-6 {
+			t.Errorf("s=%g: closed form %v, numerical %v", s, got, want)
+		}
+	}
+}
+
+// TestSelfTestOneRunAndLaplaceRows: the default self-test has, besides the Gaussian rows of
+// every method (the band included), the Laplace rows of every method and the one-run rows (mu
+// and eps, Gaussian for each mu and Laplace), and they pass. (TestOneRunCoverageHasTeeth shows
+// that the one-run coverage check can fail.)
+func TestSelfTestOneRunAndLaplaceRows(t *testing.T) {
+	rep, err := SelfTest(context.Background(), SelfTestOptions{Reps: 60, N: 500, Mus: []float64{1, 2}, Family: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, r := range rep.Rows {
+		count[r.Mechanism+"/"+string(r.Method)+"/"+r.Quantity]++
+	}
+	want := map[string]int{"gaussian/band/mu": 2, "laplace/dkw/mu": 1, "laplace/band/mu": 1, "gaussian/one-run/mu": 2, "gaussian/one-run/eps": 2,
+		"laplace/one-run/mu": 1, "laplace/one-run/eps": 1}
+	for k, n := range want {
+		if count[k] != n {
+			t.Errorf("%d rows %s, want %d (rows %v)", count[k], k, n, count)
+		}
+	}
+	if !rep.Pass {
+		t.Errorf("self-test failed: %+v", rep.Rows)
 	}
 }
