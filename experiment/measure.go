@@ -3,6 +3,7 @@ package experiment
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -33,11 +34,12 @@ type OneRunCostRow struct {
 	Threat string `json:"threat"`
 	Round  int    `json:"round"`
 	// MuLower and EpsLower are the medians over the seeds of the certified bounds (eps at
-	// Delta); MuLowers lists every seed's certified mu.
-	MuLower  float64   `json:"mu_lower"`
-	EpsLower float64   `json:"eps_lower"`
-	Delta    float64   `json:"delta"`
-	MuLowers []float64 `json:"mu_lowers"`
+	// Delta); MuLowers and EpsLowers list every seed's certified bounds.
+	MuLower   float64   `json:"mu_lower"`
+	EpsLower  float64   `json:"eps_lower"`
+	Delta     float64   `json:"delta"`
+	MuLowers  []float64 `json:"mu_lowers"`
+	EpsLowers []float64 `json:"eps_lowers"`
 	// Truth is what the bound is held against: the exact mu of the canaries where the instance
 	// has one (TruthKind "exact"), else the median realized mu of the informed adversary on the
 	// target ("realized", an observer of every iterate), else NaN ("").
@@ -47,6 +49,23 @@ type OneRunCostRow struct {
 	Misses int `json:"misses"`
 	// EstimateMu is the median one-shot mu, an estimate (NaN where the attack has none).
 	EstimateMu float64 `json:"estimate_mu"`
+}
+
+// MarshalJSON writes the row with NaN (unknown truth, no estimate) as null.
+func (r OneRunCostRow) MarshalJSON() ([]byte, error) {
+	type plain OneRunCostRow
+	out := struct {
+		plain
+		Truth      *float64 `json:"truth"`
+		EstimateMu *float64 `json:"estimate_mu"`
+	}{plain: plain(r)}
+	if !math.IsNaN(r.Truth) {
+		out.Truth = &r.Truth
+	}
+	if !math.IsNaN(r.EstimateMu) {
+		out.EstimateMu = &r.EstimateMu
+	}
+	return json.Marshal(out)
 }
 
 // MeasureOneRun trains, for each canary count and each of seeds master seeds (the config's,
@@ -131,7 +150,7 @@ func MeasureOneRun(ctx context.Context, cfg *Config, counts []int, seeds int, di
 		for _, name := range order {
 			x := byAttack[name]
 			r := OneRunCostRow{Attack: name, Threat: x.threat, Round: last, MuLower: median(x.mu), EpsLower: median(x.eps),
-				Delta: cfg.Audit.Delta, MuLowers: x.mu, Truth: math.NaN(), TruthKind: x.kind, Misses: x.misses, EstimateMu: math.NaN()}
+				Delta: cfg.Audit.Delta, MuLowers: x.mu, EpsLowers: x.eps, Truth: math.NaN(), TruthKind: x.kind, Misses: x.misses, EstimateMu: math.NaN()}
 			if len(x.truth) > 0 {
 				r.Truth = median(x.truth)
 			}

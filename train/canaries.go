@@ -62,11 +62,11 @@ type CanaryConfig struct {
 	Kind string `json:"kind" yaml:"kind"`
 	// Pixels is the number of saturated features of a dirac canary (0: the builder's default).
 	Pixels int `json:"pixels,omitempty" yaml:"pixels,omitempty"`
-	// Orthogonal makes direction canaries orthonormal (Gram-Schmidt of the Gaussian
-	// directions, in canary order; needs k <= d and costs about 2 k^2 d operations once per
-	// training). Independent Gaussian directions overlap by about 1/sqrt(d), and in a model of
-	// few parameters the included canaries' overlaps add up to noise in every canary's
-	// projection, the same in every round when q = 1; orthonormal directions remove it.
+	// Orthogonal makes direction canaries orthonormal: rows of a randomized orthonormal basis
+	// (orthonormalDirections; needs k < d) instead of independent Gaussian directions, which
+	// overlap by about 1/sqrt(d). In a model of few parameters the included canaries' overlaps add
+	// up to noise in every canary's projection, the same in every round when q = 1; orthonormal
+	// directions remove it.
 	Orthogonal bool `json:"orthogonal,omitempty" yaml:"orthogonal,omitempty"`
 }
 
@@ -101,9 +101,6 @@ func (c *Config) checkCanaries(p *problems, m, n int) {
 		if cc.Pixels != 0 {
 			p.add("canaries.pixels", "only dirac canaries take pixels")
 		}
-		if cc.Orthogonal && cc.Count > maxOrthogonalCanaries {
-			p.add("canaries.orthogonal", "orthonormalizing %d directions costs k^2 d operations; at most %d", cc.Count, maxOrthogonalCanaries)
-		}
 		if c.mechanism() != algo.Gaussian {
 			p.add("canaries.kind", "the direction canaries' likelihood ratio is Gaussian; mechanism %s has none", c.mechanism())
 		}
@@ -125,9 +122,6 @@ func (c *Config) checkCanaries(p *problems, m, n int) {
 		p.add("canaries.kind", "%q is not direction, dirac or relabel", cc.Kind)
 	}
 }
-
-// maxOrthogonalCanaries bounds k for orthonormal directions, whose Gram-Schmidt costs k^2 d.
-const maxOrthogonalCanaries = 1 << 14
 
 // MaxCanaries bounds k: every replica keeps k values per canary statistic and the engine k
 // directions of d parameters.
@@ -164,8 +158,8 @@ func newCanaryState(e *engine, worldC, worldCP []*datasets.Dataset, w0 []float32
 		cs.bits[p] = datasets.InclusionBits(e.cfg.Seed, e.first+p, cs.k)
 	}
 	if cc.Directions() {
-		if cc.Orthogonal && cs.k > e.d {
-			return nil, fmt.Errorf("train: canaries.orthogonal: %d orthonormal directions do not fit the model's %d parameters", cs.k, e.d)
+		if cc.Orthogonal && cs.k >= e.d {
+			return nil, fmt.Errorf("train: canaries.orthogonal: %d orthonormal directions need a model of more parameters than that; it has %d", cs.k, e.d)
 		}
 		cs.initDirections(e, w0)
 		return cs, nil
@@ -250,9 +244,10 @@ func canaryDirections(seed uint64, k, d int) []float32 {
 // initDirections draws the directions and allocates the statistics.
 func (cs *canaryState) initDirections(e *engine, w0 []float32) {
 	d := e.d
-	cs.dirs = canaryDirections(e.cfg.Seed, cs.k, d)
 	if e.cfg.Canaries.Orthogonal {
-		orthonormalize(cs.dirs, cs.k, d)
+		cs.dirs = orthonormalDirections(e.cfg.Seed, cs.k, d)
+	} else {
+		cs.dirs = canaryDirections(e.cfg.Seed, cs.k, d)
 	}
 	cs.w0 = w0
 	cs.cosMax = make([][]float64, e.R)
@@ -331,42 +326,39 @@ func (cs *canaryState) observeRound(e *engine, q, clip, std, scale float64) {
 	}
 }
 
-// orthonormalize replaces the k rows of dirs (k x d, k <= d) by the orthonormal rows that
-// modified Gram-Schmidt makes of them in row order, in float64 (twice, which keeps the rows
-// orthogonal to float64 rounding however close the inputs are), rounded once to float32: the
-// rows then overlap by about 1e-7 instead of 1/sqrt(d). The span of the first j rows does not
-// change, so canary j's direction depends on canaries 0..j only.
-func orthonormalize(dirs []float32, k, d int) {
-	q := make([]float64, k*d)
-	for i, x := range dirs[:k*d] {
-		q[i] = float64(x)
+// orthonormalDirections returns k orthonormal directions in R^d (k < d), k x d row-major:
+// rows of a randomized orthonormal basis. Row j is the DCT-II basis vector of a frequency f_j,
+// sqrt(2/d) cos(pi f_j (t + 1/2) / d) at coordinate t, with the frequencies drawn without
+// replacement from 1..d-1, every coordinate multiplied by a random sign and the coordinates
+// randomly permuted, all from the master seed. The DCT-II basis is orthonormal and signs and a
+// permutation are an orthogonal map, so the rows are orthonormal to float rounding (their
+// overlaps are about 1e-7, where independent Gaussian directions overlap by 1/sqrt(d)); every
+// entry has magnitude at most sqrt(2/d), so like a random direction each row spreads over all
+// parameters, and with the random signs the projection of any fixed vector on it is a sum of
+// terms of random sign. Cost: k d cosines, against k^2 d for Gram-Schmidt.
+func orthonormalDirections(seed uint64, k, d int) []float32 {
+	rng := philox.NewRand(philox.SplitMix64(seed^canaryDirectionSeed), 0, 0, philox.DomainCanarySampling, 1)
+	freq := make([]int32, d-1)
+	philox.SamplePrefix(&rng, freq, k) // freq[:k]: k distinct values of 0..d-2
+	perm := make([]int32, d)
+	philox.SamplePrefix(&rng, perm, d)
+	sign := make([]float64, d)
+	for t := range sign {
+		sign[t] = 1
+		if rng.Uint64()>>63 == 1 {
+			sign[t] = -1
+		}
 	}
+	dirs := make([]float32, k*d)
+	scale := math.Sqrt(2 / float64(d))
 	for j := 0; j < k; j++ {
-		v := q[j*d : (j+1)*d]
-		for pass := 0; pass < 2; pass++ {
-			for i := 0; i < j; i++ {
-				u := q[i*d : (i+1)*d]
-				var dot float64
-				for t, x := range u {
-					dot += x * v[t]
-				}
-				for t, x := range u {
-					v[t] -= dot * x
-				}
-			}
-		}
-		var ss float64
-		for _, x := range v {
-			ss += x * x
-		}
-		inv := 1 / math.Sqrt(ss)
-		for t := range v {
-			v[t] *= inv
+		f := float64(freq[j] + 1)
+		u := dirs[j*d : (j+1)*d]
+		for t := 0; t < d; t++ {
+			u[perm[t]] = float32(sign[t] * scale * math.Cos(math.Pi*f*(float64(t)+0.5)/float64(d)))
 		}
 	}
-	for i, x := range q {
-		dirs[i] = float32(x)
-	}
+	return dirs
 }
 
 // dot32 is the inner product of two float32 vectors in float64.
