@@ -24,25 +24,27 @@ const (
 	// CanaryLLR scores it by the log-likelihood ratio of its participation, summed over the
 	// rounds (all iterates), under the deployment's sampling rate and noise.
 	CanaryLLR = "canary-llr"
-	// CanaryLoss scores a record canary by minus the final model's loss on it.
+	// CanaryLoss scores a record canary like the paired loss attack scores a target: the final
+	// model's loss on the sample the slot holds without the canary minus its loss on the canary.
 	CanaryLoss = "canary-loss"
-	// CanaryMargin scores it by the final model's logit margin on it.
+	// CanaryMargin scores it by its logit margin on the canary minus that on the slot's sample.
 	CanaryMargin = "canary-margin"
 )
 
-// canaryAttack reads one canary statistic; sign orients it so that higher means included.
+// canaryAttack reads one canary statistic, minus another when alt is set (the slot's own
+// sample); sign orients the result so that higher means included.
 type canaryAttack struct {
-	name, threat, stat string
-	sign               float64
-	what               string
+	name, threat, stat, alt string
+	sign                    float64
+	what                    string
 }
 
 var canaryAttacks = []canaryAttack{
-	{CanaryCos, runs.ThreatFinal, runs.CanaryCosFinal, 1, "cosine of w_T - w_0 with the canary's direction"},
-	{CanaryCosMax, runs.ThreatAllIterates, runs.CanaryCosMax, 1, "largest cosine of a round's change with the canary's direction"},
-	{CanaryLLR, runs.ThreatAllIterates, runs.CanaryLLRAll, 1, "log-likelihood ratio of the canary's participation, summed over rounds"},
-	{CanaryLoss, runs.ThreatFinal, runs.CanaryLoss, -1, "minus the final model's loss on the canary"},
-	{CanaryMargin, runs.ThreatFinal, runs.CanaryMargin, 1, "the final model's logit margin on the canary"},
+	{CanaryCos, runs.ThreatFinal, runs.CanaryCosFinal, "", 1, "cosine of w_T - w_0 with the canary's direction"},
+	{CanaryCosMax, runs.ThreatAllIterates, runs.CanaryCosMax, "", 1, "largest cosine of a round's change with the canary's direction"},
+	{CanaryLLR, runs.ThreatAllIterates, runs.CanaryLLRAll, "", 1, "log-likelihood ratio of the canary's participation, summed over rounds"},
+	{CanaryLoss, runs.ThreatFinal, runs.CanaryLoss, runs.CanaryLossAlt, -1, "paired: final model's loss on the slot's own sample minus on the canary"},
+	{CanaryMargin, runs.ThreatFinal, runs.CanaryMargin, runs.CanaryMarginAlt, 1, "paired: final model's margin on the canary minus on the slot's own sample"},
 }
 
 // IsCanaryAttack reports whether name is a canary attack.
@@ -76,7 +78,7 @@ func CanaryNames() []CanaryInfo {
 func CanaryDefault(meta runs.Meta) []string {
 	var out []string
 	for _, a := range canaryAttacks {
-		if meta.Canaries > 0 && meta.CanaryStatIndex(a.stat) >= 0 {
+		if meta.Canaries > 0 && meta.CanaryStatIndex(a.stat) >= 0 && (a.alt == "" || meta.CanaryStatIndex(a.alt) >= 0) {
 			out = append(out, a.name)
 		}
 	}
@@ -112,8 +114,10 @@ func ScoreCanaries(ctx context.Context, table *runs.Table, names []string, round
 			return nil, fmt.Errorf("attacks: unknown canary attack %q (have %v)", n, CanaryAttackNames())
 		}
 		a := canaryAttacks[i]
-		if meta.CanaryStatIndex(a.stat) < 0 {
-			return nil, fmt.Errorf("attacks: %s needs the canary observation %q, which %s does not record (it has %v)", n, a.stat, table.Path(), meta.CanaryStatNames)
+		for _, st := range []string{a.stat, a.alt} {
+			if st != "" && meta.CanaryStatIndex(st) < 0 {
+				return nil, fmt.Errorf("attacks: %s needs the canary observation %q, which %s does not record (it has %v)", n, st, table.Path(), meta.CanaryStatNames)
+			}
 		}
 		if slices.ContainsFunc(atts, func(b canaryAttack) bool { return b.name == n }) {
 			return nil, fmt.Errorf("attacks: attack %s selected twice", n)
@@ -143,9 +147,12 @@ func ScoreCanaries(ctx context.Context, table *runs.Table, names []string, round
 	})
 	out := make([]runs.CanaryScore, 0, len(atts)*len(rows)*meta.Canaries)
 	for _, a := range atts {
-		col := meta.CanaryStatIndex(a.stat)
+		col, alt := meta.CanaryStatIndex(a.stat), meta.CanaryStatIndex(a.alt)
 		for _, r := range rows {
 			for j, v := range r.CanaryStats[col] {
+				if alt >= 0 {
+					v -= r.CanaryStats[alt][j]
+				}
 				s := a.sign * v
 				if math.IsNaN(s) {
 					s = math.Inf(-1)

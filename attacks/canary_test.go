@@ -47,13 +47,18 @@ func canaryRunFile(t *testing.T, names ...string) *runs.Table {
 	return tab
 }
 
-// TestScoreCanaries: every canary of every run at every round asked for, oriented so that
-// higher means included (minus the loss), with the run's bits, NaN as -Inf, in the documented
-// order (attack, round, run, canary).
+// TestScoreCanaries: every canary of every run at every round asked for, paired with the slot's
+// own sample and oriented so that higher means included (loss without minus loss with the
+// canary; margin with minus without), with the run's bits, NaN as -Inf, in the documented order
+// (attack, round, run, canary). The observations are 100 c + x for statistic c, so the paired
+// scores are the constants 200 (loss) and -200 (margin); the cosine attack scores x itself.
 func TestScoreCanaries(t *testing.T) {
-	tab := canaryRunFile(t, runs.CanaryLoss, runs.CanaryMargin)
+	tab := canaryRunFile(t, runs.CanaryLoss, runs.CanaryMargin, runs.CanaryLossAlt, runs.CanaryMarginAlt)
 	if got := CanaryDefault(tab.Meta()); strings.Join(got, ",") != "canary-loss,canary-margin" {
 		t.Errorf("CanaryDefault = %v", got)
+	}
+	if got := CanaryDefault(canaryRunFile(t, runs.CanaryLoss, runs.CanaryMargin).Meta()); len(got) != 0 {
+		t.Errorf("CanaryDefault without the slots' own samples = %v", got)
 	}
 	scores, err := ScoreCanaries(context.Background(), tab, []string{CanaryMargin, CanaryLoss}, nil)
 	if err != nil {
@@ -70,16 +75,16 @@ func TestScoreCanaries(t *testing.T) {
 		if s.Attack != attack || s.Round != round || s.RunID != run || s.Canary != j || s.Threat != runs.ThreatFinal {
 			t.Fatalf("score %d: %+v, want attack %s round %d run %d canary %d", i, s, attack, round, run, j)
 		}
-		want := 10*float64(run) + float64(j) + float64(round)/10
+		want := 200.0
 		if attack == CanaryMargin {
-			want += 100
-		} else {
-			want = -want
+			want = -200
 		}
 		if attack == CanaryLoss && j == 2 {
 			want = math.Inf(-1)
 		}
-		if s.Score != want || s.Included != []bool{run%2 == 0, true, false}[j] || s.World != int8(run%2) || s.PairID != run/2 {
+		// Tolerance: the observations x + 100 c are sums in float64, so their difference can
+		// miss 200 by an ulp of 300.
+		if !(math.Abs(s.Score-want) < 1e-12 || s.Score == want) || s.Included != []bool{run%2 == 0, true, false}[j] || s.World != int8(run%2) || s.PairID != run/2 {
 			t.Fatalf("score %d: %+v, want score %v", i, s, want)
 		}
 	}
@@ -90,7 +95,7 @@ func TestScoreCanaries(t *testing.T) {
 }
 
 func TestScoreCanariesErrors(t *testing.T) {
-	tab := canaryRunFile(t, runs.CanaryLoss)
+	tab := canaryRunFile(t, runs.CanaryLoss, runs.CanaryLossAlt)
 	for _, tc := range []struct {
 		names []string
 		want  string
@@ -98,6 +103,7 @@ func TestScoreCanariesErrors(t *testing.T) {
 		{nil, "no canary attack selected"},
 		{[]string{"loss"}, `unknown canary attack "loss"`},
 		{[]string{CanaryCos}, "needs the canary observation"},
+		{[]string{CanaryMargin}, `needs the canary observation "canary_margin"`},
 		{[]string{CanaryLoss, CanaryLoss}, "selected twice"},
 	} {
 		if _, err := ScoreCanaries(context.Background(), tab, tc.names, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -109,5 +115,23 @@ func TestScoreCanariesErrors(t *testing.T) {
 	}
 	if CanaryThreat(CanaryLLR) != runs.ThreatAllIterates || CanaryThreat("loss") != "" || !IsCanaryAttack(CanaryCosMax) || IsCanaryAttack("loss") {
 		t.Error("canary attack lookup")
+	}
+}
+
+// TestScoreCanariesCosine: an attack without a paired sample scores the observation itself.
+func TestScoreCanariesCosine(t *testing.T) {
+	tab := canaryRunFile(t, runs.CanaryCosFinal)
+	scores, err := ScoreCanaries(context.Background(), tab, []string{CanaryCos}, []int{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range scores {
+		want := 10*float64(s.RunID) + float64(s.Canary) + 0.1
+		if s.Canary == 2 {
+			want = math.Inf(-1)
+		}
+		if s.Score != want || s.Threat != runs.ThreatFinal {
+			t.Fatalf("%+v, want score %v", s, want)
+		}
 	}
 }

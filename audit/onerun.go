@@ -187,11 +187,18 @@ func OneRunGDPRejects(mu float64, m, r, v int, tau float64) (bool, error) {
 }
 
 func oneRunGDPRejects(mu float64, m, k, c int, tau float64) bool {
+	return oneRunFRejects(func(x float64) float64 { return gdpInverseBlowUp(mu, x) }, m, k, c, tau)
+}
+
+// oneRunFRejects is the recursion of Mahloujifar et al. for any symmetric trade-off curve f,
+// given through lower(x) = f(1 - x): the least probability an event can have under one world
+// when it has probability x under the other.
+func oneRunFRejects(lower func(float64) float64, m, k, c int, tau float64) bool {
 	fm := float64(m)
 	rr := tau * float64(c) / fm
 	h := tau * float64(k-c) / fm
 	for i := c - 1; i >= 0; i-- {
-		hn := math.Max(h, gdpInverseBlowUp(mu, rr))
+		hn := math.Max(h, lower(rr))
 		if hn == h {
 			break // neither mass can change from here on
 		}

@@ -20,8 +20,8 @@ import (
 // truth the bounds can be held against. It is the real-training counterpart of the cost table
 // (audit.CostTable), which simulates the Gaussian mechanism.
 
-// OneRunCost is the measurement at one canary count: per canary attack (at the config's last
-// checkpoint) the medians over the seeds.
+// OneRunCost is the measurement at one canary count: per canary attack and round the medians
+// over the seeds.
 type OneRunCost struct {
 	Canaries int             `json:"canaries"`
 	Seeds    int             `json:"seeds"`
@@ -71,25 +71,38 @@ func (r OneRunCostRow) MarshalJSON() ([]byte, error) {
 // MeasureOneRun trains, for each canary count and each of seeds master seeds (the config's,
 // then the next ones), one run of cfg with that many canaries (train.canaries must be set;
 // pairs is set to 1 and audit.method to one-run), audits it in a temporary directory under
-// dir (removed afterwards) and summarizes each canary attack at the last checkpoint.
-func MeasureOneRun(ctx context.Context, cfg *Config, counts []int, seeds int, dir string) ([]OneRunCost, error) {
+// dir (removed afterwards) and summarizes each canary attack at each of rounds (empty: the last
+// checkpoint), all rounds of one training audited as one family.
+func MeasureOneRun(ctx context.Context, cfg *Config, counts []int, seeds int, rounds []int, dir string) ([]OneRunCost, error) {
 	if cfg.Train.Canaries == nil {
 		return nil, errors.New("measure: the config has no train.canaries")
 	}
 	if seeds < 1 || len(counts) == 0 {
 		return nil, fmt.Errorf("measure: need canary counts and at least one seed, got %v and %d", counts, seeds)
 	}
-	last := slices.Max(cfg.Train.Checkpoints)
+	if len(rounds) == 0 {
+		rounds = []int{slices.Max(cfg.Train.Checkpoints)}
+	}
+	for _, t := range rounds {
+		if t < 1 || !slices.Contains(cfg.Train.Checkpoints, t) {
+			return nil, fmt.Errorf("measure: round %d is not a checkpoint after 0 of the config (%v)", t, cfg.Train.Checkpoints)
+		}
+	}
 	var out []OneRunCost
 	for _, k := range counts {
 		type acc struct {
 			mu, eps, truth, est []float64
 			kind                string
-			threat              string
+			attack, threat      string
+			round               int
 			misses              int
 		}
-		byAttack := map[string]*acc{}
-		var order []string
+		type key struct {
+			attack string
+			round  int
+		}
+		byAttack := map[key]*acc{}
+		var order []key
 		for s := 0; s < seeds; s++ {
 			c := *cfg
 			c.Train = cfg.Train
@@ -99,7 +112,7 @@ func MeasureOneRun(ctx context.Context, cfg *Config, counts []int, seeds int, di
 			c.Pairs, c.Seed = 1, cfg.Seed+uint64(s)
 			c.Train.Seed = c.Seed
 			c.Audit.Method = MethodOneRun
-			c.Audit.Rounds = []int{last}
+			c.Audit.Rounds = rounds
 			c.Audit.ClaimMu, c.Audit.ClaimEpsilon = 0, 0
 			if err := c.Validate(); err != nil {
 				return nil, fmt.Errorf("measure: %d canaries: %w", k, err)
@@ -109,23 +122,26 @@ func MeasureOneRun(ctx context.Context, cfg *Config, counts []int, seeds int, di
 				return nil, err
 			}
 			a, err := Run(ctx, &c, tmp, RunOptions{})
-			var realized float64 = math.NaN()
+			realized := map[int]float64{}
 			if err == nil {
-				realized = realizedMuAt(tmp, last)
+				for _, t := range rounds {
+					realized[t] = realizedMuAt(tmp, t)
+				}
 			}
 			os.RemoveAll(tmp)
 			if err != nil {
 				return nil, fmt.Errorf("measure: %d canaries, seed %d: %w", k, c.Seed, err)
 			}
 			for _, f := range a.Findings {
-				if !f.OneRun() || f.Round != last {
+				if !f.OneRun() {
 					continue
 				}
-				x := byAttack[f.Attack]
+				k := key{f.Attack, f.Round}
+				x := byAttack[k]
 				if x == nil {
-					x = &acc{threat: f.Threat}
-					byAttack[f.Attack] = x
-					order = append(order, f.Attack)
+					x = &acc{attack: f.Attack, threat: f.Threat, round: f.Round}
+					byAttack[k] = x
+					order = append(order, k)
 				}
 				x.mu = append(x.mu, f.Result.MuLower)
 				x.eps = append(x.eps, f.Result.EpsLower)
@@ -135,8 +151,8 @@ func MeasureOneRun(ctx context.Context, cfg *Config, counts []int, seeds int, di
 					if f.Result.MuLower > f.ExactMu {
 						x.misses++
 					}
-				case !math.IsNaN(realized):
-					x.truth, x.kind = append(x.truth, realized), "realized"
+				case !math.IsNaN(realized[f.Round]):
+					x.truth, x.kind = append(x.truth, realized[f.Round]), "realized"
 				}
 				if f.Estimate != nil {
 					x.est = append(x.est, f.Estimate.Mu)
@@ -144,12 +160,13 @@ func MeasureOneRun(ctx context.Context, cfg *Config, counts []int, seeds int, di
 			}
 		}
 		row := OneRunCost{Canaries: k, Seeds: seeds}
-		slices.SortFunc(order, func(a, b string) int {
-			return cmp.Compare(slices.Index(attacks.CanaryAttackNames(), a), slices.Index(attacks.CanaryAttackNames(), b))
+		slices.SortFunc(order, func(a, b key) int {
+			names := attacks.CanaryAttackNames()
+			return cmp.Or(cmp.Compare(slices.Index(names, a.attack), slices.Index(names, b.attack)), cmp.Compare(a.round, b.round))
 		})
-		for _, name := range order {
-			x := byAttack[name]
-			r := OneRunCostRow{Attack: name, Threat: x.threat, Round: last, MuLower: median(x.mu), EpsLower: median(x.eps),
+		for _, k := range order {
+			x := byAttack[k]
+			r := OneRunCostRow{Attack: x.attack, Threat: x.threat, Round: x.round, MuLower: median(x.mu), EpsLower: median(x.eps),
 				Delta: cfg.Audit.Delta, MuLowers: x.mu, EpsLowers: x.eps, Truth: math.NaN(), TruthKind: x.kind, Misses: x.misses, EstimateMu: math.NaN()}
 			if len(x.truth) > 0 {
 				r.Truth = median(x.truth)

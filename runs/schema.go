@@ -105,9 +105,12 @@ const (
 	// under the deployment's own sampling rate and noise (public parameters of the mechanism).
 	CanaryLLRAll = "canary_llr_all"
 	// CanaryLoss and CanaryMargin are the global model's loss and logit margin on canary
-	// record j.
-	CanaryLoss   = "canary_loss"
-	CanaryMargin = "canary_margin"
+	// record j; CanaryLossAlt and CanaryMarginAlt those on the sample its slot holds when the
+	// canary is excluded.
+	CanaryLoss      = "canary_loss"
+	CanaryMargin    = "canary_margin"
+	CanaryLossAlt   = "canary_loss_alt"
+	CanaryMarginAlt = "canary_margin_alt"
 )
 
 // Names of the fixed columns of a run file, in schema order.

@@ -33,7 +33,9 @@ import (
 //     sample slots of the clients (datasets.NewRecordCanaries): in a run that includes canary j
 //     its slot holds the canary, otherwise the client's own sample, so the client's size and
 //     its batches do not depend on the bits. Each checkpoint records the model's loss and logit
-//     margin on every canary (canary_loss, canary_margin).
+//     margin on every canary (canary_loss, canary_margin) and on the sample the slot holds when
+//     the canary is excluded (canary_loss_alt, canary_margin_alt): as for the target of a
+//     replace adjacency, the auditor knows both candidates of a slot.
 
 // Canary kinds of CanaryConfig.Kind.
 const (
@@ -47,8 +49,10 @@ const (
 	CanaryStatCosFinal = "canary_cos_final"
 	CanaryStatCosMax   = "canary_cos_max"
 	CanaryStatLLRAll   = "canary_llr_all"
-	CanaryStatLoss     = "canary_loss"
-	CanaryStatMargin   = "canary_margin"
+	CanaryStatLoss      = "canary_loss"
+	CanaryStatMargin    = "canary_margin"
+	CanaryStatLossAlt   = "canary_loss_alt"
+	CanaryStatMarginAlt = "canary_margin_alt"
 )
 
 // CanaryConfig puts k canaries into every run.
@@ -81,7 +85,7 @@ func (c *CanaryConfig) StatNames() []string {
 	case c.Directions():
 		return []string{CanaryStatCosFinal, CanaryStatCosMax, CanaryStatLLRAll}
 	}
-	return []string{CanaryStatLoss, CanaryStatMargin}
+	return []string{CanaryStatLoss, CanaryStatMargin, CanaryStatLossAlt, CanaryStatMarginAlt}
 }
 
 // checkCanaries checks the canaries for m clients of at least n samples each.
@@ -147,6 +151,7 @@ type canaryState struct {
 	records  *datasets.RecordCanaries
 	variants map[int][]clientData // client -> per replica (2p + w) its data with the pair's canaries
 	recData  *clientData          // the k canary samples, for their loss and margin
+	altData  *clientData          // the k samples the slots hold without their canary
 }
 
 // newCanaryState builds the canaries of the engine's pairs. worldC and worldCP are the
@@ -193,6 +198,14 @@ func newCanaryState(e *engine, worldC, worldCP []*datasets.Dataset, w0 []float32
 	}
 	cd := e.toDevice(rec)
 	cs.recData = &cd
+	alt := &datasets.Dataset{Name: "canary-slots", Shape: worldC[0].Shape, Classes: worldC[0].Classes}
+	for _, sl := range rc.Slots {
+		s := worldC[sl.Client].Sample(sl.Index)
+		alt.Features = append(alt.Features, s.Features...)
+		alt.Labels = append(alt.Labels, s.Label)
+	}
+	ad := e.toDevice(alt)
+	cs.altData = &ad
 	return cs, nil
 }
 
@@ -467,15 +480,20 @@ func (e *engine) localGradVariants(form groupStepper, t, i, k int, buf compute.B
 	return nil
 }
 
-// evalCanaryRecords returns every replica's loss and margin on every canary record: [r][j].
-func (e *engine) evalCanaryRecords() (loss, margin [][]float64) {
-	cd := e.canary.recData
-	loss, margin = make([][]float64, e.R), make([][]float64, e.R)
-	for r := range loss {
-		loss[r], margin[r] = make([]float64, cd.n), make([]float64, cd.n)
+// evalCanaryRecords returns every replica's observations of the record canaries, [stat][r][j]
+// in the order of CanaryConfig.StatNames: loss and margin on every canary record, then on the
+// sample each slot holds without its canary.
+func (e *engine) evalCanaryRecords() [4][][]float64 {
+	var out [4][][]float64
+	for i, cd := range []*clientData{e.canary.recData, e.canary.altData} {
+		loss, margin := make([][]float64, e.R), make([][]float64, e.R)
+		for r := range loss {
+			loss[r], margin[r] = make([]float64, cd.n), make([]float64, cd.n)
+		}
+		e.evalEach(cd, loss, margin)
+		out[2*i], out[2*i+1] = loss, margin
 	}
-	e.evalEach(cd, loss, margin)
-	return loss, margin
+	return out
 }
 
 // evalEach writes every replica's loss and margin on each row of cd into loss[r][row] and

@@ -27,8 +27,9 @@ func recordCanariesFor(t *testing.T, cfg Config, c []*datasets.Dataset, tgt Targ
 // TestRecordCanariesTrainEachRunOnItsBits: every replica of a run with record canaries is the
 // run without canaries on the clients whose slots hold the canaries its pair's bits include
 // (replayed pair by pair: same pair index, so the same noise and batches), in both worlds and
-// for every batching; the recorded bits are the pair's; and the checkpoint's canary losses
-// are those of the replayed parameters (the quadratic loss (a/2)||w||^2 - <x, w>, on the host).
+// for every batching; the recorded bits are the pair's; and the checkpoint's losses and margins
+// on the canaries and on the slots' own samples are those of the replayed parameters (the
+// quadratic loss (a/2)||w||^2 - <x, w> and margin <x, w>, on the host).
 // Tolerance 1e-5 relative: one replica per call against batched calls, float32.
 func TestRecordCanariesTrainEachRunOnItsBits(t *testing.T) {
 	tgt := TargetInfo{Client: 1, Index: 2}
@@ -69,14 +70,18 @@ func TestRecordCanariesTrainEachRunOnItsBits(t *testing.T) {
 							t.Fatalf("train loss %v, replay %v", g.TrainLoss, r.TrainLoss)
 						}
 						for j, s := range rc.Samples {
-							var nn, xw float64
-							for q, x := range r.Params {
-								nn += float64(x) * float64(x)
-								xw += float64(x) * float64(s.Features[q])
-							}
-							loss := 0.25*nn - xw
-							if math.Abs(g.CanaryStats[0][j]-loss) > 1e-5*(1+math.Abs(loss)) || math.Abs(g.CanaryStats[1][j]-xw) > 1e-5*(1+math.Abs(xw)) {
-								t.Fatalf("canary %d: loss %v margin %v, replay %v %v", j, g.CanaryStats[0][j], g.CanaryStats[1][j], loss, xw)
+							slot := rc.Slots[j]
+							for o, feat := range [][]float32{s.Features, c[slot.Client].Row(slot.Index)} {
+								var nn, xw float64
+								for q, x := range r.Params {
+									nn += float64(x) * float64(x)
+									xw += float64(x) * float64(feat[q])
+								}
+								loss := 0.25*nn - xw
+								gl, gm := g.CanaryStats[2*o][j], g.CanaryStats[2*o+1][j]
+								if math.Abs(gl-loss) > 1e-5*(1+math.Abs(loss)) || math.Abs(gm-xw) > 1e-5*(1+math.Abs(xw)) {
+									t.Fatalf("canary %d (%s): loss %v margin %v, replay %v %v", j, []string{"canary", "slot's own sample"}[o], gl, gm, loss, xw)
+								}
 							}
 						}
 					}

@@ -73,11 +73,11 @@ func (e *engine) checkpoint(round int) *Checkpoint {
 		tl[w], tm[w] = make([]float64, R), make([]float64, R)
 		e.evalRows(&one, 0, R, 1, tl[w], make([]float64, R), tm[w])
 	}
-	var canaryLoss, canaryMargin [][]float64
+	var records [4][][]float64
 	if cs := e.canary; cs != nil {
 		cp.CanaryStatNames = e.cfg.Canaries.StatNames()
 		if cs.recData != nil {
-			canaryLoss, canaryMargin = e.evalCanaryRecords()
+			records = e.evalCanaryRecords()
 		}
 	}
 	host := make([]float32, e.d)
@@ -105,7 +105,7 @@ func (e *engine) checkpoint(round int) *Checkpoint {
 				e.be.Download(host, e.g, r*e.d)
 				rs.CanaryStats = cs.observeDirections(r, host)
 			} else {
-				rs.CanaryStats = [][]float64{canaryLoss[r], canaryMargin[r]}
+				rs.CanaryStats = [][]float64{records[0][r], records[1][r], records[2][r], records[3][r]}
 			}
 		}
 		if e.cfg.RecordUpload && round > 0 && e.uploaded[r] {

@@ -20,11 +20,11 @@ func init() {
 		name:    "cost",
 		summary: "how many trainings each audit method needs to certify a share of a known mu",
 		usage: "cost --mu X [--fraction 0.8] [--confidence 0.95] [--delta 1e-5] [--reps 21] [--max-pairs 102400] [--max-canaries 102400] [--seed 1] [--json]\n" +
-			"  cost --config F --canaries 250,500,1000 [--seeds 5] [--json]\n\n" +
+			"  cost --config F --canaries 250,500,1000 [--seeds 5] [--rounds T,...] [--json]\n\n" +
 			"With --mu, every method is simulated on the Gaussian mechanism with that mu. With --config (a\n" +
 			"config with train.canaries), real trainings measure the one-run audit: for each canary count,\n" +
 			"--seeds trainings of one run each (master seeds seed, seed+1, ...), every canary attack at the\n" +
-			"last checkpoint, medians over the seeds beside the exact mu of the canaries where known, else\n" +
+			"last checkpoint (or --rounds), medians over the seeds beside the exact mu of the canaries where known, else\n" +
 			"the realized mu of the informed adversary on the target.",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			var o audit.CostOptions
@@ -39,13 +39,18 @@ func init() {
 			config := fs.String("config", "", "measure the one-run audit by real trainings of this config (train.canaries set)")
 			counts := fs.String("canaries", "", "comma-separated canary counts to measure (with --config)")
 			seeds := fs.Int("seeds", 5, "trainings per canary count (with --config)")
+			rounds := fs.String("rounds", "", "comma-separated checkpoints to audit, as one family (with --config; default: the last)")
 			asJSON := fs.Bool("json", false, "machine-readable output")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
 					return usagef("cost: unexpected argument %q", args[0])
 				}
 				if *config != "" {
-					return measureCost(ctx, e, *config, *counts, *seeds, *asJSON)
+					rs, err := parseCheckpoints(*rounds)
+					if err != nil {
+						return err
+					}
+					return measureCost(ctx, e, *config, *counts, *seeds, rs, *asJSON)
 				}
 				if !(o.Mu > 0) {
 					return usagef("cost: --mu must be positive (got %v), or measure with --config", o.Mu)
@@ -99,7 +104,7 @@ func printCost(w io.Writer, o audit.CostOptions, rows []audit.CostRow) {
 }
 
 // measureCost is `audit cost --config`: real one-run trainings at each canary count.
-func measureCost(ctx context.Context, e *env, path, countList string, seeds int, asJSON bool) error {
+func measureCost(ctx context.Context, e *env, path, countList string, seeds int, rounds []int, asJSON bool) error {
 	var counts []int
 	for _, p := range splitList(countList) {
 		k, err := strconv.Atoi(p)
@@ -122,7 +127,7 @@ func measureCost(ctx context.Context, e *env, path, countList string, seeds int,
 		return usagef("cost: %s has no train.canaries to measure", path)
 	}
 	e.logf("cost: measuring one-run audits of %s: %v canaries x %d trainings", cfg.Name, counts, seeds)
-	res, err := experiment.MeasureOneRun(ctx, cfg, counts, seeds, os.TempDir())
+	res, err := experiment.MeasureOneRun(ctx, cfg, counts, seeds, rounds, os.TempDir())
 	if err != nil {
 		return err
 	}
@@ -135,7 +140,7 @@ func measureCost(ctx context.Context, e *env, path, countList string, seeds int,
 
 func printMeasured(w io.Writer, cfg *experiment.Config, res []experiment.OneRunCost) {
 	fmt.Fprintf(w, "One-run audits of %s measured on real trainings (one run each, %s canaries, %d seeds per count):\n", cfg.Name, cfg.Train.Canaries.Kind, res[0].Seeds)
-	fmt.Fprintf(w, "medians of the certified bounds (confidence %g jointly over each audit's rows) at the last checkpoint\n\n", cfg.Audit.Confidence)
+	fmt.Fprintf(w, "medians of the certified bounds (confidence %g jointly over each audit's rows)\n\n", cfg.Audit.Confidence)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "canaries\tattack\tthreat\tT\tmu_lower\teps_lower\ttruth\tshare\tabove truth\tone-shot mu (estimate)\n")
 	for _, m := range res {
