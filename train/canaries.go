@@ -46,9 +46,9 @@ const (
 
 // Names of the canary observations in ReplicaState.CanaryStats (the run-file column names).
 const (
-	CanaryStatCosFinal = "canary_cos_final"
-	CanaryStatCosMax   = "canary_cos_max"
-	CanaryStatLLRAll   = "canary_llr_all"
+	CanaryStatCosFinal  = "canary_cos_final"
+	CanaryStatCosMax    = "canary_cos_max"
+	CanaryStatLLRAll    = "canary_llr_all"
 	CanaryStatLoss      = "canary_loss"
 	CanaryStatMargin    = "canary_margin"
 	CanaryStatLossAlt   = "canary_loss_alt"
