@@ -22,6 +22,8 @@ func TestTrainStatNamesAreRunsColumns(t *testing.T) {
 		{train.CanaryStatLLRAll, runs.CanaryLLRAll},
 		{train.CanaryStatLoss, runs.CanaryLoss},
 		{train.CanaryStatMargin, runs.CanaryMargin},
+		{train.CanaryStatLossAlt, runs.CanaryLossAlt},
+		{train.CanaryStatMarginAlt, runs.CanaryMarginAlt},
 	} {
 		if tc.train != tc.runs {
 			t.Errorf("train records %q, runs names the column %q", tc.train, tc.runs)
