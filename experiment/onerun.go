@@ -155,9 +155,13 @@ func groupCanaryScores(scores []runs.CanaryScore) ([]*canaryGroup, error) {
 	return out, nil
 }
 
-// oneShotAttacks are the canary attacks whose statistic is that of Andrew et al.'s one-shot
-// estimate, which is reported beside their certified bounds.
-var oneShotAttacks = []string{attacks.CanaryCos, attacks.CanaryCosMax}
+// oneShotAttacks are the direction canaries' attacks, beside whose certified bounds the one-shot
+// estimate of Andrew et al. is reported: a Gaussian fitted to the statistic of the included and
+// of the excluded canaries. canary-cos and canary-cos-max are the paper's statistics for the
+// final model and for every iterate; canary-llr is ours (for q = 1 it is a sum of Gaussian
+// projections, so the Gaussian fit is exact there, where the largest cosine over the rounds
+// keeps only one round).
+var oneShotAttacks = []string{attacks.CanaryCos, attacks.CanaryCosMax, attacks.CanaryLLR}
 
 // oneRunFinding audits one canary group at the row confidence: certified mu and eps (at the
 // claim's delta when an epsilon is claimed, so that the verdict and the row agree; else at the
