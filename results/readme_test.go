@@ -151,3 +151,147 @@ func decimalsOf(cell string) string {
 	}
 	return "%.0f"
 }
+
+// costSim is results/cost/sim-*.json (audit cost --mu X --json).
+type costSim struct {
+	Mu   float64 `json:"mu"`
+	Rows []struct {
+		Method    string  `json:"method"`
+		Trainings int     `json:"trainings"`
+		Canaries  int     `json:"canaries"`
+		Reached   bool    `json:"reached"`
+		Median    float64 `json:"median"`
+	} `json:"rows"`
+}
+
+// costMeasured is results/cost/<experiment>.json (audit cost --config F --json).
+type costMeasured struct {
+	Measurements []struct {
+		Canaries int `json:"canaries"`
+		Seeds    int `json:"seeds"`
+		Rows     []struct {
+			Attack    string   `json:"attack"`
+			Round     int      `json:"round"`
+			MuLower   float64  `json:"mu_lower"`
+			Truth     *float64 `json:"truth"`
+			TruthKind string   `json:"truth_kind"`
+		} `json:"rows"`
+	} `json:"measurements"`
+}
+
+// TestReadmeCostNumbers checks the cost table of README.md (between the cost-numbers markers)
+// against results/cost/*.json: a simulated row (file sim-*) by its method, a measured row
+// ("ATTACK, T = N") by its canary count.
+//
+//	| cost file | method | canaries/run | trainings | certified mu (median) | truth |
+func TestReadmeCostNumbers(t *testing.T) {
+	raw, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := 0
+	in := false
+	for _, line := range strings.Split(string(raw), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.Contains(line, "cost-numbers:begin"):
+			in = true
+			continue
+		case strings.Contains(line, "cost-numbers:end"):
+			in = false
+			continue
+		}
+		if !in || !strings.HasPrefix(line, "|") || strings.HasPrefix(line, "|---") || strings.HasPrefix(line, "| cost file") {
+			continue
+		}
+		c := strings.Split(strings.Trim(line, "|"), "|")
+		for i := range c {
+			c[i] = strings.TrimSpace(c[i])
+		}
+		if len(c) != 6 {
+			t.Fatalf("README cost row %q: %d cells, want 6", line, len(c))
+		}
+		rows++
+		file, err := os.ReadFile(filepath.Join("cost", c[0]+".json"))
+		if err != nil {
+			t.Errorf("%s: %v (regenerate with results/regenerate.sh)", c[0], err)
+			continue
+		}
+		if strings.HasPrefix(c[0], "sim-") {
+			checkCostSim(t, c, file)
+		} else {
+			checkCostMeasured(t, c, file)
+		}
+	}
+	if rows == 0 {
+		t.Fatal("no cost-numbers rows in README.md")
+	}
+}
+
+func checkCostSim(t *testing.T, c []string, raw []byte) {
+	t.Helper()
+	var sim costSim
+	if err := json.Unmarshal(raw, &sim); err != nil {
+		t.Fatalf("%s: %v", c[0], err)
+	}
+	for _, r := range sim.Rows {
+		if r.Method != c[1] {
+			continue
+		}
+		canaries, trainings := "-", strconv.Itoa(r.Trainings)
+		if r.Canaries > 0 {
+			canaries = strconv.Itoa(r.Canaries)
+		}
+		if !r.Reached {
+			trainings = "not reached"
+		}
+		got := []string{canaries, trainings, fmt.Sprintf(decimalsOf(c[4]), r.Median), fmt.Sprintf(decimalsOf(c[5]), sim.Mu)}
+		for i, g := range got {
+			if g != c[2+i] {
+				t.Errorf("%s %s: README has %v, the cost table %v", c[0], c[1], c[2:], got)
+				break
+			}
+		}
+		return
+	}
+	t.Errorf("%s: no method %q", c[0], c[1])
+}
+
+func checkCostMeasured(t *testing.T, c []string, raw []byte) {
+	t.Helper()
+	var m costMeasured
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatalf("%s: %v", c[0], err)
+	}
+	var attack string
+	var round int
+	if _, err := fmt.Sscanf(strings.Replace(c[1], ",", " ", 1), "%s T = %d", &attack, &round); err != nil {
+		t.Fatalf("%s: method %q is not \"ATTACK, T = N\"", c[0], c[1])
+	}
+	k, err := strconv.Atoi(c[2])
+	if err != nil {
+		t.Fatalf("%s: canaries %q", c[0], c[2])
+	}
+	if c[3] != "1" {
+		t.Errorf("%s: a one-run audit costs 1 training per audit, README says %s", c[0], c[3])
+	}
+	for _, ms := range m.Measurements {
+		if ms.Canaries != k {
+			continue
+		}
+		for _, r := range ms.Rows {
+			if r.Attack != attack || r.Round != round {
+				continue
+			}
+			truth := "-"
+			if r.Truth != nil {
+				truth = fmt.Sprintf(decimalsOf(strings.Fields(c[5])[0])+" %s", *r.Truth, r.TruthKind)
+			}
+			if got := fmt.Sprintf(decimalsOf(c[4]), r.MuLower); got != c[4] || truth != c[5] {
+				t.Errorf("%s %s with %d canaries: README says %s (truth %s), the measurement %s (truth %s)", c[0], c[1], k, c[4], c[5], got, truth)
+			}
+			return
+		}
+	}
+	t.Errorf("%s: no measurement of %s at T = %d with %d canaries", c[0], attack, round, k)
+}
