@@ -326,3 +326,39 @@ func TestOrthonormalDirections(t *testing.T) {
 		t.Errorf("mean square projection of the ones vector %v, want about 1", ms)
 	}
 }
+
+// TestCanaryMemory: the memory estimate grows with the canaries: record canaries by a copy of
+// the clients per replica, direction canaries by their k directions of d parameters.
+func TestCanaryMemory(t *testing.T) {
+	s := DataSizes{Dim: 20, Classes: 3, Clients: 4, MaxSamples: 50}
+	cfg := mlpConfig()
+	base, err := MemoryOf(cfg, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Canaries = &CanaryConfig{Count: 100, Kind: CanaryDirac}
+	rec, err := MemoryOf(cfg, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each replica holds its own 4 clients x 50 samples x 21 floats (16.8 kB) beside 100 x 4
+	// values of each canary statistic, twice.
+	if rec.PerPair-base.PerPair < 2*4*50*21*4 || rec.Fixed <= base.Fixed {
+		t.Errorf("record canaries: per pair %d -> %d, fixed %d -> %d", base.PerPair, rec.PerPair, base.Fixed, rec.Fixed)
+	}
+	dp := dpConfig()
+	dp.Model = ModelConfig{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"}
+	base, err = MemoryOf(dp, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dp.Canaries = &CanaryConfig{Count: 1000, Kind: CanaryDirection}
+	dir, err := MemoryOf(dp, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := int64(base.Params)
+	if dir.Fixed-base.Fixed < 1000*d*4 {
+		t.Errorf("direction canaries: fixed %d -> %d, want at least k d floats more", base.Fixed, dir.Fixed)
+	}
+}
