@@ -110,13 +110,21 @@ type layer[T Float] interface {
 // ---- conv2d ----
 
 // conv is a 2-D convolution (square kernel, stride, zero padding) computed as im2col followed
-// by one strided-batched GEMM over the replicas; the bias is a rank-one product with ones.
+// by one strided-batched GEMM over the replicas. The bias rides in the same product: the
+// patches get a last row of ones and the weights a last column holding the bias (a copy of
+// the replica's weights and bias side by side, wb, Cout x (Cin k k + 1)), so neither the bias
+// nor its gradient costs a pass of its own over the output.
 type conv[T Float] struct {
-	ish, osh           Shape
-	win                compute.Window
-	off                int
-	cols, y, dcols, dx scratch
-	colsShared         bool
+	ish, osh                   Shape
+	win                        compute.Window
+	off                        int
+	cols, y, dcols, dx, wb, dw scratch
+	colsShared                 bool
+	// onesAt is the patches' layout whose ones row is in place (buffer, columns, copies).
+	onesAt struct {
+		buf   compute.Buffer
+		n, cb int
+	}
 }
 
 func (l *conv[T]) in() Shape         { return l.ish }
@@ -135,13 +143,25 @@ func uniformInit[T Float](w []T, fanIn int, rng *rand.Rand) {
 	}
 }
 
-// patches views the im2col patches of the last forward: one matrix shared by the replicas
-// when the input was shared (the first layer's client batch), else one per replica.
+// patches views the im2col patches of the last forward with their row of ones ((Cin k k + 1)
+// x (B OH OW)): one matrix shared by the replicas when the input was shared (the first
+// layer's client batch), else one per replica.
 func (l *conv[T]) patches(c *pass[T]) compute.Mat {
-	kk, n := l.ckk(), c.B*l.osh.H*l.osh.W
+	kk, n := l.ckk()+1, c.B*l.osh.H*l.osh.W
 	m := compute.Mat{Buf: l.cols.buf, Rows: kk, Cols: n, Stride: n, Batch: c.R, BatchStride: kk * n}
 	if l.colsShared {
 		m.BatchStride = 0
+	}
+	return m
+}
+
+// wbMat views the replicas' [weights | bias] copies (Cout x (Cin k k + 1)); weights only the
+// first Cin k k columns.
+func (l *conv[T]) wbMat(c *pass[T], buf compute.Buffer, weightsOnly bool) compute.Mat {
+	co, kk := l.osh.C, l.ckk()
+	m := compute.Mat{Buf: buf, Rows: co, Cols: kk + 1, Stride: kk + 1, Batch: c.R, BatchStride: co * (kk + 1)}
+	if weightsOnly {
+		m.Cols = kk
 	}
 	return m
 }
@@ -153,26 +173,38 @@ func (l *conv[T]) forward(c *pass[T], x compute.Images) compute.Images {
 	if l.colsShared {
 		cb = 1
 	}
-	get(c.o, &l.cols, cb*kk*n)
-	cols := l.patches(c)
-	c.o.Im2col(once(x), l.win, compute.Mat{Buf: cols.Buf, Rows: kk, Cols: n, Stride: n, Batch: cb, BatchStride: kk * n})
+	buf := get(c.o, &l.cols, cb*(kk+1)*n)
+	c.o.Im2col(once(x), l.win, compute.Mat{Buf: buf, Rows: kk, Cols: n, Stride: n, Batch: cb, BatchStride: (kk + 1) * n})
+	if l.onesAt.buf != buf || l.onesAt.n != n || l.onesAt.cb != cb {
+		ones := c.onesRow(n)
+		ones.Batch = cb
+		c.o.axpby(1, ones, 0, compute.Mat{Buf: buf, Off: kk * n, Rows: 1, Cols: n, Stride: n, Batch: cb, BatchStride: (kk + 1) * n})
+		l.onesAt.buf, l.onesAt.n, l.onesAt.cb = buf, n, cb
+	}
+	wb := get(c.o, &l.wb, c.R*co*(kk+1))
+	c.o.axpby(1, c.param(l.off, co, kk), 0, l.wbMat(c, wb, true))
+	bias := l.wbMat(c, wb, false)
+	bias.Off, bias.Cols = kk, 1
+	c.o.axpby(1, c.param(l.off+co*kk, co, 1), 0, bias)
 	y := images(get(c.o, &l.y, c.R*co*n), l.osh, c.B, c.R, false)
-	ym := planes(y)
-	c.o.gemm(false, false, 1, c.param(l.off, co, kk), cols, 0, ym)
-	c.o.gemm(false, false, 1, c.param(l.off+co*kk, co, 1), c.onesRow(n), 1, ym)
+	c.o.gemm(false, false, 1, l.wbMat(c, wb, false), l.patches(c), 0, planes(y))
 	return y
 }
 
 func (l *conv[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) compute.Images {
 	co, kk, n := l.osh.C, l.ckk(), c.B*l.osh.H*l.osh.W
 	dym := planes(dy)
-	c.o.gemm(false, true, 1, dym, l.patches(c), 0, c.grad(l.off, co, kk))
-	c.o.gemm(false, false, 1, dym, c.onesCol(n), 0, c.grad(l.off+co*kk, co, 1))
+	dw := get(c.o, &l.dw, c.R*co*(kk+1))
+	c.o.gemm(false, true, 1, dym, l.patches(c), 0, l.wbMat(c, dw, false))
+	c.o.axpby(1, l.wbMat(c, dw, true), 0, c.grad(l.off, co, kk))
+	db := l.wbMat(c, dw, false)
+	db.Off, db.Cols = kk, 1
+	c.o.axpby(1, db, 0, c.grad(l.off+co*kk, co, 1))
 	if !wantDX {
 		return compute.Images{}
 	}
 	dcols := compute.Mat{Buf: get(c.o, &l.dcols, c.R*kk*n), Rows: kk, Cols: n, Stride: n, Batch: c.R, BatchStride: kk * n}
-	c.o.gemm(true, false, 1, c.param(l.off, co, kk), dym, 0, dcols)
+	c.o.gemm(true, false, 1, l.wbMat(c, l.wb.buf, true), dym, 0, dcols)
 	dx := images(get(c.o, &l.dx, c.R*l.ish.Size()*c.B), l.ish, c.B, c.R, false)
 	c.o.Col2im(dcols, l.win, dx)
 	return dx

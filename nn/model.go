@@ -117,7 +117,7 @@ type Model[T Float] struct {
 	// it. A model built on a backend uses the backend's own threads.
 	Threads int
 	body    seq[T]
-	kinds   []string
+	info    []LayerInfo // the spec's layers (body may run some in another order)
 	d       int
 	o       ops[T]
 	host    *hostOps[T] // o when the model runs on the host
@@ -160,11 +160,7 @@ func BuildOn(spec Spec, be compute.Backend) (*Model[float32], error) {
 
 // Layers lists the model's layers with the shapes Build inferred (for a user checking a spec).
 func (m *Model[T]) Layers() []LayerInfo {
-	out := make([]LayerInfo, len(m.body.layers))
-	for i, l := range m.body.layers {
-		out[i] = LayerInfo{Layer: i + 1, Kind: m.kinds[i], In: l.in(), Out: l.out(), Params: l.numParams()}
-	}
-	return out
+	return append([]LayerInfo(nil), m.info...)
 }
 
 // NumParams is d, the parameters of one replica.

@@ -19,9 +19,12 @@ func geomCases() []geomCase {
 		{"k3_s2_pad1", Geom{3, 2, 7, 6}, Win{3, 2, 1}},
 		{"k5_pad2", Geom{1, 4, 8, 8}, Win{5, 1, 2}},
 		{"k2_s2", Geom{2, 3, 6, 6}, Win{2, 2, 0}},
+		{"k2_s2_odd", Geom{2, 2, 7, 5}, Win{2, 2, 0}},
 		{"k3_s2_overlap", Geom{2, 2, 7, 7}, Win{3, 2, 0}},
 		{"k1_s2", Geom{4, 2, 5, 5}, Win{1, 2, 0}},
 		{"k2_s2_pad1", Geom{2, 2, 5, 5}, Win{2, 2, 1}},
+		{"tiny_pad", Geom{2, 2, 1, 2}, Win{3, 1, 1}},
+		{"k3_s3_pad1", Geom{1, 2, 4, 7}, Win{3, 3, 1}},
 	}
 }
 
@@ -146,6 +149,9 @@ func TestPooling(t *testing.T) {
 				}
 			}
 			dx := make([]float64, len(x))
+			for i := range dx {
+				dx[i] = math.NaN() // every pixel must be written
+			}
 			MaxPoolGrad(x, g, w, dy, dx, 0, P)
 			for i := range dx {
 				if math.Abs(dx[i]-wantDX[i]) > 1e-14 {
@@ -250,6 +256,28 @@ func TestTranspose(t *testing.T) {
 						t.Fatalf("block %d: (%d,%d)[%d] = %g, want %g", block, i, j, k, got, want)
 					}
 				}
+			}
+		}
+	}
+}
+
+// orderKey orders values as the floats compare (-0 equal to +0), in float32 and float64,
+// including infinities and subnormals.
+func TestOrderKey(t *testing.T) {
+	special := []float64{0, math.Copysign(0, -1), 1, -1, math.Inf(1), math.Inf(-1), 1e-40, -1e-40, 5e-324, -5e-324, math.MaxFloat32, -math.MaxFloat32}
+	rng := rand.New(rand.NewPCG(11, 12))
+	vals := append([]float64(nil), special...)
+	for i := 0; i < 500; i++ {
+		vals = append(vals, rng.NormFloat64()*math.Pow(10, float64(rng.IntN(20)-10)))
+	}
+	for _, a := range vals {
+		for _, b := range vals {
+			if ka, kb := orderKey(a), orderKey(b); (ka < kb) != (a < b) || (ka == kb) != (a == b) {
+				t.Fatalf("float64 %g, %g: keys %d, %d", a, b, ka, kb)
+			}
+			a32, b32 := float32(a), float32(b)
+			if ka, kb := orderKey(a32), orderKey(b32); (ka < kb) != (a32 < b32) || (ka == kb) != (a32 == b32) {
+				t.Fatalf("float32 %g, %g: keys %d, %d", a32, b32, ka, kb)
 			}
 		}
 	}
