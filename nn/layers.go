@@ -103,6 +103,9 @@ type layer[T Float] interface {
 	numParams() int
 	setOffset(off int)
 	init(w []T, rng *rand.Rand) // one replica's range of this layer
+	// flops is the forward pass's floating-point operations for one sample: 2 per
+	// multiply-add of the products, one per value for the elementwise work.
+	flops() int64
 	forward(c *pass[T], x compute.Images) compute.Images
 	backward(c *pass[T], x, y, dy compute.Images, wantDX bool) compute.Images
 }
@@ -132,6 +135,9 @@ func (l *conv[T]) out() Shape        { return l.osh }
 func (l *conv[T]) numParams() int    { return l.osh.C*l.ckk() + l.osh.C }
 func (l *conv[T]) setOffset(off int) { l.off = off }
 func (l *conv[T]) ckk() int          { return l.ish.C * l.win.Size * l.win.Size }
+func (l *conv[T]) flops() int64 {
+	return int64(2*l.ckk()+1) * int64(l.osh.Size()) // the bias: one add per output
+}
 
 // init draws PyTorch's default (uniform on +-1/sqrt(fan_in) for weights and bias).
 func (l *conv[T]) init(w []T, rng *rand.Rand) { uniformInit(w, l.ckk(), rng) }
@@ -226,6 +232,7 @@ func (l *pool[T]) out() Shape           { return l.osh }
 func (l *pool[T]) numParams() int       { return 0 }
 func (l *pool[T]) setOffset(int)        {}
 func (l *pool[T]) init([]T, *rand.Rand) {}
+func (l *pool[T]) flops() int64         { return int64(l.win.Size*l.win.Size) * int64(l.osh.Size()) }
 
 func (l *pool[T]) forward(c *pass[T], x compute.Images) compute.Images {
 	shared := x.BatchStride == 0
@@ -257,6 +264,7 @@ func (l *act[T]) out() Shape           { return l.sh }
 func (l *act[T]) numParams() int       { return 0 }
 func (l *act[T]) setOffset(int)        {}
 func (l *act[T]) init([]T, *rand.Rand) {}
+func (l *act[T]) flops() int64         { return int64(l.sh.Size()) }
 
 func (l *act[T]) forward(c *pass[T], x compute.Images) compute.Images {
 	y := images(get(c.o, &l.buf, c.R*l.sh.Size()*c.B), l.sh, c.B, c.R, x.BatchStride == 0)
@@ -293,6 +301,7 @@ func (l *groupNorm[T]) in() Shape         { return l.sh }
 func (l *groupNorm[T]) out() Shape        { return l.sh }
 func (l *groupNorm[T]) numParams() int    { return 2 * l.sh.C }
 func (l *groupNorm[T]) setOffset(off int) { l.off = off }
+func (l *groupNorm[T]) flops() int64      { return 4 * int64(l.sh.Size()) } // statistics, then a x + b
 func (l *groupNorm[T]) init(w []T, _ *rand.Rand) {
 	for c := 0; c < l.sh.C; c++ {
 		w[c], w[l.sh.C+c] = 1, 0
@@ -329,6 +338,7 @@ func (l *gap[T]) out() Shape           { return Shape{l.ish.C, 1, 1} }
 func (l *gap[T]) numParams() int       { return 0 }
 func (l *gap[T]) setOffset(int)        {}
 func (l *gap[T]) init([]T, *rand.Rand) {}
+func (l *gap[T]) flops() int64         { return int64(l.ish.Size()) }
 
 // pixels views each replica of x as the (C N) x (H W) matrix of its planes.
 func pixels(x compute.Images) compute.Mat {
@@ -367,6 +377,7 @@ func (l *flatten[T]) out() Shape           { return Shape{l.ish.Size(), 1, 1} }
 func (l *flatten[T]) numParams() int       { return 0 }
 func (l *flatten[T]) setOffset(int)        {}
 func (l *flatten[T]) init([]T, *rand.Rand) {}
+func (l *flatten[T]) flops() int64         { return 0 }
 
 // transposePlanes transposes each (replica, channel) plane of src, rows x cols, into dst.
 func transposePlanes[T Float](c *pass[T], src compute.Images, rows, cols int, dst compute.Images) {
@@ -416,6 +427,7 @@ func (l *dense[T]) in() Shape                  { return l.ish }
 func (l *dense[T]) out() Shape                 { return Shape{l.outF, 1, 1} }
 func (l *dense[T]) numParams() int             { return l.outF*l.ish.C + l.outF }
 func (l *dense[T]) setOffset(off int)          { l.off = off }
+func (l *dense[T]) flops() int64               { return int64(2*l.ish.C+1) * int64(l.outF) }
 func (l *dense[T]) init(w []T, rng *rand.Rand) { uniformInit(w, l.ish.C, rng) }
 
 func (l *dense[T]) forward(c *pass[T], x compute.Images) compute.Images {
