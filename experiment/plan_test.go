@@ -2,7 +2,9 @@ package experiment
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,5 +158,34 @@ func TestCalibrate(t *testing.T) {
 	cancel()
 	if _, err := Calibrate(ctx, cfg, data, time.Second); err == nil {
 		t.Error("a cancelled calibration succeeded")
+	}
+}
+
+// data.images shapes the synthetic-images source (3x32x32 colour images for a ResNet), and is
+// refused for any other source.
+func TestSyntheticImagesConfig(t *testing.T) {
+	cfg, err := Parse([]byte(planConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Data.Source = "synthetic-images"
+	cfg.Data.Images = &SyntheticImagesConfig{Classes: 4, Channels: 3, Height: 32, Width: 32}
+	cfg.Train.Model = train.ModelConfig{Kind: "resnet", Blocks: 1, Width: 4, Groups: 2}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(data.Shape) != "[3 32 32]" || data.Classes != 4 {
+		t.Fatalf("shape %v, classes %d; want [3 32 32] and 4", data.Shape, data.Classes)
+	}
+	if s := Sizes(cfg, nil); s.Dim != 3*32*32 || s.Classes != 4 {
+		t.Fatalf("sizes before loading: dim %d, classes %d", s.Dim, s.Classes)
+	}
+	cfg.Data.Source = "synthetic"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "data.images: shapes the synthetic-images source only") {
+		t.Fatalf("data.images on another source: %v", err)
 	}
 }
