@@ -206,7 +206,7 @@ func maxPool2Grad[T Float](x []T, g Geom, dy, dx []T, p0, p1 int) {
 			for ox, v := range gy[oy*OW:][:OW] {
 				at := first4(orderKey(r0[2*ox]), orderKey(r0[2*ox+1]), orderKey(r1[2*ox]), orderKey(r1[2*ox+1]))
 				var z [4]T
-				z[at&3] = v
+				z[at&3] += v // 0 + v, as the general path adds into zeros: -0 becomes +0
 				d0[2*ox], d0[2*ox+1], d1[2*ox], d1[2*ox+1] = z[0], z[1], z[2], z[3]
 			}
 			if g.W%2 == 1 {
