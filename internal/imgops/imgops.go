@@ -142,7 +142,7 @@ func MaxPool[T Float](x []T, g Geom, w Win, y []T, p0, p1 int) {
 // orderKey maps a value to an integer in the same order as the value, -0 and +0 to the same
 // key, so that comparisons become integer ones the compiler turns into conditional moves: with
 // a window's values in random order, branches on float comparisons mispredict about half the
-// time. NaN has no place in the order (a NaN loss has stopped the run long before).
+// time. NaN has no place in the order: window4 handles it.
 func orderKey[T Float](v T) int64 {
 	if unsafe.Sizeof(v) == 4 {
 		b := int32(math.Float32bits(float32(v)))
@@ -152,6 +152,24 @@ func orderKey[T Float](v T) int64 {
 	b := int64(math.Float64bits(float64(v)))
 	s := b >> 63
 	return (b ^ (s & math.MaxInt64)) - s
+}
+
+// window4 returns the position (0..3) of the first maximum of a 2x2 window's values in
+// row-major order, as the general path finds it with > comparisons. Without NaN that is the
+// first key equal to the largest key, found without branches; a window holding a NaN (which
+// the keys would order among the numbers) takes the comparisons: a NaN wins only as the first
+// value, since nothing compares greater than it and it compares greater than nothing.
+func window4[T Float](a, b, c, d T) int {
+	if a != a || b != b || c != c || d != d {
+		at, m := 0, a
+		for k, v := range [3]T{b, c, d} {
+			if v > m {
+				at, m = k+1, v
+			}
+		}
+		return at
+	}
+	return first4(orderKey(a), orderKey(b), orderKey(c), orderKey(d))
 }
 
 // first4 returns the position (0..3) of the first of four keys that equals their maximum.
@@ -183,7 +201,7 @@ func maxPool2[T Float](x []T, g Geom, y []T, p0, p1 int) {
 			out := dst[oy*OW:][:OW]
 			for ox := range out {
 				w := [4]T{r0[2*ox], r0[2*ox+1], r1[2*ox], r1[2*ox+1]}
-				out[ox] = w[first4(orderKey(w[0]), orderKey(w[1]), orderKey(w[2]), orderKey(w[3]))&3]
+				out[ox] = w[window4(w[0], w[1], w[2], w[3])&3]
 			}
 		}
 	}
@@ -204,7 +222,7 @@ func maxPool2Grad[T Float](x []T, g Geom, dy, dx []T, p0, p1 int) {
 			d0 := dst[2*oy*g.W:][:2*OW]
 			d1 := dst[(2*oy+1)*g.W:][:2*OW]
 			for ox, v := range gy[oy*OW:][:OW] {
-				at := first4(orderKey(r0[2*ox]), orderKey(r0[2*ox+1]), orderKey(r1[2*ox]), orderKey(r1[2*ox+1]))
+				at := window4(r0[2*ox], r0[2*ox+1], r1[2*ox], r1[2*ox+1])
 				var z [4]T
 				z[at&3] += v // 0 + v, as the general path adds into zeros: -0 becomes +0
 				d0[2*ox], d0[2*ox+1], d1[2*ox], d1[2*ox+1] = z[0], z[1], z[2], z[3]

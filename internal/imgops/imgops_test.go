@@ -283,3 +283,40 @@ func TestOrderKey(t *testing.T) {
 		}
 	}
 }
+
+// The 2x2 path (window 2, stride 2) and the general one (the same single window at stride 1)
+// agree on windows holding NaN: a NaN wins only as its window's first value.
+func TestMaxPoolNaN(t *testing.T) {
+	nan := math.NaN()
+	for _, tc := range []struct {
+		win  [4]float64
+		want int // position of the winner
+	}{
+		{[4]float64{1, nan, 0, 0}, 0},
+		{[4]float64{nan, 1, 2, 3}, 0},
+		{[4]float64{0, 1, nan, 3}, 3},
+		{[4]float64{-1, -2, -3, nan}, 0},
+		{[4]float64{math.Copysign(nan, -1), 5, 6, 7}, 0},
+		{[4]float64{2, math.Copysign(nan, -1), 1, 0}, 0},
+	} {
+		g := Geom{C: 1, N: 1, H: 2, W: 2}
+		x := []float64{tc.win[0], tc.win[1], tc.win[2], tc.win[3]}
+		y := make([]float64, 1)
+		MaxPool(x, g, Win{2, 2, 0}, y, 0, 1)
+		if got := y[0]; math.Float64bits(got) != math.Float64bits(x[tc.want]) {
+			t.Fatalf("%v: pooled %v, want %v", tc.win, got, x[tc.want])
+		}
+		// The general path on the same window (stride 1 gives one 2x2 window too).
+		MaxPool(x, g, Win{2, 1, 0}, y, 0, 1)
+		if math.Float64bits(y[0]) != math.Float64bits(x[tc.want]) {
+			t.Fatalf("%v: general path pooled %v, want %v", tc.win, y[0], x[tc.want])
+		}
+		dx := make([]float64, 4)
+		MaxPoolGrad(x, g, Win{2, 2, 0}, []float64{1}, dx, 0, 1)
+		for k, v := range dx {
+			if want := map[bool]float64{true: 1, false: 0}[k == tc.want]; v != want {
+				t.Fatalf("%v: gradient %v, want the winner %d", tc.win, dx, tc.want)
+			}
+		}
+	}
+}
