@@ -123,7 +123,7 @@ func (c *Backend) Pool(p compute.Pooling, w compute.Window, x, y compute.Images)
 	if p == compute.AvgPooling {
 		j.op = opAvgPool
 	}
-	c.runConv(y.Batch, y.C*y.N, y.H*y.W*w.Size*w.Size)
+	c.runConv(y.Batch, y.C*y.H, y.W*y.N*w.Size*w.Size) // output rows
 }
 
 // PoolGrad implements compute.Convolver.
@@ -133,7 +133,7 @@ func (c *Backend) PoolGrad(p compute.Pooling, w compute.Window, x, dy, dx comput
 	if p == compute.AvgPooling {
 		j.op = opAvgPoolGrad
 	}
-	c.runConv(dx.Batch, dx.C*dx.N, dy.H*dy.W*w.Size*w.Size)
+	c.runConv(dx.Batch, dx.C, dy.H*dy.W*dy.N*w.Size*w.Size) // channels
 }
 
 // groupScratch sizes the float64 statistics for batch elements of x in groups.
@@ -152,7 +152,7 @@ func (c *Backend) GroupNorm(groups int, eps float32, x compute.Images, gamma, be
 	j := &c.conv
 	c.groupScratch(x, y.Batch, groups)
 	j.op, j.groups, j.eps, j.x, j.m, j.n, j.y = opGroupNorm, groups, float64(eps), x, gamma, beta, y
-	c.runConv(y.Batch, x.N, 2*x.C*x.H*x.W)
+	c.runConv(y.Batch, groups, 2*x.C/groups*x.H*x.W*x.N) // groups
 }
 
 // GroupNormGrad implements compute.Convolver.
@@ -162,10 +162,10 @@ func (c *Backend) GroupNormGrad(groups int, eps float32, x compute.Images, gamma
 	c.groupScratch(x, batch, groups)
 	j.groups, j.eps, j.x = groups, float64(eps), x
 	j.op = opGroupStats
-	c.runConv(batch, x.N, x.C*x.H*x.W)
+	c.runConv(batch, groups, x.C/groups*x.H*x.W*x.N)
 	if dx.Buf != nil {
 		j.op, j.m, j.y, j.z = opGroupNormGradX, gamma, dy, dx
-		c.runConv(batch, x.N, 2*x.C*x.H*x.W)
+		c.runConv(batch, groups, 2*x.C/groups*x.H*x.W*x.N)
 	}
 	j.op, j.y, j.m2, j.m3 = opGroupNormGradParams, dy, dgamma, dbeta
 	c.runConv(batch, x.C, x.N*x.H*x.W)
