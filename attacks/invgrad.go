@@ -95,9 +95,7 @@ func (a invgradAttack) Observe(env *Env, obs *Observation) (Observed, error) {
 		truth = env.TargetPrime
 	}
 	if truth.Present() {
-		ref := to64(truth.Features)
-		mse := sqDist(x, ref) / float64(len(ref))
-		metrics = []float64{mse, psnr(mse, 1), ssimGlobal(x, ref, 1), math.Sqrt(sqDist(x, ref))}
+		metrics = reconstructionMetrics(x, to64(truth.Features), imageShape(env.Shape, env.Dim))
 	}
 	return Observed{Score: score, Metrics: metrics}, nil
 }
