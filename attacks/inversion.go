@@ -28,7 +28,7 @@ const (
 
 func (inversionAttack) Info() Info {
 	return Info{Name: "inversion", Threat: runs.ThreatUploads,
-		Needs:   Needs{Upload: true, Target: true, Model: true, Classes: true},
+		Needs:   Needs{Upload: true, Target: true, Model: true, Classes: true, FirstDense: true},
 		Metrics: []string{MetricMSE, MetricPSNR, MetricSSIM, MetricL2},
 		Summary: "analytic input recovery through the first dense layer of the target client's update; score = ||x^-epsilon'||^2 - ||x^-epsilon||^2"}
 }
@@ -55,20 +55,20 @@ func (inversionAttack) Observe(env *Env, obs *Observation) (Observed, error) {
 	if obs.World == runs.WorldCPrime {
 		truth = env.TargetPrime
 	}
+	clipped := make([]float64, len(x))
+	for i, v := range x {
+		clipped[i] = math.Min(math.Max(v, 0), 1)
+	}
 	if truth.Present() {
-		clipped := make([]float64, len(x))
-		for i, v := range x {
-			clipped[i] = math.Min(math.Max(v, 0), 1)
-		}
 		metrics = reconstructionMetrics(clipped, to64(truth.Features), imageShape(env.Shape, env.Dim))
 	}
-	return Observed{Score: score, Metrics: metrics}, nil
+	return Observed{Score: score, Metrics: metrics, Reconstruction: clipped}, nil
 }
 
 // analyticInversion returns x = dW^T db / (db^T db) for the first layer of update u, or nil
 // when the bias did not move.
 func analyticInversion(m *hostModel, u []float64) []float64 {
-	woff, boff, rows, in := m.firstLayer()
+	woff, boff, rows, in, _ := m.firstLayer()
 	db := u[boff : boff+rows]
 	var bb float64
 	for _, v := range db {
