@@ -30,7 +30,7 @@ const (
 	tileMin   = 84 // smallest tile side in pixels (28 x 28 images are shown 3x)
 	tileGap   = 8
 	lineH     = 15 // one text line
-	labelColW = 56 // the row-label column
+	labelColW = 56 // the row-label column, at least
 )
 
 var (
@@ -107,7 +107,11 @@ func galleryGrid(shape []int, groups []string, groupStart []int, cols, rowLabels
 	if len(groups) > 0 {
 		head += lineH
 	}
-	w := labelColW + len(cols)*colW + tileGap
+	labelW := labelColW
+	for _, l := range rowLabels {
+		labelW = max(labelW, len(l)*basicfont.Face7x13.Advance+10)
+	}
+	w := labelW + len(cols)*colW + tileGap
 	h := head + tileGap + len(rowLabels)*rowH
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	draw.Draw(img, img.Bounds(), &image.Uniform{color.White}, image.Point{}, draw.Src)
@@ -117,23 +121,23 @@ func galleryGrid(shape []int, groups []string, groupStart []int, cols, rowLabels
 		if i+1 < len(groupStart) {
 			end = groupStart[i+1]
 		}
-		x := labelColW + groupStart[i]*colW
+		x := labelW + groupStart[i]*colW
 		drawText(img, g, x, y0, (end-groupStart[i])*colW-tileGap)
 	}
 	if len(groups) > 0 {
 		y0 += lineH
 	}
 	for c, name := range cols {
-		drawText(img, name, labelColW+c*colW, y0, colW-2)
+		drawText(img, name, labelW+c*colW, y0, colW-2)
 	}
 	for r, label := range rowLabels {
 		y := head + tileGap + r*rowH
-		drawText(img, label, 4, y+th/2-lineH/2, labelColW-6)
+		drawText(img, label, 4, y+th/2-lineH/2, labelW-6)
 		for c, cell := range cells[r] {
 			if cell == nil {
 				continue
 			}
-			x := labelColW + c*colW
+			x := labelW + c*colW
 			drawTile(img, shape, cell.pixels, scale, x, y)
 			drawText(img, cell.text, x, y+th+1, colW-2)
 		}
