@@ -68,8 +68,9 @@ type Env struct {
 	// Seed seeds the attacks' own randomness (random directions, restarts).
 	Seed uint64
 
-	model *hostModel
-	cache *envCache
+	model   *hostModel
+	cache   *envCache
+	invgrad invgradConfig // Options' invgrad budget
 }
 
 // envCache holds what attacks compute once per Score call and share between runs.

@@ -139,7 +139,11 @@ func (a invgradAttack) reconstruct(env *Env, obs *Observation) ([]float64, float
 	if err != nil {
 		return nil, 0, err
 	}
-	cfg := a.cfg.withDefaults()
+	cfg := a.cfg
+	if cfg.iterations == 0 {
+		cfg.iterations = env.invgrad.iterations
+	}
+	cfg = cfg.withDefaults()
 	var alpha float64
 	if env.Config.Algorithm == algo.FedProx {
 		alpha = env.Config.ProxAlpha

@@ -29,6 +29,9 @@ type Options struct {
 	// DefaultInvgradPairsCNN for a CNN and every pair for the other models; negative means
 	// every pair.
 	InvgradPairs int
+	// InvgradIterations is invgrad's signed-Adam iterations per restart; 0 means 400. Fewer
+	// cost less and reconstruct worse.
+	InvgradIterations int
 }
 
 // DefaultInvgradPairsCNN is Options.InvgradPairs's default for CNNs.
@@ -90,6 +93,10 @@ type Reconstruction struct {
 // and 0 when Env.Initial is not given.
 func Score(ctx context.Context, table *runs.Table, env Env, opts Options) (*Result, error) {
 	env.Meta = table.Meta()
+	if opts.InvgradIterations < 0 {
+		return nil, fmt.Errorf("attacks: invgrad iterations %d, need >= 0", opts.InvgradIterations)
+	}
+	env.invgrad = invgradConfig{iterations: opts.InvgradIterations}
 	if len(opts.Attacks) == 0 {
 		return nil, errors.New("attacks: the run file supports no attack (no statistics, params or uploads recorded)")
 	}

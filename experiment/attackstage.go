@@ -168,7 +168,7 @@ func (e *experimentDir) scores(ctx context.Context, opts AttackOptions) (*runs.S
 			return nil, err
 		default:
 			names, rounds := e.scoring(opts)
-			if why = scoringDiffers(sf.Meta.Config, names, rounds, e.cfg.Audit.InvgradPairs); why == "" {
+			if why = scoringDiffers(sf.Meta.Config, names, rounds, e.cfg.Audit.InvgradPairs, e.cfg.Audit.InvgradIterations); why == "" {
 				return sf, nil
 			}
 		}
@@ -225,12 +225,14 @@ func (e *experimentDir) attack(ctx context.Context, path string, opts AttackOpti
 	tab, cfg, data := e.tab, e.cfg, e.data
 	names, rounds := e.scoring(opts)
 	if opts.Logf != nil {
+		var said []string
 		for _, s := range attacks.ModelSkipped(cfg.Train.Model) {
 			opts.Logf("attacks: skipped %s: %s", s.Name, s.Why)
+			said = append(said, s.Name)
 		}
 		opts.Logf("attacks: scoring %v", names)
 		for _, s := range attacks.Skipped(tab.Meta()) {
-			if !slices.Contains(names, s.Name) {
+			if !slices.Contains(names, s.Name) && !slices.Contains(said, s.Name) {
 				opts.Logf("attacks: skipped %s: %s", s.Name, s.Why)
 			}
 		}
@@ -245,7 +247,8 @@ func (e *experimentDir) attack(ctx context.Context, path string, opts AttackOpti
 			opts.Logf("attacks: invgrad reconstructs the first %d of %d pairs at each round (audit.invgrad_pairs; -1: every pair)", n, cfg.Pairs)
 		}
 	}
-	res, err := attacks.Score(ctx, tab, *env, attacks.Options{Attacks: names, Rounds: rounds, Workers: opts.Workers, InvgradPairs: cfg.Audit.InvgradPairs})
+	res, err := attacks.Score(ctx, tab, *env, attacks.Options{Attacks: names, Rounds: rounds, Workers: opts.Workers,
+		InvgradPairs: cfg.Audit.InvgradPairs, InvgradIterations: cfg.Audit.InvgradIterations})
 	if err != nil {
 		return nil, err
 	}

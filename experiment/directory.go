@@ -138,16 +138,17 @@ func trainedConfig(path string) (*Config, error) {
 // rounds it was asked for (empty: every checkpoint), in the audit section of its config.
 type scoredWith struct {
 	Audit struct {
-		Attacks      []string `json:"attacks"`
-		Rounds       []int    `json:"rounds"`
-		InvgradPairs int      `json:"invgrad_pairs"`
+		Attacks           []string `json:"attacks"`
+		Rounds            []int    `json:"rounds"`
+		InvgradPairs      int      `json:"invgrad_pairs"`
+		InvgradIterations int      `json:"invgrad_iterations"`
 	} `json:"audit"`
 }
 
 // scoringDiffers says how a score file scored with the recorded config fails to answer the
 // attacks and rounds asked for now, or "" when it answers them. Files of other tools record
 // nothing and are taken as they are.
-func scoringDiffers(recorded []byte, attacks []string, rounds []int, invgradPairs int) string {
+func scoringDiffers(recorded []byte, attacks []string, rounds []int, invgradPairs, invgradIterations int) string {
 	if len(recorded) == 0 {
 		return ""
 	}
@@ -165,6 +166,9 @@ func scoringDiffers(recorded []byte, attacks []string, rounds []int, invgradPair
 	}
 	if slices.Contains(attacks, "invgrad") && rec.Audit.InvgradPairs != invgradPairs {
 		return fmt.Sprintf("invgrad reconstructed %s per round, the config asks for %s", pairsText(rec.Audit.InvgradPairs), pairsText(invgradPairs))
+	}
+	if slices.Contains(attacks, "invgrad") && rec.Audit.InvgradIterations != invgradIterations {
+		return fmt.Sprintf("invgrad ran %d iterations, the config asks for %d (0: the default)", rec.Audit.InvgradIterations, invgradIterations)
 	}
 	return ""
 }
