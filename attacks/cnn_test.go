@@ -499,3 +499,31 @@ func TestModelSkipped(t *testing.T) {
 		}
 	}
 }
+
+// TestCNNAttacksDeterministic: on a CNN every attack's scores, metrics and reconstructions are
+// bit-identical for 1 and 3 workers (the host models come from a pool, one per worker).
+func TestCNNAttacksDeterministic(t *testing.T) {
+	spec := simSpec{model: tinyCNNs["relu-maxpool"], dim: 30, classes: 3, shape: []int{1, 5, 6}, pairs: 10, sigma: 0.05, steps: 2, eta: 0.3, seed: 9, extra: 2}
+	path, env, client := simulate(t, spec)
+	env.Aux = client
+	var res []*Result
+	for _, w := range []int{1, 3} {
+		r, err := Score(context.Background(), openTable(t, path), env, Options{Attacks: []string{"grad-align", "linear", "label", "invgrad"}, Workers: w, InvgradIterations: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res = append(res, r)
+	}
+	if !sameResults(res[0], res[1]) {
+		t.Error("scores with 3 workers differ from those with 1")
+	}
+	a, b := res[0].Reconstructions, res[1].Reconstructions
+	if len(a) == 0 || len(a) != len(b) {
+		t.Fatalf("%d and %d reconstructions", len(a), len(b))
+	}
+	for i := range a {
+		if a[i].RunID != b[i].RunID || !slices.Equal(a[i].X, b[i].X) {
+			t.Errorf("reconstruction %d differs between 1 and 3 workers", i)
+		}
+	}
+}
