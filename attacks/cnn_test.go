@@ -335,7 +335,7 @@ func TestInvgradPairCap(t *testing.T) {
 	tb := openTable(t, path)
 	for _, tc := range []struct {
 		cap, want int
-	}{{2, 2}, {0, DefaultInvgradPairsCNN}, {-1, 10}, {20, 10}} {
+	}{{1, 1}, {2, 2}, {0, DefaultInvgradPairsCNN}, {-1, 10}, {20, 10}} {
 		res, err := Score(context.Background(), tb, env, Options{Attacks: []string{"invgrad", "label"}, Workers: 2, InvgradPairs: tc.cap})
 		if err != nil {
 			t.Fatal(err)
@@ -411,6 +411,9 @@ func TestReconstructionsKept(t *testing.T) {
 //   - g = (-1, -1, -1), N = 2: stage 1 finds three labels for two samples and keeps the first
 //     two of the tie (the most negative, stably): (1, 1, 0).
 //   - g = (1, 2, 3), N = 2: nothing negative, m = 0, stage 2 takes label 0 twice: (2, 0, 0).
+//   - g = (-3, -2.5, 0), N = 4: m = (4/3)(-5.5)/4 = -11/6; stage 1 takes 0 and 1, raised to
+//     (-7/6, -2/3, 0); stage 2 takes 0 (raised to 2/3), then 1: (2, 2, 0). With the impact's sign
+//     wrong it would take label 0 three times.
 func TestLLGCounts(t *testing.T) {
 	for _, tc := range []struct {
 		g    []float64
@@ -420,6 +423,7 @@ func TestLLGCounts(t *testing.T) {
 		{[]float64{-2, -1, 0.5}, 3, []int{2, 1, 0}},
 		{[]float64{-1, -1, -1}, 2, []int{1, 1, 0}},
 		{[]float64{1, 2, 3}, 2, []int{2, 0, 0}},
+		{[]float64{-3, -2.5, 0}, 4, []int{2, 2, 0}},
 	} {
 		// Two features per class whose sum is -g_c.
 		uW := make([]float64, 2*len(tc.g))

@@ -66,6 +66,8 @@ type cnnInvProblem struct {
 	dxpm   []float64   // 2P x dim
 	loss   []float64   // 2P
 	steps  []float64   // P: t of each replica
+	cos    []float64   // P: cos(w_K - w_0, u) of the last evaluation
+	na     []float64   // P: |w_K - w_0|
 	dead   []bool      // P: replicas whose objective stopped being finite
 }
 
@@ -97,6 +99,8 @@ func (p *cnnInvProblem) init() bool {
 	p.dxpm = make([]float64, 2*P*p.dim)
 	p.loss = make([]float64, 2*P)
 	p.steps = make([]float64, P)
+	p.cos = make([]float64, P)
+	p.na = make([]float64, P)
 	p.dead = make([]bool, P)
 	p.m = p.h.get()
 	return true
@@ -140,9 +144,9 @@ func (p *cnnInvProblem) objective(xs, gx, objs []float64) error {
 			}
 		}
 	}
-	cos := make([]float64, P)
-	na := make([]float64, P)
+	cos, na := p.cos, p.na
 	for r := 0; r < P; r++ {
+		cos[r] = 0
 		wK := p.wk[K][r*d : (r+1)*d]
 		var aa, au float64
 		for i, v := range wK {

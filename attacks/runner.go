@@ -70,8 +70,9 @@ type Result struct {
 	// Summary holds one entry per attack and round, in the same order.
 	Summary []Metrics
 	// Reconstructions are, for each attack that reconstructs the target sample and each round,
-	// its reconstructions from both runs of one pair (the first pair by id whose two runs were
-	// scored): for the report's gallery. Kept only when Env.Shape describes an image.
+	// its reconstructions from both runs of one pair (the first pair by id, among the first four,
+	// whose two runs it scored): for the report's gallery. Kept only when Env.Shape describes an
+	// image.
 	Reconstructions []Reconstruction
 }
 
