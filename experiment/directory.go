@@ -138,15 +138,17 @@ func trainedConfig(path string) (*Config, error) {
 // rounds it was asked for (empty: every checkpoint), in the audit section of its config.
 type scoredWith struct {
 	Audit struct {
-		Attacks []string `json:"attacks"`
-		Rounds  []int    `json:"rounds"`
+		Attacks           []string `json:"attacks"`
+		Rounds            []int    `json:"rounds"`
+		InvgradPairs      int      `json:"invgrad_pairs"`
+		InvgradIterations int      `json:"invgrad_iterations"`
 	} `json:"audit"`
 }
 
 // scoringDiffers says how a score file scored with the recorded config fails to answer the
 // attacks and rounds asked for now, or "" when it answers them. Files of other tools record
 // nothing and are taken as they are.
-func scoringDiffers(recorded []byte, attacks []string, rounds []int) string {
+func scoringDiffers(recorded []byte, attacks []string, rounds []int, invgradPairs, invgradIterations int) string {
 	if len(recorded) == 0 {
 		return ""
 	}
@@ -162,5 +164,22 @@ func scoringDiffers(recorded []byte, attacks []string, rounds []int) string {
 	if a, b := sortedInts(rec.Audit.Rounds), sortedInts(rounds); !slices.Equal(a, b) {
 		return fmt.Sprintf("it was scored for rounds %v, the config asks for %v (empty: every checkpoint)", a, b)
 	}
+	if slices.Contains(attacks, "invgrad") && rec.Audit.InvgradPairs != invgradPairs {
+		return fmt.Sprintf("invgrad reconstructed %s per round, the config asks for %s", pairsText(rec.Audit.InvgradPairs), pairsText(invgradPairs))
+	}
+	if slices.Contains(attacks, "invgrad") && rec.Audit.InvgradIterations != invgradIterations {
+		return fmt.Sprintf("invgrad ran %d iterations, the config asks for %d (0: the default)", rec.Audit.InvgradIterations, invgradIterations)
+	}
 	return ""
+}
+
+// pairsText names an audit.invgrad_pairs setting.
+func pairsText(n int) string {
+	switch {
+	case n < 0:
+		return "every pair"
+	case n == 0:
+		return "the default number of pairs"
+	}
+	return fmt.Sprintf("%d pairs", n)
 }
