@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -95,5 +96,59 @@ func TestEvaluateRefuses(t *testing.T) {
 	bad.checkModel(&p, nil, 3, 2)
 	if len(p) != 1 || !strings.Contains(p[0].Error(), "external takes no other field") {
 		t.Errorf("external with hidden widths: %v", p)
+	}
+}
+
+// Without noise a round is a function of w_t: replaying it from the recorded w_t gives back the
+// recorded w_{t+1} bit for bit in the replica's own world, and at round 0, where both worlds of a
+// pair start from the same w_0, the partner's w_1 in the other world; the target's local result
+// is the recorded upload. A configuration that draws minibatches or participants from seeds is
+// refused with the reason.
+func TestReplayRound(t *testing.T) {
+	tgt := TargetInfo{Client: 1, Index: 2}
+	c, cp := synthWorlds(3, 6, 5, 3, tgt, 4)
+	cfg := mlpConfig()
+	cfg.Batching, cfg.NoiseStd, cfg.Informed, cfg.Checkpoints, cfg.Algorithm, cfg.ProxAlpha = "full", 0, false, []int{0, 1, 2, 3}, algo.FedProx, 0.5
+	job := Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{First: 2, Count: 3}}
+	rec := &memRecorder{}
+	job.Recorder = rec
+	if err := Train(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	noisy := job
+	noisy.Config.NoiseStd = 0.1 // the replay drops the noise whatever the config says
+	for i := 0; i+1 < len(rec.cps); i++ {
+		now, next := rec.cps[i], rec.cps[i+1]
+		params := make([][]float32, len(now.Replicas))
+		for r := range params {
+			params[r] = now.Replicas[r].Params
+		}
+		rp, err := ReplayRound(context.Background(), noisy, now.Round, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := range params {
+			own := r % 2
+			if !slices.Equal(rp.Mean[r][own], next.Replicas[r].Params) {
+				t.Fatalf("round %d replica %d: replayed w_{t+1} differs from the recorded one", now.Round, r)
+			}
+			if !slices.Equal(rp.Target[r][own], next.Replicas[r].Upload) {
+				t.Fatalf("round %d replica %d: replayed target result differs from the recorded upload", now.Round, r)
+			}
+			if now.Round == 0 && !slices.Equal(rp.Mean[r][1-own], next.Replicas[r^1].Params) {
+				t.Fatalf("round 0 replica %d: replayed in the other world, w_1 differs from the partner's", r)
+			}
+			if slices.Equal(rp.Mean[r][0], rp.Mean[r][1]) {
+				t.Fatalf("round %d replica %d: the worlds replay alike", now.Round, r)
+			}
+		}
+	}
+	fixed := noisy
+	fixed.Config.Batching, fixed.Config.BatchSize = "fixed", 4
+	if _, err := ReplayRound(context.Background(), fixed, 0, nil); err == nil || !strings.Contains(err.Error(), "batching fixed") {
+		t.Errorf("fixed minibatches: %v", err)
+	}
+	if err := Replayable(cfg, 3); err == nil || !strings.Contains(err.Error(), "noise_std is 0") {
+		t.Errorf("no noise: %v", err)
 	}
 }
