@@ -62,8 +62,11 @@ type Result struct {
 	Layout       string `json:"layout"`
 	// Statistics says whether the runs carry the target's loss and margin (train's evaluation
 	// of a model fedaudit knows); an external model has none.
-	Statistics bool     `json:"statistics"`
-	Dropped    []string `json:"dropped_attacks,omitempty"` // config attacks imported runs cannot support
+	Statistics bool `json:"statistics"`
+	// Replayed says whether the informed adversary's statistics were computed by replaying the
+	// rounds (replay.go).
+	Replayed bool     `json:"replayed"`
+	Dropped  []string `json:"dropped_attacks,omitempty"` // config attacks imported runs cannot support
 }
 
 // Record is DIR/import.json: where the runs came from.
@@ -92,9 +95,9 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	cfg := *opts.Config
-	// Imported runs carry global parameters (and uploads where the manifest lists them): the
-	// trainer-internal statistics of the informed adversary are not observable from snapshots.
-	cfg.Train.Informed, cfg.Train.RecordParams, cfg.Train.RecordUpload = false, true, false
+	// Imported runs carry global parameters (and uploads where the manifest lists them); the
+	// informed adversary's statistics are replayed where that is possible (replay.go).
+	cfg.Train.RecordParams, cfg.Train.RecordUpload = true, false
 	rounds := slices.Clone(cfg.Train.Checkpoints)
 	slices.Sort(rounds)
 	rounds = slices.Compact(rounds)
@@ -125,6 +128,15 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	known := !lay.External
+	var rp *replayer
+	if cfg.Train.Informed {
+		if err := canReplay(cfg.Train, len(data.Pair.C), known, rounds); err != nil {
+			logf("import: the informed adversary's statistics are not computed: %v", err)
+			cfg.Train.Informed = false
+		} else {
+			rp = newReplayer(cfg.Train, 2*plan.Pairs, len(data.Pair.C), plan.Uploads != nil)
+		}
+	}
 	meta := runs.Meta{
 		Config:      cfg.TrainingJSON(),
 		DatasetHash: data.Hash,
@@ -132,8 +144,11 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 		HasParams:   true,
 		HasUpload:   plan.Uploads != nil,
 	}
+	if rp != nil {
+		meta.StatNames = rp.names()
+	}
 	if known {
-		meta.StatNames = statNames
+		meta.StatNames = append(meta.StatNames, statNames...)
 	}
 	dropped := dropInapplicable(&cfg, meta, logf)
 
@@ -160,7 +175,9 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer w.Abort()
 
-	rd := &reader{plan: plan, lay: lay, opts: opts, cfg: &cfg, data: data, known: known, logf: logf}
+	rd := &reader{plan: plan, lay: lay, opts: opts, known: known, replay: rp, logf: logf,
+		job:   train.Job{Config: cfg.Train, WorldC: data.Pair.C, WorldCPrime: data.Pair.CPrime, Target: data.Target, Test: data.Test},
+		group: train.GroupSize(cfg.Train, train.SizesOf(data.Pair.C, data.Test), plan.Pairs)}
 	uploads, err := rd.readRounds(ctx, w)
 	if err != nil {
 		return nil, err
@@ -170,7 +187,7 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 	}
 	res := &Result{Dir: opts.Out, Pairs: plan.Pairs, Rounds: plan.Rounds, Snapshots: 2 * plan.Pairs * len(plan.Rounds),
 		Uploads: uploads, OtherUploads: plan.OtherUploads, Params: lay.D, Model: cfg.Train.Model.Kind, Layout: lay.Describe(),
-		Statistics: known, Dropped: dropped}
+		Statistics: known, Replayed: rp != nil, Dropped: dropped}
 	if err := commitImport(tmp, opts.Out, &cfg, Record{Manifest: opts.Manifest.Path, Result: *res}); err != nil {
 		return nil, err
 	}
@@ -224,10 +241,13 @@ type reader struct {
 	plan  *Plan
 	lay   Layout
 	opts  Options
-	cfg   *experiment.Config
-	data  *experiment.Data
 	known bool // the model is one fedaudit evaluates: rows carry train's statistics
-	logf  func(string, ...any)
+	// replay, when set, computes the informed adversary's statistics (replay.go).
+	replay *replayer
+	logf   func(string, ...any)
+	// job is the deployment as train sees it, group the pairs train evaluates at once.
+	job   train.Job
+	group int
 }
 
 // readRounds reads every snapshot of the plan, one round at a time with all runs in parallel,
@@ -276,6 +296,20 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer) (int, error) {
 		rows, err := rd.rows(ctx, round, params)
 		if err != nil {
 			return 0, err
+		}
+		if rd.replay != nil {
+			var stats [][]float64
+			if round == 0 {
+				stats = make([][]float64, n)
+				for r := range stats {
+					stats[r] = rd.replay.zero()
+				}
+			} else if stats, err = rd.replay.round(ctx, rd.job, round-1, prev, params, uploads, rd.group); err != nil {
+				return 0, err
+			}
+			for r := range rows {
+				rows[r].Stats = append(stats[r], rows[r].Stats...)
+			}
 		}
 		if plan.Uploads != nil {
 			for r := range rows {
@@ -361,10 +395,7 @@ func (rd *reader) rows(ctx context.Context, round int, params [][]float32) ([]ru
 	if !rd.known {
 		return rows, nil
 	}
-	data := rd.data
-	job := train.Job{Config: rd.cfg.Train, WorldC: data.Pair.C, WorldCPrime: data.Pair.CPrime, Target: data.Target, Test: data.Test}
-	pairs := rd.plan.Pairs
-	size := train.GroupSize(job.Config, train.SizesOf(data.Pair.C, data.Test), pairs)
+	job, pairs, size := rd.job, rd.plan.Pairs, rd.group
 	for first := 0; first < pairs; first += size {
 		job.Pairs = train.PairRange{First: first, Count: min(size, pairs-first)}
 		cp, err := train.Evaluate(ctx, job, round, params[2*first:2*(first+job.Pairs.Count)])
