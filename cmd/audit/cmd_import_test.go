@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/ingest"
+	"github.com/fedaudit/fedaudit/runs"
 )
 
 const importYAML = `name: imported
@@ -92,5 +94,88 @@ func TestImportCLI(t *testing.T) {
 	}
 	if code, _, stderr = call("import", "--manifest", man, "--config", cfgPath, "--out", out); code != 2 || !strings.Contains(stderr, "not empty") {
 		t.Fatalf("existing out: code %d, stderr %s", code, stderr)
+	}
+}
+
+const roundTripYAML = `name: round-trip
+seed: 9
+pairs: 60
+data: {source: synthetic, synthetic: {dim: 6, classes: 3}, clients: 3, per_client: 8, test_samples: 20}
+adjacency: {kind: replace, client: 1, index: 0, canary: relabel}
+train:
+  algorithm: fedavg
+  model: {kind: mlp, hidden: [5], activation: tanh}
+  rounds: 3
+  local_steps: 2
+  learning_rate: 0.3
+  batching: fixed
+  batch_size: 4
+  clip_norm: 0.5
+  noise_std: 0.05
+  checkpoints: [0, 1, 2, 3]
+  record_params: true
+  record_upload: true
+audit:
+  claim_mu: 1
+`
+
+// TestImportRoundTripCLI runs fedaudit's own audit end to end, exports its runs as snapshots
+// with their manifest and config (`audit export --format safetensors`), imports them (`audit
+// import`) and audits the import (`audit run` on the imported directory): the score files hold
+// the same scores and findings.json is the same file, byte for byte, for every attack the
+// default selects (final-model, parameter-space and uploads attacks).
+func TestImportRoundTripCLI(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "cfg.yaml")
+	os.WriteFile(cfgPath, []byte(roundTripYAML), 0o644)
+	call := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := exitCode(&stderr, run(context.Background(), args, &stdout, &stderr))
+		return code, stdout.String(), stderr.String()
+	}
+	own, snaps, imp := filepath.Join(dir, "own"), filepath.Join(dir, "snaps"), filepath.Join(dir, "imported")
+	if code, stdout, stderr := call("run", "--config", cfgPath, "--out", own); code != 0 && code != 3 {
+		t.Fatalf("run: code %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, stdout, stderr := call("export", "--format", "safetensors", own, "--out", snaps); code != 0 || !strings.Contains(stdout, "manifest.csv") {
+		t.Fatalf("export: code %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr := call("import", "--manifest", filepath.Join(snaps, "manifest.csv"), "--config", filepath.Join(snaps, "config.json"), "--out", imp)
+	if code != 0 || !strings.Contains(stdout, "uploads: 360 of the target client") {
+		t.Fatalf("import: code %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, stdout, stderr := call("run", "--config", filepath.Join(imp, "config.json"), "--out", imp); code != 0 && code != 3 {
+		t.Fatalf("run on the import: code %d\n%s\n%s", code, stdout, stderr)
+	}
+	a, err := runs.ReadScoreFile(filepath.Join(own, "scores.arrow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := runs.ReadScoreFile(filepath.Join(imp, "scores.arrow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	attacks := map[string]bool{}
+	for _, s := range a.Scores {
+		attacks[s.Attack] = true
+	}
+	if len(a.Scores) != len(b.Scores) {
+		t.Fatalf("%d scores of own runs, %d of imported", len(a.Scores), len(b.Scores))
+	}
+	for i := range a.Scores {
+		sa, sb := a.Scores[i], b.Scores[i]
+		if sa.RunID != sb.RunID || sa.Round != sb.Round || sa.Attack != sb.Attack || math.Float64bits(sa.Score) != math.Float64bits(sb.Score) {
+			t.Fatalf("score %d: own %+v, imported %+v", i, sa, sb)
+		}
+	}
+	for _, want := range []string{"loss", "grad-align", "linear", "label", "param-lda", "upload-lda"} {
+		if !attacks[want] {
+			t.Errorf("the round trip did not score %s (scored %v)", want, attacks)
+		}
+	}
+	fa, _ := os.ReadFile(filepath.Join(own, "findings.json"))
+	fb, _ := os.ReadFile(filepath.Join(imp, "findings.json"))
+	if len(fa) == 0 || !bytes.Equal(fa, fb) {
+		t.Fatalf("findings.json differ:\nown %s\nimported %s", fa, fb)
 	}
 }
