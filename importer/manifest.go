@@ -58,17 +58,22 @@ type jsonEntry struct {
 // the file starts with '[' or '{', else CSV with a header row naming at least file, world, pair
 // and round (client and canary optional; any order; other columns are an error, so a typo is
 // never silently ignored).
+//
+// A manifest over maxManifestBytes is refused before it is read (a million snapshots take about
+// 60 MB).
 func ReadManifest(path string) (*Manifest, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > maxManifestBytes {
+		return nil, fmt.Errorf("manifest %s: %d bytes, more than the %d a manifest may have", path, st.Size(), maxManifestBytes)
+	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var entries []Entry
-	if t := bytes.TrimSpace(raw); len(t) > 0 && (t[0] == '[' || t[0] == '{') {
-		entries, err = parseJSON(t)
-	} else {
-		entries, err = parseCSV(raw)
-	}
+	entries, err := parseManifest(raw)
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", path, err)
 	}
@@ -79,6 +84,17 @@ func ReadManifest(path string) (*Manifest, error) {
 		}
 	}
 	return &Manifest{Path: path, Entries: entries}, nil
+}
+
+// maxManifestBytes caps the size of a manifest file.
+const maxManifestBytes = 1 << 30
+
+// parseManifest parses a manifest's bytes: JSON when they start with '[' or '{', else CSV.
+func parseManifest(raw []byte) ([]Entry, error) {
+	if t := bytes.TrimSpace(raw); len(t) > 0 && (t[0] == '[' || t[0] == '{') {
+		return parseJSON(t)
+	}
+	return parseCSV(raw)
 }
 
 func parseWorld(s string) (int8, error) {
@@ -172,11 +188,11 @@ func parseCSV(raw []byte) ([]Entry, error) {
 		if err == io.EOF {
 			break
 		}
+		if err != nil {
+			return nil, err // a csv.ParseError names its line
+		}
 		line, _ := r.FieldPos(0)
 		where := fmt.Sprintf("line %d", line)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %v", where, err)
-		}
 		e := Entry{File: strings.TrimSpace(rec[col["file"]]), Client: -1, Line: where}
 		if e.File == "" {
 			return nil, fmt.Errorf("%s: empty file", where)
