@@ -109,7 +109,25 @@ func TestReplayRound(t *testing.T) {
 	c, cp := synthWorlds(3, 6, 5, 3, tgt, 4)
 	cfg := mlpConfig()
 	cfg.Batching, cfg.NoiseStd, cfg.Informed, cfg.Checkpoints, cfg.Algorithm, cfg.ProxAlpha = "full", 0, false, []int{0, 1, 2, 3}, algo.FedProx, 0.5
-	job := Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{First: 2, Count: 3}}
+	replayMatches(t, Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{First: 2, Count: 3}})
+	cnn := tinyCNN()
+	cnn.Batching, cnn.NoiseStd, cnn.Informed, cnn.Checkpoints = "full", 0, false, []int{0, 1, 2}
+	ic, icp := imageWorlds(t, 2, 5, 1, 8, 8, 3, TargetInfo{Client: 0, Index: 1})
+	replayMatches(t, Job{Config: cnn, WorldC: ic, WorldCPrime: icp, Target: TargetInfo{Client: 0, Index: 1}, Pairs: PairRange{Count: 2}})
+
+	fixed := Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{Count: 1}}
+	fixed.Config.NoiseStd, fixed.Config.Batching, fixed.Config.BatchSize = 0.1, "fixed", 4
+	if _, err := ReplayRound(context.Background(), fixed, 0, nil); err == nil || !strings.Contains(err.Error(), "batching fixed") {
+		t.Errorf("fixed minibatches: %v", err)
+	}
+	if err := Replayable(cfg, 3); err == nil || !strings.Contains(err.Error(), "noise_std is 0") {
+		t.Errorf("no noise: %v", err)
+	}
+}
+
+// replayMatches trains job without noise and replays every recorded round.
+func replayMatches(t *testing.T, job Job) {
+	t.Helper()
 	rec := &memRecorder{}
 	job.Recorder = rec
 	if err := Train(context.Background(), job); err != nil {
@@ -142,13 +160,5 @@ func TestReplayRound(t *testing.T) {
 				t.Fatalf("round %d replica %d: the worlds replay alike", now.Round, r)
 			}
 		}
-	}
-	fixed := noisy
-	fixed.Config.Batching, fixed.Config.BatchSize = "fixed", 4
-	if _, err := ReplayRound(context.Background(), fixed, 0, nil); err == nil || !strings.Contains(err.Error(), "batching fixed") {
-		t.Errorf("fixed minibatches: %v", err)
-	}
-	if err := Replayable(cfg, 3); err == nil || !strings.Contains(err.Error(), "noise_std is 0") {
-		t.Errorf("no noise: %v", err)
 	}
 }
