@@ -51,8 +51,9 @@ type Convolver interface {
 	// then j, then the output position).
 	Col2im(cols Mat, win Window, dx Images)
 	// Pool writes y (C, N, win.Out(H), win.Out(W)) from x: the maximum of each window (the
-	// first maximum in row-major window order; padding never wins), or the average of the
-	// Size*Size window positions, padding counted as zeros.
+	// first maximum in row-major window order, as found by comparing each value with > to the
+	// best so far: -0 and +0 tie, and a NaN wins only as the window's first value; padding
+	// never wins), or the average of the Size*Size window positions, padding counted as zeros.
 	Pool(p Pooling, win Window, x, y Images)
 	// PoolGrad writes dx from dy, the gradient of Pool's output: max pooling routes each
 	// dy value to its window's first maximum (recomputed from x, so nothing is kept between

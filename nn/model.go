@@ -67,6 +67,16 @@ func (l *residual[T]) setOffset(off int) {
 		}
 	}
 }
+func (l *residual[T]) flops() int64 {
+	n := 2 * int64(l.osh.Size()) // the sum and its ReLU
+	for _, s := range [][]layer[T]{l.main.layers, l.short.layers} {
+		for _, sl := range s {
+			n += sl.flops()
+		}
+	}
+	return n
+}
+
 func (l *residual[T]) init(w []T, rng *rand.Rand) {
 	for _, s := range [][]layer[T]{l.main.layers, l.short.layers} {
 		for _, sl := range s {
@@ -117,7 +127,7 @@ type Model[T Float] struct {
 	// it. A model built on a backend uses the backend's own threads.
 	Threads int
 	body    seq[T]
-	kinds   []string
+	info    []LayerInfo // the spec's layers (body may run some in another order)
 	d       int
 	o       ops[T]
 	host    *hostOps[T] // o when the model runs on the host
@@ -160,11 +170,19 @@ func BuildOn(spec Spec, be compute.Backend) (*Model[float32], error) {
 
 // Layers lists the model's layers with the shapes Build inferred (for a user checking a spec).
 func (m *Model[T]) Layers() []LayerInfo {
-	out := make([]LayerInfo, len(m.body.layers))
-	for i, l := range m.body.layers {
-		out[i] = LayerInfo{Layer: i + 1, Kind: m.kinds[i], In: l.in(), Out: l.out(), Params: l.numParams()}
+	return append([]LayerInfo(nil), m.info...)
+}
+
+// ForwardFLOPs is the floating-point work of one sample's forward pass (2 per multiply-add of
+// the convolutions and dense layers, the bias included, one per value of the elementwise
+// layers), the softmax left out. A training step costs about three times that per sample
+// (forward, weight gradient, input gradient), the usual rule of thumb.
+func (m *Model[T]) ForwardFLOPs() int64 {
+	var n int64
+	for _, l := range m.body.layers {
+		n += l.flops()
 	}
-	return out
+	return n
 }
 
 // NumParams is d, the parameters of one replica.

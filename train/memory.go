@@ -121,7 +121,8 @@ func MemoryOf(cfg Config, s DataSizes) (Memory, error) {
 		act += k * float64(sizes[l])
 	}
 	perReplica += wsRows * act * f
-	perReplica += wsRows * nnRows
+	// nn models evaluate in slices of at most nnEvalRows(maxRows) rows (nnModel.eval).
+	perReplica += math.Max(maxRows, float64(nnEvalRows(int(maxRows)))) * nnRows
 	if cfg.Batching == algo.Fixed && nnRows == 0 {
 		perReplica += float64(cfg.BatchSize) * float64(cfg.BatchSize) * f // delta Gram matrices
 	}

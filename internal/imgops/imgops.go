@@ -9,7 +9,10 @@
 // one fixed order, so results never depend on how the work is split.
 package imgops
 
-import "math"
+import (
+	"math"
+	"unsafe"
+)
 
 // Float is the element type.
 type Float interface{ ~float32 | ~float64 }
@@ -33,32 +36,45 @@ func Im2col[T Float](x []T, g Geom, w Win, cols []T, ldc, q0, q1 int) {
 	for q := q0; q < q1; q++ {
 		c, i, j := q/kk, q/w.K%w.K, q%w.K
 		row := cols[q*ldc:][:g.N*OH*OW]
+		lo, hi := validRange(j-w.P, w.S, OW, g.W)
 		for n := 0; n < g.N; n++ {
 			src := x[(c*g.N+n)*g.H*g.W:][:g.H*g.W]
 			for oy := 0; oy < OH; oy++ {
 				iy := oy*w.S - w.P + i
 				dst := row[(n*OH+oy)*OW:][:OW]
-				if iy < 0 || iy >= g.H {
+				if iy < 0 || iy >= g.H || lo >= hi {
 					clear(dst)
 					continue
 				}
+				clear(dst[:lo])
+				clear(dst[hi:])
 				line := src[iy*g.W:][:g.W]
-				ix := j - w.P
-				if w.S == 1 && ix >= 0 && ix+OW <= g.W {
-					copy(dst, line[ix:ix+OW])
+				ix := lo*w.S + j - w.P
+				if w.S == 1 {
+					copy(dst[lo:hi], line[ix:ix+hi-lo])
 					continue
 				}
-				for ox := range dst {
-					if ix >= 0 && ix < g.W {
-						dst[ox] = line[ix]
-					} else {
-						dst[ox] = 0
-					}
+				for ox := lo; ox < hi; ox++ {
+					dst[ox] = line[ix]
 					ix += w.S
 				}
 			}
 		}
 	}
+}
+
+// validRange is the range [lo, hi) of output positions o in [0, out) whose input position
+// o*s + start lies in [0, n).
+func validRange(start, s, out, n int) (lo, hi int) {
+	if start < 0 {
+		lo = (-start + s - 1) / s
+	}
+	if last := n - 1 - start; last < 0 {
+		hi = 0
+	} else {
+		hi = min(out, last/s+1)
+	}
+	return lo, max(hi, lo)
 }
 
 // Col2im writes channels c0..c1-1 of dx (geometry g), the adjoint of Im2col: every pixel is
@@ -71,6 +87,10 @@ func Col2im[T Float](cols []T, ldc int, g Geom, w Win, dx []T, c0, c1 int) {
 		for i := 0; i < w.K; i++ {
 			for j := 0; j < w.K; j++ {
 				row := cols[((c*w.K+i)*w.K+j)*ldc:][:g.N*OH*OW]
+				lo, hi := validRange(j-w.P, w.S, OW, g.W)
+				if lo >= hi {
+					continue
+				}
 				for n := 0; n < g.N; n++ {
 					dst := dx[(c*g.N+n)*hw:][:hw]
 					for oy := 0; oy < OH; oy++ {
@@ -78,13 +98,18 @@ func Col2im[T Float](cols []T, ldc int, g Geom, w Win, dx []T, c0, c1 int) {
 						if iy < 0 || iy >= g.H {
 							continue
 						}
-						src := row[(n*OH+oy)*OW:][:OW]
-						line := dst[iy*g.W:][:g.W]
-						ix := j - w.P
-						for _, v := range src {
-							if ix >= 0 && ix < g.W {
-								line[ix] += v
+						src := row[(n*OH+oy)*OW:][lo:hi]
+						ix := lo*w.S + j - w.P
+						if w.S == 1 {
+							line := dst[iy*g.W+ix:][:len(src)]
+							for k, v := range src {
+								line[k] += v
 							}
+							continue
+						}
+						line := dst[iy*g.W:][:g.W]
+						for _, v := range src {
+							line[ix] += v
 							ix += w.S
 						}
 					}
@@ -99,6 +124,10 @@ func Col2im[T Float](cols []T, ldc int, g Geom, w Win, dx []T, c0, c1 int) {
 // order, padding excluded (a window always holds at least one pixel when P < K).
 func MaxPool[T Float](x []T, g Geom, w Win, y []T, p0, p1 int) {
 	OH, OW := w.Out(g.H), w.Out(g.W)
+	if w.K == 2 && w.S == 2 && w.P == 0 {
+		maxPool2(x, g, y, p0, p1)
+		return
+	}
 	for p := p0; p < p1; p++ {
 		src := x[p*g.H*g.W:][:g.H*g.W]
 		dst := y[p*OH*OW:][:OH*OW]
@@ -106,6 +135,104 @@ func MaxPool[T Float](x []T, g Geom, w Win, y []T, p0, p1 int) {
 			for ox := 0; ox < OW; ox++ {
 				dst[oy*OW+ox] = src[maxIndex(src, g, w, oy, ox)]
 			}
+		}
+	}
+}
+
+// orderKey maps a value to an integer in the same order as the value, -0 and +0 to the same
+// key, so that comparisons become integer ones the compiler turns into conditional moves: with
+// a window's values in random order, branches on float comparisons mispredict about half the
+// time. NaN has no place in the order: window4 handles it.
+func orderKey[T Float](v T) int64 {
+	if unsafe.Sizeof(v) == 4 {
+		b := int32(math.Float32bits(float32(v)))
+		s := b >> 31
+		return int64((b ^ (s & math.MaxInt32)) - s)
+	}
+	b := int64(math.Float64bits(float64(v)))
+	s := b >> 63
+	return (b ^ (s & math.MaxInt64)) - s
+}
+
+// window4 returns the position (0..3) of the first maximum of a 2x2 window's values in
+// row-major order, as the general path finds it with > comparisons. Without NaN that is the
+// first key equal to the largest key, found without branches; a window holding a NaN (which
+// the keys would order among the numbers) takes the comparisons: a NaN wins only as the first
+// value, since nothing compares greater than it and it compares greater than nothing.
+func window4[T Float](a, b, c, d T) int {
+	if a != a || b != b || c != c || d != d {
+		at, m := 0, a
+		for k, v := range [3]T{b, c, d} {
+			if v > m {
+				at, m = k+1, v
+			}
+		}
+		return at
+	}
+	return first4(orderKey(a), orderKey(b), orderKey(c), orderKey(d))
+}
+
+// first4 returns the position (0..3) of the first of four keys that equals their maximum.
+func first4(ka, kb, kc, kd int64) int {
+	m := max(max(ka, kb), max(kc, kd))
+	at := 3
+	if kc == m {
+		at = 2
+	}
+	if kb == m {
+		at = 1
+	}
+	if ka == m {
+		at = 0
+	}
+	return at
+}
+
+// maxPool2 is MaxPool for 2x2 windows at stride 2 without padding, the common case, without
+// data-dependent branches: the same first maximum in row-major order.
+func maxPool2[T Float](x []T, g Geom, y []T, p0, p1 int) {
+	OH, OW := g.H/2, g.W/2
+	for p := p0; p < p1; p++ {
+		src := x[p*g.H*g.W:][:g.H*g.W]
+		dst := y[p*OH*OW:][:OH*OW]
+		for oy := 0; oy < OH; oy++ {
+			r0 := src[2*oy*g.W:][:2*OW]
+			r1 := src[(2*oy+1)*g.W:][:2*OW]
+			out := dst[oy*OW:][:OW]
+			for ox := range out {
+				w := [4]T{r0[2*ox], r0[2*ox+1], r1[2*ox], r1[2*ox+1]}
+				out[ox] = w[window4(w[0], w[1], w[2], w[3])&3]
+			}
+		}
+	}
+}
+
+// maxPool2Grad is MaxPoolGrad for 2x2 windows at stride 2 without padding: the windows do not
+// overlap, so every pixel is written once (dy at its window's first maximum, else 0) and a
+// last odd row or column, in no window, is zeroed.
+func maxPool2Grad[T Float](x []T, g Geom, dy, dx []T, p0, p1 int) {
+	OH, OW := g.H/2, g.W/2
+	hw := g.H * g.W
+	for p := p0; p < p1; p++ {
+		src, dst := x[p*hw:][:hw], dx[p*hw:][:hw]
+		gy := dy[p*OH*OW:][:OH*OW]
+		for oy := 0; oy < OH; oy++ {
+			r0 := src[2*oy*g.W:][:2*OW]
+			r1 := src[(2*oy+1)*g.W:][:2*OW]
+			d0 := dst[2*oy*g.W:][:2*OW]
+			d1 := dst[(2*oy+1)*g.W:][:2*OW]
+			for ox, v := range gy[oy*OW:][:OW] {
+				at := window4(r0[2*ox], r0[2*ox+1], r1[2*ox], r1[2*ox+1])
+				var z [4]T
+				z[at&3] += v // 0 + v, as the general path adds into zeros: -0 becomes +0
+				d0[2*ox], d0[2*ox+1], d1[2*ox], d1[2*ox+1] = z[0], z[1], z[2], z[3]
+			}
+			if g.W%2 == 1 {
+				dst[2*oy*g.W+g.W-1], dst[(2*oy+1)*g.W+g.W-1] = 0, 0
+			}
+		}
+		if g.H%2 == 1 {
+			clear(dst[(g.H-1)*g.W:])
 		}
 	}
 }
@@ -151,6 +278,10 @@ func AvgPool[T Float](x []T, g Geom, w Win, y []T, p0, p1 int) {
 // MaxPoolGrad writes planes p0..p1-1 of dx: each dy value added to its window's first maximum
 // in x, windows in row-major order.
 func MaxPoolGrad[T Float](x []T, g Geom, w Win, dy, dx []T, p0, p1 int) {
+	if w.K == 2 && w.S == 2 && w.P == 0 {
+		maxPool2Grad(x, g, dy, dx, p0, p1)
+		return
+	}
 	OH, OW := w.Out(g.H), w.Out(g.W)
 	hw := g.H * g.W
 	clear(dx[p0*hw : p1*hw])

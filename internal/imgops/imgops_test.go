@@ -19,9 +19,12 @@ func geomCases() []geomCase {
 		{"k3_s2_pad1", Geom{3, 2, 7, 6}, Win{3, 2, 1}},
 		{"k5_pad2", Geom{1, 4, 8, 8}, Win{5, 1, 2}},
 		{"k2_s2", Geom{2, 3, 6, 6}, Win{2, 2, 0}},
+		{"k2_s2_odd", Geom{2, 2, 7, 5}, Win{2, 2, 0}},
 		{"k3_s2_overlap", Geom{2, 2, 7, 7}, Win{3, 2, 0}},
 		{"k1_s2", Geom{4, 2, 5, 5}, Win{1, 2, 0}},
 		{"k2_s2_pad1", Geom{2, 2, 5, 5}, Win{2, 2, 1}},
+		{"tiny_pad", Geom{2, 2, 1, 2}, Win{3, 1, 1}},
+		{"k3_s3_pad1", Geom{1, 2, 4, 7}, Win{3, 3, 1}},
 	}
 }
 
@@ -118,6 +121,7 @@ func TestPooling(t *testing.T) {
 			AvgPool(x, g, w, av, 0, 1)
 			AvgPool(x, g, w, av, 1, P)
 			dy := randVec(rng, len(mx))
+			dy[0] = math.Copysign(0, -1) // a -0 sent to a pixel of no other window arrives as 0 + -0 = +0
 			wantDX := make([]float64, len(x))
 			for p := 0; p < P; p++ {
 				c, n := p/g.N, p%g.N
@@ -146,9 +150,12 @@ func TestPooling(t *testing.T) {
 				}
 			}
 			dx := make([]float64, len(x))
+			for i := range dx {
+				dx[i] = math.NaN() // every pixel must be written
+			}
 			MaxPoolGrad(x, g, w, dy, dx, 0, P)
 			for i := range dx {
-				if math.Abs(dx[i]-wantDX[i]) > 1e-14 {
+				if math.Abs(dx[i]-wantDX[i]) > 1e-14 || (wantDX[i] == 0 && math.Signbit(dx[i]) != math.Signbit(wantDX[i])) {
 					t.Fatalf("max pool gradient %d: %g, want %g", i, dx[i], wantDX[i])
 				}
 			}
@@ -250,6 +257,65 @@ func TestTranspose(t *testing.T) {
 						t.Fatalf("block %d: (%d,%d)[%d] = %g, want %g", block, i, j, k, got, want)
 					}
 				}
+			}
+		}
+	}
+}
+
+// orderKey orders values as the floats compare (-0 equal to +0), in float32 and float64,
+// including infinities and subnormals.
+func TestOrderKey(t *testing.T) {
+	special := []float64{0, math.Copysign(0, -1), 1, -1, math.Inf(1), math.Inf(-1), 1e-40, -1e-40, 5e-324, -5e-324, math.MaxFloat32, -math.MaxFloat32}
+	rng := rand.New(rand.NewPCG(11, 12))
+	vals := append([]float64(nil), special...)
+	for i := 0; i < 500; i++ {
+		vals = append(vals, rng.NormFloat64()*math.Pow(10, float64(rng.IntN(20)-10)))
+	}
+	for _, a := range vals {
+		for _, b := range vals {
+			if ka, kb := orderKey(a), orderKey(b); (ka < kb) != (a < b) || (ka == kb) != (a == b) {
+				t.Fatalf("float64 %g, %g: keys %d, %d", a, b, ka, kb)
+			}
+			a32, b32 := float32(a), float32(b)
+			if ka, kb := orderKey(a32), orderKey(b32); (ka < kb) != (a32 < b32) || (ka == kb) != (a32 == b32) {
+				t.Fatalf("float32 %g, %g: keys %d, %d", a32, b32, ka, kb)
+			}
+		}
+	}
+}
+
+// The 2x2 path (window 2, stride 2) and the general one (the same single window at stride 1)
+// agree on windows holding NaN: a NaN wins only as its window's first value.
+func TestMaxPoolNaN(t *testing.T) {
+	nan := math.NaN()
+	for _, tc := range []struct {
+		win  [4]float64
+		want int // position of the winner
+	}{
+		{[4]float64{1, nan, 0, 0}, 0},
+		{[4]float64{nan, 1, 2, 3}, 0},
+		{[4]float64{0, 1, nan, 3}, 3},
+		{[4]float64{-1, -2, -3, nan}, 0},
+		{[4]float64{math.Copysign(nan, -1), 5, 6, 7}, 0},
+		{[4]float64{2, math.Copysign(nan, -1), 1, 0}, 0},
+	} {
+		g := Geom{C: 1, N: 1, H: 2, W: 2}
+		x := []float64{tc.win[0], tc.win[1], tc.win[2], tc.win[3]}
+		y := make([]float64, 1)
+		MaxPool(x, g, Win{2, 2, 0}, y, 0, 1)
+		if got := y[0]; math.Float64bits(got) != math.Float64bits(x[tc.want]) {
+			t.Fatalf("%v: pooled %v, want %v", tc.win, got, x[tc.want])
+		}
+		// The general path on the same window (stride 1 gives one 2x2 window too).
+		MaxPool(x, g, Win{2, 1, 0}, y, 0, 1)
+		if math.Float64bits(y[0]) != math.Float64bits(x[tc.want]) {
+			t.Fatalf("%v: general path pooled %v, want %v", tc.win, y[0], x[tc.want])
+		}
+		dx := make([]float64, 4)
+		MaxPoolGrad(x, g, Win{2, 2, 0}, []float64{1}, dx, 0, 1)
+		for k, v := range dx {
+			if want := map[bool]float64{true: 1, false: 0}[k == tc.want]; v != want {
+				t.Fatalf("%v: gradient %v, want the winner %d", tc.win, dx, tc.want)
 			}
 		}
 	}
