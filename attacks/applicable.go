@@ -34,12 +34,26 @@ const (
 )
 
 // ModelSkipped lists, in canonical order, the attacks that cannot run on models of config mc
-// whatever the run file holds, each with why: those needing a dense first layer (analytic
-// inversion) on a CNN that starts with a convolution (lenet5, resnet, most sequential specs),
-// and those needing a dense last layer on a sequential spec that ends otherwise. The
-// experiment leaves them out of its selection with that reason rather than failing; every
-// other attack runs on every model (the host evaluates CNNs in float64, attacks/cnn.go).
+// whatever the run file holds, each with why. On a CNN: those needing a dense first layer
+// (analytic inversion) when it starts with a convolution (lenet5, resnet, most sequential
+// specs), and those needing a dense last layer on a sequential spec that ends otherwise; every
+// other attack runs on every known model (the host evaluates CNNs in float64, attacks/cnn.go).
+// A model of kind external (runs imported with an architecture fedaudit does not know) has no
+// model to evaluate at all: the attacks left are those that read parameters or updates as
+// vectors (param-lda, param-cosine, upload-lda) and, where the import recorded them, the
+// statistic columns. The experiment leaves the skipped attacks out of its selection with that
+// reason rather than failing.
 func ModelSkipped(mc train.ModelConfig) []Skip {
+	if mc.Kind == train.External {
+		const why = "it evaluates the model, and the architecture of an external model is unknown (the parameter-space attacks param-lda, param-cosine and upload-lda need none)"
+		var out []Skip
+		for _, a := range registry {
+			if info := a.Info(); info.Needs.Model || info.Needs.Classes {
+				out = append(out, Skip{Name: info.Name, Why: why})
+			}
+		}
+		return out
+	}
 	if !train.IsNNKind(mc.Kind) {
 		return nil
 	}

@@ -164,6 +164,8 @@ var registry = []Attack{
 		summary: "the informed adversary's Gaussian log-likelihood ratio summed over all rounds (recorded by training)"},
 	informedAttack{name: "informed-last", stat: runs.StatLLRLast, threat: runs.ThreatAllIterates,
 		summary: "the informed adversary's log-likelihood ratio of the last round only: an observer of w_{T-1} and w_T"},
+	informedAttack{name: "informed-diff", stat: runs.StatLLRDiff, threat: runs.ThreatAllIterates,
+		summary: "the informed adversary's ratio of the noise residuals differenced over consecutive rounds (replayed from imported iterates): catches noise reused across rounds"},
 	informedUploadAttack{},
 	lossAttack{},
 	marginAttack{},
@@ -174,6 +176,12 @@ var registry = []Attack{
 	labelAttack{},
 	inversionAttack{},
 	invgradAttack{},
+	vectorAttack{name: "param-lda", threat: runs.ThreatFinal, of: finalParams,
+		summary: "diagonal LDA on the final parameters w_T (any architecture), fitted on the shadow pairs' whole vectors"},
+	vectorAttack{name: "param-cosine", threat: runs.ThreatFinal, of: finalMove, cosine: true,
+		summary: "one-shot cosine statistic: cos(w_T - w_0, d), d the shadow pairs' mean difference between the worlds (any architecture)"},
+	vectorAttack{name: "upload-lda", threat: runs.ThreatUploads, of: uploadUpdate,
+		summary: "diagonal LDA on the target client's update U - w_{T-1} (any architecture), fitted on the shadow pairs' whole vectors"},
 }
 
 // Names lists the available attacks in their canonical order.

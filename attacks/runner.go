@@ -144,9 +144,17 @@ func score(ctx context.Context, table *runs.Table, env *Env, atts []Attack, opts
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	sc := &scoring{env: env, atts: atts, rounds: rounds, obs: obs}
+	// The shadow pairs depend on the pair ids alone: the same for every attack and round.
+	shadow, err := shadowPairs(obs, env.ShadowEvery, env.ShadowMax)
+	if err != nil {
+		return nil, err
+	}
+	sc := &scoring{env: env, atts: atts, rounds: rounds, obs: obs, shadow: shadow, learned: make([]bool, len(atts))}
 	sc.limitPairs(opts)
 	if err := sc.observe(ctx, workers); err != nil {
+		return nil, err
+	}
+	if err := sc.fitVectors(ctx, workers); err != nil {
 		return nil, err
 	}
 	// Parameters are no longer needed: let them go before fitting.
@@ -363,18 +371,12 @@ func (sc *scoring) observe(ctx context.Context, workers int) error {
 // certification (DKW, Clopper-Pearson) assumes; cross-fitted folds, whose scorers depend on
 // each other's pairs, would not be.
 func (sc *scoring) fit(ctx context.Context, workers int) error {
-	shadow, err := shadowPairs(sc.obs, sc.env.ShadowEvery, sc.env.ShadowMax)
-	if err != nil {
-		return err
-	}
-	sc.shadow = shadow
 	type fitJob struct{ ai, round int }
 	var fits []fitJob
-	sc.learned = make([]bool, len(sc.atts))
 	for ai, a := range sc.atts {
 		if _, ok := a.(Learner); ok {
 			sc.learned[ai] = true
-			if len(shadow) == 0 {
+			if len(sc.shadow) == 0 {
 				return fmt.Errorf("attacks: %s is fitted on shadow pairs (every %d-th pair), and there are only %d pairs", a.Info().Name, shadowEvery(sc.env), len(pairIDs(sc.obs)))
 			}
 			for ri := range sc.rounds {

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/fedaudit/fedaudit/attacks"
+	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/findings"
@@ -252,6 +253,9 @@ func (e *experimentDir) attack(ctx context.Context, path string, opts AttackOpti
 	if err != nil {
 		return nil, err
 	}
+	if opts.Logf != nil {
+		logOneShot(res, cfg.Audit.Delta, opts.Logf)
+	}
 	scored := *cfg
 	scored.Audit.Attacks, scored.Audit.Rounds = names, rounds
 	meta := tab.Meta()
@@ -399,4 +403,33 @@ func theoryLookup(cfg *Config, sm Smoothness, scores []runs.Score, logf func(str
 		byRound[bounds[i].T] = &bounds[i]
 	}
 	return func(round int) *theory.Bound { return byRound[round] }, nil
+}
+
+// logOneShot logs the one-shot estimate of epsilon (Andrew et al. 2024; audit.OneShotEpsilon)
+// from the cosine statistic's scores at each round: Gaussians fitted to the runs of world C'
+// and of world C. It is an estimate under the Gaussian assumption, not a certified bound, so it
+// is told, not judged.
+func logOneShot(res *attacks.Result, delta float64, logf func(string, ...any)) {
+	for _, m := range res.Summary {
+		if m.Attack != "param-cosine" {
+			continue
+		}
+		var c, cp []float64
+		for _, s := range res.Scores {
+			if s.Attack == m.Attack && s.Round == m.Round {
+				if s.World == runs.WorldC {
+					c = append(c, s.Score)
+				} else {
+					cp = append(cp, s.Score)
+				}
+			}
+		}
+		est, err := audit.OneShotEpsilon(cp, c, delta)
+		if err != nil {
+			logf("attacks: param-cosine at T = %d: no one-shot estimate: %v", m.Round, err)
+			continue
+		}
+		logf("attacks: param-cosine at T = %d: one-shot estimate epsilon %.3f at delta %g, mu %.3f (Gaussian fit to %d + %d runs; an estimate, not a bound)",
+			m.Round, est.Epsilon, delta, est.Mu, est.Inserted.N, est.HeldOut.N)
+	}
 }

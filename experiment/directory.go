@@ -11,6 +11,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/train"
 )
 
 // readDirConfig reads DIR/config.json; it returns nil and no error when there is none.
@@ -83,6 +84,9 @@ func CheckDirectory(cfg *Config, dir string, shards int) (DirectoryCheck, error)
 		}
 	}
 	shards = max(shards, 1)
+	if err := checkExternal(cfg, dir, infos); err != nil {
+		return chk, err
+	}
 	for _, info := range infos {
 		if info.Path == "" || (info.State != runs.ShardComplete && info.State != runs.ShardMismatch) {
 			continue
@@ -101,6 +105,23 @@ func CheckDirectory(cfg *Config, dir string, shards int) (DirectoryCheck, error)
 		}
 	}
 	return chk, nil
+}
+
+// checkExternal refuses to train a model of kind external (runs trained elsewhere, of an
+// architecture fedaudit does not know) where the directory does not already hold every run
+// file complete, before anything is written: such runs can only be imported.
+func checkExternal(cfg *Config, dir string, infos []runs.ShardInfo) error {
+	if cfg.Train.Model.Kind != train.External {
+		return nil
+	}
+	complete := len(infos) > 0
+	for _, info := range infos {
+		complete = complete && info.State == runs.ShardComplete
+	}
+	if !complete {
+		return &ConfigError{Err: fmt.Errorf("%s holds no complete run files: %w", dir, train.ErrExternal)}
+	}
+	return nil
 }
 
 // SetUpDirectory checks dir against cfg (CheckDirectory) and records cfg as its config.json,

@@ -157,9 +157,9 @@ func ExactMu(cfg *Config, data *Data) (final, allIterates, uploads func(T int) f
 // iteration, over up to three checkpoints of the first world-C run and up to three clients (the
 // target client first). It needs run files with parameters; without them L stays unknown.
 // Every bound computed from it is labelled an estimate. For convolutional models (package nn)
-// no estimate is made: L stays unknown.
+// and models of unknown architecture (external) no estimate is made: L stays unknown.
 func EstimateSmoothness(ctx context.Context, tab *runs.Table, cfg *Config, data *Data) (Smoothness, error) {
-	if !tab.Meta().HasParams || train.IsNNKind(cfg.Train.Model.Kind) {
+	if !tab.Meta().HasParams || train.IsNNKind(cfg.Train.Model.Kind) || cfg.Train.Model.Kind == train.External {
 		return Smoothness{Source: "none"}, nil
 	}
 	var points [][]float32
