@@ -155,3 +155,41 @@ func TestGemmBetaZeroWritesEveryTile(t *testing.T) {
 		be.Close()
 	}
 }
+
+// Reading b in place (few rows of op(A), b not transposed) gives the bits of the packed path:
+// the same kernels on the same tiles. Shapes with twelve-, six- and fewer-row panels, a tail
+// of columns under 32 (one full panel and a partial one), several depth blocks, beta 0 and 1.
+func TestGemmInPlaceBMatchesPacked(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("the in-place path needs AVX-512")
+	}
+	be := New(2)
+	defer be.Close()
+	for _, sh := range [][3]int{{16, 3200 + 17, 151}, {6, 25088 / 8, 26}, {13, 100, 1100}, {5, 64, 30}, {24, 49, 7}} {
+		M, N, K := sh[0], sh[1], sh[2]
+		for _, beta := range []float32{0, 1} {
+			const R = 3
+			A, _ := randData(21, R*M, K, 2)
+			B, _ := randData(22, R*K, N, 2)
+			C0, _ := randData(23, R*M, N, 2)
+			a := compute.Mat{Buf: be.Alias(A), Rows: M, Cols: K, Stride: K, Batch: R, BatchStride: M * K}
+			b := compute.Mat{Buf: be.Alias(B), Rows: K, Cols: N, Stride: N, Batch: R, BatchStride: K * N}
+			run := func(inPlace bool) []float32 {
+				C := append([]float32(nil), C0...)
+				saved := inPlaceRowsOverride
+				if !inPlace {
+					inPlaceRowsOverride = 0
+				}
+				defer func() { inPlaceRowsOverride = saved }()
+				be.Gemm(false, false, 0.7, a, b, beta, compute.Mat{Buf: be.Alias(C), Rows: M, Cols: N, Stride: N, Batch: R, BatchStride: M * N})
+				return C
+			}
+			got, want := run(true), run(false)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%dx%dx%d beta %g: element %d in place %g, packed %g", M, N, K, beta, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
