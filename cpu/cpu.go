@@ -98,7 +98,6 @@ func (c *Backend) Gemm(transA, transB bool, alpha float32, a, b compute.Mat, bet
 	g.nBlocks = (g.n + gemmNC - 1) / gemmNC
 	g.transposed = useAVX2 && transB && !transA && a.BatchStride == 0
 	g.prepack()
-	g.inPlaceB = useAVX512 && !transB && !g.transposed && g.sharedB == nil && g.m <= inPlaceRowsOverride && g.n >= 2*gemmNR
 	g.nc = gemmNC
 	if g.sharedB != nil && out.Batch >= 2*c.pool.workers {
 		// op(B) is packed already: one task per batch element packs each block of op(A) once.

@@ -62,88 +62,6 @@ type gemmJob struct {
 	// transposed: c = a b^T with a shared is computed as c^T = b a^T, the rows of b read in
 	// place by the strided kernel and a^T packed once (sharedA, as column panels of c's rows).
 	transposed bool
-	// inPlaceB: op(B) = b (not transposed, one per batch element) is read in place by the
-	// kernels, 32 columns at a time, instead of being packed (runInPlaceB): with few rows of
-	// op(A), each packed value of b would be used only a few times, and packing a wide b
-	// (a convolution's patches) costs as much as the products.
-	inPlaceB bool
-}
-
-// inPlaceRows is the most rows of op(A) for which b is read in place: up to this many, the
-// products reuse each value of b at most this many times, which does not pay for a copy.
-const inPlaceRows = 4 * gemmMR
-
-// inPlaceRowsOverride is inPlaceRows, a variable so that a test can turn the path off.
-var inPlaceRowsOverride = inPlaceRows
-
-// runInPlaceB is run for g.inPlaceB: the same kernels on the same tiles, in the same order, so
-// the same bits; the columns of b in whole blocks of 32 are read in place, and only the last
-// fewer than 32 are packed.
-func (g *gemmJob) runInPlaceB(task, worker int) {
-	nb := task % g.nBlocks
-	batch := task / g.nBlocks
-	s := &g.be.scratch[worker].gemm
-	j0 := nb * g.nc
-	nc := min(g.nc, g.n-j0)
-	a := data(g.a.Buf)[g.a.Off+batch*g.a.BatchStride:]
-	b := data(g.b.Buf)[g.b.Off+batch*g.b.BatchStride:]
-	c := data(g.c.Buf)[g.c.Off+batch*g.c.BatchStride:]
-	ldb, ldc := g.b.Stride, g.c.Stride
-	if g.beta != 1 {
-		for i := 0; i < g.m; i++ {
-			row := c[i*ldc+j0 : i*ldc+j0+nc]
-			if g.beta == 0 {
-				clear(row)
-				continue
-			}
-			for j := range row {
-				row[j] *= g.beta
-			}
-		}
-	}
-	full := nc / (2 * gemmNR) * (2 * gemmNR)
-	for p0 := 0; p0 < g.k; p0 += gemmKC {
-		kc := min(gemmKC, g.k-p0)
-		if full < nc {
-			packB(s.b[:], b, ldb, false, j0+full, nc-full, p0, kc)
-		}
-		for i0 := 0; i0 < g.m; i0 += gemmMC {
-			mc := min(gemmMC, g.m-i0)
-			packA(s.a[:], a, g.a.Stride, g.transA, i0, mc, p0, kc)
-			mPanels := (mc + gemmMR - 1) / gemmMR
-			for jb := j0; jb < j0+full; jb += 2 * gemmNR {
-				bRows := b[p0*ldb+jb:]
-				for ip := 0; ip < mPanels; ip++ {
-					ib := i0 + ip*gemmMR
-					mr := min(gemmMR, i0+mc-ib)
-					ap := s.a[ip*kc*gemmMR:]
-					if i0+mc-ib >= 2*gemmMR && kernelToC4B(kc, ap, bRows, ldb, c[ib*ldc+jb:], ldc, g.alpha) {
-						ip++
-						continue
-					}
-					if mr == gemmMR && kernelToC2B(kc, ap, bRows, ldb, c[ib*ldc+jb:], ldc, g.alpha) {
-						continue
-					}
-					// A last panel of fewer rows (zero-padded), as run does it.
-					t := s.acc2[:]
-					clear(t)
-					if !kernelToC2B(kc, ap, bRows, ldb, t, 2*gemmNR, g.alpha) {
-						panic("cpu: in-place GEMM without AVX-512") // inPlaceB is set only with it
-					}
-					for i := 0; i < mr; i++ {
-						subScaled(-1, t[i*2*gemmNR:(i+1)*2*gemmNR], c[(ib+i)*ldc+jb:][:2*gemmNR])
-					}
-				}
-			}
-			for jq := j0 + full; jq < j0+nc; jq += gemmNR {
-				bp := s.b[(jq-j0-full)/gemmNR*kc*gemmNR:]
-				for ip := 0; ip < mPanels; ip++ {
-					ib := i0 + ip*gemmMR
-					g.tile(kc, s.a[ip*kc*gemmMR:], bp, c, ib, min(gemmMR, i0+mc-ib), jq, min(gemmNR, j0+nc-jq), s)
-				}
-			}
-		}
-	}
 }
 
 // prepack packs a shared operand whole: block p0 of depth kc starts at p0*mPad (A) or p0*nPad
@@ -189,10 +107,6 @@ func (g *gemmJob) prepack() {
 func (g *gemmJob) run(task, worker int) {
 	if g.transposed {
 		g.runTransposed(task, worker)
-		return
-	}
-	if g.inPlaceB {
-		g.runInPlaceB(task, worker)
 		return
 	}
 	nb := task % g.nBlocks

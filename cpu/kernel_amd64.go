@@ -175,7 +175,7 @@ func sumSq(x []float32) float64 {
 }
 
 //go:noescape
-func kernelAVX512C2(kc int, a, b1, b2 *float32, bstep int, c *float32, ldc int, alpha float32)
+func kernelAVX512C2(kc int, a, b, c *float32, ldc int, alpha float32)
 
 //go:noescape
 func kernelAVX512S2(kc int, a *float32, lda int, b *float32, acc *[gemmMR * 2 * gemmNR]float32)
@@ -189,20 +189,7 @@ func kernelToC2(kc int, a, b, c []float32, ldc int, alpha float32) bool {
 	_ = a[kc*gemmMR-1]
 	_ = b[2*kc*gemmNR-1]
 	_ = c[(gemmMR-1)*ldc+2*gemmNR-1]
-	kernelAVX512C2(kc, &a[0], &b[0], &b[kc*gemmNR], 4*gemmNR, &c[0], ldc, alpha)
-	return true
-}
-
-// kernelToC2B is kernelToC2 with b the 32 columns b[0:32] of kc rows of a row-major matrix of
-// row stride ldb, read in place instead of packed: the same operations on every element.
-func kernelToC2B(kc int, a, b []float32, ldb int, c []float32, ldc int, alpha float32) bool {
-	if !useAVX512 || kc == 0 {
-		return false
-	}
-	_ = a[kc*gemmMR-1]
-	_ = b[(kc-1)*ldb+2*gemmNR-1]
-	_ = c[(gemmMR-1)*ldc+2*gemmNR-1]
-	kernelAVX512C2(kc, &a[0], &b[0], &b[gemmNR], 4*ldb, &c[0], ldc, alpha)
+	kernelAVX512C2(kc, &a[0], &b[0], &c[0], ldc, alpha)
 	return true
 }
 
@@ -232,7 +219,7 @@ func kernelStrided4(kc int, a []float32, lda int, b []float32, acc *[2 * gemmMR 
 }
 
 //go:noescape
-func kernelAVX512C4(kc int, a, b1, b2 *float32, bstep int, c *float32, ldc int, alpha float32)
+func kernelAVX512C4(kc int, a, b, c *float32, ldc int, alpha float32)
 
 // kernelToC4 is kernelToC2 on two consecutive packed panels of a: the 2MR x 2NR tile of c.
 func kernelToC4(kc int, a, b, c []float32, ldc int, alpha float32) bool {
@@ -242,18 +229,6 @@ func kernelToC4(kc int, a, b, c []float32, ldc int, alpha float32) bool {
 	_ = a[2*kc*gemmMR-1]
 	_ = b[2*kc*gemmNR-1]
 	_ = c[(2*gemmMR-1)*ldc+2*gemmNR-1]
-	kernelAVX512C4(kc, &a[0], &b[0], &b[kc*gemmNR], 4*gemmNR, &c[0], ldc, alpha)
-	return true
-}
-
-// kernelToC4B is kernelToC4 with b read in place as kernelToC2B reads it.
-func kernelToC4B(kc int, a, b []float32, ldb int, c []float32, ldc int, alpha float32) bool {
-	if !useAVX512 || kc == 0 {
-		return false
-	}
-	_ = a[2*kc*gemmMR-1]
-	_ = b[(kc-1)*ldb+2*gemmNR-1]
-	_ = c[(2*gemmMR-1)*ldc+2*gemmNR-1]
-	kernelAVX512C4(kc, &a[0], &b[0], &b[gemmNR], 4*ldb, &c[0], ldc, alpha)
+	kernelAVX512C4(kc, &a[0], &b[0], &c[0], ldc, alpha)
 	return true
 }

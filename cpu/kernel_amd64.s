@@ -443,21 +443,19 @@ scdone:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512C2(kc int, a, b1, b2 *float32, bstep int, c *float32, ldc int, alpha float32)
-// kernelAVX512C on two column panels at once (c's 6 x 32 tile): twelve independent
-// accumulators keep both FMA units busy, where six leave them waiting on latency. Depth p of
-// the panels is the 16 floats at b1 + p bstep and at b2 + p bstep (bstep in bytes): two packed
-// panels (b2 = b1 + 16 kc floats, bstep 64), or 32 consecutive columns of a row-major matrix
-// read in place (b2 = b1 + 16 floats, bstep its row stride). Every element goes through the
-// same operations as in kernelAVX512C.
-TEXT ·kernelAVX512C2(SB), NOSPLIT, $0-60
+// func kernelAVX512C2(kc int, a, b, c *float32, ldc int, alpha float32)
+// kernelAVX512C on two adjacent column panels at once (b and b + 16 kc, c's 6 x 32 tile): twelve
+// independent accumulators keep both FMA units busy, where six leave them waiting on latency.
+// Every element goes through the same operations as in kernelAVX512C.
+TEXT ·kernelAVX512C2(SB), NOSPLIT, $0-44
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), SI
-	MOVQ b1+16(FP), DI
-	MOVQ b2+24(FP), BX
-	MOVQ bstep+32(FP), R12
-	MOVQ c+40(FP), DX
-	MOVQ ldc+48(FP), R8
+	MOVQ b+16(FP), DI
+	MOVQ CX, BX
+	SHLQ $6, BX
+	ADDQ DI, BX
+	MOVQ c+24(FP), DX
+	MOVQ ldc+32(FP), R8
 	SHLQ $2, R8
 	LEAQ (R8)(R8*2), R9
 	LEAQ (DX)(R9*2), R10
@@ -508,11 +506,11 @@ l512c2:
 	VFMADD231PS Z0, Z3, Z14
 	VFMADD231PS Z1, Z3, Z15
 	ADDQ $24, SI
-	ADDQ R12, DI
-	ADDQ R12, BX
+	ADDQ $64, DI
+	ADDQ $64, BX
 	DECQ CX
 	JNZ  l512c2
-	VBROADCASTSS alpha+56(FP), Z0
+	VBROADCASTSS alpha+40(FP), Z0
 	VMULPS Z0, Z4, Z4
 	VADDPS 0(DX), Z4, Z4
 	VMOVUPS Z4, 0(DX)
@@ -973,22 +971,22 @@ l512s4:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512C4(kc int, a, b1, b2 *float32, bstep int, c *float32, ldc int, alpha float32)
-// kernelAVX512C2 (b1, b2, bstep as there) on two consecutive packed panels of a (a and
-// a + 6 kc): the 2MR x 2NR tile of c
+// func kernelAVX512C4(kc int, a, b, c *float32, ldc int, alpha float32)
+// kernelAVX512C2 on two consecutive packed panels of a (a and a + 6 kc): the 2MR x 2NR tile of c
 // at c += alpha (a b) in 24 accumulators, each element the same chain of fused multiply-adds and
 // the same final multiply and add as in kernelAVX512C2.
-TEXT ·kernelAVX512C4(SB), NOSPLIT, $0-60
+TEXT ·kernelAVX512C4(SB), NOSPLIT, $0-44
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ CX, R11
 	IMULQ $24, R11
 	ADDQ SI, R11
-	MOVQ b1+16(FP), DI
-	MOVQ b2+24(FP), BX
-	MOVQ bstep+32(FP), R12
-	MOVQ c+40(FP), DX
-	MOVQ ldc+48(FP), R8
+	MOVQ b+16(FP), DI
+	MOVQ CX, BX
+	SHLQ $6, BX
+	ADDQ DI, BX
+	MOVQ c+24(FP), DX
+	MOVQ ldc+32(FP), R8
 	SHLQ $2, R8
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
@@ -1055,11 +1053,11 @@ l512c4:
 	VFMADD231PS Z1, Z7, Z31
 	ADDQ $24, SI
 	ADDQ $24, R11
-	ADDQ R12, DI
-	ADDQ R12, BX
+	ADDQ $64, DI
+	ADDQ $64, BX
 	DECQ CX
 	JNZ  l512c4
-	VBROADCASTSS alpha+56(FP), Z0
+	VBROADCASTSS alpha+40(FP), Z0
 	VMULPS Z0, Z8, Z8
 	VADDPS 0(DX), Z8, Z8
 	VMOVUPS Z8, 0(DX)

@@ -39,7 +39,7 @@ func TestWideKernelsAgree(t *testing.T) {
 	narrow, wide := append([]float32(nil), c0...), append([]float32(nil), c0...)
 	kernelAVX512C(kc, &a[0], &b[0], &narrow[0], ldc, -0.7)
 	kernelAVX512C(kc, &a[0], &b[kc*gemmNR], &narrow[gemmNR], ldc, -0.7)
-	kernelAVX512C2(kc, &a[0], &b[0], &b[kc*gemmNR], 4*gemmNR, &wide[0], ldc, -0.7)
+	kernelAVX512C2(kc, &a[0], &b[0], &wide[0], ldc, -0.7)
 	for i := range narrow {
 		if math.Float32bits(narrow[i]) != math.Float32bits(wide[i]) {
 			t.Fatalf("kernelAVX512C2 element %d = %g, two kernelAVX512C give %g", i, wide[i], narrow[i])
@@ -50,38 +50,12 @@ func TestWideKernelsAgree(t *testing.T) {
 	c4a, c4b := append([]float32(nil), c0...), append([]float32(nil), c0...)
 	c4a = append(c4a, c0...)
 	c4b = append(c4b, c0...)
-	kernelAVX512C2(kc, &a2[0], &b[0], &b[kc*gemmNR], 4*gemmNR, &c4a[0], ldc, -0.7)
-	kernelAVX512C2(kc, &a2[kc*gemmMR], &b[0], &b[kc*gemmNR], 4*gemmNR, &c4a[gemmMR*ldc], ldc, -0.7)
-	kernelAVX512C4(kc, &a2[0], &b[0], &b[kc*gemmNR], 4*gemmNR, &c4b[0], ldc, -0.7)
+	kernelAVX512C2(kc, &a2[0], &b[0], &c4a[0], ldc, -0.7)
+	kernelAVX512C2(kc, &a2[kc*gemmMR], &b[0], &c4a[gemmMR*ldc], ldc, -0.7)
+	kernelAVX512C4(kc, &a2[0], &b[0], &c4b[0], ldc, -0.7)
 	for i := range c4a {
 		if math.Float32bits(c4a[i]) != math.Float32bits(c4b[i]) {
 			t.Fatalf("kernelAVX512C4 element %d = %g, two kernelAVX512C2 give %g", i, c4b[i], c4a[i])
-		}
-	}
-	// b read in place: the two panels as 32 columns of a row-major matrix (row stride ldb)
-	// give the packed kernels' bits, six and twelve rows.
-	const ldb = 37
-	bm := make([]float32, kc*ldb)
-	for p := 0; p < kc; p++ {
-		copy(bm[p*ldb:], b[p*gemmNR:(p+1)*gemmNR])
-		copy(bm[p*ldb+gemmNR:], b[(kc+p)*gemmNR:(kc+p+1)*gemmNR])
-	}
-	inPlace := append([]float32(nil), c0...)
-	if !kernelToC2B(kc, a, bm, ldb, inPlace, ldc, -0.7) {
-		t.Fatal("kernelToC2B declined with AVX-512")
-	}
-	for i := range inPlace {
-		if math.Float32bits(inPlace[i]) != math.Float32bits(wide[i]) {
-			t.Fatalf("kernelToC2B element %d = %g, the packed kernel gives %g", i, inPlace[i], wide[i])
-		}
-	}
-	inPlace4 := append(append([]float32(nil), c0...), c0...)
-	if !kernelToC4B(kc, a2, bm, ldb, inPlace4, ldc, -0.7) {
-		t.Fatal("kernelToC4B declined with AVX-512")
-	}
-	for i := range inPlace4 {
-		if math.Float32bits(inPlace4[i]) != math.Float32bits(c4b[i]) {
-			t.Fatalf("kernelToC4B element %d = %g, the packed kernel gives %g", i, inPlace4[i], c4b[i])
 		}
 	}
 	// strided: rows of a at stride lda

@@ -33,8 +33,6 @@ func sumSq(x []float32) float64 {
 
 func kernelToC2(int, []float32, []float32, []float32, int, float32) bool { return false }
 
-func kernelToC2B(int, []float32, []float32, int, []float32, int, float32) bool { return false }
-
 func kernelStrided2(int, []float32, int, []float32, *[gemmMR * 2 * gemmNR]float32) bool {
 	return false
 }
@@ -57,5 +55,3 @@ func kernelStrided4(int, []float32, int, []float32, *[2 * gemmMR * 2 * gemmNR]fl
 }
 
 func kernelToC4(int, []float32, []float32, []float32, int, float32) bool { return false }
-
-func kernelToC4B(int, []float32, []float32, int, []float32, int, float32) bool { return false }
