@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/cpu/internal/simd"
 	"github.com/fedaudit/fedaudit/internal/imgops"
 )
 
@@ -41,6 +42,13 @@ type convJob struct {
 	statsPerElem int
 }
 
+// pool2 is the common 2x2 pooling window at stride 2, whose max pooling runs on the SIMD
+// kernels of package simd (the same bits as imgops' portable ones).
+var (
+	pool2    = imgops.Win{K: 2, S: 2}
+	simdMax2 = imgops.Max2[float32]{Max: simd.Max4, Grad: simd.Max4Grad}
+)
+
 func geom(x compute.Images) imgops.Geom { return imgops.Geom{C: x.C, N: x.N, H: x.H, W: x.W} }
 
 func imgAt(x compute.Images, b int) []float32 { return data(x.Buf)[x.Off+b*x.BatchStride:] }
@@ -71,10 +79,18 @@ func (j *convJob) run(task, _ int) {
 	case opCol2im:
 		imgops.Col2im(matAt(j.m, b), j.m.Stride, geom(j.x), j.win, imgAt(j.x, b), u0, u1)
 	case opMaxPool:
+		if j.win == pool2 {
+			imgops.MaxPool2(imgAt(j.x, b), geom(j.x), imgAt(j.y, b), u0, u1, simdMax2)
+			break
+		}
 		imgops.MaxPool(imgAt(j.x, b), geom(j.x), j.win, imgAt(j.y, b), u0, u1)
 	case opAvgPool:
 		imgops.AvgPool(imgAt(j.x, b), geom(j.x), j.win, imgAt(j.y, b), u0, u1)
 	case opMaxPoolGrad:
+		if j.win == pool2 {
+			imgops.MaxPool2Grad(imgAt(j.x, b), geom(j.x), imgAt(j.y, b), imgAt(j.z, b), u0, u1, simdMax2)
+			break
+		}
 		imgops.MaxPoolGrad(imgAt(j.x, b), geom(j.x), j.win, imgAt(j.y, b), imgAt(j.z, b), u0, u1)
 	case opAvgPoolGrad:
 		imgops.AvgPoolGrad(geom(j.x), j.win, imgAt(j.y, b), imgAt(j.z, b), u0, u1)

@@ -21,9 +21,16 @@ func TestConvolverMatchesImgops(t *testing.T) {
 		}
 		return v
 	}
-	const R = 3
-	x0 := compute.Images{C: 6, N: 5, H: 14, W: 13}
 	wins := []compute.Window{{Size: 5, Stride: 1, Pad: 2}, {Size: 3, Stride: 2, Pad: 1}, {Size: 2, Stride: 2}}
+	// Five samples, and 37: runs of samples long enough for the SIMD 2x2 max pooling (eight at
+	// a time, then a tail), against imgops' portable kernels.
+	for _, x0 := range []compute.Images{{C: 6, N: 5, H: 14, W: 13}, {C: 6, N: 37, H: 6, W: 7}} {
+		testConvolverMatchesImgops(t, rng, fill, x0, wins)
+	}
+}
+
+func testConvolverMatchesImgops(t *testing.T, rng *rand.Rand, fill func(int) []float32, x0 compute.Images, wins []compute.Window) {
+	const R = 3
 	for _, threads := range []int{1, 3} {
 		be := New(threads)
 		defer be.Close()

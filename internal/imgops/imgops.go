@@ -193,7 +193,7 @@ func windowArgmax[T Float](src []T, g Geom, w Win, oy, ox, n0 int, at []int) {
 func MaxPool[T Float](x []T, g Geom, w Win, y []T, r0, r1 int) {
 	OH, OW, N := w.Out(g.H), w.Out(g.W), g.N
 	if w.K == 2 && w.S == 2 && w.P == 0 {
-		maxPool2(x, g, y, r0, r1)
+		MaxPool2(x, g, y, r0, r1, Max2Go[T]())
 		return
 	}
 	var at [block]int
@@ -213,31 +213,56 @@ func MaxPool[T Float](x []T, g Geom, w Win, y []T, r0, r1 int) {
 	}
 }
 
-// first4 returns the position (0..3) of the first of four keys that equals their maximum.
-func first4(ka, kb, kc, kd int64) int {
-	m := max(max(ka, kb), max(kc, kd))
-	at := 3
-	if kc == m {
-		at = 2
-	}
-	if kb == m {
-		at = 1
-	}
-	if ka == m {
-		at = 0
-	}
-	return at
+// Max2 holds the kernels of 2x2 max pooling at stride 2 over runs of samples (the four pixels
+// of a window side by side): Max writes out[i], the first maximum of a[i], b[i], c[i], d[i] in
+// that order by MaxPool's rule; Grad writes 0 + g[i] to the winner's da..dd and 0 to the
+// others. Max2Go is the portable pair; the CPU backend passes SIMD kernels with the same bits.
+type Max2[T Float] struct {
+	Max  func(a, b, c, d, out []T)
+	Grad func(a, b, c, d, g, da, db, dc, dd []T)
 }
 
-// window4 is the position (0..3) of the first maximum of a 2x2 window's values a, b, c, d (in
-// row-major order) by the rule of MaxPool, without branches on the values.
-func window4[T Float](a, b, c, d T) int {
-	return first4(firstKey(a), laterKey(b), laterKey(c), laterKey(d))
+// Max2Go returns the portable kernels.
+func Max2Go[T Float]() Max2[T] { return Max2[T]{Max: max4[T], Grad: max4Grad[T]} }
+
+func max4[T Float](a, b, c, d, out []T) {
+	a, b, c, d = a[:len(out)], b[:len(out)], c[:len(out)], d[:len(out)]
+	for i := range out {
+		m := a[i]
+		if b[i] > m {
+			m = b[i]
+		}
+		if c[i] > m {
+			m = c[i]
+		}
+		if d[i] > m {
+			m = d[i]
+		}
+		out[i] = m
+	}
 }
 
-// maxPool2 is MaxPool for 2x2 windows at stride 2 without padding, the common case: the four
-// runs of N samples of a window side by side.
-func maxPool2[T Float](x []T, g Geom, y []T, r0, r1 int) {
+func max4Grad[T Float](a, b, c, d, g, da, db, dc, dd []T) {
+	for i, v := range g {
+		m, at := a[i], 0
+		if b[i] > m {
+			m, at = b[i], 1
+		}
+		if c[i] > m {
+			m, at = c[i], 2
+		}
+		if d[i] > m {
+			at = 3
+		}
+		var z [4]T
+		z[at] += v // 0 + v, as the general path adds into zeros: -0 becomes +0
+		da[i], db[i], dc[i], dd[i] = z[0], z[1], z[2], z[3]
+	}
+}
+
+// MaxPool2 is MaxPool for 2x2 windows at stride 2 without padding, the common case, with the
+// run kernels k: output rows r0..r1-1.
+func MaxPool2[T Float](x []T, g Geom, y []T, r0, r1 int, k Max2[T]) {
 	OH, OW, N := g.H/2, g.W/2, g.N
 	for r := r0; r < r1; r++ {
 		c, oy := r/OH, r%OH
@@ -245,13 +270,7 @@ func maxPool2[T Float](x []T, g Geom, y []T, r0, r1 int) {
 		row1 := x[((c*g.H+2*oy+1)*g.W)*N:][:2*OW*N]
 		out := y[(c*OH+oy)*OW*N:][:OW*N]
 		for ox := 0; ox < OW; ox++ {
-			a, b := row0[2*ox*N:][:N], row0[(2*ox+1)*N:][:N]
-			cc, d := row1[2*ox*N:][:N], row1[(2*ox+1)*N:][:N]
-			o := out[ox*N:][:N]
-			for n := range o {
-				w := [4]T{a[n], b[n], cc[n], d[n]}
-				o[n] = w[window4(w[0], w[1], w[2], w[3])&3]
-			}
+			k.Max(row0[2*ox*N:][:N], row0[(2*ox+1)*N:][:N], row1[2*ox*N:][:N], row1[(2*ox+1)*N:][:N], out[ox*N:][:N])
 		}
 	}
 }
@@ -260,7 +279,7 @@ func maxPool2[T Float](x []T, g Geom, y []T, r0, r1 int) {
 // first maximum in x, windows in row-major order.
 func MaxPoolGrad[T Float](x []T, g Geom, w Win, dy, dx []T, c0, c1 int) {
 	if w.K == 2 && w.S == 2 && w.P == 0 {
-		maxPool2Grad(x, g, dy, dx, c0, c1)
+		MaxPool2Grad(x, g, dy, dx, c0, c1, Max2Go[T]())
 		return
 	}
 	OH, OW, N := w.Out(g.H), w.Out(g.W), g.N
@@ -284,11 +303,10 @@ func MaxPoolGrad[T Float](x []T, g Geom, w Win, dy, dx []T, c0, c1 int) {
 	}
 }
 
-// maxPool2Grad is MaxPoolGrad for 2x2 windows at stride 2 without padding: the windows do not
-// overlap, so every value is written once (0 + dy at its window's first maximum, else 0: a
-// -0 arrives as +0, as the general path adds into zeros) and a last odd row or column, in no
-// window, is zeroed.
-func maxPool2Grad[T Float](x []T, g Geom, dy, dx []T, c0, c1 int) {
+// MaxPool2Grad is MaxPoolGrad for 2x2 windows at stride 2 without padding with the run
+// kernels k: channels c0..c1-1. The windows do not overlap, so every value is written once
+// and a last odd row or column, in no window, is zeroed.
+func MaxPool2Grad[T Float](x []T, g Geom, dy, dx []T, c0, c1 int, k Max2[T]) {
 	OH, OW, N := g.H/2, g.W/2, g.N
 	plane := g.H * g.W * N
 	for c := c0; c < c1; c++ {
@@ -298,14 +316,8 @@ func maxPool2Grad[T Float](x []T, g Geom, dy, dx []T, c0, c1 int) {
 			for ox := 0; ox < OW; ox++ {
 				pa, pb := r0+2*ox*N, r0+(2*ox+1)*N
 				pc, pd := r1+2*ox*N, r1+(2*ox+1)*N
-				gy := dy[((c*OH+oy)*OW+ox)*N:][:N]
-				a, b, cc, d := src[pa:][:N], src[pb:][:N], src[pc:][:N], src[pd:][:N]
-				da, db, dc, dd := dst[pa:][:N], dst[pb:][:N], dst[pc:][:N], dst[pd:][:N]
-				for n, v := range gy {
-					var z [4]T
-					z[window4(a[n], b[n], cc[n], d[n])&3] += v
-					da[n], db[n], dc[n], dd[n] = z[0], z[1], z[2], z[3]
-				}
+				k.Grad(src[pa:][:N], src[pb:][:N], src[pc:][:N], src[pd:][:N], dy[((c*OH+oy)*OW+ox)*N:][:N],
+					dst[pa:][:N], dst[pb:][:N], dst[pc:][:N], dst[pd:][:N])
 			}
 			if g.W%2 == 1 {
 				clear(dst[r0+(g.W-1)*N:][:N])
