@@ -101,8 +101,8 @@ type Config struct {
 // ModelConfig selects a model.
 type ModelConfig struct {
 	// Kind is "softmax" (softmax regression), "mlp" or "quadratic", or one of package nn's
-	// convolutional models: "lenet5", "resnet" or "sequential" (backends with image operations,
-	// local steps), or "external": an architecture fedaudit does not model, whose runs were
+	// convolutional models: "lenet5", "resnet" or "sequential" (on backends with image
+	// operations, direct local steps), or "external": an architecture fedaudit does not model, whose runs were
 	// trained elsewhere and imported as flat parameter vectors (never trained here).
 	Kind string `json:"kind" yaml:"kind"`
 	// Hidden holds the MLP's hidden-layer widths.
