@@ -102,8 +102,9 @@ type Config struct {
 type ModelConfig struct {
 	// Kind is "softmax" (softmax regression), "mlp" or "quadratic", or one of package nn's
 	// convolutional models: "lenet5", "resnet" or "sequential" (on backends with image
-	// operations, direct local steps), or "external": an architecture fedaudit does not model, whose runs were
-	// trained elsewhere and imported as flat parameter vectors (never trained here).
+	// operations, direct local steps), or "external": an architecture fedaudit does not
+	// model, whose runs were trained elsewhere and imported as flat parameter vectors (never
+	// trained here).
 	Kind string `json:"kind" yaml:"kind"`
 	// Hidden holds the MLP's hidden-layer widths.
 	Hidden []int `json:"hidden,omitempty" yaml:"hidden,omitempty"`
