@@ -118,13 +118,17 @@ func (g *gemmJob) run(task, worker int) {
 	b := data(g.b.Buf)[g.b.Off+batch*g.b.BatchStride:]
 	c := data(g.c.Buf)[g.c.Off+batch*g.c.BatchStride:]
 	ldc := g.c.Stride
-	for i := 0; i < g.m; i++ {
-		row := c[i*ldc+j0 : i*ldc+j0+nc]
-		switch g.beta {
-		case 0:
-			clear(row)
-		case 1:
-		default:
+	// With beta = 0 each tile of c is cleared just before the first block's kernel adds into
+	// it, while it is in cache, instead of in a pass over the whole block of c beforehand.
+	clearTiles := g.beta == 0 && g.k > 0
+	if g.beta == 0 && g.k == 0 {
+		for i := 0; i < g.m; i++ {
+			clear(c[i*ldc+j0 : i*ldc+j0+nc])
+		}
+	}
+	if g.beta != 0 && g.beta != 1 {
+		for i := 0; i < g.m; i++ {
+			row := c[i*ldc+j0 : i*ldc+j0+nc]
 			for j := range row {
 				row[j] *= g.beta
 			}
@@ -160,6 +164,18 @@ func (g *gemmJob) run(task, worker int) {
 					ib := i0 + ip*gemmMR
 					mr := min(gemmMR, i0+mc-ib)
 					ap := aPack[ip*kc*gemmMR:]
+					if clearTiles && p0 == 0 {
+						// The rows the kernels below may write: twelve for the four-panel
+						// kernel (cleared again, still untouched, if it declines), else mr.
+						rows := mr
+						if width == 2 && i0+mc-ib >= 2*gemmMR {
+							rows = 2 * gemmMR
+						}
+						cols := min(width*gemmNR, j0+nc-jb)
+						for i := ib; i < ib+rows; i++ {
+							clear(c[i*ldc+jb : i*ldc+jb+cols])
+						}
+					}
 					// Two full row panels at once: each panel row of b serves twice the rows.
 					if width == 2 && i0+mc-ib >= 2*gemmMR && kernelToC4(kc, ap, bPack[jp*kc*gemmNR:], c[ib*ldc+jb:], ldc, g.alpha) {
 						ip++
@@ -379,8 +395,14 @@ func packB(dst, b []float32, ldb int, trans bool, j0, nc, p0, kc int) {
 			for p := 0; p < kc; p++ {
 				src := b[(p0+p)*ldb+jb : (p0+p)*ldb+jb+cols]
 				d := panel[p*gemmNR : p*gemmNR+gemmNR]
-				if cols == gemmNR { // a 64-byte array copy: memmove's call costs more
-					*(*[gemmNR]float32)(d) = [gemmNR]float32(src)
+				if cols == gemmNR {
+					// Four 16-byte array copies: the compiler moves them inline, where one
+					// 64-byte array copy becomes a call of runtime.memmove, which costs more
+					// than the copy (go1.26).
+					*(*[4]float32)(d[0:4]) = [4]float32(src[0:4])
+					*(*[4]float32)(d[4:8]) = [4]float32(src[4:8])
+					*(*[4]float32)(d[8:12]) = [4]float32(src[8:12])
+					*(*[4]float32)(d[12:16]) = [4]float32(src[12:16])
 					continue
 				}
 				for j, v := range src {

@@ -120,3 +120,38 @@ func TestGemmBetaZeroIgnoresNaN(t *testing.T) {
 		t.Errorf("c = %g, want 11", C[0])
 	}
 }
+
+// With beta = 0 every element of c is written (each tile cleared just before its first kernel):
+// c filled with NaN beforehand, for shapes whose tiles take each kernel (twelve rows, six rows,
+// a partial last panel, columns not a multiple of the panels), several depth blocks, and an
+// empty depth (c must come out zero).
+func TestGemmBetaZeroWritesEveryTile(t *testing.T) {
+	for _, threads := range []int{1, 2} {
+		be := New(threads)
+		for _, sh := range [][4]int{{13, 50, 26, 3}, {16, 3200, 151, 2}, {6, 1000, 26, 4}, {25, 37, 2100, 2}, {5, 7, 0, 2}} {
+			M, N, K, R := sh[0], sh[1], sh[2], sh[3]
+			A, B := make([]float32, R*M*K), make([]float32, R*K*N)
+			for i := range A {
+				A[i] = float32(i%13) - 6
+			}
+			for i := range B {
+				B[i] = float32(i%7) - 3
+			}
+			C := make([]float32, R*M*N)
+			for i := range C {
+				C[i] = float32(math.NaN())
+			}
+			a := compute.Mat{Buf: be.Alias(A), Rows: M, Cols: K, Stride: K, Batch: R, BatchStride: M * K}
+			b := compute.Mat{Buf: be.Alias(B), Rows: K, Cols: N, Stride: N, Batch: R, BatchStride: K * N}
+			c := compute.Mat{Buf: be.Alias(C), Rows: M, Cols: N, Stride: N, Batch: R, BatchStride: M * N}
+			be.Gemm(false, false, 1, a, b, 0, c)
+			want := naiveGemm(false, false, 1, a, b, 0, c, A, B, make([]float32, len(C)))
+			for i, v := range C {
+				if float64(v) != want[i] { // small integers: exact in float32
+					t.Fatalf("threads %d, %dx%dx%d: c[%d] = %g, want %g", threads, M, N, K, i, v, want[i])
+				}
+			}
+		}
+		be.Close()
+	}
+}

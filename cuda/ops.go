@@ -29,6 +29,7 @@ type Ops struct {
 	allocs []uint64
 	part   scratch // partial sums of the long reductions
 	sums   scratch // per-batch-element reduction results, per-example norms
+	gn     scratch // GroupNorm's statistics and the means of its input gradient
 	stage  []byte
 	runs   []int32
 	host   []float64
@@ -124,7 +125,7 @@ func (o *Ops) Close() error {
 		}
 	}
 	o.allocs = nil
-	o.part, o.sums = scratch{}, scratch{}
+	o.part, o.sums, o.gn = scratch{}, scratch{}, scratch{}
 	return errors.Join(errs...)
 }
 

@@ -79,6 +79,21 @@ func TestLaunchArgumentsMatchPTX(t *testing.T) {
 	o.AxpbyCoefs(1, x, 0.5, y, coef)
 	o.AddRowActivate(compute.Tanh, x, row, y)
 	o.ActivateGradSumRows(compute.Tanh, x, y, x, 1, 0, row)
+	img := func(c, n, h, w, batch int) compute.Images {
+		sz := c * n * h * w
+		return compute.Images{Buf: o.Alloc(sz * batch), C: c, N: n, H: h, W: w, Batch: batch, BatchStride: sz}
+	}
+	win := compute.Window{Size: 3, Stride: 2, Pad: 1}
+	xi, yi := img(2, 3, 5, 5, 2), img(2, 3, 3, 3, 2)
+	cols := m(2*9, 3*9, 2)
+	o.Im2col(xi, win, cols)
+	o.Col2im(cols, win, xi)
+	o.Pool(compute.MaxPooling, win, xi, yi)
+	o.PoolGrad(compute.AvgPooling, win, xi, yi, xi)
+	o.Transpose(3, m(2, 6, 2), m(2, 6, 2))
+	gb := m(1, 2, 2)
+	o.GroupNorm(2, 1e-5, xi, gb, gb, xi)
+	o.GroupNormGrad(2, 1e-5, xi, gb, xi, xi, gb, gb)
 	if _, err := o.PhiloxRaw(1, 0, 0, 0, 0, 0, 0); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/theory"
 	"github.com/fedaudit/fedaudit/train"
 )
@@ -44,6 +45,9 @@ type DataConfig struct {
 	DataDir string `json:"data_dir,omitempty" yaml:"data_dir,omitempty"`
 	// Synthetic shapes the synthetic source.
 	Synthetic SyntheticConfig `json:"synthetic,omitempty" yaml:"synthetic,omitempty"`
+	// Images shapes the synthetic-images source (class prototypes plus pixel noise in
+	// [0, 1]); without it, 1000 grey 28x28 images in 10 classes.
+	Images *SyntheticImagesConfig `json:"images,omitempty" yaml:"images,omitempty"`
 	// Clients is m.
 	Clients int `json:"clients" yaml:"clients"`
 	// PerClient is the number of samples of every client.
@@ -57,6 +61,36 @@ type DataConfig struct {
 	// Limit keeps only the first Limit samples of the source after the seeded shuffle (0: all),
 	// so a large dataset can be audited quickly.
 	Limit int `json:"limit,omitempty" yaml:"limit,omitempty"`
+}
+
+// SyntheticImagesConfig shapes the synthetic-images source; zero fields take the defaults of
+// datasets.DefaultSyntheticImageConfig (samples: as many as the split needs).
+type SyntheticImagesConfig struct {
+	Samples  int     `json:"samples,omitempty" yaml:"samples,omitempty"`
+	Classes  int     `json:"classes,omitempty" yaml:"classes,omitempty"`
+	Channels int     `json:"channels,omitempty" yaml:"channels,omitempty"`
+	Height   int     `json:"height,omitempty" yaml:"height,omitempty"`
+	Width    int     `json:"width,omitempty" yaml:"width,omitempty"`
+	Noise    float64 `json:"noise,omitempty" yaml:"noise,omitempty"`
+}
+
+// config is the datasets configuration it describes, seeded by the experiment's seed.
+func (s *SyntheticImagesConfig) config(seed uint64, need int) datasets.SyntheticImageConfig {
+	c := datasets.DefaultSyntheticImageConfig()
+	c.Seed = seed
+	c.N = max(need, c.N)
+	for _, f := range []struct {
+		dst *int
+		v   int
+	}{{&c.N, s.Samples}, {&c.Classes, s.Classes}, {&c.Channels, s.Channels}, {&c.Height, s.Height}, {&c.Width, s.Width}} {
+		if f.v != 0 {
+			*f.dst = f.v
+		}
+	}
+	if s.Noise != 0 {
+		c.Noise = s.Noise
+	}
+	return c
 }
 
 // SyntheticConfig shapes the class-conditional Gaussian source.
@@ -112,6 +146,14 @@ type AuditConfig struct {
 	// Rounds to attack; empty means every checkpoint but 0. Attacks on uploads at round T also
 	// need the checkpoint T-1.
 	Rounds []int `json:"rounds,omitempty" yaml:"rounds,omitempty"`
+	// InvgradPairs caps the pairs the invgrad attack reconstructs at each round (the first by
+	// pair id, both runs of each; the attack's audit rests on those alone): a reconstruction of
+	// a LeNet-5 upload takes seconds. 0 means 8 for CNNs and every pair for the other models;
+	// -1 means every pair.
+	InvgradPairs int `json:"invgrad_pairs,omitempty" yaml:"invgrad_pairs,omitempty"`
+	// InvgradIterations is invgrad's optimizer budget per restart (signed-Adam iterations); 0
+	// means 400.
+	InvgradIterations int `json:"invgrad_iterations,omitempty" yaml:"invgrad_iterations,omitempty"`
 	// Smoothness is the constant L of the bound. For the quadratic model and softmax regression
 	// it is computed from the data when zero (certified); for MLPs it is given here or, when zero
 	// and the run files hold parameters (train.record_params), estimated by Hessian power
@@ -339,6 +381,14 @@ func (c *Config) Validate() error {
 	if c.Data.Clients < 1 {
 		bad("data.clients", "need at least 1, got %d", c.Data.Clients)
 	}
+	if im := c.Data.Images; im != nil {
+		if c.Data.Source != "synthetic-images" {
+			bad("data.images", "shapes the synthetic-images source only (data.source is %q)", c.Data.Source)
+		}
+		if im.Samples < 0 || im.Classes < 0 || im.Classes == 1 || im.Channels < 0 || im.Height < 0 || im.Width < 0 || im.Noise < 0 {
+			bad("data.images", "samples, channels, height, width and noise must be >= 0 and classes 0 or >= 2 (0 takes the default), got %+v", *im)
+		}
+	}
 	if c.Data.PerClient < 1 {
 		bad("data.per_client", "need at least 1, got %d", c.Data.PerClient)
 	}
@@ -402,6 +452,12 @@ func (c *Config) Validate() error {
 		if !(v.x >= 0) || math.IsInf(v.x, 0) {
 			bad(v.name, "need a finite value >= 0, got %g", v.x)
 		}
+	}
+	if c.Audit.InvgradIterations < 0 || c.Audit.InvgradIterations > 1_000_000 {
+		bad("audit.invgrad_iterations", "need 0 (the default, 400) to 1000000 iterations, got %d", c.Audit.InvgradIterations)
+	}
+	if c.Audit.InvgradPairs < -1 {
+		bad("audit.invgrad_pairs", "need a number of pairs >= 1, 0 (the default) or -1 (every pair), got %d", c.Audit.InvgradPairs)
 	}
 	if c.Audit.ClaimMu > 0 && c.Audit.ClaimEpsilon > 0 {
 		bad("audit", "claim either claim_mu or claim_epsilon, not both")

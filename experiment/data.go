@@ -162,6 +162,14 @@ func prepareClientLevel(cfg *Config, base, pool, test *datasets.Dataset, clients
 }
 
 func openSource(cfg *Config) (*datasets.Dataset, error) {
+	if cfg.Data.Source == "synthetic-images" && cfg.Data.Images != nil {
+		need := cfg.Data.Clients*cfg.Data.PerClient + cfg.Data.TestSamples + canaryPool
+		d, err := datasets.SyntheticImages(cfg.Data.Images.config(cfg.Seed, need))
+		if err != nil {
+			return nil, fmt.Errorf("data.images: %w", err)
+		}
+		return d, nil
+	}
 	if cfg.Data.Source != "synthetic" {
 		d, err := datasets.Open(cfg.Data.Source, cfg.Data.DataDir)
 		if err != nil {

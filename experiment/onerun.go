@@ -71,7 +71,7 @@ func (e *experimentDir) canaryScores(ctx context.Context, opts AttackOptions) (*
 		case err != nil:
 			return nil, err
 		default:
-			if why = scoringDiffers(cf.Meta.Config, names, rounds); why == "" {
+			if why = scoringDiffers(cf.Meta.Config, names, rounds, e.cfg.Audit.InvgradPairs, e.cfg.Audit.InvgradIterations); why == "" {
 				return cf, nil
 			}
 		}

@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,8 +13,10 @@ import (
 // Work is the size of an experiment's training stage, counted the way the engine does it, so
 // that users can size a batch array before they submit it.
 //
-// FLOPs use the dense-layer rule of thumb: one gradient on B rows of a model with d parameters
-// costs about 6·B·d (forward 2·B·d, backward 4·B·d), one evaluation 2·d per row. The engine
+// FLOPs count a gradient on B rows as three forward passes per row (forward, weight gradient,
+// input gradient) and an evaluation as one: the forward pass is 2·d per row for the dense
+// models (the rule of thumb: 6·B·d per gradient) and counted layer by layer for convolutional
+// ones (train.ForwardFLOPs), whose weights are used at every position of an image. The engine
 // trains every one of the m clients for every replica in every round (clients that sit a round
 // out are masked when averaging, not skipped), and with the informed statistics on it trains the
 // target client a second time on the other world's data. Clipping, noise and averaging are O(d)
@@ -27,6 +30,8 @@ type Work struct {
 	Clients    int `json:"clients"`
 	// Params is d, the length of one replica's parameter vector.
 	Params int `json:"params"`
+	// ForwardFLOPs is one row's forward pass.
+	ForwardFLOPs float64 `json:"forward_flops"`
 	// BatchRows is the number of rows of one client step's gradient (the expected number for
 	// Poisson batches).
 	BatchRows int `json:"batch_rows"`
@@ -66,6 +71,13 @@ func Plan(cfg *Config, data *Data, shards int) (Work, error) {
 		dim *= s
 	}
 	d, err := train.ParamCountShape(cfg.Train.Model, data.Shape, data.Classes)
+	if errors.Is(err, train.ErrExternal) {
+		return Work{}, &ConfigError{Err: fmt.Errorf("plan: %w", err)}
+	}
+	if err != nil {
+		return Work{}, fmt.Errorf("plan: %w", err)
+	}
+	fwd, err := train.ForwardFLOPs(cfg.Train.Model, data.Shape, data.Classes)
 	if err != nil {
 		return Work{}, fmt.Errorf("plan: %w", err)
 	}
@@ -73,7 +85,7 @@ func Plan(cfg *Config, data *Data, shards int) (Work, error) {
 	w := Work{
 		Pairs: cfg.Pairs, Replicas: 2 * cfg.Pairs, Shards: shards,
 		Rounds: tc.Rounds, LocalSteps: tc.LocalSteps, Clients: cfg.Data.Clients,
-		Params: d, BatchRows: cfg.Data.PerClient, LocalTrainings: cfg.Data.Clients,
+		Params: d, ForwardFLOPs: fwd, BatchRows: cfg.Data.PerClient, LocalTrainings: cfg.Data.Clients,
 		Checkpoints: len(tc.Checkpoints),
 		EvalRows:    cfg.Data.Clients*cfg.Data.PerClient + cfg.Data.TestSamples + 2,
 	}
@@ -94,11 +106,11 @@ func Plan(cfg *Config, data *Data, shards int) (Work, error) {
 
 // count fills the totals from the per-replica sizes.
 func (w *Work) count(cfg *Config) {
-	R, d := int64(w.Replicas), float64(w.Params)
+	R, fwd := int64(w.Replicas), w.ForwardFLOPs
 	w.ReplicaRounds = R * int64(w.Rounds)
 	w.ClientSteps = w.ReplicaRounds * int64(w.LocalTrainings) * int64(w.LocalSteps)
-	w.TrainFLOPs = float64(w.ClientSteps) * 6 * float64(w.BatchRows) * d
-	w.EvalFLOPs = float64(R) * float64(w.Checkpoints) * 2 * d * float64(w.EvalRows)
+	w.TrainFLOPs = float64(w.ClientSteps) * 3 * float64(w.BatchRows) * fwd
+	w.EvalFLOPs = float64(R) * float64(w.Checkpoints) * fwd * float64(w.EvalRows)
 	w.FLOPs = w.TrainFLOPs + w.EvalFLOPs
 
 	w.Rows = R * int64(w.Checkpoints)

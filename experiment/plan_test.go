@@ -2,9 +2,14 @@ package experiment
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/fedaudit/fedaudit/nn"
+	"github.com/fedaudit/fedaudit/train"
 )
 
 const planConfig = `
@@ -63,6 +68,22 @@ func TestPlanHandCounts(t *testing.T) {
 		shards: 1,
 		d:      63, train: 2177280, eval: 1249920, largestPairs: 40, vectorBytes: 40320, rows: 160,
 		localTrainings: 3, eRs: 62,
+	}, {
+		// A CNN on 28x28 synthetic images (10 classes): conv 1->2 3x3 (2x26x26), ReLU, max
+		// pool 2 (2x13x13), flatten, dense 338->10; d = 2·9+2 + 338·10+10 = 3,410. One row's
+		// forward pass, layer by layer (2 per multiply-add, one per bias add and elementwise
+		// value; the model pools before the ReLU): conv (2·9+1)·1352 = 25,688, pool 4·338 =
+		// 1,352, ReLU 338, dense (2·338+1)·10 = 6,770: 34,148. Train: 80 · 3 · 4 · 2 · 3·10 rows ·
+		// 34,148 = 1,966,924,800. Eval: 80 · 2 · 34,148 · 62 = 338,748,160.
+		name: "cnn informed",
+		edit: func(c *Config) {
+			c.Data.Source = "synthetic-images"
+			c.Train.Model = train.ModelConfig{Kind: "sequential", Layers: []nn.LayerSpec{
+				{Kind: "conv2d", Out: 2, Kernel: 3}, {Kind: "relu"}, {Kind: "maxpool", Kernel: 2}, {Kind: "flatten"}, {Kind: "dense", Out: 10}}}
+		},
+		shards: 1,
+		d:      3410, train: 1966924800, eval: 338748160, largestPairs: 40, rows: 160,
+		localTrainings: 4, eRs: 62,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,5 +158,34 @@ func TestCalibrate(t *testing.T) {
 	cancel()
 	if _, err := Calibrate(ctx, cfg, data, time.Second); err == nil {
 		t.Error("a cancelled calibration succeeded")
+	}
+}
+
+// data.images shapes the synthetic-images source (3x32x32 colour images for a ResNet), and is
+// refused for any other source.
+func TestSyntheticImagesConfig(t *testing.T) {
+	cfg, err := Parse([]byte(planConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Data.Source = "synthetic-images"
+	cfg.Data.Images = &SyntheticImagesConfig{Classes: 4, Channels: 3, Height: 32, Width: 32}
+	cfg.Train.Model = train.ModelConfig{Kind: "resnet", Blocks: 1, Width: 4, Groups: 2}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(data.Shape) != "[3 32 32]" || data.Classes != 4 {
+		t.Fatalf("shape %v, classes %d; want [3 32 32] and 4", data.Shape, data.Classes)
+	}
+	if s := Sizes(cfg, nil); s.Dim != 3*32*32 || s.Classes != 4 {
+		t.Fatalf("sizes before loading: dim %d, classes %d", s.Dim, s.Classes)
+	}
+	cfg.Data.Source = "synthetic"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "data.images: shapes the synthetic-images source only") {
+		t.Fatalf("data.images on another source: %v", err)
 	}
 }

@@ -32,6 +32,10 @@ func Sizes(cfg *Config, data *Data) train.DataSizes {
 	if cfg.Data.Source == "synthetic" {
 		s.Dim, s.Classes = cfg.Data.Synthetic.Dim, cfg.Data.Synthetic.Classes
 	}
+	if im := cfg.Data.Images; cfg.Data.Source == "synthetic-images" && im != nil {
+		c := im.config(cfg.Seed, 0)
+		s.Dim, s.Classes = c.Channels*c.Height*c.Width, c.Classes
+	}
 	if data != nil {
 		s = train.SizesOf(data.Pair.C, data.Test)
 	}

@@ -241,10 +241,10 @@ func ExactMuOneRun(cfg *Config, data *Data) (func(threat string, T int) float64,
 // recorded parameters: the largest Hessian spectral norm of a client's mean loss, by power
 // iteration, over up to three checkpoints of the first world-C run and up to three clients (the
 // target client first). It needs run files with parameters; without them L stays unknown.
-// Every bound computed from it is labelled an estimate. The host model has no convolutional
-// models yet (attacks.ModelSkipped): for those L stays unknown too.
+// Every bound computed from it is labelled an estimate. For convolutional models (package nn)
+// and models of unknown architecture (external) no estimate is made: L stays unknown.
 func EstimateSmoothness(ctx context.Context, tab *runs.Table, cfg *Config, data *Data) (Smoothness, error) {
-	if !tab.Meta().HasParams || len(attacks.ModelSkipped(cfg.Train.Model)) > 0 {
+	if !tab.Meta().HasParams || train.IsNNKind(cfg.Train.Model.Kind) || cfg.Train.Model.Kind == train.External {
 		return Smoothness{Source: "none"}, nil
 	}
 	var points [][]float32

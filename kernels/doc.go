@@ -14,3 +14,4 @@ package kernels
 //go:generate sh genptx.sh loss
 //go:generate sh genptx.sh reduce
 //go:generate sh genptx.sh noise
+//go:generate sh genptx.sh conv

@@ -23,6 +23,17 @@ const (
 	ClipCoef
 	AddRowActivate
 	ActivateGradSumRows
+	Im2col
+	Col2im
+	Pool
+	PoolGrad
+	TransposeBlocks
+	GNStatsPartials
+	GNStats
+	GNForward
+	GNGradPartials
+	GNGradReduce
+	GNGradX
 	numKernels
 )
 
@@ -33,6 +44,9 @@ var kernelNames = [numKernels]string{
 	DotPartials: "dot_partials", ReducePartials: "reduce_partials", ClipStep: "clip_step",
 	AddGaussian: "add_gaussian", PhiloxRaw: "philox_raw", Dot2Partials: "dot2_partials", ClipCoef: "clip_coef",
 	AddRowActivate: "add_row_activate", ActivateGradSumRows: "activate_grad_sum_rows",
+	Im2col: "im2col", Col2im: "col2im", Pool: "pool", PoolGrad: "pool_grad", TransposeBlocks: "transpose_blocks",
+	GNStatsPartials: "gn_stats_partials", GNStats: "gn_stats", GNForward: "gn_forward",
+	GNGradPartials: "gn_grad_partials", GNGradReduce: "gn_grad_reduce", GNGradX: "gn_grad_x",
 }
 
 // Name is the kernel's entry point (its extern "C" name).

@@ -103,6 +103,9 @@ type layer[T Float] interface {
 	numParams() int
 	setOffset(off int)
 	init(w []T, rng *rand.Rand) // one replica's range of this layer
+	// flops is the forward pass's floating-point operations for one sample: 2 per
+	// multiply-add of the products, one per value for the elementwise work.
+	flops() int64
 	forward(c *pass[T], x compute.Images) compute.Images
 	backward(c *pass[T], x, y, dy compute.Images, wantDX bool) compute.Images
 }
@@ -110,13 +113,21 @@ type layer[T Float] interface {
 // ---- conv2d ----
 
 // conv is a 2-D convolution (square kernel, stride, zero padding) computed as im2col followed
-// by one strided-batched GEMM over the replicas; the bias is a rank-one product with ones.
+// by one strided-batched GEMM over the replicas. The bias rides in the same product: the
+// patches get a last row of ones and the weights a last column holding the bias (a copy of
+// the replica's weights and bias side by side, wb, Cout x (Cin k k + 1)), so neither the bias
+// nor its gradient costs a pass of its own over the output.
 type conv[T Float] struct {
-	ish, osh           Shape
-	win                compute.Window
-	off                int
-	cols, y, dcols, dx scratch
-	colsShared         bool
+	ish, osh                   Shape
+	win                        compute.Window
+	off                        int
+	cols, y, dcols, dx, wb, dw scratch
+	colsShared                 bool
+	// onesAt is the patches' layout whose ones row is in place (buffer, columns, copies).
+	onesAt struct {
+		buf   compute.Buffer
+		n, cb int
+	}
 }
 
 func (l *conv[T]) in() Shape         { return l.ish }
@@ -124,6 +135,9 @@ func (l *conv[T]) out() Shape        { return l.osh }
 func (l *conv[T]) numParams() int    { return l.osh.C*l.ckk() + l.osh.C }
 func (l *conv[T]) setOffset(off int) { l.off = off }
 func (l *conv[T]) ckk() int          { return l.ish.C * l.win.Size * l.win.Size }
+func (l *conv[T]) flops() int64 {
+	return int64(2*l.ckk()+1) * int64(l.osh.Size()) // the bias: one add per output
+}
 
 // init draws PyTorch's default (uniform on +-1/sqrt(fan_in) for weights and bias).
 func (l *conv[T]) init(w []T, rng *rand.Rand) { uniformInit(w, l.ckk(), rng) }
@@ -135,13 +149,25 @@ func uniformInit[T Float](w []T, fanIn int, rng *rand.Rand) {
 	}
 }
 
-// patches views the im2col patches of the last forward: one matrix shared by the replicas
-// when the input was shared (the first layer's client batch), else one per replica.
+// patches views the im2col patches of the last forward with their row of ones ((Cin k k + 1)
+// x (B OH OW)): one matrix shared by the replicas when the input was shared (the first
+// layer's client batch), else one per replica.
 func (l *conv[T]) patches(c *pass[T]) compute.Mat {
-	kk, n := l.ckk(), c.B*l.osh.H*l.osh.W
+	kk, n := l.ckk()+1, c.B*l.osh.H*l.osh.W
 	m := compute.Mat{Buf: l.cols.buf, Rows: kk, Cols: n, Stride: n, Batch: c.R, BatchStride: kk * n}
 	if l.colsShared {
 		m.BatchStride = 0
+	}
+	return m
+}
+
+// wbMat views the replicas' [weights | bias] copies (Cout x (Cin k k + 1)); weights only the
+// first Cin k k columns.
+func (l *conv[T]) wbMat(c *pass[T], buf compute.Buffer, weightsOnly bool) compute.Mat {
+	co, kk := l.osh.C, l.ckk()
+	m := compute.Mat{Buf: buf, Rows: co, Cols: kk + 1, Stride: kk + 1, Batch: c.R, BatchStride: co * (kk + 1)}
+	if weightsOnly {
+		m.Cols = kk
 	}
 	return m
 }
@@ -153,26 +179,38 @@ func (l *conv[T]) forward(c *pass[T], x compute.Images) compute.Images {
 	if l.colsShared {
 		cb = 1
 	}
-	get(c.o, &l.cols, cb*kk*n)
-	cols := l.patches(c)
-	c.o.Im2col(once(x), l.win, compute.Mat{Buf: cols.Buf, Rows: kk, Cols: n, Stride: n, Batch: cb, BatchStride: kk * n})
+	buf := get(c.o, &l.cols, cb*(kk+1)*n)
+	c.o.Im2col(once(x), l.win, compute.Mat{Buf: buf, Rows: kk, Cols: n, Stride: n, Batch: cb, BatchStride: (kk + 1) * n})
+	if l.onesAt.buf != buf || l.onesAt.n != n || l.onesAt.cb != cb {
+		ones := c.onesRow(n)
+		ones.Batch = cb
+		c.o.axpby(1, ones, 0, compute.Mat{Buf: buf, Off: kk * n, Rows: 1, Cols: n, Stride: n, Batch: cb, BatchStride: (kk + 1) * n})
+		l.onesAt.buf, l.onesAt.n, l.onesAt.cb = buf, n, cb
+	}
+	wb := get(c.o, &l.wb, c.R*co*(kk+1))
+	c.o.axpby(1, c.param(l.off, co, kk), 0, l.wbMat(c, wb, true))
+	bias := l.wbMat(c, wb, false)
+	bias.Off, bias.Cols = kk, 1
+	c.o.axpby(1, c.param(l.off+co*kk, co, 1), 0, bias)
 	y := images(get(c.o, &l.y, c.R*co*n), l.osh, c.B, c.R, false)
-	ym := planes(y)
-	c.o.gemm(false, false, 1, c.param(l.off, co, kk), cols, 0, ym)
-	c.o.gemm(false, false, 1, c.param(l.off+co*kk, co, 1), c.onesRow(n), 1, ym)
+	c.o.gemm(false, false, 1, l.wbMat(c, wb, false), l.patches(c), 0, planes(y))
 	return y
 }
 
 func (l *conv[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) compute.Images {
 	co, kk, n := l.osh.C, l.ckk(), c.B*l.osh.H*l.osh.W
 	dym := planes(dy)
-	c.o.gemm(false, true, 1, dym, l.patches(c), 0, c.grad(l.off, co, kk))
-	c.o.gemm(false, false, 1, dym, c.onesCol(n), 0, c.grad(l.off+co*kk, co, 1))
+	dw := get(c.o, &l.dw, c.R*co*(kk+1))
+	c.o.gemm(false, true, 1, dym, l.patches(c), 0, l.wbMat(c, dw, false))
+	c.o.axpby(1, l.wbMat(c, dw, true), 0, c.grad(l.off, co, kk))
+	db := l.wbMat(c, dw, false)
+	db.Off, db.Cols = kk, 1
+	c.o.axpby(1, db, 0, c.grad(l.off+co*kk, co, 1))
 	if !wantDX {
 		return compute.Images{}
 	}
 	dcols := compute.Mat{Buf: get(c.o, &l.dcols, c.R*kk*n), Rows: kk, Cols: n, Stride: n, Batch: c.R, BatchStride: kk * n}
-	c.o.gemm(true, false, 1, c.param(l.off, co, kk), dym, 0, dcols)
+	c.o.gemm(true, false, 1, l.wbMat(c, l.wb.buf, true), dym, 0, dcols)
 	dx := images(get(c.o, &l.dx, c.R*l.ish.Size()*c.B), l.ish, c.B, c.R, false)
 	c.o.Col2im(dcols, l.win, dx)
 	return dx
@@ -194,6 +232,7 @@ func (l *pool[T]) out() Shape           { return l.osh }
 func (l *pool[T]) numParams() int       { return 0 }
 func (l *pool[T]) setOffset(int)        {}
 func (l *pool[T]) init([]T, *rand.Rand) {}
+func (l *pool[T]) flops() int64         { return int64(l.win.Size*l.win.Size) * int64(l.osh.Size()) }
 
 func (l *pool[T]) forward(c *pass[T], x compute.Images) compute.Images {
 	shared := x.BatchStride == 0
@@ -225,6 +264,7 @@ func (l *act[T]) out() Shape           { return l.sh }
 func (l *act[T]) numParams() int       { return 0 }
 func (l *act[T]) setOffset(int)        {}
 func (l *act[T]) init([]T, *rand.Rand) {}
+func (l *act[T]) flops() int64         { return int64(l.sh.Size()) }
 
 func (l *act[T]) forward(c *pass[T], x compute.Images) compute.Images {
 	y := images(get(c.o, &l.buf, c.R*l.sh.Size()*c.B), l.sh, c.B, c.R, x.BatchStride == 0)
@@ -261,6 +301,7 @@ func (l *groupNorm[T]) in() Shape         { return l.sh }
 func (l *groupNorm[T]) out() Shape        { return l.sh }
 func (l *groupNorm[T]) numParams() int    { return 2 * l.sh.C }
 func (l *groupNorm[T]) setOffset(off int) { l.off = off }
+func (l *groupNorm[T]) flops() int64      { return 4 * int64(l.sh.Size()) } // statistics, then a x + b
 func (l *groupNorm[T]) init(w []T, _ *rand.Rand) {
 	for c := 0; c < l.sh.C; c++ {
 		w[c], w[l.sh.C+c] = 1, 0
@@ -286,7 +327,8 @@ func (l *groupNorm[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool
 
 // ---- global average pooling and flatten ----
 
-// gap averages each channel over its pixels: C x H x W -> C x 1 x 1, a product with ones.
+// gap averages each channel over its pixels: C x H x W -> C x 1 x 1, for each channel a product
+// of a row of ones with its (H W) x N pixels.
 type gap[T Float] struct {
 	ish   Shape
 	y, dx scratch
@@ -297,19 +339,54 @@ func (l *gap[T]) out() Shape           { return Shape{l.ish.C, 1, 1} }
 func (l *gap[T]) numParams() int       { return 0 }
 func (l *gap[T]) setOffset(int)        {}
 func (l *gap[T]) init([]T, *rand.Rand) {}
+func (l *gap[T]) flops() int64         { return int64(l.ish.Size()) }
 
-// pixels views each replica of x as the (C N) x (H W) matrix of its planes.
-func pixels(x compute.Images) compute.Mat {
-	hw := x.H * x.W
-	return compute.Mat{Buf: x.Buf, Off: x.Off, Rows: x.C * x.N, Cols: hw, Stride: hw, Batch: x.Batch, BatchStride: x.BatchStride}
+// channelMats views the channels of x and y as batches of matrices for the products of gap:
+// channel c of x as an xr x N matrix (its pixels' runs of samples) and of y as yr x N, batched
+// over (replica, channel) when all is set (the replicas lie one after another), else over the
+// channels of replica r only.
+func channelMats(x compute.Images, xr int, y compute.Images, yr int, r int, all bool) (compute.Mat, compute.Mat) {
+	N := x.N
+	xm := compute.Mat{Buf: x.Buf, Off: x.Off, Rows: xr, Cols: N, Stride: N, Batch: x.C, BatchStride: xr * N}
+	ym := compute.Mat{Buf: y.Buf, Off: y.Off, Rows: yr, Cols: N, Stride: N, Batch: y.C, BatchStride: yr * N}
+	if all {
+		xm.Batch *= x.Batch
+		ym.Batch = xm.Batch
+		return xm, ym
+	}
+	xm.Off += r * x.BatchStride
+	ym.Off += r * y.BatchStride
+	return xm, ym
+}
+
+// contiguous reports whether x's replicas lie one after another (or x is one shared tensor
+// viewed once), so that (replica, channel) is one batch of uniform stride.
+func contiguous(x compute.Images) bool {
+	return x.Batch == 1 || x.BatchStride == x.Size()
 }
 
 func (l *gap[T]) forward(c *pass[T], x compute.Images) compute.Images {
 	hw := l.ish.H * l.ish.W
-	y := images(get(c.o, &l.y, c.R*l.ish.C*c.B), l.out(), c.B, c.R, x.BatchStride == 0)
-	ym := pixels(once(y))
-	c.o.gemm(false, false, 1/T(hw), pixels(once(x)), c.onesCol(hw), 0, ym)
+	y := once(images(get(c.o, &l.y, c.R*l.ish.C*c.B), l.out(), c.B, c.R, x.BatchStride == 0))
+	xo := once(x)
+	l.each(c, xo, hw, y, 1, func(xm, ym compute.Mat) {
+		ones := c.onesRow(hw)
+		ones.Batch = xm.Batch
+		c.o.gemm(false, false, 1/T(hw), ones, xm, 0, ym)
+	})
+	y.Batch = c.R
 	return y
+}
+
+// each calls fn with the (replica, channel) batches of x (xr x N per channel) and y (yr x N).
+func (l *gap[T]) each(c *pass[T], x compute.Images, xr int, y compute.Images, yr int, fn func(xm, ym compute.Mat)) {
+	if contiguous(x) && contiguous(y) {
+		fn(channelMats(x, xr, y, yr, 0, true))
+		return
+	}
+	for r := 0; r < y.Batch; r++ {
+		fn(channelMats(x, xr, y, yr, r, false))
+	}
 }
 
 func (l *gap[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) compute.Images {
@@ -318,57 +395,37 @@ func (l *gap[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) comp
 	}
 	hw := l.ish.H * l.ish.W
 	dx := images(get(c.o, &l.dx, c.R*l.ish.Size()*c.B), l.ish, c.B, c.R, false)
-	c.o.gemm(false, false, 1/T(hw), pixels(dy), c.onesRow(hw), 0, pixels(dx))
+	l.each(c, dx, hw, dy, 1, func(dxm, dym compute.Mat) {
+		ones := c.onesCol(hw)
+		ones.Batch = dxm.Batch
+		c.o.gemm(false, false, 1/T(hw), ones, dym, 0, dxm)
+	})
 	return dx
 }
 
-// flatten turns [C][B][H][W] into features [C*H*W][B] (feature index c*H*W + y*W + x, the
-// order of PyTorch's flatten of an NCHW tensor, so dense weights match nn.Linear's): a
-// transpose of every (replica, channel) plane.
-type flatten[T Float] struct {
-	ish   Shape
-	y, dx scratch
-}
+// flatten turns C x H x W images into features C*H*W x 1 x 1 (feature index (c*H + y)*W + x,
+// the order of PyTorch's flatten of an NCHW tensor, so dense weights match nn.Linear's): with
+// the samples innermost ([C][H][W][N]) that is the same memory, so it copies nothing.
+type flatten[T Float] struct{ ish Shape }
 
 func (l *flatten[T]) in() Shape            { return l.ish }
 func (l *flatten[T]) out() Shape           { return Shape{l.ish.Size(), 1, 1} }
 func (l *flatten[T]) numParams() int       { return 0 }
 func (l *flatten[T]) setOffset(int)        {}
 func (l *flatten[T]) init([]T, *rand.Rand) {}
-
-// transposePlanes transposes each (replica, channel) plane of src, rows x cols, into dst.
-func transposePlanes[T Float](c *pass[T], src compute.Images, rows, cols int, dst compute.Images) {
-	per := rows * cols
-	for r := 0; r < dst.Batch; r++ {
-		c.o.Transpose(1,
-			compute.Mat{Buf: src.Buf, Off: src.Off + r*src.BatchStride, Rows: rows, Cols: cols, Stride: cols, Batch: src.C, BatchStride: per},
-			compute.Mat{Buf: dst.Buf, Off: dst.Off + r*dst.BatchStride, Rows: cols, Cols: rows, Stride: rows, Batch: src.C, BatchStride: per})
-	}
-}
+func (l *flatten[T]) flops() int64         { return 0 }
 
 func (l *flatten[T]) forward(c *pass[T], x compute.Images) compute.Images {
-	hw := l.ish.H * l.ish.W
-	if hw == 1 {
-		return compute.Images{Buf: x.Buf, Off: x.Off, C: x.C, N: x.N, H: 1, W: 1, Batch: x.Batch, BatchStride: x.BatchStride}
-	}
-	y := images(get(c.o, &l.y, c.R*l.ish.Size()*c.B), l.out(), c.B, c.R, x.BatchStride == 0)
-	transposePlanes(c, x, c.B, hw, once(y))
-	return y
+	x.C, x.H, x.W = l.ish.Size(), 1, 1
+	return x
 }
 
 func (l *flatten[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) compute.Images {
 	if !wantDX {
 		return compute.Images{}
 	}
-	hw := l.ish.H * l.ish.W
-	if hw == 1 {
-		return compute.Images{Buf: dy.Buf, Off: dy.Off, C: l.ish.C, N: dy.N, H: 1, W: 1, Batch: dy.Batch, BatchStride: dy.BatchStride}
-	}
-	dx := images(get(c.o, &l.dx, c.R*l.ish.Size()*c.B), l.ish, c.B, c.R, false)
-	src := dy
-	src.C = l.ish.C
-	transposePlanes(c, src, hw, c.B, dx)
-	return dx
+	dy.C, dy.H, dy.W = l.ish.C, l.ish.H, l.ish.W
+	return dy
 }
 
 // ---- dense ----
@@ -384,6 +441,7 @@ func (l *dense[T]) in() Shape                  { return l.ish }
 func (l *dense[T]) out() Shape                 { return Shape{l.outF, 1, 1} }
 func (l *dense[T]) numParams() int             { return l.outF*l.ish.C + l.outF }
 func (l *dense[T]) setOffset(off int)          { l.off = off }
+func (l *dense[T]) flops() int64               { return int64(2*l.ish.C+1) * int64(l.outF) }
 func (l *dense[T]) init(w []T, rng *rand.Rand) { uniformInit(w, l.ish.C, rng) }
 
 func (l *dense[T]) forward(c *pass[T], x compute.Images) compute.Images {

@@ -67,6 +67,16 @@ func (l *residual[T]) setOffset(off int) {
 		}
 	}
 }
+func (l *residual[T]) flops() int64 {
+	n := 2 * int64(l.osh.Size()) // the sum and its ReLU
+	for _, s := range [][]layer[T]{l.main.layers, l.short.layers} {
+		for _, sl := range s {
+			n += sl.flops()
+		}
+	}
+	return n
+}
+
 func (l *residual[T]) init(w []T, rng *rand.Rand) {
 	for _, s := range [][]layer[T]{l.main.layers, l.short.layers} {
 		for _, sl := range s {
@@ -117,7 +127,7 @@ type Model[T Float] struct {
 	// it. A model built on a backend uses the backend's own threads.
 	Threads int
 	body    seq[T]
-	kinds   []string
+	info    []LayerInfo // the spec's layers (body may run some in another order)
 	d       int
 	o       ops[T]
 	host    *hostOps[T] // o when the model runs on the host
@@ -160,11 +170,19 @@ func BuildOn(spec Spec, be compute.Backend) (*Model[float32], error) {
 
 // Layers lists the model's layers with the shapes Build inferred (for a user checking a spec).
 func (m *Model[T]) Layers() []LayerInfo {
-	out := make([]LayerInfo, len(m.body.layers))
-	for i, l := range m.body.layers {
-		out[i] = LayerInfo{Layer: i + 1, Kind: m.kinds[i], In: l.in(), Out: l.out(), Params: l.numParams()}
+	return append([]LayerInfo(nil), m.info...)
+}
+
+// ForwardFLOPs is the floating-point work of one sample's forward pass (2 per multiply-add of
+// the convolutions and dense layers, the bias included, one per value of the elementwise
+// layers), the softmax left out. A training step costs about three times that per sample
+// (forward, weight gradient, input gradient), the usual rule of thumb.
+func (m *Model[T]) ForwardFLOPs() int64 {
+	var n int64
+	for _, l := range m.body.layers {
+		n += l.flops()
 	}
-	return out
+	return n
 }
 
 // NumParams is d, the parameters of one replica.
@@ -206,21 +224,22 @@ func (m *Model[T]) newPass(R, B int, w, dw compute.Mat) *pass[T] {
 	return &pass[T]{o: m.o, R: R, B: B, w: w, dw: dw, ones: m.ones.buf}
 }
 
-// input returns x (B rows of C*H*W values per replica, or shared) as images [C][B][H][W].
+// input returns x (B rows of C*H*W values per replica, or shared) as images [C][H][W][B]: the
+// rows transposed, or x itself for a batch of one in contiguous rows.
 func (m *Model[T]) input(c *pass[T], x compute.Mat) compute.Images {
-	C, hw := m.Input.C, m.Input.H*m.Input.W
+	dim := m.Input.Size()
 	shared := x.BatchStride == 0
-	if C == 1 && x.Stride == hw {
-		return compute.Images{Buf: x.Buf, Off: x.Off, C: 1, N: c.B, H: m.Input.H, W: m.Input.W, Batch: c.R, BatchStride: x.BatchStride}
+	if c.B == 1 && x.Cols == dim {
+		return compute.Images{Buf: x.Buf, Off: x.Off, C: m.Input.C, N: 1, H: m.Input.H, W: m.Input.W, Batch: c.R, BatchStride: x.BatchStride}
 	}
 	rows := c.R
 	if shared {
 		rows = 1
 	}
-	n := c.B * C * hw
+	n := c.B * dim
 	buf := get(m.o, &m.xin, rows*n)
-	m.o.Transpose(hw, compute.Mat{Buf: x.Buf, Off: x.Off, Rows: c.B, Cols: C, Stride: x.Stride, Batch: rows, BatchStride: x.BatchStride},
-		compute.Mat{Buf: buf, Rows: C, Cols: c.B, Stride: c.B * hw, Batch: rows, BatchStride: n})
+	m.o.Transpose(1, compute.Mat{Buf: x.Buf, Off: x.Off, Rows: c.B, Cols: dim, Stride: x.Stride, Batch: rows, BatchStride: x.BatchStride},
+		compute.Mat{Buf: buf, Rows: dim, Cols: c.B, Stride: c.B, Batch: rows, BatchStride: n})
 	return images(buf, m.Input, c.B, c.R, shared)
 }
 
@@ -253,8 +272,8 @@ func (m *Model[T]) run(params, x, labels, grad, dx, loss, margin compute.Mat) {
 	if dx.Buf == nil {
 		return
 	}
-	C, hw := m.Input.C, m.Input.H*m.Input.W
-	m.o.Transpose(hw, compute.Mat{Buf: dxin.Buf, Off: dxin.Off, Rows: C, Cols: B, Stride: B * hw, Batch: R, BatchStride: dxin.BatchStride}, dx)
+	dim := m.Input.Size()
+	m.o.Transpose(1, compute.Mat{Buf: dxin.Buf, Off: dxin.Off, Rows: dim, Cols: B, Stride: B, Batch: R, BatchStride: dxin.BatchStride}, dx)
 }
 
 // Grad writes into grad the gradient of each replica's mean softmax cross-entropy over a

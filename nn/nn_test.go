@@ -463,3 +463,17 @@ func TestInputGradientFiniteDifferences(t *testing.T) {
 		t.Fatal("a dx shorter than R batches was accepted")
 	}
 }
+
+// ForwardFLOPs of LeNet-5 against the W2 reference's count (2 per multiply-add of the two
+// convolutions and three dense layers) plus what that count leaves out: the biases (one add
+// per output), ReLU (one per value) and max pooling (K*K per output).
+func TestForwardFLOPs(t *testing.T) {
+	m := build64(t, LeNet5(10, false))
+	ref := int64(2 * (28*28*6*25 + 10*10*16*150 + 400*120 + 120*84 + 84*10))
+	biases := int64(6*28*28 + 16*10*10 + 120 + 84 + 10)
+	relu := int64(6*14*14 + 16*5*5 + 120 + 84) // after pooling (the model pools first)
+	pool := int64(4 * (6*14*14 + 16*5*5))
+	if got, want := m.ForwardFLOPs(), ref+biases+relu+pool; got != want {
+		t.Fatalf("LeNet-5 forward FLOPs %d, want %d", got, want)
+	}
+}

@@ -80,15 +80,34 @@ func build[T Float](spec Spec) (*Model[T], error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	m := &Model[T]{Input: in, Classes: sh.C, body: newSeq(ls)}
-	for _, s := range spec.Layers {
-		m.kinds = append(m.kinds, strings.ToLower(s.Kind))
-	}
-	for _, l := range ls {
+	m := &Model[T]{Input: in, Classes: sh.C}
+	for i, l := range ls {
+		m.info = append(m.info, LayerInfo{Layer: i + 1, Kind: strings.ToLower(spec.Layers[i].Kind), In: l.in(), Out: l.out(), Params: l.numParams()})
 		l.setOffset(m.d)
 		m.d += l.numParams()
 	}
+	m.body = newSeq(poolFirst(ls))
 	return m, nil
+}
+
+// poolFirst returns the layers with every activation that comes right before a max pooling
+// moved after it. ReLU and tanh are non-decreasing, so max pooling commutes with them: the
+// outputs are the same values, and the gradient reaches the same pixel (the window's first
+// maximum, the same before and after a non-decreasing function unless rounding makes two
+// window values equal), while the activation and its gradient run on the pooled, K*K times
+// smaller tensor. Model.Layers still lists the spec's order.
+func poolFirst[T Float](ls []layer[T]) []layer[T] {
+	out := append([]layer[T](nil), ls...)
+	for i := 0; i+1 < len(out); i++ {
+		a, isAct := out[i].(*act[T])
+		p, isPool := out[i+1].(*pool[T])
+		if !isAct || !isPool || p.kind != compute.MaxPooling {
+			continue
+		}
+		out[i], out[i+1] = p, &act[T]{sh: p.osh, fn: a.fn}
+		i++
+	}
+	return out
 }
 
 // Limits that keep every size computation far from int overflow and refuse specs that could

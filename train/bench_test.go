@@ -77,3 +77,16 @@ func BenchmarkW1(b *testing.B) {
 		b.ReportMetric(r.ReplicaRoundsPerSec, "replica-rounds/s")
 	}
 }
+
+// BenchmarkW2 is the whole W2 workload (LeNet-5, bench/README.md) for 32 replicas and 10
+// rounds on the CPU backend; compare with ../shared/bench/torch/w2.py --impl naive.
+func BenchmarkW2(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		r, err := traintest.RunW2(context.Background(), nil, 32, 10)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(r.ReplicaRoundsPerSec, "replica-rounds/s")
+		b.ReportMetric(r.NominalGFlops, "nominal-GFLOP/s")
+	}
+}

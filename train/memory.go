@@ -55,6 +55,9 @@ func MemoryOf(cfg Config, s DataSizes) (Memory, error) {
 	if s.Dim < 1 || s.Classes < 1 || s.Clients < 1 || s.MaxSamples < 1 || s.TestSamples < 0 {
 		return Memory{}, fmt.Errorf("memory estimate: sizes %+v: need positive dimensions", s)
 	}
+	if cfg.Model.Kind == External {
+		return Memory{}, nil // never trained here: the engine allocates nothing for it
+	}
 	var (
 		d      int
 		sizes  []int
@@ -118,7 +121,8 @@ func MemoryOf(cfg Config, s DataSizes) (Memory, error) {
 		act += k * float64(sizes[l])
 	}
 	perReplica += wsRows * act * f
-	perReplica += wsRows * nnRows
+	// nn models evaluate in slices of at most nnEvalRows(maxRows) rows (nnModel.eval).
+	perReplica += math.Max(maxRows, float64(nnEvalRows(int(maxRows)))) * nnRows
 	if cfg.Batching == algo.Fixed && nnRows == 0 {
 		perReplica += float64(cfg.BatchSize) * float64(cfg.BatchSize) * f // delta Gram matrices
 	}

@@ -188,8 +188,16 @@ func (m *nnModel) Init(w []float32, seed uint64) {
 	b.Init(w[:m.d], seed)
 }
 
+// nnEvalRows is the most rows an nn model evaluates at once, given the most rows of a
+// training step: a CNN's activations take hundreds of kilobytes per row and replica, so the
+// checkpoint's evaluation batches (256 rows by default) go through in slices instead of
+// making the workspace, and so the memory estimate, several times larger than training needs
+// (which would shrink the groups of pairs trained together).
+func nnEvalRows(maxRows int) int { return max(maxRows, 32) }
+
 type nnWorkspace struct {
-	m *nn.Model[float32]
+	m        *nn.Model[float32]
+	evalRows int
 	// Per-example clipping (dpsgd): one example's gradient per replica, the clip factors.
 	one         compute.Buffer
 	coefs       compute.Buffer
@@ -197,13 +205,13 @@ type nnWorkspace struct {
 	coefH       []float32
 }
 
-func (m *nnModel) newWorkspace(be compute.Backend, _, maxBatch int) workspace {
+func (m *nnModel) newWorkspace(be compute.Backend, maxRows, _ int) workspace {
 	b, err := nn.BuildOn(m.spec, be)
 	if err != nil {
 		// newEngine refuses backends without compute.Convolver before this.
 		panic(fmt.Sprintf("train: nn model: %v", err))
 	}
-	return &nnWorkspace{m: b}
+	return &nnWorkspace{m: b, evalRows: nnEvalRows(maxRows)}
 }
 
 func (m *nnModel) grad(be compute.Backend, w workspace, params, x, y, grad compute.Mat, perExample float32) {
@@ -264,7 +272,18 @@ func clipFactor(v float32, sq float64) float32 {
 
 // eval writes loss and margin (the true class's logit minus the largest other) per row.
 func (m *nnModel) eval(be compute.Backend, w workspace, params, x, y, loss, margin compute.Mat) {
-	w.(*nnWorkspace).m.Eval(params, x, y, loss, margin)
+	ws := w.(*nnWorkspace)
+	for r0 := 0; r0 < x.Rows; r0 += ws.evalRows {
+		n := min(ws.evalRows, x.Rows-r0)
+		slice := func(m compute.Mat) compute.Mat {
+			if m.Buf != nil {
+				m.Off += r0 * m.Stride
+				m.Rows = n
+			}
+			return m
+		}
+		ws.m.Eval(params, slice(x), slice(y), slice(loss), slice(margin))
+	}
 }
 
 // nnMemory is MemoryOf's per-replica bytes of an nn model's workspace and its parameter count:

@@ -11,6 +11,7 @@ package hostshim
 
 typedef int (*find_fn)(const char*, int*);
 typedef long long (*rc_check_fn)(long long, long long, long long, long long, long long);
+typedef long long (*md_check_fn)(long long, long long, const long long*, int, long long);
 typedef int (*launch_fn)(int, unsigned, unsigned, const uint64_t*, int);
 typedef int (*gemm_fn)(int, int, int, int, int, float, uint64_t, int, long long, uint64_t, int,
                        long long, float, uint64_t, int, long long, int);
@@ -30,6 +31,10 @@ static int call_gemm(void* f, int ta, int tb, int m, int n, int k, float alpha, 
 static long long call_rc_check(void* f, long long i0, long long s, long long rows, long long cols,
                                long long steps) {
 	return ((rc_check_fn)f)(i0, s, rows, cols, steps);
+}
+static long long call_md_check(void* f, long long i0, long long s, const long long* radix, int d,
+                               long long steps) {
+	return ((md_check_fn)f)(i0, s, radix, d, steps);
 }
 static uint64_t mem_alloc(size_t n) { return (uint64_t)(uintptr_t)calloc(1, n); }
 static void mem_free(uint64_t p) { free((void*)(uintptr_t)p); }
@@ -56,7 +61,7 @@ import (
 type Device struct {
 	lib                 unsafe.Pointer
 	find, launch, gemm  unsafe.Pointer
-	rcCheck             unsafe.Pointer
+	rcCheck, mdCheck    unsafe.Pointer
 	index               []C.int
 	nargs               []int
 	live                map[uint64]int
@@ -132,7 +137,7 @@ func Load(lib string) (*Device, error) {
 	for _, s := range []struct {
 		name string
 		p    *unsafe.Pointer
-	}{{"shim_find", &d.find}, {"shim_launch", &d.launch}, {"shim_gemm", &d.gemm}, {"shim_rc_check", &d.rcCheck}} {
+	}{{"shim_find", &d.find}, {"shim_launch", &d.launch}, {"shim_gemm", &d.gemm}, {"shim_rc_check", &d.rcCheck}, {"shim_md_check", &d.mdCheck}} {
 		cs := C.CString(s.name)
 		*s.p = C.shim_dlsym(h, cs)
 		C.free(unsafe.Pointer(cs))
@@ -158,6 +163,20 @@ func Load(lib string) (*Device, error) {
 // each step with division; it returns the first step that differs, or -1.
 func (d *Device) CheckIndex(i0, s, rows, cols, steps int64) int64 {
 	return int64(C.call_rc_check(d.rcCheck, C.longlong(i0), C.longlong(s), C.longlong(rows), C.longlong(cols), C.longlong(steps)))
+}
+
+// CheckMixedIndex is CheckIndex for the image kernels' mixed-radix index arithmetic (md_index
+// in conv.cu) over the radices (radix[0], the batch, is not read; 2 to 7 of them): the first
+// step whose coordinates differ from division, or -1.
+func (d *Device) CheckMixedIndex(i0, s int64, radix []int64, steps int64) int64 {
+	if len(radix) < 2 || len(radix) > 7 {
+		panic(fmt.Sprintf("hostshim: CheckMixedIndex takes 2 to 7 radices, not %d", len(radix)))
+	}
+	r := make([]C.longlong, len(radix))
+	for i, v := range radix {
+		r[i] = C.longlong(v)
+	}
+	return int64(C.call_md_check(d.mdCheck, C.longlong(i0), C.longlong(s), &r[0], C.int(len(radix)), C.longlong(steps)))
 }
 
 // NumArgs is the number of parameters of kernel k, from the compiled source.

@@ -95,7 +95,7 @@ if [ "$mode" = gpu ]; then
   if [ -n "$sanitizer" ]; then
     # One sync per launch so that a report names its kernel; a subset (memcheck is slow).
     step memcheck "compute-sanitizer memcheck, parity subset" env FEDAUDIT_CUDA_SYNC=1 "$sanitizer" --tool memcheck --error-exitcode 1 \
-      "$gputest" -test.run '^TestParity$/^(Axpby|Gather|SoftmaxXent|ClipExamples|ClipStep|Dots|ClipCoefs|AxpbyCoefs|Fused|AddGaussian|Gemm)$' $T
+      "$gputest" -test.run '^TestParity$/^(Axpby|Gather|SoftmaxXent|ClipExamples|ClipStep|Dots|ClipCoefs|AxpbyCoefs|Fused|AddGaussian|Gemm|Im2col|Col2im|Pool|Transpose|GroupNorm|GroupNormGrad)$' $T
   else
     skip memcheck "compute-sanitizer not found (PATH, CUDA_HOME, /usr/local/cuda)"
   fi
@@ -117,14 +117,14 @@ else
   }
   step gpu-info "shim mode: the gpu build must refuse to run without a GPU" gpu_info_shim
   STEP_DIR=$shimdir step parity "every kernel and small runs vs the CPU backend, on the shim" "$shimtest" \
-    -test.run '^(TestParity|TestShimKnowsEveryKernel|TestIndexArithmeticBeyond32Bits|TestGemmBatchIsSplit|TestSyncEachLaunch)$' $T
+    -test.run '^(TestParity|TestShimKnowsEveryKernel|TestIndexArithmeticBeyond32Bits|TestMixedRadixIndex|TestConvLaunchCounts|TestGemmBatchIsSplit|TestSyncEachLaunch)$' $T
   STEP_DIR=$shimdir step w1-parity "W1, 1 round, 1 pair vs the CPU backend, on the shim" "$shimtest" -test.run '^TestW1MatchesCPU$' $T
   asan=$(${CXX:-g++} -print-file-name=libasan.so 2>/dev/null || true)
   if [ -n "$asan" ] && [ -e "$asan" ]; then
     # The parity subset, then a deliberate out-of-bounds write that ASan must catch.
     shim_asan() {
       env FEDAUDIT_SHIM_ASAN=1 LD_PRELOAD="$asan" ASAN_OPTIONS=detect_leaks=0 "$shimtest" \
-        -test.run '^TestParity$/^(Axpby|Gather|SoftmaxXent|ClipExamples|ClipStep|Dots|ClipCoefs|AxpbyCoefs|Fused|AddGaussian|Gemm)$' $T &&
+        -test.run '^TestParity$/^(Axpby|Gather|SoftmaxXent|ClipExamples|ClipStep|Dots|ClipCoefs|AxpbyCoefs|Fused|AddGaussian|Gemm|Im2col|Col2im|Pool|Transpose|GroupNorm|GroupNormGrad)$' $T &&
         env FEDAUDIT_SHIM_ASAN=1 LD_PRELOAD="$asan" ASAN_OPTIONS=detect_leaks=0 "$shimtest" \
           -test.run '^TestASanCatchesOutOfBounds$' $T
     }

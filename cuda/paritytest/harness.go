@@ -30,8 +30,8 @@ type Backend interface {
 // (which run after the backend's Close) to check for leaks.
 type Factory func(t *testing.T, opt cuda.Options) Backend
 
-// All runs every parity test: each operation of compute.Backend against the CPU backend
-// (cpu.New) on edge shapes and two launch configurations, the Philox generator against
+// All runs every parity test: each operation of compute.Backend and compute.Convolver against
+// the CPU backend (cpu.New) on edge shapes and two launch configurations, the Philox generator against
 // known answers and train's stream, and whole training runs.
 func All(t *testing.T, f Factory) {
 	tests := []struct {
@@ -56,6 +56,13 @@ func All(t *testing.T, f Factory) {
 		{"ClipCoefs", testClipCoefs},
 		{"AxpbyCoefs", testAxpbyCoefs},
 		{"Fused", testFused},
+		{"Im2col", testIm2col},
+		{"Col2im", testCol2im},
+		{"Pool", testPool},
+		{"Transpose", testTranspose},
+		{"GroupNorm", testGroupNorm},
+		{"GroupNormGrad", testGroupNormGrad},
+		{"GroupNormBadGroups", testGroupNormBadGroups},
 		{"RunsMatchCPU", testRunsMatchCPU},
 	}
 	for _, tc := range tests {

@@ -10,6 +10,7 @@ import (
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/nn"
 	"github.com/fedaudit/fedaudit/train"
 )
 
@@ -18,6 +19,41 @@ type memRecorder struct{ cps []*train.Checkpoint }
 func (m *memRecorder) Checkpoint(_ context.Context, cp *train.Checkpoint) error {
 	m.cps = append(m.cps, cp)
 	return nil
+}
+
+// imageWorlds is worlds for images of the given shape [C, H, W] with pixels in [0, 1]: a
+// class's images are bright in a band of rows of their own, plus noise.
+func imageWorlds(m, n int, shape []int, classes int) (c, cp []*datasets.Dataset) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	dim := shape[0] * shape[1] * shape[2]
+	img := func(y int, dst []float32) {
+		for q := range dst {
+			row := q / shape[2] % shape[1]
+			v := 0.2 + 0.2*rng.NormFloat64()
+			if row%classes == y {
+				v += 0.5
+			}
+			dst[q] = float32(min(max(v, 0), 1))
+		}
+	}
+	for i := 0; i < m; i++ {
+		ds := &datasets.Dataset{Name: fmt.Sprint("client", i), Shape: shape, Classes: classes,
+			Features: make([]float32, n*dim), Labels: make([]int32, n)}
+		for j := 0; j < n; j++ {
+			y := rng.IntN(classes)
+			ds.Labels[j] = int32(y)
+			img(y, ds.Features[j*dim:(j+1)*dim])
+		}
+		c = append(c, ds)
+	}
+	cp = append(cp, c...)
+	alt := *c[0]
+	alt.Features = append([]float32(nil), c[0].Features...)
+	alt.Labels = append([]int32(nil), c[0].Labels...)
+	alt.Labels[0] = (alt.Labels[0] + 1) % int32(classes)
+	img(int(alt.Labels[0]), alt.Features[:dim])
+	cp[0] = &alt
+	return c, cp
 }
 
 // worlds builds m clients of n samples around class means, and C' with sample 0 of client 0
@@ -53,7 +89,7 @@ func worlds(m, n, dim, classes int) (c, cp []*datasets.Dataset) {
 }
 
 // Whole runs on the shim against the CPU backend, one configuration per algorithm, model
-// and batching mode. The two differ only by GEMM summation order and the C library's math
+// and batching mode (the convolutional models included). The two differ only by GEMM summation order and the C library's math
 // functions, a few float32 ulps per operation, which training amplifies by at most the
 // product of the steps' Lipschitz constants (below 2 per step at these learning rates, over
 // at most 3 x 2 x 3 steps): parameters, uploads and losses must agree to 2e-4 absolute
@@ -72,35 +108,56 @@ func testRunsMatchCPU(t *testing.T, f Factory) {
 		m       int
 		classes int
 		pairs   train.PairRange
+		shape   []int // an image shape [C, H, W] for convolutional models; nil: flat features
 	}
 	cases := []rcase{
-		{"fedavg-mlp-tanh-fixed", func(*train.Config) {}, 3, 3, train.PairRange{First: 0, Count: 3}},
-		{"fedavg-one-pair", func(*train.Config) {}, 3, 3, train.PairRange{First: 4, Count: 1}},
+		{"fedavg-mlp-tanh-fixed", func(*train.Config) {}, 3, 3, train.PairRange{First: 0, Count: 3}, nil},
+		{"fedavg-one-pair", func(*train.Config) {}, 3, 3, train.PairRange{First: 4, Count: 1}, nil},
 		{"fedprox-softplus-full-participants", func(c *train.Config) {
 			c.Algorithm, c.ProxAlpha, c.Model.Activation, c.Batching = algo.FedProx, 0.5, "softplus", "full"
 			c.Participants = 2
-		}, 3, 3, train.PairRange{First: 0, Count: 2}},
+		}, 3, 3, train.PairRange{First: 0, Count: 2}, nil},
 		{"fedavg-relu-poisson-two-layers", func(c *train.Config) {
 			c.Model.Activation, c.Model.Hidden, c.Batching = "relu", []int{5, 4}, "poisson"
-		}, 2, 4, train.PairRange{First: 1, Count: 2}},
+		}, 2, 4, train.PairRange{First: 1, Count: 2}, nil},
 		{"dpsgd-softmax", func(c *train.Config) {
 			c.Algorithm, c.Model = algo.DPSGD, train.ModelConfig{Kind: "softmax"}
 			c.Batching, c.ClipNorm, c.Informed, c.RecordUpload = "poisson", 0.5, false, false
-		}, 1, 3, train.PairRange{First: 0, Count: 2}},
+		}, 1, 3, train.PairRange{First: 0, Count: 2}, nil},
 		{"dpsgd-mlp", func(c *train.Config) {
 			c.Algorithm, c.ClipNorm, c.Informed, c.RecordUpload = algo.DPSGD, 0.5, false, false
-		}, 1, 3, train.PairRange{First: 0, Count: 2}},
+		}, 1, 3, train.PairRange{First: 0, Count: 2}, nil},
 		{"quadratic-full", func(c *train.Config) {
 			c.Model = train.ModelConfig{Kind: "quadratic", Curvature: 0.5}
 			c.Batching, c.ClipNorm = "full", 100
-		}, 3, 2, train.PairRange{First: 0, Count: 2}},
+		}, 3, 2, train.PairRange{First: 0, Count: 2}, nil},
 	}
+	// Convolutional models (package nn through compute.Convolver) on image data: LeNet-5 on
+	// 28x28, a small ResNet (two stages, GroupNorm) on 3x8x8, and DP-SGD's per-example path
+	// on a small sequential CNN.
+	cnn := func(mc train.ModelConfig) func(*train.Config) {
+		return func(c *train.Config) { c.Model, c.Informed = mc, false }
+	}
+	cases = append(cases,
+		rcase{"fedavg-lenet5", cnn(train.ModelConfig{Kind: "lenet5"}), 2, 3, train.PairRange{First: 0, Count: 2}, []int{1, 28, 28}},
+		rcase{"fedavg-resnet-small", cnn(train.ModelConfig{Kind: "resnet", Stages: 2, Blocks: 1, Width: 4, Groups: 2}), 2, 3, train.PairRange{First: 1, Count: 1}, []int{3, 8, 8}},
+		rcase{"dpsgd-sequential-cnn", func(c *train.Config) {
+			cnn(train.ModelConfig{Kind: "sequential", Layers: []nn.LayerSpec{{Kind: "conv2d", Out: 3, Kernel: 3, Padding: 1}, {Kind: "tanh"},
+				{Kind: "avgpool", Kernel: 2}, {Kind: "flatten"}, {Kind: "dense", Out: 3}}})(c)
+			c.Algorithm, c.Batching, c.ClipNorm, c.RecordUpload = algo.DPSGD, "poisson", 0.5, false
+		}, 1, 3, train.PairRange{First: 0, Count: 2}, []int{2, 6, 6}},
+	)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := base
 			cfg.Model.Hidden = append([]int(nil), base.Model.Hidden...)
 			c.edit(&cfg)
-			wc, wcp := worlds(c.m, 9, 7, c.classes)
+			var wc, wcp []*datasets.Dataset
+			if c.shape != nil {
+				wc, wcp = imageWorlds(c.m, 9, c.shape, c.classes)
+			} else {
+				wc, wcp = worlds(c.m, 9, 7, c.classes)
+			}
 			tgt := train.TargetInfo{Client: 0, Index: 0}
 			var want memRecorder
 			if err := train.Train(context.Background(), train.Job{Config: cfg, WorldC: wc, WorldCPrime: wcp, Target: tgt, Pairs: c.pairs, Recorder: &want}); err != nil {

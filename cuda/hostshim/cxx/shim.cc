@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "conv.cu"
 #include "elementwise.cu"
 #include "loss.cu"
 #include "noise.cu"
@@ -65,6 +66,9 @@ const entry table[] = {
     K(clip_examples_scale), K(dot_partials), K(reduce_partials), K(clip_step),
     K(add_gaussian),  K(philox_raw),      K(dot2_partials),      K(clip_coef),
     K(add_row_activate), K(activate_grad_sum_rows),
+    K(im2col),        K(col2im),          K(pool),               K(pool_grad),
+    K(transpose_blocks), K(gn_stats_partials), K(gn_stats),      K(gn_forward),
+    K(gn_grad_partials), K(gn_grad_reduce), K(gn_grad_x),
 };
 #undef K
 
@@ -140,4 +144,40 @@ extern "C" long long shim_rc_check(long long i0, long long s, long long rows, lo
 		if (x.i != i || x.b != i / per || x.r != (i % per) / cols || x.j != i % cols) return k;
 	}
 	return -1;
+}
+
+namespace {
+
+template <int D>
+long long md_check(long long i0, long long s, const long long* radix, long long steps) {
+	md_index<D> x = md_start<D>(i0, s, radix);
+	for (long long k = 0; k < steps; k++, md_next(&x)) {
+		long long i = i0 + k * s;
+		if (x.i != i) return k;
+		long long rem = i;
+		for (int d = D - 1; d > 0; d--) {
+			if (x.d[d] != rem % radix[d]) return k;
+			rem /= radix[d];
+		}
+		if (x.d[0] != rem) return k;
+	}
+	return -1;
+}
+
+}  // namespace
+
+// shim_md_check is shim_rc_check for md_index (conv.cu) with D radices (radix[0], the batch, is
+// not read; 2 <= D <= 7): the first step whose digits differ from those computed by division,
+// -1 if none, -2 for an unsupported D.
+extern "C" long long shim_md_check(long long i0, long long s, const long long* radix, int D,
+                                   long long steps) {
+	switch (D) {
+	case 2: return md_check<2>(i0, s, radix, steps);
+	case 3: return md_check<3>(i0, s, radix, steps);
+	case 4: return md_check<4>(i0, s, radix, steps);
+	case 5: return md_check<5>(i0, s, radix, steps);
+	case 6: return md_check<6>(i0, s, radix, steps);
+	case 7: return md_check<7>(i0, s, radix, steps);
+	}
+	return -2;
 }

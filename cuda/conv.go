@@ -1,0 +1,143 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/kernels"
+)
+
+var _ compute.Convolver = (*Ops)(nil)
+
+// GroupNormPartials is the number of float64 partial sums per group (statistics, input
+// gradient) and per channel (parameter gradients) of GroupNorm's reductions: a constant, so the
+// sums never depend on the launch configuration. 32 keeps a group of a few hundred values
+// split over enough threads without leaving most partial sums empty.
+const GroupNormPartials = 32
+
+// imgAddr is the device address of x's element (0, 0, 0, 0) of batch element 0, or 0 without a
+// buffer.
+func imgAddr(x compute.Images) uint64 {
+	if x.Buf == nil {
+		return 0
+	}
+	return x.Buf.(*buffer).addr + 4*uint64(x.Off)
+}
+
+// geom passes an image geometry and window: C, N, H, W, K, S, P, OH, OW.
+func (a *args) geom(x compute.Images, w compute.Window) *args {
+	return a.i64(x.C).i64(x.N).i64(x.H).i64(x.W).i64(w.Size).i64(w.Stride).i64(w.Pad).i64(w.Out(x.H)).i64(w.Out(x.W))
+}
+
+// Im2col implements compute.Convolver: one thread per entry of cols, one launch.
+func (o *Ops) Im2col(x compute.Images, w compute.Window, cols compute.Mat) {
+	n := cols.Batch * x.C * w.Size * w.Size * x.N * w.Out(x.H) * w.Out(x.W)
+	o.args.reset().ptr(addr(cols)).i64(cols.Stride).i64(cols.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
+		geom(x, w).i64(cols.Batch)
+	o.launch(kernels.Im2col, n)
+}
+
+// Col2im implements compute.Convolver: one thread per pixel of dx gathers what reaches it, in
+// the contract's order; one launch.
+func (o *Ops) Col2im(cols compute.Mat, w compute.Window, dx compute.Images) {
+	o.args.reset().ptr(imgAddr(dx)).i64(dx.BatchStride).ptr(addr(cols)).i64(cols.Stride).i64(cols.BatchStride).
+		geom(dx, w).i64(dx.Batch)
+	o.launch(kernels.Col2im, dx.Batch*dx.Size())
+}
+
+func avgFlag(p compute.Pooling) uint32 {
+	if p == compute.AvgPooling {
+		return 1
+	}
+	return 0
+}
+
+// Pool implements compute.Convolver: one thread per output value, one launch.
+func (o *Ops) Pool(p compute.Pooling, w compute.Window, x, y compute.Images) {
+	o.args.reset().u32(avgFlag(p)).ptr(imgAddr(y)).i64(y.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
+		geom(x, w).i64(y.Batch)
+	o.launch(kernels.Pool, y.Batch*y.Size())
+}
+
+// PoolGrad implements compute.Convolver: one thread per pixel of dx adds what the windows
+// containing it send (max pooling recomputes each window's first maximum); one launch.
+func (o *Ops) PoolGrad(p compute.Pooling, w compute.Window, x, dy, dx compute.Images) {
+	o.args.reset().u32(avgFlag(p)).ptr(imgAddr(dx)).i64(dx.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
+		ptr(imgAddr(dy)).i64(dy.BatchStride).geom(x, w).i64(dx.Batch)
+	o.launch(kernels.PoolGrad, dx.Batch*dx.Size())
+}
+
+// Transpose implements compute.Convolver: one thread per value of dst, one launch.
+func (o *Ops) Transpose(block int, src, dst compute.Mat) {
+	o.args.reset().ptr(addr(dst)).i64(dst.Stride).i64(dst.BatchStride).ptr(addr(src)).i64(src.Stride).i64(src.BatchStride).
+		i64(src.Rows).i64(src.Cols).i64(block).i64(dst.Batch)
+	o.launch(kernels.TransposeBlocks, dst.Batch*src.Rows*src.Cols*block)
+}
+
+// groupStats checks the group count and leaves the statistics of every (batch element, sample,
+// group) of x in the gn scratch: mean at the returned address, rstd rows values later (two
+// launches: the partial sums, then their reduction). It returns rows = batch N groups, or
+// rows = 0 when there is nothing to do or an error.
+func (o *Ops) groupStats(op string, groups int, eps float32, x compute.Images, batch int) (stats uint64, rows int) {
+	if o.err != nil || batch <= 0 || x.Size() <= 0 {
+		return 0, 0
+	}
+	if groups <= 0 || x.C%groups != 0 {
+		o.fail(op, fmt.Errorf("%d channels do not split into %d groups", x.C, groups))
+		return 0, 0
+	}
+	cg, hw := x.C/groups, x.H*x.W
+	rows = batch * x.N * groups
+	part := o.grow(&o.part, 2*rows*GroupNormPartials+2*batch*x.C*GroupNormPartials)
+	stats = o.grow(&o.gn, 4*rows)
+	o.args.reset().ptr(part).ptr(imgAddr(x)).i64(x.BatchStride).i64(cg).i64(x.N).i64(hw).i64(groups).
+		i64(GroupNormPartials).i64(batch)
+	o.launch(kernels.GNStatsPartials, rows*GroupNormPartials)
+	o.args.reset().ptr(stats).ptr(part).i64(rows).i64(GroupNormPartials).i64(cg * hw).f32(eps)
+	o.launch(kernels.GNStats, rows)
+	return stats, rows
+}
+
+// GroupNorm implements compute.Convolver in three launches: partial sums of x and x^2 per
+// group, the statistics, then y.
+func (o *Ops) GroupNorm(groups int, eps float32, x compute.Images, gamma, beta compute.Mat, y compute.Images) {
+	stats, rows := o.groupStats("groupnorm", groups, eps, x, y.Batch)
+	if rows == 0 {
+		return
+	}
+	o.args.reset().ptr(imgAddr(y)).i64(y.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
+		ptr(addr(gamma)).i64(gamma.BatchStride).ptr(addr(beta)).i64(beta.BatchStride).ptr(stats).
+		i64(x.C / groups).i64(x.N).i64(x.H * x.W).i64(groups).i64(y.Batch)
+	o.launch(kernels.GNForward, y.Batch*x.Size())
+}
+
+// GroupNormGrad implements compute.Convolver in five launches (four when dx.Buf is nil): the
+// statistics (two), the partial sums of both gradients (one), their reduction into the
+// parameter gradients and the means dx needs (one), then dx.
+func (o *Ops) GroupNormGrad(groups int, eps float32, x compute.Images, gamma compute.Mat, dy, dx compute.Images, dgamma, dbeta compute.Mat) {
+	batch := dgamma.Batch
+	stats, rows := o.groupStats("groupnorm gradient", groups, eps, x, batch)
+	if rows == 0 {
+		return
+	}
+	cg, hw := x.C/groups, x.H*x.W
+	wantDX := uint32(0)
+	if dx.Buf != nil {
+		wantDX = 1
+	}
+	gstats := stats + 8*uint64(2*rows)
+	o.args.reset().ptr(o.part.addr).ptr(imgAddr(x)).i64(x.BatchStride).ptr(addr(gamma)).i64(gamma.BatchStride).
+		ptr(imgAddr(dy)).i64(dy.BatchStride).ptr(stats).i64(cg).i64(x.N).i64(hw).i64(groups).
+		i64(GroupNormPartials).i64(batch).u32(wantDX)
+	o.launch(kernels.GNGradPartials, max(int(wantDX)*rows, batch*x.C)*GroupNormPartials)
+	o.args.reset().ptr(gstats).ptr(addr(dgamma)).i64(dgamma.BatchStride).ptr(addr(dbeta)).i64(dbeta.BatchStride).
+		ptr(o.part.addr).i64(cg).i64(x.N).i64(hw).i64(groups).i64(GroupNormPartials).i64(batch).u32(wantDX)
+	o.launch(kernels.GNGradReduce, max(int(wantDX)*rows, batch*x.C))
+	if wantDX == 0 {
+		return
+	}
+	o.args.reset().ptr(imgAddr(dx)).i64(dx.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
+		ptr(addr(gamma)).i64(gamma.BatchStride).ptr(imgAddr(dy)).i64(dy.BatchStride).ptr(stats).ptr(gstats).
+		i64(cg).i64(x.N).i64(hw).i64(groups).i64(batch)
+	o.launch(kernels.GNGradX, batch*x.Size())
+}

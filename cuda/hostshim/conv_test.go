@@ -1,0 +1,133 @@
+//go:build cgo
+
+package hostshim
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/cuda"
+	"github.com/fedaudit/fedaudit/kernels"
+)
+
+// The image kernels' mixed-radix index arithmetic (md_index in conv.cu) against division:
+// im2col's seven digits with W1-sized and LeNet-sized extents, starting indices below and far
+// beyond 2^32 and 2^40, strides smaller than the fastest digit, larger than a whole batch
+// element, and the default launch's 256 x 65 535 threads; radices of 1 (one channel, kernel 1).
+func TestMixedRadixIndex(t *testing.T) {
+	d := device(t)
+	for _, c := range []struct {
+		i0, s int64
+		radix []int64
+		steps int64
+	}{
+		{0, 1, []int64{0, 6, 5, 5, 64, 28, 28}, 100000},
+		{0, 256 * 65535, []int64{0, 6, 5, 5, 64, 28, 28}, 100000},
+		{1<<32 - 7, 21, []int64{0, 3, 3, 3, 2, 7, 5}, 100000},
+		{1<<40 + 3, 256 * 65535, []int64{0, 16, 32, 1024}, 1 << 20},
+		{5, 7, []int64{0, 1, 1, 1, 1}, 1000},
+		{0, 3, []int64{0, 2}, 1000},
+		{123, 1000003, []int64{0, 4, 8, 32}, 100000},
+		{0, 5, []int64{0, 7, 1, 3, 1, 2}, 10000},
+	} {
+		t.Run(fmt.Sprintf("%d+%d/%v", c.i0, c.s, c.radix), func(t *testing.T) {
+			if k := d.CheckMixedIndex(c.i0, c.s, c.radix, c.steps); k >= 0 {
+				t.Errorf("step %d (flat index %d) has the wrong coordinates", k, c.i0+k*c.s)
+			}
+		})
+	}
+}
+
+// convCounts runs op on the shim and returns the device calls it made.
+func convCounts(t *testing.T, op func(o *cuda.Ops)) (launches, reads, stages, gemms int, per map[kernels.Kernel]int) {
+	t.Helper()
+	d := &countingDevice{Device: device(t), perKernel: map[kernels.Kernel]int{}}
+	o := cuda.NewOps(d, cuda.Options{})
+	defer o.Close()
+	op(o)
+	if err := o.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return d.launches, d.reads, d.stages, d.gemms, d.perKernel
+}
+
+// Launches per Convolver operation (docs/gpu.md quotes them): one for each copy or gather,
+// three for GroupNorm (partial sums, statistics, y), five for its gradient (four without dx);
+// none of them reads from the device, stages arguments or calls cuBLAS, and an empty batch
+// launches nothing.
+func TestConvLaunchCounts(t *testing.T) {
+	img := func(o *cuda.Ops, c, n, h, w, batch int) compute.Images {
+		sz := c * n * h * w
+		return compute.Images{Buf: o.Alloc(max(1, sz*batch)), C: c, N: n, H: h, W: w, Batch: batch, BatchStride: sz}
+	}
+	row := func(o *cuda.Ops, cols, batch int) compute.Mat {
+		return compute.Mat{Buf: o.Alloc(max(1, cols*batch)), Rows: 1, Cols: cols, Stride: cols, Batch: batch, BatchStride: cols}
+	}
+	win := compute.Window{Size: 3, Stride: 2, Pad: 1}
+	for _, batch := range []int{3, 0} {
+		for _, c := range []struct {
+			name string
+			want []kernels.Kernel
+			op   func(o *cuda.Ops)
+		}{
+			{"Im2col", []kernels.Kernel{kernels.Im2col}, func(o *cuda.Ops) {
+				x := img(o, 2, 3, 7, 6, batch)
+				r, n := 2*9, 3*win.Out(7)*win.Out(6)
+				o.Im2col(x, win, compute.Mat{Buf: o.Alloc(max(1, r*n*batch)), Rows: r, Cols: n, Stride: n, Batch: batch, BatchStride: r * n})
+			}},
+			{"Col2im", []kernels.Kernel{kernels.Col2im}, func(o *cuda.Ops) {
+				r, n := 2*9, 3*win.Out(7)*win.Out(6)
+				o.Col2im(compute.Mat{Buf: o.Alloc(max(1, r*n*batch)), Rows: r, Cols: n, Stride: n, Batch: batch, BatchStride: r * n}, win, img(o, 2, 3, 7, 6, batch))
+			}},
+			{"Pool", []kernels.Kernel{kernels.Pool, kernels.Pool}, func(o *cuda.Ops) {
+				x, y := img(o, 2, 3, 7, 6, batch), img(o, 2, 3, win.Out(7), win.Out(6), batch)
+				o.Pool(compute.MaxPooling, win, x, y)
+				o.Pool(compute.AvgPooling, win, x, y)
+			}},
+			{"PoolGrad", []kernels.Kernel{kernels.PoolGrad, kernels.PoolGrad}, func(o *cuda.Ops) {
+				x, dy := img(o, 2, 3, 7, 6, batch), img(o, 2, 3, win.Out(7), win.Out(6), batch)
+				o.PoolGrad(compute.MaxPooling, win, x, dy, img(o, 2, 3, 7, 6, batch))
+				o.PoolGrad(compute.AvgPooling, win, x, dy, img(o, 2, 3, 7, 6, batch))
+			}},
+			{"Transpose", []kernels.Kernel{kernels.TransposeBlocks}, func(o *cuda.Ops) {
+				o.Transpose(4, compute.Mat{Buf: o.Alloc(max(1, 60*batch)), Rows: 3, Cols: 5, Stride: 20, Batch: batch, BatchStride: 60},
+					compute.Mat{Buf: o.Alloc(max(1, 60*batch)), Rows: 5, Cols: 3, Stride: 12, Batch: batch, BatchStride: 60})
+			}},
+			{"GroupNorm", []kernels.Kernel{kernels.GNStatsPartials, kernels.GNStats, kernels.GNForward}, func(o *cuda.Ops) {
+				x, p := img(o, 4, 3, 5, 5, batch), row(o, 4, batch)
+				o.GroupNorm(2, 1e-5, x, p, p, img(o, 4, 3, 5, 5, batch))
+			}},
+			{"GroupNormGrad", []kernels.Kernel{kernels.GNStatsPartials, kernels.GNStats, kernels.GNGradPartials, kernels.GNGradReduce, kernels.GNGradX}, func(o *cuda.Ops) {
+				x, dy, p := img(o, 4, 3, 5, 5, batch), img(o, 4, 3, 5, 5, batch), row(o, 4, batch)
+				o.GroupNormGrad(2, 1e-5, x, p, dy, img(o, 4, 3, 5, 5, batch), row(o, 4, batch), row(o, 4, batch))
+			}},
+			{"GroupNormGradNoDX", []kernels.Kernel{kernels.GNStatsPartials, kernels.GNStats, kernels.GNGradPartials, kernels.GNGradReduce}, func(o *cuda.Ops) {
+				x, dy, p := img(o, 4, 3, 5, 5, batch), img(o, 4, 3, 5, 5, batch), row(o, 4, batch)
+				o.GroupNormGrad(2, 1e-5, x, p, dy, compute.Images{}, row(o, 4, batch), row(o, 4, batch))
+			}},
+		} {
+			t.Run(fmt.Sprintf("%s/batch%d", c.name, batch), func(t *testing.T) {
+				launches, reads, stages, gemms, per := convCounts(t, c.op)
+				want, total := map[kernels.Kernel]int{}, 0
+				if batch > 0 {
+					for _, k := range c.want {
+						want[k]++
+					}
+					total = len(c.want)
+				}
+				if launches != total {
+					t.Errorf("%d launches, want %d", launches, total)
+				}
+				for k, n := range want {
+					if per[k] != n {
+						t.Errorf("kernel %s launched %d times, want %d (all: %v)", k, per[k], n, per)
+					}
+				}
+				if reads+stages+gemms != 0 {
+					t.Errorf("%d reads, %d stagings, %d GEMM calls; want none", reads, stages, gemms)
+				}
+			})
+		}
+	}
+}

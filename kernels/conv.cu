@@ -1,0 +1,418 @@
+// Image operations of compute.Convolver (the convolutional models of package nn): im2col and
+// its adjoint col2im, max and average pooling and their gradients, GroupNorm and its
+// gradients, and the block transpose. Images are compute.Images: per batch element C channels
+// of H x W pixels of N samples, laid out [C][H][W][N] (the samples innermost, so adjacent
+// threads handle adjacent samples and memory), passed as a pointer to batch element 0 and a
+// batch stride (0 shares one tensor with the whole batch); matrices as in elementwise.cu.
+//
+// Every output value is computed by one thread, in the order package internal/imgops fixes for
+// it, so im2col, col2im, pooling and transpose give the CPU backend's bits. col2im and the
+// pooling gradients gather (one thread per input pixel adds the values that reach it, in the
+// contract's order) instead of scattering, which would need atomics and lose the order.
+// GroupNorm's float64 sums are split into a fixed number of partial sums per group or channel
+// (an argument, not the launch) and reduced in a second pass: independent of the launch, but
+// not the CPU's sequential order, so GroupNorm agrees with the CPU to rounding, not bit for bit.
+#include "common.cuh"
+
+// md_index is rc_index (common.cuh) for D digits: it walks the flat indices of a grid-stride
+// loop over a batch of arrays of D - 1 dimensions and keeps the coordinates up to date by
+// additions, d[0] the batch element (unbounded) and d[D - 1] the fastest. The flat index and
+// the stride are split by divisions once per thread (md_start); since every digit of the stride
+// is below its radix, each step carries at most once into the next digit (md_next).
+template <int D>
+struct md_index {
+	i64 i, s;   // the flat index and the stride
+	i64 d[D];   // the digits of i, most significant first
+	i64 sd[D];  // the digits of s
+	i64 r[D];   // the radices (r[0] is not used)
+};
+
+template <int D>
+__device__ __forceinline__ md_index<D> md_start(i64 i, i64 s, const i64* radix) {
+	md_index<D> x;
+	x.i = i;
+	x.s = s;
+	for (int k = D - 1; k > 0; k--) {
+		// Empty shapes run no iteration; 1 avoids dividing by zero before the loop test.
+		i64 r = radix[k] > 0 ? radix[k] : 1;
+		i64 qi = i / r, qs = s / r;
+		x.r[k] = r;
+		x.d[k] = i - qi * r;
+		x.sd[k] = s - qs * r;
+		i = qi;
+		s = qs;
+	}
+	x.r[0] = 0;
+	x.d[0] = i;
+	x.sd[0] = s;
+	return x;
+}
+
+template <int D>
+__device__ __forceinline__ void md_next(md_index<D>* x) {
+	x->i += x->s;
+	i64 carry = 0;
+	for (int k = D - 1; k > 0; k--) {
+		i64 v = x->d[k] + x->sd[k] + carry;
+		carry = v >= x->r[k] ? 1 : 0;
+		x->d[k] = carry ? v - x->r[k] : v;
+	}
+	x->d[0] += x->sd[0] + carry;
+}
+
+// GRID_STRIDE_MD loops it over the flat indices [0, n) of a space with the D radices in the
+// array radix (radix[0], the batch, is not read), it.d[k] the coordinates.
+#define GRID_STRIDE_MD(it, D, n, radix)                                                    \
+	for (md_index<D> it = md_start<D>((i64)blockIdx.x * blockDim.x + threadIdx.x,         \
+	                                  (i64)blockDim.x * gridDim.x, (radix));               \
+	     it.i < (i64)(n); md_next(&it))
+
+// im2col: cols[b, (c K + i) K + j, (oy OW + ox) N + n] = x[b, c, oy S - P + i, ox S - P + j, n],
+// 0 where that lies in the padding. One thread per entry of cols; adjacent threads write
+// adjacent entries of a row and read adjacent samples.
+extern "C" __global__ void im2col(float* cols, i64 ldc, i64 cbs, const float* x, i64 xbs, i64 C,
+                                  i64 N, i64 H, i64 W, i64 K, i64 S, i64 P, i64 OH, i64 OW,
+                                  i64 batch) {
+	const i64 rad[7] = {0, C, K, K, OH, OW, N};
+	GRID_STRIDE_MD(it, 7, batch * C * K * K * OH * OW * N, rad) {
+		i64 b = it.d[0], c = it.d[1], i = it.d[2], j = it.d[3], oy = it.d[4], ox = it.d[5],
+		    n = it.d[6];
+		i64 iy = oy * S - P + i, ix = ox * S - P + j;
+		float v = 0.0f;
+		if (iy >= 0 && iy < H && ix >= 0 && ix < W) v = x[b * xbs + ((c * H + iy) * W + ix) * N + n];
+		cols[b * cbs + ((c * K + i) * K + j) * ldc + (oy * OW + ox) * N + n] = v;
+	}
+}
+
+// col2im, the adjoint of im2col: dx[b, c, y, x, n] is the float32 sum, from 0, of the entries
+// of cols that im2col fills from that pixel, in ascending row order of cols (window row i,
+// then column j), the order of imgops.Col2im. Each (i, j) reaches the pixel from at most one
+// output position: oy = (y + P - i) / S when that divides, so i runs over (y + P) mod S,
+// + S, ... while oy falls by one per step. The divisions are 32-bit, once per pixel (pixel
+// coordinates: H + P and W + P are far below 2^32).
+extern "C" __global__ void col2im(float* dx, i64 dxbs, const float* cols, i64 ldc, i64 cbs,
+                                  i64 C, i64 N, i64 H, i64 W, i64 K, i64 S, i64 P, i64 OH,
+                                  i64 OW, i64 batch) {
+	const i64 rad[5] = {0, C, H, W, N};
+	GRID_STRIDE_MD(it, 5, batch * C * H * W * N, rad) {
+		i64 b = it.d[0], c = it.d[1], y = it.d[2], xx = it.d[3], n = it.d[4];
+		u32 ty = (u32)(y + P), tx = (u32)(xx + P), s = (u32)S;
+		u32 i0 = ty % s, j0 = tx % s;
+		i64 oy0 = (i64)(ty / s), ox0 = (i64)(tx / s);
+		const float* col = cols + b * cbs + n;
+		float acc = 0.0f;
+		for (i64 i = i0, oy = oy0; i < K && oy >= 0; i += S, oy--) {
+			if (oy >= OH) continue;
+			for (i64 j = j0, ox = ox0; j < K && ox >= 0; j += S, ox--) {
+				if (ox >= OW) continue;
+				acc += col[((c * K + i) * K + j) * ldc + (oy * OW + ox) * N];
+			}
+		}
+		dx[b * dxbs + ((c * H + y) * W + xx) * N + n] = acc;
+	}
+}
+
+// window_argmax is imgops' window rule: the pixel i W + j of the first maximum of the K x K
+// window at (y0, x0) in row-major order, padding excluded (a NaN wins only as the window's
+// first pixel, as with Go's >), or -1 when the window lies entirely in the padding. src is one
+// sample's channel: pixel (i, j) at (i W + j) N.
+__device__ __forceinline__ i64 window_argmax(const float* src, i64 H, i64 W, i64 N, i64 K,
+                                             i64 y0, i64 x0) {
+	i64 ylo = y0 > 0 ? y0 : 0, yhi = y0 + K < H ? y0 + K : H;
+	i64 xlo = x0 > 0 ? x0 : 0, xhi = x0 + K < W ? x0 + K : W;
+	float best = 0.0f;
+	i64 bi = -1;
+	for (i64 i = ylo; i < yhi; i++) {
+		for (i64 j = xlo; j < xhi; j++) {
+			float v = src[(i * W + j) * N];
+			if (bi < 0 || v > best) {
+				best = v;
+				bi = i * W + j;
+			}
+		}
+	}
+	return bi;
+}
+
+// pool: y[b, c, oy, ox, n] is the window's first maximum (avg = 0; minus infinity for a window
+// entirely in the padding, which nn's layer specs rule out) or the float32 sum of its pixels in
+// row-major order times 1/(K K) (avg = 1: padding counts as zeros), as imgops.MaxPool and
+// AvgPool.
+extern "C" __global__ void pool(int avg, float* y, i64 ybs, const float* x, i64 xbs, i64 C,
+                                i64 N, i64 H, i64 W, i64 K, i64 S, i64 P, i64 OH, i64 OW,
+                                i64 batch) {
+	const i64 rad[5] = {0, C, OH, OW, N};
+	float inv = 1.0f / (float)(K * K);
+	GRID_STRIDE_MD(it, 5, batch * C * OH * OW * N, rad) {
+		i64 b = it.d[0], c = it.d[1], oy = it.d[2], ox = it.d[3], n = it.d[4];
+		const float* src = x + b * xbs + c * H * W * N + n;
+		i64 y0 = oy * S - P, x0 = ox * S - P;
+		float v;
+		if (avg) {
+			i64 ylo = y0 > 0 ? y0 : 0, yhi = y0 + K < H ? y0 + K : H;
+			i64 xlo = x0 > 0 ? x0 : 0, xhi = x0 + K < W ? x0 + K : W;
+			float s = 0.0f;
+			for (i64 i = ylo; i < yhi; i++)
+				for (i64 j = xlo; j < xhi; j++) s += src[(i * W + j) * N];
+			v = s * inv;
+		} else {
+			i64 bi = window_argmax(src, H, W, N, K, y0, x0);
+			v = bi >= 0 ? src[bi * N] : __int_as_float((int)0xff800000u);
+		}
+		y[b * ybs + ((c * OH + oy) * OW + ox) * N + n] = v;
+	}
+}
+
+// pool_grad: dx[b, c, y, x, n] is the float32 sum, from 0, of what the windows containing the
+// pixel send it, windows in row-major order (imgops.MaxPoolGrad, AvgPoolGrad): with max
+// pooling dy of each window whose first maximum (recomputed from x) is this pixel, with
+// average pooling dy / (K K) of every window. The windows containing y are oy S - P <= y <
+// oy S - P + K: oy from ceil((y + P + 1 - K) / S) to floor((y + P) / S) (32-bit divisions,
+// once per pixel).
+extern "C" __global__ void pool_grad(int avg, float* dx, i64 dxbs, const float* x, i64 xbs,
+                                     const float* dy, i64 dybs, i64 C, i64 N, i64 H, i64 W,
+                                     i64 K, i64 S, i64 P, i64 OH, i64 OW, i64 batch) {
+	const i64 rad[5] = {0, C, H, W, N};
+	float inv = 1.0f / (float)(K * K);
+	u32 s = (u32)S, k = (u32)K;
+	GRID_STRIDE_MD(it, 5, batch * C * H * W * N, rad) {
+		i64 b = it.d[0], c = it.d[1], y = it.d[2], xx = it.d[3], n = it.d[4];
+		u32 ty = (u32)(y + P), tx = (u32)(xx + P);
+		i64 oylo = ty + 1 > k ? (i64)((ty + 1 - k + s - 1) / s) : 0;
+		i64 oxlo = tx + 1 > k ? (i64)((tx + 1 - k + s - 1) / s) : 0;
+		i64 oyhi = (i64)(ty / s), oxhi = (i64)(tx / s);
+		if (oyhi > OH - 1) oyhi = OH - 1;
+		if (oxhi > OW - 1) oxhi = OW - 1;
+		const float* src = x + b * xbs + c * H * W * N + n;
+		const float* g = dy + b * dybs + c * OH * OW * N + n;
+		i64 me = y * W + xx;
+		float acc = 0.0f;
+		for (i64 oy = oylo; oy <= oyhi; oy++) {
+			for (i64 ox = oxlo; ox <= oxhi; ox++) {
+				if (avg)
+					acc += g[(oy * OW + ox) * N] * inv;
+				else if (window_argmax(src, H, W, N, K, oy * S - P, ox * S - P) == me)
+					acc += g[(oy * OW + ox) * N];
+			}
+		}
+		dx[b * dxbs + (c * H * W + me) * N + n] = acc;
+	}
+}
+
+// transpose_blocks: dst block (j, i) = src block (i, j), blocks of block values; src is rows x
+// cols blocks (block (i, j) at i lds + j block), dst cols x rows (block (j, i) at j ldd +
+// i block). One thread per value of dst: writes are contiguous, reads of block = 1 are not
+// (a tiled transpose would stage tiles in shared memory, which these kernels do not use).
+extern "C" __global__ void transpose_blocks(float* dst, i64 ldd, i64 dbs, const float* src,
+                                            i64 lds, i64 sbs, i64 rows, i64 cols, i64 block,
+                                            i64 batch) {
+	const i64 rad[4] = {0, cols, rows, block};
+	GRID_STRIDE_MD(it, 4, batch * cols * rows * block, rad) {
+		i64 b = it.d[0], j = it.d[1], i = it.d[2], k = it.d[3];
+		dst[b * dbs + j * ldd + i * block + k] = src[b * sbs + i * lds + j * block + k];
+	}
+}
+
+// GroupNorm. A group is cg = C / groups consecutive channels of one sample, cnt = cg hw values
+// (hw = H W): value (channel g cg + cl, pixel px, sample n) is at ((g cg + cl) hw + px) N + n,
+// so the group's values of sample n are e N + n for e = cl hw + px.
+// Statistics are indexed by row r = (b N + n) groups + g (imgops.GroupStats' order per batch
+// element), rows = batch N groups of them; stats holds mean[r] then rstd[rows + r].
+//
+// A partial sum p of a group adds the values e = p, p + parts, ... of the group in order, in
+// float64; part[r parts + p] holds those of x, part[rows parts + r parts + p] those of x^2.
+// Where the channel of e matters (gamma), the step e += parts is kept as (channel, pixel) by
+// additions.
+
+// gn_step advances (hi, lo), an index hi span + lo with lo < span, by (dhi, dlo) (dlo < span).
+__device__ __forceinline__ void gn_step(i64* hi, i64* lo, i64 dhi, i64 dlo, i64 span) {
+	*lo += dlo;
+	*hi += dhi;
+	if (*lo >= span) {
+		*lo -= span;
+		(*hi)++;
+	}
+}
+
+// gn_split writes e = hi span + lo for e = p < parts, without dividing.
+__device__ __forceinline__ void gn_split(i64 p, i64 span, i64* hi, i64* lo) {
+	*hi = 0;
+	*lo = p;
+	while (*lo >= span) {
+		*lo -= span;
+		(*hi)++;
+	}
+}
+
+// gn_stats_partials writes the partial sums of x and x^2 of every group of every sample.
+extern "C" __global__ void gn_stats_partials(double* part, const float* x, i64 xbs, i64 cg,
+                                             i64 N, i64 hw, i64 groups, i64 parts, i64 batch) {
+	i64 rows = batch * N * groups, cnt = cg * hw;
+	const i64 rad[4] = {0, N, groups, parts};
+	GRID_STRIDE_MD(it, 4, rows * parts, rad) {
+		i64 b = it.d[0], n = it.d[1], g = it.d[2], p = it.d[3];
+		const float* base = x + b * xbs + g * cg * hw * N + n;
+		double s = 0, ss = 0;
+		for (i64 e = p; e < cnt; e += parts) {
+			double v = base[e * N];
+			s += v;
+			ss += v * v;
+		}
+		part[it.i] = s;
+		part[rows * parts + it.i] = ss;
+	}
+}
+
+// gn_stats reduces the partial sums in index order: mean = s / cnt and rstd = 1 / sqrt(max(ss
+// / cnt - mean^2, 0) + eps), in float64, as imgops.GroupStats (max as Go's: NaN stays NaN).
+extern "C" __global__ void gn_stats(double* stats, const double* part, i64 rows, i64 parts,
+                                    i64 cnt, float eps) {
+	double c = (double)cnt;
+	GRID_STRIDE(r, rows) {
+		const double* ps = part + r * parts;
+		const double* pss = part + rows * parts + r * parts;
+		double s = 0, ss = 0;
+		for (i64 q = 0; q < parts; q++) s += ps[q];
+		for (i64 q = 0; q < parts; q++) ss += pss[q];
+		double mu = s / c;
+		double v = ss / c - mu * mu;
+		if (v == v && v <= 0.0) v = 0.0;
+		stats[r] = mu;
+		stats[rows + r] = 1.0 / sqrt(v + (double)eps);
+	}
+}
+
+// gn_forward: y = a x + b with a = float32(rstd) gamma[c] and b = beta[c] - float32(mean rstd)
+// gamma[c], in float32, as imgops.GroupNorm. gamma and beta are rows of C per batch element.
+extern "C" __global__ void gn_forward(float* y, i64 ybs, const float* x, i64 xbs,
+                                      const float* gamma, i64 gbs, const float* beta, i64 bbs,
+                                      const double* stats, i64 cg, i64 N, i64 hw, i64 groups,
+                                      i64 batch) {
+	i64 rows = batch * N * groups;
+	const i64 rad[5] = {0, groups, cg, hw, N};
+	GRID_STRIDE_MD(it, 5, batch * groups * cg * hw * N, rad) {
+		i64 b = it.d[0], g = it.d[1], cl = it.d[2], px = it.d[3], n = it.d[4];
+		i64 c = g * cg + cl, r = (b * N + n) * groups + g;
+		double mu = stats[r], rs = stats[rows + r];
+		float gm = gamma[b * gbs + c];
+		float a = (float)rs * gm;
+		float sh = beta[b * bbs + c] - (float)(mu * rs) * gm;
+		i64 o = (c * hw + px) * N + n;
+		y[b * ybs + o] = a * x[b * xbs + o] + sh;
+	}
+}
+
+// gn_grad_partials writes the partial sums of GroupNorm's gradients. With want_dx, per group
+// (imgops.GroupNormGradX): of gy = dy gamma[c] at part[r parts + p] and of gy (x - mean) rstd
+// at part[rows parts + r parts + p]. Always, per channel c of batch element b (row q = b C + c;
+// imgops.GroupNormGradParams): of dy (x - mean) rstd at part[2 rows parts + q parts + p] and of
+// dy at part[2 rows parts + batch C parts + q parts + p], over the hw N values of the channel,
+// which are contiguous (e = pixel N + n). Each thread takes the first kind of sums, then the
+// second, each by its own grid-stride loop.
+extern "C" __global__ void gn_grad_partials(double* part, const float* x, i64 xbs,
+                                            const float* gamma, i64 gbs, const float* dy,
+                                            i64 dybs, const double* stats, i64 cg, i64 N, i64 hw,
+                                            i64 groups, i64 parts, i64 batch, int want_dx) {
+	i64 rows = batch * N * groups, C = cg * groups;
+	i64 start = (i64)blockIdx.x * blockDim.x + threadIdx.x, stride = (i64)blockDim.x * gridDim.x;
+	if (want_dx) {
+		i64 dc = parts / hw, dpx = parts - dc * hw;
+		const i64 rad[4] = {0, N, groups, parts};
+		for (md_index<4> it = md_start<4>(start, stride, rad); it.i < rows * parts; md_next(&it)) {
+			i64 b = it.d[0], n = it.d[1], g = it.d[2], p = it.d[3];
+			i64 r = (b * N + n) * groups + g;
+			double mu = stats[r], rs = stats[rows + r];
+			i64 off = g * cg * hw * N + n;
+			const float* xb = x + b * xbs + off;
+			const float* db = dy + b * dybs + off;
+			const float* gb = gamma + b * gbs + g * cg;
+			double sg = 0, sgx = 0;
+			i64 cl, px;
+			gn_split(p, hw, &cl, &px);
+			while (cl < cg) {
+				i64 o = (cl * hw + px) * N;
+				double gy = (double)db[o] * (double)gb[cl];
+				sg += gy;
+				sgx += gy * ((double)xb[o] - mu) * rs;
+				gn_step(&cl, &px, dc, dpx, hw);
+			}
+			part[it.i] = sg;
+			part[rows * parts + it.i] = sgx;
+		}
+	}
+	double* pb = part + 2 * rows * parts;
+	i64 dpx = parts / N, dn = parts - dpx * N, len = hw * N;
+	const i64 rad[4] = {0, groups, cg, parts};
+	for (md_index<4> it = md_start<4>(start, stride, rad); it.i < batch * C * parts; md_next(&it)) {
+		i64 b = it.d[0], g = it.d[1], cl = it.d[2], p = it.d[3];
+		i64 off = (g * cg + cl) * len;
+		const float* xb = x + b * xbs + off;
+		const float* db = dy + b * dybs + off;
+		const double* mb = stats + b * N * groups + g;
+		double dga = 0, dbe = 0;
+		i64 n, px;
+		gn_split(p, N, &px, &n);
+		for (i64 e = p; e < len; e += parts) {
+			double mu = mb[n * groups], rs = mb[rows + n * groups];
+			double d = db[e];
+			dga += d * ((double)xb[e] - mu) * rs;
+			dbe += d;
+			gn_step(&px, &n, dpx, dn, N);
+		}
+		pb[it.i] = dga;
+		pb[batch * C * parts + it.i] = dbe;
+	}
+}
+
+// gn_grad_reduce reduces gn_grad_partials' sums in index order: with want_dx, gstats[r] = the
+// mean of gy over the group and gstats[rows + r] that of gy xhat; always, dgamma[b, c] and
+// dbeta[b, c] (rows of C per batch element), rounded to float32.
+extern "C" __global__ void gn_grad_reduce(double* gstats, float* dgamma, i64 dgbs, float* dbeta,
+                                          i64 dbbs, const double* part, i64 cg, i64 N, i64 hw,
+                                          i64 groups, i64 parts, i64 batch, int want_dx) {
+	i64 rows = batch * N * groups, C = cg * groups;
+	double cnt = (double)(cg * hw);
+	i64 start = (i64)blockIdx.x * blockDim.x + threadIdx.x, stride = (i64)blockDim.x * gridDim.x;
+	if (want_dx) {
+		for (i64 r = start; r < rows; r += stride) {
+			const double* pg = part + r * parts;
+			const double* pgx = part + rows * parts + r * parts;
+			double sg = 0, sgx = 0;
+			for (i64 q = 0; q < parts; q++) sg += pg[q];
+			for (i64 q = 0; q < parts; q++) sgx += pgx[q];
+			gstats[r] = sg / cnt;
+			gstats[rows + r] = sgx / cnt;
+		}
+	}
+	const double* pb = part + 2 * rows * parts;
+	const i64 rad[2] = {0, C};
+	for (md_index<2> it = md_start<2>(start, stride, rad); it.i < batch * C; md_next(&it)) {
+		i64 b = it.d[0], c = it.d[1];
+		const double* pga = pb + it.i * parts;
+		const double* pbe = pb + batch * C * parts + it.i * parts;
+		double dga = 0, dbe = 0;
+		for (i64 q = 0; q < parts; q++) dga += pga[q];
+		for (i64 q = 0; q < parts; q++) dbe += pbe[q];
+		dgamma[b * dgbs + c] = (float)dga;
+		dbeta[b * dbbs + c] = (float)dbe;
+	}
+}
+
+// gn_grad_x: dx = float32(rstd (dy gamma[c] - mean(gy) - xhat mean(gy xhat))) with xhat = (x -
+// mean) rstd, in float64, as imgops.GroupNormGradX.
+extern "C" __global__ void gn_grad_x(float* dx, i64 dxbs, const float* x, i64 xbs,
+                                     const float* gamma, i64 gbs, const float* dy, i64 dybs,
+                                     const double* stats, const double* gstats, i64 cg, i64 N,
+                                     i64 hw, i64 groups, i64 batch) {
+	i64 rows = batch * N * groups;
+	const i64 rad[5] = {0, groups, cg, hw, N};
+	GRID_STRIDE_MD(it, 5, batch * groups * cg * hw * N, rad) {
+		i64 b = it.d[0], g = it.d[1], cl = it.d[2], px = it.d[3], n = it.d[4];
+		i64 c = g * cg + cl, r = (b * N + n) * groups + g;
+		double mu = stats[r], rs = stats[rows + r], mg = gstats[r], mgx = gstats[rows + r];
+		double gm = gamma[b * gbs + c];
+		i64 o = (c * hw + px) * N + n;
+		double xh = ((double)x[b * xbs + o] - mu) * rs;
+		dx[b * dxbs + o] = (float)(rs * ((double)dy[b * dybs + o] * gm - mg - xh * mgx));
+	}
+}

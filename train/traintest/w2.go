@@ -1,0 +1,111 @@
+package traintest
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/train"
+)
+
+// W2 (bench/README.md): Noisy-FedAvg of LeNet-5 (ReLU, max pooling; 61,706 parameters) on
+// synthetic 28x28 grey images (class prototypes plus pixel noise in [0, 1]), m = 10 clients x
+// 600 images, 10 classes, T = 10, K = 5, B = 32, eta = 0.05, V = 1, sigma = 0.01; replicas are
+// half on C, half on C' (client 0's image 0 replaced by one of another class).
+const (
+	w2Clients, W2PerClient, w2Classes, w2Side = 10, 600, 10, 28
+	// W2ForwardFlops is the forward FLOPs of one image as the reference counts them: the two
+	// convolutions' and three dense layers' multiply-adds, times 2.
+	W2ForwardFlops = 2 * (28*28*6*25 + 10*10*16*150 + 400*120 + 120*84 + 84*10)
+)
+
+// W2Config is the training configuration of W2.
+func W2Config() train.Config {
+	return train.Config{
+		Algorithm: algo.FedAvg, Model: train.ModelConfig{Kind: "lenet5"},
+		Rounds: 10, LocalSteps: 5, LearningRate: 0.05, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.01,
+		Batching: "fixed", BatchSize: 32, Seed: 1,
+	}
+}
+
+// W2Data returns W2's two worlds: C and C' differ in image 0 of client 0, which C' replaces by
+// an image of the next class.
+func W2Data() (c, cp []*datasets.Dataset, target train.TargetInfo, err error) {
+	all, err := datasets.SyntheticImages(datasets.SyntheticImageConfig{Name: "w2", N: w2Clients*W2PerClient + 1,
+		Classes: w2Classes, Channels: 1, Height: w2Side, Width: w2Side, Noise: 0.3, Seed: 2})
+	if err != nil {
+		return nil, nil, train.TargetInfo{}, fmt.Errorf("w2 data: %w", err)
+	}
+	dim := w2Side * w2Side
+	for i := 0; i < w2Clients; i++ {
+		lo := i * W2PerClient
+		c = append(c, &datasets.Dataset{Name: fmt.Sprintf("w2-client%d", i), Shape: all.Shape, Classes: w2Classes,
+			Features: all.Features[lo*dim : (lo+W2PerClient)*dim], Labels: all.Labels[lo : lo+W2PerClient]})
+	}
+	// The replacement: the first spare image whose class differs from image 0's.
+	last := w2Clients * W2PerClient
+	alt := &datasets.Dataset{Name: "w2-client0'", Shape: all.Shape, Classes: w2Classes,
+		Features: append([]float32(nil), c[0].Features...), Labels: append([]int32(nil), c[0].Labels...)}
+	copy(alt.Features[:dim], all.Features[last*dim:(last+1)*dim])
+	alt.Labels[0] = all.Labels[last]
+	if alt.Labels[0] == c[0].Labels[0] {
+		alt.Labels[0] = (alt.Labels[0] + 1) % w2Classes
+	}
+	cp = append(cp, c...)
+	cp[0] = alt
+	return c, cp, train.TargetInfo{Client: 0, Index: 0}, nil
+}
+
+// W2Result is the outcome of one W2 run.
+type W2Result struct {
+	Replicas, Rounds int
+	Seconds          float64
+	// ReplicaRoundsPerSec is Replicas * Rounds / Seconds, the benchmark's metric.
+	ReplicaRoundsPerSec float64
+	// NominalGFlops is the reference's nominal count (3 x the forward FLOPs per image) per
+	// second.
+	NominalGFlops float64
+}
+
+func (r W2Result) String() string {
+	return fmt.Sprintf("W2 replicas=%d rounds=%d seconds=%.3f replica_rounds_per_s=%.3f nominal_GFLOP/s=%.2f",
+		r.Replicas, r.Rounds, r.Seconds, r.ReplicaRoundsPerSec, r.NominalGFlops)
+}
+
+// RunW2 runs benchmark W2 with the given (even) number of replicas and rounds on be (nil: the
+// CPU backend through train.Train), after a one-round warm-up, and returns its timing.
+func RunW2(ctx context.Context, be compute.Backend, replicas, rounds int) (W2Result, error) {
+	if replicas < 2 || replicas%2 != 0 || rounds < 1 {
+		return W2Result{}, fmt.Errorf("w2: need an even replica count >= 2 and rounds >= 1, got %d and %d", replicas, rounds)
+	}
+	c, cp, tgt, err := W2Data()
+	if err != nil {
+		return W2Result{}, err
+	}
+	cfg := W2Config()
+	cfg.Rounds = rounds
+	warm := cfg
+	warm.Rounds = 1
+	pairs := train.PairRange{First: 0, Count: replicas / 2}
+	run := func(cfg train.Config) error {
+		job := train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs, Recorder: discard{}}
+		if be == nil {
+			return train.Train(ctx, job)
+		}
+		return train.TrainOn(ctx, be, job)
+	}
+	if err := run(warm); err != nil {
+		return W2Result{}, fmt.Errorf("w2 warm-up: %w", err)
+	}
+	start := time.Now()
+	if err := run(cfg); err != nil {
+		return W2Result{}, fmt.Errorf("w2: %w", err)
+	}
+	sec := time.Since(start).Seconds()
+	rr := float64(replicas * cfg.Rounds)
+	flops := rr * w2Clients * float64(cfg.LocalSteps) * float64(cfg.BatchSize) * 3 * W2ForwardFlops
+	return W2Result{Replicas: replicas, Rounds: cfg.Rounds, Seconds: sec, ReplicaRoundsPerSec: rr / sec, NominalGFlops: flops / sec / 1e9}, nil
+}
