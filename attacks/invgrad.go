@@ -403,15 +403,12 @@ func (p *invProblem) clipFactor(k int) float64 {
 // start, projecting onto [0, 1] after every step, and returns the iterate of least objective
 // seen with its value (NaN when the objective stopped being finite before any finite value).
 func (p *invProblem) minimize(start []float64, cfg invgradConfig) ([]float64, float64) {
-	const beta1, beta2, epsAdam = 0.9, 0.999, 1e-8
 	x := start
 	n := len(x)
 	g := make([]float64, n)
-	m1 := make([]float64, n)
-	m2 := make([]float64, n)
+	opt := newSignedAdam(n, cfg)
 	best := make([]float64, n)
 	bestObj := math.NaN()
-	b1t, b2t := 1.0, 1.0
 	for it := 0; it <= cfg.iterations; it++ {
 		last := it == cfg.iterations
 		var obj float64
@@ -430,29 +427,56 @@ func (p *invProblem) minimize(start []float64, cfg invgradConfig) ([]float64, fl
 		if last {
 			break
 		}
-		lr := cfg.step
-		for _, frac := range [...]float64{3.0 / 8, 5.0 / 8, 7.0 / 8} {
-			if float64(it) >= frac*float64(cfg.iterations) {
-				lr /= 10
-			}
-		}
-		b1t *= beta1
-		b2t *= beta2
-		for i, gi := range g {
-			s := 0.0
-			switch {
-			case gi > 0:
-				s = 1
-			case gi < 0:
-				s = -1
-			}
-			m1[i] = beta1*m1[i] + (1-beta1)*s
-			m2[i] = beta2*m2[i] + (1-beta2)*s*s
-			step := lr * (m1[i] / (1 - b1t)) / (math.Sqrt(m2[i]/(1-b2t)) + epsAdam)
-			x[i] = math.Min(math.Max(x[i]-step, 0), 1)
-		}
+		lr := opt.next(it)
+		opt.update(x, g, 0, n, lr)
 	}
 	return best, bestObj
+}
+
+// signedAdam is the optimizer of Inverting Gradients (Geiping et al. 2020): Adam fed the sign
+// of each gradient entry, its step decayed by 10 at 3/8, 5/8 and 7/8 of the budget, the iterate
+// projected onto the box [0, 1] after every step.
+type signedAdam struct {
+	m1, m2     []float64
+	b1t, b2t   float64
+	step       float64
+	iterations int
+}
+
+const adamBeta1, adamBeta2, adamEps = 0.9, 0.999, 1e-8
+
+func newSignedAdam(n int, cfg invgradConfig) *signedAdam {
+	return &signedAdam{m1: make([]float64, n), m2: make([]float64, n), b1t: 1, b2t: 1, step: cfg.step, iterations: cfg.iterations}
+}
+
+// next advances the bias corrections to iteration it and returns its step size.
+func (a *signedAdam) next(it int) float64 {
+	lr := a.step
+	for _, frac := range [...]float64{3.0 / 8, 5.0 / 8, 7.0 / 8} {
+		if float64(it) >= frac*float64(a.iterations) {
+			lr /= 10
+		}
+	}
+	a.b1t *= adamBeta1
+	a.b2t *= adamBeta2
+	return lr
+}
+
+// update takes one step of entries lo..hi-1 of x along the signs of g.
+func (a *signedAdam) update(x, g []float64, lo, hi int, lr float64) {
+	for i := lo; i < hi; i++ {
+		s := 0.0
+		switch {
+		case g[i] > 0:
+			s = 1
+		case g[i] < 0:
+			s = -1
+		}
+		a.m1[i] = adamBeta1*a.m1[i] + (1-adamBeta1)*s
+		a.m2[i] = adamBeta2*a.m2[i] + (1-adamBeta2)*s*s
+		step := lr * (a.m1[i] / (1 - a.b1t)) / (math.Sqrt(a.m2[i]/(1-a.b2t)) + adamEps)
+		x[i] = math.Min(math.Max(x[i]-step, 0), 1)
+	}
 }
 
 // invgradWork evaluates an MLP (softmax regression included) with the host model's parameter

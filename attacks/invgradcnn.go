@@ -257,20 +257,17 @@ func (p *cnnInvProblem) stepAdjoint(k int, xs, gx []float64) error {
 // replica's iterate of least objective seen (P x dim) with its value (NaN when its objective
 // was never finite); a replica whose objective stops being finite stops there.
 func (p *cnnInvProblem) minimize(starts []float64, cfg invgradConfig) ([]float64, []float64, error) {
-	const beta1, beta2, epsAdam = 0.9, 0.999, 1e-8
 	P, dim := p.P, p.dim
 	x := starts
 	n := len(x)
 	g := make([]float64, n)
-	m1 := make([]float64, n)
-	m2 := make([]float64, n)
+	opt := newSignedAdam(n, cfg)
 	best := make([]float64, n)
 	objs := make([]float64, P)
 	bestObj := make([]float64, P)
 	for r := range bestObj {
 		bestObj[r] = math.NaN()
 	}
-	b1t, b2t := 1.0, 1.0
 	for it := 0; it <= cfg.iterations; it++ {
 		last := it == cfg.iterations
 		gx := g
@@ -298,30 +295,10 @@ func (p *cnnInvProblem) minimize(starts []float64, cfg invgradConfig) ([]float64
 		if last || !alive {
 			break
 		}
-		lr := cfg.step
-		for _, frac := range [...]float64{3.0 / 8, 5.0 / 8, 7.0 / 8} {
-			if float64(it) >= frac*float64(cfg.iterations) {
-				lr /= 10
-			}
-		}
-		b1t *= beta1
-		b2t *= beta2
+		lr := opt.next(it)
 		for r := 0; r < P; r++ {
-			if p.dead[r] {
-				continue
-			}
-			for i := r * dim; i < (r+1)*dim; i++ {
-				s := 0.0
-				switch {
-				case g[i] > 0:
-					s = 1
-				case g[i] < 0:
-					s = -1
-				}
-				m1[i] = beta1*m1[i] + (1-beta1)*s
-				m2[i] = beta2*m2[i] + (1-beta2)*s*s
-				step := lr * (m1[i] / (1 - b1t)) / (math.Sqrt(m2[i]/(1-b2t)) + epsAdam)
-				x[i] = math.Min(math.Max(x[i]-step, 0), 1)
+			if !p.dead[r] {
+				opt.update(x, g, r*dim, (r+1)*dim, lr)
 			}
 		}
 	}

@@ -127,12 +127,6 @@ func writeOneRunTable(w io.Writer, fs []findings.Finding) error {
 		header += "exact\t"
 	}
 	io.WriteString(tw, header+"verdict\t\n")
-	num := func(x float64) string {
-		if !isFinite(x) {
-			return "-"
-		}
-		return fmt.Sprintf("%.4g", x)
-	}
 	for i := range fs {
 		f, r := &fs[i], fs[i].Result
 		est := audit.OneShotEstimate{Mu: math.NaN(), Epsilon: math.NaN()}
@@ -140,9 +134,9 @@ func writeOneRunTable(w io.Writer, fs []findings.Finding) error {
 			est = *f.Estimate
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%.4f\t%.4f\t%.4f\t%.4f\t%s\t%s\t",
-			f.Attack, f.Threat, f.Round, f.Runs, r.N0+r.N1, r.N0, r.AUC, r.MuLower, r.EpsLower, r.MuEstimate, num(est.Mu), num(est.Epsilon))
+			f.Attack, f.Threat, f.Round, f.Runs, r.N0+r.N1, r.N0, r.AUC, r.MuLower, r.EpsLower, r.MuEstimate, orDash(est.Mu), orDash(est.Epsilon))
 		if exact {
-			fmt.Fprintf(tw, "%s\t", num(f.ExactMu))
+			fmt.Fprintf(tw, "%s\t", orDash(f.ExactMu))
 		}
 		fmt.Fprintf(tw, "%s\t\n", verdictText(f))
 	}
@@ -166,26 +160,20 @@ func writePairTable(w io.Writer, fs []findings.Finding) error {
 		header += "uploads\t"
 	}
 	io.WriteString(tw, header+"verdict\t\n")
-	num := func(x float64) string {
-		if !isFinite(x) {
-			return "-"
-		}
-		return fmt.Sprintf("%.4g", x)
-	}
 	for i := range fs {
 		f, r := &fs[i], fs[i].Result
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.4f\t%.4f\t%.4f\t%.4f\t",
 			f.Attack, f.Threat, f.Round, r.N0, r.N1, r.AUC, r.TPRAt1e2, r.MuLower, r.MuEstimate)
 		if exact {
-			fmt.Fprintf(tw, "%s\t", num(f.ExactMu))
+			fmt.Fprintf(tw, "%s\t", orDash(f.ExactMu))
 		}
 		convergent, composition := math.NaN(), math.NaN()
 		if f.Theory != nil {
 			convergent, composition = f.Theory.Mu, f.Theory.MuComposition
 		}
-		fmt.Fprintf(tw, "%s\t%s\t", num(convergent), num(composition))
+		fmt.Fprintf(tw, "%s\t%s\t", orDash(convergent), orDash(composition))
 		if uploads {
-			fmt.Fprintf(tw, "%s\t", num(f.MuUploads()))
+			fmt.Fprintf(tw, "%s\t", orDash(f.MuUploads()))
 		}
 		fmt.Fprintf(tw, "%s\t\n", verdictText(f))
 	}
@@ -193,3 +181,11 @@ func writePairTable(w io.Writer, fs []findings.Finding) error {
 }
 
 func isFinite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// orDash formats x with four significant digits, or "-" when it is not a finite number.
+func orDash(x float64) string {
+	if !isFinite(x) {
+		return "-"
+	}
+	return fmt.Sprintf("%.4g", x)
+}

@@ -510,12 +510,7 @@ func (e *engine) evalEach(cd *clientData, loss, margin [][]float64) {
 			return
 		}
 		n := min(eb, cd.n-r0)
-		x := cd.x
-		x.Off += r0 * x.Stride
-		x.Rows = n
-		y := cd.y
-		y.Off += r0 * y.Stride
-		y.Rows = n
+		x, y := rowRange(cd.x, r0, n), rowRange(cd.y, r0, n)
 		lm := compute.Mat{Buf: e.eval.loss, Rows: n, Cols: 1, Stride: 1, Batch: e.R, BatchStride: n}
 		mm := lm
 		mm.Buf = e.eval.margin

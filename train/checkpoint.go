@@ -131,12 +131,7 @@ func (e *engine) evalRows(cd *clientData, first, count, stride int, lossSum, cor
 			return // cancelled: the checkpoint is discarded (recordCheckpoint)
 		}
 		n := min(eb, cd.n-r0)
-		x := cd.x
-		x.Off += r0 * x.Stride
-		x.Rows = n
-		y := cd.y
-		y.Off += r0 * y.Stride
-		y.Rows = n
+		x, y := rowRange(cd.x, r0, n), rowRange(cd.y, r0, n)
 		loss := compute.Mat{Buf: e.eval.loss, Rows: n, Cols: 1, Stride: 1, Batch: count, BatchStride: n}
 		margin := loss
 		margin.Buf = e.eval.margin
@@ -157,4 +152,13 @@ func (e *engine) evalRows(cd *clientData, first, count, stride int, lossSum, cor
 			}
 		}
 	}
+}
+
+// rowRange views rows r0..r0+n-1 of every batch element of m (a nil Buf stays nil).
+func rowRange(m compute.Mat, r0, n int) compute.Mat {
+	if m.Buf != nil {
+		m.Off += r0 * m.Stride
+		m.Rows = n
+	}
+	return m
 }

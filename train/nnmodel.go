@@ -275,14 +275,7 @@ func (m *nnModel) eval(be compute.Backend, w workspace, params, x, y, loss, marg
 	ws := w.(*nnWorkspace)
 	for r0 := 0; r0 < x.Rows; r0 += ws.evalRows {
 		n := min(ws.evalRows, x.Rows-r0)
-		slice := func(m compute.Mat) compute.Mat {
-			if m.Buf != nil {
-				m.Off += r0 * m.Stride
-				m.Rows = n
-			}
-			return m
-		}
-		ws.m.Eval(params, slice(x), slice(y), slice(loss), slice(margin))
+		ws.m.Eval(params, rowRange(x, r0, n), rowRange(y, r0, n), rowRange(loss, r0, n), rowRange(margin, r0, n))
 	}
 }
 
