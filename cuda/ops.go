@@ -30,6 +30,7 @@ type Ops struct {
 	part   scratch // partial sums of the long reductions
 	sums   scratch // per-batch-element reduction results, per-example norms
 	gn     scratch // GroupNorm's statistics and the means of its input gradient
+	hidden scratch // HiddenStep's working sets when they do not fit in shared memory
 	stage  []byte
 	runs   []int32
 	host   []float64
@@ -125,7 +126,7 @@ func (o *Ops) Close() error {
 		}
 	}
 	o.allocs = nil
-	o.part, o.sums, o.gn = scratch{}, scratch{}, scratch{}
+	o.part, o.sums, o.gn, o.hidden = scratch{}, scratch{}, scratch{}, scratch{}
 	return errors.Join(errs...)
 }
 
@@ -539,4 +540,52 @@ func (c checkRecorder) Checkpoint(ctx context.Context, cp *train.Checkpoint) err
 		return err
 	}
 	return c.rec.Checkpoint(ctx, cp)
+}
+
+var _ compute.HiddenStepper = (*Ops)(nil)
+
+// HiddenStep implements compute.HiddenStepper: the whole deferred step of a one-hidden-layer
+// MLP for every replica in one launch of hidden_step (kernels/step.cu), one block per replica
+// with the activations and the small layer in shared memory (in global scratch when a
+// replica's working set exceeds kernels.HiddenSharedFloats). It sums in another order than
+// the CPU backend's fused step; the two agree to float32 rounding (the parity suite's
+// HiddenStep case states the tolerance).
+func (o *Ops) HiddenStep(a *compute.HiddenStepArgs) {
+	R, B, H, C := a.Pre.Batch, a.Pre.Rows, a.H, a.Cls
+	if o.err != nil || R == 0 || B == 0 {
+		return
+	}
+	if a.W2 != a.B1+H || a.B2 != a.W2+C*H {
+		o.fail("hidden step", fmt.Errorf("parameters b1 %d, W2 %d, b2 %d are not contiguous (H %d, C %d)", a.B1, a.W2, a.B2, H, C))
+		return
+	}
+	var scratch uint64
+	sbs := 2*C*H + 2*H + 2*C + 2*B*H + B*C
+	if sbs > kernels.HiddenSharedFloats {
+		scratch = o.grow(&o.hidden, (R*sbs+1)/2)
+	}
+	var anchor compute.Mat
+	if a.Alpha != 0 {
+		anchor = a.Anchor
+	}
+	var gx compute.Mat
+	if a.V > 0 {
+		gx = a.GX
+	}
+	o.args.reset().u32(uint32(a.Act)).mat(a.Pre).ptr(addr(a.Params)).i64(a.Params.BatchStride).
+		ptr(addr(anchor)).i64(anchor.BatchStride).ptr(addr(a.Gram)).i64(a.Gram.Stride).
+		mat(a.Prev).i64(a.Prev.Rows).ptr(addr(a.Labels)).i64(a.Labels.Stride).
+		ptr(addr(gx)).i64(gx.Stride).mat(a.U).ptr(scratch).i64(sbs).i64(a.B1).
+		i64(B).i64(H).i64(C).f32(a.Eta).f32(a.V).f32(a.Alpha).i64(R)
+	o.launchBlocks(kernels.HiddenStep, R, min(o.block, kernels.HiddenBlock))
+}
+
+// launchBlocks runs block kernel k with one block per item (at most maxGrid blocks, which
+// then loop over the items) of block threads.
+func (o *Ops) launchBlocks(k kernels.Kernel, items, block int) {
+	if o.err != nil || items <= 0 {
+		return
+	}
+	o.fail(k.Name(), o.dev.Launch(k, min(items, o.maxGrid), block, o.args.v))
+	o.synced(k.Name())
 }

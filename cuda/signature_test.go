@@ -94,6 +94,10 @@ func TestLaunchArgumentsMatchPTX(t *testing.T) {
 	gb := m(1, 2, 2)
 	o.GroupNorm(2, 1e-5, xi, gb, gb, xi)
 	o.GroupNormGrad(2, 1e-5, xi, gb, xi, xi, gb, gb)
+	pr := m(1, 3*2+3+3*2+2, 2) // W1 3 x 2, b1 3, W2 2 x 3, b2 2
+	hb := m(4, 3, 2)
+	o.HiddenStep(&compute.HiddenStepArgs{Act: compute.Tanh, Pre: hb, Params: pr, Anchor: pr, Gram: m(4, 4, 1), Prev: m(4, 3, 2),
+		Labels: m(4, 1, 1), GX: m(4, 4, 1), U: hb, B1: 6, W2: 9, B2: 15, H: 3, Cls: 2, Eta: 0.1, V: 1, Alpha: 0.5})
 	if _, err := o.PhiloxRaw(1, 0, 0, 0, 0, 0, 0); err != nil {
 		t.Fatal(err)
 	}

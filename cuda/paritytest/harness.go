@@ -56,6 +56,7 @@ func All(t *testing.T, f Factory) {
 		{"ClipCoefs", testClipCoefs},
 		{"AxpbyCoefs", testAxpbyCoefs},
 		{"Fused", testFused},
+		{"HiddenStep", testHiddenStep},
 		{"Im2col", testIm2col},
 		{"Col2im", testCol2im},
 		{"Pool", testPool},

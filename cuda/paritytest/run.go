@@ -117,6 +117,11 @@ func testRunsMatchCPU(t *testing.T, f Factory) {
 			c.Algorithm, c.ProxAlpha, c.Model.Activation, c.Batching = algo.FedProx, 0.5, "softplus", "full"
 			c.Participants = 2
 		}, 3, 3, train.PairRange{First: 0, Count: 2}, nil},
+		// FedProx with fixed minibatches: the deferred form, so compute.HiddenStepper's step with
+		// its pull towards the anchor and the shrinking of the earlier factors.
+		{"fedprox-deferred-hidden-step", func(c *train.Config) {
+			c.Algorithm, c.ProxAlpha = algo.FedProx, 0.5 // (K-1) B = 4 <= 7 inputs: deferred
+		}, 3, 3, train.PairRange{First: 0, Count: 2}, nil},
 		{"fedavg-relu-poisson-two-layers", func(c *train.Config) {
 			c.Model.Activation, c.Model.Hidden, c.Batching = "relu", []int{5, 4}, "poisson"
 		}, 2, 4, train.PairRange{First: 1, Count: 2}, nil},
