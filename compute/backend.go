@@ -86,6 +86,26 @@ type Backend interface {
 	Dots(a, b Mat, out []float64)
 }
 
+// RowAligner is implemented by backends that want every replica's parameter row to start at a
+// multiple of RowAlign() floats: on a GPU, rows of d = 50,890 floats leave every other replica's
+// weights only 8-byte aligned, which sends cuBLAS to slower kernels. The engine then lays out
+// its R x d buffers with a pitch, d rounded up to that multiple (Mat.BatchStride; compute.RowsOf
+// with the pitch as stride). No operation reads or writes the padding (every Mat the engine
+// builds has Cols d), so results do not depend on the pitch.
+type RowAligner interface {
+	RowAlign() int
+}
+
+// Pitch is the distance between replica rows of d floats on be: d rounded up to the backend's
+// RowAlign, or d.
+func Pitch(be Backend, d int) int {
+	if a, ok := be.(RowAligner); ok && a.RowAlign() > 1 {
+		n := a.RowAlign()
+		return (d + n - 1) / n * n
+	}
+	return d
+}
+
 // HostAliaser is implemented by backends that can use host memory in place (the CPU backend),
 // so that datasets are not copied.
 type HostAliaser interface {
@@ -102,9 +122,10 @@ func Upload(be Backend, data []float32) Buffer {
 	return b
 }
 
-// RowsOf views an R x d buffer as a batch of R one-row matrices.
-func RowsOf(buf Buffer, r0, count, stride, d int) Mat {
-	return Mat{Buf: buf, Off: r0 * d, Rows: 1, Cols: d, Stride: d, Batch: count, BatchStride: stride * d}
+// RowsOf views rows r0, r0+stride, ... (count of them) of d floats, pitch floats apart, as a
+// batch of one-row matrices.
+func RowsOf(buf Buffer, r0, count, stride, d, pitch int) Mat {
+	return Mat{Buf: buf, Off: r0 * pitch, Rows: 1, Cols: d, Stride: d, Batch: count, BatchStride: stride * pitch}
 }
 
 // HiddenStepper is implemented by backends with a fused kernel for the deferred clipped step

@@ -589,3 +589,14 @@ func (o *Ops) launchBlocks(k kernels.Kernel, items, block int) {
 	o.fail(k.Name(), o.dev.Launch(k, min(items, o.maxGrid), block, o.args.v))
 	o.synced(k.Name())
 }
+
+var _ compute.RowAligner = (*Ops)(nil)
+
+// RowAlign implements compute.RowAligner: replica rows start at multiples of 32 floats (128
+// bytes). cudaMalloc's 256-byte alignment then carries over to every replica's parameters, so
+// cuBLAS can take its vectorized kernels for the per-replica products (d = 50,890 unpadded
+// leaves every other replica's weights 8-byte aligned, and cuBLAS picks its kernels by the
+// alignment of the batch's pointers and strides).
+func (o *Ops) RowAlign() int { return rowAlign }
+
+const rowAlign = 32

@@ -86,10 +86,10 @@ func (e *engine) checkpoint(round int) *Checkpoint {
 		}
 		if e.cfg.RecordParams {
 			rs.Params = make([]float32, e.d)
-			e.be.Download(rs.Params, e.g, r*e.d)
+			e.be.Download(rs.Params, e.g, r*e.pitch)
 		}
 		if e.cfg.RecordUpload && round > 0 && e.uploaded[r] {
-			e.be.Download(host, e.upload, r*e.d)
+			e.be.Download(host, e.upload, r*e.pitch)
 			rs.Upload = slices.Clone(host)
 		}
 	}

@@ -61,6 +61,7 @@ type engine struct {
 	model  Model
 	ws     workspace
 	d, dim int
+	pitch  int // floats between replica rows of the R x d buffers (compute.Pitch)
 	m, n   int // clients, participants per round
 	P, R   int
 	first  int
@@ -200,7 +201,7 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &engine{cfg: cfg, be: be, model: model, d: model.NumParams(), dim: dim, m: m, n: cfg.Participants,
+	e := &engine{cfg: cfg, be: be, model: model, d: model.NumParams(), pitch: compute.Pitch(be, model.NumParams()), dim: dim, m: m, n: cfg.Participants,
 		P: pairs.Count, R: 2 * pairs.Count, first: pairs.First, target: target, divNorm: cfg.DivergenceNorm}
 	if e.n == 0 {
 		e.n = m
@@ -242,7 +243,7 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 	w0 := make([]float32, d)
 	model.Init(w0, philox.SplitMix64(cfg.Seed^0x696e6974))
 	for r := 0; r < R; r++ {
-		be.Upload(e.g, r*d, w0)
+		be.Upload(e.g, r*e.pitch, w0)
 	}
 	return e, nil
 }
@@ -289,15 +290,15 @@ func (e *engine) allocate(maxN int) {
 	e.ws = model.newWorkspace(be, wsRows, e.R)
 	e.xb = be.Alloc(e.maxRows * dim)
 	e.yb = be.Alloc(e.maxRows)
-	R, d := e.R, e.d
+	R, rows := e.R, e.R*e.pitch
 	for _, b := range []*compute.Buffer{&e.g, &e.l, &e.acc, &e.grad, &e.noise} {
-		*b = be.Alloc(R * d)
+		*b = be.Alloc(rows)
 	}
 	if cfg.Informed {
-		e.shadow = be.Alloc(R * d)
+		e.shadow = be.Alloc(rows)
 	}
 	if cfg.RecordUpload {
-		e.upload = be.Alloc(R * d)
+		e.upload = be.Alloc(rows)
 	}
 	e.perm = make([]int32, max(maxN, m))
 	e.idx = make([]int32, maxN)
@@ -353,9 +354,10 @@ func (e *engine) toDevice(ds *datasets.Dataset) clientData {
 	}
 }
 
-// rows is replicas first, first+stride, ... (count of them) of an R x d buffer.
+// rows is replicas first, first+stride, ... (count of them) of an R x d buffer, whose rows are
+// e.pitch floats apart.
 func (e *engine) rows(buf compute.Buffer, first, count, stride int) compute.Mat {
-	return compute.Mat{Buf: buf, Off: first * e.d, Rows: 1, Cols: e.d, Stride: e.d, Batch: count, BatchStride: stride * e.d}
+	return compute.RowsOf(buf, first, count, stride, e.d, e.pitch)
 }
 
 func (e *engine) all(buf compute.Buffer) compute.Mat { return e.rows(buf, 0, e.R, 1) }

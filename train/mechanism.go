@@ -74,7 +74,7 @@ func (e *engine) addNoise(dst compute.Buffer, t int, stream uint32, scale []floa
 			for j, v := range unit {
 				host[j] = scale[r] * v
 			}
-			e.be.Upload(e.hostTmp(), r*e.d, host)
+			e.be.Upload(e.hostTmp(), r*e.pitch, host)
 		}
 	}
 	e.be.Axpby(1, e.all(e.tmp), 1, e.all(dst), nil)
@@ -100,8 +100,8 @@ func (e *engine) addParticipantNoise(t int, scale float32) error {
 		for j := range sum {
 			sum[j] *= scale
 		}
-		e.be.Upload(e.noise, 2*p*e.d, sum)
-		e.be.Upload(e.noise, (2*p+1)*e.d, sum)
+		e.be.Upload(e.noise, 2*p*e.pitch, sum)
+		e.be.Upload(e.noise, (2*p+1)*e.pitch, sum)
 	}
 	return nil
 }
@@ -109,7 +109,7 @@ func (e *engine) addParticipantNoise(t int, scale float32) error {
 // hostTmp returns e.tmp, allocating it on first use.
 func (e *engine) hostTmp() compute.Buffer {
 	if e.tmp == nil {
-		e.tmp = e.be.Alloc(e.R * e.d)
+		e.tmp = e.be.Alloc(e.R * e.pitch)
 	}
 	return e.tmp
 }
