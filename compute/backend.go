@@ -184,3 +184,37 @@ type Fuser interface {
 	// SoftmaxXent(logits, labels, scale, dlogits, loss, margin).
 	AddRowSoftmaxXent(logits, bias, labels Mat, scale float32, dlogits, loss, margin Mat)
 }
+
+// NoiseKind names an exact sampler of a non-Gaussian noise mechanism.
+type NoiseKind int
+
+// The mechanisms a NoiseSampler draws (accounting.Laplace and accounting.Staircase).
+const (
+	LaplaceNoise NoiseKind = iota + 1
+	StaircaseNoise
+)
+
+// NoiseDist is a non-Gaussian noise distribution with its parameters, as accounting defines
+// them: Laplace's scale b; the staircase's epsilon, step width Delta, gamma and the
+// probability of a step's inner part, gamma / (gamma + (1 - gamma) e^-epsilon).
+type NoiseDist struct {
+	Kind                         NoiseKind
+	Scale                        float64
+	Epsilon, Delta, Gamma, Inner float64
+}
+
+// NoiseSampler is implemented by backends that draw the noise of the non-Gaussian mechanisms
+// in their own memory, instead of the host drawing it (train.AddNoiseHost) and uploading every
+// row every round. Draw j of the stream (seed, round, stream) is accounting's FromUniforms of
+// uniforms j (Laplace) or 4j..4j+3 (staircase) of philox.NewUniforms(seed, round, stream), in
+// float64 with Go's math.Log, then rounded to float32: a backend must give exactly the host's
+// bits. Batch elements with equal seeds draw the same noise, as AddGaussian's.
+type NoiseSampler interface {
+	// AddNoise adds scale[b] (0 + float32(X_j)) to element j of batch element b, X the draws
+	// of dist from the stream (seeds[b], round, stream).
+	AddNoise(dst Mat, dist NoiseDist, seeds []uint64, scale []float32, round, stream uint32)
+	// SumNoise writes into element j of batch element b total times the float32 sum, from 0
+	// in the order of streams, of float32(X_j) over the streams k with use[b len(streams) + k]
+	// (every stream when use is nil), X the draws of dist from (seeds[b], round, streams[k]).
+	SumNoise(dst Mat, dist NoiseDist, seeds []uint64, streams []uint32, use []bool, total float32, round uint32)
+}

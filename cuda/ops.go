@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"unsafe"
 
 	"github.com/fedaudit/fedaudit/compute"
@@ -33,6 +34,7 @@ type Ops struct {
 	hidden scratch // HiddenStep's working sets when they do not fit in shared memory
 	stage  []byte
 	runs   []int32
+	use    []byte
 	host   []float64
 	args   args
 }
@@ -218,12 +220,14 @@ const (
 	kindI64 = 'l' // .u64 (long long)
 	kindI32 = 'i' // .u32 (int, unsigned)
 	kindF32 = 'f' // .f32
+	kindF64 = 'd' // .f64
 )
 
 func (a *args) ptr(p uint64) *args      { return a.add(p, kindPtr) }
 func (a *args) i64(n int) *args         { return a.add(uint64(int64(n)), kindI64) }
 func (a *args) u32(n uint32) *args      { return a.add(uint64(n), kindI32) }
 func (a *args) f32(f float32) *args     { return a.add(uint64(math.Float32bits(f)), kindF32) }
+func (a *args) f64(f float64) *args     { return a.add(math.Float64bits(f), kindF64) }
 func (a *args) mat(m compute.Mat) *args { return a.ptr(addr(m)).i64(m.Stride).i64(m.BatchStride) }
 
 // launch runs k over total independent work items.
@@ -600,3 +604,87 @@ var _ compute.RowAligner = (*Ops)(nil)
 func (o *Ops) RowAlign() int { return rowAlign }
 
 const rowAlign = 32
+
+var _ compute.NoiseSampler = (*Ops)(nil)
+
+// AddNoise implements compute.NoiseSampler: one launch of mech_noise, each thread drawing one
+// coordinate once for a run of batch elements that share a seed (the two worlds of a pair).
+func (o *Ops) AddNoise(dst compute.Mat, dist compute.NoiseDist, seeds []uint64, scale []float32, round, stream uint32) {
+	if dst.Batch == 0 || dst.Cols == 0 {
+		return
+	}
+	o.seedRuns(seeds[:dst.Batch], nil, 0)
+	streams := []uint32{stream}
+	p := o.stageBytes("add noise", u64bytes(seeds[:dst.Batch]), i32bytes(o.runs), u32bytes(streams), f32bytes(scale[:dst.Batch]))
+	o.mechNoise(dst, dist, p[0], p[1], p[2], 1, 0, p[3], 1, false, round)
+}
+
+// SumNoise implements compute.NoiseSampler: one launch of mech_noise, each thread summing one
+// coordinate's draws over the streams a run of batch elements uses.
+func (o *Ops) SumNoise(dst compute.Mat, dist compute.NoiseDist, seeds []uint64, streams []uint32, use []bool, total float32, round uint32) {
+	if dst.Batch == 0 || dst.Cols == 0 || len(streams) == 0 {
+		if dst.Batch > 0 && dst.Cols > 0 {
+			o.Axpby(0, compute.Mat{}, 0, dst, nil) // an empty sum
+		}
+		return
+	}
+	o.seedRuns(seeds[:dst.Batch], use, len(streams))
+	pieces := [][]byte{u64bytes(seeds[:dst.Batch]), i32bytes(o.runs), u32bytes(streams)}
+	if use != nil {
+		pieces = append(pieces, o.use)
+	}
+	p := o.stageBytes("sum noise", pieces...)
+	var up uint64
+	if use != nil {
+		up = p[3]
+	}
+	o.mechNoise(dst, dist, p[0], p[1], p[2], len(streams), up, 0, total, true, round)
+}
+
+// seedRuns sets o.runs to the starts of the runs of adjacent batch elements with equal seeds
+// (and equal rows of use, n flags each, when use is given), ending with len(seeds); o.use gets
+// each run's row of use.
+func (o *Ops) seedRuns(seeds []uint64, use []bool, n int) {
+	o.runs, o.use = o.runs[:0], o.use[:0]
+	for b := range seeds {
+		if b > 0 && seeds[b] == seeds[b-1] && (use == nil || slices.Equal(use[b*n:(b+1)*n], use[(b-1)*n:b*n])) {
+			continue
+		}
+		o.runs = append(o.runs, int32(b))
+		if use != nil {
+			for _, u := range use[b*n : (b+1)*n] {
+				o.use = append(o.use, b2u8(u))
+			}
+		}
+	}
+	o.runs = append(o.runs, int32(len(seeds)))
+}
+
+func (o *Ops) mechNoise(dst compute.Mat, dist compute.NoiseDist, seeds, runs, streams uint64, nstreams int, use, scale uint64, total float32, sum bool, round uint32) {
+	var p [4]float64
+	switch dist.Kind {
+	case compute.LaplaceNoise:
+		p[0] = dist.Scale
+	case compute.StaircaseNoise:
+		p = [4]float64{dist.Epsilon, dist.Delta, dist.Gamma, dist.Inner}
+	default:
+		o.fail("noise", fmt.Errorf("no sampler for noise kind %d", dist.Kind))
+		return
+	}
+	nruns := len(o.runs) - 1
+	o.args.reset().ptr(addr(dst)).i64(dst.BatchStride).ptr(seeds).ptr(runs).i64(nruns).ptr(streams).i64(nstreams).
+		ptr(use).ptr(scale).f32(total).u32(uint32(b2u8(sum))).u32(uint32(dist.Kind)).f64(p[0]).f64(p[1]).f64(p[2]).f64(p[3]).
+		u32(round).i64(dst.Cols)
+	o.launch(kernels.MechNoise, nruns*dst.Cols)
+}
+
+func b2u8(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func u64bytes(s []uint64) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 8*len(s)) }
+func u32bytes(s []uint32) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 4*len(s)) }
+func i32bytes(s []int32) []byte  { return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 4*len(s)) }

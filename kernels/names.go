@@ -35,6 +35,7 @@ const (
 	GNGradReduce
 	GNGradX
 	HiddenStep
+	MechNoise
 	numKernels
 )
 
@@ -48,7 +49,7 @@ var kernelNames = [numKernels]string{
 	Im2col: "im2col", Col2im: "col2im", Pool: "pool", PoolGrad: "pool_grad", TransposeBlocks: "transpose_blocks",
 	GNStatsPartials: "gn_stats_partials", GNStats: "gn_stats", GNForward: "gn_forward",
 	GNGradPartials: "gn_grad_partials", GNGradReduce: "gn_grad_reduce", GNGradX: "gn_grad_x",
-	HiddenStep: "hidden_step",
+	HiddenStep: "hidden_step", MechNoise: "mech_noise",
 }
 
 // HiddenSharedFloats is the static shared memory of hidden_step in floats

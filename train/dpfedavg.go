@@ -376,6 +376,10 @@ func (e *engine) addServerNoise(t int, std float64) error {
 	if err != nil {
 		return err
 	}
+	if ns, nd, ok := e.sampler(dist); ok {
+		ns.SumNoise(e.all(e.noise), nd, e.seeds, serverStreams, nil, 1, uint32(t))
+		return nil
+	}
 	host := make([]float32, e.d)
 	for p := 0; p < e.P; p++ {
 		clear(host)

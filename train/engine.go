@@ -102,8 +102,11 @@ type engine struct {
 
 	eval evalBuffers // the checkpoints' evaluation (checkpoint.go)
 
-	// tmp holds host-drawn noise of the non-Gaussian mechanisms on its way into a buffer.
-	tmp compute.Buffer
+	// tmp holds host-drawn noise of the non-Gaussian mechanisms on its way into a buffer;
+	// use and streams are the participants' noise streams for a compute.NoiseSampler.
+	tmp     compute.Buffer
+	use     []bool
+	streams []uint32
 
 	// stop is set when the training's context is cancelled (TrainOn).
 	stop atomic.Bool

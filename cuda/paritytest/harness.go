@@ -41,6 +41,8 @@ func All(t *testing.T, f Factory) {
 		{"PhiloxKnownAnswers", testPhiloxKnownAnswers},
 		{"PhiloxWordsAreTrainsStream", testPhiloxWordsAreTrainsStream},
 		{"AddGaussian", testAddGaussian},
+		{"MechNoise", testMechNoise},
+		{"MechNoiseKS", testMechNoiseKS},
 		{"Gemm", testGemm},
 		{"Axpby", testAxpby},
 		{"AddRow", testAddRow},
