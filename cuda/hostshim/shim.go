@@ -13,6 +13,7 @@ typedef int (*find_fn)(const char*, int*);
 typedef long long (*rc_check_fn)(long long, long long, long long, long long, long long);
 typedef long long (*md_check_fn)(long long, long long, const long long*, int, long long);
 typedef int (*launch_fn)(int, unsigned, unsigned, const uint64_t*, int);
+typedef void (*log_fn)(const double*, double*, long long);
 typedef int (*gemm_fn)(int, int, int, int, int, float, uint64_t, int, long long, uint64_t, int,
                        long long, float, uint64_t, int, long long, int);
 
@@ -36,6 +37,7 @@ static long long call_md_check(void* f, long long i0, long long s, const long lo
                                long long steps) {
 	return ((md_check_fn)f)(i0, s, radix, d, steps);
 }
+static void call_log(void* f, const double* x, double* out, long long n) { ((log_fn)f)(x, out, n); }
 static uint64_t mem_alloc(size_t n) { return (uint64_t)(uintptr_t)calloc(1, n); }
 static void mem_free(uint64_t p) { free((void*)(uintptr_t)p); }
 static void mem_write(uint64_t dst, const void* src, size_t n) { memcpy((void*)(uintptr_t)dst, src, n); }
@@ -62,6 +64,7 @@ type Device struct {
 	lib                 unsafe.Pointer
 	find, launch, gemm  unsafe.Pointer
 	rcCheck, mdCheck    unsafe.Pointer
+	goLog               unsafe.Pointer
 	index               []C.int
 	nargs               []int
 	live                map[uint64]int
@@ -137,7 +140,8 @@ func Load(lib string) (*Device, error) {
 	for _, s := range []struct {
 		name string
 		p    *unsafe.Pointer
-	}{{"shim_find", &d.find}, {"shim_launch", &d.launch}, {"shim_gemm", &d.gemm}, {"shim_rc_check", &d.rcCheck}, {"shim_md_check", &d.mdCheck}} {
+	}{{"shim_find", &d.find}, {"shim_launch", &d.launch}, {"shim_gemm", &d.gemm}, {"shim_rc_check", &d.rcCheck}, {"shim_md_check", &d.mdCheck},
+		{"shim_go_log", &d.goLog}} {
 		cs := C.CString(s.name)
 		*s.p = C.shim_dlsym(h, cs)
 		C.free(unsafe.Pointer(cs))
@@ -177,6 +181,15 @@ func (d *Device) CheckMixedIndex(i0, s int64, radix []int64, steps int64) int64 
 		r[i] = C.longlong(v)
 	}
 	return int64(C.call_md_check(d.mdCheck, C.longlong(i0), C.longlong(s), &r[0], C.int(len(radix)), C.longlong(steps)))
+}
+
+// GoLog returns the kernels' port of Go's math.Log (go_log in noise.cu) of every x.
+func (d *Device) GoLog(x []float64) []float64 {
+	out := make([]float64, len(x))
+	if len(x) > 0 {
+		C.call_log(d.goLog, (*C.double)(unsafe.Pointer(&x[0])), (*C.double)(unsafe.Pointer(&out[0])), C.longlong(len(x)))
+	}
+	return out
 }
 
 // NumArgs is the number of parameters of kernel k, from the compiled source.

@@ -241,3 +241,9 @@ extern "C" long long shim_md_check(long long i0, long long s, const long long* r
 	}
 	return -2;
 }
+
+// shim_go_log writes go_log (noise.cu) of x[i] into out[i] for i < n: a test of the port of
+// Go's logarithm the exact samplers use, against math.Log itself.
+extern "C" void shim_go_log(const double* x, double* out, long long n) {
+	for (long long i = 0; i < n; i++) out[i] = go_log(x[i]);
+}
