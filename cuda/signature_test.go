@@ -56,7 +56,7 @@ func ptxParams(t *testing.T) map[string][]string {
 // and size (the CUDA driver checks neither; a mismatch would read garbage on the GPU).
 func TestLaunchArgumentsMatchPTX(t *testing.T) {
 	r := &recorder{kinds: map[kernels.Kernel]string{}}
-	o := NewOps(r, Options{})
+	o := NewOps(r, Options{Unbatched: true}) // each launch issued while its argument kinds are current
 	r.ops = o
 	m := func(rows, cols, batch int) compute.Mat {
 		return compute.Mat{Buf: o.Alloc(rows * cols * max(batch, 1)), Rows: rows, Cols: cols, Stride: cols, Batch: batch, BatchStride: rows * cols}
@@ -108,7 +108,7 @@ func TestLaunchArgumentsMatchPTX(t *testing.T) {
 		t.Fatal(err)
 	}
 	ptx := ptxParams(t)
-	size := map[byte]string{kindPtr: "u64", kindI64: "u64", kindI32: "u32", kindF32: "f32", kindF64: "f64"}
+	size := map[byte]string{kindPtr: "u64", kindI64: "u64", kindI32: "u32", kindF32: "f32", kindF64: "f64", kindStg: "u64"}
 	for _, k := range kernels.All() {
 		kinds, ok := r.kinds[k]
 		if !ok {

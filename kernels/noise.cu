@@ -64,12 +64,15 @@ __device__ __forceinline__ void box_muller(u32 a, u32 b, double* z0, double* z1)
 }
 
 // add_gaussian adds scale[b] Z to row b of dst for every batch element b, Z the coordinates
-// 0..cols-1 of the noise stream (seeds[b], round, stream). Batch elements [runs[k],
+// 0..cols-1 of the noise stream (seeds[b], *roundp, stream). Batch elements [runs[k],
 // runs[k+1]) share one seed, so one thread draws the 4 normals of coordinates 4q..4q+3 once
-// for the whole run: box_muller of the Philox words, exactly as philox.GaussianBlock.
+// for the whole run: box_muller of the Philox words, exactly as philox.GaussianBlock. The
+// round is read from memory (staged with the seeds), so that a captured graph of a round
+// serves every round.
 extern "C" __global__ void add_gaussian(float* dst, i64 dbs, const u64* seeds, const float* scale,
-                                        const int* runs, i64 nruns, u32 round, u32 stream,
+                                        const int* runs, i64 nruns, const u32* roundp, u32 stream,
                                         i64 cols) {
+	const u32 round = *roundp;
 	i64 quads = (cols + 3) / 4;
 	GRID_STRIDE_RC(ix, nruns * quads, 1, quads) {
 		i64 k = ix.b, q = ix.j;
@@ -185,7 +188,8 @@ __device__ __forceinline__ double mech_draw(int kind, double p0, double p1, doub
 
 // mech_noise draws the noise of a non-Gaussian mechanism (kind, parameters p0..p3) for the
 // batch elements [runs[r], runs[r+1]) of each run r, which share the seed of their first
-// element; one thread per run and coordinate j < cols, each draw computed once per run.
+// element; one thread per run and coordinate j < cols, each draw computed once per run. The
+// round is read from memory, as add_gaussian reads it.
 // With sum = 0 it adds, from the stream (seed, round, streams[0]), dst[b, j] += scale[b]
 // (0 + float32(X_j)), which is train's host path (a unit draw added into a cleared row,
 // scaled, uploaded, added by axpby). With sum = 1 it writes dst[b, j] = (the float32 sum, from
@@ -195,7 +199,8 @@ extern "C" __global__ void mech_noise(float* dst, i64 dbs, const u64* seeds, con
                                       i64 nruns, const u32* streams, i64 nstreams,
                                       const unsigned char* use, const float* scale, float total,
                                       int sum, int kind, double p0, double p1, double p2,
-                                      double p3, u32 round, i64 cols) {
+                                      double p3, const u32* roundp, i64 cols) {
+	const u32 round = *roundp;
 	GRID_STRIDE_RC(ix, nruns * cols, 1, cols) {
 		i64 r = ix.b, j = ix.j;
 		int b0 = runs[r], b1 = runs[r + 1];

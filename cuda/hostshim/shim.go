@@ -52,6 +52,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"unsafe"
 
 	"github.com/fedaudit/fedaudit/cuda"
@@ -73,6 +74,8 @@ type Device struct {
 	launches, gemmCalls int
 	syncs               int
 	bytes, peak         int
+	capture             *graph // the graph being captured: launches are recorded, not run
+	captured, replayed  int
 }
 
 var kernelList = kernels.All()
@@ -302,6 +305,14 @@ func (d *Device) Launch(k kernels.Kernel, grid, block int, args []uint64) error 
 	if len(args) != d.nargs[k] {
 		return fmt.Errorf("hostshim: %s takes %d arguments, got %d", k.Name(), d.nargs[k], len(args))
 	}
+	if d.capture != nil {
+		d.capture.ops = append(d.capture.ops, graphOp{k: k, grid: grid, block: block, args: slices.Clone(args)})
+		return nil
+	}
+	return d.run(k, grid, block, args)
+}
+
+func (d *Device) run(k kernels.Kernel, grid, block int, args []uint64) error {
 	d.launches++
 	var p *C.uint64_t
 	if len(args) > 0 {
@@ -315,6 +326,14 @@ func (d *Device) Launch(k kernels.Kernel, grid, block int, args []uint64) error 
 
 // Gemm implements cuda.Device.
 func (d *Device) Gemm(g cuda.GemmArgs) error {
+	if d.capture != nil {
+		d.capture.ops = append(d.capture.ops, graphOp{gemm: true, g: g})
+		return nil
+	}
+	return d.runGemm(g)
+}
+
+func (d *Device) runGemm(g cuda.GemmArgs) error {
 	d.gemmCalls++
 	if C.call_gemm(d.gemm, b2i(g.TransA), b2i(g.TransB), C.int(g.M), C.int(g.N), C.int(g.K),
 		C.float(g.Alpha), C.uint64_t(g.A), C.int(g.LDA), C.longlong(g.StrideA),
@@ -345,3 +364,75 @@ func (d *Device) Close() {
 		d.stage, d.stageCap = 0, 0
 	}
 }
+
+// graph is a captured batch: the launches and GEMMs in issue order, and the staging area of
+// its arguments, as a CUDA graph holds its kernel nodes and the copy into its staging memory.
+type graph struct {
+	d    *Device
+	area uint64
+	n    int
+	ops  []graphOp
+}
+
+type graphOp struct {
+	gemm        bool
+	k           kernels.Kernel
+	grid, block int
+	args        []uint64
+	g           cuda.GemmArgs
+}
+
+var _ cuda.GraphDevice = (*Device)(nil)
+
+// CaptureGraph implements cuda.GraphDevice: the launches and GEMMs issue makes are recorded
+// and run only when the graph is launched, so a graph replayed with the wrong arguments (a
+// cache that matched batches it should not) computes wrong results.
+func (d *Device) CaptureGraph(n int, issue func(staged uint64) error) (cuda.Graph, error) {
+	if d.capture != nil {
+		return nil, errors.New("hostshim: capture inside a capture")
+	}
+	area, err := d.Alloc(max(n, 8))
+	if err != nil {
+		return nil, err
+	}
+	g := &graph{d: d, area: area, n: n}
+	d.capture = g
+	err = issue(area)
+	d.capture = nil
+	if err != nil {
+		d.Free(area)
+		return nil, err
+	}
+	d.captured++
+	return g, nil
+}
+
+// Launch implements cuda.Graph: the staged bytes go into the graph's area, then its launches
+// and GEMMs run in order.
+func (g *graph) Launch(staged []byte) error {
+	if len(staged) > g.n {
+		return fmt.Errorf("hostshim: %d staged bytes for a graph captured with %d", len(staged), g.n)
+	}
+	if len(staged) > 0 {
+		C.mem_write(C.uint64_t(g.area), unsafe.Pointer(&staged[0]), C.size_t(len(staged)))
+	}
+	g.d.replayed++
+	for _, op := range g.ops {
+		var err error
+		if op.gemm {
+			err = g.d.runGemm(op.g)
+		} else {
+			err = g.d.run(op.k, op.grid, op.block, op.args)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Destroy implements cuda.Graph.
+func (g *graph) Destroy() error { return g.d.Free(g.area) }
+
+// Graphs returns how many graphs were captured and how many graph launches ran.
+func (d *Device) Graphs() (captured, launched int) { return d.captured, d.replayed }

@@ -102,6 +102,7 @@ func hiddenStepOnce(ops *cuda.Ops, B, H, C int, mark func()) [][]float32 {
 	a.Anchor.Buf = anchor
 	mark()
 	ops.HiddenStep(&a)
+	ops.Flush() // issue the queued launch before counting
 	mark()
 	var out [][]float32
 	for _, b := range []compute.Buffer{a.Params.Buf, a.Pre.Buf, a.Prev.Buf, a.U.Buf} {

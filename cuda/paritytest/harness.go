@@ -67,6 +67,7 @@ func All(t *testing.T, f Factory) {
 		{"GroupNormGrad", testGroupNormGrad},
 		{"GroupNormBadGroups", testGroupNormBadGroups},
 		{"RunsMatchCPU", testRunsMatchCPU},
+		{"GraphsKeepBits", testGraphsKeepBits},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, f) })
