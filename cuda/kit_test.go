@@ -16,11 +16,14 @@ import (
 	"github.com/fedaudit/fedaudit/cuda/paritytest"
 )
 
-// TestKitBenchW1CPU is the validation kit's CPU benchmark (skipped unless FEDAUDIT_BENCH_R is
-// set): W1 on the CPU backend at each requested replica count, on the same node as the GPU
-// run so that the two can be compared.
-func TestKitBenchW1CPU(t *testing.T) {
-	replicas, rounds, ok, err := paritytest.BenchPlan()
+// TestKitBenchW1CPU and TestKitBenchW2CPU are the validation kit's CPU benchmarks (skipped
+// unless FEDAUDIT_BENCH_R is set): W1 or W2 on the CPU backend at each requested replica
+// count, on the same node as the GPU run so that the two can be compared.
+func TestKitBenchW1CPU(t *testing.T) { kitBenchCPU(t, paritytest.W1) }
+func TestKitBenchW2CPU(t *testing.T) { kitBenchCPU(t, paritytest.W2) }
+
+func kitBenchCPU(t *testing.T, workload string) {
+	replicas, rounds, ok, err := paritytest.BenchPlan(workload)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +32,11 @@ func TestKitBenchW1CPU(t *testing.T) {
 	}
 	dev := fmt.Sprintf("CPU backend, %d cores (GOMAXPROCS %d)", runtime.NumCPU(), runtime.GOMAXPROCS(0))
 	for _, r := range replicas {
-		res, err := paritytest.RunW1(context.Background(), nil, nil, r, rounds)
+		run := paritytest.RunW1
+		if workload == paritytest.W2 {
+			run = paritytest.RunW2
+		}
+		res, err := run(context.Background(), nil, nil, r, rounds)
 		res.Backend, res.Device = "cpu", dev
 		if err != nil {
 			res.Error = err.Error()
@@ -134,10 +141,28 @@ func kitMarkdown(s kitSummary) string {
 	for _, st := range s.Steps {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", st.Name, st.Status, st.Seconds, st.Note)
 	}
-	if len(s.Bench) > 0 {
-		b.WriteString("\n## W1 benchmark\n\nreplica-rounds/s: replicas x rounds per second (the benchmark's metric); GEMM GFLOP/s: the dense layers' products per second; of SGEMM peak: that rate over the device's own SGEMM rate on 4096^3 products.\n\n")
-		b.WriteString("| backend | replicas | rounds | seconds | replica-rounds/s | GEMM GFLOP/s | of SGEMM peak | memory used | error |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, wl := range []string{paritytest.W1, paritytest.W2} {
+		var bench []paritytest.BenchResult
 		for _, r := range s.Bench {
+			if r.Workload == wl || r.Workload == "" && wl == paritytest.W1 {
+				bench = append(bench, r)
+			}
+		}
+		benchMarkdown(&b, wl, bench)
+	}
+	return b.String()
+}
+
+// benchMarkdown writes the table of one workload's results and the speed-ups over the CPU.
+func benchMarkdown(b *strings.Builder, workload string, bench []paritytest.BenchResult) {
+	if len(bench) > 0 {
+		rate := "GEMM GFLOP/s: the dense layers' products per second (traintest.RunW1's count)"
+		if workload == paritytest.W2 {
+			rate = "GEMM GFLOP/s: the reference's nominal count, 3 x LeNet-5's forward FLOPs per image, per second"
+		}
+		fmt.Fprintf(b, "\n## %s benchmark\n\nreplica-rounds/s: replicas x rounds per second (the benchmark's metric); %s; of SGEMM peak: that rate over the device's own SGEMM rate on 4096^3 products.\n\n", workload, rate)
+		b.WriteString("| backend | replicas | rounds | seconds | replica-rounds/s | GEMM GFLOP/s | of SGEMM peak | memory used | error |\n|---|---|---|---|---|---|---|---|---|\n")
+		for _, r := range bench {
 			peak, mem := "", ""
 			if r.SGEMMPeak > 0 {
 				peak = fmt.Sprintf("%.1f%% of %.0f", 100*r.OfPeak, r.SGEMMPeak)
@@ -145,31 +170,31 @@ func kitMarkdown(s kitSummary) string {
 			if r.MemoryUsed > 0 {
 				mem = fmt.Sprintf("%.2f GiB", float64(r.MemoryUsed)/(1<<30))
 			}
-			fmt.Fprintf(&b, "| %s | %d | %d | %.3f | %.1f | %.2f | %s | %s | %s |\n",
+			fmt.Fprintf(b, "| %s | %d | %d | %.3f | %.1f | %.2f | %s | %s | %s |\n",
 				r.Backend, r.Replicas, r.Rounds, r.Seconds, r.ReplicaRoundsPerSec, r.GEMMGFlops, peak, mem, r.Error)
 		}
 		// GPU over CPU at equal replica counts.
 		cpu := map[int]float64{}
-		for _, r := range s.Bench {
+		for _, r := range bench {
 			if r.Backend == "cpu" && r.Error == "" {
 				cpu[r.Replicas] = r.ReplicaRoundsPerSec
 			}
 		}
 		first := true
-		for _, r := range s.Bench {
+		for _, r := range bench {
 			if c, ok := cpu[r.Replicas]; ok && r.Backend != "cpu" && r.Error == "" && c > 0 {
 				if first {
 					b.WriteString("\n| replicas | speed-up over the CPU backend |\n|---|---|\n")
 					first = false
 				}
-				fmt.Fprintf(&b, "| %d | %s %.2fx |\n", r.Replicas, r.Backend, r.ReplicaRoundsPerSec/c)
+				fmt.Fprintf(b, "| %d | %s %.2fx |\n", r.Replicas, r.Backend, r.ReplicaRoundsPerSec/c)
 			}
 		}
-		if len(s.Bench) > 0 {
-			fmt.Fprintf(&b, "\nDevices: ")
+		if len(bench) > 0 {
+			fmt.Fprintf(b, "\nDevices: ")
 			seen := map[string]bool{}
 			var ds []string
-			for _, r := range s.Bench {
+			for _, r := range bench {
 				if !seen[r.Device] {
 					seen[r.Device] = true
 					ds = append(ds, r.Backend+": "+r.Device)
@@ -178,7 +203,6 @@ func kitMarkdown(s kitSummary) string {
 			b.WriteString(strings.Join(ds, "; ") + "\n")
 		}
 	}
-	return b.String()
 }
 
 // The summary of a small made-up kit directory: every step, the benchmark table, the speed-up
@@ -188,7 +212,9 @@ func TestKitSummaryWrites(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "steps.tsv"), []byte("gpu-info\tpass\t1\t\nparity\tFAIL\t2\tsee parity.log\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "bench.jsonl"), []byte(
 		`{"backend":"cpu","device":"c","replicas":64,"rounds":20,"seconds":2,"replica_rounds_per_s":640,"gemm_gflops":1}`+"\n"+
-			`{"backend":"gpu","device":"g","replicas":64,"rounds":20,"seconds":1,"replica_rounds_per_s":1280,"gemm_gflops":2,"sgemm_peak_gflops":100,"of_sgemm_peak":0.02}`+"\n"), 0o644)
+			`{"backend":"gpu","device":"g","replicas":64,"rounds":20,"seconds":1,"replica_rounds_per_s":1280,"gemm_gflops":2,"sgemm_peak_gflops":100,"of_sgemm_peak":0.02}`+"\n"+
+			`{"workload":"W2","backend":"cpu","device":"c","replicas":64,"rounds":10,"seconds":64,"replica_rounds_per_s":10,"gemm_gflops":1}`+"\n"+
+			`{"workload":"W2","backend":"gpu","device":"g","replicas":64,"rounds":10,"seconds":12.8,"replica_rounds_per_s":50,"gemm_gflops":5}`+"\n"), 0o644)
 	t.Setenv("FEDAUDIT_KIT_DIR", dir)
 	t.Setenv("FEDAUDIT_KIT_MODE", "gpu")
 	TestKitSummary(t)
@@ -196,14 +222,19 @@ func TestKitSummaryWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"SOME STEPS FAILED", "| parity | FAIL | 2 | see parity.log |", "| gpu | 64 | 20 | 1.000 | 1280.0 | 2.00 | 2.0% of 100 |", "| 64 | gpu 2.00x |"} {
+	for _, want := range []string{"SOME STEPS FAILED", "| parity | FAIL | 2 | see parity.log |", "## W1 benchmark",
+		"| gpu | 64 | 20 | 1.000 | 1280.0 | 2.00 | 2.0% of 100 |", "| 64 | gpu 2.00x |", "## W2 benchmark", "| gpu | 64 | 10 | 12.800 | 50.0 | 5.00 |", "| 64 | gpu 5.00x |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("summary.md lacks %q:\n%s", want, md)
 		}
 	}
+	// Each workload's speed-up is taken against its own CPU row.
+	if w2 := string(md)[strings.Index(string(md), "## W2 benchmark"):]; strings.Contains(w2, "gpu 2.00x") || strings.Index(string(md), "gpu 5.00x") < strings.Index(string(md), "## W2") {
+		t.Errorf("speed-ups are not per workload:\n%s", md)
+	}
 	var s kitSummary
 	js, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
-	if err := json.Unmarshal(js, &s); err != nil || s.Passed || len(s.Bench) != 2 || len(s.Steps) != 2 {
+	if err := json.Unmarshal(js, &s); err != nil || s.Passed || len(s.Bench) != 4 || len(s.Steps) != 2 {
 		t.Errorf("summary.json: %v %+v", err, s)
 	}
 }
