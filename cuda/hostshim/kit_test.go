@@ -48,3 +48,10 @@ func kitBenchShim(t *testing.T, workload string) {
 		t.Logf("%+v", res)
 	}
 }
+
+// The kit's CPU benchmarks and summary in the shim's test binary, so that --shim mode needs no
+// other binary than this one and the gpu-tagged ones (paritytest.KitBenchCPU,
+// paritytest.WriteKitSummary; the gpu test binary has the same three).
+func TestKitBenchW1CPU(t *testing.T) { paritytest.KitBenchCPU(t, paritytest.W1) }
+func TestKitBenchW2CPU(t *testing.T) { paritytest.KitBenchCPU(t, paritytest.W2) }
+func TestKitSummary(t *testing.T)    { paritytest.WriteKitSummary(t) }

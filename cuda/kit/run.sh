@@ -157,10 +157,10 @@ else
     skip memcheck "no libasan for ${CXX:-g++}"
   fi
   STEP_DIR=$shimdir step bench-gpu "W1 on the host shim in place of the device, R=$replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_R="$replicas" "$shimtest" -test.run '^TestKitBenchW1Shim$' $T
-  step bench-cpu "W1 on the CPU backend, R=$cpu_replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_R="$cpu_replicas" "$KIT/cuda-cpu.test" -test.run '^TestKitBenchW1CPU$' $T
+  step bench-cpu "W1 on the CPU backend, R=$cpu_replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_R="$cpu_replicas" "$shimtest" -test.run '^TestKitBenchW1CPU$' $T
   STEP_DIR=$shimdir step bench-gpu-w2 "W2 on the host shim in place of the device, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_R="$w2_replicas" "$shimtest" -test.run '^TestKitBenchW2Shim$' $T
-  step bench-cpu-w2 "W2 on the CPU backend, R=$w2_cpu_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_R="$w2_cpu_replicas" "$KIT/cuda-cpu.test" -test.run '^TestKitBenchW2CPU$' $T
-  summarizer=$KIT/cuda-cpu.test
+  step bench-cpu-w2 "W2 on the CPU backend, R=$w2_cpu_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_R="$w2_cpu_replicas" "$shimtest" -test.run '^TestKitBenchW2CPU$' $T
+  summarizer=$shimtest
 fi
 
 if FEDAUDIT_KIT_DIR="$out" FEDAUDIT_KIT_MODE="$mode" "$summarizer" -test.run '^TestKitSummary$' -test.count=1 > "$out/summary.log" 2>&1; then
