@@ -1,8 +1,8 @@
 package attacks
 
 import (
-	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
@@ -27,25 +27,63 @@ func Skipped(meta runs.Meta) []Skip {
 	return out
 }
 
-// convKinds are train's convolutional models (package nn), which the host model of the attacks
-// does not evaluate yet.
-var convKinds = []string{"lenet5", "resnet", "sequential"}
+// Why an attack does not apply to a model's structure.
+const (
+	whyNotLastDense  = "label reconstruction reads the update of the last dense layer, and the model does not end in a dense layer"
+	whyNotFirstDense = "analytic inversion reads the update of a dense first layer (a sequential spec starting with flatten and dense), and the model's first layer with parameters is not dense"
+)
 
-// ModelSkipped lists, in canonical order, the attacks that cannot run on models of kind mc
-// whatever the run file holds, each with why: those that evaluate the model on the host (its
-// gradients or class scores) when it is a convolutional model. The experiment leaves them out
-// of its selection with that reason rather than failing; the loss, margin and informed attacks
-// read recorded columns and run on every model.
+// ModelSkipped lists, in canonical order, the attacks that cannot run on models of config mc
+// whatever the run file holds, each with why. On a CNN: those needing a dense first layer
+// (analytic inversion) when it starts with a convolution (lenet5, resnet, most sequential
+// specs), and those needing a dense last layer on a sequential spec that ends otherwise; every
+// other attack runs on every known model (the host evaluates CNNs in float64, attacks/cnn.go).
+// A model of kind external (runs imported with an architecture fedaudit does not know) has no
+// model to evaluate at all: the attacks left are those that read parameters or updates as
+// vectors (param-lda, param-cosine, upload-lda) and, where the import recorded them, the
+// statistic columns. The experiment leaves the skipped attacks out of its selection with that
+// reason rather than failing.
 func ModelSkipped(mc train.ModelConfig) []Skip {
-	if !slices.Contains(convKinds, mc.Kind) {
+	if mc.Kind == train.External {
+		const why = "it evaluates the model, and the architecture of an external model is unknown (the parameter-space attacks param-lda, param-cosine and upload-lda need none)"
+		var out []Skip
+		for _, a := range registry {
+			if info := a.Info(); info.Needs.Model || info.Needs.Classes {
+				out = append(out, Skip{Name: info.Name, Why: why})
+			}
+		}
+		return out
+	}
+	if !train.IsNNKind(mc.Kind) {
 		return nil
 	}
+	firstDense, lastDense := convStructure(mc)
 	var out []Skip
 	for _, a := range registry {
 		info := a.Info()
-		if info.Needs.Model || info.Needs.Classes {
-			out = append(out, Skip{Name: info.Name, Why: fmt.Sprintf("it evaluates the model on the host, which covers softmax, mlp and quadratic models; convolutional models (%s) are not supported by attacks yet", mc.Kind)})
+		switch {
+		case info.Needs.FirstDense && !firstDense:
+			out = append(out, Skip{Name: info.Name, Why: whyNotFirstDense + " (model " + mc.Kind + ")"})
+		case info.Needs.LastDense && !lastDense:
+			out = append(out, Skip{Name: info.Name, Why: whyNotLastDense + " (model " + mc.Kind + ")"})
 		}
 	}
 	return out
+}
+
+// convStructure says whether a CNN config's first layer with parameters is dense on the raw
+// input (only flatten layers before it) and whether its last layer is dense: lenet5 and resnet
+// start with a convolution and end in a dense layer; a sequential spec is read from its layers.
+func convStructure(mc train.ModelConfig) (firstDense, lastDense bool) {
+	if mc.Kind != "sequential" {
+		return false, true
+	}
+	kinds := make([]string, len(mc.Layers))
+	for i, l := range mc.Layers {
+		kinds[i] = strings.ToLower(l.Kind)
+	}
+	if i := slices.IndexFunc(kinds, func(k string) bool { return k != "flatten" }); i >= 0 {
+		firstDense = kinds[i] == "dense"
+	}
+	return firstDense, len(kinds) > 0 && kinds[len(kinds)-1] == "dense"
 }

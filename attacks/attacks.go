@@ -68,8 +68,9 @@ type Env struct {
 	// Seed seeds the attacks' own randomness (random directions, restarts).
 	Seed uint64
 
-	model *hostModel
-	cache *envCache
+	model   *hostModel
+	cache   *envCache
+	invgrad invgradConfig // Options' invgrad budget
 }
 
 // envCache holds what attacks compute once per Score call and share between runs.
@@ -91,7 +92,10 @@ type Needs struct {
 	Stats   []string // recorded statistic columns
 	Target  bool     // Env.Target (and Env.TargetPrime where present)
 	Model   bool     // a host model of Env.Config.Model
-	Classes bool     // a model ending in a softmax over classes (softmax or mlp)
+	Classes bool     // a model ending in a softmax over classes (softmax, mlp or a CNN)
+	// LastDense is a model whose last layer is dense (label reconstruction reads its update);
+	// FirstDense one whose first layer is dense on the raw input (analytic inversion).
+	LastDense, FirstDense bool
 }
 
 // Info describes an attack.
@@ -124,6 +128,9 @@ type Observed struct {
 	Score    float64
 	Metrics  []float64
 	Features []float64
+	// Reconstruction is a reconstructing attack's estimate of the sample (in Env.Shape's
+	// layout), for the gallery.
+	Reconstruction []float64
 }
 
 // errMissing marks an observation that lacks what the attack looks at although the file has the
@@ -157,6 +164,8 @@ var registry = []Attack{
 		summary: "the informed adversary's Gaussian log-likelihood ratio summed over all rounds (recorded by training)"},
 	informedAttack{name: "informed-last", stat: runs.StatLLRLast, threat: runs.ThreatAllIterates,
 		summary: "the informed adversary's log-likelihood ratio of the last round only: an observer of w_{T-1} and w_T"},
+	informedAttack{name: "informed-diff", stat: runs.StatLLRDiff, threat: runs.ThreatAllIterates,
+		summary: "the informed adversary's ratio of the noise residuals differenced over consecutive rounds (replayed from imported iterates): catches noise reused across rounds"},
 	informedUploadAttack{},
 	lossAttack{},
 	marginAttack{},
@@ -167,6 +176,12 @@ var registry = []Attack{
 	labelAttack{},
 	inversionAttack{},
 	invgradAttack{},
+	vectorAttack{name: "param-lda", threat: runs.ThreatFinal, of: finalParams,
+		summary: "diagonal LDA on the final parameters w_T (any architecture), fitted on the shadow pairs' whole vectors"},
+	vectorAttack{name: "param-cosine", threat: runs.ThreatFinal, of: finalMove, cosine: true,
+		summary: "one-shot cosine statistic: cos(w_T - w_0, d), d the shadow pairs' mean difference between the worlds (any architecture)"},
+	vectorAttack{name: "upload-lda", threat: runs.ThreatUploads, of: uploadUpdate,
+		summary: "diagonal LDA on the target client's update U - w_{T-1} (any architecture), fitted on the shadow pairs' whole vectors"},
 }
 
 // Names lists the available attacks in their canonical order.
@@ -259,7 +274,7 @@ func check(a Attack, env *Env) error {
 	}
 	if n.Model || n.Classes {
 		if env.model == nil {
-			m, err := newHostModel(env.Config.Model, env.Dim, env.Classes)
+			m, err := newModelFor(env.Config.Model, env.Shape, env.Dim, env.Classes)
 			if err != nil {
 				return fmt.Errorf("attack %s: %w", info.Name, err)
 			}
@@ -267,6 +282,12 @@ func check(a Attack, env *Env) error {
 		}
 		if n.Classes && !env.model.hasClasses() {
 			return fmt.Errorf("attack %s: needs a model with a softmax over classes, not %q", info.Name, env.Config.Model.Kind)
+		}
+		if _, _, _, ok := env.model.lastDense(); n.LastDense && !ok {
+			return fmt.Errorf("attack %s: %s", info.Name, whyNotLastDense)
+		}
+		if _, _, _, _, ok := env.model.firstLayer(); n.FirstDense && !ok {
+			return fmt.Errorf("attack %s: %s", info.Name, whyNotFirstDense)
 		}
 		if n.Target {
 			for _, s := range []datasets.Sample{env.Target, env.TargetPrime} {

@@ -71,7 +71,7 @@ func (c invgradConfig) withDefaults() invgradConfig {
 
 func (invgradAttack) Info() Info {
 	return Info{Name: "invgrad", Threat: runs.ThreatUploads,
-		Needs:   Needs{Upload: true, Target: true, Model: true, Classes: true},
+		Needs:   Needs{Upload: true, Target: true, Model: true, Classes: true, LastDense: true},
 		Metrics: []string{MetricMSE, MetricPSNR, MetricSSIM, MetricL2},
 		Summary: "Inverting-Gradients reconstruction: cosine matching of the update through K unrolled local steps, TV prior, box [0,1], signed Adam, restarts; score = ||x^-epsilon'|| - ||x^-epsilon||"}
 }
@@ -95,11 +95,23 @@ func (a invgradAttack) Observe(env *Env, obs *Observation) (Observed, error) {
 		truth = env.TargetPrime
 	}
 	if truth.Present() {
-		ref := to64(truth.Features)
-		mse := sqDist(x, ref) / float64(len(ref))
-		metrics = []float64{mse, psnr(mse, 1), ssimGlobal(x, ref, 1), math.Sqrt(sqDist(x, ref))}
+		metrics = reconstructionMetrics(x, to64(truth.Features), imageShape(env.Shape, env.Dim))
 	}
-	return Observed{Score: score, Metrics: metrics}, nil
+	return Observed{Score: score, Metrics: metrics, Reconstruction: x}, nil
+}
+
+// pairCap implements pairCapped: Options.InvgradPairs, defaulting to DefaultInvgradPairsCNN
+// pairs for a CNN (a LeNet-5 reconstruction takes seconds) and every pair for the host MLPs.
+func (invgradAttack) pairCap(env *Env, opts Options) int {
+	switch {
+	case opts.InvgradPairs < 0:
+		return 0
+	case opts.InvgradPairs > 0:
+		return opts.InvgradPairs
+	case env.model != nil && env.model.kind == "cnn":
+		return DefaultInvgradPairsCNN
+	}
+	return 0
 }
 
 // reconstruct returns the reconstruction of the best restart and its objective, or a nil x when
@@ -127,20 +139,31 @@ func (a invgradAttack) reconstruct(env *Env, obs *Observation) ([]float64, float
 	if err != nil {
 		return nil, 0, err
 	}
-	cfg := a.cfg.withDefaults()
-	p := &invProblem{m: env.model, w0: to64(obs.Prev.Params), u: u, y: y, etas: etas,
-		clip: env.Config.ClipNorm, tvWeight: cfg.tv}
+	cfg := a.cfg
+	if cfg.iterations == 0 {
+		cfg.iterations = env.invgrad.iterations
+	}
+	cfg = cfg.withDefaults()
+	var alpha float64
 	if env.Config.Algorithm == algo.FedProx {
-		p.alpha = env.Config.ProxAlpha
+		alpha = env.Config.ProxAlpha
 	}
-	p.img = imageShape(env.Shape, env.Dim)
-	if p.img.c == 0 {
-		p.tvWeight = 0
+	img, tv := imageShape(env.Shape, env.Dim), cfg.tv
+	if img.c == 0 {
+		tv = 0
 	}
+	rng := rand.New(rand.NewPCG(env.Seed^invgradSalt, uint64(obs.RunID)*0x9e3779b97f4a7c15^uint64(obs.Round)))
+	w0 := to64(obs.Prev.Params)
+	if env.model.kind == "cnn" {
+		p := &cnnInvProblem{h: env.model.cnn, w0: w0, u: u, y: []int32{int32(y)}, etas: etas,
+			clip: env.Config.ClipNorm, alpha: alpha, img: img, tvWeight: tv, P: cfg.restarts}
+		return a.reconstructCNN(env, p, rng, cfg)
+	}
+	p := &invProblem{m: env.model, w0: w0, u: u, y: y, etas: etas,
+		clip: env.Config.ClipNorm, alpha: alpha, img: img, tvWeight: tv}
 	if !p.init() {
 		return nil, 0, nil
 	}
-	rng := rand.New(rand.NewPCG(env.Seed^invgradSalt, uint64(obs.RunID)*0x9e3779b97f4a7c15^uint64(obs.Round)))
 	xs := make([][]float64, cfg.restarts)
 	objs := make([]float64, cfg.restarts)
 	for r := range xs {

@@ -12,14 +12,31 @@ import (
 // layers) layer by layer the weight (out x in, row-major) then the bias; for the quadratic model
 // the vector w itself. Attacks need per-sample gradients and, unlike training, precision rather
 // than speed.
+//
+// Package nn's convolutional models (train's kinds lenet5, resnet and sequential) are evaluated
+// through cnn (kind "cnn"): newModelFor builds them from the data's shape.
 type hostModel struct {
-	kind  string // "mlp" (also softmax regression) or "quadratic"
+	kind  string // "mlp" (also softmax regression), "quadratic" or "cnn"
 	act   string // "tanh", "softplus" or "relu"
 	sizes []int  // input, hidden..., classes
 	woff  []int
 	boff  []int
 	d     int
 	a     float64 // quadratic curvature
+	cnn   *cnnHost
+}
+
+// newModelFor returns the host model of a config: a CNN of package nn (built for samples of the
+// given shape) or one of train's flat models.
+func newModelFor(cfg train.ModelConfig, shape []int, dim, classes int) (*hostModel, error) {
+	if !train.IsNNKind(cfg.Kind) {
+		return newHostModel(cfg, dim, classes)
+	}
+	h, err := newCNNHost(cfg, shape, dim, classes)
+	if err != nil {
+		return nil, err
+	}
+	return &hostModel{kind: "cnn", cnn: h, d: h.d, sizes: []int{h.input.Size()}}, nil
 }
 
 func newHostModel(cfg train.ModelConfig, dim, classes int) (*hostModel, error) {
@@ -34,7 +51,7 @@ func newHostModel(cfg train.ModelConfig, dim, classes int) (*hostModel, error) {
 		return &hostModel{kind: "quadratic", d: dim, a: cfg.Curvature, sizes: []int{dim}}, nil
 	case "softmax", "mlp":
 	case "lenet5", "resnet", "sequential":
-		return nil, fmt.Errorf("model: kind %q: the attacks' host model evaluates softmax, mlp and quadratic models; convolutional models are not supported yet", cfg.Kind)
+		return nil, fmt.Errorf("model: kind %q: a convolutional model needs the input shape (newModelFor); this evaluator takes softmax, mlp and quadratic models", cfg.Kind)
 	default:
 		return nil, fmt.Errorf("model: kind %q is not softmax, mlp or quadratic", cfg.Kind)
 	}
@@ -73,17 +90,52 @@ func (m *hostModel) numParams() int { return m.d }
 func (m *hostModel) layers() int { return len(m.sizes) - 1 }
 
 // hasClasses reports whether the model ends in a softmax over classes (label attacks apply).
-func (m *hostModel) hasClasses() bool { return m.kind == "mlp" }
+func (m *hostModel) hasClasses() bool { return m.kind == "mlp" || m.kind == "cnn" }
 
-// lastBias returns the range of the last layer's bias in the parameter vector.
-func (m *hostModel) lastBias() (lo, hi int) {
-	L := m.layers()
-	return m.boff[L-1], m.boff[L-1] + m.sizes[L]
+// lastDense returns the offsets of the last layer's weight (classes x in, row-major) and bias
+// when the model ends in a dense layer (every MLP; a CNN whose spec ends in one).
+func (m *hostModel) lastDense() (woff, boff, in int, ok bool) {
+	switch m.kind {
+	case "cnn":
+		return m.cnn.lastDense()
+	case "mlp":
+		L := m.layers()
+		return m.woff[L-1], m.boff[L-1], m.sizes[L-1], true
+	}
+	return 0, 0, 0, false
 }
 
-// firstLayer returns the offsets of the first layer's weight (rows x in) and bias.
-func (m *hostModel) firstLayer() (woff, boff, rows, in int) {
-	return m.woff[0], m.boff[0], m.sizes[1], m.sizes[0]
+// lastBias returns the range of the last dense layer's bias in the parameter vector; the
+// caller checked lastDense.
+func (m *hostModel) lastBias() (lo, hi int) {
+	_, b, _, _ := m.lastDense()
+	return b, m.d
+}
+
+// firstLayer returns the offsets of the first layer's weight (rows x in) and bias when it is a
+// dense layer on the raw input (every MLP; a CNN spec that starts with flatten and dense).
+func (m *hostModel) firstLayer() (woff, boff, rows, in int, ok bool) {
+	switch m.kind {
+	case "cnn":
+		return m.cnn.firstDense()
+	case "mlp":
+		return m.woff[0], m.boff[0], m.sizes[1], m.sizes[0], true
+	}
+	return 0, 0, 0, 0, false
+}
+
+// meanProbabilities is the model's mean softmax output over samples xs at w.
+func (m *hostModel) meanProbabilities(w []float64, xs [][]float32) []float64 {
+	if m.kind == "cnn" {
+		return m.cnn.meanProbabilities(w, xs)
+	}
+	mean := make([]float64, m.sizes[len(m.sizes)-1])
+	for _, x := range xs {
+		for c, p := range m.probabilities(w, to64(x)) {
+			mean[c] += p / float64(len(xs))
+		}
+	}
+	return mean
 }
 
 func (m *hostModel) activate(v float64) float64 {
@@ -167,6 +219,9 @@ func softmax(z []float64) []float64 {
 // (a/2)||w||^2 - <x, w> and <x, w>), and adds scale times the gradient of the loss to grad
 // when grad is not nil.
 func (m *hostModel) lossGrad(w, x []float64, y int, scale float64, grad []float64) (loss, margin float64) {
+	if m.kind == "cnn" {
+		return m.cnn.sampleLoss(w, x, y, scale, grad)
+	}
 	if m.kind == "quadratic" {
 		var ww, xw float64
 		for i, v := range w {

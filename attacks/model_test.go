@@ -77,7 +77,7 @@ func TestModelLayout(t *testing.T) {
 	if lo, hi := m.lastBias(); lo != 5*7+7+7*3 || hi != lo+3 {
 		t.Errorf("last bias at [%d, %d), want [%d, %d)", lo, hi, 63, 66)
 	}
-	if wo, bo, rows, in := m.firstLayer(); wo != 0 || bo != 35 || rows != 7 || in != 5 {
+	if wo, bo, rows, in, ok := m.firstLayer(); !ok || wo != 0 || bo != 35 || rows != 7 || in != 5 {
 		t.Errorf("first layer (%d, %d, %d, %d), want (0, 35, 7, 5)", wo, bo, rows, in)
 	}
 	// The loss of a known point: zero parameters give uniform predictions, loss log(classes)

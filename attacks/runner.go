@@ -22,6 +22,24 @@ type Options struct {
 	Rounds []int
 	// Workers is the number of goroutines; 0 means GOMAXPROCS. Results do not depend on it.
 	Workers int
+	// InvgradPairs caps the pairs invgrad reconstructs at each round, for its cost (a LeNet-5
+	// reconstruction takes seconds): the first InvgradPairs pairs by pair id, both runs of
+	// each, are scored and the others get no invgrad score at all (so its audit rests on those
+	// pairs alone; the choice depends on pair ids only, so they are still i.i.d. draws). 0 means
+	// DefaultInvgradPairsCNN for a CNN and every pair for the other models; negative means
+	// every pair.
+	InvgradPairs int
+	// InvgradIterations is invgrad's signed-Adam iterations per restart; 0 means 400. Fewer
+	// cost less and reconstruct worse.
+	InvgradIterations int
+}
+
+// DefaultInvgradPairsCNN is Options.InvgradPairs's default for CNNs.
+const DefaultInvgradPairsCNN = 8
+
+// pairCapped is an attack that scores at most pairCap pairs per round (0: every pair).
+type pairCapped interface {
+	pairCap(env *Env, opts Options) int
 }
 
 // Metrics summarizes one attack at one round.
@@ -51,6 +69,23 @@ type Result struct {
 	Scores []runs.Score
 	// Summary holds one entry per attack and round, in the same order.
 	Summary []Metrics
+	// Reconstructions are, for each attack that reconstructs the target sample and each round,
+	// its reconstructions from both runs of one pair (the first pair by id, among the first four,
+	// whose two runs it scored): for the report's gallery. Kept only when Env.Shape describes an
+	// image.
+	Reconstructions []Reconstruction
+}
+
+// Reconstruction is an attack's reconstruction of the sample that differs between the worlds,
+// from one run: X in the sample's layout (Env.Shape), with the attack's metrics against the
+// sample of the run's world.
+type Reconstruction struct {
+	Attack        string
+	Round         int32
+	RunID, PairID int64
+	World         int8
+	X             []float64
+	Metrics       []float64 // the attack's Info().Metrics, in order
 }
 
 // Score runs attacks on the runs of table at the given rounds. It reads the table once, keeping
@@ -59,6 +94,10 @@ type Result struct {
 // and 0 when Env.Initial is not given.
 func Score(ctx context.Context, table *runs.Table, env Env, opts Options) (*Result, error) {
 	env.Meta = table.Meta()
+	if opts.InvgradIterations < 0 {
+		return nil, fmt.Errorf("attacks: invgrad iterations %d, need >= 0", opts.InvgradIterations)
+	}
+	env.invgrad = invgradConfig{iterations: opts.InvgradIterations}
 	if len(opts.Attacks) == 0 {
 		return nil, errors.New("attacks: the run file supports no attack (no statistics, params or uploads recorded)")
 	}
@@ -105,8 +144,17 @@ func score(ctx context.Context, table *runs.Table, env *Env, atts []Attack, opts
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	sc := &scoring{env: env, atts: atts, rounds: rounds, obs: obs}
+	// The shadow pairs depend on the pair ids alone: the same for every attack and round.
+	shadow, err := shadowPairs(obs, env.ShadowEvery, env.ShadowMax)
+	if err != nil {
+		return nil, err
+	}
+	sc := &scoring{env: env, atts: atts, rounds: rounds, obs: obs, shadow: shadow, learned: make([]bool, len(atts))}
+	sc.limitPairs(opts)
 	if err := sc.observe(ctx, workers); err != nil {
+		return nil, err
+	}
+	if err := sc.fitVectors(ctx, workers); err != nil {
 		return nil, err
 	}
 	// Parameters are no longer needed: let them go before fitting.
@@ -253,6 +301,41 @@ type scoring struct {
 	// shadow are the pairs the learned attacks were fitted on; learned[a] marks those attacks.
 	shadow  map[int64]bool
 	learned []bool
+	// scored[a] are the pairs a pair-capped attack a scores (nil: every pair); gallery are the
+	// pairs whose reconstructions are kept for Result.Reconstructions.
+	scored  []map[int64]bool
+	gallery map[int64]bool
+}
+
+// errNotScored marks an observation a pair-capped attack leaves out: no score row at all.
+var errNotScored = errors.New("pair not scored by this attack")
+
+// galleryPairs is how many of the first pairs keep their reconstructions until tabulate picks
+// the first of them that both runs answered.
+const galleryPairs = 4
+
+// limitPairs resolves each pair-capped attack's pairs (the first by pair id) and the gallery's
+// candidate pairs.
+func (sc *scoring) limitPairs(opts Options) {
+	ids := pairIDs(sc.obs)
+	first := func(n int) map[int64]bool {
+		out := map[int64]bool{}
+		for _, id := range ids[:min(n, len(ids))] {
+			out[id] = true
+		}
+		return out
+	}
+	sc.scored = make([]map[int64]bool, len(sc.atts))
+	for ai, a := range sc.atts {
+		if pc, ok := a.(pairCapped); ok {
+			if n := pc.pairCap(sc.env, opts); n > 0 && n < len(ids) {
+				sc.scored[ai] = first(n)
+			}
+		}
+	}
+	if imageShape(sc.env.Shape, sc.env.Dim).c > 0 {
+		sc.gallery = first(galleryPairs)
+	}
 }
 
 // observe runs every attack on every observation in parallel.
@@ -266,9 +349,16 @@ func (sc *scoring) observe(ctx context.Context, workers int) error {
 	}
 	return parallel(ctx, workers, len(atts)*len(obs), func(j int) error {
 		ai, oi := j/len(obs), j%len(obs)
+		if sc.scored[ai] != nil && !sc.scored[ai][obs[oi].PairID] {
+			sc.status[ai][oi] = errNotScored
+			return nil
+		}
 		o, err := atts[ai].Observe(sc.env, &obs[oi])
 		if err != nil && !errors.Is(err, errMissing) {
 			return fmt.Errorf("attacks: %s on run %d at round %d: %w", atts[ai].Info().Name, obs[oi].RunID, obs[oi].Round, err)
+		}
+		if !sc.gallery[obs[oi].PairID] {
+			o.Reconstruction = nil // only the gallery's candidates keep theirs
 		}
 		sc.observed[ai][oi], sc.status[ai][oi] = o, err
 		return nil
@@ -281,18 +371,12 @@ func (sc *scoring) observe(ctx context.Context, workers int) error {
 // certification (DKW, Clopper-Pearson) assumes; cross-fitted folds, whose scorers depend on
 // each other's pairs, would not be.
 func (sc *scoring) fit(ctx context.Context, workers int) error {
-	shadow, err := shadowPairs(sc.obs, sc.env.ShadowEvery, sc.env.ShadowMax)
-	if err != nil {
-		return err
-	}
-	sc.shadow = shadow
 	type fitJob struct{ ai, round int }
 	var fits []fitJob
-	sc.learned = make([]bool, len(sc.atts))
 	for ai, a := range sc.atts {
 		if _, ok := a.(Learner); ok {
 			sc.learned[ai] = true
-			if len(shadow) == 0 {
+			if len(sc.shadow) == 0 {
 				return fmt.Errorf("attacks: %s is fitted on shadow pairs (every %d-th pair), and there are only %d pairs", a.Info().Name, shadowEvery(sc.env), len(pairIDs(sc.obs)))
 			}
 			for ri := range sc.rounds {
@@ -347,9 +431,37 @@ func (sc *scoring) tabulate() *Result {
 		}
 		for _, t := range sc.rounds {
 			sc.tabulateRound(res, ai, info, col, int32(t))
+			res.Reconstructions = append(res.Reconstructions, sc.reconstructions(ai, info, int32(t))...)
 		}
 	}
 	return res
+}
+
+// reconstructions returns attack ai's reconstructions at round t from both runs of the first
+// gallery pair (by id) whose two runs it scored with a reconstruction, or none.
+func (sc *scoring) reconstructions(ai int, info Info, t int32) []Reconstruction {
+	byPair := map[int64][]Reconstruction{}
+	var pairs []int64
+	for oi := range sc.obs {
+		o := &sc.obs[oi]
+		ob := &sc.observed[ai][oi]
+		if o.Round != t || sc.status[ai][oi] != nil || ob.Reconstruction == nil {
+			continue
+		}
+		if byPair[o.PairID] == nil {
+			pairs = append(pairs, o.PairID)
+		}
+		byPair[o.PairID] = append(byPair[o.PairID], Reconstruction{Attack: info.Name, Round: t, RunID: o.RunID,
+			PairID: o.PairID, World: o.World, X: ob.Reconstruction, Metrics: ob.Metrics})
+	}
+	slices.Sort(pairs)
+	for _, id := range pairs {
+		if rs := byPair[id]; len(rs) == 2 {
+			slices.SortFunc(rs, func(a, b Reconstruction) int { return int(a.World) - int(b.World) })
+			return rs
+		}
+	}
+	return nil
 }
 
 // tabulateRound appends the scores of attack ai at round t to res, and their summary. col maps
@@ -362,8 +474,8 @@ func (sc *scoring) tabulateRound(res *Result, ai int, info Info, col []int, t in
 	var worlds []int8
 	for oi := range sc.obs {
 		o := &sc.obs[oi]
-		if o.Round != t || sc.learned[ai] && sc.shadow[o.PairID] {
-			continue // shadow pairs fitted the learned attacks and are not audited
+		if o.Round != t || sc.learned[ai] && sc.shadow[o.PairID] || errors.Is(sc.status[ai][oi], errNotScored) {
+			continue // shadow pairs fitted the learned attacks and are not audited; capped pairs are not scored
 		}
 		s := runs.Score{RunID: o.RunID, PairID: o.PairID, World: o.World, Round: t, Attack: info.Name, Threat: info.Threat}
 		s.Metrics = make([]float64, len(res.MetricNames))

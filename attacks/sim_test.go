@@ -19,6 +19,7 @@ import (
 type simSpec struct {
 	model        train.ModelConfig
 	dim, classes int
+	shape        []int // the input's shape (CNNs; images get the TV prior and SSIM)
 	pairs        int
 	sigma        float64
 	extra        int // client samples besides the target
@@ -72,7 +73,7 @@ func randomSample(rng *rand.Rand, dim int, label int32) datasets.Sample {
 // target client's samples in world C.
 func simulate(t *testing.T, s simSpec) (string, Env, []datasets.Sample) {
 	t.Helper()
-	m, err := newHostModel(s.model, s.dim, s.classes)
+	m, err := newModelFor(s.model, s.shape, s.dim, s.classes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func simulate(t *testing.T, s simSpec) (string, Env, []datasets.Sample) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	env := Env{Config: s.config(), Dim: s.dim, Classes: s.classes, Target: eps, TargetPrime: epsP,
+	env := Env{Config: s.config(), Dim: s.dim, Classes: s.classes, Shape: s.shape, Target: eps, TargetPrime: epsP,
 		ClientSize: 1 + s.extra, ClientLabels: labels, ShadowEvery: 5, Seed: 3}
 	if s.noRound0 {
 		env.Initial = to32(w0)

@@ -1,11 +1,13 @@
 package compute
 
 // Images is a batch of image activations inside a Buffer: per batch element (replica), C
-// channels, each holding N samples of H x W pixels, laid out [C][N][H][W]. Channel-major order
-// makes a convolution of all N samples one matrix product (the im2col patches of one channel
-// are contiguous over the samples). Element (c, n, y, x) of batch element b is at
-// Off + b*BatchStride + ((c*N + n)*H + y)*W + x. A BatchStride of 0 shares one tensor with the
-// whole batch (the first layer's input: one client's minibatch for every replica).
+// channels of H x W pixels of N samples, laid out [C][H][W][N], the samples innermost. With
+// that order a convolution over all N samples is one matrix product whose patches are runs of
+// whole pixels times samples, pooling and normalisation work on contiguous runs of samples,
+// and flattening channels and pixels into features is no operation at all. Element (c, y, x, n)
+// of batch element b is at Off + b*BatchStride + ((c*H + y)*W + x)*N + n. A BatchStride of 0
+// shares one tensor with the whole batch (the first layer's input: one client's minibatch for
+// every replica).
 type Images struct {
 	Buf                Buffer
 	Off                int
@@ -42,28 +44,32 @@ const (
 // size and however an implementation splits the work, and overwrites its outputs.
 type Convolver interface {
 	// Im2col writes the patches of x for a convolution with window win: per batch element the
-	// (C*Size*Size) x (N*OH*OW) matrix cols (OH, OW = win.Out(H), win.Out(W)) whose row
-	// (c*Size + i)*Size + j, column (n*OH + oy)*OW + ox holds x(c, n, oy*Stride - Pad + i,
-	// ox*Stride - Pad + j), or 0 where that lies in the padding.
+	// (C*Size*Size) x (OH*OW*N) matrix cols (OH, OW = win.Out(H), win.Out(W)) whose row
+	// (c*Size + i)*Size + j, column (oy*OW + ox)*N + n holds x(c, oy*Stride - Pad + i,
+	// ox*Stride - Pad + j, n), or 0 where that lies in the padding. The product of a weight
+	// matrix with cols is then the convolution's output in the same [C][H][W][N] order.
 	Im2col(x Images, win Window, cols Mat)
-	// Col2im is Im2col's adjoint: dx(c, n, y, x) is the sum of the entries of cols that Im2col
-	// would fill from that pixel, added in ascending row order of cols (for each channel: i,
-	// then j, then the output position).
+	// Col2im is Im2col's adjoint: dx(c, y, x, n) is the sum of the entries of cols that Im2col
+	// would fill from that value, added from zero in ascending row order of cols (for each
+	// channel: i, then j).
 	Col2im(cols Mat, win Window, dx Images)
-	// Pool writes y (C, N, win.Out(H), win.Out(W)) from x: the maximum of each window (the
-	// first maximum in row-major window order, as found by comparing each value with > to the
-	// best so far: -0 and +0 tie, and a NaN wins only as the window's first value; padding
-	// never wins), or the average of the Size*Size window positions, padding counted as zeros.
+	// Pool writes y (C, win.Out(H), win.Out(W), N) from x, each sample on its own: the
+	// maximum of each window (the first maximum in row-major window order, as found by
+	// comparing each value with > to the best so far: -0 and +0 tie, and a NaN wins only as
+	// the window's first value; padding never wins), or the average of the Size*Size window
+	// positions (added in row-major order from zero, times 1/(Size*Size)), padding counted as
+	// zeros.
 	Pool(p Pooling, win Window, x, y Images)
 	// PoolGrad writes dx from dy, the gradient of Pool's output: max pooling routes each
 	// dy value to its window's first maximum (recomputed from x, so nothing is kept between
-	// the passes); average pooling spreads dy/(Size*Size) over the window. Values that reach
-	// one pixel from several windows are added in row-major order of the windows.
+	// the passes); average pooling adds dy times 1/(Size*Size) to each pixel of the window.
+	// Values that reach one pixel from several windows are added from zero in row-major order
+	// of the windows.
 	PoolGrad(p Pooling, win Window, x, dy, dx Images)
 	// GroupNorm normalises each sample's channels in groups consecutive groups (all their
-	// pixels together) to mean 0 and variance 1, with eps added to the variance, then scales
-	// channel c by gamma[c] and shifts it by beta[c]: gamma and beta are 1 x C rows per batch
-	// element. The statistics are accumulated in float64.
+	// pixels together, each sample on its own) to mean 0 and variance 1, with eps added to the
+	// variance, then scales channel c by gamma[c] and shifts it by beta[c]: gamma and beta are
+	// 1 x C rows per batch element. The statistics are accumulated in float64.
 	GroupNorm(groups int, eps float32, x Images, gamma, beta Mat, y Images)
 	// GroupNormGrad writes the gradients of GroupNorm's inputs given dy, the gradient of its
 	// output: dx (when dx.Buf is not nil) and dgamma, dbeta (1 x C rows per batch element).
@@ -72,7 +78,7 @@ type Convolver interface {
 	// Transpose moves blocks of block consecutive values: src is a Rows x Cols matrix of
 	// blocks (block (i, j) at Off + b*BatchStride + i*Stride + j*block) and dst, Cols x Rows,
 	// receives block (i, j) of src as its block (j, i). With block = 1 it is a matrix
-	// transpose; nn uses it to turn [samples][channels][pixels] into [channels][samples][pixels]
-	// and channel planes into feature columns.
+	// transpose; nn uses it to turn a batch of sample rows [N][C*H*W] into [C][H][W][N] and
+	// logits [classes][N] into rows for the softmax.
 	Transpose(block int, src, dst Mat)
 }

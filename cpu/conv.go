@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/cpu/internal/simd"
 	"github.com/fedaudit/fedaudit/internal/imgops"
 )
 
@@ -41,6 +42,13 @@ type convJob struct {
 	statsPerElem int
 }
 
+// pool2 is the common 2x2 pooling window at stride 2, whose max pooling runs on the SIMD
+// kernels of package simd (the same bits as imgops' portable ones).
+var (
+	pool2    = imgops.Win{K: 2, S: 2}
+	simdMax2 = imgops.Max2[float32]{Max: simd.Max4, Grad: simd.Max4Grad}
+)
+
 func geom(x compute.Images) imgops.Geom { return imgops.Geom{C: x.C, N: x.N, H: x.H, W: x.W} }
 
 func imgAt(x compute.Images, b int) []float32 { return data(x.Buf)[x.Off+b*x.BatchStride:] }
@@ -71,10 +79,18 @@ func (j *convJob) run(task, _ int) {
 	case opCol2im:
 		imgops.Col2im(matAt(j.m, b), j.m.Stride, geom(j.x), j.win, imgAt(j.x, b), u0, u1)
 	case opMaxPool:
+		if j.win == pool2 {
+			imgops.MaxPool2(imgAt(j.x, b), geom(j.x), imgAt(j.y, b), u0, u1, simdMax2)
+			break
+		}
 		imgops.MaxPool(imgAt(j.x, b), geom(j.x), j.win, imgAt(j.y, b), u0, u1)
 	case opAvgPool:
 		imgops.AvgPool(imgAt(j.x, b), geom(j.x), j.win, imgAt(j.y, b), u0, u1)
 	case opMaxPoolGrad:
+		if j.win == pool2 {
+			imgops.MaxPool2Grad(imgAt(j.x, b), geom(j.x), imgAt(j.y, b), imgAt(j.z, b), u0, u1, simdMax2)
+			break
+		}
 		imgops.MaxPoolGrad(imgAt(j.x, b), geom(j.x), j.win, imgAt(j.y, b), imgAt(j.z, b), u0, u1)
 	case opAvgPoolGrad:
 		imgops.AvgPoolGrad(geom(j.x), j.win, imgAt(j.y, b), imgAt(j.z, b), u0, u1)
@@ -123,7 +139,7 @@ func (c *Backend) Pool(p compute.Pooling, w compute.Window, x, y compute.Images)
 	if p == compute.AvgPooling {
 		j.op = opAvgPool
 	}
-	c.runConv(y.Batch, y.C*y.N, y.H*y.W*w.Size*w.Size)
+	c.runConv(y.Batch, y.C*y.H, y.W*y.N*w.Size*w.Size) // output rows
 }
 
 // PoolGrad implements compute.Convolver.
@@ -133,7 +149,7 @@ func (c *Backend) PoolGrad(p compute.Pooling, w compute.Window, x, dy, dx comput
 	if p == compute.AvgPooling {
 		j.op = opAvgPoolGrad
 	}
-	c.runConv(dx.Batch, dx.C*dx.N, dy.H*dy.W*w.Size*w.Size)
+	c.runConv(dx.Batch, dx.C, dy.H*dy.W*dy.N*w.Size*w.Size) // channels
 }
 
 // groupScratch sizes the float64 statistics for batch elements of x in groups.
@@ -152,7 +168,7 @@ func (c *Backend) GroupNorm(groups int, eps float32, x compute.Images, gamma, be
 	j := &c.conv
 	c.groupScratch(x, y.Batch, groups)
 	j.op, j.groups, j.eps, j.x, j.m, j.n, j.y = opGroupNorm, groups, float64(eps), x, gamma, beta, y
-	c.runConv(y.Batch, x.N, 2*x.C*x.H*x.W)
+	c.runConv(y.Batch, groups, 2*x.C/groups*x.H*x.W*x.N) // groups
 }
 
 // GroupNormGrad implements compute.Convolver.
@@ -162,10 +178,10 @@ func (c *Backend) GroupNormGrad(groups int, eps float32, x compute.Images, gamma
 	c.groupScratch(x, batch, groups)
 	j.groups, j.eps, j.x = groups, float64(eps), x
 	j.op = opGroupStats
-	c.runConv(batch, x.N, x.C*x.H*x.W)
+	c.runConv(batch, groups, x.C/groups*x.H*x.W*x.N)
 	if dx.Buf != nil {
 		j.op, j.m, j.y, j.z = opGroupNormGradX, gamma, dy, dx
-		c.runConv(batch, x.N, 2*x.C*x.H*x.W)
+		c.runConv(batch, groups, 2*x.C/groups*x.H*x.W*x.N)
 	}
 	j.op, j.y, j.m2, j.m3 = opGroupNormGradParams, dy, dgamma, dbeta
 	c.runConv(batch, x.C, x.N*x.H*x.W)

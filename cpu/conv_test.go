@@ -21,9 +21,16 @@ func TestConvolverMatchesImgops(t *testing.T) {
 		}
 		return v
 	}
-	const R = 3
-	x0 := compute.Images{C: 6, N: 5, H: 14, W: 13}
 	wins := []compute.Window{{Size: 5, Stride: 1, Pad: 2}, {Size: 3, Stride: 2, Pad: 1}, {Size: 2, Stride: 2}}
+	// Five samples, and 37: runs of samples long enough for the SIMD 2x2 max pooling (eight at
+	// a time, then a tail), against imgops' portable kernels.
+	for _, x0 := range []compute.Images{{C: 6, N: 5, H: 14, W: 13}, {C: 6, N: 37, H: 6, W: 7}} {
+		testConvolverMatchesImgops(t, rng, fill, x0, wins)
+	}
+}
+
+func testConvolverMatchesImgops(t *testing.T, rng *rand.Rand, fill func(int) []float32, x0 compute.Images, wins []compute.Window) {
+	const R = 3
 	for _, threads := range []int{1, 3} {
 		be := New(threads)
 		defer be.Close()
@@ -73,11 +80,11 @@ func TestConvolverMatchesImgops(t *testing.T) {
 						wantY := make([]float32, len(y))
 						for r := 0; r < R; r++ {
 							if p == compute.MaxPooling {
-								imgops.MaxPool(xAt(r), g, iw, wantY[r*yper:], 0, x.C*x.N)
-								imgops.MaxPoolGrad(xAt(r), g, iw, dy[r*yper:], wantDX[r*per:], 0, x.C*x.N)
+								imgops.MaxPool(xAt(r), g, iw, wantY[r*yper:], 0, x.C*OH)
+								imgops.MaxPoolGrad(xAt(r), g, iw, dy[r*yper:], wantDX[r*per:], 0, x.C)
 							} else {
-								imgops.AvgPool(xAt(r), g, iw, wantY[r*yper:], 0, x.C*x.N)
-								imgops.AvgPoolGrad(g, iw, dy[r*yper:], wantDX[r*per:], 0, x.C*x.N)
+								imgops.AvgPool(xAt(r), g, iw, wantY[r*yper:], 0, x.C*OH)
+								imgops.AvgPoolGrad(g, iw, dy[r*yper:], wantDX[r*per:], 0, x.C)
 							}
 						}
 						same(t, "pool", y, wantY)
@@ -120,16 +127,16 @@ func TestConvolverMatchesImgops(t *testing.T) {
 			for r := 0; r < R; r++ {
 				xr := xs[r*x.BatchStride:]
 				gamma, beta := ps[r*(2*x.C+1):][:x.C], ps[r*(2*x.C+1)+x.C:][:x.C]
-				imgops.GroupStats(xr, g, groups, eps, m, s, 0, x.N)
-				imgops.GroupNorm(xr, g, groups, m, s, gamma, beta, wantY[r*per:], 0, x.N)
-				imgops.GroupNormGradX(xr, g, groups, m, s, gamma, dy[r*per:], wantDX[r*per:], 0, x.N)
+				imgops.GroupStats(xr, g, groups, eps, m, s, 0, groups)
+				imgops.GroupNorm(xr, g, groups, m, s, gamma, beta, wantY[r*per:], 0, groups)
+				imgops.GroupNormGradX(xr, g, groups, m, s, gamma, dy[r*per:], wantDX[r*per:], 0, groups)
 				imgops.GroupNormGradParams(xr, g, groups, m, s, dy[r*per:], wantP[r*2*x.C:], wantP[r*2*x.C+x.C:], 0, x.C)
 			}
 			same(t, "groupnorm", y, wantY)
 			same(t, "groupnorm dx", dx, wantDX)
 			same(t, "groupnorm dgamma, dbeta", dps, wantP)
 
-			// Transpose of blocks, [N][C][HW] -> [C][N][HW] and a plain matrix transpose.
+			// Transpose of blocks and a plain matrix transpose (sample rows into [C][H][W][N]).
 			for _, block := range []int{1, 7} {
 				rows, cols := 40, 30
 				src := fill(R * rows * cols * block)

@@ -395,8 +395,14 @@ func packB(dst, b []float32, ldb int, trans bool, j0, nc, p0, kc int) {
 			for p := 0; p < kc; p++ {
 				src := b[(p0+p)*ldb+jb : (p0+p)*ldb+jb+cols]
 				d := panel[p*gemmNR : p*gemmNR+gemmNR]
-				if cols == gemmNR { // a 64-byte array copy: memmove's call costs more
-					*(*[gemmNR]float32)(d) = [gemmNR]float32(src)
+				if cols == gemmNR {
+					// Four 16-byte array copies: the compiler moves them inline, where one
+					// 64-byte array copy becomes a call of runtime.memmove, which costs more
+					// than the copy (go1.26).
+					*(*[4]float32)(d[0:4]) = [4]float32(src[0:4])
+					*(*[4]float32)(d[4:8]) = [4]float32(src[4:8])
+					*(*[4]float32)(d[8:12]) = [4]float32(src[8:12])
+					*(*[4]float32)(d[12:16]) = [4]float32(src[12:16])
 					continue
 				}
 				for j, v := range src {

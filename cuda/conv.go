@@ -52,27 +52,19 @@ func avgFlag(p compute.Pooling) uint32 {
 	return 0
 }
 
-// poolGeom passes the planes (C N), H, W, K, S, P, OH, OW of a pooling; the geometry is x's
-// and the planes are the output's, as the CPU backend takes them.
-func (a *args) poolGeom(planes int, x compute.Images, w compute.Window) *args {
-	return a.i64(planes).i64(x.H).i64(x.W).i64(w.Size).i64(w.Stride).i64(w.Pad).i64(w.Out(x.H)).i64(w.Out(x.W))
-}
-
 // Pool implements compute.Convolver: one thread per output value, one launch.
 func (o *Ops) Pool(p compute.Pooling, w compute.Window, x, y compute.Images) {
-	planes := y.C * y.N
 	o.args.reset().u32(avgFlag(p)).ptr(imgAddr(y)).i64(y.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
-		poolGeom(planes, x, w).i64(y.Batch)
-	o.launch(kernels.Pool, y.Batch*planes*w.Out(x.H)*w.Out(x.W))
+		geom(x, w).i64(y.Batch)
+	o.launch(kernels.Pool, y.Batch*y.Size())
 }
 
 // PoolGrad implements compute.Convolver: one thread per pixel of dx adds what the windows
 // containing it send (max pooling recomputes each window's first maximum); one launch.
 func (o *Ops) PoolGrad(p compute.Pooling, w compute.Window, x, dy, dx compute.Images) {
-	planes := dx.C * dx.N
 	o.args.reset().u32(avgFlag(p)).ptr(imgAddr(dx)).i64(dx.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
-		ptr(imgAddr(dy)).i64(dy.BatchStride).poolGeom(planes, x, w).i64(dx.Batch)
-	o.launch(kernels.PoolGrad, dx.Batch*planes*x.H*x.W)
+		ptr(imgAddr(dy)).i64(dy.BatchStride).geom(x, w).i64(dx.Batch)
+	o.launch(kernels.PoolGrad, dx.Batch*dx.Size())
 }
 
 // Transpose implements compute.Convolver: one thread per value of dst, one launch.

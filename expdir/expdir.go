@@ -7,6 +7,7 @@
 //	DIR/scores.arrow    the attacks' scores
 //	DIR/findings.json   the analysis (package findings, format "fedaudit-findings/2")
 //	DIR/rounds.json     per-round training summaries
+//	DIR/reconstructions.json  the reconstructing attacks' images for the report's gallery
 //	DIR/report.html     the report, self-contained; DIR/report.md the same in Markdown
 //	DIR/figures/        the report's figures (SVG, PNG on request)
 //	DIR/tables/         the report's tables (CSV, LaTeX)
@@ -42,6 +43,10 @@ func (d Dir) Findings() string { return d.join("findings.json") }
 
 // Rounds is the per-round training summaries (findings.RoundSummary as JSON).
 func (d Dir) Rounds() string { return d.join("rounds.json") }
+
+// Reconstructions is the attack stage's images for the report's gallery (findings.Gallery as
+// JSON); absent when the samples are not images or no attack reconstructs them.
+func (d Dir) Reconstructions() string { return d.join("reconstructions.json") }
 
 // ReportHTML is the self-contained report page.
 func (d Dir) ReportHTML() string { return d.join("report.html") }

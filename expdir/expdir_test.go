@@ -14,6 +14,7 @@ func TestLayout(t *testing.T) {
 		{d.Scores(), "x/exp/scores.arrow"},
 		{d.Findings(), "x/exp/findings.json"},
 		{d.Rounds(), "x/exp/rounds.json"},
+		{d.Reconstructions(), "x/exp/reconstructions.json"},
 		{d.ReportHTML(), "x/exp/report.html"},
 		{d.ReportMarkdown(), "x/exp/report.md"},
 		{d.Figure("mu_vs_T", "svg"), "x/exp/figures/mu_vs_T.svg"},

@@ -19,9 +19,12 @@ type Analyzed struct {
 	Headline *findings.Headline
 	// Rounds are the per-round training summaries (DIR/rounds.json), nil when absent.
 	Rounds []findings.RoundSummary
+	// Gallery is the reconstructing attacks' images (DIR/reconstructions.json), nil when absent.
+	Gallery *findings.Gallery
 }
 
-// LoadAnalyzed reads DIR/config.json, DIR/findings.json and, when present, DIR/rounds.json.
+// LoadAnalyzed reads DIR/config.json, DIR/findings.json and, when present, DIR/rounds.json and
+// DIR/reconstructions.json.
 func LoadAnalyzed(dir string) (*Analyzed, error) {
 	d := expdir.Dir(dir)
 	raw, err := os.ReadFile(d.Config())
@@ -46,10 +49,13 @@ func LoadAnalyzed(dir string) (*Analyzed, error) {
 			return nil, fmt.Errorf("%s: %w", d.Rounds(), err)
 		}
 	}
+	if a.Gallery, err = readGallery(dir); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 
 // Compared is the experiment as a row of a comparison, labelled by label.
 func (a *Analyzed) Compared(label func(*Config) string) report.Compared {
-	return report.Compared{Label: label(a.Config), Findings: a.Findings, Rounds: a.Rounds}
+	return report.Compared{Label: label(a.Config), Findings: a.Findings, Rounds: a.Rounds, Gallery: a.Gallery}
 }

@@ -9,10 +9,13 @@ import (
 	"slices"
 
 	"github.com/fedaudit/fedaudit/attacks"
+	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/theory"
+	"github.com/fedaudit/fedaudit/train"
 )
 
 // AttackOptions tune the attack stage.
@@ -166,7 +169,7 @@ func (e *experimentDir) scores(ctx context.Context, opts AttackOptions) (*runs.S
 			return nil, err
 		default:
 			names, rounds := e.scoring(opts)
-			if why = scoringDiffers(sf.Meta.Config, names, rounds); why == "" {
+			if why = scoringDiffers(sf.Meta.Config, names, rounds, e.cfg.Audit.InvgradPairs, e.cfg.Audit.InvgradIterations); why == "" {
 				return sf, nil
 			}
 		}
@@ -223,20 +226,35 @@ func (e *experimentDir) attack(ctx context.Context, path string, opts AttackOpti
 	tab, cfg, data := e.tab, e.cfg, e.data
 	names, rounds := e.scoring(opts)
 	if opts.Logf != nil {
+		var said []string
 		for _, s := range attacks.ModelSkipped(cfg.Train.Model) {
 			opts.Logf("attacks: skipped %s: %s", s.Name, s.Why)
+			said = append(said, s.Name)
 		}
 		opts.Logf("attacks: scoring %v", names)
 		for _, s := range attacks.Skipped(tab.Meta()) {
-			if !slices.Contains(names, s.Name) {
+			if !slices.Contains(names, s.Name) && !slices.Contains(said, s.Name) {
 				opts.Logf("attacks: skipped %s: %s", s.Name, s.Why)
 			}
 		}
 	}
 	env := AttackEnv(cfg, data, tab.Meta())
-	res, err := attacks.Score(ctx, tab, *env, attacks.Options{Attacks: names, Rounds: rounds, Workers: opts.Workers})
+	if opts.Logf != nil && slices.Contains(names, "invgrad") {
+		n := cfg.Audit.InvgradPairs
+		if n == 0 && train.IsNNKind(cfg.Train.Model.Kind) {
+			n = attacks.DefaultInvgradPairsCNN
+		}
+		if n > 0 && n < cfg.Pairs {
+			opts.Logf("attacks: invgrad reconstructs the first %d of %d pairs at each round (audit.invgrad_pairs; -1: every pair)", n, cfg.Pairs)
+		}
+	}
+	res, err := attacks.Score(ctx, tab, *env, attacks.Options{Attacks: names, Rounds: rounds, Workers: opts.Workers,
+		InvgradPairs: cfg.Audit.InvgradPairs, InvgradIterations: cfg.Audit.InvgradIterations})
 	if err != nil {
 		return nil, err
+	}
+	if opts.Logf != nil {
+		logOneShot(res, cfg.Audit.Delta, opts.Logf)
 	}
 	scored := *cfg
 	scored.Audit.Attacks, scored.Audit.Rounds = names, rounds
@@ -245,7 +263,64 @@ func (e *experimentDir) attack(ctx context.Context, path string, opts AttackOpti
 	if err := attacks.WriteScores(path, meta, meta.ToolVersion, res); err != nil {
 		return nil, err
 	}
+	if path == expdir.Dir(e.dir).Scores() {
+		if err := writeGallery(e.dir, env, res.Reconstructions); err != nil {
+			return nil, err
+		}
+	}
 	return res.Scores, nil
+}
+
+// writeGallery writes the reconstructions of the attack stage with the samples they
+// reconstruct as DIR/reconstructions.json, or removes a stale one when there are none (the
+// samples are no images, or no reconstructing attack ran).
+func writeGallery(dir string, env *attacks.Env, recs []attacks.Reconstruction) error {
+	path := expdir.Dir(dir).Reconstructions()
+	if len(recs) == 0 || len(env.Shape) == 0 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	g := &findings.Gallery{Shape: galleryShape(env.Shape)}
+	for world, s := range []datasets.Sample{env.Target, env.TargetPrime} {
+		if s.Present() {
+			g.Samples = append(g.Samples, findings.GallerySample{World: int8(world), Label: int(s.Label), Pixels: slices.Clone(s.Features)})
+		}
+	}
+	names := map[string][]string{}
+	for _, info := range attacks.Names() {
+		names[info.Name] = info.Metrics
+	}
+	for _, r := range recs {
+		px := make([]float32, len(r.X))
+		for i, v := range r.X {
+			px[i] = float32(v)
+		}
+		m := map[string]float64{}
+		for i, name := range names[r.Attack] {
+			if i < len(r.Metrics) {
+				m[name] = r.Metrics[i]
+			}
+		}
+		g.Reconstructions = append(g.Reconstructions, findings.Reconstruction{Attack: r.Attack, Round: int(r.Round),
+			Run: r.RunID, Pair: r.PairID, World: r.World, Pixels: px, Metrics: m})
+	}
+	raw, err := findings.MarshalGallery(g)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, raw)
+}
+
+// galleryShape is a sample shape as [channels, height, width] (the leading dimensions of a
+// longer shape multiply into channels, as the attacks read it).
+func galleryShape(shape []int) []int {
+	c := 1
+	for _, s := range shape[:len(shape)-2] {
+		c *= s
+	}
+	return []int{c, shape[len(shape)-2], shape[len(shape)-1]}
 }
 
 // AnalyzeDir audits an experiment directory: it scores the run files when no score file exists,
@@ -328,4 +403,33 @@ func theoryLookup(cfg *Config, sm Smoothness, scores []runs.Score, logf func(str
 		byRound[bounds[i].T] = &bounds[i]
 	}
 	return func(round int) *theory.Bound { return byRound[round] }, nil
+}
+
+// logOneShot logs the one-shot estimate of epsilon (Andrew et al. 2024; audit.OneShotEpsilon)
+// from the cosine statistic's scores at each round: Gaussians fitted to the runs of world C'
+// and of world C. It is an estimate under the Gaussian assumption, not a certified bound, so it
+// is told, not judged.
+func logOneShot(res *attacks.Result, delta float64, logf func(string, ...any)) {
+	for _, m := range res.Summary {
+		if m.Attack != "param-cosine" {
+			continue
+		}
+		var c, cp []float64
+		for _, s := range res.Scores {
+			if s.Attack == m.Attack && s.Round == m.Round {
+				if s.World == runs.WorldC {
+					c = append(c, s.Score)
+				} else {
+					cp = append(cp, s.Score)
+				}
+			}
+		}
+		est, err := audit.OneShotEpsilon(cp, c, delta)
+		if err != nil {
+			logf("attacks: param-cosine at T = %d: no one-shot estimate: %v", m.Round, err)
+			continue
+		}
+		logf("attacks: param-cosine at T = %d: one-shot estimate epsilon %.3f at delta %g, mu %.3f (Gaussian fit to %d + %d runs; an estimate, not a bound)",
+			m.Round, est.Epsilon, delta, est.Mu, est.Inserted.N, est.HeldOut.N)
+	}
 }

@@ -143,6 +143,14 @@ type AuditConfig struct {
 	// Rounds to attack; empty means every checkpoint but 0. Attacks on uploads at round T also
 	// need the checkpoint T-1.
 	Rounds []int `json:"rounds,omitempty" yaml:"rounds,omitempty"`
+	// InvgradPairs caps the pairs the invgrad attack reconstructs at each round (the first by
+	// pair id, both runs of each; the attack's audit rests on those alone): a reconstruction of
+	// a LeNet-5 upload takes seconds. 0 means 8 for CNNs and every pair for the other models;
+	// -1 means every pair.
+	InvgradPairs int `json:"invgrad_pairs,omitempty" yaml:"invgrad_pairs,omitempty"`
+	// InvgradIterations is invgrad's optimizer budget per restart (signed-Adam iterations); 0
+	// means 400.
+	InvgradIterations int `json:"invgrad_iterations,omitempty" yaml:"invgrad_iterations,omitempty"`
 	// Smoothness is the constant L of the bound. For the quadratic model and softmax regression
 	// it is computed from the data when zero (certified); for MLPs it is given here or, when zero
 	// and the run files hold parameters (train.record_params), estimated by Hessian power
@@ -437,6 +445,12 @@ func (c *Config) Validate() error {
 		if !(v.x >= 0) || math.IsInf(v.x, 0) {
 			bad(v.name, "need a finite value >= 0, got %g", v.x)
 		}
+	}
+	if c.Audit.InvgradIterations < 0 || c.Audit.InvgradIterations > 1_000_000 {
+		bad("audit.invgrad_iterations", "need 0 (the default, 400) to 1000000 iterations, got %d", c.Audit.InvgradIterations)
+	}
+	if c.Audit.InvgradPairs < -1 {
+		bad("audit.invgrad_pairs", "need a number of pairs >= 1, 0 (the default) or -1 (every pair), got %d", c.Audit.InvgradPairs)
 	}
 	if c.Audit.ClaimMu > 0 && c.Audit.ClaimEpsilon > 0 {
 		bad("audit", "claim either claim_mu or claim_epsilon, not both")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/train"
 )
 
 // readDirConfig reads DIR/config.json; it returns nil and no error when there is none.
@@ -83,6 +84,9 @@ func CheckDirectory(cfg *Config, dir string, shards int) (DirectoryCheck, error)
 		}
 	}
 	shards = max(shards, 1)
+	if err := checkExternal(cfg, dir, infos); err != nil {
+		return chk, err
+	}
 	for _, info := range infos {
 		if info.Path == "" || (info.State != runs.ShardComplete && info.State != runs.ShardMismatch) {
 			continue
@@ -101,6 +105,23 @@ func CheckDirectory(cfg *Config, dir string, shards int) (DirectoryCheck, error)
 		}
 	}
 	return chk, nil
+}
+
+// checkExternal refuses to train a model of kind external (runs trained elsewhere, of an
+// architecture fedaudit does not know) where the directory does not already hold every run
+// file complete, before anything is written: such runs can only be imported.
+func checkExternal(cfg *Config, dir string, infos []runs.ShardInfo) error {
+	if cfg.Train.Model.Kind != train.External {
+		return nil
+	}
+	complete := len(infos) > 0
+	for _, info := range infos {
+		complete = complete && info.State == runs.ShardComplete
+	}
+	if !complete {
+		return &ConfigError{Err: fmt.Errorf("%s holds no complete run files: %w", dir, train.ErrExternal)}
+	}
+	return nil
 }
 
 // SetUpDirectory checks dir against cfg (CheckDirectory) and records cfg as its config.json,
@@ -138,15 +159,17 @@ func trainedConfig(path string) (*Config, error) {
 // rounds it was asked for (empty: every checkpoint), in the audit section of its config.
 type scoredWith struct {
 	Audit struct {
-		Attacks []string `json:"attacks"`
-		Rounds  []int    `json:"rounds"`
+		Attacks           []string `json:"attacks"`
+		Rounds            []int    `json:"rounds"`
+		InvgradPairs      int      `json:"invgrad_pairs"`
+		InvgradIterations int      `json:"invgrad_iterations"`
 	} `json:"audit"`
 }
 
 // scoringDiffers says how a score file scored with the recorded config fails to answer the
 // attacks and rounds asked for now, or "" when it answers them. Files of other tools record
 // nothing and are taken as they are.
-func scoringDiffers(recorded []byte, attacks []string, rounds []int) string {
+func scoringDiffers(recorded []byte, attacks []string, rounds []int, invgradPairs, invgradIterations int) string {
 	if len(recorded) == 0 {
 		return ""
 	}
@@ -162,5 +185,22 @@ func scoringDiffers(recorded []byte, attacks []string, rounds []int) string {
 	if a, b := sortedInts(rec.Audit.Rounds), sortedInts(rounds); !slices.Equal(a, b) {
 		return fmt.Sprintf("it was scored for rounds %v, the config asks for %v (empty: every checkpoint)", a, b)
 	}
+	if slices.Contains(attacks, "invgrad") && rec.Audit.InvgradPairs != invgradPairs {
+		return fmt.Sprintf("invgrad reconstructed %s per round, the config asks for %s", pairsText(rec.Audit.InvgradPairs), pairsText(invgradPairs))
+	}
+	if slices.Contains(attacks, "invgrad") && rec.Audit.InvgradIterations != invgradIterations {
+		return fmt.Sprintf("invgrad ran %d iterations, the config asks for %d (0: the default)", rec.Audit.InvgradIterations, invgradIterations)
+	}
 	return ""
+}
+
+// pairsText names an audit.invgrad_pairs setting.
+func pairsText(n int) string {
+	switch {
+	case n < 0:
+		return "every pair"
+	case n == 0:
+		return "the default number of pairs"
+	}
+	return fmt.Sprintf("%d pairs", n)
 }

@@ -106,6 +106,8 @@ func TestParseRejectsTyposAndBadValues(t *testing.T) {
 		{"no pairs", "data: {source: synthetic, clients: 2, per_client: 4}\n", "pairs"},
 		{"bad confidence", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\naudit: {confidence: 2}\n", "audit.confidence"},
 		{"train seed", "pairs: 1\nseed: 3\ndata: {source: synthetic, clients: 2, per_client: 4}\ntrain: {seed: 4}\n", "train.seed"},
+		{"invgrad pairs", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\naudit: {invgrad_pairs: -2}\n", "audit.invgrad_pairs"},
+		{"invgrad iterations", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\naudit: {invgrad_iterations: -1}\n", "audit.invgrad_iterations"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

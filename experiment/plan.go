@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -70,6 +71,9 @@ func Plan(cfg *Config, data *Data, shards int) (Work, error) {
 		dim *= s
 	}
 	d, err := train.ParamCountShape(cfg.Train.Model, data.Shape, data.Classes)
+	if errors.Is(err, train.ErrExternal) {
+		return Work{}, &ConfigError{Err: fmt.Errorf("plan: %w", err)}
+	}
 	if err != nil {
 		return Work{}, fmt.Errorf("plan: %w", err)
 	}

@@ -2,8 +2,10 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"os"
 
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/findings"
@@ -89,7 +91,26 @@ func (e *experimentDir) report(ctx context.Context, a *findings.Analysis, opts R
 	in.Headline, in.Family = &h, a.Family
 	in.ClaimMu, in.ClaimLabel = claimedMu(fs)
 	in.Findings, in.Rounds = fs, sums
+	if in.Gallery, err = readGallery(dir); err != nil {
+		return err
+	}
 	return report.Write(dir, in, report.Options{PNG: opts.PNG})
+}
+
+// readGallery reads DIR/reconstructions.json, nil when absent.
+func readGallery(dir string) (*findings.Gallery, error) {
+	raw, err := os.ReadFile(expdir.Dir(dir).Reconstructions())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	g, err := findings.UnmarshalGallery(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", expdir.Dir(dir).Reconstructions(), err)
+	}
+	return g, nil
 }
 
 // claimedMu is the deployment's claimed mu for the report's figures: the mu every row judged

@@ -11,6 +11,7 @@ import (
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/theory"
+	"github.com/fedaudit/fedaudit/train"
 )
 
 // Smoothness is the constant L the convergent bound uses, and where it came from.
@@ -155,10 +156,10 @@ func ExactMu(cfg *Config, data *Data) (final, allIterates, uploads func(T int) f
 // recorded parameters: the largest Hessian spectral norm of a client's mean loss, by power
 // iteration, over up to three checkpoints of the first world-C run and up to three clients (the
 // target client first). It needs run files with parameters; without them L stays unknown.
-// Every bound computed from it is labelled an estimate. The host model has no convolutional
-// models yet (attacks.ModelSkipped): for those L stays unknown too.
+// Every bound computed from it is labelled an estimate. For convolutional models (package nn)
+// and models of unknown architecture (external) no estimate is made: L stays unknown.
 func EstimateSmoothness(ctx context.Context, tab *runs.Table, cfg *Config, data *Data) (Smoothness, error) {
-	if !tab.Meta().HasParams || len(attacks.ModelSkipped(cfg.Train.Model)) > 0 {
+	if !tab.Meta().HasParams || train.IsNNKind(cfg.Train.Model.Kind) || cfg.Train.Model.Kind == train.External {
 		return Smoothness{Source: "none"}, nil
 	}
 	var points [][]float32

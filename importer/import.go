@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,12 +13,12 @@ import (
 	"sync"
 
 	"github.com/fedaudit/fedaudit/attacks"
-	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/ingest"
 	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/train"
 )
 
 // Options say what to import and where.
@@ -26,12 +27,17 @@ type Options struct {
 	Manifest *Manifest
 	// Config describes the deployment: data, adjacency, model, algorithm and noise, as for
 	// fedaudit's own trainer; the import records it so that the later stages rebuild the data,
-	// the theory and the claim from it.
+	// the theory and the claim from it. A model of kind external (train.External) stands for an
+	// architecture fedaudit does not know: its tensors are imported as they are.
 	Config *experiment.Config
 	// Out is the experiment directory to create; it must not exist or be empty.
 	Out string
-	// Names, when set, are the tensor names of the model's slots in layout order.
+	// Names, when set, are the tensor names of the model's slots in layout order (for an
+	// external model: the tensors that are its parameters, in the order to keep).
 	Names []string
+	// UploadUpdates says the manifest's uploads are model updates (the upload minus w_{t-1},
+	// what many frameworks send) rather than the uploaded models themselves.
+	UploadUpdates bool
 	// ToolVersion is recorded in the run file.
 	ToolVersion string
 	// Workers reading snapshots in parallel; 0 means all cores. The output does not depend on it.
@@ -42,13 +48,25 @@ type Options struct {
 
 // Result summarizes an import.
 type Result struct {
-	Dir       string   `json:"dir"`
-	Pairs     int      `json:"pairs"`
-	Rounds    []int    `json:"rounds"`
-	Snapshots int      `json:"snapshots"`
-	Params    int      `json:"params"`
-	Layout    string   `json:"layout"`
-	Dropped   []string `json:"dropped_attacks,omitempty"` // config attacks imported runs cannot support
+	Dir       string `json:"dir"`
+	Pairs     int    `json:"pairs"`
+	Rounds    []int  `json:"rounds"`
+	Snapshots int    `json:"snapshots"`
+	// Uploads counts the target client's uploads imported (zero: none; the uploads observer
+	// is then not audited); OtherUploads the other clients' uploads the manifest listed, which
+	// no attack reads.
+	Uploads      int    `json:"uploads,omitempty"`
+	OtherUploads int    `json:"other_uploads,omitempty"`
+	Params       int    `json:"params"`
+	Model        string `json:"model"`
+	Layout       string `json:"layout"`
+	// Statistics says whether the runs carry the target's loss and margin (train's evaluation
+	// of a model fedaudit knows); an external model has none.
+	Statistics bool `json:"statistics"`
+	// Replayed says whether the informed adversary's statistics were computed by replaying the
+	// rounds (replay.go).
+	Replayed bool     `json:"replayed"`
+	Dropped  []string `json:"dropped_attacks,omitempty"` // config attacks imported runs cannot support
 }
 
 // Record is DIR/import.json: where the runs came from.
@@ -60,8 +78,9 @@ type Record struct {
 // ImportPath is where an imported experiment directory records its provenance.
 func ImportPath(dir string) string { return filepath.Join(dir, "import.json") }
 
-// statNames are the statistics an import records: the target sample's loss and margin in both
-// worlds, computed from the imported parameters exactly as train computes them.
+// statNames are the statistics an import records for a model fedaudit knows: the target
+// sample's loss and margin in both worlds, computed from the imported parameters by train's own
+// evaluation (train.Evaluate), in the order train's runs record them.
 var statNames = []string{runs.StatTargetLossC, runs.StatTargetLossCPrime, runs.StatTargetMarginC, runs.StatTargetMarginCPrime}
 
 // Import reads every snapshot of the manifest, checks it against the deployment's model and
@@ -76,38 +95,60 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	cfg := *opts.Config
-	// Imported runs carry global parameters only: the trainer-internal statistics of the
-	// informed adversary and the target's uploads are not observable from snapshots.
-	cfg.Train.Informed, cfg.Train.RecordParams, cfg.Train.RecordUpload = false, true, false
+	// Imported runs carry global parameters (and uploads where the manifest lists them); the
+	// informed adversary's statistics are replayed where that is possible (replay.go).
+	cfg.Train.RecordParams, cfg.Train.RecordUpload = true, false
 	rounds := slices.Clone(cfg.Train.Checkpoints)
 	slices.Sort(rounds)
 	rounds = slices.Compact(rounds)
 	if len(rounds) == 0 {
 		return nil, &experiment.ConfigError{Err: errors.New("import: the config lists no train.checkpoints: they are the rounds the manifest must provide")}
 	}
-	plan, err := opts.Manifest.Validate(cfg.Pairs, rounds)
-	if err != nil {
-		return nil, &InputError{err}
-	}
 	data, err := experiment.Prepare(&cfg)
 	if err != nil {
 		return nil, err
 	}
-	dim := data.Pair.C[0].Dim()
-	lay, err := LayoutOf(cfg.Train.Model, dim, data.Classes)
+	participants := cfg.Train.Participants
+	plan, err := opts.Manifest.Validate(Expect{Pairs: cfg.Pairs, Rounds: rounds, Clients: len(data.Pair.C),
+		TargetClient: data.Target.Client, Partial: participants > 0 && participants < len(data.Pair.C)})
+	if err != nil {
+		return nil, &InputError{err}
+	}
+	if plan.OtherUploads > 0 {
+		logf("import: skipping %d uploads of clients other than the target client %d: the uploads observer sees the target's", plan.OtherUploads, data.Target.Client)
+	}
+	if plan.Uploads != nil {
+		cfg.Train.RecordUpload = true
+		if err := cfg.Validate(); err != nil {
+			return nil, &InputError{fmt.Errorf("import: the manifest lists the target client's uploads, which this deployment cannot have: %w", err)}
+		}
+	}
+	lay, err := layoutFor(&cfg, data, plan, opts.Names)
 	if err != nil {
 		return nil, err
 	}
-	ev, err := attacks.NewEvaluator(cfg.Train.Model, dim, data.Classes)
-	if err != nil {
-		return nil, err
+	known := !lay.External
+	var rp *replayer
+	if cfg.Train.Informed {
+		if err := canReplay(cfg.Train, len(data.Pair.C), known, rounds); err != nil {
+			logf("import: the informed adversary's statistics are not computed: %v", err)
+			cfg.Train.Informed = false
+		} else {
+			rp = newReplayer(cfg.Train, 2*plan.Pairs, len(data.Pair.C), plan.Uploads != nil)
+		}
 	}
 	meta := runs.Meta{
 		Config:      cfg.TrainingJSON(),
 		DatasetHash: data.Hash,
 		ToolVersion: opts.ToolVersion,
-		StatNames:   statNames,
 		HasParams:   true,
+		HasUpload:   plan.Uploads != nil,
+	}
+	if rp != nil {
+		meta.StatNames = rp.names()
+	}
+	if known {
+		meta.StatNames = append(meta.StatNames, statNames...)
 	}
 	dropped := dropInapplicable(&cfg, meta, logf)
 
@@ -134,14 +175,19 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer w.Abort()
 
-	if err := readRounds(ctx, w, plan, lay, opts, ev, data, logf); err != nil {
+	rd := &reader{plan: plan, lay: lay, opts: opts, known: known, replay: rp, logf: logf,
+		job:   train.Job{Config: cfg.Train, WorldC: data.Pair.C, WorldCPrime: data.Pair.CPrime, Target: data.Target, Test: data.Test},
+		group: train.GroupSize(cfg.Train, train.SizesOf(data.Pair.C, data.Test), plan.Pairs)}
+	uploads, err := rd.readRounds(ctx, w)
+	if err != nil {
 		return nil, err
 	}
 	if err := w.Close(); err != nil {
 		return nil, err
 	}
 	res := &Result{Dir: opts.Out, Pairs: plan.Pairs, Rounds: plan.Rounds, Snapshots: 2 * plan.Pairs * len(plan.Rounds),
-		Params: lay.D, Layout: lay.Describe(), Dropped: dropped}
+		Uploads: uploads, OtherUploads: plan.OtherUploads, Params: lay.D, Model: cfg.Train.Model.Kind, Layout: lay.Describe(),
+		Statistics: known, Replayed: rp != nil, Dropped: dropped}
 	if err := commitImport(tmp, opts.Out, &cfg, Record{Manifest: opts.Manifest.Path, Result: *res}); err != nil {
 		return nil, err
 	}
@@ -150,14 +196,33 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 	return res, nil
 }
 
+// layoutFor is the parameter layout of the deployment's model; for a model of kind external,
+// the one of the first snapshot (pair 0, world C, first checkpoint).
+func layoutFor(cfg *experiment.Config, data *experiment.Data, plan *Plan, names []string) (Layout, error) {
+	if cfg.Train.Model.Kind != train.External {
+		return LayoutOf(cfg.Train.Model, data.Pair.C[0].Shape, data.Classes)
+	}
+	first := plan.Files[0][0][0]
+	ts, err := ingest.ReadFile(first)
+	if err != nil {
+		return Layout{}, &InputError{err}
+	}
+	lay, err := ExternalLayout(ts, names)
+	if err != nil {
+		return Layout{}, &InputError{fmt.Errorf("%s: model kind external takes its layout from the first snapshot: %w", first, err)}
+	}
+	return lay, nil
+}
+
 // dropInapplicable removes from the config's attack list the attacks the imported runs cannot
-// feed (they need trainer-internal statistics or uploads) and returns their names.
+// feed (they need trainer-internal statistics, uploads, or a model fedaudit can evaluate) and
+// returns their names.
 func dropInapplicable(cfg *experiment.Config, meta runs.Meta, logf func(string, ...any)) []string {
 	if len(cfg.Audit.Attacks) == 0 {
 		return nil
 	}
 	var dropped []string
-	skipped := attacks.Skipped(meta)
+	skipped := append(attacks.ModelSkipped(cfg.Train.Model), attacks.Skipped(meta)...)
 	kept := cfg.Audit.Attacks[:0:0]
 	for _, a := range cfg.Audit.Attacks {
 		if i := slices.IndexFunc(skipped, func(s attacks.Skip) bool { return s.Name == a }); i >= 0 {
@@ -171,57 +236,179 @@ func dropInapplicable(cfg *experiment.Config, meta runs.Meta, logf func(string, 
 	return dropped
 }
 
+// reader reads the snapshots of a plan into run-file rows.
+type reader struct {
+	plan  *Plan
+	lay   Layout
+	opts  Options
+	known bool // the model is one fedaudit evaluates: rows carry train's statistics
+	// replay, when set, computes the informed adversary's statistics (replay.go).
+	replay *replayer
+	logf   func(string, ...any)
+	// job is the deployment as train sees it, group the pairs train evaluates at once.
+	job   train.Job
+	group int
+}
+
 // readRounds reads every snapshot of the plan, one round at a time with all runs in parallel,
 // and writes each round's rows in (pair, world) order: the order fedaudit's trainer writes, so
-// files do not depend on the worker count.
-func readRounds(ctx context.Context, w *runs.Writer, plan *Plan, lay Layout, opts Options, ev *attacks.Evaluator, data *experiment.Data, logf func(string, ...any)) error {
-	target, targetPrime := data.Pair.Sample, data.Pair.SamplePrime
-	if !targetPrime.Present() {
-		targetPrime = target // removal: C' has no epsilon'; train scores the C sample in both columns too
-	}
-	workers := opts.Workers
+// files do not depend on the worker count. It returns the number of uploads imported.
+func (rd *reader) readRounds(ctx context.Context, w *runs.Writer) (int, error) {
+	plan := rd.plan
+	workers := rd.opts.Workers
 	if workers <= 0 {
 		workers = runtime.NumCPU()
 	}
-	rows := make([]runs.Row, 2*plan.Pairs)
-	errs := make([]error, 2*plan.Pairs)
+	n := 2 * plan.Pairs
+	params, uploads := make([][]float32, n), make([][]float32, n)
+	var prev [][]float32 // the previous checkpoint's parameters (w_{t-1} for uploads)
+	errs := make([]error, n)
+	count := 0
+	var nan []float32
 	for ri, round := range plan.Rounds {
-		// One round at a time, all runs in parallel, written in (pair, world) order: the order
-		// fedaudit's trainer writes, so files do not depend on the worker count.
-		var wg sync.WaitGroup
-		next := make(chan int)
-		for range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for r := range next {
-					pair, world := r/2, r%2
-					rows[r], errs[r] = readRow(plan.Files[pair][world][ri], pair, world, round, lay, opts.Names, ev, data, target, targetPrime)
-				}
-			}()
-		}
-	feed:
-		for r := range rows {
-			select {
-			case next <- r:
-			case <-ctx.Done():
-				break feed
+		err := parallelRuns(ctx, workers, n, func(r int) {
+			pair, world := r/2, r%2
+			params[r], uploads[r], errs[r] = nil, nil, nil
+			params[r], errs[r] = rd.snapshot(plan.Files[pair][world][ri], pair, world, round, "")
+			if errs[r] != nil || plan.Uploads == nil || round == 0 {
+				return
 			}
-		}
-		close(next)
-		wg.Wait()
-		if err := ctx.Err(); err != nil {
-			return err
+			file := plan.Uploads[pair][world][ri]
+			if file == "" {
+				return // the target client sat this round out (partial participation)
+			}
+			up, err := rd.snapshot(file, pair, world, round, "upload of ")
+			if err == nil && rd.opts.UploadUpdates {
+				// An update u = upload - w_{t-1}: the upload is w_{t-1} + u (validation made
+				// round-1 a checkpoint, read in the previous iteration).
+				for i, v := range prev[r] {
+					up[i] += v
+				}
+			}
+			uploads[r], errs[r] = up, err
+		})
+		if err != nil {
+			return 0, err
 		}
 		if err := firstErrors(errs, 5); err != nil {
-			return &InputError{fmt.Errorf("import: round %d: %w", round, err)}
+			return 0, &InputError{fmt.Errorf("import: round %d: %w", round, err)}
+		}
+		rows, err := rd.rows(ctx, round, params)
+		if err != nil {
+			return 0, err
+		}
+		if rd.replay != nil {
+			var stats [][]float64
+			if round == 0 {
+				stats = make([][]float64, n)
+				for r := range stats {
+					stats[r] = rd.replay.zero()
+				}
+			} else if stats, err = rd.replay.round(ctx, rd.job, round-1, prev, params, uploads, rd.group); err != nil {
+				return 0, err
+			}
+			for r := range rows {
+				rows[r].Stats = append(stats[r], rows[r].Stats...)
+			}
+		}
+		if plan.Uploads != nil {
+			for r := range rows {
+				switch {
+				case uploads[r] != nil:
+					rows[r].Upload = uploads[r]
+					count++
+				default:
+					// No upload (round 0, or the target sat the round out): the row keeps its place
+					// with a NaN vector, which attacks read as "not observed", as train records it.
+					if nan == nil {
+						nan = make([]float32, rd.lay.D)
+						for i := range nan {
+							nan[i] = float32(math.NaN())
+						}
+					}
+					rows[r].Upload = nan
+				}
+			}
 		}
 		if err := w.Write(rows...); err != nil {
-			return err
+			return 0, err
 		}
-		logf("import: round %d: %d runs read", round, len(rows))
+		rd.logf("import: round %d: %d runs read", round, len(rows))
+		prev, params = params, prev
+		if params == nil {
+			params = make([][]float32, n)
+		}
 	}
-	return nil
+	return count, nil
+}
+
+// parallelRuns calls fn(0..n-1) on workers goroutines and returns ctx's error if it was
+// cancelled meanwhile.
+func parallelRuns(ctx context.Context, workers, n int, fn func(int)) error {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range next {
+				fn(r)
+			}
+		}()
+	}
+feed:
+	for r := range n {
+		select {
+		case next <- r:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	return ctx.Err()
+}
+
+// snapshot reads one snapshot file into the flat parameter vector.
+func (rd *reader) snapshot(file string, pair, world, round int, what string) ([]float32, error) {
+	ts, err := ingest.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	v, err := rd.lay.Flatten(ts, rd.opts.Names)
+	if err != nil {
+		return nil, fmt.Errorf("%s (%spair %d, world %s, round %d): %w", file, what, pair, runs.WorldName(int8(world)), round, err)
+	}
+	return v, nil
+}
+
+// rows turns one round's parameter vectors (run 2 pair + world) into run-file rows with the
+// statistics train records at a checkpoint: for a model fedaudit knows, train's own evaluation
+// of them (train.Evaluate) in groups of pairs of bounded memory; for an external model none
+// (loss and accuracy NaN, as train records an unknown test accuracy).
+func (rd *reader) rows(ctx context.Context, round int, params [][]float32) ([]runs.Row, error) {
+	rows := make([]runs.Row, len(params))
+	for r := range rows {
+		rows[r] = runs.Row{RunID: int64(r), PairID: int64(r / 2), World: int8(r % 2), Round: int32(round),
+			TrainLoss: math.NaN(), TestAccuracy: math.NaN(), Params: params[r]}
+	}
+	if !rd.known {
+		return rows, nil
+	}
+	job, pairs, size := rd.job, rd.plan.Pairs, rd.group
+	for first := 0; first < pairs; first += size {
+		job.Pairs = train.PairRange{First: first, Count: min(size, pairs-first)}
+		cp, err := train.Evaluate(ctx, job, round, params[2*first:2*(first+job.Pairs.Count)])
+		if err != nil {
+			return nil, fmt.Errorf("import: round %d: evaluate pairs %d..%d: %w", round, first, first+job.Pairs.Count-1, err)
+		}
+		for j, s := range cp.Replicas {
+			row := &rows[2*first+j]
+			row.TrainLoss, row.TestAccuracy = s.TrainLoss, s.TestAccuracy
+			row.Stats = []float64{s.TargetLoss[0], s.TargetLoss[1], s.TargetMargin[0], s.TargetMargin[1]}
+		}
+	}
+	return rows, nil
 }
 
 // commitImport writes the config and the import record into the temporary directory tmp and
@@ -259,45 +446,6 @@ func checkOut(out string) error {
 		return &experiment.ConfigError{Err: fmt.Errorf("import: %s exists and is not empty; choose another --out", out)}
 	}
 	return nil
-}
-
-// readRow reads one snapshot into a run-file row with the statistics train records.
-func readRow(file string, pair, world, round int, lay Layout, names []string, ev *attacks.Evaluator, data *experiment.Data,
-	target, targetPrime datasets.Sample) (runs.Row, error) {
-	ts, err := ingest.ReadFile(file)
-	if err != nil {
-		return runs.Row{}, err
-	}
-	params, err := lay.Flatten(ts, names)
-	if err != nil {
-		return runs.Row{}, fmt.Errorf("%s (pair %d, world %s, round %d): %w", file, pair, runs.WorldName(int8(world)), round, err)
-	}
-	clients := data.Pair.C
-	if world == 1 {
-		clients = data.Pair.CPrime
-	}
-	trainLoss, _, err := ev.Dataset(params, clients...)
-	if err != nil {
-		return runs.Row{}, err
-	}
-	acc := 0.0
-	if data.Test != nil {
-		if _, acc, err = ev.Dataset(params, data.Test); err != nil {
-			return runs.Row{}, err
-		}
-	}
-	lc, mc, err := ev.LossMargin(params, target)
-	if err != nil {
-		return runs.Row{}, err
-	}
-	lp, mp, err := ev.LossMargin(params, targetPrime)
-	if err != nil {
-		return runs.Row{}, err
-	}
-	return runs.Row{
-		RunID: int64(2*pair + world), PairID: int64(pair), World: int8(world), Round: int32(round),
-		TrainLoss: trainLoss, TestAccuracy: acc, Stats: []float64{lc, lp, mc, mp}, Params: params,
-	}, nil
 }
 
 // firstErrors joins the first n errors of errs and counts the rest, so a manifest of broken files

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,14 +51,15 @@ func smallConfig(t testing.TB) *experiment.Config {
 }
 
 // exportSnapshots writes every row of the run files of dir as a safetensors file named like a
-// PyTorch state_dict, with a CSV manifest; it returns the manifest path.
-func exportSnapshots(t testing.TB, cfg *experiment.Config, dir, out string) string {
+// PyTorch state_dict, and every recorded upload of the target client (as the upload, or with
+// updates as the upload minus w_{t-1}), with a CSV manifest; it returns the manifest path.
+func exportSnapshots(t testing.TB, cfg *experiment.Config, dir, out string, updates bool) string {
 	t.Helper()
 	data, err := experiment.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lay, err := LayoutOf(cfg.Train.Model, data.Pair.C[0].Dim(), data.Classes)
+	lay, err := LayoutOf(cfg.Train.Model, data.Pair.C[0].Shape, data.Classes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,9 +68,7 @@ func exportSnapshots(t testing.TB, cfg *experiment.Config, dir, out string) stri
 		t.Fatal(err)
 	}
 	defer tab.Close()
-	var lines []string
-	lines = append(lines, "file,world,pair,round")
-	err = tab.Scan(context.Background(), func(r runs.Row) error {
+	write := func(name string, v []float32) error {
 		var ts []ingest.Tensor
 		for i, s := range lay.Slots {
 			n := 1
@@ -79,21 +79,41 @@ func exportSnapshots(t testing.TB, cfg *experiment.Config, dir, out string) stri
 			if i%2 == 1 {
 				kind = "bias"
 			}
-			ts = append(ts, ingest.Tensor{Name: fmt.Sprintf("fc%d.%s", i/2+1, kind), Shape: s.Shape, Data: r.Params[s.Offset : s.Offset+n]})
+			ts = append(ts, ingest.Tensor{Name: fmt.Sprintf("fc%d.%s", i/2+1, kind), Shape: s.Shape, Data: v[s.Offset : s.Offset+n]})
 		}
 		b, err := ingest.WriteSafetensors(ts, nil)
 		if err != nil {
 			return err
 		}
-		name := fmt.Sprintf("p%03d_w%d_r%d.safetensors", r.PairID, r.World, r.Round)
-		if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
-			return err
-		}
+		return os.WriteFile(filepath.Join(out, name), b, 0o644)
+	}
+	lines := []string{"file,world,pair,round,client"}
+	prev := map[int64][]float32{}
+	err = tab.Scan(context.Background(), func(r runs.Row) error {
 		world := "C"
 		if r.World == 1 {
 			world = "C'"
 		}
-		lines = append(lines, fmt.Sprintf("%s,%s,%d,%d", name, world, r.PairID, r.Round))
+		name := fmt.Sprintf("p%03d_w%d_r%d.safetensors", r.PairID, r.World, r.Round)
+		if err := write(name, r.Params); err != nil {
+			return err
+		}
+		lines = append(lines, fmt.Sprintf("%s,%s,%d,%d,", name, world, r.PairID, r.Round))
+		if len(r.Upload) > 0 && !math.IsNaN(float64(r.Upload[0])) {
+			up := r.Upload
+			if updates {
+				up = slices.Clone(up)
+				for i, w := range prev[r.RunID] {
+					up[i] -= w
+				}
+			}
+			name := fmt.Sprintf("p%03d_w%d_r%d_up.safetensors", r.PairID, r.World, r.Round)
+			if err := write(name, up); err != nil {
+				return err
+			}
+			lines = append(lines, fmt.Sprintf("%s,%s,%d,%d,%d", name, world, r.PairID, r.Round, cfg.Adjacency.Client))
+		}
+		prev[r.RunID] = r.Params
 		return nil
 	})
 	if err != nil {
@@ -126,9 +146,8 @@ func scoresOf(t testing.TB, dir string) map[scoreKey]float64 {
 }
 
 // TestRoundTrip trains with fedaudit's own trainer, exports every checkpoint as a safetensors
-// snapshot, imports them and checks that the attacks score both directories alike: exactly for
-// the parameter-space attacks, to float32 rounding for the loss and margin (train evaluates them
-// in float32 on its backend, the importer in float64).
+// snapshot, imports them and checks that the attacks score both directories identically: the
+// import evaluates the loss and margin with train's own evaluation (train.Evaluate).
 func TestRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	cfg := smallConfig(t)
@@ -144,7 +163,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := t.TempDir()
-	m, err := ReadManifest(exportSnapshots(t, cfg, own, snap))
+	m, err := ReadManifest(exportSnapshots(t, cfg, own, snap, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,11 +184,7 @@ func TestRoundTrip(t *testing.T) {
 		if !ok {
 			t.Fatalf("imported runs lack score %+v", k)
 		}
-		tol := 0.0
-		if k.attack == "loss" || k.attack == "margin" {
-			tol = 1e-4 * (1 + math.Abs(va))
-		}
-		if math.Abs(va-vb) > tol {
+		if va != vb {
 			t.Errorf("%+v: own %v, imported %v", k, va, vb)
 		}
 	}
@@ -182,7 +197,7 @@ func TestRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lay, err := LayoutOf(cfg.Train.Model, data.Pair.C[0].Dim(), data.Classes)
+	lay, err := LayoutOf(cfg.Train.Model, data.Pair.C[0].Shape, data.Classes)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 // TestLayoutMLP pins the order documented in docs/import.md: layer by layer weight (out x in)
 // then bias, the parameter count train uses.
 func TestLayoutMLP(t *testing.T) {
-	lay, err := LayoutOf(train.ModelConfig{Kind: "mlp", Hidden: []int{4}, Activation: "tanh"}, 3, 2)
+	lay, err := LayoutOf(train.ModelConfig{Kind: "mlp", Hidden: []int{4}, Activation: "tanh"}, []int{3}, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestManifestJSON(t *testing.T) {
 		m.Entries[1].World != 1 || m.Entries[0].Canary == nil || *m.Entries[0].Canary || m.Entries[1].Client != -1 {
 		t.Fatalf("entries %+v", m.Entries)
 	}
-	if _, err := m.Validate(1, []int{0}); err != nil {
+	if _, err := m.Validate(Expect{Pairs: 1, Rounds: []int{0}, Clients: 1}); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(path, []byte(`[{"file": "a.npy", "world": "C", "pair": 0}]`), 0o644)

@@ -26,8 +26,10 @@ type Entry struct {
 	Pair int `json:"pair"`
 	// Round is the number of rounds trained; 0 is the initial model w_0.
 	Round int `json:"round"`
-	// Client, when not -1, marks a client's upload instead of a global model. Uploads are not
-	// imported yet; such entries are refused with a message.
+	// Client, when not -1, marks client Client's upload in round Round (the noisy model, or
+	// update with Options.UploadUpdates, it sent the server, computed from w_{Round-1})
+	// instead of a global model. Only the target client's uploads are audited (the uploads
+	// observer); other clients' are counted and skipped.
 	Client int `json:"-"`
 	// Canary, when set, says whether the run's training data held the canary: a check of the
 	// world labels (every run of one world must agree, and the worlds must differ).
@@ -56,17 +58,22 @@ type jsonEntry struct {
 // the file starts with '[' or '{', else CSV with a header row naming at least file, world, pair
 // and round (client and canary optional; any order; other columns are an error, so a typo is
 // never silently ignored).
+//
+// A manifest over maxManifestBytes is refused before it is read (a million snapshots take about
+// 60 MB).
 func ReadManifest(path string) (*Manifest, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > maxManifestBytes {
+		return nil, fmt.Errorf("manifest %s: %d bytes, more than the %d a manifest may have", path, st.Size(), maxManifestBytes)
+	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var entries []Entry
-	if t := bytes.TrimSpace(raw); len(t) > 0 && (t[0] == '[' || t[0] == '{') {
-		entries, err = parseJSON(t)
-	} else {
-		entries, err = parseCSV(raw)
-	}
+	entries, err := parseManifest(raw)
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", path, err)
 	}
@@ -77,6 +84,17 @@ func ReadManifest(path string) (*Manifest, error) {
 		}
 	}
 	return &Manifest{Path: path, Entries: entries}, nil
+}
+
+// maxManifestBytes caps the size of a manifest file.
+const maxManifestBytes = 1 << 30
+
+// parseManifest parses a manifest's bytes: JSON when they start with '[' or '{', else CSV.
+func parseManifest(raw []byte) ([]Entry, error) {
+	if t := bytes.TrimSpace(raw); len(t) > 0 && (t[0] == '[' || t[0] == '{') {
+		return parseJSON(t)
+	}
+	return parseCSV(raw)
 }
 
 func parseWorld(s string) (int8, error) {
@@ -170,11 +188,11 @@ func parseCSV(raw []byte) ([]Entry, error) {
 		if err == io.EOF {
 			break
 		}
+		if err != nil {
+			return nil, err // a csv.ParseError names its line
+		}
 		line, _ := r.FieldPos(0)
 		where := fmt.Sprintf("line %d", line)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %v", where, err)
-		}
 		e := Entry{File: strings.TrimSpace(rec[col["file"]]), Client: -1, Line: where}
 		if e.File == "" {
 			return nil, fmt.Errorf("%s: empty file", where)
@@ -212,18 +230,39 @@ func parseCSV(raw []byte) ([]Entry, error) {
 	return out, nil
 }
 
+// Expect is what a manifest is checked against: the experiment's pairs and checkpoints, and for
+// uploads its clients.
+type Expect struct {
+	Pairs  int
+	Rounds []int // the checkpoints, sorted and distinct
+	// Clients is the number of clients; TargetClient the one holding the canary, whose uploads
+	// the uploads observer sees.
+	Clients, TargetClient int
+	// Partial is set when only some clients take part in a round (partial participation): the
+	// target's upload may then be missing at a round, in both worlds of a pair together (they
+	// share their participation draws).
+	Partial bool
+}
+
 // Plan is a validated manifest: for pairs 0..Pairs-1, both worlds and every round, the
 // snapshot file.
 type Plan struct {
 	Pairs  int
 	Rounds []int
-	// Files[pair][world][i] is the snapshot of round Rounds[i].
+	// Files[pair][world][i] is the global model's snapshot at round Rounds[i].
 	Files [][2][]string
+	// Uploads[pair][world][i] is the target client's upload in round Rounds[i] (the one that
+	// made w_{Rounds[i]}); "" at round 0 and where the client sat the round out. Nil when the
+	// manifest lists no upload of the target client.
+	Uploads [][2][]string
+	// OtherUploads counts the manifest's uploads of other clients, which no attack reads.
+	OtherUploads int
 }
 
-// Validate checks the manifest against the rounds the experiment records (its checkpoints) and
-// the number of pairs it declares, and returns every problem found (up to a limit), one per line.
-func (m *Manifest) Validate(pairs int, rounds []int) (*Plan, error) {
+// Validate checks the manifest against the experiment and returns every problem found (up to a
+// limit), one per line.
+func (m *Manifest) Validate(ex Expect) (*Plan, error) {
+	pairs, rounds := ex.Pairs, ex.Rounds
 	var errs []string
 	add := func(format string, args ...any) {
 		if len(errs) < 20 {
@@ -231,21 +270,31 @@ func (m *Manifest) Validate(pairs int, rounds []int) (*Plan, error) {
 		}
 	}
 	type key struct {
-		pair  int
-		world int8
-		round int
+		pair   int
+		world  int8
+		round  int
+		upload bool
 	}
 	seen := map[key]string{}
 	var canary [2]*bool
-	plan := &Plan{Pairs: pairs, Rounds: slices.Clone(rounds), Files: make([][2][]string, pairs)}
-	for p := range plan.Files {
-		for w := range 2 {
-			plan.Files[p][w] = make([]string, len(rounds))
+	grid := func() [][2][]string {
+		g := make([][2][]string, pairs)
+		for p := range g {
+			for w := range 2 {
+				g[p][w] = make([]string, len(rounds))
+			}
 		}
+		return g
 	}
+	plan := &Plan{Pairs: pairs, Rounds: slices.Clone(rounds), Files: grid()}
 	for _, e := range m.Entries {
-		if e.Client >= 0 {
-			add("%s: client %d: uploads of clients are not imported yet (leave client empty for global models)", e.Line, e.Client)
+		upload := e.Client >= 0
+		if upload && e.Client >= ex.Clients {
+			add("%s: client %d outside 0..%d (the config has %d clients)", e.Line, e.Client, ex.Clients-1, ex.Clients)
+			continue
+		}
+		if upload && e.Client != ex.TargetClient {
+			plan.OtherUploads++
 			continue
 		}
 		if e.Pair < 0 || e.Pair >= pairs {
@@ -257,13 +306,28 @@ func (m *Manifest) Validate(pairs int, rounds []int) (*Plan, error) {
 			add("%s: round %d is not a checkpoint of the config %v", e.Line, e.Round, rounds)
 			continue
 		}
-		k := key{e.Pair, e.World, e.Round}
+		if upload && e.Round == 0 {
+			add("%s: an upload at round 0: uploads are numbered by the round they made (1 is the first)", e.Line)
+			continue
+		}
+		k := key{e.Pair, e.World, e.Round, upload}
 		if prev, dup := seen[k]; dup {
-			add("%s: pair %d world %s round %d is listed twice (also %s)", e.Line, e.Pair, runs.WorldName(e.World), e.Round, prev)
+			what := ""
+			if upload {
+				what = "upload of "
+			}
+			add("%s: %spair %d world %s round %d is listed twice (also %s)", e.Line, what, e.Pair, runs.WorldName(e.World), e.Round, prev)
 			continue
 		}
 		seen[k] = e.Line
-		plan.Files[e.Pair][e.World][ri] = e.File
+		if upload {
+			if plan.Uploads == nil {
+				plan.Uploads = grid()
+			}
+			plan.Uploads[e.Pair][e.World][ri] = e.File
+		} else {
+			plan.Files[e.Pair][e.World][ri] = e.File
+		}
 		if e.Canary != nil {
 			if c := canary[e.World]; c != nil && *c != *e.Canary {
 				add("%s: canary %v, but other runs of world %s say %v", e.Line, *e.Canary, runs.WorldName(e.World), *c)
@@ -290,8 +354,48 @@ func (m *Manifest) Validate(pairs int, rounds []int) (*Plan, error) {
 	if missing > 5 {
 		add("... %d snapshots missing in all", missing)
 	}
+	if plan.Uploads != nil {
+		validateUploads(plan, ex, add)
+	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("manifest %s:\n  %s", m.Path, strings.Join(errs, "\n  "))
 	}
 	return plan, nil
+}
+
+// validateUploads checks the target client's uploads: every checkpoint T >= 1 needs them in
+// both worlds of every pair (or, with partial participation, in neither), and the global model
+// w_{T-1} they started from, which the upload attacks subtract.
+func validateUploads(plan *Plan, ex Expect, add func(string, ...any)) {
+	missing := 0
+	for i, t := range ex.Rounds {
+		if t == 0 {
+			continue
+		}
+		if !slices.Contains(ex.Rounds, t-1) {
+			add("uploads at round %d need the global model w_%d they started from: add %d to the checkpoints", t, t-1, t-1)
+		}
+		for p := range plan.Uploads {
+			c, cp := plan.Uploads[p][0][i], plan.Uploads[p][1][i]
+			switch {
+			case c != "" && cp != "":
+			case c == "" && cp == "" && ex.Partial:
+				// the target client sat round t out in this pair (both worlds share the draw)
+			case c == "" && cp == "":
+				if missing < 5 {
+					add("pair %d round %d: no upload of the target client %d (every client takes part in every round; uploads are needed at every checkpoint after 0)", p, t, ex.TargetClient)
+				}
+				missing++
+			default:
+				w := runs.WorldC
+				if c != "" {
+					w = runs.WorldCPrime
+				}
+				add("pair %d round %d: the target client's upload is missing in world %s only (both worlds of a pair share which clients take part)", p, t, runs.WorldName(w))
+			}
+		}
+	}
+	if missing > 5 {
+		add("... %d uploads missing in all", missing)
+	}
 }

@@ -1,9 +1,9 @@
 // Image operations of compute.Convolver (the convolutional models of package nn): im2col and
 // its adjoint col2im, max and average pooling and their gradients, GroupNorm and its
 // gradients, and the block transpose. Images are compute.Images: per batch element C channels
-// of N samples of H x W pixels, laid out [C][N][H][W], passed as a pointer to batch element 0
-// and a batch stride (0 shares one tensor with the whole batch); matrices as in
-// elementwise.cu.
+// of H x W pixels of N samples, laid out [C][H][W][N] (the samples innermost, so adjacent
+// threads handle adjacent samples and memory), passed as a pointer to batch element 0 and a
+// batch stride (0 shares one tensor with the whole batch); matrices as in elementwise.cu.
 //
 // Every output value is computed by one thread, in the order package internal/imgops fixes for
 // it, so im2col, col2im, pooling and transpose give the CPU backend's bits. col2im and the
@@ -67,24 +67,24 @@ __device__ __forceinline__ void md_next(md_index<D>* x) {
 	                                  (i64)blockDim.x * gridDim.x, (radix));               \
 	     it.i < (i64)(n); md_next(&it))
 
-// im2col: cols[b, (c K + i) K + j, (n OH + oy) OW + ox] = x[b, c, n, oy S - P + i, ox S - P + j],
+// im2col: cols[b, (c K + i) K + j, (oy OW + ox) N + n] = x[b, c, oy S - P + i, ox S - P + j, n],
 // 0 where that lies in the padding. One thread per entry of cols; adjacent threads write
-// adjacent entries of a row.
+// adjacent entries of a row and read adjacent samples.
 extern "C" __global__ void im2col(float* cols, i64 ldc, i64 cbs, const float* x, i64 xbs, i64 C,
                                   i64 N, i64 H, i64 W, i64 K, i64 S, i64 P, i64 OH, i64 OW,
                                   i64 batch) {
-	const i64 rad[7] = {0, C, K, K, N, OH, OW};
-	GRID_STRIDE_MD(it, 7, batch * C * K * K * N * OH * OW, rad) {
-		i64 b = it.d[0], c = it.d[1], i = it.d[2], j = it.d[3], n = it.d[4], oy = it.d[5],
-		    ox = it.d[6];
+	const i64 rad[7] = {0, C, K, K, OH, OW, N};
+	GRID_STRIDE_MD(it, 7, batch * C * K * K * OH * OW * N, rad) {
+		i64 b = it.d[0], c = it.d[1], i = it.d[2], j = it.d[3], oy = it.d[4], ox = it.d[5],
+		    n = it.d[6];
 		i64 iy = oy * S - P + i, ix = ox * S - P + j;
 		float v = 0.0f;
-		if (iy >= 0 && iy < H && ix >= 0 && ix < W) v = x[b * xbs + ((c * N + n) * H + iy) * W + ix];
-		cols[b * cbs + ((c * K + i) * K + j) * ldc + (n * OH + oy) * OW + ox] = v;
+		if (iy >= 0 && iy < H && ix >= 0 && ix < W) v = x[b * xbs + ((c * H + iy) * W + ix) * N + n];
+		cols[b * cbs + ((c * K + i) * K + j) * ldc + (oy * OW + ox) * N + n] = v;
 	}
 }
 
-// col2im, the adjoint of im2col: dx[b, c, n, y, x] is the float32 sum, from 0, of the entries
+// col2im, the adjoint of im2col: dx[b, c, y, x, n] is the float32 sum, from 0, of the entries
 // of cols that im2col fills from that pixel, in ascending row order of cols (window row i,
 // then column j), the order of imgops.Col2im. Each (i, j) reaches the pixel from at most one
 // output position: oy = (y + P - i) / S when that divides, so i runs over (y + P) mod S,
@@ -93,37 +93,38 @@ extern "C" __global__ void im2col(float* cols, i64 ldc, i64 cbs, const float* x,
 extern "C" __global__ void col2im(float* dx, i64 dxbs, const float* cols, i64 ldc, i64 cbs,
                                   i64 C, i64 N, i64 H, i64 W, i64 K, i64 S, i64 P, i64 OH,
                                   i64 OW, i64 batch) {
-	const i64 rad[5] = {0, C, N, H, W};
-	GRID_STRIDE_MD(it, 5, batch * C * N * H * W, rad) {
-		i64 b = it.d[0], c = it.d[1], n = it.d[2], y = it.d[3], xx = it.d[4];
+	const i64 rad[5] = {0, C, H, W, N};
+	GRID_STRIDE_MD(it, 5, batch * C * H * W * N, rad) {
+		i64 b = it.d[0], c = it.d[1], y = it.d[2], xx = it.d[3], n = it.d[4];
 		u32 ty = (u32)(y + P), tx = (u32)(xx + P), s = (u32)S;
 		u32 i0 = ty % s, j0 = tx % s;
 		i64 oy0 = (i64)(ty / s), ox0 = (i64)(tx / s);
-		const float* col = cols + b * cbs + n * OH * OW;
+		const float* col = cols + b * cbs + n;
 		float acc = 0.0f;
 		for (i64 i = i0, oy = oy0; i < K && oy >= 0; i += S, oy--) {
 			if (oy >= OH) continue;
 			for (i64 j = j0, ox = ox0; j < K && ox >= 0; j += S, ox--) {
 				if (ox >= OW) continue;
-				acc += col[((c * K + i) * K + j) * ldc + oy * OW + ox];
+				acc += col[((c * K + i) * K + j) * ldc + (oy * OW + ox) * N];
 			}
 		}
-		dx[b * dxbs + ((c * N + n) * H + y) * W + xx] = acc;
+		dx[b * dxbs + ((c * H + y) * W + xx) * N + n] = acc;
 	}
 }
 
-// window_argmax is imgops.maxIndex: the offset in the H x W plane src of the first maximum of
-// the K x K window at (y0, x0) in row-major order, padding excluded (a NaN wins only as the
-// window's first pixel, as with Go's >), or -1 when the window lies entirely in the padding.
-__device__ __forceinline__ i64 window_argmax(const float* src, i64 H, i64 W, i64 K, i64 y0,
-                                             i64 x0) {
+// window_argmax is imgops' window rule: the pixel i W + j of the first maximum of the K x K
+// window at (y0, x0) in row-major order, padding excluded (a NaN wins only as the window's
+// first pixel, as with Go's >), or -1 when the window lies entirely in the padding. src is one
+// sample's channel: pixel (i, j) at (i W + j) N.
+__device__ __forceinline__ i64 window_argmax(const float* src, i64 H, i64 W, i64 N, i64 K,
+                                             i64 y0, i64 x0) {
 	i64 ylo = y0 > 0 ? y0 : 0, yhi = y0 + K < H ? y0 + K : H;
 	i64 xlo = x0 > 0 ? x0 : 0, xhi = x0 + K < W ? x0 + K : W;
 	float best = 0.0f;
 	i64 bi = -1;
 	for (i64 i = ylo; i < yhi; i++) {
 		for (i64 j = xlo; j < xhi; j++) {
-			float v = src[i * W + j];
+			float v = src[(i * W + j) * N];
 			if (bi < 0 || v > best) {
 				best = v;
 				bi = i * W + j;
@@ -133,17 +134,18 @@ __device__ __forceinline__ i64 window_argmax(const float* src, i64 H, i64 W, i64
 	return bi;
 }
 
-// pool: y[b, p, oy, ox] (p = c N + n, a plane) is the window's first maximum (avg = 0; minus
-// infinity for a window entirely in the padding, which nn's layer specs rule out) or the
-// float32 sum of its pixels in row-major order times 1/(K K) (avg = 1: padding counts as
-// zeros), as imgops.MaxPool and AvgPool.
-extern "C" __global__ void pool(int avg, float* y, i64 ybs, const float* x, i64 xbs, i64 planes,
-                                i64 H, i64 W, i64 K, i64 S, i64 P, i64 OH, i64 OW, i64 batch) {
-	const i64 rad[4] = {0, planes, OH, OW};
+// pool: y[b, c, oy, ox, n] is the window's first maximum (avg = 0; minus infinity for a window
+// entirely in the padding, which nn's layer specs rule out) or the float32 sum of its pixels in
+// row-major order times 1/(K K) (avg = 1: padding counts as zeros), as imgops.MaxPool and
+// AvgPool.
+extern "C" __global__ void pool(int avg, float* y, i64 ybs, const float* x, i64 xbs, i64 C,
+                                i64 N, i64 H, i64 W, i64 K, i64 S, i64 P, i64 OH, i64 OW,
+                                i64 batch) {
+	const i64 rad[5] = {0, C, OH, OW, N};
 	float inv = 1.0f / (float)(K * K);
-	GRID_STRIDE_MD(it, 4, batch * planes * OH * OW, rad) {
-		i64 b = it.d[0], p = it.d[1], oy = it.d[2], ox = it.d[3];
-		const float* src = x + b * xbs + p * H * W;
+	GRID_STRIDE_MD(it, 5, batch * C * OH * OW * N, rad) {
+		i64 b = it.d[0], c = it.d[1], oy = it.d[2], ox = it.d[3], n = it.d[4];
+		const float* src = x + b * xbs + c * H * W * N + n;
 		i64 y0 = oy * S - P, x0 = ox * S - P;
 		float v;
 		if (avg) {
@@ -151,49 +153,49 @@ extern "C" __global__ void pool(int avg, float* y, i64 ybs, const float* x, i64 
 			i64 xlo = x0 > 0 ? x0 : 0, xhi = x0 + K < W ? x0 + K : W;
 			float s = 0.0f;
 			for (i64 i = ylo; i < yhi; i++)
-				for (i64 j = xlo; j < xhi; j++) s += src[i * W + j];
+				for (i64 j = xlo; j < xhi; j++) s += src[(i * W + j) * N];
 			v = s * inv;
 		} else {
-			i64 bi = window_argmax(src, H, W, K, y0, x0);
-			v = bi >= 0 ? src[bi] : __int_as_float((int)0xff800000u);
+			i64 bi = window_argmax(src, H, W, N, K, y0, x0);
+			v = bi >= 0 ? src[bi * N] : __int_as_float((int)0xff800000u);
 		}
-		y[b * ybs + (p * OH + oy) * OW + ox] = v;
+		y[b * ybs + ((c * OH + oy) * OW + ox) * N + n] = v;
 	}
 }
 
-// pool_grad: dx[b, p, y, x] is the float32 sum, from 0, of what the windows containing the
+// pool_grad: dx[b, c, y, x, n] is the float32 sum, from 0, of what the windows containing the
 // pixel send it, windows in row-major order (imgops.MaxPoolGrad, AvgPoolGrad): with max
 // pooling dy of each window whose first maximum (recomputed from x) is this pixel, with
 // average pooling dy / (K K) of every window. The windows containing y are oy S - P <= y <
 // oy S - P + K: oy from ceil((y + P + 1 - K) / S) to floor((y + P) / S) (32-bit divisions,
 // once per pixel).
 extern "C" __global__ void pool_grad(int avg, float* dx, i64 dxbs, const float* x, i64 xbs,
-                                     const float* dy, i64 dybs, i64 planes, i64 H, i64 W, i64 K,
-                                     i64 S, i64 P, i64 OH, i64 OW, i64 batch) {
-	const i64 rad[4] = {0, planes, H, W};
+                                     const float* dy, i64 dybs, i64 C, i64 N, i64 H, i64 W,
+                                     i64 K, i64 S, i64 P, i64 OH, i64 OW, i64 batch) {
+	const i64 rad[5] = {0, C, H, W, N};
 	float inv = 1.0f / (float)(K * K);
 	u32 s = (u32)S, k = (u32)K;
-	GRID_STRIDE_MD(it, 4, batch * planes * H * W, rad) {
-		i64 b = it.d[0], p = it.d[1], y = it.d[2], xx = it.d[3];
+	GRID_STRIDE_MD(it, 5, batch * C * H * W * N, rad) {
+		i64 b = it.d[0], c = it.d[1], y = it.d[2], xx = it.d[3], n = it.d[4];
 		u32 ty = (u32)(y + P), tx = (u32)(xx + P);
 		i64 oylo = ty + 1 > k ? (i64)((ty + 1 - k + s - 1) / s) : 0;
 		i64 oxlo = tx + 1 > k ? (i64)((tx + 1 - k + s - 1) / s) : 0;
 		i64 oyhi = (i64)(ty / s), oxhi = (i64)(tx / s);
 		if (oyhi > OH - 1) oyhi = OH - 1;
 		if (oxhi > OW - 1) oxhi = OW - 1;
-		const float* src = x + b * xbs + p * H * W;
-		const float* g = dy + b * dybs + p * OH * OW;
+		const float* src = x + b * xbs + c * H * W * N + n;
+		const float* g = dy + b * dybs + c * OH * OW * N + n;
 		i64 me = y * W + xx;
 		float acc = 0.0f;
 		for (i64 oy = oylo; oy <= oyhi; oy++) {
 			for (i64 ox = oxlo; ox <= oxhi; ox++) {
 				if (avg)
-					acc += g[oy * OW + ox] * inv;
-				else if (window_argmax(src, H, W, K, oy * S - P, ox * S - P) == me)
-					acc += g[oy * OW + ox];
+					acc += g[(oy * OW + ox) * N] * inv;
+				else if (window_argmax(src, H, W, N, K, oy * S - P, ox * S - P) == me)
+					acc += g[(oy * OW + ox) * N];
 			}
 		}
-		dx[b * dxbs + p * H * W + me] = acc;
+		dx[b * dxbs + (c * H * W + me) * N + n] = acc;
 	}
 }
 
@@ -212,13 +214,15 @@ extern "C" __global__ void transpose_blocks(float* dst, i64 ldd, i64 dbs, const 
 }
 
 // GroupNorm. A group is cg = C / groups consecutive channels of one sample, cnt = cg hw values
-// (hw = H W): channel g cg + cl of sample n holds its hw pixels at ((g cg + cl) N + n) hw.
+// (hw = H W): value (channel g cg + cl, pixel px, sample n) is at ((g cg + cl) hw + px) N + n,
+// so the group's values of sample n are e N + n for e = cl hw + px.
 // Statistics are indexed by row r = (b N + n) groups + g (imgops.GroupStats' order per batch
 // element), rows = batch N groups of them; stats holds mean[r] then rstd[rows + r].
 //
-// A partial sum p of a group adds the values e = p, p + parts, ... of the group in order (e =
-// cl hw + pixel), in float64; part[r parts + p] holds those of x, part[rows parts + r parts +
-// p] those of x^2. The step e += parts is kept as (channel, pixel) by additions.
+// A partial sum p of a group adds the values e = p, p + parts, ... of the group in order, in
+// float64; part[r parts + p] holds those of x, part[rows parts + r parts + p] those of x^2.
+// Where the channel of e matters (gamma), the step e += parts is kept as (channel, pixel) by
+// additions.
 
 // gn_step advances (hi, lo), an index hi span + lo with lo < span, by (dhi, dlo) (dlo < span).
 __device__ __forceinline__ void gn_step(i64* hi, i64* lo, i64 dhi, i64 dlo, i64 span) {
@@ -243,20 +247,16 @@ __device__ __forceinline__ void gn_split(i64 p, i64 span, i64* hi, i64* lo) {
 // gn_stats_partials writes the partial sums of x and x^2 of every group of every sample.
 extern "C" __global__ void gn_stats_partials(double* part, const float* x, i64 xbs, i64 cg,
                                              i64 N, i64 hw, i64 groups, i64 parts, i64 batch) {
-	i64 rows = batch * N * groups;
-	i64 dc = parts / hw, dpx = parts - dc * hw;
+	i64 rows = batch * N * groups, cnt = cg * hw;
 	const i64 rad[4] = {0, N, groups, parts};
 	GRID_STRIDE_MD(it, 4, rows * parts, rad) {
 		i64 b = it.d[0], n = it.d[1], g = it.d[2], p = it.d[3];
-		const float* base = x + b * xbs + (g * cg * N + n) * hw;
+		const float* base = x + b * xbs + g * cg * hw * N + n;
 		double s = 0, ss = 0;
-		i64 cl, px;
-		gn_split(p, hw, &cl, &px);
-		while (cl < cg) {
-			double v = base[cl * N * hw + px];
+		for (i64 e = p; e < cnt; e += parts) {
+			double v = base[e * N];
 			s += v;
 			ss += v * v;
-			gn_step(&cl, &px, dc, dpx, hw);
 		}
 		part[it.i] = s;
 		part[rows * parts + it.i] = ss;
@@ -289,15 +289,15 @@ extern "C" __global__ void gn_forward(float* y, i64 ybs, const float* x, i64 xbs
                                       const double* stats, i64 cg, i64 N, i64 hw, i64 groups,
                                       i64 batch) {
 	i64 rows = batch * N * groups;
-	const i64 rad[5] = {0, groups, cg, N, hw};
-	GRID_STRIDE_MD(it, 5, batch * groups * cg * N * hw, rad) {
-		i64 b = it.d[0], g = it.d[1], cl = it.d[2], n = it.d[3], px = it.d[4];
+	const i64 rad[5] = {0, groups, cg, hw, N};
+	GRID_STRIDE_MD(it, 5, batch * groups * cg * hw * N, rad) {
+		i64 b = it.d[0], g = it.d[1], cl = it.d[2], px = it.d[3], n = it.d[4];
 		i64 c = g * cg + cl, r = (b * N + n) * groups + g;
 		double mu = stats[r], rs = stats[rows + r];
 		float gm = gamma[b * gbs + c];
 		float a = (float)rs * gm;
 		float sh = beta[b * bbs + c] - (float)(mu * rs) * gm;
-		i64 o = (c * N + n) * hw + px;
+		i64 o = (c * hw + px) * N + n;
 		y[b * ybs + o] = a * x[b * xbs + o] + sh;
 	}
 }
@@ -306,8 +306,8 @@ extern "C" __global__ void gn_forward(float* y, i64 ybs, const float* x, i64 xbs
 // (imgops.GroupNormGradX): of gy = dy gamma[c] at part[r parts + p] and of gy (x - mean) rstd
 // at part[rows parts + r parts + p]. Always, per channel c of batch element b (row q = b C + c;
 // imgops.GroupNormGradParams): of dy (x - mean) rstd at part[2 rows parts + q parts + p] and of
-// dy at part[2 rows parts + batch C parts + q parts + p], over the N hw values of the channel,
-// which are contiguous (e = n hw + pixel). Each thread takes the first kind of sums, then the
+// dy at part[2 rows parts + batch C parts + q parts + p], over the hw N values of the channel,
+// which are contiguous (e = pixel N + n). Each thread takes the first kind of sums, then the
 // second, each by its own grid-stride loop.
 extern "C" __global__ void gn_grad_partials(double* part, const float* x, i64 xbs,
                                             const float* gamma, i64 gbs, const float* dy,
@@ -322,7 +322,7 @@ extern "C" __global__ void gn_grad_partials(double* part, const float* x, i64 xb
 			i64 b = it.d[0], n = it.d[1], g = it.d[2], p = it.d[3];
 			i64 r = (b * N + n) * groups + g;
 			double mu = stats[r], rs = stats[rows + r];
-			i64 off = (g * cg * N + n) * hw;
+			i64 off = g * cg * hw * N + n;
 			const float* xb = x + b * xbs + off;
 			const float* db = dy + b * dybs + off;
 			const float* gb = gamma + b * gbs + g * cg;
@@ -330,7 +330,7 @@ extern "C" __global__ void gn_grad_partials(double* part, const float* x, i64 xb
 			i64 cl, px;
 			gn_split(p, hw, &cl, &px);
 			while (cl < cg) {
-				i64 o = cl * N * hw + px;
+				i64 o = (cl * hw + px) * N;
 				double gy = (double)db[o] * (double)gb[cl];
 				sg += gy;
 				sgx += gy * ((double)xb[o] - mu) * rs;
@@ -341,7 +341,7 @@ extern "C" __global__ void gn_grad_partials(double* part, const float* x, i64 xb
 		}
 	}
 	double* pb = part + 2 * rows * parts;
-	i64 dn = parts / hw, dpx = parts - dn * hw, len = N * hw;
+	i64 dpx = parts / N, dn = parts - dpx * N, len = hw * N;
 	const i64 rad[4] = {0, groups, cg, parts};
 	for (md_index<4> it = md_start<4>(start, stride, rad); it.i < batch * C * parts; md_next(&it)) {
 		i64 b = it.d[0], g = it.d[1], cl = it.d[2], p = it.d[3];
@@ -351,13 +351,13 @@ extern "C" __global__ void gn_grad_partials(double* part, const float* x, i64 xb
 		const double* mb = stats + b * N * groups + g;
 		double dga = 0, dbe = 0;
 		i64 n, px;
-		gn_split(p, hw, &n, &px);
+		gn_split(p, N, &px, &n);
 		for (i64 e = p; e < len; e += parts) {
 			double mu = mb[n * groups], rs = mb[rows + n * groups];
 			double d = db[e];
 			dga += d * ((double)xb[e] - mu) * rs;
 			dbe += d;
-			gn_step(&n, &px, dn, dpx, hw);
+			gn_step(&px, &n, dpx, dn, N);
 		}
 		pb[it.i] = dga;
 		pb[batch * C * parts + it.i] = dbe;
@@ -405,13 +405,13 @@ extern "C" __global__ void gn_grad_x(float* dx, i64 dxbs, const float* x, i64 xb
                                      const double* stats, const double* gstats, i64 cg, i64 N,
                                      i64 hw, i64 groups, i64 batch) {
 	i64 rows = batch * N * groups;
-	const i64 rad[5] = {0, groups, cg, N, hw};
-	GRID_STRIDE_MD(it, 5, batch * groups * cg * N * hw, rad) {
-		i64 b = it.d[0], g = it.d[1], cl = it.d[2], n = it.d[3], px = it.d[4];
+	const i64 rad[5] = {0, groups, cg, hw, N};
+	GRID_STRIDE_MD(it, 5, batch * groups * cg * hw * N, rad) {
+		i64 b = it.d[0], g = it.d[1], cl = it.d[2], px = it.d[3], n = it.d[4];
 		i64 c = g * cg + cl, r = (b * N + n) * groups + g;
 		double mu = stats[r], rs = stats[rows + r], mg = gstats[r], mgx = gstats[rows + r];
 		double gm = gamma[b * gbs + c];
-		i64 o = (c * N + n) * hw + px;
+		i64 o = (c * hw + px) * N + n;
 		double xh = ((double)x[b * xbs + o] - mu) * rs;
 		dx[b * dxbs + o] = (float)(rs * ((double)dy[b * dybs + o] * gm - mg - xh * mgx));
 	}

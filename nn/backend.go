@@ -236,7 +236,7 @@ func (o *hostOps[T]) Col2im(cols compute.Mat, w compute.Window, dx compute.Image
 }
 
 func (o *hostOps[T]) Pool(p compute.Pooling, w compute.Window, x, y compute.Images) {
-	o.perElem(y.Batch, y.C*y.N, func(b, lo, hi int) {
+	o.perElem(y.Batch, y.C*y.H, func(b, lo, hi int) {
 		if p == compute.MaxPooling {
 			imgops.MaxPool(img[T](x, b), geom(x), window(w), img[T](y, b), lo, hi)
 		} else {
@@ -246,7 +246,7 @@ func (o *hostOps[T]) Pool(p compute.Pooling, w compute.Window, x, y compute.Imag
 }
 
 func (o *hostOps[T]) PoolGrad(p compute.Pooling, w compute.Window, x, dy, dx compute.Images) {
-	o.perElem(dx.Batch, dx.C*dx.N, func(b, lo, hi int) {
+	o.perElem(dx.Batch, dx.C, func(b, lo, hi int) {
 		if p == compute.MaxPooling {
 			imgops.MaxPoolGrad(img[T](x, b), geom(x), window(w), img[T](dy, b), img[T](dx, b), lo, hi)
 		} else {
@@ -259,7 +259,7 @@ func (o *hostOps[T]) PoolGrad(p compute.Pooling, w compute.Window, x, dy, dx com
 func (o *hostOps[T]) stats(x compute.Images, batch, groups int, eps float32) int {
 	per := x.N * groups
 	o.mean, o.rstd = grow(o.mean, batch*per), grow(o.rstd, batch*per)
-	o.perElem(batch, x.N, func(b, lo, hi int) {
+	o.perElem(batch, groups, func(b, lo, hi int) {
 		imgops.GroupStats(img[T](x, b), geom(x), groups, float64(eps), o.mean[b*per:][:per], o.rstd[b*per:][:per], lo, hi)
 	})
 	return per
@@ -267,7 +267,7 @@ func (o *hostOps[T]) stats(x compute.Images, batch, groups int, eps float32) int
 
 func (o *hostOps[T]) GroupNorm(groups int, eps float32, x compute.Images, gamma, beta compute.Mat, y compute.Images) {
 	per := o.stats(x, y.Batch, groups, eps)
-	o.perElem(y.Batch, x.N, func(b, lo, hi int) {
+	o.perElem(y.Batch, groups, func(b, lo, hi int) {
 		imgops.GroupNorm(img[T](x, b), geom(x), groups, o.mean[b*per:][:per], o.rstd[b*per:][:per], at[T](gamma, b), at[T](beta, b), img[T](y, b), lo, hi)
 	})
 }
@@ -276,7 +276,7 @@ func (o *hostOps[T]) GroupNormGrad(groups int, eps float32, x compute.Images, ga
 	batch := dgamma.Batch
 	per := o.stats(x, batch, groups, eps)
 	if dx.Buf != nil {
-		o.perElem(batch, x.N, func(b, lo, hi int) {
+		o.perElem(batch, groups, func(b, lo, hi int) {
 			imgops.GroupNormGradX(img[T](x, b), geom(x), groups, o.mean[b*per:][:per], o.rstd[b*per:][:per], at[T](gamma, b), img[T](dy, b), img[T](dx, b), lo, hi)
 		})
 	}

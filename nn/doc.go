@@ -20,19 +20,22 @@
 // average pooling and the bias gradients are products with a vector of ones, so they need no
 // operation of their own.
 //
-// Layout. Activations of one replica are [channels][batch][height][width] (CNHW), the replicas
-// one after another: [replica][channels][batch][height][width]. With that layout a convolution of
-// a whole replica batch is ONE strided-batched GEMM over replicas, in all three of its products:
+// Layout. Activations of one replica are [channels][height][width][batch] (CHWN: the samples
+// innermost), the replicas one after another. With that layout a convolution of a whole
+// replica batch is ONE strided-batched GEMM over replicas, in all three of its products:
 //
-//	Y_r  (Cout x B*OH*OW)  = W_r (Cout x Cin*k*k) * cols_r (Cin*k*k x B*OH*OW)
+//	Y_r  (Cout x OH*OW*B)  = W_r (Cout x Cin*k*k) * cols_r (Cin*k*k x OH*OW*B)
 //	dW_r (Cout x Cin*k*k)  = dY_r * cols_r^T      (the sum over the batch is the GEMM's depth)
 //	dcols_r                = W_r^T * dY_r
 //
-// whereas NCHW ([batch][channels]...) would need one GEMM per (replica, sample) and a separate
-// reduction over samples for the weight gradient. Dense layers are the same product with
-// H = W = 1 (features x batch). The input of the first layer is one client's batch shared by all
-// replicas: it is given once ([batch][C][H][W], the datasets' row layout), its im2col patches are
-// computed once and passed to the GEMM with replica stride 0.
+// and the patches, pooling windows and normalisation statistics are runs of whole pixels times
+// samples, contiguous in memory (with samples anywhere but innermost they would be runs of one
+// image row, ten values for LeNet-5's second convolution). Flattening channels and pixels
+// into features is then no operation at all: [C][H][W][B] is [C*H*W][B], the features x batch
+// matrix of the dense layers, in PyTorch's flatten order. The input of the first layer is one
+// client's batch shared by all replicas: it is given once (B rows of [C][H][W] values, the
+// datasets' row layout, transposed once), its im2col patches are computed once and passed to
+// the GEMM with replica stride 0.
 //
 // Parameters are R x d, replica-major, as in package train; each layer owns a contiguous range
 // (conv weights [Cout][Cin][k][k] then bias; dense weights [out][in] then bias, PyTorch's order;

@@ -327,7 +327,8 @@ func (l *groupNorm[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool
 
 // ---- global average pooling and flatten ----
 
-// gap averages each channel over its pixels: C x H x W -> C x 1 x 1, a product with ones.
+// gap averages each channel over its pixels: C x H x W -> C x 1 x 1, for each channel a product
+// of a row of ones with its (H W) x N pixels.
 type gap[T Float] struct {
 	ish   Shape
 	y, dx scratch
@@ -340,18 +341,52 @@ func (l *gap[T]) setOffset(int)        {}
 func (l *gap[T]) init([]T, *rand.Rand) {}
 func (l *gap[T]) flops() int64         { return int64(l.ish.Size()) }
 
-// pixels views each replica of x as the (C N) x (H W) matrix of its planes.
-func pixels(x compute.Images) compute.Mat {
-	hw := x.H * x.W
-	return compute.Mat{Buf: x.Buf, Off: x.Off, Rows: x.C * x.N, Cols: hw, Stride: hw, Batch: x.Batch, BatchStride: x.BatchStride}
+// channelMats views the channels of x and y as batches of matrices for the products of gap:
+// channel c of x as an xr x N matrix (its pixels' runs of samples) and of y as yr x N, batched
+// over (replica, channel) when all is set (the replicas lie one after another), else over the
+// channels of replica r only.
+func channelMats(x compute.Images, xr int, y compute.Images, yr int, r int, all bool) (compute.Mat, compute.Mat) {
+	N := x.N
+	xm := compute.Mat{Buf: x.Buf, Off: x.Off, Rows: xr, Cols: N, Stride: N, Batch: x.C, BatchStride: xr * N}
+	ym := compute.Mat{Buf: y.Buf, Off: y.Off, Rows: yr, Cols: N, Stride: N, Batch: y.C, BatchStride: yr * N}
+	if all {
+		xm.Batch *= x.Batch
+		ym.Batch = xm.Batch
+		return xm, ym
+	}
+	xm.Off += r * x.BatchStride
+	ym.Off += r * y.BatchStride
+	return xm, ym
+}
+
+// contiguous reports whether x's replicas lie one after another (or x is one shared tensor
+// viewed once), so that (replica, channel) is one batch of uniform stride.
+func contiguous(x compute.Images) bool {
+	return x.Batch == 1 || x.BatchStride == x.Size()
 }
 
 func (l *gap[T]) forward(c *pass[T], x compute.Images) compute.Images {
 	hw := l.ish.H * l.ish.W
-	y := images(get(c.o, &l.y, c.R*l.ish.C*c.B), l.out(), c.B, c.R, x.BatchStride == 0)
-	ym := pixels(once(y))
-	c.o.gemm(false, false, 1/T(hw), pixels(once(x)), c.onesCol(hw), 0, ym)
+	y := once(images(get(c.o, &l.y, c.R*l.ish.C*c.B), l.out(), c.B, c.R, x.BatchStride == 0))
+	xo := once(x)
+	l.each(c, xo, hw, y, 1, func(xm, ym compute.Mat) {
+		ones := c.onesRow(hw)
+		ones.Batch = xm.Batch
+		c.o.gemm(false, false, 1/T(hw), ones, xm, 0, ym)
+	})
+	y.Batch = c.R
 	return y
+}
+
+// each calls fn with the (replica, channel) batches of x (xr x N per channel) and y (yr x N).
+func (l *gap[T]) each(c *pass[T], x compute.Images, xr int, y compute.Images, yr int, fn func(xm, ym compute.Mat)) {
+	if contiguous(x) && contiguous(y) {
+		fn(channelMats(x, xr, y, yr, 0, true))
+		return
+	}
+	for r := 0; r < y.Batch; r++ {
+		fn(channelMats(x, xr, y, yr, r, false))
+	}
 }
 
 func (l *gap[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) compute.Images {
@@ -360,17 +395,18 @@ func (l *gap[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) comp
 	}
 	hw := l.ish.H * l.ish.W
 	dx := images(get(c.o, &l.dx, c.R*l.ish.Size()*c.B), l.ish, c.B, c.R, false)
-	c.o.gemm(false, false, 1/T(hw), pixels(dy), c.onesRow(hw), 0, pixels(dx))
+	l.each(c, dx, hw, dy, 1, func(dxm, dym compute.Mat) {
+		ones := c.onesCol(hw)
+		ones.Batch = dxm.Batch
+		c.o.gemm(false, false, 1/T(hw), ones, dym, 0, dxm)
+	})
 	return dx
 }
 
-// flatten turns [C][B][H][W] into features [C*H*W][B] (feature index c*H*W + y*W + x, the
-// order of PyTorch's flatten of an NCHW tensor, so dense weights match nn.Linear's): a
-// transpose of every (replica, channel) plane.
-type flatten[T Float] struct {
-	ish   Shape
-	y, dx scratch
-}
+// flatten turns C x H x W images into features C*H*W x 1 x 1 (feature index (c*H + y)*W + x,
+// the order of PyTorch's flatten of an NCHW tensor, so dense weights match nn.Linear's): with
+// the samples innermost ([C][H][W][N]) that is the same memory, so it copies nothing.
+type flatten[T Float] struct{ ish Shape }
 
 func (l *flatten[T]) in() Shape            { return l.ish }
 func (l *flatten[T]) out() Shape           { return Shape{l.ish.Size(), 1, 1} }
@@ -379,39 +415,17 @@ func (l *flatten[T]) setOffset(int)        {}
 func (l *flatten[T]) init([]T, *rand.Rand) {}
 func (l *flatten[T]) flops() int64         { return 0 }
 
-// transposePlanes transposes each (replica, channel) plane of src, rows x cols, into dst.
-func transposePlanes[T Float](c *pass[T], src compute.Images, rows, cols int, dst compute.Images) {
-	per := rows * cols
-	for r := 0; r < dst.Batch; r++ {
-		c.o.Transpose(1,
-			compute.Mat{Buf: src.Buf, Off: src.Off + r*src.BatchStride, Rows: rows, Cols: cols, Stride: cols, Batch: src.C, BatchStride: per},
-			compute.Mat{Buf: dst.Buf, Off: dst.Off + r*dst.BatchStride, Rows: cols, Cols: rows, Stride: rows, Batch: src.C, BatchStride: per})
-	}
-}
-
 func (l *flatten[T]) forward(c *pass[T], x compute.Images) compute.Images {
-	hw := l.ish.H * l.ish.W
-	if hw == 1 {
-		return compute.Images{Buf: x.Buf, Off: x.Off, C: x.C, N: x.N, H: 1, W: 1, Batch: x.Batch, BatchStride: x.BatchStride}
-	}
-	y := images(get(c.o, &l.y, c.R*l.ish.Size()*c.B), l.out(), c.B, c.R, x.BatchStride == 0)
-	transposePlanes(c, x, c.B, hw, once(y))
-	return y
+	x.C, x.H, x.W = l.ish.Size(), 1, 1
+	return x
 }
 
 func (l *flatten[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) compute.Images {
 	if !wantDX {
 		return compute.Images{}
 	}
-	hw := l.ish.H * l.ish.W
-	if hw == 1 {
-		return compute.Images{Buf: dy.Buf, Off: dy.Off, C: l.ish.C, N: dy.N, H: 1, W: 1, Batch: dy.Batch, BatchStride: dy.BatchStride}
-	}
-	dx := images(get(c.o, &l.dx, c.R*l.ish.Size()*c.B), l.ish, c.B, c.R, false)
-	src := dy
-	src.C = l.ish.C
-	transposePlanes(c, src, hw, c.B, dx)
-	return dx
+	dy.C, dy.H, dy.W = l.ish.C, l.ish.H, l.ish.W
+	return dy
 }
 
 // ---- dense ----

@@ -224,21 +224,22 @@ func (m *Model[T]) newPass(R, B int, w, dw compute.Mat) *pass[T] {
 	return &pass[T]{o: m.o, R: R, B: B, w: w, dw: dw, ones: m.ones.buf}
 }
 
-// input returns x (B rows of C*H*W values per replica, or shared) as images [C][B][H][W].
+// input returns x (B rows of C*H*W values per replica, or shared) as images [C][H][W][B]: the
+// rows transposed, or x itself for a batch of one in contiguous rows.
 func (m *Model[T]) input(c *pass[T], x compute.Mat) compute.Images {
-	C, hw := m.Input.C, m.Input.H*m.Input.W
+	dim := m.Input.Size()
 	shared := x.BatchStride == 0
-	if C == 1 && x.Stride == hw {
-		return compute.Images{Buf: x.Buf, Off: x.Off, C: 1, N: c.B, H: m.Input.H, W: m.Input.W, Batch: c.R, BatchStride: x.BatchStride}
+	if c.B == 1 && x.Cols == dim {
+		return compute.Images{Buf: x.Buf, Off: x.Off, C: m.Input.C, N: 1, H: m.Input.H, W: m.Input.W, Batch: c.R, BatchStride: x.BatchStride}
 	}
 	rows := c.R
 	if shared {
 		rows = 1
 	}
-	n := c.B * C * hw
+	n := c.B * dim
 	buf := get(m.o, &m.xin, rows*n)
-	m.o.Transpose(hw, compute.Mat{Buf: x.Buf, Off: x.Off, Rows: c.B, Cols: C, Stride: x.Stride, Batch: rows, BatchStride: x.BatchStride},
-		compute.Mat{Buf: buf, Rows: C, Cols: c.B, Stride: c.B * hw, Batch: rows, BatchStride: n})
+	m.o.Transpose(1, compute.Mat{Buf: x.Buf, Off: x.Off, Rows: c.B, Cols: dim, Stride: x.Stride, Batch: rows, BatchStride: x.BatchStride},
+		compute.Mat{Buf: buf, Rows: dim, Cols: c.B, Stride: c.B, Batch: rows, BatchStride: n})
 	return images(buf, m.Input, c.B, c.R, shared)
 }
 
@@ -271,8 +272,8 @@ func (m *Model[T]) run(params, x, labels, grad, dx, loss, margin compute.Mat) {
 	if dx.Buf == nil {
 		return
 	}
-	C, hw := m.Input.C, m.Input.H*m.Input.W
-	m.o.Transpose(hw, compute.Mat{Buf: dxin.Buf, Off: dxin.Off, Rows: C, Cols: B, Stride: B * hw, Batch: R, BatchStride: dxin.BatchStride}, dx)
+	dim := m.Input.Size()
+	m.o.Transpose(1, compute.Mat{Buf: dxin.Buf, Off: dxin.Off, Rows: dim, Cols: B, Stride: B, Batch: R, BatchStride: dxin.BatchStride}, dx)
 }
 
 // Grad writes into grad the gradient of each replica's mean softmax cross-entropy over a

@@ -139,3 +139,34 @@ func htmlDOMElements(dom []byte) map[string]int {
 	}
 	return counts
 }
+
+// TestBrowserGallery loads a report with a gallery in headless chromium: the DOM holds the
+// gallery's figure with the PNG inline as a data URL, and the page logs no errors. Skipped as
+// TestBrowser is.
+func TestBrowserGallery(t *testing.T) {
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("FEDAUDIT_REQUIRE_BROWSER") == "1" {
+			t.Fatalf("FEDAUDIT_REQUIRE_BROWSER=1 but %s is unusable: %v", chromiumPath, err)
+		}
+		t.Skipf("%s not found", chromiumPath)
+	}
+	if testing.Short() && os.Getenv("FEDAUDIT_REQUIRE_BROWSER") != "1" {
+		t.Skip("browser check takes several seconds; skipped in -short mode")
+	}
+	in := syntheticInput(t)
+	in.Gallery = testGallery()
+	dir, _ := writeReport(t, in, Options{})
+	page, err := filepath.Abs(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dom, stderr := runChromium(t, page, "--dump-dom")
+	if bad := consoleErrors(stderr); len(bad) > 0 {
+		t.Errorf("console errors while loading the page:\n%s", strings.Join(bad, "\n"))
+	}
+	for _, want := range []string{`<section id="gallery">`, `<figure id="fig-gallery" class="wide">`, `<img class="gallery" src="data:image/png;base64,iVBORw0KGgo`} {
+		if !bytes.Contains(dom, []byte(want)) {
+			t.Errorf("rendered DOM lacks %s", want)
+		}
+	}
+}

@@ -17,6 +17,8 @@ type Compared struct {
 	Label    string
 	Findings []findings.Finding
 	Rounds   []findings.RoundSummary
+	// Gallery is the experiment's reconstructions (nil: none).
+	Gallery *findings.Gallery
 }
 
 // RoundMetrics are the training measurements a comparison can show, one table each.

@@ -40,6 +40,9 @@ type Input struct {
 	Rounds     []findings.RoundSummary
 	// Bounds is the theory at each T; optional, the Theory of the findings fills the gaps.
 	Bounds []theory.Bound
+	// Gallery holds the reconstructing attacks' images (DIR/reconstructions.json); nil, or
+	// without reconstructions, shows no gallery.
+	Gallery *findings.Gallery
 	// Generated is a fixed line for the footer (tool, command). It must not hold a
 	// timestamp if the report is to be reproducible.
 	Generated string

@@ -2,11 +2,13 @@ package report
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"html/template"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,7 +28,15 @@ var threatDescriptions = map[string]string{
 type section struct {
 	ID, Title, Intro string
 	figs             []*figure
+	images           []*pngFigure
 	tables           []*table
+}
+
+// pngFigure is a picture that is a PNG from the start (the gallery): written to figures/ and
+// shown inline in the HTML page as a data URL.
+type pngFigure struct {
+	name, title, caption string
+	png                  []byte
 }
 
 // rendered is a report ready to be written: its sections and each figure's SVG.
@@ -37,6 +47,7 @@ type rendered struct {
 	svgs     map[*figure][]byte
 	tables   []*table
 	figs     []*figure
+	images   []*pngFigure
 }
 
 func build(in *Input) (*rendered, error) {
@@ -54,6 +65,16 @@ func build(in *Input) (*rendered, error) {
 		byName[t.name] = t
 	}
 	r := &rendered{in: in, m: m, svgs: make(map[*figure][]byte, len(figs)), tables: tables, figs: figs}
+	gal, pairs, err := galleryPNG(in.Gallery)
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	if gal != nil {
+		r.images = append(r.images, &pngFigure{name: "gallery", title: "Reconstructions of the sample that differs",
+			caption: "Per checkpoint T (rows) and world: the sample itself, then each reconstructing attack's estimate of it from that world's run of pair " + pairs +
+				" (the first pair by id that the attack scored; not chosen by quality), with its PSNR and SSIM (S) against the sample. Pixels enlarged without smoothing, values clipped to [0, 1].",
+			png: gal})
+	}
 	for _, f := range figs {
 		b, err := f.svg()
 		if err != nil {
@@ -85,11 +106,23 @@ func build(in *Input) (*rendered, error) {
 		{ID: "attacks", Title: "Attack success",
 			Intro:  "Rows: attack, threat model and noise level; columns: number of rounds T. World C (the target's record present) is the positive class.",
 			tables: attackTables(byName)},
+		r.gallerySection(),
 		{ID: "training", Title: "Theory, sensitivity and utility",
 			Intro: "What training measured: the distance between the final models of coupled runs, the realized privacy loss, and the utility of the models.",
 			figs:  sensFigs, tables: []*table{byName["rounds"]}},
 	}
+	r.sections = slices.DeleteFunc(r.sections, func(s section) bool { return s.ID == "" })
 	return r, nil
+}
+
+// gallerySection shows the gallery, or is empty (and dropped) when there is none.
+func (r *rendered) gallerySection() section {
+	if len(r.images) == 0 {
+		return section{}
+	}
+	return section{ID: "gallery", Title: "Reconstructions",
+		Intro:  "What the attacks that reconstruct inputs from the target client's upload recover of the sample that differs between the worlds: the first thing to look at, and the pictures behind the PSNR and SSIM columns of the attack-success tables.",
+		images: r.images}
 }
 
 // attackTables are the attack-success tables, with the attacks' own metrics where any attack
@@ -237,6 +270,7 @@ figure.wide { grid-column: 1 / -1; max-width: 1100px; }
 details { margin-top: 2em; }
 summary { cursor: pointer; font-weight: 600; }
 figure svg.plot { width: 100%; height: auto; background: #fff; }
+figure img.gallery { max-width: 100%; height: auto; image-rendering: pixelated; border: 1px solid #ddd; }
 figcaption { font-size: 0.9em; color: #444; }
 table { border-collapse: collapse; margin: 1em 0 2em; font-size: 0.9em; }
 caption { caption-side: top; text-align: left; font-size: 0.95em; color: #444; padding-bottom: 0.4em; }
@@ -298,7 +332,11 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <div class="figs">
 {{- range .Figs}}
 <figure id="fig-{{.Name}}"{{if .Wide}} class="wide"{{end}}>
+{{- if .Img}}
+<img class="gallery" src="{{.Img}}" alt="{{.Title}}"/>
+{{- else}}
 {{.SVG}}
+{{- end}}
 <figcaption><strong>{{.Title}}.</strong> {{.Caption}}</figcaption>
 </figure>
 {{- end}}
@@ -333,6 +371,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 type htmlFigure struct {
 	Name, Title, Caption string
 	SVG                  template.HTML
+	Img                  template.URL // a PNG as a data URL, instead of SVG
 	Wide                 bool
 }
 
@@ -358,7 +397,12 @@ func (r *rendered) html() ([]byte, error) {
 	for _, s := range r.sections {
 		hs := htmlSection{ID: s.ID, Title: s.Title, Intro: s.Intro}
 		for _, f := range s.figs {
-			hs.Figs = append(hs.Figs, htmlFigure{f.name, f.title, f.caption, inlineSVG(r.svgs[f]), f.wide})
+			hs.Figs = append(hs.Figs, htmlFigure{Name: f.name, Title: f.title, Caption: f.caption, SVG: inlineSVG(r.svgs[f]), Wide: f.wide})
+		}
+		for _, f := range s.images {
+			// A data URL of our own PNG bytes: safe for the src attribute.
+			url := template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(f.png))
+			hs.Figs = append(hs.Figs, htmlFigure{Name: f.name, Title: f.title, Caption: f.caption, Img: url, Wide: true})
 		}
 		for _, t := range s.tables {
 			ht := htmlTable{Name: t.name, Title: t.title, Caption: t.caption, Header: t.header}
@@ -429,6 +473,9 @@ func (r *rendered) markdown() []byte {
 		for _, f := range s.figs {
 			fmt.Fprintf(&b, "\n![%s](%s)\n\n*%s.* %s\n", f.title, relLink(expdir.Dir("").Figure(f.name, "svg")), f.title, f.caption)
 		}
+		for _, f := range s.images {
+			fmt.Fprintf(&b, "\n![%s](%s)\n\n*%s.* %s\n", f.title, relLink(expdir.Dir("").Figure(f.name, "png")), f.title, f.caption)
+		}
 		for _, t := range s.tables {
 			fmt.Fprintf(&b, "\n**%s.** %s (also [CSV](%s), [LaTeX](%s))\n\n", t.title, t.caption,
 				relLink(expdir.Dir("").Table(t.name, "csv")), relLink(expdir.Dir("").Table(t.name, "tex")))
@@ -471,6 +518,9 @@ func Write(dir string, in Input, opts Options) error {
 			}
 			files[d.Figure(f.name, "png")] = b
 		}
+	}
+	for _, f := range r.images {
+		files[d.Figure(f.name, "png")] = f.png
 	}
 	for _, t := range r.tables {
 		c, err := t.csv()

@@ -45,6 +45,20 @@ if [ -d results/noise-sweep/sigma-1/runs ]; then
   compare results/noise-sweep/tables.md sigma \
     auc,tpr_at_fpr_0.01,mu_lower,label_accuracy,inversion_mse,inversion_psnr,test_accuracy,sensitivity \
     results/noise-sweep/sigma-1 results/noise-sweep/sigma-0.1 results/noise-sweep/sigma-0.01 results/noise-sweep/sigma-0
+  # The attack-success table across sigma (Sun et al.'s Tables 13-14 shape) as CSV, LaTeX and
+  # Markdown in results/noise-sweep/tables/, and the galleries across sigma where the samples
+  # are images.
+  "$bin" compare --label sigma --metrics auc --out results/noise-sweep \
+    results/noise-sweep/sigma-1 results/noise-sweep/sigma-0.1 results/noise-sweep/sigma-0.01 results/noise-sweep/sigma-0 > /dev/null
+fi
+if [ -d results/lenet5-attacks/sigma-0/runs ]; then
+  # Attack success on images across sigma (LeNet-5 on Fashion-MNIST): tables.md, and the
+  # attack-success table and galleries across sigma in results/lenet5-attacks/{tables,figures}.
+  compare results/lenet5-attacks/tables.md sigma \
+    auc,tpr_at_fpr_0.01,mu_lower,label_accuracy,inversion_psnr,inversion_ssim,test_accuracy,sensitivity \
+    results/lenet5-attacks/sigma-0.1 results/lenet5-attacks/sigma-0.01 results/lenet5-attacks/sigma-0.001 results/lenet5-attacks/sigma-0
+  "$bin" compare --label sigma --metrics auc --out results/lenet5-attacks \
+    results/lenet5-attacks/sigma-0.1 results/lenet5-attacks/sigma-0.01 results/lenet5-attacks/sigma-0.001 results/lenet5-attacks/sigma-0 > /dev/null
 fi
 if [ -d results/fedprox-alpha/fedavg/runs ]; then
   compare results/fedprox-alpha/tables.md alpha \

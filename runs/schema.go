@@ -66,6 +66,11 @@ const (
 	// / sigma^2.
 	StatLLRUpload = "informed_llr_upload"
 	StatMu2Upload = "informed_mu2_upload"
+	// StatLLRDiff is the informed adversary's ratio of the rounds' noise residuals differenced
+	// over consecutive rounds, summed over rounds 2..T: noise drawn once and reused every
+	// round cancels in it. The importer computes it when it replays imported iterates
+	// (docs/import.md); fedaudit's trainer, whose noise is fresh by construction, does not.
+	StatLLRDiff = "informed_llr_diff"
 	// Loss and logit margin of the current global model on the target sample as in C
 	// (epsilon) and as in C' (epsilon'), which the run-file writer records for every run.
 	StatTargetLossC        = "target_loss_c"

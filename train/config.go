@@ -101,8 +101,10 @@ type Config struct {
 // ModelConfig selects a model.
 type ModelConfig struct {
 	// Kind is "softmax" (softmax regression), "mlp" or "quadratic", or one of package nn's
-	// convolutional models: "lenet5", "resnet" or "sequential" (CPU backend only, direct
-	// local steps).
+	// convolutional models: "lenet5", "resnet" or "sequential" (on backends with image
+	// operations, direct local steps), or "external": an architecture fedaudit does not
+	// model, whose runs were trained elsewhere and imported as flat parameter vectors (never
+	// trained here).
 	Kind string `json:"kind" yaml:"kind"`
 	// Hidden holds the MLP's hidden-layer widths.
 	Hidden []int `json:"hidden,omitempty" yaml:"hidden,omitempty"`
@@ -373,6 +375,12 @@ func (c *Config) checkModel(p *problems, shape []int, dim, classes int) {
 		if c.Model.Kind == "softmax" && len(c.Model.Hidden) > 0 {
 			p.add("model.hidden", "softmax regression has no hidden layers")
 		}
+	case External:
+		m := c.Model
+		if len(m.Hidden) > 0 || m.Activation != "" || m.Curvature != 0 || m.Classic || m.Stages != 0 || m.Blocks != 0 ||
+			m.Width != 0 || m.Groups != 0 || len(m.Input) > 0 || len(m.Layers) > 0 {
+			p.add("model", "external takes no other field: its architecture is unknown to fedaudit")
+		}
 	case "quadratic":
 		if c.Algorithm == algo.DPSGD {
 			p.add("model.kind", "the quadratic model has no per-example gradients for dpsgd")
@@ -381,7 +389,7 @@ func (c *Config) checkModel(p *problems, shape []int, dim, classes int) {
 			p.add("model.curvature", "need a finite nonzero a, got %g", c.Model.Curvature)
 		}
 	default:
-		p.add("model.kind", "%q is not softmax, mlp, quadratic, lenet5, resnet or sequential", c.Model.Kind)
+		p.add("model.kind", "%q is not softmax, mlp, quadratic, lenet5, resnet, sequential or external", c.Model.Kind)
 	}
 }
 
@@ -413,6 +421,8 @@ func (c *Config) newModel(shape []int, dim, classes int) (Model, error) {
 		return NewMLP(act, sizes...)
 	case "quadratic":
 		return &Quadratic{A: float32(c.Model.Curvature), Dim: dim}, nil
+	case External:
+		return nil, ErrExternal
 	}
 	return nil, fmt.Errorf("config: model.kind: %q unknown", c.Model.Kind)
 }

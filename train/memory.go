@@ -55,6 +55,9 @@ func MemoryOf(cfg Config, s DataSizes) (Memory, error) {
 	if s.Dim < 1 || s.Classes < 1 || s.Clients < 1 || s.MaxSamples < 1 || s.TestSamples < 0 {
 		return Memory{}, fmt.Errorf("memory estimate: sizes %+v: need positive dimensions", s)
 	}
+	if cfg.Model.Kind == External {
+		return Memory{}, nil // never trained here: the engine allocates nothing for it
+	}
 	var (
 		d      int
 		sizes  []int

@@ -162,7 +162,7 @@ func TestCNNConfigErrors(t *testing.T) {
 		{"hidden on lenet5", func(m *ModelConfig) { *m = ModelConfig{Kind: "lenet5", Hidden: []int{3}} }, "lenet5 takes no hidden"},
 		{"layers on lenet5", func(m *ModelConfig) { *m = ModelConfig{Kind: "lenet5", Layers: []nn.LayerSpec{{Kind: "relu"}}} }, "only sequential takes layers"},
 		{"lenet5 on a small input", func(m *ModelConfig) { *m = ModelConfig{Kind: "lenet5", Input: []int{1, 8, 8}} }, "layer 4 (conv2d)"},
-		{"unknown kind", func(m *ModelConfig) { *m = ModelConfig{Kind: "vgg"} }, `"vgg" is not softmax, mlp, quadratic, lenet5, resnet or sequential`},
+		{"unknown kind", func(m *ModelConfig) { *m = ModelConfig{Kind: "vgg"} }, `"vgg" is not softmax, mlp, quadratic, lenet5, resnet, sequential or external`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,11 +14,14 @@ import (
 func init() {
 	register(&command{
 		name:    "compare",
-		summary: "tabulate analyzed experiments side by side (rows: experiments, columns: T), as Markdown",
-		usage:   "compare DIR... [--metrics auc,mu_lower,...] [--label name|sigma|alpha|group|claim]",
+		summary: "tabulate analyzed experiments side by side (rows: experiments, columns: T), as Markdown; --out also writes the attack-success table and galleries",
+		usage:   "compare DIR... [--metrics auc,mu_lower,...] [--label name|sigma|alpha|group|claim] [--out FOLDER [--mi-attack loss] [--inversion-attack invgrad]]",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			metrics := fs.String("metrics", "auc,tpr_at_fpr_0.01,mu_lower", "comma-separated metrics: "+strings.Join(report.CompareMetrics, ", ")+", an attack's own metric (label_accuracy, psnr, ...), or a training measurement: "+strings.Join(report.RoundMetrics, ", "))
 			label := fs.String("label", "name", "row label: name, sigma (noise std), alpha (FedProx), group (the target client's privacy group) or claim (the accountant's claimed epsilon for the target)")
+			out := fs.String("out", "", "also write into this folder the attack-success table across the experiments (tables/attack_success.csv, .tex, .md: rows per measure and experiment, columns T) and, where experiments have image reconstructions, the gallery across them (figures/gallery_ATTACK.png)")
+			mi := fs.String("mi-attack", "loss", "the membership-inference attack of the attack-success table's AUC and TPR rows")
+			inv := fs.String("inversion-attack", "", "the reconstructing attack of the attack-success table's PSNR, SSIM and L2 rows (default invgrad, or inversion when no experiment has invgrad)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) == 0 {
 					return usagef("compare: give one or more analyzed experiment directories")
@@ -51,7 +54,20 @@ func init() {
 					}
 					exps = append(exps, a.Compared(lab))
 				}
-				return report.WriteComparison(e.stdout, exps, splitList(*metrics))
+				if err := report.WriteComparison(e.stdout, exps, splitList(*metrics)); err != nil {
+					return err
+				}
+				if *out == "" {
+					return nil
+				}
+				paths, err := report.WriteComparisonFiles(*out, exps, report.SuccessAttacks{MI: *mi, Inversion: *inv})
+				if err != nil {
+					return err
+				}
+				for _, p := range paths {
+					e.logf("compare: wrote %s", p)
+				}
+				return nil
 			}
 		},
 	})

@@ -11,22 +11,28 @@ import (
 func init() {
 	register(&command{
 		name:    "export",
-		summary: "export an experiment directory's run metadata, scores and findings as Parquet",
-		usage:   "export --format parquet DIR --out OUTDIR",
+		summary: "export an experiment directory's run metadata, scores and findings as Parquet, or its runs as snapshots to import",
+		usage:   "export --format parquet|safetensors DIR --out OUTDIR",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			format := fs.String("format", "parquet", "output format (parquet)")
-			out := fs.String("out", "", "directory to write runs.parquet, scores.parquet and findings.parquet into")
+			format := fs.String("format", "parquet", "parquet: runs.parquet, scores.parquet, findings.parquet; safetensors: one snapshot per run and checkpoint (and upload), manifest.csv and config.json, for audit import")
+			out := fs.String("out", "", "directory to write into (for safetensors: new or empty)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) != 1 {
 					return usagef("export: want one experiment directory, got %d arguments", len(args))
 				}
-				if *format != "parquet" {
-					return usagef("export: --format %q: only parquet is supported", *format)
-				}
 				if *out == "" {
 					return usagef("export: --out is required")
 				}
-				files, err := export.Parquet(ctx, args[0], *out)
+				var files []string
+				var err error
+				switch *format {
+				case "parquet":
+					files, err = export.Parquet(ctx, args[0], *out)
+				case "safetensors":
+					files, err = export.Snapshots(ctx, args[0], *out)
+				default:
+					return usagef("export: --format %q: want parquet or safetensors", *format)
+				}
 				if err != nil {
 					return err
 				}

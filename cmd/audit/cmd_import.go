@@ -14,12 +14,13 @@ func init() {
 	register(&command{
 		name:    "import",
 		summary: "import runs trained elsewhere: model snapshots (safetensors, .npy, .npz) or per-record model outputs (CSV, Parquet, Arrow)",
-		usage:   "import --manifest M --config CFG --out DIR [--names t1,t2,...] [--workers n] [--json]  |  import --outputs FILE --out DIR [--shadow-every k] [--json]",
+		usage:   "import --manifest M --config CFG --out DIR [--names t1,t2,...] [--uploads model|update] [--workers n] [--json]  |  import --outputs FILE --out DIR [--shadow-every k] [--json]",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			manifest := fs.String("manifest", "", "CSV or JSON manifest: file, world (C or C'), pair, round[, client, canary] (docs/import.md)")
+			manifest := fs.String("manifest", "", "CSV or JSON manifest: file, world (C or C'), pair, round[, client, canary]; rows with a client are that client's uploads (docs/import.md)")
 			config := fs.String("config", "", "experiment YAML describing the deployment (data, adjacency, model, algorithm, noise, checkpoints)")
 			out := fs.String("out", "", "experiment directory to create (must not exist or be empty)")
 			names := fs.String("names", "", "tensor names of the model's parameters in layout order (default: the file's order, or one flat vector)")
+			uploads := fs.String("uploads", "model", "what the manifest's upload snapshots hold: model (the uploaded model) or update (upload minus w_{t-1})")
 			workers := fs.Int("workers", 0, "parallel readers (0: all cores); the output does not depend on it")
 			asJSON := fs.Bool("json", false, "print the import summary as JSON")
 			of := registerOutputsFlags(fs) // --outputs: per-record model outputs (cmd_import_outputs.go)
@@ -33,6 +34,9 @@ func init() {
 				if *manifest == "" || *config == "" || *out == "" {
 					return usagef("import: --manifest, --config and --out are required")
 				}
+				if *uploads != "model" && *uploads != "update" {
+					return usagef("import: --uploads %q: want model or update", *uploads)
+				}
 				cfg, err := experiment.Load(*config)
 				if err != nil {
 					return err
@@ -42,7 +46,7 @@ func init() {
 					return usagef("import: %v", err)
 				}
 				res, err := importer.Import(ctx, importer.Options{
-					Manifest: m, Config: cfg, Out: *out, Names: splitList(*names),
+					Manifest: m, Config: cfg, Out: *out, Names: splitList(*names), UploadUpdates: *uploads == "update",
 					ToolVersion: version, Workers: *workers, Logf: e.logf,
 				})
 				var ie *importer.InputError
@@ -57,7 +61,13 @@ func init() {
 				}
 				fmt.Fprintf(e.stdout, "imported %d pairs x 2 worlds x %d checkpoints %v (%d snapshots, %d parameters) into %s\n",
 					res.Pairs, len(res.Rounds), res.Rounds, res.Snapshots, res.Params, res.Dir)
-				fmt.Fprintf(e.stdout, "layout: %s\n", res.Layout)
+				if res.Uploads > 0 {
+					fmt.Fprintf(e.stdout, "uploads: %d of the target client (the uploads observer is audited)\n", res.Uploads)
+				}
+				if res.Replayed {
+					fmt.Fprintf(e.stdout, "informed adversary: statistics replayed from the imported rounds\n")
+				}
+				fmt.Fprintf(e.stdout, "model %s, layout: %s\n", res.Model, res.Layout)
 				fmt.Fprintf(e.stdout, "next: audit analyze %s   (or audit attack --runs %s; audit report %s)\n", res.Dir, res.Dir, res.Dir)
 				return nil
 			}

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/fedaudit/fedaudit/ingest"
+	"github.com/fedaudit/fedaudit/runs"
 )
 
 const importYAML = `name: imported
@@ -92,5 +95,163 @@ func TestImportCLI(t *testing.T) {
 	}
 	if code, _, stderr = call("import", "--manifest", man, "--config", cfgPath, "--out", out); code != 2 || !strings.Contains(stderr, "not empty") {
 		t.Fatalf("existing out: code %d, stderr %s", code, stderr)
+	}
+}
+
+const roundTripYAML = `name: round-trip
+seed: 9
+pairs: 60
+data: {source: synthetic, synthetic: {dim: 6, classes: 3}, clients: 3, per_client: 8, test_samples: 20}
+adjacency: {kind: replace, client: 1, index: 0, canary: relabel}
+train:
+  algorithm: fedavg
+  model: {kind: mlp, hidden: [5], activation: tanh}
+  rounds: 3
+  local_steps: 2
+  learning_rate: 0.3
+  batching: fixed
+  batch_size: 4
+  clip_norm: 0.5
+  noise_std: 0.05
+  checkpoints: [0, 1, 2, 3]
+  record_params: true
+  record_upload: true
+audit:
+  claim_mu: 1
+`
+
+// TestImportRoundTripCLI runs fedaudit's own audit end to end, exports its runs as snapshots
+// with their manifest and config (`audit export --format safetensors`), imports them (`audit
+// import`) and audits the import (`audit run` on the imported directory): the score files hold
+// the same scores and findings.json is the same file, byte for byte, for every attack the
+// default selects (final-model, parameter-space and uploads attacks).
+func TestImportRoundTripCLI(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "cfg.yaml")
+	os.WriteFile(cfgPath, []byte(roundTripYAML), 0o644)
+	call := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := exitCode(&stderr, run(context.Background(), args, &stdout, &stderr))
+		return code, stdout.String(), stderr.String()
+	}
+	own, snaps, imp := filepath.Join(dir, "own"), filepath.Join(dir, "snaps"), filepath.Join(dir, "imported")
+	if code, stdout, stderr := call("run", "--config", cfgPath, "--out", own); code != 0 && code != 3 {
+		t.Fatalf("run: code %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, stdout, stderr := call("export", "--format", "safetensors", own, "--out", snaps); code != 0 || !strings.Contains(stdout, "manifest.csv") {
+		t.Fatalf("export: code %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr := call("import", "--manifest", filepath.Join(snaps, "manifest.csv"), "--config", filepath.Join(snaps, "config.json"), "--out", imp)
+	if code != 0 || !strings.Contains(stdout, "uploads: 360 of the target client") {
+		t.Fatalf("import: code %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, stdout, stderr := call("run", "--config", filepath.Join(imp, "config.json"), "--out", imp); code != 0 && code != 3 {
+		t.Fatalf("run on the import: code %d\n%s\n%s", code, stdout, stderr)
+	}
+	a, err := runs.ReadScoreFile(filepath.Join(own, "scores.arrow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := runs.ReadScoreFile(filepath.Join(imp, "scores.arrow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	attacks := map[string]bool{}
+	for _, s := range a.Scores {
+		attacks[s.Attack] = true
+	}
+	if len(a.Scores) != len(b.Scores) {
+		t.Fatalf("%d scores of own runs, %d of imported", len(a.Scores), len(b.Scores))
+	}
+	for i := range a.Scores {
+		sa, sb := a.Scores[i], b.Scores[i]
+		if sa.RunID != sb.RunID || sa.Round != sb.Round || sa.Attack != sb.Attack || math.Float64bits(sa.Score) != math.Float64bits(sb.Score) {
+			t.Fatalf("score %d: own %+v, imported %+v", i, sa, sb)
+		}
+	}
+	for _, want := range []string{"loss", "grad-align", "linear", "label", "param-lda", "upload-lda"} {
+		if !attacks[want] {
+			t.Errorf("the round trip did not score %s (scored %v)", want, attacks)
+		}
+	}
+	fa, _ := os.ReadFile(filepath.Join(own, "findings.json"))
+	fb, _ := os.ReadFile(filepath.Join(imp, "findings.json"))
+	if len(fa) == 0 || !bytes.Equal(fa, fb) {
+		t.Fatalf("findings.json differ:\nown %s\nimported %s", fa, fb)
+	}
+}
+
+const externalYAML = `name: external
+seed: 2
+pairs: 30
+data: {source: synthetic, synthetic: {dim: 8, classes: 2}, clients: 2, per_client: 5, test_samples: 10}
+adjacency: {kind: replace, client: 0, index: 0, canary: dirac}
+train:
+  algorithm: fedavg
+  model: {kind: external}
+  rounds: 2
+  local_steps: 1
+  learning_rate: 0.1
+  clip_norm: 1
+  noise_std: 0.5
+  checkpoints: [0, 2]
+audit:
+  claim_mu: 0.3
+`
+
+// TestImportExternalCLI imports snapshots of an architecture fedaudit does not know (two named
+// tensors) and audits them through the CLI: `audit attack` runs the parameter-space attacks,
+// logs the one-shot estimate and says which attacks it skipped and why; `audit run` writes the
+// report (no statistics, no smoothness, the theory of the config).
+func TestImportExternalCLI(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "cfg.yaml")
+	os.WriteFile(cfgPath, []byte(externalYAML), 0o644)
+	rng := rand.New(rand.NewPCG(3, 4))
+	lines := []string{"file,world,pair,round"}
+	for p := 0; p < 30; p++ {
+		noise := make([]float32, 7)
+		for i := range noise {
+			noise[i] = float32(rng.NormFloat64())
+		}
+		for w, name := range []string{"C", "C'"} {
+			for _, r := range []int{0, 2} {
+				v := slices.Clone(noise)
+				if r == 0 {
+					clear(v)
+				} else if w == 0 {
+					v[0] += 1.5 // world C moves: mu 1.5 along one coordinate
+				}
+				b, _ := ingest.WriteSafetensors([]ingest.Tensor{{Name: "body.kernel", Shape: []int{2, 3}, Data: v[:6]}, {Name: "head.scale", Shape: []int{1}, Data: v[6:]}}, nil)
+				f := fmt.Sprintf("s%d_%d_%d.safetensors", p, w, r)
+				os.WriteFile(filepath.Join(dir, f), b, 0o644)
+				lines = append(lines, fmt.Sprintf("%s,%s,%d,%d", f, name, p, r))
+			}
+		}
+	}
+	man := filepath.Join(dir, "m.csv")
+	os.WriteFile(man, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	call := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := exitCode(&stderr, run(context.Background(), args, &stdout, &stderr))
+		return code, stdout.String(), stderr.String()
+	}
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := call("import", "--manifest", man, "--config", cfgPath, "--out", out)
+	if code != 0 || !strings.Contains(stdout, "model external, layout: body.kernel [2 3], head.scale [1]") {
+		t.Fatalf("import: code %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	code, stdout, stderr = call("attack", "--runs", out)
+	for _, want := range []string{"attacks: scoring [param-lda param-cosine]", "skipped grad-align: it evaluates the model, and the architecture of an external model is unknown",
+		"skipped loss: the run file lacks statistic column", "param-cosine at T = 2: one-shot estimate epsilon"} {
+		if code != 0 || !strings.Contains(stderr, want) {
+			t.Fatalf("attack: code %d, stderr lacks %q:\n%s", code, want, stderr)
+		}
+	}
+	if code, stdout, stderr = call("run", "--config", filepath.Join(out, "config.json"), "--out", out); code != 3 || !strings.Contains(stdout, "VIOLATED") {
+		t.Fatalf("run: code %d (want 3: mu 1.5 against the claim 0.3)\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "report.html")); err != nil {
+		t.Fatal(err)
 	}
 }

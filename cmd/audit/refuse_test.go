@@ -30,6 +30,8 @@ func TestRefusedBeforeWork(t *testing.T) {
 		// A CNN whose layers cannot take the data's shape (LeNet-5 on flat features): known only
 		// once the data is, and still refused before anything is written.
 		{"lenet5 on flat data", "model: {kind: softmax}", "model: {kind: lenet5}", "window 2 is larger than the input"},
+		// Runs of an unknown architecture are imported, never trained.
+		{"external model", "model: {kind: softmax}", "model: {kind: external}", "model kind external: the architecture is unknown to fedaudit"},
 	}
 	for _, c := range configs {
 		if !strings.Contains(string(base), c.from) {

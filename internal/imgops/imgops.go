@@ -4,9 +4,13 @@
 // package nn's host models in float64; the CUDA kernels (package kernels) follow the same
 // definitions, and the parity suite compares them with these.
 //
+// Images are laid out [C][H][W][N]: the N samples of one pixel are contiguous, so every
+// operation here works on runs of N (or more) consecutive values, and a convolution's patches
+// copy whole runs of pixels times samples.
+//
 // Each function computes one batch element's outputs, or a range of them, so that a caller
 // can split the work over goroutines: every output value is computed by exactly one call, in
-// one fixed order, so results never depend on how the work is split.
+// one fixed order, so results never depend on how the work is split. None allocates.
 package imgops
 
 import (
@@ -17,8 +21,8 @@ import (
 // Float is the element type.
 type Float interface{ ~float32 | ~float64 }
 
-// Geom is the geometry of one batch element's images: C channels of N samples of H x W pixels,
-// laid out [C][N][H][W].
+// Geom is the geometry of one batch element's images: C channels of H x W pixels of N samples,
+// laid out [C][H][W][N].
 type Geom struct{ C, N, H, W int }
 
 // Win is a square window: K x K positions at stride S over the input padded by P on every side.
@@ -26,42 +30,6 @@ type Win struct{ K, S, P int }
 
 // Out is the output extent along an input extent n.
 func (w Win) Out(n int) int { return (n+2*w.P-w.K)/w.S + 1 }
-
-// Im2col writes rows q0..q1-1 of the patches of x (geometry g) into cols, the (C*K*K) x
-// (N*OH*OW) matrix with row stride ldc: row (c*K + i)*K + j holds channel c shifted by the
-// window offset (i, j), zero in the padding.
-func Im2col[T Float](x []T, g Geom, w Win, cols []T, ldc, q0, q1 int) {
-	OH, OW := w.Out(g.H), w.Out(g.W)
-	kk := w.K * w.K
-	for q := q0; q < q1; q++ {
-		c, i, j := q/kk, q/w.K%w.K, q%w.K
-		row := cols[q*ldc:][:g.N*OH*OW]
-		lo, hi := validRange(j-w.P, w.S, OW, g.W)
-		for n := 0; n < g.N; n++ {
-			src := x[(c*g.N+n)*g.H*g.W:][:g.H*g.W]
-			for oy := 0; oy < OH; oy++ {
-				iy := oy*w.S - w.P + i
-				dst := row[(n*OH+oy)*OW:][:OW]
-				if iy < 0 || iy >= g.H || lo >= hi {
-					clear(dst)
-					continue
-				}
-				clear(dst[:lo])
-				clear(dst[hi:])
-				line := src[iy*g.W:][:g.W]
-				ix := lo*w.S + j - w.P
-				if w.S == 1 {
-					copy(dst[lo:hi], line[ix:ix+hi-lo])
-					continue
-				}
-				for ox := lo; ox < hi; ox++ {
-					dst[ox] = line[ix]
-					ix += w.S
-				}
-			}
-		}
-	}
-}
 
 // validRange is the range [lo, hi) of output positions o in [0, out) whose input position
 // o*s + start lies in [0, n).
@@ -77,63 +45,79 @@ func validRange(start, s, out, n int) (lo, hi int) {
 	return lo, max(hi, lo)
 }
 
-// Col2im writes channels c0..c1-1 of dx (geometry g), the adjoint of Im2col: every pixel is
-// the sum of the patch entries copied from it, added row by row of cols in ascending order.
-func Col2im[T Float](cols []T, ldc int, g Geom, w Win, dx []T, c0, c1 int) {
-	OH, OW := w.Out(g.H), w.Out(g.W)
-	hw := g.H * g.W
-	clear(dx[c0*g.N*hw : c1*g.N*hw])
-	for c := c0; c < c1; c++ {
-		for i := 0; i < w.K; i++ {
-			for j := 0; j < w.K; j++ {
-				row := cols[((c*w.K+i)*w.K+j)*ldc:][:g.N*OH*OW]
-				lo, hi := validRange(j-w.P, w.S, OW, g.W)
-				if lo >= hi {
-					continue
-				}
-				for n := 0; n < g.N; n++ {
-					dst := dx[(c*g.N+n)*hw:][:hw]
-					for oy := 0; oy < OH; oy++ {
-						iy := oy*w.S - w.P + i
-						if iy < 0 || iy >= g.H {
-							continue
-						}
-						src := row[(n*OH+oy)*OW:][lo:hi]
-						ix := lo*w.S + j - w.P
-						if w.S == 1 {
-							line := dst[iy*g.W+ix:][:len(src)]
-							for k, v := range src {
-								line[k] += v
-							}
-							continue
-						}
-						line := dst[iy*g.W:][:g.W]
-						for _, v := range src {
-							line[ix] += v
-							ix += w.S
-						}
-					}
-				}
+// Im2col writes rows q0..q1-1 of the patches of x (geometry g) into cols, the (C*K*K) x
+// (OH*OW*N) matrix with row stride ldc: row (c*K + i)*K + j, column (oy*OW + ox)*N + n holds
+// x(c, oy*S - P + i, ox*S - P + j, n), zero in the padding.
+func Im2col[T Float](x []T, g Geom, w Win, cols []T, ldc, q0, q1 int) {
+	OH, OW, N := w.Out(g.H), w.Out(g.W), g.N
+	kk := w.K * w.K
+	for q := q0; q < q1; q++ {
+		c, i, j := q/kk, q/w.K%w.K, q%w.K
+		row := cols[q*ldc:][:OH*OW*N]
+		lo, hi := validRange(j-w.P, w.S, OW, g.W)
+		plane := x[c*g.H*g.W*N:][:g.H*g.W*N]
+		for oy := 0; oy < OH; oy++ {
+			iy := oy*w.S - w.P + i
+			dst := row[oy*OW*N:][:OW*N]
+			if iy < 0 || iy >= g.H || lo >= hi {
+				clear(dst)
+				continue
+			}
+			clear(dst[:lo*N])
+			clear(dst[hi*N:])
+			line := plane[iy*g.W*N:][:g.W*N]
+			ix := lo*w.S + j - w.P
+			if w.S == 1 {
+				copy(dst[lo*N:hi*N], line[ix*N:(ix+hi-lo)*N])
+				continue
+			}
+			for ox := lo; ox < hi; ox++ {
+				copy(dst[ox*N:(ox+1)*N], line[ix*N:(ix+1)*N])
+				ix += w.S
 			}
 		}
 	}
 }
 
-// MaxPool writes planes p0..p1-1 (a plane is one (channel, sample) image, C*N of them) of the
-// window maxima of x into y (geometry C, N, OH, OW): the first maximum in row-major window
-// order, padding excluded (a window always holds at least one pixel when P < K).
-func MaxPool[T Float](x []T, g Geom, w Win, y []T, p0, p1 int) {
-	OH, OW := w.Out(g.H), w.Out(g.W)
-	if w.K == 2 && w.S == 2 && w.P == 0 {
-		maxPool2(x, g, y, p0, p1)
-		return
-	}
-	for p := p0; p < p1; p++ {
-		src := x[p*g.H*g.W:][:g.H*g.W]
-		dst := y[p*OH*OW:][:OH*OW]
-		for oy := 0; oy < OH; oy++ {
-			for ox := 0; ox < OW; ox++ {
-				dst[oy*OW+ox] = src[maxIndex(src, g, w, oy, ox)]
+// Col2im writes channels c0..c1-1 of dx (geometry g), the adjoint of Im2col: every value is
+// the sum of the patch entries copied from it, added from zero row by row of cols in
+// ascending order (window row i, then column j).
+func Col2im[T Float](cols []T, ldc int, g Geom, w Win, dx []T, c0, c1 int) {
+	OH, OW, N := w.Out(g.H), w.Out(g.W), g.N
+	plane := g.H * g.W * N
+	clear(dx[c0*plane : c1*plane])
+	for c := c0; c < c1; c++ {
+		dst := dx[c*plane:][:plane]
+		for i := 0; i < w.K; i++ {
+			for j := 0; j < w.K; j++ {
+				row := cols[((c*w.K+i)*w.K+j)*ldc:][:OH*OW*N]
+				lo, hi := validRange(j-w.P, w.S, OW, g.W)
+				if lo >= hi {
+					continue
+				}
+				for oy := 0; oy < OH; oy++ {
+					iy := oy*w.S - w.P + i
+					if iy < 0 || iy >= g.H {
+						continue
+					}
+					ix := lo*w.S + j - w.P
+					if w.S == 1 {
+						src := row[(oy*OW+lo)*N : (oy*OW+hi)*N]
+						line := dst[(iy*g.W+ix)*N:][:len(src)]
+						for k, v := range src {
+							line[k] += v
+						}
+						continue
+					}
+					for ox := lo; ox < hi; ox++ {
+						src := row[(oy*OW+ox)*N:][:N]
+						line := dst[(iy*g.W+ix)*N:][:N]
+						for k, v := range src {
+							line[k] += v
+						}
+						ix += w.S
+					}
+				}
 			}
 		}
 	}
@@ -142,7 +126,7 @@ func MaxPool[T Float](x []T, g Geom, w Win, y []T, p0, p1 int) {
 // orderKey maps a value to an integer in the same order as the value, -0 and +0 to the same
 // key, so that comparisons become integer ones the compiler turns into conditional moves: with
 // a window's values in random order, branches on float comparisons mispredict about half the
-// time. NaN has no place in the order: window4 handles it.
+// time.
 func orderKey[T Float](v T) int64 {
 	if unsafe.Sizeof(v) == 4 {
 		b := int32(math.Float32bits(float32(v)))
@@ -154,166 +138,246 @@ func orderKey[T Float](v T) int64 {
 	return (b ^ (s & math.MaxInt64)) - s
 }
 
-// window4 returns the position (0..3) of the first maximum of a 2x2 window's values in
-// row-major order, as the general path finds it with > comparisons. Without NaN that is the
-// first key equal to the largest key, found without branches; a window holding a NaN (which
-// the keys would order among the numbers) takes the comparisons: a NaN wins only as the first
-// value, since nothing compares greater than it and it compares greater than nothing.
-func window4[T Float](a, b, c, d T) int {
-	if a != a || b != b || c != c || d != d {
-		at, m := 0, a
-		for k, v := range [3]T{b, c, d} {
-			if v > m {
-				at, m = k+1, v
+// firstKey and laterKey are the keys of a window's first value and of the values after it for
+// the rule "the first maximum by > comparisons": a NaN compares greater than nothing and
+// nothing compares greater than it, so it wins as the first value and never later.
+func firstKey[T Float](v T) int64 {
+	if v != v {
+		return math.MaxInt64
+	}
+	return orderKey(v)
+}
+
+func laterKey[T Float](v T) int64 {
+	if v != v {
+		return math.MinInt64
+	}
+	return orderKey(v)
+}
+
+// block is how many samples a pooling window handles at once: the per-sample best keys and
+// positions live on the stack.
+const block = 64
+
+// windowArgmax writes into at[k] the offset (pixel*N) in the plane src of the first maximum,
+// for sample n0+k, of window (oy, ox), for the samples n0..n0+len(at)-1. The window's pixels
+// are visited in row-major order; padding is skipped (a window always holds a pixel).
+func windowArgmax[T Float](src []T, g Geom, w Win, oy, ox, n0 int, at []int) {
+	var best [block]int64
+	N := g.N
+	y0, x0 := oy*w.S-w.P, ox*w.S-w.P
+	first := true
+	for i := max(y0, 0); i < min(y0+w.K, g.H); i++ {
+		for j := max(x0, 0); j < min(x0+w.K, g.W); j++ {
+			p := (i*g.W + j) * N
+			v := src[p+n0:][:len(at)]
+			if first {
+				for k, u := range v {
+					best[k], at[k] = firstKey(u), p
+				}
+				first = false
+				continue
 			}
-		}
-		return at
-	}
-	return first4(orderKey(a), orderKey(b), orderKey(c), orderKey(d))
-}
-
-// first4 returns the position (0..3) of the first of four keys that equals their maximum.
-func first4(ka, kb, kc, kd int64) int {
-	m := max(max(ka, kb), max(kc, kd))
-	at := 3
-	if kc == m {
-		at = 2
-	}
-	if kb == m {
-		at = 1
-	}
-	if ka == m {
-		at = 0
-	}
-	return at
-}
-
-// maxPool2 is MaxPool for 2x2 windows at stride 2 without padding, the common case, without
-// data-dependent branches: the same first maximum in row-major order.
-func maxPool2[T Float](x []T, g Geom, y []T, p0, p1 int) {
-	OH, OW := g.H/2, g.W/2
-	for p := p0; p < p1; p++ {
-		src := x[p*g.H*g.W:][:g.H*g.W]
-		dst := y[p*OH*OW:][:OH*OW]
-		for oy := 0; oy < OH; oy++ {
-			r0 := src[2*oy*g.W:][:2*OW]
-			r1 := src[(2*oy+1)*g.W:][:2*OW]
-			out := dst[oy*OW:][:OW]
-			for ox := range out {
-				w := [4]T{r0[2*ox], r0[2*ox+1], r1[2*ox], r1[2*ox+1]}
-				out[ox] = w[window4(w[0], w[1], w[2], w[3])&3]
+			for k, u := range v {
+				if key := laterKey(u); key > best[k] {
+					best[k], at[k] = key, p
+				}
 			}
 		}
 	}
 }
 
-// maxPool2Grad is MaxPoolGrad for 2x2 windows at stride 2 without padding: the windows do not
-// overlap, so every pixel is written once (dy at its window's first maximum, else 0) and a
-// last odd row or column, in no window, is zeroed.
-func maxPool2Grad[T Float](x []T, g Geom, dy, dx []T, p0, p1 int) {
-	OH, OW := g.H/2, g.W/2
-	hw := g.H * g.W
-	for p := p0; p < p1; p++ {
-		src, dst := x[p*hw:][:hw], dx[p*hw:][:hw]
-		gy := dy[p*OH*OW:][:OH*OW]
+// MaxPool writes output rows r0..r1-1 (row r = c*OH + oy) of the window maxima of x into y
+// (geometry C, OH, OW, N): each sample's first maximum in row-major window order by >
+// comparisons (-0 and +0 tie; a NaN wins only as the window's first value), padding excluded.
+func MaxPool[T Float](x []T, g Geom, w Win, y []T, r0, r1 int) {
+	OH, OW, N := w.Out(g.H), w.Out(g.W), g.N
+	if w.K == 2 && w.S == 2 && w.P == 0 {
+		MaxPool2(x, g, y, r0, r1, Max2Go[T]())
+		return
+	}
+	var at [block]int
+	for r := r0; r < r1; r++ {
+		c, oy := r/OH, r%OH
+		src := x[c*g.H*g.W*N:][:g.H*g.W*N]
+		for ox := 0; ox < OW; ox++ {
+			dst := y[((c*OH+oy)*OW+ox)*N:][:N]
+			for n0 := 0; n0 < N; n0 += block {
+				a := at[:min(block, N-n0)]
+				windowArgmax(src, g, w, oy, ox, n0, a)
+				for k, p := range a {
+					dst[n0+k] = src[p+n0+k]
+				}
+			}
+		}
+	}
+}
+
+// Max2 holds the kernels of 2x2 max pooling at stride 2 over runs of samples (the four pixels
+// of a window side by side): Max writes out[i], the first maximum of a[i], b[i], c[i], d[i] in
+// that order by MaxPool's rule; Grad writes 0 + g[i] to the winner's da..dd and 0 to the
+// others. Max2Go is the portable pair; the CPU backend passes SIMD kernels with the same bits.
+type Max2[T Float] struct {
+	Max  func(a, b, c, d, out []T)
+	Grad func(a, b, c, d, g, da, db, dc, dd []T)
+}
+
+// Max2Go returns the portable kernels.
+func Max2Go[T Float]() Max2[T] { return Max2[T]{Max: max4[T], Grad: max4Grad[T]} }
+
+func max4[T Float](a, b, c, d, out []T) {
+	a, b, c, d = a[:len(out)], b[:len(out)], c[:len(out)], d[:len(out)]
+	for i := range out {
+		m := a[i]
+		if b[i] > m {
+			m = b[i]
+		}
+		if c[i] > m {
+			m = c[i]
+		}
+		if d[i] > m {
+			m = d[i]
+		}
+		out[i] = m
+	}
+}
+
+func max4Grad[T Float](a, b, c, d, g, da, db, dc, dd []T) {
+	for i, v := range g {
+		m, at := a[i], 0
+		if b[i] > m {
+			m, at = b[i], 1
+		}
+		if c[i] > m {
+			m, at = c[i], 2
+		}
+		if d[i] > m {
+			at = 3
+		}
+		var z [4]T
+		z[at] += v // 0 + v, as the general path adds into zeros: -0 becomes +0
+		da[i], db[i], dc[i], dd[i] = z[0], z[1], z[2], z[3]
+	}
+}
+
+// MaxPool2 is MaxPool for 2x2 windows at stride 2 without padding, the common case, with the
+// run kernels k: output rows r0..r1-1.
+func MaxPool2[T Float](x []T, g Geom, y []T, r0, r1 int, k Max2[T]) {
+	OH, OW, N := g.H/2, g.W/2, g.N
+	for r := r0; r < r1; r++ {
+		c, oy := r/OH, r%OH
+		row0 := x[((c*g.H+2*oy)*g.W)*N:][:2*OW*N]
+		row1 := x[((c*g.H+2*oy+1)*g.W)*N:][:2*OW*N]
+		out := y[(c*OH+oy)*OW*N:][:OW*N]
+		for ox := 0; ox < OW; ox++ {
+			k.Max(row0[2*ox*N:][:N], row0[(2*ox+1)*N:][:N], row1[2*ox*N:][:N], row1[(2*ox+1)*N:][:N], out[ox*N:][:N])
+		}
+	}
+}
+
+// MaxPoolGrad writes channels c0..c1-1 of dx: each dy value added, from zero, to its window's
+// first maximum in x, windows in row-major order.
+func MaxPoolGrad[T Float](x []T, g Geom, w Win, dy, dx []T, c0, c1 int) {
+	if w.K == 2 && w.S == 2 && w.P == 0 {
+		MaxPool2Grad(x, g, dy, dx, c0, c1, Max2Go[T]())
+		return
+	}
+	OH, OW, N := w.Out(g.H), w.Out(g.W), g.N
+	plane := g.H * g.W * N
+	clear(dx[c0*plane : c1*plane])
+	var at [block]int
+	for c := c0; c < c1; c++ {
+		src, dst := x[c*plane:][:plane], dx[c*plane:][:plane]
 		for oy := 0; oy < OH; oy++ {
-			r0 := src[2*oy*g.W:][:2*OW]
-			r1 := src[(2*oy+1)*g.W:][:2*OW]
-			d0 := dst[2*oy*g.W:][:2*OW]
-			d1 := dst[(2*oy+1)*g.W:][:2*OW]
-			for ox, v := range gy[oy*OW:][:OW] {
-				at := window4(r0[2*ox], r0[2*ox+1], r1[2*ox], r1[2*ox+1])
-				var z [4]T
-				z[at&3] += v // 0 + v, as the general path adds into zeros: -0 becomes +0
-				d0[2*ox], d0[2*ox+1], d1[2*ox], d1[2*ox+1] = z[0], z[1], z[2], z[3]
+			for ox := 0; ox < OW; ox++ {
+				gy := dy[((c*OH+oy)*OW+ox)*N:][:N]
+				for n0 := 0; n0 < N; n0 += block {
+					a := at[:min(block, N-n0)]
+					windowArgmax(src, g, w, oy, ox, n0, a)
+					for k, p := range a {
+						dst[p+n0+k] += gy[n0+k]
+					}
+				}
+			}
+		}
+	}
+}
+
+// MaxPool2Grad is MaxPoolGrad for 2x2 windows at stride 2 without padding with the run
+// kernels k: channels c0..c1-1. The windows do not overlap, so every value is written once
+// and a last odd row or column, in no window, is zeroed.
+func MaxPool2Grad[T Float](x []T, g Geom, dy, dx []T, c0, c1 int, k Max2[T]) {
+	OH, OW, N := g.H/2, g.W/2, g.N
+	plane := g.H * g.W * N
+	for c := c0; c < c1; c++ {
+		src, dst := x[c*plane:][:plane], dx[c*plane:][:plane]
+		for oy := 0; oy < OH; oy++ {
+			r0, r1 := (2*oy*g.W)*N, ((2*oy+1)*g.W)*N
+			for ox := 0; ox < OW; ox++ {
+				pa, pb := r0+2*ox*N, r0+(2*ox+1)*N
+				pc, pd := r1+2*ox*N, r1+(2*ox+1)*N
+				k.Grad(src[pa:][:N], src[pb:][:N], src[pc:][:N], src[pd:][:N], dy[((c*OH+oy)*OW+ox)*N:][:N],
+					dst[pa:][:N], dst[pb:][:N], dst[pc:][:N], dst[pd:][:N])
 			}
 			if g.W%2 == 1 {
-				dst[2*oy*g.W+g.W-1], dst[(2*oy+1)*g.W+g.W-1] = 0, 0
+				clear(dst[r0+(g.W-1)*N:][:N])
+				clear(dst[r1+(g.W-1)*N:][:N])
 			}
 		}
 		if g.H%2 == 1 {
-			clear(dst[(g.H-1)*g.W:])
+			clear(dst[(g.H-1)*g.W*N:])
 		}
 	}
 }
 
-// maxIndex is the offset in the plane src of the first maximum of window (oy, ox).
-func maxIndex[T Float](src []T, g Geom, w Win, oy, ox int) int {
-	y0, x0 := oy*w.S-w.P, ox*w.S-w.P
-	best, bi := T(0), -1
-	for i := max(y0, 0); i < min(y0+w.K, g.H); i++ {
-		for j := max(x0, 0); j < min(x0+w.K, g.W); j++ {
-			if v := src[i*g.W+j]; bi < 0 || v > best {
-				best, bi = v, i*g.W+j
-			}
-		}
-	}
-	return bi
-}
-
-// AvgPool writes planes p0..p1-1 of the window averages of x into y, padding counted as zeros
-// (the divisor is always K*K).
-func AvgPool[T Float](x []T, g Geom, w Win, y []T, p0, p1 int) {
-	OH, OW := w.Out(g.H), w.Out(g.W)
+// AvgPool writes output rows r0..r1-1 (row r = c*OH + oy) of the window averages of x into y,
+// padding counted as zeros (the divisor is always K*K): each sample's window values added in
+// row-major order, then multiplied by 1/(K*K) rounded to T.
+func AvgPool[T Float](x []T, g Geom, w Win, y []T, r0, r1 int) {
+	OH, OW, N := w.Out(g.H), w.Out(g.W), g.N
 	inv := 1 / T(w.K*w.K)
-	for p := p0; p < p1; p++ {
-		src := x[p*g.H*g.W:][:g.H*g.W]
-		dst := y[p*OH*OW:][:OH*OW]
-		for oy := 0; oy < OH; oy++ {
-			y0 := oy*w.S - w.P
-			for ox := 0; ox < OW; ox++ {
-				x0 := ox*w.S - w.P
-				var s T
-				for i := max(y0, 0); i < min(y0+w.K, g.H); i++ {
-					for j := max(x0, 0); j < min(x0+w.K, g.W); j++ {
-						s += src[i*g.W+j]
+	for r := r0; r < r1; r++ {
+		c, oy := r/OH, r%OH
+		src := x[c*g.H*g.W*N:][:g.H*g.W*N]
+		y0 := oy*w.S - w.P
+		for ox := 0; ox < OW; ox++ {
+			x0 := ox*w.S - w.P
+			dst := y[((c*OH+oy)*OW+ox)*N:][:N]
+			clear(dst)
+			for i := max(y0, 0); i < min(y0+w.K, g.H); i++ {
+				for j := max(x0, 0); j < min(x0+w.K, g.W); j++ {
+					for n, v := range src[(i*g.W+j)*N:][:N] {
+						dst[n] += v
 					}
 				}
-				dst[oy*OW+ox] = s * inv
+			}
+			for n := range dst {
+				dst[n] *= inv
 			}
 		}
 	}
 }
 
-// MaxPoolGrad writes planes p0..p1-1 of dx: each dy value added to its window's first maximum
-// in x, windows in row-major order.
-func MaxPoolGrad[T Float](x []T, g Geom, w Win, dy, dx []T, p0, p1 int) {
-	if w.K == 2 && w.S == 2 && w.P == 0 {
-		maxPool2Grad(x, g, dy, dx, p0, p1)
-		return
-	}
-	OH, OW := w.Out(g.H), w.Out(g.W)
-	hw := g.H * g.W
-	clear(dx[p0*hw : p1*hw])
-	for p := p0; p < p1; p++ {
-		src, dst := x[p*hw:][:hw], dx[p*hw:][:hw]
-		gy := dy[p*OH*OW:][:OH*OW]
-		for oy := 0; oy < OH; oy++ {
-			for ox := 0; ox < OW; ox++ {
-				dst[maxIndex(src, g, w, oy, ox)] += gy[oy*OW+ox]
-			}
-		}
-	}
-}
-
-// AvgPoolGrad writes planes p0..p1-1 of dx: each dy value divided by K*K and added to the
-// pixels of its window, windows in row-major order.
-func AvgPoolGrad[T Float](g Geom, w Win, dy, dx []T, p0, p1 int) {
-	OH, OW := w.Out(g.H), w.Out(g.W)
-	hw := g.H * g.W
+// AvgPoolGrad writes channels c0..c1-1 of dx: each dy value times 1/(K*K) added, from zero,
+// to the pixels of its window, windows in row-major order.
+func AvgPoolGrad[T Float](g Geom, w Win, dy, dx []T, c0, c1 int) {
+	OH, OW, N := w.Out(g.H), w.Out(g.W), g.N
+	plane := g.H * g.W * N
 	inv := 1 / T(w.K*w.K)
-	clear(dx[p0*hw : p1*hw])
-	for p := p0; p < p1; p++ {
-		dst := dx[p*hw:][:hw]
-		gy := dy[p*OH*OW:][:OH*OW]
+	clear(dx[c0*plane : c1*plane])
+	for c := c0; c < c1; c++ {
+		dst := dx[c*plane:][:plane]
 		for oy := 0; oy < OH; oy++ {
 			y0 := oy*w.S - w.P
 			for ox := 0; ox < OW; ox++ {
 				x0 := ox*w.S - w.P
-				v := gy[oy*OW+ox] * inv
+				gy := dy[((c*OH+oy)*OW+ox)*N:][:N]
 				for i := max(y0, 0); i < min(y0+w.K, g.H); i++ {
 					for j := max(x0, 0); j < min(x0+w.K, g.W); j++ {
-						dst[i*g.W+j] += v
+						d := dst[(i*g.W+j)*N:][:N]
+						for n, v := range gy {
+							d[n] += v * inv
+						}
 					}
 				}
 			}
@@ -321,77 +385,100 @@ func AvgPoolGrad[T Float](g Geom, w Win, dy, dx []T, p0, p1 int) {
 	}
 }
 
-// GroupStats writes the statistics of samples n0..n1-1 of x: for group gr of sample n (channels
+// GroupStats writes the statistics of groups gr0..gr1-1 of x: for group gr (channels
 // gr*C/groups .. (gr+1)*C/groups - 1, all their pixels, summed in channel then pixel order, in
-// float64), mean[n*groups + gr] and rstd[n*groups + gr] = 1/sqrt(variance + eps), the variance
-// being E[x^2] - E[x]^2 floored at 0.
-func GroupStats[T Float](x []T, g Geom, groups int, eps float64, mean, rstd []float64, n0, n1 int) {
-	cg, hw := g.C/groups, g.H*g.W
+// float64) of sample n, mean[n*groups + gr] and rstd[n*groups + gr] = 1/sqrt(variance + eps),
+// the variance being E[x^2] - E[x]^2 floored at 0.
+func GroupStats[T Float](x []T, g Geom, groups int, eps float64, mean, rstd []float64, gr0, gr1 int) {
+	cg, hw, N := g.C/groups, g.H*g.W, g.N
 	cnt := float64(cg * hw)
-	for n := n0; n < n1; n++ {
-		for gr := 0; gr < groups; gr++ {
-			var s, ss float64
+	var s, ss [block]float64
+	for gr := gr0; gr < gr1; gr++ {
+		for n0 := 0; n0 < N; n0 += block {
+			nb := min(block, N-n0)
+			clear(s[:nb])
+			clear(ss[:nb])
 			for c := gr * cg; c < (gr+1)*cg; c++ {
-				for _, v := range x[(c*g.N+n)*hw:][:hw] {
-					s += float64(v)
-					ss += float64(v) * float64(v)
+				for p := 0; p < hw; p++ {
+					for k, v := range x[(c*hw+p)*N+n0:][:nb] {
+						s[k] += float64(v)
+						ss[k] += float64(v) * float64(v)
+					}
 				}
 			}
-			mu := s / cnt
-			mean[n*groups+gr] = mu
-			rstd[n*groups+gr] = 1 / math.Sqrt(max(ss/cnt-mu*mu, 0)+eps)
+			for k := 0; k < nb; k++ {
+				mu := s[k] / cnt
+				mean[(n0+k)*groups+gr] = mu
+				rstd[(n0+k)*groups+gr] = 1 / math.Sqrt(max(ss[k]/cnt-mu*mu, 0)+eps)
+			}
 		}
 	}
 }
 
-// GroupNorm writes samples n0..n1-1 of y from x and its statistics (GroupStats): with
+// GroupNorm writes groups gr0..gr1-1 of y from x and its statistics (GroupStats): with
 // a = rstd gamma[c] and b = beta[c] - mean rstd gamma[c], each rounded to T, y = a x + b.
-func GroupNorm[T Float](x []T, g Geom, groups int, mean, rstd []float64, gamma, beta, y []T, n0, n1 int) {
-	cg, hw := g.C/groups, g.H*g.W
-	for n := n0; n < n1; n++ {
-		for gr := 0; gr < groups; gr++ {
-			mu, rs := mean[n*groups+gr], rstd[n*groups+gr]
-			for c := gr * cg; c < (gr+1)*cg; c++ {
-				a := T(rs) * gamma[c]
-				b := beta[c] - T(mu*rs)*gamma[c]
-				o := (c*g.N + n) * hw
-				dst := y[o:][:hw]
-				for k, v := range x[o:][:hw] {
-					dst[k] = a*v + b
+func GroupNorm[T Float](x []T, g Geom, groups int, mean, rstd []float64, gamma, beta, y []T, gr0, gr1 int) {
+	cg, hw, N := g.C/groups, g.H*g.W, g.N
+	var a, b [block]T
+	for gr := gr0; gr < gr1; gr++ {
+		for c := gr * cg; c < (gr+1)*cg; c++ {
+			for n0 := 0; n0 < N; n0 += block {
+				nb := min(block, N-n0)
+				for k := 0; k < nb; k++ {
+					mu, rs := mean[(n0+k)*groups+gr], rstd[(n0+k)*groups+gr]
+					a[k] = T(rs) * gamma[c]
+					b[k] = beta[c] - T(mu*rs)*gamma[c]
+				}
+				for p := 0; p < hw; p++ {
+					o := (c*hw+p)*N + n0
+					dst := y[o:][:nb]
+					for k, v := range x[o:][:nb] {
+						dst[k] = a[k]*v + b[k]
+					}
 				}
 			}
 		}
 	}
 }
 
-// GroupNormGradX writes samples n0..n1-1 of dx, the input gradient of GroupNorm given dy:
+// GroupNormGradX writes groups gr0..gr1-1 of dx, the input gradient of GroupNorm given dy:
 // with xhat = (x - mean) rstd and gy = dy gamma[c], dx = rstd (gy - mean(gy) - xhat mean(gy
 // xhat)), the means over the group, in float64.
-func GroupNormGradX[T Float](x []T, g Geom, groups int, mean, rstd []float64, gamma, dy, dx []T, n0, n1 int) {
-	cg, hw := g.C/groups, g.H*g.W
+func GroupNormGradX[T Float](x []T, g Geom, groups int, mean, rstd []float64, gamma, dy, dx []T, gr0, gr1 int) {
+	cg, hw, N := g.C/groups, g.H*g.W, g.N
 	cnt := float64(cg * hw)
-	for n := n0; n < n1; n++ {
-		for gr := 0; gr < groups; gr++ {
-			mu, rs := mean[n*groups+gr], rstd[n*groups+gr]
-			var sg, sgx float64
+	var sg, sgx, mu, rs [block]float64
+	for gr := gr0; gr < gr1; gr++ {
+		for n0 := 0; n0 < N; n0 += block {
+			nb := min(block, N-n0)
+			for k := 0; k < nb; k++ {
+				sg[k], sgx[k] = 0, 0
+				mu[k], rs[k] = mean[(n0+k)*groups+gr], rstd[(n0+k)*groups+gr]
+			}
 			for c := gr * cg; c < (gr+1)*cg; c++ {
-				o := (c*g.N + n) * hw
 				gm := float64(gamma[c])
-				d := dy[o:][:hw]
-				for k, v := range x[o:][:hw] {
-					gy := float64(d[k]) * gm
-					sg += gy
-					sgx += gy * (float64(v) - mu) * rs
+				for p := 0; p < hw; p++ {
+					o := (c*hw+p)*N + n0
+					d := dy[o:][:nb]
+					for k, v := range x[o:][:nb] {
+						gy := float64(d[k]) * gm
+						sg[k] += gy
+						sgx[k] += gy * (float64(v) - mu[k]) * rs[k]
+					}
 				}
 			}
-			mg, mgx := sg/cnt, sgx/cnt
+			for k := 0; k < nb; k++ {
+				sg[k], sgx[k] = sg[k]/cnt, sgx[k]/cnt
+			}
 			for c := gr * cg; c < (gr+1)*cg; c++ {
-				o := (c*g.N + n) * hw
 				gm := float64(gamma[c])
-				d, dst := dy[o:][:hw], dx[o:][:hw]
-				for k, v := range x[o:][:hw] {
-					xh := (float64(v) - mu) * rs
-					dst[k] = T(rs * (float64(d[k])*gm - mg - xh*mgx))
+				for p := 0; p < hw; p++ {
+					o := (c*hw+p)*N + n0
+					d, dst := dy[o:][:nb], dx[o:][:nb]
+					for k, v := range x[o:][:nb] {
+						xh := (float64(v) - mu[k]) * rs[k]
+						dst[k] = T(rs[k] * (float64(d[k])*gm - sg[k] - xh*sgx[k]))
+					}
 				}
 			}
 		}
@@ -399,19 +486,19 @@ func GroupNormGradX[T Float](x []T, g Geom, groups int, mean, rstd []float64, ga
 }
 
 // GroupNormGradParams writes channels c0..c1-1 of dgamma = sum of dy xhat and dbeta = sum of dy
-// over the samples (in order) and their pixels, in float64.
+// over the pixels and samples (in memory order), in float64.
 func GroupNormGradParams[T Float](x []T, g Geom, groups int, mean, rstd []float64, dy, dgamma, dbeta []T, c0, c1 int) {
-	cg, hw := g.C/groups, g.H*g.W
+	cg, hw, N := g.C/groups, g.H*g.W, g.N
 	for c := c0; c < c1; c++ {
 		gr := c / cg
 		var dga, dbe float64
-		for n := 0; n < g.N; n++ {
-			mu, rs := mean[n*groups+gr], rstd[n*groups+gr]
-			o := (c*g.N + n) * hw
-			d := dy[o:][:hw]
-			for k, v := range x[o:][:hw] {
-				dga += float64(d[k]) * (float64(v) - mu) * rs
-				dbe += float64(d[k])
+		for p := 0; p < hw; p++ {
+			o := (c*hw + p) * N
+			d := dy[o:][:N]
+			for n, v := range x[o:][:N] {
+				mu, rs := mean[n*groups+gr], rstd[n*groups+gr]
+				dga += float64(d[n]) * (float64(v) - mu) * rs
+				dbe += float64(d[n])
 			}
 		}
 		dgamma[c], dbeta[c] = T(dga), T(dbe)

@@ -24,6 +24,8 @@ func geomCases() []geomCase {
 		{"k1_s2", Geom{4, 2, 5, 5}, Win{1, 2, 0}},
 		{"k2_s2_pad1", Geom{2, 2, 5, 5}, Win{2, 2, 1}},
 		{"tiny_pad", Geom{2, 2, 1, 2}, Win{3, 1, 1}},
+		{"n70", Geom{2, 70, 5, 4}, Win{3, 1, 1}}, // more samples than a pooling block
+		{"n70_2x2", Geom{1, 70, 4, 5}, Win{2, 2, 0}},
 		{"k3_s3_pad1", Geom{1, 2, 4, 7}, Win{3, 3, 1}},
 	}
 }
@@ -44,12 +46,15 @@ func dot(a, b []float64) float64 {
 	return s
 }
 
-// pixel is x(c, n, y, x) with zero padding; ok false in the padding.
+// at is the offset of x(c, y, x, n) in the layout [C][H][W][N].
+func at(g Geom, c, y, xx, n int) int { return ((c*g.H+y)*g.W+xx)*g.N + n }
+
+// pixel is x(c, y, x, n) with zero padding; ok false in the padding.
 func pixel(x []float64, g Geom, c, n, y, xx int) (float64, bool) {
 	if y < 0 || y >= g.H || xx < 0 || xx >= g.W {
 		return 0, false
 	}
-	return x[((c*g.N+n)*g.H+y)*g.W+xx], true
+	return x[at(g, c, y, xx, n)], true
 }
 
 // Im2col against its definition, and Col2im as its adjoint: <im2col(x), c> = <x, col2im(c)>
@@ -74,7 +79,7 @@ func TestIm2colCol2im(t *testing.T) {
 							for oy := 0; oy < OH; oy++ {
 								for ox := 0; ox < OW; ox++ {
 									want, _ := pixel(x, g, c, n, oy*w.S-w.P+i, ox*w.S-w.P+j)
-									if got := p[q*ld+(n*OH+oy)*OW+ox]; got != want {
+									if got := p[q*ld+(oy*OW+ox)*g.N+n]; got != want {
 										t.Fatalf("row %d col (%d,%d,%d): %g, want %g", q, n, oy, ox, got, want)
 									}
 								}
@@ -117,9 +122,10 @@ func TestPooling(t *testing.T) {
 			x := randVec(rng, P*g.H*g.W)
 			mx := make([]float64, P*OH*OW)
 			av := make([]float64, P*OH*OW)
-			MaxPool(x, g, w, mx, 0, P)
+			MaxPool(x, g, w, mx, 0, g.C*OH)
 			AvgPool(x, g, w, av, 0, 1)
-			AvgPool(x, g, w, av, 1, P)
+			AvgPool(x, g, w, av, 1, g.C*OH)
+			og := Geom{C: g.C, N: g.N, H: OH, W: OW}
 			dy := randVec(rng, len(mx))
 			dy[0] = math.Copysign(0, -1) // a -0 sent to a pixel of no other window arrives as 0 + -0 = +0
 			wantDX := make([]float64, len(x))
@@ -134,11 +140,11 @@ func TestPooling(t *testing.T) {
 								v, in := pixel(x, g, c, n, yy, xx)
 								sum += v
 								if in && v > best {
-									best, bi = v, ((c*g.N+n)*g.H+yy)*g.W+xx
+									best, bi = v, at(g, c, yy, xx, n)
 								}
 							}
 						}
-						o := p*OH*OW + oy*OW + ox
+						o := at(og, c, oy, ox, n)
 						if mx[o] != best {
 							t.Fatalf("max pool plane %d (%d,%d): %g, want %g", p, oy, ox, mx[o], best)
 						}
@@ -153,13 +159,14 @@ func TestPooling(t *testing.T) {
 			for i := range dx {
 				dx[i] = math.NaN() // every pixel must be written
 			}
-			MaxPoolGrad(x, g, w, dy, dx, 0, P)
+			MaxPoolGrad(x, g, w, dy, dx, 0, 1)
+			MaxPoolGrad(x, g, w, dy, dx, 1, g.C)
 			for i := range dx {
 				if math.Abs(dx[i]-wantDX[i]) > 1e-14 || (wantDX[i] == 0 && math.Signbit(dx[i]) != math.Signbit(wantDX[i])) {
 					t.Fatalf("max pool gradient %d: %g, want %g", i, dx[i], wantDX[i])
 				}
 			}
-			AvgPoolGrad(g, w, dy, dx, 0, P)
+			AvgPoolGrad(g, w, dy, dx, 0, g.C)
 			if lhs, rhs := dot(av, dy), dot(x, dx); math.Abs(lhs-rhs) > 1e-12*(math.Abs(lhs)+1) {
 				t.Fatalf("<avgpool x, dy> = %.15g, <x, avgpoolgrad dy> = %.15g", lhs, rhs)
 			}
@@ -169,10 +176,16 @@ func TestPooling(t *testing.T) {
 
 // GroupNorm: each (sample, group) of the output has mean beta and standard deviation gamma
 // (for constant gamma, beta over the group, up to eps), and both gradients match central finite
-// differences of sum(dy * y) (h = 1e-6: error ~1e-10, tolerance 1e-6 relative).
+// differences of sum(dy * y) (h = 1e-6: truncation ~1e-12, tolerance 1e-6 relative plus the
+// sum's rounding), for a few samples and for more than one block of 64.
 func TestGroupNorm(t *testing.T) {
+	for _, g := range []Geom{{C: 6, N: 3, H: 3, W: 4}, {C: 6, N: 67, H: 2, W: 2}} {
+		testGroupNorm(t, g)
+	}
+}
+
+func testGroupNorm(t *testing.T, g Geom) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	g := Geom{C: 6, N: 3, H: 3, W: 4}
 	const groups, eps, h = 3, 1e-5, 1e-6
 	x := randVec(rng, g.C*g.N*g.H*g.W)
 	for i := range x {
@@ -181,14 +194,15 @@ func TestGroupNorm(t *testing.T) {
 	gamma, beta := randVec(rng, g.C), randVec(rng, g.C)
 	stats := func(x []float64) ([]float64, []float64) {
 		m, r := make([]float64, g.N*groups), make([]float64, g.N*groups)
-		GroupStats(x, g, groups, eps, m, r, 0, g.N)
+		GroupStats(x, g, groups, eps, m, r, 0, 1)
+		GroupStats(x, g, groups, eps, m, r, 1, groups)
 		return m, r
 	}
 	forward := func(x, gamma, beta []float64) []float64 {
 		y := make([]float64, len(x))
 		m, r := stats(x)
 		GroupNorm(x, g, groups, m, r, gamma, beta, y, 0, 1)
-		GroupNorm(x, g, groups, m, r, gamma, beta, y, 1, g.N)
+		GroupNorm(x, g, groups, m, r, gamma, beta, y, 1, groups)
 		return y
 	}
 	// Unit gamma, zero beta: every group normalised.
@@ -202,7 +216,8 @@ func TestGroupNorm(t *testing.T) {
 		for gr := 0; gr < groups; gr++ {
 			var s, ss float64
 			for c := gr * cg; c < (gr+1)*cg; c++ {
-				for _, v := range y[(c*g.N+n)*hw:][:hw] {
+				for p := 0; p < hw; p++ {
+					v := y[(c*hw+p)*g.N+n]
 					s += v
 					ss += v * v
 				}
@@ -217,7 +232,7 @@ func TestGroupNorm(t *testing.T) {
 	obj := func(x, gamma, beta []float64) float64 { return dot(forward(x, gamma, beta), dy) }
 	m, r := stats(x)
 	dx := make([]float64, len(x))
-	GroupNormGradX(x, g, groups, m, r, gamma, dy, dx, 0, g.N)
+	GroupNormGradX(x, g, groups, m, r, gamma, dy, dx, 0, groups)
 	dg, db := make([]float64, g.C), make([]float64, g.C)
 	GroupNormGradParams(x, g, groups, m, r, dy, dg, db, 0, 2)
 	GroupNormGradParams(x, g, groups, m, r, dy, dg, db, 2, g.C)
@@ -228,7 +243,9 @@ func TestGroupNorm(t *testing.T) {
 		v[i] = old - h
 		down := obj(x, gamma, beta)
 		v[i] = old
-		if fd := (up - down) / (2 * h); math.Abs(fd-an) > 1e-6*math.Abs(fd)+1e-8 {
+		// The objective sums len(x) terms: its rounding, ~1e-16 per term, divided by h, is the
+		// differences' noise floor.
+		if fd := (up - down) / (2 * h); math.Abs(fd-an) > 1e-6*math.Abs(fd)+1e-10*float64(len(x)) {
 			t.Fatalf("%s %d: analytic %.10g, finite differences %.10g", what, i, an, fd)
 		}
 	}
@@ -299,7 +316,7 @@ func TestMaxPoolNaN(t *testing.T) {
 		{[4]float64{math.Copysign(nan, -1), 5, 6, 7}, 0},
 		{[4]float64{2, math.Copysign(nan, -1), 1, 0}, 0},
 	} {
-		g := Geom{C: 1, N: 1, H: 2, W: 2}
+		g := Geom{C: 1, N: 1, H: 2, W: 2} // one sample: [C][H][W][N] is the window in row-major order
 		x := []float64{tc.win[0], tc.win[1], tc.win[2], tc.win[3]}
 		y := make([]float64, 1)
 		MaxPool(x, g, Win{2, 2, 0}, y, 0, 1)

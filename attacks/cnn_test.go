@@ -1,0 +1,533 @@
+package attacks
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/nn"
+	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/train"
+)
+
+// tinyCNNs are small sequential specs on 1 x 5 x 6 inputs with 3 classes: a smooth one (tanh,
+// average pooling), a ReLU/max-pool one, and an MLP written as a spec (flatten, dense, tanh,
+// dense), whose parameters are laid out as the host MLP's.
+var tinyCNNs = map[string]train.ModelConfig{
+	"tanh-avgpool": {Kind: "sequential", Input: []int{1, 5, 6}, Layers: []nn.LayerSpec{
+		{Kind: "conv2d", Out: 2, Kernel: 3}, {Kind: "tanh"}, {Kind: "avgpool", Kernel: 2}, {Kind: "flatten"}, {Kind: "dense", Out: 3}}},
+	"relu-maxpool": {Kind: "sequential", Input: []int{1, 5, 6}, Layers: []nn.LayerSpec{
+		{Kind: "conv2d", Out: 3, Kernel: 3, Padding: 1}, {Kind: "relu"}, {Kind: "maxpool", Kernel: 2}, {Kind: "flatten"}, {Kind: "dense", Out: 3}}},
+	"mlp-as-spec": {Kind: "sequential", Input: []int{1, 5, 6}, Layers: []nn.LayerSpec{
+		{Kind: "flatten"}, {Kind: "dense", Out: 4}, {Kind: "tanh"}, {Kind: "dense", Out: 3}}},
+}
+
+func tinyCNN(t *testing.T, name string) *hostModel {
+	t.Helper()
+	m, err := newModelFor(tinyCNNs[name], []int{1, 5, 6}, 30, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestBlasGemm checks the gonum-backed GEMM against nn.NaiveGemm on every transpose
+// combination, with a batch, a shared operand (stride 0), beta 0 over garbage and beta 1, and an
+// empty depth. Both sum the same products, in different orders: 1e-12 relative.
+func TestBlasGemm(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, tA := range []bool{false, true} {
+		for _, tB := range []bool{false, true} {
+			for _, k := range []int{0, 1, 7} {
+				for _, beta := range []float64{0, 1} {
+					const m, n, batch = 5, 6, 3
+					lda, ldb := k, n
+					if tA {
+						lda = m
+					}
+					if tB {
+						ldb = k
+					}
+					lda, ldb = max(lda, 1)+1, max(ldb, 1)+2 // padded leading dimensions
+					a := randomVec(rng, batch*m*lda+m*lda, 1)
+					b := randomVec(rng, (k+n)*ldb, 1) // shared: stride 0
+					c := randomVec(rng, batch*m*(n+1), 1)
+					if beta == 0 {
+						for i := range c {
+							c[i] = math.NaN() // not read when beta = 0
+						}
+					}
+					want := append([]float64(nil), c...)
+					sa := m * lda
+					nn.NaiveGemm[float64]{}.Gemm(tA, tB, m, n, k, 1.5, a, lda, sa, b, ldb, 0, beta, want, n+1, m*(n+1), batch)
+					blasGemm{}.Gemm(tA, tB, m, n, k, 1.5, a, lda, sa, b, ldb, 0, beta, c, n+1, m*(n+1), batch)
+					for i := 0; i < batch*m*(n+1); i++ {
+						if i%(n+1) == n {
+							continue // the padding column
+						}
+						if d := math.Abs(c[i] - want[i]); d > 1e-12*math.Max(1, math.Abs(want[i])) {
+							t.Fatalf("transA %v transB %v k %d beta %v: entry %d = %v, want %v", tA, tB, k, beta, i, c[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestCNNHostMatchesMLP: a spec of flatten, dense, tanh, dense has the host MLP's parameter
+// layout, so the CNN host model must give the MLP's loss, margin, gradient and mean prediction
+// (to rounding: 1e-12), and report the same first and last dense layers.
+func TestCNNHostMatchesMLP(t *testing.T) {
+	c := tinyCNN(t, "mlp-as-spec")
+	m, err := newHostModel(train.ModelConfig{Kind: "mlp", Hidden: []int{4}, Activation: "tanh"}, 30, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.numParams() != m.numParams() {
+		t.Fatalf("%d parameters, MLP %d", c.numParams(), m.numParams())
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	w := randomVec(rng, m.numParams(), 0.5)
+	x := randomVec(rng, 30, 1)
+	gc, gm := make([]float64, m.numParams()), make([]float64, m.numParams())
+	lc, mc := c.lossGrad(w, x, 2, 0.5, gc)
+	lm, mm := m.lossGrad(w, x, 2, 0.5, gm)
+	if math.Abs(lc-lm) > 1e-12 || math.Abs(mc-mm) > 1e-12 || maxRelDiff(gc, gm) > 1e-12 {
+		t.Errorf("loss %v vs %v, margin %v vs %v, gradient differs by %g", lc, lm, mc, mm, maxRelDiff(gc, gm))
+	}
+	xs := make([][]float32, 70) // more than one forward batch of 64
+	for i := range xs {
+		xs[i] = to32(randomVec(rng, 30, 1))
+	}
+	if d := maxRelDiff(c.meanProbabilities(w, xs), m.meanProbabilities(w, xs)); d > 1e-12 {
+		t.Errorf("mean prediction differs by %g", d)
+	}
+	w1, b1, r1, i1, ok1 := c.firstLayer()
+	w2, b2, r2, i2, ok2 := m.firstLayer()
+	if !ok1 || !ok2 || w1 != w2 || b1 != b2 || r1 != r2 || i1 != i2 {
+		t.Errorf("first layer %v %v %v %v %v, MLP %v %v %v %v %v", w1, b1, r1, i1, ok1, w2, b2, r2, i2, ok2)
+	}
+	lw1, lb1, li1, lok1 := c.lastDense()
+	lw2, lb2, li2, lok2 := m.lastDense()
+	if !lok1 || !lok2 || lw1 != lw2 || lb1 != lb2 || li1 != li2 {
+		t.Errorf("last layer %v %v %v %v, MLP %v %v %v %v", lw1, lb1, li1, lok1, lw2, lb2, li2, lok2)
+	}
+	if _, _, _, _, ok := tinyCNN(t, "tanh-avgpool").firstLayer(); ok {
+		t.Error("a spec starting with a convolution has no dense first layer")
+	}
+}
+
+// cnnProblem is a reconstruction problem on a tiny CNN: random w_0 and update, K steps.
+func cnnProblem(t *testing.T, m *hostModel, P, K int, clip, alpha float64, img image, seed uint64) *cnnInvProblem {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, uint64(K)))
+	etas := make([]float64, K)
+	for k := range etas {
+		etas[k] = 0.3 / float64(k+1)
+	}
+	p := &cnnInvProblem{h: m.cnn, w0: randomVec(rng, m.numParams(), 0.5), u: randomVec(rng, m.numParams(), 0.1),
+		y: []int32{1}, etas: etas, clip: clip, alpha: alpha, img: img, tvWeight: 0.05, P: P}
+	if img.c == 0 {
+		p.tvWeight = 0
+	}
+	if !p.init() {
+		t.Fatal("init refused a nonzero update")
+	}
+	t.Cleanup(p.release)
+	return p
+}
+
+// TestCNNInvgradObjectiveGradient checks the CNN objective's gradient in x (finite differences
+// in parameter space for the Hessian products, cnnFDStep) against central differences of the
+// objective in x (h = 1e-6), through K = 1 and 3 steps, with clipping, FedProx and TV, for two
+// restarts at once. Tolerance 1e-6 relative to the largest component (measured: at most 4.3e-8;
+// a gradient 0.1% off fails every case): the x differences carry truncation ~h^2 and rounding
+// ~1e-16/h = 1e-10, the parameter differences about 1e-9 (see cnnFDStep). The ReLU/max-pool net is evaluated at random points, where no kink lies within
+// either step with probability ~1 (a crossing would show as an O(1) error).
+func TestCNNInvgradObjectiveGradient(t *testing.T) {
+	const h, tol = 1e-6, 1e-6
+	for _, name := range []string{"tanh-avgpool", "relu-maxpool", "mlp-as-spec"} {
+		for _, tc := range []struct {
+			name        string
+			K           int
+			clip, alpha float64
+			img         image
+		}{
+			{"K1", 1, 0, 0, image{}},
+			{"K3", 3, 0, 0, image{}},
+			{"K3-clip-prox-tv", 3, 0.05, 0.3, image{1, 5, 6}},
+		} {
+			t.Run(name+"/"+tc.name, func(t *testing.T) {
+				const P, dim = 2, 30
+				m := tinyCNN(t, name)
+				p := cnnProblem(t, m, P, tc.K, tc.clip, tc.alpha, tc.img, 3)
+				rng := rand.New(rand.NewPCG(8, 8))
+				xs := make([]float64, P*dim)
+				for i := range xs {
+					xs[i] = rng.Float64()
+				}
+				g := make([]float64, P*dim)
+				objs := make([]float64, P)
+				if err := p.objective(xs, g, objs); err != nil {
+					t.Fatal(err)
+				}
+				if tc.clip > 0 && p.clipFactor(0, 0) == 1 {
+					t.Fatalf("clip norm %g does not act (|g| = %g): the case tests nothing", tc.clip, p.gnorm[0][0])
+				}
+				want := make([]float64, P*dim)
+				op, om := make([]float64, P), make([]float64, P)
+				for i := 0; i < dim; i++ {
+					e := make([]float64, P*dim)
+					for r := 0; r < P; r++ {
+						e[r*dim+i] = 1 // perturbs coordinate i of every replica: each objective sees its own
+					}
+					if err := p.objective(axpy(xs, h, e), nil, op); err != nil {
+						t.Fatal(err)
+					}
+					if err := p.objective(axpy(xs, -h, e), nil, om); err != nil {
+						t.Fatal(err)
+					}
+					for r := 0; r < P; r++ {
+						want[r*dim+i] = (op[r] - om[r]) / (2 * h)
+					}
+				}
+				d := maxRelDiff(g, want)
+				t.Logf("relative error %.2g", d)
+				if d > tol {
+					t.Errorf("relative error %g > %g: got %v, want %v", d, tol, g, want)
+				}
+			})
+		}
+	}
+}
+
+// TestCNNInvgradMatchesExactAdjoints: on the MLP written as a spec, the CNN problem's objective
+// equals the MLP problem's (1e-12) and its gradient, built from finite-difference Hessian
+// products, agrees with the MLP's exact forward-over-reverse products within 1e-8 relative
+// (measured 4.9e-10: the differences' rounding), through 3 steps with clipping and FedProx.
+func TestCNNInvgradMatchesExactAdjoints(t *testing.T) {
+	c := tinyCNN(t, "mlp-as-spec")
+	mlp, err := newHostModel(train.ModelConfig{Kind: "mlp", Hidden: []int{4}, Activation: "tanh"}, 30, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := image{1, 5, 6}
+	p := cnnProblem(t, c, 1, 3, 0.05, 0.3, img, 11)
+	q := &invProblem{m: mlp, w0: p.w0, u: p.u, y: 1, etas: p.etas, clip: p.clip, alpha: p.alpha, img: img, tvWeight: p.tvWeight}
+	if !q.init() {
+		t.Fatal("init")
+	}
+	rng := rand.New(rand.NewPCG(2, 2))
+	x := make([]float64, 30)
+	for i := range x {
+		x[i] = rng.Float64()
+	}
+	gc, gm := make([]float64, 30), make([]float64, 30)
+	objs := make([]float64, 1)
+	if err := p.objective(x, gc, objs); err != nil {
+		t.Fatal(err)
+	}
+	om := q.objective(x, gm)
+	d := maxRelDiff(gc, gm)
+	t.Logf("objective %v vs %v; gradient relative difference %.2g", objs[0], om, d)
+	if math.Abs(objs[0]-om) > 1e-12 || d > 1e-8 {
+		t.Errorf("objective %v vs exact %v, gradient relative difference %g > 1e-8", objs[0], om, d)
+	}
+}
+
+// cnnSpec is a one-sample client of a small tanh/average-pool CNN on 12 x 12 images in [0, 1]
+// (large enough for the 11 x 11 SSIM window), 4 classes, K full-batch steps.
+func cnnSpec(name string, steps int) simSpec {
+	layers := map[string][]nn.LayerSpec{
+		"tanh-avgpool": {{Kind: "conv2d", Out: 4, Kernel: 3, Padding: 1}, {Kind: "tanh"}, {Kind: "avgpool", Kernel: 2}, {Kind: "flatten"}, {Kind: "dense", Out: 4}},
+		"relu-maxpool": {{Kind: "conv2d", Out: 4, Kernel: 3, Padding: 1}, {Kind: "relu"}, {Kind: "maxpool", Kernel: 2}, {Kind: "flatten"}, {Kind: "dense", Out: 4}},
+		"dense-first":  {{Kind: "flatten"}, {Kind: "dense", Out: 8}, {Kind: "relu"}, {Kind: "dense", Out: 4}},
+	}[name]
+	return simSpec{model: train.ModelConfig{Kind: "sequential", Input: []int{1, 12, 12}, Layers: layers},
+		dim: 144, classes: 4, shape: []int{1, 12, 12}, pairs: 3, steps: steps, eta: 0.3, seed: 21}
+}
+
+// TestCNNAttacksWithoutNoise: with sigma = 0 and a one-sample client on a CNN, the host-model
+// attacks run and succeed: iDLG's rule finds every label, grad-align and label separate the
+// worlds (AUC 1), invgrad reconstructs every run's sample on the tanh/average-pool net to
+// PSNR > 20 dB and SSIM > 0.85 with the right score sign (measured with the default 400
+// iterations: means 26.4 dB / 0.979 at K = 1, 24.7 dB / 0.957 at K = 2, worst run 23.9 dB /
+// 0.911; 20 dB is an RMS error of 0.1 on [0, 1]), and on a spec whose
+// first layer is dense the analytic inversion is exact up to float32 storage (> 60 dB).
+func TestCNNAttacksWithoutNoise(t *testing.T) {
+	for _, K := range []int{1, 2} {
+		spec := cnnSpec("tanh-avgpool", K)
+		spec.pairs = 10 // two shadow pairs for linear
+		path, env, _ := simulate(t, spec)
+		res, err := Score(context.Background(), openTable(t, path), env, Options{Attacks: []string{"grad-align", "linear", "label", "invgrad"}, Workers: 2, InvgradPairs: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := summaryOf(t, res, "label").Means[MetricLabelAccuracy]; got != 1 {
+			t.Errorf("K=%d: label accuracy %v, want 1", K, got)
+		}
+		for _, a := range []string{"grad-align", "label", "invgrad"} {
+			if auc := summaryOf(t, res, a).AUC; auc != 1 {
+				t.Errorf("K=%d: %s AUC %v, want 1", K, a, auc)
+			}
+		}
+		psnrCol, ssimCol := slices.Index(res.MetricNames, MetricPSNR), slices.Index(res.MetricNames, MetricSSIM)
+		for _, s := range res.Scores {
+			if s.Attack != "invgrad" {
+				continue
+			}
+			if p, q := s.Metrics[psnrCol], s.Metrics[ssimCol]; !(p > 20) || !(q > 0.85) {
+				t.Errorf("K=%d run %d: PSNR %.1f dB, SSIM %.3f; want > 20 and > 0.85", K, s.RunID, p, q)
+			}
+			if (s.World == runs.WorldC) != (s.Score > 0) {
+				t.Errorf("K=%d run %d (world %s): score %g has the wrong sign", K, s.RunID, runs.WorldName(s.World), s.Score)
+			}
+		}
+		m := summaryOf(t, res, "invgrad")
+		t.Logf("K=%d: invgrad mean PSNR %.1f dB, SSIM %.3f", K, m.Means[MetricPSNR], m.Means[MetricSSIM])
+	}
+	spec := cnnSpec("dense-first", 1)
+	path, env, _ := simulate(t, spec)
+	res, err := Score(context.Background(), openTable(t, path), env, Options{Attacks: []string{"inversion"}, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := summaryOf(t, res, "inversion"); !(m.Means[MetricPSNR] > 60) || m.Missing > 0 {
+		t.Errorf("analytic inversion on a dense-first spec: mean PSNR %.1f dB (want > 60), %d missing", m.Means[MetricPSNR], m.Missing)
+	}
+}
+
+// TestCNNInvgradNoiseLowersPSNR: on the tanh/average-pool CNN the mean invgrad PSNR over 6 runs
+// falls strictly as sigma goes through 0, 0.01, 0.1, 1 (update entries are of order
+// eta |grad| ~ 0.05, so the levels go from exact to noise-dominated).
+func TestCNNInvgradNoiseLowersPSNR(t *testing.T) {
+	sigmas := []float64{0, 0.01, 0.1, 1}
+	var psnrs, ssims []float64
+	for _, sigma := range sigmas {
+		spec := cnnSpec("tanh-avgpool", 1)
+		spec.sigma = sigma
+		path, env, _ := simulate(t, spec)
+		res, err := Score(context.Background(), openTable(t, path), env, Options{Attacks: []string{"invgrad"}, Workers: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := summaryOf(t, res, "invgrad")
+		psnrs, ssims = append(psnrs, m.Means[MetricPSNR]), append(ssims, m.Means[MetricSSIM])
+	}
+	t.Logf("mean PSNR %.1f dB, SSIM %.3f at sigma %v", psnrs, ssims, sigmas)
+	for i := 1; i < len(psnrs); i++ {
+		if !(psnrs[i] < psnrs[i-1]) {
+			t.Errorf("mean PSNR %v does not fall as sigma goes through %v", psnrs, sigmas)
+			break
+		}
+	}
+}
+
+// TestInvgradPairCap: invgrad scores the first Options.InvgradPairs pairs by id (both runs),
+// by default 8 for a CNN and every pair for an MLP, every pair when negative; the other
+// attacks score every pair whatever the cap.
+func TestInvgradPairCap(t *testing.T) {
+	spec := simSpec{model: tinyCNNs["tanh-avgpool"], dim: 30, classes: 3, shape: []int{1, 5, 6}, pairs: 10, sigma: 0.1, steps: 1, eta: 0.3, seed: 5}
+	path, env, _ := simulate(t, spec)
+	tb := openTable(t, path)
+	for _, tc := range []struct {
+		cap, want int
+	}{{1, 1}, {2, 2}, {0, DefaultInvgradPairsCNN}, {-1, 10}, {20, 10}} {
+		res, err := Score(context.Background(), tb, env, Options{Attacks: []string{"invgrad", "label"}, Workers: 2, InvgradPairs: tc.cap})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pairs []int64
+		for _, s := range res.Scores {
+			if s.Attack == "invgrad" {
+				pairs = append(pairs, s.PairID)
+			}
+		}
+		want := make([]int64, 0, 2*tc.want)
+		for p := 0; p < tc.want; p++ {
+			want = append(want, int64(p), int64(p))
+		}
+		if !slices.Equal(pairs, want) {
+			t.Errorf("cap %d: invgrad scored pairs %v, want %v", tc.cap, pairs, want)
+		}
+		if m := summaryOf(t, res, "label"); m.Runs != 20 {
+			t.Errorf("cap %d: label scored %d runs, want 20", tc.cap, m.Runs)
+		}
+	}
+	mlp := imageSpec(1)
+	mlp.pairs = 10
+	res, _ := invgradScores(t, mlp, 2)
+	if m := summaryOf(t, res, "invgrad"); m.Runs != 20 {
+		t.Errorf("MLP by default: invgrad scored %d runs, want every one of 20", m.Runs)
+	}
+}
+
+// TestReconstructionsKept: for image-shaped samples Result.Reconstructions holds, per
+// reconstructing attack and round, the two runs of the first pair (world C first), with the
+// reconstruction in [0, 1] and the metrics of the score row; flat samples keep none.
+func TestReconstructionsKept(t *testing.T) {
+	spec := cnnSpec("dense-first", 1)
+	spec.sigma = 0.01
+	path, env, _ := simulate(t, spec)
+	res, err := Score(context.Background(), openTable(t, path), env, Options{Attacks: []string{"inversion", "invgrad", "label"}, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Reconstructions) != 4 {
+		t.Fatalf("%d reconstructions, want 2 attacks x 2 worlds", len(res.Reconstructions))
+	}
+	for i, r := range res.Reconstructions {
+		want := []string{"inversion", "inversion", "invgrad", "invgrad"}[i]
+		if r.Attack != want || r.PairID != 0 || r.World != int8(i%2) || r.Round != 1 || len(r.X) != 144 {
+			t.Errorf("reconstruction %d: %s pair %d world %d round %d, %d values", i, r.Attack, r.PairID, r.World, r.Round, len(r.X))
+		}
+		for _, v := range r.X {
+			if !(v >= 0 && v <= 1) {
+				t.Fatalf("reconstruction %d: value %v outside [0, 1]", i, v)
+			}
+		}
+		for _, s := range res.Scores {
+			if s.Attack == r.Attack && s.RunID == r.RunID && !slices.Equal(s.Metrics[:4], r.Metrics) {
+				t.Errorf("reconstruction %d: metrics %v, score row %v", i, r.Metrics, s.Metrics)
+			}
+		}
+	}
+	env.Shape = nil
+	res, err = Score(context.Background(), openTable(t, path), env, Options{Attacks: []string{"inversion"}, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Reconstructions) != 0 {
+		t.Errorf("flat samples: %d reconstructions kept, want none", len(res.Reconstructions))
+	}
+}
+
+// TestLLGCounts works LLG by hand. Row sums of the gradient g = -(row sums of uW):
+//   - g = (-2, -1, 0.5), N = 3: the impact is m = (1 + 1/3)(-3)/3 = -4/3; stage 1 takes labels
+//     0 and 1 and raises them by 4/3 to (-2/3, 1/3, 0.5); stage 2 takes argmin 0: (2, 1, 0).
+//   - g = (-1, -1, -1), N = 2: stage 1 finds three labels for two samples and keeps the first
+//     two of the tie (the most negative, stably): (1, 1, 0).
+//   - g = (1, 2, 3), N = 2: nothing negative, m = 0, stage 2 takes label 0 twice: (2, 0, 0).
+//   - g = (-3, -2.5, 0), N = 4: m = (4/3)(-5.5)/4 = -11/6; stage 1 takes 0 and 1, raised to
+//     (-7/6, -2/3, 0); stage 2 takes 0 (raised to 2/3), then 1: (2, 2, 0). With the impact's sign
+//     wrong it would take label 0 three times.
+func TestLLGCounts(t *testing.T) {
+	for _, tc := range []struct {
+		g    []float64
+		n    int
+		want []int
+	}{
+		{[]float64{-2, -1, 0.5}, 3, []int{2, 1, 0}},
+		{[]float64{-1, -1, -1}, 2, []int{1, 1, 0}},
+		{[]float64{1, 2, 3}, 2, []int{2, 0, 0}},
+		{[]float64{-3, -2.5, 0}, 4, []int{2, 2, 0}},
+	} {
+		// Two features per class whose sum is -g_c.
+		uW := make([]float64, 2*len(tc.g))
+		for c, v := range tc.g {
+			uW[2*c], uW[2*c+1] = -v/4, -3*v/4
+		}
+		if got := llgCounts(uW, len(tc.g), 2, tc.n); !slices.Equal(got, tc.want) {
+			t.Errorf("g = %v, N = %d: counts %v, want %v", tc.g, tc.n, got, tc.want)
+		}
+	}
+	if got := countError([]int{2, 1, 0}, []int{1, 1, 1}); got != 2 {
+		t.Errorf("count error %v, want |2-1| + 0 + |0-1| = 2", got)
+	}
+}
+
+// TestCNNBatchLabels: a client of 6 samples on the ReLU/max-pool CNN (non-negative features
+// before the last dense layer, as LLG assumes), one full-batch step, no noise. With the client's
+// own samples as Env.Aux the counts estimator's mean prediction is exact in world C, so it
+// recovers every label there (accuracy 1, count error 0); LLG, which knows no prediction, must
+// get at least half of them (measured: 0.583 mean accuracy over both worlds, 3 pairs).
+func TestCNNBatchLabels(t *testing.T) {
+	spec := cnnSpec("relu-maxpool", 1)
+	spec.extra = 5
+	path, env, client := simulate(t, spec)
+	env.Aux = client
+	res, err := Score(context.Background(), openTable(t, path), env, Options{Attacks: []string{"label"}, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := func(name string) int { return slices.Index(res.MetricNames, name) }
+	for _, s := range res.Scores {
+		if s.World != runs.WorldC {
+			continue
+		}
+		if acc, ce := s.Metrics[col(MetricLabelAccuracy)], s.Metrics[col(MetricLabelCountError)]; acc != 1 || ce != 0 {
+			t.Errorf("run %d: counts estimator accuracy %v, count error %v; want 1 and 0", s.RunID, acc, ce)
+		}
+	}
+	m := summaryOf(t, res, "label")
+	t.Logf("means: %v", m.Means)
+	if !(m.Means[MetricLLGAccuracy] >= 0.5) {
+		t.Errorf("LLG accuracy %v, want >= 0.5", m.Means[MetricLLGAccuracy])
+	}
+}
+
+// TestModelSkipped: on CNNs only the attacks whose layer the model lacks are skipped, each with
+// the reason: analytic inversion on models that start with a convolution, the label attacks on
+// a spec that does not end in a dense layer; none for a dense-first spec or an MLP.
+func TestModelSkipped(t *testing.T) {
+	names := func(s []Skip) []string {
+		var out []string
+		for _, k := range s {
+			out = append(out, k.Name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		mc   train.ModelConfig
+		want []string
+	}{
+		{train.ModelConfig{Kind: "lenet5"}, []string{"inversion"}},
+		{train.ModelConfig{Kind: "resnet", Blocks: 1, Width: 4, Groups: 2}, []string{"inversion"}},
+		{cnnSpec("dense-first", 1).model, nil},
+		{cnnSpec("relu-maxpool", 1).model, []string{"inversion"}},
+		{train.ModelConfig{Kind: "sequential", Layers: []nn.LayerSpec{{Kind: "conv2d", Out: 4, Kernel: 3}, {Kind: "globalavgpool"}}},
+			[]string{"label", "inversion", "invgrad"}},
+		{train.ModelConfig{Kind: "mlp", Hidden: []int{4}, Activation: "tanh"}, nil},
+	} {
+		got := ModelSkipped(tc.mc)
+		if !slices.Equal(names(got), tc.want) {
+			t.Errorf("%s %v: skipped %v, want %v", tc.mc.Kind, tc.mc.Layers, names(got), tc.want)
+		}
+		for _, s := range got {
+			if s.Why == "" {
+				t.Errorf("%s: no reason", s.Name)
+			}
+		}
+	}
+}
+
+// TestCNNAttacksDeterministic: on a CNN every attack's scores, metrics and reconstructions are
+// bit-identical for 1 and 3 workers (the host models come from a pool, one per worker).
+func TestCNNAttacksDeterministic(t *testing.T) {
+	spec := simSpec{model: tinyCNNs["relu-maxpool"], dim: 30, classes: 3, shape: []int{1, 5, 6}, pairs: 10, sigma: 0.05, steps: 2, eta: 0.3, seed: 9, extra: 2}
+	path, env, client := simulate(t, spec)
+	env.Aux = client
+	var res []*Result
+	for _, w := range []int{1, 3} {
+		r, err := Score(context.Background(), openTable(t, path), env, Options{Attacks: []string{"grad-align", "linear", "label", "invgrad"}, Workers: w, InvgradIterations: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res = append(res, r)
+	}
+	if !sameResults(res[0], res[1]) {
+		t.Error("scores with 3 workers differ from those with 1")
+	}
+	a, b := res[0].Reconstructions, res[1].Reconstructions
+	if len(a) == 0 || len(a) != len(b) {
+		t.Fatalf("%d and %d reconstructions", len(a), len(b))
+	}
+	for i := range a {
+		if a[i].RunID != b[i].RunID || !slices.Equal(a[i].X, b[i].X) {
+			t.Errorf("reconstruction %d differs between 1 and 3 workers", i)
+		}
+	}
+}

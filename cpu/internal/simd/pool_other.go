@@ -1,0 +1,11 @@
+//go:build !amd64 || purego
+
+package simd
+
+func max4AVX2(int, *float32, *float32, *float32, *float32, *float32) {
+	panic("simd: no AVX2")
+}
+
+func max4GradAVX2(int, *float32, *float32, *float32, *float32, *float32, *float32, *float32, *float32, *float32) {
+	panic("simd: no AVX2")
+}

@@ -1,0 +1,112 @@
+package report
+
+import (
+	"bytes"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/findings"
+)
+
+func successExperiments() []Compared {
+	f := func(attack, threat string, round int, auc, tpr float64, metrics map[string]float64) findings.Finding {
+		return findings.Finding{Attack: attack, Threat: threat, Round: round, Result: &audit.Result{AUC: auc, TPRAt1e2: tpr},
+			ExactMu: math.NaN(), ReversedMuLower: math.NaN(), Metrics: metrics}
+	}
+	return []Compared{
+		{Label: "sigma = 0.1", Findings: []findings.Finding{
+			f("loss", "final", 1, 0.51, 0.012, nil), f("loss", "final", 5, 0.55, 0.02, nil),
+			f("margin", "final", 5, 0.99, 0.9, nil),
+			f("label", "uploads", 1, 0.5, 0, map[string]float64{"label_accuracy": 0.25}),
+			f("invgrad", "uploads", 1, 0.5, 0, map[string]float64{"inversion_psnr": 6.25, "inversion_ssim": 0.0123, "inversion_l2": 20.45}),
+		}},
+		{Label: "sigma = 0", Gallery: testGallery(), Findings: []findings.Finding{
+			f("loss", "final", 1, 0.8, 0.35, nil), f("loss", "final", 5, 1, 1, nil),
+			f("label", "uploads", 1, 1, 1, map[string]float64{"label_accuracy": 1}),
+			f("label", "uploads", 5, 1, 1, map[string]float64{"label_accuracy": 0.875}),
+			f("invgrad", "uploads", 5, 1, 1, map[string]float64{"inversion_psnr": 31.5, "inversion_ssim": math.NaN(), "inversion_l2": 0.97}),
+		}},
+	}
+}
+
+// TestAttackSuccessTable: a block of rows per measure, a row per experiment in the order given,
+// a column per T; the membership rows read the chosen attack (margin's findings are ignored
+// under the default loss), a missing round or unknown metric is "-".
+func TestAttackSuccessTable(t *testing.T) {
+	got := attackSuccessTable(successExperiments(), SuccessAttacks{}).markdown()
+	want := `| Measure | Attack | Experiment | T=1 | T=5 |
+|---|---|---|---:|---:|
+| MI AUC | loss | sigma = 0.1 | 0.510 | 0.550 |
+| MI AUC | loss | sigma = 0 | 0.800 | 1.000 |
+| MI TPR at 1% FPR | loss | sigma = 0.1 | 0.012 | 0.020 |
+| MI TPR at 1% FPR | loss | sigma = 0 | 0.350 | 1.000 |
+| Label accuracy | label | sigma = 0.1 | 0.250 | - |
+| Label accuracy | label | sigma = 0 | 1.000 | 0.875 |
+| Inversion PSNR (dB) | invgrad | sigma = 0.1 | 6.25 | - |
+| Inversion PSNR (dB) | invgrad | sigma = 0 | - | 31.5 |
+| Inversion SSIM | invgrad | sigma = 0.1 | 0.012 | - |
+| Inversion SSIM | invgrad | sigma = 0 | - | - |
+| Inversion L2 | invgrad | sigma = 0.1 | 20.45 | - |
+| Inversion L2 | invgrad | sigma = 0 | - | 0.97 |
+`
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	margin := attackSuccessTable(successExperiments(), SuccessAttacks{MI: "margin"})
+	if r := margin.rows[0]; r[1] != "margin" || r[3] != "-" || r[4] != "0.990" {
+		t.Errorf("with MI margin the first row is %v", r)
+	}
+}
+
+// TestWriteComparisonFiles: the table in CSV, LaTeX and Markdown, and the gallery across
+// experiments for the attack that has images (one row: only sigma = 0 has a gallery; its
+// canary world C' is shown: black sample, reconstruction 1.5 clipped to white); nothing for an
+// attack without images.
+func TestWriteComparisonFiles(t *testing.T) {
+	dir := t.TempDir()
+	paths, err := WriteComparisonFiles(dir, successExperiments(), SuccessAttacks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rel []string
+	for _, p := range paths {
+		r, _ := filepath.Rel(dir, p)
+		rel = append(rel, filepath.ToSlash(r))
+	}
+	want := []string{"tables/attack_success.csv", "tables/attack_success.tex", "tables/attack_success.md", "figures/gallery_invgrad.png"}
+	if !slices.Equal(rel, want) {
+		t.Fatalf("wrote %v, want %v", rel, want)
+	}
+	csv, _ := os.ReadFile(paths[0])
+	if !strings.HasPrefix(string(csv), "Measure,Attack,Experiment,T=1,T=5\nMI AUC,loss,sigma = 0.1,0.510,0.550\n") {
+		t.Errorf("CSV begins %q", csv[:min(len(csv), 120)])
+	}
+	tex, _ := os.ReadFile(paths[1])
+	if !strings.Contains(string(tex), `\label{tab:attack_success}`) || !strings.Contains(string(tex), `MI TPR at 1\% FPR & loss & sigma = 0 & 0.350 & 1.000 \\`) {
+		t.Errorf("LaTeX:\n%s", tex)
+	}
+	raw, _ := os.ReadFile(paths[3])
+	img, err := png.Decode(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One row (header line + gap = 23 px), label column 10 + 7 x len("sigma = 0") = 73 px, then
+	// tiles of 70 x 84 in columns of 92: sample, T=1, T=5.
+	grey := func(col int) uint32 {
+		r, _, _, _ := img.At(73+col*92+30, 23+40).RGBA()
+		return r >> 8
+	}
+	if s, t1 := grey(0), grey(1); s != 0 || t1 != 255 {
+		t.Errorf("sample tile grey %d (want 0), T=1 tile %d (want 255)", s, t1)
+	}
+	none, err := comparisonGallery(successExperiments(), "inversion")
+	if err != nil || none != nil {
+		t.Errorf("inversion has no images: got %d bytes, %v", len(none), err)
+	}
+}
