@@ -30,7 +30,7 @@ test-gpu:
 	$(GO) test -tags gpu -count=1 -v -run . ./cuda
 
 bench-gpu:
-	$(GO) test -tags gpu -count=1 -run '^$$' -bench W1 -benchtime 1x -timeout 60m ./cuda
+	$(GO) test -tags gpu -count=1 -run '^$$' -bench 'W1|W2' -benchtime 1x -timeout 60m ./cuda
 
 gpu-kit:
 	GO=$(GO) ./cuda/kit/build.sh bin/gpu-kit

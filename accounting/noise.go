@@ -180,6 +180,11 @@ func (s Staircase) Epsilon() float64     { return s.eps }
 func (s Staircase) Sensitivity() float64 { return s.delta }
 func (s Staircase) Gamma() float64       { return s.gamma }
 
+// InnerProbability is the probability that a draw lies in the inner part [0, gamma Delta) of
+// its step, gamma / (gamma + (1-gamma) exp(-epsilon)): what FromUniforms compares u[2] with
+// (for samplers outside this package that must draw the same values).
+func (s Staircase) InnerProbability() float64 { return s.pInner }
+
 // UniformsPerDraw implements Noise.
 func (Staircase) UniformsPerDraw() int { return 4 }
 

@@ -86,6 +86,26 @@ type Backend interface {
 	Dots(a, b Mat, out []float64)
 }
 
+// RowAligner is implemented by backends that want every replica's parameter row to start at a
+// multiple of RowAlign() floats: on a GPU, rows of d = 50,890 floats leave every other replica's
+// weights only 8-byte aligned, which sends cuBLAS to slower kernels. The engine then lays out
+// its R x d buffers with a pitch, d rounded up to that multiple (Mat.BatchStride; compute.RowsOf
+// with the pitch as stride). No operation reads or writes the padding (every Mat the engine
+// builds has Cols d), so results do not depend on the pitch.
+type RowAligner interface {
+	RowAlign() int
+}
+
+// Pitch is the distance between replica rows of d floats on be: d rounded up to the backend's
+// RowAlign, or d.
+func Pitch(be Backend, d int) int {
+	if a, ok := be.(RowAligner); ok && a.RowAlign() > 1 {
+		n := a.RowAlign()
+		return (d + n - 1) / n * n
+	}
+	return d
+}
+
 // HostAliaser is implemented by backends that can use host memory in place (the CPU backend),
 // so that datasets are not copied.
 type HostAliaser interface {
@@ -102,9 +122,10 @@ func Upload(be Backend, data []float32) Buffer {
 	return b
 }
 
-// RowsOf views an R x d buffer as a batch of R one-row matrices.
-func RowsOf(buf Buffer, r0, count, stride, d int) Mat {
-	return Mat{Buf: buf, Off: r0 * d, Rows: 1, Cols: d, Stride: d, Batch: count, BatchStride: stride * d}
+// RowsOf views rows r0, r0+stride, ... (count of them) of d floats, pitch floats apart, as a
+// batch of one-row matrices.
+func RowsOf(buf Buffer, r0, count, stride, d, pitch int) Mat {
+	return Mat{Buf: buf, Off: r0 * pitch, Rows: 1, Cols: d, Stride: d, Batch: count, BatchStride: stride * pitch}
 }
 
 // HiddenStepper is implemented by backends with a fused kernel for the deferred clipped step
@@ -162,4 +183,38 @@ type Fuser interface {
 	// AddRowSoftmaxXent is AddRow(logits, bias) then
 	// SoftmaxXent(logits, labels, scale, dlogits, loss, margin).
 	AddRowSoftmaxXent(logits, bias, labels Mat, scale float32, dlogits, loss, margin Mat)
+}
+
+// NoiseKind names an exact sampler of a non-Gaussian noise mechanism.
+type NoiseKind int
+
+// The mechanisms a NoiseSampler draws (accounting.Laplace and accounting.Staircase).
+const (
+	LaplaceNoise NoiseKind = iota + 1
+	StaircaseNoise
+)
+
+// NoiseDist is a non-Gaussian noise distribution with its parameters, as accounting defines
+// them: Laplace's scale b; the staircase's epsilon, step width Delta, gamma and the
+// probability of a step's inner part, gamma / (gamma + (1 - gamma) e^-epsilon).
+type NoiseDist struct {
+	Kind                         NoiseKind
+	Scale                        float64
+	Epsilon, Delta, Gamma, Inner float64
+}
+
+// NoiseSampler is implemented by backends that draw the noise of the non-Gaussian mechanisms
+// in their own memory, instead of the host drawing it (train.AddNoiseHost) and uploading every
+// row every round. Draw j of the stream (seed, round, stream) is accounting's FromUniforms of
+// uniforms j (Laplace) or 4j..4j+3 (staircase) of philox.NewUniforms(seed, round, stream), in
+// float64 with Go's math.Log, then rounded to float32: a backend must give exactly the host's
+// bits. Batch elements with equal seeds draw the same noise, as AddGaussian's.
+type NoiseSampler interface {
+	// AddNoise adds scale[b] (0 + float32(X_j)) to element j of batch element b, X the draws
+	// of dist from the stream (seeds[b], round, stream).
+	AddNoise(dst Mat, dist NoiseDist, seeds []uint64, scale []float32, round, stream uint32)
+	// SumNoise writes into element j of batch element b total times the float32 sum, from 0
+	// in the order of streams, of float32(X_j) over the streams k with use[b len(streams) + k]
+	// (every stream when use is nil), X the draws of dist from (seeds[b], round, streams[k]).
+	SumNoise(dst Mat, dist NoiseDist, seeds []uint64, streams []uint32, use []bool, total float32, round uint32)
 }

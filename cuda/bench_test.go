@@ -88,3 +88,29 @@ func BenchmarkW1(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkW2 runs benchmark W2 (traintest.RunW2: Noisy-FedAvg of LeNet-5, T = 10 rounds, 10
+// clients, K = 5, B = 32) on the GPU with 64 replicas (W2 as the CPU benchmark runs it) and
+// with 1024, each after a one-round warm-up, and reports replica-rounds per second and the
+// reference's nominal GFLOP/s (three times the forward FLOPs per image).
+func BenchmarkW2(b *testing.B) {
+	for _, replicas := range []int{64, 1024} {
+		b.Run(fmt.Sprintf("R=%d", replicas), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				be := open(b, cuda.Options{})
+				res, err := traintest.RunW2(context.Background(), be, replicas, traintest.W2Config().Rounds)
+				if err == nil {
+					err = be.Sync()
+				}
+				free, total, _ := be.FreeMemory()
+				be.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(res.ReplicaRoundsPerSec, "replica-rounds/s")
+				b.ReportMetric(res.NominalGFlops, "nominal-GFLOP/s")
+				b.Logf("%v; device memory used %.2f of %.2f GiB", res, float64(total-free)/(1<<30), float64(total)/(1<<30))
+			}
+		})
+	}
+}

@@ -19,14 +19,19 @@ type blasHandle struct {
 	h   *cublasdl.Handle
 }
 
-// newBLAS creates a handle on the current context; the caller holds it.
-func newBLAS() (*blasHandle, error) {
+// newBLAS creates a handle on the current context issuing on stream; the caller holds the
+// context.
+func newBLAS(stream uintptr) (*blasHandle, error) {
 	lib, err := cublasdl.Load()
 	if err != nil {
 		return nil, fmt.Errorf("cublas: %w", err)
 	}
 	h, err := lib.NewHandle()
 	if err != nil {
+		return nil, fmt.Errorf("cublas %s (%s): %w", lib.Version, lib.File, err)
+	}
+	if err := h.SetStream(stream); err != nil {
+		h.Close()
 		return nil, fmt.Errorf("cublas %s (%s): %w", lib.Version, lib.File, err)
 	}
 	return &blasHandle{lib: lib, h: h}, nil

@@ -1,7 +1,9 @@
 // Package cuda is the GPU training backend, beside the CPU backend of package cpu: Ops
 // implements compute.Backend (and compute.Convolver, the image operations of convolutional
 // models) over any Device that runs the kernels of package kernels, turning every operation
-// into kernel launches and strided-batched SGEMM calls on device buffers.
+// into kernel launches and strided-batched SGEMM calls on device buffers. Launches are queued
+// and issued in batches, each with one staged copy of its per-call arguments, when the host
+// needs the device (a round of training is one batch), optionally as CUDA graphs (queue.go).
 //
 // Two devices run it. The driver device (build tag gpu) is an NVIDIA GPU through the CUDA
 // driver API (gorgonia.org/cu) and cuBLAS, with the embedded PTX compiled by the driver for the

@@ -8,22 +8,23 @@ import (
 // Info is what `audit gpu-info` reports: whether this build and this node can run the GPU
 // backend, and with what.
 type Info struct {
-	Build         string   `json:"build"`          // "gpu", or "no GPU backend"
-	HeaderVersion string   `json:"cuda_headers"`   // the cuda.h the binary was built against
-	DriverVersion string   `json:"driver_cuda"`    // the CUDA version the driver supports
-	Devices       int      `json:"devices"`        // GPUs the driver sees
-	Ordinal       int      `json:"device"`         // the one described below
-	Name          string   `json:"name"`           // its model
-	Compute       string   `json:"compute"`        // compute capability, e.g. 9.0
-	MemoryTotal   int64    `json:"memory_total"`   // bytes
-	MemoryFree    int64    `json:"memory_free"`    // bytes, now
-	CublasName    string   `json:"cublas_soname"`  // the soname that loaded
-	CublasFile    string   `json:"cublas_file"`    // the file behind it
-	CublasVersion string   `json:"cublas_version"` // major.minor.patch
-	PTXTarget     string   `json:"ptx_target"`     // the virtual architecture of the embedded PTX
-	KernelsLoaded bool     `json:"kernels_loaded"` // the driver JIT-compiled every module
-	Kernels       int      `json:"kernels"`        // entry points found
-	BackendOpened bool     `json:"backend_opened"` // the backend opened (context, kernels, cuBLAS handle)
+	Build         string   `json:"build"`                 // "gpu", or "no GPU backend"
+	HeaderVersion string   `json:"cuda_headers"`          // the cuda.h the binary was built against
+	DriverVersion string   `json:"driver_cuda"`           // the CUDA version the driver supports
+	Devices       int      `json:"devices"`               // GPUs the driver sees
+	Ordinal       int      `json:"device"`                // the one described below
+	Name          string   `json:"name"`                  // its model
+	Compute       string   `json:"compute"`               // compute capability, e.g. 9.0
+	MemoryTotal   int64    `json:"memory_total"`          // bytes
+	MemoryFree    int64    `json:"memory_free"`           // bytes, now
+	CublasName    string   `json:"cublas_soname"`         // the soname that loaded
+	CublasFile    string   `json:"cublas_file"`           // the file behind it
+	CublasVersion string   `json:"cublas_version"`        // major.minor.patch
+	PTXTarget     string   `json:"ptx_target"`            // the virtual architecture of the embedded PTX
+	KernelsLoaded bool     `json:"kernels_loaded"`        // the driver JIT-compiled every module
+	Kernels       int      `json:"kernels"`               // entry points found
+	BackendOpened bool     `json:"backend_opened"`        // the backend opened (context, kernels, cuBLAS handle)
+	Graphs        bool     `json:"cuda_graphs,omitempty"` // the driver can instantiate CUDA graphs (Options.Graphs)
 	Problems      []string `json:"problems,omitempty"`
 }
 
@@ -55,6 +56,7 @@ func (in *Info) Write(w io.Writer) {
 		{"cuBLAS", fmt.Sprintf("%s (%s, %s)", in.CublasVersion, in.CublasName, in.CublasFile)},
 		{"kernels", fmt.Sprintf("%s PTX, %d entry points, loaded: %s", in.PTXTarget, in.Kernels, yes(in.KernelsLoaded))},
 		{"backend opens", yes(in.BackendOpened)},
+		{"CUDA graphs", yes(in.Graphs) + " (used with FEDAUDIT_CUDA_GRAPHS=1)"},
 	}
 	for _, r := range rows {
 		fmt.Fprintf(w, "%-14s %s\n", r[0]+":", r[1])

@@ -16,6 +16,7 @@ import (
 	"gorgonia.org/cu"
 
 	"github.com/fedaudit/fedaudit/cuda/internal/cublasdl"
+	"github.com/fedaudit/fedaudit/cuda/internal/drv"
 	"github.com/fedaudit/fedaudit/kernels"
 )
 
@@ -27,6 +28,9 @@ func gpuInfo(ordinal int) (*Info, error) {
 		in.Problems = append(in.Problems, fmt.Sprintf(format, args...))
 	}
 	in.DriverVersion = cudaVersion(cu.Version())
+	if v, err := drv.DriverVersion(); err == nil {
+		in.Graphs = drv.GraphsSupported(v)
+	}
 	if lib, err := cublasdl.Load(); err != nil {
 		problem("%v", err)
 	} else {

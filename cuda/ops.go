@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"unsafe"
 
 	"github.com/fedaudit/fedaudit/compute"
@@ -27,11 +28,29 @@ type Ops struct {
 	err      error
 
 	allocs []uint64
+
+	// The queued batch (queue.go): records, their arguments, the positions of staged
+	// arguments among them, and the batch's staged bytes.
+	queue     []record
+	qargs     []uint64
+	qstaged   []int32
+	arena     []byte
+	stageOffs []uint64
+	unbatched bool // issue every launch at once
+	batches   int
+	// CUDA graphs (queue.go): the device that captures them, when graphs are on.
+	graphDev   GraphDevice
+	graphs     []*cachedGraph
+	graphUse   int
+	graphStats GraphStats
+
 	part   scratch // partial sums of the long reductions
 	sums   scratch // per-batch-element reduction results, per-example norms
 	gn     scratch // GroupNorm's statistics and the means of its input gradient
-	stage  []byte
+	hidden scratch // HiddenStep's working sets when they do not fit in shared memory
 	runs   []int32
+	round  [1]uint32
+	use    []byte
 	host   []float64
 	args   args
 }
@@ -65,6 +84,15 @@ type Options struct {
 	// instead of at the next copy. It is slow: for debugging only. The environment variable
 	// FEDAUDIT_CUDA_SYNC=1 turns it on for every Ops.
 	SyncEachLaunch bool
+	// Unbatched issues every launch and GEMM as it is made, with its own staged copy of its
+	// arguments, instead of queueing them until the host needs the device (queue.go); for
+	// debugging. SyncEachLaunch implies it.
+	Unbatched bool
+	// Graphs runs each batch as a CUDA graph on devices that can capture them (GraphDevice):
+	// captured once, replayed for every later identical batch. Off by default until measured
+	// on hardware; the environment variable FEDAUDIT_CUDA_GRAPHS=1 turns it on too. Ignored
+	// when unbatched.
+	Graphs bool
 }
 
 // SyncEnv is the environment variable that turns on Options.SyncEachLaunch.
@@ -87,9 +115,13 @@ func NewOps(dev Device, opt Options) *Ops {
 	if opt.MaxGemmBatch <= 0 || opt.MaxGemmBatch > maxGemmBatch {
 		opt.MaxGemmBatch = maxGemmBatch
 	}
-	o := &Ops{dev: dev, block: opt.Block, maxGrid: opt.MaxGrid, maxBatch: opt.MaxGemmBatch}
+	o := &Ops{dev: dev, block: opt.Block, maxGrid: opt.MaxGrid, maxBatch: opt.MaxGemmBatch, unbatched: opt.Unbatched}
 	if opt.SyncEachLaunch || os.Getenv(SyncEnv) == "1" {
 		o.syncEach, _ = dev.(Syncer)
+		o.unbatched = true
+	}
+	if graphsWanted(opt) && !o.unbatched {
+		o.graphDev, _ = dev.(GraphDevice)
 	}
 	return o
 }
@@ -107,8 +139,12 @@ func (o *Ops) synced(what string) {
 
 var _ compute.Backend = (*Ops)(nil)
 
-// Err returns the first device error, or nil.
-func (o *Ops) Err() error { return o.err }
+// Err issues the queued work and returns the first device error, or nil. Errors of the
+// device's asynchronous execution surface at the next read (Download, Dots) or Sync.
+func (o *Ops) Err() error {
+	o.flush()
+	return o.err
+}
 
 func (o *Ops) fail(op string, err error) {
 	if err != nil && o.err == nil {
@@ -118,14 +154,15 @@ func (o *Ops) fail(op string, err error) {
 
 // Close frees every buffer the backend allocated; buffers must not be used afterwards.
 func (o *Ops) Close() error {
-	var errs []error
+	o.flush()
+	errs := []error{o.closeGraphs()}
 	for _, a := range o.allocs {
 		if err := o.dev.Free(a); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	o.allocs = nil
-	o.part, o.sums, o.gn = scratch{}, scratch{}, scratch{}
+	o.part, o.sums, o.gn, o.hidden = scratch{}, scratch{}, scratch{}, scratch{}
 	return errors.Join(errs...)
 }
 
@@ -155,6 +192,7 @@ func (o *Ops) grow(s *scratch, n int) uint64 {
 }
 
 func (o *Ops) free(addr uint64) {
+	o.flush() // queued launches may use the memory
 	for i, a := range o.allocs {
 		if a == addr {
 			o.allocs = append(o.allocs[:i], o.allocs[i+1:]...)
@@ -174,6 +212,7 @@ func (o *Ops) Upload(dst compute.Buffer, off int, src []float32) {
 	if o.err != nil || len(src) == 0 {
 		return
 	}
+	o.flush()
 	o.fail("upload", o.dev.Write(dst.(*buffer).addr+4*uint64(off), f32bytes(src)))
 }
 
@@ -182,6 +221,7 @@ func (o *Ops) Download(dst []float32, src compute.Buffer, off int) {
 	if o.err != nil || len(dst) == 0 {
 		return
 	}
+	o.flush()
 	o.fail("download", o.dev.Read(f32bytes(dst), src.(*buffer).addr+4*uint64(off)))
 }
 
@@ -197,13 +237,15 @@ func addr(m compute.Mat) uint64 {
 	return m.Buf.(*buffer).addr + 4*uint64(m.Off)
 }
 
-// args collects kernel arguments; kinds records their types for the signature tests.
+// args collects kernel arguments; kinds records their types for the signature tests, staged
+// the positions of the arguments that are offsets into the batch's staged bytes.
 type args struct {
-	v     []uint64
-	kinds []byte
+	v      []uint64
+	kinds  []byte
+	staged []int32
 }
 
-func (a *args) reset() *args { a.v, a.kinds = a.v[:0], a.kinds[:0]; return a }
+func (a *args) reset() *args { a.v, a.kinds, a.staged = a.v[:0], a.kinds[:0], a.staged[:0]; return a }
 
 func (a *args) add(v uint64, kind byte) *args {
 	a.v = append(a.v, v)
@@ -217,12 +259,25 @@ const (
 	kindI64 = 'l' // .u64 (long long)
 	kindI32 = 'i' // .u32 (int, unsigned)
 	kindF32 = 'f' // .f32
+	kindF64 = 'd' // .f64
+	kindStg = 's' // .u64 address of staged arguments
 )
 
-func (a *args) ptr(p uint64) *args      { return a.add(p, kindPtr) }
+func (a *args) ptr(p uint64) *args { return a.add(p, kindPtr) }
+
+// stg adds the address of staged arguments at offset off of the batch's staged bytes (patched
+// when the batch is issued), or a null pointer when ok is false.
+func (a *args) stg(off uint64, ok bool) *args {
+	if !ok {
+		return a.ptr(0)
+	}
+	a.staged = append(a.staged, int32(len(a.v)))
+	return a.add(off, kindStg)
+}
 func (a *args) i64(n int) *args         { return a.add(uint64(int64(n)), kindI64) }
 func (a *args) u32(n uint32) *args      { return a.add(uint64(n), kindI32) }
 func (a *args) f32(f float32) *args     { return a.add(uint64(math.Float32bits(f)), kindF32) }
+func (a *args) f64(f float64) *args     { return a.add(math.Float64bits(f), kindF64) }
 func (a *args) mat(m compute.Mat) *args { return a.ptr(addr(m)).i64(m.Stride).i64(m.BatchStride) }
 
 // launch runs k over total independent work items.
@@ -231,35 +286,21 @@ func (o *Ops) launch(k kernels.Kernel, total int) {
 		return
 	}
 	grid := min((total+o.block-1)/o.block, o.maxGrid)
-	o.fail(k.Name(), o.dev.Launch(k, grid, o.block, o.args.v))
-	o.synced(k.Name())
+	o.queueLaunch(k, grid, o.block)
 }
 
-// stageBytes copies the pieces into one staged region (each 8-byte aligned) and returns each
-// piece's device address.
-func (o *Ops) stageBytes(op string, pieces ...[]byte) []uint64 {
-	o.stage = o.stage[:0]
-	offs := make([]int, len(pieces))
-	for i, p := range pieces {
-		for len(o.stage)%8 != 0 {
-			o.stage = append(o.stage, 0)
+// stageBytes appends the pieces to the batch's staged bytes (each 8-byte aligned) and returns
+// each piece's offset there, for args.stg; the slice is reused by the next call.
+func (o *Ops) stageBytes(pieces ...[]byte) []uint64 {
+	o.stageOffs = o.stageOffs[:0]
+	for _, p := range pieces {
+		for len(o.arena)%8 != 0 {
+			o.arena = append(o.arena, 0)
 		}
-		offs[i] = len(o.stage)
-		o.stage = append(o.stage, p...)
+		o.stageOffs = append(o.stageOffs, uint64(len(o.arena)))
+		o.arena = append(o.arena, p...)
 	}
-	out := make([]uint64, len(pieces))
-	if o.err != nil {
-		return out
-	}
-	base, err := o.dev.Stage(o.stage)
-	if err != nil {
-		o.fail(op, fmt.Errorf("stage arguments: %w", err))
-		return out
-	}
-	for i := range out {
-		out[i] = base + uint64(offs[i])
-	}
-	return out
+	return o.stageOffs
 }
 
 // ld is the leading dimension cuBLAS sees for a row-major matrix: its row stride, which a
@@ -295,18 +336,18 @@ func (o *Ops) Gemm(transA, transB bool, alpha float32, a, b compute.Mat, beta fl
 			C: addr(c) + 4*uint64(b0*c.BatchStride), LDC: ld(c), StrideC: int64(c.BatchStride),
 			Batch: nb,
 		}
-		o.fail("gemm", o.dev.Gemm(g))
-		o.synced("gemm")
+		o.queueGemm(g)
 	}
 }
 
 // Axpby implements compute.Backend.
 func (o *Ops) Axpby(alpha float32, x compute.Mat, beta float32, y compute.Mat, coef []float32) {
 	var cp uint64
-	if coef != nil && y.Batch > 0 {
-		cp = o.stageBytes("axpby", f32bytes(coef[:y.Batch]))[0]
+	staged := coef != nil && y.Batch > 0
+	if staged {
+		cp = o.stageBytes(f32bytes(coef[:y.Batch]))[0]
 	}
-	o.args.reset().mat(y).mat(x).ptr(cp).f32(alpha).f32(beta).i64(y.Rows).i64(y.Cols).i64(y.Batch)
+	o.args.reset().mat(y).mat(x).stg(cp, staged).f32(alpha).f32(beta).i64(y.Rows).i64(y.Cols).i64(y.Batch)
 	o.launch(kernels.Axpby, y.Batch*y.Rows*y.Cols)
 }
 
@@ -327,8 +368,8 @@ func (o *Ops) Gather(dst, src compute.Mat, idx []int32) {
 	if len(idx) == 0 || dst.Batch == 0 || dst.Cols == 0 {
 		return
 	}
-	ip := o.stageBytes("gather", unsafe.Slice((*byte)(unsafe.Pointer(&idx[0])), 4*len(idx)))[0]
-	o.args.reset().mat(dst).mat(src).ptr(ip).i64(len(idx)).i64(dst.Cols).i64(dst.Batch)
+	ip := o.stageBytes(i32bytes(idx))[0]
+	o.args.reset().mat(dst).mat(src).stg(ip, true).i64(len(idx)).i64(dst.Cols).i64(dst.Batch)
 	o.launch(kernels.Gather, dst.Batch*len(idx)*dst.Cols)
 }
 
@@ -477,13 +518,11 @@ func (o *Ops) AddGaussian(dst compute.Mat, seeds []uint64, scale []float32, roun
 		}
 	}
 	o.runs = append(o.runs, int32(batch))
-	p := o.stageBytes("add gaussian",
-		unsafe.Slice((*byte)(unsafe.Pointer(&seeds[0])), 8*batch),
-		f32bytes(scale[:batch]),
-		unsafe.Slice((*byte)(unsafe.Pointer(&o.runs[0])), 4*len(o.runs)))
+	o.round[0] = round
+	p := o.stageBytes(u64bytes(seeds[:batch]), f32bytes(scale[:batch]), i32bytes(o.runs), u32bytes(o.round[:]))
 	nruns := len(o.runs) - 1
-	o.args.reset().ptr(addr(dst)).i64(dst.BatchStride).ptr(p[0]).ptr(p[1]).ptr(p[2]).i64(nruns).
-		u32(round).u32(stream).i64(dst.Cols)
+	o.args.reset().ptr(addr(dst)).i64(dst.BatchStride).stg(p[0], true).stg(p[1], true).stg(p[2], true).i64(nruns).
+		stg(p[3], true).u32(stream).i64(dst.Cols)
 	o.launch(kernels.AddGaussian, nruns*((dst.Cols+3)/4))
 }
 
@@ -494,6 +533,7 @@ func (o *Ops) Dots(a, b compute.Mat, out []float64) {
 		return
 	}
 	sums := o.sumProducts(a, b)
+	o.flush()
 	if o.err != nil {
 		// Leave no stale values behind for a caller that does not check Err.
 		for i := range out[:a.Batch] {
@@ -513,6 +553,7 @@ func (o *Ops) PhiloxRaw(n int, k0, k1, c0, c1, c2, c3 uint32) ([]uint32, error) 
 	buf := o.alloc("philox", 16*n)
 	o.args.reset().ptr(buf).i64(n).u32(k0).u32(k1).u32(c0).u32(c1).u32(c2).u32(c3)
 	o.launch(kernels.PhiloxRaw, n)
+	o.flush()
 	out := make([]uint32, 4*n)
 	if o.err == nil {
 		o.fail("philox", o.dev.Read(unsafe.Slice((*byte)(unsafe.Pointer(&out[0])), 16*n), buf))
@@ -540,3 +581,150 @@ func (c checkRecorder) Checkpoint(ctx context.Context, cp *train.Checkpoint) err
 	}
 	return c.rec.Checkpoint(ctx, cp)
 }
+
+var _ compute.HiddenStepper = (*Ops)(nil)
+
+// HiddenStep implements compute.HiddenStepper: the whole deferred step of a one-hidden-layer
+// MLP for every replica in one launch of hidden_step (kernels/step.cu), one block per replica
+// with the activations and the small layer in shared memory (in global scratch when a
+// replica's working set exceeds kernels.HiddenSharedFloats). It sums in another order than
+// the CPU backend's fused step; the two agree to float32 rounding (the parity suite's
+// HiddenStep case states the tolerance).
+func (o *Ops) HiddenStep(a *compute.HiddenStepArgs) {
+	R, B, H, C := a.Pre.Batch, a.Pre.Rows, a.H, a.Cls
+	if o.err != nil || R == 0 || B == 0 {
+		return
+	}
+	if a.W2 != a.B1+H || a.B2 != a.W2+C*H {
+		o.fail("hidden step", fmt.Errorf("parameters b1 %d, W2 %d, b2 %d are not contiguous (H %d, C %d)", a.B1, a.W2, a.B2, H, C))
+		return
+	}
+	var scratch uint64
+	sbs := 2*C*H + 2*H + 2*C + 2*B*H + B*C
+	if sbs > kernels.HiddenSharedFloats {
+		scratch = o.grow(&o.hidden, (R*sbs+1)/2)
+	}
+	var anchor compute.Mat
+	if a.Alpha != 0 {
+		anchor = a.Anchor
+	}
+	var gx compute.Mat
+	if a.V > 0 {
+		gx = a.GX
+	}
+	o.args.reset().u32(uint32(a.Act)).mat(a.Pre).ptr(addr(a.Params)).i64(a.Params.BatchStride).
+		ptr(addr(anchor)).i64(anchor.BatchStride).ptr(addr(a.Gram)).i64(a.Gram.Stride).
+		mat(a.Prev).i64(a.Prev.Rows).ptr(addr(a.Labels)).i64(a.Labels.Stride).
+		ptr(addr(gx)).i64(gx.Stride).mat(a.U).ptr(scratch).i64(sbs).i64(a.B1).
+		i64(B).i64(H).i64(C).f32(a.Eta).f32(a.V).f32(a.Alpha).i64(R)
+	o.launchBlocks(kernels.HiddenStep, R, min(o.block, kernels.HiddenBlock))
+}
+
+// launchBlocks runs block kernel k with one block per item (at most maxGrid blocks, which
+// then loop over the items) of block threads.
+func (o *Ops) launchBlocks(k kernels.Kernel, items, block int) {
+	if o.err != nil || items <= 0 {
+		return
+	}
+	o.queueLaunch(k, min(items, o.maxGrid), block)
+}
+
+var _ compute.RowAligner = (*Ops)(nil)
+
+// RowAlign implements compute.RowAligner: replica rows start at multiples of 32 floats (128
+// bytes). cudaMalloc's 256-byte alignment then carries over to every replica's parameters, so
+// cuBLAS can take its vectorized kernels for the per-replica products (d = 50,890 unpadded
+// leaves every other replica's weights 8-byte aligned, and cuBLAS picks its kernels by the
+// alignment of the batch's pointers and strides).
+func (o *Ops) RowAlign() int { return rowAlign }
+
+const rowAlign = 32
+
+var _ compute.NoiseSampler = (*Ops)(nil)
+
+// AddNoise implements compute.NoiseSampler: one launch of mech_noise, each thread drawing one
+// coordinate once for a run of batch elements that share a seed (the two worlds of a pair).
+func (o *Ops) AddNoise(dst compute.Mat, dist compute.NoiseDist, seeds []uint64, scale []float32, round, stream uint32) {
+	if dst.Batch == 0 || dst.Cols == 0 {
+		return
+	}
+	o.seedRuns(seeds[:dst.Batch], nil, 0)
+	streams := []uint32{stream}
+	o.round[0] = round
+	p := o.stageBytes(u64bytes(seeds[:dst.Batch]), i32bytes(o.runs), u32bytes(streams), u32bytes(o.round[:]), f32bytes(scale[:dst.Batch]))
+	o.mechNoise(dst, dist, p[0], p[1], p[2], 1, 0, false, p[4], 1, false, p[3])
+}
+
+// SumNoise implements compute.NoiseSampler: one launch of mech_noise, each thread summing one
+// coordinate's draws over the streams a run of batch elements uses.
+func (o *Ops) SumNoise(dst compute.Mat, dist compute.NoiseDist, seeds []uint64, streams []uint32, use []bool, total float32, round uint32) {
+	if dst.Batch == 0 || dst.Cols == 0 || len(streams) == 0 {
+		if dst.Batch > 0 && dst.Cols > 0 {
+			o.Axpby(0, compute.Mat{}, 0, dst, nil) // an empty sum
+		}
+		return
+	}
+	o.seedRuns(seeds[:dst.Batch], use, len(streams))
+	o.round[0] = round
+	var p []uint64
+	if use != nil {
+		p = o.stageBytes(u64bytes(seeds[:dst.Batch]), i32bytes(o.runs), u32bytes(streams), u32bytes(o.round[:]), o.use)
+	} else {
+		p = o.stageBytes(u64bytes(seeds[:dst.Batch]), i32bytes(o.runs), u32bytes(streams), u32bytes(o.round[:]))
+	}
+	var up uint64
+	if use != nil {
+		up = p[4]
+	}
+	o.mechNoise(dst, dist, p[0], p[1], p[2], len(streams), up, use != nil, 0, total, true, p[3])
+}
+
+// seedRuns sets o.runs to the starts of the runs of adjacent batch elements with equal seeds
+// (and equal rows of use, n flags each, when use is given), ending with len(seeds); o.use gets
+// each run's row of use.
+func (o *Ops) seedRuns(seeds []uint64, use []bool, n int) {
+	o.runs, o.use = o.runs[:0], o.use[:0]
+	for b := range seeds {
+		if b > 0 && seeds[b] == seeds[b-1] && (use == nil || slices.Equal(use[b*n:(b+1)*n], use[(b-1)*n:b*n])) {
+			continue
+		}
+		o.runs = append(o.runs, int32(b))
+		if use != nil {
+			for _, u := range use[b*n : (b+1)*n] {
+				o.use = append(o.use, b2u8(u))
+			}
+		}
+	}
+	o.runs = append(o.runs, int32(len(seeds)))
+}
+
+// mechNoise launches mech_noise; seeds, runs, streams, use (when hasUse), scale (when not
+// sum) and round are offsets of staged arguments.
+func (o *Ops) mechNoise(dst compute.Mat, dist compute.NoiseDist, seeds, runs, streams uint64, nstreams int, use uint64, hasUse bool, scale uint64, total float32, sum bool, round uint64) {
+	var p [4]float64
+	switch dist.Kind {
+	case compute.LaplaceNoise:
+		p[0] = dist.Scale
+	case compute.StaircaseNoise:
+		p = [4]float64{dist.Epsilon, dist.Delta, dist.Gamma, dist.Inner}
+	default:
+		o.fail("noise", fmt.Errorf("no sampler for noise kind %d", dist.Kind))
+		return
+	}
+	nruns := len(o.runs) - 1
+	o.args.reset().ptr(addr(dst)).i64(dst.BatchStride).stg(seeds, true).stg(runs, true).i64(nruns).stg(streams, true).i64(nstreams).
+		stg(use, hasUse).stg(scale, !sum).f32(total).u32(uint32(b2u8(sum))).u32(uint32(dist.Kind)).f64(p[0]).f64(p[1]).f64(p[2]).f64(p[3]).
+		stg(round, true).i64(dst.Cols)
+	o.launch(kernels.MechNoise, nruns*dst.Cols)
+}
+
+func b2u8(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func u64bytes(s []uint64) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 8*len(s)) }
+func u32bytes(s []uint32) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 4*len(s)) }
+func i32bytes(s []int32) []byte  { return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 4*len(s)) }

@@ -56,7 +56,7 @@ func ptxParams(t *testing.T) map[string][]string {
 // and size (the CUDA driver checks neither; a mismatch would read garbage on the GPU).
 func TestLaunchArgumentsMatchPTX(t *testing.T) {
 	r := &recorder{kinds: map[kernels.Kernel]string{}}
-	o := NewOps(r, Options{})
+	o := NewOps(r, Options{Unbatched: true}) // each launch issued while its argument kinds are current
 	r.ops = o
 	m := func(rows, cols, batch int) compute.Mat {
 		return compute.Mat{Buf: o.Alloc(rows * cols * max(batch, 1)), Rows: rows, Cols: cols, Stride: cols, Batch: batch, BatchStride: rows * cols}
@@ -94,6 +94,13 @@ func TestLaunchArgumentsMatchPTX(t *testing.T) {
 	gb := m(1, 2, 2)
 	o.GroupNorm(2, 1e-5, xi, gb, gb, xi)
 	o.GroupNormGrad(2, 1e-5, xi, gb, xi, xi, gb, gb)
+	pr := m(1, 3*2+3+3*2+2, 2) // W1 3 x 2, b1 3, W2 2 x 3, b2 2
+	hb := m(4, 3, 2)
+	o.HiddenStep(&compute.HiddenStepArgs{Act: compute.Tanh, Pre: hb, Params: pr, Anchor: pr, Gram: m(4, 4, 1), Prev: m(4, 3, 2),
+		Labels: m(4, 1, 1), GX: m(4, 4, 1), U: hb, B1: 6, W2: 9, B2: 15, H: 3, Cls: 2, Eta: 0.1, V: 1, Alpha: 0.5})
+	o.AddNoise(row, compute.NoiseDist{Kind: compute.LaplaceNoise, Scale: 1}, []uint64{1, 1}, []float32{1, 1}, 0, 0)
+	o.SumNoise(row, compute.NoiseDist{Kind: compute.StaircaseNoise, Epsilon: 1, Delta: 1, Gamma: 0.5, Inner: 0.6}, []uint64{1, 2},
+		[]uint32{0, 1}, []bool{true, false, true, true}, 1, 0)
 	if _, err := o.PhiloxRaw(1, 0, 0, 0, 0, 0, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +108,7 @@ func TestLaunchArgumentsMatchPTX(t *testing.T) {
 		t.Fatal(err)
 	}
 	ptx := ptxParams(t)
-	size := map[byte]string{kindPtr: "u64", kindI64: "u64", kindI32: "u32", kindF32: "f32"}
+	size := map[byte]string{kindPtr: "u64", kindI64: "u64", kindI32: "u32", kindF32: "f32", kindF64: "f64", kindStg: "u64"}
 	for _, k := range kernels.All() {
 		kinds, ok := r.kinds[k]
 		if !ok {

@@ -16,6 +16,11 @@ import "fmt"
 // with a fence per slot is correct in all these cases: a slot is handed out again only once
 // the fence recorded after its last reader was issued has passed, which on a device that is
 // not far behind costs no wait at all.
+//
+// Each slot has a device buffer and a pinned host buffer: the driver device copies the
+// arguments into the host buffer and the asynchronous copy reads them from there when the
+// stream reaches it, so the fence protects both halves (the host buffer must not be rewritten
+// before its copy has run, the device buffer not before its readers have).
 
 // fence is a point in the device's work queue (a CUDA event recorded on the stream).
 type fence interface {
@@ -27,6 +32,9 @@ type fence interface {
 type stageMem interface {
 	alloc(n int) (uint64, error)
 	free(addr uint64) error
+	// allocHost returns n bytes of pinned (page-locked) host memory; freeHost releases it.
+	allocHost(n int) ([]byte, error)
+	freeHost(b []byte) error
 	// record returns a fence after all work issued so far (nil when it needs none).
 	record() (fence, error)
 }
@@ -43,6 +51,7 @@ type stageRing struct {
 
 type stageSlot struct {
 	addr  uint64
+	host  []byte // pinned, size bytes
 	size  int
 	fence fence // recorded when the slot was retired; nil when free
 }
@@ -54,13 +63,13 @@ func newStageRing(mem stageMem, slots int) *stageRing {
 	return &stageRing{mem: mem, slots: make([]stageSlot, max(slots, 1)), cur: -1}
 }
 
-// take returns the device address of a slot of at least n bytes that no queued work still
-// reads.
-func (r *stageRing) take(n int) (uint64, error) {
+// take returns the device address and the pinned host buffer of a slot of at least n bytes
+// that no queued work still reads.
+func (r *stageRing) take(n int) (uint64, []byte, error) {
 	if r.cur >= 0 {
 		f, err := r.mem.record()
 		if err != nil {
-			return 0, fmt.Errorf("stage: record the release of slot %d: %w", r.cur, err)
+			return 0, nil, fmt.Errorf("stage: record the release of slot %d: %w", r.cur, err)
 		}
 		r.slots[r.cur].fence = f
 	}
@@ -68,26 +77,43 @@ func (r *stageRing) take(n int) (uint64, error) {
 	s := &r.slots[i]
 	if s.fence != nil {
 		if err := s.fence.wait(); err != nil {
-			return 0, fmt.Errorf("stage: wait for the readers of slot %d: %w", i, err)
+			return 0, nil, fmt.Errorf("stage: wait for the readers of slot %d: %w", i, err)
 		}
 		s.fence = nil
 	}
 	if s.size < n {
-		if s.addr != 0 {
-			if err := r.mem.free(s.addr); err != nil {
-				return 0, err
-			}
-			s.addr, s.size = 0, 0
+		if err := r.release(s); err != nil {
+			return 0, nil, err
 		}
 		size := max(n, 2*s.size, minStageSlot)
 		a, err := r.mem.alloc(size)
 		if err != nil {
-			return 0, fmt.Errorf("stage: allocate %d bytes for arguments: %w", size, err)
+			return 0, nil, fmt.Errorf("stage: allocate %d bytes for arguments: %w", size, err)
 		}
-		s.addr, s.size = a, size
+		h, err := r.mem.allocHost(size)
+		if err != nil {
+			r.mem.free(a)
+			return 0, nil, fmt.Errorf("stage: allocate %d bytes of pinned host memory for arguments: %w", size, err)
+		}
+		s.addr, s.host, s.size = a, h, size
 	}
 	r.cur, r.next = i, (i+1)%len(r.slots)
-	return s.addr, nil
+	return s.addr, s.host[:n], nil
+}
+
+// release frees slot s's buffers (no queued work reads them).
+func (r *stageRing) release(s *stageSlot) error {
+	var first error
+	if s.addr != 0 {
+		first = r.mem.free(s.addr)
+	}
+	if s.host != nil {
+		if err := r.mem.freeHost(s.host); err != nil && first == nil {
+			first = err
+		}
+	}
+	s.addr, s.host, s.size = 0, nil, 0
+	return first
 }
 
 // close waits for every slot's readers and frees the slots.
@@ -107,10 +133,8 @@ func (r *stageRing) close() error {
 				first = err
 			}
 		}
-		if s.addr != 0 {
-			if err := r.mem.free(s.addr); err != nil && first == nil {
-				first = err
-			}
+		if err := r.release(s); err != nil && first == nil {
+			first = err
 		}
 		*s = stageSlot{}
 	}

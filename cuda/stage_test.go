@@ -14,6 +14,7 @@ type fakeQueue struct {
 	readers      []reader // launches that read a staged slot
 	waits        int
 	failWait     bool
+	hostLive     int
 }
 
 type reader struct {
@@ -58,6 +59,16 @@ func (q *fakeQueue) free(a uint64) error {
 
 func (q *fakeQueue) record() (fence, error) { return fakeFence{q, q.issued}, nil }
 
+func (q *fakeQueue) allocHost(n int) ([]byte, error) {
+	q.hostLive++
+	return make([]byte, n), nil
+}
+
+func (q *fakeQueue) freeHost([]byte) error {
+	q.hostLive--
+	return nil
+}
+
 // launch issues a kernel reading addr; the device stays lag launches behind.
 func (q *fakeQueue) launch(addr uint64, lag int) {
 	q.issued++
@@ -82,17 +93,28 @@ func TestStageRingNeverReusesAQueuedSlot(t *testing.T) {
 		q := &fakeQueue{live: map[uint64]int{}}
 		r := newStageRing(q, c.slots)
 		var last []uint64
+		var lastHost [][]byte
 		for i := 0; i < 50; i++ {
 			n := 100
 			if c.grow {
 				n = minStageSlot * (1 + i/10)
 			}
-			a, err := r.take(n)
+			a, h, err := r.take(n)
 			if err != nil {
 				t.Fatalf("%+v: take %d: %v", c, i, err)
 			}
-			if q.live[a] < n {
-				t.Fatalf("%+v: take %d: slot of %d bytes for %d", c, i, q.live[a], n)
+			if q.live[a] < n || len(h) != n {
+				t.Fatalf("%+v: take %d: slot of %d bytes (host %d) for %d", c, i, q.live[a], len(h), n)
+			}
+			// The host half is the slot's own too: no other slot of the last slots-1 takes
+			// shares its memory.
+			for _, p := range lastHost {
+				if &p[0] == &h[0] {
+					t.Fatalf("%+v: take %d: pinned buffer reused within %d takes", c, i, c.slots)
+				}
+			}
+			if lastHost = append(lastHost, h); len(lastHost) > c.slots-1 {
+				lastHost = lastHost[1:]
 			}
 			for _, rd := range q.readers {
 				if rd.addr == a && rd.n > q.done {
@@ -119,8 +141,8 @@ func TestStageRingNeverReusesAQueuedSlot(t *testing.T) {
 		if err := r.close(); err != nil {
 			t.Fatalf("%+v: close: %v", c, err)
 		}
-		if len(q.live) != 0 {
-			t.Errorf("%+v: %d slots not freed", c, len(q.live))
+		if len(q.live) != 0 || q.hostLive != 0 {
+			t.Errorf("%+v: %d slots, %d pinned buffers not freed", c, len(q.live), q.hostLive)
 		}
 	}
 }
@@ -129,13 +151,13 @@ func TestStageRingNeverReusesAQueuedSlot(t *testing.T) {
 func TestStageRingReportsFenceErrors(t *testing.T) {
 	q := &fakeQueue{live: map[uint64]int{}}
 	r := newStageRing(q, 1)
-	a, err := r.take(10)
+	a, _, err := r.take(10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	q.launch(a, 1)
 	q.failWait = true
-	if _, err := r.take(10); err == nil {
+	if _, _, err := r.take(10); err == nil {
 		t.Fatal("take succeeded after a failed wait")
 	}
 }

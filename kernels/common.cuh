@@ -1,8 +1,9 @@
-// Shared helpers of the fedaudit kernels. Every kernel follows two rules that keep it runnable
-// by the host shim (kernels/hostshim), which executes a launch as plain loops over blocks and
-// threads: threads never communicate (no shared memory, no __syncthreads, no atomics), and
+// Shared helpers of the fedaudit kernels. Every kernel but one follows two rules that keep it
+// runnable by the host shim (cuda/hostshim), which executes a launch as plain loops over blocks
+// and threads: threads never communicate (no shared memory, no __syncthreads, no atomics), and
 // every output element is computed by one thread in a fixed order that does not depend on the
-// launch configuration. Reductions over long vectors are therefore split into a fixed number of
+// launch configuration. The exception, hidden_step (step.cu), keeps the second rule and shares
+// memory within a block; the shim runs it with a host thread per GPU thread. Reductions over long vectors are therefore split into a fixed number of
 // partial sums (kernel dot_partials) and a second pass (reduce_partials), so a result never
 // depends on the grid size, the batch size or the device.
 #ifndef FEDAUDIT_COMMON_CUH
@@ -83,6 +84,30 @@ __device__ __forceinline__ float go_maxf(float a, float b) {
 	if (b != b) return b;
 	if (a == b) return (__float_as_uint(a) >> 31) ? b : a;
 	return a > b ? a : b;
+}
+
+// act_value is act(v), computed in float64 and rounded, as the CPU backend does.
+__device__ __forceinline__ float act_value(int act, float v) {
+	if (act == ACT_TANH) return (float)tanh((double)v);
+	if (act == ACT_SOFTPLUS) {
+		double x = v;
+		// log(1+e^x) = max(x,0) + log1p(e^-|x|), stable for large |x|
+		return (float)(fmax(x, 0.0) + log1p(exp(-fabs(x))));
+	}
+	return go_maxf(v, 0.0f);
+}
+
+// act_grad is g act'(pre) given post = act(pre); each activation reads only what it needs.
+__device__ __forceinline__ float act_grad(int act, const float* pre, const float* post, float g) {
+	if (act == ACT_TANH) {
+		float h = *post;
+		return g * (1.0f - h * h);
+	}
+	if (act == ACT_SOFTPLUS) {
+		double v = *pre;
+		return g * (float)(1.0 / (1.0 + exp(-v)));
+	}
+	return *pre <= 0.0f ? 0.0f : g;
 }
 
 // sumsq4 is train's sumSq: four float64 lanes, lane l summing x[i]^2 for i = l mod 4 over the

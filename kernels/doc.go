@@ -4,10 +4,13 @@
 // operations over a device, the driver device, the host shim that runs these sources on the
 // CPU, the parity suite) is package cuda.
 //
-// The kernels follow rules that make the host shim possible: threads never communicate (no
-// shared memory, barriers or atomics) and every output element is computed by one thread in
-// an order fixed by the kernel, not by the launch, so results are the same on the GPU and in
-// the shim up to the accuracy of the math library, and never depend on the batch or grid size.
+// The kernels follow rules that make the host shim possible and results reproducible: every
+// output element is computed by one thread in an order fixed by the kernel, not by the launch,
+// so results are the same on the GPU and in the shim up to the accuracy of the math library,
+// and never depend on the batch, block or grid size. Threads never communicate (no shared
+// memory, barriers or atomics), except in the one block kernel, hidden_step (step.cu), whose
+// threads share a replica's activations through shared memory and meet at barriers; the shim
+// runs it with a host thread per GPU thread.
 package kernels
 
 //go:generate sh genptx.sh elementwise
@@ -15,3 +18,4 @@ package kernels
 //go:generate sh genptx.sh reduce
 //go:generate sh genptx.sh noise
 //go:generate sh genptx.sh conv
+//go:generate sh genptx.sh step

@@ -64,30 +64,6 @@ extern "C" __global__ void gather(float* dst, i64 ds, i64 dbs, const float* src,
 	}
 }
 
-// act_value is act(v), computed in float64 and rounded, as the CPU backend does.
-__device__ __forceinline__ float act_value(int act, float v) {
-	if (act == ACT_TANH) return (float)tanh((double)v);
-	if (act == ACT_SOFTPLUS) {
-		double x = v;
-		// log(1+e^x) = max(x,0) + log1p(e^-|x|), stable for large |x|
-		return (float)(fmax(x, 0.0) + log1p(exp(-fabs(x))));
-	}
-	return go_maxf(v, 0.0f);
-}
-
-// act_grad is g act'(pre) given post = act(pre); each activation reads only what it needs.
-__device__ __forceinline__ float act_grad(int act, const float* pre, const float* post, float g) {
-	if (act == ACT_TANH) {
-		float h = *post;
-		return g * (1.0f - h * h);
-	}
-	if (act == ACT_SOFTPLUS) {
-		double v = *pre;
-		return g * (float)(1.0 / (1.0 + exp(-v)));
-	}
-	return *pre <= 0.0f ? 0.0f : g;
-}
-
 // activate: post = act(pre).
 extern "C" __global__ void activate(int act, const float* pre, i64 ps, i64 pbs, float* post,
                                     i64 qs, i64 qbs, i64 rows, i64 cols, i64 batch) {

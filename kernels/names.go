@@ -34,6 +34,8 @@ const (
 	GNGradPartials
 	GNGradReduce
 	GNGradX
+	HiddenStep
+	MechNoise
 	numKernels
 )
 
@@ -47,7 +49,17 @@ var kernelNames = [numKernels]string{
 	Im2col: "im2col", Col2im: "col2im", Pool: "pool", PoolGrad: "pool_grad", TransposeBlocks: "transpose_blocks",
 	GNStatsPartials: "gn_stats_partials", GNStats: "gn_stats", GNForward: "gn_forward",
 	GNGradPartials: "gn_grad_partials", GNGradReduce: "gn_grad_reduce", GNGradX: "gn_grad_x",
+	HiddenStep: "hidden_step", MechNoise: "mech_noise",
 }
+
+// HiddenSharedFloats is the static shared memory of hidden_step in floats
+// (HIDDEN_SHARED_FLOATS in step.cu): a replica's working set of more floats goes to global
+// scratch.
+const HiddenSharedFloats = 9216
+
+// HiddenBlock is the most threads per block of hidden_step (HIDDEN_BLOCK in step.cu, its
+// launch bound).
+const HiddenBlock = 256
 
 // Name is the kernel's entry point (its extern "C" name).
 func (k Kernel) Name() string { return kernelNames[k] }

@@ -273,7 +273,7 @@ func (cs *canaryState) initDirections(e *engine, w0 []float32) {
 		cs.llr[r] = make([]float64, cs.k)
 	}
 	cs.host, cs.next, cs.add = make([]float32, d), make([]float32, d), make([]float32, d)
-	cs.addBuf = e.be.Alloc(e.R * d)
+	cs.addBuf = e.be.Alloc(e.R * e.pitch) // rows e.pitch apart, as the engine's buffers
 }
 
 // addDirections adds, to every replica's sum in e.acc, clip times the direction of every
@@ -296,8 +296,8 @@ func (cs *canaryState) addDirections(e *engine, t int, q, clip float64) {
 				cs.add[i] += float32(clip) * x
 			}
 		}
-		e.be.Upload(cs.addBuf, 2*p*d, cs.add)
-		e.be.Upload(cs.addBuf, (2*p+1)*d, cs.add)
+		e.be.Upload(cs.addBuf, 2*p*e.pitch, cs.add)
+		e.be.Upload(cs.addBuf, (2*p+1)*e.pitch, cs.add)
 	}
 	e.be.Axpby(1, e.all(cs.addBuf), 1, e.all(e.acc), nil)
 }
@@ -316,8 +316,8 @@ func (cs *canaryState) observeRound(e *engine, q, clip, std, scale float64) {
 		if e.diverged[r] {
 			continue
 		}
-		e.be.Download(cs.host, e.g, r*d)
-		e.be.Download(cs.next, e.acc, r*d)
+		e.be.Download(cs.host, e.g, r*e.pitch)
+		e.be.Download(cs.next, e.acc, r*e.pitch)
 		var nn float64
 		for i := range cs.next {
 			cs.next[i] -= cs.host[i]

@@ -97,19 +97,19 @@ func (e *engine) checkpoint(round int) *Checkpoint {
 		}
 		if e.cfg.RecordParams {
 			rs.Params = make([]float32, e.d)
-			e.be.Download(rs.Params, e.g, r*e.d)
+			e.be.Download(rs.Params, e.g, r*e.pitch)
 		}
 		if cs := e.canary; cs != nil {
 			rs.CanaryIn = slices.Clone(cs.bits[r/2])
 			if cs.dirs != nil {
-				e.be.Download(host, e.g, r*e.d)
+				e.be.Download(host, e.g, r*e.pitch)
 				rs.CanaryStats = cs.observeDirections(r, host)
 			} else {
 				rs.CanaryStats = [][]float64{records[0][r], records[1][r], records[2][r], records[3][r]}
 			}
 		}
 		if e.cfg.RecordUpload && round > 0 && e.uploaded[r] {
-			e.be.Download(host, e.upload, r*e.d)
+			e.be.Download(host, e.upload, r*e.pitch)
 			rs.Upload = slices.Clone(host)
 		}
 	}

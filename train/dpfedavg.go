@@ -265,7 +265,7 @@ func (dp *clientDPRounds) init(ctx context.Context) error {
 		dp.serverLR = 1
 	}
 	if e.cfg.Informed {
-		dp.tu = e.be.Alloc(e.R * e.d)
+		dp.tu = e.be.Alloc(e.R * e.pitch)
 		for i := range dp.dpDots {
 			dp.dpDots[i] = make([]float64, e.R)
 		}
@@ -383,12 +383,16 @@ func (e *engine) addServerNoise(t int, std float64) error {
 	if err != nil {
 		return err
 	}
+	if ns, nd, ok := e.sampler(dist); ok {
+		ns.SumNoise(e.all(e.noise), nd, e.seeds, serverStreams, nil, 1, uint32(t))
+		return nil
+	}
 	host := make([]float32, e.d)
 	for p := 0; p < e.P; p++ {
 		clear(host)
 		AddNoiseHost(host, dist, e.seeds[2*p], uint32(t), streamServer, 1)
-		e.be.Upload(e.noise, 2*p*e.d, host)
-		e.be.Upload(e.noise, (2*p+1)*e.d, host)
+		e.be.Upload(e.noise, 2*p*e.pitch, host)
+		e.be.Upload(e.noise, (2*p+1)*e.pitch, host)
 	}
 	return nil
 }
@@ -431,9 +435,9 @@ func (dp *clientDPRounds) informed(t int) error {
 		}
 		noise, own, sh := make([]float32, e.d), make([]float32, e.d), make([]float32, e.d)
 		for r := 0; r < e.R; r++ {
-			e.be.Download(noise, e.noise, r*e.d)
-			e.be.Download(own, dp.tu, r*e.d)
-			e.be.Download(sh, e.shadow, r*e.d)
+			e.be.Download(noise, e.noise, r*e.pitch)
+			e.be.Download(own, dp.tu, r*e.pitch)
+			e.be.Download(sh, e.shadow, r*e.pitch)
 			in := b2f(e.hasTarget[r/2])
 			var aOwn, aSh float64
 			for j := range noise {

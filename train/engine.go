@@ -61,6 +61,7 @@ type engine struct {
 	model  Model
 	ws     workspace
 	d, dim int
+	pitch  int // floats between replica rows of the R x d buffers (compute.Pitch)
 	m, n   int // clients, participants per round
 	P, R   int
 	first  int
@@ -101,8 +102,11 @@ type engine struct {
 
 	eval evalBuffers // the checkpoints' evaluation (checkpoint.go)
 
-	// tmp holds host-drawn noise of the non-Gaussian mechanisms on its way into a buffer.
-	tmp compute.Buffer
+	// tmp holds host-drawn noise of the non-Gaussian mechanisms on its way into a buffer;
+	// use and streams are the participants' noise streams for a compute.NoiseSampler.
+	tmp     compute.Buffer
+	use     []bool
+	streams []uint32
 
 	// stop is set when the training's context is cancelled (TrainOn).
 	stop atomic.Bool
@@ -203,7 +207,7 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &engine{cfg: cfg, be: be, model: model, d: model.NumParams(), dim: dim, m: m, n: cfg.Participants,
+	e := &engine{cfg: cfg, be: be, model: model, d: model.NumParams(), pitch: compute.Pitch(be, model.NumParams()), dim: dim, m: m, n: cfg.Participants,
 		P: pairs.Count, R: 2 * pairs.Count, first: pairs.First, target: target, divNorm: cfg.DivergenceNorm}
 	if e.n == 0 {
 		e.n = m
@@ -240,7 +244,7 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 	w0 := make([]float32, d)
 	model.Init(w0, philox.SplitMix64(cfg.Seed^0x696e6974))
 	for r := 0; r < R; r++ {
-		be.Upload(e.g, r*d, w0)
+		be.Upload(e.g, r*e.pitch, w0)
 	}
 	if cfg.Canaries != nil {
 		if e.canary, err = newCanaryState(e, j.worldC, j.worldCP, w0); err != nil {
@@ -297,15 +301,15 @@ func (e *engine) allocate(maxN int) {
 	e.ws = model.newWorkspace(be, wsRows, e.R)
 	e.xb = be.Alloc(e.maxRows * dim)
 	e.yb = be.Alloc(e.maxRows)
-	R, d := e.R, e.d
+	R, rows := e.R, e.R*e.pitch
 	for _, b := range []*compute.Buffer{&e.g, &e.l, &e.acc, &e.grad, &e.noise} {
-		*b = be.Alloc(R * d)
+		*b = be.Alloc(rows)
 	}
 	if cfg.Informed {
-		e.shadow = be.Alloc(R * d)
+		e.shadow = be.Alloc(rows)
 	}
 	if cfg.RecordUpload {
-		e.upload = be.Alloc(R * d)
+		e.upload = be.Alloc(rows)
 	}
 	e.perm = make([]int32, max(maxN, m))
 	e.idx = make([]int32, maxN)
@@ -361,9 +365,10 @@ func (e *engine) toDevice(ds *datasets.Dataset) clientData {
 	}
 }
 
-// rows is replicas first, first+stride, ... (count of them) of an R x d buffer.
+// rows is replicas first, first+stride, ... (count of them) of an R x d buffer, whose rows are
+// e.pitch floats apart.
 func (e *engine) rows(buf compute.Buffer, first, count, stride int) compute.Mat {
-	return compute.Mat{Buf: buf, Off: first * e.d, Rows: 1, Cols: e.d, Stride: e.d, Batch: count, BatchStride: stride * e.d}
+	return compute.RowsOf(buf, first, count, stride, e.d, e.pitch)
 }
 
 func (e *engine) all(buf compute.Buffer) compute.Mat { return e.rows(buf, 0, e.R, 1) }

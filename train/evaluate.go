@@ -30,7 +30,7 @@ func Evaluate(ctx context.Context, job Job, round int, params [][]float32) (*Che
 		if len(w) != e.d {
 			return nil, fmt.Errorf("train: evaluate: replica %d has %d parameters, the model %d", r, len(w), e.d)
 		}
-		be.Upload(e.g, r*e.d, w)
+		be.Upload(e.g, r*e.pitch, w)
 	}
 	stop := context.AfterFunc(ctx, func() { e.stop.Store(true) })
 	defer stop()

@@ -13,6 +13,9 @@ import (
 // streamServer is the client slot of the DP-FedAvg server's noise.
 const streamServer = 0xFFFFFFFE
 
+// serverStreams is the server noise's one stream, for compute.NoiseSampler.SumNoise.
+var serverStreams = []uint32{streamServer}
+
 // mechanism returns the configured mechanism ("" is Gaussian): the distribution of the noise
 // added to uploads (Noisy-FedAvg, FedProx) or to the server's sum of clipped updates (the
 // DP-FedAvg family).
@@ -54,9 +57,31 @@ func AddNoiseHost(dst []float32, noise accounting.Noise, seed uint64, round, str
 	}
 }
 
+// samplerDist is dist for a backend's compute.NoiseSampler.
+func samplerDist(dist accounting.Noise) (compute.NoiseDist, bool) {
+	switch d := dist.(type) {
+	case accounting.Laplace:
+		return compute.NoiseDist{Kind: compute.LaplaceNoise, Scale: d.Scale()}, true
+	case accounting.Staircase:
+		return compute.NoiseDist{Kind: compute.StaircaseNoise, Epsilon: d.Epsilon(), Delta: d.Sensitivity(), Gamma: d.Gamma(), Inner: d.InnerProbability()}, true
+	}
+	return compute.NoiseDist{}, false
+}
+
+// sampler returns the backend's noise sampler and dist in its terms, when it has one.
+func (e *engine) sampler(dist accounting.Noise) (compute.NoiseSampler, compute.NoiseDist, bool) {
+	ns, ok := e.be.(compute.NoiseSampler)
+	if !ok {
+		return nil, compute.NoiseDist{}, false
+	}
+	nd, ok := samplerDist(dist)
+	return ns, nd, ok
+}
+
 // addNoise adds scale[r] times unit-variance noise of the configured mechanism, drawn from
 // the stream (replica seed, t, stream), to every replica r of dst: the Gaussian stream of
-// AddGaussian, or host draws of the exact samplers.
+// AddGaussian, or the exact samplers' draws, on the backend when it is a
+// compute.NoiseSampler (the same bits), else drawn on the host and uploaded.
 func (e *engine) addNoise(dst compute.Buffer, t int, stream uint32, scale []float32) error {
 	if e.cfg.mechanism() == algo.Gaussian {
 		e.be.AddGaussian(e.all(dst), e.seeds, scale, uint32(t), stream)
@@ -66,6 +91,10 @@ func (e *engine) addNoise(dst compute.Buffer, t int, stream uint32, scale []floa
 	if err != nil {
 		return err
 	}
+	if ns, nd, ok := e.sampler(dist); ok {
+		ns.AddNoise(e.all(dst), nd, e.seeds, scale, uint32(t), stream)
+		return nil
+	}
 	unit, host := make([]float32, e.d), make([]float32, e.d)
 	for p := 0; p < e.P; p++ {
 		clear(unit)
@@ -74,7 +103,7 @@ func (e *engine) addNoise(dst compute.Buffer, t int, stream uint32, scale []floa
 			for j, v := range unit {
 				host[j] = scale[r] * v
 			}
-			e.be.Upload(e.hostTmp(), r*e.d, host)
+			e.be.Upload(e.hostTmp(), r*e.pitch, host)
 		}
 	}
 	e.be.Axpby(1, e.all(e.tmp), 1, e.all(dst), nil)
@@ -89,6 +118,21 @@ func (e *engine) addParticipantNoise(t int, scale float32) error {
 	if err != nil {
 		return err
 	}
+	if ns, nd, ok := e.sampler(dist); ok {
+		// Streams 0..m-1, replica r using client i's when its pair's round includes i.
+		if e.use == nil {
+			e.use = make([]bool, e.R*e.m)
+			e.streams = make([]uint32, e.m)
+			for i := range e.streams {
+				e.streams[i] = uint32(i)
+			}
+		}
+		for r := 0; r < e.R; r++ {
+			copy(e.use[r*e.m:(r+1)*e.m], e.part[(r/2)*e.m:(r/2+1)*e.m])
+		}
+		ns.SumNoise(e.all(e.noise), nd, e.seeds, e.streams, e.use, scale, uint32(t))
+		return nil
+	}
 	sum := make([]float32, e.d)
 	for p := 0; p < e.P; p++ {
 		clear(sum)
@@ -100,8 +144,8 @@ func (e *engine) addParticipantNoise(t int, scale float32) error {
 		for j := range sum {
 			sum[j] *= scale
 		}
-		e.be.Upload(e.noise, 2*p*e.d, sum)
-		e.be.Upload(e.noise, (2*p+1)*e.d, sum)
+		e.be.Upload(e.noise, 2*p*e.pitch, sum)
+		e.be.Upload(e.noise, (2*p+1)*e.pitch, sum)
 	}
 	return nil
 }
@@ -109,7 +153,7 @@ func (e *engine) addParticipantNoise(t int, scale float32) error {
 // hostTmp returns e.tmp, allocating it on first use.
 func (e *engine) hostTmp() compute.Buffer {
 	if e.tmp == nil {
-		e.tmp = e.be.Alloc(e.R * e.d)
+		e.tmp = e.be.Alloc(e.R * e.pitch)
 	}
 	return e.tmp
 }

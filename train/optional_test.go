@@ -118,6 +118,14 @@ func sameBits(t *testing.T, name string, got, want []*Checkpoint) {
 			for q := range wr.Upload {
 				ok = ok && f64(at(fmt.Sprintf("upload %d", q)), float64(gr.Upload[q]), float64(wr.Upload[q]))
 			}
+			if len(gr.CanaryStats) != len(wr.CanaryStats) {
+				t.Fatalf("%s: %s: %d canary statistics, want %d", name, at("canaries"), len(gr.CanaryStats), len(wr.CanaryStats))
+			}
+			for k := range wr.CanaryStats {
+				for j := range wr.CanaryStats[k] {
+					ok = ok && f64(at(fmt.Sprintf("canary %s %d", w.CanaryStatNames[k], j)), gr.CanaryStats[k][j], wr.CanaryStats[k][j])
+				}
+			}
 			if !ok {
 				return
 			}

@@ -75,7 +75,7 @@ func ReplayRound(ctx context.Context, job Job, t int, params [][]float32) (*Repl
 			if len(w) != e.d {
 				return nil, fmt.Errorf("train: replay: replica %d has %d parameters, the model %d", r, len(w), e.d)
 			}
-			be.Upload(e.g, r*e.d, w)
+			be.Upload(e.g, r*e.pitch, w)
 		}
 		stop := context.AfterFunc(ctx, func() { e.stop.Store(true) })
 		err = e.rounds.round(ctx, t, true)
@@ -90,8 +90,8 @@ func ReplayRound(ctx context.Context, job Job, t int, params [][]float32) (*Repl
 			world := (r % 2) ^ swap
 			out.Mean[r][world] = make([]float32, e.d)
 			out.Target[r][world] = make([]float32, e.d)
-			be.Download(out.Mean[r][world], e.g, r*e.d)
-			be.Download(out.Target[r][world], e.upload, r*e.d)
+			be.Download(out.Mean[r][world], e.g, r*e.pitch)
+			be.Download(out.Target[r][world], e.upload, r*e.pitch)
 		}
 	}
 	return out, nil

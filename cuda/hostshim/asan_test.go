@@ -39,6 +39,22 @@ var asanCases = []struct {
 		// the buffer holds one less.
 		ops.Col2im(compute.Mat{Buf: ops.Alloc(18*9 - 1), Rows: 18, Cols: 9, Stride: 9, Batch: 1}, w, dx)
 	}},
+	{"hidden_step", "hidden_step", func(ops *cuda.Ops) {
+		// The block kernel (threads sharing memory): 2 replicas of B 3, H 4, C 2; u holds one
+		// value less than the second replica's last row needs.
+		const B, H, C, d = 3, 4, 2, 4*5 + 4 + 2*4 + 2
+		m := func(n, rows, cols, bs int) compute.Mat {
+			return compute.Mat{Buf: ops.Alloc(n), Rows: rows, Cols: cols, Stride: cols, Batch: 2, BatchStride: bs}
+		}
+		one := func(n, rows, cols int) compute.Mat {
+			return compute.Mat{Buf: ops.Alloc(n), Rows: rows, Cols: cols, Stride: cols, Batch: 1}
+		}
+		p := m(2*d, 1, d, d)
+		ops.HiddenStep(&compute.HiddenStepArgs{Act: compute.Tanh, Pre: m(2*B*H, B, H, B*H), Params: p, Anchor: p,
+			Gram: one(B, B, 0), Prev: m(1, 0, H, 0), Labels: one(B, B, 1), GX: one(B*B, B, B), U: m(2*B*H-1, B, H, B*H),
+			B1: 4 * 5, W2: 4*5 + 4, B2: 4*5 + 4 + 2*4, H: H, Cls: C, Eta: 0.1, V: 1})
+		ops.Flush()
+	}},
 }
 
 // Under FEDAUDIT_SHIM_ASAN=1 a kernel that reads or writes one element past its buffer is

@@ -13,6 +13,7 @@ typedef int (*find_fn)(const char*, int*);
 typedef long long (*rc_check_fn)(long long, long long, long long, long long, long long);
 typedef long long (*md_check_fn)(long long, long long, const long long*, int, long long);
 typedef int (*launch_fn)(int, unsigned, unsigned, const uint64_t*, int);
+typedef void (*log_fn)(const double*, double*, long long);
 typedef int (*gemm_fn)(int, int, int, int, int, float, uint64_t, int, long long, uint64_t, int,
                        long long, float, uint64_t, int, long long, int);
 
@@ -36,6 +37,7 @@ static long long call_md_check(void* f, long long i0, long long s, const long lo
                                long long steps) {
 	return ((md_check_fn)f)(i0, s, radix, d, steps);
 }
+static void call_log(void* f, const double* x, double* out, long long n) { ((log_fn)f)(x, out, n); }
 static uint64_t mem_alloc(size_t n) { return (uint64_t)(uintptr_t)calloc(1, n); }
 static void mem_free(uint64_t p) { free((void*)(uintptr_t)p); }
 static void mem_write(uint64_t dst, const void* src, size_t n) { memcpy((void*)(uintptr_t)dst, src, n); }
@@ -50,6 +52,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"unsafe"
 
 	"github.com/fedaudit/fedaudit/cuda"
@@ -62,6 +65,7 @@ type Device struct {
 	lib                 unsafe.Pointer
 	find, launch, gemm  unsafe.Pointer
 	rcCheck, mdCheck    unsafe.Pointer
+	goLog               unsafe.Pointer
 	index               []C.int
 	nargs               []int
 	live                map[uint64]int
@@ -70,6 +74,8 @@ type Device struct {
 	launches, gemmCalls int
 	syncs               int
 	bytes, peak         int
+	capture             *graph // the graph being captured: launches are recorded, not run
+	captured, replayed  int
 }
 
 var kernelList = kernels.All()
@@ -137,7 +143,8 @@ func Load(lib string) (*Device, error) {
 	for _, s := range []struct {
 		name string
 		p    *unsafe.Pointer
-	}{{"shim_find", &d.find}, {"shim_launch", &d.launch}, {"shim_gemm", &d.gemm}, {"shim_rc_check", &d.rcCheck}, {"shim_md_check", &d.mdCheck}} {
+	}{{"shim_find", &d.find}, {"shim_launch", &d.launch}, {"shim_gemm", &d.gemm}, {"shim_rc_check", &d.rcCheck}, {"shim_md_check", &d.mdCheck},
+		{"shim_go_log", &d.goLog}} {
 		cs := C.CString(s.name)
 		*s.p = C.shim_dlsym(h, cs)
 		C.free(unsafe.Pointer(cs))
@@ -177,6 +184,15 @@ func (d *Device) CheckMixedIndex(i0, s int64, radix []int64, steps int64) int64 
 		r[i] = C.longlong(v)
 	}
 	return int64(C.call_md_check(d.mdCheck, C.longlong(i0), C.longlong(s), &r[0], C.int(len(radix)), C.longlong(steps)))
+}
+
+// GoLog returns the kernels' port of Go's math.Log (go_log in noise.cu) of every x.
+func (d *Device) GoLog(x []float64) []float64 {
+	out := make([]float64, len(x))
+	if len(x) > 0 {
+		C.call_log(d.goLog, (*C.double)(unsafe.Pointer(&x[0])), (*C.double)(unsafe.Pointer(&out[0])), C.longlong(len(x)))
+	}
+	return out
 }
 
 // NumArgs is the number of parameters of kernel k, from the compiled source.
@@ -289,6 +305,14 @@ func (d *Device) Launch(k kernels.Kernel, grid, block int, args []uint64) error 
 	if len(args) != d.nargs[k] {
 		return fmt.Errorf("hostshim: %s takes %d arguments, got %d", k.Name(), d.nargs[k], len(args))
 	}
+	if d.capture != nil {
+		d.capture.ops = append(d.capture.ops, graphOp{k: k, grid: grid, block: block, args: slices.Clone(args)})
+		return nil
+	}
+	return d.run(k, grid, block, args)
+}
+
+func (d *Device) run(k kernels.Kernel, grid, block int, args []uint64) error {
 	d.launches++
 	var p *C.uint64_t
 	if len(args) > 0 {
@@ -302,6 +326,14 @@ func (d *Device) Launch(k kernels.Kernel, grid, block int, args []uint64) error 
 
 // Gemm implements cuda.Device.
 func (d *Device) Gemm(g cuda.GemmArgs) error {
+	if d.capture != nil {
+		d.capture.ops = append(d.capture.ops, graphOp{gemm: true, g: g})
+		return nil
+	}
+	return d.runGemm(g)
+}
+
+func (d *Device) runGemm(g cuda.GemmArgs) error {
 	d.gemmCalls++
 	if C.call_gemm(d.gemm, b2i(g.TransA), b2i(g.TransB), C.int(g.M), C.int(g.N), C.int(g.K),
 		C.float(g.Alpha), C.uint64_t(g.A), C.int(g.LDA), C.longlong(g.StrideA),
@@ -332,3 +364,75 @@ func (d *Device) Close() {
 		d.stage, d.stageCap = 0, 0
 	}
 }
+
+// graph is a captured batch: the launches and GEMMs in issue order, and the staging area of
+// its arguments, as a CUDA graph holds its kernel nodes and the copy into its staging memory.
+type graph struct {
+	d    *Device
+	area uint64
+	n    int
+	ops  []graphOp
+}
+
+type graphOp struct {
+	gemm        bool
+	k           kernels.Kernel
+	grid, block int
+	args        []uint64
+	g           cuda.GemmArgs
+}
+
+var _ cuda.GraphDevice = (*Device)(nil)
+
+// CaptureGraph implements cuda.GraphDevice: the launches and GEMMs issue makes are recorded
+// and run only when the graph is launched, so a graph replayed with the wrong arguments (a
+// cache that matched batches it should not) computes wrong results.
+func (d *Device) CaptureGraph(n int, issue func(staged uint64) error) (cuda.Graph, error) {
+	if d.capture != nil {
+		return nil, errors.New("hostshim: capture inside a capture")
+	}
+	area, err := d.Alloc(max(n, 8))
+	if err != nil {
+		return nil, err
+	}
+	g := &graph{d: d, area: area, n: n}
+	d.capture = g
+	err = issue(area)
+	d.capture = nil
+	if err != nil {
+		d.Free(area)
+		return nil, err
+	}
+	d.captured++
+	return g, nil
+}
+
+// Launch implements cuda.Graph: the staged bytes go into the graph's area, then its launches
+// and GEMMs run in order.
+func (g *graph) Launch(staged []byte) error {
+	if len(staged) > g.n {
+		return fmt.Errorf("hostshim: %d staged bytes for a graph captured with %d", len(staged), g.n)
+	}
+	if len(staged) > 0 {
+		C.mem_write(C.uint64_t(g.area), unsafe.Pointer(&staged[0]), C.size_t(len(staged)))
+	}
+	g.d.replayed++
+	for _, op := range g.ops {
+		var err error
+		if op.gemm {
+			err = g.d.runGemm(op.g)
+		} else {
+			err = g.d.run(op.k, op.grid, op.block, op.args)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Destroy implements cuda.Graph.
+func (g *graph) Destroy() error { return g.d.Free(g.area) }
+
+// Graphs returns how many graphs were captured and how many graph launches ran.
+func (d *Device) Graphs() (captured, launched int) { return d.captured, d.replayed }

@@ -6,16 +6,21 @@
 #   w1-parity   W1 on the device against the CPU backend (TestW1MatchesCPU)
 #   memcheck    compute-sanitizer memcheck on a subset of the parity suite, where installed
 #   bench-gpu   W1 at each replica count on the device (with its SGEMM rate as reference)
+#   bench-gpu-graphs  the same with every batch run as a CUDA graph (FEDAUDIT_CUDA_GRAPHS=1)
 #   bench-cpu   W1 at each replica count on the CPU backend of the same node
+#   bench-gpu-w2, bench-cpu-w2  W2 (LeNet-5) on the device and on the CPU backend
 #   summary     OUT/summary.md and OUT/summary.json
 # With --shim it runs the same steps on a machine without a GPU, with the host shim (the
 # kernels compiled as C++ and run on the CPU; needs g++) in place of the device; memcheck is
 # then the parity subset under AddressSanitizer.
 #
 # Usage: run.sh [--shim] [--out DIR] [--replicas LIST] [--cpu-replicas LIST] [--rounds N]
+#               [--w2-replicas LIST] [--w2-cpu-replicas LIST] [--w2-rounds N]
 #   LIST is comma-separated even replica counts. Defaults: GPU mode --replicas
-#   64,1024,4096,16384 and the same for the CPU, W1's 20 rounds; shim mode --replicas 2
-#   --cpu-replicas 64,1024 --rounds 1 (the shim runs one CPU thread).
+#   64,1024,4096,16384 and the same for the CPU, W1's 20 rounds; W2 --w2-replicas
+#   64,1024,4096 --w2-cpu-replicas 64,1024, W2's 10 rounds; shim mode --replicas 2
+#   --cpu-replicas 64,1024 --rounds 1 --w2-replicas 2 --w2-cpu-replicas 2 --w2-rounds 1 (the
+#   shim runs one CPU thread).
 # Exit status: 0 when every step that ran passed, 1 otherwise.
 set -uo pipefail
 
@@ -25,6 +30,9 @@ out=
 replicas=
 cpu_replicas=
 rounds=
+w2_replicas=
+w2_cpu_replicas=
+w2_rounds=
 while [ $# -gt 0 ]; do
   case $1 in
     --shim) mode=shim ;;
@@ -32,7 +40,10 @@ while [ $# -gt 0 ]; do
     --replicas) replicas=$2; shift ;;
     --cpu-replicas) cpu_replicas=$2; shift ;;
     --rounds) rounds=$2; shift ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --w2-replicas) w2_replicas=$2; shift ;;
+    --w2-cpu-replicas) w2_cpu_replicas=$2; shift ;;
+    --w2-rounds) w2_rounds=$2; shift ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see run.sh --help)" >&2; exit 2 ;;
   esac
   shift
@@ -41,10 +52,16 @@ if [ "$mode" = gpu ]; then
   replicas=${replicas:-64,1024,4096,16384}
   cpu_replicas=${cpu_replicas:-$replicas}
   rounds=${rounds:-20}
+  w2_replicas=${w2_replicas:-64,1024,4096}
+  w2_cpu_replicas=${w2_cpu_replicas:-64,1024}
+  w2_rounds=${w2_rounds:-10}
 else
   replicas=${replicas:-2}
   cpu_replicas=${cpu_replicas:-64,1024}
   rounds=${rounds:-1}
+  w2_replicas=${w2_replicas:-2}
+  w2_cpu_replicas=${w2_cpu_replicas:-2}
+  w2_rounds=${w2_rounds:-1}
 fi
 out=${out:-$PWD/gpu-kit-results-$(hostname -s 2>/dev/null || echo host)-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
@@ -74,8 +91,12 @@ skip() {
   echo "== $1: skipped ($2)"
 }
 
-export FEDAUDIT_BENCH_OUT="$out/bench.jsonl" FEDAUDIT_BENCH_ROUNDS="$rounds"
+export FEDAUDIT_BENCH_OUT="$out/bench.jsonl"
 T="-test.count=1 -test.v -test.timeout=0"
+# The parity subset memcheck (GPU) or ASan (shim) runs: every kind of kernel.
+memsubset='^TestParity$/^(Axpby|Gather|SoftmaxXent|ClipExamples|ClipStep|Dots|ClipCoefs|AxpbyCoefs|Fused|HiddenStep|AddGaussian|MechNoise|Gemm|Im2col|Col2im|Pool|Transpose|GroupNorm|GroupNormGrad)$'
+w1=(FEDAUDIT_BENCH_ROUNDS="$rounds")
+w2=(FEDAUDIT_BENCH_ROUNDS="$w2_rounds")
 
 if [ "$mode" = gpu ]; then
   gputest=$KIT/cuda-gpu.test
@@ -95,12 +116,15 @@ if [ "$mode" = gpu ]; then
   if [ -n "$sanitizer" ]; then
     # One sync per launch so that a report names its kernel; a subset (memcheck is slow).
     step memcheck "compute-sanitizer memcheck, parity subset" env FEDAUDIT_CUDA_SYNC=1 "$sanitizer" --tool memcheck --error-exitcode 1 \
-      "$gputest" -test.run '^TestParity$/^(Axpby|Gather|SoftmaxXent|ClipExamples|ClipStep|Dots|ClipCoefs|AxpbyCoefs|Fused|AddGaussian|Gemm|Im2col|Col2im|Pool|Transpose|GroupNorm|GroupNormGrad)$' $T
+      "$gputest" -test.run "$memsubset" $T
   else
     skip memcheck "compute-sanitizer not found (PATH, CUDA_HOME, /usr/local/cuda)"
   fi
-  step bench-gpu "W1 on the device, R=$replicas, $rounds rounds" env FEDAUDIT_BENCH_R="$replicas" "$gputest" -test.run '^TestKitBenchW1GPU$' $T
-  step bench-cpu "W1 on the CPU backend, R=$cpu_replicas, $rounds rounds" env FEDAUDIT_BENCH_R="$cpu_replicas" "$gputest" -test.run '^TestKitBenchW1CPU$' $T
+  step bench-gpu "W1 on the device, R=$replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_R="$replicas" "$gputest" -test.run '^TestKitBenchW1GPU$' $T
+  step bench-gpu-graphs "W1 on the device with CUDA graphs, R=$replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_CUDA_GRAPHS=1 FEDAUDIT_BENCH_R="$replicas" "$gputest" -test.run '^TestKitBenchW1GPU$' $T
+  step bench-cpu "W1 on the CPU backend, R=$cpu_replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_R="$cpu_replicas" "$gputest" -test.run '^TestKitBenchW1CPU$' $T
+  step bench-gpu-w2 "W2 on the device, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_R="$w2_replicas" "$gputest" -test.run '^TestKitBenchW2GPU$' $T
+  step bench-cpu-w2 "W2 on the CPU backend, R=$w2_cpu_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_R="$w2_cpu_replicas" "$gputest" -test.run '^TestKitBenchW2CPU$' $T
   summarizer=$gputest
 else
   shimtest=$KIT/shim.test
@@ -124,7 +148,7 @@ else
     # The parity subset, then a deliberate out-of-bounds write that ASan must catch.
     shim_asan() {
       env FEDAUDIT_SHIM_ASAN=1 LD_PRELOAD="$asan" ASAN_OPTIONS=detect_leaks=0 "$shimtest" \
-        -test.run '^TestParity$/^(Axpby|Gather|SoftmaxXent|ClipExamples|ClipStep|Dots|ClipCoefs|AxpbyCoefs|Fused|AddGaussian|Gemm|Im2col|Col2im|Pool|Transpose|GroupNorm|GroupNormGrad)$' $T &&
+        -test.run "$memsubset" $T &&
         env FEDAUDIT_SHIM_ASAN=1 LD_PRELOAD="$asan" ASAN_OPTIONS=detect_leaks=0 "$shimtest" \
           -test.run '^TestASanCatchesOutOfBounds$' $T
     }
@@ -132,9 +156,11 @@ else
   else
     skip memcheck "no libasan for ${CXX:-g++}"
   fi
-  STEP_DIR=$shimdir step bench-gpu "W1 on the host shim in place of the device, R=$replicas, $rounds rounds" env FEDAUDIT_BENCH_R="$replicas" "$shimtest" -test.run '^TestKitBenchW1Shim$' $T
-  step bench-cpu "W1 on the CPU backend, R=$cpu_replicas, $rounds rounds" env FEDAUDIT_BENCH_R="$cpu_replicas" "$KIT/cuda-cpu.test" -test.run '^TestKitBenchW1CPU$' $T
-  summarizer=$KIT/cuda-cpu.test
+  STEP_DIR=$shimdir step bench-gpu "W1 on the host shim in place of the device, R=$replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_R="$replicas" "$shimtest" -test.run '^TestKitBenchW1Shim$' $T
+  step bench-cpu "W1 on the CPU backend, R=$cpu_replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_R="$cpu_replicas" "$shimtest" -test.run '^TestKitBenchW1CPU$' $T
+  STEP_DIR=$shimdir step bench-gpu-w2 "W2 on the host shim in place of the device, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_R="$w2_replicas" "$shimtest" -test.run '^TestKitBenchW2Shim$' $T
+  step bench-cpu-w2 "W2 on the CPU backend, R=$w2_cpu_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_R="$w2_cpu_replicas" "$shimtest" -test.run '^TestKitBenchW2CPU$' $T
+  summarizer=$shimtest
 fi
 
 if FEDAUDIT_KIT_DIR="$out" FEDAUDIT_KIT_MODE="$mode" "$summarizer" -test.run '^TestKitSummary$' -test.count=1 > "$out/summary.log" 2>&1; then

@@ -14,20 +14,28 @@ import (
 	"github.com/fedaudit/fedaudit/train/traintest"
 )
 
-// The validation kit (make gpu-kit, docs/gpu.md) runs benchmark W1 on each backend through
-// test functions that are skipped unless it sets these variables.
+// The validation kit (make gpu-kit, docs/gpu.md) runs benchmarks W1 and W2 on each backend
+// through test functions that are skipped unless it sets these variables.
 const (
 	// BenchEnv lists the replica counts to run, e.g. "64,1024,4096,16384".
 	BenchEnv = "FEDAUDIT_BENCH_R"
-	// BenchRoundsEnv overrides W1's 20 rounds (the kit's shim mode uses fewer).
+	// BenchRoundsEnv overrides the workload's rounds (W1's 20, W2's 10; the kit's shim mode
+	// uses fewer).
 	BenchRoundsEnv = "FEDAUDIT_BENCH_ROUNDS"
 	// BenchOutEnv is the file each result is appended to, one JSON object a line.
 	BenchOutEnv = "FEDAUDIT_BENCH_OUT"
 )
 
-// BenchPlan returns the replica counts and rounds the kit asked for; ok is false when the
-// benchmark is not requested.
-func BenchPlan() (replicas []int, rounds int, ok bool, err error) {
+// The workloads the kit runs (bench/README.md): W1, the MLP of traintest.RunW1, and W2,
+// LeNet-5 of traintest.RunW2.
+const (
+	W1 = "W1"
+	W2 = "W2"
+)
+
+// BenchPlan returns the replica counts and rounds the kit asked for (rounds defaulting to
+// workload's); ok is false when the benchmark is not requested.
+func BenchPlan(workload string) (replicas []int, rounds int, ok bool, err error) {
 	list := os.Getenv(BenchEnv)
 	if list == "" {
 		return nil, 0, false, nil
@@ -40,6 +48,9 @@ func BenchPlan() (replicas []int, rounds int, ok bool, err error) {
 		replicas = append(replicas, r)
 	}
 	rounds = traintest.W1Config().Rounds
+	if workload == W2 {
+		rounds = traintest.W2Config().Rounds
+	}
 	if s := os.Getenv(BenchRoundsEnv); s != "" {
 		if rounds, err = strconv.Atoi(s); err != nil || rounds < 1 {
 			return nil, 0, false, fmt.Errorf("%s: %q is not a positive round count", BenchRoundsEnv, s)
@@ -48,16 +59,19 @@ func BenchPlan() (replicas []int, rounds int, ok bool, err error) {
 	return replicas, rounds, true, nil
 }
 
-// BenchResult is one W1 measurement, as the kit's summary reads it.
+// BenchResult is one W1 or W2 measurement, as the kit's summary reads it.
 type BenchResult struct {
-	Backend  string  `json:"backend"` // cpu, gpu or shim
+	Workload string  `json:"workload,omitempty"` // W1 or W2 ("" is W1)
+	Backend  string  `json:"backend"`            // cpu, gpu or shim
 	Device   string  `json:"device"`
 	Replicas int     `json:"replicas"`
 	Rounds   int     `json:"rounds"`
 	Seconds  float64 `json:"seconds"`
 	// ReplicaRoundsPerSec is replicas x rounds / seconds: the benchmark's metric.
 	ReplicaRoundsPerSec float64 `json:"replica_rounds_per_s"`
-	// GEMMGFlops is the dense-layer GEMM work (counted as traintest.RunW1 counts it) per second.
+	// GEMMGFlops is the work per second: for W1 the dense-layer GEMMs counted as
+	// traintest.RunW1 counts them, for W2 the reference's nominal count (three times the
+	// forward FLOPs per image, traintest.W2ForwardFlops).
 	GEMMGFlops float64 `json:"gemm_gflops"`
 	// SGEMMPeak is the device's measured SGEMM rate on 4096^3 products (GPU only), and
 	// OfPeak = GEMMGFlops / SGEMMPeak.
@@ -93,7 +107,7 @@ func RunW1(ctx context.Context, be compute.Backend, sync func() error, replicas,
 		}
 		return err
 	}
-	r := BenchResult{Replicas: replicas, Rounds: rounds}
+	r := BenchResult{Workload: W1, Replicas: replicas, Rounds: rounds}
 	if err := run(warm); err != nil {
 		return r, fmt.Errorf("w1 warm-up: %w", err)
 	}
@@ -106,6 +120,23 @@ func RunW1(ctx context.Context, be compute.Backend, sync func() error, replicas,
 	steps := float64(replicas * rounds * w1Clients * cfg.LocalSteps)
 	r.ReplicaRoundsPerSec = float64(replicas*rounds) / r.Seconds
 	r.GEMMGFlops = steps * perStep / r.Seconds / 1e9
+	return r, nil
+}
+
+// RunW2 runs W2 (traintest.RunW2: LeNet-5) with the given replicas and rounds on be (nil: the
+// CPU backend), after a one-round warm-up; sync waits for the device before the result is
+// taken (each round already ends with a read of the divergence check, so the timed rounds
+// have finished on the device when traintest.RunW2 reads its clock).
+func RunW2(ctx context.Context, be compute.Backend, sync func() error, replicas, rounds int) (BenchResult, error) {
+	r := BenchResult{Workload: W2, Replicas: replicas, Rounds: rounds}
+	res, err := traintest.RunW2(ctx, be, replicas, rounds)
+	if err == nil && sync != nil {
+		err = sync()
+	}
+	if err != nil {
+		return r, err
+	}
+	r.Seconds, r.ReplicaRoundsPerSec, r.GEMMGFlops = res.Seconds, res.ReplicaRoundsPerSec, res.NominalGFlops
 	return r, nil
 }
 

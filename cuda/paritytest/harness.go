@@ -41,6 +41,8 @@ func All(t *testing.T, f Factory) {
 		{"PhiloxKnownAnswers", testPhiloxKnownAnswers},
 		{"PhiloxWordsAreTrainsStream", testPhiloxWordsAreTrainsStream},
 		{"AddGaussian", testAddGaussian},
+		{"MechNoise", testMechNoise},
+		{"MechNoiseKS", testMechNoiseKS},
 		{"Gemm", testGemm},
 		{"Axpby", testAxpby},
 		{"AddRow", testAddRow},
@@ -56,6 +58,7 @@ func All(t *testing.T, f Factory) {
 		{"ClipCoefs", testClipCoefs},
 		{"AxpbyCoefs", testAxpbyCoefs},
 		{"Fused", testFused},
+		{"HiddenStep", testHiddenStep},
 		{"Im2col", testIm2col},
 		{"Col2im", testCol2im},
 		{"Pool", testPool},
@@ -64,6 +67,7 @@ func All(t *testing.T, f Factory) {
 		{"GroupNormGrad", testGroupNormGrad},
 		{"GroupNormBadGroups", testGroupNormBadGroups},
 		{"RunsMatchCPU", testRunsMatchCPU},
+		{"GraphsKeepBits", testGraphsKeepBits},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, f) })

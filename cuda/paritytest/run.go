@@ -117,6 +117,25 @@ func testRunsMatchCPU(t *testing.T, f Factory) {
 			c.Algorithm, c.ProxAlpha, c.Model.Activation, c.Batching = algo.FedProx, 0.5, "softplus", "full"
 			c.Participants = 2
 		}, 3, 3, train.PairRange{First: 0, Count: 2}, nil},
+		// FedProx with fixed minibatches: the deferred form, so compute.HiddenStepper's step with
+		// its pull towards the anchor and the shrinking of the earlier factors.
+		{"fedprox-deferred-hidden-step", func(c *train.Config) {
+			c.Algorithm, c.ProxAlpha = algo.FedProx, 0.5 // (K-1) B = 4 <= 7 inputs: deferred
+		}, 3, 3, train.PairRange{First: 0, Count: 2}, nil},
+		// The exact samplers of the non-Gaussian mechanisms: drawn on the device by a
+		// compute.NoiseSampler, on the host by the CPU backend (the same bits).
+		{"fedavg-laplace-uploads", func(c *train.Config) {
+			c.Mechanism, c.Informed = algo.Laplace, false
+		}, 3, 3, train.PairRange{First: 0, Count: 2}, nil},
+		{"fedprox-staircase-participants", func(c *train.Config) {
+			c.Algorithm, c.ProxAlpha, c.Mechanism, c.StaircaseEpsilon, c.Informed = algo.FedProx, 0.3, algo.Staircase, 2, false
+			c.Participants = 2
+		}, 3, 3, train.PairRange{First: 1, Count: 2}, nil},
+		{"dpfedavg-staircase-server", func(c *train.Config) {
+			c.Algorithm, c.NoiseStd, c.ClipNorm, c.RecordUpload = algo.DPFedAvg, 0, 0, false
+			c.SamplingRate, c.NoiseMultiplier, c.UpdateClip, c.ServerLR = 0.7, 0.8, 0.5, 1
+			c.Mechanism, c.StaircaseEpsilon = algo.Staircase, 1
+		}, 3, 3, train.PairRange{First: 0, Count: 2}, nil},
 		{"fedavg-relu-poisson-two-layers", func(c *train.Config) {
 			c.Model.Activation, c.Model.Hidden, c.Batching = "relu", []int{5, 4}, "poisson"
 		}, 2, 4, train.PairRange{First: 1, Count: 2}, nil},

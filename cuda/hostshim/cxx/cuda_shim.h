@@ -1,8 +1,12 @@
 // cuda_shim.h lets the CUDA C kernels of fedaudit/kernels compile as C++ for the host: the
 // execution-space qualifiers are defined away, the built-in index variables become globals
 // that shim_launch sets while it loops over the grid, and the few device intrinsics the
-// kernels use get host definitions. Kernels that need __syncthreads or shared memory cannot
-// run here, by design (see common.cuh): neither is defined.
+// kernels use get host definitions. Most kernels never let threads communicate (common.cuh)
+// and run one thread after another on the calling thread. Block kernels (one block per
+// replica, cooperating through shared memory and barriers: step.cu) run with one host thread
+// per GPU thread of a block, blocks one after another: __shared__ variables become statics
+// (shared by the block's threads, reused by the next block), and __syncthreads is a barrier
+// of the block's threads.
 #ifndef FEDAUDIT_CUDA_SHIM_H
 #define FEDAUDIT_CUDA_SHIM_H
 
@@ -14,13 +18,22 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __launch_bounds__(...)
 
 struct dim3 {
 	unsigned x, y, z;
 };
 
-// One launch runs at a time, on one host thread.
-static dim3 threadIdx, blockIdx, blockDim, gridDim;
+// One launch runs at a time; each host thread running a GPU thread of a block kernel has its
+// own indices.
+static thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+// Statics inside a kernel are shared by every thread of the block, as __shared__ memory is.
+#define __shared__ static
+
+// __syncthreads waits until every thread of the block has reached it (shim.cc). Called from a
+// kernel that is not marked as a block kernel, it aborts.
+void __syncthreads();
 
 static inline unsigned __umulhi(unsigned a, unsigned b) {
 	return (unsigned)(((uint64_t)a * b) >> 32);

@@ -4,16 +4,39 @@
 // the current sources.
 #include "cuda_shim.h"
 
+#include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 
+#include <thread>
 #include <type_traits>
 #include <utility>
+#include <vector>
+
+namespace {
+
+// The barrier of the block kernel running now (one launch at a time), and whether the calling
+// host thread runs one of its GPU threads.
+pthread_barrier_t block_barrier;
+thread_local bool in_block_kernel = false;
+
+}  // namespace
+
+void __syncthreads() {
+	if (!in_block_kernel) {
+		fprintf(stderr, "hostshim: __syncthreads in a kernel not marked as a block kernel (KB in shim.cc)\n");
+		abort();
+	}
+	pthread_barrier_wait(&block_barrier);
+}
 
 #include "conv.cu"
 #include "elementwise.cu"
 #include "loss.cu"
 #include "noise.cu"
 #include "reduce.cu"
+#include "step.cu"
 
 namespace {
 
@@ -48,18 +71,20 @@ struct entry {
 	int nargs;
 	void (*call)(void* fn, const uint64_t* args);
 	void* fn;
+	bool block;  // a block kernel: its threads share memory and meet at __syncthreads
 };
 
 template <typename... A>
-entry make_entry(const char* name, void (*f)(A...)) {
+entry make_entry(const char* name, void (*f)(A...), bool block) {
 	return entry{name, static_cast<int>(sizeof...(A)),
 	             [](void* fn, const uint64_t* p) {
 		             invoke(reinterpret_cast<void (*)(A...)>(fn), p, std::index_sequence_for<A...>{});
 	             },
-	             reinterpret_cast<void*>(f)};
+	             reinterpret_cast<void*>(f), block};
 }
 
-#define K(f) make_entry(#f, f)
+#define K(f) make_entry(#f, f, false)
+#define KB(f) make_entry(#f, f, true)
 const entry table[] = {
     K(axpby),         K(add_row),         K(sum_rows),           K(gather),
     K(activate),      K(activate_grad),   K(softmax_xent),       K(clip_examples_norm),
@@ -69,8 +94,10 @@ const entry table[] = {
     K(im2col),        K(col2im),          K(pool),               K(pool_grad),
     K(transpose_blocks), K(gn_stats_partials), K(gn_stats),      K(gn_forward),
     K(gn_grad_partials), K(gn_grad_reduce), K(gn_grad_x),
+    K(mech_noise),        KB(hidden_step),
 };
 #undef K
+#undef KB
 
 const int nkernels = sizeof table / sizeof table[0];
 
@@ -87,10 +114,43 @@ extern "C" int shim_find(const char* name, int* nargs) {
 	return -1;
 }
 
-// shim_launch runs kernel k over grid x block threads, one thread after another; it returns
-// nonzero when k or the argument count is wrong.
+namespace {
+
+// run_block_kernel runs a block kernel with one host thread per GPU thread of a block; the
+// blocks run one after another, each ending at a barrier so that the next block's use of the
+// shared statics waits until every thread is done with them.
+int run_block_kernel(const entry& e, unsigned grid, unsigned block, const uint64_t* args) {
+	if (block > 1024) return 1;  // CUDA's limit of threads per block
+	if (pthread_barrier_init(&block_barrier, nullptr, block) != 0) return 1;
+	std::vector<std::thread> threads;
+	threads.reserve(block);
+	for (unsigned t = 0; t < block; t++) {
+		threads.emplace_back([&e, grid, block, args, t] {
+			in_block_kernel = true;
+			threadIdx = dim3{t, 0, 0};
+			blockDim = dim3{block, 1, 1};
+			gridDim = dim3{grid, 1, 1};
+			for (unsigned b = 0; b < grid; b++) {
+				blockIdx = dim3{b, 0, 0};
+				e.call(e.fn, args);
+				pthread_barrier_wait(&block_barrier);
+			}
+			in_block_kernel = false;
+		});
+	}
+	for (auto& th : threads) th.join();
+	pthread_barrier_destroy(&block_barrier);
+	return 0;
+}
+
+}  // namespace
+
+// shim_launch runs kernel k over grid x block threads: one thread after another on the calling
+// thread, or for a block kernel with a host thread per GPU thread of a block (run_block_kernel).
+// It returns nonzero when k, the argument count or the block size is wrong.
 extern "C" int shim_launch(int k, unsigned grid, unsigned block, const uint64_t* args, int nargs) {
 	if (k < 0 || k >= nkernels || nargs != table[k].nargs || grid == 0 || block == 0) return 1;
+	if (table[k].block) return run_block_kernel(table[k], grid, block, args);
 	gridDim = dim3{grid, 1, 1};
 	blockDim = dim3{block, 1, 1};
 	for (unsigned b = 0; b < grid; b++) {
@@ -180,4 +240,10 @@ extern "C" long long shim_md_check(long long i0, long long s, const long long* r
 	case 7: return md_check<7>(i0, s, radix, steps);
 	}
 	return -2;
+}
+
+// shim_go_log writes go_log (noise.cu) of x[i] into out[i] for i < n: a test of the port of
+// Go's logarithm the exact samplers use, against math.Log itself.
+extern "C" void shim_go_log(const double* x, double* out, long long n) {
+	for (long long i = 0; i < n; i++) out[i] = go_log(x[i]);
 }

@@ -197,6 +197,15 @@ func (l *Library) NewHandle() (*Handle, error) {
 	return h, nil
 }
 
+// SetStream makes the handle issue its work on stream (a CUstream as an integer; 0 is the
+// legacy default stream), in order with everything else issued there.
+func (h *Handle) SetStream(stream uintptr) error {
+	if s := C.fa_set_stream(h.lib.setStream, h.h, C.uintptr_t(stream)); s != 0 {
+		return fmt.Errorf("cublasSetStream: %s", Status(s))
+	}
+	return nil
+}
+
 // Close destroys the handle.
 func (h *Handle) Close() error {
 	if s := C.fa_destroy(h.lib.destroy, h.h); s != 0 {

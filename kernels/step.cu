@@ -1,0 +1,216 @@
+// The fused local step of a one-hidden-layer MLP (compute.HiddenStepper): one block per replica.
+//
+// This is the one block kernel: the threads of a block cooperate on one replica's step through
+// shared memory and barriers, where every other kernel keeps threads independent. It keeps the
+// rules that make results reproducible: every value is computed by one thread in an order the
+// kernel fixes (loops over elements split among the block's threads, never partial sums by
+// thread), and the float64 norms are split into FEDAUDIT_PARTIALS strided partial sums reduced
+// in index order, so the result does not depend on the block size, the grid or the device.
+// The host shim runs it with one host thread per GPU thread and real barriers.
+#include "common.cuh"
+
+// HIDDEN_SHARED_FLOATS is the static shared memory of a block in floats (36 KiB; with the
+// partial sums about 40 KiB of the 48 KiB a block may declare statically). A replica whose
+// working set 2 C H + 2 H + 2 C + 2 B H + B C does not fit uses global scratch instead.
+#define HIDDEN_SHARED_FLOATS 9216
+
+// HIDDEN_BLOCK is the most threads per block hidden_step is launched with; with at least 4
+// blocks per multiprocessor the compiler keeps it within 64 registers a thread.
+#define HIDDEN_BLOCK 256
+
+// hidden_step is compute.HiddenStepArgs' step for every replica r < batch, block-stride over the
+// replicas (grid may be smaller than batch). Per replica, pre (B x H) holds x W_0^T on entry and
+// the parameter row holds b1 (H), W2 (C x H), b2 (C) contiguously from offset ob1 (train's MLP
+// layout; the host checks it). In the CPU backend's order of operations (cpu/fused.go):
+//
+//	pre += gram prev + b1 (gram B x kp shared, prev kp x H per replica), post = act(pre);
+//	FedProx (alpha != 0): prev *= 1 - eta alpha, after every thread has read prev;
+//	z = post W2^T + b2, dl = (softmax(z) - onehot(y)) / B (the softmax as softmax_xent's);
+//	gb2 = column sums of dl, gW2 = dl^T post, delta = (dl W2) act'(pre), gb1 = sums of delta;
+//	with v > 0, n = ||gx-weighted delta||^2 + ||(gb1, gW2, gb2)||^2 in float64 (the first
+//	layer's weight gradient norm from the Gram matrix gx = x x^T: <delta, gx delta>), and the
+//	clip factor c = v / sqrt(n) when sqrt(n) > v, NaN for a NaN n, else 1;
+//	(b1, W2, b2) = FedProx's pull towards the anchor, then minus eta c (gb1, gW2, gb2);
+//	u = -eta c delta.
+//
+// The activations, the small layer, dl, delta and the gradient live in shared memory (scratch
+// null) or in scratch + r sbs (floats) when they do not fit; pre is updated in place in global
+// memory, as the CPU backend updates it.
+extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 4) hidden_step(int act, float* pre, i64 ps, i64 pbs, float* params, i64 wbs,
+                                       const float* anchor, i64 abs_, const float* gram, i64 gs,
+                                       float* prev, i64 vs, i64 vbs, i64 kp, const float* labels,
+                                       i64 ls, const float* gx, i64 xs, float* u, i64 us, i64 ubs,
+                                       float* scratch, i64 sbs, i64 ob1, i64 rows, i64 hidden,
+                                       i64 classes, float eta, float v, float alpha, i64 batch) {
+	__shared__ float sm[HIDDEN_SHARED_FLOATS];
+	__shared__ double part[2 * FEDAUDIT_PARTIALS];
+	__shared__ float coef_s;
+	const int t = threadIdx.x, nt = blockDim.x;
+	const int B = (int)rows, H = (int)hidden, C = (int)classes, K = (int)kp;
+	const int BH = B * H, CH = C * H, ng = H + CH + C;
+	for (i64 r = blockIdx.x; r < batch; r += gridDim.x) {
+		float* S = scratch ? scratch + r * sbs : sm;
+		float* w2s = S;          // C x H
+		float* b1s = w2s + CH;   // H
+		float* b2s = b1s + H;    // C
+		float* post = b2s + C;   // B x H
+		float* dl = post + BH;   // B x C: the logits, then dl
+		float* delta = dl + B * C;  // B x H
+		float* grad = delta + BH;   // gb1 (H), gW2 (C x H), gb2 (C): the order of the parameters
+		float* gb1 = grad;
+		float* gw2 = grad + H;
+		float* gb2 = grad + H + CH;
+		float* prow = params + r * wbs + ob1;
+		float* P = pre + r * pbs;
+		float* V = prev + r * vbs;
+
+		for (int i = t; i < H; i += nt) b1s[i] = prow[i];
+		for (int i = t; i < CH; i += nt) w2s[i] = prow[H + i];
+		for (int i = t; i < C; i += nt) b2s[i] = prow[H + CH + i];
+		__syncthreads();
+
+		// pre += gram prev (a float32 sum in k order), then the bias; post = act(pre).
+		for (int e = t; e < BH; e += nt) {
+			int i = e / H, c = e - i * H;
+			float* pp = P + i * ps + c;
+			float p = *pp;
+			if (K > 0) {
+				const float* g = gram + i * gs;
+				const float* pv = V + c;
+				float s = 0.0f;
+				for (int k = 0; k < K; k++) s += g[k] * pv[k * vs];
+				p = p + s;
+			}
+			p = p + b1s[c];
+			*pp = p;
+			post[e] = act_value(act, p);
+		}
+		__syncthreads();
+
+		// FedProx shrinks the earlier factors; nothing reads prev again in this step.
+		if (alpha != 0.0f && K > 0) {
+			float shrink = 1.0f - eta * alpha;
+			for (int e = t; e < K * H; e += nt) {
+				int k = e / H, c = e - k * H;
+				V[k * vs + c] *= shrink;
+			}
+		}
+		// The logits z = post W2^T + b2, each a float32 sum in hidden-unit order.
+		for (int e = t; e < B * C; e += nt) {
+			int i = e / C, c = e - i * C;
+			const float* x = post + i * H;
+			const float* w = w2s + c * H;
+			float s = 0.0f;
+			for (int k = 0; k < H; k++) s += x[k] * w[k];
+			dl[e] = s + b2s[c];
+		}
+		__syncthreads();
+
+		// dl = (softmax - onehot) / B, one thread per row, as softmax_xent computes it.
+		const float scale = 1.0f / (float)B;
+		for (int i = t; i < B; i += nt) {
+			float* z = dl + i * C;
+			int y = (int)labels[i * ls];
+			float mx = z[0];
+			for (int c = 0; c < C; c++) mx = go_maxf(mx, z[c]);
+			double s = 0;
+			for (int c = 0; c < C; c++) s += exp((double)(z[c] - mx));
+			double lse = (double)mx + log(s);
+			for (int c = 0; c < C; c++) {
+				float p = (float)exp((double)z[c] - lse);
+				if (c == y) p -= 1.0f;
+				z[c] = scale * p;
+			}
+		}
+		__syncthreads();
+
+		// The small layer's gradient and delta = (dl W2) act'(pre), sums in row and class order.
+		for (int c = t; c < C; c += nt) {
+			float s = 0.0f;
+			for (int i = 0; i < B; i++) s += dl[i * C + c];
+			gb2[c] = s;
+		}
+		for (int e = t; e < CH; e += nt) {
+			int c = e / H, k = e - c * H;
+			float s = 0.0f;
+			for (int i = 0; i < B; i++) s += dl[i * C + c] * post[i * H + k];
+			gw2[e] = s;
+		}
+		for (int e = t; e < BH; e += nt) {
+			int i = e / H, k = e - i * H;
+			const float* d = dl + i * C;
+			float s = 0.0f;
+			for (int c = 0; c < C; c++) s += d[c] * w2s[c * H + k];
+			delta[e] = act_grad(act, P + i * ps + k, post + e, s);
+		}
+		__syncthreads();
+
+		// gb1, and the partial sums of <delta, gx delta> (element e of delta times its row of
+		// gx delta, a float32 sum in row order; partial p sums e = p, p + P, ... in float64).
+		for (int k = t; k < H; k += nt) {
+			float s = 0.0f;
+			for (int i = 0; i < B; i++) s += delta[i * H + k];
+			gb1[k] = s;
+		}
+		if (v > 0.0f) {
+			for (int p = t; p < FEDAUDIT_PARTIALS; p += nt) {
+				double s = 0;
+				for (int e = p; e < BH; e += FEDAUDIT_PARTIALS) {
+					int i = e / H, k = e - i * H;
+					const float* g = gx + i * xs;
+					float q = 0.0f;
+					for (int j = 0; j < B; j++) q += g[j] * delta[j * H + k];
+					s += (double)delta[e] * (double)q;
+				}
+				part[p] = s;
+			}
+		}
+		__syncthreads();
+
+		// The partial sums of the squared norm of (gb1, gW2, gb2), then one thread reduces both
+		// in index order and sets the clip factor.
+		if (v > 0.0f) {
+			for (int p = t; p < FEDAUDIT_PARTIALS; p += nt) {
+				double s = 0;
+				for (int e = p; e < ng; e += FEDAUDIT_PARTIALS) {
+					double g = grad[e];
+					s += g * g;
+				}
+				part[FEDAUDIT_PARTIALS + p] = s;
+			}
+		}
+		__syncthreads();
+		if (t == 0) {
+			float c = 1.0f;
+			if (v > 0.0f) {
+				double s1 = 0, s2 = 0;
+				for (int q = 0; q < FEDAUDIT_PARTIALS; q++) s1 += part[q];
+				for (int q = 0; q < FEDAUDIT_PARTIALS; q++) s2 += part[FEDAUDIT_PARTIALS + q];
+				double n = sqrt(s1 + s2);
+				if (n > (double)v)
+					c = (float)((double)v / n);
+				else if (n != n)
+					c = __int_as_float(0x7fc00000);  // NaN
+			}
+			coef_s = c;
+		}
+		__syncthreads();
+
+		// The update of (b1, W2, b2) and the step's factor u = -eta c delta.
+		const float c = coef_s;
+		const float ec = eta * c, mec = -eta * c;
+		const float ea = eta * alpha;
+		const float* an = anchor ? anchor + r * abs_ + ob1 : 0;
+		for (int e = t; e < ng; e += nt) {
+			float w = prow[e];
+			if (alpha != 0.0f) w = ea * an[e] + (1.0f - ea) * w;
+			prow[e] = w - ec * grad[e];
+		}
+		float* U = u + r * ubs;
+		for (int e = t; e < BH; e += nt) {
+			int i = e / H, k = e - i * H;
+			U[i * us + k] = mec * delta[e];
+		}
+		__syncthreads();  // the next replica reuses the shared memory
+	}
+}
