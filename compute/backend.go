@@ -218,3 +218,11 @@ type NoiseSampler interface {
 	// (every stream when use is nil), X the draws of dist from (seeds[b], round, streams[k]).
 	SumNoise(dst Mat, dist NoiseDist, seeds []uint64, streams []uint32, use []bool, total float32, round uint32)
 }
+
+// CacheSized is implemented by backends whose operations run fastest when the operands of
+// consecutive operations stay in a cache of CacheBytes bytes (the CPU backend), so that a
+// model may make a large intermediate buffer (a convolution's patches of many replicas) a part
+// at a time. Results must not depend on it.
+type CacheSized interface {
+	CacheBytes() int
+}

@@ -67,6 +67,11 @@ func (c *Backend) growShared(i, n int) []float32 {
 	return c.shared[i][:n]
 }
 
+// CacheBytes implements compute.CacheSized: a few MiB, the part of the shared last-level
+// cache that an intermediate buffer and its packed copy can keep while the next operation
+// reads them.
+func (c *Backend) CacheBytes() int { return 4 << 20 }
+
 // Close stops the backend's goroutines.
 func (c *Backend) Close() { c.pool.close() }
 

@@ -25,6 +25,9 @@ type pass[T Float] struct {
 	R, B  int
 	w, dw compute.Mat
 	ones  compute.Buffer
+	// cacheBytes is the working set the backend asks intermediate buffers to fit
+	// (compute.CacheSized), 0 for no limit.
+	cacheBytes int
 }
 
 // param is the rows x cols block of parameters at offset off of every replica's row.
@@ -123,6 +126,7 @@ type conv[T Float] struct {
 	off                        int
 	cols, y, dcols, dx, wb, dw scratch
 	colsShared                 bool
+	colsFrom                   int // the first replica whose patches l.cols holds
 	// onesAt is the patches' layout whose ones row is in place (buffer, columns, copies).
 	onesAt struct {
 		buf   compute.Buffer
@@ -149,12 +153,12 @@ func uniformInit[T Float](w []T, fanIn int, rng *rand.Rand) {
 	}
 }
 
-// patches views the im2col patches of the last forward with their row of ones ((Cin k k + 1)
-// x (B OH OW)): one matrix shared by the replicas when the input was shared (the first
+// patches views the im2col patches with their row of ones ((Cin k k + 1) x (B OH OW)) of
+// count replicas: one matrix shared by the replicas when the input is shared (the first
 // layer's client batch), else one per replica.
-func (l *conv[T]) patches(c *pass[T]) compute.Mat {
+func (l *conv[T]) patches(c *pass[T], count int) compute.Mat {
 	kk, n := l.ckk()+1, c.B*l.osh.H*l.osh.W
-	m := compute.Mat{Buf: l.cols.buf, Rows: kk, Cols: n, Stride: n, Batch: c.R, BatchStride: kk * n}
+	m := compute.Mat{Buf: l.cols.buf, Rows: kk, Cols: n, Stride: n, Batch: count, BatchStride: kk * n}
 	if l.colsShared {
 		m.BatchStride = 0
 	}
@@ -172,28 +176,56 @@ func (l *conv[T]) wbMat(c *pass[T], buf compute.Buffer, weightsOnly bool) comput
 	return m
 }
 
-func (l *conv[T]) forward(c *pass[T], x compute.Images) compute.Images {
-	co, kk, n := l.osh.C, l.ckk(), c.B*l.osh.H*l.osh.W
-	l.colsShared = x.BatchStride == 0
-	cb := c.R
+// chunk is how many replicas' patches are made and used at a time: all of them, unless the
+// backend asks for working sets of a cache's size (compute.CacheSized, the CPU backend) and a
+// replica's patches (a convolution's input copied Cin k k times) are large. Per-replica
+// patches of every replica at once (a second LeNet-5 convolution on 32 samples: 1.9 MB per
+// replica) would leave the cache before the product reads them; a chunk is made, multiplied
+// and, in the backward pass, made again while the input is still in cache. Replicas are
+// independent, so the chunk never changes a result.
+func (l *conv[T]) chunk(c *pass[T]) int {
+	if l.colsShared || c.cacheBytes <= 0 {
+		return c.R
+	}
+	per := (l.ckk() + 1) * c.B * l.osh.H * l.osh.W * 4
+	return max(1, min(c.R, c.cacheBytes/per))
+}
+
+// im2col makes the patches of replicas r0..r0+count-1 (or the shared ones) in l.cols.
+func (l *conv[T]) im2col(c *pass[T], x compute.Images, r0, count int) {
+	kk, n := l.ckk(), c.B*l.osh.H*l.osh.W
+	cb := count
 	if l.colsShared {
 		cb = 1
 	}
 	buf := get(c.o, &l.cols, cb*(kk+1)*n)
-	c.o.Im2col(once(x), l.win, compute.Mat{Buf: buf, Rows: kk, Cols: n, Stride: n, Batch: cb, BatchStride: (kk + 1) * n})
+	c.o.Im2col(sub(once(x), r0, cb), l.win, compute.Mat{Buf: buf, Rows: kk, Cols: n, Stride: n, Batch: cb, BatchStride: (kk + 1) * n})
 	if l.onesAt.buf != buf || l.onesAt.n != n || l.onesAt.cb != cb {
 		ones := c.onesRow(n)
 		ones.Batch = cb
 		c.o.axpby(1, ones, 0, compute.Mat{Buf: buf, Off: kk * n, Rows: 1, Cols: n, Stride: n, Batch: cb, BatchStride: (kk + 1) * n})
 		l.onesAt.buf, l.onesAt.n, l.onesAt.cb = buf, n, cb
 	}
+	l.colsFrom = r0
+}
+
+func (l *conv[T]) forward(c *pass[T], x compute.Images) compute.Images {
+	co, kk, n := l.osh.C, l.ckk(), c.B*l.osh.H*l.osh.W
+	l.colsShared = x.BatchStride == 0
 	wb := get(c.o, &l.wb, c.R*co*(kk+1))
 	c.o.axpby(1, c.param(l.off, co, kk), 0, l.wbMat(c, wb, true))
 	bias := l.wbMat(c, wb, false)
 	bias.Off, bias.Cols = kk, 1
 	c.o.axpby(1, c.param(l.off+co*kk, co, 1), 0, bias)
 	y := images(get(c.o, &l.y, c.R*co*n), l.osh, c.B, c.R, false)
-	c.o.gemm(false, false, 1, l.wbMat(c, wb, false), l.patches(c), 0, planes(y))
+	step := l.chunk(c)
+	for r0 := 0; r0 < c.R; r0 += step {
+		count := min(step, c.R-r0)
+		if r0 == 0 || !l.colsShared {
+			l.im2col(c, x, r0, count)
+		}
+		c.o.gemm(false, false, 1, subMat(l.wbMat(c, wb, false), r0, count), l.patches(c, count), 0, subMat(planes(y), r0, count))
+	}
 	return y
 }
 
@@ -201,19 +233,44 @@ func (l *conv[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) com
 	co, kk, n := l.osh.C, l.ckk(), c.B*l.osh.H*l.osh.W
 	dym := planes(dy)
 	dw := get(c.o, &l.dw, c.R*co*(kk+1))
-	c.o.gemm(false, true, 1, dym, l.patches(c), 0, l.wbMat(c, dw, false))
+	var dx compute.Images
+	if wantDX {
+		dx = images(get(c.o, &l.dx, c.R*l.ish.Size()*c.B), l.ish, c.B, c.R, false)
+	}
+	step := l.chunk(c)
+	// Last chunk first: its patches are still there from the forward pass.
+	for r0 := (c.R - 1) / step * step; r0 >= 0; r0 -= step {
+		count := min(step, c.R-r0)
+		if !l.colsShared && l.colsFrom != r0 {
+			l.im2col(c, x, r0, count)
+		}
+		c.o.gemm(false, true, 1, subMat(dym, r0, count), l.patches(c, count), 0, subMat(l.wbMat(c, dw, false), r0, count))
+		if !wantDX {
+			continue
+		}
+		dcols := compute.Mat{Buf: get(c.o, &l.dcols, count*kk*n), Rows: kk, Cols: n, Stride: n, Batch: count, BatchStride: kk * n}
+		c.o.gemm(true, false, 1, subMat(l.wbMat(c, l.wb.buf, true), r0, count), subMat(dym, r0, count), 0, dcols)
+		c.o.Col2im(dcols, l.win, sub(dx, r0, count))
+	}
 	c.o.axpby(1, l.wbMat(c, dw, true), 0, c.grad(l.off, co, kk))
 	db := l.wbMat(c, dw, false)
 	db.Off, db.Cols = kk, 1
 	c.o.axpby(1, db, 0, c.grad(l.off+co*kk, co, 1))
-	if !wantDX {
-		return compute.Images{}
-	}
-	dcols := compute.Mat{Buf: get(c.o, &l.dcols, c.R*kk*n), Rows: kk, Cols: n, Stride: n, Batch: c.R, BatchStride: kk * n}
-	c.o.gemm(true, false, 1, l.wbMat(c, l.wb.buf, true), dym, 0, dcols)
-	dx := images(get(c.o, &l.dx, c.R*l.ish.Size()*c.B), l.ish, c.B, c.R, false)
-	c.o.Col2im(dcols, l.win, dx)
 	return dx
+}
+
+// subMat and sub view batch elements r0..r0+count-1 of m and x (a shared operand stays
+// shared).
+func subMat(m compute.Mat, r0, count int) compute.Mat {
+	m.Off += r0 * m.BatchStride
+	m.Batch = count
+	return m
+}
+
+func sub(x compute.Images, r0, count int) compute.Images {
+	x.Off += r0 * x.BatchStride
+	x.Batch = count
+	return x
 }
 
 // ---- pooling ----

@@ -131,6 +131,8 @@ type Model[T Float] struct {
 	d       int
 	o       ops[T]
 	host    *hostOps[T] // o when the model runs on the host
+	// cacheBytes is the backend's compute.CacheSized working set, 0 for no limit.
+	cacheBytes int
 
 	maxPix                          int // largest H*W of any layer's input or output
 	ones, xin, z, dz, dlog, lossRow scratch
@@ -165,6 +167,9 @@ func BuildOn(spec Spec, be compute.Backend) (*Model[float32], error) {
 		return nil, err
 	}
 	m.o = deviceOps{be: be, Convolver: cv}
+	if cs, ok := be.(compute.CacheSized); ok {
+		m.cacheBytes = cs.CacheBytes()
+	}
 	return m, nil
 }
 
@@ -221,7 +226,7 @@ func (m *Model[T]) newPass(R, B int, w, dw compute.Mat) *pass[T] {
 		}
 		m.ones.buf, m.onesLen = m.o.wrap(v), n
 	}
-	return &pass[T]{o: m.o, R: R, B: B, w: w, dw: dw, ones: m.ones.buf}
+	return &pass[T]{o: m.o, R: R, B: B, w: w, dw: dw, ones: m.ones.buf, cacheBytes: m.cacheBytes}
 }
 
 // input returns x (B rows of C*H*W values per replica, or shared) as images [C][H][W][B]: the

@@ -477,3 +477,55 @@ func TestForwardFLOPs(t *testing.T) {
 		t.Fatalf("LeNet-5 forward FLOPs %d, want %d", got, want)
 	}
 }
+
+// smallCache is the CPU backend asking for tiny working sets: every convolution makes its
+// patches one replica at a time.
+type smallCache struct{ *cpu.Backend }
+
+func (smallCache) CacheBytes() int { return 1 }
+
+// Patches made a chunk of replicas at a time (compute.CacheSized) give the bits of patches made
+// for all replicas at once, in the forward pass, the weight gradients and the input gradients,
+// for a shared input batch and for one batch per replica.
+func TestPatchChunksBitForBit(t *testing.T) {
+	const R, B = 3, 4
+	for _, spec := range []Spec{LeNet5(10, false), func() Spec { s := ResNet(2, 1, 4, 2, 3); s.Input = []int{3, 8, 8}; return s }()} {
+		whole, _ := build32(t, spec)
+		be := cpu.New(2)
+		defer be.Close()
+		chunked, err := BuildOn(spec, smallCache{be})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w64, x64, y := data(build64(t, spec), R, B, 4)
+		w, x := to32(w64), to32(x64)
+		xr := make([]float32, 0, R*len(x))
+		for r := 0; r < R; r++ {
+			for _, v := range x {
+				xr = append(xr, v+0.01*float32(r))
+			}
+		}
+		for _, in := range [][]float32{x, xr} {
+			n := len(y) * whole.Input.Size()
+			g1, g2 := make([]float32, len(w)), make([]float32, len(w))
+			d1, d2 := make([]float32, R*n), make([]float32, R*n)
+			l1, l2 := make([]float64, R), make([]float64, R)
+			if err := whole.LossGradInput(w, R, in, y, g1, d1, l1); err != nil {
+				t.Fatal(err)
+			}
+			if err := chunked.LossGradInput(w, R, in, y, g2, d2, l2); err != nil {
+				t.Fatal(err)
+			}
+			for i := range g1 {
+				if math.Float32bits(g1[i]) != math.Float32bits(g2[i]) {
+					t.Fatalf("param %d: chunked %v, whole %v", i, g2[i], g1[i])
+				}
+			}
+			for i := range d1 {
+				if math.Float32bits(d1[i]) != math.Float32bits(d2[i]) {
+					t.Fatalf("input gradient %d: chunked %v, whole %v", i, d2[i], d1[i])
+				}
+			}
+		}
+	}
+}
