@@ -101,7 +101,10 @@ func (c *Backend) Gemm(transA, transB bool, alpha float32, a, b compute.Mat, bet
 		return
 	}
 	g.nBlocks = (g.n + gemmNC - 1) / gemmNC
-	g.transposed = useAVX2 && transB && !transA && a.BatchStride == 0
+	// c = a b^T as c^T = b a^T, b's rows read in place: when a is shared (a^T packed once),
+	// and when a has few rows (a^T is then small, packed by each task, where packing b^T
+	// would copy all of b: a convolution's weight gradient, b its patches).
+	g.transposed = useAVX2 && transB && !transA && (a.BatchStride == 0 || g.m <= transposedRowsMax)
 	g.prepack()
 	g.nc = gemmNC
 	if g.sharedB != nil && out.Batch >= 2*c.pool.workers {

@@ -20,6 +20,10 @@ const (
 	packDepth = 64
 )
 
+// transposedRowsMax is the most rows of a (c's rows) for which c = a b^T with a per batch
+// element takes the transposed path; a variable so that a test can turn that off.
+var transposedRowsMax = gemmNC
+
 // gemmScratch is one worker's packing memory.
 type gemmScratch struct {
 	a    [gemmMC * gemmKC]float32
@@ -72,6 +76,9 @@ func (g *gemmJob) prepack() {
 	g.nPad = (g.n + gemmNR - 1) / gemmNR * gemmNR
 	if g.transposed {
 		g.mPad = (g.m + gemmNR - 1) / gemmNR * gemmNR
+		if g.a.BatchStride != 0 {
+			return // each task packs its batch element's a^T (runTransposed)
+		}
 		buf := g.be.growShared(0, g.mPad*g.k)
 		a := data(g.a.Buf)[g.a.Off:]
 		for p0 := 0; p0 < g.k; p0 += gemmKC {
@@ -251,9 +258,19 @@ func (g *gemmJob) runTransposed(task, worker int) {
 	mPanels := (g.m + gemmNR - 1) / gemmNR
 	for p0 := 0; p0 < g.k; p0 += gemmKC {
 		kc := min(gemmKC, g.k-p0)
+		// a^T's panels of this depth block: packed once per call when a is shared, else for
+		// this batch element here.
+		var aT []float32
+		if g.sharedA != nil {
+			aT = g.sharedA[p0*g.mPad:]
+		} else {
+			a := data(g.a.Buf)[g.a.Off+batch*g.a.BatchStride:]
+			packB(s.b[:], a, g.a.Stride, true, 0, g.m, p0, kc)
+			aT = s.b[:]
+		}
 		for jb := j0; jb < j0+nc; {
 			if jb+2*gemmMR > j0+nc {
-				g.transposedRows(s, b, c, kc, p0, jb, j0+nc, 0)
+				g.transposedRows(s, aT, b, c, kc, p0, jb, j0+nc, 0)
 				jb += gemmMR
 				continue
 			}
@@ -261,7 +278,7 @@ func (g *gemmJob) runTransposed(task, worker int) {
 			// serves twice the rows (half the traffic from L2 per multiply-add).
 			ip := 0
 			for ; ip+1 < mPanels && g.m-ip*gemmNR >= 2*gemmNR; ip += 2 {
-				if !kernelStrided4(kc, b[jb*ldb+p0:], ldb, g.sharedA[p0*g.mPad+ip*kc*gemmNR:], &s.acc4) {
+				if !kernelStrided4(kc, b[jb*ldb+p0:], ldb, aT[ip*kc*gemmNR:], &s.acc4) {
 					break
 				}
 				ib := ip * gemmNR
@@ -271,16 +288,16 @@ func (g *gemmJob) runTransposed(task, worker int) {
 					}
 				}
 			}
-			g.transposedRows(s, b, c, kc, p0, jb, j0+nc, ip)
-			g.transposedRows(s, b, c, kc, p0, jb+gemmMR, j0+nc, ip)
+			g.transposedRows(s, aT, b, c, kc, p0, jb, j0+nc, ip)
+			g.transposedRows(s, aT, b, c, kc, p0, jb+gemmMR, j0+nc, ip)
 			jb += 2 * gemmMR
 		}
 	}
 }
 
 // transposedRows is runTransposed for the block of up to MR rows of b (one batch element's) at
-// jb, rows before end, and the panels of a^T from ip on.
-func (g *gemmJob) transposedRows(s *gemmScratch, b, c []float32, kc, p0, jb, end, ip int) {
+// jb, rows before end, and the panels of a^T (aT, this depth block's) from ip on.
+func (g *gemmJob) transposedRows(s *gemmScratch, aT, b, c []float32, kc, p0, jb, end, ip int) {
 	ldb, ldc := g.b.Stride, g.c.Stride
 	mPanels := (g.m + gemmNR - 1) / gemmNR
 	mr := min(gemmMR, end-jb)
@@ -296,7 +313,7 @@ func (g *gemmJob) transposedRows(s *gemmScratch, b, c []float32, kc, p0, jb, end
 		packA(s.a[:], b, ldb, false, jb, mr, p0, kc)
 	}
 	for ; ip < mPanels; ip++ {
-		ap := g.sharedA[p0*g.mPad+ip*kc*gemmNR:]
+		ap := aT[ip*kc*gemmNR:]
 		ib := ip * gemmNR
 		if full && ip+1 < mPanels && g.m-ib >= 2*gemmNR && kernelStrided2(kc, b[rb*ldb+p0:], ldb, ap, &s.acc2) {
 			// both panels at once: a's rows are read once

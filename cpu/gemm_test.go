@@ -155,3 +155,45 @@ func TestGemmBetaZeroWritesEveryTile(t *testing.T) {
 		be.Close()
 	}
 }
+
+// c = a b^T with a per batch element and few rows of a takes the transposed path (b's rows
+// read in place, a^T packed per task): bit for bit what the packed path gives. Shapes of a
+// convolution's weight gradient (6 and 16 rows, 26 and 151 columns, depths beyond a block),
+// partial blocks of rows, beta 0 and 1.
+func TestGemmTransposedPerElementMatchesPacked(t *testing.T) {
+	if !useAVX2 {
+		t.Skip("the transposed path needs AVX2")
+	}
+	be := New(2)
+	defer be.Close()
+	for _, sh := range [][3]int{{16, 151, 3200}, {6, 26, 2000}, {13, 50, 1100}, {40, 7, 30}} {
+		M, N, K := sh[0], sh[1], sh[2]
+		for _, beta := range []float32{0, 1} {
+			const R = 3
+			A, _ := randData(31, R*M, K, 2)
+			B, _ := randData(32, R*N, K, 2)
+			C0, _ := randData(33, R*M, N, 2)
+			a := compute.Mat{Buf: be.Alias(A), Rows: M, Cols: K, Stride: K, Batch: R, BatchStride: M * K}
+			b := compute.Mat{Buf: be.Alias(B), Rows: N, Cols: K, Stride: K, Batch: R, BatchStride: N * K}
+			run := func(transposed bool) []float32 {
+				C := append([]float32(nil), C0...)
+				saved := transposedRowsMax
+				if !transposed {
+					transposedRowsMax = 0
+				}
+				defer func() { transposedRowsMax = saved }()
+				be.Gemm(false, true, 0.7, a, b, beta, compute.Mat{Buf: be.Alias(C), Rows: M, Cols: N, Stride: N, Batch: R, BatchStride: M * N})
+				if be.gemm.transposed != transposed {
+					t.Fatalf("%dx%dx%d: transposed path %v, want %v", M, N, K, be.gemm.transposed, transposed)
+				}
+				return C
+			}
+			got, want := run(true), run(false)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%dx%dx%d beta %g: element %d transposed %g, packed %g", M, N, K, beta, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
