@@ -150,15 +150,28 @@ type Calibration struct {
 func Calibrate(ctx context.Context, cfg *Config, data *Data, budget time.Duration) (Calibration, error) {
 	slice := *cfg
 	slice.Pairs = min(cfg.Pairs, 4)
+	// The smallest slice is one round of one pair, which for a large model (ResNet-18: several
+	// TFLOP) takes minutes: estimate it at an optimistic rate first, and refuse rather than
+	// overrun a budget the user was promised by a factor of a hundred.
+	for {
+		est, err := Plan(withRounds(&slice, 1), data, 1)
+		if err != nil {
+			return Calibration{}, err
+		}
+		guess := time.Duration(Seconds(est.FLOPs, CalibrationRateGuess) * float64(time.Second))
+		if guess <= budget/2 {
+			break
+		}
+		if slice.Pairs > 1 {
+			slice.Pairs = 1
+			continue
+		}
+		return Calibration{}, &CalibrationTooLongError{FLOPs: est.FLOPs, Guess: guess, Budget: budget}
+	}
 	var cal Calibration
 	for rounds := 1; ; rounds = min(2*rounds, cfg.Train.Rounds) {
-		tc := cfg.Train
-		tc.Rounds = rounds
-		tc.Checkpoints = []int{rounds}
-		if tc.Schedule == "table" {
-			tc.ScheduleTable = tc.ScheduleTable[:rounds]
-		}
-		slice.Train = tc
+		slice.Train = withRounds(cfg, rounds).Train
+		tc := slice.Train
 		start := time.Now()
 		err := train.Train(ctx, train.Job{Config: tc, WorldC: data.Pair.C, WorldCPrime: data.Pair.CPrime, Target: data.Target,
 			Test: data.Test, Pairs: train.PairRange{First: 0, Count: slice.Pairs}, Recorder: discard{}})
@@ -176,6 +189,36 @@ func Calibrate(ctx context.Context, cfg *Config, data *Data, budget time.Duratio
 	}
 	cal.FLOPS = w.FLOPs / max(cal.Elapsed.Seconds(), 1e-9)
 	return cal, nil
+}
+
+// CalibrationRateGuess is the FLOP rate Calibrate assumes when it decides whether its slice
+// fits the budget: above what the CPU engine reaches on a workstation (tens of GFLOP/s), so
+// that a slice is only refused when it would surely take longer than asked.
+const CalibrationRateGuess = 200e9
+
+// CalibrationTooLongError says that even one round of one pair would outlast the calibration
+// budget: FLOPs is its work, Guess its duration at CalibrationRateGuess (a lower estimate).
+type CalibrationTooLongError struct {
+	FLOPs         float64
+	Guess, Budget time.Duration
+}
+
+func (e *CalibrationTooLongError) Error() string {
+	return fmt.Sprintf("calibrate: one round of one pair is %.3g FLOP, at least %s even at %.0f GFLOP/s: above the budget of %s",
+		e.FLOPs, e.Guess.Round(time.Second), CalibrationRateGuess/1e9, e.Budget)
+}
+
+// withRounds is cfg trained for its first rounds only, checkpointed at the end.
+func withRounds(cfg *Config, rounds int) *Config {
+	c := *cfg
+	tc := cfg.Train
+	tc.Rounds = rounds
+	tc.Checkpoints = []int{rounds}
+	if tc.Schedule == "table" {
+		tc.ScheduleTable = tc.ScheduleTable[:rounds]
+	}
+	c.Train = tc
+	return &c
 }
 
 // discard is a recorder that keeps nothing: calibration times training, not writing.

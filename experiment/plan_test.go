@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -158,6 +159,44 @@ func TestCalibrate(t *testing.T) {
 	cancel()
 	if _, err := Calibrate(ctx, cfg, data, time.Second); err == nil {
 		t.Error("a cancelled calibration succeeded")
+	}
+}
+
+// TestCalibrateRefusesWhatCannotFit checks that a budget too small for one round of one pair
+// even at the optimistic rate is refused up front, with the work it would take, instead of
+// training far past the budget; and that a budget fitting one pair but not four shrinks the
+// slice to one pair.
+func TestCalibrateRefusesWhatCannotFit(t *testing.T) {
+	cfg, err := Parse([]byte(planConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onePair := *cfg
+	onePair.Pairs = 1
+	one, err := Plan(withRounds(&onePair, 1), data, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oneGuess := time.Duration(Seconds(one.FLOPs, CalibrationRateGuess) * float64(time.Second))
+	_, err = Calibrate(context.Background(), cfg, data, oneGuess)
+	var tooLong *CalibrationTooLongError
+	if !errors.As(err, &tooLong) {
+		t.Fatalf("budget of half a round of one pair: got %v, want a CalibrationTooLongError", err)
+	}
+	if tooLong.FLOPs != one.FLOPs || tooLong.Guess != oneGuess {
+		t.Errorf("refusal %+v, want %g FLOP and %s", tooLong, one.FLOPs, oneGuess)
+	}
+	// Twice one pair's guess fits one pair (half the budget) but not four.
+	cal, err := Calibrate(context.Background(), cfg, data, 2*oneGuess)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cal.Pairs != 1 {
+		t.Errorf("budget for one pair: calibrated %d pairs", cal.Pairs)
 	}
 }
 

@@ -69,11 +69,11 @@ var successRows = []successRow{
 	{"Label accuracy", func(a SuccessAttacks) string { return a.Label },
 		func(f *findings.Finding) float64 { return metricOrNaN(f, "label_accuracy") }, rate},
 	{"Inversion PSNR (dB)", func(a SuccessAttacks) string { return a.Inversion },
-		func(f *findings.Finding) float64 { return metricOrNaN(f, "inversion_psnr") }, num},
+		func(f *findings.Finding) float64 { return metricOrNaN(f, "inversion_psnr") }, fixed2},
 	{"Inversion SSIM", func(a SuccessAttacks) string { return a.Inversion },
 		func(f *findings.Finding) float64 { return metricOrNaN(f, "inversion_ssim") }, rate},
 	{"Inversion L2", func(a SuccessAttacks) string { return a.Inversion },
-		func(f *findings.Finding) float64 { return metricOrNaN(f, "inversion_l2") }, num},
+		func(f *findings.Finding) float64 { return metricOrNaN(f, "inversion_l2") }, fixed2},
 }
 
 func metricOrNaN(f *findings.Finding, name string) float64 {

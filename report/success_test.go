@@ -49,7 +49,7 @@ func TestAttackSuccessTable(t *testing.T) {
 | Label accuracy | label | sigma = 0.1 | 0.250 | - |
 | Label accuracy | label | sigma = 0 | 1.000 | 0.875 |
 | Inversion PSNR (dB) | invgrad | sigma = 0.1 | 6.25 | - |
-| Inversion PSNR (dB) | invgrad | sigma = 0 | - | 31.5 |
+| Inversion PSNR (dB) | invgrad | sigma = 0 | - | 31.50 |
 | Inversion SSIM | invgrad | sigma = 0.1 | 0.012 | - |
 | Inversion SSIM | invgrad | sigma = 0 | - | - |
 | Inversion L2 | invgrad | sigma = 0.1 | 20.45 | - |

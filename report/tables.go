@@ -45,6 +45,15 @@ func rate(x float64) string {
 	return strconv.FormatFloat(x, 'f', 3, 64)
 }
 
+// fixed2 formats a measurement on its own scale (decibels, distances) with two decimals, so
+// that a column of them lines up where four significant digits would drop a trailing zero.
+func fixed2(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return num(x)
+	}
+	return strconv.FormatFloat(x, 'f', 2, 64)
+}
+
 func (t *table) csv() ([]byte, error) {
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)

@@ -8,6 +8,20 @@
 # Usage: results/regenerate.sh [AUDIT_BINARY] [EXPERIMENT_DIR...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+usage="usage: results/regenerate.sh [AUDIT_BINARY] [EXPERIMENT_DIR...]"
+# Each experiment's outputs are removed before it reruns: refuse anything that looks like a
+# flag rather than take it for a binary and wipe the first experiment.
+case "${1:-}" in
+  -h|--help) echo "$usage"; exit 0 ;;
+  -*) echo "$usage" >&2; exit 2 ;;
+esac
+for dir in "${@:2}"; do
+  if [ ! -f "$dir/config.yaml" ]; then
+    echo "regenerate: $dir has no config.yaml" >&2
+    echo "$usage" >&2
+    exit 2
+  fi
+done
 bin=${1:-./bin/audit}
 shift || true
 if [ ! -x "$bin" ]; then

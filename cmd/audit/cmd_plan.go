@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -17,10 +18,13 @@ type planReport struct {
 	Config string          `json:"config"`
 	Work   experiment.Work `json:"work"`
 	// Calibration and the CPU times are absent with --no-calibrate.
-	Calibration  *experiment.Calibration `json:"calibration,omitempty"`
-	CPUSeconds   float64                 `json:"cpu_seconds,omitempty"`
-	CPUShardSecs float64                 `json:"cpu_shard_seconds,omitempty"`
-	GPU          gpuEstimate             `json:"gpu"`
+	Calibration *experiment.Calibration `json:"calibration,omitempty"`
+	// NotCalibrated says why the calibration was skipped when its smallest slice would have
+	// outlasted --calibrate-time.
+	NotCalibrated string      `json:"not_calibrated,omitempty"`
+	CPUSeconds    float64     `json:"cpu_seconds,omitempty"`
+	CPUShardSecs  float64     `json:"cpu_shard_seconds,omitempty"`
+	GPU           gpuEstimate `json:"gpu"`
 	// Memory is the estimated peak memory of training (bounded by one group of pairs) and of
 	// the attack stage, beside the budget it was checked against (0: not checked).
 	Memory       experiment.MemoryEstimate `json:"memory"`
@@ -114,12 +118,18 @@ func init() {
 				if !*noCal {
 					e.logf("plan: calibrating on this machine (about %s)", *budget)
 					cal, err := experiment.Calibrate(ctx, cfg, data, *budget)
-					if err != nil {
+					var tooLong *experiment.CalibrationTooLongError
+					switch {
+					case errors.As(err, &tooLong):
+						rep.NotCalibrated = fmt.Sprintf("not calibrated: one round of one pair is %sFLOP, at least %s even at %.0f GFLOP/s; --calibrate-time above %s times it anyway",
+							si(tooLong.FLOPs), tooLong.Guess.Round(time.Second), experiment.CalibrationRateGuess/1e9, (2 * tooLong.Guess).Round(time.Second))
+					case err != nil:
 						return err
+					default:
+						rep.Calibration = &cal
+						rep.CPUSeconds = experiment.Seconds(w.FLOPs, cal.FLOPS)
+						rep.CPUShardSecs = experiment.Seconds(w.ShardFLOPs, cal.FLOPS)
 					}
-					rep.Calibration = &cal
-					rep.CPUSeconds = experiment.Seconds(w.FLOPs, cal.FLOPS)
-					rep.CPUShardSecs = experiment.Seconds(w.ShardFLOPs, cal.FLOPS)
 				}
 				if !*noCost {
 					if rep.Cost, err = planCosts(ctx, e, cfg, data, *costMu); err != nil {
@@ -171,6 +181,8 @@ func printPlan(e *env, cfg *experiment.Config, r planReport) {
 		c := r.Calibration
 		fmt.Fprintf(out, "this machine: %sFLOP/s measured on %d pairs x %d rounds in %s: job %s, largest shard %s\n",
 			si(c.FLOPS), c.Pairs, c.Rounds, c.Elapsed.Round(time.Millisecond), duration(r.CPUSeconds), duration(r.CPUShardSecs))
+	} else if r.NotCalibrated != "" {
+		fmt.Fprintf(out, "this machine: %s\n", r.NotCalibrated)
 	} else {
 		fmt.Fprintf(out, "this machine: not calibrated (--no-calibrate)\n")
 	}
