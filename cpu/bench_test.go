@@ -8,6 +8,10 @@ import (
 )
 
 func benchGemm(b *testing.B, transA, transB bool, m, n, k, batch int, shareA bool) {
+	benchGemmShared(b, transA, transB, m, n, k, batch, shareA, false)
+}
+
+func benchGemmShared(b *testing.B, transA, transB bool, m, n, k, batch int, shareA, shareB bool) {
 	be := New(0)
 	defer be.Close()
 	ar, ac := m, k
@@ -25,6 +29,9 @@ func benchGemm(b *testing.B, transA, transB bool, m, n, k, batch int, shareA boo
 		a.BatchStride = 0
 	}
 	bm := compute.Mat{Buf: be.Alias(bv), Rows: br, Cols: bc, Stride: bc, Batch: batch, BatchStride: br * bc}
+	if shareB {
+		bm.BatchStride = 0
+	}
 	c := compute.Mat{Buf: be.Alloc(batch * m * n), Rows: m, Cols: n, Stride: n, Batch: batch, BatchStride: m * n}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -38,6 +45,20 @@ func benchGemm(b *testing.B, transA, transB bool, m, n, k, batch int, shareA boo
 func BenchmarkGemmW1Forward(b *testing.B)    { benchGemm(b, false, true, 32, 64, 784, 64, true) }
 func BenchmarkGemmW1WeightGrad(b *testing.B) { benchGemm(b, true, false, 64, 784, 32, 64, false) }
 func BenchmarkGemmSquare512(b *testing.B)    { benchGemm(b, false, false, 512, 512, 512, 1, false) }
+
+// The products of one W2 step (LeNet-5, a client's 32 images, 32 replicas), each convolution
+// as weights [W | b] times patches with their row of ones: the first convolution's forward
+// (6 x 26 by the client's shared 26 x 25088 patches) and weight gradient (6 x 25088 output
+// gradient by the shared patches transposed), the second's forward (16 x 151 by 151 x 3200
+// per replica), weight gradient and input gradient (W^T dy, 151 x 16 by 16 x 3200).
+func BenchmarkGemmW2(b *testing.B) {
+	const R = 32
+	b.Run("conv1-forward", func(b *testing.B) { benchGemmShared(b, false, false, 6, 25088, 26, R, false, true) })
+	b.Run("conv1-weight-grad", func(b *testing.B) { benchGemmShared(b, false, true, 6, 26, 25088, R, false, true) })
+	b.Run("conv2-forward", func(b *testing.B) { benchGemm(b, false, false, 16, 3200, 151, R, false) })
+	b.Run("conv2-weight-grad", func(b *testing.B) { benchGemm(b, false, true, 16, 151, 3200, R, false) })
+	b.Run("conv2-input-grad", func(b *testing.B) { benchGemm(b, true, false, 151, 3200, 16, R, false) })
+}
 
 func BenchmarkNoise(b *testing.B) {
 	be := New(0)

@@ -103,8 +103,12 @@ func (c *Backend) Gemm(transA, transB bool, alpha float32, a, b compute.Mat, bet
 	g.nBlocks = (g.n + gemmNC - 1) / gemmNC
 	// c = a b^T as c^T = b a^T, b's rows read in place: when a is shared (a^T packed once),
 	// and when a has few rows (a^T is then small, packed by each task, where packing b^T
-	// would copy all of b: a convolution's weight gradient, b its patches).
-	g.transposed = useAVX2 && transB && !transA && (a.BatchStride == 0 || g.m <= transposedRowsMax)
+	// would copy all of b: a convolution's weight gradient, b its patches). A b shared by the
+	// batch (a first convolution's patches) is packed once per call by the plain path, which
+	// then wastes no columns on a's few rows (6 output channels in a panel of 16).
+	g.transposed = useAVX2 && transB && !transA &&
+		(a.BatchStride == 0 || (g.m <= transposedRowsMax && (b.BatchStride != 0 || out.Batch < 2)))
+	g.serial++
 	g.prepack()
 	g.nc = gemmNC
 	if g.sharedB != nil && out.Batch >= 2*c.pool.workers {

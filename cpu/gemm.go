@@ -24,6 +24,10 @@ const (
 // element takes the transposed path; a variable so that a test can turn that off.
 var transposedRowsMax = gemmNC
 
+// inPlaceRowsMax is the most rows of op(A) read in place by run (inPlaceRows); a variable so
+// that a test can compare that path with the packed one.
+var inPlaceRowsMax = gemmMC
+
 // gemmScratch is one worker's packing memory.
 type gemmScratch struct {
 	a    [gemmMC * gemmKC]float32
@@ -31,6 +35,10 @@ type gemmScratch struct {
 	acc  [gemmMR * gemmNR]float32
 	acc2 [gemmMR * 2 * gemmNR]float32     // the double-width kernels' tile
 	acc4 [2 * gemmMR * 2 * gemmNR]float32 // the twelve-row strided kernel's tile
+	// aKey names what a holds when it holds a whole depth block of one batch element's op(A)
+	// (every row), so that the tasks of that element's column blocks which this worker runs
+	// pack it once: the Gemm call's serial, the batch element and the block's depth offset.
+	aKey [3]int
 }
 
 // kernelGo is the portable micro-kernel: acc = sum_p a[p,:]^T b[p,:] over kc steps.
@@ -66,6 +74,7 @@ type gemmJob struct {
 	// transposed: c = a b^T with a shared is computed as c^T = b a^T, the rows of b read in
 	// place by the strided kernel and a^T packed once (sharedA, as column panels of c's rows).
 	transposed bool
+	serial     int // counts Gemm calls: scratch keyed by it is never reused across calls
 }
 
 // prepack packs a shared operand whole: block p0 of depth kc starts at p0*mPad (A) or p0*nPad
@@ -151,22 +160,47 @@ func (g *gemmJob) run(task, worker int) {
 			packB(s.b[:], b, g.b.Stride, g.transB, j0, nc, p0, kc)
 			bPack = s.b[:]
 		}
+		// A small op(A) (a layer's weights, a minibatch's activations) is packed whole, once
+		// per batch element and depth block on each worker, instead of once per column block.
+		wholeA := g.sharedA == nil && g.mPad*kc <= len(s.a)
+		// Whole panels of a row-major op(A) with one row block (a first convolution's output
+		// gradient: 6 channels, a long depth of pixels times samples) are read in place by the
+		// strided kernel instead of being interleaved into a packed copy, when a packed copy
+		// would serve few column panels (at most four) and the depth makes each tile's own
+		// addition into c a small part of its work.
+		inPlaceA := useAVX512 && g.sharedA == nil && !g.transA && g.m%gemmMR == 0 && g.m <= inPlaceRowsMax &&
+			g.n <= 4*gemmNR && kc >= 64
+		if inPlaceA {
+			g.inPlaceRows(s, a, bPack, c, kc, p0, j0, nc)
+			continue
+		}
+		if key := [3]int{g.serial, batch, p0}; wholeA && s.aKey != key {
+			packA(s.a[:], a, g.a.Stride, g.transA, 0, g.m, p0, kc)
+			s.aKey = key
+		}
 		for i0 := 0; i0 < g.m; i0 += gemmMC {
 			mc := min(gemmMC, g.m-i0)
 			var aPack []float32
-			if g.sharedA != nil {
+			switch {
+			case g.sharedA != nil:
 				aPack = g.sharedA[p0*g.mPad+i0*kc:]
-			} else {
+			case wholeA:
+				aPack = s.a[i0*kc:]
+			default:
 				packA(s.a[:], a, g.a.Stride, g.transA, i0, mc, p0, kc)
 				aPack = s.a[:]
+				s.aKey = [3]int{} // serials start at 1: matches no call
 			}
 			mPanels := (mc + gemmMR - 1) / gemmMR
 			for jp := 0; jp < nPanels; {
 				jb := j0 + jp*gemmNR
-				width := 1 // panels of op(B) in this pass: two full ones go through one kernel
-				if useAVX512 && j0+nc-jb >= 2*gemmNR {
+				// Panels of op(B) in this pass: two go through one double-width kernel, also when
+				// the second is partial (its padding columns are zeros in the packed block).
+				width := 1
+				if useAVX512 && jp+1 < nPanels {
 					width = 2
 				}
+				fullCols := j0+nc-jb >= 2*gemmNR
 				for ip := 0; ip < mPanels; ip++ {
 					ib := i0 + ip*gemmMR
 					mr := min(gemmMR, i0+mc-ib)
@@ -184,22 +218,23 @@ func (g *gemmJob) run(task, worker int) {
 						}
 					}
 					// Two full row panels at once: each panel row of b serves twice the rows.
-					if width == 2 && i0+mc-ib >= 2*gemmMR && kernelToC4(kc, ap, bPack[jp*kc*gemmNR:], c[ib*ldc+jb:], ldc, g.alpha) {
+					if width == 2 && fullCols && i0+mc-ib >= 2*gemmMR && kernelToC4(kc, ap, bPack[jp*kc*gemmNR:], c[ib*ldc+jb:], ldc, g.alpha) {
 						ip++
 						continue
 					}
-					if width == 2 && mr == gemmMR && kernelToC2(kc, ap, bPack[jp*kc*gemmNR:], c[ib*ldc+jb:], ldc, g.alpha) {
+					if width == 2 && fullCols && mr == gemmMR && kernelToC2(kc, ap, bPack[jp*kc*gemmNR:], c[ib*ldc+jb:], ldc, g.alpha) {
 						continue
 					}
-					if width == 2 && mr < gemmMR && useAVX512 {
-						// A last panel of fewer rows (zero-padded): the double-width kernel into a
-						// cleared tile, then its rows added to c, which is c + alpha acc as in
-						// the kernel (up to the sign of a zero).
+					if width == 2 {
+						// A last panel of fewer rows or columns (zero-padded): the double-width
+						// kernel into a cleared tile, then its rows added to c, which is
+						// c + alpha acc as in the kernel (up to the sign of a zero).
 						t := s.acc2[:]
 						clear(t)
 						if kernelToC2(kc, ap, bPack[jp*kc*gemmNR:], t, 2*gemmNR, g.alpha) {
+							cols := min(2*gemmNR, j0+nc-jb)
 							for i := 0; i < mr; i++ {
-								subScaled(-1, t[i*2*gemmNR:(i+1)*2*gemmNR], c[(ib+i)*ldc+jb:][:2*gemmNR])
+								subScaled(-1, t[i*2*gemmNR:][:cols], c[(ib+i)*ldc+jb:][:cols])
 							}
 							continue
 						}
@@ -211,6 +246,45 @@ func (g *gemmJob) run(task, worker int) {
 				}
 				jp += width
 			}
+		}
+	}
+}
+
+// inPlaceRows adds alpha op(A) op(B) for one depth block to columns [j0, j0+nc) of c, every
+// row of a read in place MR rows at a time against the packed panels of op(B) (bPack), two
+// panels per kernel where there are two. The fused multiply-adds of each element are those
+// of the packed kernels, so the results are the same bits.
+func (g *gemmJob) inPlaceRows(s *gemmScratch, a, bPack, c []float32, kc, p0, j0, nc int) {
+	lda, ldc := g.a.Stride, g.c.Stride
+	nPanels := (nc + gemmNR - 1) / gemmNR
+	for ib := 0; ib < g.m; ib += gemmMR {
+		ar := a[ib*lda+p0:]
+		for jp := 0; jp < nPanels; {
+			jb := j0 + jp*gemmNR
+			bp := bPack[jp*kc*gemmNR:]
+			var acc []float32
+			width := 1
+			if jp+1 < nPanels && kernelStrided2(kc, ar, lda, bp, &s.acc2) {
+				acc, width = s.acc2[:], 2
+			} else {
+				kernelStrided(kc, ar, lda, bp, &s.acc)
+				acc = s.acc[:]
+			}
+			cols := min(width*gemmNR, j0+nc-jb)
+			for i := 0; i < gemmMR; i++ {
+				row := c[(ib+i)*ldc+jb:][:cols]
+				src := acc[i*width*gemmNR:][:cols]
+				if g.beta == 0 && p0 == 0 {
+					for j, v := range src {
+						row[j] = 0 + g.alpha*v
+					}
+					continue
+				}
+				for j, v := range src {
+					row[j] += g.alpha * v
+				}
+			}
+			jp += width
 		}
 	}
 }
@@ -309,6 +383,7 @@ func (g *gemmJob) transposedRows(s *gemmScratch, aT, b, c []float32, kc, p0, jb,
 		rb = jb + mr - gemmMR
 	}
 	full := jb+mr-rb == gemmMR
+	s.aKey = [3]int{} // a is overwritten below
 	if !full {
 		packA(s.a[:], b, ldb, false, jb, mr, p0, kc)
 	}

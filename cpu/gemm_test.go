@@ -49,7 +49,7 @@ func TestGemm(t *testing.T) {
 		}
 		saved, saved512 := useAVX2, useAVX512
 		useAVX2, useAVX512 = kern != "go", kern == "avx512"
-		for _, sh := range [][3]int{{1, 1, 1}, {7, 17, 5}, {32, 64, 784}, {97, 257, 300}, {6, 16, 256}, {13, 33, 513}} {
+		for _, sh := range [][3]int{{1, 1, 1}, {7, 17, 5}, {32, 64, 784}, {97, 257, 300}, {6, 16, 256}, {13, 33, 513}, {60, 300, 1100}, {12, 150, 2100}} {
 			M, N, K := sh[0], sh[1], sh[2]
 			for _, ta := range []bool{false, true} {
 				for _, tb := range []bool{false, true} {
@@ -192,6 +192,50 @@ func TestGemmTransposedPerElementMatchesPacked(t *testing.T) {
 			for i := range got {
 				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 					t.Fatalf("%dx%dx%d beta %g: element %d transposed %g, packed %g", M, N, K, beta, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// Rows of a read in place by the strided kernels (inPlaceRows: a first convolution's weight
+// gradient, 6 rows of output gradient against its shared patches) give the packed path's bits:
+// shared and per-element b, partial and whole column panels, depths beyond a block, every beta.
+func TestGemmInPlaceRowsMatchPacked(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("the in-place path needs AVX-512")
+	}
+	be := New(2)
+	defer be.Close()
+	for _, sh := range [][3]int{{6, 26, 2000}, {12, 40, 1030}, {48, 16, 5}, {6, 7, 3000}, {18, 200, 64}} {
+		M, N, K := sh[0], sh[1], sh[2]
+		for _, shared := range []bool{false, true} {
+			for _, beta := range []float32{0, 1, 0.5} {
+				const R = 5
+				A, _ := randData(41, R*M, K, 2)
+				B, _ := randData(42, R*N, K, 2)
+				C0, _ := randData(43, R*M, N, 2)
+				a := compute.Mat{Buf: be.Alias(A), Rows: M, Cols: K, Stride: K, Batch: R, BatchStride: M * K}
+				b := compute.Mat{Buf: be.Alias(B), Rows: N, Cols: K, Stride: K, Batch: R, BatchStride: N * K}
+				if shared {
+					b.BatchStride = 0
+				}
+				run := func(inPlace bool) []float32 {
+					C := append([]float32(nil), C0...)
+					savedT, savedI := transposedRowsMax, inPlaceRowsMax
+					transposedRowsMax = 0
+					if !inPlace {
+						inPlaceRowsMax = 0
+					}
+					defer func() { transposedRowsMax, inPlaceRowsMax = savedT, savedI }()
+					be.Gemm(false, true, 0.7, a, b, beta, compute.Mat{Buf: be.Alias(C), Rows: M, Cols: N, Stride: N, Batch: R, BatchStride: M * N})
+					return C
+				}
+				got, want := run(true), run(false)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%dx%dx%d shared b %v beta %g: element %d in place %g, packed %g", M, N, K, shared, beta, i, got[i], want[i])
+					}
 				}
 			}
 		}
