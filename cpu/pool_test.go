@@ -1,0 +1,78 @@
+package cpu
+
+import (
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// countJob records which tasks ran and on which workers.
+type countJob struct {
+	runs    []atomic.Int32
+	workers []atomic.Int32
+	sleep   time.Duration
+}
+
+func (j *countJob) run(task, worker int) {
+	j.runs[task].Add(1)
+	j.workers[worker].Add(1)
+	if j.sleep > 0 {
+		time.Sleep(j.sleep)
+	}
+}
+
+// Every task of every job runs exactly once, whether the helpers are spinning (jobs back to
+// back), parked (a pause longer than spinWait before the job) or just started, and whatever
+// the worker count; a closed pool's helpers end. Run with -race to check the hand-off.
+func TestPoolRunsEveryTaskOnce(t *testing.T) {
+	for _, workers := range []int{2, 3, 8} {
+		p := newPool(workers)
+		for job := 0; job < 300; job++ {
+			n := 1 + job%7
+			if job%50 == 0 {
+				n = 64
+			}
+			j := &countJob{runs: make([]atomic.Int32, n), workers: make([]atomic.Int32, workers)}
+			if job%37 == 5 {
+				time.Sleep(2 * spinWait) // the helpers park
+			}
+			if job == 100 {
+				j.sleep = time.Millisecond // long tasks: every worker takes some
+			}
+			p.do(j, n)
+			for task := range j.runs {
+				if got := j.runs[task].Load(); got != 1 {
+					t.Fatalf("%d workers, job %d: task %d ran %d times", workers, job, task, got)
+				}
+			}
+			if job == 100 {
+				for w := range j.workers {
+					if j.workers[w].Load() == 0 {
+						t.Errorf("%d workers: worker %d took none of 64 tasks of a millisecond", workers, w)
+					}
+				}
+			}
+		}
+		p.close()
+	}
+}
+
+// A pool closed while its helpers spin or are parked leaves no goroutine behind: close
+// reaches both states.
+func TestPoolCloseEndsHelpers(t *testing.T) {
+	for _, pause := range []time.Duration{0, 3 * spinWait} {
+		before := runtime.NumGoroutine()
+		p := newPool(4)
+		p.do(&countJob{runs: make([]atomic.Int32, 8), workers: make([]atomic.Int32, 4)}, 8)
+		time.Sleep(pause)
+		p.close()
+		deadline := time.Now().Add(2 * time.Second)
+		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if n := runtime.NumGoroutine(); n > before {
+			t.Errorf("pause %v: %d goroutines after close, %d before the pool", pause, n, before)
+		}
+	}
+}
