@@ -111,7 +111,7 @@ func BenchmarkKernelWide(b *testing.B) {
 	b.Run("toC", func(b *testing.B) {
 		c := make([]float32, gemmMR*2*gemmNR)
 		for i := 0; i < b.N; i++ {
-			kernelToC2(32, a, bb, c, 2*gemmNR, 1e-3)
+			kernelToC2(32, a, bb, c, 2*gemmNR, 1e-3, false)
 		}
 		b.ReportMetric(2*32*gemmMR*2*gemmNR*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 	})

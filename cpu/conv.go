@@ -47,6 +47,8 @@ type convJob struct {
 var (
 	pool2    = imgops.Win{K: 2, S: 2}
 	simdMax2 = imgops.Max2[float32]{Max: simd.Max4, Grad: simd.Max4Grad}
+	// addInto is Col2im's addition dst += src in AVX2 (y - (-1) x: the same bits as y + x).
+	addInto = func(dst, src []float32) { subScaled(-1, src, dst[:len(src)]) }
 )
 
 func geom(x compute.Images) imgops.Geom { return imgops.Geom{C: x.C, N: x.N, H: x.H, W: x.W} }
@@ -77,7 +79,7 @@ func (j *convJob) run(task, _ int) {
 	case opIm2col:
 		imgops.Im2col(imgAt(j.x, b), geom(j.x), j.win, matAt(j.m, b), j.m.Stride, u0, u1)
 	case opCol2im:
-		imgops.Col2im(matAt(j.m, b), j.m.Stride, geom(j.x), j.win, imgAt(j.x, b), u0, u1)
+		imgops.Col2im(matAt(j.m, b), j.m.Stride, geom(j.x), j.win, imgAt(j.x, b), u0, u1, addInto)
 	case opMaxPool:
 		if j.win == pool2 {
 			imgops.MaxPool2(imgAt(j.x, b), geom(j.x), imgAt(j.y, b), u0, u1, simdMax2)

@@ -64,7 +64,7 @@ func testConvolverMatchesImgops(t *testing.T, rng *rand.Rand, fill func(int) []f
 					compute.Images{Buf: be.Alias(dx), C: x.C, N: x.N, H: x.H, W: x.W, Batch: R, BatchStride: per})
 				wantDX := make([]float32, R*per)
 				for r := 0; r < R; r++ {
-					imgops.Col2im(d[r*rows*cols:], cols, g, iw, wantDX[r*per:], 0, x.C)
+					imgops.Col2im(d[r*rows*cols:], cols, g, iw, wantDX[r*per:], 0, x.C, nil)
 				}
 				same(t, "col2im", dx, wantDX)
 

@@ -205,7 +205,10 @@ func (g *gemmJob) run(task, worker int) {
 					ib := i0 + ip*gemmMR
 					mr := min(gemmMR, i0+mc-ib)
 					ap := aPack[ip*kc*gemmMR:]
-					if clearTiles && p0 == 0 {
+					// With beta = 0 the first depth block's AVX-512 kernels store their tiles
+					// (alpha acc + 0, as if added into a cleared c) and nothing is cleared.
+					store := clearTiles && p0 == 0 && useAVX512
+					if clearTiles && p0 == 0 && !store {
 						// The rows the kernels below may write: twelve for the four-panel
 						// kernel (cleared again, still untouched, if it declines), else mr.
 						rows := mr
@@ -218,22 +221,26 @@ func (g *gemmJob) run(task, worker int) {
 						}
 					}
 					// Two full row panels at once: each panel row of b serves twice the rows.
-					if width == 2 && fullCols && i0+mc-ib >= 2*gemmMR && kernelToC4(kc, ap, bPack[jp*kc*gemmNR:], c[ib*ldc+jb:], ldc, g.alpha) {
+					if width == 2 && fullCols && i0+mc-ib >= 2*gemmMR && kernelToC4(kc, ap, bPack[jp*kc*gemmNR:], c[ib*ldc+jb:], ldc, g.alpha, store) {
 						ip++
 						continue
 					}
-					if width == 2 && fullCols && mr == gemmMR && kernelToC2(kc, ap, bPack[jp*kc*gemmNR:], c[ib*ldc+jb:], ldc, g.alpha) {
+					if width == 2 && fullCols && mr == gemmMR && kernelToC2(kc, ap, bPack[jp*kc*gemmNR:], c[ib*ldc+jb:], ldc, g.alpha, store) {
 						continue
 					}
 					if width == 2 {
 						// A last panel of fewer rows or columns (zero-padded): the double-width
-						// kernel into a cleared tile, then its rows added to c, which is
-						// c + alpha acc as in the kernel (up to the sign of a zero).
+						// kernel into a tile (t = alpha acc + 0), then its rows added to c, which
+						// is c + alpha acc as in the kernel (up to the sign of a zero), or with
+						// store copied, which is the kernel's store.
 						t := s.acc2[:]
-						clear(t)
-						if kernelToC2(kc, ap, bPack[jp*kc*gemmNR:], t, 2*gemmNR, g.alpha) {
+						if kernelToC2(kc, ap, bPack[jp*kc*gemmNR:], t, 2*gemmNR, g.alpha, true) {
 							cols := min(2*gemmNR, j0+nc-jb)
 							for i := 0; i < mr; i++ {
+								if store {
+									copy(c[(ib+i)*ldc+jb:][:cols], t[i*2*gemmNR:][:cols])
+									continue
+								}
 								subScaled(-1, t[i*2*gemmNR:][:cols], c[(ib+i)*ldc+jb:][:cols])
 							}
 							continue
@@ -241,7 +248,7 @@ func (g *gemmJob) run(task, worker int) {
 					}
 					for q := jp; q < jp+width; q++ {
 						jq := j0 + q*gemmNR
-						g.tile(kc, ap, bPack[q*kc*gemmNR:], c, ib, mr, jq, min(gemmNR, j0+nc-jq), s)
+						g.tile(kc, ap, bPack[q*kc*gemmNR:], c, ib, mr, jq, min(gemmNR, j0+nc-jq), s, store)
 					}
 				}
 				jp += width
@@ -290,15 +297,22 @@ func (g *gemmJob) inPlaceRows(s *gemmScratch, a, bPack, c []float32, kc, p0, j0,
 }
 
 // tile adds alpha times the product of panels ap and bp to c's mr x nr tile at (ib, jb).
-func (g *gemmJob) tile(kc int, ap, bp, c []float32, ib, mr, jb, nr int, s *gemmScratch) {
+// With store, c's old values are replaced (by 0 + alpha acc, the bits of adding into zeros).
+func (g *gemmJob) tile(kc int, ap, bp, c []float32, ib, mr, jb, nr int, s *gemmScratch, store bool) {
 	ldc := g.c.Stride
-	if mr == gemmMR && nr == gemmNR && kernelToC(kc, ap, bp, c[ib*ldc+jb:], ldc, g.alpha) {
+	if mr == gemmMR && nr == gemmNR && kernelToC(kc, ap, bp, c[ib*ldc+jb:], ldc, g.alpha, store) {
 		return
 	}
 	kernel(kc, ap, bp, &s.acc)
 	for i := 0; i < mr; i++ {
 		row := c[(ib+i)*ldc+jb : (ib+i)*ldc+jb+nr]
 		acc := s.acc[i*gemmNR : i*gemmNR+nr]
+		if store {
+			for j := range row {
+				row[j] = 0 + g.alpha*acc[j]
+			}
+			continue
+		}
 		for j := range row {
 			row[j] += g.alpha * acc[j]
 		}

@@ -21,7 +21,7 @@ func kernelAVX512(kc int, a, b *float32, acc *[gemmMR * gemmNR]float32)
 func kernelAVX512S(kc int, a *float32, lda int, b *float32, acc *[gemmMR * gemmNR]float32)
 
 //go:noescape
-func kernelAVX512C(kc int, a, b, c *float32, ldc int, alpha float32)
+func kernelAVX512C(kc int, a, b, c *float32, ldc int, alpha float32, store bool)
 
 func kernel(kc int, a, b []float32, acc *[gemmMR * gemmNR]float32) {
 	if useAVX2 && kc > 0 {
@@ -42,17 +42,23 @@ func kernel(kc int, a, b []float32, acc *[gemmMR * gemmNR]float32) {
 //go:noescape
 func kernelAVX2C(kc int, a, b, c *float32, ldc int, alpha float32)
 
+// zeroTile is what the AVX-512 kernels add alpha acc to instead of c when they store (c's
+// old values are then never read): one row of a double-width tile, read at stride 0.
+var zeroTile [2 * gemmNR]float32
+
 // kernelToC adds alpha times the full MR x NR tile of panels a and b to c (row stride ldc) and
 // reports whether it could; if not, the caller goes through kernel and an explicit update.
-func kernelToC(kc int, a, b, c []float32, ldc int, alpha float32) bool {
-	if !useAVX2 || kc == 0 {
+// With store, c's old values are replaced instead: c = alpha acc + 0, the bits of adding into
+// a cleared tile (AVX-512 only).
+func kernelToC(kc int, a, b, c []float32, ldc int, alpha float32, store bool) bool {
+	if !useAVX2 || kc == 0 || store && !useAVX512 {
 		return false
 	}
 	_ = a[kc*gemmMR-1]
 	_ = b[kc*gemmNR-1]
 	_ = c[(gemmMR-1)*ldc+gemmNR-1]
 	if useAVX512 {
-		kernelAVX512C(kc, &a[0], &b[0], &c[0], ldc, alpha)
+		kernelAVX512C(kc, &a[0], &b[0], &c[0], ldc, alpha, store)
 		return true
 	}
 	kernelAVX2C(kc, &a[0], &b[0], &c[0], ldc, alpha)
@@ -175,21 +181,21 @@ func sumSq(x []float32) float64 {
 }
 
 //go:noescape
-func kernelAVX512C2(kc int, a, b, c *float32, ldc int, alpha float32)
+func kernelAVX512C2(kc int, a, b, c *float32, ldc int, alpha float32, store bool)
 
 //go:noescape
 func kernelAVX512S2(kc int, a *float32, lda int, b *float32, acc *[gemmMR * 2 * gemmNR]float32)
 
 // kernelToC2 is kernelToC on two adjacent panels of b (b and b[16 kc:]) and the MR x 2NR tile
 // of c: the same operations on every element, with twice the independent accumulators.
-func kernelToC2(kc int, a, b, c []float32, ldc int, alpha float32) bool {
+func kernelToC2(kc int, a, b, c []float32, ldc int, alpha float32, store bool) bool {
 	if !useAVX512 || kc == 0 {
 		return false
 	}
 	_ = a[kc*gemmMR-1]
 	_ = b[2*kc*gemmNR-1]
 	_ = c[(gemmMR-1)*ldc+2*gemmNR-1]
-	kernelAVX512C2(kc, &a[0], &b[0], &c[0], ldc, alpha)
+	kernelAVX512C2(kc, &a[0], &b[0], &c[0], ldc, alpha, store)
 	return true
 }
 
@@ -219,16 +225,16 @@ func kernelStrided4(kc int, a []float32, lda int, b []float32, acc *[2 * gemmMR 
 }
 
 //go:noescape
-func kernelAVX512C4(kc int, a, b, c *float32, ldc int, alpha float32)
+func kernelAVX512C4(kc int, a, b, c *float32, ldc int, alpha float32, store bool)
 
 // kernelToC4 is kernelToC2 on two consecutive packed panels of a: the 2MR x 2NR tile of c.
-func kernelToC4(kc int, a, b, c []float32, ldc int, alpha float32) bool {
+func kernelToC4(kc int, a, b, c []float32, ldc int, alpha float32, store bool) bool {
 	if !useAVX512 || kc == 0 {
 		return false
 	}
 	_ = a[2*kc*gemmMR-1]
 	_ = b[2*kc*gemmNR-1]
 	_ = c[(2*gemmMR-1)*ldc+2*gemmNR-1]
-	kernelAVX512C4(kc, &a[0], &b[0], &c[0], ldc, alpha)
+	kernelAVX512C4(kc, &a[0], &b[0], &c[0], ldc, alpha, store)
 	return true
 }

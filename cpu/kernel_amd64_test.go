@@ -37,9 +37,9 @@ func TestWideKernelsAgree(t *testing.T) {
 	b, _ := randData(6, 2*kc, gemmNR, 2)
 	c0, _ := randData(7, gemmMR, ldc, 2)
 	narrow, wide := append([]float32(nil), c0...), append([]float32(nil), c0...)
-	kernelAVX512C(kc, &a[0], &b[0], &narrow[0], ldc, -0.7)
-	kernelAVX512C(kc, &a[0], &b[kc*gemmNR], &narrow[gemmNR], ldc, -0.7)
-	kernelAVX512C2(kc, &a[0], &b[0], &wide[0], ldc, -0.7)
+	kernelAVX512C(kc, &a[0], &b[0], &narrow[0], ldc, -0.7, false)
+	kernelAVX512C(kc, &a[0], &b[kc*gemmNR], &narrow[gemmNR], ldc, -0.7, false)
+	kernelAVX512C2(kc, &a[0], &b[0], &wide[0], ldc, -0.7, false)
 	for i := range narrow {
 		if math.Float32bits(narrow[i]) != math.Float32bits(wide[i]) {
 			t.Fatalf("kernelAVX512C2 element %d = %g, two kernelAVX512C give %g", i, wide[i], narrow[i])
@@ -50,9 +50,9 @@ func TestWideKernelsAgree(t *testing.T) {
 	c4a, c4b := append([]float32(nil), c0...), append([]float32(nil), c0...)
 	c4a = append(c4a, c0...)
 	c4b = append(c4b, c0...)
-	kernelAVX512C2(kc, &a2[0], &b[0], &c4a[0], ldc, -0.7)
-	kernelAVX512C2(kc, &a2[kc*gemmMR], &b[0], &c4a[gemmMR*ldc], ldc, -0.7)
-	kernelAVX512C4(kc, &a2[0], &b[0], &c4b[0], ldc, -0.7)
+	kernelAVX512C2(kc, &a2[0], &b[0], &c4a[0], ldc, -0.7, false)
+	kernelAVX512C2(kc, &a2[kc*gemmMR], &b[0], &c4a[gemmMR*ldc], ldc, -0.7, false)
+	kernelAVX512C4(kc, &a2[0], &b[0], &c4b[0], ldc, -0.7, false)
 	for i := range c4a {
 		if math.Float32bits(c4a[i]) != math.Float32bits(c4b[i]) {
 			t.Fatalf("kernelAVX512C4 element %d = %g, two kernelAVX512C2 give %g", i, c4b[i], c4a[i])
@@ -113,6 +113,49 @@ func TestMulSmallVariantsAgree(t *testing.T) {
 			if math.Float32bits(o1[i]) != math.Float32bits(o2[i]) {
 				t.Fatalf("%d x %d: element %d: AVX-512 %v, AVX2 %v", rows, cols, i, o1[i], o2[i])
 			}
+		}
+	}
+}
+
+// A storing kernel gives the bits of the adding kernel on a cleared c, whatever c held
+// before (NaN here, which must never be read), including the sign of zero: a row of a that is
+// all zeros with a negative alpha makes alpha acc = -0, which added into +0 is +0.
+func TestStoringKernelsEqualAddingIntoZeros(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("no AVX-512 on this machine")
+	}
+	const kc, ldc, alpha = 77, 40, -0.3
+	a, _ := randData(11, kc, 2*gemmMR, 2)
+	for p := 0; p < kc; p++ {
+		a[p*gemmMR+2] = 0 // row 2 of the first panel
+	}
+	b, _ := randData(12, 2*kc, gemmNR, 2)
+	for _, k := range []struct {
+		name       string
+		rows, cols int
+		run        func(c []float32, store bool)
+	}{
+		{"C", gemmMR, gemmNR, func(c []float32, store bool) { kernelAVX512C(kc, &a[0], &b[0], &c[0], ldc, alpha, store) }},
+		{"C2", gemmMR, 2 * gemmNR, func(c []float32, store bool) { kernelAVX512C2(kc, &a[0], &b[0], &c[0], ldc, alpha, store) }},
+		{"C4", 2 * gemmMR, 2 * gemmNR, func(c []float32, store bool) { kernelAVX512C4(kc, &a[0], &b[0], &c[0], ldc, alpha, store) }},
+	} {
+		zeros := make([]float32, 2*gemmMR*ldc)
+		nans := make([]float32, len(zeros))
+		for i := range nans {
+			nans[i] = float32(math.NaN())
+		}
+		k.run(zeros, false)
+		k.run(nans, true)
+		for row := 0; row < k.rows; row++ {
+			for col := 0; col < k.cols; col++ {
+				z, n := zeros[row*ldc+col], nans[row*ldc+col]
+				if math.Float32bits(z) != math.Float32bits(n) {
+					t.Fatalf("kernel %s element (%d, %d): store %g, add into zeros %g", k.name, row, col, n, z)
+				}
+			}
+		}
+		if bits := math.Float32bits(nans[2*ldc]); bits != 0 {
+			t.Fatalf("kernel %s: the zero row stored bits %x, want +0", k.name, bits)
 		}
 	}
 }

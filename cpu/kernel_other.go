@@ -6,7 +6,9 @@ var useAVX2, useAVX512 = false, false
 
 func kernel(kc int, a, b []float32, acc *[gemmMR * gemmNR]float32) { kernelGo(kc, a, b, acc) }
 
-func kernelToC(int, []float32, []float32, []float32, int, float32) bool { return false }
+func kernelToC(int, []float32, []float32, []float32, int, float32, bool) bool {
+	return false
+}
 
 func kernelStrided(int, []float32, int, []float32, *[gemmMR * gemmNR]float32) bool { return false }
 
@@ -31,7 +33,9 @@ func sumSq(x []float32) float64 {
 	return (s[0] + s[1]) + (s[2] + s[3])
 }
 
-func kernelToC2(int, []float32, []float32, []float32, int, float32) bool { return false }
+func kernelToC2(int, []float32, []float32, []float32, int, float32, bool) bool {
+	return false
+}
 
 func kernelStrided2(int, []float32, int, []float32, *[gemmMR * 2 * gemmNR]float32) bool {
 	return false
@@ -54,4 +58,6 @@ func kernelStrided4(int, []float32, int, []float32, *[2 * gemmMR * 2 * gemmNR]fl
 	return false
 }
 
-func kernelToC4(int, []float32, []float32, []float32, int, float32) bool { return false }
+func kernelToC4(int, []float32, []float32, []float32, int, float32, bool) bool {
+	return false
+}

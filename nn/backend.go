@@ -231,7 +231,7 @@ func (o *hostOps[T]) Im2col(x compute.Images, w compute.Window, cols compute.Mat
 
 func (o *hostOps[T]) Col2im(cols compute.Mat, w compute.Window, dx compute.Images) {
 	o.perElem(dx.Batch, dx.C, func(b, lo, hi int) {
-		imgops.Col2im(at[T](cols, b), cols.Stride, geom(dx), window(w), img[T](dx, b), lo, hi)
+		imgops.Col2im(at[T](cols, b), cols.Stride, geom(dx), window(w), img[T](dx, b), lo, hi, nil)
 	})
 }
 

@@ -82,7 +82,13 @@ func Im2col[T Float](x []T, g Geom, w Win, cols []T, ldc, q0, q1 int) {
 // Col2im writes channels c0..c1-1 of dx (geometry g), the adjoint of Im2col: every value is
 // the sum of the patch entries copied from it, added from zero row by row of cols in
 // ascending order (window row i, then column j).
-func Col2im[T Float](cols []T, ldc int, g Geom, w Win, dx []T, c0, c1 int) {
+//
+// add, when not nil, adds src into dst elementwise with the bits of dst[k] + src[k] (the CPU
+// backend passes a SIMD loop); nil adds with a plain loop.
+func Col2im[T Float](cols []T, ldc int, g Geom, w Win, dx []T, c0, c1 int, add func(dst, src []T)) {
+	if add == nil {
+		add = addGo[T]
+	}
 	OH, OW, N := w.Out(g.H), w.Out(g.W), g.N
 	plane := g.H * g.W * N
 	clear(dx[c0*plane : c1*plane])
@@ -103,23 +109,24 @@ func Col2im[T Float](cols []T, ldc int, g Geom, w Win, dx []T, c0, c1 int) {
 					ix := lo*w.S + j - w.P
 					if w.S == 1 {
 						src := row[(oy*OW+lo)*N : (oy*OW+hi)*N]
-						line := dst[(iy*g.W+ix)*N:][:len(src)]
-						for k, v := range src {
-							line[k] += v
-						}
+						add(dst[(iy*g.W+ix)*N:][:len(src)], src)
 						continue
 					}
 					for ox := lo; ox < hi; ox++ {
-						src := row[(oy*OW+ox)*N:][:N]
-						line := dst[(iy*g.W+ix)*N:][:N]
-						for k, v := range src {
-							line[k] += v
-						}
+						add(dst[(iy*g.W+ix)*N:][:N], row[(oy*OW+ox)*N:][:N])
 						ix += w.S
 					}
 				}
 			}
 		}
+	}
+}
+
+// addGo is Col2im's portable addition.
+func addGo[T Float](dst, src []T) {
+	dst = dst[:len(src)]
+	for k, v := range src {
+		dst[k] += v
 	}
 }
 

@@ -93,8 +93,8 @@ func TestIm2colCol2im(t *testing.T) {
 			for i := range dx {
 				dx[i] = math.NaN() // Col2im overwrites
 			}
-			Col2im(d, ld, g, w, dx, 0, 1)
-			Col2im(d, ld, g, w, dx, 1, g.C)
+			Col2im(d, ld, g, w, dx, 0, 1, nil)
+			Col2im(d, ld, g, w, dx, 1, g.C, nil)
 			var lhs float64
 			for q := 0; q < rows; q++ {
 				lhs += dot(p[q*ld:q*ld+cols], d[q*ld:q*ld+cols])
