@@ -29,6 +29,7 @@ type Backend struct {
 	shared  [2][]float32 // packed shared GEMM operands
 
 	gemm   gemmJob
+	pack   packJob
 	elem   elemJob
 	clip   clipStepJob
 	noise  noiseJob
@@ -113,6 +114,11 @@ func (c *Backend) Gemm(transA, transB bool, alpha float32, a, b compute.Mat, bet
 	g.nc = gemmNC
 	if g.sharedB != nil && out.Batch >= 2*c.pool.workers {
 		// op(B) is packed already: one task per batch element packs each block of op(A) once.
+		g.nc, g.nBlocks = g.n, 1
+	}
+	if g.transposed && g.sharedA == nil && g.n <= 2*gemmNC && out.Batch >= 2*c.pool.workers {
+		// One task per batch element packs its a^T once for all of c's columns (a second
+		// convolution's weight gradient: 151 columns were two tasks, each packing a^T).
 		g.nc, g.nBlocks = g.n, 1
 	}
 	c.pool.doSized(g, out.Batch*g.nBlocks, g.m*g.n*g.k*out.Batch)

@@ -78,7 +78,9 @@ type gemmJob struct {
 }
 
 // prepack packs a shared operand whole: block p0 of depth kc starts at p0*mPad (A) or p0*nPad
-// (B), laid out as packA/packB lay out one block.
+// (B), laid out as packA/packB lay out one block. The packing is split over the pool by
+// depth block and groups of panels (a first convolution's patches are 26 x 25,088 values,
+// which one goroutine took a millisecond to pack while the other waited).
 func (g *gemmJob) prepack() {
 	g.sharedA, g.sharedB = nil, nil
 	g.mPad = (g.m + gemmMR - 1) / gemmMR * gemmMR
@@ -88,36 +90,60 @@ func (g *gemmJob) prepack() {
 		if g.a.BatchStride != 0 {
 			return // each task packs its batch element's a^T (runTransposed)
 		}
-		buf := g.be.growShared(0, g.mPad*g.k)
-		a := data(g.a.Buf)[g.a.Off:]
-		for p0 := 0; p0 < g.k; p0 += gemmKC {
-			kc := min(gemmKC, g.k-p0)
-			packB(buf[p0*g.mPad:], a, g.a.Stride, true, 0, g.m, p0, kc)
-		}
-		g.sharedA = buf
+		g.sharedA = g.be.growShared(0, g.mPad*g.k)
+		g.be.pack.do(g.be, g.sharedA, g.a, true, true, g.m, g.mPad, g.k)
 		return
 	}
 	if g.c.Batch < 2 {
 		return
 	}
 	if g.a.BatchStride == 0 {
-		buf := g.be.growShared(0, g.mPad*g.k)
-		a := data(g.a.Buf)[g.a.Off:]
-		for p0 := 0; p0 < g.k; p0 += gemmKC {
-			kc := min(gemmKC, g.k-p0)
-			packA(buf[p0*g.mPad:], a, g.a.Stride, g.transA, 0, g.m, p0, kc)
-		}
-		g.sharedA = buf
+		g.sharedA = g.be.growShared(0, g.mPad*g.k)
+		g.be.pack.do(g.be, g.sharedA, g.a, false, g.transA, g.m, g.mPad, g.k)
 	}
 	if g.b.BatchStride == 0 {
-		buf := g.be.growShared(1, g.nPad*g.k)
-		b := data(g.b.Buf)[g.b.Off:]
-		for p0 := 0; p0 < g.k; p0 += gemmKC {
-			kc := min(gemmKC, g.k-p0)
-			packB(buf[p0*g.nPad:], b, g.b.Stride, g.transB, 0, g.n, p0, kc)
-		}
-		g.sharedB = buf
+		g.sharedB = g.be.growShared(1, g.nPad*g.k)
+		g.be.pack.do(g.be, g.sharedB, g.b, true, g.transB, g.n, g.nPad, g.k)
 	}
+}
+
+// packJob packs a whole operand (prepack) in tasks of one depth block and up to packGroup
+// rows (panels of op(A)) or columns (panels of op(B)).
+type packJob struct {
+	dst      []float32
+	src      []float32
+	ld       int
+	panelsB  bool // packB's panels of gemmNR columns, else packA's of gemmMR rows
+	trans    bool
+	n, nPad  int // rows of op(A) or columns of op(B), and that rounded up to whole panels
+	k        int
+	groups   int // tasks per depth block
+	groupLen int
+}
+
+// packGroup is the rows or columns of one packing task: whole panels of either kind.
+const packGroup = 64 * gemmMR * gemmNR / 2
+
+func (j *packJob) do(be *Backend, dst []float32, m compute.Mat, panelsB, trans bool, n, nPad, k int) {
+	*j = packJob{dst: dst, src: data(m.Buf)[m.Off:], ld: m.Stride, panelsB: panelsB, trans: trans, n: n, nPad: nPad, k: k}
+	j.groupLen = packGroup
+	j.groups = (n + packGroup - 1) / packGroup
+	blocks := (k + gemmKC - 1) / gemmKC
+	be.pool.doSized(j, blocks*j.groups, n*k)
+	j.dst, j.src = nil, nil
+}
+
+func (j *packJob) run(task, _ int) {
+	p0 := task / j.groups * gemmKC
+	kc := min(gemmKC, j.k-p0)
+	i0 := task % j.groups * j.groupLen
+	cnt := min(j.groupLen, j.n-i0)
+	dst := j.dst[p0*j.nPad+i0*kc:]
+	if j.panelsB {
+		packB(dst, j.src, j.ld, j.trans, i0, cnt, p0, kc)
+		return
+	}
+	packA(dst, j.src, j.ld, j.trans, i0, cnt, p0, kc)
 }
 
 func (g *gemmJob) run(task, worker int) {
@@ -326,8 +352,8 @@ func (g *gemmJob) runTransposed(task, worker int) {
 	nb := task % g.nBlocks
 	batch := task / g.nBlocks
 	s := &g.be.scratch[worker].gemm
-	j0 := nb * gemmNC
-	nc := min(gemmNC, g.n-j0)
+	j0 := nb * g.nc
+	nc := min(g.nc, g.n-j0)
 	b := data(g.b.Buf)[g.b.Off+batch*g.b.BatchStride:]
 	c := data(g.c.Buf)[g.c.Off+batch*g.c.BatchStride:]
 	ldb, ldc := g.b.Stride, g.c.Stride

@@ -169,29 +169,30 @@ func TestGemmTransposedPerElementMatchesPacked(t *testing.T) {
 	for _, sh := range [][3]int{{16, 151, 3200}, {6, 26, 2000}, {13, 50, 1100}, {40, 7, 30}} {
 		M, N, K := sh[0], sh[1], sh[2]
 		for _, beta := range []float32{0, 1} {
-			const R = 3
-			A, _ := randData(31, R*M, K, 2)
-			B, _ := randData(32, R*N, K, 2)
-			C0, _ := randData(33, R*M, N, 2)
-			a := compute.Mat{Buf: be.Alias(A), Rows: M, Cols: K, Stride: K, Batch: R, BatchStride: M * K}
-			b := compute.Mat{Buf: be.Alias(B), Rows: N, Cols: K, Stride: K, Batch: R, BatchStride: N * K}
-			run := func(transposed bool) []float32 {
-				C := append([]float32(nil), C0...)
-				saved := transposedRowsMax
-				if !transposed {
-					transposedRowsMax = 0
+			for _, R := range []int{3, 5} { // 5 >= 2 workers x 2: one task per batch element
+				A, _ := randData(31, R*M, K, 2)
+				B, _ := randData(32, R*N, K, 2)
+				C0, _ := randData(33, R*M, N, 2)
+				a := compute.Mat{Buf: be.Alias(A), Rows: M, Cols: K, Stride: K, Batch: R, BatchStride: M * K}
+				b := compute.Mat{Buf: be.Alias(B), Rows: N, Cols: K, Stride: K, Batch: R, BatchStride: N * K}
+				run := func(transposed bool) []float32 {
+					C := append([]float32(nil), C0...)
+					saved := transposedRowsMax
+					if !transposed {
+						transposedRowsMax = 0
+					}
+					defer func() { transposedRowsMax = saved }()
+					be.Gemm(false, true, 0.7, a, b, beta, compute.Mat{Buf: be.Alias(C), Rows: M, Cols: N, Stride: N, Batch: R, BatchStride: M * N})
+					if be.gemm.transposed != transposed {
+						t.Fatalf("%dx%dx%d: transposed path %v, want %v", M, N, K, be.gemm.transposed, transposed)
+					}
+					return C
 				}
-				defer func() { transposedRowsMax = saved }()
-				be.Gemm(false, true, 0.7, a, b, beta, compute.Mat{Buf: be.Alias(C), Rows: M, Cols: N, Stride: N, Batch: R, BatchStride: M * N})
-				if be.gemm.transposed != transposed {
-					t.Fatalf("%dx%dx%d: transposed path %v, want %v", M, N, K, be.gemm.transposed, transposed)
-				}
-				return C
-			}
-			got, want := run(true), run(false)
-			for i := range got {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("%dx%dx%d beta %g: element %d transposed %g, packed %g", M, N, K, beta, i, got[i], want[i])
+				got, want := run(true), run(false)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%dx%dx%d beta %g R %d: element %d transposed %g, packed %g", M, N, K, beta, R, i, got[i], want[i])
+					}
 				}
 			}
 		}
@@ -236,6 +237,57 @@ func TestGemmInPlaceRowsMatchPacked(t *testing.T) {
 					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 						t.Fatalf("%dx%dx%d shared b %v beta %g: element %d in place %g, packed %g", M, N, K, shared, beta, i, got[i], want[i])
 					}
+				}
+			}
+		}
+	}
+}
+
+// A shared operand packed whole by parallel tasks (prepack: depth blocks times groups of
+// panels, more than one group here) gives each batch element exactly what a call for that
+// element alone gives, which packs per task.
+func TestPrepackedSharedOperandsMatchSingleCalls(t *testing.T) {
+	be := New(2)
+	defer be.Close()
+	for _, tc := range []struct {
+		m, n, k        int
+		transA, transB bool
+		shareA         bool
+	}{
+		{7, 3200, 40, false, false, false},
+		{7, 3200, 1100, false, true, false},
+		{3100, 20, 30, false, false, true},
+		{3100, 20, 30, true, false, true},
+	} {
+		const R = 3
+		ar, ac := tc.m, tc.k
+		if tc.transA {
+			ar, ac = ac, ar
+		}
+		br, bc := tc.k, tc.n
+		if tc.transB {
+			br, bc = bc, br
+		}
+		A, _ := randData(51, R*ar, ac, 2)
+		B, _ := randData(52, R*br, bc, 2)
+		a := compute.Mat{Buf: be.Alias(A), Rows: ar, Cols: ac, Stride: ac, Batch: R, BatchStride: ar * ac}
+		b := compute.Mat{Buf: be.Alias(B), Rows: br, Cols: bc, Stride: bc, Batch: R, BatchStride: br * bc}
+		if tc.shareA {
+			a.BatchStride = 0
+		} else {
+			b.BatchStride = 0
+		}
+		all := make([]float32, R*tc.m*tc.n)
+		be.Gemm(tc.transA, tc.transB, 1, a, b, 0, compute.Mat{Buf: be.Alias(all), Rows: tc.m, Cols: tc.n, Stride: tc.n, Batch: R, BatchStride: tc.m * tc.n})
+		for r := 0; r < R; r++ {
+			one := make([]float32, tc.m*tc.n)
+			ar, br := a, b
+			ar.Off, ar.Batch = r*a.BatchStride, 1
+			br.Off, br.Batch = r*b.BatchStride, 1
+			be.Gemm(tc.transA, tc.transB, 1, ar, br, 0, compute.Mat{Buf: be.Alias(one), Rows: tc.m, Cols: tc.n, Stride: tc.n, Batch: 1})
+			for i, v := range one {
+				if got := all[r*tc.m*tc.n+i]; math.Float32bits(got) != math.Float32bits(v) {
+					t.Fatalf("%+v: element %d of batch %d is %g with the batch, %g alone", tc, i, r, got, v)
 				}
 			}
 		}
