@@ -82,3 +82,14 @@ type Convolver interface {
 	// logits [classes][N] into rows for the softmax.
 	Transpose(block int, src, dst Mat)
 }
+
+// PatchGemmer is implemented by backends that multiply by a convolution's patches without
+// writing them (the CPU backend packs its GEMM's panels straight from the image). ConvForward
+// sets, per batch element, y = wb cols where cols is Im2col's patches of x for window win with
+// a row of ones appended (wb is Cout x (C Size Size + 1): the weights and then the bias
+// column); x must not be shared by the batch (BatchStride > 0). The result has the bits of
+// Im2col into such a matrix followed by Gemm(false, false, 1, wb, cols, 0, y) on the same
+// backend.
+type PatchGemmer interface {
+	ConvForward(wb Mat, x Images, win Window, y Mat)
+}

@@ -28,8 +28,9 @@ type Backend struct {
 	scratch []cpuScratch
 	shared  [2][]float32 // packed shared GEMM operands
 
-	gemm   gemmJob
-	pack   packJob
+	gemm    gemmJob
+	patches patchSource
+	pack    packJob
 	elem   elemJob
 	clip   clipStepJob
 	noise  noiseJob
@@ -90,6 +91,13 @@ func (c *Backend) Download(dst []float32, src compute.Buffer, off int) { copy(ds
 
 // Gemm implements compute.Backend.
 func (c *Backend) Gemm(transA, transB bool, alpha float32, a, b compute.Mat, beta float32, out compute.Mat) {
+	c.gemm.patches = nil
+	c.gemmJob(transA, transB, alpha, a, b, beta, out)
+}
+
+// gemmJob runs c.gemm: a product whose op(B) is b, or with c.gemm.patches set the patches it
+// describes (b then gives only the shape and the batch stride).
+func (c *Backend) gemmJob(transA, transB bool, alpha float32, a, b compute.Mat, beta float32, out compute.Mat) {
 	g := &c.gemm
 	g.transA, g.transB, g.alpha, g.beta, g.a, g.b, g.c = transA, transB, alpha, beta, a, b, out
 	g.m, g.n = out.Rows, out.Cols
@@ -107,7 +115,7 @@ func (c *Backend) Gemm(transA, transB bool, alpha float32, a, b compute.Mat, bet
 	// would copy all of b: a convolution's weight gradient, b its patches). A b shared by the
 	// batch (a first convolution's patches) is packed once per call by the plain path, which
 	// then wastes no columns on a's few rows (6 output channels in a panel of 16).
-	g.transposed = useAVX2 && transB && !transA &&
+	g.transposed = useAVX2 && transB && !transA && g.patches == nil &&
 		(a.BatchStride == 0 || (g.m <= transposedRowsMax && (b.BatchStride != 0 || out.Batch < 2)))
 	g.serial++
 	g.prepack()

@@ -74,7 +74,8 @@ type gemmJob struct {
 	// transposed: c = a b^T with a shared is computed as c^T = b a^T, the rows of b read in
 	// place by the strided kernel and a^T packed once (sharedA, as column panels of c's rows).
 	transposed bool
-	serial     int // counts Gemm calls: scratch keyed by it is never reused across calls
+	serial     int          // counts Gemm calls: scratch keyed by it is never reused across calls
+	patches    *patchSource // op(B) packed from an image (ConvForward), or nil
 }
 
 // prepack packs a shared operand whole: block p0 of depth kc starts at p0*mPad (A) or p0*nPad
@@ -182,6 +183,9 @@ func (g *gemmJob) run(task, worker int) {
 		var bPack []float32
 		if g.sharedB != nil {
 			bPack = g.sharedB[p0*g.nPad+j0*kc:]
+		} else if g.patches != nil {
+			g.patches.pack(s.b[:], batch, j0, nc, p0, kc)
+			bPack = s.b[:]
 		} else {
 			packB(s.b[:], b, g.b.Stride, g.transB, j0, nc, p0, kc)
 			bPack = s.b[:]

@@ -30,6 +30,9 @@ type ops[T Float] interface {
 	// loss of each row into loss (Rows x 1) and, when dz.Buf is not nil, dz = scale (softmax -
 	// onehot); the logit margin into margin when its Buf is not nil.
 	xent(z, labels compute.Mat, scale T, dz, loss, margin compute.Mat)
+	// patchGemmer returns the backend's product by patches made from the image itself, or
+	// nil where there is none.
+	patchGemmer() compute.PatchGemmer
 	compute.Convolver
 }
 
@@ -58,6 +61,10 @@ func (o deviceOps) activateGrad(act compute.Activation, pre, post, grad compute.
 }
 func (o deviceOps) xent(z, labels compute.Mat, scale float32, dz, loss, margin compute.Mat) {
 	o.be.SoftmaxXent(z, labels, scale, dz, loss, margin)
+}
+func (o deviceOps) patchGemmer() compute.PatchGemmer {
+	pg, _ := o.be.(compute.PatchGemmer)
+	return pg
 }
 
 // hostBuf is host memory for hostOps.
@@ -148,6 +155,8 @@ func (o *hostOps[T]) activateGrad(act compute.Activation, pre, post, grad comput
 }
 
 // xent computes the log-sum-exp in float64.
+func (o *hostOps[T]) patchGemmer() compute.PatchGemmer { return nil }
+
 func (o *hostOps[T]) xent(z, labels compute.Mat, scale T, dz, loss, margin compute.Mat) {
 	K := z.Cols
 	for b := 0; b < z.Batch; b++ {

@@ -218,6 +218,13 @@ func (l *conv[T]) forward(c *pass[T], x compute.Images) compute.Images {
 	bias.Off, bias.Cols = kk, 1
 	c.o.axpby(1, c.param(l.off+co*kk, co, 1), 0, bias)
 	y := images(get(c.o, &l.y, c.R*co*n), l.osh, c.B, c.R, false)
+	if pg := c.o.patchGemmer(); pg != nil && !l.colsShared {
+		// Per-replica patches are not written at all: the backend packs them from x for the
+		// product, and the backward pass makes them (a chunk at a time) where it needs them.
+		pg.ConvForward(l.wbMat(c, wb, false), x, l.win, planes(y))
+		l.colsFrom = -1
+		return y
+	}
 	step := l.chunk(c)
 	for r0 := 0; r0 < c.R; r0 += step {
 		count := min(step, c.R-r0)

@@ -8,6 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cpu"
 )
 
@@ -524,6 +525,65 @@ func TestPatchChunksBitForBit(t *testing.T) {
 			for i := range d1 {
 				if math.Float32bits(d1[i]) != math.Float32bits(d2[i]) {
 					t.Fatalf("input gradient %d: chunked %v, whole %v", i, d2[i], d1[i])
+				}
+			}
+		}
+	}
+}
+
+// withoutPatchGemm is the CPU backend without compute.PatchGemmer: its convolutions write
+// their patches and multiply by them.
+type withoutPatchGemm struct {
+	compute.Backend
+	compute.Convolver
+	compute.CacheSized
+}
+
+// Products by patches packed from the image (compute.PatchGemmer) give the bits of patches
+// written by Im2col, in the loss, the parameter gradients and the input gradients: LeNet-5
+// (5x5 windows, padding 2) and a ResNet (3x3 windows at strides 1 and 2), with per-replica
+// inputs of 4 samples (a panel spans four pixels), 16 (one pixel per panel) and 20 (panels
+// straddling pixels).
+func TestPatchGemmBitForBit(t *testing.T) {
+	const R = 3
+	for _, spec := range []Spec{LeNet5(10, false), func() Spec { s := ResNet(2, 1, 4, 2, 3); s.Input = []int{3, 8, 8}; return s }()} {
+		for _, B := range []int{4, 16, 20} {
+			implicit, be := build32(t, spec)
+			written, err := BuildOn(spec, withoutPatchGemm{be, be, be})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w64, x64, y := data(build64(t, spec), R, B, 4)
+			w, x := to32(w64), to32(x64)
+			xr := make([]float32, 0, R*len(x))
+			for r := 0; r < R; r++ {
+				for _, v := range x {
+					xr = append(xr, v+0.01*float32(r))
+				}
+			}
+			n := len(y) * implicit.Input.Size()
+			g1, g2 := make([]float32, len(w)), make([]float32, len(w))
+			d1, d2 := make([]float32, R*n), make([]float32, R*n)
+			l1, l2 := make([]float64, R), make([]float64, R)
+			if err := implicit.LossGradInput(w, R, xr, y, g1, d1, l1); err != nil {
+				t.Fatal(err)
+			}
+			if err := written.LossGradInput(w, R, xr, y, g2, d2, l2); err != nil {
+				t.Fatal(err)
+			}
+			for r := range l1 {
+				if l1[r] != l2[r] {
+					t.Fatalf("B %d replica %d: loss %v from the image, %v from written patches", B, r, l1[r], l2[r])
+				}
+			}
+			for i := range g1 {
+				if math.Float32bits(g1[i]) != math.Float32bits(g2[i]) {
+					t.Fatalf("B %d param %d: %v from the image, %v from written patches", B, i, g1[i], g2[i])
+				}
+			}
+			for i := range d1 {
+				if math.Float32bits(d1[i]) != math.Float32bits(d2[i]) {
+					t.Fatalf("B %d input gradient %d: %v from the image, %v from written patches", B, i, d1[i], d2[i])
 				}
 			}
 		}
