@@ -31,12 +31,12 @@ type Backend struct {
 	gemm    gemmJob
 	patches patchSource
 	pack    packJob
-	elem   elemJob
-	clip   clipStepJob
-	noise  noiseJob
-	dots   dotsJob
-	hidden hiddenJob
-	conv   convJob
+	elem    elemJob
+	clip    clipStepJob
+	noise   noiseJob
+	dots    dotsJob
+	hidden  hiddenJob
+	conv    convJob
 
 	clipDots [2][]float64 // ClipCoefs' inner products
 }
