@@ -311,9 +311,7 @@ func activate(act compute.Activation, pre, post []float32) {
 			post[j] = float32(math.Max(x, 0) + math.Log1p(math.Exp(-math.Abs(x))))
 		}
 	case compute.ReLU:
-		for j, v := range pre {
-			post[j] = max(v, 0)
-		}
+		simd.ReLU(pre, post)
 	}
 }
 
@@ -327,11 +325,7 @@ func activateGrad(act compute.Activation, pre, post, g []float32) {
 			g[j] *= float32(1 / (1 + math.Exp(-float64(v))))
 		}
 	case compute.ReLU:
-		for j, v := range pre {
-			if v <= 0 {
-				g[j] = 0
-			}
-		}
+		simd.ReLUGrad(pre, g)
 	}
 }
 
