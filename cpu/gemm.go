@@ -24,9 +24,10 @@ const (
 // element takes the transposed path; a variable so that a test can turn that off.
 var transposedRowsMax = gemmNC
 
-// inPlaceRowsMax is the most rows of op(A) read in place by run (inPlaceRows); a variable so
-// that a test can compare that path with the packed one.
-var inPlaceRowsMax = gemmMC
+// inPlaceRowsMax is the most rows of op(A) read in place by run (inPlaceRows): a dense
+// layer's weights of up to 192 units against a minibatch of samples; a variable so that a
+// test can compare that path with the packed one.
+var inPlaceRowsMax = 4 * gemmMC
 
 // gemmScratch is one worker's packing memory.
 type gemmScratch struct {
@@ -193,11 +194,11 @@ func (g *gemmJob) run(task, worker int) {
 		// A small op(A) (a layer's weights, a minibatch's activations) is packed whole, once
 		// per batch element and depth block on each worker, instead of once per column block.
 		wholeA := g.sharedA == nil && g.mPad*kc <= len(s.a)
-		// Whole panels of a row-major op(A) with one row block (a first convolution's output
-		// gradient: 6 channels, a long depth of pixels times samples) are read in place by the
-		// strided kernel instead of being interleaved into a packed copy, when a packed copy
-		// would serve few column panels (at most four) and the depth makes each tile's own
-		// addition into c a small part of its work.
+		// Whole panels of a row-major op(A) (a first convolution's output gradient: 6
+		// channels, a long depth of pixels times samples; a dense layer's weights) are read in
+		// place by the strided kernel instead of being interleaved into a packed copy, when a
+		// packed copy would serve few column panels (at most four: a minibatch of samples) and
+		// the depth makes each tile's own addition into c a small part of its work.
 		inPlaceA := useAVX512 && g.sharedA == nil && !g.transA && g.m%gemmMR == 0 && g.m <= inPlaceRowsMax &&
 			g.n <= 4*gemmNR && kc >= 64
 		if inPlaceA {

@@ -208,7 +208,7 @@ func TestGemmInPlaceRowsMatchPacked(t *testing.T) {
 	}
 	be := New(2)
 	defer be.Close()
-	for _, sh := range [][3]int{{6, 26, 2000}, {12, 40, 1030}, {48, 16, 5}, {6, 7, 3000}, {18, 200, 64}} {
+	for _, sh := range [][3]int{{6, 26, 2000}, {12, 40, 1030}, {48, 16, 5}, {6, 7, 3000}, {18, 200, 64}, {120, 32, 400}, {84, 32, 120}, {192, 50, 70}} {
 		M, N, K := sh[0], sh[1], sh[2]
 		for _, shared := range []bool{false, true} {
 			for _, beta := range []float32{0, 1, 0.5} {
