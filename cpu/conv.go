@@ -46,7 +46,7 @@ type convJob struct {
 // kernels of package simd (the same bits as imgops' portable ones).
 var (
 	pool2    = imgops.Win{K: 2, S: 2}
-	simdMax2 = imgops.Max2[float32]{Max: simd.Max4, Grad: simd.Max4Grad}
+	simdMax2 = imgops.Max2[float32]{Max: simd.Max4Rows, Grad: simd.Max4GradRows}
 	// addInto is Col2im's addition dst += src in AVX2 (y - (-1) x: the same bits as y + x).
 	addInto = func(dst, src []float32) { subScaled(-1, src, dst[:len(src)]) }
 )

@@ -38,19 +38,12 @@ func TestPoolRunsEveryTaskOnce(t *testing.T) {
 				time.Sleep(2 * spinWait) // the helpers park
 			}
 			if job == 100 {
-				j.sleep = time.Millisecond // long tasks: every worker takes some
+				j.sleep = time.Millisecond // long tasks: the helpers take part while they run
 			}
 			p.do(j, n)
 			for task := range j.runs {
 				if got := j.runs[task].Load(); got != 1 {
 					t.Fatalf("%d workers, job %d: task %d ran %d times", workers, job, task, got)
-				}
-			}
-			if job == 100 {
-				for w := range j.workers {
-					if j.workers[w].Load() == 0 {
-						t.Errorf("%d workers: worker %d took none of 64 tasks of a millisecond", workers, w)
-					}
 				}
 			}
 		}

@@ -220,17 +220,32 @@ func MaxPool[T Float](x []T, g Geom, w Win, y []T, r0, r1 int) {
 	}
 }
 
-// Max2 holds the kernels of 2x2 max pooling at stride 2 over runs of samples (the four pixels
-// of a window side by side): Max writes out[i], the first maximum of a[i], b[i], c[i], d[i] in
-// that order by MaxPool's rule; Grad writes 0 + g[i] to the winner's da..dd and 0 to the
-// others. Max2Go is the portable pair; the CPU backend passes SIMD kernels with the same bits.
+// Max2 holds the kernels of 2x2 max pooling at stride 2 over the windows of a pair of image
+// rows, each window's pixels runs of n samples: window w has a = row0[2wn:], b = row0[(2w+1)n:]
+// and c, d likewise in row1. Max writes out[wn+i], the first maximum of a[i], b[i], c[i], d[i]
+// in that order by MaxPool's rule; Grad writes 0 + g[wn+i] to the winner's place in d0 or d1
+// and 0 to the others. Max2Go is the portable pair; the CPU backend passes SIMD kernels with
+// the same bits.
 type Max2[T Float] struct {
-	Max  func(a, b, c, d, out []T)
-	Grad func(a, b, c, d, g, da, db, dc, dd []T)
+	Max  func(row0, row1, out []T, windows, n int)
+	Grad func(row0, row1, g, d0, d1 []T, windows, n int)
 }
 
 // Max2Go returns the portable kernels.
-func Max2Go[T Float]() Max2[T] { return Max2[T]{Max: max4[T], Grad: max4Grad[T]} }
+func Max2Go[T Float]() Max2[T] { return Max2[T]{Max: max4Rows[T], Grad: max4GradRows[T]} }
+
+func max4Rows[T Float](row0, row1, out []T, windows, n int) {
+	for w := 0; w < windows; w++ {
+		max4(row0[2*w*n:][:n], row0[(2*w+1)*n:][:n], row1[2*w*n:][:n], row1[(2*w+1)*n:][:n], out[w*n:][:n])
+	}
+}
+
+func max4GradRows[T Float](row0, row1, g, d0, d1 []T, windows, n int) {
+	for w := 0; w < windows; w++ {
+		a, b := 2*w*n, (2*w+1)*n
+		max4Grad(row0[a:][:n], row0[b:][:n], row1[a:][:n], row1[b:][:n], g[w*n:][:n], d0[a:][:n], d0[b:][:n], d1[a:][:n], d1[b:][:n])
+	}
+}
 
 func max4[T Float](a, b, c, d, out []T) {
 	a, b, c, d = a[:len(out)], b[:len(out)], c[:len(out)], d[:len(out)]
@@ -275,10 +290,7 @@ func MaxPool2[T Float](x []T, g Geom, y []T, r0, r1 int, k Max2[T]) {
 		c, oy := r/OH, r%OH
 		row0 := x[((c*g.H+2*oy)*g.W)*N:][:2*OW*N]
 		row1 := x[((c*g.H+2*oy+1)*g.W)*N:][:2*OW*N]
-		out := y[(c*OH+oy)*OW*N:][:OW*N]
-		for ox := 0; ox < OW; ox++ {
-			k.Max(row0[2*ox*N:][:N], row0[(2*ox+1)*N:][:N], row1[2*ox*N:][:N], row1[(2*ox+1)*N:][:N], out[ox*N:][:N])
-		}
+		k.Max(row0, row1, y[(c*OH+oy)*OW*N:][:OW*N], OW, N)
 	}
 }
 
@@ -320,12 +332,7 @@ func MaxPool2Grad[T Float](x []T, g Geom, dy, dx []T, c0, c1 int, k Max2[T]) {
 		src, dst := x[c*plane:][:plane], dx[c*plane:][:plane]
 		for oy := 0; oy < OH; oy++ {
 			r0, r1 := (2*oy*g.W)*N, ((2*oy+1)*g.W)*N
-			for ox := 0; ox < OW; ox++ {
-				pa, pb := r0+2*ox*N, r0+(2*ox+1)*N
-				pc, pd := r1+2*ox*N, r1+(2*ox+1)*N
-				k.Grad(src[pa:][:N], src[pb:][:N], src[pc:][:N], src[pd:][:N], dy[((c*OH+oy)*OW+ox)*N:][:N],
-					dst[pa:][:N], dst[pb:][:N], dst[pc:][:N], dst[pd:][:N])
-			}
+			k.Grad(src[r0:][:2*OW*N], src[r1:][:2*OW*N], dy[(c*OH+oy)*OW*N:][:OW*N], dst[r0:][:2*OW*N], dst[r1:][:2*OW*N], OW, N)
 			if g.W%2 == 1 {
 				clear(dst[r0+(g.W-1)*N:][:N])
 				clear(dst[r1+(g.W-1)*N:][:N])

@@ -59,3 +59,32 @@ func max4GradGo(a, b, c, d, g, da, db, dc, dd []float32) {
 		da[i], db[i], dc[i], dd[i] = z[0], z[1], z[2], z[3]
 	}
 }
+
+// Max4Rows is Max4 over the windows of a row pair: row0 and row1 hold 2 windows pixels of n
+// samples each (the top and bottom rows of the windows), out receives windows pixels; window
+// w is a = row0[2wn:], b = row0[(2w+1)n:], c and d likewise in row1.
+func Max4Rows(row0, row1, out []float32, windows, n int) {
+	row0, row1, out = row0[:2*windows*n], row1[:2*windows*n], out[:windows*n]
+	if useAVX2 && n > 0 && n%8 == 0 && windows > 0 {
+		max4RowsAVX2(windows, n, &row0[0], &row0[n], &row1[0], &row1[n], &out[0])
+		return
+	}
+	for w := 0; w < windows; w++ {
+		Max4(row0[2*w*n:][:n], row0[(2*w+1)*n:][:n], row1[2*w*n:][:n], row1[(2*w+1)*n:][:n], out[w*n:][:n])
+	}
+}
+
+// Max4GradRows is Max4Grad over the windows of a row pair (as Max4Rows lays them out): g
+// holds windows pixels of gradient, d0 and d1 receive the gradients of row0 and row1.
+func Max4GradRows(row0, row1, g, d0, d1 []float32, windows, n int) {
+	m := 2 * windows * n
+	row0, row1, g, d0, d1 = row0[:m], row1[:m], g[:windows*n], d0[:m], d1[:m]
+	if useAVX2 && n > 0 && n%8 == 0 && windows > 0 {
+		max4GradRowsAVX2(windows, n, &row0[0], &row0[n], &row1[0], &row1[n], &g[0], &d0[0], &d0[n], &d1[0], &d1[n])
+		return
+	}
+	for w := 0; w < windows; w++ {
+		a, b := 2*w*n, (2*w+1)*n
+		Max4Grad(row0[a:][:n], row0[b:][:n], row1[a:][:n], row1[b:][:n], g[w*n:][:n], d0[a:][:n], d0[b:][:n], d1[a:][:n], d1[b:][:n])
+	}
+}
