@@ -2,6 +2,19 @@
 
 #include "textflag.h"
 
+// ADDEND_OF_C points AX at what a storing kernel's epilogue adds alpha acc to, R12 at its row
+// stride: c itself (DX, stride R8), or with the store argument set the zero tile at stride 0,
+// which writes alpha acc + 0 (the bits of adding into a cleared c). BX and R13 are scratch.
+#define ADDEND_OF_C \
+	MOVQ DX, AX; \
+	MOVQ R8, R12; \
+	LEAQ ·zeroTile(SB), BX; \
+	MOVBLZX store+44(FP), R13; \
+	TESTL R13, R13; \
+	CMOVQNE BX, AX; \
+	MOVL $0, BX; \
+	CMOVQNE BX, R12
+
 // func kernelAVX2(kc int, a, b *float32, acc *[96]float32)
 // acc (6 x 16, row-major) = sum over p < kc of a[6p:6p+6]^T b[16p:16p+16].
 TEXT ·kernelAVX2(SB), NOSPLIT, $0-32
@@ -396,16 +409,7 @@ l512c:
 	MOVQ c+24(FP), DX
 	MOVQ ldc+32(FP), R8
 	SHLQ $2, R8
-	// c is read from AX at a stride of R12: c itself, or with store set a zero tile at
-	// stride 0, which writes alpha acc + 0 (the bits of adding into a cleared c).
-	MOVQ DX, AX
-	MOVQ R8, R12
-	MOVBLZX store+44(FP), R13
-	TESTL R13, R13
-	JZ   c1add
-	LEAQ ·zeroTile(SB), AX
-	XORQ R12, R12
-c1add:
+	ADDEND_OF_C
 	VBROADCASTSS alpha+40(FP), Z0
 	VMULPS Z0, Z4, Z4
 	VADDPS (AX), Z4, Z4
@@ -525,16 +529,7 @@ l512c2:
 	ADDQ $64, BX
 	DECQ CX
 	JNZ  l512c2
-	// c is read from AX at a stride of R12: c itself, or with store set a zero tile at
-	// stride 0, which writes alpha acc + 0 (the bits of adding into a cleared c).
-	MOVQ DX, AX
-	MOVQ R8, R12
-	MOVBLZX store+44(FP), R13
-	TESTL R13, R13
-	JZ   c2add
-	LEAQ ·zeroTile(SB), AX
-	XORQ R12, R12
-c2add:
+	ADDEND_OF_C
 	VBROADCASTSS alpha+40(FP), Z0
 	VMULPS Z0, Z4, Z4
 	VADDPS 0(AX), Z4, Z4
@@ -1087,16 +1082,7 @@ l512c4:
 	ADDQ $64, BX
 	DECQ CX
 	JNZ  l512c4
-	// c is read from AX at a stride of R12: c itself, or with store set a zero tile at
-	// stride 0, which writes alpha acc + 0 (the bits of adding into a cleared c).
-	MOVQ DX, AX
-	MOVQ R8, R12
-	MOVBLZX store+44(FP), R13
-	TESTL R13, R13
-	JZ   c4add
-	LEAQ ·zeroTile(SB), AX
-	XORQ R12, R12
-c4add:
+	ADDEND_OF_C
 	VBROADCASTSS alpha+40(FP), Z0
 	VMULPS Z0, Z8, Z8
 	VADDPS 0(AX), Z8, Z8

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -500,33 +501,9 @@ func TestPatchChunksBitForBit(t *testing.T) {
 		}
 		w64, x64, y := data(build64(t, spec), R, B, 4)
 		w, x := to32(w64), to32(x64)
-		xr := make([]float32, 0, R*len(x))
-		for r := 0; r < R; r++ {
-			for _, v := range x {
-				xr = append(xr, v+0.01*float32(r))
-			}
-		}
-		for _, in := range [][]float32{x, xr} {
-			n := len(y) * whole.Input.Size()
-			g1, g2 := make([]float32, len(w)), make([]float32, len(w))
-			d1, d2 := make([]float32, R*n), make([]float32, R*n)
-			l1, l2 := make([]float64, R), make([]float64, R)
-			if err := whole.LossGradInput(w, R, in, y, g1, d1, l1); err != nil {
-				t.Fatal(err)
-			}
-			if err := chunked.LossGradInput(w, R, in, y, g2, d2, l2); err != nil {
-				t.Fatal(err)
-			}
-			for i := range g1 {
-				if math.Float32bits(g1[i]) != math.Float32bits(g2[i]) {
-					t.Fatalf("param %d: chunked %v, whole %v", i, g2[i], g1[i])
-				}
-			}
-			for i := range d1 {
-				if math.Float32bits(d1[i]) != math.Float32bits(d2[i]) {
-					t.Fatalf("input gradient %d: chunked %v, whole %v", i, d2[i], d1[i])
-				}
-			}
+		xr := perReplica(x, R)
+		for k, in := range [][]float32{x, xr} {
+			sameLossGradInput(t, fmt.Sprintf("input %d, whole and chunked", k), whole, chunked, w, R, in, y)
 		}
 	}
 }
@@ -555,37 +532,50 @@ func TestPatchGemmBitForBit(t *testing.T) {
 			}
 			w64, x64, y := data(build64(t, spec), R, B, 4)
 			w, x := to32(w64), to32(x64)
-			xr := make([]float32, 0, R*len(x))
-			for r := 0; r < R; r++ {
-				for _, v := range x {
-					xr = append(xr, v+0.01*float32(r))
-				}
-			}
-			n := len(y) * implicit.Input.Size()
-			g1, g2 := make([]float32, len(w)), make([]float32, len(w))
-			d1, d2 := make([]float32, R*n), make([]float32, R*n)
-			l1, l2 := make([]float64, R), make([]float64, R)
-			if err := implicit.LossGradInput(w, R, xr, y, g1, d1, l1); err != nil {
-				t.Fatal(err)
-			}
-			if err := written.LossGradInput(w, R, xr, y, g2, d2, l2); err != nil {
-				t.Fatal(err)
-			}
-			for r := range l1 {
-				if l1[r] != l2[r] {
-					t.Fatalf("B %d replica %d: loss %v from the image, %v from written patches", B, r, l1[r], l2[r])
-				}
-			}
-			for i := range g1 {
-				if math.Float32bits(g1[i]) != math.Float32bits(g2[i]) {
-					t.Fatalf("B %d param %d: %v from the image, %v from written patches", B, i, g1[i], g2[i])
-				}
-			}
-			for i := range d1 {
-				if math.Float32bits(d1[i]) != math.Float32bits(d2[i]) {
-					t.Fatalf("B %d input gradient %d: %v from the image, %v from written patches", B, i, d1[i], d2[i])
-				}
-			}
+			xr := perReplica(x, R)
+			sameLossGradInput(t, fmt.Sprintf("B %d, from the image and from written patches", B), implicit, written, w, R, xr, y)
 		}
 	}
+}
+
+// sameLossGradInput runs LossGradInput of models a and b on the same inputs and fails unless
+// the losses, parameter gradients and input gradients are the same bits.
+func sameLossGradInput(t *testing.T, what string, a, b *Model[float32], w []float32, R int, x []float32, y []int32) {
+	t.Helper()
+	n := len(y) * a.Input.Size()
+	g1, g2 := make([]float32, len(w)), make([]float32, len(w))
+	d1, d2 := make([]float32, R*n), make([]float32, R*n)
+	l1, l2 := make([]float64, R), make([]float64, R)
+	if err := a.LossGradInput(w, R, x, y, g1, d1, l1); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.LossGradInput(w, R, x, y, g2, d2, l2); err != nil {
+		t.Fatal(err)
+	}
+	for r := range l1 {
+		if l1[r] != l2[r] {
+			t.Fatalf("%s: replica %d loss %v and %v", what, r, l1[r], l2[r])
+		}
+	}
+	for i := range g1 {
+		if math.Float32bits(g1[i]) != math.Float32bits(g2[i]) {
+			t.Fatalf("%s: param %d: %v and %v", what, i, g1[i], g2[i])
+		}
+	}
+	for i := range d1 {
+		if math.Float32bits(d1[i]) != math.Float32bits(d2[i]) {
+			t.Fatalf("%s: input gradient %d: %v and %v", what, i, d1[i], d2[i])
+		}
+	}
+}
+
+// perReplica returns R copies of x, copy r shifted by 0.01 r: a batch of inputs per replica.
+func perReplica(x []float32, R int) []float32 {
+	xr := make([]float32, 0, R*len(x))
+	for r := 0; r < R; r++ {
+		for _, v := range x {
+			xr = append(xr, v+0.01*float32(r))
+		}
+	}
+	return xr
 }

@@ -7,7 +7,7 @@ func Max4(a, b, c, d, out []float32) {
 	n := len(out)
 	a, b, c, d = a[:n], b[:n], c[:n], d[:n]
 	if k := n &^ 7; useAVX2 && k > 0 {
-		max4AVX2(k, &a[0], &b[0], &c[0], &d[0], &out[0])
+		max4RowsAVX2(1, k, &a[0], &b[0], &c[0], &d[0], &out[0])
 		a, b, c, d, out = a[k:], b[k:], c[k:], d[k:], out[k:]
 	}
 	max4Go(a, b, c, d, out)
@@ -35,7 +35,7 @@ func Max4Grad(a, b, c, d, g, da, db, dc, dd []float32) {
 	n := len(g)
 	a, b, c, d, da, db, dc, dd = a[:n], b[:n], c[:n], d[:n], da[:n], db[:n], dc[:n], dd[:n]
 	if k := n &^ 7; useAVX2 && k > 0 {
-		max4GradAVX2(k, &a[0], &b[0], &c[0], &d[0], &g[0], &da[0], &db[0], &dc[0], &dd[0])
+		max4GradRowsAVX2(1, k, &a[0], &b[0], &c[0], &d[0], &g[0], &da[0], &db[0], &dc[0], &dd[0])
 		a, b, c, d, g = a[k:], b[k:], c[k:], d[k:], g[k:]
 		da, db, dc, dd = da[k:], db[k:], dc[k:], dd[k:]
 	}

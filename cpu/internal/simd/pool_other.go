@@ -2,14 +2,6 @@
 
 package simd
 
-func max4AVX2(int, *float32, *float32, *float32, *float32, *float32) {
-	panic("simd: no AVX2")
-}
-
-func max4GradAVX2(int, *float32, *float32, *float32, *float32, *float32, *float32, *float32, *float32, *float32) {
-	panic("simd: no AVX2")
-}
-
 func max4RowsAVX2(int, int, *float32, *float32, *float32, *float32, *float32) {
 	panic("simd: no AVX2")
 }
