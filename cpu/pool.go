@@ -84,9 +84,10 @@ func (p *pool) spin(seen uint64) bool {
 	}
 }
 
-// park blocks a helper (its flag and channel) until a job after generation seen starts (true) or the pool closes
-// (false). Either the helper takes back its parked flag itself, having seen the new job, or
-// do claims the flag and sends on its channel: exactly one of the two.
+// park blocks a helper (its flag and channel) until a job after generation seen starts
+// (true) or the pool closes (false). Either the helper takes back its parked flag itself,
+// having seen the new job, or do claims the flag and sends on its channel: exactly one of
+// the two.
 func (p *pool) park(flag *atomic.Bool, wake <-chan struct{}, seen uint64) bool {
 	flag.Store(true)
 	if p.gen.Load() != seen && flag.CompareAndSwap(true, false) {
