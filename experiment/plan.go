@@ -148,25 +148,9 @@ type Calibration struct {
 // returns the speed in Plan's FLOPs. A small slice batches fewer replicas than the real job,
 // so the speed, and every time derived from it, errs on the slow side.
 func Calibrate(ctx context.Context, cfg *Config, data *Data, budget time.Duration) (Calibration, error) {
-	slice := *cfg
-	slice.Pairs = min(cfg.Pairs, 4)
-	// The smallest slice is one round of one pair, which for a large model (ResNet-18: several
-	// TFLOP) takes minutes: estimate it at an optimistic rate first, and refuse rather than
-	// overrun a budget the user was promised by a factor of a hundred.
-	for {
-		est, err := Plan(withRounds(&slice, 1), data, 1)
-		if err != nil {
-			return Calibration{}, err
-		}
-		guess := time.Duration(Seconds(est.FLOPs, CalibrationRateGuess) * float64(time.Second))
-		if guess <= budget/2 {
-			break
-		}
-		if slice.Pairs > 1 {
-			slice.Pairs = 1
-			continue
-		}
-		return Calibration{}, &CalibrationTooLongError{FLOPs: est.FLOPs, Guess: guess, Budget: budget}
+	slice, err := calibrationSlice(cfg, data, budget)
+	if err != nil {
+		return Calibration{}, err
 	}
 	var cal Calibration
 	for rounds := 1; ; rounds = min(2*rounds, cfg.Train.Rounds) {
@@ -189,6 +173,36 @@ func Calibrate(ctx context.Context, cfg *Config, data *Data, budget time.Duratio
 	}
 	cal.FLOPS = w.FLOPs / max(cal.Elapsed.Seconds(), 1e-9)
 	return cal, nil
+}
+
+// CalibrationFits reports whether Calibrate can time a slice of cfg within budget: nil, or the
+// *CalibrationTooLongError Calibrate would return, found without training anything.
+func CalibrationFits(cfg *Config, data *Data, budget time.Duration) error {
+	_, err := calibrationSlice(cfg, data, budget)
+	return err
+}
+
+// calibrationSlice is the configuration Calibrate times: up to 4 pairs of cfg. The smallest
+// slice is one round of one pair, which for a large model (ResNet-18: several TFLOP) takes
+// minutes: it is estimated at an optimistic rate first, and refused rather than overrun a
+// budget the user was promised by a factor of a hundred.
+func calibrationSlice(cfg *Config, data *Data, budget time.Duration) (Config, error) {
+	slice := *cfg
+	slice.Pairs = min(cfg.Pairs, 4)
+	for {
+		est, err := Plan(withRounds(&slice, 1), data, 1)
+		if err != nil {
+			return Config{}, err
+		}
+		guess := time.Duration(Seconds(est.FLOPs, CalibrationRateGuess) * float64(time.Second))
+		if guess <= budget/2 {
+			return slice, nil
+		}
+		if slice.Pairs == 1 {
+			return Config{}, &CalibrationTooLongError{FLOPs: est.FLOPs, Guess: guess, Budget: budget}
+		}
+		slice.Pairs = 1
+	}
 }
 
 // CalibrationRateGuess is the FLOP rate Calibrate assumes when it decides whether its slice

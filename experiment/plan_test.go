@@ -190,6 +190,14 @@ func TestCalibrateRefusesWhatCannotFit(t *testing.T) {
 	if tooLong.FLOPs != one.FLOPs || tooLong.Guess != oneGuess {
 		t.Errorf("refusal %+v, want %g FLOP and %s", tooLong, one.FLOPs, oneGuess)
 	}
+	// CalibrationFits says the same without training (the CLI asks it before saying it trains).
+	var fits *CalibrationTooLongError
+	if err := CalibrationFits(cfg, data, oneGuess); !errors.As(err, &fits) || *fits != *tooLong {
+		t.Errorf("CalibrationFits with half a round's budget: %v, want %+v", err, tooLong)
+	}
+	if err := CalibrationFits(cfg, data, 2*oneGuess); err != nil {
+		t.Errorf("CalibrationFits with a round's budget: %v", err)
+	}
 	// Twice one pair's guess fits one pair (half the budget) but not four.
 	cal, err := Calibrate(context.Background(), cfg, data, 2*oneGuess)
 	if err != nil {

@@ -116,7 +116,10 @@ func init() {
 					Seconds: experiment.Seconds(w.FLOPs, rate), ShardSeconds: experiment.Seconds(w.ShardFLOPs, rate),
 				}}
 				if !*noCal {
-					e.logf("plan: calibrating on this machine (about %s)", *budget)
+					// Said before the second of training, and only when it will happen.
+					if experiment.CalibrationFits(cfg, data, *budget) == nil {
+						e.logf("plan: calibrating on this machine (about %s)", *budget)
+					}
 					cal, err := experiment.Calibrate(ctx, cfg, data, *budget)
 					var tooLong *experiment.CalibrationTooLongError
 					switch {
