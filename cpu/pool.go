@@ -26,13 +26,19 @@ type pool struct {
 	cur     job
 	n       int64
 	next    atomic.Int64
-	gen     atomic.Uint64 // counts jobs; a helper sees a new one by a change
-	wg      sync.WaitGroup
-	wake    []chan struct{}
-	parked  []atomic.Bool // helper i+1 is parked on wake[i] (or about to be) until claimed
-	once    sync.Once
-	closed  atomic.Bool
+	// state is the job count times stateJobs plus the number of helpers taking part in the
+	// current job (helpers 1..that): one word, so that a helper reads both at once.
+	state  atomic.Uint64
+	jobs   uint64 // the job count (do's alone)
+	wg     sync.WaitGroup
+	wake   []chan struct{}
+	parked []atomic.Bool // helper i+1 is parked on wake[i] (or about to be) until claimed
+	once   sync.Once
+	closed atomic.Bool
 }
+
+// stateJobs is state's unit of the job count: helper counts stay below it.
+const stateJobs = 1 << 24
 
 // spinWait is how long an idle helper watches for the next job before parking: longer than
 // the gaps between a step's operations, short enough that an idle backend frees its cores
@@ -40,9 +46,7 @@ type pool struct {
 const spinWait = 200 * time.Microsecond
 
 func newPool(workers int) *pool {
-	if workers < 1 {
-		workers = 1
-	}
+	workers = min(max(workers, 1), stateJobs)
 	return &pool{workers: workers}
 }
 
@@ -51,28 +55,32 @@ func (p *pool) start() {
 	p.parked = make([]atomic.Bool, p.workers-1)
 	for i := range p.wake {
 		p.wake[i] = make(chan struct{}, 1)
-		go p.loop(i+1, p.wake[i], p.gen.Load())
+		go p.loop(i+1, p.wake[i], p.state.Load())
 	}
 }
 
-// loop is helper id's life; seen is the job count when it was started (read by start, before
-// do counts the job that started the pool, so that the helper takes part in it).
+// loop is helper id's life; seen is the state when it was started (read by start, before do
+// counts the job that started the pool, so that the helper takes part in it). A helper takes
+// part in the jobs whose helper count reaches its id and lets the others go by: a job cannot
+// end before each of its helpers has seen it, so none of them misses one.
 func (p *pool) loop(id int, wake <-chan struct{}, seen uint64) {
 	for {
 		if !p.spin(seen) && !p.park(&p.parked[id-1], wake, seen) {
 			return
 		}
-		seen = p.gen.Load()
-		p.drain(id)
-		p.wg.Done()
+		seen = p.state.Load()
+		if id <= int(seen%stateJobs) {
+			p.drain(id)
+			p.wg.Done()
+		}
 	}
 }
 
-// spin reports whether a job after generation seen started within spinWait.
+// spin reports whether the state moved on from seen (a job started) within spinWait.
 func (p *pool) spin(seen uint64) bool {
 	deadline := time.Now().Add(spinWait)
 	for i := 1; ; i++ {
-		if p.gen.Load() != seen {
+		if p.state.Load() != seen {
 			return true
 		}
 		if i%64 == 0 {
@@ -84,13 +92,13 @@ func (p *pool) spin(seen uint64) bool {
 	}
 }
 
-// park blocks a helper (its flag and channel) until a job after generation seen starts
-// (true) or the pool closes (false). Either the helper takes back its parked flag itself,
-// having seen the new job, or do claims the flag and sends on its channel: exactly one of
-// the two.
+// park blocks a helper (its flag and channel) until the state moves on from seen (true) or
+// the pool closes (false). Either the helper takes back its parked flag itself, having seen
+// the new job, or do claims the flag (only for a job the helper takes part in) and sends on
+// its channel: exactly one of the two.
 func (p *pool) park(flag *atomic.Bool, wake <-chan struct{}, seen uint64) bool {
 	flag.Store(true)
-	if p.gen.Load() != seen && flag.CompareAndSwap(true, false) {
+	if p.state.Load() != seen && flag.CompareAndSwap(true, false) {
 		return true
 	}
 	_, ok := <-wake
@@ -107,8 +115,8 @@ func (p *pool) drain(id int) {
 	}
 }
 
-// do runs tasks 0..n-1 of j on the pool and returns when all are done. Every helper takes
-// part in every job (one with nothing left to take returns at once).
+// do runs tasks 0..n-1 of j on the pool and returns when all are done. Up to n-1 helpers
+// take part; the rest, spinning or parked, stay out of it.
 func (p *pool) do(j job, n int) {
 	if n <= 0 {
 		return
@@ -123,9 +131,11 @@ func (p *pool) do(j job, n int) {
 	p.cur = j
 	p.n = int64(n)
 	p.next.Store(0)
-	p.wg.Add(p.workers - 1)
-	p.gen.Add(1)
-	for i := range p.parked {
+	helpers := min(p.workers-1, n-1)
+	p.wg.Add(helpers)
+	p.jobs++
+	p.state.Store(p.jobs*stateJobs + uint64(helpers))
+	for i := range p.parked[:helpers] {
 		if p.parked[i].CompareAndSwap(true, false) {
 			p.wake[i] <- struct{}{}
 		}

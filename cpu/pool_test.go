@@ -24,7 +24,8 @@ func (j *countJob) run(task, worker int) {
 
 // Every task of every job runs exactly once, whether the helpers are spinning (jobs back to
 // back), parked (a pause longer than spinWait before the job) or just started, and whatever
-// the worker count; a closed pool's helpers end. Run with -race to check the hand-off.
+// the worker count, and a job of n tasks takes no helper beyond the first n-1 (jobs of fewer
+// tasks than workers let the others go by). Run with -race to check the hand-off.
 func TestPoolRunsEveryTaskOnce(t *testing.T) {
 	for _, workers := range []int{2, 3, 8} {
 		p := newPool(workers)
@@ -44,6 +45,12 @@ func TestPoolRunsEveryTaskOnce(t *testing.T) {
 			for task := range j.runs {
 				if got := j.runs[task].Load(); got != 1 {
 					t.Fatalf("%d workers, job %d: task %d ran %d times", workers, job, task, got)
+				}
+			}
+			// n tasks take at most n-1 helpers besides the caller (worker 0): helpers 1..n-1.
+			for w := n; w < workers; w++ {
+				if got := j.workers[w].Load(); got != 0 {
+					t.Fatalf("%d workers, job %d of %d tasks: helper %d ran %d of them", workers, job, n, w, got)
 				}
 			}
 		}
