@@ -78,8 +78,9 @@ func BenchmarkW1(b *testing.B) {
 	}
 }
 
-// BenchmarkW2 is the whole W2 workload (LeNet-5, bench/README.md) for 32 replicas and 10
-// rounds on the CPU backend; compare with ../shared/bench/torch/w2.py --impl naive.
+// BenchmarkW2 is the whole W2 workload (LeNet-5; docs/training.md defines it, names its
+// PyTorch reference and records the measured ratios) for 32 replicas and 10 rounds on the CPU
+// backend.
 func BenchmarkW2(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		r, err := traintest.RunW2(context.Background(), nil, 32, 10)

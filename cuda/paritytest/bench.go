@@ -26,7 +26,7 @@ const (
 	BenchOutEnv = "FEDAUDIT_BENCH_OUT"
 )
 
-// The workloads the kit runs (bench/README.md): W1, the MLP of traintest.RunW1, and W2,
+// The workloads the kit runs (defined in docs/training.md): W1, the MLP of traintest.RunW1, and W2,
 // LeNet-5 of traintest.RunW2.
 const (
 	W1 = "W1"

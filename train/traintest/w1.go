@@ -11,9 +11,9 @@ import (
 	"github.com/fedaudit/fedaudit/train"
 )
 
-// W1 (bench/README.md): Noisy-FedAvg, m = 10 clients x 600 samples of 784 features (class-
-// conditional Gaussians), 10 classes, MLP 784-64-10 tanh, T = 20, K = 5, B = 32, eta = 0.05,
-// V = 1, sigma = 0.01; replicas are half on C, half on C' (client 0's sample 0 replaced).
+// W1 (defined in docs/training.md): Noisy-FedAvg, m = 10 clients x 600 samples of 784 features
+// (class-conditional Gaussians), 10 classes, MLP 784-64-10 tanh, T = 20, K = 5, B = 32, eta =
+// 0.05, V = 1, sigma = 0.01; replicas are half on C, half on C' (client 0's sample 0 replaced).
 const (
 	w1Clients, W1PerClient, w1Dim, w1Classes, w1Hidden = 10, 600, 784, 10, 64
 )

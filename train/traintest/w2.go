@@ -11,8 +11,8 @@ import (
 	"github.com/fedaudit/fedaudit/train"
 )
 
-// W2 (bench/README.md): Noisy-FedAvg of LeNet-5 (ReLU, max pooling; 61,706 parameters) on
-// synthetic 28x28 grey images (class prototypes plus pixel noise in [0, 1]), m = 10 clients x
+// W2 (defined in docs/training.md): Noisy-FedAvg of LeNet-5 (ReLU, max pooling; 61,706 parameters)
+// on synthetic 28x28 grey images (class prototypes plus pixel noise in [0, 1]), m = 10 clients x
 // 600 images, 10 classes, T = 10, K = 5, B = 32, eta = 0.05, V = 1, sigma = 0.01; replicas are
 // half on C, half on C' (client 0's image 0 replaced by one of another class).
 const (
