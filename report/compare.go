@@ -60,7 +60,7 @@ func findingValue(f *findings.Finding, metric string) (float64, bool) {
 	return v, ok
 }
 
-// WriteComparison prints, for every attack and metric, a Markdown table shaped like the paper's
+// WriteComparison prints, for every attack and metric, a Markdown table shaped like Sun et al.'s
 // attack-success tables: one row per experiment, one column per round T. A metric an attack
 // does not report is left out; "-" marks a round an experiment lacks.
 func WriteComparison(w io.Writer, exps []Compared, metrics []string) error {

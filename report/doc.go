@@ -4,10 +4,10 @@
 // expdir names. It also writes the text the CLI prints: the analysis table (WriteAnalysis,
 // WriteTable) and side-by-side comparisons of experiments (WriteComparison).
 //
-// The report shows, for every number of rounds T, the empirical trade-off curves of the
-// attacks beside the certified points and the theoretical Gaussian-DP curves, mu against T,
-// attack-success tables shaped like the paper's, the verdicts on the claimed guarantees, and
-// the sensitivity and utility measured in training. Every number names the threat model it
-// belongs to. The output is a function of the Input alone (no timestamps, no random ids), so
-// two runs over the same results give byte-identical files.
+// The report shows, for every number of rounds T, the empirical trade-off curves of the attacks
+// beside the certified points and the theoretical Gaussian-DP curves, mu against T, attack-success
+// tables shaped like those of Sun et al. (2026, docs/theory.md), the verdicts on the claimed
+// guarantees, and the sensitivity and utility measured in training. Every number names the threat
+// model it belongs to. The output is a function of the Input alone (no timestamps, no random
+// ids), so two runs over the same results give byte-identical files.
 package report

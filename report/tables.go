@@ -449,7 +449,7 @@ func (m *model) oneRunTable() *table {
 	return t
 }
 
-// metricsTable lists the attacks' own success metrics (label accuracy, PSNR, ...), the paper's
+// metricsTable lists the attacks' own success metrics (label accuracy, PSNR, ...), Sun et al.'s
 // label-reconstruction and gradient-inversion tables; nil when no attack reports any.
 func (m *model) metricsTable() *table {
 	var names []string
