@@ -125,7 +125,7 @@ func init() {
 					switch {
 					case errors.As(err, &tooLong):
 						rep.NotCalibrated = fmt.Sprintf("not calibrated: one round of one pair is %sFLOP, at least %s even at %.0f GFLOP/s; --calibrate-time above %s times it anyway",
-							si(tooLong.FLOPs), tooLong.Guess.Round(time.Second), experiment.CalibrationRateGuess/1e9, (2 * tooLong.Guess).Round(time.Second))
+							si(tooLong.FLOPs), duration(tooLong.Guess.Seconds()), experiment.CalibrationRateGuess/1e9, duration((2 * tooLong.Guess).Seconds()))
 					case err != nil:
 						return err
 					default:
