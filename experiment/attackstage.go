@@ -118,6 +118,13 @@ func withData(dir string, tab *runs.Table, cfg *Config, data *Data) (*experiment
 		return nil, fmt.Errorf("%s: the data rebuilt from the config has hash %s, the run files were trained on %s; the dataset changed since training",
 			expdir.Dir(dir).Runs(), data.Hash, tab.Meta().DatasetHash)
 	}
+	// A config that declares canaries over run files without them (runs imported, or written by
+	// a trainer that left them out) would be audited silently without its one-run rows.
+	if c := cfg.Train.Canaries; c != nil && c.Count > 0 && tab.Meta().Canaries == 0 {
+		tab.Close()
+		return nil, fmt.Errorf("%s: the config declares %d canaries (train.canaries) but the run files carry none; audit them without train.canaries, or train them with fedaudit",
+			expdir.Dir(dir).Runs(), c.Count)
+	}
 	return &experimentDir{dir: dir, tab: tab, cfg: cfg, data: data}, nil
 }
 

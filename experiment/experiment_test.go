@@ -12,6 +12,7 @@ import (
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/train"
 )
 
 func smallConfig() *Config {
@@ -179,4 +180,30 @@ func runFindings(cfg *Config, dir string, opts RunOptions) ([]findings.Finding, 
 		return nil, err
 	}
 	return a.Findings, nil
+}
+
+// Run files without canaries under a config that declares them (runs imported or written by
+// another trainer) are refused when opened for the attack and analysis stages, instead of
+// being audited without the one-run rows the config promises; the same files under their own
+// config open.
+func TestDeclaredCanariesMustBeInTheRuns(t *testing.T) {
+	cfg := smallConfig()
+	data, err := Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, _, err := TrainShard(context.Background(), cfg, data, runs.Shard{Index: 0, Count: 1}, dir, TrainOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := openPrepared(dir, false, cfg, data)
+	if err != nil {
+		t.Fatalf("the runs under their own config: %v", err)
+	}
+	e.Close()
+	declared := *cfg
+	declared.Train.Canaries = &train.CanaryConfig{Count: 100, Kind: "relabel"}
+	if _, err := openPrepared(dir, false, &declared, data); err == nil || !strings.Contains(err.Error(), "declares 100 canaries") {
+		t.Fatalf("runs without canaries under a config with 100: err %v", err)
+	}
 }

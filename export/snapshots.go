@@ -43,6 +43,9 @@ func Snapshots(ctx context.Context, dir, out string) ([]string, error) {
 	}
 	defer tab.Close()
 	meta := tab.Meta()
+	if meta.Canaries > 0 {
+		return nil, fmt.Errorf("export: %s carries %d canaries per run, which snapshots and their manifest cannot hold (an import of them would lose the one-run audit)", expdir.Dir(dir).Runs(), meta.Canaries)
+	}
 	if !meta.HasParams {
 		return nil, fmt.Errorf("export: %s holds no parameters (train.record_params was off): there is nothing to export as snapshots", expdir.Dir(dir).Runs())
 	}

@@ -95,6 +95,11 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	cfg := *opts.Config
+	if c := cfg.Train.Canaries; c != nil && c.Count > 0 {
+		// The manifest has no place for canary inclusion bits or their observations: runs
+		// imported under such a config would be audited without the one-run rows it promises.
+		return nil, &experiment.ConfigError{Err: fmt.Errorf("import: the config declares %d canaries (train.canaries), which imported runs cannot carry; remove train.canaries to audit the coupled pairs", c.Count)}
+	}
 	// Imported runs carry global parameters (and uploads where the manifest lists them); the
 	// informed adversary's statistics are replayed where that is possible (replay.go).
 	cfg.Train.RecordParams, cfg.Train.RecordUpload = true, false

@@ -255,3 +255,32 @@ func TestImportExternalCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Runs with canaries are not exported as snapshots, and a config with train.canaries is not
+// imported: neither the snapshots nor their manifest can hold the canaries, and runs that lost
+// them would be audited without the one-run rows (a different verdict from the same training).
+func TestCanariesNeitherExportedNorImported(t *testing.T) {
+	dir := t.TempDir()
+	call := func(args ...string) (int, string) {
+		var stdout, stderr bytes.Buffer
+		code := exitCode(&stderr, run(context.Background(), args, &stdout, &stderr))
+		return code, stderr.String()
+	}
+	trained := filepath.Join(dir, "trained")
+	if code, stderr := call("train", "--config", "testdata/run_onerun.yaml", "--out", trained); code != 0 {
+		t.Fatalf("train: code %d, %s", code, stderr)
+	}
+	if code, stderr := call("export", "--format", "safetensors", trained, "--out", filepath.Join(dir, "snap")); code == 0 || !strings.Contains(stderr, "carries 300 canaries per run") {
+		t.Fatalf("export of runs with canaries: code %d, stderr %s", code, stderr)
+	}
+	man := filepath.Join(dir, "m.csv")
+	os.WriteFile(man, []byte("file,world,pair,round\nx.npy,C,0,3\nx.npy,C',0,3\n"), 0o644)
+	out := filepath.Join(dir, "imported")
+	code, stderr := call("import", "--manifest", man, "--config", "testdata/run_onerun.yaml", "--out", out)
+	if code != 2 || !strings.Contains(stderr, "declares 300 canaries") {
+		t.Fatalf("import under a config with canaries: code %d, stderr %s", code, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("a refused import created %s", out)
+	}
+}
