@@ -23,7 +23,7 @@ func FuzzManifest(f *testing.F) {
 			return
 		}
 		for _, e := range entries {
-			if e.File == "" || (e.World != 0 && e.World != 1) {
+			if e.File == "" || (e.World != 0 && e.World != 1) || e.Client < -1 {
 				t.Fatalf("accepted entry %+v", e)
 			}
 		}

@@ -82,3 +82,17 @@ func TestManifestJSON(t *testing.T) {
 		t.Fatalf("unknown column: %v", err)
 	}
 }
+
+// A negative client, in a CSV or a JSON manifest, is an error naming the line: it must not be
+// read as a global model (the empty or absent client).
+func TestManifestRefusesNegativeClient(t *testing.T) {
+	for name, raw := range map[string]string{
+		"csv":  "file,world,pair,round,client\na.npy,C,0,1,-2\n",
+		"json": `{"entries": [{"file": "a.npy", "world": "C", "pair": 0, "round": 1, "client": -5}]}`,
+	} {
+		_, err := parseManifest([]byte(raw))
+		if err == nil || !strings.Contains(err.Error(), "is negative") {
+			t.Errorf("%s: err %v, want a negative client refused", name, err)
+		}
+	}
+}

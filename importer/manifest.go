@@ -147,6 +147,9 @@ func parseJSON(raw []byte) ([]Entry, error) {
 		}
 		e := Entry{File: je.File, World: w, Pair: *je.Pair, Round: *je.Round, Client: -1, Canary: je.Canary, Line: where}
 		if je.Client != nil {
+			if *je.Client < 0 {
+				return nil, fmt.Errorf("%s: client %d is negative (leave it out for a global model)", where, *je.Client)
+			}
 			e.Client = *je.Client
 		}
 		out = append(out, e)
@@ -212,6 +215,9 @@ func parseCSV(raw []byte) ([]Entry, error) {
 			v, err := strconv.Atoi(strings.TrimSpace(rec[i]))
 			if err != nil {
 				return nil, fmt.Errorf("%s: %s %q is not an integer", where, f.name, rec[i])
+			}
+			if f.name == "client" && v < 0 {
+				return nil, fmt.Errorf("%s: client %d is negative (leave it empty for a global model)", where, v)
 			}
 			*f.dst = v
 		}
