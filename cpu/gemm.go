@@ -68,12 +68,15 @@ type gemmJob struct {
 	alpha, beta      float32
 	a, b, c          compute.Mat
 	m, n, k          int
-	mBlocks, nBlocks int
+	nBlocks          int
 	sharedA, sharedB []float32 // whole op(A) / op(B) packed, or nil
 	mPad, nPad       int       // rows of op(A), columns of op(B) rounded up to whole panels
-	nc               int       // columns per task: gemmNC, or all of them when op(B) is prepacked
-	// transposed: c = a b^T with a shared is computed as c^T = b a^T, the rows of b read in
-	// place by the strided kernel and a^T packed once (sharedA, as column panels of c's rows).
+	// nc is the columns per task: gemmNC, or all of them (op(B) prepacked, or one transposed
+	// task per batch element).
+	nc int
+	// transposed: c = a b^T is computed as c^T = b a^T, the rows of b read in place by the
+	// strided kernel and a^T packed once per call (a shared: sharedA, as column panels of c's
+	// rows) or by each task (a per batch element, of few rows).
 	transposed bool
 	serial     int          // counts Gemm calls: scratch keyed by it is never reused across calls
 	patches    *patchSource // op(B) packed from an image (ConvForward), or nil
@@ -112,15 +115,14 @@ func (g *gemmJob) prepack() {
 // packJob packs a whole operand (prepack) in tasks of one depth block and up to packGroup
 // rows (panels of op(A)) or columns (panels of op(B)).
 type packJob struct {
-	dst      []float32
-	src      []float32
-	ld       int
-	panelsB  bool // packB's panels of gemmNR columns, else packA's of gemmMR rows
-	trans    bool
-	n, nPad  int // rows of op(A) or columns of op(B), and that rounded up to whole panels
-	k        int
-	groups   int // tasks per depth block
-	groupLen int
+	dst     []float32
+	src     []float32
+	ld      int
+	panelsB bool // packB's panels of gemmNR columns, else packA's of gemmMR rows
+	trans   bool
+	n, nPad int // rows of op(A) or columns of op(B), and that rounded up to whole panels
+	k       int
+	groups  int // tasks per depth block
 }
 
 // packGroup is the rows or columns of one packing task: whole panels of either kind.
@@ -128,7 +130,6 @@ const packGroup = 64 * gemmMR * gemmNR / 2
 
 func (j *packJob) do(be *Backend, dst []float32, m compute.Mat, panelsB, trans bool, n, nPad, k int) {
 	*j = packJob{dst: dst, src: data(m.Buf)[m.Off:], ld: m.Stride, panelsB: panelsB, trans: trans, n: n, nPad: nPad, k: k}
-	j.groupLen = packGroup
 	j.groups = (n + packGroup - 1) / packGroup
 	blocks := (k + gemmKC - 1) / gemmKC
 	be.pool.doSized(j, blocks*j.groups, n*k)
@@ -138,8 +139,8 @@ func (j *packJob) do(be *Backend, dst []float32, m compute.Mat, panelsB, trans b
 func (j *packJob) run(task, _ int) {
 	p0 := task / j.groups * gemmKC
 	kc := min(gemmKC, j.k-p0)
-	i0 := task % j.groups * j.groupLen
-	cnt := min(j.groupLen, j.n-i0)
+	i0 := task % j.groups * packGroup
+	cnt := min(packGroup, j.n-i0)
 	dst := j.dst[p0*j.nPad+i0*kc:]
 	if j.panelsB {
 		packB(dst, j.src, j.ld, j.trans, i0, cnt, p0, kc)
@@ -194,13 +195,7 @@ func (g *gemmJob) run(task, worker int) {
 		// A small op(A) (a layer's weights, a minibatch's activations) is packed whole, once
 		// per batch element and depth block on each worker, instead of once per column block.
 		wholeA := g.sharedA == nil && g.mPad*kc <= len(s.a)
-		// Whole panels of a row-major op(A) (a first convolution's output gradient: 6
-		// channels, a long depth of pixels times samples; a dense layer's weights) are read in
-		// place by the strided kernel instead of being interleaved into a packed copy, when a
-		// packed copy would serve few column panels (at most four: a minibatch of samples) and
-		// the depth makes each tile's own addition into c a small part of its work.
-		inPlaceA := useAVX512 && g.sharedA == nil && !g.transA && g.m%gemmMR == 0 && g.m <= inPlaceRowsMax &&
-			g.n <= 4*gemmNR && kc >= 64
+		inPlaceA := g.readsAInPlace(kc)
 		if inPlaceA {
 			g.inPlaceRows(s, a, bPack, c, kc, p0, j0, nc)
 			continue
@@ -240,14 +235,10 @@ func (g *gemmJob) run(task, worker int) {
 					// (alpha acc + 0, as if added into a cleared c) and nothing is cleared.
 					store := clearTiles && p0 == 0 && useAVX512
 					if clearTiles && p0 == 0 && !store {
-						// The rows the kernels below may write: twelve for the four-panel
-						// kernel (cleared again, still untouched, if it declines), else mr.
-						rows := mr
-						if width == 2 && i0+mc-ib >= 2*gemmMR {
-							rows = 2 * gemmMR
-						}
-						cols := min(width*gemmNR, j0+nc-jb)
-						for i := ib; i < ib+rows; i++ {
+						// Without AVX-512 the tile is one panel (width 1) of mr rows, which
+						// the kernels below add into.
+						cols := min(gemmNR, j0+nc-jb)
+						for i := ib; i < ib+mr; i++ {
 							clear(c[i*ldc+jb : i*ldc+jb+cols])
 						}
 					}
@@ -288,6 +279,17 @@ func (g *gemmJob) run(task, worker int) {
 	}
 }
 
+// readsAInPlace reports whether run reads op(A) in place (inPlaceRows) for a depth block of kc:
+// whole panels of a row-major op(A) (a first convolution's output gradient: 6 channels, a long
+// depth of pixels times samples; a dense layer's weights) are read by the strided kernel
+// instead of being interleaved into a packed copy, when a packed copy would serve few column
+// panels (at most four: a minibatch of samples) and the depth makes each tile's own addition
+// into c a small part of its work.
+func (g *gemmJob) readsAInPlace(kc int) bool {
+	return useAVX512 && g.sharedA == nil && !g.transA && !g.transposed && g.m%gemmMR == 0 &&
+		g.m <= inPlaceRowsMax && g.n <= 4*gemmNR && kc >= 64
+}
+
 // inPlaceRows adds alpha op(A) op(B) for one depth block to columns [j0, j0+nc) of c, every
 // row of a read in place MR rows at a time against the packed panels of op(B) (bPack), two
 // panels per kernel where there are two. The fused multiply-adds of each element are those
@@ -304,9 +306,10 @@ func (g *gemmJob) inPlaceRows(s *gemmScratch, a, bPack, c []float32, kc, p0, j0,
 			width := 1
 			if jp+1 < nPanels && kernelStrided2(kc, ar, lda, bp, &s.acc2) {
 				acc, width = s.acc2[:], 2
-			} else {
-				kernelStrided(kc, ar, lda, bp, &s.acc)
+			} else if kernelStrided(kc, ar, lda, bp, &s.acc) {
 				acc = s.acc[:]
+			} else {
+				panic("cpu: inPlaceRows without AVX-512") // run takes this path only with it
 			}
 			cols := min(width*gemmNR, j0+nc-jb)
 			for i := 0; i < gemmMR; i++ {
@@ -314,12 +317,12 @@ func (g *gemmJob) inPlaceRows(s *gemmScratch, a, bPack, c []float32, kc, p0, j0,
 				src := acc[i*width*gemmNR:][:cols]
 				if g.beta == 0 && p0 == 0 {
 					for j, v := range src {
-						row[j] = 0 + g.alpha*v
+						row[j] = 0 + float32(g.alpha*v)
 					}
 					continue
 				}
 				for j, v := range src {
-					row[j] += g.alpha * v
+					row[j] += float32(g.alpha * v) // rounded first, as the kernels do: never fused
 				}
 			}
 			jp += width
@@ -340,12 +343,12 @@ func (g *gemmJob) tile(kc int, ap, bp, c []float32, ib, mr, jb, nr int, s *gemmS
 		acc := s.acc[i*gemmNR : i*gemmNR+nr]
 		if store {
 			for j := range row {
-				row[j] = 0 + g.alpha*acc[j]
+				row[j] = 0 + float32(g.alpha*acc[j])
 			}
 			continue
 		}
 		for j := range row {
-			row[j] += g.alpha * acc[j]
+			row[j] += float32(g.alpha * acc[j]) // rounded first, as the kernels do: never fused
 		}
 	}
 }
@@ -403,7 +406,7 @@ func (g *gemmJob) runTransposed(task, worker int) {
 				ib := ip * gemmNR
 				for ii := 0; ii < 2*gemmMR; ii++ {
 					for jj, v := range s.acc4[ii*2*gemmNR : (ii+1)*2*gemmNR] {
-						c[(ib+jj)*ldc+jb+ii] += g.alpha * v
+						c[(ib+jj)*ldc+jb+ii] += float32(g.alpha * v)
 					}
 				}
 			}
@@ -428,7 +431,6 @@ func (g *gemmJob) transposedRows(s *gemmScratch, aT, b, c []float32, kc, p0, jb,
 		rb = jb + mr - gemmMR
 	}
 	full := jb+mr-rb == gemmMR
-	s.aKey = [3]int{} // a is overwritten below
 	if !full {
 		packA(s.a[:], b, ldb, false, jb, mr, p0, kc)
 	}
@@ -440,7 +442,7 @@ func (g *gemmJob) transposedRows(s *gemmScratch, aT, b, c []float32, kc, p0, jb,
 			for ii := 0; ii < mr; ii++ {
 				acc := s.acc2[(ii+jb-rb)*2*gemmNR : (ii+jb-rb+1)*2*gemmNR]
 				for jj, v := range acc {
-					c[(ib+jj)*ldc+jb+ii] += g.alpha * v
+					c[(ib+jj)*ldc+jb+ii] += float32(g.alpha * v)
 				}
 			}
 			ip++
@@ -456,7 +458,7 @@ func (g *gemmJob) transposedRows(s *gemmScratch, aT, b, c []float32, kc, p0, jb,
 		for ii := 0; ii < mr; ii++ {
 			acc := s.acc[(ii+jb-rb)*gemmNR : (ii+jb-rb)*gemmNR+nr]
 			for jj, v := range acc {
-				c[(ib+jj)*ldc+jb+ii] += g.alpha * v
+				c[(ib+jj)*ldc+jb+ii] += float32(g.alpha * v)
 			}
 		}
 	}

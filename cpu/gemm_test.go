@@ -121,7 +121,8 @@ func TestGemmBetaZeroIgnoresNaN(t *testing.T) {
 	}
 }
 
-// With beta = 0 every element of c is written (each tile cleared just before its first kernel):
+// With beta = 0 every element of c is written (each tile stored by its first kernel, or cleared
+// just before it where the kernels add):
 // c filled with NaN beforehand, for shapes whose tiles take each kernel (twelve rows, six rows,
 // a partial last panel, columns not a multiple of the panels), several depth blocks, and an
 // empty depth (c must come out zero).
@@ -177,11 +178,11 @@ func TestGemmTransposedPerElementMatchesPacked(t *testing.T) {
 				b := compute.Mat{Buf: be.Alias(B), Rows: N, Cols: K, Stride: K, Batch: R, BatchStride: N * K}
 				run := func(transposed bool) []float32 {
 					C := append([]float32(nil), C0...)
-					saved := transposedRowsMax
+					saved, savedI := transposedRowsMax, inPlaceRowsMax
 					if !transposed {
-						transposedRowsMax = 0
+						transposedRowsMax, inPlaceRowsMax = 0, 0 // the packed path itself
 					}
-					defer func() { transposedRowsMax = saved }()
+					defer func() { transposedRowsMax, inPlaceRowsMax = saved, savedI }()
 					be.Gemm(false, true, 0.7, a, b, beta, compute.Mat{Buf: be.Alias(C), Rows: M, Cols: N, Stride: N, Batch: R, BatchStride: M * N})
 					if be.gemm.transposed != transposed {
 						t.Fatalf("%dx%dx%d: transposed path %v, want %v", M, N, K, be.gemm.transposed, transposed)
@@ -208,7 +209,9 @@ func TestGemmInPlaceRowsMatchPacked(t *testing.T) {
 	}
 	be := New(2)
 	defer be.Close()
-	for _, sh := range [][3]int{{6, 26, 2000}, {12, 40, 1030}, {48, 16, 5}, {6, 7, 3000}, {18, 200, 64}, {120, 32, 400}, {84, 32, 120}, {192, 50, 70}} {
+	// Every shape takes the in-place path (rows a multiple of 6 up to 192, at most 64 columns,
+	// a depth block of at least 64); the test fails if one does not.
+	for _, sh := range [][3]int{{6, 26, 2000}, {12, 40, 1030}, {48, 16, 70}, {6, 7, 3000}, {18, 64, 64}, {120, 32, 400}, {84, 32, 120}, {192, 50, 70}} {
 		M, N, K := sh[0], sh[1], sh[2]
 		for _, shared := range []bool{false, true} {
 			for _, beta := range []float32{0, 1, 0.5} {
@@ -230,6 +233,9 @@ func TestGemmInPlaceRowsMatchPacked(t *testing.T) {
 					}
 					defer func() { transposedRowsMax, inPlaceRowsMax = savedT, savedI }()
 					be.Gemm(false, true, 0.7, a, b, beta, compute.Mat{Buf: be.Alias(C), Rows: M, Cols: N, Stride: N, Batch: R, BatchStride: M * N})
+					if got := be.gemm.readsAInPlace(min(K, gemmKC)); got != inPlace {
+						t.Fatalf("%dx%dx%d: reads a in place %v, want %v", M, N, K, got, inPlace)
+					}
 					return C
 				}
 				got, want := run(true), run(false)

@@ -363,7 +363,7 @@ l512s:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512C(kc int, a, b, c *float32, ldc int, alpha float32)
+// func kernelAVX512C(kc int, a, b, c *float32, ldc int, alpha float32, store bool)
 TEXT ·kernelAVX512C(SB), NOSPLIT, $0-45
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), SI
@@ -462,7 +462,7 @@ scdone:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512C2(kc int, a, b, c *float32, ldc int, alpha float32)
+// func kernelAVX512C2(kc int, a, b, c *float32, ldc int, alpha float32, store bool)
 // kernelAVX512C on two adjacent column panels at once (b and b + 16 kc, c's 6 x 32 tile): twelve
 // independent accumulators keep both FMA units busy, where six leave them waiting on latency.
 // Every element goes through the same operations as in kernelAVX512C.
@@ -996,7 +996,7 @@ l512s4:
 	VZEROUPPER
 	RET
 
-// func kernelAVX512C4(kc int, a, b, c *float32, ldc int, alpha float32)
+// func kernelAVX512C4(kc int, a, b, c *float32, ldc int, alpha float32, store bool)
 // kernelAVX512C2 on two consecutive packed panels of a (a and a + 6 kc): the 2MR x 2NR tile of c
 // at c += alpha (a b) in 24 accumulators, each element the same chain of fused multiply-adds and
 // the same final multiply and add as in kernelAVX512C2.

@@ -30,9 +30,8 @@ func (c *Backend) ConvForward(wb compute.Mat, x compute.Images, win compute.Wind
 	}
 	cols := x.N * win.Out(x.H) * win.Out(x.W)
 	b := compute.Mat{Buf: x.Buf, Off: x.Off, Rows: kk + 1, Cols: cols, Stride: cols, Batch: x.Batch, BatchStride: x.BatchStride}
-	c.gemm.patches = src
+	c.gemm.patches = src // until the next Gemm, which clears it
 	c.gemmJob(false, false, 1, wb, b, 0, y)
-	c.gemm.patches = nil
 }
 
 // patchRun is a run of a panel's columns that belong to one output pixel: columns d0..d0+n-1
@@ -47,7 +46,7 @@ type patchRun struct{ d0, len, n0, y0, x0 int }
 func (s *patchSource) pack(dst []float32, batch, j0, nc, p0, kc int) {
 	x := s.x[batch*s.batchStride:]
 	N, H, W, K := s.n, s.h, s.w, s.k
-	var runs [gemmNR + 1]patchRun
+	var runs [gemmNR]patchRun // a panel's columns are at most gemmNR runs
 	for jp := 0; jp*gemmNR < nc; jp++ {
 		panel := dst[jp*kc*gemmNR : (jp+1)*kc*gemmNR]
 		jb := j0 + jp*gemmNR

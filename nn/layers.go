@@ -126,7 +126,7 @@ type conv[T Float] struct {
 	off                        int
 	cols, y, dcols, dx, wb, dw scratch
 	colsShared                 bool
-	colsFrom                   int // the first replica whose patches l.cols holds
+	colsHeld                   bool // l.cols holds the patches of every replica (or the shared ones)
 	// onesAt is the patches' layout whose ones row is in place (buffer, columns, copies).
 	onesAt struct {
 		buf   compute.Buffer
@@ -176,13 +176,13 @@ func (l *conv[T]) wbMat(c *pass[T], buf compute.Buffer, weightsOnly bool) comput
 	return m
 }
 
-// chunk is how many replicas' patches are made and used at a time: all of them, unless the
-// backend asks for working sets of a cache's size (compute.CacheSized, the CPU backend) and a
-// replica's patches (a convolution's input copied Cin k k times) are large. Per-replica
-// patches of every replica at once (a second LeNet-5 convolution on 32 samples: 1.9 MB per
-// replica) would leave the cache before the product reads them; a chunk is made, multiplied
-// and, in the backward pass, made again while the input is still in cache. Replicas are
-// independent, so the chunk never changes a result.
+// chunk is how many replicas' patches the backward pass makes and uses at a time: all of
+// them, unless the backend asks for working sets of a cache's size (compute.CacheSized, the
+// CPU backend) and a replica's patches (a convolution's input copied Cin k k times) are
+// large. Per-replica patches of every replica at once (a second LeNet-5 convolution on 32
+// samples: 1.9 MB per replica) would leave the cache before the products read them; a chunk
+// is made and used by the weight and input gradients while the input is still in cache.
+// Replicas are independent, so the chunk never changes a result.
 func (l *conv[T]) chunk(c *pass[T]) int {
 	if l.colsShared || c.cacheBytes <= 0 {
 		return c.R
@@ -206,7 +206,6 @@ func (l *conv[T]) im2col(c *pass[T], x compute.Images, r0, count int) {
 		c.o.axpby(1, ones, 0, compute.Mat{Buf: buf, Off: kk * n, Rows: 1, Cols: n, Stride: n, Batch: cb, BatchStride: (kk + 1) * n})
 		l.onesAt.buf, l.onesAt.n, l.onesAt.cb = buf, n, cb
 	}
-	l.colsFrom = r0
 }
 
 func (l *conv[T]) forward(c *pass[T], x compute.Images) compute.Images {
@@ -222,17 +221,12 @@ func (l *conv[T]) forward(c *pass[T], x compute.Images) compute.Images {
 		// Per-replica patches are not written at all: the backend packs them from x for the
 		// product, and the backward pass makes them (a chunk at a time) where it needs them.
 		pg.ConvForward(l.wbMat(c, wb, false), x, l.win, planes(y))
-		l.colsFrom = -1
+		l.colsHeld = false
 		return y
 	}
-	step := l.chunk(c)
-	for r0 := 0; r0 < c.R; r0 += step {
-		count := min(step, c.R-r0)
-		if r0 == 0 || !l.colsShared {
-			l.im2col(c, x, r0, count)
-		}
-		c.o.gemm(false, false, 1, subMat(l.wbMat(c, wb, false), r0, count), l.patches(c, count), 0, subMat(planes(y), r0, count))
-	}
+	l.im2col(c, x, 0, c.R)
+	l.colsHeld = true
+	c.o.gemm(false, false, 1, l.wbMat(c, wb, false), l.patches(c, c.R), 0, planes(y))
 	return y
 }
 
@@ -244,11 +238,13 @@ func (l *conv[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) com
 	if wantDX {
 		dx = images(get(c.o, &l.dx, c.R*l.ish.Size()*c.B), l.ish, c.B, c.R, false)
 	}
-	step := l.chunk(c)
-	// Last chunk first: its patches are still there from the forward pass.
-	for r0 := (c.R - 1) / step * step; r0 >= 0; r0 -= step {
+	step := c.R // the forward pass's patches of every replica, when it wrote them
+	if !l.colsHeld {
+		step = l.chunk(c)
+	}
+	for r0 := 0; r0 < c.R; r0 += step {
 		count := min(step, c.R-r0)
-		if !l.colsShared && l.colsFrom != r0 {
+		if !l.colsHeld {
 			l.im2col(c, x, r0, count)
 		}
 		c.o.gemm(false, true, 1, subMat(dym, r0, count), l.patches(c, count), 0, subMat(l.wbMat(c, dw, false), r0, count))

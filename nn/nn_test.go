@@ -486,9 +486,10 @@ type smallCache struct{ *cpu.Backend }
 
 func (smallCache) CacheBytes() int { return 1 }
 
-// Patches made a chunk of replicas at a time (compute.CacheSized) give the bits of patches made
-// for all replicas at once, in the forward pass, the weight gradients and the input gradients,
-// for a shared input batch and for one batch per replica.
+// Patches made a chunk of replicas at a time by the backward pass (compute.CacheSized: here
+// one replica at a time) give the bits of patches made for all replicas at once, in the loss,
+// the weight gradients and the input gradients, for a shared input batch and for one batch per
+// replica.
 func TestPatchChunksBitForBit(t *testing.T) {
 	const R, B = 3, 4
 	for _, spec := range []Spec{LeNet5(10, false), func() Spec { s := ResNet(2, 1, 4, 2, 3); s.Input = []int{3, 8, 8}; return s }()} {
