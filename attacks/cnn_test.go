@@ -442,8 +442,10 @@ func TestLLGCounts(t *testing.T) {
 // TestCNNBatchLabels: a client of 6 samples on the ReLU/max-pool CNN (non-negative features
 // before the last dense layer, as LLG assumes), one full-batch step, no noise. With the client's
 // own samples as Env.Aux the counts estimator's mean prediction is exact in world C, so it
-// recovers every label there (accuracy 1, count error 0); LLG, which knows no prediction, must
-// get at least half of them (measured: 0.583 mean accuracy over both worlds, 3 pairs).
+// recovers every label there (accuracy 1, count error 0). LLG, which knows no prediction, is
+// run end to end here only: 0.583 mean accuracy over both worlds (3 pairs) is about what a
+// random histogram of 6 labels over 4 classes scores (0.62), so the >= 0.5 below is a smoke
+// check, not a power claim; LLG's arithmetic is checked by hand-worked cases in TestLLGCounts.
 func TestCNNBatchLabels(t *testing.T) {
 	spec := cnnSpec("relu-maxpool", 1)
 	spec.extra = 5

@@ -125,7 +125,7 @@ func CostTable(ctx context.Context, opts CostOptions) ([]CostRow, error) {
 				}
 				vals[r] = res.MuLower
 			}
-			row.Median, row.Trainings = median(vals), 2*n
+			row.Median, row.Trainings = Median(vals), 2*n
 			if row.Median >= row.Target {
 				row.Reached = true
 				break
@@ -161,7 +161,7 @@ func CostTable(ctx context.Context, opts CostOptions) ([]CostRow, error) {
 			if x.row.Reached {
 				continue
 			}
-			x.row.Median, x.row.Canaries = median(x.vals), m
+			x.row.Median, x.row.Canaries = Median(x.vals), m
 			if x.row.Median >= x.row.Target {
 				x.row.Reached, x.row.Trainings = true, 1
 			}
@@ -186,7 +186,7 @@ func CostTable(ctx context.Context, opts CostOptions) ([]CostRow, error) {
 		}
 		vals[r], errs[r] = est.Mu, math.Abs(est.Mu-o.Mu)/o.Mu
 	}
-	shot.Median, shot.MedianRelError, shot.Reached = median(vals), median(errs), true
+	shot.Median, shot.MedianRelError, shot.Reached = Median(vals), Median(errs), true
 	rows = append(rows, shot)
 	return rows, nil
 }
@@ -219,7 +219,12 @@ func oneRunScores(rng *rand.Rand, mu float64, m int) ([]float64, []bool) {
 	return scores, included
 }
 
-func median(xs []float64) float64 {
+// Median is the middle value of xs (the mean of the two middle ones for an even count), NaN
+// for none; xs is not modified.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	if len(s)%2 == 1 {

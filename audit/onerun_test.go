@@ -273,15 +273,15 @@ func TestOneRunCoverageGaussian(t *testing.T) {
 	for i, mu := range []float64{1, 2, 4} {
 		st := runOneRunCoverage(t, m, reps, mu, delta, uint64(100+i))
 		t.Logf("m=%d mu=%g: mu misses %d/%d, eps misses %d/%d; median certified mu %.3f (%.2f of truth), converted from eps %.3f, eps %.3f",
-			m, mu, st.muMiss, reps, st.epsMiss, reps, median(st.mu), median(st.mu)/mu, median(st.conv), median(st.eps))
+			m, mu, st.muMiss, reps, st.epsMiss, reps, Median(st.mu), Median(st.mu)/mu, Median(st.conv), Median(st.eps))
 		if st.muMiss > reps/20 || st.epsMiss > reps/20 {
 			t.Errorf("mu=%g: coverage below 95%%: %d mu misses, %d eps misses of %d", mu, st.muMiss, st.epsMiss, reps)
 		}
-		if !(median(st.mu) > median(st.conv)) {
-			t.Errorf("mu=%g: f-DP median %v not above converted eps median %v", mu, median(st.mu), median(st.conv))
+		if !(Median(st.mu) > Median(st.conv)) {
+			t.Errorf("mu=%g: f-DP median %v not above converted eps median %v", mu, Median(st.mu), Median(st.conv))
 		}
-		if mu == 2 && !(median(st.mu) >= 0.6*mu) {
-			t.Errorf("mu=2: median certified mu %.3f, below 0.6 of the truth", median(st.mu))
+		if mu == 2 && !(Median(st.mu) >= 0.6*mu) {
+			t.Errorf("mu=2: median certified mu %.3f, below 0.6 of the truth", Median(st.mu))
 		}
 	}
 }
@@ -343,7 +343,7 @@ func TestOneRunPower(t *testing.T) {
 			st := runOneRunCoverage(t, m, reps, mu, 1e-5, uint64(1000+i))
 			t.Logf("m=%d mu=%g reps=%d: coverage mu %.3f eps %.3f; median certified mu %.3f (%.2f of truth), converted-from-eps mu %.3f, eps %.3f (true eps %.3f)",
 				m, mu, reps, 1-float64(st.muMiss)/float64(reps), 1-float64(st.epsMiss)/float64(reps),
-				median(st.mu), median(st.mu)/mu, median(st.conv), median(st.eps), mustEps(t, mu, 1e-5))
+				Median(st.mu), Median(st.mu)/mu, Median(st.conv), Median(st.eps), mustEps(t, mu, 1e-5))
 			if st.muMiss > reps/20 || st.epsMiss > reps/20 {
 				t.Errorf("m=%d mu=%g: coverage below 95%%", m, mu)
 			}
@@ -401,7 +401,7 @@ func TestOneRunCoverageLaplace(t *testing.T) {
 			mus = append(mus, res.MuLower)
 		}
 		t.Logf("laplace s=%g (GDP-equivalent mu %.3f): eps misses %d, mu misses %d of %d; median certified mu %.3f",
-			s, sc.mu, epsMiss, muMiss, reps, median(mus))
+			s, sc.mu, epsMiss, muMiss, reps, Median(mus))
 		if epsMiss > maxAllowedMisses(reps, 0.05, 1e-3) || muMiss > reps/20 {
 			t.Errorf("laplace s=%g: too many misses (eps %d, mu %d of %d)", s, epsMiss, muMiss, reps)
 		}

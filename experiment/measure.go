@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/fedaudit/fedaudit/attacks"
+	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/findings"
 )
@@ -166,13 +167,13 @@ func MeasureOneRun(ctx context.Context, cfg *Config, counts []int, seeds int, ro
 		})
 		for _, k := range order {
 			x := byAttack[k]
-			r := OneRunCostRow{Attack: x.attack, Threat: x.threat, Round: x.round, MuLower: median(x.mu), EpsLower: median(x.eps),
+			r := OneRunCostRow{Attack: x.attack, Threat: x.threat, Round: x.round, MuLower: audit.Median(x.mu), EpsLower: audit.Median(x.eps),
 				Delta: cfg.Audit.Delta, MuLowers: x.mu, EpsLowers: x.eps, Truth: math.NaN(), TruthKind: x.kind, Misses: x.misses, EstimateMu: math.NaN()}
 			if len(x.truth) > 0 {
-				r.Truth = median(x.truth)
+				r.Truth = audit.Median(x.truth)
 			}
 			if len(x.est) > 0 {
-				r.EstimateMu = median(x.est)
+				r.EstimateMu = audit.Median(x.est)
 			}
 			row.Rows = append(row.Rows, r)
 		}
@@ -198,16 +199,4 @@ func realizedMuAt(dir string, T int) float64 {
 		}
 	}
 	return math.NaN()
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
