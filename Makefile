@@ -19,7 +19,7 @@ results: build
 
 # GPU backend (docs/gpu.md). generate-ptx needs nvcc (CUDA 11.8 or 12.x; 13 is refused);
 # test-gpu and bench-gpu need an NVIDIA GPU: the test binary exits at start-up without one.
-# gpu-kit builds the validation kit (bin/gpu-kit, under 64 MB) without a GPU; it needs the
+# gpu-kit builds the validation kit (bin/gpu-kit, under 64 MiB) without a GPU; it needs the
 # CUDA headers and libcuda.so (or its stub) to link, as .ci/gpu-checks installs them.
 .PHONY: generate-ptx test-gpu bench-gpu gpu-kit
 

@@ -90,8 +90,7 @@ func BenchmarkW1(b *testing.B) {
 }
 
 // BenchmarkW2 runs benchmark W2 (traintest.RunW2: Noisy-FedAvg of LeNet-5, T = 10 rounds, 10
-// clients, K = 5, B = 32) on the GPU with 64 replicas (W2 as the CPU benchmark runs it) and
-// with 1024, each after a one-round warm-up, and reports replica-rounds per second and the
+// clients, K = 5, B = 32) on the GPU with 64 replicas and with 1024 (the CPU benchmark runs 32), each after a one-round warm-up, and reports replica-rounds per second and the
 // reference's nominal GFLOP/s (three times the forward FLOPs per image).
 func BenchmarkW2(b *testing.B) {
 	for _, replicas := range []int{64, 1024} {

@@ -28,6 +28,6 @@ git rev-parse HEAD > "$out/COMMIT" 2>/dev/null || echo unknown > "$out/COMMIT"
 size=$(du -sb "$out" | cut -f1)
 echo "gpu-kit: $out is $size bytes ($((size / 1024 / 1024)) MiB); limit $limit"
 if [ "$size" -ge "$limit" ]; then
-  echo "gpu-kit: $out is over 64 MB" >&2
+  echo "gpu-kit: $out is over 64 MiB" >&2
   exit 1
 fi

@@ -23,7 +23,7 @@ type hiddenCase struct {
 
 // hiddenCases: W1's shape (B 32, H 64, C 10) at local steps 0, 1 and 4, with clipping active
 // and not, FedProx, every activation; small odd shapes; one replica; and a shape whose
-// working set (16,088 floats) exceeds the kernel's shared memory, so it runs from global
+// working set (2CH + 2H + 2C + 2BH + BC = 17,460 floats) exceeds the kernel's shared memory, so it runs from global
 // scratch.
 var hiddenCases = []hiddenCase{
 	{"w1-step0", 32, 64, 10, 0, 3, compute.Tanh, 0, "active", 22, 20, false},
