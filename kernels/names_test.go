@@ -1,8 +1,10 @@
 package kernels
 
 import (
+	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -29,5 +31,23 @@ func TestNamesMatchPTX(t *testing.T) {
 	slices.Sort(named)
 	if !slices.Equal(inPTX, named) {
 		t.Errorf("PTX entry points %v, named kernels %v", inPTX, named)
+	}
+}
+
+// The Go constants that choose hidden_step's launch (its shared memory and block size) are the
+// ones step.cu compiles with: a kernel given less shared memory than Go assumes would overflow it.
+func TestHiddenConstantsMatchStepCU(t *testing.T) {
+	src, err := os.ReadFile("step.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int{"HIDDEN_SHARED_FLOATS": HiddenSharedFloats, "HIDDEN_BLOCK": HiddenBlock} {
+		m := regexp.MustCompile(`(?m)^#define ` + name + ` (\d+)$`).FindSubmatch(src)
+		if m == nil {
+			t.Fatalf("step.cu defines no %s", name)
+		}
+		if got, _ := strconv.Atoi(string(m[1])); got != want {
+			t.Errorf("step.cu: %s %d, Go constant %d", name, got, want)
+		}
 	}
 }

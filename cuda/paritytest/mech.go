@@ -94,6 +94,9 @@ func testMechNoise(t *testing.T, f Factory) {
 						use[r*len(streams)+k] = (r/2+k)%3 != 0
 					}
 				}
+				// The second pair's replicas (one seed) take part in different streams: the
+				// kernel must draw each its own sum, not share the pair's.
+				use[3*len(streams)] = !use[3*len(streams)]
 				for _, sc := range []struct {
 					name    string
 					streams []uint32
