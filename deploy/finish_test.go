@@ -17,7 +17,8 @@ import (
 // (deploy/slurm/finish.sbatch with bash, the Kubernetes finish job's script with sh -e), and
 // checks that its verdict, exit status, findings.json and analysis.json are those of a
 // one-process `audit run` of the same config: for a claim the audit finds violated and for one
-// it does not. The claim lives only in the config, so a finish step that forgot it would judge
+// it does not, and for a one-run audit (one training with canaries, its claim an epsilon) in
+// one shard. The claim lives only in the config, so a finish step that forgot it would judge
 // the theory's bound instead and disagree.
 func TestFinishSequenceAgreesWithRun(t *testing.T) {
 	if testing.Short() {
@@ -27,28 +28,33 @@ func TestFinishSequenceAgreesWithRun(t *testing.T) {
 		t.Skip("no bash")
 	}
 	bin := buildAudit(t)
-	base, err := os.ReadFile(filepath.Join("..", "cmd", "audit", "testdata", "run_small.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	testdata := func(name string) string {
+		raw, err := os.ReadFile(filepath.Join("..", "cmd", "audit", "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(raw)
 	}
+	small := strings.NewReplacer("pairs: 40", "pairs: 200", "noise_std: 0.05", "noise_std: 0.01").Replace(testdata("run_small.yaml"))
 	k8s := readObjects(t)["Job/fedaudit-finish"].Spec.Template.Spec.Containers[0].Args[0]
 	for _, tc := range []struct {
 		name     string
-		claimMu  string
+		config   string
+		shards   int
 		verdict  string
 		exitCode int
 	}{
 		// sigma 0.01 over 3 rounds leaks far more than mu 0.3: the informed adversary and the
 		// loss attack certify about 1.8 with 200 pairs.
-		{"violated", "0.3", "violated", 3},
-		{"consistent", "50", "consistent", 0},
+		{"violated", small + "  claim_mu: 0.3\n", 2, "violated", 3},
+		{"consistent", small + "  claim_mu: 50\n", 2, "consistent", 0},
+		// One training of 300 canary clients certifies more than its claim of epsilon 1.
+		{"one-run", testdata("run_onerun.yaml"), 1, "violated", 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			work := t.TempDir()
-			cfgText := strings.NewReplacer("pairs: 40", "pairs: 200", "noise_std: 0.05", "noise_std: 0.01").Replace(string(base))
-			cfgText += "  claim_mu: " + tc.claimMu + "\n"
 			config := filepath.Join(work, "audit.yaml")
-			if err := os.WriteFile(config, []byte(cfgText), 0o644); err != nil {
+			if err := os.WriteFile(config, []byte(tc.config), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			single := filepath.Join(work, "single")
@@ -69,7 +75,7 @@ func TestFinishSequenceAgreesWithRun(t *testing.T) {
 				{"k8s", []string{"sh", "-ec", k8s}},
 			} {
 				out := filepath.Join(work, finish.name)
-				const shards = 2
+				shards := tc.shards
 				for i := 0; i < shards; i++ {
 					env := []string{"SLURM_ARRAY_TASK_ID=" + fmt.Sprint(i)}
 					if code, o := runCmd(t, env, bin, "train", "--quiet", "--config", config, "--out", out, "--shards", fmt.Sprint(shards)); code != 0 {
