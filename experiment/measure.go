@@ -73,7 +73,9 @@ func (r OneRunCostRow) MarshalJSON() ([]byte, error) {
 // then the next ones), one run of cfg with that many canaries (train.canaries must be set;
 // pairs is set to 1 and audit.method to one-run), audits it in a temporary directory under
 // dir (removed afterwards) and summarizes each canary attack at each of rounds (empty: the last
-// checkpoint), all rounds of one training audited as one family.
+// checkpoint). The audit is the one `audit run` makes: every checkpoint of the training in one
+// family, so the rounds summarized are certified at the family's confidence, which counts
+// every checkpoint's rows, not only theirs.
 func MeasureOneRun(ctx context.Context, cfg *Config, counts []int, seeds int, rounds []int, dir string) ([]OneRunCost, error) {
 	if cfg.Train.Canaries == nil {
 		return nil, errors.New("measure: the config has no train.canaries")
