@@ -12,7 +12,7 @@ import (
 // plus its noise. Descent makes it point along minus the gradient.
 func update(obs *Observation) ([]float64, error) {
 	up := obs.Row.Upload
-	if uploadAbsent(up) {
+	if runs.UploadAbsent(up) {
 		// The target client did not take part in round T-1.
 		return nil, errMissing
 	}
@@ -25,24 +25,6 @@ func update(obs *Observation) ([]float64, error) {
 		u[i] = float64(up[i]) - float64(prev[i])
 	}
 	return u, nil
-}
-
-// uploadAbsent reports whether a row's upload stands for "no upload": empty, or, since a run
-// file that declares uploads needs a vector in every row, filled with NaN (or zeros, which no
-// trained and noised parameter vector is).
-func uploadAbsent(up []float32) bool {
-	if len(up) == 0 {
-		return true
-	}
-	nan, zero := true, true
-	for _, v := range up {
-		nan = nan && v != v
-		zero = zero && v == 0
-		if !nan && !zero {
-			return false
-		}
-	}
-	return true
 }
 
 func checkParamLen(env *Env, v []float64) error {

@@ -48,7 +48,7 @@ func (a vectorAttack) Info() Info {
 
 // Observe only says whether the observation shows the vector: fitVectors scores it.
 func (a vectorAttack) Observe(_ *Env, obs *Observation) (Observed, error) {
-	if a.of == uploadUpdate && uploadAbsent(obs.Row.Upload) {
+	if a.of == uploadUpdate && runs.UploadAbsent(obs.Row.Upload) {
 		return Observed{}, errMissing
 	}
 	return Observed{}, nil

@@ -101,7 +101,7 @@ func Snapshots(ctx context.Context, dir, out string) ([]string, error) {
 			return err
 		}
 		lines = append(lines, fmt.Sprintf("%s,%s,%d,%d,", name, world, r.PairID, r.Round))
-		if meta.HasUpload && !uploadAbsent(r.Upload) {
+		if meta.HasUpload && !runs.UploadAbsent(r.Upload) {
 			name := fmt.Sprintf("p%05d_%s_r%04d_client%d.safetensors", r.PairID, world, r.Round, target)
 			if err := write(name, r.Upload); err != nil {
 				return err
@@ -139,15 +139,4 @@ func snapshotSlots(cfg *experiment.Config) ([]importer.Slot, error) {
 		return nil, err
 	}
 	return lay.Slots, nil
-}
-
-// uploadAbsent reports whether a recorded upload stands for "no upload" (round 0, or the target
-// sat the round out): the run files keep such rows with a NaN vector.
-func uploadAbsent(v []float32) bool {
-	for _, x := range v {
-		if x == x {
-			return false
-		}
-	}
-	return true
 }

@@ -595,3 +595,18 @@ func parseRunSchema(sc *arrow.Schema) (Meta, runLayout, error) {
 	}
 	return m, lay, nil
 }
+
+// UploadAbsent reports whether a row's upload stands for "no upload" (the target did not take
+// part in that round): empty, or, since a run file that declares uploads needs a vector in
+// every row, filled with NaN (or zeros, which no trained and noised parameter vector is).
+func UploadAbsent(up []float32) bool {
+	nan, zero := true, true
+	for _, v := range up {
+		nan = nan && v != v
+		zero = zero && v == 0
+		if !nan && !zero {
+			return false
+		}
+	}
+	return true
+}
