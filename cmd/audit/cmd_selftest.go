@@ -15,7 +15,7 @@ import (
 func init() {
 	register(&command{
 		name:    "selftest",
-		summary: "check the coverage of the certified bounds on the Gaussian mechanism",
+		summary: "check the coverage of the certified bounds on mechanisms of known mu (Gaussian, Laplace, one-run canaries)",
 		usage:   "selftest [--reps 200] [--n 1000] [--mus 0.5,1,2] [--family 8] [--seed 1] [--json]",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			reps := fs.Int("reps", 200, "repetitions per mu")
