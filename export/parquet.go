@@ -39,13 +39,13 @@ const (
 // returns their paths. Parts the directory does not have yet (no scores, no findings) are skipped,
 // but a directory without run files is an error.
 func Parquet(ctx context.Context, dir, out string) ([]string, error) {
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, fmt.Errorf("export: %w", err)
-	}
 	var written []string
 	rec, err := runsRecord(ctx, dir)
 	if err != nil {
-		return nil, err
+		return nil, err // before out is created: a refused export leaves nothing behind
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, fmt.Errorf("export: %w", err)
 	}
 	if err := writeParquet(filepath.Join(out, RunsFile), rec); err != nil {
 		return nil, err

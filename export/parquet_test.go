@@ -159,3 +159,14 @@ func TestParquetRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A directory without run files is refused before anything is written: no empty output folder.
+func TestParquetRefusedLeavesNothing(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	if _, err := Parquet(context.Background(), t.TempDir(), out); err == nil {
+		t.Fatal("export of a directory without run files succeeded")
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("a refused export created %s (stat: %v)", out, err)
+	}
+}
