@@ -389,10 +389,18 @@ func TestReconstructionsKept(t *testing.T) {
 				t.Fatalf("reconstruction %d: value %v outside [0, 1]", i, v)
 			}
 		}
+		matched := false
 		for _, s := range res.Scores {
-			if s.Attack == r.Attack && s.RunID == r.RunID && !slices.Equal(s.Metrics[:4], r.Metrics) {
+			if s.Attack != r.Attack || s.RunID != r.RunID {
+				continue
+			}
+			matched = true
+			if !slices.Equal(s.Metrics[:4], r.Metrics) {
 				t.Errorf("reconstruction %d: metrics %v, score row %v", i, r.Metrics, s.Metrics)
 			}
+		}
+		if !matched {
+			t.Errorf("reconstruction %d: no score row of %s for run %d", i, r.Attack, r.RunID)
 		}
 	}
 	env.Shape = nil
