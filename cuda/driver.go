@@ -122,6 +122,11 @@ func openDevice(ordinal int) (*device, error) {
 // release frees what openDevice acquired; the caller holds the context.
 func (d *device) release() error {
 	var errs []error
+	// Everything issued finishes before its buffers, handles and modules go (the staging
+	// ring's fences only cover work up to its last copy; graphs and launches may follow).
+	if d.stream != (drv.Stream{}) {
+		errs = append(errs, d.stream.Synchronize())
+	}
 	if d.stage != nil {
 		errs = append(errs, d.stage.close())
 	}
@@ -138,7 +143,7 @@ func (d *device) release() error {
 	}
 	d.mods, d.fns = nil, nil
 	if d.stream != (drv.Stream{}) {
-		errs = append(errs, d.stream.Synchronize(), d.stream.Destroy())
+		errs = append(errs, d.stream.Destroy())
 		d.stream = drv.Stream{}
 	}
 	errs = append(errs, d.dev.ReleasePrimaryCtx())
@@ -273,6 +278,7 @@ func (d *device) record() (fence, error) {
 		}
 	}
 	if err := ev.Record(d.stream); err != nil {
+		d.events = append(d.events, ev) // unrecorded, still reusable
 		return nil, fmt.Errorf("record event: %w", err)
 	}
 	return eventFence{d, ev}, nil

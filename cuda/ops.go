@@ -50,6 +50,7 @@ type Ops struct {
 	hidden scratch // HiddenStep's working sets when they do not fit in shared memory
 	runs   []int32
 	round  [1]uint32
+	stream [1]uint32 // AddNoise's one stream, staged without an allocation
 	use    []byte
 	host   []float64
 	args   args
@@ -649,9 +650,8 @@ func (o *Ops) AddNoise(dst compute.Mat, dist compute.NoiseDist, seeds []uint64, 
 		return
 	}
 	o.seedRuns(seeds[:dst.Batch], nil, 0)
-	streams := []uint32{stream}
-	o.round[0] = round
-	p := o.stageBytes(u64bytes(seeds[:dst.Batch]), i32bytes(o.runs), u32bytes(streams), u32bytes(o.round[:]), f32bytes(scale[:dst.Batch]))
+	o.stream[0], o.round[0] = stream, round
+	p := o.stageBytes(u64bytes(seeds[:dst.Batch]), i32bytes(o.runs), u32bytes(o.stream[:]), u32bytes(o.round[:]), f32bytes(scale[:dst.Batch]))
 	o.mechNoise(dst, dist, p[0], p[1], p[2], 1, 0, false, p[4], 1, false, p[3])
 }
 
