@@ -538,3 +538,41 @@ func TestPairedScores(t *testing.T) {
 		t.Error("paired split accepted unequal counts")
 	}
 }
+
+// Imply: a result that implies a stronger one takes the larger mu and epsilon bound, at the
+// result's delta and at any other (EpsLowerAt reads the implied result's own tests), while the
+// result's own certified points stay its own; a weaker implied result changes nothing.
+func TestImply(t *testing.T) {
+	draw := func(mu float64, seed uint64) *Result {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		x, y := make([]float64, 2000), make([]float64, 2000)
+		for i := range x {
+			x[i], y[i] = mu+rng.NormFloat64(), rng.NormFloat64()
+		}
+		res, err := Analyze(x, y, Options{Confidence: 0.95, Method: DKW, Delta: 1e-5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	weak, strong := draw(0.5, 1), draw(2, 2)
+	if !(strong.MuLower > weak.MuLower && strong.EpsLower > weak.EpsLower) {
+		t.Fatalf("setup: strong %v/%v not above weak %v/%v", strong.MuLower, strong.EpsLower, weak.MuLower, weak.EpsLower)
+	}
+	ownMu, ownEps, ownPoints := weak.MuLower, weak.EpsLower, len(weak.Certified)
+	weak.Imply(strong)
+	if weak.MuLower != strong.MuLower || weak.EpsLower != strong.EpsLower {
+		t.Errorf("after Imply: mu %v eps %v, want the implied %v and %v", weak.MuLower, weak.EpsLower, strong.MuLower, strong.EpsLower)
+	}
+	if got, want := weak.EpsLowerAt(1e-3), strong.EpsLowerAt(1e-3); got != want {
+		t.Errorf("EpsLowerAt(1e-3) %v, want the implied result's %v", got, want)
+	}
+	if len(weak.Certified) != ownPoints || ownMu >= weak.MuLower || ownEps >= weak.EpsLower {
+		t.Errorf("own points %d (was %d), bounds %v/%v (were %v/%v)", len(weak.Certified), ownPoints, weak.MuLower, weak.EpsLower, ownMu, ownEps)
+	}
+	before := *strong
+	strong.Imply(draw(0.5, 3))
+	if strong.MuLower != before.MuLower || strong.EpsLower != before.EpsLower {
+		t.Errorf("implying a weaker result moved the bounds: %v/%v -> %v/%v", before.MuLower, before.EpsLower, strong.MuLower, strong.EpsLower)
+	}
+}
