@@ -3,6 +3,7 @@
 package hostshim
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -55,9 +56,15 @@ func device(t *testing.T) *Device {
 
 func TestParity(t *testing.T) {
 	paritytest.All(t, func(t *testing.T, opt cuda.Options) paritytest.Backend {
-		return cuda.NewOps(device(t), opt)
+		return gpuClose{cuda.NewOps(device(t), opt)}
 	})
 }
+
+// gpuClose closes the shim's backend the way the GPU's TestParity closes cuda.Backend
+// (syncOnClose in cuda/backend_test.go: Backend.Sync, which returns Err first, then Close).
+type gpuClose struct{ *cuda.Ops }
+
+func (b gpuClose) Close() error { return errors.Join(b.Err(), b.Ops.Close()) }
 
 // Every kernel the Go side knows is in the shim's table with the parameter count the Go side
 // passes (a mismatch would make Launch fail in every parity test, this names it directly).
