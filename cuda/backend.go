@@ -51,7 +51,10 @@ func (b *Backend) Sync() error {
 // FreeMemory returns the free and total device memory in bytes.
 func (b *Backend) FreeMemory() (free, total int64, err error) { return b.dev.memInfo() }
 
-// Close frees every buffer and releases the device; the backend must not be used afterwards.
+// Close frees every buffer and releases the device, even after an error; the backend must not
+// be used afterwards. It waits for the device first, so an asynchronous fault surfaces here if
+// not before, and returns the first error (Err's) joined with any met while releasing (the
+// contract of the Device doc, the same as Ops.Close on the host shim).
 func (b *Backend) Close() error {
 	err := b.Ops.Close()
 	return errors.Join(err, b.dev.close())

@@ -6,6 +6,19 @@ import "github.com/fedaudit/fedaudit/kernels"
 // shim (package cuda/hostshim).
 // Addresses are device addresses as integers. Operations run in the order they are issued; a
 // Device need not be safe for concurrent use.
+//
+// Errors and closing, the same on every device. A call returns the error it meets; a device
+// that runs work asynchronously (the GPU) reports a failure of earlier work (a kernel fault) at
+// the next call that waits for it (Read, Free, Sync, or its release at close). Ops keeps the
+// first error, Err reports it, and every later operation does nothing. Closing (Ops.Close, and
+// Backend.Close, which is Ops.Close followed by the driver device's release) always releases
+// everything, even after an error, and returns that first error (whether Err reported it
+// already, or the queued work that Close issues raises it now) joined with the first error met
+// while releasing and a count of the others. So a caller that checks only Close misses
+// nothing, a backend that never failed closes with nil, and a test that provokes an error on
+// purpose sees it again at Close on the GPU and on the host shim alike (issue 27: the two
+// disagreed). The host shim's own Close (hostshim.Device.Close, which frees the host memory
+// behind the device addresses) is its test harness's business, like the driver's context.
 type Device interface {
 	// Alloc returns n zeroed bytes of device memory.
 	Alloc(n int) (uint64, error)

@@ -119,35 +119,41 @@ func openDevice(ordinal int) (*device, error) {
 	return d, nil
 }
 
-// release frees what openDevice acquired; the caller holds the context.
+// release frees what openDevice acquired; the caller holds the context. It returns the first
+// error met and a count of the others (firstOf: after a fault the context fails every call).
 func (d *device) release() error {
 	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	// Everything issued finishes before its buffers, handles and modules go (the staging
 	// ring's fences only cover work up to its last copy; graphs and launches may follow).
 	if d.stream != (drv.Stream{}) {
-		errs = append(errs, d.stream.Synchronize())
+		add(d.stream.Synchronize())
 	}
 	if d.stage != nil {
-		errs = append(errs, d.stage.close())
+		add(d.stage.close())
 	}
 	for _, ev := range d.events {
-		errs = append(errs, ev.Destroy())
+		add(ev.Destroy())
 	}
 	d.events = nil
 	if d.blas != nil {
-		errs = append(errs, d.blas.close())
+		add(d.blas.close())
 		d.blas = nil
 	}
 	for _, m := range d.mods {
-		errs = append(errs, m.Unload())
+		add(m.Unload())
 	}
 	d.mods, d.fns = nil, nil
 	if d.stream != (drv.Stream{}) {
-		errs = append(errs, d.stream.Destroy())
+		add(d.stream.Destroy())
 		d.stream = drv.Stream{}
 	}
-	errs = append(errs, d.dev.ReleasePrimaryCtx())
-	return errors.Join(errs...)
+	add(d.dev.ReleasePrimaryCtx())
+	return firstOf(errs)
 }
 
 func (d *device) close() error {

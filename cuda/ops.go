@@ -153,18 +153,37 @@ func (o *Ops) fail(op string, err error) {
 	}
 }
 
-// Close frees every buffer the backend allocated; buffers must not be used afterwards.
+// Close issues the queued work, then frees every buffer the backend allocated, even after an
+// error; buffers must not be used afterwards. It returns the backend's first error (the one Err
+// reports, including one that the queued work raises now) joined with the first error met
+// while releasing (and how many more there were): the contract of the Device doc, the same on
+// every device.
 func (o *Ops) Close() error {
 	o.flush()
-	errs := []error{o.closeGraphs()}
+	var failed []error
+	if err := o.closeGraphs(); err != nil {
+		failed = append(failed, err)
+	}
 	for _, a := range o.allocs {
 		if err := o.dev.Free(a); err != nil {
-			errs = append(errs, err)
+			failed = append(failed, fmt.Errorf("free: %w", err))
 		}
 	}
 	o.allocs = nil
 	o.part, o.sums, o.gn, o.hidden = scratch{}, scratch{}, scratch{}, scratch{}
-	return errors.Join(errs...)
+	return errors.Join(o.err, firstOf(failed))
+}
+
+// firstOf is the first of errs, with the number of the others (a device that has failed for
+// good, such as a CUDA context after a fault, fails every release with the same error).
+func firstOf(errs []error) error {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return fmt.Errorf("%w (and %d more errors while releasing)", errs[0], len(errs)-1)
 }
 
 func (o *Ops) alloc(op string, bytes int) uint64 {

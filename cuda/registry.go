@@ -15,7 +15,8 @@ type Engine interface {
 	// Err is the first device error (out of memory, a failed launch); every operation after
 	// it does nothing, so results are valid only while Err is nil.
 	Err() error
-	// Close releases the device memory and the context.
+	// Close releases the device memory and the context, even after an error, and returns the
+	// first error (Err's) joined with any met while releasing (see the Device doc).
 	Close() error
 	// Name describes the device.
 	Name() string
