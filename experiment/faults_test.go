@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
@@ -169,8 +170,9 @@ func TestFaultLeftovers(t *testing.T) {
 					states[in.Path] = in.State
 				}
 			}
-			if states[path] != runs.ShardCorrupt || states[tmp] != runs.ShardWriting {
-				t.Errorf("status: %s is %v, %s is %v; want corrupt, writing", path, states[path], tmp, states[tmp])
+			// Nobody holds the temporary file: it is stale at once, however young.
+			if states[path] != runs.ShardCorrupt || states[tmp] != runs.ShardStale {
+				t.Errorf("status: %s is %v, %s is %v; want corrupt, stale", path, states[path], tmp, states[tmp])
 			}
 			if _, err := runs.Open(expdir.Dir(dir).Runs()); err == nil || !strings.Contains(err.Error(), bad.FileName()) {
 				t.Errorf("Open: err = %v, want one naming %s", err, bad.FileName())
@@ -185,6 +187,10 @@ func TestFaultLeftovers(t *testing.T) {
 				if _, skipped, err := TrainShard(context.Background(), cfg, data, runs.Shard{Index: i, Count: faultShards}, dir, TrainOptions{}); err != nil || !skipped {
 					t.Errorf("rerun of intact shard %d: skipped %v err %v", i, skipped, err)
 				}
+			}
+			// The next run or train command removes the stale file once it holds the directory.
+			if removed, err := fsutil.CleanStale(expdir.Dir(dir).Runs()); err != nil || len(removed) != 1 || removed[0] != tmp {
+				t.Errorf("CleanStale removed %v (%v), want %s", removed, err, tmp)
 			}
 			checkRepaired(t, cfg, dir, want)
 		})

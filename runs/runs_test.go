@@ -16,6 +16,8 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/fedaudit/fedaudit/internal/fsutil"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata")
@@ -760,8 +762,14 @@ func TestShardStatus(t *testing.T) {
 	e := write("e.arrow", shard(1, 2))
 	corrupt := filepath.Join(dir, "f.arrow")
 	os.WriteFile(corrupt, []byte("garbage"), 0o644)
-	tmp := filepath.Join(dir, ".g.arrow.tmp-42")
-	os.WriteFile(tmp, []byte("ARROW1"), 0o644)
+	// A writer at work: it holds the lock of its temporary file.
+	live, err := fsutil.Create(filepath.Join(dir, "g.arrow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Abort()
+	live.Write([]byte("ARROW1"))
+	tmp := live.Name()
 
 	infos, err := ShardStatus(dir, 0)
 	if err != nil {

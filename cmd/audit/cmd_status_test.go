@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
@@ -51,10 +52,16 @@ func TestStatusShards(t *testing.T) {
 	if err := os.WriteFile(cut, raw[:len(raw)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tmp := ".runs-00001-of-00004.arrow.tmp-42"
-	if err := os.WriteFile(filepath.Join(rdir, tmp), raw[:100], 0o644); err != nil {
+	// A writer at work on shard 1: it holds the lock of its temporary file.
+	live, err := fsutil.Create(filepath.Join(rdir, "runs-00001-of-00004.arrow"))
+	if err != nil {
 		t.Fatal(err)
 	}
+	defer live.Abort()
+	if _, err := live.Write(raw[:100]); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Base(live.Name())
 	rep, code = status()
 	if code != 1 || rep.OK || rep.Complete != 2 {
 		t.Fatalf("damaged directory: code %d, report %+v", code, rep)
@@ -84,7 +91,7 @@ func TestStatusShards(t *testing.T) {
 	if err := run(ctx, []string{"train", "--quiet", "--config", filepath.Join("testdata", "run_small.yaml"), "--out", dir, "--shards", "4"}, &stdout, &stderr); err != nil {
 		t.Fatalf("retrain: %v", err)
 	}
-	if err := os.Remove(filepath.Join(rdir, tmp)); err != nil {
+	if err := live.Abort(); err != nil {
 		t.Fatal(err)
 	}
 	if rep, code = status(); code != 0 || rep.Complete != 4 {

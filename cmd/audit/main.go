@@ -8,7 +8,8 @@
 //
 // Run `audit help` for the list of commands and `audit <command> --help` for one command.
 // Exit codes: 0 success, 1 failure, 2 usage or configuration error, 3 a claim is violated (the
-// audit itself succeeded: its headline says "violated"), 130 interrupted.
+// audit itself succeeded: its headline says "violated"), 130 interrupted (SIGINT, SIGTERM or
+// SIGHUP).
 package main
 
 import (
@@ -82,7 +83,9 @@ func usagef(format string, args ...any) error {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP (the terminal or ssh session closed) stops work like SIGINT and SIGTERM: the
+	// stages see the cancelled context, writers remove their temporary files, exit 130.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	os.Exit(exitCode(os.Stderr, err))

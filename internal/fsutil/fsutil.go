@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 )
 
 // tempMarker is what every temporary file's name contains: ".NAME.tmp-RANDOM".
@@ -44,23 +43,49 @@ func Create(path string) (*File, error) {
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, "."+base+tempMarker+"*")
+	// A cleaner may find the new file in the instant before it is locked, take it for a killed
+	// writer's and remove it (CleanStale removes only what it holds the lock of). The writer
+	// then holds the lock of a file no longer in the directory: it sees that once it has the
+	// lock, and starts again with a new file.
+	for try := 0; ; try++ {
+		f, err := os.CreateTemp(dir, "."+base+tempMarker+"*")
+		if err != nil {
+			return nil, fmt.Errorf("create %s: %w", path, err)
+		}
+		if beforeLock != nil {
+			beforeLock(f.Name())
+		}
+		// The lock tells CleanStale that the file is in use; it goes with the descriptor, so a
+		// killed writer's lock goes with it. Blocking: a cleaner holds the lock only to remove.
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if err == nil && !stillNamed(f) {
+			f.Close()
+			if try < 10 {
+				continue
+			}
+			err = errors.New("its temporary file was removed by another process ten times over")
+		}
+		if err == nil {
+			// CreateTemp makes files private; outputs are data like any other.
+			err = f.Chmod(0o644)
+		}
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			return nil, fmt.Errorf("create %s: %w", path, err)
+		}
+		return &File{File: f, path: path}, nil
+	}
+}
+
+// stillNamed reports whether f's name in its directory still refers to f.
+func stillNamed(f *os.File) bool {
+	a, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", path, err)
+		return false
 	}
-	// The lock tells CleanStale that the file is in use; it goes with the descriptor, so a killed
-	// writer's lock goes with it. Blocking: InUse may hold the lock for an instant.
-	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-	if err == nil {
-		// CreateTemp makes files private; outputs are data like any other.
-		err = f.Chmod(0o644)
-	}
-	if err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, fmt.Errorf("create %s: %w", path, err)
-	}
-	return &File{File: f, path: path}, nil
+	b, err := os.Lstat(f.Name())
+	return err == nil && os.SameFile(a, b)
 }
 
 // Path is where the file appears on Commit.
@@ -125,26 +150,34 @@ func SyncDir(dir string) {
 	d.Close()
 }
 
-// staleAge is how old an unlocked temporary file must be before CleanStale removes it: it
-// closes the instant between a writer creating its file and locking it.
-const staleAge = 5 * time.Second
+// beforeLock, when set (by tests), runs between creating a temporary file and locking it.
+var beforeLock func(name string)
 
 // InUse reports whether a temporary file's writer is still at work (holds its lock). A file that
 // cannot be opened or locked for another reason counts as in use: it is never removed by mistake.
+// A file nobody holds is stale however young it is: a writer locks its file the instant it
+// creates it (see Create for a cleaner that comes in that instant).
 func InUse(path string) bool {
+	f, held := holdStale(path)
+	if f != nil {
+		f.Close()
+	}
+	return held
+}
+
+// holdStale opens path and takes its lock without waiting. It returns the open file, locked,
+// when nobody else held it (closing it releases the lock); held is true when a writer holds it
+// or it cannot be opened or locked for another reason.
+func holdStale(path string) (f *os.File, held bool) {
 	f, err := os.Open(path)
 	if err != nil {
-		return !errors.Is(err, fs.ErrNotExist)
+		return nil, !errors.Is(err, fs.ErrNotExist)
 	}
-	defer f.Close()
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return true
+		f.Close()
+		return nil, true
 	}
-	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	if st, err := f.Stat(); err == nil && time.Since(st.ModTime()) < staleAge {
-		return true
-	}
-	return false
+	return f, false
 }
 
 // CleanStale removes the temporary files in dir that no live writer holds (left by killed
@@ -163,10 +196,15 @@ func CleanStale(dir string) ([]string, error) {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		if InUse(p) {
+		f, held := holdStale(p)
+		if f == nil || held {
 			continue
 		}
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// Removed while its lock is held, so that a writer that created it an instant ago and
+		// is about to lock it finds it gone (Create) rather than losing it later.
+		err := os.Remove(p)
+		f.Close()
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return removed, fmt.Errorf("clean %s: %w", dir, err)
 		}
 		removed = append(removed, p)

@@ -146,3 +146,60 @@ func TestLockShardsCoexist(t *testing.T) {
 	}
 	l.Unlock()
 }
+
+// A writer killed a moment ago (kill -9, then a rerun within seconds) leaves a temporary file
+// that is seconds old and held by nobody: it is stale at once, whatever its age (issue 24,
+// item 14: it used to survive the rerun for being younger than five seconds).
+func TestCleanStaleFresh(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, ".runs-00000-of-00001.arrow.tmp-42")
+	if err := os.WriteFile(stale, []byte("ARROW1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if InUse(stale) {
+		t.Fatal("a fresh temporary file nobody holds counts as in use")
+	}
+	removed, err := CleanStale(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0] != stale {
+		t.Fatalf("removed %v, want %s", removed, stale)
+	}
+}
+
+// A cleaner that runs in the instant between a writer creating its temporary file and locking
+// it removes that file; the writer notices and starts again with a new one, so its Commit
+// still succeeds.
+func TestCreateSurvivesCleanerRace(t *testing.T) {
+	dir := t.TempDir()
+	var cleaned []string
+	beforeLock = func(name string) {
+		if len(cleaned) > 0 {
+			return // once: the second file is locked undisturbed
+		}
+		removed, err := CleanStale(dir)
+		if err != nil {
+			t.Error(err)
+		}
+		cleaned = append(cleaned, removed...)
+	}
+	defer func() { beforeLock = nil }()
+	f, err := Create(filepath.Join(dir, "findings.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cleaned) == 0 {
+		t.Fatal("the cleaner removed nothing: the race was not exercised")
+	}
+	beforeLock = nil
+	if _, err := f.Write([]byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Commit(); err != nil {
+		t.Fatalf("commit after the cleaner removed the first temporary file: %v", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "findings.json")); err != nil || string(got) != "{}" {
+		t.Fatalf("read %q, %v", got, err)
+	}
+}
