@@ -13,32 +13,54 @@ type job interface {
 	run(task, worker int)
 }
 
-// pool is a fixed set of goroutines that split the tasks of one job at a time. Dispatch
-// allocates nothing: the job is a pointer kept in an interface, and wake-ups are empty structs.
+// pool is a fixed set of goroutines that split the tasks of one job at a time: the caller of
+// do is worker 0, helpers are workers 1..workers-1. Dispatch allocates nothing: the job is a
+// pointer kept in an interface, and wake-ups are empty structs.
 //
-// A helper that has finished a job spins for a while (spinWait) watching for the next one
-// before it parks on its channel. A training step is a chain of operations of a millisecond
-// or less with almost nothing between them, and waking a parked goroutine (a futex wake of an
-// idle thread, then the scheduler) was measured at about 150 microseconds on the 2-core
-// development VM: a fifth of the second core's time in W2 went to waiting to be woken.
+// The hand-off keeps these rules, each visible in the code below:
+//
+//  1. Jobs are numbered 1, 2, ... by do. do gives job s to helpers 1..h, h = min(workers-1,
+//     n-1), and to no other, by storing s in each one's slot (helper.job), after it has set
+//     the job's fields and added h to the WaitGroup. Helpers beyond h are not told of the job
+//     and never touch it.
+//  2. A helper remembers the last job it ran (done) and runs a job exactly when its slot holds
+//     another number: it drains the job's tasks, calls Done once, and sets done to that number.
+//     It never looks at a job other than the one in its slot.
+//  3. do returns only after all h helpers called Done, so a slot is written again only after
+//     its helper finished the job it held: a helper never misses a job given to it, and never
+//     runs one twice, whatever the timing.
+//  4. A wake-up is only a hint to look at the slot. A parked helper can be woken for a job it
+//     has already run (it saw the slot while spinning, ran the job and parked again before the
+//     descheduled caller got to waking it): it finds done equal to its slot and waits again.
+//  5. Tokens balance: only the helper sets its parked flag, only do clears it with a
+//     compare-and-swap and then sends one token, and a helper whose own compare-and-swap lost
+//     takes that token before it sets the flag again, so the one-slot channel never holds two.
+//
+// A helper that has finished a job spins for a while (spinWait) watching its slot before it
+// parks on its channel. A training step is a chain of operations of a millisecond or less with
+// almost nothing between them, and waking a parked goroutine (a futex wake of an idle thread,
+// then the scheduler) was measured at about 150 microseconds on the 2-core development VM: a
+// fifth of the second core's time in W2 went to waiting to be woken.
 type pool struct {
 	workers int
 	cur     job
 	n       int64
 	next    atomic.Int64
-	// state is the job count times stateJobs plus the number of helpers taking part in the
-	// current job (helpers 1..that): one word, so that a helper reads both at once.
-	state  atomic.Uint64
-	jobs   uint64 // the job count (do's alone)
-	wg     sync.WaitGroup
-	wake   []chan struct{}
-	parked []atomic.Bool // helper i+1 is parked on wake[i] (or about to be) until claimed
-	once   sync.Once
-	closed atomic.Bool
+	jobs    uint64 // the job count (do's alone)
+	wg      sync.WaitGroup
+	helpers []helper // helpers[i] is worker i+1
+	once    sync.Once
+	closed  atomic.Bool
 }
 
-// stateJobs is state's unit of the job count: helper counts stay below it.
-const stateJobs = 1 << 24
+// helper is one helper's mailbox, padded to its own cache lines: a spinning helper reads only
+// its slot, and do's write of one slot does not disturb the others.
+type helper struct {
+	job    atomic.Uint64 // the number of the last job given to this helper (rule 1)
+	parked atomic.Bool   // the helper waits on wake (or is about to); do clears it to wake it
+	wake   chan struct{}
+	_      [128 - 8 - 8 - 8]byte
+}
 
 // spinWait is how long an idle helper watches for the next job before parking: longer than
 // the gaps between a step's operations, short enough that an idle backend frees its cores
@@ -46,63 +68,65 @@ const stateJobs = 1 << 24
 const spinWait = 200 * time.Microsecond
 
 func newPool(workers int) *pool {
-	workers = min(max(workers, 1), stateJobs)
-	return &pool{workers: workers}
+	return &pool{workers: max(workers, 1)}
 }
 
 func (p *pool) start() {
-	p.wake = make([]chan struct{}, p.workers-1)
-	p.parked = make([]atomic.Bool, p.workers-1)
-	for i := range p.wake {
-		p.wake[i] = make(chan struct{}, 1)
-		go p.loop(i+1, p.wake[i], p.state.Load())
+	p.helpers = make([]helper, p.workers-1)
+	for i := range p.helpers {
+		p.helpers[i].wake = make(chan struct{}, 1)
+		go p.loop(i+1, &p.helpers[i])
 	}
 }
 
-// loop is helper id's life; seen is the state when it was started (read by start, before do
-// counts the job that started the pool, so that the helper takes part in it). A helper takes
-// part in the jobs whose helper count reaches its id and lets the others go by: a job cannot
-// end before each of its helpers has seen it, so none of them misses one.
-func (p *pool) loop(id int, wake <-chan struct{}, seen uint64) {
+// loop is helper id's life (rule 2).
+func (p *pool) loop(id int, h *helper) {
+	var done uint64 // no job yet: do numbers them from 1
 	for {
-		if !p.spin(seen) && !p.park(&p.parked[id-1], wake, seen) {
+		s := p.await(h, done)
+		if s == 0 {
 			return
 		}
-		seen = p.state.Load()
-		if id <= int(seen%stateJobs) {
-			p.drain(id)
-			p.wg.Done()
-		}
+		p.drain(id)
+		p.wg.Done()
+		done = s
 	}
 }
 
-// spin reports whether the state moved on from seen (a job started) within spinWait.
-func (p *pool) spin(seen uint64) bool {
+// await returns the number of the job in h's slot once it differs from done, or 0 when the pool
+// closes. It spins for spinWait, then parks.
+func (p *pool) await(h *helper, done uint64) uint64 {
 	deadline := time.Now().Add(spinWait)
 	for i := 1; ; i++ {
-		if p.state.Load() != seen {
-			return true
+		if s := h.job.Load(); s != done {
+			return s
 		}
 		if i%64 == 0 {
-			if p.closed.Load() || time.Now().After(deadline) {
-				return false
+			if p.closed.Load() {
+				return 0
+			}
+			if time.Now().After(deadline) {
+				break
 			}
 			runtime.Gosched()
 		}
 	}
-}
-
-// park blocks a helper (its flag and channel) until the state moves on from seen (true) or
-// the pool closes (false). Either the helper takes back its parked flag itself, having seen
-// the new job, or do claims the flag (only for a job the helper takes part in) and sends on
-// its channel: exactly one of the two.
-func (p *pool) park(flag *atomic.Bool, wake <-chan struct{}, seen uint64) bool {
-	flag.Store(true)
-	if p.state.Load() != seen && flag.CompareAndSwap(true, false) {
-		return true
+	for {
+		h.parked.Store(true)
+		if s := h.job.Load(); s != done {
+			if !h.parked.CompareAndSwap(true, false) {
+				// do claimed the flag after storing s: take its token (rule 5).
+				if _, ok := <-h.wake; !ok {
+					return 0
+				}
+			}
+			return s
+		}
+		if _, ok := <-h.wake; !ok {
+			return 0
+		}
+		// Look at the slot again: the token may be for the job last run (rule 4).
 	}
-	_, ok := <-wake
-	return ok
 }
 
 func (p *pool) drain(id int) {
@@ -116,7 +140,7 @@ func (p *pool) drain(id int) {
 }
 
 // do runs tasks 0..n-1 of j on the pool and returns when all are done. Up to n-1 helpers
-// take part; the rest, spinning or parked, stay out of it.
+// take part; the others are not told of the job.
 func (p *pool) do(j job, n int) {
 	if n <= 0 {
 		return
@@ -131,13 +155,14 @@ func (p *pool) do(j job, n int) {
 	p.cur = j
 	p.n = int64(n)
 	p.next.Store(0)
-	helpers := min(p.workers-1, n-1)
-	p.wg.Add(helpers)
+	helpers := p.helpers[:min(p.workers-1, n-1)]
+	p.wg.Add(len(helpers))
 	p.jobs++
-	p.state.Store(p.jobs*stateJobs + uint64(helpers))
-	for i := range p.parked[:helpers] {
-		if p.parked[i].CompareAndSwap(true, false) {
-			p.wake[i] <- struct{}{}
+	for i := range helpers {
+		h := &helpers[i]
+		h.job.Store(p.jobs) // before the flag: a helper that wakes must find its job (rule 4)
+		if h.parked.CompareAndSwap(true, false) {
+			h.wake <- struct{}{}
 		}
 	}
 	p.drain(0)
@@ -165,9 +190,10 @@ func (p *pool) doSized(j job, n, work int) {
 // close stops the worker goroutines: spinning ones see the flag, parked ones their closed
 // channel.
 func (p *pool) close() {
-	p.closed.Store(true)
-	for _, w := range p.wake {
-		close(w)
+	if p.closed.Swap(true) {
+		return
 	}
-	p.wake = nil
+	for i := range p.helpers {
+		close(p.helpers[i].wake)
+	}
 }

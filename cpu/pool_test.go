@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"math/rand/v2"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ type countJob struct {
 	runs    []atomic.Int32
 	workers []atomic.Int32
 	sleep   time.Duration
+	yield   bool
 }
 
 func (j *countJob) run(task, worker int) {
@@ -19,6 +21,9 @@ func (j *countJob) run(task, worker int) {
 	j.workers[worker].Add(1)
 	if j.sleep > 0 {
 		time.Sleep(j.sleep)
+	}
+	if j.yield {
+		runtime.Gosched()
 	}
 }
 
@@ -74,5 +79,48 @@ func TestPoolCloseEndsHelpers(t *testing.T) {
 		if n := runtime.NumGoroutine(); n > before {
 			t.Errorf("pause %v: %d goroutines after close, %d before the pool", pause, n, before)
 		}
+	}
+}
+
+// The pool under stress: many helpers (3 to 64, more than the test's GOMAXPROCS when run with
+// -cpu 1,2,3), jobs of 1 to 2*workers tasks in random order, and pauses drawn around spinWait so
+// that jobs start while helpers are spinning, parking, parked or just woken. Some tasks yield or
+// sleep, so that the dispatching goroutine is descheduled between publishing a job and waking its
+// helpers, the interleaving that made a helper run one job twice (sync: negative WaitGroup
+// counter) on every machine with 3 or more threads. Every task must run exactly once and no
+// helper beyond n-1 may take part; a helper that ran a job twice either panics in Done or
+// makes a task count 2. Run it with -race and -cpu 1,2,3,8.
+func TestPoolStress(t *testing.T) {
+	jobs := 1500
+	if testing.Short() {
+		jobs = 300
+	}
+	rng := rand.New(rand.NewPCG(27, uint64(runtime.GOMAXPROCS(0))))
+	for _, workers := range []int{3, 4, 5, 8, 16, 64} {
+		p := newPool(workers)
+		for job := 0; job < jobs; job++ {
+			n := 1 + rng.IntN(2*workers)
+			j := &countJob{runs: make([]atomic.Int32, n), workers: make([]atomic.Int32, workers)}
+			switch rng.IntN(8) {
+			case 0:
+				time.Sleep(time.Duration(rng.Int64N(int64(2 * spinWait)))) // around the spin's end
+			case 1:
+				runtime.Gosched()
+			case 2:
+				j.yield = true // tasks give up the thread: the caller may be descheduled
+			}
+			p.do(j, n)
+			for task := range j.runs {
+				if got := j.runs[task].Load(); got != 1 {
+					t.Fatalf("%d workers, job %d: task %d of %d ran %d times", workers, job, task, n, got)
+				}
+			}
+			for w := n; w < workers; w++ {
+				if got := j.workers[w].Load(); got != 0 {
+					t.Fatalf("%d workers, job %d of %d tasks: helper %d ran %d of them", workers, job, n, w, got)
+				}
+			}
+		}
+		p.close()
 	}
 }

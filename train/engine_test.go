@@ -270,6 +270,20 @@ func TestShardInvariance(t *testing.T) {
 			cfg := tc.cfg
 			cfg.Threads = 2
 			whole := run(t, cfg, tc.c, tc.cp, tc.tgt, PairRange{0, 6})
+			// The whole run on many-core thread counts (more helpers than this machine's cores).
+			for _, threads := range []int{1, 3, 8, 16, 64} {
+				cfg.Threads = threads
+				other := run(t, cfg, tc.c, tc.cp, tc.tgt, PairRange{0, 6})
+				for k, ck := range whole {
+					for r, rs := range ck.Replicas {
+						os := other[k].Replicas[r]
+						if !slices.Equal(rs.Params, os.Params) || !slices.Equal(rs.Upload, os.Upload) ||
+							!slices.Equal(rs.Stats, os.Stats) || rs.TrainLoss != os.TrainLoss || rs.TargetLoss != os.TargetLoss {
+							t.Fatalf("%d threads: round %d replica %d differs from 2 threads", threads, ck.Round, r)
+						}
+					}
+				}
+			}
 			cfg.Threads, cfg.ChunkPairs = 1, 1
 			a := run(t, cfg, tc.c, tc.cp, tc.tgt, PairRange{0, 2})
 			cfg.Threads, cfg.ChunkPairs = 3, 3

@@ -107,7 +107,9 @@ func TestCNNInvariance(t *testing.T) {
 			if slices.Equal(last[0].Params, last[1].Params) || slices.Equal(last[0].Params, last[2].Params) {
 				t.Fatal("worlds or pairs gave identical parameters: the test would not see a layout bug")
 			}
-			for _, v := range []struct{ threads, group int }{{1, 1}, {3, 2}, {1, 0}} {
+			// Many-core thread counts too: a pool bug that shows only with 3 or more helpers (a
+			// helper running one job twice) crashed every real machine while 2 cores stayed green.
+			for _, v := range []struct{ threads, group int }{{1, 1}, {3, 2}, {1, 0}, {8, 2}, {16, 0}, {64, 1}} {
 				cfg.Threads, cfg.GroupPairs = v.threads, v.group
 				got := sortedReplicas(run(t, cfg, tc.c, tc.cp, tc.tgt, PairRange{0, 5}))
 				want := sortedReplicas(ref)
