@@ -164,10 +164,40 @@ type AuditConfig struct {
 	// computed by the accountant as if clients were sampled with this rate, while training
 	// uses train.sampling_rate. Zero means the rate used.
 	ClaimSamplingRate float64 `json:"claim_sampling_rate,omitempty" yaml:"claim_sampling_rate,omitempty"`
-	// ClaimMu, or ClaimEpsilon at Delta, is the deployment's claim; zero means none (the
-	// convergent bound, or for the DP-FedAvg family the accountant's claim, is then checked).
+	// ClaimMu, or ClaimEpsilon at Delta, is the deployment's claim: a finite number > 0
+	// (ClaimRule; a stated 0 or infinity is refused). Left out, there is none: the theory's
+	// bounds, or for the DP-FedAvg family the accountant's claim, are then checked.
 	ClaimMu      float64 `json:"claim_mu,omitempty" yaml:"claim_mu,omitempty"`
 	ClaimEpsilon float64 `json:"claim_epsilon,omitempty" yaml:"claim_epsilon,omitempty"`
+}
+
+// ClaimRule is the one rule for a claimed mu or epsilon, in the config and on the command line:
+// a claim of 0 (no privacy loss at all) or of infinity (no guarantee) is refused, never read as
+// "no claim"; no claim is a claim left out.
+const ClaimRule = "a claim must be a finite number > 0 (to judge no claim, leave it out)"
+
+// ValidClaim reports whether x is a claimed mu or epsilon that ClaimRule allows.
+func ValidClaim(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
+
+// statedClaims reads the claims a config states, whatever their value: a float left out and a
+// float of 0 decode alike, and a claim of 0 must be refused, not read as no claim.
+type statedClaims struct {
+	Audit struct {
+		ClaimMu      *float64 `json:"claim_mu" yaml:"claim_mu"`
+		ClaimEpsilon *float64 `json:"claim_epsilon" yaml:"claim_epsilon"`
+	} `json:"audit" yaml:"audit"`
+}
+
+func (s statedClaims) check() error {
+	for _, c := range []struct {
+		name string
+		x    *float64
+	}{{"audit.claim_mu", s.Audit.ClaimMu}, {"audit.claim_epsilon", s.Audit.ClaimEpsilon}} {
+		if c.x != nil && *c.x == 0 {
+			return fmt.Errorf("%s: %s, got 0", c.name, ClaimRule)
+		}
+	}
+	return nil
 }
 
 // Load reads a YAML config. Unknown fields are errors, so a typo never silently falls back to a
@@ -191,6 +221,12 @@ func Parse(raw []byte) (*Config, error) {
 	var cfg Config
 	if err := dec.Decode(&cfg); err != nil {
 		return nil, &ConfigError{Err: fmt.Errorf("decode: %w", err)}
+	}
+	var stated statedClaims
+	if err := yaml.Unmarshal(raw, &stated); err == nil {
+		if err := stated.check(); err != nil {
+			return nil, &ConfigError{Err: err}
+		}
 	}
 	cfg.fillDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -298,6 +334,12 @@ func FromJSON(raw []byte) (*Config, error) {
 	var cfg Config
 	if err := dec.Decode(&cfg); err != nil {
 		return nil, fmt.Errorf("decode experiment config: %w", err)
+	}
+	var stated statedClaims
+	if err := json.Unmarshal(raw, &stated); err == nil {
+		if err := stated.check(); err != nil {
+			return nil, err
+		}
 	}
 	cfg.fillDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -448,9 +490,17 @@ func (c *Config) Validate() error {
 	for _, v := range []struct {
 		name string
 		x    float64
-	}{{"audit.smoothness", c.Audit.Smoothness}, {"audit.claim_mu", c.Audit.ClaimMu}, {"audit.claim_epsilon", c.Audit.ClaimEpsilon}} {
+	}{{"audit.smoothness", c.Audit.Smoothness}} {
 		if !(v.x >= 0) || math.IsInf(v.x, 0) {
 			bad(v.name, "need a finite value >= 0, got %g", v.x)
+		}
+	}
+	for _, v := range []struct {
+		name string
+		x    float64
+	}{{"audit.claim_mu", c.Audit.ClaimMu}, {"audit.claim_epsilon", c.Audit.ClaimEpsilon}} {
+		if v.x != 0 && !ValidClaim(v.x) { // 0 is the field left out; Parse refuses a stated 0
+			bad(v.name, "%s, got %g", ClaimRule, v.x)
 		}
 	}
 	if c.Audit.InvgradIterations < 0 || c.Audit.InvgradIterations > 1_000_000 {

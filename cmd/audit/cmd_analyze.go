@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/experiment"
@@ -30,8 +29,8 @@ func (a *analyzeFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&a.confidence, "confidence", 0, "family-wise confidence of the certified lower bounds (default: the config's audit.confidence, else 0.95)")
 	fs.Float64Var(&a.delta, "delta", 0, "delta at which epsilon is bounded (default: the config's audit.delta, else 1e-5)")
 	fs.StringVar(&a.method, "threshold-method", "", "how thresholds are chosen validly: bonferroni, split, dkw or band (default: the config's, else dkw for coupled scores and bonferroni for independent ones)")
-	fs.Float64Var(&a.claimMu, "claim-mu", 0, "claimed mu (Gaussian DP) to judge, replacing the config's claim")
-	fs.Float64Var(&a.claimEps, "claim-eps", 0, "claimed epsilon at --delta to judge, replacing the config's claim")
+	fs.Float64Var(&a.claimMu, "claim-mu", 0, "claimed mu (Gaussian DP) to judge, a finite number > 0, replacing the config's claim")
+	fs.Float64Var(&a.claimEps, "claim-eps", 0, "claimed epsilon at --delta to judge, a finite number > 0, replacing the config's claim")
 	fs.Uint64Var(&a.seed, "seed", 0, "seed of the split method's random division (default: the experiment's master seed, else 1)")
 }
 
@@ -60,16 +59,23 @@ func (a *analyzeFlags) options(fs *flag.FlagSet) (experiment.AnalyzeOptions, err
 		}
 		opts.Method = m
 	}
-	if a.claimMu < 0 || a.claimEps < 0 || math.IsNaN(a.claimMu) || math.IsNaN(a.claimEps) {
-		return opts, usagef("claims must be >= 0")
+	// A claim is a finite number > 0: 0 (no privacy loss at all) and infinity (no guarantee)
+	// are refused rather than read as "no claim", as in the config (audit.claim_mu).
+	for _, c := range []struct {
+		flag string
+		x    float64
+	}{{"claim-mu", a.claimMu}, {"claim-eps", a.claimEps}} {
+		if set[c.flag] && !experiment.ValidClaim(c.x) {
+			return opts, usagef("--%s: %s, got %g", c.flag, experiment.ClaimRule, c.x)
+		}
 	}
-	if a.claimMu > 0 && a.claimEps > 0 {
+	if set["claim-mu"] && set["claim-eps"] {
 		return opts, usagef("give --claim-mu or --claim-eps, not both")
 	}
 	switch {
-	case a.claimMu > 0:
+	case set["claim-mu"]:
 		opts.Claim.Mu, opts.ClaimSource = a.claimMu, "--claim-mu claim"
-	case a.claimEps > 0:
+	case set["claim-eps"]:
 		opts.Claim.Epsilon, opts.ClaimSource = a.claimEps, "--claim-eps claim"
 		if set["delta"] {
 			opts.Claim.Delta = a.delta

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Issue 24, "Answers that mislead": verdicts that were wrong or misleading, end to end through
+// the CLI.
+
+// cli runs the audit command with args and returns its exit status, stdout and stderr.
+func cli(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := exitCode(&stderr, run(context.Background(), args, &stdout, &stderr))
+	return code, stdout.String(), stderr.String()
+}
+
+// smallConfig writes testdata/run_small.yaml with each replacement applied (each must occur)
+// and lines appended to its audit section, and returns its path.
+func smallConfig(t *testing.T, replace []string, audit ...string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", "run_small.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(raw)
+	for i := 0; i+1 < len(replace); i += 2 {
+		if !strings.Contains(s, replace[i]) {
+			t.Fatalf("%q not in run_small.yaml", replace[i])
+		}
+		s = strings.Replace(s, replace[i], replace[i+1], 1)
+	}
+	for _, l := range audit {
+		s += "  " + l + "\n"
+	}
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestClaimZeroAndInfinityRefused: issue 24 item 1. A claim is a finite number > 0; a claim of 0
+// used to be ignored (the config's claim or the theory was judged, exit 0) and --claim-mu Inf
+// read "NO CLAIM" while claim_mu: .inf was refused. Both spellings of both are refused with exit
+// status 2 (usage or configuration error), before any work.
+func TestClaimZeroAndInfinityRefused(t *testing.T) {
+	csv := filepath.Join("testdata", "analyze_scores.csv")
+	for _, args := range [][]string{
+		{"--claim-mu", "0"}, {"--claim-eps", "0"}, {"--claim-mu", "Inf"}, {"--claim-mu", "+Inf"},
+		{"--claim-eps", "Inf"}, {"--claim-mu", "-1"}, {"--claim-mu", "NaN"},
+	} {
+		code, stdout, stderr := cli(t, append([]string{"analyze", "--scores", csv}, args...)...)
+		if code != 2 || !strings.Contains(stderr, "finite number > 0") || stdout != "" {
+			t.Errorf("analyze %v: exit %d, stdout %q, stderr %q; want exit 2 naming the rule", args, code, stdout, stderr)
+		}
+	}
+	for _, line := range []string{"claim_mu: 0", "claim_epsilon: 0", "claim_mu: .inf", "claim_epsilon: .inf", "claim_mu: 0.0"} {
+		cfg := smallConfig(t, nil, line)
+		out := filepath.Join(t.TempDir(), "out")
+		code, _, stderr := cli(t, "run", "--config", cfg, "--out", out)
+		if code != 2 || !strings.Contains(stderr, "finite number > 0") {
+			t.Errorf("run with %q: exit %d, stderr %q; want exit 2 naming the rule", line, code, stderr)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("run with %q wrote %s before refusing", line, out)
+		}
+	}
+}
