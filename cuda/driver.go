@@ -99,19 +99,12 @@ func openDevice(ordinal int) (*device, error) {
 		}
 		d.mods = append(d.mods, mod)
 	}
-	for _, k := range kernels.All() {
-		var fn drv.Function
-		var found bool
-		for _, mod := range d.mods {
-			if f, err := mod.Function(k.Name()); err == nil {
-				fn, found = f, true
-				break
-			}
-		}
-		if !found {
-			return fail(fmt.Errorf("kernel %s is in no PTX module", k.Name()))
-		}
-		d.fns = append(d.fns, fn)
+	// Each name only in the module that declares it (no CUDA_ERROR_NOT_FOUND for
+	// compute-sanitizer to report).
+	if d.fns, err = lookupKernels(mods, func(i int, name string) (drv.Function, error) {
+		return d.mods[i].Function(name)
+	}); err != nil {
+		return fail(err)
 	}
 	if d.blas, err = newBLAS(d.stream.Handle()); err != nil {
 		return fail(err)

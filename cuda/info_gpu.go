@@ -94,29 +94,41 @@ func loadKernels(dev cu.Device, problem func(string, ...any)) (bool, int) {
 		problem("%v", err)
 		return false, 0
 	}
-	var loaded []cu.Module
+	// Each kernel is looked up only in the module that declares it (kernels.Locate), as the
+	// backend does: no CUDA_ERROR_NOT_FOUND for compute-sanitizer to report.
+	where, err := kernels.Locate(mods)
+	if err != nil {
+		problem("%v", err)
+		return false, 0
+	}
+	loaded := make([]*cu.Module, len(mods)) // nil where the JIT failed
 	defer func() {
 		for _, m := range loaded {
-			m.Unload()
+			if m != nil {
+				m.Unload()
+			}
 		}
 	}()
 	ok := true
-	for _, m := range mods {
+	for i, m := range mods {
 		mod, err := cu.LoadData(m.PTX)
 		if err != nil {
 			problem("JIT-compile PTX module %s: %v", m.Name, err)
 			ok = false
 			continue
 		}
-		loaded = append(loaded, mod)
+		loaded[i] = &mod
 	}
 	found := 0
 	for _, k := range kernels.All() {
-		for _, mod := range loaded {
-			if _, err := mod.Function(k.Name()); err == nil {
-				found++
-				break
-			}
+		mod := loaded[where[k]]
+		if mod == nil {
+			continue
+		}
+		if _, err := mod.Function(k.Name()); err == nil {
+			found++
+		} else {
+			problem("kernel %s in PTX module %s: %v", k.Name(), mods[where[k]].Name, err)
 		}
 	}
 	if ok && found != len(kernels.All()) {

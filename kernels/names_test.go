@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -21,6 +22,9 @@ func TestNamesMatchPTX(t *testing.T) {
 	for _, m := range mods {
 		for _, e := range entry.FindAllStringSubmatch(m.PTX, -1) {
 			inPTX = append(inPTX, e[1])
+		}
+		if got, want := len(m.Entries()), len(entry.FindAllStringSubmatch(m.PTX, -1)); got != want {
+			t.Errorf("%s: Entries finds %d entry points, the plain pattern %d", m.Name, got, want)
 		}
 	}
 	var named []string
@@ -49,5 +53,39 @@ func TestHiddenConstantsMatchStepCU(t *testing.T) {
 		if got, _ := strconv.Atoi(string(m[1])); got != want {
 			t.Errorf("step.cu: %s %d, Go constant %d", name, got, want)
 		}
+	}
+}
+
+// Locate puts every kernel in the module whose PTX declares it (the .cu file it is written in)
+// and in no other; it refuses a kernel declared nowhere or twice.
+func TestLocate(t *testing.T) {
+	mods, err := Modules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	where, err := Locate(mods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range All() {
+		for i, m := range mods {
+			if declares := slices.Contains(m.Entries(), k.Name()); declares != (where[k] == i) {
+				t.Errorf("kernel %s located in %s, declared in %s: %v", k, mods[where[k]].Name, m.Name, declares)
+			}
+		}
+		src, err := os.ReadFile(mods[where[k]].Name + ".cu")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !regexp.MustCompile(`__global__.*\b` + k.Name() + `\(`).Match(src) {
+			t.Errorf("kernel %s located in %s.ptx, but %s.cu does not define it", k, mods[where[k]].Name, mods[where[k]].Name)
+		}
+	}
+	if _, err := Locate(mods[:1]); err == nil || !strings.Contains(err.Error(), "axpby is in no PTX module") {
+		t.Errorf("Locate without elementwise.ptx: %v", err)
+	}
+	twice := append(slices.Clone(mods), Module{Name: "copy", PTX: mods[0].PTX})
+	if _, err := Locate(twice); err == nil || !strings.Contains(err.Error(), "in several PTX modules ("+mods[0].Name+", copy)") {
+		t.Errorf("Locate with a module declared twice: %v", err)
 	}
 }
