@@ -8,23 +8,24 @@ import (
 // Info is what `audit gpu-info` reports: whether this build and this node can run the GPU
 // backend, and with what.
 type Info struct {
-	Build         string   `json:"build"`                 // "gpu", or "no GPU backend"
-	HeaderVersion string   `json:"cuda_headers"`          // the cuda.h the binary was built against
-	DriverVersion string   `json:"driver_cuda"`           // the CUDA version the driver supports
-	Devices       int      `json:"devices"`               // GPUs the driver sees
-	Ordinal       int      `json:"device"`                // the one described below
-	Name          string   `json:"name"`                  // its model
-	Compute       string   `json:"compute"`               // compute capability, e.g. 9.0
-	MemoryTotal   int64    `json:"memory_total"`          // bytes
-	MemoryFree    int64    `json:"memory_free"`           // bytes, now
-	CublasName    string   `json:"cublas_soname"`         // the soname that loaded
-	CublasFile    string   `json:"cublas_file"`           // the file behind it
-	CublasVersion string   `json:"cublas_version"`        // major.minor.patch
-	PTXTarget     string   `json:"ptx_target"`            // the virtual architecture of the embedded PTX
-	KernelsLoaded bool     `json:"kernels_loaded"`        // the driver JIT-compiled every module
-	Kernels       int      `json:"kernels"`               // entry points found
-	BackendOpened bool     `json:"backend_opened"`        // the backend opened (context, kernels, cuBLAS handle)
-	Graphs        bool     `json:"cuda_graphs,omitempty"` // the driver can instantiate CUDA graphs (Options.Graphs)
+	Build         string   `json:"build"`                     // "gpu", or "no GPU backend"
+	HeaderVersion string   `json:"cuda_headers"`              // the cuda.h the binary was built against
+	DriverVersion string   `json:"driver_cuda"`               // the CUDA version the driver supports
+	Devices       int      `json:"devices"`                   // GPUs the driver sees
+	Ordinal       int      `json:"device"`                    // the one described below
+	Name          string   `json:"name"`                      // its model
+	Compute       string   `json:"compute"`                   // compute capability, e.g. 9.0
+	MemoryTotal   int64    `json:"memory_total"`              // bytes
+	MemoryFree    int64    `json:"memory_free"`               // bytes, now
+	CublasName    string   `json:"cublas_soname"`             // the soname or path it was opened by
+	CublasFile    string   `json:"cublas_file"`               // the file behind it
+	CublasVersion string   `json:"cublas_version"`            // major.minor.patch
+	CublasSource  string   `json:"cublas_found_by,omitempty"` // how: FEDAUDIT_CUBLAS, the loader's search, or a directory searched
+	PTXTarget     string   `json:"ptx_target"`                // the virtual architecture of the embedded PTX
+	KernelsLoaded bool     `json:"kernels_loaded"`            // the driver JIT-compiled every module
+	Kernels       int      `json:"kernels"`                   // entry points found
+	BackendOpened bool     `json:"backend_opened"`            // the backend opened (context, kernels, cuBLAS handle)
+	Graphs        bool     `json:"cuda_graphs,omitempty"`     // the driver can instantiate CUDA graphs (Options.Graphs)
 	Problems      []string `json:"problems,omitempty"`
 }
 
@@ -54,6 +55,7 @@ func (in *Info) Write(w io.Writer) {
 		{"device", fmt.Sprintf("%d: %s (compute capability %s)", in.Ordinal, in.Name, in.Compute)},
 		{"memory", fmt.Sprintf("%s total, %s free", mib(in.MemoryTotal), mib(in.MemoryFree))},
 		{"cuBLAS", fmt.Sprintf("%s (%s, %s)", in.CublasVersion, in.CublasName, in.CublasFile)},
+		{"cuBLAS from", in.CublasSource},
 		{"kernels", fmt.Sprintf("%s PTX, %d entry points, loaded: %s", in.PTXTarget, in.Kernels, yes(in.KernelsLoaded))},
 		{"backend opens", yes(in.BackendOpened)},
 		{"CUDA graphs", yes(in.Graphs) + " (used with FEDAUDIT_CUDA_GRAPHS=1)"},

@@ -34,7 +34,7 @@ func gpuInfo(ordinal int) (*Info, error) {
 	if lib, err := cublasdl.Load(); err != nil {
 		problem("%v", err)
 	} else {
-		in.CublasName, in.CublasFile, in.CublasVersion = lib.Name, lib.File, lib.Version
+		in.CublasName, in.CublasFile, in.CublasVersion, in.CublasSource = lib.Name, lib.File, lib.Version, lib.Source
 	}
 	n, err := cu.NumDevices()
 	if err != nil {

@@ -57,15 +57,10 @@ import "C"
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"unsafe"
 )
-
-// Sonames are the names Load tries, newest first: a node's toolkit provides one of them
-// (CUDA 13, 12, 11), and the unversioned name covers a development install or a symlink.
-var Sonames = []string{"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"}
 
 // PathEnv names an environment variable that, when set, is the only library Load tries (a
 // path, or a name for the dynamic loader's search).
@@ -73,10 +68,11 @@ const PathEnv = "FEDAUDIT_CUBLAS"
 
 // Library is a loaded cuBLAS.
 type Library struct {
-	Name    string // the name it was opened by
+	Name    string // the name it was opened by: a soname, or a path
 	File    string // the file the dynamic loader found for it
 	Version string // major.minor.patch, from cublasGetProperty
 	Major   int
+	Source  string // how it was found: PathEnv, LoaderSearch, or a Place searched ("DIR (ORIGIN)")
 
 	create, destroy, setStream, setMath, sgemm, sgemmBatched, property unsafe.Pointer
 }
@@ -87,18 +83,47 @@ var (
 	loadErr  error
 )
 
-// Load opens cuBLAS once per process: the library named by FEDAUDIT_CUBLAS if set, else the
+// Load opens cuBLAS once per process: the library named by FEDAUDIT_CUBLAS if set; else the
 // first of Sonames the dynamic loader finds (LD_LIBRARY_PATH, the ld.so cache, the standard
-// directories).
+// directories); else the first cuBLAS file in the places where CUDA toolkits and NVIDIA's
+// Python wheels put it ($CUDA_HOME/lib64, /usr/local/cuda/lib64, /usr/local/cuda-X.Y/lib64,
+// site-packages/nvidia/cublas/lib, ...: see places), so that no LD_LIBRARY_PATH is needed.
+// Library.Source says which.
 func Load() (*Library, error) {
-	loadOnce.Do(func() {
-		names := Sonames
-		if p := os.Getenv(PathEnv); p != "" {
-			names = []string{p}
-		}
-		loaded, loadErr = LoadFrom(names)
-	})
+	loadOnce.Do(func() { loaded, loadErr = load(osEnv()) })
 	return loaded, loadErr
+}
+
+func load(e searchEnv) (*Library, error) {
+	if p := e.getenv(PathEnv); p != "" {
+		lib, err := LoadFrom([]string{p})
+		if err == nil {
+			lib.Source = PathEnv
+		}
+		return lib, err
+	}
+	var tried []string
+	for _, name := range e.loader {
+		lib, err := open(name)
+		if err == nil {
+			lib.Source = LoaderSearch
+			return lib, nil
+		}
+		tried = append(tried, fmt.Sprintf("%s (%v)", name, err))
+	}
+	for _, c := range candidates(e) {
+		lib, err := open(c.Path)
+		if err == nil {
+			lib.Source = fmt.Sprintf("%s (%s)", c.Place.Dir, c.Place.Origin)
+			return lib, nil
+		}
+		tried = append(tried, fmt.Sprintf("%s (%v)", c.Path, err))
+	}
+	var dirs []string
+	for _, p := range places(e) {
+		dirs = append(dirs, p.Dir)
+	}
+	return nil, notFound(tried, "; searched "+strings.Join(dirs, ", "))
 }
 
 // LoadFrom opens the first of names that loads and has every entry point the backend uses.
@@ -112,8 +137,12 @@ func LoadFrom(names []string) (*Library, error) {
 		}
 		tried = append(tried, fmt.Sprintf("%s (%v)", name, err))
 	}
-	return nil, fmt.Errorf("cuBLAS not found: tried %s; install cuBLAS from a CUDA 11, 12 or 13 toolkit, put its directory in LD_LIBRARY_PATH, or set %s to the library's path",
-		strings.Join(tried, ", "), PathEnv)
+	return nil, notFound(tried, "")
+}
+
+func notFound(tried []string, searched string) error {
+	return fmt.Errorf("cuBLAS not found: tried %s%s; install cuBLAS from a CUDA 11, 12 or 13 toolkit, put its directory in LD_LIBRARY_PATH, or set %s to the library's path",
+		strings.Join(tried, ", "), searched, PathEnv)
 }
 
 func open(name string) (*Library, error) {

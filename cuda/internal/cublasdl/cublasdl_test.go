@@ -4,6 +4,8 @@ package cublasdl
 
 import (
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -53,4 +55,35 @@ func TestLoadInstalled(t *testing.T) {
 		t.Errorf("loaded %+v", l)
 	}
 	t.Logf("cuBLAS %s from %s (opened as %s)", l.Version, l.File, l.Name)
+}
+
+// Where a cuBLAS is installed, Load finds it in a searched directory when the dynamic loader's
+// own search finds none (here: a name it cannot find), and Source names the directory.
+func TestLoadSearchesCUDAHome(t *testing.T) {
+	real, err := Load()
+	if err != nil {
+		t.Skipf("no cuBLAS on this machine: %v", err)
+	}
+	home := t.TempDir()
+	os.Mkdir(filepath.Join(home, "lib64"), 0o755)
+	so := "libcublas.so." + strconv.Itoa(real.Major)
+	if err := os.Symlink(real.File, filepath.Join(home, "lib64", so)); err != nil {
+		t.Fatal(err)
+	}
+	e := fakeEnv(t, "/", map[string]string{"CUDA_HOME": home})
+	e.loader = []string{"libcublas.so.99"}
+	lib, err := load(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(home, "lib64") + " ($CUDA_HOME/lib64)"; lib.Source != want || lib.Name != filepath.Join(home, "lib64", so) {
+		t.Errorf("loaded %s, found by %q; want %s, found by %q", lib.Name, lib.Source, filepath.Join(home, "lib64", so), want)
+	}
+	// Nothing anywhere: the error names the loader's names and the directories searched.
+	e = fakeEnv(t, t.TempDir(), map[string]string{"CUDA_HOME": "/nowhere"})
+	e.loader = []string{"libcublas.so.99"}
+	_, err = load(e)
+	if err == nil || !strings.Contains(err.Error(), "libcublas.so.99 (") || !strings.Contains(err.Error(), "searched /nowhere/lib64, /usr/local/cuda/lib64") {
+		t.Errorf("nothing found: %v", err)
+	}
 }

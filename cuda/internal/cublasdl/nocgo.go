@@ -6,8 +6,8 @@ import "errors"
 
 // Library is a loaded cuBLAS; builds without cgo cannot load one.
 type Library struct {
-	Name, File, Version string
-	Major               int
+	Name, File, Version, Source string
+	Major                       int
 }
 
 // Load reports that a build without cgo cannot load cuBLAS.
