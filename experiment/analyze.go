@@ -32,6 +32,12 @@ type AnalyzeOptions struct {
 	// ClaimSource names where Claim came from in the findings: "config claim" when empty,
 	// e.g. "--claim-mu claim" for a flag, or ClaimFor's line for an accountant's claim.
 	ClaimSource string
+	// ClaimAbout is what Claim is about: ClaimAboutModels ("" means it: the released global
+	// models, judged on the final and all-iterates rows) or ClaimAboutUploads (each upload of
+	// the target client, judged on the uploads rows). The other rows are judged against the
+	// theory for their threat model; rows of foreign scores without a threat model are judged
+	// against the claim whatever it is about.
+	ClaimAbout string
 	// Seed drives the split method; 0 means the experiment's master seed (1 without one).
 	Seed uint64
 	// Exact, when set, gives the exact mu for a threat model and round (NaN if unknown).
@@ -242,6 +248,18 @@ func pairFindings(ctx context.Context, groups []*scoreGroup, means map[groupKey]
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// claimCovers reports whether a claim about `about` (AnalyzeOptions.ClaimAbout) speaks of the
+// rows of threat model threat.
+func claimCovers(about, threat string) bool {
+	switch {
+	case threat == "":
+		return true
+	case about == ClaimAboutUploads:
+		return threat == runs.ThreatUploads
+	}
+	return threat != runs.ThreatUploads
 }
 
 // theoryClaim is the bound a row is judged against when the deployment states no claim: the

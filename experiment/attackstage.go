@@ -435,7 +435,8 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *run
 		if err != nil {
 			return nil, err
 		}
-		opts.Claim, opts.ClaimSource = claim, source
+		// An accountant's claim is about the global models the server releases.
+		opts.Claim, opts.ClaimSource, opts.ClaimAbout = claim, source, ClaimAboutModels
 	}
 	if final, all, uploads, ok := ExactMu(cfg, data); ok && opts.Exact == nil {
 		opts.Exact = func(threat string, round int) float64 {

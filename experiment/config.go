@@ -169,12 +169,27 @@ type AuditConfig struct {
 	// bounds, or for the DP-FedAvg family the accountant's claim, are then checked.
 	ClaimMu      float64 `json:"claim_mu,omitempty" yaml:"claim_mu,omitempty"`
 	ClaimEpsilon float64 `json:"claim_epsilon,omitempty" yaml:"claim_epsilon,omitempty"`
+	// ClaimAbout names what the claim is about: "models" (the default) the global models the
+	// server releases, judged on the final and all-iterates rows; "uploads" each upload of the
+	// target client as the server receives it, judged on the uploads rows. Rows of the other
+	// observer are judged against the theory's bound for what they see, as without a claim:
+	// one upload carries the client's whole noise, the average only sigma/sqrt(n), so a claim
+	// about the models says nothing of an upload.
+	ClaimAbout string `json:"claim_about,omitempty" yaml:"claim_about,omitempty"`
 }
 
 // ClaimRule is the one rule for a claimed mu or epsilon, in the config and on the command line:
 // a claim of 0 (no privacy loss at all) or of infinity (no guarantee) is refused, never read as
 // "no claim"; no claim is a claim left out.
 const ClaimRule = "a claim must be a finite number > 0 (to judge no claim, leave it out)"
+
+// What a claim is about (AuditConfig.ClaimAbout).
+const (
+	// ClaimAboutModels: the global models the server releases (final and all-iterates rows).
+	ClaimAboutModels = "models"
+	// ClaimAboutUploads: each upload of the target client as the server receives it.
+	ClaimAboutUploads = "uploads"
+)
 
 // ValidClaim reports whether x is a claimed mu or epsilon that ClaimRule allows.
 func ValidClaim(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
@@ -508,6 +523,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Audit.InvgradPairs < -1 {
 		bad("audit.invgrad_pairs", "need a number of pairs >= 1, 0 (the default) or -1 (every pair), got %d", c.Audit.InvgradPairs)
+	}
+	switch c.Audit.ClaimAbout {
+	case "", ClaimAboutModels, ClaimAboutUploads:
+	default:
+		bad("audit.claim_about", "%q is not %s (the released global models, the default) or %s (each upload of the target client)", c.Audit.ClaimAbout, ClaimAboutModels, ClaimAboutUploads)
 	}
 	if c.Audit.ClaimMu > 0 && c.Audit.ClaimEpsilon > 0 {
 		bad("audit", "claim either claim_mu or claim_epsilon, not both")

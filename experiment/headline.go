@@ -150,6 +150,7 @@ func (o AnalyzeOptions) withDefaults(cfg *Config) AnalyzeOptions {
 		note("confidence", o.Confidence != 0 && o.Confidence != a.Confidence, fmt.Sprint(o.Confidence), fmt.Sprint(a.Confidence))
 		note("delta", o.Delta != 0 && o.Delta != a.Delta, fmt.Sprint(o.Delta), fmt.Sprint(a.Delta))
 		note("threshold method", o.Method != "" && a.Method != "" && string(o.Method) != a.Method, string(o.Method), a.Method)
+		note("what the claim is about", o.ClaimAbout != "" && o.ClaimAbout != cmp.Or(a.ClaimAbout, ClaimAboutModels), o.ClaimAbout, cmp.Or(a.ClaimAbout, ClaimAboutModels))
 		if o.Claim.Mu > 0 || o.Claim.Epsilon > 0 {
 			switch {
 			case a.ClaimMu > 0 && a.ClaimMu != o.Claim.Mu:
@@ -164,6 +165,7 @@ func (o AnalyzeOptions) withDefaults(cfg *Config) AnalyzeOptions {
 	o.Delta = cmp.Or(o.Delta, a.Delta)
 	o.Method = cmp.Or(o.Method, audit.ThresholdMethod(a.Method))
 	o.Seed = cmp.Or(o.Seed, seed)
+	o.ClaimAbout = cmp.Or(o.ClaimAbout, a.ClaimAbout)
 	if o.Claim.Mu == 0 && o.Claim.Epsilon == 0 && (a.ClaimMu > 0 || a.ClaimEpsilon > 0) {
 		o.Claim = audit.Claim{Mu: a.ClaimMu}
 		if a.ClaimEpsilon > 0 {

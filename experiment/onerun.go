@@ -259,7 +259,10 @@ func AnalyzeAll(ctx context.Context, sf *runs.ScoreFile, cf *runs.CanaryScoreFil
 			f.ExactMu = opts.ExactOneRun(f.Threat, f.Round)
 		}
 		claim, source, kind := opts.Claim, cmp.Or(opts.ClaimSource, "config claim"), findings.ClaimDeployment
-		if claim.Mu == 0 && claim.Epsilon == 0 {
+		if opts.ClaimAbout == ClaimAboutUploads {
+			source += " on each upload"
+		}
+		if (claim.Mu == 0 && claim.Epsilon == 0) || !claimCovers(opts.ClaimAbout, f.Threat) {
 			claim, source, kind = theoryClaim(f.Threat, f.Theory, opts.Smoothness)
 		}
 		if claim.Mu > 0 || claim.Epsilon > 0 {

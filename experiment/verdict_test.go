@@ -427,3 +427,66 @@ func rowJSON(t *testing.T, f findings.Finding) map[string]any {
 	}
 	return row
 }
+
+// TestClaimNamesWhatItIsAbout: issue 24 item 5. A claim with no scope used to be judged on every
+// row, uploads rows included, so the server's view of one upload (whose bound is sqrt(n) larger
+// than the average's) of a correct deployment could read violated. A claim is about the released
+// global models by default (final and all-iterates rows; the uploads rows keep the uploads
+// bound), or about each upload (audit.claim_about: uploads; the model rows keep their bounds).
+func TestClaimNamesWhatItIsAbout(t *testing.T) {
+	bs, err := theory.Bounds(theory.Config{Algo: algo.FedAvg, Eta: 1, L: 1, K: 1, M: 100, Sigma: 0.01, Clip: 0.01}, []int{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := &bs[0]
+	up := coupledScores(500, 1.6, 11)
+	for i := range up.Scores {
+		up.Scores[i].Threat, up.Scores[i].Attack = runs.ThreatUploads, "label"
+	}
+	sf := coupledScores(500, 0.1, 12) // a final-model attack that certifies next to nothing
+	sf.Scores = append(sf.Scores, up.Scores...)
+	lookup := func(int) *theory.Bound { return one }
+	sm := Smoothness{L: 1, Source: "certified", Proven: true}
+	rows := func(about string) (final, uploads findings.Finding, h findings.Headline) {
+		t.Helper()
+		a, err := AnalyzeScores(context.Background(), sf, AnalyzeOptions{Smoothness: sm, ClaimAbout: about,
+			Claim: audit.Claim{Mu: 0.5}, ClaimSource: "--claim-mu claim"}, lookup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range a.Findings {
+			if f.Threat == runs.ThreatUploads {
+				uploads = f
+			} else {
+				final = f
+			}
+		}
+		return final, uploads, a.Headline
+	}
+	final, uploads, h := rows("")
+	if uploads.Result.MuLower <= 0.5 {
+		t.Fatalf("uploads row certifies %v, not above the claim 0.5: the test shows nothing", uploads.Result.MuLower)
+	}
+	if uploads.ClaimSource != "uploads bound" || uploads.Verdict.Status != audit.Consistent {
+		t.Errorf("default scope: uploads row judged %s against %q, want consistent against the uploads bound", uploads.Verdict.Status, uploads.ClaimSource)
+	}
+	if final.ClaimSource != "--claim-mu claim" || final.Verdict.Checks[0].Claimed != 0.5 {
+		t.Errorf("default scope: final row judged against %q %+v, want the claim", final.ClaimSource, final.Verdict)
+	}
+	if h.Status != findings.StatusConsistent {
+		t.Errorf("default scope: headline %q, want consistent", h.Text)
+	}
+	final, uploads, h = rows(ClaimAboutUploads)
+	if !strings.HasPrefix(uploads.ClaimSource, "--claim-mu claim") || uploads.Verdict.Status != audit.Violated {
+		t.Errorf("claim about uploads: uploads row judged %s against %q, want violated against the claim", uploads.Verdict.Status, uploads.ClaimSource)
+	}
+	if final.ClaimSource != "convergent bound" {
+		t.Errorf("claim about uploads: final row judged against %q, want its convergent bound", final.ClaimSource)
+	}
+	if h.Status != findings.StatusViolated || !strings.Contains(h.Text, "each upload") {
+		t.Errorf("claim about uploads: headline %q, want violated, naming the upload claim", h.Text)
+	}
+	if _, err := Parse([]byte("pairs: 2\naudit: {claim_mu: 1, claim_about: gradients}\n")); err == nil || !strings.Contains(err.Error(), "audit.claim_about") {
+		t.Errorf("claim_about: gradients accepted (%v)", err)
+	}
+}

@@ -22,6 +22,7 @@ type analyzeFlags struct {
 	method     string
 	claimMu    float64
 	claimEps   float64
+	claimAbout string
 	seed       uint64
 }
 
@@ -31,6 +32,7 @@ func (a *analyzeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.method, "threshold-method", "", "how thresholds are chosen validly: bonferroni, split, dkw or band (default: the config's, else dkw for coupled scores and bonferroni for independent ones)")
 	fs.Float64Var(&a.claimMu, "claim-mu", 0, "claimed mu (Gaussian DP) to judge, a finite number > 0, replacing the config's claim")
 	fs.Float64Var(&a.claimEps, "claim-eps", 0, "claimed epsilon at --delta to judge, a finite number > 0, replacing the config's claim")
+	fs.StringVar(&a.claimAbout, "claim-about", "", "what the claim is about: models (the released global models, judged on the final and all-iterates rows) or uploads (each upload of the target client, judged on the uploads rows); default: the config's audit.claim_about, else models")
 	fs.Uint64Var(&a.seed, "seed", 0, "seed of the split method's random division (default: the experiment's master seed, else 1)")
 }
 
@@ -80,6 +82,12 @@ func (a *analyzeFlags) options(fs *flag.FlagSet) (experiment.AnalyzeOptions, err
 		if set["delta"] {
 			opts.Claim.Delta = a.delta
 		}
+	}
+	switch a.claimAbout {
+	case "", experiment.ClaimAboutModels, experiment.ClaimAboutUploads:
+		opts.ClaimAbout = a.claimAbout
+	default:
+		return opts, usagef("--claim-about: %q is not %s or %s", a.claimAbout, experiment.ClaimAboutModels, experiment.ClaimAboutUploads)
 	}
 	opts.Seed = a.seed
 	return opts, nil
