@@ -26,10 +26,24 @@ import (
 // Readers verify a batch's checksum before decoding it, so damaged bytes never reach the
 // decoder, and the schema checksum when opening the file. Damage to the block table itself
 // makes a checksum run over the wrong bytes and fail.
+//
+// and, in files written since (issue 24), KeyFileCRC: the CRC32C of every byte of the file but
+// the 8 hex digits of its own value, so that VerifyFile reads every byte, the copy of the
+// schema and config at the start of the file (which readers of the file format skip), the
+// padding and the footer included. A single changed byte anywhere is always detected (CRC32C
+// detects every burst of up to 32 bits). Files without it (written before) are verified as
+// before, with their leading schema copy decoded and compared with the footer's.
 const (
 	KeyBatchCRC  = "fedaudit.batch_crc32c"  // comma-separated hex CRC32C, one per record batch
 	KeySchemaCRC = "fedaudit.schema_crc32c" // hex CRC32C of the schema
+	KeyFileCRC   = "fedaudit.file_crc32c"   // hex CRC32C of the whole file but these 8 digits
 )
+
+// omitFileCRC makes writers leave KeyFileCRC out, as they did before it (tests of older files).
+var omitFileCRC bool
+
+// fileCRCPlaceholder is the value KeyFileCRC holds while the file's checksum is computed.
+const fileCRCPlaceholder = "00000000"
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -49,6 +63,11 @@ func (b block) size() int64 { return int64(b.metaLength) + b.bodyLength }
 type checksums struct {
 	batches []uint32
 	schema  uint32
+	// file is the whole file's checksum when hasFile (files written since KeyFileCRC); filePos
+	// is the position of its 8 hex digits in the footer.
+	file    uint32
+	hasFile bool
+	filePos int64
 }
 
 // footerParts returns the record-batch blocks, the custom metadata and the positions of the
@@ -56,12 +75,13 @@ type checksums struct {
 type footerParts struct {
 	blocks              []block
 	meta                map[string]string
+	metaPos             map[string]int64 // position of each metadata value's bytes in the footer
 	version             int16
 	schema, dicts, recs int64 // positions in the footer buffer; -1 when absent
 }
 
 func parseFooter(buf []byte) (footerParts, error) {
-	p := footerParts{meta: map[string]string{}, schema: -1, dicts: -1, recs: -1}
+	p := footerParts{meta: map[string]string{}, metaPos: map[string]int64{}, schema: -1, dicts: -1, recs: -1}
 	c := &fbChecker{buf: buf}
 	root, err := c.ref(0)
 	if err != nil {
@@ -101,15 +121,16 @@ func parseFooter(buf []byte) (footerParts, error) {
 		if err != nil {
 			return err
 		}
-		v, err := c.str(kv, keyValueValue)
-		p.meta[k] = v
+		start, n, err := c.vector(kv, keyValueValue, 1)
+		p.meta[k], p.metaPos[k] = string(c.buf[start:start+n]), start
 		return err
 	})
 	return p, err
 }
 
 // parseChecksums reads the checksums of a footer's custom metadata; nil when there are none.
-func parseChecksums(meta map[string]string, nbatches int) (*checksums, error) {
+func parseChecksums(parts footerParts) (*checksums, error) {
+	meta, nbatches := parts.meta, len(parts.blocks)
 	batchText, hasBatch := meta[KeyBatchCRC]
 	schemaText, hasSchema := meta[KeySchemaCRC]
 	if !hasBatch && !hasSchema {
@@ -141,6 +162,22 @@ func parseChecksums(meta map[string]string, nbatches int) (*checksums, error) {
 	}
 	if len(cs.batches) != nbatches {
 		return nil, fmt.Errorf("%w: footer lists %d record batches but %d checksums", ErrDamaged, nbatches, len(cs.batches))
+	}
+	// Our footers hold our keys only: another key is one of ours damaged (a changed byte of
+	// KeyFileCRC's name must not make the file read as one written before it).
+	for k := range meta {
+		if k != KeyBatchCRC && k != KeySchemaCRC && k != KeyFileCRC {
+			return nil, fmt.Errorf("%w: unknown key %q in the footer's metadata", ErrDamaged, k)
+		}
+	}
+	if text, ok := meta[KeyFileCRC]; ok {
+		if len(text) != len(fileCRCPlaceholder) {
+			return nil, fmt.Errorf("%w: bad checksum %q in the footer", ErrDamaged, text)
+		}
+		if cs.file, err = parse(text); err != nil {
+			return nil, err
+		}
+		cs.hasFile, cs.filePos = true, parts.metaPos[KeyFileCRC]
 	}
 	return cs, nil
 }
@@ -197,8 +234,11 @@ func withChecksums(buf []byte, schema *arrow.Schema, crcs []uint32) ([]byte, err
 	for i, c := range crcs {
 		hex[i] = fmt.Sprintf("%08x", c)
 	}
-	keys := []string{KeyBatchCRC, KeySchemaCRC}
-	vals := []string{strings.Join(hex, ","), fmt.Sprintf("%08x", schemaChecksum(schema))}
+	keys := []string{KeyBatchCRC, KeySchemaCRC, KeyFileCRC}
+	vals := []string{strings.Join(hex, ","), fmt.Sprintf("%08x", schemaChecksum(schema)), fileCRCPlaceholder}
+	if omitFileCRC {
+		keys, vals = keys[:2], vals[:2]
+	}
 
 	b := flatbuffers.NewBuilder(len(buf) + 256 + 9*len(crcs))
 	// The embedded footer: aligned to 8 at its start, as the Arrow writer aligned it.
@@ -243,9 +283,28 @@ func fileChecksums(footer []byte) (*checksums, []block, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cs, err := parseChecksums(parts.meta, len(parts.blocks))
+	cs, err := parseChecksums(parts)
 	return cs, parts.blocks, err
 }
+
+// fileChecksum is the CRC32C of the size bytes of r but the 8 at skip (KeyFileCRC's digits).
+func fileChecksum(r io.ReaderAt, size, skip int64) (uint32, error) {
+	if skip < 0 || skip+int64(len(fileCRCPlaceholder)) > size {
+		return 0, fmt.Errorf("%w: the file checksum's position %d lies outside the file", ErrDamaged, skip)
+	}
+	h := crc32.New(castagnoli)
+	if _, err := io.Copy(h, io.NewSectionReader(r, 0, skip)); err != nil {
+		return 0, err
+	}
+	rest := skip + int64(len(fileCRCPlaceholder))
+	if _, err := io.Copy(h, io.NewSectionReader(r, rest, size-rest)); err != nil {
+		return 0, err
+	}
+	return h.Sum32(), nil
+}
+
+// footerStart is the offset of the footer in a file of the given size whose footer is n bytes.
+func footerStart(size int64, n int) int64 { return size - 4 - int64(len(arrowMagic)) - int64(n) }
 
 // verifyBatch checks the stored checksum of batch i of an open file.
 func (af *arrowFile) verifyBatch(i int) error {
@@ -283,5 +342,25 @@ func VerifyFile(path string) (checked bool, err error) {
 			return true, fmt.Errorf("verify %s: batch %d: %w", path, i, err)
 		}
 	}
+	if err := af.verifyRest(); err != nil {
+		return true, fmt.Errorf("verify %s: %w", path, err)
+	}
 	return true, nil
+}
+
+// verifyRest checks the bytes of an open file outside its record batches: with the whole file's
+// checksum (KeyFileCRC) every byte; in a file written before it, the copy of the schema at the
+// start, decoded and compared with the footer's.
+func (af *arrowFile) verifyRest() error {
+	if !af.sums.hasFile {
+		return af.verifyLeadingSchema()
+	}
+	got, err := fileChecksum(af.f, af.size, footerStart(af.size, af.footerLen)+af.sums.filePos)
+	if err != nil {
+		return err
+	}
+	if got != af.sums.file {
+		return fmt.Errorf("%w: file checksum mismatch (stored %08x, computed %08x): bytes outside the record batches changed (the copy of the schema and config at the start of the file, the footer or the padding)", ErrDamaged, af.sums.file, got)
+	}
+	return nil
 }

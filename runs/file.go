@@ -6,11 +6,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/fedaudit/fedaudit/internal/fsutil"
+	"hash"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/fedaudit/fedaudit/internal/fsutil"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -112,7 +115,7 @@ func newFileWriter(path string, schema *arrow.Schema, o options) (*fileWriter, e
 		return nil, err
 	}
 	f := tf.File
-	buf := &bufferedFile{w: bufio.NewWriterSize(f, 1<<20)}
+	buf := &bufferedFile{w: bufio.NewWriterSize(f, 1<<20), crc: crc32.New(castagnoli)}
 	w, err := ipc.NewFileWriter(buf, ipc.WithSchema(schema), ipc.WithZstd(), ipc.WithAllocator(o.mem))
 	if err != nil {
 		tf.Abort()
@@ -207,7 +210,7 @@ func (fw *fileWriter) finish() error {
 		return errors.New("arrow writer wrote a bad footer length")
 	}
 	head, footer := out[:len(out)-trailer-n], out[len(out)-trailer-n:len(out)-trailer]
-	if _, err := fw.buf.w.Write(head); err != nil {
+	if err := fw.buf.raw(head); err != nil {
 		return err
 	}
 	if err := fw.buf.w.Flush(); err != nil {
@@ -230,12 +233,26 @@ func (fw *fileWriter) finish() error {
 	}
 	var lenBuf [4]byte
 	binary.LittleEndian.PutUint32(lenBuf[:], uint32(len(withSums)))
-	for _, p := range [][]byte{withSums, lenBuf[:], arrowMagic} {
-		if _, err := fw.buf.w.Write(p); err != nil {
-			return err
-		}
+	// The whole file's checksum: the bytes written so far, then the footer but the checksum's
+	// own 8 digits, its length and the magic.
+	parts, err = parseFooter(withSums)
+	if err != nil {
+		return err
 	}
-	return nil
+	if omitFileCRC {
+		return fw.buf.writeAll(withSums, lenBuf[:], arrowMagic)
+	}
+	at, ok := parts.metaPos[KeyFileCRC]
+	if !ok || parts.meta[KeyFileCRC] != fileCRCPlaceholder {
+		return errors.New("footer lost its file checksum")
+	}
+	h := fw.buf.crc
+	h.Write(withSums[:at])
+	h.Write(withSums[at+int64(len(fileCRCPlaceholder)):])
+	h.Write(lenBuf[:])
+	h.Write(arrowMagic)
+	copy(withSums[at:], fmt.Sprintf("%08x", h.Sum32()))
+	return fw.buf.writeAll(withSums, lenBuf[:], arrowMagic)
 }
 
 // abort discards the temporary file. After close it does nothing, so `defer w.Abort()` guards
@@ -250,10 +267,11 @@ func (fw *fileWriter) abort() error {
 }
 
 // bufferedFile gives the IPC writer buffered writes. The writer seeks only to learn its
-// position, which is tracked here.
+// position, which is tracked here, with the checksum of every byte written to the file.
 type bufferedFile struct {
 	w       *bufio.Writer
 	pos     int64
+	crc     hash.Hash32   // CRC32C of the bytes written to the file so far
 	capture *bytes.Buffer // when set, writes go here instead of to the file
 }
 
@@ -263,8 +281,26 @@ func (b *bufferedFile) Write(p []byte) (int, error) {
 		return b.capture.Write(p)
 	}
 	n, err := b.w.Write(p)
+	b.crc.Write(p[:n])
 	b.pos += int64(n)
 	return n, err
+}
+
+// writeAll writes the parts to the file, after the checksum is taken.
+func (b *bufferedFile) writeAll(parts ...[]byte) error {
+	for _, p := range parts {
+		if _, err := b.w.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// raw writes bytes the IPC writer counted already (while captured) to the file.
+func (b *bufferedFile) raw(p []byte) error {
+	n, err := b.w.Write(p)
+	b.crc.Write(p[:n])
+	return err
 }
 
 func (b *bufferedFile) Seek(offset int64, whence int) (int64, error) {
@@ -334,11 +370,12 @@ func decodeSafely(f func() error) (err error) {
 
 // arrowFile is an open Arrow IPC file with what its footer says for verification.
 type arrowFile struct {
-	f      *os.File
-	r      *ipc.FileReader
-	size   int64
-	blocks []block
-	sums   *checksums // nil for a file without checksums
+	f         *os.File
+	r         *ipc.FileReader
+	size      int64
+	footerLen int
+	blocks    []block
+	sums      *checksums // nil for a file without checksums
 }
 
 func (af *arrowFile) Close() {
@@ -392,7 +429,7 @@ func openArrowFile(path string, mem memory.Allocator) (*arrowFile, error) {
 		f.Close()
 		return nil, err
 	}
-	af := &arrowFile{f: f, r: r, size: st.Size(), blocks: blocks, sums: sums}
+	af := &arrowFile{f: f, r: r, size: st.Size(), footerLen: len(footer), blocks: blocks, sums: sums}
 	md := r.Schema().Metadata()
 	_, ours := md.GetValue(KeyKind)
 	version, _ := md.GetValue(KeyFormatVersion)
