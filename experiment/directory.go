@@ -1,6 +1,8 @@
 package experiment
 
 import (
+	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -203,4 +205,45 @@ func pairsText(n int) string {
 		return "the default number of pairs"
 	}
 	return fmt.Sprintf("%d pairs", n)
+}
+
+// recorded returns a copy of cfg whose audit section holds the statistics settings o states
+// (the command line's: confidence, delta, threshold method, claim and what it is about), so
+// that an experiment directory's config.json says what its findings.json was judged with and
+// every later stage (analyze, report, the cluster finish jobs) judges the same. The split
+// method's seed has no place in the config and is not recorded.
+func (o AnalyzeOptions) recorded(cfg *Config) *Config {
+	c := *cfg
+	a := &c.Audit
+	a.Confidence = cmp.Or(o.Confidence, a.Confidence)
+	a.Delta = cmp.Or(o.Delta, a.Delta)
+	a.Method = cmp.Or(string(o.Method), a.Method)
+	switch {
+	case o.Claim.Mu > 0:
+		a.ClaimMu, a.ClaimEpsilon = o.Claim.Mu, 0
+	case o.Claim.Epsilon > 0:
+		a.ClaimMu, a.ClaimEpsilon = 0, o.Claim.Epsilon
+		if o.Claim.Delta > 0 {
+			a.Delta = o.Claim.Delta
+		}
+	}
+	a.ClaimAbout = cmp.Or(o.ClaimAbout, a.ClaimAbout)
+	return &c
+}
+
+// RecordSettings writes the statistics settings opts states (the command line's) into the
+// audit section of DIR/config.json, as `audit run` does, after `audit report DIR` wrote
+// findings.json and the report with them: the directory then says what they were judged with,
+// and a later `audit analyze DIR` judges the same. A directory without config.json (imported
+// model outputs) is left as it is. It reports whether config.json changed.
+func RecordSettings(dir string, opts AnalyzeOptions) (bool, error) {
+	own, err := readDirConfig(dir)
+	if err != nil || own == nil {
+		return false, err
+	}
+	rec := opts.recorded(own)
+	if bytes.Equal(rec.JSON(), own.JSON()) {
+		return false, nil
+	}
+	return true, writeDirConfig(dir, rec)
 }

@@ -34,6 +34,11 @@ type RunOptions struct {
 // A directory trained before is checked first, before anything is written: runs of other
 // training settings or another shard count are refused with the differing fields named, while
 // changed audit settings (claim, confidence, attacks, ...) reuse the trained runs.
+//
+// The statistics settings opts.Analyze states (the command line's claim, confidence, delta,
+// threshold method) are recorded in config.json's audit section, so that every later stage of
+// the directory (analyze, report, the cluster finish jobs) judges what findings.json was judged
+// with; the analysis notes each one that replaces the config's.
 func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) (*findings.Analysis, error) {
 	logf := opts.Train.Logf
 	if logf == nil {
@@ -46,6 +51,14 @@ func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) (*findin
 	if err != nil {
 		return nil, err
 	}
+	// The notes name what the command line replaces in cfg; the directory records the result.
+	rec := opts.Analyze.recorded(cfg)
+	opts.Analyze.Notes = opts.Analyze.withDefaults(cfg).Notes
+	if !bytes.Equal(rec.JSON(), cfg.JSON()) {
+		opts.Analyze.Notes = append(opts.Analyze.Notes, fmt.Sprintf("the command line's settings are recorded in %s: later stages (analyze, report) judge them too",
+			expdir.Dir(dir).Config()))
+	}
+	cfg = rec
 	changed, err := SetUpDirectory(cfg, dir, opts.Shards)
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)

@@ -40,6 +40,11 @@ func init() {
 				if err != nil && !outputsOnly {
 					return err
 				}
+				// findings.json and the report now hold what the command line asked for: the
+				// directory's config.json records it, so a later analyze judges the same.
+				if _, err := experiment.RecordSettings(dir, opts); err != nil {
+					return err
+				}
 				if err := report.WriteAnalysis(e.stdout, a); err != nil {
 					return err
 				}

@@ -72,3 +72,39 @@ func TestClaimZeroAndInfinityRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestRunClaimOverrideRecorded: issue 24 item 3. `audit run --claim-mu X` wrote a VIOLATED
+// findings.json and report, and a later `audit analyze DIR` judged the config's claim (or the
+// theory) and said CONSISTENT with no note. The override is recorded in DIR/config.json, so every
+// later stage judges the claim the files were written with; `audit report DIR --claim-mu X`
+// records its claim the same way.
+func TestRunClaimOverrideRecorded(t *testing.T) {
+	cfg := smallConfig(t, []string{"noise_std: 0.05", "noise_std: 0.01"})
+	dir := filepath.Join(t.TempDir(), "out")
+	code, stdout, _ := cli(t, "run", "--config", cfg, "--out", dir, "--claim-mu", "0.3")
+	if code != 3 || !strings.Contains(stdout, "VIOLATED") {
+		t.Fatalf("run --claim-mu 0.3: exit %d, want 3:\n%s", code, stdout)
+	}
+	for _, args := range [][]string{{"analyze", dir}, {"report", dir}, {"analyze", "--json", dir}} {
+		code, stdout, _ := cli(t, args...)
+		if code != 3 || !strings.Contains(stdout, "mu = 0.3") {
+			t.Errorf("%v after run --claim-mu 0.3: exit %d, want 3 judging mu = 0.3:\n%s", args, code, stdout)
+		}
+	}
+	// The command line still wins over what the directory records, and says so.
+	code, stdout, _ = cli(t, "analyze", dir, "--claim-mu", "50")
+	if code != 0 || !strings.Contains(stdout, "replaces the configuration's claim_mu 0.3") {
+		t.Errorf("analyze --claim-mu 50: exit %d, want 0 with the override noted:\n%s", code, stdout)
+	}
+	// report DIR --claim-mu records its claim too: findings.json and the next analyze agree.
+	other := filepath.Join(t.TempDir(), "other")
+	if code, stdout, _ := cli(t, "run", "--config", cfg, "--out", other); code != 0 {
+		t.Fatalf("run without a claim: exit %d:\n%s", code, stdout)
+	}
+	if code, stdout, _ := cli(t, "report", other, "--claim-mu", "0.3"); code != 3 {
+		t.Fatalf("report --claim-mu 0.3: exit %d, want 3:\n%s", code, stdout)
+	}
+	if code, stdout, _ := cli(t, "analyze", other); code != 3 {
+		t.Errorf("analyze after report --claim-mu 0.3: exit %d, want 3:\n%s", code, stdout)
+	}
+}
