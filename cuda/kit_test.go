@@ -1,11 +1,21 @@
 package cuda_test
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/fedaudit/fedaudit/cuda/paritytest"
 )
@@ -49,4 +59,144 @@ func TestKitSummaryWrites(t *testing.T) {
 	if err := json.Unmarshal(js, &s); err != nil || s.Passed || len(s.Bench) != 4 || len(s.Steps) != 2 {
 		t.Errorf("summary.json: %v %+v", err, s)
 	}
+}
+
+// The kit's step runner (cuda/kit/steps.sh, sourced by run.sh) with fake steps: a step past
+// its time limit is stopped with every process it started (a grandchild included) and
+// recorded as failed, "timed out"; a function step's commands share the step's limit; a plain
+// failure keeps its exit status; the summary says so; and archive packs the whole results
+// folder into OUT/kit-results.tgz (issue 27: the steps had no limit, and the results came back
+// from a batch node as many files).
+func TestKitStepsTimeOutAndArchive(t *testing.T) {
+	for _, tool := range []string{"bash", "timeout", "tar"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s: %v", tool, err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "results")
+	script := `set -uo pipefail
+out=$1
+step_timeout=2
+. kit/steps.sh
+mkdir -p "$out"
+: > "$out/steps.tsv"
+slow_fn() {
+  lim true && lim sleep 1 && lim sleep 60
+}
+step fast "a quick step" true
+step slow "sleeps past the limit" bash -c 'sleep 60 & echo $! > "$0/grandchild.pid"; wait' "$out"
+step slow-fn "a function step past the limit" slow_fn
+step failing "exits 3" bash -c 'echo failing on purpose; exit 3'
+skip other "not here"
+echo "failed=$failed"
+`
+	start := time.Now()
+	cmd := exec.Command("bash", "-c", script, "kit-test", out)
+	stdout, err := cmd.CombinedOutput()
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	t.Logf("%s", stdout)
+	if took > 20*time.Second {
+		t.Errorf("the steps took %v: the 2 s limits did not stop them", took)
+	}
+	if !strings.Contains(string(stdout), "failed=1") {
+		t.Errorf("failed is not set")
+	}
+	tsv, err := os.ReadFile(filepath.Join(out, "steps.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(tsv)), "\n")
+	want := []struct{ name, status, note string }{
+		{"fast", "pass", "a quick step"},
+		{"slow", "FAIL", `^timed out after [23] s \(step limit 2 s, --step-timeout\); see slow.log. sleeps past the limit$`},
+		{"slow-fn", "FAIL", `^timed out after [23] s .*a function step past the limit$`},
+		{"failing", "FAIL", `^exit 3; see failing.log. exits 3$`},
+		{"other", "skipped", `^not here$`},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("steps.tsv:\n%s", tsv)
+	}
+	for i, w := range want {
+		f := strings.Split(lines[i], "\t")
+		if len(f) != 4 || f[0] != w.name || f[1] != w.status || !regexp.MustCompile(w.note).MatchString(f[3]) {
+			t.Errorf("steps.tsv line %d: %q, want %s %s %s", i+1, lines[i], w.name, w.status, w.note)
+		}
+	}
+	if log, _ := os.ReadFile(filepath.Join(out, "slow.log")); !strings.Contains(string(log), "past its time limit of 2 s") {
+		t.Errorf("slow.log does not say the step was stopped:\n%s", log)
+	}
+	// The step's grandchild (the sleep the step's bash started) is gone too: timeout kills
+	// the step's whole process group.
+	pidText, err := os.ReadFile(filepath.Join(out, "grandchild.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(pidText)))
+	for deadline := time.Now().Add(5 * time.Second); alive(pid); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the slow step's grandchild %d outlived the step", pid)
+		}
+	}
+
+	// The summary reports the timeout; archive packs everything, itself excepted.
+	t.Setenv("FEDAUDIT_KIT_DIR", out)
+	t.Setenv("FEDAUDIT_KIT_MODE", "shim")
+	paritytest.WriteKitSummary(t)
+	md, _ := os.ReadFile(filepath.Join(out, "summary.md"))
+	if !strings.Contains(string(md), "SOME STEPS FAILED") || !regexp.MustCompile(`\| slow \| FAIL \| [23] \| timed out after [23] s`).Match(md) {
+		t.Errorf("summary.md:\n%s", md)
+	}
+	os.WriteFile(filepath.Join(out, "kit-results.tgz"), []byte("an older archive"), 0o644)
+	if b, err := exec.Command("bash", "-c", "out=$1; . kit/steps.sh; archive", "kit-test", out).CombinedOutput(); err != nil {
+		t.Fatalf("archive: %v\n%s", err, b)
+	}
+	names := tgzNames(t, filepath.Join(out, "kit-results.tgz"))
+	for _, n := range []string{"results/steps.tsv", "results/summary.md", "results/summary.json", "results/fast.log", "results/slow.log", "results/slow-fn.log", "results/failing.log"} {
+		if !slices.Contains(names, n) {
+			t.Errorf("kit-results.tgz lacks %s: %v", n, names)
+		}
+	}
+	if slices.Contains(names, "results/kit-results.tgz") {
+		t.Errorf("kit-results.tgz contains itself: %v", names)
+	}
+}
+
+// alive reports whether process pid exists and is not a zombie.
+func alive(pid int) bool {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil
+	}
+	i := strings.LastIndexByte(string(st), ')')
+	return i < 0 || i+2 >= len(st) || st[i+2] != 'Z'
+}
+
+func tgzNames(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	tr := tar.NewReader(z)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, strings.TrimPrefix(h.Name, "./"))
+	}
+	return names
 }

@@ -5,22 +5,28 @@
 #   parity      the parity suite (every kernel and whole small runs against the CPU backend)
 #   w1-parity   W1 on the device against the CPU backend (TestW1MatchesCPU)
 #   memcheck    compute-sanitizer memcheck on a subset of the parity suite, where installed
+#   racecheck, initcheck  the same subset under compute-sanitizer's racecheck and initcheck
 #   bench-gpu   W1 at each replica count on the device (with its SGEMM rate as reference)
 #   bench-gpu-graphs  the same with every batch run as a CUDA graph (FEDAUDIT_CUDA_GRAPHS=1)
 #   bench-cpu   W1 at each replica count on the CPU backend of the same node
 #   bench-gpu-w2, bench-cpu-w2  W2 (LeNet-5) on the device and on the CPU backend
 #   summary     OUT/summary.md and OUT/summary.json
+# and everything in OUT packed into OUT/kit-results.tgz (one file to bring back). Each step
+# runs under a time limit (--step-timeout SECONDS, or FEDAUDIT_KIT_STEP_TIMEOUT; default 1800,
+# 0 for none): a step past it is stopped with its processes and recorded as failed.
 # With --shim it runs the same steps on a machine without a GPU, with the host shim (the
 # kernels compiled as C++ and run on the CPU; needs g++) in place of the device; memcheck is
-# then the parity subset under AddressSanitizer.
+# then the parity subset under AddressSanitizer (racecheck and initcheck need a GPU).
 #
 # Usage: run.sh [--shim] [--out DIR] [--replicas LIST] [--cpu-replicas LIST] [--rounds N]
 #               [--w2-replicas LIST] [--w2-cpu-replicas LIST] [--w2-rounds N]
+#               [--step-timeout SECONDS] [--sanitizers TOOLS]
 #   LIST is comma-separated even replica counts. Defaults: GPU mode --replicas
 #   64,1024,4096,16384 and the same for the CPU, W1's 20 rounds; W2 --w2-replicas
 #   64,1024,4096 --w2-cpu-replicas 64,1024, W2's 10 rounds; shim mode --replicas 2
 #   --cpu-replicas 64,1024 --rounds 1 --w2-replicas 2 --w2-cpu-replicas 2 --w2-rounds 1 (the
-#   shim runs one CPU thread).
+#   shim runs one CPU thread). TOOLS: the compute-sanitizer tools run as steps, of memcheck,
+#   racecheck, initcheck, comma-separated (default all three; none for none).
 # Exit status: 0 when every step that ran passed, 1 otherwise.
 set -uo pipefail
 
@@ -33,6 +39,8 @@ rounds=
 w2_replicas=
 w2_cpu_replicas=
 w2_rounds=
+step_timeout=${FEDAUDIT_KIT_STEP_TIMEOUT:-1800}
+sanitizers=memcheck,racecheck,initcheck
 while [ $# -gt 0 ]; do
   case $1 in
     --shim) mode=shim ;;
@@ -43,10 +51,21 @@ while [ $# -gt 0 ]; do
     --w2-replicas) w2_replicas=$2; shift ;;
     --w2-cpu-replicas) w2_cpu_replicas=$2; shift ;;
     --w2-rounds) w2_rounds=$2; shift ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --step-timeout) step_timeout=$2; shift ;;
+    --sanitizers) sanitizers=$2; shift ;;
+    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see run.sh --help)" >&2; exit 2 ;;
   esac
   shift
+done
+case $step_timeout in
+  ''|*[!0-9]*) echo "run.sh: --step-timeout takes whole seconds (0 for no limit), not '$step_timeout'" >&2; exit 2 ;;
+esac
+for tool in ${sanitizers//,/ }; do
+  case $tool in
+    memcheck|racecheck|initcheck|none) ;;
+    *) echo "run.sh: --sanitizers takes memcheck, racecheck, initcheck or none, not '$tool'" >&2; exit 2 ;;
+  esac
 done
 if [ "$mode" = gpu ]; then
   replicas=${replicas:-64,1024,4096,16384}
@@ -67,29 +86,17 @@ out=${out:-$PWD/gpu-kit-results-$(hostname -s 2>/dev/null || echo host)-$(date +
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 : > "$out/steps.tsv"
-rm -f "$out/bench.jsonl"
-echo "gpu-kit: $mode mode, results in $out"
+rm -f "$out/bench.jsonl" "$out/kit-results.tgz"
+cp "$KIT/COMMIT" "$out/COMMIT" 2>/dev/null || true
+echo "gpu-kit: $mode mode, results in $out, steps limited to ${step_timeout} s each (0: no limit)"
+if [ "$step_timeout" -gt 0 ] && ! command -v timeout > /dev/null 2>&1; then
+  echo "gpu-kit: no 'timeout' command (coreutils): the steps run without a time limit" >&2
+fi
 
-# step NAME NOTE CMD...: runs CMD (in the directory STEP_DIR, if set) with its output in
-# NAME.log and records pass or FAIL.
-failed=0
-step() {
-  local name=$1 note=$2
-  shift 2
-  local start=$SECONDS rc
-  echo "== $name: $*"
-  (cd "${STEP_DIR:-.}" && "$@") > "$out/$name.log" 2>&1
-  rc=$?
-  local status=pass
-  if [ $rc -ne 0 ]; then status=FAIL; failed=1; note="exit $rc; see $name.log. $note"; fi
-  printf '%s\t%s\t%s\t%s\n' "$name" "$status" "$((SECONDS - start))" "$note" >> "$out/steps.tsv"
-  echo "   $status ($((SECONDS - start)) s)"
-  tail -n 3 "$out/$name.log" | sed 's/^/   | /'
-}
-skip() {
-  printf '%s\tskipped\t0\t%s\n' "$1" "$2" >> "$out/steps.tsv"
-  echo "== $1: skipped ($2)"
-}
+# step, skip, lim (the time limit) and archive.
+. "$KIT/steps.sh"
+# Interrupted (Ctrl-C, or the batch system's TERM before it kills): pack what there is.
+trap 'echo "gpu-kit: interrupted; packing what there is into $out/kit-results.tgz" >&2; archive; exit 130' INT TERM
 
 export FEDAUDIT_BENCH_OUT="$out/bench.jsonl"
 T="-test.count=1 -test.v -test.timeout=0"
@@ -101,9 +108,9 @@ w2=(FEDAUDIT_BENCH_ROUNDS="$w2_rounds")
 if [ "$mode" = gpu ]; then
   gputest=$KIT/cuda-gpu.test
   gpu_info() {
-    "$KIT/audit" gpu-info --json > "$out/gpu-info.json"
+    lim "$KIT/audit" gpu-info --json > "$out/gpu-info.json"
     local rc=$?
-    "$KIT/audit" gpu-info
+    lim "$KIT/audit" gpu-info
     return $rc
   }
   step gpu-info "driver, device, cuBLAS, PTX load" gpu_info
@@ -113,13 +120,19 @@ if [ "$mode" = gpu ]; then
   for d in "${CUDA_HOME:-}" /usr/local/cuda; do
     if [ -z "$sanitizer" ] && [ -n "$d" ] && [ -x "$d/bin/compute-sanitizer" ]; then sanitizer=$d/bin/compute-sanitizer; fi
   done
-  if [ -n "$sanitizer" ]; then
-    # One sync per launch so that a report names its kernel; a subset (memcheck is slow).
-    step memcheck "compute-sanitizer memcheck, parity subset" env FEDAUDIT_CUDA_SYNC=1 "$sanitizer" --tool memcheck --error-exitcode 1 \
-      "$gputest" -test.run "$memsubset" $T
-  else
-    skip memcheck "compute-sanitizer not found (PATH, CUDA_HOME, /usr/local/cuda)"
-  fi
+  # memcheck: out-of-bounds and misaligned accesses, and failed API calls (a CUDA error that
+  # the backend ignores counts too); racecheck: shared-memory hazards (hidden_step is the one
+  # kernel with shared memory and barriers); initcheck: reads of device memory never written.
+  for tool in memcheck racecheck initcheck; do
+    case ",$sanitizers," in *",$tool,"*) ;; *) skip "$tool" "not in --sanitizers"; continue ;; esac
+    if [ -n "$sanitizer" ]; then
+      # One sync per launch so that a report names its kernel; a subset (the tools are slow).
+      step "$tool" "compute-sanitizer $tool, parity subset" env FEDAUDIT_CUDA_SYNC=1 "$sanitizer" --tool "$tool" --error-exitcode 1 \
+        "$gputest" -test.run "$memsubset" $T
+    else
+      skip "$tool" "compute-sanitizer not found (PATH, CUDA_HOME, /usr/local/cuda)"
+    fi
+  done
   step bench-gpu "W1 on the device, R=$replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_R="$replicas" "$gputest" -test.run '^TestKitBenchW1GPU$' $T
   step bench-gpu-graphs "W1 on the device with CUDA graphs, R=$replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_CUDA_GRAPHS=1 FEDAUDIT_BENCH_R="$replicas" "$gputest" -test.run '^TestKitBenchW1GPU$' $T
   step bench-cpu "W1 on the CPU backend, R=$cpu_replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_R="$cpu_replicas" "$gputest" -test.run '^TestKitBenchW1CPU$' $T
@@ -132,7 +145,7 @@ else
   # The gpu-tagged audit cannot start without a GPU (gorgonia.org/cu exits at start-up); the
   # step records that it says so and exits nonzero, which is the expected outcome here.
   gpu_info_shim() {
-    "$KIT/audit" gpu-info --json > "$out/gpu-info.json" 2>&1
+    lim "$KIT/audit" gpu-info --json > "$out/gpu-info.json" 2>&1
     local rc=$?
     cat "$out/gpu-info.json"
     if [ $rc -eq 0 ]; then echo "unexpected: gpu-info succeeded in --shim mode"; return 1; fi
@@ -147,15 +160,17 @@ else
   if [ -n "$asan" ] && [ -e "$asan" ]; then
     # The parity subset, then a deliberate out-of-bounds write that ASan must catch.
     shim_asan() {
-      env FEDAUDIT_SHIM_ASAN=1 LD_PRELOAD="$asan" ASAN_OPTIONS=detect_leaks=0 "$shimtest" \
+      lim env FEDAUDIT_SHIM_ASAN=1 LD_PRELOAD="$asan" ASAN_OPTIONS=detect_leaks=0 "$shimtest" \
         -test.run "$memsubset" $T &&
-        env FEDAUDIT_SHIM_ASAN=1 LD_PRELOAD="$asan" ASAN_OPTIONS=detect_leaks=0 "$shimtest" \
+        lim env FEDAUDIT_SHIM_ASAN=1 LD_PRELOAD="$asan" ASAN_OPTIONS=detect_leaks=0 "$shimtest" \
           -test.run '^TestASanCatchesOutOfBounds$' $T
     }
     STEP_DIR=$shimdir step memcheck "AddressSanitizer in place of compute-sanitizer: parity subset on the shim" shim_asan
   else
     skip memcheck "no libasan for ${CXX:-g++}"
   fi
+  skip racecheck "needs a GPU (compute-sanitizer)"
+  skip initcheck "needs a GPU (compute-sanitizer)"
   STEP_DIR=$shimdir step bench-gpu "W1 on the host shim in place of the device, R=$replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_R="$replicas" "$shimtest" -test.run '^TestKitBenchW1Shim$' $T
   step bench-cpu "W1 on the CPU backend, R=$cpu_replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_R="$cpu_replicas" "$shimtest" -test.run '^TestKitBenchW1CPU$' $T
   STEP_DIR=$shimdir step bench-gpu-w2 "W2 on the host shim in place of the device, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_R="$w2_replicas" "$shimtest" -test.run '^TestKitBenchW2Shim$' $T
@@ -163,13 +178,21 @@ else
   summarizer=$shimtest
 fi
 
-if FEDAUDIT_KIT_DIR="$out" FEDAUDIT_KIT_MODE="$mode" "$summarizer" -test.run '^TestKitSummary$' -test.count=1 > "$out/summary.log" 2>&1; then
+step_deadline=$((SECONDS + 120)) # the summary reads the files above: seconds
+if FEDAUDIT_KIT_DIR="$out" FEDAUDIT_KIT_MODE="$mode" lim "$summarizer" -test.run '^TestKitSummary$' -test.count=1 > "$out/summary.log" 2>&1; then
   echo "gpu-kit: summary in $out/summary.md and $out/summary.json"
 else
   echo "gpu-kit: writing the summary failed, see $out/summary.log" >&2
   failed=1
 fi
+step_deadline=0
 if grep -q "$(printf '\tFAIL\t')" "$out/steps.tsv"; then failed=1; fi
+if archive; then
+  echo "gpu-kit: everything in $out/kit-results.tgz"
+else
+  echo "gpu-kit: packing $out/kit-results.tgz failed" >&2
+  failed=1
+fi
 if [ $failed -ne 0 ]; then
   echo "gpu-kit: some steps FAILED (see $out/steps.tsv)" >&2
   exit 1
