@@ -67,7 +67,14 @@ func methodLine(a *findings.Analysis) string {
 	}
 	var lines []string
 	if len(pairs) > 0 {
-		lines = append(lines, fmt.Sprintf("mu_lower: certified %s with %s thresholds; mu_est: a point estimate, not a bound.", joint, strings.Join(methods, ", ")))
+		line := fmt.Sprintf("mu_lower: certified %s with %s thresholds; mu_est: a point estimate, not a bound.", joint, strings.Join(methods, ", "))
+		for i := range pairs {
+			if c, ok := epsilonCheck(&pairs[i]); ok {
+				line += fmt.Sprintf(" eps_lower: certified likewise, at the claim's delta %g: the number an epsilon claim is judged on.", c.Delta)
+				break
+			}
+		}
+		lines = append(lines, line)
 	}
 	if len(oneRun) > 0 {
 		lines = append(lines, fmt.Sprintf("one-run rows: mu_lower (f-DP, Mahloujifar et al.) and eps_lower (Steinke et al., at delta %g) are CERTIFIED %s from the canaries of the world-C runs; "+
@@ -143,15 +150,21 @@ func writeOneRunTable(w io.Writer, fs []findings.Finding) error {
 	return tw.Flush()
 }
 
-// writePairTable prints the rows of coupled pairs.
+// writePairTable prints the rows of coupled pairs. When some row judged an epsilon claim, an
+// eps_lower column beside mu_lower shows the number each verdict compared (ComparedEpsLower).
 func writePairTable(w io.Writer, fs []findings.Finding) error {
-	exact, uploads := false, false
+	exact, uploads, eps := false, false, false
 	for i := range fs {
 		exact = exact || isFinite(fs[i].ExactMu)
 		uploads = uploads || isFinite(fs[i].MuUploads())
+		eps = eps || epsilonJudged(&fs[i])
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	header := "attack\tthreat\tT\tn0\tn1\tAUC\tTPR@1pctFPR\tmu_lower\tmu_est\t"
+	header := "attack\tthreat\tT\tn0\tn1\tAUC\tTPR@1pctFPR\tmu_lower\t"
+	if eps {
+		header += "eps_lower\t"
+	}
+	header += "mu_est\t"
 	if exact {
 		header += "exact\t"
 	}
@@ -162,8 +175,12 @@ func writePairTable(w io.Writer, fs []findings.Finding) error {
 	io.WriteString(tw, header+"verdict\t\n")
 	for i := range fs {
 		f, r := &fs[i], fs[i].Result
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.4f\t%.4f\t%.4f\t%.4f\t",
-			f.Attack, f.Threat, f.Round, r.N0, r.N1, r.AUC, r.TPRAt1e2, r.MuLower, r.MuEstimate)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.4f\t%.4f\t%.4f\t",
+			f.Attack, f.Threat, f.Round, r.N0, r.N1, r.AUC, r.TPRAt1e2, r.MuLower)
+		if eps {
+			fmt.Fprintf(tw, "%.4f\t", ComparedEpsLower(f))
+		}
+		fmt.Fprintf(tw, "%.4f\t", r.MuEstimate)
 		if exact {
 			fmt.Fprintf(tw, "%s\t", orDash(f.ExactMu))
 		}
@@ -178,6 +195,30 @@ func writePairTable(w io.Writer, fs []findings.Finding) error {
 		fmt.Fprintf(tw, "%s\t\n", verdictText(f))
 	}
 	return tw.Flush()
+}
+
+// epsilonCheck is the check of a row's verdict that compared a claimed epsilon, if any.
+func epsilonCheck(f *findings.Finding) (audit.Check, bool) {
+	if f.Verdict != nil {
+		for _, c := range f.Verdict.Checks {
+			if c.Quantity == "epsilon" {
+				return c, true
+			}
+		}
+	}
+	return audit.Check{}, false
+}
+
+func epsilonJudged(f *findings.Finding) bool { _, ok := epsilonCheck(f); return ok }
+
+// ComparedEpsLower is the certified eps lower bound a row's verdict compared with its claimed
+// epsilon (at the claim's delta), or the row's eps_lower at the analysis's delta when it judged
+// no epsilon.
+func ComparedEpsLower(f *findings.Finding) float64 {
+	if c, ok := epsilonCheck(f); ok {
+		return c.Lower
+	}
+	return f.Result.EpsLower
 }
 
 func isFinite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,5 +108,50 @@ func TestRunClaimOverrideRecorded(t *testing.T) {
 	}
 	if code, stdout, _ := cli(t, "analyze", other); code != 3 {
 		t.Errorf("analyze after report --claim-mu 0.3: exit %d, want 3:\n%s", code, stdout)
+	}
+}
+
+// TestEpsilonClaimShowsItsBound: issue 24 item 4. An epsilon claim is judged on eps_lower, which
+// the table did not show (only mu_lower beside the verdict): with an epsilon claim the table has
+// an eps_lower column holding the number the verdict compares.
+func TestEpsilonClaimShowsItsBound(t *testing.T) {
+	csv := filepath.Join("testdata", "analyze_scores.csv")
+	code, stdout, stderr := cli(t, "analyze", "--scores", csv, "--claim-eps", "2", "--json")
+	if code != 0 && code != 3 {
+		t.Fatalf("analyze --json: exit %d: %s", code, stderr)
+	}
+	var a struct {
+		Findings []struct {
+			Round    int     `json:"round"`
+			EpsLower float64 `json:"eps_lower"`
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &a); err != nil || len(a.Findings) != 2 {
+		t.Fatalf("analyze --json: %v:\n%s", err, stdout)
+	}
+	_, stdout, _ = cli(t, "analyze", "--scores", csv, "--claim-eps", "2")
+	lines := strings.Split(stdout, "\n")
+	var header string
+	for _, l := range lines {
+		if strings.Contains(l, "attack") && strings.Contains(l, "mu_lower") {
+			header = l
+		}
+	}
+	if !strings.Contains(header, "eps_lower") {
+		t.Fatalf("table header %q lacks eps_lower:\n%s", header, stdout)
+	}
+	// The scores have no threat model: the rows' threat cell is empty, one field fewer.
+	col := len(strings.Fields(header[:strings.Index(header, "eps_lower")])) - 1
+	for _, f := range a.Findings {
+		want, found := fmt.Sprintf("%.4f", f.EpsLower), false
+		for _, l := range lines {
+			fields := strings.Fields(l)
+			if len(fields) > col && fields[0] == "gauss" && fields[1] == fmt.Sprint(f.Round) {
+				found = fields[col] == want
+			}
+		}
+		if !found {
+			t.Errorf("T = %d: eps_lower %v not in its column:\n%s", f.Round, f.EpsLower, stdout)
+		}
 	}
 }
