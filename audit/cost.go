@@ -148,7 +148,9 @@ func CostTable(ctx context.Context, opts CostOptions) ([]CostRow, error) {
 				return nil, err
 			}
 			scores, included := oneRunScores(rng, o.Mu, m)
-			res, err := OneRunAudit(scores, included, nil, o.Delta, o.Confidence)
+			// The path audit run and analyze take (OneRunAnalyze: mu and eps jointly at the
+			// confidence), so the table's numbers are what a user gets.
+			res, err := OneRunAnalyze(scores, included, nil, o.Delta, o.Confidence)
 			if err != nil {
 				return nil, fmt.Errorf("cost table: one run with %d canaries: %w", m, err)
 			}

@@ -308,7 +308,8 @@ func selfTestLaplace(ctx context.Context, opts SelfTestOptions, methods []Thresh
 	return rows, nil
 }
 
-// selfTestOneRun checks the one-run audits (OneRunAudit with the default grid): each
+// selfTestOneRun checks the one-run audits as audit run and analyze make them (OneRunAnalyze,
+// the default grid, mu and eps each at half the error level so that they hold together): each
 // repetition is one run with N canaries, each included with probability 1/2 and scored N(mu b,
 // 1) (Gaussian, for every mu of the list) or s b + Laplace(0, 1) (Laplace, exactly s-DP per
 // canary). The f-DP mu must stay at or below mu (the Laplace mechanism's GDP equivalent), the
@@ -356,7 +357,8 @@ func selfTestOneRun(ctx context.Context, opts SelfTestOptions, maxMisses int) ([
 					scores[i] += mc.shift
 				}
 			}
-			res, err := OneRunAudit(scores, incl, nil, mc.delta, opts.Confidence)
+			// The one-run rows of audit run and analyze (mu and eps jointly at the confidence).
+			res, err := OneRunAnalyze(scores, incl, nil, mc.delta, opts.Confidence)
 			if err != nil {
 				return nil, fmt.Errorf("audit: selftest one-run %s: %w", mc.name, err)
 			}

@@ -87,7 +87,7 @@ func printSelfTest(e *env, rep *audit.SelfTestReport) {
 			r.Method, r.Mechanism, truth, r.Coverage, r.Misses, r.MaxMisses, r.MeanLower, r.Tightness)
 	}
 	tw.Flush()
-	fmt.Fprintf(e.stdout, "\nLaplace rows hold the bound against the mechanism's GDP-equivalent mu (eps: its exact s at delta 0). One-run rows: f-DP mu (Mahloujifar et al.) and eps (Steinke et al.) from the default grid of guesses.\n")
+	fmt.Fprintf(e.stdout, "\nLaplace rows hold the bound against the mechanism's GDP-equivalent mu (eps: its exact s at delta 0). One-run rows: f-DP mu (Mahloujifar et al.) and eps (Steinke et al.) from the default grid of guesses, each at half the error level so that they hold together, as the one-run rows of audit run and analyze.\n")
 	if family > 0 {
 		fmt.Fprintf(e.stdout, "Family rows: %d mechanisms (mu cycling through the list) audited together, each bound at confidence %.4g (Bonferroni over the rows, as `audit analyze` certifies its rows); a repetition misses when any of them exceeds its true mu. Their mean bound and tightness are those of the largest mu.\n",
 			family, audit.FamilyRowConfidence(rep.Confidence, family))
