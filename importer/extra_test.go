@@ -234,7 +234,10 @@ func TestImportExternal(t *testing.T) {
 			for _, r := range []int{0, 4} {
 				enc := make([]float32, 6)
 				for i := range enc {
-					enc[i] = float32(p%7) + float32(i)/10
+					enc[i] = float32(i) / 10 // w_0: the same for every run
+					if r > 0 {
+						enc[i] += float32(p % 7)
+					}
 				}
 				if r == 4 && w == 0 {
 					enc[2] += 1 // world C moves one coordinate: the attacks must see it

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/fedaudit/fedaudit/attacks"
@@ -44,6 +46,8 @@ type Options struct {
 	Workers int
 	// Logf, when set, receives progress lines.
 	Logf func(format string, args ...any)
+	// Warnf, when set, receives the warnings (also in Result.Warnings); unset, they go to Logf.
+	Warnf func(format string, args ...any)
 }
 
 // Result summarizes an import.
@@ -67,6 +71,10 @@ type Result struct {
 	// rounds (replay.go).
 	Replayed bool     `json:"replayed"`
 	Dropped  []string `json:"dropped_attacks,omitempty"` // config attacks imported runs cannot support
+	// Warnings are what the import noticed but could not decide: the target client's upload
+	// files look like updates while read as models, or the other way round (their norms beside
+	// w_{t-1}'s).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Record is DIR/import.json: where the runs came from.
@@ -114,8 +122,13 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	participants := cfg.Train.Participants
+	adj := cfg.Adjacency.Kind
+	if adj == "" {
+		adj = "replace"
+	}
 	plan, err := opts.Manifest.Validate(Expect{Pairs: cfg.Pairs, Rounds: rounds, Clients: len(data.Pair.C),
-		TargetClient: data.Target.Client, Partial: participants > 0 && participants < len(data.Pair.C)})
+		TargetClient: data.Target.Client, Partial: participants > 0 && participants < len(data.Pair.C),
+		CanaryInC: adj == "remove" || adj == "remove-client", Adjacency: adj})
 	if err != nil {
 		return nil, &InputError{err}
 	}
@@ -183,16 +196,25 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 	rd := &reader{plan: plan, lay: lay, opts: opts, known: known, replay: rp, logf: logf,
 		job:   train.Job{Config: cfg.Train, WorldC: data.Pair.C, WorldCPrime: data.Pair.CPrime, Target: data.Target, Test: data.Test},
 		group: train.GroupSize(cfg.Train, train.SizesOf(data.Pair.C, data.Test), plan.Pairs)}
-	uploads, err := rd.readRounds(ctx, w)
+	uploads, warning, err := rd.readRounds(ctx, w)
 	if err != nil {
 		return nil, err
+	}
+	var warnings []string
+	if warning != "" {
+		warnf := opts.Warnf
+		if warnf == nil {
+			warnf = func(format string, args ...any) { logf("import: warning: "+format, args...) }
+		}
+		warnf("%s", warning)
+		warnings = append(warnings, warning)
 	}
 	if err := w.Close(); err != nil {
 		return nil, err
 	}
 	res := &Result{Dir: opts.Out, Pairs: plan.Pairs, Rounds: plan.Rounds, Snapshots: 2 * plan.Pairs * len(plan.Rounds),
 		Uploads: uploads, OtherUploads: plan.OtherUploads, Params: lay.D, Model: cfg.Train.Model.Kind, Layout: lay.Describe(),
-		Statistics: known, Replayed: rp != nil, Dropped: dropped}
+		Statistics: known, Replayed: rp != nil, Dropped: dropped, Warnings: warnings}
 	if err := commitImport(tmp, opts.Out, &cfg, Record{Manifest: opts.Manifest.Path, Result: *res}); err != nil {
 		return nil, err
 	}
@@ -257,8 +279,13 @@ type reader struct {
 
 // readRounds reads every snapshot of the plan, one round at a time with all runs in parallel,
 // and writes each round's rows in (pair, world) order: the order fedaudit's trainer writes, so
-// files do not depend on the worker count. It returns the number of uploads imported.
-func (rd *reader) readRounds(ctx context.Context, w *runs.Writer) (int, error) {
+// files do not depend on the worker count. It returns the number of uploads imported and a
+// warning about the uploads' kind (uploadKindWarning), or "".
+//
+// A snapshot that cannot be read, does not fit the model or breaks a rule (round 0: every run
+// starts from the same w_0) is a problem; after the first, the remaining rounds are only read
+// and checked, not evaluated or written, so that the error lists every problem of every round.
+func (rd *reader) readRounds(ctx context.Context, w *runs.Writer) (int, string, error) {
 	plan := rd.plan
 	workers := rd.opts.Workers
 	if workers <= 0 {
@@ -267,15 +294,18 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer) (int, error) {
 	n := 2 * plan.Pairs
 	params, uploads := make([][]float32, n), make([][]float32, n)
 	var prev [][]float32 // the previous checkpoint's parameters (w_{t-1} for uploads)
-	errs := make([]error, n)
+	errs, upErrs := make([]error, n), make([]error, n)
+	norms := make([]uploadNorms, n)
+	var allNorms []uploadNorms
+	var probs problems
 	count := 0
 	var nan []float32
 	for ri, round := range plan.Rounds {
 		err := parallelRuns(ctx, workers, n, func(r int) {
 			pair, world := r/2, r%2
-			params[r], uploads[r], errs[r] = nil, nil, nil
+			params[r], uploads[r], errs[r], upErrs[r], norms[r] = nil, nil, nil, nil, uploadNorms{}
 			params[r], errs[r] = rd.snapshot(plan.Files[pair][world][ri], pair, world, round, "")
-			if errs[r] != nil || plan.Uploads == nil || round == 0 {
+			if plan.Uploads == nil || round == 0 {
 				return
 			}
 			file := plan.Uploads[pair][world][ri]
@@ -283,24 +313,51 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer) (int, error) {
 				return // the target client sat this round out (partial participation)
 			}
 			up, err := rd.snapshot(file, pair, world, round, "upload of ")
-			if err == nil && rd.opts.UploadUpdates {
+			if err != nil {
+				upErrs[r] = err
+				return
+			}
+			if prev[r] == nil {
+				return // w_{t-1} could not be read: a problem listed already
+			}
+			norms[r] = normsOf(up, prev[r])
+			if rd.opts.UploadUpdates {
 				// An update u = upload - w_{t-1}: the upload is w_{t-1} + u (validation made
 				// round-1 a checkpoint, read in the previous iteration).
 				for i, v := range prev[r] {
 					up[i] += v
 				}
 			}
-			uploads[r], errs[r] = up, err
+			uploads[r] = up
 		})
 		if err != nil {
-			return 0, err
+			return 0, "", err
 		}
-		if err := firstErrors(errs, 5); err != nil {
-			return 0, &InputError{fmt.Errorf("import: round %d: %w", round, err)}
+		for r := range n {
+			for _, e := range []error{errs[r], upErrs[r]} {
+				if e != nil {
+					probs.add("%v", e)
+				}
+			}
+			if uploads[r] != nil {
+				allNorms = append(allNorms, norms[r])
+			}
+		}
+		if round == 0 {
+			rd.checkInitial(params, ri, &probs)
+		}
+		if probs.len() > 0 {
+			// Check only from here on: the later rounds' problems are listed too.
+			rd.logf("import: round %d: %d problems so far; reading the other rounds to list theirs", round, probs.len())
+			prev, params = params, prev
+			if params == nil {
+				params = make([][]float32, n)
+			}
+			continue
 		}
 		rows, err := rd.rows(ctx, round, params)
 		if err != nil {
-			return 0, err
+			return 0, "", err
 		}
 		if rd.replay != nil {
 			var stats [][]float64
@@ -310,7 +367,7 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer) (int, error) {
 					stats[r] = rd.replay.zero()
 				}
 			} else if stats, err = rd.replay.round(ctx, rd.job, round-1, prev, params, uploads, rd.group); err != nil {
-				return 0, err
+				return 0, "", err
 			}
 			for r := range rows {
 				rows[r].Stats = append(stats[r], rows[r].Stats...)
@@ -336,7 +393,7 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer) (int, error) {
 			}
 		}
 		if err := w.Write(rows...); err != nil {
-			return 0, err
+			return 0, "", err
 		}
 		rd.logf("import: round %d: %d runs read", round, len(rows))
 		prev, params = params, prev
@@ -344,7 +401,10 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer) (int, error) {
 			params = make([][]float32, n)
 		}
 	}
-	return count, nil
+	if err := probs.err("import: snapshots of " + rd.opts.Manifest.Path); err != nil {
+		return 0, "", &InputError{err}
+	}
+	return count, uploadKindWarning(allNorms, rd.opts.UploadUpdates), nil
 }
 
 // parallelRuns calls fn(0..n-1) on workers goroutines and returns ctx's error if it was
@@ -374,13 +434,24 @@ feed:
 	return ctx.Err()
 }
 
-// snapshot reads one snapshot file into the flat parameter vector.
+// snapshot reads one snapshot file into the flat parameter vector; an error names the file and
+// the run, world and round it holds.
 func (rd *reader) snapshot(file string, pair, world, round int, what string) ([]float32, error) {
-	ts, err := ingest.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	v, err := rd.lay.Flatten(ts, rd.opts.Names)
+	v, err := func() ([]float32, error) {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = fmt.Errorf("%s: %w", pe.Op, pe.Err) // the path is named below
+			}
+			return nil, err
+		}
+		ts, err := ingest.Parse(raw, strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)))
+		if err != nil {
+			return nil, err
+		}
+		return rd.lay.Flatten(ts, rd.opts.Names)
+	}()
 	if err != nil {
 		return nil, fmt.Errorf("%s (%spair %d, world %s, round %d): %w", file, what, pair, runs.WorldName(int8(world)), round, err)
 	}
@@ -451,24 +522,4 @@ func checkOut(out string) error {
 		return &experiment.ConfigError{Err: fmt.Errorf("import: %s exists and is not empty; choose another --out", out)}
 	}
 	return nil
-}
-
-// firstErrors joins the first n errors of errs and counts the rest, so a manifest of broken files
-// gives a readable message.
-func firstErrors(errs []error, n int) error {
-	var out []error
-	count := 0
-	for _, e := range errs {
-		if e == nil {
-			continue
-		}
-		if count < n {
-			out = append(out, e)
-		}
-		count++
-	}
-	if count > n {
-		out = append(out, fmt.Errorf("... %d snapshots failed in all", count))
-	}
-	return errors.Join(out...)
 }

@@ -32,7 +32,8 @@ type Entry struct {
 	// observer); other clients' are counted and skipped.
 	Client int `json:"-"`
 	// Canary, when set, says whether the run's training data held the canary: a check of the
-	// world labels (every run of one world must agree, and the worlds must differ).
+	// world labels against fedaudit's convention (Expect.CanaryInC): true exactly in C' (in C
+	// for the remove adjacencies, where C holds the differing record).
 	Canary *bool `json:"canary,omitempty"`
 	// Line is where the entry was declared (CSV line or JSON index), for messages.
 	Line string `json:"-"`
@@ -248,6 +249,12 @@ type Expect struct {
 	// target's upload may then be missing at a round, in both worlds of a pair together (they
 	// share their participation draws).
 	Partial bool
+	// CanaryInC says which world a manifest's canary column must mark: false (the default,
+	// adjacency replace, add and replace-client) for C', where fedaudit puts the canary; true
+	// for the remove adjacencies, whose differing record (or client) C holds and C' lacks.
+	// Adjacency is the config's kind, for messages.
+	CanaryInC bool
+	Adjacency string
 }
 
 // Plan is a validated manifest: for pairs 0..Pairs-1, both worlds and every round, the
@@ -265,16 +272,12 @@ type Plan struct {
 	OtherUploads int
 }
 
-// Validate checks the manifest against the experiment and returns every problem found (up to a
-// limit), one per line.
+// Validate checks the manifest against the experiment and returns every problem found, one per
+// line (the first maxListed, and a count of the rest).
 func (m *Manifest) Validate(ex Expect) (*Plan, error) {
 	pairs, rounds := ex.Pairs, ex.Rounds
-	var errs []string
-	add := func(format string, args ...any) {
-		if len(errs) < 20 {
-			errs = append(errs, fmt.Sprintf(format, args...))
-		}
-	}
+	var probs problems
+	add := probs.add
 	type key struct {
 		pair   int
 		world  int8
@@ -282,7 +285,11 @@ func (m *Manifest) Validate(ex Expect) (*Plan, error) {
 		upload bool
 	}
 	seen := map[key]string{}
-	var canary [2]*bool
+	canaryWorld := runs.WorldCPrime
+	if ex.CanaryInC {
+		canaryWorld = runs.WorldC
+	}
+	var wrongCanary [2][]string // per world, the lines whose canary value contradicts the convention
 	grid := func() [][2][]string {
 		g := make([][2][]string, pairs)
 		for p := range g {
@@ -294,6 +301,9 @@ func (m *Manifest) Validate(ex Expect) (*Plan, error) {
 	}
 	plan := &Plan{Pairs: pairs, Rounds: slices.Clone(rounds), Files: grid()}
 	for _, e := range m.Entries {
+		if e.Canary != nil && *e.Canary != (e.World == canaryWorld) {
+			wrongCanary[e.World] = append(wrongCanary[e.World], e.Line)
+		}
 		upload := e.Client >= 0
 		if upload && e.Client >= ex.Clients {
 			add("%s: client %d outside 0..%d (the config has %d clients)", e.Line, e.Client, ex.Clients-1, ex.Clients)
@@ -334,46 +344,59 @@ func (m *Manifest) Validate(ex Expect) (*Plan, error) {
 		} else {
 			plan.Files[e.Pair][e.World][ri] = e.File
 		}
-		if e.Canary != nil {
-			if c := canary[e.World]; c != nil && *c != *e.Canary {
-				add("%s: canary %v, but other runs of world %s say %v", e.Line, *e.Canary, runs.WorldName(e.World), *c)
+	}
+	switch c, cp := wrongCanary[runs.WorldC], wrongCanary[runs.WorldCPrime]; {
+	case len(c) > 0 && len(cp) > 0:
+		add("%s: canary %v in world C and %s: canary %v in world C' (%d rows of C and %d of C' say so), but %s. The world labels look swapped (relabel C as C' and C' as C), or the canary column is wrong; imported as they stand, every score would be read backwards",
+			c[0], canaryWorld != runs.WorldC, cp[0], canaryWorld != runs.WorldCPrime, len(c), len(cp), ex.canaryConvention())
+	default:
+		for w, lines := range wrongCanary {
+			if len(lines) == 0 {
+				continue
 			}
-			canary[e.World] = e.Canary
+			world := int8(w)
+			more := ""
+			if len(lines) > 1 {
+				more = fmt.Sprintf(" (and %d more rows of world %s)", len(lines)-1, runs.WorldName(world))
+			}
+			add("%s: canary %v in world %s%s, but %s. Either the canary column is wrong or the world labels are (then swap C and C'); imported as they stand, every score would be read backwards",
+				lines[0], world != canaryWorld, runs.WorldName(world), more, ex.canaryConvention())
 		}
 	}
-	if canary[0] != nil && canary[1] != nil && *canary[0] == *canary[1] {
-		add("both worlds say canary %v: the worlds must differ in the canary (are C and C' labelled right?)", *canary[0])
-	}
-	missing := 0
 	for p := range plan.Files {
 		for w := range 2 {
 			for i, f := range plan.Files[p][w] {
 				if f == "" {
-					if missing < 5 {
-						add("pair %d world %s round %d: no snapshot (each pair needs both worlds at every checkpoint %v)", p, runs.WorldName(int8(w)), rounds[i], rounds)
-					}
-					missing++
+					add("pair %d world %s round %d: no snapshot (each pair needs both worlds at every checkpoint %v)", p, runs.WorldName(int8(w)), rounds[i], rounds)
 				}
 			}
 		}
 	}
-	if missing > 5 {
-		add("... %d snapshots missing in all", missing)
-	}
 	if plan.Uploads != nil {
 		validateUploads(plan, ex, add)
 	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("manifest %s:\n  %s", m.Path, strings.Join(errs, "\n  "))
+	if err := probs.err("manifest " + m.Path); err != nil {
+		return nil, err
 	}
 	return plan, nil
+}
+
+// canaryConvention says which world holds the canary under ex, for messages.
+func (ex Expect) canaryConvention() string {
+	if ex.CanaryInC {
+		return fmt.Sprintf("under adjacency %s the differing record is in C (C' lacks it), so canary is true in C and false in C'", ex.Adjacency)
+	}
+	adj := ex.Adjacency
+	if adj == "" {
+		adj = "replace"
+	}
+	return fmt.Sprintf("fedaudit's canary is in C' (adjacency %s: C holds the client's own data, C' the canary), so canary is false in C and true in C'", adj)
 }
 
 // validateUploads checks the target client's uploads: every checkpoint T >= 1 needs them in
 // both worlds of every pair (or, with partial participation, in neither), and the global model
 // w_{T-1} they started from, which the upload attacks subtract.
 func validateUploads(plan *Plan, ex Expect, add func(string, ...any)) {
-	missing := 0
 	for i, t := range ex.Rounds {
 		if t == 0 {
 			continue
@@ -388,10 +411,7 @@ func validateUploads(plan *Plan, ex Expect, add func(string, ...any)) {
 			case c == "" && cp == "" && ex.Partial:
 				// the target client sat round t out in this pair (both worlds share the draw)
 			case c == "" && cp == "":
-				if missing < 5 {
-					add("pair %d round %d: no upload of the target client %d (every client takes part in every round; uploads are needed at every checkpoint after 0)", p, t, ex.TargetClient)
-				}
-				missing++
+				add("pair %d round %d: no upload of the target client %d (every client takes part in every round; uploads are needed at every checkpoint after 0)", p, t, ex.TargetClient)
 			default:
 				w := runs.WorldC
 				if c != "" {
@@ -400,8 +420,5 @@ func validateUploads(plan *Plan, ex Expect, add func(string, ...any)) {
 				add("pair %d round %d: the target client's upload is missing in world %s only (both worlds of a pair share which clients take part)", p, t, runs.WorldName(w))
 			}
 		}
-	}
-	if missing > 5 {
-		add("... %d uploads missing in all", missing)
 	}
 }

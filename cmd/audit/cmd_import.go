@@ -48,6 +48,10 @@ func init() {
 				res, err := importer.Import(ctx, importer.Options{
 					Manifest: m, Config: cfg, Out: *out, Names: splitList(*names), UploadUpdates: *uploads == "update",
 					ToolVersion: version, Workers: *workers, Logf: e.logf,
+					// Warnings reach stderr even with --quiet, and the summary below repeats them.
+					Warnf: func(format string, args ...any) {
+						fmt.Fprintf(e.stderr, "audit: import: warning: "+format+"\n", args...)
+					},
 				})
 				var ie *importer.InputError
 				if errors.As(err, &ie) {
@@ -68,6 +72,9 @@ func init() {
 					fmt.Fprintf(e.stdout, "informed adversary: statistics replayed from the imported rounds\n")
 				}
 				fmt.Fprintf(e.stdout, "model %s, layout: %s\n", res.Model, res.Layout)
+				for _, w := range res.Warnings {
+					fmt.Fprintf(e.stdout, "warning: %s\n", w)
+				}
 				fmt.Fprintf(e.stdout, "next: audit analyze %s   (or audit attack --runs %s; audit report %s)\n", res.Dir, res.Dir, res.Dir)
 				return nil
 			}

@@ -50,11 +50,14 @@ func TestImportCLI(t *testing.T) {
 				v := make([]float32, 18)
 				for i := range v {
 					v[i] = float32(rng.NormFloat64())
+					if r == 0 {
+						v[i] = float32(i) / 18 // w_0: the same for every run
+					}
 				}
 				b, _ := ingest.WriteNPY([]int{18}, v)
 				f := fmt.Sprintf("s%d_%d_%d.npy", p, w, r)
 				os.WriteFile(filepath.Join(dir, f), b, 0o644)
-				lines = append(lines, fmt.Sprintf("%s,%s,%d,%d,%v", f, name, p, r, w == 0))
+				lines = append(lines, fmt.Sprintf("%s,%s,%d,%d,%v", f, name, p, r, w == 1)) // fedaudit's canary is in C'
 			}
 		}
 	}
@@ -283,4 +286,97 @@ func TestCanariesNeitherExportedNorImported(t *testing.T) {
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Fatalf("a refused import created %s", out)
 	}
+}
+
+const uploadsImportYAML = `name: imported-uploads
+seed: 2
+pairs: 12
+data: {source: synthetic, synthetic: {dim: 8, classes: 2}, clients: 2, per_client: 5, test_samples: 10}
+adjacency: {kind: replace, client: 0, index: 0, canary: dirac}
+train:
+  algorithm: fedavg
+  model: {kind: softmax}
+  rounds: 1
+  local_steps: 1
+  learning_rate: 0.1
+  clip_norm: 1
+  noise_std: 0.01
+  checkpoints: [0, 1]
+`
+
+// TestImportChecksCLI: uploads saved as updates but imported as models succeed with a warning on
+// stderr (even with --quiet) and in the summary; a manifest whose canary column puts the canary
+// in C, and a pair whose worlds start from different w_0, exit with status 2 naming the line and
+// the file, and write nothing.
+func TestImportChecksCLI(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "cfg.yaml")
+	os.WriteFile(cfgPath, []byte(uploadsImportYAML), 0o644)
+	rng := rand.New(rand.NewPCG(5, 6))
+	put := func(name string, v []float32) {
+		b, _ := ingest.WriteNPY([]int{len(v)}, v)
+		os.WriteFile(filepath.Join(dir, name), b, 0o644)
+	}
+	w0 := make([]float32, 18)
+	for i := range w0 {
+		w0[i] = float32(rng.NormFloat64())
+	}
+	put("w0.npy", w0)
+	lines := []string{"file,world,pair,round,client,canary"}
+	for p := 0; p < 12; p++ {
+		for w, name := range []string{"C", "C'"} {
+			up, w1 := make([]float32, 18), make([]float32, 18)
+			for i := range up {
+				up[i] = 0.02 * float32(rng.NormFloat64()) // an update, small beside w_0
+				w1[i] = w0[i] + up[i]
+			}
+			put(fmt.Sprintf("w1_%d_%d.npy", p, w), w1)
+			put(fmt.Sprintf("u1_%d_%d.npy", p, w), up)
+			lines = append(lines, fmt.Sprintf("w0.npy,%s,%d,0,,%v", name, p, w == 1),
+				fmt.Sprintf("w1_%d_%d.npy,%s,%d,1,,%v", p, w, name, p, w == 1),
+				fmt.Sprintf("u1_%d_%d.npy,%s,%d,1,0,%v", p, w, name, p, w == 1))
+		}
+	}
+	man := filepath.Join(dir, "m.csv")
+	write := func(lines []string) { os.WriteFile(man, []byte(strings.Join(lines, "\n")+"\n"), 0o644) }
+	write(lines)
+	call := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := exitCode(&stderr, run(context.Background(), args, &stdout, &stderr))
+		return code, stdout.String(), stderr.String()
+	}
+	const warning = "warning: the target client's upload files look like updates"
+	code, stdout, stderr := call("import", "--quiet", "--manifest", man, "--config", cfgPath, "--out", filepath.Join(dir, "as-models"))
+	if code != 0 || !strings.Contains(stdout, warning) || !strings.Contains(stdout, "--uploads update") || !strings.Contains(stderr, "audit: import: "+warning) {
+		t.Fatalf("updates read as models: code %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	code, stdout, stderr = call("import", "--manifest", man, "--config", cfgPath, "--out", filepath.Join(dir, "as-updates"), "--uploads", "update")
+	if code != 0 || strings.Contains(stdout+stderr, "warning") {
+		t.Fatalf("updates read as updates: code %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+
+	refused := func(name string, lines []string, want ...string) {
+		t.Helper()
+		write(lines)
+		out := filepath.Join(dir, name)
+		code, _, stderr := call("import", "--manifest", man, "--config", cfgPath, "--out", out, "--uploads", "update")
+		for _, w := range want {
+			if code != 2 || !strings.Contains(stderr, w) {
+				t.Errorf("%s: code %d, stderr lacks %q:\n%s", name, code, w, stderr)
+			}
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("%s: a refused import created %s", name, out)
+		}
+	}
+	swapped := slices.Clone(lines)
+	for i := 1; i < len(swapped); i++ {
+		swapped[i] = strings.NewReplacer(",true", ",false", ",false", ",true").Replace(swapped[i])
+	}
+	refused("canary-in-C", swapped, "line 2: canary true in world C and line 5: canary false in world C'", "swapped")
+	w0[7] += 0.5
+	put("w0_edited.npy", w0)
+	edited := slices.Clone(lines)
+	edited[3*(2*4+1)+1] = strings.Replace(edited[3*(2*4+1)+1], "w0.npy", "w0_edited.npy", 1) // pair 4, C'
+	refused("edited-w0", edited, "pair 4: world C' starts from another w_0 than world C", "w0_edited.npy", "parameter 7")
 }

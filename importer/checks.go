@@ -1,0 +1,129 @@
+package importer
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"slices"
+)
+
+// checkInitial checks round 0's snapshots (params, run 2 pair + world; nil where a snapshot
+// could not be read, a problem listed already): every run starts from the same public w_0, both
+// worlds of a pair and every pair (docs/import.md). The reference is the w_0 most runs hold (the
+// earliest run's among equally many), so one odd pair is named rather than all the others.
+func (rd *reader) checkInitial(params [][]float32, ri int, probs *problems) {
+	file := func(r int) string { return rd.plan.Files[r/2][r%2][ri] }
+	count := map[uint64]int{}
+	hashes := make([]uint64, len(params))
+	ref := -1
+	for r, v := range params {
+		if v == nil {
+			continue
+		}
+		h := fnv.New64a()
+		var b [4]byte
+		for _, x := range v {
+			u := math.Float32bits(x)
+			b[0], b[1], b[2], b[3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
+			h.Write(b[:])
+		}
+		hashes[r] = h.Sum64()
+		count[hashes[r]]++
+		if ref < 0 || count[hashes[r]] > count[hashes[ref]] {
+			ref = r
+		}
+	}
+	if ref < 0 {
+		return
+	}
+	w0, same := params[ref], count[hashes[ref]]
+	for p := 0; 2*p+1 < len(params); p++ {
+		c, cp := params[2*p], params[2*p+1]
+		if c == nil || cp == nil {
+			continue
+		}
+		if i := firstDiff(c, cp); i >= 0 {
+			probs.add("pair %d: world C' starts from another w_0 than world C: %s and %s differ first at parameter %d (%s): %g against %g; both runs of a pair start from the same w_0",
+				p, file(2*p), file(2*p+1), i, rd.lay.slotOf(i), c[i], cp[i])
+			continue
+		}
+		if i := firstDiff(c, w0); i >= 0 {
+			probs.add("pair %d: w_0 (%s, both worlds) differs from the w_0 most runs start from (%s, %d of %d runs) first at parameter %d (%s): %g against %g; every run starts from the same public w_0",
+				p, file(2*p), file(ref), same, len(params), i, rd.lay.slotOf(i), c[i], w0[i])
+		}
+	}
+}
+
+// firstDiff is the first index where a and b differ bit for bit, or -1.
+func firstDiff(a, b []float32) int {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// uploadNorms are the norms that tell an uploaded model from an update: of the upload's file,
+// of the global model w_{t-1} it started from, and of their difference.
+type uploadNorms struct{ file, prev, diff float64 }
+
+func normsOf(file, prev []float32) uploadNorms {
+	var n uploadNorms
+	for i, x := range file {
+		f, p := float64(x), float64(prev[i])
+		n.file += f * f
+		n.prev += p * p
+		n.diff += (f - p) * (f - p)
+	}
+	n.file, n.prev, n.diff = math.Sqrt(n.file), math.Sqrt(n.prev), math.Sqrt(n.diff)
+	return n
+}
+
+// uploadKindRatio is how far apart the two readings of the upload files must be (the median of
+// |file - w_{t-1}| / |file|) before the import says which kind the files hold: an uploaded model
+// lies near w_{t-1} (the ratio is about |update| / |w_{t-1}|), an update near 0 (about
+// |w_{t-1}| / |update|). Where updates are not small beside the model the ratio is near 1 either
+// way and nothing is said.
+const uploadKindRatio = 2
+
+// uploadKindWarning returns a warning when the norms of the target client's upload files say
+// they hold the other kind than the one they are read as (updates: whether --uploads update was
+// given), or "".
+func uploadKindWarning(norms []uploadNorms, updates bool) string {
+	var ratio, rel, dist []float64
+	for _, n := range norms {
+		if n.file == 0 || n.prev == 0 {
+			continue // w_{t-1} = 0 (or a zero file): both readings are the same
+		}
+		ratio = append(ratio, n.diff/n.file)
+		rel = append(rel, n.file/n.prev)
+		dist = append(dist, n.diff/n.prev)
+	}
+	if len(ratio) == 0 {
+		return ""
+	}
+	r, fileRel, distRel := median(ratio), median(rel), median(dist)
+	attacks := "as they are read now, the uploads observer's attacks (upload-lda, label, inversion, invgrad, informed-upload) score the wrong vectors"
+	switch {
+	case !updates && r > uploadKindRatio:
+		return fmt.Sprintf("the target client's upload files look like updates (the upload minus w_{t-1}), not the uploaded models they are read as (--uploads model, the default): "+
+			"their norms are a median %.3g of the norm of w_{t-1}, and they lie %.3g of that norm away from it, where an uploaded model lies near w_{t-1} (%d uploads). "+
+			"If they are updates, import them with --uploads update; %s", fileRel, distRel, len(ratio), attacks)
+	case updates && r < 1/float64(uploadKindRatio):
+		return fmt.Sprintf("the target client's upload files look like uploaded models, not the updates (the upload minus w_{t-1}) they are read as (--uploads update): "+
+			"their norms are a median %.3g of the norm of w_{t-1}, and they lie only %.3g of that norm away from it, where an update is small beside the model (%d uploads). "+
+			"If they are the uploaded models, import them with --uploads model; %s", fileRel, distRel, len(ratio), attacks)
+	}
+	return ""
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}

@@ -1,0 +1,296 @@
+package importer
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/ingest"
+)
+
+// flatImport writes a manifest of flat .npy snapshots for smallConfig-like configs (checkpoints
+// 0, 1, 3): snap gives each snapshot's vector (nil: a good one) and file name; extra columns
+// per row come from cols. It returns the manifest path.
+type flatSpec struct {
+	cfg *experiment.Config
+	// vec returns the vector of pair p, world w, round r (an empty one: a missing file), or nil
+	// for good, the vector of every other snapshot.
+	vec func(p, w, r int, good []float32) []float32
+	// header and cols add manifest columns (e.g. ",canary" and a value per row).
+	header string
+	cols   func(p, w, r int) string
+}
+
+func (s flatSpec) write(t *testing.T, dir string) string {
+	t.Helper()
+	data, err := experiment.Prepare(s.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lay, err := LayoutOf(s.cfg.Train.Model, data.Pair.C[0].Shape, data.Classes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := make([]float32, lay.D)
+	for i := range good {
+		good[i] = float32(i%7) / 10
+	}
+	put := func(name string, v []float32) {
+		b, err := ingest.WriteNPY([]int{len(v)}, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("ok.npy", good)
+	lines := []string{"file,world,pair,round" + s.header}
+	for p := 0; p < s.cfg.Pairs; p++ {
+		for w, wn := range []string{"C", "C'"} {
+			for _, r := range s.cfg.Train.Checkpoints {
+				name := "ok.npy"
+				if s.vec != nil {
+					if v := s.vec(p, w, r, good); v != nil {
+						name = fmt.Sprintf("p%d_w%d_r%d.npy", p, w, r)
+						if len(v) > 0 {
+							put(name, v)
+						}
+					}
+				}
+				extra := ""
+				if s.cols != nil {
+					extra = s.cols(p, w, r)
+				}
+				lines = append(lines, fmt.Sprintf("%s,%s,%d,%d%s", name, wn, p, r, extra))
+			}
+		}
+	}
+	path := filepath.Join(dir, "m.csv")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// importFlat writes spec's manifest and imports it, returning the result, the error and the log.
+func importFlat(t *testing.T, spec flatSpec) (*Result, error, string) {
+	t.Helper()
+	dir := t.TempDir()
+	m, err := ReadManifest(spec.write(t, dir))
+	if err != nil {
+		return nil, err, ""
+	}
+	var log []string
+	logf := func(f string, a ...any) { log = append(log, fmt.Sprintf(f, a...)) }
+	res, err := Import(context.Background(), Options{Manifest: m, Config: spec.cfg, Out: filepath.Join(dir, "out"), Workers: 2, Logf: logf})
+	return res, err, strings.Join(log, "\n")
+}
+
+// The manifest's canary column follows one convention, fedaudit's: the canary (epsilon') is in
+// C'. A manifest that marks it in C (whether its world labels or its canary column are the
+// wrong way round) is refused, since the audit would read every score backwards; for the
+// remove adjacencies the differing record is C's, and the column must say so.
+func TestCanaryConvention(t *testing.T) {
+	cfg := smallConfig(t)
+	mark := func(c, cp string) func(p, w, r int) string {
+		return func(p, w, r int) string { return "," + []string{c, cp}[w] }
+	}
+	cases := []struct {
+		name  string
+		c, cp string
+		want  []string // empty: accepted
+	}{
+		{"canary in C'", "false", "true", nil},
+		{"only C' marked", "", "true", nil},
+		{"canary in C", "true", "false", []string{"line 2: canary true in world C and line 5: canary false in world C' (72 rows of C and 72 of C' say so)",
+			"canary is in C'", "swapped"}},
+		{"only C marked", "true", "", []string{"line 2: canary true in world C"}},
+		{"C' unmarked", "", "false", []string{"line 5: canary false in world C'"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err, _ := importFlat(t, flatSpec{cfg: cfg, header: ",canary", cols: mark(c.c, c.cp)})
+			if len(c.want) == 0 {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			for _, w := range c.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("error %v, want one containing %q", err, w)
+				}
+			}
+		})
+	}
+	// The adjacency decides the convention: Import derives Expect.CanaryInC from it.
+	entries := func(c, cp bool) []Entry {
+		return []Entry{{File: "a", World: 0, Client: -1, Canary: &c, Line: "line 2"}, {File: "b", World: 1, Client: -1, Canary: &cp, Line: "line 3"}}
+	}
+	for _, c := range []struct {
+		adj   string
+		c, cp bool
+		want  string
+	}{
+		{"add", false, true, ""},
+		{"add", true, false, "line 2: canary true in world C and line 3: canary false in world C' (1 rows of C and 1 of C' say so), but fedaudit's canary is in C' (adjacency add"},
+		{"remove", true, false, ""},
+		{"remove-client", true, false, ""},
+		{"remove", false, true, "line 2: canary false in world C and line 3: canary true in world C' (1 rows of C and 1 of C' say so), but under adjacency remove the differing record is in C"},
+	} {
+		ex := Expect{Pairs: 1, Rounds: []int{0}, Clients: 1, Adjacency: c.adj, CanaryInC: c.adj == "remove" || c.adj == "remove-client"}
+		_, err := (&Manifest{Path: "m", Entries: entries(c.c, c.cp)}).Validate(ex)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("adjacency %s, canary %v in C, %v in C': error %v, want %q", c.adj, c.c, c.cp, err, c.want)
+		}
+	}
+}
+
+// An import with many broken snapshots names every one of them, in every round, in one pass
+// (the message lists the first ones and counts the rest); the manifest's checks count what they
+// do not list too.
+func TestEveryProblemListed(t *testing.T) {
+	cfg := smallConfig(t)
+	bad := map[string]bool{}
+	spec := flatSpec{cfg: cfg, vec: func(p, w, r int, good []float32) []float32 {
+		v := slices.Clone(good)
+		switch {
+		case r == 1 && w == 0 && p < 4: // NaN parameters in round 1
+			v[3] = float32(math.NaN())
+		case r == 3 && p == 5 && w == 1: // missing file in round 3
+			v = []float32{}
+		case r == 0 && p == 6 && w == 1: // wrong length in round 0
+			v = v[:10]
+		case r == 3 && p == 7 && w == 0: // wrong length in round 3
+			v = v[:11]
+		default:
+			return nil
+		}
+		bad[fmt.Sprintf("p%d_w%d_r%d.npy", p, w, r)] = true
+		return v
+	}}
+	_, err, _ := importFlat(t, spec)
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	if len(bad) != 7 {
+		t.Fatalf("%d bad snapshots planted", len(bad))
+	}
+	for f := range bad {
+		if !strings.Contains(err.Error(), f) {
+			t.Errorf("the error does not name %s:\n%v", f, err)
+		}
+	}
+	if !strings.Contains(err.Error(), "7 problems") {
+		t.Errorf("the error does not count the problems:\n%v", err)
+	}
+
+	// Validate lists its first problems and counts the rest.
+	var es []Entry
+	for p := range 30 {
+		es = append(es, Entry{File: "f", Pair: 100 + p, Round: 0, Client: -1, Line: fmt.Sprintf("line %d", p+2)})
+	}
+	_, err = (&Manifest{Path: "m", Entries: es}).Validate(Expect{Pairs: 1, Rounds: []int{0}, Clients: 1})
+	if err == nil || !strings.Contains(err.Error(), "line 2: pair 100") || !strings.Contains(err.Error(), "and 12 more problems") {
+		t.Fatalf("error %v, want the first problems and a count of the rest (32 in all)", err)
+	}
+}
+
+// Every run starts from the same public w_0: a round-0 snapshot that differs from the others
+// (one world of a pair edited, or both worlds of a pair) is refused, naming the pair, the file
+// and the first parameter that differs.
+func TestSharedInitialModel(t *testing.T) {
+	cfg := smallConfig(t)
+	edit := func(p, w, r int, good []float32) []float32 {
+		if r != 0 || !(p == 3 && w == 1 || p == 5) {
+			return nil
+		}
+		v := slices.Clone(good)
+		v[40] += 1e-3
+		return v
+	}
+	_, err, _ := importFlat(t, flatSpec{cfg: cfg, vec: edit})
+	for _, w := range []string{
+		"pair 3: world C' starts from another w_0 than world C", "p3_w1_r0.npy", "parameter 40 (layer 2 weight",
+		"pair 5: w_0 (", "p5_w0_r0.npy, both worlds) differs from the w_0 most runs start from (", "ok.npy, 45 of 48 runs)",
+	} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v, want one containing %q", err, w)
+		}
+	}
+}
+
+const uploadMLPYAML = `
+name: import-upload-kind
+seed: 7
+pairs: 12
+data:
+  source: synthetic
+  synthetic: {dim: 6, classes: 3}
+  clients: 3
+  per_client: 8
+  test_samples: 20
+adjacency: {kind: replace, client: 0, index: 1, canary: dirac}
+train:
+  algorithm: fedavg
+  model: {kind: mlp, hidden: [8], activation: tanh}
+  rounds: 3
+  local_steps: 2
+  learning_rate: 0.05
+  clip_norm: 1
+  noise_std: 0.005
+  checkpoints: [0, 1, 2, 3]
+  record_params: true
+  record_upload: true
+`
+
+// Uploads saved as updates (upload - w_{t-1}) but imported as models (or the other way round)
+// would feed the uploads observer's attacks nonsense: the import warns, in the log and in its
+// result, when the norms say which kind the files hold.
+func TestUploadKindWarning(t *testing.T) {
+	cfg := parse(t, uploadMLPYAML)
+	own := trainOwn(t, cfg)
+	for _, c := range []struct {
+		saved, read bool // updates saved, updates read
+		want        string
+	}{
+		{false, false, ""},
+		{true, true, ""},
+		{true, false, "--uploads update"},
+		{false, true, "--uploads model"},
+	} {
+		t.Run(fmt.Sprintf("saved updates %v, read updates %v", c.saved, c.read), func(t *testing.T) {
+			m, err := ReadManifest(exportSnapshots(t, cfg, own, t.TempDir(), c.saved))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var log []string
+			logf := func(f string, a ...any) { log = append(log, fmt.Sprintf(f, a...)) }
+			res, err := Import(context.Background(), Options{Manifest: m, Config: cfg, Out: filepath.Join(t.TempDir(), "imp"), UploadUpdates: c.read, Workers: 2, Logf: logf})
+			if err != nil {
+				t.Fatal(err)
+			}
+			joined := strings.Join(log, "\n")
+			warned := strings.Contains(joined, "warning")
+			if c.want == "" {
+				if warned || len(res.Warnings) > 0 {
+					t.Fatalf("warned on a right import: %v\n%s", res.Warnings, joined)
+				}
+				return
+			}
+			if !warned || !strings.Contains(joined, c.want) {
+				t.Fatalf("log lacks a warning with %q:\n%s", c.want, joined)
+			}
+			if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], c.want) {
+				t.Fatalf("result's warnings %q, want one with %q", res.Warnings, c.want)
+			}
+		})
+	}
+}
