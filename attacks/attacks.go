@@ -24,7 +24,6 @@ package attacks
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 
@@ -319,14 +318,6 @@ func check(a Attack, env *Env) error {
 // stat returns the named statistic of a row; the name was checked against the file.
 func stat(env *Env, row *runs.Row, name string) float64 {
 	return row.Stats[env.Meta.StatIndex(name)]
-}
-
-// finite replaces a non-finite value by 0 and says whether it did.
-func finite(v float64) (float64, bool) {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, false
-	}
-	return v, true
 }
 
 // metricNames is the union of the metrics of attacks, in order of first appearance.

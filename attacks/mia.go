@@ -92,11 +92,16 @@ func (marginAttack) Observe(env *Env, obs *Observation) (Observed, error) {
 // logitConfidence is LiRA's logit scaling of the confidence p = exp(-loss) of a softmax model:
 // log(p / (1 - p)) = -loss - log(1 - exp(-loss)), computed without cancellation.
 func logitConfidence(loss float64) float64 {
-	if loss <= 0 {
-		return math.Inf(1)
-	}
+	// A loss of exactly 0 (the softmax saturated in float32: the model is certain of the
+	// label) is the strongest membership signal there is, and an infinite statistic would
+	// make the run missing (score 0, the middle of the scores). minLoss is below every
+	// positive float32 cross-entropy (about 6e-8), so it ranks such runs above all others.
+	loss = math.Max(loss, minLoss)
 	return -loss - math.Log(-math.Expm1(-loss))
 }
+
+// minLoss is the floor of the loss in logitConfidence: logit confidence 27.6.
+const minLoss = 1e-12
 
 // liraAttack is Carlini et al.'s likelihood-ratio attack with the worlds as IN (C) and OUT (C')
 // and the runs of the shadow pairs as shadow models. Its statistic is the logit-scaled confidence on
