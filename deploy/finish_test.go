@@ -50,6 +50,9 @@ func TestFinishSequenceAgreesWithRun(t *testing.T) {
 		{"consistent", small + "  claim_mu: 50\n", 2, "consistent", 0},
 		// One training of 300 canary clients certifies more than its claim of epsilon 1.
 		{"one-run", testdata("run_onerun.yaml"), 1, "violated", 3},
+		// Every run diverges (learning rate 1e30): no verdict, exit status 4, which the finish
+		// jobs must pass on like 3 rather than fail on (issue 24 item 2).
+		{"inconclusive", strings.Replace(small, "learning_rate: 0.1", "learning_rate: 1e30", 1), 2, "inconclusive", 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			work := t.TempDir()
@@ -151,7 +154,7 @@ func analyzeJSON(t *testing.T, bin, dir string) []byte {
 	cmd := exec.Command(bin, "analyze", "--quiet", "--json", dir)
 	out, err := cmd.Output()
 	var exit *exec.ExitError
-	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 3) {
+	if err != nil && !(errors.As(err, &exit) && (exit.ExitCode() == 3 || exit.ExitCode() == 4)) {
 		t.Fatalf("audit analyze --json %s: %v", dir, err)
 	}
 	return out

@@ -50,6 +50,10 @@ type AnalyzeOptions struct {
 	Smoothness Smoothness
 	// Notes are prepended to the analysis's notes (where the settings came from).
 	Notes []string
+	// Rounds are the per-round training summaries of the runs the scores come from (nil for
+	// scores without run files): where most runs of an audited checkpoint diverged, the
+	// headline is inconclusive, and any diverged run is noted.
+	Rounds []findings.RoundSummary
 }
 
 type groupKey struct {

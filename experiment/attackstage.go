@@ -68,6 +68,21 @@ type experimentDir struct {
 	cfg  *Config
 	data *Data
 	sm   *Smoothness
+	// rounds are the per-round summaries of the run files (roundSummaries), read once for the
+	// analysis and the report.
+	rounds []findings.RoundSummary
+}
+
+// roundSummaries is SummarizeRounds of the directory's run files, read once.
+func (e *experimentDir) roundSummaries(ctx context.Context) ([]findings.RoundSummary, error) {
+	if e.rounds == nil {
+		sums, err := SummarizeRounds(ctx, e.tab)
+		if err != nil {
+			return nil, err
+		}
+		e.rounds = sums
+	}
+	return e.rounds, nil
 }
 
 // openExperimentDir opens the run files of dir and rebuilds their config and data; the
@@ -430,6 +445,9 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *run
 	}
 	opts = opts.withDefaults(cfg)
 	opts.Smoothness = sm
+	if opts.Rounds, err = e.roundSummaries(ctx); err != nil {
+		return nil, err
+	}
 	if opts.Claim.Mu == 0 && opts.Claim.Epsilon == 0 {
 		claim, source, err := ClaimFor(ctx, cfg, data, opts.Delta)
 		if err != nil {

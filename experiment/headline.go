@@ -193,3 +193,39 @@ func finiteOr(x, def float64) float64 {
 	}
 	return x
 }
+
+// diverged puts the training's divergence into the headline: a diverged run keeps its last
+// finite parameters, so the attacks on it audit a stalled model, not the mechanism the claim is
+// about. Where more than half of the runs of some audited checkpoint diverged the headline is
+// inconclusive whatever the rows say (they are kept in a note); where fewer did, a note names
+// them beside the verdict. rounds are the training's per-round summaries (rounds.json).
+func diverged(h *findings.Headline, fs []findings.Finding, rounds []findings.RoundSummary) {
+	audited := map[int]bool{}
+	for _, f := range fs {
+		audited[f.Round] = true
+	}
+	var worst *findings.RoundSummary
+	for i := range rounds {
+		r := &rounds[i]
+		if !audited[r.Round] || r.Diverged == 0 || r.Runs == 0 {
+			continue
+		}
+		if worst == nil || r.Diverged*worst.Runs > worst.Diverged*r.Runs ||
+			(r.Diverged*worst.Runs == worst.Diverged*r.Runs && r.Round < worst.Round) {
+			worst = r
+		}
+	}
+	if worst == nil {
+		return
+	}
+	what := fmt.Sprintf("training diverged in %d of %d runs by T = %d (rounds.json \"diverged\")", worst.Diverged, worst.Runs, worst.Round)
+	const why = "A diverged run keeps its last finite parameters, so the attacks on it audit a stalled model, not the mechanism the claim is about"
+	if 2*worst.Diverged <= worst.Runs {
+		h.Notes = append([]string{fmt.Sprintf("%s. %s; the verdict rests on every run's scores, those included.", what, why)}, h.Notes...)
+		return
+	}
+	rows := h.Text
+	h.Status, h.Claim, h.Tightness = findings.StatusInconclusive, "", nil
+	h.Text = fmt.Sprintf("INCONCLUSIVE: %s. %s: no verdict is given. Lower the learning rate (or the clip norm) until the runs converge, and audit again.", what, why)
+	h.Notes = append([]string{"what the rows say of the diverged runs, not of the mechanism: " + rows}, h.Notes...)
+}

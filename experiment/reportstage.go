@@ -54,7 +54,7 @@ func (e *experimentDir) writeAnalysis(ctx context.Context, a *findings.Analysis,
 
 func (e *experimentDir) report(ctx context.Context, a *findings.Analysis, opts ReportOptions) error {
 	dir, tab, cfg, data := e.dir, e.tab, e.cfg, e.data
-	sums, err := SummarizeRounds(ctx, tab)
+	sums, err := e.roundSummaries(ctx)
 	if err != nil {
 		return err
 	}

@@ -490,3 +490,40 @@ func TestClaimNamesWhatItIsAbout(t *testing.T) {
 		t.Errorf("claim_about: gradients accepted (%v)", err)
 	}
 }
+
+// TestDivergedRunsReachHeadline: issue 24 item 2. A training whose runs diverged used to be
+// judged like any other (every run diverged: "CONSISTENT ... 0.00 of the composition bound",
+// exit 0). Any diverged run of an audited checkpoint is noted beside the verdict; where more
+// than half diverged the headline is inconclusive and keeps what the rows said in a note.
+// Checkpoints without rows do not count.
+func TestDivergedRunsReachHeadline(t *testing.T) {
+	sf := coupledScores(200, 1, 3)
+	for _, tc := range []struct {
+		name     string
+		rounds   []findings.RoundSummary
+		status   string
+		noteWith string
+	}{
+		{"none", []findings.RoundSummary{{Round: 1, Runs: 400}}, findings.StatusConsistent, ""},
+		{"a few", []findings.RoundSummary{{Round: 1, Runs: 400, Diverged: 12}}, findings.StatusConsistent, "training diverged in 12 of 400 runs by T = 1"},
+		{"half", []findings.RoundSummary{{Round: 1, Runs: 400, Diverged: 200}}, findings.StatusConsistent, "training diverged in 200 of 400 runs"},
+		{"most", []findings.RoundSummary{{Round: 1, Runs: 400, Diverged: 201}}, findings.StatusInconclusive, "what the rows say of the diverged runs, not of the mechanism: CONSISTENT"},
+		{"not audited", []findings.RoundSummary{{Round: 1, Runs: 400}, {Round: 7, Runs: 400, Diverged: 400}}, findings.StatusConsistent, ""},
+	} {
+		a, err := AnalyzeScores(context.Background(), sf, AnalyzeOptions{Claim: audit.Claim{Mu: 50}, Rounds: tc.rounds}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := a.Headline
+		if h.Status != tc.status {
+			t.Errorf("%s: headline %q, want status %s", tc.name, h.Text, tc.status)
+		}
+		noted := slices.ContainsFunc(h.Notes, func(n string) bool { return tc.noteWith != "" && strings.Contains(n, tc.noteWith) })
+		if noted != (tc.noteWith != "") || (tc.noteWith == "" && strings.Contains(strings.Join(h.Notes, " ")+h.Text, "diverged")) {
+			t.Errorf("%s: notes %q, want one with %q", tc.name, h.Notes, tc.noteWith)
+		}
+		if tc.status == findings.StatusInconclusive && (!strings.HasPrefix(h.Text, "INCONCLUSIVE: training diverged in 201 of 400 runs by T = 1") || h.Tightness != nil || h.Claim != "") {
+			t.Errorf("%s: headline %+v", tc.name, h)
+		}
+	}
+}

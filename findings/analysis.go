@@ -22,13 +22,18 @@ const (
 	// StatusNoClaim: nothing was judged that the deployment promises (no claim, and no theory
 	// bound that holds for it); estimates may still have been compared, see the notes.
 	StatusNoClaim = "no claim"
+	// StatusInconclusive: the runs do not show the mechanism the claim is about, so no verdict
+	// is given whatever the rows say: most runs of some audited checkpoint diverged (a diverged
+	// run keeps its last finite parameters; its attacks audit a stalled model). The notes keep
+	// what the rows said. The CLI exits with status 4.
+	StatusInconclusive = "inconclusive"
 )
 
 // Headline is the audit's overall answer, printed first by every command that judges and shown
 // first in the report: the verdict over the whole family of rows, the strongest attack and its
 // certified bound against the claim.
 type Headline struct {
-	// Status is StatusViolated, StatusConsistent or StatusNoClaim.
+	// Status is StatusViolated, StatusConsistent, StatusNoClaim or StatusInconclusive.
 	Status string `json:"status"`
 	// Text is one sentence that states the verdict, the strongest attack and its certified
 	// bound against the claim.
@@ -52,6 +57,10 @@ type Headline struct {
 
 // Violated reports whether the headline verdict is a violation.
 func (h Headline) Violated() bool { return h.Status == StatusViolated }
+
+// Inconclusive reports whether the headline gives no verdict because the runs do not show the
+// mechanism (StatusInconclusive).
+func (h Headline) Inconclusive() bool { return h.Status == StatusInconclusive }
 
 // Family is the statement the findings of one analysis make jointly: with probability at least
 // Confidence every certified bound of every row holds at once. Bonferroni over the rows gives

@@ -88,9 +88,9 @@ func (in *Input) validate() error {
 	}
 	if h := in.Headline; h != nil {
 		switch h.Status {
-		case findings.StatusViolated, findings.StatusConsistent, findings.StatusNoClaim:
+		case findings.StatusViolated, findings.StatusConsistent, findings.StatusNoClaim, findings.StatusInconclusive:
 		default:
-			return fmt.Errorf("report: headline status %q is none of %q, %q, %q", h.Status, findings.StatusViolated, findings.StatusConsistent, findings.StatusNoClaim)
+			return fmt.Errorf("report: headline status %q is none of %q, %q, %q, %q", h.Status, findings.StatusViolated, findings.StatusConsistent, findings.StatusNoClaim, findings.StatusInconclusive)
 		}
 		if math.IsNaN(h.Confidence) || h.Confidence < 0 || h.Confidence >= 1 || h.Rows < 0 {
 			return fmt.Errorf("report: headline confidence %v over %d rows is not a level in [0, 1) over a row count", h.Confidence, h.Rows)

@@ -207,7 +207,7 @@ func (r *rendered) headline() *headlineView {
 		v.Class = "violated"
 	case findings.StatusConsistent:
 		v.Class = "consistent"
-	default:
+	default: // no claim, inconclusive: grey
 		v.Class = "noclaim"
 	}
 	v.Family = familyText(h, r.in.Family.RowConfidence)

@@ -8,7 +8,9 @@
 //
 // Run `audit help` for the list of commands and `audit <command> --help` for one command.
 // Exit codes: 0 success, 1 failure, 2 usage or configuration error, 3 a claim is violated (the
-// audit itself succeeded: its headline says "violated"), 130 interrupted (SIGINT, SIGTERM or
+// audit itself succeeded: its headline says "violated"), 4 inconclusive (the audit completed
+// but its runs do not show the mechanism, e.g. most runs diverged: its headline says
+// "inconclusive"), 130 interrupted (SIGINT, SIGTERM or
 // SIGHUP).
 package main
 
@@ -97,11 +99,21 @@ type violatedError struct{ headline string }
 
 func (v *violatedError) Error() string { return "verdict: violated (exit status 3)" }
 
+// inconclusiveError marks an audit that completed but gives no verdict because its runs do not
+// show the mechanism (most runs diverged): the output is printed, and the exit status is 4, so
+// that a pipeline never reads it as consistent.
+type inconclusiveError struct{ headline string }
+
+func (v *inconclusiveError) Error() string { return "verdict: inconclusive (exit status 4)" }
+
 // verdictStatus is the error that makes a command exit with status 3 when the analysis's
-// headline is a violation, nil otherwise.
+// headline is a violation, 4 when it is inconclusive, nil otherwise.
 func verdictStatus(a *findings.Analysis) error {
-	if a != nil && a.Headline.Violated() {
+	switch {
+	case a != nil && a.Headline.Violated():
 		return &violatedError{headline: a.Headline.Text}
+	case a != nil && a.Headline.Inconclusive():
+		return &inconclusiveError{headline: a.Headline.Text}
 	}
 	return nil
 }
@@ -113,6 +125,10 @@ func exitCode(stderr io.Writer, err error) int {
 	}
 	if onlyViolation(err) {
 		fmt.Fprintf(stderr, "audit: %v\n", err)
+		var inc *inconclusiveError
+		if errors.As(err, &inc) {
+			return 4
+		}
 		return 3
 	}
 	if errors.Is(err, context.Canceled) {
@@ -130,8 +146,8 @@ func exitCode(stderr io.Writer, err error) int {
 	return 1
 }
 
-// onlyViolation reports whether every error joined in err is a violation verdict, so that a
-// real failure beside it still exits with status 1.
+// onlyViolation reports whether every error joined in err is a verdict (violated or
+// inconclusive), so that a real failure beside it still exits with status 1.
 func onlyViolation(err error) bool {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		for _, e := range j.Unwrap() {
@@ -141,8 +157,11 @@ func onlyViolation(err error) bool {
 		}
 		return true
 	}
-	_, ok := err.(*violatedError)
-	return ok
+	switch err.(type) {
+	case *violatedError, *inconclusiveError:
+		return true
+	}
+	return false
 }
 
 // run is the whole program behind main, with its outside world passed in so that tests drive
@@ -197,6 +216,9 @@ func printHelp(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintf(w, "\nRun 'audit <command> --help' for a command's flags.\n")
+	fmt.Fprintf(w, "\nExit status: 0 success (no claim violated), 1 failure, 2 usage or configuration error,\n"+
+		"3 the audit found a claim violated, 4 inconclusive (the audit completed but gives no verdict:\n"+
+		"most runs of an audited checkpoint diverged), 130 interrupted.\n")
 }
 
 func printCommandHelp(w io.Writer, c *command, fs *flag.FlagSet) {

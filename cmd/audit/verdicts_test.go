@@ -75,6 +75,47 @@ func TestClaimZeroAndInfinityRefused(t *testing.T) {
 	}
 }
 
+// TestDivergedTrainingInconclusive: issue 24 item 2. A training in which every run diverged
+// (learning rate 1e30) used to read "CONSISTENT ... 0.00 of the composition bound", exit 0. The
+// divergence reaches the headline, the answer is INCONCLUSIVE with exit status 4 from run,
+// analyze and report alike, and a training where no run diverged does not mention it.
+func TestDivergedTrainingInconclusive(t *testing.T) {
+	cfg := smallConfig(t, []string{"learning_rate: 0.1", "learning_rate: 1e30"})
+	dir := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := cli(t, "run", "--config", cfg, "--out", dir)
+	if code != 4 {
+		t.Fatalf("run: exit %d, want 4; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	headline := strings.SplitN(stdout, "\n\n", 3)[1]
+	if !strings.HasPrefix(headline, "INCONCLUSIVE:") || !strings.Contains(headline, "diverged in 80 of 80 runs") {
+		t.Errorf("run: headline %q, want INCONCLUSIVE naming the 80 diverged runs", headline)
+	}
+	if !strings.Contains(stderr, "inconclusive (exit status 4)") {
+		t.Errorf("run: stderr %q does not name the exit status", stderr)
+	}
+	for _, args := range [][]string{{"analyze", dir}, {"report", dir}, {"analyze", "--json", dir}} {
+		code, stdout, _ := cli(t, args...)
+		if code != 4 || !strings.Contains(stdout, "INCONCLUSIVE") && !strings.Contains(stdout, `"inconclusive"`) {
+			t.Errorf("%v: exit %d, want 4 and an inconclusive headline:\n%s", args, code, stdout)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "findings.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Headline struct{ Status, Text string }
+	}
+	if err := json.Unmarshal(raw, &f); err != nil || f.Headline.Status != "inconclusive" {
+		t.Errorf("findings.json headline %+v (%v), want status inconclusive", f.Headline, err)
+	}
+	ok := filepath.Join(t.TempDir(), "ok")
+	code, stdout, _ = cli(t, "run", "--config", smallConfig(t, nil), "--out", ok)
+	if code != 0 || strings.Contains(stdout, "diverged") || strings.Contains(stdout, "INCONCLUSIVE") {
+		t.Errorf("a training without divergence: exit %d:\n%s", code, stdout)
+	}
+}
+
 // TestRunClaimOverrideRecorded: issue 24 item 3. `audit run --claim-mu X` wrote a VIOLATED
 // findings.json and report, and a later `audit analyze DIR` judged the config's claim (or the
 // theory) and said CONSISTENT with no note. The override is recorded in DIR/config.json, so every
