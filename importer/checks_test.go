@@ -294,3 +294,52 @@ func TestUploadKindWarning(t *testing.T) {
 		})
 	}
 }
+
+// A manifest with problems of its own still has the snapshots it lists read and checked, so one
+// run lists the manifest's problems and the snapshots' together.
+func TestManifestAndSnapshotProblemsTogether(t *testing.T) {
+	cfg := smallConfig(t)
+	spec := flatSpec{cfg: cfg, vec: func(p, w, r int, good []float32) []float32 {
+		if p == 2 && w == 0 && r == 3 {
+			v := slices.Clone(good)
+			v[0] = float32(math.Inf(1))
+			return v
+		}
+		return nil
+	}}
+	dir := t.TempDir()
+	path := spec.write(t, dir)
+	raw, _ := os.ReadFile(path)
+	os.WriteFile(path, append(raw, "ok.npy,C,0,2\n"...), 0o644) // round 2 is not a checkpoint
+	m, err := ReadManifest(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Import(context.Background(), Options{Manifest: m, Config: cfg, Out: filepath.Join(dir, "out"), Workers: 2})
+	for _, w := range []string{"(2 problems)", "line 146: round 2 is not a checkpoint", "p2_w0_r3.npy (pair 2, world C, round 3): parameter 0 (layer 1 weight, element 0) is +Inf"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v, want one containing %q", err, w)
+		}
+	}
+}
+
+// Every bad row of a manifest is named, not just the first (CSV and JSON).
+func TestManifestRowsAllListed(t *testing.T) {
+	dir := t.TempDir()
+	csvPath := filepath.Join(dir, "m.csv")
+	os.WriteFile(csvPath, []byte("file,world,pair,round\na.npy,D,0,0\nb.npy,C,x,0\nc.npy,C,0\nd.npy,C',0,0\ne.npy,C,0,1.5\n"), 0o644)
+	_, err := ReadManifest(csvPath)
+	for _, w := range []string{"(4 problems)", `line 2: world "D"`, `line 3: pair "x" is not an integer`, "line 4", "wrong number of fields", `line 6: round "1.5" is not an integer`} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("CSV: error %v, want one containing %q", err, w)
+		}
+	}
+	jsonPath := filepath.Join(dir, "m.json")
+	os.WriteFile(jsonPath, []byte(`[{"file":"a","world":"D","pair":0,"round":0},{"file":"b","world":"C","pair":0,"round":0},{"file":"c","world":"C","round":0},{"file":"d","world":1,"pair":0,"round":0,"client":-1}]`), 0o644)
+	_, err = ReadManifest(jsonPath)
+	for _, w := range []string{"(3 problems)", `entry 0: world "D"`, "entry 2: file, world, pair and round are required", "entry 3: client -1 is negative"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("JSON: error %v, want one containing %q", err, w)
+		}
+	}
+}

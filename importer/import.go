@@ -126,20 +126,30 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 	if adj == "" {
 		adj = "replace"
 	}
-	plan, err := opts.Manifest.Validate(Expect{Pairs: cfg.Pairs, Rounds: rounds, Clients: len(data.Pair.C),
+	plan, probs := opts.Manifest.validate(Expect{Pairs: cfg.Pairs, Rounds: rounds, Clients: len(data.Pair.C),
 		TargetClient: data.Target.Client, Partial: participants > 0 && participants < len(data.Pair.C),
 		CanaryInC: adj == "remove" || adj == "remove-client", Adjacency: adj})
-	if err != nil {
-		return nil, &InputError{err}
-	}
 	if plan.OtherUploads > 0 {
 		logf("import: skipping %d uploads of clients other than the target client %d: the uploads observer sees the target's", plan.OtherUploads, data.Target.Client)
 	}
 	if plan.Uploads != nil {
 		cfg.Train.RecordUpload = true
 		if err := cfg.Validate(); err != nil {
-			return nil, &InputError{fmt.Errorf("import: the manifest lists the target client's uploads, which this deployment cannot have: %w", err)}
+			probs.add("the manifest lists the target client's uploads, which this deployment cannot have: %v", err)
 		}
+	}
+	if probs.len() > 0 {
+		// Read the snapshots the manifest lists all the same, so that one run lists their
+		// problems too; nothing is evaluated or written.
+		if lay, err := layoutFor(&cfg, data, plan, opts.Names); err == nil {
+			rd := &reader{plan: plan, lay: lay, opts: opts, logf: logf}
+			if _, _, err := rd.readRounds(ctx, nil, probs); err != nil {
+				return nil, err
+			}
+		} else if plan.Files[0][0][0] != "" {
+			probs.add("%v", err)
+		}
+		return nil, &InputError{probs.err("import: manifest " + opts.Manifest.Path)}
 	}
 	lay, err := layoutFor(&cfg, data, plan, opts.Names)
 	if err != nil {
@@ -196,9 +206,12 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 	rd := &reader{plan: plan, lay: lay, opts: opts, known: known, replay: rp, logf: logf,
 		job:   train.Job{Config: cfg.Train, WorldC: data.Pair.C, WorldCPrime: data.Pair.CPrime, Target: data.Target, Test: data.Test},
 		group: train.GroupSize(cfg.Train, train.SizesOf(data.Pair.C, data.Test), plan.Pairs)}
-	uploads, warning, err := rd.readRounds(ctx, w)
+	uploads, warning, err := rd.readRounds(ctx, w, probs)
 	if err != nil {
 		return nil, err
+	}
+	if probs.len() > 0 {
+		return nil, &InputError{probs.err("import: snapshots of " + opts.Manifest.Path)}
 	}
 	var warnings []string
 	if warning != "" {
@@ -283,9 +296,11 @@ type reader struct {
 // warning about the uploads' kind (uploadKindWarning), or "".
 //
 // A snapshot that cannot be read, does not fit the model or breaks a rule (round 0: every run
-// starts from the same w_0) is a problem; after the first, the remaining rounds are only read
-// and checked, not evaluated or written, so that the error lists every problem of every round.
-func (rd *reader) readRounds(ctx context.Context, w *runs.Writer) (int, string, error) {
+// starts from the same w_0) is a problem, added to probs; once probs holds one (the manifest's
+// own, from the start), the remaining rounds are only read and checked, not evaluated or written
+// (w may then be nil), so that one pass lists every problem of every round. Snapshots the plan
+// lacks ("") are skipped: the manifest's problems name them.
+func (rd *reader) readRounds(ctx context.Context, w *runs.Writer, probs *problems) (int, string, error) {
 	plan := rd.plan
 	workers := rd.opts.Workers
 	if workers <= 0 {
@@ -297,14 +312,15 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer) (int, string, 
 	errs, upErrs := make([]error, n), make([]error, n)
 	norms := make([]uploadNorms, n)
 	var allNorms []uploadNorms
-	var probs problems
 	count := 0
 	var nan []float32
 	for ri, round := range plan.Rounds {
 		err := parallelRuns(ctx, workers, n, func(r int) {
 			pair, world := r/2, r%2
 			params[r], uploads[r], errs[r], upErrs[r], norms[r] = nil, nil, nil, nil, uploadNorms{}
-			params[r], errs[r] = rd.snapshot(plan.Files[pair][world][ri], pair, world, round, "")
+			if file := plan.Files[pair][world][ri]; file != "" {
+				params[r], errs[r] = rd.snapshot(file, pair, world, round, "")
+			}
 			if plan.Uploads == nil || round == 0 {
 				return
 			}
@@ -317,8 +333,8 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer) (int, string, 
 				upErrs[r] = err
 				return
 			}
-			if prev[r] == nil {
-				return // w_{t-1} could not be read: a problem listed already
+			if prev == nil || prev[r] == nil {
+				return // w_{t-1} could not be read or is not listed: a problem listed already
 			}
 			norms[r] = normsOf(up, prev[r])
 			if rd.opts.UploadUpdates {
@@ -344,7 +360,7 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer) (int, string, 
 			}
 		}
 		if round == 0 {
-			rd.checkInitial(params, ri, &probs)
+			rd.checkInitial(params, ri, probs)
 		}
 		if probs.len() > 0 {
 			// Check only from here on: the later rounds' problems are listed too.
@@ -401,8 +417,8 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer) (int, string, 
 			params = make([][]float32, n)
 		}
 	}
-	if err := probs.err("import: snapshots of " + rd.opts.Manifest.Path); err != nil {
-		return 0, "", &InputError{err}
+	if probs.len() > 0 {
+		return 0, "", nil
 	}
 	return count, uploadKindWarning(allNorms, rd.opts.UploadUpdates), nil
 }

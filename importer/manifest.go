@@ -127,16 +127,19 @@ func parseJSON(raw []byte) ([]Entry, error) {
 		return nil, errors.New("no entries")
 	}
 	out := make([]Entry, 0, len(list))
+	var probs problems // every bad entry, not just the first
 	for i, m := range list {
 		where := fmt.Sprintf("entry %d", i)
 		var je jsonEntry
 		dec := json.NewDecoder(bytes.NewReader(m))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&je); err != nil {
-			return nil, fmt.Errorf("%s: %v", where, err)
+			probs.add("%s: %v", where, err)
+			continue
 		}
 		if je.File == "" || je.World == nil || je.Pair == nil || je.Round == nil {
-			return nil, fmt.Errorf("%s: file, world, pair and round are required", where)
+			probs.add("%s: file, world, pair and round are required", where)
+			continue
 		}
 		var ws string
 		if json.Unmarshal(je.World, &ws) != nil {
@@ -144,16 +147,21 @@ func parseJSON(raw []byte) ([]Entry, error) {
 		}
 		w, err := parseWorld(ws)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", where, err)
+			probs.add("%s: %v", where, err)
+			continue
 		}
 		e := Entry{File: je.File, World: w, Pair: *je.Pair, Round: *je.Round, Client: -1, Canary: je.Canary, Line: where}
 		if je.Client != nil {
 			if *je.Client < 0 {
-				return nil, fmt.Errorf("%s: client %d is negative (leave it out for a global model)", where, *je.Client)
+				probs.add("%s: client %d is negative (leave it out for a global model)", where, *je.Client)
+				continue
 			}
 			e.Client = *je.Client
 		}
 		out = append(out, e)
+	}
+	if err := probs.err("entries"); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -187,54 +195,73 @@ func parseCSV(raw []byte) ([]Entry, error) {
 		}
 	}
 	var out []Entry
+	var probs problems // every bad row, not just the first
 	for {
 		rec, err := r.Read()
 		if err == io.EOF {
 			break
 		}
+		if errors.Is(err, csv.ErrFieldCount) {
+			probs.add("%v", err) // names its line; the next rows read as usual
+			continue
+		}
 		if err != nil {
-			return nil, err // a csv.ParseError names its line
+			// A csv.ParseError names its line; the rows after a syntax error cannot be trusted.
+			probs.add("%v", err)
+			break
 		}
 		line, _ := r.FieldPos(0)
 		where := fmt.Sprintf("line %d", line)
-		e := Entry{File: strings.TrimSpace(rec[col["file"]]), Client: -1, Line: where}
-		if e.File == "" {
-			return nil, fmt.Errorf("%s: empty file", where)
+		if bad := parseRow(rec, col, where, &out); bad != "" {
+			probs.add("%s", bad)
 		}
-		if e.World, err = parseWorld(rec[col["world"]]); err != nil {
-			return nil, fmt.Errorf("%s: %v", where, err)
-		}
-		ints := []struct {
-			name string
-			dst  *int
-		}{{"pair", &e.Pair}, {"round", &e.Round}, {"client", &e.Client}}
-		for _, f := range ints {
-			i, ok := col[f.name]
-			if !ok || strings.TrimSpace(rec[i]) == "" {
-				continue
-			}
-			v, err := strconv.Atoi(strings.TrimSpace(rec[i]))
-			if err != nil {
-				return nil, fmt.Errorf("%s: %s %q is not an integer", where, f.name, rec[i])
-			}
-			if f.name == "client" && v < 0 {
-				return nil, fmt.Errorf("%s: client %d is negative (leave it empty for a global model)", where, v)
-			}
-			*f.dst = v
-		}
-		if i, ok := col["canary"]; ok && strings.TrimSpace(rec[i]) != "" {
-			b, err := strconv.ParseBool(strings.TrimSpace(rec[i]))
-			if err != nil {
-				return nil, fmt.Errorf("%s: canary %q: want true/false or 1/0", where, rec[i])
-			}
-			e.Canary = &b
-		}
-		out = append(out, e)
+	}
+	if err := probs.err("rows"); err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no entries")
 	}
 	return out, nil
+}
+
+// parseRow parses one CSV row into an entry appended to out, or returns what is wrong with it.
+func parseRow(rec []string, col map[string]int, where string, out *[]Entry) string {
+	e := Entry{File: strings.TrimSpace(rec[col["file"]]), Client: -1, Line: where}
+	if e.File == "" {
+		return fmt.Sprintf("%s: empty file", where)
+	}
+	var err error
+	if e.World, err = parseWorld(rec[col["world"]]); err != nil {
+		return fmt.Sprintf("%s: %v", where, err)
+	}
+	ints := []struct {
+		name string
+		dst  *int
+	}{{"pair", &e.Pair}, {"round", &e.Round}, {"client", &e.Client}}
+	for _, f := range ints {
+		i, ok := col[f.name]
+		if !ok || strings.TrimSpace(rec[i]) == "" {
+			continue
+		}
+		v, err := strconv.Atoi(strings.TrimSpace(rec[i]))
+		if err != nil {
+			return fmt.Sprintf("%s: %s %q is not an integer", where, f.name, rec[i])
+		}
+		if f.name == "client" && v < 0 {
+			return fmt.Sprintf("%s: client %d is negative (leave it empty for a global model)", where, v)
+		}
+		*f.dst = v
+	}
+	if i, ok := col["canary"]; ok && strings.TrimSpace(rec[i]) != "" {
+		b, err := strconv.ParseBool(strings.TrimSpace(rec[i]))
+		if err != nil {
+			return fmt.Sprintf("%s: canary %q: want true/false or 1/0", where, rec[i])
+		}
+		e.Canary = &b
+	}
+	*out = append(*out, e)
+	return ""
 }
 
 // Expect is what a manifest is checked against: the experiment's pairs and checkpoints, and for
@@ -275,8 +302,18 @@ type Plan struct {
 // Validate checks the manifest against the experiment and returns every problem found, one per
 // line (the first maxListed, and a count of the rest).
 func (m *Manifest) Validate(ex Expect) (*Plan, error) {
+	plan, probs := m.validate(ex)
+	if err := probs.err("manifest " + m.Path); err != nil {
+		return nil, err
+	}
+	return plan, nil
+}
+
+// validate is Validate returning the plan of what the manifest lists, complete or not ("" where
+// a snapshot is missing), and the problems found.
+func (m *Manifest) validate(ex Expect) (*Plan, *problems) {
 	pairs, rounds := ex.Pairs, ex.Rounds
-	var probs problems
+	probs := &problems{}
 	add := probs.add
 	type key struct {
 		pair   int
@@ -375,10 +412,7 @@ func (m *Manifest) Validate(ex Expect) (*Plan, error) {
 	if plan.Uploads != nil {
 		validateUploads(plan, ex, add)
 	}
-	if err := probs.err("manifest " + m.Path); err != nil {
-		return nil, err
-	}
-	return plan, nil
+	return plan, probs
 }
 
 // canaryConvention says which world holds the canary under ex, for messages.
