@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,4 +57,25 @@ func analyzeOutputsDir(ctx context.Context, dir string, opts AnalyzeOptions, log
 		return nil, true, fmt.Errorf("%s: %w", dir, err)
 	}
 	return a, true, nil
+}
+
+// OnDiskClaimNote compares the claim of an analysis of a directory of imported model outputs
+// with the claim its findings.json (written by an earlier `audit report DIR`) was judged with.
+// Such a directory has no config.json to record a command line's claim in, so a later analyze
+// judges what its own flags say; when that differs from the files on disk, the returned note
+// (added to a's headline) says so. It is "" when they agree, or without findings.json.
+func OnDiskClaimNote(dir string, a *findings.Analysis) string {
+	raw, err := os.ReadFile(expdir.Dir(dir).Findings())
+	if err != nil {
+		return ""
+	}
+	dec, err := findings.Decode(raw)
+	if err != nil || dec.Headline == nil || dec.Headline.Claim == a.Headline.Claim {
+		return ""
+	}
+	was, now := cmp.Or(dec.Headline.Claim, "no claim"), cmp.Or(a.Headline.Claim, "no claim")
+	note := fmt.Sprintf("%s was judged against %s (%s); this analysis judges %s: imported model outputs have no config.json to record a claim in, so give the same flag again to judge what the files on disk were judged with",
+		expdir.Dir(dir).Findings(), was, dec.Headline.Status, now)
+	a.Headline.Notes = append(a.Headline.Notes, note)
+	return note
 }

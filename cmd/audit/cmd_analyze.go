@@ -128,6 +128,12 @@ func init() {
 					if err != nil {
 						return err
 					}
+					// Experiment directories record the claim their findings.json was judged
+					// with (config.json); directories of imported outputs cannot, so the
+					// headline says when the files on disk were judged against another claim.
+					if experiment.IsOutputsDir(args[0]) {
+						experiment.OnDiskClaimNote(args[0], a)
+					}
 				case len(args) > 1:
 					return usagef("analyze: one run directory, got %d arguments", len(args))
 				default:

@@ -196,3 +196,27 @@ func TestEpsilonClaimShowsItsBound(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputsDirClaimOnDisk: issue 24 item 3 for directories of imported model outputs, which
+// have no config.json to record a claim in. After `audit report DIR --claim-mu X` wrote a
+// VIOLATED findings.json, `audit analyze DIR` without the flag judged no claim with no word of
+// it; its headline now says which claim the files on disk were judged against.
+func TestOutputsDirClaimOnDisk(t *testing.T) {
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "outputs.csv"), filepath.Join(dir, "audit")
+	pair, world, loss := gaussianOutputs(400, 1.5, 3)
+	writeOutputsCSV(t, in, pair, world, loss)
+	if code, stdout, stderr := cli(t, "import", "--outputs", in, "--out", out); code != 0 {
+		t.Fatalf("import: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, stdout, _ := cli(t, "report", out, "--claim-mu", "0.5"); code != 3 {
+		t.Fatalf("report --claim-mu 0.5: exit %d, want 3:\n%s", code, stdout)
+	}
+	code, stdout, _ := cli(t, "analyze", out)
+	if code != 0 || !strings.Contains(stdout, "findings.json was judged against --claim-mu claim mu = 0.5 (violated); this analysis judges no claim") {
+		t.Errorf("analyze after report --claim-mu 0.5: exit %d, want 0 with a note on the claim on disk:\n%s", code, stdout)
+	}
+	if _, stdout, _ := cli(t, "analyze", out, "--claim-mu", "0.5"); strings.Contains(stdout, "was judged against") {
+		t.Errorf("analyze with the same claim notes a difference:\n%s", stdout)
+	}
+}
