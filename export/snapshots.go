@@ -67,7 +67,13 @@ func Snapshots(ctx context.Context, dir, out string) ([]string, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
-	lines := []string{"file,world,pair,round,client"}
+	lines := []string{"file,world,pair,round,client,canary"}
+	// The canary column lets the import check the world labels: fedaudit's canary is in C',
+	// and under the remove adjacencies C holds the record (or client) that C' lacks.
+	canaryWorld := runs.WorldCPrime
+	if k := cfg.Adjacency.Kind; k == "remove" || k == "remove-client" {
+		canaryWorld = runs.WorldC
+	}
 	write := func(name string, v []float32) error {
 		ts := make([]ingest.Tensor, len(slots))
 		for i, s := range slots {
@@ -100,13 +106,14 @@ func Snapshots(ctx context.Context, dir, out string) ([]string, error) {
 		if err := write(name, r.Params); err != nil {
 			return err
 		}
-		lines = append(lines, fmt.Sprintf("%s,%s,%d,%d,", name, world, r.PairID, r.Round))
+		canary := r.World == canaryWorld
+		lines = append(lines, fmt.Sprintf("%s,%s,%d,%d,,%v", name, world, r.PairID, r.Round, canary))
 		if meta.HasUpload && !runs.UploadAbsent(r.Upload) {
 			name := fmt.Sprintf("p%05d_%s_r%04d_client%d.safetensors", r.PairID, world, r.Round, target)
 			if err := write(name, r.Upload); err != nil {
 				return err
 			}
-			lines = append(lines, fmt.Sprintf("%s,%s,%d,%d,%d", name, world, r.PairID, r.Round, target))
+			lines = append(lines, fmt.Sprintf("%s,%s,%d,%d,%d,%v", name, world, r.PairID, r.Round, target, canary))
 		}
 		return nil
 	})
