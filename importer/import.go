@@ -121,35 +121,9 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	participants := cfg.Train.Participants
-	adj := cfg.Adjacency.Kind
-	if adj == "" {
-		adj = "replace"
-	}
-	plan, probs := opts.Manifest.validate(Expect{Pairs: cfg.Pairs, Rounds: rounds, Clients: len(data.Pair.C),
-		TargetClient: data.Target.Client, Partial: participants > 0 && participants < len(data.Pair.C),
-		CanaryInC: adj == "remove" || adj == "remove-client", Adjacency: adj})
-	if plan.OtherUploads > 0 {
-		logf("import: skipping %d uploads of clients other than the target client %d: the uploads observer sees the target's", plan.OtherUploads, data.Target.Client)
-	}
-	if plan.Uploads != nil {
-		cfg.Train.RecordUpload = true
-		if err := cfg.Validate(); err != nil {
-			probs.add("the manifest lists the target client's uploads, which this deployment cannot have: %v", err)
-		}
-	}
+	plan, probs := planImport(&cfg, data, rounds, opts.Manifest, logf)
 	if probs.len() > 0 {
-		// Read the snapshots the manifest lists all the same, so that one run lists their
-		// problems too; nothing is evaluated or written.
-		if lay, err := layoutFor(&cfg, data, plan, opts.Names); err == nil {
-			rd := &reader{plan: plan, lay: lay, opts: opts, logf: logf}
-			if _, _, err := rd.readRounds(ctx, nil, probs); err != nil {
-				return nil, err
-			}
-		} else if plan.Files[0][0][0] != "" {
-			probs.add("%v", err)
-		}
-		return nil, &InputError{probs.err("import: manifest " + opts.Manifest.Path)}
+		return nil, listSnapshotProblems(ctx, &cfg, data, plan, opts, logf, probs)
 	}
 	lay, err := layoutFor(&cfg, data, plan, opts.Names)
 	if err != nil {
@@ -180,13 +154,9 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 	}
 	dropped := dropInapplicable(&cfg, meta, logf)
 
-	parent := filepath.Dir(filepath.Clean(opts.Out))
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, fmt.Errorf("import: %w", err)
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(opts.Out))+".import-")
+	parent, tmp, err := tempBeside(opts.Out)
 	if err != nil {
-		return nil, fmt.Errorf("import: %w", err)
+		return nil, err
 	}
 	committed := false
 	defer func() {
@@ -194,9 +164,6 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 			os.RemoveAll(tmp)
 		}
 	}()
-	if err := os.MkdirAll(expdir.Dir(tmp).Runs(), 0o755); err != nil {
-		return nil, fmt.Errorf("import: %w", err)
-	}
 	w, err := runs.Create(filepath.Join(expdir.Dir(tmp).Runs(), runs.Shard{}.FileName()), meta)
 	if err != nil {
 		return nil, err
@@ -213,15 +180,7 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 	if probs.len() > 0 {
 		return nil, &InputError{probs.err("import: snapshots of " + opts.Manifest.Path)}
 	}
-	var warnings []string
-	if warning != "" {
-		warnf := opts.Warnf
-		if warnf == nil {
-			warnf = func(format string, args ...any) { logf("import: warning: "+format, args...) }
-		}
-		warnf("%s", warning)
-		warnings = append(warnings, warning)
-	}
+	warnings := warn(opts, logf, warning)
 	if err := w.Close(); err != nil {
 		return nil, err
 	}
@@ -234,6 +193,59 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 	committed = true
 	fsutil.SyncDir(parent)
 	return res, nil
+}
+
+// planImport checks the manifest against the deployment (Manifest.validate, with the canary
+// convention of its adjacency) and returns the plan of what it lists with the problems found;
+// with the target client's uploads it turns cfg's record_upload on, a problem where the
+// deployment cannot have them.
+func planImport(cfg *experiment.Config, data *experiment.Data, rounds []int, m *Manifest, logf func(string, ...any)) (*Plan, *problems) {
+	participants := cfg.Train.Participants
+	adj := cfg.Adjacency.Kind
+	if adj == "" {
+		adj = "replace"
+	}
+	plan, probs := m.validate(Expect{Pairs: cfg.Pairs, Rounds: rounds, Clients: len(data.Pair.C),
+		TargetClient: data.Target.Client, Partial: participants > 0 && participants < len(data.Pair.C),
+		CanaryInC: adj == "remove" || adj == "remove-client", Adjacency: adj})
+	if plan.OtherUploads > 0 {
+		logf("import: skipping %d uploads of clients other than the target client %d: the uploads observer sees the target's", plan.OtherUploads, data.Target.Client)
+	}
+	if plan.Uploads != nil {
+		cfg.Train.RecordUpload = true
+		if err := cfg.Validate(); err != nil {
+			probs.add("the manifest lists the target client's uploads, which this deployment cannot have: %v", err)
+		}
+	}
+	return plan, probs
+}
+
+// warn hands a warning ("" for none) to opts.Warnf, else to logf, and returns the warnings.
+func warn(opts Options, logf func(string, ...any), warning string) []string {
+	if warning == "" {
+		return nil
+	}
+	if opts.Warnf != nil {
+		opts.Warnf("%s", warning)
+	} else {
+		logf("import: warning: %s", warning)
+	}
+	return []string{warning}
+}
+
+// listSnapshotProblems reads the snapshots a manifest with problems lists all the same, so that
+// one run lists their problems too (nothing is evaluated or written), and returns the error
+// listing them all.
+func listSnapshotProblems(ctx context.Context, cfg *experiment.Config, data *experiment.Data, plan *Plan, opts Options, logf func(string, ...any), probs *problems) error {
+	if lay, err := layoutFor(cfg, data, plan, opts.Names); err == nil {
+		rd := &reader{plan: plan, lay: lay, opts: opts, logf: logf}
+		if _, _, err := rd.readRounds(ctx, nil, probs); err != nil {
+			return err
+		}
+	} else if plan.Files[0][0][0] != "" {
+		probs.add("%v", err) // an external model's layout (with no first snapshot, said already)
+	}
+	return &InputError{probs.err("import: manifest " + opts.Manifest.Path)}
 }
 
 // layoutFor is the parameter layout of the deployment's model; for a model of kind external,
@@ -288,6 +300,7 @@ type reader struct {
 	// job is the deployment as train sees it, group the pairs train evaluates at once.
 	job   train.Job
 	group int
+	nan   []float32 // the upload vector of a row without one (all NaN), made once
 }
 
 // readRounds reads every snapshot of the plan, one round at a time with all runs in parallel,
@@ -309,48 +322,23 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer, probs *problem
 	n := 2 * plan.Pairs
 	params, uploads := make([][]float32, n), make([][]float32, n)
 	var prev [][]float32 // the previous checkpoint's parameters (w_{t-1} for uploads)
-	errs, upErrs := make([]error, n), make([]error, n)
+	errs := make([][2]error, n)
 	norms := make([]uploadNorms, n)
 	var allNorms []uploadNorms
 	count := 0
-	var nan []float32
 	for ri, round := range plan.Rounds {
 		err := parallelRuns(ctx, workers, n, func(r int) {
-			pair, world := r/2, r%2
-			params[r], uploads[r], errs[r], upErrs[r], norms[r] = nil, nil, nil, nil, uploadNorms{}
-			if file := plan.Files[pair][world][ri]; file != "" {
-				params[r], errs[r] = rd.snapshot(file, pair, world, round, "")
+			var p []float32
+			if prev != nil {
+				p = prev[r]
 			}
-			if plan.Uploads == nil || round == 0 {
-				return
-			}
-			file := plan.Uploads[pair][world][ri]
-			if file == "" {
-				return // the target client sat this round out (partial participation)
-			}
-			up, err := rd.snapshot(file, pair, world, round, "upload of ")
-			if err != nil {
-				upErrs[r] = err
-				return
-			}
-			if prev == nil || prev[r] == nil {
-				return // w_{t-1} could not be read or is not listed: a problem listed already
-			}
-			norms[r] = normsOf(up, prev[r])
-			if rd.opts.UploadUpdates {
-				// An update u = upload - w_{t-1}: the upload is w_{t-1} + u (validation made
-				// round-1 a checkpoint, read in the previous iteration).
-				for i, v := range prev[r] {
-					up[i] += v
-				}
-			}
-			uploads[r] = up
+			params[r], uploads[r], norms[r], errs[r] = rd.readRun(r, ri, p)
 		})
 		if err != nil {
 			return 0, "", err
 		}
 		for r := range n {
-			for _, e := range []error{errs[r], upErrs[r]} {
+			for _, e := range errs[r] {
 				if e != nil {
 					probs.add("%v", e)
 				}
@@ -365,53 +353,13 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer, probs *problem
 		if probs.len() > 0 {
 			// Check only from here on: the later rounds' problems are listed too.
 			rd.logf("import: round %d: %d problems so far; reading the other rounds to list theirs", round, probs.len())
-			prev, params = params, prev
-			if params == nil {
-				params = make([][]float32, n)
-			}
-			continue
-		}
-		rows, err := rd.rows(ctx, round, params)
-		if err != nil {
-			return 0, "", err
-		}
-		if rd.replay != nil {
-			var stats [][]float64
-			if round == 0 {
-				stats = make([][]float64, n)
-				for r := range stats {
-					stats[r] = rd.replay.zero()
-				}
-			} else if stats, err = rd.replay.round(ctx, rd.job, round-1, prev, params, uploads, rd.group); err != nil {
+		} else {
+			c, err := rd.writeRound(ctx, w, round, prev, params, uploads)
+			if err != nil {
 				return 0, "", err
 			}
-			for r := range rows {
-				rows[r].Stats = append(stats[r], rows[r].Stats...)
-			}
+			count += c
 		}
-		if plan.Uploads != nil {
-			for r := range rows {
-				switch {
-				case uploads[r] != nil:
-					rows[r].Upload = uploads[r]
-					count++
-				default:
-					// No upload (round 0, or the target sat the round out): the row keeps its place
-					// with a NaN vector, which attacks read as "not observed", as train records it.
-					if nan == nil {
-						nan = make([]float32, rd.lay.D)
-						for i := range nan {
-							nan[i] = float32(math.NaN())
-						}
-					}
-					rows[r].Upload = nan
-				}
-			}
-		}
-		if err := w.Write(rows...); err != nil {
-			return 0, "", err
-		}
-		rd.logf("import: round %d: %d runs read", round, len(rows))
 		prev, params = params, prev
 		if params == nil {
 			params = make([][]float32, n)
@@ -421,6 +369,89 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer, probs *problem
 		return 0, "", nil
 	}
 	return count, uploadKindWarning(allNorms, rd.opts.UploadUpdates), nil
+}
+
+// readRun reads the snapshots of run r (2 pair + world) at checkpoint ri: its global model and,
+// where the plan lists one, the target client's upload, made the uploaded model from an update
+// with prev (w_{t-1}; nil where it could not be read), with the norms that tell the two kinds
+// apart. errs holds the global model's problem and the upload's.
+func (rd *reader) readRun(r, ri int, prev []float32) (params, upload []float32, norms uploadNorms, errs [2]error) {
+	plan, round := rd.plan, rd.plan.Rounds[ri]
+	pair, world := r/2, r%2
+	if file := plan.Files[pair][world][ri]; file != "" {
+		params, errs[0] = rd.snapshot(file, pair, world, round, "")
+	}
+	if plan.Uploads == nil || round == 0 {
+		return params, nil, norms, errs
+	}
+	file := plan.Uploads[pair][world][ri]
+	if file == "" {
+		return params, nil, norms, errs // the target client sat this round out (partial participation)
+	}
+	up, err := rd.snapshot(file, pair, world, round, "upload of ")
+	if err != nil || prev == nil {
+		// Without w_{t-1} (it could not be read, or is not listed) a problem is listed already.
+		errs[1] = err
+		return params, nil, norms, errs
+	}
+	norms = normsOf(up, prev)
+	if rd.opts.UploadUpdates {
+		// An update u = upload - w_{t-1}: the upload is w_{t-1} + u (validation made round-1 a
+		// checkpoint, read in the previous iteration).
+		for i, v := range prev {
+			up[i] += v
+		}
+	}
+	return params, up, norms, errs
+}
+
+// writeRound writes one round's rows: train's statistics of the imported parameters, the
+// informed adversary's replayed ones, and the uploads (a NaN vector where none was made). It
+// returns the number of uploads written.
+func (rd *reader) writeRound(ctx context.Context, w *runs.Writer, round int, prev, params, uploads [][]float32) (int, error) {
+	rows, err := rd.rows(ctx, round, params)
+	if err != nil {
+		return 0, err
+	}
+	if rd.replay != nil {
+		var stats [][]float64
+		if round == 0 {
+			stats = make([][]float64, len(rows))
+			for r := range stats {
+				stats[r] = rd.replay.zero()
+			}
+		} else if stats, err = rd.replay.round(ctx, rd.job, round-1, prev, params, uploads, rd.group); err != nil {
+			return 0, err
+		}
+		for r := range rows {
+			rows[r].Stats = append(stats[r], rows[r].Stats...)
+		}
+	}
+	count := 0
+	if rd.plan.Uploads != nil {
+		for r := range rows {
+			switch {
+			case uploads[r] != nil:
+				rows[r].Upload = uploads[r]
+				count++
+			default:
+				// No upload (round 0, or the target sat the round out): the row keeps its place
+				// with a NaN vector, which attacks read as "not observed", as train records it.
+				if rd.nan == nil {
+					rd.nan = make([]float32, rd.lay.D)
+					for i := range rd.nan {
+						rd.nan[i] = float32(math.NaN())
+					}
+				}
+				rows[r].Upload = rd.nan
+			}
+		}
+	}
+	if err := w.Write(rows...); err != nil {
+		return 0, err
+	}
+	rd.logf("import: round %d: %d runs read", round, len(rows))
+	return count, nil
 }
 
 // parallelRuns calls fn(0..n-1) on workers goroutines and returns ctx's error if it was
@@ -501,6 +532,24 @@ func (rd *reader) rows(ctx context.Context, round int, params [][]float32) ([]ru
 		}
 	}
 	return rows, nil
+}
+
+// tempBeside makes the hidden temporary directory beside out that an import fills (with its
+// runs/ folder) and renames into place; parent is out's parent directory.
+func tempBeside(out string) (parent, tmp string, err error) {
+	parent = filepath.Dir(filepath.Clean(out))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", "", fmt.Errorf("import: %w", err)
+	}
+	tmp, err = os.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(out))+".import-")
+	if err != nil {
+		return "", "", fmt.Errorf("import: %w", err)
+	}
+	if err := os.MkdirAll(expdir.Dir(tmp).Runs(), 0o755); err != nil {
+		os.RemoveAll(tmp)
+		return "", "", fmt.Errorf("import: %w", err)
+	}
+	return parent, tmp, nil
 }
 
 // commitImport writes the config and the import record into the temporary directory tmp and

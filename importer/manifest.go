@@ -382,24 +382,7 @@ func (m *Manifest) validate(ex Expect) (*Plan, *problems) {
 			plan.Files[e.Pair][e.World][ri] = e.File
 		}
 	}
-	switch c, cp := wrongCanary[runs.WorldC], wrongCanary[runs.WorldCPrime]; {
-	case len(c) > 0 && len(cp) > 0:
-		add("%s: canary %v in world C and %s: canary %v in world C' (%d rows of C and %d of C' say so), but %s. The world labels look swapped (relabel C as C' and C' as C), or the canary column is wrong; imported as they stand, every score would be read backwards",
-			c[0], canaryWorld != runs.WorldC, cp[0], canaryWorld != runs.WorldCPrime, len(c), len(cp), ex.canaryConvention())
-	default:
-		for w, lines := range wrongCanary {
-			if len(lines) == 0 {
-				continue
-			}
-			world := int8(w)
-			more := ""
-			if len(lines) > 1 {
-				more = fmt.Sprintf(" (and %d more rows of world %s)", len(lines)-1, runs.WorldName(world))
-			}
-			add("%s: canary %v in world %s%s, but %s. Either the canary column is wrong or the world labels are (then swap C and C'); imported as they stand, every score would be read backwards",
-				lines[0], world != canaryWorld, runs.WorldName(world), more, ex.canaryConvention())
-		}
-	}
+	canaryProblems(wrongCanary, canaryWorld, ex, add)
 	for p := range plan.Files {
 		for w := range 2 {
 			for i, f := range plan.Files[p][w] {
@@ -413,6 +396,29 @@ func (m *Manifest) validate(ex Expect) (*Plan, *problems) {
 		validateUploads(plan, ex, add)
 	}
 	return plan, probs
+}
+
+// canaryProblems reports the manifest rows whose canary value contradicts the convention
+// (wrong[w]: the lines of world w): one problem when both worlds do (the labels look swapped),
+// else one for the world that does, each naming its first line and counting the others.
+func canaryProblems(wrong [2][]string, canaryWorld int8, ex Expect, add func(string, ...any)) {
+	if c, cp := wrong[runs.WorldC], wrong[runs.WorldCPrime]; len(c) > 0 && len(cp) > 0 {
+		add("%s: canary %v in world C and %s: canary %v in world C' (%d rows of C and %d of C' say so), but %s. The world labels look swapped (relabel C as C' and C' as C), or the canary column is wrong; imported as they stand, every score would be read backwards",
+			c[0], canaryWorld != runs.WorldC, cp[0], canaryWorld != runs.WorldCPrime, len(c), len(cp), ex.canaryConvention())
+		return
+	}
+	for w, lines := range wrong {
+		if len(lines) == 0 {
+			continue
+		}
+		world := int8(w)
+		more := ""
+		if len(lines) > 1 {
+			more = fmt.Sprintf(" (and %d more rows of world %s)", len(lines)-1, runs.WorldName(world))
+		}
+		add("%s: canary %v in world %s%s, but %s. Either the canary column is wrong or the world labels are (then swap C and C'); imported as they stand, every score would be read backwards",
+			lines[0], world != canaryWorld, runs.WorldName(world), more, ex.canaryConvention())
+	}
 }
 
 // canaryConvention says which world holds the canary under ex, for messages.
