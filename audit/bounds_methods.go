@@ -35,10 +35,10 @@ func ParseThresholdMethod(s string) (ThresholdMethod, error) {
 	switch m := ThresholdMethod(strings.ToLower(strings.TrimSpace(s))); m {
 	case "":
 		return Bonferroni, nil
-	case Bonferroni, Split, DKW, RankBand:
+	case Bonferroni, Split, DKW, RankBand, DKWBand:
 		return m, nil
 	}
-	return "", fmt.Errorf("audit: unknown threshold method %q (want bonferroni, split, dkw or band)", s)
+	return "", fmt.Errorf("audit: unknown threshold method %q (want bonferroni, split, dkw, band or dkw+band)", s)
 }
 
 // CertifiedPoint is one test whose error rates are bounded from above with confidence.

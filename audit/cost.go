@@ -107,8 +107,9 @@ func CostTable(ctx context.Context, opts CostOptions) ([]CostRow, error) {
 	}
 	var rows []CostRow
 	for _, pm := range []pairMethod{
-		{"pairs + DKW", "coupled pairs (shared noise), fedaudit's default", true, DKW},
-		{"pairs + rank band", "coupled pairs, the band of docs/statistics.md", true, RankBand},
+		{"pairs + DKW and band", "coupled pairs (shared noise), fedaudit's default", true, DKWBand},
+		{"pairs + DKW", "coupled pairs, DKW alone", true, DKW},
+		{"pairs + rank band", "coupled pairs, the band of docs/statistics.md alone", true, RankBand},
 		{"independent pairs + Bonferroni", "the two worlds trained with independent noise", false, Bonferroni},
 	} {
 		row := CostRow{Method: pm.name, Target: o.Fraction * o.Mu, Note: pm.note}

@@ -9,7 +9,8 @@ import (
 type Options struct {
 	// Confidence is the probability with which the certified bounds hold; 0 means 0.95.
 	Confidence float64
-	// Method chooses thresholds validly; "" means Bonferroni, or DKW when Paired.
+	// Method chooses thresholds validly; "" means Bonferroni, or DKWBand when Paired or
+	// Dependent.
 	Method ThresholdMethod
 	// Delta is the delta at which EpsLower is computed (0 is pure DP).
 	Delta float64
@@ -24,9 +25,9 @@ type Options struct {
 	// argument conditions on one world's sample, is refused.
 	Paired bool
 	// Dependent says that the two worlds' samples may be dependent (coupled runs) without the
-	// index pairing of Paired, e.g. when some pairs lost one of their runs. Only DKW, which
-	// bounds each world's distribution on its own, stays valid: it is the default, and
-	// Bonferroni and split are refused.
+	// index pairing of Paired, e.g. when some pairs lost one of their runs. Only the bands that
+	// bound each world's distribution on its own (DKW, the rank band, both) stay valid: DKWBand
+	// is the default, and Bonferroni and split are refused.
 	Dependent bool
 }
 
@@ -41,7 +42,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("audit: confidence %v outside (0, 1)", o.Confidence)
 	}
 	if o.Method == "" && (o.Paired || o.Dependent) {
-		o.Method = DKW
+		o.Method = DKWBand
 	}
 	m, err := ParseThresholdMethod(string(o.Method))
 	if err != nil {
@@ -200,6 +201,8 @@ func certifySorted(x, y []float64, opts Options, plan *bonferroniPlan) (certific
 		return certifyDKW(x, y, opts.Confidence), nil
 	case RankBand:
 		return certifyRankBand(x, y, opts.Confidence), nil
+	case DKWBand:
+		return certifyDKWBand(x, y, opts.Confidence), nil
 	}
 	return certification{}, fmt.Errorf("audit: unknown threshold method %q", opts.Method)
 }
@@ -216,6 +219,8 @@ func muLowerSorted(x, y []float64, opts Options, plan *bonferroniPlan) (float64,
 		return math.Max(0, dkwMuLower(x, y, opts.Confidence)), nil
 	case RankBand:
 		return math.Max(0, rankBandMuLower(x, y, opts.Confidence)), nil
+	case DKWBand:
+		return math.Max(0, dkwBandMuLower(x, y, opts.Confidence)), nil
 	}
 	cert, err := certifySorted(x, y, opts, plan)
 	if err != nil {

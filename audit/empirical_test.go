@@ -509,7 +509,7 @@ func TestPairedScores(t *testing.T) {
 				z := rng.NormFloat64()
 				x[i], y[i] = mu+z, sign*z
 			}
-			for _, m := range []ThresholdMethod{Split, DKW} {
+			for _, m := range []ThresholdMethod{Split, DKW, DKWBand} {
 				res, err := Analyze(x, y, Options{Method: m, Paired: true, Seed: uint64(r)})
 				if err != nil {
 					t.Fatal(err)
@@ -519,7 +519,7 @@ func TestPairedScores(t *testing.T) {
 				}
 			}
 		}
-		for _, m := range []ThresholdMethod{Split, DKW} {
+		for _, m := range []ThresholdMethod{Split, DKW, DKWBand} {
 			cov := 1 - float64(misses[m])/reps
 			t.Logf("coupling %+g: paired %s coverage %.3f", sign, m, cov)
 			if cov < 0.93 {
@@ -531,7 +531,7 @@ func TestPairedScores(t *testing.T) {
 	if _, err := Analyze(x, y, Options{Method: Bonferroni, Paired: true}); err == nil {
 		t.Error("Bonferroni accepted paired scores")
 	}
-	if res, err := Analyze(x, y, Options{Paired: true}); err != nil || res.Method != DKW || !res.Paired {
+	if res, err := Analyze(x, y, Options{Paired: true}); err != nil || res.Method != DKWBand || !res.Paired {
 		t.Errorf("paired default: %v, %v", res, err)
 	}
 	if _, err := Analyze(x, y[:2], Options{Method: Split, Paired: true}); err == nil {

@@ -107,7 +107,7 @@ func selfTest(ctx context.Context, opts SelfTestOptions, bound lowerBoundFunc) (
 		opts.Confidence = DefaultConfidence
 	}
 	if opts.Methods == nil {
-		opts.Methods = append(slices.Clone(ThresholdMethods), RankBand)
+		opts.Methods = append(slices.Clone(ThresholdMethods), RankBand, DKWBand)
 	}
 	if opts.LaplaceShift == 0 {
 		opts.LaplaceShift = 1

@@ -15,9 +15,9 @@ func TestSelfTest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every pair method (the three threshold methods and the band) on 3 Gaussian mu, the
-	// Laplace mechanism and the family; the one-run mu and eps on 3 Gaussian mu and Laplace.
-	methods := len(ThresholdMethods) + 1
+	// Every pair method (the three threshold methods, the band and dkw+band) on 3 Gaussian mu,
+	// the Laplace mechanism and the family; the one-run mu and eps on 3 Gaussian mu and Laplace.
+	methods := len(ThresholdMethods) + 2
 	if len(rep.Rows) != 5*methods+2*4 || !rep.Pass {
 		t.Fatalf("rows %d, pass %v", len(rep.Rows), rep.Pass)
 	}
