@@ -133,9 +133,10 @@ type AuditConfig struct {
 	Confidence float64 `json:"confidence" yaml:"confidence"`
 	// Delta for epsilon bounds (default 1e-5).
 	Delta float64 `json:"delta" yaml:"delta"`
-	// Method chooses the threshold validly: "bonferroni", "split", "dkw" or "band" (a
-	// rank-grid band, tighter than DKW in the tails: docs/statistics.md); empty picks
-	// dkw for the coupled pairs fedaudit trains (their worlds share noise, which Bonferroni's
+	// Method chooses the threshold validly: "bonferroni", "split", "dkw", "band" (a
+	// rank-grid band, tighter than DKW in the tails: docs/statistics.md) or "dkw+band" (both
+	// at half the error level, the tighter bound kept at each threshold); empty picks dkw+band
+	// for the coupled pairs fedaudit trains (their worlds share noise, which Bonferroni's
 	// argument cannot allow) and bonferroni for independent scores. "one-run" audits only the
 	// canaries the runs carry (train.canaries): one-run certified bounds from the world-C run
 	// of every pair, beside the one-shot estimate; runs with canaries under another method get
@@ -494,13 +495,13 @@ func (c *Config) Validate() error {
 		bad("audit.delta", "need a value in (0, 1), got %g", c.Audit.Delta)
 	}
 	switch c.Audit.Method {
-	case "", "bonferroni", "split", "dkw", "band":
+	case "", "bonferroni", "split", "dkw", "band", "dkw+band":
 	case MethodOneRun:
 		if c.Train.Canaries == nil {
 			bad("audit.method", "one-run audits the canaries of each run: set train.canaries (count and kind)")
 		}
 	default:
-		bad("audit.method", "%q is not bonferroni, split, dkw, band or one-run", c.Audit.Method)
+		bad("audit.method", "%q is not bonferroni, split, dkw, band, dkw+band or one-run", c.Audit.Method)
 	}
 	for _, v := range []struct {
 		name string

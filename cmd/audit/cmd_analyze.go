@@ -29,7 +29,7 @@ type analyzeFlags struct {
 func (a *analyzeFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&a.confidence, "confidence", 0, "family-wise confidence of the certified lower bounds (default: the config's audit.confidence, else 0.95)")
 	fs.Float64Var(&a.delta, "delta", 0, "delta at which epsilon is bounded (default: the config's audit.delta, else 1e-5)")
-	fs.StringVar(&a.method, "threshold-method", "", "how thresholds are chosen validly: bonferroni, split, dkw or band (default: the config's, else dkw for coupled scores and bonferroni for independent ones)")
+	fs.StringVar(&a.method, "threshold-method", "", "how thresholds are chosen validly: bonferroni, split, dkw, band or dkw+band (default: the config's, else dkw+band for coupled scores and bonferroni for independent ones)")
 	fs.Float64Var(&a.claimMu, "claim-mu", 0, "claimed mu (Gaussian DP) to judge, a finite number > 0, replacing the config's claim")
 	fs.Float64Var(&a.claimEps, "claim-eps", 0, "claimed epsilon at --delta to judge, a finite number > 0, replacing the config's claim")
 	fs.StringVar(&a.claimAbout, "claim-about", "", "what the claim is about: models (the released global models, judged on the final and all-iterates rows) or uploads (each upload of the target client, judged on the uploads rows); default: the config's audit.claim_about, else models")
@@ -97,7 +97,7 @@ func init() {
 	register(&command{
 		name:    "analyze",
 		summary: "certify lower bounds on mu and epsilon from attack scores and judge a claim",
-		usage:   "analyze (--scores FILE | DIR) [--confidence 0.95] [--claim-mu X | --claim-eps E] [--delta D] [--threshold-method bonferroni|split|dkw|band] [--json]",
+		usage:   "analyze (--scores FILE | DIR) [--confidence 0.95] [--claim-mu X | --claim-eps E] [--delta D] [--threshold-method bonferroni|split|dkw|band|dkw+band] [--json]",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			var af analyzeFlags
 			af.register(fs)
