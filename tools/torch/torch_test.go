@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -162,8 +163,20 @@ func (d *deployment) torch(t *testing.T, name string, sigma float64, extra ...st
 		t.Fatal(err)
 	}
 	dir := filepath.Join(d.work, "imported-"+name)
-	if _, err := importer.Import(context.Background(), importer.Options{Manifest: m, Config: d.cfg, Out: dir, ToolVersion: "test"}); err != nil {
+	res, err := importer.Import(context.Background(), importer.Options{Manifest: m, Config: d.cfg, Out: dir, ToolVersion: "test"})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(res.Warnings) > 0 {
+		t.Fatalf("the import of PyTorch's %s runs warns: %q", name, res.Warnings)
+	}
+	if res.Uploads > 0 {
+		// PyTorch's uploads are the uploaded models: read as updates, their norms give them away.
+		wrong, err := importer.Import(context.Background(), importer.Options{Manifest: m, Config: d.cfg, Out: dir + "-as-updates", UploadUpdates: true})
+		if err != nil || len(wrong.Warnings) != 1 || !strings.Contains(wrong.Warnings[0], "look like uploaded models") {
+			t.Fatalf("PyTorch's %s uploads read as updates: error %v, warnings %v", name, err, wrong)
+		}
+		os.RemoveAll(dir + "-as-updates")
 	}
 	return dir
 }
