@@ -16,7 +16,7 @@ func init() {
 		summary: "import runs trained elsewhere: model snapshots (safetensors, .npy, .npz) or per-record model outputs (CSV, Parquet, Arrow)",
 		usage:   "import --manifest M --config CFG --out DIR [--names t1,t2,...] [--uploads model|update] [--workers n] [--json]  |  import --outputs FILE --out DIR [--shadow-every k] [--json]",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			manifest := fs.String("manifest", "", "CSV or JSON manifest: file, world (C or C'), pair, round[, client, canary]; rows with a client are that client's uploads (docs/import.md)")
+			manifest := fs.String("manifest", "", "CSV or JSON manifest: file, world (C or C'), pair, round[, client, canary]; rows with a client are that client's uploads; canary is true in C' (fedaudit's canary is there), false in C (docs/import.md)")
 			config := fs.String("config", "", "experiment YAML describing the deployment (data, adjacency, model, algorithm, noise, checkpoints)")
 			out := fs.String("out", "", "experiment directory to create (must not exist or be empty)")
 			names := fs.String("names", "", "tensor names of the model's parameters in layout order (default: the file's order, or one flat vector)")
