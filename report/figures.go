@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -63,19 +65,30 @@ var (
 	colorDiagonal    = color.RGBA{R: 0xAA, G: 0xAA, B: 0xAA, A: 255}
 	colorKey         = color.RGBA{R: 0x44, G: 0x44, B: 0x44, A: 255}
 
+	// attackColors are taken in order by the attacks of a report (attackOrder): the first five
+	// are the Okabe-Ito colours that show on white (its yellow does not), orange and blue first,
+	// so the attacks reports hold most often never share a hue; the six after them are darker
+	// or more saturated colours away from all of these and from the claim's vermillion and the
+	// theory's greys. Every two differ by a CIE76 colour difference above 25
+	// (TestAttackColoursDistinct).
 	attackColors = []color.Color{
 		color.RGBA{R: 0xE6, G: 0x9F, B: 0x00, A: 255}, // orange
 		color.RGBA{R: 0x00, G: 0x72, B: 0xB2, A: 255}, // blue
 		color.RGBA{R: 0x00, G: 0x9E, B: 0x73, A: 255}, // bluish green
 		color.RGBA{R: 0xCC, G: 0x79, B: 0xA7, A: 255}, // reddish purple
 		color.RGBA{R: 0x56, G: 0xB4, B: 0xE9, A: 255}, // sky blue
-		color.RGBA{R: 0xB8, G: 0xA8, B: 0x00, A: 255}, // yellow, darkened to show on white
+		color.RGBA{R: 0x33, G: 0x22, B: 0x88, A: 255}, // indigo
+		color.RGBA{R: 0x88, G: 0xBB, B: 0x00, A: 255}, // yellow-green
+		color.RGBA{R: 0x88, G: 0x22, B: 0x55, A: 255}, // wine
+		color.RGBA{R: 0x6B, G: 0x6B, B: 0x00, A: 255}, // dark olive
+		color.RGBA{R: 0x8C, G: 0x56, B: 0x4B, A: 255}, // brown
+		color.RGBA{R: 0x00, G: 0x5F, B: 0x5F, A: 255}, // dark teal
 	}
-	// attackGlyphs tell attacks apart where colours repeat (more than six attacks) and in
-	// greyscale print.
+	// attackGlyphs tell attacks apart where colours repeat (more attacks than colours) and in
+	// greyscale print: filled and hollow shapes alternate.
 	attackGlyphs = []draw.GlyphDrawer{
-		draw.CircleGlyph{}, draw.BoxGlyph{}, draw.TriangleGlyph{}, draw.PyramidGlyph{},
-		draw.RingGlyph{}, draw.SquareGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{},
+		draw.CircleGlyph{}, draw.SquareGlyph{}, draw.PyramidGlyph{}, draw.RingGlyph{},
+		draw.BoxGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{},
 	}
 	dashComposition = []vg.Length{vg.Points(6), vg.Points(3)}
 	dashRealized    = []vg.Length{vg.Points(2), vg.Points(2)}
@@ -91,9 +104,45 @@ var threatDashes = map[string][]vg.Length{
 	"uploads":      {vg.Points(1.5), vg.Points(2)},
 }
 
+// attackRanks is the order in which attacks take colours and markers: the attacks as the
+// attacks package registers them (the order configs and docs list them in), then the canary
+// attacks; an attack not listed comes after these, in name order.
+var attackRanks = []string{
+	"informed-all", "informed-last", "informed-diff", "informed-upload", "loss", "margin",
+	"lira-offline", "lira-online", "grad-align", "linear", "label", "inversion", "invgrad",
+	"param-lda", "param-cosine", "upload-lda",
+	"canary-llr", "canary-loss", "canary-margin", "canary-cos", "canary-cos-max",
+}
+
+// attackOrder numbers the attacks of one report in attackRanks order: attack i takes colour
+// i and glyph i, so up to len(attackColors) attacks have colours of their own whichever
+// attacks ran.
+func attackOrder(attacks []string) map[string]int {
+	rank := func(a string) int {
+		if i := slices.Index(attackRanks, a); i >= 0 {
+			return i
+		}
+		return len(attackRanks)
+	}
+	sorted := slices.Clone(attacks)
+	slices.SortStableFunc(sorted, func(a, b string) int {
+		if c := rank(a) - rank(b); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	out := make(map[string]int, len(sorted))
+	for _, a := range sorted {
+		if _, ok := out[a]; !ok {
+			out[a] = len(out)
+		}
+	}
+	return out
+}
+
 // seriesStyle is the colour, glyph and dash of one series, the same in every figure: the
-// colour and glyph come from the attack's place among all attacks of the report, the dash
-// from the threat model.
+// colour and glyph come from the attack's place among the attacks of the report
+// (attackOrder), the dash from the threat model.
 func (m *model) seriesStyle(s series) (color.Color, draw.GlyphDrawer, []vg.Length) {
 	i := m.attackIndex[s.attack]
 	dash, ok := threatDashes[s.threat]
@@ -661,13 +710,51 @@ func (m *model) muLines() (theoryLines, attacks []muLine) {
 	return theoryLines, attacks
 }
 
+// logRoundsRatio is the span of the checkpoints beyond which the T axis is logarithmic:
+// checkpoints 1, 2, 5, ..., 300 on a linear axis crowd all but the last few into its left edge.
+const logRoundsRatio = 10
+
+// roundsAxis decides the T axis of a figure over the checkpoints ts: logarithmic when the
+// positive checkpoints span more than a factor of logRoundsRatio, linear otherwise. It returns
+// the range drawn: on a logarithmic axis the positive checkpoints only (T = 0, the initial
+// model, has no place on it and is left off).
+func roundsAxis(ts []int) (logX bool, lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	pLo, pHi := math.Inf(1), math.Inf(-1)
+	for _, t := range ts {
+		v := float64(t)
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+		if t > 0 {
+			pLo, pHi = math.Min(pLo, v), math.Max(pHi, v)
+		}
+	}
+	if pHi > 0 && pHi/pLo > logRoundsRatio {
+		return true, pLo, pHi
+	}
+	return false, lo, hi
+}
+
+// onAxis drops the points a logarithmic T axis cannot show (T <= 0).
+func onAxis(xy plotter.XYs, logX bool) plotter.XYs {
+	if !logX {
+		return xy
+	}
+	out := xy[:0:0]
+	for _, pt := range xy {
+		if pt.X > 0 {
+			out = append(out, pt)
+		}
+	}
+	return out
+}
+
 // muAxes decides the scales: logarithmic y when the positive values (and the claim) span more
-// than two decades, logarithmic x when the checkpoints span more than a factor of 50; it
-// returns the range of T too.
+// than two decades, the T axis by roundsAxis; it returns the range of T drawn too.
 func (m *model) muAxes(lines []muLine, claim float64) (logX, logY bool, tLo, tHi float64) {
+	logX, tLo, tHi = roundsAxis(m.rounds)
 	lo, hi := math.Inf(1), 0.0
 	for _, l := range lines {
-		for _, pt := range l.xy {
+		for _, pt := range onAxis(l.xy, logX) {
 			if pt.Y > 0 {
 				lo, hi = math.Min(lo, pt.Y), math.Max(hi, pt.Y)
 			}
@@ -677,11 +764,6 @@ func (m *model) muAxes(lines []muLine, claim float64) (logX, logY bool, tLo, tHi
 		lo, hi = math.Min(lo, claim), math.Max(hi, claim)
 	}
 	logY = hi > 0 && hi/lo > 100
-	tLo, tHi = math.Inf(1), 0.0
-	for _, t := range m.rounds {
-		tLo, tHi = math.Min(tLo, float64(t)), math.Max(tHi, float64(t))
-	}
-	logX = tLo >= 1 && tHi/tLo > 50
 	return logX, logY, tLo, tHi
 }
 
@@ -746,20 +828,24 @@ func (m *model) addClaimLine(p *plot.Plot, leg *plot.Legend, lines []muLine, cla
 }
 
 // drawMuLines adds lines and their legend entries; on a log y axis the zero lower bounds (no
-// evidence) are left out.
-func drawMuLines(p *plot.Plot, leg *plot.Legend, ls []muLine, logY bool) error {
+// evidence) are left out, on a log T axis the checkpoint T = 0.
+func drawMuLines(p *plot.Plot, leg *plot.Legend, ls []muLine, logX, logY bool) error {
 	for _, l := range ls {
-		xy := l.xy
+		xy := onAxis(l.xy, logX)
+		if len(xy) == 0 {
+			continue
+		}
 		if logY {
-			xy = xy[:0:0]
-			for _, pt := range l.xy {
+			pos := xy[:0:0]
+			for _, pt := range xy {
 				if pt.Y > 0 {
-					xy = append(xy, pt)
+					pos = append(pos, pt)
 				}
 			}
-			if len(xy) == 0 {
+			if len(pos) == 0 {
 				continue
 			}
+			xy = pos
 		}
 		ln, sc, err := plotter.NewLinePoints(xy)
 		if err != nil {
@@ -802,7 +888,7 @@ func (m *model) muFigure() (*figure, bool, error) {
 			return nil, false, err
 		}
 	}
-	if err := drawMuLines(p, &leg, theoryLines, logY); err != nil {
+	if err := drawMuLines(p, &leg, theoryLines, logX, logY); err != nil {
 		return nil, false, err
 	}
 	if len(attacks) > 0 {
@@ -810,7 +896,7 @@ func (m *model) muFigure() (*figure, bool, error) {
 		leg.Add("certified lower bounds", textItem{})
 		leg.Add("("+m.levelShort()+"):", textItem{})
 	}
-	if err := drawMuLines(p, &leg, attacks, logY); err != nil {
+	if err := drawMuLines(p, &leg, attacks, logX, logY); err != nil {
 		return nil, false, err
 	}
 
@@ -837,8 +923,22 @@ func (m *model) muFigure() (*figure, bool, error) {
 	if logY {
 		caption += " The μ axis is logarithmic; lower bounds of 0 (no evidence) are not drawn."
 	}
+	caption += roundsAxisNote(m.rounds)
 	return &figure{name: "mu_vs_T", title: "μ against T", caption: caption, draw: drawFn,
 		w: pw + lw + vg.Points(12), h: h, wide: true}, true, nil
+}
+
+// roundsAxisNote is what a caption says about a logarithmic T axis, or "".
+func roundsAxisNote(ts []int) string {
+	logX, _, _ := roundsAxis(ts)
+	if !logX {
+		return ""
+	}
+	note := " The T axis is logarithmic (the checkpoints span more than a factor of " + strconv.Itoa(logRoundsRatio) + ")"
+	if slices.Contains(ts, 0) {
+		note += "; T = 0, the initial model, is not drawn"
+	}
+	return note + "."
 }
 
 func valueOf(b *theory.Bound, get func(*theory.Bound) float64) (float64, bool) {
@@ -864,12 +964,18 @@ func (m *model) sensitivityFigure() (*figure, bool, error) {
 	p.X.Label.Text = "number of rounds T"
 	p.Y.Label.Text = "mean ||w_T - w'_T|| over coupled pairs"
 	p.Y.Min = 0
-	tLo, tHi := xy[0].X, xy[len(xy)-1].X
-	logX := tLo >= 1 && tHi/tLo > 50
+	var ts []int
+	for _, pt := range xy {
+		ts = append(ts, int(pt.X))
+	}
+	logX, _, _ := roundsAxis(ts)
 	if logX {
 		p.X.Scale = plot.LogScale{}
 	}
 	p.X.Tick.Marker = checkpointTicks{ts: m.rounds, log: logX, minGap: 0.06}
+	if xy = onAxis(xy, logX); len(xy) == 0 {
+		return nil, false, nil
+	}
 	ln, sc, err := plotter.NewLinePoints(xy)
 	if err != nil {
 		return nil, false, err
@@ -878,7 +984,7 @@ func (m *model) sensitivityFigure() (*figure, bool, error) {
 	ln.Width = vg.Points(1.5)
 	p.Add(ln, sc)
 	return &figure{name: "sensitivity_vs_T", title: "Measured sensitivity against T",
-		caption: "Mean distance between the final models of the coupled pairs of runs (trained on C and on C'), per T. The convergent bound assumes this stays bounded as T grows.",
+		caption: "Mean distance between the final models of the coupled pairs of runs (trained on C and on C'), per T. The convergent bound assumes this stays bounded as T grows." + roundsAxisNote(ts),
 		draw:    func(c draw.Canvas) { p.Draw(c) }, w: 14 * vg.Centimeter, h: 9 * vg.Centimeter}, true, nil
 }
 

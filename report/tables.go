@@ -162,7 +162,7 @@ type model struct {
 	theory   map[int]*theory.Bound
 	stats    map[int]*findings.RoundSummary
 	threats  []string // threat models in use, sorted
-	// attackIndex numbers the attacks in sorted order: an attack's colour and marker in every
+	// attackIndex numbers the attacks (attackOrder): an attack's colour and marker in every
 	// figure.
 	attackIndex map[string]int
 }
@@ -212,12 +212,11 @@ func newModel(in *Input) *model {
 		}
 		return strings.Compare(a.threat, b.threat)
 	})
-	m.attackIndex = map[string]int{}
+	var attackNames []string
 	for _, s := range m.series {
-		if _, ok := m.attackIndex[s.attack]; !ok {
-			m.attackIndex[s.attack] = len(m.attackIndex)
-		}
+		attackNames = append(attackNames, s.attack)
 	}
+	m.attackIndex = attackOrder(attackNames)
 	for t := range threatSet {
 		m.threats = append(m.threats, t)
 	}

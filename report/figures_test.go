@@ -1,0 +1,170 @@
+package report
+
+import (
+	"image/color"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/attacks"
+	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/theory"
+)
+
+// lab converts an sRGB colour to CIE L*a*b* (D65 white).
+func lab(c color.Color) [3]float64 {
+	r, g, b, _ := c.RGBA()
+	lin := func(v uint32) float64 {
+		x := float64(v) / 0xffff
+		if x <= 0.04045 {
+			return x / 12.92
+		}
+		return math.Pow((x+0.055)/1.055, 2.4)
+	}
+	R, G, B := lin(r), lin(g), lin(b)
+	X := (0.4124*R + 0.3576*G + 0.1805*B) / 0.95047
+	Y := 0.2126*R + 0.7152*G + 0.0722*B
+	Z := (0.0193*R + 0.1192*G + 0.9505*B) / 1.08883
+	f := func(t float64) float64 {
+		if t > math.Pow(6.0/29, 3) {
+			return math.Cbrt(t)
+		}
+		return t/(3*(6.0/29)*(6.0/29)) + 4.0/29
+	}
+	fx, fy, fz := f(X), f(Y), f(Z)
+	return [3]float64{116*fy - 16, 500 * (fx - fy), 200 * (fy - fz)}
+}
+
+// deltaE is the CIE76 colour difference: about 2 is just noticeable, above 20 two colours
+// read as different colours, not shades of one.
+func deltaE(a, b color.Color) float64 {
+	x, y := lab(a), lab(b)
+	return math.Sqrt((x[0]-y[0])*(x[0]-y[0]) + (x[1]-y[1])*(x[1]-y[1]) + (x[2]-y[2])*(x[2]-y[2]))
+}
+
+// modelOf is the model of a report whose findings are the given (attack, threat) series.
+func modelOf(ser ...series) *model {
+	in := &Input{}
+	for _, s := range ser {
+		in.Findings = append(in.Findings, findings.Finding{Attack: s.attack, Threat: s.threat, Round: 1})
+	}
+	return newModel(in)
+}
+
+// TestAttackColoursDistinct: within one figure, two series of different attacks have colours
+// at least 25 apart (CIE76 in L*a*b*) and differ from the claim's vermillion and the theory's
+// black and greys by more than 20; two series of one attack differ in their dash; and the
+// first eight attacks have markers of their own. Checked on the demo's seven attacks (where
+// the sorted-name assignment gave margin informed-all's orange and loss an olive beside it),
+// the usual short list, and the first len(attackColors) attacks of the registry.
+func TestAttackColoursDistinct(t *testing.T) {
+	demo := []series{{"informed-all", "all-iterates"}, {"informed-last", "all-iterates"}, {"informed-upload", "uploads"},
+		{"lira-offline", "final"}, {"lira-online", "final"}, {"loss", "final"}, {"margin", "final"}}
+	usual := []series{{"informed-all", "all-iterates"}, {"informed-last", "all-iterates"}, {"loss", "final"}, {"margin", "final"},
+		{"lira-offline", "final"}, {"lira-online", "final"}, {"loss", "uploads"}}
+	var many []series
+	for _, a := range attackRanks[:len(attackColors)] {
+		many = append(many, series{a, "final"}, series{a, "all-iterates"})
+	}
+	reserved := map[string]color.Color{"claim": colorClaim, "convergent": colorConvergent, "composition": colorComposition,
+		"realized": colorRealized, "diagonal": colorDiagonal}
+	for name, set := range map[string][]series{"demo": demo, "usual": usual, "registry": many} {
+		m := modelOf(set...)
+		for i, a := range m.series {
+			ca, ga, da := m.seriesStyle(a)
+			for rn, rc := range reserved {
+				if d := deltaE(ca, rc); d <= 20 {
+					t.Errorf("%s: %v's colour is %.1f from the %s colour", name, a, d, rn)
+				}
+			}
+			for _, b := range m.series[:i] {
+				cb, gb, db := m.seriesStyle(b)
+				if a.attack == b.attack {
+					if slices.Equal(da, db) {
+						t.Errorf("%s: %v and %v share colour and dash", name, a, b)
+					}
+					continue
+				}
+				if d := deltaE(ca, cb); d <= 25 {
+					t.Errorf("%s: %v and %v have colours %.1f apart (CIE76), want > 25", name, a, b, d)
+				}
+				if m.attackIndex[a.attack] < len(attackGlyphs) && m.attackIndex[b.attack] < len(attackGlyphs) && ga == gb {
+					t.Errorf("%s: %v and %v share the marker %T", name, a, b, ga)
+				}
+			}
+		}
+	}
+	m := modelOf(demo...)
+	if got := m.attackIndex["informed-all"]; got != 0 {
+		t.Errorf("informed-all takes colour %d, want the first", got)
+	}
+	if m.attackIndex["loss"] >= m.attackIndex["lira-offline"] {
+		t.Error("loss comes after lira-offline in the colour order")
+	}
+}
+
+// TestAttackRanksCoverRegistry: every attack the attacks package registers, and the canary
+// attacks, has its place in the colour order.
+func TestAttackRanksCoverRegistry(t *testing.T) {
+	names := []string{attacks.CanaryLLR, attacks.CanaryLoss, attacks.CanaryMargin, attacks.CanaryCos, attacks.CanaryCosMax}
+	for _, info := range attacks.Names() {
+		names = append(names, info.Name)
+	}
+	for _, n := range names {
+		if !slices.Contains(attackRanks, n) {
+			t.Errorf("attack %q has no place in attackRanks", n)
+		}
+	}
+}
+
+// TestRoundsAxis: the T axis of mu-vs-T and of the sensitivity figure is logarithmic when the
+// positive checkpoints span more than a factor of 10, T = 0 (the initial model, recorded by
+// many configs) included or not, and linear otherwise; the captions say so. Checkpoints
+// 0, 1, 2, ..., 300 (results/convergence-quadratic) were drawn on a linear axis, with the
+// first six crammed into its left edge.
+func TestRoundsAxis(t *testing.T) {
+	for _, tc := range []struct {
+		ts     []int
+		log    bool
+		lo, hi float64
+	}{
+		{[]int{0, 1, 2, 5, 10, 20, 50, 100, 200, 300}, true, 1, 300},
+		{[]int{1, 2, 5, 10, 20}, true, 1, 20},
+		{[]int{1, 2, 5, 10}, false, 1, 10},
+		{[]int{0, 1, 2, 4}, false, 0, 4},
+		{[]int{20, 50, 100}, false, 20, 100},
+		{[]int{8}, false, 8, 8},
+	} {
+		log, lo, hi := roundsAxis(tc.ts)
+		if log != tc.log || lo != tc.lo || hi != tc.hi {
+			t.Errorf("roundsAxis(%v) = %v, %v, %v; want %v, %v, %v", tc.ts, log, lo, hi, tc.log, tc.lo, tc.hi)
+		}
+	}
+	in := &Input{ClaimMu: 1}
+	for _, T := range []int{0, 1, 2, 5, 10, 20, 50, 100, 200, 300} {
+		in.Bounds = append(in.Bounds, theory.Bound{T: T, Mu: 0.01 * float64(T), MuComposition: 0.02 * float64(T)})
+		in.Rounds = append(in.Rounds, findings.RoundSummary{Round: T, Sensitivity: 0.1 * float64(T), RealizedMu: 0.01 * float64(T)})
+	}
+	m := newModel(in)
+	mu, ok, err := m.muFigure()
+	if err != nil || !ok {
+		t.Fatalf("muFigure: %v, %v", ok, err)
+	}
+	sens, ok, err := m.sensitivityFigure()
+	if err != nil || !ok {
+		t.Fatalf("sensitivityFigure: %v, %v", ok, err)
+	}
+	for _, f := range []*figure{mu, sens} {
+		if !strings.Contains(f.caption, "The T axis is logarithmic") || !strings.Contains(f.caption, "T = 0, the initial model, is not drawn") {
+			t.Errorf("%s: caption does not say the T axis is logarithmic: %s", f.name, f.caption)
+		}
+		if _, err := f.svg(); err != nil {
+			t.Errorf("%s: %v", f.name, err)
+		}
+	}
+	short := newModel(&Input{Bounds: []theory.Bound{{T: 1, Mu: 1}, {T: 10, Mu: 2}}})
+	if f, _, _ := short.muFigure(); strings.Contains(f.caption, "logarithmic") {
+		t.Errorf("checkpoints 1..10 on a logarithmic axis: %s", f.caption)
+	}
+}
