@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -168,5 +169,52 @@ func TestBrowserGallery(t *testing.T) {
 		if !bytes.Contains(dom, []byte(want)) {
 			t.Errorf("rendered DOM lacks %s", want)
 		}
+	}
+}
+
+// pageHeight loads page (a copy with a script appended that records the document's height at
+// a 1200-pixel-wide window) in headless chromium and returns the height in CSS pixels.
+func pageHeight(t *testing.T, page []byte) int {
+	t.Helper()
+	probe := `<script>window.onload = function () { document.body.setAttribute("data-height", document.documentElement.scrollHeight); };</script></body>`
+	copyPath := filepath.Join(t.TempDir(), "probe.html")
+	if err := os.WriteFile(copyPath, bytes.Replace(page, []byte("</body>"), []byte(probe), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom, _ := runChromium(t, copyPath, "--dump-dom", "--window-size=1200,800", "--virtual-time-budget=5000")
+	i := bytes.Index(dom, []byte(`data-height="`))
+	if i < 0 {
+		t.Fatal("no height recorded")
+	}
+	rest := dom[i+len(`data-height="`):]
+	h, err := strconv.Atoi(string(rest[:bytes.IndexByte(rest, '"')]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// TestBrowserFolded: the folded parts (the tables that repeat the verdict table's bounds, the
+// trade-off figures at all but the last checkpoint) are closed when the page opens, so the
+// page as written is at most 75% as tall as the same page with every <details> open (on this
+// small input; the demo's report goes from 12,100 to 5,900 px). Skipped
+// as TestBrowser is.
+func TestBrowserFolded(t *testing.T) {
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("FEDAUDIT_REQUIRE_BROWSER") == "1" {
+			t.Fatalf("FEDAUDIT_REQUIRE_BROWSER=1 but %s is unusable: %v", chromiumPath, err)
+		}
+		t.Skipf("%s not found", chromiumPath)
+	}
+	if testing.Short() && os.Getenv("FEDAUDIT_REQUIRE_BROWSER") != "1" {
+		t.Skip("browser check takes several seconds; skipped in -short mode")
+	}
+	_, files := writeReport(t, syntheticInput(t), Options{})
+	page := files["report.html"]
+	folded := pageHeight(t, page)
+	open := pageHeight(t, bytes.ReplaceAll(page, []byte("<details "), []byte("<details open ")))
+	t.Logf("page height %d px folded, %d px with every part open", folded, open)
+	if float64(folded) > 0.75*float64(open) {
+		t.Errorf("page is %d px tall as written, %d px open: the folded parts are not folded", folded, open)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/findings"
@@ -25,11 +26,28 @@ var threatDescriptions = map[string]string{
 }
 
 // section groups figures and tables under one heading, in the order the report shows them.
+// The HTML page shows the figures and tables in folded (tables that repeat what the verdict
+// table shows, trade-off figures at all but the last checkpoint) under one closed <details>
+// element after the rest, with foldSummary as its summary; report.md shows everything in
+// place.
 type section struct {
 	ID, Title, Intro string
 	figs             []*figure
 	images           []*pngFigure
 	tables           []*table
+	folded           map[any]bool
+	foldSummary      string
+}
+
+// fold marks figures and tables of the section to be shown folded in the HTML page.
+func (s *section) fold(summary string, items ...any) {
+	if s.folded == nil {
+		s.folded = map[any]bool{}
+	}
+	for _, it := range items {
+		s.folded[it] = true
+	}
+	s.foldSummary = summary
 }
 
 // pngFigure is a picture that is a PNG from the start (the gallery): written to figures/ and
@@ -93,19 +111,33 @@ func build(in *Input) (*rendered, error) {
 			sensFigs = append(sensFigs, f)
 		}
 	}
+	mu := section{ID: "mu", Title: "μ against T",
+		Intro: "Certified lower bounds (what the attacks prove) against the theoretical upper bounds (what the analysis promises). Compare each attack only with the bound of its threat model.",
+		figs:  muFigs, tables: []*table{byName["mu_lower"]}}
+	mu.fold("Table: certified μ lower bounds by T (the verdict table's mu lower, one column per T)", byName["mu_lower"])
+	tradeoff := section{ID: "tradeoff", Title: "Trade-off curves",
+		Intro: "One panel per number of rounds T. Lower curves mean stronger attacks; the mechanism's true trade-off curve lies on or below every certified square and, if the bound holds, on or above its T_G curve.",
+		figs:  tradeoffFigs}
+	if n := len(tradeoffFigs); n > 1 {
+		// The last checkpoint shown, the others one click away: each figure is as tall as a
+		// screen.
+		var ts []string
+		var items []any
+		for _, f := range tradeoffFigs[:n-1] {
+			ts = append(ts, strings.TrimPrefix(f.name, "tradeoff_T"))
+			items = append(items, f)
+		}
+		tradeoff.fold("Trade-off curves at T = "+strings.Join(ts, ", "), items...)
+	}
+	attacks := section{ID: "attacks", Title: "Attack success",
+		Intro:  "Rows: attack, threat model and noise level; columns: number of rounds T. World C (the target's record present) is the positive class.",
+		tables: attackTables(byName)}
+	attacks.fold("Table: attack success per attack, threat model and T (TPR at 0.1% and 1% FPR, AUC, balanced accuracy, the μ estimate and the certified bounds of the verdict table)", byName["attacks"])
 	r.sections = []section{
 		{ID: "verdicts", Title: "Verdicts",
 			Intro:  "Each claimed guarantee against the certified lower bound of each attack. \"violated\" means a certified lower bound exceeds the claim at the stated confidence; \"consistent\" does not prove the claim.",
 			tables: []*table{byName["verdicts"]}},
-		{ID: "mu", Title: "μ against T",
-			Intro: "Certified lower bounds (what the attacks prove) against the theoretical upper bounds (what the analysis promises). Compare each attack only with the bound of its threat model.",
-			figs:  muFigs, tables: []*table{byName["mu_lower"]}},
-		{ID: "tradeoff", Title: "Trade-off curves",
-			Intro: "One panel per number of rounds T. Lower curves mean stronger attacks; the mechanism's true trade-off curve lies on or below every certified square and, if the bound holds, on or above its T_G curve.",
-			figs:  tradeoffFigs},
-		{ID: "attacks", Title: "Attack success",
-			Intro:  "Rows: attack, threat model and noise level; columns: number of rounds T. World C (the target's record present) is the positive class.",
-			tables: attackTables(byName)},
+		mu, tradeoff, attacks,
 		r.gallerySection(),
 		{ID: "training", Title: "Theory, sensitivity and utility",
 			Intro: "What training measured: the distance between the final models of coupled runs, the realized privacy loss, and the utility of the models.",
@@ -279,12 +311,14 @@ summary { cursor: pointer; font-weight: 600; }
 figure svg.plot { width: 100%; height: auto; background: #fff; }
 figure img.gallery { max-width: 100%; height: auto; image-rendering: pixelated; border: 1px solid #ddd; }
 figcaption { font-size: 0.9em; color: #444; }
-table { border-collapse: collapse; margin: 1em 0 2em; font-size: 0.9em; }
+table { border-collapse: collapse; margin: 1em 0 2em; font-size: 0.85em; }
 caption { caption-side: top; text-align: left; font-size: 0.95em; color: #444; padding-bottom: 0.4em; }
 caption strong { color: #222; }
-th, td { border-bottom: 1px solid #ddd; padding: 0.25em 0.7em; text-align: left; }
+th, td { border-bottom: 1px solid #ddd; padding: 0.25em 0.55em; text-align: left; }
 th { background: #f0f0f0; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.short { white-space: nowrap; }
+details.more { margin: 0.5em 0 1.5em; }
 .scroll { overflow-x: auto; }
 footer { margin-top: 3em; font-size: 0.85em; color: #666; }
 `
@@ -335,6 +369,23 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <section id="{{.ID}}">
 <h2>{{.Title}}</h2>
 <p>{{.Intro}}</p>
+{{- template "body" .Shown}}
+{{- if .FoldSummary}}
+<details class="more" id="more-{{.ID}}">
+<summary>{{.FoldSummary}}</summary>
+{{- template "body" .Folded}}
+</details>
+{{- end}}
+</section>
+{{- end}}
+<details id="configuration">
+<summary>Configuration (raw)</summary>
+<pre id="config">{{.Config}}</pre>
+</details>
+<footer>{{.Generated}}</footer>
+</body>
+</html>
+{{- define "body"}}
 {{- if .Figs}}
 <div class="figs">
 {{- range .Figs}}
@@ -356,7 +407,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <thead><tr>{{range .Header}}<th scope="col">{{.}}</th>{{end}}</tr></thead>
 <tbody>
 {{- range .Rows}}
-<tr>{{range .}}<td{{if .Num}} class="num"{{end}}>{{.Text}}</td>{{end}}</tr>
+<tr>{{range .}}<td{{if .Class}} class="{{.Class}}"{{end}}>{{.Text}}</td>{{end}}</tr>
 {{- else}}
 <tr><td colspan="{{len .Header}}">no data</td></tr>
 {{- end}}
@@ -364,15 +415,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 </table>
 </div>
 {{- end}}
-</section>
 {{- end}}
-<details id="configuration">
-<summary>Configuration (raw)</summary>
-<pre id="config">{{.Config}}</pre>
-</details>
-<footer>{{.Generated}}</footer>
-</body>
-</html>
 `))
 
 type htmlFigure struct {
@@ -382,9 +425,10 @@ type htmlFigure struct {
 	Wide                 bool
 }
 
+// htmlCell is a table cell; Class is "num" (right-aligned, not wrapped), "short" (a column
+// of short words, not wrapped) or "" (long text, wrapped).
 type htmlCell struct {
-	Text string
-	Num  bool
+	Text, Class string
 }
 
 type htmlTable struct {
@@ -394,37 +438,69 @@ type htmlTable struct {
 }
 
 type htmlSection struct {
-	ID, Title, Intro string
-	Figs             []htmlFigure
-	Tables           []htmlTable
+	ID, Title, Intro, FoldSummary string
+	Shown, Folded                 htmlBody
+}
+
+// htmlBody is the figures and tables of a section, or of its folded part.
+type htmlBody struct {
+	Figs   []htmlFigure
+	Tables []htmlTable
+}
+
+// shortCell is the longest cell (in characters) of a column kept on one line: attack names,
+// threat models, numbers. Longer texts (claim sources, statuses) wrap.
+const shortCell = 24
+
+func (r *rendered) htmlTable(t *table) htmlTable {
+	ht := htmlTable{Name: t.name, Title: t.title, Caption: t.caption, Header: t.header}
+	class := make([]string, len(t.header))
+	for i := range class {
+		longest := 0
+		for _, row := range t.rows {
+			longest = max(longest, utf8.RuneCountInString(row[i]))
+		}
+		switch {
+		case t.numeric(i):
+			class[i] = "num"
+		case longest <= shortCell:
+			class[i] = "short"
+		}
+	}
+	for _, row := range t.rows {
+		cells := make([]htmlCell, len(row))
+		for i, c := range row {
+			cells[i] = htmlCell{c, class[i]}
+		}
+		ht.Rows = append(ht.Rows, cells)
+	}
+	return ht
 }
 
 func (r *rendered) html() ([]byte, error) {
 	var secs []htmlSection
 	for _, s := range r.sections {
 		hs := htmlSection{ID: s.ID, Title: s.Title, Intro: s.Intro}
+		body := func(item any) *htmlBody {
+			if s.folded[item] {
+				hs.FoldSummary = s.foldSummary
+				return &hs.Folded
+			}
+			return &hs.Shown
+		}
 		for _, f := range s.figs {
-			hs.Figs = append(hs.Figs, htmlFigure{Name: f.name, Title: f.title, Caption: f.caption, SVG: inlineSVG(r.svgs[f]), Wide: f.wide})
+			b := body(f)
+			b.Figs = append(b.Figs, htmlFigure{Name: f.name, Title: f.title, Caption: f.caption, SVG: inlineSVG(r.svgs[f]), Wide: f.wide})
 		}
 		for _, f := range s.images {
 			// A data URL of our own PNG bytes: safe for the src attribute.
 			url := template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(f.png))
-			hs.Figs = append(hs.Figs, htmlFigure{Name: f.name, Title: f.title, Caption: f.caption, Img: url, Wide: true})
+			b := body(f)
+			b.Figs = append(b.Figs, htmlFigure{Name: f.name, Title: f.title, Caption: f.caption, Img: url, Wide: true})
 		}
 		for _, t := range s.tables {
-			ht := htmlTable{Name: t.name, Title: t.title, Caption: t.caption, Header: t.header}
-			numeric := make([]bool, len(t.header))
-			for i := range numeric {
-				numeric[i] = t.numeric(i)
-			}
-			for _, row := range t.rows {
-				cells := make([]htmlCell, len(row))
-				for i, c := range row {
-					cells[i] = htmlCell{c, numeric[i]}
-				}
-				ht.Rows = append(ht.Rows, cells)
-			}
-			hs.Tables = append(hs.Tables, ht)
+			b := body(t)
+			b.Tables = append(b.Tables, r.htmlTable(t))
 		}
 		secs = append(secs, hs)
 	}
