@@ -1,6 +1,7 @@
 package attacks
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -86,4 +87,28 @@ func convStructure(mc train.ModelConfig) (firstDense, lastDense bool) {
 		firstDense = kinds[i] == "dense"
 	}
 	return firstDense, len(kinds) > 0 && kinds[len(kinds)-1] == "dense"
+}
+
+// MinPairs is the fewest coupled pairs the named attack can score: a learned attack is fitted on
+// the shadow pairs (every DefaultShadowEvery-th pair by pair id, never scored), and its fit needs
+// two runs of each world, so two shadow pairs; every other attack scores one pair. Unknown names
+// give 1.
+func MinPairs(name string) int {
+	if a, err := Lookup(name); err == nil && a.Info().Learned {
+		return 2 * DefaultShadowEvery
+	}
+	return 1
+}
+
+// TooFewPairs lists, in the order given, the named attacks that cannot score an experiment of
+// the given number of pairs (MinPairs), each with why.
+func TooFewPairs(names []string, pairs int) []Skip {
+	var out []Skip
+	for _, n := range names {
+		if need := MinPairs(n); pairs < need {
+			out = append(out, Skip{Name: n, Why: fmt.Sprintf("a learned attack is fitted on every %dth pair (shadow pairs, never scored) and needs two of them: at least %d pairs, the experiment has %d",
+				DefaultShadowEvery, need, pairs)})
+		}
+	}
+	return out
 }

@@ -240,24 +240,15 @@ func (e *experimentDir) scoring(opts AttackOptions) (names []string, rounds []in
 	if e.cfg.Audit.Method == MethodOneRun {
 		return nil, rounds // the one-run audit scores the canaries only (canaryScoring)
 	}
-	names = opts.Attacks
-	if len(names) == 0 {
-		names = e.cfg.Audit.Attacks
+	listed := opts.Attacks
+	if len(listed) == 0 {
+		listed = e.cfg.Audit.Attacks
 	}
-	// Canary attacks are scored into their own file (canaryScoring).
-	listed := len(names) > 0
-	names = slices.DeleteFunc(slices.Clone(names), attacks.IsCanaryAttack)
-	if len(names) == 0 && listed {
-		return nil, rounds // only canary attacks were asked for
-	}
-	if len(names) == 0 {
-		names = attacks.Default(e.tab.Meta())
-	}
-	// Attacks that cannot evaluate the model (convolutional models on the host) are left out,
-	// whether selected or by default; attack logs why.
-	for _, s := range attacks.ModelSkipped(e.cfg.Train.Model) {
-		names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == s.Name })
-	}
+	// Canary attacks are scored into their own file (canaryScoring). Attacks that cannot
+	// evaluate the model (convolutional models on the host) are left out, whether selected or
+	// by default, and so are, by default, learned attacks the pairs are too few to fit; attack
+	// logs why.
+	names, _ = runAttacks(listed, e.tab.Meta(), e.cfg.Train.Model, e.cfg.Pairs)
 	return names, rounds
 }
 
@@ -307,6 +298,15 @@ func (e *experimentDir) attack(ctx context.Context, path string, opts AttackOpti
 	if opts.Logf != nil {
 		var said []string
 		for _, s := range attacks.ModelSkipped(cfg.Train.Model) {
+			opts.Logf("attacks: skipped %s: %s", s.Name, s.Why)
+			said = append(said, s.Name)
+		}
+		listed := opts.Attacks
+		if len(listed) == 0 {
+			listed = cfg.Audit.Attacks
+		}
+		_, few := runAttacks(listed, tab.Meta(), cfg.Train.Model, cfg.Pairs)
+		for _, s := range few {
 			opts.Logf("attacks: skipped %s: %s", s.Name, s.Why)
 			said = append(said, s.Name)
 		}

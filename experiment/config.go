@@ -232,6 +232,9 @@ func Load(path string) (*Config, error) {
 
 // Parse decodes a YAML (or JSON, a subset of YAML) config, fills defaults and validates it.
 func Parse(raw []byte) (*Config, error) {
+	if err := wholeNumbers(raw); err != nil {
+		return nil, &ConfigError{Err: err}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
 	var cfg Config
@@ -536,6 +539,7 @@ func (c *Config) Validate() error {
 	if c.Train.Seed != c.Seed {
 		bad("train.seed", "is the master seed; set the top-level seed instead")
 	}
+	errs = append(errs, c.validateStages()...)
 	// The training fields are checked here too, with the sizes the config states (a named
 	// dataset's classes are not known yet: 2 stands in), so that a mistake is reported before
 	// any data is loaded or file written; the engine checks again against the data.

@@ -95,6 +95,10 @@ func init() {
 				if err != nil {
 					return err
 				}
+				// A job whose attack stage would fail after its training is refused here too.
+				if err := experiment.CheckStages(cfg); err != nil {
+					return err
+				}
 				if _, err := experiment.CheckMemory(cfg, nil, memBudget); err != nil {
 					return err
 				}

@@ -12,12 +12,17 @@ import (
 	"github.com/fedaudit/fedaudit/runs"
 )
 
-// lockExperiment checks dir against cfg (refusing before anything is written, as the stages
-// would), then locks it: exclusively for a whole-directory command, or, for a job training one
-// shard, shared with the other shard jobs and exclusively for its shard (see fsutil). A second
-// process fails at once, naming the holder. Once the lock is held, temporary files left by
+// lockExperiment checks cfg's later stages against the runs it trains (experiment.CheckStages)
+// and dir against cfg (refusing before anything is written, as the stages would), then locks
+// it: exclusively for a whole-directory command, or, for a job training one shard, shared with
+// the other shard jobs and exclusively for its shard (see fsutil). A second process fails at
+// once, naming the holder. Once the lock is held, temporary files left by
 // killed writers are removed. The caller unlocks.
 func lockExperiment(e *env, cfg *experiment.Config, dir string, shards int, shard *runs.Shard, what string) (*fsutil.Lock, error) {
+	// What the attack stage needs of the runs is checked before they are trained.
+	if err := experiment.CheckStages(cfg); err != nil {
+		return nil, err
+	}
 	if _, err := experiment.CheckDirectory(cfg, dir, shards); err != nil {
 		return nil, err
 	}

@@ -25,6 +25,7 @@ import (
 	"os/signal"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -200,6 +201,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return nil
 		}
 		return usagef("%s: %v (see 'audit %s --help')", name, err, name)
+	}
+	// Every command's --workers means the same: 0 for all cores, else that many.
+	if f := fs.Lookup("workers"); f != nil {
+		if n, err := strconv.Atoi(f.Value.String()); err == nil && n < 0 {
+			return usagef("%s: --workers must be >= 0 (0: all cores), got %d", name, n)
+		}
 	}
 	return body(ctx, e, pos)
 }

@@ -1,0 +1,318 @@
+package experiment
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/fedaudit/fedaudit/attacks"
+	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/train"
+)
+
+// Refuse before work, never fail after it: what the stages after training need of a config is
+// checked with it, before any run is trained, so that a mistake costs seconds, not the training.
+
+// MaxClientSteps is the most local training steps one experiment may ask for, counted as Plan
+// counts them (Work.ClientSteps: 2 runs per pair, every round, every client's local training
+// plus the informed adversary's, every local step). Small models cost the engine a fixed
+// overhead per step whatever their FLOPs: `audit demo` trains about 10^5 steps a second on two
+// cores, so 10^11 steps are twelve days there, and the largest reference experiment in results/
+// asks for 1.2 x 10^7. A larger number is a typo (rounds: 1000000000), not an audit.
+const MaxClientSteps = 1e11
+
+// clientSteps is Plan's count of local steps of cfg (Work.ClientSteps), from the config alone,
+// in float64 so that absurd configs cannot overflow it.
+func clientSteps(cfg *Config) float64 {
+	trainings := float64(cfg.Data.Clients)
+	if cfg.Train.Informed {
+		trainings++
+	}
+	return 2 * float64(cfg.Pairs) * float64(cfg.Train.Rounds) * trainings * float64(cfg.Train.LocalSteps)
+}
+
+// validateStages checks what the config asks of the stages after training that the config
+// alone decides: the attack names, the pairs the learned attacks are fitted on, the canaries a
+// one-run audit needs, and the size of the whole job. Validate reports them with the rest.
+func (c *Config) validateStages() []error {
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, a...)))
+	}
+	seen := map[string]bool{}
+	var known []string
+	for _, n := range c.Audit.Attacks {
+		if _, err := attacks.Lookup(n); err != nil && !attacks.IsCanaryAttack(n) {
+			if known == nil {
+				for _, info := range attacks.Names() {
+					known = append(known, info.Name)
+				}
+				known = append(known, attacks.CanaryAttackNames()...)
+			}
+			bad("audit.attacks", "unknown attack %q (have %s)", n, strings.Join(known, ", "))
+			continue
+		}
+		if seen[n] {
+			bad("audit.attacks", "%s is listed twice", n)
+		}
+		seen[n] = true
+	}
+	if c.Audit.Method != MethodOneRun && c.Pairs >= 1 {
+		for _, s := range attacks.TooFewPairs(c.Audit.Attacks, c.Pairs) {
+			bad("audit.attacks", "%s: %s; raise pairs to %d or leave it out", s.Name, s.Why, attacks.MinPairs(s.Name))
+		}
+	}
+	if cc := c.Train.Canaries; cc != nil && cc.Count >= 1 && c.Pairs >= 1 && cc.Count*c.Pairs < 2 {
+		bad("train.canaries.count", "a one-run audit guesses the inclusion of at least one canary in and one out of the world-C runs of all pairs: count x pairs must be at least 2, got %d x %d", cc.Count, c.Pairs)
+	}
+	if c.Train.Rounds > math.MaxInt32 {
+		bad("train.rounds", "need at most %d (run files record rounds as 32-bit integers), got %d", math.MaxInt32, c.Train.Rounds)
+	}
+	if c.Pairs >= 1 && c.Pairs <= MaxPairs && c.Train.Rounds >= 1 && c.Data.Clients >= 1 && c.Train.LocalSteps >= 1 {
+		if n := clientSteps(c); n > MaxClientSteps {
+			trainings := c.Data.Clients
+			if c.Train.Informed {
+				trainings++
+			}
+			bad("train.rounds", "%d rounds of %d pairs (2 runs each) with %d local trainings of %d steps a round are %.3g local steps, above the most one experiment may ask (%.0e); fewer rounds or pairs",
+				c.Train.Rounds, c.Pairs, trainings, c.Train.LocalSteps, n, MaxClientSteps)
+		}
+	}
+	return errs
+}
+
+// PlannedMeta is the run-file metadata, columns only (no config, hash or shard), that training
+// cfg writes (TrainShard's recorder: the trainer's statistics, then the target sample's).
+func PlannedMeta(cfg *Config) runs.Meta {
+	m := runs.Meta{HasParams: cfg.Train.RecordParams, HasUpload: cfg.Train.RecordUpload}
+	m.StatNames = append(slices.Clone(cfg.Train.InformedStatNames()),
+		runs.StatTargetLossC, runs.StatTargetLossCPrime, runs.StatTargetMarginC, runs.StatTargetMarginCPrime)
+	if cc := cfg.Train.Canaries; cc != nil {
+		m.Canaries = cc.Count
+		m.CanaryStatNames = cc.StatNames()
+	}
+	return m
+}
+
+// runAttacks resolves the run-level attacks the attack stage scores: the listed ones (the
+// canary attacks among them are scored apart), else every attack the run files support (meta)
+// but, from that default only, the learned attacks the pairs are too few to fit; either way
+// without the attacks the model cannot serve. skipped says why default attacks were left out
+// for the pairs.
+func runAttacks(listed []string, meta runs.Meta, mc train.ModelConfig, pairs int) (names []string, skipped []attacks.Skip) {
+	names = slices.DeleteFunc(slices.Clone(listed), attacks.IsCanaryAttack)
+	if len(names) == 0 && len(listed) > 0 {
+		return nil, nil // only canary attacks were asked for
+	}
+	if len(names) == 0 {
+		names = attacks.Default(meta)
+		skipped = attacks.TooFewPairs(names, pairs)
+		names = slices.DeleteFunc(names, func(n string) bool {
+			return slices.ContainsFunc(skipped, func(s attacks.Skip) bool { return s.Name == n })
+		})
+	}
+	for _, s := range attacks.ModelSkipped(mc) {
+		names = slices.DeleteFunc(names, func(n string) bool { return n == s.Name })
+	}
+	return names, skipped
+}
+
+// CheckStages refuses, with a *ConfigError naming the field, a config whose attack stage would
+// fail on the runs its training records: listed attacks the run files will not support,
+// canary attacks without canaries of their kind, attacks that read w_0 without round 0 among
+// the checkpoints, upload attacks at a round T without the checkpoint T-1, and attacked rounds
+// that are no checkpoints. The commands that train (run, demo, train) and plan call it before
+// anything is trained or written, and TrainShards before it trains.
+func CheckStages(cfg *Config) error {
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, a...)))
+	}
+	meta := PlannedMeta(cfg)
+	cps := cfg.Train.Checkpoints
+	rounds := cfg.Audit.Rounds
+	for _, t := range rounds {
+		if t < 1 || !slices.Contains(cps, t) {
+			bad("audit.rounds", "round %d is not among the checkpoints after round 0 (train.checkpoints %v)", t, cps)
+		}
+	}
+	if len(rounds) == 0 {
+		rounds = slices.DeleteFunc(slices.Clone(cps), func(t int) bool { return t < 1 })
+	}
+
+	var canary []string
+	for _, n := range cfg.Audit.Attacks {
+		if attacks.IsCanaryAttack(n) {
+			canary = append(canary, n)
+		}
+	}
+	if len(canary) > 0 {
+		supported := attacks.CanaryDefault(meta)
+		for _, n := range canary {
+			switch {
+			case meta.Canaries == 0:
+				bad("audit.attacks", "%s scores canaries, and the runs carry none: set train.canaries", n)
+			case !slices.Contains(supported, n):
+				bad("audit.attacks", "%s does not apply to canaries of kind %q (these support %s)", n, cfg.Train.Canaries.Kind, strings.Join(supported, ", "))
+			}
+		}
+	}
+
+	if cfg.Audit.Method != MethodOneRun {
+		lacks := map[string]string{}
+		for _, s := range attacks.Skipped(meta) {
+			lacks[s.Name] = s.Why
+		}
+		names, _ := runAttacks(cfg.Audit.Attacks, meta, cfg.Train.Model, cfg.Pairs)
+		var fit, needW0, needPrev []string
+		for _, n := range names {
+			if why, ok := lacks[n]; ok {
+				bad("audit.attacks", "%s: %s: record what it needs (train.record_params, train.record_upload, train.informed) or leave it out",
+					n, strings.Replace(why, "the run file lacks", "the run files will lack", 1))
+				continue
+			}
+			fit = append(fit, n)
+		}
+		for _, n := range fit {
+			a, _ := attacks.Lookup(n)
+			needs := a.Info().Needs
+			if needs.Initial && !slices.Contains(cps, 0) {
+				needW0 = append(needW0, n)
+			}
+			if needs.Upload {
+				needPrev = append(needPrev, n)
+			}
+		}
+		if len(needW0) > 0 {
+			bad("train.checkpoints", "the attacks %s read the initial model w_0 from the round-0 checkpoint: add 0 to train.checkpoints, or list audit.attacks without them",
+				strings.Join(needW0, ", "))
+		}
+		if len(needPrev) > 0 {
+			var missing []int
+			for _, t := range rounds {
+				if t >= 1 && !slices.Contains(cps, t-1) {
+					missing = append(missing, t-1)
+				}
+			}
+			if len(missing) > 0 {
+				bad("train.checkpoints", "the upload attacks %s at round T read the model w_{T-1} the upload started from: add %v to train.checkpoints, or list audit.attacks without them",
+					strings.Join(needPrev, ", "), missing)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return &ConfigError{Err: errors.Join(errs...)}
+	}
+	return nil
+}
+
+// wholeNumbers reports every integer field of a YAML config written as a number with a
+// fraction (pairs: 200.5), which the YAML decoder would truncate silently; a whole number
+// written as a float (1e3) is accepted.
+func wholeNumbers(raw []byte) error {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return nil // the decoder reports it
+	}
+	var errs []error
+	checkWhole(&doc, reflect.TypeOf(Config{}), "", &errs)
+	return errors.Join(errs...)
+}
+
+var (
+	yamlUnmarshaler = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
+	textUnmarshaler = reflect.TypeOf((*interface{ UnmarshalText([]byte) error })(nil)).Elem()
+)
+
+func checkWhole(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
+	if n == nil {
+		return
+	}
+	if n.Kind == yaml.DocumentNode {
+		for _, c := range n.Content {
+			checkWhole(c, t, path, errs)
+		}
+		return
+	}
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+		if n == nil {
+			return
+		}
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(yamlUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
+		return
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!float" {
+			f, err := strconv.ParseFloat(n.Value, 64)
+			if err != nil || math.IsInf(f, 0) || f != math.Trunc(f) {
+				*errs = append(*errs, fmt.Errorf("%s: need a whole number, got %s (line %d)", path, n.Value, n.Line))
+			}
+		}
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key := n.Content[i].Value
+			if f, ok := yamlField(t, key); ok {
+				checkWhole(n.Content[i+1], f.Type, joinPath(path, key), errs)
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if n.Kind != yaml.SequenceNode {
+			return
+		}
+		for i, c := range n.Content {
+			checkWhole(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), errs)
+		}
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			checkWhole(n.Content[i+1], t.Elem(), joinPath(path, n.Content[i].Value), errs)
+		}
+	}
+}
+
+// yamlField finds the field of struct type t that the YAML key names (its yaml tag, or the
+// lower-cased field name as the decoder does).
+func yamlField(t reflect.Type, key string) (reflect.StructField, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		if name == key {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
