@@ -295,6 +295,10 @@ func AttackCanaries(ctx context.Context, dir string, opts AttackOptions) (int, s
 func (e *experimentDir) attack(ctx context.Context, path string, opts AttackOptions) ([]runs.Score, error) {
 	tab, cfg, data := e.tab, e.cfg, e.data
 	names, rounds := e.scoring(opts)
+	// A learned attack asked for by name on too few pairs: the minimum, not a failed fit.
+	if few := attacks.TooFewPairs(names, cfg.Pairs); len(few) > 0 {
+		return nil, &ConfigError{Err: fmt.Errorf("attack %s: %s", few[0].Name, few[0].Why)}
+	}
 	if opts.Logf != nil {
 		var said []string
 		for _, s := range attacks.ModelSkipped(cfg.Train.Model) {

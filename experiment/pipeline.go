@@ -44,6 +44,10 @@ func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) (*findin
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
+	// What the attack stage needs of the runs is checked before they are trained.
+	if err := CheckStages(cfg); err != nil {
+		return nil, err
+	}
 	if _, err := CheckDirectory(cfg, dir, opts.Shards); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}

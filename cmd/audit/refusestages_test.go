@@ -148,3 +148,27 @@ func TestNegativeWorkers(t *testing.T) {
 		})
 	}
 }
+
+// A learned attack asked for on the command line of `audit attack` over too few pairs is
+// refused with the minimum (exit 2), not a failed fit.
+func TestAttackLearnedFewPairs(t *testing.T) {
+	base, err := os.ReadFile(filepath.Join("testdata", "run_small.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(strings.Replace(string(base), "pairs: 40", "pairs: 5", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	var stdout, stderr bytes.Buffer
+	if code := exitCode(&stderr, run(context.Background(), []string{"train", "--quiet", "--config", cfgPath, "--out", out}, &stdout, &stderr)); code != 0 {
+		t.Fatalf("train: exit %d\n%s", code, stderr.String())
+	}
+	stderr.Reset()
+	code := exitCode(&stderr, run(context.Background(), []string{"attack", "--quiet", "--runs", out, "--attacks", "loss,lira-offline"}, &stdout, &stderr))
+	if want := "attack lira-offline: a learned attack is fitted on every 5th pair (shadow pairs, never scored) and needs two of them: at least 10 pairs, the experiment has 5"; code != 2 || !strings.Contains(stderr.String(), want) {
+		t.Fatalf("exit %d, want 2 and %q; stderr:\n%s", code, want, stderr.String())
+	}
+}
