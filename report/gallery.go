@@ -11,9 +11,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"golang.org/x/image/font"
-	"golang.org/x/image/font/basicfont"
+	"golang.org/x/image/font/gofont/gobold"
+	"golang.org/x/image/font/gofont/goregular"
+	"golang.org/x/image/font/opentype"
 	"golang.org/x/image/math/fixed"
 
 	"github.com/fedaudit/fedaudit/findings"
@@ -23,20 +27,60 @@ import (
 // attacks made of it, as a PNG (pixel images are what people look at first). Tiles are the
 // samples enlarged by an integer factor with nearest-neighbour pixels (no smoothing that would
 // flatter a reconstruction), values clipped to [0, 1]; one channel is grey, three are RGB,
-// others are shown as their channel mean. Labels use a fixed 7 x 13 bitmap font, so the bytes
-// depend on the data alone.
+// others are shown as their channel mean. The PNG carries its own title and a key (it is
+// linked and copied on its own); text is set in the Go fonts (golang.org/x/image/font/gofont)
+// by the pure-Go rasterizer, so the bytes depend on the data alone.
 
 const (
-	tileMin   = 84 // smallest tile side in pixels (28 x 28 images are shown 3x)
-	tileGap   = 8
-	lineH     = 15 // one text line
-	labelColW = 56 // the row-label column, at least
+	tileMin = 112 // smallest tile side in pixels (28 x 28 images are shown 4x)
+	tileGap = 12
+	margin  = 10
+	// textSize and titleSize are the font sizes in pixels: the body text of a web page, the
+	// title a little larger.
+	textSize  = 15
+	titleSize = 18
+	lineH     = 20 // one line of body text
+	titleH    = 26 // the title's line
+	labelColW = 64 // the row-label column, at least
 )
 
 var (
 	inkColor   = color.Gray{Y: 0x20}
 	frameColor = color.Gray{Y: 0xb0}
 )
+
+// galleryFonts are the parsed Go Regular and Go Bold fonts (parsed once; faces are made per
+// drawing, since a face is not safe for concurrent use).
+var galleryFonts = sync.OnceValues(func() ([2]*opentype.Font, error) {
+	var out [2]*opentype.Font
+	for i, ttf := range [][]byte{goregular.TTF, gobold.TTF} {
+		f, err := opentype.Parse(ttf)
+		if err != nil {
+			return out, fmt.Errorf("gallery font: %w", err)
+		}
+		out[i] = f
+	}
+	return out, nil
+})
+
+// galleryFaces returns the body and title faces at their pixel sizes.
+func galleryFaces() (text, title font.Face, err error) {
+	fs, err := galleryFonts()
+	if err != nil {
+		return nil, nil, err
+	}
+	text, err = opentype.NewFace(fs[0], &opentype.FaceOptions{Size: textSize, DPI: 72, Hinting: font.HintingFull})
+	if err != nil {
+		return nil, nil, err
+	}
+	title, err = opentype.NewFace(fs[1], &opentype.FaceOptions{Size: titleSize, DPI: 72, Hinting: font.HintingFull})
+	return text, title, err
+}
+
+// textWidth is the width of s in face, in whole pixels.
+func textWidth(face font.Face, s string) int {
+	return font.MeasureString(face, s).Ceil()
+}
 
 // tileScale is the integer enlargement that makes a side at least tileMin pixels.
 func tileScale(shape []int) int {
@@ -78,68 +122,145 @@ func drawTile(img *image.RGBA, shape []int, pixels []float32, scale, x, y int) {
 	}
 }
 
-// drawText writes s with its baseline's left end at (x, y + 11) (inside a line of lineH pixels
-// starting at y), cut to fit width pixels.
-func drawText(img *image.RGBA, s string, x, y, width int) {
-	face := basicfont.Face7x13
-	if n := width / face.Advance; len(s) > n {
-		s = s[:max(n, 0)]
+// drawText writes s in face inside a line of height h starting at y (baseline placed so that
+// the line's ascent fits), from x, cut to fit width pixels.
+func drawText(img *image.RGBA, face font.Face, s string, x, y, h, width int) {
+	for s != "" && textWidth(face, s) > width {
+		_, n := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-n]
 	}
-	d := font.Drawer{Dst: img, Src: &image.Uniform{inkColor}, Face: face, Dot: fixed.P(x, y+11)}
+	m := face.Metrics()
+	base := y + (h+m.Ascent.Ceil()-m.Descent.Ceil())/2
+	d := font.Drawer{Dst: img, Src: &image.Uniform{inkColor}, Face: face, Dot: fixed.P(x, base)}
 	d.DrawString(s)
 }
 
-// galleryCell is one tile of the grid with the line of text under it.
+// galleryCell is one tile of the grid with the lines of text under it.
 type galleryCell struct {
 	pixels []float32
-	text   string
+	lines  []string
 }
 
-// galleryGrid draws a grid of tiles: a line of group labels spanning columns (groups[i] over
-// columns groupStart[i]..), a line of column labels, and rows each with its label on the left.
-// A nil cell is left empty.
-func galleryGrid(shape []int, groups []string, groupStart []int, cols, rowLabels []string, cells [][]*galleryCell) ([]byte, error) {
-	scale := tileScale(shape)
-	tw, th := shape[2]*scale, shape[1]*scale
-	colW := max(tw, 12*basicfont.Face7x13.Advance) + tileGap
-	rowH := th + lineH + tileGap
-	head := lineH
-	if len(groups) > 0 {
-		head += lineH
-	}
-	labelW := labelColW
-	for _, l := range rowLabels {
-		labelW = max(labelW, len(l)*basicfont.Face7x13.Advance+10)
-	}
-	w := labelW + len(cols)*colW + tileGap
-	h := head + tileGap + len(rowLabels)*rowH
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	draw.Draw(img, img.Bounds(), &image.Uniform{color.White}, image.Point{}, draw.Src)
-	y0 := 2
-	for i, g := range groups {
-		end := len(cols)
-		if i+1 < len(groupStart) {
-			end = groupStart[i+1]
+// galleryPage is what a gallery shows, before it is drawn: a title and key lines above a grid
+// of tiles with a line of group labels spanning columns (groups[i] over columns
+// groupStart[i]..), a line of column labels, and rows each with its label on the left. A nil
+// cell is left empty.
+type galleryPage struct {
+	shape      []int
+	title      string
+	key        []string
+	groups     []string
+	groupStart []int
+	cols       []string
+	rowLabels  []string
+	cells      [][]*galleryCell
+}
+
+// galleryLayout places a page's parts in pixels.
+type galleryLayout struct {
+	scale, tw, th   int   // enlargement, tile width and height
+	labelW          int   // the row-label column
+	colX            []int // left edge of each column
+	gridTop         int   // top of the first row's tiles
+	rowH            int   // from one row's tile top to the next
+	cellLines       int   // lines of text under a tile
+	width, height   int
+	groupY, headerY int
+}
+
+func (p *galleryPage) layout(text, title font.Face) galleryLayout {
+	l := galleryLayout{scale: tileScale(p.shape)}
+	l.tw, l.th = p.shape[2]*l.scale, p.shape[1]*l.scale
+	for _, row := range p.cells {
+		for _, c := range row {
+			if c != nil {
+				l.cellLines = max(l.cellLines, len(c.lines))
+			}
 		}
-		x := labelW + groupStart[i]*colW
-		drawText(img, g, x, y0, (end-groupStart[i])*colW-tileGap)
 	}
-	if len(groups) > 0 {
-		y0 += lineH
+	l.labelW = labelColW
+	for _, s := range p.rowLabels {
+		l.labelW = max(l.labelW, textWidth(text, s)+2*margin)
 	}
-	for c, name := range cols {
-		drawText(img, name, labelW+c*colW, y0, colW-2)
+	x := margin + l.labelW
+	for c, name := range p.cols {
+		w := max(l.tw, textWidth(text, name))
+		for _, row := range p.cells {
+			if c < len(row) && row[c] != nil {
+				for _, s := range row[c].lines {
+					w = max(w, textWidth(text, s))
+				}
+			}
+		}
+		l.colX = append(l.colX, x)
+		x += w + tileGap
 	}
-	for r, label := range rowLabels {
-		y := head + tileGap + r*rowH
-		drawText(img, label, 4, y+th/2-lineH/2, labelW-6)
-		for c, cell := range cells[r] {
+	l.width = x - tileGap + margin
+	l.width = max(l.width, textWidth(title, p.title)+2*margin)
+	for _, k := range p.key {
+		l.width = max(l.width, textWidth(text, k)+2*margin)
+	}
+	y := margin + titleH + len(p.key)*lineH + tileGap/2
+	if len(p.groups) > 0 {
+		l.groupY = y
+		y += lineH
+	}
+	l.headerY = y
+	y += lineH + 4
+	l.gridTop = y
+	l.rowH = l.th + 2 + l.cellLines*lineH + tileGap
+	l.height = l.gridTop + len(p.rowLabels)*l.rowH - tileGap + margin
+	return l
+}
+
+// tile is the top-left corner of the tile at row r, column c.
+func (l galleryLayout) tile(r, c int) image.Point {
+	return image.Pt(l.colX[c], l.gridTop+r*l.rowH)
+}
+
+// draw renders the page as a PNG.
+func (p *galleryPage) draw() ([]byte, error) {
+	text, title, err := galleryFaces()
+	if err != nil {
+		return nil, err
+	}
+	l := p.layout(text, title)
+	img := image.NewRGBA(image.Rect(0, 0, l.width, l.height))
+	draw.Draw(img, img.Bounds(), &image.Uniform{color.White}, image.Point{}, draw.Src)
+	inner := l.width - 2*margin
+	drawText(img, title, p.title, margin, margin, titleH, inner)
+	for i, k := range p.key {
+		drawText(img, text, k, margin, margin+titleH+i*lineH, lineH, inner)
+	}
+	colEnd := func(c int) int {
+		if c+1 < len(l.colX) {
+			return l.colX[c+1] - tileGap
+		}
+		return l.width - margin
+	}
+	for i, g := range p.groups {
+		end := len(p.cols) - 1
+		if i+1 < len(p.groupStart) {
+			end = p.groupStart[i+1] - 1
+		}
+		x := l.colX[p.groupStart[i]]
+		drawText(img, text, g, x, l.groupY, lineH, colEnd(end)-x)
+	}
+	for c, name := range p.cols {
+		drawText(img, text, name, l.colX[c], l.headerY, lineH, colEnd(c)-l.colX[c])
+	}
+	for r, label := range p.rowLabels {
+		y := l.gridTop + r*l.rowH
+		drawText(img, text, label, margin, y+l.th/2-lineH/2, lineH, l.labelW-margin)
+		for c, cell := range p.cells[r] {
 			if cell == nil {
 				continue
 			}
-			x := labelW + c*colW
-			drawTile(img, shape, cell.pixels, scale, x, y)
-			drawText(img, cell.text, x, y+th+1, colW-2)
+			at := l.tile(r, c)
+			drawTile(img, p.shape, cell.pixels, l.scale, at.X, at.Y)
+			for i, s := range cell.lines {
+				drawText(img, text, s, at.X, at.Y+l.th+2+i*lineH, lineH, colEnd(c)-at.X)
+			}
 		}
 	}
 	var b bytes.Buffer
@@ -149,31 +270,47 @@ func galleryGrid(shape []int, groups []string, groupStart []int, cols, rowLabels
 	return b.Bytes(), nil
 }
 
-// metricText is the line under a reconstruction: its PSNR and SSIM against the sample.
-func metricText(m map[string]float64) string {
-	p, okp := m["inversion_psnr"]
-	s, oks := m["inversion_ssim"]
-	out := ""
-	if okp && !math.IsNaN(p) {
-		out = strconv.FormatFloat(p, 'f', 1, 64) + "dB"
-	}
-	if oks && !math.IsNaN(s) {
-		if out != "" {
-			out += " "
+// metricLines are the lines under a reconstruction: its PSNR in decibels and its SSIM against
+// the sample ("-" when unknown).
+func metricLines(m map[string]float64) []string {
+	val := func(name string, format func(float64) string) string {
+		if v, ok := m[name]; ok && !math.IsNaN(v) {
+			return format(v)
 		}
-		out += "S" + strconv.FormatFloat(s, 'f', 2, 64)
+		return "-"
 	}
-	return out
+	return []string{
+		"PSNR " + val("inversion_psnr", func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) + " dB" }),
+		"SSIM " + val("inversion_ssim", func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }),
+	}
 }
+
+// metricsKey says what the numbers under the reconstructions are.
+const metricsKey = "Under each reconstruction: PSNR in dB (higher is closer) and SSIM (1 = identical) against the sample."
 
 var worldNames = map[int8]string{0: "C", 1: "C'"}
 
 // sampleName is how the gallery names the sample of a world: epsilon in C, epsilon' in C'.
 func sampleName(world int8) string {
 	if world == 1 {
-		return "eps'"
+		return "ε'"
 	}
-	return "eps"
+	return "ε"
+}
+
+// pairsText lists pair ids: "pair 3", "pairs 0 and 2", "pairs 0, 1 and 2".
+func pairsText(pairs []int64) string {
+	ids := make([]string, len(pairs))
+	for i, p := range pairs {
+		ids[i] = strconv.FormatInt(p, 10)
+	}
+	switch len(ids) {
+	case 0:
+		return "no pair"
+	case 1:
+		return "pair " + ids[0]
+	}
+	return "pairs " + strings.Join(ids[:len(ids)-1], ", ") + " and " + ids[len(ids)-1]
 }
 
 // galleryAttacks are the attacks of g in sorted order, and its rounds.
@@ -193,9 +330,20 @@ func galleryAttacks(g *findings.Gallery) (attacks []string, rounds []int) {
 
 // galleryPNG renders an experiment's gallery: one row per checkpoint T; for each world whose
 // sample exists, a column with the sample, then one per attack with its reconstruction from
-// that world's run of the pair shown (PSNR and SSIM under it). It also returns the ids of the
-// pairs shown. Nil when g has nothing to show.
+// that world's run of the pair shown (PSNR and SSIM under it). It also returns the pairs
+// shown ("pair 0"). Nil when g has nothing to show.
 func galleryPNG(g *findings.Gallery) ([]byte, string, error) {
+	p, pairs, err := galleryContent(g)
+	if p == nil || err != nil {
+		return nil, "", err
+	}
+	b, err := p.draw()
+	return b, pairs, err
+}
+
+// galleryContent is the page galleryPNG draws, and the pairs it shows; nil when g has nothing
+// to show.
+func galleryContent(g *findings.Gallery) (*galleryPage, string, error) {
 	if g == nil || len(g.Reconstructions) == 0 {
 		return nil, "", nil
 	}
@@ -203,37 +351,36 @@ func galleryPNG(g *findings.Gallery) ([]byte, string, error) {
 		return nil, "", err
 	}
 	attacks, rounds := galleryAttacks(g)
-	var groups, cols []string
-	var groupStart []int
+	p := &galleryPage{shape: g.Shape}
 	type col struct {
 		world  int8
 		attack string // "" for the sample
 	}
 	var layout []col
 	for _, s := range g.Samples {
-		groups = append(groups, "world "+worldNames[s.World])
-		groupStart = append(groupStart, len(cols))
-		cols = append(cols, sampleName(s.World)+" y="+strconv.Itoa(s.Label))
+		p.groups = append(p.groups, "world "+worldNames[s.World])
+		p.groupStart = append(p.groupStart, len(p.cols))
+		p.cols = append(p.cols, "sample "+sampleName(s.World))
 		layout = append(layout, col{world: s.World})
 		for _, a := range attacks {
-			cols = append(cols, a)
+			p.cols = append(p.cols, a)
 			layout = append(layout, col{world: s.World, attack: a})
 		}
 	}
-	var labels []string
-	cells := make([][]*galleryCell, len(rounds))
+	p.cells = make([][]*galleryCell, len(rounds))
 	var pairs []int64
 	for ri, T := range rounds {
-		labels = append(labels, "T="+strconv.Itoa(T))
-		cells[ri] = make([]*galleryCell, len(layout))
+		p.rowLabels = append(p.rowLabels, "T = "+strconv.Itoa(T))
+		p.cells[ri] = make([]*galleryCell, len(layout))
 		for ci, c := range layout {
 			if c.attack == "" {
-				cells[ri][ci] = &galleryCell{pixels: g.Sample(c.world).Pixels, text: "sample"}
+				s := g.Sample(c.world)
+				p.cells[ri][ci] = &galleryCell{pixels: s.Pixels, lines: []string{"label " + strconv.Itoa(s.Label)}}
 				continue
 			}
 			for _, r := range g.Reconstructions {
 				if r.Attack == c.attack && r.Round == T && r.World == c.world {
-					cells[ri][ci] = &galleryCell{pixels: r.Pixels, text: metricText(r.Metrics)}
+					p.cells[ri][ci] = &galleryCell{pixels: r.Pixels, lines: metricLines(r.Metrics)}
 					if !slices.Contains(pairs, r.Pair) {
 						pairs = append(pairs, r.Pair)
 					}
@@ -241,11 +388,13 @@ func galleryPNG(g *findings.Gallery) ([]byte, string, error) {
 			}
 		}
 	}
-	b, err := galleryGrid(g.Shape, groups, groupStart, cols, labels, cells)
 	slices.Sort(pairs)
-	ids := make([]string, len(pairs))
-	for i, p := range pairs {
-		ids[i] = strconv.FormatInt(p, 10)
+	shown := pairsText(pairs)
+	p.title = "Reconstructions of the sample that differs, from the runs of " + shown
+	p.key = []string{
+		"Rows: checkpoint T. Per world: its sample (ε in C, ε' in C'; label = its class), then each attack's reconstruction from that world's run.",
+		metricsKey,
+		"One pair only (" + shown + ": the first the attack scored, not the best); the attack-success tables give the means over all pairs.",
 	}
-	return b, strings.Join(ids, ", "), err
+	return p, shown, nil
 }

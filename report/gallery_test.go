@@ -2,8 +2,10 @@ package report
 
 import (
 	"bytes"
+	"image"
 	"image/png"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,10 +34,10 @@ func testGallery() *findings.Gallery {
 }
 
 // TestGalleryInReport: with a gallery the report writes figures/gallery.png, shows it inline in
-// the HTML page as a data URL and links it from the Markdown; the PNG holds the tiles at their
-// places with their values (sample 0.5 -> grey 128, reconstruction 1.5 clipped -> 255, 0.25 ->
-// 64); the figure depends on the data alone (same bytes twice). Without one, no file and no
-// section.
+// the HTML page as a data URL and links it from the Markdown, with a caption naming the one
+// pair shown and where the means are; the PNG holds the tiles at their places with their
+// values (sample 0.5 -> grey 128, reconstruction 1.5 clipped -> 255, 0.25 -> 64); the figure
+// depends on the data alone (same bytes twice). Without one, no file and no section.
 func TestGalleryInReport(t *testing.T) {
 	in := syntheticInput(t)
 	in.Gallery = testGallery()
@@ -50,27 +52,28 @@ func TestGalleryInReport(t *testing.T) {
 	if !strings.Contains(string(files["report.md"]), "](figures/gallery.png)") || !strings.Contains(string(files["report.md"]), "## Reconstructions") {
 		t.Error("report.md does not link the gallery")
 	}
-	img, err := png.Decode(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
+	for _, want := range []string{"run of pair 0 only", "PSNR in dB and SSIM", "gives the means over all the pairs"} {
+		if !strings.Contains(string(files["report.md"]), want) {
+			t.Errorf("the gallery's caption lacks %q", want)
+		}
 	}
-	// Layout: scale 7 (84 / 12), tiles 70 wide and 84 high, columns of max(70, 84) + 8 = 92
-	// pixels after the 56-pixel label column; two header lines (30) and a gap (8) above row 0.
-	scale, colW, top := 7, 92, 38
-	grey := func(col, row, dx, dy int) uint32 {
-		r, _, _, _ := img.At(56+col*colW+dx, top+row*(12*scale+15+8)+dy).RGBA()
-		return r >> 8
+	page, pairs, err := galleryContent(testGallery())
+	if err != nil || pairs != "pair 0" {
+		t.Fatalf("galleryContent: %q, %v", pairs, err)
 	}
+	img := decodePNG(t, raw)
+	// Columns: sample ε (C, 0.5 -> 128), invgrad (0.25 -> 64), sample ε' (C', 0 -> 0), invgrad
+	// (1.5 clipped -> 255); rows T = 1 and 5.
 	for _, tc := range []struct {
 		col, row int
 		want     uint32
 	}{{0, 0, 128}, {1, 0, 64}, {2, 0, 0}, {3, 0, 255}, {1, 1, 64}, {3, 1, 255}} {
-		if got := grey(tc.col, tc.row, 30, 40); got != tc.want {
+		if got := tileGrey(t, page, img, tc.row, tc.col); got != tc.want {
 			t.Errorf("tile (%d, %d): grey %d, want %d", tc.col, tc.row, got, tc.want)
 		}
 	}
-	if b := img.Bounds(); b.Dx() != 56+4*colW+8 || b.Dy() != top+2*(12*scale+15+8) {
-		t.Errorf("gallery is %v", b)
+	if l := pageLayout(t, page); img.Bounds() != image.Rect(0, 0, l.width, l.height) {
+		t.Errorf("gallery is %v, layout %d x %d", img.Bounds(), l.width, l.height)
 	}
 	again, _, err := galleryPNG(testGallery())
 	if err != nil || !bytes.Equal(again, raw) {
@@ -85,5 +88,98 @@ func TestGalleryInReport(t *testing.T) {
 	in.Gallery = bad
 	if err := Write(t.TempDir(), in, Options{}); err == nil {
 		t.Error("a gallery with a short image was rendered")
+	}
+}
+
+func decodePNG(t *testing.T, raw []byte) image.Image {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+func pageLayout(t *testing.T, p *galleryPage) galleryLayout {
+	t.Helper()
+	text, title, err := galleryFaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.layout(text, title)
+}
+
+// tileGrey is the grey level (red channel) at the centre of the tile at row r, column c.
+func tileGrey(t *testing.T, p *galleryPage, img image.Image, r, c int) uint32 {
+	t.Helper()
+	l := pageLayout(t, p)
+	at := l.tile(r, c)
+	red, _, _, _ := img.At(at.X+l.tw/2, at.Y+l.th/2).RGBA()
+	return red >> 8
+}
+
+// inkRows counts the rows of pixels between y0 and y1 that hold text ink (a dark pixel):
+// the height of the text set there.
+func inkRows(img image.Image, y0, y1 int) int {
+	n := 0
+	for y := y0; y < y1; y++ {
+		for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x++ {
+			if r, _, _, _ := img.At(x, y).RGBA(); r>>8 < 0x80 {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// TestGalleryLabels: the gallery says what it shows. A title naming the pair shown; a key
+// saying that the numbers are PSNR in dB and SSIM, that one pair is shown and that the tables
+// give the means; samples named ε and ε' with "label" spelled out (not "eps' y=0"); every
+// reconstruction's numbers with their units, "-" when unknown. The text is set at 15 px, the
+// title at 18 px (the 7 x 13 bitmap font before: letters 9 px tall): the title line's ink is
+// at least 15 px tall and a body line's at least 12 px. The comparison gallery across
+// experiments has its own title and the same key.
+func TestGalleryLabels(t *testing.T) {
+	page, _, err := galleryContent(testGallery())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.title, "pair 0") {
+		t.Errorf("title %q does not name the pair", page.title)
+	}
+	key := strings.Join(page.key, "\n")
+	for _, want := range []string{"PSNR in dB", "SSIM (1 = identical)", "One pair only (pair 0", "means over all pairs", "ε in C, ε' in C'"} {
+		if !strings.Contains(key, want) {
+			t.Errorf("key lacks %q:\n%s", want, key)
+		}
+	}
+	if !slices.Equal(page.cols, []string{"sample ε", "invgrad", "sample ε'", "invgrad"}) {
+		t.Errorf("columns %q", page.cols)
+	}
+	if got := page.cells[0][2].lines; !slices.Equal(got, []string{"label 9"}) {
+		t.Errorf("under the sample of C': %q", got)
+	}
+	if got := page.cells[1][1].lines; !slices.Equal(got, []string{"PSNR 12.0 dB", "SSIM -"}) {
+		t.Errorf("under a reconstruction: %q", got)
+	}
+	raw, _, err := galleryPNG(testGallery())
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := decodePNG(t, raw)
+	if h := inkRows(img, margin, margin+titleH); h < 15 {
+		t.Errorf("title ink is %d px tall, want at least 15", h)
+	}
+	if h := inkRows(img, margin+titleH, margin+titleH+lineH); h < 12 {
+		t.Errorf("key line ink is %d px tall, want at least 12", h)
+	}
+	cmp, err := comparisonPage(successExperiments(), "invgrad")
+	if err != nil || cmp == nil {
+		t.Fatalf("comparisonPage: %v", err)
+	}
+	if !strings.Contains(cmp.title, "invgrad") || !strings.Contains(strings.Join(cmp.key, " "), "One pair per experiment (pair 0") ||
+		!slices.Contains(cmp.key, metricsKey) {
+		t.Errorf("comparison gallery title %q, key %q", cmp.title, cmp.key)
 	}
 }

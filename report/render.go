@@ -89,8 +89,8 @@ func build(in *Input) (*rendered, error) {
 	}
 	if gal != nil {
 		r.images = append(r.images, &pngFigure{name: "gallery", title: "Reconstructions of the sample that differs",
-			caption: "Per checkpoint T (rows) and world: the sample itself, then each reconstructing attack's estimate of it from that world's run of pair " + pairs +
-				" (the first pair by id that the attack scored; not chosen by quality), with its PSNR and SSIM (S) against the sample. Pixels enlarged without smoothing, values clipped to [0, 1].",
+			caption: "Per checkpoint T (rows) and world: the sample itself (ε in C, ε' in C', with its label), then each reconstructing attack's estimate of it from that world's run of " + pairs +
+				" only (the first pair by id that the attack scored; not chosen by quality), with that reconstruction's PSNR in dB and SSIM against the sample. The attack success metrics table gives the means over all the pairs the attack reconstructed, which may differ from this pair's. Pixels enlarged without smoothing, values clipped to [0, 1].",
 			png: gal})
 	}
 	for _, f := range figs {

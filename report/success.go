@@ -129,11 +129,22 @@ func attackSuccessTable(exps []Compared, a SuccessAttacks) *table {
 	return t
 }
 
-// comparisonGallery renders the reconstructions of one attack across experiments: one row per
+// comparisonGallery renders the reconstructions of one attack across experiments
+// (comparisonPage); nil when no experiment has that attack's reconstructions of an image.
+func comparisonGallery(exps []Compared, attack string) ([]byte, error) {
+	p, err := comparisonPage(exps, attack)
+	if p == nil || err != nil {
+		return nil, err
+	}
+	return p.draw()
+}
+
+// comparisonPage lays out the reconstructions of one attack across experiments: one row per
 // experiment with a gallery, its sample and then the attack's reconstruction at each T from the
 // run of the world holding the canary (C', whose sample replaces epsilon; C when C' lacks the
-// sample). Nil when no experiment has that attack's reconstructions of an image.
-func comparisonGallery(exps []Compared, attack string) ([]byte, error) {
+// sample), with a title and a key that say one pair is shown and where the means are. Nil when
+// no experiment has that attack's reconstructions of an image.
+func comparisonPage(exps []Compared, attack string) (*galleryPage, error) {
 	var shape []int
 	var rounds []int
 	for _, e := range exps {
@@ -162,12 +173,12 @@ func comparisonGallery(exps []Compared, attack string) ([]byte, error) {
 		return nil, nil
 	}
 	slices.Sort(rounds)
-	cols := []string{"sample"}
+	p := &galleryPage{shape: shape, cols: []string{"sample"}}
 	for _, T := range rounds {
-		cols = append(cols, "T="+strconv.Itoa(T))
+		p.cols = append(p.cols, "T = "+strconv.Itoa(T))
 	}
-	var labels []string
-	var cells [][]*galleryCell
+	var pairs []int64
+	worlds := map[int8]bool{}
 	for _, e := range exps {
 		g := e.Gallery
 		if g == nil {
@@ -181,26 +192,44 @@ func comparisonGallery(exps []Compared, attack string) ([]byte, error) {
 		if s == nil {
 			continue
 		}
-		row := make([]*galleryCell, len(cols))
-		row[0] = &galleryCell{pixels: s.Pixels, text: sampleName(world) + " y=" + strconv.Itoa(s.Label)}
+		row := make([]*galleryCell, len(p.cols))
+		row[0] = &galleryCell{pixels: s.Pixels, lines: []string{sampleName(world) + ", label " + strconv.Itoa(s.Label)}}
 		any := false
 		for ci, T := range rounds {
 			for _, r := range g.Reconstructions {
 				if r.Attack == attack && r.Round == T && r.World == world {
-					row[ci+1] = &galleryCell{pixels: r.Pixels, text: metricText(r.Metrics)}
+					row[ci+1] = &galleryCell{pixels: r.Pixels, lines: metricLines(r.Metrics)}
 					any = true
+					if !slices.Contains(pairs, r.Pair) {
+						pairs = append(pairs, r.Pair)
+					}
 				}
 			}
 		}
 		if any {
-			labels = append(labels, e.Label)
-			cells = append(cells, row)
+			worlds[world] = true
+			p.rowLabels = append(p.rowLabels, e.Label)
+			p.cells = append(p.cells, row)
 		}
 	}
-	if len(cells) == 0 {
+	if len(p.cells) == 0 {
 		return nil, nil
 	}
-	return galleryGrid(shape, nil, nil, cols, labels, cells)
+	slices.Sort(pairs)
+	of := "ε' (world C', the canary)"
+	switch {
+	case worlds[0] && worlds[1]:
+		of = "the canary (ε' in C'; ε in C where C' lacks it)"
+	case worlds[0]:
+		of = "ε (world C)"
+	}
+	p.title = attack + ": reconstructions of " + of + " across experiments"
+	p.key = []string{
+		"Rows: experiments; columns: the sample (label = its class), then the reconstruction at each checkpoint T.",
+		metricsKey,
+		"One pair per experiment (" + pairsText(pairs) + ": the first the attack scored, not the best); tables/attack_success gives the means over all pairs.",
+	}
+	return p, nil
 }
 
 // WriteComparisonFiles writes what a comparison of experiments adds to their reports into the

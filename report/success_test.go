@@ -1,8 +1,6 @@
 package report
 
 import (
-	"bytes"
-	"image/png"
 	"math"
 	"os"
 	"path/filepath"
@@ -92,17 +90,13 @@ func TestWriteComparisonFiles(t *testing.T) {
 		t.Errorf("LaTeX:\n%s", tex)
 	}
 	raw, _ := os.ReadFile(paths[3])
-	img, err := png.Decode(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
+	page, err := comparisonPage(successExperiments(), "invgrad")
+	if err != nil || page == nil || len(page.rowLabels) != 1 {
+		t.Fatalf("comparisonPage: %v", err)
 	}
-	// One row (header line + gap = 23 px), label column 10 + 7 x len("sigma = 0") = 73 px, then
-	// tiles of 70 x 84 in columns of 92: sample, T=1, T=5.
-	grey := func(col int) uint32 {
-		r, _, _, _ := img.At(73+col*92+30, 23+40).RGBA()
-		return r >> 8
-	}
-	if s, t1 := grey(0), grey(1); s != 0 || t1 != 255 {
+	img := decodePNG(t, raw)
+	// One row (sigma = 0): the sample of C' (black), then T = 1 (1.5 clipped to white).
+	if s, t1 := tileGrey(t, page, img, 0, 0), tileGrey(t, page, img, 0, 1); s != 0 || t1 != 255 {
 		t.Errorf("sample tile grey %d (want 0), T=1 tile %d (want 255)", s, t1)
 	}
 	none, err := comparisonGallery(successExperiments(), "inversion")
