@@ -191,6 +191,13 @@ func readCanaryScores(path string) (*CanaryScoreFile, error) {
 			return nil, fmt.Errorf("batch %d: %w", i, err)
 		}
 	}
+	// A score file is read whole: its bytes outside the record batches are checked too (the
+	// whole-file checksum), so that a damaged file is scored again, never used.
+	if af.sums != nil {
+		if err := af.verifyRest(); err != nil {
+			return nil, err
+		}
+	}
 	return &sf, nil
 }
 

@@ -3,6 +3,7 @@ package runs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -90,6 +91,15 @@ func TestVerifyScoreFileEveryByte(t *testing.T) {
 	})
 	if missed > 0 {
 		t.Errorf("%d flipped bytes went unnoticed", missed)
+	}
+	// Reading a score file checks every byte too: a damaged schema copy makes it damaged, so
+	// the attack stage scores again instead of using it.
+	orig, _ := os.ReadFile(path)
+	data := append([]byte(nil), orig...)
+	data[10] ^= 0x01
+	os.WriteFile(path, data, 0o644)
+	if _, err := ReadScoreFile(path); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("ReadScoreFile after a flip at byte 10 = %v, want ErrDamaged", err)
 	}
 }
 
