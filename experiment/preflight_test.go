@@ -59,7 +59,7 @@ func TestRunAttacksFewPairs(t *testing.T) {
 		lira  bool
 	}{{1, false}, {9, false}, {10, true}} {
 		names, skipped := runAttacks(nil, meta, cfg.Train.Model, c.pairs)
-		if slices.Contains(names, "lira-offline") != c.lira || (len(skipped) > 0) == c.lira {
+		if slices.Contains(names, "lira-online") != c.lira || (len(skipped) > 0) == c.lira {
 			t.Errorf("%d pairs: attacks %v, skipped %v", c.pairs, names, skipped)
 		}
 		if !slices.Contains(names, "informed-all") || !slices.Contains(names, "loss") {
@@ -93,6 +93,25 @@ func TestWholeNumbers(t *testing.T) {
 			t.Errorf("%s: %v", c.yaml, err)
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: %v, want %q", c.yaml, err, c.want)
+		}
+	}
+}
+
+// The job-size cap counts local steps as Plan does.
+func TestClientStepsArePlans(t *testing.T) {
+	for _, informed := range []bool{false, true} {
+		cfg := smallConfig()
+		cfg.Train.Informed = informed
+		data, err := Prepare(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := Plan(cfg, data, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := clientSteps(cfg); got != float64(w.ClientSteps) {
+			t.Errorf("informed %v: clientSteps %v, Plan %d", informed, got, w.ClientSteps)
 		}
 	}
 }
