@@ -148,7 +148,7 @@ func TestOneRunBesidePairs(t *testing.T) {
 			}
 		} else {
 			pairs++
-			if f.Result.Method != audit.DKW || f.Attack != "informed-all" {
+			if f.Result.Method != audit.DKWBand || f.Attack != "informed-all" {
 				t.Errorf("pair row %s by %s", f.Attack, f.Result.Method)
 			}
 		}

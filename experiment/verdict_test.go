@@ -98,7 +98,7 @@ func coupledScores(n int, mu float64, seed uint64) *runs.ScoreFile {
 }
 
 // TestCoupledScoresWithoutPartner: coupled scores with a pair whose partner is missing are
-// never certified with Bonferroni (invalid for dependent worlds); the default is DKW, the
+// never certified with Bonferroni (invalid for dependent worlds); the default is dkw+band, the
 // unpaired ids are counted and named, and the split method, which needs the pairs, refuses.
 func TestCoupledScoresWithoutPartner(t *testing.T) {
 	ctx := context.Background()
@@ -112,8 +112,8 @@ func TestCoupledScoresWithoutPartner(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := a.Findings[0]
-	if f.Result.Method != audit.DKW || f.Result.Paired || !slices.Equal(f.Unpaired, []int64{17, 250}) {
-		t.Errorf("method %s paired %v unpaired %v, want dkw, unpaired [17 250]", f.Result.Method, f.Result.Paired, f.Unpaired)
+	if f.Result.Method != audit.DKWBand || f.Result.Paired || !slices.Equal(f.Unpaired, []int64{17, 250}) {
+		t.Errorf("method %s paired %v unpaired %v, want dkw+band, unpaired [17 250]", f.Result.Method, f.Result.Paired, f.Unpaired)
 	}
 	if !slices.ContainsFunc(a.Headline.Notes, func(n string) bool {
 		return strings.Contains(n, "2 coupled scores without a partner") && strings.Contains(n, "17, 250")
@@ -124,7 +124,7 @@ func TestCoupledScoresWithoutPartner(t *testing.T) {
 	if err := report.WriteAnalysis(&out, a); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "with dkw (coupled scores, incomplete pairs) thresholds") {
+	if !strings.Contains(out.String(), "with dkw+band (coupled scores, incomplete pairs) thresholds") {
 		t.Errorf("the table output does not name the method:\n%s", out.String())
 	}
 	for _, m := range []audit.ThresholdMethod{audit.Bonferroni, audit.Split} {
@@ -144,7 +144,7 @@ func TestCoupledScoresWithoutPartner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := a.Findings[0]; !f.Result.Paired || f.Result.Method != audit.DKW || len(f.Unpaired) != 0 {
+	if f := a.Findings[0]; !f.Result.Paired || f.Result.Method != audit.DKWBand || len(f.Unpaired) != 0 {
 		t.Errorf("complete pairs: %+v", f.Result)
 	}
 }
