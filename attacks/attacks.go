@@ -112,6 +112,10 @@ type Info struct {
 	// not at every iterate: its bound at T says what that window shows, so the analysis does
 	// not carry earlier checkpoints' bounds into its rows.
 	Window bool
+	// ByName says why the attack runs only when asked for by name, or "" for an attack of the
+	// default set: an attack that orders runs like another default attack in most audits would
+	// repeat that attack's row and cost every row of the family confidence (Bonferroni).
+	ByName string
 }
 
 // Window reports whether the named attack looks at a window of the last rounds only (Info.Window).
@@ -223,7 +227,7 @@ func Default(meta runs.Meta) []string {
 	var out []string
 	for _, a := range registry {
 		info := a.Info()
-		if fileLacks(info.Needs, meta) == "" {
+		if info.ByName == "" && fileLacks(info.Needs, meta) == "" {
 			out = append(out, info.Name)
 		}
 	}

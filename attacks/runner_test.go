@@ -364,6 +364,10 @@ func TestDefaultFollowsColumns(t *testing.T) {
 		{runs.Meta{HasParams: true}, []string{"grad-align", "linear", "param-lda", "param-cosine"}},
 		{runs.Meta{HasParams: true, HasUpload: true}, []string{"grad-align", "linear", "label", "inversion", "invgrad", "param-lda", "param-cosine", "upload-lda"}},
 		{runs.Meta{HasUpload: true}, nil},
+		// The four target statistics support both LiRAs; only lira-online is in the default set
+		// (lira-offline would repeat its row: by name only).
+		{runs.Meta{StatNames: []string{runs.StatTargetLossC, runs.StatTargetLossCPrime, runs.StatTargetMarginC, runs.StatTargetMarginCPrime}},
+			[]string{"loss", "margin", "lira-online"}},
 	}
 	for _, tc := range cases {
 		if got := Default(tc.meta); !slices.Equal(got, tc.want) {

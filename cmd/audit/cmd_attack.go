@@ -38,7 +38,11 @@ func init() {
 			return func(ctx context.Context, e *env, args []string) error {
 				if *list {
 					for _, a := range attacks.Names() {
-						fmt.Fprintf(e.stdout, "%-14s %-13s %s\n", a.Name, a.Threat, a.Summary)
+						summary := a.Summary
+						if a.ByName != "" {
+							summary += " (by name only: " + a.ByName + ")"
+						}
+						fmt.Fprintf(e.stdout, "%-14s %-13s %s\n", a.Name, a.Threat, summary)
 					}
 					for _, a := range attacks.CanaryNames() {
 						fmt.Fprintf(e.stdout, "%-14s %-13s %s\n", a.Name, a.Threat, a.Summary)

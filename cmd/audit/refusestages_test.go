@@ -105,7 +105,7 @@ func TestDemoFewPairs(t *testing.T) {
 			if code != 0 && code != 3 {
 				t.Fatalf("exit status %d; stderr:\n%s", code, stderr.String())
 			}
-			if want := "skipped lira-offline: a learned attack is fitted on every 5th pair (shadow pairs, never scored) and needs two of them: at least 10 pairs"; strings.Contains(stderr.String(), want) == c.lira {
+			if want := "skipped lira-online: a learned attack is fitted on every 5th pair (shadow pairs, never scored) and needs two of them: at least 10 pairs"; strings.Contains(stderr.String(), want) == c.lira {
 				t.Errorf("stderr says %q: %v, want %v:\n%s", want, !c.lira, !c.lira, stderr.String())
 			}
 			raw, err := os.ReadFile(filepath.Join(out, "findings.json"))
@@ -118,11 +118,11 @@ func TestDemoFewPairs(t *testing.T) {
 			}
 			lira, informed := false, false
 			for _, f := range a.Findings {
-				lira = lira || f.Attack == "lira-offline"
+				lira = lira || f.Attack == "lira-online"
 				informed = informed || f.Attack == "informed-all"
 			}
 			if lira != c.lira || !informed {
-				t.Errorf("findings: lira-offline %v (want %v), informed-all %v (want true)", lira, c.lira, informed)
+				t.Errorf("findings: lira-online %v (want %v), informed-all %v (want true)", lira, c.lira, informed)
 			}
 		})
 	}
