@@ -98,15 +98,8 @@ func parseManifest(raw []byte) ([]Entry, error) {
 	return parseCSV(raw)
 }
 
-func parseWorld(s string) (int8, error) {
-	switch strings.TrimSpace(s) {
-	case "C", "c", "0":
-		return runs.WorldC, nil
-	case "C'", "c'", "Cprime", "cprime", "C_prime", "1":
-		return runs.WorldCPrime, nil
-	}
-	return 0, fmt.Errorf("world %q: want C or C' (or 0 or 1)", s)
-}
+// parseWorld is runs.ParseWorld: manifests and score CSVs name the worlds alike.
+func parseWorld(s string) (int8, error) { return runs.ParseWorld(s) }
 
 func parseJSON(raw []byte) ([]Entry, error) {
 	var list []json.RawMessage

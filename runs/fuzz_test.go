@@ -205,7 +205,8 @@ func checkFuzzedScores(t *testing.T, path string) {
 		t.Fatal("ReadScores returned no scores and no error")
 	}
 	for _, s := range scores {
-		if s.World != WorldC && s.World != WorldCPrime || math.IsNaN(s.Score) || s.Attack == "" {
+		if s.World != WorldC && s.World != WorldCPrime || math.IsNaN(s.Score) || math.IsInf(s.Score, 0) ||
+			s.Round < 0 || !ValidThreat(s.Threat) || s.Attack == "" {
 			t.Fatalf("ReadScores accepted %+v", s)
 		}
 	}
@@ -216,6 +217,7 @@ func FuzzReadScoresCSV(f *testing.F) {
 		"world,score\n0,1.5\n1,-2\n",
 		"score,threat,attack,round,pair_id,run_id,world\n0.25,final,loss,3,7,14,1\n",
 		"\ufeffWorld,Score\r\n1.0,-Inf\r\n",
+		"world,score,round,threat\nC',2,-3,foo\nc,1,0,uploads\n",
 		"attack,world,score\n\"a,b\",0,\"3\"\n",
 		"world,score\n1,NaN\n",
 		"world,score\n",

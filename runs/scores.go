@@ -24,6 +24,28 @@ const (
 	ThreatUploads     = "uploads"      // the target client's noisy uploads
 )
 
+// ValidThreat reports whether t names a threat model; the empty string (unstated) is valid in
+// score files of other tools.
+func ValidThreat(t string) bool {
+	return t == "" || t == ThreatFinal || t == ThreatAllIterates || t == ThreatUploads
+}
+
+func threatError(t string) error {
+	return fmt.Errorf("threat %q: want %s, %s or %s (or empty)", t, ThreatFinal, ThreatAllIterates, ThreatUploads)
+}
+
+// ParseWorld reads a world as import manifests and score CSVs write it: C (also c, 0) or C'
+// (also c', Cprime, cprime, C_prime, 1).
+func ParseWorld(s string) (int8, error) {
+	switch strings.TrimSpace(s) {
+	case "C", "c", "0":
+		return WorldC, nil
+	case "C'", "c'", "Cprime", "cprime", "C_prime", "1":
+		return WorldCPrime, nil
+	}
+	return 0, fmt.Errorf("world %q: want C or C' (or 0 or 1)", s)
+}
+
 // DefaultAttack names the attack of scores read from a file without an attack column.
 const DefaultAttack = "score"
 
@@ -154,6 +176,10 @@ func (w *ScoreWriter) check(s Score) error {
 		return fmt.Errorf("world %d, want 0 (C) or 1 (C')", s.World)
 	case math.IsNaN(s.Score):
 		return errors.New("score is NaN")
+	case math.IsInf(s.Score, 0):
+		return fmt.Errorf("score is %v; score files hold finite scores (only their order matters)", s.Score)
+	case s.Round < 0:
+		return fmt.Errorf("round %d, want >= 0", s.Round)
 	case s.Attack == "":
 		return errors.New("empty attack name")
 	case s.Threat != ThreatFinal && s.Threat != ThreatAllIterates && s.Threat != ThreatUploads:
@@ -269,8 +295,17 @@ func finishScore(s *Score, world float64) error {
 		return fmt.Errorf("world %v, want 0 (C) or 1 (C')", world)
 	}
 	s.World = int8(world)
-	if math.IsNaN(s.Score) {
+	switch {
+	case math.IsNaN(s.Score):
 		return errors.New("score is NaN")
+	case math.IsInf(s.Score, 0):
+		// The statistics need finite scores; only their order matters, so a certain verdict
+		// is any finite score beyond all the others.
+		return fmt.Errorf("score is %v; scores must be finite (only their order matters: give a certain verdict a finite score beyond all others)", s.Score)
+	case s.Round < 0:
+		return fmt.Errorf("round %d is negative", s.Round) // readers refuse it first, naming the column
+	case !ValidThreat(s.Threat):
+		return threatError(s.Threat)
 	}
 	return nil
 }
@@ -366,9 +401,12 @@ func parseCSVScore(rec []string, c scoreColumns) (Score, error) {
 	s := Score{Attack: DefaultAttack}
 	field := func(i int) string { return strings.TrimSpace(rec[i]) }
 	var err error
+	// A world is 0 or 1 (as a number: "1.0" too) or named as in import manifests (C, C').
 	var world float64
-	if world, err = parseNumber(field(c.world), colWorld); err != nil {
-		return s, err
+	if w, werr := ParseWorld(field(c.world)); werr == nil {
+		world = float64(w)
+	} else if world, err = strconv.ParseFloat(field(c.world), 64); err != nil {
+		return s, werr
 	}
 	if s.Score, err = parseNumber(field(c.score), colScore); err != nil {
 		return s, err
@@ -393,6 +431,9 @@ func parseCSVScore(rec []string, c scoreColumns) (Score, error) {
 		r, err := parseInteger(field(c.round), colRound, math.MinInt32, math.MaxInt32)
 		if err != nil {
 			return s, err
+		}
+		if r < 0 {
+			return s, fmt.Errorf("column %s: %d is negative; rounds count from 0", colRound, r)
 		}
 		s.Round = int32(r)
 	}
@@ -540,6 +581,9 @@ func appendArrowScores(out []Score, rec arrow.Record, c scoreColumns, metrics []
 		if err == nil && c.round >= 0 {
 			var r int64
 			r, err = intAt(col(c.round), k, math.MinInt32, math.MaxInt32)
+			if err == nil && r < 0 {
+				err = fmt.Errorf("value %d is negative; rounds count from 0", r)
+			}
 			s.Round, err = int32(r), named(c.round, err)
 		}
 		if err == nil && c.attack >= 0 {

@@ -23,7 +23,7 @@ func testScores(n int, metrics int) []Score {
 			Attack: []string{"loss", "llr"}[i%2], Threat: threats[i%3], Score: float64(i) - 3.5,
 		}
 		if i == 1 {
-			s.Score = math.Inf(1) // a certain verdict is a valid score
+			s.Score = math.MaxFloat64 / 2 // a certain verdict is a finite score beyond the others
 		}
 		for j := 0; j < metrics; j++ {
 			s.Metrics = append(s.Metrics, float64(i*10+j))
@@ -79,6 +79,8 @@ func TestScoreWriteValidation(t *testing.T) {
 		{"nan", func(s *Score) { s.Score = math.NaN() }, "score is NaN"},
 		{"attack", func(s *Score) { s.Attack = "" }, "empty attack"},
 		{"threat", func(s *Score) { s.Threat = "gradients" }, `threat model "gradients"`},
+		{"inf", func(s *Score) { s.Score = math.Inf(1) }, "score is +Inf"},
+		{"round", func(s *Score) { s.Round = -1 }, "round -1"},
 		{"metrics", func(s *Score) { s.Metrics = nil }, "0 metrics, the file declares 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,8 +122,15 @@ func TestReadScoresCSV(t *testing.T) {
 			" 0.25 ,final,loss,3,7,14, 1\n1e3,uploads,,0,7,15,0\n", []Score{
 			{RunID: 14, PairID: 7, World: 1, Round: 3, Attack: "loss", Threat: "final", Score: 0.25},
 			{RunID: 15, PairID: 7, World: 0, Round: 0, Attack: DefaultAttack, Threat: "uploads", Score: 1000}}},
-		{"byte order mark, CRLF, header case, integral floats, infinity", "\ufeffWorld,Score,Round\r\n1.0,-Inf,2.0\r\n", []Score{
-			{World: 1, Round: 2, Score: math.Inf(-1), Attack: DefaultAttack}}},
+		{"byte order mark, CRLF, header case, integral floats", "\ufeffWorld,Score,Round\r\n1.0,-1e300,2.0\r\n", []Score{
+			{World: 1, Round: 2, Score: -1e300, Attack: DefaultAttack}}},
+		// The worlds as the import manifest names them.
+		{"worlds named C and C'", "world,score,threat\nC,1,final\nC',2,all-iterates\nc,3,uploads\nc',4,\n Cprime ,5,\n", []Score{
+			{World: 0, Score: 1, Attack: DefaultAttack, Threat: ThreatFinal},
+			{World: 1, Score: 2, Attack: DefaultAttack, Threat: ThreatAllIterates},
+			{World: 0, Score: 3, Attack: DefaultAttack, Threat: ThreatUploads},
+			{World: 1, Score: 4, Attack: DefaultAttack},
+			{World: 1, Score: 5, Attack: DefaultAttack}}},
 		{"quoted fields", "attack,world,score\n\"a,b\",0,\"3\"\n", []Score{{World: 0, Score: 3, Attack: "a,b"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -177,6 +186,14 @@ func TestReadScoresCSVErrors(t *testing.T) {
 		{"nan", "world,score\n0,1\n1,NaN\n", "line 3: score is NaN"},
 		{"world 2", "world,score\n2,1\n", "line 2: world 2, want 0 (C) or 1 (C')"},
 		{"world half", "world,score\n0.5,1\n", "line 2: world 0.5"},
+		{"world D", "world,score\nD,1\n", `line 2: world "D": want C or C' (or 0 or 1)`},
+		// Infinite scores are refused by the CSV line (1-based, the header is line 1), not by
+		// their index among one world's scores.
+		{"+inf", "world,score\n0,1\n1,2\n0,inf\n1,0.5\n", "line 4: score is +Inf"},
+		{"-inf", "world,score\n0,1\n1,-Inf\n", "line 3: score is -Inf"},
+		{"negative round", "world,score,round\n1,1,0\n1,1,-3\n", "line 3: column round: -3 is negative"},
+		{"unknown threat", "world,score,threat\n1,1,final\n1,1,foo\n", `line 3: threat "foo": want final, all-iterates or uploads (or empty)`},
+		{"threat case", "world,score,threat\n1,1,Final\n", `line 2: threat "Final"`},
 		{"bad round", "world,score,round\n1,1,1.5\n", `line 2: column round: bad integer "1.5"`},
 		{"round range", "world,score,round\n1,1,3000000000\n", "line 2: column round: 3000000000 out of range"},
 		{"bad run id", "world,score,run_id\n1,1,x\n", `line 2: column run_id: bad integer "x"`},
@@ -256,6 +273,20 @@ func TestReadScoresArrowErrors(t *testing.T) {
 			b.Field(0).(*array.Float64Builder).Append(0)
 			b.Field(1).(*array.Float64Builder).Append(math.NaN())
 		}, "row 0: score is NaN"},
+		{"inf", []arrow.Field{f64("world"), f64("score")}, func(b *array.RecordBuilder) {
+			b.Field(0).(*array.Float64Builder).AppendValues([]float64{0, 1}, nil)
+			b.Field(1).(*array.Float64Builder).AppendValues([]float64{1, math.Inf(-1)}, nil)
+		}, "row 1: score is -Inf"},
+		{"negative round", []arrow.Field{f64("world"), f64("score"), {Name: "round", Type: arrow.PrimitiveTypes.Int32}}, func(b *array.RecordBuilder) {
+			b.Field(0).(*array.Float64Builder).Append(0)
+			b.Field(1).(*array.Float64Builder).Append(1)
+			b.Field(2).(*array.Int32Builder).Append(-3)
+		}, "row 0: column round: value -3 is negative"},
+		{"unknown threat", []arrow.Field{f64("world"), f64("score"), {Name: "threat", Type: arrow.BinaryTypes.String}}, func(b *array.RecordBuilder) {
+			b.Field(0).(*array.Float64Builder).Append(0)
+			b.Field(1).(*array.Float64Builder).Append(1)
+			b.Field(2).(*array.StringBuilder).Append("foo")
+		}, `row 0: threat "foo"`},
 		{"string world", []arrow.Field{{Name: "world", Type: arrow.BinaryTypes.String}, f64("score")}, func(b *array.RecordBuilder) {
 			b.Field(0).(*array.StringBuilder).Append("C")
 			b.Field(1).(*array.Float64Builder).Append(1)
