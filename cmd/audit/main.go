@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -175,8 +176,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	name := args[0]
 	switch name {
+	case "--version", "-version":
+		return run(ctx, append([]string{"version"}, args[1:]...), stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 {
+			switch args[1] {
+			case "-h", "-help", "--help":
+				printHelpUsage(stdout)
+				return nil
+			}
 			if c, ok := commands[args[1]]; ok {
 				return run(ctx, []string{c.name, "--help"}, stdout, stderr)
 			}
@@ -222,17 +230,62 @@ func printHelp(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintf(w, "\nRun 'audit <command> --help' for a command's flags.\n")
+	fmt.Fprintf(w, "\nRun 'audit <command> --help' for a command's flags, 'audit --version' for the version.\n")
 	fmt.Fprintf(w, "\nExit status: 0 success (no claim violated), 1 failure, 2 usage or configuration error,\n"+
 		"3 the audit found a claim violated, 4 inconclusive (the audit completed but gives no verdict:\n"+
 		"most runs of an audited checkpoint diverged), 130 interrupted.\n")
 }
 
+// printHelpUsage is `audit help --help`: help is no registered command (it lists them).
+func printHelpUsage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: audit help [COMMAND]\n\n"+
+		"list the commands, or show one command's usage and flags (the same as 'audit COMMAND --help')\n")
+}
+
 func printCommandHelp(w io.Writer, c *command, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "Usage: audit %s\n\n%s\n\nFlags:\n", c.usage, c.summary)
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+	printFlags(w, fs)
+}
+
+// printFlags lists fs's flags as flag.PrintDefaults does, but spelt --name, as the usage
+// lines, messages and docs spell them (the flag package accepts both forms).
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		var b strings.Builder
+		fmt.Fprintf(&b, "  --%s", f.Name)
+		name, usage := flag.UnquoteUsage(f)
+		if name != "" {
+			b.WriteString(" " + name)
+		}
+		b.WriteString("\n    \t")
+		b.WriteString(strings.ReplaceAll(usage, "\n", "\n    \t"))
+		if !isZeroFlagValue(f) {
+			if fmt.Sprintf("%T", f.Value) == "*flag.stringValue" {
+				fmt.Fprintf(&b, " (default %q)", f.DefValue)
+			} else {
+				fmt.Fprintf(&b, " (default %v)", f.DefValue)
+			}
+		}
+		fmt.Fprintln(w, b.String())
+	})
+}
+
+// isZeroFlagValue reports whether f's default is its type's zero value, which the list leaves
+// out (as flag.PrintDefaults does).
+func isZeroFlagValue(f *flag.Flag) (zero bool) {
+	typ := reflect.TypeOf(f.Value)
+	var z reflect.Value
+	if typ.Kind() == reflect.Pointer {
+		z = reflect.New(typ.Elem())
+	} else {
+		z = reflect.Zero(typ)
+	}
+	defer func() {
+		if recover() != nil {
+			zero = false // a Value whose String needs more than its zero value: show the default
+		}
+	}()
+	return f.DefValue == z.Interface().(flag.Value).String()
 }
 
 // isTerminal reports whether w is a character device other than the null device (a
