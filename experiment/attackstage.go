@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/fedaudit/fedaudit/attacks"
 	"github.com/fedaudit/fedaudit/audit"
@@ -252,6 +253,49 @@ func (e *experimentDir) scoring(opts AttackOptions) (names []string, rounds []in
 	return names, rounds
 }
 
+// logAttackChoice logs which attacks are scored and why an attack that was asked for is not:
+// one line for each listed attack (or, with none listed, each attack of the default set) left
+// out for the model or for too few pairs. Attacks nobody asked for are not listed one by one:
+// with the default set, one line names those the run files cannot support (they record
+// nothing the attack reads); with a list, nothing is said of the others.
+func logAttackChoice(logf func(string, ...any), names, listed []string, cfg *Config, meta runs.Meta) {
+	if len(listed) == 0 {
+		listed = cfg.Audit.Attacks
+	}
+	asked := slices.DeleteFunc(slices.Clone(listed), attacks.IsCanaryAttack)
+	byDefault := len(listed) == 0
+	if byDefault {
+		asked = attacks.Default(meta)
+	}
+	var said []string
+	for _, s := range attacks.ModelSkipped(cfg.Train.Model) {
+		if slices.Contains(asked, s.Name) {
+			logf("attacks: skipped %s: %s", s.Name, s.Why)
+			said = append(said, s.Name)
+		}
+	}
+	_, few := runAttacks(listed, meta, cfg.Train.Model, cfg.Pairs)
+	for _, s := range few {
+		if !slices.Contains(said, s.Name) {
+			logf("attacks: skipped %s: %s", s.Name, s.Why)
+			said = append(said, s.Name)
+		}
+	}
+	logf("attacks: scoring %v", names)
+	if !byDefault {
+		return
+	}
+	var other []string
+	for _, s := range attacks.Skipped(meta) {
+		if !slices.Contains(names, s.Name) && !slices.Contains(said, s.Name) {
+			other = append(other, s.Name)
+		}
+	}
+	if len(other) > 0 {
+		logf("attacks: not run, the run files record nothing they read: %s ('audit attack --list' and docs/attacks.md say what each needs)", strings.Join(other, ", "))
+	}
+}
+
 // AttackTo scores the run files of dir into the score file out (expdir.Dir(dir).Scores() when empty),
 // replacing it.
 func AttackTo(ctx context.Context, dir, out string, opts AttackOptions) ([]runs.Score, string, error) {
@@ -300,26 +344,7 @@ func (e *experimentDir) attack(ctx context.Context, path string, opts AttackOpti
 		return nil, &ConfigError{Err: fmt.Errorf("attack %s: %s", few[0].Name, few[0].Why)}
 	}
 	if opts.Logf != nil {
-		var said []string
-		for _, s := range attacks.ModelSkipped(cfg.Train.Model) {
-			opts.Logf("attacks: skipped %s: %s", s.Name, s.Why)
-			said = append(said, s.Name)
-		}
-		listed := opts.Attacks
-		if len(listed) == 0 {
-			listed = cfg.Audit.Attacks
-		}
-		_, few := runAttacks(listed, tab.Meta(), cfg.Train.Model, cfg.Pairs)
-		for _, s := range few {
-			opts.Logf("attacks: skipped %s: %s", s.Name, s.Why)
-			said = append(said, s.Name)
-		}
-		opts.Logf("attacks: scoring %v", names)
-		for _, s := range attacks.Skipped(tab.Meta()) {
-			if !slices.Contains(names, s.Name) && !slices.Contains(said, s.Name) {
-				opts.Logf("attacks: skipped %s: %s", s.Name, s.Why)
-			}
-		}
+		logAttackChoice(opts.Logf, names, opts.Attacks, cfg, tab.Meta())
 	}
 	env := AttackEnv(cfg, data, tab.Meta())
 	if opts.Logf != nil && slices.Contains(names, "invgrad") {

@@ -62,12 +62,16 @@ func register(c *command) {
 type env struct {
 	stdout io.Writer
 	stderr io.Writer
-	// quiet suppresses progress and log lines on stderr (set by --quiet, or when stderr is not a
-	// terminal for progress bars).
+	// quiet suppresses progress bars and log lines on stderr (--quiet). Progress bars are drawn
+	// only when stderr is a terminal; log lines go to pipes and files too, so batch jobs keep
+	// them. Errors, warnings and the output on stdout are never suppressed.
 	quiet bool
 	// stderrIsTerminal enables progress bars.
 	stderrIsTerminal bool
 }
+
+// quietUsage says exactly what --quiet silences; README.md quotes it.
+const quietUsage = "silence the progress bars and log lines on stderr; errors and warnings still go to stderr, and the output (the verdict headline and tables, or --json) to stdout"
 
 // logf writes a log line to stderr unless quiet.
 func (e *env) logf(format string, args ...any) {
@@ -199,7 +203,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fs := flag.NewFlagSet("audit "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.BoolVar(&e.quiet, "quiet", false, "no progress or log output on stderr")
+	fs.BoolVar(&e.quiet, "quiet", false, quietUsage)
 	body := c.flags(fs)
 	fs.Usage = func() {}
 	pos, err := parseInterspersed(fs, args[1:])
