@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -125,7 +127,19 @@ func openRunTable(dir string, allowPartial bool) (*runs.Table, error) {
 	if allowPartial {
 		opts = append(opts, runs.AllowPartial())
 	}
-	return runs.Open(expdir.Dir(dir).Runs(), opts...)
+	d := expdir.Dir(dir)
+	if _, err := os.Stat(d.Runs()); errors.Is(err, fs.ErrNotExist) {
+		if _, ferr := os.Stat(d.Findings()); ferr == nil {
+			// A directory that kept its report but not its runs (results/ commits reports only).
+			config := filepath.Join(dir, "config.yaml")
+			if _, err := os.Stat(config); err != nil {
+				config = "CONFIG"
+			}
+			return nil, fmt.Errorf("%s has findings.json and a report but no run files (%s): run and score files are not kept with reports; `audit run --config %s --out %s` rebuilds them (in this repository's results/: make results)",
+				dir, d.Runs(), config, dir)
+		}
+	}
+	return runs.Open(d.Runs(), opts...)
 }
 
 func withData(dir string, tab *runs.Table, cfg *Config, data *Data) (*experimentDir, error) {
