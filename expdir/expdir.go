@@ -9,6 +9,7 @@
 //	DIR/findings.json   the analysis (package findings, format "fedaudit-findings/2")
 //	DIR/rounds.json     per-round training summaries
 //	DIR/reconstructions.json  the reconstructing attacks' images for the report's gallery
+//	DIR/outputs.json    what `audit import --outputs` scored; it marks a directory of model outputs
 //	DIR/report.html     the report, self-contained; DIR/report.md the same in Markdown
 //	DIR/figures/        the report's figures (SVG, PNG on request)
 //	DIR/tables/         the report's tables (CSV, LaTeX)
@@ -51,6 +52,11 @@ func (d Dir) Rounds() string { return d.join("rounds.json") }
 // Reconstructions is the attack stage's images for the report's gallery (findings.Gallery as
 // JSON); absent when the samples are not images or no attack reconstructs them.
 func (d Dir) Reconstructions() string { return d.join("reconstructions.json") }
+
+// OutputsImport is the summary that `audit import --outputs` writes beside the score file
+// (importer/outputs.Summary as JSON); its presence marks a directory of imported model outputs,
+// which has a score file and no run files.
+func (d Dir) OutputsImport() string { return d.join("outputs.json") }
 
 // ReportHTML is the self-contained report page.
 func (d Dir) ReportHTML() string { return d.join("report.html") }

@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/findings"
-	"github.com/fedaudit/fedaudit/importer/outputs"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
@@ -21,8 +19,20 @@ var ErrOutputsOnly = errors.New("imported model outputs: findings.json written; 
 
 // IsOutputsDir reports whether dir was written by `audit import --outputs`.
 func IsOutputsDir(dir string) bool {
-	_, err := os.Stat(filepath.Join(dir, outputs.MarkerFile))
+	_, err := os.Stat(expdir.Dir(dir).OutputsImport())
 	return err == nil
+}
+
+// outputsSummary holds the fields of the summary `audit import --outputs` writes
+// (importer/outputs.Summary) that the analysis logs. experiment sits below the importers (they
+// import it), so it reads the file, not their package.
+type outputsSummary struct {
+	Threat  string   `json:"threat_model"`
+	Ran     []string `json:"attacks"`
+	Skipped []struct {
+		Attack string `json:"attack"`
+		Why    string `json:"why"`
+	} `json:"skipped"`
 }
 
 // analyzeOutputsDir analyzes a directory written by `audit import --outputs`: it has a score
@@ -30,7 +40,7 @@ func IsOutputsDir(dir string) bool {
 // config claim beside the scores; the claim comes from the options. ok is false for any other
 // directory.
 func analyzeOutputsDir(ctx context.Context, dir string, opts AnalyzeOptions, logf func(string, ...any)) (a *findings.Analysis, ok bool, err error) {
-	marker := filepath.Join(dir, outputs.MarkerFile)
+	marker := expdir.Dir(dir).OutputsImport()
 	if _, err := os.Stat(marker); errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -38,7 +48,7 @@ func analyzeOutputsDir(ctx context.Context, dir string, opts AnalyzeOptions, log
 	if err != nil {
 		return nil, true, err
 	}
-	var sum outputs.Summary
+	var sum outputsSummary
 	if err := json.Unmarshal(raw, &sum); err != nil {
 		return nil, true, fmt.Errorf("%s: %w", marker, err)
 	}

@@ -155,7 +155,7 @@ func TestImportAllOrNothing(t *testing.T) {
 	if err != nil || !sf.Coupled || len(sf.Scores) != 2*40+2*32 {
 		t.Fatalf("score file: %v, coupled %v, %d scores (summary %+v)", err, sf != nil && sf.Coupled, len(sf.Scores), sum.Result)
 	}
-	if _, err := os.Stat(filepath.Join(out, MarkerFile)); err != nil {
+	if _, err := os.Stat(expdir.Dir(out).OutputsImport()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Import(context.Background(), ImportOptions{Input: good, Out: out}); err == nil || !strings.Contains(err.Error(), "not empty") {

@@ -12,11 +12,9 @@ import (
 	"github.com/fedaudit/fedaudit/runs"
 )
 
-// MarkerFile names the file that marks a directory as an import of outputs: it holds the
-// Summary, and `audit analyze DIR` reads the directory's score file instead of run files.
-const MarkerFile = "outputs.json"
-
-// Summary is what MarkerFile holds.
+// Summary is what the import writes to expdir.Dir.OutputsImport, the file that marks a
+// directory as an import of outputs: `audit analyze DIR` then reads the directory's score file
+// instead of run files. (experiment reads its threat_model, attacks and skipped fields.)
 type Summary struct {
 	Source string `json:"source"`
 	Result
@@ -32,7 +30,7 @@ type ImportOptions struct {
 }
 
 // Import reads the outputs table at Input, scores it and writes DIR = Out with the score file
-// (expdir's scores.arrow) and MarkerFile. Nothing is left at Out on failure: both files are
+// (expdir's scores.arrow) and the summary (expdir's outputs.json). Nothing is left at Out on failure: both files are
 // written into a temporary directory beside it, renamed into place at the end. Out must not
 // exist or be empty.
 func Import(ctx context.Context, o ImportOptions) (*Summary, error) {
@@ -75,7 +73,7 @@ func Import(ctx context.Context, o ImportOptions) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(tmp, MarkerFile), append(js, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(expdir.Dir(tmp).OutputsImport(), append(js, '\n'), 0o644); err != nil {
 		return nil, fmt.Errorf("import: %w", err)
 	}
 	// An empty Out (checked above) is replaced; os.Rename cannot replace a directory.
