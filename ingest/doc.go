@@ -6,6 +6,8 @@
 //
 // What the tensors mean (which model parameter, which run and round) is decided elsewhere: the
 // importer (package importer) maps them onto a model's flat parameter vector with a layout and a
-// manifest. The writers here (WriteNPY, WriteSafetensors) exist for tests and for handing data to
-// external trainers; they write the same formats the readers accept.
+// manifest. The writers here (WriteNPY, WriteNPZ, WriteSafetensors) exist for tests and for handing
+// data to external trainers (package dataexport); they write the same formats the readers accept.
+// Data files hold integer tensors (labels) too: ParseData and ReadDataFile read those, while the
+// snapshot readers refuse them.
 package ingest

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"archive/zip"
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"fmt"
@@ -21,8 +22,13 @@ var npyMagic = []byte("\x93NUMPY")
 // npyDtype is the element types this reader converts: f4 and f8 (and f2) in either byte order.
 var npyDtype = map[string]string{"f4": "F32", "f8": "F64", "f2": "F16"}
 
+// npyInt is the integer element types ParseData converts (to int64).
+var npyInt = map[string]int{"i4": 4, "i8": 8}
+
 // ParseNPY reads one .npy array held in memory. Its Name is left empty.
-func ParseNPY(data []byte) (Tensor, error) {
+func ParseNPY(data []byte) (Tensor, error) { return parseNPY(data, false) }
+
+func parseNPY(data []byte, ints bool) (Tensor, error) {
 	if !bytes.HasPrefix(data, npyMagic) {
 		return Tensor{}, fmt.Errorf("npy: missing magic \\x93NUMPY")
 	}
@@ -64,13 +70,26 @@ func ParseNPY(data []byte) (Tensor, error) {
 	default:
 		descr = "<" + descr
 	}
-	dt, ok := npyDtype[descr[1:]]
-	if !ok {
-		return Tensor{}, fmt.Errorf("npy: dtype %q is not supported (want f4 or f8, either byte order)", h.descr)
-	}
 	count := numel(h.shape)
 	if count < 0 {
 		return Tensor{}, fmt.Errorf("npy: shape %v has more than %d elements", h.shape, MaxElements)
+	}
+	if isize, ok := npyInt[descr[1:]]; ok && ints {
+		if want := count * isize; len(body) != want {
+			return Tensor{}, fmt.Errorf("npy: shape %v of %s needs %d data bytes, the file has %d", h.shape, h.descr, want, len(body))
+		}
+		vals := convertInts(body, isize, bo)
+		if h.fortran && len(h.shape) > 1 {
+			vals = fortranToC(vals, h.shape)
+		}
+		return Tensor{Shape: h.shape, Integer: true, Ints: vals}, nil
+	}
+	dt, ok := npyDtype[descr[1:]]
+	if !ok {
+		if ints {
+			return Tensor{}, fmt.Errorf("npy: dtype %q is not supported (want f4, f8, i4 or i8, either byte order)", h.descr)
+		}
+		return Tensor{}, fmt.Errorf("npy: dtype %q is not supported (want f4 or f8, either byte order)", h.descr)
 	}
 	size := dtypeSize[dt]
 	if want := count * size; len(body) != want {
@@ -84,8 +103,8 @@ func ParseNPY(data []byte) (Tensor, error) {
 }
 
 // fortranToC reorders a column-major array into row-major order.
-func fortranToC(src []float32, shape []int) []float32 {
-	dst := make([]float32, len(src))
+func fortranToC[T any](src []T, shape []int) []T {
+	dst := make([]T, len(src))
 	if len(src) == 0 {
 		return dst
 	}
@@ -291,6 +310,44 @@ func WriteNPYInt32(shape []int, data []int32) ([]byte, error) {
 	}), nil
 }
 
+// WriteNPZ writes tensors as an .npz archive (what numpy.savez writes: a zip of uncompressed
+// version 1.0 .npy members, each named after its tensor plus ".npy"), in the order given:
+// float32 tensors as <f4, integer tensors as <i8. Names may hold '/'.
+func WriteNPZ(w io.Writer, tensors []Tensor) error {
+	zw := zip.NewWriter(w)
+	seen := map[string]bool{}
+	for _, t := range tensors {
+		if t.Name == "" {
+			return fmt.Errorf("npz: a tensor without a name")
+		}
+		if seen[t.Name] {
+			return fmt.Errorf("npz: tensor %q listed twice", t.Name)
+		}
+		seen[t.Name] = true
+		if numel(t.Shape) != t.values() {
+			return fmt.Errorf("npz: tensor %q: shape %v does not hold %d values", t.Name, t.Shape, t.values())
+		}
+		mw, err := zw.CreateHeader(&zip.FileHeader{Name: t.Name + ".npy", Method: zip.Store})
+		if err != nil {
+			return fmt.Errorf("npz: %v", err)
+		}
+		descr := "<f4"
+		if t.Integer {
+			descr = "<i8"
+		}
+		bw := bufio.NewWriterSize(mw, 1<<16)
+		bw.Write(writeNPY(descr, t.Shape, 0, func(b []byte) []byte { return b }))
+		writeValues(bw, t)
+		if err := bw.Flush(); err != nil {
+			return fmt.Errorf("npz: tensor %q: %w", t.Name, err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return fmt.Errorf("npz: %w", err)
+	}
+	return nil
+}
+
 func writeNPY(descr string, shape []int, n int, body func([]byte) []byte) []byte {
 	dims := make([]string, len(shape))
 	for i, d := range shape {
@@ -322,7 +379,9 @@ func slices4(b []byte, extra int) []byte {
 
 // ParseNPZ reads every array of an .npz archive (numpy.savez or savez_compressed) held in
 // memory, named after its member without ".npy", in archive order.
-func ParseNPZ(data []byte) ([]Tensor, error) {
+func ParseNPZ(data []byte) ([]Tensor, error) { return parseNPZ(data, false) }
+
+func parseNPZ(data []byte, ints bool) ([]Tensor, error) {
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		return nil, fmt.Errorf("npz: %v", err)
@@ -359,7 +418,7 @@ func ParseNPZ(data []byte) ([]Tensor, error) {
 		if uint64(len(body)) != f.UncompressedSize64 {
 			return nil, fmt.Errorf("npz: member %q holds %d bytes, its header says %d", f.Name, len(body), f.UncompressedSize64)
 		}
-		t, err := ParseNPY(body)
+		t, err := parseNPY(body, ints)
 		if err != nil {
 			return nil, fmt.Errorf("npz: member %q: %w", f.Name, err)
 		}

@@ -1,10 +1,12 @@
 package ingest
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"sort"
@@ -26,7 +28,9 @@ var dtypeSize = map[string]int{"F32": 4, "F64": 8, "F16": 2, "BF16": 2}
 
 // ParseSafetensors reads every tensor of a safetensors file held in memory, ordered by data
 // offset (the order the writer laid them out).
-func ParseSafetensors(data []byte) ([]Tensor, error) {
+func ParseSafetensors(data []byte) ([]Tensor, error) { return parseSafetensors(data, false) }
+
+func parseSafetensors(data []byte, ints bool) ([]Tensor, error) {
 	if len(data) < 8 {
 		return nil, fmt.Errorf("safetensors: file of %d bytes is shorter than the 8-byte header length", len(data))
 	}
@@ -62,7 +66,7 @@ func ParseSafetensors(data []byte) ([]Tensor, error) {
 		if err := dec.Decode(&e); err != nil {
 			return nil, fmt.Errorf("safetensors: tensor %q: %v", name, err)
 		}
-		t, err := e.decode(name, buf)
+		t, err := e.decode(name, buf, ints)
 		if err != nil {
 			return nil, fmt.Errorf("safetensors: tensor %q: %w", name, err)
 		}
@@ -94,9 +98,18 @@ func ParseSafetensors(data []byte) ([]Tensor, error) {
 	return sorted, nil
 }
 
-func (e *stEntry) decode(name string, buf []byte) (Tensor, error) {
+// stInt is the integer dtypes ParseData converts (to int64).
+var stInt = map[string]int{"I32": 4, "I64": 8}
+
+func (e *stEntry) decode(name string, buf []byte, ints bool) (Tensor, error) {
 	size, ok := dtypeSize[e.DType]
-	if !ok {
+	isize, isInt := stInt[e.DType]
+	switch {
+	case isInt && ints:
+		size = isize
+	case !ok && ints:
+		return Tensor{}, fmt.Errorf("dtype %q is not supported (want F32, F64, F16, BF16, I32 or I64)", e.DType)
+	case !ok:
 		return Tensor{}, fmt.Errorf("dtype %q is not supported (want F32, F64, F16 or BF16)", e.DType)
 	}
 	if e.Shape == nil {
@@ -123,7 +136,23 @@ func (e *stEntry) decode(name string, buf []byte) (Tensor, error) {
 	if en-b != int64(count)*int64(size) {
 		return Tensor{}, fmt.Errorf("data_offsets [%d, %d] hold %d bytes, shape %v of %s needs %d", b, en, en-b, e.Shape, e.DType, count*size)
 	}
+	if isInt && ints {
+		return Tensor{Name: name, Shape: shape, Integer: true, Ints: convertInts(buf[b:en], isize, binary.LittleEndian)}, nil
+	}
 	return Tensor{Name: name, Shape: shape, Data: convert(buf[b:en], e.DType, binary.LittleEndian)}, nil
+}
+
+// convertInts turns 4- or 8-byte signed integers into int64.
+func convertInts(src []byte, size int, bo binary.ByteOrder) []int64 {
+	out := make([]int64, len(src)/size)
+	for i := range out {
+		if size == 4 {
+			out[i] = int64(int32(bo.Uint32(src[i*4:])))
+		} else {
+			out[i] = int64(bo.Uint64(src[i*8:]))
+		}
+	}
+	return out
 }
 
 // convert turns count elements of a dtype into float32 (F64 rounds to nearest).
@@ -146,8 +175,18 @@ func convert(src []byte, dtype string, bo binary.ByteOrder) []float32 {
 	return out
 }
 
-// WriteSafetensors encodes tensors as a safetensors file with F32 data, in the order given.
+// WriteSafetensors encodes tensors as a safetensors file with F32 data (I64 for integer
+// tensors), in the order given.
 func WriteSafetensors(tensors []Tensor, metadata map[string]string) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := WriteSafetensorsTo(&buf, tensors, metadata); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// WriteSafetensorsTo writes what WriteSafetensors returns to w, a tensor at a time.
+func WriteSafetensorsTo(w io.Writer, tensors []Tensor, metadata map[string]string) error {
 	header := map[string]any{}
 	if len(metadata) > 0 {
 		header["__metadata__"] = metadata
@@ -155,36 +194,57 @@ func WriteSafetensors(tensors []Tensor, metadata map[string]string) ([]byte, err
 	var off int64
 	for _, t := range tensors {
 		if t.Name == "__metadata__" {
-			return nil, fmt.Errorf("safetensors: a tensor cannot be named __metadata__")
+			return fmt.Errorf("safetensors: a tensor cannot be named __metadata__")
 		}
 		if _, dup := header[t.Name]; dup {
-			return nil, fmt.Errorf("safetensors: tensor %q listed twice", t.Name)
+			return fmt.Errorf("safetensors: tensor %q listed twice", t.Name)
 		}
-		if n := numel(t.Shape); n != len(t.Data) {
-			return nil, fmt.Errorf("safetensors: tensor %q: shape %v does not hold %d values", t.Name, t.Shape, len(t.Data))
+		if n := numel(t.Shape); n != t.values() {
+			return fmt.Errorf("safetensors: tensor %q: shape %v does not hold %d values", t.Name, t.Shape, t.values())
 		}
 		shape := slices.Clone(t.Shape)
 		if shape == nil {
 			shape = []int{}
 		}
-		end := off + 4*int64(len(t.Data))
-		header[t.Name] = map[string]any{"dtype": "F32", "shape": shape, "data_offsets": []int64{off, end}}
+		dtype, size := "F32", int64(4)
+		if t.Integer {
+			dtype, size = "I64", 8
+		}
+		end := off + size*int64(t.values())
+		header[t.Name] = map[string]any{"dtype": dtype, "shape": shape, "data_offsets": []int64{off, end}}
 		off = end
 	}
 	h, err := json.Marshal(header)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for len(h)%8 != 0 { // the format pads the header with spaces so the data is aligned
 		h = append(h, ' ')
 	}
-	out := make([]byte, 8, 8+len(h)+int(off))
-	binary.LittleEndian.PutUint64(out, uint64(len(h)))
-	out = append(out, h...)
+	bw := bufio.NewWriterSize(w, 1<<16)
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(h)))
+	bw.Write(n[:])
+	bw.Write(h)
 	for _, t := range tensors {
-		for _, v := range t.Data {
-			out = binary.LittleEndian.AppendUint32(out, math.Float32bits(v))
-		}
+		writeValues(bw, t)
 	}
-	return out, nil
+	return bw.Flush()
+}
+
+// writeValues writes a tensor's values little-endian: float32, or int64 for an integer tensor.
+// Errors stick in bw and surface at its Flush.
+func writeValues(bw *bufio.Writer, t Tensor) {
+	var b [8]byte
+	if t.Integer {
+		for _, v := range t.Ints {
+			binary.LittleEndian.PutUint64(b[:], uint64(v))
+			bw.Write(b[:])
+		}
+		return
+	}
+	for _, v := range t.Data {
+		binary.LittleEndian.PutUint32(b[:4], math.Float32bits(v))
+		bw.Write(b[:4])
+	}
 }

@@ -14,10 +14,24 @@ type Tensor struct {
 	Name  string
 	Shape []int
 	Data  []float32
+	// Integer marks an integer tensor (labels, indices): its values are in Ints and Data is
+	// nil. Only ParseData and ReadDataFile return integer tensors (the snapshot readers Parse,
+	// ReadFile, ParseNPY, ParseNPZ and ParseSafetensors refuse integer dtypes: a snapshot holds
+	// model parameters), and the writers write them as int64 (<i8, I64).
+	Integer bool
+	Ints    []int64
 }
 
 // Len is the number of elements the shape declares.
 func (t Tensor) Len() int { return numel(t.Shape) }
+
+// values is the number of values the tensor holds (Ints or Data).
+func (t Tensor) values() int {
+	if t.Integer {
+		return len(t.Ints)
+	}
+	return len(t.Data)
+}
 
 // MaxHeader is the largest header (safetensors JSON, .npy dictionary) a reader accepts. Real
 // headers are a few kilobytes; a larger claim is damage or an attack, refused before allocating.
@@ -79,19 +93,40 @@ func ReadFile(path string) ([]Tensor, error) {
 }
 
 // Parse reads the tensors of a snapshot held in memory; name names a lone .npy array.
-func Parse(data []byte, name string) ([]Tensor, error) {
+func Parse(data []byte, name string) ([]Tensor, error) { return parse(data, name, false) }
+
+// ParseData reads every tensor of a data file held in memory (one `audit datasets export`
+// writes: features and labels) as Parse does, and also integer tensors (.npy <i4, <i8 and
+// their big-endian forms; safetensors I32, I64), returned with Integer set and their values in
+// Ints.
+func ParseData(data []byte, name string) ([]Tensor, error) { return parse(data, name, true) }
+
+// ReadDataFile is ReadFile through ParseData.
+func ReadDataFile(path string) ([]Tensor, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := ParseData(data, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return ts, nil
+}
+
+func parse(data []byte, name string, ints bool) ([]Tensor, error) {
 	switch Detect(data) {
 	case FormatNPY:
-		t, err := ParseNPY(data)
+		t, err := parseNPY(data, ints)
 		if err != nil {
 			return nil, err
 		}
 		t.Name = name
 		return []Tensor{t}, nil
 	case FormatNPZ:
-		return ParseNPZ(data)
+		return parseNPZ(data, ints)
 	}
-	return ParseSafetensors(data)
+	return parseSafetensors(data, ints)
 }
 
 // float16 converts IEEE binary16 bits to float32 (subnormals, infinities and NaN included).
