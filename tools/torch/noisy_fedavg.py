@@ -26,9 +26,11 @@ convolution, or a batch of an einsum.
 Planted bugs (--bug): "reuse-noise" draws each client's z_i once and adds the same vector every
 round; "no-clip" skips the clipping. Both break the privacy claim of the correct algorithm.
 
-The data comes from --data, an .npz with x_<world>_<client> (float32, n x dim) and
-y_<world>_<client> (int labels), world 0 = C, 1 = C' (fedaudit writes it from the experiment
-config, so both trainers see the same clients and the same canary). --init gives w_0 as one
+The data comes from --data, the .npz that `audit datasets export --config F --out data.npz`
+writes from the experiment config, so both trainers see the same clients and the same canary:
+c/client<i>/x (float32, n x sample shape), c/client<i>/y (int64 labels), the same under
+cprime/ for world C', and classes (docs/import.md). Every client of both worlds must hold the
+same number of samples (adjacency replace or replace-client). --init gives w_0 as one
 float32 .npy vector in fedaudit's parameter order (default: PyTorch's initialization, seeded).
 """
 import argparse
@@ -128,13 +130,19 @@ def main():
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
     npz = np.load(a.data)
+    worlds = ("c", "cprime")  # world 0 = C, 1 = C'
     m = 0
-    while f"x_0_{m}" in npz:
+    while f"c/client{m}/x" in npz:
         m += 1
-    # X[w]: (m, n, dim) per world; every client holds the same number of samples.
-    X = torch.stack([torch.stack([torch.from_numpy(npz[f"x_{w}_{i}"].astype(np.float32)) for i in range(m)]) for w in range(2)])
-    Y = torch.stack([torch.stack([torch.from_numpy(npz[f"y_{w}_{i}"].astype(np.int64)) for i in range(m)]) for w in range(2)])
-    classes = int(Y.max()) + 1 if "classes" not in npz else int(npz["classes"])
+    if m == 0:
+        raise SystemExit(f"{a.data}: no c/client0/x: not written by `audit datasets export`")
+    # X[w]: (m, n, dim) per world, each sample flattened in C order (as fedaudit stores it).
+    xs = [[npz[f"{w}/client{i}/x"] if f"{w}/client{i}/x" in npz else None for i in range(m)] for w in worlds]
+    if any(x is None or len(x) != len(xs[0][0]) for ws in xs for x in ws):
+        raise SystemExit(f"{a.data}: this trainer needs every client in both worlds with the same number of samples")
+    X = torch.stack([torch.stack([torch.from_numpy(x.reshape(len(x), -1).astype(np.float32)) for x in ws]) for ws in xs])
+    Y = torch.stack([torch.stack([torch.from_numpy(npz[f"{w}/client{i}/y"].astype(np.int64)) for i in range(m)]) for w in worlds])
+    classes = int(npz["classes"])
     dim, n = X.shape[-1], X.shape[2]
     P, R = a.pairs, 2 * a.pairs
     world = torch.arange(R) % 2  # replica r is pair r // 2, world r % 2

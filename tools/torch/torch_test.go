@@ -3,7 +3,6 @@
 package torch
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
 	"fmt"
@@ -21,7 +20,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/fedaudit/fedaudit/audit"
-	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/dataexport"
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/findings"
@@ -58,38 +57,6 @@ func python(t *testing.T) string {
 	return ""
 }
 
-// writeData hands the experiment's clients of both worlds to the external trainer as .npz.
-func writeData(t *testing.T, data *experiment.Data, path string) {
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	add := func(name string, b []byte, err error) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := zw.Create(name + ".npy")
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write(b)
-	}
-	for w, clients := range [][]*datasets.Dataset{data.Pair.C, data.Pair.CPrime} {
-		for i, c := range clients {
-			x, err := ingest.WriteNPY([]int{c.Len(), c.Dim()}, c.Features)
-			add(fmt.Sprintf("x_%d_%d", w, i), x, err)
-			y, err := ingest.WriteNPYInt32([]int{c.Len()}, c.Labels)
-			add(fmt.Sprintf("y_%d_%d", w, i), y, err)
-		}
-	}
-	cl, err := ingest.WriteNPYInt32([]int{}, []int32{int32(data.Classes)})
-	add("classes", cl, err)
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // deployment is one experiment both trainers run: its config, data (as .npz for PyTorch) and the
 // trainer flags that say the same as the config.
 type deployment struct {
@@ -110,8 +77,11 @@ func newDeployment(t *testing.T, yaml string) *deployment {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
+	// The data as an external trainer gets it: `audit datasets export`'s file.
 	npz := filepath.Join(work, "data.npz")
-	writeData(t, data, npz)
+	if err := dataexport.Write(context.Background(), npz, cfg, data); err != nil {
+		t.Fatal(err)
+	}
 	return &deployment{cfg: cfg, data: data, npz: npz, work: work}
 }
 
