@@ -113,8 +113,43 @@ const maxLogits = 1 << 16
 
 // build turns columns into records, checking every cell.
 func build(cols []column, rows int, format string) (*Table, error) {
-	byName := map[string]*column{}
 	var p problems
+	cs := nameColumns(cols, &p)
+	cs.checkShape(&p)
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	t := &Table{HasLoss: cs.loss != nil, Format: format, Classes: len(cs.logitCols)}
+	t.Records = make([]Record, 0, rows)
+	for i := 0; i < rows; i++ {
+		if r, ok := cs.readRow(i, t, &p); ok {
+			t.Records = append(t.Records, r)
+		}
+	}
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	if len(t.Records) == 0 {
+		return nil, inputErrorf("no rows")
+	}
+	return t, nil
+}
+
+// columnSet is the outputs format's columns found by name in a table (nil where absent), so
+// that the header is checked once and every row is read through the same columns.
+type columnSet struct {
+	pair, run, world, round, record, loss, label, logits *column
+	logitCols                                            []*column
+}
+
+// hasLogits says whether the table gives logits, as one list column or as logit_0.. columns.
+func (cs *columnSet) hasLogits() bool { return cs.logits != nil || len(cs.logitCols) > 0 }
+
+// nameColumns finds the format's columns by name, reporting duplicates, synonyms given
+// together and columns the format does not know; kept apart from the row loop so that header
+// problems are all found before any cell is read.
+func nameColumns(cols []column, p *problems) columnSet {
+	byName := map[string]*column{}
 	for i := range cols {
 		c := &cols[i]
 		name := strings.TrimSpace(c.name)
@@ -135,25 +170,25 @@ func build(cols []column, rows int, format string) (*Table, error) {
 		}
 		return got
 	}
-	pair := pick("pair_id", "pair")
-	run := pick("run_id", "run")
-	world := byName["world"]
-	round := byName["round"]
-	record := byName["record"]
-	loss := byName["loss"]
-	label := byName["label"]
-	logits := byName["logits"]
-	var logitCols []*column
+	var cs columnSet
+	cs.pair = pick("pair_id", "pair")
+	cs.run = pick("run_id", "run")
+	cs.world = byName["world"]
+	cs.round = byName["round"]
+	cs.record = byName["record"]
+	cs.loss = byName["loss"]
+	cs.label = byName["label"]
+	cs.logits = byName["logits"]
 	for k := 0; ; k++ {
 		c, ok := byName["logit_"+strconv.Itoa(k)]
 		if !ok {
 			break
 		}
-		logitCols = append(logitCols, c)
+		cs.logitCols = append(cs.logitCols, c)
 	}
 	known := map[string]bool{"pair_id": true, "pair": true, "run_id": true, "run": true, "world": true,
 		"round": true, "record": true, "loss": true, "label": true, "logits": true}
-	for k := range logitCols {
+	for k := range cs.logitCols {
 		known["logit_"+strconv.Itoa(k)] = true
 	}
 	var unknown []string
@@ -166,146 +201,160 @@ func build(cols []column, rows int, format string) (*Table, error) {
 	for _, n := range unknown {
 		p.add("column %q is not part of the outputs format (pair_id, run_id, world, round, record, loss, logits or logit_0.., label)", n)
 	}
+	return cs
+}
+
+// checkShape reports the first way the columns fail to make a table of outputs (a required
+// column missing, logits without labels, ...): one message, the one a user fixes first.
+func (cs *columnSet) checkShape(p *problems) {
 	switch {
-	case pair == nil:
+	case cs.pair == nil:
 		p.add("missing column pair_id (the pair id of the run)")
-	case world == nil:
+	case cs.world == nil:
 		p.add("missing column world (C or C', or 0 or 1)")
-	case logits != nil && len(logitCols) > 0:
+	case cs.logits != nil && len(cs.logitCols) > 0:
 		p.add("give the logits as one list column logits or as columns logit_0.., not both")
-	case loss == nil && logits == nil && len(logitCols) == 0:
+	case cs.loss == nil && cs.logits == nil && len(cs.logitCols) == 0:
 		p.add("no outputs: give a loss column, or logits (a list column logits or columns logit_0, logit_1, ..) with a label column")
-	case (logits != nil || len(logitCols) > 0) && label == nil:
+	case cs.hasLogits() && cs.label == nil:
 		p.add("logits without a label column: the margin and the confidence need the record's class")
-	case label != nil && logits == nil && len(logitCols) == 0:
+	case cs.label != nil && cs.logits == nil && len(cs.logitCols) == 0:
 		p.add("a label column without logits")
-	case len(logitCols) == 1:
+	case len(cs.logitCols) == 1:
 		p.add("one logit column (logit_0): a classifier has at least 2 classes")
-	case logits != nil && logits.list == nil:
+	case cs.logits != nil && cs.logits.list == nil:
 		p.add("column logits is not a list column")
 	}
-	if err := p.err(); err != nil {
-		return nil, err
+}
+
+// rowCheck reads the cells of one row, recording each problem with its row and column and
+// whether the row had any, so that a bad row is reported in full and then dropped.
+type rowCheck struct {
+	i   int
+	p   *problems
+	bad bool
+}
+
+// fail records a problem with the row's cell in column col.
+func (rc *rowCheck) fail(col, format string, args ...any) {
+	rc.p.add("row %d, column %s: %s", rc.i+1, col, fmt.Sprintf(format, args...))
+	rc.bad = true
+}
+
+// integer reads the row's cell of c as a whole number in [lo, hi].
+func (rc *rowCheck) integer(c *column, lo, hi float64) (int64, bool) {
+	v, ok, err := c.num(rc.i)
+	switch {
+	case err != nil:
+		rc.fail(c.name, "%v", err)
+	case !ok:
+		rc.fail(c.name, "empty")
+	case v != math.Trunc(v) || v < lo || v > hi:
+		rc.fail(c.name, "%v is not an integer in [%g, %g]", v, lo, hi)
+	default:
+		return int64(v), true
 	}
-	t := &Table{HasLoss: loss != nil, Format: format, Classes: len(logitCols)}
-	hasLogits := logits != nil || len(logitCols) > 0
-	t.Records = make([]Record, 0, rows)
-	for i := 0; i < rows; i++ {
-		r := Record{Row: i + 1, Loss: math.NaN(), Label: -1, Canary: true}
-		bad := false
-		fail := func(col, format string, args ...any) {
-			p.add("row %d, column %s: %s", i+1, col, fmt.Sprintf(format, args...))
-			bad = true
+	return 0, false
+}
+
+// readRow reads row i into a record, checking every cell; ok is false when any cell was bad
+// (the problems are in p). t.Classes is fixed by the first good row with logits.
+func (cs *columnSet) readRow(i int, t *Table, p *problems) (Record, bool) {
+	r := Record{Row: i + 1, Loss: math.NaN(), Label: -1, Canary: true}
+	rc := &rowCheck{i: i, p: p}
+	r.Pair, _ = rc.integer(cs.pair, 0, 1<<53)
+	if cs.run != nil {
+		r.Run, r.HasRun = rc.integer(cs.run, 0, 1<<53)
+	}
+	if cs.round != nil {
+		v, _ := rc.integer(cs.round, 0, math.MaxInt32)
+		r.Round = int32(v)
+	}
+	if s, ok, err := cs.world.str(i); err != nil || !ok {
+		rc.fail("world", "empty or unreadable (%v)", err)
+	} else if w, err := ParseWorld(s); err != nil {
+		rc.fail("world", "%v", err)
+	} else {
+		r.World = w
+	}
+	if cs.record != nil {
+		s, ok, err := cs.record.str(i)
+		if err != nil {
+			rc.fail("record", "%v", err)
 		}
-		integer := func(c *column, lo, hi float64) (int64, bool) {
+		s = strings.TrimSpace(s)
+		r.Canary = !ok || s == "" || s == "canary"
+	}
+	if cs.loss != nil {
+		v, ok, err := cs.loss.num(i)
+		switch {
+		case err != nil:
+			rc.fail("loss", "%v", err)
+		case !ok:
+			rc.fail("loss", "empty")
+		case math.IsNaN(v) || math.IsInf(v, 0):
+			rc.fail("loss", "%v (the model's output must be finite)", v)
+		}
+		r.Loss = v
+	}
+	if cs.hasLogits() {
+		cs.readLogits(rc, t, &r)
+	}
+	return r, !rc.bad
+}
+
+// readLogits reads the row's logits (from the list column or the logit_k columns) and its
+// label into r, checking that they are finite, that their number matches the earlier rows'
+// and that the label is one of the classes.
+func (cs *columnSet) readLogits(rc *rowCheck, t *Table, r *Record) {
+	i := rc.i
+	var z []float64
+	if cs.logits != nil {
+		v, ok, err := cs.logits.list(i)
+		switch {
+		case err != nil:
+			rc.fail("logits", "%v", err)
+		case !ok:
+			rc.fail("logits", "empty")
+		case len(v) < 2 || len(v) > maxLogits:
+			rc.fail("logits", "%d logits, want 2 to %d", len(v), maxLogits)
+		}
+		z = v
+	} else {
+		z = make([]float64, len(cs.logitCols))
+		for k, c := range cs.logitCols {
 			v, ok, err := c.num(i)
-			switch {
-			case err != nil:
-				fail(c.name, "%v", err)
-			case !ok:
-				fail(c.name, "empty")
-			case v != math.Trunc(v) || v < lo || v > hi:
-				fail(c.name, "%v is not an integer in [%g, %g]", v, lo, hi)
-			default:
-				return int64(v), true
+			if err != nil || !ok {
+				rc.fail(c.name, "empty or unreadable (%v)", err)
 			}
-			return 0, false
+			z[k] = v
 		}
-		r.Pair, _ = integer(pair, 0, 1<<53)
-		if run != nil {
-			r.Run, r.HasRun = integer(run, 0, 1<<53)
+	}
+	for k, v := range z {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			col := "logits"
+			if cs.logits == nil {
+				col = cs.logitCols[k].name
+			}
+			rc.fail(col, "logit %d is %v (the model's output must be finite)", k, v)
+			break
 		}
-		if round != nil {
-			v, _ := integer(round, 0, math.MaxInt32)
-			r.Round = int32(v)
+	}
+	if !rc.bad {
+		if t.Classes == 0 {
+			t.Classes = len(z)
+		} else if len(z) != t.Classes {
+			rc.fail("logits", "%d logits, earlier rows have %d", len(z), t.Classes)
 		}
-		if s, ok, err := world.str(i); err != nil || !ok {
-			fail("world", "empty or unreadable (%v)", err)
-		} else if w, err := ParseWorld(s); err != nil {
-			fail("world", "%v", err)
+	}
+	r.Logits = z
+	if v, ok := rc.integer(cs.label, -(1 << 53), 1<<53); ok {
+		if v < 0 || (len(z) > 0 && v >= int64(len(z))) {
+			rc.fail("label", "class %d out of range [0, %d) of the %d logits", v, len(z), len(z))
 		} else {
-			r.World = w
-		}
-		if record != nil {
-			s, ok, err := record.str(i)
-			if err != nil {
-				fail("record", "%v", err)
-			}
-			s = strings.TrimSpace(s)
-			r.Canary = !ok || s == "" || s == "canary"
-		}
-		if loss != nil {
-			v, ok, err := loss.num(i)
-			switch {
-			case err != nil:
-				fail("loss", "%v", err)
-			case !ok:
-				fail("loss", "empty")
-			case math.IsNaN(v) || math.IsInf(v, 0):
-				fail("loss", "%v (the model's output must be finite)", v)
-			}
-			r.Loss = v
-		}
-		if hasLogits {
-			var z []float64
-			if logits != nil {
-				v, ok, err := logits.list(i)
-				switch {
-				case err != nil:
-					fail("logits", "%v", err)
-				case !ok:
-					fail("logits", "empty")
-				case len(v) < 2 || len(v) > maxLogits:
-					fail("logits", "%d logits, want 2 to %d", len(v), maxLogits)
-				}
-				z = v
-			} else {
-				z = make([]float64, len(logitCols))
-				for k, c := range logitCols {
-					v, ok, err := c.num(i)
-					if err != nil || !ok {
-						fail(c.name, "empty or unreadable (%v)", err)
-					}
-					z[k] = v
-				}
-			}
-			for k, v := range z {
-				if math.IsNaN(v) || math.IsInf(v, 0) {
-					col := "logits"
-					if logits == nil {
-						col = logitCols[k].name
-					}
-					fail(col, "logit %d is %v (the model's output must be finite)", k, v)
-					break
-				}
-			}
-			if !bad {
-				if t.Classes == 0 {
-					t.Classes = len(z)
-				} else if len(z) != t.Classes {
-					fail("logits", "%d logits, earlier rows have %d", len(z), t.Classes)
-				}
-			}
-			r.Logits = z
-			if v, ok := integer(label, -(1 << 53), 1<<53); ok {
-				if v < 0 || (len(z) > 0 && v >= int64(len(z))) {
-					fail("label", "class %d out of range [0, %d) of the %d logits", v, len(z), len(z))
-				} else {
-					r.Label = int(v)
-				}
-			}
-		}
-		if !bad {
-			t.Records = append(t.Records, r)
+			r.Label = int(v)
 		}
 	}
-	if err := p.err(); err != nil {
-		return nil, err
-	}
-	if len(t.Records) == 0 {
-		return nil, inputErrorf("no rows")
-	}
-	return t, nil
 }
 
 var errNotNumber = errors.New("not a number")
