@@ -94,6 +94,51 @@ func selfTest(ctx context.Context, opts SelfTestOptions, bound lowerBoundFunc) (
 	if bound == nil {
 		bound = muLowerSorted
 	}
+	opts = opts.withDefaults()
+	methods, err := opts.check()
+	if err != nil {
+		return nil, err
+	}
+	maxMisses := maxAllowedMisses(opts.Reps, 1-opts.Confidence, selfTestFalseAlarm)
+	rep := &SelfTestReport{
+		Reps: opts.Reps, N: opts.N, Seed: opts.Seed, Confidence: opts.Confidence, Pass: true,
+		Rule: fmt.Sprintf("a row passes when misses <= %d, the largest m with P(Binomial(%d, %.3g) >= m) >= %g",
+			maxMisses, opts.Reps, 1-opts.Confidence, selfTestFalseAlarm),
+	}
+	add := func(rows []SelfTestRow, err error) error {
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			rep.Pass = rep.Pass && r.Pass
+		}
+		rep.Rows = append(rep.Rows, rows...)
+		return nil
+	}
+	if err := add(selfTestGaussian(ctx, opts, methods, maxMisses, bound)); err != nil {
+		return nil, err
+	}
+	if opts.LaplaceShift > 0 {
+		if err := add(selfTestLaplace(ctx, opts, methods, maxMisses, bound)); err != nil {
+			return nil, err
+		}
+	}
+	if !opts.NoOneRun {
+		if err := add(selfTestOneRun(ctx, opts, maxMisses)); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Family > 1 {
+		if err := add(selfTestFamily(ctx, opts, methods, maxMisses, bound)); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+// withDefaults fills the options left zero with the self-test's defaults, kept apart so that
+// every part of the self-test sees the same completed options.
+func (opts SelfTestOptions) withDefaults() SelfTestOptions {
 	if opts.Reps == 0 {
 		opts.Reps = 200
 	}
@@ -115,6 +160,12 @@ func selfTest(ctx context.Context, opts SelfTestOptions, bound lowerBoundFunc) (
 	if opts.Family == 0 {
 		opts.Family = 8
 	}
+	return opts
+}
+
+// check refuses completed options the self-test cannot run and parses the methods, so that
+// nothing is drawn before every option is known to be good.
+func (opts SelfTestOptions) check() ([]ThresholdMethod, error) {
 	switch {
 	case opts.Reps < 1:
 		return nil, fmt.Errorf("audit: selftest needs at least 1 repetition, got %d", opts.Reps)
@@ -138,12 +189,13 @@ func selfTest(ctx context.Context, opts SelfTestOptions, bound lowerBoundFunc) (
 		}
 		methods[i] = pm
 	}
-	maxMisses := maxAllowedMisses(opts.Reps, 1-opts.Confidence, selfTestFalseAlarm)
-	rep := &SelfTestReport{
-		Reps: opts.Reps, N: opts.N, Seed: opts.Seed, Confidence: opts.Confidence, Pass: true,
-		Rule: fmt.Sprintf("a row passes when misses <= %d, the largest m with P(Binomial(%d, %.3g) >= m) >= %g",
-			maxMisses, opts.Reps, 1-opts.Confidence, selfTestFalseAlarm),
-	}
+	return methods, nil
+}
+
+// selfTestGaussian is the self-test's first part: for each mu, every method's bound on
+// Gaussian scores whose trade-off curve is exactly T_G(mu), counted as a miss when above mu.
+func selfTestGaussian(ctx context.Context, opts SelfTestOptions, methods []ThresholdMethod, maxMisses int, bound lowerBoundFunc) ([]SelfTestRow, error) {
+	var out []SelfTestRow
 	plan := newBonferroniPlan(opts.N, opts.N, opts.Confidence)
 	x := make([]float64, opts.N)
 	y := make([]float64, opts.N)
@@ -174,41 +226,10 @@ func selfTest(ctx context.Context, opts SelfTestOptions, bound lowerBoundFunc) (
 			rows[i].Coverage = 1 - float64(rows[i].Misses)/float64(opts.Reps)
 			rows[i].Tightness = rows[i].MeanLower / mu
 			rows[i].Pass = rows[i].Misses <= maxMisses
-			rep.Pass = rep.Pass && rows[i].Pass
 		}
-		rep.Rows = append(rep.Rows, rows...)
+		out = append(out, rows...)
 	}
-	if opts.LaplaceShift > 0 {
-		rows, err := selfTestLaplace(ctx, opts, methods, maxMisses, bound)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range rows {
-			rep.Pass = rep.Pass && r.Pass
-		}
-		rep.Rows = append(rep.Rows, rows...)
-	}
-	if !opts.NoOneRun {
-		rows, err := selfTestOneRun(ctx, opts, maxMisses)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range rows {
-			rep.Pass = rep.Pass && r.Pass
-		}
-		rep.Rows = append(rep.Rows, rows...)
-	}
-	if opts.Family > 1 {
-		rows, err := selfTestFamily(ctx, opts, methods, maxMisses, bound)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range rows {
-			rep.Pass = rep.Pass && r.Pass
-		}
-		rep.Rows = append(rep.Rows, rows...)
-	}
-	return rep, nil
+	return out, nil
 }
 
 // selfTestFamily checks the family-wise statement: opts.Family Gaussian mechanisms, their mu
