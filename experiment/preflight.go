@@ -134,6 +134,17 @@ func CheckStages(cfg *Config) error {
 	bad := func(field, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, a...)))
 	}
+	// Adjacencies the trainer refuses when it starts (a config accepts them for the data
+	// export, where another trainer may train them).
+	switch cfg.Adjacency.Kind {
+	case "add", "remove":
+		bad("adjacency.kind", "%s changes client %d's number of samples between C and C', and the trainer runs both worlds' replicas side by side with equal counts: train sample-level adjacency as replace (the canary in place of one sample); %s can be exported for another trainer (audit datasets export)",
+			cfg.Adjacency.Kind, cfg.Adjacency.Client, cfg.Adjacency.Kind)
+	case "remove-client":
+		if !cfg.Train.IsClientDP() {
+			bad("adjacency.kind", "remove-client needs the DP-FedAvg family (server-side noise), not %q: a removed Noisy-FedAvg client would also remove its own noise", cfg.Train.Algorithm)
+		}
+	}
 	meta := PlannedMeta(cfg)
 	cps := cfg.Train.Checkpoints
 	rounds := cfg.Audit.Rounds

@@ -49,6 +49,14 @@ func TestRefusedBeforeTraining(t *testing.T) {
 		{"checkpoint 1.5", []edit{{"checkpoints: [1, 3]", "checkpoints: [1.5, 3]"}}, "train.checkpoints[0]: need a whole number, got 1.5"},
 		{"rounds 1e9", []edit{{"rounds: 3", "rounds: 1000000000"}}, "train.rounds: 1000000000 rounds of 40 pairs (2 runs each) with 4 local trainings of 2 steps a round are 6.4e+11 local steps, above the most one experiment may ask (1e+11)"},
 		{"rounds 1e10", []edit{{"rounds: 3", "rounds: 10000000000"}}, "train.rounds: need at most 2147483647"},
+		// Adjacencies the trainer refused only once it started (exit 1 after the output folder
+		// was made).
+		{"adjacency add", []edit{{"adjacency: {kind: replace, client: 0, index: 2, canary: dirac}", "adjacency: {kind: add, client: 0, canary: dirac}"}},
+			"adjacency.kind: add changes client 0's number of samples between C and C'"},
+		{"adjacency remove", []edit{{"adjacency: {kind: replace, client: 0, index: 2, canary: dirac}", "adjacency: {kind: remove, client: 0, index: 2}"}},
+			"adjacency.kind: remove changes client 0's number of samples"},
+		{"remove-client under fedavg", []edit{{"adjacency: {kind: replace, client: 0, index: 2, canary: dirac}", "adjacency: {kind: remove-client, client: 0}"}},
+			`adjacency.kind: remove-client needs the DP-FedAvg family (server-side noise), not "fedavg"`},
 	}
 	for _, c := range configs {
 		cfg := string(base)
