@@ -108,6 +108,11 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 		// imported under such a config would be audited without the one-run rows it promises.
 		return nil, &experiment.ConfigError{Err: fmt.Errorf("import: the config declares %d canaries (train.canaries), which imported runs cannot carry; remove train.canaries to audit the coupled pairs", c.Count)}
 	}
+	if k := cfg.Adjacency.Kind; (k == "add" || k == "remove") && cfg.Train.Model.Kind != train.External {
+		// Evaluation runs both worlds' clients side by side, with equal sample counts (the
+		// trainer's code, bit for bit): it failed after every snapshot had been read.
+		return nil, &experiment.ConfigError{Err: fmt.Errorf("import: adjacency %s changes client %d's number of samples between C and C', which fedaudit's evaluation of a %s cannot run side by side: use replace (the canary in place of one sample), or model kind external (parameter-space attacks only)", k, cfg.Adjacency.Client, cfg.Train.Model.Kind)}
+	}
 	// Imported runs carry global parameters (and uploads where the manifest lists them); the
 	// informed adversary's statistics are replayed where that is possible (replay.go).
 	cfg.Train.RecordParams, cfg.Train.RecordUpload = true, false

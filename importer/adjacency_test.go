@@ -1,0 +1,33 @@
+package importer
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/experiment"
+)
+
+// Sample-level add and remove change a client's sample count between the worlds, which the
+// evaluation of a known model cannot run side by side: the import refuses them as a config
+// error before it reads anything (it failed after reading every snapshot), and nothing is
+// written.
+func TestImportRefusesUnevenAdjacency(t *testing.T) {
+	for _, adj := range []string{
+		"adjacency: {kind: add, client: 0, canary: dirac}",
+		"adjacency: {kind: remove, client: 0, index: 1}",
+	} {
+		cfg, err := experiment.Parse([]byte(strings.Replace(smallYAML, "adjacency: {kind: replace, client: 0, index: 1, canary: dirac}", adj, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), "imp")
+		_, err = Import(context.Background(), Options{Manifest: &Manifest{}, Config: cfg, Out: out, ToolVersion: "test"})
+		var ce *experiment.ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "changes client 0's number of samples") {
+			t.Errorf("%s: err = %v, want a config error naming the adjacency", adj, err)
+		}
+	}
+}
