@@ -28,11 +28,12 @@ for cfg in mlp lenet5 resnet; do
   ref=""
   for p in "${procs[@]}"; do
     out="$work/$cfg-$p"
-    start=$(date +%s.%N)
+    start=$(date +%s%N)
     if ! GOMAXPROCS=$p "$audit" run --config "$here/$cfg.yaml" --out "$out" --quiet >"$out.log" 2>&1; then
       echo "FAIL $cfg GOMAXPROCS=$p: audit run failed"; tail -20 "$out.log"; fail=1; continue
     fi
-    secs=$(echo "$(date +%s.%N) - $start" | bc)
+    ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    secs=$(printf '%d.%02d' $((ms / 1000)) $((ms % 1000 / 10)))
     if [ -z "$ref" ]; then
       ref=$out; printf 'ok   %-7s GOMAXPROCS=%-3s %6.2f s (reference)\n' "$cfg" "$p" "$secs"
     elif compare "$ref" "$out"; then
