@@ -73,7 +73,39 @@ func MemoryOf(cfg Config, s DataSizes) (Memory, error) {
 		return Memory{}, err
 	}
 	const f = 4.0 // bytes per float32
-	maxRows := float64(s.MaxSamples)
+	maxRows, eb := memoryRows(cfg, s)
+	wsRows := math.Max(maxRows, eb)
+
+	perReplica := replicaVectors(cfg) * float64(d) * f
+	perReplica += 2 * eb * f // evaluation loss and margin
+	// Model workspace: pre-activations, deltas and (hidden layers) post-activations per row.
+	perReplica += wsRows * activationFloats(sizes) * f
+	// nn models evaluate in slices of at most nnEvalRows(maxRows) rows (nnModel.eval).
+	perReplica += math.Max(maxRows, float64(nnEvalRows(int(maxRows)))) * nnRows
+	if cfg.Batching == algo.Fixed && nnRows == 0 {
+		perReplica += float64(cfg.BatchSize) * float64(cfg.BatchSize) * f // delta Gram matrices
+	}
+	kb, window, h, deferred := deferredWindow(cfg, s, d, sizes, nnRows)
+	if deferred {
+		perReplica += (window + 2) * kb * h * f
+	}
+	perReplica += 16 * 8 // per-replica scalars (dots, seeds, statistics, row structs)
+	perReplica, canaryFixed := addCanaryMemory(perReplica, cfg, s, d)
+
+	// Fixed: the clients' data on the backend (the target client twice), the test set, the
+	// gathered minibatch, w_0 and one host vector, the deferred minibatch windows.
+	samples := float64(s.Clients+1)*float64(s.MaxSamples) + float64(s.TestSamples)
+	fixed := samples * float64(s.Dim+1) * f
+	fixed += maxRows*float64(s.Dim+1)*f + 2*float64(d)*f
+	fixed += 2 * window * kb * float64(s.Dim+1) * f
+	fixed += canaryFixed
+	return Memory{Params: d, Fixed: toBytes(fixed), PerPair: toBytes(2 * perReplica)}, nil
+}
+
+// memoryRows returns the most rows of a local minibatch (rounded up for Poisson batches) and
+// the evaluation batch: the two row counts every workspace of the estimate is sized by.
+func memoryRows(cfg Config, s DataSizes) (maxRows, eb float64) {
+	maxRows = float64(s.MaxSamples)
 	switch cfg.Batching {
 	case algo.Fixed:
 		maxRows = math.Min(maxRows, float64(cfg.BatchSize))
@@ -81,12 +113,16 @@ func MemoryOf(cfg Config, s DataSizes) (Memory, error) {
 		b := float64(cfg.BatchSize)
 		maxRows = math.Min(maxRows, b+8*math.Sqrt(b)+16)
 	}
-	eb := float64(cfg.EvalBatch)
+	eb = float64(cfg.EvalBatch)
 	if eb == 0 {
 		eb = 256
 	}
-	wsRows := math.Max(maxRows, eb)
+	return maxRows, eb
+}
 
+// replicaVectors counts the d-vectors each replica holds, kept apart because which ones exist
+// depends on the options recorded and the mechanism.
+func replicaVectors(cfg Config) float64 {
 	// Per replica: g, l, acc, grad, noise; shadow (informed), upload (recorded); the host
 	// noise buffer of non-Gaussian mechanisms and the DP-FedAvg family's target update.
 	vec := 5.0
@@ -109,9 +145,12 @@ func MemoryOf(cfg Config, s DataSizes) (Memory, error) {
 	if cfg.RecordUpload {
 		vec++
 	}
-	perReplica := vec * float64(d) * f
-	perReplica += 2 * eb * f // evaluation loss and margin
-	// Model workspace: pre-activations, deltas and (hidden layers) post-activations per row.
+	return vec
+}
+
+// activationFloats is the floats per row of a dense model's workspace: pre-activations and
+// deltas of every layer, post-activations of the hidden ones.
+func activationFloats(sizes []int) float64 {
 	var act float64
 	for l := 1; l < len(sizes); l++ {
 		k := 2.0
@@ -120,28 +159,34 @@ func MemoryOf(cfg Config, s DataSizes) (Memory, error) {
 		}
 		act += k * float64(sizes[l])
 	}
-	perReplica += wsRows * act * f
-	// nn models evaluate in slices of at most nnEvalRows(maxRows) rows (nnModel.eval).
-	perReplica += math.Max(maxRows, float64(nnEvalRows(int(maxRows)))) * nnRows
-	if cfg.Batching == algo.Fixed && nnRows == 0 {
-		perReplica += float64(cfg.BatchSize) * float64(cfg.BatchSize) * f // delta Gram matrices
-	}
-	// Deferred first-layer updates (deferred.go): K·B factor rows of the first hidden layer in
-	// a window of up to m clients, plus the shadow's and the product's.
-	kb := float64(cfg.LocalSteps) * float64(cfg.BatchSize)
-	window := 0.0
+	return act
+}
+
+// deferredWindow decides whether the engine defers first-layer updates (deferred.go) and over
+// how many clients: K·B factor rows of the first hidden layer (width h) in a window of up to m
+// clients, plus the shadow's and the product's. It returns K·B, the window (0 where not
+// deferred), h and whether it defers; the caller adds the bytes, in the expression it always
+// had.
+func deferredWindow(cfg Config, s DataSizes, d int, sizes []int, nnRows float64) (kb, window, h float64, deferred bool) {
+	kb = float64(cfg.LocalSteps) * float64(cfg.BatchSize)
 	B := float64(cfg.BatchSize)
 	if cfg.Model.Kind != "quadratic" && nnRows == 0 && cfg.Batching == algo.Fixed && cfg.Algorithm != algo.DPSGD && kb > 0 &&
 		B <= float64(s.Dim) && kb-B <= float64(s.Dim) {
-		h := float64(sizes[1])
+		h = float64(sizes[1])
 		window = math.Max(1, math.Min(float64(s.Clients), math.Floor(4*float64(d)/(kb*h))))
-		perReplica += (window + 2) * kb * h * f
+		deferred = true
 	}
-	perReplica += 16 * 8 // per-replica scalars (dots, seeds, statistics, row structs)
-	// Canaries: each replica's k observations of each canary statistic, twice (the engine's
-	// and the checkpoint's copies), and its bits; record canaries give every replica its own
-	// copy of the clients that hold them (at most all of them) and the canary records' losses;
-	// direction canaries add a d-vector of sampled updates per replica.
+	return kb, window, h, deferred
+}
+
+// addCanaryMemory adds the canaries' bytes to perReplica and returns it with their fixed
+// bytes: each replica's k observations of each canary statistic, twice (the engine's and the
+// checkpoint's copies), and its bits; record canaries give every replica its own copy of the
+// clients that hold them (at most all of them) and the canary records' losses; direction
+// canaries add a d-vector of sampled updates per replica. It adds in the order the estimate
+// always has, so the bytes are the same to the last bit.
+func addCanaryMemory(perReplica float64, cfg Config, s DataSizes, d int) (float64, float64) {
+	const f = 4.0 // bytes per float32
 	var canaryFixed float64
 	if cc := cfg.Canaries; cc != nil && cc.Count > 0 {
 		k := float64(cc.Count)
@@ -155,15 +200,7 @@ func MemoryOf(cfg Config, s DataSizes) (Memory, error) {
 			canaryFixed = k * float64(s.Dim+1) * f
 		}
 	}
-
-	// Fixed: the clients' data on the backend (the target client twice), the test set, the
-	// gathered minibatch, w_0 and one host vector, the deferred minibatch windows.
-	samples := float64(s.Clients+1)*float64(s.MaxSamples) + float64(s.TestSamples)
-	fixed := samples * float64(s.Dim+1) * f
-	fixed += maxRows*float64(s.Dim+1)*f + 2*float64(d)*f
-	fixed += 2 * window * kb * float64(s.Dim+1) * f
-	fixed += canaryFixed
-	return Memory{Params: d, Fixed: toBytes(fixed), PerPair: toBytes(2 * perReplica)}, nil
+	return perReplica, canaryFixed
 }
 
 // shapeOf returns the parameter count and layer sizes of a model without building it, in
