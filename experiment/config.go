@@ -429,10 +429,31 @@ const canaryPool = 64
 // Validate checks the experiment-level fields; the training fields are checked by train before
 // any training starts. Every error names the field.
 func (c *Config) Validate() error {
-	var errs []error
-	bad := func(field, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, a...)))
+	var p fieldProblems
+	c.validateData(p.bad)
+	c.validateAdjacency(p.bad)
+	c.validateAudit(p.bad)
+	if c.Train.Seed != c.Seed {
+		p.bad("train.seed", "is the master seed; set the top-level seed instead")
 	}
+	p.errs = append(p.errs, c.validateStages()...)
+	if err := c.validateTraining(); err != nil {
+		p.errs = append(p.errs, err)
+	}
+	return errors.Join(p.errs...)
+}
+
+// fieldProblems collects Validate's errors, each naming its field, in the order they are found.
+type fieldProblems struct{ errs []error }
+
+// bad records a problem with field.
+func (p *fieldProblems) bad(field, format string, a ...any) {
+	p.errs = append(p.errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, a...)))
+}
+
+// validateData checks the number of pairs and the data fields (source, clients, images, split,
+// test samples): what the data preparation needs before anything is loaded.
+func (c *Config) validateData(bad func(field, format string, a ...any)) {
 	if c.Pairs < 1 || c.Pairs > MaxPairs {
 		bad("pairs", "need 1 to %d, got %d", MaxPairs, c.Pairs)
 	}
@@ -465,6 +486,12 @@ func (c *Config) Validate() error {
 	if c.Data.TestSamples < 0 {
 		bad("data.test_samples", "negative: %d", c.Data.TestSamples)
 	}
+}
+
+// validateAdjacency checks the adjacent pair: its kind, the target client and sample, the
+// canary. The claim's sampling rate is checked here too, after the kind, in the order Validate
+// has always reported them.
+func (c *Config) validateAdjacency(bad func(field, format string, a ...any)) {
 	switch c.Adjacency.Kind {
 	case "replace", "add", "remove", "replace-client", "remove-client":
 	default:
@@ -491,6 +518,11 @@ func (c *Config) Validate() error {
 	default:
 		bad("adjacency.canary", "%q is not dirac, relabel, heldout, pattern, blank or custom", c.Adjacency.Canary)
 	}
+}
+
+// validateAudit checks the audit fields: confidence, delta, method, smoothness, the claim and
+// the inversion attack's budget.
+func (c *Config) validateAudit(bad func(field, format string, a ...any)) {
 	if !(c.Audit.Confidence > 0 && c.Audit.Confidence < 1) {
 		bad("audit.confidence", "need a value in (0, 1), got %g", c.Audit.Confidence)
 	}
@@ -536,20 +568,19 @@ func (c *Config) Validate() error {
 	if c.Audit.ClaimMu > 0 && c.Audit.ClaimEpsilon > 0 {
 		bad("audit", "claim either claim_mu or claim_epsilon, not both")
 	}
-	if c.Train.Seed != c.Seed {
-		bad("train.seed", "is the master seed; set the top-level seed instead")
-	}
-	errs = append(errs, c.validateStages()...)
-	// The training fields are checked here too, with the sizes the config states (a named
-	// dataset's classes are not known yet: 2 stands in), so that a mistake is reported before
-	// any data is loaded or file written; the engine checks again against the data.
+}
+
+// validateTraining checks the training fields with the sizes the config states (a named
+// dataset's classes are not known yet: 2 stands in), so that a mistake is reported before any
+// data is loaded or file written; the engine checks again against the data.
+func (c *Config) validateTraining() error {
 	if c.Data.Clients >= 1 && c.Data.PerClient >= 1 {
 		s := Sizes(c, nil)
 		if err := c.Train.Check(c.Data.Clients, c.Data.PerClient, s.Classes); err != nil {
-			errs = append(errs, fmt.Errorf("train: %w", err))
+			return fmt.Errorf("train: %w", err)
 		} else if _, err := train.MemoryOf(c.Train, s); err != nil {
-			errs = append(errs, fmt.Errorf("train: %w", err))
+			return fmt.Errorf("train: %w", err)
 		}
 	}
-	return errors.Join(errs...)
+	return nil
 }

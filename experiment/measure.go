@@ -93,30 +93,9 @@ func MeasureOneRun(ctx context.Context, cfg *Config, counts []int, seeds int, ro
 	}
 	var out []OneRunCost
 	for _, k := range counts {
-		type acc struct {
-			mu, eps, truth, est []float64
-			kind                string
-			attack, threat      string
-			round               int
-			misses              int
-		}
-		type key struct {
-			attack string
-			round  int
-		}
-		byAttack := map[key]*acc{}
-		var order []key
+		tally := oneRunTally{byAttack: map[oneRunKey]*oneRunAcc{}}
 		for s := 0; s < seeds; s++ {
-			c := *cfg
-			c.Train = cfg.Train
-			cc := *cfg.Train.Canaries
-			cc.Count = k
-			c.Train.Canaries = &cc
-			c.Pairs, c.Seed = 1, cfg.Seed+uint64(s)
-			c.Train.Seed = c.Seed
-			c.Audit.Method = MethodOneRun
-			c.Audit.Rounds = rounds
-			c.Audit.ClaimMu, c.Audit.ClaimEpsilon = 0, 0
+			c := measureConfig(cfg, k, s, rounds)
 			if err := c.Validate(); err != nil {
 				return nil, fmt.Errorf("measure: %d canaries: %w", k, err)
 			}
@@ -124,64 +103,121 @@ func MeasureOneRun(ctx context.Context, cfg *Config, counts []int, seeds int, ro
 			if err != nil {
 				return nil, err
 			}
-			a, err := Run(ctx, &c, tmp, RunOptions{})
-			realized := map[int]float64{}
-			if err == nil {
-				for _, t := range rounds {
-					realized[t] = realizedMuAt(tmp, t)
-				}
-			}
-			os.RemoveAll(tmp)
+			a, realized, err := measureRun(ctx, &c, tmp, rounds)
 			if err != nil {
 				return nil, fmt.Errorf("measure: %d canaries, seed %d: %w", k, c.Seed, err)
 			}
-			for _, f := range a.Findings {
-				if !f.OneRun() {
-					continue
-				}
-				k := key{f.Attack, f.Round}
-				x := byAttack[k]
-				if x == nil {
-					x = &acc{attack: f.Attack, threat: f.Threat, round: f.Round}
-					byAttack[k] = x
-					order = append(order, k)
-				}
-				x.mu = append(x.mu, f.Result.MuLower)
-				x.eps = append(x.eps, f.Result.EpsLower)
-				switch {
-				case !math.IsNaN(f.ExactMu):
-					x.truth, x.kind = append(x.truth, f.ExactMu), "exact"
-					if f.Result.MuLower > f.ExactMu {
-						x.misses++
-					}
-				case !math.IsNaN(realized[f.Round]):
-					x.truth, x.kind = append(x.truth, realized[f.Round]), "realized"
-				}
-				if f.Estimate != nil {
-					x.est = append(x.est, f.Estimate.Mu)
-				}
-			}
+			tally.add(a.Findings, realized)
 		}
-		row := OneRunCost{Canaries: k, Seeds: seeds}
-		slices.SortFunc(order, func(a, b key) int {
-			names := attacks.CanaryAttackNames()
-			return cmp.Or(cmp.Compare(slices.Index(names, a.attack), slices.Index(names, b.attack)), cmp.Compare(a.round, b.round))
-		})
-		for _, k := range order {
-			x := byAttack[k]
-			r := OneRunCostRow{Attack: x.attack, Threat: x.threat, Round: x.round, MuLower: audit.Median(x.mu), EpsLower: audit.Median(x.eps),
-				Delta: cfg.Audit.Delta, MuLowers: x.mu, EpsLowers: x.eps, Truth: math.NaN(), TruthKind: x.kind, Misses: x.misses, EstimateMu: math.NaN()}
-			if len(x.truth) > 0 {
-				r.Truth = audit.Median(x.truth)
-			}
-			if len(x.est) > 0 {
-				r.EstimateMu = audit.Median(x.est)
-			}
-			row.Rows = append(row.Rows, r)
-		}
-		out = append(out, row)
+		out = append(out, OneRunCost{Canaries: k, Seeds: seeds, Rows: tally.rows(cfg.Audit.Delta)})
 	}
 	return out, nil
+}
+
+// measureConfig is cfg made into the s-th seed's one-run audit with k canaries: one pair, the
+// seed cfg.Seed+s, the method one-run at the given rounds, no claim.
+func measureConfig(cfg *Config, k, s int, rounds []int) Config {
+	c := *cfg
+	c.Train = cfg.Train
+	cc := *cfg.Train.Canaries
+	cc.Count = k
+	c.Train.Canaries = &cc
+	c.Pairs, c.Seed = 1, cfg.Seed+uint64(s)
+	c.Train.Seed = c.Seed
+	c.Audit.Method = MethodOneRun
+	c.Audit.Rounds = rounds
+	c.Audit.ClaimMu, c.Audit.ClaimEpsilon = 0, 0
+	return c
+}
+
+// measureRun runs the audit of c in the temporary directory tmp and removes it, returning the
+// analysis and the realized mu at each of rounds (read before the directory goes).
+func measureRun(ctx context.Context, c *Config, tmp string, rounds []int) (*findings.Analysis, map[int]float64, error) {
+	a, err := Run(ctx, c, tmp, RunOptions{})
+	realized := map[int]float64{}
+	if err == nil {
+		for _, t := range rounds {
+			realized[t] = realizedMuAt(tmp, t)
+		}
+	}
+	os.RemoveAll(tmp)
+	return a, realized, err
+}
+
+// oneRunKey names a summarized row: one canary attack at one round.
+type oneRunKey struct {
+	attack string
+	round  int
+}
+
+// oneRunAcc gathers one attack's results at one round over the seeds.
+type oneRunAcc struct {
+	mu, eps, truth, est []float64
+	kind                string
+	attack, threat      string
+	round               int
+	misses              int
+}
+
+// oneRunTally gathers the one-run findings of every seed of one canary count, by attack and
+// round in the order first seen, so that each becomes one row of medians.
+type oneRunTally struct {
+	byAttack map[oneRunKey]*oneRunAcc
+	order    []oneRunKey
+}
+
+// add records one seed's one-run findings; realized is that run's realized mu by round, the
+// truth where no exact mu is known.
+func (t *oneRunTally) add(fs []findings.Finding, realized map[int]float64) {
+	for _, f := range fs {
+		if !f.OneRun() {
+			continue
+		}
+		k := oneRunKey{f.Attack, f.Round}
+		x := t.byAttack[k]
+		if x == nil {
+			x = &oneRunAcc{attack: f.Attack, threat: f.Threat, round: f.Round}
+			t.byAttack[k] = x
+			t.order = append(t.order, k)
+		}
+		x.mu = append(x.mu, f.Result.MuLower)
+		x.eps = append(x.eps, f.Result.EpsLower)
+		switch {
+		case !math.IsNaN(f.ExactMu):
+			x.truth, x.kind = append(x.truth, f.ExactMu), "exact"
+			if f.Result.MuLower > f.ExactMu {
+				x.misses++
+			}
+		case !math.IsNaN(realized[f.Round]):
+			x.truth, x.kind = append(x.truth, realized[f.Round]), "realized"
+		}
+		if f.Estimate != nil {
+			x.est = append(x.est, f.Estimate.Mu)
+		}
+	}
+}
+
+// rows is one row per attack and round, in the canary attacks' order then by round, each the
+// medians over the seeds.
+func (t *oneRunTally) rows(delta float64) []OneRunCostRow {
+	slices.SortFunc(t.order, func(a, b oneRunKey) int {
+		names := attacks.CanaryAttackNames()
+		return cmp.Or(cmp.Compare(slices.Index(names, a.attack), slices.Index(names, b.attack)), cmp.Compare(a.round, b.round))
+	})
+	var rows []OneRunCostRow
+	for _, k := range t.order {
+		x := t.byAttack[k]
+		r := OneRunCostRow{Attack: x.attack, Threat: x.threat, Round: x.round, MuLower: audit.Median(x.mu), EpsLower: audit.Median(x.eps),
+			Delta: delta, MuLowers: x.mu, EpsLowers: x.eps, Truth: math.NaN(), TruthKind: x.kind, Misses: x.misses, EstimateMu: math.NaN()}
+		if len(x.truth) > 0 {
+			r.Truth = audit.Median(x.truth)
+		}
+		if len(x.est) > 0 {
+			r.EstimateMu = audit.Median(x.est)
+		}
+		rows = append(rows, r)
+	}
+	return rows
 }
 
 // realizedMuAt is the realized mu of the informed adversary at round T in an experiment
