@@ -60,104 +60,147 @@ func init() {
 			"4-pair slice of the config on this machine (about a second); the GPU time from the\n" +
 			"stated peak rate times the assumed efficiency.",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			config := fs.String("config", "", "experiment config (YAML)")
-			shards := fs.Int("shards", 1, "number of shards (array tasks) the training is split into")
-			tflops := fs.Float64("gpu-tflops", 50, "peak FP32 rate of one GPU, in TFLOP/s")
-			eff := fs.Float64("gpu-efficiency", experiment.DefaultGPUEfficiency, "fraction of the peak rate the training reaches")
-			noCal := fs.Bool("no-calibrate", false, "skip the timing on this machine (deterministic output)")
-			costMu := fs.Float64("mu", 0, "print the cost table (trainings each audit method needs to certify 0.8 mu) at this mu, e.g. a pilot's realized mu (default: the exact mu of the quadratic instance at the last checkpoint, where the config is one)")
-			noCost := fs.Bool("no-cost", false, "skip the cost table")
-			budget := fs.Duration("calibrate-time", time.Second, "about how long the calibration may train")
-			asJSON := fs.Bool("json", false, "machine-readable output")
-			var memory string
-			registerMemory(fs, &memory)
+			p := &planFlags{}
+			fs.StringVar(&p.config, "config", "", "experiment config (YAML)")
+			fs.IntVar(&p.shards, "shards", 1, "number of shards (array tasks) the training is split into")
+			fs.Float64Var(&p.tflops, "gpu-tflops", 50, "peak FP32 rate of one GPU, in TFLOP/s")
+			fs.Float64Var(&p.eff, "gpu-efficiency", experiment.DefaultGPUEfficiency, "fraction of the peak rate the training reaches")
+			fs.BoolVar(&p.noCal, "no-calibrate", false, "skip the timing on this machine (deterministic output)")
+			fs.Float64Var(&p.costMu, "mu", 0, "print the cost table (trainings each audit method needs to certify 0.8 mu) at this mu, e.g. a pilot's realized mu (default: the exact mu of the quadratic instance at the last checkpoint, where the config is one)")
+			fs.BoolVar(&p.noCost, "no-cost", false, "skip the cost table")
+			fs.DurationVar(&p.budget, "calibrate-time", time.Second, "about how long the calibration may train")
+			fs.BoolVar(&p.asJSON, "json", false, "machine-readable output")
+			registerMemory(fs, &p.memory)
 			return func(ctx context.Context, e *env, args []string) error {
-				if len(args) > 0 {
-					return usagef("plan: unexpected argument %q", args[0])
-				}
-				if *config == "" {
-					return usagef("plan: --config is required")
-				}
-				if *shards < 1 {
-					return usagef("--shards must be >= 1")
-				}
-				if !(*tflops > 0) || math.IsInf(*tflops, 0) {
-					return usagef("--gpu-tflops must be a positive number, got %g", *tflops)
-				}
-				if !(*eff > 0 && *eff <= 1) {
-					return usagef("--gpu-efficiency must be in (0, 1], got %g", *eff)
-				}
-				memBudget, err := memoryBudget(memory)
-				if err != nil {
-					return err
-				}
-				cfg, err := experiment.Load(*config)
-				if err != nil {
-					return err
-				}
-				// A job whose attack stage would fail after its training is refused here too.
-				if err := experiment.CheckStages(cfg); err != nil {
-					return err
-				}
-				if _, err := experiment.CheckMemory(cfg, nil, memBudget); err != nil {
-					return err
-				}
-				data, err := experiment.Prepare(cfg)
-				if err != nil {
-					return err
-				}
-				mem, err := experiment.CheckMemory(cfg, data, memBudget)
-				if err != nil {
-					return err
-				}
-				w, err := experiment.Plan(cfg, data, *shards)
-				if err != nil {
-					return err
-				}
-				rate := *tflops * 1e12 * *eff
-				rep := planReport{Config: *config, Work: w, Memory: mem, MemoryBudget: memBudget, GPU: gpuEstimate{
-					PeakTFLOPS: *tflops, Efficiency: *eff,
-					Seconds: experiment.Seconds(w.FLOPs, rate), ShardSeconds: experiment.Seconds(w.ShardFLOPs, rate),
-				}}
-				if !*noCal {
-					// Said before the second of training, and only when it will happen.
-					if experiment.CalibrationFits(cfg, data, *budget) == nil {
-						e.logf("plan: calibrating on this machine (about %s)", *budget)
-					}
-					cal, err := experiment.Calibrate(ctx, cfg, data, *budget)
-					var tooLong *experiment.CalibrationTooLongError
-					switch {
-					case errors.As(err, &tooLong):
-						rep.NotCalibrated = fmt.Sprintf("not calibrated: one round of one pair is %sFLOP, at least %s even at %.0f GFLOP/s; --calibrate-time above %s times it anyway",
-							si(tooLong.FLOPs), duration(tooLong.Guess.Seconds()), experiment.CalibrationRateGuess/1e9, duration((2 * tooLong.Guess).Seconds()))
-					case err != nil:
-						return err
-					default:
-						rep.Calibration = &cal
-						rep.CPUSeconds = experiment.Seconds(w.FLOPs, cal.FLOPS)
-						rep.CPUShardSecs = experiment.Seconds(w.ShardFLOPs, cal.FLOPS)
-					}
-				}
-				if !*noCost {
-					if rep.Cost, err = planCosts(ctx, e, cfg, data, *costMu); err != nil {
-						return err
-					}
-				}
-				if *asJSON {
-					return writeJSON(e.stdout, rep)
-				}
-				printPlan(e, cfg, rep)
-				for _, c := range rep.Cost {
-					fmt.Fprintf(e.stdout, "\ncost of an audit at mu = %.4g (%s):\n", c.Mu, c.Source)
-					printCost(e.stdout, audit.CostOptions{Mu: c.Mu, Fraction: 0.8, Confidence: 0.95, Reps: c.Reps, MaxPairs: 102400, MaxCanaries: 102400}, c.Rows)
-				}
-				if len(rep.Cost) == 0 && !*noCost {
-					fmt.Fprintf(e.stdout, "cost: no mu known before training; --mu X (e.g. a pilot's realized mu) prints the trainings each audit method needs\n")
-				}
-				return nil
+				return runPlan(ctx, e, args, p)
 			}
 		},
 	})
+}
+
+// planFlags is the flags of `audit plan`, gathered so that the command's steps (checks, the
+// estimate, the calibration, the output) can be functions of their own.
+type planFlags struct {
+	config      string
+	shards      int
+	tflops, eff float64
+	noCal       bool
+	costMu      float64
+	noCost      bool
+	budget      time.Duration
+	asJSON      bool
+	memory      string
+}
+
+// check refuses arguments and flag values the plan cannot use, before any file is read.
+func (p *planFlags) check(args []string) error {
+	if len(args) > 0 {
+		return usagef("plan: unexpected argument %q", args[0])
+	}
+	if p.config == "" {
+		return usagef("plan: --config is required")
+	}
+	if p.shards < 1 {
+		return usagef("--shards must be >= 1")
+	}
+	if !(p.tflops > 0) || math.IsInf(p.tflops, 0) {
+		return usagef("--gpu-tflops must be a positive number, got %g", p.tflops)
+	}
+	if !(p.eff > 0 && p.eff <= 1) {
+		return usagef("--gpu-efficiency must be in (0, 1], got %g", p.eff)
+	}
+	return nil
+}
+
+// runPlan is `audit plan`: the checks, the work and memory of the config, the calibration and
+// the cost table, then the report as text or JSON.
+func runPlan(ctx context.Context, e *env, args []string, p *planFlags) error {
+	if err := p.check(args); err != nil {
+		return err
+	}
+	memBudget, err := memoryBudget(p.memory)
+	if err != nil {
+		return err
+	}
+	cfg, err := experiment.Load(p.config)
+	if err != nil {
+		return err
+	}
+	// A job whose attack stage would fail after its training is refused here too.
+	if err := experiment.CheckStages(cfg); err != nil {
+		return err
+	}
+	if _, err := experiment.CheckMemory(cfg, nil, memBudget); err != nil {
+		return err
+	}
+	data, err := experiment.Prepare(cfg)
+	if err != nil {
+		return err
+	}
+	mem, err := experiment.CheckMemory(cfg, data, memBudget)
+	if err != nil {
+		return err
+	}
+	w, err := experiment.Plan(cfg, data, p.shards)
+	if err != nil {
+		return err
+	}
+	rate := p.tflops * 1e12 * p.eff
+	rep := planReport{Config: p.config, Work: w, Memory: mem, MemoryBudget: memBudget, GPU: gpuEstimate{
+		PeakTFLOPS: p.tflops, Efficiency: p.eff,
+		Seconds: experiment.Seconds(w.FLOPs, rate), ShardSeconds: experiment.Seconds(w.ShardFLOPs, rate),
+	}}
+	if !p.noCal {
+		if err := calibratePlan(ctx, e, cfg, data, p.budget, &rep); err != nil {
+			return err
+		}
+	}
+	if !p.noCost {
+		if rep.Cost, err = planCosts(ctx, e, cfg, data, p.costMu); err != nil {
+			return err
+		}
+	}
+	if p.asJSON {
+		return writeJSON(e.stdout, rep)
+	}
+	printPlan(e, cfg, rep)
+	printPlanCosts(e, rep, p.noCost)
+	return nil
+}
+
+// calibratePlan times a slice of the training on this machine and puts the CPU times into rep,
+// or says in rep why it did not (the smallest slice would outlast the budget).
+func calibratePlan(ctx context.Context, e *env, cfg *experiment.Config, data *experiment.Data, budget time.Duration, rep *planReport) error {
+	w := rep.Work
+	// Said before the second of training, and only when it will happen.
+	if experiment.CalibrationFits(cfg, data, budget) == nil {
+		e.logf("plan: calibrating on this machine (about %s)", budget)
+	}
+	cal, err := experiment.Calibrate(ctx, cfg, data, budget)
+	var tooLong *experiment.CalibrationTooLongError
+	switch {
+	case errors.As(err, &tooLong):
+		rep.NotCalibrated = fmt.Sprintf("not calibrated: one round of one pair is %sFLOP, at least %s even at %.0f GFLOP/s; --calibrate-time above %s times it anyway",
+			si(tooLong.FLOPs), duration(tooLong.Guess.Seconds()), experiment.CalibrationRateGuess/1e9, duration((2 * tooLong.Guess).Seconds()))
+	case err != nil:
+		return err
+	default:
+		rep.Calibration = &cal
+		rep.CPUSeconds = experiment.Seconds(w.FLOPs, cal.FLOPS)
+		rep.CPUShardSecs = experiment.Seconds(w.ShardFLOPs, cal.FLOPS)
+	}
+	return nil
+}
+
+// printPlanCosts prints the plan's cost tables, or says how to get one when no mu was known.
+func printPlanCosts(e *env, rep planReport, noCost bool) {
+	for _, c := range rep.Cost {
+		fmt.Fprintf(e.stdout, "\ncost of an audit at mu = %.4g (%s):\n", c.Mu, c.Source)
+		printCost(e.stdout, audit.CostOptions{Mu: c.Mu, Fraction: 0.8, Confidence: 0.95, Reps: c.Reps, MaxPairs: 102400, MaxCanaries: 102400}, c.Rows)
+	}
+	if len(rep.Cost) == 0 && !noCost {
+		fmt.Fprintf(e.stdout, "cost: no mu known before training; --mu X (e.g. a pilot's realized mu) prints the trainings each audit method needs\n")
+	}
 }
 
 func printPlan(e *env, cfg *experiment.Config, r planReport) {
