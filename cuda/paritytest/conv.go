@@ -481,7 +481,6 @@ func testGroupNorm(t *testing.T, f Factory) {
 }
 
 func testGroupNormGrad(t *testing.T, f Factory) {
-	const eps = 1e-5
 	for _, o := range launchConfigs {
 		for _, gc := range gnCases {
 			t.Run(fmt.Sprintf("%s/%+v", cfgName(o), gc), func(t *testing.T) {
@@ -492,91 +491,9 @@ func testGroupNormGrad(t *testing.T, f Factory) {
 					for _, l := range convLayouts {
 						for _, wantDX := range []bool{true, false} {
 							for _, shift := range gnOffsets {
-								what := fmt.Sprintf("R %d x %v dx %v offset %v", R, l, wantDX, shift)
-								x := l.images(gc.C, gc.N, gc.H, gc.W, R)
-								xid := w.buf(imgLen(x), func(int) float32 { return shift + float32(w.rng.NormFloat64()) })
-								xs, _ := w.get(xid)
-								// gamma shared by the batch in the shared-x case (as a model's
-								// parameters never are, but the contract allows it).
-								gm, _ := gnParams(gc.C, R, l.shared)
-								gid := w.normal(matLen(gm))
-								gs, _ := w.get(gid)
-								dy := imgLayout{gap: 1}.images(gc.C, gc.N, gc.H, gc.W, R)
-								dyid := w.normal(imgLen(dy))
-								dys, _ := w.get(dyid)
-								dx := imgLayout{gap: 2, off: 1}.images(gc.C, gc.N, gc.H, gc.W, R)
-								dxid := w.buf(imgLen(dx), nanFill)
-								dgm, dbt := gnParams(gc.C, R, false)
-								pid := w.buf(matLen(dgm)+gc.C+2, nanFill)
-								xi, gms, dyi, dxi := w.img(xid, x), w.mat(gid, gm), w.img(dyid, dy), w.img(dxid, dx)
-								dgms, dbts := w.mat(pid, dgm), w.mat(pid, dbt)
-								if !wantDX {
-									dxi = [2]compute.Images{}
-								}
-								for s := 0; s < 2; s++ {
-									cv[s].GroupNormGrad(gc.groups, eps, xi[s], gms[s], dyi[s], dxi[s], dgms[s], dbts[s])
-								}
-								cg, hw := gc.C/gc.groups, gc.H*gc.W
-								xAt := func(b, c, n, px int) float64 {
-									return float64(xs[x.Off+b*x.BatchStride+(c*gc.N+n)*hw+px])
-								}
-								dyAt := func(b, c, n, px int) float64 {
-									return float64(dys[dy.Off+b*dy.BatchStride+(c*gc.N+n)*hw+px])
-								}
-								gAt := func(b, c int) float64 { return float64(gs[gm.Off+b*gm.BatchStride+c]) }
-								// Host statistics and the magnitudes of the sums' terms.
-								type gstat struct{ mu, rs, mg, mgx float64 }
-								st := make([][]gstat, R)
-								sdy, sdyx := make([][]float64, R), make([][]float64, R)
-								for b := 0; b < R; b++ {
-									mean, rstd := gnStats(xs, x, b, gc.groups, eps)
-									st[b] = make([]gstat, gc.N*gc.groups)
-									sdy[b], sdyx[b] = make([]float64, gc.C), make([]float64, gc.C)
-									for n := 0; n < gc.N; n++ {
-										for g := 0; g < gc.groups; g++ {
-											r := n*gc.groups + g
-											s := gstat{mu: mean[r], rs: rstd[r]}
-											for c := g * cg; c < (g+1)*cg; c++ {
-												for px := 0; px < hw; px++ {
-													gy := dyAt(b, c, n, px) * gAt(b, c)
-													xh := (xAt(b, c, n, px) - s.mu) * s.rs
-													s.mg += math.Abs(gy)
-													s.mgx += math.Abs(gy * xh)
-													sdy[b][c] += math.Abs(dyAt(b, c, n, px))
-													sdyx[b][c] += math.Abs(dyAt(b, c, n, px) * xh)
-												}
-											}
-											s.mg /= float64(cg * hw)
-											s.mgx /= float64(cg * hw)
-											st[b][r] = s
-										}
-									}
-								}
-								if wantDX {
-									differ[0] += w.gnCompare(dxid, what+": dx", func(i int) bool { ok, _, _, _, _ := inImages(dx, i); return ok },
-										func(i int, ref float64) float64 {
-											_, b, c, n, px := inImages(dx, i)
-											s := st[b][n*gc.groups+c/cg]
-											xh := (xAt(b, c, n, px) - s.mu) * s.rs
-											m := s.rs * (math.Abs(dyAt(b, c, n, px)*gAt(b, c)) + s.mg + math.Abs(xh)*s.mgx)
-											return math.Ldexp(math.Abs(ref), -23) + 1e-10*m + 1e-30
-										})
-									total[0] += R * x.Size()
-								} else {
-									w.sameBits(dxid, what+": dx untouched")
-								}
-								differ[1] += w.gnCompare(pid, what+": dgamma, dbeta", func(i int) bool {
-									okg, _, _ := inRow(dgm, i)
-									okb, _, _ := inRow(dbt, i)
-									return okg || okb
-								}, func(i int, ref float64) float64 {
-									if ok, b, c := inRow(dgm, i); ok {
-										return math.Ldexp(math.Abs(ref), -23) + 1e-10*sdyx[b][c] + 1e-30
-									}
-									_, b, c := inRow(dbt, i)
-									return math.Ldexp(math.Abs(ref), -23) + 1e-10*sdy[b][c] + 1e-30
-								})
-								total[1] += 2 * R * gc.C
+								d, n := gnGradCase(w, cv, gc, R, l, wantDX, shift)
+								differ[0], differ[1] = differ[0]+d[0], differ[1]+d[1]
+								total[0], total[1] = total[0]+n[0], total[1]+n[1]
 							}
 						}
 					}
@@ -586,6 +503,128 @@ func testGroupNormGrad(t *testing.T, f Factory) {
 			})
 		}
 	}
+}
+
+// gnGradCase runs GroupNormGrad on both backends for one batch size, layout, choice of dx and
+// offset of x, and compares dx (or that it is untouched) and dgamma, dbeta within tolerances
+// built from the host's magnitudes of each sum's terms. It returns how many values differ in
+// bits from the CPU's and how many were compared, for dx and for dgamma and dbeta.
+func gnGradCase(w *twin, cv [2]compute.Convolver, gc gnCase, R int, l imgLayout, wantDX bool, shift float32) (differ, total [2]int) {
+	const eps = 1e-5
+	what := fmt.Sprintf("R %d x %v dx %v offset %v", R, l, wantDX, shift)
+	x := l.images(gc.C, gc.N, gc.H, gc.W, R)
+	xid := w.buf(imgLen(x), func(int) float32 { return shift + float32(w.rng.NormFloat64()) })
+	xs, _ := w.get(xid)
+	// gamma shared by the batch in the shared-x case (as a model's
+	// parameters never are, but the contract allows it).
+	gm, _ := gnParams(gc.C, R, l.shared)
+	gid := w.normal(matLen(gm))
+	gs, _ := w.get(gid)
+	dy := imgLayout{gap: 1}.images(gc.C, gc.N, gc.H, gc.W, R)
+	dyid := w.normal(imgLen(dy))
+	dys, _ := w.get(dyid)
+	dx := imgLayout{gap: 2, off: 1}.images(gc.C, gc.N, gc.H, gc.W, R)
+	dxid := w.buf(imgLen(dx), nanFill)
+	dgm, dbt := gnParams(gc.C, R, false)
+	pid := w.buf(matLen(dgm)+gc.C+2, nanFill)
+	xi, gms, dyi, dxi := w.img(xid, x), w.mat(gid, gm), w.img(dyid, dy), w.img(dxid, dx)
+	dgms, dbts := w.mat(pid, dgm), w.mat(pid, dbt)
+	if !wantDX {
+		dxi = [2]compute.Images{}
+	}
+	for s := 0; s < 2; s++ {
+		cv[s].GroupNormGrad(gc.groups, eps, xi[s], gms[s], dyi[s], dxi[s], dgms[s], dbts[s])
+	}
+	v := gnGradView{gc: gc, xs: xs, dys: dys, gs: gs, x: x, dy: dy, gm: gm}
+	st, sdy, sdyx := v.magnitudes(R, eps)
+	cg := gc.C / gc.groups
+	if wantDX {
+		differ[0] += w.gnCompare(dxid, what+": dx", func(i int) bool { ok, _, _, _, _ := inImages(dx, i); return ok },
+			func(i int, ref float64) float64 {
+				_, b, c, n, px := inImages(dx, i)
+				s := st[b][n*gc.groups+c/cg]
+				xh := (v.xAt(b, c, n, px) - s.mu) * s.rs
+				m := s.rs * (math.Abs(v.dyAt(b, c, n, px)*v.gAt(b, c)) + s.mg + math.Abs(xh)*s.mgx)
+				return math.Ldexp(math.Abs(ref), -23) + 1e-10*m + 1e-30
+			})
+		total[0] += R * x.Size()
+	} else {
+		w.sameBits(dxid, what+": dx untouched")
+	}
+	differ[1] += w.gnCompare(pid, what+": dgamma, dbeta", func(i int) bool {
+		okg, _, _ := inRow(dgm, i)
+		okb, _, _ := inRow(dbt, i)
+		return okg || okb
+	}, func(i int, ref float64) float64 {
+		if ok, b, c := inRow(dgm, i); ok {
+			return math.Ldexp(math.Abs(ref), -23) + 1e-10*sdyx[b][c] + 1e-30
+		}
+		_, b, c := inRow(dbt, i)
+		return math.Ldexp(math.Abs(ref), -23) + 1e-10*sdy[b][c] + 1e-30
+	})
+	total[1] += 2 * R * gc.C
+	return differ, total
+}
+
+// gnGradView reads the host copies of GroupNormGrad's inputs by replica, channel, image and
+// pixel, so that the tolerances can be written in those terms.
+type gnGradView struct {
+	gc      gnCase
+	xs, dys []float32
+	gs      []float32
+	x, dy   compute.Images
+	gm      compute.Mat
+}
+
+func (v *gnGradView) xAt(b, c, n, px int) float64 {
+	hw := v.gc.H * v.gc.W
+	return float64(v.xs[v.x.Off+b*v.x.BatchStride+(c*v.gc.N+n)*hw+px])
+}
+
+func (v *gnGradView) dyAt(b, c, n, px int) float64 {
+	hw := v.gc.H * v.gc.W
+	return float64(v.dys[v.dy.Off+b*v.dy.BatchStride+(c*v.gc.N+n)*hw+px])
+}
+
+func (v *gnGradView) gAt(b, c int) float64 { return float64(v.gs[v.gm.Off+b*v.gm.BatchStride+c]) }
+
+// gnGradStat is a group's host statistics (mean, reciprocal standard deviation) and the mean
+// magnitudes of the terms of dx's two sums over the group.
+type gnGradStat struct{ mu, rs, mg, mgx float64 }
+
+// magnitudes computes, on the host, each replica's group statistics and the magnitudes of the
+// terms of every sum the gradient takes (dx's per group, dgamma's and dbeta's per channel):
+// the scales the float32 sums' rounding is measured against.
+func (v *gnGradView) magnitudes(R int, eps float32) (st [][]gnGradStat, sdy, sdyx [][]float64) {
+	gc := v.gc
+	cg, hw := gc.C/gc.groups, gc.H*gc.W
+	st = make([][]gnGradStat, R)
+	sdy, sdyx = make([][]float64, R), make([][]float64, R)
+	for b := 0; b < R; b++ {
+		mean, rstd := gnStats(v.xs, v.x, b, gc.groups, eps)
+		st[b] = make([]gnGradStat, gc.N*gc.groups)
+		sdy[b], sdyx[b] = make([]float64, gc.C), make([]float64, gc.C)
+		for n := 0; n < gc.N; n++ {
+			for g := 0; g < gc.groups; g++ {
+				r := n*gc.groups + g
+				s := gnGradStat{mu: mean[r], rs: rstd[r]}
+				for c := g * cg; c < (g+1)*cg; c++ {
+					for px := 0; px < hw; px++ {
+						gy := v.dyAt(b, c, n, px) * v.gAt(b, c)
+						xh := (v.xAt(b, c, n, px) - s.mu) * s.rs
+						s.mg += math.Abs(gy)
+						s.mgx += math.Abs(gy * xh)
+						sdy[b][c] += math.Abs(v.dyAt(b, c, n, px))
+						sdyx[b][c] += math.Abs(v.dyAt(b, c, n, px) * xh)
+					}
+				}
+				s.mg /= float64(cg * hw)
+				s.mgx /= float64(cg * hw)
+				st[b][r] = s
+			}
+		}
+	}
+	return st, sdy, sdyx
 }
 
 // GroupNorm refuses a channel count that its groups do not divide, with an error and no launch;
