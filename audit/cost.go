@@ -99,7 +99,28 @@ func CostTable(ctx context.Context, opts CostOptions) ([]CostRow, error) {
 	if err != nil {
 		return nil, err
 	}
+	// One generator for the whole table, drawn from in the order of the rows.
 	rng := rand.New(rand.NewPCG(o.Seed, 0xc057))
+	rows, err := costPairRows(ctx, o, rng)
+	if err != nil {
+		return nil, err
+	}
+	mu1, eps1, err := costOneRunRows(ctx, o, rng, epsTrue)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, mu1, eps1)
+	shot, err := costOneShotRow(o, rng)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, shot)
+	return rows, nil
+}
+
+// costPairRows is the cost of the methods that audit pairs of trainings: for each, the first
+// number of pairs, doubling from 50, whose median certified bound reaches the target.
+func costPairRows(ctx context.Context, o CostOptions, rng *rand.Rand) ([]CostRow, error) {
 	type pairMethod struct {
 		name, note string
 		coupled    bool
@@ -137,8 +158,13 @@ func CostTable(ctx context.Context, opts CostOptions) ([]CostRow, error) {
 		}
 		rows = append(rows, row)
 	}
+	return rows, nil
+}
 
-	// One run with m canaries, each included with probability 1/2: score N(mu b_i, 1).
+// costOneRunRows is the cost of the one-run audits, mu and epsilon: the first number of
+// canaries in one run with m canaries, each included with probability 1/2 (score N(mu b_i, 1)),
+// doubling from 100, whose median bound reaches its target.
+func costOneRunRows(ctx context.Context, o CostOptions, rng *rand.Rand, epsTrue float64) (CostRow, CostRow, error) {
 	mu1 := CostRow{Method: "one run + f-DP (Mahloujifar et al.)", Target: o.Fraction * o.Mu, Note: "one training carrying the canaries shown"}
 	eps1 := CostRow{Method: "one run + epsilon (Steinke et al.)", Target: o.Fraction * epsTrue, Note: "target and median are epsilon at delta"}
 	for m := 100; m <= o.MaxCanaries && !(mu1.Reached && eps1.Reached); m *= 2 {
@@ -146,14 +172,14 @@ func CostTable(ctx context.Context, opts CostOptions) ([]CostRow, error) {
 		epss := make([]float64, o.Reps)
 		for r := range mus {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return mu1, eps1, err
 			}
 			scores, included := oneRunScores(rng, o.Mu, m)
 			// The path audit run and analyze take (OneRunAnalyze: mu and eps jointly at the
 			// confidence), so the table's numbers are what a user gets.
 			res, err := OneRunAnalyze(scores, included, nil, o.Delta, o.Confidence)
 			if err != nil {
-				return nil, fmt.Errorf("cost table: one run with %d canaries: %w", m, err)
+				return mu1, eps1, fmt.Errorf("cost table: one run with %d canaries: %w", m, err)
 			}
 			mus[r], epss[r] = res.MuLower, res.EpsLower
 		}
@@ -170,10 +196,12 @@ func CostTable(ctx context.Context, opts CostOptions) ([]CostRow, error) {
 			}
 		}
 	}
-	rows = append(rows, mu1, eps1)
+	return mu1, eps1, nil
+}
 
-	// The one-shot estimate with 1000 inserted and 1000 held-out canaries: an estimate, so its
-	// cost is its error, not a size.
+// costOneShotRow is the one-shot estimate with 1000 inserted and 1000 held-out canaries: an
+// estimate, so its cost is its error, not a size.
+func costOneShotRow(o CostOptions, rng *rand.Rand) (CostRow, error) {
 	shot := CostRow{Method: "one-shot estimate (Andrew et al.)", Trainings: 1, Canaries: 2000, Target: o.Mu,
 		Note: "an estimate, not a bound: median relative error of mu"}
 	errs := make([]float64, o.Reps)
@@ -185,13 +213,12 @@ func CostTable(ctx context.Context, opts CostOptions) ([]CostRow, error) {
 		}
 		est, err := OneShotEpsilon(held, ins, o.Delta)
 		if err != nil {
-			return nil, err
+			return shot, err
 		}
 		vals[r], errs[r] = est.Mu, math.Abs(est.Mu-o.Mu)/o.Mu
 	}
 	shot.Median, shot.MedianRelError, shot.Reached = Median(vals), Median(errs), true
-	rows = append(rows, shot)
-	return rows, nil
+	return shot, nil
 }
 
 // mechanismScores are n scores per world of the mu-GDP Gaussian mechanism seen by its
