@@ -102,25 +102,9 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 	if err := checkOut(opts.Out); err != nil {
 		return nil, err
 	}
-	cfg := *opts.Config
-	if c := cfg.Train.Canaries; c != nil && c.Count > 0 {
-		// The manifest has no place for canary inclusion bits or their observations: runs
-		// imported under such a config would be audited without the one-run rows it promises.
-		return nil, &experiment.ConfigError{Err: fmt.Errorf("import: the config declares %d canaries (train.canaries), which imported runs cannot carry; remove train.canaries to audit the coupled pairs", c.Count)}
-	}
-	if k := cfg.Adjacency.Kind; (k == "add" || k == "remove") && cfg.Train.Model.Kind != train.External {
-		// Evaluation runs both worlds' clients side by side, with equal sample counts (the
-		// trainer's code, bit for bit): it failed after every snapshot had been read.
-		return nil, &experiment.ConfigError{Err: fmt.Errorf("import: adjacency %s changes client %d's number of samples between C and C', which fedaudit's evaluation of a %s cannot run side by side: use replace (the canary in place of one sample), or model kind external (parameter-space attacks only)", k, cfg.Adjacency.Client, cfg.Train.Model.Kind)}
-	}
-	// Imported runs carry global parameters (and uploads where the manifest lists them); the
-	// informed adversary's statistics are replayed where that is possible (replay.go).
-	cfg.Train.RecordParams, cfg.Train.RecordUpload = true, false
-	rounds := slices.Clone(cfg.Train.Checkpoints)
-	slices.Sort(rounds)
-	rounds = slices.Compact(rounds)
-	if len(rounds) == 0 {
-		return nil, &experiment.ConfigError{Err: errors.New("import: the config lists no train.checkpoints: they are the rounds the manifest must provide")}
+	cfg, rounds, err := importConfig(opts.Config)
+	if err != nil {
+		return nil, err
 	}
 	data, err := experiment.Prepare(&cfg)
 	if err != nil {
@@ -144,19 +128,7 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 			rp = newReplayer(cfg.Train, 2*plan.Pairs, len(data.Pair.C), plan.Uploads != nil)
 		}
 	}
-	meta := runs.Meta{
-		Config:      cfg.TrainingJSON(),
-		DatasetHash: data.Hash,
-		ToolVersion: opts.ToolVersion,
-		HasParams:   true,
-		HasUpload:   plan.Uploads != nil,
-	}
-	if rp != nil {
-		meta.StatNames = rp.names()
-	}
-	if known {
-		meta.StatNames = append(meta.StatNames, statNames...)
-	}
+	meta := importMeta(&cfg, data, opts.ToolVersion, plan.Uploads != nil, rp, known)
 	dropped := dropInapplicable(&cfg, meta, logf)
 
 	parent, tmp, err := tempBeside(opts.Out)
@@ -198,6 +170,56 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 	committed = true
 	fsutil.SyncDir(parent)
 	return res, nil
+}
+
+// importConfig is the deployment's config as an import uses it: refused where imported runs
+// cannot keep its promises (canaries, add and remove adjacency for a model fedaudit evaluates,
+// no checkpoints), with parameters recorded and uploads left to the manifest; rounds are its
+// checkpoints, sorted and distinct. Every refusal comes before any data is prepared or
+// snapshot read.
+func importConfig(c *experiment.Config) (experiment.Config, []int, error) {
+	cfg := *c
+	if cc := cfg.Train.Canaries; cc != nil && cc.Count > 0 {
+		// The manifest has no place for canary inclusion bits or their observations: runs
+		// imported under such a config would be audited without the one-run rows it promises.
+		return cfg, nil, &experiment.ConfigError{Err: fmt.Errorf("import: the config declares %d canaries (train.canaries), which imported runs cannot carry; remove train.canaries to audit the coupled pairs", cc.Count)}
+	}
+	if k := cfg.Adjacency.Kind; (k == "add" || k == "remove") && cfg.Train.Model.Kind != train.External {
+		// Evaluation runs both worlds' clients side by side, with equal sample counts (the
+		// trainer's code, bit for bit): it failed after every snapshot had been read.
+		return cfg, nil, &experiment.ConfigError{Err: fmt.Errorf("import: adjacency %s changes client %d's number of samples between C and C', which fedaudit's evaluation of a %s cannot run side by side: use replace (the canary in place of one sample), or model kind external (parameter-space attacks only)", k, cfg.Adjacency.Client, cfg.Train.Model.Kind)}
+	}
+	// Imported runs carry global parameters (and uploads where the manifest lists them); the
+	// informed adversary's statistics are replayed where that is possible (replay.go).
+	cfg.Train.RecordParams, cfg.Train.RecordUpload = true, false
+	rounds := slices.Clone(cfg.Train.Checkpoints)
+	slices.Sort(rounds)
+	rounds = slices.Compact(rounds)
+	if len(rounds) == 0 {
+		return cfg, nil, &experiment.ConfigError{Err: errors.New("import: the config lists no train.checkpoints: they are the rounds the manifest must provide")}
+	}
+	return cfg, rounds, nil
+}
+
+// importMeta is the run file's metadata of an import: the training config, the data's hash, the
+// parameters always and the uploads where the manifest lists them, and the statistics the
+// import computes (the replayed informed adversary's, then the evaluated ones where the model
+// is known).
+func importMeta(cfg *experiment.Config, data *experiment.Data, toolVersion string, hasUpload bool, rp *replayer, known bool) runs.Meta {
+	meta := runs.Meta{
+		Config:      cfg.TrainingJSON(),
+		DatasetHash: data.Hash,
+		ToolVersion: toolVersion,
+		HasParams:   true,
+		HasUpload:   hasUpload,
+	}
+	if rp != nil {
+		meta.StatNames = rp.names()
+	}
+	if known {
+		meta.StatNames = append(meta.StatNames, statNames...)
+	}
+	return meta
 }
 
 // planImport checks the manifest against the deployment (Manifest.validate, with the canary
