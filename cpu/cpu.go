@@ -181,37 +181,7 @@ func (e *elemJob) run(task, worker int) {
 	r0 := blk * e.rowsPer
 	switch e.op {
 	case opAxpby:
-		r1 := min(r0+e.rowsPer, e.y.Rows)
-		alpha := e.alpha
-		if e.coef != nil {
-			alpha *= e.coef[b]
-		}
-		y := data(e.y.Buf)
-		var x []float32
-		if e.x.Buf != nil {
-			x = data(e.x.Buf)
-		}
-		for r := r0; r < r1; r++ {
-			if alpha == 0 && e.beta == 0 { // x is not read: zeroing never propagates NaN
-				clear(y[e.y.Off+b*e.y.BatchStride+r*e.y.Stride:][:e.y.Cols])
-				continue
-			}
-			xr := x[e.x.Off+b*e.x.BatchStride+r*e.x.Stride:][:e.y.Cols]
-			yr := y[e.y.Off+b*e.y.BatchStride+r*e.y.Stride:][:e.y.Cols]
-			switch {
-			case e.beta == 0 && alpha == 1:
-				copy(yr, xr)
-			case e.beta == 0:
-				scaleTo(alpha, xr, yr)
-			case e.beta == 1:
-				// y - (-alpha) x is y + alpha x bit for bit: negation is exact
-				subScaled(-alpha, xr, yr)
-			default:
-				for j, v := range xr {
-					yr[j] = alpha*v + e.beta*yr[j]
-				}
-			}
-		}
+		e.axpby(b, r0)
 	case opAddRow:
 		r1 := min(r0+e.rowsPer, e.y.Rows)
 		y := data(e.y.Buf)
@@ -263,24 +233,67 @@ func (e *elemJob) run(task, worker int) {
 		r1 := min(r0+e.rowsPer, e.x.Rows)
 		e.softmax(b, r0, r1)
 	case opClipExamples:
-		r1 := min(r0+e.rowsPer, e.deltas[0].Rows)
-		for r := r0; r < r1; r++ {
-			var n float64
-			for l, d := range e.deltas {
-				dr := data(d.Buf)[d.Off+b*d.BatchStride+r*d.Stride:][:d.Cols]
-				in := e.inputs[l]
-				ir := data(in.Buf)[in.Off+b*in.BatchStride+r*in.Stride:][:in.Cols]
-				n += sumSq(dr) * (sumSq(ir) + 1)
+		e.clipExamples(b, r0)
+	}
+}
+
+// axpby is opAxpby on replica b's rows from r0 (one task's block): y = alpha x + beta y, with
+// alpha scaled by the replica's coefficient; kept apart from run's dispatch like softmax.
+func (e *elemJob) axpby(b, r0 int) {
+	r1 := min(r0+e.rowsPer, e.y.Rows)
+	alpha := e.alpha
+	if e.coef != nil {
+		alpha *= e.coef[b]
+	}
+	y := data(e.y.Buf)
+	var x []float32
+	if e.x.Buf != nil {
+		x = data(e.x.Buf)
+	}
+	for r := r0; r < r1; r++ {
+		if alpha == 0 && e.beta == 0 { // x is not read: zeroing never propagates NaN
+			clear(y[e.y.Off+b*e.y.BatchStride+r*e.y.Stride:][:e.y.Cols])
+			continue
+		}
+		xr := x[e.x.Off+b*e.x.BatchStride+r*e.x.Stride:][:e.y.Cols]
+		yr := y[e.y.Off+b*e.y.BatchStride+r*e.y.Stride:][:e.y.Cols]
+		switch {
+		case e.beta == 0 && alpha == 1:
+			copy(yr, xr)
+		case e.beta == 0:
+			scaleTo(alpha, xr, yr)
+		case e.beta == 1:
+			// y - (-alpha) x is y + alpha x bit for bit: negation is exact
+			subScaled(-alpha, xr, yr)
+		default:
+			for j, v := range xr {
+				yr[j] = alpha*v + e.beta*yr[j]
 			}
-			s := float32(1)
-			if nn := math.Sqrt(n); nn > float64(e.alpha) {
-				s = float32(float64(e.alpha) / nn)
-			}
-			for _, d := range e.deltas {
-				dr := data(d.Buf)[d.Off+b*d.BatchStride+r*d.Stride:][:d.Cols]
-				for j := range dr {
-					dr[j] *= s
-				}
+		}
+	}
+}
+
+// clipExamples is opClipExamples on replica b's rows from r0 (one task's block): each row's
+// per-example gradient, spread over the layers' deltas and inputs, scaled to norm at most
+// alpha; kept apart from run's dispatch like softmax.
+func (e *elemJob) clipExamples(b, r0 int) {
+	r1 := min(r0+e.rowsPer, e.deltas[0].Rows)
+	for r := r0; r < r1; r++ {
+		var n float64
+		for l, d := range e.deltas {
+			dr := data(d.Buf)[d.Off+b*d.BatchStride+r*d.Stride:][:d.Cols]
+			in := e.inputs[l]
+			ir := data(in.Buf)[in.Off+b*in.BatchStride+r*in.Stride:][:in.Cols]
+			n += sumSq(dr) * (sumSq(ir) + 1)
+		}
+		s := float32(1)
+		if nn := math.Sqrt(n); nn > float64(e.alpha) {
+			s = float32(float64(e.alpha) / nn)
+		}
+		for _, d := range e.deltas {
+			dr := data(d.Buf)[d.Off+b*d.BatchStride+r*d.Stride:][:d.Cols]
+			for j := range dr {
+				dr[j] *= s
 			}
 		}
 	}
