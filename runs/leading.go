@@ -97,20 +97,5 @@ func checkSchemaMessage(buf []byte) error {
 	if p < 0 || p >= int64(len(buf)) || buf[p] != headerSchema {
 		return fmt.Errorf("%w: not a schema message", errBadFooter)
 	}
-	p = c.field(m, messageHeader)
-	if p < 0 {
-		return fmt.Errorf("%w: no schema", errBadFooter)
-	}
-	pos, err := c.ref(p)
-	if err != nil {
-		return err
-	}
-	schema, err := c.table(pos)
-	if err != nil {
-		return err
-	}
-	if err := c.tableVector(schema, schemaFields, func(f fbTable) error { return c.schemaField(f, 0) }); err != nil {
-		return err
-	}
-	return c.keyValues(schema, schemaMetadata)
+	return c.schemaAt(c.field(m, messageHeader))
 }

@@ -235,18 +235,9 @@ func (c *fbChecker) schemaField(t fbTable, depth int) error {
 	return c.keyValues(t, fieldMetadata)
 }
 
-// verifyFooter checks what the IPC reader decodes of a footer when it opens a file.
-func verifyFooter(buf []byte) error {
-	c := &fbChecker{buf: buf}
-	root, err := c.ref(0)
-	if err != nil {
-		return err
-	}
-	footer, err := c.table(root)
-	if err != nil {
-		return err
-	}
-	p := c.field(footer, footerSchema)
+// schemaAt checks the Schema table that the field at p (-1: absent) refers to, its fields
+// and its metadata: the footer and the schema message at the start of a file both hold one.
+func (c *fbChecker) schemaAt(p int64) error {
 	if p < 0 {
 		return fmt.Errorf("%w: no schema", errBadFooter)
 	}
@@ -261,7 +252,21 @@ func verifyFooter(buf []byte) error {
 	if err := c.tableVector(schema, schemaFields, func(f fbTable) error { return c.schemaField(f, 0) }); err != nil {
 		return err
 	}
-	if err := c.keyValues(schema, schemaMetadata); err != nil {
+	return c.keyValues(schema, schemaMetadata)
+}
+
+// verifyFooter checks what the IPC reader decodes of a footer when it opens a file.
+func verifyFooter(buf []byte) error {
+	c := &fbChecker{buf: buf}
+	root, err := c.ref(0)
+	if err != nil {
+		return err
+	}
+	footer, err := c.table(root)
+	if err != nil {
+		return err
+	}
+	if err := c.schemaAt(c.field(footer, footerSchema)); err != nil {
 		return err
 	}
 	if _, n, err := c.vector(footer, footerDictionaries, blockSize); err != nil {
