@@ -1,0 +1,394 @@
+package report
+
+import (
+	"image/color"
+	"math"
+	"slices"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/fedaudit/fedaudit/theory"
+)
+
+// checkpointTicks puts the x ticks at the checkpoints T. Labels closer than minGap (a fraction
+// of the axis) to the previous label are left off, the last checkpoint always labelled, so no
+// two labels overlap; every checkpoint keeps its tick mark.
+type checkpointTicks struct {
+	ts     []int
+	log    bool
+	minGap float64
+}
+
+func (c checkpointTicks) Ticks(lo, hi float64) []plot.Tick {
+	pos := func(v float64) float64 {
+		if c.log {
+			return (math.Log(v) - math.Log(lo)) / (math.Log(hi) - math.Log(lo))
+		}
+		return (v - lo) / (hi - lo)
+	}
+	var ticks []plot.Tick
+	for _, t := range c.ts {
+		v := float64(t)
+		if v < lo || v > hi || (c.log && v <= 0) {
+			continue
+		}
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.Itoa(t)})
+	}
+	// Label from the right, so the largest T (the one read most) always has its label.
+	last := math.Inf(1)
+	for i := len(ticks) - 1; i >= 0; i-- {
+		p := pos(ticks[i].Value)
+		if last-p < c.minGap {
+			ticks[i].Label = ""
+			continue
+		}
+		last = p
+	}
+	return ticks
+}
+
+// muFigure draws mu against T: certified lower bounds per attack and threat model, the
+// theoretical bounds, the realized mu and the claim. A wide range switches to logarithmic axes.
+// muLine is one curve of the mu-against-T figure.
+type muLine struct {
+	label string
+	xy    plotter.XYs
+	col   color.Color
+	dash  []vg.Length
+	shape draw.GlyphDrawer
+	width vg.Length
+}
+
+// addMuLine appends l with the points get gives at the checkpoints, when it has any.
+func (m *model) addMuLine(dst *[]muLine, l muLine, get func(int) (float64, bool)) {
+	for _, t := range m.rounds {
+		if v, ok := get(t); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			l.xy = append(l.xy, plotter.XY{X: float64(t), Y: v})
+		}
+	}
+	if len(l.xy) > 0 {
+		*dst = append(*dst, l)
+	}
+}
+
+// muLines are the theory's curves (bounds and the realized mu) and one curve per attack
+// series (its certified lower bounds).
+func (m *model) muLines() (theoryLines, attacks []muLine) {
+	m.addMuLine(&theoryLines, muLine{label: "convergent bound (final model)", col: colorConvergent, shape: draw.CircleGlyph{}, width: vg.Points(1.5)},
+		func(t int) (float64, bool) {
+			return valueOf(m.theory[t], func(b *theory.Bound) float64 { return b.Mu })
+		})
+	m.addMuLine(&theoryLines, muLine{label: "composition bound (every iterate)", col: colorComposition, dash: dashComposition, shape: draw.TriangleGlyph{}, width: vg.Points(1.5)},
+		func(t int) (float64, bool) {
+			return valueOf(m.theory[t], func(b *theory.Bound) float64 { return b.MuComposition })
+		})
+	if m.hasThreat("uploads") {
+		m.addMuLine(&theoryLines, muLine{label: "uploads bound (single upload)", col: colorConvergent, dash: dashUploads, shape: draw.SquareGlyph{}, width: vg.Points(1.2)},
+			func(t int) (float64, bool) {
+				v, ok := valueOf(m.theory[t], func(b *theory.Bound) float64 { return b.MuUploads })
+				return v, ok && v > 0 // 0: a theory computed before the uploads bound existed
+			})
+	}
+	m.addMuLine(&theoryLines, muLine{label: "realized μ in training", col: colorRealized, dash: dashRealized, shape: draw.CrossGlyph{}, width: vg.Points(1.2)},
+		func(t int) (float64, bool) {
+			st := m.stats[t]
+			if st == nil {
+				return 0, false
+			}
+			return st.RealizedMu, true
+		})
+	for _, s := range m.series {
+		col, glyph, dash := m.seriesStyle(s)
+		m.addMuLine(&attacks, muLine{label: s.String(), col: col, dash: dash, shape: glyph, width: vg.Points(1.5)},
+			func(t int) (float64, bool) {
+				f := m.findings[s][t]
+				if f == nil {
+					return 0, false
+				}
+				return f.Result.MuLower, true
+			})
+	}
+	return theoryLines, attacks
+}
+
+// logRoundsRatio is the span of the checkpoints beyond which the T axis is logarithmic:
+// checkpoints 1, 2, 5, ..., 300 on a linear axis crowd all but the last few into its left edge.
+const logRoundsRatio = 10
+
+// roundsAxis decides the T axis of a figure over the checkpoints ts: logarithmic when the
+// positive checkpoints span more than a factor of logRoundsRatio, linear otherwise. It returns
+// the range drawn: on a logarithmic axis the positive checkpoints only (T = 0, the initial
+// model, has no place on it and is left off).
+func roundsAxis(ts []int) (logX bool, lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	pLo, pHi := math.Inf(1), math.Inf(-1)
+	for _, t := range ts {
+		v := float64(t)
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+		if t > 0 {
+			pLo, pHi = math.Min(pLo, v), math.Max(pHi, v)
+		}
+	}
+	if pHi > 0 && pHi/pLo > logRoundsRatio {
+		return true, pLo, pHi
+	}
+	return false, lo, hi
+}
+
+// onAxis drops the points a logarithmic T axis cannot show (T <= 0).
+func onAxis(xy plotter.XYs, logX bool) plotter.XYs {
+	if !logX {
+		return xy
+	}
+	out := xy[:0:0]
+	for _, pt := range xy {
+		if pt.X > 0 {
+			out = append(out, pt)
+		}
+	}
+	return out
+}
+
+// muAxes decides the scales: logarithmic y when the positive values (and the claim) span more
+// than two decades, the T axis by roundsAxis; it returns the range of T drawn too.
+func (m *model) muAxes(lines []muLine, claim float64) (logX, logY bool, tLo, tHi float64) {
+	logX, tLo, tHi = roundsAxis(m.rounds)
+	lo, hi := math.Inf(1), 0.0
+	for _, l := range lines {
+		for _, pt := range onAxis(l.xy, logX) {
+			if pt.Y > 0 {
+				lo, hi = math.Min(lo, pt.Y), math.Max(hi, pt.Y)
+			}
+		}
+	}
+	if claim > 0 {
+		lo, hi = math.Min(lo, claim), math.Max(hi, claim)
+	}
+	logY = hi > 0 && hi/lo > 100
+	return logX, logY, tLo, tHi
+}
+
+// addClaimLine draws the claim as a horizontal line over [tLo, tHi] with a legend entry and
+// its own label at the end of the line where the other curves are farthest from it, on the
+// side of the line away from them.
+func (m *model) addClaimLine(p *plot.Plot, leg *plot.Legend, lines []muLine, claim, tLo, tHi float64, logY bool) error {
+	x0, x1 := tLo, tHi
+	if x0 == x1 {
+		x0, x1 = x0-0.5, x1+0.5
+	}
+	cl, err := plotter.NewLine(plotter.XYs{{X: x0, Y: claim}, {X: x1, Y: claim}})
+	if err != nil {
+		return err
+	}
+	cl.Color, cl.Dashes, cl.Width = colorClaim, dashClaim, vg.Points(2)
+	p.Add(cl)
+	label := "claim μ = " + num(claim)
+	if m.in.ClaimLabel != "" {
+		label += " (" + m.in.ClaimLabel + ")"
+	}
+	leg.Add(label, cl)
+	nearest := func(x float64) (gap float64, above bool) {
+		gap, above = math.Inf(1), true
+		for _, l := range lines {
+			for _, pt := range l.xy {
+				if pt.X != x || (logY && pt.Y <= 0) {
+					continue
+				}
+				d := pt.Y - claim
+				if logY {
+					d = math.Log(pt.Y) - math.Log(claim)
+				}
+				if math.Abs(d) < gap {
+					gap, above = math.Abs(d), d > 0
+				}
+			}
+		}
+		return gap, above
+	}
+	gl, al := nearest(x0)
+	gr, ar := nearest(x1)
+	at, curveAbove, align := x1, ar, draw.XRight
+	if gl > gr {
+		at, curveAbove, align = x0, al, draw.XLeft
+	}
+	lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: at, Y: claim}}, Labels: []string{"claim μ = " + num(claim)}})
+	if err != nil {
+		return err
+	}
+	lbl.TextStyle[0].Color = colorClaim
+	lbl.TextStyle[0].Font.Size = vg.Points(9)
+	lbl.TextStyle[0].XAlign = align
+	lbl.TextStyle[0].YAlign = draw.YBottom
+	lbl.Offset = vg.Point{X: 0, Y: vg.Points(3)}
+	if curveAbove {
+		lbl.TextStyle[0].YAlign = draw.YTop
+		lbl.Offset.Y = -vg.Points(3)
+	}
+	p.Add(lbl)
+	return nil
+}
+
+// drawMuLines adds lines and their legend entries; on a log y axis the zero lower bounds (no
+// evidence) are left out, on a log T axis the checkpoint T = 0.
+func drawMuLines(p *plot.Plot, leg *plot.Legend, ls []muLine, logX, logY bool) error {
+	for _, l := range ls {
+		xy := onAxis(l.xy, logX)
+		if len(xy) == 0 {
+			continue
+		}
+		if logY {
+			pos := xy[:0:0]
+			for _, pt := range xy {
+				if pt.Y > 0 {
+					pos = append(pos, pt)
+				}
+			}
+			if len(pos) == 0 {
+				continue
+			}
+			xy = pos
+		}
+		ln, sc, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return err
+		}
+		ln.Color, ln.Dashes, ln.Width = l.col, l.dash, l.width
+		sc.Color, sc.Shape, sc.Radius = l.col, l.shape, vg.Points(3)
+		p.Add(ln, sc)
+		leg.Add(l.label, ln, sc)
+	}
+	return nil
+}
+
+func (m *model) muFigure() (*figure, bool, error) {
+	theoryLines, attacks := m.muLines()
+	if len(theoryLines)+len(attacks) == 0 {
+		return nil, false, nil
+	}
+	all := append(append([]muLine(nil), theoryLines...), attacks...)
+	claim := m.in.ClaimMu
+	logX, logY, tLo, tHi := m.muAxes(all, claim)
+
+	p := newPlot()
+	p.Title.Text = "μ against the number of rounds T"
+	p.X.Label.Text = "number of rounds T (ticks at the checkpoints)"
+	p.Y.Label.Text = "μ (Gaussian DP)"
+	if logY {
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, decadeTicks{}
+	} else {
+		p.Y.Min = 0
+	}
+	if logX {
+		p.X.Scale = plot.LogScale{}
+	}
+	p.X.Tick.Marker = checkpointTicks{ts: m.rounds, log: logX, minGap: 0.045}
+
+	leg := newLegend()
+	if claim > 0 && tHi >= tLo {
+		if err := m.addClaimLine(p, &leg, all, claim, tLo, tHi, logY); err != nil {
+			return nil, false, err
+		}
+	}
+	if err := drawMuLines(p, &leg, theoryLines, logX, logY); err != nil {
+		return nil, false, err
+	}
+	if len(attacks) > 0 {
+		leg.Add("", textItem{})
+		leg.Add("certified lower bounds", textItem{})
+		leg.Add("("+m.levelShort()+"):", textItem{})
+	}
+	if err := drawMuLines(p, &leg, attacks, logX, logY); err != nil {
+		return nil, false, err
+	}
+
+	lw, lh := legendSize(&leg)
+	lw += vg.Points(16)
+	pw, h := 15*vg.Centimeter, 11*vg.Centimeter
+	if lh+vg.Points(24) > h {
+		h = lh + vg.Points(24)
+	}
+	drawFn := func(c draw.Canvas) {
+		pc := c
+		pc.Max.X = c.Min.X + pw
+		p.Draw(pc)
+		lc := c
+		lc.Min.X = c.Min.X + pw + vg.Points(12)
+		lc.Max.Y -= vg.Points(20) // level with the top of the plotting area, below the title
+		leg.Draw(lc)
+	}
+	caption := "Certified lower bounds on μ (" + m.levelText() +
+		") per attack (colour and marker) and threat model (dash: solid final, dashed all-iterates, dotted uploads), beside the convergent bound (valid for the final model only), the composition bound (valid for an observer of every iterate) and the realized μ of the trained runs. A certified lower bound above the bound of its threat model contradicts that bound."
+	if claim > 0 {
+		caption += " The vermillion dash-dotted line is the claim: a certified lower bound above it violates the claim."
+	}
+	if logY {
+		caption += " The μ axis is logarithmic; lower bounds of 0 (no evidence) are not drawn."
+	}
+	caption += roundsAxisNote(m.rounds)
+	return &figure{name: "mu_vs_T", title: "μ against T", caption: caption, draw: drawFn,
+		w: pw + lw + vg.Points(12), h: h, wide: true}, true, nil
+}
+
+// roundsAxisNote is what a caption says about a logarithmic T axis, or "".
+func roundsAxisNote(ts []int) string {
+	logX, _, _ := roundsAxis(ts)
+	if !logX {
+		return ""
+	}
+	note := " The T axis is logarithmic (the checkpoints span more than a factor of " + strconv.Itoa(logRoundsRatio) + ")"
+	if slices.Contains(ts, 0) {
+		note += "; T = 0, the initial model, is not drawn"
+	}
+	return note + "."
+}
+
+func valueOf(b *theory.Bound, get func(*theory.Bound) float64) (float64, bool) {
+	if b == nil {
+		return 0, false
+	}
+	return get(b), true
+}
+
+// sensitivityFigure draws the measured ||w_T - w'_T|| against T, when any was recorded.
+func (m *model) sensitivityFigure() (*figure, bool, error) {
+	var xy plotter.XYs
+	for _, t := range m.rounds {
+		if st := m.stats[t]; st != nil && !math.IsNaN(st.Sensitivity) && !math.IsInf(st.Sensitivity, 0) {
+			xy = append(xy, plotter.XY{X: float64(t), Y: st.Sensitivity})
+		}
+	}
+	if len(xy) == 0 {
+		return nil, false, nil
+	}
+	p := newPlot()
+	p.Title.Text = "Measured sensitivity against T"
+	p.X.Label.Text = "number of rounds T"
+	p.Y.Label.Text = "mean ||w_T - w'_T|| over coupled pairs"
+	p.Y.Min = 0
+	var ts []int
+	for _, pt := range xy {
+		ts = append(ts, int(pt.X))
+	}
+	logX, _, _ := roundsAxis(ts)
+	if logX {
+		p.X.Scale = plot.LogScale{}
+	}
+	p.X.Tick.Marker = checkpointTicks{ts: m.rounds, log: logX, minGap: 0.06}
+	if xy = onAxis(xy, logX); len(xy) == 0 {
+		return nil, false, nil
+	}
+	ln, sc, err := plotter.NewLinePoints(xy)
+	if err != nil {
+		return nil, false, err
+	}
+	ln.Color, sc.Color = colorConvergent, colorConvergent
+	ln.Width = vg.Points(1.5)
+	p.Add(ln, sc)
+	return &figure{name: "sensitivity_vs_T", title: "Measured sensitivity against T",
+		caption: "Mean distance between the final models of the coupled pairs of runs (trained on C and on C'), per T. The convergent bound assumes this stays bounded as T grows." + roundsAxisNote(ts),
+		draw:    func(c draw.Canvas) { p.Draw(c) }, w: 14 * vg.Centimeter, h: 9 * vg.Centimeter}, true, nil
+}
