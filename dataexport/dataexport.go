@@ -17,6 +17,7 @@ import (
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/ingest"
+	"github.com/fedaudit/fedaudit/internal/fsutil"
 )
 
 // FormatVersion names the layout below; safetensors files record it in their metadata.
@@ -112,23 +113,18 @@ func Write(ctx context.Context, path string, cfg *experiment.Config, d *experime
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	// fsutil's temporary file holds its lock while it is written, so that a cleaner of stale
+	// temporary files (fsutil.CleanStale) in the same folder leaves it alone.
+	tmp, err := fsutil.Create(path)
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return fmt.Errorf("write %s: cannot create a file in %s: %w", path, dir, err)
+		return fmt.Errorf("write %s: cannot create a file in %s: %w", path, filepath.Dir(path), err)
 	}
-	done := false
-	defer func() {
-		if !done {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	w := &ctxWriter{ctx: ctx, f: tmp}
+	defer tmp.Abort()
+	w := &ctxWriter{ctx: ctx, f: tmp.File}
 	ts := Tensors(d)
 	switch format {
 	case NPZ:
@@ -137,13 +133,7 @@ func Write(ctx context.Context, path string, cfg *experiment.Config, d *experime
 		err = ingest.WriteSafetensorsTo(w, ts, Metadata(cfg, d))
 	}
 	if err == nil {
-		err = tmp.Sync()
-	}
-	if err == nil {
-		err = tmp.Close()
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
+		err = tmp.Commit()
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -151,7 +141,6 @@ func Write(ctx context.Context, path string, cfg *experiment.Config, d *experime
 		}
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	done = true
 	return nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/ingest"
+	"github.com/fedaudit/fedaudit/internal/fsutil"
 )
 
 const base = `name: export-%s
@@ -311,5 +312,38 @@ func TestNumPyReads(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// cleaningCtx runs a cleaner of stale temporary files in dir the first time the writer asks
+// whether it is cancelled, that is while the file is being written.
+type cleaningCtx struct {
+	context.Context
+	t       *testing.T
+	dir     string
+	cleaned bool
+}
+
+func (c *cleaningCtx) Err() error {
+	if !c.cleaned {
+		c.cleaned = true
+		if removed, err := fsutil.CleanStale(c.dir); err != nil || len(removed) != 0 {
+			c.t.Errorf("a cleaner during Write removed %v (%v): the file being written counts as stale", removed, err)
+		}
+	}
+	return c.Context.Err()
+}
+
+// A cleaner of stale temporary files (another command's fsutil.CleanStale) in the same folder
+// leaves the file being written alone: Write holds its lock.
+func TestWriteSurvivesCleaner(t *testing.T) {
+	cfg, d := prepare(t, configs["replace"])
+	dir := t.TempDir()
+	ctx := &cleaningCtx{Context: context.Background(), t: t, dir: dir}
+	if err := Write(ctx, filepath.Join(dir, "data.npz"), cfg, d); err != nil {
+		t.Fatal(err)
+	}
+	if !ctx.cleaned {
+		t.Fatal("the cleaner never ran")
 	}
 }
