@@ -80,12 +80,14 @@ func Detect(data []byte) Format {
 // ReadFile reads every tensor of a snapshot file, in the order the file lists them (safetensors:
 // by data offset; .npz: archive order). A .npy file holds one tensor, named after the file
 // without its extension.
-func ReadFile(path string) ([]Tensor, error) {
+func ReadFile(path string) ([]Tensor, error) { return readFile(path, false) }
+
+func readFile(path string, ints bool) ([]Tensor, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	ts, err := Parse(data, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
+	ts, err := parse(data, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)), ints)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -102,17 +104,7 @@ func Parse(data []byte, name string) ([]Tensor, error) { return parse(data, name
 func ParseData(data []byte, name string) ([]Tensor, error) { return parse(data, name, true) }
 
 // ReadDataFile is ReadFile through ParseData.
-func ReadDataFile(path string) ([]Tensor, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	ts, err := ParseData(data, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return ts, nil
-}
+func ReadDataFile(path string) ([]Tensor, error) { return readFile(path, true) }
 
 func parse(data []byte, name string, ints bool) ([]Tensor, error) {
 	switch Detect(data) {
