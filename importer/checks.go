@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
-	"slices"
+
+	"github.com/fedaudit/fedaudit/audit"
 )
 
 // checkInitial checks round 0's snapshots (params, run 2 pair + world; nil where a snapshot
@@ -103,7 +104,7 @@ func uploadKindWarning(norms []uploadNorms, updates bool) string {
 	if len(ratio) == 0 {
 		return ""
 	}
-	r, fileRel, distRel := median(ratio), median(rel), median(dist)
+	r, fileRel, distRel := audit.Median(ratio), audit.Median(rel), audit.Median(dist)
 	attacks := "as they are read now, the uploads observer's attacks (upload-lda, label, inversion, invgrad, informed-upload) score the wrong vectors"
 	switch {
 	case !updates && r > uploadKindRatio:
@@ -116,14 +117,4 @@ func uploadKindWarning(norms []uploadNorms, updates bool) string {
 			"If they are the uploaded models, import them with --uploads model; %s", fileRel, distRel, len(ratio), attacks)
 	}
 	return ""
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
