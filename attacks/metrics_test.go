@@ -97,39 +97,6 @@ func TestLogitConfidence(t *testing.T) {
 	}
 }
 
-// placeInfinite gives +Inf and -Inf scores finite values just beyond the round's finite range,
-// keeping every rank, so that a run whose statistic is infinite (a canary's loss of exactly 0
-// in world C) is neither dropped nor put at 0 among the others.
-func TestPlaceInfinite(t *testing.T) {
-	for _, tc := range []struct {
-		in, want []float64
-	}{
-		{[]float64{math.Inf(1), -2, 3, math.Inf(-1), 0.5}, []float64{4, -2, 3, -3, 0.5}},
-		{[]float64{math.Inf(1), math.Inf(-1)}, []float64{1, -1}},
-		{[]float64{1e300, math.Inf(1)}, []float64{1e300, math.Nextafter(1e300, math.Inf(1))}},
-		{[]float64{1, 2}, []float64{1, 2}},
-	} {
-		rows := make([]runs.Score, len(tc.in))
-		scores := slices.Clone(tc.in)
-		var pos, neg []int
-		const offset = 7 // the round's rows start at 7 in the result
-		for i, v := range tc.in {
-			rows[i].Score = v
-			if math.IsInf(v, 1) {
-				pos = append(pos, i+offset)
-			} else if math.IsInf(v, -1) {
-				neg = append(neg, i+offset)
-			}
-		}
-		placeInfinite(rows, scores, pos, neg, offset)
-		for i := range rows {
-			if rows[i].Score != tc.want[i] || scores[i] != tc.want[i] {
-				t.Errorf("%v: row %d is %v (scores %v), want %v", tc.in, i, rows[i].Score, scores[i], tc.want[i])
-			}
-		}
-	}
-}
-
 // TestLiRAFit: C' statistics (1, 3) fit N(2, 2) (sample variance 2), C statistics (5, 7) fit
 // N(6, 2). Offline at 4: z = (4 - 2)/sqrt 2. Online at 4: the two Gaussians share a variance and
 // 4 is their midpoint, so the log ratio is 0; at 6 it is ((6-2)^2 - 0)/(2*2) = 4.

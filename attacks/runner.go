@@ -10,6 +10,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
@@ -50,7 +51,7 @@ type Metrics struct {
 	// Runs is the number of scores; Missing of them are 0 because the run lacked the observation
 	// (e.g. the target client did not take part in round T-1), NonFinite because the attack's
 	// value was NaN (a diverged run). An infinite value keeps its rank: it is placed just beyond
-	// the round's finite scores (placeInfinite).
+	// the round's finite scores (audit.FiniteRanks).
 	Runs, Missing, NonFinite int
 	// AUC is the area under the ROC curve of the scores for telling C from C' (0.5: chance),
 	// ties counted one half.
@@ -474,7 +475,6 @@ func (sc *scoring) tabulateRound(res *Result, ai int, info Info, col []int, t in
 	var scores []float64
 	var worlds []int8
 	first := len(res.Scores)
-	var posInf, negInf []int // rows (of res.Scores) whose score was +Inf or -Inf
 	for oi := range sc.obs {
 		o := &sc.obs[oi]
 		if o.Round != t || sc.learned[ai] && sc.shadow[o.PairID] || errors.Is(sc.status[ai][oi], errNotScored) {
@@ -490,12 +490,7 @@ func (sc *scoring) tabulateRound(res *Result, ai int, info Info, col []int, t in
 			sum.Missing++
 		} else {
 			v := sc.observed[ai][oi].Score
-			switch {
-			case math.IsInf(v, 1):
-				posInf = append(posInf, len(res.Scores))
-			case math.IsInf(v, -1):
-				negInf = append(negInf, len(res.Scores))
-			case math.IsNaN(v):
+			if math.IsNaN(v) {
 				sum.NonFinite++ // a diverged run: nothing to rank it by
 				v = 0
 			}
@@ -512,7 +507,11 @@ func (sc *scoring) tabulateRound(res *Result, ai int, info Info, col []int, t in
 		worlds = append(worlds, s.World)
 		res.Scores = append(res.Scores, s)
 	}
-	placeInfinite(res.Scores[first:], scores, posInf, negInf, first)
+	// Infinite scores keep their rank (a canary's loss of exactly 0 in world C), written finite.
+	audit.FiniteRanks(scores)
+	for i := range scores {
+		res.Scores[first+i].Score = scores[i]
+	}
 	for i, m := range info.Metrics {
 		if counts[i] > 0 {
 			sum.Means[m] = sums[i] / float64(counts[i])
@@ -520,41 +519,6 @@ func (sc *scoring) tabulateRound(res *Result, ai int, info Info, col []int, t in
 	}
 	sum.AUC, sum.Accuracy = rocSummary(scores, worlds)
 	res.Summary = append(res.Summary, sum)
-}
-
-// placeInfinite gives the round's infinite scores finite values that keep their rank: +Inf just
-// above the largest finite score of the round, -Inf just below the smallest. Score files hold
-// finite numbers only, and mapping such a run to 0 (as a NaN) would throw away the most telling
-// runs (a canary's loss of exactly 0 in world C) or, were they dropped, audit a distribution
-// conditioned on the attack succeeding. Every bound depends on the scores' order alone, so the
-// certified bounds are those of the infinite scores. rows and scores are the round's score rows
-// and their values (aligned); the indices in posInf and negInf count from offset.
-func placeInfinite(rows []runs.Score, scores []float64, posInf, negInf []int, offset int) {
-	if len(posInf)+len(negInf) == 0 {
-		return
-	}
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, v := range scores {
-		if !math.IsInf(v, 0) {
-			lo, hi = math.Min(lo, v), math.Max(hi, v)
-		}
-	}
-	if lo > hi {
-		lo, hi = 0, 0 // every score infinite
-	}
-	above, below := hi+1, lo-1
-	if above <= hi { // |hi| beyond 2^53: 1 is lost in rounding
-		above = math.Nextafter(hi, math.Inf(1))
-	}
-	if below >= lo {
-		below = math.Nextafter(lo, math.Inf(-1))
-	}
-	for _, i := range posInf {
-		rows[i-offset].Score, scores[i-offset] = above, above
-	}
-	for _, i := range negInf {
-		rows[i-offset].Score, scores[i-offset] = below, below
-	}
 }
 
 // runStore holds the kept rows of every run by round.

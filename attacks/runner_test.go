@@ -435,3 +435,52 @@ func TestCancelledContext(t *testing.T) {
 		t.Error("cancelled context: no error")
 	}
 }
+
+// infAttack scores world-C runs of even pairs +Inf, of odd pairs 1, world C' runs -Inf on pair
+// 1 and 0 otherwise: what an attack whose statistic saturates gives.
+type infAttack struct{}
+
+func (infAttack) Info() Info { return Info{Name: "inf-test", Threat: runs.ThreatFinal} }
+func (infAttack) Observe(_ *Env, obs *Observation) (Observed, error) {
+	switch {
+	case obs.World == runs.WorldC && obs.PairID%2 == 0:
+		return Observed{Score: math.Inf(1)}, nil
+	case obs.World == runs.WorldC:
+		return Observed{Score: 1}, nil
+	case obs.PairID == 1:
+		return Observed{Score: math.Inf(-1)}, nil
+	}
+	return Observed{Score: 0}, nil
+}
+
+// The runner writes an attack's infinite scores as finite ones of the same rank (just beyond the
+// round's finite scores), neither as 0 among the others nor dropped, and does not count them
+// as non-finite; the AUC is that of the infinite scores.
+func TestRunnerKeepsInfiniteRanks(t *testing.T) {
+	registry = append(registry, infAttack{})
+	defer func() { registry = registry[:len(registry)-1] }()
+	spec := softmaxSpec
+	spec.pairs = 6
+	path, env, _ := simulate(t, spec)
+	res, err := Score(context.Background(), openTable(t, path), env, Options{Attacks: []string{"inf-test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range res.Scores {
+		var want float64
+		switch {
+		case s.World == runs.WorldC && s.PairID%2 == 0:
+			want = 2 // above the largest finite score, 1
+		case s.World == runs.WorldC:
+			want = 1
+		case s.PairID == 1:
+			want = -1 // below the smallest finite score, 0
+		}
+		if s.Score != want {
+			t.Errorf("round %d pair %d world %d: score %v, want %v", s.Round, s.PairID, s.World, s.Score, want)
+		}
+	}
+	if m := summaryOf(t, res, "inf-test"); m.NonFinite != 0 || m.Runs != 12 || m.AUC != 1 {
+		t.Errorf("summary %+v: want 12 runs, none non-finite, AUC 1", m)
+	}
+}

@@ -469,6 +469,45 @@ func (r *OneRunResult) EpsLowerAt(delta float64) float64 {
 	return best
 }
 
+// FiniteRanks replaces, in place, every infinite score by a finite one that keeps its rank: +Inf
+// just above the largest finite score, -Inf just below the smallest (0 when no score is
+// finite). NaNs are left as they are. Every certified bound depends on the scores' order alone,
+// so the bounds of the replaced scores are those of the infinite ones, and files and ROCs that
+// hold finite numbers only can keep such runs instead of dropping them (which would audit a
+// distribution conditioned on the attack's outcome).
+func FiniteRanks(scores []float64) {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	infinite := false
+	for _, v := range scores {
+		if math.IsInf(v, 0) {
+			infinite = true
+		} else if !math.IsNaN(v) {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
+	if !infinite {
+		return
+	}
+	if lo > hi {
+		lo, hi = 0, 0
+	}
+	above, below := hi+1, lo-1
+	if above <= hi { // |hi| beyond 2^53: 1 is lost in rounding
+		above = math.Nextafter(hi, math.Inf(1))
+	}
+	if below >= lo {
+		below = math.Nextafter(lo, math.Inf(-1))
+	}
+	for i, v := range scores {
+		switch {
+		case math.IsInf(v, 1):
+			scores[i] = above
+		case math.IsInf(v, -1):
+			scores[i] = below
+		}
+	}
+}
+
 // OneRunMethod labels the Results of OneRunAnalyze. It is not a threshold method: Analyze and
 // ParseThresholdMethod do not take it.
 const OneRunMethod ThresholdMethod = "one-run"
@@ -485,23 +524,10 @@ func OneRunAnalyze(scores []float64, included []bool, grid []OneRunChoice, delta
 	}
 	// The ROC takes finite scores only: infinite ones (a diverged run's canaries) move just
 	// beyond the finite range, which keeps every ranking and so the ROC.
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, s := range scores {
-		if !math.IsInf(s, 0) {
-			lo, hi = math.Min(lo, s), math.Max(hi, s)
-		}
-	}
-	if lo > hi {
-		lo, hi = 0, 0 // no finite score at all
-	}
+	finite := slices.Clone(scores)
+	FiniteRanks(finite)
 	var in, out []float64
-	for i, s := range scores {
-		switch {
-		case math.IsInf(s, -1):
-			s = lo - 1
-		case math.IsInf(s, 1):
-			s = hi + 1
-		}
+	for i, s := range finite {
 		if i < len(included) && included[i] {
 			in = append(in, s)
 		} else {
