@@ -8,7 +8,8 @@ import (
 
 // lookupKernels returns every kernel's function, indexed by kernels.Kernel, asking each module
 // only for the entry points its PTX declares (kernels.Locate): function(i, name) looks name up
-// in the loaded mods[i]. The driver device and gpu-info use it; asking a module for a name it
+// in the loaded mods[i]. The driver device uses it (gpu-info, which counts the kernels found
+// and goes on after a failure, walks kernels.Locate itself); asking a module for a name it
 // lacks is a CUDA_ERROR_NOT_FOUND from cuModuleGetFunction, which compute-sanitizer reports as
 // an API error (issue 27: 48 per backend opened when every name was tried in every module).
 func lookupKernels[F any](mods []kernels.Module, function func(mod int, name string) (F, error)) ([]F, error) {
