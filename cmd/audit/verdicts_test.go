@@ -220,3 +220,27 @@ func TestOutputsDirClaimOnDisk(t *testing.T) {
 		t.Errorf("analyze with the same claim notes a difference:\n%s", stdout)
 	}
 }
+
+// TestRunClaimAboutRecorded: issue 24 item 3 for --claim-about. `audit run --claim-mu 0.3
+// --claim-about uploads` judges the claim on the uploads rows only (this config has none, so the
+// model rows keep their theory bounds: consistent, exit 0); the directory records what the claim
+// is about beside it, so analyze, analyze --json and report judge the same. A stage that read
+// the recorded claim without claim_about would judge 0.3 about the models: violated, exit 3.
+func TestRunClaimAboutRecorded(t *testing.T) {
+	cfg := smallConfig(t, []string{"noise_std: 0.05", "noise_std: 0.01"})
+	dir := filepath.Join(t.TempDir(), "out")
+	code, stdout, _ := cli(t, "run", "--config", cfg, "--out", dir, "--claim-mu", "0.3", "--claim-about", "uploads")
+	if code != 0 || !strings.Contains(stdout, "CONSISTENT") {
+		t.Fatalf("run --claim-mu 0.3 --claim-about uploads: exit %d, want 0:\n%s", code, stdout)
+	}
+	for _, args := range [][]string{{"analyze", dir}, {"analyze", "--json", dir}, {"report", dir}} {
+		code, stdout, _ := cli(t, args...)
+		if code != 0 || !strings.Contains(stdout, "CONSISTENT") && !strings.Contains(stdout, `"consistent"`) {
+			t.Errorf("%v after run --claim-about uploads: exit %d, want 0 and a consistent headline:\n%s", args, code, stdout)
+		}
+	}
+	// Without the recorded claim_about the same claim is about the models: violated.
+	if code, stdout, _ := cli(t, "analyze", dir, "--claim-about", "models"); code != 3 {
+		t.Errorf("analyze --claim-about models: exit %d, want 3:\n%s", code, stdout)
+	}
+}
