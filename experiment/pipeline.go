@@ -62,6 +62,9 @@ func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) (*findin
 		opts.Analyze.Notes = append(opts.Analyze.Notes, fmt.Sprintf("the command line's settings are recorded in %s: later stages (analyze, report) judge them too",
 			expdir.Dir(dir).Config()))
 	}
+	if note := opts.Analyze.unrecordedSeed(cfg, dir); note != "" {
+		opts.Analyze.Notes = append(opts.Analyze.Notes, note)
+	}
 	cfg = rec
 	changed, err := SetUpDirectory(cfg, dir, opts.Shards)
 	if err != nil {
