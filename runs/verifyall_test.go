@@ -3,6 +3,7 @@ package runs
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -109,6 +110,7 @@ func TestVerifyScoreFileEveryByte(t *testing.T) {
 // nothing a reader decodes (flatbuffer padding and alignment) cannot be told from intact ones.
 func TestVerifyOlderFileLeadingSchema(t *testing.T) {
 	omitFileCRC = true
+	defer func() { omitFileCRC = false }()
 	path := filepath.Join(t.TempDir(), "runs-00000-of-00001.arrow")
 	m := testMeta([]string{"llr"}, true, true)
 	m.Shard = Shard{0, 1}
@@ -135,6 +137,9 @@ func TestVerifyOlderFileLeadingSchema(t *testing.T) {
 	if cfg < 0 {
 		t.Fatal("the config is not in the schema copy at the start")
 	}
+	// Outside the schema message (its 8 bytes of marker and length, then n bytes) every byte is
+	// the magic or zero padding, which the check pins: a change there is always reported.
+	msgEnd := 16 + int64(binary.LittleEndian.Uint32(orig[12:16]))
 	missed, missedConfig := 0, 0
 	flipEvery(t, path, int(first), func(off int) {
 		if _, err := VerifyFile(path); err == nil {
@@ -142,10 +147,41 @@ func TestVerifyOlderFileLeadingSchema(t *testing.T) {
 			if int64(off) >= cfg && int64(off) < cfg+int64(len(config)) {
 				missedConfig++
 			}
+			if off < 16 || int64(off) >= msgEnd {
+				t.Errorf("byte %d (magic, padding, marker or length of the schema copy, %d bytes) flipped: VerifyFile passed", off, msgEnd)
+			}
 		}
 	})
 	if missedConfig > 0 {
 		t.Errorf("%d changed bytes of the config in the schema copy went unnoticed", missedConfig)
 	}
 	t.Logf("%d of %d bytes of the schema copy changed nothing decoded", missed, first)
+}
+
+// Reading a canary score file checks its bytes outside the record batches too: a flipped byte
+// of the schema copy at its start makes it damaged.
+func TestReadCanaryScoresLeadingByte(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "canaries.arrow")
+	w, err := CreateCanaryScores(path, ScoreMeta{Config: []byte(`{"a":1}`)}, WithBatchRows(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(testCanaryScores(6)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadCanaryScores(path); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[10] ^= 0x01
+	os.WriteFile(path, data, 0o644)
+	if _, err := ReadCanaryScores(path); !errors.Is(err, ErrDamaged) {
+		t.Fatalf("ReadCanaryScores after a flip at byte 10 = %v, want ErrDamaged", err)
+	}
 }
