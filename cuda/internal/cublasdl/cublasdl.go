@@ -103,13 +103,9 @@ func load(e searchEnv) (*Library, error) {
 		return lib, err
 	}
 	var tried []string
-	for _, name := range e.loader {
-		lib, err := open(name)
-		if err == nil {
-			lib.Source = LoaderSearch
-			return lib, nil
-		}
-		tried = append(tried, fmt.Sprintf("%s (%v)", name, err))
+	if lib := openFirst(e.loader, &tried); lib != nil {
+		lib.Source = LoaderSearch
+		return lib, nil
 	}
 	for _, c := range candidates(e) {
 		lib, err := open(c.Path)
@@ -130,14 +126,23 @@ func load(e searchEnv) (*Library, error) {
 // The error names every library tried and why it was refused.
 func LoadFrom(names []string) (*Library, error) {
 	var tried []string
+	if lib := openFirst(names, &tried); lib != nil {
+		return lib, nil
+	}
+	return nil, notFound(tried, "")
+}
+
+// openFirst opens the first of names that loads, adding each one refused to tried with the
+// reason; nil when none loads.
+func openFirst(names []string, tried *[]string) *Library {
 	for _, name := range names {
 		lib, err := open(name)
 		if err == nil {
-			return lib, nil
+			return lib
 		}
-		tried = append(tried, fmt.Sprintf("%s (%v)", name, err))
+		*tried = append(*tried, fmt.Sprintf("%s (%v)", name, err))
 	}
-	return nil, notFound(tried, "")
+	return nil
 }
 
 func notFound(tried []string, searched string) error {
