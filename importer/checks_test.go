@@ -227,6 +227,30 @@ func TestSharedInitialModel(t *testing.T) {
 	}
 }
 
+// Where two w_0 are held by equally many runs, the earliest run's is the reference: the later
+// pairs are named, not the earlier ones.
+func TestSharedInitialModelTie(t *testing.T) {
+	cfg := smallConfig(t)
+	var pairs int
+	edit := func(p, w, r int, good []float32) []float32 {
+		pairs = max(pairs, p+1)
+		if r != 0 || p < 12 {
+			return nil
+		}
+		v := slices.Clone(good)
+		v[40] += 1e-3
+		return v
+	}
+	_, err, _ := importFlat(t, flatSpec{cfg: cfg, vec: edit})
+	if pairs != 24 {
+		t.Fatalf("%d pairs, the test wants 24 (half of them edited)", pairs)
+	}
+	if err == nil || !strings.Contains(err.Error(), "pair 12: w_0 (") || !strings.Contains(err.Error(), "24 of 48 runs") ||
+		strings.Contains(err.Error(), "pair 0: w_0 (") {
+		t.Errorf("error %v, want pairs 12 to 23 named against the w_0 of pair 0 (24 of 48 runs)", err)
+	}
+}
+
 const uploadMLPYAML = `
 name: import-upload-kind
 seed: 7
