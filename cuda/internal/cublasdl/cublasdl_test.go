@@ -79,6 +79,24 @@ func TestLoadSearchesCUDAHome(t *testing.T) {
 	if want := filepath.Join(home, "lib64") + " ($CUDA_HOME/lib64)"; lib.Source != want || lib.Name != filepath.Join(home, "lib64", so) {
 		t.Errorf("loaded %s, found by %q; want %s, found by %q", lib.Name, lib.Source, filepath.Join(home, "lib64", so), want)
 	}
+	// Found by the loader's own search: Source says so, and no directory is searched.
+	e = fakeEnv(t, "/", map[string]string{"CUDA_HOME": home})
+	e.loader = []string{"libcublas.so.99", real.Name}
+	if lib, err := load(e); err != nil || lib.Source != LoaderSearch || lib.Name != real.Name {
+		t.Errorf("the loader's search: %+v, %v; want %s found by %q", lib, err, real.Name, LoaderSearch)
+	}
+	// FEDAUDIT_CUBLAS: Source names it; when it does not load, nothing else is tried (the
+	// loader's names and $CUDA_HOME would find one here).
+	e = fakeEnv(t, "/", map[string]string{PathEnv: real.File, "CUDA_HOME": home})
+	e.loader = []string{real.Name}
+	if lib, err := load(e); err != nil || lib.Source != PathEnv || lib.Name != real.File {
+		t.Errorf("%s=%s: %+v, %v; want it, found by %q", PathEnv, real.File, lib, err, PathEnv)
+	}
+	e = fakeEnv(t, "/", map[string]string{PathEnv: "/nowhere/libcublas.so.12", "CUDA_HOME": home})
+	e.loader = []string{real.Name}
+	if lib, err := load(e); err == nil || !strings.Contains(err.Error(), "tried /nowhere/libcublas.so.12 (") || strings.Contains(err.Error(), real.Name) {
+		t.Errorf("%s naming no library: %+v, %v; want an error naming only it", PathEnv, lib, err)
+	}
 	// Nothing anywhere: the error names the loader's names and the directories searched.
 	e = fakeEnv(t, t.TempDir(), map[string]string{"CUDA_HOME": "/nowhere"})
 	e.loader = []string{"libcublas.so.99"}
