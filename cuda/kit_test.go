@@ -89,6 +89,11 @@ step slow-fn "a function step past the limit" slow_fn
 step failing "exits 3" bash -c 'echo failing on purpose; exit 3'
 skip other "not here"
 echo "failed=$failed"
+trap 'echo interrupted' INT
+step_deadline=$((SECONDS + 5))
+lim true
+step_deadline=0
+echo "after lim: $(trap -p INT)"
 `
 	start := time.Now()
 	cmd := exec.Command("bash", "-c", script, "kit-test", out)
@@ -103,6 +108,10 @@ echo "failed=$failed"
 	}
 	if !strings.Contains(string(stdout), "failed=1") {
 		t.Errorf("failed is not set")
+	}
+	// lim puts back the caller's trap (run.sh's, which packs the archive on an interrupt).
+	if !strings.Contains(string(stdout), "after lim: trap -- 'echo interrupted' SIGINT") {
+		t.Errorf("lim did not restore the caller's INT trap")
 	}
 	tsv, err := os.ReadFile(filepath.Join(out, "steps.tsv"))
 	if err != nil {

@@ -179,7 +179,8 @@ else
 fi
 
 step_deadline=$((SECONDS + 120)) # the summary reads the files above: seconds
-if FEDAUDIT_KIT_DIR="$out" FEDAUDIT_KIT_MODE="$mode" lim "$summarizer" -test.run '^TestKitSummary$' -test.count=1 > "$out/summary.log" 2>&1; then
+# In a subshell, as every step: an interrupt during the summary still reaches the trap above.
+if (FEDAUDIT_KIT_DIR="$out" FEDAUDIT_KIT_MODE="$mode" lim "$summarizer" -test.run '^TestKitSummary$' -test.count=1) > "$out/summary.log" 2>&1; then
   echo "gpu-kit: summary in $out/summary.md and $out/summary.json"
 else
   echo "gpu-kit: writing the summary failed, see $out/summary.log" >&2

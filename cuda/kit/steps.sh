@@ -28,14 +28,18 @@ lim() {
     return
   fi
   # Not --foreground: timeout makes its own process group and signals all of it. That group
-  # does not get the terminal's Ctrl-C, so an interrupt is passed on to it here.
-  local pid rc
+  # does not get the terminal's Ctrl-C, so an interrupt is passed on to it here (and the shell
+  # lim runs in exits 130: run lim in a subshell, as step does, where the caller's own trap
+  # must run on an interrupt). The caller's traps are restored afterwards.
+  local pid rc prev
+  prev=$(trap -p INT TERM)
   timeout --kill-after=30 "$left" "$@" &
   pid=$!
   trap 'kill -TERM "$pid" 2> /dev/null; wait "$pid"; exit 130' INT TERM
   wait "$pid"
   rc=$?
   trap - INT TERM
+  eval "$prev"
   return $rc
 }
 
