@@ -27,7 +27,7 @@
 #   --cpu-replicas 64,1024 --rounds 1 --w2-replicas 2 --w2-cpu-replicas 2 --w2-rounds 1 (the
 #   shim runs one CPU thread). TOOLS: the compute-sanitizer tools run as steps, of memcheck,
 #   racecheck, initcheck, comma-separated (default all three; none for none).
-# Exit status: 0 when every step that ran passed, 1 otherwise.
+# Exit status: 0 when every step that ran passed and the archive was written, 1 otherwise.
 set -uo pipefail
 
 KIT=$(cd "$(dirname "$0")" && pwd)
@@ -53,7 +53,7 @@ while [ $# -gt 0 ]; do
     --w2-rounds) w2_rounds=$2; shift ;;
     --step-timeout) step_timeout=$2; shift ;;
     --sanitizers) sanitizers=$2; shift ;;
-    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/s/^#\( \|$\)//p' "$0"; exit 0 ;; # the comment at the top
     *) echo "run.sh: unknown argument $1 (see run.sh --help)" >&2; exit 2 ;;
   esac
   shift
