@@ -98,9 +98,6 @@ func parseManifest(raw []byte) ([]Entry, error) {
 	return parseCSV(raw)
 }
 
-// parseWorld is runs.ParseWorld: manifests and score CSVs name the worlds alike.
-func parseWorld(s string) (int8, error) { return runs.ParseWorld(s) }
-
 func parseJSON(raw []byte) ([]Entry, error) {
 	var list []json.RawMessage
 	if raw[0] == '{' {
@@ -138,7 +135,7 @@ func parseJSON(raw []byte) ([]Entry, error) {
 		if json.Unmarshal(je.World, &ws) != nil {
 			ws = string(je.World) // a number
 		}
-		w, err := parseWorld(ws)
+		w, err := runs.ParseWorld(ws)
 		if err != nil {
 			probs.add("%s: %v", where, err)
 			continue
@@ -225,7 +222,7 @@ func parseRow(rec []string, col map[string]int, where string, out *[]Entry) stri
 		return fmt.Sprintf("%s: empty file", where)
 	}
 	var err error
-	if e.World, err = parseWorld(rec[col["world"]]); err != nil {
+	if e.World, err = runs.ParseWorld(rec[col["world"]]); err != nil {
 		return fmt.Sprintf("%s: %v", where, err)
 	}
 	ints := []struct {

@@ -311,3 +311,21 @@ func TestReadScoresArrowErrors(t *testing.T) {
 		t.Errorf("ReadScores of a run file = %v", err)
 	}
 }
+
+// ParseWorld reads every name of a world that import manifests, outputs tables and score CSVs
+// use, and nothing else.
+func TestParseWorld(t *testing.T) {
+	for s, want := range map[string]int8{
+		"C": WorldC, "c": WorldC, "0": WorldC, " C ": WorldC,
+		"C'": WorldCPrime, "c'": WorldCPrime, "Cprime": WorldCPrime, "cprime": WorldCPrime, "C_prime": WorldCPrime, "1": WorldCPrime,
+	} {
+		if got, err := ParseWorld(s); err != nil || got != want {
+			t.Errorf("ParseWorld(%q) = %d, %v; want %d", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"", "D", "2", "1.0", "C''", "prime", "CPRIME"} {
+		if _, err := ParseWorld(s); err == nil {
+			t.Errorf("ParseWorld(%q) accepted", s)
+		}
+	}
+}

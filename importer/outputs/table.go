@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/fedaudit/fedaudit/runs"
 )
 
 // Record is one row of an outputs table: the outputs of one model (run) on one record.
@@ -96,16 +98,17 @@ func inputErrorf(format string, args ...any) error {
 	return &InputError{Msg: fmt.Sprintf(format, args...), N: 1}
 }
 
-// ParseWorld reads a world label: C or 0 is world C (trained on the canary), C', Cprime,
-// C_prime or 1 is world C'.
+// ParseWorld reads a world label as runs.ParseWorld does (C, c, 0: world C, trained on the
+// canary; C', c', Cprime, cprime, C_prime, 1: world C'), and also 0.0 and 1.0 (a world column
+// of floats as a CSV writer prints it).
 func ParseWorld(s string) (int8, error) {
 	switch strings.TrimSpace(s) {
-	case "C", "c", "0", "0.0":
-		return 0, nil
-	case "C'", "c'", "Cprime", "cprime", "C_prime", "1", "1.0":
-		return 1, nil
+	case "0.0":
+		return runs.WorldC, nil
+	case "1.0":
+		return runs.WorldCPrime, nil
 	}
-	return 0, fmt.Errorf("world %q, want C (or 0) or C' (or 1)", s)
+	return runs.ParseWorld(s)
 }
 
 // maxLogits bounds the classes of a row so that a hostile file cannot ask for huge rows.
