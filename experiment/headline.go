@@ -229,3 +229,19 @@ func diverged(h *findings.Headline, fs []findings.Finding, rounds []findings.Rou
 	h.Text = fmt.Sprintf("INCONCLUSIVE: %s. %s: no verdict is given. Lower the learning rate (or the clip norm) until the runs converge, and audit again.", what, why)
 	h.Notes = append([]string{"what the rows say of the diverged runs, not of the mechanism: " + rows}, h.Notes...)
 }
+
+// uncovered notes a stated claim that no row speaks of: a claim about the uploads where no
+// uploads attack was scored (or about the models where only uploads attacks were), so every row
+// was judged against its theory bound and the headline's verdict says nothing of the claim.
+func uncovered(h *findings.Headline, fs []findings.Finding, o AnalyzeOptions) {
+	if o.Claim.Mu == 0 && o.Claim.Epsilon == 0 || len(fs) == 0 {
+		return
+	}
+	for i := range fs {
+		if claimCovers(o.ClaimAbout, fs[i].Threat) {
+			return
+		}
+	}
+	h.Notes = append(h.Notes, fmt.Sprintf("the %s (%s, about the %s) was judged on no row: no attack of that threat model was scored, so every row is judged against its theory bound",
+		cmp.Or(o.ClaimSource, "config claim"), claimLabel(o.Claim), cmp.Or(o.ClaimAbout, ClaimAboutModels)))
+}

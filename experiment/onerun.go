@@ -272,6 +272,7 @@ func AnalyzeAll(ctx context.Context, sf *runs.ScoreFile, cf *runs.CanaryScoreFil
 	}
 	a := &findings.Analysis{Findings: out, Family: fam}
 	a.Headline = summarize(out, fam, opts.Notes)
+	uncovered(&a.Headline, out, opts)
 	diverged(&a.Headline, out, opts.Rounds)
 	return a, nil
 }

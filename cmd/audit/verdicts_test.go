@@ -233,6 +233,10 @@ func TestRunClaimAboutRecorded(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "CONSISTENT") {
 		t.Fatalf("run --claim-mu 0.3 --claim-about uploads: exit %d, want 0:\n%s", code, stdout)
 	}
+	// The claim speaks of no row of this config, and the headline says so.
+	if !strings.Contains(stdout, "the --claim-mu claim (mu 0.3, about the uploads) was judged on no row") {
+		t.Errorf("run --claim-about uploads without uploads attacks: no note that the claim judged no row:\n%s", stdout)
+	}
 	for _, args := range [][]string{{"analyze", dir}, {"analyze", "--json", dir}, {"report", dir}} {
 		code, stdout, _ := cli(t, args...)
 		if code != 0 || !strings.Contains(stdout, "CONSISTENT") && !strings.Contains(stdout, `"consistent"`) {
