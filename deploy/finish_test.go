@@ -48,6 +48,10 @@ func TestFinishSequenceAgreesWithRun(t *testing.T) {
 		// loss attack certify about 1.8 with 200 pairs.
 		{"violated", small + "  claim_mu: 0.3\n", 2, "violated", 3},
 		{"consistent", small + "  claim_mu: 50\n", 2, "consistent", 0},
+		// The same claim of mu 0.3 about each upload: this config scores no uploads attack, so
+		// every row keeps its theory bound (consistent); a step that dropped claim_about would
+		// judge 0.3 about the models and find it violated.
+		{"claim-about-uploads", small + "  claim_mu: 0.3\n  claim_about: uploads\n", 2, "consistent", 0},
 		// One training of 300 canary clients certifies more than its claim of epsilon 1.
 		{"one-run", testdata("run_onerun.yaml"), 1, "violated", 3},
 		// Every run diverges (learning rate 1e30): no verdict, exit status 4, which the finish
