@@ -97,7 +97,7 @@ func init() {
 	register(&command{
 		name:    "analyze",
 		summary: "certify lower bounds on mu and epsilon from attack scores and judge a claim",
-		usage:   "analyze (--scores FILE | DIR) [--confidence 0.95] [--claim-mu X | --claim-eps E] [--delta D] [--threshold-method bonferroni|split|dkw|band|dkw+band] [--json]",
+		usage:   "analyze (--scores FILE | DIR) [--confidence 0.95] [--claim-mu X | --claim-eps E] [--claim-about models|uploads] [--delta D] [--threshold-method bonferroni|split|dkw|band|dkw+band] [--json]",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			var af analyzeFlags
 			af.register(fs)
