@@ -141,6 +141,10 @@ func FuzzData(f *testing.F) {
 	f.Add(npz.Bytes())
 	st, _ := WriteSafetensors(dataTensors(), nil)
 	f.Add(st)
+	// A lone .npy of integers, and the same as a big-endian Fortran-order array.
+	npy, _ := WriteNPYInt32([]int{2, 3}, []int32{1, -2, 3, 1 << 30, 0, -1})
+	f.Add(npy)
+	f.Add(bytes.Replace(bytes.Replace(npy, []byte("'<i4'"), []byte("'>i4'"), 1), []byte("False"), []byte("True "), 1))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ts, err := ParseData(data, "x")
 		if err != nil {
