@@ -67,7 +67,7 @@ func Snapshots(ctx context.Context, dir, out string) ([]string, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
-	lines := []string{"file,world,pair,round,client,canary"}
+	lines := []string{"file,world,pair,round,client,canary,diverged"}
 	// The canary column lets the import check the world labels: fedaudit's canary is in C',
 	// and under the remove adjacencies C holds the record (or client) that C' lacks.
 	canaryWorld := runs.WorldCPrime
@@ -107,13 +107,14 @@ func Snapshots(ctx context.Context, dir, out string) ([]string, error) {
 			return err
 		}
 		canary := r.World == canaryWorld
-		lines = append(lines, fmt.Sprintf("%s,%s,%d,%d,,%v", name, world, r.PairID, r.Round, canary))
+		// diverged keeps the trainer's flag through the import: the analysis judges such runs.
+		lines = append(lines, fmt.Sprintf("%s,%s,%d,%d,,%v,%v", name, world, r.PairID, r.Round, canary, r.Diverged))
 		if meta.HasUpload && !runs.UploadAbsent(r.Upload) {
 			name := fmt.Sprintf("p%05d_%s_r%04d_client%d.safetensors", r.PairID, world, r.Round, target)
 			if err := write(name, r.Upload); err != nil {
 				return err
 			}
-			lines = append(lines, fmt.Sprintf("%s,%s,%d,%d,%d,%v", name, world, r.PairID, r.Round, target, canary))
+			lines = append(lines, fmt.Sprintf("%s,%s,%d,%d,%d,%v,", name, world, r.PairID, r.Round, target, canary))
 		}
 		return nil
 	})

@@ -541,6 +541,9 @@ func (rd *reader) rows(ctx context.Context, round int, params [][]float32) ([]ru
 	for r := range rows {
 		rows[r] = runs.Row{RunID: int64(r), PairID: int64(r / 2), World: int8(r % 2), Round: int32(round),
 			TrainLoss: math.NaN(), TestAccuracy: math.NaN(), Params: params[r]}
+		if d := rd.plan.Diverged; d != nil {
+			rows[r].Diverged = d[r/2][r%2][slices.Index(rd.plan.Rounds, round)]
+		}
 	}
 	if !rd.known {
 		return rows, nil

@@ -35,6 +35,11 @@ type Entry struct {
 	// world labels against fedaudit's convention (Expect.CanaryInC): true exactly in C' (in C
 	// for the remove adjacencies, where C holds the differing record).
 	Canary *bool `json:"canary,omitempty"`
+	// Diverged, when true on a global model's row, says the trainer declared the run diverged by
+	// that round (its loss or parameters blew up, so it kept earlier parameters): the imported
+	// run keeps the flag, so the analysis judges such runs as `audit run` does (a note, or
+	// INCONCLUSIVE when most diverged). audit export writes it; other trainers may.
+	Diverged bool `json:"diverged,omitempty"`
 	// Line is where the entry was declared (CSV line or JSON index), for messages.
 	Line string `json:"-"`
 }
@@ -47,12 +52,13 @@ type Manifest struct {
 
 // jsonEntry is an entry as JSON writes it: world as a string or number, client optional.
 type jsonEntry struct {
-	File   string          `json:"file"`
-	World  json.RawMessage `json:"world"`
-	Pair   *int            `json:"pair"`
-	Round  *int            `json:"round"`
-	Client *int            `json:"client"`
-	Canary *bool           `json:"canary"`
+	File     string          `json:"file"`
+	World    json.RawMessage `json:"world"`
+	Pair     *int            `json:"pair"`
+	Round    *int            `json:"round"`
+	Client   *int            `json:"client"`
+	Canary   *bool           `json:"canary"`
+	Diverged *bool           `json:"diverged"`
 }
 
 // ReadManifest reads a manifest: JSON (an array of entries, or an object with "entries") when
@@ -141,6 +147,9 @@ func parseJSON(raw []byte) ([]Entry, error) {
 			continue
 		}
 		e := Entry{File: je.File, World: w, Pair: *je.Pair, Round: *je.Round, Client: -1, Canary: je.Canary, Line: where}
+		if je.Diverged != nil {
+			e.Diverged = *je.Diverged
+		}
 		if je.Client != nil {
 			if *je.Client < 0 {
 				probs.add("%s: client %d is negative (leave it out for a global model)", where, *je.Client)
@@ -156,7 +165,7 @@ func parseJSON(raw []byte) ([]Entry, error) {
 	return out, nil
 }
 
-var csvColumns = []string{"file", "world", "pair", "round", "client", "canary"}
+var csvColumns = []string{"file", "world", "pair", "round", "client", "canary", "diverged"}
 
 func parseCSV(raw []byte) ([]Entry, error) {
 	r := csv.NewReader(bytes.NewReader(raw))
@@ -250,6 +259,13 @@ func parseRow(rec []string, col map[string]int, where string, out *[]Entry) stri
 		}
 		e.Canary = &b
 	}
+	if i, ok := col["diverged"]; ok && strings.TrimSpace(rec[i]) != "" {
+		b, err := strconv.ParseBool(strings.TrimSpace(rec[i]))
+		if err != nil {
+			return fmt.Sprintf("%s: diverged %q: want true/false or 1/0", where, rec[i])
+		}
+		e.Diverged = b
+	}
 	*out = append(*out, e)
 	return ""
 }
@@ -287,6 +303,9 @@ type Plan struct {
 	Uploads [][2][]string
 	// OtherUploads counts the manifest's uploads of other clients, which no attack reads.
 	OtherUploads int
+	// Diverged[pair][world][i] says the run was declared diverged by round Rounds[i] (the
+	// manifest's diverged column, kept from that round on).
+	Diverged [][2][]bool
 }
 
 // Validate checks the manifest against the experiment and returns every problem found, one per
@@ -370,6 +389,20 @@ func (m *Manifest) validate(ex Expect) (*Plan, *problems) {
 			plan.Uploads[e.Pair][e.World][ri] = e.File
 		} else {
 			plan.Files[e.Pair][e.World][ri] = e.File
+			if e.Diverged {
+				if plan.Diverged == nil {
+					plan.Diverged = make([][2][]bool, pairs)
+					for p := range plan.Diverged {
+						for w := range 2 {
+							plan.Diverged[p][w] = make([]bool, len(rounds))
+						}
+					}
+				}
+				// A run stays diverged: the trainer keeps the flag from the round it is set.
+				for i := ri; i < len(rounds); i++ {
+					plan.Diverged[e.Pair][e.World][i] = true
+				}
+			}
 		}
 	}
 	canaryProblems(wrongCanary, canaryWorld, ex, add)

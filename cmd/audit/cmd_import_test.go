@@ -146,9 +146,10 @@ func TestImportRoundTripCLI(t *testing.T) {
 	if code, stdout, stderr := call("export", "--format", "safetensors", own, "--out", snaps); code != 0 || !strings.Contains(stdout, "manifest.csv") {
 		t.Fatalf("export: code %d\n%s\n%s", code, stdout, stderr)
 	}
-	// The manifest carries the canary column (in C'), which the import checks the worlds by.
-	if man, _ := os.ReadFile(filepath.Join(snaps, "manifest.csv")); !bytes.HasPrefix(man, []byte("file,world,pair,round,client,canary\n")) ||
-		!bytes.Contains(man, []byte("p00000_C_r0000.safetensors,C,0,0,,false\n")) || !bytes.Contains(man, []byte("p00000_Cprime_r0001_client1.safetensors,Cprime,0,1,1,true\n")) {
+	// The manifest carries the canary column (in C'), which the import checks the worlds by, and
+	// the trainer's divergence flag of each global model.
+	if man, _ := os.ReadFile(filepath.Join(snaps, "manifest.csv")); !bytes.HasPrefix(man, []byte("file,world,pair,round,client,canary,diverged\n")) ||
+		!bytes.Contains(man, []byte("p00000_C_r0000.safetensors,C,0,0,,false,false\n")) || !bytes.Contains(man, []byte("p00000_Cprime_r0001_client1.safetensors,Cprime,0,1,1,true,\n")) {
 		t.Fatalf("exported manifest:\n%.400s", man)
 	}
 	code, stdout, stderr := call("import", "--manifest", filepath.Join(snaps, "manifest.csv"), "--config", filepath.Join(snaps, "config.json"), "--out", imp)

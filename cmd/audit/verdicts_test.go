@@ -80,7 +80,8 @@ func TestClaimZeroAndInfinityRefused(t *testing.T) {
 // divergence reaches the headline, the answer is INCONCLUSIVE with exit status 4 from run,
 // analyze and report alike, and a training where no run diverged does not mention it.
 func TestDivergedTrainingInconclusive(t *testing.T) {
-	cfg := smallConfig(t, []string{"learning_rate: 0.1", "learning_rate: 1e30"})
+	// Parameters recorded, so that the runs can be exported as snapshots below.
+	cfg := smallConfig(t, []string{"learning_rate: 0.1", "learning_rate: 1e30", "  informed: true\n", "  informed: true\n  record_params: true\n", "checkpoints: [1, 3]", "checkpoints: [0, 1, 3]"})
 	dir := filepath.Join(t.TempDir(), "out")
 	code, stdout, stderr := cli(t, "run", "--config", cfg, "--out", dir)
 	if code != 4 {
@@ -108,6 +109,18 @@ func TestDivergedTrainingInconclusive(t *testing.T) {
 	}
 	if err := json.Unmarshal(raw, &f); err != nil || f.Headline.Status != "inconclusive" {
 		t.Errorf("findings.json headline %+v (%v), want status inconclusive", f.Headline, err)
+	}
+	// The same runs exported as snapshots and imported keep the trainer's divergence flag
+	// (the manifest's diverged column), so the imported directory is judged alike: exit 4.
+	snaps, imp := filepath.Join(t.TempDir(), "snaps"), filepath.Join(t.TempDir(), "imported")
+	if code, stdout, stderr := cli(t, "export", "--format", "safetensors", dir, "--out", snaps); code != 0 {
+		t.Fatalf("export: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, stdout, stderr := cli(t, "import", "--manifest", filepath.Join(snaps, "manifest.csv"), "--config", filepath.Join(snaps, "config.json"), "--out", imp); code != 0 {
+		t.Fatalf("import: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, stdout, _ := cli(t, "analyze", imp); code != 4 || !strings.Contains(stdout, "INCONCLUSIVE") || !strings.Contains(stdout, "diverged in 80 of 80 runs") {
+		t.Errorf("analyze of the imported runs: exit %d, want 4 and the same INCONCLUSIVE headline:\n%s", code, stdout)
 	}
 	ok := filepath.Join(t.TempDir(), "ok")
 	code, stdout, _ = cli(t, "run", "--config", smallConfig(t, nil), "--out", ok)
