@@ -27,12 +27,12 @@ import (
 // decoder, and the schema checksum when opening the file. Damage to the block table itself
 // makes a checksum run over the wrong bytes and fail.
 //
-// and, in files written since (issue 24), KeyFileCRC: the CRC32C of every byte of the file but
-// the 8 hex digits of its own value, so that VerifyFile reads every byte, the copy of the
-// schema and config at the start of the file (which readers of the file format skip), the
-// padding and the footer included. A single changed byte anywhere is always detected (CRC32C
-// detects every burst of up to 32 bits). Files without it (written before) are verified as
-// before, with their leading schema copy decoded and compared with the footer's.
+// Files written since the whole-file checksum was added also hold KeyFileCRC: the CRC32C of
+// every byte of the file but the 8 hex digits of its own value, so that VerifyFile reads every
+// byte, the copy of the schema and config at the start of the file (which readers of the file
+// format skip), the padding and the footer included. A single changed byte anywhere is always
+// detected (CRC32C detects every burst of up to 32 bits). Files without it (written before) are
+// verified as before, with their leading schema copy decoded and compared with the footer's.
 const (
 	KeyBatchCRC  = "fedaudit.batch_crc32c"  // comma-separated hex CRC32C, one per record batch
 	KeySchemaCRC = "fedaudit.schema_crc32c" // hex CRC32C of the schema

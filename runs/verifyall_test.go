@@ -34,8 +34,8 @@ func flipEvery(t *testing.T, path string, end int, check func(off int)) {
 
 // VerifyFile reads every byte: a flipped byte anywhere in a run file (the schema and config
 // copy at its start, a record batch, the footer, the padding between them, the trailer) is
-// reported, which `audit status --verify` and the rerun's check of every shard rely on (issue
-// 24, item 13: flips in the leading schema copy went unnoticed).
+// reported, which `audit status --verify` and the rerun's check of every shard rely on (flips in
+// the leading schema copy used to go unnoticed).
 func TestVerifyFileEveryByte(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "runs-00000-of-00001.arrow")
 	m := testMeta([]string{"llr"}, true, true)

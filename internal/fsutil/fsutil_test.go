@@ -148,8 +148,8 @@ func TestLockShardsCoexist(t *testing.T) {
 }
 
 // A writer killed a moment ago (kill -9, then a rerun within seconds) leaves a temporary file
-// that is seconds old and held by nobody: it is stale at once, whatever its age (issue 24,
-// item 14: it used to survive the rerun for being younger than five seconds).
+// that is seconds old and held by nobody: it is stale at once, whatever its age (it
+// used to survive the rerun for being younger than five seconds).
 func TestCleanStaleFresh(t *testing.T) {
 	dir := t.TempDir()
 	stale := filepath.Join(dir, ".runs-00000-of-00001.arrow.tmp-42")
