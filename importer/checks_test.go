@@ -367,3 +367,51 @@ func TestManifestRowsAllListed(t *testing.T) {
 		}
 	}
 }
+
+// uploadKindWarning on norms alone: uploads whose file or w_{t-1} is zero say nothing (their
+// ratio is undefined), so a round of zero files among model-like uploads warns of nothing.
+func TestUploadKindWarningNorms(t *testing.T) {
+	model := uploadNorms{file: 10, prev: 10, diff: 0.5}  // an uploaded model: near w_{t-1}
+	update := uploadNorms{file: 0.5, prev: 10, diff: 10} // an update: near 0
+	zeroFile := uploadNorms{file: 0, prev: 10, diff: 10}
+	zeroPrev := uploadNorms{file: 3, prev: 0, diff: 3}
+	for _, c := range []struct {
+		norms   []uploadNorms
+		updates bool
+		want    string
+	}{
+		{[]uploadNorms{model, model, zeroFile, zeroFile, zeroFile}, false, ""},
+		{[]uploadNorms{model, model, zeroPrev, zeroPrev, zeroPrev}, true, "look like uploaded models"},
+		{[]uploadNorms{update, update, zeroFile}, false, "look like updates"},
+		{[]uploadNorms{model, model, zeroPrev}, true, "look like uploaded models"},
+		{[]uploadNorms{zeroFile, zeroPrev}, false, ""},
+		{[]uploadNorms{{file: 10, prev: 10, diff: 10}}, false, ""}, // ratio 1: undecided
+	} {
+		got := uploadKindWarning(c.norms, c.updates)
+		if c.want == "" && got != "" || !strings.Contains(got, c.want) {
+			t.Errorf("uploadKindWarning(%v, updates %v) = %q, want %q", c.norms, c.updates, got, c.want)
+		}
+	}
+}
+
+// An error lists one problem without a count, several with their count, and past maxListed
+// counts the rest.
+func TestProblemsErr(t *testing.T) {
+	var p problems
+	if p.err("head") != nil {
+		t.Fatal("an error without problems")
+	}
+	p.add("first %d", 1)
+	if got := p.err("head").Error(); got != "head:\n  first 1" {
+		t.Errorf("one problem: %q", got)
+	}
+	for i := 2; i <= maxListed+5; i++ {
+		p.add("problem %d", i)
+	}
+	got := p.err("head").Error()
+	lines := strings.Split(got, "\n")
+	if lines[0] != fmt.Sprintf("head (%d problems):", maxListed+5) || len(lines) != maxListed+2 ||
+		lines[maxListed] != fmt.Sprintf("  problem %d", maxListed) || lines[maxListed+1] != "  ... and 5 more problems" {
+		t.Errorf("%d problems:\n%s", maxListed+5, got)
+	}
+}
