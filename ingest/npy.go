@@ -74,32 +74,33 @@ func parseNPY(data []byte, ints bool) (Tensor, error) {
 	if count < 0 {
 		return Tensor{}, fmt.Errorf("npy: shape %v has more than %d elements", h.shape, MaxElements)
 	}
-	if isize, ok := npyInt[descr[1:]]; ok && ints {
-		if want := count * isize; len(body) != want {
-			return Tensor{}, fmt.Errorf("npy: shape %v of %s needs %d data bytes, the file has %d", h.shape, h.descr, want, len(body))
-		}
-		vals := convertInts(body, isize, bo)
-		if h.fortran && len(h.shape) > 1 {
-			vals = fortranToC(vals, h.shape)
-		}
-		return Tensor{Shape: h.shape, Integer: true, Ints: vals}, nil
-	}
-	dt, ok := npyDtype[descr[1:]]
-	if !ok {
-		if ints {
-			return Tensor{}, fmt.Errorf("npy: dtype %q is not supported (want f4, f8, i4 or i8, either byte order)", h.descr)
-		}
+	size, isInt := npyInt[descr[1:]]
+	isInt = isInt && ints
+	dt, isFloat := npyDtype[descr[1:]]
+	switch {
+	case isInt:
+	case isFloat:
+		size = dtypeSize[dt]
+	case ints:
+		return Tensor{}, fmt.Errorf("npy: dtype %q is not supported (want f4, f8, i4 or i8, either byte order)", h.descr)
+	default:
 		return Tensor{}, fmt.Errorf("npy: dtype %q is not supported (want f4 or f8, either byte order)", h.descr)
 	}
-	size := dtypeSize[dt]
 	if want := count * size; len(body) != want {
 		return Tensor{}, fmt.Errorf("npy: shape %v of %s needs %d data bytes, the file has %d", h.shape, h.descr, want, len(body))
 	}
-	vals := convert(body, dt, bo)
-	if h.fortran && len(h.shape) > 1 {
-		vals = fortranToC(vals, h.shape)
+	if isInt {
+		return Tensor{Shape: h.shape, Integer: true, Ints: cOrder(h, convertInts(body, size, bo))}, nil
 	}
-	return Tensor{Shape: h.shape, Data: vals}, nil
+	return Tensor{Shape: h.shape, Data: cOrder(h, convert(body, dt, bo))}, nil
+}
+
+// cOrder returns an array's values in row-major order: those of a Fortran-order file reordered.
+func cOrder[T any](h npyHeader, vals []T) []T {
+	if h.fortran && len(h.shape) > 1 {
+		return fortranToC(vals, h.shape)
+	}
+	return vals
 }
 
 // fortranToC reorders a column-major array into row-major order.
