@@ -182,7 +182,7 @@ func (w *ScoreWriter) check(s Score) error {
 		return fmt.Errorf("round %d, want >= 0", s.Round)
 	case s.Attack == "":
 		return errors.New("empty attack name")
-	case s.Threat != ThreatFinal && s.Threat != ThreatAllIterates && s.Threat != ThreatUploads:
+	case s.Threat == "" || !ValidThreat(s.Threat):
 		return fmt.Errorf("threat model %q, want %q, %q or %q", s.Threat, ThreatFinal, ThreatAllIterates, ThreatUploads)
 	case len(s.Metrics) != len(w.meta.MetricNames):
 		return fmt.Errorf("%d metrics, the file declares %d %v", len(s.Metrics), len(w.meta.MetricNames), w.meta.MetricNames)

@@ -79,6 +79,7 @@ func TestScoreWriteValidation(t *testing.T) {
 		{"nan", func(s *Score) { s.Score = math.NaN() }, "score is NaN"},
 		{"attack", func(s *Score) { s.Attack = "" }, "empty attack"},
 		{"threat", func(s *Score) { s.Threat = "gradients" }, `threat model "gradients"`},
+		{"empty threat", func(s *Score) { s.Threat = "" }, `threat model ""`}, // other tools' files may leave it empty, ours never
 		{"inf", func(s *Score) { s.Score = math.Inf(1) }, "score is +Inf"},
 		{"round", func(s *Score) { s.Round = -1 }, "round -1"},
 		{"metrics", func(s *Score) { s.Metrics = nil }, "0 metrics, the file declares 1"},
