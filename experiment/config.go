@@ -14,6 +14,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/theory"
 	"github.com/fedaudit/fedaudit/train"
 )
@@ -125,6 +126,16 @@ type AdjacencyConfig struct {
 	// Features and Label give a custom canary.
 	Features []float32 `json:"features,omitempty" yaml:"features,omitempty"`
 	Label    int32     `json:"label,omitempty" yaml:"label,omitempty"`
+}
+
+// DifferingWorld is the world that holds what makes the worlds differ: C' holds the canary
+// (replace, add, replace-client), C the record or client that C' lacks (remove, remove-client).
+// A manifest's canary column marks it, and the snapshot export writes it.
+func (a AdjacencyConfig) DifferingWorld() int8 {
+	if a.Kind == "remove" || a.Kind == "remove-client" {
+		return runs.WorldC
+	}
+	return runs.WorldCPrime
 }
 
 // AuditConfig says how scores become bounds.

@@ -70,10 +70,7 @@ func Snapshots(ctx context.Context, dir, out string) ([]string, error) {
 	lines := []string{"file,world,pair,round,client,canary,diverged"}
 	// The canary column lets the import check the world labels: fedaudit's canary is in C',
 	// and under the remove adjacencies C holds the record (or client) that C' lacks.
-	canaryWorld := runs.WorldCPrime
-	if k := cfg.Adjacency.Kind; k == "remove" || k == "remove-client" {
-		canaryWorld = runs.WorldC
-	}
+	canaryWorld := cfg.Adjacency.DifferingWorld()
 	write := func(name string, v []float32) error {
 		ts := make([]ingest.Tensor, len(slots))
 		for i, s := range slots {

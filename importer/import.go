@@ -234,7 +234,7 @@ func planImport(cfg *experiment.Config, data *experiment.Data, rounds []int, m *
 	}
 	plan, probs := m.validate(Expect{Pairs: cfg.Pairs, Rounds: rounds, Clients: len(data.Pair.C),
 		TargetClient: data.Target.Client, Partial: participants > 0 && participants < len(data.Pair.C),
-		CanaryInC: adj == "remove" || adj == "remove-client", Adjacency: adj})
+		CanaryInC: cfg.Adjacency.DifferingWorld() == runs.WorldC, Adjacency: adj})
 	if plan.OtherUploads > 0 {
 		logf("import: skipping %d uploads of clients other than the target client %d: the uploads observer sees the target's", plan.OtherUploads, data.Target.Client)
 	}
