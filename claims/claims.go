@@ -9,6 +9,7 @@ import (
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/privacy"
 )
 
 // Deployment is what the accountant of a system needs to state the claim for one client.
@@ -64,7 +65,7 @@ func For(ctx context.Context, d Deployment, delta float64) (audit.Claim, string,
 		g := plan.Group[n]
 		group = fmt.Sprintf(", group %d (budget %g)", g, tc.Privacy.Groups[g].Epsilon)
 	}
-	pc := train.PlanClaim(delta)
+	pc := privacy.PlanClaim(delta)
 	switch mech := tc.Mechanism; mech {
 	case "", algo.Gaussian:
 		g, err := accounting.ScheduleEpsilon(schedule, pc)
@@ -117,7 +118,7 @@ func For(ctx context.Context, d Deployment, delta float64) (audit.Claim, string,
 // one-dimensional staircase RDP (accounting.StaircaseVectorRDP) whenever c <= Delta. With
 // c > Delta the divergence at a larger shift is not covered, and no claim is made.
 // Subsampling is ignored (valid, loose).
-func staircaseClaim(dep Deployment, plan *train.PrivacyPlan, schedule []accounting.Round, n int, delta float64, group string) (audit.Claim, string, error) {
+func staircaseClaim(dep Deployment, plan *privacy.Plan, schedule []accounting.Round, n int, delta float64, group string) (audit.Claim, string, error) {
 	tc := &dep.Train
 	d, err := train.ParamCount(tc.Model, dep.Dim, dep.Classes)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/canary"
 )
 
 // runs/ owns the names of the statistic columns; train still declares the names it records
@@ -17,13 +18,13 @@ func TestTrainStatNamesAreRunsColumns(t *testing.T) {
 		{train.StatMu2, runs.StatMu2},
 		{train.StatLLRUpload, runs.StatLLRUpload},
 		{train.StatMu2Upload, runs.StatMu2Upload},
-		{train.CanaryStatCosFinal, runs.CanaryCosFinal},
-		{train.CanaryStatCosMax, runs.CanaryCosMax},
-		{train.CanaryStatLLRAll, runs.CanaryLLRAll},
-		{train.CanaryStatLoss, runs.CanaryLoss},
-		{train.CanaryStatMargin, runs.CanaryMargin},
-		{train.CanaryStatLossAlt, runs.CanaryLossAlt},
-		{train.CanaryStatMarginAlt, runs.CanaryMarginAlt},
+		{canary.StatCosFinal, runs.CanaryCosFinal},
+		{canary.StatCosMax, runs.CanaryCosMax},
+		{canary.StatLLRAll, runs.CanaryLLRAll},
+		{canary.StatLoss, runs.CanaryLoss},
+		{canary.StatMargin, runs.CanaryMargin},
+		{canary.StatLossAlt, runs.CanaryLossAlt},
+		{canary.StatMarginAlt, runs.CanaryMarginAlt},
 	} {
 		if tc.train != tc.runs {
 			t.Errorf("train records %q, runs names the column %q", tc.train, tc.runs)

@@ -12,7 +12,7 @@ import (
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/canary"
 )
 
 func smallConfig() *Config {
@@ -202,7 +202,7 @@ func TestDeclaredCanariesMustBeInTheRuns(t *testing.T) {
 	}
 	e.Close()
 	declared := *cfg
-	declared.Train.Canaries = &train.CanaryConfig{Count: 100, Kind: "relabel"}
+	declared.Train.Canaries = &canary.Config{Count: 100, Kind: "relabel"}
 	if _, err := openPrepared(dir, false, &declared, data); err == nil || !strings.Contains(err.Error(), "declares 100 canaries") {
 		t.Fatalf("runs without canaries under a config with 100: err %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/canary"
 )
 
 // directionConfig is dp-fedavg with every client sampled (q = 1) and k direction canaries: each
@@ -30,7 +31,7 @@ func directionConfig(k int, z float64) *Config {
 		Train: train.Config{
 			Algorithm: algo.DPFedAvg, Model: train.ModelConfig{Kind: "mlp", Hidden: []int{48}, Activation: "tanh"},
 			Rounds: 4, LocalSteps: 1, LearningRate: 0.1, SamplingRate: 1, NoiseMultiplier: z, UpdateClip: 1,
-			Checkpoints: []int{2, 4}, Canaries: &train.CanaryConfig{Count: k, Kind: train.CanaryDirection},
+			Checkpoints: []int{2, 4}, Canaries: &canary.Config{Count: k, Kind: canary.Direction},
 		},
 		Audit: AuditConfig{Method: MethodOneRun},
 	}
@@ -165,7 +166,7 @@ func TestOneRunNeedsCanaries(t *testing.T) {
 		t.Errorf("Validate = %v", err)
 	}
 	cfg = quadraticConfig(2)
-	cfg.Train.Canaries = &train.CanaryConfig{Count: 3, Kind: train.CanaryDirection}
+	cfg.Train.Canaries = &canary.Config{Count: 3, Kind: canary.Direction}
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "canaries.kind") {
 		t.Errorf("direction canaries on fedavg: %v", err)
 	}
@@ -176,7 +177,7 @@ func TestOneRunNeedsCanaries(t *testing.T) {
 // 5 runs x 31 canaries stay below it.
 func TestOneRunRecordCanariesQuadratic(t *testing.T) {
 	cfg := quadraticConfig(5)
-	cfg.Train.Canaries = &train.CanaryConfig{Count: 31, Kind: train.CanaryDirac, Pixels: 8}
+	cfg.Train.Canaries = &canary.Config{Count: 31, Kind: canary.Dirac, Pixels: 8}
 	cfg.Audit = AuditConfig{Method: MethodOneRun}
 	cfg.fillDefaults()
 	a, err := Run(context.Background(), cfg, t.TempDir(), RunOptions{})

@@ -8,7 +8,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/runs"
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/canary"
 )
 
 // PlannedMeta, what CheckStages checks the attack stage against before training, is the
@@ -20,7 +20,7 @@ func TestPlannedMetaIsTrainedMeta(t *testing.T) {
 	params.Train.RecordParams, params.Train.RecordUpload = true, true
 	records := smallConfig()
 	records.Pairs = 1
-	records.Train.Canaries = &train.CanaryConfig{Count: 4, Kind: "relabel"}
+	records.Train.Canaries = &canary.Config{Count: 4, Kind: "relabel"}
 	direction := directionConfig(8, 1)
 	direction.Train.Informed = true
 	for name, cfg := range map[string]*Config{"fedavg informed": smallConfig(), "fedavg": noInformed, "params and uploads": params,

@@ -8,128 +8,14 @@ import (
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/internal/philox"
+	"github.com/fedaudit/fedaudit/train/canary"
 )
 
-// Many canaries per run, for the one-run audits (Steinke, Nasr and Jagielski 2023; Mahloujifar,
-// Melis and Chaudhuri 2025) and the one-shot estimate (Andrew, Kairouz, Oh, Oprea, McMahan and
-// Suriyakumar 2024). Every run of pair p carries the same k canaries, canary j included with
-// probability 1/2 by the bit datasets.InclusionBits(seed, p, k)[j]; both worlds of a pair
-// carry the same bits (the pair's coupling is about its target, not its canaries). Runs of
-// different pairs have independent seeds and bits, so the world-C runs of several pairs are
-// independent runs of one experiment with k canaries each.
-//
-// Two kinds of canary:
-//
-//   - Direction canaries (CanaryDirection; the DP-FedAvg algorithm): k canary clients whose
-//     update is a fixed random direction u_j of norm the update clip norm c. An included canary
-//     is Poisson-sampled every round like any client (rate q, from the pair's seed) and adds c
-//     u_j to the server's sum; the sum's divisor q m stays the deployment's constant. The
-//     directions are public: Gaussian vectors normalized, drawn from the master seed. At every
-//     round the engine projects the model change on every direction and records, per canary,
-//     the cosine of w_T - w_0 with u_j (canary_cos_final), the largest cosine of a round's
-//     change w_{t+1} - w_t with u_j (canary_cos_max) and the log-likelihood ratio of "canary j
-//     took part" in each round's projected sum, summed over the rounds (canary_llr_all).
-//   - Record canaries (CanaryDirac, CanaryRelabel; every algorithm): k canary samples placed at
-//     sample slots of the clients (datasets.NewRecordCanaries): in a run that includes canary j
-//     its slot holds the canary, otherwise the client's own sample, so the client's size and
-//     its batches do not depend on the bits. Each checkpoint records the model's loss and logit
-//     margin on every canary (canary_loss, canary_margin) and on the sample the slot holds when
-//     the canary is excluded (canary_loss_alt, canary_margin_alt): as for the target of a
-//     replace adjacency, the auditor knows both candidates of a slot.
-
-// Canary kinds of CanaryConfig.Kind.
-const (
-	CanaryDirection = "direction"
-	CanaryDirac     = "dirac"
-	CanaryRelabel   = "relabel"
-)
-
-// Names of the canary observations in ReplicaState.CanaryStats (the run-file column names).
-const (
-	CanaryStatCosFinal  = "canary_cos_final"
-	CanaryStatCosMax    = "canary_cos_max"
-	CanaryStatLLRAll    = "canary_llr_all"
-	CanaryStatLoss      = "canary_loss"
-	CanaryStatMargin    = "canary_margin"
-	CanaryStatLossAlt   = "canary_loss_alt"
-	CanaryStatMarginAlt = "canary_margin_alt"
-)
-
-// CanaryConfig puts k canaries into every run.
-type CanaryConfig struct {
-	// Count is k.
-	Count int `json:"count" yaml:"count"`
-	// Kind is "direction" (canary clients of the DP-FedAvg algorithm whose update is a fixed
-	// random direction of norm update_clip), "dirac" (canary records: a blank input with a few
-	// saturated features and a random label, each canary its own) or "relabel" (canary records:
-	// the slot's own sample with another label).
-	Kind string `json:"kind" yaml:"kind"`
-	// Pixels is the number of saturated features of a dirac canary (0: the builder's default).
-	Pixels int `json:"pixels,omitempty" yaml:"pixels,omitempty"`
-	// Orthogonal makes direction canaries orthonormal: rows of a randomized orthonormal basis
-	// (orthonormalDirections; needs k < d) instead of independent Gaussian directions, which
-	// overlap by about 1/sqrt(d). In a model of few parameters the included canaries' overlaps add
-	// up to noise in every canary's projection, the same in every round when q = 1; orthonormal
-	// directions remove it.
-	Orthogonal bool `json:"orthogonal,omitempty" yaml:"orthogonal,omitempty"`
-}
-
-// Directions reports whether the canaries are canary clients with fixed update directions.
-func (c *CanaryConfig) Directions() bool { return c != nil && c.Kind == CanaryDirection }
-
-// StatNames names the observations every checkpoint records per canary.
-func (c *CanaryConfig) StatNames() []string {
-	switch {
-	case c == nil || c.Count == 0:
-		return nil
-	case c.Directions():
-		return []string{CanaryStatCosFinal, CanaryStatCosMax, CanaryStatLLRAll}
-	}
-	return []string{CanaryStatLoss, CanaryStatMargin, CanaryStatLossAlt, CanaryStatMarginAlt}
-}
-
-// checkCanaries checks the canaries for m clients of at least n samples each.
-func (c *Config) checkCanaries(p *problems, m, n int) {
-	cc := c.Canaries
-	if cc == nil {
-		return
-	}
-	if cc.Count < 1 || cc.Count > MaxCanaries {
-		p.add("canaries.count", "need 1 to %d, got %d", MaxCanaries, cc.Count)
-	}
-	switch cc.Kind {
-	case CanaryDirection:
-		if c.Algorithm != algo.DPFedAvg {
-			p.add("canaries.kind", "direction canaries are canary clients of dp-fedavg (its sampling rate and clip norm are every client's); %s takes dirac or relabel canary records", c.Algorithm)
-		}
-		if cc.Pixels != 0 {
-			p.add("canaries.pixels", "only dirac canaries take pixels")
-		}
-		if c.mechanism() != algo.Gaussian {
-			p.add("canaries.kind", "the direction canaries' likelihood ratio is Gaussian; mechanism %s has none", c.mechanism())
-		}
-	case CanaryDirac, CanaryRelabel:
-		if cc.Orthogonal {
-			p.add("canaries.orthogonal", "only direction canaries have directions to orthonormalize")
-		}
-		if cc.Kind == CanaryRelabel && cc.Pixels != 0 {
-			p.add("canaries.pixels", "only dirac canaries take pixels")
-		}
-		if cc.Pixels < 0 {
-			p.add("canaries.pixels", "need >= 0, got %d", cc.Pixels)
-		}
-		// Each record takes one sample slot; one slot belongs to the target.
-		if m > 0 && n > 0 && cc.Count > m*n-1 {
-			p.add("canaries.count", "%d canary records need as many sample slots; the clients have about %d", cc.Count, m*n-1)
-		}
-	default:
-		p.add("canaries.kind", "%q is not direction, dirac or relabel", cc.Kind)
-	}
-}
-
-// MaxCanaries bounds k: every replica keeps k values per canary statistic and the engine k
-// directions of d parameters.
-const MaxCanaries = 1 << 20
+// The engine's canaries (package canary says what they are and what a checkpoint records of
+// them): every run of pair p carries the same k canaries, canary j included by the bit
+// datasets.InclusionBits(seed, p, k)[j] in both worlds of the pair. Direction canaries add
+// their updates to the server's sum and are observed by projection every round; record
+// canaries sit in the clients' sample slots and are evaluated at every checkpoint.
 
 // canaryState is the engine's canaries: the inclusion bits of each pair and, by kind, the
 // directions with their per-replica statistics, or the record canaries with each replica's
@@ -229,38 +115,13 @@ func RecordCanariesOf(cfg Config, worldC []*datasets.Dataset, target TargetInfo)
 	return rc, nil
 }
 
-// canaryDirectionSeed separates the directions' stream from every other use of the master seed.
-const canaryDirectionSeed = 0x63616e6172796469 // "canarydi"
-
-// canaryDirections returns the k public directions of an experiment with master seed seed in
-// R^d, k x d row-major: canary j is the standard Gaussian vector of the Philox stream of round
-// j under a key derived from the seed alone, normalized in float64. Independent Gaussian
-// directions are nearly orthogonal in high dimension (|<u_i, u_j>| about 1/sqrt(d)).
-func canaryDirections(seed uint64, k, d int) []float32 {
-	dirs := make([]float32, k*d)
-	key := philox.Key(philox.SplitMix64(seed ^ canaryDirectionSeed))
-	for j := 0; j < k; j++ {
-		u := dirs[j*d : (j+1)*d]
-		philox.GaussianFloats(u, key, 0, uint32(j), 0)
-		var ss float64
-		for _, x := range u {
-			ss += float64(x) * float64(x)
-		}
-		inv := 1 / math.Sqrt(ss)
-		for i, x := range u {
-			u[i] = float32(float64(x) * inv)
-		}
-	}
-	return dirs
-}
-
 // initDirections draws the directions and allocates the statistics.
 func (cs *canaryState) initDirections(e *engine, w0 []float32) {
 	d := e.d
 	if e.cfg.Canaries.Orthogonal {
-		cs.dirs = orthonormalDirections(e.cfg.Seed, cs.k, d)
+		cs.dirs = canary.OrthonormalDirections(e.cfg.Seed, cs.k, d)
 	} else {
-		cs.dirs = canaryDirections(e.cfg.Seed, cs.k, d)
+		cs.dirs = canary.GaussianDirections(e.cfg.Seed, cs.k, d)
 	}
 	cs.w0 = w0
 	cs.cosMax = make([][]float64, e.R)
@@ -339,41 +200,6 @@ func (cs *canaryState) observeRound(e *engine, q, clip, std, scale float64) {
 	}
 }
 
-// orthonormalDirections returns k orthonormal directions in R^d (k < d), k x d row-major:
-// rows of a randomized orthonormal basis. Row j is the DCT-II basis vector of a frequency f_j,
-// sqrt(2/d) cos(pi f_j (t + 1/2) / d) at coordinate t, with the frequencies drawn without
-// replacement from 1..d-1, every coordinate multiplied by a random sign and the coordinates
-// randomly permuted, all from the master seed. The DCT-II basis is orthonormal and signs and a
-// permutation are an orthogonal map, so the rows are orthonormal to float rounding (their
-// overlaps are about 1e-7, where independent Gaussian directions overlap by 1/sqrt(d)); every
-// entry has magnitude at most sqrt(2/d), so like a random direction each row spreads over all
-// parameters, and with the random signs the projection of any fixed vector on it is a sum of
-// terms of random sign. Cost: k d cosines, against k^2 d for Gram-Schmidt.
-func orthonormalDirections(seed uint64, k, d int) []float32 {
-	rng := philox.NewRand(philox.SplitMix64(seed^canaryDirectionSeed), 0, 0, philox.DomainCanarySampling, 1)
-	freq := make([]int32, d-1)
-	philox.SamplePrefix(&rng, freq, k) // freq[:k]: k distinct values of 0..d-2
-	perm := make([]int32, d)
-	philox.SamplePrefix(&rng, perm, d)
-	sign := make([]float64, d)
-	for t := range sign {
-		sign[t] = 1
-		if rng.Uint64()>>63 == 1 {
-			sign[t] = -1
-		}
-	}
-	dirs := make([]float32, k*d)
-	scale := math.Sqrt(2 / float64(d))
-	for j := 0; j < k; j++ {
-		f := float64(freq[j] + 1)
-		u := dirs[j*d : (j+1)*d]
-		for t := 0; t < d; t++ {
-			u[perm[t]] = float32(sign[t] * scale * math.Cos(math.Pi*f*(float64(t)+0.5)/float64(d)))
-		}
-	}
-	return dirs
-}
-
 // dot32 is the inner product of two float32 vectors in float64.
 func dot32(a, b []float32) float64 {
 	var s float64
@@ -384,7 +210,7 @@ func dot32(a, b []float32) float64 {
 }
 
 // observe returns replica r's canary observations at the current checkpoint, in the order of
-// CanaryConfig.StatNames. For direction canaries the cosine of w_T - w_0 needs the replica's
+// canary.Config.StatNames. For direction canaries the cosine of w_T - w_0 needs the replica's
 // parameters (params, downloaded by the caller). Record canaries' loss and margin come from
 // evalCanaryRecords.
 func (cs *canaryState) observeDirections(r int, params []float32) [][]float64 {
@@ -481,7 +307,7 @@ func (e *engine) localGradVariants(form groupStepper, t, i, k int, buf compute.B
 }
 
 // evalCanaryRecords returns every replica's observations of the record canaries, [stat][r][j]
-// in the order of CanaryConfig.StatNames: loss and margin on every canary record, then on the
+// in the order of canary.Config.StatNames: loss and margin on every canary record, then on the
 // sample each slot holds without its canary.
 func (e *engine) evalCanaryRecords() [4][][]float64 {
 	var out [4][][]float64
@@ -514,7 +340,7 @@ func (e *engine) evalEach(cd *clientData, loss, margin [][]float64) {
 		lm := compute.Mat{Buf: e.eval.loss, Rows: n, Cols: 1, Stride: 1, Batch: e.R, BatchStride: n}
 		mm := lm
 		mm.Buf = e.eval.margin
-		e.model.eval(e.be, e.ws, params, x, y, lm, mm)
+		e.model.Eval(e.be, e.ws, params, x, y, lm, mm)
 		e.be.Download(e.eval.hostLoss[:e.R*n], e.eval.loss, 0)
 		e.be.Download(e.eval.hostMargin[:e.R*n], e.eval.margin, 0)
 		for r := 0; r < e.R; r++ {

@@ -10,6 +10,7 @@ import (
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/internal/philox"
+	"github.com/fedaudit/fedaudit/train/canary"
 )
 
 // recordCanaryFor rebuilds the record canaries the engine places for a job (the same spec as
@@ -39,7 +40,7 @@ func TestRecordCanariesTrainEachRunOnItsBits(t *testing.T) {
 			cfg := Config{Algorithm: algo.FedAvg, Model: ModelConfig{Kind: "quadratic", Curvature: 0.5}, Rounds: 3, LocalSteps: 2,
 				LearningRate: 0.2, Schedule: "constant", ClipNorm: 0, NoiseStd: 0.1, Batching: batching, BatchSize: 3, Seed: 9,
 				Checkpoints: []int{1, 3}, RecordParams: true, Informed: true,
-				Canaries: &CanaryConfig{Count: 10, Kind: CanaryDirac, Pixels: 2}}
+				Canaries: &canary.Config{Count: 10, Kind: canary.Dirac, Pixels: 2}}
 			got := run(t, cfg, c, cp, tgt, PairRange{0, 3})
 			rc := recordCanariesFor(t, cfg, c, tgt)
 			plain := cfg
@@ -120,11 +121,11 @@ func TestCanariesInvariance(t *testing.T) {
 	tgt := TargetInfo{Client: 1, Index: 0}
 	c, cp := synthWorlds(3, 8, 5, 3, tgt, 8)
 	rec := mlpConfig()
-	rec.Canaries = &CanaryConfig{Count: 9, Kind: CanaryRelabel}
+	rec.Canaries = &canary.Config{Count: 9, Kind: canary.Relabel}
 	dirCfg := dpConfig()
 	dirCfg.Model = ModelConfig{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"}
 	dirCfg.NoiseMultiplier, dirCfg.Informed = 1, true
-	dirCfg.Canaries = &CanaryConfig{Count: 25, Kind: CanaryDirection}
+	dirCfg.Canaries = &canary.Config{Count: 25, Kind: canary.Direction}
 	for _, tc := range []struct {
 		name string
 		cfg  Config
@@ -178,11 +179,11 @@ func TestDirectionCanariesAddTheirUpdates(t *testing.T) {
 	cfg := dpConfig()
 	cfg.Rounds, cfg.Checkpoints = 1, []int{1}
 	plain := cfg
-	cfg.Canaries = &CanaryConfig{Count: 30, Kind: CanaryDirection}
+	cfg.Canaries = &canary.Config{Count: 30, Kind: canary.Direction}
 	tgt := TargetInfo{Client: 0}
 	got := run(t, cfg, clients, clients, tgt, PairRange{2, 2})
 	want := run(t, plain, clients, clients, tgt, PairRange{2, 2})
-	dirs := canaryDirections(cfg.Seed, 30, 64)
+	dirs := canary.GaussianDirections(cfg.Seed, 30, 64)
 	for j := 0; j < 30; j++ {
 		if n := dot32(dirs[j*64:(j+1)*64], dirs[j*64:(j+1)*64]); math.Abs(n-1) > 1e-6 {
 			t.Fatalf("direction %d has squared norm %v", j, n)
@@ -226,7 +227,7 @@ func TestDirectionCanaryStatistics(t *testing.T) {
 	clients, _ := quadClients(4, 3, 2048, 1)
 	cfg := dpConfig()
 	cfg.Rounds, cfg.Checkpoints, cfg.SamplingRate, cfg.NoiseMultiplier = 4, []int{4}, 1, 1
-	cfg.Canaries = &CanaryConfig{Count: 200, Kind: CanaryDirection}
+	cfg.Canaries = &canary.Config{Count: 200, Kind: canary.Direction}
 	cps := run(t, cfg, clients, clients, TargetInfo{Client: 0}, PairRange{0, 1})
 	rs := cps[0].Replicas[0]
 	var llr, cos [2]float64
@@ -262,11 +263,11 @@ func TestCanaryConfigErrors(t *testing.T) {
 		mutate func(*Config)
 		want   string
 	}{
-		{"direction on fedavg", func(c *Config) { c.Canaries = &CanaryConfig{Count: 3, Kind: CanaryDirection} }, "canaries.kind: direction canaries are canary clients of dp-fedavg"},
-		{"no count", func(c *Config) { c.Canaries = &CanaryConfig{Kind: CanaryDirac} }, "canaries.count: need 1 to"},
-		{"unknown kind", func(c *Config) { c.Canaries = &CanaryConfig{Count: 2, Kind: "pattern"} }, `canaries.kind: "pattern" is not direction, dirac or relabel`},
-		{"too many records", func(c *Config) { c.Canaries = &CanaryConfig{Count: 8, Kind: CanaryDirac} }, "canaries.count: 8 canary records need"},
-		{"pixels of relabel", func(c *Config) { c.Canaries = &CanaryConfig{Count: 2, Kind: CanaryRelabel, Pixels: 3} }, "canaries.pixels"},
+		{"direction on fedavg", func(c *Config) { c.Canaries = &canary.Config{Count: 3, Kind: canary.Direction} }, "canaries.kind: direction canaries are canary clients of dp-fedavg"},
+		{"no count", func(c *Config) { c.Canaries = &canary.Config{Kind: canary.Dirac} }, "canaries.count: need 1 to"},
+		{"unknown kind", func(c *Config) { c.Canaries = &canary.Config{Count: 2, Kind: "pattern"} }, `canaries.kind: "pattern" is not direction, dirac or relabel`},
+		{"too many records", func(c *Config) { c.Canaries = &canary.Config{Count: 8, Kind: canary.Dirac} }, "canaries.count: 8 canary records need"},
+		{"pixels of relabel", func(c *Config) { c.Canaries = &canary.Config{Count: 2, Kind: canary.Relabel, Pixels: 3} }, "canaries.pixels"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := mlpConfig()
@@ -279,54 +280,6 @@ func TestCanaryConfigErrors(t *testing.T) {
 	}
 }
 
-// TestOrthonormalDirections: the rows are orthonormal to float32 rounding (|<u_i, u_j>| below
-// 1e-6, against about 1/sqrt(d) = 0.09 for the Gaussian directions), deterministic from the
-// seed, dense (no entry above sqrt(2/d)), and project a fixed vector like random directions:
-// the mean square projection of x = (1, ..., 1) over 60 rows is ||x||^2/d = 1 within a factor 2
-// (a direction aligned with x would give d; one supported on few coordinates, about 0 or more).
-func TestOrthonormalDirections(t *testing.T) {
-	const k, d = 60, 120
-	out := orthonormalDirections(3, k, d)
-	if !slices.Equal(out, orthonormalDirections(3, k, d)) || slices.Equal(out, orthonormalDirections(4, k, d)) {
-		t.Fatal("not deterministic from the seed")
-	}
-	in := canaryDirections(3, k, d)
-	maxIn := 0.0
-	var ms float64
-	ones := make([]float32, d)
-	for i := range ones {
-		ones[i] = 1
-	}
-	for i := 0; i < k; i++ {
-		for q := 0; q < d; q++ {
-			if math.Abs(float64(out[i*d+q])) > math.Sqrt(2.0/d)+1e-7 {
-				t.Fatalf("entry %v of row %d above sqrt(2/d)", out[i*d+q], i)
-			}
-		}
-		p := dot32(out[i*d:(i+1)*d], ones)
-		ms += p * p / k
-		for j := 0; j <= i; j++ {
-			g := dot32(out[i*d:(i+1)*d], out[j*d:(j+1)*d])
-			want := 0.0
-			if i == j {
-				want = 1
-			}
-			if math.Abs(g-want) > 1e-6 {
-				t.Fatalf("<u_%d, u_%d> = %v, want %v", i, j, g, want)
-			}
-			if i != j {
-				maxIn = math.Max(maxIn, math.Abs(dot32(in[i*d:(i+1)*d], in[j*d:(j+1)*d])))
-			}
-		}
-	}
-	if maxIn < 0.1 {
-		t.Errorf("the Gaussian directions overlap by at most %v: the test shows nothing", maxIn)
-	}
-	if ms < 0.5 || ms > 2 {
-		t.Errorf("mean square projection of the ones vector %v, want about 1", ms)
-	}
-}
-
 // TestCanaryMemory: the memory estimate grows with the canaries: record canaries by a copy of
 // the clients per replica, direction canaries by their k directions of d parameters.
 func TestCanaryMemory(t *testing.T) {
@@ -336,7 +289,7 @@ func TestCanaryMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Canaries = &CanaryConfig{Count: 100, Kind: CanaryDirac}
+	cfg.Canaries = &canary.Config{Count: 100, Kind: canary.Dirac}
 	rec, err := MemoryOf(cfg, s)
 	if err != nil {
 		t.Fatal(err)
@@ -352,7 +305,7 @@ func TestCanaryMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dp.Canaries = &CanaryConfig{Count: 1000, Kind: CanaryDirection}
+	dp.Canaries = &canary.Config{Count: 1000, Kind: canary.Direction}
 	dir, err := MemoryOf(dp, s)
 	if err != nil {
 		t.Fatal(err)

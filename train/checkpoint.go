@@ -135,7 +135,7 @@ func (e *engine) evalRows(cd *clientData, first, count, stride int, lossSum, cor
 		loss := compute.Mat{Buf: e.eval.loss, Rows: n, Cols: 1, Stride: 1, Batch: count, BatchStride: n}
 		margin := loss
 		margin.Buf = e.eval.margin
-		e.model.eval(e.be, e.ws, params, x, y, loss, margin)
+		e.model.Eval(e.be, e.ws, params, x, y, loss, margin)
 		e.be.Download(e.eval.hostLoss[:count*n], e.eval.loss, 0)
 		e.be.Download(e.eval.hostMargin[:count*n], e.eval.margin, 0)
 		for j := 0; j < count; j++ {

@@ -9,6 +9,9 @@ import (
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/nn"
+	"github.com/fedaudit/fedaudit/train/canary"
+	"github.com/fedaudit/fedaudit/train/model"
+	"github.com/fedaudit/fedaudit/train/privacy"
 )
 
 // Config is one training configuration: the algorithm, model, schedule and what to record.
@@ -95,11 +98,11 @@ type Config struct {
 	// while the noise (and any claim) is still scaled to update_clip.
 	SkipUpdateClip bool `json:"skip_update_clip,omitempty" yaml:"skip_update_clip,omitempty"`
 	// Privacy holds the per-group budgets of idp-fedavg and adaptive-fedavg.
-	Privacy *PrivacyConfig `json:"privacy,omitempty" yaml:"privacy,omitempty"`
+	Privacy *privacy.Config `json:"privacy,omitempty" yaml:"privacy,omitempty"`
 
 	// Canaries, when set, puts k canaries into every run, each included with probability 1/2
 	// (canaries.go): the one-run audits' many canaries per training.
-	Canaries *CanaryConfig `json:"canaries,omitempty" yaml:"canaries,omitempty"`
+	Canaries *canary.Config `json:"canaries,omitempty" yaml:"canaries,omitempty"`
 }
 
 // ModelConfig selects a model.
@@ -217,7 +220,9 @@ func (c *Config) validate(m, n int, shape []int, dim, classes int) error {
 	c.checkSchedule(&p, m)
 	c.checkSampling(&p, n)
 	c.checkModel(&p, shape, dim, classes)
-	c.checkCanaries(&p, m, n)
+	if c.Canaries != nil {
+		p = append(p, c.Canaries.Check(c.Algorithm, c.Mechanism, m, n)...)
+	}
 	return errors.Join(p...)
 }
 
@@ -417,21 +422,21 @@ func parseActivation(s string) (compute.Activation, error) {
 }
 
 // newModel builds the model for samples of the given shape (nil: unknown), dim and classes.
-func (c *Config) newModel(shape []int, dim, classes int) (Model, error) {
+func (c *Config) newModel(shape []int, dim, classes int) (model.Model, error) {
 	switch c.Model.Kind {
 	case "lenet5", "resnet", "sequential":
 		return newNNModel(c.Model, shape, dim, classes)
 	case "softmax":
-		return NewMLP(compute.Tanh, dim, classes)
+		return model.NewMLP(compute.Tanh, dim, classes)
 	case "mlp":
 		act, err := parseActivation(c.Model.Activation)
 		if err != nil {
 			return nil, err
 		}
 		sizes := append(append([]int{dim}, c.Model.Hidden...), classes)
-		return NewMLP(act, sizes...)
+		return model.NewMLP(act, sizes...)
 	case "quadratic":
-		return &Quadratic{A: float32(c.Model.Curvature), Dim: dim}, nil
+		return &model.Quadratic{A: float32(c.Model.Curvature), Dim: dim}, nil
 	case External:
 		return nil, ErrExternal
 	}

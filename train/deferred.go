@@ -8,6 +8,7 @@ import (
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/internal/philox"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // Deferred first-layer updates. A local step changes the first weight matrix by a low-rank
@@ -30,7 +31,7 @@ import (
 
 // deferredState is the engine's storage for deferred first-layer updates.
 type deferredState struct {
-	model     *MLP
+	model     *model.MLP
 	kb, h     int // rows per client (K B) and the first layer's width
 	window    int // clients whose factors are kept before they are folded into the sum
 	xs, ys    [2]compute.Buffer
@@ -48,7 +49,7 @@ type deferredState struct {
 // whole-gradient clipping and fixed minibatches small enough that the corrections (about
 // (K-1) B / (4 in) of the direct form's first-layer work) stay small.
 func newDeferred(e *engine) *deferredState {
-	m, ok := e.model.(*MLP)
+	m, ok := e.model.(*model.MLP)
 	cfg := e.cfg
 	K, B := cfg.LocalSteps, cfg.BatchSize
 	if !ok || e.perEx != 0 || cfg.Batching != algo.Fixed || B > e.dim || (K-1)*B > e.dim {
@@ -178,11 +179,11 @@ func (e *engine) localTrainDeferred(ctx context.Context, ds *deferredState, t, i
 			c := groupOf(split, gw, p0, min(p0+e.chunk, e.P))
 			rows := func(b compute.Buffer) compute.Mat { return e.rows(b, c.first, c.count, c.stride) }
 			params, anchor := rows(buf), rows(e.g)
-			be.Axpby(1, m.rest(anchor), 0, m.rest(params), nil)
+			be.Axpby(1, m.Rest(anchor), 0, m.Rest(params), nil)
 			x, y := x1, y1
 			x.Batch, y.Batch = c.count, c.count
 			pAll := compute.Mat{Buf: ds.p, Off: c.first * kb * h, Rows: kb, Cols: h, Stride: h, Batch: c.count, BatchStride: c.stride * kb * h}
-			be.Gemm(false, true, 1, x, m.weight(anchor, 0), 0, pAll)
+			be.Gemm(false, true, 1, x, m.Weight(anchor, 0), 0, pAll)
 			u := ds.factors(flip, s, c.first, c.count, c.stride)
 			for k := 0; k < K; k++ {
 				if e.stop.Load() {
@@ -203,11 +204,11 @@ func (e *engine) localTrainDeferred(ctx context.Context, ds *deferredState, t, i
 				xk.Rows = B
 				yk.Off += k * B
 				yk.Rows = B
-				m.deferredStep(be, e.ws, params, xk, yk, pre, gram, anchor, rows(e.grad), uk, prev, eta, e.clipV, e.alpha)
+				m.DeferredStep(be, e.ws, params, xk, yk, pre, gram, anchor, rows(e.grad), uk, prev, eta, e.clipV, e.alpha)
 			}
 			if materialize {
-				wt := m.weight(params, 0)
-				be.Axpby(1, m.weight(anchor, 0), 0, wt, nil)
+				wt := m.Weight(params, 0)
+				be.Axpby(1, m.Weight(anchor, 0), 0, wt, nil)
 				be.Gemm(true, false, 1, u, x, 1, wt)
 			}
 		}
@@ -245,6 +246,6 @@ func (e *engine) flushDeferred(ds *deferredState, n int) {
 		x.Rows = n * ds.kb
 		u := ds.factors(false, 0, g.first, g.count, g.stride)
 		u.Rows = n * ds.kb
-		be.Gemm(true, false, 1/float32(e.n), u, x, 1, m.weight(e.rows(e.acc, g.first, g.count, g.stride), 0))
+		be.Gemm(true, false, 1/float32(e.n), u, x, 1, m.Weight(e.rows(e.acc, g.first, g.count, g.stride), 0))
 	}
 }

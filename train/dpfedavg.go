@@ -10,6 +10,7 @@ import (
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/internal/philox"
+	"github.com/fedaudit/fedaudit/train/privacy"
 )
 
 // The client-level DP-FL systems of Kiani, Kulkarni, Dziedzic, Draper and Boenisch,
@@ -27,137 +28,20 @@ import (
 //     per-round, per-group sampling rates q_n^t (q_n while saving, q after the transition
 //     round T_n), clip norms c_n^t and server noise c sigma^t, step sum / (q^t m).
 
-// PrivacyConfig gives the per-client budgets of idp-fedavg and adaptive-fedavg.
-type PrivacyConfig struct {
-	// Delta is the delta of every budget.
-	Delta float64 `json:"delta" yaml:"delta"`
-	// Groups partition the clients in index order: the first Groups[0].Clients clients form
-	// group 0, and so on; the counts must add up to the number of clients.
-	Groups []PrivacyGroup `json:"groups" yaml:"groups"`
-	// Bookkeeping is adaptive-fedavg's "composed" (default: the remaining budget judged on the
-	// composed RDP curve, clients end at their budgets) or "paper" (Alg. 1 line 8 as printed).
-	Bookkeeping string `json:"bookkeeping,omitempty" yaml:"bookkeeping,omitempty"`
-}
-
-// PrivacyGroup is one privacy group: its size, its budget epsilon and, for adaptive-fedavg,
-// its saving-phase sampling rate q_n and transition round T_n (1-based: the first spending
-// round).
-type PrivacyGroup struct {
-	Clients    int     `json:"clients" yaml:"clients"`
-	Epsilon    float64 `json:"epsilon" yaml:"epsilon"`
-	SavingRate float64 `json:"saving_rate,omitempty" yaml:"saving_rate,omitempty"`
-	Transition int     `json:"transition,omitempty" yaml:"transition,omitempty"`
-}
-
 // IsClientDP reports whether the algorithm is one of the DP-FedAvg family.
 func (c *Config) IsClientDP() bool { return c.Algorithm.ClientDP() }
 
-// PlanClaim is how the plans calibrate noise to budgets and how claims are computed: the
-// default Rényi orders and Balle et al.'s conversion (as Opacus' get_privacy_spent does).
-func PlanClaim(delta float64) accounting.Claim {
-	return accounting.Claim{Delta: delta, Conversion: accounting.Balle}
-}
-
-// PrivacyPlan is what the DP-FedAvg family does in every round, indexed [round][client]
-// (rounds 0-based).
-type PrivacyPlan struct {
-	// Q is each client's Poisson sampling rate.
-	Q [][]float64
-	// Clip is each client's update clip norm.
-	Clip [][]float64
-	// Std is the standard deviation of the server's noise on the sum.
-	Std []float64
-	// Divisor is q^t m, the expected number of sampled clients the sum is divided by.
-	Divisor []float64
-	// Group is each client's privacy group (all 0 for dp-fedavg).
-	Group []int
-}
-
-// Schedule is client n's rounds for the accountant: sampling rate and noise multiplier
-// (server noise over the client's clip norm).
-func (p *PrivacyPlan) Schedule(n int) []accounting.Round {
-	out := make([]accounting.Round, len(p.Std))
-	for t := range out {
-		out[t] = accounting.Round{Q: p.Q[t][n], Z: p.Std[t] / p.Clip[t][n]}
-	}
-	return out
-}
-
-// Plan computes the privacy plan for m clients; idp-fedavg and adaptive-fedavg calibrate
-// their noise to the budgets here (accounting.IDPFedAvg, accounting.SpendAsYouGo).
-func (c *Config) Plan(ctx context.Context, m int) (*PrivacyPlan, error) {
+// Plan checks the fields of the DP-FedAvg family and computes the privacy plan for m clients
+// (privacy.NewPlan: idp-fedavg and adaptive-fedavg calibrate their noise to the budgets there).
+func (c *Config) Plan(ctx context.Context, m int) (*privacy.Plan, error) {
 	if !c.IsClientDP() {
 		return nil, fmt.Errorf("config: algorithm: %q has no client-level privacy plan", c.Algorithm)
 	}
 	if err := c.validateClientDP(m); err != nil {
 		return nil, err
 	}
-	T, q, clip := c.Rounds, c.SamplingRate, c.UpdateClip
-	p := &PrivacyPlan{Q: make([][]float64, T), Clip: make([][]float64, T), Std: make([]float64, T),
-		Divisor: make([]float64, T), Group: make([]int, m)}
-	for t := range p.Q {
-		p.Q[t], p.Clip[t] = make([]float64, m), make([]float64, m)
-	}
-	var counts []int
-	if c.Privacy != nil {
-		n := 0
-		for g, grp := range c.Privacy.Groups {
-			for k := 0; k < grp.Clients; k++ {
-				p.Group[n] = g
-				n++
-			}
-			counts = append(counts, grp.Clients)
-		}
-	}
-	claim := func() accounting.Claim { return PlanClaim(c.Privacy.Delta) }
-	switch c.Algorithm {
-	case algo.DPFedAvg:
-		for t := 0; t < T; t++ {
-			for n := 0; n < m; n++ {
-				p.Q[t][n], p.Clip[t][n] = q, clip
-			}
-			p.Std[t], p.Divisor[t] = c.NoiseMultiplier*clip, q*float64(m)
-		}
-	case algo.IDPFedAvg:
-		budgets := make([]float64, m)
-		for n := range budgets {
-			budgets[n] = c.Privacy.Groups[p.Group[n]].Epsilon
-		}
-		idp, err := accounting.IDPFedAvg(ctx, budgets, q, T, clip, claim())
-		if err != nil {
-			return nil, fmt.Errorf("config: privacy: %w", err)
-		}
-		for t := 0; t < T; t++ {
-			for n := 0; n < m; n++ {
-				p.Q[t][n], p.Clip[t][n] = q, idp.Clips[n]
-			}
-			p.Std[t], p.Divisor[t] = idp.Sigma*clip, q*float64(m)
-		}
-	case algo.AdaptiveFedAvg:
-		clients := make([]accounting.SpendClient, len(c.Privacy.Groups))
-		for g, grp := range c.Privacy.Groups {
-			clients[g] = accounting.SpendClient{Epsilon: grp.Epsilon, SavingRate: grp.SavingRate, Transition: grp.Transition, Count: counts[g]}
-		}
-		book := accounting.ComposedBookkeeping
-		if c.Privacy.Bookkeeping == "paper" {
-			book = accounting.PaperBookkeeping
-		}
-		sp, err := accounting.SpendAsYouGo(ctx, clients, q, clip, T, book, claim())
-		if err != nil {
-			return nil, fmt.Errorf("config: privacy: %w", err)
-		}
-		for t := 0; t < T; t++ {
-			for n := 0; n < m; n++ {
-				g := p.Group[n]
-				p.Q[t][n], p.Clip[t][n] = sp.ClientQ[g][t], sp.ClientClip[g][t]
-			}
-			// Alg. 2 line 8: sampled clients add N(0, (c_n^t sigma_n^t)^2 / N) = N(0, c^2
-			// (sigma^t)^2 / N) each and the server the same for every unsampled client, so the
-			// sum always carries N(0, c^2 (sigma^t)^2): drawn here once, at the server.
-			p.Std[t], p.Divisor[t] = clip*sp.Sigma[t], sp.Q[t]*float64(m)
-		}
-	}
-	return p, nil
+	return privacy.NewPlan(ctx, privacy.Params{Algorithm: c.Algorithm, Clients: m, Rounds: c.Rounds, SamplingRate: c.SamplingRate,
+		UpdateClip: c.UpdateClip, NoiseMultiplier: c.NoiseMultiplier, Privacy: c.Privacy})
 }
 
 // validateClientDP checks the fields of the DP-FedAvg family for m clients; every error names
@@ -204,38 +88,7 @@ func (c *Config) validateClientDP(m int) error {
 		bad("privacy", "%s needs privacy.groups with budgets", c.Algorithm)
 		return errors.Join(errs...)
 	}
-	pc := c.Privacy
-	if !(pc.Delta > 0 && pc.Delta < 1) {
-		bad("privacy.delta", "need a value in (0, 1), got %g", pc.Delta)
-	}
-	switch pc.Bookkeeping {
-	case "", "composed", "paper":
-	default:
-		bad("privacy.bookkeeping", "%q is not composed or paper", pc.Bookkeeping)
-	}
-	total := 0
-	for g, grp := range pc.Groups {
-		total += grp.Clients
-		if grp.Clients < 1 {
-			bad(fmt.Sprintf("privacy.groups[%d].clients", g), "need at least 1, got %d", grp.Clients)
-		}
-		if !(grp.Epsilon > 0) || math.IsInf(grp.Epsilon, 0) {
-			bad(fmt.Sprintf("privacy.groups[%d].epsilon", g), "need a finite budget > 0, got %g", grp.Epsilon)
-		}
-		if c.Algorithm == algo.AdaptiveFedAvg {
-			if !(grp.SavingRate > 0 && grp.SavingRate <= c.SamplingRate) {
-				bad(fmt.Sprintf("privacy.groups[%d].saving_rate", g), "need q_n in (0, sampling_rate = %g], got %g", c.SamplingRate, grp.SavingRate)
-			}
-			if grp.Transition < 1 || grp.Transition > c.Rounds {
-				bad(fmt.Sprintf("privacy.groups[%d].transition", g), "need a round in [1, %d], got %d", c.Rounds, grp.Transition)
-			}
-		} else if grp.SavingRate != 0 || grp.Transition != 0 {
-			bad(fmt.Sprintf("privacy.groups[%d]", g), "saving_rate and transition are adaptive-fedavg's")
-		}
-	}
-	if total != m {
-		bad("privacy.groups", "the groups hold %d clients, the data has %d", total, m)
-	}
+	errs = append(errs, c.Privacy.Check(c.Algorithm, c.SamplingRate, c.Rounds, m)...)
 	return errors.Join(errs...)
 }
 
@@ -243,7 +96,7 @@ func (c *Config) validateClientDP(m int) error {
 // learning rate, the target's own clipped update (informed) and per-replica inner products.
 type clientDPRounds struct {
 	e        *engine
-	plan     *PrivacyPlan
+	plan     *privacy.Plan
 	serverLR float64
 	tu       compute.Buffer
 	dpDots   [5][]float64

@@ -12,6 +12,7 @@ import (
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/internal/philox"
+	"github.com/fedaudit/fedaudit/train/privacy"
 )
 
 // quadClients builds m clients of n samples of dimension dim with known features, and a canary
@@ -179,7 +180,7 @@ func TestClientSamplingPerReplicaAndShardInvariant(t *testing.T) {
 	// Frequency: 4000 pairs x 4 clients, q = 0.5. The count is Binomial(16000, 0.5): 5
 	// standard deviations (316) bound a false failure at 6e-7.
 	e := &engine{m: m, P: 4000, target: tgt}
-	dp := &clientDPRounds{e: e, plan: &PrivacyPlan{Q: [][]float64{{0.5, 0.5, 0.5, 0.5}}}}
+	dp := &clientDPRounds{e: e, plan: &privacy.Plan{Q: [][]float64{{0.5, 0.5, 0.5, 0.5}}}}
 	e.seeds = make([]uint64, 2*e.P)
 	for r := range e.seeds {
 		e.seeds[r] = RunSeed(3, r/2)
@@ -284,13 +285,13 @@ func TestClientDPPlans(t *testing.T) {
 	ctx := context.Background()
 	cfg := dpConfig()
 	cfg.Rounds, cfg.SamplingRate = 4, 0.6
-	cfg.Algorithm, cfg.Privacy = algo.IDPFedAvg, &PrivacyConfig{Delta: 1e-5, Groups: []PrivacyGroup{{Clients: 2, Epsilon: 2}, {Clients: 3, Epsilon: 6}}}
+	cfg.Algorithm, cfg.Privacy = algo.IDPFedAvg, &privacy.Config{Delta: 1e-5, Groups: []privacy.Group{{Clients: 2, Epsilon: 2}, {Clients: 3, Epsilon: 6}}}
 	p, err := cfg.Plan(ctx, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for n := 0; n < 5; n++ {
-		g, err := accounting.ScheduleEpsilon(p.Schedule(n), PlanClaim(1e-5))
+		g, err := accounting.ScheduleEpsilon(p.Schedule(n), privacy.PlanClaim(1e-5))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -310,7 +311,7 @@ func TestClientDPPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	for n := 0; n < 5; n++ {
-		g, err := accounting.ScheduleEpsilon(p.Schedule(n), PlanClaim(1e-5))
+		g, err := accounting.ScheduleEpsilon(p.Schedule(n), privacy.PlanClaim(1e-5))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -341,13 +342,13 @@ func TestClientDPConfigErrorsNameFields(t *testing.T) {
 		{"noise_multiplier", func(c *Config) { c.NoiseMultiplier = -1 }},
 		{"privacy", func(c *Config) { c.Algorithm = algo.IDPFedAvg }},
 		{"privacy.groups", func(c *Config) {
-			c.Algorithm, c.Privacy = algo.IDPFedAvg, &PrivacyConfig{Delta: 1e-5, Groups: []PrivacyGroup{{Clients: 2, Epsilon: 1}}}
+			c.Algorithm, c.Privacy = algo.IDPFedAvg, &privacy.Config{Delta: 1e-5, Groups: []privacy.Group{{Clients: 2, Epsilon: 1}}}
 		}},
 		{"privacy.groups[0].saving_rate", func(c *Config) {
-			c.Algorithm, c.Privacy = algo.AdaptiveFedAvg, &PrivacyConfig{Delta: 1e-5, Groups: []PrivacyGroup{{Clients: 3, Epsilon: 1, SavingRate: 0.9, Transition: 1}}}
+			c.Algorithm, c.Privacy = algo.AdaptiveFedAvg, &privacy.Config{Delta: 1e-5, Groups: []privacy.Group{{Clients: 3, Epsilon: 1, SavingRate: 0.9, Transition: 1}}}
 		}},
 		{"privacy.delta", func(c *Config) {
-			c.Algorithm, c.Privacy = algo.IDPFedAvg, &PrivacyConfig{Groups: []PrivacyGroup{{Clients: 3, Epsilon: 1}}}
+			c.Algorithm, c.Privacy = algo.IDPFedAvg, &privacy.Config{Groups: []privacy.Group{{Clients: 3, Epsilon: 1}}}
 		}},
 		{"mechanism", func(c *Config) { c.Mechanism = "cauchy" }},
 		{"staircase_epsilon", func(c *Config) { c.Mechanism = algo.Staircase }},

@@ -12,6 +12,7 @@ import (
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/internal/philox"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // train runs every round, handing the checkpoints to rec.
@@ -58,8 +59,8 @@ type clientData struct {
 type engine struct {
 	cfg    Config
 	be     compute.Backend
-	model  Model
-	ws     workspace
+	model  model.Model
+	ws     model.Workspace
 	d, dim int
 	pitch  int // floats between replica rows of the R x d buffers (compute.Pitch)
 	m, n   int // clients, participants per round
@@ -298,7 +299,7 @@ func (e *engine) allocate(maxN int) {
 		e.maxRows = cfg.BatchSize
 	}
 	wsRows := max(e.maxRows, e.cfg.EvalBatch)
-	e.ws = model.newWorkspace(be, wsRows, e.R)
+	e.ws = model.NewWorkspace(be, wsRows, e.R)
 	e.xb = be.Alloc(e.maxRows * dim)
 	e.yb = be.Alloc(e.maxRows)
 	R, rows := e.R, e.R*e.pitch

@@ -435,3 +435,11 @@ func TestContextCancel(t *testing.T) {
 		t.Error("cancelled context: no error")
 	}
 }
+
+func to64(x []float32) []float64 {
+	y := make([]float64, len(x))
+	for i, v := range x {
+		y[i] = float64(v)
+	}
+	return y
+}

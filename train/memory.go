@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // DefaultGroupMemory is the memory budget of one group of pairs trained together when
@@ -81,7 +82,7 @@ func MemoryOf(cfg Config, s DataSizes) (Memory, error) {
 	// Model workspace: pre-activations, deltas and (hidden layers) post-activations per row.
 	perReplica += wsRows * activationFloats(sizes) * f
 	// nn models evaluate in slices of at most nnEvalRows(maxRows) rows (nnModel.eval).
-	perReplica += math.Max(maxRows, float64(nnEvalRows(int(maxRows)))) * nnRows
+	perReplica += math.Max(maxRows, float64(model.NNEvalRows(int(maxRows)))) * nnRows
 	if cfg.Batching == algo.Fixed && nnRows == 0 {
 		perReplica += float64(cfg.BatchSize) * float64(cfg.BatchSize) * f // delta Gram matrices
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cpu"
+	"github.com/fedaudit/fedaudit/train/canary"
 )
 
 // paddedCPU is the CPU backend asking for rows aligned to align floats (compute.RowAligner, as
@@ -61,9 +62,9 @@ func TestPitchKeepsBits(t *testing.T) {
 	// canaries in the clients' sample slots.
 	dpCanaries := dp
 	dpCanaries.Mechanism = algo.Gaussian
-	dpCanaries.Canaries = &CanaryConfig{Count: 5, Kind: CanaryDirection}
+	dpCanaries.Canaries = &canary.Config{Count: 5, Kind: canary.Direction}
 	records := base
-	records.Canaries = &CanaryConfig{Count: 4, Kind: "relabel"}
+	records.Canaries = &canary.Config{Count: 4, Kind: "relabel"}
 	cases := []struct {
 		name   string
 		cfg    Config

@@ -5,6 +5,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // localSteps is how a client's local steps run, chosen once per engine (chooseSteps): the
@@ -44,7 +45,7 @@ func (e *engine) chooseSteps(allowDeferred bool) localSteps {
 	}
 	// The fused step pays n^2 per replica for the Gram matrices instead of n*in: worth it for
 	// minibatches no larger than the input. It clips whole gradients, so never for DP-SGD.
-	if f, ok := e.model.(fusedStepper); ok && e.perEx == 0 && e.cfg.Batching == algo.Fixed && e.cfg.BatchSize <= e.dim {
+	if f, ok := e.model.(model.FusedStepper); ok && e.perEx == 0 && e.cfg.Batching == algo.Fixed && e.cfg.BatchSize <= e.dim {
 		return &wholeSteps{e: e, form: &fusedSteps{e: e, f: f}}
 	}
 	return &wholeSteps{e: e, form: &directSteps{e: e}}
@@ -99,7 +100,7 @@ type directSteps struct{ e *engine }
 
 func (s *directSteps) step(buf compute.Buffer, first, count, stride int, x, y compute.Mat) {
 	e := s.e
-	e.model.grad(e.be, e.ws, e.rows(buf, first, count, stride), x, y, e.rows(e.grad, first, count, stride), e.perEx)
+	e.model.Grad(e.be, e.ws, e.rows(buf, first, count, stride), x, y, e.rows(e.grad, first, count, stride), e.perEx)
 }
 
 func (s *directSteps) finish(buf compute.Buffer, p0, p1 int) {
@@ -111,12 +112,12 @@ func (s *directSteps) finish(buf compute.Buffer, p0, p1 int) {
 // fusedSteps is the model's fused clipped step: it updates the parameters itself.
 type fusedSteps struct {
 	e *engine
-	f fusedStepper
+	f model.FusedStepper
 }
 
 func (s *fusedSteps) step(buf compute.Buffer, first, count, stride int, x, y compute.Mat) {
 	e := s.e
-	s.f.step(e.be, e.ws, e.rows(buf, first, count, stride), x, y, e.rows(e.g, first, count, stride),
+	s.f.Step(e.be, e.ws, e.rows(buf, first, count, stride), x, y, e.rows(e.g, first, count, stride),
 		e.rows(e.grad, first, count, stride), e.eta, e.clipV, e.alpha)
 }
 
@@ -132,8 +133,8 @@ func (s *deferredSteps) startRound() {
 	e, ds := s.e, s.ds
 	// The participants' mean first matrix is W_0 plus the mean of their deferred updates,
 	// which flushDeferred adds (divided by n).
-	e.be.Axpby(1, ds.model.weight(e.all(e.g), 0), 0, ds.model.weight(e.all(e.acc), 0), nil)
-	e.be.Axpby(0, compute.Mat{}, 0, ds.model.rest(e.all(e.acc)), nil)
+	e.be.Axpby(1, ds.model.Weight(e.all(e.g), 0), 0, ds.model.Weight(e.all(e.acc), 0), nil)
+	e.be.Axpby(0, compute.Mat{}, 0, ds.model.Rest(e.all(e.acc)), nil)
 }
 
 func (s *deferredSteps) train(ctx context.Context, t, i int, buf compute.Buffer, flip, materialize bool) error {
@@ -142,7 +143,7 @@ func (s *deferredSteps) train(ctx context.Context, t, i int, buf compute.Buffer,
 
 func (s *deferredSteps) accumulate(i int, coef []float32) {
 	e, ds, be := s.e, s.ds, s.e.be
-	be.Axpby(1, ds.model.rest(e.all(e.l)), 1, ds.model.rest(e.all(e.acc)), coef)
+	be.Axpby(1, ds.model.Rest(e.all(e.l)), 1, ds.model.Rest(e.all(e.acc)), coef)
 	sl := ds.slot(i)
 	if e.n < e.m { // non-participants add nothing
 		u := ds.factors(false, sl, 0, e.R, 1)
@@ -155,5 +156,5 @@ func (s *deferredSteps) accumulate(i int, coef []float32) {
 
 func (s *deferredSteps) average(n float32) {
 	e, ds := s.e, s.ds
-	e.be.Axpby(1/n, ds.model.rest(e.all(e.acc)), 0, ds.model.rest(e.all(e.acc)), nil)
+	e.be.Axpby(1/n, ds.model.Rest(e.all(e.acc)), 0, ds.model.Rest(e.all(e.acc)), nil)
 }

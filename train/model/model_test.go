@@ -1,4 +1,4 @@
-package train
+package model
 
 import (
 	"fmt"
@@ -127,11 +127,11 @@ func backendGrad(t *testing.T, c gradCase, w [][]float32, x []float32, y []int, 
 		yf[i] = float32(v)
 	}
 	gb := be.Alloc(R * d)
-	ws := c.model.newWorkspace(be, n, R)
+	ws := c.model.NewWorkspace(be, n, R)
 	rows := func(b compute.Buffer) compute.Mat {
 		return compute.Mat{Buf: b, Rows: 1, Cols: d, Stride: d, Batch: R, BatchStride: d}
 	}
-	c.model.grad(be, ws, rows(pb), compute.Mat{Buf: be.Alias(x), Rows: n, Cols: c.in, Stride: c.in, Batch: 1},
+	c.model.Grad(be, ws, rows(pb), compute.Mat{Buf: be.Alias(x), Rows: n, Cols: c.in, Stride: c.in, Batch: 1},
 		compute.Mat{Buf: be.Alias(yf), Rows: n, Cols: 1, Stride: 1, Batch: 1}, rows(gb), perEx)
 	out := make([][]float32, R)
 	for r := range out {
@@ -417,10 +417,10 @@ func testFusedStep(t *testing.T, m *MLP) {
 		}
 		xm := compute.Mat{Buf: be.Alias(x), Rows: n, Cols: 9, Stride: 9, Batch: 1}
 		ym := compute.Mat{Buf: be.Alias(yf), Rows: n, Cols: 1, Stride: 1, Batch: 1}
-		ws := m.newWorkspace(be, n, R)
-		m.grad(be, ws, rows(pa), xm, ym, rows(gb), 0)
+		ws := m.NewWorkspace(be, n, R)
+		m.Grad(be, ws, rows(pa), xm, ym, rows(gb), 0)
 		be.ClipStep(0.7, v, alpha, rows(pa), rows(gb), rows(an))
-		m.step(be, ws, rows(pb), xm, ym, rows(an), rows(be.Alloc(R*d)), 0.7, v, alpha)
+		m.Step(be, ws, rows(pb), xm, ym, rows(an), rows(be.Alloc(R*d)), 0.7, v, alpha)
 		a, b := cpu.HostData(pa), cpu.HostData(pb)
 		for i := range a {
 			if math.Abs(float64(a[i]-b[i])) > 1e-6*(1+math.Abs(float64(a[i]))) {

@@ -1,4 +1,4 @@
-package train
+package model
 
 import (
 	"fmt"
@@ -16,25 +16,27 @@ type Model interface {
 	NumParams() int
 	// Init writes the initial parameters drawn from the seed.
 	Init(w []float32, seed uint64)
-	// newWorkspace allocates scratch for up to maxRows input rows and maxBatch replicas.
-	newWorkspace(be compute.Backend, maxRows, maxBatch int) workspace
-	// grad writes into grad (a batch like params) the gradient of the mean loss over the rows
+	// NewWorkspace allocates scratch for up to maxRows input rows and maxBatch replicas.
+	NewWorkspace(be compute.Backend, maxRows, maxBatch int) Workspace
+	// Grad writes into grad (a batch like params) the gradient of the mean loss over the rows
 	// of x (shared by the batch; labels y), or with perExample > 0 the sum over rows of each
 	// example's gradient clipped to norm perExample.
-	grad(be compute.Backend, ws workspace, params, x, y, grad compute.Mat, perExample float32)
-	// eval writes each replica's loss and logit margin on every row of x into loss and margin
+	Grad(be compute.Backend, ws Workspace, params, x, y, grad compute.Mat, perExample float32)
+	// Eval writes each replica's loss and logit margin on every row of x into loss and margin
 	// (batch of Rows x 1).
-	eval(be compute.Backend, ws workspace, params, x, y, loss, margin compute.Mat)
+	Eval(be compute.Backend, ws Workspace, params, x, y, loss, margin compute.Mat)
 }
 
-type workspace interface{}
+// Workspace is a model's scratch memory on a backend, made by NewWorkspace and passed back to
+// the model's other methods; only the model that made it knows what it holds.
+type Workspace interface{}
 
-// fusedStepper is implemented by models that do a whole clipped local step for a batch of
+// FusedStepper is implemented by models that do a whole clipped local step for a batch of
 // replicas without materializing every gradient: the step of ClipStep, with the norm of the
 // first layer's weight gradient from Gram matrices (||delta^T x||_F^2 = <x x^T, delta delta^T>)
 // and that layer updated by one GEMM accumulating into the parameters.
-type fusedStepper interface {
-	step(be compute.Backend, ws workspace, params, x, y, anchor, grad compute.Mat, eta, v, alpha float32)
+type FusedStepper interface {
+	Step(be compute.Backend, ws Workspace, params, x, y, anchor, grad compute.Mat, eta, v, alpha float32)
 }
 
 // MLP is a fully connected network with softmax cross-entropy loss; with no hidden layers it
@@ -93,7 +95,8 @@ type mlpWorkspace struct {
 	coefDev          compute.Buffer // the clip factors in a compute.DeviceClipper's memory
 }
 
-func (m *MLP) newWorkspace(be compute.Backend, maxRows, maxBatch int) workspace {
+// NewWorkspace implements Model.
+func (m *MLP) NewWorkspace(be compute.Backend, maxRows, maxBatch int) Workspace {
 	L := len(m.Sizes) - 1
 	ws := &mlpWorkspace{deltas: make([]compute.Mat, L), inputs: make([]compute.Mat, L), pres: make([]compute.Mat, L), posts: make([]compute.Mat, L),
 		ghost: make([]float64, maxBatch), rest: make([]float64, maxBatch), coef: make([]float32, maxBatch)}
@@ -112,7 +115,8 @@ func actMat(buf compute.Buffer, rows, cols, batch int) compute.Mat {
 	return compute.Mat{Buf: buf, Rows: rows, Cols: cols, Stride: cols, Batch: batch, BatchStride: rows * cols}
 }
 
-func (m *MLP) weight(p compute.Mat, l int) compute.Mat {
+// Weight views layer l's weight matrix (out x in) of every replica of p.
+func (m *MLP) Weight(p compute.Mat, l int) compute.Mat {
 	return compute.Mat{Buf: p.Buf, Off: p.Off + m.woff[l], Rows: m.Sizes[l+1], Cols: m.Sizes[l], Stride: m.Sizes[l], Batch: p.Batch, BatchStride: p.BatchStride}
 }
 
@@ -134,7 +138,7 @@ func (m *MLP) forward(be compute.Backend, ws *mlpWorkspace, params, x, pre0 comp
 		if l == 0 && pre0.Buf != nil {
 			pre = pre0
 		} else {
-			be.Gemm(false, true, 1, in, m.weight(params, l), 0, pre)
+			be.Gemm(false, true, 1, in, m.Weight(params, l), 0, pre)
 		}
 		ws.pres[l] = pre
 		if l+1 == L {
@@ -177,11 +181,12 @@ func addRowSoftmaxXent(be compute.Backend, logits, bias, labels compute.Mat, sca
 	be.SoftmaxXent(logits, labels, scale, dlogits, loss, margin)
 }
 
-func (m *MLP) grad(be compute.Backend, w workspace, params, x, y, grad compute.Mat, perExample float32) {
+// Grad implements Model.
+func (m *MLP) Grad(be compute.Backend, w Workspace, params, x, y, grad compute.Mat, perExample float32) {
 	ws := w.(*mlpWorkspace)
 	fused := m.backward(be, ws, params, x, y, perExample, compute.Mat{}, grad)
 	for l := 0; l < len(m.Sizes)-1; l++ {
-		be.Gemm(true, false, 1, ws.deltas[l], ws.inputs[l], 0, m.weight(grad, l))
+		be.Gemm(true, false, 1, ws.deltas[l], ws.inputs[l], 0, m.Weight(grad, l))
 		if !fused || l == len(m.Sizes)-2 {
 			be.SumRows(1, ws.deltas[l], 0, m.bias(grad, l))
 		}
@@ -208,7 +213,7 @@ func (m *MLP) backward(be compute.Backend, ws *mlpWorkspace, params, x, y comput
 	fused := perExample == 0 && grad.Buf != nil
 	for l := L - 1; l > 0; l-- {
 		d := actMat(ws.delta[l-1], n, m.Sizes[l], G)
-		be.Gemm(false, false, 1, ws.deltas[l], m.weight(params, l), 0, d)
+		be.Gemm(false, false, 1, ws.deltas[l], m.Weight(params, l), 0, d)
 		if fused {
 			activateGradSumRows(be, m.Act, ws.pres[l-1], ws.posts[l-1], d, m.bias(grad, l-1))
 		} else {
@@ -222,26 +227,27 @@ func (m *MLP) backward(be compute.Backend, ws *mlpWorkspace, params, x, y comput
 	return fused
 }
 
-// step implements fusedStepper: w <- w - eta (c g + alpha (w - anchor)), c = 1/max(1, ||g||/v).
+// Step implements FusedStepper: w <- w - eta (c g + alpha (w - anchor)), c = 1/max(1, ||g||/v).
 // grad receives the gradient of every parameter but the first layer's weights.
-func (m *MLP) step(be compute.Backend, w workspace, params, x, y, anchor, grad compute.Mat, eta, v, alpha float32) {
+func (m *MLP) Step(be compute.Backend, w Workspace, params, x, y, anchor, grad compute.Mat, eta, v, alpha float32) {
 	ws := w.(*mlpWorkspace)
 	fused := m.backward(be, ws, params, x, y, 0, compute.Mat{}, grad)
 	coef := m.stepRest(be, ws, params, x, anchor, grad, eta, v, alpha, fused)
 	if alpha != 0 {
-		be.Axpby(eta*alpha, m.weight(anchor, 0), 1-eta*alpha, m.weight(params, 0), nil)
+		be.Axpby(eta*alpha, m.Weight(anchor, 0), 1-eta*alpha, m.Weight(params, 0), nil)
 	}
 	d0 := ws.deltas[0]
 	coef.axpby(be, -eta, d0, 0, d0)
-	be.Gemm(true, false, 1, d0, ws.inputs[0], 1, m.weight(params, 0))
+	be.Gemm(true, false, 1, d0, ws.inputs[0], 1, m.Weight(params, 0))
 }
 
-// deferredStep is step in the deferred form of deferred.go, for the first weight matrix
+// DeferredStep is Step in the deferred form of the engine's deferred first-layer updates
+// (train/deferred.go), for the first weight matrix
 // W = W_0 + prev^T X_prev (whose copy in params is not read or written): pre0 holds x W_0^T
 // on entry; the step adds the correction gram prev (gram = x X_prev^T) and the bias, and
 // writes u = -eta c delta_0, the step's factor of W's update (W <- W + u^T x). FedProx also
 // scales the earlier factors prev by 1 - eta alpha.
-func (m *MLP) deferredStep(be compute.Backend, w workspace, params, x, y, pre0, gram, anchor, grad, u, prev compute.Mat, eta, v, alpha float32) {
+func (m *MLP) DeferredStep(be compute.Backend, w Workspace, params, x, y, pre0, gram, anchor, grad, u, prev compute.Mat, eta, v, alpha float32) {
 	ws := w.(*mlpWorkspace)
 	if hs, ok := be.(compute.HiddenStepper); ok && len(m.Sizes) == 3 {
 		// One hidden layer: the whole step but the Gram matrix of x in one fused operation.
@@ -268,8 +274,8 @@ func (m *MLP) deferredStep(be compute.Backend, w workspace, params, x, y, pre0, 
 	coef.axpby(be, -eta, ws.deltas[0], 0, u)
 }
 
-// rest views every parameter but the first weight matrix (b_0, W_1, b_1, ...: contiguous).
-func (m *MLP) rest(p compute.Mat) compute.Mat {
+// Rest views every parameter but the first weight matrix (b_0, W_1, b_1, ...: contiguous).
+func (m *MLP) Rest(p compute.Mat) compute.Mat {
 	p.Off += m.boff[0]
 	p.Cols = m.d - m.boff[0]
 	return p
@@ -313,7 +319,7 @@ func (m *MLP) stepRest(be compute.Backend, ws *mlpWorkspace, params, x, anchor, 
 	n, G, L := x.Rows, params.Batch, len(m.Sizes)-1
 	for l := 0; l < L; l++ {
 		if l > 0 {
-			be.Gemm(true, false, 1, ws.deltas[l], ws.inputs[l], 0, m.weight(grad, l))
+			be.Gemm(true, false, 1, ws.deltas[l], ws.inputs[l], 0, m.Weight(grad, l))
 		}
 		if !biasDone || l == L-1 {
 			be.SumRows(1, ws.deltas[l], 0, m.bias(grad, l))
@@ -338,24 +344,25 @@ func (m *MLP) stepRest(be compute.Backend, ws *mlpWorkspace, params, x, anchor, 
 			if ws.coefDev == nil {
 				ws.coefDev = be.Alloc(len(ws.coef))
 			}
-			dc.ClipCoefs(v, gx, gd, m.rest(grad), m.rest(grad), ws.coefDev)
+			dc.ClipCoefs(v, gx, gd, m.Rest(grad), m.Rest(grad), ws.coefDev)
 			coef = clipCoefs{dev: ws.coefDev}
 		} else {
 			be.Dots(gx, gd, ws.ghost[:G])
-			be.Dots(m.rest(grad), m.rest(grad), ws.rest[:G])
+			be.Dots(m.Rest(grad), m.Rest(grad), ws.rest[:G])
 			for r := range coef.host {
 				coef.host[r] = clipFactor(v, ws.ghost[r]+ws.rest[r])
 			}
 		}
 	}
 	if alpha != 0 {
-		be.Axpby(eta*alpha, m.rest(anchor), 1-eta*alpha, m.rest(params), nil)
+		be.Axpby(eta*alpha, m.Rest(anchor), 1-eta*alpha, m.Rest(params), nil)
 	}
-	coef.axpby(be, -eta, m.rest(grad), 1, m.rest(params))
+	coef.axpby(be, -eta, m.Rest(grad), 1, m.Rest(params))
 	return coef
 }
 
-func (m *MLP) eval(be compute.Backend, w workspace, params, x, y, loss, margin compute.Mat) {
+// Eval implements Model.
+func (m *MLP) Eval(be compute.Backend, w Workspace, params, x, y, loss, margin compute.Mat) {
 	ws := w.(*mlpWorkspace)
 	logits := m.forward(be, ws, params, x, compute.Mat{})
 	labels := y
@@ -379,18 +386,21 @@ func (q *Quadratic) Init(w []float32, _ uint64) { clear(w[:q.Dim]) }
 
 type quadWorkspace struct{ norms compute.Buffer }
 
-func (q *Quadratic) newWorkspace(be compute.Backend, _, maxBatch int) workspace {
+// NewWorkspace implements Model.
+func (q *Quadratic) NewWorkspace(be compute.Backend, _, maxBatch int) Workspace {
 	return &quadWorkspace{norms: be.Alloc(maxBatch)}
 }
 
-func (q *Quadratic) grad(be compute.Backend, _ workspace, params, x, _, grad compute.Mat, _ float32) {
+// Grad implements Model.
+func (q *Quadratic) Grad(be compute.Backend, _ Workspace, params, x, _, grad compute.Mat, _ float32) {
 	be.Axpby(q.A, params, 0, grad, nil)
 	xs := x
 	xs.Batch = params.Batch
 	be.SumRows(-1/float32(x.Rows), xs, 1, grad)
 }
 
-func (q *Quadratic) eval(be compute.Backend, w workspace, params, x, _, loss, margin compute.Mat) {
+// Eval implements Model.
+func (q *Quadratic) Eval(be compute.Backend, w Workspace, params, x, _, loss, margin compute.Mat) {
 	ws := w.(*quadWorkspace)
 	xs := x
 	xs.Batch = params.Batch
