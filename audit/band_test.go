@@ -120,7 +120,7 @@ func TestRankBandBeatsDKW(t *testing.T) {
 		rng := rand.New(rand.NewPCG(uint64(c.n), uint64(c.mu)))
 		x, y := make([]float64, c.n), make([]float64, c.n)
 		var band, dkw, bonf []float64
-		plan := newBonferroniPlan(c.n, c.n, 0.95)
+		plan := NewBonferroniPlan(c.n, c.n, 0.95)
 		for range 50 {
 			gaussianScores(rng, c.mu, x, y)
 			band = append(band, math.Max(0, rankBandMuLower(x, y, 0.95)))
@@ -151,7 +151,7 @@ func TestRankBandMethodPlumbing(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%+v: %v", o, err)
 		}
-		fast, err := muLowerSorted(x, y, Options{Method: RankBand, Confidence: 0.95}, nil)
+		fast, err := MuLowerSorted(x, y, Options{Method: RankBand, Confidence: 0.95}, nil)
 		if err != nil || math.Abs(fast-res.MuLower) > 1e-12 {
 			t.Errorf("%+v: Analyze mu %v, fast path %v (%v)", o, res.MuLower, fast, err)
 		}
@@ -237,7 +237,7 @@ func TestDKWBandIntersection(t *testing.T) {
 		if res.MuLower < want-1e-12 {
 			t.Errorf("n=%d mu=%g: certified %v below the better half-level method %v", c.n, c.mu, res.MuLower, want)
 		}
-		fast, err := muLowerSorted(sx, sy, Options{Method: DKWBand, Confidence: 0.95}, nil)
+		fast, err := MuLowerSorted(sx, sy, Options{Method: DKWBand, Confidence: 0.95}, nil)
 		if err != nil || math.Abs(fast-res.MuLower) > 1e-12 {
 			t.Errorf("n=%d: fast path %v, Analyze %v (%v)", c.n, fast, res.MuLower, err)
 		}
@@ -306,4 +306,17 @@ func TestDKWBandCoversTrueROC(t *testing.T) {
 			t.Errorf("mu=%g: held in %d of %d repetitions, want >= 95%%", mu, held, reps)
 		}
 	}
+}
+
+// gaussianScores fills x with sorted N(mu, 1) scores (world C) and y with sorted N(0, 1)
+// scores (world C').
+func gaussianScores(rng *rand.Rand, mu float64, x, y []float64) {
+	for i := range x {
+		x[i] = mu + rng.NormFloat64()
+	}
+	for i := range y {
+		y[i] = rng.NormFloat64()
+	}
+	slices.Sort(x)
+	slices.Sort(y)
 }

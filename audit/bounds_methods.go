@@ -137,9 +137,10 @@ func bonferroniRanks(n int) []int {
 	return ranks
 }
 
-// bonferroniPlan is the data-independent part of the Bonferroni method for given sample sizes
-// and confidence, reusable across data sets of the same sizes.
-type bonferroniPlan struct {
+// BonferroniPlan is the data-independent part of the Bonferroni method for given sample sizes
+// and confidence, reusable across data sets of the same sizes (MuLowerSorted): simulations
+// that bound thousands of samples of one size compute it once.
+type BonferroniPlan struct {
 	n0, n1 int
 	gamma  float64 // error level of each one-sided bound
 	ranksC []int   // ranks r in world C: threshold x_(r), type I error bounded via Beta(r, n0-r+1)
@@ -148,8 +149,10 @@ type bonferroniPlan struct {
 	upP    []float64
 }
 
-func newBonferroniPlan(n0, n1 int, confidence float64) *bonferroniPlan {
-	p := &bonferroniPlan{n0: n0, n1: n1, ranksC: bonferroniRanks(n0), ranksP: bonferroniRanks(n1)}
+// NewBonferroniPlan is the plan of the Bonferroni method for n0 scores of world C and n1 of
+// world C' at the given confidence.
+func NewBonferroniPlan(n0, n1 int, confidence float64) *BonferroniPlan {
+	p := &BonferroniPlan{n0: n0, n1: n1, ranksC: bonferroniRanks(n0), ranksP: bonferroniRanks(n1)}
 	k := len(p.ranksC) + len(p.ranksP)
 	p.gamma = (1 - confidence) / float64(2*k)
 	for _, r := range p.ranksC {
@@ -171,7 +174,7 @@ func newBonferroniPlan(n0, n1 int, confidence float64) *bonferroniPlan {
 // written as threshold nextafter(y_(n1-s+1), +Inf); symmetrically its type II error
 // P(Y > y_(n1-s+1)) is at most 1 - U_(n1-s+1) ~ Beta(s, n1-s+1), and the count of
 // x <= y_(n1-s+1) is Binomial given y.
-func (p *bonferroniPlan) certify(x, y []float64) certification {
+func (p *BonferroniPlan) certify(x, y []float64) certification {
 	n0, n1 := len(x), len(y)
 	points := make([]CertifiedPoint, 0, len(p.ranksC)+len(p.ranksP))
 	for i, r := range p.ranksC {
@@ -206,7 +209,7 @@ func (p *bonferroniPlan) certify(x, y []float64) certification {
 // a candidate's Clopper-Pearson limit is never below its observed rate, so mu evaluated at
 // the observed rate caps what the candidate can reach, and candidates whose cap does not beat
 // the best so far are skipped. Simulations call this thousands of times.
-func (p *bonferroniPlan) muLower(x, y []float64) float64 {
+func (p *BonferroniPlan) muLower(x, y []float64) float64 {
 	n0, n1 := len(x), len(y)
 	type cand struct {
 		cap      float64

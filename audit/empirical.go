@@ -3,6 +3,7 @@ package audit
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Options configures Analyze. The zero value asks for a 95% Bonferroni bound at delta = 0.
@@ -188,11 +189,11 @@ func (r *Result) Imply(weaker *Result) {
 
 // certifySorted runs the chosen method on sorted samples. plan, when non-nil and of the right
 // sizes, is reused by the Bonferroni method.
-func certifySorted(x, y []float64, opts Options, plan *bonferroniPlan) (certification, error) {
+func certifySorted(x, y []float64, opts Options, plan *BonferroniPlan) (certification, error) {
 	switch opts.Method {
 	case Bonferroni:
 		if plan == nil || plan.n0 != len(x) || plan.n1 != len(y) {
-			plan = newBonferroniPlan(len(x), len(y), opts.Confidence)
+			plan = NewBonferroniPlan(len(x), len(y), opts.Confidence)
 		}
 		return plan.certify(x, y), nil
 	case Split:
@@ -207,12 +208,16 @@ func certifySorted(x, y []float64, opts Options, plan *bonferroniPlan) (certific
 	return certification{}, fmt.Errorf("audit: unknown threshold method %q", opts.Method)
 }
 
-// muLowerSorted is the certified mu bound alone, for repeated simulation.
-func muLowerSorted(x, y []float64, opts Options, plan *bonferroniPlan) (float64, error) {
+// MuLowerSorted is the certified lower bound on mu (at least 0) of method opts.Method on
+// samples x (world C) and y (world C') already sorted ascending and valid, without the
+// checks, the curve and the epsilon of Analyze: the bound alone, for simulations that compute
+// it thousands of times (package audit/calibrate). plan, when non-nil and of the sizes of x
+// and y, is reused by the Bonferroni method; other methods ignore it.
+func MuLowerSorted(x, y []float64, opts Options, plan *BonferroniPlan) (float64, error) {
 	switch opts.Method {
 	case Bonferroni:
 		if plan == nil || plan.n0 != len(x) || plan.n1 != len(y) {
-			plan = newBonferroniPlan(len(x), len(y), opts.Confidence)
+			plan = NewBonferroniPlan(len(x), len(y), opts.Confidence)
 		}
 		return math.Max(0, plan.muLower(x, y)), nil
 	case DKW:
@@ -233,4 +238,18 @@ func muLowerSorted(x, y []float64, opts Options, plan *bonferroniPlan) (float64,
 func muFromAUC(auc float64, n0, n1 int) float64 {
 	auc = math.Min(auc, 1-0.5/(float64(n0)*float64(n1)))
 	return math.Max(0, math.Sqrt2*normQuantile(auc))
+}
+
+// Median is the middle value of xs (the mean of the two middle ones for an even count), NaN
+// for none; xs is not modified.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -200,7 +200,7 @@ type coverageCount struct {
 func runCoverage(t *testing.T, sc scenario, n, reps int, seed uint64) map[ThresholdMethod]*coverageCount {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 0))
-	plan := newBonferroniPlan(n, n, 0.95)
+	plan := NewBonferroniPlan(n, n, 0.95)
 	out := map[ThresholdMethod]*coverageCount{}
 	for _, m := range ThresholdMethods {
 		out[m] = &coverageCount{}
@@ -361,7 +361,7 @@ func TestFastPathsMatchAnalyze(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fast, err := muLowerSorted(xs, ys, opts, nil)
+			fast, err := MuLowerSorted(xs, ys, opts, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -574,5 +574,24 @@ func TestImply(t *testing.T) {
 	strong.Imply(draw(0.5, 3))
 	if strong.MuLower != before.MuLower || strong.EpsLower != before.EpsLower {
 		t.Errorf("implying a weaker result moved the bounds: %v/%v -> %v/%v", before.MuLower, before.EpsLower, strong.MuLower, strong.EpsLower)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		xs   []float64
+		want float64
+	}{
+		{[]float64{3, 1, 2}, 2},
+		{[]float64{4, 1, 3, 2}, 2.5},
+		{[]float64{7}, 7},
+	} {
+		in := slices.Clone(tc.xs)
+		if got := Median(in); got != tc.want || !slices.Equal(in, tc.xs) {
+			t.Errorf("Median(%v) = %v (input now %v), want %v and the input untouched", tc.xs, got, in, tc.want)
+		}
+	}
+	if got := Median(nil); !math.IsNaN(got) {
+		t.Errorf("Median(nil) = %v, want NaN", got)
 	}
 }

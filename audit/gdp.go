@@ -216,3 +216,12 @@ func ComposeGDP(mus ...float64) float64 {
 	}
 	return largest * math.Sqrt(sum)
 }
+
+// LaplaceGDPEquivalent is the smallest mu for which the Laplace mechanism with shift s (scale
+// 1), exactly s-DP, is mu-GDP: its trade-off curve is 1 - e^s a up to a = e^-s/2, then
+// e^-s/(4a) up to 1/2, then e^-s (1 - a); the supremum over a of Phi^{-1}(1-a) -
+// Phi^{-1}(T(a)) sits at the symmetric point a = T(a) = e^{-s/2}/2, where it is
+// -2 Phi^{-1}(e^{-s/2}/2).
+func LaplaceGDPEquivalent(s float64) float64 {
+	return -2 * normalQuantile(math.Exp(-s/2)/2)
+}

@@ -251,3 +251,14 @@ func TestRDPFromGDP(t *testing.T) {
 		t.Error("bad arguments accepted")
 	}
 }
+
+// TestLaplaceGDPEquivalent: the closed form at the symmetric point equals the numerical
+// supremum over the whole curve (1e-6: the grid search's resolution).
+func TestLaplaceGDPEquivalent(t *testing.T) {
+	for _, s := range []float64{0.3, 1, 2, 3, 5} {
+		want := gdpEquivalent(func(a float64) float64 { return laplaceTradeoff(s, a) })
+		if got := LaplaceGDPEquivalent(s); math.Abs(got-want) > 1e-6 {
+			t.Errorf("s=%g: closed form %v, numerical %v", s, got, want)
+		}
+	}
+}

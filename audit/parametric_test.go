@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"gonum.org/v1/gonum/mathext"
 )
 
 // TestNoncentralChiSquareOneDF checks the Poisson-mixture survival function against the closed
@@ -108,4 +110,24 @@ func TestInformedGDPIntervalErrors(t *testing.T) {
 	if err != nil || iv.Lower != 0 || iv.Upper != 0 || iv.MuHat != 0 {
 		t.Errorf("all-zero scores: %+v, %v", iv, err)
 	}
+}
+
+// maxAllowedMisses is the largest m with P(Binomial(n, p) >= m) >= alarm.
+func maxAllowedMisses(n int, p, alarm float64) int {
+	m := 0
+	for m < n && binomialUpperTail(n, p, m+1) >= alarm {
+		m++
+	}
+	return m
+}
+
+// binomialUpperTail is P(Binomial(n, p) >= m) = I_p(m, n-m+1) for 1 <= m <= n.
+func binomialUpperTail(n int, p float64, m int) float64 {
+	if m <= 0 {
+		return 1
+	}
+	if m > n {
+		return 0
+	}
+	return mathext.RegIncBeta(float64(m), float64(n-m+1), p)
 }

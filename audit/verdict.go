@@ -99,3 +99,10 @@ func Judge(res *Result, claim Claim) Verdict {
 	}
 	return v
 }
+
+// FamilyRowConfidence is the confidence at which each of rows certified bounds must hold for all
+// of them to hold jointly with probability at least confidence (Bonferroni: the rows' failure
+// probabilities add up).
+func FamilyRowConfidence(confidence float64, rows int) float64 {
+	return 1 - (1-confidence)/float64(max(rows, 1))
+}

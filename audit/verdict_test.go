@@ -2,6 +2,7 @@ package audit
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -77,3 +78,5 @@ func TestJudgeEndToEnd(t *testing.T) {
 		t.Errorf("claim mu=2 against mu lower %v: %q, tightness %v", res.MuLower, v.Status, v.Tightness)
 	}
 }
+
+func newTestRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed)) }

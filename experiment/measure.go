@@ -19,7 +19,7 @@ import (
 // The measured cost of a one-run audit: what one real training with k canaries certifies, for
 // several k, each measured over several trainings (master seeds) of the config, beside the
 // truth the bounds can be held against. It is the real-training counterpart of the cost table
-// (audit.CostTable), which simulates the Gaussian mechanism.
+// (calibrate.CostTable), which simulates the Gaussian mechanism.
 
 // OneRunCost is the measurement at one canary count: per canary attack and round the medians
 // over the seeds.

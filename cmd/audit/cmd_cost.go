@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"text/tabwriter"
 
-	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/audit/calibrate"
 	"github.com/fedaudit/fedaudit/experiment"
 )
 
@@ -27,7 +27,7 @@ func init() {
 			"last checkpoint (or --rounds), medians over the seeds beside the exact mu of the canaries where known, else\n" +
 			"the realized mu of the informed adversary on the target.",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			var o audit.CostOptions
+			var o calibrate.CostOptions
 			fs.Float64Var(&o.Mu, "mu", 0, "the true Gaussian-DP mu (for the quadratic instance: its exact mu; otherwise the realized mu of the informed adversary)")
 			fs.Float64Var(&o.Fraction, "fraction", 0.8, "share of mu the certified bound must reach")
 			fs.Float64Var(&o.Confidence, "confidence", 0.95, "confidence of the certified bounds")
@@ -59,7 +59,7 @@ func init() {
 					return usagef("cost: --reps >= 1, --max-pairs >= 50 and --max-canaries >= 100 are needed")
 				}
 				e.logf("cost: simulating the audit methods on the %g-GDP Gaussian mechanism", o.Mu)
-				rows, err := audit.CostTable(ctx, o)
+				rows, err := calibrate.CostTable(ctx, o)
 				if err != nil {
 					return usagef("cost: %v", err)
 				}
@@ -78,7 +78,7 @@ func init() {
 	})
 }
 
-func printCost(w io.Writer, o audit.CostOptions, rows []audit.CostRow) {
+func printCost(w io.Writer, o calibrate.CostOptions, rows []calibrate.CostRow) {
 	fmt.Fprintf(w, "Trainings needed for a certified bound of %g x mu = %.4g (confidence %g), on the Gaussian mechanism with mu = %.4g\n",
 		o.Fraction, o.Fraction*o.Mu, o.Confidence, o.Mu)
 	fmt.Fprintf(w, "(median of %d simulated audits at doubling sizes; exact for the quadratic instance, a best case for other models)\n\n", o.Reps)

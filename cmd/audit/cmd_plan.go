@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/audit/calibrate"
 	"github.com/fedaudit/fedaudit/experiment"
 )
 
@@ -36,10 +36,10 @@ type planReport struct {
 
 // planCost is the cost table at one mu.
 type planCost struct {
-	Mu     float64         `json:"mu"`
-	Source string          `json:"source"`
-	Reps   int             `json:"reps"`
-	Rows   []audit.CostRow `json:"rows"`
+	Mu     float64             `json:"mu"`
+	Source string              `json:"source"`
+	Reps   int                 `json:"reps"`
+	Rows   []calibrate.CostRow `json:"rows"`
 }
 
 type gpuEstimate struct {
@@ -196,7 +196,7 @@ func calibratePlan(ctx context.Context, e *env, cfg *experiment.Config, data *ex
 func printPlanCosts(e *env, rep planReport, noCost bool) {
 	for _, c := range rep.Cost {
 		fmt.Fprintf(e.stdout, "\ncost of an audit at mu = %.4g (%s):\n", c.Mu, c.Source)
-		printCost(e.stdout, audit.CostOptions{Mu: c.Mu, Fraction: 0.8, Confidence: 0.95, Reps: c.Reps, MaxPairs: 102400, MaxCanaries: 102400}, c.Rows)
+		printCost(e.stdout, calibrate.CostOptions{Mu: c.Mu, Fraction: 0.8, Confidence: 0.95, Reps: c.Reps, MaxPairs: 102400, MaxCanaries: 102400}, c.Rows)
 	}
 	if len(rep.Cost) == 0 && !noCost {
 		fmt.Fprintf(e.stdout, "cost: no mu known before training; --mu X (e.g. a pilot's realized mu) prints the trainings each audit method needs\n")
@@ -319,7 +319,7 @@ func planCosts(ctx context.Context, e *env, cfg *experiment.Config, data *experi
 			continue
 		}
 		e.logf("plan: simulating the cost of an audit at mu = %.4g", c.Mu)
-		rows, err := audit.CostTable(ctx, audit.CostOptions{Mu: c.Mu, Reps: planCostReps, Seed: 1})
+		rows, err := calibrate.CostTable(ctx, calibrate.CostOptions{Mu: c.Mu, Reps: planCostReps, Seed: 1})
 		if err != nil {
 			return nil, fmt.Errorf("plan: cost table: %w", err)
 		}

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/audit/calibrate"
 )
 
 func init() {
@@ -48,7 +49,7 @@ func init() {
 				if *family < 1 {
 					return usagef("selftest: --family must be at least 1, got %d", *family)
 				}
-				rep, err := audit.SelfTest(ctx, audit.SelfTestOptions{Reps: *reps, N: *n, Mus: muList, Seed: *seed, Family: *family})
+				rep, err := calibrate.SelfTest(ctx, calibrate.SelfTestOptions{Reps: *reps, N: *n, Mus: muList, Seed: *seed, Family: *family})
 				if err != nil {
 					return err
 				}
@@ -68,7 +69,7 @@ func init() {
 	})
 }
 
-func printSelfTest(e *env, rep *audit.SelfTestReport) {
+func printSelfTest(e *env, rep *calibrate.SelfTestReport) {
 	fmt.Fprintf(e.stdout, "Coverage of the certified bounds on mechanisms whose truth is known: Gaussian N(mu,1) vs N(0,1) and Laplace(s,1) vs Laplace(0,1)\n")
 	fmt.Fprintf(e.stdout, "(pairs: %d scores per world; one-run: %d canaries per run, each included with probability 1/2), %d repetitions, seed %d, confidence %g\n\n",
 		rep.N, rep.N, rep.Reps, rep.Seed, rep.Confidence)

@@ -1,9 +1,8 @@
-package audit
+package calibrate
 
 import (
 	"context"
 	"math"
-	"slices"
 	"testing"
 )
 
@@ -60,24 +59,5 @@ func TestCostTableRefusesBadOptions(t *testing.T) {
 		if _, err := CostTable(context.Background(), o); err == nil {
 			t.Errorf("%s: no error", name)
 		}
-	}
-}
-
-func TestMedian(t *testing.T) {
-	for _, tc := range []struct {
-		xs   []float64
-		want float64
-	}{
-		{[]float64{3, 1, 2}, 2},
-		{[]float64{4, 1, 3, 2}, 2.5},
-		{[]float64{7}, 7},
-	} {
-		in := slices.Clone(tc.xs)
-		if got := Median(in); got != tc.want || !slices.Equal(in, tc.xs) {
-			t.Errorf("Median(%v) = %v (input now %v), want %v and the input untouched", tc.xs, got, in, tc.want)
-		}
-	}
-	if got := Median(nil); !math.IsNaN(got) {
-		t.Errorf("Median(nil) = %v, want NaN", got)
 	}
 }

@@ -1,4 +1,4 @@
-package audit
+package calibrate
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"gonum.org/v1/gonum/mathext"
+
+	"github.com/fedaudit/fedaudit/audit"
 )
 
 // SelfTestOptions configures SelfTest; zero fields take the defaults noted.
@@ -19,7 +21,7 @@ type SelfTestOptions struct {
 	// Confidence of the bounds under test; 0 means 0.95.
 	Confidence float64
 	// Methods to test; nil means all of ThresholdMethods.
-	Methods []ThresholdMethod
+	Methods []audit.ThresholdMethod
 	// Family is the number of rows of the family-wise check: that many mechanisms (their mu
 	// cycling through Mus) audited together, each at FamilyRowConfidence, must all cover their
 	// truth at once with probability Confidence. 0 means 8; 1 skips the check.
@@ -35,7 +37,7 @@ type SelfTestOptions struct {
 
 // SelfTestRow is the coverage of one method at one true mu.
 type SelfTestRow struct {
-	Method ThresholdMethod `json:"method"`
+	Method audit.ThresholdMethod `json:"method"`
 	// Mechanism is "gaussian" (scores N(mu, 1) against N(0, 1)) or "laplace" (Laplace(s, 1)
 	// against Laplace(0, 1), exactly s-DP; Mu is then its GDP-equivalent mu).
 	Mechanism string `json:"mechanism"`
@@ -88,11 +90,11 @@ func SelfTest(ctx context.Context, opts SelfTestOptions) (*SelfTestReport, error
 
 // lowerBoundFunc computes a lower bound on mu from sorted samples; tests substitute faulty
 // ones to show that the pass rule catches them.
-type lowerBoundFunc func(x, y []float64, o Options, plan *bonferroniPlan) (float64, error)
+type lowerBoundFunc func(x, y []float64, o audit.Options, plan *audit.BonferroniPlan) (float64, error)
 
 func selfTest(ctx context.Context, opts SelfTestOptions, bound lowerBoundFunc) (*SelfTestReport, error) {
 	if bound == nil {
-		bound = muLowerSorted
+		bound = audit.MuLowerSorted
 	}
 	opts = opts.withDefaults()
 	methods, err := opts.check()
@@ -149,10 +151,10 @@ func (opts SelfTestOptions) withDefaults() SelfTestOptions {
 		opts.Mus = []float64{0.5, 1, 2}
 	}
 	if opts.Confidence == 0 {
-		opts.Confidence = DefaultConfidence
+		opts.Confidence = audit.DefaultConfidence
 	}
 	if opts.Methods == nil {
-		opts.Methods = append(slices.Clone(ThresholdMethods), RankBand, DKWBand)
+		opts.Methods = append(slices.Clone(audit.ThresholdMethods), audit.RankBand, audit.DKWBand)
 	}
 	if opts.LaplaceShift == 0 {
 		opts.LaplaceShift = 1
@@ -165,7 +167,7 @@ func (opts SelfTestOptions) withDefaults() SelfTestOptions {
 
 // check refuses completed options the self-test cannot run and parses the methods, so that
 // nothing is drawn before every option is known to be good.
-func (opts SelfTestOptions) check() ([]ThresholdMethod, error) {
+func (opts SelfTestOptions) check() ([]audit.ThresholdMethod, error) {
 	switch {
 	case opts.Reps < 1:
 		return nil, fmt.Errorf("audit: selftest needs at least 1 repetition, got %d", opts.Reps)
@@ -181,9 +183,9 @@ func (opts SelfTestOptions) check() ([]ThresholdMethod, error) {
 			return nil, fmt.Errorf("audit: selftest mu %v is not a finite number > 0", mu)
 		}
 	}
-	methods := make([]ThresholdMethod, len(opts.Methods))
+	methods := make([]audit.ThresholdMethod, len(opts.Methods))
 	for i, m := range opts.Methods {
-		pm, err := ParseThresholdMethod(string(m))
+		pm, err := audit.ParseThresholdMethod(string(m))
 		if err != nil {
 			return nil, err
 		}
@@ -194,9 +196,9 @@ func (opts SelfTestOptions) check() ([]ThresholdMethod, error) {
 
 // selfTestGaussian is the self-test's first part: for each mu, every method's bound on
 // Gaussian scores whose trade-off curve is exactly T_G(mu), counted as a miss when above mu.
-func selfTestGaussian(ctx context.Context, opts SelfTestOptions, methods []ThresholdMethod, maxMisses int, bound lowerBoundFunc) ([]SelfTestRow, error) {
+func selfTestGaussian(ctx context.Context, opts SelfTestOptions, methods []audit.ThresholdMethod, maxMisses int, bound lowerBoundFunc) ([]SelfTestRow, error) {
 	var out []SelfTestRow
-	plan := newBonferroniPlan(opts.N, opts.N, opts.Confidence)
+	plan := audit.NewBonferroniPlan(opts.N, opts.N, opts.Confidence)
 	x := make([]float64, opts.N)
 	y := make([]float64, opts.N)
 	for mi, mu := range opts.Mus {
@@ -211,7 +213,7 @@ func selfTestGaussian(ctx context.Context, opts SelfTestOptions, methods []Thres
 			}
 			gaussianScores(rng, mu, x, y)
 			for i, m := range methods {
-				o := Options{Confidence: opts.Confidence, Method: m, SplitFraction: 0.5, Seed: rng.Uint64()}
+				o := audit.Options{Confidence: opts.Confidence, Method: m, SplitFraction: 0.5, Seed: rng.Uint64()}
 				lower, err := bound(x, y, o, plan)
 				if err != nil {
 					return nil, fmt.Errorf("audit: selftest %s mu=%g: %w", m, mu, err)
@@ -237,9 +239,9 @@ func selfTestGaussian(ctx context.Context, opts SelfTestOptions, methods []Thres
 // FamilyRowConfidence; a repetition misses when any bound exceeds its mechanism's mu. This is
 // the situation of an analysis with many (attack, threat, round) rows, whose verdict is
 // "violated" as soon as one row's bound exceeds its claim.
-func selfTestFamily(ctx context.Context, opts SelfTestOptions, methods []ThresholdMethod, maxMisses int, bound lowerBoundFunc) ([]SelfTestRow, error) {
-	rowConf := FamilyRowConfidence(opts.Confidence, opts.Family)
-	plan := newBonferroniPlan(opts.N, opts.N, rowConf)
+func selfTestFamily(ctx context.Context, opts SelfTestOptions, methods []audit.ThresholdMethod, maxMisses int, bound lowerBoundFunc) ([]SelfTestRow, error) {
+	rowConf := audit.FamilyRowConfidence(opts.Confidence, opts.Family)
+	plan := audit.NewBonferroniPlan(opts.N, opts.N, rowConf)
 	mus := make([]float64, opts.Family)
 	top := 0
 	for j := range mus {
@@ -264,7 +266,7 @@ func selfTestFamily(ctx context.Context, opts SelfTestOptions, methods []Thresho
 		for j, mu := range mus {
 			gaussianScores(rng, mu, x, y)
 			for i, m := range methods {
-				o := Options{Confidence: rowConf, Method: m, SplitFraction: 0.5, Seed: rng.Uint64()}
+				o := audit.Options{Confidence: rowConf, Method: m, SplitFraction: 0.5, Seed: rng.Uint64()}
 				lower, err := bound(x, y, o, plan)
 				if err != nil {
 					return nil, fmt.Errorf("audit: selftest family %s mu=%g: %w", m, mu, err)
@@ -292,10 +294,10 @@ func selfTestFamily(ctx context.Context, opts SelfTestOptions, methods []Thresho
 // selfTestLaplace checks the pair methods on the Laplace mechanism with shift s: world C
 // scores Laplace(s, 1), world C' Laplace(0, 1). It is exactly s-DP, not Gaussian, and the mu
 // its bounds are held against is its GDP equivalent (LaplaceGDPEquivalent).
-func selfTestLaplace(ctx context.Context, opts SelfTestOptions, methods []ThresholdMethod, maxMisses int, bound lowerBoundFunc) ([]SelfTestRow, error) {
+func selfTestLaplace(ctx context.Context, opts SelfTestOptions, methods []audit.ThresholdMethod, maxMisses int, bound lowerBoundFunc) ([]SelfTestRow, error) {
 	s := opts.LaplaceShift
-	mu := LaplaceGDPEquivalent(s)
-	plan := newBonferroniPlan(opts.N, opts.N, opts.Confidence)
+	mu := audit.LaplaceGDPEquivalent(s)
+	plan := audit.NewBonferroniPlan(opts.N, opts.N, opts.Confidence)
 	rows := make([]SelfTestRow, len(methods))
 	for i, m := range methods {
 		rows[i] = SelfTestRow{Method: m, Mechanism: "laplace", Quantity: "mu", Mu: mu, Reps: opts.Reps, MaxMisses: maxMisses}
@@ -314,7 +316,7 @@ func selfTestLaplace(ctx context.Context, opts SelfTestOptions, methods []Thresh
 		slices.Sort(x)
 		slices.Sort(y)
 		for i, m := range methods {
-			o := Options{Confidence: opts.Confidence, Method: m, SplitFraction: 0.5, Seed: rng.Uint64()}
+			o := audit.Options{Confidence: opts.Confidence, Method: m, SplitFraction: 0.5, Seed: rng.Uint64()}
 			lower, err := bound(x, y, o, plan)
 			if err != nil {
 				return nil, fmt.Errorf("audit: selftest laplace %s: %w", m, err)
@@ -347,21 +349,21 @@ func selfTestOneRun(ctx context.Context, opts SelfTestOptions, maxMisses int) ([
 	}
 	var mechs []mech
 	for i, mu := range opts.Mus {
-		eps, err := EpsilonFromGDP(mu, delta)
+		eps, err := audit.EpsilonFromGDP(mu, delta)
 		if err != nil {
 			return nil, err
 		}
 		mechs = append(mechs, mech{name: "gaussian", mu: mu, eps: eps, delta: delta, shift: mu, streamTag: uint64(i)})
 	}
 	if s := opts.LaplaceShift; s > 0 {
-		mechs = append(mechs, mech{name: "laplace", mu: LaplaceGDPEquivalent(s), eps: s, shift: s, laplace: true, streamTag: 99})
+		mechs = append(mechs, mech{name: "laplace", mu: audit.LaplaceGDPEquivalent(s), eps: s, shift: s, laplace: true, streamTag: 99})
 	}
 	var out []SelfTestRow
 	scores := make([]float64, opts.N)
 	incl := make([]bool, opts.N)
 	for _, mc := range mechs {
-		muRow := SelfTestRow{Method: OneRunMethod, Mechanism: mc.name, Quantity: "mu", Mu: mc.mu, Reps: opts.Reps, MaxMisses: maxMisses}
-		epsRow := SelfTestRow{Method: OneRunMethod, Mechanism: mc.name, Quantity: "eps", Mu: mc.mu, Epsilon: mc.eps, Delta: mc.delta, Reps: opts.Reps, MaxMisses: maxMisses}
+		muRow := SelfTestRow{Method: audit.OneRunMethod, Mechanism: mc.name, Quantity: "mu", Mu: mc.mu, Reps: opts.Reps, MaxMisses: maxMisses}
+		epsRow := SelfTestRow{Method: audit.OneRunMethod, Mechanism: mc.name, Quantity: "eps", Mu: mc.mu, Epsilon: mc.eps, Delta: mc.delta, Reps: opts.Reps, MaxMisses: maxMisses}
 		rng := rand.New(rand.NewPCG(opts.Seed, 0x6f6e6572756e00+mc.streamTag)) // "onerun"
 		for r := 0; r < opts.Reps; r++ {
 			if err := ctx.Err(); err != nil {
@@ -379,7 +381,7 @@ func selfTestOneRun(ctx context.Context, opts SelfTestOptions, maxMisses int) ([
 				}
 			}
 			// The one-run rows of audit run and analyze (mu and eps jointly at the confidence).
-			res, err := OneRunAnalyze(scores, incl, nil, mc.delta, opts.Confidence)
+			res, err := audit.OneRunAnalyze(scores, incl, nil, mc.delta, opts.Confidence)
 			if err != nil {
 				return nil, fmt.Errorf("audit: selftest one-run %s: %w", mc.name, err)
 			}
@@ -419,22 +421,6 @@ func laplaceDraw(rng *rand.Rand) float64 {
 		return math.Log1p(2 * u)
 	}
 	return -math.Log1p(-2 * u)
-}
-
-// LaplaceGDPEquivalent is the smallest mu for which the Laplace mechanism with shift s (scale
-// 1), exactly s-DP, is mu-GDP: its trade-off curve is 1 - e^s a up to a = e^-s/2, then
-// e^-s/(4a) up to 1/2, then e^-s (1 - a); the supremum over a of Phi^{-1}(1-a) -
-// Phi^{-1}(T(a)) sits at the symmetric point a = T(a) = e^{-s/2}/2, where it is
-// -2 Phi^{-1}(e^{-s/2}/2).
-func LaplaceGDPEquivalent(s float64) float64 {
-	return -2 * normalQuantile(math.Exp(-s/2)/2)
-}
-
-// FamilyRowConfidence is the confidence at which each of rows certified bounds must hold for all
-// of them to hold jointly with probability at least confidence (Bonferroni: the rows' failure
-// probabilities add up).
-func FamilyRowConfidence(confidence float64, rows int) float64 {
-	return 1 - (1-confidence)/float64(max(rows, 1))
 }
 
 // gaussianScores fills x with sorted N(mu, 1) scores (world C) and y with sorted N(0, 1)

@@ -1,11 +1,12 @@
-package audit
+package calibrate
 
 import (
 	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
+
+	"github.com/fedaudit/fedaudit/audit"
 )
 
 // The cost of an audit: how many trainings each method needs before its certified bound
@@ -95,7 +96,7 @@ func CostTable(ctx context.Context, opts CostOptions) ([]CostRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	epsTrue, err := EpsilonFromGDP(o.Mu, o.Delta)
+	epsTrue, err := audit.EpsilonFromGDP(o.Mu, o.Delta)
 	if err != nil {
 		return nil, err
 	}
@@ -124,14 +125,14 @@ func costPairRows(ctx context.Context, o CostOptions, rng *rand.Rand) ([]CostRow
 	type pairMethod struct {
 		name, note string
 		coupled    bool
-		method     ThresholdMethod
+		method     audit.ThresholdMethod
 	}
 	var rows []CostRow
 	for _, pm := range []pairMethod{
-		{"pairs + DKW and band", "coupled pairs (shared noise), fedaudit's default", true, DKWBand},
-		{"pairs + DKW", "coupled pairs, DKW alone", true, DKW},
-		{"pairs + rank band", "coupled pairs, the band of docs/statistics.md alone", true, RankBand},
-		{"independent pairs + Bonferroni", "the two worlds trained with independent noise", false, Bonferroni},
+		{"pairs + DKW and band", "coupled pairs (shared noise), fedaudit's default", true, audit.DKWBand},
+		{"pairs + DKW", "coupled pairs, DKW alone", true, audit.DKW},
+		{"pairs + rank band", "coupled pairs, the band of docs/statistics.md alone", true, audit.RankBand},
+		{"independent pairs + Bonferroni", "the two worlds trained with independent noise", false, audit.Bonferroni},
 	} {
 		row := CostRow{Method: pm.name, Target: o.Fraction * o.Mu, Note: pm.note}
 		for n := 50; n <= o.MaxPairs; n *= 2 {
@@ -141,13 +142,13 @@ func costPairRows(ctx context.Context, o CostOptions, rng *rand.Rand) ([]CostRow
 					return nil, err
 				}
 				c, cp := mechanismScores(rng, o.Mu, n, pm.coupled)
-				res, err := Analyze(c, cp, Options{Confidence: o.Confidence, Method: pm.method, Delta: o.Delta, Dependent: pm.coupled, Seed: rng.Uint64()})
+				res, err := audit.Analyze(c, cp, audit.Options{Confidence: o.Confidence, Method: pm.method, Delta: o.Delta, Dependent: pm.coupled, Seed: rng.Uint64()})
 				if err != nil {
 					return nil, fmt.Errorf("cost table: %s at %d pairs: %w", pm.name, n, err)
 				}
 				vals[r] = res.MuLower
 			}
-			row.Median, row.Trainings = Median(vals), 2*n
+			row.Median, row.Trainings = audit.Median(vals), 2*n
 			if row.Median >= row.Target {
 				row.Reached = true
 				break
@@ -177,7 +178,7 @@ func costOneRunRows(ctx context.Context, o CostOptions, rng *rand.Rand, epsTrue 
 			scores, included := oneRunScores(rng, o.Mu, m)
 			// The path audit run and analyze take (OneRunAnalyze: mu and eps jointly at the
 			// confidence), so the table's numbers are what a user gets.
-			res, err := OneRunAnalyze(scores, included, nil, o.Delta, o.Confidence)
+			res, err := audit.OneRunAnalyze(scores, included, nil, o.Delta, o.Confidence)
 			if err != nil {
 				return mu1, eps1, fmt.Errorf("cost table: one run with %d canaries: %w", m, err)
 			}
@@ -190,7 +191,7 @@ func costOneRunRows(ctx context.Context, o CostOptions, rng *rand.Rand, epsTrue 
 			if x.row.Reached {
 				continue
 			}
-			x.row.Median, x.row.Canaries = Median(x.vals), m
+			x.row.Median, x.row.Canaries = audit.Median(x.vals), m
 			if x.row.Median >= x.row.Target {
 				x.row.Reached, x.row.Trainings = true, 1
 			}
@@ -211,13 +212,13 @@ func costOneShotRow(o CostOptions, rng *rand.Rand) (CostRow, error) {
 		for i := range held {
 			held[i], ins[i] = rng.NormFloat64(), o.Mu+rng.NormFloat64()
 		}
-		est, err := OneShotEpsilon(held, ins, o.Delta)
+		est, err := audit.OneShotEpsilon(held, ins, o.Delta)
 		if err != nil {
 			return shot, err
 		}
 		vals[r], errs[r] = est.Mu, math.Abs(est.Mu-o.Mu)/o.Mu
 	}
-	shot.Median, shot.MedianRelError, shot.Reached = Median(vals), Median(errs), true
+	shot.Median, shot.MedianRelError, shot.Reached = audit.Median(vals), audit.Median(errs), true
 	return shot, nil
 }
 
@@ -247,18 +248,4 @@ func oneRunScores(rng *rand.Rand, mu float64, m int) ([]float64, []bool) {
 		}
 	}
 	return scores, included
-}
-
-// Median is the middle value of xs (the mean of the two middle ones for an even count), NaN
-// for none; xs is not modified.
-func Median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

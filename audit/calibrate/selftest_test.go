@@ -1,14 +1,15 @@
-package audit
+package calibrate
 
 import (
 	"context"
 	"errors"
 	"math"
-	"math/rand/v2"
 	"testing"
-)
 
-func newTestRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed)) }
+	"gonum.org/v1/gonum/mathext"
+
+	"github.com/fedaudit/fedaudit/audit"
+)
 
 func TestSelfTest(t *testing.T) {
 	rep, err := SelfTest(context.Background(), SelfTestOptions{Reps: 100, N: 500, Seed: 1})
@@ -17,7 +18,7 @@ func TestSelfTest(t *testing.T) {
 	}
 	// Every pair method (the three threshold methods, the band and dkw+band) on 3 Gaussian mu,
 	// the Laplace mechanism and the family; the one-run mu and eps on 3 Gaussian mu and Laplace.
-	methods := len(ThresholdMethods) + 2
+	methods := len(audit.ThresholdMethods) + 2
 	if len(rep.Rows) != 5*methods+2*4 || !rep.Pass {
 		t.Fatalf("rows %d, pass %v", len(rep.Rows), rep.Pass)
 	}
@@ -49,14 +50,18 @@ func TestSelfTest(t *testing.T) {
 // repetitions. (On the Gaussian pair the certified methods are so conservative that even
 // confidence 0.5 covers over 90%, so an honest-but-weak level is not a useful fault here.)
 func TestSelfTestFailsOvershoot(t *testing.T) {
-	weak := func(x, y []float64, _ Options, _ *bonferroniPlan) (float64, error) {
+	weak := func(x, y []float64, _ audit.Options, _ *audit.BonferroniPlan) (float64, error) {
+		roc, err := audit.NewROC(x, y)
+		if err != nil {
+			return 0, err
+		}
 		best := 0.0
 		n0, n1 := float64(len(x)), float64(len(y))
-		forEachThreshold(x, y, func(_ float64, below, above int) {
-			a := max(float64(below)/n0, 0.5/n0)
-			b := max(float64(above)/n1, 0.5/n1)
-			best = max(best, muFromErrors(a, b))
-		})
+		for _, p := range roc.Points {
+			a := max(p.Alpha, 0.5/n0)
+			b := max(p.Beta, 0.5/n1)
+			best = max(best, audit.MuFromPoint(a, b))
+		}
 		return best, nil
 	}
 	rep, err := selfTest(context.Background(), SelfTestOptions{Reps: 100, N: 200, Mus: []float64{1}, Seed: 2}, weak)
@@ -76,7 +81,7 @@ func TestSelfTestFailsOvershoot(t *testing.T) {
 // Gaussian mechanism's exact lower confidence bound from the known-variance z statistic, whose
 // per-row miss rate is exactly 1 - confidence), and passes with the Bonferroni row level.
 func TestSelfTestFamilyNeedsCorrection(t *testing.T) {
-	exact := func(x, y []float64, o Options, _ *bonferroniPlan) (float64, error) {
+	exact := func(x, y []float64, o audit.Options, _ *audit.BonferroniPlan) (float64, error) {
 		var mx, my float64
 		for i := range x {
 			mx += x[i]
@@ -86,13 +91,13 @@ func TestSelfTestFamilyNeedsCorrection(t *testing.T) {
 		}
 		n0, n1 := float64(len(x)), float64(len(y))
 		se := math.Sqrt(1/n0 + 1/n1)
-		return mx/n0 - my/n1 - normQuantile(o.Confidence)*se, nil
+		return mx/n0 - my/n1 - mathext.NormalQuantile(o.Confidence)*se, nil
 	}
-	uncorrected := func(x, y []float64, o Options, p *bonferroniPlan) (float64, error) {
+	uncorrected := func(x, y []float64, o audit.Options, p *audit.BonferroniPlan) (float64, error) {
 		o.Confidence = 0.95 // ignores the row level the family asks for
 		return exact(x, y, o, p)
 	}
-	opts := SelfTestOptions{Reps: 200, N: 200, Mus: []float64{1}, Seed: 4, Family: 8, Methods: []ThresholdMethod{DKW}}
+	opts := SelfTestOptions{Reps: 200, N: 200, Mus: []float64{1}, Seed: 4, Family: 8, Methods: []audit.ThresholdMethod{audit.DKW}}
 	for _, tc := range []struct {
 		name  string
 		bound lowerBoundFunc
@@ -128,20 +133,9 @@ func TestSelfTestErrors(t *testing.T) {
 	if _, err := SelfTest(ctx, SelfTestOptions{Reps: 5, N: 50}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled context: %v", err)
 	}
-	for _, o := range []SelfTestOptions{{Reps: -1}, {N: 1}, {Mus: []float64{-1}}, {Confidence: 2}, {Methods: []ThresholdMethod{"x"}}, {Family: -1}} {
+	for _, o := range []SelfTestOptions{{Reps: -1}, {N: 1}, {Mus: []float64{-1}}, {Confidence: 2}, {Methods: []audit.ThresholdMethod{"x"}}, {Family: -1}} {
 		if _, err := SelfTest(context.Background(), o); err == nil {
 			t.Errorf("options %+v accepted", o)
-		}
-	}
-}
-
-// TestLaplaceGDPEquivalent: the closed form at the symmetric point equals the numerical
-// supremum over the whole curve (1e-6: the grid search's resolution).
-func TestLaplaceGDPEquivalent(t *testing.T) {
-	for _, s := range []float64{0.3, 1, 2, 3, 5} {
-		want := gdpEquivalent(func(a float64) float64 { return laplaceTradeoff(s, a) })
-		if got := LaplaceGDPEquivalent(s); math.Abs(got-want) > 1e-6 {
-			t.Errorf("s=%g: closed form %v, numerical %v", s, got, want)
 		}
 	}
 }
