@@ -16,6 +16,7 @@ import (
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/internal/fsutil"
+	"github.com/fedaudit/fedaudit/report/gallery"
 )
 
 // threatDescriptions says what an adversary sees under each known threat model.
@@ -83,7 +84,7 @@ func build(in *Input) (*rendered, error) {
 		byName[t.name] = t
 	}
 	r := &rendered{in: in, m: m, svgs: make(map[*figure][]byte, len(figs)), tables: tables, figs: figs}
-	gal, pairs, err := galleryPNG(in.Gallery)
+	gal, pairs, err := gallery.PNG(in.Gallery)
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}

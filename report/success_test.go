@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/report/gallery"
 )
 
 func successExperiments() []Compared {
@@ -63,9 +65,8 @@ func TestAttackSuccessTable(t *testing.T) {
 }
 
 // TestWriteComparisonFiles: the table in CSV, LaTeX and Markdown, and the gallery across
-// experiments for the attack that has images (one row: only sigma = 0 has a gallery; its
-// canary world C' is shown: black sample, reconstruction 1.5 clipped to white); nothing for an
-// attack without images.
+// experiments (gallery.Comparison) for the attack that has images only; nothing for an attack
+// without images.
 func TestWriteComparisonFiles(t *testing.T) {
 	dir := t.TempDir()
 	paths, err := WriteComparisonFiles(dir, successExperiments(), SuccessAttacks{})
@@ -90,17 +91,8 @@ func TestWriteComparisonFiles(t *testing.T) {
 		t.Errorf("LaTeX:\n%s", tex)
 	}
 	raw, _ := os.ReadFile(paths[3])
-	page, err := comparisonPage(successExperiments(), "invgrad")
-	if err != nil || page == nil || len(page.rowLabels) != 1 {
-		t.Fatalf("comparisonPage: %v", err)
-	}
-	img := decodePNG(t, raw)
-	// One row (sigma = 0): the sample of C' (black), then T = 1 (1.5 clipped to white).
-	if s, t1 := tileGrey(t, page, img, 0, 0), tileGrey(t, page, img, 0, 1); s != 0 || t1 != 255 {
-		t.Errorf("sample tile grey %d (want 0), T=1 tile %d (want 255)", s, t1)
-	}
-	none, err := comparisonGallery(successExperiments(), "inversion")
-	if err != nil || none != nil {
-		t.Errorf("inversion has no images: got %d bytes, %v", len(none), err)
+	wantPNG, err := gallery.Comparison([]gallery.Experiment{{Label: "sigma = 0.1"}, {Label: "sigma = 0", Gallery: testGallery()}}, "invgrad")
+	if err != nil || !bytes.Equal(raw, wantPNG) {
+		t.Errorf("figures/gallery_invgrad.png is not gallery.Comparison of the experiments (%v)", err)
 	}
 }

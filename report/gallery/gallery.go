@@ -1,4 +1,4 @@
-package report
+package gallery
 
 import (
 	"bytes"
@@ -22,14 +22,6 @@ import (
 
 	"github.com/fedaudit/fedaudit/findings"
 )
-
-// The gallery: the sample that differs between the worlds beside what the reconstructing
-// attacks made of it, as a PNG (pixel images are what people look at first). Tiles are the
-// samples enlarged by an integer factor with nearest-neighbour pixels (no smoothing that would
-// flatter a reconstruction), values clipped to [0, 1]; one channel is grey, three are RGB,
-// others are shown as their channel mean. The PNG carries its own title and a key (it is
-// linked and copied on its own); text is set in the Go fonts (golang.org/x/image/font/gofont)
-// by the pure-Go rasterizer, so the bytes depend on the data alone.
 
 const (
 	tileMin = 112 // smallest tile side in pixels (28 x 28 images are shown 4x)
@@ -328,11 +320,11 @@ func galleryAttacks(g *findings.Gallery) (attacks []string, rounds []int) {
 	return attacks, rounds
 }
 
-// galleryPNG renders an experiment's gallery: one row per checkpoint T; for each world whose
+// PNG renders an experiment's gallery: one row per checkpoint T; for each world whose
 // sample exists, a column with the sample, then one per attack with its reconstruction from
 // that world's run of the pair shown (PSNR and SSIM under it). It also returns the pairs
-// shown ("pair 0"). Nil when g has nothing to show.
-func galleryPNG(g *findings.Gallery) ([]byte, string, error) {
+// shown ("pair 0"). Nil when g has nothing to show; an error when g is not valid.
+func PNG(g *findings.Gallery) ([]byte, string, error) {
 	p, pairs, err := galleryContent(g)
 	if p == nil || err != nil {
 		return nil, "", err
@@ -341,7 +333,7 @@ func galleryPNG(g *findings.Gallery) ([]byte, string, error) {
 	return b, pairs, err
 }
 
-// galleryContent is the page galleryPNG draws, and the pairs it shows; nil when g has nothing
+// galleryContent is the page PNG draws, and the pairs it shows; nil when g has nothing
 // to show.
 func galleryContent(g *findings.Gallery) (*galleryPage, string, error) {
 	if g == nil || len(g.Reconstructions) == 0 {

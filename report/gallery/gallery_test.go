@@ -1,4 +1,4 @@
-package report
+package gallery
 
 import (
 	"bytes"
@@ -33,33 +33,24 @@ func testGallery() *findings.Gallery {
 	return g
 }
 
-// TestGalleryInReport: with a gallery the report writes figures/gallery.png, shows it inline in
-// the HTML page as a data URL and links it from the Markdown, with a caption naming the one
-// pair shown and where the means are; the PNG holds the tiles at their places with their
-// values (sample 0.5 -> grey 128, reconstruction 1.5 clipped -> 255, 0.25 -> 64); the figure
-// depends on the data alone (same bytes twice). Without one, no file and no section.
-func TestGalleryInReport(t *testing.T) {
-	in := syntheticInput(t)
-	in.Gallery = testGallery()
-	_, files := writeReport(t, in, Options{})
-	raw := files["figures/gallery.png"]
-	if raw == nil {
-		t.Fatal("no figures/gallery.png")
-	}
-	if !strings.Contains(string(files["report.html"]), `<img class="gallery" src="data:image/png;base64,`) {
-		t.Error("report.html does not show the gallery inline")
-	}
-	if !strings.Contains(string(files["report.md"]), "](figures/gallery.png)") || !strings.Contains(string(files["report.md"]), "## Reconstructions") {
-		t.Error("report.md does not link the gallery")
-	}
-	for _, want := range []string{"run of pair 0 only", "PSNR in dB and SSIM", "gives the means over all the pairs"} {
-		if !strings.Contains(string(files["report.md"]), want) {
-			t.Errorf("the gallery's caption lacks %q", want)
-		}
-	}
-	page, pairs, err := galleryContent(testGallery())
+// comparisonExperiments are two experiments of which only the second ("sigma = 0") has a
+// gallery.
+func comparisonExperiments() []Experiment {
+	return []Experiment{{Label: "sigma = 0.1"}, {Label: "sigma = 0", Gallery: testGallery()}}
+}
+
+// TestPNG: the PNG holds the tiles at their places with their values (sample 0.5 -> grey 128,
+// reconstruction 1.5 clipped -> 255, 0.25 -> 64) and names the one pair shown; it depends on
+// the data alone (same bytes twice); nothing is drawn without reconstructions, and a gallery
+// that is not valid is an error.
+func TestPNG(t *testing.T) {
+	raw, pairs, err := PNG(testGallery())
 	if err != nil || pairs != "pair 0" {
-		t.Fatalf("galleryContent: %q, %v", pairs, err)
+		t.Fatalf("PNG: %q, %v", pairs, err)
+	}
+	page, _, err := galleryContent(testGallery())
+	if err != nil {
+		t.Fatal(err)
 	}
 	img := decodePNG(t, raw)
 	// Columns: sample ε (C, 0.5 -> 128), invgrad (0.25 -> 64), sample ε' (C', 0 -> 0), invgrad
@@ -75,19 +66,40 @@ func TestGalleryInReport(t *testing.T) {
 	if l := pageLayout(t, page); img.Bounds() != image.Rect(0, 0, l.width, l.height) {
 		t.Errorf("gallery is %v, layout %d x %d", img.Bounds(), l.width, l.height)
 	}
-	again, _, err := galleryPNG(testGallery())
+	again, _, err := PNG(testGallery())
 	if err != nil || !bytes.Equal(again, raw) {
 		t.Errorf("a second rendering differs (%v)", err)
 	}
-	_, plain := writeReport(t, syntheticInput(t), Options{})
-	if plain["figures/gallery.png"] != nil || strings.Contains(string(plain["report.md"]), "Reconstructions") {
-		t.Error("a report without a gallery shows one")
+	if none, _, err := PNG(&findings.Gallery{}); none != nil || err != nil {
+		t.Errorf("a gallery without reconstructions gave %d bytes, %v", len(none), err)
 	}
 	bad := testGallery()
 	bad.Reconstructions[0].Pixels = bad.Reconstructions[0].Pixels[:5]
-	in.Gallery = bad
-	if err := Write(t.TempDir(), in, Options{}); err == nil {
+	if _, _, err := PNG(bad); err == nil {
 		t.Error("a gallery with a short image was rendered")
+	}
+}
+
+// TestComparison: the gallery across experiments has one row (only sigma = 0 has a gallery);
+// its canary world C' is shown: black sample, reconstruction 1.5 clipped to white. Nothing is
+// drawn for an attack without images.
+func TestComparison(t *testing.T) {
+	raw, err := Comparison(comparisonExperiments(), "invgrad")
+	if err != nil || raw == nil {
+		t.Fatalf("Comparison: %d bytes, %v", len(raw), err)
+	}
+	page, err := comparisonPage(comparisonExperiments(), "invgrad")
+	if err != nil || page == nil || len(page.rowLabels) != 1 {
+		t.Fatalf("comparisonPage: %v", err)
+	}
+	img := decodePNG(t, raw)
+	// One row (sigma = 0): the sample of C' (black), then T = 1 (1.5 clipped to white).
+	if s, t1 := tileGrey(t, page, img, 0, 0), tileGrey(t, page, img, 0, 1); s != 0 || t1 != 255 {
+		t.Errorf("sample tile grey %d (want 0), T=1 tile %d (want 255)", s, t1)
+	}
+	none, err := Comparison(comparisonExperiments(), "inversion")
+	if err != nil || none != nil {
+		t.Errorf("inversion has no images: got %d bytes, %v", len(none), err)
 	}
 }
 
@@ -163,7 +175,7 @@ func TestGalleryLabels(t *testing.T) {
 	if got := page.cells[1][1].lines; !slices.Equal(got, []string{"PSNR 12.0 dB", "SSIM -"}) {
 		t.Errorf("under a reconstruction: %q", got)
 	}
-	raw, _, err := galleryPNG(testGallery())
+	raw, _, err := PNG(testGallery())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +186,7 @@ func TestGalleryLabels(t *testing.T) {
 	if h := inkRows(img, margin+titleH, margin+titleH+lineH); h < 12 {
 		t.Errorf("key line ink is %d px tall, want at least 12", h)
 	}
-	cmp, err := comparisonPage(successExperiments(), "invgrad")
+	cmp, err := comparisonPage(comparisonExperiments(), "invgrad")
 	if err != nil || cmp == nil {
 		t.Fatalf("comparisonPage: %v", err)
 	}
