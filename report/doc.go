@@ -7,7 +7,9 @@
 // The report shows, for every number of rounds T, the empirical trade-off curves of the attacks
 // beside the certified points and the theoretical Gaussian-DP curves, mu against T, attack-success
 // tables shaped like those of Sun et al. (2026, docs/theory.md), the verdicts on the claimed
-// guarantees, and the sensitivity and utility measured in training. Every number names the threat
+// guarantees, and the sensitivity and utility measured in training. Package report/figures draws
+// the figures and package report/gallery the reconstructions; this package arranges the input
+// for them, lays out the pages and tables and writes the files. Every number names the threat
 // model it belongs to. The output is a function of the Input alone (no timestamps, no random
 // ids), so two runs over the same results give byte-identical files.
 package report

@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"fmt"
 	"math"
 	"regexp"
 	"slices"
@@ -128,88 +127,6 @@ func TestValidateHeadlineAndClaim(t *testing.T) {
 	}
 }
 
-// TestCheckpointTicks: a tick at every checkpoint, labels never closer than the gap, the last
-// checkpoint always labelled.
-func TestCheckpointTicks(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		ts     []int
-		log    bool
-		lo, hi float64
-	}{
-		{"linear spread", []int{1, 5, 10, 20, 50}, false, 1, 50},
-		{"linear crowded", []int{0, 1, 2, 3, 5, 10, 20, 50, 100, 200}, false, 0, 200},
-		{"log", []int{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}, true, 1, 1000},
-		{"one", []int{7}, false, 6.5, 7.5},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			const gap = 0.045
-			ticks := checkpointTicks{ts: tc.ts, log: tc.log, minGap: gap}.Ticks(tc.lo, tc.hi)
-			if len(ticks) != len(tc.ts) {
-				t.Fatalf("%d ticks for %d checkpoints", len(ticks), len(tc.ts))
-			}
-			pos := func(v float64) float64 {
-				if tc.log {
-					return math.Log(v/tc.lo) / math.Log(tc.hi/tc.lo)
-				}
-				return (v - tc.lo) / (tc.hi - tc.lo)
-			}
-			prev := math.Inf(-1)
-			for i, tk := range ticks {
-				if tk.Value != float64(tc.ts[i]) {
-					t.Errorf("tick %d at %v, want %d", i, tk.Value, tc.ts[i])
-				}
-				if tk.Label == "" {
-					continue
-				}
-				if tk.Label != strconv.Itoa(tc.ts[i]) {
-					t.Errorf("tick %d labelled %q", i, tk.Label)
-				}
-				if p := pos(tk.Value); p-prev < gap-1e-12 {
-					t.Errorf("labels %v and %s closer than %v of the axis", prev, tk.Label, gap)
-				} else {
-					prev = p
-				}
-			}
-			if ticks[len(ticks)-1].Label == "" {
-				t.Error("last checkpoint unlabelled")
-			}
-		})
-	}
-}
-
-// TestFigureStyle: an attack keeps its colour and marker under every threat model and in every
-// figure; different attacks differ; no attack takes the claim's colour.
-func TestFigureStyle(t *testing.T) {
-	in := syntheticInput(t)
-	extra := in.Findings[0]
-	extra.Threat = "final" // gradient under a second threat model
-	in.Findings = append(in.Findings, extra)
-	m := newModel(&in)
-	seen := map[string]string{}
-	for _, s := range m.series {
-		col, glyph, _ := m.seriesStyle(s)
-		key := colorHex(col) + " " + typeName(glyph)
-		if prev, ok := seen[s.attack]; ok && prev != key {
-			t.Errorf("attack %s drawn as %s and as %s", s.attack, prev, key)
-		}
-		seen[s.attack] = key
-		if colorHex(col) == colorHex(colorClaim) {
-			t.Errorf("attack %s takes the claim's colour", s.attack)
-		}
-	}
-	if seen["gradient"] == seen["loss"] {
-		t.Errorf("two attacks share colour and marker %s", seen["loss"])
-	}
-	for i, a := range attackColors {
-		for _, b := range attackColors[i+1:] {
-			if colorHex(a) == colorHex(b) {
-				t.Errorf("palette repeats %s", colorHex(a))
-			}
-		}
-	}
-}
-
 // TestFigureContent checks what a reader of the figures is told: the claim is drawn and
 // labelled on the mu figure and on every trade-off figure, the certified points are named as
 // the certified error pair at the family-wise level (never "upper bounds"), the trade-off
@@ -257,10 +174,3 @@ func textX(svg, content string) (float64, bool) {
 	}
 	return 0, false
 }
-
-func colorHex(c interface{ RGBA() (r, g, b, a uint32) }) string {
-	r, g, b, _ := c.RGBA()
-	return strconv.FormatUint(uint64(r>>8)<<16|uint64(g>>8)<<8|uint64(b>>8), 16)
-}
-
-func typeName(v any) string { return fmt.Sprintf("%T", v) }

@@ -16,6 +16,7 @@ import (
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/internal/fsutil"
+	"github.com/fedaudit/fedaudit/report/figures"
 	"github.com/fedaudit/fedaudit/report/gallery"
 )
 
@@ -33,7 +34,7 @@ var threatDescriptions = map[string]string{
 // place.
 type section struct {
 	ID, Title, Intro string
-	figs             []*figure
+	figs             []*figures.Figure
 	images           []*pngFigure
 	tables           []*table
 	folded           map[any]bool
@@ -63,9 +64,9 @@ type rendered struct {
 	in       *Input
 	m        *model
 	sections []section
-	svgs     map[*figure][]byte
+	svgs     map[*figures.Figure][]byte
 	tables   []*table
-	figs     []*figure
+	figs     []*figures.Figure
 	images   []*pngFigure
 }
 
@@ -74,7 +75,7 @@ func build(in *Input) (*rendered, error) {
 		return nil, err
 	}
 	m := newModel(in)
-	figs, err := m.figures()
+	figs, err := figures.Build(m.figureInput())
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
@@ -83,7 +84,7 @@ func build(in *Input) (*rendered, error) {
 	for _, t := range tables {
 		byName[t.name] = t
 	}
-	r := &rendered{in: in, m: m, svgs: make(map[*figure][]byte, len(figs)), tables: tables, figs: figs}
+	r := &rendered{in: in, m: m, svgs: make(map[*figures.Figure][]byte, len(figs)), tables: tables, figs: figs}
 	gal, pairs, err := gallery.PNG(in.Gallery)
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
@@ -95,18 +96,18 @@ func build(in *Input) (*rendered, error) {
 			png: gal})
 	}
 	for _, f := range figs {
-		b, err := f.svg()
+		b, err := f.SVG()
 		if err != nil {
 			return nil, fmt.Errorf("report: %w", err)
 		}
 		r.svgs[f] = b
 	}
-	var muFigs, tradeoffFigs, sensFigs []*figure
+	var muFigs, tradeoffFigs, sensFigs []*figures.Figure
 	for _, f := range figs {
 		switch {
-		case f.name == "mu_vs_T":
+		case f.Name == "mu_vs_T":
 			muFigs = append(muFigs, f)
-		case strings.HasPrefix(f.name, "tradeoff_"):
+		case strings.HasPrefix(f.Name, "tradeoff_"):
 			tradeoffFigs = append(tradeoffFigs, f)
 		default:
 			sensFigs = append(sensFigs, f)
@@ -125,7 +126,7 @@ func build(in *Input) (*rendered, error) {
 		var ts []string
 		var items []any
 		for _, f := range tradeoffFigs[:n-1] {
-			ts = append(ts, strings.TrimPrefix(f.name, "tradeoff_T"))
+			ts = append(ts, strings.TrimPrefix(f.Name, "tradeoff_T"))
 			items = append(items, f)
 		}
 		tradeoff.fold("Trade-off curves at T = "+strings.Join(ts, ", "), items...)
@@ -491,7 +492,7 @@ func (r *rendered) html() ([]byte, error) {
 		}
 		for _, f := range s.figs {
 			b := body(f)
-			b.Figs = append(b.Figs, htmlFigure{Name: f.name, Title: f.title, Caption: f.caption, SVG: inlineSVG(r.svgs[f]), Wide: f.wide})
+			b.Figs = append(b.Figs, htmlFigure{Name: f.Name, Title: f.Title, Caption: f.Caption, SVG: inlineSVG(r.svgs[f]), Wide: f.Wide})
 		}
 		for _, f := range s.images {
 			// A data URL of our own PNG bytes: safe for the src attribute.
@@ -555,7 +556,7 @@ func (r *rendered) markdown() []byte {
 	for _, s := range r.sections {
 		b.WriteString("\n## " + s.Title + "\n\n" + s.Intro + "\n")
 		for _, f := range s.figs {
-			fmt.Fprintf(&b, "\n![%s](%s)\n\n*%s.* %s\n", f.title, relLink(expdir.Dir("").Figure(f.name, "svg")), f.title, f.caption)
+			fmt.Fprintf(&b, "\n![%s](%s)\n\n*%s.* %s\n", f.Title, relLink(expdir.Dir("").Figure(f.Name, "svg")), f.Title, f.Caption)
 		}
 		for _, f := range s.images {
 			fmt.Fprintf(&b, "\n![%s](%s)\n\n*%s.* %s\n", f.title, relLink(expdir.Dir("").Figure(f.name, "png")), f.title, f.caption)
@@ -594,13 +595,13 @@ func Write(dir string, in Input, opts Options) error {
 	files[d.ReportHTML()] = page
 	files[d.ReportMarkdown()] = r.markdown()
 	for _, f := range r.figs {
-		files[d.Figure(f.name, "svg")] = r.svgs[f]
+		files[d.Figure(f.Name, "svg")] = r.svgs[f]
 		if opts.PNG {
-			b, err := f.png()
+			b, err := f.PNG()
 			if err != nil {
 				return fmt.Errorf("report: %w", err)
 			}
-			files[d.Figure(f.name, "png")] = b
+			files[d.Figure(f.Name, "png")] = b
 		}
 	}
 	for _, f := range r.images {

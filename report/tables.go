@@ -11,6 +11,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/report/figures"
 	"github.com/fedaudit/fedaudit/theory"
 )
 
@@ -162,9 +163,6 @@ type model struct {
 	theory   map[int]*theory.Bound
 	stats    map[int]*findings.RoundSummary
 	threats  []string // threat models in use, sorted
-	// attackIndex numbers the attacks (attackOrder): an attack's colour and marker in every
-	// figure.
-	attackIndex map[string]int
 }
 
 func newModel(in *Input) *model {
@@ -212,16 +210,24 @@ func newModel(in *Input) *model {
 		}
 		return strings.Compare(a.threat, b.threat)
 	})
-	var attackNames []string
-	for _, s := range m.series {
-		attackNames = append(attackNames, s.attack)
-	}
-	m.attackIndex = attackOrder(attackNames)
 	for t := range threatSet {
 		m.threats = append(m.threats, t)
 	}
 	slices.Sort(m.threats)
 	return m
+}
+
+// figureInput is the model as package figures draws it.
+func (m *model) figureInput() *figures.Input {
+	in := &figures.Input{Rounds: m.rounds, Findings: make(map[figures.Series]map[int]*findings.Finding, len(m.series)),
+		Theory: m.theory, Stats: m.stats, ClaimMu: m.in.ClaimMu, ClaimLabel: m.in.ClaimLabel,
+		Level: m.levelText(), LevelShort: m.levelShort()}
+	for _, s := range m.series {
+		fs := figures.Series{Attack: s.attack, Threat: s.threat}
+		in.Series = append(in.Series, fs)
+		in.Findings[fs] = m.findings[s]
+	}
+	return in
 }
 
 // findingRounds returns the rounds that have at least one finding.

@@ -1,4 +1,4 @@
-package report
+package figures
 
 import (
 	"image/color"
@@ -65,7 +65,7 @@ type muLine struct {
 
 // addMuLine appends l with the points get gives at the checkpoints, when it has any.
 func (m *model) addMuLine(dst *[]muLine, l muLine, get func(int) (float64, bool)) {
-	for _, t := range m.rounds {
+	for _, t := range m.Rounds {
 		if v, ok := get(t); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
 			l.xy = append(l.xy, plotter.XY{X: float64(t), Y: v})
 		}
@@ -80,32 +80,32 @@ func (m *model) addMuLine(dst *[]muLine, l muLine, get func(int) (float64, bool)
 func (m *model) muLines() (theoryLines, attacks []muLine) {
 	m.addMuLine(&theoryLines, muLine{label: "convergent bound (final model)", col: colorConvergent, shape: draw.CircleGlyph{}, width: vg.Points(1.5)},
 		func(t int) (float64, bool) {
-			return valueOf(m.theory[t], func(b *theory.Bound) float64 { return b.Mu })
+			return valueOf(m.Theory[t], func(b *theory.Bound) float64 { return b.Mu })
 		})
 	m.addMuLine(&theoryLines, muLine{label: "composition bound (every iterate)", col: colorComposition, dash: dashComposition, shape: draw.TriangleGlyph{}, width: vg.Points(1.5)},
 		func(t int) (float64, bool) {
-			return valueOf(m.theory[t], func(b *theory.Bound) float64 { return b.MuComposition })
+			return valueOf(m.Theory[t], func(b *theory.Bound) float64 { return b.MuComposition })
 		})
 	if m.hasThreat("uploads") {
 		m.addMuLine(&theoryLines, muLine{label: "uploads bound (single upload)", col: colorConvergent, dash: dashUploads, shape: draw.SquareGlyph{}, width: vg.Points(1.2)},
 			func(t int) (float64, bool) {
-				v, ok := valueOf(m.theory[t], func(b *theory.Bound) float64 { return b.MuUploads })
+				v, ok := valueOf(m.Theory[t], func(b *theory.Bound) float64 { return b.MuUploads })
 				return v, ok && v > 0 // 0: a theory computed before the uploads bound existed
 			})
 	}
 	m.addMuLine(&theoryLines, muLine{label: "realized μ in training", col: colorRealized, dash: dashRealized, shape: draw.CrossGlyph{}, width: vg.Points(1.2)},
 		func(t int) (float64, bool) {
-			st := m.stats[t]
+			st := m.Stats[t]
 			if st == nil {
 				return 0, false
 			}
 			return st.RealizedMu, true
 		})
-	for _, s := range m.series {
+	for _, s := range m.Series {
 		col, glyph, dash := m.seriesStyle(s)
 		m.addMuLine(&attacks, muLine{label: s.String(), col: col, dash: dash, shape: glyph, width: vg.Points(1.5)},
 			func(t int) (float64, bool) {
-				f := m.findings[s][t]
+				f := m.Findings[s][t]
 				if f == nil {
 					return 0, false
 				}
@@ -156,7 +156,7 @@ func onAxis(xy plotter.XYs, logX bool) plotter.XYs {
 // muAxes decides the scales: logarithmic y when the positive values (and the claim) span more
 // than two decades, the T axis by roundsAxis; it returns the range of T drawn too.
 func (m *model) muAxes(lines []muLine, claim float64) (logX, logY bool, tLo, tHi float64) {
-	logX, tLo, tHi = roundsAxis(m.rounds)
+	logX, tLo, tHi = roundsAxis(m.Rounds)
 	lo, hi := math.Inf(1), 0.0
 	for _, l := range lines {
 		for _, pt := range onAxis(l.xy, logX) {
@@ -187,8 +187,8 @@ func (m *model) addClaimLine(p *plot.Plot, leg *plot.Legend, lines []muLine, cla
 	cl.Color, cl.Dashes, cl.Width = colorClaim, dashClaim, vg.Points(2)
 	p.Add(cl)
 	label := "claim μ = " + num(claim)
-	if m.in.ClaimLabel != "" {
-		label += " (" + m.in.ClaimLabel + ")"
+	if m.ClaimLabel != "" {
+		label += " (" + m.ClaimLabel + ")"
 	}
 	leg.Add(label, cl)
 	nearest := func(x float64) (gap float64, above bool) {
@@ -264,13 +264,13 @@ func drawMuLines(p *plot.Plot, leg *plot.Legend, ls []muLine, logX, logY bool) e
 	return nil
 }
 
-func (m *model) muFigure() (*figure, bool, error) {
+func (m *model) muFigure() (*Figure, bool, error) {
 	theoryLines, attacks := m.muLines()
 	if len(theoryLines)+len(attacks) == 0 {
 		return nil, false, nil
 	}
 	all := append(append([]muLine(nil), theoryLines...), attacks...)
-	claim := m.in.ClaimMu
+	claim := m.ClaimMu
 	logX, logY, tLo, tHi := m.muAxes(all, claim)
 
 	p := newPlot()
@@ -285,7 +285,7 @@ func (m *model) muFigure() (*figure, bool, error) {
 	if logX {
 		p.X.Scale = plot.LogScale{}
 	}
-	p.X.Tick.Marker = checkpointTicks{ts: m.rounds, log: logX, minGap: 0.045}
+	p.X.Tick.Marker = checkpointTicks{ts: m.Rounds, log: logX, minGap: 0.045}
 
 	leg := newLegend()
 	if claim > 0 && tHi >= tLo {
@@ -299,7 +299,7 @@ func (m *model) muFigure() (*figure, bool, error) {
 	if len(attacks) > 0 {
 		leg.Add("", textItem{})
 		leg.Add("certified lower bounds", textItem{})
-		leg.Add("("+m.levelShort()+"):", textItem{})
+		leg.Add("("+m.LevelShort+"):", textItem{})
 	}
 	if err := drawMuLines(p, &leg, attacks, logX, logY); err != nil {
 		return nil, false, err
@@ -320,7 +320,7 @@ func (m *model) muFigure() (*figure, bool, error) {
 		lc.Max.Y -= vg.Points(20) // level with the top of the plotting area, below the title
 		leg.Draw(lc)
 	}
-	caption := "Certified lower bounds on μ (" + m.levelText() +
+	caption := "Certified lower bounds on μ (" + m.Level +
 		") per attack (colour and marker) and threat model (dash: solid final, dashed all-iterates, dotted uploads), beside the convergent bound (valid for the final model only), the composition bound (valid for an observer of every iterate) and the realized μ of the trained runs. A certified lower bound above the bound of its threat model contradicts that bound."
 	if claim > 0 {
 		caption += " The vermillion dash-dotted line is the claim: a certified lower bound above it violates the claim."
@@ -328,9 +328,9 @@ func (m *model) muFigure() (*figure, bool, error) {
 	if logY {
 		caption += " The μ axis is logarithmic; lower bounds of 0 (no evidence) are not drawn."
 	}
-	caption += roundsAxisNote(m.rounds)
-	return &figure{name: "mu_vs_T", title: "μ against T", caption: caption, draw: drawFn,
-		w: pw + lw + vg.Points(12), h: h, wide: true}, true, nil
+	caption += roundsAxisNote(m.Rounds)
+	return &Figure{Name: "mu_vs_T", Title: "μ against T", Caption: caption, draw: drawFn,
+		w: pw + lw + vg.Points(12), h: h, Wide: true}, true, nil
 }
 
 // roundsAxisNote is what a caption says about a logarithmic T axis, or "".
@@ -354,10 +354,10 @@ func valueOf(b *theory.Bound, get func(*theory.Bound) float64) (float64, bool) {
 }
 
 // sensitivityFigure draws the measured ||w_T - w'_T|| against T, when any was recorded.
-func (m *model) sensitivityFigure() (*figure, bool, error) {
+func (m *model) sensitivityFigure() (*Figure, bool, error) {
 	var xy plotter.XYs
-	for _, t := range m.rounds {
-		if st := m.stats[t]; st != nil && !math.IsNaN(st.Sensitivity) && !math.IsInf(st.Sensitivity, 0) {
+	for _, t := range m.Rounds {
+		if st := m.Stats[t]; st != nil && !math.IsNaN(st.Sensitivity) && !math.IsInf(st.Sensitivity, 0) {
 			xy = append(xy, plotter.XY{X: float64(t), Y: st.Sensitivity})
 		}
 	}
@@ -377,7 +377,7 @@ func (m *model) sensitivityFigure() (*figure, bool, error) {
 	if logX {
 		p.X.Scale = plot.LogScale{}
 	}
-	p.X.Tick.Marker = checkpointTicks{ts: m.rounds, log: logX, minGap: 0.06}
+	p.X.Tick.Marker = checkpointTicks{ts: m.Rounds, log: logX, minGap: 0.06}
 	if xy = onAxis(xy, logX); len(xy) == 0 {
 		return nil, false, nil
 	}
@@ -388,7 +388,7 @@ func (m *model) sensitivityFigure() (*figure, bool, error) {
 	ln.Color, sc.Color = colorConvergent, colorConvergent
 	ln.Width = vg.Points(1.5)
 	p.Add(ln, sc)
-	return &figure{name: "sensitivity_vs_T", title: "Measured sensitivity against T",
-		caption: "Mean distance between the final models of the coupled pairs of runs (trained on C and on C'), per T. The convergent bound assumes this stays bounded as T grows." + roundsAxisNote(ts),
+	return &Figure{Name: "sensitivity_vs_T", Title: "Measured sensitivity against T",
+		Caption: "Mean distance between the final models of the coupled pairs of runs (trained on C and on C'), per T. The convergent bound assumes this stays bounded as T grows." + roundsAxisNote(ts),
 		draw:    func(c draw.Canvas) { p.Draw(c) }, w: 14 * vg.Centimeter, h: 9 * vg.Centimeter}, true, nil
 }

@@ -1,9 +1,11 @@
-package report
+package figures
 
 import (
+	"fmt"
 	"image/color"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -44,10 +46,11 @@ func deltaE(a, b color.Color) float64 {
 }
 
 // modelOf is the model of a report whose findings are the given (attack, threat) series.
-func modelOf(ser ...series) *model {
-	in := &Input{}
+func modelOf(ser ...Series) *model {
+	in := &Input{Rounds: []int{1}, Findings: map[Series]map[int]*findings.Finding{}}
 	for _, s := range ser {
-		in.Findings = append(in.Findings, findings.Finding{Attack: s.attack, Threat: s.threat, Round: 1})
+		in.Series = append(in.Series, s)
+		in.Findings[s] = map[int]*findings.Finding{1: {Attack: s.Attack, Threat: s.Threat, Round: 1}}
 	}
 	return newModel(in)
 }
@@ -59,28 +62,28 @@ func modelOf(ser ...series) *model {
 // the sorted-name assignment gave margin informed-all's orange and loss an olive beside it),
 // the usual short list, and the first len(attackColors) attacks of the registry.
 func TestAttackColoursDistinct(t *testing.T) {
-	demo := []series{{"informed-all", "all-iterates"}, {"informed-last", "all-iterates"}, {"informed-upload", "uploads"},
+	demo := []Series{{"informed-all", "all-iterates"}, {"informed-last", "all-iterates"}, {"informed-upload", "uploads"},
 		{"lira-offline", "final"}, {"lira-online", "final"}, {"loss", "final"}, {"margin", "final"}}
-	usual := []series{{"informed-all", "all-iterates"}, {"informed-last", "all-iterates"}, {"loss", "final"}, {"margin", "final"},
+	usual := []Series{{"informed-all", "all-iterates"}, {"informed-last", "all-iterates"}, {"loss", "final"}, {"margin", "final"},
 		{"lira-offline", "final"}, {"lira-online", "final"}, {"loss", "uploads"}}
-	var many []series
+	var many []Series
 	for _, a := range attackRanks[:len(attackColors)] {
-		many = append(many, series{a, "final"}, series{a, "all-iterates"})
+		many = append(many, Series{a, "final"}, Series{a, "all-iterates"})
 	}
 	reserved := map[string]color.Color{"claim": colorClaim, "convergent": colorConvergent, "composition": colorComposition,
 		"realized": colorRealized, "diagonal": colorDiagonal}
-	for name, set := range map[string][]series{"demo": demo, "usual": usual, "registry": many} {
+	for name, set := range map[string][]Series{"demo": demo, "usual": usual, "registry": many} {
 		m := modelOf(set...)
-		for i, a := range m.series {
+		for i, a := range m.Series {
 			ca, ga, da := m.seriesStyle(a)
 			for rn, rc := range reserved {
 				if d := deltaE(ca, rc); d <= 20 {
 					t.Errorf("%s: %v's colour is %.1f from the %s colour", name, a, d, rn)
 				}
 			}
-			for _, b := range m.series[:i] {
+			for _, b := range m.Series[:i] {
 				cb, gb, db := m.seriesStyle(b)
-				if a.attack == b.attack {
+				if a.Attack == b.Attack {
 					if slices.Equal(da, db) {
 						t.Errorf("%s: %v and %v share colour and dash", name, a, b)
 					}
@@ -89,7 +92,7 @@ func TestAttackColoursDistinct(t *testing.T) {
 				if d := deltaE(ca, cb); d <= 25 {
 					t.Errorf("%s: %v and %v have colours %.1f apart (CIE76), want > 25", name, a, b, d)
 				}
-				if m.attackIndex[a.attack] < len(attackGlyphs) && m.attackIndex[b.attack] < len(attackGlyphs) && ga == gb {
+				if m.attackIndex[a.Attack] < len(attackGlyphs) && m.attackIndex[b.Attack] < len(attackGlyphs) && ga == gb {
 					t.Errorf("%s: %v and %v share the marker %T", name, a, b, ga)
 				}
 			}
@@ -141,10 +144,11 @@ func TestRoundsAxis(t *testing.T) {
 			t.Errorf("roundsAxis(%v) = %v, %v, %v; want %v, %v, %v", tc.ts, log, lo, hi, tc.log, tc.lo, tc.hi)
 		}
 	}
-	in := &Input{ClaimMu: 1}
+	in := &Input{ClaimMu: 1, Theory: map[int]*theory.Bound{}, Stats: map[int]*findings.RoundSummary{}}
 	for _, T := range []int{0, 1, 2, 5, 10, 20, 50, 100, 200, 300} {
-		in.Bounds = append(in.Bounds, theory.Bound{T: T, Mu: 0.01 * float64(T), MuComposition: 0.02 * float64(T)})
-		in.Rounds = append(in.Rounds, findings.RoundSummary{Round: T, Sensitivity: 0.1 * float64(T), RealizedMu: 0.01 * float64(T)})
+		in.Rounds = append(in.Rounds, T)
+		in.Theory[T] = &theory.Bound{T: T, Mu: 0.01 * float64(T), MuComposition: 0.02 * float64(T)}
+		in.Stats[T] = &findings.RoundSummary{Round: T, Sensitivity: 0.1 * float64(T), RealizedMu: 0.01 * float64(T)}
 	}
 	m := newModel(in)
 	mu, ok, err := m.muFigure()
@@ -155,16 +159,102 @@ func TestRoundsAxis(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("sensitivityFigure: %v, %v", ok, err)
 	}
-	for _, f := range []*figure{mu, sens} {
-		if !strings.Contains(f.caption, "The T axis is logarithmic") || !strings.Contains(f.caption, "T = 0, the initial model, is not drawn") {
-			t.Errorf("%s: caption does not say the T axis is logarithmic: %s", f.name, f.caption)
+	for _, f := range []*Figure{mu, sens} {
+		if !strings.Contains(f.Caption, "The T axis is logarithmic") || !strings.Contains(f.Caption, "T = 0, the initial model, is not drawn") {
+			t.Errorf("%s: caption does not say the T axis is logarithmic: %s", f.Name, f.Caption)
 		}
-		if _, err := f.svg(); err != nil {
-			t.Errorf("%s: %v", f.name, err)
+		if _, err := f.SVG(); err != nil {
+			t.Errorf("%s: %v", f.Name, err)
 		}
 	}
-	short := newModel(&Input{Bounds: []theory.Bound{{T: 1, Mu: 1}, {T: 10, Mu: 2}}})
-	if f, _, _ := short.muFigure(); strings.Contains(f.caption, "logarithmic") {
-		t.Errorf("checkpoints 1..10 on a logarithmic axis: %s", f.caption)
+	short := newModel(&Input{Rounds: []int{1, 10}, Theory: map[int]*theory.Bound{1: {T: 1, Mu: 1}, 10: {T: 10, Mu: 2}}})
+	if f, _, _ := short.muFigure(); strings.Contains(f.Caption, "logarithmic") {
+		t.Errorf("checkpoints 1..10 on a logarithmic axis: %s", f.Caption)
 	}
 }
+
+// TestCheckpointTicks: a tick at every checkpoint, labels never closer than the gap, the last
+// checkpoint always labelled.
+func TestCheckpointTicks(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ts     []int
+		log    bool
+		lo, hi float64
+	}{
+		{"linear spread", []int{1, 5, 10, 20, 50}, false, 1, 50},
+		{"linear crowded", []int{0, 1, 2, 3, 5, 10, 20, 50, 100, 200}, false, 0, 200},
+		{"log", []int{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}, true, 1, 1000},
+		{"one", []int{7}, false, 6.5, 7.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const gap = 0.045
+			ticks := checkpointTicks{ts: tc.ts, log: tc.log, minGap: gap}.Ticks(tc.lo, tc.hi)
+			if len(ticks) != len(tc.ts) {
+				t.Fatalf("%d ticks for %d checkpoints", len(ticks), len(tc.ts))
+			}
+			pos := func(v float64) float64 {
+				if tc.log {
+					return math.Log(v/tc.lo) / math.Log(tc.hi/tc.lo)
+				}
+				return (v - tc.lo) / (tc.hi - tc.lo)
+			}
+			prev := math.Inf(-1)
+			for i, tk := range ticks {
+				if tk.Value != float64(tc.ts[i]) {
+					t.Errorf("tick %d at %v, want %d", i, tk.Value, tc.ts[i])
+				}
+				if tk.Label == "" {
+					continue
+				}
+				if tk.Label != strconv.Itoa(tc.ts[i]) {
+					t.Errorf("tick %d labelled %q", i, tk.Label)
+				}
+				if p := pos(tk.Value); p-prev < gap-1e-12 {
+					t.Errorf("labels %v and %s closer than %v of the axis", prev, tk.Label, gap)
+				} else {
+					prev = p
+				}
+			}
+			if ticks[len(ticks)-1].Label == "" {
+				t.Error("last checkpoint unlabelled")
+			}
+		})
+	}
+}
+
+// TestFigureStyle: an attack keeps its colour and marker under every threat model and in every
+// figure; different attacks differ; no attack takes the claim's colour.
+func TestFigureStyle(t *testing.T) {
+	// The series of report's synthetic input, with gradient under a second threat model.
+	m := modelOf(Series{"gradient", "final"}, Series{"gradient", "uploads"}, Series{"loss", "final"})
+	seen := map[string]string{}
+	for _, s := range m.Series {
+		col, glyph, _ := m.seriesStyle(s)
+		key := colorHex(col) + " " + typeName(glyph)
+		if prev, ok := seen[s.Attack]; ok && prev != key {
+			t.Errorf("attack %s drawn as %s and as %s", s.Attack, prev, key)
+		}
+		seen[s.Attack] = key
+		if colorHex(col) == colorHex(colorClaim) {
+			t.Errorf("attack %s takes the claim's colour", s.Attack)
+		}
+	}
+	if seen["gradient"] == seen["loss"] {
+		t.Errorf("two attacks share colour and marker %s", seen["loss"])
+	}
+	for i, a := range attackColors {
+		for _, b := range attackColors[i+1:] {
+			if colorHex(a) == colorHex(b) {
+				t.Errorf("palette repeats %s", colorHex(a))
+			}
+		}
+	}
+}
+
+func colorHex(c interface{ RGBA() (r, g, b, a uint32) }) string {
+	r, g, b, _ := c.RGBA()
+	return strconv.FormatUint(uint64(r>>8)<<16|uint64(g>>8)<<8|uint64(b>>8), 16)
+}
+
+func typeName(v any) string { return fmt.Sprintf("%T", v) }

@@ -1,4 +1,4 @@
-package report
+package figures
 
 import (
 	"bytes"
@@ -15,36 +15,37 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// figure is one picture: one or more plots and a legend drawn beside them, kept as a drawing
+// Figure is one picture: one or more plots and a legend drawn beside them, kept as a drawing
 // function so it can be rendered to SVG and PNG alike.
-type figure struct {
-	name    string // file stem in figures/
-	title   string
-	caption string
+type Figure struct {
+	Name    string // file stem in figures/
+	Title   string
+	Caption string
+	Wide    bool // shown across the page's whole width
 	draw    func(c draw.Canvas)
 	w, h    vg.Length
-	wide    bool // shown across the page's whole width
 }
 
-// svg renders the figure without fonts embedded: vgsvg then writes only the drawing
+// SVG renders the figure without fonts embedded: vgsvg then writes only the drawing
 // commands, which depend on the data alone, so the bytes are reproducible.
-func (f *figure) svg() ([]byte, error) {
+func (f *Figure) SVG() ([]byte, error) {
 	c := vgsvg.New(f.w, f.h)
 	f.draw(draw.New(c))
 	var b bytes.Buffer
 	if _, err := c.WriteTo(&b); err != nil {
-		return nil, fmt.Errorf("figure %s: %w", f.name, err)
+		return nil, fmt.Errorf("figure %s: %w", f.Name, err)
 	}
 	return b.Bytes(), nil
 }
 
-func (f *figure) png() ([]byte, error) {
+// PNG renders the figure as a PNG at 144 dots per inch on white.
+func (f *Figure) PNG() ([]byte, error) {
 	c := vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(f.w, f.h), vgimg.UseDPI(144),
 		vgimg.UseBackgroundColor(color.White))}
 	f.draw(draw.New(c))
 	var b bytes.Buffer
 	if _, err := c.WriteTo(&b); err != nil {
-		return nil, fmt.Errorf("figure %s: %w", f.name, err)
+		return nil, fmt.Errorf("figure %s: %w", f.Name, err)
 	}
 	return b.Bytes(), nil
 }
@@ -138,9 +139,9 @@ func attackOrder(attacks []string) map[string]int {
 // seriesStyle is the colour, glyph and dash of one series, the same in every figure: the
 // colour and glyph come from the attack's place among the attacks of the report
 // (attackOrder), the dash from the threat model.
-func (m *model) seriesStyle(s series) (color.Color, draw.GlyphDrawer, []vg.Length) {
-	i := m.attackIndex[s.attack]
-	dash, ok := threatDashes[s.threat]
+func (m *model) seriesStyle(s Series) (color.Color, draw.GlyphDrawer, []vg.Length) {
+	i := m.attackIndex[s.Attack]
+	dash, ok := threatDashes[s.Threat]
 	if !ok {
 		dash = []vg.Length{vg.Points(3), vg.Points(1), vg.Points(1), vg.Points(1)}
 	}
@@ -178,8 +179,12 @@ type textItem struct{}
 
 func (textItem) Thumbnail(*draw.Canvas) {}
 
-func (m *model) figures() ([]*figure, error) {
-	var figs []*figure
+// Build draws the figures of a report, in the order the report shows them: mu against T
+// (when there is a curve to draw), the trade-off figure of every T with a finding, and the
+// measured sensitivity against T (when any was recorded).
+func Build(in *Input) ([]*Figure, error) {
+	m := newModel(in)
+	var figs []*Figure
 	if f, ok, err := m.muFigure(); err != nil {
 		return nil, err
 	} else if ok {
@@ -203,8 +208,8 @@ func (m *model) figures() ([]*figure, error) {
 // hasThreat reports whether some attack row is under the given threat model: the uploads bound
 // is drawn only then, since no other observer is held to it.
 func (m *model) hasThreat(threat string) bool {
-	for _, s := range m.series {
-		if s.threat == threat {
+	for _, s := range m.Series {
+		if s.Threat == threat {
 			return true
 		}
 	}

@@ -1,4 +1,4 @@
-package report
+package figures
 
 import (
 	"image/color"
@@ -146,8 +146,8 @@ func (pn *panel) line(pts plotter.XYs, roc plotter.XYs, col color.Color, dash []
 // rate the samples can resolve (1/n), at least 1e-6.
 func (m *model) logFloor(t int) float64 {
 	n := 0
-	for _, s := range m.series {
-		if f := m.findings[s][t]; f != nil {
+	for _, s := range m.Series {
+		if f := m.Findings[s][t]; f != nil {
 			n = max(n, f.Result.N0, f.Result.N1)
 		}
 	}
@@ -226,10 +226,10 @@ func (m *model) addGDPCurves(leg *plot.Legend, full, zoom, roc *panel, t int, lo
 		dash  []vg.Length
 	}
 	var curves []curve
-	if m.in.ClaimMu > 0 {
-		curves = append(curves, curve{m.in.ClaimMu, "T_G(claim μ = " + num(m.in.ClaimMu) + ")", colorClaim, dashClaim})
+	if m.ClaimMu > 0 {
+		curves = append(curves, curve{m.ClaimMu, "T_G(claim μ = " + num(m.ClaimMu) + ")", colorClaim, dashClaim})
 	}
-	if b := m.theory[t]; b != nil {
+	if b := m.Theory[t]; b != nil {
 		curves = append(curves,
 			curve{b.Mu, "T_G(convergent μ = " + num(b.Mu) + "), final model", colorConvergent, nil},
 			curve{b.MuComposition, "T_G(composition μ = " + num(b.MuComposition) + "), every iterate", colorComposition, dashComposition})
@@ -273,8 +273,8 @@ func (m *model) addGDPCurves(leg *plot.Legend, full, zoom, roc *panel, t int, lo
 // every panel, with their legend entries.
 func (m *model) addAttackEnvelopes(leg *plot.Legend, full, zoom, roc *panel, t int) error {
 	panels := []*panel{full, zoom, roc}
-	for _, s := range m.series {
-		f := m.findings[s][t]
+	for _, s := range m.Series {
+		f := m.Findings[s][t]
 		if f == nil || f.Result.ROC == nil {
 			continue
 		}
@@ -328,7 +328,7 @@ func (m *model) addTradeoffKey(leg *plot.Legend) error {
 	key.Color, key.Shape, key.Radius = colorKey, draw.BoxGlyph{}, vg.Points(3)
 	leg.Add("", textItem{})
 	leg.Add("marker: certified error pair (α, β) ≤ (α_up, β_up),", key)
-	leg.Add("   at "+m.levelText()+";", textItem{})
+	leg.Add("   at "+m.Level+";", textItem{})
 	leg.Add("   bars from the observed rates (α̂, β̂)", textItem{})
 	leg.Add("line dash: threat model (solid final,", textItem{})
 	leg.Add("   dashed all-iterates, dotted uploads)", textItem{})
@@ -341,7 +341,7 @@ func (m *model) addTradeoffKey(leg *plot.Legend) error {
 // whole square, a zoom on the corner near the origin where strong attacks and the curves of
 // large mu lie, and the ROC on log-log axes (the low-FPR view). The legend is drawn beside the
 // panels, outside every plotting area.
-func (m *model) tradeoffFigure(t int) (*figure, error) {
+func (m *model) tradeoffFigure(t int) (*Figure, error) {
 	ts := strconv.Itoa(t)
 	lo := m.logFloor(t)
 	full, zoom, roc := tradeoffPanels(ts, lo)
@@ -394,13 +394,13 @@ func (m *model) tradeoffFigure(t int) (*figure, error) {
 		lc.Min.X += vg.Points(8)
 		leg.Draw(lc)
 	}
-	return &figure{
-		name:  "tradeoff_T" + ts,
-		title: "Trade-off curves at T = " + ts,
-		caption: "Type I against type II error at T = " + ts + ", three views of the same data: the whole square; the corner near the axes with both errors on logarithmic axes from " + num(lo) +
+	return &Figure{
+		Name:  "tradeoff_T" + ts,
+		Title: "Trade-off curves at T = " + ts,
+		Caption: "Type I against type II error at T = " + ts + ", three views of the same data: the whole square; the corner near the axes with both errors on logarithmic axes from " + num(lo) +
 			", where strong attacks and the trade-off curves of large μ lie (a curve marked \"on the axes\" stays below " + num(lo) + " even there); and the ROC (TPR = 1 - α against FPR = β, world C positive) on logarithmic axes from " + num(lo) +
 			", the low-FPR view. Coloured lines: each attack's empirical ROC envelope (colour and marker: attack; dash: threat model). Markers: each attack's certified error pair: with the stated confidence its true error rates are at most (α_up, β_up), so the mechanism's trade-off curve passes on or below the marker; the bars start at the observed rates. A marker below a T_G curve contradicts that curve's μ (for the claim and the bound of the attack's own threat model). Grey dotted: random guessing.",
-		draw: drawFn, w: w, h: h, wide: true,
+		draw: drawFn, w: w, h: h, Wide: true,
 	}, nil
 }
 
