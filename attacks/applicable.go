@@ -38,7 +38,8 @@ const (
 // whatever the run file holds, each with why. On a CNN: those needing a dense first layer
 // (analytic inversion) when it starts with a convolution (lenet5, resnet, most sequential
 // specs), and those needing a dense last layer on a sequential spec that ends otherwise; every
-// other attack runs on every known model (the host evaluates CNNs in float64, attacks/cnn.go).
+// other attack runs on every known model (the host evaluates CNNs in float64,
+// attacks/hostmodel/cnn.go).
 // A model of kind external (runs imported with an architecture fedaudit does not know) has no
 // model to evaluate at all: the attacks left are those that read parameters or updates as
 // vectors (param-lda, param-cosine, upload-lda) and, where the import recorded them, the

@@ -14,9 +14,10 @@
 // are independent draws of one fixed test, as the certification assumes. Scores do not depend on
 // the number of workers.
 //
-// The models' host-side mathematics lives here too: the smoothness constant a model certifies on
-// the data (CertifiedSmoothness) and the Hessian estimate for one that does not
-// (SmoothnessEstimate).
+// The models' host-side mathematics (the float64 evaluation of train's models and nn's CNNs,
+// certified smoothness and the Hessian estimate) lives in attacks/hostmodel; the reconstruction
+// of a client's input from its update (analytic inversion, Inverting Gradients) and the image
+// metrics in attacks/inversion. The attacks here wrap them.
 //
 // docs/attacks.md describes every attack, its threat model, score direction and metrics.
 package attacks
@@ -27,6 +28,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/fedaudit/fedaudit/attacks/hostmodel"
+	"github.com/fedaudit/fedaudit/attacks/inversion"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
@@ -67,9 +70,9 @@ type Env struct {
 	// Seed seeds the attacks' own randomness (random directions, restarts).
 	Seed uint64
 
-	model   *hostModel
+	model   *hostmodel.Model
 	cache   *envCache
-	invgrad invgradConfig // Options' invgrad budget
+	invgrad inversion.Config // Options' invgrad budget
 }
 
 // envCache holds what attacks compute once per Score call and share between runs.
@@ -287,19 +290,19 @@ func check(a Attack, env *Env) error {
 	}
 	if n.Model || n.Classes {
 		if env.model == nil {
-			m, err := newModelFor(env.Config.Model, env.Shape, env.Dim, env.Classes)
+			m, err := hostmodel.New(env.Config.Model, env.Shape, env.Dim, env.Classes)
 			if err != nil {
 				return fmt.Errorf("attack %s: %w", info.Name, err)
 			}
 			env.model = m
 		}
-		if n.Classes && !env.model.hasClasses() {
+		if n.Classes && !env.model.HasClasses() {
 			return fmt.Errorf("attack %s: needs a model with a softmax over classes, not %q", info.Name, env.Config.Model.Kind)
 		}
-		if _, _, _, ok := env.model.lastDense(); n.LastDense && !ok {
+		if _, _, _, ok := env.model.LastDense(); n.LastDense && !ok {
 			return fmt.Errorf("attack %s: %s", info.Name, whyNotLastDense)
 		}
-		if _, _, _, _, ok := env.model.firstLayer(); n.FirstDense && !ok {
+		if _, _, _, _, ok := env.model.FirstLayer(); n.FirstDense && !ok {
 			return fmt.Errorf("attack %s: %s", info.Name, whyNotFirstDense)
 		}
 		if n.Target {
@@ -307,14 +310,14 @@ func check(a Attack, env *Env) error {
 				if s.Present() && len(s.Features) != env.Dim {
 					return fmt.Errorf("attack %s: target sample has %d features, the model takes %d", info.Name, len(s.Features), env.Dim)
 				}
-				if s.Present() && env.model.hasClasses() && (s.Label < 0 || int(s.Label) >= env.Classes) {
+				if s.Present() && env.model.HasClasses() && (s.Label < 0 || int(s.Label) >= env.Classes) {
 					return fmt.Errorf("attack %s: target label %d outside 0..%d", info.Name, s.Label, env.Classes-1)
 				}
 			}
 		}
 	}
-	if n.Initial && env.Initial != nil && env.model != nil && len(env.Initial) != env.model.numParams() {
-		return fmt.Errorf("attack %s: Env.Initial has %d parameters, the model %d", info.Name, len(env.Initial), env.model.numParams())
+	if n.Initial && env.Initial != nil && env.model != nil && len(env.Initial) != env.model.NumParams() {
+		return fmt.Errorf("attack %s: Env.Initial has %d parameters, the model %d", info.Name, len(env.Initial), env.model.NumParams())
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package attacks
 import (
 	"math"
 
+	"github.com/fedaudit/fedaudit/attacks/inversion"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
@@ -10,7 +11,8 @@ import (
 // layer. With one sample x, K local steps change the first layer's weight by (sum_k d_k) x^T and
 // its bias by sum_k d_k (d_k the step's back-propagated error times minus the step size): the
 // weight update is rank one, and every row j gives x = dW_j / db_j. Under noise the
-// least-squares solution over all rows, x = dW^T db / (db^T db), weighs rows by their signal.
+// least-squares solution over all rows, x = dW^T db / (db^T db), weighs rows by their signal
+// (inversion.Analytic).
 // With more samples it returns a mixture of them, weighted by their errors.
 //
 // Its score is ||x^ - epsilon'||^2 - ||x^ - epsilon||^2 (or -||x^ - epsilon||^2 without
@@ -41,7 +43,7 @@ func (inversionAttack) Observe(env *Env, obs *Observation) (Observed, error) {
 	if err := checkParamLen(env, u); err != nil {
 		return Observed{}, err
 	}
-	x := analyticInversion(env.model, u)
+	x := inversion.Analytic(env.model, u)
 	if x == nil {
 		return Observed{}, errMissing
 	}
@@ -60,32 +62,16 @@ func (inversionAttack) Observe(env *Env, obs *Observation) (Observed, error) {
 		clipped[i] = math.Min(math.Max(v, 0), 1)
 	}
 	if truth.Present() {
-		metrics = reconstructionMetrics(clipped, to64(truth.Features), imageShape(env.Shape, env.Dim))
+		metrics = inversion.Metrics(clipped, to64(truth.Features), inversion.ImageShape(env.Shape, env.Dim))
 	}
 	return Observed{Score: score, Metrics: metrics, Reconstruction: clipped}, nil
 }
 
-// analyticInversion returns x = dW^T db / (db^T db) for the first layer of update u, or nil
-// when the bias did not move.
-func analyticInversion(m *hostModel, u []float64) []float64 {
-	woff, boff, rows, in, _ := m.firstLayer()
-	db := u[boff : boff+rows]
-	var bb float64
-	for _, v := range db {
-		bb += v * v
+func sqDist(a, b []float64) float64 {
+	var s float64
+	for i := range a {
+		d := a[i] - b[i]
+		s += d * d
 	}
-	if !(bb > 0) || math.IsInf(bb, 0) {
-		return nil
-	}
-	x := make([]float64, in)
-	for j, b := range db {
-		row := u[woff+j*in : woff+(j+1)*in]
-		for i, v := range row {
-			x[i] += b * v
-		}
-	}
-	for i := range x {
-		x[i] /= bb
-	}
-	return x
+	return s
 }

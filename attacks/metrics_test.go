@@ -8,17 +8,6 @@ import (
 	"github.com/fedaudit/fedaudit/runs"
 )
 
-func TestPSNR(t *testing.T) {
-	// 10 log10(1 / 0.01) = 20 dB; peak 255 with MSE 65.025 gives 10 log10(1000) = 30 dB.
-	for _, tc := range []struct{ mse, peak, want float64 }{
-		{0.01, 1, 20}, {1, 1, 0}, {65.025, 255, 30}, {0, 1, math.Inf(1)},
-	} {
-		if got := psnr(tc.mse, tc.peak); math.Abs(got-tc.want) > 1e-12 && got != tc.want {
-			t.Errorf("psnr(%v, %v) = %v, want %v", tc.mse, tc.peak, got, tc.want)
-		}
-	}
-}
-
 func TestHistogramMatch(t *testing.T) {
 	// truth (2, 1, 0), estimate (1, 1, 1): matched min = 1 + 1 + 0 = 2 of 3.
 	for _, tc := range []struct {

@@ -20,12 +20,20 @@ func initialParams(env *Env, obs *Observation) []float64 {
 // gradDiff returns grad loss(epsilon') - grad loss(epsilon) at w, or -grad loss(epsilon) when C'
 // lacks the sample.
 func gradDiff(env *Env, w []float64) []float64 {
-	g := make([]float64, env.model.numParams())
-	env.model.lossGrad(w, to64(env.Target.Features), int(env.Target.Label), -1, g)
+	g := make([]float64, env.model.NumParams())
+	env.model.LossGrad(w, to64(env.Target.Features), int(env.Target.Label), -1, g)
 	if env.TargetPrime.Present() {
-		env.model.lossGrad(w, to64(env.TargetPrime.Features), int(env.TargetPrime.Label), 1, g)
+		env.model.LossGrad(w, to64(env.TargetPrime.Features), int(env.TargetPrime.Label), 1, g)
 	}
 	return g
+}
+
+func to64(v []float32) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
 }
 
 func dot(a, b []float64) float64 {

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/fedaudit/fedaudit/attacks/inversion"
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/runs"
 )
@@ -99,7 +100,7 @@ func Score(ctx context.Context, table *runs.Table, env Env, opts Options) (*Resu
 	if opts.InvgradIterations < 0 {
 		return nil, fmt.Errorf("attacks: invgrad iterations %d, need >= 0", opts.InvgradIterations)
 	}
-	env.invgrad = invgradConfig{iterations: opts.InvgradIterations}
+	env.invgrad = inversion.Config{Iterations: opts.InvgradIterations}
 	if len(opts.Attacks) == 0 {
 		return nil, errors.New("attacks: the run file supports no attack (no statistics, params or uploads recorded)")
 	}
@@ -335,7 +336,7 @@ func (sc *scoring) limitPairs(opts Options) {
 			}
 		}
 	}
-	if imageShape(sc.env.Shape, sc.env.Dim).c > 0 {
+	if inversion.ImageShape(sc.env.Shape, sc.env.Dim).C > 0 {
 		sc.gallery = first(galleryPairs)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/attacks/hostmodel"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
@@ -39,12 +40,12 @@ func (s simSpec) config() train.Config {
 }
 
 // localTrain runs K full-batch gradient steps of the mean loss from w.
-func localTrain(m *hostModel, w []float64, data []datasets.Sample, steps int, eta float64) []float64 {
+func localTrain(m *hostmodel.Model, w []float64, data []datasets.Sample, steps int, eta float64) []float64 {
 	w = append([]float64(nil), w...)
 	for k := 0; k < steps; k++ {
 		g := make([]float64, len(w))
 		for _, s := range data {
-			m.lossGrad(w, to64(s.Features), int(s.Label), 1/float64(len(data)), g)
+			m.LossGrad(w, to64(s.Features), int(s.Label), 1/float64(len(data)), g)
 		}
 		for i := range w {
 			w[i] -= eta * g[i]
@@ -73,12 +74,12 @@ func randomSample(rng *rand.Rand, dim int, label int32) datasets.Sample {
 // target client's samples in world C.
 func simulate(t *testing.T, s simSpec) (string, Env, []datasets.Sample) {
 	t.Helper()
-	m, err := newModelFor(s.model, s.shape, s.dim, s.classes)
+	m, err := hostmodel.New(s.model, s.shape, s.dim, s.classes)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(s.seed, 7))
-	w0 := make([]float64, m.numParams())
+	w0 := make([]float64, m.NumParams())
 	for i := range w0 {
 		w0[i] = rng.NormFloat64() * 0.3
 	}
@@ -143,21 +144,7 @@ func simulate(t *testing.T, s simSpec) (string, Env, []datasets.Sample) {
 				}
 			}
 			if !s.noStats {
-				w1q := to64(to32(w1)) // as an attacker reading the file sees it
-				l, mg := m.lossGrad(w1q, to64(eps.Features), int(eps.Label), 0, nil)
-				lp, mgp := m.lossGrad(w1q, to64(epsP.Features), int(epsP.Label), 0, nil)
-				var llr, mu2 float64
-				if s.sigma > 0 {
-					for i := range w1 {
-						d := phi[0][i] - phi[1][i]
-						llr += (w1[i] - (phi[0][i]+phi[1][i])/2) * d
-						mu2 += d * d
-					}
-					llr /= s.sigma * s.sigma
-					mu2 /= s.sigma * s.sigma
-				}
-				// One client: the upload is w_1 itself, so its ratio is the round's.
-				r1.Stats = []float64{l, lp, mg, mgp, llr, llr, mu2, llr, mu2}
+				r1.Stats = roundStats(m, s.sigma, eps, epsP, phi, w1)
 			}
 			if err := w.Write(r1); err != nil {
 				t.Fatal(err)
@@ -173,6 +160,27 @@ func simulate(t *testing.T, s simSpec) (string, Env, []datasets.Sample) {
 		env.Initial = to32(w0)
 	}
 	return path, env, data[0]
+}
+
+// roundStats returns the recorded statistics of a run at w1 (in simulate's order of StatNames):
+// the target losses and margins in both worlds and the informed adversary's ratio and mu^2 for
+// the exact means phi of the two worlds and noise std sigma.
+func roundStats(m *hostmodel.Model, sigma float64, eps, epsP datasets.Sample, phi [2][]float64, w1 []float64) []float64 {
+	w1q := to64(to32(w1)) // as an attacker reading the file sees it
+	l, mg := m.LossGrad(w1q, to64(eps.Features), int(eps.Label), 0, nil)
+	lp, mgp := m.LossGrad(w1q, to64(epsP.Features), int(epsP.Label), 0, nil)
+	var llr, mu2 float64
+	if sigma > 0 {
+		for i := range w1 {
+			d := phi[0][i] - phi[1][i]
+			llr += (w1[i] - (phi[0][i]+phi[1][i])/2) * d
+			mu2 += d * d
+		}
+		llr /= sigma * sigma
+		mu2 /= sigma * sigma
+	}
+	// One client: the upload is w_1 itself, so its ratio is the round's.
+	return []float64{l, lp, mg, mgp, llr, llr, mu2, llr, mu2}
 }
 
 func openTable(t *testing.T, path string) *runs.Table {

@@ -28,8 +28,8 @@ func update(obs *Observation) ([]float64, error) {
 }
 
 func checkParamLen(env *Env, v []float64) error {
-	if len(v) != env.model.numParams() {
-		return fmt.Errorf("run file holds %d parameters, the model of the config has %d", len(v), env.model.numParams())
+	if len(v) != env.model.NumParams() {
+		return fmt.Errorf("run file holds %d parameters, the model of the config has %d", len(v), env.model.NumParams())
 	}
 	return nil
 }
@@ -83,7 +83,7 @@ func (labelAttack) Observe(env *Env, obs *Observation) (Observed, error) {
 	if err := checkParamLen(env, u); err != nil {
 		return Observed{}, err
 	}
-	woff, boff, in, _ := env.model.lastDense()
+	woff, boff, in, _ := env.model.LastDense()
 	b := u[boff:]
 	score := b[env.Target.Label]
 	if env.TargetPrime.Present() {
@@ -128,14 +128,14 @@ func estimateLabelCounts(env *Env, obs *Observation, b []float64) []int {
 	pbar := make([]float64, C)
 	if len(env.Aux) > 0 && obs.Prev.Params != nil {
 		aux := env.Aux
-		if env.model.kind == "cnn" && len(aux) > cnnAuxSamples {
+		if env.model.IsCNN() && len(aux) > cnnAuxSamples {
 			aux = aux[:cnnAuxSamples]
 		}
 		xs := make([][]float32, len(aux))
 		for i, s := range aux {
 			xs[i] = s.Features
 		}
-		pbar = env.model.meanProbabilities(to64(obs.Prev.Params), xs)
+		pbar = env.model.MeanProbabilities(to64(obs.Prev.Params), xs)
 	} else {
 		for c := range pbar {
 			pbar[c] = 1 / float64(C)

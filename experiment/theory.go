@@ -8,7 +8,7 @@ import (
 	"slices"
 
 	"github.com/fedaudit/fedaudit/algo"
-	"github.com/fedaudit/fedaudit/attacks"
+	"github.com/fedaudit/fedaudit/attacks/hostmodel"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/theory"
@@ -29,11 +29,11 @@ type Smoothness struct {
 }
 
 // SmoothnessOf returns L for the experiment: the model's certified constant over every sample
-// of both worlds (attacks.CertifiedSmoothness: the quadratic model and softmax regression), or
+// of both worlds (hostmodel.CertifiedSmoothness: the quadratic model and softmax regression), or
 // the given one. A given L below the certified one is rejected. For MLPs L can only be given.
 func SmoothnessOf(cfg *Config, data *Data) (Smoothness, error) {
 	given := cfg.Audit.Smoothness
-	certified, ok := attacks.CertifiedSmoothness(cfg.Train.Model, data.Pair.C, data.Pair.CPrime)
+	certified, ok := hostmodel.CertifiedSmoothness(cfg.Train.Model, data.Pair.C, data.Pair.CPrime)
 	if !ok {
 		if given > 0 {
 			return Smoothness{L: given, Source: "given"}, nil
@@ -276,7 +276,7 @@ func EstimateSmoothness(ctx context.Context, tab *runs.Table, cfg *Config, data 
 			for i := range xs {
 				xs[i] = c.Row(i)
 			}
-			l, err := attacks.SmoothnessEstimate(cfg.Train.Model, c.Dim(), data.Classes, p, xs, c.Labels, 30, cfg.Seed)
+			l, err := hostmodel.SmoothnessEstimate(cfg.Train.Model, c.Dim(), data.Classes, p, xs, c.Labels, 30, cfg.Seed)
 			if err != nil {
 				return Smoothness{}, fmt.Errorf("estimate smoothness: %w", err)
 			}

@@ -1,21 +1,22 @@
-package attacks
+package hostmodel
 
 import (
 	"fmt"
 	"math"
 
+	"github.com/fedaudit/fedaudit/nn"
 	"github.com/fedaudit/fedaudit/train"
 )
 
-// hostModel evaluates train's models in float64 on the host, one sample at a time, with the
+// Model evaluates train's models in float64 on the host, one sample at a time, with the
 // parameter layout of train/model.go: for an MLP (softmax regression is an MLP without hidden
 // layers) layer by layer the weight (out x in, row-major) then the bias; for the quadratic model
 // the vector w itself. Attacks need per-sample gradients and, unlike training, precision rather
 // than speed.
 //
 // Package nn's convolutional models (train's kinds lenet5, resnet and sequential) are evaluated
-// through cnn (kind "cnn"): newModelFor builds them from the data's shape.
-type hostModel struct {
+// through cnn (kind "cnn"): New builds them from the data's shape.
+type Model struct {
 	kind  string // "mlp" (also softmax regression), "quadratic" or "cnn"
 	act   string // "tanh", "softplus" or "relu"
 	sizes []int  // input, hidden..., classes
@@ -23,23 +24,24 @@ type hostModel struct {
 	boff  []int
 	d     int
 	a     float64 // quadratic curvature
-	cnn   *cnnHost
+	cnn   *cnnModel
 }
 
-// newModelFor returns the host model of a config: a CNN of package nn (built for samples of the
+// New returns the host model of a config: a CNN of package nn (built for samples of the
 // given shape) or one of train's flat models.
-func newModelFor(cfg train.ModelConfig, shape []int, dim, classes int) (*hostModel, error) {
+func New(cfg train.ModelConfig, shape []int, dim, classes int) (*Model, error) {
 	if !train.IsNNKind(cfg.Kind) {
-		return newHostModel(cfg, dim, classes)
+		return newFlat(cfg, dim, classes)
 	}
-	h, err := newCNNHost(cfg, shape, dim, classes)
+	h, err := newCNN(cfg, shape, dim, classes)
 	if err != nil {
 		return nil, err
 	}
-	return &hostModel{kind: "cnn", cnn: h, d: h.d, sizes: []int{h.input.Size()}}, nil
+	return &Model{kind: "cnn", cnn: h, d: h.d, sizes: []int{h.input.Size()}}, nil
 }
 
-func newHostModel(cfg train.ModelConfig, dim, classes int) (*hostModel, error) {
+// newFlat returns the host model of one of train's flat models (softmax, mlp, quadratic).
+func newFlat(cfg train.ModelConfig, dim, classes int) (*Model, error) {
 	if dim < 1 {
 		return nil, fmt.Errorf("model: input dimension %d, need at least 1", dim)
 	}
@@ -48,17 +50,17 @@ func newHostModel(cfg train.ModelConfig, dim, classes int) (*hostModel, error) {
 		if cfg.Curvature == 0 || math.IsNaN(cfg.Curvature) || math.IsInf(cfg.Curvature, 0) {
 			return nil, fmt.Errorf("model: quadratic needs a finite nonzero curvature, got %g", cfg.Curvature)
 		}
-		return &hostModel{kind: "quadratic", d: dim, a: cfg.Curvature, sizes: []int{dim}}, nil
+		return &Model{kind: "quadratic", d: dim, a: cfg.Curvature, sizes: []int{dim}}, nil
 	case "softmax", "mlp":
 	case "lenet5", "resnet", "sequential":
-		return nil, fmt.Errorf("model: kind %q: a convolutional model needs the input shape (newModelFor); this evaluator takes softmax, mlp and quadratic models", cfg.Kind)
+		return nil, fmt.Errorf("model: kind %q: a convolutional model needs the input shape (hostmodel.New); this evaluator takes softmax, mlp and quadratic models", cfg.Kind)
 	default:
 		return nil, fmt.Errorf("model: kind %q is not softmax, mlp or quadratic", cfg.Kind)
 	}
 	if classes < 2 {
 		return nil, fmt.Errorf("model: %s needs at least 2 classes, got %d", cfg.Kind, classes)
 	}
-	m := &hostModel{kind: "mlp", act: "tanh", sizes: []int{dim}}
+	m := &Model{kind: "mlp", act: "tanh", sizes: []int{dim}}
 	if cfg.Kind == "mlp" {
 		switch cfg.Activation {
 		case "tanh", "softplus", "relu":
@@ -85,16 +87,32 @@ func newHostModel(cfg train.ModelConfig, dim, classes int) (*hostModel, error) {
 	return m, nil
 }
 
-func (m *hostModel) numParams() int { return m.d }
+// NumParams is the length of the model's parameter vector.
+func (m *Model) NumParams() int { return m.d }
 
-func (m *hostModel) layers() int { return len(m.sizes) - 1 }
+// Dim is the number of input features.
+func (m *Model) Dim() int { return m.sizes[0] }
 
-// hasClasses reports whether the model ends in a softmax over classes (label attacks apply).
-func (m *hostModel) hasClasses() bool { return m.kind == "mlp" || m.kind == "cnn" }
+// IsCNN reports whether the model is one of package nn's (train's kinds lenet5, resnet and
+// sequential), evaluated through an nn.Model (Acquire).
+func (m *Model) IsCNN() bool { return m.kind == "cnn" }
 
-// lastDense returns the offsets of the last layer's weight (classes x in, row-major) and bias
+// Acquire returns an nn.Model of a CNN (IsCNN) for the caller's exclusive use until it gives it
+// back with Release: an nn.Model keeps its activations between calls and is not safe for
+// concurrent use.
+func (m *Model) Acquire() *nn.Model[float64] { return m.cnn.get() }
+
+// Release gives back an nn.Model that Acquire returned.
+func (m *Model) Release(nm *nn.Model[float64]) { m.cnn.put(nm) }
+
+func (m *Model) layers() int { return len(m.sizes) - 1 }
+
+// HasClasses reports whether the model ends in a softmax over classes (label attacks apply).
+func (m *Model) HasClasses() bool { return m.kind == "mlp" || m.kind == "cnn" }
+
+// LastDense returns the offsets of the last layer's weight (classes x in, row-major) and bias
 // when the model ends in a dense layer (every MLP; a CNN whose spec ends in one).
-func (m *hostModel) lastDense() (woff, boff, in int, ok bool) {
+func (m *Model) LastDense() (woff, boff, in int, ok bool) {
 	switch m.kind {
 	case "cnn":
 		return m.cnn.lastDense()
@@ -106,15 +124,15 @@ func (m *hostModel) lastDense() (woff, boff, in int, ok bool) {
 }
 
 // lastBias returns the range of the last dense layer's bias in the parameter vector; the
-// caller checked lastDense.
-func (m *hostModel) lastBias() (lo, hi int) {
-	_, b, _, _ := m.lastDense()
+// caller checked LastDense.
+func (m *Model) LastBias() (lo, hi int) {
+	_, b, _, _ := m.LastDense()
 	return b, m.d
 }
 
-// firstLayer returns the offsets of the first layer's weight (rows x in) and bias when it is a
+// FirstLayer returns the offsets of the first layer's weight (rows x in) and bias when it is a
 // dense layer on the raw input (every MLP; a CNN spec that starts with flatten and dense).
-func (m *hostModel) firstLayer() (woff, boff, rows, in int, ok bool) {
+func (m *Model) FirstLayer() (woff, boff, rows, in int, ok bool) {
 	switch m.kind {
 	case "cnn":
 		return m.cnn.firstDense()
@@ -124,8 +142,8 @@ func (m *hostModel) firstLayer() (woff, boff, rows, in int, ok bool) {
 	return 0, 0, 0, 0, false
 }
 
-// meanProbabilities is the model's mean softmax output over samples xs at w.
-func (m *hostModel) meanProbabilities(w []float64, xs [][]float32) []float64 {
+// MeanProbabilities is the model's mean softmax output over samples xs at w.
+func (m *Model) MeanProbabilities(w []float64, xs [][]float32) []float64 {
 	if m.kind == "cnn" {
 		return m.cnn.meanProbabilities(w, xs)
 	}
@@ -138,7 +156,7 @@ func (m *hostModel) meanProbabilities(w []float64, xs [][]float32) []float64 {
 	return mean
 }
 
-func (m *hostModel) activate(v float64) float64 {
+func (m *Model) activate(v float64) float64 {
 	switch m.act {
 	case "softplus":
 		return math.Max(v, 0) + math.Log1p(math.Exp(-math.Abs(v)))
@@ -149,7 +167,7 @@ func (m *hostModel) activate(v float64) float64 {
 }
 
 // activateGrad is the derivative at pre-activation v with activation h.
-func (m *hostModel) activateGrad(v, h float64) float64 {
+func (m *Model) activateGrad(v, h float64) float64 {
 	switch m.act {
 	case "softplus":
 		return 1 / (1 + math.Exp(-v))
@@ -164,7 +182,7 @@ func (m *hostModel) activateGrad(v, h float64) float64 {
 
 // logits returns the output of an MLP and the per-layer inputs and pre-activations it needs for
 // the backward pass.
-func (m *hostModel) forward(w []float64, x []float64) (inputs, pres [][]float64) {
+func (m *Model) forward(w []float64, x []float64) (inputs, pres [][]float64) {
 	L := m.layers()
 	in := x
 	for l := 0; l < L; l++ {
@@ -192,7 +210,7 @@ func (m *hostModel) forward(w []float64, x []float64) (inputs, pres [][]float64)
 }
 
 // probabilities returns the softmax of the logits of x.
-func (m *hostModel) probabilities(w, x []float64) []float64 {
+func (m *Model) probabilities(w, x []float64) []float64 {
 	_, pres := m.forward(w, x)
 	return softmax(pres[len(pres)-1])
 }
@@ -214,11 +232,11 @@ func softmax(z []float64) []float64 {
 	return p
 }
 
-// lossGrad returns the loss and logit margin of sample (x, y) at w, as train defines them
+// LossGrad returns the loss and logit margin of sample (x, y) at w, as train defines them
 // (softmax cross-entropy and true logit minus the largest other; for the quadratic model
 // (a/2)||w||^2 - <x, w> and <x, w>), and adds scale times the gradient of the loss to grad
 // when grad is not nil.
-func (m *hostModel) lossGrad(w, x []float64, y int, scale float64, grad []float64) (loss, margin float64) {
+func (m *Model) LossGrad(w, x []float64, y int, scale float64, grad []float64) (loss, margin float64) {
 	if m.kind == "cnn" {
 		return m.cnn.sampleLoss(w, x, y, scale, grad)
 	}
@@ -299,9 +317,9 @@ func (m *hostModel) lossGrad(w, x []float64, y int, scale float64, grad []float6
 }
 
 // gradient returns the gradient of the loss of one sample at w.
-func (m *hostModel) gradient(w, x []float64, y int) []float64 {
+func (m *Model) gradient(w, x []float64, y int) []float64 {
 	g := make([]float64, m.d)
-	m.lossGrad(w, x, y, 1, g)
+	m.LossGrad(w, x, y, 1, g)
 	return g
 }
 

@@ -1,4 +1,4 @@
-package attacks
+package hostmodel
 
 import (
 	"fmt"
@@ -11,11 +11,11 @@ import (
 // beside the parameters (loss and logit margin on a sample, loss and accuracy on a dataset), in
 // float64 and with the definitions train uses. The importer fills run files of models trained
 // elsewhere with it, so the loss-based attacks read imported runs as they read ours.
-type Evaluator struct{ m *hostModel }
+type Evaluator struct{ m *Model }
 
 // NewEvaluator returns an evaluator of the model mc on data of dimension dim with classes.
 func NewEvaluator(mc train.ModelConfig, dim, classes int) (*Evaluator, error) {
-	m, err := newHostModel(mc, dim, classes)
+	m, err := newFlat(mc, dim, classes)
 	if err != nil {
 		return nil, err
 	}
@@ -23,35 +23,27 @@ func NewEvaluator(mc train.ModelConfig, dim, classes int) (*Evaluator, error) {
 }
 
 // NumParams is the length of the model's parameter vector.
-func (e *Evaluator) NumParams() int { return e.m.numParams() }
-
-func widen(v []float32) []float64 {
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = float64(x)
-	}
-	return out
-}
+func (e *Evaluator) NumParams() int { return e.m.NumParams() }
 
 // LossMargin returns the loss and logit margin of sample s at params.
 func (e *Evaluator) LossMargin(params []float32, s datasets.Sample) (loss, margin float64, err error) {
-	if len(params) != e.m.numParams() {
-		return 0, 0, fmt.Errorf("evaluate: %d parameters, the model has %d", len(params), e.m.numParams())
+	if len(params) != e.m.NumParams() {
+		return 0, 0, fmt.Errorf("evaluate: %d parameters, the model has %d", len(params), e.m.NumParams())
 	}
 	if len(s.Features) != e.m.sizes[0] {
 		return 0, 0, fmt.Errorf("evaluate: sample has %d features, the model takes %d", len(s.Features), e.m.sizes[0])
 	}
-	loss, margin = e.m.lossGrad(widen(params), widen(s.Features), int(s.Label), 0, nil)
+	loss, margin = e.m.LossGrad(to64(params), to64(s.Features), int(s.Label), 0, nil)
 	return loss, margin, nil
 }
 
 // Dataset returns the mean loss and the accuracy (margin > 0) of params over every sample of
 // the datasets together.
 func (e *Evaluator) Dataset(params []float32, ds ...*datasets.Dataset) (meanLoss, accuracy float64, err error) {
-	if len(params) != e.m.numParams() {
-		return 0, 0, fmt.Errorf("evaluate: %d parameters, the model has %d", len(params), e.m.numParams())
+	if len(params) != e.m.NumParams() {
+		return 0, 0, fmt.Errorf("evaluate: %d parameters, the model has %d", len(params), e.m.NumParams())
 	}
-	w := widen(params)
+	w := to64(params)
 	n := 0
 	for _, d := range ds {
 		if d.Dim() != e.m.sizes[0] {
@@ -63,7 +55,7 @@ func (e *Evaluator) Dataset(params []float32, ds ...*datasets.Dataset) (meanLoss
 			for j, v := range s.Features {
 				x[j] = float64(v)
 			}
-			l, m := e.m.lossGrad(w, x, int(s.Label), 0, nil)
+			l, m := e.m.LossGrad(w, x, int(s.Label), 0, nil)
 			meanLoss += l
 			if m > 0 {
 				accuracy++

@@ -1,4 +1,4 @@
-package attacks
+package hostmodel
 
 import (
 	"errors"
@@ -44,12 +44,12 @@ func CertifiedSmoothness(mc train.ModelConfig, worlds ...[]*datasets.Dataset) (f
 // estimate at one point, not a bound over all points: the convergent bound computed from it is
 // an estimate too. iters power-iteration steps are taken from a seeded random start.
 func SmoothnessEstimate(mc train.ModelConfig, dim, classes int, params []float32, xs [][]float32, ys []int32, iters int, seed uint64) (float64, error) {
-	m, err := newHostModel(mc, dim, classes)
+	m, err := newFlat(mc, dim, classes)
 	if err != nil {
 		return 0, err
 	}
-	if len(params) != m.numParams() {
-		return 0, fmt.Errorf("smoothness: %d parameters, the model has %d", len(params), m.numParams())
+	if len(params) != m.NumParams() {
+		return 0, fmt.Errorf("smoothness: %d parameters, the model has %d", len(params), m.NumParams())
 	}
 	if len(xs) == 0 || len(xs) != len(ys) {
 		return 0, errors.New("smoothness: no samples, or features and labels of different counts")
@@ -66,7 +66,7 @@ func SmoothnessEstimate(mc train.ModelConfig, dim, classes int, params []float32
 	grad := func(at []float64) []float64 {
 		g := make([]float64, len(at))
 		for i, x := range x64 {
-			m.lossGrad(at, x, int(ys[i]), scale, g)
+			m.LossGrad(at, x, int(ys[i]), scale, g)
 		}
 		return g
 	}

@@ -1,4 +1,4 @@
-package attacks
+package inversion
 
 import "math"
 
@@ -47,12 +47,12 @@ var ssimKernel = func() [ssimWindow]float64 {
 //
 // averaged over the windows of each channel and then over the channels (every channel has the
 // same number of windows, so this is also the mean over all windows). It is NaN when the image
-// is smaller than the window in either side, or not an image (img.c == 0): SSIM is a measure of
+// is smaller than the window in either side, or not an image (img.C == 0): SSIM is a measure of
 // local image structure and is not defined here for anything else.
-func ssim(a, b []float64, img image, L float64) float64 {
+func ssim(a, b []float64, img Image, L float64) float64 {
 	const n = ssimWindow
-	h, w := img.h, img.w
-	if img.c < 1 || h < n || w < n || len(a) != img.c*h*w || len(b) != len(a) {
+	h, w := img.H, img.W
+	if img.C < 1 || h < n || w < n || len(a) != img.C*h*w || len(b) != len(a) {
 		return math.NaN()
 	}
 	c1, c2 := (ssimK1*L)*(ssimK1*L), (ssimK2*L)*(ssimK2*L)
@@ -64,7 +64,7 @@ func ssim(a, b []float64, img image, L float64) float64 {
 		rows[m] = make([]float64, h*ow)
 	}
 	var total float64
-	for ch := 0; ch < img.c; ch++ {
+	for ch := 0; ch < img.C; ch++ {
 		pa, pb := a[ch*h*w:(ch+1)*h*w], b[ch*h*w:(ch+1)*h*w]
 		for i := 0; i < h; i++ {
 			for j := 0; j < ow; j++ {
@@ -98,12 +98,13 @@ func ssim(a, b []float64, img image, L float64) float64 {
 		}
 		total += sum / float64(oh*ow)
 	}
-	return total / float64(img.c)
+	return total / float64(img.C)
 }
 
-// reconstructionMetrics returns MSE, PSNR, SSIM and L2 (the order of the inversion metrics) of
-// reconstruction x against ref; SSIM is NaN unless img is an image at least 11 pixels a side.
-func reconstructionMetrics(x, ref []float64, img image) []float64 {
+// Metrics returns MSE, PSNR, SSIM and L2 (the order of the inversion attacks' metrics) of
+// reconstruction x against ref, both with values in [0, 1]; SSIM is NaN unless img is an image
+// at least 11 pixels a side.
+func Metrics(x, ref []float64, img Image) []float64 {
 	d := sqDist(x, ref)
 	mse := d / float64(len(ref))
 	return []float64{mse, psnr(mse, 1), ssim(x, ref, img, 1), math.Sqrt(d)}

@@ -1,4 +1,4 @@
-package attacks
+package inversion
 
 import (
 	"encoding/json"
@@ -13,8 +13,8 @@ import (
 // kind "lcg" is s_{k+1} = (1103515245 s_k + 12345) mod 2^31 scaled by 2^-31 from the seed,
 // "pattern" ((i^2 + 3j + 5c + seed) mod 17) / 16, "noisy" base + 0.25 (u - 0.5) clipped to
 // [0, 1] with u the lcg of the seed, "affine" 0.5 base + 0.25.
-func lcgImage(kind string, seed int, img image, base []float64) []float64 {
-	n := img.c * img.h * img.w
+func lcgImage(kind string, seed int, img Image, base []float64) []float64 {
+	n := img.C * img.H * img.W
 	lcg := func() []float64 {
 		out := make([]float64, n)
 		s := uint64(seed)
@@ -29,10 +29,10 @@ func lcgImage(kind string, seed int, img image, base []float64) []float64 {
 		return lcg()
 	case "pattern":
 		out := make([]float64, n)
-		for c := 0; c < img.c; c++ {
-			for i := 0; i < img.h; i++ {
-				for j := 0; j < img.w; j++ {
-					out[(c*img.h+i)*img.w+j] = float64((i*i+3*j+5*c+seed)%17) / 16
+		for c := 0; c < img.C; c++ {
+			for i := 0; i < img.H; i++ {
+				for j := 0; j < img.W; j++ {
+					out[(c*img.H+i)*img.W+j] = float64((i*i+3*j+5*c+seed)%17) / 16
 				}
 			}
 		}
@@ -78,7 +78,7 @@ func TestSSIMAgainstNumpy(t *testing.T) {
 		t.Fatalf("%d reference cases, want 5", len(ref.Cases))
 	}
 	for _, tc := range ref.Cases {
-		img := image{tc.C, tc.H, tc.W}
+		img := Image{tc.C, tc.H, tc.W}
 		a := lcgImage(tc.A[0].(string), int(tc.A[1].(float64)), img, nil)
 		b := lcgImage(tc.B[0].(string), int(tc.B[1].(float64)), img, a)
 		want, err := strconv.ParseFloat(tc.SSIM, 64)
@@ -97,8 +97,8 @@ func TestSSIMAgainstNumpy(t *testing.T) {
 // 1 - c^2 / (a^2 + (a+c)^2 + C1), with C1 = 1e-4 for L = 1, and with L = 255 C1 = 6.5025.
 // Symmetry in the two images, and NaN for images smaller than the window and flat vectors.
 func TestSSIMClosedForm(t *testing.T) {
-	img := image{2, 13, 12}
-	n := img.c * img.h * img.w
+	img := Image{2, 13, 12}
+	n := img.C * img.H * img.W
 	x := lcgImage("lcg", 9, img, nil)
 	if got := ssim(x, x, img, 1); math.Abs(got-1) > 1e-14 {
 		t.Errorf("identical images: %v, want 1", got)
@@ -122,8 +122,8 @@ func TestSSIMClosedForm(t *testing.T) {
 	if a, b := ssim(x, y, img, 1), ssim(y, x, img, 1); math.Abs(a-b) > 1e-14 || !(a < 1) {
 		t.Errorf("ssim(x, y) = %v, ssim(y, x) = %v: want equal and below 1", a, b)
 	}
-	for _, small := range []image{{1, 10, 20}, {1, 20, 10}, {}} {
-		m := max(small.c*small.h*small.w, 4)
+	for _, small := range []Image{{1, 10, 20}, {1, 20, 10}, {}} {
+		m := max(small.C*small.H*small.W, 4)
 		if got := ssim(make([]float64, m), make([]float64, m), small, 1); !math.IsNaN(got) {
 			t.Errorf("image %v: ssim %v, want NaN", small, got)
 		}
@@ -160,9 +160,20 @@ func TestSSIMCameraReference(t *testing.T) {
 		return out
 	}
 	cam, noisy := read("camera.u8"), read("camera_noisy.u8")
-	got := ssim(cam, noisy, image{1, 512, 512}, 255)
+	got := ssim(cam, noisy, Image{1, 512, 512}, 255)
 	t.Logf("MSSIM %.15g, IPOL reference 0.357959091663361", got)
 	if math.Abs(got-0.357959091663361) > 1e-4 {
 		t.Errorf("MSSIM %.15g differs from the reference 0.357959091663361 by more than 1e-4", got)
+	}
+}
+
+func TestPSNR(t *testing.T) {
+	// 10 log10(1 / 0.01) = 20 dB; peak 255 with MSE 65.025 gives 10 log10(1000) = 30 dB.
+	for _, tc := range []struct{ mse, peak, want float64 }{
+		{0.01, 1, 20}, {1, 1, 0}, {65.025, 255, 30}, {0, 1, math.Inf(1)},
+	} {
+		if got := psnr(tc.mse, tc.peak); math.Abs(got-tc.want) > 1e-12 && got != tc.want {
+			t.Errorf("psnr(%v, %v) = %v, want %v", tc.mse, tc.peak, got, tc.want)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package attacks
+package hostmodel
 
 import (
 	"math"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // TestGradientFiniteDifferences checks the host model's backward pass against central
@@ -28,12 +29,12 @@ func TestGradientFiniteDifferences(t *testing.T) {
 	const dim, h = 6, 1e-5
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := newHostModel(tc.cfg, dim, tc.classes)
+			m, err := newFlat(tc.cfg, dim, tc.classes)
 			if err != nil {
 				t.Fatal(err)
 			}
 			rng := rand.New(rand.NewPCG(1, 2))
-			w := make([]float64, m.numParams())
+			w := make([]float64, m.NumParams())
 			for i := range w {
 				w[i] = rng.NormFloat64() * 0.7
 			}
@@ -46,9 +47,9 @@ func TestGradientFiniteDifferences(t *testing.T) {
 			for i := range w {
 				old := w[i]
 				w[i] = old + h
-				lp, _ := m.lossGrad(w, x, y, 0, nil)
+				lp, _ := m.LossGrad(w, x, y, 0, nil)
 				w[i] = old - h
-				lm, _ := m.lossGrad(w, x, y, 0, nil)
+				lm, _ := m.LossGrad(w, x, y, 0, nil)
 				w[i] = old
 				fd := (lp - lm) / (2 * h)
 				if math.Abs(fd-g[i]) > 1e-6*(1+math.Abs(g[i])) {
@@ -62,27 +63,27 @@ func TestGradientFiniteDifferences(t *testing.T) {
 // TestModelLayout checks the parameter count and layout against train's MLP: the same sizes
 // must give the same number of parameters, and the first layer's weight must start at 0.
 func TestModelLayout(t *testing.T) {
-	m, err := newHostModel(train.ModelConfig{Kind: "mlp", Hidden: []int{7}, Activation: "tanh"}, 5, 3)
+	m, err := newFlat(train.ModelConfig{Kind: "mlp", Hidden: []int{7}, Activation: "tanh"}, 5, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := train.NewMLP(compute.Tanh, 5, 7, 3)
+	ref, err := model.NewMLP(compute.Tanh, 5, 7, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.numParams() != ref.NumParams() {
-		t.Errorf("host model has %d parameters, train's %d", m.numParams(), ref.NumParams())
+	if m.NumParams() != ref.NumParams() {
+		t.Errorf("host model has %d parameters, train's %d", m.NumParams(), ref.NumParams())
 	}
 	// 5*7 weights then 7 biases, then 7*3 weights then 3 biases.
-	if lo, hi := m.lastBias(); lo != 5*7+7+7*3 || hi != lo+3 {
+	if lo, hi := m.LastBias(); lo != 5*7+7+7*3 || hi != lo+3 {
 		t.Errorf("last bias at [%d, %d), want [%d, %d)", lo, hi, 63, 66)
 	}
-	if wo, bo, rows, in, ok := m.firstLayer(); !ok || wo != 0 || bo != 35 || rows != 7 || in != 5 {
+	if wo, bo, rows, in, ok := m.FirstLayer(); !ok || wo != 0 || bo != 35 || rows != 7 || in != 5 {
 		t.Errorf("first layer (%d, %d, %d, %d), want (0, 35, 7, 5)", wo, bo, rows, in)
 	}
 	// The loss of a known point: zero parameters give uniform predictions, loss log(classes)
 	// and margin 0.
-	loss, margin := m.lossGrad(make([]float64, m.numParams()), []float64{1, 2, 3, 4, 5}, 2, 0, nil)
+	loss, margin := m.LossGrad(make([]float64, m.NumParams()), []float64{1, 2, 3, 4, 5}, 2, 0, nil)
 	if math.Abs(loss-math.Log(3)) > 1e-15 || margin != 0 {
 		t.Errorf("zero model: loss %v margin %v, want log 3 and 0", loss, margin)
 	}
@@ -100,7 +101,7 @@ func TestNewHostModelErrors(t *testing.T) {
 		{train.ModelConfig{Kind: "quadratic"}, 4, 0},
 		{train.ModelConfig{Kind: "softmax"}, 0, 3},
 	} {
-		if _, err := newHostModel(tc.cfg, tc.dim, tc.classes); err == nil {
+		if _, err := newFlat(tc.cfg, tc.dim, tc.classes); err == nil {
 			t.Errorf("%+v dim %d classes %d: no error", tc.cfg, tc.dim, tc.classes)
 		}
 	}

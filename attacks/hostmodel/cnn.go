@@ -1,4 +1,4 @@
-package attacks
+package hostmodel
 
 import (
 	"fmt"
@@ -53,12 +53,12 @@ func (blasGemm) Gemm(transA, transB bool, m, n, k int, alpha float64, a []float6
 	}
 }
 
-// cnnHost evaluates one of package nn's models (train's model kinds lenet5, resnet and
+// cnnModel evaluates one of package nn's models (train's model kinds lenet5, resnet and
 // sequential) in float64 on the host, with train's parameter layout (nn's: per layer, conv
 // weights [Cout][Cin][k][k] then bias, dense [out][in] then bias, GroupNorm gamma then beta). An
 // nn.Model keeps its activations between calls and is not safe for concurrent use, so each
 // caller takes one from a pool and returns it.
-type cnnHost struct {
+type cnnModel struct {
 	spec    nn.Spec
 	d       int
 	classes int
@@ -67,9 +67,9 @@ type cnnHost struct {
 	pool    sync.Pool
 }
 
-// newCNNHost builds the host model of a CNN config for samples of the given shape and dim
+// newCNN builds the host model of a CNN config for samples of the given shape and dim
 // features (the data's), as train.NNSpec rebuilds what training ran.
-func newCNNHost(mc train.ModelConfig, shape []int, dim, classes int) (*cnnHost, error) {
+func newCNN(mc train.ModelConfig, shape []int, dim, classes int) (*cnnModel, error) {
 	spec, err := train.NNSpec(mc, shape, dim, classes)
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
@@ -81,24 +81,24 @@ func newCNNHost(mc train.ModelConfig, shape []int, dim, classes int) (*cnnHost, 
 	if m.Classes != classes {
 		return nil, fmt.Errorf("model: the last layer has %d outputs, the data has %d classes", m.Classes, classes)
 	}
-	h := &cnnHost{spec: spec, d: m.NumParams(), classes: m.Classes, input: m.Input, layers: m.Layers()}
+	h := &cnnModel{spec: spec, d: m.NumParams(), classes: m.Classes, input: m.Input, layers: m.Layers()}
 	h.put(m)
 	return h, nil
 }
 
 // get returns a model for the caller's exclusive use until put.
-func (h *cnnHost) get() *nn.Model[float64] {
+func (h *cnnModel) get() *nn.Model[float64] {
 	if m, ok := h.pool.Get().(*nn.Model[float64]); ok {
 		return m
 	}
 	m, err := nn.Build[float64](h.spec, blasGemm{})
 	if err != nil {
-		panic(fmt.Sprintf("attacks: nn model built before: %v", err)) // newCNNHost built it
+		panic(fmt.Sprintf("attacks: nn model built before: %v", err)) // newCNN built it
 	}
 	return m
 }
 
-func (h *cnnHost) put(m *nn.Model[float64]) {
+func (h *cnnModel) put(m *nn.Model[float64]) {
 	// The attacks' runner parallelizes over runs; one thread per model keeps the cores busy
 	// without oversubscribing them (results do not depend on it).
 	m.Threads = 1
@@ -107,7 +107,7 @@ func (h *cnnHost) put(m *nn.Model[float64]) {
 
 // lastDense returns the offsets of the last layer's weight (classes x in) and bias when it is a
 // dense layer (the label attacks read its update).
-func (h *cnnHost) lastDense() (woff, boff, in int, ok bool) {
+func (h *cnnModel) lastDense() (woff, boff, in int, ok bool) {
 	l := h.layers[len(h.layers)-1]
 	if l.Kind != "dense" {
 		return 0, 0, 0, false
@@ -120,7 +120,7 @@ func (h *cnnHost) lastDense() (woff, boff, in int, ok bool) {
 // the raw input (only flatten layers before it, which keep the datasets' [C][H][W] order: nn's
 // flatten orders features c*H*W + y*W + x), with its rows and inputs; analytic inversion needs
 // it.
-func (h *cnnHost) firstDense() (woff, boff, rows, in int, ok bool) {
+func (h *cnnModel) firstDense() (woff, boff, rows, in int, ok bool) {
 	for _, l := range h.layers {
 		switch l.Kind {
 		case "flatten":
@@ -136,7 +136,7 @@ func (h *cnnHost) firstDense() (woff, boff, rows, in int, ok bool) {
 
 // sampleLoss returns the cross-entropy and logit margin of sample (x, y) at w, and when grad is
 // not nil adds scale times the loss's gradient in w to it.
-func (h *cnnHost) sampleLoss(w, x []float64, y int, scale float64, grad []float64) (loss, margin float64) {
+func (h *cnnModel) sampleLoss(w, x []float64, y int, scale float64, grad []float64) (loss, margin float64) {
 	m := h.get()
 	defer h.put(m)
 	logits, err := m.Forward(w, 1, x, 1)
@@ -176,7 +176,7 @@ func crossEntropy(z []float64, y int) (loss, margin float64) {
 
 // meanProbabilities returns the model's mean softmax output over the samples xs at w, in
 // batches of at most cnnBatch samples.
-func (h *cnnHost) meanProbabilities(w []float64, xs [][]float32) []float64 {
+func (h *cnnModel) meanProbabilities(w []float64, xs [][]float32) []float64 {
 	m := h.get()
 	defer h.put(m)
 	dim := h.input.Size()

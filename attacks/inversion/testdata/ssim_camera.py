@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Inputs of TestSSIMCameraReference, rebuilt as scikit-image's SSIM tests build them.
 
-Usage: /usr/bin/python3 attacks/testdata/ssim_camera.py CAMERA_PNG OUT_DIR
+Usage: /usr/bin/python3 attacks/inversion/testdata/ssim_camera.py CAMERA_PNG OUT_DIR
 then FEDAUDIT_SSIM_CAMERA=OUT_DIR go test ./attacks -run TestSSIMCameraReference -v
 
 CAMERA_PNG is scikit-image's data/camera.png (the 512 x 512 grey image used since 2020, in the

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Independent reference values for attacks' SSIM (TestSSIMAgainstNumpy).
 
-Run with Debian's python3-numpy: /usr/bin/python3 attacks/testdata/ssim_reference.py > attacks/testdata/ssim_reference.json
+Run with Debian's python3-numpy: /usr/bin/python3 attacks/inversion/testdata/ssim_reference.py > attacks/inversion/testdata/ssim_reference.json
 
 SSIM of Wang, Bovik, Sheikh and Simoncelli (2004), computed here differently from the Go code:
 the full 2-D 11x11 Gaussian window (sigma 1.5, normalized to unit sum) is applied to every

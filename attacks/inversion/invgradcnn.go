@@ -1,14 +1,15 @@
-package attacks
+package inversion
 
 import (
 	"fmt"
 	"math"
 	"math/rand/v2"
 
+	"github.com/fedaudit/fedaudit/attacks/hostmodel"
 	"github.com/fedaudit/fedaudit/nn"
 )
 
-// Inverting Gradients against a CNN of package nn (attacks/invgrad.go has the MLP version and
+// Inverting Gradients against a CNN of package nn (invgrad.go has the MLP version and
 // the model of the client). The problem is the same, min over x in [0, 1]^d of
 //
 //	1 - cos(w_K(x) - w_0, u) + lambda_TV TV(x),
@@ -42,14 +43,14 @@ const cnnFDStep = 1e-7
 // cnnInvProblem is one CNN reconstruction problem, all restarts at once: what the server knows
 // of one upload. It holds no ground truth.
 type cnnInvProblem struct {
-	h        *cnnHost
+	h        *hostmodel.Model // a CNN
 	m        *nn.Model[float64]
 	w0, u    []float64
 	y        []int32
 	etas     []float64
 	clip     float64 // whole-gradient clip norm V, 0 for none
 	alpha    float64 // FedProx's alpha
-	img      image
+	img      Image
 	tvWeight float64
 	P        int // restarts, the replicas of every pass
 
@@ -79,7 +80,7 @@ func (p *cnnInvProblem) init() bool {
 		return false
 	}
 	K, P := len(p.etas), p.P
-	p.d, p.dim = p.h.d, p.h.input.Size()
+	p.d, p.dim = p.h.NumParams(), p.h.Dim()
 	d := p.d
 	p.wk = make([][]float64, K+1)
 	for k := range p.wk {
@@ -102,13 +103,13 @@ func (p *cnnInvProblem) init() bool {
 	p.cos = make([]float64, P)
 	p.na = make([]float64, P)
 	p.dead = make([]bool, P)
-	p.m = p.h.get()
+	p.m = p.h.Acquire()
 	return true
 }
 
 func (p *cnnInvProblem) release() {
 	if p.m != nil {
-		p.h.put(p.m)
+		p.h.Release(p.m)
 		p.m = nil
 	}
 }
@@ -256,7 +257,7 @@ func (p *cnnInvProblem) stepAdjoint(k int, xs, gx []float64) error {
 // 3/8, 5/8 and 7/8 of the budget, projection onto [0, 1] after every step. It returns each
 // replica's iterate of least objective seen (P x dim) with its value (NaN when its objective
 // was never finite); a replica whose objective stops being finite stops there.
-func (p *cnnInvProblem) minimize(starts []float64, cfg invgradConfig) ([]float64, []float64, error) {
+func (p *cnnInvProblem) minimize(starts []float64, cfg Config) ([]float64, []float64, error) {
 	P, dim := p.P, p.dim
 	x := starts
 	n := len(x)
@@ -268,8 +269,8 @@ func (p *cnnInvProblem) minimize(starts []float64, cfg invgradConfig) ([]float64
 	for r := range bestObj {
 		bestObj[r] = math.NaN()
 	}
-	for it := 0; it <= cfg.iterations; it++ {
-		last := it == cfg.iterations
+	for it := 0; it <= cfg.Iterations; it++ {
+		last := it == cfg.Iterations
 		gx := g
 		if last {
 			gx = nil
@@ -305,9 +306,9 @@ func (p *cnnInvProblem) minimize(starts []float64, cfg invgradConfig) ([]float64
 	return best, bestObj, nil
 }
 
-// reconstructCNN is invgradAttack.reconstruct for a CNN: the restarts' starts drawn from rng as
-// the MLP version draws them, all minimized at once, the least objective wins.
-func (a invgradAttack) reconstructCNN(env *Env, p *cnnInvProblem, rng *rand.Rand, cfg invgradConfig) ([]float64, float64, error) {
+// reconstructCNN is Reconstruct for a CNN: the restarts' starts drawn from rng as the MLP
+// version draws them, all minimized at once, the least objective wins.
+func reconstructCNN(p *cnnInvProblem, rng *rand.Rand, cfg Config) ([]float64, float64, error) {
 	if !p.init() {
 		return nil, 0, nil
 	}
