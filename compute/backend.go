@@ -204,7 +204,7 @@ type NoiseDist struct {
 }
 
 // NoiseSampler is implemented by backends that draw the noise of the non-Gaussian mechanisms
-// in their own memory, instead of the host drawing it (train.AddNoiseHost) and uploading every
+// in their own memory, instead of the host drawing it (train/noise.AddHost) and uploading every
 // row every round. Draw j of the stream (seed, round, stream) is accounting's FromUniforms of
 // uniforms j (Laplace) or 4j..4j+3 (staircase) of philox.NewUniforms(seed, round, stream), in
 // float64 with Go's math.Log, then rounded to float32: a backend must give exactly the host's

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/memory"
 )
 
 // ConfigError is a mistake in an experiment config (a field that does not parse, is out of
@@ -27,8 +28,8 @@ const MaxPairs = 100_000_000
 // Sizes returns the data sizes the training memory depends on. Before the data is loaded
 // (data == nil) a named dataset's input dimension is not known and is taken as 1, which gives a
 // lower bound of the memory: enough to refuse a model that cannot fit whatever the data.
-func Sizes(cfg *Config, data *Data) train.DataSizes {
-	s := train.DataSizes{Dim: 1, Classes: 2, Clients: cfg.Data.Clients, MaxSamples: cfg.Data.PerClient, TestSamples: cfg.Data.TestSamples}
+func Sizes(cfg *Config, data *Data) memory.DataSizes {
+	s := memory.DataSizes{Dim: 1, Classes: 2, Clients: cfg.Data.Clients, MaxSamples: cfg.Data.PerClient, TestSamples: cfg.Data.TestSamples}
 	if cfg.Data.Source == "synthetic" {
 		s.Dim, s.Classes = cfg.Data.Synthetic.Dim, cfg.Data.Synthetic.Classes
 	}
@@ -37,14 +38,14 @@ func Sizes(cfg *Config, data *Data) train.DataSizes {
 		s.Dim, s.Classes = c.Channels*c.Height*c.Width, c.Classes
 	}
 	if data != nil {
-		s = train.SizesOf(data.Pair.C, data.Test)
+		s = memory.SizesOf(data.Pair.C, data.Test)
 	}
 	return s
 }
 
 // MemoryEstimate is the memory of an experiment's stages as estimated before they run.
 type MemoryEstimate struct {
-	Engine train.Memory `json:"engine"`
+	Engine memory.Memory `json:"engine"`
 	// GroupPairs is the number of pairs trained together; TrainBytes the training's peak
 	// (one group, the data and a record batch being written), whatever the shard's pairs.
 	GroupPairs int   `json:"group_pairs"`

@@ -21,6 +21,7 @@ import (
 	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/memory"
 )
 
 // Options say what to import and where.
@@ -149,7 +150,7 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 
 	rd := &reader{plan: plan, lay: lay, opts: opts, known: known, replay: rp, logf: logf,
 		job:   train.Job{Config: cfg.Train, WorldC: data.Pair.C, WorldCPrime: data.Pair.CPrime, Target: data.Target, Test: data.Test},
-		group: train.GroupSize(cfg.Train, train.SizesOf(data.Pair.C, data.Test), plan.Pairs)}
+		group: train.GroupSize(cfg.Train, memory.SizesOf(data.Pair.C, data.Test), plan.Pairs)}
 	uploads, warning, err := rd.readRounds(ctx, w, probs)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/internal/philox"
 	"github.com/fedaudit/fedaudit/train/canary"
+	"github.com/fedaudit/fedaudit/train/memory"
 )
 
 // recordCanaryFor rebuilds the record canaries the engine places for a job (the same spec as
@@ -283,7 +284,7 @@ func TestCanaryConfigErrors(t *testing.T) {
 // TestCanaryMemory: the memory estimate grows with the canaries: record canaries by a copy of
 // the clients per replica, direction canaries by their k directions of d parameters.
 func TestCanaryMemory(t *testing.T) {
-	s := DataSizes{Dim: 20, Classes: 3, Clients: 4, MaxSamples: 50}
+	s := memory.DataSizes{Dim: 20, Classes: 3, Clients: 4, MaxSamples: 50}
 	cfg := mlpConfig()
 	base, err := MemoryOf(cfg, s)
 	if err != nil {

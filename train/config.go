@@ -72,7 +72,7 @@ type Config struct {
 	// seed and its pair index only).
 	GroupPairs int `json:"group_pairs,omitempty" yaml:"group_pairs,omitempty"`
 	// GroupMemory is the memory budget in bytes of one group (MemoryOf); 0 means
-	// DefaultGroupMemory.
+	// memory.DefaultGroupMemory.
 	GroupMemory int64 `json:"group_memory,omitempty" yaml:"group_memory,omitempty"`
 
 	// Mechanism is the distribution of the privacy noise: "gaussian" (default, also ""),

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/fedaudit/fedaudit/accounting"
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/internal/philox"
+	"github.com/fedaudit/fedaudit/train/noise"
 	"github.com/fedaudit/fedaudit/train/privacy"
 )
 
@@ -243,7 +243,7 @@ func (e *engine) addServerNoise(t int, std float64) error {
 	host := make([]float32, e.d)
 	for p := 0; p < e.P; p++ {
 		clear(host)
-		AddNoiseHost(host, dist, e.seeds[2*p], uint32(t), streamServer, 1)
+		noise.AddHost(host, dist, e.seeds[2*p], uint32(t), streamServer, 1)
 		e.be.Upload(e.noise, 2*p*e.pitch, host)
 		e.be.Upload(e.noise, (2*p+1)*e.pitch, host)
 	}
@@ -334,12 +334,8 @@ func (e *engine) logDensity(std float64) (func(float64) float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch d := dist.(type) {
-	case accounting.Laplace:
-		b := d.Scale()
-		return func(x float64) float64 { return -math.Abs(x) / b }, nil
-	case accounting.Staircase:
-		return func(x float64) float64 { return math.Log(d.Density(x)) }, nil
+	if f, ok := noise.LogDensity(dist); ok {
+		return f, nil
 	}
 	return nil, fmt.Errorf("train: no density for mechanism %q", e.cfg.mechanism())
 }

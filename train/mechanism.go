@@ -1,13 +1,10 @@
 package train
 
 import (
-	"fmt"
-	"math"
-
 	"github.com/fedaudit/fedaudit/accounting"
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
-	"github.com/fedaudit/fedaudit/internal/philox"
+	"github.com/fedaudit/fedaudit/train/noise"
 )
 
 // streamServer is the client slot of the DP-FedAvg server's noise.
@@ -21,51 +18,10 @@ var serverStreams = []uint32{streamServer}
 // DP-FedAvg family).
 func (c *Config) mechanism() algo.Mechanism { return c.Mechanism.OrGaussian() }
 
-// NoiseOf is the noise distribution of the configured mechanism with standard deviation std:
-// every mechanism is scaled to the same variance, so switching mechanisms changes only the
-// shape of the noise. Laplace has scale std/sqrt(2); the staircase has epsilon
-// StaircaseEpsilon, gamma StaircaseGamma (0: Geng and Viswanath's optimal gamma*) and the step
-// width Delta that gives variance std^2 (the variance is Delta^2 times a function of epsilon
-// and gamma).
+// NoiseOf is the noise distribution of the configured mechanism with standard deviation std
+// (noise.Of with the configuration's mechanism and staircase shape).
 func (c *Config) NoiseOf(std float64) (accounting.Noise, error) {
-	switch c.mechanism() {
-	case algo.Gaussian:
-		return accounting.NewGaussian(std)
-	case algo.Laplace:
-		return accounting.NewLaplace(std / math.Sqrt2)
-	case algo.Staircase:
-		eps, gamma := c.StaircaseEpsilon, c.StaircaseGamma
-		if gamma == 0 {
-			gamma = accounting.OptimalStaircaseGamma(eps)
-		}
-		unit, err := accounting.NewStaircase(eps, 1, gamma)
-		if err != nil {
-			return nil, fmt.Errorf("config: staircase_epsilon, staircase_gamma: %w", err)
-		}
-		return accounting.NewStaircase(eps, std/math.Sqrt(unit.Variance()), gamma)
-	}
-	return nil, fmt.Errorf("config: mechanism: %q is not gaussian, laplace or staircase", c.Mechanism)
-}
-
-// AddNoiseHost adds scale times len(dst) independent draws of noise (taken in order from the
-// stream (seed, round, stream)) to dst. It is the host reference of the non-Gaussian
-// mechanisms; both worlds of a pair share the seed and so the noise.
-func AddNoiseHost(dst []float32, noise accounting.Noise, seed uint64, round, stream uint32, scale float64) {
-	src := philox.NewUniforms(seed, round, stream)
-	for i := range dst {
-		dst[i] += float32(scale * accounting.Draw(noise, src))
-	}
-}
-
-// samplerDist is dist for a backend's compute.NoiseSampler.
-func samplerDist(dist accounting.Noise) (compute.NoiseDist, bool) {
-	switch d := dist.(type) {
-	case accounting.Laplace:
-		return compute.NoiseDist{Kind: compute.LaplaceNoise, Scale: d.Scale()}, true
-	case accounting.Staircase:
-		return compute.NoiseDist{Kind: compute.StaircaseNoise, Epsilon: d.Epsilon(), Delta: d.Sensitivity(), Gamma: d.Gamma(), Inner: d.InnerProbability()}, true
-	}
-	return compute.NoiseDist{}, false
+	return noise.Of(c.Mechanism, std, c.StaircaseEpsilon, c.StaircaseGamma)
 }
 
 // sampler returns the backend's noise sampler and dist in its terms, when it has one.
@@ -74,7 +30,7 @@ func (e *engine) sampler(dist accounting.Noise) (compute.NoiseSampler, compute.N
 	if !ok {
 		return nil, compute.NoiseDist{}, false
 	}
-	nd, ok := samplerDist(dist)
+	nd, ok := noise.SamplerDist(dist)
 	return ns, nd, ok
 }
 
@@ -98,7 +54,7 @@ func (e *engine) addNoise(dst compute.Buffer, t int, stream uint32, scale []floa
 	unit, host := make([]float32, e.d), make([]float32, e.d)
 	for p := 0; p < e.P; p++ {
 		clear(unit)
-		AddNoiseHost(unit, dist, e.seeds[2*p], uint32(t), stream, 1)
+		noise.AddHost(unit, dist, e.seeds[2*p], uint32(t), stream, 1)
 		for r := 2 * p; r < 2*p+2; r++ {
 			for j, v := range unit {
 				host[j] = scale[r] * v
@@ -138,7 +94,7 @@ func (e *engine) addParticipantNoise(t int, scale float32) error {
 		clear(sum)
 		for i := 0; i < e.m; i++ {
 			if e.part[p*e.m+i] {
-				AddNoiseHost(sum, dist, e.seeds[2*p], uint32(t), uint32(i), 1)
+				noise.AddHost(sum, dist, e.seeds[2*p], uint32(t), uint32(i), 1)
 			}
 		}
 		for j := range sum {

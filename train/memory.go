@@ -5,59 +5,20 @@ import (
 	"math"
 
 	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/train/memory"
 	"github.com/fedaudit/fedaudit/train/model"
 )
-
-// DefaultGroupMemory is the memory budget of one group of pairs trained together when
-// Config.GroupMemory is zero. It is large enough that the engine's per-call costs are shared by
-// many replicas (a Fashion-MNIST MLP of 51k parameters gets about 50 pairs per group) and small
-// enough that a shard of any number of pairs fits a laptop.
-const DefaultGroupMemory int64 = 256 << 20
-
-// DataSizes are the data dimensions the engine's memory depends on.
-type DataSizes struct {
-	Dim, Classes int
-	// Shape is one sample's shape (Dataset.Shape); nil when not known (Dim is then a stand-in).
-	Shape       []int
-	Clients     int // m
-	MaxSamples  int // the largest client's sample count
-	TestSamples int
-}
-
-// Memory is an estimate of the bytes the engine holds while it trains a group of pairs:
-// Fixed for the data and shared buffers, PerPair for each pair's two replicas (parameter
-// buffers, the model's workspace, the checkpoint's host copies). It counts float32 buffers the
-// engine allocates, not the Go runtime's overhead.
-type Memory struct {
-	Params  int   `json:"params"` // d
-	Fixed   int64 `json:"fixed_bytes"`
-	PerPair int64 `json:"per_pair_bytes"`
-}
-
-// Bytes is the estimate for a group of pairs.
-func (m Memory) Bytes(pairs int) int64 { return satAdd(m.Fixed, satMul(m.PerPair, int64(pairs))) }
-
-// GroupPairs is the number of pairs whose replicas fit budget bytes beside the fixed part, at
-// least 1 (a single pair is trained whatever the budget; whether it fits the machine is for the
-// caller to check).
-func (m Memory) GroupPairs(budget int64) int {
-	if m.PerPair <= 0 {
-		return math.MaxInt32
-	}
-	g := (budget - m.Fixed) / m.PerPair
-	return int(min(max(g, 1), math.MaxInt32))
-}
 
 // MemoryOf estimates the engine's memory for cfg on data of the given sizes. It mirrors the
 // allocations of newEngine, the model workspaces, the deferred first-layer state and a
 // checkpoint, rounding up where they depend on the round (Poisson batches). It never allocates,
 // so it can refuse a model far too large to build.
-func MemoryOf(cfg Config, s DataSizes) (Memory, error) {
+func MemoryOf(cfg Config, s memory.DataSizes) (memory.Memory, error) {
 	if s.Dim < 1 || s.Classes < 1 || s.Clients < 1 || s.MaxSamples < 1 || s.TestSamples < 0 {
-		return Memory{}, fmt.Errorf("memory estimate: sizes %+v: need positive dimensions", s)
+		return memory.Memory{}, fmt.Errorf("memory estimate: sizes %+v: need positive dimensions", s)
 	}
 	if cfg.Model.Kind == External {
-		return Memory{}, nil // never trained here: the engine allocates nothing for it
+		return memory.Memory{}, nil // never trained here: the engine allocates nothing for it
 	}
 	var (
 		d      int
@@ -71,7 +32,7 @@ func MemoryOf(cfg Config, s DataSizes) (Memory, error) {
 		d, sizes, err = shapeOf(cfg.Model, s.Dim, s.Classes)
 	}
 	if err != nil {
-		return Memory{}, err
+		return memory.Memory{}, err
 	}
 	const f = 4.0 // bytes per float32
 	maxRows, eb := memoryRows(cfg, s)
@@ -100,12 +61,12 @@ func MemoryOf(cfg Config, s DataSizes) (Memory, error) {
 	fixed += maxRows*float64(s.Dim+1)*f + 2*float64(d)*f
 	fixed += 2 * window * kb * float64(s.Dim+1) * f
 	fixed += canaryFixed
-	return Memory{Params: d, Fixed: toBytes(fixed), PerPair: toBytes(2 * perReplica)}, nil
+	return memory.Memory{Params: d, Fixed: memory.CeilBytes(fixed), PerPair: memory.CeilBytes(2 * perReplica)}, nil
 }
 
 // memoryRows returns the most rows of a local minibatch (rounded up for Poisson batches) and
 // the evaluation batch: the two row counts every workspace of the estimate is sized by.
-func memoryRows(cfg Config, s DataSizes) (maxRows, eb float64) {
+func memoryRows(cfg Config, s memory.DataSizes) (maxRows, eb float64) {
 	maxRows = float64(s.MaxSamples)
 	switch cfg.Batching {
 	case algo.Fixed:
@@ -168,7 +129,7 @@ func activationFloats(sizes []int) float64 {
 // clients, plus the shadow's and the product's. It returns K·B, the window (0 where not
 // deferred), h and whether it defers; the caller adds the bytes, in the expression it always
 // had.
-func deferredWindow(cfg Config, s DataSizes, d int, sizes []int, nnRows float64) (kb, window, h float64, deferred bool) {
+func deferredWindow(cfg Config, s memory.DataSizes, d int, sizes []int, nnRows float64) (kb, window, h float64, deferred bool) {
 	kb = float64(cfg.LocalSteps) * float64(cfg.BatchSize)
 	B := float64(cfg.BatchSize)
 	if cfg.Model.Kind != "quadratic" && nnRows == 0 && cfg.Batching == algo.Fixed && cfg.Algorithm != algo.DPSGD && kb > 0 &&
@@ -186,7 +147,7 @@ func deferredWindow(cfg Config, s DataSizes, d int, sizes []int, nnRows float64)
 // clients that hold them (at most all of them) and the canary records' losses; direction
 // canaries add a d-vector of sampled updates per replica. It adds in the order the estimate
 // always has, so the bytes are the same to the last bit.
-func addCanaryMemory(perReplica float64, cfg Config, s DataSizes, d int) (float64, float64) {
+func addCanaryMemory(perReplica float64, cfg Config, s memory.DataSizes, d int) (float64, float64) {
 	const f = 4.0 // bytes per float32
 	var canaryFixed float64
 	if cc := cfg.Canaries; cc != nil && cc.Count > 0 {
@@ -232,19 +193,3 @@ func shapeOf(mc ModelConfig, dim, classes int) (int, []int, error) {
 	}
 	return int(d), sizes, nil
 }
-
-func toBytes(x float64) int64 {
-	if x >= math.MaxInt64/2 {
-		return math.MaxInt64 / 2
-	}
-	return int64(math.Ceil(x))
-}
-
-func satMul(a, b int64) int64 {
-	if a != 0 && b > (math.MaxInt64/2)/a {
-		return math.MaxInt64 / 2
-	}
-	return a * b
-}
-
-func satAdd(a, b int64) int64 { return min(a+b, math.MaxInt64/2) }

@@ -11,6 +11,7 @@ import (
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/train/memory"
 )
 
 // sortedReplicas flattens checkpoints into (round, pair, world) order, whatever order the
@@ -149,7 +150,7 @@ func TestMemoryOfBoundsAllocations(t *testing.T) {
 		{"dpsgd-poisson", dp, c1, cp1, TargetInfo{Client: 0, Index: 3}}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			mem, err := MemoryOf(tc.cfg, SizesOf(tc.c, nil))
+			mem, err := MemoryOf(tc.cfg, memory.SizesOf(tc.c, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +174,7 @@ func TestMemoryOfBoundsAllocations(t *testing.T) {
 // still trains one pair at a time.
 func TestGroupSize(t *testing.T) {
 	cfg := mlpConfig()
-	s := DataSizes{Dim: 784, Classes: 10, Clients: 10, MaxSamples: 100}
+	s := memory.DataSizes{Dim: 784, Classes: 10, Clients: 10, MaxSamples: 100}
 	cfg.Model.Hidden = []int{64}
 	mem, err := MemoryOf(cfg, s)
 	if err != nil {
@@ -198,7 +199,7 @@ func TestGroupSize(t *testing.T) {
 	if g := GroupSize(cfg, s, 1000); g >= 1000 || g < 16 {
 		t.Errorf("1000 pairs of a 51k-parameter MLP, default budget: groups of %d", g)
 	}
-	if mem.Bytes(1000) < 2*DefaultGroupMemory {
+	if mem.Bytes(1000) < 2*memory.DefaultGroupMemory {
 		t.Errorf("estimate %d for 1000 pairs: expected several times the default budget", mem.Bytes(1000))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/fedaudit/fedaudit/nn"
+	"github.com/fedaudit/fedaudit/train/memory"
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
@@ -161,7 +162,7 @@ func (c *Config) checkNN(p *problems, shape []int, dim, classes int) {
 
 // nnMemory is MemoryOf's per-replica bytes of an nn model's workspace per row and its parameter
 // count (model.NNMemory), for the spec of mc on data of sizes s.
-func nnMemory(mc ModelConfig, s DataSizes) (d int, perRowBytes float64, err error) {
+func nnMemory(mc ModelConfig, s memory.DataSizes) (d int, perRowBytes float64, err error) {
 	dim := s.Dim
 	if s.Shape == nil {
 		dim = 0 // before the data is loaded Sizes has no shape: the dim is a stand-in

@@ -12,6 +12,7 @@ import (
 	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/nn"
+	"github.com/fedaudit/fedaudit/train/memory"
 )
 
 // imageWorlds splits synthetic images (classes prototypes plus noise, c x h x w) into m clients
@@ -220,7 +221,7 @@ func TestCNNRefusesBackendsWithoutImageOps(t *testing.T) {
 // The memory estimate of a CNN counts its parameters and grows with the batch.
 func TestCNNMemory(t *testing.T) {
 	cfg := tinyCNN()
-	s := DataSizes{Dim: 64, Shape: []int{1, 8, 8}, Classes: 3, Clients: 3, MaxSamples: 6}
+	s := memory.DataSizes{Dim: 64, Shape: []int{1, 8, 8}, Classes: 3, Clients: 3, MaxSamples: 6}
 	m, err := MemoryOf(cfg, s)
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +236,7 @@ func TestCNNMemory(t *testing.T) {
 		t.Fatalf("per pair %d with eval batch 1024, %d with 256 (%v)", m2.PerPair, m.PerPair, err)
 	}
 	cfg.Model.Input = nil
-	if _, err := MemoryOf(cfg, DataSizes{Dim: 1, Classes: 3, Clients: 3, MaxSamples: 6}); err == nil || !strings.Contains(err.Error(), "model.input") {
+	if _, err := MemoryOf(cfg, memory.DataSizes{Dim: 1, Classes: 3, Clients: 3, MaxSamples: 6}); err == nil || !strings.Contains(err.Error(), "model.input") {
 		t.Fatalf("sequential without input nor data shape: error %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/train/memory"
 )
 
 // Job is one shard of an audit's training: what Train and TrainOn run.
@@ -44,7 +45,7 @@ func Train(ctx context.Context, job Job) error {
 	if pairs.First < 0 || pairs.Count < 1 {
 		return fmt.Errorf("train: pair range first %d count %d: need first >= 0, count >= 1", pairs.First, pairs.Count)
 	}
-	size := GroupSize(cfg, SizesOf(job.WorldC, job.Test), pairs.Count)
+	size := GroupSize(cfg, memory.SizesOf(job.WorldC, job.Test), pairs.Count)
 	groups := (pairs.Count + size - 1) / size
 	for g := 0; g < groups; g++ {
 		gr := PairRange{First: pairs.First + g*size, Count: min(size, pairs.Count-g*size)}
@@ -69,33 +70,18 @@ func Train(ctx context.Context, job Job) error {
 	return nil
 }
 
-// SizesOf returns the data sizes MemoryOf needs.
-func SizesOf(clients []*datasets.Dataset, test *datasets.Dataset) DataSizes {
-	s := DataSizes{Clients: len(clients)}
-	for _, c := range clients {
-		if c != nil {
-			s.Dim, s.Classes, s.Shape = c.Dim(), c.Classes, c.Shape
-			s.MaxSamples = max(s.MaxSamples, c.Len())
-		}
-	}
-	if test != nil {
-		s.TestSamples = test.Len()
-	}
-	return s
-}
-
 // GroupSize is the number of pairs Train trains together, out of count: GroupPairs when set,
-// else as many as fit GroupMemory (DefaultGroupMemory when 0) by MemoryOf, at least 1; the last
+// else as many as fit GroupMemory (memory.DefaultGroupMemory when 0) by MemoryOf, at least 1; the last
 // group may be smaller. Sizes MemoryOf cannot size (an invalid model) give one group, whose
 // engine then reports the error.
-func GroupSize(cfg Config, s DataSizes, count int) int {
+func GroupSize(cfg Config, s memory.DataSizes, count int) int {
 	size := cfg.GroupPairs
 	if size <= 0 {
 		size = count
 		if mem, err := MemoryOf(cfg, s); err == nil {
 			budget := cfg.GroupMemory
 			if budget <= 0 {
-				budget = DefaultGroupMemory
+				budget = memory.DefaultGroupMemory
 			}
 			size = mem.GroupPairs(budget)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/noise"
 )
 
 // mechCase is a non-Gaussian mechanism with its host sampler and the backend's parameters.
@@ -43,7 +44,7 @@ func mechCases(t *testing.T) []mechCase {
 }
 
 // The device samplers of the Laplace and staircase mechanisms (compute.NoiseSampler) against
-// the host's (train.AddNoiseHost, accounting's FromUniforms over philox.Uniforms): the same
+// the host's (noise.AddHost, accounting's FromUniforms over philox.Uniforms): the same
 // uniforms, the same double operations in the same order (Go's amd64 logarithm ported
 // operation by operation) and the same roundings, so every value must be equal bit for bit,
 // for AddNoise (into nonzero rows, per-replica scales, pairs sharing a seed, strided rows) and
@@ -79,7 +80,7 @@ func testMechNoise(t *testing.T, f Factory) {
 				unit := make([]float32, cols)
 				for r := 0; r < R; r++ {
 					clear(unit)
-					train.AddNoiseHost(unit, mc.host, seeds[r], round, 77, 1)
+					noise.AddHost(unit, mc.host, seeds[r], round, 77, 1)
 					for j, v := range unit {
 						want[r*stride+j] += scale[r] * v
 					}
@@ -111,7 +112,7 @@ func testMechNoise(t *testing.T, f Factory) {
 						sum := make([]float32, cols)
 						for k, s := range sc.streams {
 							if sc.use == nil || sc.use[r*len(sc.streams)+k] {
-								train.AddNoiseHost(sum, mc.host, seeds[r], round, s, 1)
+								noise.AddHost(sum, mc.host, seeds[r], round, s, 1)
 							}
 						}
 						for j := range sum {

@@ -1,0 +1,87 @@
+// Package memory holds the units of train's memory estimate: the data sizes the engine's
+// memory depends on (DataSizes), the estimate for a group of pairs (Memory) with the number of
+// pairs that fit a budget, and saturating byte arithmetic, so that an absurd model is refused
+// rather than overflowing. train.MemoryOf computes the estimate of a configuration; it mirrors
+// the engine's allocations and so stays with the engine.
+package memory
+
+import (
+	"math"
+
+	"github.com/fedaudit/fedaudit/datasets"
+)
+
+// DefaultGroupMemory is the memory budget of one group of pairs trained together when
+// train.Config.GroupMemory is zero. It is large enough that the engine's per-call costs are shared by
+// many replicas (a Fashion-MNIST MLP of 51k parameters gets about 50 pairs per group) and small
+// enough that a shard of any number of pairs fits a laptop.
+const DefaultGroupMemory int64 = 256 << 20
+
+// DataSizes are the data dimensions the engine's memory depends on.
+type DataSizes struct {
+	Dim, Classes int
+	// Shape is one sample's shape (Dataset.Shape); nil when not known (Dim is then a stand-in).
+	Shape       []int
+	Clients     int // m
+	MaxSamples  int // the largest client's sample count
+	TestSamples int
+}
+
+// Memory is an estimate of the bytes the engine holds while it trains a group of pairs:
+// Fixed for the data and shared buffers, PerPair for each pair's two replicas (parameter
+// buffers, the model's workspace, the checkpoint's host copies). It counts float32 buffers the
+// engine allocates, not the Go runtime's overhead.
+type Memory struct {
+	Params  int   `json:"params"` // d
+	Fixed   int64 `json:"fixed_bytes"`
+	PerPair int64 `json:"per_pair_bytes"`
+}
+
+// Bytes is the estimate for a group of pairs.
+func (m Memory) Bytes(pairs int) int64 { return SatAdd(m.Fixed, SatMul(m.PerPair, int64(pairs))) }
+
+// GroupPairs is the number of pairs whose replicas fit budget bytes beside the fixed part, at
+// least 1 (a single pair is trained whatever the budget; whether it fits the machine is for the
+// caller to check).
+func (m Memory) GroupPairs(budget int64) int {
+	if m.PerPair <= 0 {
+		return math.MaxInt32
+	}
+	g := (budget - m.Fixed) / m.PerPair
+	return int(min(max(g, 1), math.MaxInt32))
+}
+
+// SizesOf returns the data sizes of clients and a test set (nil: none).
+func SizesOf(clients []*datasets.Dataset, test *datasets.Dataset) DataSizes {
+	s := DataSizes{Clients: len(clients)}
+	for _, c := range clients {
+		if c != nil {
+			s.Dim, s.Classes, s.Shape = c.Dim(), c.Classes, c.Shape
+			s.MaxSamples = max(s.MaxSamples, c.Len())
+		}
+	}
+	if test != nil {
+		s.TestSamples = test.Len()
+	}
+	return s
+}
+
+// CeilBytes rounds x bytes up to a whole number, saturating at MaxInt64/2 so that sums of
+// estimates cannot overflow.
+func CeilBytes(x float64) int64 {
+	if x >= math.MaxInt64/2 {
+		return math.MaxInt64 / 2
+	}
+	return int64(math.Ceil(x))
+}
+
+// SatMul is a b, saturating at MaxInt64/2.
+func SatMul(a, b int64) int64 {
+	if a != 0 && b > (math.MaxInt64/2)/a {
+		return math.MaxInt64 / 2
+	}
+	return a * b
+}
+
+// SatAdd is a + b, saturating at MaxInt64/2.
+func SatAdd(a, b int64) int64 { return min(a+b, math.MaxInt64/2) }
