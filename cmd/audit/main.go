@@ -164,7 +164,7 @@ func onlyViolation(err error) bool {
 		return true
 	}
 	switch err.(type) {
-	case *violatedError, *inconclusiveError:
+	case *violatedError, *inconclusiveError, *checkFailedError:
 		return true
 	}
 	return false

@@ -1,0 +1,351 @@
+package check
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/importer"
+	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/train"
+)
+
+// Format names the JSON form of a Report.
+const Format = "fedaudit-check/1"
+
+// Options tune Run.
+type Options struct {
+	// Alpha is the family-wise error level of the statistical checks; 0 means 0.05.
+	Alpha float64
+	// MaxPairs is how many pairs are checked, the ones with the smallest ids; 0 means 8. The
+	// checks hold every round of those pairs in memory.
+	MaxPairs int
+	// Logf receives progress; nil discards it.
+	Logf func(format string, args ...any)
+}
+
+// Result is one check's outcome.
+type Result struct {
+	Name string `json:"name"`
+	// Observer is what the check looked at: "global" (the global models) or "upload" (the target
+	// client's uploads); empty for checks of the runs as a whole.
+	Observer string `json:"observer,omitempty"`
+	// Tensor is the parameter tensor of a per-tensor check, as the layout names it.
+	Tensor    string  `json:"tensor,omitempty"`
+	Statistic float64 `json:"statistic"`
+	// PValue is the test's p-value; for an exact check (Exact), 1 when it passed and 0 when not.
+	PValue float64 `json:"p_value"`
+	// Exact marks a deterministic check against a float tolerance: it holds for every correct
+	// deployment, so it is not one of the family's tests.
+	Exact  bool `json:"exact"`
+	Passed bool `json:"passed"`
+	// N is how many values the statistic was computed from.
+	N       int    `json:"n,omitempty"`
+	Meaning string `json:"meaning"`
+}
+
+// Skipped is a check that could not run, with what would enable it.
+type Skipped struct {
+	Check string `json:"check"`
+	Why   string `json:"why"`
+}
+
+// Report is the outcome of Run, and the JSON that `audit check --json` prints.
+type Report struct {
+	Format string  `json:"format"`
+	Passed bool    `json:"passed"`
+	Alpha  float64 `json:"alpha"`
+	// Family is the number of statistical tests, and Threshold = Alpha / Family the p-value
+	// below which one fails (Bonferroni): a correct deployment fails some test with probability
+	// at most Alpha.
+	Family    int       `json:"family"`
+	Threshold float64   `json:"threshold"`
+	Pairs     int       `json:"pairs"`
+	Rounds    int       `json:"rounds"`
+	Checks    []Result  `json:"checks"`
+	Skipped   []Skipped `json:"skipped,omitempty"`
+}
+
+// Failed returns the checks that failed.
+func (r *Report) Failed() []Result {
+	var out []Result
+	for _, c := range r.Checks {
+		if !c.Passed {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// recorded is one run's rounds: params[t] = w_t and upload[t] the target's upload of round t-1
+// (nil at round 0 and where the target sat the round out).
+type recorded struct {
+	params, upload map[int][]float32
+}
+
+// Run checks the runs of the experiment directory dir.
+func Run(ctx context.Context, dir string, opts Options) (*Report, error) {
+	if opts.Alpha == 0 {
+		opts.Alpha = 0.05
+	}
+	if !(opts.Alpha > 0 && opts.Alpha < 1) {
+		return nil, fmt.Errorf("check: alpha %v is not in (0, 1)", opts.Alpha)
+	}
+	if opts.MaxPairs == 0 {
+		opts.MaxPairs = 8
+	}
+	if opts.MaxPairs < 0 {
+		return nil, fmt.Errorf("check: pairs %d is negative", opts.MaxPairs)
+	}
+	logf := opts.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	d := expdir.Dir(dir)
+	cfg, err := experiment.Load(d.Config())
+	if err != nil {
+		return nil, fmt.Errorf("check: %w", err)
+	}
+	pairs, meta, rounds, err := readPairs(ctx, d.Runs(), opts.MaxPairs)
+	if err != nil {
+		return nil, err
+	}
+	logf("check: %d pairs, rounds 0..%d", len(pairs), rounds[len(rounds)-1])
+	c := &checker{cfg: cfg.Train, pairs: len(pairs), hasUpload: meta.HasUpload, rounds: rounds}
+	if err := c.prepare(cfg); err != nil {
+		return nil, err
+	}
+	for i, p := range pairs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := c.pair(ctx, p); err != nil {
+			return nil, fmt.Errorf("check: pair %d: %w", p.id, err)
+		}
+		logf("check: pair %d checked (%d of %d)", p.id, i+1, len(pairs))
+	}
+	return c.report(opts.Alpha, len(pairs)), nil
+}
+
+// pairRuns is one pair's two runs, world C at index 0.
+type pairRuns struct {
+	id   int64
+	runs [2]recorded
+}
+
+// readPairs reads the rounds of the max pairs of smallest id from the run files at path, and the
+// sorted rounds every run of them recorded.
+func readPairs(ctx context.Context, path string, maxPairs int) ([]*pairRuns, runs.Meta, []int, error) {
+	table, err := runs.Open(path)
+	if err != nil {
+		return nil, runs.Meta{}, nil, fmt.Errorf("check: %w", err)
+	}
+	defer table.Close()
+	meta := table.Meta()
+	if !meta.HasParams {
+		return nil, meta, nil, fmt.Errorf("check: the runs in %s record no parameters: every check reads the global model of each round (train.record_params: true, every round a checkpoint; or import the snapshots)", path)
+	}
+	ids := map[int64]bool{}
+	if err := table.Scan(ctx, func(r runs.Row) error { ids[r.PairID] = true; return nil }); err != nil {
+		return nil, meta, nil, fmt.Errorf("check: %w", err)
+	}
+	keep := slices.Sorted(func(yield func(int64) bool) {
+		for id := range ids {
+			if !yield(id) {
+				return
+			}
+		}
+	})
+	keep = keep[:min(len(keep), maxPairs)]
+	byID := map[int64]*pairRuns{}
+	for _, id := range keep {
+		p := &pairRuns{id: id}
+		for w := range p.runs {
+			p.runs[w] = recorded{params: map[int][]float32{}, upload: map[int][]float32{}}
+		}
+		byID[id] = p
+	}
+	roundSet := map[int]bool{}
+	err = table.Scan(ctx, func(r runs.Row) error {
+		p := byID[r.PairID]
+		if p == nil {
+			return nil
+		}
+		if r.World != runs.WorldC && r.World != runs.WorldCPrime {
+			return fmt.Errorf("run %d has world %d", r.RunID, r.World)
+		}
+		rec := p.runs[r.World]
+		t := int(r.Round)
+		rec.params[t] = slices.Clone(r.Params)
+		if r.Upload != nil && !math.IsNaN(float64(firstOr(r.Upload))) {
+			rec.upload[t] = slices.Clone(r.Upload)
+		}
+		roundSet[t] = true
+		return nil
+	})
+	if err != nil {
+		return nil, meta, nil, fmt.Errorf("check: %w", err)
+	}
+	rounds := slices.Sorted(func(yield func(int) bool) {
+		for t := range roundSet {
+			if !yield(t) {
+				return
+			}
+		}
+	})
+	out := make([]*pairRuns, 0, len(keep))
+	for _, id := range keep {
+		p := byID[id]
+		for w, rec := range p.runs {
+			if len(rec.params) != len(rounds) {
+				return nil, meta, nil, fmt.Errorf("check: pair %d world %d records %d of the %d rounds the other runs record", id, w, len(rec.params), len(rounds))
+			}
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil, meta, nil, fmt.Errorf("check: no runs in %s", path)
+	}
+	return out, meta, rounds, nil
+}
+
+func firstOr(v []float32) float32 {
+	if len(v) == 0 {
+		return 0
+	}
+	return v[0]
+}
+
+// checker accumulates the checks over the pairs.
+type checker struct {
+	cfg       train.Config
+	pairs     int // pairs checked
+	hasUpload bool
+	rounds    []int
+	data      *experiment.Data
+	layout    importer.Layout
+
+	skipped []Skipped
+	// w0 is the first run's w_0, and w0Diff the largest difference from it.
+	w0     []float32
+	w0Diff float64
+	// Coupled differences: the largest ratio of the difference to the declared bound per
+	// observer, where the bound is known.
+	bounded     bool
+	diffRatio   [2]float64
+	diffN       [2]int
+	diffAt      [2]string
+	replayable  bool
+	job         train.Job
+	tallies     [2][]*noiseTally // per observer, per tensor
+	coupling    [2]couplingTally
+	lastResidue [2][]float32 // world C's residual of the previous round, per observer
+}
+
+const (
+	global = 0
+	upload = 1
+)
+
+var observerNames = [2]string{"global", "upload"}
+
+// prepare decides which checks can run and sets up the replay.
+func (c *checker) prepare(cfg *experiment.Config) error {
+	switch {
+	case c.cfg.Algorithm == algo.FedAvg || c.cfg.Algorithm == algo.FedProx:
+		if c.cfg.ClipNorm > 0 {
+			c.bounded = true
+		} else {
+			c.skip("coupled-difference", "clip_norm is 0: the deployment declares no bound on an update")
+		}
+	case c.cfg.Algorithm == algo.DPSGD:
+		c.skip("coupled-difference", "dpsgd sums per-example gradients: the worlds' difference is bounded only at a shared model, not once their models differ")
+	default:
+		c.skip("coupled-difference", fmt.Sprintf("%s clips and noises on the server: the bound on a coupled difference needs the round's participants, which run files do not record", c.cfg.Algorithm))
+	}
+	c.skip("participation", "needs the rounds each client took part in, which run files do not record")
+	if c.cfg.Model.Kind == train.External {
+		c.skip("noise residuals", "model kind external: fedaudit cannot replay a model it does not know")
+		return nil
+	}
+	data, err := experiment.Prepare(cfg)
+	if err != nil {
+		return fmt.Errorf("check: %w", err)
+	}
+	c.data = data
+	if err := train.Replayable(c.cfg, len(data.Pair.C)); err != nil {
+		c.skip("noise residuals", fmt.Sprintf("the rounds cannot be replayed without noise: %v", err))
+		return nil
+	}
+	for i, t := range c.rounds {
+		if t != i {
+			c.skip("noise residuals", fmt.Sprintf("needs every round from 0 as a checkpoint (the runs record %v)", c.rounds))
+			return nil
+		}
+	}
+	if len(c.rounds) < 2 {
+		c.skip("noise residuals", "needs at least rounds 0 and 1")
+		return nil
+	}
+	lay, err := importer.LayoutOf(c.cfg.Model, data.Pair.C[0].Shape, data.Classes)
+	if err != nil {
+		return fmt.Errorf("check: %w", err)
+	}
+	c.layout = lay
+	c.replayable = true
+	c.job = train.Job{Config: c.cfg, WorldC: data.Pair.C, WorldCPrime: data.Pair.CPrime, Target: data.Target, Test: data.Test}
+	if !c.hasUpload {
+		c.skip("upload noise residuals", "the runs record no uploads of the target client (train.record_upload, or the manifest's upload rows)")
+	}
+	return nil
+}
+
+func (c *checker) skip(check, why string) {
+	c.skipped = append(c.skipped, Skipped{Check: check, Why: why})
+}
+
+// noiseStd is the declared standard deviation of one coordinate of each observer's residual:
+// sigma / sqrt(n) for the global model averaging n noisy uploads, sigma for an upload.
+func (c *checker) noiseStd(obs int) float64 {
+	if obs == upload {
+		return c.cfg.NoiseStd
+	}
+	n := c.cfg.Participants
+	if n == 0 {
+		n = len(c.data.Pair.C)
+	}
+	return c.cfg.NoiseStd / math.Sqrt(float64(n))
+}
+
+// pair runs every check on one pair.
+func (c *checker) pair(ctx context.Context, p *pairRuns) error {
+	for w := range p.runs {
+		c.sharedW0(p.runs[w].params[c.rounds[0]])
+	}
+	if c.bounded {
+		c.coupledDifferences(p)
+	}
+	if c.replayable {
+		return c.residuals(ctx, p)
+	}
+	return nil
+}
+
+// sharedW0 compares a run's first checkpoint with the first run's.
+func (c *checker) sharedW0(w []float32) {
+	if c.w0 == nil {
+		c.w0 = w
+		return
+	}
+	if len(w) != len(c.w0) {
+		c.w0Diff = math.Inf(1)
+		return
+	}
+	for i := range w {
+		c.w0Diff = math.Max(c.w0Diff, math.Abs(float64(w[i])-float64(c.w0[i])))
+	}
+}

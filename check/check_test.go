@@ -1,0 +1,270 @@
+package check
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/importer"
+	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/train"
+)
+
+const checkYAML = `
+name: check
+seed: 3
+pairs: 2
+data:
+  source: synthetic
+  synthetic: {dim: 12, classes: 3}
+  clients: 4
+  per_client: 8
+  test_samples: 10
+adjacency: {kind: replace, client: 0, index: 2, canary: relabel}
+train:
+  algorithm: fedavg
+  model: {kind: mlp, hidden: [16], activation: tanh}
+  rounds: 6
+  local_steps: 3
+  learning_rate: 0.5
+  batching: full
+  clip_norm: 0.05
+  noise_std: 0.2
+  checkpoints: [0, 1, 2, 3, 4, 5, 6]
+  informed: true
+  record_params: true
+  record_upload: true
+`
+
+func parseConfig(t testing.TB) *experiment.Config {
+	t.Helper()
+	cfg, err := experiment.Parse([]byte(checkYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// fedaudit's own trainer passes every check, and every check runs: its worlds share their noise
+// and its rounds replay bit for bit.
+func TestOwnRunsPass(t *testing.T) {
+	cfg := parseConfig(t)
+	dir := t.TempDir()
+	data, err := experiment.Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := experiment.SetUpDirectory(cfg, dir, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := experiment.TrainShards(context.Background(), cfg, data, dir, experiment.AllShards(1), experiment.TrainOptions{ToolVersion: "test"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Passed {
+		t.Fatalf("fedaudit's own runs fail: %+v", rep.Failed())
+	}
+	for _, name := range []string{"shared-w0", "coupled-difference", "coupled-residuals", "noise-scale", "noise-independence"} {
+		if !slices.ContainsFunc(rep.Checks, func(r Result) bool { return r.Name == name }) {
+			t.Errorf("check %s did not run; skipped: %+v", name, rep.Skipped)
+		}
+	}
+	for _, c := range rep.Checks {
+		if c.Name == "coupled-residuals" && c.Statistic > 1e-3 {
+			t.Errorf("coupled residuals of fedaudit's own runs differ by %g of their tolerance", c.Statistic)
+		}
+	}
+}
+
+// A deployment bug of the simulated external trainer.
+type bug struct {
+	name string
+	// noiseScale multiplies every noise draw; tensorFree leaves the layout's last tensor (a
+	// bias) without noise; reuse draws a pair's noise once; uncoupled gives each world its own
+	// draws; noClip trains without the declared clipping; otherW0 starts one run elsewhere.
+	noiseScale            float64
+	tensorFree, reuse     bool
+	uncoupled, noClip, w0 bool
+	caughtBy              string // the check that must fail; "" for a correct deployment
+	skipped               string // a check that must be skipped instead
+}
+
+// simulate writes an experiment directory of runs trained by an external trainer: the rounds
+// replayed without noise by train.ReplayRound, then noised as the bug says, like a deployment
+// that records every round and the target's uploads.
+func simulate(t testing.TB, cfg *experiment.Config, b bug, seed uint64) string {
+	t.Helper()
+	dir := t.TempDir()
+	data, err := experiment.Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := experiment.SetUpDirectory(cfg, dir, 1); err != nil {
+		t.Fatal(err)
+	}
+	lay, err := importer.LayoutOf(cfg.Train.Model, data.Pair.C[0].Shape, data.Classes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(expdir.Dir(dir).Runs(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w, err := runs.Create(filepath.Join(expdir.Dir(dir).Runs(), runs.Shard{}.FileName()), runs.Meta{
+		Config: cfg.TrainingJSON(), DatasetHash: data.Hash, ToolVersion: "test", HasParams: true, HasUpload: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	trainCfg := cfg.Train
+	if b.noClip {
+		trainCfg.ClipNorm = 0
+	}
+	job := train.Job{Config: trainCfg, WorldC: data.Pair.C, WorldCPrime: data.Pair.CPrime, Target: data.Target,
+		Pairs: train.PairRange{Count: cfg.Pairs}}
+	rng := rand.New(rand.NewPCG(seed, 11))
+	d, n := lay.D, float64(len(data.Pair.C))
+	sigma := cfg.Train.NoiseStd
+	if b.noiseScale != 0 {
+		sigma *= b.noiseScale
+	}
+	last := lay.Slots[len(lay.Slots)-1]
+	draw := func() []float32 {
+		z := make([]float32, d)
+		for i := range z {
+			if b.tensorFree && i >= last.Offset {
+				continue
+			}
+			z[i] = float32(rng.NormFloat64())
+		}
+		return z
+	}
+	R := 2 * cfg.Pairs
+	params := make([][]float32, R)
+	w0 := make([]float32, d)
+	for i := range w0 {
+		w0[i] = float32(rng.NormFloat64() * 0.3)
+	}
+	nan := make([]float32, d)
+	for i := range nan {
+		nan[i] = float32(math.NaN())
+	}
+	for r := range params {
+		params[r] = w0
+		if b.w0 && r == R-1 {
+			params[r] = slices.Clone(w0)
+			params[r][0] += 1e-3
+		}
+		if err := w.Write(runs.Row{RunID: int64(r), PairID: int64(r / 2), World: int8(r % 2), Params: params[r], Upload: nan}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var first [][2][]float32 // per replica, round 0's draws of the target and the others
+	for round := 0; round < cfg.Train.Rounds; round++ {
+		rp, err := train.ReplayRound(context.Background(), job, round, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := make([][]float32, R)
+		cur := make([][2][]float32, R)
+		for r := range R {
+			own := r % 2
+			switch {
+			case b.reuse && round > 0:
+				cur[r] = first[r]
+			case own == 1 && !b.uncoupled:
+				cur[r] = cur[r-1] // the pair's world C drew them this round
+			default:
+				cur[r] = [2][]float32{draw(), draw()}
+			}
+			zt, zo := cur[r][0], cur[r][1]
+			upload := make([]float32, d)
+			next[r] = make([]float32, d)
+			for i := range upload {
+				upload[i] = rp.Target[r][own][i] + float32(sigma)*zt[i]
+				// The average: the target's noise over n, the others' as one N(0, (n-1) sigma^2) draw.
+				next[r][i] = rp.Mean[r][own][i] + float32(sigma/n)*zt[i] + float32(sigma*math.Sqrt(n-1)/n)*zo[i]
+			}
+			if err := w.Write(runs.Row{RunID: int64(r), PairID: int64(r / 2), World: int8(own), Round: int32(round + 1), Params: next[r], Upload: upload}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		params = next
+		if round == 0 {
+			first = cur
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Each simulated bug fails the check that looks at what it breaks, and the correct external
+// trainer passes; a deployment whose worlds draw their own noise skips the coupled checks
+// instead of failing them.
+func TestSimulatedBugs(t *testing.T) {
+	cfg := parseConfig(t)
+	for _, b := range []bug{
+		{name: "correct"},
+		{name: "half noise", noiseScale: 0.5, caughtBy: "noise-scale"},
+		{name: "variance as std", noiseScale: 0.2, caughtBy: "noise-scale"},
+		{name: "noise twice", noiseScale: math.Sqrt2, caughtBy: "noise-scale"},
+		{name: "unnoised bias", tensorFree: true, caughtBy: "noise-scale"},
+		{name: "reused noise", reuse: true, caughtBy: "noise-independence"},
+		{name: "no clipping", noClip: true, caughtBy: "coupled-residuals"},
+		{name: "second w0", w0: true, caughtBy: "shared-w0"},
+		{name: "uncoupled", uncoupled: true, skipped: "coupled-difference and coupled-residuals"},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			rep, err := Run(context.Background(), simulate(t, cfg, b, 1), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			failed := rep.Failed()
+			if b.caughtBy == "" {
+				if !rep.Passed {
+					t.Fatalf("a correct deployment fails: %+v", failed)
+				}
+			} else if !slices.ContainsFunc(failed, func(r Result) bool { return r.Name == b.caughtBy }) {
+				t.Fatalf("%s not caught by %s; failed: %+v", b.name, b.caughtBy, failed)
+			}
+			if b.skipped != "" && !slices.ContainsFunc(rep.Skipped, func(s Skipped) bool { return strings.HasPrefix(s.Check, b.skipped) }) {
+				t.Errorf("%s not skipped: %+v", b.skipped, rep.Skipped)
+			}
+		})
+	}
+}
+
+// The family-wise level holds: over 100 seeds of the correct external trainer, at most 10
+// reports fail (5 expected at most at alpha 0.05; Bonferroni is conservative; the chance of 11
+// or more when the level holds is about 1%).
+func TestCorrectDeploymentFalseAlarms(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100 simulated deployments")
+	}
+	cfg := parseConfig(t)
+	fails := 0
+	for seed := range uint64(100) {
+		rep, err := Run(context.Background(), simulate(t, cfg, bug{}, seed+100), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.Passed {
+			fails++
+		}
+	}
+	t.Logf("%d of 100 correct deployments flagged", fails)
+	if fails > 10 {
+		t.Errorf("%d of 100 correct deployments flagged at alpha 0.05", fails)
+	}
+}
