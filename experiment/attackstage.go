@@ -17,8 +17,9 @@ import (
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/runs/integrity"
 	"github.com/fedaudit/fedaudit/theory"
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // AttackOptions tune the attack stage.
@@ -225,7 +226,7 @@ func (e *experimentDir) scores(ctx context.Context, opts AttackOptions) (*runs.S
 		sf, err := runs.ReadScoreFile(path)
 		why := ""
 		switch {
-		case errors.Is(err, runs.ErrDamaged):
+		case errors.Is(err, integrity.ErrDamaged):
 			why = err.Error() // a damaged score file is recomputed, never used
 		case err != nil:
 			return nil, err
@@ -363,7 +364,7 @@ func (e *experimentDir) attack(ctx context.Context, path string, opts AttackOpti
 	env := AttackEnv(cfg, data, tab.Meta())
 	if opts.Logf != nil && slices.Contains(names, "invgrad") {
 		n := cfg.Audit.InvgradPairs
-		if n == 0 && train.IsNNKind(cfg.Train.Model.Kind) {
+		if n == 0 && model.IsNNKind(cfg.Train.Model.Kind) {
 			n = attacks.DefaultInvgradPairsCNN
 		}
 		if n > 0 && n < cfg.Pairs {

@@ -14,6 +14,7 @@ import (
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/runs/integrity"
 	"github.com/fedaudit/fedaudit/theory"
 )
 
@@ -66,7 +67,7 @@ func (e *experimentDir) canaryScores(ctx context.Context, opts AttackOptions) (*
 		cf, err := runs.ReadCanaryScores(path)
 		why := ""
 		switch {
-		case errors.Is(err, runs.ErrDamaged):
+		case errors.Is(err, integrity.ErrDamaged):
 			why = err.Error()
 		case err != nil:
 			return nil, err

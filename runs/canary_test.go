@@ -71,7 +71,7 @@ func fileVersion(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	defer af.Close()
-	v, _ := af.r.Schema().Metadata().GetValue(KeyFormatVersion)
+	v, _ := af.Reader().Schema().Metadata().GetValue(KeyFormatVersion)
 	return v
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/fedaudit/fedaudit/runs/integrity"
+
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
@@ -154,7 +156,7 @@ func readCanaryScores(path string) (*CanaryScoreFile, error) {
 		return nil, err
 	}
 	defer af.Close()
-	r := af.r
+	r := af.Reader()
 	sc := r.Schema()
 	var sf CanaryScoreFile
 	if sf.Meta.Config, sf.Meta.DatasetHash, sf.Meta.ToolVersion, err = commonMeta(sc, KindCanaryScores); err != nil {
@@ -174,10 +176,10 @@ func readCanaryScores(path string) (*CanaryScoreFile, error) {
 	}
 	base := 0
 	for i := 0; i < r.NumRecords(); i++ {
-		if err := af.verifyBatch(i); err != nil {
+		if err := af.VerifyBatch(i); err != nil {
 			return nil, fmt.Errorf("batch %d: %w", i, err)
 		}
-		err := decodeSafely(func() error {
+		err := integrity.DecodeSafely(func() error {
 			rec, err := r.RecordAt(i)
 			if err != nil {
 				return err
@@ -193,10 +195,8 @@ func readCanaryScores(path string) (*CanaryScoreFile, error) {
 	}
 	// A score file is read whole: its bytes outside the record batches are checked too (the
 	// whole-file checksum), so that a damaged file is scored again, never used.
-	if af.sums != nil {
-		if err := af.verifyRest(); err != nil {
-			return nil, err
-		}
+	if err := af.VerifyRest(); err != nil {
+		return nil, err
 	}
 	return &sf, nil
 }

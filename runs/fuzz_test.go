@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/runs/integrity"
+
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 )
@@ -15,9 +17,9 @@ import (
 // lowerAllocFloor keeps bogus buffer sizes in fuzzed files from costing hundreds of megabytes per
 // input; the cap works the same way at any floor.
 func lowerAllocFloor(f *testing.F) {
-	old := allocFloor
-	allocFloor = 16 << 20
-	f.Cleanup(func() { allocFloor = old })
+	old := integrity.AllocFloor
+	integrity.AllocFloor = 16 << 20
+	f.Cleanup(func() { integrity.AllocFloor = old })
 }
 
 // validRunFile returns the bytes of a small run file with params, upload and several batches.

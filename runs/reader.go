@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"iter"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/fedaudit/fedaudit/internal/fsutil"
+	"github.com/fedaudit/fedaudit/runs/integrity"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -50,11 +52,11 @@ func readHeader(path string, mem memory.Allocator) (header, error) {
 		return header{}, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer af.Close()
-	m, lay, err := parseRunSchema(af.r.Schema())
+	m, lay, err := parseRunSchema(af.Reader().Schema())
 	if err != nil {
 		return header{}, fmt.Errorf("open %s: %w", path, err)
 	}
-	return header{meta: m, layout: lay, schema: af.r.Schema(), batches: af.r.NumRecords(), checked: af.sums != nil}, nil
+	return header{meta: m, layout: lay, schema: af.Reader().Schema(), batches: af.Reader().NumRecords(), checked: af.Checked()}, nil
 }
 
 // runFiles lists the run files of a directory: *.arrow, not hidden (writers' temporary files are
@@ -202,7 +204,7 @@ func (t *Table) scanFile(ctx context.Context, sf ShardFile, fn func(Row) error) 
 		return fmt.Errorf("read %s: %w", sf.Path, err)
 	}
 	defer af.Close()
-	r := af.r
+	r := af.Reader()
 	// The file was checked by Open; it may have been replaced since.
 	m, lay, err := parseRunSchema(r.Schema())
 	if err != nil {
@@ -216,11 +218,11 @@ func (t *Table) scanFile(ctx context.Context, sf ShardFile, fn func(Row) error) 
 			return err
 		}
 		// The checksum first: damaged bytes must not reach the decoder, nor the audit.
-		if err := af.verifyBatch(i); err != nil {
+		if err := af.VerifyBatch(i); err != nil {
 			return fmt.Errorf("read %s: batch %d: %w", sf.Path, i, err)
 		}
 		var b *runBatch
-		err := decodeSafely(func() error {
+		err := integrity.DecodeSafely(func() error {
 			var err error
 			b, err = decodeRunBatch(r, i, lay)
 			return err

@@ -593,8 +593,10 @@ func fillExcept(b *array.RecordBuilder, n, skip int) {
 	}
 }
 
-func TestOpenErrors(t *testing.T) {
-	dir := t.TempDir()
+// writeBrokenRunFiles writes to dir a good run file and, beside it, files that are not run files
+// or whose schema is wrong in one way each (TestOpenErrors names them).
+func writeBrokenRunFiles(t *testing.T, dir string) {
+	t.Helper()
 	m := testMeta([]string{"llr"}, false, false)
 	good := filepath.Join(dir, "good.arrow")
 	writeFile(t, good, m, makeRows(m, 0, 30, 0), WithBatchRows(5))
@@ -668,6 +670,11 @@ func TestOpenErrors(t *testing.T) {
 	for name, sc := range schemas {
 		writeRaw(t, filepath.Join(dir, name), sc, fillRows(1))
 	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	dir := t.TempDir()
+	writeBrokenRunFiles(t, dir)
 	for _, tc := range []struct {
 		file, want string
 	}{
@@ -893,26 +900,5 @@ func TestGoldenSchema(t *testing.T) {
 	}
 	if got != string(want) {
 		t.Errorf("schema differs from %s (run with -update after an intended change)\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
-	}
-}
-
-func TestAllocationCap(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	capped := &cappedAllocator{mem: mem, limit: 100}
-	err := decodeSafely(func() error {
-		capped.Free(capped.Allocate(100))
-		capped.Allocate(101)
-		return nil
-	})
-	if err == nil || !strings.Contains(err.Error(), "buffer of 101 bytes exceeds the limit of 100") {
-		t.Errorf("decodeSafely = %v, want the allocation refused", err)
-	}
-	mem.AssertSize(t, 0)
-	if err := decodeSafely(func() error { return errors.New("plain") }); err == nil || err.Error() != "plain" {
-		t.Errorf("decodeSafely passed %v, want the function's own error", err)
-	}
-	// The limit grows with the file but never wraps around.
-	if allocLimit(1<<62) <= 0 || allocLimit(10) != allocFloor+10*allocFactor {
-		t.Errorf("allocLimit: %d, %d", allocLimit(1<<62), allocLimit(10))
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fedaudit/fedaudit/runs/integrity"
+
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/memory"
@@ -229,11 +231,11 @@ func ReadScoreFile(path string) (*ScoreFile, error) {
 	if st.Size() == 0 {
 		return nil, fmt.Errorf("read scores %s: empty file", path)
 	}
-	head := make([]byte, len(arrowMagic))
+	head := make([]byte, len(integrity.Magic))
 	n, _ := f.ReadAt(head, 0)
 	var sf *ScoreFile
 	switch {
-	case bytes.Equal(head[:n], arrowMagic):
+	case string(head[:n]) == integrity.Magic:
 		sf, err = readScoresArrow(path)
 	case n >= 4 && bytes.Equal(head[:4], []byte{0xff, 0xff, 0xff, 0xff}):
 		err = errors.New("Arrow IPC stream format is not supported; write the file format (pyarrow.ipc.new_file or feather)")
@@ -479,7 +481,7 @@ func readScoresArrow(path string) (*ScoreFile, error) {
 		return nil, err
 	}
 	defer af.Close()
-	r := af.r
+	r := af.Reader()
 	sc := r.Schema()
 	var sf ScoreFile
 	// Files of other tools carry no fedaudit metadata; ours must be of a version we know.
@@ -509,10 +511,10 @@ func readScoresArrow(path string) (*ScoreFile, error) {
 	sf.Coupled = cols.pairID >= 0
 	base := 0
 	for i := 0; i < r.NumRecords(); i++ {
-		if err := af.verifyBatch(i); err != nil {
+		if err := af.VerifyBatch(i); err != nil {
 			return nil, fmt.Errorf("batch %d: %w", i, err)
 		}
-		err := decodeSafely(func() error {
+		err := integrity.DecodeSafely(func() error {
 			rec, err := r.RecordAt(i)
 			if err != nil {
 				return err
@@ -528,10 +530,8 @@ func readScoresArrow(path string) (*ScoreFile, error) {
 	}
 	// A score file is read whole: its bytes outside the record batches are checked too (the
 	// whole-file checksum), so that a damaged file is scored again, never used.
-	if af.sums != nil {
-		if err := af.verifyRest(); err != nil {
-			return nil, err
-		}
+	if err := af.VerifyRest(); err != nil {
+		return nil, err
 	}
 	return &sf, nil
 }

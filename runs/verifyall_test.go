@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/fedaudit/fedaudit/runs/integrity"
 )
 
 // flipEvery flips each byte of the file at path before offset end (< 0: every byte) in turn
@@ -99,8 +101,8 @@ func TestVerifyScoreFileEveryByte(t *testing.T) {
 	data := append([]byte(nil), orig...)
 	data[10] ^= 0x01
 	os.WriteFile(path, data, 0o644)
-	if _, err := ReadScoreFile(path); !errors.Is(err, ErrDamaged) {
-		t.Fatalf("ReadScoreFile after a flip at byte 10 = %v, want ErrDamaged", err)
+	if _, err := ReadScoreFile(path); !errors.Is(err, integrity.ErrDamaged) {
+		t.Fatalf("ReadScoreFile after a flip at byte 10 = %v, want integrity.ErrDamaged", err)
 	}
 }
 
@@ -132,7 +134,7 @@ func TestVerifyOlderFileLeadingSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := blocksOf(t, path)[0].offset
+	first, _, _ := blockOf(t, path, 0)
 	cfg := int64(bytes.Index(orig[:first], config))
 	if cfg < 0 {
 		t.Fatal("the config is not in the schema copy at the start")
@@ -181,7 +183,7 @@ func TestReadCanaryScoresLeadingByte(t *testing.T) {
 	}
 	data[10] ^= 0x01
 	os.WriteFile(path, data, 0o644)
-	if _, err := ReadCanaryScores(path); !errors.Is(err, ErrDamaged) {
-		t.Fatalf("ReadCanaryScores after a flip at byte 10 = %v, want ErrDamaged", err)
+	if _, err := ReadCanaryScores(path); !errors.Is(err, integrity.ErrDamaged) {
+		t.Fatalf("ReadCanaryScores after a flip at byte 10 = %v, want integrity.ErrDamaged", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/runs/integrity"
 )
 
 // TestStatusShards trains a real 4-shard directory and damages it the ways a batch job can:
@@ -163,7 +164,7 @@ func TestVerifyRetrainsDamagedShard(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = tab.Scan(ctx, func(runs.Row) error { return nil })
-	if !errors.Is(err, runs.ErrDamaged) || !strings.Contains(err.Error(), shard) {
+	if !errors.Is(err, integrity.ErrDamaged) || !strings.Contains(err.Error(), shard) {
 		t.Fatalf("reading the damaged directory: %v, want a damage error naming %s", err, shard)
 	}
 

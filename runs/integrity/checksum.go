@@ -1,4 +1,4 @@
-package runs
+package integrity
 
 import (
 	"encoding/binary"
@@ -28,7 +28,7 @@ import (
 // makes a checksum run over the wrong bytes and fail.
 //
 // Files written since the whole-file checksum was added also hold KeyFileCRC: the CRC32C of
-// every byte of the file but the 8 hex digits of its own value, so that VerifyFile reads every
+// every byte of the file but the 8 hex digits of its own value, so that File.Verify reads every
 // byte, the copy of the schema and config at the start of the file (which readers of the file
 // format skip), the padding and the footer included. A single changed byte anywhere is always
 // detected (CRC32C detects every burst of up to 32 bits). Files without it (written before) are
@@ -38,9 +38,6 @@ const (
 	KeySchemaCRC = "fedaudit.schema_crc32c" // hex CRC32C of the schema
 	KeyFileCRC   = "fedaudit.file_crc32c"   // hex CRC32C of the whole file but these 8 digits
 )
-
-// omitFileCRC makes writers leave KeyFileCRC out, as they did before it (tests of older files).
-var omitFileCRC bool
 
 // fileCRCPlaceholder is the value KeyFileCRC holds while the file's checksum is computed.
 const fileCRCPlaceholder = "00000000"
@@ -221,8 +218,8 @@ func blockChecksum(f io.ReaderAt, b block, fileSize int64) (uint32, error) {
 // withChecksums returns the footer buf (as written by the Arrow writer) with the checksum keys
 // added to its custom metadata. The original footer is embedded unchanged, 8-byte aligned as it
 // was, and a new root table points into it: flatbuffer offsets are relative, so its schema and
-// block tables stay valid without being rebuilt.
-func withChecksums(buf []byte, schema *arrow.Schema, crcs []uint32) ([]byte, error) {
+// block tables stay valid without being rebuilt. Without fileCRC, KeyFileCRC is left out.
+func withChecksums(buf []byte, schema *arrow.Schema, crcs []uint32, fileCRC bool) ([]byte, error) {
 	parts, err := parseFooter(buf)
 	if err != nil {
 		return nil, err
@@ -236,7 +233,7 @@ func withChecksums(buf []byte, schema *arrow.Schema, crcs []uint32) ([]byte, err
 	}
 	keys := []string{KeyBatchCRC, KeySchemaCRC, KeyFileCRC}
 	vals := []string{strings.Join(hex, ","), fmt.Sprintf("%08x", schemaChecksum(schema)), fileCRCPlaceholder}
-	if omitFileCRC {
+	if !fileCRC {
 		keys, vals = keys[:2], vals[:2]
 	}
 
@@ -306,8 +303,9 @@ func fileChecksum(r io.ReaderAt, size, skip int64) (uint32, error) {
 // footerStart is the offset of the footer in a file of the given size whose footer is n bytes.
 func footerStart(size int64, n int) int64 { return size - 4 - int64(len(arrowMagic)) - int64(n) }
 
-// verifyBatch checks the stored checksum of batch i of an open file.
-func (af *arrowFile) verifyBatch(i int) error {
+// VerifyBatch checks the stored checksum of record batch i: before it is decoded, so that
+// damaged bytes never reach the decoder. It does nothing in a file without checksums.
+func (af *File) VerifyBatch(i int) error {
 	if af.sums == nil {
 		return nil
 	}
@@ -324,34 +322,28 @@ func (af *arrowFile) verifyBatch(i int) error {
 	return nil
 }
 
-// VerifyFile checks every stored checksum of a run or score file without decoding its rows.
-// checked is false for a file that carries no checksums (format version 1, or a score file of
-// another tool): nothing could be verified, and its structure is checked by decoding instead.
-// A damaged file gives an error wrapping ErrDamaged that names the file and the batch.
-func VerifyFile(path string) (checked bool, err error) {
-	af, err := openArrowFile(path, nil)
-	if err != nil {
-		return false, fmt.Errorf("verify %s: %w", path, err)
-	}
-	defer af.Close()
+// Verify checks every stored checksum of the file without decoding its rows: those of the
+// record batches, then VerifyRest. A damaged file gives an error wrapping ErrDamaged that names
+// the batch. It does nothing in a file without checksums (see Checked).
+func (af *File) Verify() error {
 	if af.sums == nil {
-		return false, nil
+		return nil
 	}
 	for i := range af.blocks {
-		if err := af.verifyBatch(i); err != nil {
-			return true, fmt.Errorf("verify %s: batch %d: %w", path, i, err)
+		if err := af.VerifyBatch(i); err != nil {
+			return fmt.Errorf("batch %d: %w", i, err)
 		}
 	}
-	if err := af.verifyRest(); err != nil {
-		return true, fmt.Errorf("verify %s: %w", path, err)
-	}
-	return true, nil
+	return af.VerifyRest()
 }
 
-// verifyRest checks the bytes of an open file outside its record batches: with the whole file's
+// VerifyRest checks the bytes of the file outside its record batches: with the whole file's
 // checksum (KeyFileCRC) every byte; in a file written before it, the copy of the schema at the
-// start, decoded and compared with the footer's.
-func (af *arrowFile) verifyRest() error {
+// start, decoded and compared with the footer's. It does nothing in a file without checksums.
+func (af *File) VerifyRest() error {
+	if af.sums == nil {
+		return nil
+	}
 	if !af.sums.hasFile {
 		return af.verifyLeadingSchema()
 	}

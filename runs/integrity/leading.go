@@ -1,4 +1,4 @@
-package runs
+package integrity
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 // An Arrow IPC file starts with its magic, two bytes of padding and a copy of the schema as a
 // stream message; readers of the file format take the schema from the footer and skip that
 // copy, but stream readers and other tools may read it. Files written before KeyFileCRC carry
-// no checksum over it, so VerifyFile decodes it, with its flatbuffer checked first as the
+// no checksum over it, so VerifyRest decodes it, with its flatbuffer checked first as the
 // footer's is, and compares it with the footer's schema.
 
 // Message slots, from Arrow's Message.fbs.
@@ -28,7 +28,7 @@ const maxLeadingSchema = 64 << 20
 
 // verifyLeadingSchema checks the copy of the schema at the start of an open file against the
 // footer's schema checksum.
-func (af *arrowFile) verifyLeadingSchema() error {
+func (af *File) verifyLeadingSchema() error {
 	end := footerStart(af.size, af.footerLen)
 	for _, b := range af.blocks {
 		end = min(end, b.offset)
@@ -63,7 +63,7 @@ func (af *arrowFile) verifyLeadingSchema() error {
 	// The copy decoded as a stream of that one message and its end.
 	stream := append(append([]byte(nil), msg[:8+n]...), 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0)
 	var sum uint32
-	err := decodeSafely(func() error {
+	err := DecodeSafely(func() error {
 		r, err := ipc.NewReader(bytes.NewReader(stream), ipc.WithAllocator(&cappedAllocator{mem: memory.DefaultAllocator, limit: allocLimit(int64(len(stream)))}))
 		if err != nil {
 			return err

@@ -1,4 +1,4 @@
-package runs
+package integrity
 
 import (
 	"encoding/binary"
@@ -12,9 +12,9 @@ import (
 // file that means allocations of many gigabytes or unbounded recursion, which kill the process
 // rather than panic. verifyFooter walks the parts of the footer the reader decodes when it opens
 // a file, with every offset and length checked, before the reader sees it. Everything else it
-// reads later (record batch messages) goes through the capped allocator and decodeSafely.
+// reads later (record batch messages) goes through the capped allocator and DecodeSafely.
 
-// Limits of a footer: far above any schema this package writes or reads.
+// Limits of a footer: far above any schema package runs writes or reads.
 const (
 	maxFooterTables = 1 << 16
 	maxFieldDepth   = 8
