@@ -9,13 +9,13 @@ import (
 )
 
 // Model evaluates train's models in float64 on the host, one sample at a time, with the
-// parameter layout of train/model.go: for an MLP (softmax regression is an MLP without hidden
+// parameter layout of package train/model: for an MLP (softmax regression is an MLP without hidden
 // layers) layer by layer the weight (out x in, row-major) then the bias; for the quadratic model
 // the vector w itself. Attacks need per-sample gradients and, unlike training, precision rather
 // than speed.
 //
 // Package nn's convolutional models (train's kinds lenet5, resnet and sequential) are evaluated
-// through cnn (kind "cnn"): New builds them from the data's shape.
+// through cnnModel (kind "cnn"): New builds them from the data's shape.
 type Model struct {
 	kind  string // "mlp" (also softmax regression), "quadratic" or "cnn"
 	act   string // "tanh", "softplus" or "relu"
