@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"fmt"
+	"github.com/fedaudit/fedaudit/findings"
 	"math"
 	"slices"
 
@@ -12,10 +13,8 @@ import (
 	"github.com/fedaudit/fedaudit/importer"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
-
-// Format names the JSON form of a Report.
-const Format = "fedaudit-check/1"
 
 // Options tune Run.
 type Options struct {
@@ -28,59 +27,6 @@ type Options struct {
 	Logf func(format string, args ...any)
 }
 
-// Result is one check's outcome.
-type Result struct {
-	Name string `json:"name"`
-	// Observer is what the check looked at: "global" (the global models) or "upload" (the target
-	// client's uploads); empty for checks of the runs as a whole.
-	Observer string `json:"observer,omitempty"`
-	// Tensor is the parameter tensor of a per-tensor check, as the layout names it.
-	Tensor    string  `json:"tensor,omitempty"`
-	Statistic float64 `json:"statistic"`
-	// PValue is the test's p-value; for an exact check (Exact), 1 when it passed and 0 when not.
-	PValue float64 `json:"p_value"`
-	// Exact marks a deterministic check against a float tolerance: it holds for every correct
-	// deployment, so it is not one of the family's tests.
-	Exact  bool `json:"exact"`
-	Passed bool `json:"passed"`
-	// N is how many values the statistic was computed from.
-	N       int    `json:"n,omitempty"`
-	Meaning string `json:"meaning"`
-}
-
-// Skipped is a check that could not run, with what would enable it.
-type Skipped struct {
-	Check string `json:"check"`
-	Why   string `json:"why"`
-}
-
-// Report is the outcome of Run, and the JSON that `audit check --json` prints.
-type Report struct {
-	Format string  `json:"format"`
-	Passed bool    `json:"passed"`
-	Alpha  float64 `json:"alpha"`
-	// Family is the number of statistical tests, and Threshold = Alpha / Family the p-value
-	// below which one fails (Bonferroni): a correct deployment fails some test with probability
-	// at most Alpha.
-	Family    int       `json:"family"`
-	Threshold float64   `json:"threshold"`
-	Pairs     int       `json:"pairs"`
-	Rounds    int       `json:"rounds"`
-	Checks    []Result  `json:"checks"`
-	Skipped   []Skipped `json:"skipped,omitempty"`
-}
-
-// Failed returns the checks that failed.
-func (r *Report) Failed() []Result {
-	var out []Result
-	for _, c := range r.Checks {
-		if !c.Passed {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
 // recorded is one run's rounds: params[t] = w_t and upload[t] the target's upload of round t-1
 // (nil at round 0 and where the target sat the round out).
 type recorded struct {
@@ -88,7 +34,7 @@ type recorded struct {
 }
 
 // Run checks the runs of the experiment directory dir.
-func Run(ctx context.Context, dir string, opts Options) (*Report, error) {
+func Run(ctx context.Context, dir string, opts Options) (*findings.CheckReport, error) {
 	if opts.Alpha == 0 {
 		opts.Alpha = 0.05
 	}
@@ -229,7 +175,7 @@ type checker struct {
 	data      *experiment.Data
 	layout    importer.Layout
 
-	skipped []Skipped
+	skipped []findings.CheckSkipped
 	// w0 is the first run's w_0, and w0Diff the largest difference from it.
 	w0     []float32
 	w0Diff float64
@@ -267,8 +213,11 @@ func (c *checker) prepare(cfg *experiment.Config) error {
 	default:
 		c.skip("coupled-difference", fmt.Sprintf("%s clips and noises on the server: the bound on a coupled difference needs the round's participants, which run files do not record", c.cfg.Algorithm))
 	}
-	c.skip("participation", "needs the rounds each client took part in, which run files do not record")
-	if c.cfg.Model.Kind == train.External {
+	if c.cfg.IsClientDP() || c.cfg.Participants > 0 {
+		// With every client in every round there is nothing to count.
+		c.skip("participation", "needs the rounds each client took part in, which run files do not record")
+	}
+	if c.cfg.Model.Kind == model.External {
 		c.skip("noise residuals", "model kind external: fedaudit cannot replay a model it does not know")
 		return nil
 	}
@@ -305,7 +254,7 @@ func (c *checker) prepare(cfg *experiment.Config) error {
 }
 
 func (c *checker) skip(check, why string) {
-	c.skipped = append(c.skipped, Skipped{Check: check, Why: why})
+	c.skipped = append(c.skipped, findings.CheckSkipped{Check: check, Why: why})
 }
 
 // noiseStd is the declared standard deviation of one coordinate of each observer's residual:

@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"github.com/fedaudit/fedaudit/findings"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -75,7 +76,7 @@ func TestOwnRunsPass(t *testing.T) {
 		t.Fatalf("fedaudit's own runs fail: %+v", rep.Failed())
 	}
 	for _, name := range []string{"shared-w0", "coupled-difference", "coupled-residuals", "noise-scale", "noise-independence"} {
-		if !slices.ContainsFunc(rep.Checks, func(r Result) bool { return r.Name == name }) {
+		if !slices.ContainsFunc(rep.Checks, func(r findings.CheckResult) bool { return r.Name == name }) {
 			t.Errorf("check %s did not run; skipped: %+v", name, rep.Skipped)
 		}
 	}
@@ -235,10 +236,10 @@ func TestSimulatedBugs(t *testing.T) {
 				if !rep.Passed {
 					t.Fatalf("a correct deployment fails: %+v", failed)
 				}
-			} else if !slices.ContainsFunc(failed, func(r Result) bool { return r.Name == b.caughtBy }) {
+			} else if !slices.ContainsFunc(failed, func(r findings.CheckResult) bool { return r.Name == b.caughtBy }) {
 				t.Fatalf("%s not caught by %s; failed: %+v", b.name, b.caughtBy, failed)
 			}
-			if b.skipped != "" && !slices.ContainsFunc(rep.Skipped, func(s Skipped) bool { return strings.HasPrefix(s.Check, b.skipped) }) {
+			if b.skipped != "" && !slices.ContainsFunc(rep.Skipped, func(s findings.CheckSkipped) bool { return strings.HasPrefix(s.Check, b.skipped) }) {
 				t.Errorf("%s not skipped: %+v", b.skipped, rep.Skipped)
 			}
 		})

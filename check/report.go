@@ -2,20 +2,21 @@ package check
 
 import (
 	"fmt"
+	"github.com/fedaudit/fedaudit/findings"
 	"math"
 )
 
 // report assembles the checks: the exact ones, then the statistical ones, which share the
 // family-wise level alpha by Bonferroni.
-func (c *checker) report(alpha float64, pairs int) *Report {
-	r := &Report{Format: Format, Alpha: alpha, Pairs: pairs, Rounds: c.rounds[len(c.rounds)-1], Skipped: c.skipped}
-	r.Checks = append(r.Checks, exact(Result{Name: "shared-w0", Statistic: c.w0Diff,
+func (c *checker) report(alpha float64, pairs int) *findings.CheckReport {
+	r := &findings.CheckReport{Format: findings.CheckFormat, Alpha: alpha, Pairs: pairs, Rounds: c.rounds[len(c.rounds)-1], Skipped: c.skipped}
+	r.Checks = append(r.Checks, exact(findings.CheckResult{Name: "shared-w0", Statistic: c.w0Diff,
 		Meaning: fmt.Sprintf("largest difference of a run's first model (round %d) from the first run's: every run must start from the same w_0, bit for bit", c.rounds[0])},
 		c.w0Diff == 0))
 	// A pair whose worlds draw their own noise cancels nothing: the coupled checks of an observer
 	// run only where the replay shows the noise shared (or cannot tell).
 	coupled := [2]bool{true, true}
-	var coupling []Result
+	var coupling []findings.CheckResult
 	for obs := range c.coupling {
 		ct := c.coupling[obs]
 		if ct.n == 0 {
@@ -24,11 +25,11 @@ func (c *checker) report(alpha float64, pairs int) *Report {
 		rho := ct.cross / math.Sqrt(ct.sq0*ct.sq1)
 		if !(rho >= coupledCorrelation) {
 			coupled[obs] = false
-			r.Skipped = append(r.Skipped, Skipped{Check: "coupled-difference and coupled-residuals (" + observerNames[obs] + ")",
+			r.Skipped = append(r.Skipped, findings.CheckSkipped{Check: "coupled-difference and coupled-residuals (" + observerNames[obs] + ")",
 				Why: fmt.Sprintf("the worlds of a pair do not share their noise (correlation of their residuals %.3g): train both worlds of a pair with the same noise draws", rho)})
 			continue
 		}
-		coupling = append(coupling, exact(Result{Name: "coupled-residuals", Observer: observerNames[obs], Statistic: ct.worst, N: ct.n,
+		coupling = append(coupling, exact(findings.CheckResult{Name: "coupled-residuals", Observer: observerNames[obs], Statistic: ct.worst, N: ct.n,
 			Meaning: fmt.Sprintf("largest difference of the noise residuals of a pair's two worlds (the replay without noise taken from the %s) over its float tolerance, at %s: the worlds share their noise, so above 1 means the trainer computed something other than the declared round (clipping, local steps, learning rate) before adding the noise", observerNames[obs], ct.worstAt)},
 			ct.worst <= 1))
 	}
@@ -37,13 +38,13 @@ func (c *checker) report(alpha float64, pairs int) *Report {
 			if c.diffN[obs] == 0 || !coupled[obs] {
 				continue
 			}
-			r.Checks = append(r.Checks, exact(Result{Name: "coupled-difference", Observer: observerNames[obs], Statistic: c.diffRatio[obs], N: c.diffN[obs],
+			r.Checks = append(r.Checks, exact(findings.CheckResult{Name: "coupled-difference", Observer: observerNames[obs], Statistic: c.diffRatio[obs], N: c.diffN[obs],
 				Meaning: fmt.Sprintf("largest norm of the difference of a pair's %s updates (the shared noise cancels) over the declared bound 2 V sum_k eta |1 - eta alpha|, at %s: above 1 means a client's update is larger than clip_norm allows (clipping skipped or done per tensor), or the pair's worlds do not share their noise", observerNames[obs], c.diffAt[obs])},
 				c.diffRatio[obs] <= 1))
 		}
 	}
 	r.Checks = append(r.Checks, coupling...)
-	var stats []Result
+	var stats []findings.CheckResult
 	for obs := range c.tallies {
 		for _, t := range c.tallies[obs] {
 			stats = append(stats, t.results()...)
@@ -65,7 +66,7 @@ func (c *checker) report(alpha float64, pairs int) *Report {
 }
 
 // exact marks a deterministic check's outcome.
-func exact(r Result, passed bool) Result {
+func exact(r findings.CheckResult, passed bool) findings.CheckResult {
 	r.Exact, r.Passed = true, passed
 	if passed {
 		r.PValue = 1

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"github.com/fedaudit/fedaudit/findings"
 	"math"
 )
 
@@ -54,7 +55,7 @@ func (t *noiseTally) add(x, prev []float32) {
 // results are the tally's four tests. Their p-values are exact under the hypothesis that the
 // residuals are independent N(0, sigma^2) draws (the shape test's to Marsaglia and Marsaglia's
 // approximation).
-func (t *noiseTally) results() []Result {
+func (t *noiseTally) results() []findings.CheckResult {
 	where := t.observer + " residual"
 	if t.n == 0 {
 		return nil
@@ -63,7 +64,7 @@ func (t *noiseTally) results() []Result {
 	z := t.sum / math.Sqrt(n)
 	ratio := t.sumSq / n
 	a2, pShape := andersonDarling(append([]float64(nil), t.sample...))
-	out := []Result{
+	out := []findings.CheckResult{
 		{Name: "noise-mean", Observer: t.observer, Tensor: t.tensor, Statistic: z, PValue: normalTwoSided(z), N: t.n,
 			Meaning: fmt.Sprintf("mean of the %s over its declared standard deviation, times sqrt(n) (N(0,1) when the noise is centred): %.3g", where, z)},
 		{Name: "noise-scale", Observer: t.observer, Tensor: t.tensor, Statistic: ratio, PValue: chiSquareTwoSided(t.sumSq, t.n), N: t.n,
@@ -74,7 +75,7 @@ func (t *noiseTally) results() []Result {
 	if t.lagN > 0 {
 		r := t.lagSum / float64(t.lagN)
 		zl := t.lagSum / math.Sqrt(float64(t.lagN))
-		out = append(out, Result{Name: "noise-independence", Observer: t.observer, Tensor: t.tensor, Statistic: r, PValue: normalTwoSided(zl), N: t.lagN,
+		out = append(out, findings.CheckResult{Name: "noise-independence", Observer: t.observer, Tensor: t.tensor, Statistic: r, PValue: normalTwoSided(zl), N: t.lagN,
 			Meaning: fmt.Sprintf("correlation of one run's %ss in consecutive rounds (0 when every round draws fresh noise; 1 when a draw is reused): %.3g", where, r)})
 	}
 	return out

@@ -58,6 +58,9 @@ func (d Dir) Reconstructions() string { return d.join("reconstructions.json") }
 // which has a score file and no run files.
 func (d Dir) OutputsImport() string { return d.join("outputs.json") }
 
+// Check is the outcome of the grey-box checks (`audit check`), written by it.
+func (d Dir) Check() string { return d.join("check.json") }
+
 // ReportHTML is the self-contained report page.
 func (d Dir) ReportHTML() string { return d.join("report.html") }
 

@@ -9,6 +9,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/fedaudit/fedaudit/check"
+	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/internal/fsutil"
 )
 
 // checkFailedError marks grey-box checks that ran and found the deployment doing something other
@@ -32,7 +35,8 @@ func init() {
 			"global models and of the uploads per tensor against the declared Gaussian (mean, scale by\n" +
 			"chi-square, shape by Anderson-Darling, independence across rounds) and the two worlds'\n" +
 			"residuals equal. The statistical checks share the family-wise level --alpha (Bonferroni).\n" +
-			"Checks the directory lacks the data for are listed with what would enable them.\n" +
+			"Checks the directory lacks the data for are listed with what would enable them. The\n" +
+			"report is kept as DIR/check.json, which `audit report` shows.\n" +
 			"Exit status: 0 every check passed, 1 failure, 2 usage error, 3 a check failed.",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			pairs := fs.Int("pairs", 8, "check the pairs with the smallest ids, at most this many (every round of them is held in memory)")
@@ -60,6 +64,14 @@ func init() {
 				if err != nil {
 					return err
 				}
+				// The report of the directory (audit report, audit run) shows the last check.
+				raw, err := findings.MarshalCheck(rep)
+				if err != nil {
+					return err
+				}
+				if err := fsutil.WriteFile(expdir.Dir(dirs[0]).Check(), append(raw, '\n')); err != nil {
+					return fmt.Errorf("check: %w", err)
+				}
 				if *asJSON {
 					if err := writeJSON(e.stdout, rep); err != nil {
 						return err
@@ -77,7 +89,7 @@ func init() {
 }
 
 // printCheck writes the human form of a check report: one line per check, failures explained.
-func printCheck(e *env, rep *check.Report) {
+func printCheck(e *env, rep *findings.CheckReport) {
 	fmt.Fprintf(e.stdout, "Grey-box checks of %d pair(s), rounds 0..%d: %d statistical tests at family-wise level %g (each at p >= %.3g), %d exact checks.\n\n",
 		rep.Pairs, rep.Rounds, rep.Family, rep.Alpha, rep.Threshold, len(rep.Checks)-rep.Family)
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
@@ -97,15 +109,7 @@ func printCheck(e *env, rep *check.Report) {
 	if failed := rep.Failed(); len(failed) > 0 {
 		fmt.Fprintf(e.stdout, "\n%d check(s) FAILED:\n", len(failed))
 		for _, c := range failed {
-			where := c.Name
-			if c.Observer != "" {
-				where += " (" + c.Observer
-				if c.Tensor != "" {
-					where += ", " + c.Tensor
-				}
-				where += ")"
-			}
-			fmt.Fprintf(e.stdout, "  %s: %s\n", where, c.Meaning)
+			fmt.Fprintf(e.stdout, "  %s: %s\n", c.Where(), c.Meaning)
 		}
 	} else {
 		fmt.Fprintln(e.stdout, "\nEvery check passed: nothing in these rounds departs from the declared mechanism.")
