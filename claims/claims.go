@@ -9,6 +9,7 @@ import (
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 	"github.com/fedaudit/fedaudit/train/privacy"
 )
 
@@ -79,7 +80,7 @@ func For(ctx context.Context, d Deployment, delta float64) (audit.Claim, string,
 		// L1 norm at most sqrt(d) c, and the Laplace divergence is superadditive in the shift,
 		// so each round is Laplace RDP at b / (sqrt(d) c). Subsampling is ignored (it can only
 		// lower the divergence), so the claim is valid but loose.
-		dim, err := train.ParamCount(tc.Model, d.Dim, d.Classes)
+		dim, err := model.ParamCount(tc.Model, d.Dim, d.Classes)
 		if err != nil {
 			return audit.Claim{}, "", err
 		}
@@ -120,7 +121,7 @@ func For(ctx context.Context, d Deployment, delta float64) (audit.Claim, string,
 // Subsampling is ignored (valid, loose).
 func staircaseClaim(dep Deployment, plan *privacy.Plan, schedule []accounting.Round, n int, delta float64, group string) (audit.Claim, string, error) {
 	tc := &dep.Train
-	d, err := train.ParamCount(tc.Model, dep.Dim, dep.Classes)
+	d, err := model.ParamCount(tc.Model, dep.Dim, dep.Classes)
 	if err != nil {
 		return audit.Claim{}, "", err
 	}

@@ -7,10 +7,11 @@ import (
 
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 func dpFedAvg() train.Config {
-	return train.Config{Algorithm: algo.DPFedAvg, Model: train.ModelConfig{Kind: "quadratic", Curvature: 1},
+	return train.Config{Algorithm: algo.DPFedAvg, Model: model.Config{Kind: "quadratic", Curvature: 1},
 		Rounds: 10, LocalSteps: 2, LearningRate: 0.5, SamplingRate: 0.5, NoiseMultiplier: 1.5, UpdateClip: 1}
 }
 

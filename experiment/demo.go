@@ -3,6 +3,7 @@ package experiment
 import (
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // Demo is the built-in default experiment behind `audit demo`: synthetic data, a small tanh
@@ -24,7 +25,7 @@ func Demo() *Config {
 		Adjacency: AdjacencyConfig{Kind: "replace", Client: 0, Index: 0, Canary: "dirac"},
 		Train: train.Config{
 			Algorithm:    algo.FedAvg,
-			Model:        train.ModelConfig{Kind: "mlp", Hidden: []int{16}, Activation: "tanh"},
+			Model:        model.Config{Kind: "mlp", Hidden: []int{16}, Activation: "tanh"},
 			Rounds:       20,
 			LocalSteps:   2,
 			LearningRate: 0.1,

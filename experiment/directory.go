@@ -15,7 +15,7 @@ import (
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // readDirConfig reads DIR/config.json; it returns nil and no error when there is none.
@@ -115,7 +115,7 @@ func CheckDirectory(cfg *Config, dir string, shards int) (DirectoryCheck, error)
 // architecture fedaudit does not know) where the directory does not already hold every run
 // file complete, before anything is written: such runs can only be imported.
 func checkExternal(cfg *Config, dir string, infos []runs.ShardInfo) error {
-	if cfg.Train.Model.Kind != train.External {
+	if cfg.Train.Model.Kind != model.External {
 		return nil
 	}
 	complete := len(infos) > 0
@@ -123,7 +123,7 @@ func checkExternal(cfg *Config, dir string, infos []runs.ShardInfo) error {
 		complete = complete && info.State == runs.ShardComplete
 	}
 	if !complete {
-		return &ConfigError{Err: fmt.Errorf("%s holds no complete run files: %w", dir, train.ErrExternal)}
+		return &ConfigError{Err: fmt.Errorf("%s holds no complete run files: %w", dir, model.ErrExternal)}
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
 	"github.com/fedaudit/fedaudit/train/canary"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // directionConfig is dp-fedavg with every client sampled (q = 1) and k direction canaries: each
@@ -29,7 +30,7 @@ func directionConfig(k int, z float64) *Config {
 			Clients: 10, PerClient: 6},
 		Adjacency: AdjacencyConfig{Kind: "remove-client"},
 		Train: train.Config{
-			Algorithm: algo.DPFedAvg, Model: train.ModelConfig{Kind: "mlp", Hidden: []int{48}, Activation: "tanh"},
+			Algorithm: algo.DPFedAvg, Model: model.Config{Kind: "mlp", Hidden: []int{48}, Activation: "tanh"},
 			Rounds: 4, LocalSteps: 1, LearningRate: 0.1, SamplingRate: 1, NoiseMultiplier: z, UpdateClip: 1,
 			Checkpoints: []int{2, 4}, Canaries: &canary.Config{Count: k, Kind: canary.Direction},
 		},

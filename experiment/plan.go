@@ -8,6 +8,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // Work is the size of an experiment's training stage, counted the way the engine does it, so
@@ -16,7 +17,7 @@ import (
 // FLOPs count a gradient on B rows as three forward passes per row (forward, weight gradient,
 // input gradient) and an evaluation as one: the forward pass is 2·d per row for the dense
 // models (the rule of thumb: 6·B·d per gradient) and counted layer by layer for convolutional
-// ones (train.ForwardFLOPs), whose weights are used at every position of an image. The engine
+// ones (model.ForwardFLOPs), whose weights are used at every position of an image. The engine
 // trains every one of the m clients for every replica in every round (clients that sit a round
 // out are masked when averaging, not skipped), and with the informed statistics on it trains the
 // target client a second time on the other world's data. Clipping, noise and averaging are O(d)
@@ -70,14 +71,14 @@ func Plan(cfg *Config, data *Data, shards int) (Work, error) {
 	for _, s := range data.Shape {
 		dim *= s
 	}
-	d, err := train.ParamCountShape(cfg.Train.Model, data.Shape, data.Classes)
-	if errors.Is(err, train.ErrExternal) {
+	d, err := model.ParamCountShape(cfg.Train.Model, data.Shape, data.Classes)
+	if errors.Is(err, model.ErrExternal) {
 		return Work{}, &ConfigError{Err: fmt.Errorf("plan: %w", err)}
 	}
 	if err != nil {
 		return Work{}, fmt.Errorf("plan: %w", err)
 	}
-	fwd, err := train.ForwardFLOPs(cfg.Train.Model, data.Shape, data.Classes)
+	fwd, err := model.ForwardFLOPs(cfg.Train.Model, data.Shape, data.Classes)
 	if err != nil {
 		return Work{}, fmt.Errorf("plan: %w", err)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/fedaudit/fedaudit/nn"
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 const planConfig = `
@@ -79,7 +79,7 @@ func TestPlanHandCounts(t *testing.T) {
 		name: "cnn informed",
 		edit: func(c *Config) {
 			c.Data.Source = "synthetic-images"
-			c.Train.Model = train.ModelConfig{Kind: "sequential", Layers: []nn.LayerSpec{
+			c.Train.Model = model.Config{Kind: "sequential", Layers: []nn.LayerSpec{
 				{Kind: "conv2d", Out: 2, Kernel: 3}, {Kind: "relu"}, {Kind: "maxpool", Kernel: 2}, {Kind: "flatten"}, {Kind: "dense", Out: 10}}}
 		},
 		shards: 1,
@@ -217,7 +217,7 @@ func TestSyntheticImagesConfig(t *testing.T) {
 	}
 	cfg.Data.Source = "synthetic-images"
 	cfg.Data.Images = &SyntheticImagesConfig{Classes: 4, Channels: 3, Height: 32, Width: 32}
-	cfg.Train.Model = train.ModelConfig{Kind: "resnet", Blocks: 1, Width: 4, Groups: 2}
+	cfg.Train.Model = model.Config{Kind: "resnet", Blocks: 1, Width: 4, Groups: 2}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

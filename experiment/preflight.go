@@ -13,7 +13,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/attacks"
 	"github.com/fedaudit/fedaudit/runs"
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // Refuse before work, never fail after it: what the stages after training need of a config is
@@ -105,7 +105,7 @@ func PlannedMeta(cfg *Config) runs.Meta {
 // but, from that default only, the learned attacks the pairs are too few to fit; either way
 // without the attacks the model cannot serve. skipped says why default attacks were left out
 // for the pairs.
-func runAttacks(listed []string, meta runs.Meta, mc train.ModelConfig, pairs int) (names []string, skipped []attacks.Skip) {
+func runAttacks(listed []string, meta runs.Meta, mc model.Config, pairs int) (names []string, skipped []attacks.Skip) {
 	names = slices.DeleteFunc(slices.Clone(listed), attacks.IsCanaryAttack)
 	if len(names) == 0 && len(listed) > 0 {
 		return nil, nil // only canary attacks were asked for

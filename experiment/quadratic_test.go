@@ -11,6 +11,7 @@ import (
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/theory"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // quadraticConfig is the exact reference instance of theory.md: quadratic local losses, full
@@ -30,7 +31,7 @@ func quadraticConfig(pairs int) *Config {
 		Adjacency: AdjacencyConfig{Kind: "replace", Canary: "dirac"},
 		Train: train.Config{
 			Algorithm:    algo.FedAvg,
-			Model:        train.ModelConfig{Kind: "quadratic", Curvature: 0.5},
+			Model:        model.Config{Kind: "quadratic", Curvature: 0.5},
 			Rounds:       4,
 			LocalSteps:   2,
 			LearningRate: 0.1,

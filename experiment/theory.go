@@ -13,6 +13,7 @@ import (
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/theory"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // Smoothness is the constant L the convergent bound uses, and where it came from.
@@ -244,7 +245,7 @@ func ExactMuOneRun(cfg *Config, data *Data) (func(threat string, T int) float64,
 // Every bound computed from it is labelled an estimate. For convolutional models (package nn)
 // and models of unknown architecture (external) no estimate is made: L stays unknown.
 func EstimateSmoothness(ctx context.Context, tab *runs.Table, cfg *Config, data *Data) (Smoothness, error) {
-	if !tab.Meta().HasParams || train.IsNNKind(cfg.Train.Model.Kind) || cfg.Train.Model.Kind == train.External {
+	if !tab.Meta().HasParams || model.IsNNKind(cfg.Train.Model.Kind) || cfg.Train.Model.Kind == model.External {
 		return Smoothness{Source: "none"}, nil
 	}
 	var points [][]float32

@@ -13,6 +13,7 @@ import (
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // ShardPairs returns the pairs of shard s: a contiguous, balanced slice of [0, pairs), so shard
@@ -139,7 +140,7 @@ func TrainShard(ctx context.Context, cfg *Config, data *Data, s runs.Shard, dir 
 		}
 	}
 
-	dim, err := train.ParamCountShape(cfg.Train.Model, data.Pair.C[0].Shape, data.Classes)
+	dim, err := model.ParamCountShape(cfg.Train.Model, data.Pair.C[0].Shape, data.Classes)
 	if err != nil {
 		return "", false, fmt.Errorf("train shard %s: %w", s, err)
 	}

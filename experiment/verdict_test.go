@@ -23,6 +23,7 @@ import (
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/theory"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // leakyConfig is a softmax experiment whose noise is far too small for a claim of mu 0.3: the
@@ -33,7 +34,7 @@ func leakyConfig() *Config {
 		Data: DataConfig{Source: "synthetic", Synthetic: SyntheticConfig{Dim: 8, Classes: 3},
 			Clients: 3, PerClient: 10, TestSamples: 30},
 		Adjacency: AdjacencyConfig{Kind: "replace", Client: 0, Index: 2, Canary: "dirac"},
-		Train: train.Config{Algorithm: algo.FedAvg, Model: train.ModelConfig{Kind: "softmax"},
+		Train: train.Config{Algorithm: algo.FedAvg, Model: model.Config{Kind: "softmax"},
 			Rounds: 3, LocalSteps: 2, LearningRate: 0.1, ClipNorm: 1, NoiseStd: 0.01,
 			Checkpoints: []int{1, 3}, Informed: true},
 		Audit: AuditConfig{Attacks: []string{"informed-all", "loss"}, ClaimMu: 0.3},

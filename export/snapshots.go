@@ -14,7 +14,7 @@ import (
 	"github.com/fedaudit/fedaudit/ingest"
 	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"github.com/fedaudit/fedaudit/runs"
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // Files the snapshot export writes beside the snapshots.
@@ -132,7 +132,7 @@ func Snapshots(ctx context.Context, dir, out string) ([]string, error) {
 // snapshotSlots is the layout the snapshots are written in: the model's, or one flat tensor for
 // an external model (whose tensors the run files do not name).
 func snapshotSlots(cfg *experiment.Config) ([]importer.Slot, error) {
-	if cfg.Train.Model.Kind == train.External {
+	if cfg.Train.Model.Kind == model.External {
 		return []importer.Slot{{Role: "params", Shape: []int{-1}}}, nil
 	}
 	data, err := experiment.Prepare(cfg)

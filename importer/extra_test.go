@@ -14,7 +14,7 @@ import (
 	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/ingest"
 	"github.com/fedaudit/fedaudit/runs"
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // trainOwn trains cfg with fedaudit's trainer into a new directory.
@@ -333,7 +333,7 @@ func TestImportExternal(t *testing.T) {
 // LeNet-5 as nn.Conv2d / nn.Linear layers, and a residual block that changes shape (conv1,
 // norm1, conv2, norm2, then the 1x1 shortcut and its norm).
 func TestLayoutNN(t *testing.T) {
-	lenet, err := LayoutOf(train.ModelConfig{Kind: "lenet5"}, []int{1, 28, 28}, 10)
+	lenet, err := LayoutOf(model.Config{Kind: "lenet5"}, []int{1, 28, 28}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +343,7 @@ func TestLayoutNN(t *testing.T) {
 	if lenet.Describe() != want || lenet.D != 61706 {
 		t.Fatalf("lenet5: %s (%d)\nwant %s (61706)", lenet.Describe(), lenet.D, want)
 	}
-	res, err := LayoutOf(train.ModelConfig{Kind: "resnet", Stages: 2, Blocks: 1, Width: 4, Groups: 2}, []int{3, 8, 8}, 3)
+	res, err := LayoutOf(model.Config{Kind: "resnet", Stages: 2, Blocks: 1, Width: 4, Groups: 2}, []int{3, 8, 8}, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func TestLayoutNN(t *testing.T) {
 	if res.Describe() != want {
 		t.Fatalf("resnet:\n%s\nwant\n%s", res.Describe(), want)
 	}
-	if _, err := LayoutOf(train.ModelConfig{Kind: train.External}, []int{3}, 2); err == nil {
+	if _, err := LayoutOf(model.Config{Kind: model.External}, []int{3}, 2); err == nil {
 		t.Fatal("an external model has a layout before its snapshots")
 	}
 }

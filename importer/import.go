@@ -22,6 +22,7 @@ import (
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
 	"github.com/fedaudit/fedaudit/train/memory"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // Options say what to import and where.
@@ -30,7 +31,7 @@ type Options struct {
 	Manifest *Manifest
 	// Config describes the deployment: data, adjacency, model, algorithm and noise, as for
 	// fedaudit's own trainer; the import records it so that the later stages rebuild the data,
-	// the theory and the claim from it. A model of kind external (train.External) stands for an
+	// the theory and the claim from it. A model of kind external (model.External) stands for an
 	// architecture fedaudit does not know: its tensors are imported as they are.
 	Config *experiment.Config
 	// Out is the experiment directory to create; it must not exist or be empty.
@@ -185,7 +186,7 @@ func importConfig(c *experiment.Config) (experiment.Config, []int, error) {
 		// imported under such a config would be audited without the one-run rows it promises.
 		return cfg, nil, &experiment.ConfigError{Err: fmt.Errorf("import: the config declares %d canaries (train.canaries), which imported runs cannot carry; remove train.canaries to audit the coupled pairs", cc.Count)}
 	}
-	if k := cfg.Adjacency.Kind; (k == "add" || k == "remove") && cfg.Train.Model.Kind != train.External {
+	if k := cfg.Adjacency.Kind; (k == "add" || k == "remove") && cfg.Train.Model.Kind != model.External {
 		// Evaluation runs both worlds' clients side by side, with equal sample counts (the
 		// trainer's code, bit for bit): it failed after every snapshot had been read.
 		return cfg, nil, &experiment.ConfigError{Err: fmt.Errorf("import: adjacency %s changes client %d's number of samples between C and C', which fedaudit's evaluation of a %s cannot run side by side: use replace (the canary in place of one sample), or model kind external (parameter-space attacks only)", k, cfg.Adjacency.Client, cfg.Train.Model.Kind)}
@@ -279,7 +280,7 @@ func listSnapshotProblems(ctx context.Context, cfg *experiment.Config, data *exp
 // layoutFor is the parameter layout of the deployment's model; for a model of kind external,
 // the one of the first snapshot (pair 0, world C, first checkpoint).
 func layoutFor(cfg *experiment.Config, data *experiment.Data, plan *Plan, names []string) (Layout, error) {
-	if cfg.Train.Model.Kind != train.External {
+	if cfg.Train.Model.Kind != model.External {
 		return LayoutOf(cfg.Train.Model, data.Pair.C[0].Shape, data.Classes)
 	}
 	first := plan.Files[0][0][0]

@@ -8,7 +8,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/ingest"
 	"github.com/fedaudit/fedaudit/nn"
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // Slot is one tensor of a model's flat parameter vector: Shape elements in C order at Offset.
@@ -43,15 +43,15 @@ type Layout struct {
 // LayoutOf returns the layout of model mc on samples of the given shape (Dataset.Shape) with
 // classes, checked against train's own parameter count. A model of kind external has no layout
 // before its snapshots are read: see ExternalLayout.
-func LayoutOf(mc train.ModelConfig, shape []int, classes int) (Layout, error) {
-	if mc.Kind == train.External {
-		return Layout{}, fmt.Errorf("layout: %w", train.ErrExternal)
+func LayoutOf(mc model.Config, shape []int, classes int) (Layout, error) {
+	if mc.Kind == model.External {
+		return Layout{}, fmt.Errorf("layout: %w", model.ErrExternal)
 	}
 	dim := 1
 	for _, s := range shape {
 		dim *= s
 	}
-	d, err := train.ParamCountShape(mc, shape, classes)
+	d, err := model.ParamCountShape(mc, shape, classes)
 	if err != nil {
 		return Layout{}, err
 	}
@@ -65,7 +65,7 @@ func LayoutOf(mc train.ModelConfig, shape []int, classes int) (Layout, error) {
 			lay.add(fmt.Sprintf("layer %d weight", l+1), sizes[l+1], sizes[l])
 			lay.add(fmt.Sprintf("layer %d bias", l+1), sizes[l+1])
 		}
-	case train.IsNNKind(mc.Kind):
+	case model.IsNNKind(mc.Kind):
 		if err := lay.addNN(mc, shape, dim, classes); err != nil {
 			return Layout{}, err
 		}
@@ -90,8 +90,8 @@ func (l *Layout) add(role string, shape ...int) {
 
 // addNN appends the slots of one of package nn's models, layer by layer in the order of the
 // layers' parameter ranges (nn's layers.go), each layer's count checked against nn's own.
-func (l *Layout) addNN(mc train.ModelConfig, shape []int, dim, classes int) error {
-	spec, err := train.NNSpec(mc, shape, dim, classes)
+func (l *Layout) addNN(mc model.Config, shape []int, dim, classes int) error {
+	spec, err := model.NNSpec(mc, shape, dim, classes)
 	if err != nil {
 		return err
 	}

@@ -8,13 +8,13 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/ingest"
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // TestLayoutMLP pins the order documented in docs/import.md: layer by layer weight (out x in)
 // then bias, the parameter count train uses.
 func TestLayoutMLP(t *testing.T) {
-	lay, err := LayoutOf(train.ModelConfig{Kind: "mlp", Hidden: []int{4}, Activation: "tanh"}, []int{3}, 2)
+	lay, err := LayoutOf(model.Config{Kind: "mlp", Hidden: []int{4}, Activation: "tanh"}, []int{3}, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

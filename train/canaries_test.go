@@ -12,6 +12,7 @@ import (
 	"github.com/fedaudit/fedaudit/internal/philox"
 	"github.com/fedaudit/fedaudit/train/canary"
 	"github.com/fedaudit/fedaudit/train/memory"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // recordCanaryFor rebuilds the record canaries the engine places for a job (the same spec as
@@ -38,7 +39,7 @@ func TestRecordCanariesTrainEachRunOnItsBits(t *testing.T) {
 	c, cp := synthWorlds(3, 8, 5, 3, tgt, 4)
 	for _, batching := range []algo.Batching{algo.Full, algo.Fixed, algo.Poisson} {
 		t.Run(string(batching), func(t *testing.T) {
-			cfg := Config{Algorithm: algo.FedAvg, Model: ModelConfig{Kind: "quadratic", Curvature: 0.5}, Rounds: 3, LocalSteps: 2,
+			cfg := Config{Algorithm: algo.FedAvg, Model: model.Config{Kind: "quadratic", Curvature: 0.5}, Rounds: 3, LocalSteps: 2,
 				LearningRate: 0.2, Schedule: "constant", ClipNorm: 0, NoiseStd: 0.1, Batching: batching, BatchSize: 3, Seed: 9,
 				Checkpoints: []int{1, 3}, RecordParams: true, Informed: true,
 				Canaries: &canary.Config{Count: 10, Kind: canary.Dirac, Pixels: 2}}
@@ -124,7 +125,7 @@ func TestCanariesInvariance(t *testing.T) {
 	rec := mlpConfig()
 	rec.Canaries = &canary.Config{Count: 9, Kind: canary.Relabel}
 	dirCfg := dpConfig()
-	dirCfg.Model = ModelConfig{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"}
+	dirCfg.Model = model.Config{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"}
 	dirCfg.NoiseMultiplier, dirCfg.Informed = 1, true
 	dirCfg.Canaries = &canary.Config{Count: 25, Kind: canary.Direction}
 	for _, tc := range []struct {
@@ -301,7 +302,7 @@ func TestCanaryMemory(t *testing.T) {
 		t.Errorf("record canaries: per pair %d -> %d, fixed %d -> %d", base.PerPair, rec.PerPair, base.Fixed, rec.Fixed)
 	}
 	dp := dpConfig()
-	dp.Model = ModelConfig{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"}
+	dp.Model = model.Config{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"}
 	base, err = MemoryOf(dp, s)
 	if err != nil {
 		t.Fatal(err)

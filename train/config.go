@@ -7,8 +7,6 @@ import (
 	"math"
 
 	"github.com/fedaudit/fedaudit/algo"
-	"github.com/fedaudit/fedaudit/compute"
-	"github.com/fedaudit/fedaudit/nn"
 	"github.com/fedaudit/fedaudit/train/canary"
 	"github.com/fedaudit/fedaudit/train/model"
 	"github.com/fedaudit/fedaudit/train/privacy"
@@ -19,7 +17,7 @@ type Config struct {
 	// Algorithm is "fedavg" (Noisy-FedAvg), "fedprox" (Noisy-FedProx) or "dpsgd".
 	Algorithm algo.Algorithm `json:"algorithm" yaml:"algorithm"`
 	// Model selects the model.
-	Model ModelConfig `json:"model" yaml:"model"`
+	Model model.Config `json:"model" yaml:"model"`
 	// Rounds is T.
 	Rounds int `json:"rounds" yaml:"rounds"`
 	// LocalSteps is K.
@@ -103,38 +101,6 @@ type Config struct {
 	// Canaries, when set, puts k canaries into every run, each included with probability 1/2
 	// (canaries.go): the one-run audits' many canaries per training.
 	Canaries *canary.Config `json:"canaries,omitempty" yaml:"canaries,omitempty"`
-}
-
-// ModelConfig selects a model.
-type ModelConfig struct {
-	// Kind is "softmax" (softmax regression), "mlp" or "quadratic", or one of package nn's
-	// convolutional models: "lenet5", "resnet" or "sequential" (on backends with image
-	// operations, direct local steps), or "external": an architecture fedaudit does not
-	// model, whose runs were trained elsewhere and imported as flat parameter vectors (never
-	// trained here).
-	Kind string `json:"kind" yaml:"kind"`
-	// Hidden holds the MLP's hidden-layer widths.
-	Hidden []int `json:"hidden,omitempty" yaml:"hidden,omitempty"`
-	// Activation is the MLP's "tanh", "softplus" or "relu".
-	Activation string `json:"activation,omitempty" yaml:"activation,omitempty"`
-	// Curvature is the quadratic model's a.
-	Curvature float64 `json:"curvature,omitempty" yaml:"curvature,omitempty"`
-	// Classic selects LeNet-5's tanh and average-pooling variant (lenet5).
-	Classic bool `json:"classic,omitempty" yaml:"classic,omitempty"`
-	// Stages (default 3), Blocks (residual blocks per stage), Width (channels of the first
-	// stage) and Groups (GroupNorm's groups, dividing Width) shape the resnet: stages 3,
-	// blocks 3, width 16 is ResNet-20; stages 4, blocks 2, width 64 is ResNet-18.
-	Stages int `json:"stages,omitempty" yaml:"stages,omitempty"`
-	Blocks int `json:"blocks,omitempty" yaml:"blocks,omitempty"`
-	Width  int `json:"width,omitempty" yaml:"width,omitempty"`
-	Groups int `json:"groups,omitempty" yaml:"groups,omitempty"`
-	// Input is the [channels, height, width] of one sample for lenet5, resnet and sequential;
-	// empty takes the data's shape. A sequential model needs it for its shapes to be checked
-	// before the data is loaded.
-	Input []int `json:"input,omitempty" yaml:"input,omitempty"`
-	// Layers are the sequential model's layers (nn.LayerSpec: kind, out, kernel, stride,
-	// padding, groups).
-	Layers []nn.LayerSpec `json:"layers,omitempty" yaml:"layers,omitempty"`
 }
 
 // TargetInfo says which sample differs between the worlds: sample Index of client Client.
@@ -370,77 +336,14 @@ func (c *Config) checkSampling(p *problems, n int) {
 	}
 }
 
-// checkModel checks the model for data of the given shape, dim and number of classes.
+// checkModel checks the model for data of the given shape, dim and number of classes: the
+// model's own fields (model.Config.Check), and that the quadratic model, which has no
+// per-example gradients, is not trained by dpsgd.
 func (c *Config) checkModel(p *problems, shape []int, dim, classes int) {
-	switch c.Model.Kind {
-	case "lenet5", "resnet", "sequential":
-		c.checkNN(p, shape, dim, classes)
-	case "softmax", "mlp":
-		if classes < 2 {
-			p.add("model.kind", "%s needs at least 2 classes, the data has %d", c.Model.Kind, classes)
-		}
-		if _, err := parseActivation(c.Model.Activation); c.Model.Kind == "mlp" && err != nil {
-			p.add("model.activation", "%v", err)
-		}
-		for _, h := range c.Model.Hidden {
-			if h < 1 {
-				p.add("model.hidden", "widths must be positive, got %v", c.Model.Hidden)
-				break
-			}
-		}
-		if c.Model.Kind == "softmax" && len(c.Model.Hidden) > 0 {
-			p.add("model.hidden", "softmax regression has no hidden layers")
-		}
-	case External:
-		m := c.Model
-		if len(m.Hidden) > 0 || m.Activation != "" || m.Curvature != 0 || m.Classic || m.Stages != 0 || m.Blocks != 0 ||
-			m.Width != 0 || m.Groups != 0 || len(m.Input) > 0 || len(m.Layers) > 0 {
-			p.add("model", "external takes no other field: its architecture is unknown to fedaudit")
-		}
-	case "quadratic":
-		if c.Algorithm == algo.DPSGD {
-			p.add("model.kind", "the quadratic model has no per-example gradients for dpsgd")
-		}
-		if c.Model.Curvature == 0 || math.IsNaN(c.Model.Curvature) || math.IsInf(c.Model.Curvature, 0) {
-			p.add("model.curvature", "need a finite nonzero a, got %g", c.Model.Curvature)
-		}
-	default:
-		p.add("model.kind", "%q is not softmax, mlp, quadratic, lenet5, resnet, sequential or external", c.Model.Kind)
+	if c.Model.Kind == "quadratic" && c.Algorithm == algo.DPSGD {
+		p.add("model.kind", "the quadratic model has no per-example gradients for dpsgd")
 	}
-}
-
-func parseActivation(s string) (compute.Activation, error) {
-	switch s {
-	case "tanh":
-		return compute.Tanh, nil
-	case "softplus":
-		return compute.Softplus, nil
-	case "relu":
-		return compute.ReLU, nil
-	}
-	return 0, fmt.Errorf("%q is not tanh, softplus or relu", s)
-}
-
-// newModel builds the model for samples of the given shape (nil: unknown), dim and classes.
-func (c *Config) newModel(shape []int, dim, classes int) (model.Model, error) {
-	switch c.Model.Kind {
-	case "lenet5", "resnet", "sequential":
-		return newNNModel(c.Model, shape, dim, classes)
-	case "softmax":
-		return model.NewMLP(compute.Tanh, dim, classes)
-	case "mlp":
-		act, err := parseActivation(c.Model.Activation)
-		if err != nil {
-			return nil, err
-		}
-		sizes := append(append([]int{dim}, c.Model.Hidden...), classes)
-		return model.NewMLP(act, sizes...)
-	case "quadratic":
-		return &model.Quadratic{A: float32(c.Model.Curvature), Dim: dim}, nil
-	case External:
-		return nil, ErrExternal
-	}
-	return nil, fmt.Errorf("config: model.kind: %q unknown", c.Model.Kind)
+	*p = append(*p, c.Model.Check(shape, dim, classes)...)
 }
 
 // LearningRateAt is eta_{k,t}, the learning rate of local step k in round t.

@@ -9,6 +9,7 @@ import (
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // trainForm trains on the CPU backend in deferred form (when it applies) or, with direct, in
@@ -52,9 +53,9 @@ func TestDeferredMatchesDirect(t *testing.T) {
 		edit func(*Config, *TargetInfo)
 	}{
 		{"mlp-tanh", func(*Config, *TargetInfo) {}},
-		{"softmax", func(c *Config, _ *TargetInfo) { c.Model = ModelConfig{Kind: "softmax"} }},
+		{"softmax", func(c *Config, _ *TargetInfo) { c.Model = model.Config{Kind: "softmax"} }},
 		{"mlp-softplus-2-layers", func(c *Config, _ *TargetInfo) {
-			c.Model = ModelConfig{Kind: "mlp", Hidden: []int{5, 4}, Activation: "softplus"}
+			c.Model = model.Config{Kind: "mlp", Hidden: []int{5, 4}, Activation: "softplus"}
 		}},
 		{"fedprox-cyclic", func(c *Config, _ *TargetInfo) {
 			c.Algorithm, c.ProxAlpha, c.Schedule = algo.FedProx, 0.8, "cyclic"

@@ -12,6 +12,7 @@ import (
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/internal/philox"
+	"github.com/fedaudit/fedaudit/train/model"
 	"github.com/fedaudit/fedaudit/train/privacy"
 )
 
@@ -35,7 +36,7 @@ func quadClients(m, n, dim int, canary float32) (clients []*datasets.Dataset, ca
 
 func dpConfig() Config {
 	return Config{
-		Algorithm: algo.DPFedAvg, Model: ModelConfig{Kind: "quadratic", Curvature: 1},
+		Algorithm: algo.DPFedAvg, Model: model.Config{Kind: "quadratic", Curvature: 1},
 		Rounds: 2, LocalSteps: 3, LearningRate: 0.5, Schedule: "constant", Batching: "full", Seed: 5,
 		Checkpoints: []int{1, 2}, RecordParams: true,
 		SamplingRate: 0.5, NoiseMultiplier: 0, UpdateClip: 0.3, ServerLR: 0.8,
@@ -235,7 +236,7 @@ func TestUploadNoiseMechanisms(t *testing.T) {
 	const m, n, dim, pairs, sigma = 2, 3, 2, 3000, 0.7
 	tgt := TargetInfo{Client: 0, Index: 1}
 	c, cp := synthWorlds(m, n, dim, 2, tgt, 3)
-	base := Config{Algorithm: algo.FedAvg, Model: ModelConfig{Kind: "quadratic", Curvature: 1}, Rounds: 1, LocalSteps: 1,
+	base := Config{Algorithm: algo.FedAvg, Model: model.Config{Kind: "quadratic", Curvature: 1}, Rounds: 1, LocalSteps: 1,
 		LearningRate: 0.5, Schedule: "constant", Batching: "full", Seed: 9, Checkpoints: []int{1}, RecordUpload: true}
 	clean := run(t, base, c, cp, tgt, PairRange{0, 1})[0].Replicas[0].Upload
 	for _, mech := range []struct {

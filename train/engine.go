@@ -201,14 +201,14 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 		return nil, err
 	}
 	cfg, pairs, target, dim, m := job.Config, job.Pairs, j.target, j.dim, len(j.worldC)
-	if _, ok := be.(compute.Convolver); isConvKind(cfg.Model.Kind) && !ok {
+	if _, ok := be.(compute.Convolver); model.IsNNKind(cfg.Model.Kind) && !ok {
 		return nil, fmt.Errorf("train: model %s needs a backend with image operations (compute.Convolver); %T has none: use the cpu or gpu backend", cfg.Model.Kind, be)
 	}
-	model, err := cfg.newModel(j.shape, dim, j.classes)
+	mdl, err := model.New(cfg.Model, j.shape, dim, j.classes)
 	if err != nil {
 		return nil, err
 	}
-	e := &engine{cfg: cfg, be: be, model: model, d: model.NumParams(), pitch: compute.Pitch(be, model.NumParams()), dim: dim, m: m, n: cfg.Participants,
+	e := &engine{cfg: cfg, be: be, model: mdl, d: mdl.NumParams(), pitch: compute.Pitch(be, mdl.NumParams()), dim: dim, m: m, n: cfg.Participants,
 		P: pairs.Count, R: 2 * pairs.Count, first: pairs.First, target: target, divNorm: cfg.DivergenceNorm}
 	if e.n == 0 {
 		e.n = m
@@ -243,7 +243,7 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 	}
 	// w_0 is public and the same for every pair: it is drawn from the master seed.
 	w0 := make([]float32, d)
-	model.Init(w0, philox.SplitMix64(cfg.Seed^0x696e6974))
+	mdl.Init(w0, philox.SplitMix64(cfg.Seed^0x696e6974))
 	for r := 0; r < R; r++ {
 		be.Upload(e.g, r*e.pitch, w0)
 	}

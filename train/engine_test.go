@@ -11,6 +11,7 @@ import (
 	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/internal/philox"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 type memRecorder struct{ cps []*Checkpoint }
@@ -58,7 +59,7 @@ func synthWorlds(m, n, dim, classes int, target TargetInfo, seed uint64) (c, cp 
 
 func mlpConfig() Config {
 	return Config{
-		Algorithm: algo.FedAvg, Model: ModelConfig{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"},
+		Algorithm: algo.FedAvg, Model: model.Config{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"},
 		Rounds: 3, LocalSteps: 2, LearningRate: 0.3, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.05,
 		Batching: "fixed", BatchSize: 4, Seed: 7, Checkpoints: []int{1, 3}, Informed: true,
 		RecordParams: true, RecordUpload: true,
@@ -87,7 +88,7 @@ func TestQuadraticReferenceInstance(t *testing.T) {
 	)
 	tgt := TargetInfo{Client: 1, Index: 2}
 	c, cp := synthWorlds(m, n, dim, 2, tgt, 21)
-	cfg := Config{Algorithm: algo.FedAvg, Model: ModelConfig{Kind: "quadratic", Curvature: a},
+	cfg := Config{Algorithm: algo.FedAvg, Model: model.Config{Kind: "quadratic", Curvature: a},
 		Rounds: T, LocalSteps: K, LearningRate: eta, Schedule: "constant", ClipNorm: V, NoiseStd: sigma,
 		Batching: "full", Seed: 3, Checkpoints: []int{1, 2, 3, 4}, Informed: true, RecordParams: true}
 	cps := run(t, cfg, c, cp, tgt, PairRange{0, pairs})
@@ -315,7 +316,7 @@ func TestDivergence(t *testing.T) {
 	tgt := TargetInfo{Client: 0, Index: 0}
 	c, cp := synthWorlds(2, 6, 5, 3, tgt, 10)
 	cfg := mlpConfig()
-	cfg.Model = ModelConfig{Kind: "quadratic", Curvature: -4}
+	cfg.Model = model.Config{Kind: "quadratic", Curvature: -4}
 	cfg.LearningRate, cfg.NoiseStd, cfg.ClipNorm, cfg.Rounds, cfg.Checkpoints = 1, 1, 0, 12, []int{12}
 	cps := run(t, cfg, c, cp, tgt, PairRange{0, 3})
 	for _, rs := range cps[0].Replicas {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // Evaluate on the parameters a training run recorded gives back, bit for bit, the statistics it
@@ -84,15 +85,15 @@ func TestEvaluateRefuses(t *testing.T) {
 		t.Errorf("wrong length: %v", err)
 	}
 	ext := job
-	ext.Config.Model = ModelConfig{Kind: External}
-	if _, err := Evaluate(context.Background(), ext, 1, [][]float32{{1}, {2}}); !errors.Is(err, ErrExternal) {
+	ext.Config.Model = model.Config{Kind: model.External}
+	if _, err := Evaluate(context.Background(), ext, 1, [][]float32{{1}, {2}}); !errors.Is(err, model.ErrExternal) {
 		t.Errorf("external model: %v", err)
 	}
-	if _, err := ParamCount(ModelConfig{Kind: External}, 3, 2); !errors.Is(err, ErrExternal) {
+	if _, err := model.ParamCount(model.Config{Kind: model.External}, 3, 2); !errors.Is(err, model.ErrExternal) {
 		t.Errorf("ParamCount of an external model: %v", err)
 	}
 	var p problems
-	bad := Config{Model: ModelConfig{Kind: External, Hidden: []int{3}}}
+	bad := Config{Model: model.Config{Kind: model.External, Hidden: []int{3}}}
 	bad.checkModel(&p, nil, 3, 2)
 	if len(p) != 1 || !strings.Contains(p[0].Error(), "external takes no other field") {
 		t.Errorf("external with hidden widths: %v", p)

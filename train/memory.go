@@ -17,7 +17,7 @@ func MemoryOf(cfg Config, s memory.DataSizes) (memory.Memory, error) {
 	if s.Dim < 1 || s.Classes < 1 || s.Clients < 1 || s.MaxSamples < 1 || s.TestSamples < 0 {
 		return memory.Memory{}, fmt.Errorf("memory estimate: sizes %+v: need positive dimensions", s)
 	}
-	if cfg.Model.Kind == External {
+	if cfg.Model.Kind == model.External {
 		return memory.Memory{}, nil // never trained here: the engine allocates nothing for it
 	}
 	var (
@@ -26,10 +26,14 @@ func MemoryOf(cfg Config, s memory.DataSizes) (memory.Memory, error) {
 		err    error
 		nnRows float64 // bytes per row of an nn model's workspace
 	)
-	if isConvKind(cfg.Model.Kind) {
-		d, nnRows, err = nnMemory(cfg.Model, s)
+	if model.IsNNKind(cfg.Model.Kind) {
+		dim := s.Dim
+		if s.Shape == nil {
+			dim = 0 // before the data is loaded Sizes has no shape: the dim is a stand-in
+		}
+		d, nnRows, err = model.NNMemoryOf(cfg.Model, s.Shape, dim, s.Classes)
 	} else {
-		d, sizes, err = shapeOf(cfg.Model, s.Dim, s.Classes)
+		d, sizes, err = model.DenseShape(cfg.Model, s.Dim, s.Classes)
 	}
 	if err != nil {
 		return memory.Memory{}, err
@@ -163,33 +167,4 @@ func addCanaryMemory(perReplica float64, cfg Config, s memory.DataSizes, d int) 
 		}
 	}
 	return perReplica, canaryFixed
-}
-
-// shapeOf returns the parameter count and layer sizes of a model without building it, in
-// float64 arithmetic first so that an absurd width cannot overflow.
-func shapeOf(mc ModelConfig, dim, classes int) (int, []int, error) {
-	switch mc.Kind {
-	case "quadratic":
-		return dim, []int{dim}, nil
-	case "softmax", "mlp":
-	default:
-		return 0, nil, fmt.Errorf("model.kind: %q is not softmax, mlp or quadratic", mc.Kind)
-	}
-	sizes := []int{dim}
-	if mc.Kind == "mlp" {
-		sizes = append(sizes, mc.Hidden...)
-	}
-	sizes = append(sizes, classes)
-	var d float64
-	for l := 0; l+1 < len(sizes); l++ {
-		if sizes[l+1] < 1 {
-			return 0, nil, fmt.Errorf("model.hidden: widths must be positive, got %v", mc.Hidden)
-		}
-		d += float64(sizes[l])*float64(sizes[l+1]) + float64(sizes[l+1])
-	}
-	if d > math.MaxInt32 {
-		// cuBLAS takes 32-bit sizes, and no machine holds two replicas of such a model anyway.
-		return 0, nil, fmt.Errorf("model: %.3g parameters (input %d, hidden %v, %d classes): more than %d, the most one replica may have", d, dim, mc.Hidden, classes, math.MaxInt32)
-	}
-	return int(d), sizes, nil
 }

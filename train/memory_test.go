@@ -12,6 +12,7 @@ import (
 	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/train/memory"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // sortedReplicas flattens checkpoints into (round, pair, world) order, whatever order the
@@ -131,9 +132,9 @@ func TestMemoryOfBoundsAllocations(t *testing.T) {
 	deep := mlpConfig()
 	deep.Model.Hidden = []int{16, 8}
 	soft := mlpConfig()
-	soft.Model = ModelConfig{Kind: "softmax"}
+	soft.Model = model.Config{Kind: "softmax"}
 	quad := mlpConfig()
-	quad.Model = ModelConfig{Kind: "quadratic", Curvature: 1}
+	quad.Model = model.Config{Kind: "quadratic", Curvature: 1}
 	quad.Informed = false
 	lap := mlpConfig()
 	lap.Mechanism, lap.Informed = algo.Laplace, false

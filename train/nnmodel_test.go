@@ -13,6 +13,7 @@ import (
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/nn"
 	"github.com/fedaudit/fedaudit/train/memory"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // imageWorlds splits synthetic images (classes prototypes plus noise, c x h x w) into m clients
@@ -47,7 +48,7 @@ func imageWorlds(t *testing.T, m, n, c, h, w, classes int, target TargetInfo) (w
 func tinyCNN() Config {
 	return Config{
 		Algorithm: algo.FedAvg,
-		Model: ModelConfig{Kind: "sequential", Input: []int{1, 8, 8}, Layers: []nn.LayerSpec{
+		Model: model.Config{Kind: "sequential", Input: []int{1, 8, 8}, Layers: []nn.LayerSpec{
 			{Kind: "conv2d", Out: 3, Kernel: 3, Padding: 1}, {Kind: "relu"}, {Kind: "maxpool", Kernel: 2},
 			{Kind: "conv2d", Out: 4, Kernel: 3}, {Kind: "tanh"}, {Kind: "flatten"}, {Kind: "dense", Out: 3}}},
 		Rounds: 2, LocalSteps: 2, LearningRate: 0.2, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.05,
@@ -62,7 +63,7 @@ func TestLeNet5Trains(t *testing.T) {
 	tgt := TargetInfo{Client: 0, Index: 1}
 	c, cp := imageWorlds(t, 3, 20, 1, 28, 28, 4, tgt)
 	cfg := Config{
-		Algorithm: algo.FedAvg, Model: ModelConfig{Kind: "lenet5"},
+		Algorithm: algo.FedAvg, Model: model.Config{Kind: "lenet5"},
 		Rounds: 6, LocalSteps: 4, LearningRate: 0.3, Schedule: "constant", ClipNorm: 5, NoiseStd: 0.001,
 		Batching: "fixed", BatchSize: 8, Seed: 3, Checkpoints: []int{0, 6},
 	}
@@ -88,7 +89,7 @@ func TestCNNInvariance(t *testing.T) {
 	seq := tinyCNN()
 	seq.Participants = 2
 	res := tinyCNN()
-	res.Model = ModelConfig{Kind: "resnet", Blocks: 1, Width: 4, Groups: 2, Input: []int{1, 8, 8}}
+	res.Model = model.Config{Kind: "resnet", Blocks: 1, Width: 4, Groups: 2, Input: []int{1, 8, 8}}
 	c1, cp1 := imageWorlds(t, 1, 12, 1, 8, 8, 3, TargetInfo{Client: 0, Index: 3})
 	dp := tinyCNN()
 	dp.Algorithm, dp.Batching, dp.BatchSize, dp.LearningRate = algo.DPSGD, "poisson", 4, 0.1
@@ -147,25 +148,27 @@ func TestCNNInvariance(t *testing.T) {
 func TestCNNConfigErrors(t *testing.T) {
 	cases := []struct {
 		name string
-		mod  func(*ModelConfig)
+		mod  func(*model.Config)
 		want string
 	}{
-		{"dense on an image", func(m *ModelConfig) {
+		{"dense on an image", func(m *model.Config) {
 			m.Layers = []nn.LayerSpec{{Kind: "conv2d", Out: 2, Kernel: 3}, {Kind: "dense", Out: 3}}
 		}, "layer 2 (dense): input 2x6x6"},
-		{"kernel too large", func(m *ModelConfig) {
+		{"kernel too large", func(m *model.Config) {
 			m.Layers = []nn.LayerSpec{{Kind: "conv2d", Out: 2, Kernel: 9}, {Kind: "flatten"}, {Kind: "dense", Out: 3}}
 		}, "layer 1 (conv2d): input 1x8x8: kernel 9"},
-		{"no layers", func(m *ModelConfig) { m.Layers = nil }, "model.layers: sequential needs at least one layer"},
-		{"bad input", func(m *ModelConfig) { m.Input = []int{8, 8} }, "model.input: want [channels, height, width]"},
-		{"sequential without input", func(m *ModelConfig) { m.Input = nil }, ""},
-		{"resnet groups", func(m *ModelConfig) { *m = ModelConfig{Kind: "resnet", Blocks: 1, Width: 6, Groups: 4} }, "model.groups: groups 4 must divide width 6"},
-		{"resnet missing", func(m *ModelConfig) { *m = ModelConfig{Kind: "resnet"} }, "resnet needs blocks >= 1"},
-		{"classic on resnet", func(m *ModelConfig) { *m = ModelConfig{Kind: "resnet", Blocks: 1, Width: 4, Groups: 2, Classic: true} }, "only lenet5 takes classic"},
-		{"hidden on lenet5", func(m *ModelConfig) { *m = ModelConfig{Kind: "lenet5", Hidden: []int{3}} }, "lenet5 takes no hidden"},
-		{"layers on lenet5", func(m *ModelConfig) { *m = ModelConfig{Kind: "lenet5", Layers: []nn.LayerSpec{{Kind: "relu"}}} }, "only sequential takes layers"},
-		{"lenet5 on a small input", func(m *ModelConfig) { *m = ModelConfig{Kind: "lenet5", Input: []int{1, 8, 8}} }, "layer 4 (conv2d)"},
-		{"unknown kind", func(m *ModelConfig) { *m = ModelConfig{Kind: "vgg"} }, `"vgg" is not softmax, mlp, quadratic, lenet5, resnet, sequential or external`},
+		{"no layers", func(m *model.Config) { m.Layers = nil }, "model.layers: sequential needs at least one layer"},
+		{"bad input", func(m *model.Config) { m.Input = []int{8, 8} }, "model.input: want [channels, height, width]"},
+		{"sequential without input", func(m *model.Config) { m.Input = nil }, ""},
+		{"resnet groups", func(m *model.Config) { *m = model.Config{Kind: "resnet", Blocks: 1, Width: 6, Groups: 4} }, "model.groups: groups 4 must divide width 6"},
+		{"resnet missing", func(m *model.Config) { *m = model.Config{Kind: "resnet"} }, "resnet needs blocks >= 1"},
+		{"classic on resnet", func(m *model.Config) {
+			*m = model.Config{Kind: "resnet", Blocks: 1, Width: 4, Groups: 2, Classic: true}
+		}, "only lenet5 takes classic"},
+		{"hidden on lenet5", func(m *model.Config) { *m = model.Config{Kind: "lenet5", Hidden: []int{3}} }, "lenet5 takes no hidden"},
+		{"layers on lenet5", func(m *model.Config) { *m = model.Config{Kind: "lenet5", Layers: []nn.LayerSpec{{Kind: "relu"}}} }, "only sequential takes layers"},
+		{"lenet5 on a small input", func(m *model.Config) { *m = model.Config{Kind: "lenet5", Input: []int{1, 8, 8}} }, "layer 4 (conv2d)"},
+		{"unknown kind", func(m *model.Config) { *m = model.Config{Kind: "vgg"} }, `"vgg" is not softmax, mlp, quadratic, lenet5, resnet, sequential or external`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -226,7 +229,7 @@ func TestCNNMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := ParamCountShape(cfg.Model, []int{1, 8, 8}, 3)
+	d, err := model.ParamCountShape(cfg.Model, []int{1, 8, 8}, 3)
 	if err != nil || m.Params != d || d != (3*9+3)+(4*3*9+4)+(4*2*2*3+3) {
 		t.Fatalf("params %d, ParamCountShape %d (%v)", m.Params, d, err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cpu"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // The engine takes the optional backend interfaces (compute.DeviceClipper, Fuser) when a
@@ -25,7 +26,7 @@ func TestOptionalInterfacesKeepBits(t *testing.T) {
 	base := mlpConfig()
 	base.Rounds, base.LocalSteps, base.BatchSize, base.Checkpoints = 3, 3, 4, []int{1, 3}
 	two := base
-	two.Model = ModelConfig{Kind: "mlp", Hidden: []int{5, 4}, Activation: "softplus"}
+	two.Model = model.Config{Kind: "mlp", Hidden: []int{5, 4}, Activation: "softplus"}
 	poisson := base
 	poisson.Batching = "poisson"
 	configs := []struct {

@@ -15,6 +15,7 @@ import (
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // noCapture is the shim on a driver or cuBLAS that cannot capture a batch: the capture fails
@@ -57,7 +58,7 @@ func TestGraphCaptureFailureFallsBack(t *testing.T) {
 	alt := wc[0].Clone()
 	alt.Labels[0] = (alt.Labels[0] + 1) % 3
 	wcp[0] = alt
-	cfg := train.Config{Algorithm: algo.FedAvg, Model: train.ModelConfig{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"},
+	cfg := train.Config{Algorithm: algo.FedAvg, Model: model.Config{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"},
 		Rounds: 3, LocalSteps: 2, LearningRate: 0.3, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.05,
 		Batching: "fixed", BatchSize: 4, Seed: 7, Checkpoints: []int{3}, RecordParams: true}
 	run := func(dev cuda.Device, opt cuda.Options) ([]*train.Checkpoint, cuda.GraphStats) {

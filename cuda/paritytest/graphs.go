@@ -10,6 +10,7 @@ import (
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // grapher is a backend that counts its CUDA graphs (cuda.Ops).
@@ -25,7 +26,7 @@ type grapher interface {
 // participation, DP-FedAvg with Laplace server noise and informed statistics, and LeNet-5.
 func testGraphsKeepBits(t *testing.T, f Factory) {
 	base := train.Config{
-		Algorithm: algo.FedAvg, Model: train.ModelConfig{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"},
+		Algorithm: algo.FedAvg, Model: model.Config{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"},
 		Rounds: 4, LocalSteps: 2, LearningRate: 0.3, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.05,
 		Batching: "fixed", BatchSize: 4, Seed: 7, Checkpoints: []int{2, 4}, Informed: true,
 		RecordParams: true, RecordUpload: true, EvalBatch: 5,
@@ -44,7 +45,7 @@ func testGraphsKeepBits(t *testing.T, f Factory) {
 			c.SamplingRate, c.NoiseMultiplier, c.UpdateClip, c.ServerLR, c.Mechanism = 0.7, 0.8, 0.5, 1, algo.Laplace
 		}, false},
 		{"lenet5", func(c *train.Config) {
-			c.Model, c.Informed, c.Rounds, c.Checkpoints = train.ModelConfig{Kind: "lenet5"}, false, 5, []int{5}
+			c.Model, c.Informed, c.Rounds, c.Checkpoints = model.Config{Kind: "lenet5"}, false, 5, []int{5}
 		}, true},
 	}
 	for _, c := range cases {

@@ -12,6 +12,7 @@ import (
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/nn"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 type memRecorder struct{ cps []*train.Checkpoint }
@@ -97,7 +98,7 @@ func worlds(m, n, dim, classes int) (c, cp []*datasets.Dataset) {
 // Diverged flags, pairs, worlds and seeds must be equal.
 func testRunsMatchCPU(t *testing.T, f Factory) {
 	base := train.Config{
-		Algorithm: algo.FedAvg, Model: train.ModelConfig{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"},
+		Algorithm: algo.FedAvg, Model: model.Config{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"},
 		Rounds: 3, LocalSteps: 2, LearningRate: 0.3, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.05,
 		Batching: "fixed", BatchSize: 4, Seed: 7, Checkpoints: []int{0, 1, 3}, Informed: true,
 		RecordParams: true, RecordUpload: true, EvalBatch: 5,
@@ -140,28 +141,28 @@ func testRunsMatchCPU(t *testing.T, f Factory) {
 			c.Model.Activation, c.Model.Hidden, c.Batching = "relu", []int{5, 4}, "poisson"
 		}, 2, 4, train.PairRange{First: 1, Count: 2}, nil},
 		{"dpsgd-softmax", func(c *train.Config) {
-			c.Algorithm, c.Model = algo.DPSGD, train.ModelConfig{Kind: "softmax"}
+			c.Algorithm, c.Model = algo.DPSGD, model.Config{Kind: "softmax"}
 			c.Batching, c.ClipNorm, c.Informed, c.RecordUpload = "poisson", 0.5, false, false
 		}, 1, 3, train.PairRange{First: 0, Count: 2}, nil},
 		{"dpsgd-mlp", func(c *train.Config) {
 			c.Algorithm, c.ClipNorm, c.Informed, c.RecordUpload = algo.DPSGD, 0.5, false, false
 		}, 1, 3, train.PairRange{First: 0, Count: 2}, nil},
 		{"quadratic-full", func(c *train.Config) {
-			c.Model = train.ModelConfig{Kind: "quadratic", Curvature: 0.5}
+			c.Model = model.Config{Kind: "quadratic", Curvature: 0.5}
 			c.Batching, c.ClipNorm = "full", 100
 		}, 3, 2, train.PairRange{First: 0, Count: 2}, nil},
 	}
 	// Convolutional models (package nn through compute.Convolver) on image data: LeNet-5 on
 	// 28x28, a small ResNet (two stages, GroupNorm) on 3x8x8, and DP-SGD's per-example path
 	// on a small sequential CNN.
-	cnn := func(mc train.ModelConfig) func(*train.Config) {
+	cnn := func(mc model.Config) func(*train.Config) {
 		return func(c *train.Config) { c.Model, c.Informed = mc, false }
 	}
 	cases = append(cases,
-		rcase{"fedavg-lenet5", cnn(train.ModelConfig{Kind: "lenet5"}), 2, 3, train.PairRange{First: 0, Count: 2}, []int{1, 28, 28}},
-		rcase{"fedavg-resnet-small", cnn(train.ModelConfig{Kind: "resnet", Stages: 2, Blocks: 1, Width: 4, Groups: 2}), 2, 3, train.PairRange{First: 1, Count: 1}, []int{3, 8, 8}},
+		rcase{"fedavg-lenet5", cnn(model.Config{Kind: "lenet5"}), 2, 3, train.PairRange{First: 0, Count: 2}, []int{1, 28, 28}},
+		rcase{"fedavg-resnet-small", cnn(model.Config{Kind: "resnet", Stages: 2, Blocks: 1, Width: 4, Groups: 2}), 2, 3, train.PairRange{First: 1, Count: 1}, []int{3, 8, 8}},
 		rcase{"dpsgd-sequential-cnn", func(c *train.Config) {
-			cnn(train.ModelConfig{Kind: "sequential", Layers: []nn.LayerSpec{{Kind: "conv2d", Out: 3, Kernel: 3, Padding: 1}, {Kind: "tanh"},
+			cnn(model.Config{Kind: "sequential", Layers: []nn.LayerSpec{{Kind: "conv2d", Out: 3, Kernel: 3, Padding: 1}, {Kind: "tanh"},
 				{Kind: "avgpool", Kernel: 2}, {Kind: "flatten"}, {Kind: "dense", Out: 3}}})(c)
 			c.Algorithm, c.Batching, c.ClipNorm, c.RecordUpload = algo.DPSGD, "poisson", 0.5, false
 		}, 1, 3, train.PairRange{First: 0, Count: 2}, []int{2, 6, 6}},

@@ -137,11 +137,11 @@ func (m *NN) Eval(be compute.Backend, w Workspace, params, x, y, loss, margin co
 	}
 }
 
-// NNMemory is the parameter count of spec's model and its workspace's bytes per sample of a
+// nnMemory is the parameter count of spec's model and its workspace's bytes per sample of a
 // pass: every layer's output and the gradient of its input, and the im2col patches of the
 // convolutions (a residual block counts as its two convolutions and norms, about six outputs).
 // An estimate, not an exact count of nn's buffers.
-func NNMemory(spec nn.Spec) (d int, perRowBytes float64, err error) {
+func nnMemory(spec nn.Spec) (d int, perRowBytes float64, err error) {
 	m, err := nn.Build[float32](spec, nn.NaiveGemm[float32]{})
 	if err != nil {
 		return 0, 0, fmt.Errorf("model: %w", err)

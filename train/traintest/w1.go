@@ -9,6 +9,7 @@ import (
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/internal/philox"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // W1 (defined in docs/training.md): Noisy-FedAvg, m = 10 clients x 600 samples of 784 features
@@ -37,7 +38,7 @@ func (r W1Result) String() string {
 // W1Config is the training configuration of W1.
 func W1Config() train.Config {
 	return train.Config{
-		Algorithm: algo.FedAvg, Model: train.ModelConfig{Kind: "mlp", Hidden: []int{w1Hidden}, Activation: "tanh"},
+		Algorithm: algo.FedAvg, Model: model.Config{Kind: "mlp", Hidden: []int{w1Hidden}, Activation: "tanh"},
 		Rounds: 20, LocalSteps: 5, LearningRate: 0.05, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.01,
 		Batching: "fixed", BatchSize: 32, Seed: 1,
 	}

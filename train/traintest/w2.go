@@ -9,6 +9,7 @@ import (
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // W2 (defined in docs/training.md): Noisy-FedAvg of LeNet-5 (ReLU, max pooling; 61,706 parameters)
@@ -25,7 +26,7 @@ const (
 // W2Config is the training configuration of W2.
 func W2Config() train.Config {
 	return train.Config{
-		Algorithm: algo.FedAvg, Model: train.ModelConfig{Kind: "lenet5"},
+		Algorithm: algo.FedAvg, Model: model.Config{Kind: "lenet5"},
 		Rounds: 10, LocalSteps: 5, LearningRate: 0.05, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.01,
 		Batching: "fixed", BatchSize: 32, Seed: 1,
 	}

@@ -1,4 +1,4 @@
-package train
+package model
 
 import (
 	"errors"
@@ -6,8 +6,6 @@ import (
 	"slices"
 
 	"github.com/fedaudit/fedaudit/nn"
-	"github.com/fedaudit/fedaudit/train/memory"
-	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // isConvKind reports whether a model kind is one of package nn's models (lenet5, resnet,
@@ -22,7 +20,7 @@ func isConvKind(kind string) bool {
 // set; the data's shape ([C, H, W]; [H, W] is one channel; [F] is F x 1 x 1); LeNet-5's
 // 1x28x28 or the ResNet's 3x32x32. A sequential spec without model.input takes the data's
 // shape, so before the data is known its shapes cannot be checked (ok false).
-func nnSpec(mc ModelConfig, shape []int, dim, classes int) (spec nn.Spec, ok bool, err error) {
+func nnSpec(mc Config, shape []int, dim, classes int) (spec nn.Spec, ok bool, err error) {
 	in := slices.Clone(mc.Input)
 	if len(in) == 0 {
 		switch len(shape) {
@@ -73,7 +71,7 @@ func nnSpec(mc ModelConfig, shape []int, dim, classes int) (spec nn.Spec, ok boo
 // samples of the given shape (the data's Dataset.Shape) and dim features with classes outputs:
 // what the attacks rebuild to evaluate a recorded CNN on the host. It is an error for any other
 // kind, or when the spec cannot be known (a sequential model without input shape).
-func NNSpec(mc ModelConfig, shape []int, dim, classes int) (nn.Spec, error) {
+func NNSpec(mc Config, shape []int, dim, classes int) (nn.Spec, error) {
 	if !isConvKind(mc.Kind) {
 		return nn.Spec{}, fmt.Errorf("model.kind: %q is not one of package nn's models (lenet5, resnet, sequential)", mc.Kind)
 	}
@@ -88,7 +86,7 @@ func NNSpec(mc ModelConfig, shape []int, dim, classes int) (nn.Spec, error) {
 }
 
 // newNNModel builds the nn model of mc for samples of the given shape, dim and classes.
-func newNNModel(mc ModelConfig, shape []int, dim, classes int) (*model.NN, error) {
+func newNNModel(mc Config, shape []int, dim, classes int) (*NN, error) {
 	spec, ok, err := nnSpec(mc, shape, dim, classes)
 	if err != nil {
 		return nil, err
@@ -96,7 +94,7 @@ func newNNModel(mc ModelConfig, shape []int, dim, classes int) (*model.NN, error
 	if !ok {
 		return nil, errors.New("model.input: a sequential model needs the input shape: give model.input [channels, height, width]")
 	}
-	return model.NewNN(spec, classes)
+	return NewNN(spec, classes)
 }
 
 // IsNNKind reports whether a model kind is one of package nn's models (lenet5, resnet,
@@ -104,8 +102,7 @@ func newNNModel(mc ModelConfig, shape []int, dim, classes int) (*model.NN, error
 func IsNNKind(kind string) bool { return isConvKind(kind) }
 
 // checkNN adds the problems of an nn model's fields to p; shape and dim as for nnSpec.
-func (c *Config) checkNN(p *problems, shape []int, dim, classes int) {
-	mc := c.Model
+func (mc Config) checkNN(p *problems, shape []int, dim, classes int) {
 	if len(mc.Hidden) > 0 || mc.Activation != "" || mc.Curvature != 0 {
 		p.add("model", "%s takes no hidden, activation or curvature (those are the mlp's and the quadratic model's)", mc.Kind)
 	}
@@ -160,19 +157,17 @@ func (c *Config) checkNN(p *problems, shape []int, dim, classes int) {
 	}
 }
 
-// nnMemory is MemoryOf's per-replica bytes of an nn model's workspace per row and its parameter
-// count (model.NNMemory), for the spec of mc on data of sizes s.
-func nnMemory(mc ModelConfig, s memory.DataSizes) (d int, perRowBytes float64, err error) {
-	dim := s.Dim
-	if s.Shape == nil {
-		dim = 0 // before the data is loaded Sizes has no shape: the dim is a stand-in
-	}
-	spec, ok, err := nnSpec(mc, s.Shape, dim, s.Classes)
+// NNMemoryOf is the parameter count of mc's nn model (lenet5, resnet, sequential) and its
+// workspace's bytes per row (nnMemory), for samples of the given shape (nil when the data is
+// not loaded yet), dim features (0: not known) and classes: what train's memory estimate
+// counts for an nn model.
+func NNMemoryOf(mc Config, shape []int, dim, classes int) (d int, perRowBytes float64, err error) {
+	spec, ok, err := nnSpec(mc, shape, dim, classes)
 	if err != nil {
 		return 0, 0, err
 	}
 	if !ok {
 		return 0, 0, errors.New("model.input: a sequential model needs the input shape before the data is loaded: give model.input [channels, height, width]")
 	}
-	return model.NNMemory(spec)
+	return nnMemory(spec)
 }
