@@ -10,7 +10,6 @@ import (
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
-	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // simSpec describes synthetic runs made with the host model, without the trainer: one client
@@ -19,7 +18,7 @@ import (
 // trainer couples them. So w_1 is the client's upload, and the informed adversary's likelihood
 // ratio is (1/sigma^2) <w_1 - (phi + phi')/2, phi - phi'> exactly.
 type simSpec struct {
-	model        model.Config
+	model        train.ModelConfig
 	dim, classes int
 	shape        []int // the input's shape (CNNs; images get the TV prior and SSIM)
 	pairs        int

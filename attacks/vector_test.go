@@ -11,7 +11,6 @@ import (
 
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
-	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // gaussianRuns writes coupled runs of the Gaussian mechanism in parameter space, for a model of
@@ -70,7 +69,7 @@ func gaussianRuns(t *testing.T, pairs, d int, delta, deltaUp []float64, sigma fl
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	env := Env{Config: train.Config{Model: model.Config{Kind: model.External}, Checkpoints: []int{0, 1}}, Seed: 1}
+	env := Env{Config: train.Config{Model: train.ModelConfig{Kind: train.External}, Checkpoints: []int{0, 1}}, Seed: 1}
 	return openTable(t, path), env
 }
 
@@ -131,7 +130,7 @@ func TestVectorAttacksOnGaussianMechanism(t *testing.T) {
 // The vector attacks run on a model fedaudit does not know, where the model-based attacks are
 // skipped with the reason.
 func TestExternalModelSkips(t *testing.T) {
-	skips := ModelSkipped(model.Config{Kind: model.External})
+	skips := ModelSkipped(train.ModelConfig{Kind: train.External})
 	names := map[string]bool{}
 	for _, s := range skips {
 		names[s.Name] = true

@@ -4,10 +4,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/fedaudit/fedaudit/train/model"
+	"github.com/fedaudit/fedaudit/train"
 )
 
-var workModels = []model.Config{
+var workModels = []train.ModelConfig{
 	{Kind: "softmax"},
 	{Kind: "mlp", Hidden: []int{7, 5}, Activation: "tanh"},
 	{Kind: "mlp", Hidden: []int{6}, Activation: "softplus"},

@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/attacks/hostmodel"
-	"github.com/fedaudit/fedaudit/train/model"
+	"github.com/fedaudit/fedaudit/train"
 )
 
-var invgradModels = []model.Config{
+var invgradModels = []train.ModelConfig{
 	{Kind: "softmax"},
 	{Kind: "mlp", Hidden: []int{7, 5}, Activation: "tanh"},
 	{Kind: "mlp", Hidden: []int{6}, Activation: "softplus"},
