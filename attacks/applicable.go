@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/fedaudit/fedaudit/runs"
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // Skip is an attack that cannot run on a run file, and why.
@@ -45,8 +45,8 @@ const (
 // vectors (param-lda, param-cosine, upload-lda) and, where the import recorded them, the
 // statistic columns. The experiment leaves the skipped attacks out of its selection with that
 // reason rather than failing.
-func ModelSkipped(mc train.ModelConfig) []Skip {
-	if mc.Kind == train.External {
+func ModelSkipped(mc model.Config) []Skip {
+	if mc.Kind == model.External {
 		const why = "it evaluates the model, and the architecture of an external model is unknown (the parameter-space attacks param-lda, param-cosine and upload-lda need none)"
 		var out []Skip
 		for _, a := range registry {
@@ -56,7 +56,7 @@ func ModelSkipped(mc train.ModelConfig) []Skip {
 		}
 		return out
 	}
-	if !train.IsNNKind(mc.Kind) {
+	if !model.IsNNKind(mc.Kind) {
 		return nil
 	}
 	firstDense, lastDense := convStructure(mc)
@@ -76,7 +76,7 @@ func ModelSkipped(mc train.ModelConfig) []Skip {
 // convStructure says whether a CNN config's first layer with parameters is dense on the raw
 // input (only flatten layers before it) and whether its last layer is dense: lenet5 and resnet
 // start with a convolution and end in a dense layer; a sequential spec is read from its layers.
-func convStructure(mc train.ModelConfig) (firstDense, lastDense bool) {
+func convStructure(mc model.Config) (firstDense, lastDense bool) {
 	if mc.Kind != "sequential" {
 		return false, true
 	}

@@ -7,13 +7,13 @@ import (
 
 	"github.com/fedaudit/fedaudit/nn"
 	"github.com/fedaudit/fedaudit/runs"
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // tinyCNNs are small sequential specs on 1 x 5 x 6 inputs with 3 classes: a smooth one (tanh,
 // average pooling), a ReLU/max-pool one, and an MLP written as a spec (flatten, dense, tanh,
 // dense), whose parameters are laid out as the host MLP's.
-var tinyCNNs = map[string]train.ModelConfig{
+var tinyCNNs = map[string]model.Config{
 	"tanh-avgpool": {Kind: "sequential", Input: []int{1, 5, 6}, Layers: []nn.LayerSpec{
 		{Kind: "conv2d", Out: 2, Kernel: 3}, {Kind: "tanh"}, {Kind: "avgpool", Kernel: 2}, {Kind: "flatten"}, {Kind: "dense", Out: 3}}},
 	"relu-maxpool": {Kind: "sequential", Input: []int{1, 5, 6}, Layers: []nn.LayerSpec{
@@ -30,7 +30,7 @@ func cnnSpec(name string, steps int) simSpec {
 		"relu-maxpool": {{Kind: "conv2d", Out: 4, Kernel: 3, Padding: 1}, {Kind: "relu"}, {Kind: "maxpool", Kernel: 2}, {Kind: "flatten"}, {Kind: "dense", Out: 4}},
 		"dense-first":  {{Kind: "flatten"}, {Kind: "dense", Out: 8}, {Kind: "relu"}, {Kind: "dense", Out: 4}},
 	}[name]
-	return simSpec{model: train.ModelConfig{Kind: "sequential", Input: []int{1, 12, 12}, Layers: layers},
+	return simSpec{model: model.Config{Kind: "sequential", Input: []int{1, 12, 12}, Layers: layers},
 		dim: 144, classes: 4, shape: []int{1, 12, 12}, pairs: 3, steps: steps, eta: 0.3, seed: 21}
 }
 
@@ -275,16 +275,16 @@ func TestModelSkipped(t *testing.T) {
 		return out
 	}
 	for _, tc := range []struct {
-		mc   train.ModelConfig
+		mc   model.Config
 		want []string
 	}{
-		{train.ModelConfig{Kind: "lenet5"}, []string{"inversion"}},
-		{train.ModelConfig{Kind: "resnet", Blocks: 1, Width: 4, Groups: 2}, []string{"inversion"}},
+		{model.Config{Kind: "lenet5"}, []string{"inversion"}},
+		{model.Config{Kind: "resnet", Blocks: 1, Width: 4, Groups: 2}, []string{"inversion"}},
 		{cnnSpec("dense-first", 1).model, nil},
 		{cnnSpec("relu-maxpool", 1).model, []string{"inversion"}},
-		{train.ModelConfig{Kind: "sequential", Layers: []nn.LayerSpec{{Kind: "conv2d", Out: 4, Kernel: 3}, {Kind: "globalavgpool"}}},
+		{model.Config{Kind: "sequential", Layers: []nn.LayerSpec{{Kind: "conv2d", Out: 4, Kernel: 3}, {Kind: "globalavgpool"}}},
 			[]string{"label", "inversion", "invgrad"}},
-		{train.ModelConfig{Kind: "mlp", Hidden: []int{4}, Activation: "tanh"}, nil},
+		{model.Config{Kind: "mlp", Hidden: []int{4}, Activation: "tanh"}, nil},
 	} {
 		got := ModelSkipped(tc.mc)
 		if !slices.Equal(names(got), tc.want) {

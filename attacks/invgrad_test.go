@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/fedaudit/fedaudit/runs"
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // imageSpec is a one-sample client on a 16-16-4 tanh MLP whose 16 inputs are a 4x4 image in
 // [0, 1], so the TV prior is active.
 func imageSpec(steps int) simSpec {
-	return simSpec{model: train.ModelConfig{Kind: "mlp", Hidden: []int{16}, Activation: "tanh"}, dim: 16, classes: 4,
+	return simSpec{model: model.Config{Kind: "mlp", Hidden: []int{16}, Activation: "tanh"}, dim: 16, classes: 4,
 		pairs: 4, steps: steps, eta: 0.3, seed: 21}
 }
 

@@ -9,17 +9,17 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/runs"
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
-var softmaxSpec = simSpec{model: train.ModelConfig{Kind: "softmax"}, dim: 12, classes: 3, pairs: 30, steps: 2, eta: 0.5, seed: 11}
+var softmaxSpec = simSpec{model: model.Config{Kind: "softmax"}, dim: 12, classes: 3, pairs: 30, steps: 2, eta: 0.5, seed: 11}
 
 // TestExactRecoveryWithoutNoise: with sigma = 0 and a one-sample client, the analytic inversion
 // recovers the sample up to float32 storage of the parameters (PSNR > 60 dB) and the bias-sign
 // rule finds every label, for softmax regression and an MLP.
 func TestExactRecoveryWithoutNoise(t *testing.T) {
 	mlp := softmaxSpec
-	mlp.model = train.ModelConfig{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"}
+	mlp.model = model.Config{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"}
 	for name, spec := range map[string]simSpec{"softmax": softmaxSpec, "mlp": mlp} {
 		t.Run(name, func(t *testing.T) {
 			spec.sigma = 0
@@ -316,7 +316,7 @@ func TestMissingColumnsAreNamed(t *testing.T) {
 		{"no stats", func(s *simSpec) { s.noStats = true }, "loss", runs.StatTargetLossC},
 		{"no informed", func(s *simSpec) { s.noStats = true }, "informed-all", runs.StatLLRAll},
 		{"no round T-1", func(s *simSpec) { s.noRound0 = true }, "inversion", "no checkpoint at round 0"},
-		{"quadratic labels", func(s *simSpec) { s.model = train.ModelConfig{Kind: "quadratic", Curvature: 1} }, "label", "softmax over classes"},
+		{"quadratic labels", func(s *simSpec) { s.model = model.Config{Kind: "quadratic", Curvature: 1} }, "label", "softmax over classes"},
 		{"unknown", func(*simSpec) {}, "dlg", "unknown attack"},
 	}
 	for _, tc := range cases {
@@ -409,7 +409,7 @@ func TestWriteScoresRoundTrip(t *testing.T) {
 // label and inversion attacks are refused for lack of a softmax.
 func TestQuadraticModel(t *testing.T) {
 	spec := softmaxSpec
-	spec.model = train.ModelConfig{Kind: "quadratic", Curvature: 0.5}
+	spec.model = model.Config{Kind: "quadratic", Curvature: 0.5}
 	spec.classes, spec.sigma, spec.pairs = 0, 0.01, 10
 	path, env, _ := simulate(t, spec)
 	tb := openTable(t, path)

@@ -10,6 +10,7 @@ import (
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // simSpec describes synthetic runs made with the host model, without the trainer: one client
@@ -18,7 +19,7 @@ import (
 // trainer couples them. So w_1 is the client's upload, and the informed adversary's likelihood
 // ratio is (1/sigma^2) <w_1 - (phi + phi')/2, phi - phi'> exactly.
 type simSpec struct {
-	model        train.ModelConfig
+	model        model.Config
 	dim, classes int
 	shape        []int // the input's shape (CNNs; images get the TV prior and SSIM)
 	pairs        int

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // gaussianRuns writes coupled runs of the Gaussian mechanism in parameter space, for a model of
@@ -69,7 +70,7 @@ func gaussianRuns(t *testing.T, pairs, d int, delta, deltaUp []float64, sigma fl
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	env := Env{Config: train.Config{Model: train.ModelConfig{Kind: train.External}, Checkpoints: []int{0, 1}}, Seed: 1}
+	env := Env{Config: train.Config{Model: model.Config{Kind: model.External}, Checkpoints: []int{0, 1}}, Seed: 1}
 	return openTable(t, path), env
 }
 
@@ -130,7 +131,7 @@ func TestVectorAttacksOnGaussianMechanism(t *testing.T) {
 // The vector attacks run on a model fedaudit does not know, where the model-based attacks are
 // skipped with the reason.
 func TestExternalModelSkips(t *testing.T) {
-	skips := ModelSkipped(train.ModelConfig{Kind: train.External})
+	skips := ModelSkipped(model.Config{Kind: model.External})
 	names := map[string]bool{}
 	for _, s := range skips {
 		names[s.Name] = true

@@ -10,7 +10,7 @@ import (
 	"gonum.org/v1/gonum/blas/gonum"
 
 	"github.com/fedaudit/fedaudit/nn"
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // blasGemm is nn.Gemm[float64] over gonum's native DGEMM, one call per batch entry: the host
@@ -68,9 +68,9 @@ type cnnModel struct {
 }
 
 // newCNN builds the host model of a CNN config for samples of the given shape and dim
-// features (the data's), as train.NNSpec rebuilds what training ran.
-func newCNN(mc train.ModelConfig, shape []int, dim, classes int) (*cnnModel, error) {
-	spec, err := train.NNSpec(mc, shape, dim, classes)
+// features (the data's), as model.NNSpec rebuilds what training ran.
+func newCNN(mc model.Config, shape []int, dim, classes int) (*cnnModel, error) {
+	spec, err := model.NNSpec(mc, shape, dim, classes)
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}

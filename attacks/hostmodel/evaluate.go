@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/fedaudit/fedaudit/datasets"
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // Evaluator computes, for parameters of one of train's models, the quantities run files record
@@ -14,7 +14,7 @@ import (
 type Evaluator struct{ m *Model }
 
 // NewEvaluator returns an evaluator of the model mc on data of dimension dim with classes.
-func NewEvaluator(mc train.ModelConfig, dim, classes int) (*Evaluator, error) {
+func NewEvaluator(mc model.Config, dim, classes int) (*Evaluator, error) {
 	m, err := newFlat(mc, dim, classes)
 	if err != nil {
 		return nil, err

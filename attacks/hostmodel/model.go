@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/fedaudit/fedaudit/nn"
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // Model evaluates train's models in float64 on the host, one sample at a time, with the
@@ -29,8 +29,8 @@ type Model struct {
 
 // New returns the host model of a config: a CNN of package nn (built for samples of the
 // given shape) or one of train's flat models.
-func New(cfg train.ModelConfig, shape []int, dim, classes int) (*Model, error) {
-	if !train.IsNNKind(cfg.Kind) {
+func New(cfg model.Config, shape []int, dim, classes int) (*Model, error) {
+	if !model.IsNNKind(cfg.Kind) {
 		return newFlat(cfg, dim, classes)
 	}
 	h, err := newCNN(cfg, shape, dim, classes)
@@ -41,7 +41,7 @@ func New(cfg train.ModelConfig, shape []int, dim, classes int) (*Model, error) {
 }
 
 // newFlat returns the host model of one of train's flat models (softmax, mlp, quadratic).
-func newFlat(cfg train.ModelConfig, dim, classes int) (*Model, error) {
+func newFlat(cfg model.Config, dim, classes int) (*Model, error) {
 	if dim < 1 {
 		return nil, fmt.Errorf("model: input dimension %d, need at least 1", dim)
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/compute"
-	"github.com/fedaudit/fedaudit/train"
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
@@ -17,14 +16,14 @@ import (
 func TestGradientFiniteDifferences(t *testing.T) {
 	cases := []struct {
 		name    string
-		cfg     train.ModelConfig
+		cfg     model.Config
 		classes int
 	}{
-		{"softmax", train.ModelConfig{Kind: "softmax"}, 4},
-		{"mlp-tanh", train.ModelConfig{Kind: "mlp", Hidden: []int{5, 3}, Activation: "tanh"}, 3},
-		{"mlp-softplus", train.ModelConfig{Kind: "mlp", Hidden: []int{4}, Activation: "softplus"}, 3},
-		{"mlp-relu", train.ModelConfig{Kind: "mlp", Hidden: []int{6}, Activation: "relu"}, 2},
-		{"quadratic", train.ModelConfig{Kind: "quadratic", Curvature: -0.7}, 0},
+		{"softmax", model.Config{Kind: "softmax"}, 4},
+		{"mlp-tanh", model.Config{Kind: "mlp", Hidden: []int{5, 3}, Activation: "tanh"}, 3},
+		{"mlp-softplus", model.Config{Kind: "mlp", Hidden: []int{4}, Activation: "softplus"}, 3},
+		{"mlp-relu", model.Config{Kind: "mlp", Hidden: []int{6}, Activation: "relu"}, 2},
+		{"quadratic", model.Config{Kind: "quadratic", Curvature: -0.7}, 0},
 	}
 	const dim, h = 6, 1e-5
 	for _, tc := range cases {
@@ -63,7 +62,7 @@ func TestGradientFiniteDifferences(t *testing.T) {
 // TestModelLayout checks the parameter count and layout against train's MLP: the same sizes
 // must give the same number of parameters, and the first layer's weight must start at 0.
 func TestModelLayout(t *testing.T) {
-	m, err := newFlat(train.ModelConfig{Kind: "mlp", Hidden: []int{7}, Activation: "tanh"}, 5, 3)
+	m, err := newFlat(model.Config{Kind: "mlp", Hidden: []int{7}, Activation: "tanh"}, 5, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,15 +90,15 @@ func TestModelLayout(t *testing.T) {
 
 func TestNewHostModelErrors(t *testing.T) {
 	for _, tc := range []struct {
-		cfg          train.ModelConfig
+		cfg          model.Config
 		dim, classes int
 	}{
-		{train.ModelConfig{Kind: "cnn"}, 4, 3},
-		{train.ModelConfig{Kind: "softmax"}, 4, 1},
-		{train.ModelConfig{Kind: "softmax", Hidden: []int{3}}, 4, 3},
-		{train.ModelConfig{Kind: "mlp", Activation: "gelu"}, 4, 3},
-		{train.ModelConfig{Kind: "quadratic"}, 4, 0},
-		{train.ModelConfig{Kind: "softmax"}, 0, 3},
+		{model.Config{Kind: "cnn"}, 4, 3},
+		{model.Config{Kind: "softmax"}, 4, 1},
+		{model.Config{Kind: "softmax", Hidden: []int{3}}, 4, 3},
+		{model.Config{Kind: "mlp", Activation: "gelu"}, 4, 3},
+		{model.Config{Kind: "quadratic"}, 4, 0},
+		{model.Config{Kind: "softmax"}, 0, 3},
 	} {
 		if _, err := newFlat(tc.cfg, tc.dim, tc.classes); err == nil {
 			t.Errorf("%+v dim %d classes %d: no error", tc.cfg, tc.dim, tc.classes)

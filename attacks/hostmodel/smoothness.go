@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/fedaudit/fedaudit/datasets"
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // CertifiedSmoothness returns a proven upper bound on the smoothness constant L of the model's
@@ -16,7 +16,7 @@ import (
 // with cross-entropy the Hessian of a sample's loss is (diag(p) - p p^T) (x) x~ x~^T with
 // x~ = (x, 1), and the first factor has spectral norm at most 1/2, so L = max_i ||x~_i||^2 / 2
 // over every sample bounds every batch average.
-func CertifiedSmoothness(mc train.ModelConfig, worlds ...[]*datasets.Dataset) (float64, bool) {
+func CertifiedSmoothness(mc model.Config, worlds ...[]*datasets.Dataset) (float64, bool) {
 	switch mc.Kind {
 	case "quadratic":
 		return math.Abs(mc.Curvature), true
@@ -43,7 +43,7 @@ func CertifiedSmoothness(mc train.ModelConfig, worlds ...[]*datasets.Dataset) (f
 // Hessian-vector products, each the central difference of two exact gradients. It is an
 // estimate at one point, not a bound over all points: the convergent bound computed from it is
 // an estimate too. iters power-iteration steps are taken from a seeded random start.
-func SmoothnessEstimate(mc train.ModelConfig, dim, classes int, params []float32, xs [][]float32, ys []int32, iters int, seed uint64) (float64, error) {
+func SmoothnessEstimate(mc model.Config, dim, classes int, params []float32, xs [][]float32, ys []int32, iters int, seed uint64) (float64, error) {
 	m, err := newFlat(mc, dim, classes)
 	if err != nil {
 		return 0, err

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/datasets"
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // Known answers: the quadratic model's Hessian is a I exactly; softmax regression's Hessian is
@@ -37,7 +37,7 @@ func TestSmoothnessEstimate(t *testing.T) {
 		return p
 	}
 
-	quad := train.ModelConfig{Kind: "quadratic", Curvature: -0.7}
+	quad := model.Config{Kind: "quadratic", Curvature: -0.7}
 	L, err := SmoothnessEstimate(quad, dim, classes, randParams(dim), xs, ys, 30, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -46,8 +46,8 @@ func TestSmoothnessEstimate(t *testing.T) {
 		t.Errorf("quadratic: estimate %.8f, want |a| = 0.7", L)
 	}
 
-	soft := train.ModelConfig{Kind: "softmax"}
-	d, err := train.ParamCount(soft, dim, classes)
+	soft := model.Config{Kind: "softmax"}
+	d, err := model.ParamCount(soft, dim, classes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,8 +59,8 @@ func TestSmoothnessEstimate(t *testing.T) {
 		t.Errorf("softmax: estimate %.6g outside (0, certified %.6g]", L, maxSq/2)
 	}
 
-	mlp := train.ModelConfig{Kind: "mlp", Hidden: []int{4}, Activation: "tanh"}
-	d, err = train.ParamCount(mlp, dim, classes)
+	mlp := model.Config{Kind: "mlp", Hidden: []int{4}, Activation: "tanh"}
+	d, err = model.ParamCount(mlp, dim, classes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,13 +135,13 @@ func TestCertifiedSmoothness(t *testing.T) {
 	cp := []*datasets.Dataset{{Shape: []int{2}, Classes: 2, Features: []float32{3, 0}, Labels: []int32{1}}}
 	for _, tc := range []struct {
 		name string
-		mc   train.ModelConfig
+		mc   model.Config
 		want float64
 		ok   bool
 	}{
-		{"quadratic", train.ModelConfig{Kind: "quadratic", Curvature: -0.5}, 0.5, true},
-		{"softmax", train.ModelConfig{Kind: "softmax"}, (1 + 9) / 2.0, true},
-		{"mlp", train.ModelConfig{Kind: "mlp", Hidden: []int{4}}, 0, false},
+		{"quadratic", model.Config{Kind: "quadratic", Curvature: -0.5}, 0.5, true},
+		{"softmax", model.Config{Kind: "softmax"}, (1 + 9) / 2.0, true},
+		{"mlp", model.Config{Kind: "mlp", Hidden: []int{4}}, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := CertifiedSmoothness(tc.mc, c, cp)

@@ -4,10 +4,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
-var workModels = []train.ModelConfig{
+var workModels = []model.Config{
 	{Kind: "softmax"},
 	{Kind: "mlp", Hidden: []int{7, 5}, Activation: "tanh"},
 	{Kind: "mlp", Hidden: []int{6}, Activation: "softplus"},

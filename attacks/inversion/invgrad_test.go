@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/attacks/hostmodel"
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
-var invgradModels = []train.ModelConfig{
+var invgradModels = []model.Config{
 	{Kind: "softmax"},
 	{Kind: "mlp", Hidden: []int{7, 5}, Activation: "tanh"},
 	{Kind: "mlp", Hidden: []int{6}, Activation: "softplus"},

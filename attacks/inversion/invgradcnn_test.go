@@ -7,13 +7,13 @@ import (
 
 	"github.com/fedaudit/fedaudit/attacks/hostmodel"
 	"github.com/fedaudit/fedaudit/nn"
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // tinyCNNs are small sequential specs on 1 x 5 x 6 inputs with 3 classes: a smooth one (tanh,
 // average pooling), a ReLU/max-pool one, and an MLP written as a spec (flatten, dense, tanh,
 // dense), whose parameters are laid out as the host MLP's.
-var tinyCNNs = map[string]train.ModelConfig{
+var tinyCNNs = map[string]model.Config{
 	"tanh-avgpool": {Kind: "sequential", Input: []int{1, 5, 6}, Layers: []nn.LayerSpec{
 		{Kind: "conv2d", Out: 2, Kernel: 3}, {Kind: "tanh"}, {Kind: "avgpool", Kernel: 2}, {Kind: "flatten"}, {Kind: "dense", Out: 3}}},
 	"relu-maxpool": {Kind: "sequential", Input: []int{1, 5, 6}, Layers: []nn.LayerSpec{
@@ -121,7 +121,7 @@ func TestCNNInvgradObjectiveGradient(t *testing.T) {
 // (measured 4.9e-10: the differences' rounding), through 3 steps with clipping and FedProx.
 func TestCNNInvgradMatchesExactAdjoints(t *testing.T) {
 	c := tinyCNN(t, "mlp-as-spec")
-	mlp, err := hostmodel.New(train.ModelConfig{Kind: "mlp", Hidden: []int{4}, Activation: "tanh"}, nil, 30, 3)
+	mlp, err := hostmodel.New(model.Config{Kind: "mlp", Hidden: []int{4}, Activation: "tanh"}, nil, 30, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
