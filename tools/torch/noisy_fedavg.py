@@ -2,9 +2,10 @@
 """Reference external trainer for `audit import`: Noisy-FedAvg of an MLP or LeNet-5 in PyTorch.
 
 Needs only Debian's python3-torch and python3-numpy. It trains N coupled pairs of runs, each
-pair once on world C and once on world C' with the same noise, and writes every checkpoint as a
-safetensors file (written by hand: 8-byte header length, JSON header, raw float32), optionally
-the target client's uploads, plus a manifest.csv that `audit import` reads.
+pair once on world C and once on world C' with the same noise, and writes them with the recorder
+(tools/recorder/fedaudit_recorder.py): every checkpoint as a safetensors file, optionally the
+target client's uploads, the manifest.csv that `audit import` reads, and the declared deployment
+(train.json; with --base-config the whole config.json for `audit import --config`).
 
 The algorithm is the one of docs/training.md ("Algorithms as implemented"), full batches:
 
@@ -34,29 +35,15 @@ same number of samples (adjacency replace or replace-client). --init gives w_0 a
 float32 .npy vector in fedaudit's parameter order (default: PyTorch's initialization, seeded).
 """
 import argparse
-import json
 import os
-import struct
+import sys
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-
-def save_safetensors(path, tensors):
-    header, blobs, off = {}, [], 0
-    for name, t in tensors.items():
-        a = np.ascontiguousarray(t.detach().cpu().numpy().astype("<f4"))
-        b = a.tobytes()
-        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
-        off += len(b)
-        blobs.append(b)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
-    os.replace(tmp, path)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "recorder"))
+from fedaudit_recorder import Deployment, Recorder  # noqa: E402
 
 
 class MLP:
@@ -107,6 +94,93 @@ class LeNet5:
         return torch.einsum("gnf,gof->gno", h, f3w) + f3b.unsqueeze(1)
 
 
+def load_clients(path):
+    """Both worlds' clients from the .npz of `audit datasets export`: X (2, m, n, dim) float32,
+    each sample flattened in C order (as fedaudit stores it), Y (2, m, n) int64 and the number
+    of classes. World 0 is C, 1 is C'."""
+    npz = np.load(path)
+    worlds = ("c", "cprime")
+    m = 0
+    while f"c/client{m}/x" in npz:
+        m += 1
+    if m == 0:
+        raise SystemExit(f"{path}: no c/client0/x: not written by `audit datasets export`")
+    xs = [[npz[f"{w}/client{i}/x"] if f"{w}/client{i}/x" in npz else None for i in range(m)] for w in worlds]
+    if any(x is None or len(x) != len(xs[0][0]) for ws in xs for x in ws):
+        raise SystemExit(f"{path}: this trainer needs every client in both worlds with the same number of samples")
+    X = torch.stack([torch.stack([torch.from_numpy(x.reshape(len(x), -1).astype(np.float32)) for x in ws]) for ws in xs])
+    Y = torch.stack([torch.stack([torch.from_numpy(npz[f"{w}/client{i}/y"].astype(np.int64)) for i in range(m)]) for w in worlds])
+    return X, Y, int(npz["classes"])
+
+
+def replica_groups(X, Y, pairs):
+    """Every (replica, client) as one group: replica r is pair r // 2 in world r % 2, its client i
+    group r*m + i. Returns the groups' samples (R*m, n, dim) and labels (R*m, n)."""
+    m, n, dim = X.shape[1], X.shape[2], X.shape[3]
+    R = 2 * pairs
+    world = torch.arange(R) % 2
+    return X[world].reshape(R * m, n, dim), Y[world].reshape(R * m, n)
+
+
+def initial_model(model, init_path, replicas):
+    """w_0 (the model's initialization, or the float32 .npy vector at init_path in fedaudit's
+    parameter order) repeated for every replica: it is public and the same for every run."""
+    init = model.init()
+    if init_path:
+        flat = torch.from_numpy(np.load(init_path).astype(np.float32))
+        sizes = [int(np.prod(s)) for s in model.shapes]
+        if flat.numel() != sum(sizes):
+            raise SystemExit(f"--init has {flat.numel()} values, the model {sum(sizes)}")
+        init = [c.reshape(s).clone() for c, s in zip(torch.split(flat, sizes), model.shapes)]
+    return [t.unsqueeze(0).repeat(replicas, *([1] * t.dim())).clone() for t in init]
+
+
+def clip_whole(clip):
+    """The correct clipping: each group's whole gradient scaled to norm at most clip. A clipper
+    maps the gradients (one tensor per parameter, leading dimension the groups) to one scale
+    per tensor, each of shape (groups,)."""
+    def clipper(grads):
+        G = grads[0].shape[0]
+        norm = torch.sqrt(sum((g.reshape(G, -1) ** 2).sum(1) for g in grads))
+        scale = 1.0 / torch.clamp(norm / clip, min=1.0)
+        return [scale] * len(grads)
+    return clipper
+
+
+def no_clip(grads):
+    """A clipper that does not clip."""
+    return [torch.ones(grads[0].shape[0])] * len(grads)
+
+
+def local_train(model, w, Xg, Yg, classes, steps, lr, clipper):
+    """Every client's local training from the replicas' global models w (leading dimension R):
+    steps full-batch gradient steps of the mean softmax cross-entropy over the client's samples,
+    each gradient scaled by clipper (clip_whole, no_clip, ...). Returns the local results, one
+    tensor per parameter with leading dimension R*m (group r*m + i)."""
+    G, n = Xg.shape[0], Xg.shape[1]
+    m = G // w[0].shape[0]
+    # Each replica's model repeated for its m clients (expand and copy: repeat_interleave's
+    # values, without its cost on small tensors).
+    local = [v.unsqueeze(1).expand(v.shape[0], m, *v.shape[1:]).reshape(G, *v.shape[1:]).clone() for v in w]
+    for _ in range(steps):
+        ps = [v.clone().requires_grad_(True) for v in local]
+        logits = model.forward(ps, Xg)
+        # Mean over each client's samples, summed over groups: each group gets the gradient of
+        # its own mean loss.
+        loss = F.cross_entropy(logits.reshape(-1, classes), Yg.reshape(-1), reduction="none").reshape(G, n).mean(1).sum()
+        grads = torch.autograd.grad(loss, ps)
+        scales = clipper(grads)
+        local = [v - lr * g * s.reshape(-1, *([1] * (g.dim() - 1))) for v, g, s in zip(local, grads, scales)]
+    return local
+
+
+def model_config(model_kind, hidden, activation, classic):
+    """The experiment config's model section of the trainer's model."""
+    if model_kind == "mlp":
+        return {"kind": "mlp", "hidden": [hidden], "activation": activation}
+    return {"kind": "lenet5", **({"classic": True} if classic else {})}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", required=True)
@@ -126,72 +200,34 @@ def main():
     p.add_argument("--init", default="", help="w_0 as a float32 .npy vector in fedaudit's parameter order")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--bug", default="none", choices=["none", "reuse-noise", "no-clip"])
+    p.add_argument("--base-config", default="", help="the experiment config (YAML or JSON) the data was exported from: also write config.json")
     a = p.parse_args()
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
-    npz = np.load(a.data)
-    worlds = ("c", "cprime")  # world 0 = C, 1 = C'
-    m = 0
-    while f"c/client{m}/x" in npz:
-        m += 1
-    if m == 0:
-        raise SystemExit(f"{a.data}: no c/client0/x: not written by `audit datasets export`")
-    # X[w]: (m, n, dim) per world, each sample flattened in C order (as fedaudit stores it).
-    xs = [[npz[f"{w}/client{i}/x"] if f"{w}/client{i}/x" in npz else None for i in range(m)] for w in worlds]
-    if any(x is None or len(x) != len(xs[0][0]) for ws in xs for x in ws):
-        raise SystemExit(f"{a.data}: this trainer needs every client in both worlds with the same number of samples")
-    X = torch.stack([torch.stack([torch.from_numpy(x.reshape(len(x), -1).astype(np.float32)) for x in ws]) for ws in xs])
-    Y = torch.stack([torch.stack([torch.from_numpy(npz[f"{w}/client{i}/y"].astype(np.int64)) for i in range(m)]) for w in worlds])
-    classes = int(npz["classes"])
-    dim, n = X.shape[-1], X.shape[2]
+    X, Y, classes = load_clients(a.data)
+    m, dim = X.shape[1], X.shape[-1]
     P, R = a.pairs, 2 * a.pairs
-    world = torch.arange(R) % 2  # replica r is pair r // 2, world r % 2
-    Xg, Yg = X[world].reshape(R * m, n, dim), Y[world].reshape(R * m, n)  # group r*m + i
+    Xg, Yg = replica_groups(X, Y, P)
 
     torch.manual_seed(a.seed)
     model = MLP(dim, a.hidden, classes, a.activation) if a.model == "mlp" else LeNet5(classes, a.classic)
-    init = model.init()
-    if a.init:
-        flat = torch.from_numpy(np.load(a.init).astype(np.float32))
-        sizes = [int(np.prod(s)) for s in model.shapes]
-        if flat.numel() != sum(sizes):
-            raise SystemExit(f"--init has {flat.numel()} values, the model {sum(sizes)}")
-        init = [c.reshape(s).clone() for c, s in zip(torch.split(flat, sizes), model.shapes)]
-    # w_0 is public and the same for every run.
-    w = [t.unsqueeze(0).repeat(R, *([1] * t.dim())).clone() for t in init]
+    w = initial_model(model, a.init, R)
 
     gen = torch.Generator().manual_seed(a.seed * 1_000_003 + 17)
     cps = sorted({int(c) for c in a.checkpoints.split(",") if c}) or [0, a.rounds]
-    os.makedirs(a.out, exist_ok=True)
-    rows = ["file,world,pair,round,client,canary"]
-
-    def save(tag, t, client, tensors):
-        for r in range(R):
-            wn = "C" if r % 2 == 0 else "Cprime"
-            f = f"p{r // 2:05d}_{wn}_r{t:04d}{tag}.safetensors"
-            save_safetensors(os.path.join(a.out, f), {nm: v[r] for nm, v in zip(model.names, tensors)})
-            # fedaudit's canary replaces a sample of C: C' holds it.
-            rows.append(f"{f},{wn},{r // 2},{t},{client},{'true' if r % 2 else 'false'}")
+    # What the deployment declares (the bugs are what it does instead).
+    dep = Deployment(model_config(a.model, a.hidden, a.activation, a.classic), a.rounds, a.local_steps, a.lr,
+                     a.clip, a.sigma, checkpoints=cps, informed=a.sigma > 0)
+    # Replica r is pair r // 2 in world r % 2, the recorder's replica layout.
+    rec = Recorder(a.out, P, dep, target_client=a.uploads if a.uploads >= 0 else None,
+                   base_config=a.base_config or None, names=model.names)
+    clipper = no_clip if a.bug == "no-clip" else clip_whole(a.clip)
 
     fixed_noise = None
     if 0 in cps:
-        save("", 0, "", w)
+        rec.replicas(0, w)
     for t in range(a.rounds):
-        # Every client of every replica starts from w_t: group r*m + i.
-        local = [v.repeat_interleave(m, dim=0).clone() for v in w]
-        for _ in range(a.local_steps):
-            ps = [v.clone().requires_grad_(True) for v in local]
-            logits = model.forward(ps, Xg)
-            # Mean over each client's samples, summed over groups: each group gets the gradient
-            # of its own mean loss.
-            loss = F.cross_entropy(logits.reshape(-1, classes), Yg.reshape(-1), reduction="none").reshape(R * m, n).mean(1).sum()
-            grads = torch.autograd.grad(loss, ps)
-            if a.bug != "no-clip":
-                norm = torch.sqrt(sum((g.reshape(R * m, -1) ** 2).sum(1) for g in grads))
-                scale = 1.0 / torch.clamp(norm / a.clip, min=1.0)
-            else:
-                scale = torch.ones(R * m)
-            local = [v - a.lr * g * scale.reshape(-1, *([1] * (g.dim() - 1))) for v, g in zip(local, grads)]
+        local = local_train(model, w, Xg, Yg, classes, a.local_steps, a.lr, clipper)
         # Noise on each upload, shared by both worlds of a pair (the coupling).
         if a.bug == "reuse-noise" and fixed_noise is not None:
             noise = fixed_noise
@@ -201,11 +237,10 @@ def main():
         uploads = [v.reshape(R, m, *v.shape[1:]) + a.sigma * z for v, z in zip(local, noise)]
         w = [u.mean(1) for u in uploads]
         if t + 1 in cps:
-            save("", t + 1, "", w)
+            rec.replicas(t + 1, w)
             if a.uploads >= 0:
-                save(f"_client{a.uploads}", t + 1, a.uploads, [u[:, a.uploads] for u in uploads])
-    with open(os.path.join(a.out, "manifest.csv"), "w") as f:
-        f.write("\n".join(rows) + "\n")
+                rec.replicas(t + 1, [u[:, a.uploads] for u in uploads], client=a.uploads, upload=True)
+    rec.close()
 
 
 if __name__ == "__main__":
