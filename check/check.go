@@ -52,13 +52,14 @@ func Run(ctx context.Context, dir string, opts Options) (*findings.CheckReport, 
 		logf = func(string, ...any) {}
 	}
 	d := expdir.Dir(dir)
-	cfg, err := experiment.Load(d.Config())
-	if err != nil {
-		return nil, fmt.Errorf("check: %w", err)
-	}
 	pairs, meta, rounds, err := readPairs(ctx, d.Runs(), opts.MaxPairs)
 	if err != nil {
 		return nil, err
+	}
+	// What the runs trained is what they are checked against, as every stage reads them.
+	cfg, err := experiment.DirConfig(dir, meta)
+	if err != nil {
+		return nil, fmt.Errorf("check: %w", err)
 	}
 	logf("check: %d pairs, rounds 0..%d", len(pairs), rounds[len(rounds)-1])
 	c := &checker{cfg: cfg.Train, pairs: len(pairs), hasUpload: meta.HasUpload, rounds: rounds}

@@ -96,12 +96,7 @@ func openExperimentDir(dir string, allowPartial bool) (*experimentDir, error) {
 	if err != nil {
 		return nil, err
 	}
-	trained, err := FromJSON(tab.Meta().Config)
-	if err != nil {
-		tab.Close()
-		return nil, fmt.Errorf("%s: %w", expdir.Dir(dir).Runs(), err)
-	}
-	cfg, err := withDirSettings(dir, trained)
+	cfg, err := DirConfig(dir, tab.Meta())
 	if err != nil {
 		tab.Close()
 		return nil, err
@@ -112,6 +107,17 @@ func openExperimentDir(dir string, allowPartial bool) (*experimentDir, error) {
 		return nil, err
 	}
 	return withData(dir, tab, cfg, data)
+}
+
+// DirConfig is the config of the runs of dir, whose run files have metadata meta: what they
+// trained, with the stage-only settings of DIR/config.json; a config.json of other training is
+// an error (the directory was edited by hand or mixed up).
+func DirConfig(dir string, meta runs.Meta) (*Config, error) {
+	trained, err := FromJSON(meta.Config)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", expdir.Dir(dir).Runs(), err)
+	}
+	return withDirSettings(dir, trained)
 }
 
 // openPrepared opens the run files of dir for an experiment whose data is already prepared.
@@ -491,6 +497,15 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *run
 	opts.Smoothness = sm
 	if opts.Rounds, err = e.roundSummaries(ctx); err != nil {
 		return nil, err
+	}
+	// Failed grey-box checks (audit check) qualify every verdict: the claim is computed for a
+	// mechanism that did not run.
+	check, err := ReadCheck(e.dir)
+	if err != nil {
+		return nil, err
+	}
+	if note := check.HeadlineNote(); note != "" {
+		opts.Notes = append([]string{note}, opts.Notes...)
 	}
 	if opts.Claim.Mu == 0 && opts.Claim.Epsilon == 0 {
 		claim, source, err := ClaimFor(ctx, cfg, data, opts.Delta)

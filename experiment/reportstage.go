@@ -94,6 +94,9 @@ func (e *experimentDir) report(ctx context.Context, a *findings.Analysis, opts R
 	if in.Gallery, err = readGallery(dir); err != nil {
 		return err
 	}
+	if in.Check, err = ReadCheck(dir); err != nil {
+		return err
+	}
 	return report.Write(dir, in, report.Options{PNG: opts.PNG})
 }
 
@@ -111,6 +114,22 @@ func readGallery(dir string) (*findings.Gallery, error) {
 		return nil, fmt.Errorf("%s: %w", expdir.Dir(dir).Reconstructions(), err)
 	}
 	return g, nil
+}
+
+// ReadCheck reads DIR/check.json, the grey-box checks `audit check` wrote; nil when absent.
+func ReadCheck(dir string) (*findings.CheckReport, error) {
+	raw, err := os.ReadFile(expdir.Dir(dir).Check())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	c, err := findings.UnmarshalCheck(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", expdir.Dir(dir).Check(), err)
+	}
+	return c, nil
 }
 
 // claimedMu is the deployment's claimed mu for the report's figures: the mu every row judged

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // CheckFormat names the JSON form of a CheckReport (DIR/check.json).
@@ -119,4 +120,27 @@ func UnmarshalCheck(raw []byte) (*CheckReport, error) {
 		r.Checks = append(r.Checks, res)
 	}
 	return &r, nil
+}
+
+// HeadlineNote is the note a headline carries when a grey-box check failed ("" when none did,
+// or without checks): a deployment that departs from its declared mechanism makes its claim and
+// every theory column statements about a mechanism that did not run.
+func (r *CheckReport) HeadlineNote() string {
+	if r == nil {
+		return ""
+	}
+	failed := r.Failed()
+	if len(failed) == 0 {
+		return ""
+	}
+	names := make([]string, 0, 4)
+	for i, f := range failed {
+		if i == 3 {
+			names = append(names, fmt.Sprintf("and %d more", len(failed)-3))
+			break
+		}
+		names = append(names, f.Where())
+	}
+	return fmt.Sprintf("The grey-box checks (audit check) FAILED %d of %d: %s. The deployment does not run the mechanism it declares: its claim and the theory columns describe a mechanism that did not run.",
+		len(failed), len(r.Checks), strings.Join(names, ", "))
 }

@@ -43,6 +43,8 @@ type Input struct {
 	// Gallery holds the reconstructing attacks' images (DIR/reconstructions.json); nil, or
 	// without reconstructions, shows no gallery.
 	Gallery *findings.Gallery
+	// Check is the outcome of the grey-box checks (DIR/check.json); nil shows none.
+	Check *findings.CheckReport
 	// Generated is a fixed line for the footer (tool, command). It must not hold a
 	// timestamp if the report is to be reproducible.
 	Generated string

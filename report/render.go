@@ -135,10 +135,13 @@ func build(in *Input) (*rendered, error) {
 		Intro:  "Rows: attack, threat model and noise level; columns: number of rounds T. World C (the target's record present) is the positive class.",
 		tables: attackTables(byName)}
 	attacks.fold("Table: attack success per attack, threat model and T (TPR at 0.1% and 1% FPR, AUC, balanced accuracy, the μ estimate and the certified bounds of the verdict table)", byName["attacks"])
+	checks := r.checkSection()
+	r.tables = append(r.tables, checks.tables...)
 	r.sections = []section{
 		{ID: "verdicts", Title: "Verdicts",
 			Intro:  "Each claimed guarantee against the certified lower bound of each attack. \"violated\" means a certified lower bound exceeds the claim at the stated confidence; \"consistent\" does not prove the claim.",
 			tables: []*table{byName["verdicts"]}},
+		checks,
 		mu, tradeoff, attacks,
 		r.gallerySection(),
 		{ID: "training", Title: "Theory, sensitivity and utility",
@@ -191,12 +194,7 @@ type fact struct{ Name, Value string }
 
 func (r *rendered) facts() []fact {
 	in := r.in
-	orDash := func(s string) string {
-		if s == "" {
-			return "-"
-		}
-		return s
-	}
+	orDash := textOrDash
 	return []fact{
 		{"Dataset hash", orDash(in.DatasetHash)},
 		{"Tool version", orDash(in.ToolVersion)},
@@ -235,6 +233,10 @@ func (r *rendered) headline() *headlineView {
 		return nil
 	}
 	v := &headlineView{Badge: strings.ToUpper(h.Status), Text: h.Text, Notes: h.Notes}
+	// An analysis made after the checks carries their note already; one made before does not.
+	if note := r.in.Check.HeadlineNote(); note != "" && !slices.Contains(v.Notes, note) {
+		v.Notes = append([]string{note}, v.Notes...)
+	}
 	v.Text = strings.TrimPrefix(v.Text, v.Badge+": ")
 	switch h.Status {
 	case findings.StatusViolated:

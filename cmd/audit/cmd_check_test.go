@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/runs"
 )
 
 // `audit check` on fedaudit's own runs passes (exit 0) and keeps its report as DIR/check.json;
@@ -46,25 +48,74 @@ func TestCheckCommand(t *testing.T) {
 		t.Fatalf("check.json: %v (%d checks, printed %d)", err, len(kept.Checks), len(rep.Checks))
 	}
 
-	cfgPath := expdir.Dir(dir).Config()
-	cfg, err := os.ReadFile(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doubled := strings.Replace(string(cfg), `"noise_std":0.3`, `"noise_std":0.6`, 1)
-	if doubled == string(cfg) {
-		t.Fatalf("config.json has no noise_std 0.3: %s", cfg)
-	}
-	if err := os.WriteFile(cfgPath, []byte(doubled), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	// A deployment whose "uploads" are the noisier-by-sqrt(n)-less global models: the runs
+	// rewritten with each round's upload replaced by that round's global model.
+	bad := t.TempDir()
+	rewriteUploads(t, dir, bad)
+	dir = bad
 	out, code = check(dir)
 	if code != 3 || !strings.Contains(out, "noise-scale") || !strings.Contains(out, "FAILED") {
-		t.Fatalf("check against twice the noise: exit %d\n%s", code, out)
+		t.Fatalf("check of uploads without their noise: exit %d\n%s", code, out)
+	}
+	// The analysis of the directory carries the failure under its headline, and the report shows
+	// the checks.
+	stdout.Reset()
+	if err := run(ctx, []string{"analyze", dir, "--quiet", "--json"}, &stdout, &stderr); err != nil && exitCode(&stderr, err) != 3 {
+		t.Fatalf("analyze: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "The grey-box checks (audit check) FAILED") {
+		t.Errorf("the analysis does not carry the failed checks:\n%.600s", stdout.String())
+	}
+	if err := run(ctx, []string{"report", dir, "--quiet"}, &stdout, &stderr); err != nil {
+		t.Fatalf("report: %v\n%s", err, stderr.String())
+	}
+	if page, err := os.ReadFile(expdir.Dir(dir).ReportHTML()); err != nil || !strings.Contains(string(page), `<section id="checks">`) {
+		t.Errorf("report.html has no checks section (%v)", err)
 	}
 	for _, bad := range [][]string{{}, {dir, "--pairs", "0"}, {dir, "--alpha", "1"}, {dir, dir}} {
 		if _, code := check(bad...); code != 2 {
 			t.Errorf("check %v: exit %d, want 2", bad, code)
 		}
+	}
+}
+
+// rewriteUploads copies the experiment directory from to to, with every round's upload replaced
+// by the same round's global model.
+func rewriteUploads(t *testing.T, from, to string) {
+	t.Helper()
+	tab, err := runs.Open(expdir.Dir(from).Runs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tab.Close()
+	if err := os.MkdirAll(expdir.Dir(to).Runs(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := os.ReadFile(expdir.Dir(from).Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(expdir.Dir(to).Config(), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := runs.Create(filepath.Join(expdir.Dir(to).Runs(), tab.Meta().Shard.FileName()), tab.Meta())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	err = tab.Scan(context.Background(), func(r runs.Row) error {
+		r.Params = slices.Clone(r.Params)
+		if r.Round > 0 {
+			r.Upload = r.Params
+		} else {
+			r.Upload = slices.Clone(r.Upload)
+		}
+		return w.Write(r)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
