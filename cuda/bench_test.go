@@ -11,12 +11,13 @@ import (
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/traintest"
 )
 
 type discard struct{}
 
-func (discard) Checkpoint(context.Context, *train.Checkpoint) error { return nil }
+func (discard) Checkpoint(context.Context, *checkpoint.Checkpoint) error { return nil }
 
 // sgemmRate measures the device's single-precision GEMM rate in GFLOP/s on square n x n
 // products, as the reference for the achieved rate of the training runs.

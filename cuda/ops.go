@@ -11,7 +11,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/kernels"
-	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 )
 
 // Ops implements compute.Backend on a Device: it turns every operation into kernel launches
@@ -586,16 +586,16 @@ func (o *Ops) PhiloxRaw(n int, k0, k1, c0, c1, c2, c3 uint32) ([]uint32, error) 
 
 // CheckRecorder passes checkpoints on to rec only while be has no error: a device failure
 // stops the run at its next checkpoint with that error, instead of recording garbage.
-func CheckRecorder(be interface{ Err() error }, rec train.Recorder) train.Recorder {
+func CheckRecorder(be interface{ Err() error }, rec checkpoint.Recorder) checkpoint.Recorder {
 	return checkRecorder{be, rec}
 }
 
 type checkRecorder struct {
 	be  interface{ Err() error }
-	rec train.Recorder
+	rec checkpoint.Recorder
 }
 
-func (c checkRecorder) Checkpoint(ctx context.Context, cp *train.Checkpoint) error {
+func (c checkRecorder) Checkpoint(ctx context.Context, cp *checkpoint.Checkpoint) error {
 	if err := c.be.Err(); err != nil {
 		return err
 	}

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/runs"
-	"github.com/fedaudit/fedaudit/train"
 	"github.com/fedaudit/fedaudit/train/canary"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 )
 
 // runs/ owns the names of the statistic columns; train still declares the names it records
@@ -13,11 +13,11 @@ import (
 // columns the attacks cannot find.
 func TestTrainStatNamesAreRunsColumns(t *testing.T) {
 	for _, tc := range []struct{ train, runs string }{
-		{train.StatLLRAll, runs.StatLLRAll},
-		{train.StatLLRLast, runs.StatLLRLast},
-		{train.StatMu2, runs.StatMu2},
-		{train.StatLLRUpload, runs.StatLLRUpload},
-		{train.StatMu2Upload, runs.StatMu2Upload},
+		{checkpoint.StatLLRAll, runs.StatLLRAll},
+		{checkpoint.StatLLRLast, runs.StatLLRLast},
+		{checkpoint.StatMu2, runs.StatMu2},
+		{checkpoint.StatLLRUpload, runs.StatLLRUpload},
+		{checkpoint.StatMu2Upload, runs.StatMu2Upload},
 		{canary.StatCosFinal, runs.CanaryCosFinal},
 		{canary.StatCosMax, runs.CanaryCosMax},
 		{canary.StatLLRAll, runs.CanaryLLRAll},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
@@ -239,7 +240,7 @@ func withRounds(cfg *Config, rounds int) *Config {
 // discard is a recorder that keeps nothing: calibration times training, not writing.
 type discard struct{}
 
-func (discard) Checkpoint(context.Context, *train.Checkpoint) error { return nil }
+func (discard) Checkpoint(context.Context, *checkpoint.Checkpoint) error { return nil }
 
 // DefaultGPUEfficiency is the fraction of a GPU's peak FLOP rate Plan's estimates assume. The
 // engine's GEMMs are many small per-replica products (rows B by d), which reach a fraction of

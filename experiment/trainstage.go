@@ -13,6 +13,7 @@ import (
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
@@ -41,7 +42,7 @@ type TrainOptions struct {
 }
 
 // trainOn trains the pairs on the chosen backend.
-func trainOn(ctx context.Context, cfg *Config, data *Data, pairs train.PairRange, rec train.Recorder, opts TrainOptions) error {
+func trainOn(ctx context.Context, cfg *Config, data *Data, pairs train.PairRange, rec checkpoint.Recorder, opts TrainOptions) error {
 	backend := opts.Backend
 	if backend == "auto" {
 		backend = "cpu"
@@ -185,7 +186,7 @@ type shardRecorder struct {
 
 // nanUpload returns a NaN vector as long as the model's parameter vector: the length of any
 // recorded upload or parameter vector of this checkpoint.
-func (r *shardRecorder) nanUpload(paramLen int, cp *train.Checkpoint) []float32 {
+func (r *shardRecorder) nanUpload(paramLen int, cp *checkpoint.Checkpoint) []float32 {
 	n := paramLen
 	for i := range cp.Replicas {
 		if l := len(cp.Replicas[i].Upload); l > 0 {
@@ -205,7 +206,7 @@ func (r *shardRecorder) nanUpload(paramLen int, cp *train.Checkpoint) []float32 
 	return r.nan
 }
 
-func (r *shardRecorder) Checkpoint(_ context.Context, cp *train.Checkpoint) error {
+func (r *shardRecorder) Checkpoint(_ context.Context, cp *checkpoint.Checkpoint) error {
 	if r.w == nil {
 		r.meta.StatNames = append(append([]string(nil), cp.StatNames...),
 			runs.StatTargetLossC, runs.StatTargetLossCPrime, runs.StatTargetMarginC, runs.StatTargetMarginCPrime)

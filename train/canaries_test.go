@@ -11,6 +11,7 @@ import (
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/internal/philox"
 	"github.com/fedaudit/fedaudit/train/canary"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/memory"
 	"github.com/fedaudit/fedaudit/train/model"
 )
@@ -141,8 +142,8 @@ func TestCanariesInvariance(t *testing.T) {
 			cfg.Threads, cfg.GroupPairs, cfg.ChunkPairs = 3, 2, 1
 			b := run(t, cfg, c, cp, tgt, PairRange{1, 3})
 			// Groups hand over their checkpoints one group after another: collect by round.
-			byRound := func(cps ...[]*Checkpoint) map[int][]ReplicaState {
-				out := map[int][]ReplicaState{}
+			byRound := func(cps ...[]*checkpoint.Checkpoint) map[int][]checkpoint.ReplicaState {
+				out := map[int][]checkpoint.ReplicaState{}
 				for _, list := range cps {
 					for _, cp := range list {
 						out[cp.Round] = append(out[cp.Round], cp.Replicas...)

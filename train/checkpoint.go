@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 )
 
 // The checkpoint observer: at every checkpoint round the engine evaluates every replica at
@@ -23,7 +24,7 @@ type evalBuffers struct {
 
 // recordCheckpoint evaluates every replica at w_round and hands the checkpoint to rec, unless
 // the training was cancelled meanwhile (the evaluation stops early and its result is not used).
-func (e *engine) recordCheckpoint(ctx context.Context, rec Recorder, round int) error {
+func (e *engine) recordCheckpoint(ctx context.Context, rec checkpoint.Recorder, round int) error {
 	cp := e.checkpoint(round)
 	if e.stop.Load() {
 		return context.Cause(ctx)
@@ -35,9 +36,9 @@ func (e *engine) recordCheckpoint(ctx context.Context, rec Recorder, round int) 
 }
 
 // checkpoint evaluates every replica at w_round.
-func (e *engine) checkpoint(round int) *Checkpoint {
+func (e *engine) checkpoint(round int) *checkpoint.Checkpoint {
 	R, m := e.R, e.m
-	cp := &Checkpoint{Round: round, Replicas: make([]ReplicaState, R)}
+	cp := &checkpoint.Checkpoint{Round: round, Replicas: make([]checkpoint.ReplicaState, R)}
 	if e.stats != nil {
 		cp.StatNames = e.stats.names
 	}

@@ -9,12 +9,13 @@ import (
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // trainForm trains on the CPU backend in deferred form (when it applies) or, with direct, in
 // the direct form of a weight update per step.
-func trainForm(t *testing.T, cfg Config, c, cp []*datasets.Dataset, tgt TargetInfo, pairs PairRange, direct bool) (cps []*Checkpoint, deferred bool) {
+func trainForm(t *testing.T, cfg Config, c, cp []*datasets.Dataset, tgt TargetInfo, pairs PairRange, direct bool) (cps []*checkpoint.Checkpoint, deferred bool) {
 	t.Helper()
 	be := cpu.New(2)
 	defer be.Close()
@@ -103,7 +104,7 @@ func TestDeferredMatchesDirect(t *testing.T) {
 
 // compareCheckpoints fails unless every recorded value of got is within tol (relative to the
 // larger magnitude, or absolute below 1) of want's.
-func compareCheckpoints(t *testing.T, got, want []*Checkpoint, tol float64) {
+func compareCheckpoints(t *testing.T, got, want []*checkpoint.Checkpoint, tol float64) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%d checkpoints, want %d", len(got), len(want))

@@ -9,6 +9,7 @@ import (
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/internal/philox"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/noise"
 	"github.com/fedaudit/fedaudit/train/privacy"
 )
@@ -103,7 +104,9 @@ type clientDPRounds struct {
 }
 
 // statNames: the family's adversary sees only the model sequence, not an upload.
-func (dp *clientDPRounds) statNames() []string { return []string{StatLLRAll, StatLLRLast, StatMu2} }
+func (dp *clientDPRounds) statNames() []string {
+	return []string{checkpoint.StatLLRAll, checkpoint.StatLLRLast, checkpoint.StatMu2}
+}
 
 // init computes the plan and the buffers of the DP-FedAvg family.
 func (dp *clientDPRounds) init(ctx context.Context) error {

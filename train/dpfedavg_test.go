@@ -12,6 +12,7 @@ import (
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/internal/philox"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/model"
 	"github.com/fedaudit/fedaudit/train/privacy"
 )
@@ -157,7 +158,7 @@ func TestClientSamplingPerReplicaAndShardInvariant(t *testing.T) {
 	cfg.NoiseMultiplier, cfg.Informed = 1.5, true
 	tgt := TargetInfo{Client: 1, WholeClient: true}
 	whole := run(t, cfg, clients, cp, tgt, PairRange{0, pairs})
-	var parts [][]*Checkpoint
+	var parts [][]*checkpoint.Checkpoint
 	for _, r := range []PairRange{{0, 5}, {5, 7}} {
 		parts = append(parts, run(t, cfg, clients, cp, tgt, r))
 	}

@@ -12,11 +12,12 @@ import (
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/internal/philox"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // train runs every round, handing the checkpoints to rec.
-func (e *engine) train(ctx context.Context, rec Recorder, progress func(done, total int)) error {
+func (e *engine) train(ctx context.Context, rec checkpoint.Recorder, progress func(done, total int)) error {
 	cfg := e.cfg
 	if err := e.rounds.init(ctx); err != nil {
 		return err

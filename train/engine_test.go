@@ -11,12 +11,13 @@ import (
 	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/internal/philox"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
-type memRecorder struct{ cps []*Checkpoint }
+type memRecorder struct{ cps []*checkpoint.Checkpoint }
 
-func (m *memRecorder) Checkpoint(_ context.Context, cp *Checkpoint) error {
+func (m *memRecorder) Checkpoint(_ context.Context, cp *checkpoint.Checkpoint) error {
 	m.cps = append(m.cps, cp)
 	return nil
 }
@@ -66,7 +67,7 @@ func mlpConfig() Config {
 	}
 }
 
-func run(t *testing.T, cfg Config, c, cp []*datasets.Dataset, tgt TargetInfo, pairs PairRange) []*Checkpoint {
+func run(t *testing.T, cfg Config, c, cp []*datasets.Dataset, tgt TargetInfo, pairs PairRange) []*checkpoint.Checkpoint {
 	t.Helper()
 	rec := &memRecorder{}
 	if err := Train(context.Background(), Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs, Recorder: rec}); err != nil {

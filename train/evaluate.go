@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fedaudit/fedaudit/cpu"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 )
 
 // Evaluate computes what a training run records at a checkpoint (training loss, test accuracy,
@@ -15,7 +16,7 @@ import (
 // job.Pairs.First+p's world w at index 2p+w. The statistics of the informed adversary, the
 // parameters and the uploads are not part of the result (Informed, RecordParams and
 // RecordUpload are ignored); job.Recorder and job.Progress are not used.
-func Evaluate(ctx context.Context, job Job, round int, params [][]float32) (*Checkpoint, error) {
+func Evaluate(ctx context.Context, job Job, round int, params [][]float32) (*checkpoint.Checkpoint, error) {
 	job.Config.Informed, job.Config.RecordParams, job.Config.RecordUpload = false, false, false
 	if len(params) != 2*job.Pairs.Count {
 		return nil, fmt.Errorf("train: evaluate: %d parameter vectors for %d pairs (want two per pair)", len(params), job.Pairs.Count)

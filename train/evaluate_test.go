@@ -10,6 +10,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
@@ -70,7 +71,7 @@ func TestEvaluateReproducesCheckpoints(t *testing.T) {
 
 func sameFloat64(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
 
-func summary(s ReplicaState) []float64 {
+func summary(s checkpoint.ReplicaState) []float64 {
 	return []float64{float64(s.Pair), float64(s.World), s.TrainLoss, s.TestAccuracy, s.TargetLoss[0], s.TargetLoss[1], s.TargetMargin[0], s.TargetMargin[1]}
 }
 

@@ -11,31 +11,32 @@ import (
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/memory"
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // sortedReplicas flattens checkpoints into (round, pair, world) order, whatever order the
 // groups delivered them in.
-func sortedReplicas(cps []*Checkpoint) []struct {
+func sortedReplicas(cps []*checkpoint.Checkpoint) []struct {
 	round int
-	rs    ReplicaState
+	rs    checkpoint.ReplicaState
 } {
 	var out []struct {
 		round int
-		rs    ReplicaState
+		rs    checkpoint.ReplicaState
 	}
 	for _, cp := range cps {
 		for _, rs := range cp.Replicas {
 			out = append(out, struct {
 				round int
-				rs    ReplicaState
+				rs    checkpoint.ReplicaState
 			}{cp.Round, rs})
 		}
 	}
 	slices.SortStableFunc(out, func(a, b struct {
 		round int
-		rs    ReplicaState
+		rs    checkpoint.ReplicaState
 	}) int {
 		return cmp.Or(cmp.Compare(a.round, b.round), cmp.Compare(a.rs.Pair, b.rs.Pair), cmp.Compare(a.rs.World, b.rs.World))
 	})
@@ -69,7 +70,7 @@ func TestGroupInvariance(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var ref []struct {
 				round int
-				rs    ReplicaState
+				rs    checkpoint.ReplicaState
 			}
 			for _, g := range []int{0, 1, 7} {
 				cfg := tc.cfg
@@ -83,7 +84,7 @@ func TestGroupInvariance(t *testing.T) {
 					t.Fatalf("groups of %d: %d checkpoints, want %d", g, len(cps), want*len(cfg.Checkpoints))
 				}
 				for _, cp := range cps {
-					if !slices.IsSortedFunc(cp.Replicas, func(a, b ReplicaState) int { return cmp.Compare(2*a.Pair+a.World, 2*b.Pair+b.World) }) {
+					if !slices.IsSortedFunc(cp.Replicas, func(a, b checkpoint.ReplicaState) int { return cmp.Compare(2*a.Pair+a.World, 2*b.Pair+b.World) }) {
 						t.Fatalf("groups of %d: a checkpoint's replicas are not in pair order", g)
 					}
 				}

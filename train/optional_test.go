@@ -8,6 +8,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cpu"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
@@ -54,7 +55,7 @@ func TestOptionalInterfacesKeepBits(t *testing.T) {
 	type plain struct{ compute.Backend }
 	for _, tc := range configs {
 		t.Run(tc.name, func(t *testing.T) {
-			run := func(wrap func(*cpu.Backend) compute.Backend) []*Checkpoint {
+			run := func(wrap func(*cpu.Backend) compute.Backend) []*checkpoint.Checkpoint {
 				be := cpu.New(2)
 				defer be.Close()
 				e, err := newEngine(wrap(be), Job{Config: tc.cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{First: 1, Count: 2}})
@@ -89,7 +90,7 @@ func TestOptionalInterfacesKeepBits(t *testing.T) {
 }
 
 // sameBits fails unless every recorded value of got has want's bits.
-func sameBits(t *testing.T, name string, got, want []*Checkpoint) {
+func sameBits(t *testing.T, name string, got, want []*checkpoint.Checkpoint) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d checkpoints, want %d", name, len(got), len(want))

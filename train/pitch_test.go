@@ -9,6 +9,7 @@ import (
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/train/canary"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 )
 
 // paddedCPU is the CPU backend asking for rows aligned to align floats (compute.RowAligner, as
@@ -82,7 +83,7 @@ func TestPitchKeepsBits(t *testing.T) {
 			if tc.images {
 				wc, wcp = imageWorlds(t, 3, 8, 1, 8, 8, 3, tgt)
 			}
-			run := func(be compute.Backend) ([]*Checkpoint, *engine) {
+			run := func(be compute.Backend) ([]*checkpoint.Checkpoint, *engine) {
 				e, err := newEngine(be, Job{Config: tc.cfg, WorldC: wc, WorldCPrime: wcp, Target: tgt, Pairs: PairRange{First: 1, Count: 2}})
 				if err != nil {
 					t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/internal/philox"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 )
 
 // rounds is an algorithm family's round, chosen once per engine (chooseRounds): Noisy-FedAvg,
@@ -36,7 +37,7 @@ type fedRounds struct{ e *engine }
 func (f *fedRounds) init(context.Context) error { return nil }
 
 func (f *fedRounds) statNames() []string {
-	return []string{StatLLRAll, StatLLRLast, StatMu2, StatLLRUpload, StatMu2Upload}
+	return []string{checkpoint.StatLLRAll, checkpoint.StatLLRLast, checkpoint.StatMu2, checkpoint.StatLLRUpload, checkpoint.StatMu2Upload}
 }
 
 // round runs round t: every client's K local steps from w_t for every replica, the noise and

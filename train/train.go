@@ -8,6 +8,7 @@ import (
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/memory"
 )
 
@@ -26,7 +27,7 @@ type Job struct {
 	// Pairs is the shard: pair p trains both worlds with the seed RunSeed(Config.Seed, p).
 	Pairs PairRange
 	// Recorder receives every checkpoint.
-	Recorder Recorder
+	Recorder checkpoint.Recorder
 	// Progress, when not nil, is called after every round of every group.
 	Progress func(done, total int)
 }

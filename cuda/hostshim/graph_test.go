@@ -15,6 +15,7 @@ import (
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
@@ -31,9 +32,9 @@ func (n noCapture) CaptureGraph(size int, issue func(uint64) error) (cuda.Graph,
 	return nil, errors.New("stream capture is not supported here")
 }
 
-type memRec struct{ cps []*train.Checkpoint }
+type memRec struct{ cps []*checkpoint.Checkpoint }
 
-func (m *memRec) Checkpoint(_ context.Context, cp *train.Checkpoint) error {
+func (m *memRec) Checkpoint(_ context.Context, cp *checkpoint.Checkpoint) error {
 	m.cps = append(m.cps, cp)
 	return nil
 }
@@ -61,7 +62,7 @@ func TestGraphCaptureFailureFallsBack(t *testing.T) {
 	cfg := train.Config{Algorithm: algo.FedAvg, Model: model.Config{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"},
 		Rounds: 3, LocalSteps: 2, LearningRate: 0.3, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.05,
 		Batching: "fixed", BatchSize: 4, Seed: 7, Checkpoints: []int{3}, RecordParams: true}
-	run := func(dev cuda.Device, opt cuda.Options) ([]*train.Checkpoint, cuda.GraphStats) {
+	run := func(dev cuda.Device, opt cuda.Options) ([]*checkpoint.Checkpoint, cuda.GraphStats) {
 		ops := cuda.NewOps(dev, opt)
 		defer ops.Close()
 		rec := &memRec{}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/traintest"
 )
 
@@ -46,4 +47,4 @@ func TestW1MemoryPerPair(t *testing.T) {
 
 type discardRec struct{}
 
-func (discardRec) Checkpoint(context.Context, *train.Checkpoint) error { return nil }
+func (discardRec) Checkpoint(context.Context, *checkpoint.Checkpoint) error { return nil }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/traintest"
 )
 
@@ -142,7 +143,7 @@ func RunW2(ctx context.Context, be compute.Backend, sync func() error, replicas,
 
 type discard struct{}
 
-func (discard) Checkpoint(context.Context, *train.Checkpoint) error { return nil }
+func (discard) Checkpoint(context.Context, *checkpoint.Checkpoint) error { return nil }
 
 // AppendBench appends r to the file named by FEDAUDIT_BENCH_OUT (if set) as one JSON line.
 func AppendBench(r BenchResult) error {

@@ -10,6 +10,7 @@ import (
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
@@ -59,7 +60,7 @@ func testGraphsKeepBits(t *testing.T, f Factory) {
 				wc, wcp = worlds(3, 9, 7, 3)
 			}
 			job := train.Job{Config: cfg, WorldC: wc, WorldCPrime: wcp, Target: train.TargetInfo{Client: 0, Index: 0}, Pairs: train.PairRange{First: 0, Count: 2}}
-			run := func(opt cuda.Options) ([]*train.Checkpoint, cuda.GraphStats) {
+			run := func(opt cuda.Options) ([]*checkpoint.Checkpoint, cuda.GraphStats) {
 				be := f(t, opt)
 				defer be.Close()
 				var rec memRecorder
@@ -91,7 +92,7 @@ func testGraphsKeepBits(t *testing.T, f Factory) {
 }
 
 // sameRunBits fails unless every recorded value of got has want's bits.
-func sameRunBits(t *testing.T, got, want []*train.Checkpoint) {
+func sameRunBits(t *testing.T, got, want []*checkpoint.Checkpoint) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%d checkpoints, want %d", len(got), len(want))

@@ -12,12 +12,13 @@ import (
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/nn"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
-type memRecorder struct{ cps []*train.Checkpoint }
+type memRecorder struct{ cps []*checkpoint.Checkpoint }
 
-func (m *memRecorder) Checkpoint(_ context.Context, cp *train.Checkpoint) error {
+func (m *memRecorder) Checkpoint(_ context.Context, cp *checkpoint.Checkpoint) error {
 	m.cps = append(m.cps, cp)
 	return nil
 }
@@ -194,7 +195,7 @@ func testRunsMatchCPU(t *testing.T, f Factory) {
 	}
 }
 
-func compareRuns(t *testing.T, want, got []*train.Checkpoint) {
+func compareRuns(t *testing.T, want, got []*checkpoint.Checkpoint) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%d checkpoints, want %d", len(got), len(want))

@@ -9,6 +9,7 @@ import (
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/internal/philox"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
@@ -79,7 +80,7 @@ func W1Data() (c, cp []*datasets.Dataset, target train.TargetInfo) {
 
 type discard struct{}
 
-func (discard) Checkpoint(context.Context, *train.Checkpoint) error { return nil }
+func (discard) Checkpoint(context.Context, *checkpoint.Checkpoint) error { return nil }
 
 // RunW1 runs benchmark W1 with the given (even) number of replicas on the CPU backend, after a
 // one-round warm-up, and returns its timing.
