@@ -94,35 +94,52 @@ func TestQuadraticReferenceInstance(t *testing.T) {
 		Batching: "full", Seed: 3, Checkpoints: []int{1, 2, 3, 4}, Informed: true, RecordParams: true}
 	cps := run(t, cfg, c, cp, tgt, PairRange{0, pairs})
 
-	mean := func(ds *datasets.Dataset) []float64 {
-		b := make([]float64, dim)
-		for j := 0; j < ds.Len(); j++ {
-			for q, v := range ds.Row(j) {
-				b[q] += float64(v) / float64(ds.Len())
-			}
-		}
-		return b
-	}
-	rho1 := 1 - eta*a
-	rho := math.Pow(rho1, K)
+	rho := math.Pow(1-eta*a, K)
 	gain := (1 - rho) / a // sum_k (1 - eta a)^k eta
 	cvec := make([]float64, dim)
 	delta := make([]float64, dim)
 	for i := 0; i < m; i++ {
-		b := mean(c[i])
+		b := clientMean(c[i])
 		for q := range cvec {
 			cvec[q] += gain * b[q] / m
 		}
 	}
-	bt, btp := mean(c[tgt.Client]), mean(cp[tgt.Client])
+	bt, btp := clientMean(c[tgt.Client]), clientMean(cp[tgt.Client])
 	var dd float64
 	for q := range delta {
 		delta[q] = gain * (bt[q] - btp[q]) / m
 		dd += delta[q] * delta[q]
 	}
+	checkQuadraticClipInactive(t, cps, c, cp, a, eta, V, K)
 
-	// Clipping never active: replay every round's local steps from the recorded w_t in float64.
-	prev := make([][]float32, 2*pairs)
+	final := cps[len(cps)-1]
+	var sumRho, sumRho2 float64
+	for j := 0; j < T; j++ {
+		sumRho += math.Pow(rho, float64(j))
+		sumRho2 += math.Pow(rho, 2*float64(j))
+	}
+	checkQuadraticFinal(t, final, cvec, delta, sumRho, sigma*sigma/m*sumRho2, pairs)
+	checkInformedGaussian(t, final, m/(sigma*sigma)*T*dd, pairs)
+}
+
+// clientMean is the mean of a client's samples' features, b_i of the quadratic model.
+func clientMean(ds *datasets.Dataset) []float64 {
+	b := make([]float64, ds.Dim())
+	for j := 0; j < ds.Len(); j++ {
+		for q, v := range ds.Row(j) {
+			b[q] += float64(v) / float64(ds.Len())
+		}
+	}
+	return b
+}
+
+// checkQuadraticClipInactive replays every round's local steps from the recorded w_t in
+// float64 and fails when a gradient's norm reaches the clip norm V: the reference instance
+// assumes clipping is never active.
+func checkQuadraticClipInactive(t *testing.T, cps []*checkpoint.Checkpoint, c, cp []*datasets.Dataset, a, eta, V float64, K int) {
+	t.Helper()
+	m, dim := len(c), c[0].Dim()
+	prev := make([][]float32, len(cps[0].Replicas))
 	for r := range prev {
 		prev[r] = make([]float32, dim)
 	}
@@ -133,7 +150,7 @@ func TestQuadraticReferenceInstance(t *testing.T) {
 				ds = cp
 			}
 			for i := 0; i < m; i++ {
-				b := mean(ds[i])
+				b := clientMean(ds[i])
 				w := to64(prev[r])
 				for k := 0; k < K; k++ {
 					var g2 float64
@@ -150,14 +167,14 @@ func TestQuadraticReferenceInstance(t *testing.T) {
 			prev[r] = rs.Params
 		}
 	}
+}
 
-	final := cps[len(cps)-1]
-	var sumRho, sumRho2 float64
-	for j := 0; j < T; j++ {
-		sumRho += math.Pow(rho, float64(j))
-		sumRho2 += math.Pow(rho, 2*float64(j))
-	}
-	variance := sigma * sigma / m * sumRho2
+// checkQuadraticFinal checks w_T of the reference instance: per world and coordinate the mean
+// sumRho c (minus sumRho Delta in world 1), the variance pooled over coordinates, and the
+// coupled difference w_T - w'_T = sumRho Delta exactly.
+func checkQuadraticFinal(t *testing.T, final *checkpoint.Checkpoint, cvec, delta []float64, sumRho, variance float64, pairs int) {
+	t.Helper()
+	dim := len(cvec)
 	// Coordinates are independent with equal variance: pool them (world 0 only; world 1 shares
 	// its noise) so that the variance is checked to 5 standard errors = 5 sqrt(2/(pairs dim)),
 	// about 6.5%.
@@ -174,16 +191,16 @@ func TestQuadraticReferenceInstance(t *testing.T) {
 				s += v
 				ss += (v - want) * (v - want)
 			}
-			mu := s / pairs
-			if se := math.Sqrt(variance / pairs); math.Abs(mu-want) > 5*se {
+			mu := s / float64(pairs)
+			if se := math.Sqrt(variance / float64(pairs)); math.Abs(mu-want) > 5*se {
 				t.Errorf("world %d coordinate %d: mean %g, exact %g (5 se = %g)", w, q, mu, want, 5*se)
 			}
 			if w == 0 {
-				pooled += ss / (pairs * dim)
+				pooled += ss / float64(pairs*dim)
 			}
 		}
 	}
-	if tol := 5 * math.Sqrt(2.0/(pairs*dim)) * variance; math.Abs(pooled-variance) > tol {
+	if tol := 5 * math.Sqrt(2.0/float64(pairs*dim)) * variance; math.Abs(pooled-variance) > tol {
 		t.Errorf("variance %g, exact %g (tolerance %g)", pooled, variance, tol)
 	}
 	// The coupled difference is deterministic; float32 rounding of values of size ~1 over
@@ -196,7 +213,13 @@ func TestQuadraticReferenceInstance(t *testing.T) {
 			}
 		}
 	}
-	mu2 := m / (sigma * sigma) * T * dd
+}
+
+// checkInformedGaussian checks the informed adversary's statistics at the last checkpoint:
+// every replica's realized mu^2 is mu2, and the log-likelihood ratio is N(+-mu2/2, mu2) in the
+// two worlds.
+func checkInformedGaussian(t *testing.T, final *checkpoint.Checkpoint, mu2 float64, pairs int) {
+	t.Helper()
 	var llr [2][]float64
 	for _, rs := range final.Replicas {
 		if rs.Diverged {
@@ -214,12 +237,12 @@ func TestQuadraticReferenceInstance(t *testing.T) {
 			s += v
 			ss += v * v
 		}
-		mu := s / pairs
-		vr := ss/pairs - mu*mu
-		if se := math.Sqrt(mu2 / pairs); math.Abs(mu-sign*mu2/2) > 5*se {
+		mu := s / float64(pairs)
+		vr := ss/float64(pairs) - mu*mu
+		if se := math.Sqrt(mu2 / float64(pairs)); math.Abs(mu-sign*mu2/2) > 5*se {
 			t.Errorf("world %d: mean LLR %g, want %g (5 se %g)", w, mu, sign*mu2/2, 5*se)
 		}
-		if tol := 5 * math.Sqrt(2.0/pairs) * mu2; math.Abs(vr-mu2) > tol {
+		if tol := 5 * math.Sqrt(2.0/float64(pairs)) * mu2; math.Abs(vr-mu2) > tol {
 			t.Errorf("world %d: LLR variance %g, want %g (tolerance %g)", w, vr, mu2, tol)
 		}
 	}
