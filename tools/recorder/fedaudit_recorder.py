@@ -207,17 +207,18 @@ class Deployment:
              "checkpoints": list(self.checkpoints), "informed": self.informed}
         if self.batching != "full":
             t["batch_size"] = self.batch_size
-        if self.mechanism != "gaussian":
-            t["mechanism"] = self.mechanism
+        t["mechanism"] = self.mechanism
         if self.algorithm in CLIENT_DP:
             t["sampling_rate"] = self.sampling_rate
             if self.noise_multiplier is not None:
                 t["noise_multiplier"] = self.noise_multiplier
             if self.update_clip is not None:
                 t["update_clip"] = self.update_clip
-        elif self.participants:
+        elif self.sampling_rate is None or self.sampling_rate == 1 or self.participants:
+            # Written even when 0 (every client): a base config's other number must not survive
+            # the merge.
             t["participants"] = self.participants
-        elif self.sampling_rate is not None and self.sampling_rate < 1:
+        else:
             if clients is None:
                 raise ValueError("sampling_rate < 1 for a Noisy-FedAvg deployment needs the number of "
                                  "clients (base_config's data.clients) to declare participants")
@@ -306,7 +307,7 @@ class Recorder:
         # mistake (two descriptions of one deployment).
         declared = self.dep.train_section(self.clients)
         for k in ("algorithm", "rounds", "local_steps", "learning_rate", "clip_norm", "noise_std",
-                  "participants", "sampling_rate", "batching", "model"):
+                  "participants", "sampling_rate", "batching", "batch_size", "mechanism", "model"):
             if k in bt and k in declared and bt[k] != declared[k]:
                 raise ValueError(f"base_config's train.{k} is {bt[k]!r}, the deployment declares {declared[k]!r}")
 

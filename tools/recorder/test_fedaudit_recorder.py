@@ -194,6 +194,9 @@ class RecorderTest(unittest.TestCase):
         t = dep(algorithm="dp-fedavg", sampling_rate=0.2, noise_multiplier=1.0, update_clip=0.5).train_section()
         self.assertEqual((t["sampling_rate"], t["noise_multiplier"], t["update_clip"]), (0.2, 1.0, 0.5))
         self.assertNotIn("participants", t)
+        self.assertEqual(dep().train_section(4)["participants"], 0)
+        with self.assertRaisesRegex(ValueError, "base_config's train.participants is 3, the deployment declares 0"):
+            Recorder(self.out, 1, dep(), base_config=dict(BASE, train={"participants": 3}))
         with self.assertRaisesRegex(ValueError, "base_config's train.clip_norm is 0.1, the deployment declares 0.2"):
             Recorder(self.out, 1, dep(clip_norm=0.2), base_config=BASE)
         with self.assertRaisesRegex(ValueError, "target_client 2, but base_config's adjacency.client is 1"):
