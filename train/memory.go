@@ -45,7 +45,7 @@ func MemoryOf(cfg Config, s memory.DataSizes) (memory.Memory, error) {
 	perReplica := replicaVectors(cfg) * float64(d) * f
 	perReplica += 2 * eb * f // evaluation loss and margin
 	// Model workspace: pre-activations, deltas and (hidden layers) post-activations per row.
-	perReplica += wsRows * activationFloats(sizes) * f
+	perReplica += wsRows * model.MLPWorkspaceFloats(sizes) * f
 	// nn models evaluate in slices of at most nnEvalRows(maxRows) rows (nnModel.eval).
 	perReplica += math.Max(maxRows, float64(model.NNEvalRows(int(maxRows)))) * nnRows
 	if cfg.Batching == algo.Fixed && nnRows == 0 {
@@ -112,20 +112,6 @@ func replicaVectors(cfg Config) float64 {
 		vec++
 	}
 	return vec
-}
-
-// activationFloats is the floats per row of a dense model's workspace: pre-activations and
-// deltas of every layer, post-activations of the hidden ones.
-func activationFloats(sizes []int) float64 {
-	var act float64
-	for l := 1; l < len(sizes); l++ {
-		k := 2.0
-		if l+1 < len(sizes) {
-			k = 3
-		}
-		act += k * float64(sizes[l])
-	}
-	return act
 }
 
 // deferredWindow decides whether the engine defers first-layer updates (deferred.go) and over

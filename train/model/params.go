@@ -86,3 +86,18 @@ func DenseShape(mc Config, dim, classes int) (int, []int, error) {
 	}
 	return int(d), sizes, nil
 }
+
+// MLPWorkspaceFloats is the floats per row of the workspace of an MLP of the given layer sizes
+// (NewWorkspace): pre-activations and deltas of every layer, post-activations of the hidden
+// ones. The memory estimate counts it without building the model.
+func MLPWorkspaceFloats(sizes []int) float64 {
+	var act float64
+	for l := 1; l < len(sizes); l++ {
+		k := 2.0
+		if l+1 < len(sizes) {
+			k = 3
+		}
+		act += k * float64(sizes[l])
+	}
+	return act
+}
