@@ -207,6 +207,17 @@ type Bound struct {
 	MuUploadsComposition float64
 	// EpsilonUploads is MuUploads as (epsilon, Delta)-DP.
 	EpsilonUploads float64
+	// MuHeuristic is the last-iterate heuristic of Steinke et al. (ICLR 2025): the exact mu of
+	// w_T alone if every local loss were linear, sqrt(n)/sigma (sum_t gamma_t)/sqrt(T). Linear
+	// losses make a round w -> w + c with the target's shift at most gamma_t, so w_T is a
+	// Gaussian with shift sum_t gamma_t and noise std sqrt(T) sigma/sqrt(n). It equals the
+	// convergent bound at L = 0 and, by Cauchy-Schwarz, is at most MuComposition, with
+	// equality exactly when gamma_t does not depend on t (constant and cyclic schedules). A
+	// heuristic, not a bound: losses with negative curvature can leak more
+	// (docs/theory-implementation.md, "The last-iterate heuristic").
+	MuHeuristic float64
+	// EpsilonHeuristic is MuHeuristic as (epsilon, Delta)-DP.
+	EpsilonHeuristic float64
 }
 
 // Bounds is BoundsContext without cancellation.
@@ -258,6 +269,7 @@ func BoundsContext(ctx context.Context, cfg Config, rounds []int) ([]Bound, erro
 	var (
 		acc             ratioAccumulator
 		sumGamma2       float64
+		sumGamma        float64 // for the heuristic: sum_t gamma_t
 		logRho, gamma   float64
 		out             = make([]Bound, len(rounds))
 		next            = 0
@@ -283,6 +295,7 @@ func BoundsContext(ctx context.Context, cfg Config, rounds []int) ([]Bound, erro
 		upload := n * gamma / cfg.Sigma // Gamma/sigma: one upload, noise sigma
 		acc.push(1, logRho, gamma)
 		sumGamma2 += gamma * gamma
+		sumGamma += gamma
 		for next < len(order) && rounds[order[next]] == t+1 {
 			T := t + 1
 			b := Bound{
@@ -293,11 +306,13 @@ func BoundsContext(ctx context.Context, cfg Config, rounds []int) ([]Bound, erro
 				UploadSensitivity:    n * gamma,
 				MuUploads:            math.Hypot(prevMu, upload),
 				MuUploadsComposition: math.Hypot(prevComp, upload),
+				MuHeuristic:          scale * sumGamma / math.Sqrt(float64(T)),
 			}
 			b.MuClosedForm, b.ClosedFormKind = cfg.closedForm(sched, T)
 			b.Epsilon = epsilonOrInf(b.Mu, delta)
 			b.EpsilonComposition = epsilonOrInf(b.MuComposition, delta)
 			b.EpsilonUploads = epsilonOrInf(b.MuUploads, delta)
+			b.EpsilonHeuristic = epsilonOrInf(b.MuHeuristic, delta)
 			out[order[next]] = b
 			next++
 		}

@@ -8,7 +8,9 @@
 // explicit tables read from CSV); the convergent bound mu_T on the final model w_T
 // (Theorems 1-4, computed exactly for any schedule and in log space so that long runs stay
 // finite), the composition bound for an observer of every iterate and the uploads bound, each
-// also as (epsilon, delta)-DP (Bound, Bounds); and the exact reference instance with
+// also as (epsilon, delta)-DP (Bound, Bounds), with the last-iterate heuristic of Steinke et
+// al. beside them (Bound.MuHeuristic: w_T's exact mu if the losses were linear; its sampled
+// DP-FedAvg form is accounting's LastIterate); and the exact reference instance with
 // quadratic local losses, whose mu is known in closed form so that the trainer and the
 // attacks can be checked against exact numbers.
 //
