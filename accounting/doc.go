@@ -18,6 +18,11 @@
 // the tighter one of Balle et al. (2020), minimised over the orders; delta at a given epsilon
 // is the inverse.
 //
+// Beside the accountants, LastIterate is the last-iterate heuristic of Steinke et al. (ICLR
+// 2025): the exact (epsilon, delta) profile of the final model alone under linear losses, a
+// Poisson-binomial sum of the target's shifts plus Gaussian noise against the noise alone,
+// with a bound on its numerical error.
+//
 // On top sit the per-client claims of the DP-FL systems: epsilon of DP-FedAvg for (q, z, T),
 // the calibration of noise or sampling rate to a budget by bisection (GetNoise of the
 // time-adaptive paper), IDP-FedAvg's per-client parameters and the spend-as-you-go plan of
