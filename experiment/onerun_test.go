@@ -310,35 +310,3 @@ func TestCarriedBoundsCover(t *testing.T) {
 		t.Logf("%s: misses %d of 100; %d rows carried an earlier bound", truth.name, misses, carried)
 	}
 }
-
-// TestMeasureOneRun: two trainings per canary count of the direction-canary config, audited at
-// T = 2 and 4 as one family: every row has its exact mu (sqrt(T)/z), no bound above it, one
-// certified mu per seed, an estimate, and JSON without NaN; a round that is not a checkpoint is
-// refused.
-func TestMeasureOneRun(t *testing.T) {
-	cfg := directionConfig(100, 1)
-	res, err := MeasureOneRun(context.Background(), cfg, []int{100, 300}, 2, []int{2, 4}, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res) != 2 || res[1].Canaries != 300 || len(res[0].Rows) != 3*2 {
-		t.Fatalf("measurements %+v", res)
-	}
-	for _, m := range res {
-		for _, r := range m.Rows {
-			exact := math.Sqrt(float64(r.Round))
-			if r.Threat == runs.ThreatAllIterates && (r.TruthKind != "exact" || math.Abs(r.Truth-exact) > 1e-12 || r.Misses != 0) {
-				t.Errorf("%d canaries %s T=%d: truth %v %s, %d misses", m.Canaries, r.Attack, r.Round, r.Truth, r.TruthKind, r.Misses)
-			}
-			if len(r.MuLowers) != 2 || math.IsNaN(r.EstimateMu) || r.MuLower > r.Truth {
-				t.Errorf("%d canaries %s T=%d: %+v", m.Canaries, r.Attack, r.Round, r)
-			}
-		}
-	}
-	if _, err := json.Marshal(res); err != nil {
-		t.Errorf("JSON: %v", err)
-	}
-	if _, err := MeasureOneRun(context.Background(), cfg, []int{100}, 1, []int{3}, t.TempDir()); err == nil {
-		t.Error("round 3, not a checkpoint, was accepted")
-	}
-}

@@ -96,22 +96,3 @@ func TestWholeNumbers(t *testing.T) {
 		}
 	}
 }
-
-// The job-size cap counts local steps as Plan does.
-func TestClientStepsArePlans(t *testing.T) {
-	for _, informed := range []bool{false, true} {
-		cfg := smallConfig()
-		cfg.Train.Informed = informed
-		data, err := Prepare(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := Plan(cfg, data, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := clientSteps(cfg); got != float64(w.ClientSteps) {
-			t.Errorf("informed %v: clientSteps %v, Plan %d", informed, got, w.ClientSteps)
-		}
-	}
-}

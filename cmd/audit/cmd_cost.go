@@ -13,6 +13,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/audit/calibrate"
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/cost"
 )
 
 func init() {
@@ -127,7 +128,7 @@ func measureCost(ctx context.Context, e *env, path, countList string, seeds int,
 		return usagef("cost: %s has no train.canaries to measure", path)
 	}
 	e.logf("cost: measuring one-run audits of %s: %v canaries x %d trainings", cfg.Name, counts, seeds)
-	res, err := experiment.MeasureOneRun(ctx, cfg, counts, seeds, rounds, os.TempDir())
+	res, err := cost.MeasureOneRun(ctx, cfg, counts, seeds, rounds, os.TempDir())
 	if err != nil {
 		return err
 	}
@@ -138,7 +139,7 @@ func measureCost(ctx context.Context, e *env, path, countList string, seeds int,
 	return nil
 }
 
-func printMeasured(w io.Writer, cfg *experiment.Config, res []experiment.OneRunCost) {
+func printMeasured(w io.Writer, cfg *experiment.Config, res []cost.OneRunCost) {
 	fmt.Fprintf(w, "One-run audits of %s measured on real trainings (one run each, %s canaries, %d seeds per count):\n", cfg.Name, cfg.Train.Canaries.Kind, res[0].Seeds)
 	fmt.Fprintf(w, "medians of the certified bounds (confidence %g jointly over each audit's rows)\n\n", cfg.Audit.Confidence)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -11,14 +11,15 @@ import (
 
 	"github.com/fedaudit/fedaudit/audit/calibrate"
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/cost"
 )
 
 // planReport is `audit plan --json`.
 type planReport struct {
-	Config string          `json:"config"`
-	Work   experiment.Work `json:"work"`
+	Config string    `json:"config"`
+	Work   cost.Work `json:"work"`
 	// Calibration and the CPU times are absent with --no-calibrate.
-	Calibration *experiment.Calibration `json:"calibration,omitempty"`
+	Calibration *cost.Calibration `json:"calibration,omitempty"`
 	// NotCalibrated says why the calibration was skipped when its smallest slice would have
 	// outlasted --calibrate-time.
 	NotCalibrated string      `json:"not_calibrated,omitempty"`
@@ -27,8 +28,8 @@ type planReport struct {
 	GPU           gpuEstimate `json:"gpu"`
 	// Memory is the estimated peak memory of training (bounded by one group of pairs) and of
 	// the attack stage, beside the budget it was checked against (0: not checked).
-	Memory       experiment.MemoryEstimate `json:"memory"`
-	MemoryBudget int64                     `json:"memory_budget"`
+	Memory       cost.MemoryEstimate `json:"memory"`
+	MemoryBudget int64               `json:"memory_budget"`
 	// Cost is the simulated cost table of each audit method at each mu the plan knows (the
 	// exact mu of the quadratic instance at the last checkpoint, or --mu); absent otherwise.
 	Cost []planCost `json:"cost,omitempty"`
@@ -64,7 +65,7 @@ func init() {
 			fs.StringVar(&p.config, "config", "", "experiment config (YAML)")
 			fs.IntVar(&p.shards, "shards", 1, "number of shards (array tasks) the training is split into")
 			fs.Float64Var(&p.tflops, "gpu-tflops", 50, "peak FP32 rate of one GPU, in TFLOP/s")
-			fs.Float64Var(&p.eff, "gpu-efficiency", experiment.DefaultGPUEfficiency, "fraction of the peak rate the training reaches")
+			fs.Float64Var(&p.eff, "gpu-efficiency", cost.DefaultGPUEfficiency, "fraction of the peak rate the training reaches")
 			fs.BoolVar(&p.noCal, "no-calibrate", false, "skip the timing on this machine (deterministic output)")
 			fs.Float64Var(&p.costMu, "mu", 0, "print the cost table (trainings each audit method needs to certify 0.8 mu) at this mu, e.g. a pilot's realized mu (default: the exact mu of the quadratic instance at the last checkpoint, where the config is one)")
 			fs.BoolVar(&p.noCost, "no-cost", false, "skip the cost table")
@@ -130,25 +131,25 @@ func runPlan(ctx context.Context, e *env, args []string, p *planFlags) error {
 	if err := experiment.CheckStages(cfg); err != nil {
 		return err
 	}
-	if _, err := experiment.CheckMemory(cfg, nil, memBudget); err != nil {
+	if _, err := cost.CheckMemory(cfg, nil, memBudget); err != nil {
 		return err
 	}
 	data, err := experiment.Prepare(cfg)
 	if err != nil {
 		return err
 	}
-	mem, err := experiment.CheckMemory(cfg, data, memBudget)
+	mem, err := cost.CheckMemory(cfg, data, memBudget)
 	if err != nil {
 		return err
 	}
-	w, err := experiment.Plan(cfg, data, p.shards)
+	w, err := cost.Plan(cfg, data, p.shards)
 	if err != nil {
 		return err
 	}
 	rate := p.tflops * 1e12 * p.eff
 	rep := planReport{Config: p.config, Work: w, Memory: mem, MemoryBudget: memBudget, GPU: gpuEstimate{
 		PeakTFLOPS: p.tflops, Efficiency: p.eff,
-		Seconds: experiment.Seconds(w.FLOPs, rate), ShardSeconds: experiment.Seconds(w.ShardFLOPs, rate),
+		Seconds: cost.Seconds(w.FLOPs, rate), ShardSeconds: cost.Seconds(w.ShardFLOPs, rate),
 	}}
 	if !p.noCal {
 		if err := calibratePlan(ctx, e, cfg, data, p.budget, &rep); err != nil {
@@ -173,21 +174,21 @@ func runPlan(ctx context.Context, e *env, args []string, p *planFlags) error {
 func calibratePlan(ctx context.Context, e *env, cfg *experiment.Config, data *experiment.Data, budget time.Duration, rep *planReport) error {
 	w := rep.Work
 	// Said before the second of training, and only when it will happen.
-	if experiment.CalibrationFits(cfg, data, budget) == nil {
+	if cost.CalibrationFits(cfg, data, budget) == nil {
 		e.logf("plan: calibrating on this machine (about %s)", budget)
 	}
-	cal, err := experiment.Calibrate(ctx, cfg, data, budget)
-	var tooLong *experiment.CalibrationTooLongError
+	cal, err := cost.Calibrate(ctx, cfg, data, budget)
+	var tooLong *cost.CalibrationTooLongError
 	switch {
 	case errors.As(err, &tooLong):
 		rep.NotCalibrated = fmt.Sprintf("not calibrated: one round of one pair is %sFLOP, at least %s even at %.0f GFLOP/s; --calibrate-time above %s times it anyway",
-			si(tooLong.FLOPs), duration(tooLong.Guess.Seconds()), experiment.CalibrationRateGuess/1e9, duration((2 * tooLong.Guess).Seconds()))
+			si(tooLong.FLOPs), duration(tooLong.Guess.Seconds()), cost.CalibrationRateGuess/1e9, duration((2 * tooLong.Guess).Seconds()))
 	case err != nil:
 		return err
 	default:
 		rep.Calibration = &cal
-		rep.CPUSeconds = experiment.Seconds(w.FLOPs, cal.FLOPS)
-		rep.CPUShardSecs = experiment.Seconds(w.ShardFLOPs, cal.FLOPS)
+		rep.CPUSeconds = cost.Seconds(w.FLOPs, cal.FLOPS)
+		rep.CPUShardSecs = cost.Seconds(w.ShardFLOPs, cal.FLOPS)
 	}
 	return nil
 }
@@ -216,9 +217,9 @@ func printPlan(e *env, cfg *experiment.Config, r planReport) {
 		w.Rows, si(float64(w.RunFileBytes)), si(float64(w.VectorBytes)))
 	m := r.Memory
 	fmt.Fprintf(out, "memory: training about %s per shard (groups of %d pairs, %s per pair), attack stage about %s",
-		experiment.FormatBytes(m.TrainBytes), m.GroupPairs, experiment.FormatBytes(m.Engine.PerPair), experiment.FormatBytes(m.AttackBytes))
+		cost.FormatBytes(m.TrainBytes), m.GroupPairs, cost.FormatBytes(m.Engine.PerPair), cost.FormatBytes(m.AttackBytes))
 	if r.MemoryBudget > 0 {
-		fmt.Fprintf(out, "; budget %s", experiment.FormatBytes(r.MemoryBudget))
+		fmt.Fprintf(out, "; budget %s", cost.FormatBytes(r.MemoryBudget))
 		if m.TrainBytes > r.MemoryBudget {
 			fmt.Fprintf(out, " (warning: training needs a smaller --group-memory to fit)")
 		}
@@ -272,9 +273,9 @@ func registerMemory(fs *flag.FlagSet, v *string) {
 // check).
 func memoryBudget(text string) (int64, error) {
 	if text == "" {
-		return experiment.MemAvailable(), nil
+		return cost.MemAvailable(), nil
 	}
-	n, err := experiment.ParseBytes(text)
+	n, err := cost.ParseBytes(text)
 	if err != nil || n == 0 {
 		return 0, usagef("--memory: %v", errOr(err, "need > 0"))
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/cost"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
@@ -57,7 +58,7 @@ func trainAll(ctx context.Context, e *env, cfg *experiment.Config, dir string, s
 	if err != nil {
 		return err
 	}
-	if _, err := experiment.CheckMemory(cfg, data, budget); err != nil {
+	if _, err := cost.CheckMemory(cfg, data, budget); err != nil {
 		return err
 	}
 	changed, err := experiment.SetUpDirectory(cfg, dir, shards)
@@ -140,7 +141,7 @@ func (b *backendFlags) register(fs *flag.FlagSet) {
 // written, a config whose training cannot fit the memory budget; it returns the budget.
 func (b *backendFlags) preflight(cfg *experiment.Config) (int64, error) {
 	if b.groupMemory != "" {
-		n, err := experiment.ParseBytes(b.groupMemory)
+		n, err := cost.ParseBytes(b.groupMemory)
 		if err != nil || n == 0 {
 			return 0, usagef("--group-memory: %v", errOr(err, "need > 0"))
 		}
@@ -150,7 +151,7 @@ func (b *backendFlags) preflight(cfg *experiment.Config) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	_, err = experiment.CheckMemory(cfg, nil, budget)
+	_, err = cost.CheckMemory(cfg, nil, budget)
 	return budget, err
 }
 

@@ -1,4 +1,4 @@
-package experiment
+package cost
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
 	"github.com/fedaudit/fedaudit/train/checkpoint"
@@ -63,7 +64,7 @@ type Work struct {
 
 // Plan counts the work of training cfg in the given number of shards (0 means 1). data is the
 // experiment's prepared data (Prepare), which fixes the input dimension and classes.
-func Plan(cfg *Config, data *Data, shards int) (Work, error) {
+func Plan(cfg *experiment.Config, data *experiment.Data, shards int) (Work, error) {
 	shards = max(shards, 1)
 	if shards > cfg.Pairs {
 		return Work{}, fmt.Errorf("plan: %d shards for %d pairs: a shard needs at least one pair", shards, cfg.Pairs)
@@ -74,7 +75,7 @@ func Plan(cfg *Config, data *Data, shards int) (Work, error) {
 	}
 	d, err := model.ParamCountShape(cfg.Train.Model, data.Shape, data.Classes)
 	if errors.Is(err, model.ErrExternal) {
-		return Work{}, &ConfigError{Err: fmt.Errorf("plan: %w", err)}
+		return Work{}, &experiment.ConfigError{Err: fmt.Errorf("plan: %w", err)}
 	}
 	if err != nil {
 		return Work{}, fmt.Errorf("plan: %w", err)
@@ -98,16 +99,16 @@ func Plan(cfg *Config, data *Data, shards int) (Work, error) {
 		w.LocalTrainings++
 	}
 	w.count(cfg)
-	largest := ShardPairs(cfg.Pairs, runs.Shard{Index: shards - 1, Count: shards}).Count
+	largest := experiment.ShardPairs(cfg.Pairs, runs.Shard{Index: shards - 1, Count: shards}).Count
 	for i := 0; i < shards; i++ {
-		largest = max(largest, ShardPairs(cfg.Pairs, runs.Shard{Index: i, Count: shards}).Count)
+		largest = max(largest, experiment.ShardPairs(cfg.Pairs, runs.Shard{Index: i, Count: shards}).Count)
 	}
 	w.ShardFLOPs = w.FLOPs * float64(largest) / float64(cfg.Pairs)
 	return w, nil
 }
 
 // count fills the totals from the per-replica sizes.
-func (w *Work) count(cfg *Config) {
+func (w *Work) count(cfg *experiment.Config) {
 	R, fwd := int64(w.Replicas), w.ForwardFLOPs
 	w.ReplicaRounds = R * int64(w.Rounds)
 	w.ClientSteps = w.ReplicaRounds * int64(w.LocalTrainings) * int64(w.LocalSteps)
@@ -149,7 +150,7 @@ type Calibration struct {
 // until the slice takes about budget/2, one checkpoint at its end) on the CPU backend, and
 // returns the speed in Plan's FLOPs. A small slice batches fewer replicas than the real job,
 // so the speed, and every time derived from it, errs on the slow side.
-func Calibrate(ctx context.Context, cfg *Config, data *Data, budget time.Duration) (Calibration, error) {
+func Calibrate(ctx context.Context, cfg *experiment.Config, data *experiment.Data, budget time.Duration) (Calibration, error) {
 	slice, err := calibrationSlice(cfg, data, budget)
 	if err != nil {
 		return Calibration{}, err
@@ -179,7 +180,7 @@ func Calibrate(ctx context.Context, cfg *Config, data *Data, budget time.Duratio
 
 // CalibrationFits reports whether Calibrate can time a slice of cfg within budget: nil, or the
 // *CalibrationTooLongError Calibrate would return, found without training anything.
-func CalibrationFits(cfg *Config, data *Data, budget time.Duration) error {
+func CalibrationFits(cfg *experiment.Config, data *experiment.Data, budget time.Duration) error {
 	_, err := calibrationSlice(cfg, data, budget)
 	return err
 }
@@ -188,20 +189,20 @@ func CalibrationFits(cfg *Config, data *Data, budget time.Duration) error {
 // slice is one round of one pair, which for a large model (ResNet-18: several TFLOP) takes
 // minutes: it is estimated at an optimistic rate first, and refused rather than overrun a
 // budget the user was promised by a factor of a hundred.
-func calibrationSlice(cfg *Config, data *Data, budget time.Duration) (Config, error) {
+func calibrationSlice(cfg *experiment.Config, data *experiment.Data, budget time.Duration) (experiment.Config, error) {
 	slice := *cfg
 	slice.Pairs = min(cfg.Pairs, 4)
 	for {
 		est, err := Plan(withRounds(&slice, 1), data, 1)
 		if err != nil {
-			return Config{}, err
+			return experiment.Config{}, err
 		}
 		guess := time.Duration(Seconds(est.FLOPs, CalibrationRateGuess) * float64(time.Second))
 		if guess <= budget/2 {
 			return slice, nil
 		}
 		if slice.Pairs == 1 {
-			return Config{}, &CalibrationTooLongError{FLOPs: est.FLOPs, Guess: guess, Budget: budget}
+			return experiment.Config{}, &CalibrationTooLongError{FLOPs: est.FLOPs, Guess: guess, Budget: budget}
 		}
 		slice.Pairs = 1
 	}
@@ -225,7 +226,7 @@ func (e *CalibrationTooLongError) Error() string {
 }
 
 // withRounds is cfg trained for its first rounds only, checkpointed at the end.
-func withRounds(cfg *Config, rounds int) *Config {
+func withRounds(cfg *experiment.Config, rounds int) *experiment.Config {
 	c := *cfg
 	tc := cfg.Train
 	tc.Rounds = rounds

@@ -1,0 +1,28 @@
+package experiment_test
+
+import (
+	"testing"
+
+	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/cost"
+)
+
+// The job-size cap counts local steps as cost.Plan does.
+func TestClientStepsArePlans(t *testing.T) {
+	for _, informed := range []bool{false, true} {
+		cfg := experiment.Demo()
+		cfg.Pairs, cfg.Train.Rounds, cfg.Train.Checkpoints = 6, 3, []int{0, 1, 3}
+		cfg.Train.Informed = informed
+		data, err := experiment.Prepare(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := cost.Plan(cfg, data, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := experiment.ClientSteps(cfg); got != float64(w.ClientSteps) {
+			t.Errorf("informed %v: clientSteps %v, Plan %d", informed, got, w.ClientSteps)
+		}
+	}
+}

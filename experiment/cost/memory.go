@@ -1,0 +1,144 @@
+package cost
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/memory"
+)
+
+// MemoryEstimate is the memory of an experiment's stages as estimated before they run.
+type MemoryEstimate struct {
+	Engine memory.Memory `json:"engine"`
+	// GroupPairs is the number of pairs trained together; TrainBytes the training's peak
+	// (one group, the data and a record batch being written), whatever the shard's pairs.
+	GroupPairs int   `json:"group_pairs"`
+	TrainBytes int64 `json:"train_bytes"`
+	// MinTrainBytes is the training's peak with one pair per group: what a shard needs at least.
+	MinTrainBytes int64 `json:"min_train_bytes"`
+	// AttackBytes estimates the attack stage, which holds every run's rows of the attacked
+	// rounds (with their parameter and upload vectors) at once.
+	AttackBytes int64 `json:"attack_bytes"`
+}
+
+// runtimeOverhead covers what the estimate does not count: the Go runtime, the loaded source
+// dataset before it is split, the Arrow writer's batch (runs.DefaultBatchBytes) and its
+// compression buffers.
+const runtimeOverhead = 160 << 20
+
+// EstimateMemory estimates the memory of training and attacking cfg (data as for Sizes).
+func EstimateMemory(cfg *experiment.Config, data *experiment.Data) (MemoryEstimate, error) {
+	mem, err := train.MemoryOf(cfg.Train, experiment.Sizes(cfg, data))
+	if err != nil {
+		return MemoryEstimate{}, &experiment.ConfigError{Err: fmt.Errorf("train: %w", err)}
+	}
+	g := train.GroupSize(cfg.Train, experiment.Sizes(cfg, data), cfg.Pairs)
+	est := MemoryEstimate{Engine: mem, GroupPairs: g,
+		TrainBytes:    mem.Bytes(g) + runtimeOverhead,
+		MinTrainBytes: mem.Bytes(1) + runtimeOverhead,
+	}
+	// Attack stage: per run and attacked round a row of fixed columns and statistics plus the
+	// recorded vectors (the previous round's upload too, for upload attacks).
+	rounds := int64(max(len(cfg.Audit.Rounds), len(cfg.Train.Checkpoints)))
+	vec := int64(0)
+	if cfg.Train.RecordParams {
+		vec++
+	}
+	if cfg.Train.RecordUpload {
+		vec += 2
+	}
+	perRow := int64(200) + vec*int64(mem.Params)*4
+	est.AttackBytes = 2*int64(cfg.Pairs)*rounds*perRow + runtimeOverhead
+	return est, nil
+}
+
+// CheckMemory refuses, with a ConfigError naming the numbers, a config whose training needs
+// more than available bytes even with one pair per group. available <= 0 skips the check.
+func CheckMemory(cfg *experiment.Config, data *experiment.Data, available int64) (MemoryEstimate, error) {
+	est, err := EstimateMemory(cfg, data)
+	if err != nil {
+		return est, err
+	}
+	if available > 0 && est.MinTrainBytes > available {
+		what := "at least"
+		if data == nil && cfg.Data.Source != "synthetic" {
+			what = "at least (input dimension not yet known)"
+		}
+		return est, &experiment.ConfigError{Err: fmt.Errorf("memory: training one pair of this model (d = %d parameters) needs %s %s, the budget is %s (MemAvailable, or --memory)",
+			est.Engine.Params, what, FormatBytes(est.MinTrainBytes), FormatBytes(available))}
+	}
+	return est, nil
+}
+
+// MemAvailable reads MemAvailable from /proc/meminfo: the memory a new process may use without
+// swapping. It returns 0 where the file is absent (not Linux), which skips the memory checks.
+func MemAvailable() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(rest)
+		if len(fields) == 0 {
+			return 0
+		}
+		kb, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil {
+			return 0
+		}
+		return kb << 10
+	}
+	return 0
+}
+
+// ParseBytes reads a byte count such as "600MB", "4GiB", "256M" or "1048576" (K, M, G, T are
+// powers of 1024, with or without "iB" or "B").
+func ParseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	u := strings.ToUpper(t)
+	u = strings.TrimSuffix(strings.TrimSuffix(u, "IB"), "B")
+	mult := int64(1)
+	if n := len(u); n > 0 {
+		switch u[n-1] {
+		case 'K':
+			mult = 1 << 10
+		case 'M':
+			mult = 1 << 20
+		case 'G':
+			mult = 1 << 30
+		case 'T':
+			mult = 1 << 40
+		}
+		if mult > 1 {
+			u = u[:n-1]
+		}
+	}
+	x, err := strconv.ParseFloat(strings.TrimSpace(u), 64)
+	if err != nil || !(x >= 0) || x*float64(mult) > 1<<62 {
+		return 0, errors.New("not a byte count such as 600MB, 4GiB or 1048576: " + strconv.Quote(t))
+	}
+	return int64(x * float64(mult)), nil
+}
+
+// FormatBytes writes n in MiB or GiB for people.
+func FormatBytes(n int64) string {
+	if n >= 1<<30 {
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	}
+	if n >= 1<<20 {
+		return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.0f KiB", float64(n)/(1<<10))
+}
