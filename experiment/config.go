@@ -188,6 +188,11 @@ type AuditConfig struct {
 	// one upload carries the client's whole noise, the average only sigma/sqrt(n), so a claim
 	// about the models says nothing of an upload.
 	ClaimAbout string `json:"claim_about,omitempty" yaml:"claim_about,omitempty"`
+	// SplitSeed drives the split method's random division of the scores into selection and
+	// evaluation halves; 0 means the master seed. It is not the training seed: `audit run` and
+	// `audit report` record a --seed given on the command line here, as they record the other
+	// statistics settings, so that every later stage divides the scores the same way.
+	SplitSeed uint64 `json:"split_seed,omitempty" yaml:"split_seed,omitempty"`
 }
 
 // ClaimRule is the one rule for a claimed mu or epsilon, in the config and on the command line:

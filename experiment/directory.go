@@ -13,7 +13,6 @@ import (
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/expdir"
-	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train/model"
 )
@@ -213,7 +212,8 @@ func pairsText(n int) string {
 // (the command line's: confidence, delta, threshold method, claim and what it is about), so
 // that an experiment directory's config.json says what its findings.json was judged with and
 // every later stage (analyze, report, the cluster finish jobs) judges the same. The split
-// method's seed has no place in the config and is not recorded.
+// method's seed is recorded as audit.split_seed when it differs from the one the config
+// implies (its split_seed, else the master seed).
 func (o AnalyzeOptions) recorded(cfg *Config) *Config {
 	c := *cfg
 	a := &c.Audit
@@ -230,35 +230,24 @@ func (o AnalyzeOptions) recorded(cfg *Config) *Config {
 		}
 	}
 	a.ClaimAbout = cmp.Or(o.ClaimAbout, a.ClaimAbout)
+	if o.Seed != 0 && o.Seed != cmp.Or(a.SplitSeed, c.Seed) {
+		a.SplitSeed = o.Seed
+	}
 	return &c
 }
 
-// unrecordedSeed is the note for a split seed o gives that config.json cannot record: a later
-// stage of the directory divides the scores with the experiment's master seed instead, so its
-// bounds (and verdict) may differ unless it is given the same --seed. It is "" when the seed
-// is the one a later stage would use, or the method in effect is not split.
+// unrecordedSeed is the note for a split seed o gives that the directory's config.json would
+// not record (recorded(cfg) does record every seed, as audit.split_seed): a later stage would
+// divide the scores with another seed, so its bounds (and verdict) might differ unless it is
+// given the same --seed. It is "" when the seed is the one a later stage would use, or the
+// method in effect is not split.
 func (o AnalyzeOptions) unrecordedSeed(cfg *Config, dir string) string {
-	later := AnalyzeOptions{}.withDefaults(cfg).Seed
+	later := AnalyzeOptions{}.withDefaults(o.recorded(cfg)).Seed
 	if o.withDefaults(cfg).Method != audit.Split || o.Seed == 0 || o.Seed == later {
 		return ""
 	}
 	return fmt.Sprintf("split seed %d from the command line is not recorded in %s (it has no place in the config): a later analyze or report of the directory divides the scores with seed %d unless given --seed %d",
 		o.Seed, expdir.Dir(dir).Config(), later, o.Seed)
-}
-
-// UnrecordedSeedNote adds to a's headline the note unrecordedSeed gives for the directory's
-// config, for `audit report DIR` before it writes findings.json and the report. It returns the
-// note ("" when none, or for a directory without config.json).
-func UnrecordedSeedNote(dir string, opts AnalyzeOptions, a *findings.Analysis) (string, error) {
-	own, err := readDirConfig(dir)
-	if err != nil || own == nil {
-		return "", err
-	}
-	note := opts.unrecordedSeed(own, dir)
-	if note != "" {
-		a.Headline.Notes = append(a.Headline.Notes, note)
-	}
-	return note, nil
 }
 
 // RecordSettings writes the statistics settings opts states (the command line's) into the

@@ -141,7 +141,7 @@ func (o AnalyzeOptions) withDefaults(cfg *Config) AnalyzeOptions {
 	var a AuditConfig
 	seed := uint64(1)
 	if cfg != nil {
-		a, seed = cfg.Audit, cfg.Seed
+		a, seed = cfg.Audit, cmp.Or(cfg.Audit.SplitSeed, cfg.Seed)
 		note := func(what string, differs bool, flag, configured string) {
 			if differs {
 				o.Notes = append(o.Notes, fmt.Sprintf("%s: %s from the command line replaces the configuration's %s", what, flag, configured))

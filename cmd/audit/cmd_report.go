@@ -35,10 +35,6 @@ func init() {
 				if err != nil {
 					return err
 				}
-				// The split method's seed cannot be recorded: findings.json says so.
-				if _, err := experiment.UnrecordedSeedNote(dir, opts, a); err != nil {
-					return err
-				}
 				err = experiment.Report(ctx, dir, a, experiment.ReportOptions{PNG: *png, ToolVersion: version}, *partial)
 				outputsOnly := errors.Is(err, experiment.ErrOutputsOnly)
 				if err != nil && !outputsOnly {

@@ -262,37 +262,45 @@ func TestRunClaimAboutRecorded(t *testing.T) {
 	}
 }
 
-// TestSplitSeedNotRecordedNoted: the split method's --seed has no place in config.json, so a
-// later `audit analyze DIR` divides the scores with the master seed and may certify other bounds
-// than the findings.json `audit run --seed` wrote. The headline of run (and of report --seed)
-// says so and names the flag that reproduces it; analyze with that flag gives run's table.
-func TestSplitSeedNotRecordedNoted(t *testing.T) {
+// TestSplitSeedRecorded: the split method's --seed given to run is recorded in config.json
+// (audit.split_seed) like the other statistics settings, so a later `audit analyze DIR` divides
+// the scores as run did and gives run's table without the flag; report --seed records its seed
+// too.
+func TestSplitSeedRecorded(t *testing.T) {
 	cfg := smallConfig(t, []string{"noise_std: 0.05", "noise_std: 0.01"})
 	dir := filepath.Join(t.TempDir(), "out")
 	code, stdout, _ := cli(t, "run", "--config", cfg, "--out", dir, "--threshold-method", "split", "--seed", "7")
 	if code != 0 && code != 3 {
 		t.Fatalf("run --threshold-method split --seed 7: exit %d:\n%s", code, stdout)
 	}
-	if !strings.Contains(stdout, "split seed 7 from the command line is not recorded") || !strings.Contains(stdout, "unless given --seed 7") {
-		t.Errorf("run --seed 7: no note that the seed is not recorded:\n%s", stdout)
+	if strings.Contains(stdout, "not recorded") || !strings.Contains(stdout, "the command line's settings are recorded in") {
+		t.Errorf("run --seed 7: want the note that the settings are recorded, not that the seed is not:\n%s", stdout)
+	}
+	splitSeed := func() any {
+		raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c struct {
+			Audit map[string]any `json:"audit"`
+		}
+		if err := json.Unmarshal(raw, &c); err != nil {
+			t.Fatal(err)
+		}
+		return c.Audit["split_seed"]
+	}
+	if got := splitSeed(); got != 7.0 {
+		t.Errorf("config.json audit.split_seed after run --seed 7: %v, want 7", got)
 	}
 	table := func(s string) string { return s[strings.Index(s, "attack "):strings.Index(s, "mu_lower:")] }
-	_, again, _ := cli(t, "analyze", dir, "--seed", "7")
+	_, again, _ := cli(t, "analyze", dir)
 	if table(again) != table(stdout) {
-		t.Errorf("analyze --seed 7 differs from run --seed 7:\n%s\nwant\n%s", table(again), table(stdout))
+		t.Errorf("analyze without --seed differs from run --seed 7:\n%s\nwant\n%s", table(again), table(stdout))
 	}
-	_, plain, _ := cli(t, "analyze", dir)
-	if strings.Contains(plain, "not recorded") || table(plain) == table(stdout) {
-		t.Errorf("analyze without --seed: want the master seed's table, without the note:\n%s", plain)
+	if code, rep, _ := cli(t, "report", dir, "--seed", "9"); code != 0 && code != 3 {
+		t.Fatalf("report --seed 9: exit %d:\n%s", code, rep)
 	}
-	_, rep, _ := cli(t, "report", dir, "--seed", "9")
-	raw, err := os.ReadFile(filepath.Join(dir, "findings.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for what, s := range map[string]string{"report --seed 9": rep, "findings.json": string(raw)} {
-		if !strings.Contains(s, "split seed 9 from the command line is not recorded") {
-			t.Errorf("%s: no note that the seed is not recorded:\n%s", what, s)
-		}
+	if got := splitSeed(); got != 9.0 {
+		t.Errorf("config.json audit.split_seed after report --seed 9: %v, want 9", got)
 	}
 }
