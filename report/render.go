@@ -251,10 +251,18 @@ func (r *rendered) headline() *headlineView {
 }
 
 // familyText says what the confidence of the verdicts is: family-wise over the rows, which is
-// what the analysis certifies (each row at the Bonferroni level 1 - (1 - confidence)/rows).
+// what the analysis certifies (each row at the Bonferroni level 1 - (1 - confidence)/rows). An
+// inconclusive headline gives no verdict, and the text says so.
 func familyText(h *findings.Headline, rowConfidence float64) string {
 	if h.Confidence == 0 {
 		return ""
+	}
+	if h.Status == findings.StatusInconclusive {
+		// No verdict is given: say what the bounds, not the verdicts, hold at.
+		if h.Rows <= 1 {
+			return "No verdict is given; the certified bound holds at " + percentText(h.Confidence) + " confidence."
+		}
+		return "No verdict is given; the certified bounds hold jointly at " + percentText(h.Confidence) + " confidence over " + strconv.Itoa(h.Rows) + " rows."
 	}
 	if h.Rows <= 1 {
 		return "The verdict holds at " + percentText(h.Confidence) + " confidence."
