@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/experiment"
@@ -37,27 +38,29 @@ func (a *analyzeFlags) register(fs *flag.FlagSet) {
 }
 
 // options returns the settings given on the command line; the others stay zero, so the
-// experiment's configuration supplies them.
+// experiment's configuration supplies them. Its errors begin with the command's name, as the
+// commands' other errors do.
 func (a *analyzeFlags) options(fs *flag.FlagSet) (experiment.AnalyzeOptions, error) {
+	cmd := strings.TrimPrefix(fs.Name(), "audit ")
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var opts experiment.AnalyzeOptions
 	if set["confidence"] {
 		if !(a.confidence > 0 && a.confidence < 1) {
-			return opts, usagef("--confidence must be in (0, 1), got %g", a.confidence)
+			return opts, usagef("%s: --confidence must be in (0, 1), got %g", cmd, a.confidence)
 		}
 		opts.Confidence = a.confidence
 	}
 	if set["delta"] {
 		if !(a.delta > 0 && a.delta < 1) {
-			return opts, usagef("--delta must be in (0, 1), got %g", a.delta)
+			return opts, usagef("%s: --delta must be in (0, 1), got %g", cmd, a.delta)
 		}
 		opts.Delta = a.delta
 	}
 	if a.method != "" {
 		m, err := audit.ParseThresholdMethod(a.method)
 		if err != nil {
-			return opts, usagef("--threshold-method: %v", err)
+			return opts, usagef("%s: --threshold-method: %v", cmd, err)
 		}
 		opts.Method = m
 	}
@@ -68,11 +71,11 @@ func (a *analyzeFlags) options(fs *flag.FlagSet) (experiment.AnalyzeOptions, err
 		x    float64
 	}{{"claim-mu", a.claimMu}, {"claim-eps", a.claimEps}} {
 		if set[c.flag] && !experiment.ValidClaim(c.x) {
-			return opts, usagef("--%s: %s, got %g", c.flag, experiment.ClaimRule, c.x)
+			return opts, usagef("%s: --%s: %s, got %g", cmd, c.flag, experiment.ClaimRule, c.x)
 		}
 	}
 	if set["claim-mu"] && set["claim-eps"] {
-		return opts, usagef("give --claim-mu or --claim-eps, not both")
+		return opts, usagef("%s: give --claim-mu or --claim-eps, not both", cmd)
 	}
 	switch {
 	case set["claim-mu"]:
@@ -87,7 +90,7 @@ func (a *analyzeFlags) options(fs *flag.FlagSet) (experiment.AnalyzeOptions, err
 	case "", experiment.ClaimAboutModels, experiment.ClaimAboutUploads:
 		opts.ClaimAbout = a.claimAbout
 	default:
-		return opts, usagef("--claim-about: %q is not %s or %s", a.claimAbout, experiment.ClaimAboutModels, experiment.ClaimAboutUploads)
+		return opts, usagef("%s: --claim-about: %q is not %s or %s", cmd, a.claimAbout, experiment.ClaimAboutModels, experiment.ClaimAboutUploads)
 	}
 	opts.Seed = a.seed
 	return opts, nil
