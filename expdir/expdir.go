@@ -61,6 +61,9 @@ func (d Dir) OutputsImport() string { return d.join("outputs.json") }
 // Check is the outcome of the grey-box checks (`audit check`), written by it.
 func (d Dir) Check() string { return d.join("check.json") }
 
+// Sequential records the looks of a sequential run (`audit run --sequential`).
+func (d Dir) Sequential() string { return d.join("sequential.json") }
+
 // ReportHTML is the self-contained report page.
 func (d Dir) ReportHTML() string { return d.join("report.html") }
 

@@ -92,7 +92,8 @@ func (e *experimentDir) roundSummaries(ctx context.Context) ([]findings.RoundSum
 // openExperimentDir opens the run files of dir and rebuilds their config and data; the
 // directory's config.json supplies the audit settings.
 func openExperimentDir(dir string, allowPartial bool) (*experimentDir, error) {
-	tab, err := openRunTable(dir, allowPartial)
+	// A sequential run that stopped early never trained its last shards.
+	tab, err := openRunTable(dir, allowPartial || stoppedEarly(dir))
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +239,17 @@ func (e *experimentDir) scores(ctx context.Context, opts AttackOptions) (*runs.S
 			return nil, err
 		default:
 			names, rounds := e.scoring(opts)
-			if why = scoringDiffers(sf.Meta.Config, names, rounds, e.cfg.Audit.InvgradPairs, e.cfg.Audit.InvgradIterations); why == "" {
+			why = scoringDiffers(sf.Meta.Config, names, rounds, e.cfg.Audit.InvgradPairs, e.cfg.Audit.InvgradIterations)
+			if why == "" {
+				why = scoresCoverRuns(func(yield func(int64) bool) {
+					for _, s := range sf.Scores {
+						if !yield(s.PairID) {
+							return
+						}
+					}
+				}, e.tab, e.cfg.Pairs)
+			}
+			if why == "" {
 				return sf, nil
 			}
 		}
@@ -506,6 +517,12 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *run
 	}
 	if note := check.HeadlineNote(); note != "" {
 		opts.Notes = append([]string{note}, opts.Notes...)
+	}
+	// A later analysis of a sequential run that stopped early says so, as the run did.
+	if seq, err := ReadSequential(e.dir); err != nil {
+		return nil, err
+	} else if seq != nil && seq.Stopped && len(seq.Looks) > 0 {
+		opts.Notes = append([]string{sequentialNote(seq, len(seq.Looks)-1, len(seq.Planned))}, opts.Notes...)
 	}
 	if opts.Claim.Mu == 0 && opts.Claim.Epsilon == 0 {
 		claim, source, err := ClaimFor(ctx, cfg, data, opts.Delta)

@@ -72,7 +72,17 @@ func (e *experimentDir) canaryScores(ctx context.Context, opts AttackOptions) (*
 		case err != nil:
 			return nil, err
 		default:
-			if why = scoringDiffers(cf.Meta.Config, names, rounds, e.cfg.Audit.InvgradPairs, e.cfg.Audit.InvgradIterations); why == "" {
+			why = scoringDiffers(cf.Meta.Config, names, rounds, e.cfg.Audit.InvgradPairs, e.cfg.Audit.InvgradIterations)
+			if why == "" {
+				why = scoresCoverRuns(func(yield func(int64) bool) {
+					for _, s := range cf.Scores {
+						if !yield(s.PairID) {
+							return
+						}
+					}
+				}, e.tab, e.cfg.Pairs)
+			}
+			if why == "" {
 				return cf, nil
 			}
 		}

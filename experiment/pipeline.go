@@ -25,6 +25,9 @@ type RunOptions struct {
 	Stage func(name string)
 	// TrainProgress, when set, returns the progress callback of one shard.
 	TrainProgress func(s runs.Shard) func(done, total int)
+	// Sequential trains the Shards in order and analyzes after 1, 2, 4, ... of them and after
+	// the last, stopping at the first violation (sequential.go); it needs Shards >= 2.
+	Sequential bool
 }
 
 // Run trains, attacks, analyzes and reports an experiment in dir, skipping every stage whose
@@ -55,6 +58,14 @@ func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) (*findin
 	if err != nil {
 		return nil, err
 	}
+	var looks []int
+	var joint float64
+	if opts.Sequential {
+		// Each look's confidence is what the directory records: later stages judge as it did.
+		if looks, joint, cfg, err = planSequential(cfg, &opts); err != nil {
+			return nil, err
+		}
+	}
 	// The notes name what the command line replaces in cfg; the directory records the result.
 	rec := opts.Analyze.recorded(cfg)
 	opts.Analyze.Notes = opts.Analyze.withDefaults(cfg).Notes
@@ -76,6 +87,9 @@ func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) (*findin
 	stage := opts.Stage
 	if stage == nil {
 		stage = func(string) {}
+	}
+	if opts.Sequential {
+		return runSequential(ctx, cfg, data, dir, opts, looks, joint, stage)
 	}
 	stage("train")
 	if err := TrainShards(ctx, cfg, data, dir, AllShards(opts.Shards), opts.Train, opts.TrainProgress); err != nil {

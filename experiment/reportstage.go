@@ -10,6 +10,7 @@ import (
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/report"
+	"github.com/fedaudit/fedaudit/runs"
 )
 
 // ReportOptions tune the report stage.
@@ -74,8 +75,8 @@ func (e *experimentDir) report(ctx context.Context, a *findings.Analysis, opts R
 		ConfigJSON:  cfg.JSON(),
 		DatasetHash: data.Hash,
 		ToolVersion: tab.Meta().ToolVersion,
-		Pairs:       cfg.Pairs,
-		Runs:        2 * cfg.Pairs,
+		Pairs:       trainedPairs(cfg, tab),
+		Runs:        2 * trainedPairs(cfg, tab),
 		Delta:       cfg.Audit.Delta,
 		Smoothness:  smoothnessLabel(sm),
 		NoiseLabel:  noiseLabel(cfg),
@@ -114,6 +115,20 @@ func readGallery(dir string) (*findings.Gallery, error) {
 		return nil, fmt.Errorf("%s: %w", expdir.Dir(dir).Reconstructions(), err)
 	}
 	return g, nil
+}
+
+// trainedPairs is the number of pairs the run files of tab hold: every pair of the config, or
+// those of the shards present (a sequential run that stopped early, --allow-partial).
+func trainedPairs(cfg *Config, tab *runs.Table) int {
+	files := tab.Shards()
+	if len(files) == 0 || len(files) == max(files[0].Shard.Count, 1) {
+		return cfg.Pairs
+	}
+	shards := make([]runs.Shard, len(files))
+	for i, f := range files {
+		shards[i] = f.Shard
+	}
+	return pairsOfShards(cfg.Pairs, shards)
 }
 
 // ReadCheck reads DIR/check.json, the grey-box checks `audit check` wrote; nil when absent.

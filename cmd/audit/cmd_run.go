@@ -17,7 +17,7 @@ import (
 
 // runExperiment is the body of `audit run` and `audit demo`: every stage, resumable, with one
 // progress display, then the summary on stdout.
-func runExperiment(ctx context.Context, e *env, cfg *experiment.Config, dir string, shards, workers int, bf backendFlags, aopts experiment.AnalyzeOptions) (a *findings.Analysis, err error) {
+func runExperiment(ctx context.Context, e *env, cfg *experiment.Config, dir string, shards, workers int, sequential bool, bf backendFlags, aopts experiment.AnalyzeOptions) (a *findings.Analysis, err error) {
 	if _, err := bf.preflight(cfg); err != nil {
 		return nil, err
 	}
@@ -32,12 +32,13 @@ func runExperiment(ctx context.Context, e *env, cfg *experiment.Config, dir stri
 	start := time.Now()
 	e.logf("run: %s: %d pairs, %d rounds, output in %s", cfg.Name, cfg.Pairs, cfg.Train.Rounds, dir)
 	a, err = experiment.Run(ctx, cfg, dir, experiment.RunOptions{
-		Shards:  shards,
-		Analyze: aopts,
-		Train:   experiment.TrainOptions{ToolVersion: version, Logf: e.logf, Backend: bf.name, Device: bf.device},
-		Attack:  experiment.AttackOptions{Workers: workers, Logf: e.logf},
-		Report:  experiment.ReportOptions{ToolVersion: version},
-		Stage:   pr.stages([]string{"train", "attack", "analyze", "report"}),
+		Shards:     shards,
+		Sequential: sequential,
+		Analyze:    aopts,
+		Train:      experiment.TrainOptions{ToolVersion: version, Logf: e.logf, Backend: bf.name, Device: bf.device},
+		Attack:     experiment.AttackOptions{Workers: workers, Logf: e.logf},
+		Report:     experiment.ReportOptions{ToolVersion: version},
+		Stage:      pr.stages([]string{"train", "attack", "analyze", "report"}),
 		TrainProgress: func(s runs.Shard) func(int, int) {
 			return pr.bar(fmt.Sprintf("train %s", s), cfg.Train.Rounds)
 		},
@@ -68,10 +69,12 @@ func printRunSummary(w io.Writer, cfg *experiment.Config, dir string, a *finding
 // runFlags are the flags run and demo share.
 type runFlags struct {
 	workers int
-	asJSON  bool
-	backend backendFlags
-	stats   analyzeFlags
-	fs      *flag.FlagSet
+	// sequential is `audit run --sequential` (experiment.RunOptions.Sequential).
+	sequential bool
+	asJSON     bool
+	backend    backendFlags
+	stats      analyzeFlags
+	fs         *flag.FlagSet
 }
 
 func (r *runFlags) register(fs *flag.FlagSet) {
@@ -89,7 +92,7 @@ func (r *runFlags) execute(ctx context.Context, e *env, cfg *experiment.Config, 
 	if err != nil {
 		return err
 	}
-	a, err := runExperiment(ctx, e, cfg, dir, shards, r.workers, r.backend, aopts)
+	a, err := runExperiment(ctx, e, cfg, dir, shards, r.workers, r.sequential, r.backend, aopts)
 	if err != nil {
 		return err
 	}
@@ -105,12 +108,17 @@ func init() {
 	register(&command{
 		name:    "run",
 		summary: "train, attack, analyze and report an experiment in one resumable command",
-		usage:   "run --config F --out DIR [--shards n] [--workers n] [--json] [--claim-mu X | --claim-eps E] [statistics flags]",
+		usage: "run --config F --out DIR [--shards n] [--sequential] [--workers n] [--json] [--claim-mu X | --claim-eps E] [statistics flags]\n\n" +
+			"--sequential trains the shards in order (16 unless --shards says otherwise) and analyzes\n" +
+			"after 1, 2, 4, ... of them and after the last, stopping at the first look that certifies a\n" +
+			"violation; each look certifies at confidence 1 - (1 - c)/looks, so the looks hold jointly\n" +
+			"at c (docs/statistics.md). DIR/sequential.json records the looks.",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			config := fs.String("config", "", "experiment config (YAML)")
 			out := fs.String("out", "", "output directory")
-			shards := fs.Int("shards", 1, "number of run-file shards")
+			shards := fs.Int("shards", 1, "number of run-file shards (with --sequential: 16 when not given)")
 			var rf runFlags
+			fs.BoolVar(&rf.sequential, "sequential", false, "stop at the first of 1, 2, 4, ... shards whose analysis certifies a violation")
 			rf.register(fs)
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
@@ -128,6 +136,9 @@ func init() {
 				cfg, err := experiment.Load(*config)
 				if err != nil {
 					return err
+				}
+				if rf.sequential && !flagGiven(fs, "shards") {
+					*shards = min(16, cfg.Pairs)
 				}
 				return rf.execute(ctx, e, cfg, *out, *shards)
 			}
@@ -163,4 +174,11 @@ func init() {
 			}
 		},
 	})
+}
+
+// flagGiven reports whether the command line set the named flag.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }

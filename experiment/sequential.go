@@ -1,0 +1,222 @@
+package experiment
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/runs"
+)
+
+// A sequential run (RunOptions.Sequential, `audit run --sequential`) trains the shards in order
+// and analyzes the pairs trained so far after 1, 2, 4, ... shards and after the last
+// (audit.SequentialLooks), each look at audit.SequentialConfidence, and stops at the first look
+// whose headline is a violation: a deployment far from its claim is caught after a fraction of
+// the pairs, and a claim that holds is called violated with probability at most one minus the
+// confidence, over all looks together. The directory records its looks in DIR/sequential.json;
+// the per-look confidence is recorded as the directory's audit confidence, so every later stage
+// judges what the looks judged.
+
+// SequentialFormat names the JSON form of DIR/sequential.json.
+const SequentialFormat = "fedaudit-sequential/1"
+
+// SequentialLook is one look of a sequential run.
+type SequentialLook struct {
+	Shards int `json:"shards"` // the first Shards shards were analyzed
+	Pairs  int `json:"pairs"`
+	// Status is the look's headline status, MuLower its headline's certified bound.
+	Status  string  `json:"status"`
+	MuLower float64 `json:"mu_lower"`
+}
+
+// SequentialRecord is DIR/sequential.json.
+type SequentialRecord struct {
+	Format string `json:"format"`
+	Shards int    `json:"shards"`
+	Pairs  int    `json:"pairs"` // the config's pairs, all shards
+	// Confidence is the level the looks hold at jointly; LookConfidence each look's.
+	Confidence     float64          `json:"confidence"`
+	LookConfidence float64          `json:"look_confidence"`
+	Planned        []int            `json:"planned_looks"` // shards at each planned look
+	Looks          []SequentialLook `json:"looks"`
+	// Stopped says the run stopped before its last look: the shards after the last look's were
+	// never trained, and later stages analyze the ones that were.
+	Stopped bool   `json:"stopped"`
+	Status  string `json:"status"`
+}
+
+// ReadSequential reads DIR/sequential.json; nil when the directory was not run sequentially.
+func ReadSequential(dir string) (*SequentialRecord, error) {
+	raw, err := os.ReadFile(expdir.Dir(dir).Sequential())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r SequentialRecord
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", expdir.Dir(dir).Sequential(), err)
+	}
+	if r.Format != SequentialFormat {
+		return nil, fmt.Errorf("%s: format %q, want %q", expdir.Dir(dir).Sequential(), r.Format, SequentialFormat)
+	}
+	return &r, nil
+}
+
+func writeSequential(dir string, r *SequentialRecord) error {
+	raw, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(expdir.Dir(dir).Sequential(), append(raw, '\n'))
+}
+
+// stoppedEarly reports whether dir holds a sequential run that stopped before its last look:
+// its missing shards are not missing but never needed.
+func stoppedEarly(dir string) bool {
+	r, err := ReadSequential(dir)
+	return err == nil && r != nil && r.Stopped
+}
+
+// planSequential checks a sequential run's options and returns the looks (shards seen at each),
+// the confidence they hold at jointly and the config to record, whose audit confidence is each
+// look's: what the looks judged, and what every later stage of the directory judges.
+func planSequential(cfg *Config, opts *RunOptions) ([]int, float64, *Config, error) {
+	if opts.Shards > cfg.Pairs {
+		return nil, 0, nil, &ConfigError{Err: fmt.Errorf("run: --sequential with %d shards needs at least as many pairs (the config has %d)", opts.Shards, cfg.Pairs)}
+	}
+	looks, err := audit.SequentialLooks(opts.Shards)
+	if err != nil {
+		return nil, 0, nil, &ConfigError{Err: fmt.Errorf("run: %w (--shards)", err)}
+	}
+	joint := opts.Analyze.withDefaults(cfg).Confidence
+	each, err := audit.SequentialConfidence(joint, len(looks))
+	if err != nil {
+		return nil, 0, nil, &ConfigError{Err: fmt.Errorf("run: %w", err)}
+	}
+	seq := *cfg
+	seq.Audit.Confidence = each
+	opts.Analyze.Confidence = 0
+	return looks, joint, &seq, nil
+}
+
+// runSequential trains and analyzes the looks of a sequential run (the directory set up by Run)
+// and writes the analysis of the look it stopped at.
+func runSequential(ctx context.Context, cfg *Config, data *Data, dir string, opts RunOptions, looks []int, joint float64, stage func(string)) (*findings.Analysis, error) {
+	shards := AllShards(opts.Shards)
+	rec := &SequentialRecord{Format: SequentialFormat, Shards: opts.Shards, Pairs: cfg.Pairs, Confidence: joint,
+		LookConfidence: cfg.Audit.Confidence, Planned: looks}
+	// The record is rewritten look by look; an older one (a run before this one) is stale.
+	if err := os.Remove(expdir.Dir(dir).Sequential()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	for j, k := range looks {
+		stage("train")
+		if err := TrainShards(ctx, cfg, data, dir, shards[:k], opts.Train, opts.TrainProgress); err != nil {
+			return nil, err
+		}
+		pairs := pairsOfShards(cfg.Pairs, shards[:k])
+		last := j == len(looks)-1
+		a, err := sequentialLook(ctx, cfg, data, dir, opts, !last, stage, func(a *findings.Analysis) (bool, error) {
+			rec.Looks = append(rec.Looks, SequentialLook{Shards: k, Pairs: pairs, Status: a.Headline.Status, MuLower: a.Headline.MuLower})
+			stop := last || a.Headline.Violated()
+			rec.Stopped, rec.Status = stop && !last, a.Headline.Status
+			a.Headline.Notes = append([]string{sequentialNote(rec, j, len(looks))}, a.Headline.Notes...)
+			return stop, writeSequential(dir, rec)
+		})
+		if err != nil || a != nil {
+			return a, err
+		}
+		if opts.Train.Logf != nil {
+			opts.Train.Logf("run: sequential look %d of %d (%d pairs): no violation certified at confidence %g; training on", j+1, len(looks), pairs, cfg.Audit.Confidence)
+		}
+	}
+	return nil, errors.New("run: sequential: no look")
+}
+
+// sequentialLook attacks and analyzes the shards trained so far; decide records the look and
+// says whether to stop there, in which case the analysis is written and returned.
+func sequentialLook(ctx context.Context, cfg *Config, data *Data, dir string, opts RunOptions, partial bool, stage func(string), decide func(*findings.Analysis) (bool, error)) (*findings.Analysis, error) {
+	ed, err := openPrepared(dir, partial, cfg, data)
+	if err != nil {
+		return nil, err
+	}
+	defer ed.Close()
+	stage("attack")
+	sf, cf, err := ed.allScores(ctx, opts.Attack)
+	if err != nil {
+		return nil, err
+	}
+	stage("analyze")
+	a, err := ed.analyze(ctx, sf, cf, opts.Analyze, opts.Attack.Logf)
+	if err != nil {
+		return nil, err
+	}
+	stop, err := decide(a)
+	if err != nil || !stop {
+		return nil, err
+	}
+	stage("report")
+	if err := ed.writeAnalysis(ctx, a, opts.Report); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func sequentialNote(r *SequentialRecord, j, looks int) string {
+	l := r.Looks[len(r.Looks)-1]
+	what := "the last look: every pair trained"
+	if r.Stopped {
+		what = fmt.Sprintf("stopped: the remaining %d pairs were never trained", r.Pairs-l.Pairs)
+	}
+	return fmt.Sprintf("sequential run: look %d of %d, %d of %d pairs (%s); each look certifies at confidence %.4g so that the %d looks hold jointly at %g (docs/statistics.md)",
+		j+1, looks, l.Pairs, r.Pairs, what, r.LookConfidence, looks, r.Confidence)
+}
+
+// pairsOfShards counts the pairs of the given shards.
+func pairsOfShards(pairs int, shards []runs.Shard) int {
+	n := 0
+	for _, s := range shards {
+		n += ShardPairs(pairs, s).Count
+	}
+	return n
+}
+
+// scoresCoverRuns says why scores of the given pair ids do not cover the runs of tab ("" when
+// they do): a score file written before more shards were trained (a sequential look, an analysis
+// with --allow-partial) scores fewer pairs than the directory now holds, and one written before
+// shards were removed scores pairs it no longer holds. A shard too small to be sure some of its
+// pairs are scored (learned attacks keep every 5th pair apart) is not judged.
+func scoresCoverRuns(pairIDs func(yield func(int64) bool), tab *runs.Table, pairs int) string {
+	type span struct{ first, end int }
+	var spans []span
+	for _, f := range tab.Shards() {
+		r := ShardPairs(pairs, f.Shard)
+		spans = append(spans, span{r.First, r.First + r.Count})
+	}
+	seen := make([]bool, len(spans))
+	for id := range pairIDs {
+		in := false
+		for i, s := range spans {
+			if int(id) >= s.first && int(id) < s.end {
+				seen[i], in = true, true
+				break
+			}
+		}
+		if !in {
+			return fmt.Sprintf("it scores pair %d, which no run file holds", id)
+		}
+	}
+	for i, s := range spans {
+		if !seen[i] && s.end-s.first >= 5 {
+			return fmt.Sprintf("it scores none of pairs %d..%d, which the run files hold", s.first, s.end-1)
+		}
+	}
+	return ""
+}

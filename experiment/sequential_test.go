@@ -1,0 +1,132 @@
+package experiment
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/runs"
+)
+
+// A sequential run of a deployment far from its claim stops at the first look: only the first of
+// 8 shards is trained, the analysis of its 25 pairs is a violation at the per-look confidence,
+// the record says so, and every later stage analyzes the shards that exist without
+// --allow-partial. The same deployment judged against a claim it meets trains every shard, looks
+// 4 times (1, 2, 4, 8 shards) and ends consistent with all 200 pairs.
+func TestSequentialRun(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a, err := Run(ctx, leakyConfig(), dir, RunOptions{Shards: 8, Sequential: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.Headline.Violated() {
+		t.Fatalf("headline %+v, want violated", a.Headline)
+	}
+	rec, err := ReadSequential(dir)
+	if err != nil || rec == nil {
+		t.Fatalf("sequential.json: %v %v", rec, err)
+	}
+	if !rec.Stopped || len(rec.Looks) != 1 || rec.Looks[0].Pairs != 25 || rec.LookConfidence != 1-0.05/4 {
+		t.Fatalf("record %+v: want a stop at the first of 4 looks (25 pairs, each look at 0.9875)", rec)
+	}
+	files, err := os.ReadDir(expdir.Dir(dir).Runs())
+	if err != nil || len(files) != 1 {
+		t.Fatalf("run files %v (%v): only the first shard must be trained", files, err)
+	}
+	if f := a.Family; f.Confidence != rec.LookConfidence {
+		t.Errorf("the look certified at %v, want %v", f.Confidence, rec.LookConfidence)
+	}
+	later, err := AnalyzeDir(ctx, dir, AnalyzeOptions{}, AttackOptions{})
+	if err != nil {
+		t.Fatalf("a later analysis of the stopped run: %v", err)
+	}
+	if later.Headline.Status != a.Headline.Status || later.Family.Confidence != rec.LookConfidence || !hasNote(later.Headline, "stopped: the remaining 175 pairs were never trained") {
+		t.Errorf("later analysis %+v differs from the run's", later.Headline)
+	}
+
+	consistent := leakyConfig()
+	consistent.Audit.ClaimMu = 50
+	dir = t.TempDir()
+	a, err = Run(ctx, consistent, dir, RunOptions{Shards: 8, Sequential: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err = ReadSequential(dir)
+	if err != nil || rec == nil || rec.Stopped || len(rec.Looks) != 4 || rec.Looks[3].Pairs != 200 || a.Headline.Status != findings.StatusConsistent {
+		t.Fatalf("record %+v, headline %+v: want 4 looks ending consistent at 200 pairs", rec, a.Headline)
+	}
+	for _, f := range a.Findings {
+		if n := f.Result.N0; n != 200 {
+			t.Errorf("%s T=%d scored %d pairs of world C at the last look, want 200: a stale score file of an earlier look", f.Attack, f.Round, n)
+		}
+	}
+}
+
+func hasNote(h findings.Headline, s string) bool {
+	for _, n := range h.Notes {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// A score file written when fewer shards existed no longer covers the runs: it is scored again.
+func TestScoresCoverRuns(t *testing.T) {
+	ctx := context.Background()
+	cfg := leakyConfig()
+	dir := t.TempDir()
+	data, err := Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := SetUpDirectory(cfg, dir, 4); err != nil {
+		t.Fatal(err)
+	}
+	shards := AllShards(4)
+	if err := TrainShards(ctx, cfg, data, dir, shards[:1], TrainOptions{ToolVersion: "test"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AttackDir(ctx, dir, AttackOptions{AllowPartial: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := TrainShards(ctx, cfg, data, dir, shards, TrainOptions{ToolVersion: "test"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ed, err := openExperimentDir(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ed.Close()
+	sf, err := runs.ReadScoreFile(expdir.Dir(dir).Scores())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func(yield func(int64) bool) {
+		for _, s := range sf.Scores {
+			if !yield(s.PairID) {
+				return
+			}
+		}
+	}
+	if why := scoresCoverRuns(ids, ed.tab, cfg.Pairs); why == "" {
+		t.Fatal("a score file of the first shard covers all four")
+	}
+	fresh, _, err := ed.allScores(ctx, AttackOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := scoresCoverRuns(func(yield func(int64) bool) {
+		for _, s := range fresh.Scores {
+			if !yield(s.PairID) {
+				return
+			}
+		}
+	}, ed.tab, cfg.Pairs); why != "" {
+		t.Fatalf("rescored file: %s", why)
+	}
+}
