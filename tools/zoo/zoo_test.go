@@ -348,6 +348,7 @@ func falseAlarms(n int, alpha float64) int {
 // 0 alone (--pairs 1) and writes the zoo table there.
 func TestZooCheck(t *testing.T) {
 	f := zoo(t)
+	t.Logf("%s", f.timing)
 	a := alpha(t)
 	ctx := context.Background()
 	type key struct {
@@ -528,4 +529,17 @@ func writeTable(dir string, nSeeds int, alpha float64, byBug map[string]map[int]
 	w.Write(header)
 	w.WriteAll(rows)
 	return os.WriteFile(filepath.Join(dir, "zoo.csv"), b.Bytes(), 0o644)
+}
+
+// TestFalseAlarms pins the false alarms the zoo test allows the correct variant.
+func TestFalseAlarms(t *testing.T) {
+	for _, c := range []struct {
+		n     int
+		alpha float64
+		want  int
+	}{{5, 0.01, 1}, {100, 0.01, 5}, {5, 0.05, 3}, {1, 0.01, 1}, {1000, 1e-9, 0}} {
+		if got := falseAlarms(c.n, c.alpha); got != c.want {
+			t.Errorf("falseAlarms(%d, %g) = %d, want %d", c.n, c.alpha, got, c.want)
+		}
+	}
 }
