@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"math"
 	"os"
 	"strconv"
-	"text/tabwriter"
 
 	"github.com/fedaudit/fedaudit/audit/calibrate"
+	"github.com/fedaudit/fedaudit/cmd/audit/internal/tables"
 	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/experiment/cost"
 )
@@ -72,36 +70,11 @@ func init() {
 					}
 					return nil
 				}
-				printCost(e.stdout, o, rows)
+				tables.Cost(e.stdout, o, rows)
 				return nil
 			}
 		},
 	})
-}
-
-func printCost(w io.Writer, o calibrate.CostOptions, rows []calibrate.CostRow) {
-	fmt.Fprintf(w, "Trainings needed for a certified bound of %g x mu = %.4g (confidence %g), on the Gaussian mechanism with mu = %.4g\n",
-		o.Fraction, o.Fraction*o.Mu, o.Confidence, o.Mu)
-	fmt.Fprintf(w, "(median of %d simulated audits at doubling sizes; exact for the quadratic instance, a best case for other models)\n\n", o.Reps)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "method\ttrainings\tcanaries/run\ttarget\tmedian\tnote\n")
-	for _, r := range rows {
-		trainings := fmt.Sprint(r.Trainings)
-		if !r.Reached {
-			trainings = "not reached"
-		}
-		canaries := "-"
-		if r.Canaries > 0 {
-			canaries = fmt.Sprint(r.Canaries)
-		}
-		median := fmt.Sprintf("%.3f", r.Median)
-		if r.MedianRelError > 0 {
-			median = fmt.Sprintf("%.3f (error %.1f%%)", r.Median, 100*r.MedianRelError)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%s\t%s\n", r.Method, trainings, canaries, r.Target, median, r.Note)
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "\nA row not reached reports the median at the largest size tried (--max-pairs %d, --max-canaries %d).\n", o.MaxPairs, o.MaxCanaries)
 }
 
 // measureCost is `audit cost --config`: real one-run trainings at each canary count.
@@ -135,33 +108,6 @@ func measureCost(ctx context.Context, e *env, path, countList string, seeds int,
 	if asJSON {
 		return writeJSON(e.stdout, map[string]any{"config": path, "name": cfg.Name, "confidence": cfg.Audit.Confidence, "measurements": res})
 	}
-	printMeasured(e.stdout, cfg, res)
+	tables.Measured(e.stdout, cfg, res)
 	return nil
-}
-
-func printMeasured(w io.Writer, cfg *experiment.Config, res []cost.OneRunCost) {
-	fmt.Fprintf(w, "One-run audits of %s measured on real trainings (one run each, %s canaries, %d seeds per count):\n", cfg.Name, cfg.Train.Canaries.Kind, res[0].Seeds)
-	fmt.Fprintf(w, "medians of the certified bounds (confidence %g jointly over each audit's rows)\n\n", cfg.Audit.Confidence)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "canaries\tattack\tthreat\tT\tmu_lower\teps_lower\ttruth\tshare\tabove truth\tone-shot mu (estimate)\n")
-	for _, m := range res {
-		for _, r := range m.Rows {
-			truth, share, above := "-", "-", "-"
-			if !math.IsNaN(r.Truth) {
-				truth = fmt.Sprintf("%.3f %s", r.Truth, r.TruthKind)
-				share = fmt.Sprintf("%.2f", r.MuLower/r.Truth)
-			}
-			if r.TruthKind == "exact" {
-				above = fmt.Sprintf("%d of %d", r.Misses, m.Seeds)
-			}
-			est := "-"
-			if !math.IsNaN(r.EstimateMu) {
-				est = fmt.Sprintf("%.3f", r.EstimateMu)
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%.3f\t%.3f\t%s\t%s\t%s\t%s\n", m.Canaries, r.Attack, r.Threat, r.Round, r.MuLower, r.EpsLower, truth, share, above, est)
-		}
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "\ntruth: the exact mu of the canaries (the largest, what the one-run test is about) where the instance has one; else\n"+
-		"the realized mu of the informed adversary on the target sample, an observer of every iterate, as a yardstick.\n")
 }

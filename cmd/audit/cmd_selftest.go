@@ -7,10 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
-	"text/tabwriter"
 
-	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/audit/calibrate"
+	"github.com/fedaudit/fedaudit/cmd/audit/internal/tables"
 )
 
 func init() {
@@ -58,7 +57,7 @@ func init() {
 						return fmt.Errorf("selftest: write JSON: %w", err)
 					}
 				} else {
-					printSelfTest(e, rep)
+					tables.SelfTest(e.stdout, rep)
 				}
 				if !rep.Pass {
 					return errors.New("selftest: coverage below what a 95% method reaches (see the table)")
@@ -67,35 +66,4 @@ func init() {
 			}
 		},
 	})
-}
-
-func printSelfTest(e *env, rep *calibrate.SelfTestReport) {
-	fmt.Fprintf(e.stdout, "Coverage of the certified bounds on mechanisms whose truth is known: Gaussian N(mu,1) vs N(0,1) and Laplace(s,1) vs Laplace(0,1)\n")
-	fmt.Fprintf(e.stdout, "(pairs: %d scores per world; one-run: %d canaries per run, each included with probability 1/2), %d repetitions, seed %d, confidence %g\n\n",
-		rep.N, rep.N, rep.Reps, rep.Seed, rep.Confidence)
-	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "method\tmechanism\ttruth\tcoverage\tmisses\tmax misses\tmean bound\ttightness\t\n")
-	family := 0
-	for _, r := range rep.Rows {
-		truth := fmt.Sprintf("mu %.4g", r.Mu)
-		if r.Quantity == "eps" {
-			truth = fmt.Sprintf("eps %.4g (delta %g)", r.Epsilon, r.Delta)
-		}
-		if r.Family > 0 {
-			truth, family = fmt.Sprintf("family of %d", r.Family), r.Family
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%d\t%d\t%.4f\t%.3f\t\n",
-			r.Method, r.Mechanism, truth, r.Coverage, r.Misses, r.MaxMisses, r.MeanLower, r.Tightness)
-	}
-	tw.Flush()
-	fmt.Fprintf(e.stdout, "\nLaplace rows hold the bound against the mechanism's GDP-equivalent mu (eps: its exact s at delta 0). One-run rows: f-DP mu (Mahloujifar et al.) and eps (Steinke et al.) from the default grid of guesses, each at half the error level so that they hold together, as the one-run rows of audit run and analyze.\n")
-	if family > 0 {
-		fmt.Fprintf(e.stdout, "Family rows: %d mechanisms (mu cycling through the list) audited together, each bound at confidence %.4g (Bonferroni over the rows, as `audit analyze` certifies its rows); a repetition misses when any of them exceeds its true mu. Their mean bound and tightness are those of the largest mu.\n",
-			family, audit.FamilyRowConfidence(rep.Confidence, family))
-	}
-	verdict := "PASS"
-	if !rep.Pass {
-		verdict = "FAIL"
-	}
-	fmt.Fprintf(e.stdout, "\n%s: %s\n", verdict, rep.Rule)
 }

@@ -1,0 +1,121 @@
+package tables
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/fedaudit/fedaudit/audit/calibrate"
+	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/cost"
+)
+
+// PlanReport is `audit plan --json`, and what Plan writes for people.
+type PlanReport struct {
+	Config string    `json:"config"`
+	Work   cost.Work `json:"work"`
+	// Calibration and the CPU times are absent with --no-calibrate.
+	Calibration *cost.Calibration `json:"calibration,omitempty"`
+	// NotCalibrated says why the calibration was skipped when its smallest slice would have
+	// outlasted --calibrate-time.
+	NotCalibrated string      `json:"not_calibrated,omitempty"`
+	CPUSeconds    float64     `json:"cpu_seconds,omitempty"`
+	CPUShardSecs  float64     `json:"cpu_shard_seconds,omitempty"`
+	GPU           GPUEstimate `json:"gpu"`
+	// Memory is the estimated peak memory of training (bounded by one group of pairs) and of
+	// the attack stage, beside the budget it was checked against (0: not checked).
+	Memory       cost.MemoryEstimate `json:"memory"`
+	MemoryBudget int64               `json:"memory_budget"`
+	// Cost is the simulated cost table of each audit method at each mu the plan knows (the
+	// exact mu of the quadratic instance at the last checkpoint, or --mu); absent otherwise.
+	Cost []PlanCost `json:"cost,omitempty"`
+}
+
+// PlanCost is the cost table at one mu.
+type PlanCost struct {
+	Mu     float64             `json:"mu"`
+	Source string              `json:"source"`
+	Reps   int                 `json:"reps"`
+	Rows   []calibrate.CostRow `json:"rows"`
+}
+
+// GPUEstimate is the training time on one GPU at an assumed efficiency.
+type GPUEstimate struct {
+	PeakTFLOPS   float64 `json:"peak_tflops"`
+	Efficiency   float64 `json:"efficiency"`
+	Seconds      float64 `json:"seconds"`       // the whole job on one GPU
+	ShardSeconds float64 `json:"shard_seconds"` // the largest shard on one GPU
+}
+
+// PlanCosts writes the plan's cost tables, or says how to get one when no mu was known (and
+// the tables were not turned off: noCost).
+func PlanCosts(w io.Writer, rep PlanReport, noCost bool) {
+	for _, c := range rep.Cost {
+		fmt.Fprintf(w, "\ncost of an audit at mu = %.4g (%s):\n", c.Mu, c.Source)
+		Cost(w, calibrate.CostOptions{Mu: c.Mu, Fraction: 0.8, Confidence: 0.95, Reps: c.Reps, MaxPairs: 102400, MaxCanaries: 102400}, c.Rows)
+	}
+	if len(rep.Cost) == 0 && !noCost {
+		fmt.Fprintf(w, "cost: no mu known before training; --mu X (e.g. a pilot's realized mu) prints the trainings each audit method needs\n")
+	}
+}
+
+// Plan writes the plan of cfg for people: the work, files, memory and times of its training.
+func Plan(out io.Writer, cfg *experiment.Config, r PlanReport) {
+	w := r.Work
+	fmt.Fprintf(out, "%s: %d pairs (%d replicas) x %d rounds = %d replica-rounds, in %d shard(s)\n",
+		cfg.Name, w.Pairs, w.Replicas, w.Rounds, w.ReplicaRounds, w.Shards)
+	fmt.Fprintf(out, "model: d = %d parameters; %d local trainings x %d steps per replica-round, %d rows per step\n",
+		w.Params, w.LocalTrainings, w.LocalSteps, w.BatchRows)
+	fmt.Fprintf(out, "work:  %s FLOP (train %s, eval %s at %d checkpoints); largest shard %s\n",
+		SI(w.FLOPs), SI(w.TrainFLOPs), SI(w.EvalFLOPs), w.Checkpoints, SI(w.ShardFLOPs))
+	fmt.Fprintf(out, "files: %d rows, about %sB of run files (%sB of parameter/upload vectors)\n",
+		w.Rows, SI(float64(w.RunFileBytes)), SI(float64(w.VectorBytes)))
+	m := r.Memory
+	fmt.Fprintf(out, "memory: training about %s per shard (groups of %d pairs, %s per pair), attack stage about %s",
+		cost.FormatBytes(m.TrainBytes), m.GroupPairs, cost.FormatBytes(m.Engine.PerPair), cost.FormatBytes(m.AttackBytes))
+	if r.MemoryBudget > 0 {
+		fmt.Fprintf(out, "; budget %s", cost.FormatBytes(r.MemoryBudget))
+		if m.TrainBytes > r.MemoryBudget {
+			fmt.Fprintf(out, " (warning: training needs a smaller --group-memory to fit)")
+		}
+		if m.AttackBytes > r.MemoryBudget {
+			fmt.Fprintf(out, " (warning: the attack stage may not fit)")
+		}
+	}
+	fmt.Fprintln(out)
+	if r.Calibration != nil {
+		c := r.Calibration
+		fmt.Fprintf(out, "this machine: %sFLOP/s measured on %d pairs x %d rounds in %s: job %s, largest shard %s\n",
+			SI(c.FLOPS), c.Pairs, c.Rounds, c.Elapsed.Round(time.Millisecond), Duration(r.CPUSeconds), Duration(r.CPUShardSecs))
+	} else if r.NotCalibrated != "" {
+		fmt.Fprintf(out, "this machine: %s\n", r.NotCalibrated)
+	} else {
+		fmt.Fprintf(out, "this machine: not calibrated (--no-calibrate)\n")
+	}
+	fmt.Fprintf(out, "one GPU at %g TFLOP/s peak, %.0f%% efficiency (assumed): job %s, largest shard %s\n",
+		r.GPU.PeakTFLOPS, 100*r.GPU.Efficiency, Duration(r.GPU.Seconds), Duration(r.GPU.ShardSeconds))
+	fmt.Fprintf(out, "times cover training only; attacks and analysis come after, in one job\n")
+}
+
+// SI formats x with an SI prefix and three significant digits.
+func SI(x float64) string {
+	prefixes := []string{"", "k", "M", "G", "T", "P", "E"}
+	i := 0
+	for math.Abs(x) >= 1000 && i < len(prefixes)-1 {
+		x /= 1000
+		i++
+	}
+	return fmt.Sprintf("%.3g %s", x, prefixes[i])
+}
+
+// Duration formats seconds for people: sub-second times in ms, long ones in h/m/s.
+func Duration(s float64) string {
+	switch {
+	case s < 1e-3:
+		return "< 1ms"
+	case s < 1:
+		return fmt.Sprintf("%.0fms", s*1e3)
+	}
+	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
+}
