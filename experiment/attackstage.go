@@ -522,7 +522,7 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *run
 	if seq, err := ReadSequential(e.dir); err != nil {
 		return nil, err
 	} else if seq != nil && seq.Stopped && len(seq.Looks) > 0 {
-		opts.Notes = append([]string{sequentialNote(seq, len(seq.Looks)-1, len(seq.Planned))}, opts.Notes...)
+		opts.Notes = append([]string{sequentialNote(seq)}, opts.Notes...)
 	}
 	if opts.Claim.Mu == 0 && opts.Claim.Epsilon == 0 {
 		claim, source, err := ClaimFor(ctx, cfg, data, opts.Delta)

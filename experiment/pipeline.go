@@ -58,11 +58,9 @@ func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) (*findin
 	if err != nil {
 		return nil, err
 	}
-	var looks []int
-	var joint float64
+	var seq *SequentialRecord
 	if opts.Sequential {
-		// Each look's confidence is what the directory records: later stages judge as it did.
-		if looks, joint, cfg, err = planSequential(cfg, &opts); err != nil {
+		if seq, cfg, err = planSequential(cfg, &opts); err != nil {
 			return nil, err
 		}
 	}
@@ -89,7 +87,7 @@ func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) (*findin
 		stage = func(string) {}
 	}
 	if opts.Sequential {
-		return runSequential(ctx, cfg, data, dir, opts, looks, joint, stage)
+		return runSequential(ctx, cfg, data, dir, opts, seq, stage)
 	}
 	stage("train")
 	if err := TrainShards(ctx, cfg, data, dir, AllShards(opts.Shards), opts.Train, opts.TrainProgress); err != nil {

@@ -15,12 +15,12 @@ import (
 
 // A sequential run (RunOptions.Sequential, `audit run --sequential`) trains the shards in order
 // and analyzes the pairs trained so far after 1, 2, 4, ... shards and after the last
-// (audit.SequentialLooks), each look at audit.SequentialConfidence, and stops at the first look
-// whose headline is a violation: a deployment far from its claim is caught after a fraction of
-// the pairs, and a claim that holds is called violated with probability at most one minus the
-// confidence, over all looks together. The directory records its looks in DIR/sequential.json;
-// the per-look confidence is recorded as the directory's audit confidence, so every later stage
-// judges what the looks judged.
+// (audit.SequentialLooks), each look at its audit.SequentialConfidences, and stops at the first
+// look whose headline is a violation: a deployment far from its claim is caught after a fraction
+// of the pairs, and a claim that holds is called violated with probability at most one minus the
+// confidence, over all looks together. The directory records its looks in DIR/sequential.json,
+// and the confidence of the look it ended at as its audit confidence, so every later stage
+// judges what that look judged.
 
 // SequentialFormat names the JSON form of DIR/sequential.json.
 const SequentialFormat = "fedaudit-sequential/1"
@@ -29,6 +29,8 @@ const SequentialFormat = "fedaudit-sequential/1"
 type SequentialLook struct {
 	Shards int `json:"shards"` // the first Shards shards were analyzed
 	Pairs  int `json:"pairs"`
+	// Confidence is the look's family-wise confidence.
+	Confidence float64 `json:"confidence"`
 	// Status is the look's headline status, MuLower its headline's certified bound.
 	Status  string  `json:"status"`
 	MuLower float64 `json:"mu_lower"`
@@ -39,11 +41,12 @@ type SequentialRecord struct {
 	Format string `json:"format"`
 	Shards int    `json:"shards"`
 	Pairs  int    `json:"pairs"` // the config's pairs, all shards
-	// Confidence is the level the looks hold at jointly; LookConfidence each look's.
-	Confidence     float64          `json:"confidence"`
-	LookConfidence float64          `json:"look_confidence"`
-	Planned        []int            `json:"planned_looks"` // shards at each planned look
-	Looks          []SequentialLook `json:"looks"`
+	// Confidence is the level the looks hold at jointly.
+	Confidence float64 `json:"confidence"`
+	// Planned are the shards seen at each planned look, PlannedConfidence each look's level.
+	Planned           []int            `json:"planned_looks"`
+	PlannedConfidence []float64        `json:"planned_confidence"`
+	Looks             []SequentialLook `json:"looks"`
 	// Stopped says the run stopped before its last look: the shards after the last look's were
 	// never trained, and later stages analyze the ones that were.
 	Stopped bool   `json:"stopped"`
@@ -84,34 +87,33 @@ func stoppedEarly(dir string) bool {
 	return err == nil && r != nil && r.Stopped
 }
 
-// planSequential checks a sequential run's options and returns the looks (shards seen at each),
-// the confidence they hold at jointly and the config to record, whose audit confidence is each
-// look's: what the looks judged, and what every later stage of the directory judges.
-func planSequential(cfg *Config, opts *RunOptions) ([]int, float64, *Config, error) {
+// planSequential checks a sequential run's options and returns its plan, and the config to
+// record until the run ends, whose audit confidence is the last look's.
+func planSequential(cfg *Config, opts *RunOptions) (*SequentialRecord, *Config, error) {
 	if opts.Shards > cfg.Pairs {
-		return nil, 0, nil, &ConfigError{Err: fmt.Errorf("run: --sequential with %d shards needs at least as many pairs (the config has %d)", opts.Shards, cfg.Pairs)}
+		return nil, nil, &ConfigError{Err: fmt.Errorf("run: --sequential with %d shards needs at least as many pairs (the config has %d)", opts.Shards, cfg.Pairs)}
 	}
 	looks, err := audit.SequentialLooks(opts.Shards)
 	if err != nil {
-		return nil, 0, nil, &ConfigError{Err: fmt.Errorf("run: %w (--shards)", err)}
+		return nil, nil, &ConfigError{Err: fmt.Errorf("run: %w (--shards)", err)}
 	}
 	joint := opts.Analyze.withDefaults(cfg).Confidence
-	each, err := audit.SequentialConfidence(joint, len(looks))
+	each, err := audit.SequentialConfidences(joint, looks)
 	if err != nil {
-		return nil, 0, nil, &ConfigError{Err: fmt.Errorf("run: %w", err)}
+		return nil, nil, &ConfigError{Err: fmt.Errorf("run: %w", err)}
 	}
 	seq := *cfg
-	seq.Audit.Confidence = each
+	seq.Audit.Confidence = each[len(each)-1]
 	opts.Analyze.Confidence = 0
-	return looks, joint, &seq, nil
+	return &SequentialRecord{Format: SequentialFormat, Shards: opts.Shards, Pairs: cfg.Pairs, Confidence: joint,
+		Planned: looks, PlannedConfidence: each}, &seq, nil
 }
 
 // runSequential trains and analyzes the looks of a sequential run (the directory set up by Run)
 // and writes the analysis of the look it stopped at.
-func runSequential(ctx context.Context, cfg *Config, data *Data, dir string, opts RunOptions, looks []int, joint float64, stage func(string)) (*findings.Analysis, error) {
+func runSequential(ctx context.Context, cfg *Config, data *Data, dir string, opts RunOptions, rec *SequentialRecord, stage func(string)) (*findings.Analysis, error) {
 	shards := AllShards(opts.Shards)
-	rec := &SequentialRecord{Format: SequentialFormat, Shards: opts.Shards, Pairs: cfg.Pairs, Confidence: joint,
-		LookConfidence: cfg.Audit.Confidence, Planned: looks}
+	looks := rec.Planned
 	// The record is rewritten look by look; an older one (a run before this one) is stale.
 	if err := os.Remove(expdir.Dir(dir).Sequential()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
@@ -123,18 +125,27 @@ func runSequential(ctx context.Context, cfg *Config, data *Data, dir string, opt
 		}
 		pairs := pairsOfShards(cfg.Pairs, shards[:k])
 		last := j == len(looks)-1
-		a, err := sequentialLook(ctx, cfg, data, dir, opts, !last, stage, func(a *findings.Analysis) (bool, error) {
-			rec.Looks = append(rec.Looks, SequentialLook{Shards: k, Pairs: pairs, Status: a.Headline.Status, MuLower: a.Headline.MuLower})
+		look := *cfg
+		look.Audit.Confidence = rec.PlannedConfidence[j]
+		a, err := sequentialLook(ctx, &look, data, dir, opts, !last, stage, func(a *findings.Analysis) (bool, error) {
+			rec.Looks = append(rec.Looks, SequentialLook{Shards: k, Pairs: pairs, Confidence: look.Audit.Confidence, Status: a.Headline.Status, MuLower: a.Headline.MuLower})
 			stop := last || a.Headline.Violated()
 			rec.Stopped, rec.Status = stop && !last, a.Headline.Status
-			a.Headline.Notes = append([]string{sequentialNote(rec, j, len(looks))}, a.Headline.Notes...)
-			return stop, writeSequential(dir, rec)
+			if !stop {
+				return false, writeSequential(dir, rec)
+			}
+			a.Headline.Notes = append([]string{sequentialNote(rec)}, a.Headline.Notes...)
+			// Later stages judge at the confidence of the look the run ended at.
+			if _, err := RecordSettings(dir, AnalyzeOptions{Confidence: look.Audit.Confidence}); err != nil {
+				return false, err
+			}
+			return true, writeSequential(dir, rec)
 		})
 		if err != nil || a != nil {
 			return a, err
 		}
 		if opts.Train.Logf != nil {
-			opts.Train.Logf("run: sequential look %d of %d (%d pairs): no violation certified at confidence %g; training on", j+1, len(looks), pairs, cfg.Audit.Confidence)
+			opts.Train.Logf("run: sequential look %d of %d (%d pairs): no violation certified at confidence %.4g; training on", j+1, len(looks), pairs, look.Audit.Confidence)
 		}
 	}
 	return nil, errors.New("run: sequential: no look")
@@ -169,14 +180,15 @@ func sequentialLook(ctx context.Context, cfg *Config, data *Data, dir string, op
 	return a, nil
 }
 
-func sequentialNote(r *SequentialRecord, j, looks int) string {
+// sequentialNote says where a sequential run ended and at what confidence.
+func sequentialNote(r *SequentialRecord) string {
 	l := r.Looks[len(r.Looks)-1]
 	what := "the last look: every pair trained"
 	if r.Stopped {
 		what = fmt.Sprintf("stopped: the remaining %d pairs were never trained", r.Pairs-l.Pairs)
 	}
-	return fmt.Sprintf("sequential run: look %d of %d, %d of %d pairs (%s); each look certifies at confidence %.4g so that the %d looks hold jointly at %g (docs/statistics.md)",
-		j+1, looks, l.Pairs, r.Pairs, what, r.LookConfidence, looks, r.Confidence)
+	return fmt.Sprintf("sequential run: look %d of %d, %d of %d pairs (%s); this look certifies at confidence %.4g, the looks' error levels adding up to %.4g, so that all %d hold jointly at %g (docs/statistics.md)",
+		len(r.Looks), len(r.Planned), l.Pairs, r.Pairs, what, l.Confidence, 1-r.Confidence, len(r.Planned), r.Confidence)
 }
 
 // pairsOfShards counts the pairs of the given shards.

@@ -62,7 +62,7 @@ func SequentialSelfTest(ctx context.Context, opts SequentialOptions) (Sequential
 	if err != nil {
 		return SequentialRow{}, err
 	}
-	each, err := audit.SequentialConfidence(opts.Confidence, len(batches))
+	each, err := audit.SequentialConfidences(opts.Confidence, batches)
 	if err != nil {
 		return SequentialRow{}, err
 	}
@@ -85,7 +85,7 @@ func SequentialSelfTest(ctx context.Context, opts SequentialOptions) (Sequential
 		stop := row.Looks[len(row.Looks)-1]
 		stopped := false
 		for j, n := range row.Looks {
-			lower, err := muLower(x[:n], y[:n], each)
+			lower, err := muLower(x[:n], y[:n], each[j])
 			if err != nil {
 				return row, err
 			}

@@ -45,7 +45,15 @@ func TestSequentialLooks(t *testing.T) {
 	if _, err := audit.SequentialLooks(1); err == nil {
 		t.Error("one batch accepted")
 	}
-	if c, err := audit.SequentialConfidence(0.95, 5); err != nil || math.Abs(c-0.99) > 1e-12 {
-		t.Errorf("SequentialConfidence(0.95, 5) = %v, %v", c, err)
+	c, err := audit.SequentialConfidences(0.95, []int{1, 2, 4, 8, 16})
+	if err != nil || math.Abs(c[0]-(1-0.05/31)) > 1e-12 || math.Abs(c[4]-(1-0.05*16/31)) > 1e-12 {
+		t.Errorf("SequentialConfidences(0.95, 1..16) = %v, %v", c, err)
+	}
+	var spent float64
+	for _, x := range c {
+		spent += 1 - x
+	}
+	if math.Abs(spent-0.05) > 1e-12 {
+		t.Errorf("the looks spend %v of the error, want 0.05", spent)
 	}
 }
