@@ -27,8 +27,10 @@ type SelfTestOptions struct {
 	// truth at once with probability Confidence. 0 means 8; 1 skips the check.
 	Family int
 	// NoOneRun skips the one-run rows: N canaries per run, each included with probability 1/2,
-	// certified mu (f-DP) and eps at delta 1e-5 (Steinke et al.) on the Gaussian mechanism, and
-	// both (eps at delta 0) on the Laplace mechanism.
+	// certified mu (f-DP) and eps at delta 1e-5 (Steinke et al.) and the adaptive mu
+	// (audit.OneRunAdaptiveMu) on the Gaussian mechanism and on the shared-level Gaussian
+	// mechanism (canaries dependent, each exactly mu-GDP), and all three (eps at delta 0) on the
+	// Laplace mechanism.
 	NoOneRun bool
 	// LaplaceShift is the shift s of the Laplace rows (an exactly s-DP mechanism); 0 means 1,
 	// a negative value skips them.
@@ -38,8 +40,10 @@ type SelfTestOptions struct {
 // SelfTestRow is the coverage of one method at one true mu.
 type SelfTestRow struct {
 	Method audit.ThresholdMethod `json:"method"`
-	// Mechanism is "gaussian" (scores N(mu, 1) against N(0, 1)) or "laplace" (Laplace(s, 1)
-	// against Laplace(0, 1), exactly s-DP; Mu is then its GDP-equivalent mu).
+	// Mechanism is "gaussian" (scores N(mu, 1) against N(0, 1)), "laplace" (Laplace(s, 1)
+	// against Laplace(0, 1), exactly s-DP; Mu is then its GDP-equivalent mu) or, for one-run
+	// rows only, "gaussian-shared" (the shared-level Gaussian mechanism: the same marginals as
+	// "gaussian", every canary exactly mu-GDP, but the canaries of a run dependent).
 	Mechanism string `json:"mechanism"`
 	// Quantity is what the row bounds: "mu", or "eps" (Epsilon is then the truth, at Delta).
 	Quantity string  `json:"quantity"`
@@ -332,11 +336,14 @@ func selfTestLaplace(ctx context.Context, opts SelfTestOptions, methods []audit.
 }
 
 // selfTestOneRun checks the one-run audits as audit run and analyze make them (OneRunAnalyze,
-// the default grid, mu and eps each at half the error level so that they hold together): each
-// repetition is one run with N canaries, each included with probability 1/2 and scored N(mu b,
-// 1) (Gaussian, for every mu of the list) or s b + Laplace(0, 1) (Laplace, exactly s-DP per
-// canary). The f-DP mu must stay at or below mu (the Laplace mechanism's GDP equivalent), the
-// eps at or below the exact eps at delta 1e-5 (Gaussian) or s at delta 0 (Laplace).
+// the default grid, mu and eps each at half the error level so that they hold together) and the
+// adaptive bound (OneRunAdaptiveMu at the full confidence, a row of its own): each repetition is
+// one run with N canaries, each included with probability 1/2 and scored N(mu b, 1) (Gaussian,
+// for every mu of the list), by the shared-level Gaussian mechanism (the same marginals, every
+// canary exactly mu-GDP, the canaries of a run dependent: sharedLevelScores) or s b + Laplace(0,
+// 1) (Laplace, exactly s-DP per canary). The f-DP mu and the adaptive mu must stay at or below mu
+// (the Laplace mechanism's GDP equivalent), the eps at or below the exact eps at delta 1e-5
+// (Gaussian, both kinds) or s at delta 0 (Laplace).
 func selfTestOneRun(ctx context.Context, opts SelfTestOptions, maxMisses int) ([]SelfTestRow, error) {
 	const delta = 1e-5
 	type mech struct {
@@ -345,6 +352,7 @@ func selfTestOneRun(ctx context.Context, opts SelfTestOptions, maxMisses int) ([
 		delta     float64
 		shift     float64
 		laplace   bool
+		shared    bool
 		streamTag uint64
 	}
 	var mechs []mech
@@ -358,26 +366,39 @@ func selfTestOneRun(ctx context.Context, opts SelfTestOptions, maxMisses int) ([
 	if s := opts.LaplaceShift; s > 0 {
 		mechs = append(mechs, mech{name: "laplace", mu: audit.LaplaceGDPEquivalent(s), eps: s, shift: s, laplace: true, streamTag: 99})
 	}
+	for i, mu := range opts.Mus {
+		eps, err := audit.EpsilonFromGDP(mu, delta)
+		if err != nil {
+			return nil, err
+		}
+		mechs = append(mechs, mech{name: "gaussian-shared", mu: mu, eps: eps, delta: delta, shift: mu, shared: true, streamTag: 200 + uint64(i)})
+	}
 	var out []SelfTestRow
 	scores := make([]float64, opts.N)
 	incl := make([]bool, opts.N)
 	for _, mc := range mechs {
 		muRow := SelfTestRow{Method: audit.OneRunMethod, Mechanism: mc.name, Quantity: "mu", Mu: mc.mu, Reps: opts.Reps, MaxMisses: maxMisses}
 		epsRow := SelfTestRow{Method: audit.OneRunMethod, Mechanism: mc.name, Quantity: "eps", Mu: mc.mu, Epsilon: mc.eps, Delta: mc.delta, Reps: opts.Reps, MaxMisses: maxMisses}
+		adaptRow := SelfTestRow{Method: audit.OneRunAdaptiveMethod, Mechanism: mc.name, Quantity: "mu", Mu: mc.mu, Reps: opts.Reps, MaxMisses: maxMisses}
 		rng := rand.New(rand.NewPCG(opts.Seed, 0x6f6e6572756e00+mc.streamTag)) // "onerun"
 		for r := 0; r < opts.Reps; r++ {
 			if err := ctx.Err(); err != nil {
 				return nil, fmt.Errorf("audit: selftest: %w", err)
 			}
-			for i := range scores {
-				incl[i] = rng.IntN(2) == 1
-				if mc.laplace {
-					scores[i] = laplaceDraw(rng)
-				} else {
-					scores[i] = rng.NormFloat64()
-				}
-				if incl[i] {
-					scores[i] += mc.shift
+			switch {
+			case mc.shared:
+				sharedLevelScores(rng, mc.mu, scores, incl)
+			default:
+				for i := range scores {
+					incl[i] = rng.IntN(2) == 1
+					if mc.laplace {
+						scores[i] = laplaceDraw(rng)
+					} else {
+						scores[i] = rng.NormFloat64()
+					}
+					if incl[i] {
+						scores[i] += mc.shift
+					}
 				}
 			}
 			// The one-run rows of audit run and analyze (mu and eps jointly at the confidence).
@@ -385,19 +406,49 @@ func selfTestOneRun(ctx context.Context, opts SelfTestOptions, maxMisses int) ([
 			if err != nil {
 				return nil, fmt.Errorf("audit: selftest one-run %s: %w", mc.name, err)
 			}
+			ad, err := audit.OneRunAdaptiveMu(scores, incl, nil, opts.Confidence)
+			if err != nil {
+				return nil, fmt.Errorf("audit: selftest adaptive one-run %s: %w", mc.name, err)
+			}
 			muRow.MeanLower += res.MuLower / float64(opts.Reps)
 			epsRow.MeanLower += res.EpsLower / float64(opts.Reps)
+			adaptRow.MeanLower += ad.MuLower / float64(opts.Reps)
 			if res.MuLower > mc.mu {
 				muRow.Misses++
 			}
 			if res.EpsLower > mc.eps {
 				epsRow.Misses++
 			}
+			if ad.MuLower > mc.mu {
+				adaptRow.Misses++
+			}
 		}
-		out = append(out, muRow, epsRow)
+		out = append(out, muRow, epsRow, adaptRow)
 	}
 	finishRows(out)
 	return out, nil
+}
+
+// sharedLevelScores draws one run of the shared-level Gaussian mechanism: one level t = |mu/2 +
+// Z| for the whole run and, for each canary, an inclusion bit b_i (probability 1/2) and the
+// score mu/2 + t pointing to its bit with probability e^{mu t}/(1+e^{mu t}), mu/2 - t otherwise,
+// independently given t (plus a jitter of 1e-9 that breaks the ties and carries nothing).
+// Given b_i a score is exactly N(mu b_i, 1), and given the other canaries (which reveal t and
+// nothing of b_i) canary i's channel is the Gaussian mechanism of sensitivity mu: the mechanism
+// is exactly mu-GDP per canary, but all the canaries of a run are easy together when t is large.
+// Bounds that assume independent canaries fail on it (audit's TestOneRunIndependenceIsNotCertified).
+func sharedLevelScores(rng *rand.Rand, mu float64, scores []float64, incl []bool) {
+	t := math.Abs(mu/2 + rng.NormFloat64())
+	q := 1 / (1 + math.Exp(-mu*t))
+	for i := range scores {
+		incl[i] = rng.IntN(2) == 1
+		right := rng.Float64() < q
+		sign := -1.0
+		if incl[i] == right {
+			sign = 1
+		}
+		scores[i] = mu/2 + sign*t + 1e-9*rng.NormFloat64()
+	}
 }
 
 // finishRows fills coverage, tightness and the pass flag from misses and mean bounds.
