@@ -10,6 +10,7 @@ import (
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/importer"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
@@ -173,7 +174,7 @@ type checker struct {
 	pairs     int // pairs checked
 	hasUpload bool
 	rounds    []int
-	data      *experiment.Data
+	data      *spec.Data
 	layout    importer.Layout
 
 	skipped []findings.CheckSkipped
@@ -201,7 +202,7 @@ const (
 var observerNames = [2]string{"global", "upload"}
 
 // prepare decides which checks can run and sets up the replay.
-func (c *checker) prepare(cfg *experiment.Config) error {
+func (c *checker) prepare(cfg *spec.Config) error {
 	switch {
 	case c.cfg.Algorithm == algo.FedAvg || c.cfg.Algorithm == algo.FedProx:
 		if c.cfg.ClipNorm > 0 {
@@ -222,7 +223,7 @@ func (c *checker) prepare(cfg *experiment.Config) error {
 		c.skip("noise residuals", "model kind external: fedaudit cannot replay a model it does not know")
 		return nil
 	}
-	data, err := experiment.Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		return fmt.Errorf("check: %w", err)
 	}

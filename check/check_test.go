@@ -13,6 +13,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/importer"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
@@ -44,9 +45,9 @@ train:
   record_upload: true
 `
 
-func parseConfig(t testing.TB) *experiment.Config {
+func parseConfig(t testing.TB) *spec.Config {
 	t.Helper()
-	cfg, err := experiment.Parse([]byte(checkYAML))
+	cfg, err := spec.Parse([]byte(checkYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func parseConfig(t testing.TB) *experiment.Config {
 func TestOwnRunsPass(t *testing.T) {
 	cfg := parseConfig(t)
 	dir := t.TempDir()
-	data, err := experiment.Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,10 +104,10 @@ type bug struct {
 // simulate writes an experiment directory of runs trained by an external trainer: the rounds
 // replayed without noise by train.ReplayRound, then noised as the bug says, like a deployment
 // that records every round and the target's uploads.
-func simulate(t testing.TB, cfg *experiment.Config, b bug, seed uint64) string {
+func simulate(t testing.TB, cfg *spec.Config, b bug, seed uint64) string {
 	t.Helper()
 	dir := t.TempDir()
-	data, err := experiment.Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

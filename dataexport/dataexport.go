@@ -15,7 +15,7 @@ import (
 	"strings"
 
 	"github.com/fedaudit/fedaudit/datasets"
-	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/ingest"
 	"github.com/fedaudit/fedaudit/internal/fsutil"
 )
@@ -57,8 +57,8 @@ func FormatOf(path string) (Format, error) {
 //	test/x, test/y           the held-out test set, when the config has test samples
 //
 // Features and labels are the experiment's own slices converted only in the labels' width
-// (int32 to int64): every value is bit for bit what experiment.Prepare gives the trainer.
-func Tensors(d *experiment.Data) []ingest.Tensor {
+// (int32 to int64): every value is bit for bit what spec.Prepare gives the trainer.
+func Tensors(d *spec.Data) []ingest.Tensor {
 	scalar := func(name string, v int) ingest.Tensor {
 		return ingest.Tensor{Name: name, Shape: []int{}, Integer: true, Ints: []int64{int64(v)}}
 	}
@@ -94,7 +94,7 @@ func client(prefix string, c *datasets.Dataset) []ingest.Tensor {
 }
 
 // Metadata is what a safetensors file records beside the tensors (an .npz has no place for it).
-func Metadata(cfg *experiment.Config, d *experiment.Data) map[string]string {
+func Metadata(cfg *spec.Config, d *spec.Data) map[string]string {
 	return map[string]string{
 		"format":    FormatVersion,
 		"config":    cfg.Name,
@@ -108,7 +108,7 @@ func Metadata(cfg *experiment.Config, d *experiment.Data) map[string]string {
 // Write writes the data to path in the format its extension names. The file appears whole or
 // not at all: it is written to a temporary file beside path and renamed into place; a cancelled
 // ctx stops the writing and removes the temporary file.
-func Write(ctx context.Context, path string, cfg *experiment.Config, d *experiment.Data) error {
+func Write(ctx context.Context, path string, cfg *spec.Config, d *spec.Data) error {
 	format, err := FormatOf(path)
 	if err != nil {
 		return err

@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/datasets"
-	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/ingest"
 	"github.com/fedaudit/fedaudit/internal/fsutil"
 )
@@ -62,20 +62,20 @@ train:
 `,
 }
 
-func prepare(t *testing.T, yaml string) (*experiment.Config, *experiment.Data) {
+func prepare(t *testing.T, yaml string) (*spec.Config, *spec.Data) {
 	t.Helper()
-	cfg, err := experiment.Parse([]byte(yaml))
+	cfg, err := spec.Parse([]byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := experiment.Prepare(cfg)
+	d, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cfg, d
 }
 
-// want is every tensor the file must hold, built from experiment.Prepare's data directly (not
+// want is every tensor the file must hold, built from spec.Prepare's data directly (not
 // through Tensors): name -> float bits or ints, and shape.
 type wantTensor struct {
 	shape []int
@@ -83,7 +83,7 @@ type wantTensor struct {
 	ints  []int64  // labels and scalars
 }
 
-func expected(d *experiment.Data) map[string]wantTensor {
+func expected(d *spec.Data) map[string]wantTensor {
 	out := map[string]wantTensor{}
 	add := func(prefix string, c *datasets.Dataset) {
 		bits := make([]uint32, len(c.Features))
@@ -141,7 +141,7 @@ func check(t *testing.T, got []ingest.Tensor, want map[string]wantTensor) {
 			bits[i] = math.Float32bits(v)
 		}
 		if g.Integer || !slices.Equal(bits, w.bits) {
-			t.Errorf("%s: features differ from experiment.Prepare's (integer %v, %d values, want %d)", g.Name, g.Integer, len(bits), len(w.bits))
+			t.Errorf("%s: features differ from spec.Prepare's (integer %v, %d values, want %d)", g.Name, g.Integer, len(bits), len(w.bits))
 		}
 	}
 	for name := range want {
@@ -152,7 +152,7 @@ func check(t *testing.T, got []ingest.Tensor, want map[string]wantTensor) {
 }
 
 // TestRoundTrip writes every config's data in both formats and reads it back with ingest's
-// reader: every tensor equals experiment.Prepare's data bit for bit.
+// reader: every tensor equals spec.Prepare's data bit for bit.
 func TestRoundTrip(t *testing.T) {
 	for name, yaml := range configs {
 		t.Run(name, func(t *testing.T) {
@@ -255,7 +255,7 @@ print(json.dumps(out))
 `
 
 // TestNumPyReads checks the files with numpy: every tensor is there with numpy's dtype <f4 or
-// <i8, its shape and the bytes of experiment.Prepare's data.
+// <i8, its shape and the bytes of spec.Prepare's data.
 func TestNumPyReads(t *testing.T) {
 	py := python(t)
 	for _, name := range []string{"replace", "images", "remove-client"} {

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/experiment/bounds"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/theory"
@@ -47,7 +49,7 @@ type AnalyzeOptions struct {
 	ExactOneRun func(threat string, round int) float64
 	// Smoothness is the L behind the convergent bounds: a convergent bound is judged as a
 	// bound only when Smoothness.Proven, and as an estimate otherwise.
-	Smoothness Smoothness
+	Smoothness bounds.Smoothness
 	// Notes are prepended to the analysis's notes (where the settings came from).
 	Notes []string
 	// Rounds are the per-round training summaries of the runs the scores come from (nil for
@@ -260,7 +262,7 @@ func claimCovers(about, threat string) bool {
 	switch {
 	case threat == "":
 		return true
-	case about == ClaimAboutUploads:
+	case about == spec.ClaimAboutUploads:
 		return threat == runs.ThreatUploads
 	}
 	return threat != runs.ThreatUploads
@@ -273,7 +275,7 @@ func claimCovers(about, threat string) bool {
 // of the average are sqrt(n) too small for it. A bound computed from an L that is not proven
 // is an estimate; MuUploads at T = 1 does not depend on L (w_0 is public), and without any L
 // the uploads rows fall back to MuUploadsComposition, which never needs one.
-func theoryClaim(threat string, th *theory.Bound, sm Smoothness) (audit.Claim, string, string) {
+func theoryClaim(threat string, th *theory.Bound, sm bounds.Smoothness) (audit.Claim, string, string) {
 	if th == nil {
 		return audit.Claim{}, "", ""
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/report"
 )
@@ -12,7 +13,7 @@ import (
 // Analyzed is one analyzed experiment directory: its config and findings as written by Run.
 type Analyzed struct {
 	Dir      string
-	Config   *Config
+	Config   *spec.Config
 	Findings []findings.Finding
 	// Headline is the analysis's overall verdict (nil for findings of older versions, which
 	// held only the rows).
@@ -31,7 +32,7 @@ func LoadAnalyzed(dir string) (*Analyzed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w (run `audit run` there first)", dir, err)
 	}
-	cfg, err := FromJSON(raw)
+	cfg, err := spec.FromJSON(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.Config(), err)
 	}
@@ -56,6 +57,6 @@ func LoadAnalyzed(dir string) (*Analyzed, error) {
 }
 
 // Compared is the experiment as a row of a comparison, labelled by label.
-func (a *Analyzed) Compared(label func(*Config) string) report.Compared {
+func (a *Analyzed) Compared(label func(*spec.Config) string) report.Compared {
 	return report.Compared{Label: label(a.Config), Findings: a.Findings, Rounds: a.Rounds, Gallery: a.Gallery}
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/experiment/bounds"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/runs/integrity"
@@ -38,7 +40,7 @@ type AttackOptions struct {
 
 // AttackEnv builds what the attacks know besides the run files: the training config, the
 // target samples and the target client's labels, rebuilt from the experiment config.
-func AttackEnv(cfg *Config, data *Data, meta runs.Meta) *attacks.Env {
+func AttackEnv(cfg *spec.Config, data *spec.Data, meta runs.Meta) *attacks.Env {
 	p := data.Pair
 	client := p.C[p.Client]
 	env := &attacks.Env{
@@ -69,9 +71,9 @@ func AttackEnv(cfg *Config, data *Data, meta runs.Meta) *attacks.Env {
 type experimentDir struct {
 	dir  string
 	tab  *runs.Table
-	cfg  *Config
-	data *Data
-	sm   *Smoothness
+	cfg  *spec.Config
+	data *spec.Data
+	sm   *bounds.Smoothness
 	// rounds are the per-round summaries of the run files (roundSummaries), read once for the
 	// analysis and the report.
 	rounds []findings.RoundSummary
@@ -102,7 +104,7 @@ func openExperimentDir(dir string, allowPartial bool) (*experimentDir, error) {
 		tab.Close()
 		return nil, err
 	}
-	data, err := Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		tab.Close()
 		return nil, err
@@ -113,8 +115,8 @@ func openExperimentDir(dir string, allowPartial bool) (*experimentDir, error) {
 // DirConfig is the config of the runs of dir, whose run files have metadata meta: what they
 // trained, with the stage-only settings of DIR/config.json; a config.json of other training is
 // an error (the directory was edited by hand or mixed up).
-func DirConfig(dir string, meta runs.Meta) (*Config, error) {
-	trained, err := FromJSON(meta.Config)
+func DirConfig(dir string, meta runs.Meta) (*spec.Config, error) {
+	trained, err := spec.FromJSON(meta.Config)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", expdir.Dir(dir).Runs(), err)
 	}
@@ -122,7 +124,7 @@ func DirConfig(dir string, meta runs.Meta) (*Config, error) {
 }
 
 // openPrepared opens the run files of dir for an experiment whose data is already prepared.
-func openPrepared(dir string, allowPartial bool, cfg *Config, data *Data) (*experimentDir, error) {
+func openPrepared(dir string, allowPartial bool, cfg *spec.Config, data *spec.Data) (*experimentDir, error) {
 	tab, err := openRunTable(dir, allowPartial)
 	if err != nil {
 		return nil, err
@@ -150,7 +152,7 @@ func openRunTable(dir string, allowPartial bool) (*runs.Table, error) {
 	return runs.Open(d.Runs(), opts...)
 }
 
-func withData(dir string, tab *runs.Table, cfg *Config, data *Data) (*experimentDir, error) {
+func withData(dir string, tab *runs.Table, cfg *spec.Config, data *spec.Data) (*experimentDir, error) {
 	if data.Hash != tab.Meta().DatasetHash {
 		tab.Close()
 		return nil, fmt.Errorf("%s: the data rebuilt from the config has hash %s, the run files were trained on %s; the dataset changed since training",
@@ -170,17 +172,17 @@ func (e *experimentDir) Close() error { return e.tab.Close() }
 
 // smoothness is SmoothnessOf, or the estimate from recorded parameters when the model has no
 // certified constant and none was given.
-func (e *experimentDir) smoothness(ctx context.Context) (Smoothness, error) {
+func (e *experimentDir) smoothness(ctx context.Context) (bounds.Smoothness, error) {
 	if e.sm != nil {
 		return *e.sm, nil
 	}
-	sm, err := SmoothnessOf(e.cfg, e.data)
+	sm, err := bounds.SmoothnessOf(e.cfg, e.data)
 	if err != nil {
-		return Smoothness{}, err
+		return bounds.Smoothness{}, err
 	}
 	if sm.Source == "none" {
-		if sm, err = EstimateSmoothness(ctx, e.tab, e.cfg, e.data); err != nil {
-			return Smoothness{}, err
+		if sm, err = bounds.EstimateSmoothness(ctx, e.tab, e.cfg, e.data); err != nil {
+			return bounds.Smoothness{}, err
 		}
 	}
 	e.sm = &sm
@@ -211,8 +213,8 @@ func (e *experimentDir) allScores(ctx context.Context, opts AttackOptions) (*run
 		return nil, nil, err
 	}
 	if sf == nil && cf == nil {
-		if e.cfg.Audit.Method == MethodOneRun {
-			return nil, nil, fmt.Errorf("attack: audit method %s needs runs with canaries (train.canaries)", MethodOneRun)
+		if e.cfg.Audit.Method == spec.MethodOneRun {
+			return nil, nil, fmt.Errorf("attack: audit method %s needs runs with canaries (train.canaries)", spec.MethodOneRun)
 		}
 		return nil, nil, errors.New("attack: no attack to score")
 	}
@@ -270,7 +272,7 @@ func (e *experimentDir) scoring(opts AttackOptions) (names []string, rounds []in
 	if len(rounds) == 0 {
 		rounds = e.cfg.Audit.Rounds
 	}
-	if e.cfg.Audit.Method == MethodOneRun {
+	if e.cfg.Audit.Method == spec.MethodOneRun {
 		return nil, rounds // the one-run audit scores the canaries only (canaryScoring)
 	}
 	listed := opts.Attacks
@@ -281,7 +283,7 @@ func (e *experimentDir) scoring(opts AttackOptions) (names []string, rounds []in
 	// evaluate the model (convolutional models on the host) are left out, whether selected or
 	// by default, and so are, by default, learned attacks the pairs are too few to fit; attack
 	// logs why.
-	names, _ = runAttacks(listed, e.tab.Meta(), e.cfg.Train.Model, e.cfg.Pairs)
+	names, _ = spec.RunAttacks(listed, e.tab.Meta(), e.cfg.Train.Model, e.cfg.Pairs)
 	return names, rounds
 }
 
@@ -290,7 +292,7 @@ func (e *experimentDir) scoring(opts AttackOptions) (names []string, rounds []in
 // out for the model or for too few pairs. Attacks nobody asked for are not listed one by one:
 // with the default set, one line names those the run files cannot support (they record
 // nothing the attack reads); with a list, nothing is said of the others.
-func logAttackChoice(logf func(string, ...any), names, listed []string, cfg *Config, meta runs.Meta) {
+func logAttackChoice(logf func(string, ...any), names, listed []string, cfg *spec.Config, meta runs.Meta) {
 	if len(listed) == 0 {
 		listed = cfg.Audit.Attacks
 	}
@@ -306,7 +308,7 @@ func logAttackChoice(logf func(string, ...any), names, listed []string, cfg *Con
 			said = append(said, s.Name)
 		}
 	}
-	_, few := runAttacks(listed, meta, cfg.Train.Model, cfg.Pairs)
+	_, few := spec.RunAttacks(listed, meta, cfg.Train.Model, cfg.Pairs)
 	for _, s := range few {
 		if !slices.Contains(said, s.Name) {
 			logf("attacks: skipped %s: %s", s.Name, s.Why)
@@ -373,7 +375,7 @@ func (e *experimentDir) attack(ctx context.Context, path string, opts AttackOpti
 	names, rounds := e.scoring(opts)
 	// A learned attack asked for by name on too few pairs: the minimum, not a failed fit.
 	if few := attacks.TooFewPairs(names, cfg.Pairs); len(few) > 0 {
-		return nil, &ConfigError{Err: fmt.Errorf("attack %s: %s", few[0].Name, few[0].Why)}
+		return nil, &spec.ConfigError{Err: fmt.Errorf("attack %s: %s", few[0].Name, few[0].Why)}
 	}
 	if opts.Logf != nil {
 		logAttackChoice(opts.Logf, names, opts.Attacks, cfg, tab.Meta())
@@ -530,9 +532,9 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *run
 			return nil, err
 		}
 		// An accountant's claim is about the global models the server releases.
-		opts.Claim, opts.ClaimSource, opts.ClaimAbout = claim, source, ClaimAboutModels
+		opts.Claim, opts.ClaimSource, opts.ClaimAbout = claim, source, spec.ClaimAboutModels
 	}
-	if final, all, uploads, ok := ExactMu(cfg, data); ok && opts.Exact == nil {
+	if final, all, uploads, ok := bounds.ExactMu(cfg, data); ok && opts.Exact == nil {
 		opts.Exact = func(threat string, round int) float64 {
 			switch {
 			case round < 1:
@@ -547,7 +549,7 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *run
 			return math.NaN()
 		}
 	}
-	if exact, ok := ExactMuOneRun(cfg, data); ok && opts.ExactOneRun == nil {
+	if exact, ok := bounds.ExactMuOneRun(cfg, data); ok && opts.ExactOneRun == nil {
 		opts.ExactOneRun = exact
 	}
 	return AnalyzeAll(ctx, sf, cf, opts, theory)
@@ -556,7 +558,7 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *run
 // theoryLookup computes the bounds for every round that has scores.
 // A configuration outside the theorems' assumptions (e.g. FedProx with alpha <= L) still gets its
 // empirical audit, with no bound beside it and the reason logged.
-func theoryLookup(cfg *Config, sm Smoothness, scored []int32, logf func(string, ...any)) (func(int) *theory.Bound, error) {
+func theoryLookup(cfg *spec.Config, sm bounds.Smoothness, scored []int32, logf func(string, ...any)) (func(int) *theory.Bound, error) {
 	var rounds []int
 	for _, r := range scored {
 		if r >= 1 && !slices.Contains(rounds, int(r)) {
@@ -564,7 +566,7 @@ func theoryLookup(cfg *Config, sm Smoothness, scored []int32, logf func(string, 
 		}
 	}
 	slices.Sort(rounds)
-	bounds, err := TheoryAt(cfg, sm, rounds)
+	bounds, err := bounds.TheoryAt(cfg, sm, rounds)
 	if err != nil {
 		if logf != nil {
 			logf("theory: no bound for this configuration: %v", err)

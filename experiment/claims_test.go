@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 )
 
 const dpFedAvgYAML = `
@@ -60,7 +61,7 @@ func TestDPFedAvgClaims(t *testing.T) {
 				raw = strings.Replace(raw, "update_clip: 1", "update_clip: 0.05\n  skip_update_clip: true", 1)
 				raw = strings.Replace(raw, "noise_multiplier: 1.5", "noise_multiplier: 4", 1)
 			}
-			cfg, err := Parse([]byte(raw))
+			cfg, err := spec.Parse([]byte(raw))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,11 +90,11 @@ func TestDPFedAvgClaims(t *testing.T) {
 
 func TestClaimForNeedsRemoveClient(t *testing.T) {
 	raw := strings.Replace(dpFedAvgYAML, "kind: remove-client", "kind: replace-client, canary: relabel", 1)
-	cfg, err := Parse([]byte(raw))
+	cfg, err := spec.Parse([]byte(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestClaimForNeedsRemoveClient(t *testing.T) {
 		t.Fatal("replace-client with a relabel canary did not relabel client 0")
 	}
 	bad := strings.Replace(dpFedAvgYAML, "audit:\n", "audit:\n  claim_sampling_rate: 2\n", 1)
-	if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), "audit.claim_sampling_rate") {
+	if _, err := spec.Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), "audit.claim_sampling_rate") {
 		t.Fatalf("claim_sampling_rate 2: error %v", err)
 	}
 }
@@ -116,7 +117,7 @@ func TestClaimForNeedsRemoveClient(t *testing.T) {
 func TestStaircaseClaim(t *testing.T) {
 	raw := strings.Replace(dpFedAvgYAML, "  informed: true\n", "  informed: true\n  mechanism: staircase\n  staircase_epsilon: 1\n", 1)
 	raw = strings.Replace(raw, "pairs: 1000", "pairs: 300", 1)
-	cfg, err := Parse([]byte(raw))
+	cfg, err := spec.Parse([]byte(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,11 +138,11 @@ func TestStaircaseClaim(t *testing.T) {
 	}
 
 	tight := strings.Replace(raw, "noise_multiplier: 1.5", "noise_multiplier: 0.5", 1)
-	cfg, err = Parse([]byte(tight))
+	cfg, err = spec.Parse([]byte(tight))
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,12 +13,13 @@ import (
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // readDirConfig reads DIR/config.json; it returns nil and no error when there is none.
-func readDirConfig(dir string) (*Config, error) {
+func readDirConfig(dir string) (*spec.Config, error) {
 	raw, err := os.ReadFile(expdir.Dir(dir).Config())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -26,7 +27,7 @@ func readDirConfig(dir string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", expdir.Dir(dir).Config(), err)
 	}
-	cfg, err := FromJSON(raw)
+	cfg, err := spec.FromJSON(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", expdir.Dir(dir).Config(), err)
 	}
@@ -34,7 +35,7 @@ func readDirConfig(dir string) (*Config, error) {
 }
 
 // writeDirConfig stores cfg as DIR/config.json.
-func writeDirConfig(dir string, cfg *Config) error {
+func writeDirConfig(dir string, cfg *spec.Config) error {
 	return writeFileAtomic(expdir.Dir(dir).Config(), append(cfg.JSON(), '\n'))
 }
 
@@ -43,14 +44,14 @@ func writeDirConfig(dir string, cfg *Config) error {
 // Without config.json the run files' config stands as it is (directories of older versions
 // recorded the whole config there). A config.json of other training is an error: the
 // directory was edited by hand or mixed up.
-func withDirSettings(dir string, trained *Config) (*Config, error) {
+func withDirSettings(dir string, trained *spec.Config) (*spec.Config, error) {
 	own, err := readDirConfig(dir)
 	if err != nil || own == nil {
 		return trained, err
 	}
-	if !SameTraining(own, trained) {
+	if !spec.SameTraining(own, trained) {
 		return nil, fmt.Errorf("%s does not describe the runs in %s; it differs in %s",
-			expdir.Dir(dir).Config(), expdir.Dir(dir).Runs(), strings.Join(ConfigDiff(trained, own, true), "; "))
+			expdir.Dir(dir).Config(), expdir.Dir(dir).Runs(), strings.Join(spec.ConfigDiff(trained, own, true), "; "))
 	}
 	return own, nil
 }
@@ -67,18 +68,18 @@ type DirectoryCheck struct {
 // anything is written there: run files trained with other training settings, or for another
 // shard count, and a config.json of other training are refused with the differing fields named.
 // A directory that does not exist yet is fine.
-func CheckDirectory(cfg *Config, dir string, shards int) (DirectoryCheck, error) {
+func CheckDirectory(cfg *spec.Config, dir string, shards int) (DirectoryCheck, error) {
 	var chk DirectoryCheck
 	own, err := readDirConfig(dir)
 	if err != nil {
 		return chk, err
 	}
 	if own != nil {
-		if !SameTraining(own, cfg) {
+		if !spec.SameTraining(own, cfg) {
 			return chk, fmt.Errorf("%s holds an experiment trained with other settings (%s); choose another --out, or remove the directory to retrain",
-				dir, strings.Join(ConfigDiff(own, cfg, true), "; "))
+				dir, strings.Join(spec.ConfigDiff(own, cfg, true), "; "))
 		}
-		chk.Changed = ConfigDiff(own, cfg, false)
+		chk.Changed = spec.ConfigDiff(own, cfg, false)
 	}
 	infos, err := runs.ShardStatus(expdir.Dir(dir).Runs(), 0)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -102,9 +103,9 @@ func CheckDirectory(cfg *Config, dir string, shards int) (DirectoryCheck, error)
 		if err != nil {
 			continue // a file that cannot be read is retrained by the train stage
 		}
-		if !SameTraining(trained, cfg) {
+		if !spec.SameTraining(trained, cfg) {
 			return chk, fmt.Errorf("%s was trained with other settings (%s); choose another --out, or remove the directory to retrain",
-				info.Path, strings.Join(ConfigDiff(trained, cfg, true), "; "))
+				info.Path, strings.Join(spec.ConfigDiff(trained, cfg, true), "; "))
 		}
 	}
 	return chk, nil
@@ -113,7 +114,7 @@ func CheckDirectory(cfg *Config, dir string, shards int) (DirectoryCheck, error)
 // checkExternal refuses to train a model of kind external (runs trained elsewhere, of an
 // architecture fedaudit does not know) where the directory does not already hold every run
 // file complete, before anything is written: such runs can only be imported.
-func checkExternal(cfg *Config, dir string, infos []runs.ShardInfo) error {
+func checkExternal(cfg *spec.Config, dir string, infos []runs.ShardInfo) error {
 	if cfg.Train.Model.Kind != model.External {
 		return nil
 	}
@@ -122,7 +123,7 @@ func checkExternal(cfg *Config, dir string, infos []runs.ShardInfo) error {
 		complete = complete && info.State == runs.ShardComplete
 	}
 	if !complete {
-		return &ConfigError{Err: fmt.Errorf("%s holds no complete run files: %w", dir, model.ErrExternal)}
+		return &spec.ConfigError{Err: fmt.Errorf("%s holds no complete run files: %w", dir, model.ErrExternal)}
 	}
 	return nil
 }
@@ -130,7 +131,7 @@ func checkExternal(cfg *Config, dir string, infos []runs.ShardInfo) error {
 // SetUpDirectory checks dir against cfg (CheckDirectory) and records cfg as its config.json,
 // creating the directory. It returns the stage-only settings that changed since the last run
 // there. Nothing is written when the check refuses.
-func SetUpDirectory(cfg *Config, dir string, shards int) ([]string, error) {
+func SetUpDirectory(cfg *spec.Config, dir string, shards int) ([]string, error) {
 	chk, err := CheckDirectory(cfg, dir, shards)
 	if err != nil {
 		return nil, err
@@ -145,13 +146,13 @@ func SetUpDirectory(cfg *Config, dir string, shards int) ([]string, error) {
 }
 
 // trainedConfig reads the config a run file was trained with.
-func trainedConfig(path string) (*Config, error) {
+func trainedConfig(path string) (*spec.Config, error) {
 	t, err := runs.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer t.Close()
-	cfg, err := FromJSON(t.Meta().Config)
+	cfg, err := spec.FromJSON(t.Meta().Config)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -214,7 +215,7 @@ func pairsText(n int) string {
 // every later stage (analyze, report, the cluster finish jobs) judges the same. The split
 // method's seed is recorded as audit.split_seed when it differs from the one the config
 // implies (its split_seed, else the master seed).
-func (o AnalyzeOptions) recorded(cfg *Config) *Config {
+func (o AnalyzeOptions) recorded(cfg *spec.Config) *spec.Config {
 	c := *cfg
 	a := &c.Audit
 	a.Confidence = cmp.Or(o.Confidence, a.Confidence)
@@ -241,7 +242,7 @@ func (o AnalyzeOptions) recorded(cfg *Config) *Config {
 // divide the scores with another seed, so its bounds (and verdict) might differ unless it is
 // given the same --seed. It is "" when the seed is the one a later stage would use, or the
 // method in effect is not split.
-func (o AnalyzeOptions) unrecordedSeed(cfg *Config, dir string) string {
+func (o AnalyzeOptions) unrecordedSeed(cfg *spec.Config, dir string) string {
 	later := AnalyzeOptions{}.withDefaults(o.recorded(cfg)).Seed
 	if o.withDefaults(cfg).Method != audit.Split || o.Seed == 0 || o.Seed == later {
 		return ""

@@ -10,13 +10,15 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/experiment/bounds"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train/canary"
 )
 
-func smallConfig() *Config {
-	cfg := Demo()
+func smallConfig() *spec.Config {
+	cfg := spec.Demo()
 	cfg.Pairs = 6
 	cfg.Train.Rounds = 3
 	cfg.Train.Checkpoints = []int{0, 1, 3}
@@ -45,7 +47,7 @@ func readRows(t *testing.T, path string) []runs.Row {
 // not touch its file.
 func TestShardingIsInvisible(t *testing.T) {
 	cfg := smallConfig()
-	data, err := Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +91,7 @@ func TestShardingIsInvisible(t *testing.T) {
 	other := smallConfig()
 	other.Seed++
 	other.Train.Seed = other.Seed
-	otherData, err := Prepare(other)
+	otherData, err := spec.Prepare(other)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +114,7 @@ func TestParseRejectsTyposAndBadValues(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Parse([]byte(c.yaml))
+			_, err := spec.Parse([]byte(c.yaml))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want mention of %q", err, c.want)
 			}
@@ -121,8 +123,8 @@ func TestParseRejectsTyposAndBadValues(t *testing.T) {
 }
 
 func TestConfigJSONRoundTrip(t *testing.T) {
-	cfg := Demo()
-	back, err := FromJSON(cfg.JSON())
+	cfg := spec.Demo()
+	back, err := spec.FromJSON(cfg.JSON())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +140,7 @@ func TestSmoothnessEstimatedForMLP(t *testing.T) {
 	cfg.Audit.Smoothness = 0
 	cfg.Train.RecordParams = true
 	cfg.Audit.Attacks = []string{"loss"}
-	data, err := Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +154,7 @@ func TestSmoothnessEstimatedForMLP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tab.Close()
-	sm, err := EstimateSmoothness(context.Background(), tab, cfg, data)
+	sm, err := bounds.EstimateSmoothness(context.Background(), tab, cfg, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +176,7 @@ func TestSmoothnessEstimatedForMLP(t *testing.T) {
 }
 
 // runFindings runs an experiment and returns its rows.
-func runFindings(cfg *Config, dir string, opts RunOptions) ([]findings.Finding, error) {
+func runFindings(cfg *spec.Config, dir string, opts RunOptions) ([]findings.Finding, error) {
 	a, err := Run(context.Background(), cfg, dir, opts)
 	if err != nil {
 		return nil, err
@@ -188,7 +190,7 @@ func runFindings(cfg *Config, dir string, opts RunOptions) ([]findings.Finding, 
 // config open.
 func TestDeclaredCanariesMustBeInTheRuns(t *testing.T) {
 	cfg := smallConfig()
-	data, err := Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"github.com/fedaudit/fedaudit/runs"
 )
@@ -23,11 +24,11 @@ const faultShards = 3
 
 // faultJob trains the fault tests' experiment, all shards, into a fresh directory and returns
 // the directory with its rows, the reference every repaired directory must match.
-func faultJob(t *testing.T) (*Config, *Data, []runs.Row) {
+func faultJob(t *testing.T) (*spec.Config, *spec.Data, []runs.Row) {
 	t.Helper()
 	cfg := smallConfig()
 	cfg.Train.RecordParams = true // larger files, so truncation cuts through record batches
-	data, err := Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func faultJob(t *testing.T) (*Config, *Data, []runs.Row) {
 	return cfg, data, readRows(t, expdir.Dir(dir).Runs())
 }
 
-func trainShards(t *testing.T, cfg *Config, data *Data, dir string) {
+func trainShards(t *testing.T, cfg *spec.Config, data *spec.Data, dir string) {
 	t.Helper()
 	for i := 0; i < faultShards; i++ {
 		if _, _, err := TrainShard(context.Background(), cfg, data, runs.Shard{Index: i, Count: faultShards}, dir, TrainOptions{}); err != nil {
@@ -46,7 +47,7 @@ func trainShards(t *testing.T, cfg *Config, data *Data, dir string) {
 }
 
 // checkRepaired checks that dir is complete and holds want's rows, each exactly once.
-func checkRepaired(t *testing.T, cfg *Config, dir string, want []runs.Row) {
+func checkRepaired(t *testing.T, cfg *spec.Config, dir string, want []runs.Row) {
 	t.Helper()
 	infos, err := runs.ShardStatus(expdir.Dir(dir).Runs(), faultShards)
 	if err != nil {
@@ -201,13 +202,13 @@ func TestFaultLeftovers(t *testing.T) {
 // must not overwrite the other's shard, and Open and status must refuse the mixture.
 func TestFaultMixedConfigs(t *testing.T) {
 	cfg := smallConfig()
-	data, err := Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := smallConfig()
 	other.Train.NoiseStd *= 2
-	otherData, err := Prepare(other)
+	otherData, err := spec.Prepare(other)
 	if err != nil {
 		t.Fatal(err)
 	}

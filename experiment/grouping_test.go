@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
 )
@@ -46,8 +47,8 @@ func TestGroupingIsInvisible(t *testing.T) {
 		other := smallConfig()
 		other.Pairs = 15
 		other.Train.GroupMemory = 1 << 20
-		if !SameTraining(cfg, other) {
-			t.Errorf("groups of %d: group size is part of the training identity: %v", g, ConfigDiff(cfg, other, true))
+		if !spec.SameTraining(cfg, other) {
+			t.Errorf("groups of %d: group size is part of the training identity: %v", g, spec.ConfigDiff(cfg, other, true))
 		}
 		path := filepath.Join(expdir.Dir(dir).Runs(), runs.Shard{Index: 0, Count: 1}.FileName())
 		before, _ := os.Stat(path)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
 )
 
@@ -137,8 +138,8 @@ func lowerText(c audit.Check) string {
 // withDefaults fills the zero settings of opts from the experiment's audit settings (cfg may be
 // nil for scores without an experiment) and the defaults, and notes every command-line setting
 // that replaces a configured one, so the output says what it judged.
-func (o AnalyzeOptions) withDefaults(cfg *Config) AnalyzeOptions {
-	var a AuditConfig
+func (o AnalyzeOptions) withDefaults(cfg *spec.Config) AnalyzeOptions {
+	var a spec.AuditConfig
 	seed := uint64(1)
 	if cfg != nil {
 		a, seed = cfg.Audit, cmp.Or(cfg.Audit.SplitSeed, cfg.Seed)
@@ -150,7 +151,7 @@ func (o AnalyzeOptions) withDefaults(cfg *Config) AnalyzeOptions {
 		note("confidence", o.Confidence != 0 && o.Confidence != a.Confidence, fmt.Sprint(o.Confidence), fmt.Sprint(a.Confidence))
 		note("delta", o.Delta != 0 && o.Delta != a.Delta, fmt.Sprint(o.Delta), fmt.Sprint(a.Delta))
 		note("threshold method", o.Method != "" && a.Method != "" && string(o.Method) != a.Method, string(o.Method), a.Method)
-		note("what the claim is about", o.ClaimAbout != "" && o.ClaimAbout != cmp.Or(a.ClaimAbout, ClaimAboutModels), o.ClaimAbout, cmp.Or(a.ClaimAbout, ClaimAboutModels))
+		note("what the claim is about", o.ClaimAbout != "" && o.ClaimAbout != cmp.Or(a.ClaimAbout, spec.ClaimAboutModels), o.ClaimAbout, cmp.Or(a.ClaimAbout, spec.ClaimAboutModels))
 		if o.Claim.Mu > 0 || o.Claim.Epsilon > 0 {
 			switch {
 			case a.ClaimMu > 0 && a.ClaimMu != o.Claim.Mu:
@@ -160,7 +161,7 @@ func (o AnalyzeOptions) withDefaults(cfg *Config) AnalyzeOptions {
 			}
 		}
 	}
-	a.fillDefaults()
+	a.FillDefaults()
 	o.Confidence = cmp.Or(o.Confidence, a.Confidence)
 	o.Delta = cmp.Or(o.Delta, a.Delta)
 	o.Method = cmp.Or(o.Method, audit.ThresholdMethod(a.Method))
@@ -243,5 +244,5 @@ func uncovered(h *findings.Headline, fs []findings.Finding, o AnalyzeOptions) {
 		}
 	}
 	h.Notes = append(h.Notes, fmt.Sprintf("the %s (%s, about the %s) was judged on no row: no attack of that threat model was scored, so every row is judged against its theory bound",
-		cmp.Or(o.ClaimSource, "config claim"), claimLabel(o.Claim), cmp.Or(o.ClaimAbout, ClaimAboutModels)))
+		cmp.Or(o.ClaimSource, "config claim"), claimLabel(o.Claim), cmp.Or(o.ClaimAbout, spec.ClaimAboutModels)))
 }

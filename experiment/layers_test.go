@@ -15,7 +15,8 @@ import (
 // that ran back up when it read the outputs importer's summary through that package
 // (docs/architecture.md). Its sub-packages sit either above it (they import experiment, and
 // experiment never imports them: cost) or below it (experiment imports them, and they import
-// no experiment package that sits above them).
+// neither experiment nor a package above it: spec, the config and its data; bounds, the
+// config mapped onto the theory).
 func TestImportsStayBelow(t *testing.T) {
 	const module = "github.com/fedaudit/fedaudit/"
 	aboveExperiment := map[string]bool{"cost": true}

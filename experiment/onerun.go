@@ -12,20 +12,15 @@ import (
 	"github.com/fedaudit/fedaudit/attacks"
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/runs/integrity"
 	"github.com/fedaudit/fedaudit/theory"
 )
 
-// MethodOneRun is the audit.method of the one-run audits: the runs carry canaries
-// (train.canaries) and every bound comes from them (audit.OneRunAnalyze), not from coupled
-// pairs; the run-level attacks are not scored. Other methods audit the coupled pairs and, when
-// the runs carry canaries, add the one-run rows beside them.
-const MethodOneRun = "one-run"
-
 // oneRunOnly reports whether the configured method leaves the coupled pairs out.
-func (o AnalyzeOptions) oneRunOnly() bool { return string(o.Method) == MethodOneRun }
+func (o AnalyzeOptions) oneRunOnly() bool { return string(o.Method) == spec.MethodOneRun }
 
 // canaryScoring resolves the canary attacks to score: those the attack list names (options',
 // else the config's), else every canary attack the run files support; and the rounds.
@@ -234,7 +229,7 @@ func AnalyzeAll(ctx context.Context, sf *runs.ScoreFile, cf *runs.CanaryScoreFil
 	rows := len(groups) + len(canaries)
 	switch {
 	case rows == 0 && opts.oneRunOnly():
-		return nil, fmt.Errorf("analyze: audit method %s needs canary scores (runs trained with train.canaries)", MethodOneRun)
+		return nil, fmt.Errorf("analyze: audit method %s needs canary scores (runs trained with train.canaries)", spec.MethodOneRun)
 	case rows == 0:
 		return nil, fmt.Errorf("analyze: no scores")
 	}
@@ -270,7 +265,7 @@ func AnalyzeAll(ctx context.Context, sf *runs.ScoreFile, cf *runs.CanaryScoreFil
 			f.ExactMu = opts.ExactOneRun(f.Threat, f.Round)
 		}
 		claim, source, kind := opts.Claim, cmp.Or(opts.ClaimSource, "config claim"), findings.ClaimDeployment
-		if opts.ClaimAbout == ClaimAboutUploads {
+		if opts.ClaimAbout == spec.ClaimAboutUploads {
 			source += " on each upload"
 		}
 		if (claim.Mu == 0 && claim.Epsilon == 0) || !claimCovers(opts.ClaimAbout, f.Threat) {

@@ -13,6 +13,8 @@ import (
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/experiment/bounds"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
@@ -23,20 +25,20 @@ import (
 // directionConfig is dp-fedavg with every client sampled (q = 1) and k direction canaries: each
 // canary is then a Gaussian mechanism of mu 1/z per round, so the observer of every iterate
 // faces exactly mu = sqrt(T)/z per canary (ExactMuOneRun).
-func directionConfig(k int, z float64) *Config {
-	cfg := &Config{
+func directionConfig(k int, z float64) *spec.Config {
+	cfg := &spec.Config{
 		Name: "one-run", Seed: 11, Pairs: 1,
-		Data: DataConfig{Source: "synthetic", Synthetic: SyntheticConfig{Dim: 40, Classes: 4, Separation: 3, Noise: 1},
+		Data: spec.DataConfig{Source: "synthetic", Synthetic: spec.SyntheticConfig{Dim: 40, Classes: 4, Separation: 3, Noise: 1},
 			Clients: 10, PerClient: 6},
-		Adjacency: AdjacencyConfig{Kind: "remove-client"},
+		Adjacency: spec.AdjacencyConfig{Kind: "remove-client"},
 		Train: train.Config{
 			Algorithm: algo.DPFedAvg, Model: model.Config{Kind: "mlp", Hidden: []int{48}, Activation: "tanh"},
 			Rounds: 4, LocalSteps: 1, LearningRate: 0.1, SamplingRate: 1, NoiseMultiplier: z, UpdateClip: 1,
 			Checkpoints: []int{2, 4}, Canaries: &canary.Config{Count: k, Kind: canary.Direction},
 		},
-		Audit: AuditConfig{Method: MethodOneRun},
+		Audit: spec.AuditConfig{Method: spec.MethodOneRun},
 	}
-	cfg.fillDefaults()
+	cfg.FillDefaults()
 	return cfg
 }
 
@@ -179,17 +181,17 @@ func TestOneRunNeedsCanaries(t *testing.T) {
 func TestOneRunRecordCanariesQuadratic(t *testing.T) {
 	cfg := quadraticConfig(5)
 	cfg.Train.Canaries = &canary.Config{Count: 31, Kind: canary.Dirac, Pixels: 8}
-	cfg.Audit = AuditConfig{Method: MethodOneRun}
-	cfg.fillDefaults()
+	cfg.Audit = spec.AuditConfig{Method: spec.MethodOneRun}
+	cfg.FillDefaults()
 	a, err := Run(context.Background(), cfg, t.TempDir(), RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	final, all, _, _ := ExactMu(cfg, data)
+	final, all, _, _ := bounds.ExactMu(cfg, data)
 	if len(a.Findings) != 4 {
 		t.Fatalf("%d rows, want canary-loss and canary-margin at T = 1, 4", len(a.Findings))
 	}

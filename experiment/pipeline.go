@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"github.com/fedaudit/fedaudit/runs"
@@ -42,19 +43,19 @@ type RunOptions struct {
 // threshold method) are recorded in config.json's audit section, so that every later stage of
 // the directory (analyze, report, the cluster finish jobs) judges what findings.json was judged
 // with; the analysis notes each one that replaces the config's.
-func Run(ctx context.Context, cfg *Config, dir string, opts RunOptions) (*findings.Analysis, error) {
+func Run(ctx context.Context, cfg *spec.Config, dir string, opts RunOptions) (*findings.Analysis, error) {
 	logf := opts.Train.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
 	// What the attack stage needs of the runs is checked before they are trained.
-	if err := CheckStages(cfg); err != nil {
+	if err := spec.CheckStages(cfg); err != nil {
 		return nil, err
 	}
 	if _, err := CheckDirectory(cfg, dir, opts.Shards); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
-	data, err := Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		return nil, err
 	}

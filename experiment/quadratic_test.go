@@ -8,6 +8,7 @@ import (
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/theory"
 	"github.com/fedaudit/fedaudit/train"
@@ -17,18 +18,18 @@ import (
 // quadraticConfig is the exact reference instance of theory.md: quadratic local losses, full
 // batches and a clipping norm far above any gradient, so local training is affine and the
 // all-iterates privacy loss is exactly mu_comp = sqrt(m) ||Delta|| sqrt(T) / sigma.
-func quadraticConfig(pairs int) *Config {
-	cfg := &Config{
+func quadraticConfig(pairs int) *spec.Config {
+	cfg := &spec.Config{
 		Name:  "quadratic",
 		Seed:  7,
 		Pairs: pairs,
-		Data: DataConfig{
+		Data: spec.DataConfig{
 			Source:    "synthetic",
-			Synthetic: SyntheticConfig{Dim: 8, Classes: 2, Separation: 2, Noise: 1},
+			Synthetic: spec.SyntheticConfig{Dim: 8, Classes: 2, Separation: 2, Noise: 1},
 			Clients:   4,
 			PerClient: 8,
 		},
-		Adjacency: AdjacencyConfig{Kind: "replace", Canary: "dirac"},
+		Adjacency: spec.AdjacencyConfig{Kind: "replace", Canary: "dirac"},
 		Train: train.Config{
 			Algorithm:    algo.FedAvg,
 			Model:        model.Config{Kind: "quadratic", Curvature: 0.5},
@@ -41,14 +42,14 @@ func quadraticConfig(pairs int) *Config {
 			Informed:     true,
 			RecordParams: true,
 		},
-		Audit: AuditConfig{Attacks: []string{"informed-all"}},
+		Audit: spec.AuditConfig{Attacks: []string{"informed-all"}},
 	}
-	cfg.fillDefaults()
+	cfg.FillDefaults()
 	return cfg
 }
 
 // exactDelta returns rho and ||Delta|| of the quadratic instance, computed from the data.
-func exactDelta(t *testing.T, cfg *Config, data *Data) (rho, dnorm float64) {
+func exactDelta(t *testing.T, cfg *spec.Config, data *spec.Data) (rho, dnorm float64) {
 	t.Helper()
 	p := data.Pair
 	n := float64(p.C[p.Client].Len())
@@ -69,7 +70,7 @@ func exactDelta(t *testing.T, cfg *Config, data *Data) (rho, dnorm float64) {
 // coordinate, each with relative error 6e-8).
 func TestRoundSummariesOnQuadraticInstance(t *testing.T) {
 	cfg := quadraticConfig(20)
-	data, err := Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestRoundSummariesOnQuadraticInstance(t *testing.T) {
 }
 
 // exactMuComp computes the all-iterates mu of the quadratic instance from the data itself.
-func exactMuComp(t *testing.T, cfg *Config, data *Data, T int) float64 {
+func exactMuComp(t *testing.T, cfg *spec.Config, data *spec.Data, T int) float64 {
 	t.Helper()
 	_, dnorm := exactDelta(t, cfg, data)
 	return theory.QuadraticAllIteratesMu(cfg.Data.Clients, dnorm, cfg.Train.NoiseStd, T)
@@ -128,7 +129,7 @@ func TestPipelineRecoversExactMuOnQuadraticInstance(t *testing.T) {
 		t.Skip("trains 6000 runs; skipped with -short")
 	}
 	cfg := quadraticConfig(3000)
-	data, err := Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestFinalModelAttackOnQuadraticInstance(t *testing.T) {
 	cfg.Train.Rounds = 20
 	cfg.Train.Checkpoints = []int{0, 20}
 	cfg.Audit.Attacks = []string{"linear"}
-	data, err := Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func TestRepeatedAuditsNeverBeatExactMu(t *testing.T) {
 // and the two runs of a coupled pair (shared noise) differ in their ratio by exactly that.
 func TestUploadRatioOnQuadraticInstance(t *testing.T) {
 	cfg := quadraticConfig(20)
-	data, err := Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +318,7 @@ func TestInformedUploadOnQuadraticInstance(t *testing.T) {
 	}
 	cfg := quadraticConfig(3000)
 	cfg.Audit.Attacks = []string{"informed-upload"}
-	data, err := Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

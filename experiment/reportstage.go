@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/experiment/bounds"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/report"
 	"github.com/fedaudit/fedaudit/runs"
@@ -119,7 +121,7 @@ func readGallery(dir string) (*findings.Gallery, error) {
 
 // trainedPairs is the number of pairs the run files of tab hold: every pair of the config, or
 // those of the shards present (a sequential run that stopped early, --allow-partial).
-func trainedPairs(cfg *Config, tab *runs.Table) int {
+func trainedPairs(cfg *spec.Config, tab *runs.Table) int {
 	files := tab.Shards()
 	if len(files) == 0 || len(files) == max(files[0].Shard.Count, 1) {
 		return cfg.Pairs
@@ -173,7 +175,7 @@ func claimedMu(fs []findings.Finding) (float64, string) {
 	return mu, source
 }
 
-func smoothnessLabel(sm Smoothness) string {
+func smoothnessLabel(sm bounds.Smoothness) string {
 	switch sm.Source {
 	case "certified":
 		return fmt.Sprintf("L = %.4g (certified from the model and data)", sm.L)
@@ -188,7 +190,7 @@ func smoothnessLabel(sm Smoothness) string {
 // noiseLabel names the noise of the deployment: the clients' sigma for Noisy-FedAvg, FedProx
 // and DP-SGD; the server's noise multiplier for the DP-FedAvg family, whose sigma field is
 // unused (or the privacy plan, where per-client budgets set the noise).
-func noiseLabel(cfg *Config) string {
+func noiseLabel(cfg *spec.Config) string {
 	tc := cfg.Train
 	switch {
 	case !tc.IsClientDP():

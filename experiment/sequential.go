@@ -9,6 +9,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
 )
@@ -89,18 +90,18 @@ func stoppedEarly(dir string) bool {
 
 // planSequential checks a sequential run's options and returns its plan, and the config to
 // record until the run ends, whose audit confidence is the last look's.
-func planSequential(cfg *Config, opts *RunOptions) (*SequentialRecord, *Config, error) {
+func planSequential(cfg *spec.Config, opts *RunOptions) (*SequentialRecord, *spec.Config, error) {
 	if opts.Shards > cfg.Pairs {
-		return nil, nil, &ConfigError{Err: fmt.Errorf("run: --sequential with %d shards needs at least as many pairs (the config has %d)", opts.Shards, cfg.Pairs)}
+		return nil, nil, &spec.ConfigError{Err: fmt.Errorf("run: --sequential with %d shards needs at least as many pairs (the config has %d)", opts.Shards, cfg.Pairs)}
 	}
 	looks, err := audit.SequentialLooks(opts.Shards)
 	if err != nil {
-		return nil, nil, &ConfigError{Err: fmt.Errorf("run: %w (--shards)", err)}
+		return nil, nil, &spec.ConfigError{Err: fmt.Errorf("run: %w (--shards)", err)}
 	}
 	joint := opts.Analyze.withDefaults(cfg).Confidence
 	each, err := audit.SequentialConfidences(joint, looks)
 	if err != nil {
-		return nil, nil, &ConfigError{Err: fmt.Errorf("run: %w", err)}
+		return nil, nil, &spec.ConfigError{Err: fmt.Errorf("run: %w", err)}
 	}
 	seq := *cfg
 	seq.Audit.Confidence = each[len(each)-1]
@@ -111,7 +112,7 @@ func planSequential(cfg *Config, opts *RunOptions) (*SequentialRecord, *Config, 
 
 // runSequential trains and analyzes the looks of a sequential run (the directory set up by Run)
 // and writes the analysis of the look it stopped at.
-func runSequential(ctx context.Context, cfg *Config, data *Data, dir string, opts RunOptions, rec *SequentialRecord, stage func(string)) (*findings.Analysis, error) {
+func runSequential(ctx context.Context, cfg *spec.Config, data *spec.Data, dir string, opts RunOptions, rec *SequentialRecord, stage func(string)) (*findings.Analysis, error) {
 	shards := AllShards(opts.Shards)
 	looks := rec.Planned
 	// The record is rewritten look by look; an older one (a run before this one) is stale.
@@ -153,7 +154,7 @@ func runSequential(ctx context.Context, cfg *Config, data *Data, dir string, opt
 
 // sequentialLook attacks and analyzes the shards trained so far; decide records the look and
 // says whether to stop there, in which case the analysis is written and returned.
-func sequentialLook(ctx context.Context, cfg *Config, data *Data, dir string, opts RunOptions, partial bool, stage func(string), decide func(*findings.Analysis) (bool, error)) (*findings.Analysis, error) {
+func sequentialLook(ctx context.Context, cfg *spec.Config, data *spec.Data, dir string, opts RunOptions, partial bool, stage func(string), decide func(*findings.Analysis) (bool, error)) (*findings.Analysis, error) {
 	ed, err := openPrepared(dir, partial, cfg, data)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
 )
@@ -83,7 +84,7 @@ func TestScoresCoverRuns(t *testing.T) {
 	ctx := context.Background()
 	cfg := leakyConfig()
 	dir := t.TempDir()
-	data, err := Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

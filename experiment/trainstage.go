@@ -11,6 +11,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
 	"github.com/fedaudit/fedaudit/train/checkpoint"
@@ -42,7 +43,7 @@ type TrainOptions struct {
 }
 
 // trainOn trains the pairs on the chosen backend.
-func trainOn(ctx context.Context, cfg *Config, data *Data, pairs train.PairRange, rec checkpoint.Recorder, opts TrainOptions) error {
+func trainOn(ctx context.Context, cfg *spec.Config, data *spec.Data, pairs train.PairRange, rec checkpoint.Recorder, opts TrainOptions) error {
 	backend := opts.Backend
 	if backend == "auto" {
 		backend = "cpu"
@@ -81,7 +82,7 @@ func AllShards(n int) []runs.Shard {
 
 // TrainShards trains the listed shards in turn with TrainShard, logging each one written or
 // skipped. progress, when set, gives each shard its progress callback.
-func TrainShards(ctx context.Context, cfg *Config, data *Data, dir string, shards []runs.Shard, opts TrainOptions, progress func(runs.Shard) func(done, total int)) error {
+func TrainShards(ctx context.Context, cfg *spec.Config, data *spec.Data, dir string, shards []runs.Shard, opts TrainOptions, progress func(runs.Shard) func(done, total int)) error {
 	for _, s := range shards {
 		o := opts
 		if progress != nil {
@@ -105,7 +106,7 @@ func TrainShards(ctx context.Context, cfg *Config, data *Data, dir string, shard
 // TrainShard trains shard s of the experiment into expdir.Dir(dir).Runs(). A shard whose complete file of
 // the same experiment is already there is skipped (skipped = true); a corrupt file is replaced;
 // a complete file of another experiment is an error, never overwritten.
-func TrainShard(ctx context.Context, cfg *Config, data *Data, s runs.Shard, dir string, opts TrainOptions) (path string, skipped bool, err error) {
+func TrainShard(ctx context.Context, cfg *spec.Config, data *spec.Data, s runs.Shard, dir string, opts TrainOptions) (path string, skipped bool, err error) {
 	logf := opts.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
@@ -125,13 +126,13 @@ func TrainShard(ctx context.Context, cfg *Config, data *Data, s runs.Shard, dir 
 		if openErr == nil {
 			meta := t.Meta()
 			t.Close()
-			trained, cfgErr := FromJSON(meta.Config)
-			if cfgErr == nil && SameTraining(trained, cfg) && meta.DatasetHash == data.Hash && meta.Shard == s {
+			trained, cfgErr := spec.FromJSON(meta.Config)
+			if cfgErr == nil && spec.SameTraining(trained, cfg) && meta.DatasetHash == data.Hash && meta.Shard == s {
 				return path, true, nil
 			}
 			why := fmt.Sprintf("shard %s, dataset %s", meta.Shard, meta.DatasetHash)
-			if cfgErr == nil && !SameTraining(trained, cfg) {
-				why = strings.Join(ConfigDiff(trained, cfg, true), "; ")
+			if cfgErr == nil && !spec.SameTraining(trained, cfg) {
+				why = strings.Join(spec.ConfigDiff(trained, cfg, true), "; ")
 			}
 			return "", false, fmt.Errorf("train: %s holds shard %s of another experiment (%s); move it away or choose another --out", path, meta.Shard, why)
 		}

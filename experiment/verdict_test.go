@@ -18,6 +18,8 @@ import (
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/experiment/bounds"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/report"
 	"github.com/fedaudit/fedaudit/runs"
@@ -28,18 +30,18 @@ import (
 
 // leakyConfig is a softmax experiment whose noise is far too small for a claim of mu 0.3: the
 // informed adversary and the loss attack certify mu around 1.8 with 200 pairs.
-func leakyConfig() *Config {
-	cfg := &Config{
+func leakyConfig() *spec.Config {
+	cfg := &spec.Config{
 		Name: "leaky", Seed: 3, Pairs: 200,
-		Data: DataConfig{Source: "synthetic", Synthetic: SyntheticConfig{Dim: 8, Classes: 3},
+		Data: spec.DataConfig{Source: "synthetic", Synthetic: spec.SyntheticConfig{Dim: 8, Classes: 3},
 			Clients: 3, PerClient: 10, TestSamples: 30},
-		Adjacency: AdjacencyConfig{Kind: "replace", Client: 0, Index: 2, Canary: "dirac"},
+		Adjacency: spec.AdjacencyConfig{Kind: "replace", Client: 0, Index: 2, Canary: "dirac"},
 		Train: train.Config{Algorithm: algo.FedAvg, Model: model.Config{Kind: "softmax"},
 			Rounds: 3, LocalSteps: 2, LearningRate: 0.1, ClipNorm: 1, NoiseStd: 0.01,
 			Checkpoints: []int{1, 3}, Informed: true},
-		Audit: AuditConfig{Attacks: []string{"informed-all", "loss"}, ClaimMu: 0.3},
+		Audit: spec.AuditConfig{Attacks: []string{"informed-all", "loss"}, ClaimMu: 0.3},
 	}
-	cfg.fillDefaults()
+	cfg.FillDefaults()
 	return cfg
 }
 
@@ -215,15 +217,15 @@ func TestFamilyWiseRows(t *testing.T) {
 // L says "exceeds estimate", and the headline does not turn it into a deployment violation.
 func TestHeadlineEstimateIsNoViolation(t *testing.T) {
 	bound := &theory.Bound{T: 5, Mu: 0.4, MuComposition: 9}
-	claim, source, kind := theoryClaim(runs.ThreatFinal, bound, Smoothness{L: 1, Source: "given"})
+	claim, source, kind := theoryClaim(runs.ThreatFinal, bound, bounds.Smoothness{L: 1, Source: "given"})
 	if claim.Mu != 0.4 || source != "convergent bound with given L" || kind != findings.ClaimEstimate {
 		t.Fatalf("theoryClaim = %v %q %q", claim, source, kind)
 	}
-	if _, _, kind := theoryClaim(runs.ThreatFinal, bound, Smoothness{L: 1, Source: "certified", Proven: true}); kind != findings.ClaimTheory {
+	if _, _, kind := theoryClaim(runs.ThreatFinal, bound, bounds.Smoothness{L: 1, Source: "certified", Proven: true}); kind != findings.ClaimTheory {
 		t.Errorf("proven L: kind %q", kind)
 	}
 	sf := coupledScores(400, 2, 9)
-	a, err := AnalyzeScores(context.Background(), sf, AnalyzeOptions{Smoothness: Smoothness{L: 1, Source: "estimated"}},
+	a, err := AnalyzeScores(context.Background(), sf, AnalyzeOptions{Smoothness: bounds.Smoothness{L: 1, Source: "estimated"}},
 		func(int) *theory.Bound { return bound })
 	if err != nil {
 		t.Fatal(err)
@@ -373,14 +375,14 @@ func TestUploadsRowsJudgedAgainstUploadsBound(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		bound        *theory.Bound
-		sm           Smoothness
+		sm           bounds.Smoothness
 		mu           float64
 		source, kind string
 	}{
-		{"T=1 needs no L", one, Smoothness{L: 1, Source: "estimated"}, one.MuUploads, "uploads bound", findings.ClaimTheory},
-		{"proven L", three, Smoothness{L: 1, Source: "certified", Proven: true}, three.MuUploads, "uploads bound", findings.ClaimTheory},
-		{"estimated L", three, Smoothness{L: 1, Source: "estimated"}, three.MuUploads, "uploads bound with estimated L", findings.ClaimEstimate},
-		{"no L", &unknownL, Smoothness{Source: "none"}, three.MuUploadsComposition, "uploads composition bound", findings.ClaimTheory},
+		{"T=1 needs no L", one, bounds.Smoothness{L: 1, Source: "estimated"}, one.MuUploads, "uploads bound", findings.ClaimTheory},
+		{"proven L", three, bounds.Smoothness{L: 1, Source: "certified", Proven: true}, three.MuUploads, "uploads bound", findings.ClaimTheory},
+		{"estimated L", three, bounds.Smoothness{L: 1, Source: "estimated"}, three.MuUploads, "uploads bound with estimated L", findings.ClaimEstimate},
+		{"no L", &unknownL, bounds.Smoothness{Source: "none"}, three.MuUploadsComposition, "uploads composition bound", findings.ClaimTheory},
 	} {
 		claim, source, kind := theoryClaim(runs.ThreatUploads, tc.bound, tc.sm)
 		if claim.Mu != tc.mu || source != tc.source || kind != tc.kind {
@@ -391,7 +393,7 @@ func TestUploadsRowsJudgedAgainstUploadsBound(t *testing.T) {
 	for i := range sf.Scores {
 		sf.Scores[i].Threat, sf.Scores[i].Attack = runs.ThreatUploads, "label"
 	}
-	a, err := AnalyzeScores(context.Background(), sf, AnalyzeOptions{Smoothness: Smoothness{L: 1, Source: "certified", Proven: true}},
+	a, err := AnalyzeScores(context.Background(), sf, AnalyzeOptions{Smoothness: bounds.Smoothness{L: 1, Source: "certified", Proven: true}},
 		func(int) *theory.Bound { return one })
 	if err != nil {
 		t.Fatal(err)
@@ -447,7 +449,7 @@ func TestClaimNamesWhatItIsAbout(t *testing.T) {
 	sf := coupledScores(500, 0.1, 12) // a final-model attack that certifies next to nothing
 	sf.Scores = append(sf.Scores, up.Scores...)
 	lookup := func(int) *theory.Bound { return one }
-	sm := Smoothness{L: 1, Source: "certified", Proven: true}
+	sm := bounds.Smoothness{L: 1, Source: "certified", Proven: true}
 	rows := func(about string) (final, uploads findings.Finding, h findings.Headline) {
 		t.Helper()
 		a, err := AnalyzeScores(context.Background(), sf, AnalyzeOptions{Smoothness: sm, ClaimAbout: about,
@@ -477,7 +479,7 @@ func TestClaimNamesWhatItIsAbout(t *testing.T) {
 	if h.Status != findings.StatusConsistent {
 		t.Errorf("default scope: headline %q, want consistent", h.Text)
 	}
-	final, uploads, h = rows(ClaimAboutUploads)
+	final, uploads, h = rows(spec.ClaimAboutUploads)
 	if !strings.HasPrefix(uploads.ClaimSource, "--claim-mu claim") || uploads.Verdict.Status != audit.Violated {
 		t.Errorf("claim about uploads: uploads row judged %s against %q, want violated against the claim", uploads.Verdict.Status, uploads.ClaimSource)
 	}
@@ -487,7 +489,7 @@ func TestClaimNamesWhatItIsAbout(t *testing.T) {
 	if h.Status != findings.StatusViolated || !strings.Contains(h.Text, "each upload") {
 		t.Errorf("claim about uploads: headline %q, want violated, naming the upload claim", h.Text)
 	}
-	if _, err := Parse([]byte("pairs: 2\naudit: {claim_mu: 1, claim_about: gradients}\n")); err == nil || !strings.Contains(err.Error(), "audit.claim_about") {
+	if _, err := spec.Parse([]byte("pairs: 2\naudit: {claim_mu: 1, claim_about: gradients}\n")); err == nil || !strings.Contains(err.Error(), "audit.claim_about") {
 		t.Errorf("claim_about: gradients accepted (%v)", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
@@ -74,7 +75,7 @@ func column(t *testing.T, tab arrow.Table, name string) arrow.Array {
 // Parquet reader, comparing values with what runs/ and findings.json hold.
 func TestParquetRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	cfg, err := experiment.Parse([]byte(cfgYAML))
+	cfg, err := spec.Parse([]byte(cfgYAML))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/fedaudit/fedaudit/expdir"
-	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/importer"
 	"github.com/fedaudit/fedaudit/ingest"
 	"github.com/fedaudit/fedaudit/internal/fsutil"
@@ -56,7 +56,7 @@ func Snapshots(ctx context.Context, dir, out string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("export: %w", err)
 	}
-	cfg, err := experiment.FromJSON(cfgJSON)
+	cfg, err := spec.FromJSON(cfgJSON)
 	if err != nil {
 		return nil, fmt.Errorf("export: %s: %w", expdir.Dir(dir).Config(), err)
 	}
@@ -131,11 +131,11 @@ func Snapshots(ctx context.Context, dir, out string) ([]string, error) {
 
 // snapshotSlots is the layout the snapshots are written in: the model's, or one flat tensor for
 // an external model (whose tensors the run files do not name).
-func snapshotSlots(cfg *experiment.Config) ([]importer.Slot, error) {
+func snapshotSlots(cfg *spec.Config) ([]importer.Slot, error) {
 	if cfg.Train.Model.Kind == model.External {
 		return []importer.Slot{{Role: "params", Shape: []int{-1}}}, nil
 	}
-	data, err := experiment.Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 )
 
 // The manifest's canary column follows fedaudit's convention, which the import checks: the
@@ -38,7 +39,7 @@ train:
 	}{{"replace", replace, "Cprime"}, {"remove-client", removeClient, "C"}} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
-			cfg, err := experiment.Parse([]byte(c.yaml))
+			cfg, err := spec.Parse([]byte(c.yaml))
 			if err != nil {
 				t.Fatal(err)
 			}

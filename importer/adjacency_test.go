@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 )
 
 // Sample-level add and remove change a client's sample count between the worlds, which the
@@ -19,13 +19,13 @@ func TestImportRefusesUnevenAdjacency(t *testing.T) {
 		"adjacency: {kind: add, client: 0, canary: dirac}",
 		"adjacency: {kind: remove, client: 0, index: 1}",
 	} {
-		cfg, err := experiment.Parse([]byte(strings.Replace(smallYAML, "adjacency: {kind: replace, client: 0, index: 1, canary: dirac}", adj, 1)))
+		cfg, err := spec.Parse([]byte(strings.Replace(smallYAML, "adjacency: {kind: replace, client: 0, index: 1, canary: dirac}", adj, 1)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		out := filepath.Join(t.TempDir(), "imp")
 		_, err = Import(context.Background(), Options{Manifest: &Manifest{}, Config: cfg, Out: out, ToolVersion: "test"})
-		var ce *experiment.ConfigError
+		var ce *spec.ConfigError
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "changes client 0's number of samples") {
 			t.Errorf("%s: err = %v, want a config error naming the adjacency", adj, err)
 		}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/ingest"
 )
 
@@ -18,7 +18,7 @@ import (
 // 0, 1, 3): snap gives each snapshot's vector (nil: a good one) and file name; extra columns
 // per row come from cols. It returns the manifest path.
 type flatSpec struct {
-	cfg *experiment.Config
+	cfg *spec.Config
 	// vec returns the vector of pair p, world w, round r (an empty one: a missing file), or nil
 	// for good, the vector of every other snapshot.
 	vec func(p, w, r int, good []float32) []float32
@@ -29,7 +29,7 @@ type flatSpec struct {
 
 func (s flatSpec) write(t *testing.T, dir string) string {
 	t.Helper()
-	data, err := experiment.Prepare(s.cfg)
+	data, err := spec.Prepare(s.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,16 +12,17 @@ import (
 
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/ingest"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // trainOwn trains cfg with fedaudit's trainer into a new directory.
-func trainOwn(t *testing.T, cfg *experiment.Config) string {
+func trainOwn(t *testing.T, cfg *spec.Config) string {
 	t.Helper()
 	dir := t.TempDir()
-	data, err := experiment.Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,9 +35,9 @@ func trainOwn(t *testing.T, cfg *experiment.Config) string {
 	return dir
 }
 
-func parse(t testing.TB, yaml string) *experiment.Config {
+func parse(t testing.TB, yaml string) *spec.Config {
 	t.Helper()
-	cfg, err := experiment.Parse([]byte(yaml))
+	cfg, err := spec.Parse([]byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +321,7 @@ func TestImportExternal(t *testing.T) {
 	}
 	// An imported external directory resumes with the config the import recorded: its run files
 	// are complete.
-	imported, err := experiment.Load(expdir.Dir(out).Config())
+	imported, err := spec.Load(expdir.Dir(out).Config())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/attacks"
 	"github.com/fedaudit/fedaudit/expdir"
-	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/ingest"
 	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"github.com/fedaudit/fedaudit/runs"
@@ -33,7 +33,7 @@ type Options struct {
 	// fedaudit's own trainer; the import records it so that the later stages rebuild the data,
 	// the theory and the claim from it. A model of kind external (model.External) stands for an
 	// architecture fedaudit does not know: its tensors are imported as they are.
-	Config *experiment.Config
+	Config *spec.Config
 	// Out is the experiment directory to create; it must not exist or be empty.
 	Out string
 	// Names, when set, are the tensor names of the model's slots in layout order (for an
@@ -108,7 +108,7 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := experiment.Prepare(&cfg)
+	data, err := spec.Prepare(&cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -179,17 +179,17 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 // no checkpoints), with parameters recorded and uploads left to the manifest; rounds are its
 // checkpoints, sorted and distinct. Every refusal comes before any data is prepared or
 // snapshot read.
-func importConfig(c *experiment.Config) (experiment.Config, []int, error) {
+func importConfig(c *spec.Config) (spec.Config, []int, error) {
 	cfg := *c
 	if cc := cfg.Train.Canaries; cc != nil && cc.Count > 0 {
 		// The manifest has no place for canary inclusion bits or their observations: runs
 		// imported under such a config would be audited without the one-run rows it promises.
-		return cfg, nil, &experiment.ConfigError{Err: fmt.Errorf("import: the config declares %d canaries (train.canaries), which imported runs cannot carry; remove train.canaries to audit the coupled pairs", cc.Count)}
+		return cfg, nil, &spec.ConfigError{Err: fmt.Errorf("import: the config declares %d canaries (train.canaries), which imported runs cannot carry; remove train.canaries to audit the coupled pairs", cc.Count)}
 	}
 	if k := cfg.Adjacency.Kind; (k == "add" || k == "remove") && cfg.Train.Model.Kind != model.External {
 		// Evaluation runs both worlds' clients side by side, with equal sample counts (the
 		// trainer's code, bit for bit): it failed after every snapshot had been read.
-		return cfg, nil, &experiment.ConfigError{Err: fmt.Errorf("import: adjacency %s changes client %d's number of samples between C and C', which fedaudit's evaluation of a %s cannot run side by side: use replace (the canary in place of one sample), or model kind external (parameter-space attacks only)", k, cfg.Adjacency.Client, cfg.Train.Model.Kind)}
+		return cfg, nil, &spec.ConfigError{Err: fmt.Errorf("import: adjacency %s changes client %d's number of samples between C and C', which fedaudit's evaluation of a %s cannot run side by side: use replace (the canary in place of one sample), or model kind external (parameter-space attacks only)", k, cfg.Adjacency.Client, cfg.Train.Model.Kind)}
 	}
 	// Imported runs carry global parameters (and uploads where the manifest lists them); the
 	// informed adversary's statistics are replayed where that is possible (replay.go).
@@ -198,7 +198,7 @@ func importConfig(c *experiment.Config) (experiment.Config, []int, error) {
 	slices.Sort(rounds)
 	rounds = slices.Compact(rounds)
 	if len(rounds) == 0 {
-		return cfg, nil, &experiment.ConfigError{Err: errors.New("import: the config lists no train.checkpoints: they are the rounds the manifest must provide")}
+		return cfg, nil, &spec.ConfigError{Err: errors.New("import: the config lists no train.checkpoints: they are the rounds the manifest must provide")}
 	}
 	return cfg, rounds, nil
 }
@@ -207,7 +207,7 @@ func importConfig(c *experiment.Config) (experiment.Config, []int, error) {
 // parameters always and the uploads where the manifest lists them, and the statistics the
 // import computes (the replayed informed adversary's, then the evaluated ones where the model
 // is known).
-func importMeta(cfg *experiment.Config, data *experiment.Data, toolVersion string, hasUpload bool, rp *replayer, known bool) runs.Meta {
+func importMeta(cfg *spec.Config, data *spec.Data, toolVersion string, hasUpload bool, rp *replayer, known bool) runs.Meta {
 	meta := runs.Meta{
 		Config:      cfg.TrainingJSON(),
 		DatasetHash: data.Hash,
@@ -228,7 +228,7 @@ func importMeta(cfg *experiment.Config, data *experiment.Data, toolVersion strin
 // convention of its adjacency) and returns the plan of what it lists with the problems found;
 // with the target client's uploads it turns cfg's record_upload on, a problem where the
 // deployment cannot have them.
-func planImport(cfg *experiment.Config, data *experiment.Data, rounds []int, m *Manifest, logf func(string, ...any)) (*Plan, *problems) {
+func planImport(cfg *spec.Config, data *spec.Data, rounds []int, m *Manifest, logf func(string, ...any)) (*Plan, *problems) {
 	participants := cfg.Train.Participants
 	adj := cfg.Adjacency.Kind
 	if adj == "" {
@@ -265,7 +265,7 @@ func warn(opts Options, logf func(string, ...any), warning string) []string {
 // listSnapshotProblems reads the snapshots a manifest with problems lists all the same, so that
 // one run lists their problems too (nothing is evaluated or written), and returns the error
 // listing them all.
-func listSnapshotProblems(ctx context.Context, cfg *experiment.Config, data *experiment.Data, plan *Plan, opts Options, logf func(string, ...any), probs *problems) error {
+func listSnapshotProblems(ctx context.Context, cfg *spec.Config, data *spec.Data, plan *Plan, opts Options, logf func(string, ...any), probs *problems) error {
 	if lay, err := layoutFor(cfg, data, plan, opts.Names); err == nil {
 		rd := &reader{plan: plan, lay: lay, opts: opts, logf: logf}
 		if _, _, err := rd.readRounds(ctx, nil, probs); err != nil {
@@ -279,7 +279,7 @@ func listSnapshotProblems(ctx context.Context, cfg *experiment.Config, data *exp
 
 // layoutFor is the parameter layout of the deployment's model; for a model of kind external,
 // the one of the first snapshot (pair 0, world C, first checkpoint).
-func layoutFor(cfg *experiment.Config, data *experiment.Data, plan *Plan, names []string) (Layout, error) {
+func layoutFor(cfg *spec.Config, data *spec.Data, plan *Plan, names []string) (Layout, error) {
 	if cfg.Train.Model.Kind != model.External {
 		return LayoutOf(cfg.Train.Model, data.Pair.C[0].Shape, data.Classes)
 	}
@@ -298,7 +298,7 @@ func layoutFor(cfg *experiment.Config, data *experiment.Data, plan *Plan, names 
 // dropInapplicable removes from the config's attack list the attacks the imported runs cannot
 // feed (they need trainer-internal statistics, uploads, or a model fedaudit can evaluate) and
 // returns their names.
-func dropInapplicable(cfg *experiment.Config, meta runs.Meta, logf func(string, ...any)) []string {
+func dropInapplicable(cfg *spec.Config, meta runs.Meta, logf func(string, ...any)) []string {
 	if len(cfg.Audit.Attacks) == 0 {
 		return nil
 	}
@@ -587,7 +587,7 @@ func tempBeside(out string) (parent, tmp string, err error) {
 // commitImport writes the config and the import record into the temporary directory tmp and
 // renames it to out (an empty directory there is replaced): nothing is visible at out before
 // the import is complete.
-func commitImport(tmp, out string, cfg *experiment.Config, rec Record) error {
+func commitImport(tmp, out string, cfg *spec.Config, rec Record) error {
 	if err := fsutil.WriteFile(expdir.Dir(tmp).Config(), append(cfg.JSON(), '\n')); err != nil {
 		return err
 	}
@@ -607,7 +607,7 @@ func commitImport(tmp, out string, cfg *experiment.Config, rec Record) error {
 // checkOut refuses a destination that holds anything: an import never mixes with other runs.
 func checkOut(out string) error {
 	if out == "" {
-		return &experiment.ConfigError{Err: errors.New("import: no output directory (--out)")}
+		return &spec.ConfigError{Err: errors.New("import: no output directory (--out)")}
 	}
 	ents, err := os.ReadDir(out)
 	switch {
@@ -616,7 +616,7 @@ func checkOut(out string) error {
 	case err != nil:
 		return fmt.Errorf("import: %w", err)
 	case len(ents) > 0:
-		return &experiment.ConfigError{Err: fmt.Errorf("import: %s exists and is not empty; choose another --out", out)}
+		return &spec.ConfigError{Err: fmt.Errorf("import: %s exists and is not empty; choose another --out", out)}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/ingest"
 	"github.com/fedaudit/fedaudit/runs"
 )
@@ -41,9 +42,9 @@ audit:
   attacks: [loss, margin, grad-align, linear]
 `
 
-func smallConfig(t testing.TB) *experiment.Config {
+func smallConfig(t testing.TB) *spec.Config {
 	t.Helper()
-	cfg, err := experiment.Parse([]byte(smallYAML))
+	cfg, err := spec.Parse([]byte(smallYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,9 +54,9 @@ func smallConfig(t testing.TB) *experiment.Config {
 // exportSnapshots writes every row of the run files of dir as a safetensors file named like a
 // PyTorch state_dict, and every recorded upload of the target client (as the upload, or with
 // updates as the upload minus w_{t-1}), with a CSV manifest; it returns the manifest path.
-func exportSnapshots(t testing.TB, cfg *experiment.Config, dir, out string, updates bool) string {
+func exportSnapshots(t testing.TB, cfg *spec.Config, dir, out string, updates bool) string {
 	t.Helper()
-	data, err := experiment.Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	cfg := smallConfig(t)
 	own := t.TempDir()
-	data, err := experiment.Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +194,7 @@ func TestRoundTrip(t *testing.T) {
 // TestRefusals checks that a broken import says what is wrong and leaves nothing behind.
 func TestRefusals(t *testing.T) {
 	cfg := smallConfig(t)
-	data, err := experiment.Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

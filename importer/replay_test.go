@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/ingest"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
@@ -150,7 +151,7 @@ func TestReplayCatchesReusedNoise(t *testing.T) {
 	cfg.Pairs = 150
 	cfg.Train.RecordUpload = false
 	cfg.Train.NoiseStd = 0.4 // realized mu about 1.3 at T = 4
-	data, err := experiment.Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/report"
 	"github.com/fedaudit/fedaudit/runs"
@@ -70,8 +71,8 @@ func (a *analyzeFlags) options(fs *flag.FlagSet) (experiment.AnalyzeOptions, err
 		flag string
 		x    float64
 	}{{"claim-mu", a.claimMu}, {"claim-eps", a.claimEps}} {
-		if set[c.flag] && !experiment.ValidClaim(c.x) {
-			return opts, usagef("%s: --%s: %s, got %g", cmd, c.flag, experiment.ClaimRule, c.x)
+		if set[c.flag] && !spec.ValidClaim(c.x) {
+			return opts, usagef("%s: --%s: %s, got %g", cmd, c.flag, spec.ClaimRule, c.x)
 		}
 	}
 	if set["claim-mu"] && set["claim-eps"] {
@@ -87,10 +88,10 @@ func (a *analyzeFlags) options(fs *flag.FlagSet) (experiment.AnalyzeOptions, err
 		}
 	}
 	switch a.claimAbout {
-	case "", experiment.ClaimAboutModels, experiment.ClaimAboutUploads:
+	case "", spec.ClaimAboutModels, spec.ClaimAboutUploads:
 		opts.ClaimAbout = a.claimAbout
 	default:
-		return opts, usagef("%s: --claim-about: %q is not %s or %s", cmd, a.claimAbout, experiment.ClaimAboutModels, experiment.ClaimAboutUploads)
+		return opts, usagef("%s: --claim-about: %q is not %s or %s", cmd, a.claimAbout, spec.ClaimAboutModels, spec.ClaimAboutUploads)
 	}
 	opts.Seed = a.seed
 	return opts, nil

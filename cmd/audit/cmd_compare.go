@@ -8,6 +8,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/report"
 )
 
@@ -26,23 +27,23 @@ func init() {
 				if len(args) == 0 {
 					return usagef("compare: give one or more analyzed experiment directories")
 				}
-				var lab func(*experiment.Config) string
+				var lab func(*spec.Config) string
 				switch *label {
 				case "name":
-					lab = func(c *experiment.Config) string { return c.Name }
+					lab = func(c *spec.Config) string { return c.Name }
 				case "sigma":
-					lab = func(c *experiment.Config) string { return fmt.Sprintf("sigma = %g", c.Train.NoiseStd) }
+					lab = func(c *spec.Config) string { return fmt.Sprintf("sigma = %g", c.Train.NoiseStd) }
 				case "alpha":
-					lab = func(c *experiment.Config) string {
+					lab = func(c *spec.Config) string {
 						if c.Train.Algorithm != algo.FedProx {
 							return string(c.Train.Algorithm)
 						}
 						return fmt.Sprintf("fedprox alpha = %g", c.Train.ProxAlpha)
 					}
 				case "group":
-					lab = func(c *experiment.Config) string { return groupLabel(ctx, c) }
+					lab = func(c *spec.Config) string { return groupLabel(ctx, c) }
 				case "claim":
-					lab = func(c *experiment.Config) string { return claimLabel(ctx, c) }
+					lab = func(c *spec.Config) string { return claimLabel(ctx, c) }
 				default:
 					return usagef("--label: %q is not name, sigma, alpha, group or claim", *label)
 				}
@@ -75,7 +76,7 @@ func init() {
 
 // groupLabel names the target client's privacy group and its budget (idp-fedavg and
 // adaptive-fedavg), or the experiment when it has no groups.
-func groupLabel(ctx context.Context, c *experiment.Config) string {
+func groupLabel(ctx context.Context, c *spec.Config) string {
 	if c.Train.Privacy == nil {
 		return c.Name
 	}
@@ -89,14 +90,14 @@ func groupLabel(ctx context.Context, c *experiment.Config) string {
 
 // claimLabel is the accountant's claimed epsilon for the target client (experiment.ClaimFor),
 // or the explicit claim of the config.
-func claimLabel(ctx context.Context, c *experiment.Config) string {
+func claimLabel(ctx context.Context, c *spec.Config) string {
 	if c.Audit.ClaimEpsilon > 0 {
 		return fmt.Sprintf("claim eps = %.3g", c.Audit.ClaimEpsilon)
 	}
 	if c.Audit.ClaimMu > 0 {
 		return fmt.Sprintf("claim mu = %.3g", c.Audit.ClaimMu)
 	}
-	data, err := experiment.Prepare(c)
+	data, err := spec.Prepare(c)
 	if err != nil {
 		return c.Name + " (no data)"
 	}

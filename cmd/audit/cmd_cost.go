@@ -10,8 +10,8 @@ import (
 
 	"github.com/fedaudit/fedaudit/audit/calibrate"
 	"github.com/fedaudit/fedaudit/cmd/audit/internal/tables"
-	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/experiment/cost"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 )
 
 func init() {
@@ -93,7 +93,7 @@ func measureCost(ctx context.Context, e *env, path, countList string, seeds int,
 	if seeds < 1 {
 		return usagef("cost: --seeds must be >= 1")
 	}
-	cfg, err := experiment.Load(path)
+	cfg, err := spec.Load(path)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/dataexport"
 	"github.com/fedaudit/fedaudit/datasets"
-	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 )
 
 func init() {
@@ -106,11 +106,11 @@ func exportDatasets(ctx context.Context, e *env, config, out string) error {
 	if _, err := dataexport.FormatOf(out); err != nil {
 		return usagef("datasets export: --out %v", err)
 	}
-	cfg, err := experiment.Load(config)
+	cfg, err := spec.Load(config)
 	if err != nil {
 		return err
 	}
-	data, err := experiment.Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func exportDatasets(ctx context.Context, e *env, config, out string) error {
 }
 
 // where says in words where the worlds differ, as canary/client and canary/index locate it.
-func where(kind string, d *experiment.Data) string {
+func where(kind string, d *spec.Data) string {
 	c, i := d.Target.Client, d.Target.Index
 	switch kind {
 	case "add":

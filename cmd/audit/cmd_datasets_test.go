@@ -7,19 +7,19 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/dataexport"
-	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/ingest"
 )
 
 // TestDatasetsExportFile: the file `audit datasets export` writes holds, bit for bit, the
-// tensors package dataexport lays out from experiment.Prepare's data (whose content
+// tensors package dataexport lays out from spec.Prepare's data (whose content
 // package dataexport's tests check), in both formats.
 func TestDatasetsExportFile(t *testing.T) {
-	cfg, err := experiment.Load("testdata/run_small.yaml")
+	cfg, err := spec.Load("testdata/run_small.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := experiment.Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/importer"
 )
 
@@ -37,7 +37,7 @@ func init() {
 				if *uploads != "model" && *uploads != "update" {
 					return usagef("import: --uploads %q: want model or update", *uploads)
 				}
-				cfg, err := experiment.Load(*config)
+				cfg, err := spec.Load(*config)
 				if err != nil {
 					return err
 				}

@@ -11,8 +11,9 @@ import (
 
 	"github.com/fedaudit/fedaudit/audit/calibrate"
 	"github.com/fedaudit/fedaudit/cmd/audit/internal/tables"
-	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/bounds"
 	"github.com/fedaudit/fedaudit/experiment/cost"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 )
 
 func init() {
@@ -88,18 +89,18 @@ func runPlan(ctx context.Context, e *env, args []string, p *planFlags) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := experiment.Load(p.config)
+	cfg, err := spec.Load(p.config)
 	if err != nil {
 		return err
 	}
 	// A job whose attack stage would fail after its training is refused here too.
-	if err := experiment.CheckStages(cfg); err != nil {
+	if err := spec.CheckStages(cfg); err != nil {
 		return err
 	}
 	if _, err := cost.CheckMemory(cfg, nil, memBudget); err != nil {
 		return err
 	}
-	data, err := experiment.Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		return err
 	}
@@ -136,7 +137,7 @@ func runPlan(ctx context.Context, e *env, args []string, p *planFlags) error {
 
 // calibratePlan times a slice of the training on this machine and puts the CPU times into rep,
 // or says in rep why it did not (the smallest slice would outlast the budget).
-func calibratePlan(ctx context.Context, e *env, cfg *experiment.Config, data *experiment.Data, budget time.Duration, rep *tables.PlanReport) error {
+func calibratePlan(ctx context.Context, e *env, cfg *spec.Config, data *spec.Data, budget time.Duration, rep *tables.PlanReport) error {
 	w := rep.Work
 	// Said before the second of training, and only when it will happen.
 	if cost.CalibrationFits(cfg, data, budget) == nil {
@@ -190,17 +191,17 @@ const planCostReps = 11
 
 // planCosts simulates the cost table at --mu, or at the exact mu of the quadratic instance at
 // the config's last checkpoint (final model and every iterate), or returns nothing.
-func planCosts(ctx context.Context, e *env, cfg *experiment.Config, data *experiment.Data, mu float64) ([]tables.PlanCost, error) {
+func planCosts(ctx context.Context, e *env, cfg *spec.Config, data *spec.Data, mu float64) ([]tables.PlanCost, error) {
 	var want []tables.PlanCost
 	T := slices.Max(append([]int{0}, cfg.Train.Checkpoints...))
 	switch {
 	case mu > 0:
 		want = append(want, tables.PlanCost{Mu: mu, Source: "--mu"})
 	case T > 0:
-		if final, all, _, ok := experiment.ExactMu(cfg, data); ok {
+		if final, all, _, ok := bounds.ExactMu(cfg, data); ok {
 			want = append(want, tables.PlanCost{Mu: final(T), Source: fmt.Sprintf("exact mu of the final model at T = %d", T)},
 				tables.PlanCost{Mu: all(T), Source: fmt.Sprintf("exact mu of every iterate at T = %d", T)})
-		} else if exact, ok := experiment.ExactMuOneRun(cfg, data); ok {
+		} else if exact, ok := bounds.ExactMuOneRun(cfg, data); ok {
 			for _, threat := range []string{"final", "all-iterates"} {
 				if m := exact(threat, T); m > 0 {
 					want = append(want, tables.PlanCost{Mu: m, Source: fmt.Sprintf("exact mu of the canaries, %s, at T = %d", threat, T)})

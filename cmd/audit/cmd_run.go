@@ -10,6 +10,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/report"
 	"github.com/fedaudit/fedaudit/runs"
@@ -17,7 +18,7 @@ import (
 
 // runExperiment is the body of `audit run` and `audit demo`: every stage, resumable, with one
 // progress display, then the summary on stdout.
-func runExperiment(ctx context.Context, e *env, cfg *experiment.Config, dir string, shards, workers int, sequential bool, bf backendFlags, aopts experiment.AnalyzeOptions) (a *findings.Analysis, err error) {
+func runExperiment(ctx context.Context, e *env, cfg *spec.Config, dir string, shards, workers int, sequential bool, bf backendFlags, aopts experiment.AnalyzeOptions) (a *findings.Analysis, err error) {
 	if _, err := bf.preflight(cfg); err != nil {
 		return nil, err
 	}
@@ -51,7 +52,7 @@ func runExperiment(ctx context.Context, e *env, cfg *experiment.Config, dir stri
 	return a, nil
 }
 
-func printRunSummary(w io.Writer, cfg *experiment.Config, dir string, a *findings.Analysis) error {
+func printRunSummary(w io.Writer, cfg *spec.Config, dir string, a *findings.Analysis) error {
 	tc := &cfg.Train
 	mechanism := fmt.Sprintf("noise sigma %g, clip %g", tc.NoiseStd, tc.ClipNorm)
 	if tc.IsClientDP() {
@@ -87,7 +88,7 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 
 // execute runs every stage of cfg into dir and prints the summary, or the analysis as JSON. A
 // violated headline makes the command exit with status 3 after the output.
-func (r *runFlags) execute(ctx context.Context, e *env, cfg *experiment.Config, dir string, shards int) error {
+func (r *runFlags) execute(ctx context.Context, e *env, cfg *spec.Config, dir string, shards int) error {
 	aopts, err := r.stats.options(r.fs)
 	if err != nil {
 		return err
@@ -133,7 +134,7 @@ func init() {
 				if *shards < 1 {
 					return usagef("--shards must be >= 1")
 				}
-				cfg, err := experiment.Load(*config)
+				cfg, err := spec.Load(*config)
 				if err != nil {
 					return err
 				}
@@ -163,11 +164,11 @@ func init() {
 				if *pairs < 0 {
 					return usagef("--pairs must be >= 1")
 				}
-				cfg := experiment.Demo()
+				cfg := spec.Demo()
 				if *pairs > 0 {
 					cfg.Pairs = *pairs
 					if err := cfg.Validate(); err != nil {
-						return &experiment.ConfigError{Err: err}
+						return &spec.ConfigError{Err: err}
 					}
 				}
 				return rf.execute(ctx, e, cfg, *out, 1)

@@ -11,6 +11,7 @@ import (
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/experiment/cost"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
@@ -38,7 +39,7 @@ func shardFromFlagOrEnv(flagValue string, shards int) (runs.Shard, bool, error) 
 
 // trainAll trains the shards of an experiment into dir: one shard when given, else all of
 // them in turn. Complete shards are skipped.
-func trainAll(ctx context.Context, e *env, cfg *experiment.Config, dir string, shard runs.Shard, one bool, shards int, bf backendFlags) (err error) {
+func trainAll(ctx context.Context, e *env, cfg *spec.Config, dir string, shard runs.Shard, one bool, shards int, bf backendFlags) (err error) {
 	budget, err := bf.preflight(cfg)
 	if err != nil {
 		return err
@@ -54,7 +55,7 @@ func trainAll(ctx context.Context, e *env, cfg *experiment.Config, dir string, s
 		return fmt.Errorf("train: %w", err)
 	}
 	defer lock.Unlock()
-	data, err := experiment.Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		return err
 	}
@@ -104,7 +105,7 @@ func init() {
 				if *shards < 1 {
 					return usagef("--shards must be >= 1")
 				}
-				cfg, err := experiment.Load(*config)
+				cfg, err := spec.Load(*config)
 				if err != nil {
 					return err
 				}
@@ -139,7 +140,7 @@ func (b *backendFlags) register(fs *flag.FlagSet) {
 
 // preflight applies --group-memory to cfg and refuses, before any data is loaded or file
 // written, a config whose training cannot fit the memory budget; it returns the budget.
-func (b *backendFlags) preflight(cfg *experiment.Config) (int64, error) {
+func (b *backendFlags) preflight(cfg *spec.Config) (int64, error) {
 	if b.groupMemory != "" {
 		n, err := cost.ParseBytes(b.groupMemory)
 		if err != nil || n == 0 {

@@ -8,19 +8,20 @@ import (
 
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
-// lockExperiment checks cfg's later stages against the runs it trains (experiment.CheckStages)
+// lockExperiment checks cfg's later stages against the runs it trains (spec.CheckStages)
 // and dir against cfg (refusing before anything is written, as the stages would), then locks
 // it: exclusively for a whole-directory command, or, for a job training one shard, shared with
 // the other shard jobs and exclusively for its shard (see fsutil). A second process fails at
 // once, naming the holder. Once the lock is held, temporary files left by
 // killed writers are removed. The caller unlocks.
-func lockExperiment(e *env, cfg *experiment.Config, dir string, shards int, shard *runs.Shard, what string) (*fsutil.Lock, error) {
+func lockExperiment(e *env, cfg *spec.Config, dir string, shards int, shard *runs.Shard, what string) (*fsutil.Lock, error) {
 	// What the attack stage needs of the runs is checked before they are trained.
-	if err := experiment.CheckStages(cfg); err != nil {
+	if err := spec.CheckStages(cfg); err != nil {
 		return nil, err
 	}
 	if _, err := experiment.CheckDirectory(cfg, dir, shards); err != nil {
@@ -60,7 +61,7 @@ func existedBefore(dir string) bool {
 // for its configuration (a model that cannot take the data, known only once the data is
 // loaded) before writing anything but the lock files: a refused command leaves no trace.
 func forgetIfRefused(dir string, existed bool, err error) {
-	var ce *experiment.ConfigError
+	var ce *spec.ConfigError
 	if existed || !errors.As(err, &ce) {
 		return
 	}

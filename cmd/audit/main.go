@@ -30,7 +30,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
 )
 
@@ -143,7 +143,7 @@ func exitCode(stderr io.Writer, err error) int {
 		return 130
 	}
 	var u *usageError
-	var ce *experiment.ConfigError
+	var ce *spec.ConfigError
 	if errors.As(err, &u) || errors.As(err, &ce) {
 		fmt.Fprintf(stderr, "audit: %v\n", err)
 		return 2

@@ -14,6 +14,7 @@ import (
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
 )
 
@@ -77,7 +78,7 @@ func (r OneRunCostRow) MarshalJSON() ([]byte, error) {
 // checkpoint). The audit is the one `audit run` makes: every checkpoint of the training in one
 // family, so the rounds summarized are certified at the family's confidence, which counts
 // every checkpoint's rows, not only theirs.
-func MeasureOneRun(ctx context.Context, cfg *experiment.Config, counts []int, seeds int, rounds []int, dir string) ([]OneRunCost, error) {
+func MeasureOneRun(ctx context.Context, cfg *spec.Config, counts []int, seeds int, rounds []int, dir string) ([]OneRunCost, error) {
 	if cfg.Train.Canaries == nil {
 		return nil, errors.New("measure: the config has no train.canaries")
 	}
@@ -117,7 +118,7 @@ func MeasureOneRun(ctx context.Context, cfg *experiment.Config, counts []int, se
 
 // measureConfig is cfg made into the s-th seed's one-run audit with k canaries: one pair, the
 // seed cfg.Seed+s, the method one-run at the given rounds, no claim.
-func measureConfig(cfg *experiment.Config, k, s int, rounds []int) experiment.Config {
+func measureConfig(cfg *spec.Config, k, s int, rounds []int) spec.Config {
 	c := *cfg
 	c.Train = cfg.Train
 	cc := *cfg.Train.Canaries
@@ -125,7 +126,7 @@ func measureConfig(cfg *experiment.Config, k, s int, rounds []int) experiment.Co
 	c.Train.Canaries = &cc
 	c.Pairs, c.Seed = 1, cfg.Seed+uint64(s)
 	c.Train.Seed = c.Seed
-	c.Audit.Method = experiment.MethodOneRun
+	c.Audit.Method = spec.MethodOneRun
 	c.Audit.Rounds = rounds
 	c.Audit.ClaimMu, c.Audit.ClaimEpsilon = 0, 0
 	return c
@@ -133,7 +134,7 @@ func measureConfig(cfg *experiment.Config, k, s int, rounds []int) experiment.Co
 
 // measureRun runs the audit of c in the temporary directory tmp and removes it, returning the
 // analysis and the realized mu at each of rounds (read before the directory goes).
-func measureRun(ctx context.Context, c *experiment.Config, tmp string, rounds []int) (*findings.Analysis, map[int]float64, error) {
+func measureRun(ctx context.Context, c *spec.Config, tmp string, rounds []int) (*findings.Analysis, map[int]float64, error) {
 	a, err := experiment.Run(ctx, c, tmp, experiment.RunOptions{})
 	realized := map[int]float64{}
 	if err == nil {

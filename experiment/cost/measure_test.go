@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/algo"
-	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
 	"github.com/fedaudit/fedaudit/train/canary"
@@ -16,23 +16,23 @@ import (
 
 // directionConfig is dp-fedavg with every client sampled (q = 1) and k direction canaries: each
 // canary is then a Gaussian mechanism of mu 1/z per round, so the observer of every iterate
-// faces exactly mu = sqrt(T)/z per canary (experiment.ExactMuOneRun). The config goes through
+// faces exactly mu = sqrt(T)/z per canary (bounds.ExactMuOneRun). The config goes through
 // its JSON form so that its defaults are filled as a loaded config's are.
-func directionConfig(t *testing.T, k int, z float64) *experiment.Config {
+func directionConfig(t *testing.T, k int, z float64) *spec.Config {
 	t.Helper()
-	cfg := &experiment.Config{
+	cfg := &spec.Config{
 		Name: "one-run", Seed: 11, Pairs: 1,
-		Data: experiment.DataConfig{Source: "synthetic", Synthetic: experiment.SyntheticConfig{Dim: 40, Classes: 4, Separation: 3, Noise: 1},
+		Data: spec.DataConfig{Source: "synthetic", Synthetic: spec.SyntheticConfig{Dim: 40, Classes: 4, Separation: 3, Noise: 1},
 			Clients: 10, PerClient: 6},
-		Adjacency: experiment.AdjacencyConfig{Kind: "remove-client"},
+		Adjacency: spec.AdjacencyConfig{Kind: "remove-client"},
 		Train: train.Config{
 			Algorithm: algo.DPFedAvg, Model: model.Config{Kind: "mlp", Hidden: []int{48}, Activation: "tanh"},
 			Rounds: 4, LocalSteps: 1, LearningRate: 0.1, SamplingRate: 1, NoiseMultiplier: z, UpdateClip: 1,
 			Checkpoints: []int{2, 4}, Canaries: &canary.Config{Count: k, Kind: canary.Direction},
 		},
-		Audit: experiment.AuditConfig{Method: experiment.MethodOneRun},
+		Audit: spec.AuditConfig{Method: spec.MethodOneRun},
 	}
-	filled, err := experiment.FromJSON(cfg.JSON())
+	filled, err := spec.FromJSON(cfg.JSON())
 	if err != nil {
 		t.Fatal(err)
 	}

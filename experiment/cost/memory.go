@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/train"
 	"github.com/fedaudit/fedaudit/train/memory"
 )
@@ -33,12 +33,12 @@ type MemoryEstimate struct {
 const runtimeOverhead = 160 << 20
 
 // EstimateMemory estimates the memory of training and attacking cfg (data as for Sizes).
-func EstimateMemory(cfg *experiment.Config, data *experiment.Data) (MemoryEstimate, error) {
-	mem, err := train.MemoryOf(cfg.Train, experiment.Sizes(cfg, data))
+func EstimateMemory(cfg *spec.Config, data *spec.Data) (MemoryEstimate, error) {
+	mem, err := train.MemoryOf(cfg.Train, spec.Sizes(cfg, data))
 	if err != nil {
-		return MemoryEstimate{}, &experiment.ConfigError{Err: fmt.Errorf("train: %w", err)}
+		return MemoryEstimate{}, &spec.ConfigError{Err: fmt.Errorf("train: %w", err)}
 	}
-	g := train.GroupSize(cfg.Train, experiment.Sizes(cfg, data), cfg.Pairs)
+	g := train.GroupSize(cfg.Train, spec.Sizes(cfg, data), cfg.Pairs)
 	est := MemoryEstimate{Engine: mem, GroupPairs: g,
 		TrainBytes:    mem.Bytes(g) + runtimeOverhead,
 		MinTrainBytes: mem.Bytes(1) + runtimeOverhead,
@@ -60,7 +60,7 @@ func EstimateMemory(cfg *experiment.Config, data *experiment.Data) (MemoryEstima
 
 // CheckMemory refuses, with a ConfigError naming the numbers, a config whose training needs
 // more than available bytes even with one pair per group. available <= 0 skips the check.
-func CheckMemory(cfg *experiment.Config, data *experiment.Data, available int64) (MemoryEstimate, error) {
+func CheckMemory(cfg *spec.Config, data *spec.Data, available int64) (MemoryEstimate, error) {
 	est, err := EstimateMemory(cfg, data)
 	if err != nil {
 		return est, err
@@ -70,7 +70,7 @@ func CheckMemory(cfg *experiment.Config, data *experiment.Data, available int64)
 		if data == nil && cfg.Data.Source != "synthetic" {
 			what = "at least (input dimension not yet known)"
 		}
-		return est, &experiment.ConfigError{Err: fmt.Errorf("memory: training one pair of this model (d = %d parameters) needs %s %s, the budget is %s (MemAvailable, or --memory)",
+		return est, &spec.ConfigError{Err: fmt.Errorf("memory: training one pair of this model (d = %d parameters) needs %s %s, the budget is %s (MemAvailable, or --memory)",
 			est.Engine.Params, what, FormatBytes(est.MinTrainBytes), FormatBytes(available))}
 	}
 	return est, nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
 	"github.com/fedaudit/fedaudit/train/checkpoint"
@@ -64,7 +65,7 @@ type Work struct {
 
 // Plan counts the work of training cfg in the given number of shards (0 means 1). data is the
 // experiment's prepared data (Prepare), which fixes the input dimension and classes.
-func Plan(cfg *experiment.Config, data *experiment.Data, shards int) (Work, error) {
+func Plan(cfg *spec.Config, data *spec.Data, shards int) (Work, error) {
 	shards = max(shards, 1)
 	if shards > cfg.Pairs {
 		return Work{}, fmt.Errorf("plan: %d shards for %d pairs: a shard needs at least one pair", shards, cfg.Pairs)
@@ -75,7 +76,7 @@ func Plan(cfg *experiment.Config, data *experiment.Data, shards int) (Work, erro
 	}
 	d, err := model.ParamCountShape(cfg.Train.Model, data.Shape, data.Classes)
 	if errors.Is(err, model.ErrExternal) {
-		return Work{}, &experiment.ConfigError{Err: fmt.Errorf("plan: %w", err)}
+		return Work{}, &spec.ConfigError{Err: fmt.Errorf("plan: %w", err)}
 	}
 	if err != nil {
 		return Work{}, fmt.Errorf("plan: %w", err)
@@ -108,7 +109,7 @@ func Plan(cfg *experiment.Config, data *experiment.Data, shards int) (Work, erro
 }
 
 // count fills the totals from the per-replica sizes.
-func (w *Work) count(cfg *experiment.Config) {
+func (w *Work) count(cfg *spec.Config) {
 	R, fwd := int64(w.Replicas), w.ForwardFLOPs
 	w.ReplicaRounds = R * int64(w.Rounds)
 	w.ClientSteps = w.ReplicaRounds * int64(w.LocalTrainings) * int64(w.LocalSteps)
@@ -150,7 +151,7 @@ type Calibration struct {
 // until the slice takes about budget/2, one checkpoint at its end) on the CPU backend, and
 // returns the speed in Plan's FLOPs. A small slice batches fewer replicas than the real job,
 // so the speed, and every time derived from it, errs on the slow side.
-func Calibrate(ctx context.Context, cfg *experiment.Config, data *experiment.Data, budget time.Duration) (Calibration, error) {
+func Calibrate(ctx context.Context, cfg *spec.Config, data *spec.Data, budget time.Duration) (Calibration, error) {
 	slice, err := calibrationSlice(cfg, data, budget)
 	if err != nil {
 		return Calibration{}, err
@@ -180,7 +181,7 @@ func Calibrate(ctx context.Context, cfg *experiment.Config, data *experiment.Dat
 
 // CalibrationFits reports whether Calibrate can time a slice of cfg within budget: nil, or the
 // *CalibrationTooLongError Calibrate would return, found without training anything.
-func CalibrationFits(cfg *experiment.Config, data *experiment.Data, budget time.Duration) error {
+func CalibrationFits(cfg *spec.Config, data *spec.Data, budget time.Duration) error {
 	_, err := calibrationSlice(cfg, data, budget)
 	return err
 }
@@ -189,20 +190,20 @@ func CalibrationFits(cfg *experiment.Config, data *experiment.Data, budget time.
 // slice is one round of one pair, which for a large model (ResNet-18: several TFLOP) takes
 // minutes: it is estimated at an optimistic rate first, and refused rather than overrun a
 // budget the user was promised by a factor of a hundred.
-func calibrationSlice(cfg *experiment.Config, data *experiment.Data, budget time.Duration) (experiment.Config, error) {
+func calibrationSlice(cfg *spec.Config, data *spec.Data, budget time.Duration) (spec.Config, error) {
 	slice := *cfg
 	slice.Pairs = min(cfg.Pairs, 4)
 	for {
 		est, err := Plan(withRounds(&slice, 1), data, 1)
 		if err != nil {
-			return experiment.Config{}, err
+			return spec.Config{}, err
 		}
 		guess := time.Duration(Seconds(est.FLOPs, CalibrationRateGuess) * float64(time.Second))
 		if guess <= budget/2 {
 			return slice, nil
 		}
 		if slice.Pairs == 1 {
-			return experiment.Config{}, &CalibrationTooLongError{FLOPs: est.FLOPs, Guess: guess, Budget: budget}
+			return spec.Config{}, &CalibrationTooLongError{FLOPs: est.FLOPs, Guess: guess, Budget: budget}
 		}
 		slice.Pairs = 1
 	}
@@ -226,7 +227,7 @@ func (e *CalibrationTooLongError) Error() string {
 }
 
 // withRounds is cfg trained for its first rounds only, checkpointed at the end.
-func withRounds(cfg *experiment.Config, rounds int) *experiment.Config {
+func withRounds(cfg *spec.Config, rounds int) *spec.Config {
 	c := *cfg
 	tc := cfg.Train
 	tc.Rounds = rounds

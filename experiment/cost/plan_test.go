@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/nn"
 	"github.com/fedaudit/fedaudit/train/model"
 )
@@ -39,7 +39,7 @@ train:
 func TestPlanHandCounts(t *testing.T) {
 	tests := []struct {
 		name   string
-		edit   func(c *experiment.Config)
+		edit   func(c *spec.Config)
 		shards int
 		// Hand-computed: d, train FLOPs, eval FLOPs, largest shard's pairs, vector bytes.
 		d                   int
@@ -59,7 +59,7 @@ func TestPlanHandCounts(t *testing.T) {
 		// recorded. Train: 80 · 3 · 3 · 2 · 6·4·63 = 2,177,280. Eval: 80 · 2 · 2·63 · 62 =
 		// 1,249,920. Vectors: 160 rows · 63 · 4 bytes = 40,320.
 		name: "mlp fixed params",
-		edit: func(c *experiment.Config) {
+		edit: func(c *spec.Config) {
 			c.Train.Model.Kind, c.Train.Model.Hidden, c.Train.Model.Activation = "mlp", []int{5}, "tanh"
 			c.Train.Batching, c.Train.BatchSize = "fixed", 4
 			c.Train.Informed = false
@@ -76,7 +76,7 @@ func TestPlanHandCounts(t *testing.T) {
 		// 1,352, ReLU 338, dense (2·338+1)·10 = 6,770: 34,148. Train: 80 · 3 · 4 · 2 · 3·10 rows ·
 		// 34,148 = 1,966,924,800. Eval: 80 · 2 · 34,148 · 62 = 338,748,160.
 		name: "cnn informed",
-		edit: func(c *experiment.Config) {
+		edit: func(c *spec.Config) {
 			c.Data.Source = "synthetic-images"
 			c.Train.Model = model.Config{Kind: "sequential", Layers: []nn.LayerSpec{
 				{Kind: "conv2d", Out: 2, Kernel: 3}, {Kind: "relu"}, {Kind: "maxpool", Kernel: 2}, {Kind: "flatten"}, {Kind: "dense", Out: 10}}}
@@ -87,14 +87,14 @@ func TestPlanHandCounts(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := experiment.Parse([]byte(planConfig))
+			cfg, err := spec.Parse([]byte(planConfig))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if tt.edit != nil {
 				tt.edit(cfg)
 			}
-			data, err := experiment.Prepare(cfg)
+			data, err := spec.Prepare(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,11 +123,11 @@ func TestPlanHandCounts(t *testing.T) {
 }
 
 func TestPlanRefusesEmptyShards(t *testing.T) {
-	cfg, err := experiment.Parse([]byte(planConfig))
+	cfg, err := spec.Parse([]byte(planConfig))
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := experiment.Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,11 +139,11 @@ func TestPlanRefusesEmptyShards(t *testing.T) {
 // TestCalibrate checks that a calibration measures something: a positive speed, from a slice
 // no bigger than the job, and that a larger budget does not shrink the slice.
 func TestCalibrate(t *testing.T) {
-	cfg, err := experiment.Parse([]byte(planConfig))
+	cfg, err := spec.Parse([]byte(planConfig))
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := experiment.Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,11 +166,11 @@ func TestCalibrate(t *testing.T) {
 // training far past the budget; and that a budget fitting one pair but not four shrinks the
 // slice to one pair.
 func TestCalibrateRefusesWhatCannotFit(t *testing.T) {
-	cfg, err := experiment.Parse([]byte(planConfig))
+	cfg, err := spec.Parse([]byte(planConfig))
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := experiment.Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/importer"
 )
 
@@ -96,7 +96,7 @@ with Recorder(out, 3, dep, base_config=base) as rec:
 func TestRecordedRunsImport(t *testing.T) {
 	py := python(t)
 	work := t.TempDir()
-	cfg, err := experiment.Parse([]byte(deployment))
+	cfg, err := spec.Parse([]byte(deployment))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestRecordedRunsImport(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("recording: %v\n%s", err, out)
 	}
-	got, err := experiment.Load(filepath.Join(snaps, "config.json"))
+	got, err := spec.Load(filepath.Join(snaps, "config.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/fedaudit/fedaudit/dataexport"
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/importer"
 	"github.com/fedaudit/fedaudit/ingest"
@@ -60,19 +61,19 @@ func python(t *testing.T) string {
 // deployment is one experiment both trainers run: its config, data (as .npz for PyTorch) and the
 // trainer flags that say the same as the config.
 type deployment struct {
-	cfg  *experiment.Config
-	data *experiment.Data
+	cfg  *spec.Config
+	data *spec.Data
 	npz  string
 	work string
 }
 
 func newDeployment(t *testing.T, yaml string) *deployment {
 	t.Helper()
-	cfg, err := experiment.Parse([]byte(yaml))
+	cfg, err := spec.Parse([]byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := experiment.Prepare(cfg)
+	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func (d *deployment) initFrom(t *testing.T, dir string) string {
 }
 
 // own trains the deployment (edited by edit) with fedaudit's trainer.
-func (d *deployment) own(t *testing.T, name string, edit func(*experiment.Config)) string {
+func (d *deployment) own(t *testing.T, name string, edit func(*spec.Config)) string {
 	t.Helper()
 	cfg := *d.cfg
 	if edit != nil {
@@ -345,7 +346,7 @@ func TestTorchPlantedBugs(t *testing.T) {
 		res[bug] = analyze(t, d.torch(t, bug, sigma, "--bug", bug), 5)
 	}
 	// fedaudit's trainer records no informed-diff (its noise is fresh by construction).
-	res["own-noclip"] = analyze(t, d.own(t, "noclip", func(c *experiment.Config) {
+	res["own-noclip"] = analyze(t, d.own(t, "noclip", func(c *spec.Config) {
 		c.Train.ClipNorm = 0
 		c.Audit.Attacks = slices.DeleteFunc(slices.Clone(c.Audit.Attacks), func(a string) bool { return a == "informed-diff" })
 	}), 5)

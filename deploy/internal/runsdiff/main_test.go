@@ -8,21 +8,22 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
 // TestDiff trains one small experiment as 1 shard and as 3, which must hold the same rows, and a
 // variant with another noise level, which must not.
 func TestDiff(t *testing.T) {
-	cfg, err := experiment.Load(filepath.Join("..", "..", "..", "cmd", "audit", "testdata", "run_small.yaml"))
+	cfg, err := spec.Load(filepath.Join("..", "..", "..", "cmd", "audit", "testdata", "run_small.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Pairs = 6
 	cfg.Train.RecordParams = true // so the comparison covers the list columns too
-	trainInto := func(cfg *experiment.Config, shards int) string {
+	trainInto := func(cfg *spec.Config, shards int) string {
 		t.Helper()
-		data, err := experiment.Prepare(cfg)
+		data, err := spec.Prepare(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,8 +7,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/fedaudit/fedaudit/audit/calibrate"
-	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/experiment/cost"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 )
 
 // Cost writes the simulated cost table of `audit cost --mu` (and of `audit plan` at each mu it
@@ -40,7 +40,7 @@ func Cost(w io.Writer, o calibrate.CostOptions, rows []calibrate.CostRow) {
 
 // Measured writes the measured cost of one-run audits of `audit cost --config`: per canary
 // count, attack and round the medians over the seeds beside the truth.
-func Measured(w io.Writer, cfg *experiment.Config, res []cost.OneRunCost) {
+func Measured(w io.Writer, cfg *spec.Config, res []cost.OneRunCost) {
 	fmt.Fprintf(w, "One-run audits of %s measured on real trainings (one run each, %s canaries, %d seeds per count):\n", cfg.Name, cfg.Train.Canaries.Kind, res[0].Seeds)
 	fmt.Fprintf(w, "medians of the certified bounds (confidence %g jointly over each audit's rows)\n\n", cfg.Audit.Confidence)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

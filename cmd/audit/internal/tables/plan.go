@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/fedaudit/fedaudit/audit/calibrate"
-	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/experiment/cost"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 )
 
 // PlanReport is `audit plan --json`, and what Plan writes for people.
@@ -61,7 +61,7 @@ func PlanCosts(w io.Writer, rep PlanReport, noCost bool) {
 }
 
 // Plan writes the plan of cfg for people: the work, files, memory and times of its training.
-func Plan(out io.Writer, cfg *experiment.Config, r PlanReport) {
+func Plan(out io.Writer, cfg *spec.Config, r PlanReport) {
 	w := r.Work
 	fmt.Fprintf(out, "%s: %d pairs (%d replicas) x %d rounds = %d replica-rounds, in %d shard(s)\n",
 		cfg.Name, w.Pairs, w.Replicas, w.Rounds, w.ReplicaRounds, w.Shards)

@@ -1,4 +1,4 @@
-package experiment
+package bounds
 
 import (
 	"cmp"
@@ -10,6 +10,7 @@ import (
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/attacks/hostmodel"
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/theory"
 	"github.com/fedaudit/fedaudit/train"
@@ -32,7 +33,7 @@ type Smoothness struct {
 // SmoothnessOf returns L for the experiment: the model's certified constant over every sample
 // of both worlds (hostmodel.CertifiedSmoothness: the quadratic model and softmax regression), or
 // the given one. A given L below the certified one is rejected. For MLPs L can only be given.
-func SmoothnessOf(cfg *Config, data *Data) (Smoothness, error) {
+func SmoothnessOf(cfg *spec.Config, data *spec.Data) (Smoothness, error) {
 	given := cfg.Audit.Smoothness
 	certified, ok := hostmodel.CertifiedSmoothness(cfg.Train.Model, data.Pair.C, data.Pair.CPrime)
 	if !ok {
@@ -53,14 +54,14 @@ func SmoothnessOf(cfg *Config, data *Data) (Smoothness, error) {
 // sampleLevelTheory reports whether the theory sheet's bounds (Noisy-FedAvg, FedProx and DP-SGD
 // with Gaussian noise, one sample changed) describe the experiment; for client-level
 // adjacency, the DP-FedAvg family and non-Gaussian noise they do not, and TheoryAt gives none.
-func sampleLevelTheory(cfg *Config) bool {
+func sampleLevelTheory(cfg *spec.Config) bool {
 	m := cfg.Train.Mechanism
 	return !cfg.Adjacency.ClientLevel() && !cfg.Train.IsClientDP() && (m == "" || m == algo.Gaussian)
 }
 
 // TheoryConfig maps the experiment onto the theory's parameters. L may be zero (unknown): the
 // convergent bound is then unavailable but the composition bound, which needs no L, is not.
-func TheoryConfig(cfg *Config, L float64) (theory.Config, error) {
+func TheoryConfig(cfg *spec.Config, L float64) (theory.Config, error) {
 	tc := cfg.Train
 	c := theory.Config{
 		Algo:  tc.Algorithm,
@@ -96,7 +97,7 @@ func TheoryConfig(cfg *Config, L float64) (theory.Config, error) {
 // TheoryAt computes the bounds at the given rounds. With an unknown L it fills only the
 // composition bound, by computing with a tiny positive L (gamma_t does not depend on L) and
 // blanking the convergent fields.
-func TheoryAt(cfg *Config, sm Smoothness, rounds []int) ([]theory.Bound, error) {
+func TheoryAt(cfg *spec.Config, sm Smoothness, rounds []int) ([]theory.Bound, error) {
 	if cfg.Train.NoiseStd == 0 || cfg.Train.ClipNorm == 0 || !sampleLevelTheory(cfg) {
 		return nil, nil // no noise, no clipping, or another system: the theory promises nothing
 	}
@@ -130,7 +131,7 @@ func TheoryAt(cfg *Config, sm Smoothness, rounds []int) ([]theory.Bound, error) 
 // instance (quadratic model, Noisy-FedAvg, constant schedule, full batches, every client in
 // every round, replace adjacency); ok is false otherwise. The values assume that clipping is
 // never active, which the config must ensure with a large clip_norm.
-func ExactMu(cfg *Config, data *Data) (final, allIterates, uploads func(T int) float64, ok bool) {
+func ExactMu(cfg *spec.Config, data *spec.Data) (final, allIterates, uploads func(T int) float64, ok bool) {
 	tc := cfg.Train
 	if tc.Model.Kind != "quadratic" || tc.Algorithm != algo.FedAvg || tc.Schedule != "constant" ||
 		tc.Batching != "full" || (tc.Participants != 0 && tc.Participants != cfg.Data.Clients) ||
@@ -168,7 +169,7 @@ func ExactMu(cfg *Config, data *Data) (final, allIterates, uploads func(T int) f
 //     does not depend on w_t, so w_{t+1} = A w_t + ... with A = 1 + server_lr (rho - 1) and the
 //     canary's shift of round t reaches w_T multiplied by A^(T-1-t): the final model's mu is
 //     the quadratic instance's formula (1/z) sum_{j<T} A^j / sqrt(sum_{j<T} A^(2j)).
-func ExactMuOneRun(cfg *Config, data *Data) (func(threat string, T int) float64, bool) {
+func ExactMuOneRun(cfg *spec.Config, data *spec.Data) (func(threat string, T int) float64, bool) {
 	tc := cfg.Train
 	cc := tc.Canaries
 	if cc == nil {
@@ -244,7 +245,7 @@ func ExactMuOneRun(cfg *Config, data *Data) (func(threat string, T int) float64,
 // target client first). It needs run files with parameters; without them L stays unknown.
 // Every bound computed from it is labelled an estimate. For convolutional models (package nn)
 // and models of unknown architecture (external) no estimate is made: L stays unknown.
-func EstimateSmoothness(ctx context.Context, tab *runs.Table, cfg *Config, data *Data) (Smoothness, error) {
+func EstimateSmoothness(ctx context.Context, tab *runs.Table, cfg *spec.Config, data *spec.Data) (Smoothness, error) {
 	if !tab.Meta().HasParams || model.IsNNKind(cfg.Train.Model.Kind) || cfg.Train.Model.Kind == model.External {
 		return Smoothness{Source: "none"}, nil
 	}

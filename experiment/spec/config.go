@@ -1,4 +1,4 @@
-package experiment
+package spec
 
 import (
 	"bytes"
@@ -208,6 +208,12 @@ const (
 	ClaimAboutUploads = "uploads"
 )
 
+// MethodOneRun is the audit.method of the one-run audits: the runs carry canaries
+// (train.canaries) and every bound comes from them (audit.OneRunAnalyze), not from coupled
+// pairs; the run-level attacks are not scored. Other methods audit the coupled pairs and, when
+// the runs carry canaries, add the one-run rows beside them.
+const MethodOneRun = "one-run"
+
 // ValidClaim reports whether x is a claimed mu or epsilon that ClaimRule allows.
 func ValidClaim(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
 
@@ -263,7 +269,7 @@ func Parse(raw []byte) (*Config, error) {
 			return nil, &ConfigError{Err: err}
 		}
 	}
-	cfg.fillDefaults()
+	cfg.FillDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, &ConfigError{Err: err}
 	}
@@ -376,14 +382,16 @@ func FromJSON(raw []byte) (*Config, error) {
 			return nil, err
 		}
 	}
-	cfg.fillDefaults()
+	cfg.FillDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	return &cfg, nil
 }
 
-func (c *Config) fillDefaults() {
+// FillDefaults sets every field the config leaves zero to its default: the one place the
+// defaults are set (Parse and FromJSON call it).
+func (c *Config) FillDefaults() {
 	if c.Name == "" {
 		c.Name = "experiment"
 	}
@@ -414,7 +422,7 @@ func (c *Config) fillDefaults() {
 	if c.Adjacency.Canary == "" {
 		c.Adjacency.Canary = "dirac"
 	}
-	c.Audit.fillDefaults()
+	c.Audit.FillDefaults()
 	if c.Train.Batching == "" {
 		c.Train.Batching = "full"
 	}
@@ -431,9 +439,9 @@ func (a AdjacencyConfig) ClientLevel() bool {
 	return a.Kind == "replace-client" || a.Kind == "remove-client"
 }
 
-// fillDefaults sets the statistics settings left zero: the one place their defaults are set,
+// FillDefaults sets the statistics settings left zero: the one place their defaults are set,
 // for configs and for scores analyzed without one.
-func (a *AuditConfig) fillDefaults() {
+func (a *AuditConfig) FillDefaults() {
 	a.Confidence = cmp.Or(a.Confidence, audit.DefaultConfidence)
 	a.Delta = cmp.Or(a.Delta, theory.DefaultDelta)
 }

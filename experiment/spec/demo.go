@@ -1,4 +1,4 @@
-package experiment
+package spec
 
 import (
 	"github.com/fedaudit/fedaudit/algo"
@@ -38,6 +38,6 @@ func Demo() *Config {
 		},
 		Audit: AuditConfig{Smoothness: 1},
 	}
-	cfg.fillDefaults()
+	cfg.FillDefaults()
 	return cfg
 }

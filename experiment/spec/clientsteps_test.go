@@ -1,19 +1,19 @@
-package experiment_test
+package spec_test
 
 import (
 	"testing"
 
-	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/experiment/cost"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 )
 
 // The job-size cap counts local steps as cost.Plan does.
 func TestClientStepsArePlans(t *testing.T) {
 	for _, informed := range []bool{false, true} {
-		cfg := experiment.Demo()
+		cfg := spec.Demo()
 		cfg.Pairs, cfg.Train.Rounds, cfg.Train.Checkpoints = 6, 3, []int{0, 1, 3}
 		cfg.Train.Informed = informed
-		data, err := experiment.Prepare(cfg)
+		data, err := spec.Prepare(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -21,7 +21,7 @@ func TestClientStepsArePlans(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := experiment.ClientSteps(cfg); got != float64(w.ClientSteps) {
+		if got := spec.ClientSteps(cfg); got != float64(w.ClientSteps) {
 			t.Errorf("informed %v: clientSteps %v, Plan %d", informed, got, w.ClientSteps)
 		}
 	}

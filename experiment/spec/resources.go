@@ -1,4 +1,4 @@
-package experiment
+package spec
 
 import (
 	"github.com/fedaudit/fedaudit/train/memory"

@@ -1,4 +1,4 @@
-package experiment
+package spec
 
 import (
 	"errors"
@@ -100,12 +100,12 @@ func PlannedMeta(cfg *Config) runs.Meta {
 	return m
 }
 
-// runAttacks resolves the run-level attacks the attack stage scores: the listed ones (the
+// RunAttacks resolves the run-level attacks the attack stage scores: the listed ones (the
 // canary attacks among them are scored apart), else every attack the run files support (meta)
 // but, from that default only, the learned attacks the pairs are too few to fit; either way
 // without the attacks the model cannot serve. skipped says why default attacks were left out
 // for the pairs.
-func runAttacks(listed []string, meta runs.Meta, mc model.Config, pairs int) (names []string, skipped []attacks.Skip) {
+func RunAttacks(listed []string, meta runs.Meta, mc model.Config, pairs int) (names []string, skipped []attacks.Skip) {
 	names = slices.DeleteFunc(slices.Clone(listed), attacks.IsCanaryAttack)
 	if len(names) == 0 && len(listed) > 0 {
 		return nil, nil // only canary attacks were asked for
@@ -180,7 +180,7 @@ func CheckStages(cfg *Config) error {
 		for _, s := range attacks.Skipped(meta) {
 			lacks[s.Name] = s.Why
 		}
-		names, _ := runAttacks(cfg.Audit.Attacks, meta, cfg.Train.Model, cfg.Pairs)
+		names, _ := RunAttacks(cfg.Audit.Attacks, meta, cfg.Train.Model, cfg.Pairs)
 		var fit, needW0, needPrev []string
 		for _, n := range names {
 			if why, ok := lacks[n]; ok {
