@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/experiment/bounds"
+	"github.com/fedaudit/fedaudit/experiment/headline"
 	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
@@ -236,7 +236,7 @@ func pairFindings(ctx context.Context, groups []*scoreGroup, means map[groupKey]
 		res, err := audit.Analyze(g.c, g.cprime, aopts)
 		if err != nil {
 			if len(g.unpaired) > 0 {
-				err = fmt.Errorf("%w (%s)", err, unpairedText(g.unpaired))
+				err = fmt.Errorf("%w (%s)", err, headline.UnpairedText(g.unpaired))
 			}
 			return nil, fmt.Errorf("analyze: %s: %w", name, err)
 		}
@@ -323,16 +323,78 @@ func reversedMuLower(g *scoreGroup, opts audit.Options) (float64, error) {
 	return res.MuLower, nil
 }
 
-// unpairedText names at most eight unpaired pair ids.
-func unpairedText(ids []int64) string {
-	const show = 8
-	parts := make([]string, 0, show)
-	for _, id := range ids[:min(len(ids), show)] {
-		parts = append(parts, fmt.Sprint(id))
+// withDefaults fills the zero settings of opts from the experiment's audit settings (cfg may be
+// nil for scores without an experiment) and the defaults, and notes every command-line setting
+// that replaces a configured one, so the output says what it judged.
+func (o AnalyzeOptions) withDefaults(cfg *spec.Config) AnalyzeOptions {
+	var a spec.AuditConfig
+	seed := uint64(1)
+	if cfg != nil {
+		a, seed = cfg.Audit, cmp.Or(cfg.Audit.SplitSeed, cfg.Seed)
+		note := func(what string, differs bool, flag, configured string) {
+			if differs {
+				o.Notes = append(o.Notes, fmt.Sprintf("%s: %s from the command line replaces the configuration's %s", what, flag, configured))
+			}
+		}
+		note("confidence", o.Confidence != 0 && o.Confidence != a.Confidence, fmt.Sprint(o.Confidence), fmt.Sprint(a.Confidence))
+		note("delta", o.Delta != 0 && o.Delta != a.Delta, fmt.Sprint(o.Delta), fmt.Sprint(a.Delta))
+		note("threshold method", o.Method != "" && a.Method != "" && string(o.Method) != a.Method, string(o.Method), a.Method)
+		note("what the claim is about", o.ClaimAbout != "" && o.ClaimAbout != cmp.Or(a.ClaimAbout, spec.ClaimAboutModels), o.ClaimAbout, cmp.Or(a.ClaimAbout, spec.ClaimAboutModels))
+		if o.Claim.Mu > 0 || o.Claim.Epsilon > 0 {
+			switch {
+			case a.ClaimMu > 0 && a.ClaimMu != o.Claim.Mu:
+				note("claim", true, claimLabel(o.Claim), fmt.Sprintf("claim_mu %g", a.ClaimMu))
+			case a.ClaimEpsilon > 0 && a.ClaimEpsilon != o.Claim.Epsilon:
+				note("claim", true, claimLabel(o.Claim), fmt.Sprintf("claim_epsilon %g", a.ClaimEpsilon))
+			}
+		}
 	}
-	more := ""
-	if len(ids) > show {
-		more = fmt.Sprintf(", ... (%d in all)", len(ids))
+	a.FillDefaults()
+	o.Confidence = cmp.Or(o.Confidence, a.Confidence)
+	o.Delta = cmp.Or(o.Delta, a.Delta)
+	o.Method = cmp.Or(o.Method, audit.ThresholdMethod(a.Method))
+	o.Seed = cmp.Or(o.Seed, seed)
+	o.ClaimAbout = cmp.Or(o.ClaimAbout, a.ClaimAbout)
+	if o.Claim.Mu == 0 && o.Claim.Epsilon == 0 && (a.ClaimMu > 0 || a.ClaimEpsilon > 0) {
+		o.Claim = audit.Claim{Mu: a.ClaimMu}
+		if a.ClaimEpsilon > 0 {
+			o.Claim = audit.Claim{Epsilon: a.ClaimEpsilon, Delta: o.Delta}
+		}
+		o.ClaimSource = "config claim"
 	}
-	return fmt.Sprintf("pair ids in only one world: %s%s", strings.Join(parts, ", "), more)
+	if o.Claim.Epsilon > 0 && o.Claim.Delta == 0 {
+		o.Claim.Delta = o.Delta
+	}
+	return o
+}
+
+func claimLabel(c audit.Claim) string {
+	if c.Epsilon > 0 {
+		return fmt.Sprintf("epsilon %g", c.Epsilon)
+	}
+	return fmt.Sprintf("mu %g", c.Mu)
+}
+
+// finiteOr returns x, or def when x is NaN or infinite.
+func finiteOr(x, def float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return def
+	}
+	return x
+}
+
+// uncovered notes a stated claim that no row speaks of: a claim about the uploads where no
+// uploads attack was scored (or about the models where only uploads attacks were), so every row
+// was judged against its theory bound and the headline's verdict says nothing of the claim.
+func uncovered(h *findings.Headline, fs []findings.Finding, o AnalyzeOptions) {
+	if o.Claim.Mu == 0 && o.Claim.Epsilon == 0 || len(fs) == 0 {
+		return
+	}
+	for i := range fs {
+		if claimCovers(o.ClaimAbout, fs[i].Threat) {
+			return
+		}
+	}
+	h.Notes = append(h.Notes, fmt.Sprintf("the %s (%s, about the %s) was judged on no row: no attack of that threat model was scored, so every row is judged against its theory bound",
+		cmp.Or(o.ClaimSource, "config claim"), claimLabel(o.Claim), cmp.Or(o.ClaimAbout, spec.ClaimAboutModels)))
 }

@@ -9,6 +9,8 @@
 //   - the config, its checks and the data it describes are package spec's (below experiment);
 //   - the mapping of a config onto the theory (theory.Config, the exact mu of the quadratic
 //     instance, the smoothness constant) is package bounds's (below experiment);
+//   - the headline that sums the rows of an analysis up is package headline's (below
+//     experiment);
 //   - the cost model and the measured cost of one-run audits are package cost's (above
 //     experiment: it runs audits through Run);
 //   - the stages (trainstage.go, attackstage.go, analyze.go, reportstage.go, pipeline.go,

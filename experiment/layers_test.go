@@ -16,7 +16,7 @@ import (
 // (docs/architecture.md). Its sub-packages sit either above it (they import experiment, and
 // experiment never imports them: cost) or below it (experiment imports them, and they import
 // neither experiment nor a package above it: spec, the config and its data; bounds, the
-// config mapped onto the theory).
+// config mapped onto the theory; headline, the rows summed up).
 func TestImportsStayBelow(t *testing.T) {
 	const module = "github.com/fedaudit/fedaudit/"
 	aboveExperiment := map[string]bool{"cost": true}

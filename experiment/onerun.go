@@ -12,6 +12,7 @@ import (
 	"github.com/fedaudit/fedaudit/attacks"
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/experiment/headline"
 	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
@@ -277,9 +278,9 @@ func AnalyzeAll(ctx context.Context, sf *runs.ScoreFile, cf *runs.CanaryScoreFil
 		}
 	}
 	a := &findings.Analysis{Findings: out, Family: fam}
-	a.Headline = summarize(out, fam, opts.Notes)
+	a.Headline = headline.Summarize(out, fam, opts.Notes)
 	uncovered(&a.Headline, out, opts)
-	diverged(&a.Headline, out, opts.Rounds)
+	headline.Diverged(&a.Headline, out, opts.Rounds)
 	return a, nil
 }
 

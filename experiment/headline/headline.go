@@ -1,19 +1,17 @@
-package experiment
+package headline
 
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/fedaudit/fedaudit/audit"
-	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
 )
 
-// summarize takes the verdict over every row of an analysis. Rows judged against an estimate
+// Summarize takes the verdict over every row of an analysis. Rows judged against an estimate
 // never make it a violation: they become notes.
-func summarize(fs []findings.Finding, fam findings.Family, notes []string) findings.Headline {
+func Summarize(fs []findings.Finding, fam findings.Family, notes []string) findings.Headline {
 	h := findings.Headline{Status: findings.StatusNoClaim, Confidence: fam.Confidence, Rows: fam.Rows, Notes: append([]string(nil), notes...)}
 	var best *findings.Finding
 	better := func(a, b *findings.Finding) bool { // a stronger than b
@@ -89,7 +87,7 @@ func summarize(fs []findings.Finding, fam findings.Family, notes []string) findi
 		}
 		if len(f.Unpaired) > 0 {
 			h.Notes = append(h.Notes, fmt.Sprintf("%s: %d coupled scores without a partner in the other world (%s); certified with %s, which does not need the pairing.",
-				row, len(f.Unpaired), unpairedText(f.Unpaired), f.Result.Method))
+				row, len(f.Unpaired), UnpairedText(f.Unpaired), f.Result.Method))
 		}
 	}
 	return h
@@ -135,72 +133,12 @@ func lowerText(c audit.Check) string {
 	return fmt.Sprintf("mu >= %.4g", c.Lower)
 }
 
-// withDefaults fills the zero settings of opts from the experiment's audit settings (cfg may be
-// nil for scores without an experiment) and the defaults, and notes every command-line setting
-// that replaces a configured one, so the output says what it judged.
-func (o AnalyzeOptions) withDefaults(cfg *spec.Config) AnalyzeOptions {
-	var a spec.AuditConfig
-	seed := uint64(1)
-	if cfg != nil {
-		a, seed = cfg.Audit, cmp.Or(cfg.Audit.SplitSeed, cfg.Seed)
-		note := func(what string, differs bool, flag, configured string) {
-			if differs {
-				o.Notes = append(o.Notes, fmt.Sprintf("%s: %s from the command line replaces the configuration's %s", what, flag, configured))
-			}
-		}
-		note("confidence", o.Confidence != 0 && o.Confidence != a.Confidence, fmt.Sprint(o.Confidence), fmt.Sprint(a.Confidence))
-		note("delta", o.Delta != 0 && o.Delta != a.Delta, fmt.Sprint(o.Delta), fmt.Sprint(a.Delta))
-		note("threshold method", o.Method != "" && a.Method != "" && string(o.Method) != a.Method, string(o.Method), a.Method)
-		note("what the claim is about", o.ClaimAbout != "" && o.ClaimAbout != cmp.Or(a.ClaimAbout, spec.ClaimAboutModels), o.ClaimAbout, cmp.Or(a.ClaimAbout, spec.ClaimAboutModels))
-		if o.Claim.Mu > 0 || o.Claim.Epsilon > 0 {
-			switch {
-			case a.ClaimMu > 0 && a.ClaimMu != o.Claim.Mu:
-				note("claim", true, claimLabel(o.Claim), fmt.Sprintf("claim_mu %g", a.ClaimMu))
-			case a.ClaimEpsilon > 0 && a.ClaimEpsilon != o.Claim.Epsilon:
-				note("claim", true, claimLabel(o.Claim), fmt.Sprintf("claim_epsilon %g", a.ClaimEpsilon))
-			}
-		}
-	}
-	a.FillDefaults()
-	o.Confidence = cmp.Or(o.Confidence, a.Confidence)
-	o.Delta = cmp.Or(o.Delta, a.Delta)
-	o.Method = cmp.Or(o.Method, audit.ThresholdMethod(a.Method))
-	o.Seed = cmp.Or(o.Seed, seed)
-	o.ClaimAbout = cmp.Or(o.ClaimAbout, a.ClaimAbout)
-	if o.Claim.Mu == 0 && o.Claim.Epsilon == 0 && (a.ClaimMu > 0 || a.ClaimEpsilon > 0) {
-		o.Claim = audit.Claim{Mu: a.ClaimMu}
-		if a.ClaimEpsilon > 0 {
-			o.Claim = audit.Claim{Epsilon: a.ClaimEpsilon, Delta: o.Delta}
-		}
-		o.ClaimSource = "config claim"
-	}
-	if o.Claim.Epsilon > 0 && o.Claim.Delta == 0 {
-		o.Claim.Delta = o.Delta
-	}
-	return o
-}
-
-func claimLabel(c audit.Claim) string {
-	if c.Epsilon > 0 {
-		return fmt.Sprintf("epsilon %g", c.Epsilon)
-	}
-	return fmt.Sprintf("mu %g", c.Mu)
-}
-
-// finiteOr returns x, or def when x is NaN or infinite.
-func finiteOr(x, def float64) float64 {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return def
-	}
-	return x
-}
-
-// diverged puts the training's divergence into the headline: a diverged run keeps its last
+// Diverged puts the training's divergence into the headline: a diverged run keeps its last
 // finite parameters, so the attacks on it audit a stalled model, not the mechanism the claim is
 // about. Where more than half of the runs of some audited checkpoint diverged the headline is
 // inconclusive whatever the rows say (they are kept in a note); where fewer did, a note names
 // them beside the verdict. rounds are the training's per-round summaries (rounds.json).
-func diverged(h *findings.Headline, fs []findings.Finding, rounds []findings.RoundSummary) {
+func Diverged(h *findings.Headline, fs []findings.Finding, rounds []findings.RoundSummary) {
 	audited := map[int]bool{}
 	for _, f := range fs {
 		audited[f.Round] = true
@@ -231,18 +169,16 @@ func diverged(h *findings.Headline, fs []findings.Finding, rounds []findings.Rou
 	h.Notes = append([]string{"what the rows say of the diverged runs, not of the mechanism: " + rows}, h.Notes...)
 }
 
-// uncovered notes a stated claim that no row speaks of: a claim about the uploads where no
-// uploads attack was scored (or about the models where only uploads attacks were), so every row
-// was judged against its theory bound and the headline's verdict says nothing of the claim.
-func uncovered(h *findings.Headline, fs []findings.Finding, o AnalyzeOptions) {
-	if o.Claim.Mu == 0 && o.Claim.Epsilon == 0 || len(fs) == 0 {
-		return
+// UnpairedText names at most eight unpaired pair ids.
+func UnpairedText(ids []int64) string {
+	const show = 8
+	parts := make([]string, 0, show)
+	for _, id := range ids[:min(len(ids), show)] {
+		parts = append(parts, fmt.Sprint(id))
 	}
-	for i := range fs {
-		if claimCovers(o.ClaimAbout, fs[i].Threat) {
-			return
-		}
+	more := ""
+	if len(ids) > show {
+		more = fmt.Sprintf(", ... (%d in all)", len(ids))
 	}
-	h.Notes = append(h.Notes, fmt.Sprintf("the %s (%s, about the %s) was judged on no row: no attack of that threat model was scored, so every row is judged against its theory bound",
-		cmp.Or(o.ClaimSource, "config claim"), claimLabel(o.Claim), cmp.Or(o.ClaimAbout, spec.ClaimAboutModels)))
+	return fmt.Sprintf("pair ids in only one world: %s%s", strings.Join(parts, ", "), more)
 }
