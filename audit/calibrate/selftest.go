@@ -30,7 +30,8 @@ type SelfTestOptions struct {
 	// certified mu (f-DP) and eps at delta 1e-5 (Steinke et al.) and the adaptive mu
 	// (audit.OneRunAdaptiveMu) on the Gaussian mechanism and on the shared-level Gaussian
 	// mechanism (canaries dependent, each exactly mu-GDP), and all three (eps at delta 0) on the
-	// Laplace mechanism.
+	// Laplace mechanism, where the sequential eps (audit.OneRunSequentialEpsilon, pure DP) has a
+	// row too.
 	NoOneRun bool
 	// LaplaceShift is the shift s of the Laplace rows (an exactly s-DP mechanism); 0 means 1,
 	// a negative value skips them.
@@ -337,7 +338,8 @@ func selfTestLaplace(ctx context.Context, opts SelfTestOptions, methods []audit.
 
 // selfTestOneRun checks the one-run audits as audit run and analyze make them (OneRunAnalyze,
 // the default grid, mu and eps each at half the error level so that they hold together) and the
-// adaptive bound (OneRunAdaptiveMu at the full confidence, a row of its own): each repetition is
+// adaptive bound (OneRunAdaptiveMu at the full confidence, a row of its own; on the Laplace
+// mechanism also the sequential eps at delta 0, OneRunSequentialEpsilon): each repetition is
 // one run with N canaries, each included with probability 1/2 and scored N(mu b, 1) (Gaussian,
 // for every mu of the list), by the shared-level Gaussian mechanism (the same marginals, every
 // canary exactly mu-GDP, the canaries of a run dependent: sharedLevelScores) or s b + Laplace(0,
@@ -380,6 +382,7 @@ func selfTestOneRun(ctx context.Context, opts SelfTestOptions, maxMisses int) ([
 		muRow := SelfTestRow{Method: audit.OneRunMethod, Mechanism: mc.name, Quantity: "mu", Mu: mc.mu, Reps: opts.Reps, MaxMisses: maxMisses}
 		epsRow := SelfTestRow{Method: audit.OneRunMethod, Mechanism: mc.name, Quantity: "eps", Mu: mc.mu, Epsilon: mc.eps, Delta: mc.delta, Reps: opts.Reps, MaxMisses: maxMisses}
 		adaptRow := SelfTestRow{Method: audit.OneRunAdaptiveMethod, Mechanism: mc.name, Quantity: "mu", Mu: mc.mu, Reps: opts.Reps, MaxMisses: maxMisses}
+		seqRow := SelfTestRow{Method: audit.OneRunSequentialMethod, Mechanism: mc.name, Quantity: "eps", Mu: mc.mu, Epsilon: mc.eps, Reps: opts.Reps, MaxMisses: maxMisses}
 		rng := rand.New(rand.NewPCG(opts.Seed, 0x6f6e6572756e00+mc.streamTag)) // "onerun"
 		for r := 0; r < opts.Reps; r++ {
 			if err := ctx.Err(); err != nil {
@@ -410,6 +413,16 @@ func selfTestOneRun(ctx context.Context, opts SelfTestOptions, maxMisses int) ([
 			if err != nil {
 				return nil, fmt.Errorf("audit: selftest adaptive one-run %s: %w", mc.name, err)
 			}
+			if mc.laplace { // pure DP: the sequential eps at delta 0
+				seq, err := audit.OneRunSequentialEpsilon(scores, incl, nil, opts.Confidence)
+				if err != nil {
+					return nil, fmt.Errorf("audit: selftest sequential one-run %s: %w", mc.name, err)
+				}
+				seqRow.MeanLower += seq.EpsLower / float64(opts.Reps)
+				if seq.EpsLower > mc.eps {
+					seqRow.Misses++
+				}
+			}
 			muRow.MeanLower += res.MuLower / float64(opts.Reps)
 			epsRow.MeanLower += res.EpsLower / float64(opts.Reps)
 			adaptRow.MeanLower += ad.MuLower / float64(opts.Reps)
@@ -424,6 +437,9 @@ func selfTestOneRun(ctx context.Context, opts SelfTestOptions, maxMisses int) ([
 			}
 		}
 		out = append(out, muRow, epsRow, adaptRow)
+		if mc.laplace {
+			out = append(out, seqRow)
+		}
 	}
 	finishRows(out)
 	return out, nil

@@ -18,9 +18,9 @@ func TestSelfTest(t *testing.T) {
 	}
 	// Every pair method (the three threshold methods, the band and dkw+band) on 3 Gaussian mu,
 	// the Laplace mechanism and the family; the one-run mu, eps and adaptive mu on 3 Gaussian mu,
-	// Laplace and 3 shared-level Gaussian mu.
+	// Laplace and 3 shared-level Gaussian mu; the sequential eps on Laplace.
 	methods := len(audit.ThresholdMethods) + 2
-	if len(rep.Rows) != 5*methods+3*7 || !rep.Pass {
+	if len(rep.Rows) != 5*methods+3*7+1 || !rep.Pass {
 		t.Fatalf("rows %d, pass %v", len(rep.Rows), rep.Pass)
 	}
 	for _, r := range rep.Rows {
@@ -163,7 +163,8 @@ func TestSelfTestOneRunAndLaplaceRows(t *testing.T) {
 	}
 	want := map[string]int{"gaussian/band/mu": 2, "laplace/dkw/mu": 1, "laplace/band/mu": 1, "gaussian/one-run/mu": 2, "gaussian/one-run/eps": 2,
 		"laplace/one-run/mu": 1, "laplace/one-run/eps": 1, "gaussian/one-run-adaptive/mu": 2, "laplace/one-run-adaptive/mu": 1,
-		"gaussian-shared/one-run/mu": 2, "gaussian-shared/one-run/eps": 2, "gaussian-shared/one-run-adaptive/mu": 2}
+		"gaussian-shared/one-run/mu": 2, "gaussian-shared/one-run/eps": 2, "gaussian-shared/one-run-adaptive/mu": 2,
+		"laplace/one-run-sequential/eps": 1}
 	for k, n := range want {
 		if count[k] != n {
 			t.Errorf("%d rows %s, want %d (rows %v)", count[k], k, n, count)
