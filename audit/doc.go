@@ -4,8 +4,9 @@
 //
 // It turns scores of runs on adjacent datasets into error-rate points, their convex envelope
 // and Clopper-Pearson lower bounds on mu and epsilon (Bonferroni, split, DKW, the rank band,
-// paired scores), one-run audits, the one-shot estimate, the parametric interval of the
-// informed adversary and verdicts; and it holds the conversions between mu-GDP,
+// paired scores), one-run audits (onerun.go; the adaptive mu bound over nested guess sets,
+// onerun_order.go; the sequential eps bound for pure DP, onerun_sequential.go), the one-shot
+// estimate, the parametric interval of the informed adversary and verdicts; and it holds the conversions between mu-GDP,
 // (epsilon, delta)-DP and RDP (gdp.go). The checks of these estimators by simulation (the
 // self-test and the cost table) are package audit/calibrate, which imports this one. The theory for a
 // configuration (the convergent, composition and uploads bounds, learning-rate schedules,
