@@ -39,8 +39,9 @@ func DefaultSequentialLooks(m int) []int {
 }
 
 // OneRunSequentialEpsilon is adaptive abstention in the manner of Keinan, Shenfeld and Ligett
-// (NeurIPS 2025), certified without a union bound, for pure DP. The auditor guesses in order of
-// confidence, alternating between the top and the bottom of the scores ("included" on the
+// (NeurIPS 2025), certified without a union bound, for pure DP, from the scores (higher means
+// "more likely included") and inclusion bits of m canaries, each included independently with
+// probability 1/2. The auditor guesses in order of confidence, alternating between the top and the bottom of the scores ("included" on the
 // highest not yet guessed, then "excluded" on the lowest), and stops where the data say: it
 // looks at the right guesses W_n after each count n of looks (fixed in advance; nil means
 // DefaultSequentialLooks) and keeps the look whose count is least likely. If the mechanism is
