@@ -217,6 +217,8 @@ func TestKubernetesFinishJob(t *testing.T) {
 // the variables submit.sh sets.
 func TestSlurmScripts(t *testing.T) {
 	env := map[string]string{"CONFIG": "/shared/audit.yaml", "OUT": "/shared/out", "SHARDS": "4"}
+	// The array task's command lines run as a task does: audit train reads the task's index.
+	t.Setenv("SLURM_ARRAY_TASK_ID", "1")
 	for _, f := range []string{"train-array.sbatch", "finish.sbatch"} {
 		raw, err := os.ReadFile(filepath.Join("slurm", f))
 		if err != nil {

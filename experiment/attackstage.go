@@ -94,8 +94,13 @@ func (e *experimentDir) roundSummaries(ctx context.Context) ([]findings.RoundSum
 // openExperimentDir opens the run files of dir and rebuilds their config and data; the
 // directory's config.json supplies the audit settings.
 func openExperimentDir(dir string, allowPartial bool) (*experimentDir, error) {
-	// A sequential run that stopped early never trained its last shards.
-	tab, err := openRunTable(dir, allowPartial || stoppedEarly(dir))
+	// A sequential run that stopped early is the shards its last look saw, whatever shards were
+	// trained after them (the tasks of a cluster array).
+	first, err := stoppedAt(dir)
+	if err != nil {
+		return nil, err
+	}
+	tab, err := openRunTable(dir, allowPartial, first)
 	if err != nil {
 		return nil, err
 	}
@@ -123,19 +128,25 @@ func DirConfig(dir string, meta runs.Meta) (*spec.Config, error) {
 	return withDirSettings(dir, trained)
 }
 
-// openPrepared opens the run files of dir for an experiment whose data is already prepared.
-func openPrepared(dir string, allowPartial bool, cfg *spec.Config, data *spec.Data) (*experimentDir, error) {
-	tab, err := openRunTable(dir, allowPartial)
+// openPrepared opens the run files of dir for an experiment whose data is already prepared:
+// all of them, or with first > 0 the first shards only (a sequential look).
+func openPrepared(dir string, allowPartial bool, first int, cfg *spec.Config, data *spec.Data) (*experimentDir, error) {
+	tab, err := openRunTable(dir, allowPartial, first)
 	if err != nil {
 		return nil, err
 	}
 	return withData(dir, tab, cfg, data)
 }
 
-func openRunTable(dir string, allowPartial bool) (*runs.Table, error) {
+// openRunTable opens the run files of dir: every shard, or with first > 0 the shards of index
+// below it (runs.FirstShards).
+func openRunTable(dir string, allowPartial bool, first int) (*runs.Table, error) {
 	var opts []runs.Option
 	if allowPartial {
 		opts = append(opts, runs.AllowPartial())
+	}
+	if first > 0 {
+		opts = append(opts, runs.FirstShards(first))
 	}
 	d := expdir.Dir(dir)
 	if _, err := os.Stat(d.Runs()); errors.Is(err, fs.ErrNotExist) {

@@ -198,14 +198,14 @@ func TestDeclaredCanariesMustBeInTheRuns(t *testing.T) {
 	if _, _, err := TrainShard(context.Background(), cfg, data, runs.Shard{Index: 0, Count: 1}, dir, TrainOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e, err := openPrepared(dir, false, cfg, data)
+	e, err := openPrepared(dir, false, 0, cfg, data)
 	if err != nil {
 		t.Fatalf("the runs under their own config: %v", err)
 	}
 	e.Close()
 	declared := *cfg
 	declared.Train.Canaries = &canary.Config{Count: 100, Kind: "relabel"}
-	if _, err := openPrepared(dir, false, &declared, data); err == nil || !strings.Contains(err.Error(), "declares 100 canaries") {
+	if _, err := openPrepared(dir, false, 0, &declared, data); err == nil || !strings.Contains(err.Error(), "declares 100 canaries") {
 		t.Fatalf("runs without canaries under a config with 100: err %v", err)
 	}
 }

@@ -95,7 +95,7 @@ func Run(ctx context.Context, cfg *spec.Config, dir string, opts RunOptions) (*f
 		return nil, err
 	}
 	// One open of the finished run files serves every later stage, with the data prepared above.
-	ed, err := openPrepared(dir, opts.Attack.AllowPartial, cfg, data)
+	ed, err := openPrepared(dir, opts.Attack.AllowPartial, 0, cfg, data)
 	if err != nil {
 		return nil, err
 	}

@@ -81,11 +81,15 @@ func writeSequential(dir string, r *SequentialRecord) error {
 	return writeFileAtomic(expdir.Dir(dir).Sequential(), append(raw, '\n'))
 }
 
-// stoppedEarly reports whether dir holds a sequential run that stopped before its last look:
-// its missing shards are not missing but never needed.
-func stoppedEarly(dir string) bool {
+// stoppedAt is the number of shards the last look of a sequential run in dir saw when it stopped
+// before its last look, 0 when dir holds no such run: the shards after them are not missing but
+// never needed, and any trained anyway (by tasks of an array running at once) were not judged.
+func stoppedAt(dir string) (int, error) {
 	r, err := ReadSequential(dir)
-	return err == nil && r != nil && r.Stopped
+	if err != nil || r == nil || !r.Stopped || len(r.Looks) == 0 {
+		return 0, err
+	}
+	return r.Looks[len(r.Looks)-1].Shards, nil
 }
 
 // planSequential checks a sequential run's options and returns its plan, and the config to
@@ -128,7 +132,7 @@ func runSequential(ctx context.Context, cfg *spec.Config, data *spec.Data, dir s
 		last := j == len(looks)-1
 		look := *cfg
 		look.Audit.Confidence = rec.PlannedConfidence[j]
-		a, err := sequentialLook(ctx, &look, data, dir, opts, !last, stage, func(a *findings.Analysis) (bool, error) {
+		a, err := sequentialLook(ctx, &look, data, dir, opts, k, stage, func(a *findings.Analysis) (bool, error) {
 			rec.Looks = append(rec.Looks, SequentialLook{Shards: k, Pairs: pairs, Confidence: look.Audit.Confidence, Status: a.Headline.Status, MuLower: a.Headline.MuLower})
 			stop := last || a.Headline.Violated()
 			rec.Stopped, rec.Status = stop && !last, a.Headline.Status
@@ -154,8 +158,8 @@ func runSequential(ctx context.Context, cfg *spec.Config, data *spec.Data, dir s
 
 // sequentialLook attacks and analyzes the shards trained so far; decide records the look and
 // says whether to stop there, in which case the analysis is written and returned.
-func sequentialLook(ctx context.Context, cfg *spec.Config, data *spec.Data, dir string, opts RunOptions, partial bool, stage func(string), decide func(*findings.Analysis) (bool, error)) (*findings.Analysis, error) {
-	ed, err := openPrepared(dir, partial, cfg, data)
+func sequentialLook(ctx context.Context, cfg *spec.Config, data *spec.Data, dir string, opts RunOptions, first int, stage func(string), decide func(*findings.Analysis) (bool, error)) (*findings.Analysis, error) {
+	ed, err := openPrepared(dir, false, first, cfg, data)
 	if err != nil {
 		return nil, err
 	}
@@ -232,4 +236,84 @@ func scoresCoverRuns(pairIDs func(yield func(int64) bool), tab *runs.Table, pair
 		}
 	}
 	return ""
+}
+
+// SequentialTask is what one task of a cluster array (`audit train --shard i/n --sequential`)
+// does about the looks of a sequential run once its shard is trained: it evaluates, in order,
+// every planned look whose shards are all complete, in a private temporary folder (the
+// directory's own outputs are the finish job's), and at the first look that certifies a
+// violation records the stop in DIR/sequential.json, so that the array's tasks that have not
+// started yet train nothing (they read it first: SequentialSettled). It returns the record of
+// the stop, or nil while the run goes on. The finish job, `audit run --sequential`, evaluates the
+// looks again and writes the analysis: the same looks of the same runs give the same verdicts.
+func SequentialTask(ctx context.Context, cfg *spec.Config, data *spec.Data, dir string, shards int, opts AnalyzeOptions, aopts AttackOptions) (*SequentialRecord, error) {
+	ro := RunOptions{Shards: shards, Analyze: opts}
+	rec, base, err := planSequential(cfg, &ro)
+	if err != nil {
+		return nil, err
+	}
+	infos, err := runs.ShardStatus(expdir.Dir(dir).Runs(), shards)
+	if err != nil {
+		return nil, err
+	}
+	complete := make([]bool, shards)
+	for _, in := range infos {
+		if in.State == runs.ShardComplete && in.Shard.Count == shards {
+			complete[in.Shard.Index] = true
+		}
+	}
+	for j, k := range rec.Planned {
+		for i := range k {
+			if !complete[i] {
+				return nil, nil // this look waits for shard i; a later task evaluates it
+			}
+		}
+		look := *base
+		look.Audit.Confidence = rec.PlannedConfidence[j]
+		a, err := evaluateLook(ctx, &look, data, dir, k, ro.Analyze, aopts)
+		if err != nil {
+			return nil, fmt.Errorf("sequential look %d (%d shards): %w", j+1, k, err)
+		}
+		rec.Looks = append(rec.Looks, SequentialLook{Shards: k, Pairs: pairsOfShards(cfg.Pairs, AllShards(shards)[:k]),
+			Confidence: look.Audit.Confidence, Status: a.Headline.Status, MuLower: a.Headline.MuLower})
+		if a.Headline.Violated() {
+			rec.Stopped, rec.Status = j < len(rec.Planned)-1, a.Headline.Status
+			return rec, writeSequential(dir, rec)
+		}
+	}
+	return nil, nil
+}
+
+// SequentialSettled returns the record of a sequential run in dir that stopped early, nil when
+// there is none: a task of its array has nothing left to train.
+func SequentialSettled(dir string) (*SequentialRecord, error) {
+	r, err := ReadSequential(dir)
+	if err != nil || r == nil || !r.Stopped {
+		return nil, err
+	}
+	return r, nil
+}
+
+// evaluateLook attacks and analyzes the first k shards of dir with the scores kept in a private
+// temporary folder.
+func evaluateLook(ctx context.Context, cfg *spec.Config, data *spec.Data, dir string, k int, opts AnalyzeOptions, aopts AttackOptions) (*findings.Analysis, error) {
+	tmp, err := os.MkdirTemp("", "fedaudit-look-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	tab, err := openRunTable(dir, false, k)
+	if err != nil {
+		return nil, err
+	}
+	ed, err := withData(tmp, tab, cfg, data)
+	if err != nil {
+		return nil, err
+	}
+	defer ed.Close()
+	sf, cf, err := ed.allScores(ctx, aopts)
+	if err != nil {
+		return nil, err
+	}
+	return ed.analyze(ctx, sf, cf, opts, aopts.Logf)
 }

@@ -30,6 +30,7 @@ type options struct {
 	batchBytes   int
 	mem          memory.Allocator
 	allowPartial bool
+	firstShards  int // > 0: read only the shards of index below it
 }
 
 func newOptions(opts []Option) options {
@@ -72,6 +73,13 @@ func WithAllocator(mem memory.Allocator) Option {
 // refuses, so that an analysis never runs silently on part of an experiment.
 func AllowPartial() Option {
 	return func(o *options) { o.allowPartial = true }
+}
+
+// FirstShards makes Open read only the shard files of index below k, as a set of k shards of
+// which none may be missing (unless AllowPartial is given): the pairs a sequential audit's look
+// saw, whatever shards were trained after it. It applies to directories; k < 1 is ignored.
+func FirstShards(k int) Option {
+	return func(o *options) { o.firstShards = k }
 }
 
 // omitFileCRC makes writers leave integrity.KeyFileCRC out, as they did before it (tests of

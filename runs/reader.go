@@ -103,21 +103,25 @@ func Open(path string, opts ...Option) (*Table, error) {
 		return nil, fmt.Errorf("open %s: no run files (*.arrow) in directory", path)
 	}
 	var first header
+	firstPath := ""
 	byIndex := map[int]string{}
 	var files []ShardFile
-	for i, p := range paths {
+	for _, p := range paths {
 		h, err := readHeader(p, o.mem)
 		if err != nil {
 			return nil, err
 		}
-		if i == 0 {
-			first = h
+		if o.firstShards > 0 && h.meta.Shard.Index >= o.firstShards {
+			continue
+		}
+		if firstPath == "" {
+			first, firstPath = h, p
 		} else if why := first.meta.sameExperiment(h.meta); why != "" {
-			return nil, fmt.Errorf("open %s: %s and %s are not of one experiment: %s", path, paths[0], p, why)
+			return nil, fmt.Errorf("open %s: %s and %s are not of one experiment: %s", path, firstPath, p, why)
 		}
 		if h.meta.Shard.Count != first.meta.Shard.Count {
 			return nil, fmt.Errorf("open %s: %s is shard %s but %s is shard %s: shard counts differ",
-				path, paths[0], first.meta.Shard, p, h.meta.Shard)
+				path, firstPath, first.meta.Shard, p, h.meta.Shard)
 		}
 		if other, dup := byIndex[h.meta.Shard.Index]; dup {
 			return nil, fmt.Errorf("open %s: duplicate shard %s in %s and %s", path, h.meta.Shard, other, p)
@@ -125,11 +129,18 @@ func Open(path string, opts ...Option) (*Table, error) {
 		byIndex[h.meta.Shard.Index] = p
 		files = append(files, ShardFile{Path: p, Shard: h.meta.Shard, Batches: h.batches})
 	}
-	if n := first.meta.Shard.Count; len(files) < n && !o.allowPartial {
+	if len(files) == 0 {
+		return nil, fmt.Errorf("open %s: none of the first %d shards has a run file", path, o.firstShards)
+	}
+	n := first.meta.Shard.Count
+	if o.firstShards > 0 {
+		n = min(n, o.firstShards)
+	}
+	if len(files) < n && !o.allowPartial {
 		var missing []string
 		for i := 0; i < n && len(missing) < 10; i++ {
 			if _, ok := byIndex[i]; !ok {
-				missing = append(missing, Shard{i, n}.String())
+				missing = append(missing, Shard{i, first.meta.Shard.Count}.String())
 			}
 		}
 		more := ""

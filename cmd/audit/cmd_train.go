@@ -39,7 +39,7 @@ func shardFromFlagOrEnv(flagValue string, shards int) (runs.Shard, bool, error) 
 
 // trainAll trains the shards of an experiment into dir: one shard when given, else all of
 // them in turn. Complete shards are skipped.
-func trainAll(ctx context.Context, e *env, cfg *spec.Config, dir string, shard runs.Shard, one bool, shards int, bf backendFlags) (err error) {
+func trainAll(ctx context.Context, e *env, cfg *spec.Config, dir string, shard runs.Shard, one bool, shards int, sequential bool, bf backendFlags) (err error) {
 	budget, err := bf.preflight(cfg)
 	if err != nil {
 		return err
@@ -69,27 +69,56 @@ func trainAll(ctx context.Context, e *env, cfg *spec.Config, dir string, shard r
 	if len(changed) > 0 {
 		e.logf("train: settings changed since the last run in %s (training is the same): %s", dir, strings.Join(changed, "; "))
 	}
+	if sequential {
+		// A task of an array whose sequential run already stopped has nothing to train.
+		rec, err := experiment.SequentialSettled(dir)
+		if err != nil {
+			return err
+		}
+		if rec != nil {
+			l := rec.Looks[len(rec.Looks)-1]
+			e.logf("train: the sequential run in %s stopped at look %d (%s at %d of %d pairs): shard %s is not needed", dir, len(rec.Looks), rec.Status, l.Pairs, rec.Pairs, shard)
+			return nil
+		}
+	}
 	list := experiment.AllShards(shards)
 	if one {
 		list = []runs.Shard{shard}
 	}
 	pr := newProgress(e)
-	defer pr.wait()
-	return experiment.TrainShards(ctx, cfg, data, dir, list,
+	err = experiment.TrainShards(ctx, cfg, data, dir, list,
 		experiment.TrainOptions{ToolVersion: version, Logf: e.logf, Backend: bf.name, Device: bf.device},
 		func(s runs.Shard) func(int, int) { return pr.bar(fmt.Sprintf("train %s", s), cfg.Train.Rounds) })
+	pr.wait()
+	if err != nil || !sequential {
+		return err
+	}
+	rec, err := experiment.SequentialTask(ctx, cfg, data, dir, shards, experiment.AnalyzeOptions{}, experiment.AttackOptions{Logf: e.logf})
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	if rec != nil {
+		l := rec.Looks[len(rec.Looks)-1]
+		e.logf("train: sequential look %d certifies a violation at %d of %d pairs: the array's remaining tasks train nothing; the finish job (audit run --sequential) writes the analysis", len(rec.Looks), l.Pairs, rec.Pairs)
+	}
+	return nil
 }
 
 func init() {
 	register(&command{
 		name:    "train",
 		summary: "train the coupled pairs of an experiment into Arrow run files",
-		usage:   "train --config F --out DIR [--shard i/n | --shards n] [--backend cpu]",
+		usage: "train --config F --out DIR [--shard i/n | --shards n] [--sequential] [--backend cpu]\n\n" +
+			"--sequential, for the tasks of a cluster array of a sequential run (docs/cluster.md): a task\n" +
+			"first reads DIR/sequential.json and trains nothing once the run has stopped; after its\n" +
+			"shard it evaluates every look whose shards are all trained and records a stop at the first\n" +
+			"violation. The finish job is `audit run --sequential` with the same --shards.",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			config := fs.String("config", "", "experiment config (YAML)")
 			out := fs.String("out", "", "output directory (run files go to DIR/runs)")
 			shard := fs.String("shard", "", "train only shard i/n (default: all shards in turn)")
 			shards := fs.Int("shards", 1, "number of shards; with SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX set, train only that one")
+			sequential := fs.Bool("sequential", false, "a task of a sequential run's array: skip once it stopped, evaluate the looks after training")
 			var bf backendFlags
 			bf.register(fs)
 			return func(ctx context.Context, e *env, args []string) error {
@@ -116,7 +145,10 @@ func init() {
 				if one {
 					*shards = s.Count
 				}
-				return trainAll(ctx, e, cfg, *out, s, one, *shards, bf)
+				if *sequential && (!one || *shards < 2) {
+					return usagef("train: --sequential trains one shard of at least 2 (--shard i/n, or an array task with --shards n); a whole sequential run is audit run --sequential")
+				}
+				return trainAll(ctx, e, cfg, *out, s, one, *shards, *sequential, bf)
 			}
 		},
 	})

@@ -8,6 +8,8 @@
 #   train_job=ID
 #   finish_job=ID
 # The audit binary is $AUDIT, or audit on PATH; it must be reachable from every node.
+# SEQUENTIAL=1 submits a sequential run (docs/cluster.md): the array's tasks stop training once
+# a look certifies a violation, and the finish job is audit run --sequential.
 set -euo pipefail
 if [ $# -lt 3 ]; then
   echo "usage: $0 CONFIG OUT N [extra sbatch args...]" >&2

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/experiment"
+)
+
+// A sequential run on a cluster array: the task of shard 0 evaluates the first look after
+// training and records the stop; a later task trains nothing; the finish job (audit run
+// --sequential) writes the analysis of the 25 pairs of the first look and exits 3. The tasks'
+// flag outside an array is a usage error.
+func TestSequentialArray(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join("testdata", "sequential_leaky.yaml")
+	ctx := context.Background()
+	var stdout, stderr bytes.Buffer
+	task := func(shard string) {
+		t.Helper()
+		stderr.Reset()
+		if err := run(ctx, []string{"train", "--config", cfg, "--out", dir, "--shard", shard, "--sequential"}, &stdout, &stderr); err != nil {
+			t.Fatalf("train --shard %s: %v\n%s", shard, err, stderr.String())
+		}
+	}
+	task("0/8")
+	rec, err := experiment.SequentialSettled(dir)
+	if err != nil || rec == nil || len(rec.Looks) != 1 || rec.Looks[0].Pairs != 25 {
+		t.Fatalf("after shard 0: record %+v (%v), want a stop at the first look\n%s", rec, err, stderr.String())
+	}
+	task("5/8")
+	if !strings.Contains(stderr.String(), "shard 5/8 is not needed") {
+		t.Errorf("task 5 after the stop:\n%s", stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(expdir.Dir(dir).Runs(), "runs-00005-of-00008.arrow")); err == nil {
+		t.Error("task 5 trained its shard after the run stopped")
+	}
+	stdout.Reset()
+	stderr.Reset()
+	code := exitCode(&stderr, run(ctx, []string{"run", "--config", cfg, "--out", dir, "--shards", "8", "--sequential", "--quiet"}, &stdout, &stderr))
+	if code != 3 || !strings.Contains(stdout.String(), "25 of 200 pairs") {
+		t.Fatalf("finish job: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	files, _ := os.ReadDir(expdir.Dir(dir).Runs())
+	if len(files) != 1 {
+		t.Errorf("the finish job trained %d shards, want only the first", len(files))
+	}
+	if code := exitCode(&stderr, run(ctx, []string{"train", "--config", cfg, "--out", t.TempDir(), "--sequential"}, &stdout, &stderr)); code != 2 {
+		t.Errorf("train --sequential without a shard: exit %d, want 2", code)
+	}
+}
