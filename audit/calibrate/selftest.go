@@ -33,6 +33,10 @@ type SelfTestOptions struct {
 	// Laplace mechanism, where the sequential eps (audit.OneRunSequentialEpsilon, pure DP) has a
 	// row too.
 	NoOneRun bool
+	// NoSequential skips the sequential rows: a group-sequential audit (audit run --sequential)
+	// of N pairs in 8 batches, looks at 1, 2, 4 and 8 of them, against a claim equal to each
+	// true mu; a repetition misses when any look certifies above it (SequentialSelfTest).
+	NoSequential bool
 	// LaplaceShift is the shift s of the Laplace rows (an exactly s-DP mechanism); 0 means 1,
 	// a negative value skips them.
 	LaplaceShift float64
@@ -132,6 +136,11 @@ func selfTest(ctx context.Context, opts SelfTestOptions, bound lowerBoundFunc) (
 	}
 	if !opts.NoOneRun {
 		if err := add(selfTestOneRun(ctx, opts, maxMisses)); err != nil {
+			return nil, err
+		}
+	}
+	if !opts.NoSequential {
+		if err := add(selfTestSequential(ctx, opts, maxMisses)); err != nil {
 			return nil, err
 		}
 	}

@@ -18,9 +18,10 @@ func TestSelfTest(t *testing.T) {
 	}
 	// Every pair method (the three threshold methods, the band and dkw+band) on 3 Gaussian mu,
 	// the Laplace mechanism and the family; the one-run mu, eps and adaptive mu on 3 Gaussian mu,
-	// Laplace and 3 shared-level Gaussian mu; the sequential eps on Laplace.
+	// Laplace and 3 shared-level Gaussian mu; the sequential eps on Laplace; the sequential
+	// pairs audit on 3 Gaussian mu.
 	methods := len(audit.ThresholdMethods) + 2
-	if len(rep.Rows) != 5*methods+3*7+1 || !rep.Pass {
+	if len(rep.Rows) != 5*methods+3*7+1+3 || !rep.Pass {
 		t.Fatalf("rows %d, pass %v", len(rep.Rows), rep.Pass)
 	}
 	for _, r := range rep.Rows {

@@ -43,6 +43,8 @@ type SequentialRow struct {
 	// FixedCaught counts the repetitions the fixed audit of every pair, at Confidence, certified
 	// above Mu / 2.
 	FixedCaught int `json:"fixed_caught"`
+	// MeanLast is the mean bound of the last look.
+	MeanLast float64 `json:"mean_last"`
 }
 
 // SequentialSelfTest simulates group-sequential audits of the Gaussian mechanism: scores
@@ -98,6 +100,9 @@ func SequentialSelfTest(ctx context.Context, opts SequentialOptions) (Sequential
 				return row, err
 			}
 			uncorrected = uncorrected || loose > opts.Mu
+			if j == len(row.Looks)-1 {
+				row.MeanLast += lower / float64(opts.Reps)
+			}
 			if j == len(row.Looks)-1 && loose > opts.Mu/2 {
 				row.FixedCaught++
 			}
@@ -133,4 +138,21 @@ func cmpOr(v, def int) int {
 		return def
 	}
 	return v
+}
+
+// selfTestSequential is the self-test's rows of the group-sequential audit: one per true mu,
+// opts.N pairs in 8 batches, a miss when any look certifies above the truth.
+func selfTestSequential(ctx context.Context, opts SelfTestOptions, maxMisses int) ([]SelfTestRow, error) {
+	var rows []SelfTestRow
+	for i, mu := range opts.Mus {
+		r, err := SequentialSelfTest(ctx, SequentialOptions{Reps: opts.Reps, Pairs: opts.N, Batches: 8, Mu: mu,
+			Confidence: opts.Confidence, Seed: opts.Seed + uint64(i)})
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, SelfTestRow{Method: "pairs-sequential", Mechanism: "gaussian", Quantity: "mu", Mu: mu, Reps: r.Reps,
+			Misses: r.Violations, MaxMisses: maxMisses, MeanLower: r.MeanLast})
+	}
+	finishRows(rows)
+	return rows, nil
 }

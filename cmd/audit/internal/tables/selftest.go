@@ -34,6 +34,7 @@ func SelfTest(w io.Writer, rep *calibrate.SelfTestReport) {
 		fmt.Fprintf(w, "Family rows: %d mechanisms (mu cycling through the list) audited together, each bound at confidence %.4g (Bonferroni over the rows, as `audit analyze` certifies its rows); a repetition misses when any of them exceeds its true mu. Their mean bound and tightness are those of the largest mu.\n",
 			family, audit.FamilyRowConfidence(rep.Confidence, family))
 	}
+	fmt.Fprintf(w, "pairs-sequential rows: audit run --sequential on %d pairs in 8 batches (looks at 1, 2, 4 and 8), each look at its share of the error level (docs/statistics.md); a repetition misses when any look certifies above the true mu.\n", rep.N)
 	verdict := "PASS"
 	if !rep.Pass {
 		verdict = "FAIL"
