@@ -104,6 +104,16 @@ func (f *Finding) MuUploads() float64 {
 	return f.Theory.MuUploadsComposition
 }
 
+// MuHeuristic is a final-model row's last-iterate heuristic (theory.Bound.MuHeuristic: the final
+// model's exact mu if the losses were linear, what a final-model attack can be expected to reach
+// at most; a heuristic, not a bound); NaN on other rows or without theory.
+func (f *Finding) MuHeuristic() float64 {
+	if f.Theory == nil || f.Threat != runs.ThreatFinal {
+		return math.NaN()
+	}
+	return f.Theory.MuHeuristic
+}
+
 // record is the JSON form of a Finding: one object per (attack, threat, round). Fields without
 // a value (no theory, no claim) are null.
 type record struct {
@@ -131,7 +141,10 @@ type record struct {
 	MuConvergent  *float64 `json:"mu_convergent"`
 	MuComposition *float64 `json:"mu_composition"`
 	// MuUploads is set on uploads rows only.
-	MuUploads   *float64 `json:"mu_uploads,omitempty"`
+	MuUploads *float64 `json:"mu_uploads,omitempty"`
+	// MuHeuristic, the last-iterate heuristic (theory.Bound.MuHeuristic), is set on final-model
+	// rows only: what a final-model attack can be expected to reach at most.
+	MuHeuristic *float64 `json:"mu_heuristic,omitempty"`
 	Verdict     *string  `json:"verdict"`
 	ClaimSource *string  `json:"claim_source"`
 	ClaimKind   *string  `json:"claim_kind"`
@@ -212,6 +225,7 @@ func (f *Finding) record() record {
 		rec.MuConvergent = finite(f.Theory.Mu)
 		rec.MuComposition = finite(f.Theory.MuComposition)
 		rec.MuUploads = finite(f.MuUploads())
+		rec.MuHeuristic = finite(f.MuHeuristic())
 	}
 	if f.Verdict != nil {
 		s, src, kind := string(f.Verdict.Status), f.ClaimSource, f.ClaimKind
@@ -288,11 +302,12 @@ func (f *Finding) UnmarshalJSON(raw []byte) error {
 			f.Unpaired[i] = -1
 		}
 	}
-	if rec.MuConvergent != nil || rec.MuComposition != nil || rec.MuUploads != nil {
+	if rec.MuConvergent != nil || rec.MuComposition != nil || rec.MuUploads != nil || rec.MuHeuristic != nil {
 		// Only the bounds the row shows are known; the rest of the theory is NaN.
 		f.Theory = &theory.Bound{T: rec.Round, Mu: orNaN(rec.MuConvergent), MuClosedForm: nan,
 			MuComposition: orNaN(rec.MuComposition), Epsilon: nan, EpsilonComposition: nan, Delta: rec.Delta,
-			UploadSensitivity: nan, MuUploads: orNaN(rec.MuUploads), MuUploadsComposition: nan, EpsilonUploads: nan}
+			UploadSensitivity: nan, MuUploads: orNaN(rec.MuUploads), MuUploadsComposition: nan, EpsilonUploads: nan,
+			MuHeuristic: orNaN(rec.MuHeuristic), EpsilonHeuristic: nan}
 	}
 	if rec.Verdict != nil {
 		f.Verdict = &audit.Verdict{Status: audit.Status(*rec.Verdict), Confidence: rec.Confidence, Tightness: orNaN(rec.Tightness)}

@@ -21,7 +21,7 @@ func sample() *Analysis {
 		return &audit.Result{N0: 40, N1: 40, AUC: 0.75, TPRAt1e3: 0.025, TPRAt1e2: 0.1, BestBalancedAccuracy: 0.7,
 			MuLower: mu, EpsLower: 0.5, MuEstimate: 1.25, Delta: 1e-5, Confidence: 0.99, Method: method, Paired: true}
 	}
-	bound := &theory.Bound{T: 3, Mu: 0.5, MuComposition: 2, MuUploads: nan, MuUploadsComposition: 2.5}
+	bound := &theory.Bound{T: 3, Mu: 0.5, MuComposition: 2, MuUploads: nan, MuUploadsComposition: 2.5, MuHeuristic: 1.75}
 	violated := audit.Verdict{Status: audit.Violated, Tightness: 1.5}
 	consistent := audit.Verdict{Status: audit.Consistent, Tightness: nan}
 	tight := 0.75
@@ -69,7 +69,7 @@ func TestAnalysisGolden(t *testing.T) {
 		t.Fatalf("findings.json changed:\n%s\nwant\n%s", got, want)
 	}
 	for _, s := range []string{`"mu_exact": null`, `"tightness": null`, `"split_seed": 42`, `"unpaired": 2`,
-		`"mu_uploads": 2.5`, `"reversed_mu_lower": 0.125`, `& more`, `a <note>`} {
+		`"mu_uploads": 2.5`, `"mu_heuristic": 1.75`, `"reversed_mu_lower": 0.125`, `& more`, `a <note>`} {
 		if !bytes.Contains(got, []byte(s)) {
 			t.Errorf("findings.json lacks %s", s)
 		}

@@ -44,9 +44,9 @@ func analyze(t *testing.T, n int, shift float64) *audit.Result {
 func syntheticInput(t *testing.T) Input {
 	t.Helper()
 	bounds := []theory.Bound{
-		{T: 1, Mu: 0.5, MuClosedForm: 0.5, ClosedFormKind: "exact", MuComposition: 0.5, MuUploads: 1.58, Delta: 1e-5},
-		{T: 10, Mu: 1.2, MuClosedForm: math.NaN(), MuComposition: 1.6, MuUploads: 1.87, Delta: 1e-5},
-		{T: 100, Mu: 0.6, MuClosedForm: math.NaN(), MuComposition: 5, MuUploads: 1.68, Delta: 1e-5},
+		{T: 1, Mu: 0.5, MuClosedForm: 0.5, ClosedFormKind: "exact", MuComposition: 0.5, MuUploads: 1.58, MuHeuristic: 0.5, Delta: 1e-5},
+		{T: 10, Mu: 1.2, MuClosedForm: math.NaN(), MuComposition: 1.6, MuUploads: 1.87, MuHeuristic: 1.5, Delta: 1e-5},
+		{T: 100, Mu: 0.6, MuClosedForm: math.NaN(), MuComposition: 5, MuUploads: 1.68, MuHeuristic: 4.8, Delta: 1e-5},
 	}
 	in := Input{
 		Title:       "Synthetic audit | test",
@@ -275,7 +275,7 @@ func TestNoNaN(t *testing.T) {
 	in := syntheticInput(t)
 	nan := math.NaN()
 	for i := range in.Bounds {
-		in.Bounds[i].Mu, in.Bounds[i].MuComposition = nan, nan
+		in.Bounds[i].Mu, in.Bounds[i].MuComposition, in.Bounds[i].MuHeuristic = nan, nan, nan
 	}
 	for i := range in.Rounds {
 		in.Rounds[i] = findings.RoundSummary{Round: in.Rounds[i].Round, Sensitivity: nan, RealizedMu: nan, TrainLoss: nan, TestAccuracy: nan}
@@ -290,7 +290,7 @@ func TestNoNaN(t *testing.T) {
 	if _, ok := files["figures/sensitivity_vs_T.svg"]; ok {
 		t.Error("sensitivity figure drawn with no sensitivity recorded")
 	}
-	if !bytes.Contains(files["tables/rounds.csv"], []byte("10,-,-,-,-,-,-,-,0\n")) {
+	if !bytes.Contains(files["tables/rounds.csv"], []byte("10,-,-,-,-,-,-,-,-,0\n")) {
 		t.Errorf("rounds.csv does not show unknown values as -:\n%s", files["tables/rounds.csv"])
 	}
 }

@@ -153,11 +153,12 @@ func writeOneRunTable(w io.Writer, fs []findings.Finding) error {
 // writePairTable prints the rows of coupled pairs. When some row judged an epsilon claim, an
 // eps_lower column beside mu_lower shows the number each verdict compared (ComparedEpsLower).
 func writePairTable(w io.Writer, fs []findings.Finding) error {
-	exact, uploads, eps := false, false, false
+	exact, uploads, eps, heuristic := false, false, false, false
 	for i := range fs {
 		exact = exact || isFinite(fs[i].ExactMu)
 		uploads = uploads || isFinite(fs[i].MuUploads())
 		eps = eps || epsilonJudged(&fs[i])
+		heuristic = heuristic || isFinite(fs[i].MuHeuristic())
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	header := "attack\tthreat\tT\tn0\tn1\tAUC\tTPR@1pctFPR\tmu_lower\t"
@@ -169,6 +170,9 @@ func writePairTable(w io.Writer, fs []findings.Finding) error {
 		header += "exact\t"
 	}
 	header += "convergent\tcomposition\t"
+	if heuristic {
+		header += "heuristic\t"
+	}
 	if uploads {
 		header += "uploads\t"
 	}
@@ -189,6 +193,9 @@ func writePairTable(w io.Writer, fs []findings.Finding) error {
 			convergent, composition = f.Theory.Mu, f.Theory.MuComposition
 		}
 		fmt.Fprintf(tw, "%s\t%s\t", orDash(convergent), orDash(composition))
+		if heuristic {
+			fmt.Fprintf(tw, "%s\t", orDash(f.MuHeuristic()))
+		}
 		if uploads {
 			fmt.Fprintf(tw, "%s\t", orDash(f.MuUploads()))
 		}
