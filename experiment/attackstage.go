@@ -254,13 +254,7 @@ func (e *experimentDir) scores(ctx context.Context, opts AttackOptions) (*runs.S
 			names, rounds := e.scoring(opts)
 			why = scoringDiffers(sf.Meta.Config, names, rounds, e.cfg.Audit.InvgradPairs, e.cfg.Audit.InvgradIterations)
 			if why == "" {
-				why = scoresCoverRuns(func(yield func(int64) bool) {
-					for _, s := range sf.Scores {
-						if !yield(s.PairID) {
-							return
-						}
-					}
-				}, e.tab, e.cfg.Pairs)
+				why = scoresCoverRuns(sf.Scores, func(s runs.Score) int64 { return s.PairID }, e.tab, e.cfg.Pairs)
 			}
 			if why == "" {
 				return sf, nil
@@ -488,11 +482,22 @@ func AnalyzeDir(ctx context.Context, dir string, opts AnalyzeOptions, aopts Atta
 		return nil, err
 	}
 	defer ed.Close()
-	sf, cf, err := ed.allScores(ctx, aopts)
+	return ed.scoreAndAnalyze(ctx, aopts, opts, nil)
+}
+
+// scoreAndAnalyze scores the runs (or reads their up-to-date score files) and analyzes the
+// scores, announcing each stage to stage when it is not nil.
+func (e *experimentDir) scoreAndAnalyze(ctx context.Context, aopts AttackOptions, opts AnalyzeOptions, stage func(string)) (*findings.Analysis, error) {
+	if stage == nil {
+		stage = func(string) {}
+	}
+	stage("attack")
+	sf, cf, err := e.allScores(ctx, aopts)
 	if err != nil {
 		return nil, err
 	}
-	return ed.analyze(ctx, sf, cf, opts, aopts.Logf)
+	stage("analyze")
+	return e.analyze(ctx, sf, cf, opts, aopts.Logf)
 }
 
 // analyze audits the scores beside the theory, the claim and the exact mu of the experiment.

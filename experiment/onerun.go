@@ -70,13 +70,7 @@ func (e *experimentDir) canaryScores(ctx context.Context, opts AttackOptions) (*
 		default:
 			why = scoringDiffers(cf.Meta.Config, names, rounds, e.cfg.Audit.InvgradPairs, e.cfg.Audit.InvgradIterations)
 			if why == "" {
-				why = scoresCoverRuns(func(yield func(int64) bool) {
-					for _, s := range cf.Scores {
-						if !yield(s.PairID) {
-							return
-						}
-					}
-				}, e.tab, e.cfg.Pairs)
+				why = scoresCoverRuns(cf.Scores, func(s runs.CanaryScore) int64 { return s.PairID }, e.tab, e.cfg.Pairs)
 			}
 			if why == "" {
 				return cf, nil

@@ -100,13 +100,7 @@ func Run(ctx context.Context, cfg *spec.Config, dir string, opts RunOptions) (*f
 		return nil, err
 	}
 	defer ed.Close()
-	stage("attack")
-	sf, cf, err := ed.allScores(ctx, opts.Attack)
-	if err != nil {
-		return nil, err
-	}
-	stage("analyze")
-	a, err := ed.analyze(ctx, sf, cf, opts.Analyze, opts.Attack.Logf)
+	a, err := ed.scoreAndAnalyze(ctx, opts.Attack, opts.Analyze, stage)
 	if err != nil {
 		return nil, err
 	}

@@ -164,13 +164,7 @@ func sequentialLook(ctx context.Context, cfg *spec.Config, data *spec.Data, dir 
 		return nil, err
 	}
 	defer ed.Close()
-	stage("attack")
-	sf, cf, err := ed.allScores(ctx, opts.Attack)
-	if err != nil {
-		return nil, err
-	}
-	stage("analyze")
-	a, err := ed.analyze(ctx, sf, cf, opts.Analyze, opts.Attack.Logf)
+	a, err := ed.scoreAndAnalyze(ctx, opts.Attack, opts.Analyze, stage)
 	if err != nil {
 		return nil, err
 	}
@@ -205,12 +199,12 @@ func pairsOfShards(pairs int, shards []runs.Shard) int {
 	return n
 }
 
-// scoresCoverRuns says why scores of the given pair ids do not cover the runs of tab ("" when
-// they do): a score file written before more shards were trained (a sequential look, an analysis
+// scoresCoverRuns says why scores (of pairs pairID) do not cover the runs of tab ("" when they
+// do): a score file written before more shards were trained (a sequential look, an analysis
 // with --allow-partial) scores fewer pairs than the directory now holds, and one written before
 // shards were removed scores pairs it no longer holds. A shard too small to be sure some of its
 // pairs are scored (learned attacks keep every 5th pair apart) is not judged.
-func scoresCoverRuns(pairIDs func(yield func(int64) bool), tab *runs.Table, pairs int) string {
+func scoresCoverRuns[S any](scores []S, pairID func(S) int64, tab *runs.Table, pairs int) string {
 	type span struct{ first, end int }
 	var spans []span
 	for _, f := range tab.Shards() {
@@ -218,7 +212,8 @@ func scoresCoverRuns(pairIDs func(yield func(int64) bool), tab *runs.Table, pair
 		spans = append(spans, span{r.First, r.First + r.Count})
 	}
 	seen := make([]bool, len(spans))
-	for id := range pairIDs {
+	for _, sc := range scores {
+		id := pairID(sc)
 		in := false
 		for i, s := range spans {
 			if int(id) >= s.first && int(id) < s.end {
@@ -311,9 +306,5 @@ func evaluateLook(ctx context.Context, cfg *spec.Config, data *spec.Data, dir st
 		return nil, err
 	}
 	defer ed.Close()
-	sf, cf, err := ed.allScores(ctx, aopts)
-	if err != nil {
-		return nil, err
-	}
-	return ed.analyze(ctx, sf, cf, opts, aopts.Logf)
+	return ed.scoreAndAnalyze(ctx, aopts, opts, nil)
 }

@@ -110,27 +110,15 @@ func TestScoresCoverRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := func(yield func(int64) bool) {
-		for _, s := range sf.Scores {
-			if !yield(s.PairID) {
-				return
-			}
-		}
-	}
-	if why := scoresCoverRuns(ids, ed.tab, cfg.Pairs); why == "" {
+	pairOf := func(s runs.Score) int64 { return s.PairID }
+	if why := scoresCoverRuns(sf.Scores, pairOf, ed.tab, cfg.Pairs); why == "" {
 		t.Fatal("a score file of the first shard covers all four")
 	}
 	fresh, _, err := ed.allScores(ctx, AttackOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if why := scoresCoverRuns(func(yield func(int64) bool) {
-		for _, s := range fresh.Scores {
-			if !yield(s.PairID) {
-				return
-			}
-		}
-	}, ed.tab, cfg.Pairs); why != "" {
+	if why := scoresCoverRuns(fresh.Scores, pairOf, ed.tab, cfg.Pairs); why != "" {
 		t.Fatalf("rescored file: %s", why)
 	}
 }
