@@ -2,7 +2,11 @@ package report
 
 import (
 	"fmt"
+	"io"
 	"strings"
+	"text/tabwriter"
+
+	"github.com/fedaudit/fedaudit/findings"
 )
 
 // The grey-box checks (DIR/check.json, written by `audit check`) as a section of the report
@@ -20,15 +24,7 @@ func (r *rendered) checkSection() section {
 			c.Pairs, c.Rounds, c.Family, c.Alpha, c.Threshold),
 		header: []string{"Check", "Observer", "Tensor", "Statistic", "p-value", "Result", "Meaning"}}
 	for _, ch := range c.Checks {
-		p := fmt.Sprintf("%.3g", ch.PValue)
-		if ch.Exact {
-			p = "exact"
-		}
-		result := "pass"
-		if !ch.Passed {
-			result = "FAIL"
-		}
-		t.rows = append(t.rows, []string{ch.Name, textOrDash(ch.Observer), textOrDash(ch.Tensor), num(ch.Statistic), p, result, ch.Meaning})
+		t.rows = append(t.rows, append(checkCells(ch), ch.Meaning))
 	}
 	intro := "What one or two coupled pairs show without any attack: both worlds of a pair share their noise, so their difference is bounded by the declared sensitivity, and each round replayed without noise leaves the noise itself, which must follow the declared distribution."
 	if failed := c.Failed(); len(failed) > 0 {
@@ -56,4 +52,51 @@ func textOrDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// checkCells are a check's name, observer, tensor, statistic, p-value ("exact" for an exact
+// check) and outcome, as the report's table and the terminal print them.
+func checkCells(ch findings.CheckResult) []string {
+	p := fmt.Sprintf("%.3g", ch.PValue)
+	if ch.Exact {
+		p = "exact"
+	}
+	result := "pass"
+	if !ch.Passed {
+		result = "FAIL"
+	}
+	return []string{ch.Name, textOrDash(ch.Observer), textOrDash(ch.Tensor), num(ch.Statistic), p, result}
+}
+
+// WriteCheck prints the grey-box checks for the terminal (`audit check`): one line per check,
+// each failure with what it means, and the checks that could not run with what would enable
+// them.
+func WriteCheck(w io.Writer, rep *findings.CheckReport) error {
+	fmt.Fprintf(w, "Grey-box checks of %d pair(s), rounds 0..%d: %d statistical tests at family-wise level %g (each at p >= %.3g), %d exact checks.\n\n",
+		rep.Pairs, rep.Rounds, rep.Family, rep.Alpha, rep.Threshold, len(rep.Checks)-rep.Family)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "check\tobserver\ttensor\tstatistic\tp-value\tresult")
+	for _, ch := range rep.Checks {
+		cells := checkCells(ch)
+		cells[1], cells[2] = strings.ReplaceAll(cells[1], " ", "_"), strings.ReplaceAll(cells[2], " ", "_")
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if failed := rep.Failed(); len(failed) > 0 {
+		fmt.Fprintf(w, "\n%d check(s) FAILED:\n", len(failed))
+		for _, ch := range failed {
+			fmt.Fprintf(w, "  %s: %s\n", ch.Where(), ch.Meaning)
+		}
+	} else {
+		fmt.Fprintln(w, "\nEvery check passed: nothing in these rounds departs from the declared mechanism.")
+	}
+	if len(rep.Skipped) > 0 {
+		fmt.Fprintln(w, "\nNot checked:")
+		for _, sk := range rep.Skipped {
+			fmt.Fprintf(w, "  %s: %s\n", sk.Check, sk.Why)
+		}
+	}
+	return nil
 }

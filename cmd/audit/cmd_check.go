@@ -4,14 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"math"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/fedaudit/fedaudit/check"
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/internal/fsutil"
+	"github.com/fedaudit/fedaudit/report"
 )
 
 // checkFailedError marks grey-box checks that ran and found the deployment doing something other
@@ -76,8 +74,8 @@ func init() {
 					if err := writeJSON(e.stdout, rep); err != nil {
 						return err
 					}
-				} else {
-					printCheck(e, rep)
+				} else if err := report.WriteCheck(e.stdout, rep); err != nil {
+					return err
 				}
 				if n := len(rep.Failed()); n > 0 {
 					return &checkFailedError{failed: n}
@@ -86,52 +84,4 @@ func init() {
 			}
 		},
 	})
-}
-
-// printCheck writes the human form of a check report: one line per check, failures explained.
-func printCheck(e *env, rep *findings.CheckReport) {
-	fmt.Fprintf(e.stdout, "Grey-box checks of %d pair(s), rounds 0..%d: %d statistical tests at family-wise level %g (each at p >= %.3g), %d exact checks.\n\n",
-		rep.Pairs, rep.Rounds, rep.Family, rep.Alpha, rep.Threshold, len(rep.Checks)-rep.Family)
-	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "check\tobserver\ttensor\tstatistic\tp-value\tresult")
-	for _, c := range rep.Checks {
-		p := fmt.Sprintf("%.3g", c.PValue)
-		if c.Exact {
-			p = "exact"
-		}
-		result := "pass"
-		if !c.Passed {
-			result = "FAIL"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, dash(c.Observer), dash(c.Tensor), formatStat(c.Statistic), p, result)
-	}
-	tw.Flush()
-	if failed := rep.Failed(); len(failed) > 0 {
-		fmt.Fprintf(e.stdout, "\n%d check(s) FAILED:\n", len(failed))
-		for _, c := range failed {
-			fmt.Fprintf(e.stdout, "  %s: %s\n", c.Where(), c.Meaning)
-		}
-	} else {
-		fmt.Fprintln(e.stdout, "\nEvery check passed: nothing in these rounds departs from the declared mechanism.")
-	}
-	if len(rep.Skipped) > 0 {
-		fmt.Fprintln(e.stdout, "\nNot checked:")
-		for _, s := range rep.Skipped {
-			fmt.Fprintf(e.stdout, "  %s: %s\n", s.Check, s.Why)
-		}
-	}
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return strings.ReplaceAll(s, " ", "_")
-}
-
-func formatStat(x float64) string {
-	if math.IsInf(x, 0) || math.IsNaN(x) {
-		return fmt.Sprint(x)
-	}
-	return fmt.Sprintf("%.4g", x)
 }
