@@ -81,24 +81,11 @@ func (j *hiddenJob) run(r, worker int) {
 	b1 := prow[a.B1 : a.B1+H]
 	w2 := prow[a.W2 : a.W2+C*H]
 	b2 := prow[a.B2 : a.B2+C]
-	labels := data(a.Labels.Buf)[a.Labels.Off:]
 	post, delta, dl := s.post[:B*H], s.delta[:B*H], s.dl[:B*C]
 	grad := s.grad[:H+C*H+C]
 	gb1, gw2, gb2 := grad[:H], grad[H:H+C*H], grad[H+C*H:]
 	e := s.e[:B*H]
-	if kp := a.Prev.Rows; kp > 0 {
-		prev := data(a.Prev.Buf)[a.Prev.Off+r*a.Prev.BatchStride:]
-		mulSmall(B, kp, H, data(a.Gram.Buf)[a.Gram.Off:], a.Gram.Stride, 1, prev, a.Prev.Stride, e, H)
-		for i := 0; i < B; i++ {
-			subScaled(-1, e[i*H:(i+1)*H], pre[i*a.Pre.Stride:][:H])
-		}
-		if a.Alpha != 0 {
-			for i := 0; i < kp; i++ {
-				row := prev[i*a.Prev.Stride:][:H]
-				scaleTo(1-a.Eta*a.Alpha, row, row)
-			}
-		}
-	}
+	j.addPrev(r, pre, e)
 	// Forward: post = act(pre + b1); logits z = post W2^T + b2 (W2^T padded with zero columns).
 	for i := 0; i < B; i++ {
 		p := pre[i*a.Pre.Stride:][:H]
@@ -114,7 +101,64 @@ func (j *hiddenJob) run(r, worker int) {
 	}
 	zs := s.z[:B*cpad]
 	mulSmall(B, H, cpad, post, H, 1, w2t, cpad, zs, cpad)
-	// dl = (softmax - onehot) / B, as SoftmaxXent computes it.
+	j.softmaxXent(s, zs, b2, dl, gb2, B, C, cpad)
+	// Backward: delta = (dl W2) act'(pre), gW2 = dl^T post, gb1 = column sums of delta.
+	mulSmall(B, C, H, dl, C, 1, w2, H, delta, H)
+	mulSmall(C, B, H, dl, 1, C, post, H, gw2, H)
+	clear(gb1)
+	for i := 0; i < B; i++ {
+		di := delta[i*H : (i+1)*H]
+		activateGrad(a.Act, pre[i*a.Pre.Stride:][:H], post[i*H:(i+1)*H], di)
+		subScaled(-1, di, gb1)
+	}
+	coef := j.clipCoef(delta, e, grad)
+	rest := prow[a.B1 : a.B1+len(grad)]
+	if a.Alpha != 0 {
+		an := data(a.Anchor.Buf)[a.Anchor.Off+r*a.Anchor.BatchStride+a.B1:][:len(rest)]
+		ea := a.Eta * a.Alpha
+		for k := range rest {
+			rest[k] = ea*an[k] + (1-ea)*rest[k]
+		}
+	}
+	subScaled(a.Eta*coef, grad, rest)
+	u := data(a.U.Buf)[a.U.Off+r*a.U.BatchStride:]
+	for i := 0; i < B; i++ {
+		scaleTo(-a.Eta*coef, delta[i*H:(i+1)*H], u[i*a.U.Stride:][:H])
+	}
+}
+
+// addPrev adds the low-rank correction Gram Prev to replica r's pre-activations (pre, B x H:
+// x W_0^T, to which the deferred first-layer updates in Prev have not been applied), then
+// scales Prev by 1 - Eta Alpha (FedProx's pull towards the anchor); e is scratch of B x H.
+// It is its own piece because it brings pre up to the current first layer, which the
+// forward pass then reads as plain pre-activations; without Prev rows it does nothing.
+func (j *hiddenJob) addPrev(r int, pre, e []float32) {
+	a := j.a
+	B, H := a.Pre.Rows, a.H
+	kp := a.Prev.Rows
+	if kp <= 0 {
+		return
+	}
+	prev := data(a.Prev.Buf)[a.Prev.Off+r*a.Prev.BatchStride:]
+	mulSmall(B, kp, H, data(a.Gram.Buf)[a.Gram.Off:], a.Gram.Stride, 1, prev, a.Prev.Stride, e, H)
+	for i := 0; i < B; i++ {
+		subScaled(-1, e[i*H:(i+1)*H], pre[i*a.Pre.Stride:][:H])
+	}
+	if a.Alpha != 0 {
+		for i := 0; i < kp; i++ {
+			row := prev[i*a.Prev.Stride:][:H]
+			scaleTo(1-a.Eta*a.Alpha, row, row)
+		}
+	}
+}
+
+// softmaxXent adds the bias b2 to the logits zs (B rows of stride cpad, C classes) and sets
+// dl = (softmax - onehot) / B, as SoftmaxXent computes it, and gb2 to dl's column sums. It is
+// its own piece because it is the loss's gradient at the logits, computed per sample in
+// float64 from the labels, between the forward and the backward products.
+func (j *hiddenJob) softmaxXent(s *hiddenScratch, zs, b2, dl, gb2 []float32, B, C, cpad int) {
+	a := j.a
+	labels := data(a.Labels.Buf)[a.Labels.Off:]
 	scale := 1 / float32(B)
 	clear(gb2)
 	for i := 0; i < B; i++ {
@@ -152,18 +196,18 @@ func (j *hiddenJob) run(r, worker int) {
 			gb2[c] += d[c]
 		}
 	}
-	// Backward: delta = (dl W2) act'(pre), gW2 = dl^T post, gb1 = column sums of delta.
-	mulSmall(B, C, H, dl, C, 1, w2, H, delta, H)
-	mulSmall(C, B, H, dl, 1, C, post, H, gw2, H)
-	clear(gb1)
-	for i := 0; i < B; i++ {
-		di := delta[i*H : (i+1)*H]
-		activateGrad(a.Act, pre[i*a.Pre.Stride:][:H], post[i*H:(i+1)*H], di)
-		subScaled(-1, di, gb1)
-	}
+}
+
+// clipCoef returns the factor that clips the replica's whole gradient to norm V: the first
+// layer's part from the ghost norm ||delta^T x||_F^2 = <delta, gx delta> (gx = x x^T, e is
+// scratch of B x H), the rest (grad) directly; 1 without clipping (V <= 0) or within V, NaN
+// for a NaN norm. It is its own piece because it is the per-example clipping of DP-SGD,
+// apart from the gradient it scales.
+func (j *hiddenJob) clipCoef(delta, e, grad []float32) float32 {
+	a := j.a
+	B, H := a.Pre.Rows, a.H
 	coef := float32(1)
 	if a.V > 0 {
-		// ||delta^T x||_F^2 = <delta, gx delta>, gx = x x^T
 		mulSmall(B, B, H, data(a.GX.Buf)[a.GX.Off:], a.GX.Stride, 1, delta, H, e, H)
 		var ghost float64
 		for i := 0; i < B; i++ {
@@ -177,17 +221,5 @@ func (j *hiddenJob) run(r, worker int) {
 			coef = float32(math.NaN())
 		}
 	}
-	rest := prow[a.B1 : a.B1+len(grad)]
-	if a.Alpha != 0 {
-		an := data(a.Anchor.Buf)[a.Anchor.Off+r*a.Anchor.BatchStride+a.B1:][:len(rest)]
-		ea := a.Eta * a.Alpha
-		for k := range rest {
-			rest[k] = ea*an[k] + (1-ea)*rest[k]
-		}
-	}
-	subScaled(a.Eta*coef, grad, rest)
-	u := data(a.U.Buf)[a.U.Off+r*a.U.BatchStride:]
-	for i := 0; i < B; i++ {
-		scaleTo(-a.Eta*coef, delta[i*H:(i+1)*H], u[i*a.U.Stride:][:H])
-	}
+	return coef
 }

@@ -162,36 +162,13 @@ func (g *gemmJob) run(task, worker int) {
 	a := data(g.a.Buf)[g.a.Off+batch*g.a.BatchStride:]
 	b := data(g.b.Buf)[g.b.Off+batch*g.b.BatchStride:]
 	c := data(g.c.Buf)[g.c.Off+batch*g.c.BatchStride:]
-	ldc := g.c.Stride
 	// With beta = 0 each tile of c is cleared just before the first block's kernel adds into
 	// it, while it is in cache, instead of in a pass over the whole block of c beforehand.
 	clearTiles := g.beta == 0 && g.k > 0
-	if g.beta == 0 && g.k == 0 {
-		for i := 0; i < g.m; i++ {
-			clear(c[i*ldc+j0 : i*ldc+j0+nc])
-		}
-	}
-	if g.beta != 0 && g.beta != 1 {
-		for i := 0; i < g.m; i++ {
-			row := c[i*ldc+j0 : i*ldc+j0+nc]
-			for j := range row {
-				row[j] *= g.beta
-			}
-		}
-	}
-	nPanels := (nc + gemmNR - 1) / gemmNR
+	g.applyBeta(c, j0, nc)
 	for p0 := 0; p0 < g.k; p0 += gemmKC {
 		kc := min(gemmKC, g.k-p0)
-		var bPack []float32
-		if g.sharedB != nil {
-			bPack = g.sharedB[p0*g.nPad+j0*kc:]
-		} else if g.patches != nil {
-			g.patches.pack(s.b[:], batch, j0, nc, p0, kc)
-			bPack = s.b[:]
-		} else {
-			packB(s.b[:], b, g.b.Stride, g.transB, j0, nc, p0, kc)
-			bPack = s.b[:]
-		}
+		bPack := g.blockB(s, b, batch, j0, nc, p0, kc)
 		// A small op(A) (a layer's weights, a minibatch's activations) is packed whole, once
 		// per batch element and depth block on each worker, instead of once per column block.
 		wholeA := g.sharedA == nil && g.mPad*kc <= len(s.a)
@@ -217,65 +194,116 @@ func (g *gemmJob) run(task, worker int) {
 				aPack = s.a[:]
 				s.aKey = [3]int{} // serials start at 1: matches no call
 			}
-			mPanels := (mc + gemmMR - 1) / gemmMR
-			for jp := 0; jp < nPanels; {
-				jb := j0 + jp*gemmNR
-				// Panels of op(B) in this pass: two go through one double-width kernel, also when
-				// the second is partial (its padding columns are zeros in the packed block).
-				width := 1
-				if useAVX512 && jp+1 < nPanels {
-					width = 2
-				}
-				fullCols := j0+nc-jb >= 2*gemmNR
-				for ip := 0; ip < mPanels; ip++ {
-					ib := i0 + ip*gemmMR
-					mr := min(gemmMR, i0+mc-ib)
-					ap := aPack[ip*kc*gemmMR:]
-					// With beta = 0 the first depth block's AVX-512 kernels store their tiles
-					// (alpha acc + 0, as if added into a cleared c) and nothing is cleared.
-					store := clearTiles && p0 == 0 && useAVX512
-					if clearTiles && p0 == 0 && !store {
-						// Without AVX-512 the tile is one panel (width 1) of mr rows, which
-						// the kernels below add into.
-						cols := min(gemmNR, j0+nc-jb)
-						for i := ib; i < ib+mr; i++ {
-							clear(c[i*ldc+jb : i*ldc+jb+cols])
-						}
-					}
-					// Two full row panels at once: each panel row of b serves twice the rows.
-					if width == 2 && fullCols && i0+mc-ib >= 2*gemmMR && kernelToC4(kc, ap, bPack[jp*kc*gemmNR:], c[ib*ldc+jb:], ldc, g.alpha, store) {
-						ip++
-						continue
-					}
-					if width == 2 && fullCols && mr == gemmMR && kernelToC2(kc, ap, bPack[jp*kc*gemmNR:], c[ib*ldc+jb:], ldc, g.alpha, store) {
-						continue
-					}
-					if width == 2 {
-						// A last panel of fewer rows or columns (zero-padded): the double-width
-						// kernel into a tile (t = alpha acc + 0), then its rows added to c, which
-						// is c + alpha acc as in the kernel (up to the sign of a zero), or with
-						// store copied, which is the kernel's store.
-						t := s.acc2[:]
-						if kernelToC2(kc, ap, bPack[jp*kc*gemmNR:], t, 2*gemmNR, g.alpha, true) {
-							cols := min(2*gemmNR, j0+nc-jb)
-							for i := 0; i < mr; i++ {
-								if store {
-									copy(c[(ib+i)*ldc+jb:][:cols], t[i*2*gemmNR:][:cols])
-									continue
-								}
-								subScaled(-1, t[i*2*gemmNR:][:cols], c[(ib+i)*ldc+jb:][:cols])
-							}
-							continue
-						}
-					}
-					for q := jp; q < jp+width; q++ {
-						jq := j0 + q*gemmNR
-						g.tile(kc, ap, bPack[q*kc*gemmNR:], c, ib, mr, jq, min(gemmNR, j0+nc-jq), s, store)
-					}
-				}
-				jp += width
+			// With beta = 0 the first depth block's AVX-512 kernels store their tiles
+			// (alpha acc + 0, as if added into a cleared c) and nothing is cleared.
+			store := clearTiles && p0 == 0 && useAVX512
+			clearFirst := clearTiles && p0 == 0 && !store
+			g.rowBlock(s, aPack, bPack, c, kc, i0, mc, j0, nc, store, clearFirst)
+		}
+	}
+}
+
+// applyBeta scales columns [j0, j0+nc) of c by beta before run adds alpha op(A) op(B) into
+// them, or clears them when there is no depth to add (k = 0). It is its own piece because it
+// is one pass over the task's block of c ahead of the blocked loops, which beta = 1 (and
+// beta = 0 with a depth, cleared tile by tile in rowBlock) skips.
+func (g *gemmJob) applyBeta(c []float32, j0, nc int) {
+	ldc := g.c.Stride
+	if g.beta == 0 && g.k == 0 {
+		for i := 0; i < g.m; i++ {
+			clear(c[i*ldc+j0 : i*ldc+j0+nc])
+		}
+	}
+	if g.beta != 0 && g.beta != 1 {
+		for i := 0; i < g.m; i++ {
+			row := c[i*ldc+j0 : i*ldc+j0+nc]
+			for j := range row {
+				row[j] *= g.beta
 			}
 		}
+	}
+}
+
+// blockB returns the packed panels of op(B) for columns [j0, j0+nc) and the depth block at p0
+// of kc: the slice of the call's prepacked op(B), or the worker's scratch packed from an image
+// (patches) or from b. It is its own piece because the three sources of op(B) are one choice
+// made once per depth block, apart from the row blocks that read its result.
+func (g *gemmJob) blockB(s *gemmScratch, b []float32, batch, j0, nc, p0, kc int) []float32 {
+	switch {
+	case g.sharedB != nil:
+		return g.sharedB[p0*g.nPad+j0*kc:]
+	case g.patches != nil:
+		g.patches.pack(s.b[:], batch, j0, nc, p0, kc)
+	default:
+		packB(s.b[:], b, g.b.Stride, g.transB, j0, nc, p0, kc)
+	}
+	return s.b[:]
+}
+
+// rowBlock adds alpha op(A) op(B) for one depth block of kc to the tiles of c in rows
+// [i0, i0+mc) and columns [j0, j0+nc), from the packed panels aPack (the row block's) and
+// bPack (the column block's). With store the kernels replace c's tiles (beta = 0, first depth
+// block, AVX-512); with clearFirst each tile is cleared before the kernel adds into it (the
+// same without AVX-512). It is its own piece because it is the micro-kernel dispatch over the
+// block's tiles (four-, double- or single-panel kernels, padded edges), the innermost work of
+// run, apart from choosing and packing the panels it reads.
+func (g *gemmJob) rowBlock(s *gemmScratch, aPack, bPack, c []float32, kc, i0, mc, j0, nc int, store, clearFirst bool) {
+	ldc := g.c.Stride
+	nPanels := (nc + gemmNR - 1) / gemmNR
+	mPanels := (mc + gemmMR - 1) / gemmMR
+	for jp := 0; jp < nPanels; {
+		jb := j0 + jp*gemmNR
+		// Panels of op(B) in this pass: two go through one double-width kernel, also when
+		// the second is partial (its padding columns are zeros in the packed block).
+		width := 1
+		if useAVX512 && jp+1 < nPanels {
+			width = 2
+		}
+		fullCols := j0+nc-jb >= 2*gemmNR
+		for ip := 0; ip < mPanels; ip++ {
+			ib := i0 + ip*gemmMR
+			mr := min(gemmMR, i0+mc-ib)
+			ap := aPack[ip*kc*gemmMR:]
+			if clearFirst {
+				// Without AVX-512 the tile is one panel (width 1) of mr rows, which
+				// the kernels below add into.
+				cols := min(gemmNR, j0+nc-jb)
+				for i := ib; i < ib+mr; i++ {
+					clear(c[i*ldc+jb : i*ldc+jb+cols])
+				}
+			}
+			// Two full row panels at once: each panel row of b serves twice the rows.
+			if width == 2 && fullCols && i0+mc-ib >= 2*gemmMR && kernelToC4(kc, ap, bPack[jp*kc*gemmNR:], c[ib*ldc+jb:], ldc, g.alpha, store) {
+				ip++
+				continue
+			}
+			if width == 2 && fullCols && mr == gemmMR && kernelToC2(kc, ap, bPack[jp*kc*gemmNR:], c[ib*ldc+jb:], ldc, g.alpha, store) {
+				continue
+			}
+			if width == 2 {
+				// A last panel of fewer rows or columns (zero-padded): the double-width
+				// kernel into a tile (t = alpha acc + 0), then its rows added to c, which
+				// is c + alpha acc as in the kernel (up to the sign of a zero), or with
+				// store copied, which is the kernel's store.
+				t := s.acc2[:]
+				if kernelToC2(kc, ap, bPack[jp*kc*gemmNR:], t, 2*gemmNR, g.alpha, true) {
+					cols := min(2*gemmNR, j0+nc-jb)
+					for i := 0; i < mr; i++ {
+						if store {
+							copy(c[(ib+i)*ldc+jb:][:cols], t[i*2*gemmNR:][:cols])
+							continue
+						}
+						subScaled(-1, t[i*2*gemmNR:][:cols], c[(ib+i)*ldc+jb:][:cols])
+					}
+					continue
+				}
+			}
+			for q := jp; q < jp+width; q++ {
+				jq := j0 + q*gemmNR
+				g.tile(kc, ap, bPack[q*kc*gemmNR:], c, ib, mr, jq, min(gemmNR, j0+nc-jq), s, store)
+			}
+		}
+		jp += width
 	}
 }
 
