@@ -115,7 +115,6 @@ func (gb *gBuilder) layers(a *G.Node, sh Shape, ls []LayerSpec) (*G.Node, Shape,
 
 func (gb *gBuilder) layer(a *G.Node, sh Shape, s LayerSpec) (*G.Node, Shape, error) {
 	var err error
-	B := gb.B
 	switch s.Kind {
 	case "conv2d":
 		st := max(s.Stride, 1)
@@ -165,54 +164,70 @@ func (gb *gBuilder) layer(a *G.Node, sh Shape, s LayerSpec) (*G.Node, Shape, err
 	case "groupnorm":
 		a, err = gb.groupNorm(a, sh, s.Groups)
 	case "residual":
-		out, st := s.Out, max(s.Stride, 1)
-		if out == 0 {
-			out = sh.C
-		}
-		m, msh, err := gb.layers(a, sh, []LayerSpec{{Kind: "conv2d", Out: out, Kernel: 3, Stride: st, Padding: 1},
-			{Kind: "groupnorm", Groups: s.Groups}, {Kind: "relu"}, {Kind: "conv2d", Out: out, Kernel: 3, Padding: 1}, {Kind: "groupnorm", Groups: s.Groups}})
-		if err != nil {
-			return nil, sh, err
-		}
-		short := a
-		if msh != sh {
-			if short, _, err = gb.layers(a, sh, []LayerSpec{{Kind: "conv2d", Out: out, Kernel: 1, Stride: st}, {Kind: "groupnorm", Groups: s.Groups}}); err != nil {
-				return nil, sh, err
-			}
-		}
-		if a, err = G.Add(m, short); err != nil {
-			return nil, sh, err
-		}
-		a, err = G.Rectify(a)
-		sh = msh
+		return gb.residual(a, sh, s)
 	case "flatten":
 		sh = Shape{sh.Size(), 1, 1}
 	case "dense":
-		in := sh.C
-		if len(a.Shape()) != 2 {
-			if a, err = G.Reshape(a, tensor.Shape{B, in}); err != nil {
-				return nil, sh, err
-			}
-		}
-		wt := make([]float64, in*s.Out)
-		for o := 0; o < s.Out; o++ {
-			for j := 0; j < in; j++ {
-				wt[j*s.Out+o] = gb.w[gb.off+o*in+j]
-			}
-		}
-		wn := gb.node([]int{in, s.Out}, wt)
-		gb.ps = append(gb.ps, gParam{n: wn, off: gb.off, transp: [2]int{s.Out, in}})
-		gb.off += in * s.Out
-		b := gb.param([]int{1, s.Out}, s.Out)
-		if a, err = G.Mul(a, wn); err != nil {
-			return nil, sh, err
-		}
-		a, err = G.BroadcastAdd(a, b, nil, []byte{0})
-		sh = Shape{s.Out, 1, 1}
+		return gb.dense(a, sh, s)
 	default:
 		return nil, sh, fmt.Errorf("no gorgonia oracle for %q", s.Kind)
 	}
 	return a, sh, err
+}
+
+// residual builds a residual block s on a of shape sh: conv, GroupNorm, ReLU, conv, GroupNorm,
+// plus the input (through a 1x1 conv and GroupNorm where the shape changes), then ReLU. It is
+// its own piece because it is a small network of its own, built from the other layers.
+func (gb *gBuilder) residual(a *G.Node, sh Shape, s LayerSpec) (*G.Node, Shape, error) {
+	out, st := s.Out, max(s.Stride, 1)
+	if out == 0 {
+		out = sh.C
+	}
+	m, msh, err := gb.layers(a, sh, []LayerSpec{{Kind: "conv2d", Out: out, Kernel: 3, Stride: st, Padding: 1},
+		{Kind: "groupnorm", Groups: s.Groups}, {Kind: "relu"}, {Kind: "conv2d", Out: out, Kernel: 3, Padding: 1}, {Kind: "groupnorm", Groups: s.Groups}})
+	if err != nil {
+		return nil, sh, err
+	}
+	short := a
+	if msh != sh {
+		if short, _, err = gb.layers(a, sh, []LayerSpec{{Kind: "conv2d", Out: out, Kernel: 1, Stride: st}, {Kind: "groupnorm", Groups: s.Groups}}); err != nil {
+			return nil, sh, err
+		}
+	}
+	if a, err = G.Add(m, short); err != nil {
+		return nil, sh, err
+	}
+	a, err = G.Rectify(a)
+	return a, msh, err
+}
+
+// dense builds dense layer s on a of shape sh (reshaped to B x C first if it is an image): a
+// times our weights, transposed into gorgonia's (in, out) layout and recorded as such, plus
+// the bias. It is its own piece because it is the one layer whose parameters are not taken
+// as they lie in w.
+func (gb *gBuilder) dense(a *G.Node, sh Shape, s LayerSpec) (*G.Node, Shape, error) {
+	var err error
+	in := sh.C
+	if len(a.Shape()) != 2 {
+		if a, err = G.Reshape(a, tensor.Shape{gb.B, in}); err != nil {
+			return nil, sh, err
+		}
+	}
+	wt := make([]float64, in*s.Out)
+	for o := 0; o < s.Out; o++ {
+		for j := 0; j < in; j++ {
+			wt[j*s.Out+o] = gb.w[gb.off+o*in+j]
+		}
+	}
+	wn := gb.node([]int{in, s.Out}, wt)
+	gb.ps = append(gb.ps, gParam{n: wn, off: gb.off, transp: [2]int{s.Out, in}})
+	gb.off += in * s.Out
+	b := gb.param([]int{1, s.Out}, s.Out)
+	if a, err = G.Mul(a, wn); err != nil {
+		return nil, sh, err
+	}
+	a, err = G.BroadcastAdd(a, b, nil, []byte{0})
+	return a, Shape{s.Out, 1, 1}, err
 }
 
 // groupNorm: (x - mean) / sqrt(var + eps) over (B*groups) rows of C/groups*H*W values, then the
