@@ -113,6 +113,16 @@ echo "after lim: $(trap -p INT)"
 	if !strings.Contains(string(stdout), "after lim: trap -- 'echo interrupted' SIGINT") {
 		t.Errorf("lim did not restore the caller's INT trap")
 	}
+	checkStepsRecorded(t, out)
+	checkGrandchildGone(t, out)
+	checkSummaryAndArchive(t, out)
+}
+
+// checkStepsRecorded checks what the steps of TestKitStepsTimeOutAndArchive recorded in out:
+// each step's line in steps.tsv (status and note) and the timed-out step's log. It is its own
+// piece because it reads the step runner's records, after the run that made them.
+func checkStepsRecorded(t *testing.T, out string) {
+	t.Helper()
 	tsv, err := os.ReadFile(filepath.Join(out, "steps.tsv"))
 	if err != nil {
 		t.Fatal(err)
@@ -137,8 +147,13 @@ echo "after lim: $(trap -p INT)"
 	if log, _ := os.ReadFile(filepath.Join(out, "slow.log")); !strings.Contains(string(log), "past its time limit of 2 s") {
 		t.Errorf("slow.log does not say the step was stopped:\n%s", log)
 	}
-	// The step's grandchild (the sleep the step's bash started) is gone too: timeout kills
-	// the step's whole process group.
+}
+
+// checkGrandchildGone checks that the slow step's grandchild (the sleep the step's bash
+// started, its pid in out/grandchild.pid) is gone too: timeout kills the step's whole process
+// group. It is its own piece because it waits on a process, not on the records.
+func checkGrandchildGone(t *testing.T, out string) {
+	t.Helper()
 	pidText, err := os.ReadFile(filepath.Join(out, "grandchild.pid"))
 	if err != nil {
 		t.Fatal(err)
@@ -150,8 +165,13 @@ echo "after lim: $(trap -p INT)"
 			t.Fatalf("the slow step's grandchild %d outlived the step", pid)
 		}
 	}
+}
 
-	// The summary reports the timeout; archive packs everything, itself excepted.
+// checkSummaryAndArchive checks that the kit summary of the steps in out reports the timeout
+// and that archive packs everything, itself excepted. It is its own piece because it runs
+// the kit's later stages (summary, archive) on the steps' results.
+func checkSummaryAndArchive(t *testing.T, out string) {
+	t.Helper()
 	t.Setenv("FEDAUDIT_KIT_DIR", out)
 	t.Setenv("FEDAUDIT_KIT_MODE", "shim")
 	paritytest.WriteKitSummary(t)
