@@ -151,25 +151,7 @@ func simulate(t testing.TB, cfg *spec.Config, b bug, seed uint64) string {
 		return z
 	}
 	R := 2 * cfg.Pairs
-	params := make([][]float32, R)
-	w0 := make([]float32, d)
-	for i := range w0 {
-		w0[i] = float32(rng.NormFloat64() * 0.3)
-	}
-	nan := make([]float32, d)
-	for i := range nan {
-		nan[i] = float32(math.NaN())
-	}
-	for r := range params {
-		params[r] = w0
-		if b.w0 && r == R-1 {
-			params[r] = slices.Clone(w0)
-			params[r][0] += 1e-3
-		}
-		if err := w.Write(runs.Row{RunID: int64(r), PairID: int64(r / 2), World: int8(r % 2), Params: params[r], Upload: nan}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	params := writeStartRows(t, w, b, rng, d, R)
 	var first [][2][]float32 // per replica, round 0's draws of the target and the others
 	for round := 0; round < cfg.Train.Rounds; round++ {
 		rp, err := train.ReplayRound(context.Background(), job, round, params)
@@ -209,6 +191,34 @@ func simulate(t testing.TB, cfg *spec.Config, b bug, seed uint64) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// writeStartRows draws the starting model w0 from rng and writes round 0's row of each of
+// the R runs to w (the model, no upload: NaNs), the last run started elsewhere with b.w0; it
+// returns the runs' parameters. It is its own piece because it is the deployment's start,
+// before the rounds that simulate replays and noises.
+func writeStartRows(t testing.TB, w *runs.Writer, b bug, rng *rand.Rand, d, R int) [][]float32 {
+	t.Helper()
+	params := make([][]float32, R)
+	w0 := make([]float32, d)
+	for i := range w0 {
+		w0[i] = float32(rng.NormFloat64() * 0.3)
+	}
+	nan := make([]float32, d)
+	for i := range nan {
+		nan[i] = float32(math.NaN())
+	}
+	for r := range params {
+		params[r] = w0
+		if b.w0 && r == R-1 {
+			params[r] = slices.Clone(w0)
+			params[r][0] += 1e-3
+		}
+		if err := w.Write(runs.Row{RunID: int64(r), PairID: int64(r / 2), World: int8(r % 2), Params: params[r], Upload: nan}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return params
 }
 
 // Each simulated bug fails the check that looks at what it breaks, and the correct external
