@@ -221,16 +221,15 @@ audit:
   attacks: [param-lda, param-cosine, grad-align, loss]
 `
 
-// A model of unknown architecture: its named tensors are imported as they are (the layout of
-// the first snapshot), the runs carry no statistics, the attacks that need a model or
-// statistics are dropped with the reason, and the parameter-space attacks score the runs. A
-// snapshot with other tensors is refused; training such a config is refused before anything is
-// written.
-func TestImportExternal(t *testing.T) {
-	cfg := parse(t, externalYAML)
-	dir := t.TempDir()
+// writeExternalSnapshots writes to dir the safetensors snapshots (rounds 0 and 4) of pairs
+// pairs of runs of a model of unknown architecture, two named tensors of 8 values in all,
+// world C moving one coordinate at round 4, and returns their manifest's path. It is its own
+// piece because it is the external trainer's output, which TestImportExternal imports and
+// then edits.
+func writeExternalSnapshots(t *testing.T, dir string, pairs int) string {
+	t.Helper()
 	lines := []string{"file,world,pair,round"}
-	for p := 0; p < cfg.Pairs; p++ {
+	for p := 0; p < pairs; p++ {
 		for w := 0; w < 2; w++ {
 			for _, r := range []int{0, 4} {
 				enc := make([]float32, 6)
@@ -256,6 +255,18 @@ func TestImportExternal(t *testing.T) {
 	}
 	man := filepath.Join(dir, "m.csv")
 	os.WriteFile(man, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	return man
+}
+
+// A model of unknown architecture: its named tensors are imported as they are (the layout of
+// the first snapshot), the runs carry no statistics, the attacks that need a model or
+// statistics are dropped with the reason, and the parameter-space attacks score the runs. A
+// snapshot with other tensors is refused; training such a config is refused before anything is
+// written.
+func TestImportExternal(t *testing.T) {
+	cfg := parse(t, externalYAML)
+	dir := t.TempDir()
+	man := writeExternalSnapshots(t, dir, cfg.Pairs)
 	m, err := ReadManifest(man)
 	if err != nil {
 		t.Fatal(err)

@@ -191,6 +191,32 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// writeTransposedFirstWeight writes to path a safetensors snapshot of layout lay whose first
+// tensor, named fc1.weight, has its two dimensions swapped (a (in, out) weight as in Keras),
+// all values zero. It is its own piece because it builds a whole snapshot file of named
+// tensors, where TestRefusals' other cases edit a line of the manifest.
+func writeTransposedFirstWeight(t *testing.T, path string, lay Layout) {
+	t.Helper()
+	var ts []ingest.Tensor
+	for i, sl := range lay.Slots {
+		shape := sl.Shape
+		if i == 0 {
+			shape = []int{shape[1], shape[0]} // transposed: a (in, out) weight as in Keras
+		}
+		n := shape[0]
+		if len(shape) == 2 {
+			n *= shape[1]
+		}
+		ts = append(ts, ingest.Tensor{Name: fmt.Sprintf("fc%d.%d", i/2+1, i%2), Shape: shape, Data: make([]float32, n)})
+	}
+	ts[0].Name = "fc1.weight"
+	b, err := ingest.WriteSafetensors(ts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(path, b, 0o644)
+}
+
 // TestRefusals checks that a broken import says what is wrong and leaves nothing behind.
 func TestRefusals(t *testing.T) {
 	cfg := smallConfig(t)
@@ -240,24 +266,7 @@ func TestRefusals(t *testing.T) {
 		{"pair out of range", "pair 24 outside 0..23", func(_ string, l []string) []string { return append(l, "ok.npy,C,24,0") }},
 		{"bad world", `world "D"`, func(_ string, l []string) []string { return append(l, "ok.npy,D,0,0") }},
 		{"wrong shape", `tensor "fc1.weight" has shape [6 5], the model's layer 1 weight needs [5 6]`, func(dir string, l []string) []string {
-			var ts []ingest.Tensor
-			for i, sl := range lay.Slots {
-				shape := sl.Shape
-				if i == 0 {
-					shape = []int{shape[1], shape[0]} // transposed: a (in, out) weight as in Keras
-				}
-				n := shape[0]
-				if len(shape) == 2 {
-					n *= shape[1]
-				}
-				ts = append(ts, ingest.Tensor{Name: fmt.Sprintf("fc%d.%d", i/2+1, i%2), Shape: shape, Data: make([]float32, n)})
-			}
-			ts[0].Name = "fc1.weight"
-			b, err := ingest.WriteSafetensors(ts, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			os.WriteFile(filepath.Join(dir, "bad.safetensors"), b, 0o644)
+			writeTransposedFirstWeight(t, filepath.Join(dir, "bad.safetensors"), lay)
 			l[1] = strings.Replace(l[1], "ok.npy", "bad.safetensors", 1)
 			return l
 		}},

@@ -141,6 +141,67 @@ func aucOf(t *testing.T, dir, attack string, round int32) float64 {
 	return wins / float64(len(c)*len(cp))
 }
 
+// writeReplayedSnapshots writes to dir the .npy snapshots of an external trainer of cfg's
+// pairs (job), every round replayed without noise by train.ReplayRound and then given noise
+// of sd per pair, drawn afresh each round or, with reuse, once; it returns the manifest's
+// path. It is its own piece because it is the trainer being audited, apart from the import
+// and the AUCs that judge it.
+func writeReplayedSnapshots(t *testing.T, dir string, cfg *spec.Config, job train.Job, lay Layout, sd float64, reuse bool) string {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(7, 7))
+	R := 2 * cfg.Pairs
+	w := make([][]float32, R)
+	w0 := make([]float32, lay.D)
+	for i := range w0 {
+		w0[i] = float32(rng.NormFloat64() * 0.3)
+	}
+	for r := range w {
+		w[r] = w0
+	}
+	noise := make([][]float32, cfg.Pairs)
+	lines := []string{"file,world,pair,round"}
+	save := func(round int) {
+		for r, v := range w {
+			b, err := ingest.WriteNPY([]int{len(v)}, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := fmt.Sprintf("r%d_t%d.npy", r, round)
+			if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			lines = append(lines, fmt.Sprintf("%s,%d,%d,%d", f, r%2, r/2, round))
+		}
+	}
+	save(0)
+	for round := 0; round < cfg.Train.Rounds; round++ {
+		rp, err := train.ReplayRound(context.Background(), job, round, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p := range noise {
+			if noise[p] == nil || !reuse {
+				noise[p] = make([]float32, lay.D)
+				for i := range noise[p] {
+					noise[p][i] = float32(sd * rng.NormFloat64())
+				}
+			}
+		}
+		next := make([][]float32, R)
+		for r := range next {
+			next[r] = make([]float32, lay.D)
+			for i := range next[r] {
+				next[r][i] = rp.Mean[r][r%2][i] + noise[r/2][i]
+			}
+		}
+		w = next
+		save(round + 1)
+	}
+	man := filepath.Join(dir, "manifest.csv")
+	os.WriteFile(man, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	return man
+}
+
 // An external trainer that draws each pair's noise once and adds it every round is told apart
 // without error by the differenced ratio (informed-diff), while the same trainer with fresh
 // noise leaves that ratio far from perfect and gives the likelihood ratio of all iterates
@@ -164,57 +225,8 @@ func TestReplayCatchesReusedNoise(t *testing.T) {
 	sd := cfg.Train.NoiseStd / math.Sqrt(float64(cfg.Data.Clients)) // the average's noise
 	for _, reuse := range []bool{false, true} {
 		dir := t.TempDir()
-		rng := rand.New(rand.NewPCG(7, 7))
 		R := 2 * cfg.Pairs
-		w := make([][]float32, R)
-		w0 := make([]float32, lay.D)
-		for i := range w0 {
-			w0[i] = float32(rng.NormFloat64() * 0.3)
-		}
-		for r := range w {
-			w[r] = w0
-		}
-		noise := make([][]float32, cfg.Pairs)
-		lines := []string{"file,world,pair,round"}
-		save := func(round int) {
-			for r, v := range w {
-				b, err := ingest.WriteNPY([]int{len(v)}, v)
-				if err != nil {
-					t.Fatal(err)
-				}
-				f := fmt.Sprintf("r%d_t%d.npy", r, round)
-				if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				lines = append(lines, fmt.Sprintf("%s,%d,%d,%d", f, r%2, r/2, round))
-			}
-		}
-		save(0)
-		for round := 0; round < cfg.Train.Rounds; round++ {
-			rp, err := train.ReplayRound(context.Background(), job, round, w)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for p := range noise {
-				if noise[p] == nil || !reuse {
-					noise[p] = make([]float32, lay.D)
-					for i := range noise[p] {
-						noise[p][i] = float32(sd * rng.NormFloat64())
-					}
-				}
-			}
-			next := make([][]float32, R)
-			for r := range next {
-				next[r] = make([]float32, lay.D)
-				for i := range next[r] {
-					next[r][i] = rp.Mean[r][r%2][i] + noise[r/2][i]
-				}
-			}
-			w = next
-			save(round + 1)
-		}
-		man := filepath.Join(dir, "manifest.csv")
-		os.WriteFile(man, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+		man := writeReplayedSnapshots(t, dir, cfg, job, lay, sd, reuse)
 		m, err := ReadManifest(man)
 		if err != nil {
 			t.Fatal(err)
