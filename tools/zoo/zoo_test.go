@@ -478,33 +478,8 @@ func writeTable(dir string, nSeeds int, alpha float64, byBug map[string]map[int]
 		case caught[1] == nSeeds:
 			needed = "2"
 		}
-		// The checks that failed in at least half of the seeds, by name with how many tensors
-		// and observers, most first; then the one of the smallest p-value in most seeds.
-		byName := map[string]int{}
-		for k, n := range counts {
-			if 2*n >= nSeeds {
-				byName[strings.Fields(k)[0]]++
-			}
-		}
-		var names []string
-		for k := range byName {
-			names = append(names, k)
-		}
-		sort.Slice(names, func(i, j int) bool {
-			if byName[names[i]] != byName[names[j]] {
-				return byName[names[i]] > byName[names[j]]
-			}
-			return names[i] < names[j]
-		})
-		for i, k := range names {
-			names[i] = fmt.Sprintf("%s x%d", k, byName[k])
-		}
-		best, bestN := "", 0
-		for k, n := range strongest {
-			if n > bestN || (n == bestN && k < best) {
-				best, bestN = k, n
-			}
-		}
+		names := checksCaught(counts, nSeeds)
+		best := mostSeeds(strongest)
 		p := ""
 		if len(ps) > 0 {
 			sort.Float64s(ps)
@@ -529,6 +504,46 @@ func writeTable(dir string, nSeeds int, alpha float64, byBug map[string]map[int]
 	w.Write(header)
 	w.WriteAll(rows)
 	return os.WriteFile(filepath.Join(dir, "zoo.csv"), b.Bytes(), 0o644)
+}
+
+// checksCaught returns the checks that failed in at least half of the nSeeds seeds (counts:
+// seeds per "name observer tensor"), by name with how many tensors and observers ("name xN"),
+// most first, then by name. It is its own piece because it is the summary of one table cell,
+// apart from the tally of the seeds' reports.
+func checksCaught(counts map[string]int, nSeeds int) []string {
+	byName := map[string]int{}
+	for k, n := range counts {
+		if 2*n >= nSeeds {
+			byName[strings.Fields(k)[0]]++
+		}
+	}
+	var names []string
+	for k := range byName {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if byName[names[i]] != byName[names[j]] {
+			return byName[names[i]] > byName[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	for i, k := range names {
+		names[i] = fmt.Sprintf("%s x%d", k, byName[k])
+	}
+	return names
+}
+
+// mostSeeds returns the check of the smallest p-value in most seeds (strongest: seeds per
+// check), the first by name on a tie, "" for none. It is its own piece because it is another
+// table cell's summary, picked deterministically from a map.
+func mostSeeds(strongest map[string]int) string {
+	best, bestN := "", 0
+	for k, n := range strongest {
+		if n > bestN || (n == bestN && k < best) {
+			best, bestN = k, n
+		}
+	}
+	return best
 }
 
 // TestFalseAlarms pins the false alarms the zoo test allows the correct variant.
