@@ -69,6 +69,79 @@ func TestRunCNN(t *testing.T) {
 // do not depend on column widths.
 func collapse(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// checkCNNRunFiles checks the files that `audit run` wrote in out at noise sigma: the report
+// shows the gallery, gallery.png exists, reconstructions.json holds invgrad's four, whose
+// canary PSNRs it records in canaryPSNR by "sigma/T=round", and findings.json has exact label
+// reconstruction at the low noise. It is its own piece because it reads one run's files,
+// apart from running it and from comparing the two noise levels.
+func checkCNNRunFiles(t *testing.T, sigma, out string, canaryPSNR map[string]float64) {
+	t.Helper()
+	page, err := os.ReadFile(filepath.Join(out, "report.html"))
+	if err != nil || !strings.Contains(string(page), `<img class="gallery" src="data:image/png;base64,`) {
+		t.Errorf("sigma %s: report.html shows no gallery (%v)", sigma, err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "figures", "gallery.png")); err != nil {
+		t.Errorf("sigma %s: %v", sigma, err)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "reconstructions.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		Reconstructions []struct {
+			Attack  string
+			Round   int
+			World   int
+			Metrics map[string]*float64
+		}
+	}
+	if err := json.Unmarshal(raw, &g); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Reconstructions) != 4 {
+		t.Fatalf("sigma %s: %d reconstructions, want invgrad at 2 rounds x 2 worlds", sigma, len(g.Reconstructions))
+	}
+	for _, r := range g.Reconstructions {
+		if r.World == 1 { // the canary
+			canaryPSNR[fmt.Sprintf("%s/T=%d", sigma, r.Round)] = *r.Metrics["inversion_psnr"]
+		}
+	}
+	findings, err := os.ReadFile(filepath.Join(out, "findings.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sigma == "0.001" && !strings.Contains(string(findings), `"label_accuracy": 1`) {
+		t.Errorf("sigma %s: label accuracy is not 1 in findings.json", sigma)
+	}
+}
+
+// checkCNNCompare runs `audit compare --out` on the runs in dirs and checks the attack-success
+// table and gallery it writes under root/compare. It is its own piece because it is the
+// second command of TestRunCNNImageAttacks, on the first one's outputs.
+func checkCNNCompare(t *testing.T, root string, dirs []string) {
+	t.Helper()
+	cmp := filepath.Join(root, "compare")
+	var stdout, stderr bytes.Buffer
+	args := append([]string{"compare", "--label", "sigma", "--metrics", "auc", "--out", cmp}, dirs...)
+	if code := exitCode(&stderr, run(context.Background(), args, &stdout, &stderr)); code != 0 {
+		t.Fatalf("compare: exit %d\n%s", code, stderr.String())
+	}
+	md, err := os.ReadFile(filepath.Join(cmp, "tables", "attack_success.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| Inversion PSNR (dB) | invgrad | sigma = 0.001 |", "| Label accuracy | label | sigma = 0.5 |", "| MI AUC | loss | sigma = 0.001 |"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("attack_success.md lacks %q:\n%s", want, md)
+		}
+	}
+	for _, f := range []string{"tables/attack_success.csv", "tables/attack_success.tex", "figures/gallery_invgrad.png"} {
+		if _, err := os.Stat(filepath.Join(cmp, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // TestRunCNNImageAttacks runs the image attacks end to end on testdata/run_cnn_attacks.yaml (a
 // tiny tanh/average-pool CNN on synthetic 28x28 images, one sample per client, a checkerboard
 // canary) at sigma = 0.001 and 0.5: every host-model attack scores, invgrad its 2 pairs per
@@ -112,43 +185,7 @@ func TestRunCNNImageAttacks(t *testing.T) {
 				t.Errorf("sigma %s: stderr lacks %q:\n%s", sigma, want, stderr.String())
 			}
 		}
-		page, err := os.ReadFile(filepath.Join(out, "report.html"))
-		if err != nil || !strings.Contains(string(page), `<img class="gallery" src="data:image/png;base64,`) {
-			t.Errorf("sigma %s: report.html shows no gallery (%v)", sigma, err)
-		}
-		if _, err := os.Stat(filepath.Join(out, "figures", "gallery.png")); err != nil {
-			t.Errorf("sigma %s: %v", sigma, err)
-		}
-		raw, err := os.ReadFile(filepath.Join(out, "reconstructions.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var g struct {
-			Reconstructions []struct {
-				Attack  string
-				Round   int
-				World   int
-				Metrics map[string]*float64
-			}
-		}
-		if err := json.Unmarshal(raw, &g); err != nil {
-			t.Fatal(err)
-		}
-		if len(g.Reconstructions) != 4 {
-			t.Fatalf("sigma %s: %d reconstructions, want invgrad at 2 rounds x 2 worlds", sigma, len(g.Reconstructions))
-		}
-		for _, r := range g.Reconstructions {
-			if r.World == 1 { // the canary
-				canaryPSNR[fmt.Sprintf("%s/T=%d", sigma, r.Round)] = *r.Metrics["inversion_psnr"]
-			}
-		}
-		findings, err := os.ReadFile(filepath.Join(out, "findings.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sigma == "0.001" && !strings.Contains(string(findings), `"label_accuracy": 1`) {
-			t.Errorf("sigma %s: label accuracy is not 1 in findings.json", sigma)
-		}
+		checkCNNRunFiles(t, sigma, out, canaryPSNR)
 	}
 	t.Logf("invgrad PSNR of the canary: %v", canaryPSNR)
 	for _, T := range []string{"T=1", "T=2"} {
@@ -157,24 +194,5 @@ func TestRunCNNImageAttacks(t *testing.T) {
 			t.Errorf("%s: canary PSNR %.1f dB at sigma 0.001, %.1f at 0.5: want > 20 and 10 dB more than at 0.5", T, low, high)
 		}
 	}
-	cmp := filepath.Join(root, "compare")
-	var stdout, stderr bytes.Buffer
-	args := append([]string{"compare", "--label", "sigma", "--metrics", "auc", "--out", cmp}, dirs...)
-	if code := exitCode(&stderr, run(context.Background(), args, &stdout, &stderr)); code != 0 {
-		t.Fatalf("compare: exit %d\n%s", code, stderr.String())
-	}
-	md, err := os.ReadFile(filepath.Join(cmp, "tables", "attack_success.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"| Inversion PSNR (dB) | invgrad | sigma = 0.001 |", "| Label accuracy | label | sigma = 0.5 |", "| MI AUC | loss | sigma = 0.001 |"} {
-		if !strings.Contains(string(md), want) {
-			t.Errorf("attack_success.md lacks %q:\n%s", want, md)
-		}
-	}
-	for _, f := range []string{"tables/attack_success.csv", "tables/attack_success.tex", "figures/gallery_invgrad.png"} {
-		if _, err := os.Stat(filepath.Join(cmp, f)); err != nil {
-			t.Error(err)
-		}
-	}
+	checkCNNCompare(t, root, dirs)
 }
