@@ -174,3 +174,26 @@ grep -q "shard 2/$shards written" "$work/cluster/logs/train-${train_job}_2.out" 
 "$work/bin/runsdiff" "$work/single" "$work/cluster"
 cmp "$work/single/findings.json" "$work/cluster/findings.json" || die "findings.json differ after the rerun"
 log "PASS: $shards-shard Slurm array audit equals the one-process run, also after a repaired shard"
+
+# A sequential run of a deployment far from its claim (SEQUENTIAL=1): the first look (shard 0 of
+# 8) certifies the violation, the array's later tasks train nothing, and the finish job
+# (audit run --sequential) ends with status 3 on the analysis of that look's 25 pairs.
+log "submitting a sequential 8-task array of a leaky deployment"
+ids=$(SEQUENTIAL=1 AUDIT="$work/bin/audit" "$here/submit.sh" "$repo/cmd/audit/testdata/sequential_leaky.yaml" "$work/seq" 8)
+echo "$ids"
+train_job=$(echo "$ids" | sed -n 's/^train_job=//p')
+finish_job=$(echo "$ids" | sed -n 's/^finish_job=//p')
+deadline=$((SECONDS + timeout_s))
+while squeue -h -j "$train_job,$finish_job" 2>/dev/null | grep -q .; do
+  [ $SECONDS -lt $deadline ] || { squeue >&2; die "sequential jobs still queued after ${timeout_s}s"; }
+  sleep 2
+done
+st=$(job_state "$train_job")
+[ "$st" = "JobState=COMPLETED " ] || die "sequential array did not complete: $st"
+scontrol show job "$finish_job" | grep -q 'ExitCode=3:0' || die "the sequential finish job did not exit 3: $(scontrol show job "$finish_job" | grep -o 'JobState=[A-Z_]* .*ExitCode=[0-9:]*')"
+grep -q '"stopped": true' "$work/seq/sequential.json" || die "sequential.json records no stop: $(cat "$work/seq/sequential.json")"
+trained=$(ls "$work/seq/runs" | grep -c '\.arrow$' || true)
+[ "$trained" -lt 8 ] || die "all 8 shards trained: the array did not stop"
+grep -l "is not needed" "$work/seq/logs/"train-*.out >/dev/null || die "no task skipped its shard"
+grep -q "25 of 200 pairs" "$work/seq/report.md" || die "the report is not the first look's"
+log "PASS: the sequential array stopped after the first look ($trained of 8 shards trained, the finish job exited 3)"
