@@ -39,14 +39,17 @@ func TestCheckSection(t *testing.T) {
 		if n := bytes.Count(page, []byte("The grey-box checks (audit check) FAILED 1 of 3")); n != 1 {
 			t.Errorf("headline note shown %d times (carried by the analysis: %v)", n, carried)
 		}
+		if !bytes.Contains(page, []byte(`<p class="warning"><strong>Warning:</strong> The grey-box checks`)) {
+			t.Errorf("the failed checks are not the headline's warning")
+		}
 		if v, c := bytes.Index(page, []byte(`<section id="verdicts">`)), bytes.Index(page, []byte(`<section id="checks">`)); v < 0 || c < v {
 			t.Errorf("checks section at %d, verdicts at %d: the checks come after the verdicts", c, v)
 		}
 		if !bytes.Contains(files["tables/checks.csv"], []byte("noise-scale,upload,layer 2 bias")) {
 			t.Errorf("tables/checks.csv:\n%s", files["tables/checks.csv"])
 		}
-		if md := string(files["report.md"]); !strings.Contains(md, "## Grey-box checks") {
-			t.Errorf("report.md has no checks section")
+		if md := string(files["report.md"]); !strings.Contains(md, "## Grey-box checks") || !strings.Contains(md, "**Warning**: The grey-box checks") {
+			t.Errorf("report.md has no checks section or no warning")
 		}
 	}
 	_, files := writeReport(t, syntheticInput(t), Options{})

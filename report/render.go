@@ -224,7 +224,10 @@ func (r *rendered) claimText() string {
 // badge's word repeated, the family-wise statement and the notes.
 type headlineView struct {
 	Class, Badge, Text, Family string
-	Notes                      []string
+	// Warning is the note of failed grey-box checks, shown above the other notes: the verdict
+	// is about a mechanism that did not run.
+	Warning string
+	Notes   []string
 }
 
 func (r *rendered) headline() *headlineView {
@@ -233,9 +236,11 @@ func (r *rendered) headline() *headlineView {
 		return nil
 	}
 	v := &headlineView{Badge: strings.ToUpper(h.Status), Text: h.Text, Notes: h.Notes}
-	// An analysis made after the checks carries their note already; one made before does not.
-	if note := r.in.Check.HeadlineNote(); note != "" && !slices.Contains(v.Notes, note) {
-		v.Notes = append([]string{note}, v.Notes...)
+	// An analysis made after the checks carries their note already, one made before does not;
+	// either way it is shown once, as the headline's warning.
+	if note := r.in.Check.HeadlineNote(); note != "" {
+		v.Warning = note
+		v.Notes = slices.DeleteFunc(slices.Clone(v.Notes), func(n string) bool { return n == note })
 	}
 	v.Text = strings.TrimPrefix(v.Text, v.Badge+": ")
 	switch h.Status {
@@ -243,6 +248,10 @@ func (r *rendered) headline() *headlineView {
 		v.Class = "violated"
 	case findings.StatusConsistent:
 		v.Class = "consistent"
+		if v.Warning != "" {
+			// Not green: nothing is consistent about a mechanism other than the declared one.
+			v.Class = "consistent checkfailed"
+		}
 	default: // no claim, inconclusive: grey
 		v.Class = "noclaim"
 	}
@@ -316,6 +325,9 @@ figure.wide { grid-column: 1 / -1; max-width: 1100px; }
 .badge { display: inline-block; padding: 0.1em 0.6em; margin-right: 0.5em; border-radius: 4px; font-weight: 700; letter-spacing: 0.05em; color: #fff; background: #666; }
 .violated .badge { background: #b00020; }
 .consistent .badge { background: #1b7a3a; }
+.headline.checkfailed { border-color: #a35200; background: #fff3e0; }
+.checkfailed .badge { background: #a35200; }
+.headline .warning { color: #8a2b00; margin: 0.3em 0; }
 .headline .family { margin: 0.3em 0; }
 .headline ul.notes { margin: 0.4em 0 0; padding-left: 1.2em; font-size: 0.92em; }
 details { margin-top: 2em; }
@@ -348,6 +360,9 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 {{- with .Headline}}
 <section id="headline" class="headline {{.Class}}">
 <p class="statement"><span class="badge">{{.Badge}}</span> {{.Text}}</p>
+{{- if .Warning}}
+<p class="warning"><strong>Warning:</strong> {{.Warning}}</p>
+{{- end}}
 {{- if .Family}}
 <p class="family">{{.Family}}</p>
 {{- end}}
@@ -541,6 +556,9 @@ func (r *rendered) markdown() []byte {
 	b.WriteString("# " + title + "\n\n")
 	if h := r.headline(); h != nil {
 		fmt.Fprintf(&b, "**%s**: %s\n\n", h.Badge, markdownEscaper.Replace(h.Text))
+		if h.Warning != "" {
+			fmt.Fprintf(&b, "**Warning**: %s\n\n", markdownEscaper.Replace(h.Warning))
+		}
 		if h.Family != "" {
 			b.WriteString(h.Family + "\n\n")
 		}
