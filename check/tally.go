@@ -29,8 +29,8 @@ type noiseTally struct {
 	// cosines of consecutive residuals, the statistic shown.
 	lagSum, cosSum float64
 	lagN           int
-	stride     int     // keep every stride-th coordinate for the shape test
-	sample     []float64
+	stride         int // keep every stride-th coordinate for the shape test
+	sample         []float64
 }
 
 func newNoiseTally(observer, tensor string, sigma float64, expected int) *noiseTally {
