@@ -193,3 +193,28 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzUnmarshalCheck: DIR/check.json is read back from disk, where it may be damaged or edited;
+// decoding it never panics, and what decodes encodes again.
+func FuzzUnmarshalCheck(f *testing.F) {
+	good, err := MarshalCheck(&CheckReport{Format: CheckFormat, Alpha: 0.05, Family: 1, Threshold: 0.05, Pairs: 2, Rounds: 3,
+		Checks:  []CheckResult{{Name: "noise-scale", Observer: "upload", Tensor: "layer 1 bias", Statistic: math.Inf(1), PValue: 0.5, Passed: true}},
+		Skipped: []CheckSkipped{{Check: "participation", Why: "no records"}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add([]byte(`{"format":"fedaudit-check/1","checks":[{"statistic":null}]}`))
+	f.Add([]byte(`{"format":"other"}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		r, err := UnmarshalCheck(raw)
+		if err != nil {
+			return
+		}
+		if _, err := MarshalCheck(r); err != nil {
+			t.Fatalf("a decoded report does not encode: %v", err)
+		}
+		_ = r.HeadlineNote()
+		_ = r.Failed()
+	})
+}
