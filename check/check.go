@@ -6,6 +6,7 @@ import (
 	"github.com/fedaudit/fedaudit/findings"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/expdir"
@@ -65,6 +66,9 @@ func Run(ctx context.Context, dir string, opts Options) (*findings.CheckReport, 
 	logf("check: %d pairs, rounds 0..%d", len(pairs), rounds[len(rounds)-1])
 	c := &checker{cfg: cfg.Train, pairs: len(pairs), hasUpload: meta.HasUpload, rounds: rounds}
 	if err := c.prepare(cfg); err != nil {
+		return nil, err
+	}
+	if err := c.participation(ctx, cfg, d.Runs()); err != nil {
 		return nil, err
 	}
 	for i, p := range pairs {
@@ -178,6 +182,8 @@ type checker struct {
 	layout    importer.Layout
 
 	skipped []findings.CheckSkipped
+	// extra are statistical checks of the whole directory (participation), in the family.
+	extra []findings.CheckResult
 	// w0 is the first run's w_0, and w0Diff the largest difference from it.
 	w0     []float32
 	w0Diff float64
@@ -215,10 +221,6 @@ func (c *checker) prepare(cfg *spec.Config) error {
 	default:
 		c.skip("coupled-difference", fmt.Sprintf("%s clips and noises on the server: the bound on a coupled difference needs the round's participants, which run files do not record", c.cfg.Algorithm))
 	}
-	if c.cfg.IsClientDP() || c.cfg.Participants > 0 {
-		// With every client in every round there is nothing to count.
-		c.skip("participation", "needs the rounds each client took part in, which run files do not record")
-	}
 	if c.cfg.Model.Kind == model.External {
 		c.skip("noise residuals", "model kind external: fedaudit cannot replay a model it does not know")
 		return nil
@@ -229,7 +231,7 @@ func (c *checker) prepare(cfg *spec.Config) error {
 	}
 	c.data = data
 	if err := train.Replayable(c.cfg, len(data.Pair.C)); err != nil {
-		c.skip("noise residuals", fmt.Sprintf("the rounds cannot be replayed without noise: %v", err))
+		c.skip("noise residuals", fmt.Sprintf("the rounds cannot be replayed without noise: %s", strings.ReplaceAll(err.Error(), "\n", "; ")))
 		return nil
 	}
 	for i, t := range c.rounds {
@@ -299,4 +301,26 @@ func (c *checker) sharedW0(w []float32) {
 	for i := range w {
 		c.w0Diff = math.Max(c.w0Diff, math.Abs(float64(w[i])-float64(c.w0[i])))
 	}
+}
+
+// participation adds the participation check where the deployment samples clients and the runs
+// record rounds 0 and 1, over every pair of the directory.
+func (c *checker) participation(ctx context.Context, cfg *spec.Config, path string) error {
+	q, source, ok, err := declaredRate(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("check: participation: %w", err)
+	}
+	if !ok {
+		return nil // every client in every round: nothing to count
+	}
+	if !slices.Contains(c.rounds, 0) || !slices.Contains(c.rounds, 1) {
+		c.skip("participation", fmt.Sprintf("needs rounds 0 and 1 as checkpoints (the runs record %v)", c.rounds))
+		return nil
+	}
+	r, err := participationCheck(ctx, path, q, source)
+	if err != nil || r == nil {
+		return err
+	}
+	c.extra = append(c.extra, *r)
+	return nil
 }

@@ -280,3 +280,84 @@ func TestCorrectDeploymentFalseAlarms(t *testing.T) {
 		t.Errorf("%d of 100 correct deployments flagged at alpha 0.05", fails)
 	}
 }
+
+const participationYAML = `
+name: participation
+seed: 5
+pairs: 40
+data:
+  source: synthetic
+  synthetic: {dim: 8, classes: 2, separation: 4, noise: 1}
+  clients: 10
+  per_client: 8
+adjacency: {kind: remove-client, client: 0, index: 0}
+train:
+  algorithm: dp-fedavg
+  model: {kind: quadratic, curvature: 1}
+  rounds: 3
+  local_steps: 2
+  learning_rate: 0.5
+  sampling_rate: 0.4
+  noise_multiplier: 1.2
+  update_clip: 1
+  checkpoints: [0, 1, 2, 3]
+  record_params: true
+`
+
+// The participation check on fedaudit's own DP-FedAvg runs (q = 0.4): the target took part in
+// round 1 of about 40% of the pairs, which passes against the sampling rate the runs used and
+// fails against an accountant's rate ten times smaller (audit.claim_sampling_rate 0.04: the
+// dp-fedavg-10x deployment of results/), from 40 pairs.
+func TestParticipation(t *testing.T) {
+	for _, tc := range []struct {
+		claimRate float64
+		pass      bool
+	}{{0, true}, {0.04, false}} {
+		cfg, err := spec.Parse([]byte(participationYAML))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Audit.ClaimSamplingRate = tc.claimRate
+		dir := t.TempDir()
+		data, err := spec.Prepare(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := experiment.SetUpDirectory(cfg, dir, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := experiment.TrainShards(context.Background(), cfg, data, dir, experiment.AllShards(1), experiment.TrainOptions{ToolVersion: "test"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Run(context.Background(), dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(rep.Checks, func(r findings.CheckResult) bool { return r.Name == "participation" })
+		if i < 0 {
+			t.Fatalf("claim rate %v: no participation check; skipped %+v", tc.claimRate, rep.Skipped)
+		}
+		c := rep.Checks[i]
+		t.Logf("claim rate %v: %s (p = %.3g)", tc.claimRate, c.Meaning, c.PValue)
+		if c.Passed != tc.pass || !(c.Statistic > 0.2 && c.Statistic < 0.6) {
+			t.Errorf("claim rate %v: %+v, want passed %v at a rate near 0.4", tc.claimRate, c, tc.pass)
+		}
+	}
+}
+
+func TestBinomialTwoSided(t *testing.T) {
+	for _, tc := range []struct {
+		k, n int
+		q    float64
+		want float64
+	}{
+		{5, 10, 0.5, 1},           // the median: both tails above 1/2
+		{0, 10, 0.5, 2 / 1024.0},  // twice P(X = 0)
+		{10, 10, 0.5, 2 / 1024.0}, // twice P(X = 10)
+		{3, 10, 0, 0}, {0, 10, 0, 1}, {10, 10, 1, 1},
+	} {
+		if got := binomialTwoSided(tc.k, tc.n, tc.q); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("binomialTwoSided(%d, %d, %v) = %v, want %v", tc.k, tc.n, tc.q, got, tc.want)
+		}
+	}
+}

@@ -44,7 +44,7 @@ func (c *checker) report(alpha float64, pairs int) *findings.CheckReport {
 		}
 	}
 	r.Checks = append(r.Checks, coupling...)
-	var stats []findings.CheckResult
+	stats := append([]findings.CheckResult(nil), c.extra...)
 	for obs := range c.tallies {
 		for _, t := range c.tallies[obs] {
 			stats = append(stats, t.results()...)
