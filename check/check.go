@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/fedaudit/fedaudit/findings"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -63,7 +64,7 @@ func Run(ctx context.Context, dir string, opts Options) (*findings.CheckReport, 
 	if err != nil {
 		return nil, fmt.Errorf("check: %w", err)
 	}
-	logf("check: %d pairs, rounds 0..%d", len(pairs), rounds[len(rounds)-1])
+	logf("check: %d pairs, rounds %d..%d", len(pairs), rounds[0], rounds[len(rounds)-1])
 	c := &checker{cfg: cfg.Train, pairs: len(pairs), hasUpload: meta.HasUpload, rounds: rounds}
 	if err := c.prepare(cfg); err != nil {
 		return nil, err
@@ -105,13 +106,7 @@ func readPairs(ctx context.Context, path string, maxPairs int) ([]*pairRuns, run
 	if err := table.Scan(ctx, func(r runs.Row) error { ids[r.PairID] = true; return nil }); err != nil {
 		return nil, meta, nil, fmt.Errorf("check: %w", err)
 	}
-	keep := slices.Sorted(func(yield func(int64) bool) {
-		for id := range ids {
-			if !yield(id) {
-				return
-			}
-		}
-	})
+	keep := slices.Sorted(maps.Keys(ids))
 	keep = keep[:min(len(keep), maxPairs)]
 	byID := map[int64]*pairRuns{}
 	for _, id := range keep {
@@ -142,13 +137,7 @@ func readPairs(ctx context.Context, path string, maxPairs int) ([]*pairRuns, run
 	if err != nil {
 		return nil, meta, nil, fmt.Errorf("check: %w", err)
 	}
-	rounds := slices.Sorted(func(yield func(int) bool) {
-		for t := range roundSet {
-			if !yield(t) {
-				return
-			}
-		}
-	})
+	rounds := slices.Sorted(maps.Keys(roundSet))
 	out := make([]*pairRuns, 0, len(keep))
 	for _, id := range keep {
 		p := byID[id]
