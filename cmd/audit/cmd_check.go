@@ -32,7 +32,9 @@ func init() {
 			"declared sensitivity; where the rounds replay without noise, the noise residuals of the\n" +
 			"global models and of the uploads per tensor against the declared Gaussian (mean, scale by\n" +
 			"chi-square, shape by Anderson-Darling, independence across rounds) and the two worlds'\n" +
-			"residuals equal. The statistical checks share the family-wise level --alpha (Bonferroni).\n" +
+			"residuals equal; where clients are sampled, how often the target took part in round 1,\n" +
+			"over every pair, against the declared sampling rate (the accountant's where the config\n" +
+			"gives one). The statistical checks share the family-wise level --alpha (Bonferroni).\n" +
 			"Checks the directory lacks the data for are listed with what would enable them. The\n" +
 			"report is kept as DIR/check.json, which `audit report` shows.\n" +
 			"Exit status: 0 every check passed, 1 failure, 2 usage error, 3 a check failed.",
