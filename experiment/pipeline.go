@@ -3,7 +3,9 @@ package experiment
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/fedaudit/fedaudit/expdir"
@@ -89,6 +91,11 @@ func Run(ctx context.Context, cfg *spec.Config, dir string, opts RunOptions) (*f
 	}
 	if opts.Sequential {
 		return runSequential(ctx, cfg, data, dir, opts, seq, stage)
+	}
+	// A run of every shard replaces a sequential run's stop: later stages analyze all the
+	// shards, as this run does, not the stopped look's.
+	if err := os.Remove(expdir.Dir(dir).Sequential()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
 	}
 	stage("train")
 	if err := TrainShards(ctx, cfg, data, dir, AllShards(opts.Shards), opts.Train, opts.TrainProgress); err != nil {

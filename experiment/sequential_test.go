@@ -51,6 +51,23 @@ func TestSequentialRun(t *testing.T) {
 		t.Errorf("later analysis %+v differs from the run's", later.Headline)
 	}
 
+	// The same directory run again in full: every shard trained and analyzed, and every later
+	// stage analyzes what that run analyzed, not the stopped look's shards.
+	full, err := Run(ctx, leakyConfig(), dir, RunOptions{Shards: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := AnalyzeDir(ctx, dir, AnalyzeOptions{}, AttackOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range full.Findings {
+		if f.Result.N0 != 200 || again.Findings[i].Result.N0 != f.Result.N0 || again.Findings[i].Result.MuLower != f.Result.MuLower {
+			t.Fatalf("%s T=%d: the full run analyzed %d pairs (mu >= %v), a later analysis %d (mu >= %v)",
+				f.Attack, f.Round, f.Result.N0, f.Result.MuLower, again.Findings[i].Result.N0, again.Findings[i].Result.MuLower)
+		}
+	}
+
 	consistent := leakyConfig()
 	consistent.Audit.ClaimMu = 50
 	dir = t.TempDir()
