@@ -57,19 +57,7 @@ func parseConfig(t testing.TB) *spec.Config {
 // fedaudit's own trainer passes every check, and every check runs: its worlds share their noise
 // and its rounds replay bit for bit.
 func TestOwnRunsPass(t *testing.T) {
-	cfg := parseConfig(t)
-	dir := t.TempDir()
-	data, err := spec.Prepare(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := experiment.SetUpDirectory(cfg, dir, 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := experiment.TrainShards(context.Background(), cfg, data, dir, experiment.AllShards(1), experiment.TrainOptions{ToolVersion: "test"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Run(context.Background(), dir, Options{})
+	rep, err := Run(context.Background(), trainOwn(t, parseConfig(t)), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,18 +306,7 @@ func TestParticipation(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg.Audit.ClaimSamplingRate = tc.claimRate
-		dir := t.TempDir()
-		data, err := spec.Prepare(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := experiment.SetUpDirectory(cfg, dir, 1); err != nil {
-			t.Fatal(err)
-		}
-		if err := experiment.TrainShards(context.Background(), cfg, data, dir, experiment.AllShards(1), experiment.TrainOptions{ToolVersion: "test"}, nil); err != nil {
-			t.Fatal(err)
-		}
-		rep, err := Run(context.Background(), dir, Options{})
+		rep, err := Run(context.Background(), trainOwn(t, cfg), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -360,4 +337,21 @@ func TestBinomialTwoSided(t *testing.T) {
 			t.Errorf("binomialTwoSided(%d, %d, %v) = %v, want %v", tc.k, tc.n, tc.q, got, tc.want)
 		}
 	}
+}
+
+// trainOwn trains cfg's runs with fedaudit's own trainer into a fresh experiment directory.
+func trainOwn(t *testing.T, cfg *spec.Config) string {
+	t.Helper()
+	dir := t.TempDir()
+	data, err := spec.Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := experiment.SetUpDirectory(cfg, dir, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := experiment.TrainShards(context.Background(), cfg, data, dir, experiment.AllShards(1), experiment.TrainOptions{ToolVersion: "test"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

@@ -46,6 +46,15 @@ func TestSequentialArray(t *testing.T) {
 	if code != 3 || !strings.Contains(stdout.String(), "25 of 200 pairs") {
 		t.Fatalf("finish job: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
 	}
+	// Every later path that prints a verdict judges the look the run stopped at.
+	for _, args := range [][]string{{"analyze", dir}, {"report", dir}} {
+		stdout.Reset()
+		stderr.Reset()
+		code := exitCode(&stderr, run(ctx, append(args, "--quiet"), &stdout, &stderr))
+		if code != 3 || !strings.Contains(stdout.String(), "25 of 200 pairs") {
+			t.Errorf("audit %s after the stop: exit %d\n%s\n%s", args[0], code, stdout.String(), stderr.String())
+		}
+	}
 	files, _ := os.ReadDir(expdir.Dir(dir).Runs())
 	if len(files) != 1 {
 		t.Errorf("the finish job trained %d shards, want only the first", len(files))
