@@ -98,9 +98,12 @@ func planSequential(cfg *spec.Config, opts *RunOptions) (*SequentialRecord, *spe
 	if opts.Shards > cfg.Pairs {
 		return nil, nil, &spec.ConfigError{Err: fmt.Errorf("run: --sequential with %d shards needs at least as many pairs (the config has %d)", opts.Shards, cfg.Pairs)}
 	}
+	if opts.Shards < 2 {
+		return nil, nil, &spec.ConfigError{Err: fmt.Errorf("run: --sequential looks after 1, 2, 4, ... shards and needs at least 2 (--shards %d)", opts.Shards)}
+	}
 	looks, err := audit.SequentialLooks(opts.Shards)
 	if err != nil {
-		return nil, nil, &spec.ConfigError{Err: fmt.Errorf("run: %w (--shards)", err)}
+		return nil, nil, err
 	}
 	joint := opts.Analyze.withDefaults(cfg).Confidence
 	each, err := audit.SequentialConfidences(joint, looks)

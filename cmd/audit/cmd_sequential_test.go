@@ -62,4 +62,8 @@ func TestSequentialArray(t *testing.T) {
 	if code := exitCode(&stderr, run(ctx, []string{"train", "--config", cfg, "--out", t.TempDir(), "--sequential"}, &stdout, &stderr)); code != 2 {
 		t.Errorf("train --sequential without a shard: exit %d, want 2", code)
 	}
+	stderr.Reset()
+	if code := exitCode(&stderr, run(ctx, []string{"run", "--config", cfg, "--out", t.TempDir(), "--sequential", "--shards", "1"}, &stdout, &stderr)); code != 2 || !strings.Contains(stderr.String(), "needs at least 2 (--shards 1)") {
+		t.Errorf("run --sequential --shards 1: exit %d, want 2\n%s", code, stderr.String())
+	}
 }
