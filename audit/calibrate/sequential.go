@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -51,9 +52,9 @@ type SequentialRow struct {
 // N(mu, 1) in world C against N(0, 1) in world C', certified with the default method for coupled
 // pairs (audit.DKWBand) at each look.
 func SequentialSelfTest(ctx context.Context, opts SequentialOptions) (SequentialRow, error) {
-	opts.Reps = cmpOr(opts.Reps, 200)
-	opts.Pairs = cmpOr(opts.Pairs, 1600)
-	opts.Batches = cmpOr(opts.Batches, 16)
+	opts.Reps = cmp.Or(opts.Reps, 200)
+	opts.Pairs = cmp.Or(opts.Pairs, 1600)
+	opts.Batches = cmp.Or(opts.Batches, 16)
 	if opts.Mu == 0 {
 		opts.Mu = 1
 	}
@@ -131,13 +132,6 @@ func muLower(x, y []float64, confidence float64) (float64, error) {
 		return 0, fmt.Errorf("calibrate: sequential: %w", err)
 	}
 	return res.MuLower, nil
-}
-
-func cmpOr(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // selfTestSequential is the self-test's rows of the group-sequential audit: one per true mu,
