@@ -226,3 +226,11 @@ type NoiseSampler interface {
 type CacheSized interface {
 	CacheBytes() int
 }
+
+// Releaser is implemented by backends whose buffers are not garbage collected (device memory):
+// Release frees b at once, after every operation issued before it that may use b. A model that
+// grows a scratch buffer releases the smaller one, so a larger evaluation batch does not leave
+// the training batch's buffers allocated beside it until the backend closes.
+type Releaser interface {
+	Release(b Buffer)
+}

@@ -153,6 +153,12 @@ func (o *Ops) fail(op string, err error) {
 	}
 }
 
+// FreeAll frees every buffer and graph, as Close does, and leaves the Ops usable: between two
+// groups of pairs trained on one device (train.TrainInGroups), so the next group's engine
+// finds the device memory the previous one held. Buffers allocated before must not be used
+// afterwards. It returns what Close returns.
+func (o *Ops) FreeAll() error { return o.Close() }
+
 // Close issues the queued work, then frees every buffer the backend allocated, even after an
 // error; buffers must not be used afterwards. It returns the backend's first error (the one Err
 // reports, including one that the queued work raises now) joined with the first error met
@@ -220,6 +226,18 @@ func (o *Ops) free(addr uint64) {
 		}
 	}
 	o.fail("free", o.dev.Free(addr))
+}
+
+// Release implements compute.Releaser: the buffer's device memory is freed once the queued
+// launches that may use it are issued; b must not be used afterwards (its address is cleared,
+// so a use the host shim checks fails loudly).
+func (o *Ops) Release(b compute.Buffer) {
+	buf, ok := b.(*buffer)
+	if !ok || buf.addr == 0 {
+		return
+	}
+	o.free(buf.addr)
+	buf.addr, buf.n = 0, 0
 }
 
 // Alloc implements compute.Backend.

@@ -20,6 +20,10 @@ type Engine interface {
 	Close() error
 	// Name describes the device.
 	Name() string
+	// FreeMemory returns the device's free and total memory in bytes.
+	FreeMemory() (free, total int64, err error)
+	// FreeAll frees every buffer and leaves the backend usable (Ops.FreeAll).
+	FreeAll() error
 }
 
 // Available reports whether this build has the GPU backend.

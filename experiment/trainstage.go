@@ -15,6 +15,7 @@ import (
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
 	"github.com/fedaudit/fedaudit/train/checkpoint"
+	"github.com/fedaudit/fedaudit/train/memory"
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
@@ -65,7 +66,15 @@ func trainOn(ctx context.Context, cfg *spec.Config, data *spec.Data, pairs train
 		}
 		defer be.Close()
 		job.Recorder = cuda.CheckRecorder(be, rec)
-		err = train.TrainOn(ctx, be, job)
+		free, _, err := be.FreeMemory()
+		if err != nil {
+			return fmt.Errorf("backend gpu: %w", err)
+		}
+		size, err := train.DeviceGroupSize(cfg.Train, memory.SizesOf(job.WorldC, job.Test), pairs.Count, free)
+		if err != nil {
+			return fmt.Errorf("backend gpu %s: %w", be.Name(), err)
+		}
+		err = train.TrainInGroups(ctx, be, job, size, be.FreeAll)
 		return errors.Join(err, be.Err())
 	}
 	return fmt.Errorf("backend %q is not cpu, gpu or auto", opts.Backend)

@@ -16,6 +16,9 @@ import (
 // attacks.
 type ops[T Float] interface {
 	alloc(n int) compute.Buffer
+	// release frees a buffer from alloc that is no longer used (a no-op where the collector
+	// frees memory).
+	release(b compute.Buffer)
 	// wrap returns a buffer holding v: v itself where the memory is the host's, else a copy.
 	wrap(v []T) compute.Buffer
 	// read copies len(dst) values from src at off.
@@ -43,6 +46,13 @@ type deviceOps struct {
 }
 
 func (o deviceOps) alloc(n int) compute.Buffer { return o.be.Alloc(n) }
+
+// release frees b where the backend's memory is not garbage collected (the GPU's).
+func (o deviceOps) release(b compute.Buffer) {
+	if r, ok := o.be.(compute.Releaser); ok {
+		r.Release(b)
+	}
+}
 func (o deviceOps) wrap(v []float32) compute.Buffer {
 	return compute.Upload(o.be, v)
 }
@@ -85,6 +95,7 @@ type hostOps[T Float] struct {
 func hd[T Float](b compute.Buffer) []T { return b.(*hostBuf[T]).d }
 
 func (o *hostOps[T]) alloc(n int) compute.Buffer                { return &hostBuf[T]{d: make([]T, n)} }
+func (o *hostOps[T]) release(compute.Buffer)                    {} // the collector frees it
 func (o *hostOps[T]) wrap(v []T) compute.Buffer                 { return &hostBuf[T]{d: v} }
 func (o *hostOps[T]) read(dst []T, src compute.Buffer, off int) { copy(dst, hd[T](src)[off:]) }
 

@@ -57,6 +57,9 @@ type scratch struct {
 
 func get[T Float](o ops[T], s *scratch, n int) compute.Buffer {
 	if s.buf == nil || s.n < n {
+		if s.buf != nil {
+			o.release(s.buf)
+		}
 		s.buf, s.n = o.alloc(max(n, 1)), n
 	}
 	return s.buf

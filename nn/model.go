@@ -224,6 +224,9 @@ func (m *Model[T]) newPass(R, B int, w, dw compute.Mat) *pass[T] {
 		for i := range v {
 			v[i] = 1
 		}
+		if m.ones.buf != nil {
+			m.o.release(m.ones.buf)
+		}
 		m.ones.buf, m.onesLen = m.o.wrap(v), n
 	}
 	return &pass[T]{o: m.o, R: R, B: B, w: w, dw: dw, ones: m.ones.buf, cacheBytes: m.cacheBytes}

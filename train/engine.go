@@ -299,7 +299,7 @@ func (e *engine) allocate(maxN int) {
 	default:
 		e.maxRows = cfg.BatchSize
 	}
-	wsRows := max(e.maxRows, e.cfg.EvalBatch)
+	wsRows := workspaceRows(cfg, e.maxRows, cfg.EvalBatch)
 	e.ws = model.NewWorkspace(be, wsRows, e.R)
 	e.xb = be.Alloc(e.maxRows * dim)
 	e.yb = be.Alloc(e.maxRows)

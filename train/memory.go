@@ -14,6 +14,14 @@ import (
 // checkpoint, rounding up where they depend on the round (Poisson batches). It never allocates,
 // so it can refuse a model far too large to build.
 func MemoryOf(cfg Config, s memory.DataSizes) (memory.Memory, error) {
+	return MemoryOn(cfg, s, memory.Host)
+}
+
+// MemoryOn is MemoryOf for the allocations of a given backend. On a device an nn model's
+// workspace is counted by running its passes on a backend that only counts
+// (nn.DeviceMemory): the GPU holds every replica's convolution patches at once, which the
+// CPU makes a chunk at a time.
+func MemoryOn(cfg Config, s memory.DataSizes, on memory.Backend) (memory.Memory, error) {
 	if s.Dim < 1 || s.Classes < 1 || s.Clients < 1 || s.MaxSamples < 1 || s.TestSamples < 0 {
 		return memory.Memory{}, fmt.Errorf("memory estimate: sizes %+v: need positive dimensions", s)
 	}
@@ -47,7 +55,17 @@ func MemoryOf(cfg Config, s memory.DataSizes) (memory.Memory, error) {
 	// Model workspace: pre-activations, deltas and (hidden layers) post-activations per row.
 	perReplica += wsRows * model.MLPWorkspaceFloats(sizes) * f
 	// nn models evaluate in slices of at most nnEvalRows(maxRows) rows (nnModel.eval).
-	perReplica += math.Max(maxRows, float64(model.NNEvalRows(int(maxRows)))) * nnRows
+	var nnFixed float64
+	if nnRows > 0 && on == memory.Device {
+		perRep, fixed, err := nnDeviceMemory(cfg, s, int(maxRows))
+		if err != nil {
+			return memory.Memory{}, err
+		}
+		perReplica += perRep
+		nnFixed = fixed
+	} else {
+		perReplica += math.Max(maxRows, float64(model.NNEvalRows(int(maxRows)))) * nnRows
+	}
 	if cfg.Batching == algo.Fixed && nnRows == 0 {
 		perReplica += float64(cfg.BatchSize) * float64(cfg.BatchSize) * f // delta Gram matrices
 	}
@@ -64,8 +82,43 @@ func MemoryOf(cfg Config, s memory.DataSizes) (memory.Memory, error) {
 	fixed := samples * float64(s.Dim+1) * f
 	fixed += maxRows*float64(s.Dim+1)*f + 2*float64(d)*f
 	fixed += 2 * window * kb * float64(s.Dim+1) * f
-	fixed += canaryFixed
+	fixed += canaryFixed + nnFixed
 	return memory.Memory{Params: d, Fixed: memory.CeilBytes(fixed), PerPair: memory.CeilBytes(2 * perReplica)}, nil
+}
+
+// nnDeviceMemory splits an nn model's device workspace (nn.DeviceMemory) into bytes per
+// replica and fixed bytes, from the counts for one pair and for two: the first layer's shared
+// patches and the ones vector do not grow with the replicas.
+func nnDeviceMemory(cfg Config, s memory.DataSizes, maxRows int) (perReplica, fixed float64, err error) {
+	dim := s.Dim
+	if s.Shape == nil {
+		dim = 0
+	}
+	evalRows := model.NNEvalRows(maxRows)
+	two, err := model.NNDeviceMemoryOf(cfg.Model, s.Shape, dim, s.Classes, 2, maxRows, evalRows)
+	if err != nil {
+		return 0, 0, err
+	}
+	four, err := model.NNDeviceMemoryOf(cfg.Model, s.Shape, dim, s.Classes, 4, maxRows, evalRows)
+	if err != nil {
+		return 0, 0, err
+	}
+	const f = 4.0 // bytes per float32
+	perReplica = float64(four-two) / 2 * f
+	return perReplica, max(0, float64(two)*f-2*perReplica), nil
+}
+
+// workspaceRows is the number of rows the engine sizes the model's workspace for: the local
+// batch's and, for the flat models, the evaluation batch's. An nn model evaluates in slices of
+// model.NNEvalRows of its rows instead: sized by the evaluation batch (256), its workspace
+// would hold every replica's convolution patches of 256 images, on a GPU gigabytes that the
+// memory estimate never counted (issue 26: ResNet-18 ran out of an 80 GB device at its first
+// checkpoint).
+func workspaceRows(cfg Config, maxRows, evalBatch int) int {
+	if model.IsNNKind(cfg.Model.Kind) {
+		return maxRows
+	}
+	return max(maxRows, evalBatch)
 }
 
 // memoryRows returns the most rows of a local minibatch (rounded up for Poisson batches) and

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -203,6 +204,55 @@ func TestGroupSize(t *testing.T) {
 	}
 	if mem.Bytes(1000) < 2*memory.DefaultGroupMemory {
 		t.Errorf("estimate %d for 1000 pairs: expected several times the default budget", mem.Bytes(1000))
+	}
+}
+
+// DeviceGroupSize: a shard split by the device's free memory (90% of it), group_pairs and
+// group_memory as on the CPU, and a configuration one pair of which does not fit refused with
+// both sizes named, before any training.
+func TestDeviceGroupSize(t *testing.T) {
+	cfg := mlpConfig()
+	cfg.Model = model.Config{Kind: "lenet5"}
+	s := memory.DataSizes{Dim: 784, Classes: 10, Clients: 10, MaxSamples: 50, Shape: []int{1, 28, 28}}
+	mem, err := MemoryOn(cfg, s, memory.Device)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := MemoryOf(cfg, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mem == host {
+		t.Errorf("device and host estimates of LeNet-5 are equal (%+v): the device's held patches are not counted", mem)
+	}
+	tests := []struct {
+		name              string
+		groupPairs        int
+		groupMemory, free int64
+		count, want       int
+		wantErr           string
+	}{
+		{"free memory for 7 pairs", 0, 0, mem.Bytes(7)*10/9 + 100, 100, 7, ""},
+		{"fewer pairs than fit", 0, 0, mem.Bytes(50) * 2, 3, 3, ""},
+		{"group_pairs", 4, 0, 1, 9, 4, ""},
+		{"group_memory", 0, mem.Bytes(2), 1 << 40, 100, 2, ""},
+		{"one pair does not fit", 0, 0, mem.Bytes(1), 100, 0, "one pair needs about"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := cfg
+			c.GroupPairs, c.GroupMemory = tt.groupPairs, tt.groupMemory
+			got, err := DeviceGroupSize(c, s, tt.count, tt.free)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %d, %v; want an error containing %q", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("got %d, %v; want %d", got, err, tt.want)
+			}
+		})
 	}
 }
 

@@ -40,13 +40,24 @@ type Job struct {
 // The recorder receives each group's checkpoints in round order before the next group's: within one
 // round the rows still come in pair order.
 func Train(ctx context.Context, job Job) error {
-	cfg, pairs, progress := job.Config, job.Pairs, job.Progress
-	be := cpu.New(cfg.Threads)
+	be := cpu.New(job.Config.Threads)
 	defer be.Close()
+	size := GroupSize(job.Config, memory.SizesOf(job.WorldC, job.Test), job.Pairs.Count)
+	// The next group allocates as much again: return this one's buffers first, so the heap
+	// does not grow to two groups before the collector runs on its own.
+	return TrainInGroups(ctx, be, job, size, func() error { runtime.GC(); return nil })
+}
+
+// TrainInGroups trains job's pairs on be in groups of size pairs, one group after another
+// (TrainOn each), and calls release between two groups: it frees the finished group's buffers
+// (the collector on the CPU; the device memory of a GPU backend, cuda's FreeAll). Results do
+// not depend on size.
+func TrainInGroups(ctx context.Context, be compute.Backend, job Job, size int, release func() error) error {
+	pairs, progress := job.Pairs, job.Progress
 	if pairs.First < 0 || pairs.Count < 1 {
 		return fmt.Errorf("train: pair range first %d count %d: need first >= 0, count >= 1", pairs.First, pairs.Count)
 	}
-	size := GroupSize(cfg, memory.SizesOf(job.WorldC, job.Test), pairs.Count)
+	size = max(1, min(size, pairs.Count))
 	groups := (pairs.Count + size - 1) / size
 	for g := 0; g < groups; g++ {
 		gr := PairRange{First: pairs.First + g*size, Count: min(size, pairs.Count-g*size)}
@@ -62,13 +73,37 @@ func Train(ctx context.Context, job Job) error {
 			}
 			return err
 		}
-		if groups > 1 {
-			// The next group allocates as much again: return this one's buffers first, so the
-			// heap does not grow to two groups before the collector runs on its own.
-			runtime.GC()
+		if g+1 < groups && release != nil {
+			if err := release(); err != nil {
+				return fmt.Errorf("pairs %d..%d: release the group's memory: %w", gr.First, gr.First+gr.Count-1, err)
+			}
 		}
 	}
 	return nil
+}
+
+// DeviceGroupSize is the number of pairs a GPU trains together, out of count: GroupPairs when
+// set, else as many as fit the budget by MemoryOn(memory.Device), where the budget is
+// GroupMemory when set, else 90% of free (the device's free memory: the rest is left for the
+// cuBLAS workspace and the CUDA graphs). It refuses a configuration one pair of which does not
+// fit, naming both sizes, instead of letting the device run out of memory mid-training.
+func DeviceGroupSize(cfg Config, s memory.DataSizes, count int, free int64) (int, error) {
+	if cfg.GroupPairs > 0 {
+		return max(min(cfg.GroupPairs, count), 1), nil
+	}
+	mem, err := MemoryOn(cfg, s, memory.Device)
+	if err != nil {
+		return 0, err
+	}
+	budget := cfg.GroupMemory
+	if budget <= 0 {
+		budget = free / 10 * 9
+	}
+	if need := mem.Bytes(1); need > budget {
+		return 0, fmt.Errorf("train: one pair needs about %d MiB of device memory (d = %d parameters), the budget is %d MiB (free device memory %d MiB)",
+			need>>20, mem.Params, budget>>20, free>>20)
+	}
+	return max(min(mem.GroupPairs(budget), count), 1), nil
 }
 
 // GroupSize is the number of pairs Train trains together, out of count: GroupPairs when set,

@@ -38,6 +38,7 @@ func init() {
 			fs.DurationVar(&p.budget, "calibrate-time", time.Second, "about how long the calibration may train")
 			fs.BoolVar(&p.asJSON, "json", false, "machine-readable output")
 			registerMemory(fs, &p.memory)
+			fs.StringVar(&p.gpuMemory, "gpu-memory", "80GiB", "free memory of one GPU, for the pairs a group holds with --backend gpu")
 			return func(ctx context.Context, e *env, args []string) error {
 				return runPlan(ctx, e, args, p)
 			}
@@ -57,6 +58,7 @@ type planFlags struct {
 	budget      time.Duration
 	asJSON      bool
 	memory      string
+	gpuMemory   string
 }
 
 // check refuses arguments and flag values the plan cannot use, before any file is read.
@@ -89,6 +91,10 @@ func runPlan(ctx context.Context, e *env, args []string, p *planFlags) error {
 	if err != nil {
 		return err
 	}
+	gpuBytes, err := cost.ParseBytes(p.gpuMemory)
+	if err != nil || gpuBytes == 0 {
+		return usagef("--gpu-memory: %v", errOr(err, "need > 0"))
+	}
 	cfg, err := spec.Load(p.config)
 	if err != nil {
 		return err
@@ -112,10 +118,14 @@ func runPlan(ctx context.Context, e *env, args []string, p *planFlags) error {
 	if err != nil {
 		return err
 	}
+	dev, err := cost.EstimateDevice(cfg, data, (w.Pairs+w.Shards-1)/w.Shards, gpuBytes)
+	if err != nil {
+		return err
+	}
 	rate := p.tflops * 1e12 * p.eff
 	rep := tables.PlanReport{Config: p.config, Work: w, Memory: mem, MemoryBudget: memBudget, GPU: tables.GPUEstimate{
 		PeakTFLOPS: p.tflops, Efficiency: p.eff,
-		Seconds: cost.Seconds(w.FLOPs, rate), ShardSeconds: cost.Seconds(w.ShardFLOPs, rate),
+		Seconds: cost.Seconds(w.FLOPs, rate), ShardSeconds: cost.Seconds(w.ShardFLOPs, rate), Memory: dev,
 	}}
 	if !p.noCal {
 		if err := calibratePlan(ctx, e, cfg, data, p.budget, &rep); err != nil {

@@ -142,3 +142,30 @@ func FormatBytes(n int64) string {
 	}
 	return fmt.Sprintf("%.0f KiB", float64(n)/(1<<10))
 }
+
+// DeviceEstimate is the training's memory on one GPU of a given size (train.MemoryOn with
+// memory.Device): what `audit train --backend gpu` groups the pairs by.
+type DeviceEstimate struct {
+	DeviceBytes int64         `json:"device_bytes"`
+	Engine      memory.Memory `json:"engine"`
+	// GroupPairs is the pairs trained together on the device (train.DeviceGroupSize), 0 when
+	// one pair does not fit; Problem then says why.
+	GroupPairs int    `json:"group_pairs"`
+	Problem    string `json:"problem,omitempty"`
+}
+
+// EstimateDevice estimates the training of cfg in shards of at most shardPairs pairs on one
+// GPU with deviceBytes of free memory.
+func EstimateDevice(cfg *spec.Config, data *spec.Data, shardPairs int, deviceBytes int64) (DeviceEstimate, error) {
+	s := spec.Sizes(cfg, data)
+	mem, err := train.MemoryOn(cfg.Train, s, memory.Device)
+	if err != nil {
+		return DeviceEstimate{}, &spec.ConfigError{Err: fmt.Errorf("train: %w", err)}
+	}
+	est := DeviceEstimate{DeviceBytes: deviceBytes, Engine: mem}
+	est.GroupPairs, err = train.DeviceGroupSize(cfg.Train, s, max(shardPairs, 1), deviceBytes)
+	if err != nil {
+		est.Problem = err.Error()
+	}
+	return est, nil
+}

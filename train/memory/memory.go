@@ -17,6 +17,18 @@ import (
 // enough that a shard of any number of pairs fits a laptop.
 const DefaultGroupMemory int64 = 256 << 20
 
+// Backend says whose allocations an estimate follows.
+type Backend int
+
+const (
+	// Host is the CPU backend: host memory the collector frees, convolution patches made a
+	// cache-sized chunk of replicas at a time.
+	Host Backend = iota
+	// Device is a GPU: memory freed explicitly, every replica's convolution patches written
+	// and held from the forward to the backward pass.
+	Device
+)
+
 // DataSizes are the data dimensions the engine's memory depends on.
 type DataSizes struct {
 	Dim, Classes int

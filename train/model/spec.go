@@ -171,3 +171,17 @@ func NNMemoryOf(mc Config, shape []int, dim, classes int) (d int, perRowBytes fl
 	}
 	return nnMemory(spec)
 }
+
+// NNDeviceMemoryOf is the float32 values mc's nn model allocates at its peak on a device
+// backend (nn.DeviceMemory: every convolution's patches written and held, scratch freed when
+// it grows) for R replicas training on trainRows rows and evaluating evalRows rows.
+func NNDeviceMemoryOf(mc Config, shape []int, dim, classes, R, trainRows, evalRows int) (int64, error) {
+	spec, ok, err := nnSpec(mc, shape, dim, classes)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, errors.New("model.input: a sequential model needs the input shape before the data is loaded: give model.input [channels, height, width]")
+	}
+	return nn.DeviceMemory(spec, R, trainRows, evalRows)
+}

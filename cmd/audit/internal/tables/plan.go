@@ -46,6 +46,8 @@ type GPUEstimate struct {
 	Efficiency   float64 `json:"efficiency"`
 	Seconds      float64 `json:"seconds"`       // the whole job on one GPU
 	ShardSeconds float64 `json:"shard_seconds"` // the largest shard on one GPU
+	// Memory is the training's device memory on a GPU of --gpu-memory bytes.
+	Memory cost.DeviceEstimate `json:"memory"`
 }
 
 // PlanCosts writes the plan's cost tables, or says how to get one when no mu was known (and
@@ -95,6 +97,12 @@ func Plan(out io.Writer, cfg *spec.Config, r PlanReport) {
 	}
 	fmt.Fprintf(out, "one GPU at %g TFLOP/s peak, %.0f%% efficiency (assumed): job %s, largest shard %s\n",
 		r.GPU.PeakTFLOPS, 100*r.GPU.Efficiency, Duration(r.GPU.Seconds), Duration(r.GPU.ShardSeconds))
+	if m := r.GPU.Memory; m.Problem != "" {
+		fmt.Fprintf(out, "GPU memory (%s): %s\n", cost.FormatBytes(m.DeviceBytes), m.Problem)
+	} else {
+		fmt.Fprintf(out, "GPU memory (%s): %s per pair, %s fixed: groups of %d pairs\n",
+			cost.FormatBytes(m.DeviceBytes), cost.FormatBytes(m.Engine.PerPair), cost.FormatBytes(m.Engine.Fixed), m.GroupPairs)
+	}
 	fmt.Fprintf(out, "times cover training only; attacks and analysis come after, in one job\n")
 }
 

@@ -1,0 +1,95 @@
+package nn
+
+import (
+	"fmt"
+
+	"github.com/fedaudit/fedaudit/compute"
+)
+
+// DeviceMemory is the most float32 values a model of spec allocates at once on a device
+// backend: one that writes every replica's convolution patches and keeps them from the forward
+// to the backward pass (no compute.PatchGemmer, no compute.CacheSized working sets) and frees a
+// scratch buffer when it grows (compute.Releaser): the GPU's. The model trains R replicas on
+// batches of trainRows samples (backward pass included), then evaluates evalRows samples, then
+// trains again, as the engine does between checkpoints.
+//
+// It runs the model's own passes on a backend that computes nothing and only counts what is
+// allocated and released, so the count follows the layers' code rather than a formula beside
+// it. The input batch and the parameters are the caller's (not counted).
+func DeviceMemory(spec Spec, R, trainRows, evalRows int) (int64, error) {
+	if R < 1 || trainRows < 1 || evalRows < 1 {
+		return 0, fmt.Errorf("nn: device memory of %d replicas, %d training and %d evaluation rows: need positive counts", R, trainRows, evalRows)
+	}
+	m, err := build[float32](spec)
+	if err != nil {
+		return 0, err
+	}
+	o := &countingOps{}
+	m.o = o
+	dim := m.Input.Size()
+	mat := func(rows, cols, batch int) compute.Mat {
+		return compute.Mat{Buf: countBuf(rows * cols * batch), Rows: rows, Cols: cols, Stride: cols, Batch: batch, BatchStride: rows * cols}
+	}
+	labels := func(rows int) compute.Mat { // shared by the replicas
+		return compute.Mat{Buf: countBuf(rows), Rows: rows, Cols: 1, Stride: 1, Batch: R}
+	}
+	params, grad := mat(1, m.d, R), mat(1, m.d, R)
+	train := func() {
+		m.Grad(params, mat(trainRows, dim, R), labels(trainRows), grad, mat(trainRows, 1, R))
+	}
+	train()
+	m.Eval(params, mat(evalRows, dim, R), labels(evalRows), mat(evalRows, 1, R), mat(evalRows, 1, R))
+	train()
+	return o.peak + o.gnPart + o.gnStats, nil
+}
+
+// countBuf is a buffer of n values that holds none.
+type countBuf int
+
+func (b countBuf) Len() int { return int(b) }
+
+// countingOps computes nothing: it counts the values allocated and not yet released, and the
+// largest statistics scratch a device's GroupNorm keeps (gnPart, gnStats).
+type countingOps struct{ live, peak, gnPart, gnStats int64 }
+
+func (o *countingOps) alloc(n int) compute.Buffer {
+	n = max(n, 1)
+	o.live += int64(n)
+	o.peak = max(o.peak, o.live)
+	return countBuf(n)
+}
+func (o *countingOps) release(b compute.Buffer)            { o.live -= int64(b.Len()) }
+func (o *countingOps) wrap(v []float32) compute.Buffer     { return o.alloc(len(v)) }
+func (o *countingOps) read([]float32, compute.Buffer, int) {}
+func (o *countingOps) gemm(bool, bool, float32, compute.Mat, compute.Mat, float32, compute.Mat) {
+}
+func (o *countingOps) axpby(float32, compute.Mat, float32, compute.Mat)                       {}
+func (o *countingOps) activate(compute.Activation, compute.Mat, compute.Mat)                  {}
+func (o *countingOps) activateGrad(compute.Activation, compute.Mat, compute.Mat, compute.Mat) {}
+func (o *countingOps) xent(compute.Mat, compute.Mat, float32, compute.Mat, compute.Mat, compute.Mat) {
+}
+func (o *countingOps) patchGemmer() compute.PatchGemmer                                     { return nil }
+func (o *countingOps) Im2col(compute.Images, compute.Window, compute.Mat)                   {}
+func (o *countingOps) Col2im(compute.Mat, compute.Window, compute.Images)                   {}
+func (o *countingOps) Pool(compute.Pooling, compute.Window, compute.Images, compute.Images) {}
+func (o *countingOps) PoolGrad(compute.Pooling, compute.Window, compute.Images, compute.Images, compute.Images) {
+}
+
+// deviceGroupNormPartials is the GPU backend's partial sums per GroupNorm statistic
+// (cuda.GroupNormPartials; TestDeviceMemoryOfCNNs in cuda/hostshim holds the count to the
+// device's peak).
+const deviceGroupNormPartials = 32
+
+// GroupNorm counts the device's own scratch for the statistics: float64 partial sums
+// (2 per statistic and 2 per channel, deviceGroupNormPartials each) and 4 values per batch
+// element, sample and group, each buffer at most doubled when it grows.
+func (o *countingOps) GroupNorm(groups int, _ float32, x compute.Images, _, _ compute.Mat, y compute.Images) {
+	rows := int64(y.Batch) * int64(x.N) * int64(groups)
+	part := 2*rows*deviceGroupNormPartials + 2*int64(y.Batch)*int64(x.C)*deviceGroupNormPartials
+	const f64 = 2 // float32 units per float64
+	o.gnPart, o.gnStats = max(o.gnPart, 2*f64*part), max(o.gnStats, 2*f64*4*rows)
+}
+
+func (o *countingOps) GroupNormGrad(int, float32, compute.Images, compute.Mat, compute.Images, compute.Images, compute.Mat, compute.Mat) {
+}
+func (o *countingOps) Transpose(int, compute.Mat, compute.Mat) {}
