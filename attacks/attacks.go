@@ -33,6 +33,7 @@ import (
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/canary"
 )
 
 // Env is what an attack knows besides the run file: the experiment and the target. The caller
@@ -79,6 +80,16 @@ type Env struct {
 type envCache struct {
 	once sync.Once
 	dirs [][]float64
+
+	gradOnce sync.Once
+	gradDir  []float32
+}
+
+// canaryDirection is the gradient canary's direction for parameter vectors of length d,
+// computed once.
+func (c *envCache) canaryDirection(g *canary.Gradient, seed uint64, d int) []float32 {
+	c.gradOnce.Do(func() { c.gradDir = g.Vector(seed, d) })
+	return c.gradDir
 }
 
 func (c *envCache) directions(seed uint64, d int) [][]float64 {
@@ -189,6 +200,7 @@ var registry = []Attack{
 	liraAttack{online: true},
 	gradAlignAttack{},
 	linearAttack{},
+	gradCanaryAttack{},
 	labelAttack{},
 	inversionAttack{},
 	invgradAttack{},

@@ -210,3 +210,33 @@ func fitLDA(examples []Example) (func([]float64) float64, error) {
 	}
 	return func(f []float64) float64 { return dot(coef, f) - offset }, nil
 }
+
+// gradCanaryAttack is the final-model adversary of a gradient canary (adjacency kind gradient,
+// train.Config.GradientCanary): C' adds Norm u to the target's gradient in every step that uses
+// it, so C”s model moves along -u, and the score is the final model's coordinate along the
+// public direction, <w_T, u>, high in world C. It needs no model: on a model whose losses were
+// linear this projection is the Neyman-Pearson statistic of the final model (the mean shift
+// lies along u, the noise is isotropic), the case the last-iterate heuristic describes.
+type gradCanaryAttack struct{}
+
+func (gradCanaryAttack) Info() Info {
+	return Info{Name: "grad-canary", Threat: runs.ThreatFinal, Needs: Needs{Params: true},
+		ByName:  "it reads the direction of a gradient canary (adjacency kind gradient), which it is the default attack of",
+		Summary: "projection <w_T, u> of the final model on the gradient canary's public direction u"}
+}
+
+func (gradCanaryAttack) Observe(env *Env, obs *Observation) (Observed, error) {
+	gc := env.Config.GradientCanary
+	if gc == nil {
+		return Observed{}, fmt.Errorf("grad-canary: the runs have no gradient canary (adjacency kind gradient)")
+	}
+	w := obs.Row.Params
+	u := env.cache.canaryDirection(gc, env.Config.Seed, len(w))
+	var s float64
+	for i, x := range w {
+		if u[i] != 0 {
+			s += float64(x) * float64(u[i])
+		}
+	}
+	return Observed{Score: s}, nil
+}

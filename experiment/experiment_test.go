@@ -111,6 +111,11 @@ func TestParseRejectsTyposAndBadValues(t *testing.T) {
 		{"train seed", "pairs: 1\nseed: 3\ndata: {source: synthetic, clients: 2, per_client: 4}\ntrain: {seed: 4}\n", "train.seed"},
 		{"invgrad pairs", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\naudit: {invgrad_pairs: -2}\n", "audit.invgrad_pairs"},
 		{"invgrad iterations", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\naudit: {invgrad_iterations: -1}\n", "audit.invgrad_iterations"},
+		{"gradient without its gradient", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\nadjacency: {kind: gradient}\n", "adjacency.gradient"},
+		{"gradient of another kind", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\nadjacency: {kind: replace, gradient: {norm: 3}}\n", "adjacency.gradient"},
+		{"gradient canary set by hand", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\ntrain: {gradient_canary: {norm: 3}}\n", "train.gradient_canary"},
+		{"gradient canary for dpsgd", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\nadjacency: {kind: gradient, gradient: {norm: 3}}\ntrain: {algorithm: dpsgd, clip_norm: 1, noise_std: 1}\n", "gradient_canary.algorithm"},
+		{"gradient canary norm", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\nadjacency: {kind: gradient, gradient: {norm: -3}}\n", "gradient_canary.norm"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

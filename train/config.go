@@ -100,6 +100,12 @@ type Config struct {
 	// Canaries, when set, puts k canaries into every run, each included with probability 1/2
 	// (canaries.go): the one-run audits' many canaries per training.
 	Canaries *canary.Config `json:"canaries,omitempty" yaml:"canaries,omitempty"`
+
+	// GradientCanary, when set, crafts the target sample's gradient in world C' (canary.Gradient:
+	// Norm u added to its gradient in every local step that uses it). The experiment sets it
+	// from adjacency kind "gradient"; fedavg and fedprox only, trained in the direct local-step
+	// form.
+	GradientCanary *canary.Gradient `json:"gradient_canary,omitempty" yaml:"gradient_canary,omitempty"`
 }
 
 // TargetInfo says which sample differs between the worlds: sample Index of client Client.
@@ -133,6 +139,18 @@ func (c *Config) validate(m, n int, shape []int, dim, classes int) error {
 	c.checkModel(&p, shape, dim, classes)
 	if c.Canaries != nil {
 		p = append(p, c.Canaries.Check(c.Algorithm, c.Mechanism, m, n)...)
+	}
+	if c.GradientCanary != nil {
+		d := 0 // not known before the data: the coordinate is checked against the model then
+		if dim > 0 {
+			if m, err := model.New(c.Model, shape, dim, classes); err == nil {
+				d = m.NumParams()
+			}
+		}
+		p = append(p, c.GradientCanary.Check(c.Algorithm, d)...)
+		if c.Canaries != nil {
+			p.add("gradient_canary", "a coupled-pairs adversary: not with the one-run canaries (train.canaries)")
+		}
 	}
 	return errors.Join(p...)
 }

@@ -69,8 +69,10 @@ type engine struct {
 	first  int
 	target TargetInfo
 	perEx  float32 // per-example clip norm (dpsgd), else 0
-	clipV  float32 // whole-gradient clip norm (fedavg, fedprox), else 0
-	alpha  float32
+	// gradCanary is the gradient canary's direction u (one row of d), nil without one.
+	gradCanary compute.Buffer
+	clipV      float32 // whole-gradient clip norm (fedavg, fedprox), else 0
+	alpha      float32
 
 	data  [2][]clientData
 	test  *clientData
@@ -253,7 +255,13 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 			return nil, err
 		}
 	}
-	e.steps = e.chooseSteps(true)
+	if gc := cfg.GradientCanary; gc != nil {
+		if err := gc.Check(cfg.Algorithm, d); err != nil {
+			return nil, errors.Join(err...)
+		}
+		e.gradCanary = compute.Upload(be, gc.Vector(cfg.Seed, d))
+	}
+	e.steps = e.chooseSteps(cfg.GradientCanary == nil)
 	e.rounds = e.chooseRounds()
 	if cfg.Informed {
 		e.stats = newInformedStats(R, e.rounds.statNames())
@@ -435,6 +443,7 @@ func (e *engine) localGrad(form groupStepper, t, i, k int, buf compute.Buffer, f
 			for w := 0; w < 2; w++ {
 				cd := &e.data[world(w)][i]
 				form.step(buf, 2*p0+w, p1-p0, 2, cd.x, cd.y)
+				e.addGradientCanary(world(w), 2*p0+w, p1-p0, 2, cd.n)
 			}
 			return nil
 		}
@@ -450,6 +459,7 @@ func (e *engine) localGrad(form groupStepper, t, i, k int, buf compute.Buffer, f
 			for w := 0; w < 2; w++ {
 				x, y := e.gather(&e.data[world(w)][i], idx)
 				form.step(buf, 2*p0+w, p1-p0, 2, x, y)
+				e.addGradientCanary(world(w), 2*p0+w, p1-p0, 2, len(idx))
 			}
 			return nil
 		}
@@ -479,6 +489,7 @@ func (e *engine) localGrad(form groupStepper, t, i, k int, buf compute.Buffer, f
 				for w := 0; w < 2; w++ {
 					x, y := e.gather(&e.data[world(w)][i], idx)
 					form.step(buf, 2*p+w, 1, 1, x, y)
+					e.addGradientCanary(world(w), 2*p+w, 1, 1, len(idx))
 				}
 				continue
 			}
@@ -487,6 +498,20 @@ func (e *engine) localGrad(form groupStepper, t, i, k int, buf compute.Buffer, f
 		}
 	}
 	return nil
+}
+
+// addGradientCanary adds the gradient canary's share Norm u / rows of a minibatch of rows
+// samples holding the target to the mean gradients of replicas first, first+stride, ...
+// (count) when they trained on world dataWorld's data and that world is C' (world 1), which
+// holds the canary: the trained replicas of C', and the C replicas whose informed replay
+// trains on C”s data. The direct form clips after this, so the canary is clipped with the
+// rest of the gradient.
+func (e *engine) addGradientCanary(dataWorld, first, count, stride, rows int) {
+	if e.gradCanary == nil || dataWorld != 1 || rows == 0 {
+		return
+	}
+	u := compute.Mat{Buf: e.gradCanary, Rows: 1, Cols: e.d, Stride: e.d, Batch: count}
+	e.be.Axpby(float32(e.cfg.GradientCanary.Norm/float64(rows)), u, 1, e.rows(e.grad, first, count, stride), nil)
 }
 
 func (e *engine) gather(cd *clientData, idx []int32) (x, y compute.Mat) {

@@ -45,7 +45,9 @@ func (e *engine) chooseSteps(allowDeferred bool) localSteps {
 	}
 	// The fused step pays n^2 per replica for the Gram matrices instead of n*in: worth it for
 	// minibatches no larger than the input. It clips whole gradients, so never for DP-SGD.
-	if f, ok := e.model.(model.FusedStepper); ok && e.perEx == 0 && e.cfg.Batching == algo.Fixed && e.cfg.BatchSize <= e.dim {
+	// The gradient canary is added between the gradient and the clipped step, which only
+	// the direct form keeps apart.
+	if f, ok := e.model.(model.FusedStepper); ok && e.perEx == 0 && e.gradCanary == nil && e.cfg.Batching == algo.Fixed && e.cfg.BatchSize <= e.dim {
 		return &wholeSteps{e: e, form: &fusedSteps{e: e, f: f}}
 	}
 	return &wholeSteps{e: e, form: &directSteps{e: e}}

@@ -12,6 +12,7 @@ import (
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/nn"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/canary"
 	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/model"
 )
@@ -148,6 +149,13 @@ func testRunsMatchCPU(t *testing.T, f Factory) {
 		{"dpsgd-mlp", func(c *train.Config) {
 			c.Algorithm, c.ClipNorm, c.Informed, c.RecordUpload = algo.DPSGD, 0.5, false, false
 		}, 1, 3, train.PairRange{First: 0, Count: 2}, nil},
+		{"fedavg-gradient-canary-gaussian", func(c *train.Config) {
+			c.GradientCanary = &canary.Gradient{Norm: 6, Direction: canary.GaussianDirection}
+		}, 3, 3, train.PairRange{First: 0, Count: 2}, nil},
+		{"fedprox-gradient-canary-dirac-poisson", func(c *train.Config) {
+			c.Algorithm, c.ProxAlpha, c.Batching = algo.FedProx, 0.3, "poisson"
+			c.GradientCanary = &canary.Gradient{Norm: 6, Coordinate: -2}
+		}, 3, 3, train.PairRange{First: 1, Count: 2}, nil},
 		{"quadratic-full", func(c *train.Config) {
 			c.Model = model.Config{Kind: "quadratic", Curvature: 0.5}
 			c.Batching, c.ClipNorm = "full", 100

@@ -135,14 +135,24 @@ func ExactMu(cfg *spec.Config, data *spec.Data) (final, allIterates, uploads fun
 	tc := cfg.Train
 	if tc.Model.Kind != "quadratic" || tc.Algorithm != algo.FedAvg || tc.Schedule != "constant" ||
 		tc.Batching != "full" || (tc.Participants != 0 && tc.Participants != cfg.Data.Clients) ||
-		cfg.Adjacency.Kind != "replace" || tc.NoiseStd <= 0 {
+		(cfg.Adjacency.Kind != "replace" && cfg.Adjacency.Kind != "gradient") || tc.NoiseStd <= 0 {
 		return nil, nil, nil, false
 	}
 	p := data.Pair
 	n := float64(p.C[p.Client].Len())
 	diff := make([]float64, len(p.Sample.Features))
-	for j := range diff {
-		diff[j] = (float64(p.Sample.Features[j]) - float64(p.SamplePrime.Features[j])) / n
+	if gc := tc.GradientCanary; cfg.Adjacency.Kind == "gradient" {
+		// A sample x contributes a w - x to the gradient; gaining Norm u, the client's mean
+		// gradient a w - b is that of a mean b shifted by Norm u / n, whatever the
+		// direction (the curvature is the same in every direction).
+		if gc == nil {
+			return nil, nil, nil, false
+		}
+		diff = []float64{gc.Norm / n}
+	} else {
+		for j := range diff {
+			diff[j] = (float64(p.Sample.Features[j]) - float64(p.SamplePrime.Features[j])) / n
+		}
 	}
 	rho, dnorm, err := theory.QuadraticDelta(tc.Model.Curvature, tc.LearningRate, tc.LocalSteps, cfg.Data.Clients, diff)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/theory"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/canary"
 )
 
 // Config describes one experiment: data, adjacency, training, and how to audit.
@@ -126,6 +127,11 @@ type AdjacencyConfig struct {
 	// Features and Label give a custom canary.
 	Features []float32 `json:"features,omitempty" yaml:"features,omitempty"`
 	Label    int32     `json:"label,omitempty" yaml:"label,omitempty"`
+	// Gradient is the crafted gradient of kind "gradient": C' is C with sample Index of client
+	// Client's gradient gaining Gradient.Norm u in every local step that uses it
+	// (canary.Gradient; fedavg and fedprox). The data of the two worlds is the same, so the
+	// canary field is not used; the config's train.gradient_canary is set from it.
+	Gradient *canary.Gradient `json:"gradient,omitempty" yaml:"gradient,omitempty"`
 }
 
 // DifferingWorld is the world that holds what makes the worlds differ: C' holds the canary
@@ -422,6 +428,24 @@ func (c *Config) FillDefaults() {
 	if c.Adjacency.Canary == "" {
 		c.Adjacency.Canary = "dirac"
 	}
+	if g := c.Adjacency.Gradient; c.Adjacency.Kind == "gradient" && g != nil {
+		if g.Direction == "" {
+			g.Direction = canary.DiracDirection
+		}
+		gc := *g
+		c.Train.GradientCanary = &gc
+		if len(c.Audit.Attacks) == 0 {
+			// The worlds share their data: the attacks on the target sample see nothing.
+			// The gradient canary's adversaries are the informed ratio (every iterate) and
+			// the projection on its direction (the final model).
+			if c.Train.Informed {
+				c.Audit.Attacks = append(c.Audit.Attacks, "informed-all", "informed-last")
+			}
+			if c.Train.RecordParams {
+				c.Audit.Attacks = append(c.Audit.Attacks, "grad-canary")
+			}
+		}
+	}
 	c.Audit.FillDefaults()
 	if c.Train.Batching == "" {
 		c.Train.Batching = "full"
@@ -518,8 +542,18 @@ func (c *Config) validateData(bad func(field, format string, a ...any)) {
 func (c *Config) validateAdjacency(bad func(field, format string, a ...any)) {
 	switch c.Adjacency.Kind {
 	case "replace", "add", "remove", "replace-client", "remove-client":
+		if c.Adjacency.Gradient != nil {
+			bad("adjacency.gradient", "a crafted gradient is adjacency kind gradient, not %s", c.Adjacency.Kind)
+		}
+	case "gradient":
+		if c.Adjacency.Gradient == nil {
+			bad("adjacency.gradient", "kind gradient needs the crafted gradient: gradient: {norm: G} (direction dirac or gaussian, coordinate)")
+		}
 	default:
-		bad("adjacency.kind", "%q is not replace, add, remove, replace-client or remove-client", c.Adjacency.Kind)
+		bad("adjacency.kind", "%q is not replace, add, remove, replace-client, remove-client or gradient", c.Adjacency.Kind)
+	}
+	if gc := c.Train.GradientCanary; gc != nil && (c.Adjacency.Gradient == nil || *gc != *c.Adjacency.Gradient) {
+		bad("train.gradient_canary", "set from adjacency.gradient (kind gradient); give the crafted gradient there")
 	}
 	if !(c.Audit.ClaimSamplingRate >= 0 && c.Audit.ClaimSamplingRate <= 1) {
 		bad("audit.claim_sampling_rate", "need a rate in [0, 1] (0: the one used), got %g", c.Audit.ClaimSamplingRate)

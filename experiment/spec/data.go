@@ -106,6 +106,10 @@ func prepareData(cfg *Config) (*Data, error) {
 	case "remove":
 		kind = datasets.Remove
 		canary = datasets.Sample{}
+	case "gradient":
+		// The worlds hold the same data: C' differs in the target's gradient alone, which
+		// the engine crafts (train.Config.GradientCanary).
+		kind, canary = datasets.Replace, target
 	}
 	pair, err := datasets.NewAdjacentPair(clients, adj.Client, adj.Index, kind, canary)
 	if err != nil {

@@ -145,6 +145,9 @@ func CheckStages(cfg *Config) error {
 			bad("adjacency.kind", "remove-client needs the DP-FedAvg family (server-side noise), not %q: a removed Noisy-FedAvg client would also remove its own noise", cfg.Train.Algorithm)
 		}
 	}
+	if slices.Contains(cfg.Audit.Attacks, "grad-canary") && cfg.Train.GradientCanary == nil {
+		bad("audit.attacks", "grad-canary projects the final model on a gradient canary's direction, and the runs have none: set adjacency kind gradient")
+	}
 	meta := PlannedMeta(cfg)
 	cps := cfg.Train.Checkpoints
 	rounds := cfg.Audit.Rounds

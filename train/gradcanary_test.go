@@ -1,0 +1,103 @@
+package train
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/train/canary"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
+	"github.com/fedaudit/fedaudit/train/model"
+)
+
+// The gradient canary on the quadratic model, whose gradient a w - x is affine: with one local
+// step of rate eta on n samples and m clients averaged, C”s model after one round is C”s
+// minus eta Norm u / (n m) (the coupled worlds share their noise, so the difference is exact
+// to float32 rounding), in the canary's direction only; the C replicas are bit for bit those of
+// the same training without a canary; and the informed adversary, which replays the canary,
+// sees a realized mu of eta Norm / (n sigma sqrt(m)) (the model's shift eta Norm / (n m) under
+// the average of m clients' noise, sigma / sqrt(m)).
+func TestGradientCanaryShiftsCPrimeAlongItsDirection(t *testing.T) {
+	const (
+		m, n, dim       = 3, 4, 5
+		eta, G, sigma   = 0.1, 2.0, 0.05
+		coordinate      = 1
+		wantShift       = eta * G / n / m
+		tolerance       = 1e-6 // float32 rounding of values of order 1
+		wantRealizedMu2 = (eta * G / n) * (eta * G / n) / (m * sigma * sigma)
+	)
+	tgt := TargetInfo{Client: 1, Index: 2}
+	c, _ := synthWorlds(m, n, dim, 2, tgt, 5)
+	base := Config{Algorithm: algo.FedAvg, Model: model.Config{Kind: "quadratic", Curvature: 0.5},
+		Rounds: 1, LocalSteps: 1, LearningRate: eta, Schedule: "constant", ClipNorm: 100, NoiseStd: sigma,
+		Batching: "full", Seed: 3, Checkpoints: []int{1}, Informed: true, RecordParams: true}
+	for _, dir := range []string{canary.DiracDirection, canary.GaussianDirection} {
+		t.Run(dir, func(t *testing.T) {
+			cfg := base
+			cfg.GradientCanary = &canary.Gradient{Norm: G, Direction: dir, Coordinate: coordinate}
+			u := cfg.GradientCanary.Vector(cfg.Seed, dim)
+			with := run(t, cfg, c, c, tgt, PairRange{0, 2})[0]
+			without := run(t, base, c, c, tgt, PairRange{0, 2})[0]
+			mu2 := slices.Index(with.StatNames, checkpoint.StatMu2)
+			for _, r := range with.Replicas {
+				if r.World == 0 {
+					ref := without.Replicas[2*r.Pair]
+					for j := range r.Params {
+						if r.Params[j] != ref.Params[j] {
+							t.Fatalf("pair %d world C: parameter %d is %g, %g without a canary", r.Pair, j, r.Params[j], ref.Params[j])
+						}
+					}
+					continue
+				}
+				wc := with.Replicas[2*r.Pair].Params
+				for j := range r.Params {
+					want := float64(wc[j]) - wantShift*float64(u[j])
+					if math.Abs(float64(r.Params[j])-want) > tolerance {
+						t.Errorf("pair %d world C': parameter %d is %g, want %g (C's minus eta G u_j / (n m))", r.Pair, j, r.Params[j], want)
+					}
+				}
+				if got := r.Stats[mu2]; math.Abs(got-wantRealizedMu2) > 1e-4*wantRealizedMu2 {
+					t.Errorf("pair %d: realized mu^2 %g, want %g", r.Pair, got, wantRealizedMu2)
+				}
+			}
+		})
+	}
+}
+
+// A gradient canary is refused where it has no meaning, each problem named: for dpsgd and the
+// DP-FedAvg family, with a coordinate outside the model, with a norm that is not positive, and
+// beside the one-run canaries.
+func TestGradientCanaryChecks(t *testing.T) {
+	base := mlpConfig()
+	tests := []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"dpsgd", func(c *Config) { c.Algorithm = algo.DPSGD }, "gradient_canary.algorithm"},
+		{"coordinate", func(c *Config) { c.GradientCanary.Coordinate = 1 << 20 }, "gradient_canary.coordinate"},
+		{"negative coordinate", func(c *Config) { c.GradientCanary.Coordinate = -(1 << 20) }, "gradient_canary.coordinate"},
+		{"norm", func(c *Config) { c.GradientCanary.Norm = 0 }, "gradient_canary.norm"},
+		{"infinite norm", func(c *Config) { c.GradientCanary.Norm = math.Inf(1) }, "gradient_canary.norm"},
+		{"direction", func(c *Config) { c.GradientCanary.Direction = "sideways" }, "gradient_canary.direction"},
+		{"one-run canaries", func(c *Config) { c.Canaries = &canary.Config{Count: 4, Kind: canary.Dirac} }, "not with the one-run canaries"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := base
+			cfg.GradientCanary = &canary.Gradient{Norm: 5}
+			tt.edit(&cfg)
+			err := cfg.validate(4, 10, []int{8}, 8, 2)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want an error naming %q", err, tt.want)
+			}
+		})
+	}
+	ok := base
+	ok.GradientCanary = &canary.Gradient{Norm: 5, Coordinate: -1}
+	if err := ok.validate(4, 10, []int{8}, 8, 2); err != nil {
+		t.Errorf("a valid gradient canary refused: %v", err)
+	}
+}
