@@ -213,7 +213,7 @@ func fitLDA(examples []Example) (func([]float64) float64, error) {
 
 // gradCanaryAttack is the final-model adversary of a gradient canary (adjacency kind gradient,
 // train.Config.GradientCanary): C' adds Norm u to the target's gradient in every step that uses
-// it, so C”s model moves along -u, and the score is the final model's coordinate along the
+// it, so the C' world's model moves along -u, and the score is the final model's coordinate along the
 // public direction, <w_T, u>, high in world C. It needs no model: on a model whose losses were
 // linear this projection is the Neyman-Pearson statistic of the final model (the mean shift
 // lies along u, the noise is isotropic), the case the last-iterate heuristic describes.

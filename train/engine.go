@@ -503,15 +503,21 @@ func (e *engine) localGrad(form groupStepper, t, i, k int, buf compute.Buffer, f
 // addGradientCanary adds the gradient canary's share Norm u / rows of a minibatch of rows
 // samples holding the target to the mean gradients of replicas first, first+stride, ...
 // (count) when they trained on world dataWorld's data and that world is C' (world 1), which
-// holds the canary: the trained replicas of C', and the C replicas whose informed replay
-// trains on C”s data. The direct form clips after this, so the canary is clipped with the
-// rest of the gradient.
+// holds the canary (the trained replicas of C', and the C replicas whose informed replay
+// trains on the C' world's data), and -Norm u / rows on C's data when the canary is
+// Opposite. The direct form clips after this, so the canary is clipped with the rest of the
+// gradient.
 func (e *engine) addGradientCanary(dataWorld, first, count, stride, rows int) {
-	if e.gradCanary == nil || dataWorld != 1 || rows == 0 {
+	gc := e.cfg.GradientCanary
+	if e.gradCanary == nil || rows == 0 || (dataWorld == 0 && !gc.Opposite) {
 		return
 	}
+	scale := gc.Norm / float64(rows)
+	if dataWorld == 0 {
+		scale = -scale
+	}
 	u := compute.Mat{Buf: e.gradCanary, Rows: 1, Cols: e.d, Stride: e.d, Batch: count}
-	e.be.Axpby(float32(e.cfg.GradientCanary.Norm/float64(rows)), u, 1, e.rows(e.grad, first, count, stride), nil)
+	e.be.Axpby(float32(scale), u, 1, e.rows(e.grad, first, count, stride), nil)
 }
 
 func (e *engine) gather(cd *clientData, idx []int32) (x, y compute.Mat) {

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -13,53 +14,58 @@ import (
 )
 
 // The gradient canary on the quadratic model, whose gradient a w - x is affine: with one local
-// step of rate eta on n samples and m clients averaged, C”s model after one round is C”s
-// minus eta Norm u / (n m) (the coupled worlds share their noise, so the difference is exact
-// to float32 rounding), in the canary's direction only; the C replicas are bit for bit those of
-// the same training without a canary; and the informed adversary, which replays the canary,
-// sees a realized mu of eta Norm / (n sigma sqrt(m)) (the model's shift eta Norm / (n m) under
-// the average of m clients' noise, sigma / sqrt(m)).
-func TestGradientCanaryShiftsCPrimeAlongItsDirection(t *testing.T) {
+// step of rate eta on n samples and m clients averaged, the C' world's model after one round is
+// that of the same training without a canary minus eta Norm u / (n m), and with Opposite the
+// C world's is that plus eta Norm u / (n m), to float32 rounding (the coupled worlds share
+// their noise), in the canary's direction only; without Opposite the C replicas are bit for
+// bit those of the training without a canary. The informed adversary, which replays the
+// canary, sees a realized mu of eta Shift / (n sigma sqrt(m)): the worlds' models differ by
+// eta Shift / (n m) under the average of m clients' noise, sigma / sqrt(m).
+func TestGradientCanaryShiftsTheWorldsAlongItsDirection(t *testing.T) {
 	const (
-		m, n, dim       = 3, 4, 5
-		eta, G, sigma   = 0.1, 2.0, 0.05
-		coordinate      = 1
-		wantShift       = eta * G / n / m
-		tolerance       = 1e-6 // float32 rounding of values of order 1
-		wantRealizedMu2 = (eta * G / n) * (eta * G / n) / (m * sigma * sigma)
+		m, n, dim     = 3, 4, 5
+		eta, G, sigma = 0.1, 2.0, 0.05
+		coordinate    = 1
+		shift         = eta * G / n / m
+		tolerance     = 1e-6 // float32 rounding of values of order 1
 	)
 	tgt := TargetInfo{Client: 1, Index: 2}
 	c, _ := synthWorlds(m, n, dim, 2, tgt, 5)
 	base := Config{Algorithm: algo.FedAvg, Model: model.Config{Kind: "quadratic", Curvature: 0.5},
 		Rounds: 1, LocalSteps: 1, LearningRate: eta, Schedule: "constant", ClipNorm: 100, NoiseStd: sigma,
 		Batching: "full", Seed: 3, Checkpoints: []int{1}, Informed: true, RecordParams: true}
-	for _, dir := range []string{canary.DiracDirection, canary.GaussianDirection} {
-		t.Run(dir, func(t *testing.T) {
+	without := run(t, base, c, c, tgt, PairRange{0, 2})[0]
+	for _, tc := range []struct {
+		dir      string
+		opposite bool
+	}{{canary.DiracDirection, false}, {canary.GaussianDirection, false}, {canary.GaussianDirection, true}} {
+		t.Run(fmt.Sprintf("%s opposite %v", tc.dir, tc.opposite), func(t *testing.T) {
 			cfg := base
-			cfg.GradientCanary = &canary.Gradient{Norm: G, Direction: dir, Coordinate: coordinate}
+			cfg.GradientCanary = &canary.Gradient{Norm: G, Direction: tc.dir, Coordinate: coordinate, Opposite: tc.opposite}
 			u := cfg.GradientCanary.Vector(cfg.Seed, dim)
 			with := run(t, cfg, c, c, tgt, PairRange{0, 2})[0]
-			without := run(t, base, c, c, tgt, PairRange{0, 2})[0]
 			mu2 := slices.Index(with.StatNames, checkpoint.StatMu2)
-			for _, r := range with.Replicas {
+			wantMu2 := math.Pow(eta*cfg.GradientCanary.Shift()/n, 2) / (m * sigma * sigma)
+			for k, r := range with.Replicas {
+				ref := without.Replicas[k]
+				move := -shift // C' moves along -u
 				if r.World == 0 {
-					ref := without.Replicas[2*r.Pair]
-					for j := range r.Params {
-						if r.Params[j] != ref.Params[j] {
-							t.Fatalf("pair %d world C: parameter %d is %g, %g without a canary", r.Pair, j, r.Params[j], ref.Params[j])
-						}
+					move = 0
+					if tc.opposite {
+						move = shift
 					}
-					continue
 				}
-				wc := with.Replicas[2*r.Pair].Params
 				for j := range r.Params {
-					want := float64(wc[j]) - wantShift*float64(u[j])
+					want := float64(ref.Params[j]) + move*float64(u[j])
+					if move == 0 && r.Params[j] != ref.Params[j] {
+						t.Fatalf("pair %d world C: parameter %d is %g, %g without a canary", r.Pair, j, r.Params[j], ref.Params[j])
+					}
 					if math.Abs(float64(r.Params[j])-want) > tolerance {
-						t.Errorf("pair %d world C': parameter %d is %g, want %g (C's minus eta G u_j / (n m))", r.Pair, j, r.Params[j], want)
+						t.Errorf("pair %d world %d: parameter %d is %g, want %g (without the canary %+g u_j)", r.Pair, r.World, j, r.Params[j], want, move)
 					}
 				}
-				if got := r.Stats[mu2]; math.Abs(got-wantRealizedMu2) > 1e-4*wantRealizedMu2 {
-					t.Errorf("pair %d: realized mu^2 %g, want %g", r.Pair, got, wantRealizedMu2)
+				if got := r.Stats[mu2]; math.Abs(got-wantMu2) > 1e-4*wantMu2 {
+					t.Errorf("pair %d world %d: realized mu^2 %g, want %g", r.Pair, r.World, got, wantMu2)
 				}
 			}
 		})

@@ -154,7 +154,7 @@ func testRunsMatchCPU(t *testing.T, f Factory) {
 		}, 3, 3, train.PairRange{First: 0, Count: 2}, nil},
 		{"fedprox-gradient-canary-dirac-poisson", func(c *train.Config) {
 			c.Algorithm, c.ProxAlpha, c.Batching = algo.FedProx, 0.3, "poisson"
-			c.GradientCanary = &canary.Gradient{Norm: 6, Coordinate: -2}
+			c.GradientCanary = &canary.Gradient{Norm: 6, Coordinate: -2, Opposite: true}
 		}, 3, 3, train.PairRange{First: 1, Count: 2}, nil},
 		{"quadratic-full", func(c *train.Config) {
 			c.Model = model.Config{Kind: "quadratic", Curvature: 0.5}

@@ -142,13 +142,14 @@ func ExactMu(cfg *spec.Config, data *spec.Data) (final, allIterates, uploads fun
 	n := float64(p.C[p.Client].Len())
 	diff := make([]float64, len(p.Sample.Features))
 	if gc := tc.GradientCanary; cfg.Adjacency.Kind == "gradient" {
-		// A sample x contributes a w - x to the gradient; gaining Norm u, the client's mean
-		// gradient a w - b is that of a mean b shifted by Norm u / n, whatever the
-		// direction (the curvature is the same in every direction).
+		// A sample x contributes a w - x to the gradient; when its gradient differs by
+		// Shift u between the worlds, the client's mean gradient a w - b is that of a mean b
+		// shifted by Shift u / n, whatever the direction (the curvature is the same in every
+		// direction).
 		if gc == nil {
 			return nil, nil, nil, false
 		}
-		diff = []float64{gc.Norm / n}
+		diff = []float64{gc.Shift() / n}
 	} else {
 		for j := range diff {
 			diff[j] = (float64(p.Sample.Features[j]) - float64(p.SamplePrime.Features[j])) / n

@@ -16,7 +16,8 @@ import (
 // machine learning", 2023) and the crafted canaries of Cebere, Bellet and Papernot ("Tighter
 // privacy auditing of DP-SGD in the hidden state threat model", 2025). One sample's gradient is
 // anything the adversary likes, so the worlds stay adjacent; a Norm large against the clip
-// makes the clipped step of C' point along u. C holds the sample as it is.
+// makes the clipped step of C' point along u. C holds the sample as it is, or with Opposite its
+// gradient gains -Norm u.
 type Gradient struct {
 	// Norm is the canary gradient's norm (G): Norm u is added to the sample's gradient.
 	Norm float64 `json:"norm" yaml:"norm"`
@@ -27,6 +28,19 @@ type Gradient struct {
 	// Coordinate is the parameter a dirac canary moves; negative counts from the end (-1: the
 	// last parameter).
 	Coordinate int `json:"coordinate,omitempty" yaml:"coordinate,omitempty"`
+	// Opposite crafts C's sample too: its gradient gains -Norm u. Replace-one adjacency lets
+	// the adversary choose both samples, and then the worlds' clipped steps differ by up to
+	// twice the clip along u, the sensitivity the theory's bounds assume.
+	Opposite bool `json:"opposite,omitempty" yaml:"opposite,omitempty"`
+}
+
+// Shift is the change of the target sample's gradient from world C to C' along u: Norm, or
+// twice that when C's sample is crafted the opposite way.
+func (g *Gradient) Shift() float64 {
+	if g.Opposite {
+		return 2 * g.Norm
+	}
+	return g.Norm
 }
 
 // Gradient canary directions.
