@@ -286,7 +286,7 @@ func (e *engine) localGradVariants(form groupStepper, t, i, k int, buf compute.B
 			rng := philox.NewRand(e.seeds[2*p], uint32(t), uint32(i), philox.DomainPoisson, uint32(k))
 			idx := e.idx[:0]
 			for j := 0; j < n; j++ {
-				if rng.Float() < q {
+				if e.poissonDraw(rng.Float() < q, i, j, k, p) {
 					idx = append(idx, int32(j))
 				}
 			}

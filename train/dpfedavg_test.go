@@ -131,13 +131,6 @@ func TestDPFedAvgRoundMatchesAlgorithm4(t *testing.T) {
 	}
 }
 
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 func dot(a, b []float64) float64 {
 	var s float64
 	for i := range a {

@@ -117,6 +117,9 @@ type engine struct {
 
 	// canary holds the runs' canaries (canaries.go); nil without Config.Canaries.
 	canary *canaryState
+	// mix is the informed adversary's average over the Poisson minibatches' draws of the
+	// target sample (poissonmix.go); nil where the draws do not hide it.
+	mix *poissonMixture
 }
 
 // checkedJob is a Job's data after checkJob: C' with the remove-client slot filled, and the
@@ -263,6 +266,11 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 	}
 	e.steps = e.chooseSteps(cfg.GradientCanary == nil)
 	e.rounds = e.chooseRounds()
+	if usesPoissonMixture(cfg, e.target) {
+		if e.mix, err = e.newPoissonMixture(); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Informed {
 		e.stats = newInformedStats(R, e.rounds.statNames())
 	}
@@ -473,7 +481,7 @@ func (e *engine) localGrad(form groupStepper, t, i, k int, buf compute.Buffer, f
 			idx := e.idx[:0]
 			hit := false
 			for j := 0; j < cd.n; j++ {
-				if rng.Float() < q {
+				if e.poissonDraw(rng.Float() < q, i, j, k, p) {
 					idx = append(idx, int32(j))
 					hit = hit || (isTarget && (e.target.WholeClient || j == e.target.Index))
 				}

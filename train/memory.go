@@ -143,7 +143,8 @@ func memoryRows(cfg Config, s memory.DataSizes) (maxRows, eb float64) {
 // depends on the options recorded and the mechanism.
 func replicaVectors(cfg Config) float64 {
 	// Per replica: g, l, acc, grad, noise; shadow (informed), upload (recorded); the host
-	// noise buffer of non-Gaussian mechanisms and the DP-FedAvg family's target update.
+	// noise buffer of non-Gaussian mechanisms, the DP-FedAvg family's target update and the
+	// informed adversary's share of the noise under Poisson minibatches.
 	vec := 5.0
 	if cfg.Informed {
 		vec++
@@ -156,6 +157,9 @@ func replicaVectors(cfg Config) float64 {
 	}
 	if cfg.IsClientDP() && cfg.Informed {
 		vec++
+	}
+	if usesPoissonMixture(cfg, TargetInfo{}) {
+		vec++ // the target's share of the noise (poissonMixture.noiseT)
 	}
 	// The checkpoint's host copies of parameters and uploads, alive while rows are written.
 	if cfg.RecordParams {

@@ -46,6 +46,11 @@ func (f *fedRounds) round(ctx context.Context, t int, record bool) error {
 	e := f.e
 	be, m, tc := e.be, e.m, e.target.Client
 	e.chooseParticipants(t)
+	n := float32(e.n)
+	sigma := e.cfg.NoiseStd
+	if e.mix != nil {
+		e.mix.roundNoise(e, t, sigma, n)
+	}
 	e.steps.startRound()
 	for i := 0; i < m; i++ {
 		keep := i == tc && (e.cfg.Informed || record && e.upload != nil) // l's first matrix is read
@@ -69,7 +74,11 @@ func (f *fedRounds) round(ctx context.Context, t int, record bool) error {
 				return err
 			}
 		}
-		if e.cfg.Informed {
+		if e.mix != nil {
+			if err := e.mix.candidates(ctx, e, t, n, sigma); err != nil {
+				return err
+			}
+		} else if e.cfg.Informed {
 			if err := e.localTrain(ctx, t, i, e.shadow, true, true); err != nil {
 				return err
 			}
@@ -82,9 +91,16 @@ func (f *fedRounds) round(ctx context.Context, t int, record bool) error {
 			be.Axpby(1, e.all(e.shadow), 0, e.all(e.shadow), e.coef)
 		}
 	}
-	n := float32(e.n)
 	e.steps.average(n)
-	sigma := e.cfg.NoiseStd
+	if e.mix != nil {
+		// The noise was drawn before the clients trained (roundNoise).
+		if e.stats != nil {
+			e.mix.observe(e)
+		}
+		be.Axpby(1, e.all(e.noise), 1, e.all(e.acc), nil)
+		e.commit()
+		return nil
+	}
 	for r := range e.scaleT {
 		tgt := e.hasTarget[r/2]
 		e.scaleT[r] = float32(sigma/float64(n)) * b2f(tgt)
