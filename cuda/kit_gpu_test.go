@@ -7,8 +7,15 @@ import (
 	"os"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/cuda/paritytest"
+	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
+	"github.com/fedaudit/fedaudit/train/memory"
+	"github.com/fedaudit/fedaudit/train/model"
+	"github.com/fedaudit/fedaudit/train/traintest"
 )
 
 // TestKitBenchW1GPU and TestKitBenchW2GPU are the validation kit's GPU benchmarks (skipped
@@ -63,3 +70,71 @@ func kitBenchGPU(t *testing.T, workload string) {
 		t.Logf("%+v", res)
 	}
 }
+
+// TestKitMemoryGPU measures the device memory a training holds at its peak (Ops.MemoryStats:
+// the backend's own allocations, a checkpoint's evaluation included) for W1, W2 (LeNet-5) and
+// a ResNet-18 of W3's shape, with 1 and 2 pairs, against the device estimate that `audit plan`
+// prints and `audit train --backend gpu` sizes its groups by (train.MemoryOn, memory.Device):
+// the estimate must not be below what the device held (issue 26: W3 ran out of an 80 GB GPU at
+// its first checkpoint while the plan had estimated 1.2 GiB per pair).
+func TestKitMemoryGPU(t *testing.T) {
+	type workload struct {
+		name  string
+		cfg   train.Config
+		c, cp []*datasets.Dataset
+		tgt   train.TargetInfo
+	}
+	var ws []workload
+	c, cp, tgt := traintest.W1Data()
+	w1 := traintest.W1Config()
+	w1.Rounds, w1.Checkpoints = 1, []int{1}
+	ws = append(ws, workload{"W1", w1, c, cp, tgt})
+	c2, cp2, tgt2, err := traintest.W2Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2 := traintest.W2Config()
+	w2.Rounds, w2.Checkpoints = 1, []int{1}
+	ws = append(ws, workload{"W2", w2, c2, cp2, tgt2})
+	imgs, err := datasets.SyntheticImages(datasets.SyntheticImageConfig{Name: "w3", N: 2 * 64, Classes: 10, Channels: 3, Height: 32, Width: 32, Noise: 0.2, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dim := 3 * 32 * 32
+	var c3 []*datasets.Dataset
+	for i := 0; i < 2; i++ {
+		c3 = append(c3, &datasets.Dataset{Name: "w3-client", Shape: imgs.Shape, Classes: 10,
+			Features: imgs.Features[i*64*dim : (i+1)*64*dim], Labels: imgs.Labels[i*64 : (i+1)*64]})
+	}
+	w3 := train.Config{Algorithm: algo.FedAvg, Model: model.Config{Kind: "resnet", Stages: 4, Blocks: 2, Width: 64, Groups: 32},
+		Rounds: 1, LocalSteps: 1, LearningRate: 0.01, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.01,
+		Batching: algo.Fixed, BatchSize: 32, Seed: 3, Checkpoints: []int{1}}
+	ws = append(ws, workload{"W3 (ResNet-18, 3x32x32, B 32)", w3, c3, c3, train.TargetInfo{}})
+	for _, w := range ws {
+		peak := func(pairs int) int64 {
+			be := open(t, cuda.Options{})
+			defer be.Close()
+			job := train.Job{Config: w.cfg, WorldC: w.c, WorldCPrime: w.cp, Target: w.tgt, Pairs: train.PairRange{Count: pairs}}
+			job.Recorder = cuda.CheckRecorder(be, discardRecorder{})
+			if err := train.TrainOn(context.Background(), be, job); err != nil {
+				t.Fatalf("%s, %d pairs: %v", w.name, pairs, err)
+			}
+			_, p := be.MemoryStats()
+			return p
+		}
+		p1, p2 := peak(1), peak(2)
+		est, err := train.MemoryOn(w.cfg, memory.SizesOf(w.c, nil), memory.Device)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: device peak %d bytes with 1 pair, %d with 2 (%d per pair); estimate %d + %d per pair (%.2fx per pair)",
+			w.name, p1, p2, p2-p1, est.Fixed, est.PerPair, float64(est.PerPair)/float64(p2-p1))
+		if est.Bytes(1) < p1 || est.Bytes(2) < p2 {
+			t.Errorf("%s: estimate %d / %d bytes for 1 / 2 pairs, below the device's peak %d / %d", w.name, est.Bytes(1), est.Bytes(2), p1, p2)
+		}
+	}
+}
+
+type discardRecorder struct{}
+
+func (discardRecorder) Checkpoint(context.Context, *checkpoint.Checkpoint) error { return nil }

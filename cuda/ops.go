@@ -28,6 +28,9 @@ type Ops struct {
 	err      error
 
 	allocs []uint64
+	// sizes, live and peak account for the device memory this Ops allocated (MemoryStats).
+	sizes      map[uint64]int
+	live, peak int64
 
 	// The queued batch (queue.go): records, their arguments, the positions of staged
 	// arguments among them, and the batch's staged bytes.
@@ -175,7 +178,7 @@ func (o *Ops) Close() error {
 			failed = append(failed, fmt.Errorf("free: %w", err))
 		}
 	}
-	o.allocs = nil
+	o.allocs, o.sizes, o.live = nil, nil, 0
 	o.part, o.sums, o.gn, o.hidden = scratch{}, scratch{}, scratch{}, scratch{}
 	return errors.Join(o.err, firstOf(failed))
 }
@@ -202,8 +205,19 @@ func (o *Ops) alloc(op string, bytes int) uint64 {
 		return 0
 	}
 	o.allocs = append(o.allocs, a)
+	if o.sizes == nil {
+		o.sizes = map[uint64]int{}
+	}
+	o.sizes[a] = max(bytes, 4)
+	o.live += int64(max(bytes, 4))
+	o.peak = max(o.peak, o.live)
 	return a
 }
+
+// MemoryStats returns the device memory this Ops holds now and the most it held at once, in
+// bytes: its own allocations, not the driver's or cuBLAS's workspace. The validation kit
+// compares the peak with the memory estimate (train.MemoryOn) on the GPU.
+func (o *Ops) MemoryStats() (live, peak int64) { return o.live, o.peak }
 
 // grow returns s with room for n float64 values.
 func (o *Ops) grow(s *scratch, n int) uint64 {
@@ -222,6 +236,8 @@ func (o *Ops) free(addr uint64) {
 	for i, a := range o.allocs {
 		if a == addr {
 			o.allocs = append(o.allocs[:i], o.allocs[i+1:]...)
+			o.live -= int64(o.sizes[addr])
+			delete(o.sizes, addr)
 			break
 		}
 	}

@@ -56,6 +56,10 @@ func peakBytes(t *testing.T, job train.Job, pairs int) int64 {
 	if err := train.TrainOn(context.Background(), ops, job); err != nil {
 		t.Fatal(err)
 	}
+	// Ops's own account (what the kit reads on a GPU) is the device's.
+	if _, peak := ops.MemoryStats(); peak != int64(d.PeakBytes()) {
+		t.Errorf("Ops.MemoryStats peak %d bytes, the shim's %d", peak, d.PeakBytes())
+	}
 	return int64(d.PeakBytes())
 }
 
