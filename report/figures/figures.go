@@ -105,7 +105,7 @@ var threatDashes = map[string][]vg.Length{
 // attacks; an attack not listed comes after these, in name order.
 var attackRanks = []string{
 	"informed-all", "informed-last", "informed-diff", "informed-upload", "loss", "margin",
-	"lira-offline", "lira-online", "grad-align", "linear", "label", "inversion", "invgrad",
+	"lira-offline", "lira-online", "grad-align", "linear", "grad-canary", "label", "inversion", "invgrad",
 	"param-lda", "param-cosine", "upload-lda",
 	"canary-llr", "canary-loss", "canary-margin", "canary-cos", "canary-cos-max",
 }
