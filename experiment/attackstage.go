@@ -550,6 +550,9 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *run
 		// An accountant's claim is about the global models the server releases.
 		opts.Claim, opts.ClaimSource, opts.ClaimAbout = claim, source, spec.ClaimAboutModels
 	}
+	if note := participationNote(cfg, opts.Claim); note != "" {
+		opts.Notes = append(opts.Notes, note)
+	}
 	if final, all, uploads, ok := bounds.ExactMu(cfg, data); ok && opts.Exact == nil {
 		opts.Exact = func(threat string, round int) float64 {
 			switch {
@@ -569,6 +572,21 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *run
 		opts.ExactOneRun = exact
 	}
 	return AnalyzeAll(ctx, sf, cf, opts, theory)
+}
+
+// participationNote qualifies a stated claim about a Noisy-FedAvg, FedProx or DP-SGD
+// deployment in which a round averages fewer clients than there are: the informed adversary
+// knows which clients took part (the server does), so its rows test a claim that does not
+// count on that secrecy; a claim computed with amplification by client sampling is about a
+// weaker observer than these rows. The DP-FedAvg family's adversary does not know it
+// (dpfedavg.go), and Poisson minibatches are averaged over (poissonmix.go).
+func participationNote(cfg *spec.Config, claim audit.Claim) string {
+	tc := cfg.Train
+	if claim.Mu == 0 && claim.Epsilon == 0 || tc.IsClientDP() || !tc.Informed || tc.Participants == 0 || tc.Participants >= cfg.Data.Clients {
+		return ""
+	}
+	return fmt.Sprintf("the informed rows know which %d of the %d clients took part in each round, as the server does: a claim that counts on that secrecy (amplification by client sampling) is about a weaker observer than they are",
+		tc.Participants, cfg.Data.Clients)
 }
 
 // theoryLookup computes the bounds for every round that has scores.

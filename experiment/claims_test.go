@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/experiment/spec"
 )
@@ -148,5 +149,39 @@ func TestStaircaseClaim(t *testing.T) {
 	}
 	if _, _, err := ClaimFor(context.Background(), cfg, data, 1e-5); err == nil || !strings.Contains(err.Error(), "design sensitivity") {
 		t.Fatalf("clip above the design sensitivity: err = %v", err)
+	}
+}
+
+// A stated claim about a deployment that averages fewer clients than it has is qualified: the
+// informed rows know the participation. No note without a claim, for the DP-FedAvg family
+// (whose adversary does not know it), without informed statistics, or with every client.
+func TestParticipationNote(t *testing.T) {
+	base := spec.Demo()
+	base.Train.Informed, base.Train.Participants = true, 2
+	base.Data.Clients = 4
+	claim := audit.Claim{Mu: 1}
+	cases := []struct {
+		name string
+		edit func(*spec.Config, *audit.Claim)
+		want bool
+	}{
+		{"claim, 2 of 4 clients", func(*spec.Config, *audit.Claim) {}, true},
+		{"no claim", func(_ *spec.Config, c *audit.Claim) { *c = audit.Claim{} }, false},
+		{"every client", func(c *spec.Config, _ *audit.Claim) { c.Train.Participants = 0 }, false},
+		{"not informed", func(c *spec.Config, _ *audit.Claim) { c.Train.Informed = false }, false},
+		{"dp-fedavg", func(c *spec.Config, _ *audit.Claim) { c.Train.Algorithm = algo.DPFedAvg }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, cl := *base, claim
+			tc.edit(&cfg, &cl)
+			note := participationNote(&cfg, cl)
+			if got := note != ""; got != tc.want {
+				t.Errorf("note %q, want one: %v", note, tc.want)
+			}
+			if tc.want && !strings.Contains(note, "2 of the 4 clients") {
+				t.Errorf("note %q does not name the participation", note)
+			}
+		})
 	}
 }
