@@ -5,6 +5,8 @@ package cuda
 import (
 	"errors"
 	"fmt"
+
+	"gorgonia.org/cu"
 )
 
 const available = true
@@ -58,4 +60,12 @@ func (b *Backend) FreeMemory() (free, total int64, err error) { return b.dev.mem
 func (b *Backend) Close() error {
 	err := b.Ops.Close()
 	return errors.Join(err, b.dev.close())
+}
+
+func deviceCount() (int, error) {
+	n, err := cu.NumDevices()
+	if err != nil {
+		return 0, fmt.Errorf("cuda: count devices: %w", err)
+	}
+	return n, nil
 }

@@ -29,5 +29,8 @@ type Engine interface {
 // Available reports whether this build has the GPU backend.
 func Available() bool { return available }
 
+// DeviceCount returns the number of GPUs the driver sees, or ErrNotBuilt.
+func DeviceCount() (int, error) { return deviceCount() }
+
 // NewBackend opens the GPU backend on the given device ordinal, or returns ErrNotBuilt.
 func NewBackend(device int) (Engine, error) { return newBackend(device) }

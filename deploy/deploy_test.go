@@ -216,7 +216,7 @@ func TestKubernetesFinishJob(t *testing.T) {
 // TestSlurmScripts checks the audit command lines of the sbatch scripts against the CLI, with
 // the variables submit.sh sets.
 func TestSlurmScripts(t *testing.T) {
-	env := map[string]string{"CONFIG": "/shared/audit.yaml", "OUT": "/shared/out", "SHARDS": "4"}
+	env := map[string]string{"CONFIG": "/shared/audit.yaml", "OUT": "/shared/out", "SHARDS": "4", "BACKEND": "auto"}
 	// The array task's command lines run as a task does: audit train reads the task's index.
 	t.Setenv("SLURM_ARRAY_TASK_ID", "1")
 	for _, f := range []string{"train-array.sbatch", "finish.sbatch"} {
@@ -374,5 +374,55 @@ func TestDockerfile(t *testing.T) {
 		if !bytes.Contains(m, []byte("image: fedaudit/audit:gpu")) || !strings.Contains(text, "-t fedaudit/audit:gpu") {
 			t.Errorf("%s and the Dockerfile's build command name different images", f)
 		}
+	}
+}
+
+// submit.sh with GPUS=1 asks Slurm for one GPU per array task and makes the tasks train on it
+// (BACKEND=gpu), while the finish job, which trains nothing, asks for none; any other GPUS is
+// refused before anything is submitted. sbatch and audit are stand-ins on PATH that record
+// their arguments and environment.
+func TestSlurmSubmitGPUs(t *testing.T) {
+	dir := t.TempDir()
+	logf := filepath.Join(dir, "sbatch.log")
+	fake := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake("sbatch", `echo "args: $* BACKEND=${BACKEND:-}" >> `+logf+"\necho 42\n")
+	fake("audit", "exit 0\n")
+	cfg := filepath.Join(dir, "audit.yaml")
+	if err := os.WriteFile(cfg, []byte("pairs: 4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	submit := func(gpus string) (string, error) {
+		cmd := exec.Command("bash", filepath.Join("slurm", "submit.sh"), cfg, filepath.Join(dir, "out"), "4")
+		cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "AUDIT="+filepath.Join(dir, "audit"), "GPUS="+gpus)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := submit("1"); err != nil {
+		t.Fatalf("submit.sh with GPUS=1: %v\n%s", err, out)
+	}
+	raw, err := os.ReadFile(logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	if len(calls) != 2 {
+		t.Fatalf("%d sbatch calls, want 2:\n%s", len(calls), raw)
+	}
+	if !strings.Contains(calls[0], "--gres=gpu:1") || !strings.Contains(calls[0], "train-array.sbatch") || !strings.Contains(calls[0], "BACKEND=gpu") {
+		t.Errorf("the array's sbatch call does not ask for a GPU and the gpu backend: %s", calls[0])
+	}
+	if strings.Contains(calls[1], "--gres") || !strings.Contains(calls[1], "finish.sbatch") {
+		t.Errorf("the finish job's sbatch call: %s", calls[1])
+	}
+	os.Remove(logf)
+	if out, err := submit("2"); err == nil || !strings.Contains(out, "GPUS must be 1") {
+		t.Errorf("GPUS=2: %v, %s; want a refusal", err, out)
+	}
+	if _, err := os.Stat(logf); err == nil {
+		t.Error("GPUS=2 submitted jobs before refusing")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/expdir"
@@ -41,6 +42,10 @@ type TrainOptions struct {
 	Backend string
 	// Device is the GPU ordinal for the gpu backend.
 	Device int
+	// Devices, when it lists more than one GPU, trains as many shards at once, each on a
+	// device of its own (Device is then not used): results do not depend on which device
+	// trains which shard.
+	Devices []int
 }
 
 // trainOn trains the pairs on the chosen backend.
@@ -89,27 +94,88 @@ func AllShards(n int) []runs.Shard {
 	return out
 }
 
-// TrainShards trains the listed shards in turn with TrainShard, logging each one written or
-// skipped. progress, when set, gives each shard its progress callback.
+// TrainShards trains the listed shards with TrainShard, logging each one written or skipped:
+// in turn, or with more than one of opts.Devices that many at a time, each on its own device.
+// progress, when set, gives each shard its progress callback.
 func TrainShards(ctx context.Context, cfg *spec.Config, data *spec.Data, dir string, shards []runs.Shard, opts TrainOptions, progress func(runs.Shard) func(done, total int)) error {
-	for _, s := range shards {
-		o := opts
-		if progress != nil {
-			o.Progress = progress(s)
-		}
+	train := func(ctx context.Context, s runs.Shard, o TrainOptions) error {
 		path, skipped, err := TrainShard(ctx, cfg, data, s, dir, o)
 		if err != nil {
 			return err
 		}
-		if opts.Logf != nil {
+		if o.Logf != nil {
 			if skipped {
-				opts.Logf("train: shard %s already complete: %s", s, path)
+				o.Logf("train: shard %s already complete: %s", s, path)
 			} else {
-				opts.Logf("train: shard %s written: %s", s, path)
+				o.Logf("train: shard %s written: %s", s, path)
 			}
 		}
+		return nil
 	}
-	return nil
+	return forEachShard(ctx, shards, opts, progress, train)
+}
+
+// forEachShard runs train for every shard: in turn on opts.Device (or the one device listed),
+// or, with several devices, one worker per device taking the next shard as it finishes one.
+// The progress callbacks are made here, in shard order, before any worker starts (a progress
+// display need not be safe for concurrent use; its callbacks are), and Logf is serialized.
+// The first error cancels the shards still running and is returned.
+func forEachShard(ctx context.Context, shards []runs.Shard, opts TrainOptions, progress func(runs.Shard) func(done, total int), train func(context.Context, runs.Shard, TrainOptions) error) error {
+	prog := make([]func(done, total int), len(shards))
+	if progress != nil {
+		for i, s := range shards {
+			prog[i] = progress(s)
+		}
+	}
+	if len(opts.Devices) <= 1 {
+		o := opts
+		if len(opts.Devices) == 1 {
+			o.Device = opts.Devices[0]
+		}
+		for i, s := range shards {
+			o.Progress = prog[i]
+			if err := train(ctx, s, o); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if opts.Logf != nil {
+		var mu sync.Mutex
+		logf := opts.Logf
+		opts.Logf = func(format string, args ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			logf(format, args...)
+		}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for _, dev := range opts.Devices {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := opts
+			o.Device, o.Devices = dev, nil
+			for i := range next {
+				o.Progress = prog[i]
+				if err := train(ctx, shards[i], o); err != nil {
+					cancel(fmt.Errorf("shard %s on device %d: %w", shards[i], dev, err))
+				}
+			}
+		}()
+	}
+	for i := range shards {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return context.Cause(ctx) // nil unless a shard failed or the caller cancelled
 }
 
 // TrainShard trains shard s of the experiment into expdir.Dir(dir).Runs(). A shard whose complete file of

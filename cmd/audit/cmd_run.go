@@ -36,7 +36,7 @@ func runExperiment(ctx context.Context, e *env, cfg *spec.Config, dir string, sh
 		Shards:     shards,
 		Sequential: sequential,
 		Analyze:    aopts,
-		Train:      experiment.TrainOptions{ToolVersion: version, Logf: e.logf, Backend: bf.name, Device: bf.device},
+		Train:      bf.trainOptions(e),
 		Attack:     experiment.AttackOptions{Workers: workers, Logf: e.logf},
 		Report:     experiment.ReportOptions{ToolVersion: version},
 		Stage:      pr.stages([]string{"train", "attack", "analyze", "report"}),
@@ -141,6 +141,7 @@ func init() {
 				if rf.sequential && !flagGiven(fs, "shards") {
 					*shards = min(16, cfg.Pairs)
 				}
+				*shards = rf.backend.defaultShards(*shards, flagGiven(fs, "shards"), cfg.Pairs)
 				return rf.execute(ctx, e, cfg, *out, *shards)
 			}
 		},

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -87,7 +88,7 @@ func trainAll(ctx context.Context, e *env, cfg *spec.Config, dir string, shard r
 	}
 	pr := newProgress(e)
 	err = experiment.TrainShards(ctx, cfg, data, dir, list,
-		experiment.TrainOptions{ToolVersion: version, Logf: e.logf, Backend: bf.name, Device: bf.device},
+		bf.trainOptions(e),
 		func(s runs.Shard) func(int, int) { return pr.bar(fmt.Sprintf("train %s", s), cfg.Train.Rounds) })
 	pr.wait()
 	if err != nil || !sequential {
@@ -142,6 +143,9 @@ func init() {
 				if err != nil {
 					return err
 				}
+				if !one {
+					*shards = bf.defaultShards(*shards, flagGiven(fs, "shards"), cfg.Pairs)
+				}
 				if one {
 					*shards = s.Count
 				}
@@ -159,13 +163,17 @@ func init() {
 type backendFlags struct {
 	name        string
 	device      int
+	devices     string
 	memory      string
 	groupMemory string
+	// deviceList is --devices parsed by check.
+	deviceList []int
 }
 
 func (b *backendFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.name, "backend", "auto", "compute backend: auto (the GPU when this build has one), cpu or gpu (needs a build with -tags gpu)")
 	fs.IntVar(&b.device, "device", 0, "GPU ordinal for --backend gpu")
+	fs.StringVar(&b.devices, "devices", "", "GPUs for --backend gpu: ordinals (0,1,3) or all; several train as many shards at once, each on its own device (default: --device)")
 	registerMemory(fs, &b.memory)
 	fs.StringVar(&b.groupMemory, "group-memory", "", "memory budget of one group of pairs trained together, e.g. 256MiB (default: train.group_memory, else 256MiB); results do not depend on it")
 }
@@ -191,12 +199,71 @@ func (b *backendFlags) preflight(cfg *spec.Config) (int64, error) {
 func (b *backendFlags) check() error {
 	switch b.name {
 	case "auto", "cpu":
+		if b.devices != "" {
+			return usagef("--devices needs --backend gpu")
+		}
 		return nil
 	case "gpu":
 		if !cuda.Available() {
 			return fmt.Errorf("--backend gpu: %w", cuda.ErrNotBuilt)
 		}
-		return nil
+		return b.parseDevices()
 	}
 	return usagef("--backend: %q is not auto, cpu or gpu", b.name)
+}
+
+// parseDevices reads --devices: "all" (every GPU the driver sees) or distinct ordinals.
+func (b *backendFlags) parseDevices() error {
+	if b.devices == "" {
+		return nil
+	}
+	if b.devices == "all" {
+		n, err := cuda.DeviceCount()
+		if err != nil {
+			return fmt.Errorf("--devices all: %w", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("--devices all: the driver sees no GPU")
+		}
+		for i := range n {
+			b.deviceList = append(b.deviceList, i)
+		}
+		return nil
+	}
+	list, err := parseDeviceList(b.devices)
+	if err != nil {
+		return usagef("--devices: %v", err)
+	}
+	b.deviceList = list
+	return nil
+}
+
+// parseDeviceList reads comma-separated distinct GPU ordinals.
+func parseDeviceList(text string) ([]int, error) {
+	var list []int
+	for _, f := range strings.Split(text, ",") {
+		d, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("%q is not a GPU ordinal (want ordinals like 0,1,3, or all)", f)
+		}
+		if slices.Contains(list, d) {
+			return nil, fmt.Errorf("device %d is listed twice", d)
+		}
+		list = append(list, d)
+	}
+	return list, nil
+}
+
+// trainOptions are the training stage's options from the flags.
+func (b *backendFlags) trainOptions(e *env) experiment.TrainOptions {
+	return experiment.TrainOptions{ToolVersion: version, Logf: e.logf, Backend: b.name, Device: b.device, Devices: b.deviceList}
+}
+
+// defaultShards is the shard count when --shards is not given: one per device listed, so that
+// every device has a shard to train.
+func (b *backendFlags) defaultShards(shards int, given bool, pairs int) int {
+	if given || len(b.deviceList) < 2 {
+		return shards
+	}
+	return max(shards, min(len(b.deviceList), pairs))
 }
