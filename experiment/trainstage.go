@@ -65,25 +65,64 @@ func trainOn(ctx context.Context, cfg *spec.Config, data *spec.Data, pairs train
 	case "", "cpu":
 		return train.Train(ctx, job)
 	case "gpu":
-		be, err := cuda.NewBackend(opts.Device)
+		g, err := OpenGPUTrainer(opts.Device)
 		if err != nil {
-			return fmt.Errorf("backend gpu: %w", err)
+			return err
 		}
-		defer be.Close()
-		job.Recorder = cuda.CheckRecorder(be, rec)
-		free, _, err := be.FreeMemory()
-		if err != nil {
-			return fmt.Errorf("backend gpu: %w", err)
-		}
-		size, err := train.DeviceGroupSize(cfg.Train, memory.SizesOf(job.WorldC, job.Test), pairs.Count, free)
-		if err != nil {
-			return fmt.Errorf("backend gpu %s: %w", be.Name(), err)
-		}
-		err = train.TrainInGroups(ctx, be, job, size, be.FreeAll)
-		return errors.Join(err, be.Err())
+		return errors.Join(g.Train(ctx, job), g.Close())
 	}
 	return fmt.Errorf("backend %q is not cpu, gpu or auto", opts.Backend)
 }
+
+// GPUTrainer trains jobs on one GPU, each in groups of pairs that fit the device's free
+// memory (train.DeviceGroupSize), freeing the device between groups: what `audit train
+// --backend gpu` runs, and what `audit plan --backend gpu` times.
+type GPUTrainer struct {
+	be cuda.Engine
+}
+
+// OpenGPUTrainer opens GPU ordinal device (ErrNotBuilt in a build without the gpu tag).
+func OpenGPUTrainer(device int) (*GPUTrainer, error) {
+	be, err := cuda.NewBackend(device)
+	if err != nil {
+		return nil, fmt.Errorf("backend gpu: %w", err)
+	}
+	return &GPUTrainer{be: be}, nil
+}
+
+// Name describes the device.
+func (g *GPUTrainer) Name() string { return g.be.Name() }
+
+// GroupSize is the pairs of job trained together on the device now.
+func (g *GPUTrainer) GroupSize(job train.Job) (int, error) {
+	free, _, err := g.be.FreeMemory()
+	if err != nil {
+		return 0, fmt.Errorf("backend gpu: %w", err)
+	}
+	size, err := train.DeviceGroupSize(job.Config, memory.SizesOf(job.WorldC, job.Test), job.Pairs.Count, free)
+	if err != nil {
+		return 0, fmt.Errorf("backend gpu %s: %w", g.be.Name(), err)
+	}
+	return size, nil
+}
+
+// Train trains job's pairs on the device; checkpoints stop reaching the recorder at the first
+// device error, which Train returns.
+func (g *GPUTrainer) Train(ctx context.Context, job train.Job) error {
+	size, err := g.GroupSize(job)
+	if err != nil {
+		return err
+	}
+	job.Recorder = cuda.CheckRecorder(g.be, job.Recorder)
+	err = train.TrainInGroups(ctx, g.be, job, size, g.be.FreeAll)
+	if err == nil {
+		err = g.be.FreeAll() // the next job starts on a free device
+	}
+	return errors.Join(err, g.be.Err())
+}
+
+// Close releases the device.
+func (g *GPUTrainer) Close() error { return g.be.Close() }
 
 // AllShards lists shards 0/n .. (n-1)/n.
 func AllShards(n int) []runs.Shard {

@@ -11,21 +11,25 @@ import (
 
 	"github.com/fedaudit/fedaudit/audit/calibrate"
 	"github.com/fedaudit/fedaudit/cmd/audit/internal/tables"
+	"github.com/fedaudit/fedaudit/cuda"
+	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/experiment/bounds"
 	"github.com/fedaudit/fedaudit/experiment/cost"
 	"github.com/fedaudit/fedaudit/experiment/spec"
+	"github.com/fedaudit/fedaudit/train"
 )
 
 func init() {
 	register(&command{
 		name:    "plan",
 		summary: "estimate the work, run-file size and time of an experiment before submitting it",
-		usage: "plan --config F [--shards n] [--gpu-tflops 50] [--gpu-efficiency 0.25] [--no-calibrate] [--json]\n\n" +
+		usage: "plan --config F [--shards n] [--gpu-tflops 50] [--gpu-efficiency 0.25] [--backend gpu] [--no-calibrate] [--json]\n\n" +
 			"FLOPs count 6·B·d per client gradient step (B rows, d parameters) for every client and\n" +
 			"replica in every round (the target client twice with the informed statistics), plus\n" +
 			"2·d per evaluated row at checkpoints. The CPU time comes from timing a few rounds of a\n" +
 			"4-pair slice of the config on this machine (about a second); the GPU time from the\n" +
-			"stated peak rate times the assumed efficiency.",
+			"stated peak rate times the assumed efficiency, or with --backend gpu from timing a\n" +
+			"slice of one group's pairs on the GPU.",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			p := &planFlags{}
 			fs.StringVar(&p.config, "config", "", "experiment config (YAML)")
@@ -39,6 +43,8 @@ func init() {
 			fs.BoolVar(&p.asJSON, "json", false, "machine-readable output")
 			registerMemory(fs, &p.memory)
 			fs.StringVar(&p.gpuMemory, "gpu-memory", "80GiB", "free memory of one GPU, for the pairs a group holds with --backend gpu")
+			fs.StringVar(&p.backend, "backend", "cpu", "cpu, or gpu to time a slice of the training on the GPU (--device; a build with -tags gpu) instead of assuming --gpu-tflops at --gpu-efficiency")
+			fs.IntVar(&p.device, "device", 0, "GPU ordinal for --backend gpu")
 			return func(ctx context.Context, e *env, args []string) error {
 				return runPlan(ctx, e, args, p)
 			}
@@ -59,6 +65,8 @@ type planFlags struct {
 	asJSON      bool
 	memory      string
 	gpuMemory   string
+	backend     string
+	device      int
 }
 
 // check refuses arguments and flag values the plan cannot use, before any file is read.
@@ -77,6 +85,15 @@ func (p *planFlags) check(args []string) error {
 	}
 	if !(p.eff > 0 && p.eff <= 1) {
 		return usagef("--gpu-efficiency must be in (0, 1], got %g", p.eff)
+	}
+	switch p.backend {
+	case "cpu":
+	case "gpu":
+		if !cuda.Available() {
+			return fmt.Errorf("--backend gpu: %w", cuda.ErrNotBuilt)
+		}
+	default:
+		return usagef("--backend: %q is not cpu or gpu", p.backend)
 	}
 	return nil
 }
@@ -129,6 +146,11 @@ func runPlan(ctx context.Context, e *env, args []string, p *planFlags) error {
 	}}
 	if !p.noCal {
 		if err := calibratePlan(ctx, e, cfg, data, p.budget, &rep); err != nil {
+			return err
+		}
+	}
+	if p.backend == "gpu" {
+		if err := calibrateGPU(ctx, e, cfg, data, p, &rep); err != nil {
 			return err
 		}
 	}
@@ -232,4 +254,29 @@ func planCosts(ctx context.Context, e *env, cfg *spec.Config, data *spec.Data, m
 		c.Reps, c.Rows = planCostReps, rows
 	}
 	return slices.DeleteFunc(want, func(c tables.PlanCost) bool { return c.Rows == nil }), nil
+}
+
+// calibrateGPU times a slice of the training on the GPU: as many pairs as one group of a
+// shard holds on the device (a GPU's rate depends on the replicas it batches), rounds grown as
+// on the CPU; the measured rate replaces the assumed one in rep.GPU.
+func calibrateGPU(ctx context.Context, e *env, cfg *spec.Config, data *spec.Data, p *planFlags, rep *tables.PlanReport) error {
+	g, err := experiment.OpenGPUTrainer(p.device)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	w := rep.Work
+	shardPairs := (w.Pairs + w.Shards - 1) / w.Shards
+	pairs, err := g.GroupSize(train.Job{Config: cfg.Train, WorldC: data.Pair.C, Test: data.Test, Pairs: train.PairRange{Count: shardPairs}})
+	if err != nil {
+		return err
+	}
+	e.logf("plan: timing %d pairs on %s (about %s)", pairs, g.Name(), p.budget)
+	cal, err := cost.CalibrateWith(ctx, cfg, data, p.budget, pairs, g.Train)
+	if err != nil {
+		return fmt.Errorf("plan: --backend gpu: %w", err)
+	}
+	rep.GPU.Device, rep.GPU.Calibration = g.Name(), &cal
+	rep.GPU.Seconds, rep.GPU.ShardSeconds = cost.Seconds(w.FLOPs, cal.FLOPS), cost.Seconds(w.ShardFLOPs, cal.FLOPS)
+	return nil
 }

@@ -152,7 +152,14 @@ type Calibration struct {
 // returns the speed in Plan's FLOPs. A small slice batches fewer replicas than the real job,
 // so the speed, and every time derived from it, errs on the slow side.
 func Calibrate(ctx context.Context, cfg *spec.Config, data *spec.Data, budget time.Duration) (Calibration, error) {
-	slice, err := calibrationSlice(cfg, data, budget)
+	return CalibrateWith(ctx, cfg, data, budget, 4, train.Train)
+}
+
+// CalibrateWith is Calibrate with a slice of up to pairs pairs trained by trainJob: on a GPU,
+// the backend's training in groups (experiment.GPUTrainer), with as many pairs as a shard's
+// group holds, since a GPU's rate depends on the replicas it batches.
+func CalibrateWith(ctx context.Context, cfg *spec.Config, data *spec.Data, budget time.Duration, pairs int, trainJob func(context.Context, train.Job) error) (Calibration, error) {
+	slice, err := calibrationSlice(cfg, data, budget, pairs)
 	if err != nil {
 		return Calibration{}, err
 	}
@@ -161,7 +168,7 @@ func Calibrate(ctx context.Context, cfg *spec.Config, data *spec.Data, budget ti
 		slice.Train = withRounds(cfg, rounds).Train
 		tc := slice.Train
 		start := time.Now()
-		err := train.Train(ctx, train.Job{Config: tc, WorldC: data.Pair.C, WorldCPrime: data.Pair.CPrime, Target: data.Target,
+		err := trainJob(ctx, train.Job{Config: tc, WorldC: data.Pair.C, WorldCPrime: data.Pair.CPrime, Target: data.Target,
 			Test: data.Test, Pairs: train.PairRange{First: 0, Count: slice.Pairs}, Recorder: discard{}})
 		if err != nil {
 			return Calibration{}, fmt.Errorf("calibrate: %w", err)
@@ -182,17 +189,17 @@ func Calibrate(ctx context.Context, cfg *spec.Config, data *spec.Data, budget ti
 // CalibrationFits reports whether Calibrate can time a slice of cfg within budget: nil, or the
 // *CalibrationTooLongError Calibrate would return, found without training anything.
 func CalibrationFits(cfg *spec.Config, data *spec.Data, budget time.Duration) error {
-	_, err := calibrationSlice(cfg, data, budget)
+	_, err := calibrationSlice(cfg, data, budget, 4)
 	return err
 }
 
-// calibrationSlice is the configuration Calibrate times: up to 4 pairs of cfg. The smallest
+// calibrationSlice is the configuration Calibrate times: up to pairs pairs of cfg. The smallest
 // slice is one round of one pair, which for a large model (ResNet-18: several TFLOP) takes
 // minutes: it is estimated at an optimistic rate first, and refused rather than overrun a
 // budget the user was promised by a factor of a hundred.
-func calibrationSlice(cfg *spec.Config, data *spec.Data, budget time.Duration) (spec.Config, error) {
+func calibrationSlice(cfg *spec.Config, data *spec.Data, budget time.Duration, pairs int) (spec.Config, error) {
 	slice := *cfg
-	slice.Pairs = min(cfg.Pairs, 4)
+	slice.Pairs = max(1, min(cfg.Pairs, pairs))
 	for {
 		est, err := Plan(withRounds(&slice, 1), data, 1)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/nn"
+	"github.com/fedaudit/fedaudit/train"
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
@@ -158,6 +159,38 @@ func TestCalibrate(t *testing.T) {
 	cancel()
 	if _, err := Calibrate(ctx, cfg, data, time.Second); err == nil {
 		t.Error("a cancelled calibration succeeded")
+	}
+}
+
+// CalibrateWith times the given trainer on a slice of the pairs asked for (at most the
+// experiment's), as `audit plan --backend gpu` does with one group's pairs on the device, and
+// passes the trainer's error on.
+func TestCalibrateWithTrainer(t *testing.T) {
+	cfg, err := spec.Parse([]byte(planConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := spec.Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []int
+	trainer := func(ctx context.Context, job train.Job) error {
+		seen = append(seen, job.Pairs.Count)
+		time.Sleep(5 * time.Millisecond)
+		return nil
+	}
+	cal, err := CalibrateWith(context.Background(), cfg, data, 20*time.Millisecond, 6, trainer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := min(6, cfg.Pairs)
+	if cal.Pairs != want || len(seen) == 0 || seen[0] != want || !(cal.FLOPS > 0) {
+		t.Errorf("calibration %+v, trainer saw %v pairs; want slices of %d pairs", cal, seen, want)
+	}
+	boom := errors.New("device lost")
+	if _, err := CalibrateWith(context.Background(), cfg, data, time.Second, 6, func(context.Context, train.Job) error { return boom }); !errors.Is(err, boom) {
+		t.Errorf("got %v, want the trainer's error", err)
 	}
 }
 

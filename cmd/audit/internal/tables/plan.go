@@ -48,6 +48,10 @@ type GPUEstimate struct {
 	ShardSeconds float64 `json:"shard_seconds"` // the largest shard on one GPU
 	// Memory is the training's device memory on a GPU of --gpu-memory bytes.
 	Memory cost.DeviceEstimate `json:"memory"`
+	// Device and Calibration are set by `audit plan --backend gpu`: the times are then from
+	// the rate measured on that device, not from PeakTFLOPS and Efficiency.
+	Device      string            `json:"device,omitempty"`
+	Calibration *cost.Calibration `json:"calibration,omitempty"`
 }
 
 // PlanCosts writes the plan's cost tables, or says how to get one when no mu was known (and
@@ -95,8 +99,13 @@ func Plan(out io.Writer, cfg *spec.Config, r PlanReport) {
 	} else {
 		fmt.Fprintf(out, "this machine: not calibrated (--no-calibrate)\n")
 	}
-	fmt.Fprintf(out, "one GPU at %g TFLOP/s peak, %.0f%% efficiency (assumed): job %s, largest shard %s\n",
-		r.GPU.PeakTFLOPS, 100*r.GPU.Efficiency, Duration(r.GPU.Seconds), Duration(r.GPU.ShardSeconds))
+	if c := r.GPU.Calibration; c != nil {
+		fmt.Fprintf(out, "this GPU (%s): %s FLOP/s measured on %d pairs x %d rounds (%s): job %s, largest shard %s\n",
+			r.GPU.Device, SI(c.FLOPS), c.Pairs, c.Rounds, Duration(c.Elapsed.Seconds()), Duration(r.GPU.Seconds), Duration(r.GPU.ShardSeconds))
+	} else {
+		fmt.Fprintf(out, "one GPU at %g TFLOP/s peak, %.0f%% efficiency (assumed): job %s, largest shard %s\n",
+			r.GPU.PeakTFLOPS, 100*r.GPU.Efficiency, Duration(r.GPU.Seconds), Duration(r.GPU.ShardSeconds))
+	}
 	if m := r.GPU.Memory; m.Problem != "" {
 		fmt.Fprintf(out, "GPU memory (%s): %s\n", cost.FormatBytes(m.DeviceBytes), m.Problem)
 	} else {
