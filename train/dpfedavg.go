@@ -2,7 +2,6 @@ package train
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 
@@ -41,56 +40,20 @@ func (c *Config) Plan(ctx context.Context, m int) (*privacy.Plan, error) {
 	if err := c.validateClientDP(m); err != nil {
 		return nil, err
 	}
-	return privacy.NewPlan(ctx, privacy.Params{Algorithm: c.Algorithm, Clients: m, Rounds: c.Rounds, SamplingRate: c.SamplingRate,
-		UpdateClip: c.UpdateClip, NoiseMultiplier: c.NoiseMultiplier, Privacy: c.Privacy})
+	return privacy.NewPlan(ctx, c.privacyParams(m))
 }
 
-// validateClientDP checks the fields of the DP-FedAvg family for m clients; every error names
-// its field.
+// validateClientDP checks the fields of the DP-FedAvg family for m clients
+// (privacy.Params.Check); every error names its field.
 func (c *Config) validateClientDP(m int) error {
-	var errs []error
-	bad := func(field, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("config: %s: %s", field, fmt.Sprintf(format, a...)))
-	}
-	if !(c.SamplingRate > 0 && c.SamplingRate <= 1) {
-		bad("sampling_rate", "%s samples each client with probability q in (0, 1], got %g", c.Algorithm, c.SamplingRate)
-	}
-	if !(c.UpdateClip > 0) || math.IsInf(c.UpdateClip, 0) {
-		bad("update_clip", "%s clips every client's update: need a finite c > 0, got %g", c.Algorithm, c.UpdateClip)
-	}
-	if !(c.ServerLR >= 0) || math.IsInf(c.ServerLR, 0) {
-		bad("server_lr", "need a finite value >= 0 (0: 1), got %g", c.ServerLR)
-	}
-	if c.NoiseStd != 0 {
-		bad("noise_std", "%s adds noise at the server: set noise_multiplier (dp-fedavg) or privacy budgets, not noise_std", c.Algorithm)
-	}
-	if c.Participants != 0 {
-		bad("participants", "%s samples clients with probability sampling_rate; participants must be 0", c.Algorithm)
-	}
-	if c.RecordUpload {
-		bad("record_upload", "%s uploads clipped updates without noise (the noise is the server's): nothing private to record", c.Algorithm)
-	}
-	if c.Algorithm == algo.DPFedAvg {
-		if !(c.NoiseMultiplier >= 0) || math.IsInf(c.NoiseMultiplier, 0) {
-			bad("noise_multiplier", "need a finite z >= 0, got %g", c.NoiseMultiplier)
-		}
-		if c.Informed && !(c.NoiseMultiplier > 0) {
-			bad("informed", "the likelihood ratio needs noise_multiplier > 0")
-		}
-		if c.Privacy != nil {
-			bad("privacy", "dp-fedavg has one noise multiplier for everyone; per-client budgets are idp-fedavg or adaptive-fedavg")
-		}
-		return errors.Join(errs...)
-	}
-	if c.NoiseMultiplier != 0 {
-		bad("noise_multiplier", "%s calibrates its noise to the privacy budgets; leave it 0", c.Algorithm)
-	}
-	if c.Privacy == nil || len(c.Privacy.Groups) == 0 {
-		bad("privacy", "%s needs privacy.groups with budgets", c.Algorithm)
-		return errors.Join(errs...)
-	}
-	errs = append(errs, c.Privacy.Check(c.Algorithm, c.SamplingRate, c.Rounds, m)...)
-	return errors.Join(errs...)
+	return c.privacyParams(m).Check(privacy.Fields{ServerLR: c.ServerLR, NoiseStd: c.NoiseStd,
+		Participants: c.Participants, RecordUpload: c.RecordUpload, Informed: c.Informed})
+}
+
+// privacyParams are the privacy plan's parameters of cfg for m clients.
+func (c *Config) privacyParams(m int) privacy.Params {
+	return privacy.Params{Algorithm: c.Algorithm, Clients: m, Rounds: c.Rounds, SamplingRate: c.SamplingRate,
+		UpdateClip: c.UpdateClip, NoiseMultiplier: c.NoiseMultiplier, Privacy: c.Privacy}
 }
 
 // clientDPRounds is the round of the DP-FedAvg family, with its privacy plan, the server

@@ -13,6 +13,7 @@ import (
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/internal/philox"
 	"github.com/fedaudit/fedaudit/train/checkpoint"
+	"github.com/fedaudit/fedaudit/train/memory"
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
@@ -315,7 +316,7 @@ func (e *engine) allocate(maxN int) {
 	default:
 		e.maxRows = cfg.BatchSize
 	}
-	wsRows := workspaceRows(cfg, e.maxRows, cfg.EvalBatch)
+	wsRows := memory.WorkspaceRows(cfg.memoryTraining(), e.maxRows, cfg.EvalBatch)
 	e.ws = model.NewWorkspace(be, wsRows, e.R)
 	e.xb = be.Alloc(e.maxRows * dim)
 	e.yb = be.Alloc(e.maxRows)

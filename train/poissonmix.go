@@ -16,21 +16,13 @@ import (
 const MaxPoissonMixtureSteps = 4
 
 // poissonMixture is the informed adversary under Poisson minibatches with sample-level
-// adjacency. Whether the target sample was in a local step's minibatch is secret: the draw
-// comes from the pair's seed, and a deployment's accountant counts on that secrecy
-// (amplification by subsampling). An adversary told the draw would be stronger than any
-// observer of the models, and a bound certified from its statistic could exceed a correct
-// claim. The adversary here knows everything else (w_t, the other samples' draws, the other
-// clients), and its ratio for round t is that of the mixture over the 2^K patterns S of steps
-// holding the target, each with probability q^|S| (1-q)^(K-|S|):
-//
-//	log sum_S pi_S f(Y - Phi_S^C) - log sum_S pi_S f(Y - Phi_S^C')
-//
-// with Phi_S^W the target client's update in world W under pattern S (Phi_{} the same in both
-// worlds) and f the density of the average's Gaussian noise; the sum over rounds is the
-// ratio of the whole transcript, since each round's law given the past is this mixture. The
-// uploads observer's ratio is the same with the target's own noise. The realized mu
-// (informed_mu2) stays that of the adversary who knows the draws: an upper yardstick.
+// adjacency (docs/training.md, "Informed adversary"). Whether the target sample was in a local
+// step's minibatch is secret (a deployment's accountant counts on it), so the adversary, who
+// knows everything else, scores round t by the ratio of the mixtures over the 2^K patterns S of
+// steps holding the target, log sum_S pi_S f(Y - Phi_S^C) - log sum_S pi_S f(Y - Phi_S^C'),
+// pi_S = q^|S| (1-q)^(K-|S|), f the Gaussian density of the average's noise (the target's own
+// noise for the uploads observer). informed_mu2 stays the realized mu^2 of the adversary who
+// knows the draws, an upper yardstick.
 type poissonMixture struct {
 	K int
 	q float64

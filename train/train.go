@@ -83,10 +83,9 @@ func TrainInGroups(ctx context.Context, be compute.Backend, job Job, size int, r
 }
 
 // DeviceGroupSize is the number of pairs a GPU trains together, out of count: GroupPairs when
-// set, else as many as fit the budget by MemoryOn(memory.Device), where the budget is
-// GroupMemory when set, else 90% of free (the device's free memory: the rest is left for the
-// cuBLAS workspace and the CUDA graphs). It refuses a configuration one pair of which does not
-// fit, naming both sizes, instead of letting the device run out of memory mid-training.
+// set, else as many as fit by MemoryOn(memory.Device) in GroupMemory or 90% of free, the
+// device's free memory (memory.Memory.DeviceGroupPairs); a configuration one pair of which
+// does not fit is refused with both sizes, instead of the device running out mid-training.
 func DeviceGroupSize(cfg Config, s memory.DataSizes, count int, free int64) (int, error) {
 	if cfg.GroupPairs > 0 {
 		return max(min(cfg.GroupPairs, count), 1), nil
@@ -95,15 +94,7 @@ func DeviceGroupSize(cfg Config, s memory.DataSizes, count int, free int64) (int
 	if err != nil {
 		return 0, err
 	}
-	budget := cfg.GroupMemory
-	if budget <= 0 {
-		budget = free / 10 * 9
-	}
-	if need := mem.Bytes(1); need > budget {
-		return 0, fmt.Errorf("train: one pair needs about %d MiB of device memory (d = %d parameters), the budget is %d MiB (free device memory %d MiB)",
-			need>>20, mem.Params, budget>>20, free>>20)
-	}
-	return max(min(mem.GroupPairs(budget), count), 1), nil
+	return mem.DeviceGroupPairs(cfg.GroupMemory, free, count)
 }
 
 // GroupSize is the number of pairs Train trains together, out of count: GroupPairs when set,

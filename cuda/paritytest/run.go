@@ -91,29 +91,21 @@ func worlds(m, n, dim, classes int) (c, cp []*datasets.Dataset) {
 	return c, cp
 }
 
-// Whole runs on the shim against the CPU backend, one configuration per algorithm, model
-// and batching mode (the convolutional models included). The two differ only by GEMM summation order and the C library's math
-// functions, a few float32 ulps per operation, which training amplifies by at most the
-// product of the steps' Lipschitz constants (below 2 per step at these learning rates, over
-// at most 3 x 2 x 3 steps): parameters, uploads and losses must agree to 2e-4 absolute
-// (relative to values of order 1), the informed statistics to 2e-3 relative to their scale.
-// Diverged flags, pairs, worlds and seeds must be equal.
-func testRunsMatchCPU(t *testing.T, f Factory) {
-	base := train.Config{
-		Algorithm: algo.FedAvg, Model: model.Config{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"},
-		Rounds: 3, LocalSteps: 2, LearningRate: 0.3, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.05,
-		Batching: "fixed", BatchSize: 4, Seed: 7, Checkpoints: []int{0, 1, 3}, Informed: true,
-		RecordParams: true, RecordUpload: true, EvalBatch: 5,
-	}
-	type rcase struct {
-		name    string
-		edit    func(*train.Config)
-		m       int
-		classes int
-		pairs   train.PairRange
-		shape   []int // an image shape [C, H, W] for convolutional models; nil: flat features
-	}
-	cases := []rcase{
+// runCase is one whole-run configuration of testRunsMatchCPU: base edited, on m clients of
+// the given classes (images of shape, or flat features when nil), for the pairs.
+type runCase struct {
+	name    string
+	edit    func(*train.Config)
+	m       int
+	classes int
+	pairs   train.PairRange
+	shape   []int // an image shape [C, H, W] for convolutional models; nil: flat features
+}
+
+// runCases lists testRunsMatchCPU's configurations: one per algorithm, model and batching mode,
+// the mechanisms, the gradient canary, and the convolutional models.
+func runCases() []runCase {
+	cases := []runCase{
 		{"fedavg-mlp-tanh-fixed", func(*train.Config) {}, 3, 3, train.PairRange{First: 0, Count: 3}, nil},
 		{"fedavg-one-pair", func(*train.Config) {}, 3, 3, train.PairRange{First: 4, Count: 1}, nil},
 		{"fedprox-softplus-full-participants", func(c *train.Config) {
@@ -130,11 +122,11 @@ func testRunsMatchCPU(t *testing.T, f Factory) {
 		{"fedavg-laplace-uploads", func(c *train.Config) {
 			c.Mechanism, c.Informed = algo.Laplace, false
 		}, 3, 3, train.PairRange{First: 0, Count: 2}, nil},
-		{"fedprox-staircase-participants", func(c *train.Config) {
+		{"fedprox-stairunCase-participants", func(c *train.Config) {
 			c.Algorithm, c.ProxAlpha, c.Mechanism, c.StaircaseEpsilon, c.Informed = algo.FedProx, 0.3, algo.Staircase, 2, false
 			c.Participants = 2
 		}, 3, 3, train.PairRange{First: 1, Count: 2}, nil},
-		{"dpfedavg-staircase-server", func(c *train.Config) {
+		{"dpfedavg-stairunCase-server", func(c *train.Config) {
 			c.Algorithm, c.NoiseStd, c.ClipNorm, c.RecordUpload = algo.DPFedAvg, 0, 0, false
 			c.SamplingRate, c.NoiseMultiplier, c.UpdateClip, c.ServerLR = 0.7, 0.8, 0.5, 1
 			c.Mechanism, c.StaircaseEpsilon = algo.Staircase, 1
@@ -168,14 +160,32 @@ func testRunsMatchCPU(t *testing.T, f Factory) {
 		return func(c *train.Config) { c.Model, c.Informed = mc, false }
 	}
 	cases = append(cases,
-		rcase{"fedavg-lenet5", cnn(model.Config{Kind: "lenet5"}), 2, 3, train.PairRange{First: 0, Count: 2}, []int{1, 28, 28}},
-		rcase{"fedavg-resnet-small", cnn(model.Config{Kind: "resnet", Stages: 2, Blocks: 1, Width: 4, Groups: 2}), 2, 3, train.PairRange{First: 1, Count: 1}, []int{3, 8, 8}},
-		rcase{"dpsgd-sequential-cnn", func(c *train.Config) {
+		runCase{"fedavg-lenet5", cnn(model.Config{Kind: "lenet5"}), 2, 3, train.PairRange{First: 0, Count: 2}, []int{1, 28, 28}},
+		runCase{"fedavg-resnet-small", cnn(model.Config{Kind: "resnet", Stages: 2, Blocks: 1, Width: 4, Groups: 2}), 2, 3, train.PairRange{First: 1, Count: 1}, []int{3, 8, 8}},
+		runCase{"dpsgd-sequential-cnn", func(c *train.Config) {
 			cnn(model.Config{Kind: "sequential", Layers: []nn.LayerSpec{{Kind: "conv2d", Out: 3, Kernel: 3, Padding: 1}, {Kind: "tanh"},
 				{Kind: "avgpool", Kernel: 2}, {Kind: "flatten"}, {Kind: "dense", Out: 3}}})(c)
 			c.Algorithm, c.Batching, c.ClipNorm, c.RecordUpload = algo.DPSGD, "poisson", 0.5, false
 		}, 1, 3, train.PairRange{First: 0, Count: 2}, []int{2, 6, 6}},
 	)
+	return cases
+}
+
+// Whole runs on the shim against the CPU backend, one configuration per algorithm, model
+// and batching mode (the convolutional models included). The two differ only by GEMM summation order and the C library's math
+// functions, a few float32 ulps per operation, which training amplifies by at most the
+// product of the steps' Lipschitz constants (below 2 per step at these learning rates, over
+// at most 3 x 2 x 3 steps): parameters, uploads and losses must agree to 2e-4 absolute
+// (relative to values of order 1), the informed statistics to 2e-3 relative to their scale.
+// Diverged flags, pairs, worlds and seeds must be equal.
+func testRunsMatchCPU(t *testing.T, f Factory) {
+	base := train.Config{
+		Algorithm: algo.FedAvg, Model: model.Config{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"},
+		Rounds: 3, LocalSteps: 2, LearningRate: 0.3, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.05,
+		Batching: "fixed", BatchSize: 4, Seed: 7, Checkpoints: []int{0, 1, 3}, Informed: true,
+		RecordParams: true, RecordUpload: true, EvalBatch: 5,
+	}
+	cases := runCases()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := base

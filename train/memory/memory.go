@@ -1,11 +1,13 @@
-// Package memory holds the units of train's memory estimate: the data sizes the engine's
-// memory depends on (DataSizes), the estimate for a group of pairs (Memory) with the number of
-// pairs that fit a budget, and saturating byte arithmetic, so that an absurd model is refused
-// rather than overflowing. train.MemoryOf computes the estimate of a configuration; it mirrors
-// the engine's allocations and so stays with the engine.
+// Package memory holds train's memory estimate: the data sizes the engine's memory depends on
+// (DataSizes), what of a training configuration it depends on (Training), the estimate itself
+// (Estimate: it mirrors the engine's allocations on the CPU or, with Device, a GPU's), the
+// estimate for a group of pairs (Memory) with the number of pairs that fit a budget, and
+// saturating byte arithmetic, so that an absurd model is refused rather than overflowing.
+// train.MemoryOf and MemoryOn are its entry points from a configuration.
 package memory
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/fedaudit/fedaudit/datasets"
@@ -97,3 +99,19 @@ func SatMul(a, b int64) int64 {
 
 // SatAdd is a + b, saturating at MaxInt64/2.
 func SatAdd(a, b int64) int64 { return min(a+b, math.MaxInt64/2) }
+
+// DeviceGroupPairs is the pairs of count a GPU with free bytes of free memory trains together
+// at m bytes a pair: as many as fit groupMemory or, when it is 0, 90% of free (the rest is
+// left to cuBLAS's workspace and the CUDA graphs), at least one; an error naming both sizes
+// when one pair does not fit.
+func (m Memory) DeviceGroupPairs(groupMemory, free int64, count int) (int, error) {
+	budget := groupMemory
+	if budget <= 0 {
+		budget = free / 10 * 9
+	}
+	if need := m.Bytes(1); need > budget {
+		return 0, fmt.Errorf("train: one pair needs about %d MiB of device memory (d = %d parameters), the budget is %d MiB (free device memory %d MiB)",
+			need>>20, m.Params, budget>>20, free>>20)
+	}
+	return max(min(m.GroupPairs(budget), count), 1), nil
+}

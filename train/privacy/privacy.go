@@ -8,6 +8,7 @@ package privacy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
@@ -188,4 +189,61 @@ func NewPlan(ctx context.Context, pp Params) (*Plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// Fields are the training configuration's fields beside Params that the DP-FedAvg family
+// constrains.
+type Fields struct {
+	ServerLR, NoiseStd     float64
+	Participants           int
+	RecordUpload, Informed bool
+}
+
+// Check checks the parameters and fields of a DP-FedAvg family training (the config's field
+// names in every error).
+func (c Params) Check(f Fields) error {
+	m := c.Clients
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("config: %s: %s", field, fmt.Sprintf(format, a...)))
+	}
+	if !(c.SamplingRate > 0 && c.SamplingRate <= 1) {
+		bad("sampling_rate", "%s samples each client with probability q in (0, 1], got %g", c.Algorithm, c.SamplingRate)
+	}
+	if !(c.UpdateClip > 0) || math.IsInf(c.UpdateClip, 0) {
+		bad("update_clip", "%s clips every client's update: need a finite c > 0, got %g", c.Algorithm, c.UpdateClip)
+	}
+	if !(f.ServerLR >= 0) || math.IsInf(f.ServerLR, 0) {
+		bad("server_lr", "need a finite value >= 0 (0: 1), got %g", f.ServerLR)
+	}
+	if f.NoiseStd != 0 {
+		bad("noise_std", "%s adds noise at the server: set noise_multiplier (dp-fedavg) or privacy budgets, not noise_std", c.Algorithm)
+	}
+	if f.Participants != 0 {
+		bad("participants", "%s samples clients with probability sampling_rate; participants must be 0", c.Algorithm)
+	}
+	if f.RecordUpload {
+		bad("record_upload", "%s uploads clipped updates without noise (the noise is the server's): nothing private to record", c.Algorithm)
+	}
+	if c.Algorithm == algo.DPFedAvg {
+		if !(c.NoiseMultiplier >= 0) || math.IsInf(c.NoiseMultiplier, 0) {
+			bad("noise_multiplier", "need a finite z >= 0, got %g", c.NoiseMultiplier)
+		}
+		if f.Informed && !(c.NoiseMultiplier > 0) {
+			bad("informed", "the likelihood ratio needs noise_multiplier > 0")
+		}
+		if c.Privacy != nil {
+			bad("privacy", "dp-fedavg has one noise multiplier for everyone; per-client budgets are idp-fedavg or adaptive-fedavg")
+		}
+		return errors.Join(errs...)
+	}
+	if c.NoiseMultiplier != 0 {
+		bad("noise_multiplier", "%s calibrates its noise to the privacy budgets; leave it 0", c.Algorithm)
+	}
+	if c.Privacy == nil || len(c.Privacy.Groups) == 0 {
+		bad("privacy", "%s needs privacy.groups with budgets", c.Algorithm)
+		return errors.Join(errs...)
+	}
+	errs = append(errs, c.Privacy.Check(c.Algorithm, c.SamplingRate, c.Rounds, m)...)
+	return errors.Join(errs...)
 }
