@@ -2,8 +2,8 @@ package accounting
 
 import "math"
 
-// logAddExp is log(e^a + e^b) without overflow.
-func logAddExp(a, b float64) float64 {
+// LogAddExp is log(e^a + e^b) without overflow (-Inf is the log of 0).
+func LogAddExp(a, b float64) float64 {
 	if a < b {
 		a, b = b, a
 	}

@@ -91,7 +91,7 @@ func logAInteger(q, sigma float64, alpha int) float64 {
 	for k := 0; k <= alpha; k++ {
 		kf := float64(k)
 		term := logBinomial(float64(alpha), kf) + float64(alpha-k)*l1q + kf*lq + (kf*kf-kf)/s2
-		acc = logAddExp(acc, term)
+		acc = LogAddExp(acc, term)
 	}
 	return acc
 }
@@ -128,9 +128,9 @@ func logAFractional(q, sigma, alpha float64) float64 {
 	logTol := math.Log(fracSeriesTol)
 	add := func(t, sign float64) {
 		if sign > 0 {
-			pos = logAddExp(pos, t)
+			pos = LogAddExp(pos, t)
 		} else {
-			neg = logAddExp(neg, t)
+			neg = LogAddExp(neg, t)
 		}
 	}
 	for k := 0; k < fracSeriesMaxTerms && !(done1 && done2); k++ {
@@ -165,7 +165,7 @@ func logAFractional(q, sigma, alpha float64) float64 {
 	}
 	// A = e^pos - e^neg + bound, with A >= 1 > 0 so pos > neg.
 	a := pos + math.Log1p(-math.Exp(neg-pos))
-	return logAddExp(a, math.Log(bound))
+	return LogAddExp(a, math.Log(bound))
 }
 
 // LaplaceRDP is the RDP of the Laplace mechanism at order alpha > 1, for noise scale b
@@ -181,7 +181,7 @@ func LaplaceRDP(b, alpha float64) (float64, error) {
 	}
 	t1 := math.Log(alpha/(2*alpha-1)) + (alpha-1)/b
 	t2 := math.Log((alpha-1)/(2*alpha-1)) - alpha/b
-	return math.Max(0, logAddExp(t1, t2)) / (alpha - 1), nil
+	return math.Max(0, LogAddExp(t1, t2)) / (alpha - 1), nil
 }
 
 // LaplaceRDPCurve is LaplaceRDP at each order.

@@ -32,7 +32,7 @@ func sgmLogAByIntegration(q, sigma, alpha float64) float64 {
 	s2 := sigma * sigma
 	logf := func(z float64) float64 {
 		logPhi := -z*z/(2*s2) - math.Log(sigma*math.Sqrt(2*math.Pi))
-		ratio := logAddExp(math.Log1p(-q), math.Log(q)+(2*z-1)/(2*s2)) // log(mu/mu0)
+		ratio := LogAddExp(math.Log1p(-q), math.Log(q)+(2*z-1)/(2*s2)) // log(mu/mu0)
 		return logPhi + alpha*ratio
 	}
 	return logIntegral(logf, -40*sigma-1, alpha+40*sigma+1, sigma/4)

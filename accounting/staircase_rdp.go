@@ -33,8 +33,8 @@ func StaircaseDivergence(epsilon, gamma, shift, alpha float64) (float64, error) 
 		return 0, nil
 	}
 	fold := -math.Log(-math.Expm1(-epsilon)) // log 1/(1-b)
-	logI := logAddExp(
-		logAddExp(s.logPieceIntegral(-1, 0, shift, alpha)+fold, s.logPieceIntegral(0, shift, shift, alpha)),
+	logI := LogAddExp(
+		LogAddExp(s.logPieceIntegral(-1, 0, shift, alpha)+fold, s.logPieceIntegral(0, shift, shift, alpha)),
 		s.logPieceIntegral(shift, shift+1, shift, alpha)+fold)
 	return math.Max(0, logI) / (alpha - 1), nil
 }
@@ -62,7 +62,7 @@ func (s Staircase) logPieceIntegral(lo, hi, shift, alpha float64) float64 {
 		}
 		m := (cuts[i] + cuts[i-1]) / 2
 		lg := alpha*s.logDensity(m) + (1-alpha)*s.logDensity(m-shift)
-		acc = logAddExp(acc, lg+math.Log(w))
+		acc = LogAddExp(acc, lg+math.Log(w))
 	}
 	return acc
 }
@@ -104,8 +104,8 @@ func StaircaseRDP(epsilon, gamma, alpha float64) (float64, error) {
 	}
 	m := math.Min(gamma, 1-gamma)
 	// log of e^{(alpha-1) eps} + e^{-alpha eps}
-	lsum := logAddExp((alpha-1)*epsilon, -alpha*epsilon)
-	logI := logAddExp(lsum+math.Log(0.5+aDelta*m), math.Log(aDelta*math.Abs(1-2*gamma)*c))
+	lsum := LogAddExp((alpha-1)*epsilon, -alpha*epsilon)
+	logI := LogAddExp(lsum+math.Log(0.5+aDelta*m), math.Log(aDelta*math.Abs(1-2*gamma)*c))
 	return math.Max(0, logI) / (alpha - 1), nil
 }
 

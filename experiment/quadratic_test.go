@@ -8,6 +8,7 @@ import (
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/theory"
@@ -194,17 +195,23 @@ func TestFinalModelAttackOnQuadraticInstance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(findings) != 1 || findings[0].Threat != runs.ThreatFinal {
-		t.Fatalf("findings: %+v", findings)
+	checkFinalRow(t, findings, "linear", theory.QuadraticFinalMu(cfg.Data.Clients, dnorm, cfg.Train.NoiseStd, rho, 20), 0.75)
+}
+
+// checkFinalRow checks that rows are one final-model row of attack at T = 20 whose exact
+// mu is exact and whose certified bound lies in [least, 1] x exact.
+func checkFinalRow(t *testing.T, rows []findings.Finding, attack string, exact, least float64) {
+	t.Helper()
+	if len(rows) != 1 || rows[0].Attack != attack || rows[0].Threat != runs.ThreatFinal {
+		t.Fatalf("findings: %+v", rows)
 	}
-	f := findings[0]
-	exact := theory.QuadraticFinalMu(cfg.Data.Clients, dnorm, cfg.Train.NoiseStd, rho, 20)
+	f := rows[0]
 	if math.Abs(f.ExactMu-exact) > 1e-9*exact {
 		t.Errorf("finding's exact mu %.6g, want %.6g", f.ExactMu, exact)
 	}
-	t.Logf("linear final T=20: certified mu >= %.4f, exact %.4f (ratio %.3f), estimate %.4f", f.Result.MuLower, exact, f.Result.MuLower/exact, f.Result.MuEstimate)
-	if f.Result.MuLower > exact || f.Result.MuLower < 0.75*exact {
-		t.Errorf("certified %.4f outside [0.75, 1] x exact %.4f", f.Result.MuLower, exact)
+	t.Logf("%s final T=20: certified mu >= %.4f, exact %.4f (ratio %.3f), estimate %.4f", attack, f.Result.MuLower, exact, f.Result.MuLower/exact, f.Result.MuEstimate)
+	if f.Result.MuLower > exact || f.Result.MuLower < least*exact {
+		t.Errorf("certified %.4f outside [%g, 1] x exact %.4f", f.Result.MuLower, least, exact)
 	}
 }
 
@@ -391,17 +398,7 @@ func TestGradientCanaryFinalModelOnQuadraticInstance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(findings) != 1 || findings[0].Attack != "grad-canary" || findings[0].Threat != runs.ThreatFinal {
-		t.Fatalf("findings: %+v", findings)
-	}
-	f := findings[0]
-	if math.Abs(f.ExactMu-exact) > 1e-9*exact {
-		t.Errorf("finding's exact mu %.6g, want %.6g", f.ExactMu, exact)
-	}
-	t.Logf("grad-canary final T=20: certified mu >= %.4f, exact %.4f (ratio %.3f), estimate %.4f", f.Result.MuLower, exact, f.Result.MuLower/exact, f.Result.MuEstimate)
-	if f.Result.MuLower > exact || f.Result.MuLower < 0.9*exact {
-		t.Errorf("certified %.4f outside [0.9, 1] x exact %.4f", f.Result.MuLower, exact)
-	}
+	checkFinalRow(t, findings, "grad-canary", exact, 0.9)
 }
 
 // Coverage of the gradient canary's rows: 60 audits with fresh seeds (400 pairs, both samples

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 
+	"github.com/fedaudit/fedaudit/accounting"
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
 )
@@ -69,12 +70,7 @@ func (e *engine) newPoissonMixture() (*poissonMixture, error) {
 // round would make after training; it also clears the round's patterns and sums.
 func (mx *poissonMixture) roundNoise(e *engine, t int, sigma float64, n float32) {
 	be, tc := e.be, e.target.Client
-	for r := range e.scaleT {
-		tgt := e.hasTarget[r/2]
-		e.scaleT[r] = float32(sigma/float64(n)) * b2f(tgt)
-		others := e.n - int(b2f(tgt))
-		e.scaleO[r] = float32(sigma * math.Sqrt(float64(others)) / float64(n))
-	}
+	e.noiseScales(sigma, n)
 	be.Axpby(0, compute.Mat{}, 0, e.all(e.noise), nil)
 	be.AddGaussian(e.all(e.noise), e.seeds, e.scaleT, uint32(t), uint32(tc))
 	be.Axpby(1, e.all(e.noise), 0, e.all(mx.noiseT), nil)
@@ -126,8 +122,8 @@ func (mx *poissonMixture) candidates(ctx context.Context, e *engine, t int, n fl
 					if S != 0 && w != own^b2i(flip) {
 						continue
 					}
-					mx.lse[w][r] = logAddExp(mx.lse[w][r], logPi+a)
-					mx.lseUp[w][r] = logAddExp(mx.lseUp[w][r], logPi+aUp)
+					mx.lse[w][r] = accounting.LogAddExp(mx.lse[w][r], logPi+a)
+					mx.lseUp[w][r] = accounting.LogAddExp(mx.lseUp[w][r], logPi+aUp)
 				}
 				if flip && uint32(S) == mx.actual[r/2] && e.hasTarget[r/2] {
 					st.mu2[r] += k * e.dd[r]
@@ -176,17 +172,6 @@ func (e *engine) poissonDraw(drawn bool, i, j, k, p int) bool {
 		mx.actual[p] |= 1 << k
 	}
 	return drawn
-}
-
-// logAddExp is log(e^x + e^y) without overflow.
-func logAddExp(x, y float64) float64 {
-	if x < y {
-		x, y = y, x
-	}
-	if math.IsInf(y, -1) {
-		return x
-	}
-	return x + math.Log1p(math.Exp(y-x))
 }
 
 func b2i(b bool) int {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/accounting"
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/internal/philox"
 	"github.com/fedaudit/fedaudit/train/checkpoint"
@@ -93,7 +94,7 @@ func TestPoissonMixtureRatioIsTheObservablesLikelihoodRatio(t *testing.T) {
 						ss += (y[d] - phi[d]) * (y[d] - phi[d])
 					}
 					in := bits.OnesCount(uint(S))
-					lse[w] = logAddExp(lse[w], float64(in)*math.Log(q)+float64(K-in)*math.Log1p(-q)-ss/(2*sigma*sigma))
+					lse[w] = accounting.LogAddExp(lse[w], float64(in)*math.Log(q)+float64(K-in)*math.Log1p(-q)-ss/(2*sigma*sigma))
 				}
 			}
 			want, got := lse[0]-lse[1], r.Stats[llr]

@@ -101,12 +101,7 @@ func (f *fedRounds) round(ctx context.Context, t int, record bool) error {
 		e.commit()
 		return nil
 	}
-	for r := range e.scaleT {
-		tgt := e.hasTarget[r/2]
-		e.scaleT[r] = float32(sigma/float64(n)) * b2f(tgt)
-		others := e.n - int(b2f(tgt))
-		e.scaleO[r] = float32(sigma * math.Sqrt(float64(others)) / float64(n))
-	}
+	e.noiseScales(sigma, n)
 	be.Axpby(0, compute.Mat{}, 0, e.all(e.noise), nil)
 	if sigma > 0 && e.cfg.mechanism() == algo.Gaussian {
 		be.AddGaussian(e.all(e.noise), e.seeds, e.scaleT, uint32(t), uint32(tc))
@@ -128,6 +123,18 @@ func (f *fedRounds) round(ctx context.Context, t int, record bool) error {
 	be.Axpby(1, e.all(e.noise), 1, e.all(e.acc), nil)
 	e.commit()
 	return nil
+}
+
+// noiseScales sets, per replica, scaleT to the standard deviation of the target's share of
+// the average's noise (sigma/n when it takes part, else 0) and scaleO to the other
+// participants' together (sigma sqrt(others)/n).
+func (e *engine) noiseScales(sigma float64, n float32) {
+	for r := range e.scaleT {
+		tgt := e.hasTarget[r/2]
+		e.scaleT[r] = float32(sigma/float64(n)) * b2f(tgt)
+		others := e.n - int(b2f(tgt))
+		e.scaleO[r] = float32(sigma * math.Sqrt(float64(others)) / float64(n))
+	}
 }
 
 // observe adds this round's statistics of the informed adversary to every replica's (e.shadow
