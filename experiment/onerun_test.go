@@ -312,3 +312,51 @@ func TestCarriedBoundsCover(t *testing.T) {
 		t.Logf("%s: misses %d of 100; %d rows carried an earlier bound", truth.name, misses, carried)
 	}
 }
+
+// One-run gradient canaries on the quadratic instance: every row's exact mu is the
+// instance's formula with the shift Norm / n (bounds.ExactMuOneRun), the final-model statistic
+// (canary-cos) is what the rows audit, and over 10 independent trainings of 500 orthonormal
+// canaries no certified bound exceeds its exact mu (each row holds at 95%; 10 rows over the
+// exact mu would be a broken bound, not chance: P[Bin(10, 0.05) >= 3] < 0.012).
+func TestOneRunGradientCanariesQuadratic(t *testing.T) {
+	over := 0
+	for rep := 0; rep < 10; rep++ {
+		cfg := quadraticConfig(1)
+		cfg.Seed = uint64(300 + rep)
+		cfg.Train.Seed = cfg.Seed
+		cfg.Data.Synthetic.Dim = 1000
+		cfg.Train.Informed = false
+		cfg.Train.Canaries = &canary.Config{Count: 500, Kind: canary.Gradients, Norm: 6, Client: 1, Orthogonal: true}
+		cfg.Audit = spec.AuditConfig{Method: spec.MethodOneRun}
+		cfg.FillDefaults()
+		a, err := Run(context.Background(), cfg, t.TempDir(), RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := spec.Prepare(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exact, ok := bounds.ExactMuOneRun(cfg, data)
+		if !ok {
+			t.Fatal("no exact mu for gradient canaries on the quadratic instance")
+		}
+		for _, f := range a.Findings {
+			if f.Attack != "canary-cos" || f.Threat != runs.ThreatFinal {
+				continue
+			}
+			if want := exact(runs.ThreatFinal, f.Round); math.Abs(f.ExactMu-want) > 1e-12*want || !(want > 0) {
+				t.Fatalf("T=%d: the row's exact mu %v, want %v", f.Round, f.ExactMu, want)
+			}
+			if rep == 0 {
+				t.Logf("T=%d: exact mu %.3f, certified %.3f, estimate %.3f", f.Round, f.ExactMu, f.Result.MuLower, f.Result.MuEstimate)
+			}
+			if f.Result.MuLower > f.ExactMu {
+				over++
+			}
+		}
+	}
+	if over >= 3 {
+		t.Errorf("%d certified bounds above their exact mu in 10 trainings", over)
+	}
+}

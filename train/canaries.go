@@ -24,7 +24,8 @@ type canaryState struct {
 	k    int
 	bits [][]bool // per pair (local index), k each
 
-	// Direction canaries.
+	// Direction and gradient canaries.
+	gradients  bool      // gradient canaries: the cosine of w_T - w_0 is all a checkpoint records
 	dirs       []float32 // k x d, unit rows
 	w0         []float32 // the public initial parameters, for w_T - w_0
 	cosMax     [][]float64
@@ -48,11 +49,15 @@ func newCanaryState(e *engine, worldC, worldCP []*datasets.Dataset, w0 []float32
 	for p := range cs.bits {
 		cs.bits[p] = datasets.InclusionBits(e.cfg.Seed, e.first+p, cs.k)
 	}
-	if cc.Directions() {
+	if cc.HasDirections() {
 		if cc.Orthogonal && cs.k >= e.d {
 			return nil, fmt.Errorf("train: canaries.orthogonal: %d orthonormal directions need a model of more parameters than that; it has %d", cs.k, e.d)
 		}
 		cs.initDirections(e, w0)
+		if cc.Gradients() {
+			cs.gradients = true
+			cs.initGradientSums(e)
+		}
 		return cs, nil
 	}
 	rc, err := RecordCanariesOf(e.cfg, worldC, e.target)
@@ -137,6 +142,30 @@ func (cs *canaryState) initDirections(e *engine, w0 []float32) {
 	cs.addBuf = e.be.Alloc(e.R * e.pitch) // rows e.pitch apart, as the engine's buffers
 }
 
+// initGradientSums puts into addBuf, for every pair (both worlds alike), the sum of its
+// included gradient canaries' directions: what every local step of the canaries' client adds
+// to the mean gradient, times Norm / B (addGradientCanaries). The bits are the run's, so the
+// sum is computed once.
+func (cs *canaryState) initGradientSums(e *engine) {
+	for p := 0; p < e.P; p++ {
+		canary.Sum(cs.add, cs.dirs, cs.bits[p])
+		e.be.Upload(cs.addBuf, 2*p*e.pitch, cs.add)
+		e.be.Upload(cs.addBuf, (2*p+1)*e.pitch, cs.add)
+	}
+}
+
+// addGradientCanaries adds -Norm / rows times each replica's sum of included gradient
+// canaries to the mean gradients of pairs [p0, p1) when client i holds the canaries: a step on
+// rows samples, before the clipping. The minus sign makes the step move the model along +u_j,
+// as a direction canary's update does, so that canary-cos reads both kinds the same way.
+func (e *engine) addGradientCanaries(i, p0, p1, rows int) {
+	cs, cc := e.canary, e.cfg.Canaries
+	if cs == nil || !cc.Gradients() || i != cc.Client || rows == 0 {
+		return
+	}
+	e.be.Axpby(float32(-cc.Norm/float64(rows)), e.rows(cs.addBuf, 2*p0, 2*(p1-p0), 1), 1, e.rows(e.grad, 2*p0, 2*(p1-p0), 1), nil)
+}
+
 // addDirections adds, to every replica's sum in e.acc, clip times the direction of every
 // included canary that the pair's Poisson sampling takes in round t (rate q, from the pair's
 // seed and the canary's index, so both worlds of a pair agree).
@@ -186,7 +215,7 @@ func (cs *canaryState) observeRound(e *engine, q, clip, std, scale float64) {
 		}
 		norm := math.Sqrt(nn)
 		for j := 0; j < cs.k; j++ {
-			dot := dot32(cs.next, cs.dirs[j*d:(j+1)*d])
+			dot := canary.Dot(cs.next, cs.dirs[j*d:(j+1)*d])
 			if norm > 0 {
 				cs.cosMax[r][j] = math.Max(cs.cosMax[r][j], dot/norm)
 			}
@@ -200,33 +229,14 @@ func (cs *canaryState) observeRound(e *engine, q, clip, std, scale float64) {
 	}
 }
 
-// dot32 is the inner product of two float32 vectors in float64.
-func dot32(a, b []float32) float64 {
-	var s float64
-	for i, x := range a {
-		s += float64(x) * float64(b[i])
-	}
-	return s
-}
-
 // observe returns replica r's canary observations at the current checkpoint, in the order of
 // canary.Config.StatNames. For direction canaries the cosine of w_T - w_0 needs the replica's
 // parameters (params, downloaded by the caller). Record canaries' loss and margin come from
 // evalCanaryRecords.
 func (cs *canaryState) observeDirections(r int, params []float32) [][]float64 {
-	d := len(cs.w0)
-	delta := make([]float32, d)
-	var nn float64
-	for i := range delta {
-		delta[i] = params[i] - cs.w0[i]
-		nn += float64(delta[i]) * float64(delta[i])
-	}
-	norm := math.Sqrt(nn)
-	cos := make([]float64, cs.k)
-	for j := range cos {
-		if norm > 0 {
-			cos[j] = dot32(delta, cs.dirs[j*d:(j+1)*d]) / norm
-		}
+	cos := canary.Cosines(params, cs.w0, cs.dirs, cs.k)
+	if cs.gradients {
+		return [][]float64{cos}
 	}
 	cosMax := make([]float64, cs.k)
 	copy(cosMax, cs.cosMax[r])

@@ -188,7 +188,7 @@ func TestDirectionCanariesAddTheirUpdates(t *testing.T) {
 	want := run(t, plain, clients, clients, tgt, PairRange{2, 2})
 	dirs := canary.GaussianDirections(cfg.Seed, 30, 64)
 	for j := 0; j < 30; j++ {
-		if n := dot32(dirs[j*64:(j+1)*64], dirs[j*64:(j+1)*64]); math.Abs(n-1) > 1e-6 {
+		if n := canary.Dot(dirs[j*64:(j+1)*64], dirs[j*64:(j+1)*64]); math.Abs(n-1) > 1e-6 {
 			t.Fatalf("direction %d has squared norm %v", j, n)
 		}
 	}
@@ -268,7 +268,18 @@ func TestCanaryConfigErrors(t *testing.T) {
 	}{
 		{"direction on fedavg", func(c *Config) { c.Canaries = &canary.Config{Count: 3, Kind: canary.Direction} }, "canaries.kind: direction canaries are canary clients of dp-fedavg"},
 		{"no count", func(c *Config) { c.Canaries = &canary.Config{Kind: canary.Dirac} }, "canaries.count: need 1 to"},
-		{"unknown kind", func(c *Config) { c.Canaries = &canary.Config{Count: 2, Kind: "pattern"} }, `canaries.kind: "pattern" is not direction, dirac or relabel`},
+		{"unknown kind", func(c *Config) { c.Canaries = &canary.Config{Count: 2, Kind: "pattern"} }, `canaries.kind: "pattern" is not direction, gradient, dirac or relabel`},
+		{"gradient canaries without full batches", func(c *Config) { c.Canaries = &canary.Config{Count: 2, Kind: canary.Gradients, Norm: 1} }, "gradient canaries join every local step of their client: batching full"},
+		{"gradient canaries without a norm", func(c *Config) {
+			c.Batching, c.Canaries = "full", &canary.Config{Count: 2, Kind: canary.Gradients}
+		}, "canaries.norm: gradient canaries need a finite norm > 0"},
+		{"gradient canaries on dpsgd", func(c *Config) {
+			c.Algorithm, c.Batching, c.Canaries = algo.DPSGD, "full", &canary.Config{Count: 2, Kind: canary.Gradients, Norm: 1}
+		}, "gradient canaries join a client's whole-gradient clipped steps"},
+		{"gradient canaries' client", func(c *Config) {
+			c.Batching, c.Canaries = "full", &canary.Config{Count: 2, Kind: canary.Gradients, Norm: 1, Client: 5}
+		}, "canaries.client: 5 is not a client index"},
+		{"norm of relabel", func(c *Config) { c.Canaries = &canary.Config{Count: 2, Kind: canary.Relabel, Norm: 3} }, "only gradient canaries take norm and client"},
 		{"too many records", func(c *Config) { c.Canaries = &canary.Config{Count: 8, Kind: canary.Dirac} }, "canaries.count: 8 canary records need"},
 		{"pixels of relabel", func(c *Config) { c.Canaries = &canary.Config{Count: 2, Kind: canary.Relabel, Pixels: 3} }, "canaries.pixels"},
 	} {

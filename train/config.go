@@ -139,6 +139,11 @@ func (c *Config) validate(m, n int, shape []int, dim, classes int) error {
 	c.checkModel(&p, shape, dim, classes)
 	if c.Canaries != nil {
 		p = append(p, c.Canaries.Check(c.Algorithm, c.Mechanism, m, n)...)
+		if c.Canaries.Gradients() && c.Batching != algo.Full {
+			// In every step of their client: a record a minibatch draws now and then would
+			// count on the draw's secrecy, which a canary in every step does not have.
+			p.add("canaries.kind", "gradient canaries join every local step of their client: batching full, not %s", c.Batching)
+		}
 	}
 	if c.GradientCanary != nil {
 		d := 0 // not known before the data: the coordinate is checked against the model then

@@ -448,6 +448,7 @@ func (e *engine) localGrad(form groupStepper, t, i, k int, buf compute.Buffer, f
 	}
 	switch e.cfg.Batching {
 	case algo.Full:
+		defer e.addGradientCanaries(i, p0, p1, e.data[0][i].n)
 		if isTarget {
 			for w := 0; w < 2; w++ {
 				cd := &e.data[world(w)][i]

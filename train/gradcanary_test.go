@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/train/canary"
 	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/model"
@@ -105,5 +106,61 @@ func TestGradientCanaryChecks(t *testing.T) {
 	ok.GradientCanary = &canary.Gradient{Norm: 5, Coordinate: -1}
 	if err := ok.validate(4, 10, []int{8}, 8, 2); err != nil {
 		t.Errorf("a valid gradient canary refused: %v", err)
+	}
+}
+
+// One-run gradient canaries on the quadratic model, one local step of rate eta on client
+// Client's n samples, m clients averaged: against the same training without canaries every
+// run's model moves by eta Norm / (n m) along each of its included canaries' directions and not
+// at all along the excluded ones' (orthonormal directions, float32 rounding), both worlds of a
+// pair alike; and the recorded canary_cos_final is the cosine of w_1 - w_0 with each direction.
+func TestGradientCanariesMoveTheModelAlongTheIncluded(t *testing.T) {
+	const (
+		m, n, dim, k  = 3, 4, 12, 5
+		eta, G, sigma = 0.1, 2.0, 0.05
+		shift         = eta * G / n / m
+		tolerance     = 1e-6
+	)
+	tgt := TargetInfo{Client: 1, Index: 2}
+	c, cp := synthWorlds(m, n, dim, 2, tgt, 5)
+	base := Config{Algorithm: algo.FedAvg, Model: model.Config{Kind: "quadratic", Curvature: 0.5},
+		Rounds: 1, LocalSteps: 1, LearningRate: eta, Schedule: "constant", ClipNorm: 100, NoiseStd: sigma,
+		Batching: "full", Seed: 3, Checkpoints: []int{0, 1}, RecordParams: true}
+	cfg := base
+	cfg.Canaries = &canary.Config{Count: k, Kind: canary.Gradients, Norm: G, Client: 2, Orthogonal: true}
+	with := run(t, cfg, c, cp, tgt, PairRange{0, 3})
+	without := run(t, base, c, cp, tgt, PairRange{0, 3})
+	dirs := canary.OrthonormalDirections(cfg.Seed, k, dim)
+	cosIdx := slices.Index(with[1].CanaryStatNames, canary.StatCosFinal)
+	if cosIdx < 0 {
+		t.Fatalf("canary statistics %v lack %s", with[1].CanaryStatNames, canary.StatCosFinal)
+	}
+	for i, r := range with[1].Replicas {
+		bits := datasets.InclusionBits(cfg.Seed, r.Pair, k)
+		ref := without[1].Replicas[i].Params
+		w0 := with[0].Replicas[i].Params
+		var moveNorm float64
+		for d := range r.Params {
+			moveNorm += float64(r.Params[d]-w0[d]) * float64(r.Params[d]-w0[d])
+		}
+		moveNorm = math.Sqrt(moveNorm)
+		for j := 0; j < k; j++ {
+			u := dirs[j*dim : (j+1)*dim]
+			var along, cos float64
+			for d := range u {
+				along += float64(r.Params[d]-ref[d]) * float64(u[d])
+				cos += float64(r.Params[d]-w0[d]) * float64(u[d])
+			}
+			want := 0.0
+			if bits[j] {
+				want = shift
+			}
+			if math.Abs(along-want) > tolerance {
+				t.Errorf("pair %d world %d canary %d (included %v): moved %.6g along it, want %.6g", r.Pair, r.World, j, bits[j], along, want)
+			}
+			if got := r.CanaryStats[cosIdx][j]; math.Abs(got-cos/moveNorm) > 1e-5 {
+				t.Errorf("pair %d world %d canary %d: recorded cosine %.6g, want %.6g", r.Pair, r.World, j, got, cos/moveNorm)
+			}
+		}
 	}
 }

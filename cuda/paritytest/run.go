@@ -148,6 +148,10 @@ func runCases() []runCase {
 			c.Algorithm, c.ProxAlpha, c.Batching = algo.FedProx, 0.3, "poisson"
 			c.GradientCanary = &canary.Gradient{Norm: 6, Coordinate: -2, Opposite: true}
 		}, 3, 3, train.PairRange{First: 1, Count: 2}, nil},
+		{"fedavg-gradient-canaries-full", func(c *train.Config) {
+			c.Batching = "full"
+			c.Canaries = &canary.Config{Count: 4, Kind: canary.Gradients, Norm: 3, Client: 1, Orthogonal: true}
+		}, 3, 3, train.PairRange{First: 0, Count: 2}, nil},
 		{"quadratic-full", func(c *train.Config) {
 			c.Model = model.Config{Kind: "quadratic", Curvature: 0.5}
 			c.Batching, c.ClipNorm = "full", 100

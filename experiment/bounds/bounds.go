@@ -169,6 +169,9 @@ func ExactMu(cfg *spec.Config, data *spec.Data) (final, allIterates, uploads fun
 // ExactMuOneRun gives the exact mu of the one-run rows where it is known: the largest exact mu
 // of a canary, since the one-run test is about a guarantee for every canary. Known are
 //
+//   - gradient canaries on the quadratic instance of ExactMu: each adds Norm u_j / n to its
+//     client's mean gradient, the shift of that client's mean by Norm / n, so every canary's
+//     exact mu is the instance's formula with that shift (final model and all iterates);
 //   - record canaries on the quadratic instance of ExactMu: canary j replaces a sample x of its
 //     client by the canary x_j, which shifts the client's mean by (x - x_j)/n, and its exact mu
 //     is the instance's formula with that shift (final model and all iterates);
@@ -185,6 +188,9 @@ func ExactMuOneRun(cfg *spec.Config, data *spec.Data) (func(threat string, T int
 	cc := tc.Canaries
 	if cc == nil {
 		return nil, false
+	}
+	if cc.Gradients() {
+		return exactMuGradientCanaries(cfg, data)
 	}
 	if cc.Directions() {
 		if tc.SamplingRate != 1 || !(tc.NoiseMultiplier > 0) || tc.SkipUpdateClip {
@@ -297,4 +303,31 @@ func EstimateSmoothness(ctx context.Context, tab *runs.Table, cfg *spec.Config, 
 		}
 	}
 	return Smoothness{L: L, Source: "estimated"}, nil
+}
+
+// exactMuGradientCanaries is ExactMuOneRun for gradient canaries on the quadratic instance
+// (the conditions of ExactMu: fedavg, constant schedule, full batches, every client).
+func exactMuGradientCanaries(cfg *spec.Config, data *spec.Data) (func(threat string, T int) float64, bool) {
+	tc, cc := cfg.Train, cfg.Train.Canaries
+	if tc.Model.Kind != "quadratic" || tc.Algorithm != algo.FedAvg || tc.Schedule != "constant" || tc.Batching != "full" ||
+		(tc.Participants != 0 && tc.Participants != cfg.Data.Clients) || !(tc.NoiseStd > 0) || cc.Client >= len(data.Pair.C) {
+		return nil, false
+	}
+	n := float64(data.Pair.C[cc.Client].Len())
+	rho, dnorm, err := theory.QuadraticDelta(tc.Model.Curvature, tc.LearningRate, tc.LocalSteps, cfg.Data.Clients, []float64{cc.Norm / n})
+	if err != nil {
+		return nil, false
+	}
+	m, sigma := cfg.Data.Clients, tc.NoiseStd
+	return func(threat string, T int) float64 {
+		switch {
+		case T < 1:
+			return math.NaN()
+		case threat == runs.ThreatFinal:
+			return theory.QuadraticFinalMu(m, dnorm, sigma, rho, T)
+		case threat == runs.ThreatAllIterates:
+			return theory.QuadraticAllIteratesMu(m, dnorm, sigma, T)
+		}
+		return math.NaN()
+	}, true
 }

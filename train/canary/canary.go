@@ -6,7 +6,7 @@
 // different pairs have independent seeds and bits, so the world-C runs of several pairs are
 // independent runs of one experiment with k canaries each.
 //
-// Two kinds of canary:
+// Three kinds of canary:
 //
 //   - Direction canaries (Direction; the DP-FedAvg algorithm): k canary clients whose
 //     update is a fixed random direction u_j of norm the update clip norm c. An included canary
@@ -17,6 +17,12 @@
 //     the cosine of w_T - w_0 with u_j (canary_cos_final), the largest cosine of a round's
 //     change w_{t+1} - w_t with u_j (canary_cos_max) and the log-likelihood ratio of "canary j
 //     took part" in each round's projected sum, summed over the rounds (canary_llr_all).
+//   - Gradient canaries (Gradients; fedavg and fedprox with full batches): k fixed public
+//     directions u_j (as above) in the local steps of one client: every step adds -Norm u_j / B
+//     to the client's mean gradient for every included canary j, before the whole-gradient
+//     clipping, as if one of its samples' gradient gained -Norm u_j (the one-run form of the
+//     coupled pairs' gradient canary), so the step moves the model along +u_j. A checkpoint
+//     records the cosine of w_T - w_0 with u_j.
 //   - Record canaries (Dirac, Relabel; every algorithm): k canary samples placed at
 //     sample slots of the clients (datasets.NewRecordCanaries): in a run that includes canary j
 //     its slot holds the canary, otherwise the client's own sample, so the client's size and
@@ -32,6 +38,7 @@ package canary
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/fedaudit/fedaudit/algo"
 )
@@ -39,6 +46,7 @@ import (
 // Canary kinds of Config.Kind.
 const (
 	Direction = "direction"
+	Gradients = "gradient"
 	Dirac     = "dirac"
 	Relabel   = "relabel"
 )
@@ -65,6 +73,11 @@ type Config struct {
 	Kind string `json:"kind" yaml:"kind"`
 	// Pixels is the number of saturated features of a dirac canary (0: the builder's default).
 	Pixels int `json:"pixels,omitempty" yaml:"pixels,omitempty"`
+	// Norm and Client are gradient canaries': every local step of client Client adds -Norm u_j
+	// / B to its mean gradient for every included canary j (B the client's samples: full
+	// batches), as if one of its samples' gradient gained -Norm u_j.
+	Norm   float64 `json:"norm,omitempty" yaml:"norm,omitempty"`
+	Client int     `json:"client,omitempty" yaml:"client,omitempty"`
 	// Orthogonal makes direction canaries orthonormal: rows of a randomized orthonormal basis
 	// (OrthonormalDirections; needs k < d) instead of independent Gaussian directions, which
 	// overlap by about 1/sqrt(d). In a model of few parameters the included canaries' overlaps add
@@ -76,6 +89,14 @@ type Config struct {
 // Directions reports whether the canaries are canary clients with fixed update directions.
 func (c *Config) Directions() bool { return c != nil && c.Kind == Direction }
 
+// Gradients reports whether the canaries are gradient canaries (fixed gradient directions in
+// one client's local steps).
+func (c *Config) Gradients() bool { return c != nil && c.Kind == Gradients }
+
+// HasDirections reports whether the canaries have public directions (direction or gradient
+// canaries).
+func (c *Config) HasDirections() bool { return c.Directions() || c.Gradients() }
+
 // StatNames names the observations every checkpoint records per canary.
 func (c *Config) StatNames() []string {
 	switch {
@@ -83,6 +104,8 @@ func (c *Config) StatNames() []string {
 		return nil
 	case c.Directions():
 		return []string{StatCosFinal, StatCosMax, StatLLRAll}
+	case c.Gradients():
+		return []string{StatCosFinal}
 	}
 	return []string{StatLoss, StatMargin, StatLossAlt, StatMarginAlt}
 }
@@ -109,9 +132,22 @@ func (c *Config) Check(alg algo.Algorithm, mech algo.Mechanism, m, n int) []erro
 		if mech.OrGaussian() != algo.Gaussian {
 			bad("canaries.kind", "the direction canaries' likelihood ratio is Gaussian; mechanism %s has none", mech.OrGaussian())
 		}
+	case Gradients:
+		if alg != algo.FedAvg && alg != algo.FedProx {
+			bad("canaries.kind", "gradient canaries join a client's whole-gradient clipped steps (fedavg, fedprox); %s takes dirac or relabel canary records, dp-fedavg direction canaries", alg)
+		}
+		if !(c.Norm > 0) || math.IsInf(c.Norm, 0) {
+			bad("canaries.norm", "gradient canaries need a finite norm > 0, got %g", c.Norm)
+		}
+		if c.Client < 0 || (m > 0 && c.Client >= m) {
+			bad("canaries.client", "%d is not a client index in [0, %d)", c.Client, m)
+		}
+		if c.Pixels != 0 {
+			bad("canaries.pixels", "only dirac canaries take pixels")
+		}
 	case Dirac, Relabel:
 		if c.Orthogonal {
-			bad("canaries.orthogonal", "only direction canaries have directions to orthonormalize")
+			bad("canaries.orthogonal", "only direction and gradient canaries have directions to orthonormalize")
 		}
 		if c.Kind == Relabel && c.Pixels != 0 {
 			bad("canaries.pixels", "only dirac canaries take pixels")
@@ -124,7 +160,10 @@ func (c *Config) Check(alg algo.Algorithm, mech algo.Mechanism, m, n int) []erro
 			bad("canaries.count", "%d canary records need as many sample slots; the clients have about %d", c.Count, m*n-1)
 		}
 	default:
-		bad("canaries.kind", "%q is not direction, dirac or relabel", c.Kind)
+		bad("canaries.kind", "%q is not direction, gradient, dirac or relabel", c.Kind)
+	}
+	if c.Kind != Gradients && (c.Norm != 0 || c.Client != 0) {
+		bad("canaries.norm", "only gradient canaries take norm and client")
 	}
 	return errs
 }

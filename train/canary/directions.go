@@ -65,3 +65,44 @@ func OrthonormalDirections(seed uint64, k, d int) []float32 {
 	}
 	return dirs
 }
+
+// Dot is the inner product of two float32 vectors in float64.
+func Dot(a, b []float32) float64 {
+	var s float64
+	for i, x := range a {
+		s += float64(x) * float64(b[i])
+	}
+	return s
+}
+
+// Cosines returns the cosine of params - w0 with each of the k rows of dirs (k x d, unit
+// rows): the final-model statistic of direction and gradient canaries; 0 when params = w0.
+func Cosines(params, w0, dirs []float32, k int) []float64 {
+	d := len(w0)
+	delta := make([]float32, d)
+	for i := range delta {
+		delta[i] = params[i] - w0[i]
+	}
+	norm := math.Sqrt(Dot(delta, delta))
+	cos := make([]float64, k)
+	for j := range cos {
+		if norm > 0 {
+			cos[j] = Dot(delta, dirs[j*d:(j+1)*d]) / norm
+		}
+	}
+	return cos
+}
+
+// Sum writes into dst (d values) the sum of the rows of dirs (k x d) whose bit is set: a run's
+// included canaries together.
+func Sum(dst, dirs []float32, bits []bool) {
+	d := len(dst)
+	clear(dst)
+	for j, in := range bits {
+		if in {
+			for i, x := range dirs[j*d : (j+1)*d] {
+				dst[i] += x
+			}
+		}
+	}
+}

@@ -30,10 +30,10 @@ func TestOrthonormalDirections(t *testing.T) {
 				t.Fatalf("entry %v of row %d above sqrt(2/d)", out[i*d+q], i)
 			}
 		}
-		p := dot32(out[i*d:(i+1)*d], ones)
+		p := Dot(out[i*d:(i+1)*d], ones)
 		ms += p * p / k
 		for j := 0; j <= i; j++ {
-			g := dot32(out[i*d:(i+1)*d], out[j*d:(j+1)*d])
+			g := Dot(out[i*d:(i+1)*d], out[j*d:(j+1)*d])
 			want := 0.0
 			if i == j {
 				want = 1
@@ -42,7 +42,7 @@ func TestOrthonormalDirections(t *testing.T) {
 				t.Fatalf("<u_%d, u_%d> = %v, want %v", i, j, g, want)
 			}
 			if i != j {
-				maxIn = math.Max(maxIn, math.Abs(dot32(in[i*d:(i+1)*d], in[j*d:(j+1)*d])))
+				maxIn = math.Max(maxIn, math.Abs(Dot(in[i*d:(i+1)*d], in[j*d:(j+1)*d])))
 			}
 		}
 	}
@@ -52,13 +52,4 @@ func TestOrthonormalDirections(t *testing.T) {
 	if ms < 0.5 || ms > 2 {
 		t.Errorf("mean square projection of the ones vector %v, want about 1", ms)
 	}
-}
-
-// dot32 is the inner product of two float32 vectors in float64.
-func dot32(a, b []float32) float64 {
-	var s float64
-	for i, x := range a {
-		s += float64(x) * float64(b[i])
-	}
-	return s
 }

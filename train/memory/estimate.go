@@ -209,7 +209,7 @@ func addCanaryMemory(perReplica float64, t Training, s DataSizes, d int) (float6
 	if cc := t.Canaries; cc != nil && cc.Count > 0 {
 		k := float64(cc.Count)
 		perReplica += k * (2*8*float64(len(cc.StatNames())) + 1)
-		if cc.Directions() {
+		if cc.HasDirections() {
 			perReplica += float64(d) * f
 			canaryFixed = (k + 3) * float64(d) * f // the directions, w_0 and two host vectors
 		} else {
