@@ -273,9 +273,9 @@ func TestCanaryConfigErrors(t *testing.T) {
 		{"gradient canaries without a norm", func(c *Config) {
 			c.Batching, c.Canaries = "full", &canary.Config{Count: 2, Kind: canary.Gradients}
 		}, "canaries.norm: gradient canaries need a finite norm > 0"},
-		{"gradient canaries on dpsgd", func(c *Config) {
-			c.Algorithm, c.Batching, c.Canaries = algo.DPSGD, "full", &canary.Config{Count: 2, Kind: canary.Gradients, Norm: 1}
-		}, "gradient canaries join a client's whole-gradient clipped steps"},
+		{"gradient canaries on dp-fedavg", func(c *Config) {
+			c.Algorithm, c.Batching, c.Canaries = algo.DPFedAvg, "full", &canary.Config{Count: 2, Kind: canary.Gradients, Norm: 1}
+		}, "gradient canaries join a client's local steps (fedavg, fedprox, dpsgd); dp-fedavg takes direction canaries"},
 		{"gradient canaries' client", func(c *Config) {
 			c.Batching, c.Canaries = "full", &canary.Config{Count: 2, Kind: canary.Gradients, Norm: 1, Client: 5}
 		}, "canaries.client: 5 is not a client index"},

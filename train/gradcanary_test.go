@@ -164,3 +164,44 @@ func TestGradientCanariesMoveTheModelAlongTheIncluded(t *testing.T) {
 		}
 	}
 }
+
+// Under dpsgd a gradient canary is a record of its own, clipped per example like the others:
+// after one step every run has moved by eta min(Norm, clip) / n along each included canary's
+// direction beyond the run without canaries (softmax regression, one client, full batch), and
+// not along the excluded ones'.
+func TestGradientCanariesUnderDPSGDAreClippedPerExample(t *testing.T) {
+	const (
+		n, dim, k = 6, 8, 4
+		eta, clip = 0.3, 0.5
+		norm      = 5.0 // above the clip: each canary counts clip
+		tolerance = 1e-6
+	)
+	tgt := TargetInfo{Client: 0, Index: 1}
+	c, cp := synthWorlds(1, n, dim, 3, tgt, 9)
+	base := Config{Algorithm: algo.DPSGD, Model: model.Config{Kind: "softmax"}, Rounds: 1, LocalSteps: 1,
+		LearningRate: eta, Schedule: "constant", ClipNorm: clip, NoiseStd: 0.05, Batching: "full", Seed: 4,
+		Checkpoints: []int{1}, RecordParams: true}
+	cfg := base
+	cfg.Canaries = &canary.Config{Count: k, Kind: canary.Gradients, Norm: norm, Orthogonal: true}
+	with := run(t, cfg, c, cp, tgt, PairRange{0, 2})[0]
+	without := run(t, base, c, cp, tgt, PairRange{0, 2})[0]
+	d := len(with.Replicas[0].Params)
+	dirs := canary.OrthonormalDirections(cfg.Seed, k, d)
+	for i, r := range with.Replicas {
+		bits := datasets.InclusionBits(cfg.Seed, r.Pair, k)
+		ref := without.Replicas[i].Params
+		for j := 0; j < k; j++ {
+			var along float64
+			for q, x := range dirs[j*d : (j+1)*d] {
+				along += float64(r.Params[q]-ref[q]) * float64(x)
+			}
+			want := 0.0
+			if bits[j] {
+				want = eta * clip / n
+			}
+			if math.Abs(along-want) > tolerance {
+				t.Errorf("pair %d world %d canary %d (included %v): moved %.6g along it, want %.6g", r.Pair, r.World, j, bits[j], along, want)
+			}
+		}
+	}
+}

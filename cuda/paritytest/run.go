@@ -152,6 +152,10 @@ func runCases() []runCase {
 			c.Batching = "full"
 			c.Canaries = &canary.Config{Count: 4, Kind: canary.Gradients, Norm: 3, Client: 1, Orthogonal: true}
 		}, 3, 3, train.PairRange{First: 0, Count: 2}, nil},
+		{"dpsgd-gradient-canaries-full", func(c *train.Config) {
+			c.Algorithm, c.Model, c.Batching, c.ClipNorm, c.Informed, c.RecordUpload = algo.DPSGD, model.Config{Kind: "softmax"}, "full", 0.5, false, false
+			c.Canaries = &canary.Config{Count: 3, Kind: canary.Gradients, Norm: 2}
+		}, 1, 3, train.PairRange{First: 0, Count: 2}, nil},
 		{"quadratic-full", func(c *train.Config) {
 			c.Model = model.Config{Kind: "quadratic", Curvature: 0.5}
 			c.Batching, c.ClipNorm = "full", 100

@@ -17,12 +17,14 @@
 //     the cosine of w_T - w_0 with u_j (canary_cos_final), the largest cosine of a round's
 //     change w_{t+1} - w_t with u_j (canary_cos_max) and the log-likelihood ratio of "canary j
 //     took part" in each round's projected sum, summed over the rounds (canary_llr_all).
-//   - Gradient canaries (Gradients; fedavg and fedprox with full batches): k fixed public
-//     directions u_j (as above) in the local steps of one client: every step adds -Norm u_j / B
-//     to the client's mean gradient for every included canary j, before the whole-gradient
-//     clipping, as if one of its samples' gradient gained -Norm u_j (the one-run form of the
-//     coupled pairs' gradient canary), so the step moves the model along +u_j. A checkpoint
-//     records the cosine of w_T - w_0 with u_j.
+//   - Gradient canaries (Gradients; fedavg, fedprox and dpsgd with full batches): k fixed
+//     public directions u_j (as above) in the local steps of one client: every step adds
+//     -Norm u_j / B to the client's mean gradient for every included canary j, before the
+//     whole-gradient clipping of fedavg and fedprox, as if one of its samples' gradient gained
+//     -Norm u_j (the one-run form of the coupled pairs' gradient canary), so the step moves the
+//     model along +u_j. Under dpsgd each canary is a record of its own, its gradient -Norm u_j
+//     clipped per example like the others': -min(Norm, clip) u_j / B. A checkpoint records the
+//     cosine of w_T - w_0 with u_j.
 //   - Record canaries (Dirac, Relabel; every algorithm): k canary samples placed at
 //     sample slots of the clients (datasets.NewRecordCanaries): in a run that includes canary j
 //     its slot holds the canary, otherwise the client's own sample, so the client's size and
@@ -133,8 +135,8 @@ func (c *Config) Check(alg algo.Algorithm, mech algo.Mechanism, m, n int) []erro
 			bad("canaries.kind", "the direction canaries' likelihood ratio is Gaussian; mechanism %s has none", mech.OrGaussian())
 		}
 	case Gradients:
-		if alg != algo.FedAvg && alg != algo.FedProx {
-			bad("canaries.kind", "gradient canaries join a client's whole-gradient clipped steps (fedavg, fedprox); %s takes dirac or relabel canary records, dp-fedavg direction canaries", alg)
+		if alg != algo.FedAvg && alg != algo.FedProx && alg != algo.DPSGD {
+			bad("canaries.kind", "gradient canaries join a client's local steps (fedavg, fedprox, dpsgd); %s takes direction canaries", alg)
 		}
 		if !(c.Norm > 0) || math.IsInf(c.Norm, 0) {
 			bad("canaries.norm", "gradient canaries need a finite norm > 0, got %g", c.Norm)
