@@ -25,6 +25,10 @@ import (
 func TestKitBenchW1GPU(t *testing.T) { kitBenchGPU(t, paritytest.W1) }
 func TestKitBenchW2GPU(t *testing.T) { kitBenchGPU(t, paritytest.W2) }
 
+// TestKitBenchW3GPU is W3 (ResNet-18, GroupNorm, 3x32x32, B 32, K 1) on the device (issue 26,
+// goal 3), beside ../shared's PyTorch forms (torch.func vmap and a loop over replicas).
+func TestKitBenchW3GPU(t *testing.T) { kitBenchGPU(t, paritytest.W3) }
+
 func kitBenchGPU(t *testing.T, workload string) {
 	replicas, rounds, ok, err := paritytest.BenchPlan(workload)
 	if err != nil {
@@ -45,8 +49,11 @@ func kitBenchGPU(t *testing.T, workload string) {
 	for _, r := range replicas {
 		be := open(t, cuda.Options{})
 		run := paritytest.RunW1
-		if workload == paritytest.W2 {
+		switch workload {
+		case paritytest.W2:
 			run = paritytest.RunW2
+		case paritytest.W3:
+			run = paritytest.RunW3
 		}
 		res, err := run(context.Background(), be, be.Sync, r, rounds)
 		res.Backend, res.Device, res.SGEMMPeak = backend, name, peak

@@ -36,7 +36,8 @@ func TestKitSummaryWrites(t *testing.T) {
 		`{"backend":"cpu","device":"c","replicas":64,"rounds":20,"seconds":2,"replica_rounds_per_s":640,"gemm_gflops":1}`+"\n"+
 			`{"backend":"gpu","device":"g","replicas":64,"rounds":20,"seconds":1,"replica_rounds_per_s":1280,"gemm_gflops":2,"sgemm_peak_gflops":100,"of_sgemm_peak":0.02}`+"\n"+
 			`{"workload":"W2","backend":"cpu","device":"c","replicas":64,"rounds":10,"seconds":64,"replica_rounds_per_s":10,"gemm_gflops":1}`+"\n"+
-			`{"workload":"W2","backend":"gpu","device":"g","replicas":64,"rounds":10,"seconds":12.8,"replica_rounds_per_s":50,"gemm_gflops":5}`+"\n"), 0o644)
+			`{"workload":"W2","backend":"gpu","device":"g","replicas":64,"rounds":10,"seconds":12.8,"replica_rounds_per_s":50,"gemm_gflops":5}`+"\n"+
+			`{"workload":"W3","backend":"gpu","device":"g","replicas":32,"rounds":2,"seconds":4,"replica_rounds_per_s":16,"gemm_gflops":900}`+"\n"), 0o644)
 	t.Setenv("FEDAUDIT_KIT_DIR", dir)
 	t.Setenv("FEDAUDIT_KIT_MODE", "gpu")
 	paritytest.WriteKitSummary(t)
@@ -45,7 +46,7 @@ func TestKitSummaryWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"SOME STEPS FAILED", "| parity | FAIL | 2 | see parity.log |", "## W1 benchmark",
-		"| gpu | 64 | 20 | 1.000 | 1280.0 | 2.00 | 2.0% of 100 |", "| 64 | gpu 2.00x |", "## W2 benchmark", "| gpu | 64 | 10 | 12.800 | 50.0 | 5.00 |", "| 64 | gpu 5.00x |"} {
+		"| gpu | 64 | 20 | 1.000 | 1280.0 | 2.00 | 2.0% of 100 |", "| 64 | gpu 2.00x |", "## W2 benchmark", "| gpu | 64 | 10 | 12.800 | 50.0 | 5.00 |", "| 64 | gpu 5.00x |", "## W3 benchmark", "| gpu | 32 | 2 | 4.000 | 16.0 | 900.00 |", "3 x ResNet-18's forward FLOPs"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("summary.md lacks %q:\n%s", want, md)
 		}
@@ -56,7 +57,7 @@ func TestKitSummaryWrites(t *testing.T) {
 	}
 	var s paritytest.KitSummary
 	js, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
-	if err := json.Unmarshal(js, &s); err != nil || s.Passed || len(s.Bench) != 4 || len(s.Steps) != 2 {
+	if err := json.Unmarshal(js, &s); err != nil || s.Passed || len(s.Bench) != 5 || len(s.Steps) != 2 {
 		t.Errorf("summary.json: %v %+v", err, s)
 	}
 }

@@ -13,6 +13,7 @@
 #   bench-gpu-graphs  the same with every batch run as a CUDA graph (FEDAUDIT_CUDA_GRAPHS=1)
 #   bench-cpu   W1 at each replica count on the CPU backend of the same node
 #   bench-gpu-w2, bench-cpu-w2  W2 (LeNet-5) on the device and on the CPU backend
+#   bench-gpu-w3  W3 (ResNet-18, GroupNorm, 3x32x32) on the device (GPU mode only)
 #   summary     OUT/summary.md and OUT/summary.json
 # and everything in OUT packed into OUT/kit-results.tgz (one file to bring back). Each step
 # runs under a time limit (--step-timeout SECONDS, or FEDAUDIT_KIT_STEP_TIMEOUT; default 1800,
@@ -23,10 +24,12 @@
 #
 # Usage: run.sh [--shim] [--out DIR] [--replicas LIST] [--cpu-replicas LIST] [--rounds N]
 #               [--w2-replicas LIST] [--w2-cpu-replicas LIST] [--w2-rounds N]
+#               [--w3-replicas LIST] [--w3-rounds N]
 #               [--step-timeout SECONDS] [--sanitizers TOOLS]
 #   LIST is comma-separated even replica counts. Defaults: GPU mode --replicas
 #   64,1024,4096,16384 and the same for the CPU, W1's 20 rounds; W2 --w2-replicas
-#   64,1024,4096 --w2-cpu-replicas 64,1024, W2's 10 rounds; shim mode --replicas 2
+#   64,1024,4096 --w2-cpu-replicas 64,1024, W2's 10 rounds; W3 --w3-replicas 8,16,32 and 2
+#   rounds (ResNet-18 takes about 3.5 GiB a pair: 32 replicas fit 80 GB); shim mode --replicas 2
 #   --cpu-replicas 64,1024 --rounds 1 --w2-replicas 2 --w2-cpu-replicas 2 --w2-rounds 1 (the
 #   shim runs one CPU thread). TOOLS: the compute-sanitizer tools run as steps, of memcheck,
 #   racecheck, initcheck, comma-separated (default all three; none for none).
@@ -42,6 +45,8 @@ rounds=
 w2_replicas=
 w2_cpu_replicas=
 w2_rounds=
+w3_replicas=
+w3_rounds=
 step_timeout=${FEDAUDIT_KIT_STEP_TIMEOUT:-1800}
 sanitizers=memcheck,racecheck,initcheck
 while [ $# -gt 0 ]; do
@@ -54,6 +59,8 @@ while [ $# -gt 0 ]; do
     --w2-replicas) w2_replicas=$2; shift ;;
     --w2-cpu-replicas) w2_cpu_replicas=$2; shift ;;
     --w2-rounds) w2_rounds=$2; shift ;;
+    --w3-replicas) w3_replicas=$2; shift ;;
+    --w3-rounds) w3_rounds=$2; shift ;;
     --step-timeout) step_timeout=$2; shift ;;
     --sanitizers) sanitizers=$2; shift ;;
     -h|--help) sed -n '2,/^[^#]/s/^#\( \|$\)//p' "$0"; exit 0 ;; # the comment at the top
@@ -77,6 +84,8 @@ if [ "$mode" = gpu ]; then
   w2_replicas=${w2_replicas:-64,1024,4096}
   w2_cpu_replicas=${w2_cpu_replicas:-64,1024}
   w2_rounds=${w2_rounds:-10}
+  w3_replicas=${w3_replicas:-8,16,32}
+  w3_rounds=${w3_rounds:-2}
 else
   replicas=${replicas:-2}
   cpu_replicas=${cpu_replicas:-64,1024}
@@ -142,6 +151,7 @@ if [ "$mode" = gpu ]; then
   step bench-cpu "W1 on the CPU backend, R=$cpu_replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_R="$cpu_replicas" "$gputest" -test.run '^TestKitBenchW1CPU$' $T
   step bench-gpu-w2 "W2 on the device, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_R="$w2_replicas" "$gputest" -test.run '^TestKitBenchW2GPU$' $T
   step bench-cpu-w2 "W2 on the CPU backend, R=$w2_cpu_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_R="$w2_cpu_replicas" "$gputest" -test.run '^TestKitBenchW2CPU$' $T
+  step bench-gpu-w3 "W3 on the device, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   summarizer=$gputest
 else
   shimtest=$KIT/shim.test

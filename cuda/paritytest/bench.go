@@ -27,11 +27,12 @@ const (
 	BenchOutEnv = "FEDAUDIT_BENCH_OUT"
 )
 
-// The workloads the kit runs (defined in docs/training.md): W1, the MLP of traintest.RunW1, and W2,
-// LeNet-5 of traintest.RunW2.
+// The workloads the kit runs (defined in docs/training.md): W1, the MLP of traintest.RunW1, W2,
+// LeNet-5 of traintest.RunW2, and W3, ResNet-18 of traintest.RunW3 (on the GPU only).
 const (
 	W1 = "W1"
 	W2 = "W2"
+	W3 = "W3"
 )
 
 // BenchPlan returns the replica counts and rounds the kit asked for (rounds defaulting to
@@ -49,8 +50,11 @@ func BenchPlan(workload string) (replicas []int, rounds int, ok bool, err error)
 		replicas = append(replicas, r)
 	}
 	rounds = traintest.W1Config().Rounds
-	if workload == W2 {
+	switch workload {
+	case W2:
 		rounds = traintest.W2Config().Rounds
+	case W3:
+		rounds = traintest.W3DefaultRounds
 	}
 	if s := os.Getenv(BenchRoundsEnv); s != "" {
 		if rounds, err = strconv.Atoi(s); err != nil || rounds < 1 {
@@ -62,7 +66,7 @@ func BenchPlan(workload string) (replicas []int, rounds int, ok bool, err error)
 
 // BenchResult is one W1 or W2 measurement, as the kit's summary reads it.
 type BenchResult struct {
-	Workload string  `json:"workload,omitempty"` // W1 or W2 ("" is W1)
+	Workload string  `json:"workload,omitempty"` // W1, W2 or W3 ("" is W1)
 	Backend  string  `json:"backend"`            // cpu, gpu or shim
 	Device   string  `json:"device"`
 	Replicas int     `json:"replicas"`
@@ -131,6 +135,21 @@ func RunW1(ctx context.Context, be compute.Backend, sync func() error, replicas,
 func RunW2(ctx context.Context, be compute.Backend, sync func() error, replicas, rounds int) (BenchResult, error) {
 	r := BenchResult{Workload: W2, Replicas: replicas, Rounds: rounds}
 	res, err := traintest.RunW2(ctx, be, replicas, rounds)
+	if err == nil && sync != nil {
+		err = sync()
+	}
+	if err != nil {
+		return r, err
+	}
+	r.Seconds, r.ReplicaRoundsPerSec, r.GEMMGFlops = res.Seconds, res.ReplicaRoundsPerSec, res.NominalGFlops
+	return r, nil
+}
+
+// RunW3 is benchmark W3 (traintest.RunW3) on be; sync waits for the device. Its work is the
+// nominal three forward passes per image.
+func RunW3(ctx context.Context, be compute.Backend, sync func() error, replicas, rounds int) (BenchResult, error) {
+	r := BenchResult{Workload: W3, Replicas: replicas, Rounds: rounds}
+	res, err := traintest.RunW3(ctx, be, replicas, rounds)
 	if err == nil && sync != nil {
 		err = sync()
 	}

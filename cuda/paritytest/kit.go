@@ -137,7 +137,7 @@ func kitMarkdown(s KitSummary) string {
 	for _, st := range s.Steps {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", st.Name, st.Status, st.Seconds, st.Note)
 	}
-	for _, wl := range []string{W1, W2} {
+	for _, wl := range []string{W1, W2, W3} {
 		var bench []BenchResult
 		for _, r := range s.Bench {
 			if r.Workload == wl || r.Workload == "" && wl == W1 {
@@ -153,8 +153,11 @@ func kitMarkdown(s KitSummary) string {
 func benchMarkdown(b *strings.Builder, workload string, bench []BenchResult) {
 	if len(bench) > 0 {
 		rate := "GEMM GFLOP/s: the dense layers' products per second (traintest.RunW1's count)"
-		if workload == W2 {
+		switch workload {
+		case W2:
 			rate = "GEMM GFLOP/s: the reference's nominal count, 3 x LeNet-5's forward FLOPs per image, per second"
+		case W3:
+			rate = "GEMM GFLOP/s: the nominal count, 3 x ResNet-18's forward FLOPs per image, per second"
 		}
 		fmt.Fprintf(b, "\n## %s benchmark\n\nreplica-rounds/s: replicas x rounds per second (the benchmark's metric); %s; of SGEMM peak: that rate over the device's own SGEMM rate on 4096^3 products.\n\n", workload, rate)
 		b.WriteString("| backend | replicas | rounds | seconds | replica-rounds/s | GEMM GFLOP/s | of SGEMM peak | memory used | error |\n|---|---|---|---|---|---|---|---|---|\n")

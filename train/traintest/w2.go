@@ -60,8 +60,9 @@ func W2Data() (c, cp []*datasets.Dataset, target train.TargetInfo, err error) {
 	return c, cp, train.TargetInfo{Client: 0, Index: 0}, nil
 }
 
-// W2Result is the outcome of one W2 run.
-type W2Result struct {
+// CNNResult is the outcome of one W2 or W3 run.
+type CNNResult struct {
+	Workload         string // "W2" or "W3"
 	Replicas, Rounds int
 	Seconds          float64
 	// ReplicaRoundsPerSec is Replicas * Rounds / Seconds, the benchmark's metric.
@@ -71,20 +72,20 @@ type W2Result struct {
 	NominalGFlops float64
 }
 
-func (r W2Result) String() string {
-	return fmt.Sprintf("W2 replicas=%d rounds=%d seconds=%.3f replica_rounds_per_s=%.3f nominal_GFLOP/s=%.2f",
-		r.Replicas, r.Rounds, r.Seconds, r.ReplicaRoundsPerSec, r.NominalGFlops)
+func (r CNNResult) String() string {
+	return fmt.Sprintf("%s replicas=%d rounds=%d seconds=%.3f replica_rounds_per_s=%.3f nominal_GFLOP/s=%.2f",
+		r.Workload, r.Replicas, r.Rounds, r.Seconds, r.ReplicaRoundsPerSec, r.NominalGFlops)
 }
 
 // RunW2 runs benchmark W2 with the given (even) number of replicas and rounds on be (nil: the
 // CPU backend through train.Train), after a one-round warm-up, and returns its timing.
-func RunW2(ctx context.Context, be compute.Backend, replicas, rounds int) (W2Result, error) {
+func RunW2(ctx context.Context, be compute.Backend, replicas, rounds int) (CNNResult, error) {
 	if replicas < 2 || replicas%2 != 0 || rounds < 1 {
-		return W2Result{}, fmt.Errorf("w2: need an even replica count >= 2 and rounds >= 1, got %d and %d", replicas, rounds)
+		return CNNResult{}, fmt.Errorf("w2: need an even replica count >= 2 and rounds >= 1, got %d and %d", replicas, rounds)
 	}
 	c, cp, tgt, err := W2Data()
 	if err != nil {
-		return W2Result{}, err
+		return CNNResult{}, err
 	}
 	cfg := W2Config()
 	cfg.Rounds = rounds
@@ -99,14 +100,14 @@ func RunW2(ctx context.Context, be compute.Backend, replicas, rounds int) (W2Res
 		return train.TrainOn(ctx, be, job)
 	}
 	if err := run(warm); err != nil {
-		return W2Result{}, fmt.Errorf("w2 warm-up: %w", err)
+		return CNNResult{}, fmt.Errorf("w2 warm-up: %w", err)
 	}
 	start := time.Now()
 	if err := run(cfg); err != nil {
-		return W2Result{}, fmt.Errorf("w2: %w", err)
+		return CNNResult{}, fmt.Errorf("w2: %w", err)
 	}
 	sec := time.Since(start).Seconds()
 	rr := float64(replicas * cfg.Rounds)
 	flops := rr * w2Clients * float64(cfg.LocalSteps) * float64(cfg.BatchSize) * 3 * W2ForwardFlops
-	return W2Result{Replicas: replicas, Rounds: cfg.Rounds, Seconds: sec, ReplicaRoundsPerSec: rr / sec, NominalGFlops: flops / sec / 1e9}, nil
+	return CNNResult{Workload: "W2", Replicas: replicas, Rounds: cfg.Rounds, Seconds: sec, ReplicaRoundsPerSec: rr / sec, NominalGFlops: flops / sec / 1e9}, nil
 }

@@ -1,0 +1,102 @@
+package traintest
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
+)
+
+// W3 (issue 26; docs/gpu.md): Noisy-FedAvg of ResNet-18 with GroupNorm (the CIFAR stem: a 3x3
+// convolution and no max pooling; residual stages of widths 64, 128, 256, 512, two blocks each,
+// 32 groups) on synthetic 3x32x32 colour images (class prototypes plus pixel noise in [0, 1]),
+// m = 10 clients x 64 images, 10 classes, K = 1 local step on B = 32, eta = 0.05, V = 1,
+// sigma = 0.01, T = 2 rounds by default; replicas half on C, half on C' (client 0's image 0
+// replaced by one of another class). The paper's CIFAR-10 model at the size of a GPU benchmark.
+const (
+	w3Clients, W3PerClient, w3Classes, w3Side = 10, 64, 10, 32
+	// W3DefaultRounds is the rounds the kit times (two: one round of ResNet-18 for every
+	// replica already saturates the device).
+	W3DefaultRounds = 2
+)
+
+// W3Config is the training configuration of W3.
+func W3Config() train.Config {
+	return train.Config{
+		Algorithm: algo.FedAvg, Model: model.Config{Kind: "resnet", Stages: 4, Blocks: 2, Width: 64, Groups: 32},
+		Rounds: W3DefaultRounds, LocalSteps: 1, LearningRate: 0.05, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.01,
+		Batching: "fixed", BatchSize: 32, Seed: 3,
+	}
+}
+
+// W3Data returns W3's two worlds: C and C' differ in image 0 of client 0, which C' replaces by
+// an image of the next class.
+func W3Data() (c, cp []*datasets.Dataset, target train.TargetInfo, err error) {
+	all, err := datasets.SyntheticImages(datasets.SyntheticImageConfig{Name: "w3", N: w3Clients*W3PerClient + 1,
+		Classes: w3Classes, Channels: 3, Height: w3Side, Width: w3Side, Noise: 0.3, Seed: 3})
+	if err != nil {
+		return nil, nil, train.TargetInfo{}, fmt.Errorf("w3 data: %w", err)
+	}
+	dim := 3 * w3Side * w3Side
+	for i := 0; i < w3Clients; i++ {
+		lo := i * W3PerClient
+		c = append(c, &datasets.Dataset{Name: fmt.Sprintf("w3-client%d", i), Shape: all.Shape, Classes: w3Classes,
+			Features: all.Features[lo*dim : (lo+W3PerClient)*dim], Labels: all.Labels[lo : lo+W3PerClient]})
+	}
+	last := w3Clients * W3PerClient
+	alt := &datasets.Dataset{Name: "w3-client0'", Shape: all.Shape, Classes: w3Classes,
+		Features: append([]float32(nil), c[0].Features...), Labels: append([]int32(nil), c[0].Labels...)}
+	copy(alt.Features[:dim], all.Features[last*dim:(last+1)*dim])
+	alt.Labels[0] = all.Labels[last]
+	if alt.Labels[0] == c[0].Labels[0] {
+		alt.Labels[0] = (alt.Labels[0] + 1) % w3Classes
+	}
+	cp = append(cp, c...)
+	cp[0] = alt
+	return c, cp, train.TargetInfo{Client: 0, Index: 0}, nil
+}
+
+// RunW3 runs benchmark W3 with the given (even) number of replicas and rounds on be (nil: the
+// CPU backend through train.Train), after a one-round warm-up, and returns its timing; the
+// nominal FLOPs are three times the model's forward FLOPs per image (model.ForwardFLOPs).
+func RunW3(ctx context.Context, be compute.Backend, replicas, rounds int) (CNNResult, error) {
+	if replicas < 2 || replicas%2 != 0 || rounds < 1 {
+		return CNNResult{}, fmt.Errorf("w3: need an even replica count >= 2 and rounds >= 1, got %d and %d", replicas, rounds)
+	}
+	c, cp, tgt, err := W3Data()
+	if err != nil {
+		return CNNResult{}, err
+	}
+	cfg := W3Config()
+	cfg.Rounds = rounds
+	warm := cfg
+	warm.Rounds = 1
+	pairs := train.PairRange{First: 0, Count: replicas / 2}
+	run := func(cfg train.Config) error {
+		job := train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs, Recorder: discard{}}
+		if be == nil {
+			return train.Train(ctx, job)
+		}
+		return train.TrainOn(ctx, be, job)
+	}
+	if err := run(warm); err != nil {
+		return CNNResult{}, fmt.Errorf("w3 warm-up: %w", err)
+	}
+	start := time.Now()
+	if err := run(cfg); err != nil {
+		return CNNResult{}, fmt.Errorf("w3: %w", err)
+	}
+	sec := time.Since(start).Seconds()
+	fwd, err := model.ForwardFLOPs(cfg.Model, []int{3, w3Side, w3Side}, w3Classes)
+	if err != nil {
+		return CNNResult{}, err
+	}
+	rr := float64(replicas * cfg.Rounds)
+	flops := rr * w3Clients * float64(cfg.LocalSteps) * float64(cfg.BatchSize) * 3 * fwd
+	return CNNResult{Workload: "W3", Replicas: replicas, Rounds: cfg.Rounds, Seconds: sec, ReplicaRoundsPerSec: rr / sec, NominalGFlops: flops / sec / 1e9}, nil
+}
