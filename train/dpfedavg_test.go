@@ -373,3 +373,10 @@ func TestClientDPConfigErrorsNameFields(t *testing.T) {
 		t.Fatalf("remove-client with fedavg: error %v", err)
 	}
 }
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -119,7 +119,7 @@ func (mx *poissonMixture) candidates(ctx context.Context, e *engine, t int, n fl
 				aUp := -ku * (mx.ntd[r] + e.dd[r]/2)
 				own := r % 2
 				for w := 0; w < 2; w++ {
-					if S != 0 && w != own^b2i(flip) {
+					if S != 0 && w != own^int(b2f(flip)) {
 						continue
 					}
 					mx.lse[w][r] = accounting.LogAddExp(mx.lse[w][r], logPi+a)
@@ -172,11 +172,4 @@ func (e *engine) poissonDraw(drawn bool, i, j, k, p int) bool {
 		mx.actual[p] |= 1 << k
 	}
 	return drawn
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -131,25 +131,23 @@ func RunW1(ctx context.Context, be compute.Backend, sync func() error, replicas,
 // RunW2 runs W2 (traintest.RunW2: LeNet-5) with the given replicas and rounds on be (nil: the
 // CPU backend), after a one-round warm-up; sync waits for the device before the result is
 // taken (each round already ends with a read of the divergence check, so the timed rounds
-// have finished on the device when traintest.RunW2 reads its clock).
+// have finished on the device when traintest.RunW2 reads its clock). Its work is the
+// reference's nominal count.
 func RunW2(ctx context.Context, be compute.Backend, sync func() error, replicas, rounds int) (BenchResult, error) {
-	r := BenchResult{Workload: W2, Replicas: replicas, Rounds: rounds}
-	res, err := traintest.RunW2(ctx, be, replicas, rounds)
-	if err == nil && sync != nil {
-		err = sync()
-	}
-	if err != nil {
-		return r, err
-	}
-	r.Seconds, r.ReplicaRoundsPerSec, r.GEMMGFlops = res.Seconds, res.ReplicaRoundsPerSec, res.NominalGFlops
-	return r, nil
+	return runCNN(ctx, W2, traintest.RunW2, be, sync, replicas, rounds)
 }
 
 // RunW3 is benchmark W3 (traintest.RunW3) on be; sync waits for the device. Its work is the
 // nominal three forward passes per image.
 func RunW3(ctx context.Context, be compute.Backend, sync func() error, replicas, rounds int) (BenchResult, error) {
-	r := BenchResult{Workload: W3, Replicas: replicas, Rounds: rounds}
-	res, err := traintest.RunW3(ctx, be, replicas, rounds)
+	return runCNN(ctx, W3, traintest.RunW3, be, sync, replicas, rounds)
+}
+
+// runCNN runs one of traintest's CNN benchmarks as a BenchResult.
+func runCNN(ctx context.Context, workload string, run func(context.Context, compute.Backend, int, int) (traintest.CNNResult, error),
+	be compute.Backend, sync func() error, replicas, rounds int) (BenchResult, error) {
+	r := BenchResult{Workload: workload, Replicas: replicas, Rounds: rounds}
+	res, err := run(ctx, be, replicas, rounds)
 	if err == nil && sync != nil {
 		err = sync()
 	}

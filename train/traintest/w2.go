@@ -80,14 +80,21 @@ func (r CNNResult) String() string {
 // RunW2 runs benchmark W2 with the given (even) number of replicas and rounds on be (nil: the
 // CPU backend through train.Train), after a one-round warm-up, and returns its timing.
 func RunW2(ctx context.Context, be compute.Backend, replicas, rounds int) (CNNResult, error) {
-	if replicas < 2 || replicas%2 != 0 || rounds < 1 {
-		return CNNResult{}, fmt.Errorf("w2: need an even replica count >= 2 and rounds >= 1, got %d and %d", replicas, rounds)
-	}
 	c, cp, tgt, err := W2Data()
 	if err != nil {
 		return CNNResult{}, err
 	}
-	cfg := W2Config()
+	return runCNN(ctx, be, "W2", W2Config(), c, cp, tgt, replicas, rounds, W2ForwardFlops)
+}
+
+// runCNN times workload (cfg on the worlds c and cp) for rounds rounds of the given replicas
+// after a one-round warm-up, on be (nil: the CPU backend through train.Train); its nominal
+// work is three forward passes of forwardFlops per image.
+func runCNN(ctx context.Context, be compute.Backend, workload string, cfg train.Config, c, cp []*datasets.Dataset, tgt train.TargetInfo,
+	replicas, rounds int, forwardFlops float64) (CNNResult, error) {
+	if replicas < 2 || replicas%2 != 0 || rounds < 1 {
+		return CNNResult{}, fmt.Errorf("%s: need an even replica count >= 2 and rounds >= 1, got %d and %d", workload, replicas, rounds)
+	}
 	cfg.Rounds = rounds
 	warm := cfg
 	warm.Rounds = 1
@@ -100,14 +107,14 @@ func RunW2(ctx context.Context, be compute.Backend, replicas, rounds int) (CNNRe
 		return train.TrainOn(ctx, be, job)
 	}
 	if err := run(warm); err != nil {
-		return CNNResult{}, fmt.Errorf("w2 warm-up: %w", err)
+		return CNNResult{}, fmt.Errorf("%s warm-up: %w", workload, err)
 	}
 	start := time.Now()
 	if err := run(cfg); err != nil {
-		return CNNResult{}, fmt.Errorf("w2: %w", err)
+		return CNNResult{}, fmt.Errorf("%s: %w", workload, err)
 	}
 	sec := time.Since(start).Seconds()
 	rr := float64(replicas * cfg.Rounds)
-	flops := rr * w2Clients * float64(cfg.LocalSteps) * float64(cfg.BatchSize) * 3 * W2ForwardFlops
-	return CNNResult{Workload: "W2", Replicas: replicas, Rounds: cfg.Rounds, Seconds: sec, ReplicaRoundsPerSec: rr / sec, NominalGFlops: flops / sec / 1e9}, nil
+	flops := rr * float64(len(c)) * float64(cfg.LocalSteps) * float64(cfg.BatchSize) * 3 * forwardFlops
+	return CNNResult{Workload: workload, Replicas: replicas, Rounds: cfg.Rounds, Seconds: sec, ReplicaRoundsPerSec: rr / sec, NominalGFlops: flops / sec / 1e9}, nil
 }

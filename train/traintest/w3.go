@@ -3,7 +3,6 @@ package traintest
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
@@ -65,38 +64,14 @@ func W3Data() (c, cp []*datasets.Dataset, target train.TargetInfo, err error) {
 // CPU backend through train.Train), after a one-round warm-up, and returns its timing; the
 // nominal FLOPs are three times the model's forward FLOPs per image (model.ForwardFLOPs).
 func RunW3(ctx context.Context, be compute.Backend, replicas, rounds int) (CNNResult, error) {
-	if replicas < 2 || replicas%2 != 0 || rounds < 1 {
-		return CNNResult{}, fmt.Errorf("w3: need an even replica count >= 2 and rounds >= 1, got %d and %d", replicas, rounds)
-	}
 	c, cp, tgt, err := W3Data()
 	if err != nil {
 		return CNNResult{}, err
 	}
 	cfg := W3Config()
-	cfg.Rounds = rounds
-	warm := cfg
-	warm.Rounds = 1
-	pairs := train.PairRange{First: 0, Count: replicas / 2}
-	run := func(cfg train.Config) error {
-		job := train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs, Recorder: discard{}}
-		if be == nil {
-			return train.Train(ctx, job)
-		}
-		return train.TrainOn(ctx, be, job)
-	}
-	if err := run(warm); err != nil {
-		return CNNResult{}, fmt.Errorf("w3 warm-up: %w", err)
-	}
-	start := time.Now()
-	if err := run(cfg); err != nil {
-		return CNNResult{}, fmt.Errorf("w3: %w", err)
-	}
-	sec := time.Since(start).Seconds()
 	fwd, err := model.ForwardFLOPs(cfg.Model, []int{3, w3Side, w3Side}, w3Classes)
 	if err != nil {
 		return CNNResult{}, err
 	}
-	rr := float64(replicas * cfg.Rounds)
-	flops := rr * w3Clients * float64(cfg.LocalSteps) * float64(cfg.BatchSize) * 3 * fwd
-	return CNNResult{Workload: "W3", Replicas: replicas, Rounds: cfg.Rounds, Seconds: sec, ReplicaRoundsPerSec: rr / sec, NominalGFlops: flops / sec / 1e9}, nil
+	return runCNN(ctx, be, "W3", cfg, c, cp, tgt, replicas, rounds, fwd)
 }
