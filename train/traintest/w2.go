@@ -35,25 +35,31 @@ func W2Config() train.Config {
 // W2Data returns W2's two worlds: C and C' differ in image 0 of client 0, which C' replaces by
 // an image of the next class.
 func W2Data() (c, cp []*datasets.Dataset, target train.TargetInfo, err error) {
-	all, err := datasets.SyntheticImages(datasets.SyntheticImageConfig{Name: "w2", N: w2Clients*W2PerClient + 1,
-		Classes: w2Classes, Channels: 1, Height: w2Side, Width: w2Side, Noise: 0.3, Seed: 2})
+	return imageWorlds(datasets.SyntheticImageConfig{Name: "w2", N: w2Clients*W2PerClient + 1,
+		Classes: w2Classes, Channels: 1, Height: w2Side, Width: w2Side, Noise: 0.3, Seed: 2}, w2Clients, W2PerClient)
+}
+
+// imageWorlds draws the synthetic images of ic (clients x perClient, and one spare) and returns
+// the two worlds of a CNN benchmark: clients of perClient images each, and C' with client 0's
+// image 0 replaced by the spare, relabelled to another class if it shares image 0's.
+func imageWorlds(ic datasets.SyntheticImageConfig, clients, perClient int) (c, cp []*datasets.Dataset, target train.TargetInfo, err error) {
+	all, err := datasets.SyntheticImages(ic)
 	if err != nil {
-		return nil, nil, train.TargetInfo{}, fmt.Errorf("w2 data: %w", err)
+		return nil, nil, train.TargetInfo{}, fmt.Errorf("%s data: %w", ic.Name, err)
 	}
-	dim := w2Side * w2Side
-	for i := 0; i < w2Clients; i++ {
-		lo := i * W2PerClient
-		c = append(c, &datasets.Dataset{Name: fmt.Sprintf("w2-client%d", i), Shape: all.Shape, Classes: w2Classes,
-			Features: all.Features[lo*dim : (lo+W2PerClient)*dim], Labels: all.Labels[lo : lo+W2PerClient]})
+	dim := ic.Channels * ic.Height * ic.Width
+	for i := 0; i < clients; i++ {
+		lo := i * perClient
+		c = append(c, &datasets.Dataset{Name: fmt.Sprintf("%s-client%d", ic.Name, i), Shape: all.Shape, Classes: ic.Classes,
+			Features: all.Features[lo*dim : (lo+perClient)*dim], Labels: all.Labels[lo : lo+perClient]})
 	}
-	// The replacement: the first spare image whose class differs from image 0's.
-	last := w2Clients * W2PerClient
-	alt := &datasets.Dataset{Name: "w2-client0'", Shape: all.Shape, Classes: w2Classes,
+	last := clients * perClient
+	alt := &datasets.Dataset{Name: ic.Name + "-client0'", Shape: all.Shape, Classes: ic.Classes,
 		Features: append([]float32(nil), c[0].Features...), Labels: append([]int32(nil), c[0].Labels...)}
 	copy(alt.Features[:dim], all.Features[last*dim:(last+1)*dim])
 	alt.Labels[0] = all.Labels[last]
 	if alt.Labels[0] == c[0].Labels[0] {
-		alt.Labels[0] = (alt.Labels[0] + 1) % w2Classes
+		alt.Labels[0] = (alt.Labels[0] + 1) % int32(ic.Classes)
 	}
 	cp = append(cp, c...)
 	cp[0] = alt

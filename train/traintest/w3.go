@@ -2,7 +2,6 @@ package traintest
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
@@ -36,28 +35,8 @@ func W3Config() train.Config {
 // W3Data returns W3's two worlds: C and C' differ in image 0 of client 0, which C' replaces by
 // an image of the next class.
 func W3Data() (c, cp []*datasets.Dataset, target train.TargetInfo, err error) {
-	all, err := datasets.SyntheticImages(datasets.SyntheticImageConfig{Name: "w3", N: w3Clients*W3PerClient + 1,
-		Classes: w3Classes, Channels: 3, Height: w3Side, Width: w3Side, Noise: 0.3, Seed: 3})
-	if err != nil {
-		return nil, nil, train.TargetInfo{}, fmt.Errorf("w3 data: %w", err)
-	}
-	dim := 3 * w3Side * w3Side
-	for i := 0; i < w3Clients; i++ {
-		lo := i * W3PerClient
-		c = append(c, &datasets.Dataset{Name: fmt.Sprintf("w3-client%d", i), Shape: all.Shape, Classes: w3Classes,
-			Features: all.Features[lo*dim : (lo+W3PerClient)*dim], Labels: all.Labels[lo : lo+W3PerClient]})
-	}
-	last := w3Clients * W3PerClient
-	alt := &datasets.Dataset{Name: "w3-client0'", Shape: all.Shape, Classes: w3Classes,
-		Features: append([]float32(nil), c[0].Features...), Labels: append([]int32(nil), c[0].Labels...)}
-	copy(alt.Features[:dim], all.Features[last*dim:(last+1)*dim])
-	alt.Labels[0] = all.Labels[last]
-	if alt.Labels[0] == c[0].Labels[0] {
-		alt.Labels[0] = (alt.Labels[0] + 1) % w3Classes
-	}
-	cp = append(cp, c...)
-	cp[0] = alt
-	return c, cp, train.TargetInfo{Client: 0, Index: 0}, nil
+	return imageWorlds(datasets.SyntheticImageConfig{Name: "w3", N: w3Clients*W3PerClient + 1,
+		Classes: w3Classes, Channels: 3, Height: w3Side, Width: w3Side, Noise: 0.3, Seed: 3}, w3Clients, W3PerClient)
 }
 
 // RunW3 runs benchmark W3 with the given (even) number of replicas and rounds on be (nil: the
