@@ -26,7 +26,7 @@ func TestKitBenchW1GPU(t *testing.T) { kitBenchGPU(t, paritytest.W1) }
 func TestKitBenchW2GPU(t *testing.T) { kitBenchGPU(t, paritytest.W2) }
 
 // TestKitBenchW3GPU is W3 (ResNet-18, GroupNorm, 3x32x32, B 32, K 1) on the device (issue 26,
-// goal 3), beside ../shared's PyTorch forms (torch.func vmap and a loop over replicas).
+// goal 3), beside the PyTorch forms of tools/bench/w3.py (torch.func vmap, a loop over replicas).
 func TestKitBenchW3GPU(t *testing.T) { kitBenchGPU(t, paritytest.W3) }
 
 func kitBenchGPU(t *testing.T, workload string) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -27,9 +28,9 @@ type Ops struct {
 	syncEach Syncer // nil unless Options.SyncEachLaunch and the device is asynchronous
 	err      error
 
-	allocs []uint64
-	// sizes, live and peak account for the device memory this Ops allocated (MemoryStats).
-	sizes      map[uint64]int
+	// allocs maps the address of every live allocation to its bytes; live and peak sum them
+	// now and at most (MemoryStats).
+	allocs     map[uint64]int
 	live, peak int64
 
 	// The queued batch (queue.go): records, their arguments, the positions of staged
@@ -173,12 +174,12 @@ func (o *Ops) Close() error {
 	if err := o.closeGraphs(); err != nil {
 		failed = append(failed, err)
 	}
-	for _, a := range o.allocs {
+	for _, a := range slices.Sorted(maps.Keys(o.allocs)) { // one order, whatever the map's
 		if err := o.dev.Free(a); err != nil {
 			failed = append(failed, fmt.Errorf("free: %w", err))
 		}
 	}
-	o.allocs, o.sizes, o.live = nil, nil, 0
+	o.allocs, o.live = nil, 0
 	o.part, o.sums, o.gn, o.hidden = scratch{}, scratch{}, scratch{}, scratch{}
 	return errors.Join(o.err, firstOf(failed))
 }
@@ -204,11 +205,10 @@ func (o *Ops) alloc(op string, bytes int) uint64 {
 		o.fail(op, fmt.Errorf("alloc %d bytes: %w", bytes, err))
 		return 0
 	}
-	o.allocs = append(o.allocs, a)
-	if o.sizes == nil {
-		o.sizes = map[uint64]int{}
+	if o.allocs == nil {
+		o.allocs = map[uint64]int{}
 	}
-	o.sizes[a] = max(bytes, 4)
+	o.allocs[a] = max(bytes, 4)
 	o.live += int64(max(bytes, 4))
 	o.peak = max(o.peak, o.live)
 	return a
@@ -233,14 +233,8 @@ func (o *Ops) grow(s *scratch, n int) uint64 {
 
 func (o *Ops) free(addr uint64) {
 	o.flush() // queued launches may use the memory
-	for i, a := range o.allocs {
-		if a == addr {
-			o.allocs = append(o.allocs[:i], o.allocs[i+1:]...)
-			o.live -= int64(o.sizes[addr])
-			delete(o.sizes, addr)
-			break
-		}
-	}
+	o.live -= int64(o.allocs[addr])
+	delete(o.allocs, addr)
 	o.fail("free", o.dev.Free(addr))
 }
 

@@ -7,7 +7,7 @@ import (
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
-// W3's fixture is the workload the kit times against ../shared's w3_cuda.py: ResNet-18 of about
+// W3's fixture is the workload the kit times against tools/bench/w3.py: ResNet-18 of about
 // 11.2 M parameters (the reference's, plus the convolutions' biases), 10 clients of 64 colour
 // images, and C' differing from C in client 0's image 0 alone, with another label.
 func TestW3Fixture(t *testing.T) {
