@@ -56,7 +56,7 @@ func (g *Gradient) Check(alg algo.Algorithm, d int) []error {
 	bad := func(field, format string, a ...any) {
 		errs = append(errs, fmt.Errorf("config: gradient_canary.%s: %s", field, fmt.Sprintf(format, a...)))
 	}
-	if alg != algo.FedAvg && alg != algo.FedProx {
+	if alg != "" && alg != algo.FedAvg && alg != algo.FedProx { // an empty one is reported as such
 		bad("algorithm", "the gradient canary crafts a sample's gradient before fedavg's and fedprox's whole-gradient clipping; %s is not supported", alg)
 	}
 	if !(g.Norm > 0) || math.IsInf(g.Norm, 0) {
