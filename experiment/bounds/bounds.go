@@ -133,9 +133,7 @@ func TheoryAt(cfg *spec.Config, sm Smoothness, rounds []int) ([]theory.Bound, er
 // never active, which the config must ensure with a large clip_norm.
 func ExactMu(cfg *spec.Config, data *spec.Data) (final, allIterates, uploads func(T int) float64, ok bool) {
 	tc := cfg.Train
-	if tc.Model.Kind != "quadratic" || tc.Algorithm != algo.FedAvg || tc.Schedule != "constant" ||
-		tc.Batching != "full" || (tc.Participants != 0 && tc.Participants != cfg.Data.Clients) ||
-		(cfg.Adjacency.Kind != "replace" && cfg.Adjacency.Kind != "gradient") || tc.NoiseStd <= 0 {
+	if !quadraticInstance(cfg) || (cfg.Adjacency.Kind != "replace" && cfg.Adjacency.Kind != "gradient") {
 		return nil, nil, nil, false
 	}
 	p := data.Pair
@@ -305,12 +303,20 @@ func EstimateSmoothness(ctx context.Context, tab *runs.Table, cfg *spec.Config, 
 	return Smoothness{L: L, Source: "estimated"}, nil
 }
 
+// quadraticInstance reports whether cfg trains the exact reference instance: fedavg on the
+// quadratic model with a constant schedule, full batches, every client in every round and
+// noise, so that local training is affine and the exact mu is known.
+func quadraticInstance(cfg *spec.Config) bool {
+	tc := cfg.Train
+	return tc.Model.Kind == "quadratic" && tc.Algorithm == algo.FedAvg && tc.Schedule == "constant" && tc.Batching == "full" &&
+		(tc.Participants == 0 || tc.Participants == cfg.Data.Clients) && tc.NoiseStd > 0
+}
+
 // exactMuGradientCanaries is ExactMuOneRun for gradient canaries on the quadratic instance
 // (the conditions of ExactMu: fedavg, constant schedule, full batches, every client).
 func exactMuGradientCanaries(cfg *spec.Config, data *spec.Data) (func(threat string, T int) float64, bool) {
 	tc, cc := cfg.Train, cfg.Train.Canaries
-	if tc.Model.Kind != "quadratic" || tc.Algorithm != algo.FedAvg || tc.Schedule != "constant" || tc.Batching != "full" ||
-		(tc.Participants != 0 && tc.Participants != cfg.Data.Clients) || !(tc.NoiseStd > 0) || cc.Client >= len(data.Pair.C) {
+	if !quadraticInstance(cfg) || cc.Client >= len(data.Pair.C) {
 		return nil, false
 	}
 	n := float64(data.Pair.C[cc.Client].Len())
