@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/fedaudit/fedaudit/accounting"
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/internal/philox"
@@ -286,11 +287,7 @@ func logMix(q, a float64) float64 {
 	if q >= 1 {
 		return a
 	}
-	x, y := math.Log1p(-q), math.Log(q)+a
-	if x < y {
-		x, y = y, x
-	}
-	return x + math.Log1p(math.Exp(y-x))
+	return accounting.LogAddExp(math.Log1p(-q), math.Log(q)+a)
 }
 
 // logDensity is the log density (up to a constant) of one coordinate of the configured
