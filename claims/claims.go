@@ -162,3 +162,39 @@ func staircaseClaim(dep Deployment, plan *privacy.Plan, schedule []accounting.Ro
 	return audit.Claim{Epsilon: e, Delta: delta},
 		fmt.Sprintf("accountant: %s, Staircase RDP per round (d = %d coordinates, shift <= clip <= Delta, no amplification by sampling)%s", tc.Algorithm, d, group), nil
 }
+
+// LastIterate is the last-iterate heuristic of Steinke et al. (ICLR 2025) for deployment d's
+// target client: the epsilon at delta of the final model w_T alone if every loss were linear,
+// at each T of rounds (in that order), or nil where the heuristic does not describe the
+// system (no accountant, non-Gaussian noise, an adjacency other than remove-client). It is
+// the counterpart of the accountant's claim for a final-model observer: a heuristic, not a
+// bound, shown beside final-model rows as what their attacks can be expected to reach.
+//
+// It is about the deployment as it runs, so the sampling rate is the one trained, not
+// audit.claim_sampling_rate's. Under linear losses a round moves w along the target's
+// direction by server_lr clip_t / divisor_t when the target is sampled, with noise of std
+// server_lr std_t / divisor_t there (privacy.Plan); the common server_lr cancels.
+func LastIterate(ctx context.Context, d Deployment, delta float64, rounds []int) ([]float64, error) {
+	tc := d.Train
+	if !tc.IsClientDP() || d.Adjacency != "remove-client" || (tc.Mechanism != "" && tc.Mechanism != algo.Gaussian) {
+		return nil, nil
+	}
+	plan, err := tc.Plan(ctx, d.Clients)
+	if err != nil {
+		return nil, err
+	}
+	n := d.Target
+	lr := make([]accounting.LastIterateRound, len(plan.Std))
+	for t := range lr {
+		lr[t] = accounting.LastIterateRound{Q: plan.Q[t][n], Shift: plan.Clip[t][n] / plan.Divisor[t], Std: plan.Std[t] / plan.Divisor[t]}
+	}
+	gs, err := accounting.LastIterateRoundsEpsilons(lr, rounds, delta)
+	if err != nil {
+		return nil, fmt.Errorf("last-iterate heuristic: %w", err)
+	}
+	out := make([]float64, len(gs))
+	for i, g := range gs {
+		out[i] = g.Epsilon
+	}
+	return out, nil
+}

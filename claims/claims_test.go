@@ -1,7 +1,10 @@
 package claims
 
 import (
+	"math"
+
 	"context"
+	"github.com/fedaudit/fedaudit/accounting"
 	"strings"
 	"testing"
 
@@ -55,5 +58,51 @@ func TestFor(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The heuristic of a constant DP-FedAvg deployment is accounting.LastIterateEpsilon's with the
+// trained sampling rate and noise multiplier (the divisor and the clip norm cancel), whatever
+// rate the accountant is told; it grows with T and stays below the accountant's claim for
+// every iterate; systems without an accountant get none.
+func TestLastIterate(t *testing.T) {
+	ctx := context.Background()
+	d := Deployment{Train: dpFedAvg(), Clients: 10, Target: 0, Adjacency: "remove-client", Dim: 8, Classes: 2,
+		ClaimSamplingRate: 0.02}
+	rounds := []int{1, 5, 10}
+	got, err := LastIterate(ctx, d, 1e-5, rounds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim, _, err := For(ctx, Deployment{Train: dpFedAvg(), Clients: 10, Target: 0, Adjacency: "remove-client", Dim: 8, Classes: 2}, 1e-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, T := range rounds {
+		want, err := accounting.LastIterateEpsilon(0.5, 1.5, T, 1e-5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Same computation along another path (the plan's clip and divisor scale both the
+		// shift and the std): only float rounding differs.
+		if math.Abs(got[i]-want.Epsilon) > 1e-9*want.Epsilon {
+			t.Errorf("T=%d: heuristic eps %.12g, want %.12g", T, got[i], want.Epsilon)
+		}
+		if i > 0 && !(got[i] > got[i-1]) {
+			t.Errorf("T=%d: heuristic %g not above %g at the checkpoint before", T, got[i], got[i-1])
+		}
+	}
+	if !(got[len(got)-1] < claim.Epsilon) {
+		t.Errorf("final-model heuristic %g at T=10 not below the accountant's %g", got[len(got)-1], claim.Epsilon)
+	}
+	for _, edit := range []func(*Deployment){
+		func(d *Deployment) { d.Train = train.Config{Algorithm: algo.FedAvg} },
+		func(d *Deployment) { d.Adjacency = "replace-client" },
+	} {
+		e := d
+		edit(&e)
+		if h, err := LastIterate(ctx, e, 1e-5, rounds); err != nil || h != nil {
+			t.Errorf("%+v: heuristic %v, %v; want none", e.Adjacency, h, err)
+		}
 	}
 }

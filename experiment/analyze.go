@@ -47,6 +47,10 @@ type AnalyzeOptions struct {
 	// ExactOneRun, when set, gives the exact mu of the one-run rows: the largest exact mu of a
 	// canary (the guarantee the one-run test is about is one for every canary).
 	ExactOneRun func(threat string, round int) float64
+	// EpsHeuristic, when set, gives the last-iterate heuristic's epsilon at Delta for the final
+	// model at a round (DP-FedAvg family; claims.LastIterate), shown beside final-model rows as
+	// what their attacks can be expected to reach; NaN or 0 where unknown.
+	EpsHeuristic func(round int) float64
 	// Smoothness is the L behind the convergent bounds: a convergent bound is judged as a
 	// bound only when Smoothness.Proven, and as an estimate otherwise.
 	Smoothness bounds.Smoothness

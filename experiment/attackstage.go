@@ -13,6 +13,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/attacks"
 	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/claims"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment/bounds"
@@ -550,6 +551,11 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *run
 		// An accountant's claim is about the global models the server releases.
 		opts.Claim, opts.ClaimSource, opts.ClaimAbout = claim, source, spec.ClaimAboutModels
 	}
+	if opts.EpsHeuristic == nil {
+		if opts.EpsHeuristic, err = epsHeuristic(ctx, cfg, data, opts.Delta, rounds); err != nil {
+			return nil, err
+		}
+	}
 	if note := participationNote(cfg, opts.Claim); note != "" {
 		opts.Notes = append(opts.Notes, note)
 	}
@@ -587,6 +593,29 @@ func participationNote(cfg *spec.Config, claim audit.Claim) string {
 	}
 	return fmt.Sprintf("the informed rows know which %d of the %d clients took part in each round, as the server does: a claim that counts on that secrecy (amplification by client sampling) is about a weaker observer than they are",
 		tc.Participants, cfg.Data.Clients)
+}
+
+// epsHeuristic is the last-iterate heuristic of the DP-FedAvg family at every scored round
+// (claims.LastIterate), nil for the other systems.
+func epsHeuristic(ctx context.Context, cfg *spec.Config, data *spec.Data, delta float64, scored []int32) (func(int) float64, error) {
+	var rounds []int
+	for _, r := range scored {
+		if r >= 1 && int(r) <= cfg.Train.Rounds && !slices.Contains(rounds, int(r)) {
+			rounds = append(rounds, int(r))
+		}
+	}
+	if len(rounds) == 0 {
+		return nil, nil
+	}
+	eps, err := claims.LastIterate(ctx, claimsDeployment(cfg, data), delta, rounds)
+	if err != nil || eps == nil {
+		return nil, err
+	}
+	byRound := map[int]float64{}
+	for i, T := range rounds {
+		byRound[T] = eps[i]
+	}
+	return func(round int) float64 { return byRound[round] }, nil
 }
 
 // theoryLookup computes the bounds for every round that has scores.

@@ -2,12 +2,16 @@ package experiment
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/claims"
 	"github.com/fedaudit/fedaudit/experiment/spec"
+	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/runs"
 )
 
 const dpFedAvgYAML = `
@@ -184,4 +188,64 @@ func TestParticipationNote(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDPFedAvgHeuristic: a DP-FedAvg deployment's final-model rows carry the last-iterate
+// heuristic's epsilon at the analysis's delta (claims.LastIterate at that checkpoint, with the
+// trained sampling rate even when the accountant is told another), the all-iterates rows do
+// not, and findings.json keeps it.
+func TestDPFedAvgHeuristic(t *testing.T) {
+	raw := strings.Replace(dpFedAvgYAML, "pairs: 1000", "pairs: 60", 1)
+	raw = strings.Replace(raw, "checkpoints: [10]", "checkpoints: [0, 4, 10]\n  record_params: true", 1)
+	raw = strings.Replace(raw, "attacks: [informed-all]", "attacks: [informed-all, param-cosine]\n  claim_sampling_rate: 0.02", 1)
+	cfg, err := spec.Parse([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	fs, err := runFindings(cfg, dir, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := spec.Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := claims.LastIterate(context.Background(), claimsDeployment(cfg, data), 1e-5, []int{4, 10})
+	if err != nil || len(want) != 2 {
+		t.Fatalf("heuristic %v, %v", want, err)
+	}
+	seen := 0
+	for _, f := range fs {
+		switch f.Threat {
+		case runs.ThreatFinal:
+			if f.Round == 0 {
+				continue
+			}
+			w := want[0]
+			if f.Round == 10 {
+				w = want[1]
+			}
+			if f.EpsHeuristic != w {
+				t.Errorf("%s T=%d: eps heuristic %g, want %g", f.Attack, f.Round, f.EpsHeuristic, w)
+			}
+			seen++
+			raw, err := json.Marshal(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back findings.Finding
+			if err := json.Unmarshal(raw, &back); err != nil || back.EpsHeuristic != f.EpsHeuristic {
+				t.Errorf("findings.json: eps heuristic %g after a round trip of %g (%v)", back.EpsHeuristic, f.EpsHeuristic, err)
+			}
+		default:
+			if f.EpsHeuristic != 0 {
+				t.Errorf("%s row %s T=%d has eps heuristic %g", f.Threat, f.Attack, f.Round, f.EpsHeuristic)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("%d final-model rows, want 2", seen)
+	}
+	t.Logf("heuristic eps at T = 4, 10: %.4g, %.4g", want[0], want[1])
 }

@@ -259,6 +259,9 @@ func AnalyzeAll(ctx context.Context, sf *runs.ScoreFile, cf *runs.CanaryScoreFil
 		if opts.ExactOneRun != nil && f.OneRun() {
 			f.ExactMu = opts.ExactOneRun(f.Threat, f.Round)
 		}
+		if opts.EpsHeuristic != nil && f.Threat == runs.ThreatFinal && !f.OneRun() {
+			f.EpsHeuristic = finiteOr(opts.EpsHeuristic(f.Round), 0)
+		}
 		claim, source, kind := opts.Claim, cmp.Or(opts.ClaimSource, "config claim"), findings.ClaimDeployment
 		if opts.ClaimAbout == spec.ClaimAboutUploads {
 			source += " on each upload"

@@ -72,6 +72,12 @@ type Finding struct {
 	// Estimate is the one-shot estimate (Andrew et al., 2024) beside a one-run row of direction
 	// canaries: an estimate without any confidence statement, never judged. Nil elsewhere.
 	Estimate *audit.OneShotEstimate
+	// EpsHeuristic is the last-iterate heuristic's epsilon at the row's delta on a final-model
+	// row of the DP-FedAvg family (claims.LastIterate: the final model's privacy if the losses
+	// were linear, what a final-model attack can be expected to reach at most; a heuristic, not
+	// a bound), the counterpart of MuHeuristic where the accountant states epsilon. Zero where
+	// unknown.
+	EpsHeuristic float64
 	// AtT holds the bounds the scores of checkpoint T alone certify, on an all-iterates row whose
 	// Result carries a larger bound from an earlier checkpoint of the same attack (the observer
 	// of every iterate at T sees all that observer saw); nil otherwise.
@@ -145,10 +151,12 @@ type record struct {
 	// MuHeuristic, the last-iterate heuristic (theory.Bound.MuHeuristic), is set on final-model
 	// rows only: what a final-model attack can be expected to reach at most.
 	MuHeuristic *float64 `json:"mu_heuristic,omitempty"`
-	Verdict     *string  `json:"verdict"`
-	ClaimSource *string  `json:"claim_source"`
-	ClaimKind   *string  `json:"claim_kind"`
-	Tightness   *float64 `json:"tightness"`
+	// EpsHeuristic (Finding.EpsHeuristic) is set on final-model rows of the DP-FedAvg family.
+	EpsHeuristic *float64 `json:"eps_heuristic,omitempty"`
+	Verdict      *string  `json:"verdict"`
+	ClaimSource  *string  `json:"claim_source"`
+	ClaimKind    *string  `json:"claim_kind"`
+	Tightness    *float64 `json:"tightness"`
 	// ReversedMuLower is set only when positive.
 	ReversedMuLower *float64           `json:"reversed_mu_lower,omitempty"`
 	Metrics         map[string]float64 `json:"metrics,omitempty"`
@@ -227,6 +235,9 @@ func (f *Finding) record() record {
 		rec.MuUploads = finite(f.MuUploads())
 		rec.MuHeuristic = finite(f.MuHeuristic())
 	}
+	if f.EpsHeuristic > 0 {
+		rec.EpsHeuristic = finite(f.EpsHeuristic)
+	}
 	if f.Verdict != nil {
 		s, src, kind := string(f.Verdict.Status), f.ClaimSource, f.ClaimKind
 		rec.Verdict, rec.ClaimSource, rec.ClaimKind = &s, &src, &kind
@@ -286,6 +297,9 @@ func (f *Finding) UnmarshalJSON(raw []byte) error {
 	}
 	if rec.MuLowerAtT != nil || rec.EpsLowerAtT != nil {
 		f.AtT = &Bounds{MuLower: orNaN(rec.MuLowerAtT), EpsLower: orNaN(rec.EpsLowerAtT)}
+	}
+	if rec.EpsHeuristic != nil {
+		f.EpsHeuristic = *rec.EpsHeuristic
 	}
 	if rec.Seed != nil {
 		f.Seed = *rec.Seed

@@ -12,6 +12,7 @@ import (
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/report/figures"
+	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/theory"
 )
 
@@ -353,7 +354,7 @@ func (m *model) tables() []*table {
 		header: []string{"Attack", "Threat model", "T", "N(C)", "N(C')", "TPR@0.1%FPR", "TPR@1%FPR", "AUC",
 			"Best balanced acc.", "mu estimate", "mu lower", "mu exact", "eps lower", "delta"}}
 	verdicts := &table{name: "verdicts", title: "Verdicts",
-		caption: "Certified lower bounds against the claimed guarantee: the claim is violated when a certified lower bound exceeds it (confidence " + conf + "); tightness is lower bound / claim. On final-model rows, lower / heuristic is the certified mu over the last-iterate heuristic (Steinke et al., 2025: the final model's exact mu if the losses were linear; a heuristic, not a bound), how far the attack is from what a final-model attack can be expected to reach. A claimed mu is judged on mu lower, a claimed eps on eps lower at the claim's delta. A row judged against a theory value computed from an assumed or estimated constant says \"exceeds estimate\" instead of \"violated\": the constant is too small, which is not a violation by the deployment.",
+		caption: "Certified lower bounds against the claimed guarantee: the claim is violated when a certified lower bound exceeds it (confidence " + conf + "); tightness is lower bound / claim. On final-model rows, lower / heuristic is the certified mu over the last-iterate heuristic (Steinke et al., 2025: the final model's exact mu if the losses were linear; a heuristic, not a bound), or for DP-FedAvg the certified eps over the heuristic's eps at the same delta: how far the attack is from what a final-model attack can be expected to reach. A claimed mu is judged on mu lower, a claimed eps on eps lower at the claim's delta. A row judged against a theory value computed from an assumed or estimated constant says \"exceeds estimate\" instead of \"violated\": the constant is too small, which is not a violation by the deployment.",
 		header: []string{"Attack", "Threat model", "T", "mu lower", "eps lower", "Claimed mu", "Claimed eps", "Claim delta",
 			"Claim source", "Tightness", "Lower / heuristic", "Status"}}
 	for _, s := range m.series {
@@ -496,12 +497,16 @@ func (m *model) metricsTable() *table {
 	return t
 }
 
-// ofHeuristic is a final-model row's certified mu over the last-iterate heuristic, "-" on the
-// other rows and where the heuristic is unknown.
+// ofHeuristic is a final-model row's certified bound over the last-iterate heuristic: mu over
+// the heuristic's mu, or, on DP-FedAvg rows, whose heuristic is an epsilon, the compared eps
+// lower over the heuristic's eps at the same delta; "-" on the other rows and where the
+// heuristic is unknown.
 func ofHeuristic(f *findings.Finding) string {
-	h := f.MuHeuristic()
-	if !(h > 0) || math.IsInf(h, 0) {
-		return "-"
+	if h := f.MuHeuristic(); h > 0 && !math.IsInf(h, 0) {
+		return num(f.Result.MuLower / h)
 	}
-	return num(f.Result.MuLower / h)
+	if h := f.EpsHeuristic; h > 0 && !math.IsInf(h, 0) && f.Threat == runs.ThreatFinal {
+		return num(ComparedEpsLower(f) / h)
+	}
+	return "-"
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/runs"
 )
 
 // WriteAnalysis prints an analysis as a person reads it in a terminal: the headline first, its
@@ -158,7 +159,7 @@ func writePairTable(w io.Writer, fs []findings.Finding) error {
 		exact = exact || isFinite(fs[i].ExactMu)
 		uploads = uploads || isFinite(fs[i].MuUploads())
 		eps = eps || epsilonJudged(&fs[i])
-		heuristic = heuristic || isFinite(fs[i].MuHeuristic())
+		heuristic = heuristic || heuristicCell(&fs[i]) != "-"
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	header := "attack\tthreat\tT\tn0\tn1\tAUC\tTPR@1pctFPR\tmu_lower\t"
@@ -194,7 +195,7 @@ func writePairTable(w io.Writer, fs []findings.Finding) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t", orDash(convergent), orDash(composition))
 		if heuristic {
-			fmt.Fprintf(tw, "%s\t", orDash(f.MuHeuristic()))
+			fmt.Fprintf(tw, "%s\t", heuristicCell(f))
 		}
 		if uploads {
 			fmt.Fprintf(tw, "%s\t", orDash(f.MuUploads()))
@@ -226,6 +227,18 @@ func ComparedEpsLower(f *findings.Finding) float64 {
 		return c.Lower
 	}
 	return f.Result.EpsLower
+}
+
+// heuristicCell is a final-model row's last-iterate heuristic: its mu, or "eps X" on DP-FedAvg
+// rows, whose heuristic is an epsilon at the row's delta; "-" where unknown.
+func heuristicCell(f *findings.Finding) string {
+	if h := f.MuHeuristic(); isFinite(h) {
+		return orDash(h)
+	}
+	if h := f.EpsHeuristic; h > 0 && isFinite(h) && f.Threat == runs.ThreatFinal {
+		return "eps " + orDash(h)
+	}
+	return "-"
 }
 
 func isFinite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
