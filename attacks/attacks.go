@@ -33,7 +33,6 @@ import (
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
-	"github.com/fedaudit/fedaudit/train/canary"
 )
 
 // Env is what an attack knows besides the run file: the experiment and the target. The caller
@@ -87,8 +86,10 @@ type envCache struct {
 
 // canaryDirection is the gradient canary's direction for parameter vectors of length d,
 // computed once.
-func (c *envCache) canaryDirection(g *canary.Gradient, seed uint64, d int) []float32 {
-	c.gradOnce.Do(func() { c.gradDir = g.Vector(seed, d) })
+func (c *envCache) canaryDirection(v interface {
+	Vector(seed uint64, d int) []float32
+}, seed uint64, d int) []float32 {
+	c.gradOnce.Do(func() { c.gradDir = v.Vector(seed, d) })
 	return c.gradDir
 }
 

@@ -212,26 +212,37 @@ func fitLDA(examples []Example) (func([]float64) float64, error) {
 }
 
 // gradCanaryAttack is the final-model adversary of a gradient canary (adjacency kind gradient,
-// train.Config.GradientCanary): C' adds Norm u to the target's gradient in every step that uses
-// it, so the C' world's model moves along -u, and the score is the final model's coordinate along the
-// public direction, <w_T, u>, high in world C. It needs no model: on a model whose losses were
-// linear this projection is the Neyman-Pearson statistic of the final model (the mean shift
-// lies along u, the noise is isotropic), the case the last-iterate heuristic describes.
+// train.Config.GradientCanary) and of a crafted canary client (adjacency.crafted_update,
+// train.Config.CraftedUpdate). A gradient canary adds Norm u to the target's gradient in every
+// step of C' that uses it, so the C' world's model moves along -u; the canary client sends
+// clip_t u in the rounds it is sampled in C, so the C world's model moves along +u. Either way
+// the score is the final model's coordinate along the public direction, <w_T, u>, high in
+// world C. It needs no model: on a model whose losses were linear this projection is the
+// Neyman-Pearson statistic of the final model (the mean shift lies along u, the noise is
+// isotropic; with client sampling the likelihood ratio of the mixture is increasing in it),
+// the case the last-iterate heuristic describes.
 type gradCanaryAttack struct{}
 
 func (gradCanaryAttack) Info() Info {
 	return Info{Name: "grad-canary", Threat: runs.ThreatFinal, Needs: Needs{Params: true},
-		ByName:  "it reads the direction of a gradient canary (adjacency kind gradient), which it is the default attack of",
-		Summary: "projection <w_T, u> of the final model on the gradient canary's public direction u"}
+		ByName:  "it reads the direction of a gradient canary (adjacency kind gradient) or a crafted update (adjacency.crafted_update), which it is the default attack of",
+		Summary: "projection <w_T, u> of the final model on the public direction u of a gradient canary or a crafted canary client"}
 }
 
 func (gradCanaryAttack) Observe(env *Env, obs *Observation) (Observed, error) {
-	gc := env.Config.GradientCanary
-	if gc == nil {
-		return Observed{}, fmt.Errorf("grad-canary: the runs have no gradient canary (adjacency kind gradient)")
+	var dir interface {
+		Vector(seed uint64, d int) []float32
+	}
+	switch {
+	case env.Config.GradientCanary != nil:
+		dir = env.Config.GradientCanary
+	case env.Config.CraftedUpdate != nil:
+		dir = env.Config.CraftedUpdate
+	default:
+		return Observed{}, fmt.Errorf("grad-canary: the runs have no gradient canary (adjacency kind gradient) and no crafted update (adjacency.crafted_update)")
 	}
 	w := obs.Row.Params
-	u := env.cache.canaryDirection(gc, env.Config.Seed, len(w))
+	u := env.cache.canaryDirection(dir, env.Config.Seed, len(w))
 	var s float64
 	for i, x := range w {
 		if u[i] != 0 {

@@ -113,6 +113,11 @@ func Write(ctx context.Context, path string, cfg *spec.Config, d *spec.Data) err
 	if err != nil {
 		return err
 	}
+	// A crafted gradient or update is made by the trainer, not held in the data: the exported
+	// worlds would not differ where the experiment's do.
+	if cfg.Train.GradientCanary != nil || cfg.Train.CraftedUpdate != nil {
+		return fmt.Errorf("write %s: the worlds of experiment %q differ by a crafted gradient or client update that fedaudit's trainer makes (adjacency kind gradient, adjacency.crafted_update), not by data: an external trainer cannot reproduce it from exported data", path, cfg.Name)
+	}
 	// fsutil's temporary file holds its lock while it is written, so that a cleaner of stale
 	// temporary files (fsutil.CleanStale) in the same folder leaves it alone.
 	tmp, err := fsutil.Create(path)

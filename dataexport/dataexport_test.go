@@ -19,6 +19,7 @@ import (
 	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/ingest"
 	"github.com/fedaudit/fedaudit/internal/fsutil"
+	"github.com/fedaudit/fedaudit/train/canary"
 )
 
 const base = `name: export-%s
@@ -202,6 +203,12 @@ func TestWriteErrors(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 || entries[0].Name() != "taken.npz" {
 		t.Errorf("the folder holds %v, want only taken.npz", entries)
+	}
+	// Worlds that differ by what the trainer crafts have no data to export.
+	crafted := *cfg
+	crafted.Train.GradientCanary = &canary.Gradient{Norm: 1}
+	if err := Write(context.Background(), filepath.Join(dir, "crafted.npz"), &crafted, d); err == nil || !strings.Contains(err.Error(), "crafted gradient or client update") {
+		t.Errorf("Write with a gradient canary: %v, want a refusal", err)
 	}
 	// Format names the formats; the extension's case does not matter.
 	if f, err := FormatOf("X.SafeTensors"); err != nil || f != Safetensors {

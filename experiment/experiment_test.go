@@ -116,6 +116,10 @@ func TestParseRejectsTyposAndBadValues(t *testing.T) {
 		{"gradient canary set by hand", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\ntrain: {gradient_canary: {norm: 3}}\n", "train.gradient_canary"},
 		{"gradient canary for dpsgd", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\nadjacency: {kind: gradient, gradient: {norm: 3}}\ntrain: {algorithm: dpsgd, clip_norm: 1, noise_std: 1}\n", "gradient_canary.algorithm"},
 		{"gradient canary norm", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\nadjacency: {kind: gradient, gradient: {norm: -3}}\n", "gradient_canary.norm"},
+		{"crafted update of another kind", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\nadjacency: {kind: replace-client, crafted_update: {direction: gaussian}}\ntrain: {algorithm: dp-fedavg, sampling_rate: 0.5, noise_multiplier: 1, update_clip: 1}\n", "adjacency.crafted_update"},
+		{"crafted update set by hand", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\ntrain: {crafted_update: {direction: gaussian}}\n", "train.crafted_update"},
+		{"crafted update for fedavg", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\nadjacency: {kind: remove-client, crafted_update: {}}\ntrain: {algorithm: fedavg}\n", "crafted_update: a client's crafted update"},
+		{"crafted update direction", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\nadjacency: {kind: remove-client, crafted_update: {direction: up}}\ntrain: {algorithm: dp-fedavg, sampling_rate: 0.5, noise_multiplier: 1, update_clip: 1}\n", "crafted_update.direction"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

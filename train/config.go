@@ -106,6 +106,12 @@ type Config struct {
 	// from adjacency kind "gradient"; fedavg and fedprox only, trained in the direct local-step
 	// form.
 	GradientCanary *canary.Gradient `json:"gradient_canary,omitempty" yaml:"gradient_canary,omitempty"`
+
+	// CraftedUpdate, when set, makes the target client of remove-client adjacency a canary
+	// client (canary.Update): in every round it is sampled it sends clip_t u instead of
+	// training. The experiment sets it from adjacency.crafted_update; the DP-FedAvg family
+	// only.
+	CraftedUpdate *canary.Update `json:"crafted_update,omitempty" yaml:"crafted_update,omitempty"`
 }
 
 // TargetInfo says which sample differs between the worlds: sample Index of client Client.
@@ -146,15 +152,15 @@ func (c *Config) validate(m, n int, shape []int, dim, classes int) error {
 		}
 	}
 	if c.GradientCanary != nil {
-		d := 0 // not known before the data: the coordinate is checked against the model then
-		if dim > 0 {
-			if m, err := model.New(c.Model, shape, dim, classes); err == nil {
-				d = m.NumParams()
-			}
-		}
-		p = append(p, c.GradientCanary.Check(c.Algorithm, d)...)
+		p = append(p, c.GradientCanary.Check(c.Algorithm, paramCount(c, shape, dim, classes))...)
 		if c.Canaries != nil {
 			p.add("gradient_canary", "a coupled-pairs adversary: not with the one-run canaries (train.canaries)")
+		}
+	}
+	if c.CraftedUpdate != nil {
+		p = append(p, c.CraftedUpdate.Check(c.Algorithm, paramCount(c, shape, dim, classes))...)
+		if c.Canaries != nil {
+			p.add("crafted_update", "a coupled-pairs adversary: not with the one-run canaries (train.canaries)")
 		}
 	}
 	return errors.Join(p...)
@@ -346,4 +352,15 @@ func (c *Config) CheckModel(shape []int, classes int) error {
 	var p problems
 	c.checkModel(&p, shape, dim, classes)
 	return errors.Join(p...)
+}
+
+// paramCount is the model's parameter count for samples of the given shape and dim features,
+// 0 when the data is not known yet (a canary's coordinate is checked against the model then).
+func paramCount(c *Config, shape []int, dim, classes int) int {
+	if dim > 0 {
+		if m, err := model.New(c.Model, shape, dim, classes); err == nil {
+			return m.NumParams()
+		}
+	}
+	return 0
 }

@@ -134,10 +134,9 @@ func (dp *clientDPRounds) round(ctx context.Context, t int, _ bool) error {
 		if !sampled && !(isTarget && e.cfg.Informed) {
 			continue // no replica needs this client's update
 		}
-		if err := e.localTrain(ctx, t, i, e.l, false, true); err != nil {
+		if err := dp.clientUpdate(ctx, t, i, e.l, false); err != nil {
 			return err
 		}
-		be.Axpby(-1, e.all(e.g), 1, e.all(e.l), nil) // the update w_local - w_t
 		e.clipFactors(e.l, plan.Clip[t][i], e.coef)
 		if isTarget && e.target.Absent {
 			for r := 1; r < e.R; r += 2 {
@@ -147,10 +146,9 @@ func (dp *clientDPRounds) round(ctx context.Context, t int, _ bool) error {
 		if isTarget && e.cfg.Informed {
 			// tu: the replica's own clipped target update; shadow: the other world's.
 			be.Axpby(1, e.all(e.l), 0, e.all(dp.tu), e.coef)
-			if err := e.localTrain(ctx, t, i, e.shadow, true, true); err != nil {
+			if err := dp.clientUpdate(ctx, t, i, e.shadow, true); err != nil {
 				return err
 			}
-			be.Axpby(-1, e.all(e.g), 1, e.all(e.shadow), nil)
 			e.clipFactors(e.shadow, plan.Clip[t][i], e.scaleT)
 			if e.target.Absent {
 				for r := 0; r < e.R; r += 2 {
@@ -186,6 +184,24 @@ func (dp *clientDPRounds) round(ctx context.Context, t int, _ bool) error {
 		cs.observeRound(e, plan.Q[t][0], plan.Clip[t][0], plan.Std[t], dp.serverLR/plan.Divisor[t])
 	}
 	e.commit()
+	return nil
+}
+
+// clientUpdate writes client i's update of round t into buf for every replica: w_local - w_t
+// after its local training (on the other world's data when replay is set: the informed
+// adversary's shadow), or, for the canary client of a crafted update
+// (train.Config.CraftedUpdate), clip_t u in both worlds whatever the model.
+func (dp *clientDPRounds) clientUpdate(ctx context.Context, t, i int, buf compute.Buffer, replay bool) error {
+	e := dp.e
+	if e.crafted != nil && i == e.target.Client {
+		u := compute.Mat{Buf: e.crafted, Rows: 1, Cols: e.d, Stride: e.d, Batch: e.R}
+		e.be.Axpby(float32(dp.plan.Clip[t][i]), u, 0, e.all(buf), nil)
+		return nil
+	}
+	if err := e.localTrain(ctx, t, i, buf, replay, true); err != nil {
+		return err
+	}
+	e.be.Axpby(-1, e.all(e.g), 1, e.all(buf), nil)
 	return nil
 }
 

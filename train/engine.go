@@ -72,8 +72,10 @@ type engine struct {
 	perEx  float32 // per-example clip norm (dpsgd), else 0
 	// gradCanary is the gradient canary's direction u (one row of d), nil without one.
 	gradCanary compute.Buffer
-	clipV      float32 // whole-gradient clip norm (fedavg, fedprox), else 0
-	alpha      float32
+	// crafted is the crafted update's direction u (one row of d), nil without one.
+	crafted compute.Buffer
+	clipV   float32 // whole-gradient clip norm (fedavg, fedprox), else 0
+	alpha   float32
 
 	data  [2][]clientData
 	test  *clientData
@@ -264,6 +266,15 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 			return nil, errors.Join(err...)
 		}
 		e.gradCanary = compute.Upload(be, gc.Vector(cfg.Seed, d))
+	}
+	if cu := cfg.CraftedUpdate; cu != nil {
+		if err := cu.Check(cfg.Algorithm, d); err != nil {
+			return nil, errors.Join(err...)
+		}
+		if !e.target.Absent {
+			return nil, errors.New("train: crafted_update: the canary client is the target of remove-client adjacency (C holds it, C' lacks it)")
+		}
+		e.crafted = compute.Upload(be, cu.Vector(cfg.Seed, d))
 	}
 	e.steps = e.chooseSteps(cfg.GradientCanary == nil)
 	e.rounds = e.chooseRounds()

@@ -34,7 +34,7 @@ func TestRefusedBeforeTraining(t *testing.T) {
 		{"attack without its columns", []edit{{attacksLine, "  attacks: [informed-all, grad-align]\n"}}, "audit.attacks: grad-align: the run files will lack global parameters"},
 		{"canary attack without canaries", []edit{{attacksLine, "  attacks: [loss, canary-loss]\n"}}, "audit.attacks: canary-loss scores canaries, and the runs carry none"},
 		{"grad-canary without a gradient canary", []edit{{"  informed: true\n", "  informed: true\n  record_params: true\n"}, {attacksLine, "  attacks: [loss, grad-canary]\n"}},
-			"audit.attacks: grad-canary projects the final model on a gradient canary's direction, and the runs have none: set adjacency kind gradient"},
+			"audit.attacks: grad-canary projects the final model on a gradient canary's or a crafted update's direction, and the runs have none"},
 		{"learned attack on 5 pairs", []edit{{"pairs: 40", "pairs: 5"}, {attacksLine, "  attacks: [loss, lira-offline]\n"}}, "audit.attacks: lira-offline: a learned attack is fitted on every 5th pair (shadow pairs, never scored) and needs two of them: at least 10 pairs, the experiment has 5"},
 		{"rounds not checkpoints", []edit{{attacksLine, attacksLine + "  rounds: [2]\n"}}, "audit.rounds: round 2 is not among the checkpoints after round 0"},
 		// Item 11: one canary in one run leaves no guess to make.

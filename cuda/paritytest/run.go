@@ -205,20 +205,44 @@ func testRunsMatchCPU(t *testing.T, f Factory) {
 			} else {
 				wc, wcp = worlds(c.m, 9, 7, c.classes)
 			}
-			tgt := train.TargetInfo{Client: 0, Index: 0}
-			var want memRecorder
-			if err := train.Train(context.Background(), train.Job{Config: cfg, WorldC: wc, WorldCPrime: wcp, Target: tgt, Pairs: c.pairs, Recorder: &want}); err != nil {
-				t.Fatal(err)
-			}
-			ops := f(t, cuda.Options{Block: 32})
-			defer ops.Close()
-			var got memRecorder
-			if err := train.TrainOn(context.Background(), ops, train.Job{Config: cfg, WorldC: wc, WorldCPrime: wcp, Target: tgt, Pairs: c.pairs, Recorder: cuda.CheckRecorder(ops, &got)}); err != nil {
-				t.Fatal(err)
-			}
-			compareRuns(t, want.cps, got.cps)
+			runBoth(t, f, train.Job{Config: cfg, WorldC: wc, WorldCPrime: wcp, Target: train.TargetInfo{Client: 0, Index: 0}, Pairs: c.pairs})
 		})
 	}
+}
+
+// runBoth trains job on the CPU backend and on the kernels of f and compares the runs
+// (compareRuns); job's Recorder is replaced.
+func runBoth(t *testing.T, f Factory, job train.Job) {
+	t.Helper()
+	var want memRecorder
+	job.Recorder = &want
+	if err := train.Train(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	ops := f(t, cuda.Options{Block: 32})
+	defer ops.Close()
+	var got memRecorder
+	job.Recorder = cuda.CheckRecorder(ops, &got)
+	if err := train.TrainOn(context.Background(), ops, job); err != nil {
+		t.Fatal(err)
+	}
+	compareRuns(t, want.cps, got.cps)
+}
+
+// The DP-FedAvg family with a crafted canary client (train.Config.CraftedUpdate) under
+// remove-client adjacency: C' has one client fewer, client 0 of C sends clip u in the rounds
+// it is sampled, and the informed replay does the same. Tolerances as testRunsMatchCPU's.
+func testCraftedUpdateMatchesCPU(t *testing.T, f Factory) {
+	cfg := train.Config{
+		Algorithm: algo.DPFedAvg, Model: model.Config{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"},
+		Rounds: 3, LocalSteps: 2, LearningRate: 0.3, Schedule: "constant", Batching: "fixed", BatchSize: 4,
+		Seed: 7, Checkpoints: []int{0, 1, 3}, Informed: true, RecordParams: true, EvalBatch: 5,
+		SamplingRate: 0.7, NoiseMultiplier: 0.8, UpdateClip: 0.5, ServerLR: 1,
+		CraftedUpdate: &canary.Update{Direction: canary.GaussianDirection},
+	}
+	wc, _ := worlds(4, 9, 7, 3)
+	tgt := train.TargetInfo{Client: 0, Index: 0, WholeClient: true, Absent: true}
+	runBoth(t, f, train.Job{Config: cfg, WorldC: wc, WorldCPrime: wc[1:], Target: tgt, Pairs: train.PairRange{First: 0, Count: 2}})
 }
 
 func compareRuns(t *testing.T, want, got []*checkpoint.Checkpoint) {

@@ -132,6 +132,11 @@ type AdjacencyConfig struct {
 	// (canary.Gradient; fedavg and fedprox). The data of the two worlds is the same, so the
 	// canary field is not used; the config's train.gradient_canary is set from it.
 	Gradient *canary.Gradient `json:"gradient,omitempty" yaml:"gradient,omitempty"`
+	// CraftedUpdate, with kind "remove-client" (the DP-FedAvg family), makes client Client a
+	// canary client whose update is crafted, not learned: in every round it is sampled it
+	// sends clip_t u, u a fixed public unit direction (canary.Update), and its data is not
+	// used. C holds it, C' lacks it. The config's train.crafted_update is set from it.
+	CraftedUpdate *canary.Update `json:"crafted_update,omitempty" yaml:"crafted_update,omitempty"`
 }
 
 // DifferingWorld is the world that holds what makes the worlds differ: C' holds the canary
@@ -446,6 +451,23 @@ func (c *Config) FillDefaults() {
 			}
 		}
 	}
+	if u := c.Adjacency.CraftedUpdate; c.Adjacency.Kind == "remove-client" && u != nil {
+		if u.Direction == "" {
+			u.Direction = canary.DiracDirection
+		}
+		cu := *u
+		c.Train.CraftedUpdate = &cu
+		if len(c.Audit.Attacks) == 0 {
+			// The client's data is not used: its adversaries are the informed ratio (every
+			// iterate) and the projection on its direction (the final model).
+			if c.Train.Informed {
+				c.Audit.Attacks = append(c.Audit.Attacks, "informed-all", "informed-last")
+			}
+			if c.Train.RecordParams {
+				c.Audit.Attacks = append(c.Audit.Attacks, "grad-canary")
+			}
+		}
+	}
 	c.Audit.FillDefaults()
 	if c.Train.Batching == "" {
 		c.Train.Batching = "full"
@@ -554,6 +576,12 @@ func (c *Config) validateAdjacency(bad func(field, format string, a ...any)) {
 	}
 	if gc := c.Train.GradientCanary; gc != nil && (c.Adjacency.Gradient == nil || *gc != *c.Adjacency.Gradient) {
 		bad("train.gradient_canary", "set from adjacency.gradient (kind gradient); give the crafted gradient there")
+	}
+	if c.Adjacency.CraftedUpdate != nil && c.Adjacency.Kind != "remove-client" {
+		bad("adjacency.crafted_update", "a crafted update is the removed client's of kind remove-client (the DP-FedAvg family), not of kind %s", c.Adjacency.Kind)
+	}
+	if cu := c.Train.CraftedUpdate; cu != nil && (c.Adjacency.CraftedUpdate == nil || *cu != *c.Adjacency.CraftedUpdate) {
+		bad("train.crafted_update", "set from adjacency.crafted_update (kind remove-client); give the crafted update there")
 	}
 	if !(c.Audit.ClaimSamplingRate >= 0 && c.Audit.ClaimSamplingRate <= 1) {
 		bad("audit.claim_sampling_rate", "need a rate in [0, 1] (0: the one used), got %g", c.Audit.ClaimSamplingRate)

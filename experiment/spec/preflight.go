@@ -145,8 +145,8 @@ func CheckStages(cfg *Config) error {
 			bad("adjacency.kind", "remove-client needs the DP-FedAvg family (server-side noise), not %q: a removed Noisy-FedAvg client would also remove its own noise", cfg.Train.Algorithm)
 		}
 	}
-	if slices.Contains(cfg.Audit.Attacks, "grad-canary") && cfg.Train.GradientCanary == nil {
-		bad("audit.attacks", "grad-canary projects the final model on a gradient canary's direction, and the runs have none: set adjacency kind gradient")
+	if slices.Contains(cfg.Audit.Attacks, "grad-canary") && cfg.Train.GradientCanary == nil && cfg.Train.CraftedUpdate == nil {
+		bad("audit.attacks", "grad-canary projects the final model on a gradient canary's or a crafted update's direction, and the runs have none: set adjacency kind gradient, or adjacency.crafted_update with kind remove-client")
 	}
 	meta := PlannedMeta(cfg)
 	cps := cfg.Train.Checkpoints

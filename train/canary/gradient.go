@@ -62,28 +62,42 @@ func (g *Gradient) Check(alg algo.Algorithm, d int) []error {
 	if !(g.Norm > 0) || math.IsInf(g.Norm, 0) {
 		bad("norm", "need a finite norm > 0, got %g", g.Norm)
 	}
-	switch g.Direction {
+	return append(errs, checkDirection("gradient_canary", g.Direction, g.Coordinate, d)...)
+}
+
+// checkDirection returns the problems of a canary direction (field names under prefix) for a
+// model of d parameters (0: not known yet).
+func checkDirection(prefix, direction string, coordinate, d int) []error {
+	var errs []error
+	switch direction {
 	case "", DiracDirection:
-		if d > 0 && (g.Coordinate >= d || g.Coordinate < -d) {
-			bad("coordinate", "%d is not a parameter index of a model with %d parameters (negative: from the end)", g.Coordinate, d)
+		if d > 0 && (coordinate >= d || coordinate < -d) {
+			errs = append(errs, fmt.Errorf("config: %s.coordinate: %d is not a parameter index of a model with %d parameters (negative: from the end)", prefix, coordinate, d))
 		}
 	case GaussianDirection:
 	default:
-		bad("direction", "%q is not dirac or gaussian", g.Direction)
+		errs = append(errs, fmt.Errorf("config: %s.direction: %q is not dirac or gaussian", prefix, direction))
 	}
 	return errs
 }
 
 // Vector returns the canary's unit direction u in R^d for an experiment with master seed seed.
 func (g *Gradient) Vector(seed uint64, d int) []float32 {
-	if g.Direction == GaussianDirection {
+	return directionVector(g.Direction, g.Coordinate, seed, d)
+}
+
+// directionVector is the unit direction of a canary: parameter coordinate's unit vector
+// (dirac; negative counts from the end) or a unit Gaussian direction from the master seed.
+func directionVector(direction string, coordinate int, seed uint64, d int) []float32 {
+	if direction == GaussianDirection {
 		// Row 0 of the one-run canaries' Gaussian directions is a different stream from the
-		// canaries' own only if the seed differs; the gradient canary and direction canaries
-		// are never in one run (the gradient canary is fedavg's, direction canaries dp-fedavg's).
+		// canaries' own only if the seed differs; the coupled-pairs canaries (a gradient
+		// canary, a crafted update) and the one-run canaries are never in one run (train.Config
+		// refuses both at once).
 		return GaussianDirections(seed, 1, d)
 	}
 	u := make([]float32, d)
-	j := g.Coordinate
+	j := coordinate
 	if j < 0 {
 		j += d
 	}
