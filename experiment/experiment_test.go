@@ -119,6 +119,7 @@ func TestParseRejectsTyposAndBadValues(t *testing.T) {
 		{"crafted update of another kind", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\nadjacency: {kind: replace-client, crafted_update: {direction: gaussian}}\ntrain: {algorithm: dp-fedavg, sampling_rate: 0.5, noise_multiplier: 1, update_clip: 1}\n", "adjacency.crafted_update"},
 		{"crafted update set by hand", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\ntrain: {crafted_update: {direction: gaussian}}\n", "train.crafted_update"},
 		{"crafted update for fedavg", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\nadjacency: {kind: remove-client, crafted_update: {}}\ntrain: {algorithm: fedavg}\n", "crafted_update: a client's crafted update"},
+		{"pretrain rounds", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\ntrain: {algorithm: fedavg, pretrain: {rounds: 0}}\n", "pretrain.rounds"},
 		{"crafted update direction", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\nadjacency: {kind: remove-client, crafted_update: {direction: up}}\ntrain: {algorithm: dp-fedavg, sampling_rate: 0.5, noise_multiplier: 1, update_clip: 1}\n", "crafted_update.direction"},
 	}
 	for _, c := range cases {

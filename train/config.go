@@ -112,6 +112,10 @@ type Config struct {
 	// training. The experiment sets it from adjacency.crafted_update; the DP-FedAvg family
 	// only.
 	CraftedUpdate *canary.Update `json:"crafted_update,omitempty" yaml:"crafted_update,omitempty"`
+
+	// Pretrain, when set, makes w_0 the audit's choice: a model pretrained without privacy on
+	// the data both worlds share (Pretrain, pretrain.go) instead of the seeded initialization.
+	Pretrain *Pretrain `json:"pretrain,omitempty" yaml:"pretrain,omitempty"`
 }
 
 // TargetInfo says which sample differs between the worlds: sample Index of client Client.
@@ -156,6 +160,9 @@ func (c *Config) validate(m, n int, shape []int, dim, classes int) error {
 		if c.Canaries != nil {
 			p.add("gradient_canary", "a coupled-pairs adversary: not with the one-run canaries (train.canaries)")
 		}
+	}
+	if c.Pretrain != nil {
+		p = append(p, c.Pretrain.check()...)
 	}
 	if c.CraftedUpdate != nil {
 		p = append(p, c.CraftedUpdate.Check(c.Algorithm, paramCount(c, shape, dim, classes))...)

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/fedaudit/fedaudit/internal/philox"
 	"github.com/fedaudit/fedaudit/train/canary"
 )
 
@@ -22,44 +21,18 @@ func TestCraftedUpdateReplaysAlgorithm4(t *testing.T) {
 	cfg.CraftedUpdate = &canary.Update{Direction: canary.DiracDirection, Coordinate: 1}
 	cp := slices.Delete(slices.Clone(clients), target, target+1)
 	cps := run(t, cfg, clients, cp, TargetInfo{Client: target, WholeClient: true, Absent: true}, PairRange{0, pairs})
-	sampled := 0
-	for p := 0; p < pairs; p++ {
-		seed := RunSeed(cfg.Seed, p)
-		for w := 0; w < 2; w++ {
-			params := make([]float64, dim)
-			for round := 0; round < cfg.Rounds; round++ {
-				sum := make([]float64, dim)
-				for i := 0; i < m; i++ {
-					rng := philox.NewRand(seed, uint32(round), uint32(i), philox.DomainClientSampling, 0)
-					if rng.Float() >= cfg.SamplingRate {
-						continue
-					}
-					if i == target {
-						if w == 0 {
-							sum[1] += cfg.UpdateClip
-							sampled++
-						}
-						continue
-					}
-					u := quadUpdate(params, clients[i], 1, cfg.LearningRate, cfg.LocalSteps)
-					f := math.Min(1, cfg.UpdateClip/math.Sqrt(dot(u, u)))
-					for q := range sum {
-						sum[q] += f * u[q]
-					}
-				}
-				for q := range params {
-					params[q] += cfg.ServerLR * sum[q] / (cfg.SamplingRate * m)
-				}
-				got := cps[round].Replicas[2*p+w].Params
-				for q := range params {
-					if math.Abs(float64(got[q])-params[q]) > 1e-5 {
-						t.Fatalf("pair %d world %d round %d coordinate %d: engine %g, replay %g", p, w, round+1, q, got[q], params[q])
-					}
-				}
-			}
+	sampled := replayAlg4(t, cfg, m, pairs, cps, func(w, i int, params []float64) []float64 {
+		if i != target {
+			return quadUpdate(params, clients[i], 1, cfg.LearningRate, cfg.LocalSteps)
 		}
-	}
-	if sampled == 0 {
+		if w == 1 {
+			return nil
+		}
+		u := make([]float64, dim)
+		u[1] = cfg.UpdateClip
+		return u
+	}, target)
+	if !sampled[1] {
 		t.Fatal("the fixture never sampled the canary client: pick another seed")
 	}
 }

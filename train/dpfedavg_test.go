@@ -85,50 +85,66 @@ func TestDPFedAvgRoundMatchesAlgorithm4(t *testing.T) {
 				cp = slices.Delete(cp, 2, 3)
 			}
 			cps := run(t, cfg, clients, cp, tgt, PairRange{0, pairs})
-			sawBoth := [2]bool{}
-			for p := 0; p < pairs; p++ {
-				seed := RunSeed(cfg.Seed, p)
-				for w := 0; w < 2; w++ {
-					params := make([]float64, dim)
-					for round := 0; round < cfg.Rounds; round++ {
-						sum := make([]float64, dim)
-						for i := 0; i < m; i++ {
-							rng := philox.NewRand(seed, uint32(round), uint32(i), philox.DomainClientSampling, 0)
-							if rng.Float() >= cfg.SamplingRate {
-								continue
-							}
-							sawBoth[b2i(i == 2)] = true
-							d := clients[i]
-							if i == 2 && w == 1 {
-								if kind == "remove" {
-									continue
-								}
-								d = canary
-							}
-							u := quadUpdate(params, d, 1, cfg.LearningRate, cfg.LocalSteps)
-							norm := math.Sqrt(dot(u, u))
-							f := math.Min(1, cfg.UpdateClip/norm)
-							for q := range sum {
-								sum[q] += f * u[q]
-							}
-						}
-						for q := range params {
-							params[q] += cfg.ServerLR * sum[q] / (cfg.SamplingRate * m)
-						}
-						got := cps[round].Replicas[2*p+w].Params
-						for q := range params {
-							if math.Abs(float64(got[q])-params[q]) > 1e-5 {
-								t.Fatalf("pair %d world %d round %d coordinate %d: engine %g, Alg. 4 %g", p, w, round+1, q, got[q], params[q])
-							}
-						}
+			sawBoth := replayAlg4(t, cfg, m, pairs, cps, func(w, i int, params []float64) []float64 {
+				d := clients[i]
+				if i == 2 && w == 1 {
+					if kind == "remove" {
+						return nil
 					}
+					d = canary
 				}
-			}
+				return quadUpdate(params, d, 1, cfg.LearningRate, cfg.LocalSteps)
+			}, 2)
 			if !sawBoth[0] || !sawBoth[1] {
 				t.Fatal("the fixture never sampled the target or never another client: pick another seed")
 			}
 		})
 	}
+}
+
+// replayAlg4 replays Alg. 4 of the time-adaptive paper in float64 without noise for every pair
+// and world of cps: the clients sampled from the documented stream (Philox domain 7 of the
+// pair's run seed), update(w, i, params) giving client i's update in world w (nil: not in that
+// world), clipped to c, summed, divided by q m and scaled by the server learning rate; every
+// round is compared with the engine's replica (1e-5: float32 training). It reports whether
+// client target, and whether another client, was ever sampled.
+func replayAlg4(t *testing.T, cfg Config, m, pairs int, cps []*checkpoint.Checkpoint, update func(w, i int, params []float64) []float64, target int) (sampled [2]bool) {
+	t.Helper()
+	dim := len(cps[0].Replicas[0].Params)
+	for p := 0; p < pairs; p++ {
+		seed := RunSeed(cfg.Seed, p)
+		for w := 0; w < 2; w++ {
+			params := make([]float64, dim)
+			for round := 0; round < cfg.Rounds; round++ {
+				sum := make([]float64, dim)
+				for i := 0; i < m; i++ {
+					rng := philox.NewRand(seed, uint32(round), uint32(i), philox.DomainClientSampling, 0)
+					if rng.Float() >= cfg.SamplingRate {
+						continue
+					}
+					sampled[b2i(i == target)] = true
+					u := update(w, i, params)
+					if u == nil {
+						continue
+					}
+					f := math.Min(1, cfg.UpdateClip/math.Sqrt(dot(u, u)))
+					for q := range sum {
+						sum[q] += f * u[q]
+					}
+				}
+				for q := range params {
+					params[q] += cfg.ServerLR * sum[q] / (cfg.SamplingRate * float64(m))
+				}
+				got := cps[round].Replicas[2*p+w].Params
+				for q := range params {
+					if math.Abs(float64(got[q])-params[q]) > 1e-5 {
+						t.Fatalf("pair %d world %d round %d coordinate %d: engine %g, Alg. 4 %g", p, w, round+1, q, got[q], params[q])
+					}
+				}
+			}
+		}
+	}
+	return sampled
 }
 
 func dot(a, b []float64) float64 {

@@ -253,6 +253,12 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 	// w_0 is public and the same for every pair: it is drawn from the master seed.
 	w0 := make([]float32, d)
 	mdl.Init(w0, philox.SplitMix64(cfg.Seed^0x696e6974))
+	if job.Initial != nil {
+		if len(job.Initial) != d {
+			return nil, fmt.Errorf("train: initial parameters: %d values for a model of %d", len(job.Initial), d)
+		}
+		copy(w0, job.Initial)
+	}
 	for r := 0; r < R; r++ {
 		be.Upload(e.g, r*e.pitch, w0)
 	}

@@ -30,6 +30,9 @@ type Job struct {
 	Recorder checkpoint.Recorder
 	// Progress, when not nil, is called after every round of every group.
 	Progress func(done, total int)
+	// Initial, when not nil, is every replica's w_0 in place of the model's seeded
+	// initialization; TrainOn and TrainInGroups set it from Config.Pretrain when it is nil.
+	Initial []float32
 }
 
 // Train runs the pairs of one shard (job.Pairs) on the CPU backend; job.Recorder receives
@@ -58,6 +61,14 @@ func TrainInGroups(ctx context.Context, be compute.Backend, job Job, size int, r
 		return fmt.Errorf("train: pair range first %d count %d: need first >= 0, count >= 1", pairs.First, pairs.Count)
 	}
 	size = max(1, min(size, pairs.Count))
+	if job.Initial == nil && job.Config.Pretrain != nil {
+		// Once for every group: the groups share w_0.
+		w0, err := PretrainedInitial(ctx, be, job)
+		if err != nil {
+			return err
+		}
+		job.Initial = w0
+	}
 	groups := (pairs.Count + size - 1) / size
 	for g := 0; g < groups; g++ {
 		gr := PairRange{First: pairs.First + g*size, Count: min(size, pairs.Count-g*size)}
@@ -119,6 +130,13 @@ func GroupSize(cfg Config, s memory.DataSizes, count int) int {
 // TrainOn trains the pairs on a given backend as one group: every replica's state is allocated
 // at once (Train groups them). It stops within one client step of ctx being cancelled.
 func TrainOn(ctx context.Context, be compute.Backend, job Job) error {
+	if job.Initial == nil && job.Config.Pretrain != nil {
+		w0, err := PretrainedInitial(ctx, be, job)
+		if err != nil {
+			return err
+		}
+		job.Initial = w0
+	}
 	e, err := newEngine(be, job)
 	if err != nil {
 		return err

@@ -433,39 +433,31 @@ func (c *Config) FillDefaults() {
 	if c.Adjacency.Canary == "" {
 		c.Adjacency.Canary = "dirac"
 	}
+	// A crafted gradient or client update: the experiment's data does not hold what makes the
+	// worlds differ, so the attacks on the target sample see nothing. Their adversaries are
+	// the informed ratio (every iterate) and the projection on the crafted direction (the
+	// final model).
+	crafted := false
 	if g := c.Adjacency.Gradient; c.Adjacency.Kind == "gradient" && g != nil {
 		if g.Direction == "" {
 			g.Direction = canary.DiracDirection
 		}
 		gc := *g
-		c.Train.GradientCanary = &gc
-		if len(c.Audit.Attacks) == 0 {
-			// The worlds share their data: the attacks on the target sample see nothing.
-			// The gradient canary's adversaries are the informed ratio (every iterate) and
-			// the projection on its direction (the final model).
-			if c.Train.Informed {
-				c.Audit.Attacks = append(c.Audit.Attacks, "informed-all", "informed-last")
-			}
-			if c.Train.RecordParams {
-				c.Audit.Attacks = append(c.Audit.Attacks, "grad-canary")
-			}
-		}
+		c.Train.GradientCanary, crafted = &gc, true
 	}
 	if u := c.Adjacency.CraftedUpdate; c.Adjacency.Kind == "remove-client" && u != nil {
 		if u.Direction == "" {
 			u.Direction = canary.DiracDirection
 		}
 		cu := *u
-		c.Train.CraftedUpdate = &cu
-		if len(c.Audit.Attacks) == 0 {
-			// The client's data is not used: its adversaries are the informed ratio (every
-			// iterate) and the projection on its direction (the final model).
-			if c.Train.Informed {
-				c.Audit.Attacks = append(c.Audit.Attacks, "informed-all", "informed-last")
-			}
-			if c.Train.RecordParams {
-				c.Audit.Attacks = append(c.Audit.Attacks, "grad-canary")
-			}
+		c.Train.CraftedUpdate, crafted = &cu, true
+	}
+	if crafted && len(c.Audit.Attacks) == 0 {
+		if c.Train.Informed {
+			c.Audit.Attacks = append(c.Audit.Attacks, "informed-all", "informed-last")
+		}
+		if c.Train.RecordParams {
+			c.Audit.Attacks = append(c.Audit.Attacks, "grad-canary")
 		}
 	}
 	c.Audit.FillDefaults()
