@@ -251,8 +251,7 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 		e.seeds[r] = RunSeed(cfg.Seed, e.first+r/2)
 	}
 	// w_0 is public and the same for every pair: it is drawn from the master seed.
-	w0 := make([]float32, d)
-	mdl.Init(w0, philox.SplitMix64(cfg.Seed^0x696e6974))
+	w0 := seededInitial(mdl, cfg.Seed)
 	if job.Initial != nil {
 		if len(job.Initial) != d {
 			return nil, fmt.Errorf("train: initial parameters: %d values for a model of %d", len(job.Initial), d)

@@ -9,8 +9,11 @@ import (
 
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/internal/philox"
 	"github.com/fedaudit/fedaudit/train/checkpoint"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // Pretrain is the audit's choice of the initial parameters w_0, after Annamalai and De
@@ -67,7 +70,7 @@ func PretrainedInitial(ctx context.Context, be compute.Backend, job Job) ([]floa
 		Schedule: "constant", Batching: algo.Full, Seed: tc.Seed, Checkpoints: []int{p.Rounds},
 		RecordParams: true, Threads: tc.Threads, EvalBatch: tc.EvalBatch,
 	}
-	shared := sharedClients(job)
+	shared := SharedClients(job)
 	if len(shared) == 0 {
 		return nil, errors.New("train: pretrain: the worlds share no data to pretrain on")
 	}
@@ -85,9 +88,39 @@ func PretrainedInitial(ctx context.Context, be compute.Backend, job Job) ([]floa
 	return rec.params, nil
 }
 
-// sharedClients is the data both worlds hold: world C's clients without the target sample, or
-// without the target client under client-level adjacency; a client left empty is dropped.
-func sharedClients(job Job) []*datasets.Dataset {
+// seededInitial is the model's initialization drawn from the master seed: every pair's w_0
+// without pretraining.
+func seededInitial(mdl model.Model, seed uint64) []float32 {
+	w0 := make([]float32, mdl.NumParams())
+	mdl.Init(w0, philox.SplitMix64(seed^0x696e6974))
+	return w0
+}
+
+// InitialParams is the w_0 every pair of job starts from: the pretrained one (Config.Pretrain,
+// trained on the CPU backend) or the seeded initialization. It lets what is built before the
+// training (a canary crafted against w_0) see the model the training starts from; a GPU
+// training pretrains on the device, within float rounding of this one.
+func InitialParams(ctx context.Context, job Job) ([]float32, error) {
+	if job.Config.Pretrain != nil {
+		be := cpu.New(job.Config.Threads)
+		defer be.Close()
+		return PretrainedInitial(ctx, be, job)
+	}
+	if len(job.WorldC) == 0 {
+		return nil, errors.New("train: initial parameters: no clients")
+	}
+	c := job.WorldC[0]
+	mdl, err := model.New(job.Config.Model, c.Shape, c.Dim(), c.Classes)
+	if err != nil {
+		return nil, fmt.Errorf("train: initial parameters: %w", err)
+	}
+	return seededInitial(mdl, job.Config.Seed), nil
+}
+
+// SharedClients is the data both worlds hold, what the pretraining trains on and what a canary
+// is crafted against: world C's clients without the target sample, or without the target
+// client under client-level adjacency; a client left empty is dropped.
+func SharedClients(job Job) []*datasets.Dataset {
 	var out []*datasets.Dataset
 	t := job.Target
 	for i, c := range job.WorldC {

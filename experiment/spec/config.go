@@ -120,7 +120,9 @@ type AdjacencyConfig struct {
 	// Canary builds epsilon': "dirac" (blank input with a few saturated features, default),
 	// "relabel" (the same sample with another label), "heldout" (a sample no client holds),
 	// for images "pattern" (a checkerboard, out of distribution) or "blank" (a black image with
-	// the rarest label), or "custom" (Features and Label below).
+	// the rarest label), "canife" (an input crafted so that its gradient at w_0 leaves the span
+	// of the shared data's gradients; sample-level replace or add, softmax and MLP models), or
+	// "custom" (Features and Label below).
 	Canary string `json:"canary" yaml:"canary"`
 	// Pixels is the number of saturated features of a dirac canary (0: the builder's default).
 	Pixels int `json:"pixels,omitempty" yaml:"pixels,omitempty"`
@@ -589,12 +591,19 @@ func (c *Config) validateAdjacency(bad func(field, format string, a ...any)) {
 	}
 	switch c.Adjacency.Canary {
 	case "dirac", "relabel", "heldout", "pattern", "blank":
+	case CanaryCANIFE:
+		if k := c.Adjacency.Kind; k != "replace" && k != "add" {
+			bad("adjacency.canary", "canife crafts the sample C' holds: adjacency kind replace or add, not %s", k)
+		}
+		if k := c.Train.Model.Kind; k != "softmax" && k != "mlp" {
+			bad("adjacency.canary", "canife crafts against a softmax or mlp model's gradients (exact mixed Hessian products); model %q is not supported", k)
+		}
 	case "custom":
 		if len(c.Adjacency.Features) == 0 {
 			bad("adjacency.features", "a custom canary needs its features")
 		}
 	default:
-		bad("adjacency.canary", "%q is not dirac, relabel, heldout, pattern, blank or custom", c.Adjacency.Canary)
+		bad("adjacency.canary", "%q is not dirac, relabel, heldout, pattern, blank, canife or custom", c.Adjacency.Canary)
 	}
 }
 

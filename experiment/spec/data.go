@@ -1,9 +1,13 @@
 package spec
 
 import (
+	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 
+	"github.com/fedaudit/fedaudit/attacks/canife"
+	"github.com/fedaudit/fedaudit/attacks/hostmodel"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/train"
 )
@@ -93,7 +97,12 @@ func prepareData(cfg *Config) (*Data, error) {
 	if adj.Canary == "custom" {
 		spec.Target = datasets.Sample{Features: adj.Features, Label: adj.Label}
 	}
-	canary, err := datasets.BuildCanary(spec)
+	var canary datasets.Sample
+	if adj.Canary == CanaryCANIFE {
+		canary, err = craftCanary(cfg, clients, base)
+	} else {
+		canary, err = datasets.BuildCanary(spec)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("adjacency.canary: %w", err)
 	}
@@ -195,4 +204,54 @@ func openSource(cfg *Config) (*datasets.Dataset, error) {
 		return nil, fmt.Errorf("data.synthetic: %w", err)
 	}
 	return d, nil
+}
+
+// CanaryCANIFE is the canary kind "canife": an input crafted so that its gradient at the w_0
+// the training starts from lies out of the span of the shared data's gradients (package
+// attacks/canife, after Maddock et al., ICLR 2023).
+const CanaryCANIFE = "canife"
+
+// craftCanary crafts the "canife" canary for sample-level adjacency: at the pairs' w_0 (the
+// seeded initialization, or the pretrained one of train.pretrain), against the data both
+// worlds hold, with a label drawn from the master seed and every feature within the range of
+// the clients' features.
+func craftCanary(cfg *Config, clients []*datasets.Dataset, base *datasets.Dataset) (datasets.Sample, error) {
+	adj := cfg.Adjacency
+	job := train.Job{Config: cfg.Train, WorldC: clients, WorldCPrime: clients, Target: train.TargetInfo{Client: adj.Client, Index: adj.Index}}
+	if adj.Client < 0 || adj.Client >= len(clients) || adj.Index < 0 || adj.Index >= clients[adj.Client].Len() {
+		return datasets.Sample{}, fmt.Errorf("canife: target sample %d of client %d does not exist", adj.Index, adj.Client)
+	}
+	m, err := hostmodel.New(cfg.Train.Model, base.Shape, base.Dim(), base.Classes)
+	if err != nil {
+		return datasets.Sample{}, fmt.Errorf("canife: %w", err)
+	}
+	w32, err := train.InitialParams(context.Background(), job)
+	if err != nil {
+		return datasets.Sample{}, fmt.Errorf("canife: %w", err)
+	}
+	w := make([]float64, len(w32))
+	for i, v := range w32 {
+		w[i] = float64(v)
+	}
+	var pool []datasets.Sample
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, c := range train.SharedClients(job) {
+		for i := 0; i < c.Len(); i++ {
+			pool = append(pool, c.Sample(i))
+		}
+		for _, v := range c.Features {
+			lo, hi = min(lo, float64(v)), max(hi, float64(v))
+		}
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x63616e696665)) // "canife"
+	label := rng.IntN(base.Classes)
+	res, err := canife.Craft(m, w, pool, label, lo, hi, canife.Config{}, rng)
+	if err != nil {
+		return datasets.Sample{}, err
+	}
+	x := make([]float32, len(res.Features))
+	for i, v := range res.Features {
+		x[i] = float32(v)
+	}
+	return datasets.Sample{Features: x, Label: int32(label)}, nil
 }

@@ -1,0 +1,82 @@
+package spec
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+const canifeYAML = `
+name: canife-test
+seed: 12
+pairs: 2
+data:
+  source: synthetic
+  synthetic: {dim: 8, classes: 3, separation: 3, noise: 1}
+  clients: 3
+  per_client: 6
+adjacency: {kind: replace, client: 0, index: 1, canary: canife}
+train:
+  algorithm: fedavg
+  model: {kind: mlp, hidden: [6], activation: tanh}
+  rounds: 2
+  local_steps: 1
+  learning_rate: 0.1
+  clip_norm: 1
+  noise_std: 0.1
+  checkpoints: [2]
+`
+
+// The canife canary is C”s sample in place of the target, crafted deterministically (two
+// preparations give the same data hash) inside the range of the clients' features; with
+// pretraining it is crafted at the pretrained w_0, so it changes. Adjacencies and models it
+// cannot serve are refused with the field named.
+func TestCANIFECanary(t *testing.T) {
+	prepare := func(raw string) *Data {
+		t.Helper()
+		cfg, err := Parse([]byte(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := Prepare(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	a, b := prepare(canifeYAML), prepare(canifeYAML)
+	if a.Hash != b.Hash {
+		t.Fatal("two preparations of one config crafted different canaries")
+	}
+	canary := a.Pair.CPrime[0].Sample(1)
+	target := a.Pair.C[0].Sample(1)
+	lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
+	for _, c := range a.Pair.C {
+		for _, v := range c.Features {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+	}
+	same := true
+	for i, v := range canary.Features {
+		if v < lo || v > hi {
+			t.Fatalf("feature %d = %g outside the clients' range [%g, %g]", i, v, lo, hi)
+		}
+		same = same && v == target.Features[i]
+	}
+	if same {
+		t.Fatal("the canary is the target sample")
+	}
+	pre := prepare(strings.Replace(canifeYAML, "  checkpoints: [2]", "  checkpoints: [2]\n  pretrain: {rounds: 20}", 1))
+	if pre.Hash == a.Hash {
+		t.Fatal("the canary crafted at the pretrained w_0 is the one crafted at the seeded w_0")
+	}
+	for _, edit := range [][2]string{
+		{"adjacency: {kind: replace, client: 0, index: 1, canary: canife}", "adjacency: {kind: remove, client: 0, index: 1, canary: canife}"},
+		{"model: {kind: mlp, hidden: [6], activation: tanh}", "model: {kind: quadratic, curvature: 1}"},
+	} {
+		raw := strings.Replace(canifeYAML, edit[0], edit[1], 1)
+		if _, err := Parse([]byte(raw)); err == nil || !strings.Contains(err.Error(), "adjacency.canary") {
+			t.Errorf("%s: %v, want adjacency.canary named", edit[1], err)
+		}
+	}
+}
