@@ -6,8 +6,9 @@
 // gradients do not: the canary's contribution to every step is then not cancelled or masked by
 // the other samples', and a final-model test along it sees more of it.
 //
-// The crafting is ours, built on the host model's exact mixed Hessian-vector products
-// (hostmodel.Work): it minimizes, over the input x in the data's box, the share of the
+// The crafting is ours, built on the host model's mixed Hessian-vector products (exact on flat
+// models through hostmodel.Work; central differences in parameter space of the exact input
+// gradients on package nn's CNNs, as attacks/inversion does): it minimizes, over the input x in the data's box, the share of the
 // canary's gradient g(x) = grad_w loss(w_0; x, y) inside the span S of the pool's gradients,
 //
 //	J(x) = ||P_S g(x)||^2 / ||g(x)||^2 - lambda log ||g(x)||^2,
@@ -15,7 +16,7 @@
 // the second term keeping the gradient from vanishing (a canary the model already fits moves
 // nothing). Its gradient in x is H_xw v with v = dJ/dg = 2 (P_S g - f g - lambda g) / ||g||^2
 // (f the share), one mixed Hessian-vector product per step, minimized by Adam from seeded
-// restarts. It imports neither the trainer nor the experiment.
+// restarts, which run in parallel. It imports neither the trainer nor the experiment.
 package canife
 
 import (
@@ -23,25 +24,34 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
 
 	"github.com/fedaudit/fedaudit/attacks/hostmodel"
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/nn"
+	"gonum.org/v1/gonum/floats"
 )
 
 // Config is the crafting's budget; zero fields take the defaults (WithDefaults).
 type Config struct {
-	// Iterations of Adam per restart (default 300) and Restarts (default 4).
+	// Iterations of Adam per restart (default 200) and Restarts (default 4).
 	Iterations, Restarts int
 	// LearningRate of Adam, as a share of the box's width (default 0.02).
 	LearningRate float64
 	// NormWeight is lambda, the weight of -log ||g||^2 (default 0.05).
 	NormWeight float64
+	// PoolSize caps the pool whose gradients span S (default 128): a larger pool is
+	// subsampled with the restarts' rng, so a CNN's basis stays PoolSize x d (the projections
+	// onto it are most of the crafting's work).
+	PoolSize int
 }
 
 // WithDefaults returns c with its zero fields set to the defaults.
 func (c Config) WithDefaults() Config {
 	if c.Iterations == 0 {
-		c.Iterations = 300
+		c.Iterations = 200
 	}
 	if c.Restarts == 0 {
 		c.Restarts = 4
@@ -51,6 +61,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.NormWeight == 0 {
 		c.NormWeight = 0.05
+	}
+	if c.PoolSize == 0 {
+		c.PoolSize = 128
 	}
 	return c
 }
@@ -65,64 +78,173 @@ type Result struct {
 	StartShare float64
 }
 
-// Craft crafts the canary of label y against the pool's samples at parameters w of m (a flat
-// model with a softmax: softmax regression or an MLP), each feature in [lo, hi], with restarts
-// drawn from rng.
+// Craft crafts the canary of label y against the pool's samples at parameters w of m (a model
+// with a softmax over classes: softmax regression, an MLP or a CNN of package nn), each
+// feature in [lo, hi], with restarts drawn from rng.
 func Craft(m *hostmodel.Model, w []float64, pool []datasets.Sample, y int, lo, hi float64, cfg Config, rng *rand.Rand) (Result, error) {
 	cfg = cfg.WithDefaults()
 	switch {
-	case m == nil || m.IsCNN() || !m.HasClasses():
-		return Result{}, errors.New("canife: needs a flat model with a softmax over classes (softmax regression or an MLP)")
+	case m == nil || !m.HasClasses():
+		return Result{}, errors.New("canife: needs a model with a softmax over classes (softmax regression, an MLP or a CNN)")
 	case len(w) != m.NumParams():
 		return Result{}, fmt.Errorf("canife: %d parameters for a model of %d", len(w), m.NumParams())
 	case !(hi > lo):
 		return Result{}, fmt.Errorf("canife: empty feature box [%g, %g]", lo, hi)
-	case cfg.Iterations < 1 || cfg.Restarts < 1 || !(cfg.LearningRate > 0) || !(cfg.NormWeight >= 0):
+	case cfg.Iterations < 1 || cfg.Restarts < 1 || cfg.PoolSize < 1 || !(cfg.LearningRate > 0) || !(cfg.NormWeight >= 0):
 		return Result{}, fmt.Errorf("canife: bad budget %+v", cfg)
 	}
-	c := &crafter{m: m, w: w, y: y, wk: hostmodel.NewWork(m), lambda: cfg.NormWeight}
-	c.basis = span(m, w, pool)
-	best := Result{Share: math.Inf(1)}
-	bestJ := math.Inf(1)
-	dim := m.Dim()
-	for r := 0; r < cfg.Restarts; r++ {
-		x := make([]float64, dim)
-		for i := range x {
-			x[i] = lo + (hi-lo)*rng.Float64()
+	if len(pool) > cfg.PoolSize {
+		pool = slices.Clone(pool)
+		for i := 0; i < cfg.PoolSize; i++ {
+			j := i + rng.IntN(len(pool)-i)
+			pool[i], pool[j] = pool[j], pool[i]
 		}
-		startShare, _, _ := c.objective(x, nil)
-		x, j := c.minimize(x, lo, hi, cfg)
-		if j < bestJ {
-			share, norm, _ := c.objective(x, nil)
-			bestJ = j
-			best = Result{Features: x, Share: share, GradNorm: norm, StartShare: startShare}
+		pool = pool[:cfg.PoolSize]
+	}
+	newCrafter := func() (*crafter, func()) {
+		c := &crafter{w: w, y: y, lambda: cfg.NormWeight}
+		if m.IsCNN() {
+			nm := m.Acquire()
+			c.grads = newCNNGrads(nm, w, m.Dim())
+			return c, func() { m.Release(nm) }
+		}
+		c.grads = &flatGrads{wk: hostmodel.NewWork(m), w: w, hw: make([]float64, len(w))}
+		return c, func() {}
+	}
+	c0, release := newCrafter()
+	defer release()
+	basis := c0.span(pool)
+	// The starts are drawn in order before any restart runs, so the restarts may run at once
+	// (each with its own workspace over the shared basis) and the result not depend on it.
+	starts := make([][]float64, cfg.Restarts)
+	for r := range starts {
+		starts[r] = make([]float64, m.Dim())
+		for i := range starts[r] {
+			starts[r][i] = lo + (hi-lo)*rng.Float64()
 		}
 	}
-	return best, nil
+	results := make([]Result, cfg.Restarts)
+	objs := make([]float64, cfg.Restarts)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	for r := range starts {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			c, release := c0, func() {}
+			if r > 0 {
+				c, release = newCrafter()
+			}
+			defer release()
+			c.basis = basis
+			startShare, _, _ := c.objective(starts[r], nil)
+			x, j := c.minimize(starts[r], lo, hi, cfg)
+			share, norm, _ := c.objective(x, nil)
+			results[r], objs[r] = Result{Features: x, Share: share, GradNorm: norm, StartShare: startShare}, j
+		}()
+	}
+	wg.Wait()
+	best := 0
+	for r := range objs {
+		if objs[r] < objs[best] {
+			best = r
+		}
+	}
+	return results[best], nil
 }
 
 type crafter struct {
-	m      *hostmodel.Model
+	grads
 	w      []float64
 	y      int
-	wk     *hostmodel.Work
 	basis  [][]float64 // orthonormal basis of the pool's gradients
 	lambda float64
 }
 
+// grads computes, at the crafter's parameters, a sample's gradient in w and the mixed product
+// H_xw v, the gradient in x of <v, grad_w loss(w; x, y)>.
+type grads interface {
+	gradient(x []float64, y int, g []float64)
+	mixed(x []float64, y int, v, hx []float64)
+}
+
+// flatGrads are a flat model's, exact (hostmodel.Work).
+type flatGrads struct {
+	wk    *hostmodel.Work
+	w, hw []float64
+}
+
+func (f *flatGrads) gradient(x []float64, y int, g []float64) {
+	f.wk.Forward(f.w, x)
+	f.wk.Gradient(f.w, y, g)
+}
+
+func (f *flatGrads) mixed(x []float64, y int, v, hx []float64) {
+	f.wk.Forward(f.w, x)
+	f.wk.HessianVector(f.w, y, v, f.hw, hx)
+}
+
+// fdStep is the relative step of the central differences in parameter space for CNNs: w +- t v
+// moves w by fdStep max(1, |w|), as attacks/inversion's cnnFDStep (whose comment bounds the
+// error: about 1e-9 relative for gradients of order one).
+const fdStep = 1e-7
+
+// cnnGrads are a CNN's: its gradients exact (nn), the mixed product a central difference of
+// exact input gradients, H_xw v ~ (dx(w + t v) - dx(w - t v)) / 2t, one nn pass over two
+// replicas.
+type cnnGrads struct {
+	nm            *nn.Model[float64]
+	w             []float64
+	pm, gpm, dxpm []float64
+	loss          []float64
+	normW         float64
+}
+
+func newCNNGrads(nm *nn.Model[float64], w []float64, dim int) *cnnGrads {
+	d := len(w)
+	return &cnnGrads{nm: nm, w: w, pm: make([]float64, 2*d), gpm: make([]float64, 2*d), dxpm: make([]float64, 2*dim),
+		loss: make([]float64, 2), normW: math.Sqrt(dot(w, w))}
+}
+
+func (c *cnnGrads) gradient(x []float64, y int, g []float64) {
+	if err := c.nm.LossGrad(c.w, 1, x, []int32{int32(y)}, g, c.loss[:1]); err != nil {
+		panic(fmt.Sprintf("canife: nn gradient: %v", err)) // sizes fixed by Craft
+	}
+}
+
+func (c *cnnGrads) mixed(x []float64, y int, v, hx []float64) {
+	d := len(c.w)
+	nv := math.Sqrt(dot(v, v))
+	if nv == 0 {
+		clear(hx)
+		return
+	}
+	t := fdStep * max(1, c.normW) / nv
+	for i := range c.w {
+		c.pm[i], c.pm[d+i] = c.w[i]+t*v[i], c.w[i]-t*v[i]
+	}
+	if err := c.nm.LossGradInput(c.pm, 2, x, []int32{int32(y)}, c.gpm, c.dxpm, c.loss); err != nil {
+		panic(fmt.Sprintf("canife: nn input gradient: %v", err))
+	}
+	n := len(hx)
+	for i := range hx {
+		hx[i] = (c.dxpm[i] - c.dxpm[n+i]) / (2 * t)
+	}
+}
+
 // span returns an orthonormal basis of the pool's gradients at w (modified Gram-Schmidt; a
 // gradient whose remainder is below 1e-10 of its norm adds nothing).
-func span(m *hostmodel.Model, w []float64, pool []datasets.Sample) [][]float64 {
-	wk := hostmodel.NewWork(m)
+func (c *crafter) span(pool []datasets.Sample) [][]float64 {
 	var basis [][]float64
-	x := make([]float64, m.Dim())
 	for _, s := range pool {
+		x := make([]float64, len(s.Features))
 		for i, v := range s.Features {
 			x[i] = float64(v)
 		}
-		g := make([]float64, len(w))
-		wk.Forward(w, x)
-		wk.Gradient(w, int(s.Label), g)
+		g := make([]float64, len(c.w))
+		c.gradient(x, int(s.Label), g)
 		n0 := math.Sqrt(dot(g, g))
 		for _, b := range basis {
 			axpy(-dot(b, g), b, g)
@@ -141,8 +263,7 @@ func span(m *hostmodel.Model, w []float64, pool []datasets.Sample) [][]float64 {
 // it also stores dJ/dx there.
 func (c *crafter) objective(x, gx []float64) (share, norm, j float64) {
 	g := make([]float64, len(c.w))
-	c.wk.Forward(c.w, x)
-	c.wk.Gradient(c.w, c.y, g)
+	c.gradient(x, c.y, g)
 	gg := dot(g, g)
 	if gg == 0 {
 		if gx != nil {
@@ -161,8 +282,7 @@ func (c *crafter) objective(x, gx []float64) (share, norm, j float64) {
 		for i := range v {
 			v[i] = 2 * (a[i] - (share+c.lambda)*g[i]) / gg
 		}
-		hw := make([]float64, len(g))
-		c.wk.HessianVector(c.w, c.y, v, hw, gx)
+		c.mixed(x, c.y, v, gx)
 	}
 	return share, math.Sqrt(gg), j
 }
@@ -195,16 +315,8 @@ func (c *crafter) minimize(x []float64, lo, hi float64, cfg Config) ([]float64, 
 	return best, bestJ
 }
 
-func dot(a, b []float64) float64 {
-	var s float64
-	for i := range a {
-		s += a[i] * b[i]
-	}
-	return s
-}
+// dot and axpy are gonum's (assembly kernels where the platform has them): the projections
+// onto a CNN's basis are most of the crafting's work.
+func dot(a, b []float64) float64 { return floats.Dot(a, b) }
 
-func axpy(alpha float64, x, y []float64) {
-	for i := range x {
-		y[i] += alpha * x[i]
-	}
-}
+func axpy(alpha float64, x, y []float64) { floats.AddScaled(y, alpha, x) }

@@ -121,7 +121,7 @@ type AdjacencyConfig struct {
 	// "relabel" (the same sample with another label), "heldout" (a sample no client holds),
 	// for images "pattern" (a checkerboard, out of distribution) or "blank" (a black image with
 	// the rarest label), "canife" (an input crafted so that its gradient at w_0 leaves the span
-	// of the shared data's gradients; sample-level replace or add, softmax and MLP models), or
+	// of the shared data's gradients; sample-level replace or add, models with a softmax), or
 	// "custom" (Features and Label below).
 	Canary string `json:"canary" yaml:"canary"`
 	// Pixels is the number of saturated features of a dirac canary (0: the builder's default).
@@ -595,8 +595,8 @@ func (c *Config) validateAdjacency(bad func(field, format string, a ...any)) {
 		if k := c.Adjacency.Kind; k != "replace" && k != "add" {
 			bad("adjacency.canary", "canife crafts the sample C' holds: adjacency kind replace or add, not %s", k)
 		}
-		if k := c.Train.Model.Kind; k != "softmax" && k != "mlp" {
-			bad("adjacency.canary", "canife crafts against a softmax or mlp model's gradients (exact mixed Hessian products); model %q is not supported", k)
+		if k := c.Train.Model.Kind; k == "quadratic" {
+			bad("adjacency.canary", "canife crafts against the gradients of a model with a softmax over classes; the quadratic model has none")
 		}
 	case "custom":
 		if len(c.Adjacency.Features) == 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 
 	"github.com/fedaudit/fedaudit/attacks/canife"
 	"github.com/fedaudit/fedaudit/attacks/hostmodel"
@@ -216,6 +217,32 @@ const CanaryCANIFE = "canife"
 // worlds hold, with a label drawn from the master seed and every feature within the range of
 // the clients' features.
 func craftCanary(cfg *Config, clients []*datasets.Dataset, base *datasets.Dataset) (datasets.Sample, error) {
+	// The stages of one command each prepare the data: craft once per config and process (a
+	// CNN's crafting takes seconds).
+	key := string(cfg.JSON())
+	crafted.Lock()
+	defer crafted.Unlock()
+	if s, ok := crafted.samples[key]; ok {
+		return s.Clone(), nil
+	}
+	s, err := craft(cfg, clients, base)
+	if err != nil {
+		return datasets.Sample{}, err
+	}
+	if crafted.samples == nil {
+		crafted.samples = map[string]datasets.Sample{}
+	}
+	crafted.samples[key] = s
+	return s.Clone(), nil
+}
+
+// crafted holds the canife canaries crafted in this process, by config.
+var crafted struct {
+	sync.Mutex
+	samples map[string]datasets.Sample
+}
+
+func craft(cfg *Config, clients []*datasets.Dataset, base *datasets.Dataset) (datasets.Sample, error) {
 	adj := cfg.Adjacency
 	job := train.Job{Config: cfg.Train, WorldC: clients, WorldCPrime: clients, Target: train.TargetInfo{Client: adj.Client, Index: adj.Index}}
 	if adj.Client < 0 || adj.Client >= len(clients) || adj.Index < 0 || adj.Index >= clients[adj.Client].Len() {
