@@ -159,7 +159,7 @@ func writePairTable(w io.Writer, fs []findings.Finding) error {
 		exact = exact || isFinite(fs[i].ExactMu)
 		uploads = uploads || isFinite(fs[i].MuUploads())
 		eps = eps || epsilonJudged(&fs[i])
-		heuristic = heuristic || heuristicCell(&fs[i]) != "-"
+		heuristic = heuristic || heuristicCell(&fs[i], orDash) != "-"
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	header := "attack\tthreat\tT\tn0\tn1\tAUC\tTPR@1pctFPR\tmu_lower\t"
@@ -195,7 +195,7 @@ func writePairTable(w io.Writer, fs []findings.Finding) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t", orDash(convergent), orDash(composition))
 		if heuristic {
-			fmt.Fprintf(tw, "%s\t", heuristicCell(f))
+			fmt.Fprintf(tw, "%s\t", heuristicCell(f, orDash))
 		}
 		if uploads {
 			fmt.Fprintf(tw, "%s\t", orDash(f.MuUploads()))
@@ -229,14 +229,15 @@ func ComparedEpsLower(f *findings.Finding) float64 {
 	return f.Result.EpsLower
 }
 
-// heuristicCell is a final-model row's last-iterate heuristic: its mu, or "eps X" on DP-FedAvg
-// rows, whose heuristic is an epsilon at the row's delta; "-" where unknown.
-func heuristicCell(f *findings.Finding) string {
+// heuristicCell is a final-model row's last-iterate heuristic written by format: its mu, or
+// "eps X" on DP-FedAvg rows, whose heuristic is an epsilon at the row's delta; "-" where
+// unknown.
+func heuristicCell(f *findings.Finding, format func(float64) string) string {
 	if h := f.MuHeuristic(); isFinite(h) {
-		return orDash(h)
+		return format(h)
 	}
 	if h := f.EpsHeuristic; h > 0 && isFinite(h) && f.Threat == runs.ThreatFinal {
-		return "eps " + orDash(h)
+		return "eps " + format(h)
 	}
 	return "-"
 }
