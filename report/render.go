@@ -22,7 +22,7 @@ import (
 
 // threatDescriptions says what an adversary sees under each known threat model.
 var threatDescriptions = map[string]string{
-	"final":        "the final global model w_T only (the convergent bound applies)",
+	"final":        "the final global model w_T only (the observer of the convergent bound and of the last-iterate heuristic)",
 	"all-iterates": "every global model w_1, ..., w_T (only the composition bound applies)",
 	"uploads":      "the target client's noisy upload of round T, beside the global model before it (judged against the uploads bound: one upload carries noise σ, the global model σ/√n)",
 }
