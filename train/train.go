@@ -62,12 +62,18 @@ func TrainInGroups(ctx context.Context, be compute.Backend, job Job, size int, r
 	}
 	size = max(1, min(size, pairs.Count))
 	if job.Initial == nil && job.Config.Pretrain != nil {
-		// Once for every group: the groups share w_0.
+		// Once for every group: the groups share w_0. The pretraining's buffers are released
+		// before the first group, which was sized to the memory free before it.
 		w0, err := PretrainedInitial(ctx, be, job)
 		if err != nil {
 			return err
 		}
 		job.Initial = w0
+		if release != nil {
+			if err := release(); err != nil {
+				return fmt.Errorf("pretrain: release its memory: %w", err)
+			}
+		}
 	}
 	groups := (pairs.Count + size - 1) / size
 	for g := 0; g < groups; g++ {

@@ -233,3 +233,43 @@ func TestTrainInGroupsFreesTheDevice(t *testing.T) {
 		t.Errorf("groups of 1 pair peaked at %d bytes, one group of 3 at %d: the groups' memory was not freed", peakGrouped, peakWhole)
 	}
 }
+
+// A pretrained w_0 (train.pretrain) is trained on the device before the first group and its
+// buffers freed before the group is allocated: the peak is the group's alone, the same as with
+// the seeded w_0 (the group was sized to the memory free before the pretraining), and the
+// groups share the pretrained w_0.
+func TestPretrainFreesTheDeviceBeforeTheGroups(t *testing.T) {
+	wc, wcp := randomImageWorlds(4, 12, []int{1, 2, 3}, 3)
+	cfg := train.Config{Algorithm: algo.FedAvg, Model: model.Config{Kind: "mlp", Hidden: []int{16}, Activation: "tanh"}, Rounds: 2, LocalSteps: 2,
+		LearningRate: 0.1, ClipNorm: 1, NoiseStd: 0.01, Schedule: "constant", Batching: algo.Full, Seed: 5, Checkpoints: []int{0, 2}, RecordParams: true}
+	run := func(pre *train.Pretrain) (replicaRecorder, int64) {
+		d := device(t)
+		ops := cuda.NewOps(d, cuda.Options{})
+		defer ops.Close()
+		rec := replicaRecorder{}
+		c := cfg
+		c.Pretrain = pre
+		job := train.Job{Config: c, WorldC: wc, WorldCPrime: wcp, Pairs: train.PairRange{First: 0, Count: 2}, Recorder: cuda.CheckRecorder(ops, rec)}
+		if err := train.TrainInGroups(context.Background(), ops, job, 2, ops.FreeAll); err != nil {
+			t.Fatal(err)
+		}
+		return rec, int64(d.PeakBytes())
+	}
+	_, seeded := run(nil)
+	pre, pretrained := run(&train.Pretrain{Rounds: 3})
+	t.Logf("peak %d bytes with the seeded w_0, %d with a pretrained one", seeded, pretrained)
+	if pretrained > seeded {
+		t.Errorf("peak %d bytes with pretraining above the %d without: the pretraining's buffers were held during the group", pretrained, seeded)
+	}
+	var w0 []float32
+	for k, r := range pre {
+		if k[0] != 0 {
+			continue
+		}
+		if w0 == nil {
+			w0 = r.Params
+		} else if !reflect.DeepEqual(w0, r.Params) {
+			t.Fatal("the replicas do not share the pretrained w_0")
+		}
+	}
+}
