@@ -117,3 +117,42 @@ func TestInterrupted(t *testing.T) {
 		t.Errorf("an interrupted shard left run files: %v", m)
 	}
 }
+
+// TestPlanSaysWhatComesBeforeThePairs: a pretrained w_0 and a crafted canary are named in the
+// plan, with the pretraining's rounds and rate; a plain config names neither.
+func TestPlanSaysWhatComesBeforeThePairs(t *testing.T) {
+	base, err := os.ReadFile(filepath.Join("testdata", "run_small.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crafted := strings.Replace(strings.Replace(string(base), "canary: dirac}", "canary: canife}", 1),
+		"  informed: true", "  informed: true\n  pretrain: {rounds: 7, learning_rate: 0.2}", 1)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		yaml string
+		want []string
+		not  []string
+	}{
+		{string(base), nil, []string{"w_0:", "canary: canife"}},
+		{crafted, []string{"w_0:   pretrained without privacy (FedAvg, full batches, 7 rounds at rate 0.2)", "canary: canife, crafted at w_0"}, nil},
+	} {
+		path := filepath.Join(dir, "config.yaml")
+		if err := os.WriteFile(path, []byte(c.yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		if code := exitCode(&stderr, run(context.Background(), []string{"plan", "--config", path, "--no-calibrate"}, &stdout, &stderr)); code != 0 {
+			t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+		}
+		for _, w := range c.want {
+			if !strings.Contains(stdout.String(), w) {
+				t.Errorf("plan does not say %q:\n%s", w, stdout.String())
+			}
+		}
+		for _, w := range c.not {
+			if strings.Contains(stdout.String(), w) {
+				t.Errorf("plan of a plain config says %q", w)
+			}
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package tables
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -73,6 +74,13 @@ func Plan(out io.Writer, cfg *spec.Config, r PlanReport) {
 		cfg.Name, w.Pairs, w.Replicas, w.Rounds, w.ReplicaRounds, w.Shards)
 	fmt.Fprintf(out, "model: d = %d parameters; %d local trainings x %d steps per replica-round, %d rows per step\n",
 		w.Params, w.LocalTrainings, w.LocalSteps, w.BatchRows)
+	if p := cfg.Train.Pretrain; p != nil {
+		fmt.Fprintf(out, "w_0:   pretrained without privacy (FedAvg, full batches, %d rounds at rate %g) on the data both worlds share, once per shard before its pairs\n",
+			p.Rounds, cmp.Or(p.LearningRate, cfg.Train.LearningRate))
+	}
+	if cfg.Adjacency.Canary == spec.CanaryCANIFE {
+		fmt.Fprintf(out, "canary: canife, crafted at w_0 against the shared data's gradients whenever the data is prepared (seconds on the host)\n")
+	}
 	fmt.Fprintf(out, "work:  %s FLOP (train %s, eval %s at %d checkpoints); largest shard %s\n",
 		SI(w.FLOPs), SI(w.TrainFLOPs), SI(w.EvalFLOPs), w.Checkpoints, SI(w.ShardFLOPs))
 	fmt.Fprintf(out, "files: %d rows, about %sB of run files (%sB of parameter/upload vectors)\n",
