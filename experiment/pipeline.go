@@ -57,6 +57,9 @@ func Run(ctx context.Context, cfg *spec.Config, dir string, opts RunOptions) (*f
 	if _, err := CheckDirectory(cfg, dir, opts.Shards); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
+	if note := cfg.PrepareNote(); note != "" {
+		logf("%s", note)
+	}
 	data, err := spec.Prepare(cfg)
 	if err != nil {
 		return nil, err

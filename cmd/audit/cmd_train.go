@@ -56,6 +56,9 @@ func trainAll(ctx context.Context, e *env, cfg *spec.Config, dir string, shard r
 		return fmt.Errorf("train: %w", err)
 	}
 	defer lock.Unlock()
+	if note := cfg.PrepareNote(); note != "" {
+		e.logf("%s", note)
+	}
 	data, err := spec.Prepare(cfg)
 	if err != nil {
 		return err

@@ -83,3 +83,20 @@ func TestCANIFECanary(t *testing.T) {
 		}
 	}
 }
+
+// PrepareNote names the crafting, and the pretraining before it, and nothing for other canaries.
+func TestPrepareNote(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{canifeYAML, "crafting the canife canary at the seeded w_0"},
+		{strings.Replace(canifeYAML, "  checkpoints: [2]", "  checkpoints: [2]\n  pretrain: {rounds: 20}", 1), "at the pretrained w_0 (20 rounds of pretraining"},
+		{strings.Replace(canifeYAML, "canary: canife", "canary: dirac", 1), ""},
+	} {
+		cfg, err := Parse([]byte(c.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.PrepareNote(); (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("note %q, want one containing %q", got, c.want)
+		}
+	}
+}

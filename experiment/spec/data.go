@@ -207,6 +207,19 @@ func openSource(cfg *Config) (*datasets.Dataset, error) {
 	return d, nil
 }
 
+// PrepareNote says what Prepare will compute beyond reading and splitting the data, for a
+// progress line before it: crafting a canife canary, after pretraining w_0 where the config
+// asks for it; "" when there is nothing of the kind.
+func (c *Config) PrepareNote() string {
+	if c.Adjacency.Canary != CanaryCANIFE {
+		return ""
+	}
+	if p := c.Train.Pretrain; p != nil {
+		return fmt.Sprintf("data: crafting the canife canary at the pretrained w_0 (%d rounds of pretraining on the CPU first)", p.Rounds)
+	}
+	return "data: crafting the canife canary at the seeded w_0"
+}
+
 // CanaryCANIFE is the canary kind "canife": an input crafted so that its gradient at the w_0
 // the training starts from lies out of the span of the shared data's gradients (package
 // attacks/canife, after Maddock et al., ICLR 2023).
