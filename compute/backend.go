@@ -234,3 +234,22 @@ type CacheSized interface {
 type Releaser interface {
 	Release(b Buffer)
 }
+
+// Precision is the arithmetic a backend's matrix products run in.
+type Precision string
+
+// The precisions.
+const (
+	// FP32 is float32 products and sums (the default; every backend).
+	FP32 Precision = "fp32"
+	// TF32 rounds the inputs of every matrix product to TensorFloat-32 (8-bit exponent, 10-bit
+	// mantissa) and sums in float32: NVIDIA tensor cores (Ampere and later) run it several
+	// times faster than float32. Only the GEMMs change; every other operation stays float32.
+	TF32 Precision = "tf32"
+)
+
+// Precisioner is implemented by backends whose matrix products can run in another precision
+// than float32 (the GPU's tensor cores). SetPrecision applies to the products issued after it.
+type Precisioner interface {
+	SetPrecision(p Precision) error
+}

@@ -15,8 +15,9 @@ import (
 )
 
 type blasHandle struct {
-	lib *cublasdl.Library
-	h   *cublasdl.Handle
+	lib  *cublasdl.Library
+	h    *cublasdl.Handle
+	tf32 bool // the handle's math mode (false: CUBLAS_DEFAULT_MATH, as created)
 }
 
 // newBLAS creates a handle on the current context issuing on stream; the caller holds the
@@ -45,6 +46,12 @@ func (b *blasHandle) close() error {
 }
 
 func (b *blasHandle) gemm(g GemmArgs) error {
+	if g.TF32 != b.tf32 {
+		if err := b.h.SetTF32(g.TF32); err != nil {
+			return fmt.Errorf("cublas: %w", err)
+		}
+		b.tf32 = g.TF32
+	}
 	if err := b.h.Sgemm(g.TransA, g.TransB, g.M, g.N, g.K, g.Alpha, g.A, g.LDA, g.StrideA,
 		g.B, g.LDB, g.StrideB, g.Beta, g.C, g.LDC, g.StrideC, g.Batch); err != nil {
 		return fmt.Errorf("cublas: %w", err)

@@ -51,4 +51,7 @@ type GemmArgs struct {
 	LDA, LDB, LDC             int
 	StrideA, StrideB, StrideC int64 // in elements
 	Batch                     int
+	// TF32 rounds A's and B's elements to TensorFloat-32 (10-bit mantissa) before the products;
+	// the sums stay float32 (cuBLAS's CUBLAS_TF32_TENSOR_OP_MATH, compute.TF32).
+	TF32 bool
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/cuda/paritytest"
 	"github.com/fedaudit/fedaudit/datasets"
@@ -21,7 +22,8 @@ import (
 // TestKitBenchW1GPU and TestKitBenchW2GPU are the validation kit's GPU benchmarks (skipped
 // unless FEDAUDIT_BENCH_R is set): W1 or W2 at each requested replica count on device 0, one
 // backend per count, with the device's SGEMM rate on 4096^3 products as the reference. With
-// FEDAUDIT_CUDA_GRAPHS=1 the backend runs its batches as CUDA graphs ("gpu+graphs").
+// FEDAUDIT_CUDA_GRAPHS=1 the backend runs its batches as CUDA graphs ("gpu+graphs"); with
+// FEDAUDIT_BENCH_PRECISION=tf32 its matrix products run in TF32 ("gpu-tf32").
 func TestKitBenchW1GPU(t *testing.T) { kitBenchGPU(t, paritytest.W1) }
 func TestKitBenchW2GPU(t *testing.T) { kitBenchGPU(t, paritytest.W2) }
 
@@ -46,8 +48,17 @@ func kitBenchGPU(t *testing.T, workload string) {
 	if os.Getenv(cuda.GraphEnv) == "1" {
 		backend = "gpu+graphs"
 	}
+	precision := compute.Precision(os.Getenv(paritytest.BenchPrecisionEnv))
+	if precision == compute.TF32 {
+		backend += "-tf32"
+	}
 	for _, r := range replicas {
 		be := open(t, cuda.Options{})
+		var engine compute.Backend = be
+		if precision == compute.TF32 {
+			// The trainings set fp32 from their configs; the benchmark's forces TF32.
+			engine = forcedPrecision{be, precision}
+		}
 		run := paritytest.RunW1
 		switch workload {
 		case paritytest.W2:
@@ -55,7 +66,7 @@ func kitBenchGPU(t *testing.T, workload string) {
 		case paritytest.W3:
 			run = paritytest.RunW3
 		}
-		res, err := run(context.Background(), be, be.Sync, r, rounds)
+		res, err := run(context.Background(), engine, be.Sync, r, rounds)
 		res.Backend, res.Device, res.SGEMMPeak = backend, name, peak
 		if st := be.GraphStats(); st.Disabled != "" {
 			res.Error = "graphs disabled: " + st.Disabled
@@ -77,6 +88,14 @@ func kitBenchGPU(t *testing.T, workload string) {
 		t.Logf("%+v", res)
 	}
 }
+
+// forcedPrecision is a backend whose matrix products run in p whatever a training asks for.
+type forcedPrecision struct {
+	*cuda.Backend
+	p compute.Precision
+}
+
+func (f forcedPrecision) SetPrecision(compute.Precision) error { return f.Backend.SetPrecision(f.p) }
 
 // TestKitMemoryGPU measures the device memory a training holds at its peak (Ops.MemoryStats:
 // the backend's own allocations, a checkpoint's evaluation included) for W1, W2 (LeNet-5) and

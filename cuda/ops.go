@@ -27,6 +27,7 @@ type Ops struct {
 	maxBatch int
 	syncEach Syncer // nil unless Options.SyncEachLaunch and the device is asynchronous
 	err      error
+	tf32     bool // matrix products in TF32 (SetPrecision)
 
 	// allocs maps the address of every live allocation to its bytes; live and peak sum them
 	// now and at most (MemoryStats).
@@ -382,10 +383,25 @@ func (o *Ops) Gemm(transA, transB bool, alpha float32, a, b compute.Mat, beta fl
 			A: addr(b) + 4*uint64(b0*b.BatchStride), LDA: ld(b), StrideA: int64(b.BatchStride),
 			B: addr(a) + 4*uint64(b0*a.BatchStride), LDB: ld(a), StrideB: int64(a.BatchStride),
 			C: addr(c) + 4*uint64(b0*c.BatchStride), LDC: ld(c), StrideC: int64(c.BatchStride),
-			Batch: nb,
+			Batch: nb, TF32: o.tf32,
 		}
 		o.queueGemm(g)
 	}
+}
+
+// SetPrecision implements compute.Precisioner: the matrix products issued after it run in
+// float32 (compute.FP32) or with TF32 inputs on tensor cores (compute.TF32); every other
+// operation stays float32.
+func (o *Ops) SetPrecision(p compute.Precision) error {
+	switch p {
+	case compute.FP32, "":
+		o.tf32 = false
+	case compute.TF32:
+		o.tf32 = true
+	default:
+		return fmt.Errorf("cuda: precision %q is not fp32 or tf32", p)
+	}
+	return nil
 }
 
 // Axpby implements compute.Backend.

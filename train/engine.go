@@ -1,6 +1,7 @@
 package train
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -210,6 +211,14 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 		return nil, err
 	}
 	cfg, pairs, target, dim, m := job.Config, job.Pairs, j.target, j.dim, len(j.worldC)
+	if p, ok := be.(compute.Precisioner); ok {
+		// Set every time: a backend reused from a tf32 training must not keep it.
+		if err := p.SetPrecision(cmp.Or(cfg.Precision, compute.FP32)); err != nil {
+			return nil, fmt.Errorf("train: %w", err)
+		}
+	} else if cfg.Precision != "" && cfg.Precision != compute.FP32 {
+		return nil, fmt.Errorf("train: precision %s needs the gpu backend (tensor cores); %T computes in float32", cfg.Precision, be)
+	}
 	if _, ok := be.(compute.Convolver); model.IsNNKind(cfg.Model.Kind) && !ok {
 		return nil, fmt.Errorf("train: model %s needs a backend with image operations (compute.Convolver); %T has none: use the cpu or gpu backend", cfg.Model.Kind, be)
 	}

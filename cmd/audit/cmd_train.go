@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/experiment/cost"
@@ -184,6 +185,9 @@ func (b *backendFlags) register(fs *flag.FlagSet) {
 // preflight applies --group-memory to cfg and refuses, before any data is loaded or file
 // written, a config whose training cannot fit the memory budget; it returns the budget.
 func (b *backendFlags) preflight(cfg *spec.Config) (int64, error) {
+	if p := cfg.Train.Precision; p != "" && p != compute.FP32 && (b.name == "cpu" || b.name == "auto" && !cuda.Available()) {
+		return 0, usagef("train.precision %s needs the gpu backend (--backend gpu, a build with -tags gpu); this would train on the CPU, which computes in float32", p)
+	}
 	if b.groupMemory != "" {
 		n, err := cost.ParseBytes(b.groupMemory)
 		if err != nil || n == 0 {

@@ -156,3 +156,36 @@ func TestPlanSaysWhatComesBeforeThePairs(t *testing.T) {
 		}
 	}
 }
+
+// TestTF32NeedsTheGPU: train.precision tf32 is the GPU's tensor cores; in a build without the
+// gpu tag (or with --backend cpu) train and run refuse it with exit status 2 before the output
+// directory exists, while plan, which trains nothing, still sizes the job.
+func TestTF32NeedsTheGPU(t *testing.T) {
+	base, err := os.ReadFile(filepath.Join("testdata", "run_small.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(strings.Replace(string(base), "  informed: true", "  informed: true\n  precision: tf32", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	for _, args := range [][]string{
+		{"train", "--config", cfgPath, "--out", out, "--backend", "cpu"},
+		{"run", "--config", cfgPath, "--out", out, "--backend", "cpu"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := exitCode(&stderr, run(context.Background(), args, &stdout, &stderr))
+		if code != 2 || !strings.Contains(stderr.String(), "train.precision tf32 needs the gpu backend") {
+			t.Errorf("%v: exit %d; stderr:\n%s", args, code, stderr.String())
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("%v: %s exists after the refusal", args, out)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := exitCode(&stderr, run(context.Background(), []string{"plan", "--config", cfgPath, "--no-calibrate"}, &stdout, &stderr)); code != 0 {
+		t.Errorf("plan: exit %d; stderr:\n%s", code, stderr.String())
+	}
+}

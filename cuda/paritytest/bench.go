@@ -25,6 +25,9 @@ const (
 	BenchRoundsEnv = "FEDAUDIT_BENCH_ROUNDS"
 	// BenchOutEnv is the file each result is appended to, one JSON object a line.
 	BenchOutEnv = "FEDAUDIT_BENCH_OUT"
+	// BenchPrecisionEnv, when "tf32", runs the GPU benchmarks with the matrix products in TF32
+	// (compute.TF32; the default is fp32).
+	BenchPrecisionEnv = "FEDAUDIT_BENCH_PRECISION"
 )
 
 // The workloads the kit runs (defined in docs/training.md): W1, the MLP of traintest.RunW1, W2,

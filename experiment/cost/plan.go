@@ -152,7 +152,11 @@ type Calibration struct {
 // returns the speed in Plan's FLOPs. A small slice batches fewer replicas than the real job,
 // so the speed, and every time derived from it, errs on the slow side.
 func Calibrate(ctx context.Context, cfg *spec.Config, data *spec.Data, budget time.Duration) (Calibration, error) {
-	return CalibrateWith(ctx, cfg, data, budget, 4, train.Train)
+	return CalibrateWith(ctx, cfg, data, budget, 4, func(ctx context.Context, job train.Job) error {
+		// The CPU computes in float32 whatever precision the GPU is to use.
+		job.Config.Precision = ""
+		return train.Train(ctx, job)
+	})
 }
 
 // CalibrateWith is Calibrate with a slice of up to pairs pairs trained by trainJob: on a GPU,

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <thread>
 #include <type_traits>
@@ -163,11 +164,24 @@ extern "C" int shim_launch(int k, unsigned grid, unsigned block, const uint64_t*
 	return 0;
 }
 
+// tf32 rounds a float32 to TensorFloat-32, the 10-bit mantissa tensor cores multiply: to
+// nearest, ties away from zero (PTX cvt.rna.tf32.f32), on the bits of its magnitude; infinities
+// and NaNs pass unchanged.
+static inline float tf32(float x) {
+	uint32_t u;
+	memcpy(&u, &x, 4);
+	if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x1000u) & 0xffffe000u;
+	memcpy(&x, &u, 4);
+	return x;
+}
+
 // shim_gemm is cublasSgemmStridedBatched on host memory, with cuBLAS's argument checks
-// (nonzero return: CUBLAS_STATUS_INVALID_VALUE). Sums run in float32 in k order.
+// (nonzero return: CUBLAS_STATUS_INVALID_VALUE). Sums run in float32 in k order; with
+// use_tf32 the elements of A and B are rounded to TF32 first (CUBLAS_TF32_TENSOR_OP_MATH's
+// model: the hardware's own summation order is not reproduced).
 extern "C" int shim_gemm(int ta, int tb, int m, int n, int k, float alpha, uint64_t a, int lda,
                          long long sa, uint64_t b, int ldb, long long sb, float beta, uint64_t c,
-                         int ldc, long long sc, int batch) {
+                         int ldc, long long sc, int batch, int use_tf32) {
 	if (m < 0 || n < 0 || k < 0 || batch < 0) return 1;
 	int arows = ta ? k : m, brows = tb ? n : k;
 	if (lda < (arows > 1 ? arows : 1) || ldb < (brows > 1 ? brows : 1) || ldc < (m > 1 ? m : 1))
@@ -182,6 +196,7 @@ extern "C" int shim_gemm(int ta, int tb, int m, int n, int k, float alpha, uint6
 				for (int p = 0; p < k; p++) {
 					float x = ta ? A[p + (long long)i * lda] : A[i + (long long)p * lda];
 					float y = tb ? B[j + (long long)p * ldb] : B[p + (long long)j * ldb];
+					if (use_tf32) x = tf32(x), y = tf32(y);
 					s += x * y;
 				}
 				float* cp = C + i + (long long)j * ldc;

@@ -231,6 +231,20 @@ func (l *Library) NewHandle() (*Handle, error) {
 	return h, nil
 }
 
+// SetTF32 sets the handle's math mode: CUBLAS_TF32_TENSOR_OP_MATH (3: the inputs of every
+// float32 product rounded to TF32 on tensor cores, sums in float32) when on, else
+// CUBLAS_DEFAULT_MATH (0: float32 throughout), for the calls issued after it.
+func (h *Handle) SetTF32(on bool) error {
+	mode := C.int(0)
+	if on {
+		mode = 3
+	}
+	if s := C.fa_set_math(h.lib.setMath, h.h, mode); s != 0 {
+		return fmt.Errorf("cublasSetMathMode(%d): %s", int(mode), Status(s))
+	}
+	return nil
+}
+
 // SetStream makes the handle issue its work on stream (a CUstream as an integer; 0 is the
 // legacy default stream), in order with everything else issued there.
 func (h *Handle) SetStream(stream uintptr) error {

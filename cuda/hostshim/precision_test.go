@@ -1,0 +1,158 @@
+package hostshim
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/cuda"
+	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
+	"github.com/fedaudit/fedaudit/train/model"
+)
+
+// tf32 is the rounding to TensorFloat-32 the shim models (cvt.rna.tf32.f32: to nearest, ties
+// away from zero, 10 mantissa bits kept).
+func tf32(x float32) float32 {
+	u := math.Float32bits(x)
+	if u&0x7f800000 != 0x7f800000 {
+		u = (u + 0x1000) & 0xffffe000
+	}
+	return math.Float32frombits(u)
+}
+
+// With compute.TF32 every product's inputs are rounded to TF32 and the sums stay float32, in k
+// order: bit for bit the reference below (row-major a (5 x 7) times b (7 x 4)). A tie rounds
+// away from zero: (1 + 2^-11) x 1 is 1 + 2^-10. Back in fp32 the product is float32's.
+func TestGemmTF32RoundsTheInputs(t *testing.T) {
+	d := device(t)
+	ops := cuda.NewOps(d, cuda.Options{})
+	defer ops.Close()
+	const m, k, n = 5, 7, 4
+	rng := rand.New(rand.NewPCG(3, 4))
+	av, bv := make([]float32, m*k), make([]float32, k*n)
+	for i := range av {
+		av[i] = float32(rng.NormFloat64())
+	}
+	for i := range bv {
+		bv[i] = float32(rng.NormFloat64())
+	}
+	a, b, c := ops.Alloc(m*k), ops.Alloc(k*n), ops.Alloc(m*n)
+	ops.Upload(a, 0, av)
+	ops.Upload(b, 0, bv)
+	product := func(p compute.Precision) []float32 {
+		if err := ops.SetPrecision(p); err != nil {
+			t.Fatal(err)
+		}
+		ops.Gemm(false, false, 1, compute.Mat{Buf: a, Rows: m, Cols: k, Stride: k, Batch: 1},
+			compute.Mat{Buf: b, Rows: k, Cols: n, Stride: n, Batch: 1}, 0, compute.Mat{Buf: c, Rows: m, Cols: n, Stride: n, Batch: 1})
+		out := make([]float32, m*n)
+		ops.Download(out, c, 0)
+		if err := ops.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	reference := func(round func(float32) float32) []float32 {
+		out := make([]float32, m*n)
+		for i := 0; i < m; i++ {
+			for j := 0; j < n; j++ {
+				var s float32
+				for p := 0; p < k; p++ {
+					s += round(bv[p*n+j]) * round(av[i*k+p])
+				}
+				out[i*n+j] = s
+			}
+		}
+		return out
+	}
+	got, want := product(compute.TF32), reference(tf32)
+	differs := false
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("tf32 element %d: %v, reference %v", i, got[i], want[i])
+		}
+	}
+	got32, want32 := product(compute.FP32), reference(func(x float32) float32 { return x })
+	for i := range got32 {
+		if got32[i] != want32[i] {
+			t.Fatalf("fp32 element %d: %v, reference %v", i, got32[i], want32[i])
+		}
+		differs = differs || got32[i] != got[i]
+	}
+	if !differs {
+		t.Fatal("tf32 and fp32 products agree everywhere: the inputs are not rounded")
+	}
+	if tf32(1+0x1p-11) != 1+0x1p-10 || tf32(1+0x1p-12) != 1 || tf32(-(1+0x1p-11)) != -(1+0x1p-10) {
+		t.Fatal("the reference rounding is not to nearest with ties away from zero")
+	}
+	if err := ops.SetPrecision("bf16"); err == nil {
+		t.Fatal("precision bf16 accepted")
+	}
+}
+
+// How far TF32 moves a training and its audit (the shim's model of it; the GPU's own summation
+// order differs by float32 rounding): an MLP on the host shim, 300 pairs of 3 rounds at noise
+// 0.01, trained in fp32 and in tf32. The parameters move by TF32's relative 2^-11 per input,
+// amplified by the steps: at most 1e-3 allowed (measured 3.9e-5). The informed adversary's
+// certified mu (dkw+band, 95%) may move by at most 0.02, far below the bound's own sampling
+// spread at 300 pairs (measured: 0.7520 in both).
+func TestTF32MovesTheAuditLittle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("600 runs on the shim")
+	}
+	cfg := train.Config{Algorithm: algo.FedAvg, Model: model.Config{Kind: "mlp", Hidden: []int{16}, Activation: "tanh"},
+		Rounds: 3, LocalSteps: 2, LearningRate: 0.3, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.01,
+		Batching: algo.Full, Seed: 11, Checkpoints: []int{3}, Informed: true, RecordParams: true}
+	wc, wcp := randomImageWorlds(4, 8, []int{1, 3, 4}, 3)
+	run := func(p compute.Precision) []checkpoint.ReplicaState {
+		d := device(t)
+		ops := cuda.NewOps(d, cuda.Options{})
+		defer ops.Close()
+		c := cfg
+		c.Precision = p
+		rec := replicaRecorder{}
+		job := train.Job{Config: c, WorldC: wc, WorldCPrime: wcp, Pairs: train.PairRange{First: 0, Count: 300}, Recorder: cuda.CheckRecorder(ops, rec)}
+		if err := train.TrainInGroups(context.Background(), ops, job, 300, ops.FreeAll); err != nil {
+			t.Fatal(err)
+		}
+		out := make([]checkpoint.ReplicaState, 600)
+		for k, s := range rec {
+			out[2*k[1]+k[2]] = s
+		}
+		return out
+	}
+	fp, tf := run(compute.FP32), run(compute.TF32)
+	var maxDiff float64
+	for r := range fp {
+		for i, v := range fp[r].Params {
+			maxDiff = math.Max(maxDiff, math.Abs(float64(v-tf[r].Params[i])))
+		}
+	}
+	certify := func(rs []checkpoint.ReplicaState) float64 {
+		var c, cp []float64
+		for i := 0; i < len(rs); i += 2 {
+			c, cp = append(c, rs[i].Stats[0]), append(cp, rs[i+1].Stats[0])
+		}
+		res, err := audit.Analyze(c, cp, audit.Options{Confidence: 0.95, Method: audit.DKWBand, Paired: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.MuLower
+	}
+	muFP, muTF := certify(fp), certify(tf)
+	t.Logf("largest parameter difference %.3g; certified mu %.4f in fp32, %.4f in tf32", maxDiff, muFP, muTF)
+	if maxDiff == 0 {
+		t.Fatal("tf32 training equals fp32: the precision did not reach the products")
+	}
+	if maxDiff > 1e-3 {
+		t.Errorf("tf32 moved a parameter by %.3g, more than 1e-3", maxDiff)
+	}
+	if math.Abs(muFP-muTF) > 0.02 {
+		t.Errorf("certified mu %.4f in fp32, %.4f in tf32: moved by more than 0.02", muFP, muTF)
+	}
+}
