@@ -46,11 +46,19 @@ func (b *blasHandle) close() error {
 }
 
 func (b *blasHandle) gemm(g GemmArgs) error {
-	if g.TF32 != b.tf32 {
-		if err := b.h.SetTF32(g.TF32); err != nil {
+	if g.Math == MathBF16 {
+		// The compute type, not the handle's math mode, decides GemmStridedBatchedEx.
+		if err := b.h.SgemmBF16(g.TransA, g.TransB, g.M, g.N, g.K, g.Alpha, g.A, g.LDA, g.StrideA,
+			g.B, g.LDB, g.StrideB, g.Beta, g.C, g.LDC, g.StrideC, g.Batch); err != nil {
 			return fmt.Errorf("cublas: %w", err)
 		}
-		b.tf32 = g.TF32
+		return nil
+	}
+	if tf32 := g.Math == MathTF32; tf32 != b.tf32 {
+		if err := b.h.SetTF32(tf32); err != nil {
+			return fmt.Errorf("cublas: %w", err)
+		}
+		b.tf32 = tf32
 	}
 	if err := b.h.Sgemm(g.TransA, g.TransB, g.M, g.N, g.K, g.Alpha, g.A, g.LDA, g.StrideA,
 		g.B, g.LDB, g.StrideB, g.Beta, g.C, g.LDC, g.StrideC, g.Batch); err != nil {

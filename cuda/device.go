@@ -51,7 +51,18 @@ type GemmArgs struct {
 	LDA, LDB, LDC             int
 	StrideA, StrideB, StrideC int64 // in elements
 	Batch                     int
-	// TF32 rounds A's and B's elements to TensorFloat-32 (10-bit mantissa) before the products;
-	// the sums stay float32 (cuBLAS's CUBLAS_TF32_TENSOR_OP_MATH, compute.TF32).
-	TF32 bool
+	// Math is the products' precision: MathFP32 (the zero value), MathTF32 (A's and B's
+	// elements rounded to TensorFloat-32, cuBLAS's CUBLAS_TF32_TENSOR_OP_MATH) or MathBF16
+	// (down-converted to bfloat16, CUBLAS_COMPUTE_32F_FAST_16BF); the sums stay float32.
+	Math Math
 }
+
+// Math is the precision of a GEMM's products (compute.Precision on the device).
+type Math uint8
+
+// The GEMM precisions.
+const (
+	MathFP32 Math = iota
+	MathTF32
+	MathBF16
+)

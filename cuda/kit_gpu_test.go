@@ -23,7 +23,8 @@ import (
 // unless FEDAUDIT_BENCH_R is set): W1 or W2 at each requested replica count on device 0, one
 // backend per count, with the device's SGEMM rate on 4096^3 products as the reference. With
 // FEDAUDIT_CUDA_GRAPHS=1 the backend runs its batches as CUDA graphs ("gpu+graphs"); with
-// FEDAUDIT_BENCH_PRECISION=tf32 its matrix products run in TF32 ("gpu-tf32").
+// FEDAUDIT_BENCH_PRECISION=tf32 or bf16 its matrix products run in that precision
+// ("gpu-tf32", "gpu-bf16").
 func TestKitBenchW1GPU(t *testing.T) { kitBenchGPU(t, paritytest.W1) }
 func TestKitBenchW2GPU(t *testing.T) { kitBenchGPU(t, paritytest.W2) }
 
@@ -49,14 +50,15 @@ func kitBenchGPU(t *testing.T, workload string) {
 		backend = "gpu+graphs"
 	}
 	precision := compute.Precision(os.Getenv(paritytest.BenchPrecisionEnv))
-	if precision == compute.TF32 {
-		backend += "-tf32"
+	forced := precision != "" && precision != compute.FP32
+	if forced {
+		backend += "-" + string(precision)
 	}
 	for _, r := range replicas {
 		be := open(t, cuda.Options{})
 		var engine compute.Backend = be
-		if precision == compute.TF32 {
-			// The trainings set fp32 from their configs; the benchmark's forces TF32.
+		if forced {
+			// The trainings set fp32 from their configs; the benchmark forces its precision.
 			engine = forcedPrecision{be, precision}
 		}
 		run := paritytest.RunW1

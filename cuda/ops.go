@@ -27,7 +27,7 @@ type Ops struct {
 	maxBatch int
 	syncEach Syncer // nil unless Options.SyncEachLaunch and the device is asynchronous
 	err      error
-	tf32     bool // matrix products in TF32 (SetPrecision)
+	math     Math // the matrix products' precision (SetPrecision)
 
 	// allocs maps the address of every live allocation to its bytes; live and peak sum them
 	// now and at most (MemoryStats).
@@ -383,23 +383,25 @@ func (o *Ops) Gemm(transA, transB bool, alpha float32, a, b compute.Mat, beta fl
 			A: addr(b) + 4*uint64(b0*b.BatchStride), LDA: ld(b), StrideA: int64(b.BatchStride),
 			B: addr(a) + 4*uint64(b0*a.BatchStride), LDB: ld(a), StrideB: int64(a.BatchStride),
 			C: addr(c) + 4*uint64(b0*c.BatchStride), LDC: ld(c), StrideC: int64(c.BatchStride),
-			Batch: nb, TF32: o.tf32,
+			Batch: nb, Math: o.math,
 		}
 		o.queueGemm(g)
 	}
 }
 
 // SetPrecision implements compute.Precisioner: the matrix products issued after it run in
-// float32 (compute.FP32) or with TF32 inputs on tensor cores (compute.TF32); every other
-// operation stays float32.
+// float32 (compute.FP32), with TF32 inputs (compute.TF32) or bfloat16 inputs (compute.BF16) on
+// the tensor cores; every other operation stays float32.
 func (o *Ops) SetPrecision(p compute.Precision) error {
 	switch p {
 	case compute.FP32, "":
-		o.tf32 = false
+		o.math = MathFP32
 	case compute.TF32:
-		o.tf32 = true
+		o.math = MathTF32
+	case compute.BF16:
+		o.math = MathBF16
 	default:
-		return fmt.Errorf("cuda: precision %q is not fp32 or tf32", p)
+		return fmt.Errorf("cuda: precision %q is not fp32, tf32 or bf16", p)
 	}
 	return nil
 }

@@ -239,7 +239,7 @@ func (o *Ops) batchKey() uint64 {
 		if r.gemm {
 			put(1 << 40)
 			put(uint64(r.g.M)<<32 | uint64(r.g.N))
-			put(uint64(r.g.K) | uint64(b2u8(r.g.TF32))<<40)
+			put(uint64(r.g.K) | uint64(r.g.Math)<<40)
 			put(r.g.A ^ r.g.B<<1 ^ r.g.C<<2)
 			continue
 		}

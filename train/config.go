@@ -59,10 +59,11 @@ type Config struct {
 	DivergenceNorm float64 `json:"divergence_norm,omitempty" yaml:"divergence_norm,omitempty"`
 	// Threads is the CPU backend's goroutine count; 0 means GOMAXPROCS.
 	Threads int `json:"threads,omitempty" yaml:"threads,omitempty"`
-	// Precision is the arithmetic of the matrix products: "fp32" (default, every backend) or
-	// "tf32" (inputs rounded to TensorFloat-32 on a GPU's tensor cores, sums in float32; the
-	// gpu backend only, compute.Precisioner). Unlike the knobs around it, it changes results,
-	// by TF32's rounding (a relative 2^-11 per input).
+	// Precision is the arithmetic of the matrix products: "fp32" (default, every backend),
+	// "tf32" or "bf16" (inputs rounded to TensorFloat-32 or down-converted to bfloat16 on a
+	// GPU's tensor cores, sums in float32; the gpu backend only, compute.Precisioner). Unlike
+	// the knobs around it, it changes results, by the inputs' rounding (a relative 2^-11 or
+	// 2^-9 per input).
 	Precision compute.Precision `json:"precision,omitempty" yaml:"precision,omitempty"`
 	// ChunkPairs is the number of pairs that go through a client's local steps together (a
 	// cache-blocking knob: results do not depend on it); 0 means all pairs of the shard.
@@ -328,11 +329,9 @@ func (c *Config) checkSampling(p *problems, n int) {
 // per-example gradients, is not trained by dpsgd.
 func (c *Config) checkModel(p *problems, shape []int, dim, classes int) {
 	switch c.Precision {
-	case "", compute.FP32, compute.TF32:
-	case "bf16":
-		p.add("precision", "bf16 is not implemented: the products would need bfloat16 copies of their operands; use tf32 (tensor cores with float32 operands) or fp32")
+	case "", compute.FP32, compute.TF32, compute.BF16:
 	default:
-		p.add("precision", "%q is not fp32 or tf32", c.Precision)
+		p.add("precision", "%q is not fp32, tf32 or bf16", c.Precision)
 	}
 	if c.Model.Kind == "quadratic" && c.Algorithm == algo.DPSGD {
 		p.add("model.kind", "the quadratic model has no per-example gradients for dpsgd")

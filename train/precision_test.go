@@ -8,8 +8,8 @@ import (
 	"github.com/fedaudit/fedaudit/compute"
 )
 
-// TF32 is the GPU's: the CPU backend refuses it with the backend named, and the config check
-// refuses what is not fp32 or tf32 (bf16 with the reason).
+// TF32 and BF16 are the GPU's: the CPU backend refuses them with the backend named, and the
+// config check refuses what is not fp32, tf32 or bf16.
 func TestPrecisionChecks(t *testing.T) {
 	cfg := pretrainConfig()
 	cfg.Pretrain, cfg.Precision = nil, "tf32"
@@ -18,14 +18,16 @@ func TestPrecisionChecks(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "precision tf32 needs the gpu backend") {
 		t.Errorf("tf32 on the CPU: %v", err)
 	}
-	for _, p := range []string{"bf16", "fp64"} {
+	for _, p := range []string{"fp16", "fp64"} {
 		cfg.Precision = compute.Precision(p)
 		if err := cfg.Check(4, 3, 2); err == nil || !strings.Contains(err.Error(), "precision") {
 			t.Errorf("precision %s: %v", p, err)
 		}
 	}
-	cfg.Precision = "fp32"
-	if err := cfg.Check(4, 3, 2); err != nil {
-		t.Errorf("precision fp32: %v", err)
+	for _, p := range []compute.Precision{compute.FP32, compute.TF32, compute.BF16} {
+		cfg.Precision = p
+		if err := cfg.Check(4, 3, 2); err != nil {
+			t.Errorf("precision %s: %v", p, err)
+		}
 	}
 }

@@ -25,10 +25,21 @@ func tf32(x float32) float32 {
 	return math.Float32frombits(u)
 }
 
-// With compute.TF32 every product's inputs are rounded to TF32 and the sums stay float32, in k
-// order: bit for bit the reference below (row-major a (5 x 7) times b (7 x 4)). A tie rounds
-// away from zero: (1 + 2^-11) x 1 is 1 + 2^-10. Back in fp32 the product is float32's.
-func TestGemmTF32RoundsTheInputs(t *testing.T) {
+// bf16 is the down-conversion to bfloat16 the shim models: to nearest, ties to even, 7 stored
+// mantissa bits kept.
+func bf16(x float32) float32 {
+	u := math.Float32bits(x)
+	if u&0x7f800000 != 0x7f800000 {
+		u = (u + 0x7fff + (u>>16)&1) & 0xffff0000
+	}
+	return math.Float32frombits(u)
+}
+
+// With compute.TF32 (compute.BF16) every product's inputs are rounded to TF32 (bfloat16) and
+// the sums stay float32, in k order: bit for bit the reference below (row-major a (5 x 7)
+// times b (7 x 4)). A TF32 tie rounds away from zero, (1 + 2^-11) to 1 + 2^-10; a bfloat16 tie
+// to even, 1 + 2^-8 to 1 and 1 + 3 2^-8 to 1 + 2^-6. Back in fp32 the product is float32's.
+func TestGemmPrecisionRoundsTheInputs(t *testing.T) {
 	d := device(t)
 	ops := cuda.NewOps(d, cuda.Options{})
 	defer ops.Close()
@@ -77,6 +88,15 @@ func TestGemmTF32RoundsTheInputs(t *testing.T) {
 			t.Fatalf("tf32 element %d: %v, reference %v", i, got[i], want[i])
 		}
 	}
+	gotBF, wantBF := product(compute.BF16), reference(bf16)
+	for i := range gotBF {
+		if gotBF[i] != wantBF[i] {
+			t.Fatalf("bf16 element %d: %v, reference %v", i, gotBF[i], wantBF[i])
+		}
+		if gotBF[i] == got[i] {
+			t.Fatalf("bf16 element %d equals tf32's %v: the inputs are not rounded to bfloat16", i, got[i])
+		}
+	}
 	got32, want32 := product(compute.FP32), reference(func(x float32) float32 { return x })
 	for i := range got32 {
 		if got32[i] != want32[i] {
@@ -88,20 +108,24 @@ func TestGemmTF32RoundsTheInputs(t *testing.T) {
 		t.Fatal("tf32 and fp32 products agree everywhere: the inputs are not rounded")
 	}
 	if tf32(1+0x1p-11) != 1+0x1p-10 || tf32(1+0x1p-12) != 1 || tf32(-(1+0x1p-11)) != -(1+0x1p-10) {
-		t.Fatal("the reference rounding is not to nearest with ties away from zero")
+		t.Fatal("the reference TF32 rounding is not to nearest with ties away from zero")
 	}
-	if err := ops.SetPrecision("bf16"); err == nil {
-		t.Fatal("precision bf16 accepted")
+	if bf16(1+0x1p-8) != 1 || bf16(1+3*0x1p-8) != 1+0x1p-6 || bf16(1+0x1p-8+0x1p-20) != 1+0x1p-7 {
+		t.Fatal("the reference bfloat16 rounding is not to nearest with ties to even")
+	}
+	if err := ops.SetPrecision("fp16"); err == nil {
+		t.Fatal("precision fp16 accepted")
 	}
 }
 
-// How far TF32 moves a training and its audit (the shim's model of it; the GPU's own summation
-// order differs by float32 rounding): an MLP on the host shim, 300 pairs of 3 rounds at noise
-// 0.01, trained in fp32 and in tf32. The parameters move by TF32's relative 2^-11 per input,
-// amplified by the steps: at most 1e-3 allowed (measured 3.9e-5). The informed adversary's
-// certified mu (dkw+band, 95%) may move by at most 0.02, far below the bound's own sampling
-// spread at 300 pairs (measured: 0.7520 in both).
-func TestTF32MovesTheAuditLittle(t *testing.T) {
+// How far TF32 and bfloat16 move a training and its audit (the shim's model of them; the GPU's
+// own summation order differs by float32 rounding): an MLP on the host shim, 300 pairs of 3
+// rounds at noise 0.01, trained in fp32, tf32 and bf16. The parameters move by the inputs'
+// rounding (a relative 2^-11 and 2^-9) amplified by the steps: at most 1e-3 and 4e-3 allowed
+// (measured 3.9e-5 and 3.5e-4). The informed adversary's certified mu (dkw+band, 95%) may move
+// by at most 0.02, far below the bound's own sampling spread at 300 pairs (measured: 0.7520 in
+// fp32 and tf32, 0.7560 in bf16).
+func TestReducedPrecisionMovesTheAuditLittle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("600 runs on the shim")
 	}
@@ -126,12 +150,15 @@ func TestTF32MovesTheAuditLittle(t *testing.T) {
 		}
 		return out
 	}
-	fp, tf := run(compute.FP32), run(compute.TF32)
-	var maxDiff float64
-	for r := range fp {
-		for i, v := range fp[r].Params {
-			maxDiff = math.Max(maxDiff, math.Abs(float64(v-tf[r].Params[i])))
+	fp, tf, bf := run(compute.FP32), run(compute.TF32), run(compute.BF16)
+	maxDiff := func(a, b []checkpoint.ReplicaState) float64 {
+		var m float64
+		for r := range a {
+			for i, v := range a[r].Params {
+				m = math.Max(m, math.Abs(float64(v-b[r].Params[i])))
+			}
 		}
+		return m
 	}
 	certify := func(rs []checkpoint.ReplicaState) float64 {
 		var c, cp []float64
@@ -144,15 +171,22 @@ func TestTF32MovesTheAuditLittle(t *testing.T) {
 		}
 		return res.MuLower
 	}
-	muFP, muTF := certify(fp), certify(tf)
-	t.Logf("largest parameter difference %.3g; certified mu %.4f in fp32, %.4f in tf32", maxDiff, muFP, muTF)
-	if maxDiff == 0 {
-		t.Fatal("tf32 training equals fp32: the precision did not reach the products")
-	}
-	if maxDiff > 1e-3 {
-		t.Errorf("tf32 moved a parameter by %.3g, more than 1e-3", maxDiff)
-	}
-	if math.Abs(muFP-muTF) > 0.02 {
-		t.Errorf("certified mu %.4f in fp32, %.4f in tf32: moved by more than 0.02", muFP, muTF)
+	muFP := certify(fp)
+	for _, c := range []struct {
+		name    string
+		rs      []checkpoint.ReplicaState
+		maxDiff float64
+	}{{"tf32", tf, 1e-3}, {"bf16", bf, 4e-3}} {
+		d, mu := maxDiff(fp, c.rs), certify(c.rs)
+		t.Logf("%s: largest parameter difference from fp32 %.3g; certified mu %.4f (fp32 %.4f)", c.name, d, mu, muFP)
+		if d == 0 {
+			t.Errorf("%s training equals fp32: the precision did not reach the products", c.name)
+		}
+		if d > c.maxDiff {
+			t.Errorf("%s moved a parameter by %.3g, more than %g", c.name, d, c.maxDiff)
+		}
+		if math.Abs(muFP-mu) > 0.02 {
+			t.Errorf("certified mu %.4f in fp32, %.4f in %s: moved by more than 0.02", muFP, mu, c.name)
+		}
 	}
 }

@@ -26,8 +26,8 @@ static int call_launch(void* f, int k, unsigned grid, unsigned block, const uint
 }
 static int call_gemm(void* f, int ta, int tb, int m, int n, int k, float alpha, uint64_t a, int lda,
                      long long sa, uint64_t b, int ldb, long long sb, float beta, uint64_t c, int ldc,
-                     long long sc, int batch, int tf32) {
-	return ((gemm_fn)f)(ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch, tf32);
+                     long long sc, int batch, int math) {
+	return ((gemm_fn)f)(ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch, math);
 }
 static long long call_rc_check(void* f, long long i0, long long s, long long rows, long long cols,
                                long long steps) {
@@ -338,7 +338,7 @@ func (d *Device) runGemm(g cuda.GemmArgs) error {
 	if C.call_gemm(d.gemm, b2i(g.TransA), b2i(g.TransB), C.int(g.M), C.int(g.N), C.int(g.K),
 		C.float(g.Alpha), C.uint64_t(g.A), C.int(g.LDA), C.longlong(g.StrideA),
 		C.uint64_t(g.B), C.int(g.LDB), C.longlong(g.StrideB), C.float(g.Beta),
-		C.uint64_t(g.C), C.int(g.LDC), C.longlong(g.StrideC), C.int(g.Batch), b2i(g.TF32)) != 0 {
+		C.uint64_t(g.C), C.int(g.LDC), C.longlong(g.StrideC), C.int(g.Batch), C.int(g.Math)) != 0 {
 		return fmt.Errorf("hostshim: gemm %+v: invalid value", g)
 	}
 	return nil

@@ -11,8 +11,8 @@
 #   racecheck, initcheck  the same subset under compute-sanitizer's racecheck and initcheck
 #   bench-gpu   W1 at each replica count on the device (with its SGEMM rate as reference)
 #   bench-gpu-graphs  the same with every batch run as a CUDA graph (FEDAUDIT_CUDA_GRAPHS=1)
-#   bench-gpu-tf32, bench-gpu-w2-tf32  W1 and W2 on the device with TF32 products
-#               (FEDAUDIT_BENCH_PRECISION=tf32)
+#   bench-gpu-tf32, bench-gpu-w2-tf32, bench-gpu-bf16, bench-gpu-w2-bf16  W1 and W2 on the
+#               device with TF32 or bfloat16 products (FEDAUDIT_BENCH_PRECISION)
 #   bench-cpu   W1 at each replica count on the CPU backend of the same node
 #   bench-gpu-w2, bench-cpu-w2  W2 (LeNet-5) on the device and on the CPU backend
 #   bench-gpu-w3  W3 (ResNet-18, GroupNorm, 3x32x32) on the device (GPU mode only)
@@ -151,9 +151,11 @@ if [ "$mode" = gpu ]; then
   step bench-gpu "W1 on the device, R=$replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_R="$replicas" "$gputest" -test.run '^TestKitBenchW1GPU$' $T
   step bench-gpu-graphs "W1 on the device with CUDA graphs, R=$replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_CUDA_GRAPHS=1 FEDAUDIT_BENCH_R="$replicas" "$gputest" -test.run '^TestKitBenchW1GPU$' $T
   step bench-gpu-tf32 "W1 on the device in TF32, R=$replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_PRECISION=tf32 FEDAUDIT_BENCH_R="$replicas" "$gputest" -test.run '^TestKitBenchW1GPU$' $T
+  step bench-gpu-bf16 "W1 on the device in bf16, R=$replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_PRECISION=bf16 FEDAUDIT_BENCH_R="$replicas" "$gputest" -test.run '^TestKitBenchW1GPU$' $T
   step bench-cpu "W1 on the CPU backend, R=$cpu_replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_R="$cpu_replicas" "$gputest" -test.run '^TestKitBenchW1CPU$' $T
   step bench-gpu-w2 "W2 on the device, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_R="$w2_replicas" "$gputest" -test.run '^TestKitBenchW2GPU$' $T
   step bench-gpu-w2-tf32 "W2 on the device in TF32, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_PRECISION=tf32 FEDAUDIT_BENCH_R="$w2_replicas" "$gputest" -test.run '^TestKitBenchW2GPU$' $T
+  step bench-gpu-w2-bf16 "W2 on the device in bf16, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_PRECISION=bf16 FEDAUDIT_BENCH_R="$w2_replicas" "$gputest" -test.run '^TestKitBenchW2GPU$' $T
   step bench-cpu-w2 "W2 on the CPU backend, R=$w2_cpu_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_R="$w2_cpu_replicas" "$gputest" -test.run '^TestKitBenchW2CPU$' $T
   step bench-gpu-w3 "W3 on the device, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   summarizer=$gputest

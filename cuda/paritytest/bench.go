@@ -25,8 +25,8 @@ const (
 	BenchRoundsEnv = "FEDAUDIT_BENCH_ROUNDS"
 	// BenchOutEnv is the file each result is appended to, one JSON object a line.
 	BenchOutEnv = "FEDAUDIT_BENCH_OUT"
-	// BenchPrecisionEnv, when "tf32", runs the GPU benchmarks with the matrix products in TF32
-	// (compute.TF32; the default is fp32).
+	// BenchPrecisionEnv, when "tf32" or "bf16", runs the GPU benchmarks with the matrix
+	// products in that precision (compute.TF32, compute.BF16; the default is fp32).
 	BenchPrecisionEnv = "FEDAUDIT_BENCH_PRECISION"
 )
 

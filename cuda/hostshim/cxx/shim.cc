@@ -175,13 +175,24 @@ static inline float tf32(float x) {
 	return x;
 }
 
+// bf16 rounds a float32 to bfloat16 (8-bit mantissa): to nearest, ties to even, on the bits of
+// its magnitude; infinities and NaNs pass unchanged.
+static inline float bf16(float x) {
+	uint32_t u;
+	memcpy(&u, &x, 4);
+	if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+	memcpy(&x, &u, 4);
+	return x;
+}
+
 // shim_gemm is cublasSgemmStridedBatched on host memory, with cuBLAS's argument checks
-// (nonzero return: CUBLAS_STATUS_INVALID_VALUE). Sums run in float32 in k order; with
-// use_tf32 the elements of A and B are rounded to TF32 first (CUBLAS_TF32_TENSOR_OP_MATH's
-// model: the hardware's own summation order is not reproduced).
+// (nonzero return: CUBLAS_STATUS_INVALID_VALUE). Sums run in float32 in k order. math is
+// cuda.Math: with 1 the elements of A and B are rounded to TF32 first, with 2 to bfloat16
+// (models of CUBLAS_TF32_TENSOR_OP_MATH and CUBLAS_COMPUTE_32F_FAST_16BF: the hardware's own
+// summation order is not reproduced).
 extern "C" int shim_gemm(int ta, int tb, int m, int n, int k, float alpha, uint64_t a, int lda,
                          long long sa, uint64_t b, int ldb, long long sb, float beta, uint64_t c,
-                         int ldc, long long sc, int batch, int use_tf32) {
+                         int ldc, long long sc, int batch, int math) {
 	if (m < 0 || n < 0 || k < 0 || batch < 0) return 1;
 	int arows = ta ? k : m, brows = tb ? n : k;
 	if (lda < (arows > 1 ? arows : 1) || ldb < (brows > 1 ? brows : 1) || ldc < (m > 1 ? m : 1))
@@ -196,7 +207,8 @@ extern "C" int shim_gemm(int ta, int tb, int m, int n, int k, float alpha, uint6
 				for (int p = 0; p < k; p++) {
 					float x = ta ? A[p + (long long)i * lda] : A[i + (long long)p * lda];
 					float y = tb ? B[j + (long long)p * ldb] : B[p + (long long)j * ldb];
-					if (use_tf32) x = tf32(x), y = tf32(y);
+					if (math == 1) x = tf32(x), y = tf32(y);
+					if (math == 2) x = bf16(x), y = bf16(y);
 					s += x * y;
 				}
 				float* cp = C + i + (long long)j * ldc;

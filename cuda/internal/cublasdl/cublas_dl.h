@@ -28,4 +28,15 @@ typedef fa_cublas_enum (*fa_cublasSgemmStridedBatched)(fa_cublas_handle, fa_cubl
                                                        const float*, float*, int, long long,
                                                        int);
 
+// cublasGemmStridedBatchedEx with cudaDataType and cublasComputeType_t (both enums) as
+// fa_cublas_enum: the products of float32 operands at a compute type such as
+// CUBLAS_COMPUTE_32F_FAST_16BF.
+typedef fa_cublas_enum (*fa_cublasGemmStridedBatchedEx)(fa_cublas_handle, fa_cublas_enum,
+                                                        fa_cublas_enum, int, int, int,
+                                                        const void*, const void*, fa_cublas_enum,
+                                                        int, long long, const void*,
+                                                        fa_cublas_enum, int, long long,
+                                                        const void*, void*, fa_cublas_enum, int,
+                                                        long long, int, fa_cublas_enum, int);
+
 #endif

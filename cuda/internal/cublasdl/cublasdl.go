@@ -38,6 +38,17 @@ static int fa_set_stream(void* f, uintptr_t h, uintptr_t stream) {
 static int fa_set_math(void* f, uintptr_t h, int mode) {
 	return (int)((fa_cublasSetMathMode)f)((fa_cublas_handle)h, (fa_cublas_enum)mode);
 }
+static int fa_gemm_ex(void* f, uintptr_t h, int ta, int tb, int m, int n, int k, float alpha,
+                      uint64_t a, int lda, long long sa, uint64_t b, int ldb, long long sb, float beta,
+                      uint64_t c, int ldc, long long sc, int batch, int compute) {
+	// CUDA_R_32F (0) operands and result, CUBLAS_GEMM_DEFAULT (-1).
+	return (int)((fa_cublasGemmStridedBatchedEx)f)((fa_cublas_handle)h, (fa_cublas_enum)ta,
+	                                               (fa_cublas_enum)tb, m, n, k, &alpha,
+	                                               (const void*)(uintptr_t)a, 0, lda, sa,
+	                                               (const void*)(uintptr_t)b, 0, ldb, sb, &beta,
+	                                               (void*)(uintptr_t)c, 0, ldc, sc, batch,
+	                                               (fa_cublas_enum)compute, -1);
+}
 static int fa_sgemm(void* f1, void* fb, uintptr_t h, int ta, int tb, int m, int n, int k, float alpha,
                     uint64_t a, int lda, long long sa, uint64_t b, int ldb, long long sb, float beta,
                     uint64_t c, int ldc, long long sc, int batch) {
@@ -74,7 +85,7 @@ type Library struct {
 	Major   int
 	Source  string // how it was found: PathEnv, LoaderSearch, or a Place searched ("DIR (ORIGIN)")
 
-	create, destroy, setStream, setMath, sgemm, sgemmBatched, property unsafe.Pointer
+	create, destroy, setStream, setMath, sgemm, sgemmBatched, gemmEx, property unsafe.Pointer
 }
 
 var (
@@ -167,6 +178,7 @@ func open(name string) (*Library, error) {
 		{"cublasCreate_v2", &l.create}, {"cublasDestroy_v2", &l.destroy},
 		{"cublasSetStream_v2", &l.setStream}, {"cublasSetMathMode", &l.setMath},
 		{"cublasSgemm_v2", &l.sgemm}, {"cublasSgemmStridedBatched", &l.sgemmBatched},
+		{"cublasGemmStridedBatchedEx", &l.gemmEx},
 		{"cublasGetProperty", &l.property},
 	} {
 		cs := C.CString(s.name)
@@ -278,6 +290,21 @@ func (h *Handle) Sgemm(ta, tb bool, m, n, k int, alpha float32, a uint64, lda in
 		C.longlong(sb), C.float(beta), C.uint64_t(c), C.int(ldc), C.longlong(sc), C.int(batch))
 	if s != 0 {
 		return fmt.Errorf("sgemm m=%d n=%d k=%d batch=%d: %s", m, n, k, batch, Status(s))
+	}
+	return nil
+}
+
+// SgemmBF16 is Sgemm on float32 operands at compute type CUBLAS_COMPUTE_32F_FAST_16BF
+// (cublasGemmStridedBatchedEx): the library may down-convert the inputs to bfloat16 (8-bit
+// mantissa) or TF32 for the tensor cores; the sums and the result stay float32.
+func (h *Handle) SgemmBF16(ta, tb bool, m, n, k int, alpha float32, a uint64, lda int, sa int64,
+	b uint64, ldb int, sb int64, beta float32, c uint64, ldc int, sc int64, batch int) error {
+	const computeFast16BF = 75
+	s := C.fa_gemm_ex(h.lib.gemmEx, h.h, b2i(ta), b2i(tb), C.int(m), C.int(n), C.int(k),
+		C.float(alpha), C.uint64_t(a), C.int(lda), C.longlong(sa), C.uint64_t(b), C.int(ldb),
+		C.longlong(sb), C.float(beta), C.uint64_t(c), C.int(ldc), C.longlong(sc), C.int(batch), computeFast16BF)
+	if s != 0 {
+		return fmt.Errorf("gemm (fast bf16) m=%d n=%d k=%d batch=%d: %s", m, n, k, batch, Status(s))
 	}
 	return nil
 }

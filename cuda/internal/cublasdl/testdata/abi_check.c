@@ -16,3 +16,10 @@ SAME(cublasSetStream_v2);
 SAME(cublasSetMathMode);
 SAME(cublasSgemm_v2);
 SAME(cublasSgemmStridedBatched);
+SAME(cublasGemmStridedBatchedEx);
+// The enum values cublasdl passes (Handle.SgemmFast): float32 data, the default algorithm, and
+// the compute types.
+_Static_assert(CUDA_R_32F == 0, "CUDA_R_32F");
+_Static_assert(CUBLAS_GEMM_DEFAULT == -1, "CUBLAS_GEMM_DEFAULT");
+_Static_assert(CUBLAS_COMPUTE_32F_FAST_16BF == 75, "CUBLAS_COMPUTE_32F_FAST_16BF");
+_Static_assert(CUBLAS_TF32_TENSOR_OP_MATH == 3, "CUBLAS_TF32_TENSOR_OP_MATH");
