@@ -15,9 +15,12 @@ import (
 // same parameters, bit for bit. params holds one vector per replica of job.Pairs, pair
 // job.Pairs.First+p's world w at index 2p+w. The statistics of the informed adversary, the
 // parameters and the uploads are not part of the result (Informed, RecordParams and
-// RecordUpload are ignored); job.Recorder and job.Progress are not used.
+// RecordUpload are ignored), and the evaluation is float32 whatever Precision says;
+// job.Recorder and job.Progress are not used.
 func Evaluate(ctx context.Context, job Job, round int, params [][]float32) (*checkpoint.Checkpoint, error) {
 	job.Config.Informed, job.Config.RecordParams, job.Config.RecordUpload = false, false, false
+	// On the CPU, in float32, whatever precision the runs were trained in.
+	job.Config.Precision = ""
 	if len(params) != 2*job.Pairs.Count {
 		return nil, fmt.Errorf("train: evaluate: %d parameter vectors for %d pairs (want two per pair)", len(params), job.Pairs.Count)
 	}

@@ -31,3 +31,18 @@ func TestPrecisionChecks(t *testing.T) {
 		}
 	}
 }
+
+// Runs trained elsewhere in TF32 are evaluated and replayed on the CPU in float32, not refused.
+func TestEvaluateIgnoresPrecision(t *testing.T) {
+	cfg := pretrainConfig()
+	cfg.Pretrain, cfg.Precision = nil, compute.TF32
+	c, cp := sampleWorlds(4, 3, 3)
+	job := Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: TargetInfo{Client: 1, Index: 2}, Pairs: PairRange{0, 1}}
+	params := [][]float32{{0.1, 0.2, 0.3}, {0.1, 0.2, 0.3}}
+	if _, err := Evaluate(context.Background(), job, 1, params); err != nil {
+		t.Errorf("evaluate a tf32 run: %v", err)
+	}
+	if _, err := ReplayRound(context.Background(), job, 0, params); err != nil {
+		t.Errorf("replay a tf32 run: %v", err)
+	}
+}

@@ -58,6 +58,9 @@ func ReplayRound(ctx context.Context, job Job, t int, params [][]float32) (*Repl
 	}
 	job.Config.NoiseStd = 0
 	job.Config.Informed, job.Config.RecordParams, job.Config.RecordUpload = false, false, true
+	// The replay is float32 on the CPU: runs trained with TF32 or bfloat16 products differ from
+	// it by their rounding, as GPU runs differ from CPU ones by float32 rounding.
+	job.Config.Precision = ""
 	out := &Replay{Mean: make([][2][]float32, len(params)), Target: make([][2][]float32, len(params))}
 	be := cpu.New(job.Config.Threads)
 	defer be.Close()
