@@ -74,6 +74,16 @@ func TestOneRunDirectionCanaries(t *testing.T) {
 		} else if !math.IsNaN(f.ExactMu) {
 			t.Errorf("%s: the final model's exact mu is not known, got %v", f.Attack, f.ExactMu)
 		}
+		// The direction canaries are canary clients sampled in every round (q = 1), the
+		// heuristic's linear case: its eps is that of sqrt(T)/z-GDP (1e-3: the profile's error).
+		if f.Threat == runs.ThreatFinal {
+			want, err := audit.EpsilonFromGDP(exact, 1e-5)
+			if err != nil || math.Abs(f.EpsHeuristic-want) > 1e-3*want {
+				t.Errorf("%s T=%d: eps heuristic %v, want %v (%v)", f.Attack, f.Round, f.EpsHeuristic, want, err)
+			}
+		} else if f.EpsHeuristic != 0 {
+			t.Errorf("%s T=%d: an all-iterates row with eps heuristic %v", f.Attack, f.Round, f.EpsHeuristic)
+		}
 		if f.Attack == "canary-llr" && f.Round == 4 && !(r.MuLower > 0.6) {
 			t.Errorf("canary-llr T=4 certifies mu %v; 1000 canaries at mu 2 certify more than 0.6", r.MuLower)
 		}
