@@ -255,6 +255,8 @@ var crafted struct {
 	samples map[string]datasets.Sample
 }
 
+// craft is craftCanary's work, without the memo. Prepare takes no context, so a pretraining
+// here runs to its end once started (seconds for the models the crafting serves).
 func craft(cfg *Config, clients []*datasets.Dataset, base *datasets.Dataset) (datasets.Sample, error) {
 	adj := cfg.Adjacency
 	job := train.Job{Config: cfg.Train, WorldC: clients, WorldCPrime: clients, Target: train.TargetInfo{Client: adj.Client, Index: adj.Index}}
