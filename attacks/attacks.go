@@ -84,11 +84,14 @@ type envCache struct {
 	gradDir  []float32
 }
 
-// canaryDirection is the gradient canary's direction for parameter vectors of length d,
-// computed once.
-func (c *envCache) canaryDirection(v interface {
+// directed is a crafted canary with a public unit direction (canary.Gradient, canary.Update).
+type directed interface {
 	Vector(seed uint64, d int) []float32
-}, seed uint64, d int) []float32 {
+}
+
+// canaryDirection is the crafted canary's direction for parameter vectors of length d,
+// computed once.
+func (c *envCache) canaryDirection(v directed, seed uint64, d int) []float32 {
 	c.gradOnce.Do(func() { c.gradDir = v.Vector(seed, d) })
 	return c.gradDir
 }

@@ -230,9 +230,7 @@ func (gradCanaryAttack) Info() Info {
 }
 
 func (gradCanaryAttack) Observe(env *Env, obs *Observation) (Observed, error) {
-	var dir interface {
-		Vector(seed uint64, d int) []float32
-	}
+	var dir directed
 	switch {
 	case env.Config.GradientCanary != nil:
 		dir = env.Config.GradientCanary

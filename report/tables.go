@@ -12,7 +12,6 @@ import (
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/report/figures"
-	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/theory"
 )
 
@@ -505,7 +504,7 @@ func ofHeuristic(f *findings.Finding) string {
 	if h := f.MuHeuristic(); h > 0 && !math.IsInf(h, 0) {
 		return num(f.Result.MuLower / h)
 	}
-	if h := f.EpsHeuristic; h > 0 && !math.IsInf(h, 0) && f.Threat == runs.ThreatFinal {
+	if h := f.EpsHeuristic; h > 0 && !math.IsInf(h, 0) {
 		return num(ComparedEpsLower(f) / h)
 	}
 	return "-"

@@ -10,7 +10,6 @@ import (
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/findings"
-	"github.com/fedaudit/fedaudit/runs"
 )
 
 // WriteAnalysis prints an analysis as a person reads it in a terminal: the headline first, its
@@ -236,7 +235,7 @@ func heuristicCell(f *findings.Finding, format func(float64) string) string {
 	if h := f.MuHeuristic(); isFinite(h) {
 		return format(h)
 	}
-	if h := f.EpsHeuristic; h > 0 && isFinite(h) && f.Threat == runs.ThreatFinal {
+	if h := f.EpsHeuristic; h > 0 && isFinite(h) {
 		return "eps " + format(h)
 	}
 	return "-"

@@ -88,6 +88,20 @@ func PretrainedInitial(ctx context.Context, be compute.Backend, job Job) ([]floa
 	return rec.params, nil
 }
 
+// setPretrainedInitial sets job.Initial to the pretrained w_0 when the config asks for one and
+// none is given yet, and reports whether it pretrained.
+func setPretrainedInitial(ctx context.Context, be compute.Backend, job *Job) (bool, error) {
+	if job.Initial != nil || job.Config.Pretrain == nil {
+		return false, nil
+	}
+	w0, err := PretrainedInitial(ctx, be, *job)
+	if err != nil {
+		return false, err
+	}
+	job.Initial = w0
+	return true, nil
+}
+
 // seededInitial is the model's initialization drawn from the master seed: every pair's w_0
 // without pretraining.
 func seededInitial(mdl model.Model, seed uint64) []float32 {

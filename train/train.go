@@ -61,18 +61,13 @@ func TrainInGroups(ctx context.Context, be compute.Backend, job Job, size int, r
 		return fmt.Errorf("train: pair range first %d count %d: need first >= 0, count >= 1", pairs.First, pairs.Count)
 	}
 	size = max(1, min(size, pairs.Count))
-	if job.Initial == nil && job.Config.Pretrain != nil {
-		// Once for every group: the groups share w_0. The pretraining's buffers are released
-		// before the first group, which was sized to the memory free before it.
-		w0, err := PretrainedInitial(ctx, be, job)
-		if err != nil {
-			return err
-		}
-		job.Initial = w0
-		if release != nil {
-			if err := release(); err != nil {
-				return fmt.Errorf("pretrain: release its memory: %w", err)
-			}
+	// Once for every group: the groups share w_0. The pretraining's buffers are released
+	// before the first group, which was sized to the memory free before it.
+	if pretrained, err := setPretrainedInitial(ctx, be, &job); err != nil {
+		return err
+	} else if pretrained && release != nil {
+		if err := release(); err != nil {
+			return fmt.Errorf("pretrain: release its memory: %w", err)
 		}
 	}
 	groups := (pairs.Count + size - 1) / size
@@ -136,12 +131,8 @@ func GroupSize(cfg Config, s memory.DataSizes, count int) int {
 // TrainOn trains the pairs on a given backend as one group: every replica's state is allocated
 // at once (Train groups them). It stops within one client step of ctx being cancelled.
 func TrainOn(ctx context.Context, be compute.Backend, job Job) error {
-	if job.Initial == nil && job.Config.Pretrain != nil {
-		w0, err := PretrainedInitial(ctx, be, job)
-		if err != nil {
-			return err
-		}
-		job.Initial = w0
+	if _, err := setPretrainedInitial(ctx, be, &job); err != nil {
+		return err
 	}
 	e, err := newEngine(be, job)
 	if err != nil {
