@@ -30,6 +30,7 @@ type device struct {
 	fns    []drv.Function
 	stage  *stageRing  // per-call arguments (stage.go)
 	events []drv.Event // recorded fences' events, free for reuse
+	timing []drv.Event // the profiler's timing events, free for reuse (marks.go)
 	graphs bool        // the driver can instantiate graphs (drv.GraphsSupported)
 	name   string
 	closed bool
@@ -132,7 +133,10 @@ func (d *device) release() error {
 	for _, ev := range d.events {
 		add(ev.Destroy())
 	}
-	d.events = nil
+	for _, ev := range d.timing {
+		add(ev.Destroy())
+	}
+	d.events, d.timing = nil, nil
 	if d.blas != nil {
 		add(d.blas.close())
 		d.blas = nil

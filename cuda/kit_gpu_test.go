@@ -24,7 +24,8 @@ import (
 // backend per count, with the device's SGEMM rate on 4096^3 products as the reference. With
 // FEDAUDIT_CUDA_GRAPHS=1 the backend runs its batches as CUDA graphs ("gpu+graphs"); with
 // FEDAUDIT_BENCH_PRECISION=tf32 or bf16 its matrix products run in that precision
-// ("gpu-tf32", "gpu-bf16").
+// ("gpu-tf32", "gpu-bf16"); with FEDAUDIT_CUDA_PROFILE=1 every launch and GEMM is timed on the
+// device and the result carries the profile ("gpu+profile").
 func TestKitBenchW1GPU(t *testing.T) { kitBenchGPU(t, paritytest.W1) }
 func TestKitBenchW2GPU(t *testing.T) { kitBenchGPU(t, paritytest.W2) }
 
@@ -49,6 +50,10 @@ func kitBenchGPU(t *testing.T, workload string) {
 	if os.Getenv(cuda.GraphEnv) == "1" {
 		backend = "gpu+graphs"
 	}
+	profiled := os.Getenv(cuda.ProfileEnv) == "1"
+	if profiled {
+		backend = "gpu+profile" // graphs are off while profiling
+	}
 	precision := compute.Precision(os.Getenv(paritytest.BenchPrecisionEnv))
 	forced := precision != "" && precision != compute.FP32
 	if forced {
@@ -72,6 +77,12 @@ func kitBenchGPU(t *testing.T, workload string) {
 		res.Backend, res.Device, res.SGEMMPeak = backend, name, peak
 		if st := be.GraphStats(); st.Disabled != "" {
 			res.Error = "graphs disabled: " + st.Disabled
+		}
+		if profiled && err == nil {
+			var perr error
+			if res.Profile, perr = be.Profile(); perr != nil {
+				res.Error = perr.Error()
+			}
 		}
 		if peak > 0 {
 			res.OfPeak = res.GEMMGFlops / peak

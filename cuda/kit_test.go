@@ -37,13 +37,22 @@ func TestKitSummaryWrites(t *testing.T) {
 			`{"backend":"gpu","device":"g","replicas":64,"rounds":20,"seconds":1,"replica_rounds_per_s":1280,"gemm_gflops":2,"sgemm_peak_gflops":100,"of_sgemm_peak":0.02}`+"\n"+
 			`{"workload":"W2","backend":"cpu","device":"c","replicas":64,"rounds":10,"seconds":64,"replica_rounds_per_s":10,"gemm_gflops":1}`+"\n"+
 			`{"workload":"W2","backend":"gpu","device":"g","replicas":64,"rounds":10,"seconds":12.8,"replica_rounds_per_s":50,"gemm_gflops":5}`+"\n"+
-			`{"workload":"W3","backend":"gpu","device":"g","replicas":32,"rounds":2,"seconds":4,"replica_rounds_per_s":16,"gemm_gflops":900}`+"\n"), 0o644)
+			`{"workload":"W3","backend":"gpu","device":"g","replicas":32,"rounds":2,"seconds":4,"replica_rounds_per_s":16,"gemm_gflops":900}`+"\n"+
+			profiledRow(17)+"\n"), 0o644)
 	t.Setenv("FEDAUDIT_KIT_DIR", dir)
 	t.Setenv("FEDAUDIT_KIT_MODE", "gpu")
 	paritytest.WriteKitSummary(t)
 	md, err := os.ReadFile(filepath.Join(dir, "summary.md"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The profiled W2 run: its 15 largest operations with their shares of the 3.4 s profiled
+	// (0.36 / 3.4 = 10.6%), the other 2 (0.06 s in 5 calls and 0.04 s in 4) in one line.
+	for _, want := range []string{"### W2 profile: gpu+profile, 1024 replicas", "3.400 s in 204 calls, against 3.000 s of wall clock for the 1 timed rounds",
+		"| op00 | 20 | 0.3600 | 10.6% | 18000.0 |", "| op14 | 6 | 0.0800 | 2.4% | 13333.3 |", "| the other 2 | 9 | 0.1000 | 2.9% | 11111.1 |"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("summary.md lacks %q:\n%s", want, md)
+		}
 	}
 	for _, want := range []string{"SOME STEPS FAILED", "| parity | FAIL | 2 | see parity.log |", "## W1 benchmark",
 		"| gpu | 64 | 20 | 1.000 | 1280.0 | 2.00 | 2.0% of 100 |", "| 64 | gpu 2.00x |", "## W2 benchmark", "| gpu | 64 | 10 | 12.800 | 50.0 | 5.00 |", "| 64 | gpu 5.00x |", "## W3 benchmark", "| gpu | 32 | 2 | 4.000 | 16.0 | 900.00 |", "3 x ResNet-18's forward FLOPs"} {
@@ -57,8 +66,60 @@ func TestKitSummaryWrites(t *testing.T) {
 	}
 	var s paritytest.KitSummary
 	js, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
-	if err := json.Unmarshal(js, &s); err != nil || s.Passed || len(s.Bench) != 5 || len(s.Steps) != 2 {
+	if err := json.Unmarshal(js, &s); err != nil || s.Passed || len(s.Bench) != 6 || len(s.Steps) != 2 || len(s.Bench[5].Profile) != 17 {
 		t.Errorf("summary.json: %v %+v", err, s)
+	}
+}
+
+// profiledRow is a bench.jsonl line of a profiled W2 run with n operations: op00 takes 0.36 s
+// in 20 calls, and each next one 0.02 s and one call less (n = 17: down to 0.04 s in 4 calls;
+// 3.4 s and 204 calls in all).
+func profiledRow(n int) string {
+	var ops []string
+	for i := range n {
+		ops = append(ops, fmt.Sprintf(`{"op":"op%02d","calls":%d,"seconds":%g}`, i, 20-i, 0.36-0.02*float64(i)))
+	}
+	return `{"workload":"W2","backend":"gpu+profile","device":"g","replicas":1024,"rounds":1,"seconds":3,"replica_rounds_per_s":341,"gemm_gflops":1,"profile":[` +
+		strings.Join(ops, ",") + `]}`
+}
+
+// run.sh --only: the steps not listed are recorded as skipped and not run.
+func TestKitStepsOnly(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skipf("no bash: %v", err)
+	}
+	out := t.TempDir()
+	script := `set -uo pipefail
+out=$1
+step_timeout=0
+only=b,c
+. kit/steps.sh
+: > "$out/steps.tsv"
+step a "not listed" touch "$out/a-ran"
+step b "listed" true
+step c "listed, fails" false
+echo "failed=$failed"
+`
+	stdout, err := exec.Command("bash", "-c", script, "kit-test", out).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	tsv, _ := os.ReadFile(filepath.Join(out, "steps.tsv"))
+	lines := strings.Split(strings.TrimSpace(string(tsv)), "\n")
+	want := []string{"a\tskipped\t0\tnot in --only", "b\tpass\t", "c\tFAIL\t"}
+	if len(lines) != len(want) {
+		t.Fatalf("steps.tsv:\n%s", tsv)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("steps.tsv line %d: %q, want it to start %q", i+1, lines[i], w)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "a-ran")); err == nil {
+		t.Error("step a ran though not in --only")
+	}
+	if !strings.Contains(string(stdout), "failed=1") {
+		t.Errorf("a listed step's failure was not counted:\n%s", stdout)
 	}
 }
 

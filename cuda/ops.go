@@ -25,7 +25,8 @@ type Ops struct {
 	block    int
 	maxGrid  int
 	maxBatch int
-	syncEach Syncer // nil unless Options.SyncEachLaunch and the device is asynchronous
+	syncEach Syncer    // nil unless Options.SyncEachLaunch and the device is asynchronous
+	prof     *profiler // nil unless Options.Profile; then dev is prof
 	err      error
 	math     Math // the matrix products' precision (SetPrecision)
 
@@ -99,6 +100,11 @@ type Options struct {
 	// on hardware; the environment variable FEDAUDIT_CUDA_GRAPHS=1 turns it on too. Ignored
 	// when unbatched.
 	Graphs bool
+	// Profile times every kernel launch and GEMM on the device (CUDA events between them; the
+	// host's clock on the shim) and sums the times per kernel and per GEMM shape (Ops.Profile):
+	// where a workload's time goes. The marks cost a little device time each and graphs are
+	// not used, so a profiled run is not a benchmark. FEDAUDIT_CUDA_PROFILE=1 turns it on too.
+	Profile bool
 }
 
 // SyncEnv is the environment variable that turns on Options.SyncEachLaunch.
@@ -122,11 +128,15 @@ func NewOps(dev Device, opt Options) *Ops {
 		opt.MaxGemmBatch = maxGemmBatch
 	}
 	o := &Ops{dev: dev, block: opt.Block, maxGrid: opt.MaxGrid, maxBatch: opt.MaxGemmBatch, unbatched: opt.Unbatched}
+	if profileWanted(opt) {
+		o.prof = newProfiler(dev)
+		o.dev = o.prof
+	}
 	if opt.SyncEachLaunch || os.Getenv(SyncEnv) == "1" {
 		o.syncEach, _ = dev.(Syncer)
 		o.unbatched = true
 	}
-	if graphsWanted(opt) && !o.unbatched {
+	if graphsWanted(opt) && !o.unbatched && o.prof == nil {
 		o.graphDev, _ = dev.(GraphDevice)
 	}
 	return o
@@ -174,6 +184,10 @@ func (o *Ops) Close() error {
 	var failed []error
 	if err := o.closeGraphs(); err != nil {
 		failed = append(failed, err)
+	}
+	if o.prof != nil {
+		// The totals stay (FreeAll leaves the Ops usable); a timing error is Profile's to report.
+		_ = o.prof.release()
 	}
 	for _, a := range slices.Sorted(maps.Keys(o.allocs)) { // one order, whatever the map's
 		if err := o.dev.Free(a); err != nil {

@@ -24,6 +24,8 @@ type Engine interface {
 	FreeMemory() (free, total int64, err error)
 	// FreeAll frees every buffer and leaves the backend usable (Ops.FreeAll).
 	FreeAll() error
+	// Profile is the device time per kind of operation when profiling is on (Ops.Profile).
+	Profile() ([]OpTime, error)
 }
 
 // Available reports whether this build has the GPU backend.

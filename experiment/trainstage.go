@@ -69,9 +69,53 @@ func trainOn(ctx context.Context, cfg *spec.Config, data *spec.Data, pairs train
 		if err != nil {
 			return err
 		}
-		return errors.Join(g.Train(ctx, job), g.Close())
+		err = g.Train(ctx, job)
+		if os.Getenv(cuda.ProfileEnv) == "1" && opts.Logf != nil {
+			prof, perr := g.be.Profile()
+			for _, line := range ProfileLines(prof, profileLogTop) {
+				opts.Logf("%s", line)
+			}
+			if perr != nil {
+				opts.Logf("gpu profile: %v", perr)
+			}
+		}
+		return errors.Join(err, g.Close())
 	}
 	return fmt.Errorf("backend %q is not cpu, gpu or auto", opts.Backend)
+}
+
+// profileLogTop is how many operations a profiled GPU training logs.
+const profileLogTop = 12
+
+// ProfileLines describes where a profiled GPU training's device time went
+// (FEDAUDIT_CUDA_PROFILE=1, cuda.Ops.Profile), for the log: the total, then the top operations
+// (prof is sorted, the largest first) with their calls, seconds and share, then the rest.
+func ProfileLines(prof []cuda.OpTime, top int) []string {
+	if len(prof) == 0 {
+		return nil
+	}
+	total, calls := 0.0, 0
+	for _, p := range prof {
+		total, calls = total+p.Seconds, calls+p.Calls
+	}
+	share := func(s float64) float64 {
+		if total <= 0 {
+			return 0
+		}
+		return 100 * s / total
+	}
+	lines := []string{fmt.Sprintf("gpu profile: %.3f s of device time in %d calls; the largest:", total, calls)}
+	for _, p := range prof[:min(top, len(prof))] {
+		lines = append(lines, fmt.Sprintf("gpu profile: %-40s %8d calls %10.4f s %5.1f%%", p.Op, p.Calls, p.Seconds, share(p.Seconds)))
+	}
+	if rest := prof[min(top, len(prof)):]; len(rest) > 0 {
+		n, s := 0, 0.0
+		for _, p := range rest {
+			n, s = n+p.Calls, s+p.Seconds
+		}
+		lines = append(lines, fmt.Sprintf("gpu profile: %-40s %8d calls %10.4f s %5.1f%%", fmt.Sprintf("the other %d", len(rest)), n, s, share(s)))
+	}
+	return lines
 }
 
 // GPUTrainer trains jobs on one GPU, each in groups of pairs that fit the device's free

@@ -4,6 +4,7 @@ package hostshim
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/fedaudit/fedaudit/cuda"
@@ -142,5 +143,69 @@ func TestW1GraphCounts(t *testing.T) {
 	// Pinned to what was measured: setup or checkpoint batches cannot stand in for rounds.
 	if c.graphs.Captured != 3 || c.graphs.Replayed != 1 {
 		t.Errorf("%d graphs captured and %d replayed for %d rounds, measured 3 and 1", c.graphs.Captured, c.graphs.Replayed, rounds)
+	}
+}
+
+// Options.Profile on the shim (timed by the host's clock): every launch and cuBLAS call of a
+// W1 round is in the profile, under its kernel's name or its GEMM's shape, the call counts
+// those the device saw, and graphs stay off while profiling (a graph's launches cannot be
+// timed one by one).
+func TestProfileCountsEveryCall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("W1 on the shim takes several seconds")
+	}
+	c, cp, tgt := traintest.W1Data()
+	cfg := traintest.W1Config()
+	cfg.Rounds, cfg.Checkpoints = 1, []int{1}
+	d := &countingDevice{Device: device(t), perKernel: map[kernels.Kernel]int{}}
+	ops := cuda.NewOps(d, cuda.Options{Profile: true, Graphs: true})
+	defer ops.Close()
+	job := train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: train.PairRange{Count: 1}, Recorder: cuda.CheckRecorder(ops, discardRec{})}
+	if err := train.TrainOn(context.Background(), ops, job); err != nil {
+		t.Fatal(err)
+	}
+	prof, err := ops.Profile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]kernels.Kernel{}
+	for _, k := range kernels.All() {
+		byName[k.Name()] = k
+	}
+	gemms, total := 0, 0.0
+	seen := map[string]bool{}
+	for _, p := range prof {
+		seen[p.Op] = true
+		total += p.Seconds
+		if strings.HasPrefix(p.Op, "gemm ") {
+			gemms += p.Calls
+			continue
+		}
+		k, ok := byName[p.Op]
+		if !ok {
+			t.Errorf("profile entry %q is neither a kernel nor a GEMM", p.Op)
+			continue
+		}
+		if p.Calls != d.perKernel[k] {
+			t.Errorf("%s: %d calls in the profile, %d launched", p.Op, p.Calls, d.perKernel[k])
+		}
+		if p.Seconds <= 0 {
+			t.Errorf("%s: %g s", p.Op, p.Seconds)
+		}
+	}
+	for k, n := range d.perKernel {
+		if !seen[k.Name()] {
+			t.Errorf("%s launched %d times, not in the profile", k, n)
+		}
+	}
+	if gemms != d.gemms {
+		t.Errorf("%d GEMMs in the profile, %d issued", gemms, d.gemms)
+	}
+	if st := ops.GraphStats(); st.Captured != 0 {
+		t.Errorf("%d graphs captured while profiling", st.Captured)
+	}
+	t.Logf("W1, 1 round on the shim: %d kinds of operation, %.2f s in all; the largest:", len(prof), total)
+	for _, p := range prof[:min(5, len(prof))] {
+		t.Logf("  %-36s %5d calls %8.3f s", p.Op, p.Calls, p.Seconds)
 	}
 }

@@ -4,6 +4,7 @@ package hostshim
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/fedaudit/fedaudit/cuda"
@@ -14,7 +15,8 @@ import (
 // --shim mode (skipped unless FEDAUDIT_BENCH_R is set): W1 or W2 through Ops on the host shim,
 // the same code path as the GPU benchmark with the shim in place of the device. The shim runs
 // kernels one thread at a time (a host thread per GPU thread for the block kernel) and has a
-// naive SGEMM, so its rates say nothing about a GPU; the steps show the kit works.
+// naive SGEMM, so its rates say nothing about a GPU; the steps show the kit works. With
+// FEDAUDIT_CUDA_PROFILE=1 the result carries the profile (host time per operation on the shim).
 func TestKitBenchW1Shim(t *testing.T) { kitBenchShim(t, paritytest.W1) }
 func TestKitBenchW2Shim(t *testing.T) { kitBenchShim(t, paritytest.W2) }
 
@@ -26,6 +28,11 @@ func kitBenchShim(t *testing.T, workload string) {
 	if !ok {
 		t.Skipf("set %s to run", paritytest.BenchEnv)
 	}
+	backend := "shim"
+	profiled := os.Getenv(cuda.ProfileEnv) == "1"
+	if profiled {
+		backend = "shim+profile"
+	}
 	for _, r := range replicas {
 		d := device(t)
 		ops := cuda.NewOps(d, cuda.Options{})
@@ -34,7 +41,10 @@ func kitBenchShim(t *testing.T, workload string) {
 			run = paritytest.RunW2
 		}
 		res, err := run(context.Background(), ops, ops.Err, r, rounds)
-		res.Backend, res.Device = "shim", "host shim (kernels compiled as C++, run on one CPU thread)"
+		res.Backend, res.Device = backend, "host shim (kernels compiled as C++, run on one CPU thread)"
+		if profiled && err == nil {
+			res.Profile, err = ops.Profile()
+		}
 		if cerr := ops.Close(); err == nil {
 			err = cerr
 		}

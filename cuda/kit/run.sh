@@ -16,6 +16,10 @@
 #   bench-cpu   W1 at each replica count on the CPU backend of the same node
 #   bench-gpu-w2, bench-cpu-w2  W2 (LeNet-5) on the device and on the CPU backend
 #   bench-gpu-w3  W3 (ResNet-18, GroupNorm, 3x32x32) on the device (GPU mode only)
+#   profile-w1, profile-w2, profile-w3  where the device time goes: every launch and GEMM timed
+#               with CUDA events (FEDAUDIT_CUDA_PROFILE=1), W1 at R=64 and 4096 (2 rounds), W2
+#               at 64 and 1024 (1 round), W3 at 8 (1 round); tables in summary.md (shim mode:
+#               profile-w1 at R=2, timed by the host's clock)
 #   summary     OUT/summary.md and OUT/summary.json
 # and everything in OUT packed into OUT/kit-results.tgz (one file to bring back). Each step
 # runs under a time limit (--step-timeout SECONDS, or FEDAUDIT_KIT_STEP_TIMEOUT; default 1800,
@@ -27,14 +31,16 @@
 # Usage: run.sh [--shim] [--out DIR] [--replicas LIST] [--cpu-replicas LIST] [--rounds N]
 #               [--w2-replicas LIST] [--w2-cpu-replicas LIST] [--w2-rounds N]
 #               [--w3-replicas LIST] [--w3-rounds N]
-#               [--step-timeout SECONDS] [--sanitizers TOOLS]
+#               [--step-timeout SECONDS] [--sanitizers TOOLS] [--only STEPS]
 #   LIST is comma-separated even replica counts. Defaults: GPU mode --replicas
 #   64,1024,4096,16384 and the same for the CPU, W1's 20 rounds; W2 --w2-replicas
 #   64,1024,4096 --w2-cpu-replicas 64,1024, W2's 10 rounds; W3 --w3-replicas 8,16,32 and 2
 #   rounds (ResNet-18 takes about 3.5 GiB a pair: 32 replicas fit 80 GB); shim mode --replicas 2
 #   --cpu-replicas 64,1024 --rounds 1 --w2-replicas 2 --w2-cpu-replicas 2 --w2-rounds 1 (the
 #   shim runs one CPU thread). TOOLS: the compute-sanitizer tools run as steps, of memcheck,
-#   racecheck, initcheck, comma-separated (default all three; none for none).
+#   racecheck, initcheck, comma-separated (default all three; none for none). STEPS: run only
+#   these steps, comma-separated (the others are recorded as skipped), e.g. on a short lease
+#   --only gpu-info,parity,bench-gpu-w2,profile-w2.
 # Exit status: 0 when every step that ran passed and the archive was written, 1 otherwise.
 set -uo pipefail
 
@@ -51,6 +57,7 @@ w3_replicas=
 w3_rounds=
 step_timeout=${FEDAUDIT_KIT_STEP_TIMEOUT:-1800}
 sanitizers=memcheck,racecheck,initcheck
+only=
 while [ $# -gt 0 ]; do
   case $1 in
     --shim) mode=shim ;;
@@ -65,6 +72,7 @@ while [ $# -gt 0 ]; do
     --w3-rounds) w3_rounds=$2; shift ;;
     --step-timeout) step_timeout=$2; shift ;;
     --sanitizers) sanitizers=$2; shift ;;
+    --only) only=$2; shift ;;
     -h|--help) sed -n '2,/^[^#]/s/^#\( \|$\)//p' "$0"; exit 0 ;; # the comment at the top
     *) echo "run.sh: unknown argument $1 (see run.sh --help)" >&2; exit 2 ;;
   esac
@@ -158,6 +166,9 @@ if [ "$mode" = gpu ]; then
   step bench-gpu-w2-bf16 "W2 on the device in bf16, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_PRECISION=bf16 FEDAUDIT_BENCH_R="$w2_replicas" "$gputest" -test.run '^TestKitBenchW2GPU$' $T
   step bench-cpu-w2 "W2 on the CPU backend, R=$w2_cpu_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_R="$w2_cpu_replicas" "$gputest" -test.run '^TestKitBenchW2CPU$' $T
   step bench-gpu-w3 "W3 on the device, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
+  step profile-w1 "W1 profiled on the device, R=64,4096, 2 rounds" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_BENCH_ROUNDS=2 FEDAUDIT_BENCH_R=64,4096 "$gputest" -test.run '^TestKitBenchW1GPU$' $T
+  step profile-w2 "W2 profiled on the device, R=64,1024, 1 round" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_BENCH_R=64,1024 "$gputest" -test.run '^TestKitBenchW2GPU$' $T
+  step profile-w3 "W3 profiled on the device, R=8, 1 round" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_BENCH_R=8 "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   summarizer=$gputest
 else
   shimtest=$KIT/shim.test
@@ -197,6 +208,7 @@ else
   step bench-cpu "W1 on the CPU backend, R=$cpu_replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_R="$cpu_replicas" "$shimtest" -test.run '^TestKitBenchW1CPU$' $T
   STEP_DIR=$shimdir step bench-gpu-w2 "W2 on the host shim in place of the device, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_R="$w2_replicas" "$shimtest" -test.run '^TestKitBenchW2Shim$' $T
   step bench-cpu-w2 "W2 on the CPU backend, R=$w2_cpu_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_R="$w2_cpu_replicas" "$shimtest" -test.run '^TestKitBenchW2CPU$' $T
+  STEP_DIR=$shimdir step profile-w1 "W1 profiled on the host shim, R=2, 1 round" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_BENCH_R=2 "$shimtest" -test.run '^TestKitBenchW1Shim$' $T
   summarizer=$shimtest
 fi
 

@@ -1,7 +1,8 @@
 # steps.sh: the validation kit's step runner, sourced by run.sh (and by cuda/kit_test.go, which
 # drives it with fake steps). Needs bash; `timeout` from coreutils for the time limits.
 #
-# The caller sets: out (the results folder) and step_timeout (seconds per step; 0: no limit).
+# The caller sets: out (the results folder), step_timeout (seconds per step; 0: no limit) and
+# only (empty, or the steps to run, comma-separated).
 # Each step's output goes to OUT/NAME.log and its outcome to a line of OUT/steps.tsv:
 # NAME, pass | FAIL | skipped, seconds, note. A step that runs past its limit is stopped with
 # all its processes (TERM, then KILL 30 s later) and recorded as FAIL, "timed out after N s".
@@ -46,9 +47,13 @@ lim() {
 # step NAME NOTE CMD...: runs CMD (a command, or a shell function whose commands use lim) in the
 # directory STEP_DIR, if set, with its output in NAME.log, under the step time limit, and
 # records pass or FAIL.
+# With only set (run.sh --only), a step not in that comma-separated list is recorded as skipped.
 step() {
   local name=$1 note=$2
   shift 2
+  if [ -n "${only:-}" ]; then
+    case ",$only," in *",$name,"*) ;; *) skip "$name" "not in --only"; return 0 ;; esac
+  fi
   local start=$SECONDS rc
   echo "== $name: $*"
   if [ "${step_timeout:-0}" -gt 0 ]; then step_deadline=$((SECONDS + step_timeout)); else step_deadline=0; fi

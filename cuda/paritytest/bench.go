@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/train"
 	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/traintest"
@@ -86,8 +87,12 @@ type BenchResult struct {
 	SGEMMPeak float64 `json:"sgemm_peak_gflops,omitempty"`
 	OfPeak    float64 `json:"of_sgemm_peak,omitempty"`
 	// MemoryUsed is the device memory in use at the end of the run (GPU only), bytes.
-	MemoryUsed int64  `json:"memory_used,omitempty"`
-	Error      string `json:"error,omitempty"`
+	MemoryUsed int64 `json:"memory_used,omitempty"`
+	// Profile is where the device time went (cuda.Ops.Profile) when the run was profiled
+	// (FEDAUDIT_CUDA_PROFILE=1, backend "...+profile"): the whole run, its warm-up round and
+	// checkpoint evaluation included.
+	Profile []cuda.OpTime `json:"profile,omitempty"`
+	Error   string        `json:"error,omitempty"`
 }
 
 // W1 dimensions (train/w1.go) for the GEMM count.

@@ -202,4 +202,48 @@ func benchMarkdown(b *strings.Builder, workload string, bench []BenchResult) {
 			b.WriteString(strings.Join(ds, "; ") + "\n")
 		}
 	}
+	for _, r := range bench {
+		profileMarkdown(b, workload, r)
+	}
+}
+
+// profileTop is how many operations a profile table lists before "the rest".
+const profileTop = 15
+
+// profileMarkdown writes where a profiled run's device time went: the largest operations with
+// their share of the profiled total, and the rest in one line.
+func profileMarkdown(b *strings.Builder, workload string, r BenchResult) {
+	if len(r.Profile) == 0 {
+		return
+	}
+	total, calls := 0.0, 0
+	for _, p := range r.Profile {
+		total += p.Seconds
+		calls += p.Calls
+	}
+	fmt.Fprintf(b, "\n### %s profile: %s, %d replicas\n\n", workload, r.Backend, r.Replicas)
+	fmt.Fprintf(b, "Device time of each kind of operation over the whole run (its warm-up round and checkpoint evaluation included): %.3f s in %d calls, against %.3f s of wall clock for the %d timed rounds.\n\n",
+		total, calls, r.Seconds, r.Rounds)
+	b.WriteString("| operation | calls | device s | share | us per call |\n|---|---|---|---|---|\n")
+	row := func(op string, n int, sec float64) {
+		share, per := 0.0, 0.0
+		if total > 0 {
+			share = 100 * sec / total
+		}
+		if n > 0 {
+			per = 1e6 * sec / float64(n)
+		}
+		fmt.Fprintf(b, "| %s | %d | %.4f | %.1f%% | %.1f |\n", op, n, sec, share, per)
+	}
+	for _, p := range r.Profile[:min(profileTop, len(r.Profile))] {
+		row(p.Op, p.Calls, p.Seconds)
+	}
+	if len(r.Profile) > profileTop {
+		n, sec := 0, 0.0
+		for _, p := range r.Profile[profileTop:] {
+			n += p.Calls
+			sec += p.Seconds
+		}
+		row(fmt.Sprintf("the other %d", len(r.Profile)-profileTop), n, sec)
+	}
 }

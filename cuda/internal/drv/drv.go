@@ -148,6 +148,21 @@ func (e Event) Synchronize() error { return check(C.cuEventSynchronize(e.e)) }
 // Destroy releases the event.
 func (e Event) Destroy() error { return check(C.cuEventDestroy(e.e)) }
 
+// NewTimingEvent creates an event that records a time stamp (CU_EVENT_DEFAULT), for Elapsed.
+func NewTimingEvent() (Event, error) {
+	var e Event
+	err := check(C.cuEventCreate(&e.e, C.CU_EVENT_DEFAULT))
+	return e, err
+}
+
+// Elapsed returns the milliseconds between two recorded timing events (cuEventElapsedTime,
+// resolution about half a microsecond); both must have passed.
+func Elapsed(start, end Event) (float32, error) {
+	var ms C.float
+	err := check(C.cuEventElapsedTime(&ms, start.e, end.e))
+	return float32(ms), err
+}
+
 // Module is a loaded PTX module.
 type Module struct{ m C.CUmodule }
 
