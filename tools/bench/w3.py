@@ -11,11 +11,14 @@ Two forms:
   vmap  every (replica, client) model at once: torch.func.vmap over grad of functional_call,
         with the parameters stacked (the batched form a PyTorch user reaches for);
   loop  one model, a Python loop over replicas and clients (the form written first).
+With --compile MODE (default, reduce-overhead or max-autotune; PyTorch 2) the vmap form's
+step (vmap over grad) is compiled with torch.compile in that mode (the backend field says
+torch-vmap+MODE); the warm-up round compiles it.
 
 Prints one JSON object per replica count, with the kit's field names (workload, backend,
 replicas, rounds, seconds, replica_rounds_per_s), so `run.sh`'s summary can sit beside it.
 
-  python3 w3.py --impl vmap --replicas 8,16,32 --rounds 2 [--device cuda]
+  python3 w3.py --impl vmap --replicas 8,16,32 --rounds 2 [--device cuda] [--compile reduce-overhead]
 """
 import argparse
 import json
@@ -81,7 +84,7 @@ def clipped(grads):
     return [g * scale.view(-1, *([1] * (g.dim() - 1))) for g in grads]
 
 
-def run_vmap(model, data, replicas, rounds, device):
+def run_vmap(model, data, replicas, rounds, device, compile_mode=None):
     try:
         from torch.func import functional_call, grad, vmap
     except ImportError:  # PyTorch 1.13 (Debian's python3-torch): functorch and stateless
@@ -97,6 +100,8 @@ def run_vmap(model, data, replicas, rounds, device):
         return F.cross_entropy(out, y)
 
     step = vmap(grad(loss), in_dims=(0, 0, 0))
+    if compile_mode:
+        step = compiled(step, compile_mode)
     world = torch.arange(replicas, device=device) % 2
     gen = torch.Generator(device=device).manual_seed(7)
     for t in range(rounds):
@@ -118,6 +123,17 @@ def run_vmap(model, data, replicas, rounds, device):
             glob[i] = noisy.view(CLIENTS, replicas, *p.shape[1:]).mean(0)
     if device.type == "cuda":
         torch.cuda.synchronize()
+
+
+# compiled keeps one compiled step per mode: the warm-up round compiles it, the timed rounds
+# (another run_vmap call) reuse it.
+_compiled = {}
+
+
+def compiled(step, mode):
+    if mode not in _compiled:
+        _compiled[mode] = torch.compile(step, mode=mode)
+    return _compiled[mode]
 
 
 def run_loop(model, data, replicas, rounds, device):
@@ -154,7 +170,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--threads", type=int, default=0, help="CPU threads (0: PyTorch's default)")
+    ap.add_argument("--compile", choices=["default", "reduce-overhead", "max-autotune"],
+                    help="compile the vmap form's step with torch.compile in this mode")
     args = ap.parse_args()
+    if args.compile and (args.impl != "vmap" or not hasattr(torch, "compile")):
+        raise SystemExit(f"w3.py: --compile needs --impl vmap and PyTorch 2 (this is {torch.__version__})")
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -163,7 +183,12 @@ def main():
     torch.manual_seed(1)
     model = ResNet18().to(device)
     data = worlds(device)
-    run = run_vmap if args.impl == "vmap" else run_loop
+    backend = f"torch-{args.impl}" + (f"+{args.compile}" if args.compile else "")
+    if args.impl == "vmap":
+        def run(model, data, replicas, rounds, device):
+            return run_vmap(model, data, replicas, rounds, device, args.compile)
+    else:
+        run = run_loop
     for replicas in (int(r) for r in args.replicas.split(",")):
         if replicas < 2 or replicas % 2:
             raise SystemExit(f"w3.py: replica counts are even and >= 2, got {replicas}")
@@ -171,7 +196,7 @@ def main():
         start = time.perf_counter()
         run(model, data, replicas, args.rounds, device)
         sec = time.perf_counter() - start
-        print(json.dumps({"workload": "W3", "backend": f"torch-{args.impl}", "device": str(device),
+        print(json.dumps({"workload": "W3", "backend": backend, "device": str(device),
                           "replicas": replicas, "rounds": args.rounds, "seconds": sec,
                           "replica_rounds_per_s": replicas * args.rounds / sec}), flush=True)
 

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# gpu-sitting.sh: one sitting of issue 26's measurements on a lent GPU, within a fixed time
+# budget: the validation kit's steps and the PyTorch reference forms, in order of what matters
+# most, each under a time limit, everything packed into one archive. Made for the development
+# GPU (about 15 minutes a session, 10 a command: docs/gpu.md, "A sitting on a lent GPU"); on a
+# cluster node with time to spare run the whole kit instead (bin/gpu-kit/run.sh).
+#
+# Usage: gpu-sitting.sh KIT REF OUT [--budget SECONDS] [--shim]
+#   KIT  the validation kit (make gpu-kit: bin/gpu-kit)
+#   REF  a folder with the PyTorch references: w1.py, w1_cuda.py, w2.py, w2_cuda.py (the
+#        benchmark's own) and this repository's tools/bench/w3.py and compiled.py
+#   OUT  the results folder; OUT/sitting.tgz holds all of it
+#   --budget  seconds for the whole sitting (default 480); a group that would start with less
+#        than its own limit left is skipped and says so in OUT/sitting.log
+#   --shim  run the kit in its --shim mode and the PyTorch steps' CPU checks only (a machine
+#        without a GPU: checks this script)
+# Groups, in order (each kit group is one run.sh --only call with its own summary.md):
+#   1 kit: gpu-info, parity, bench-gpu-w2, profile-w2   torch: W2 batched, im2col
+#   2 kit: bench-gpu, bench-gpu-graphs, profile-w1       torch: W1 batched, batched_ghost
+#   3 kit: bench-gpu-w3, profile-w3, memory              torch: W3 vmap
+#   4 torch.compile forms: W2 batched, W1 batched_ghost, W3 vmap (reduce-overhead, max-autotune)
+#   5 kit: the tf32 and bf16 benchmarks of W1 and W2, w1-parity
+# Exit status 0 when the archive was written (the steps' own outcomes are in the logs).
+set -uo pipefail
+
+if [ $# -lt 3 ]; then
+  sed -n '2,/^set /s/^#\( \|$\)//p' "$0" | sed '$d'
+  exit 2
+fi
+kit=$(cd "$1" && pwd) || exit 2
+ref=$(cd "$2" && pwd) || exit 2
+out=$3
+shift 3
+budget=480
+shim=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --budget) budget=$2; shift ;;
+    --shim) shim=--shim ;;
+    *) echo "gpu-sitting: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+log=$out/sitting.log
+: > "$log"
+start=$SECONDS
+py=${PYTHON:-python3}
+if [ -n "$shim" ] && [ -x /usr/bin/python3 ]; then py=/usr/bin/python3; fi
+
+say() { echo "[$((SECONDS - start)) s] $*" | tee -a "$log"; }
+
+# left: seconds of the budget still free.
+left() { echo $((budget - (SECONDS - start))); }
+
+# run LIMIT NAME CMD...: CMD under min(LIMIT, what is left), its output in OUT/NAME.log;
+# skipped when less than 20 s are left.
+run() {
+  local limit=$1 name=$2
+  shift 2
+  local l
+  l=$(left)
+  if [ "$l" -lt 20 ]; then
+    say "skip $name: $l s of the budget left"
+    return 0
+  fi
+  [ "$limit" -gt "$l" ] && limit=$l
+  say "start $name (limit $limit s): $*"
+  local t0=$SECONDS
+  timeout --kill-after=10 "$limit" "$@" > "$out/$name.log" 2>&1
+  local rc=$?
+  say "end $name: exit $rc after $((SECONDS - t0)) s"
+  grep -h '^RESULT\|^{"workload"\|^CHECK' "$out/$name.log" >> "$out/results.txt" 2>/dev/null || true
+}
+
+# kitgroup NAME LIMIT STEPS ARGS...: one run.sh call with --only STEPS, each step limited too.
+kitgroup() {
+  local name=$1 limit=$2 steps=$3
+  shift 3
+  run "$limit" "$name" "$kit/run.sh" $shim --out "$out/$name" --only "$steps" --step-timeout "$limit" --sanitizers none "$@"
+}
+
+say "gpu-sitting: budget $budget s, kit $(cat "$kit/COMMIT" 2>/dev/null || echo '?'), results in $out"
+if command -v nvidia-smi > /dev/null 2>&1; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv > "$out/nvidia-smi.csv" 2>&1
+fi
+"$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available())' > "$out/torch.txt" 2>&1
+
+if [ -n "$shim" ]; then
+  kitgroup kit-1 120 gpu-info,bench-gpu-w2,profile-w1 --w2-replicas 2 --w2-rounds 1
+  if [ -f "$ref/w1_cuda.py" ] && "$py" -c 'import torch' > /dev/null 2>&1; then
+    run 60 check-w1-step "$py" "$ref/compiled.py" --ref "$ref" --check
+  else
+    say "skip check-w1-step: no w1_cuda.py in $ref or no torch for $py"
+  fi
+else
+  kitgroup kit-1 150 gpu-info,parity,bench-gpu-w2,profile-w2 --w2-replicas 64,1024 --w2-rounds 5
+  run 60 torch-w2-batched "$py" "$ref/w2_cuda.py" --impl batched --replicas 64,1024 --rounds 5
+  run 45 torch-w2-im2col "$py" "$ref/w2_cuda.py" --impl im2col --replicas 64,256 --rounds 5
+  kitgroup kit-2 90 bench-gpu,bench-gpu-graphs,profile-w1 --replicas 64,1024,4096 --rounds 10
+  run 45 torch-w1-batched "$py" "$ref/w1_cuda.py" --impl batched --replicas 64,1024,4096 --rounds 10
+  run 45 torch-w1-ghost "$py" "$ref/w1_cuda.py" --impl batched_ghost --replicas 64,1024,4096 --rounds 10
+  kitgroup kit-3 90 bench-gpu-w3,profile-w3,memory --w3-replicas 8,16 --w3-rounds 2
+  run 60 torch-w3-vmap "$py" "$ref/w3.py" --impl vmap --replicas 8 --rounds 2
+  for mode in reduce-overhead max-autotune; do
+    run 120 "torch-w2-compile-$mode" "$py" "$ref/compiled.py" --ref "$ref" --workload w2 --mode "$mode" -- --impl batched --replicas 64,1024 --rounds 5
+  done
+  run 90 torch-w1-compile "$py" "$ref/compiled.py" --ref "$ref" --workload w1 --mode reduce-overhead -- --impl batched_ghost --replicas 64,4096 --rounds 10
+  run 120 torch-w3-compile "$py" "$ref/w3.py" --impl vmap --replicas 8 --rounds 2 --compile reduce-overhead
+  kitgroup kit-4 120 bench-gpu-tf32,bench-gpu-bf16,bench-gpu-w2-tf32,bench-gpu-w2-bf16,w1-parity --replicas 64,4096 --rounds 10 --w2-replicas 64,1024 --w2-rounds 5
+fi
+say "gpu-sitting: done in $((SECONDS - start)) s"
+tar -czf "$out.tgz.tmp" -C "$(dirname "$out")" "$(basename "$out")" && mv "$out.tgz.tmp" "$out/sitting.tgz"
