@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/cuda"
+	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/kernels"
 	"github.com/fedaudit/fedaudit/train"
 	"github.com/fedaudit/fedaudit/train/traintest"
@@ -207,5 +208,79 @@ func TestProfileCountsEveryCall(t *testing.T) {
 	t.Logf("W1, 1 round on the shim: %d kinds of operation, %.2f s in all; the largest:", len(prof), total)
 	for _, p := range prof[:min(5, len(prof))] {
 		t.Logf("  %-36s %5d calls %8.3f s", p.Op, p.Calls, p.Seconds)
+	}
+}
+
+// cnnCounts runs LeNet-5 with W2's training (2 clients of 64 of W2's images, K = 2, so that it
+// is quick on the shim) for the given rounds and pairs, checkpoint after the last round only,
+// and returns what its device saw.
+func cnnCounts(t *testing.T, rounds, pairs int) roundCounts {
+	t.Helper()
+	c, cp, tgt, err := traintest.W2Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const clients, per = 2, 64
+	shrink := func(ds []*datasets.Dataset) []*datasets.Dataset {
+		out := make([]*datasets.Dataset, clients)
+		for i := range out {
+			d := *ds[i]
+			dim := len(d.Features) / len(d.Labels)
+			d.Features, d.Labels = d.Features[:per*dim], d.Labels[:per]
+			out[i] = &d
+		}
+		return out
+	}
+	cfg := traintest.W2Config()
+	cfg.LocalSteps, cfg.Rounds, cfg.Checkpoints = 2, rounds, []int{rounds}
+	d := &countingDevice{Device: device(t), perKernel: map[kernels.Kernel]int{}}
+	ops := cuda.NewOps(d, cuda.Options{})
+	defer ops.Close()
+	job := train.Job{Config: cfg, WorldC: shrink(c), WorldCPrime: shrink(cp), Target: tgt, Pairs: train.PairRange{Count: pairs},
+		Recorder: cuda.CheckRecorder(ops, discardRec{})}
+	if err := train.TrainOn(context.Background(), ops, job); err != nil {
+		t.Fatal(err)
+	}
+	if err := ops.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return roundCounts{d.reads, d.writes, d.launches, d.gemms, d.stages, ops.Batches(), d.perKernel, ops.GraphStats()}
+}
+
+// A CNN round's device calls (LeNet-5, W2's training on 2 clients with K = 2: 4 client steps,
+// plus the target client's second pass where its worlds' minibatches differ), counted on the
+// shim as a 2-round run minus a 1-round run: the same with 1 pair and with 2 (no operation is
+// issued per replica: one launch or cuBLAS call covers every replica), one blocking read (the
+// divergence check), one staged upload and one batch per round, and no more launches and cuBLAS
+// calls than measured (W2 itself, 10 clients of K = 5: 1659 launches and 1020 cuBLAS calls per
+// round, 32.5 and 20 per step group; docs/gpu.md). The profile of a round says which.
+// The counts measured when the test was written, which a change may lower but not raise.
+const cnnLaunchesPerRound, cnnGemmsPerRound = 171, 100
+
+func TestCNNRoundCounts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("LeNet-5 on the shim takes several seconds")
+	}
+	var perPair []roundCounts
+	for _, pairs := range []int{1, 2} {
+		one, two := cnnCounts(t, 1, pairs), cnnCounts(t, 2, pairs)
+		r := roundCounts{reads: two.reads - one.reads, writes: two.writes - one.writes, launches: two.launches - one.launches,
+			gemms: two.gemms - one.gemms, stages: two.stages - one.stages, batches: two.batches - one.batches}
+		t.Logf("LeNet-5 per round (2 clients, K 2, %d pairs): %d blocking reads, %d writes, %d kernel launches, %d cuBLAS calls, %d staged uploads, %d batches",
+			pairs, r.reads, r.writes, r.launches, r.gemms, r.stages, r.batches)
+		perPair = append(perPair, r)
+	}
+	if a, b := perPair[0], perPair[1]; a.launches != b.launches || a.gemms != b.gemms || a.reads != b.reads || a.stages != b.stages {
+		t.Errorf("the device calls per round depend on the pairs: %+v with 1, %+v with 2", a, b)
+	}
+	r := perPair[1]
+	for _, c := range []struct {
+		what      string
+		got, most int
+	}{{"blocking reads", r.reads, 1}, {"writes", r.writes, 0}, {"kernel launches", r.launches, cnnLaunchesPerRound},
+		{"cuBLAS calls", r.gemms, cnnGemmsPerRound}, {"staged uploads", r.stages, 1}, {"batches", r.batches, 1}} {
+		if c.got > c.most {
+			t.Errorf("%d %s per round, measured %d before", c.got, c.what, c.most)
+		}
 	}
 }
