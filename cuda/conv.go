@@ -29,20 +29,41 @@ func (a *args) geom(x compute.Images, w compute.Window) *args {
 	return a.i64(x.C).i64(x.N).i64(x.H).i64(x.W).i64(w.Size).i64(w.Stride).i64(w.Pad).i64(w.Out(x.H)).i64(w.Out(x.W))
 }
 
-// Im2col implements compute.Convolver: one thread per entry of cols, one launch.
-func (o *Ops) Im2col(x compute.Images, w compute.Window, cols compute.Mat) {
-	n := cols.Batch * x.C * w.Size * w.Size * x.N * w.Out(x.H) * w.Out(x.W)
-	o.args.reset().ptr(addr(cols)).i64(cols.Stride).i64(cols.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
-		geom(x, w).i64(cols.Batch)
-	o.launch(kernels.Im2col, n)
+// rowGroup is how many threads share a row of n samples in the image kernels (GROUP_STRIDE_MD
+// in conv.cu): the largest power of two up to 32 (a warp) that is at most n and divides the
+// block size, so that every group is whole. The row's coordinates are computed once per group
+// instead of once per value; each value is computed the same way whatever the group.
+func (o *Ops) rowGroup(n int) int {
+	g := 1
+	for 2*g <= min(n, 32) && o.block%(2*g) == 0 {
+		g *= 2
+	}
+	return g
 }
 
-// Col2im implements compute.Convolver: one thread per pixel of dx gathers what reaches it, in
-// the contract's order; one launch.
+// launchRows launches an image kernel over rows rows of n samples, a group of threads per row.
+// The group size is the kernel's last argument.
+func (o *Ops) launchRows(k kernels.Kernel, rows, n int) {
+	g := o.rowGroup(n)
+	o.args.i64(g)
+	o.launch(k, rows*g)
+}
+
+// Im2col implements compute.Convolver: a group of threads per row of N samples of cols, one
+// launch.
+func (o *Ops) Im2col(x compute.Images, w compute.Window, cols compute.Mat) {
+	rows := cols.Batch * x.C * w.Size * w.Size * w.Out(x.H) * w.Out(x.W)
+	o.args.reset().ptr(addr(cols)).i64(cols.Stride).i64(cols.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
+		geom(x, w).i64(cols.Batch)
+	o.launchRows(kernels.Im2col, rows, x.N)
+}
+
+// Col2im implements compute.Convolver: each pixel of dx gathers what reaches it, in the
+// contract's order, a group of threads per pixel's N samples; one launch.
 func (o *Ops) Col2im(cols compute.Mat, w compute.Window, dx compute.Images) {
 	o.args.reset().ptr(imgAddr(dx)).i64(dx.BatchStride).ptr(addr(cols)).i64(cols.Stride).i64(cols.BatchStride).
 		geom(dx, w).i64(dx.Batch)
-	o.launch(kernels.Col2im, dx.Batch*dx.Size())
+	o.launchRows(kernels.Col2im, dx.Batch*dx.C*dx.H*dx.W, dx.N)
 }
 
 func avgFlag(p compute.Pooling) uint32 {
@@ -52,19 +73,21 @@ func avgFlag(p compute.Pooling) uint32 {
 	return 0
 }
 
-// Pool implements compute.Convolver: one thread per output value, one launch.
+// Pool implements compute.Convolver: a group of threads per output pixel's N samples, one
+// launch.
 func (o *Ops) Pool(p compute.Pooling, w compute.Window, x, y compute.Images) {
 	o.args.reset().u32(avgFlag(p)).ptr(imgAddr(y)).i64(y.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
 		geom(x, w).i64(y.Batch)
-	o.launch(kernels.Pool, y.Batch*y.Size())
+	o.launchRows(kernels.Pool, y.Batch*y.C*y.H*y.W, y.N)
 }
 
-// PoolGrad implements compute.Convolver: one thread per pixel of dx adds what the windows
-// containing it send (max pooling recomputes each window's first maximum); one launch.
+// PoolGrad implements compute.Convolver: each pixel of dx adds what the windows containing it
+// send (max pooling recomputes each window's first maximum), a group of threads per pixel's N
+// samples; one launch.
 func (o *Ops) PoolGrad(p compute.Pooling, w compute.Window, x, dy, dx compute.Images) {
 	o.args.reset().u32(avgFlag(p)).ptr(imgAddr(dx)).i64(dx.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
 		ptr(imgAddr(dy)).i64(dy.BatchStride).geom(x, w).i64(dx.Batch)
-	o.launch(kernels.PoolGrad, dx.Batch*dx.Size())
+	o.launchRows(kernels.PoolGrad, dx.Batch*dx.C*dx.H*dx.W, dx.N)
 }
 
 // Transpose implements compute.Convolver: one thread per value of dst, one launch.

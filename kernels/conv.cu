@@ -67,20 +67,40 @@ __device__ __forceinline__ void md_next(md_index<D>* x) {
 	                                  (i64)blockDim.x * gridDim.x, (radix));               \
 	     it.i < (i64)(n); md_next(&it))
 
+// GROUP_STRIDE_MD loops it over the rows [0, rows) of a space of D digits (radix as in
+// GRID_STRIDE_MD, without the samples) in groups of wd consecutive threads: the kernels below
+// whose values are [C][H][W][N] rows of N samples give each row to a group, whose thread lane
+// (GROUP_LANE) handles samples lane, lane + wd, ... The row's coordinates and addresses are
+// then computed once per row instead of once per value (in these kernels the index arithmetic
+// is most of the instructions), and adjacent threads still touch adjacent samples. wd must
+// divide the block size (the host's rowGroup: a power of two up to 32 and at most N), so that
+// every group is whole; each value is still computed by one thread in the same order, so the
+// results do not depend on wd or the launch.
+#define GROUP_LANE(wd) (((i64)blockIdx.x * blockDim.x + threadIdx.x) % (wd))
+#define GROUP_STRIDE_MD(it, D, rows, radix, wd)                                                \
+	for (md_index<D> it = md_start<D>(((i64)blockIdx.x * blockDim.x + threadIdx.x) / (wd),     \
+	                                  ((i64)blockDim.x * gridDim.x) / (wd), (radix));          \
+	     it.i < (i64)(rows); md_next(&it))
+
 // im2col: cols[b, (c K + i) K + j, (oy OW + ox) N + n] = x[b, c, oy S - P + i, ox S - P + j, n],
-// 0 where that lies in the padding. One thread per entry of cols; adjacent threads write
-// adjacent entries of a row and read adjacent samples.
+// 0 where that lies in the padding. A group of wd threads per row (b, c, i, j, oy, ox): each
+// thread writes the samples n = lane, lane + wd, ... of the row, adjacent threads adjacent
+// entries.
 extern "C" __global__ void im2col(float* cols, i64 ldc, i64 cbs, const float* x, i64 xbs, i64 C,
                                   i64 N, i64 H, i64 W, i64 K, i64 S, i64 P, i64 OH, i64 OW,
-                                  i64 batch) {
-	const i64 rad[7] = {0, C, K, K, OH, OW, N};
-	GRID_STRIDE_MD(it, 7, batch * C * K * K * OH * OW * N, rad) {
-		i64 b = it.d[0], c = it.d[1], i = it.d[2], j = it.d[3], oy = it.d[4], ox = it.d[5],
-		    n = it.d[6];
+                                  i64 batch, i64 wd) {
+	const i64 rad[6] = {0, C, K, K, OH, OW};
+	const i64 lane = GROUP_LANE(wd);
+	GROUP_STRIDE_MD(it, 6, batch * C * K * K * OH * OW, rad, wd) {
+		i64 b = it.d[0], c = it.d[1], i = it.d[2], j = it.d[3], oy = it.d[4], ox = it.d[5];
 		i64 iy = oy * S - P + i, ix = ox * S - P + j;
-		float v = 0.0f;
-		if (iy >= 0 && iy < H && ix >= 0 && ix < W) v = x[b * xbs + ((c * H + iy) * W + ix) * N + n];
-		cols[b * cbs + ((c * K + i) * K + j) * ldc + (oy * OW + ox) * N + n] = v;
+		float* dst = cols + b * cbs + ((c * K + i) * K + j) * ldc + (oy * OW + ox) * N;
+		if (iy >= 0 && iy < H && ix >= 0 && ix < W) {
+			const float* src = x + b * xbs + ((c * H + iy) * W + ix) * N;
+			for (i64 n = lane; n < N; n += wd) dst[n] = src[n];
+		} else {
+			for (i64 n = lane; n < N; n += wd) dst[n] = 0.0f;
+		}
 	}
 }
 
@@ -88,27 +108,32 @@ extern "C" __global__ void im2col(float* cols, i64 ldc, i64 cbs, const float* x,
 // of cols that im2col fills from that pixel, in ascending row order of cols (window row i,
 // then column j), the order of imgops.Col2im. Each (i, j) reaches the pixel from at most one
 // output position: oy = (y + P - i) / S when that divides, so i runs over (y + P) mod S,
-// + S, ... while oy falls by one per step. The divisions are 32-bit, once per pixel (pixel
-// coordinates: H + P and W + P are far below 2^32).
+// + S, ... while oy falls by one per step. A group of wd threads per pixel row (b, c, y, x),
+// each thread adding up its samples n = lane, lane + wd, ...; the divisions are 32-bit, once
+// per row (pixel coordinates: H + P and W + P are far below 2^32).
 extern "C" __global__ void col2im(float* dx, i64 dxbs, const float* cols, i64 ldc, i64 cbs,
                                   i64 C, i64 N, i64 H, i64 W, i64 K, i64 S, i64 P, i64 OH,
-                                  i64 OW, i64 batch) {
-	const i64 rad[5] = {0, C, H, W, N};
-	GRID_STRIDE_MD(it, 5, batch * C * H * W * N, rad) {
-		i64 b = it.d[0], c = it.d[1], y = it.d[2], xx = it.d[3], n = it.d[4];
+                                  i64 OW, i64 batch, i64 wd) {
+	const i64 rad[4] = {0, C, H, W};
+	const i64 lane = GROUP_LANE(wd);
+	GROUP_STRIDE_MD(it, 4, batch * C * H * W, rad, wd) {
+		i64 b = it.d[0], c = it.d[1], y = it.d[2], xx = it.d[3];
 		u32 ty = (u32)(y + P), tx = (u32)(xx + P), s = (u32)S;
 		u32 i0 = ty % s, j0 = tx % s;
 		i64 oy0 = (i64)(ty / s), ox0 = (i64)(tx / s);
-		const float* col = cols + b * cbs + n;
-		float acc = 0.0f;
-		for (i64 i = i0, oy = oy0; i < K && oy >= 0; i += S, oy--) {
-			if (oy >= OH) continue;
-			for (i64 j = j0, ox = ox0; j < K && ox >= 0; j += S, ox--) {
-				if (ox >= OW) continue;
-				acc += col[((c * K + i) * K + j) * ldc + (oy * OW + ox) * N];
+		const float* col = cols + b * cbs;
+		float* dst = dx + b * dxbs + ((c * H + y) * W + xx) * N;
+		for (i64 n = lane; n < N; n += wd) {
+			float acc = 0.0f;
+			for (i64 i = i0, oy = oy0; i < K && oy >= 0; i += S, oy--) {
+				if (oy >= OH) continue;
+				for (i64 j = j0, ox = ox0; j < K && ox >= 0; j += S, ox--) {
+					if (ox >= OW) continue;
+					acc += col[((c * K + i) * K + j) * ldc + (oy * OW + ox) * N + n];
+				}
 			}
+			dst[n] = acc;
 		}
-		dx[b * dxbs + ((c * H + y) * W + xx) * N + n] = acc;
 	}
 }
 
@@ -140,26 +165,30 @@ __device__ __forceinline__ i64 window_argmax(const float* src, i64 H, i64 W, i64
 // AvgPool.
 extern "C" __global__ void pool(int avg, float* y, i64 ybs, const float* x, i64 xbs, i64 C,
                                 i64 N, i64 H, i64 W, i64 K, i64 S, i64 P, i64 OH, i64 OW,
-                                i64 batch) {
-	const i64 rad[5] = {0, C, OH, OW, N};
+                                i64 batch, i64 wd) {
+	const i64 rad[4] = {0, C, OH, OW};
+	const i64 lane = GROUP_LANE(wd);
 	float inv = 1.0f / (float)(K * K);
-	GRID_STRIDE_MD(it, 5, batch * C * OH * OW * N, rad) {
-		i64 b = it.d[0], c = it.d[1], oy = it.d[2], ox = it.d[3], n = it.d[4];
-		const float* src = x + b * xbs + c * H * W * N + n;
+	GROUP_STRIDE_MD(it, 4, batch * C * OH * OW, rad, wd) {
+		i64 b = it.d[0], c = it.d[1], oy = it.d[2], ox = it.d[3];
 		i64 y0 = oy * S - P, x0 = ox * S - P;
-		float v;
-		if (avg) {
-			i64 ylo = y0 > 0 ? y0 : 0, yhi = y0 + K < H ? y0 + K : H;
-			i64 xlo = x0 > 0 ? x0 : 0, xhi = x0 + K < W ? x0 + K : W;
-			float s = 0.0f;
-			for (i64 i = ylo; i < yhi; i++)
-				for (i64 j = xlo; j < xhi; j++) s += src[(i * W + j) * N];
-			v = s * inv;
-		} else {
-			i64 bi = window_argmax(src, H, W, N, K, y0, x0);
-			v = bi >= 0 ? src[bi * N] : __int_as_float((int)0xff800000u);
+		i64 ylo = y0 > 0 ? y0 : 0, yhi = y0 + K < H ? y0 + K : H;
+		i64 xlo = x0 > 0 ? x0 : 0, xhi = x0 + K < W ? x0 + K : W;
+		float* dst = y + b * ybs + ((c * OH + oy) * OW + ox) * N;
+		for (i64 n = lane; n < N; n += wd) {
+			const float* src = x + b * xbs + c * H * W * N + n;
+			float v;
+			if (avg) {
+				float s = 0.0f;
+				for (i64 i = ylo; i < yhi; i++)
+					for (i64 j = xlo; j < xhi; j++) s += src[(i * W + j) * N];
+				v = s * inv;
+			} else {
+				i64 bi = window_argmax(src, H, W, N, K, y0, x0);
+				v = bi >= 0 ? src[bi * N] : __int_as_float((int)0xff800000u);
+			}
+			dst[n] = v;
 		}
-		y[b * ybs + ((c * OH + oy) * OW + ox) * N + n] = v;
 	}
 }
 
@@ -168,34 +197,39 @@ extern "C" __global__ void pool(int avg, float* y, i64 ybs, const float* x, i64 
 // pooling dy of each window whose first maximum (recomputed from x) is this pixel, with
 // average pooling dy / (K K) of every window. The windows containing y are oy S - P <= y <
 // oy S - P + K: oy from ceil((y + P + 1 - K) / S) to floor((y + P) / S) (32-bit divisions,
-// once per pixel).
+// once per pixel row). A group of wd threads per pixel row (b, c, y, x), each thread its
+// samples n = lane, lane + wd, ...
 extern "C" __global__ void pool_grad(int avg, float* dx, i64 dxbs, const float* x, i64 xbs,
                                      const float* dy, i64 dybs, i64 C, i64 N, i64 H, i64 W,
-                                     i64 K, i64 S, i64 P, i64 OH, i64 OW, i64 batch) {
-	const i64 rad[5] = {0, C, H, W, N};
+                                     i64 K, i64 S, i64 P, i64 OH, i64 OW, i64 batch, i64 wd) {
+	const i64 rad[4] = {0, C, H, W};
+	const i64 lane = GROUP_LANE(wd);
 	float inv = 1.0f / (float)(K * K);
 	u32 s = (u32)S, k = (u32)K;
-	GRID_STRIDE_MD(it, 5, batch * C * H * W * N, rad) {
-		i64 b = it.d[0], c = it.d[1], y = it.d[2], xx = it.d[3], n = it.d[4];
+	GROUP_STRIDE_MD(it, 4, batch * C * H * W, rad, wd) {
+		i64 b = it.d[0], c = it.d[1], y = it.d[2], xx = it.d[3];
 		u32 ty = (u32)(y + P), tx = (u32)(xx + P);
 		i64 oylo = ty + 1 > k ? (i64)((ty + 1 - k + s - 1) / s) : 0;
 		i64 oxlo = tx + 1 > k ? (i64)((tx + 1 - k + s - 1) / s) : 0;
 		i64 oyhi = (i64)(ty / s), oxhi = (i64)(tx / s);
 		if (oyhi > OH - 1) oyhi = OH - 1;
 		if (oxhi > OW - 1) oxhi = OW - 1;
-		const float* src = x + b * xbs + c * H * W * N + n;
-		const float* g = dy + b * dybs + c * OH * OW * N + n;
 		i64 me = y * W + xx;
-		float acc = 0.0f;
-		for (i64 oy = oylo; oy <= oyhi; oy++) {
-			for (i64 ox = oxlo; ox <= oxhi; ox++) {
-				if (avg)
-					acc += g[(oy * OW + ox) * N] * inv;
-				else if (window_argmax(src, H, W, N, K, oy * S - P, ox * S - P) == me)
-					acc += g[(oy * OW + ox) * N];
+		float* dst = dx + b * dxbs + (c * H * W + me) * N;
+		for (i64 n = lane; n < N; n += wd) {
+			const float* src = x + b * xbs + c * H * W * N + n;
+			const float* g = dy + b * dybs + c * OH * OW * N + n;
+			float acc = 0.0f;
+			for (i64 oy = oylo; oy <= oyhi; oy++) {
+				for (i64 ox = oxlo; ox <= oxhi; ox++) {
+					if (avg)
+						acc += g[(oy * OW + ox) * N] * inv;
+					else if (window_argmax(src, H, W, N, K, oy * S - P, ox * S - P) == me)
+						acc += g[(oy * OW + ox) * N];
+				}
 			}
+			dst[n] = acc;
 		}
-		dx[b * dxbs + (c * H * W + me) * N + n] = acc;
 	}
 }
 

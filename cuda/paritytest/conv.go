@@ -28,7 +28,10 @@ func (c convCase) pools() bool { return 2*c.win.Pad <= c.win.Size }
 // convCases cover one pixel, kernel 1, stride above 1 with padding, stride equal to the window,
 // padding of window - 1 (convolutions only), odd sizes whose value counts are not multiples
 // of either launch configuration's block, an odd extent under 2x2 pooling (a last row and
-// column in no window), and overlapping 3x3 windows at stride 2 (ResNet's max pooling).
+// column in no window), overlapping 3x3 windows at stride 2 (ResNet's max pooling), and sample
+// counts for the threads that share a row of samples (conv.cu's GROUP_STRIDE_MD): 40 (groups
+// of 32, some threads taking two samples of a row and some one), 32 (a warp, LeNet's batch)
+// and 6 (groups of 4).
 var convCases = []convCase{
 	{1, 1, 1, 1, compute.Window{Size: 1, Stride: 1}},
 	{3, 2, 7, 5, compute.Window{Size: 3, Stride: 2, Pad: 1}},
@@ -40,6 +43,9 @@ var convCases = []convCase{
 	{1, 1, 17, 19, compute.Window{Size: 3, Stride: 1, Pad: 1}},
 	{3, 2, 10, 11, compute.Window{Size: 3, Stride: 2, Pad: 1}},
 	{2, 2, 5, 5, compute.Window{Size: 2, Stride: 2}},
+	{2, 40, 6, 5, compute.Window{Size: 3, Stride: 1, Pad: 1}},
+	{1, 32, 4, 4, compute.Window{Size: 2, Stride: 2}},
+	{2, 6, 5, 5, compute.Window{Size: 3, Stride: 2, Pad: 1}},
 }
 
 // imgLayout places a batch of images in a buffer: shared by the batch (batch stride 0), or one
