@@ -278,13 +278,17 @@ __device__ __forceinline__ void gn_split(i64 p, i64 span, i64* hi, i64* lo) {
 	}
 }
 
-// gn_stats_partials writes the partial sums of x and x^2 of every group of every sample.
+// gn_stats_partials writes the partial sums of x and x^2 of every group of every sample. The
+// threads walk (b, g, p, n) with the sample fastest, so that adjacent threads read adjacent
+// samples of the same values (one 128-byte line per warp and value; with p fastest each
+// thread's read was a line of its own), and write their sums at row r's slot p.
 extern "C" __global__ void gn_stats_partials(double* part, const float* x, i64 xbs, i64 cg,
                                              i64 N, i64 hw, i64 groups, i64 parts, i64 batch) {
 	i64 rows = batch * N * groups, cnt = cg * hw;
-	const i64 rad[4] = {0, N, groups, parts};
+	const i64 rad[4] = {0, groups, parts, N};
 	GRID_STRIDE_MD(it, 4, rows * parts, rad) {
-		i64 b = it.d[0], n = it.d[1], g = it.d[2], p = it.d[3];
+		i64 b = it.d[0], g = it.d[1], p = it.d[2], n = it.d[3];
+		i64 slot = ((b * N + n) * groups + g) * parts + p;
 		const float* base = x + b * xbs + g * cg * hw * N + n;
 		double s = 0, ss = 0;
 		for (i64 e = p; e < cnt; e += parts) {
@@ -292,8 +296,8 @@ extern "C" __global__ void gn_stats_partials(double* part, const float* x, i64 x
 			s += v;
 			ss += v * v;
 		}
-		part[it.i] = s;
-		part[rows * parts + it.i] = ss;
+		part[slot] = s;
+		part[rows * parts + slot] = ss;
 	}
 }
 
@@ -342,7 +346,8 @@ extern "C" __global__ void gn_forward(float* y, i64 ybs, const float* x, i64 xbs
 // imgops.GroupNormGradParams): of dy (x - mean) rstd at part[2 rows parts + q parts + p] and of
 // dy at part[2 rows parts + batch C parts + q parts + p], over the hw N values of the channel,
 // which are contiguous (e = pixel N + n). Each thread takes the first kind of sums, then the
-// second, each by its own grid-stride loop.
+// second, each by its own grid-stride loop; in the first, the sample is the fastest coordinate
+// (adjacent threads read adjacent samples, as in gn_stats_partials).
 extern "C" __global__ void gn_grad_partials(double* part, const float* x, i64 xbs,
                                             const float* gamma, i64 gbs, const float* dy,
                                             i64 dybs, const double* stats, i64 cg, i64 N, i64 hw,
@@ -351,10 +356,10 @@ extern "C" __global__ void gn_grad_partials(double* part, const float* x, i64 xb
 	i64 start = (i64)blockIdx.x * blockDim.x + threadIdx.x, stride = (i64)blockDim.x * gridDim.x;
 	if (want_dx) {
 		i64 dc = parts / hw, dpx = parts - dc * hw;
-		const i64 rad[4] = {0, N, groups, parts};
+		const i64 rad[4] = {0, groups, parts, N};
 		for (md_index<4> it = md_start<4>(start, stride, rad); it.i < rows * parts; md_next(&it)) {
-			i64 b = it.d[0], n = it.d[1], g = it.d[2], p = it.d[3];
-			i64 r = (b * N + n) * groups + g;
+			i64 b = it.d[0], g = it.d[1], p = it.d[2], n = it.d[3];
+			i64 r = (b * N + n) * groups + g, slot = r * parts + p;
 			double mu = stats[r], rs = stats[rows + r];
 			i64 off = g * cg * hw * N + n;
 			const float* xb = x + b * xbs + off;
@@ -370,8 +375,8 @@ extern "C" __global__ void gn_grad_partials(double* part, const float* x, i64 xb
 				sgx += gy * ((double)xb[o] - mu) * rs;
 				gn_step(&cl, &px, dc, dpx, hw);
 			}
-			part[it.i] = sg;
-			part[rows * parts + it.i] = sgx;
+			part[slot] = sg;
+			part[rows * parts + slot] = sgx;
 		}
 	}
 	double* pb = part + 2 * rows * parts;
