@@ -20,6 +20,9 @@
 #   3 kit: bench-gpu-w3, profile-w3, memory              torch: W3 vmap
 #   4 torch.compile forms: W2 batched, W1 batched_ghost, W3 vmap (reduce-overhead, max-autotune)
 #   5 kit: the tf32 and bf16 benchmarks of W1 and W2, w1-parity
+#   6 Nsight Compute (where installed): ncu's SpeedOfLight section (how close each kernel comes
+#     to the device's memory and compute limits) for 80 launches of W2 at R 64 after its
+#     warm-up round, and for 80 of W1 at R 4096
 # Exit status 0 when the archive was written (the steps' own outcomes are in the logs).
 set -uo pipefail
 
@@ -109,6 +112,19 @@ else
   run 90 torch-w1-compile "$py" "$ref/compiled.py" --ref "$ref" --workload w1 --mode reduce-overhead -- --impl batched_ghost --replicas 64,4096 --rounds 10
   run 120 torch-w3-compile "$py" "$ref/w3.py" --impl vmap --replicas 8 --rounds 2 --compile reduce-overhead
   kitgroup kit-4 120 bench-gpu-tf32,bench-gpu-bf16,bench-gpu-w2-tf32,bench-gpu-w2-bf16,w1-parity --replicas 64,4096 --rounds 10 --w2-replicas 64,1024 --w2-rounds 5
+  ncu=$(command -v ncu || true)
+  for d in "${CUDA_HOME:-}" /usr/local/cuda; do
+    if [ -z "$ncu" ] && [ -n "$d" ] && [ -x "$d/bin/ncu" ]; then ncu=$d/bin/ncu; fi
+  done
+  if [ -n "$ncu" ]; then
+    # W2's setup and warm-up round issue about 2,700 launches: skip past them.
+    run 120 ncu-w2 env FEDAUDIT_BENCH_R=64 FEDAUDIT_BENCH_ROUNDS=1 "$ncu" --csv --section SpeedOfLight \
+      --launch-skip 3000 --launch-count 80 "$kit/cuda-gpu.test" -test.run '^TestKitBenchW2GPU$' -test.count=1
+    run 90 ncu-w1 env FEDAUDIT_BENCH_R=4096 FEDAUDIT_BENCH_ROUNDS=1 "$ncu" --csv --section SpeedOfLight \
+      --launch-skip 400 --launch-count 80 "$kit/cuda-gpu.test" -test.run '^TestKitBenchW1GPU$' -test.count=1
+  else
+    say "skip ncu: Nsight Compute not found (PATH, CUDA_HOME, /usr/local/cuda)"
+  fi
 fi
 say "gpu-sitting: done in $((SECONDS - start)) s"
 tar -czf "$out.tgz.tmp" -C "$(dirname "$out")" "$(basename "$out")" && mv "$out.tgz.tmp" "$out/sitting.tgz"
