@@ -25,7 +25,8 @@ import (
 // FEDAUDIT_CUDA_GRAPHS=1 the backend runs its batches as CUDA graphs ("gpu+graphs"); with
 // FEDAUDIT_BENCH_PRECISION=tf32 or bf16 its matrix products run in that precision
 // ("gpu-tf32", "gpu-bf16"); with FEDAUDIT_CUDA_PROFILE=1 every launch and GEMM is timed on the
-// device and the result carries the profile ("gpu+profile").
+// device and the result carries the profile ("gpu+profile"); with FEDAUDIT_CUDA_SPLITK=1 the
+// products of small output and long depth run in depth slices ("gpu+splitk").
 func TestKitBenchW1GPU(t *testing.T) { kitBenchGPU(t, paritytest.W1) }
 func TestKitBenchW2GPU(t *testing.T) { kitBenchGPU(t, paritytest.W2) }
 
@@ -53,6 +54,9 @@ func kitBenchGPU(t *testing.T, workload string) {
 	profiled := os.Getenv(cuda.ProfileEnv) == "1"
 	if profiled {
 		backend = "gpu+profile" // graphs are off while profiling
+	}
+	if os.Getenv(cuda.SplitKEnv) == "1" {
+		backend += "+splitk"
 	}
 	precision := compute.Precision(os.Getenv(paritytest.BenchPrecisionEnv))
 	forced := precision != "" && precision != compute.FP32

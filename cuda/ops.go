@@ -27,6 +27,7 @@ type Ops struct {
 	maxBatch int
 	syncEach Syncer    // nil unless Options.SyncEachLaunch and the device is asynchronous
 	prof     *profiler // nil unless Options.Profile; then dev is prof
+	splitK   int       // the depth of a slice of a product computed in slices; 0: never
 	err      error
 	math     Math // the matrix products' precision (SetPrecision)
 
@@ -54,6 +55,7 @@ type Ops struct {
 	sums   scratch // per-batch-element reduction results, per-example norms
 	gn     scratch // GroupNorm's statistics and the means of its input gradient
 	hidden scratch // HiddenStep's working sets when they do not fit in shared memory
+	slices scratch // the partial products of a product computed in depth slices (SplitK)
 	runs   []int32
 	round  [1]uint32
 	stream [1]uint32 // AddNoise's one stream, staged without an allocation
@@ -105,7 +107,24 @@ type Options struct {
 	// where a workload's time goes. The marks cost a little device time each and graphs are
 	// not used, so a profiled run is not a benchmark. FEDAUDIT_CUDA_PROFILE=1 turns it on too.
 	Profile bool
+	// SplitK computes a matrix product whose output is small for the device beside its depth
+	// (fewer than 256 output tiles of 128 x 128 over the batch, and at least two slices of
+	// SplitKDepth: a convolution's weight gradient at few replicas, a reduction over every
+	// pixel and sample) in depth slices: one cuBLAS call per slice into scratch, then one
+	// kernel (splitk_reduce) adding the slices in order. A strided-batched product gets one
+	// thread block per output tile and batch element, so such a product otherwise runs its
+	// whole depth on a few multiprocessors. The slices follow from the product's shape alone,
+	// never from the device, and the sums are float32 as cuBLAS's; results differ from the
+	// unsplit product in the last bits. Off by default until measured on hardware;
+	// FEDAUDIT_CUDA_SPLITK=1 turns it on too.
+	SplitK bool
+	// SplitKDepth is the depth of a slice (default 1024); tests set it small to split small
+	// products.
+	SplitKDepth int
 }
+
+// SplitKEnv is the environment variable that turns on Options.SplitK.
+const SplitKEnv = "FEDAUDIT_CUDA_SPLITK"
 
 // SyncEnv is the environment variable that turns on Options.SyncEachLaunch.
 const SyncEnv = "FEDAUDIT_CUDA_SYNC"
@@ -128,6 +147,12 @@ func NewOps(dev Device, opt Options) *Ops {
 		opt.MaxGemmBatch = maxGemmBatch
 	}
 	o := &Ops{dev: dev, block: opt.Block, maxGrid: opt.MaxGrid, maxBatch: opt.MaxGemmBatch, unbatched: opt.Unbatched}
+	if opt.SplitK || os.Getenv(SplitKEnv) == "1" {
+		o.splitK = opt.SplitKDepth
+		if o.splitK <= 0 {
+			o.splitK = 1024
+		}
+	}
 	if profileWanted(opt) {
 		o.prof = newProfiler(dev)
 		o.dev = o.prof
@@ -195,7 +220,7 @@ func (o *Ops) Close() error {
 		}
 	}
 	o.allocs, o.live = nil, 0
-	o.part, o.sums, o.gn, o.hidden = scratch{}, scratch{}, scratch{}, scratch{}
+	o.part, o.sums, o.gn, o.hidden, o.slices = scratch{}, scratch{}, scratch{}, scratch{}, scratch{}
 	return errors.Join(o.err, firstOf(failed))
 }
 
@@ -392,6 +417,10 @@ func (o *Ops) Gemm(transA, transB bool, alpha float32, a, b compute.Mat, beta fl
 	}
 	for b0 := 0; b0 < c.Batch; b0 += o.maxBatch {
 		nb := min(o.maxBatch, c.Batch-b0)
+		if slices := splitCount(m, n, k, nb, o.splitK); slices > 1 {
+			o.gemmSliced(transA, transB, alpha, a, b, beta, c, b0, nb, slices)
+			continue
+		}
 		g := GemmArgs{
 			TransA: transB, TransB: transA, M: n, N: m, K: k, Alpha: alpha, Beta: beta,
 			A: addr(b) + 4*uint64(b0*b.BatchStride), LDA: ld(b), StrideA: int64(b.BatchStride),
@@ -401,6 +430,72 @@ func (o *Ops) Gemm(transA, transB bool, alpha float32, a, b compute.Mat, beta fl
 		}
 		o.queueGemm(g)
 	}
+}
+
+// Split products (Options.SplitK): the output tiles below which a product is split, about two
+// per multiprocessor of a large GPU (a constant, so that the slices never depend on the
+// device), and the most slices.
+const (
+	splitKTiles     = 256
+	splitKMaxSlices = 32
+)
+
+// splitCount is how many depth slices Gemm computes an m x n x k product of batch elements in
+// (1: unsplit): a power of two, each slice at least depth deep, and no more than the product
+// needs to reach splitKTiles tiles of 128 x 128. The slices times the tiles are then below 2
+// splitKTiles, so the partial products (at most 128 x 128 floats a tile) take under 32 MiB,
+// within the share of the device train.DeviceGroupSize leaves free.
+func splitCount(m, n, k, batch, depth int) int {
+	if depth <= 0 || k < 2*depth {
+		return 1
+	}
+	tiles := batch * ((m + 127) / 128) * ((n + 127) / 128)
+	if tiles >= splitKTiles {
+		return 1
+	}
+	want := min(k/depth, (splitKTiles+tiles-1)/tiles, splitKMaxSlices)
+	s := 1
+	for 2*s <= want {
+		s *= 2
+	}
+	return s
+}
+
+// gemmSliced computes batch elements b0 .. b0+nb-1 of Gemm's product in slices of its depth:
+// slice s, depths [s k / slices, (s+1) k / slices), into its own partial product (one cuBLAS
+// call each, alpha 1, beta 0), then splitk_reduce sets c = alpha (sum of the slices in order)
+// + beta c.
+func (o *Ops) gemmSliced(transA, transB bool, alpha float32, a, b compute.Mat, beta float32, c compute.Mat, b0, nb, slices int) {
+	m, n := c.Rows, c.Cols
+	k := a.Cols
+	if transA {
+		k = a.Rows
+	}
+	per := m * n
+	part := o.grow(&o.slices, (slices*nb*per+1)/2)
+	aBase, bBase := addr(a)+4*uint64(b0*a.BatchStride), addr(b)+4*uint64(b0*b.BatchStride)
+	for s := range slices {
+		k0, k1 := s*k/slices, (s+1)*k/slices
+		// Depth k0 of op(A) is column k0 of A, or row k0 when A is transposed; of op(B), row
+		// k0 of B, or column k0 when B is transposed.
+		aOff, bOff := k0, k0*ld(b)
+		if transA {
+			aOff = k0 * ld(a)
+		}
+		if transB {
+			bOff = k0
+		}
+		o.queueGemm(GemmArgs{
+			TransA: transB, TransB: transA, M: n, N: m, K: k1 - k0, Alpha: 1, Beta: 0,
+			A: bBase + 4*uint64(bOff), LDA: ld(b), StrideA: int64(b.BatchStride),
+			B: aBase + 4*uint64(aOff), LDB: ld(a), StrideB: int64(a.BatchStride),
+			C: part + 4*uint64(s*nb*per), LDC: n, StrideC: int64(per),
+			Batch: nb, Math: o.math,
+		})
+	}
+	o.args.reset().ptr(addr(c) + 4*uint64(b0*c.BatchStride)).i64(c.Stride).i64(c.BatchStride).ptr(part).i64(slices).
+		f32(alpha).f32(beta).i64(m).i64(n).i64(nb)
+	o.launch(kernels.SplitKReduce, nb*per)
 }
 
 // SetPrecision implements compute.Precisioner: the matrix products issued after it run in

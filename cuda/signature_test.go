@@ -101,6 +101,9 @@ func TestLaunchArgumentsMatchPTX(t *testing.T) {
 	o.AddNoise(row, compute.NoiseDist{Kind: compute.LaplaceNoise, Scale: 1}, []uint64{1, 1}, []float32{1, 1}, 0, 0)
 	o.SumNoise(row, compute.NoiseDist{Kind: compute.StaircaseNoise, Epsilon: 1, Delta: 1, Gamma: 0.5, Inner: 0.6}, []uint64{1, 2},
 		[]uint32{0, 1}, []bool{true, false, true, true}, 1, 0)
+	o.splitK = 2 // a product in depth slices ends with splitk_reduce
+	o.Gemm(false, false, 1, m(3, 8, 2), m(8, 4, 2), 0, m(3, 4, 2))
+	o.splitK = 0
 	if _, err := o.PhiloxRaw(1, 0, 0, 0, 0, 0, 0); err != nil {
 		t.Fatal(err)
 	}

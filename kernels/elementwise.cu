@@ -27,6 +27,26 @@ extern "C" __global__ void axpby(float* y, i64 ys, i64 ybs, const float* x, i64 
 	}
 }
 
+// splitk_reduce finishes a matrix product computed in depth slices (cuda.Ops, Options.SplitK):
+// c = alpha (p_0 + p_1 + ... + p_{S-1}) + beta c, the S partial products of batch element b at
+// part + (s batch + b) rows cols (row-major, contiguous), added in slice order from p_0 in
+// float32; with beta = 0, c is not read (as cuBLAS: it may hold NaN).
+extern "C" __global__ void splitk_reduce(float* c, i64 cs, i64 cbs, const float* part, i64 S,
+                                         float alpha, float beta, i64 rows, i64 cols,
+                                         i64 batch) {
+	i64 per = rows * cols, slab = batch * per;
+	GRID_STRIDE_RC(ix, batch * per, rows, cols) {
+		const float* p = part + ix.b * per + ix.r * cols + ix.j;
+		float acc = p[0];
+		for (i64 s = 1; s < S; s++) acc += p[s * slab];
+		float* cp = c + ix.b * cbs + ix.r * cs + ix.j;
+		if (beta == 0.0f)
+			*cp = alpha * acc;
+		else
+			*cp = alpha * acc + beta * *cp;
+	}
+}
+
 // add_row: y[b, r, j] += v[b, j].
 extern "C" __global__ void add_row(float* y, i64 ys, i64 ybs, const float* v, i64 vbs, i64 rows,
                                    i64 cols, i64 batch) {

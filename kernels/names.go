@@ -36,6 +36,7 @@ const (
 	GNGradX
 	HiddenStep
 	MechNoise
+	SplitKReduce
 	numKernels
 )
 
@@ -49,7 +50,7 @@ var kernelNames = [numKernels]string{
 	Im2col: "im2col", Col2im: "col2im", Pool: "pool", PoolGrad: "pool_grad", TransposeBlocks: "transpose_blocks",
 	GNStatsPartials: "gn_stats_partials", GNStats: "gn_stats", GNForward: "gn_forward",
 	GNGradPartials: "gn_grad_partials", GNGradReduce: "gn_grad_reduce", GNGradX: "gn_grad_x",
-	HiddenStep: "hidden_step", MechNoise: "mech_noise",
+	HiddenStep: "hidden_step", MechNoise: "mech_noise", SplitKReduce: "splitk_reduce",
 }
 
 // HiddenSharedFloats is the static shared memory of hidden_step in floats

@@ -215,6 +215,11 @@ func TestProfileCountsEveryCall(t *testing.T) {
 // is quick on the shim) for the given rounds and pairs, checkpoint after the last round only,
 // and returns what its device saw.
 func cnnCounts(t *testing.T, rounds, pairs int) roundCounts {
+	return cnnCountsWith(t, rounds, pairs, cuda.Options{})
+}
+
+// cnnCountsWith is cnnCounts with the backend's options.
+func cnnCountsWith(t *testing.T, rounds, pairs int, opt cuda.Options) roundCounts {
 	t.Helper()
 	c, cp, tgt, err := traintest.W2Data()
 	if err != nil {
@@ -234,7 +239,7 @@ func cnnCounts(t *testing.T, rounds, pairs int) roundCounts {
 	cfg := traintest.W2Config()
 	cfg.LocalSteps, cfg.Rounds, cfg.Checkpoints = 2, rounds, []int{rounds}
 	d := &countingDevice{Device: device(t), perKernel: map[kernels.Kernel]int{}}
-	ops := cuda.NewOps(d, cuda.Options{})
+	ops := cuda.NewOps(d, opt)
 	defer ops.Close()
 	job := train.Job{Config: cfg, WorldC: shrink(c), WorldCPrime: shrink(cp), Target: tgt, Pairs: train.PairRange{Count: pairs},
 		Recorder: cuda.CheckRecorder(ops, discardRec{})}
@@ -282,5 +287,25 @@ func TestCNNRoundCounts(t *testing.T) {
 		if c.got > c.most {
 			t.Errorf("%d %s per round, measured %d before", c.got, c.what, c.most)
 		}
+	}
+}
+
+// With Options.SplitK, LeNet-5's weight gradients at 1 pair (2 replicas) are computed in depth
+// slices of at least 1024, as many as reach 256 output tiles: conv1's (6 x 26, depth 32
+// samples x 784 pixels = 25088, 2 tiles) in 16 slices, conv2's (16 x 151, depth 3200, 4
+// tiles) in 2; every other product is unsplit. So each of a round's 5 step groups issues 15 +
+// 1 more cuBLAS calls and 2 splitk_reduce launches than without: 80 and 10 per round.
+func TestSplitKCounts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("LeNet-5 on the shim takes several seconds")
+	}
+	split := cuda.Options{SplitK: true}
+	one, two := cnnCountsWith(t, 1, 1, split), cnnCountsWith(t, 2, 1, split)
+	gemms, reduces := two.gemms-one.gemms, two.perKernel[kernels.SplitKReduce]-one.perKernel[kernels.SplitKReduce]
+	launches := two.launches - one.launches
+	t.Logf("LeNet-5 per round with SplitK (2 clients, K 2, 1 pair): %d cuBLAS calls, %d launches of which %d splitk_reduce", gemms, launches, reduces)
+	if gemms != cnnGemmsPerRound+80 || reduces != 10 || launches != cnnLaunchesPerRound+10 {
+		t.Errorf("%d cuBLAS calls and %d launches (%d splitk_reduce) per round, want %d, %d and 10",
+			gemms, launches, reduces, cnnGemmsPerRound+80, cnnLaunchesPerRound+10)
 	}
 }

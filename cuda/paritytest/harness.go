@@ -69,6 +69,7 @@ func All(t *testing.T, f Factory) {
 		{"GroupNormGrad", testGroupNormGrad},
 		{"GroupNormBadGroups", testGroupNormBadGroups},
 		{"RunsMatchCPU", testRunsMatchCPU},
+		{"SplitKRunsMatchCPU", testSplitKRunsMatchCPU},
 		{"CraftedUpdateMatchesCPU", testCraftedUpdateMatchesCPU},
 		{"GraphsKeepBits", testGraphsKeepBits},
 	}

@@ -139,10 +139,13 @@ func testGemm(t *testing.T, f Factory) {
 		gcase{m: 2, n: 2, k: 2, batch: 0, alpha: 1},
 	)
 	// The second configuration splits every batch of more than 2 into several device calls,
-	// the path batches beyond cuBLAS's limit take.
-	for _, o := range []cuda.Options{{}, {MaxGemmBatch: 2}} {
+	// the path batches beyond cuBLAS's limit take; the third computes every product of depth
+	// 4 or more in depth slices of at least 2 (Options.SplitK: 2 to 32 cuBLAS calls and one
+	// splitk_reduce), both batch splits and slices in the last, whose float32 sum of the
+	// slices stays within the same bound (k + slices roundings of the same terms).
+	for _, o := range []cuda.Options{{}, {MaxGemmBatch: 2}, {SplitK: true, SplitKDepth: 2}, {SplitK: true, SplitKDepth: 2, MaxGemmBatch: 2}} {
 		for ci, c := range cases {
-			t.Run(fmt.Sprintf("%d/maxbatch=%d", ci, o.MaxGemmBatch), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%d/maxbatch=%d/splitk=%d", ci, o.MaxGemmBatch, o.SplitKDepth), func(t *testing.T) {
 				w := newTwin(t, f, o)
 				ar, ac := c.m, c.k
 				if c.ta {

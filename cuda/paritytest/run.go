@@ -210,16 +210,52 @@ func testRunsMatchCPU(t *testing.T, f Factory) {
 	}
 }
 
+// Whole runs with every product of depth 16 or more computed in depth slices
+// (Options.SplitK; slices of at least 8): the convolutional cases, whose weight gradients sum
+// over every pixel and sample, and the first MLP case, against the CPU backend with
+// testRunsMatchCPU's tolerances (the slices change only the order of the float32 sums).
+func testSplitKRunsMatchCPU(t *testing.T, f Factory) {
+	base := train.Config{
+		Algorithm: algo.FedAvg, Model: model.Config{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"},
+		Rounds: 3, LocalSteps: 2, LearningRate: 0.3, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.05,
+		Batching: "fixed", BatchSize: 4, Seed: 7, Checkpoints: []int{0, 1, 3}, Informed: true,
+		RecordParams: true, RecordUpload: true, EvalBatch: 5,
+	}
+	cases := runCases()
+	for i, c := range cases {
+		if c.shape == nil && i > 0 {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			cfg := base
+			cfg.Model.Hidden = append([]int(nil), base.Model.Hidden...)
+			c.edit(&cfg)
+			wc, wcp := worlds(c.m, 9, 7, c.classes)
+			if c.shape != nil {
+				wc, wcp = imageWorlds(c.m, 9, c.shape, c.classes)
+			}
+			job := train.Job{Config: cfg, WorldC: wc, WorldCPrime: wcp, Target: train.TargetInfo{Client: 0, Index: 0}, Pairs: c.pairs}
+			runBothWith(t, f, job, cuda.Options{Block: 32, SplitK: true, SplitKDepth: 8})
+		})
+	}
+}
+
 // runBoth trains job on the CPU backend and on the kernels of f and compares the runs
 // (compareRuns); job's Recorder is replaced.
 func runBoth(t *testing.T, f Factory, job train.Job) {
+	t.Helper()
+	runBothWith(t, f, job, cuda.Options{Block: 32})
+}
+
+// runBothWith is runBoth with the kernels' options.
+func runBothWith(t *testing.T, f Factory, job train.Job, opt cuda.Options) {
 	t.Helper()
 	var want memRecorder
 	job.Recorder = &want
 	if err := train.Train(context.Background(), job); err != nil {
 		t.Fatal(err)
 	}
-	ops := f(t, cuda.Options{Block: 32})
+	ops := f(t, opt)
 	defer ops.Close()
 	var got memRecorder
 	job.Recorder = cuda.CheckRecorder(ops, &got)

@@ -15,9 +15,9 @@
 #   --shim  run the kit in its --shim mode and the PyTorch steps' CPU checks only (a machine
 #        without a GPU: checks this script)
 # Groups, in order (each kit group is one run.sh --only call with its own summary.md):
-#   1 kit: gpu-info, parity, bench-gpu-w2, profile-w2   torch: W2 batched, im2col
+#   1 kit: gpu-info, parity, bench-gpu-w2(-splitk), profile-w2   torch: W2 batched, im2col
 #   2 kit: bench-gpu, bench-gpu-graphs, profile-w1       torch: W1 batched, batched_ghost
-#   3 kit: bench-gpu-w3, profile-w3, memory              torch: W3 vmap
+#   3 kit: bench-gpu-w3(-splitk), profile-w3, memory      torch: W3 vmap
 #   4 torch.compile forms: W2 batched, W1 batched_ghost, W3 vmap (reduce-overhead, max-autotune)
 #   5 kit: the tf32 and bf16 benchmarks of W1 and W2, w1-parity
 #   6 Nsight Compute (where installed): ncu's SpeedOfLight section (how close each kernel comes
@@ -98,13 +98,13 @@ if [ -n "$shim" ]; then
     say "skip check-w1-step: no w1_cuda.py in $ref or no torch for $py"
   fi
 else
-  kitgroup kit-1 150 gpu-info,parity,bench-gpu-w2,profile-w2 --w2-replicas 64,1024 --w2-rounds 5
+  kitgroup kit-1 210 gpu-info,parity,bench-gpu-w2,bench-gpu-w2-splitk,profile-w2 --w2-replicas 64,1024 --w2-rounds 5
   run 60 torch-w2-batched "$py" "$ref/w2_cuda.py" --impl batched --replicas 64,1024 --rounds 5
   run 45 torch-w2-im2col "$py" "$ref/w2_cuda.py" --impl im2col --replicas 64,256 --rounds 5
   kitgroup kit-2 90 bench-gpu,bench-gpu-graphs,profile-w1 --replicas 64,1024,4096 --rounds 10
   run 45 torch-w1-batched "$py" "$ref/w1_cuda.py" --impl batched --replicas 64,1024,4096 --rounds 10
   run 45 torch-w1-ghost "$py" "$ref/w1_cuda.py" --impl batched_ghost --replicas 64,1024,4096 --rounds 10
-  kitgroup kit-3 90 bench-gpu-w3,profile-w3,memory --w3-replicas 8,16 --w3-rounds 2
+  kitgroup kit-3 120 bench-gpu-w3,bench-gpu-w3-splitk,profile-w3,memory --w3-replicas 8,16 --w3-rounds 2
   run 60 torch-w3-vmap "$py" "$ref/w3.py" --impl vmap --replicas 8 --rounds 2
   for mode in reduce-overhead max-autotune; do
     run 120 "torch-w2-compile-$mode" "$py" "$ref/compiled.py" --ref "$ref" --workload w2 --mode "$mode" -- --impl batched --replicas 64,1024 --rounds 5

@@ -95,7 +95,7 @@ const entry table[] = {
     K(im2col),        K(col2im),          K(pool),               K(pool_grad),
     K(transpose_blocks), K(gn_stats_partials), K(gn_stats),      K(gn_forward),
     K(gn_grad_partials), K(gn_grad_reduce), K(gn_grad_x),
-    K(mech_noise),        KB(hidden_step),
+    K(mech_noise),        KB(hidden_step),    K(splitk_reduce),
 };
 #undef K
 #undef KB
