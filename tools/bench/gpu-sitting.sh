@@ -9,7 +9,9 @@
 #   KIT  the validation kit (make gpu-kit: bin/gpu-kit)
 #   REF  a folder with the PyTorch references: w1.py, w1_cuda.py, w2.py, w2_cuda.py (the
 #        benchmark's own) and this repository's tools/bench/w3.py and compiled.py
-#   OUT  the results folder; OUT/sitting.tgz holds all of it
+#   OUT  the results folder; OUT/sitting.tgz holds all of it (on the development GPU, whose
+#        runner returns only a few files, make OUT a folder outside its $OUT and copy the
+#        archive there); a digest of the results ends the standard output
 #   --budget  seconds for the whole sitting (default 480); a group that would start with less
 #        than its own limit left is skipped and says so in OUT/sitting.log
 #   --shim  run the kit in its --shim mode and the PyTorch steps' CPU checks only (a machine
@@ -46,6 +48,8 @@ while [ $# -gt 0 ]; do
 done
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+# A carried kit may arrive without its executable bits.
+chmod u+x "$kit"/*.test "$kit/audit" "$kit"/*.sh 2> /dev/null || true
 log=$out/sitting.log
 : > "$log"
 start=$SECONDS
@@ -128,3 +132,12 @@ else
 fi
 say "gpu-sitting: done in $((SECONDS - start)) s"
 tar -czf "$out.tgz.tmp" -C "$(dirname "$out")" "$(basename "$out")" && mv "$out.tgz.tmp" "$out/sitting.tgz"
+# A digest on stdout, for a runner that returns only the output's tail: the steps' outcomes, the
+# benchmark rows of each kit group and the PyTorch results.
+for f in "$out"/kit-*/steps.tsv; do
+  [ -f "$f" ] && grep -v "$(printf '\tskipped\t')" "$f" | sed "s|^|$(basename "$(dirname "$f")"): |"
+done
+for f in "$out"/kit-*/summary.md; do
+  [ -f "$f" ] && sed -n '/^## W[123] benchmark/,$p' "$f" | grep '^|\|^##' | grep -v '^|---\|^| operation\|^| backend\|^| replicas'
+done
+cat "$out/results.txt" 2>/dev/null
