@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/fedaudit/fedaudit/compute"
@@ -294,6 +295,48 @@ func TestPrepackedSharedOperandsMatchSingleCalls(t *testing.T) {
 			for i, v := range one {
 				if got := all[r*tc.m*tc.n+i]; math.Float32bits(got) != math.Float32bits(v) {
 					t.Fatalf("%+v: element %d of batch %d is %g with the batch, %g alone", tc, i, r, got, v)
+				}
+			}
+		}
+	}
+}
+
+// The engine's deferred MLP step reads the Gram matrix x x^T of a minibatch as a diagonal block
+// of its client's Gram matrix over all K minibatches, computed once (train/deferred.go), where
+// it used to compute each block alone: the CPU backend must give a block of a larger product
+// the bits of that block computed alone, or results (and results/) would change. W1's shape
+// (5 minibatches of 32 rows of 784), smaller and odd ones, and a deep one, at 1, 2 and 5
+// threads.
+func TestGramBlockKeepsBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, threads := range []int{1, 2, 5} {
+		be := New(threads)
+		for _, sh := range [][3]int{{5, 32, 784}, {4, 32, 784}, {5, 16, 784}, {3, 10, 20}, {2, 7, 33}, {5, 32, 3072}} {
+			K, B, d := sh[0], sh[1], sh[2]
+			kb := K * B
+			h := make([]float32, kb*d)
+			for i := range h {
+				h[i] = float32(rng.NormFloat64())
+			}
+			x := be.Alloc(kb * d)
+			be.Upload(x, 0, h)
+			all := compute.Mat{Buf: x, Rows: kb, Cols: d, Stride: d, Batch: 1}
+			big := be.Alloc(kb * kb)
+			be.Gemm(false, true, 1, all, all, 0, compute.Mat{Buf: big, Rows: kb, Cols: kb, Stride: kb, Batch: 1})
+			whole := make([]float32, kb*kb)
+			be.Download(whole, big, 0)
+			small := be.Alloc(B * B)
+			block := make([]float32, B*B)
+			for k := range K {
+				xs := compute.Mat{Buf: x, Off: k * B * d, Rows: B, Cols: d, Stride: d, Batch: 1}
+				be.Gemm(false, true, 1, xs, xs, 0, compute.Mat{Buf: small, Rows: B, Cols: B, Stride: B, Batch: 1})
+				be.Download(block, small, 0)
+				for i := range B {
+					for j := range B {
+						if a, b := block[i*B+j], whole[(k*B+i)*kb+k*B+j]; math.Float32bits(a) != math.Float32bits(b) {
+							t.Fatalf("%d threads, K %d B %d d %d: block %d (%d, %d) is %v alone and %v in the whole", threads, K, B, d, k, i, j, a, b)
+						}
+					}
 				}
 			}
 		}

@@ -196,6 +196,13 @@ func (e *engine) localTrainDeferred(ctx context.Context, ds *deferredState, t, i
 				prev := u
 				prev.Rows = k * B
 				gram := compute.Mat{Buf: ds.gram, Off: k * B * kb, Rows: B, Cols: k * B, Stride: kb, Batch: 1}
+				// The step's own Gram matrix x x^T is the client's Gram's diagonal block k: one
+				// product fewer per step (the backends' products give a block of a larger
+				// product the bits of the block alone: TestGramBlockKeepsBits).
+				var gx compute.Mat
+				if K > 1 {
+					gx = compute.Mat{Buf: ds.gram, Off: k*B*kb + k*B, Rows: B, Cols: B, Stride: kb, Batch: 1}
+				}
 				uk := u
 				uk.Off += k * B * h
 				uk.Rows = B
@@ -204,7 +211,7 @@ func (e *engine) localTrainDeferred(ctx context.Context, ds *deferredState, t, i
 				xk.Rows = B
 				yk.Off += k * B
 				yk.Rows = B
-				m.DeferredStep(be, e.ws, params, xk, yk, pre, gram, anchor, rows(e.grad), uk, prev, eta, e.clipV, e.alpha)
+				m.DeferredStep(be, e.ws, params, xk, yk, pre, gram, gx, anchor, rows(e.grad), uk, prev, eta, e.clipV, e.alpha)
 			}
 			if materialize {
 				wt := m.Weight(params, 0)

@@ -246,13 +246,16 @@ func (m *MLP) Step(be compute.Backend, w Workspace, params, x, y, anchor, grad c
 // W = W_0 + prev^T X_prev (whose copy in params is not read or written): pre0 holds x W_0^T
 // on entry; the step adds the correction gram prev (gram = x X_prev^T) and the bias, and
 // writes u = -eta c delta_0, the step's factor of W's update (W <- W + u^T x). FedProx also
-// scales the earlier factors prev by 1 - eta alpha.
-func (m *MLP) DeferredStep(be compute.Backend, w Workspace, params, x, y, pre0, gram, anchor, grad, u, prev compute.Mat, eta, v, alpha float32) {
+// scales the earlier factors prev by 1 - eta alpha. gx, when its Buf is set, is x x^T (the
+// caller's block of a larger Gram matrix), which the fused one-hidden-layer step then reads
+// instead of computing it.
+func (m *MLP) DeferredStep(be compute.Backend, w Workspace, params, x, y, pre0, gram, gx, anchor, grad, u, prev compute.Mat, eta, v, alpha float32) {
 	ws := w.(*mlpWorkspace)
 	if hs, ok := be.(compute.HiddenStepper); ok && len(m.Sizes) == 3 {
 		// One hidden layer: the whole step but the Gram matrix of x in one fused operation.
-		var gx compute.Mat
-		if v > 0 {
+		if v <= 0 {
+			gx = compute.Mat{}
+		} else if gx.Buf == nil {
 			gx = m.xGram(be, ws, x)
 		}
 		ys := y
