@@ -168,6 +168,9 @@ def timed_w1(w1, w1_cuda, mode, argv):
         except torch.cuda.OutOfMemoryError:
             torch.cuda.empty_cache()
             print(f"RESULT impl={a.impl} device=cuda replicas={R} out_of_memory")
+        except Exception as e:  # a form that does not compile or replay: say so, go on
+            first = (str(e).splitlines() or [""])[0][:200]
+            print(f"RESULT impl={a.impl} device=cuda replicas={R} error={type(e).__name__}: {first}")
 
 
 def main():
