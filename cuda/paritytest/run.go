@@ -187,27 +187,27 @@ func runCases() []runCase {
 // (relative to values of order 1), the informed statistics to 2e-3 relative to their scale.
 // Diverged flags, pairs, worlds and seeds must be equal.
 func testRunsMatchCPU(t *testing.T, f Factory) {
-	base := train.Config{
+	for _, c := range runCases() {
+		t.Run(c.name, func(t *testing.T) { runBoth(t, f, c.job()) })
+	}
+}
+
+// job is the case's training: a small MLP's Noisy-FedAvg edited by the case, on its worlds.
+func (c runCase) job() train.Job {
+	cfg := train.Config{
 		Algorithm: algo.FedAvg, Model: model.Config{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"},
 		Rounds: 3, LocalSteps: 2, LearningRate: 0.3, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.05,
 		Batching: "fixed", BatchSize: 4, Seed: 7, Checkpoints: []int{0, 1, 3}, Informed: true,
 		RecordParams: true, RecordUpload: true, EvalBatch: 5,
 	}
-	cases := runCases()
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			cfg := base
-			cfg.Model.Hidden = append([]int(nil), base.Model.Hidden...)
-			c.edit(&cfg)
-			var wc, wcp []*datasets.Dataset
-			if c.shape != nil {
-				wc, wcp = imageWorlds(c.m, 9, c.shape, c.classes)
-			} else {
-				wc, wcp = worlds(c.m, 9, 7, c.classes)
-			}
-			runBoth(t, f, train.Job{Config: cfg, WorldC: wc, WorldCPrime: wcp, Target: train.TargetInfo{Client: 0, Index: 0}, Pairs: c.pairs})
-		})
+	c.edit(&cfg)
+	var wc, wcp []*datasets.Dataset
+	if c.shape != nil {
+		wc, wcp = imageWorlds(c.m, 9, c.shape, c.classes)
+	} else {
+		wc, wcp = worlds(c.m, 9, 7, c.classes)
 	}
+	return train.Job{Config: cfg, WorldC: wc, WorldCPrime: wcp, Target: train.TargetInfo{Client: 0, Index: 0}, Pairs: c.pairs}
 }
 
 // Whole runs with every product of depth 16 or more computed in depth slices
@@ -215,27 +215,12 @@ func testRunsMatchCPU(t *testing.T, f Factory) {
 // over every pixel and sample, and the first MLP case, against the CPU backend with
 // testRunsMatchCPU's tolerances (the slices change only the order of the float32 sums).
 func testSplitKRunsMatchCPU(t *testing.T, f Factory) {
-	base := train.Config{
-		Algorithm: algo.FedAvg, Model: model.Config{Kind: "mlp", Hidden: []int{6}, Activation: "tanh"},
-		Rounds: 3, LocalSteps: 2, LearningRate: 0.3, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.05,
-		Batching: "fixed", BatchSize: 4, Seed: 7, Checkpoints: []int{0, 1, 3}, Informed: true,
-		RecordParams: true, RecordUpload: true, EvalBatch: 5,
-	}
-	cases := runCases()
-	for i, c := range cases {
+	for i, c := range runCases() {
 		if c.shape == nil && i > 0 {
 			continue
 		}
 		t.Run(c.name, func(t *testing.T) {
-			cfg := base
-			cfg.Model.Hidden = append([]int(nil), base.Model.Hidden...)
-			c.edit(&cfg)
-			wc, wcp := worlds(c.m, 9, 7, c.classes)
-			if c.shape != nil {
-				wc, wcp = imageWorlds(c.m, 9, c.shape, c.classes)
-			}
-			job := train.Job{Config: cfg, WorldC: wc, WorldCPrime: wcp, Target: train.TargetInfo{Client: 0, Index: 0}, Pairs: c.pairs}
-			runBothWith(t, f, job, cuda.Options{Block: 32, SplitK: true, SplitKDepth: 8})
+			runBothWith(t, f, c.job(), cuda.Options{Block: 32, SplitK: true, SplitKDepth: 8})
 		})
 	}
 }
