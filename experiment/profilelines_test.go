@@ -24,7 +24,7 @@ func TestProfileLines(t *testing.T) {
 		{"the rest in one line", prof, 2, 1 + 2 + 1, []string{"1.000 s of device time in 65 calls", "im2col", "gemm NN", "the other 2", "50 calls", "20.0%"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			lines := ProfileLines(c.prof, c.top)
+			lines := profileLines(c.prof, c.top)
 			if len(lines) != c.lines {
 				t.Fatalf("%d lines, want %d: %q", len(lines), c.lines, lines)
 			}

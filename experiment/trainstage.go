@@ -72,7 +72,7 @@ func trainOn(ctx context.Context, cfg *spec.Config, data *spec.Data, pairs train
 		err = g.Train(ctx, job)
 		if os.Getenv(cuda.ProfileEnv) == "1" && opts.Logf != nil {
 			prof, perr := g.be.Profile()
-			for _, line := range ProfileLines(prof, profileLogTop) {
+			for _, line := range profileLines(prof, profileLogTop) {
 				opts.Logf("%s", line)
 			}
 			if perr != nil {
@@ -87,10 +87,10 @@ func trainOn(ctx context.Context, cfg *spec.Config, data *spec.Data, pairs train
 // profileLogTop is how many operations a profiled GPU training logs.
 const profileLogTop = 12
 
-// ProfileLines describes where a profiled GPU training's device time went
+// profileLines describes where a profiled GPU training's device time went
 // (FEDAUDIT_CUDA_PROFILE=1, cuda.Ops.Profile), for the log: the total, then the top operations
 // (prof is sorted, the largest first) with their calls, seconds and share, then the rest.
-func ProfileLines(prof []cuda.OpTime, top int) []string {
+func profileLines(prof []cuda.OpTime, top int) []string {
 	if len(prof) == 0 {
 		return nil
 	}

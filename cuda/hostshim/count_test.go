@@ -59,25 +59,41 @@ type roundCounts struct {
 	graphs                                          cuda.GraphStats
 }
 
-// w1Counts runs W1 (one pair) for rounds rounds with a checkpoint after the last only, and
-// returns the calls its device saw (launches and cuBLAS calls as issued to the device, so
-// with graphs those captured, not those replayed).
-func w1Counts(t *testing.T, rounds int, opt cuda.Options) roundCounts {
+// trainCounted trains job on the shim behind a counting device with the backend options opt
+// and returns the device and the backend (closed when the test ends).
+func trainCounted(t *testing.T, job train.Job, opt cuda.Options) (*countingDevice, *cuda.Ops) {
 	t.Helper()
-	c, cp, tgt := traintest.W1Data()
-	cfg := traintest.W1Config()
-	cfg.Rounds, cfg.Checkpoints = rounds, []int{rounds}
 	d := &countingDevice{Device: device(t), perKernel: map[kernels.Kernel]int{}}
 	ops := cuda.NewOps(d, opt)
-	defer ops.Close()
-	job := train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: train.PairRange{Count: 1}, Recorder: cuda.CheckRecorder(ops, discardRec{})}
+	t.Cleanup(func() { ops.Close() })
+	job.Recorder = cuda.CheckRecorder(ops, discardRec{})
 	if err := train.TrainOn(context.Background(), ops, job); err != nil {
 		t.Fatal(err)
 	}
 	if err := ops.Err(); err != nil {
 		t.Fatal(err)
 	}
+	return d, ops
+}
+
+// counted is what d saw and ops issued.
+func counted(d *countingDevice, ops *cuda.Ops) roundCounts {
 	return roundCounts{d.reads, d.writes, d.launches, d.gemms, d.stages, ops.Batches(), d.perKernel, ops.GraphStats()}
+}
+
+// w1Job is W1 (one pair) for rounds rounds with a checkpoint after the last only.
+func w1Job(rounds int) train.Job {
+	c, cp, tgt := traintest.W1Data()
+	cfg := traintest.W1Config()
+	cfg.Rounds, cfg.Checkpoints = rounds, []int{rounds}
+	return train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: train.PairRange{Count: 1}}
+}
+
+// w1Counts runs w1Job(rounds) and returns the calls its device saw (launches and cuBLAS calls
+// as issued to the device, so with graphs those captured, not those replayed).
+func w1Counts(t *testing.T, rounds int, opt cuda.Options) roundCounts {
+	t.Helper()
+	return counted(trainCounted(t, w1Job(rounds), opt))
 }
 
 // W1's host round-trips and launches per round, counted on the shim: a 2-round run minus a
@@ -156,16 +172,7 @@ func TestProfileCountsEveryCall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("W1 on the shim takes several seconds")
 	}
-	c, cp, tgt := traintest.W1Data()
-	cfg := traintest.W1Config()
-	cfg.Rounds, cfg.Checkpoints = 1, []int{1}
-	d := &countingDevice{Device: device(t), perKernel: map[kernels.Kernel]int{}}
-	ops := cuda.NewOps(d, cuda.Options{Profile: true, Graphs: true})
-	defer ops.Close()
-	job := train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: train.PairRange{Count: 1}, Recorder: cuda.CheckRecorder(ops, discardRec{})}
-	if err := train.TrainOn(context.Background(), ops, job); err != nil {
-		t.Fatal(err)
-	}
+	d, ops := trainCounted(t, w1Job(1), cuda.Options{Profile: true, Graphs: true})
 	prof, err := ops.Profile()
 	if err != nil {
 		t.Fatal(err)
@@ -239,18 +246,8 @@ func cnnCountsWith(t *testing.T, rounds, pairs int, opt cuda.Options) roundCount
 	}
 	cfg := traintest.W2Config()
 	cfg.LocalSteps, cfg.Rounds, cfg.Checkpoints = 2, rounds, []int{rounds}
-	d := &countingDevice{Device: device(t), perKernel: map[kernels.Kernel]int{}}
-	ops := cuda.NewOps(d, opt)
-	defer ops.Close()
-	job := train.Job{Config: cfg, WorldC: shrink(c), WorldCPrime: shrink(cp), Target: tgt, Pairs: train.PairRange{Count: pairs},
-		Recorder: cuda.CheckRecorder(ops, discardRec{})}
-	if err := train.TrainOn(context.Background(), ops, job); err != nil {
-		t.Fatal(err)
-	}
-	if err := ops.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return roundCounts{d.reads, d.writes, d.launches, d.gemms, d.stages, ops.Batches(), d.perKernel, ops.GraphStats()}
+	job := train.Job{Config: cfg, WorldC: shrink(c), WorldCPrime: shrink(cp), Target: tgt, Pairs: train.PairRange{Count: pairs}}
+	return counted(trainCounted(t, job, opt))
 }
 
 // A CNN round's device calls (LeNet-5, W2's training on 2 clients with K = 2: 4 client steps,
