@@ -59,7 +59,7 @@ func trainOn(ctx context.Context, cfg *spec.Config, data *spec.Data, pairs train
 	}
 	job := train.Job{
 		Config: cfg.Train, WorldC: data.Pair.C, WorldCPrime: data.Pair.CPrime, Target: data.Target, Test: data.Test,
-		Pairs: pairs, Recorder: rec, Progress: opts.Progress,
+		Pairs: pairs, Recorder: rec, Progress: opts.Progress, Initial: data.Initial,
 	}
 	switch backend {
 	case "", "cpu":

@@ -133,12 +133,15 @@ func InitialParams(ctx context.Context, job Job) ([]float32, error) {
 
 // SharedClients is the data both worlds hold, what the pretraining trains on and what a canary
 // is crafted against: world C's clients without the target sample, or without the target
-// client under client-level adjacency; a client left empty is dropped.
+// client under client-level adjacency; a client left empty is dropped. When the target client
+// holds one sample more in C' than in C (adjacency kind add: C' inserts the sample), all of C
+// is shared.
 func SharedClients(job Job) []*datasets.Dataset {
 	var out []*datasets.Dataset
 	t := job.Target
 	for i, c := range job.WorldC {
-		if i != t.Client {
+		added := !t.WholeClient && i < len(job.WorldCPrime) && job.WorldCPrime[i].Len() == c.Len()+1
+		if i != t.Client || added {
 			out = append(out, c)
 			continue
 		}

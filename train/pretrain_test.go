@@ -96,6 +96,9 @@ func TestPretrainKeepsTheQuadraticDifference(t *testing.T) {
 	plain.Pretrain = nil
 	with := run(t, cfg, c, cp, tgt, PairRange{0, pairs})
 	without := run(t, plain, c, cp, tgt, PairRange{0, pairs})
+	if slices.Equal(with[0].Replicas[0].Params, without[0].Replicas[0].Params) {
+		t.Fatal("the pretraining left w_0 where it was: the fixture does not test it")
+	}
 	last := len(with) - 1
 	for p := 0; p < pairs; p++ {
 		a, b := with[last].Replicas[2*p], with[last].Replicas[2*p+1]
@@ -157,5 +160,48 @@ func TestPretrainChecks(t *testing.T) {
 		if err := cfg.Check(4, 3, 2); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %s named", c.p, err, c.want)
 		}
+	}
+}
+
+// SharedClients: world C without the target sample (replace, remove), all of C when C' inserts
+// a sample (add: C' has one more at the target client), without the target client at client
+// level, and an emptied client dropped.
+func TestSharedClients(t *testing.T) {
+	c, _ := quadClients(3, 4, 2, 0)
+	withLen := func(i, n int) []*datasets.Dataset {
+		out := slices.Clone(c)
+		idx := make([]int, n)
+		for j := range idx {
+			idx[j] = j % c[i].Len()
+		}
+		out[i] = c[i].Subset(c[i].Name, idx)
+		return out
+	}
+	sizes := func(ds []*datasets.Dataset) []int {
+		var out []int
+		for _, d := range ds {
+			out = append(out, d.Len())
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		wc, cp []*datasets.Dataset
+		target TargetInfo
+		want   []int
+	}{
+		{"replace", c, c, TargetInfo{Client: 1, Index: 2}, []int{4, 3, 4}},
+		{"remove", c, withLen(1, 3), TargetInfo{Client: 1, Index: 2}, []int{4, 3, 4}},
+		{"add", c, withLen(1, 5), TargetInfo{Client: 1, Index: 2}, []int{4, 4, 4}},
+		{"replace-client", c, c, TargetInfo{Client: 1, WholeClient: true}, []int{4, 4}},
+		{"remove-client", c, c[:2], TargetInfo{Client: 2, WholeClient: true, Absent: true}, []int{4, 4}},
+		{"a one-sample client emptied", withLen(0, 1), withLen(0, 1), TargetInfo{Client: 0, Index: 0}, []int{4, 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := sizes(SharedClients(Job{WorldC: tc.wc, WorldCPrime: tc.cp, Target: tc.target}))
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("shared client sizes %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -92,6 +92,14 @@ func Craft(m *hostmodel.Model, w []float64, pool []datasets.Sample, y int, lo, h
 		return Result{}, fmt.Errorf("canife: empty feature box [%g, %g]", lo, hi)
 	case cfg.Iterations < 1 || cfg.Restarts < 1 || cfg.PoolSize < 1 || !(cfg.LearningRate > 0) || !(cfg.NormWeight >= 0):
 		return Result{}, fmt.Errorf("canife: bad budget %+v", cfg)
+	case y < 0 || y >= m.Classes():
+		return Result{}, fmt.Errorf("canife: label %d of a model of %d classes", y, m.Classes())
+	}
+	for i, s := range pool {
+		if len(s.Features) != m.Dim() || s.Label < 0 || int(s.Label) >= m.Classes() {
+			return Result{}, fmt.Errorf("canife: pool sample %d has %d features and label %d, the model takes %d and %d classes",
+				i, len(s.Features), s.Label, m.Dim(), m.Classes())
+		}
 	}
 	if len(pool) > cfg.PoolSize {
 		pool = slices.Clone(pool)
@@ -102,7 +110,7 @@ func Craft(m *hostmodel.Model, w []float64, pool []datasets.Sample, y int, lo, h
 		pool = pool[:cfg.PoolSize]
 	}
 	newCrafter := func() (*crafter, func()) {
-		c := &crafter{w: w, y: y, lambda: cfg.NormWeight}
+		c := &crafter{d: len(w), y: y, lambda: cfg.NormWeight}
 		if m.IsCNN() {
 			nm := m.Acquire()
 			c.grads = newCNNGrads(nm, w, m.Dim())
@@ -157,10 +165,13 @@ func Craft(m *hostmodel.Model, w []float64, pool []datasets.Sample, y int, lo, h
 
 type crafter struct {
 	grads
-	w      []float64
+	d      int // the model's parameters
 	y      int
 	basis  [][]float64 // orthonormal basis of the pool's gradients
 	lambda float64
+	// g, proj and v are objective's workspace (the canary's gradient, its projection onto
+	// the span, dJ/dg), made on first use: one crafter per restart.
+	g, proj, v []float64
 }
 
 // grads computes, at the crafter's parameters, a sample's gradient in w and the mixed product
@@ -243,7 +254,7 @@ func (c *crafter) span(pool []datasets.Sample) [][]float64 {
 		for i, v := range s.Features {
 			x[i] = float64(v)
 		}
-		g := make([]float64, len(c.w))
+		g := make([]float64, c.d)
 		c.gradient(x, int(s.Label), g)
 		n0 := math.Sqrt(dot(g, g))
 		for _, b := range basis {
@@ -262,7 +273,10 @@ func (c *crafter) span(pool []datasets.Sample) [][]float64 {
 // objective returns the share f of g(x) inside the span, ||g(x)||, and J(x); with gx not nil
 // it also stores dJ/dx there.
 func (c *crafter) objective(x, gx []float64) (share, norm, j float64) {
-	g := make([]float64, len(c.w))
+	if c.g == nil {
+		c.g, c.proj, c.v = make([]float64, c.d), make([]float64, c.d), make([]float64, c.d)
+	}
+	g, a := c.g, c.proj // a: P_S g
 	c.gradient(x, c.y, g)
 	gg := dot(g, g)
 	if gg == 0 {
@@ -271,14 +285,14 @@ func (c *crafter) objective(x, gx []float64) (share, norm, j float64) {
 		}
 		return 0, 0, math.Inf(1)
 	}
-	a := make([]float64, len(g)) // P_S g
+	clear(a)
 	for _, b := range c.basis {
 		axpy(dot(b, g), b, a)
 	}
 	share = dot(a, g) / gg
 	j = share - c.lambda*math.Log(gg)
 	if gx != nil {
-		v := make([]float64, len(g))
+		v := c.v
 		for i := range v {
 			v[i] = 2 * (a[i] - (share+c.lambda)*g[i]) / gg
 		}

@@ -42,7 +42,7 @@ func TestObjectiveGradient(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := randomParams(rng, m.NumParams())
-	c := &crafter{grads: &flatGrads{wk: hostmodel.NewWork(m), w: w, hw: make([]float64, len(w))}, w: w, y: 1, lambda: 0.05}
+	c := &crafter{grads: &flatGrads{wk: hostmodel.NewWork(m), w: w, hw: make([]float64, len(w))}, d: len(w), y: 1, lambda: 0.05}
 	c.basis = c.span(pool(rng, 4, 6, 6, 3))
 	checkObjectiveGradient(t, c, rng, 6, 1e-6)
 }
@@ -61,7 +61,7 @@ func TestObjectiveGradientCNN(t *testing.T) {
 	w := randomParams(rng, m.NumParams())
 	nm := m.Acquire()
 	defer m.Release(nm)
-	c := &crafter{grads: newCNNGrads(nm, w, 30), w: w, y: 2, lambda: 0.05}
+	c := &crafter{grads: newCNNGrads(nm, w, 30), d: len(w), y: 2, lambda: 0.05}
 	c.basis = c.span(pool(rng, 5, 30, 30, 3))
 	checkObjectiveGradient(t, c, rng, 30, 1e-5)
 }
@@ -90,30 +90,88 @@ func checkObjectiveGradient(t *testing.T, c *crafter, rng *rand.Rand, dim int, t
 }
 
 // Known answer on softmax regression: a sample's gradient is (p - e_y) [x; 1], so when the
-// pool's inputs use only the first 4 of 12 features, a canary on the other 8 has a weight part
-// orthogonal to every pool gradient and only its bias part, 1/(1 + ||x||^2) of its squared
-// norm, can lie in their span: share <= 1/9 at the box's corner. The crafted canary must reach
-// that (within 0.01, the optimizer's slack), from random starts whose share is far above it.
+// pool's inputs use only the first 4 of 12 features, the pool's gradients span the whole
+// space of class-centred [x_used; 1] parts (10 dimensions, reached by 30 generic samples, or
+// by the 12 of them a PoolSize of 12 keeps), and a canary's share inside their span is
+// exactly its bias part's, 1/(1 + ||x||^2) with x its unused features (its used ones in the
+// span too): at least 1/9, reached at the box's corner. The crafted canary must reach that
+// (within 0.01, the optimizer's slack) and never go below it (1e-9: rounding of the
+// projection), from random starts whose share is far above it.
 func TestCraftLeavesTheSpanOnSoftmax(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
 	const dim, used, classes = 12, 4, 3
-	m, err := hostmodel.New(model.Config{Kind: "softmax"}, nil, dim, classes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := randomParams(rng, m.NumParams())
-	// A negligible norm weight: the bound is about the share alone.
-	res, err := Craft(m, w, pool(rng, 30, dim, used, classes), 2, 0, 1, Config{NormWeight: 1e-9, Iterations: 1000}, rand.New(rand.NewPCG(5, 6)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	bound := 1.0 / (1 + float64(dim-used))
-	t.Logf("share %.4f (start %.4f), bound %.4f, gradient norm %.3f", res.Share, res.StartShare, bound, res.GradNorm)
-	if res.Share > bound+0.01 {
-		t.Errorf("crafted share %.4f above the reachable %.4f", res.Share, bound)
+	for _, poolSize := range []int{0, 12} {
+		rng := rand.New(rand.NewPCG(3, 4))
+		m, err := hostmodel.New(model.Config{Kind: "softmax"}, nil, dim, classes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := randomParams(rng, m.NumParams())
+		// A negligible norm weight: the bound is about the share alone.
+		res, err := Craft(m, w, pool(rng, 30, dim, used, classes), 2, 0, 1, Config{NormWeight: 1e-9, Iterations: 1000, PoolSize: poolSize}, rand.New(rand.NewPCG(5, 6)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("pool size %d: share %.4f (start %.4f), bound %.4f, gradient norm %.3f", poolSize, res.Share, res.StartShare, bound, res.GradNorm)
+		if res.Share > bound+0.01 || res.Share < bound-1e-9 {
+			t.Errorf("pool size %d: crafted share %.6f, the least reachable is %.6f", poolSize, res.Share, bound)
+		}
+		if !(res.StartShare > 1.5*bound) {
+			t.Errorf("random start's share %.4f: the fixture does not test the crafting", res.StartShare)
+		}
+		for i, v := range res.Features {
+			if v < 0 || v > 1 {
+				t.Fatalf("feature %d = %g outside the box [0, 1]", i, v)
+			}
+		}
 	}
-	if !(res.StartShare > 1.5*bound) {
-		t.Errorf("random start's share %.4f: the fixture does not test the crafting", res.StartShare)
+}
+
+// Craft keeps the best of its restarts: the starts are drawn in order, so a run of four
+// restarts begins with the one run of one restart does, and can only end at or below its
+// objective (here, with a negligible norm weight, its share). A short budget leaves the
+// restarts apart.
+func TestCraftKeepsTheBestRestart(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	m, err := hostmodel.New(model.Config{Kind: "mlp", Hidden: []int{4}, Activation: "tanh"}, nil, 8, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, p := randomParams(rng, m.NumParams()), pool(rng, 20, 8, 8, 3)
+	craft := func(restarts int) Result {
+		res, err := Craft(m, w, p, 1, 0, 1, Config{NormWeight: 1e-9, Iterations: 20, Restarts: restarts}, rand.New(rand.NewPCG(21, 12)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	one, four := craft(1), craft(4)
+	t.Logf("share after 20 iterations: one restart %.4f, best of four %.4f", one.Share, four.Share)
+	if four.Share > one.Share+1e-12 {
+		t.Errorf("best of four restarts %.6f above the first restart alone %.6f", four.Share, one.Share)
+	}
+	if four.Share == one.Share {
+		t.Errorf("the four restarts kept the first one's share %.6f: the fixture does not tell them apart", one.Share)
+	}
+}
+
+// A CNN's canary (mixed products by central differences) lowers the share of its random start
+// and stays in the box.
+func TestCraftCNN(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	spec := model.Config{Kind: "sequential", Input: []int{1, 5, 6}, Layers: []nn.LayerSpec{
+		{Kind: "conv2d", Out: 2, Kernel: 3}, {Kind: "tanh"}, {Kind: "avgpool", Kernel: 2}, {Kind: "flatten"}, {Kind: "dense", Out: 3}}}
+	m, err := hostmodel.New(spec, []int{1, 5, 6}, 30, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Craft(m, randomParams(rng, m.NumParams()), pool(rng, 8, 30, 30, 3), 0, 0, 1, Config{Iterations: 60, Restarts: 2}, rand.New(rand.NewPCG(15, 16)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("CNN: share %.4f from %.4f", res.Share, res.StartShare)
+	if !(res.Share < res.StartShare) {
+		t.Errorf("crafted share %.4f not below its start's %.4f", res.Share, res.StartShare)
 	}
 	for i, v := range res.Features {
 		if v < 0 || v > 1 {
@@ -122,18 +180,35 @@ func TestCraftLeavesTheSpanOnSoftmax(t *testing.T) {
 	}
 }
 
-// Models without a softmax over classes, and bad boxes, are refused.
+// Models without a softmax over classes, bad boxes, labels and pool samples are refused.
 func TestCraftRefuses(t *testing.T) {
-	q, _ := hostmodel.New(model.Config{Kind: "quadratic", Curvature: 1}, nil, 3, 2)
-	s, _ := hostmodel.New(model.Config{Kind: "softmax"}, nil, 3, 2)
+	q, err := hostmodel.New(model.Config{Kind: "quadratic", Curvature: 1}, nil, 3, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := hostmodel.New(model.Config{Kind: "softmax"}, nil, 3, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rng := rand.New(rand.NewPCG(1, 1))
-	if _, err := Craft(q, make([]float64, 3), nil, 0, 0, 1, Config{}, rng); err == nil {
-		t.Error("the quadratic model was accepted")
-	}
-	if _, err := Craft(s, make([]float64, s.NumParams()), nil, 0, 1, 1, Config{}, rng); err == nil {
-		t.Error("an empty box was accepted")
-	}
-	if _, err := Craft(s, make([]float64, 2), nil, 0, 0, 1, Config{}, rng); err == nil {
-		t.Error("parameters of the wrong length were accepted")
+	w := make([]float64, s.NumParams())
+	for _, c := range []struct {
+		name string
+		m    *hostmodel.Model
+		w    []float64
+		pool []datasets.Sample
+		y    int
+		lo   float64
+	}{
+		{"the quadratic model", q, make([]float64, 3), nil, 0, 0},
+		{"an empty box", s, w, nil, 0, 1},
+		{"parameters of the wrong length", s, make([]float64, 2), nil, 0, 0},
+		{"a label out of range", s, w, nil, 2, 0},
+		{"a pool sample of the wrong size", s, w, []datasets.Sample{{Features: make([]float32, 4)}}, 0, 0},
+		{"a pool label out of range", s, w, []datasets.Sample{{Features: make([]float32, 3), Label: 5}}, 0, 0},
+	} {
+		if _, err := Craft(c.m, c.w, c.pool, c.y, c.lo, 1, Config{}, rng); err == nil {
+			t.Errorf("%s was accepted", c.name)
+		}
 	}
 }

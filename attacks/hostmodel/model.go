@@ -25,6 +25,8 @@ type Model struct {
 	d     int
 	a     float64 // quadratic curvature
 	cnn   *cnnModel
+	// classes is the softmax's classes (0 for the quadratic model, which has none).
+	classes int
 }
 
 // New returns the host model of a config: a CNN of package nn (built for samples of the
@@ -37,7 +39,7 @@ func New(cfg model.Config, shape []int, dim, classes int) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Model{kind: "cnn", cnn: h, d: h.d, sizes: []int{h.input.Size()}}, nil
+	return &Model{kind: "cnn", cnn: h, d: h.d, sizes: []int{h.input.Size()}, classes: classes}, nil
 }
 
 // newFlat returns the host model of one of train's flat models (softmax, mlp, quadratic).
@@ -60,7 +62,7 @@ func newFlat(cfg model.Config, dim, classes int) (*Model, error) {
 	if classes < 2 {
 		return nil, fmt.Errorf("model: %s needs at least 2 classes, got %d", cfg.Kind, classes)
 	}
-	m := &Model{kind: "mlp", act: "tanh", sizes: []int{dim}}
+	m := &Model{kind: "mlp", act: "tanh", sizes: []int{dim}, classes: classes}
 	if cfg.Kind == "mlp" {
 		switch cfg.Activation {
 		case "tanh", "softplus", "relu":
@@ -109,6 +111,9 @@ func (m *Model) layers() int { return len(m.sizes) - 1 }
 
 // HasClasses reports whether the model ends in a softmax over classes (label attacks apply).
 func (m *Model) HasClasses() bool { return m.kind == "mlp" || m.kind == "cnn" }
+
+// Classes is the number of classes of the softmax (0 without one: HasClasses).
+func (m *Model) Classes() int { return m.classes }
 
 // LastDense returns the offsets of the last layer's weight (classes x in, row-major) and bias
 // when the model ends in a dense layer (every MLP; a CNN whose spec ends in one).

@@ -1,9 +1,13 @@
 package spec
 
 import (
+	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/fedaudit/fedaudit/train"
 )
 
 const canifeYAML = `
@@ -27,7 +31,7 @@ train:
   checkpoints: [2]
 `
 
-// The canife canary is C”s sample in place of the target, crafted deterministically (two
+// The canife canary is C''s sample in place of the target, crafted deterministically (two
 // preparations give the same data hash) inside the range of the clients' features; with
 // pretraining it is crafted at the pretrained w_0, so it changes. Adjacencies and models it
 // cannot serve are refused with the field named.
@@ -46,7 +50,7 @@ func TestCANIFECanary(t *testing.T) {
 	}
 	a := prepare(canifeYAML)
 	crafted.Lock()
-	crafted.samples = nil // craft again, not from this process's memo
+	crafted.canaries = nil // craft again, not from this process's memo
 	crafted.Unlock()
 	if b := prepare(canifeYAML); a.Hash != b.Hash {
 		t.Fatal("two craftings of one config's canary differ")
@@ -69,9 +73,30 @@ func TestCANIFECanary(t *testing.T) {
 	if same {
 		t.Fatal("the canary is the target sample")
 	}
-	pre := prepare(strings.Replace(canifeYAML, "  checkpoints: [2]", "  checkpoints: [2]\n  pretrain: {rounds: 20}", 1))
+	if a.Initial != nil {
+		t.Error("a canary crafted at the seeded w_0 hands the trainer a w_0")
+	}
+	preYAML := strings.Replace(canifeYAML, "  checkpoints: [2]", "  checkpoints: [2]\n  pretrain: {rounds: 20}", 1)
+	pre := prepare(preYAML)
 	if pre.Hash == a.Hash {
 		t.Fatal("the canary crafted at the pretrained w_0 is the one crafted at the seeded w_0")
+	}
+	// The trainer starts from the w_0 the canary was crafted at: the pretraining's own.
+	cfg, err := Parse([]byte(preYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w0, err := train.InitialParams(context.Background(), train.Job{Config: cfg.Train, WorldC: pre.Pair.C, WorldCPrime: pre.Pair.CPrime, Target: pre.Target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(pre.Initial, w0) {
+		t.Errorf("Data.Initial (%d values) is not the pretrained w_0 (%d values)", len(pre.Initial), len(w0))
+	}
+	// Kind add: the canary is inserted and C's target sample is shared, so it is in the pool.
+	add := prepare(strings.Replace(canifeYAML, "kind: replace, client: 0", "kind: add, client: 0", 1))
+	if add.Pair.CPrime[0].Len() != add.Pair.C[0].Len()+1 {
+		t.Fatalf("add: C' has %d samples at the target client, C %d", add.Pair.CPrime[0].Len(), add.Pair.C[0].Len())
 	}
 	for _, edit := range [][2]string{
 		{"adjacency: {kind: replace, client: 0, index: 1, canary: canife}", "adjacency: {kind: remove, client: 0, index: 1, canary: canife}"},

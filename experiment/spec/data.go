@@ -27,6 +27,10 @@ type Data struct {
 	// Shape and Classes describe one sample.
 	Shape   []int
 	Classes int
+	// Initial is the pretrained w_0 the canife canary was crafted at (train.pretrain with
+	// adjacency.canary canife; nil otherwise): the trainer starts every pair from it rather
+	// than pretraining again, on whatever backend, to a w_0 only within float rounding of it.
+	Initial []float32
 }
 
 // Prepare loads the source, holds out the test set and the canary pool, splits the rest into
@@ -35,20 +39,13 @@ type Data struct {
 // The model is checked against the data's shape and classes here, so every entry point (run,
 // train, plan, import) refuses a model that cannot take the data before it writes anything.
 func Prepare(cfg *Config) (*Data, error) {
-	data, err := prepareData(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := cfg.Train.CheckModel(data.Shape, data.Classes); err != nil {
-		return nil, &ConfigError{Err: fmt.Errorf("train: %w", err)}
-	}
-	return data, nil
-}
-
-func prepareData(cfg *Config) (*Data, error) {
 	base, err := openSource(cfg)
 	if err != nil {
 		return nil, err
+	}
+	// Before anything is built from the data: a canife canary is crafted with the model.
+	if err := cfg.Train.CheckModel(base.Shape, base.Classes); err != nil {
+		return nil, &ConfigError{Err: fmt.Errorf("train: %w", err)}
 	}
 	// One seeded permutation decides which samples are test, canary pool and client data, so
 	// the three never overlap.
@@ -99,8 +96,9 @@ func prepareData(cfg *Config) (*Data, error) {
 		spec.Target = datasets.Sample{Features: adj.Features, Label: adj.Label}
 	}
 	var canary datasets.Sample
+	var initial []float32
 	if adj.Canary == CanaryCANIFE {
-		canary, err = craftCanary(cfg, clients, base)
+		canary, initial, err = craftCanary(cfg, clients, base)
 	} else {
 		canary, err = datasets.BuildCanary(spec)
 	}
@@ -132,6 +130,7 @@ func prepareData(cfg *Config) (*Data, error) {
 		Hash:    pair.Hash(),
 		Shape:   base.Shape,
 		Classes: base.Classes,
+		Initial: initial,
 	}, nil
 }
 
@@ -228,48 +227,64 @@ const CanaryCANIFE = "canife"
 // craftCanary crafts the "canife" canary for sample-level adjacency: at the pairs' w_0 (the
 // seeded initialization, or the pretrained one of train.pretrain), against the data both
 // worlds hold, with a label drawn from the master seed and every feature within the range of
-// the clients' features.
-func craftCanary(cfg *Config, clients []*datasets.Dataset, base *datasets.Dataset) (datasets.Sample, error) {
+// the clients' features. It also returns that w_0 when it is pretrained (nil when seeded).
+func craftCanary(cfg *Config, clients []*datasets.Dataset, base *datasets.Dataset) (datasets.Sample, []float32, error) {
 	// The stages of one command each prepare the data: craft once per config and process (a
 	// CNN's crafting takes seconds).
 	key := string(cfg.JSON())
 	crafted.Lock()
 	defer crafted.Unlock()
-	if s, ok := crafted.samples[key]; ok {
-		return s.Clone(), nil
+	if c, ok := crafted.canaries[key]; ok {
+		return c.sample.Clone(), c.initial, nil
 	}
-	s, err := craft(cfg, clients, base)
+	s, w0, err := craft(cfg, clients, base)
 	if err != nil {
-		return datasets.Sample{}, err
+		return datasets.Sample{}, nil, err
 	}
-	if crafted.samples == nil {
-		crafted.samples = map[string]datasets.Sample{}
+	if crafted.canaries == nil {
+		crafted.canaries = map[string]craftedCanary{}
 	}
-	crafted.samples[key] = s
-	return s.Clone(), nil
+	crafted.canaries[key] = craftedCanary{s, w0}
+	return s.Clone(), w0, nil
 }
 
 // crafted holds the canife canaries crafted in this process, by config.
 var crafted struct {
 	sync.Mutex
-	samples map[string]datasets.Sample
+	canaries map[string]craftedCanary
+}
+
+// craftedCanary is a crafted canary and the pretrained w_0 it was crafted at (nil: seeded);
+// the w_0 is shared, never written.
+type craftedCanary struct {
+	sample  datasets.Sample
+	initial []float32
 }
 
 // craft is craftCanary's work, without the memo. Prepare takes no context, so a pretraining
 // here runs to its end once started (LeNet-5, 50 rounds: about 25 s on two cores).
-func craft(cfg *Config, clients []*datasets.Dataset, base *datasets.Dataset) (datasets.Sample, error) {
+func craft(cfg *Config, clients []*datasets.Dataset, base *datasets.Dataset) (datasets.Sample, []float32, error) {
 	adj := cfg.Adjacency
 	job := train.Job{Config: cfg.Train, WorldC: clients, WorldCPrime: clients, Target: train.TargetInfo{Client: adj.Client, Index: adj.Index}}
 	if adj.Client < 0 || adj.Client >= len(clients) || adj.Index < 0 || adj.Index >= clients[adj.Client].Len() {
-		return datasets.Sample{}, fmt.Errorf("canife: target sample %d of client %d does not exist", adj.Index, adj.Client)
+		return datasets.Sample{}, nil, fmt.Errorf("canife: target sample %d of client %d does not exist", adj.Index, adj.Client)
+	}
+	if adj.Kind == "add" {
+		// C' holds one sample more than C and all of C is shared (train.SharedClients reads
+		// that from the worlds' sizes, whatever the added sample is).
+		pair, err := datasets.NewAdjacentPair(clients, adj.Client, adj.Index, datasets.Add, clients[adj.Client].Sample(0))
+		if err != nil {
+			return datasets.Sample{}, nil, fmt.Errorf("canife: %w", err)
+		}
+		job.WorldCPrime = pair.CPrime
 	}
 	m, err := hostmodel.New(cfg.Train.Model, base.Shape, base.Dim(), base.Classes)
 	if err != nil {
-		return datasets.Sample{}, fmt.Errorf("canife: %w", err)
+		return datasets.Sample{}, nil, fmt.Errorf("canife: %w", err)
 	}
 	w32, err := train.InitialParams(context.Background(), job)
 	if err != nil {
-		return datasets.Sample{}, fmt.Errorf("canife: %w", err)
+		return datasets.Sample{}, nil, fmt.Errorf("canife: %w", err)
 	}
 	w := make([]float64, len(w32))
 	for i, v := range w32 {
@@ -289,11 +304,14 @@ func craft(cfg *Config, clients []*datasets.Dataset, base *datasets.Dataset) (da
 	label := rng.IntN(base.Classes)
 	res, err := canife.Craft(m, w, pool, label, lo, hi, canife.Config{}, rng)
 	if err != nil {
-		return datasets.Sample{}, err
+		return datasets.Sample{}, nil, err
 	}
 	x := make([]float32, len(res.Features))
 	for i, v := range res.Features {
 		x[i] = float32(v)
 	}
-	return datasets.Sample{Features: x, Label: int32(label)}, nil
+	if cfg.Train.Pretrain == nil {
+		w32 = nil // the seeded w_0: every trainer draws the same one from the master seed
+	}
+	return datasets.Sample{Features: x, Label: int32(label)}, w32, nil
 }
