@@ -31,7 +31,7 @@ train:
   checkpoints: [2]
 `
 
-// The canife canary is C”s sample in place of the target, crafted deterministically (two
+// The canife canary is the sample of C' in place of the target, crafted deterministically (two
 // preparations give the same data hash) inside the range of the clients' features; with
 // pretraining it is crafted at the pretrained w_0, so it changes. Adjacencies and models it
 // cannot serve are refused with the field named.
