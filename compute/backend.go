@@ -246,10 +246,10 @@ const (
 	// mantissa) and sums in float32: NVIDIA tensor cores (Ampere and later) run it several
 	// times faster than float32. Only the GEMMs change; every other operation stays float32.
 	TF32 Precision = "tf32"
-	// BF16 lets the products down-convert their float32 inputs to bfloat16 (8-bit mantissa)
+	// BF16 lets the products down-convert their float32 inputs to bfloat16 (7-bit mantissa, 8 significant bits)
 	// on the tensor cores, sums in float32 (cuBLAS's CUBLAS_COMPUTE_32F_FAST_16BF, which may
 	// also choose TF32): faster than TF32 where the library finds it worth it, at a relative
-	// 2^-9 per input.
+	// 2^-8 per input.
 	BF16 Precision = "bf16"
 )
 

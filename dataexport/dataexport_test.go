@@ -205,10 +205,15 @@ func TestWriteErrors(t *testing.T) {
 		t.Errorf("the folder holds %v, want only taken.npz", entries)
 	}
 	// Worlds that differ by what the trainer crafts have no data to export.
-	crafted := *cfg
-	crafted.Train.GradientCanary = &canary.Gradient{Norm: 1}
-	if err := Write(context.Background(), filepath.Join(dir, "crafted.npz"), &crafted, d); err == nil || !strings.Contains(err.Error(), "crafted gradient or client update") {
-		t.Errorf("Write with a gradient canary: %v, want a refusal", err)
+	for name, edit := range map[string]func(*spec.Config){
+		"a gradient canary": func(c *spec.Config) { c.Train.GradientCanary = &canary.Gradient{Norm: 1} },
+		"a crafted update":  func(c *spec.Config) { c.Train.CraftedUpdate = &canary.Update{Direction: canary.GaussianDirection} },
+	} {
+		crafted := *cfg
+		edit(&crafted)
+		if err := Write(context.Background(), filepath.Join(dir, "crafted.npz"), &crafted, d); err == nil || !strings.Contains(err.Error(), "crafted gradient or client update") {
+			t.Errorf("Write with %s: %v, want a refusal", name, err)
+		}
 	}
 	// Format names the formats; the extension's case does not matter.
 	if f, err := FormatOf("X.SafeTensors"); err != nil || f != Safetensors {

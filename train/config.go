@@ -63,7 +63,7 @@ type Config struct {
 	// "tf32" or "bf16" (inputs rounded to TensorFloat-32 or down-converted to bfloat16 on a
 	// GPU's tensor cores, sums in float32; the gpu backend only, compute.Precisioner). Unlike
 	// the knobs around it, it changes results, by the inputs' rounding (a relative 2^-11 or
-	// 2^-9 per input).
+	// 2^-8 per input).
 	Precision compute.Precision `json:"precision,omitempty" yaml:"precision,omitempty"`
 	// ChunkPairs is the number of pairs that go through a client's local steps together (a
 	// cache-blocking knob: results do not depend on it); 0 means all pairs of the shard.
@@ -169,7 +169,7 @@ func (c *Config) validate(m, n int, shape []int, dim, classes int) error {
 		}
 	}
 	if c.Pretrain != nil {
-		p = append(p, c.Pretrain.check()...)
+		p = append(p, c.Pretrain.check(c.LearningRate)...)
 	}
 	if c.CraftedUpdate != nil {
 		p = append(p, c.CraftedUpdate.Check(c.Algorithm, paramCount(c, shape, dim, classes))...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/fedaudit/fedaudit/train/canary"
@@ -60,12 +61,12 @@ func TestCraftedUpdateInformedMu(t *testing.T) {
 	}
 
 	replace := TargetInfo{Client: 0, WholeClient: true}
-	if err := Train(context.Background(), Job{Config: cfg, WorldC: clients, WorldCPrime: clients, Target: replace, Pairs: PairRange{0, 1}, Recorder: &memRecorder{}}); err == nil {
-		t.Error("a crafted update with replace-client adjacency was accepted")
+	if err := Train(context.Background(), Job{Config: cfg, WorldC: clients, WorldCPrime: clients, Target: replace, Pairs: PairRange{0, 1}, Recorder: &memRecorder{}}); err == nil || !strings.Contains(err.Error(), "crafted_update") {
+		t.Errorf("a crafted update with replace-client adjacency: %v, want crafted_update named", err)
 	}
 	fedavg := cfg
 	fedavg.Algorithm = "fedavg"
-	if err := fedavg.Check(m, n, 2); err == nil {
-		t.Error("a crafted update under fedavg was accepted")
+	if err := fedavg.Check(m, n, 2); err == nil || !strings.Contains(err.Error(), "crafted_update") {
+		t.Errorf("a crafted update under fedavg: %v, want crafted_update named", err)
 	}
 }

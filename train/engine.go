@@ -162,6 +162,9 @@ func checkJob(job Job) (checkedJob, error) {
 	if target.Absent && !cfg.IsClientDP() {
 		return checkedJob{}, fmt.Errorf("train: remove-client adjacency needs the DP-FedAvg family (server-side noise), not %q: a removed Noisy-FedAvg client would also remove its own noise", cfg.Algorithm)
 	}
+	if cfg.CraftedUpdate != nil && !target.Absent {
+		return checkedJob{}, errors.New("train: crafted_update: the canary client is the target of remove-client adjacency (C holds it, C' lacks it)")
+	}
 	if pairs.First < 0 || pairs.Count < 1 {
 		return checkedJob{}, fmt.Errorf("train: pair range first %d count %d: need first >= 0, count >= 1", pairs.First, pairs.Count)
 	}
@@ -275,19 +278,11 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 			return nil, err
 		}
 	}
+	// Both were checked against the model's parameter count by checkJob's validate.
 	if gc := cfg.GradientCanary; gc != nil {
-		if err := gc.Check(cfg.Algorithm, d); err != nil {
-			return nil, errors.Join(err...)
-		}
 		e.gradCanary = compute.Upload(be, gc.Vector(cfg.Seed, d))
 	}
 	if cu := cfg.CraftedUpdate; cu != nil {
-		if err := cu.Check(cfg.Algorithm, d); err != nil {
-			return nil, errors.Join(err...)
-		}
-		if !e.target.Absent {
-			return nil, errors.New("train: crafted_update: the canary client is the target of remove-client adjacency (C holds it, C' lacks it)")
-		}
 		e.crafted = compute.Upload(be, cu.Vector(cfg.Seed, d))
 	}
 	e.steps = e.chooseSteps(cfg.GradientCanary == nil)

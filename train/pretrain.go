@@ -37,9 +37,14 @@ type Pretrain struct {
 	LocalSteps   int     `json:"local_steps,omitempty" yaml:"local_steps,omitempty"`
 }
 
-// check returns the problems of the pretraining settings.
-func (p *Pretrain) check() []error {
+// check returns the problems of the pretraining settings; trainLR is train.learning_rate, the
+// pretraining's when its own is 0.
+func (p *Pretrain) check(trainLR float64) []error {
 	var errs []error
+	if p.LearningRate == 0 && !(trainLR > 0) {
+		// A schedule of type table may leave train.learning_rate 0.
+		errs = append(errs, fmt.Errorf("config: pretrain.learning_rate: needed when train.learning_rate is not a positive value (%g)", trainLR))
+	}
 	if p.Rounds < 1 {
 		errs = append(errs, fmt.Errorf("config: pretrain.rounds: need at least 1, got %d", p.Rounds))
 	}
@@ -60,7 +65,7 @@ func PretrainedInitial(ctx context.Context, be compute.Backend, job Job) ([]floa
 	if p == nil {
 		return nil, nil
 	}
-	if errs := p.check(); len(errs) > 0 {
+	if errs := p.check(job.Config.LearningRate); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	tc := job.Config
@@ -93,6 +98,10 @@ func PretrainedInitial(ctx context.Context, be compute.Backend, job Job) ([]floa
 func setPretrainedInitial(ctx context.Context, be compute.Backend, job *Job) (bool, error) {
 	if job.Initial != nil || job.Config.Pretrain == nil {
 		return false, nil
+	}
+	// A job the engine would refuse is refused before the pretraining, not after it.
+	if _, err := checkJob(*job); err != nil {
+		return false, err
 	}
 	w0, err := PretrainedInitial(ctx, be, *job)
 	if err != nil {

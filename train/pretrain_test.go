@@ -148,15 +148,21 @@ func sameParams(a, b []*checkpoint.Checkpoint) bool {
 // Bad pretraining settings are refused with the field named.
 func TestPretrainChecks(t *testing.T) {
 	for _, c := range []struct {
-		p    Pretrain
-		want string
+		p     Pretrain
+		table bool // train's schedule a table, its learning_rate 0
+		want  string
 	}{
-		{Pretrain{Rounds: 0}, "pretrain.rounds"},
-		{Pretrain{Rounds: 2, LearningRate: -1}, "pretrain.learning_rate"},
-		{Pretrain{Rounds: 2, LocalSteps: -1}, "pretrain.local_steps"},
+		{Pretrain{Rounds: 0}, false, "pretrain.rounds"},
+		{Pretrain{Rounds: 2, LearningRate: -1}, false, "pretrain.learning_rate"},
+		{Pretrain{Rounds: 2, LocalSteps: -1}, false, "pretrain.local_steps"},
+		{Pretrain{Rounds: 2}, true, "pretrain.learning_rate: needed"},
 	} {
 		cfg := pretrainConfig()
 		cfg.Pretrain = &c.p
+		if c.table {
+			cfg.Schedule, cfg.LearningRate = "table", 0
+			cfg.ScheduleTable = [][]float64{{0.5, 0.5, 0.5}, {0.5, 0.5, 0.5}}
+		}
 		if err := cfg.Check(4, 3, 2); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %s named", c.p, err, c.want)
 		}

@@ -121,7 +121,7 @@ func TestGemmPrecisionRoundsTheInputs(t *testing.T) {
 // How far TF32 and bfloat16 move a training and its audit (the shim's model of them; the GPU's
 // own summation order differs by float32 rounding): an MLP on the host shim, 300 pairs of 3
 // rounds at noise 0.01, trained in fp32, tf32 and bf16. The parameters move by the inputs'
-// rounding (a relative 2^-11 and 2^-9) amplified by the steps: at most 1e-3 and 4e-3 allowed
+// rounding (a relative 2^-11 and 2^-8) amplified by the steps: at most 1e-3 and 4e-3 allowed
 // (measured 3.9e-5 and 3.5e-4). The informed adversary's certified mu (dkw+band, 95%) may move
 // by at most 0.02, far below the bound's own sampling spread at 300 pairs (measured: 0.7520 in
 // fp32 and tf32, 0.7560 in bf16).

@@ -12,8 +12,9 @@ import (
 // instead of training on its data. World C holds the client, C' lacks it. Its update is the
 // largest a clipped client can send and the same in every round, the case of the last-iterate
 // heuristic (Steinke et al., "The last iterate advantage", ICLR 2025), and of the crafted
-// gradient canaries of Nasr et al. (2023) and Cebere, Bellet and Papernot (2025) carried over
-// from a sample's gradient to a client's update. An add/remove-one-client guarantee holds
+// gradient canaries of Nasr et al. ("Tight auditing of differentially private machine
+// learning", 2023) and Cebere, Bellet and Papernot ("Tighter privacy auditing of DP-SGD in the
+// hidden state threat model", 2025) carried over from a sample's gradient to a client's update. An add/remove-one-client guarantee holds
 // for any update a client sends, so the worlds stay adjacent.
 type Update struct {
 	// Direction is "dirac" (default: parameter Coordinate's unit vector) or "gaussian" (a

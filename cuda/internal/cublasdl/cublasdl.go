@@ -295,7 +295,7 @@ func (h *Handle) Sgemm(ta, tb bool, m, n, k int, alpha float32, a uint64, lda in
 }
 
 // SgemmBF16 is Sgemm on float32 operands at compute type CUBLAS_COMPUTE_32F_FAST_16BF
-// (cublasGemmStridedBatchedEx): the library may down-convert the inputs to bfloat16 (8-bit
+// (cublasGemmStridedBatchedEx): the library may down-convert the inputs to bfloat16 (7-bit
 // mantissa) or TF32 for the tensor cores; the sums and the result stay float32.
 func (h *Handle) SgemmBF16(ta, tb bool, m, n, k int, alpha float32, a uint64, lda int, sa int64,
 	b uint64, ldb int, sb int64, beta float32, c uint64, ldc int, sc int64, batch int) error {
