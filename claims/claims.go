@@ -2,8 +2,10 @@ package claims
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/fedaudit/fedaudit/accounting"
 	"github.com/fedaudit/fedaudit/algo"
@@ -48,7 +50,7 @@ func For(ctx context.Context, d Deployment, delta float64) (audit.Claim, string,
 	if d.Adjacency != "remove-client" {
 		return audit.Claim{}, "", fmt.Errorf("adjacency.kind: the %s accountant bounds add/remove-one-client adjacency; use remove-client or state audit.claim_epsilon", tc.Algorithm)
 	}
-	plan, err := tc.Plan(ctx, d.Clients)
+	plan, err := planOf(ctx, tc, d.Clients)
 	if err != nil {
 		return audit.Claim{}, "", err
 	}
@@ -164,22 +166,24 @@ func staircaseClaim(dep Deployment, plan *privacy.Plan, schedule []accounting.Ro
 }
 
 // LastIterate is the last-iterate heuristic of Steinke et al. (ICLR 2025) for deployment d's
-// target client: the epsilon at delta of the final model w_T alone if every loss were linear,
-// at each T of rounds (in that order), or nil where the heuristic does not describe the
-// system (no accountant, non-Gaussian noise, an adjacency other than remove-client). It is
-// the counterpart of the accountant's claim for a final-model observer: a heuristic, not a
-// bound, shown beside final-model rows as what their attacks can be expected to reach.
+// client (d.Target, or any other client whose parameters an experiment's canaries share: the
+// one-run direction canaries are client 0's): the epsilon at delta of the final model w_T
+// alone if every loss were linear, at each T of rounds (in that order), or nil where the
+// heuristic does not describe the system (no accountant, non-Gaussian noise, an adjacency
+// other than remove-client). It is the counterpart of the accountant's claim for a
+// final-model observer: a heuristic, not a bound, shown beside final-model rows as what their
+// attacks can be expected to reach.
 //
 // It is about the deployment as it runs, so the sampling rate is the one trained, not
-// audit.claim_sampling_rate's. Under linear losses a round moves w along the target's
-// direction by server_lr clip_t / divisor_t when the target is sampled, with noise of std
+// audit.claim_sampling_rate's. Under linear losses a round moves w along the client's
+// direction by server_lr clip_t / divisor_t when the client is sampled, with noise of std
 // server_lr std_t / divisor_t there (privacy.Plan); the common server_lr cancels.
 func LastIterate(ctx context.Context, d Deployment, delta float64, rounds []int) ([]float64, error) {
 	tc := d.Train
 	if !tc.IsClientDP() || d.Adjacency != "remove-client" || (tc.Mechanism != "" && tc.Mechanism != algo.Gaussian) {
 		return nil, nil
 	}
-	plan, err := tc.Plan(ctx, d.Clients)
+	plan, err := planOf(ctx, tc, d.Clients)
 	if err != nil {
 		return nil, err
 	}
@@ -197,4 +201,33 @@ func LastIterate(ctx context.Context, d Deployment, delta float64, rounds []int)
 		out[i] = g.Epsilon
 	}
 	return out, nil
+}
+
+// lastPlan is the privacy plan of the last deployment asked for: an analysis asks For and
+// LastIterate (for one or two clients) of the same deployment, and an adaptive plan takes
+// seconds to compute. Plans are read, never written.
+var lastPlan struct {
+	sync.Mutex
+	key  string
+	plan *privacy.Plan
+}
+
+// planOf is tc.Plan(ctx, m), computed once for consecutive calls with the same deployment.
+func planOf(ctx context.Context, tc train.Config, m int) (*privacy.Plan, error) {
+	raw, err := json.Marshal(tc)
+	if err != nil {
+		return nil, fmt.Errorf("privacy plan: %w", err)
+	}
+	key := fmt.Sprintf("%d %s", m, raw)
+	lastPlan.Lock()
+	defer lastPlan.Unlock()
+	if lastPlan.plan != nil && lastPlan.key == key {
+		return lastPlan.plan, nil
+	}
+	plan, err := tc.Plan(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	lastPlan.key, lastPlan.plan = key, plan
+	return plan, nil
 }

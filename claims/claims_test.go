@@ -106,3 +106,26 @@ func TestLastIterate(t *testing.T) {
 		}
 	}
 }
+
+// For and LastIterate of one deployment share its privacy plan (an adaptive plan takes
+// seconds); another deployment gets its own.
+func TestPlanComputedOnce(t *testing.T) {
+	ctx := context.Background()
+	tc := dpFedAvg()
+	a, err := planOf(ctx, tc, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := planOf(ctx, tc, 10); err != nil || b != a {
+		t.Errorf("the same deployment's plan computed again (%v)", err)
+	}
+	other := tc
+	other.NoiseMultiplier *= 2
+	c, err := planOf(ctx, other, 10)
+	if err != nil || c == a || c.Std[0] == a.Std[0] {
+		t.Errorf("another noise multiplier got the first deployment's plan (%v)", err)
+	}
+	if d, err := planOf(ctx, other, 12); err != nil || d == c {
+		t.Errorf("another client count got the same plan (%v)", err)
+	}
+}

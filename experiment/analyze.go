@@ -49,8 +49,10 @@ type AnalyzeOptions struct {
 	ExactOneRun func(threat string, round int) float64
 	// EpsHeuristic, when set, gives the last-iterate heuristic's epsilon at Delta for the final
 	// model at a round (DP-FedAvg family; claims.LastIterate), shown beside final-model rows as
-	// what their attacks can be expected to reach; NaN or 0 where unknown.
-	EpsHeuristic func(round int) float64
+	// what their attacks can be expected to reach; NaN or 0 where unknown. oneRun asks for the
+	// one-run rows' canaries, which are canary clients with client 0's sampling rate and clip,
+	// rather than for the target client.
+	EpsHeuristic func(round int, oneRun bool) float64
 	// Smoothness is the L behind the convergent bounds: a convergent bound is judged as a
 	// bound only when Smoothness.Proven, and as an estimate otherwise.
 	Smoothness bounds.Smoothness

@@ -552,8 +552,12 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *run
 		opts.Claim, opts.ClaimSource, opts.ClaimAbout = claim, source, spec.ClaimAboutModels
 	}
 	if opts.EpsHeuristic == nil {
+		// Informational: a heuristic that cannot be computed never holds up the verdict.
 		if opts.EpsHeuristic, err = epsHeuristic(ctx, cfg, data, opts.Delta, rounds); err != nil {
-			return nil, err
+			if logf != nil {
+				logf("analyze: no last-iterate heuristic: %v", err)
+			}
+			opts.EpsHeuristic = nil
 		}
 	}
 	if note := participationNote(cfg, opts.Claim); note != "" {
@@ -597,7 +601,7 @@ func participationNote(cfg *spec.Config, claim audit.Claim) string {
 
 // epsHeuristic is the last-iterate heuristic of the DP-FedAvg family at every scored round
 // (claims.LastIterate), nil for the other systems.
-func epsHeuristic(ctx context.Context, cfg *spec.Config, data *spec.Data, delta float64, scored []int32) (func(int) float64, error) {
+func epsHeuristic(ctx context.Context, cfg *spec.Config, data *spec.Data, delta float64, scored []int32) (func(int, bool) float64, error) {
 	var rounds []int
 	for _, r := range scored {
 		if r >= 1 && int(r) <= cfg.Train.Rounds && !slices.Contains(rounds, int(r)) {
@@ -607,15 +611,37 @@ func epsHeuristic(ctx context.Context, cfg *spec.Config, data *spec.Data, delta 
 	if len(rounds) == 0 {
 		return nil, nil
 	}
-	eps, err := claims.LastIterate(ctx, claimsDeployment(cfg, data), delta, rounds)
-	if err != nil || eps == nil {
+	// The target client's, and client 0's for the one-run canaries (the same deployment's
+	// plan, computed once).
+	byRound := func(client int) (map[int]float64, error) {
+		d := claimsDeployment(cfg, data)
+		d.Target = client
+		eps, err := claims.LastIterate(ctx, d, delta, rounds)
+		if err != nil || eps == nil {
+			return nil, err
+		}
+		out := map[int]float64{}
+		for i, T := range rounds {
+			out[T] = eps[i]
+		}
+		return out, nil
+	}
+	target, err := byRound(cfg.Adjacency.Client)
+	if err != nil || target == nil {
 		return nil, err
 	}
-	byRound := map[int]float64{}
-	for i, T := range rounds {
-		byRound[T] = eps[i]
+	client0 := target
+	if cfg.Adjacency.Client != 0 {
+		if client0, err = byRound(0); err != nil {
+			return nil, err
+		}
 	}
-	return func(round int) float64 { return byRound[round] }, nil
+	return func(round int, oneRun bool) float64 {
+		if oneRun {
+			return client0[round]
+		}
+		return target[round]
+	}, nil
 }
 
 // theoryLookup computes the bounds for every round that has scores.

@@ -249,3 +249,43 @@ func TestDPFedAvgHeuristic(t *testing.T) {
 	}
 	t.Logf("heuristic eps at T = 4, 10: %.4g, %.4g", want[0], want[1])
 }
+
+// Under idp-fedavg the target (client 7, in the group of epsilon 6) and client 0 (epsilon 2)
+// run at different clips: the final-model rows of coupled pairs carry the target's heuristic,
+// the one-run rows, whose direction canaries train as client 0, client 0's.
+func TestHeuristicOfOneRunRowsIsClient0s(t *testing.T) {
+	raw := strings.Replace(dpFedAvgYAML, "adjacency: {kind: remove-client, client: 0, index: 0}", "adjacency: {kind: remove-client, client: 7, index: 0}", 1)
+	raw = strings.Replace(raw, "  algorithm: dp-fedavg", "  algorithm: idp-fedavg", 1)
+	raw = strings.Replace(raw, "  noise_multiplier: 1.5\n", "  privacy:\n    delta: 1.0e-5\n    groups:\n      - {clients: 5, epsilon: 2}\n      - {clients: 5, epsilon: 6}\n", 1)
+	cfg, err := spec.Parse([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := spec.Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := epsHeuristic(context.Background(), cfg, data, 1e-5, []int32{0, 4, 10})
+	if err != nil || h == nil {
+		t.Fatalf("no heuristic (%v)", err)
+	}
+	for _, c := range []struct {
+		client int
+		oneRun bool
+	}{{7, false}, {0, true}} {
+		d := claimsDeployment(cfg, data)
+		d.Target = c.client
+		want, err := claims.LastIterate(context.Background(), d, 1e-5, []int{4, 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, T := range []int{4, 10} {
+			if got := h(T, c.oneRun); got != want[i] {
+				t.Errorf("one-run %v, T=%d: %g, want client %d's %g", c.oneRun, T, got, c.client, want[i])
+			}
+		}
+	}
+	if a, b := h(10, false), h(10, true); a == b {
+		t.Errorf("the target's and client 0's heuristics are both %g: the fixture does not tell them apart", a)
+	}
+}

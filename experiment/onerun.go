@@ -262,7 +262,7 @@ func AnalyzeAll(ctx context.Context, sf *runs.ScoreFile, cf *runs.CanaryScoreFil
 		// One-run rows too: the DP-FedAvg family's direction canaries are canary clients with
 		// client 0's sampling rate and clip norm, the heuristic's linear case.
 		if opts.EpsHeuristic != nil && f.Threat == runs.ThreatFinal {
-			f.EpsHeuristic = finiteOr(opts.EpsHeuristic(f.Round), 0)
+			f.EpsHeuristic = finiteOr(opts.EpsHeuristic(f.Round, f.OneRun()), 0)
 		}
 		claim, source, kind := opts.Claim, cmp.Or(opts.ClaimSource, "config claim"), findings.ClaimDeployment
 		if opts.ClaimAbout == spec.ClaimAboutUploads {
