@@ -269,6 +269,13 @@ func TestCNNRoundCounts(t *testing.T) {
 		one, two := cnnCounts(t, 1, pairs), cnnCounts(t, 2, pairs)
 		r := roundCounts{reads: two.reads - one.reads, writes: two.writes - one.writes, launches: two.launches - one.launches,
 			gemms: two.gemms - one.gemms, stages: two.stages - one.stages, batches: two.batches - one.batches}
+		if pairs == 1 {
+			for _, k := range kernels.All() {
+				if n := two.perKernel[k] - one.perKernel[k]; n != 0 {
+					t.Logf("  %-20s %4d", k, n)
+				}
+			}
+		}
 		t.Logf("LeNet-5 per round (2 clients, K 2, %d pairs): %d blocking reads, %d writes, %d kernel launches, %d cuBLAS calls, %d staged uploads, %d batches",
 			pairs, r.reads, r.writes, r.launches, r.gemms, r.stages, r.batches)
 		perPair = append(perPair, r)
