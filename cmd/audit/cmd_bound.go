@@ -37,7 +37,7 @@ func init() {
 			schedule := fs.String("schedule", "constant", "learning-rate schedule: constant eta, cyclic eta/(k+1), stage eta/(t+1), iterative eta/(tK+k+1)")
 			scheduleFile := fs.String("schedule-file", "", "CSV table of rates eta_{k,t}: one line per round, K rates per line (instead of --schedule and --eta)")
 			eta := fs.Float64("eta", 0, "base learning rate of the schedule (required unless --schedule-file)")
-			L := fs.Float64("L", 0, "smoothness constant of the local losses (required)")
+			L := fs.Float64("L", 0, "smoothness constant of the local losses (required); for dpsgd, of the batch's summed loss (B times one sample's)")
 			K := fs.Int("K", 0, "local steps per round (required)")
 			m := fs.Int("m", 0, "number of clients (required except for dpsgd)")
 			n := fs.Int("n", 0, "clients taking part in each round (default: all m)")

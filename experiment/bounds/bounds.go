@@ -59,10 +59,20 @@ func sampleLevelTheory(cfg *spec.Config) bool {
 	return !cfg.Adjacency.ClientLevel() && !cfg.Train.IsClientDP() && (m == "" || m == algo.Gaussian)
 }
 
-// TheoryConfig maps the experiment onto the theory's parameters. L may be zero (unknown): the
-// convergent bound is then unavailable but the composition bound, which needs no L, is not.
+// TheoryConfig maps the experiment onto the theory's parameters. L is the smoothness of one
+// sample's loss (what SmoothnessOf certifies, which bounds every batch mean). L may be zero
+// (unknown): the convergent bound is then unavailable but the composition bound, which needs no
+// L, is not.
+//
+// fedavg and fedprox step on the batch mean, which is L-smooth. dpsgd steps on the sum of the
+// batch's clipped per-example gradients (docs/training.md, "Algorithms as implemented"; its
+// gamma_t = 2V sum_k eta_k is that of the sum), which is B L-smooth for a batch of B samples,
+// so the theory gets L times the largest batch a step can hold (dpsgdLargestBatch).
 func TheoryConfig(cfg *spec.Config, L float64) (theory.Config, error) {
 	tc := cfg.Train
+	if tc.Algorithm == algo.DPSGD {
+		L *= float64(dpsgdLargestBatch(cfg))
+	}
 	c := theory.Config{
 		Algo:  tc.Algorithm,
 		Eta:   tc.LearningRate,
@@ -92,6 +102,21 @@ func TheoryConfig(cfg *spec.Config, L float64) (theory.Config, error) {
 		c.Schedule = s
 	}
 	return c, nil
+}
+
+// dpsgdLargestBatch is the most samples a dpsgd step sums over: B with fixed batches; the
+// client's samples with full batches, and with Poisson batches, which can hold every sample and
+// whose Lipschitz constant rho_t must hold for every draw. Under adjacency "add" C' holds one
+// sample more than C.
+func dpsgdLargestBatch(cfg *spec.Config) int {
+	if cfg.Train.Batching == algo.Fixed {
+		return cfg.Train.BatchSize
+	}
+	n := cfg.Data.PerClient
+	if cfg.Adjacency.Kind == "add" {
+		n++
+	}
+	return n
 }
 
 // TheoryAt computes the bounds at the given rounds. With an unknown L it fills only the

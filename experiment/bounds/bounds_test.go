@@ -1,0 +1,86 @@
+package bounds
+
+import (
+	"math"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/experiment/spec"
+	"github.com/fedaudit/fedaudit/theory"
+	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/model"
+)
+
+// TestTheoryAtDPSGDSumsPerExampleGradients checks the convergent bound of dpsgd against an
+// instance with a known answer. dpsgd steps on the sum of its batch's per-example gradients
+// with a rate that is the mean-gradient rate divided by the batch size (docs/training.md,
+// "Algorithms as implemented"), and the bound's gamma_t = 2V sum_k eta_k is that of the sum; so
+// with B examples of per-example smoothness L (what SmoothnessOf certifies) one step is
+// Lipschitz with constant 1 + eta B L, and B L is the theorem's L, not L. The per-example
+// losses f_j(w) = -(L/2) w^2 - x_j w (each L-smooth, clipping never active) make one step
+// (K = 1) the affine map w -> (1 + eta B L) w + eta sum_j x_j, and replacing x_j by x_j' with
+// |x_j - x_j'| = 2V shifts it by 2 V eta = gamma: the exact reference instance of
+// docs/theory.md with a = -B L, which attains the convergent bound (Theorem 3a's shape), so
+// the bound must equal its final model's mu (theory.QuadraticFinalMu).
+func TestTheoryAtDPSGDSumsPerExampleGradients(t *testing.T) {
+	const (
+		perClient = 50
+		batch     = 10
+		L         = 1.0
+		eta       = 0.01
+		sigma     = 0.1
+		clip      = 1.0
+	)
+	for _, c := range []struct {
+		batching algo.Batching
+		kind     string
+		batch    int // the largest batch a step can hold
+	}{
+		{algo.Full, "replace", perClient},
+		{algo.Full, "add", perClient + 1}, // C' holds one example more
+		{algo.Fixed, "replace", batch},
+		{algo.Poisson, "replace", perClient}, // a Poisson batch may hold every example
+	} {
+		cfg := &spec.Config{
+			Data:      spec.DataConfig{Clients: 1, PerClient: perClient},
+			Adjacency: spec.AdjacencyConfig{Kind: c.kind},
+			Train: train.Config{
+				Algorithm: algo.DPSGD, Model: model.Config{Kind: "softmax"},
+				LearningRate: eta, LocalSteps: 1, Schedule: "constant",
+				Batching: c.batching, BatchSize: batch, NoiseStd: sigma, ClipNorm: clip,
+			},
+		}
+		rounds := []int{1, 2, 10, 100}
+		got, err := TheoryAt(cfg, Smoothness{L: L, Source: "certified", Proven: true}, rounds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rho := 1 + eta*float64(c.batch)*L
+		for i, T := range rounds {
+			exact := theory.QuadraticFinalMu(1, 2*clip*eta, sigma, rho, T)
+			// The instance attains the bound: rho and gamma are both tight for it.
+			if math.Abs(got[i].Mu-exact) > 1e-9*exact {
+				t.Errorf("%s batches, %s: T=%d: convergent bound %.10g, want %.10g", c.batching, c.kind, T, got[i].Mu, exact)
+			}
+		}
+	}
+}
+
+// TestTheoryConfigFedAvgKeepsL checks that fedavg, which steps on the batch mean, keeps L.
+func TestTheoryConfigFedAvgKeepsL(t *testing.T) {
+	cfg := &spec.Config{
+		Data: spec.DataConfig{Clients: 4, PerClient: 50},
+		Train: train.Config{
+			Algorithm: algo.FedAvg, Model: model.Config{Kind: "softmax"},
+			LearningRate: 0.01, LocalSteps: 3, Schedule: "constant",
+			Batching: algo.Full, NoiseStd: 0.1, ClipNorm: 1,
+		},
+	}
+	tc, err := TheoryConfig(cfg, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc.L != 2 {
+		t.Errorf("fedavg: theory L = %v, want the smoothness 2 of the mean loss", tc.L)
+	}
+}
