@@ -253,9 +253,12 @@ func (e *experimentDir) scores(ctx context.Context, opts AttackOptions) (*runs.S
 			return nil, err
 		default:
 			names, rounds := e.scoring(opts)
-			why = scoringDiffers(sf.Meta.Config, names, rounds, e.cfg.Audit.InvgradPairs, e.cfg.Audit.InvgradIterations)
+			why = scoredOtherRuns(sf.Meta.Config, sf.Meta.DatasetHash, e.tab, e.cfg)
 			if why == "" {
-				why = scoresCoverRuns(sf.Scores, func(s runs.Score) int64 { return s.PairID }, e.tab, e.cfg.Pairs)
+				why = scoringDiffers(sf.Meta.Config, names, rounds, e.cfg.Audit.InvgradPairs, e.cfg.Audit.InvgradIterations)
+			}
+			if why == "" {
+				why = scoresCoverRuns(sf.Scores, func(s runs.Score) int64 { return s.PairID }, e.tab, e.cfg.Pairs, coverNeed(names, e.cfg))
 			}
 			if why == "" {
 				return sf, nil

@@ -70,6 +70,11 @@ type DirectoryCheck struct {
 // A directory that does not exist yet is fine.
 func CheckDirectory(cfg *spec.Config, dir string, shards int) (DirectoryCheck, error) {
 	var chk DirectoryCheck
+	// A shard without a pair cannot be trained (ShardPairs): refused before any shard of the
+	// array trains, not by the empty shard's task once the others have.
+	if shards > cfg.Pairs {
+		return chk, &spec.ConfigError{Err: fmt.Errorf("%d shards for %d pairs: a shard needs at least one pair", shards, cfg.Pairs)}
+	}
 	own, err := readDirConfig(dir)
 	if err != nil {
 		return chk, err
@@ -194,6 +199,29 @@ func scoringDiffers(recorded []byte, attacks []string, rounds []int, invgradPair
 	}
 	if slices.Contains(attacks, "invgrad") && rec.Audit.InvgradIterations != invgradIterations {
 		return fmt.Sprintf("invgrad ran %d iterations, the config asks for %d (0: the default)", rec.Audit.InvgradIterations, invgradIterations)
+	}
+	return ""
+}
+
+// scoredOtherRuns says why a score file that records the config recorded and the dataset hash
+// hash was scored from other runs than the run files of tab, trained with cfg ("" when from
+// the same training): a directory whose runs were removed and trained again with other settings
+// keeps the old score file, which answers the same attacks and rounds and pair ids. Files of
+// other tools record nothing and are taken as they are.
+func scoredOtherRuns(recorded []byte, hash string, tab *runs.Table, cfg *spec.Config) string {
+	if len(recorded) == 0 {
+		return ""
+	}
+	if runsHash := tab.Meta().DatasetHash; hash != runsHash {
+		return fmt.Sprintf("it was scored from runs on dataset %s, the run files were trained on %s", hash, runsHash)
+	}
+	var scored spec.Config
+	if err := json.Unmarshal(recorded, &scored); err != nil {
+		return "its recorded config cannot be read"
+	}
+	scored.FillDefaults()
+	if !spec.SameTraining(&scored, cfg) {
+		return fmt.Sprintf("it was scored from runs of other training (%s)", strings.Join(spec.ConfigDiff(&scored, cfg, true), "; "))
 	}
 	return ""
 }

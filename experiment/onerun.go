@@ -68,9 +68,12 @@ func (e *experimentDir) canaryScores(ctx context.Context, opts AttackOptions) (*
 		case err != nil:
 			return nil, err
 		default:
-			why = scoringDiffers(cf.Meta.Config, names, rounds, e.cfg.Audit.InvgradPairs, e.cfg.Audit.InvgradIterations)
+			why = scoredOtherRuns(cf.Meta.Config, cf.Meta.DatasetHash, e.tab, e.cfg)
 			if why == "" {
-				why = scoresCoverRuns(cf.Scores, func(s runs.CanaryScore) int64 { return s.PairID }, e.tab, e.cfg.Pairs)
+				why = scoringDiffers(cf.Meta.Config, names, rounds, e.cfg.Audit.InvgradPairs, e.cfg.Audit.InvgradIterations)
+			}
+			if why == "" {
+				why = scoresCoverRuns(cf.Scores, func(s runs.CanaryScore) int64 { return s.PairID }, e.tab, e.cfg.Pairs, 1)
 			}
 			if why == "" {
 				return cf, nil

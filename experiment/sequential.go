@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/fedaudit/fedaudit/attacks"
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // A sequential run (RunOptions.Sequential, `audit run --sequential`) trains the shards in order
@@ -205,9 +207,10 @@ func pairsOfShards(pairs int, shards []runs.Shard) int {
 // scoresCoverRuns says why scores (of pairs pairID) do not cover the runs of tab ("" when they
 // do): a score file written before more shards were trained (a sequential look, an analysis
 // with --allow-partial) scores fewer pairs than the directory now holds, and one written before
-// shards were removed scores pairs it no longer holds. A shard too small to be sure some of its
-// pairs are scored (learned attacks keep every 5th pair apart) is not judged.
-func scoresCoverRuns[S any](scores []S, pairID func(S) int64, tab *runs.Table, pairs int) string {
+// shards were removed scores pairs it no longer holds. Every shard of at least need pairs must
+// have a scored pair (coverNeed: 1 when an attack scores every pair; 0, none, when no attack
+// need score a given pair).
+func scoresCoverRuns[S any](scores []S, pairID func(S) int64, tab *runs.Table, pairs, need int) string {
 	type span struct{ first, end int }
 	var spans []span
 	for _, f := range tab.Shards() {
@@ -229,11 +232,35 @@ func scoresCoverRuns[S any](scores []S, pairID func(S) int64, tab *runs.Table, p
 		}
 	}
 	for i, s := range spans {
-		if !seen[i] && s.end-s.first >= 5 {
+		if !seen[i] && need > 0 && s.end-s.first >= need {
 			return fmt.Sprintf("it scores none of pairs %d..%d, which the run files hold", s.first, s.end-1)
 		}
 	}
 	return ""
+}
+
+// coverNeed is the fewest pairs a shard holds when the named run-level attacks must score
+// some pair of it: 1 when one of them scores every pair (every attack but the learned ones and
+// a capped invgrad does: a run lacking the observation scores 0, attacks.Metrics); 2 when all
+// are learned (they leave out the shadow
+// pairs, every attacks.DefaultShadowEvery-th pair by pair id, so of two adjacent pairs one is
+// scored); 0 when only invgrad runs, capped to the first pairs (attacks.Options.InvgradPairs),
+// so that a shard past them has no score.
+func coverNeed(names []string, cfg *spec.Config) int {
+	need := 0
+	for _, n := range names {
+		a, err := attacks.Lookup(n)
+		switch {
+		case err != nil:
+			return 1
+		case a.Info().Learned:
+			need = 2
+		case n == "invgrad" && (cfg.Audit.InvgradPairs > 0 || cfg.Audit.InvgradPairs == 0 && model.IsNNKind(cfg.Train.Model.Kind)):
+		default:
+			return 1
+		}
+	}
+	return need
 }
 
 // SequentialTask is what one task of a cluster array (`audit train --shard i/n --sequential`)

@@ -128,14 +128,14 @@ func TestScoresCoverRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	pairOf := func(s runs.Score) int64 { return s.PairID }
-	if why := scoresCoverRuns(sf.Scores, pairOf, ed.tab, cfg.Pairs); why == "" {
+	if why := scoresCoverRuns(sf.Scores, pairOf, ed.tab, cfg.Pairs, 1); why == "" {
 		t.Fatal("a score file of the first shard covers all four")
 	}
 	fresh, _, err := ed.allScores(ctx, AttackOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if why := scoresCoverRuns(fresh.Scores, pairOf, ed.tab, cfg.Pairs); why != "" {
+	if why := scoresCoverRuns(fresh.Scores, pairOf, ed.tab, cfg.Pairs, 1); why != "" {
 		t.Fatalf("rescored file: %s", why)
 	}
 }

@@ -300,6 +300,9 @@ func TrainShard(ctx context.Context, cfg *spec.Config, data *spec.Data, s runs.S
 		}
 	}
 
+	if err := otherToolVersion(rdir, s, opts.ToolVersion); err != nil {
+		return "", false, err
+	}
 	dim, err := model.ParamCountShape(cfg.Train.Model, data.Pair.C[0].Shape, data.Classes)
 	if err != nil {
 		return "", false, fmt.Errorf("train shard %s: %w", s, err)
@@ -330,6 +333,32 @@ func TrainShard(ctx context.Context, cfg *spec.Config, data *spec.Data, s runs.S
 		return "", false, fmt.Errorf("train shard %s: %w", s, err)
 	}
 	return path, false, nil
+}
+
+// otherToolVersion refuses to train shard s into rdir beside a run file that another version
+// of the tool wrote: runs.Open does not read files of two versions as one experiment, and
+// every rerun would skip both as complete, so the set could never be finished.
+func otherToolVersion(rdir string, s runs.Shard, version string) error {
+	infos, err := runs.ShardStatus(rdir, s.Count)
+	if err != nil {
+		return nil // nothing readable to mix with
+	}
+	for _, info := range infos {
+		if info.Path == "" || (info.State != runs.ShardComplete && info.State != runs.ShardMismatch) {
+			continue
+		}
+		t, err := runs.Open(info.Path)
+		if err != nil {
+			continue
+		}
+		v := t.Meta().ToolVersion
+		t.Close()
+		if v != version {
+			return fmt.Errorf("train shard %s: %s was written by version %q of the tool, this is %q, and run files of two versions are not read as one experiment: train the missing shards with version %q, or remove the run files to train them all again",
+				s, info.Path, v, version, v)
+		}
+	}
+	return nil
 }
 
 // shardRecorder turns the trainer's checkpoints into run-file rows. The writer is created at

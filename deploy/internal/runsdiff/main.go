@@ -87,6 +87,8 @@ func diff(ctx context.Context, a, b string) (int, error) {
 		return 0, fmt.Errorf("statistics differ: %v, %v", ma.StatNames, mb.StatNames)
 	case ma.HasParams != mb.HasParams || ma.HasUpload != mb.HasUpload:
 		return 0, fmt.Errorf("recorded columns differ")
+	case ma.Canaries != mb.Canaries || !slices.Equal(ma.CanaryStatNames, mb.CanaryStatNames):
+		return 0, fmt.Errorf("canary columns differ")
 	case len(ra) != len(rb):
 		return 0, fmt.Errorf("%s has %d rows, %s has %d", a, len(ra), b, len(rb))
 	}
@@ -120,6 +122,12 @@ func rowDiff(a, b *runs.Row) string {
 	}
 	if !slices.EqualFunc(a.Upload, b.Upload, f32) {
 		return "uploads differ"
+	}
+	if !slices.Equal(a.CanaryIn, b.CanaryIn) {
+		return "canary inclusion bits differ"
+	}
+	if !slices.EqualFunc(a.CanaryStats, b.CanaryStats, func(x, y []float64) bool { return slices.EqualFunc(x, y, f64) }) {
+		return "canary statistics differ"
 	}
 	return ""
 }

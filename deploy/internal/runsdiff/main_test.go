@@ -62,19 +62,24 @@ func TestDiff(t *testing.T) {
 // TestRowDiff checks that every field takes part in the comparison.
 func TestRowDiff(t *testing.T) {
 	base := runs.Row{RunID: 3, PairID: 1, World: 1, Seed: 9, Round: 2, TrainLoss: 0.5, TestAccuracy: -1,
-		Stats: []float64{1, 2}, Params: []float32{1, 2}, Upload: []float32{3}}
+		Stats: []float64{1, 2}, Params: []float32{1, 2}, Upload: []float32{3},
+		CanaryIn: []bool{true, false}, CanaryStats: [][]float64{{0.5, 0.25}}}
 	same := base
 	if why := rowDiff(&base, &same); why != "" {
 		t.Fatalf("identical rows differ: %s", why)
 	}
 	edits := map[string]func(r *runs.Row){
-		"seed":     func(r *runs.Row) { r.Seed++ },
-		"round":    func(r *runs.Row) { r.Round++ },
-		"diverged": func(r *runs.Row) { r.Diverged = true },
-		"loss":     func(r *runs.Row) { r.TrainLoss = 0.5000000001 },
-		"stats":    func(r *runs.Row) { r.Stats = []float64{1, 2.5} },
-		"params":   func(r *runs.Row) { r.Params = []float32{1, 2.0001} },
-		"upload":   func(r *runs.Row) { r.Upload = nil },
+		"seed":      func(r *runs.Row) { r.Seed++ },
+		"round":     func(r *runs.Row) { r.Round++ },
+		"diverged":  func(r *runs.Row) { r.Diverged = true },
+		"loss":      func(r *runs.Row) { r.TrainLoss = 0.5000000001 },
+		"stats":     func(r *runs.Row) { r.Stats = []float64{1, 2.5} },
+		"params":    func(r *runs.Row) { r.Params = []float32{1, 2.0001} },
+		"upload":    func(r *runs.Row) { r.Upload = nil },
+		"canary_in": func(r *runs.Row) { r.CanaryIn = []bool{true, true} },
+		"canary_stats": func(r *runs.Row) {
+			r.CanaryStats = [][]float64{{0.5, 0.2500001}}
+		},
 	}
 	for name, edit := range edits {
 		r := base
