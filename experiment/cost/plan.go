@@ -68,7 +68,7 @@ type Work struct {
 func Plan(cfg *spec.Config, data *spec.Data, shards int) (Work, error) {
 	shards = max(shards, 1)
 	if shards > cfg.Pairs {
-		return Work{}, fmt.Errorf("plan: %d shards for %d pairs: a shard needs at least one pair", shards, cfg.Pairs)
+		return Work{}, &spec.ConfigError{Err: fmt.Errorf("plan: %d shards for %d pairs: a shard needs at least one pair", shards, cfg.Pairs)}
 	}
 	dim := 1
 	for _, s := range data.Shape {

@@ -132,8 +132,10 @@ func TestPlanRefusesEmptyShards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Plan(cfg, data, 41); err == nil {
-		t.Error("41 shards of 40 pairs: no error")
+	_, err = Plan(cfg, data, 41)
+	var ce *spec.ConfigError
+	if !errors.As(err, &ce) {
+		t.Errorf("41 shards of 40 pairs: %v, want a configuration error (exit 2)", err)
 	}
 }
 
