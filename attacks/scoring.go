@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/fedaudit/fedaudit/attacks/inversion"
@@ -125,6 +126,12 @@ func (sc *scoring) fitOne(ai int, t int32) error {
 			continue
 		}
 		o := &sc.obs[oi]
+		if !allFinite(sc.observed[ai][oi].Features) {
+			// A diverged shadow run says nothing about the test to fit, and its NaN would
+			// spoil every fitted coefficient. Leaving it out keeps the scorer a fixed function
+			// of the shadow pairs, so the audited pairs' certification is unchanged.
+			continue
+		}
 		train = append(train, Example{RunID: o.RunID, PairID: o.PairID, World: o.World, Features: sc.observed[ai][oi].Features})
 	}
 	if len(targets) == 0 {
@@ -139,6 +146,16 @@ func (sc *scoring) fitOne(ai int, t int32) error {
 		sc.observed[ai][oi].Score = scorer(sc.observed[ai][oi].Features)
 	}
 	return nil
+}
+
+// allFinite reports whether no value of v is NaN or infinite.
+func allFinite(v []float64) bool {
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // Defaults of the shadow split of learned attacks.

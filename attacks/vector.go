@@ -180,6 +180,9 @@ func (sc *scoring) fitVectors(ctx context.Context, workers int) error {
 				continue
 			}
 			v, err := a.vector(sc.env, o)
+			if err == nil && !allFinite(v) {
+				continue // a diverged shadow run would make every coefficient NaN (see fitOne)
+			}
 			if err == nil {
 				err = fit.add(o.World, v)
 			}
