@@ -91,24 +91,25 @@ func stillNamed(f *os.File) bool {
 // Path is where the file appears on Commit.
 func (f *File) Path() string { return f.path }
 
-// Commit syncs the file, closes it and renames it into place, then syncs the directory. On
-// failure the temporary file is removed and path is left as it was.
+// Commit syncs the file, renames it into place and closes it, then syncs the directory. On
+// failure the temporary file is removed and path is left as it was. The file is renamed before
+// it is closed: closing releases its lock, and a temporary file nobody holds is removed by
+// CleanStale (another shard job cleaning the directory) before it could be renamed.
 func (f *File) Commit() error {
 	if f.done {
 		return fmt.Errorf("commit %s: already closed", f.path)
 	}
 	f.done = true
 	err := f.Sync()
-	if cerr := f.File.Close(); err == nil {
-		err = cerr
-	}
 	if err == nil {
 		err = os.Rename(f.Name(), f.path)
 	}
 	if err != nil {
+		f.File.Close()
 		os.Remove(f.Name())
 		return fmt.Errorf("write %s: %w", f.path, err)
 	}
+	f.File.Close() // its data is synced already
 	SyncDir(filepath.Dir(f.path))
 	return nil
 }
