@@ -224,6 +224,7 @@ func (t *Table) scanFile(ctx context.Context, sf ShardFile, fn func(Row) error) 
 	if why := t.meta.sameExperiment(m); why != "" || m.Shard != sf.Shard {
 		return fmt.Errorf("read %s: file changed since it was opened", sf.Path)
 	}
+	paramLen, uploadLen := -1, -1 // fixed by the first batch with rows
 	for i := 0; i < r.NumRecords(); i++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -238,6 +239,15 @@ func (t *Table) scanFile(ctx context.Context, sf ShardFile, fn func(Row) error) 
 			b, err = decodeRunBatch(r, i, lay)
 			return err
 		})
+		if err == nil {
+			err = b.params.sameWidth(colParams, &paramLen)
+			if err == nil {
+				err = b.upload.sameWidth(colUpload, &uploadLen)
+			}
+			if err != nil {
+				b.rec.Release()
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("read %s: batch %d: %w", sf.Path, i, err)
 		}
@@ -352,6 +362,11 @@ func decodeRunBatch(r *ipc.FileReader, i int, lay runLayout) (b *runBatch, err e
 	if bits := out.diverged.Data().Buffers()[1]; n > 0 && (bits == nil || bits.Len()*8 < out.diverged.Data().Offset()+n) {
 		return nil, fmt.Errorf("column %q: buffer shorter than the batch", colDiverged)
 	}
+	for k, w := range out.world {
+		if w != WorldC && w != WorldCPrime {
+			return nil, fmt.Errorf("row %d: world %d, want 0 or 1", k, w)
+		}
+	}
 	for _, idx := range lay.stats {
 		a, err := col(idx)
 		if err != nil {
@@ -372,11 +387,6 @@ func decodeRunBatch(r *ipc.FileReader, i int, lay runLayout) (b *runBatch, err e
 	if err := decodeCanaries(rec, lay, n, lay.canaries, out); err != nil {
 		return nil, err
 	}
-	for k, w := range out.world {
-		if w != WorldC && w != WorldCPrime {
-			return nil, fmt.Errorf("row %d: world %d, want 0 or 1", k, w)
-		}
-	}
 	return out, nil
 }
 
@@ -384,6 +394,7 @@ func decodeRunBatch(r *ipc.FileReader, i int, lay runLayout) (b *runBatch, err e
 type float32Lists struct {
 	offsets []int32
 	values  []float32
+	width   int // the values of every row
 }
 
 func (l float32Lists) row(k int) []float32 {
@@ -429,7 +440,31 @@ func listColumn(rec arrow.Record, idx, n int) (float32Lists, error) {
 		}
 		prev = o
 	}
-	return float32Lists{offsets: offsets, values: values}, nil
+	// Every row holds the same number of values, at least one (docs/runfiles.md; Writer
+	// refuses anything else).
+	width := int(offsets[1] - offsets[0])
+	for k := 1; k < n; k++ {
+		if got := int(offsets[k+1] - offsets[k]); got != width {
+			return float32Lists{}, fmt.Errorf("column %q: row %d holds %d values, row 0 %d", name, k, got, width)
+		}
+	}
+	if width == 0 {
+		return float32Lists{}, fmt.Errorf("column %q: empty rows", name)
+	}
+	return float32Lists{offsets: offsets, values: values, width: width}, nil
+}
+
+// sameWidth checks that the rows of a list column of a batch hold as many values as those of
+// the file's earlier batches; *width is -1 before the first batch with rows.
+func (l float32Lists) sameWidth(name string, width *int) error {
+	switch {
+	case l.offsets == nil:
+	case *width < 0:
+		*width = l.width
+	case l.width != *width:
+		return fmt.Errorf("column %q: rows of %d values, earlier batches' %d", name, l.width, *width)
+	}
+	return nil
 }
 
 // ShardState is the condition of one shard of an experiment directory.
