@@ -74,6 +74,15 @@ def _atomic_write(path, data, sync=False):
         raise
 
 
+def _fsync_path(path, directory=False):
+    """Flushes a file's data, or a directory's entries, to disk."""
+    fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _as_array(v, what):
     """A tensor as a float32 NumPy array (torch tensors via detach().cpu().numpy())."""
     if not isinstance(v, np.ndarray) and hasattr(v, "detach"):  # a torch tensor
@@ -482,6 +491,11 @@ class Recorder:
         if miss:
             more = f"\n... and {len(miss) - 20} more" if len(miss) > 20 else ""
             raise ValueError(f"{self.out}: the runs are incomplete, no manifest written:\n" + "\n".join(miss[:20]) + more)
+        # The snapshots were written without an fsync each (cheap while training); the manifest
+        # must not outlive them on disk, or a power loss could leave a manifest naming empty files.
+        for f, *_ in self.rows:
+            _fsync_path(os.path.join(self.out, f))
+        _fsync_path(self.out, directory=True)
         train = dict(self.train_section)
         train["record_params"] = True
         train["record_upload"] = bool(self.ups)
@@ -501,6 +515,7 @@ class Recorder:
             lines.append(line)
         path = os.path.join(self.out, "manifest.csv")
         _atomic_write(path, ("\n".join(lines) + "\n").encode(), sync=True)
+        _fsync_path(self.out, directory=True)
         self.closed = True
         return path
 
