@@ -98,6 +98,7 @@ const maxManifestBytes = 1 << 30
 
 // parseManifest parses a manifest's bytes: JSON when they start with '[' or '{', else CSV.
 func parseManifest(raw []byte) ([]Entry, error) {
+	raw = bytes.TrimPrefix(raw, []byte("\ufeff")) // a UTF-8 byte-order mark (spreadsheets, Windows editors)
 	if t := bytes.TrimSpace(raw); len(t) > 0 && (t[0] == '[' || t[0] == '{') {
 		return parseJSON(t)
 	}
@@ -114,6 +115,10 @@ func parseJSON(raw []byte) ([]Entry, error) {
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&obj); err != nil {
 			return nil, err
+		}
+		if _, err := dec.Token(); err != io.EOF {
+			// Decode reads one value: a second object after it would be dropped with its entries.
+			return nil, fmt.Errorf("text after the manifest's object at byte %d", dec.InputOffset())
 		}
 		list = obj.Entries
 	} else if err := json.Unmarshal(raw, &list); err != nil {

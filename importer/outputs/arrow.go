@@ -98,6 +98,9 @@ func ReadParquet(ctx context.Context, data []byte) (*Table, error) {
 	var t *Table
 	err := decodeSafely(func() error {
 		mem := &cappedAllocator{mem: memory.NewGoAllocator(), limit: 64<<20 + 64*len(data)}
+		if err := checkFooter(data); err != nil {
+			return err
+		}
 		pf, err := file.NewParquetReader(bytes.NewReader(data), file.WithReadProps(parquet.NewReaderProperties(mem)))
 		if err != nil {
 			return err
@@ -107,43 +110,55 @@ func ReadParquet(ctx context.Context, data []byte) (*Table, error) {
 		if rows < 0 || rows > maxArrowRows {
 			return fmt.Errorf("%d rows, want 0 to %d", rows, maxArrowRows)
 		}
+		if err := checkChunks(pf, data); err != nil {
+			return err
+		}
 		fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem)
 		if err != nil {
 			return err
 		}
-		leaves := make([]int, pf.MetaData().Schema.NumColumns())
-		for i := range leaves {
-			leaves[i] = i
+		leaves := map[int]bool{}
+		for i := range pf.MetaData().Schema.NumColumns() {
+			leaves[i] = true
 		}
 		groups := make([]int, pf.NumRowGroups())
 		for i := range groups {
 			groups[i] = i
 		}
-		readers, schema, err := fr.GetFieldReaders(ctx, leaves, groups)
-		if err != nil {
-			return err
-		}
-		cols := make([]column, len(readers))
-		for j, rdr := range readers {
+		cols := make([]column, len(fr.Manifest.Fields))
+		for j := range fr.Manifest.Fields {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			name := fr.Manifest.Fields[j].Field.Name
+			// pqarrow reads a struct's children on goroutines of its own (so does
+			// GetFieldReaders for several fields): a field at a time, and no structs.
+			if hasStruct(fr.Manifest.Fields[j].Field.Type) {
+				return fmt.Errorf("column %s: type %s holds a struct or map, which the outputs format has not", name, fr.Manifest.Fields[j].Field.Type)
+			}
+			rdr, err := fr.GetFieldReader(ctx, j, leaves, groups)
+			if err != nil {
+				return fmt.Errorf("column %s: %w", name, err)
+			}
+			if rdr == nil {
+				return fmt.Errorf("column %s: no data", name)
+			}
 			chunked, err := fr.ReadColumn(groups, rdr)
 			if err != nil {
-				return fmt.Errorf("column %s: %w", schema.Field(j).Name, err)
+				return fmt.Errorf("column %s: %w", name, err)
 			}
 			var cells cellsOf
 			for _, a := range chunked.Chunks() {
 				if err := cells.appendArray(a); err != nil {
 					chunked.Release()
-					return fmt.Errorf("column %s: %w", schema.Field(j).Name, err)
+					return fmt.Errorf("column %s: %w", name, err)
 				}
 			}
 			chunked.Release()
 			if int64(len(cells.valid)) != rows {
-				return fmt.Errorf("column %s: %d values in a table of %d rows", schema.Field(j).Name, len(cells.valid), rows)
+				return fmt.Errorf("column %s: %d values in a table of %d rows", name, len(cells.valid), rows)
 			}
-			cols[j] = cells.column(schema.Field(j).Name)
+			cols[j] = cells.column(name)
 		}
 		t, err = build(cols, int(rows), "parquet")
 		return err
@@ -156,6 +171,17 @@ func ReadParquet(ctx context.Context, data []byte) (*Table, error) {
 		return nil, inputErrorf("parquet: %v", err)
 	}
 	return t, nil
+}
+
+// hasStruct says whether a type is or holds a struct (a map holds one).
+func hasStruct(t arrow.DataType) bool {
+	switch t := t.(type) {
+	case *arrow.StructType, *arrow.MapType:
+		return true
+	case arrow.ListLikeType:
+		return hasStruct(t.Elem())
+	}
+	return false
 }
 
 // cappedAllocator refuses buffers larger than the file could describe (compression aside, by a
