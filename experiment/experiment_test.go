@@ -108,6 +108,7 @@ func TestParseRejectsTyposAndBadValues(t *testing.T) {
 		{"bad split", "pairs: 2\ndata: {source: synthetic, clients: 2, per_client: 4, split: nope}\n", "data.split"},
 		{"no pairs", "data: {source: synthetic, clients: 2, per_client: 4}\n", "pairs"},
 		{"bad confidence", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\naudit: {confidence: 2}\n", "audit.confidence"},
+		{"bonferroni on coupled pairs", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\naudit: {method: bonferroni}\n", "audit.method: bonferroni assumes independent worlds"},
 		{"train seed", "pairs: 1\nseed: 3\ndata: {source: synthetic, clients: 2, per_client: 4}\ntrain: {seed: 4}\n", "train.seed"},
 		{"invgrad pairs", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\naudit: {invgrad_pairs: -2}\n", "audit.invgrad_pairs"},
 		{"invgrad iterations", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\naudit: {invgrad_iterations: -1}\n", "audit.invgrad_iterations"},

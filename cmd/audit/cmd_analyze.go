@@ -31,7 +31,7 @@ type analyzeFlags struct {
 func (a *analyzeFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&a.confidence, "confidence", 0, "family-wise confidence of the certified lower bounds (default: the config's audit.confidence, else 0.95)")
 	fs.Float64Var(&a.delta, "delta", 0, "delta at which epsilon is bounded (default: the config's audit.delta, else 1e-5)")
-	fs.StringVar(&a.method, "threshold-method", "", "how thresholds are chosen validly: bonferroni, split, dkw, band or dkw+band (default: the config's, else dkw+band for coupled scores and bonferroni for independent ones)")
+	fs.StringVar(&a.method, "threshold-method", "", "how thresholds are chosen validly: bonferroni, split, dkw, band or dkw+band (default: the config's, else dkw+band for coupled scores and bonferroni for independent ones; bonferroni is refused for coupled scores, every experiment directory's included)")
 	fs.Float64Var(&a.claimMu, "claim-mu", 0, "claimed mu (Gaussian DP) to judge, a finite number > 0, replacing the config's claim")
 	fs.Float64Var(&a.claimEps, "claim-eps", 0, "claimed epsilon at --delta to judge, a finite number > 0, replacing the config's claim")
 	fs.StringVar(&a.claimAbout, "claim-about", "", "what the claim is about: models (the released global models, judged on the final and all-iterates rows) or uploads (each upload of the target client, judged on the uploads rows); default: the config's audit.claim_about, else models")
@@ -97,6 +97,18 @@ func (a *analyzeFlags) options(fs *flag.FlagSet) (experiment.AnalyzeOptions, err
 	return opts, nil
 }
 
+// refuseIndependentMethod refuses --threshold-method bonferroni for coupled scores: the two runs
+// of a pair share their noise, which Bonferroni's argument cannot allow, and the analysis
+// refuses it (audit.Analyze) only once it reaches the scores, after training and scoring.
+// Every experiment directory's scores are coupled (runs.ScoreFile.Coupled), so run, demo,
+// report and analyze DIR refuse it before any work, as a usage error.
+func refuseIndependentMethod(cmd string, opts experiment.AnalyzeOptions) error {
+	if opts.Method == audit.Bonferroni {
+		return usagef("%s: --threshold-method bonferroni assumes independent worlds, and the scores of coupled pairs (every experiment directory's, and a score file's with a pair_id column) are not: use dkw+band (the default), dkw, band or split", cmd)
+	}
+	return nil
+}
+
 func init() {
 	register(&command{
 		name:    "analyze",
@@ -123,11 +135,19 @@ func init() {
 					if err != nil {
 						return err
 					}
+					if s.Coupled {
+						if err := refuseIndependentMethod("analyze", opts); err != nil {
+							return err
+						}
+					}
 					a, err = experiment.AnalyzeScores(ctx, s, opts, nil)
 					if err != nil {
 						return fmt.Errorf("%s: %w", *scores, err)
 					}
 				case len(args) == 1:
+					if err := refuseIndependentMethod("analyze", opts); err != nil {
+						return err
+					}
 					a, err = experiment.AnalyzeDir(ctx, args[0], opts, experiment.AttackOptions{Workers: *workers, AllowPartial: *partial, Logf: e.logf})
 					if err != nil {
 						return err

@@ -59,6 +59,13 @@ func init() {
 				if err != nil {
 					return err
 				}
+				// A name no attack has is a mistake on the command line, refused before the
+				// run files are read (the attack stage failed with status 1 on it).
+				for _, n := range splitList(*names) {
+					if _, err := attacks.Lookup(n); err != nil && !attacks.IsCanaryAttack(n) {
+						return usagef("attack: --attacks: unknown attack %q (see 'audit attack --list')", n)
+					}
+				}
 				scores, path, err := experiment.AttackTo(ctx, *dir, *out, experiment.AttackOptions{
 					Attacks: splitList(*names), Rounds: rs, Workers: *workers, AllowPartial: *partial, Logf: e.logf,
 				})

@@ -4,9 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/attacks"
 	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/report"
@@ -47,6 +49,13 @@ func init() {
 				default:
 					return usagef("--label: %q is not name, sigma, alpha, group or claim", *label)
 				}
+				// An attack name no attack has would give the attack-success table rows with
+				// no value in them, written without a word.
+				for _, f := range []struct{ flag, name string }{{"mi-attack", *mi}, {"inversion-attack", *inv}} {
+					if _, err := attacks.Lookup(f.name); f.name != "" && err != nil && !attacks.IsCanaryAttack(f.name) {
+						return usagef("compare: --%s: unknown attack %q (see 'audit attack --list')", f.flag, f.name)
+					}
+				}
 				var exps []report.Compared
 				for _, dir := range args {
 					a, err := experiment.LoadAnalyzed(dir)
@@ -55,7 +64,11 @@ func init() {
 					}
 					exps = append(exps, a.Compared(lab))
 				}
-				if err := report.WriteComparison(e.stdout, exps, splitList(*metrics)); err != nil {
+				ms := splitList(*metrics)
+				if err := checkMetrics(ms, exps); err != nil {
+					return err
+				}
+				if err := report.WriteComparison(e.stdout, exps, ms); err != nil {
 					return err
 				}
 				if *out == "" {
@@ -72,6 +85,31 @@ func init() {
 			}
 		},
 	})
+}
+
+// checkMetrics refuses metrics that no table can show: neither a finding's or a training
+// measurement's, nor an attack's own metric in any of the experiments. report.WriteComparison
+// leaves such a metric out without a word, so a misspelt --metrics printed nothing and exited 0.
+func checkMetrics(metrics []string, exps []report.Compared) error {
+	if len(metrics) == 0 {
+		return usagef("compare: --metrics names no metric")
+	}
+	known := slices.Concat(report.CompareMetrics, report.RoundMetrics)
+	for _, e := range exps {
+		for _, f := range e.Findings {
+			for m := range f.Metrics {
+				if !slices.Contains(known, m) {
+					known = append(known, m)
+				}
+			}
+		}
+	}
+	for _, m := range metrics {
+		if !slices.Contains(known, m) {
+			return usagef("compare: --metrics: no experiment has the metric %q (have %s)", m, strings.Join(known, ", "))
+		}
+	}
+	return nil
 }
 
 // groupLabel names the target client's privacy group and its budget (idp-fedavg and

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 
@@ -51,8 +52,8 @@ func init() {
 					}
 					return measureCost(ctx, e, *config, *counts, *seeds, rs, *asJSON)
 				}
-				if !(o.Mu > 0) {
-					return usagef("cost: --mu must be positive (got %v), or measure with --config", o.Mu)
+				if !(o.Mu > 0) || math.IsInf(o.Mu, 0) {
+					return usagef("cost: --mu must be a positive finite number (got %v), or measure with --config", o.Mu)
 				}
 				if o.Reps < 1 || o.MaxPairs < 50 || o.MaxCanaries < 100 {
 					return usagef("cost: --reps >= 1, --max-pairs >= 50 and --max-canaries >= 100 are needed")
@@ -60,6 +61,9 @@ func init() {
 				e.logf("cost: simulating the audit methods on the %g-GDP Gaussian mechanism", o.Mu)
 				rows, err := calibrate.CostTable(ctx, o)
 				if err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err() // interrupted: exit status 130, not a usage error
+					}
 					return usagef("cost: %v", err)
 				}
 				if *asJSON {

@@ -86,6 +86,14 @@ func (p *planFlags) check(args []string) error {
 	if !(p.eff > 0 && p.eff <= 1) {
 		return usagef("--gpu-efficiency must be in (0, 1], got %g", p.eff)
 	}
+	// 0 is the default (the exact mu where known); any other value must be a mu, or the cost
+	// table would be left out with "no mu known".
+	if p.costMu != 0 && !(p.costMu > 0 && !math.IsInf(p.costMu, 0)) {
+		return usagef("--mu must be a positive finite number, got %g", p.costMu)
+	}
+	if p.budget <= 0 {
+		return usagef("--calibrate-time must be positive, got %s (--no-calibrate skips the calibration)", p.budget)
+	}
 	switch p.backend {
 	case "cpu":
 	case "gpu":

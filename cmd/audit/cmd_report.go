@@ -30,6 +30,9 @@ func init() {
 				if err != nil {
 					return err
 				}
+				if err := refuseIndependentMethod("report", opts); err != nil {
+					return err
+				}
 				dir := args[0]
 				a, err := experiment.AnalyzeDir(ctx, dir, opts, experiment.AttackOptions{Workers: *workers, AllowPartial: *partial, Logf: e.logf})
 				if err != nil {

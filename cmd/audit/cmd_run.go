@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/fedaudit/fedaudit/expdir"
@@ -91,6 +92,9 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 func (r *runFlags) execute(ctx context.Context, e *env, cfg *spec.Config, dir string, shards int) error {
 	aopts, err := r.stats.options(r.fs)
 	if err != nil {
+		return err
+	}
+	if err := refuseIndependentMethod(strings.TrimPrefix(r.fs.Name(), "audit "), aopts); err != nil {
 		return err
 	}
 	a, err := runExperiment(ctx, e, cfg, dir, shards, r.workers, r.sequential, r.backend, aopts)

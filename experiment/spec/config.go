@@ -617,7 +617,11 @@ func (c *Config) validateAudit(bad func(field, format string, a ...any)) {
 		bad("audit.delta", "need a value in (0, 1), got %g", c.Audit.Delta)
 	}
 	switch c.Audit.Method {
-	case "", "bonferroni", "split", "dkw", "band", "dkw+band":
+	case "", "split", "dkw", "band", "dkw+band":
+	case "bonferroni":
+		// An experiment's pairs are coupled (their worlds share noise), which Bonferroni's
+		// argument cannot allow; the analysis refuses it, but only after training and scoring.
+		bad("audit.method", "bonferroni assumes independent worlds, and an experiment's coupled pairs are not: use dkw+band (the default), dkw, band or split")
 	case MethodOneRun:
 		if c.Train.Canaries == nil {
 			bad("audit.method", "one-run audits the canaries of each run: set train.canaries (count and kind)")

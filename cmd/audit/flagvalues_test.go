@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBadFlagValuesRefused: flag values that cannot be honoured exit with status 2 and say
+// why, before any work: an attack or metric no one has (they printed nothing and exited 0, or
+// failed with 1), --threshold-method bonferroni on the coupled pairs of an experiment (refused
+// by the analysis with status 1 only after training and scoring), and plan values it ignored
+// (--mu -1 printed "no mu known"; --calibrate-time -1s "not calibrated"). compare wrote its
+// attack-success table with a misspelt --mi-attack as rows without values.
+func TestBadFlagValuesRefused(t *testing.T) {
+	cfg, err := filepath.Abs(filepath.Join("testdata", "run_small.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unpaired, err := filepath.Abs(filepath.Join("testdata", "analyze_unpaired.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One analyzed experiment directory for the commands that read one.
+	dir := filepath.Join(t.TempDir(), "exp")
+	if _, stderr, code := runCLI("run", "--config", cfg, "--out", dir, "--quiet"); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	fresh := func() string { return filepath.Join(t.TempDir(), "new") }
+	cases := []struct {
+		name string
+		args []string
+		want string // in stderr
+		// untouched: a directory the command must not create.
+		untouched string
+	}{
+		{"attack unknown", []string{"attack", "--runs", dir, "--attacks", "informed-all,lossy"}, `unknown attack "lossy"`, ""},
+		{"compare unknown metric", []string{"compare", dir, "--metrics", "mu_lowr"}, `"mu_lowr"`, ""},
+		{"compare no metric", []string{"compare", dir, "--metrics", ","}, "--metrics", ""},
+		{"compare unknown mi-attack", []string{"compare", dir, "--out", "$NEW", "--mi-attack", "los"}, `unknown attack "los"`, "$NEW"},
+		{"compare unknown inversion-attack", []string{"compare", dir, "--out", "$NEW", "--inversion-attack", "invgrd"}, `unknown attack "invgrd"`, "$NEW"},
+		{"run bonferroni", []string{"run", "--config", cfg, "--out", "$NEW", "--threshold-method", "bonferroni"}, "bonferroni", "$NEW"},
+		{"demo bonferroni", []string{"demo", "--pairs", "20", "--out", "$NEW", "--threshold-method", "bonferroni"}, "bonferroni", "$NEW"},
+		{"analyze dir bonferroni", []string{"analyze", dir, "--threshold-method", "bonferroni"}, "bonferroni", ""},
+		{"report bonferroni", []string{"report", dir, "--threshold-method", "bonferroni"}, "bonferroni", ""},
+		{"analyze coupled csv bonferroni", []string{"analyze", "--scores", unpaired, "--threshold-method", "bonferroni"}, "bonferroni", ""},
+		{"plan negative mu", []string{"plan", "--config", cfg, "--no-calibrate", "--mu", "-1"}, "--mu", ""},
+		{"plan NaN mu", []string{"plan", "--config", cfg, "--no-calibrate", "--mu", "NaN"}, "--mu", ""},
+		{"plan infinite mu", []string{"plan", "--config", cfg, "--no-calibrate", "--mu", "Inf"}, "--mu", ""},
+		{"plan negative calibrate-time", []string{"plan", "--config", cfg, "--calibrate-time", "-1s"}, "--calibrate-time", ""},
+		{"plan zero calibrate-time", []string{"plan", "--config", cfg, "--calibrate-time", "0s"}, "--calibrate-time", ""},
+		{"cost infinite mu", []string{"cost", "--mu", "Inf"}, "--mu must be a positive finite number", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string(nil), c.args...)
+			untouched := c.untouched
+			if untouched == "$NEW" {
+				untouched = fresh()
+			}
+			for i, a := range args {
+				if a == "$NEW" {
+					args[i] = untouched
+				}
+			}
+			stdout, stderr, code := runCLI(args...)
+			if code != 2 {
+				t.Errorf("exit %d, want 2 (usage error); stderr:\n%s", code, stderr)
+			}
+			if !strings.Contains(stderr, c.want) {
+				t.Errorf("stderr lacks %q:\n%s", c.want, stderr)
+			}
+			if stdout != "" {
+				t.Errorf("stdout of a refused command:\n%s", stdout)
+			}
+			if untouched != "" {
+				if _, err := os.Stat(untouched); err == nil {
+					t.Errorf("%s was created: the refusal came after the work", untouched)
+				}
+			}
+		})
+	}
+	// The refusals are for what cannot work only: the methods valid for coupled pairs, the
+	// attacks and metrics that exist, canary attacks included, still run.
+	for _, args := range [][]string{
+		{"analyze", dir, "--threshold-method", "dkw", "--quiet"},
+		{"analyze", "--scores", unpaired, "--threshold-method", "band", "--quiet"},
+		{"compare", dir, "--metrics", "auc,test_accuracy"},
+		{"compare", dir, "--out", filepath.Join(t.TempDir(), "cmp"), "--mi-attack", "margin", "--inversion-attack", "inversion", "--quiet"},
+		{"attack", "--runs", dir, "--attacks", "informed-all,canary-loss", "--quiet"},
+		{"plan", "--config", cfg, "--no-calibrate", "--no-cost", "--mu", "0.5"},
+	} {
+		if _, stderr, code := runCLI(args...); code != 0 {
+			t.Errorf("audit %s: exit %d, want 0; stderr:\n%s", strings.Join(args, " "), code, stderr)
+		}
+	}
+}
+
+// TestCostInterrupted: an interrupted `audit cost --mu` exits with status 130 as every other
+// command does; it reported the cancelled context as a usage error (status 2).
+func TestCostInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // as the signal handler does on SIGINT
+	var stdout, stderr bytes.Buffer
+	if code := exitCode(&stderr, run(ctx, []string{"cost", "--mu", "1", "--quiet"}, &stdout, &stderr)); code != 130 {
+		t.Fatalf("exit %d, want 130 (interrupted); stderr:\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "audit: interrupted") {
+		t.Errorf("stderr lacks \"audit: interrupted\":\n%s", stderr.String())
+	}
+}
