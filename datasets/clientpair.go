@@ -1,6 +1,9 @@
 package datasets
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // The client-level adjacencies: C and C' differ in all the data of one client (client-level
 // DP, as DP-FedAvg protects), not in one sample.
@@ -43,9 +46,9 @@ func NewClientPair(clients []*Dataset, client int, kind AdjacencyKind, canary *D
 		if err := canary.Validate(); err != nil {
 			return nil, fmt.Errorf("client pair: canary client: %w", err)
 		}
-		if canary.Dim() != d.Dim() || canary.Classes != d.Classes || canary.Len() != d.Len() {
-			return nil, fmt.Errorf("client pair: canary client has dim %d, %d classes, %d samples; client %d has %d, %d, %d",
-				canary.Dim(), canary.Classes, canary.Len(), client, d.Dim(), d.Classes, d.Len())
+		if !slices.Equal(canary.Shape, d.Shape) || canary.Classes != d.Classes || canary.Len() != d.Len() {
+			return nil, fmt.Errorf("client pair: canary client has shape %v, %d classes, %d samples; client %d has %v, %d, %d",
+				canary.Shape, canary.Classes, canary.Len(), client, d.Shape, d.Classes, d.Len())
 		}
 		p.CPrime = append([]*Dataset(nil), clients...)
 		p.CPrime[client] = canary.Clone()

@@ -76,3 +76,15 @@ func TestNewClientPairErrors(t *testing.T) {
 		t.Fatal("dirac canary client is not copies of the sample")
 	}
 }
+
+// TestNewClientPairRefusesOtherShape: a canary client of the client's dimension but another
+// sample shape ([1 3] for [3]) would make the two worlds differ in the shape of a client as
+// well as in its data; NewClientPair's contract asks for the client's shape.
+func TestNewClientPairRefusesOtherShape(t *testing.T) {
+	clients := adjacentFixture(t)
+	canary := clients[1].Clone()
+	canary.Shape = []int{1, clients[1].Dim()}
+	if _, err := NewClientPair(clients, 1, ReplaceClient, canary); err == nil || !strings.Contains(err.Error(), "shape") {
+		t.Fatalf("canary client of shape %v for a client of shape %v: error %v, want one naming the shape", canary.Shape, clients[1].Shape, err)
+	}
+}

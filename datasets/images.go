@@ -70,12 +70,12 @@ func SyntheticImages(cfg SyntheticImageConfig) (*Dataset, error) {
 				cy, cx := r.float64()*float64(cfg.Height), r.float64()*float64(cfg.Width)
 				// Widths from a tenth to a third of the image; amplitudes of either sign so
 				// that classes differ in dark as well as bright regions.
-				w := (0.1 + 0.23*r.float64()) * float64(max(cfg.Height, cfg.Width))
-				amp := 2*r.float64() - 1
+				w := (0.1 + float64(0.23*r.float64())) * float64(max(cfg.Height, cfg.Width))
+				amp := float64(2*r.float64()) - 1
 				for y := 0; y < cfg.Height; y++ {
 					for x := 0; x < cfg.Width; x++ {
-						d2 := ((float64(y)-cy)*(float64(y)-cy) + (float64(x)-cx)*(float64(x)-cx)) / (2 * w * w)
-						img[y*cfg.Width+x] += amp * detExp(-d2)
+						d2 := (float64((float64(y)-cy)*(float64(y)-cy)) + float64((float64(x)-cx)*(float64(x)-cx))) / (2 * w * w)
+						img[y*cfg.Width+x] += float64(amp * detExp(-d2))
 					}
 				}
 			}
@@ -95,6 +95,6 @@ func SyntheticImages(cfg SyntheticImageConfig) (*Dataset, error) {
 	}
 	noise := cfg.Noise
 	return drawAroundMeans(r, name, []int{cfg.Channels, cfg.Height, cfg.Width}, cfg.Classes, cfg.N, protos, func(mean, z float64) float32 {
-		return float32(min(1, max(0, mean+noise*z)))
+		return float32(min(1, max(0, mean+float64(noise*z))))
 	}), nil
 }

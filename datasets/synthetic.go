@@ -79,7 +79,7 @@ func Synthetic(cfg SyntheticConfig) (*Dataset, error) {
 	}
 	noise := cfg.Noise
 	return drawAroundMeans(r, name, cfg.Shape, cfg.Classes, cfg.N, means, func(mean, z float64) float32 {
-		return float32(mean + noise*z)
+		return float32(mean + float64(noise*z))
 	}), nil
 }
 
