@@ -30,6 +30,11 @@ func LoadAnalyzed(dir string) (*Analyzed, error) {
 	d := expdir.Dir(dir)
 	raw, err := os.ReadFile(d.Config())
 	if err != nil {
+		if IsOutputsDir(dir) {
+			// `audit run` cannot apply to imported model outputs: they have no config to
+			// compare by.
+			return nil, fmt.Errorf("%s holds imported model outputs, which have no config to compare by: `audit analyze %s` judges them", dir, dir)
+		}
 		return nil, fmt.Errorf("%s: %w (run `audit run` there first)", dir, err)
 	}
 	cfg, err := spec.FromJSON(raw)

@@ -151,6 +151,9 @@ func openRunTable(dir string, allowPartial bool, first int) (*runs.Table, error)
 	}
 	d := expdir.Dir(dir)
 	if _, err := os.Stat(d.Runs()); errors.Is(err, fs.ErrNotExist) {
+		if IsOutputsDir(dir) {
+			return nil, fmt.Errorf("%s holds imported model outputs, already scored by `audit import --outputs` (%s), and no run files to attack: `audit analyze %s` judges them", dir, d.Scores(), dir)
+		}
 		if _, ferr := os.Stat(d.Findings()); ferr == nil {
 			// A directory that kept its report but not its runs (results/ commits reports only).
 			config := filepath.Join(dir, "config.yaml")

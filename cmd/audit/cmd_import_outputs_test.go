@@ -145,6 +145,14 @@ func TestImportOutputsGaussian(t *testing.T) {
 			if code, stdout, _ = call("report", out, "--claim-mu", "2"); code != 0 || !strings.HasPrefix(stdout, "CONSISTENT") {
 				t.Fatalf("report, claim 2: code %d\nstdout %s", code, stdout)
 			}
+			// Commands that need run files or a config say what the directory is and what
+			// judges it, not to run `audit run` there, which cannot apply.
+			for _, args := range [][]string{{"attack", "--runs", out}, {"compare", out}} {
+				code, _, stderr := call(args...)
+				if code == 0 || !strings.Contains(stderr, "holds imported model outputs") || !strings.Contains(stderr, "audit analyze "+out) {
+					t.Errorf("%s on an outputs directory: code %d\nstderr %s", args[0], code, stderr)
+				}
+			}
 		})
 	}
 	// A table with a pair missing its world C' exits with status 2, naming the pair, and leaves
