@@ -226,8 +226,32 @@ func (m *model) figureInput() *figures.Input {
 		fs := figures.Series{Attack: s.attack, Threat: s.threat}
 		in.Series = append(in.Series, fs)
 		in.Findings[fs] = m.findings[s]
+		if m.in.ClaimMu > 0 && !slices.Contains(in.ClaimThreats, s.threat) {
+			for _, f := range m.findings[s] {
+				if judgedOnClaimMu(f, m.in.ClaimMu) {
+					in.ClaimThreats = append(in.ClaimThreats, s.threat)
+					break
+				}
+			}
+		}
+	}
+	slices.Sort(in.ClaimThreats)
+	for _, f := range m.in.Findings {
+		// Rows judged against the theory are judged against an estimate exactly when L is
+		// not proven (theoryClaim in experiment/analyze.go).
+		in.BoundsEstimated = in.BoundsEstimated || f.ClaimKind == findings.ClaimEstimate
 	}
 	return in
+}
+
+// judgedOnClaimMu reports whether a row's verdict compared the deployment's claimed mu (not a
+// bound of the theory): a claim about the models is not judged on the uploads rows, one about
+// each upload not on the model rows.
+func judgedOnClaimMu(f *findings.Finding, mu float64) bool {
+	if f.Verdict == nil || (f.ClaimKind != "" && f.ClaimKind != findings.ClaimDeployment) {
+		return false
+	}
+	return slices.ContainsFunc(f.Verdict.Checks, func(c audit.Check) bool { return c.Quantity == "mu" && c.Claimed == mu })
 }
 
 // findingRounds returns the rounds that have at least one finding.
@@ -254,7 +278,7 @@ func (m *model) noise() string {
 // verdictStatus is a row's verdict as the report prints it. A certified bound above a theory
 // value computed from an assumed or estimated constant is "exceeds estimate", never
 // "violated": it says the assumed constant is too small, not that the deployment broke a
-// promise; and the estimate is named.
+// promise; and the estimate is named. A row whose scores look reversed is marked.
 func verdictStatus(f *findings.Finding) string {
 	v := f.Verdict
 	if v == nil {
@@ -271,6 +295,11 @@ func verdictStatus(f *findings.Finding) string {
 	}
 	if v.Reason != "" {
 		status += ": " + v.Reason
+	}
+	if f.Reversed() && !math.IsInf(f.ReversedMuLower, 0) {
+		// As the terminal table marks it (verdictText): the verdict says nothing about the claim
+		// (docs/statistics.md, "Scores in the wrong direction").
+		status += " [reversed scores?]"
 	}
 	return status
 }

@@ -2,7 +2,9 @@ package figures
 
 import (
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/theory"
@@ -28,6 +30,16 @@ type Input struct {
 	// ClaimMu is the deployment's claimed mu (0: none), ClaimLabel what names it.
 	ClaimMu    float64
 	ClaimLabel string
+	// ClaimThreats are the threat models of the rows judged against the claim, sorted. A claim
+	// about the global models is not judged on the uploads rows, and one about each upload not
+	// on the model rows (docs/statistics.md): where some threat model of Series is missing here,
+	// the figures name the rows the claim applies to. Nil: not known, nothing is named.
+	ClaimThreats []string
+	// BoundsEstimated is true when the smoothness constant L is assumed or estimated, not
+	// proven: the convergent bound, and the uploads bound beyond T = 1, are then estimates (a
+	// certified lower bound above one says L is too small, not that the deployment broke a
+	// promise), and the figures say so.
+	BoundsEstimated bool
 	// Level states the confidence the certified bounds hold at, for captions; LevelShort is
 	// the same without each row's level, for legends.
 	Level, LevelShort string
@@ -75,4 +87,31 @@ func num(x float64) string {
 		return "-inf"
 	}
 	return strconv.FormatFloat(x, 'g', 4, 64)
+}
+
+// claimScope names the rows the claim is judged on, as "all-iterates and final", when that is
+// not every threat model of the figures' series; "" otherwise.
+func (m *model) claimScope() string {
+	if len(m.ClaimThreats) == 0 {
+		return ""
+	}
+	for _, s := range m.Series {
+		if !slices.Contains(m.ClaimThreats, s.Threat) {
+			ts := m.ClaimThreats
+			if len(ts) == 1 {
+				return ts[0]
+			}
+			return strings.Join(ts[:len(ts)-1], ", ") + " and " + ts[len(ts)-1]
+		}
+	}
+	return ""
+}
+
+// estimateNote is what a caption adds when the theory's bounds are estimates
+// (Input.BoundsEstimated), or "".
+func (m *model) estimateNote() string {
+	if !m.BoundsEstimated {
+		return ""
+	}
+	return " The smoothness constant L is assumed, not proven: the convergent bound (and the uploads bound beyond T = 1) is an estimate, and a certified lower bound above it says that L is too small, not that the deployment broke a promise."
 }

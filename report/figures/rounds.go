@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -56,6 +57,8 @@ func (c checkpointTicks) Ticks(lo, hi float64) []plot.Tick {
 // muLine is one curve of the mu-against-T figure.
 type muLine struct {
 	label string
+	// note is a line of text under the legend entry, "" for none.
+	note  string
 	xy    plotter.XYs
 	col   color.Color
 	dash  []vg.Length
@@ -78,7 +81,11 @@ func (m *model) addMuLine(dst *[]muLine, l muLine, get func(int) (float64, bool)
 // muLines are the theory's curves (bounds and the realized mu) and one curve per attack
 // series (its certified lower bounds).
 func (m *model) muLines() (theoryLines, attacks []muLine) {
-	m.addMuLine(&theoryLines, muLine{label: "convergent bound (final model)", col: colorConvergent, shape: draw.CircleGlyph{}, width: vg.Points(1.5)},
+	estimate := ""
+	if m.BoundsEstimated {
+		estimate = "   an estimate: L not proven"
+	}
+	m.addMuLine(&theoryLines, muLine{label: "convergent bound (final model)", note: estimate, col: colorConvergent, shape: draw.CircleGlyph{}, width: vg.Points(1.5)},
 		func(t int) (float64, bool) {
 			return valueOf(m.Theory[t], func(b *theory.Bound) float64 { return b.Mu })
 		})
@@ -87,7 +94,7 @@ func (m *model) muLines() (theoryLines, attacks []muLine) {
 			return valueOf(m.Theory[t], func(b *theory.Bound) float64 { return b.MuComposition })
 		})
 	if m.hasThreat("uploads") {
-		m.addMuLine(&theoryLines, muLine{label: "uploads bound (single upload)", col: colorConvergent, dash: dashUploads, shape: draw.SquareGlyph{}, width: vg.Points(1.2)},
+		m.addMuLine(&theoryLines, muLine{label: "uploads bound (single upload)", note: strings.Replace(estimate, "an estimate", "an estimate beyond T = 1", 1), col: colorConvergent, dash: dashUploads, shape: draw.SquareGlyph{}, width: vg.Points(1.2)},
 			func(t int) (float64, bool) {
 				v, ok := valueOf(m.Theory[t], func(b *theory.Bound) float64 { return b.MuUploads })
 				return v, ok && v > 0 // 0: a theory computed before the uploads bound existed
@@ -187,8 +194,15 @@ func (m *model) addClaimLine(p *plot.Plot, leg *plot.Legend, lines []muLine, cla
 	cl.Color, cl.Dashes, cl.Width = colorClaim, dashClaim, vg.Points(2)
 	p.Add(cl)
 	label := "claim μ = " + num(claim)
+	var about []string
 	if m.ClaimLabel != "" {
-		label += " (" + m.ClaimLabel + ")"
+		about = append(about, m.ClaimLabel)
+	}
+	if scope := m.claimScope(); scope != "" {
+		about = append(about, "on "+scope+" rows only")
+	}
+	if len(about) > 0 {
+		label += " (" + strings.Join(about, "; ") + ")"
 	}
 	leg.Add(label, cl)
 	nearest := func(x float64) (gap float64, above bool) {
@@ -260,6 +274,9 @@ func drawMuLines(p *plot.Plot, leg *plot.Legend, ls []muLine, logX, logY bool) e
 		sc.Color, sc.Shape, sc.Radius = l.col, l.shape, vg.Points(3)
 		p.Add(ln, sc)
 		leg.Add(l.label, ln, sc)
+		if l.note != "" {
+			leg.Add(l.note, textItem{})
+		}
 	}
 	return nil
 }
@@ -323,11 +340,16 @@ func (m *model) muFigure() (*Figure, bool, error) {
 	caption := "Certified lower bounds on μ (" + m.Level +
 		") per attack (colour and marker) and threat model (dash: solid final, dashed all-iterates, dotted uploads), beside the convergent bound (valid for the final model only), the composition bound (valid for an observer of every iterate) and the realized μ of the trained runs. A certified lower bound above the bound of its threat model contradicts that bound."
 	if claim > 0 {
-		caption += " The vermillion dash-dotted line is the claim: a certified lower bound above it violates the claim."
+		if scope := m.claimScope(); scope != "" {
+			caption += " The vermillion dash-dotted line is the claim, judged on the " + scope + " rows only: a certified lower bound of those rows above it violates the claim; the other rows are judged against the bound of their threat model."
+		} else {
+			caption += " The vermillion dash-dotted line is the claim: a certified lower bound above it violates the claim."
+		}
 	}
 	if logY {
 		caption += " The μ axis is logarithmic; lower bounds of 0 (no evidence) are not drawn."
 	}
+	caption += m.estimateNote()
 	caption += roundsAxisNote(m.Rounds)
 	return &Figure{Name: "mu_vs_T", Title: "μ against T", Caption: caption, draw: drawFn,
 		w: pw + lw + vg.Points(12), h: h, Wide: true}, true, nil

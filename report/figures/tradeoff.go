@@ -227,14 +227,25 @@ func (m *model) addGDPCurves(leg *plot.Legend, full, zoom, roc *panel, t int, lo
 	}
 	var curves []curve
 	if m.ClaimMu > 0 {
-		curves = append(curves, curve{m.ClaimMu, "T_G(claim μ = " + num(m.ClaimMu) + ")", colorClaim, dashClaim})
+		label := "T_G(claim μ = " + num(m.ClaimMu) + ")"
+		if scope := m.claimScope(); scope != "" {
+			label += ", " + scope + " rows only"
+		}
+		curves = append(curves, curve{m.ClaimMu, label, colorClaim, dashClaim})
 	}
 	if b := m.Theory[t]; b != nil {
+		convergent, uploads := "", ""
+		if m.BoundsEstimated {
+			convergent = ", an estimate"
+			if t != 1 { // the uploads bound at T = 1 does not depend on L (w_0 is public)
+				uploads = convergent
+			}
+		}
 		curves = append(curves,
-			curve{b.Mu, "T_G(convergent μ = " + num(b.Mu) + "), final model", colorConvergent, nil},
+			curve{b.Mu, "T_G(convergent μ = " + num(b.Mu) + "), final model" + convergent, colorConvergent, nil},
 			curve{b.MuComposition, "T_G(composition μ = " + num(b.MuComposition) + "), every iterate", colorComposition, dashComposition})
 		if m.hasThreat("uploads") && b.MuUploads > 0 {
-			curves = append(curves, curve{b.MuUploads, "T_G(uploads μ = " + num(b.MuUploads) + "), single upload", colorConvergent, dashUploads})
+			curves = append(curves, curve{b.MuUploads, "T_G(uploads μ = " + num(b.MuUploads) + "), single upload" + uploads, colorConvergent, dashUploads})
 		}
 	}
 	for _, c := range curves {
@@ -258,8 +269,10 @@ func (m *model) addGDPCurves(leg *plot.Legend, full, zoom, roc *panel, t int, lo
 				shown = l
 			}
 		}
-		if len(gdpLog(c.mu, lo)) < 2 {
-			// Even on log axes the curve stays below lo: it lies on the axes in every view.
+		if audit.TradeoffGDP(c.mu, lo) < lo {
+			// Even on log axes the curve stays below lo (T_G is largest at the panel's smallest
+			// alpha, lo): it lies on the axes in every view. gdpLog keeps points down to lo/10 so
+			// that the line reaches the axis; those are clipped and do not make it visible.
 			c.label += ", on the axes"
 		}
 		if shown != nil {
@@ -399,7 +412,7 @@ func (m *model) tradeoffFigure(t int) (*Figure, error) {
 		Title: "Trade-off curves at T = " + ts,
 		Caption: "Type I against type II error at T = " + ts + ", three views of the same data: the whole square; the corner near the axes with both errors on logarithmic axes from " + num(lo) +
 			", where strong attacks and the trade-off curves of large μ lie (a curve marked \"on the axes\" stays below " + num(lo) + " even there); and the ROC (TPR = 1 - α against FPR = β, world C positive) on logarithmic axes from " + num(lo) +
-			", the low-FPR view. Coloured lines: each attack's empirical ROC envelope (colour and marker: attack; dash: threat model). Markers: each attack's certified error pair: with the stated confidence its true error rates are at most (α_up, β_up), so the mechanism's trade-off curve passes on or below the marker; the bars start at the observed rates. A marker below a T_G curve contradicts that curve's μ (for the claim and the bound of the attack's own threat model). Grey dotted: random guessing.",
+			", the low-FPR view. Coloured lines: each attack's empirical ROC envelope (colour and marker: attack; dash: threat model). Markers: each attack's certified error pair: with the stated confidence its true error rates are at most (α_up, β_up), so the mechanism's trade-off curve passes on or below the marker; the bars start at the observed rates. A marker below a T_G curve contradicts that curve's μ (for the claim and the bound of the attack's own threat model)." + claimScopeNote(m.claimScope()) + m.estimateNote() + " Grey dotted: random guessing.",
 		draw: drawFn, w: w, h: h, Wide: true,
 	}, nil
 }
@@ -437,4 +450,13 @@ func certifiedMark(pn *panel, cp audit.CertifiedPoint, col color.Color, glyph dr
 	sc.Color, sc.Shape, sc.Radius = col, glyph, vg.Points(3.5)
 	pn.p.Add(sc)
 	return sc, nil
+}
+
+// claimScopeNote is what a trade-off caption adds when the claim is judged on some threat
+// models only (model.claimScope), or "".
+func claimScopeNote(scope string) string {
+	if scope == "" {
+		return ""
+	}
+	return " The claim is judged on the " + scope + " rows only; the other rows are judged against the bound of their threat model."
 }
