@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
@@ -171,20 +172,37 @@ func scoresRecord(sf *runs.ScoreFile) arrow.Record {
 	return b.NewRecord()
 }
 
+// findingsColumns are the types of findings.json's scalar fields (format fedaudit-findings/2,
+// findings/finding.go's record) where the JSON value alone cannot give them: its integers
+// (round as in runs.parquet and scores.parquet; split_seed a full uint64, which a float64 would
+// round above 2^53) and the fields that may be null in every row (no theory, no claim), whose
+// column must not vanish. A field not named here is typed by its JSON values.
+var findingsColumns = map[string]arrow.DataType{
+	"round": arrow.PrimitiveTypes.Int32, "n0": arrow.PrimitiveTypes.Int64, "n1": arrow.PrimitiveTypes.Int64,
+	"unpaired": arrow.PrimitiveTypes.Int64, "split_seed": arrow.PrimitiveTypes.Uint64,
+	"mu_exact": arrow.PrimitiveTypes.Float64, "mu_convergent": arrow.PrimitiveTypes.Float64,
+	"mu_composition": arrow.PrimitiveTypes.Float64, "tightness": arrow.PrimitiveTypes.Float64,
+	"verdict": arrow.BinaryTypes.String, "claim_source": arrow.BinaryTypes.String, "claim_kind": arrow.BinaryTypes.String,
+}
+
 // findingsRecord turns findings.json (a list of flat objects, or an object with "findings")
-// into columns by the JSON types of its fields: strings, numbers (float64; null where absent)
-// and booleans. It reads the file generically so that new fields appear without a change here.
+// into columns by the JSON types of its fields: strings, numbers (float64, or the integer types
+// of findingsColumns; null where absent) and booleans. It reads the file generically so that new
+// fields appear without a change here; a new field that is null in every row is a column of
+// Arrow's null type.
 func findingsRecord(raw []byte) (arrow.Record, error) {
 	var list []map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // integers exactly, not through float64
 	if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '{' {
 		var obj struct {
 			Findings []map[string]any `json:"findings"`
 		}
-		if err := json.Unmarshal(t, &obj); err != nil {
+		if err := dec.Decode(&obj); err != nil {
 			return nil, err
 		}
 		list = obj.Findings
-	} else if err := json.Unmarshal(raw, &list); err != nil {
+	} else if err := dec.Decode(&list); err != nil {
 		return nil, err
 	}
 	kinds := map[string]arrow.DataType{}
@@ -200,18 +218,33 @@ func findingsRecord(raw []byte) (arrow.Record, error) {
 			switch f[k].(type) {
 			case string:
 				t = arrow.BinaryTypes.String
-			case float64:
+			case json.Number:
 				t = arrow.PrimitiveTypes.Float64
+				if known, ok := findingsColumns[k]; ok && arrow.IsInteger(known.ID()) {
+					t = known
+				}
 			case bool:
 				t = arrow.FixedWidthTypes.Boolean
+			case nil:
+				t = findingsColumns[k]
+				if t == nil {
+					t = arrow.Null
+				}
+				if _, ok := kinds[k]; ok {
+					continue // typed by another row
+				}
 			default:
-				continue // null or nested: typed by another row, or not tabular
+				continue // nested: not tabular
 			}
-			if old, ok := kinds[k]; ok && !arrow.TypeEqual(old, t) {
-				return nil, fmt.Errorf("field %q is %s in one finding and %s in another", k, old, t)
-			}
-			if _, ok := kinds[k]; !ok {
+			old, ok := kinds[k]
+			switch {
+			case !ok:
 				order = append(order, k)
+			case arrow.TypeEqual(old, t):
+			case old.ID() == arrow.NULL:
+				// null so far, typed now
+			default:
+				return nil, fmt.Errorf("field %q is %s in one finding and %s in another", k, old, t)
 			}
 			kinds[k] = t
 		}
@@ -237,7 +270,7 @@ func findingsRecord(raw []byte) (arrow.Record, error) {
 	}
 	b := array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema(fields, nil))
 	defer b.Release()
-	for _, f := range list {
+	for row, f := range list {
 		for i, k := range order {
 			switch v := f[k].(type) {
 			case string:
@@ -245,10 +278,36 @@ func findingsRecord(raw []byte) (arrow.Record, error) {
 					b.Field(i).(*array.StringBuilder).Append(v)
 					continue
 				}
-			case float64:
-				if kinds[k] == arrow.PrimitiveTypes.Float64 {
-					b.Field(i).(*array.Float64Builder).Append(v)
-					continue
+			case json.Number:
+				var err error
+				switch fb := b.Field(i).(type) {
+				case *array.Float64Builder:
+					var x float64
+					if x, err = strconv.ParseFloat(v.String(), 64); err == nil {
+						fb.Append(x)
+						continue
+					}
+				case *array.Int32Builder:
+					var x int64
+					if x, err = strconv.ParseInt(v.String(), 10, 32); err == nil {
+						fb.Append(int32(x))
+						continue
+					}
+				case *array.Int64Builder:
+					var x int64
+					if x, err = strconv.ParseInt(v.String(), 10, 64); err == nil {
+						fb.Append(x)
+						continue
+					}
+				case *array.Uint64Builder:
+					var x uint64
+					if x, err = strconv.ParseUint(v.String(), 10, 64); err == nil {
+						fb.Append(x)
+						continue
+					}
+				}
+				if err != nil {
+					return nil, fmt.Errorf("finding %d: field %q: %s is not a %s", row, k, v, kinds[k])
 				}
 			case bool:
 				if kinds[k] == arrow.FixedWidthTypes.Boolean {

@@ -3,6 +3,7 @@ package export
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -169,5 +170,45 @@ func TestParquetRefusedLeavesNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Fatalf("a refused export created %s (stat: %v)", out, err)
+	}
+}
+
+// findings.parquet keeps findings.json's integers as integers and its all-null columns: round
+// is int32 as in runs.parquet and scores.parquet (a join on it must not meet a float64), a
+// split seed above 2^53 comes back exactly (a float64 would round it), and a field that is
+// null in every row (no exact mu, no claim) is still a column, of its own type, all null.
+func TestFindingsParquetTypes(t *testing.T) {
+	const seed = uint64(1<<63 + 12345)
+	raw := fmt.Sprintf(`{"format": "fedaudit-findings/2", "findings": [
+	  {"attack": "loss", "threat": "final", "round": 3, "n0": 10, "n1": 10, "mu_lower": 0, "split_seed": %d, "mu_exact": null, "verdict": null},
+	  {"attack": "loss", "threat": "final", "round": 7, "n0": 10, "n1": 9, "mu_lower": 0.5, "split_seed": %d, "mu_exact": null, "verdict": null}]}`, seed, seed-1)
+	rec, err := findingsRecord([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), FindingsFile)
+	if err := writeParquet(path, rec); err != nil {
+		t.Fatal(err)
+	}
+	ft := readParquet(t, path)
+	round, ok := column(t, ft, "round").(*array.Int32)
+	if !ok || round.Value(0) != 3 || round.Value(1) != 7 {
+		t.Errorf("round: %v (%s), want int32 [3 7]", column(t, ft, "round"), column(t, ft, "round").DataType())
+	}
+	if n1, ok := column(t, ft, "n1").(*array.Int64); !ok || n1.Value(1) != 9 {
+		t.Errorf("n1: %v (%s), want int64 [10 9]", column(t, ft, "n1"), column(t, ft, "n1").DataType())
+	}
+	if s, ok := column(t, ft, "split_seed").(*array.Uint64); !ok || s.Value(0) != seed || s.Value(1) != seed-1 {
+		t.Errorf("split_seed: %v (%s), want uint64 [%d %d]", column(t, ft, "split_seed"), column(t, ft, "split_seed").DataType(), seed, seed-1)
+	}
+	if mu, ok := column(t, ft, "mu_lower").(*array.Float64); !ok || mu.Value(0) != 0 || mu.Value(1) != 0.5 {
+		t.Errorf("mu_lower: %v (%s), want float64 [0 0.5]", column(t, ft, "mu_lower"), column(t, ft, "mu_lower").DataType())
+	}
+	for name, typ := range map[string]arrow.DataType{"mu_exact": arrow.PrimitiveTypes.Float64, "verdict": arrow.BinaryTypes.String} {
+		if idx := ft.Schema().FieldIndices(name); len(idx) != 1 {
+			t.Errorf("no column %q: findings.json has it (null in every row)", name)
+		} else if c := column(t, ft, name); !arrow.TypeEqual(c.DataType(), typ) || c.NullN() != 2 {
+			t.Errorf("%s: %v (%s), want %s, all null", name, c, c.DataType(), typ)
+		}
 	}
 }

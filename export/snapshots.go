@@ -91,7 +91,7 @@ func Snapshots(ctx context.Context, dir, out string) ([]string, error) {
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(filepath.Join(out, name), b, 0o644)
+		return writeSynced(filepath.Join(out, name), b)
 	}
 	target := cfg.Adjacency.Client
 	err = tab.Scan(ctx, func(r runs.Row) error {
@@ -122,7 +122,10 @@ func Snapshots(ctx context.Context, dir, out string) ([]string, error) {
 	if err := fsutil.WriteFile(cfgPath, append(cfg.JSON(), '\n')); err != nil {
 		return nil, err
 	}
-	// The manifest last: a manifest names only snapshots that are complete.
+	// The manifest last: a manifest names only snapshots that are complete, on disk too (each
+	// was synced, and so is the folder that names them), so no crash leaves it naming empty
+	// files.
+	fsutil.SyncDir(out)
 	if err := fsutil.WriteFile(manPath, []byte(strings.Join(lines, "\n")+"\n")); err != nil {
 		return nil, err
 	}
@@ -144,4 +147,23 @@ func snapshotSlots(cfg *spec.Config) ([]importer.Slot, error) {
 		return nil, err
 	}
 	return lay.Slots, nil
+}
+
+// writeSynced writes data to path and flushes it to disk before returning.
+func writeSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }

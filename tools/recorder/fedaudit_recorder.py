@@ -236,6 +236,9 @@ class Deployment:
                 raise ValueError(f"sampling_rate {self.sampling_rate} of {clients} clients is {n} clients a round: "
                                  "want a whole number >= 1")
             t["participants"] = int(round(n))
+        # A constant rate unless extra declares a schedule: written, so that a base config's
+        # other schedule (which this loop did not run) cannot survive the merge.
+        t["schedule"] = "constant"
         t.update(self.extra)
         return t
 
@@ -316,7 +319,8 @@ class Recorder:
         # mistake (two descriptions of one deployment).
         declared = self.dep.train_section(self.clients)
         for k in ("algorithm", "rounds", "local_steps", "learning_rate", "clip_norm", "noise_std",
-                  "participants", "sampling_rate", "batching", "batch_size", "mechanism", "model"):
+                  "participants", "sampling_rate", "batching", "batch_size", "mechanism", "model",
+                  "schedule", "schedule_table"):
             if k in bt and k in declared and bt[k] != declared[k]:
                 raise ValueError(f"base_config's train.{k} is {bt[k]!r}, the deployment declares {declared[k]!r}")
 

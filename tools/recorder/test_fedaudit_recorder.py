@@ -199,6 +199,11 @@ class RecorderTest(unittest.TestCase):
             Recorder(self.out, 1, dep(), base_config=dict(BASE, train={"participants": 3}))
         with self.assertRaisesRegex(ValueError, "base_config's train.clip_norm is 0.1, the deployment declares 0.2"):
             Recorder(self.out, 1, dep(clip_norm=0.2), base_config=BASE)
+        # A loop at a constant rate declares it, so a base config's other schedule is a conflict,
+        # not a declaration the runs would fail the checks of; extra declares another.
+        with self.assertRaisesRegex(ValueError, "base_config's train.schedule is 'cyclic', the deployment declares 'constant'"):
+            Recorder(self.out, 1, dep(), base_config=dict(BASE, train={"schedule": "cyclic"}))
+        self.assertEqual(dep(extra={"schedule": "cyclic"}).train_section(4)["schedule"], "cyclic")
         with self.assertRaisesRegex(ValueError, "target_client 2, but base_config's adjacency.client is 1"):
             Recorder(self.out, 1, dep(), base_config=BASE, target_client=2)
         with self.assertRaisesRegex(ValueError, "client 4: want 0..3"):

@@ -272,9 +272,12 @@ train:
 // models must equal fedaudit's own to float32 rounding. This pins that the reference trainer
 // runs fedaudit's algorithm (clipping of the whole gradient, local steps, averaging) and that
 // the import maps PyTorch's state_dict (nn.Linear, nn.Conv2d, flatten) onto fedaudit's layout.
+// The MLP is also trained with clip_norm 0, which disables clipping (docs/training.md): a
+// trainer that took 0 for a bound would zero every step and never move from w_0.
 func TestTorchMatchesFedauditWithoutNoise(t *testing.T) {
 	python(t)
-	for _, tc := range []struct{ name, yaml string }{{"mlp", parityMLP}, {"lenet5", parityLeNet}} {
+	noClip := strings.Replace(parityMLP, "clip_norm: 0.05", "clip_norm: 0", 1)
+	for _, tc := range []struct{ name, yaml string }{{"mlp", parityMLP}, {"lenet5", parityLeNet}, {"mlp-clip0", noClip}} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newDeployment(t, tc.yaml)
 			own := d.own(t, "parity", nil)

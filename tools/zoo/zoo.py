@@ -61,12 +61,36 @@ def load_config(path):
         return yaml.safe_load(raw)
 
 
+def unsupported(tc, clients):
+    """What the train section tc declares that the zoo does not train: it runs Noisy-FedAvg with
+    full batches, every client in every round, a constant learning rate and Gaussian noise, and
+    the recorder copies the config's other train fields into config.json as they are, so a
+    deployment declaring anything else would be audited against an algorithm it did not run."""
+    probs = []
+    for k, ok, want in (("algorithm", tc.get("algorithm", "fedavg") == "fedavg", "fedavg"),
+                        ("batching", tc.get("batching", "full") in ("", "full"), "full"),
+                        ("schedule", tc.get("schedule", "constant") in ("", "constant"), "constant"),
+                        ("schedule_table", not tc.get("schedule_table"), "none"),
+                        ("mechanism", tc.get("mechanism", "gaussian") in ("", "gaussian"), "gaussian"),
+                        ("participants", tc.get("participants", 0) in (0, clients), f"0 or {clients} (every client)"),
+                        ("sampling_rate", tc.get("sampling_rate", 0) in (0, 1), "unset (every client)")):
+        if not ok:
+            probs.append(f"train.{k} is {tc[k]!r}, the zoo trains {want}")
+    for k in ("canaries", "gradient_canary", "crafted_update", "pretrain"):
+        if tc.get(k):
+            probs.append(f"train.{k} is set, the zoo does not train it")
+    return probs
+
+
 def train(bug, seed, X, Y, classes, cfg, out, passthrough=0.25):
     """Trains the deployment of cfg with one bug (or none) and records it into out."""
     tc = cfg["train"]
     mc = tc["model"]
     if mc.get("kind") != "mlp" or len(mc.get("hidden", [])) != 1:
         raise SystemExit("the zoo trains an MLP with one hidden layer (train.model)")
+    probs = unsupported(tc, X.shape[1])
+    if probs:
+        raise SystemExit("--config: " + "; ".join(probs))
     T, K, lr = tc["rounds"], tc["local_steps"], float(tc["learning_rate"])
     V, sigma = float(tc["clip_norm"]), float(tc["noise_std"])
     target = int(cfg["adjacency"]["client"])

@@ -25,6 +25,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fedaudit/fedaudit/dataexport"
+	"github.com/fedaudit/fedaudit/experiment/spec"
 )
 
 // The variants zoo.py trains, "none" the correct one, and where each bug was shipped.
@@ -555,6 +558,47 @@ func TestFalseAlarms(t *testing.T) {
 	}{{5, 0.01, 1}, {100, 0.01, 5}, {5, 0.05, 3}, {1, 0.01, 1}, {1000, 1e-9, 0}} {
 		if got := falseAlarms(c.n, c.alpha); got != c.want {
 			t.Errorf("falseAlarms(%d, %g) = %d, want %d", c.n, c.alpha, got, c.want)
+		}
+	}
+}
+
+// TestZooRefusesWhatItDoesNotTrain: zoo.py reads the deployment it declares from --config, and
+// the recorder copies that config's train fields into config.json, so a field the zoo does not
+// train (a learning-rate schedule, partial participation) must be refused, not declared: with
+// `schedule: cyclic` the correct variant's runs, trained at a constant rate, fail `audit check`
+// as a bug would.
+func TestZooRefusesWhatItDoesNotTrain(t *testing.T) {
+	py := python(t)
+	raw, err := os.ReadFile("zoo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := spec.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := spec.Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	npz := filepath.Join(work, "data.npz")
+	if err := dataexport.Write(context.Background(), npz, cfg, data); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ field, line string }{{"schedule", "  schedule: cyclic\n"}, {"participants", "  participants: 3\n"}} {
+		y := strings.Replace(string(raw), "  batching: full\n", "  batching: full\n"+c.line, 1)
+		path := filepath.Join(work, c.field+".yaml")
+		if err := os.WriteFile(path, []byte(y), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(work, "snaps-"+c.field)
+		o, e, code, err := run(context.Background(), py, "zoo.py", "--data", npz, "--config", path, "--out", out, "--bugs", "none", "--seeds", "0")
+		if err != nil || code == 0 || !strings.Contains(e, "train."+c.field) {
+			t.Errorf("zoo.py with %q: exit %d (%v), want a refusal naming train.%s: %s%s", strings.TrimSpace(c.line), code, err, c.field, o, e)
+		}
+		if _, err := os.Stat(filepath.Join(out, "none", "seed0", "manifest.csv")); err == nil {
+			t.Errorf("zoo.py with %q wrote a manifest", strings.TrimSpace(c.line))
 		}
 	}
 }
