@@ -66,7 +66,7 @@ func Run(ctx context.Context, dir string, opts Options) (*findings.CheckReport, 
 	}
 	logf("check: %d pairs, rounds %d..%d", len(pairs), rounds[0], rounds[len(rounds)-1])
 	c := &checker{cfg: cfg.Train, pairs: len(pairs), hasUpload: meta.HasUpload, rounds: rounds}
-	if err := c.prepare(cfg); err != nil {
+	if err := c.prepare(ctx, cfg); err != nil {
 		return nil, err
 	}
 	if err := c.participation(ctx, cfg, d.Runs()); err != nil {
@@ -197,7 +197,7 @@ const (
 var observerNames = [2]string{"global", "upload"}
 
 // prepare decides which checks can run and sets up the replay.
-func (c *checker) prepare(cfg *spec.Config) error {
+func (c *checker) prepare(ctx context.Context, cfg *spec.Config) error {
 	switch {
 	case c.cfg.Algorithm == algo.FedAvg || c.cfg.Algorithm == algo.FedProx:
 		if c.cfg.ClipNorm > 0 {
@@ -214,7 +214,7 @@ func (c *checker) prepare(cfg *spec.Config) error {
 		c.skip("noise residuals", "model kind external: fedaudit cannot replay a model it does not know")
 		return nil
 	}
-	data, err := spec.Prepare(cfg)
+	data, err := spec.PrepareContext(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("check: %w", err)
 	}

@@ -94,7 +94,7 @@ func (e *experimentDir) roundSummaries(ctx context.Context) ([]findings.RoundSum
 
 // openExperimentDir opens the run files of dir and rebuilds their config and data; the
 // directory's config.json supplies the audit settings.
-func openExperimentDir(dir string, allowPartial bool) (*experimentDir, error) {
+func openExperimentDir(ctx context.Context, dir string, allowPartial bool) (*experimentDir, error) {
 	// A sequential run that stopped early is the shards its last look saw, whatever shards were
 	// trained after them (the tasks of a cluster array).
 	first, err := stoppedAt(dir)
@@ -110,7 +110,7 @@ func openExperimentDir(dir string, allowPartial bool) (*experimentDir, error) {
 		tab.Close()
 		return nil, err
 	}
-	data, err := spec.Prepare(cfg)
+	data, err := spec.PrepareContext(ctx, cfg)
 	if err != nil {
 		tab.Close()
 		return nil, err
@@ -207,7 +207,7 @@ func (e *experimentDir) smoothness(ctx context.Context) (bounds.Smoothness, erro
 // AttackDir scores the run files of dir into expdir.Dir(dir).Scores(), unless a score file is already
 // there (then it is read and returned).
 func AttackDir(ctx context.Context, dir string, opts AttackOptions) (*runs.ScoreFile, error) {
-	ed, err := openExperimentDir(dir, opts.AllowPartial)
+	ed, err := openExperimentDir(ctx, dir, opts.AllowPartial)
 	if err != nil {
 		return nil, err
 	}
@@ -348,7 +348,7 @@ func AttackTo(ctx context.Context, dir, out string, opts AttackOptions) ([]runs.
 	if out == "" {
 		out = expdir.Dir(dir).Scores()
 	}
-	ed, err := openExperimentDir(dir, opts.AllowPartial)
+	ed, err := openExperimentDir(ctx, dir, opts.AllowPartial)
 	if err != nil {
 		return nil, "", err
 	}
@@ -364,7 +364,7 @@ func AttackTo(ctx context.Context, dir, out string, opts AttackOptions) ([]runs.
 // replacing it, and returns the number of canary scores and the path; 0 and "" when the runs
 // carry no canaries.
 func AttackCanaries(ctx context.Context, dir string, opts AttackOptions) (int, string, error) {
-	ed, err := openExperimentDir(dir, opts.AllowPartial)
+	ed, err := openExperimentDir(ctx, dir, opts.AllowPartial)
 	if err != nil {
 		return 0, "", err
 	}
@@ -484,7 +484,7 @@ func AnalyzeDir(ctx context.Context, dir string, opts AnalyzeOptions, aopts Atta
 	if a, ok, err := analyzeOutputsDir(ctx, dir, opts, aopts.Logf); ok {
 		return a, err
 	}
-	ed, err := openExperimentDir(dir, aopts.AllowPartial)
+	ed, err := openExperimentDir(ctx, dir, aopts.AllowPartial)
 	if err != nil {
 		return nil, err
 	}

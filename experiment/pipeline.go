@@ -60,7 +60,7 @@ func Run(ctx context.Context, cfg *spec.Config, dir string, opts RunOptions) (*f
 	if note := cfg.PrepareNote(); note != "" {
 		logf("%s", note)
 	}
-	data, err := spec.Prepare(cfg)
+	data, err := spec.PrepareContext(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -37,7 +37,7 @@ func Report(ctx context.Context, dir string, a *findings.Analysis, opts ReportOp
 		}
 		return ErrOutputsOnly
 	}
-	ed, err := openExperimentDir(dir, allowPartial)
+	ed, err := openExperimentDir(ctx, dir, allowPartial)
 	if err != nil {
 		return err
 	}

@@ -118,7 +118,7 @@ func TestScoresCoverRuns(t *testing.T) {
 	if err := TrainShards(ctx, cfg, data, dir, shards, TrainOptions{ToolVersion: "test"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	ed, err := openExperimentDir(dir, false)
+	ed, err := openExperimentDir(ctx, dir, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func Snapshots(ctx context.Context, dir, out string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("export: %s: %w", expdir.Dir(dir).Config(), err)
 	}
-	slots, err := snapshotSlots(cfg)
+	slots, err := snapshotSlots(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -134,11 +134,11 @@ func Snapshots(ctx context.Context, dir, out string) ([]string, error) {
 
 // snapshotSlots is the layout the snapshots are written in: the model's, or one flat tensor for
 // an external model (whose tensors the run files do not name).
-func snapshotSlots(cfg *spec.Config) ([]importer.Slot, error) {
+func snapshotSlots(ctx context.Context, cfg *spec.Config) ([]importer.Slot, error) {
 	if cfg.Train.Model.Kind == model.External {
 		return []importer.Slot{{Role: "params", Shape: []int{-1}}}, nil
 	}
-	data, err := spec.Prepare(cfg)
+	data, err := spec.PrepareContext(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

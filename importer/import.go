@@ -108,7 +108,7 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := spec.Prepare(&cfg)
+	data, err := spec.PrepareContext(ctx, &cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@
 package canife
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -81,7 +82,7 @@ type Result struct {
 // Craft crafts the canary of label y against the pool's samples at parameters w of m (a model
 // with a softmax over classes: softmax regression, an MLP or a CNN of package nn), each
 // feature in [lo, hi], with restarts drawn from rng.
-func Craft(m *hostmodel.Model, w []float64, pool []datasets.Sample, y int, lo, hi float64, cfg Config, rng *rand.Rand) (Result, error) {
+func Craft(ctx context.Context, m *hostmodel.Model, w []float64, pool []datasets.Sample, y int, lo, hi float64, cfg Config, rng *rand.Rand) (Result, error) {
 	cfg = cfg.WithDefaults()
 	switch {
 	case m == nil || !m.HasClasses():
@@ -148,12 +149,15 @@ func Craft(m *hostmodel.Model, w []float64, pool []datasets.Sample, y int, lo, h
 			defer release()
 			c.basis = basis
 			startShare, _, _ := c.objective(starts[r], nil)
-			x, j := c.minimize(starts[r], lo, hi, cfg)
+			x, j := c.minimize(ctx, starts[r], lo, hi, cfg)
 			share, norm, _ := c.objective(x, nil)
 			results[r], objs[r] = Result{Features: x, Share: share, GradNorm: norm, StartShare: startShare}, j
 		}()
 	}
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return Result{}, err // the restarts stopped early: their results are not the crafting's
+	}
 	best := 0
 	for r := range objs {
 		if objs[r] < objs[best] {
@@ -303,12 +307,15 @@ func (c *crafter) objective(x, gx []float64) (share, norm, j float64) {
 
 // minimize runs Adam from x, projecting onto the box after every step, and returns the best
 // point seen and its J.
-func (c *crafter) minimize(x []float64, lo, hi float64, cfg Config) ([]float64, float64) {
+func (c *crafter) minimize(ctx context.Context, x []float64, lo, hi float64, cfg Config) ([]float64, float64) {
 	const b1, b2, eps = 0.9, 0.999, 1e-12
 	lr := cfg.LearningRate * (hi - lo)
 	mom, vel, gx := make([]float64, len(x)), make([]float64, len(x)), make([]float64, len(x))
 	best, bestJ := append([]float64(nil), x...), math.Inf(1)
 	for it := 1; it <= cfg.Iterations; it++ {
+		if ctx.Err() != nil {
+			break // Craft reports the cancellation
+		}
 		_, _, j := c.objective(x, gx)
 		if j < bestJ {
 			bestJ = j

@@ -1,9 +1,12 @@
 package canife
 
 import (
+	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/fedaudit/fedaudit/attacks/hostmodel"
 	"github.com/fedaudit/fedaudit/datasets"
@@ -108,7 +111,7 @@ func TestCraftLeavesTheSpanOnSoftmax(t *testing.T) {
 		}
 		w := randomParams(rng, m.NumParams())
 		// A negligible norm weight: the bound is about the share alone.
-		res, err := Craft(m, w, pool(rng, 30, dim, used, classes), 2, 0, 1, Config{NormWeight: 1e-9, Iterations: 1000, PoolSize: poolSize}, rand.New(rand.NewPCG(5, 6)))
+		res, err := Craft(context.Background(), m, w, pool(rng, 30, dim, used, classes), 2, 0, 1, Config{NormWeight: 1e-9, Iterations: 1000, PoolSize: poolSize}, rand.New(rand.NewPCG(5, 6)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +142,7 @@ func TestCraftKeepsTheBestRestart(t *testing.T) {
 	}
 	w, p := randomParams(rng, m.NumParams()), pool(rng, 20, 8, 8, 3)
 	craft := func(restarts int) Result {
-		res, err := Craft(m, w, p, 1, 0, 1, Config{NormWeight: 1e-9, Iterations: 20, Restarts: restarts}, rand.New(rand.NewPCG(21, 12)))
+		res, err := Craft(context.Background(), m, w, p, 1, 0, 1, Config{NormWeight: 1e-9, Iterations: 20, Restarts: restarts}, rand.New(rand.NewPCG(21, 12)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,7 +168,7 @@ func TestCraftCNN(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Craft(m, randomParams(rng, m.NumParams()), pool(rng, 8, 30, 30, 3), 0, 0, 1, Config{Iterations: 60, Restarts: 2}, rand.New(rand.NewPCG(15, 16)))
+	res, err := Craft(context.Background(), m, randomParams(rng, m.NumParams()), pool(rng, 8, 30, 30, 3), 0, 0, 1, Config{Iterations: 60, Restarts: 2}, rand.New(rand.NewPCG(15, 16)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,8 +210,31 @@ func TestCraftRefuses(t *testing.T) {
 		{"a pool sample of the wrong size", s, w, []datasets.Sample{{Features: make([]float32, 4)}}, 0, 0},
 		{"a pool label out of range", s, w, []datasets.Sample{{Features: make([]float32, 3), Label: 5}}, 0, 0},
 	} {
-		if _, err := Craft(c.m, c.w, c.pool, c.y, c.lo, 1, Config{}, rng); err == nil {
+		if _, err := Craft(context.Background(), c.m, c.w, c.pool, c.y, c.lo, 1, Config{}, rng); err == nil {
 			t.Errorf("%s was accepted", c.name)
 		}
+	}
+}
+
+// A crafting cancelled while it runs stops within an iteration of each restart and reports the
+// cancellation, not a half-optimised canary.
+func TestCraftStopsWhenCancelled(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	spec := model.Config{Kind: "sequential", Input: []int{1, 5, 6}, Layers: []nn.LayerSpec{
+		{Kind: "conv2d", Out: 2, Kernel: 3}, {Kind: "tanh"}, {Kind: "avgpool", Kernel: 2}, {Kind: "flatten"}, {Kind: "dense", Out: 3}}}
+	m, err := hostmodel.New(spec, []int{1, 5, 6}, 30, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	// 10^7 iterations would take hours: only the cancellation ends it.
+	_, err = Craft(ctx, m, randomParams(rng, m.NumParams()), pool(rng, 8, 30, 30, 3), 0, 0, 1, Config{Iterations: 10_000_000, Restarts: 2}, rand.New(rand.NewPCG(15, 16)))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("cancelled crafting: %v, want %v", err, context.DeadlineExceeded)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("cancelled crafting returned after %v", d)
 	}
 }

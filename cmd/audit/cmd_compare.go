@@ -135,7 +135,7 @@ func claimLabel(ctx context.Context, c *spec.Config) string {
 	if c.Audit.ClaimMu > 0 {
 		return fmt.Sprintf("claim mu = %.3g", c.Audit.ClaimMu)
 	}
-	data, err := spec.Prepare(c)
+	data, err := spec.PrepareContext(ctx, c)
 	if err != nil {
 		return c.Name + " (no data)"
 	}

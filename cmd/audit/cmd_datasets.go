@@ -110,7 +110,7 @@ func exportDatasets(ctx context.Context, e *env, config, out string) error {
 	if err != nil {
 		return err
 	}
-	data, err := spec.Prepare(cfg)
+	data, err := spec.PrepareContext(ctx, cfg)
 	if err != nil {
 		return err
 	}

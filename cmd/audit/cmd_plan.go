@@ -131,7 +131,7 @@ func runPlan(ctx context.Context, e *env, args []string, p *planFlags) error {
 	if _, err := cost.CheckMemory(cfg, nil, memBudget); err != nil {
 		return err
 	}
-	data, err := spec.Prepare(cfg)
+	data, err := spec.PrepareContext(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -60,7 +60,7 @@ func trainAll(ctx context.Context, e *env, cfg *spec.Config, dir string, shard r
 	if note := cfg.PrepareNote(); note != "" {
 		e.logf("%s", note)
 	}
-	data, err := spec.Prepare(cfg)
+	data, err := spec.PrepareContext(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"context"
+	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -123,5 +124,23 @@ func TestPrepareNote(t *testing.T) {
 		if got := cfg.PrepareNote(); (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
 			t.Errorf("note %q, want one containing %q", got, c.want)
 		}
+	}
+}
+
+// Crafting a canife canary (minutes for a CNN) ends when its context is cancelled, with the
+// context's error, so Ctrl-C or a cluster's SIGTERM at its time limit stops a command that is
+// preparing its data; nothing cancelled is memoised.
+func TestPrepareContextCancelsCrafting(t *testing.T) {
+	cfg, err := Parse([]byte(strings.Replace(canifeYAML, "seed: 12", "seed: 13", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := PrepareContext(ctx, cfg); !errors.Is(err, context.Canceled) {
+		t.Fatalf("crafting under a cancelled context: %v, want %v", err, context.Canceled)
+	}
+	if _, err := PrepareContext(context.Background(), cfg); err != nil {
+		t.Fatalf("after a cancelled crafting: %v", err)
 	}
 }

@@ -38,7 +38,12 @@ type Data struct {
 //
 // The model is checked against the data's shape and classes here, so every entry point (run,
 // train, plan, import) refuses a model that cannot take the data before it writes anything.
-func Prepare(cfg *Config) (*Data, error) {
+func Prepare(cfg *Config) (*Data, error) { return PrepareContext(context.Background(), cfg) }
+
+// PrepareContext is Prepare under ctx: crafting a canife canary (and the pretraining before it)
+// can take minutes, and a cancelled ctx (Ctrl-C, a cluster's SIGTERM at its time limit) ends it
+// with ctx's error.
+func PrepareContext(ctx context.Context, cfg *Config) (*Data, error) {
 	base, err := openSource(cfg)
 	if err != nil {
 		return nil, err
@@ -98,7 +103,7 @@ func Prepare(cfg *Config) (*Data, error) {
 	var canary datasets.Sample
 	var initial []float32
 	if adj.Canary == CanaryCANIFE {
-		canary, initial, err = craftCanary(cfg, clients, base)
+		canary, initial, err = craftCanary(ctx, cfg, clients, base)
 	} else {
 		canary, err = datasets.BuildCanary(spec)
 	}
@@ -228,7 +233,7 @@ const CanaryCANIFE = "canife"
 // seeded initialization, or the pretrained one of train.pretrain), against the data both
 // worlds hold, with a label drawn from the master seed and every feature within the range of
 // the clients' features. It also returns that w_0 when it is pretrained (nil when seeded).
-func craftCanary(cfg *Config, clients []*datasets.Dataset, base *datasets.Dataset) (datasets.Sample, []float32, error) {
+func craftCanary(ctx context.Context, cfg *Config, clients []*datasets.Dataset, base *datasets.Dataset) (datasets.Sample, []float32, error) {
 	// The stages of one command each prepare the data: craft once per config and process (a
 	// CNN's crafting takes seconds).
 	key := string(cfg.JSON())
@@ -237,7 +242,7 @@ func craftCanary(cfg *Config, clients []*datasets.Dataset, base *datasets.Datase
 	if c, ok := crafted.canaries[key]; ok {
 		return c.sample.Clone(), c.initial, nil
 	}
-	s, w0, err := craft(cfg, clients, base)
+	s, w0, err := craft(ctx, cfg, clients, base)
 	if err != nil {
 		return datasets.Sample{}, nil, err
 	}
@@ -263,7 +268,7 @@ type craftedCanary struct {
 
 // craft is craftCanary's work, without the memo. Prepare takes no context, so a pretraining
 // here runs to its end once started (LeNet-5, 50 rounds: about 25 s on two cores).
-func craft(cfg *Config, clients []*datasets.Dataset, base *datasets.Dataset) (datasets.Sample, []float32, error) {
+func craft(ctx context.Context, cfg *Config, clients []*datasets.Dataset, base *datasets.Dataset) (datasets.Sample, []float32, error) {
 	adj := cfg.Adjacency
 	job := train.Job{Config: cfg.Train, WorldC: clients, WorldCPrime: clients, Target: train.TargetInfo{Client: adj.Client, Index: adj.Index}}
 	if adj.Client < 0 || adj.Client >= len(clients) || adj.Index < 0 || adj.Index >= clients[adj.Client].Len() {
@@ -282,7 +287,7 @@ func craft(cfg *Config, clients []*datasets.Dataset, base *datasets.Dataset) (da
 	if err != nil {
 		return datasets.Sample{}, nil, fmt.Errorf("canife: %w", err)
 	}
-	w32, err := train.InitialParams(context.Background(), job)
+	w32, err := train.InitialParams(ctx, job)
 	if err != nil {
 		return datasets.Sample{}, nil, fmt.Errorf("canife: %w", err)
 	}
@@ -302,7 +307,7 @@ func craft(cfg *Config, clients []*datasets.Dataset, base *datasets.Dataset) (da
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x63616e696665)) // "canife"
 	label := rng.IntN(base.Classes)
-	res, err := canife.Craft(m, w, pool, label, lo, hi, canife.Config{}, rng)
+	res, err := canife.Craft(ctx, m, w, pool, label, lo, hi, canife.Config{}, rng)
 	if err != nil {
 		return datasets.Sample{}, nil, err
 	}
