@@ -48,7 +48,7 @@ type hiddenScratch struct {
 }
 
 func (s *hiddenScratch) grow(b, h, cls, cpad int) {
-	if len(s.post) < b*h || len(s.dl) < b*cls || len(s.z) < b*cpad || len(s.w2t) < h*cpad || len(s.grad) < h+cls*h+cls {
+	if len(s.post) < b*h || len(s.dl) < b*cls || len(s.z) < b*cpad || len(s.w2t) < h*cpad || len(s.grad) < h+cls*h+cls || len(s.lg) < cpad {
 		s.post, s.delta, s.e = make([]float32, b*h), make([]float32, b*h), make([]float32, b*h)
 		s.dl, s.z, s.w2t = make([]float32, b*cls), make([]float32, b*cpad), make([]float32, h*cpad)
 		s.grad = make([]float32, h+cls*h+cls)

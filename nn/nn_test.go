@@ -358,6 +358,10 @@ func TestShapeErrors(t *testing.T) {
 			[]string{"layer 1 (conv3d)", "unknown layer kind"}},
 		{"residual groups", Spec{Input: []int{3, 8, 8}, Layers: []LayerSpec{{Kind: "residual", Out: 6, Groups: 4}}},
 			[]string{"layer 1 (residual)", "6 output channels"}},
+		// 2^16 x (2^16 x 2^16 x 2^16) weights: the parameter count wraps to 2^16 in int.
+		{"conv parameters overflow", Spec{Input: []int{1 << 16, 1, 1}, Layers: []LayerSpec{
+			{Kind: "conv2d", Out: 1 << 16, Kernel: 1 << 16, Padding: 1 << 15}, {Kind: "globalavgpool"}, {Kind: "flatten"}, {Kind: "dense", Out: 2}}},
+			[]string{"layer 1 (conv2d)", "beyond the limit"}},
 		{"bad input", Spec{Input: []int{28, 28}, Layers: []LayerSpec{{Kind: "flatten"}}}, []string{"input [28 28]"}},
 		{"kind", Spec{Kind: "resnet", Input: in}, []string{`"resnet"`}},
 		{"no layers", Spec{Input: in}, []string{"no layers"}},

@@ -143,6 +143,11 @@ func buildLayer[T Float](s LayerSpec, in Shape) (layer[T], error) {
 		if in.H+2*s.Padding < s.Kernel || in.W+2*s.Padding < s.Kernel {
 			return nil, fmt.Errorf("kernel %d is larger than the input padded by %d", s.Kernel, s.Padding)
 		}
+		// One output channel's weights (at most 2^48 here) bounded first: the layer's count,
+		// out times that, would otherwise overflow int and pass checkSize.
+		if in.C*s.Kernel*s.Kernel > maxValues {
+			return nil, fmt.Errorf("a filter of %d x %d x %d weights is beyond the limit of %d values", in.C, s.Kernel, s.Kernel, maxValues)
+		}
 		win := compute.Window{Size: s.Kernel, Stride: stride, Pad: s.Padding}
 		return &conv[T]{ish: in, osh: Shape{s.Out, win.Out(in.H), win.Out(in.W)}, win: win}, nil
 	case "maxpool", "avgpool":
