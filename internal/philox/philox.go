@@ -232,7 +232,10 @@ func NewUniforms(seed uint64, round, stream uint32) *Uniforms {
 	return &Uniforms{key: Key(seed), round: round, stream: stream}
 }
 
-// Float64 implements accounting.Uniform: (k + 1/2) / 2^53 for a uniform 53-bit k, never 0 or 1.
+// Float64 implements accounting.Uniform: (k + 1/2) / 2^53 for a uniform 53-bit k, rounded to
+// float64, never 0 or 1. For k >= 2^52 the sum k + 1/2 is not a float64 and rounds to the even
+// one of k and k + 1, so k = 2^53 - 1 would give exactly 1: it gives 1 - 2^-53 instead, the value
+// accounting's samplers nudge a 1 to, so their draws are the same either way.
 func (u *Uniforms) Float64() float64 {
 	if u.have == 0 {
 		u.buf = Block([4]uint32{u.n, u.round, u.stream, DomainMechanism << 24}, u.key)
@@ -241,5 +244,5 @@ func (u *Uniforms) Float64() float64 {
 	}
 	u.have -= 2
 	k := (uint64(u.buf[u.have])<<32 | uint64(u.buf[u.have+1])) >> 11
-	return (float64(k) + 0.5) * (1.0 / (1 << 53))
+	return min((float64(k)+0.5)*(1.0/(1<<53)), 1-0x1p-53)
 }

@@ -104,3 +104,14 @@ func TestBoxMullerAccuracy(t *testing.T) {
 	}
 	t.Logf("largest difference from the math package: %.2e of the radius", worst)
 }
+
+// Uniforms.Float64 stays inside (0, 1) at both ends of the 53-bit range: k = 0 and
+// k = 2^53 - 1 (all bits set), whose (k + 1/2) 2^-53 is not a float64 and rounds to 1.
+func TestUniformsOpenInterval(t *testing.T) {
+	for _, w := range [][2]uint32{{0, 0}, {0, 0x7FF}, {0xFFFFFFFF, 0xFFFFF7FF}, {0xFFFFFFFF, 0xFFFFFFFF}} {
+		u := &Uniforms{buf: [4]uint32{w[0], w[1]}, have: 2} // the next uniform takes buf[0], buf[1]
+		if v := u.Float64(); !(v > 0 && v < 1) {
+			t.Errorf("words %08x: Float64() = %v, want a value in (0, 1)", w, v)
+		}
+	}
+}

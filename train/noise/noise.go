@@ -69,7 +69,23 @@ func LogDensity(dist accounting.Noise) (func(float64) float64, bool) {
 		b := d.Scale()
 		return func(x float64) float64 { return -math.Abs(x) / b }, true
 	case accounting.Staircase:
-		return func(x float64) float64 { return math.Log(d.Density(x)) }, true
+		// log a - epsilon (k + [outer part]) in step k: the density a b^k underflows to 0
+		// beyond about 745/epsilon steps, and its logarithm must stay finite there (a ratio
+		// log f(y - u) - log f(y) of two -Inf is NaN). Where the density is a normal float64
+		// its logarithm is used as it is.
+		logA := math.Log(d.Density(0))
+		delta, inner := d.Sensitivity(), d.Gamma()*d.Sensitivity()
+		return func(x float64) float64 {
+			if p := d.Density(x); p >= 0x1p-1022 {
+				return math.Log(p)
+			}
+			ax := math.Abs(x)
+			k := math.Floor(ax / delta)
+			if max(ax-k*delta, 0) >= inner { // the outer part, as Density splits |x|
+				k++
+			}
+			return logA - d.Epsilon()*k
+		}, true
 	}
 	return nil, false
 }
