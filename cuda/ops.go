@@ -82,7 +82,9 @@ func (b *buffer) Len() int { return b.n }
 // depend on them (kernels use grid-stride loops and launch-independent reduction orders);
 // tests use odd values to prove it.
 type Options struct {
-	Block   int // threads per block, default 256
+	// Block is the threads per block, default 256, at most maxBlock (256): a larger value is
+	// lowered to it (see maxBlock).
+	Block   int
 	MaxGrid int // most blocks per launch, default 65535
 	// MaxGemmBatch is the most batch elements of one Device.Gemm call, default (and at most)
 	// 65535; larger batches are split into several calls. Tests set it small to exercise the
@@ -129,6 +131,17 @@ const SplitKEnv = "FEDAUDIT_CUDA_SPLITK"
 // SyncEnv is the environment variable that turns on Options.SyncEachLaunch.
 const SyncEnv = "FEDAUDIT_CUDA_SYNC"
 
+// maxBlock is the most threads per block Ops launches with: the largest block that every
+// kernel can launch with whatever registers ptxas gives it (a thread may have 255; 256 threads
+// of 256 registers fill the 65,536 registers of a block). A larger block fails on a GPU with
+// CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES for a kernel of more than 65,536 / block registers a
+// thread: at 1,024 threads more than 64, which pool_grad (127 to 128 registers on sm_70 to
+// sm_90), pool (96 to 119), im2col (71 to 88), gn_grad_partials (72 to 80) and, depending on
+// the architecture, mech_noise, add_gaussian and softmax_xent exceed; at 512 threads 128,
+// which pool_grad just reaches on sm_70. The host shim has no register limit, so only a GPU
+// shows it.
+const maxBlock = 256
+
 // Syncer is implemented by devices that run work asynchronously: Sync waits for all work
 // issued so far and returns any error it raised.
 type Syncer interface {
@@ -137,8 +150,8 @@ type Syncer interface {
 
 // NewOps returns the backend operations on dev.
 func NewOps(dev Device, opt Options) *Ops {
-	if opt.Block <= 0 {
-		opt.Block = 256
+	if opt.Block <= 0 || opt.Block > maxBlock {
+		opt.Block = maxBlock
 	}
 	if opt.MaxGrid <= 0 {
 		opt.MaxGrid = 65535

@@ -151,6 +151,7 @@ int run_block_kernel(const entry& e, unsigned grid, unsigned block, const uint64
 // It returns nonzero when k, the argument count or the block size is wrong.
 extern "C" int shim_launch(int k, unsigned grid, unsigned block, const uint64_t* args, int nargs) {
 	if (k < 0 || k >= nkernels || nargs != table[k].nargs || grid == 0 || block == 0) return 1;
+	if (block > 1024 || grid > 0x7fffffffu) return 1;  // CUDA's limits of a one-dimensional launch
 	if (table[k].block) return run_block_kernel(table[k], grid, block, args);
 	gridDim = dim3{grid, 1, 1};
 	blockDim = dim3{block, 1, 1};
