@@ -529,6 +529,7 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *run
 	if err != nil {
 		return nil, err
 	}
+	confidenceGiven := opts.Confidence != 0
 	opts = opts.withDefaults(cfg)
 	opts.Smoothness = sm
 	if opts.Rounds, err = e.roundSummaries(ctx); err != nil {
@@ -548,6 +549,13 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *run
 		return nil, err
 	} else if seq != nil && seq.Stopped && len(seq.Looks) > 0 {
 		opts.Notes = append([]string{sequentialNote(seq)}, opts.Notes...)
+		// The look the run stopped at was chosen by its data: its bounds hold, jointly with
+		// the other looks', only at its own share of the error. The cluster array's tasks
+		// record the stop before the finish job records that confidence in config.json, and
+		// an analysis in between read the config's joint level (overstating every bound).
+		if look := seq.Looks[len(seq.Looks)-1].Confidence; !confidenceGiven && look > opts.Confidence {
+			opts.Confidence = look
+		}
 	}
 	if opts.Claim.Mu == 0 && opts.Claim.Epsilon == 0 {
 		claim, source, err := ClaimFor(ctx, cfg, data, opts.Delta)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,24 @@ func TestSequentialArray(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(expdir.Dir(dir).Runs(), "runs-00005-of-00008.arrow")); err == nil {
 		t.Error("task 5 trained its shard after the run stopped")
+	}
+	// An analysis before the finish job judges the stopped look at its own confidence, not at
+	// the joint level the tasks left in config.json: the look was chosen by its data.
+	stdout.Reset()
+	stderr.Reset()
+	if code := exitCode(&stderr, run(ctx, []string{"analyze", dir, "--json", "--quiet"}, &stdout, &stderr)); code != 3 {
+		t.Fatalf("analyze before the finish job: exit %d\n%s", code, stderr.String())
+	}
+	var early struct {
+		Headline struct {
+			Confidence float64 `json:"confidence"`
+		} `json:"headline"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &early); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := early.Headline.Confidence, rec.Looks[0].Confidence; got != want {
+		t.Errorf("analyze before the finish job: confidence %g, want the stopped look's %g", got, want)
 	}
 	stdout.Reset()
 	stderr.Reset()
