@@ -40,6 +40,11 @@ type AnalyzeOptions struct {
 	// theory for their threat model; rows of foreign scores without a threat model are judged
 	// against the claim whatever it is about.
 	ClaimAbout string
+	// OneRunUncovered, when not empty, says why Claim does not apply to the one-run rows, which
+	// are then judged against the theory for their threat model (or not at all): an
+	// accountant's claim bounds adding or removing a whole client, and record canaries replace
+	// one record inside a client, a change of up to twice the clip norm.
+	OneRunUncovered string
 	// Seed drives the split method; 0 means the experiment's master seed (1 without one).
 	Seed uint64
 	// Exact, when set, gives the exact mu for a threat model and round (NaN if unknown).

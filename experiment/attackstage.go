@@ -22,6 +22,7 @@ import (
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/runs/integrity"
 	"github.com/fedaudit/fedaudit/theory"
+	"github.com/fedaudit/fedaudit/train/canary"
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
@@ -564,6 +565,10 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *run
 		}
 		// An accountant's claim is about the global models the server releases.
 		opts.Claim, opts.ClaimSource, opts.ClaimAbout = claim, source, spec.ClaimAboutModels
+		if c := cfg.Train.Canaries; (claim.Mu > 0 || claim.Epsilon > 0) && c != nil && (c.Kind == canary.Dirac || c.Kind == canary.Relabel) {
+			opts.OneRunUncovered = fmt.Sprintf("the one-run rows of %s canary records are not judged against the accountant's claim: it bounds adding or removing a whole client, and a canary record replaces one record inside a client, a change of up to twice the clip norm; set audit.claim_epsilon to judge them", c.Kind)
+			opts.Notes = append(opts.Notes, opts.OneRunUncovered)
+		}
 	}
 	if opts.EpsHeuristic == nil {
 		// Informational: a heuristic that cannot be computed never holds up the verdict.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -368,5 +369,39 @@ func TestOneRunGradientCanariesQuadratic(t *testing.T) {
 	}
 	if over >= 3 {
 		t.Errorf("%d certified bounds above their exact mu in 10 trainings", over)
+	}
+}
+
+// An accountant's claim bounds adding or removing a whole client; a canary record replaces one
+// record inside a client (up to twice the clip norm), so the one-run rows of record canaries
+// are not judged against it, and the headline says so; an explicit claim judges them.
+func TestOneRunRecordCanariesOutsideAccountantClaim(t *testing.T) {
+	cfg := directionConfig(50, 1)
+	cfg.Train.Canaries = &canary.Config{Count: 50, Kind: canary.Dirac}
+	cfg.Train.SamplingRate = 0.5
+	a, err := Run(context.Background(), cfg, t.TempDir(), RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Findings) == 0 {
+		t.Fatal("no rows")
+	}
+	for _, f := range a.Findings {
+		if f.OneRun() && f.Verdict != nil {
+			t.Errorf("%s T=%d: judged against %s, which does not cover record canaries", f.Attack, f.Round, f.ClaimSource)
+		}
+	}
+	if !slices.ContainsFunc(a.Headline.Notes, func(n string) bool { return strings.Contains(n, "not judged against the accountant's claim") }) {
+		t.Errorf("no note on the unjudged rows: %q", a.Headline.Notes)
+	}
+	cfg.Audit.ClaimEpsilon = 50
+	a, err = Run(context.Background(), cfg, t.TempDir(), RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range a.Findings {
+		if f.OneRun() && f.Verdict == nil {
+			t.Errorf("%s T=%d: not judged against the explicit claim", f.Attack, f.Round)
+		}
 	}
 }
