@@ -183,7 +183,9 @@ type AuditConfig struct {
 	// it is computed from the data when zero (certified); for MLPs it is given here or, when zero
 	// and the run files hold parameters (train.record_params), estimated by Hessian power
 	// iteration at recorded checkpoints. Given and estimated values make every convergent bound
-	// an estimate, and the report says so.
+	// an estimate, and the report says so. It is one sample's loss's constant (that of a batch's
+	// mean): under dpsgd, whose step descends the batch's sum, the bound uses B times it
+	// (bounds.TheoryConfig).
 	Smoothness float64 `json:"smoothness,omitempty" yaml:"smoothness,omitempty"`
 	// ClaimSamplingRate is a deliberate mis-calibration for the DP-FedAvg family: the claim is
 	// computed by the accountant as if clients were sampled with this rate, while training
