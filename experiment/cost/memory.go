@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fedaudit/fedaudit/experiment/spec"
+	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
 	"github.com/fedaudit/fedaudit/train/memory"
 )
@@ -39,23 +40,40 @@ func EstimateMemory(cfg *spec.Config, data *spec.Data) (MemoryEstimate, error) {
 		return MemoryEstimate{}, &spec.ConfigError{Err: fmt.Errorf("train: %w", err)}
 	}
 	g := train.GroupSize(cfg.Train, spec.Sizes(cfg, data), cfg.Pairs)
+	vec, fixed := rowBytes(cfg, mem.Params)
 	est := MemoryEstimate{Engine: mem, GroupPairs: g,
-		TrainBytes:    mem.Bytes(g) + runtimeOverhead,
-		MinTrainBytes: mem.Bytes(1) + runtimeOverhead,
+		TrainBytes:    trainPeak(mem.Bytes(g), vec+fixed, int64(cfg.Pairs)*int64(len(cfg.Train.Checkpoints))),
+		MinTrainBytes: trainPeak(mem.Bytes(1), vec+fixed, int64(cfg.Pairs)*int64(len(cfg.Train.Checkpoints))),
 	}
 	// Attack stage: per run and attacked round a row of fixed columns and statistics plus the
-	// recorded vectors (the previous round's upload too, for upload attacks).
+	// recorded vectors (the previous round's upload too, for upload attacks) and the canary
+	// columns.
 	rounds := int64(max(len(cfg.Audit.Rounds), len(cfg.Train.Checkpoints)))
-	vec := int64(0)
-	if cfg.Train.RecordParams {
-		vec++
-	}
+	perRow := int64(200) + vec + fixed
 	if cfg.Train.RecordUpload {
-		vec += 2
+		perRow = memory.SatAdd(perRow, memory.SatMul(4, int64(mem.Params)))
 	}
-	perRow := int64(200) + vec*int64(mem.Params)*4
-	est.AttackBytes = 2*int64(cfg.Pairs)*rounds*perRow + runtimeOverhead
+	est.AttackBytes = memory.SatAdd(memory.SatMul(memory.SatMul(2*int64(cfg.Pairs), rounds), perRow), runtimeOverhead)
 	return est, nil
+}
+
+// trainPeak is the host memory a training peaks at: engine bytes of the engine's buffers
+// (memory.Memory.Bytes), runtimeOverhead, and what the run-file rows cost beside them (row bytes
+// each, pairRounds = pairs x checkpoints rows of each world). Every checkpoint allocates its
+// rows' recorded vectors afresh (the host copies in train/checkpoint.go) and the writer copies
+// them into its batch builder (runs/writer.go), whose buffers grow by doubling and are
+// compressed into a third copy when the batch is written (runs/file.go): up to 3 batches in
+// flight, one of which runtimeOverhead counts. All of that is garbage once written, and Go's
+// collector (GOGC=100) lets the heap grow to twice what is live before it collects: once the
+// rows written exceed the live heap, garbage as large as the live heap sits beside it. Measured
+// on a 784-256-10 MLP recording parameters and uploads (d = 203,530; 100 pairs, 2 checkpoints,
+// groups of 14): a peak RSS of 815 MiB where engine and overhead alone come to 409 MiB.
+func trainPeak(engine, row, pairRounds int64) int64 {
+	rows := memory.SatMul(2, pairRounds)
+	batch := min(runs.DefaultBatchBytes, memory.SatMul(runs.DefaultBatchRows, row), memory.SatMul(rows, row))
+	live := memory.SatAdd(engine, 3*batch)
+	garbage := min(live, memory.SatMul(2, memory.SatMul(rows, row)))
+	return memory.SatAdd(memory.SatAdd(live, garbage), runtimeOverhead-batch)
 }
 
 // CheckMemory refuses, with a ConfigError naming the numbers, a config whose training needs

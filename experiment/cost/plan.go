@@ -11,6 +11,7 @@ import (
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
 	"github.com/fedaudit/fedaudit/train/checkpoint"
+	"github.com/fedaudit/fedaudit/train/memory"
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
@@ -57,7 +58,8 @@ type Work struct {
 
 	// Rows is the number of run-file rows; VectorBytes the bytes of recorded parameter and
 	// upload vectors among them (float32), RunFileBytes an estimate of all run files together
-	// (vectors plus the fixed and statistic columns, without Arrow's small framing).
+	// (vectors plus the fixed, statistic and canary columns, uncompressed, without Arrow's
+	// small framing).
 	Rows         int64 `json:"rows"`
 	VectorBytes  int64 `json:"vector_bytes"`
 	RunFileBytes int64 `json:"run_file_bytes"`
@@ -118,24 +120,35 @@ func (w *Work) count(cfg *spec.Config) {
 	w.FLOPs = w.TrainFLOPs + w.EvalFLOPs
 
 	w.Rows = R * int64(w.Checkpoints)
+	vec, fixed := rowBytes(cfg, w.Params)
+	w.VectorBytes = memory.SatMul(w.Rows, vec)
+	w.RunFileBytes = memory.SatAdd(w.VectorBytes, memory.SatMul(w.Rows, fixed))
+}
+
+// rowBytes is the size of one run-file row of cfg for a model of d parameters, uncompressed,
+// in the columns training writes (spec.PlannedMeta, the shard recorder's columns in
+// experiment/trainstage.go): vec the recorded parameter and upload vectors (float32, an upper
+// bound: rows without an upload may be shorter), fixed the rest. The rest is run, pair, seed,
+// loss, accuracy (8 bytes each), round (4), world, diverged (1), 8 bytes per statistic, a
+// 4-byte list offset per vector, and with canaries the inclusion bits (one bit per canary and
+// an offset) and k float64 per canary statistic: with 1000 direction canaries about 24 kB a
+// row, which dwarfs the rest. Sums saturate (memory.SatMul), so that 10^8 pairs of a large
+// model cannot overflow.
+func rowBytes(cfg *spec.Config, d int) (vec, fixed int64) {
+	m := spec.PlannedMeta(cfg)
 	vectors := int64(0)
-	if cfg.Train.RecordParams {
+	if m.HasParams {
 		vectors++
 	}
-	if cfg.Train.RecordUpload {
-		vectors++ // an upper bound: rows without an upload may be shorter
+	if m.HasUpload {
+		vectors++
 	}
-	w.VectorBytes = w.Rows * vectors * int64(w.Params) * 4
-	// run, pair, seed, loss, accuracy (8 bytes each), round (4), world, diverged (1), four
-	// target-sample statistics, three informed ones (five with the uploads observer's), and a 4-byte list offset per vector.
-	perRow := int64(5*8 + 4 + 2 + 4*8 + 4*vectors)
-	if cfg.Train.Informed {
-		perRow += 3 * 8
-		if !cfg.Train.IsClientDP() {
-			perRow += 2 * 8 // the uploads observer's ratio and mu^2
-		}
+	vec = memory.SatMul(vectors*4, int64(d))
+	fixed = int64(5*8+4+2) + 8*int64(len(m.StatNames)) + 4*vectors
+	if k := int64(m.Canaries); k > 0 {
+		fixed += (k+7)/8 + 4 + int64(len(m.CanaryStatNames))*(8*k+4)
 	}
-	w.RunFileBytes = w.VectorBytes + w.Rows*perRow
+	return vec, fixed
 }
 
 // Calibration is a measured training speed of this machine on a slice of an experiment.

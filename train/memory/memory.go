@@ -103,11 +103,13 @@ func SatAdd(a, b int64) int64 { return min(a+b, math.MaxInt64/2) }
 // DeviceGroupPairs is the pairs of count a GPU with free bytes of free memory trains together
 // at m bytes a pair: as many as fit groupMemory or, when it is 0, 90% of free (the rest is
 // left to cuBLAS's workspace and the CUDA graphs), at least one; an error naming both sizes
-// when one pair does not fit.
+// when one pair does not fit. A groupMemory above 90% of free is cut to it: the budget of a
+// group cannot make the device larger, and groups sized by it would run out of device memory
+// mid-training instead of being refused here.
 func (m Memory) DeviceGroupPairs(groupMemory, free int64, count int) (int, error) {
 	budget := groupMemory
-	if budget <= 0 {
-		budget = free / 10 * 9
+	if limit := free / 10 * 9; budget <= 0 || free > 0 && budget > limit {
+		budget = limit
 	}
 	if need := m.Bytes(1); need > budget {
 		return 0, fmt.Errorf("train: one pair needs about %d MiB of device memory (d = %d parameters), the budget is %d MiB (free device memory %d MiB)",

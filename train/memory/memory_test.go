@@ -1,0 +1,30 @@
+package memory
+
+import "testing"
+
+// TestDeviceGroupPairsWithinFreeMemory checks that a group_memory above the device's free
+// memory does not size groups the device cannot hold: with 40 GiB free and a budget of
+// 100 GiB, groups of 1 GiB pairs must fit 90% of the 40 GiB, and a pair larger than the
+// device is refused rather than trained into an out-of-memory error.
+func TestDeviceGroupPairsWithinFreeMemory(t *testing.T) {
+	m := Memory{Params: 1000, Fixed: 1 << 20, PerPair: 1 << 30}
+	free := int64(40 << 30)
+	g, err := m.DeviceGroupPairs(100<<30, free, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Bytes(g); got > free/10*9 {
+		t.Errorf("group of %d pairs needs %d bytes, above 90%% of the %d free", g, got, free)
+	}
+	big := Memory{Params: 1000, Fixed: 1 << 20, PerPair: 60 << 30}
+	if g, err := big.DeviceGroupPairs(100<<30, free, 10); err == nil {
+		t.Errorf("a pair of 60 GiB on a device with 40 GiB free: group of %d pairs, want an error", g)
+	}
+	// Within the free memory the budget still decides; unknown free memory (0) leaves it.
+	if g, err := m.DeviceGroupPairs(4<<30, free, 1000); err != nil || g != 3 {
+		t.Errorf("budget 4 GiB: %d pairs (%v), want 3", g, err)
+	}
+	if g, err := m.DeviceGroupPairs(4<<30, 0, 1000); err != nil || g != 3 {
+		t.Errorf("budget 4 GiB, free unknown: %d pairs (%v), want 3", g, err)
+	}
+}
