@@ -38,25 +38,10 @@ func TestClaimScopeInFigures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range r.figs {
-		svg := string(r.svgs[f])
-		switch {
-		case f.Name == "mu_vs_T":
-			if !strings.Contains(f.Caption, "claim, judged on the final rows only") {
-				t.Errorf("mu figure's caption does not say the claim is judged on the final rows only: %s", f.Caption)
-			}
-			if !strings.Contains(svg, "claim μ = 2 (test claim; on final rows only)") {
-				t.Error("mu figure's legend does not say which rows the claim is judged on")
-			}
-		case strings.HasPrefix(f.Name, "tradeoff_"):
-			if !strings.Contains(f.Caption, "The claim is judged on the final rows only") {
-				t.Errorf("%s: caption does not say which rows the claim is judged on: %s", f.Name, f.Caption)
-			}
-			if !strings.Contains(svg, "T_G(claim μ = 2), final rows only") {
-				t.Errorf("%s: legend does not say which rows the claim is judged on", f.Name)
-			}
-		}
-	}
+	wantInFigures(t, r, figureTexts{
+		muCaption: "claim, judged on the final rows only", muLegend: "claim μ = 2 (test claim; on final rows only)",
+		tradeoffCaption: "The claim is judged on the final rows only", tradeoffLegend: "T_G(claim μ = 2), final rows only",
+	})
 
 	// A claim judged on every threat model of the report names none.
 	all := syntheticInput(t)
@@ -69,9 +54,38 @@ func TestClaimScopeInFigures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wantNowhereInFigures(t, r, "rows only")
+}
+
+// figureTexts are what the mu figure and every trade-off figure must say, in their captions
+// and in their SVG (the legends).
+type figureTexts struct{ muCaption, muLegend, tradeoffCaption, tradeoffLegend string }
+
+func wantInFigures(t *testing.T, r *rendered, want figureTexts) {
+	t.Helper()
 	for _, f := range r.figs {
-		if strings.Contains(f.Caption, "rows only") || strings.Contains(string(r.svgs[f]), "rows only") {
-			t.Errorf("%s names the rows of a claim judged on every row: %s", f.Name, f.Caption)
+		caption, legend := want.tradeoffCaption, want.tradeoffLegend
+		switch {
+		case f.Name == "mu_vs_T":
+			caption, legend = want.muCaption, want.muLegend
+		case !strings.HasPrefix(f.Name, "tradeoff_"):
+			continue
+		}
+		if !strings.Contains(f.Caption, caption) {
+			t.Errorf("%s: caption lacks %q: %s", f.Name, caption, f.Caption)
+		}
+		if !strings.Contains(string(r.svgs[f]), legend) {
+			t.Errorf("%s: legend lacks %q", f.Name, legend)
+		}
+	}
+}
+
+// wantNowhereInFigures checks that no figure's caption or SVG holds text.
+func wantNowhereInFigures(t *testing.T, r *rendered, text string) {
+	t.Helper()
+	for _, f := range r.figs {
+		if strings.Contains(f.Caption, text) || strings.Contains(string(r.svgs[f]), text) {
+			t.Errorf("%s says %q: %s", f.Name, text, f.Caption)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/fedaudit/fedaudit/findings"
@@ -27,25 +26,10 @@ func TestFiguresMarkEstimatedBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range r.figs {
-		svg := string(r.svgs[f])
-		switch {
-		case f.Name == "mu_vs_T":
-			if !strings.Contains(f.Caption, "the convergent bound (and the uploads bound beyond T = 1) is an estimate") {
-				t.Errorf("mu figure's caption does not say the convergent bound is an estimate: %s", f.Caption)
-			}
-			if !strings.Contains(svg, ">   an estimate: L not proven<") {
-				t.Error("mu figure's legend does not mark the convergent bound as an estimate")
-			}
-		case strings.HasPrefix(f.Name, "tradeoff_"):
-			if !strings.Contains(f.Caption, "the convergent bound (and the uploads bound beyond T = 1) is an estimate") {
-				t.Errorf("%s: caption does not say the convergent bound is an estimate: %s", f.Name, f.Caption)
-			}
-			if !strings.Contains(svg, "), final model, an estimate") {
-				t.Errorf("%s: legend does not mark T_G(convergent) as an estimate", f.Name)
-			}
-		}
-	}
+	wantInFigures(t, r, figureTexts{
+		muCaption: "the convergent bound (and the uploads bound beyond T = 1) is an estimate", muLegend: ">   an estimate: L not proven<",
+		tradeoffCaption: "the convergent bound (and the uploads bound beyond T = 1) is an estimate", tradeoffLegend: "), final model, an estimate",
+	})
 
 	// With a proven L the bounds are bounds and nothing is marked.
 	proven := syntheticInput(t)
@@ -58,9 +42,5 @@ func TestFiguresMarkEstimatedBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range r.figs {
-		if strings.Contains(f.Caption, "an estimate") || strings.Contains(string(r.svgs[f]), "an estimate") {
-			t.Errorf("%s marks a proven bound as an estimate", f.Name)
-		}
-	}
+	wantNowhereInFigures(t, r, "an estimate")
 }
