@@ -150,7 +150,9 @@ def timed_w1(w1, w1_cuda, mode, argv):
     X, Y = (t.to(dev) for t in w1.make_data())
     order, w0 = w1.make_order(a.rounds).to(dev), w1.init_params()
     ghost = a.impl == "batched_ghost"
-    step = torch.compile(lambda *args: w1_step(w1, *args, ghost), mode=mode)
+    # dynamic=False: each replica count gets its own static-shape graph (the second count would
+    # otherwise recompile with symbolic shapes: another form than the first count's).
+    step = torch.compile(lambda *args: w1_step(w1, *args, ghost), mode=mode, dynamic=False)
     print(f"torch {torch.__version__} device={torch.cuda.get_device_name(0)}")
     for R in (int(r) for r in a.replicas.split(",")):
         try:
@@ -192,8 +194,9 @@ def main():
         if a.workload == "w1":
             timed_w1(w1, w1_cuda, a.mode, rest)
             return
-        w2_cuda.step_batched = torch.compile(w2_cuda.step_batched, mode=a.mode)
-        w2_cuda.step_im2col = torch.compile(w2_cuda.step_im2col, mode=a.mode)
+        # dynamic=False, as for W1: n (the conv groups, the batch of products) differs per count.
+        w2_cuda.step_batched = torch.compile(w2_cuda.step_batched, mode=a.mode, dynamic=False)
+        w2_cuda.step_im2col = torch.compile(w2_cuda.step_im2col, mode=a.mode, dynamic=False)
         sys.argv = ["w2_cuda.py"] + rest
         w2_cuda.main()
 

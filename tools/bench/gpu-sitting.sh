@@ -5,17 +5,22 @@
 # GPU (about 15 minutes a session, 10 a command: docs/gpu.md, "A sitting on a lent GPU"); on a
 # cluster node with time to spare run the whole kit instead (bin/gpu-kit/run.sh).
 #
-# Usage: gpu-sitting.sh KIT REF OUT [--budget SECONDS] [--shim]
+# Usage: gpu-sitting.sh KIT REF OUT [--budget SECONDS] [--copy DIR] [--shim]
 #   KIT  the validation kit (make gpu-kit: bin/gpu-kit)
 #   REF  a folder with the PyTorch references: w1.py, w1_cuda.py, w2.py, w2_cuda.py (the
 #        benchmark's own) and this repository's tools/bench/w3.py and compiled.py
 #   OUT  the results folder; OUT/sitting.tgz holds all of it (on the development GPU, whose
-#        runner returns only a few files, make OUT a folder outside its $OUT and copy the
-#        archive there); a digest of the results ends the standard output
-#   --budget  seconds for the whole sitting (default 480); a group that would start with less
-#        than its own limit left is skipped and says so in OUT/sitting.log
+#        runner returns only a few files, make OUT a folder outside its $OUT and pass
+#        --copy "$OUT"); a digest of the results ends the standard output
+#   --budget  seconds for the whole sitting (default 480); a step runs under its own limit or
+#        what is left of the budget (less 10 s for its kill), and one that would start with less
+#        than 20 s left is skipped and says so in OUT/sitting.log
+#   --copy  a folder that gets a copy of OUT/sitting.tgz after every step (the device runner's
+#        $OUT: the archive comes back even when the command is killed at its limit)
 #   --shim  run the kit in its --shim mode and the PyTorch steps' CPU checks only (a machine
 #        without a GPU: checks this script)
+# OUT/sitting.tgz is packed again after every step and on INT or TERM, so a sitting stopped from
+# outside keeps what it had measured.
 # Groups, in order (each kit group is one run.sh --only call with its own summary.md):
 #   1 kit: gpu-info, parity, bench-gpu-w2(-splitk), profile-w2   torch: W2 batched, im2col
 #   2 kit: bench-gpu, bench-gpu-graphs, profile-w1       torch: W1 batched, batched_ghost
@@ -38,9 +43,11 @@ out=$3
 shift 3
 budget=480
 shim=
+copy=
 while [ $# -gt 0 ]; do
   case $1 in
     --budget) budget=$2; shift ;;
+    --copy) copy=$2; shift ;;
     --shim) shim=--shim ;;
     *) echo "gpu-sitting: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -48,6 +55,7 @@ while [ $# -gt 0 ]; do
 done
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+if [ -n "$copy" ]; then mkdir -p "$copy" && copy=$(cd "$copy" && pwd) || exit 2; fi
 # A carried kit may arrive without its executable bits.
 chmod u+x "$kit"/*.test "$kit/audit" "$kit"/*.sh 2> /dev/null || true
 log=$out/sitting.log
@@ -55,30 +63,79 @@ log=$out/sitting.log
 start=$SECONDS
 py=${PYTHON:-python3}
 if [ -n "$shim" ] && [ -x /usr/bin/python3 ]; then py=/usr/bin/python3; fi
+# The references print their RESULT lines without flushing: unbuffered, a step stopped at its
+# limit keeps the lines it had printed.
+export PYTHONUNBUFFERED=1
 
 say() { echo "[$((SECONDS - start)) s] $*" | tee -a "$log"; }
 
 # left: seconds of the budget still free.
 left() { echo $((budget - (SECONDS - start))); }
 
-# run LIMIT NAME CMD...: CMD under min(LIMIT, what is left), its output in OUT/NAME.log;
-# skipped when less than 20 s are left.
+# pack writes OUT/sitting.tgz (and its copy in --copy DIR), atomically: everything in OUT but
+# the archive itself and the kit groups' own kit-results.tgz (the same files again).
+pack() {
+  local base rc
+  base=$(basename "$out")
+  tar -czf "$out.tgz.tmp" --exclude="$base/sitting.tgz" --exclude=kit-results.tgz -C "$(dirname "$out")" "$base" 2> /dev/null
+  rc=$? # 1: a file changed while read (a step still stopping); the archive is whole
+  if [ $rc -gt 1 ] || ! mv -f "$out.tgz.tmp" "$out/sitting.tgz"; then
+    rm -f "$out.tgz.tmp"
+    return 1
+  fi
+  if [ -n "$copy" ]; then
+    cp "$out/sitting.tgz" "$copy/sitting.tgz.tmp" && mv -f "$copy/sitting.tgz.tmp" "$copy/sitting.tgz"
+  fi
+}
+
+# digest: each kit step's outcome, the benchmark rows of each kit group and the PyTorch results,
+# on stdout, for a runner that returns only the output's tail.
+digest() {
+  local f
+  for f in "$out"/kit-*/steps.tsv; do
+    [ -f "$f" ] && grep -v "$(printf '\tskipped\t')" "$f" | sed "s|^|$(basename "$(dirname "$f")"): |"
+  done
+  for f in "$out"/kit-*/summary.md; do
+    [ -f "$f" ] && sed -n '/^## W[123] benchmark/,$p' "$f" | grep '^|\|^##' | grep -v '^|---\|^| operation\|^| backend\|^| replicas'
+  done
+  cat "$out/results.txt" 2> /dev/null
+}
+
+# Stopped from outside: stop the running step (its timeout passes the TERM to all it started)
+# and pack what there is.
+child=
+interrupted() {
+  say "gpu-sitting: interrupted after $((SECONDS - start)) s; packing what there is"
+  [ -n "$child" ] && kill -TERM "$child" 2> /dev/null
+  pack
+  digest
+  exit 130
+}
+trap interrupted INT TERM
+
+# run LIMIT NAME CMD...: CMD under min(LIMIT, what is left less 10 s for the kill), its output in
+# OUT/NAME.log; skipped when less than 20 s would be left. In the background with wait, so that
+# an INT or TERM reaches the trap at once; the archive is packed again after each step.
 run() {
   local limit=$1 name=$2
   shift 2
   local l
-  l=$(left)
+  l=$(($(left) - 10))
   if [ "$l" -lt 20 ]; then
-    say "skip $name: $l s of the budget left"
+    say "skip $name: $((l + 10)) s of the budget left"
     return 0
   fi
   [ "$limit" -gt "$l" ] && limit=$l
   say "start $name (limit $limit s): $*"
-  local t0=$SECONDS
-  timeout --kill-after=10 "$limit" "$@" > "$out/$name.log" 2>&1
-  local rc=$?
+  local t0=$SECONDS rc
+  timeout --kill-after=10 "$limit" "$@" > "$out/$name.log" 2>&1 < /dev/null &
+  child=$!
+  wait "$child"
+  rc=$?
+  child=
   say "end $name: exit $rc after $((SECONDS - t0)) s"
   grep -h '^RESULT\|^{"workload"\|^CHECK' "$out/$name.log" >> "$out/results.txt" 2>/dev/null || true
+  pack || say "packing $out/sitting.tgz failed"
 }
 
 # kitgroup NAME LIMIT STEPS ARGS...: one run.sh call with --only STEPS, each step limited too.
@@ -90,9 +147,9 @@ kitgroup() {
 
 say "gpu-sitting: budget $budget s, kit $(cat "$kit/COMMIT" 2>/dev/null || echo '?'), results in $out"
 if command -v nvidia-smi > /dev/null 2>&1; then
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv > "$out/nvidia-smi.csv" 2>&1
+  timeout --kill-after=5 30 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv > "$out/nvidia-smi.csv" 2>&1
 fi
-"$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available())' > "$out/torch.txt" 2>&1
+timeout --kill-after=5 60 "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available())' > "$out/torch.txt" 2>&1
 
 if [ -n "$shim" ]; then
   kitgroup kit-1 120 gpu-info,bench-gpu-w2,profile-w1 --w2-replicas 2 --w2-rounds 1
@@ -121,23 +178,19 @@ else
     if [ -z "$ncu" ] && [ -n "$d" ] && [ -x "$d/bin/ncu" ]; then ncu=$d/bin/ncu; fi
   done
   if [ -n "$ncu" ]; then
-    # W2's setup and warm-up round issue about 2,700 launches: skip past them.
-    run 120 ncu-w2 env FEDAUDIT_BENCH_R=64 FEDAUDIT_BENCH_ROUNDS=1 "$ncu" --csv --section SpeedOfLight \
+    # W2's setup and warm-up round issue about 2,700 launches: skip past them. Clocks as they
+    # are (--clock-control none): locking them, ncu's default, was never tried on these machines.
+    run 120 ncu-w2 env FEDAUDIT_BENCH_R=64 FEDAUDIT_BENCH_ROUNDS=1 "$ncu" --csv --section SpeedOfLight --clock-control none \
       --launch-skip 3000 --launch-count 80 "$kit/cuda-gpu.test" -test.run '^TestKitBenchW2GPU$' -test.count=1
-    run 90 ncu-w1 env FEDAUDIT_BENCH_R=4096 FEDAUDIT_BENCH_ROUNDS=1 "$ncu" --csv --section SpeedOfLight \
+    run 90 ncu-w1 env FEDAUDIT_BENCH_R=4096 FEDAUDIT_BENCH_ROUNDS=1 "$ncu" --csv --section SpeedOfLight --clock-control none \
       --launch-skip 400 --launch-count 80 "$kit/cuda-gpu.test" -test.run '^TestKitBenchW1GPU$' -test.count=1
   else
     say "skip ncu: Nsight Compute not found (PATH, CUDA_HOME, /usr/local/cuda)"
   fi
 fi
 say "gpu-sitting: done in $((SECONDS - start)) s"
-tar -czf "$out.tgz.tmp" -C "$(dirname "$out")" "$(basename "$out")" && mv "$out.tgz.tmp" "$out/sitting.tgz"
-# A digest on stdout, for a runner that returns only the output's tail: the steps' outcomes, the
-# benchmark rows of each kit group and the PyTorch results.
-for f in "$out"/kit-*/steps.tsv; do
-  [ -f "$f" ] && grep -v "$(printf '\tskipped\t')" "$f" | sed "s|^|$(basename "$(dirname "$f")"): |"
-done
-for f in "$out"/kit-*/summary.md; do
-  [ -f "$f" ] && sed -n '/^## W[123] benchmark/,$p' "$f" | grep '^|\|^##' | grep -v '^|---\|^| operation\|^| backend\|^| replicas'
-done
-cat "$out/results.txt" 2>/dev/null
+trap - INT TERM
+pack
+rc=$?
+digest
+exit $rc

@@ -132,7 +132,7 @@ _compiled = {}
 
 def compiled(step, mode):
     if mode not in _compiled:
-        _compiled[mode] = torch.compile(step, mode=mode)
+        _compiled[mode] = torch.compile(step, mode=mode, dynamic=False)
     return _compiled[mode]
 
 
