@@ -545,6 +545,12 @@ func writeRaw(t *testing.T, path string, sc *arrow.Schema, build func(*array.Rec
 // as files of format version 1 and of other tools.
 func writeUnchecked(t testing.TB, path string, sc *arrow.Schema, build func(*array.RecordBuilder)) {
 	t.Helper()
+	writeUncheckedBatches(t, path, sc, 1, func(_ int, b *array.RecordBuilder) { build(b) })
+}
+
+// writeUncheckedBatches is writeUnchecked of n record batches, batch i built by build(i, ...).
+func writeUncheckedBatches(t testing.TB, path string, sc *arrow.Schema, n int, build func(int, *array.RecordBuilder)) {
+	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
@@ -554,13 +560,16 @@ func writeUnchecked(t testing.TB, path string, sc *arrow.Schema, build func(*arr
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
-	defer b.Release()
-	build(b)
-	rec := b.NewRecord()
-	defer rec.Release()
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
+	for i := range n {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+		build(i, b)
+		rec := b.NewRecord()
+		b.Release()
+		err := w.Write(rec)
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)

@@ -3,15 +3,12 @@ package runs
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/ipc"
-	"github.com/apache/arrow/go/v15/arrow/memory"
 )
 
 // A run file's params and upload hold as many values in every row (docs/runfiles.md), which
@@ -80,33 +77,5 @@ func TestVectorLengthsDiffer(t *testing.T) {
 			}
 			t.Log(err)
 		})
-	}
-}
-
-// writeUncheckedBatches writes an Arrow file of sc without checksums, of n record batches.
-func writeUncheckedBatches(t *testing.T, path string, sc *arrow.Schema, n int, build func(int, *array.RecordBuilder)) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w, err := ipc.NewFileWriter(f, ipc.WithSchema(sc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range n {
-		b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
-		build(i, b)
-		rec := b.NewRecord()
-		b.Release()
-		err := w.Write(rec)
-		rec.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
 	}
 }

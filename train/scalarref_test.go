@@ -399,18 +399,27 @@ func closeTo(t *testing.T, what string, got []float32, want []float64, tol float
 // TestScalarReference holds the engine (every local-step form, batching, schedule, clipping,
 // participation and mechanism) to refSoftmax on tiny configurations: parameters, uploads and
 // the informed statistics of every checkpoint, 1e-4 (float32 training against float64).
-func TestScalarReference(t *testing.T) {
-	tgt := TargetInfo{Client: 1, Index: 2}
-	base := Config{Algorithm: algo.FedAvg, Model: model.Config{Kind: "softmax"}, Rounds: 3, LocalSteps: 3,
+// refBase is the configuration the scalar reference cases edit: model m, FedAvg at a constant
+// rate, clipped, fixed batches, every checkpoint recorded with the informed statistics.
+func refBase(m model.Config) Config {
+	return Config{Algorithm: algo.FedAvg, Model: m, Rounds: 3, LocalSteps: 3,
 		LearningRate: 0.5, Schedule: "constant", ClipNorm: 0.3, NoiseStd: 0.05, Batching: algo.Fixed, BatchSize: 3,
 		Seed: 11, Checkpoints: []int{0, 1, 2, 3}, RecordParams: true, RecordUpload: true, Informed: true}
-	type tc struct {
-		name        string
-		dim         int
-		m, N, pairs int
-		edit        func(*Config)
-	}
-	cases := []tc{
+}
+
+// refCase is one scalar reference case: input dimension, clients m of N samples, pairs, and the
+// edit of refBase.
+type refCase struct {
+	name        string
+	dim         int
+	m, N, pairs int
+	edit        func(*Config)
+}
+
+func TestScalarReference(t *testing.T) {
+	tgt := TargetInfo{Client: 1, Index: 2}
+	base := refBase(model.Config{Kind: "softmax"})
+	cases := []refCase{
 		{"fixed-deferred", 12, 3, 8, 3, func(c *Config) {}},
 		{"fixed-fused", 4, 3, 8, 3, func(c *Config) {}},
 		{"fixed-direct", 2, 3, 8, 3, func(c *Config) {}},
@@ -457,16 +466,8 @@ func TestScalarReferencePlain(t *testing.T) {
 
 func TestScalarReferenceMLP(t *testing.T) {
 	tgt := TargetInfo{Client: 1, Index: 2}
-	base := Config{Algorithm: algo.FedAvg, Model: model.Config{Kind: "mlp", Hidden: []int{5}, Activation: "tanh"}, Rounds: 3, LocalSteps: 3,
-		LearningRate: 0.5, Schedule: "constant", ClipNorm: 0.3, NoiseStd: 0.05, Batching: algo.Fixed, BatchSize: 3,
-		Seed: 11, Checkpoints: []int{0, 1, 2, 3}, RecordParams: true, RecordUpload: true, Informed: true}
-	type tc struct {
-		name        string
-		dim         int
-		m, N, pairs int
-		edit        func(*Config)
-	}
-	cases := []tc{
+	base := refBase(model.Config{Kind: "mlp", Hidden: []int{5}, Activation: "tanh"})
+	cases := []refCase{
 		{"fixed-deferred", 12, 3, 8, 3, func(c *Config) {}},
 		{"fixed-deferred-2", 12, 3, 8, 3, func(c *Config) { c.Model.Hidden = []int{5, 4} }},
 		{"fixed-fused", 4, 3, 8, 3, func(c *Config) {}},
@@ -660,9 +661,8 @@ func TestScalarReferenceWholeClient(t *testing.T) {
 		b    algo.Batching
 	}{{"deferred", 12, algo.Fixed}, {"fused", 4, algo.Fixed}, {"full", 4, algo.Full}, {"poisson", 4, algo.Poisson}} {
 		t.Run(k.name, func(t *testing.T) {
-			cfg := Config{Algorithm: algo.FedAvg, Model: model.Config{Kind: "mlp", Hidden: []int{5}, Activation: "tanh"}, Rounds: 3, LocalSteps: 3,
-				LearningRate: 0.5, Schedule: "constant", ClipNorm: 0.3, NoiseStd: 0.05, Batching: k.b, BatchSize: 3,
-				Seed: 11, Checkpoints: []int{1, 3}, RecordParams: true, RecordUpload: true, Informed: k.b != algo.Poisson}
+			cfg := refBase(model.Config{Kind: "mlp", Hidden: []int{5}, Activation: "tanh"})
+			cfg.Batching, cfg.Checkpoints, cfg.Informed = k.b, []int{1, 3}, k.b != algo.Poisson
 			if k.b == algo.Full {
 				cfg.BatchSize = 0
 			}

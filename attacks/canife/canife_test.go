@@ -158,16 +158,23 @@ func TestCraftKeepsTheBestRestart(t *testing.T) {
 	}
 }
 
-// A CNN's canary (mixed products by central differences) lowers the share of its random start
-// and stays in the box.
-func TestCraftCNN(t *testing.T) {
-	rng := rand.New(rand.NewPCG(13, 14))
+// smallCNN is a convolutional model of 1x5x6 inputs and 3 classes.
+func smallCNN(t *testing.T) *hostmodel.Model {
+	t.Helper()
 	spec := model.Config{Kind: "sequential", Input: []int{1, 5, 6}, Layers: []nn.LayerSpec{
 		{Kind: "conv2d", Out: 2, Kernel: 3}, {Kind: "tanh"}, {Kind: "avgpool", Kernel: 2}, {Kind: "flatten"}, {Kind: "dense", Out: 3}}}
 	m, err := hostmodel.New(spec, []int{1, 5, 6}, 30, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return m
+}
+
+// A CNN's canary (mixed products by central differences) lowers the share of its random start
+// and stays in the box.
+func TestCraftCNN(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	m := smallCNN(t)
 	res, err := Craft(context.Background(), m, randomParams(rng, m.NumParams()), pool(rng, 8, 30, 30, 3), 0, 0, 1, Config{Iterations: 60, Restarts: 2}, rand.New(rand.NewPCG(15, 16)))
 	if err != nil {
 		t.Fatal(err)
@@ -220,17 +227,12 @@ func TestCraftRefuses(t *testing.T) {
 // cancellation, not a half-optimised canary.
 func TestCraftStopsWhenCancelled(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
-	spec := model.Config{Kind: "sequential", Input: []int{1, 5, 6}, Layers: []nn.LayerSpec{
-		{Kind: "conv2d", Out: 2, Kernel: 3}, {Kind: "tanh"}, {Kind: "avgpool", Kernel: 2}, {Kind: "flatten"}, {Kind: "dense", Out: 3}}}
-	m, err := hostmodel.New(spec, []int{1, 5, 6}, 30, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := smallCNN(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
 	// 10^7 iterations would take hours: only the cancellation ends it.
-	_, err = Craft(ctx, m, randomParams(rng, m.NumParams()), pool(rng, 8, 30, 30, 3), 0, 0, 1, Config{Iterations: 10_000_000, Restarts: 2}, rand.New(rand.NewPCG(15, 16)))
+	_, err := Craft(ctx, m, randomParams(rng, m.NumParams()), pool(rng, 8, 30, 30, 3), 0, 0, 1, Config{Iterations: 10_000_000, Restarts: 2}, rand.New(rand.NewPCG(15, 16)))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("cancelled crafting: %v, want %v", err, context.DeadlineExceeded)
 	}
