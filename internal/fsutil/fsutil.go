@@ -33,6 +33,10 @@ type File struct {
 	done bool
 }
 
+// maxCreateTries is how many new temporary files Create makes when a cleaner removes each
+// before it is locked.
+const maxCreateTries = 1000
+
 // Create starts writing the file path. The caller must end with Commit or Abort; `defer
 // f.Abort()` is safe after Commit.
 func Create(path string) (*File, error) {
@@ -60,10 +64,13 @@ func Create(path string) (*File, error) {
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
 		if err == nil && !stillNamed(f) {
 			f.Close()
-			if try < 10 {
+			// A cleaner wins this instant only by chance (TestCommitBesideCleaner's, which
+			// cleans without a pause, won ten times in a row once in a few thousand commits):
+			// the bound only stops a loop that something else keeps emptying.
+			if try < maxCreateTries {
 				continue
 			}
-			err = errors.New("its temporary file was removed by another process ten times over")
+			err = fmt.Errorf("its temporary file was removed by another process %d times over", maxCreateTries)
 		}
 		if err == nil {
 			// CreateTemp makes files private; outputs are data like any other.
