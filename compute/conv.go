@@ -93,3 +93,26 @@ type Convolver interface {
 type PatchGemmer interface {
 	ConvForward(wb Mat, x Images, win Window, y Mat)
 }
+
+// DirectConvolver is implemented by backends that compute some convolutions and their
+// gradients straight from the images, without writing patches or multiplying by them (the GPU
+// backend's kernels for convolutions of few channels, where a product by patches is mostly
+// moving the patches). Each result is the one Im2col and Gemm (and Col2im) would give, summed
+// in the same order as the patch form on a backend that sums a product's depth in order, so
+// it agrees with another backend's patch form to the rounding of the sums' order.
+type DirectConvolver interface {
+	// DirectConv reports whether the backend computes a convolution of x (its geometry; the
+	// batch is not looked at) with window win into cout channels directly. It depends only on
+	// the geometry, so every pass of a model makes the same choice.
+	DirectConv(cout int, x Images, win Window) bool
+	// ConvDirect sets y (cout channels of win.Out(H) x win.Out(W) pixels of N samples, per
+	// batch element) to the convolution of x by w plus bias: w is cout x (C Size Size), row
+	// (output channel) by row as Im2col's rows, and bias cout x 1. x may be shared by the batch
+	// (BatchStride 0).
+	ConvDirect(w, bias Mat, x Images, win Window, y Images)
+	// ConvDirectGrad writes the gradients of ConvDirect's inputs given dy, the gradient of its
+	// output: dw (cout x C Size Size, the product of dy with the patches' transpose), dbias
+	// (cout x 1, the sum of each channel of dy) and, when dx.Buf is not nil, dx (Col2im of w's
+	// transpose times dy). x may be shared by the batch.
+	ConvDirectGrad(w Mat, x Images, win Window, dy Images, dw, dbias Mat, dx Images)
+}

@@ -164,3 +164,71 @@ func (o *Ops) GroupNormGrad(groups int, eps float32, x compute.Images, gamma com
 		i64(cg).i64(x.N).i64(hw).i64(groups).i64(batch)
 	o.launch(kernels.GNGradX, batch*x.Size())
 }
+
+var _ compute.DirectConvolver = (*Ops)(nil)
+
+// The direct convolution's limits (Options.DirectConv): one thread computes an output pixel
+// of a sample for every output channel and reads its C K K inputs once per CONV_CO_TILE
+// channels, so the kernels pay where a product by patches would mostly move patches (few
+// channels: LeNet-5's 6 and 16 of 25 and 150 rows) and lose to cuBLAS's tiled products where
+// the channels are many (ResNet's 64 to 512 of 576 to 4,608 rows).
+const (
+	directMaxOut  = 32
+	directMaxRows = 512
+	// directMaxParts is the most partial sums per weight of the weight gradient (conv_direct_dw):
+	// a warp's worth of adjacent samples.
+	directMaxParts = 32
+)
+
+// directParts is how many partial sums conv_direct_dw splits each weight's gradient into for
+// n samples: one per sample up to directMaxParts. It depends only on n, so the order of the
+// sums never depends on the launch or the device.
+func directParts(n int) int { return max(1, min(n, directMaxParts)) }
+
+// DirectConv implements compute.DirectConvolver: with Options.DirectConv, for at most 32
+// output channels of at most 512 patch rows whose weight gradient's partial sums (directParts
+// per weight) take no more memory than the patches they replace, so that train's device
+// memory estimate, which counts the patches, stays an upper bound.
+func (o *Ops) DirectConv(cout int, x compute.Images, win compute.Window) bool {
+	rows := x.C * win.Size * win.Size
+	pixels := win.Out(x.H) * win.Out(x.W)
+	return o.direct && cout >= 1 && cout <= directMaxOut && rows >= 1 && rows <= directMaxRows &&
+		pixels >= 1 && directParts(x.N)*cout <= x.N*pixels
+}
+
+// ConvDirect implements compute.DirectConvolver: one launch of conv_direct, a thread per output
+// pixel and sample.
+func (o *Ops) ConvDirect(w, bias compute.Mat, x compute.Images, win compute.Window, y compute.Images) {
+	o.args.reset().ptr(imgAddr(y)).i64(y.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
+		ptr(addr(w)).i64(w.Stride).i64(w.BatchStride).ptr(addr(bias)).i64(bias.Stride).i64(bias.BatchStride).
+		i64(y.C).geom(x, win).i64(y.Batch)
+	o.launch(kernels.ConvDirect, y.Batch*y.H*y.W*y.N)
+}
+
+// ConvDirectGrad implements compute.DirectConvolver in three launches (four with dx):
+// conv_direct_dw's partial sums, splitk_reduce adding them into dw and into dbias, and
+// conv_direct_dx.
+func (o *Ops) ConvDirectGrad(w compute.Mat, x compute.Images, win compute.Window, dy compute.Images, dw, dbias compute.Mat, dx compute.Images) {
+	batch, co, rows := dy.Batch, dy.C, x.C*win.Size*win.Size
+	if o.err != nil || batch <= 0 {
+		return
+	}
+	pp := directParts(x.N)
+	floats := pp * batch * co * (rows + 1)
+	part := o.grow(&o.slices, (floats+1)/2)
+	o.args.reset().ptr(part).ptr(imgAddr(x)).i64(x.BatchStride).ptr(imgAddr(dy)).i64(dy.BatchStride).
+		i64(co).geom(x, win).i64(pp).i64(batch)
+	o.launch(kernels.ConvDirectDW, floats)
+	o.args.reset().ptr(addr(dw)).i64(dw.Stride).i64(dw.BatchStride).ptr(part).i64(pp).
+		f32(1).f32(0).i64(co).i64(rows).i64(batch)
+	o.launch(kernels.SplitKReduce, batch*co*rows)
+	o.args.reset().ptr(addr(dbias)).i64(dbias.Stride).i64(dbias.BatchStride).ptr(part + 4*uint64(pp*batch*co*rows)).i64(pp).
+		f32(1).f32(0).i64(co).i64(1).i64(batch)
+	o.launch(kernels.SplitKReduce, batch*co)
+	if dx.Buf == nil {
+		return
+	}
+	o.args.reset().ptr(imgAddr(dx)).i64(dx.BatchStride).ptr(addr(w)).i64(w.Stride).i64(w.BatchStride).
+		ptr(imgAddr(dy)).i64(dy.BatchStride).i64(co).geom(dx, win).i64(batch)
+	o.launch(kernels.ConvDirectDX, batch*dx.Size())
+}

@@ -26,7 +26,8 @@ import (
 // FEDAUDIT_BENCH_PRECISION=tf32 or bf16 its matrix products run in that precision
 // ("gpu-tf32", "gpu-bf16"); with FEDAUDIT_CUDA_PROFILE=1 every launch and GEMM is timed on the
 // device and the result carries the profile ("gpu+profile"); with FEDAUDIT_CUDA_SPLITK=1 the
-// products of small output and long depth run in depth slices ("gpu+splitk").
+// products of small output and long depth run in depth slices ("gpu+splitk"); with
+// FEDAUDIT_CUDA_DIRECTCONV=1 the small convolutions run on the direct kernels ("gpu+direct").
 func TestKitBenchW1GPU(t *testing.T) { kitBenchGPU(t, paritytest.W1) }
 func TestKitBenchW2GPU(t *testing.T) { kitBenchGPU(t, paritytest.W2) }
 
@@ -57,6 +58,9 @@ func kitBenchGPU(t *testing.T, workload string) {
 	}
 	if os.Getenv(cuda.SplitKEnv) == "1" {
 		backend += "+splitk"
+	}
+	if os.Getenv(cuda.DirectConvEnv) == "1" {
+		backend += "+direct"
 	}
 	precision := compute.Precision(os.Getenv(paritytest.BenchPrecisionEnv))
 	forced := precision != "" && precision != compute.FP32

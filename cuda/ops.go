@@ -28,6 +28,7 @@ type Ops struct {
 	syncEach Syncer    // nil unless Options.SyncEachLaunch and the device is asynchronous
 	prof     *profiler // nil unless Options.Profile; then dev is prof
 	splitK   int       // the depth of a slice of a product computed in slices; 0: never
+	direct   bool      // small convolutions by the direct kernels (Options.DirectConv)
 	err      error
 	math     Math // the matrix products' precision (SetPrecision)
 
@@ -123,7 +124,16 @@ type Options struct {
 	// SplitKDepth is the depth of a slice (default 1024); tests set it small to split small
 	// products.
 	SplitKDepth int
+	// DirectConv computes small convolutions (at most 32 output channels of at most 512 patch
+	// rows, LeNet-5's two) and their gradients with the kernels conv_direct, conv_direct_dx and
+	// conv_direct_dw (compute.DirectConvolver) instead of im2col, cuBLAS products by the patches
+	// and col2im: no patches are written or read, and no copies of the weights are made. Off by
+	// default until measured on hardware; FEDAUDIT_CUDA_DIRECTCONV=1 turns it on too.
+	DirectConv bool
 }
+
+// DirectConvEnv is the environment variable that turns on Options.DirectConv.
+const DirectConvEnv = "FEDAUDIT_CUDA_DIRECTCONV"
 
 // SplitKEnv is the environment variable that turns on Options.SplitK.
 const SplitKEnv = "FEDAUDIT_CUDA_SPLITK"
@@ -166,6 +176,7 @@ func NewOps(dev Device, opt Options) *Ops {
 			o.splitK = 1024
 		}
 	}
+	o.direct = opt.DirectConv || os.Getenv(DirectConvEnv) == "1"
 	if profileWanted(opt) {
 		o.prof = newProfiler(dev)
 		o.dev = o.prof

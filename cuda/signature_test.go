@@ -94,6 +94,9 @@ func TestLaunchArgumentsMatchPTX(t *testing.T) {
 	gb := m(1, 2, 2)
 	o.GroupNorm(2, 1e-5, xi, gb, gb, xi)
 	o.GroupNormGrad(2, 1e-5, xi, gb, xi, xi, gb, gb)
+	cw, cb := m(2, 2*9, 2), m(2, 1, 2)
+	o.ConvDirect(cw, cb, xi, win, yi)
+	o.ConvDirectGrad(cw, xi, win, yi, cw, cb, xi)
 	pr := m(1, 3*2+3+3*2+2, 2) // W1 3 x 2, b1 3, W2 2 x 3, b2 2
 	hb := m(4, 3, 2)
 	o.HiddenStep(&compute.HiddenStepArgs{Act: compute.Tanh, Pre: hb, Params: pr, Anchor: pr, Gram: m(4, 4, 1), Prev: m(4, 3, 2),

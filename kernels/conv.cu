@@ -12,6 +12,9 @@
 // GroupNorm's float64 sums are split into a fixed number of partial sums per group or channel
 // (an argument, not the launch) and reduced in a second pass: independent of the launch, but
 // not the CPU's sequential order, so GroupNorm agrees with the CPU to rounding, not bit for bit.
+// The direct convolution kernels at the end (conv_direct, conv_direct_dx, conv_direct_dw) replace
+// im2col and the products by its patches for small convolutions; they sum in the patch form's
+// order, and agree with a backend's patch form to the rounding of its products' own order.
 #include "common.cuh"
 
 // md_index is rc_index (common.cuh) for D digits: it walks the flat indices of a grid-stride
@@ -453,5 +456,136 @@ extern "C" __global__ void gn_grad_x(float* dx, i64 dxbs, const float* x, i64 xb
 		i64 o = (c * hw + px) * N + n;
 		double xh = ((double)x[b * xbs + o] - mu) * rs;
 		dx[b * dxbs + o] = (float)(rs * ((double)dy[b * dybs + o] * gm - mg - xh * mgx));
+	}
+}
+
+// The direct convolution (cuda.Ops, Options.DirectConv): a small convolution and its gradients
+// computed from the images themselves, without im2col's patches or a matrix product. The sums
+// are those of the patch form in the same order: over the patch rows k = (c K + i) K + j for the
+// output, over the output channels and then the window offsets (col2im's order) for the input
+// gradient, over the pixels and samples for the weight gradient.
+
+// CONV_CO_TILE is how many output channels one thread of conv_direct accumulates at once: each
+// input value it loads serves that many products.
+#define CONV_CO_TILE 8
+
+// conv_direct: y[b, co, oy, ox, n] = (the float32 sum, from 0, over k = (c K + i) K + j
+// ascending of w[b, co, k] x[b, c, oy S - P + i, ox S - P + j, n], a padding value being 0) +
+// bias[b, co]: Im2col's patches with a row of ones times [w | bias], summed in row order. w is
+// CO x (C K K) with row stride ldw, bias CO x 1 with row stride ldb. One thread per output
+// pixel and sample (b, oy, ox, n), the samples fastest, computing every output channel,
+// CONV_CO_TILE at a time.
+extern "C" __global__ void conv_direct(float* y, i64 ybs, const float* x, i64 xbs, const float* w,
+                                       i64 ldw, i64 wbs, const float* bias, i64 ldb, i64 bbs,
+                                       i64 CO, i64 C, i64 N, i64 H, i64 W, i64 K, i64 S, i64 P,
+                                       i64 OH, i64 OW, i64 batch) {
+	const i64 rad[4] = {0, OH, OW, N};
+	const i64 plane = OH * OW * N;
+	GRID_STRIDE_MD(it, 4, batch * OH * OW * N, rad) {
+		i64 b = it.d[0], oy = it.d[1], ox = it.d[2], n = it.d[3];
+		const float* xb = x + b * xbs + n;
+		const float* wb = w + b * wbs;
+		const float* bb = bias + b * bbs;
+		float* yb = y + b * ybs + (oy * OW + ox) * N + n;
+		i64 y0 = oy * S - P, x0 = ox * S - P;
+		for (i64 co0 = 0; co0 < CO; co0 += CONV_CO_TILE) {
+			i64 nt = CO - co0 < CONV_CO_TILE ? CO - co0 : CONV_CO_TILE;
+			float acc[CONV_CO_TILE];
+			for (int t = 0; t < CONV_CO_TILE; t++) acc[t] = 0.0f;
+			const float* wt = wb + co0 * ldw;
+			for (i64 c = 0; c < C; c++) {
+				for (i64 i = 0; i < K; i++) {
+					i64 iy = y0 + i;
+					bool rowIn = iy >= 0 && iy < H;
+					for (i64 j = 0; j < K; j++) {
+						i64 ix = x0 + j;
+						float v = (rowIn && ix >= 0 && ix < W) ? xb[((c * H + iy) * W + ix) * N] : 0.0f;
+						i64 k = (c * K + i) * K + j;
+						for (int t = 0; t < CONV_CO_TILE; t++)
+							if (t < nt) acc[t] += wt[t * ldw + k] * v;
+					}
+				}
+			}
+			for (int t = 0; t < CONV_CO_TILE; t++)
+				if (t < nt) yb[(co0 + t) * plane] = acc[t] + bb[(co0 + t) * ldb];
+		}
+	}
+}
+
+// conv_direct_dx: dx[b, c, y, x, n] is col2im of w^T dy: the float32 sum, from 0, over the
+// window offsets (i, j) that reach the pixel, in col2im's order (i, then j), of the float32
+// sum, from 0, over co ascending of w[b, co, (c K + i) K + j] dy[b, co, oy, ox, n], the output
+// pixel (oy, ox) that offset reaches it from. One thread per input value (b, c, y, x, n), the
+// samples fastest; the divisions locating the first offset are 32-bit (pixel coordinates).
+extern "C" __global__ void conv_direct_dx(float* dx, i64 dxbs, const float* w, i64 ldw, i64 wbs,
+                                          const float* dy, i64 dybs, i64 CO, i64 C, i64 N,
+                                          i64 H, i64 W, i64 K, i64 S, i64 P, i64 OH, i64 OW,
+                                          i64 batch) {
+	const i64 rad[5] = {0, C, H, W, N};
+	const i64 plane = OH * OW * N;
+	GRID_STRIDE_MD(it, 5, batch * C * H * W * N, rad) {
+		i64 b = it.d[0], c = it.d[1], yy = it.d[2], xx = it.d[3], n = it.d[4];
+		u32 ty = (u32)(yy + P), tx = (u32)(xx + P), s = (u32)S;
+		i64 i0 = ty % s, j0 = tx % s;
+		i64 oy0 = (i64)(ty / s), ox0 = (i64)(tx / s);
+		const float* wb = w + b * wbs + c * K * K;
+		const float* g = dy + b * dybs + n;
+		float acc = 0.0f;
+		for (i64 i = i0, oy = oy0; i < K && oy >= 0; i += S, oy--) {
+			if (oy >= OH) continue;
+			for (i64 j = j0, ox = ox0; j < K && ox >= 0; j += S, ox--) {
+				if (ox >= OW) continue;
+				const float* wk = wb + i * K + j;
+				const float* gp = g + (oy * OW + ox) * N;
+				float v = 0.0f;
+				for (i64 co = 0; co < CO; co++) v += wk[co * ldw] * gp[co * plane];
+				acc += v;
+			}
+		}
+		dx[b * dxbs + ((c * H + yy) * W + xx) * N + n] = acc;
+	}
+}
+
+// conv_direct_dw: the partial sums of the weight and bias gradients, dw = dy cols^T with cols
+// Im2col's patches and a row of ones (row k = C K K: the bias). Partial p of (b, co, k) is the
+// float32 sum, from 0, over the columns (oy OW + ox) N + n ascending with n = p mod PP of
+// dy[b, co, oy, ox, n] cols[b, k, (oy OW + ox) N + n] (a padding value being 0); splitk_reduce
+// then adds the PP partials in order. Weight partials go to part[((p batch + b) CO + co) C K K +
+// k], bias partials to part[PP batch CO C K K + (p batch + b) CO + co]. PP depends only on N
+// (the host's directParts), never on the launch. One thread per partial (b, co, k, p), p
+// fastest: adjacent threads read adjacent samples.
+extern "C" __global__ void conv_direct_dw(float* part, const float* x, i64 xbs, const float* dy,
+                                          i64 dybs, i64 CO, i64 C, i64 N, i64 H, i64 W, i64 K,
+                                          i64 S, i64 P, i64 OH, i64 OW, i64 PP, i64 batch) {
+	const i64 KK = C * K * K;
+	const i64 rad[4] = {0, CO, KK + 1, PP};
+	float* bpart = part + PP * batch * CO * KK;
+	GRID_STRIDE_MD(it, 4, batch * CO * (KK + 1) * PP, rad) {
+		i64 b = it.d[0], co = it.d[1], k = it.d[2], p = it.d[3];
+		const float* g = dy + b * dybs + co * OH * OW * N;
+		float acc = 0.0f;
+		if (k == KK) {
+			for (i64 q = 0; q < OH * OW; q++)
+				for (i64 n = p; n < N; n += PP) acc += g[q * N + n];
+			bpart[(p * batch + b) * CO + co] = acc;
+			continue;
+		}
+		i64 c = k / (K * K), i = (k / K) % K, j = k % K;
+		const float* xc = x + b * xbs + c * H * W * N;
+		for (i64 oy = 0; oy < OH; oy++) {
+			i64 iy = oy * S - P + i;
+			bool rowIn = iy >= 0 && iy < H;
+			for (i64 ox = 0; ox < OW; ox++) {
+				i64 ix = ox * S - P + j;
+				const float* gp = g + (oy * OW + ox) * N;
+				if (rowIn && ix >= 0 && ix < W) {
+					const float* xp = xc + (iy * W + ix) * N;
+					for (i64 n = p; n < N; n += PP) acc += gp[n] * xp[n];
+				} else {
+					for (i64 n = p; n < N; n += PP) acc += gp[n] * 0.0f;
+				}
+			}
+		}
+		part[((p * batch + b) * CO + co) * KK + k] = acc;
 	}
 }

@@ -37,6 +37,9 @@ const (
 	HiddenStep
 	MechNoise
 	SplitKReduce
+	ConvDirect
+	ConvDirectDX
+	ConvDirectDW
 	numKernels
 )
 
@@ -51,6 +54,7 @@ var kernelNames = [numKernels]string{
 	GNStatsPartials: "gn_stats_partials", GNStats: "gn_stats", GNForward: "gn_forward",
 	GNGradPartials: "gn_grad_partials", GNGradReduce: "gn_grad_reduce", GNGradX: "gn_grad_x",
 	HiddenStep: "hidden_step", MechNoise: "mech_noise", SplitKReduce: "splitk_reduce",
+	ConvDirect: "conv_direct", ConvDirectDX: "conv_direct_dx", ConvDirectDW: "conv_direct_dw",
 }
 
 // HiddenSharedFloats is the static shared memory of hidden_step in floats

@@ -36,6 +36,9 @@ type ops[T Float] interface {
 	// patchGemmer returns the backend's product by patches made from the image itself, or
 	// nil where there is none.
 	patchGemmer() compute.PatchGemmer
+	// directConv returns the backend's convolutions without patches, or nil where there are
+	// none.
+	directConv() compute.DirectConvolver
 	compute.Convolver
 }
 
@@ -75,6 +78,10 @@ func (o deviceOps) xent(z, labels compute.Mat, scale float32, dz, loss, margin c
 func (o deviceOps) patchGemmer() compute.PatchGemmer {
 	pg, _ := o.be.(compute.PatchGemmer)
 	return pg
+}
+func (o deviceOps) directConv() compute.DirectConvolver {
+	dc, _ := o.be.(compute.DirectConvolver)
+	return dc
 }
 
 // hostBuf is host memory for hostOps.
@@ -165,9 +172,10 @@ func (o *hostOps[T]) activateGrad(act compute.Activation, pre, post, grad comput
 	}
 }
 
-// xent computes the log-sum-exp in float64.
-func (o *hostOps[T]) patchGemmer() compute.PatchGemmer { return nil }
+func (o *hostOps[T]) patchGemmer() compute.PatchGemmer    { return nil }
+func (o *hostOps[T]) directConv() compute.DirectConvolver { return nil }
 
+// xent computes the log-sum-exp in float64.
 func (o *hostOps[T]) xent(z, labels compute.Mat, scale T, dz, loss, margin compute.Mat) {
 	K := z.Cols
 	for b := 0; b < z.Batch; b++ {

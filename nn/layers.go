@@ -122,7 +122,10 @@ type layer[T Float] interface {
 // by one strided-batched GEMM over the replicas. The bias rides in the same product: the
 // patches get a last row of ones and the weights a last column holding the bias (a copy of
 // the replica's weights and bias side by side, wb, Cout x (Cin k k + 1)), so neither the bias
-// nor its gradient costs a pass of its own over the output.
+// nor its gradient costs a pass of its own over the output. A backend with
+// compute.DirectConvolver may take the layer instead (its DirectConv says so from the
+// geometry): then the convolution and its gradients read the image and the parameters in place,
+// and the layer makes neither patches nor weight copies.
 type conv[T Float] struct {
 	ish, osh                   Shape
 	win                        compute.Window
@@ -130,6 +133,9 @@ type conv[T Float] struct {
 	cols, y, dcols, dx, wb, dw scratch
 	colsShared                 bool
 	colsHeld                   bool // l.cols holds the patches of every replica (or the shared ones)
+	// direct is the backend's convolution without patches when it takes this layer
+	// (compute.DirectConvolver), else nil: then neither patches nor weight copies are made.
+	direct compute.DirectConvolver
 	// onesAt is the patches' layout whose ones row is in place (buffer, columns, copies).
 	onesAt struct {
 		buf   compute.Buffer
@@ -214,6 +220,13 @@ func (l *conv[T]) im2col(c *pass[T], x compute.Images, r0, count int) {
 func (l *conv[T]) forward(c *pass[T], x compute.Images) compute.Images {
 	co, kk, n := l.osh.C, l.ckk(), c.B*l.osh.H*l.osh.W
 	l.colsShared = x.BatchStride == 0
+	l.direct = nil
+	if dc := c.o.directConv(); dc != nil && dc.DirectConv(co, x, l.win) {
+		l.direct = dc
+		y := images(get(c.o, &l.y, c.R*co*n), l.osh, c.B, c.R, false)
+		dc.ConvDirect(c.param(l.off, co, kk), c.param(l.off+co*kk, co, 1), x, l.win, y)
+		return y
+	}
 	wb := get(c.o, &l.wb, c.R*co*(kk+1))
 	c.o.axpby(1, c.param(l.off, co, kk), 0, l.wbMat(c, wb, true))
 	bias := l.wbMat(c, wb, false)
@@ -235,12 +248,16 @@ func (l *conv[T]) forward(c *pass[T], x compute.Images) compute.Images {
 
 func (l *conv[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) compute.Images {
 	co, kk, n := l.osh.C, l.ckk(), c.B*l.osh.H*l.osh.W
-	dym := planes(dy)
-	dw := get(c.o, &l.dw, c.R*co*(kk+1))
 	var dx compute.Images
 	if wantDX {
 		dx = images(get(c.o, &l.dx, c.R*l.ish.Size()*c.B), l.ish, c.B, c.R, false)
 	}
+	if l.direct != nil {
+		l.direct.ConvDirectGrad(c.param(l.off, co, kk), x, l.win, dy, c.grad(l.off, co, kk), c.grad(l.off+co*kk, co, 1), dx)
+		return dx
+	}
+	dym := planes(dy)
+	dw := get(c.o, &l.dw, c.R*co*(kk+1))
 	step := c.R // the forward pass's patches of every replica, when it wrote them
 	if !l.colsHeld {
 		step = l.chunk(c)

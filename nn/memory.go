@@ -9,7 +9,9 @@ import (
 // DeviceMemory is the most float32 values a model of spec allocates at once on a device
 // backend: one that writes every replica's convolution patches and keeps them from the forward
 // to the backward pass (no compute.PatchGemmer, no compute.CacheSized working sets) and frees a
-// scratch buffer when it grows (compute.Releaser): the GPU's. The model trains R replicas on
+// scratch buffer when it grows (compute.Releaser): the GPU's. Where the GPU computes a
+// convolution directly (compute.DirectConvolver) it writes no patches, so the count is then an
+// upper bound (its scratch is no larger than the patches: cuda.Ops.DirectConv). The model trains R replicas on
 // batches of trainRows samples (backward pass included), then evaluates evalRows samples, then
 // trains again, as the engine does between checkpoints.
 //
@@ -69,6 +71,7 @@ func (o *countingOps) activateGrad(compute.Activation, compute.Mat, compute.Mat,
 func (o *countingOps) xent(compute.Mat, compute.Mat, float32, compute.Mat, compute.Mat, compute.Mat) {
 }
 func (o *countingOps) patchGemmer() compute.PatchGemmer                                     { return nil }
+func (o *countingOps) directConv() compute.DirectConvolver                                  { return nil }
 func (o *countingOps) Im2col(compute.Images, compute.Window, compute.Mat)                   {}
 func (o *countingOps) Col2im(compute.Mat, compute.Window, compute.Images)                   {}
 func (o *countingOps) Pool(compute.Pooling, compute.Window, compute.Images, compute.Images) {}

@@ -48,8 +48,14 @@ func randomImageWorlds(m, n int, shape []int, classes int) (c, cp []*datasets.Da
 // peakBytes trains pairs of job on the shim and returns the device's peak allocation.
 func peakBytes(t *testing.T, job train.Job, pairs int) int64 {
 	t.Helper()
+	return peakBytesWith(t, job, pairs, cuda.Options{})
+}
+
+// peakBytesWith is peakBytes with the kernels' options.
+func peakBytesWith(t *testing.T, job train.Job, pairs int, opt cuda.Options) int64 {
+	t.Helper()
 	d := device(t)
-	ops := cuda.NewOps(d, cuda.Options{})
+	ops := cuda.NewOps(d, opt)
 	defer ops.Close()
 	job.Pairs = train.PairRange{Count: pairs}
 	job.Recorder = cuda.CheckRecorder(ops, discardRec{})
@@ -108,6 +114,17 @@ func TestDeviceMemoryEstimateOfCNNs(t *testing.T) {
 			}
 			if r := float64(est.PerPair) / float64(p2-p1); r < 1 || r > tc.most {
 				t.Errorf("estimate %d bytes per pair, %.2fx the device's %d", est.PerPair, r, p2-p1)
+			}
+			// The direct convolutions (Options.DirectConv) write no patches and keep the
+			// weight gradient's partial sums in scratch no larger than the patches they
+			// replace, so the estimate, which counts the patches, still covers them.
+			direct := cuda.Options{DirectConv: true}
+			d1, d2 := peakBytesWith(t, job, 1, direct), peakBytesWith(t, job, 2, direct)
+			t.Logf("with direct convolutions: peak %d bytes (1 pair), %d (2 pairs)", d1, d2)
+			for pairs, got := range []int64{d1, d2} {
+				if want := est.Bytes(pairs + 1); want < got {
+					t.Errorf("direct convolutions, %d pairs: estimate %d bytes, the device's peak %d", pairs+1, want, got)
+				}
 			}
 		})
 	}

@@ -19,10 +19,13 @@
 #   bench-gpu-w2-splitk, bench-gpu-w3-splitk  W2 and W3 with the products of small output and
 #               long depth (the weight gradients at few replicas) in depth slices
 #               (FEDAUDIT_CUDA_SPLITK=1)
+#   bench-gpu-w2-direct  W2 with LeNet-5's convolutions on the direct kernels, no patches
+#               (FEDAUDIT_CUDA_DIRECTCONV=1)
 #   profile-w1, profile-w2, profile-w3  where the device time goes: every launch and GEMM timed
 #               with CUDA events (FEDAUDIT_CUDA_PROFILE=1), W1 at R=64 and 4096 (2 rounds), W2
 #               at 64 and 1024 (1 round), W3 at 8 (1 round); tables in summary.md (shim mode:
 #               profile-w1 at R=2, timed by the host's clock)
+#   profile-w2-direct  profile-w2 with the direct convolutions
 #   summary     OUT/summary.md and OUT/summary.json
 # and everything in OUT packed into OUT/kit-results.tgz (one file to bring back). Each step
 # runs under a time limit (--step-timeout SECONDS, or FEDAUDIT_KIT_STEP_TIMEOUT; default 1800,
@@ -173,6 +176,8 @@ if [ "$mode" = gpu ]; then
   step bench-gpu-w3-splitk "W3 on the device with split products, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_CUDA_SPLITK=1 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step profile-w1 "W1 profiled on the device, R=64,4096, 2 rounds" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_BENCH_ROUNDS=2 FEDAUDIT_BENCH_R=64,4096 "$gputest" -test.run '^TestKitBenchW1GPU$' $T
   step profile-w2 "W2 profiled on the device, R=64,1024, 1 round" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_BENCH_R=64,1024 "$gputest" -test.run '^TestKitBenchW2GPU$' $T
+  step bench-gpu-w2-direct "W2 on the device with direct convolutions, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_CUDA_DIRECTCONV=1 FEDAUDIT_BENCH_R="$w2_replicas" "$gputest" -test.run '^TestKitBenchW2GPU$' $T
+  step profile-w2-direct "W2 profiled on the device with direct convolutions, R=64,1024, 1 round" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_CUDA_DIRECTCONV=1 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_BENCH_R=64,1024 "$gputest" -test.run '^TestKitBenchW2GPU$' $T
   step profile-w3 "W3 profiled on the device, R=8, 1 round" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_BENCH_R=8 "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   summarizer=$gputest
 else

@@ -648,3 +648,157 @@ func testGroupNormBadGroups(t *testing.T, f Factory) {
 	w.expectErr(w.ops.Err()) // Close reports it again, on every device
 	t.Logf("error as reported: %v", w.ops.Err())
 }
+
+// directOutputs are the output channel counts of the direct convolution's cases: one, and nine
+// (a full tile of CONV_CO_TILE = 8 channels and a partial one).
+var directOutputs = []int{1, 9}
+
+// The direct convolution (compute.DirectConvolver: conv_direct, conv_direct_dw with
+// splitk_reduce, conv_direct_dx) against a float64 evaluation of the patch form's definition
+// (Im2col's patches with a row of ones times [w | bias]; dy times the patches' transpose; Col2im
+// of w's transpose times dy), on every convolution case, input shared by the batch or one per
+// batch element with gaps, weights and bias in strided views, outputs in strided views whose
+// surroundings stay NaN. Each value is a float32 sum of n terms added in order, whose error is
+// at most n 2^-24 times the sum of the terms' magnitudes (plus one rounding of each product):
+// the tolerance is (n + 2) 2^-24 times that sum, computed in float64 beside the reference. An
+// index off by one moves a value by the size of a term, far above it.
+func testConvDirect(t *testing.T, f Factory) {
+	forEachConv(t, f, false, func(t *testing.T, w *twin, c convCase) {
+		dc, ok := w.ops.(compute.DirectConvolver)
+		if !ok {
+			t.Fatalf("%T does not implement compute.DirectConvolver", w.ops)
+		}
+		OH, OW := c.win.Out(c.H), c.win.Out(c.W)
+		K, S, P := c.win.Size, c.win.Stride, c.win.Pad
+		rows := c.C * K * K
+		for _, R := range convBatches {
+			for _, l := range convLayouts {
+				for _, co := range directOutputs {
+					name := fmt.Sprintf("R %d x %v, %d outputs", R, l, co)
+					x := l.images(c.C, c.N, c.H, c.W, R)
+					xid := w.normal(imgLen(x))
+					wm := compute.Mat{Off: 2, Rows: co, Cols: rows, Stride: rows + 3, Batch: R, BatchStride: co*(rows+3) + 1}
+					wid := w.normal(matLen(wm))
+					bm := compute.Mat{Off: 1, Rows: co, Cols: 1, Stride: 2, Batch: R, BatchStride: 2*co + 1}
+					bid := w.normal(matLen(bm))
+					y := imgLayout{gap: 2, off: 1}.images(co, c.N, OH, OW, R)
+					yid := w.buf(imgLen(y), nanFill)
+					dy := imgLayout{gap: 3, off: 2}.images(co, c.N, OH, OW, R)
+					dyid := w.normal(imgLen(dy))
+					dwm := compute.Mat{Off: 3, Rows: co, Cols: rows, Stride: rows + 1, Batch: R, BatchStride: co*(rows+1) + 2}
+					dwid := w.buf(matLen(dwm), nanFill)
+					dbm := compute.Mat{Off: 1, Rows: co, Cols: 1, Stride: 3, Batch: R, BatchStride: 3*co + 2}
+					dbid := w.buf(matLen(dbm), nanFill)
+					dx := imgLayout{gap: 4, off: 1}.images(c.C, c.N, c.H, c.W, R)
+					dxid := w.buf(imgLen(dx), nanFill)
+
+					wt, bt := w.mat(wid, wm)[1], w.mat(bid, bm)[1]
+					dc.ConvDirect(wt, bt, w.img(xid, x)[1], c.win, w.img(yid, y)[1])
+					dc.ConvDirectGrad(wt, w.img(xid, x)[1], c.win, w.img(dyid, dy)[1], w.mat(dwid, dwm)[1], w.mat(dbid, dbm)[1], w.img(dxid, dx)[1])
+					if err := w.ops.Err(); err != nil {
+						t.Fatal(err)
+					}
+					host := func(id int) []float32 { v, _ := w.get(id); return v } // the CPU side holds the inputs as uploaded
+					xs, ws, bs, dys := host(xid), host(wid), host(bid), host(dyid)
+					_, ys := w.get(yid)
+					_, dws := w.get(dwid)
+					_, dbs := w.get(dbid)
+					_, dxs := w.get(dxid)
+
+					at := func(im compute.Images, b, ch, yy, xx, n int) int {
+						return im.Off + b*im.BatchStride + ((ch*im.H+yy)*im.W+xx)*im.N + n
+					}
+					xv := func(b, ch, iy, ix, n int) float64 { // a padding value is 0
+						if iy < 0 || iy >= c.H || ix < 0 || ix >= c.W {
+							return 0
+						}
+						return float64(xs[at(x, b, ch, iy, ix, n)])
+					}
+					wv := func(b, o, k int) float64 { return float64(ws[wm.Off+b*wm.BatchStride+o*wm.Stride+k]) }
+					dyv := func(b, o, oy, ox, n int) float64 { return float64(dys[at(dy, b, o, oy, ox, n)]) }
+					seen := map[string]map[int]bool{"y": {}, "dw": {}, "dbias": {}, "dx": {}}
+					check := func(what string, got []float32, i int, ref, mag float64, terms int) {
+						t.Helper()
+						seen[what][i] = true
+						tol := float64(terms+2) * 0x1p-24 * mag
+						if d := math.Abs(float64(got[i]) - ref); !(d <= tol) {
+							t.Errorf("%s: %s element %d: kernels %v, float64 reference %v, difference %g above %g", name, what, i, got[i], ref, d, tol)
+						}
+					}
+					for b := 0; b < R; b++ {
+						for o := 0; o < co; o++ {
+							// The output and the weight gradient.
+							bias := float64(bs[bm.Off+b*bm.BatchStride+o*bm.Stride])
+							for oy := 0; oy < OH; oy++ {
+								for ox := 0; ox < OW; ox++ {
+									for n := 0; n < c.N; n++ {
+										ref, mag := bias, math.Abs(bias)
+										for k := 0; k < rows; k++ {
+											ch, i, j := k/(K*K), k/K%K, k%K
+											v := wv(b, o, k) * xv(b, ch, oy*S-P+i, ox*S-P+j, n)
+											ref, mag = ref+v, mag+math.Abs(v)
+										}
+										check("y", ys, at(y, b, o, oy, ox, n), ref, mag, rows+1)
+									}
+								}
+							}
+							for k := 0; k <= rows; k++ {
+								ref, mag := 0.0, 0.0
+								for oy := 0; oy < OH; oy++ {
+									for ox := 0; ox < OW; ox++ {
+										for n := 0; n < c.N; n++ {
+											p := 1.0
+											if k < rows {
+												ch, i, j := k/(K*K), k/K%K, k%K
+												p = xv(b, ch, oy*S-P+i, ox*S-P+j, n)
+											}
+											v := dyv(b, o, oy, ox, n) * p
+											ref, mag = ref+v, mag+math.Abs(v)
+										}
+									}
+								}
+								if k < rows {
+									check("dw", dws, dwm.Off+b*dwm.BatchStride+o*dwm.Stride+k, ref, mag, OH*OW*c.N)
+								} else {
+									check("dbias", dbs, dbm.Off+b*dbm.BatchStride+o*dbm.Stride, ref, mag, OH*OW*c.N)
+								}
+							}
+						}
+						// The input gradient: every (output pixel, window offset) that reads pixel (iy, ix).
+						for ch := 0; ch < c.C; ch++ {
+							for iy := 0; iy < c.H; iy++ {
+								for ix := 0; ix < c.W; ix++ {
+									for n := 0; n < c.N; n++ {
+										ref, mag := 0.0, 0.0
+										for oy := 0; oy < OH; oy++ {
+											for ox := 0; ox < OW; ox++ {
+												i, j := iy-(oy*S-P), ix-(ox*S-P)
+												if i < 0 || i >= K || j < 0 || j >= K {
+													continue
+												}
+												for o := 0; o < co; o++ {
+													v := wv(b, o, (ch*K+i)*K+j) * dyv(b, o, oy, ox, n)
+													ref, mag = ref+v, mag+math.Abs(v)
+												}
+											}
+										}
+										check("dx", dxs, at(dx, b, ch, iy, ix, n), ref, mag, K*K*co)
+									}
+								}
+							}
+						}
+					}
+					// Nothing outside the outputs' views is written.
+					for what, got := range map[string][]float32{"y": ys, "dw": dws, "dbias": dbs, "dx": dxs} {
+						for i, v := range got {
+							if !seen[what][i] && v == v {
+								t.Errorf("%s: %s element %d outside the view was written (%v)", name, what, i, v)
+								break
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}

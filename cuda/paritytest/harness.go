@@ -65,11 +65,13 @@ func All(t *testing.T, f Factory) {
 		{"Col2im", testCol2im},
 		{"Pool", testPool},
 		{"Transpose", testTranspose},
+		{"ConvDirect", testConvDirect},
 		{"GroupNorm", testGroupNorm},
 		{"GroupNormGrad", testGroupNormGrad},
 		{"GroupNormBadGroups", testGroupNormBadGroups},
 		{"RunsMatchCPU", testRunsMatchCPU},
 		{"SplitKRunsMatchCPU", testSplitKRunsMatchCPU},
+		{"DirectConvRunsMatchCPU", testDirectConvRunsMatchCPU},
 		{"CraftedUpdateMatchesCPU", testCraftedUpdateMatchesCPU},
 		{"GraphsKeepBits", testGraphsKeepBits},
 	}

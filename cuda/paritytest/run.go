@@ -225,6 +225,21 @@ func testSplitKRunsMatchCPU(t *testing.T, f Factory) {
 	}
 }
 
+// Whole runs of the convolutional cases with their small convolutions computed by the direct
+// kernels (Options.DirectConv: no patches), against the CPU backend with testRunsMatchCPU's
+// tolerances (the direct kernels sum in the patch form's order; only cuBLAS's and the CPU's
+// GEMM orders differ from theirs).
+func testDirectConvRunsMatchCPU(t *testing.T, f Factory) {
+	for _, c := range runCases() {
+		if c.shape == nil {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			runBothWith(t, f, c.job(), cuda.Options{Block: 32, DirectConv: true})
+		})
+	}
+}
+
 // runBoth trains job on the CPU backend and on the kernels of f and compares the runs
 // (compareRuns); job's Recorder is replaced.
 func runBoth(t *testing.T, f Factory, job train.Job) {

@@ -22,7 +22,7 @@
 # OUT/sitting.tgz is packed again after every step and on INT or TERM, so a sitting stopped from
 # outside keeps what it had measured.
 # Groups, in order (each kit group is one run.sh --only call with its own summary.md):
-#   1 kit: gpu-info, parity, bench-gpu-w2(-splitk), profile-w2   torch: W2 batched, im2col
+#   1 kit: gpu-info, parity, bench-gpu-w2(-splitk, -direct), profile-w2(-direct)   torch: W2 batched, im2col
 #   2 kit: bench-gpu, bench-gpu-graphs, profile-w1       torch: W1 batched, batched_ghost
 #   3 kit: bench-gpu-w3(-splitk), profile-w3, memory      torch: W3 vmap
 #   4 torch.compile forms: W2 batched, W1 batched_ghost, W3 vmap (reduce-overhead, max-autotune)
@@ -159,7 +159,7 @@ if [ -n "$shim" ]; then
     say "skip check-w1-step: no w1_cuda.py in $ref or no torch for $py"
   fi
 else
-  kitgroup kit-1 210 gpu-info,parity,bench-gpu-w2,bench-gpu-w2-splitk,profile-w2 --w2-replicas 64,1024 --w2-rounds 5
+  kitgroup kit-1 240 gpu-info,parity,bench-gpu-w2,bench-gpu-w2-direct,bench-gpu-w2-splitk,profile-w2,profile-w2-direct --w2-replicas 64,1024 --w2-rounds 5
   run 60 torch-w2-batched "$py" "$ref/w2_cuda.py" --impl batched --replicas 64,1024 --rounds 5
   run 45 torch-w2-im2col "$py" "$ref/w2_cuda.py" --impl im2col --replicas 64,256 --rounds 5
   kitgroup kit-2 90 bench-gpu,bench-gpu-graphs,profile-w1 --replicas 64,1024,4096 --rounds 10

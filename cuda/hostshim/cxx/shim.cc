@@ -96,6 +96,7 @@ const entry table[] = {
     K(transpose_blocks), K(gn_stats_partials), K(gn_stats),      K(gn_forward),
     K(gn_grad_partials), K(gn_grad_reduce), K(gn_grad_x),
     K(mech_noise),        KB(hidden_step),    K(splitk_reduce),
+    K(conv_direct),       K(conv_direct_dx),  K(conv_direct_dw),
 };
 #undef K
 #undef KB
