@@ -465,49 +465,71 @@ extern "C" __global__ void gn_grad_x(float* dx, i64 dxbs, const float* x, i64 xb
 // output, over the output channels and then the window offsets (col2im's order) for the input
 // gradient, over the pixels and samples for the weight gradient.
 
-// CONV_CO_TILE is how many output channels one thread of conv_direct accumulates at once: each
-// input value it loads serves that many products.
+// The tiles of the direct kernels: what one thread computes, so that each value it loads
+// serves several products. conv_direct: CONV_CO_TILE output channels of CONV_PX adjacent output
+// pixels of a row (each weight it loads serves CONV_PX products, each input CONV_CO_TILE);
+// conv_direct_dx: CONV_CT input channels (each output gradient it loads serves CONV_CT);
+// conv_direct_dw: CONV_JT window columns (each output gradient serves CONV_JT). None changes
+// what is summed or the order: only which thread computes which values.
 #define CONV_CO_TILE 8
+#define CONV_PX 4
+#define CONV_CT 4
+#define CONV_JT 8
 
 // conv_direct: y[b, co, oy, ox, n] = (the float32 sum, from 0, over k = (c K + i) K + j
 // ascending of w[b, co, k] x[b, c, oy S - P + i, ox S - P + j, n], a padding value being 0) +
 // bias[b, co]: Im2col's patches with a row of ones times [w | bias], summed in row order. w is
-// CO x (C K K) with row stride ldw, bias CO x 1 with row stride ldb. One thread per output
-// pixel and sample (b, oy, ox, n), the samples fastest, computing every output channel,
-// CONV_CO_TILE at a time.
+// CO x (C K K) with row stride ldw, bias CO x 1 with row stride ldb. One thread per run of
+// CONV_PX output pixels of a row and a sample (b, oy, ox / CONV_PX, n), the samples fastest,
+// computing every output channel, CONV_CO_TILE at a time.
 extern "C" __global__ void conv_direct(float* y, i64 ybs, const float* x, i64 xbs, const float* w,
                                        i64 ldw, i64 wbs, const float* bias, i64 ldb, i64 bbs,
                                        i64 CO, i64 C, i64 N, i64 H, i64 W, i64 K, i64 S, i64 P,
                                        i64 OH, i64 OW, i64 batch) {
-	const i64 rad[4] = {0, OH, OW, N};
+	const i64 OWQ = (OW + CONV_PX - 1) / CONV_PX;
+	const i64 rad[4] = {0, OH, OWQ, N};
 	const i64 plane = OH * OW * N;
-	GRID_STRIDE_MD(it, 4, batch * OH * OW * N, rad) {
-		i64 b = it.d[0], oy = it.d[1], ox = it.d[2], n = it.d[3];
+	GRID_STRIDE_MD(it, 4, batch * OH * OWQ * N, rad) {
+		i64 b = it.d[0], oy = it.d[1], ox0 = it.d[2] * CONV_PX, n = it.d[3];
+		i64 np = OW - ox0 < CONV_PX ? OW - ox0 : CONV_PX;
 		const float* xb = x + b * xbs + n;
 		const float* wb = w + b * wbs;
 		const float* bb = bias + b * bbs;
-		float* yb = y + b * ybs + (oy * OW + ox) * N + n;
-		i64 y0 = oy * S - P, x0 = ox * S - P;
+		float* yb = y + b * ybs + (oy * OW + ox0) * N + n;
+		i64 y0 = oy * S - P, x0 = ox0 * S - P;
 		for (i64 co0 = 0; co0 < CO; co0 += CONV_CO_TILE) {
 			i64 nt = CO - co0 < CONV_CO_TILE ? CO - co0 : CONV_CO_TILE;
-			float acc[CONV_CO_TILE];
-			for (int t = 0; t < CONV_CO_TILE; t++) acc[t] = 0.0f;
+			float acc[CONV_CO_TILE][CONV_PX];
+			for (int t = 0; t < CONV_CO_TILE; t++)
+				for (int q = 0; q < CONV_PX; q++) acc[t][q] = 0.0f;
 			const float* wt = wb + co0 * ldw;
 			for (i64 c = 0; c < C; c++) {
 				for (i64 i = 0; i < K; i++) {
 					i64 iy = y0 + i;
 					bool rowIn = iy >= 0 && iy < H;
+					const float* row = xb + (c * H + iy) * W * N;
 					for (i64 j = 0; j < K; j++) {
-						i64 ix = x0 + j;
-						float v = (rowIn && ix >= 0 && ix < W) ? xb[((c * H + iy) * W + ix) * N] : 0.0f;
+						float v[CONV_PX];
+						for (int q = 0; q < CONV_PX; q++) {
+							i64 ix = x0 + q * S + j;
+							v[q] = (rowIn && ix >= 0 && ix < W) ? row[ix * N] : 0.0f;
+						}
 						i64 k = (c * K + i) * K + j;
-						for (int t = 0; t < CONV_CO_TILE; t++)
-							if (t < nt) acc[t] += wt[t * ldw + k] * v;
+						for (int t = 0; t < CONV_CO_TILE; t++) {
+							if (t < nt) {
+								float wv = wt[t * ldw + k];
+								for (int q = 0; q < CONV_PX; q++) acc[t][q] += wv * v[q];
+							}
+						}
 					}
 				}
 			}
-			for (int t = 0; t < CONV_CO_TILE; t++)
-				if (t < nt) yb[(co0 + t) * plane] = acc[t] + bb[(co0 + t) * ldb];
+			for (int t = 0; t < CONV_CO_TILE; t++) {
+				if (t >= nt) continue;
+				float bv = bb[(co0 + t) * ldb];
+				for (int q = 0; q < CONV_PX; q++)
+					if (q < np) yb[(co0 + t) * plane + q * N] = acc[t][q] + bv;
+			}
 		}
 	}
 }
@@ -515,34 +537,45 @@ extern "C" __global__ void conv_direct(float* y, i64 ybs, const float* x, i64 xb
 // conv_direct_dx: dx[b, c, y, x, n] is col2im of w^T dy: the float32 sum, from 0, over the
 // window offsets (i, j) that reach the pixel, in col2im's order (i, then j), of the float32
 // sum, from 0, over co ascending of w[b, co, (c K + i) K + j] dy[b, co, oy, ox, n], the output
-// pixel (oy, ox) that offset reaches it from. One thread per input value (b, c, y, x, n), the
-// samples fastest; the divisions locating the first offset are 32-bit (pixel coordinates).
+// pixel (oy, ox) that offset reaches it from. One thread per input pixel and sample for
+// CONV_CT channels (b, c / CONV_CT, y, x, n), the samples fastest; the divisions locating the
+// first offset are 32-bit (pixel coordinates).
 extern "C" __global__ void conv_direct_dx(float* dx, i64 dxbs, const float* w, i64 ldw, i64 wbs,
                                           const float* dy, i64 dybs, i64 CO, i64 C, i64 N,
                                           i64 H, i64 W, i64 K, i64 S, i64 P, i64 OH, i64 OW,
                                           i64 batch) {
-	const i64 rad[5] = {0, C, H, W, N};
+	const i64 CQ = (C + CONV_CT - 1) / CONV_CT;
+	const i64 rad[5] = {0, CQ, H, W, N};
 	const i64 plane = OH * OW * N;
-	GRID_STRIDE_MD(it, 5, batch * C * H * W * N, rad) {
-		i64 b = it.d[0], c = it.d[1], yy = it.d[2], xx = it.d[3], n = it.d[4];
+	GRID_STRIDE_MD(it, 5, batch * CQ * H * W * N, rad) {
+		i64 b = it.d[0], c0 = it.d[1] * CONV_CT, yy = it.d[2], xx = it.d[3], n = it.d[4];
+		i64 nc = C - c0 < CONV_CT ? C - c0 : CONV_CT;
 		u32 ty = (u32)(yy + P), tx = (u32)(xx + P), s = (u32)S;
 		i64 i0 = ty % s, j0 = tx % s;
 		i64 oy0 = (i64)(ty / s), ox0 = (i64)(tx / s);
-		const float* wb = w + b * wbs + c * K * K;
+		const float* wb = w + b * wbs + c0 * K * K;
 		const float* g = dy + b * dybs + n;
-		float acc = 0.0f;
+		float acc[CONV_CT];
+		for (int u = 0; u < CONV_CT; u++) acc[u] = 0.0f;
 		for (i64 i = i0, oy = oy0; i < K && oy >= 0; i += S, oy--) {
 			if (oy >= OH) continue;
 			for (i64 j = j0, ox = ox0; j < K && ox >= 0; j += S, ox--) {
 				if (ox >= OW) continue;
 				const float* wk = wb + i * K + j;
 				const float* gp = g + (oy * OW + ox) * N;
-				float v = 0.0f;
-				for (i64 co = 0; co < CO; co++) v += wk[co * ldw] * gp[co * plane];
-				acc += v;
+				float v[CONV_CT];
+				for (int u = 0; u < CONV_CT; u++) v[u] = 0.0f;
+				for (i64 co = 0; co < CO; co++) {
+					float gv = gp[co * plane];
+					for (int u = 0; u < CONV_CT; u++)
+						if (u < nc) v[u] += wk[co * ldw + u * K * K] * gv;
+				}
+				for (int u = 0; u < CONV_CT; u++) acc[u] += v[u];
 			}
 		}
-		dx[b * dxbs + ((c * H + yy) * W + xx) * N + n] = acc;
+		float* dst = dx + b * dxbs + ((c0 * H + yy) * W + xx) * N + n;
+		for (int u = 0; u < CONV_CT; u++)
+			if (u < nc) dst[u * H * W * N] = acc[u];
 	}
 }
 
@@ -552,40 +585,52 @@ extern "C" __global__ void conv_direct_dx(float* dx, i64 dxbs, const float* w, i
 // dy[b, co, oy, ox, n] cols[b, k, (oy OW + ox) N + n] (a padding value being 0); splitk_reduce
 // then adds the PP partials in order. Weight partials go to part[((p batch + b) CO + co) C K K +
 // k], bias partials to part[PP batch CO C K K + (p batch + b) CO + co]. PP depends only on N
-// (the host's directParts), never on the launch. One thread per partial (b, co, k, p), p
-// fastest: adjacent threads read adjacent samples.
+// (the host's directParts), never on the launch. One thread per window row r = c K + i (or the
+// bias, r = C K), output channel and partial (b, co, r, p), p fastest so that adjacent threads
+// read adjacent samples, computing the row's K weights CONV_JT at a time.
 extern "C" __global__ void conv_direct_dw(float* part, const float* x, i64 xbs, const float* dy,
                                           i64 dybs, i64 CO, i64 C, i64 N, i64 H, i64 W, i64 K,
                                           i64 S, i64 P, i64 OH, i64 OW, i64 PP, i64 batch) {
 	const i64 KK = C * K * K;
-	const i64 rad[4] = {0, CO, KK + 1, PP};
+	const i64 rad[4] = {0, CO, C * K + 1, PP};
 	float* bpart = part + PP * batch * CO * KK;
-	GRID_STRIDE_MD(it, 4, batch * CO * (KK + 1) * PP, rad) {
-		i64 b = it.d[0], co = it.d[1], k = it.d[2], p = it.d[3];
+	GRID_STRIDE_MD(it, 4, batch * CO * (C * K + 1) * PP, rad) {
+		i64 b = it.d[0], co = it.d[1], r = it.d[2], p = it.d[3];
 		const float* g = dy + b * dybs + co * OH * OW * N;
-		float acc = 0.0f;
-		if (k == KK) {
+		if (r == C * K) {
+			float acc = 0.0f;
 			for (i64 q = 0; q < OH * OW; q++)
 				for (i64 n = p; n < N; n += PP) acc += g[q * N + n];
 			bpart[(p * batch + b) * CO + co] = acc;
 			continue;
 		}
-		i64 c = k / (K * K), i = (k / K) % K, j = k % K;
+		i64 c = r / K, i = r - c * K;
 		const float* xc = x + b * xbs + c * H * W * N;
-		for (i64 oy = 0; oy < OH; oy++) {
-			i64 iy = oy * S - P + i;
-			bool rowIn = iy >= 0 && iy < H;
-			for (i64 ox = 0; ox < OW; ox++) {
-				i64 ix = ox * S - P + j;
-				const float* gp = g + (oy * OW + ox) * N;
-				if (rowIn && ix >= 0 && ix < W) {
-					const float* xp = xc + (iy * W + ix) * N;
-					for (i64 n = p; n < N; n += PP) acc += gp[n] * xp[n];
-				} else {
-					for (i64 n = p; n < N; n += PP) acc += gp[n] * 0.0f;
+		float* dst = part + ((p * batch + b) * CO + co) * KK + r * K;
+		for (i64 j0 = 0; j0 < K; j0 += CONV_JT) {
+			i64 nj = K - j0 < CONV_JT ? K - j0 : CONV_JT;
+			float acc[CONV_JT];
+			for (int q = 0; q < CONV_JT; q++) acc[q] = 0.0f;
+			for (i64 oy = 0; oy < OH; oy++) {
+				i64 iy = oy * S - P + i;
+				bool rowIn = iy >= 0 && iy < H;
+				const float* row = xc + iy * W * N;
+				for (i64 ox = 0; ox < OW; ox++) {
+					const float* gp = g + (oy * OW + ox) * N;
+					i64 ixb = ox * S - P + j0;
+					for (i64 n = p; n < N; n += PP) {
+						float gv = gp[n];
+						for (int q = 0; q < CONV_JT; q++) {
+							if (q >= nj) continue;
+							i64 ix = ixb + q;
+							float xv = (rowIn && ix >= 0 && ix < W) ? row[ix * N + n] : 0.0f;
+							acc[q] += gv * xv;
+						}
+					}
 				}
 			}
+			for (int q = 0; q < CONV_JT; q++)
+				if (q < nj) dst[j0 + q] = acc[q];
 		}
-		part[((p * batch + b) * CO + co) * KK + k] = acc;
 	}
 }

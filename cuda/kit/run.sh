@@ -129,7 +129,7 @@ trap 'echo "gpu-kit: interrupted; packing what there is into $out/kit-results.tg
 export FEDAUDIT_BENCH_OUT="$out/bench.jsonl"
 T="-test.count=1 -test.v -test.timeout=0"
 # The parity subset memcheck (GPU) or ASan (shim) runs: every kind of kernel.
-memsubset='^TestParity$/^(Axpby|Gather|SoftmaxXent|ClipExamples|ClipStep|Dots|ClipCoefs|AxpbyCoefs|Fused|HiddenStep|AddGaussian|MechNoise|Gemm|Im2col|Col2im|Pool|Transpose|GroupNorm|GroupNormGrad)$'
+memsubset='^TestParity$/^(Axpby|Gather|SoftmaxXent|ClipExamples|ClipStep|Dots|ClipCoefs|AxpbyCoefs|Fused|HiddenStep|AddGaussian|MechNoise|Gemm|Im2col|Col2im|Pool|Transpose|GroupNorm|GroupNormGrad|ConvDirect)$'
 w1=(FEDAUDIT_BENCH_ROUNDS="$rounds")
 w2=(FEDAUDIT_BENCH_ROUNDS="$w2_rounds")
 
