@@ -167,9 +167,9 @@ func (o *Ops) GroupNormGrad(groups int, eps float32, x compute.Images, gamma com
 
 var _ compute.DirectConvolver = (*Ops)(nil)
 
-// The direct convolution's limits (Options.DirectConv): one thread computes an output pixel
-// of a sample for every output channel and reads its C K K inputs once per CONV_CO_TILE
-// channels, so the kernels pay where a product by patches would mostly move patches (few
+// The direct convolution's limits (Options.DirectConv): one thread computes a few output
+// pixels of a sample for every output channel and reads their inputs once per CONV_CO_TILE
+// (8) channels, so the kernels pay where a product by patches would mostly move patches (few
 // channels: LeNet-5's 6 and 16 of 25 and 150 rows) and lose to cuBLAS's tiled products where
 // the channels are many (ResNet's 64 to 512 of 576 to 4,608 rows).
 const (
@@ -179,6 +179,8 @@ const (
 	// a warp's worth of adjacent samples.
 	directMaxParts = 32
 )
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // directParts is how many partial sums conv_direct_dw splits each weight's gradient into for
 // n samples: one per sample up to directMaxParts. It depends only on n, so the order of the
@@ -196,13 +198,13 @@ func (o *Ops) DirectConv(cout int, x compute.Images, win compute.Window) bool {
 		pixels >= 1 && directParts(x.N)*cout <= x.N*pixels
 }
 
-// ConvDirect implements compute.DirectConvolver: one launch of conv_direct, a thread per output
-// pixel and sample.
+// ConvDirect implements compute.DirectConvolver: one launch of conv_direct, a thread per run of
+// CONV_PX (4) output pixels of a row and a sample.
 func (o *Ops) ConvDirect(w, bias compute.Mat, x compute.Images, win compute.Window, y compute.Images) {
 	o.args.reset().ptr(imgAddr(y)).i64(y.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
 		ptr(addr(w)).i64(w.Stride).i64(w.BatchStride).ptr(addr(bias)).i64(bias.Stride).i64(bias.BatchStride).
 		i64(y.C).geom(x, win).i64(y.Batch)
-	o.launch(kernels.ConvDirect, y.Batch*y.H*y.W*y.N)
+	o.launch(kernels.ConvDirect, y.Batch*y.H*ceilDiv(y.W, kernels.ConvPX)*y.N)
 }
 
 // ConvDirectGrad implements compute.DirectConvolver in three launches (four with dx):
@@ -218,7 +220,7 @@ func (o *Ops) ConvDirectGrad(w compute.Mat, x compute.Images, win compute.Window
 	part := o.grow(&o.slices, (floats+1)/2)
 	o.args.reset().ptr(part).ptr(imgAddr(x)).i64(x.BatchStride).ptr(imgAddr(dy)).i64(dy.BatchStride).
 		i64(co).geom(x, win).i64(pp).i64(batch)
-	o.launch(kernels.ConvDirectDW, floats)
+	o.launch(kernels.ConvDirectDW, batch*co*(x.C*win.Size+1)*pp) // a thread per window row (or the bias) and partial
 	o.args.reset().ptr(addr(dw)).i64(dw.Stride).i64(dw.BatchStride).ptr(part).i64(pp).
 		f32(1).f32(0).i64(co).i64(rows).i64(batch)
 	o.launch(kernels.SplitKReduce, batch*co*rows)
@@ -230,5 +232,5 @@ func (o *Ops) ConvDirectGrad(w compute.Mat, x compute.Images, win compute.Window
 	}
 	o.args.reset().ptr(imgAddr(dx)).i64(dx.BatchStride).ptr(addr(w)).i64(w.Stride).i64(w.BatchStride).
 		ptr(imgAddr(dy)).i64(dy.BatchStride).i64(co).geom(dx, win).i64(batch)
-	o.launch(kernels.ConvDirectDX, batch*dx.Size())
+	o.launch(kernels.ConvDirectDX, batch*ceilDiv(dx.C, kernels.ConvCT)*dx.H*dx.W*dx.N)
 }

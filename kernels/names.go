@@ -83,3 +83,13 @@ func All() []Kernel {
 // Partials is the number of partial sums per batch element of the long reductions
 // (FEDAUDIT_PARTIALS in common.cuh).
 const Partials = 256
+
+// The direct convolution kernels' tiles (CONV_PX, CONV_CT and CONV_JT in conv.cu): conv_direct's
+// thread computes ConvPX adjacent output pixels of a row, conv_direct_dx's ConvCT input
+// channels, conv_direct_dw's ConvJT window columns at a time (a window row per thread). The
+// host sizes the launches by them.
+const (
+	ConvPX = 4
+	ConvCT = 4
+	ConvJT = 8
+)

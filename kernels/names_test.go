@@ -89,3 +89,21 @@ func TestLocate(t *testing.T) {
 		t.Errorf("Locate with a module declared twice: %v", err)
 	}
 }
+
+// The Go constants that size the direct convolutions' launches are the tiles conv.cu compiles
+// with: a launch sized for larger tiles than the kernel's would leave values uncomputed.
+func TestConvTilesMatchConvCU(t *testing.T) {
+	src, err := os.ReadFile("conv.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int{"CONV_PX": ConvPX, "CONV_CT": ConvCT, "CONV_JT": ConvJT} {
+		m := regexp.MustCompile(`(?m)^#define ` + name + ` (\d+)$`).FindSubmatch(src)
+		if m == nil {
+			t.Fatalf("conv.cu defines no %s", name)
+		}
+		if got, _ := strconv.Atoi(string(m[1])); got != want {
+			t.Errorf("conv.cu: %s %d, Go constant %d", name, got, want)
+		}
+	}
+}

@@ -9,11 +9,11 @@ import (
 // DeviceMemory is the most float32 values a model of spec allocates at once on a device
 // backend: one that writes every replica's convolution patches and keeps them from the forward
 // to the backward pass (no compute.PatchGemmer, no compute.CacheSized working sets) and frees a
-// scratch buffer when it grows (compute.Releaser): the GPU's. Where the GPU computes a
-// convolution directly (compute.DirectConvolver) it writes no patches, so the count is then an
-// upper bound (its scratch is no larger than the patches: cuda.Ops.DirectConv). The model trains R replicas on
+// scratch buffer when it grows (compute.Releaser): the GPU's. The model trains R replicas on
 // batches of trainRows samples (backward pass included), then evaluates evalRows samples, then
-// trains again, as the engine does between checkpoints.
+// trains again, as the engine does between checkpoints. Where the GPU computes a convolution
+// directly (compute.DirectConvolver) it writes no patches, so the count is then an upper bound
+// (its scratch is no larger than the patches: cuda.Ops.DirectConv).
 //
 // It runs the model's own passes on a backend that computes nothing and only counts what is
 // allocated and released, so the count follows the layers' code rather than a formula beside
