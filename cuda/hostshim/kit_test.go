@@ -33,6 +33,9 @@ func kitBenchShim(t *testing.T, workload string) {
 	if profiled {
 		backend = "shim+profile"
 	}
+	if os.Getenv(cuda.DirectConvEnv) == "1" {
+		backend += "+direct"
+	}
 	for _, r := range replicas {
 		d := device(t)
 		ops := cuda.NewOps(d, cuda.Options{})

@@ -217,6 +217,7 @@ else
   STEP_DIR=$shimdir step bench-gpu "W1 on the host shim in place of the device, R=$replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_R="$replicas" "$shimtest" -test.run '^TestKitBenchW1Shim$' $T
   step bench-cpu "W1 on the CPU backend, R=$cpu_replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_R="$cpu_replicas" "$shimtest" -test.run '^TestKitBenchW1CPU$' $T
   STEP_DIR=$shimdir step bench-gpu-w2 "W2 on the host shim in place of the device, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_R="$w2_replicas" "$shimtest" -test.run '^TestKitBenchW2Shim$' $T
+  STEP_DIR=$shimdir step bench-gpu-w2-direct "W2 with direct convolutions on the host shim, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_CUDA_DIRECTCONV=1 FEDAUDIT_BENCH_R="$w2_replicas" "$shimtest" -test.run '^TestKitBenchW2Shim$' $T
   step bench-cpu-w2 "W2 on the CPU backend, R=$w2_cpu_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_R="$w2_cpu_replicas" "$shimtest" -test.run '^TestKitBenchW2CPU$' $T
   STEP_DIR=$shimdir step profile-w1 "W1 profiled on the host shim, R=2, 1 round" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_BENCH_R=2 "$shimtest" -test.run '^TestKitBenchW1Shim$' $T
   summarizer=$shimtest
