@@ -141,18 +141,19 @@ func bonferroniRanks(n int) []int {
 // and confidence, reusable across data sets of the same sizes (MuLowerSorted): simulations
 // that bound thousands of samples of one size compute it once.
 type BonferroniPlan struct {
-	n0, n1 int
-	gamma  float64 // error level of each one-sided bound
-	ranksC []int   // ranks r in world C: threshold x_(r), type I error bounded via Beta(r, n0-r+1)
-	ranksP []int   // ranks s from the top in world C': threshold just above the s-th largest y
-	upC    []float64
-	upP    []float64
+	n0, n1     int
+	confidence float64 // the level the plan's limits hold at jointly
+	gamma      float64 // error level of each one-sided bound
+	ranksC     []int   // ranks r in world C: threshold x_(r), type I error bounded via Beta(r, n0-r+1)
+	ranksP     []int   // ranks s from the top in world C': threshold just above the s-th largest y
+	upC        []float64
+	upP        []float64
 }
 
 // NewBonferroniPlan is the plan of the Bonferroni method for n0 scores of world C and n1 of
 // world C' at the given confidence.
 func NewBonferroniPlan(n0, n1 int, confidence float64) *BonferroniPlan {
-	p := &BonferroniPlan{n0: n0, n1: n1, ranksC: bonferroniRanks(n0), ranksP: bonferroniRanks(n1)}
+	p := &BonferroniPlan{n0: n0, n1: n1, confidence: confidence, ranksC: bonferroniRanks(n0), ranksP: bonferroniRanks(n1)}
 	k := len(p.ranksC) + len(p.ranksP)
 	p.gamma = (1 - confidence) / float64(2*k)
 	for _, r := range p.ranksC {
@@ -162,6 +163,11 @@ func NewBonferroniPlan(n0, n1 int, confidence float64) *BonferroniPlan {
 		p.upP = append(p.upP, betaUpperQuantile(s, n1-s+1, p.gamma))
 	}
 	return p
+}
+
+// fits reports whether the plan is the one for n0 and n1 scores at confidence.
+func (p *BonferroniPlan) fits(n0, n1 int, confidence float64) bool {
+	return p != nil && p.n0 == n0 && p.n1 == n1 && p.confidence == confidence
 }
 
 // certify applies the plan to sorted samples x (world C) and y (world C').

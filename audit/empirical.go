@@ -119,12 +119,11 @@ func Analyze(scoresC, scoresCPrime []float64, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := opts.checkCoupled(); err != nil {
+		return nil, err
+	}
 	var cert certification
 	switch {
-	case (opts.Paired || opts.Dependent) && opts.Method == Bonferroni:
-		return nil, fmt.Errorf("audit: the bonferroni method assumes independent worlds; use dkw (or split, for complete pairs) for coupled scores")
-	case opts.Dependent && !opts.Paired && opts.Method == Split:
-		return nil, fmt.Errorf("audit: the split method needs complete pairs to keep coupled runs together; use dkw")
 	case opts.Paired && opts.Method == Split:
 		cert, err = certifySplitPaired(scoresC, scoresCPrime, opts.Confidence, opts.SplitFraction, opts.Delta, opts.Seed)
 	default:
@@ -187,12 +186,25 @@ func (r *Result) Imply(weaker *Result) {
 	r.EpsLower = math.Max(r.EpsLower, weaker.ownEpsLowerAt(r.Delta))
 }
 
+// checkCoupled refuses the methods whose argument coupled scores break: Bonferroni conditions on
+// one world's sample to make the other's count binomial, and the split method keeps coupled runs
+// together only through the index pairing of Paired.
+func (o Options) checkCoupled() error {
+	switch {
+	case (o.Paired || o.Dependent) && o.Method == Bonferroni:
+		return fmt.Errorf("audit: the bonferroni method assumes independent worlds; use dkw (or split, for complete pairs) for coupled scores")
+	case o.Dependent && !o.Paired && o.Method == Split:
+		return fmt.Errorf("audit: the split method needs complete pairs to keep coupled runs together; use dkw")
+	}
+	return nil
+}
+
 // certifySorted runs the chosen method on sorted samples. plan, when non-nil and of the right
-// sizes, is reused by the Bonferroni method.
+// sizes and confidence, is reused by the Bonferroni method.
 func certifySorted(x, y []float64, opts Options, plan *BonferroniPlan) (certification, error) {
 	switch opts.Method {
 	case Bonferroni:
-		if plan == nil || plan.n0 != len(x) || plan.n1 != len(y) {
+		if !plan.fits(len(x), len(y), opts.Confidence) {
 			plan = NewBonferroniPlan(len(x), len(y), opts.Confidence)
 		}
 		return plan.certify(x, y), nil
@@ -210,13 +222,26 @@ func certifySorted(x, y []float64, opts Options, plan *BonferroniPlan) (certific
 
 // MuLowerSorted is the certified lower bound on mu (at least 0) of method opts.Method on
 // samples x (world C) and y (world C') already sorted ascending and valid, without the
-// checks, the curve and the epsilon of Analyze: the bound alone, for simulations that compute
-// it thousands of times (package audit/calibrate). plan, when non-nil and of the sizes of x
-// and y, is reused by the Bonferroni method; other methods ignore it.
+// checks of the scores, the curve and the epsilon of Analyze: the bound alone, for simulations
+// that compute it thousands of times (package audit/calibrate). opts means what it means to
+// Analyze (zero fields take their defaults; a Confidence of 0 is 95%, not a bound at level 0),
+// and the methods Analyze refuses for coupled scores are refused, as is the paired split, whose
+// pairing sorted samples no longer carry. plan, when non-nil and of the sizes of x and y and
+// opts.Confidence, is reused by the Bonferroni method; other methods ignore it.
 func MuLowerSorted(x, y []float64, opts Options, plan *BonferroniPlan) (float64, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return 0, err
+	}
+	if err := opts.checkCoupled(); err != nil {
+		return 0, err
+	}
+	if opts.Paired && opts.Method == Split {
+		return 0, fmt.Errorf("audit: the paired split needs the scores in pair order; use Analyze")
+	}
 	switch opts.Method {
 	case Bonferroni:
-		if plan == nil || plan.n0 != len(x) || plan.n1 != len(y) {
+		if !plan.fits(len(x), len(y), opts.Confidence) {
 			plan = NewBonferroniPlan(len(x), len(y), opts.Confidence)
 		}
 		return math.Max(0, plan.muLower(x, y)), nil

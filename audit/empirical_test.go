@@ -372,6 +372,52 @@ func TestFastPathsMatchAnalyze(t *testing.T) {
 	}
 }
 
+// TestFastPathOptionsMatchAnalyze checks that MuLowerSorted reads Options as Analyze does. Its
+// zero fields mean what Options documents (Confidence 0 is 95%, Method "" is Bonferroni or, for
+// coupled scores, dkw+band, SplitFraction 0 is one half), not a bound at confidence 0; and the
+// combinations Analyze refuses because their argument needs independent worlds or the index
+// pairing, which sorted samples no longer carry, are refused too rather than certified as if
+// the worlds were independent. The bounds must be equal exactly: both paths run the same code.
+func TestFastPathOptionsMatchAnalyze(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 12))
+	x, y := make([]float64, 300), make([]float64, 300)
+	gaussianScenario(2).draw(rng, x, y)
+	xs, ys := slices.Clone(x), slices.Clone(y)
+	slices.Sort(xs)
+	slices.Sort(ys)
+	for _, opts := range []Options{
+		{},
+		{Method: Bonferroni},
+		{Method: Split, Seed: 3},
+		{Method: DKW},
+		{Method: RankBand},
+		{Method: DKWBand},
+		{Dependent: true},
+		{Paired: true, Method: DKW},
+		{Paired: true, Method: Bonferroni},
+		{Dependent: true, Method: Bonferroni},
+		{Dependent: true, Method: Split},
+		{Paired: true, Method: Split}, // needs the pairing, which sorting destroys
+		{Confidence: 1.5, Method: DKW},
+		{Confidence: 0.999, Method: Bonferroni}, // with a plan made at 95% below
+	} {
+		res, aerr := Analyze(x, y, opts)
+		// A plan of the right sizes made at another confidence must not be reused: its limits
+		// hold at its own level, not at opts.Confidence.
+		fast, ferr := MuLowerSorted(xs, ys, opts, NewBonferroniPlan(len(xs), len(ys), 0.95))
+		switch {
+		case opts.Paired && opts.Method == Split:
+			if ferr == nil {
+				t.Errorf("%+v: MuLowerSorted certified %v from sorted samples that lost the pairing", opts, fast)
+			}
+		case (aerr == nil) != (ferr == nil):
+			t.Errorf("%+v: Analyze error %v, MuLowerSorted error %v (bound %v)", opts, aerr, ferr, fast)
+		case aerr == nil && fast != res.MuLower:
+			t.Errorf("%+v: MuLowerSorted %v, Analyze %v", opts, fast, res.MuLower)
+		}
+	}
+}
+
 // TestAnalyzeResult checks the bookkeeping of a Result: the reported points give the bounds,
 // every certified point's limits are at least its observed rates, EpsLowerAt agrees at the
 // analysed delta, the result does not depend on the order of the scores, and it encodes as
