@@ -25,6 +25,9 @@ type flatSpec struct {
 	// header and cols add manifest columns (e.g. ",canary" and a value per row).
 	header string
 	cols   func(p, w, r int) string
+	// shared lists the good snapshot's one file, ok.npy, for every run at every round (a
+	// manifest whose runs are copies); otherwise only round 0 shares it.
+	shared bool
 }
 
 func (s flatSpec) write(t *testing.T, dir string) string {
@@ -55,13 +58,18 @@ func (s flatSpec) write(t *testing.T, dir string) string {
 	for p := 0; p < s.cfg.Pairs; p++ {
 		for w, wn := range []string{"C", "C'"} {
 			for _, r := range s.cfg.Train.Checkpoints {
-				name := "ok.npy"
+				name := "ok.npy" // round 0 may share a file (w_0 is one); later rounds may not
+				v := []float32(nil)
 				if s.vec != nil {
-					if v := s.vec(p, w, r, good); v != nil {
-						name = fmt.Sprintf("p%d_w%d_r%d.npy", p, w, r)
-						if len(v) > 0 {
-							put(name, v)
-						}
+					v = s.vec(p, w, r, good)
+				}
+				if v == nil && r > 0 && !s.shared {
+					v = good
+				}
+				if v != nil {
+					name = fmt.Sprintf("p%d_w%d_r%d.npy", p, w, r)
+					if len(v) > 0 {
+						put(name, v)
 					}
 				}
 				extra := ""

@@ -145,9 +145,10 @@ func TestUploadRefusals(t *testing.T) {
 		for p := 0; p < 2; p++ {
 			for w := int8(0); w < 2; w++ {
 				for _, r := range rounds {
-					es = append(es, Entry{File: "g", World: w, Pair: p, Round: r, Client: -1, Line: "g"})
+					es = append(es, Entry{File: fmt.Sprintf("g p%d w%d r%d", p, w, r), World: w, Pair: p, Round: r, Client: -1, Line: "g"})
 					if r > 0 {
-						es = append(es, Entry{File: "u", World: w, Pair: p, Round: r, Client: 1, Line: fmt.Sprintf("u p%d w%d r%d", p, w, r)})
+						up := fmt.Sprintf("u p%d w%d r%d", p, w, r)
+						es = append(es, Entry{File: up, World: w, Pair: p, Round: r, Client: 1, Line: up})
 					}
 				}
 			}
@@ -191,7 +192,7 @@ func TestUploadRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plan.OtherUploads != 1 || plan.Uploads[1][0][1] != "" || plan.Uploads[0][1][1] != "u" {
+	if plan.OtherUploads != 1 || plan.Uploads[1][0][1] != "" || plan.Uploads[0][1][1] != "u p0 w1 r1" {
 		t.Fatalf("plan %+v", plan)
 	}
 }

@@ -429,6 +429,12 @@ func (rd *reader) readRun(r, ri int, prev []float32) (params, upload []float32, 
 		// checkpoint, read in the previous iteration).
 		for i, v := range prev {
 			up[i] += v
+			if math.IsInf(float64(up[i]), 0) {
+				// Both finite, their float32 sum is not: refused as Flatten refuses such a model.
+				errs[1] = fmt.Errorf("%s (upload of pair %d, world %s, round %d): parameter %d (%s) of the update plus w_%d is %v: the upload is not a finite model",
+					file, pair, runs.WorldName(int8(world)), round, i, rd.lay.slotOf(i), round-1, up[i])
+				return params, nil, norms, errs
+			}
 		}
 	}
 	return params, up, norms, errs

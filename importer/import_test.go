@@ -245,7 +245,12 @@ func TestRefusals(t *testing.T) {
 		for p := 0; p < cfg.Pairs; p++ {
 			for _, w := range []string{"C", "C'"} {
 				for _, r := range []int{0, 1, 3} {
-					lines = append(lines, fmt.Sprintf("ok.npy,%s,%d,%d", w, p, r))
+					f := "ok.npy" // w_0, one for every run; each run has its own later snapshots
+					if r > 0 {
+						f = fmt.Sprintf("ok_%d_%s_%d.npy", p, w, r)
+						write(dir, f, good, []int{lay.D})
+					}
+					lines = append(lines, fmt.Sprintf("%s,%s,%d,%d", f, w, p, r))
 				}
 			}
 		}
@@ -254,6 +259,8 @@ func TestRefusals(t *testing.T) {
 		os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 		return path
 	}
+	// setFile lists file f on manifest line l instead of its own snapshot.
+	setFile := func(l, f string) string { return f + l[strings.IndexByte(l, ','):] }
 	nan := append([]float32(nil), good...)
 	nan[lay.D-1] = float32(math.NaN())
 	cases := []struct {
@@ -267,21 +274,21 @@ func TestRefusals(t *testing.T) {
 		{"bad world", `world "D"`, func(_ string, l []string) []string { return append(l, "ok.npy,D,0,0") }},
 		{"wrong shape", `tensor "fc1.weight" has shape [6 5], the model's layer 1 weight needs [5 6]`, func(dir string, l []string) []string {
 			writeTransposedFirstWeight(t, filepath.Join(dir, "bad.safetensors"), lay)
-			l[1] = strings.Replace(l[1], "ok.npy", "bad.safetensors", 1)
+			l[1] = setFile(l[1], "bad.safetensors")
 			return l
 		}},
 		{"flat of wrong length", "1 tensors", func(dir string, l []string) []string {
 			write(dir, "short.npy", good[:10], []int{10})
-			l[5] = strings.Replace(l[5], "ok.npy", "short.npy", 1)
+			l[5] = setFile(l[5], "short.npy")
 			return l
 		}},
 		{"NaN", "is NaN", func(dir string, l []string) []string {
 			write(dir, "nan.npy", nan, []int{lay.D})
-			l[len(l)-1] = strings.Replace(l[len(l)-1], "ok.npy", "nan.npy", 1)
+			l[len(l)-1] = setFile(l[len(l)-1], "nan.npy")
 			return l
 		}},
 		{"missing file", "no such file", func(dir string, l []string) []string {
-			l[2] = strings.Replace(l[2], "ok.npy", "gone.npy", 1)
+			l[2] = setFile(l[2], "gone.npy")
 			return l
 		}},
 	}

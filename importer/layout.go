@@ -217,6 +217,12 @@ func (l Layout) Flatten(tensors []ingest.Tensor, names []string) ([]float32, err
 		if len(names) != len(l.Slots) {
 			return nil, fmt.Errorf("%d tensor names given, the model has %d tensors (%s)", len(names), len(l.Slots), l.Describe())
 		}
+		for i, n := range names {
+			if slices.Contains(names[:i], n) {
+				// One tensor in two slots would leave out the tensor meant for the second.
+				return nil, fmt.Errorf("tensor name %q given twice: one tensor per slot of the model (%s)", n, l.Describe())
+			}
+		}
 		if err := byName(names); err != nil {
 			return nil, err
 		}

@@ -336,6 +336,20 @@ func (m *Manifest) validate(ex Expect) (*Plan, *problems) {
 		upload bool
 	}
 	seen := map[key]string{}
+	// A file names one run's snapshot at a round after 0: two runs listing it would be audited as
+	// two independent trainings (round 0 may share one, w_0 being public and the same for all).
+	type fileKey struct {
+		round  int
+		upload bool
+		file   string
+	}
+	type fileUse struct {
+		pair  int
+		world int8
+		line  string
+	}
+	files := map[fileKey][]fileUse{}
+	var fileOrder []fileKey
 	canaryWorld := runs.WorldCPrime
 	if ex.CanaryInC {
 		canaryWorld = runs.WorldC
@@ -387,6 +401,13 @@ func (m *Manifest) validate(ex Expect) (*Plan, *problems) {
 			continue
 		}
 		seen[k] = e.Line
+		if e.Round > 0 {
+			fk := fileKey{e.Round, upload, filepath.Clean(e.File)}
+			if files[fk] == nil {
+				fileOrder = append(fileOrder, fk)
+			}
+			files[fk] = append(files[fk], fileUse{e.Pair, e.World, e.Line})
+		}
 		if upload {
 			if plan.Uploads == nil {
 				plan.Uploads = grid()
@@ -408,6 +429,20 @@ func (m *Manifest) validate(ex Expect) (*Plan, *problems) {
 					plan.Diverged[e.Pair][e.World][i] = true
 				}
 			}
+		}
+	}
+	for _, fk := range fileOrder {
+		if uses := files[fk]; len(uses) > 1 {
+			what, more := "", ""
+			if fk.upload {
+				what = "the upload of "
+			}
+			if len(uses) > 2 {
+				more = fmt.Sprintf(" (and %d more runs)", len(uses)-2)
+			}
+			a, b := uses[0], uses[1]
+			add("%s and %s: %spair %d world %s and pair %d world %s at round %d are one file, %s%s: no two runs hold the same model after a noisy round, and copies would be audited as independent trainings; give each run its own file (names that lack the pair or the world make each run overwrite the one before)",
+				a.line, b.line, what, a.pair, runs.WorldName(a.world), b.pair, runs.WorldName(b.world), fk.round, fk.file, more)
 		}
 	}
 	canaryProblems(wrongCanary, canaryWorld, ex, add)

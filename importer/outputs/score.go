@@ -8,6 +8,8 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/fedaudit/fedaudit/attacks"
 	"github.com/fedaudit/fedaudit/runs"
@@ -84,6 +86,7 @@ type run struct {
 	round  int32
 	canary *Record
 	refs   []*Record
+	refRow map[string]int // a reference record's row, by name (Check)
 }
 
 // features holds one run's per-attack statistics, all higher for world C.
@@ -127,6 +130,14 @@ func Check(t *Table) ([]*run, error) {
 			ru.id = r.Run
 		}
 		if !r.Canary {
+			if ru.refRow == nil {
+				ru.refRow = map[string]int{}
+			}
+			if prev, dup := ru.refRow[r.Name]; dup {
+				p.add("row %d: reference record %q of pair %d world %s round %d given twice (also row %d)", r.Row, r.Name, r.Pair, worldName(r.World), r.Round, prev)
+				continue
+			}
+			ru.refRow[r.Name] = r.Row
 			ru.refs = append(ru.refs, r)
 			continue
 		}
@@ -137,8 +148,14 @@ func Check(t *Table) ([]*run, error) {
 		ru.canary = r
 	}
 	refs := -1
+	var refNames []string // the first run's reference records, sorted
 	for _, k := range order {
 		ru := byKey[k]
+		names := make([]string, len(ru.refs))
+		for i, r := range ru.refs {
+			names[i] = r.Name
+		}
+		slices.Sort(names)
 		if ru.canary == nil {
 			p.add("pair %d world %s round %d: reference records but no canary row (record = canary)", k.pair, worldName(k.world), k.round)
 		}
@@ -146,10 +163,15 @@ func Check(t *Table) ([]*run, error) {
 		if other == nil {
 			p.add("pair %d round %d: missing world %s (row %d has world %s); every pair needs both worlds", k.pair, k.round, worldName(1-k.world), firstRow(ru), worldName(k.world))
 		}
-		if refs < 0 {
-			refs = len(ru.refs)
-		} else if len(ru.refs) != refs {
+		switch {
+		case refs < 0:
+			refs, refNames = len(ru.refs), names
+		case len(ru.refs) != refs:
 			p.add("pair %d world %s round %d: %d reference records, other runs have %d; calibration needs the same records in every run", k.pair, worldName(k.world), k.round, len(ru.refs), refs)
+		case !slices.Equal(names, refNames):
+			// As many, but others: runs calibrated on other records are shifted apart by them.
+			p.add("pair %d world %s round %d: reference records %s, the first run (pair %d world %s round %d) has %s; calibration needs the same records in every run",
+				k.pair, worldName(k.world), k.round, quoteNames(names), order[0].pair, worldName(order[0].world), order[0].round, quoteNames(refNames))
 		}
 	}
 	if err := p.err(); err != nil {
@@ -170,6 +192,20 @@ func Check(t *Table) ([]*run, error) {
 		return a.world < b.world
 	})
 	return out, nil
+}
+
+// quoteNames lists record names for messages: the first few, quoted, and a count of the rest.
+func quoteNames(names []string) string {
+	const shown = 5
+	q := make([]string, 0, shown+1)
+	for i, n := range names {
+		if i == shown {
+			q = append(q, fmt.Sprintf("and %d more", len(names)-shown))
+			break
+		}
+		q = append(q, strconv.Quote(n))
+	}
+	return strings.Join(q, ", ")
 }
 
 func firstRow(r *run) int {

@@ -28,6 +28,7 @@ type Record struct {
 	World  int8 // 0 = C (trained on the canary), 1 = C'
 	Round  int32
 	Canary bool    // false: a reference record, used to calibrate the run's scores
+	Name   string  // a reference record's name (the record column); "" for the canary
 	Loss   float64 // NaN when the table has no loss column
 	Logits []float64
 	Label  int // -1 without logits
@@ -287,6 +288,9 @@ func (cs *columnSet) readRow(i int, t *Table, p *problems) (Record, bool) {
 		}
 		s = strings.TrimSpace(s)
 		r.Canary = !ok || s == "" || s == "canary"
+		if !r.Canary {
+			r.Name = s
+		}
 	}
 	if cs.loss != nil {
 		v, ok, err := cs.loss.num(i)
