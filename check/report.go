@@ -41,6 +41,10 @@ func (c *checker) report(alpha float64, pairs int) *findings.CheckReport {
 	}
 	if c.bounded {
 		for obs := range c.diffN {
+			if c.diffN[obs] == 0 && (obs == global || c.hasUpload) {
+				// Nothing to compare: say so, rather than leave the check out of a report that passes.
+				r.Skipped = append(r.Skipped, findings.CheckSkipped{Check: "coupled-difference (" + observerNames[obs] + ")", Why: c.noDifference(obs)})
+			}
 			if c.diffN[obs] == 0 || !coupled[obs] {
 				continue
 			}
@@ -64,7 +68,8 @@ func (c *checker) report(alpha float64, pairs int) *findings.CheckReport {
 		s.Passed = s.PValue >= r.Threshold
 		r.Checks = append(r.Checks, s)
 	}
-	r.Passed = true
+	// A report of no check verified nothing: it does not pass.
+	r.Passed = len(r.Checks) > 0
 	for _, ch := range r.Checks {
 		r.Passed = r.Passed && ch.Passed
 	}
@@ -78,4 +83,14 @@ func exact(r findings.CheckResult, passed bool) findings.CheckResult {
 		r.PValue = 1
 	}
 	return r
+}
+
+// noDifference says why coupled-difference compared no round of an observer.
+func (c *checker) noDifference(obs int) string {
+	for i := 0; i+1 < len(c.rounds); i++ {
+		if c.rounds[i+1] == c.rounds[i]+1 {
+			return "the runs record no round's upload of the target client in both worlds of a pair (it sat every recorded round out)"
+		}
+	}
+	return fmt.Sprintf("needs two consecutive rounds t, t+1 among the checkpoints (the runs record %v)", c.rounds)
 }

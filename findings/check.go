@@ -51,7 +51,8 @@ type CheckSkipped struct {
 
 // CheckReport is the outcome of the grey-box checks of a directory's runs.
 type CheckReport struct {
-	Format string  `json:"format"`
+	Format string `json:"format"`
+	// Passed says that at least one check ran and every check that ran passed.
 	Passed bool    `json:"passed"`
 	Alpha  float64 `json:"alpha"`
 	// Family is the number of statistical tests, and Threshold = Alpha / Family the p-value

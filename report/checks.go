@@ -27,9 +27,12 @@ func (r *rendered) checkSection() section {
 		t.rows = append(t.rows, append(checkCells(ch), ch.Meaning))
 	}
 	intro := "What one or two coupled pairs show without any attack: both worlds of a pair share their noise, so their difference is bounded by the declared sensitivity, and each round replayed without noise leaves the noise itself, which must follow the declared distribution."
-	if failed := c.Failed(); len(failed) > 0 {
+	switch failed := c.Failed(); {
+	case len(failed) > 0:
 		intro += fmt.Sprintf(" %d check(s) FAILED: the deployment does not run the mechanism it declares.", len(failed))
-	} else {
+	case len(c.Checks) == 0:
+		intro += " No check could run on these runs: nothing was verified."
+	default:
 		intro += " Every check passed."
 	}
 	if len(c.Skipped) > 0 {
@@ -89,6 +92,8 @@ func WriteCheck(w io.Writer, rep *findings.CheckReport) error {
 		for _, ch := range failed {
 			fmt.Fprintf(w, "  %s: %s\n", ch.Where(), ch.Meaning)
 		}
+	} else if len(rep.Checks) == 0 {
+		fmt.Fprintln(w, "\nNo check could run on these runs: nothing was verified (what each check needs is below).")
 	} else {
 		fmt.Fprintln(w, "\nEvery check passed: nothing in these rounds departs from the declared mechanism.")
 	}

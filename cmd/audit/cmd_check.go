@@ -37,7 +37,8 @@ func init() {
 			"gives one). The statistical checks share the family-wise level --alpha (Bonferroni).\n" +
 			"Checks the directory lacks the data for are listed with what would enable them. The\n" +
 			"report is kept as DIR/check.json, which `audit report` shows.\n" +
-			"Exit status: 0 every check passed, 1 failure, 2 usage error, 3 a check failed.",
+			"Exit status: 0 every check passed, 1 failure (no check could run included), 2 usage error,\n" +
+			"3 a check failed.",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			pairs := fs.Int("pairs", 8, "check the pairs with the smallest ids, at most this many (every round of them is held in memory)")
 			alpha := fs.Float64("alpha", 0.05, "family-wise error level of the statistical checks")
@@ -81,6 +82,10 @@ func init() {
 				}
 				if n := len(rep.Failed()); n > 0 {
 					return &checkFailedError{failed: n}
+				}
+				if len(rep.Checks) == 0 {
+					// A pipeline gating on the checks must not pass on runs that allowed none.
+					return fmt.Errorf("check: no check could run on the runs of %s: nothing was verified (each check is listed with what would enable it)", dirs[0])
 				}
 				return nil
 			}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -117,5 +118,34 @@ func rewriteUploads(t *testing.T, from, to string) {
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Runs that allow no check (checkpoints without round 0 or two consecutive rounds) verify
+// nothing: `audit check` says so and exits 1, so that a pipeline gating on it does not pass them.
+func TestCheckNothingToCheck(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "check_small.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := regexp.MustCompile(`checkpoints: \[[^\]]*\]`).ReplaceAllString(string(raw), "checkpoints: [1, 3]")
+	if text == string(raw) {
+		t.Fatal("check_small.yaml lists no checkpoints to replace")
+	}
+	work := t.TempDir()
+	cfg, dir := filepath.Join(work, "audit.yaml"), filepath.Join(work, "runs")
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var stdout, stderr bytes.Buffer
+	if err := run(ctx, []string{"train", "--quiet", "--config", cfg, "--out", dir}, &stdout, &stderr); err != nil {
+		t.Fatalf("train: %v\n%s", err, stderr.String())
+	}
+	stdout.Reset()
+	code := exitCode(&stderr, run(ctx, []string{"check", dir}, &stdout, &stderr))
+	if code != 1 || !strings.Contains(stdout.String(), "No check could run") || strings.Contains(stdout.String(), "Every check passed") ||
+		!strings.Contains(stderr.String(), "nothing was verified") {
+		t.Errorf("check of runs that allow no check: exit %d, want 1\n%s\n%s", code, stdout.String(), stderr.String())
 	}
 }
