@@ -553,7 +553,8 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *run
 		// The look the run stopped at was chosen by its data: its bounds hold, jointly with
 		// the other looks', only at its own share of the error. The cluster array's tasks
 		// record the stop before the finish job records that confidence in config.json, and
-		// an analysis in between read the config's joint level (overstating every bound).
+		// an analysis in between read the level the tasks recorded there (the last look's,
+		// SequentialConfig), overstating every bound.
 		if look := seq.Looks[len(seq.Looks)-1].Confidence; !confidenceGiven && look > opts.Confidence {
 			opts.Confidence = look
 		}

@@ -1,11 +1,13 @@
 package experiment
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/fedaudit/fedaudit/attacks"
 	"github.com/fedaudit/fedaudit/audit"
@@ -54,6 +56,10 @@ type SequentialRecord struct {
 	// never trained, and later stages analyze the ones that were.
 	Stopped bool   `json:"stopped"`
 	Status  string `json:"status"`
+	// Settings is the audit section the looks judged with (the claim, the attacks, the joint
+	// confidence, ...): a record of other settings, or without them, is an earlier run's, and
+	// the tasks of a new array neither trust nor keep it (SequentialSettled).
+	Settings json.RawMessage `json:"settings,omitempty"`
 }
 
 // ReadSequential reads DIR/sequential.json; nil when the directory was not run sequentially.
@@ -94,14 +100,40 @@ func stoppedAt(dir string) (int, error) {
 	return r.Looks[len(r.Looks)-1].Shards, nil
 }
 
+// CheckSequential refuses, with a *spec.ConfigError, a sequential run of cfg in shards shards
+// that could not analyze its looks: fewer than 2 shards, more shards than pairs, or a first look
+// (the first shard's pairs) too small to fit a learned attack the looks score (listed, the
+// attacks asked for, else the config's; the default set leaves out only those too few for all
+// the pairs): the attacks are fitted on the shadow pairs of the runs analyzed, and a run would
+// train the first shard and then fail at its first look. `audit run --sequential` and the
+// tasks of a sequential array (`audit train --sequential`) check it before they train.
+func CheckSequential(cfg *spec.Config, shards int, listed []string) error {
+	if shards > cfg.Pairs {
+		return &spec.ConfigError{Err: fmt.Errorf("--sequential with %d shards needs at least as many pairs (the config has %d)", shards, cfg.Pairs)}
+	}
+	if shards < 2 {
+		return &spec.ConfigError{Err: fmt.Errorf("--sequential looks after 1, 2, 4, ... shards and needs at least 2 (--shards %d)", shards)}
+	}
+	if cfg.Audit.Method == spec.MethodOneRun {
+		return nil // the canaries only: nothing is fitted on shadow pairs
+	}
+	if len(listed) == 0 {
+		listed = cfg.Audit.Attacks
+	}
+	names, _ := spec.RunAttacks(listed, spec.PlannedMeta(cfg), cfg.Train.Model, cfg.Pairs)
+	first := ShardPairs(cfg.Pairs, runs.Shard{Index: 0, Count: shards}).Count
+	if few := attacks.TooFewPairs(names, first); len(few) > 0 {
+		return &spec.ConfigError{Err: fmt.Errorf("--sequential with %d shards looks first at the %d pairs of the first shard, and attack %s cannot be fitted on them (%s): give at most %d shards, or audit.attacks without it",
+			shards, first, few[0].Name, few[0].Why, cfg.Pairs/attacks.MinPairs(few[0].Name))}
+	}
+	return nil
+}
+
 // planSequential checks a sequential run's options and returns its plan, and the config to
 // record until the run ends, whose audit confidence is the last look's.
 func planSequential(cfg *spec.Config, opts *RunOptions) (*SequentialRecord, *spec.Config, error) {
-	if opts.Shards > cfg.Pairs {
-		return nil, nil, &spec.ConfigError{Err: fmt.Errorf("run: --sequential with %d shards needs at least as many pairs (the config has %d)", opts.Shards, cfg.Pairs)}
-	}
-	if opts.Shards < 2 {
-		return nil, nil, &spec.ConfigError{Err: fmt.Errorf("run: --sequential looks after 1, 2, 4, ... shards and needs at least 2 (--shards %d)", opts.Shards)}
+	if err := CheckSequential(cfg, opts.Shards, opts.Attack.Attacks); err != nil {
+		return nil, nil, fmt.Errorf("run: %w", err)
 	}
 	looks, err := audit.SequentialLooks(opts.Shards)
 	if err != nil {
@@ -112,11 +144,60 @@ func planSequential(cfg *spec.Config, opts *RunOptions) (*SequentialRecord, *spe
 	if err != nil {
 		return nil, nil, &spec.ConfigError{Err: fmt.Errorf("run: %w", err)}
 	}
+	settings, err := json.Marshal(opts.Analyze.recorded(cfg).Audit)
+	if err != nil {
+		return nil, nil, err
+	}
 	seq := *cfg
 	seq.Audit.Confidence = each[len(each)-1]
 	opts.Analyze.Confidence = 0
 	return &SequentialRecord{Format: SequentialFormat, Shards: opts.Shards, Pairs: cfg.Pairs, Confidence: joint,
-		Planned: looks, PlannedConfidence: each}, &seq, nil
+		Planned: looks, PlannedConfidence: each, Settings: settings}, &seq, nil
+}
+
+// samePlan reports whether r is a record of the sequential run that plan plans: the same shards
+// and pairs, looks and levels, judged with the same settings.
+func (r *SequentialRecord) samePlan(plan *SequentialRecord) bool {
+	return r.Shards == plan.Shards && r.Pairs == plan.Pairs && r.Confidence == plan.Confidence &&
+		slices.Equal(r.Planned, plan.Planned) && slices.Equal(r.PlannedConfidence, plan.PlannedConfidence) &&
+		sameJSON(r.Settings, plan.Settings)
+}
+
+// sameJSON reports whether a and b are the same JSON text but for white space (the record is
+// written indented); an empty or invalid text matches nothing.
+func sameJSON(a, b []byte) bool {
+	var ca, cb bytes.Buffer
+	return len(a) > 0 && json.Compact(&ca, a) == nil && json.Compact(&cb, b) == nil && bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+// ForgetSequential removes DIR/sequential.json, the record of an earlier sequential run, and
+// returns it (nil when there was none): a run of every shard, or a sequential run of other
+// settings, replaces it, and later stages must not analyze only the shards its stop saw.
+func ForgetSequential(dir string) (*SequentialRecord, error) {
+	r, err := ReadSequential(dir)
+	if err != nil {
+		// A record that cannot be read is no run's: removed all the same.
+		r = &SequentialRecord{}
+	}
+	if rmErr := os.Remove(expdir.Dir(dir).Sequential()); rmErr != nil {
+		if errors.Is(rmErr, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, rmErr
+	}
+	return r, nil
+}
+
+// SequentialConfig is the config that a sequential run of cfg in shards shards records in
+// DIR/config.json while it runs (Run records it before it trains): its audit confidence is the
+// last look's, so that an analysis of every shard before the run ends (the finish job of a
+// cluster array, which records the confidence of the look it ends at) judges at that look's
+// share of the error, not at the joint level the looks already spend. The tasks of a
+// sequential array (`audit train --sequential`) record it.
+func SequentialConfig(cfg *spec.Config, shards int) (*spec.Config, error) {
+	ro := RunOptions{Shards: shards}
+	_, seq, err := planSequential(cfg, &ro)
+	return seq, err
 }
 
 // runSequential trains and analyzes the looks of a sequential run (the directory set up by Run)
@@ -309,14 +390,33 @@ func SequentialTask(ctx context.Context, cfg *spec.Config, data *spec.Data, dir 
 	return nil, nil
 }
 
-// SequentialSettled returns the record of a sequential run in dir that stopped early, nil when
-// there is none: a task of its array has nothing left to train.
-func SequentialSettled(dir string) (*SequentialRecord, error) {
+// SequentialSettled returns the record of the sequential run of cfg in shards shards in dir
+// when it stopped early, nil when it has not: a task of its array then has nothing left to
+// train. A record of another run (other shards, pairs or settings: the directory was run before
+// with another claim, say) is removed and reported as stale, so that the new array trains its
+// shards and later stages do not analyze the old stop's.
+func SequentialSettled(dir string, cfg *spec.Config, shards int) (settled, stale *SequentialRecord, err error) {
 	r, err := ReadSequential(dir)
-	if err != nil || r == nil || !r.Stopped {
-		return nil, err
+	if err != nil {
+		return nil, nil, err
 	}
-	return r, nil
+	if r == nil {
+		return nil, nil, nil
+	}
+	plan, _, err := planSequential(cfg, &RunOptions{Shards: shards})
+	if err != nil {
+		return nil, nil, err
+	}
+	if !r.samePlan(plan) {
+		if _, err := ForgetSequential(dir); err != nil {
+			return nil, nil, err
+		}
+		return nil, r, nil
+	}
+	if !r.Stopped {
+		return nil, nil, nil
+	}
+	return r, nil, nil
 }
 
 // evaluateLook attacks and analyzes the first k shards of dir with the scores kept in a private

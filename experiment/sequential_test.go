@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"math"
 	"os"
 	"strings"
@@ -137,5 +138,47 @@ func TestScoresCoverRuns(t *testing.T) {
 	}
 	if why := scoresCoverRuns(fresh.Scores, pairOf, ed.tab, cfg.Pairs, 1); why != "" {
 		t.Fatalf("rescored file: %s", why)
+	}
+}
+
+// A learned attack is fitted on shadow pairs of the runs it scores, and a sequential look scores
+// the first shards only: a first look of fewer than attacks.MinPairs pairs cannot fit it, so
+// the run would train the first shard and then fail (exit 1) where a fixed audit of the same
+// config succeeds. It is refused as a configuration error before anything is trained; a first
+// look of enough pairs, or attacks that are not learned, plan as before.
+func TestSequentialFirstLookFitsLearnedAttacks(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		pairs   int
+		shards  int
+		attacks []string
+		refused bool
+	}{
+		{"listed learned attack, 2 pairs a look", 40, 16, []string{"lira-online", "loss"}, true},
+		{"default attacks, 2 pairs a look", 40, 16, nil, true},
+		{"listed learned attack, 10 pairs a look", 40, 4, []string{"lira-online", "loss"}, false},
+		{"no learned attack, 2 pairs a look", 40, 16, []string{"informed-all", "loss"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := leakyConfig()
+			cfg.Pairs = tc.pairs
+			cfg.Audit.Attacks = tc.attacks
+			var ce *spec.ConfigError
+			if tc.refused {
+				dir := t.TempDir()
+				_, err := Run(ctx, cfg, dir, RunOptions{Shards: tc.shards, Sequential: true})
+				if !errors.As(err, &ce) {
+					t.Errorf("Run: %v, want a config error", err)
+				}
+				if _, err := os.Stat(expdir.Dir(dir).Runs()); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("a refused sequential run trained shards: %v", err)
+				}
+			}
+			err := CheckSequential(cfg, tc.shards, nil)
+			if got := errors.As(err, &ce); got != tc.refused {
+				t.Fatalf("CheckSequential: %v, want refused %v", err, tc.refused)
+			}
+		})
 	}
 }

@@ -67,18 +67,40 @@ func trainAll(ctx context.Context, e *env, cfg *spec.Config, dir string, shard r
 	if _, err := cost.CheckMemory(cfg, data, budget); err != nil {
 		return err
 	}
-	changed, err := experiment.SetUpDirectory(cfg, dir, shards)
+	// A task of a sequential array records what `audit run --sequential` records: the last
+	// look's confidence, which an analysis of all the shards before the finish job judges at.
+	record := cfg
+	if sequential {
+		if record, err = experiment.SequentialConfig(cfg, shards); err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+	}
+	changed, err := experiment.SetUpDirectory(record, dir, shards)
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
 	if len(changed) > 0 {
 		e.logf("train: settings changed since the last run in %s (training is the same): %s", dir, strings.Join(changed, "; "))
 	}
+	if !sequential {
+		// A run of fixed size replaces an earlier sequential run's stop: the stages after it
+		// analyze every shard, not the ones the stop saw.
+		old, err := experiment.ForgetSequential(dir)
+		if err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+		if old != nil {
+			e.logf("train: %s held the record of an earlier sequential run (removed): this run is of fixed size, and later stages analyze every shard", dir)
+		}
+	}
 	if sequential {
 		// A task of an array whose sequential run already stopped has nothing to train.
-		rec, err := experiment.SequentialSettled(dir)
+		rec, stale, err := experiment.SequentialSettled(dir, cfg, shards)
 		if err != nil {
-			return err
+			return fmt.Errorf("train: %w", err)
+		}
+		if stale != nil {
+			e.logf("train: %s held the record of an earlier sequential run of other settings (removed): this array's looks are its own", dir)
 		}
 		if rec != nil {
 			l := rec.Looks[len(rec.Looks)-1]
@@ -155,6 +177,12 @@ func init() {
 				}
 				if *sequential && (!one || *shards < 2) {
 					return usagef("train: --sequential trains one shard of at least 2 (--shard i/n, or an array task with --shards n); a whole sequential run is audit run --sequential")
+				}
+				if *sequential {
+					// Refused before the shard is trained, not when its first look is evaluated.
+					if err := experiment.CheckSequential(cfg, *shards, nil); err != nil {
+						return fmt.Errorf("train: %w", err)
+					}
 				}
 				return trainAll(ctx, e, cfg, *out, s, one, *shards, *sequential, bf)
 			}
