@@ -1,13 +1,14 @@
 package report
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/fedaudit/fedaudit/findings"
 )
 
-// TestFiguresMarkEstimatedBounds: where the smoothness constant L is assumed or estimated, the
-// convergent bound is an estimate (Finding.ClaimKind "estimate"): a certified lower bound
+// TestFiguresMarkEstimatedBounds: after T = 1 the convergent bound is an estimate whatever L
+// (Finding.ClaimKind "estimate"; docs/theory.md): a certified lower bound
 // above it "exceeds estimate" in the verdicts table and the headline counts it as no
 // violation. The figures called it "convergent bound" and said a certified lower bound above
 // it "contradicts that bound" (results/gradcanary/mlp-sigma0.4: grad-canary above the
@@ -27,11 +28,26 @@ func TestFiguresMarkEstimatedBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantInFigures(t, r, figureTexts{
-		muCaption: "the convergent bound (and the uploads bound beyond T = 1) is an estimate", muLegend: ">   an estimate: L not proven<",
-		tradeoffCaption: "the convergent bound (and the uploads bound beyond T = 1) is an estimate", tradeoffLegend: "), final model, an estimate",
+		muCaption: "convergent bound (and the uploads bound beyond T = 1) is an estimate", muLegend: ">   an estimate beyond T = 1<",
+		tradeoffCaption: "convergent bound (and the uploads bound beyond T = 1) is an estimate", tradeoffLegend: "T_G(convergent μ",
 	})
+	// At T = 1 the convergent bound is one Gaussian mechanism from the public w_0, whatever L:
+	// proven, and its legend says nothing of an estimate; later rounds' legends do.
+	for _, f := range r.figs {
+		marked := strings.Contains(string(r.svgs[f]), "), final model, an estimate")
+		switch f.Name {
+		case "tradeoff_T1":
+			if marked {
+				t.Errorf("%s: the convergent bound at T = 1 is marked an estimate", f.Name)
+			}
+		case "tradeoff_T10", "tradeoff_T100":
+			if !marked {
+				t.Errorf("%s: legend does not mark the convergent bound an estimate", f.Name)
+			}
+		}
+	}
 
-	// With a proven L the bounds are bounds and nothing is marked.
+	// Rows judged against proven bounds only: nothing is marked.
 	proven := syntheticInput(t)
 	for i := range proven.Findings {
 		if f := &proven.Findings[i]; f.ClaimKind == findings.ClaimEstimate {

@@ -237,8 +237,8 @@ func (m *model) figureInput() *figures.Input {
 	}
 	slices.Sort(in.ClaimThreats)
 	for _, f := range m.in.Findings {
-		// Rows judged against the theory are judged against an estimate exactly when L is
-		// not proven (theoryClaim in experiment/analyze.go).
+		// Rows judged against the convergent bound after T = 1 (and the uploads bound built
+		// on it) are judged against an estimate (theoryClaim in experiment/analyze.go).
 		in.BoundsEstimated = in.BoundsEstimated || f.ClaimKind == findings.ClaimEstimate
 	}
 	return in
@@ -276,9 +276,9 @@ func (m *model) noise() string {
 }
 
 // verdictStatus is a row's verdict as the report prints it. A certified bound above a theory
-// value computed from an assumed or estimated constant is "exceeds estimate", never
-// "violated": it says the assumed constant is too small, not that the deployment broke a
-// promise; and the estimate is named. A row whose scores look reversed is marked.
+// value that is not a proven bound (the convergent bound after T = 1, whatever L) is "exceeds
+// estimate", never "violated": it says the paper's argument, or an assumed L, does not cover
+// the deployment, not that the deployment broke a promise; and the estimate is named. A row whose scores look reversed is marked.
 func verdictStatus(f *findings.Finding) string {
 	v := f.Verdict
 	if v == nil {
@@ -382,7 +382,7 @@ func (m *model) tables() []*table {
 		header: []string{"Attack", "Threat model", "T", "N(C)", "N(C')", "TPR@0.1%FPR", "TPR@1%FPR", "AUC",
 			"Best balanced acc.", "mu estimate", "mu lower", "mu exact", "eps lower", "delta"}}
 	verdicts := &table{name: "verdicts", title: "Verdicts",
-		caption: "Certified lower bounds against the claimed guarantee: the claim is violated when a certified lower bound exceeds it (confidence " + conf + "); tightness is lower bound / claim. On final-model rows, heuristic is the last-iterate heuristic (its mu; for DP-FedAvg its eps at the analysis's delta, the claim's when the claim is an eps) and lower / heuristic the certified mu over the last-iterate heuristic (Steinke et al., 2025: the final model's exact mu if the losses were linear; a heuristic, not a bound), or for DP-FedAvg the certified eps over the heuristic's eps at the same delta: how far the attack is from what a final-model attack can be expected to reach. A claimed mu is judged on mu lower, a claimed eps on eps lower at the claim's delta. A row judged against a theory value computed from an assumed or estimated constant says \"exceeds estimate\" instead of \"violated\": the constant is too small, which is not a violation by the deployment.",
+		caption: "Certified lower bounds against the claimed guarantee: the claim is violated when a certified lower bound exceeds it (confidence " + conf + "); tightness is lower bound / claim. On final-model rows, heuristic is the last-iterate heuristic (its mu; for DP-FedAvg its eps at the analysis's delta, the claim's when the claim is an eps) and lower / heuristic the certified mu over the last-iterate heuristic (Steinke et al., 2025: the final model's exact mu if the losses were linear; a heuristic, not a bound), or for DP-FedAvg the certified eps over the heuristic's eps at the same delta: how far the attack is from what a final-model attack can be expected to reach. A claimed mu is judged on mu lower, a claimed eps on eps lower at the claim's delta. A row judged against a theory value that is not a proven bound (the convergent bound after T = 1, whatever L: docs/theory.md) says \"exceeds estimate\" instead of \"violated\": the paper's argument (or an assumed L) does not cover the deployment, which is not a violation by the deployment.",
 		header: []string{"Attack", "Threat model", "T", "mu lower", "eps lower", "Claimed mu", "Claimed eps", "Claim delta",
 			"Claim source", "Tightness", "Heuristic", "Lower / heuristic", "Status"}}
 	for _, s := range m.series {

@@ -78,7 +78,7 @@ func Summarize(fs []findings.Finding, fam findings.Family, notes []string) findi
 		row := rowName(f)
 		if f.Verdict != nil && f.ClaimKind == findings.ClaimEstimate && f.Verdict.Status == audit.Violated {
 			c := decisiveCheck(f.Verdict)
-			h.Notes = append(h.Notes, fmt.Sprintf("%s certifies %s, above the %s: an estimate, not a claim of the deployment; the assumed constant is too small for it.",
+			h.Notes = append(h.Notes, fmt.Sprintf("%s certifies %s, above the %s: an estimate, not a claim of the deployment (the convergent bound is the paper's argument, not a proof for every smooth loss; with an assumed L, the constant may also be too small).",
 				row, lowerText(c), claimWithSource(c, f.ClaimSource)))
 		}
 		if f.Reversed() {

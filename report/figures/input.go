@@ -35,10 +35,10 @@ type Input struct {
 	// on the model rows (docs/statistics.md): where some threat model of Series is missing here,
 	// the figures name the rows the claim applies to. Nil: not known, nothing is named.
 	ClaimThreats []string
-	// BoundsEstimated is true when the smoothness constant L is assumed or estimated, not
-	// proven: the convergent bound, and the uploads bound beyond T = 1, are then estimates (a
-	// certified lower bound above one says L is too small, not that the deployment broke a
-	// promise), and the figures say so.
+	// BoundsEstimated is true when rows were judged against the convergent bound after T = 1,
+	// or the uploads bound beyond T = 1: estimates, not proven bounds, whatever L (a certified
+	// lower bound above one says the paper's argument or an assumed L does not cover the
+	// deployment, not that the deployment broke a promise), and the figures say so.
 	BoundsEstimated bool
 	// Level states the confidence the certified bounds hold at, for captions; LevelShort is
 	// the same without each row's level, for legends.
@@ -113,5 +113,5 @@ func (m *model) estimateNote() string {
 	if !m.BoundsEstimated {
 		return ""
 	}
-	return " The smoothness constant L is assumed, not proven: the convergent bound (and the uploads bound beyond T = 1) is an estimate, and a certified lower bound above it says that L is too small, not that the deployment broke a promise."
+	return " The convergent bound (and the uploads bound beyond T = 1) is an estimate, not a proven bound: the paper's argument does not cover every smooth loss, and L may be assumed. A certified lower bound above it says so, not that the deployment broke a promise."
 }

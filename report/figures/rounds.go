@@ -83,7 +83,7 @@ func (m *model) addMuLine(dst *[]muLine, l muLine, get func(int) (float64, bool)
 func (m *model) muLines() (theoryLines, attacks []muLine) {
 	estimate := ""
 	if m.BoundsEstimated {
-		estimate = "   an estimate: L not proven"
+		estimate = "   an estimate beyond T = 1"
 	}
 	m.addMuLine(&theoryLines, muLine{label: "convergent bound (final model)", note: estimate, col: colorConvergent, shape: draw.CircleGlyph{}, width: vg.Points(1.5)},
 		func(t int) (float64, bool) {

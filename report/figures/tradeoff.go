@@ -235,11 +235,9 @@ func (m *model) addGDPCurves(leg *plot.Legend, full, zoom, roc *panel, t int, lo
 	}
 	if b := m.Theory[t]; b != nil {
 		convergent, uploads := "", ""
-		if m.BoundsEstimated {
+		if m.BoundsEstimated && t != 1 { // at T = 1 both are one Gaussian mechanism from the public w_0
 			convergent = ", an estimate"
-			if t != 1 { // the uploads bound at T = 1 does not depend on L (w_0 is public)
-				uploads = convergent
-			}
+			uploads = convergent
 		}
 		curves = append(curves,
 			curve{b.Mu, "T_G(convergent μ = " + num(b.Mu) + "), final model" + convergent, colorConvergent, nil},
