@@ -58,8 +58,8 @@ type AnalyzeOptions struct {
 	// one-run rows' canaries, which are canary clients with client 0's sampling rate and clip,
 	// rather than for the target client.
 	EpsHeuristic func(round int, oneRun bool) float64
-	// Smoothness is the L behind the convergent bounds: a convergent bound is judged as a
-	// bound only when Smoothness.Proven, and as an estimate otherwise.
+	// Smoothness is the L behind the convergent bounds, named in the rows judged against them
+	// (as estimates after T = 1, whatever L: theoryClaim).
 	Smoothness bounds.Smoothness
 	// Notes are prepended to the analysis's notes (where the settings came from).
 	Notes []string

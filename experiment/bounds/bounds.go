@@ -25,8 +25,9 @@ type Smoothness struct {
 	// (Hessian power iteration at recorded parameters: an estimate too) or "none".
 	Source string
 	// Proven is true when L is a proven upper bound on the smoothness of the model on this data
-	// (certified, or given at or above the certified value), so a convergent bound computed with
-	// it is a bound, not an estimate.
+	// (certified, or given at or above the certified value). That does not make the convergent
+	// bound computed with it a bound (docs/theory.md, "When the convergent bound is a bound"):
+	// the verdicts judge against it as an estimate after T = 1 either way.
 	Proven bool
 }
 
