@@ -121,6 +121,13 @@ func TestValidation(t *testing.T) {
 		{"ragged logits", "pair_id,world,label,logits\n0,C,0,[1 2]\n0,C',0,[1 2 3]\n", "row 2, column logits: 3 logits, earlier rows have 2"},
 		{"one class", "pair_id,world,label,logits\n0,C,0,[1]\n", "row 1, column logits: 1 logits, want 2"},
 		{"references differ", "pair_id,world,record,loss\n0,C,canary,1\n0,C,r,1\n0,C',canary,1\n", "pair 0 world C' round 0: 0 reference records, other runs have 1"},
+		// Calibration subtracts the mean of a run's reference records from its canary's
+		// statistic: world C calibrated on other records than world C' would shift every score
+		// of one world and separate the worlds with no leak. Equal counts are not enough.
+		{"other references", "pair_id,world,record,loss\n0,C,canary,1\n0,C,a,1\n0,C',canary,1\n0,C',b,1\n1,C,canary,1\n1,C,a,1\n1,C',canary,1\n1,C',b,1\n",
+			`pair 0 world C' round 0: reference records "b", the first run (pair 0 world C round 0) has "a"`},
+		{"a reference twice", "pair_id,world,record,loss\n0,C,canary,1\n0,C,a,1\n0,C,a,1\n0,C',canary,1\n0,C',a,1\n0,C',b,1\n",
+			`row 3: reference record "a" of pair 0 world C round 0 given twice (also row 2)`},
 		{"run ids clash", "pair_id,run_id,world,loss\n0,5,C,1\n0,6,C',1\n1,5,C,1\n1,7,C',1\n", "row 3, column run_id: run 5 is pair 1 world C here and pair 0 world C"},
 		{"one pair", "pair_id,world,loss\n0,C,1\n0,C',2\n", "1 pair; an audit needs at least 2"},
 		{"empty", "", "no header row"},
