@@ -120,15 +120,20 @@ func dpsgdLargestBatch(cfg *spec.Config) int {
 	return n
 }
 
-// TheoryAt computes the bounds at the given rounds. With an unknown L it fills only the
-// composition bound, by computing with a tiny positive L (gamma_t does not depend on L) and
-// blanking the convergent fields.
+// TheoryAt computes the bounds at the given rounds. With an unknown L, or FedProx with
+// alpha <= L (outside Theorem 4), it fills only the bounds that need no L (composition, the
+// uploads bound at T = 1 and its composition variant, the heuristic), by computing with a tiny
+// positive L (gamma_t does not depend on L) and blanking the convergent fields.
 func TheoryAt(cfg *spec.Config, sm Smoothness, rounds []int) ([]theory.Bound, error) {
 	if cfg.Train.NoiseStd == 0 || cfg.Train.ClipNorm == 0 || !sampleLevelTheory(cfg) {
 		return nil, nil // no noise, no clipping, or another system: the theory promises nothing
 	}
 	L := sm.L
-	if L == 0 {
+	// FedProx with alpha <= L is outside Theorem 4, so there is no convergent bound; but the
+	// per-round sensitivity gamma_t, and with it the composition bounds, needs only
+	// eta alpha <= 1, not L: they are computed as without an L.
+	withoutL := L == 0 || (cfg.Train.Algorithm == algo.FedProx && !(cfg.Train.ProxAlpha > L))
+	if withoutL {
 		L = 1e-12
 	}
 	tcfg, err := TheoryConfig(cfg, L)
@@ -139,7 +144,7 @@ func TheoryAt(cfg *spec.Config, sm Smoothness, rounds []int) ([]theory.Bound, er
 	if err != nil {
 		return nil, fmt.Errorf("theory: %w", err)
 	}
-	if sm.L == 0 {
+	if withoutL {
 		for i := range bounds {
 			bounds[i].Mu, bounds[i].Epsilon, bounds[i].MuClosedForm = math.NaN(), math.NaN(), math.NaN()
 			bounds[i].ClosedFormKind = ""

@@ -84,3 +84,42 @@ func TestTheoryConfigFedAvgKeepsL(t *testing.T) {
 		t.Errorf("fedavg: theory L = %v, want the smoothness 2 of the mean loss", tc.L)
 	}
 }
+
+// FedProx with alpha <= L is outside Theorem 4: no convergent bound. Its per-round sensitivity
+// needs only eta alpha <= 1, so the bounds that do not use L (composition, and the uploads
+// bound of round 1) are still given, equal to those computed without any L; before, the whole
+// theory was dropped and every row of such an audit went unjudged.
+func TestTheoryAtFedProxAlphaBelowL(t *testing.T) {
+	cfg := &spec.Config{
+		Data: spec.DataConfig{Clients: 4, PerClient: 50},
+		Train: train.Config{
+			Algorithm: algo.FedProx, ProxAlpha: 0.5, Model: model.Config{Kind: "softmax"},
+			LearningRate: 0.1, LocalSteps: 3, Schedule: "constant",
+			Batching: algo.Full, NoiseStd: 0.1, ClipNorm: 1,
+		},
+	}
+	rounds := []int{1, 5}
+	got, err := TheoryAt(cfg, Smoothness{L: 2, Source: "certified", Proven: true}, rounds)
+	if err != nil {
+		t.Fatalf("alpha 0.5 <= L 2: %v, want the bounds that need no L", err)
+	}
+	want, err := TheoryAt(cfg, Smoothness{Source: "none"}, rounds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rounds {
+		g, w := got[i], want[i]
+		if !(g.MuComposition > 0) || g.MuComposition != w.MuComposition || g.MuUploadsComposition != w.MuUploadsComposition {
+			t.Errorf("T=%d: composition %v / uploads composition %v, want %v / %v", g.T, g.MuComposition, g.MuUploadsComposition, w.MuComposition, w.MuUploadsComposition)
+		}
+		if !math.IsNaN(g.Mu) {
+			t.Errorf("T=%d: convergent bound %v outside Theorem 4, want none (NaN)", g.T, g.Mu)
+		}
+	}
+	// Above L the convergent bound is back.
+	cfg.Train.ProxAlpha = 3
+	ok, err := TheoryAt(cfg, Smoothness{L: 2, Source: "certified", Proven: true}, rounds)
+	if err != nil || math.IsNaN(ok[1].Mu) {
+		t.Errorf("alpha 3 > L 2: %v, convergent bound %v", err, ok)
+	}
+}
