@@ -41,7 +41,7 @@ func mustDelta(t *testing.T, l *LastIterate, eps float64) (float64, float64) {
 func TestLastIterateFullParticipation(t *testing.T) {
 	for _, c := range []struct {
 		T      int
-		z, eps float64 // eps: the theory sheet's epsilon at 1e-5 for mu = sqrt(T)/z
+		z, eps float64 // eps: the epsilon of docs/theory.md at 1e-5 for mu = sqrt(T)/z
 	}{{4, 4, 1.99309}, {1, 1, 4.37718}, {9, 3, 4.37718}, {4, 1, 9.99726}} {
 		l := mustLastIterate(t, 1, c.z, c.T)
 		mu := math.Sqrt(float64(c.T)) / c.z
@@ -57,7 +57,7 @@ func TestLastIterateFullParticipation(t *testing.T) {
 			t.Fatal(err)
 		}
 		if math.Abs(g.Epsilon-c.eps) > 6e-6 || g.Epsilon-g.EpsilonLower > 1e-9*g.Epsilon {
-			t.Errorf("T=%d z=%v: epsilon %v [%v], sheet %v", c.T, c.z, g.Epsilon, g.EpsilonLower, c.eps)
+			t.Errorf("T=%d z=%v: epsilon %v [%v], docs/theory.md %v", c.T, c.z, g.Epsilon, g.EpsilonLower, c.eps)
 		}
 	}
 }

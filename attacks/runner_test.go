@@ -408,7 +408,7 @@ func TestWriteScoresRoundTrip(t *testing.T) {
 	}
 }
 
-// TestQuadraticModel: on the theory sheet's quadratic instance (labels unused, loss
+// TestQuadraticModel: on the quadratic instance of docs/theory.md (labels unused, loss
 // (a/2)||w||^2 - <x, w>) the final-model attacks separate the worlds at small noise, and the
 // label and inversion attacks are refused for lack of a softmax.
 func TestQuadraticModel(t *testing.T) {

@@ -77,7 +77,7 @@ func gaussianEps(mu, delta float64) float64 {
 }
 
 func TestGaussianEpsCheckValues(t *testing.T) {
-	// Check values from the theory sheet: mu = 0.5, 1, 2 at delta = 1e-5.
+	// Check values from docs/theory.md: mu = 0.5, 1, 2 at delta = 1e-5.
 	for _, tc := range []struct{ mu, want float64 }{{0.5, 1.99309}, {1, 4.37718}, {2, 9.99726}} {
 		if got := gaussianEps(tc.mu, 1e-5); math.Abs(got-tc.want) > 1e-5 {
 			t.Errorf("gaussianEps(%v, 1e-5) = %v, want %v", tc.mu, got, tc.want)

@@ -17,7 +17,7 @@ func relErr(got, want float64) float64 {
 // with mpmath at 50 digits (root of log delta(eps) = log 1e-5).
 func TestEpsilonFromGDPCheckValues(t *testing.T) {
 	for _, tc := range []struct {
-		mu, sheet, precise float64
+		mu, doc, precise float64
 	}{
 		{0.5, 1.99309, 1.9930914044151196311},
 		{1, 4.37718, 4.3771780956812246277},
@@ -27,8 +27,8 @@ func TestEpsilonFromGDPCheckValues(t *testing.T) {
 		if err != nil {
 			t.Fatalf("mu=%v: %v", tc.mu, err)
 		}
-		if math.Abs(eps-tc.sheet) > 0.5e-5 {
-			t.Errorf("mu=%v: eps=%.7f, sheet says %.5f", tc.mu, eps, tc.sheet)
+		if math.Abs(eps-tc.doc) > 0.5e-5 {
+			t.Errorf("mu=%v: eps=%.7f, docs/theory.md says %.5f", tc.mu, eps, tc.doc)
 		}
 		if e := relErr(eps, tc.precise); e > 1e-10 {
 			t.Errorf("mu=%v: eps=%.15g, want %.15g (rel err %.2g)", tc.mu, eps, tc.precise, e)

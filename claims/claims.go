@@ -32,7 +32,7 @@ type Deployment struct {
 
 // For is the claim deployment d makes for its target client at delta, computed by the
 // accountant of its system, and a line saying how; a zero claim and "" when the system has no
-// accountant here (Noisy-FedAvg, FedProx and DP-SGD are judged against the theory sheet's
+// accountant here (Noisy-FedAvg, FedProx and DP-SGD are judged against docs/theory.md's
 // bounds instead). The claim is per client: for idp-fedavg and adaptive-fedavg the target
 // client's privacy group decides it, so auditing every group takes one experiment per group,
 // each with its target (adjacency.client) in that group.

@@ -533,7 +533,7 @@ func TestDivergedRunsReachHeadline(t *testing.T) {
 }
 
 // TestConvergentBoundIsNoProof: why no row is judged violated against the convergent bound, even
-// with a certified L (theoryClaim). On the theory sheet's worked example (constant schedule, n
+// with a certified L (theoryClaim). On the worked example of docs/theory.md (constant schedule, n
 // 20, sigma 0.1, V 10, K 5, eta 0.01) the bound falls as L grows, though an L-smooth loss is
 // L'-smooth for every L' > L, so it cannot bound every L-smooth loss; and on the exact affine
 // instance with curvature -L where one client's steps are clipped to a constant (a gradient

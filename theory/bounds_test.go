@@ -26,14 +26,14 @@ func mustBounds(t *testing.T, cfg Config, rounds ...int) []Bound {
 	return bs
 }
 
-// TestWorkedExample reproduces every number of the theory sheet's worked example. The sheet
+// TestWorkedExample reproduces every number of the worked example of docs/theory.md, which
 // prints six decimals, so 1e-6 absolute.
 func TestWorkedExample(t *testing.T) {
 	const tol = 1e-6
 	check := func(what string, got, want float64) {
 		t.Helper()
 		if math.Abs(got-want) > tol {
-			t.Errorf("%s: got %.6f, sheet says %.6f", what, got, want)
+			t.Errorf("%s: got %.6f, docs/theory.md says %.6f", what, got, want)
 		}
 	}
 	rounds := []int{1, 10, 100, 1000}
@@ -63,7 +63,7 @@ func TestWorkedExample(t *testing.T) {
 	}
 }
 
-// TestClosedFormsExact: where the sheet marks a closed form "=", it equals the exact H_0
+// TestClosedFormsExact: where docs/theory.md marks a closed form "=", it equals the exact H_0
 // computation to 1e-9 relative over a sweep (the recurrence accumulates about T ulps).
 func TestClosedFormsExact(t *testing.T) {
 	n := 0

@@ -76,7 +76,7 @@ func run(t *testing.T, cfg Config, c, cp []*datasets.Dataset, tgt TargetInfo, pa
 	return rec.cps
 }
 
-// The exact reference instance of the theory sheet: quadratic losses, full-batch local
+// The exact reference instance of docs/theory.md: quadratic losses, full-batch local
 // gradients, clipping never active. Then phi(w) = rho w + c and w_T is Gaussian with
 // mean sum_{j<T} rho^j c (w_0 = 0) and covariance (sigma^2/m) sum_{j<T} rho^{2j} I; the coupled
 // difference w_T - w'_T is exactly sum_{j<T} rho^j Delta; the realized mu^2 is

@@ -52,7 +52,7 @@ func SmoothnessOf(cfg *spec.Config, data *spec.Data) (Smoothness, error) {
 	return Smoothness{L: certified, Source: "certified", Proven: true}, nil
 }
 
-// sampleLevelTheory reports whether the theory sheet's bounds (Noisy-FedAvg, FedProx and DP-SGD
+// sampleLevelTheory reports whether the bounds of docs/theory.md (Noisy-FedAvg, FedProx and DP-SGD
 // with Gaussian noise, one sample changed) describe the experiment; for client-level
 // adjacency, the DP-FedAvg family and non-Gaussian noise they do not, and TheoryAt gives none.
 func sampleLevelTheory(cfg *spec.Config) bool {

@@ -373,7 +373,7 @@ func (m *MLP) Eval(be compute.Backend, w Workspace, params, x, y, loss, margin c
 	addRowSoftmaxXent(be, logits, m.bias(params, len(m.Sizes)-2), labels, 0, compute.Mat{}, loss, margin)
 }
 
-// Quadratic is the exact reference model of the theory sheet: client i's local loss is
+// Quadratic is the exact reference model of docs/theory.md ("The exact reference instance"): client i's local loss is
 // f_i(w) = (a/2)||w||^2 - <b_i, w> with b_i the mean of the client's samples' features, so a
 // sample x contributes (a/2)||w||^2 - <x, w>. Its "logit margin" is <x, w>. Labels are unused.
 type Quadratic struct {

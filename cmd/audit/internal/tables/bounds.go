@@ -59,7 +59,7 @@ func BoundsJSON(w io.Writer, bounds []theory.Bound) error {
 	return enc.Encode(rows)
 }
 
-// tableNumber prints six decimals (the precision of the theory sheet), switching to
+// tableNumber prints six decimals (the precision of docs/theory.md's worked example), switching to
 // exponent notation where that would be unreadably long.
 func tableNumber(x float64) string {
 	switch {
