@@ -3,9 +3,7 @@ package experiment
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/fedaudit/fedaudit/expdir"
@@ -97,7 +95,7 @@ func Run(ctx context.Context, cfg *spec.Config, dir string, opts RunOptions) (*f
 	}
 	// A run of every shard replaces a sequential run's stop: later stages analyze all the
 	// shards, as this run does, not the stopped look's.
-	if err := os.Remove(expdir.Dir(dir).Sequential()); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if _, err := ForgetSequential(dir); err != nil {
 		return nil, err
 	}
 	stage("train")

@@ -171,21 +171,14 @@ func sameJSON(a, b []byte) bool {
 }
 
 // ForgetSequential removes DIR/sequential.json, the record of an earlier sequential run, and
-// returns it (nil when there was none): a run of every shard, or a sequential run of other
-// settings, replaces it, and later stages must not analyze only the shards its stop saw.
-func ForgetSequential(dir string) (*SequentialRecord, error) {
-	r, err := ReadSequential(dir)
-	if err != nil {
-		// A record that cannot be read is no run's: removed all the same.
-		r = &SequentialRecord{}
+// reports whether there was one: a run of every shard, or a sequential run of other settings,
+// replaces it, and later stages must not analyze only the shards its stop saw.
+func ForgetSequential(dir string) (bool, error) {
+	err := os.Remove(expdir.Dir(dir).Sequential())
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
 	}
-	if rmErr := os.Remove(expdir.Dir(dir).Sequential()); rmErr != nil {
-		if errors.Is(rmErr, os.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, rmErr
-	}
-	return r, nil
+	return err == nil, err
 }
 
 // SequentialConfig is the config that a sequential run of cfg in shards shards records in
@@ -206,7 +199,7 @@ func runSequential(ctx context.Context, cfg *spec.Config, data *spec.Data, dir s
 	shards := AllShards(opts.Shards)
 	looks := rec.Planned
 	// The record is rewritten look by look; an older one (a run before this one) is stale.
-	if err := os.Remove(expdir.Dir(dir).Sequential()); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if _, err := ForgetSequential(dir); err != nil {
 		return nil, err
 	}
 	for j, k := range looks {

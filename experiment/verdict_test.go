@@ -222,7 +222,7 @@ func TestHeadlineEstimateIsNoViolation(t *testing.T) {
 		t.Fatalf("theoryClaim = %v %q %q", claim, source, kind)
 	}
 	// A certified L does not make the convergent bound a bound (TestConvergentBoundIsNoProof).
-	if _, source, kind := theoryClaim(runs.ThreatFinal, bound, bounds.Smoothness{L: 1, Source: "certified", Proven: true}); kind != findings.ClaimEstimate || source != "convergent bound with certified L" {
+	if _, source, kind := theoryClaim(runs.ThreatFinal, bound, bounds.Smoothness{L: 1, Source: "certified"}); kind != findings.ClaimEstimate || source != "convergent bound with certified L" {
 		t.Errorf("certified L: %q %q, want an estimate", source, kind)
 	}
 	sf := coupledScores(400, 2, 9)
@@ -381,7 +381,7 @@ func TestUploadsRowsJudgedAgainstUploadsBound(t *testing.T) {
 		source, kind string
 	}{
 		{"T=1 needs no L", one, bounds.Smoothness{L: 1, Source: "estimated"}, one.MuUploads, "uploads bound", findings.ClaimTheory},
-		{"proven L", three, bounds.Smoothness{L: 1, Source: "certified", Proven: true}, three.MuUploads, "uploads bound with certified L", findings.ClaimEstimate},
+		{"certified L", three, bounds.Smoothness{L: 1, Source: "certified"}, three.MuUploads, "uploads bound with certified L", findings.ClaimEstimate},
 		{"estimated L", three, bounds.Smoothness{L: 1, Source: "estimated"}, three.MuUploads, "uploads bound with estimated L", findings.ClaimEstimate},
 		{"no L", &unknownL, bounds.Smoothness{Source: "none"}, three.MuUploadsComposition, "uploads composition bound", findings.ClaimTheory},
 	} {
@@ -394,7 +394,7 @@ func TestUploadsRowsJudgedAgainstUploadsBound(t *testing.T) {
 	for i := range sf.Scores {
 		sf.Scores[i].Threat, sf.Scores[i].Attack = runs.ThreatUploads, "label"
 	}
-	a, err := AnalyzeScores(context.Background(), sf, AnalyzeOptions{Smoothness: bounds.Smoothness{L: 1, Source: "certified", Proven: true}},
+	a, err := AnalyzeScores(context.Background(), sf, AnalyzeOptions{Smoothness: bounds.Smoothness{L: 1, Source: "certified"}},
 		func(int) *theory.Bound { return one })
 	if err != nil {
 		t.Fatal(err)
@@ -450,7 +450,7 @@ func TestClaimNamesWhatItIsAbout(t *testing.T) {
 	sf := coupledScores(500, 0.1, 12) // a final-model attack that certifies next to nothing
 	sf.Scores = append(sf.Scores, up.Scores...)
 	lookup := func(int) *theory.Bound { return one }
-	sm := bounds.Smoothness{L: 1, Source: "certified", Proven: true}
+	sm := bounds.Smoothness{L: 1, Source: "certified"}
 	rows := func(about string) (final, uploads findings.Finding, h findings.Headline) {
 		t.Helper()
 		a, err := AnalyzeScores(context.Background(), sf, AnalyzeOptions{Smoothness: sm, ClaimAbout: about,

@@ -85,11 +85,11 @@ func trainAll(ctx context.Context, e *env, cfg *spec.Config, dir string, shard r
 	if !sequential {
 		// A run of fixed size replaces an earlier sequential run's stop: the stages after it
 		// analyze every shard, not the ones the stop saw.
-		old, err := experiment.ForgetSequential(dir)
+		forgot, err := experiment.ForgetSequential(dir)
 		if err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
-		if old != nil {
+		if forgot {
 			e.logf("train: %s held the record of an earlier sequential run (removed): this run is of fixed size, and later stages analyze every shard", dir)
 		}
 	}

@@ -21,14 +21,11 @@ import (
 type Smoothness struct {
 	L float64
 	// Source is "certified" (computed from the model and data, an upper bound on the true L),
-	// "given" (from the config, not checked: every bound from it is an estimate), "estimated"
-	// (Hessian power iteration at recorded parameters: an estimate too) or "none".
+	// "given" (from the config, not checked), "estimated" (Hessian power iteration at recorded
+	// parameters) or "none". Whatever the source, the convergent bound computed with L is an
+	// estimate after T = 1 (docs/theory.md, "When the convergent bound is a bound"); the rows
+	// judged against it name the source.
 	Source string
-	// Proven is true when L is a proven upper bound on the smoothness of the model on this data
-	// (certified, or given at or above the certified value). That does not make the convergent
-	// bound computed with it a bound (docs/theory.md, "When the convergent bound is a bound"):
-	// the verdicts judge against it as an estimate after T = 1 either way.
-	Proven bool
 }
 
 // SmoothnessOf returns L for the experiment: the model's certified constant over every sample
@@ -47,9 +44,9 @@ func SmoothnessOf(cfg *spec.Config, data *spec.Data) (Smoothness, error) {
 		return Smoothness{}, fmt.Errorf("audit.smoothness: %g is below the certified smoothness %g of the %s model on this data", given, certified, cfg.Train.Model.Kind)
 	}
 	if given > 0 {
-		return Smoothness{L: given, Source: "given", Proven: true}, nil
+		return Smoothness{L: given, Source: "given"}, nil
 	}
-	return Smoothness{L: certified, Source: "certified", Proven: true}, nil
+	return Smoothness{L: certified, Source: "certified"}, nil
 }
 
 // sampleLevelTheory reports whether the bounds of docs/theory.md (Noisy-FedAvg, FedProx and DP-SGD

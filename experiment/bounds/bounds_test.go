@@ -51,7 +51,7 @@ func TestTheoryAtDPSGDSumsPerExampleGradients(t *testing.T) {
 			},
 		}
 		rounds := []int{1, 2, 10, 100}
-		got, err := TheoryAt(cfg, Smoothness{L: L, Source: "certified", Proven: true}, rounds)
+		got, err := TheoryAt(cfg, Smoothness{L: L, Source: "certified"}, rounds)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +99,7 @@ func TestTheoryAtFedProxAlphaBelowL(t *testing.T) {
 		},
 	}
 	rounds := []int{1, 5}
-	got, err := TheoryAt(cfg, Smoothness{L: 2, Source: "certified", Proven: true}, rounds)
+	got, err := TheoryAt(cfg, Smoothness{L: 2, Source: "certified"}, rounds)
 	if err != nil {
 		t.Fatalf("alpha 0.5 <= L 2: %v, want the bounds that need no L", err)
 	}
@@ -118,7 +118,7 @@ func TestTheoryAtFedProxAlphaBelowL(t *testing.T) {
 	}
 	// Above L the convergent bound is back.
 	cfg.Train.ProxAlpha = 3
-	ok, err := TheoryAt(cfg, Smoothness{L: 2, Source: "certified", Proven: true}, rounds)
+	ok, err := TheoryAt(cfg, Smoothness{L: 2, Source: "certified"}, rounds)
 	if err != nil || math.IsNaN(ok[1].Mu) {
 		t.Errorf("alpha 3 > L 2: %v, convergent bound %v", err, ok)
 	}
