@@ -158,7 +158,8 @@ func TheoryAt(cfg *spec.Config, sm Smoothness, rounds []int) ([]theory.Bound, er
 // client's upload of round T), as functions of T, when the experiment is that
 // instance (quadratic model, Noisy-FedAvg, constant schedule, full batches, every client in
 // every round, replace adjacency); ok is false otherwise. The values assume that clipping is
-// never active, which the config must ensure with a large clip_norm.
+// never active, which the config must ensure with a large clip_norm; a gradient canary that
+// alone exceeds it is refused here (ok false).
 func ExactMu(cfg *spec.Config, data *spec.Data) (final, allIterates, uploads func(T int) float64, ok bool) {
 	tc := cfg.Train
 	if !quadraticInstance(cfg) || (cfg.Adjacency.Kind != "replace" && cfg.Adjacency.Kind != "gradient") {
@@ -173,6 +174,12 @@ func ExactMu(cfg *spec.Config, data *spec.Data) (final, allIterates, uploads fun
 		// shifted by Shift u / n, whatever the direction (the curvature is the same in every
 		// direction).
 		if gc == nil {
+			return nil, nil, nil, false
+		}
+		// The canary alone takes the client's mean gradient (it adds Norm u / n) past the
+		// clip norm: the target's steps are clipped, the local map is no longer affine, and
+		// the instance's formulas say nothing about the runs.
+		if tc.ClipNorm > 0 && gc.Norm/n >= tc.ClipNorm {
 			return nil, nil, nil, false
 		}
 		diff = []float64{gc.Shift() / n}

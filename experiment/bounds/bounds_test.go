@@ -2,6 +2,7 @@ package bounds
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/fedaudit/fedaudit/algo"
@@ -121,5 +122,51 @@ func TestTheoryAtFedProxAlphaBelowL(t *testing.T) {
 	ok, err := TheoryAt(cfg, Smoothness{L: 2, Source: "certified"}, rounds)
 	if err != nil || math.IsNaN(ok[1].Mu) {
 		t.Errorf("alpha 3 > L 2: %v, convergent bound %v", err, ok)
+	}
+}
+
+// ExactMu's formulas hold only while clipping is never active. A gradient canary that alone
+// takes the target client's mean gradient past the clip norm (Norm / n >= clip_norm) clips
+// every step of the target: the final model's exact mu is then the composition's, not the
+// instance's. Before, `audit run` printed an "exact" mu of 166.9 beside a composition bound of
+// 1.34 for such a deployment (norm 1000, clip 1, 8 samples a client).
+func TestExactMuRefusesAClippedGradientCanary(t *testing.T) {
+	const base = `
+seed: 101
+pairs: 4
+data:
+  source: synthetic
+  synthetic: {dim: 8, classes: 2, separation: 2, noise: 1}
+  clients: 4
+  per_client: 8
+adjacency: {kind: gradient, client: 0, index: 0, gradient: {norm: NORM, opposite: true}}
+train:
+  algorithm: fedavg
+  model: {kind: quadratic, curvature: 0.5}
+  rounds: 2
+  local_steps: 2
+  learning_rate: 0.1
+  clip_norm: 1
+  noise_std: 0.5
+  checkpoints: [0, 2]
+  record_params: true
+audit:
+  attacks: [grad-canary]
+`
+	for _, tc := range []struct {
+		norm string
+		ok   bool
+	}{{"4", true}, {"8", false}, {"1000", false}} {
+		cfg, err := spec.Parse([]byte(strings.Replace(base, "NORM", tc.norm, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := spec.Prepare(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, ok := ExactMu(cfg, data); ok != tc.ok {
+			t.Errorf("canary norm %s, clip 1, 8 samples: ExactMu ok %v, want %v", tc.norm, ok, tc.ok)
+		}
 	}
 }
