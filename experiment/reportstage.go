@@ -178,7 +178,7 @@ func claimedMu(fs []findings.Finding) (float64, string) {
 func smoothnessLabel(sm bounds.Smoothness) string {
 	switch sm.Source {
 	case "certified":
-		return fmt.Sprintf("L = %.4g (certified from the model and data)", sm.L)
+		return fmt.Sprintf("L = %.4g (certified from the model and data; a convergent bound after T = 1 is still an estimate: docs/theory.md)", sm.L)
 	case "given":
 		return fmt.Sprintf("L = %.4g (given: convergent bounds are estimates)", sm.L)
 	case "estimated":
