@@ -124,15 +124,8 @@ func TestPlanHandCounts(t *testing.T) {
 }
 
 func TestPlanRefusesEmptyShards(t *testing.T) {
-	cfg, err := spec.Parse([]byte(planConfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := spec.Prepare(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Plan(cfg, data, 41)
+	cfg, data := prepared(t, planConfig)
+	_, err := Plan(cfg, data, 41)
 	var ce *spec.ConfigError
 	if !errors.As(err, &ce) {
 		t.Errorf("41 shards of 40 pairs: %v, want a configuration error (exit 2)", err)
@@ -142,14 +135,7 @@ func TestPlanRefusesEmptyShards(t *testing.T) {
 // TestCalibrate checks that a calibration measures something: a positive speed, from a slice
 // no bigger than the job, and that a larger budget does not shrink the slice.
 func TestCalibrate(t *testing.T) {
-	cfg, err := spec.Parse([]byte(planConfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := spec.Prepare(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, data := prepared(t, planConfig)
 	cal, err := Calibrate(context.Background(), cfg, data, 20*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -168,14 +154,7 @@ func TestCalibrate(t *testing.T) {
 // experiment's), as `audit plan --backend gpu` does with one group's pairs on the device, and
 // passes the trainer's error on.
 func TestCalibrateWithTrainer(t *testing.T) {
-	cfg, err := spec.Parse([]byte(planConfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := spec.Prepare(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, data := prepared(t, planConfig)
 	var seen []int
 	trainer := func(ctx context.Context, job train.Job) error {
 		seen = append(seen, job.Pairs.Count)
@@ -201,14 +180,7 @@ func TestCalibrateWithTrainer(t *testing.T) {
 // training far past the budget; and that a budget fitting one pair but not four shrinks the
 // slice to one pair.
 func TestCalibrateRefusesWhatCannotFit(t *testing.T) {
-	cfg, err := spec.Parse([]byte(planConfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := spec.Prepare(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, data := prepared(t, planConfig)
 	onePair := *cfg
 	onePair.Pairs = 1
 	one, err := Plan(withRounds(&onePair, 1), data, 1)
@@ -240,4 +212,18 @@ func TestCalibrateRefusesWhatCannotFit(t *testing.T) {
 	if cal.Pairs != 1 {
 		t.Errorf("budget for one pair: calibrated %d pairs", cal.Pairs)
 	}
+}
+
+// prepared parses a config and prepares its data, failing the test on any error.
+func prepared(t *testing.T, text string) (*spec.Config, *spec.Data) {
+	t.Helper()
+	cfg, err := spec.Parse([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := spec.Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, data
 }

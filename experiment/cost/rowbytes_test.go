@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/experiment"
-	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
@@ -44,14 +43,7 @@ audit:
 // columns are nearly all of it (6 rows of 3 x 1000 float64): leaving them out estimated 468 B
 // for a file of 141 kB.
 func TestPlanRunFileBytesCountsCanaries(t *testing.T) {
-	cfg, err := spec.Parse([]byte(oneRunConfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := spec.Prepare(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, data := prepared(t, oneRunConfig)
 	w, err := Plan(cfg, data, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -84,14 +76,7 @@ func TestPlanDoesNotOverflow(t *testing.T) {
 		"local_steps: 2", "local_steps: 1", "checkpoints: [1, 3]", "checkpoints: ["+strings.Join(ck, ", ")+"]",
 		"informed: true", "record_params: true\n  record_upload: true",
 		"model: {kind: softmax}", "model: {kind: mlp, hidden: [4096], activation: tanh}").Replace(planConfig)
-	cfg, err := spec.Parse([]byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := spec.Prepare(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, data := prepared(t, text)
 	w, err := Plan(cfg, data, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -120,14 +105,7 @@ func TestTrainMemoryCoversRecordedRows(t *testing.T) {
 		"rounds: 3", "rounds: 2", "checkpoints: [1, 3]", "checkpoints: [1, 2]",
 		"informed: true", "informed: true\n  record_params: true\n  record_upload: true\n  batching: fixed\n  batch_size: 32",
 		"model: {kind: softmax}", "model: {kind: mlp, hidden: [256], activation: tanh}").Replace(planConfig)
-	cfg, err := spec.Parse([]byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := spec.Prepare(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, data := prepared(t, text)
 	est, err := EstimateMemory(cfg, data)
 	if err != nil {
 		t.Fatal(err)
