@@ -30,23 +30,30 @@ func (a *args) geom(x compute.Images, w compute.Window) *args {
 }
 
 // rowGroup is how many threads share a row of n samples in the image kernels (GROUP_STRIDE_MD
-// in conv.cu): the largest power of two up to 32 (a warp) that is at most n and divides the
+// in conv.cu): the largest power of two up to maxRowGroup that is at most n and divides the
 // block size, so that every group is whole. The row's coordinates are computed once per group
-// instead of once per value; each value is computed the same way whatever the group.
+// and each thread then handles n / group samples; each value is computed the same way whatever
+// the group.
 func (o *Ops) rowGroup(n int) int {
 	g := 1
-	for 2*g <= min(n, 32) && o.block%(2*g) == 0 {
+	for 2*g <= min(n, maxRowGroup) && o.block%(2*g) == 0 {
 		g *= 2
 	}
 	return g
 }
+
+// maxRowGroup is 8 threads to a row: 8 adjacent samples are one 32-byte memory sector, so a
+// warp's accesses stay whole sectors, while a row of 32 samples (W2 and W3's minibatch) gives
+// each thread 4 values for one computation of the row's coordinates. With 32 threads to a row
+// (one value a thread) the index arithmetic was most of the image kernels' instructions.
+const maxRowGroup = 8
 
 // launchRows launches an image kernel over rows rows of n samples, a group of threads per row.
 // The group size is the kernel's last argument.
 func (o *Ops) launchRows(k kernels.Kernel, rows, n int) {
 	g := o.rowGroup(n)
 	o.args.i64(g)
-	o.launch(k, rows*g)
+	o.launchLight(k, rows*g)
 }
 
 // Im2col implements compute.Convolver: a group of threads per row of N samples of cols, one

@@ -392,13 +392,41 @@ func (a *args) f32(f float32) *args     { return a.add(uint64(math.Float32bits(f
 func (a *args) f64(f float64) *args     { return a.add(math.Float64bits(f), kindF64) }
 func (a *args) mat(m compute.Mat) *args { return a.ptr(addr(m)).i64(m.Stride).i64(m.BatchStride) }
 
-// launch runs k over total independent work items.
+// launch runs k over total independent work items, one thread per item up to maxGrid blocks.
 func (o *Ops) launch(k kernels.Kernel, total int) {
 	if o.err != nil || total <= 0 {
 		return
 	}
 	grid := min((total+o.block-1)/o.block, o.maxGrid)
 	o.queueLaunch(k, grid, o.block)
+}
+
+// Light kernels (elementwise and the image row kernels) do a few instructions of work per item
+// but split their first index into coordinates by divisions once per thread (rc_start,
+// md_start in kernels/): with one thread per item that set-up was most of their instructions
+// (Nsight Compute on an H100: pool_grad, im2col and col2im at 3-20% of the memory bandwidth
+// with the SMs busy). lightItemsPerThread items per thread pay it once for several; the
+// grid stays at least lightMinGrid blocks (a full H100 holds 132 x 8 blocks of 256 threads),
+// so small launches keep one item per thread.
+const (
+	lightItemsPerThread = 4
+	lightMinGrid        = 1024
+)
+
+// launchLight runs light kernel k over total items, lightItemsPerThread to a thread where the
+// launch is large enough. The kernels' results do not depend on the grid (kernels/common.cuh).
+func (o *Ops) launchLight(k kernels.Kernel, total int) {
+	if o.err != nil || total <= 0 {
+		return
+	}
+	o.queueLaunch(k, lightGrid(total, o.block, o.maxGrid), o.block)
+}
+
+// lightGrid is the grid of a light launch over total items in blocks of block threads.
+func lightGrid(total, block, maxGrid int) int {
+	full := (total + block - 1) / block
+	grid := max((full+lightItemsPerThread-1)/lightItemsPerThread, min(full, lightMinGrid))
+	return min(grid, maxGrid)
 }
 
 // stageBytes appends the pieces to the batch's staged bytes (each 8-byte aligned) and returns
@@ -547,13 +575,13 @@ func (o *Ops) Axpby(alpha float32, x compute.Mat, beta float32, y compute.Mat, c
 		cp = o.stageBytes(f32bytes(coef[:y.Batch]))[0]
 	}
 	o.args.reset().mat(y).mat(x).stg(cp, staged).f32(alpha).f32(beta).i64(y.Rows).i64(y.Cols).i64(y.Batch)
-	o.launch(kernels.Axpby, y.Batch*y.Rows*y.Cols)
+	o.launchLight(kernels.Axpby, y.Batch*y.Rows*y.Cols)
 }
 
 // AddRow implements compute.Backend.
 func (o *Ops) AddRow(y, v compute.Mat) {
 	o.args.reset().mat(y).ptr(addr(v)).i64(v.BatchStride).i64(y.Rows).i64(y.Cols).i64(y.Batch)
-	o.launch(kernels.AddRow, y.Batch*y.Rows*y.Cols)
+	o.launchLight(kernels.AddRow, y.Batch*y.Rows*y.Cols)
 }
 
 // SumRows implements compute.Backend.
@@ -569,19 +597,19 @@ func (o *Ops) Gather(dst, src compute.Mat, idx []int32) {
 	}
 	ip := o.stageBytes(i32bytes(idx))[0]
 	o.args.reset().mat(dst).mat(src).stg(ip, true).i64(len(idx)).i64(dst.Cols).i64(dst.Batch)
-	o.launch(kernels.Gather, dst.Batch*len(idx)*dst.Cols)
+	o.launchLight(kernels.Gather, dst.Batch*len(idx)*dst.Cols)
 }
 
 // Activate implements compute.Backend.
 func (o *Ops) Activate(act compute.Activation, pre, post compute.Mat) {
 	o.args.reset().u32(uint32(act)).mat(pre).mat(post).i64(pre.Rows).i64(pre.Cols).i64(pre.Batch)
-	o.launch(kernels.Activate, pre.Batch*pre.Rows*pre.Cols)
+	o.launchLight(kernels.Activate, pre.Batch*pre.Rows*pre.Cols)
 }
 
 // ActivateGrad implements compute.Backend.
 func (o *Ops) ActivateGrad(act compute.Activation, pre, post, grad compute.Mat) {
 	o.args.reset().u32(uint32(act)).mat(pre).mat(post).mat(grad).i64(pre.Rows).i64(pre.Cols).i64(pre.Batch)
-	o.launch(kernels.ActivateGrad, pre.Batch*pre.Rows*pre.Cols)
+	o.launchLight(kernels.ActivateGrad, pre.Batch*pre.Rows*pre.Cols)
 }
 
 // SoftmaxXent implements compute.Backend.
@@ -601,7 +629,7 @@ var _ compute.Fuser = (*Ops)(nil)
 func (o *Ops) AddRowActivate(act compute.Activation, pre, bias, post compute.Mat) {
 	o.args.reset().u32(uint32(act)).mat(pre).ptr(addr(bias)).i64(bias.BatchStride).mat(post).
 		i64(pre.Rows).i64(pre.Cols).i64(pre.Batch)
-	o.launch(kernels.AddRowActivate, pre.Batch*pre.Rows*pre.Cols)
+	o.launchLight(kernels.AddRowActivate, pre.Batch*pre.Rows*pre.Cols)
 }
 
 // ActivateGradSumRows implements compute.Fuser: one thread per column scales the column and
@@ -682,7 +710,7 @@ func (o *Ops) ClipCoefs(v float32, a, b, c, d compute.Mat, coef compute.Buffer) 
 // device memory, so nothing is staged.
 func (o *Ops) AxpbyCoefs(alpha float32, x compute.Mat, beta float32, y compute.Mat, coef compute.Buffer) {
 	o.args.reset().mat(y).mat(x).ptr(coef.(*buffer).addr).f32(alpha).f32(beta).i64(y.Rows).i64(y.Cols).i64(y.Batch)
-	o.launch(kernels.Axpby, y.Batch*y.Rows*y.Cols)
+	o.launchLight(kernels.Axpby, y.Batch*y.Rows*y.Cols)
 }
 
 // ClipStep implements compute.Backend.
@@ -700,7 +728,7 @@ func (o *Ops) ClipStep(eta, v, alpha float32, w, g, anchor compute.Mat) {
 	}
 	o.args.reset().ptr(addr(w)).i64(w.BatchStride).ptr(addr(g)).i64(g.BatchStride).
 		ptr(addr(an)).i64(an.BatchStride).ptr(sums).f32(eta).f32(v).f32(alpha).i64(w.Cols).i64(w.Batch)
-	o.launch(kernels.ClipStep, w.Batch*w.Cols)
+	o.launchLight(kernels.ClipStep, w.Batch*w.Cols)
 }
 
 // AddGaussian implements compute.Backend. Adjacent batch elements with equal seeds (the two

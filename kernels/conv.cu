@@ -76,7 +76,7 @@ __device__ __forceinline__ void md_next(md_index<D>* x) {
 // (GROUP_LANE) handles samples lane, lane + wd, ... The row's coordinates and addresses are
 // then computed once per row instead of once per value (in these kernels the index arithmetic
 // is most of the instructions), and adjacent threads still touch adjacent samples. wd must
-// divide the block size (the host's rowGroup: a power of two up to 32 and at most N), so that
+// divide the block size (the host's rowGroup: a power of two up to 8 and at most N), so that
 // every group is whole; each value is still computed by one thread in the same order, so the
 // results do not depend on wd or the launch.
 #define GROUP_LANE(wd) (((i64)blockIdx.x * blockDim.x + threadIdx.x) % (wd))

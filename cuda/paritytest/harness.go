@@ -81,8 +81,10 @@ func All(t *testing.T, f Factory) {
 }
 
 // launchConfigs are the launch configurations every operation is checked under: the default,
-// and a tiny one that makes every grid-stride loop wrap many times and leaves partial blocks.
-var launchConfigs = []cuda.Options{{}, {Block: 7, MaxGrid: 3}}
+// a tiny one that makes every grid-stride loop wrap many times and leaves partial blocks, and
+// one whose image kernels put 8 threads on a row of samples (the default's group) while each
+// group loops over many rows.
+var launchConfigs = []cuda.Options{{}, {Block: 7, MaxGrid: 3}, {Block: 64, MaxGrid: 5}}
 
 // twin runs an operation on the CPU backend and on the backend under test side by side.
 type twin struct {
