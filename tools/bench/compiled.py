@@ -12,7 +12,8 @@ by --ref) are not changed; this script imports them:
 - W1: w1_cuda.py's training loop has no step function to compile, so run_w1 below is its loop
   with the body of a local step moved into w1_step (the same operations, written as a
   function of the parameters that returns the new ones instead of updating them in place, so
-  that a compiled graph has no mutated inputs). `--check` runs it, uncompiled, beside
+  that a compiled graph has no mutated inputs), and a round's K local steps into w1_local,
+  the function that is compiled (one CUDA graph a round). `--check` runs both, uncompiled, beside
   w1_cuda.run_batched on the same inputs (any device; the CPU here) and exits 1 if they differ
   by more than 1e-5.
 
@@ -78,8 +79,28 @@ def w1_step(w1, W1, b1, W2, b2, x, yoh, ghost):
     return W1, b1, W2, b2
 
 
-def run_w1(w1, step, R, T, X, Y, order, w0, ghost, dev):
+def w1_local(w1, W1, b1, W2, b2, X, Y, idx, ghost):
+    """The K local steps of one round (w1_step K times), the minibatches gathered inside:
+    idx [M, K, B] is the round's minibatch order. Compiled in reduce-overhead mode, one call
+    is one CUDA graph whose outputs are read before the next replay overwrites them. Compiled
+    step by step instead, each step's outputs would be the next step's inputs, which
+    torch.compile's CUDA graphs refuse ("accessing tensor output of CUDAGraphs that has been
+    overwritten by a subsequent run": its first sitting)."""
+    M, B, DIN, NC = w1.M, w1.B, w1.DIN, w1.NC
+    n = 2 * M
+    ar = torch.arange(M, device=X.device)[:, None]
+    eye = torch.eye(NC, device=X.device)
+    for k in range(w1.K):
+        i = idx[:, k]
+        x = X[:, ar, i].view(n, B, DIN)
+        yoh = eye[Y[:, ar, i]].view(n, 1, B, NC)
+        W1, b1, W2, b2 = w1_step(w1, W1, b1, W2, b2, x, yoh, ghost)
+    return W1, b1, W2, b2
+
+
+def run_w1(w1, step, R, T, X, Y, order, w0, ghost, dev, round_fn=None):
     """w1_cuda.run_batched's training with its local step computed by step (w1_step or its
+    compiled form), or, with round_fn, its K local steps of a round by round_fn (w1_local or its
     compiled form): the same data, minibatches and noise stream, the same result."""
     M, HID, DIN, NC, B, SIGMA = w1.M, w1.HID, w1.DIN, w1.NC, w1.B, w1.SIGMA
     Rh, n = R // 2, 2 * M
@@ -91,11 +112,14 @@ def run_w1(w1, step, R, T, X, Y, order, w0, ghost, dev):
         L = [Gp.unsqueeze(1).expand((2, M) + Gp.shape[1:]).contiguous() for Gp in G]
         W1, b1 = L[0].view(n, Rh * HID, DIN), L[1].view(n, 1, Rh * HID)
         W2, b2 = L[2].view(n * Rh, NC, HID), L[3].view(n * Rh, 1, NC)
-        for k in range(w1.K):
-            idx = order[t, :, k]
-            x = X[:, ar, idx].view(n, B, DIN)
-            yoh = eye[Y[:, ar, idx]].view(n, 1, B, NC)
-            W1, b1, W2, b2 = step(W1, b1, W2, b2, x, yoh)
+        if round_fn is not None:
+            W1, b1, W2, b2 = round_fn(W1, b1, W2, b2, X, Y, order[t])
+        else:
+            for k in range(w1.K):
+                idx = order[t, :, k]
+                x = X[:, ar, idx].view(n, B, DIN)
+                yoh = eye[Y[:, ar, idx]].view(n, 1, B, NC)
+                W1, b1, W2, b2 = step(W1, b1, W2, b2, x, yoh)
         nz.normal_(generator=gen)
         local = [W1.view(L[0].shape), b1.view(L[1].shape), W2.view(L[2].shape), b2.view(L[3].shape)]
         G = [(Lp + SIGMA * Np.transpose(1, 2)).mean(1) for Lp, Np in zip(local, w1.split(nz))]
@@ -111,14 +135,17 @@ def check(w1, w1_cuda):
     worst = 0.0
     for ghost in (False, True):
         ref = w1_cuda.run_batched(4, T, X, Y, order, w0, ghost, dev)
-        got = run_w1(w1, lambda *a: w1_step(w1, *a, ghost), 4, T, X, Y, order, w0, ghost, dev)
-        diff = float((ref - got).abs().max() / ref.abs().max())
-        print(f"CHECK w1 ghost={ghost} largest difference {diff:.2e} of the largest parameter")
-        worst = max(worst, diff)
+        by_step = run_w1(w1, lambda *a: w1_step(w1, *a, ghost), 4, T, X, Y, order, w0, ghost, dev)
+        by_round = run_w1(w1, None, 4, T, X, Y, order, w0, ghost, dev,
+                          round_fn=lambda *a: w1_local(w1, *a, ghost))
+        for form, got in (("step", by_step), ("round", by_round)):
+            diff = float((ref - got).abs().max() / ref.abs().max())
+            print(f"CHECK w1 ghost={ghost} form={form} largest difference {diff:.2e} of the largest parameter")
+            worst = max(worst, diff)
     # float32 sums in the same order up to the update's form (a + b c instead of addcmul_):
     # a few ulps of each parameter per step, 10 steps here.
     if worst > 1e-5:
-        print("CHECK FAILED: the step form does not reproduce w1_cuda.run_batched")
+        print("CHECK FAILED: a step or round form does not reproduce w1_cuda.run_batched")
         sys.exit(1)
 
 
@@ -152,14 +179,14 @@ def timed_w1(w1, w1_cuda, mode, argv):
     ghost = a.impl == "batched_ghost"
     # dynamic=False: each replica count gets its own static-shape graph (the second count would
     # otherwise recompile with symbolic shapes: another form than the first count's).
-    step = torch.compile(lambda *args: w1_step(w1, *args, ghost), mode=mode, dynamic=False)
+    local = torch.compile(lambda *args: w1_local(w1, *args, ghost), mode=mode, dynamic=False)
     print(f"torch {torch.__version__} device={torch.cuda.get_device_name(0)}")
     for R in (int(r) for r in a.replicas.split(",")):
         try:
-            run_w1(w1, step, R, 1, X, Y, order, w0, ghost, dev)  # warm-up and compilation
+            run_w1(w1, None, R, 1, X, Y, order, w0, ghost, dev, round_fn=local)  # warm-up and compilation
             torch.cuda.synchronize()
             t0 = time.perf_counter()
-            W = run_w1(w1, step, R, a.rounds, X, Y, order, w0, ghost, dev)
+            W = run_w1(w1, None, R, a.rounds, X, Y, order, w0, ghost, dev, round_fn=local)
             torch.cuda.synchronize()
             sec = time.perf_counter() - t0
             fin = bool(torch.isfinite(W).all())
