@@ -110,6 +110,15 @@ func kitBenchGPU(t *testing.T, workload string) {
 	}
 }
 
+// TestKitPrecisionDriftGPU is the kit's precision-drift step: paritytest.PrecisionDrift on the
+// device, how far tf32 and bf16 products move a training and its certified bound (issue 26,
+// goal 4), within the bounds stated there.
+func TestKitPrecisionDriftGPU(t *testing.T) {
+	paritytest.PrecisionDrift(t, func(t *testing.T, opt cuda.Options) paritytest.Backend {
+		return open(t, opt)
+	}, false)
+}
+
 // forcedPrecision is a backend whose matrix products run in p whatever a training asks for.
 type forcedPrecision struct {
 	*cuda.Backend

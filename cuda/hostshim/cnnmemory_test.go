@@ -4,46 +4,19 @@ package hostshim
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"reflect"
 	"testing"
 
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cuda"
-	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/cuda/paritytest"
 	"github.com/fedaudit/fedaudit/nn"
 	"github.com/fedaudit/fedaudit/train"
-	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/memory"
 	"github.com/fedaudit/fedaudit/train/model"
 	"github.com/fedaudit/fedaudit/train/traintest"
 )
-
-// randomImageWorlds is m clients of n random images of the given shape, and C' with client
-// 0's first pixel changed.
-func randomImageWorlds(m, n int, shape []int, classes int) (c, cp []*datasets.Dataset) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	dim := shape[0] * shape[1] * shape[2]
-	for i := 0; i < m; i++ {
-		ds := &datasets.Dataset{Name: fmt.Sprint("client", i), Shape: shape, Classes: classes,
-			Features: make([]float32, n*dim), Labels: make([]int32, n)}
-		for j := range ds.Features {
-			ds.Features[j] = float32(rng.Float64())
-		}
-		for j := range ds.Labels {
-			ds.Labels[j] = int32(rng.IntN(classes))
-		}
-		c = append(c, ds)
-	}
-	cp = append(cp, c...)
-	alt := *c[0]
-	alt.Features = append([]float32(nil), c[0].Features...)
-	alt.Features[0] = 1 - alt.Features[0]
-	cp[0] = &alt
-	return c, cp
-}
 
 // peakBytes trains pairs of job on the shim and returns the device's peak allocation.
 func peakBytes(t *testing.T, job train.Job, pairs int) int64 {
@@ -97,7 +70,7 @@ func TestDeviceMemoryEstimateOfCNNs(t *testing.T) {
 		{"resnet-poisson", model.Config{Kind: "resnet", Stages: 2, Blocks: 1, Width: 4, Groups: 2}, []int{3, 16, 16}, algo.Poisson, 2.5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wc, wcp := randomImageWorlds(3, 40, tc.shape, 10)
+			wc, wcp := paritytest.RandomImageWorlds(3, 40, tc.shape, 10)
 			cfg := train.Config{Algorithm: algo.FedAvg, Model: tc.mc, Rounds: 1, LocalSteps: 2, LearningRate: 0.01, ClipNorm: 1,
 				NoiseStd: 0.01, Schedule: "constant", Batching: tc.batch, BatchSize: 16, Seed: 3, Checkpoints: []int{1}, Informed: true}
 			job := train.Job{Config: cfg, WorldC: wc, WorldCPrime: wcp}
@@ -202,17 +175,6 @@ func TestDeviceMemoryEstimateOfW1(t *testing.T) {
 	}
 }
 
-// replicaRecorder keeps every replica state by (round, pair, world).
-type replicaRecorder map[[3]int]checkpoint.ReplicaState
-
-func (r replicaRecorder) Checkpoint(_ context.Context, cp *checkpoint.Checkpoint) error {
-	for _, s := range cp.Replicas {
-		s.Params = append([]float32(nil), s.Params...)
-		r[[3]int{cp.Round, s.Pair, s.World}] = s
-	}
-	return nil
-}
-
 // Pairs trained on one device in groups, with the device memory freed between groups (how
 // `audit train --backend gpu` fits a shard larger than the device), give the bits of one
 // group, and the device's peak is one group's, not the shard's.
@@ -220,14 +182,14 @@ func TestTrainInGroupsFreesTheDevice(t *testing.T) {
 	if testing.Short() {
 		t.Skip("CNN trainings on the shim take seconds")
 	}
-	wc, wcp := randomImageWorlds(3, 24, []int{1, 28, 28}, 10)
+	wc, wcp := paritytest.RandomImageWorlds(3, 24, []int{1, 28, 28}, 10)
 	cfg := train.Config{Algorithm: algo.FedAvg, Model: model.Config{Kind: "lenet5"}, Rounds: 2, LocalSteps: 2, LearningRate: 0.01, ClipNorm: 1,
 		NoiseStd: 0.01, Schedule: "constant", Batching: algo.Fixed, BatchSize: 8, Seed: 5, Checkpoints: []int{1, 2}, Informed: true, RecordParams: true}
-	run := func(size int) (replicaRecorder, int64) {
+	run := func(size int) (paritytest.ReplicaRecorder, int64) {
 		d := device(t)
 		ops := cuda.NewOps(d, cuda.Options{})
 		defer ops.Close()
-		rec := replicaRecorder{}
+		rec := paritytest.ReplicaRecorder{}
 		job := train.Job{Config: cfg, WorldC: wc, WorldCPrime: wcp, Pairs: train.PairRange{First: 1, Count: 3}, Recorder: cuda.CheckRecorder(ops, rec)}
 		if err := train.TrainInGroups(context.Background(), ops, job, size, ops.FreeAll); err != nil {
 			t.Fatal(err)
@@ -256,14 +218,14 @@ func TestTrainInGroupsFreesTheDevice(t *testing.T) {
 // the seeded w_0 (the group was sized to the memory free before the pretraining), and the
 // groups share the pretrained w_0.
 func TestPretrainFreesTheDeviceBeforeTheGroups(t *testing.T) {
-	wc, wcp := randomImageWorlds(4, 12, []int{1, 2, 3}, 3)
+	wc, wcp := paritytest.RandomImageWorlds(4, 12, []int{1, 2, 3}, 3)
 	cfg := train.Config{Algorithm: algo.FedAvg, Model: model.Config{Kind: "mlp", Hidden: []int{16}, Activation: "tanh"}, Rounds: 2, LocalSteps: 2,
 		LearningRate: 0.1, ClipNorm: 1, NoiseStd: 0.01, Schedule: "constant", Batching: algo.Full, Seed: 5, Checkpoints: []int{0, 2}, RecordParams: true}
-	run := func(pre *train.Pretrain) (replicaRecorder, int64) {
+	run := func(pre *train.Pretrain) (paritytest.ReplicaRecorder, int64) {
 		d := device(t)
 		ops := cuda.NewOps(d, cuda.Options{})
 		defer ops.Close()
-		rec := replicaRecorder{}
+		rec := paritytest.ReplicaRecorder{}
 		c := cfg
 		c.Pretrain = pre
 		job := train.Job{Config: c, WorldC: wc, WorldCPrime: wcp, Pairs: train.PairRange{First: 0, Count: 2}, Recorder: cuda.CheckRecorder(ops, rec)}

@@ -1,18 +1,13 @@
 package hostshim
 
 import (
-	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
 
-	"github.com/fedaudit/fedaudit/algo"
-	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cuda"
-	"github.com/fedaudit/fedaudit/train"
-	"github.com/fedaudit/fedaudit/train/checkpoint"
-	"github.com/fedaudit/fedaudit/train/model"
+	"github.com/fedaudit/fedaudit/cuda/paritytest"
 )
 
 // tf32 is the rounding to TensorFloat-32 the shim models (cvt.rna.tf32.f32: to nearest, ties
@@ -118,75 +113,14 @@ func TestGemmPrecisionRoundsTheInputs(t *testing.T) {
 	}
 }
 
-// How far TF32 and bfloat16 move a training and its audit (the shim's model of them; the GPU's
-// own summation order differs by float32 rounding): an MLP on the host shim, 300 pairs of 3
-// rounds at noise 0.01, trained in fp32, tf32 and bf16. The parameters move by the inputs'
-// rounding (a relative 2^-11 and 2^-8) amplified by the steps: at most 1e-3 and 4e-3 allowed
-// (measured 3.9e-5 and 3.5e-4). The informed adversary's certified mu (dkw+band, 95%) may move
-// by at most 0.02, far below the bound's own sampling spread at 300 pairs (measured: 0.7520 in
-// fp32 and tf32, 0.7560 in bf16).
+// How far TF32 and bfloat16 move a training and its audit on the shim's model of them
+// (paritytest.PrecisionDrift states the bounds; the kit's precision-drift step runs the same
+// on a GPU, whose own summation order differs by float32 rounding).
 func TestReducedPrecisionMovesTheAuditLittle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("600 runs on the shim")
 	}
-	cfg := train.Config{Algorithm: algo.FedAvg, Model: model.Config{Kind: "mlp", Hidden: []int{16}, Activation: "tanh"},
-		Rounds: 3, LocalSteps: 2, LearningRate: 0.3, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.01,
-		Batching: algo.Full, Seed: 11, Checkpoints: []int{3}, Informed: true, RecordParams: true}
-	wc, wcp := randomImageWorlds(4, 8, []int{1, 3, 4}, 3)
-	run := func(p compute.Precision) []checkpoint.ReplicaState {
-		d := device(t)
-		ops := cuda.NewOps(d, cuda.Options{})
-		defer ops.Close()
-		c := cfg
-		c.Precision = p
-		rec := replicaRecorder{}
-		job := train.Job{Config: c, WorldC: wc, WorldCPrime: wcp, Pairs: train.PairRange{First: 0, Count: 300}, Recorder: cuda.CheckRecorder(ops, rec)}
-		if err := train.TrainInGroups(context.Background(), ops, job, 300, ops.FreeAll); err != nil {
-			t.Fatal(err)
-		}
-		out := make([]checkpoint.ReplicaState, 600)
-		for k, s := range rec {
-			out[2*k[1]+k[2]] = s
-		}
-		return out
-	}
-	fp, tf, bf := run(compute.FP32), run(compute.TF32), run(compute.BF16)
-	maxDiff := func(a, b []checkpoint.ReplicaState) float64 {
-		var m float64
-		for r := range a {
-			for i, v := range a[r].Params {
-				m = math.Max(m, math.Abs(float64(v-b[r].Params[i])))
-			}
-		}
-		return m
-	}
-	certify := func(rs []checkpoint.ReplicaState) float64 {
-		var c, cp []float64
-		for i := 0; i < len(rs); i += 2 {
-			c, cp = append(c, rs[i].Stats[0]), append(cp, rs[i+1].Stats[0])
-		}
-		res, err := audit.Analyze(c, cp, audit.Options{Confidence: 0.95, Method: audit.DKWBand, Paired: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.MuLower
-	}
-	muFP := certify(fp)
-	for _, c := range []struct {
-		name    string
-		rs      []checkpoint.ReplicaState
-		maxDiff float64
-	}{{"tf32", tf, 1e-3}, {"bf16", bf, 4e-3}} {
-		d, mu := maxDiff(fp, c.rs), certify(c.rs)
-		t.Logf("%s: largest parameter difference from fp32 %.3g; certified mu %.4f (fp32 %.4f)", c.name, d, mu, muFP)
-		if d == 0 {
-			t.Errorf("%s training equals fp32: the precision did not reach the products", c.name)
-		}
-		if d > c.maxDiff {
-			t.Errorf("%s moved a parameter by %.3g, more than %g", c.name, d, c.maxDiff)
-		}
-		if math.Abs(muFP-mu) > 0.02 {
-			t.Errorf("certified mu %.4f in fp32, %.4f in %s: moved by more than 0.02", muFP, mu, c.name)
-		}
-	}
+	paritytest.PrecisionDrift(t, func(t *testing.T, opt cuda.Options) paritytest.Backend {
+		return cuda.NewOps(device(t), opt)
+	}, true)
 }

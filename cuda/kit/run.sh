@@ -4,6 +4,9 @@
 #   gpu-info    audit gpu-info: driver, device, memory, cuBLAS, whether the PTX loads
 #   parity      the parity suite (every kernel and whole small runs against the CPU backend)
 #   w1-parity   W1 on the device against the CPU backend (TestW1MatchesCPU)
+#   precision-drift  an audit trained in fp32, tf32 and bf16: how far the reduced precisions
+#               move the parameters and the certified mu (TestKitPrecisionDriftGPU; on the shim,
+#               TestReducedPrecisionMovesTheAuditLittle)
 #   memory      the device memory of W1, W2 and a ResNet-18 of W3's shape at 1 and 2 pairs
 #               against the estimate `audit plan` prints (TestKitMemoryGPU; on the shim, the
 #               shim's memory tests)
@@ -144,6 +147,7 @@ if [ "$mode" = gpu ]; then
   step gpu-info "driver, device, cuBLAS, PTX load" gpu_info
   STEP_DIR=$KIT step parity "every kernel and small runs vs the CPU backend" "$gputest" -test.run '^(TestParity|TestThisBinaryDoesNotLinkCublas)$' $T
   step w1-parity "W1, 3 rounds, 4 pairs vs the CPU backend" "$gputest" -test.run '^TestW1MatchesCPU$' $T
+  step precision-drift "an audit in tf32 and bf16 vs fp32: parameters, certified mu" "$gputest" -test.run '^TestKitPrecisionDriftGPU$' $T
   step memory "device memory of W1, W2, W3 vs the estimate" "$gputest" -test.run '^TestKitMemoryGPU$' $T
   sanitizer=$(command -v compute-sanitizer || true)
   for d in "${CUDA_HOME:-}" /usr/local/cuda; do
@@ -197,6 +201,7 @@ else
   STEP_DIR=$shimdir step parity "every kernel and small runs vs the CPU backend, on the shim" "$shimtest" \
     -test.run '^(TestParity|TestShimKnowsEveryKernel|TestIndexArithmeticBeyond32Bits|TestMixedRadixIndex|TestConvLaunchCounts|TestGemmBatchIsSplit|TestSyncEachLaunch)$' $T
   STEP_DIR=$shimdir step w1-parity "W1, 1 round, 1 pair vs the CPU backend, on the shim" "$shimtest" -test.run '^TestW1MatchesCPU$' $T
+  STEP_DIR=$shimdir step precision-drift "an audit in tf32 and bf16 vs fp32, on the shim's model of them" "$shimtest" -test.run '^TestReducedPrecisionMovesTheAuditLittle$' $T
   STEP_DIR=$shimdir step memory "device memory vs the estimate, on the shim" "$shimtest" \
     -test.run '^(TestW1MemoryPerPair|TestDeviceMemoryEstimateOfCNNs|TestNNDeviceMemoryIsTheShimsPeak|TestTrainInGroupsFreesTheDevice)$' $T
   asan=$(${CXX:-g++} -print-file-name=libasan.so 2>/dev/null || true)

@@ -29,7 +29,8 @@
 #   2 kit: bench-gpu, bench-gpu-graphs, profile-w1      torch: W1 batched, batched_ghost, and
 #     batched_ghost compiled (reduce-overhead)
 #   3 kit: bench-gpu-w3, profile-w3, memory      torch: W3 vmap
-#   4 kit: the tf32 and bf16 benchmarks of W1 and W2, w1-parity
+#   4 kit: precision-drift (an audit in tf32 and bf16 against fp32), the tf32 and bf16
+#     benchmarks of W1 and W2, w1-parity
 #   5 Nsight Compute (where installed): ncu's SpeedOfLight section (how close each kernel comes
 #     to the device's memory and compute limits) for 80 launches of W2 at R 64 after its
 #     warm-up round, and for 80 of W1 at R 4096
@@ -112,6 +113,7 @@ digest() {
     [ -f "$f" ] && sed -n '/^## W[123] benchmark/,$p' "$f" | grep '^|\|^##' | grep -v '^|---\|^| operation\|^| backend\|^| replicas'
   done
   cat "$out/results.txt" 2> /dev/null
+  grep -h "largest parameter difference from fp32" "$out"/kit-*/precision-drift.log 2> /dev/null
 }
 
 # Stopped from outside: stop the running step (its timeout passes the TERM to all it started)
@@ -187,7 +189,7 @@ else
   w3ref=$ref/w3_cuda.py
   [ -f "$w3ref" ] || w3ref=$ref/w3.py
   run 60 torch-w3-vmap "$py" "$w3ref" --impl vmap --replicas 8 --rounds 2
-  kitgroup kit-4 120 bench-gpu-tf32,bench-gpu-bf16,bench-gpu-w2-tf32,bench-gpu-w2-bf16,w1-parity --replicas 64,4096 --rounds 10 --w2-replicas 64,1024 --w2-rounds 5
+  kitgroup kit-4 120 precision-drift,bench-gpu-tf32,bench-gpu-bf16,bench-gpu-w2-tf32,bench-gpu-w2-bf16,w1-parity --replicas 64,4096 --rounds 10 --w2-replicas 64,1024 --w2-rounds 5
   ncu=$(command -v ncu || true)
   for d in "${CUDA_HOME:-}" /usr/local/cuda; do
     if [ -z "$ncu" ] && [ -n "$d" ] && [ -x "$d/bin/ncu" ]; then ncu=$d/bin/ncu; fi
