@@ -107,7 +107,7 @@ func TooFewPairs(names []string, pairs int) []Skip {
 	var out []Skip
 	for _, n := range names {
 		if need := MinPairs(n); pairs < need {
-			out = append(out, Skip{Name: n, Why: fmt.Sprintf("a learned attack is fitted on every %dth pair (shadow pairs, never scored) and needs two of them: at least %d pairs, the experiment has %d",
+			out = append(out, Skip{Name: n, Why: fmt.Sprintf("a learned attack is fitted on every %dth pair (shadow pairs, never scored) and needs two of them: at least %d pairs, and there are %d",
 				DefaultShadowEvery, need, pairs)})
 		}
 	}

@@ -171,6 +171,10 @@ func TestSequentialFirstLookFitsLearnedAttacks(t *testing.T) {
 				if !errors.As(err, &ce) {
 					t.Errorf("Run: %v, want a config error", err)
 				}
+				// The count is the first look's pairs, not the experiment's.
+				if want := "at least 10 pairs, and there are 2"; err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("Run: %v, want it to say %q", err, want)
+				}
 				if _, err := os.Stat(expdir.Dir(dir).Runs()); !errors.Is(err, os.ErrNotExist) {
 					t.Errorf("a refused sequential run trained shards: %v", err)
 				}

@@ -75,8 +75,13 @@ func checkCells(ch findings.CheckResult) []string {
 // each failure with what it means, and the checks that could not run with what would enable
 // them.
 func WriteCheck(w io.Writer, rep *findings.CheckReport) error {
-	fmt.Fprintf(w, "Grey-box checks of %d pair(s), rounds 0..%d: %d statistical tests at family-wise level %g (each at p >= %.3g), %d exact checks.\n\n",
-		rep.Pairs, rep.Rounds, rep.Family, rep.Alpha, rep.Threshold, len(rep.Checks)-rep.Family)
+	// With no statistical test the family-wise threshold is empty (Threshold 0): name none.
+	tests := "no statistical test"
+	if rep.Family > 0 {
+		tests = fmt.Sprintf("%d statistical tests at family-wise level %g (each at p >= %.3g)", rep.Family, rep.Alpha, rep.Threshold)
+	}
+	fmt.Fprintf(w, "Grey-box checks of %d pair(s), rounds 0..%d: %s, %d exact checks.\n\n",
+		rep.Pairs, rep.Rounds, tests, len(rep.Checks)-rep.Family)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "check\tobserver\ttensor\tstatistic\tp-value\tresult")
 	for _, ch := range rep.Checks {

@@ -57,3 +57,28 @@ func TestCheckSection(t *testing.T) {
 		t.Errorf("a report without checks shows a checks section")
 	}
 }
+
+// The terminal's header names the statistical tests' threshold only when there are some: with
+// exact checks alone it says so instead of "each at p >= 0".
+func TestWriteCheckHeader(t *testing.T) {
+	exact := findings.CheckResult{Name: "shared-w0", Exact: true, Passed: true, PValue: 1, Meaning: "one w_0"}
+	stat := findings.CheckResult{Name: "noise-mean", Observer: "upload", Tensor: "all", Statistic: 0.1, PValue: 0.9, Passed: true, Meaning: "z"}
+	for _, c := range []struct {
+		name string
+		rep  findings.CheckReport
+		want string
+	}{
+		{"statistical and exact", findings.CheckReport{Alpha: 0.05, Family: 1, Threshold: 0.05, Pairs: 4, Rounds: 3, Checks: []findings.CheckResult{exact, stat}},
+			"Grey-box checks of 4 pair(s), rounds 0..3: 1 statistical tests at family-wise level 0.05 (each at p >= 0.05), 1 exact checks.\n"},
+		{"exact only", findings.CheckReport{Alpha: 0.05, Pairs: 4, Rounds: 3, Checks: []findings.CheckResult{exact}},
+			"Grey-box checks of 4 pair(s), rounds 0..3: no statistical test, 1 exact checks.\n"},
+	} {
+		var b strings.Builder
+		if err := WriteCheck(&b, &c.rep); err != nil {
+			t.Fatal(err)
+		}
+		if first, _, _ := strings.Cut(b.String(), "\n"); first+"\n" != c.want {
+			t.Errorf("%s: header %q, want %q", c.name, first, strings.TrimSuffix(c.want, "\n"))
+		}
+	}
+}

@@ -35,7 +35,7 @@ func TestRefusedBeforeTraining(t *testing.T) {
 		{"canary attack without canaries", []edit{{attacksLine, "  attacks: [loss, canary-loss]\n"}}, "audit.attacks: canary-loss scores canaries, and the runs carry none"},
 		{"grad-canary without a gradient canary", []edit{{"  informed: true\n", "  informed: true\n  record_params: true\n"}, {attacksLine, "  attacks: [loss, grad-canary]\n"}},
 			"audit.attacks: grad-canary projects the final model on a gradient canary's or a crafted update's direction, and the runs have none"},
-		{"learned attack on 5 pairs", []edit{{"pairs: 40", "pairs: 5"}, {attacksLine, "  attacks: [loss, lira-offline]\n"}}, "audit.attacks: lira-offline: a learned attack is fitted on every 5th pair (shadow pairs, never scored) and needs two of them: at least 10 pairs, the experiment has 5"},
+		{"learned attack on 5 pairs", []edit{{"pairs: 40", "pairs: 5"}, {attacksLine, "  attacks: [loss, lira-offline]\n"}}, "audit.attacks: lira-offline: a learned attack is fitted on every 5th pair (shadow pairs, never scored) and needs two of them: at least 10 pairs, and there are 5"},
 		{"rounds not checkpoints", []edit{{attacksLine, attacksLine + "  rounds: [2]\n"}}, "audit.rounds: round 2 is not among the checkpoints after round 0"},
 		// Item 11: one canary in one run leaves no guess to make.
 		{"one canary one pair", []edit{{"pairs: 40", "pairs: 1"}, {"  informed: true\n", "  informed: true\n  canaries: {count: 1, kind: relabel}\n"}, {attacksLine, "  method: one-run\n"}},
@@ -178,7 +178,7 @@ func TestAttackLearnedFewPairs(t *testing.T) {
 	}
 	stderr.Reset()
 	code := exitCode(&stderr, run(context.Background(), []string{"attack", "--quiet", "--runs", out, "--attacks", "loss,lira-offline"}, &stdout, &stderr))
-	if want := "attack lira-offline: a learned attack is fitted on every 5th pair (shadow pairs, never scored) and needs two of them: at least 10 pairs, the experiment has 5"; code != 2 || !strings.Contains(stderr.String(), want) {
+	if want := "attack lira-offline: a learned attack is fitted on every 5th pair (shadow pairs, never scored) and needs two of them: at least 10 pairs, and there are 5"; code != 2 || !strings.Contains(stderr.String(), want) {
 		t.Fatalf("exit %d, want 2 and %q; stderr:\n%s", code, want, stderr.String())
 	}
 }
