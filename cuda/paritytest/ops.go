@@ -7,6 +7,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cuda"
+	"github.com/fedaudit/fedaudit/kernels"
 )
 
 // shape is a batch of row-major matrices inside a buffer, possibly a strided view.
@@ -324,6 +325,9 @@ var rowShapes = []shape{
 	{rows: 1, cols: 1031, batch: 3},
 	{rows: 1, cols: 257, batch: 2, bstride: 300, off: 5},
 	{rows: 1, cols: 6, batch: 0},
+	// Long enough for the reductions' loops of 16 strides of 256 (partial_dot in reduce.cu) to
+	// run twice with a remainder.
+	{rows: 1, cols: 9000, batch: 2},
 }
 
 func forEachRow(t *testing.T, f Factory, body func(t *testing.T, w *twin, s shape)) {
@@ -411,9 +415,34 @@ func testDots(t *testing.T, f Factory) {
 				if math.Abs(got[r]-want[r]) > 1e-12*mag {
 					t.Errorf("dot %d: kernels %v, cpu %v, difference above %g", r, got[r], want[r], 1e-12*mag)
 				}
+				if r < s.batch {
+					x := ah[s.off+r*am[0].BatchStride : s.off+r*am[0].BatchStride+s.cols]
+					y := bh[s.off+r*bm[0].BatchStride : s.off+r*bm[0].BatchStride+s.cols]
+					if exact := partialOrderDot(x, y); got[r] != exact {
+						t.Errorf("dot %d: kernels %v, the fixed order of partial sums %v: not bit for bit", r, got[r], exact)
+					}
+				}
 			}
 		}
 	})
+}
+
+// partialOrderDot is the kernels' fixed order of a long inner product (dot_partials, then
+// reduce_partials): kernels.Partials strided partial sums, each in index order, then their sum
+// in order, all in float64. The products of two float32 values are exact in float64, so the
+// order of the additions alone decides the bits.
+func partialOrderDot(x, y []float32) float64 {
+	var parts [kernels.Partials]float64
+	for p := range parts {
+		for j := p; j < len(x); j += kernels.Partials {
+			parts[p] += float64(x[j]) * float64(y[j])
+		}
+	}
+	var s float64
+	for _, v := range parts {
+		s += v
+	}
+	return s
 }
 
 // ClipCoefs: the two inner products are float64 sums in another order than the CPU's (as in
