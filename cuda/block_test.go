@@ -40,7 +40,8 @@ func TestBlockNeverExceeds256(t *testing.T) {
 		if want <= 0 || want > 256 {
 			want = 256
 		}
-		for _, k := range []kernels.Kernel{kernels.Pool, kernels.PoolGrad, kernels.Axpby} {
+		o.PoolGrad(compute.AvgPooling, w, x, y, x) // the general kernel (max pooling of tiling windows is pool_grad_tiled)
+		for _, k := range []kernels.Kernel{kernels.Pool, kernels.PoolGrad, kernels.PoolGradTiled, kernels.Axpby} {
 			if got := d.blocks[k]; got != want {
 				t.Errorf("Options.Block %d: %s launched with blocks of %d threads, want %d", block, k, got, want)
 			}

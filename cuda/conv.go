@@ -30,23 +30,23 @@ func (a *args) geom(x compute.Images, w compute.Window) *args {
 }
 
 // rowGroup is how many threads share a row of n samples in the image kernels (GROUP_STRIDE_MD
-// in conv.cu): the largest power of two up to maxRowGroup that is at most n and divides the
-// block size, so that every group is whole. The row's coordinates are computed once per group
-// and each thread then handles n / group samples; each value is computed the same way whatever
-// the group.
+// in conv.cu): the largest power of two up to Options.RowGroup that is at most n and divides
+// the block size, so that every group is whole. The row's coordinates are computed once per
+// group and each thread then handles n / group samples; each value is computed the same way
+// whatever the group.
 func (o *Ops) rowGroup(n int) int {
 	g := 1
-	for 2*g <= min(n, maxRowGroup) && o.block%(2*g) == 0 {
+	for 2*g <= min(n, o.rowGroupMax) && o.block%(2*g) == 0 {
 		g *= 2
 	}
 	return g
 }
 
-// maxRowGroup is 8 threads to a row: 8 adjacent samples are one 32-byte memory sector, so a
-// warp's accesses stay whole sectors, while a row of 32 samples (W2 and W3's minibatch) gives
+// defaultRowGroup is 8 threads to a row: 8 adjacent samples are one 32-byte memory sector, so
+// a warp's accesses stay whole sectors, while a row of 32 samples (W2 and W3's minibatch) gives
 // each thread 4 values for one computation of the row's coordinates. With 32 threads to a row
 // (one value a thread) the index arithmetic was most of the image kernels' instructions.
-const maxRowGroup = 8
+const defaultRowGroup = 8
 
 // launchRows launches an image kernel over rows rows of n samples, a group of threads per row.
 // The group size is the kernel's last argument.
@@ -90,8 +90,17 @@ func (o *Ops) Pool(p compute.Pooling, w compute.Window, x, y compute.Images) {
 
 // PoolGrad implements compute.Convolver: each pixel of dx adds what the windows containing it
 // send (max pooling recomputes each window's first maximum), a group of threads per pixel's N
-// samples; one launch.
+// samples; one launch. Max pooling whose windows tile the image exactly (LeNet-5's) runs
+// pool_grad_tiled instead, a group per window, with the same bits.
 func (o *Ops) PoolGrad(p compute.Pooling, w compute.Window, x, dy, dx compute.Images) {
+	oh, ow := w.Out(x.H), w.Out(x.W)
+	if p == compute.MaxPooling && w.Stride == w.Size && w.Pad == 0 && oh*w.Size == x.H && ow*w.Size == x.W {
+		o.args.reset().ptr(imgAddr(dx)).i64(dx.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
+			ptr(imgAddr(dy)).i64(dy.BatchStride).i64(x.C).i64(x.N).i64(x.H).i64(x.W).i64(w.Size).
+			i64(oh).i64(ow).i64(dx.Batch)
+		o.launchRows(kernels.PoolGradTiled, dx.Batch*dx.C*oh*ow, dx.N)
+		return
+	}
 	o.args.reset().u32(avgFlag(p)).ptr(imgAddr(dx)).i64(dx.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
 		ptr(imgAddr(dy)).i64(dy.BatchStride).geom(x, w).i64(dx.Batch)
 	o.launchRows(kernels.PoolGrad, dx.Batch*dx.C*dx.H*dx.W, dx.N)

@@ -27,7 +27,9 @@ import (
 // ("gpu-tf32", "gpu-bf16"); with FEDAUDIT_CUDA_PROFILE=1 every launch and GEMM is timed on the
 // device and the result carries the profile ("gpu+profile"); with FEDAUDIT_CUDA_SPLITK=1 the
 // products of small output and long depth run in depth slices ("gpu+splitk"); with
-// FEDAUDIT_CUDA_DIRECTCONV=1 the small convolutions run on the direct kernels ("gpu+direct").
+// FEDAUDIT_CUDA_DIRECTCONV=1 the small convolutions run on the direct kernels ("gpu+direct");
+// FEDAUDIT_CUDA_ROWGROUP and FEDAUDIT_CUDA_LIGHTITEMS set the light kernels' launch shape
+// ("gpu+rowgroup32+items1" is the launch shape of the sitting of 2026-11-27).
 func TestKitBenchW1GPU(t *testing.T) { kitBenchGPU(t, paritytest.W1) }
 func TestKitBenchW2GPU(t *testing.T) { kitBenchGPU(t, paritytest.W2) }
 
@@ -61,6 +63,13 @@ func kitBenchGPU(t *testing.T, workload string) {
 	}
 	if os.Getenv(cuda.DirectConvEnv) == "1" {
 		backend += "+direct"
+	}
+	// The launch shape, where set (that of the sitting of 2026-11-27: rowgroup 32, items 1).
+	if g := os.Getenv(cuda.RowGroupEnv); g != "" {
+		backend += "+rowgroup" + g
+	}
+	if n := os.Getenv(cuda.LightItemsEnv); n != "" {
+		backend += "+items" + n
 	}
 	precision := compute.Precision(os.Getenv(paritytest.BenchPrecisionEnv))
 	forced := precision != "" && precision != compute.FP32

@@ -11,21 +11,23 @@ import (
 // GPU, and never exceed the grid cap.
 func TestLightGrid(t *testing.T) {
 	for _, c := range []struct {
-		total, block, maxGrid, want int
+		total, block, maxGrid, items, want int
 	}{
-		{1, 256, 65535, 1},
-		{256 * 1000, 256, 65535, 1000},        // below lightMinGrid: one item a thread
-		{256 * 1024, 256, 65535, 1024},        // at the floor
-		{256 * 2048, 256, 65535, 1024},        // two items a thread, kept at the floor
-		{256 * 8192, 256, 65535, 2048},        // four items a thread
-		{256*8192 + 1, 256, 65535, 2049},      // a partial block rounds up
-		{256 * 4 * 100000, 256, 65535, 65535}, // the cap
-		{256 * 8192, 256, 3, 3},               // a smaller cap
-		{7 * 5000, 7, 65535, 1250},            // odd blocks
-		{0, 256, 65535, 0},                    // nothing to do (launchLight returns first)
+		{1, 256, 65535, 4, 1},
+		{256 * 1000, 256, 65535, 4, 1000},        // below lightMinGrid: one item a thread
+		{256 * 1024, 256, 65535, 4, 1024},        // at the floor
+		{256 * 2048, 256, 65535, 4, 1024},        // two items a thread, kept at the floor
+		{256 * 8192, 256, 65535, 4, 2048},        // four items a thread
+		{256*8192 + 1, 256, 65535, 4, 2049},      // a partial block rounds up
+		{256 * 4 * 100000, 256, 65535, 4, 65535}, // the cap
+		{256 * 8192, 256, 3, 4, 3},               // a smaller cap
+		{7 * 5000, 7, 65535, 4, 1250},            // odd blocks
+		{256 * 8192, 256, 65535, 1, 8192},        // one item a thread (Options.LightItems 1)
+		{256 * 8192, 256, 65535, 2, 4096},
+		{0, 256, 65535, 4, 0}, // nothing to do (launchLight returns first)
 	} {
-		if got := lightGrid(c.total, c.block, c.maxGrid); got != c.want {
-			t.Errorf("lightGrid(%d, %d, %d) = %d, want %d", c.total, c.block, c.maxGrid, got, c.want)
+		if got := lightGrid(c.total, c.block, c.maxGrid, c.items); got != c.want {
+			t.Errorf("lightGrid(%d, %d, %d, %d) = %d, want %d", c.total, c.block, c.maxGrid, c.items, got, c.want)
 		}
 	}
 }
@@ -44,29 +46,60 @@ func (d *gridDevice) Launch(k kernels.Kernel, grid, block int, args []uint64) er
 }
 
 // The image kernels put at most 8 threads on a row of samples, and a large launch gives each
-// thread several rows.
+// thread several rows; Options.RowGroup and LightItems (or their environment variables) give
+// the launch shape of the sitting of 2026-11-27 back, 32 threads a row and one row a thread.
 func TestImageKernelsRowGroupAndGrid(t *testing.T) {
-	d := &gridDevice{failing: failing{live: map[uint64]bool{}}, grid: map[kernels.Kernel]int{}, group: map[kernels.Kernel]int{}}
-	o := NewOps(d, Options{Unbatched: true})
 	const batch = 64 // LeNet-5's first pooling at 64 models: 64 x 6 x 28 x 28 rows of 32 samples
+	rows := batch * 6 * 28 * 28
+	for _, c := range []struct {
+		name              string
+		opt               Options
+		env               map[string]string
+		group, grid, pool int
+		tiledGrid         int
+	}{
+		{"default", Options{}, nil, 8, (rows*8/256 + 3) / 4, 4, max((rows/4*8/256+3)/4, 1024)},
+		{"options", Options{RowGroup: 32, LightItems: 1}, nil, 32, min(rows*32/256, 65535), 4, rows / 4 * 32 / 256},
+		{"environment", Options{}, map[string]string{RowGroupEnv: "32", LightItemsEnv: "1"}, 32, min(rows*32/256, 65535), 4, rows / 4 * 32 / 256},
+		{"rounded down", Options{RowGroup: 20, LightItems: 2}, nil, 16, (rows*16/256 + 1) / 2, 4, (rows/4*16/256 + 1) / 2},
+		{"bad environment", Options{}, map[string]string{RowGroupEnv: "x", LightItemsEnv: "-3"}, 8, (rows*8/256 + 3) / 4, 4, max((rows/4*8/256+3)/4, 1024)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			d := &gridDevice{failing: failing{live: map[uint64]bool{}}, grid: map[kernels.Kernel]int{}, group: map[kernels.Kernel]int{}}
+			c.opt.Unbatched = true
+			poolLaunches(t, NewOps(d, c.opt), batch)
+			if g := d.group[kernels.PoolGrad]; g != c.group {
+				t.Errorf("pool_grad over rows of 32 samples: %d threads a row, want %d", g, c.group)
+			}
+			if got := d.grid[kernels.PoolGrad]; got != c.grid {
+				t.Errorf("pool_grad grid %d, want %d", got, c.grid)
+			}
+			if g := d.group[kernels.Pool]; g != c.pool {
+				t.Errorf("pool over rows of 6 samples: %d threads a row, want %d", g, c.pool)
+			}
+			if g, grid := d.group[kernels.PoolGradTiled], d.grid[kernels.PoolGradTiled]; g != c.group || grid != c.tiledGrid {
+				t.Errorf("pool_grad_tiled: %d threads a window, grid %d; want %d and %d", g, grid, c.group, c.tiledGrid)
+			}
+		})
+	}
+}
+
+// poolLaunches launches pool_grad (average pooling) and pool_grad_tiled (max pooling) over
+// LeNet-5's first pooling at batch models, and pool over rows of 6 samples.
+func poolLaunches(t *testing.T, o *Ops, batch int) {
+	t.Helper()
 	x := compute.Images{Buf: o.Alloc(batch * 6 * 28 * 28 * 32), C: 6, N: 32, H: 28, W: 28, Batch: batch, BatchStride: 6 * 28 * 28 * 32}
 	y := compute.Images{Buf: o.Alloc(batch * 6 * 14 * 14 * 32), C: 6, N: 32, H: 14, W: 14, Batch: batch, BatchStride: 6 * 14 * 14 * 32}
 	w := compute.Window{Size: 2, Stride: 2}
+	o.PoolGrad(compute.AvgPooling, w, x, y, x)
 	o.PoolGrad(compute.MaxPooling, w, x, y, x)
 	small := compute.Images{Buf: o.Alloc(6 * 4), C: 1, N: 6, H: 2, W: 2, Batch: 1}
 	smallOut := compute.Images{Buf: o.Alloc(6), C: 1, N: 6, H: 1, W: 1, Batch: 1}
 	o.Pool(compute.MaxPooling, w, small, smallOut)
 	if err := o.Err(); err != nil {
 		t.Fatal(err)
-	}
-	if g := d.group[kernels.PoolGrad]; g != 8 {
-		t.Errorf("pool_grad over rows of 32 samples: %d threads a row, want 8", g)
-	}
-	rows := batch * 6 * 28 * 28
-	if got, want := d.grid[kernels.PoolGrad], (rows*8/256+3)/4; got != want {
-		t.Errorf("pool_grad grid %d, want %d (four rows a thread)", got, want)
-	}
-	if g := d.group[kernels.Pool]; g != 4 {
-		t.Errorf("pool over rows of 6 samples: %d threads a row, want 4", g)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"unsafe"
 
 	"github.com/fedaudit/fedaudit/compute"
@@ -21,16 +22,18 @@ import (
 // error from Err; a caller must check Err before trusting anything it downloaded (see
 // CheckRecorder).
 type Ops struct {
-	dev      Device
-	block    int
-	maxGrid  int
-	maxBatch int
-	syncEach Syncer    // nil unless Options.SyncEachLaunch and the device is asynchronous
-	prof     *profiler // nil unless Options.Profile; then dev is prof
-	splitK   int       // the depth of a slice of a product computed in slices; 0: never
-	direct   bool      // small convolutions by the direct kernels (Options.DirectConv)
-	err      error
-	math     Math // the matrix products' precision (SetPrecision)
+	dev     Device
+	block   int
+	maxGrid int
+	// rowGroupMax and lightItems are Options.RowGroup and Options.LightItems.
+	rowGroupMax, lightItems int
+	maxBatch                int
+	syncEach                Syncer    // nil unless Options.SyncEachLaunch and the device is asynchronous
+	prof                    *profiler // nil unless Options.Profile; then dev is prof
+	splitK                  int       // the depth of a slice of a product computed in slices; 0: never
+	direct                  bool      // small convolutions by the direct kernels (Options.DirectConv)
+	err                     error
+	math                    Math // the matrix products' precision (SetPrecision)
 
 	// allocs maps the address of every live allocation to its bytes; live and peak sum them
 	// now and at most (MemoryStats).
@@ -130,7 +133,22 @@ type Options struct {
 	// and col2im: no patches are written or read, and no copies of the weights are made. Off by
 	// default until measured on hardware; FEDAUDIT_CUDA_DIRECTCONV=1 turns it on too.
 	DirectConv bool
+	// RowGroup is the most threads that share a row of samples in the image kernels (im2col,
+	// col2im, pool, pool_grad), a power of two up to 32 (default 8; other values are rounded
+	// down to one). LightItems is how many items a thread of the light kernels (the image
+	// kernels and the elementwise ones) takes in a launch large enough (default 4; 1 is one a
+	// thread). RowGroup 32 with LightItems 1 is the launch shape of the H100 sitting of
+	// 2026-11-27, before these options: the kit times both in one sitting. The environment
+	// variables FEDAUDIT_CUDA_ROWGROUP and FEDAUDIT_CUDA_LIGHTITEMS set them too.
+	RowGroup, LightItems int
 }
+
+// RowGroupEnv and LightItemsEnv are the environment variables that set Options.RowGroup and
+// Options.LightItems (a positive integer; anything else leaves the default).
+const (
+	RowGroupEnv   = "FEDAUDIT_CUDA_ROWGROUP"
+	LightItemsEnv = "FEDAUDIT_CUDA_LIGHTITEMS"
+)
 
 // DirectConvEnv is the environment variable that turns on Options.DirectConv.
 const DirectConvEnv = "FEDAUDIT_CUDA_DIRECTCONV"
@@ -177,6 +195,8 @@ func NewOps(dev Device, opt Options) *Ops {
 		}
 	}
 	o.direct = opt.DirectConv || os.Getenv(DirectConvEnv) == "1"
+	o.rowGroupMax = powerOfTwoAtMost(optOrEnv(opt.RowGroup, RowGroupEnv, defaultRowGroup), 32)
+	o.lightItems = optOrEnv(opt.LightItems, LightItemsEnv, defaultLightItems)
 	if profileWanted(opt) {
 		o.prof = newProfiler(dev)
 		o.dev = o.prof
@@ -405,28 +425,50 @@ func (o *Ops) launch(k kernels.Kernel, total int) {
 // but split their first index into coordinates by divisions once per thread (rc_start,
 // md_start in kernels/): with one thread per item that set-up was most of their instructions
 // (Nsight Compute on an H100: pool_grad, im2col and col2im at 3-20% of the memory bandwidth
-// with the SMs busy). lightItemsPerThread items per thread pay it once for several; the
-// grid stays at least lightMinGrid blocks (a full H100 holds 132 x 8 blocks of 256 threads),
-// so small launches keep one item per thread.
+// with the SMs busy). defaultLightItems items per thread pay it once for several; the grid
+// stays at least lightMinGrid blocks (a full H100 holds 132 x 8 blocks of 256 threads), so
+// small launches keep one item per thread.
 const (
-	lightItemsPerThread = 4
-	lightMinGrid        = 1024
+	defaultLightItems = 4
+	lightMinGrid      = 1024
 )
 
-// launchLight runs light kernel k over total items, lightItemsPerThread to a thread where the
-// launch is large enough. The kernels' results do not depend on the grid (kernels/common.cuh).
+// launchLight runs light kernel k over total items, o.lightItems to a thread where the launch
+// is large enough. The kernels' results do not depend on the grid (kernels/common.cuh).
 func (o *Ops) launchLight(k kernels.Kernel, total int) {
 	if o.err != nil || total <= 0 {
 		return
 	}
-	o.queueLaunch(k, lightGrid(total, o.block, o.maxGrid), o.block)
+	o.queueLaunch(k, lightGrid(total, o.block, o.maxGrid, o.lightItems), o.block)
 }
 
-// lightGrid is the grid of a light launch over total items in blocks of block threads.
-func lightGrid(total, block, maxGrid int) int {
+// lightGrid is the grid of a light launch over total items in blocks of block threads, items
+// to a thread where that leaves at least lightMinGrid blocks.
+func lightGrid(total, block, maxGrid, items int) int {
 	full := (total + block - 1) / block
-	grid := max((full+lightItemsPerThread-1)/lightItemsPerThread, min(full, lightMinGrid))
+	grid := max((full+items-1)/items, min(full, lightMinGrid))
 	return min(grid, maxGrid)
+}
+
+// optOrEnv is v when positive, else the environment variable env when it holds a positive
+// integer, else def.
+func optOrEnv(v int, env string, def int) int {
+	if v > 0 {
+		return v
+	}
+	if n, err := strconv.Atoi(os.Getenv(env)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// powerOfTwoAtMost is the largest power of two that is at most min(v, limit), for v >= 1.
+func powerOfTwoAtMost(v, limit int) int {
+	g := 1
+	for 2*g <= min(v, limit) {
+		g *= 2
+	}
+	return g
 }
 
 // stageBytes appends the pieces to the batch's staged bytes (each 8-byte aligned) and returns

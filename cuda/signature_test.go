@@ -90,6 +90,8 @@ func TestLaunchArgumentsMatchPTX(t *testing.T) {
 	o.Col2im(cols, win, xi)
 	o.Pool(compute.MaxPooling, win, xi, yi)
 	o.PoolGrad(compute.AvgPooling, win, xi, yi, xi)
+	tiles := compute.Window{Size: 2, Stride: 2} // windows tiling the image: pool_grad_tiled
+	o.PoolGrad(compute.MaxPooling, tiles, img(2, 3, 4, 4, 2), img(2, 3, 2, 2, 2), img(2, 3, 4, 4, 2))
 	o.Transpose(3, m(2, 6, 2), m(2, 6, 2))
 	gb := m(1, 2, 2)
 	o.GroupNorm(2, 1e-5, xi, gb, gb, xi)

@@ -236,6 +236,32 @@ extern "C" __global__ void pool_grad(int avg, float* dx, i64 dxbs, const float* 
 	}
 }
 
+// pool_grad_tiled is pool_grad for max pooling whose windows tile the image exactly (S = K,
+// P = 0, H = OH K, W = OW K), LeNet-5's: every pixel lies in one window, so pool_grad's sum
+// from 0 over the windows containing it is 0 + dy at the window's first maximum and 0 at its
+// other pixels. A group of wd threads per window (b, c, oy, ox), each thread its samples n =
+// lane, lane + wd, ...: the window's maximum is found once for its K K pixels instead of once
+// per pixel, and its dy read once.
+extern "C" __global__ void pool_grad_tiled(float* dx, i64 dxbs, const float* x, i64 xbs,
+                                           const float* dy, i64 dybs, i64 C, i64 N, i64 H,
+                                           i64 W, i64 K, i64 OH, i64 OW, i64 batch, i64 wd) {
+	const i64 rad[4] = {0, C, OH, OW};
+	const i64 lane = GROUP_LANE(wd);
+	GROUP_STRIDE_MD(it, 4, batch * C * OH * OW, rad, wd) {
+		i64 b = it.d[0], c = it.d[1], oy = it.d[2], ox = it.d[3];
+		i64 y0 = oy * K, x0 = ox * K;
+		const float* src = x + b * xbs + c * H * W * N;
+		float* dst = dx + b * dxbs + c * H * W * N;
+		const float* g = dy + b * dybs + ((c * OH + oy) * OW + ox) * N;
+		for (i64 n = lane; n < N; n += wd) {
+			i64 bi = window_argmax(src + n, H, W, N, K, y0, x0);
+			float gv = 0.0f + g[n];
+			for (i64 i = y0; i < y0 + K; i++)
+				for (i64 j = x0; j < x0 + K; j++) dst[(i * W + j) * N + n] = i * W + j == bi ? gv : 0.0f;
+		}
+	}
+}
+
 // transpose_blocks: dst block (j, i) = src block (i, j), blocks of block values; src is rows x
 // cols blocks (block (i, j) at i lds + j block), dst cols x rows (block (j, i) at j ldd +
 // i block). One thread per value of dst: writes are contiguous, reads of block = 1 are not

@@ -24,6 +24,10 @@
 #               (FEDAUDIT_CUDA_SPLITK=1)
 #   bench-gpu-w2-direct  W2 with LeNet-5's convolutions on the direct kernels, no patches
 #               (FEDAUDIT_CUDA_DIRECTCONV=1)
+#   bench-gpu-w2-launch1, bench-gpu-w3-launch1  W2 and W3 with the light kernels launched as
+#               before 2026-11-27 (32 threads a row of samples, one item a thread:
+#               FEDAUDIT_CUDA_ROWGROUP=32 FEDAUDIT_CUDA_LIGHTITEMS=1), beside bench-gpu-w2 and
+#               bench-gpu-w3: what the new launch shape gains, in one sitting
 #   profile-w1, profile-w2, profile-w3  where the device time goes: every launch and GEMM timed
 #               with CUDA events (FEDAUDIT_CUDA_PROFILE=1), W1 at R=64 and 4096 (2 rounds), W2
 #               at 64 and 1024 (1 round), W3 at 8 (1 round); tables in summary.md (shim mode:
@@ -176,6 +180,8 @@ if [ "$mode" = gpu ]; then
   step bench-gpu-w2-bf16 "W2 on the device in bf16, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_PRECISION=bf16 FEDAUDIT_BENCH_R="$w2_replicas" "$gputest" -test.run '^TestKitBenchW2GPU$' $T
   step bench-cpu-w2 "W2 on the CPU backend, R=$w2_cpu_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_R="$w2_cpu_replicas" "$gputest" -test.run '^TestKitBenchW2CPU$' $T
   step bench-gpu-w3 "W3 on the device, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
+  step bench-gpu-w2-launch1 "W2 on the device, light kernels launched as before, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_CUDA_ROWGROUP=32 FEDAUDIT_CUDA_LIGHTITEMS=1 FEDAUDIT_BENCH_R="$w2_replicas" "$gputest" -test.run '^TestKitBenchW2GPU$' $T
+  step bench-gpu-w3-launch1 "W3 on the device, light kernels launched as before, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_CUDA_ROWGROUP=32 FEDAUDIT_CUDA_LIGHTITEMS=1 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step bench-gpu-w2-splitk "W2 on the device with split products, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_CUDA_SPLITK=1 FEDAUDIT_BENCH_R="$w2_replicas" "$gputest" -test.run '^TestKitBenchW2GPU$' $T
   step bench-gpu-w3-splitk "W3 on the device with split products, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_CUDA_SPLITK=1 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step profile-w1 "W1 profiled on the device, R=64,4096, 2 rounds" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_BENCH_ROUNDS=2 FEDAUDIT_BENCH_R=64,4096 "$gputest" -test.run '^TestKitBenchW1GPU$' $T

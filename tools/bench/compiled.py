@@ -85,7 +85,7 @@ def w1_local(w1, W1, b1, W2, b2, X, Y, idx, ghost):
     is one CUDA graph whose outputs are read before the next replay overwrites them. Compiled
     step by step instead, each step's outputs would be the next step's inputs, which
     torch.compile's CUDA graphs refuse ("accessing tensor output of CUDAGraphs that has been
-    overwritten by a subsequent run": its first sitting)."""
+    overwritten by a subsequent run": the sitting of 2026-11-27)."""
     M, B, DIN, NC = w1.M, w1.B, w1.DIN, w1.NC
     n = 2 * M
     ar = torch.arange(M, device=X.device)[:, None]

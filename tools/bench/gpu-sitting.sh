@@ -24,11 +24,12 @@
 # OUT/sitting.tgz is packed again after every step and on INT or TERM, so a sitting stopped from
 # outside keeps what it had measured.
 # Groups, in order (each kit group is one run.sh --only call with its own summary.md):
-#   1 kit: gpu-info, parity, bench-gpu-w2, profile-w2   torch: W2 batched, and compiled
-#     (reduce-overhead: the best PyTorch form of W2 in the first sitting)
+#   1 kit: gpu-info, parity, bench-gpu-w2 (and -launch1: the light kernels launched as in
+#     the sitting of 2026-11-27), profile-w2   torch: W2 batched, and compiled (reduce-overhead:
+#     the best PyTorch form of W2 in that sitting)
 #   2 kit: bench-gpu, bench-gpu-graphs, profile-w1      torch: W1 batched, batched_ghost, and
 #     batched_ghost compiled (reduce-overhead)
-#   3 kit: bench-gpu-w3, profile-w3, memory      torch: W3 vmap
+#   3 kit: bench-gpu-w3 (and -launch1), profile-w3, memory      torch: W3 vmap
 #   4 kit: precision-drift (an audit in tf32 and bf16 against fp32), the tf32 and bf16
 #     benchmarks of W1 and W2, w1-parity
 #   5 Nsight Compute (where installed): ncu's SpeedOfLight section (how close each kernel comes
@@ -174,17 +175,17 @@ if [ -n "$shim" ]; then
     say "skip check-w1-step: no w1_cuda.py in $ref or no torch for $py"
   fi
 else
-  # The first sitting (docs/benchmark-log.md, 2026-11-27) measured the forms left out here or
+  # The sitting of 2026-11-27 (docs/benchmark-log.md) measured the forms left out here or
   # moved to the end: torch's im2col form (76 replica-rounds/s, never competitive), the direct
   # convolutions (2.2x slower than the patch form) and split products (no change).
-  kitgroup kit-1 200 gpu-info,parity,bench-gpu-w2,profile-w2 --w2-replicas 64,1024 --w2-rounds 5
+  kitgroup kit-1 200 gpu-info,parity,bench-gpu-w2,bench-gpu-w2-launch1,profile-w2 --w2-replicas 64,1024 --w2-rounds 5
   run 60 torch-w2-batched "$py" "$ref/w2_cuda.py" --impl batched --replicas 64,1024 --rounds 5
   run 120 torch-w2-compile-reduce-overhead "$py" "$ref/compiled.py" --ref "$ref" --workload w2 --mode reduce-overhead -- --impl batched --replicas 64,1024 --rounds 5
   kitgroup kit-2 90 bench-gpu,bench-gpu-graphs,profile-w1 --replicas 64,1024,4096 --rounds 10
   run 45 torch-w1-batched "$py" "$ref/w1_cuda.py" --impl batched --replicas 64,1024,4096 --rounds 10
   run 45 torch-w1-ghost "$py" "$ref/w1_cuda.py" --impl batched_ghost --replicas 64,1024,4096 --rounds 10
   run 90 torch-w1-compile "$py" "$ref/compiled.py" --ref "$ref" --workload w1 --mode reduce-overhead -- --impl batched_ghost --replicas 64,4096 --rounds 10
-  kitgroup kit-3 120 bench-gpu-w3,profile-w3,memory --w3-replicas 8,16 --w3-rounds 2
+  kitgroup kit-3 120 bench-gpu-w3,bench-gpu-w3-launch1,profile-w3,memory --w3-replicas 8,16 --w3-rounds 2
   # The benchmark's own W3 reference where REF has it, else the repository's form of it.
   w3ref=$ref/w3_cuda.py
   [ -f "$w3ref" ] || w3ref=$ref/w3.py
@@ -204,8 +205,9 @@ else
   else
     say "skip ncu: Nsight Compute not found (PATH, CUDA_HOME, /usr/local/cuda)"
   fi
-  # Last, what the first sitting ran out of time for or measured once already: max-autotune's
-  # compilation took more than 120 s there; W3 vmap compiled; the alternative kernels.
+  # Last, what the sitting of 2026-11-27 ran out of time for or measured once already:
+  # max-autotune's compilation took more than 120 s there; W3 vmap compiled; the alternative
+  # kernels.
   run 180 torch-w2-compile-max-autotune "$py" "$ref/compiled.py" --ref "$ref" --workload w2 --mode max-autotune -- --impl batched --replicas 1024 --rounds 5
   run 120 torch-w3-compile "$py" "$ref/w3.py" --impl vmap --replicas 8 --rounds 2 --compile reduce-overhead
   kitgroup kit-5 120 bench-gpu-w2-direct,bench-gpu-w2-splitk,bench-gpu-w3-splitk --w2-replicas 64,1024 --w2-rounds 5 --w3-replicas 8 --w3-rounds 2
