@@ -22,18 +22,18 @@ import (
 // error from Err; a caller must check Err before trusting anything it downloaded (see
 // CheckRecorder).
 type Ops struct {
-	dev     Device
-	block   int
-	maxGrid int
-	// rowGroupMax and lightItems are Options.RowGroup and Options.LightItems.
-	rowGroupMax, lightItems int
-	maxBatch                int
-	syncEach                Syncer    // nil unless Options.SyncEachLaunch and the device is asynchronous
-	prof                    *profiler // nil unless Options.Profile; then dev is prof
-	splitK                  int       // the depth of a slice of a product computed in slices; 0: never
-	direct                  bool      // small convolutions by the direct kernels (Options.DirectConv)
-	err                     error
-	math                    Math // the matrix products' precision (SetPrecision)
+	dev         Device
+	block       int
+	maxGrid     int
+	maxBatch    int
+	syncEach    Syncer    // nil unless Options.SyncEachLaunch and the device is asynchronous
+	prof        *profiler // nil unless Options.Profile; then dev is prof
+	splitK      int       // the depth of a slice of a product computed in slices; 0: never
+	direct      bool      // small convolutions by the direct kernels (Options.DirectConv)
+	rowGroupMax int       // Options.RowGroup
+	lightItems  int       // Options.LightItems
+	err         error
+	math        Math // the matrix products' precision (SetPrecision)
 
 	// allocs maps the address of every live allocation to its bytes; live and peak sum them
 	// now and at most (MemoryStats).
