@@ -29,7 +29,8 @@ import (
 // products of small output and long depth run in depth slices ("gpu+splitk"); with
 // FEDAUDIT_CUDA_DIRECTCONV=1 the small convolutions run on the direct kernels ("gpu+direct");
 // FEDAUDIT_CUDA_ROWGROUP and FEDAUDIT_CUDA_LIGHTITEMS set the light kernels' launch shape
-// ("gpu+rowgroup32+items1" is the launch shape of the sitting of 2026-11-27).
+// ("gpu+rowgroup32+items1" is the launch shape of the sitting of 2026-11-27), and
+// FEDAUDIT_CUDA_HIDDENBLOCK the fused hidden step's block ("gpu+hidden1024").
 func TestKitBenchW1GPU(t *testing.T) { kitBenchGPU(t, paritytest.W1) }
 func TestKitBenchW2GPU(t *testing.T) { kitBenchGPU(t, paritytest.W2) }
 
@@ -70,6 +71,9 @@ func kitBenchGPU(t *testing.T, workload string) {
 	}
 	if n := os.Getenv(cuda.LightItemsEnv); n != "" {
 		backend += "+items" + n
+	}
+	if n := os.Getenv(cuda.HiddenBlockEnv); n != "" {
+		backend += "+hidden" + n
 	}
 	precision := compute.Precision(os.Getenv(paritytest.BenchPrecisionEnv))
 	forced := precision != "" && precision != compute.FP32

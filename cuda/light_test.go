@@ -103,3 +103,43 @@ func poolLaunches(t *testing.T, o *Ops, batch int) {
 		t.Fatal(err)
 	}
 }
+
+// hidden_step runs blocks of Options.Block threads (at most 256) unless Options.HiddenBlock or
+// its environment variable asks for more, up to its launch bound of 1,024.
+func TestHiddenStepBlock(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opt  Options
+		env  string
+		want int
+	}{
+		{"default", Options{}, "", 256},
+		{"Options.Block", Options{Block: 64}, "", 64},
+		{"Options.HiddenBlock", Options{HiddenBlock: 1024}, "", 1024},
+		{"above the launch bound", Options{HiddenBlock: 4096}, "", kernels.HiddenBlock},
+		{"environment", Options{}, "512", 512},
+		{"bad environment", Options{}, "lots", 256},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.env != "" {
+				t.Setenv(HiddenBlockEnv, c.env)
+			}
+			d := &blockDevice{failing: failing{live: map[uint64]bool{}}, blocks: map[kernels.Kernel]int{}}
+			c.opt.Unbatched = true
+			o := NewOps(d, c.opt)
+			m := func(rows, cols, batch int) compute.Mat {
+				return compute.Mat{Buf: o.Alloc(rows * cols * max(batch, 1)), Rows: rows, Cols: cols, Stride: cols, Batch: batch, BatchStride: rows * cols}
+			}
+			pr := m(1, 3*2+3+3*2+2, 2) // W1 3 x 2, b1 3, W2 2 x 3, b2 2
+			hb := m(4, 3, 2)
+			o.HiddenStep(&compute.HiddenStepArgs{Act: compute.Tanh, Pre: hb, Params: pr, Anchor: pr, Gram: m(4, 4, 1), Prev: m(4, 3, 2),
+				Labels: m(4, 1, 1), GX: m(4, 4, 1), U: hb, B1: 6, W2: 9, B2: 15, H: 3, Cls: 2, Eta: 0.1, V: 1, Alpha: 0.5})
+			if err := o.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if got := d.blocks[kernels.HiddenStep]; got != c.want {
+				t.Errorf("hidden_step launched with blocks of %d threads, want %d", got, c.want)
+			}
+		})
+	}
+}

@@ -32,6 +32,7 @@ type Ops struct {
 	direct      bool      // small convolutions by the direct kernels (Options.DirectConv)
 	rowGroupMax int       // Options.RowGroup
 	lightItems  int       // Options.LightItems
+	hiddenBlock int       // threads per block of hidden_step (Options.HiddenBlock)
 	err         error
 	math        Math // the matrix products' precision (SetPrecision)
 
@@ -141,7 +142,16 @@ type Options struct {
 	// 2026-11-27, before these options: the kit times both in one sitting. The environment
 	// variables FEDAUDIT_CUDA_ROWGROUP and FEDAUDIT_CUDA_LIGHTITEMS set them too.
 	RowGroup, LightItems int
+	// HiddenBlock is the threads per block of the fused hidden step (hidden_step), at most
+	// 1,024 (kernels.HiddenBlock); 0 keeps Block's (at most 256). hidden_step runs a block
+	// per replica, so at few replicas (W1 at 64: 64 blocks) larger blocks give each replica's
+	// step more threads. Off by default until measured on hardware (the kit's
+	// bench-gpu-hidden1024); FEDAUDIT_CUDA_HIDDENBLOCK sets it too.
+	HiddenBlock int
 }
+
+// HiddenBlockEnv is the environment variable that sets Options.HiddenBlock.
+const HiddenBlockEnv = "FEDAUDIT_CUDA_HIDDENBLOCK"
 
 // RowGroupEnv and LightItemsEnv are the environment variables that set Options.RowGroup and
 // Options.LightItems (a positive integer; anything else leaves the default).
@@ -197,6 +207,7 @@ func NewOps(dev Device, opt Options) *Ops {
 	o.direct = opt.DirectConv || os.Getenv(DirectConvEnv) == "1"
 	o.rowGroupMax = powerOfTwoAtMost(optOrEnv(opt.RowGroup, RowGroupEnv, defaultRowGroup), 32)
 	o.lightItems = optOrEnv(opt.LightItems, LightItemsEnv, defaultLightItems)
+	o.hiddenBlock = min(optOrEnv(opt.HiddenBlock, HiddenBlockEnv, min(o.block, maxBlock)), kernels.HiddenBlock)
 	if profileWanted(opt) {
 		o.prof = newProfiler(dev)
 		o.dev = o.prof
@@ -886,7 +897,7 @@ func (o *Ops) HiddenStep(a *compute.HiddenStepArgs) {
 		mat(a.Prev).i64(a.Prev.Rows).ptr(addr(a.Labels)).i64(a.Labels.Stride).
 		ptr(addr(gx)).i64(gx.Stride).mat(a.U).ptr(scratch).i64(sbs).i64(a.B1).
 		i64(B).i64(H).i64(C).f32(a.Eta).f32(a.V).f32(a.Alpha).i64(R)
-	o.launchBlocks(kernels.HiddenStep, R, min(o.block, kernels.HiddenBlock))
+	o.launchBlocks(kernels.HiddenStep, R, o.hiddenBlock)
 }
 
 // launchBlocks runs block kernel k with one block per item (at most maxGrid blocks, which

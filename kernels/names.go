@@ -66,7 +66,7 @@ const HiddenSharedFloats = 9216
 
 // HiddenBlock is the most threads per block of hidden_step (HIDDEN_BLOCK in step.cu, its
 // launch bound).
-const HiddenBlock = 256
+const HiddenBlock = 1024
 
 // Name is the kernel's entry point (its extern "C" name).
 func (k Kernel) Name() string { return kernelNames[k] }

@@ -14,9 +14,12 @@
 // working set 2 C H + 2 H + 2 C + 2 B H + B C does not fit uses global scratch instead.
 #define HIDDEN_SHARED_FLOATS 9216
 
-// HIDDEN_BLOCK is the most threads per block hidden_step is launched with; with at least 4
-// blocks per multiprocessor the compiler keeps it within 64 registers a thread.
-#define HIDDEN_BLOCK 256
+// HIDDEN_BLOCK is the most threads per block hidden_step can be launched with: a block of
+// 1,024 threads at 64 registers each fills a multiprocessor's 65,536, so the launch bound keeps
+// the kernel within 64 registers a thread, as the earlier bound of 256 threads and 4 blocks
+// did. cuda.Ops launches 256 threads a block unless Options.HiddenBlock asks for more (at few
+// replicas, few blocks: W1 at 64 replicas runs 64 blocks on an H100's 132 multiprocessors).
+#define HIDDEN_BLOCK 1024
 
 // hidden_step is compute.HiddenStepArgs' step for every replica r < batch, block-stride over the
 // replicas (grid may be smaller than batch). Per replica, pre (B x H) holds x W_0^T on entry and
@@ -36,7 +39,7 @@
 // The activations, the small layer, dl, delta and the gradient live in shared memory (scratch
 // null) or in scratch + r sbs (floats) when they do not fit; pre is updated in place in global
 // memory, as the CPU backend updates it.
-extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 4) hidden_step(int act, float* pre, i64 ps, i64 pbs, float* params, i64 wbs,
+extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int act, float* pre, i64 ps, i64 pbs, float* params, i64 wbs,
                                        const float* anchor, i64 abs_, const float* gram, i64 gs,
                                        float* prev, i64 vs, i64 vbs, i64 kp, const float* labels,
                                        i64 ls, const float* gx, i64 xs, float* u, i64 us, i64 ubs,

@@ -20,7 +20,7 @@ import (
 func TestHiddenStepLaunchIndependent(t *testing.T) {
 	for _, sz := range []struct{ B, H, C int }{{32, 64, 10}, {5, 7, 3}, {64, 112, 10}} {
 		var ref [][]float32
-		for _, opt := range []cuda.Options{{}, {Block: 7, MaxGrid: 2}, {Block: 64, MaxGrid: 1}, {Block: 1}} {
+		for _, opt := range []cuda.Options{{}, {Block: 7, MaxGrid: 2}, {Block: 64, MaxGrid: 1}, {Block: 1}, {HiddenBlock: 1024}, {HiddenBlock: 512, MaxGrid: 1}} {
 			d := &countingDevice{Device: device(t), perKernel: map[kernels.Kernel]int{}}
 			ops := cuda.NewOps(d, opt)
 			var launches, stages, reads int

@@ -27,8 +27,9 @@
 #   1 kit: gpu-info, parity, bench-gpu-w2 (and -launch1: the light kernels launched as in
 #     the sitting of 2026-11-27), profile-w2   torch: W2 batched, and compiled (reduce-overhead:
 #     the best PyTorch form of W2 in that sitting)
-#   2 kit: bench-gpu, bench-gpu-graphs, profile-w1      torch: W1 batched, batched_ghost, and
-#     batched_ghost compiled (reduce-overhead)
+#   2 kit: bench-gpu, bench-gpu-hidden1024 (the fused hidden step in blocks of 1,024),
+#     profile-w1      torch: W1 batched, batched_ghost, and batched_ghost compiled
+#     (reduce-overhead)
 #   3 kit: bench-gpu-w3 (and -launch1), profile-w3, memory      torch: W3 vmap
 #   4 kit: precision-drift (an audit in tf32 and bf16 against fp32), the tf32 and bf16
 #     benchmarks of W1 and W2, w1-parity
@@ -36,7 +37,8 @@
 #     to the device's memory and compute limits) for 80 launches of W2 at R 64 after its
 #     warm-up round, and for 80 of W1 at R 4096
 #   6 W2 compiled in max-autotune mode, W3 vmap compiled (reduce-overhead), and the kit's
-#     alternatives: bench-gpu-w2-direct, bench-gpu-w2-splitk, bench-gpu-w3-splitk
+#     alternatives: bench-gpu-graphs, bench-gpu-w2-direct, bench-gpu-w2-splitk,
+#     bench-gpu-w3-splitk
 # Exit status 0 when the archive was written (the steps' own outcomes are in the logs).
 set -uo pipefail
 
@@ -181,7 +183,7 @@ else
   kitgroup kit-1 200 gpu-info,parity,bench-gpu-w2,bench-gpu-w2-launch1,profile-w2 --w2-replicas 64,1024 --w2-rounds 5
   run 60 torch-w2-batched "$py" "$ref/w2_cuda.py" --impl batched --replicas 64,1024 --rounds 5
   run 120 torch-w2-compile-reduce-overhead "$py" "$ref/compiled.py" --ref "$ref" --workload w2 --mode reduce-overhead -- --impl batched --replicas 64,1024 --rounds 5
-  kitgroup kit-2 90 bench-gpu,bench-gpu-graphs,profile-w1 --replicas 64,1024,4096 --rounds 10
+  kitgroup kit-2 90 bench-gpu,bench-gpu-hidden1024,profile-w1 --replicas 64,1024,4096 --rounds 10
   run 45 torch-w1-batched "$py" "$ref/w1_cuda.py" --impl batched --replicas 64,1024,4096 --rounds 10
   run 45 torch-w1-ghost "$py" "$ref/w1_cuda.py" --impl batched_ghost --replicas 64,1024,4096 --rounds 10
   run 90 torch-w1-compile "$py" "$ref/compiled.py" --ref "$ref" --workload w1 --mode reduce-overhead -- --impl batched_ghost --replicas 64,4096 --rounds 10
@@ -210,7 +212,7 @@ else
   # kernels.
   run 180 torch-w2-compile-max-autotune "$py" "$ref/compiled.py" --ref "$ref" --workload w2 --mode max-autotune -- --impl batched --replicas 1024 --rounds 5
   run 120 torch-w3-compile "$py" "$ref/w3.py" --impl vmap --replicas 8 --rounds 2 --compile reduce-overhead
-  kitgroup kit-5 120 bench-gpu-w2-direct,bench-gpu-w2-splitk,bench-gpu-w3-splitk --w2-replicas 64,1024 --w2-rounds 5 --w3-replicas 8 --w3-rounds 2
+  kitgroup kit-5 120 bench-gpu-graphs,bench-gpu-w2-direct,bench-gpu-w2-splitk,bench-gpu-w3-splitk --replicas 64,4096 --rounds 10 --w2-replicas 64,1024 --w2-rounds 5 --w3-replicas 8 --w3-rounds 2
 fi
 say "gpu-sitting: done in $((SECONDS - start)) s"
 trap - INT TERM
