@@ -311,8 +311,9 @@ func TestSplitSeedRecorded(t *testing.T) {
 // every round and the final model is exactly as private as the composition bound (1.34 at
 // T = 20), while the convergent bound with the given L = 10 (at least the certified 1e-6) is
 // 0.385. The attack certifies about 0.98: above the convergent bound, below the composition
-// bound. Every path that prints a verdict calls it consistent, with the convergent bound
-// exceeded as a note; before, a given L at or above the certified one made the convergent
+// bound. Every path that prints a verdict (run, analyze, report, shards trained apart and
+// the cluster finish job's run --shards, the runs exported and imported) calls it consistent,
+// with the convergent bound exceeded as a note; before, a given L at or above the certified one made the convergent
 // bound a proven bound and the deployment VIOLATED (exit 3).
 func TestConvergentEstimateExceededIsNoViolation(t *testing.T) {
 	const raw = `name: linear-canary
@@ -351,5 +352,27 @@ audit:
 		if code, stdout, _ := cli(t, args...); code != 0 || strings.Contains(stdout, "VIOLATED") || !strings.Contains(stdout, "exceeds estimate") {
 			t.Errorf("%v: exit %d, want 0 and the estimate exceeded:\n%s", args, code, stdout)
 		}
+	}
+	// The cluster path: two shards trained apart, then the finish job's `audit run --shards`
+	// (deploy/slurm/finish.sbatch), judges alike.
+	sharded := filepath.Join(work, "sharded")
+	for _, shard := range []string{"0/2", "1/2"} {
+		if code, stdout, stderr := cli(t, "train", "--config", cfg, "--out", sharded, "--shard", shard, "--quiet"); code != 0 {
+			t.Fatalf("train --shard %s: exit %d\n%s\n%s", shard, code, stdout, stderr)
+		}
+	}
+	if code, stdout, _ := cli(t, "run", "--config", cfg, "--out", sharded, "--shards", "2", "--quiet"); code != 0 || strings.Contains(stdout, "VIOLATED") || !strings.Contains(stdout, "exceeds estimate") {
+		t.Errorf("the finish job's run --shards 2: exit %d, want 0 and the estimate exceeded:\n%s", code, stdout)
+	}
+	// Imported runs: the same runs exported as snapshots and imported judge alike.
+	snaps, imp := filepath.Join(work, "snaps"), filepath.Join(work, "imported")
+	if code, stdout, stderr := cli(t, "export", "--format", "safetensors", dir, "--out", snaps); code != 0 {
+		t.Fatalf("export: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, stdout, stderr := cli(t, "import", "--manifest", filepath.Join(snaps, "manifest.csv"), "--config", filepath.Join(snaps, "config.json"), "--out", imp); code != 0 {
+		t.Fatalf("import: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, stdout, _ := cli(t, "run", "--config", filepath.Join(imp, "config.json"), "--out", imp, "--quiet"); code != 0 || strings.Contains(stdout, "VIOLATED") || !strings.Contains(stdout, "exceeds estimate") {
+		t.Errorf("run on the imported runs: exit %d, want 0 and the estimate exceeded:\n%s", code, stdout)
 	}
 }
