@@ -47,11 +47,12 @@ if [ $# -lt 3 ]; then
   exit 2
 fi
 kit=$1
+unpacked=
 if [ -f "$kit" ]; then
   # A packed kit (tar -czf kit.tgz -C bin gpu-kit): the repository's tracked files travel to the
   # device too, and with them the unpacked kit no longer fits the runner's 64 MiB.
   unpacked=$(mktemp -d) || exit 2
-  tar -xzf "$kit" -C "$unpacked" || { echo "gpu-sitting: cannot unpack $kit" >&2; exit 2; }
+  tar -xzf "$kit" -C "$unpacked" || { echo "gpu-sitting: cannot unpack $kit" >&2; rm -rf "$unpacked"; exit 2; }
   kit=$(ls -d "$unpacked"/*/ | head -1)
 fi
 kit=$(cd "$kit" && pwd) || exit 2
@@ -127,6 +128,7 @@ interrupted() {
   [ -n "$child" ] && kill -TERM "$child" 2> /dev/null
   pack
   digest
+  [ -n "$unpacked" ] && rm -rf "$unpacked"
   exit 130
 }
 trap interrupted INT TERM
@@ -219,4 +221,5 @@ trap - INT TERM
 pack
 rc=$?
 digest
+[ -n "$unpacked" ] && rm -rf "$unpacked"
 exit $rc
