@@ -144,6 +144,11 @@ type HiddenStepper interface {
 // respect to every parameter, clips the whole gradient to V (the first weight matrix's part
 // from the Gram matrix GX of the minibatch), updates b1, W2, b2 in Params (FedProx: towards
 // Anchor first) and writes U = -Eta c delta, delta the gradient with respect to Pre.
+//
+// With Groups > 1 the call is Groups independent steps of Pre.Batch replicas each (several
+// clients' steps of a round in one call: train/deferred.go): element (g, r) reads every
+// argument where replica r of the step reads it, plus g times the argument's GroupStrides
+// entry. Each element is computed exactly as alone, so the grouping never changes a bit.
 type HiddenStepArgs struct {
 	Act                 Activation
 	Pre, Params, Anchor Mat
@@ -151,7 +156,48 @@ type HiddenStepArgs struct {
 	Labels, GX, U       Mat
 	B1, W2, B2, H, Cls  int // offsets of b1, W2, b2 in a parameter row; hidden width; classes
 	Eta, V, Alpha       float32
+	Groups              int // 0 or 1: one step
+	GroupStrides        HiddenGroupStrides
 }
+
+// HiddenGroupStrides are the offsets, in floats, between consecutive groups of a grouped
+// HiddenStep, per argument (0 shares an argument between the groups).
+type HiddenGroupStrides struct {
+	Pre, Params, Anchor, Gram, Prev, Labels, GX, U int
+}
+
+// GroupCount is the number of groups of a: Groups, at least 1.
+func (a *HiddenStepArgs) GroupCount() int { return max(1, a.Groups) }
+
+// Group returns group g's step alone: a with every argument moved by g times its stride.
+func (a *HiddenStepArgs) Group(g int) HiddenStepArgs {
+	s := *a
+	gs := a.GroupStrides
+	s.Pre.Off += g * gs.Pre
+	s.Params.Off += g * gs.Params
+	s.Anchor.Off += g * gs.Anchor
+	s.Gram.Off += g * gs.Gram
+	s.Prev.Off += g * gs.Prev
+	s.Labels.Off += g * gs.Labels
+	s.GX.Off += g * gs.GX
+	s.U.Off += g * gs.U
+	s.Groups, s.GroupStrides = 1, HiddenGroupStrides{}
+	return s
+}
+
+// ClientBatcher is implemented by backends that gain from running several clients' local
+// steps in one call (a GPU at few replicas: one block per replica leaves most of the device
+// idle, and every launch pays its latency). ClientBatch returns the most replica steps
+// (replicas times clients) it wants in one grouped HiddenStep, 0 for none; the engine groups
+// as many clients of a round as fit, and at most MaxClientBatch steps. Results do not depend
+// on it: the grouped step computes every element as alone.
+type ClientBatcher interface {
+	ClientBatch() int
+}
+
+// MaxClientBatch caps ClientBatch, so that the memory it takes (the grouped clients'
+// pre-activations and parameters) stays a fixed amount that the memory estimate can count.
+const MaxClientBatch = 4096
 
 // DeviceClipper is implemented by backends that compute whole-gradient clip factors in their
 // own memory, so that a clipped local step needs no copy to the host: on a GPU, computing the

@@ -66,12 +66,25 @@ type hiddenJob struct {
 func (c *Backend) HiddenStep(a *compute.HiddenStepArgs) {
 	j := &c.hidden
 	j.be, j.a = c, a
-	c.pool.doSized(j, a.Pre.Batch, a.Pre.Batch*a.Pre.Rows*a.H*a.Cls*8)
+	n := a.Pre.Batch * a.GroupCount()
+	c.pool.doSized(j, n, n*a.Pre.Rows*a.H*a.Cls*8)
 	j.a = nil
 }
 
-func (j *hiddenJob) run(r, worker int) {
+// run is the step of element b: replica b, or of a grouped step replica b % Pre.Batch of
+// group b / Pre.Batch, computed as that group alone.
+func (j *hiddenJob) run(b, worker int) {
 	a := j.a
+	if a.Groups > 1 {
+		n := a.Pre.Batch
+		g := a.Group(b / n)
+		j.step(&g, b%n, worker)
+		return
+	}
+	j.step(a, b, worker)
+}
+
+func (j *hiddenJob) step(a *compute.HiddenStepArgs, r, worker int) {
 	B, H, C := a.Pre.Rows, a.H, a.Cls
 	cpad := (C + 15) &^ 15 // the logits' row, padded for the SIMD product
 	s := &j.be.scratch[worker].hidden
@@ -85,7 +98,7 @@ func (j *hiddenJob) run(r, worker int) {
 	grad := s.grad[:H+C*H+C]
 	gb1, gw2, gb2 := grad[:H], grad[H:H+C*H], grad[H+C*H:]
 	e := s.e[:B*H]
-	j.addPrev(r, pre, e)
+	addPrev(a, r, pre, e)
 	// Forward: post = act(pre + b1); logits z = post W2^T + b2 (W2^T padded with zero columns).
 	for i := 0; i < B; i++ {
 		p := pre[i*a.Pre.Stride:][:H]
@@ -101,7 +114,7 @@ func (j *hiddenJob) run(r, worker int) {
 	}
 	zs := s.z[:B*cpad]
 	mulSmall(B, H, cpad, post, H, 1, w2t, cpad, zs, cpad)
-	j.softmaxXent(s, zs, b2, dl, gb2, B, C, cpad)
+	softmaxXent(a, s, zs, b2, dl, gb2, B, C, cpad)
 	// Backward: delta = (dl W2) act'(pre), gW2 = dl^T post, gb1 = column sums of delta.
 	mulSmall(B, C, H, dl, C, 1, w2, H, delta, H)
 	mulSmall(C, B, H, dl, 1, C, post, H, gw2, H)
@@ -111,7 +124,7 @@ func (j *hiddenJob) run(r, worker int) {
 		activateGrad(a.Act, pre[i*a.Pre.Stride:][:H], post[i*H:(i+1)*H], di)
 		subScaled(-1, di, gb1)
 	}
-	coef := j.clipCoef(delta, e, grad)
+	coef := clipCoef(a, delta, e, grad)
 	rest := prow[a.B1 : a.B1+len(grad)]
 	if a.Alpha != 0 {
 		an := data(a.Anchor.Buf)[a.Anchor.Off+r*a.Anchor.BatchStride+a.B1:][:len(rest)]
@@ -132,8 +145,7 @@ func (j *hiddenJob) run(r, worker int) {
 // scales Prev by 1 - Eta Alpha (FedProx's pull towards the anchor); e is scratch of B x H.
 // It is its own piece because it brings pre up to the current first layer, which the
 // forward pass then reads as plain pre-activations; without Prev rows it does nothing.
-func (j *hiddenJob) addPrev(r int, pre, e []float32) {
-	a := j.a
+func addPrev(a *compute.HiddenStepArgs, r int, pre, e []float32) {
 	B, H := a.Pre.Rows, a.H
 	kp := a.Prev.Rows
 	if kp <= 0 {
@@ -156,8 +168,7 @@ func (j *hiddenJob) addPrev(r int, pre, e []float32) {
 // dl = (softmax - onehot) / B, as SoftmaxXent computes it, and gb2 to dl's column sums. It is
 // its own piece because it is the loss's gradient at the logits, computed per sample in
 // float64 from the labels, between the forward and the backward products.
-func (j *hiddenJob) softmaxXent(s *hiddenScratch, zs, b2, dl, gb2 []float32, B, C, cpad int) {
-	a := j.a
+func softmaxXent(a *compute.HiddenStepArgs, s *hiddenScratch, zs, b2, dl, gb2 []float32, B, C, cpad int) {
 	labels := data(a.Labels.Buf)[a.Labels.Off:]
 	scale := 1 / float32(B)
 	clear(gb2)
@@ -203,8 +214,7 @@ func (j *hiddenJob) softmaxXent(s *hiddenScratch, zs, b2, dl, gb2 []float32, B, 
 // scratch of B x H), the rest (grad) directly; 1 without clipping (V <= 0) or within V, NaN
 // for a NaN norm. It is its own piece because it is the per-example clipping of DP-SGD,
 // apart from the gradient it scales.
-func (j *hiddenJob) clipCoef(delta, e, grad []float32) float32 {
-	a := j.a
+func clipCoef(a *compute.HiddenStepArgs, delta, e, grad []float32) float32 {
 	B, H := a.Pre.Rows, a.H
 	coef := float32(1)
 	if a.V > 0 {

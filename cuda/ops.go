@@ -871,7 +871,8 @@ var _ compute.HiddenStepper = (*Ops)(nil)
 // the CPU backend's fused step; the two agree to float32 rounding (the parity suite's
 // HiddenStep case states the tolerance).
 func (o *Ops) HiddenStep(a *compute.HiddenStepArgs) {
-	R, B, H, C := a.Pre.Batch, a.Pre.Rows, a.H, a.Cls
+	n, B, H, C := a.Pre.Batch, a.Pre.Rows, a.H, a.Cls
+	R := n * a.GroupCount() // blocks' items: every group's replicas
 	if o.err != nil || R == 0 || B == 0 {
 		return
 	}
@@ -884,19 +885,28 @@ func (o *Ops) HiddenStep(a *compute.HiddenStepArgs) {
 	if sbs > kernels.HiddenSharedFloats {
 		scratch = o.grow(&o.hidden, (R*sbs+1)/2)
 	}
+	gs := a.GroupStrides
+	if a.GroupCount() == 1 {
+		gs = compute.HiddenGroupStrides{}
+	}
 	var anchor compute.Mat
 	if a.Alpha != 0 {
 		anchor = a.Anchor
+	} else {
+		gs.Anchor = 0
 	}
 	var gx compute.Mat
 	if a.V > 0 {
 		gx = a.GX
+	} else {
+		gs.GX = 0
 	}
 	o.args.reset().u32(uint32(a.Act)).mat(a.Pre).ptr(addr(a.Params)).i64(a.Params.BatchStride).
 		ptr(addr(anchor)).i64(anchor.BatchStride).ptr(addr(a.Gram)).i64(a.Gram.Stride).
 		mat(a.Prev).i64(a.Prev.Rows).ptr(addr(a.Labels)).i64(a.Labels.Stride).
 		ptr(addr(gx)).i64(gx.Stride).mat(a.U).ptr(scratch).i64(sbs).i64(a.B1).
-		i64(B).i64(H).i64(C).f32(a.Eta).f32(a.V).f32(a.Alpha).i64(R)
+		i64(B).i64(H).i64(C).f32(a.Eta).f32(a.V).f32(a.Alpha).i64(R).
+		i64(n).i64(gs.Pre).i64(gs.Params).i64(gs.Anchor).i64(gs.Gram).i64(gs.Prev).i64(gs.Labels).i64(gs.GX).i64(gs.U)
 	o.launchBlocks(kernels.HiddenStep, R, o.hiddenBlock)
 }
 

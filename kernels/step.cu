@@ -22,7 +22,9 @@
 #define HIDDEN_BLOCK 1024
 
 // hidden_step is compute.HiddenStepArgs' step for every replica r < batch, block-stride over the
-// replicas (grid may be smaller than batch). Per replica, pre (B x H) holds x W_0^T on entry and
+// replicas (grid may be smaller than batch). A grouped step (several clients' steps at once)
+// numbers replica q of group g as r = g per + q, and every argument of group g lies its group
+// stride (pgs, wgs, ...) times g further on. Per replica, pre (B x H) holds x W_0^T on entry and
 // the parameter row holds b1 (H), W2 (C x H), b2 (C) contiguously from offset ob1 (train's MLP
 // layout; the host checks it). In the CPU backend's order of operations (cpu/fused.go):
 //
@@ -44,7 +46,9 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
                                        float* prev, i64 vs, i64 vbs, i64 kp, const float* labels,
                                        i64 ls, const float* gx, i64 xs, float* u, i64 us, i64 ubs,
                                        float* scratch, i64 sbs, i64 ob1, i64 rows, i64 hidden,
-                                       i64 classes, float eta, float v, float alpha, i64 batch) {
+                                       i64 classes, float eta, float v, float alpha, i64 batch,
+                                       i64 per, i64 pgs, i64 wgs, i64 ags, i64 ggs, i64 vgs, i64 lgs,
+                                       i64 xgs, i64 ugs) {
 	__shared__ float sm[HIDDEN_SHARED_FLOATS];
 	__shared__ double part[2 * FEDAUDIT_PARTIALS];
 	__shared__ float coef_s;
@@ -63,9 +67,15 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 		float* gb1 = grad;
 		float* gw2 = grad + H;
 		float* gb2 = grad + H + CH;
-		float* prow = params + r * wbs + ob1;
-		float* P = pre + r * pbs;
-		float* V = prev + r * vbs;
+		// Element r is replica q of group g (one group unless the host groups several clients'
+		// steps: compute.HiddenStepArgs' Groups); each argument moves by its group stride.
+		const i64 g = r / per, q = r - g * per;
+		float* prow = params + q * wbs + g * wgs + ob1;
+		float* P = pre + q * pbs + g * pgs;
+		float* V = prev ? prev + q * vbs + g * vgs : prev;
+		const float* gram_g = gram ? gram + g * ggs : gram;
+		const float* labels_g = labels + g * lgs;
+		const float* gx_g = gx ? gx + g * xgs : gx;
 
 		for (int i = t; i < H; i += nt) b1s[i] = prow[i];
 		for (int i = t; i < CH; i += nt) w2s[i] = prow[H + i];
@@ -78,10 +88,10 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 			float* pp = P + i * ps + c;
 			float p = *pp;
 			if (K > 0) {
-				const float* g = gram + i * gs;
+				const float* gr = gram_g + i * gs;
 				const float* pv = V + c;
 				float s = 0.0f;
-				for (int k = 0; k < K; k++) s += g[k] * pv[k * vs];
+				for (int k = 0; k < K; k++) s += gr[k] * pv[k * vs];
 				p = p + s;
 			}
 			p = p + b1s[c];
@@ -113,7 +123,7 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 		const float scale = 1.0f / (float)B;
 		for (int i = t; i < B; i += nt) {
 			float* z = dl + i * C;
-			int y = (int)labels[i * ls];
+			int y = (int)labels_g[i * ls];
 			float mx = z[0];
 			for (int c = 0; c < C; c++) mx = go_maxf(mx, z[c]);
 			double s = 0;
@@ -160,10 +170,10 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 				double s = 0;
 				for (int e = p; e < BH; e += FEDAUDIT_PARTIALS) {
 					int i = e / H, k = e - i * H;
-					const float* g = gx + i * xs;
-					float q = 0.0f;
-					for (int j = 0; j < B; j++) q += g[j] * delta[j * H + k];
-					s += (double)delta[e] * (double)q;
+					const float* gr = gx_g + i * xs;
+					float qs = 0.0f;
+					for (int j = 0; j < B; j++) qs += gr[j] * delta[j * H + k];
+					s += (double)delta[e] * (double)qs;
 				}
 				part[p] = s;
 			}
@@ -176,8 +186,8 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 			for (int p = t; p < FEDAUDIT_PARTIALS; p += nt) {
 				double s = 0;
 				for (int e = p; e < ng; e += FEDAUDIT_PARTIALS) {
-					double g = grad[e];
-					s += g * g;
+					double gv = grad[e];
+					s += gv * gv;
 				}
 				part[FEDAUDIT_PARTIALS + p] = s;
 			}
@@ -187,8 +197,8 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 			float c = 1.0f;
 			if (v > 0.0f) {
 				double s1 = 0, s2 = 0;
-				for (int q = 0; q < FEDAUDIT_PARTIALS; q++) s1 += part[q];
-				for (int q = 0; q < FEDAUDIT_PARTIALS; q++) s2 += part[FEDAUDIT_PARTIALS + q];
+				for (int j = 0; j < FEDAUDIT_PARTIALS; j++) s1 += part[j];
+				for (int j = 0; j < FEDAUDIT_PARTIALS; j++) s2 += part[FEDAUDIT_PARTIALS + j];
 				double n = sqrt(s1 + s2);
 				if (n > (double)v)
 					c = (float)((double)v / n);
@@ -203,13 +213,13 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 		const float c = coef_s;
 		const float ec = eta * c, mec = -eta * c;
 		const float ea = eta * alpha;
-		const float* an = anchor ? anchor + r * abs_ + ob1 : 0;
+		const float* an = anchor ? anchor + q * abs_ + g * ags + ob1 : 0;
 		for (int e = t; e < ng; e += nt) {
 			float w = prow[e];
 			if (alpha != 0.0f) w = ea * an[e] + (1.0f - ea) * w;
 			prow[e] = w - ec * grad[e];
 		}
-		float* U = u + r * ubs;
+		float* U = u + q * ubs + g * ugs;
 		for (int e = t; e < BH; e += nt) {
 			int i = e / H, k = e - i * H;
 			U[i * us + k] = mec * delta[e];

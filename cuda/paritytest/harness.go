@@ -61,6 +61,7 @@ func All(t *testing.T, f Factory) {
 		{"AxpbyCoefs", testAxpbyCoefs},
 		{"Fused", testFused},
 		{"HiddenStep", testHiddenStep},
+		{"HiddenStepGroups", testHiddenStepGroups},
 		{"Im2col", testIm2col},
 		{"Col2im", testCol2im},
 		{"Pool", testPool},

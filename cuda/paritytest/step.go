@@ -311,3 +311,137 @@ func ulp32(x float32) float64 {
 	a := float32(math.Abs(float64(x)))
 	return float64(math.Nextafter32(a, float32(math.Inf(1))) - a)
 }
+
+// groupedCase is a grouped hidden step (compute.HiddenStepArgs.Groups): groups independent
+// steps of replicas replicas each, laid out as the engine lays out several clients' steps of
+// a round (train/deferred.go): pre and the parameters group-major, the factors (prev and u,
+// one buffer) replica-major with a replica's groups adjacent, the anchor shared by the groups,
+// and gram, gx and labels one per group.
+type groupedCase struct {
+	name                  string
+	rows, h, cls, kp, in  int
+	replicas, groups, gap int // gap: floats between groups of the group-major arguments
+	act                   compute.Activation
+	alpha, v              float32
+}
+
+var groupedCases = []groupedCase{
+	{"w1-shape", 32, 64, 10, 64, 20, 2, 3, 0, compute.Tanh, 0, 0.02},
+	{"odd-relu-fedprox", 5, 7, 3, 10, 4, 3, 4, 5, compute.ReLU, 0.5, 0.02},
+	{"unclipped-softplus", 4, 9, 2, 0, 3, 1, 5, 1, compute.Softplus, 0, 0},
+}
+
+// testHiddenStepGroups checks that a grouped step gives every group what its step alone gives:
+// the reference runs the CPU backend's step once per group (HiddenStepArgs.Group); the CPU
+// backend's grouped call must give its bits, the backend under test's grouped call must agree
+// with it to hiddenRel, as an ungrouped step must (testHiddenStep).
+func testHiddenStepGroups(t *testing.T, f Factory) {
+	for _, o := range launchConfigs {
+		for _, c := range groupedCases {
+			t.Run(cfgName(o)+"/"+c.name, func(t *testing.T) {
+				w := newTwin(t, f, o)
+				hs, ok := w.ops.(compute.HiddenStepper)
+				if !ok {
+					t.Skip("the backend has no fused hidden step")
+				}
+				runGroupedCase(t, w, hs, c)
+			})
+		}
+	}
+}
+
+func runGroupedCase(t *testing.T, w *twin, hs compute.HiddenStepper, c groupedCase) {
+	B, H, C, kp, n, G := c.rows, c.h, c.cls, c.kp, c.replicas, c.groups
+	ob1 := H * c.in
+	d := ob1 + H + C*H + C
+	kb := kp + B
+	small := func(s float64) func(int) float32 {
+		return func(int) float32 { return float32(s * w.rng.NormFloat64()) }
+	}
+	paramsGS := n*d + c.gap
+	params := w.buf(G*paramsGS, small(0.3))
+	anchor := w.buf(n*d, small(0.3))
+	preGS := n*B*H + c.gap
+	pre := w.buf(G*preGS, small(1))
+	factors := w.buf(n*G*kb*H, small(0.01)) // prev's rows, then u's (overwritten)
+	gramVals := make([]float32, G*B*kb)
+	for g := 0; g < G; g++ {
+		gx := randomGram(w, B, c.in+5)
+		for i := 0; i < B; i++ {
+			for j := 0; j < kb; j++ {
+				v := float32(w.rng.NormFloat64())
+				if j >= kp {
+					v = gx[i*B+j-kp]
+				}
+				gramVals[(g*B+i)*kb+j] = v
+			}
+		}
+	}
+	gram := w.buf(len(gramVals), func(i int) float32 { return gramVals[i] })
+	labels := w.buf(G*B, func(i int) float32 { return float32((i*5 + 1) % C) })
+	args := func(k int) compute.HiddenStepArgs {
+		m := func(id int, shape compute.Mat) compute.Mat { shape.Buf = w.bufs[id][k]; return shape }
+		return compute.HiddenStepArgs{Act: c.act,
+			Pre:    m(pre, compute.Mat{Rows: B, Cols: H, Stride: H, Batch: n, BatchStride: B * H}),
+			Params: m(params, compute.Mat{Rows: 1, Cols: d, Stride: d, Batch: n, BatchStride: d}),
+			Anchor: m(anchor, compute.Mat{Rows: 1, Cols: d, Stride: d, Batch: n, BatchStride: d}),
+			Gram:   m(gram, compute.Mat{Rows: B, Cols: kp, Stride: kb, Batch: 1}),
+			Prev:   m(factors, compute.Mat{Rows: kp, Cols: H, Stride: H, Batch: n, BatchStride: G * kb * H}),
+			Labels: m(labels, compute.Mat{Rows: B, Cols: 1, Stride: 1, Batch: 1}),
+			GX:     m(gram, compute.Mat{Off: kp, Rows: B, Cols: B, Stride: kb, Batch: 1}),
+			U:      m(factors, compute.Mat{Off: kp * H, Rows: B, Cols: H, Stride: H, Batch: n, BatchStride: G * kb * H}),
+			B1:     ob1, W2: ob1 + H, B2: ob1 + H + C*H, H: H, Cls: C, Eta: 0.05, V: c.v, Alpha: c.alpha,
+			Groups: G, GroupStrides: compute.HiddenGroupStrides{Pre: preGS, Params: paramsGS, Gram: B * kb,
+				Prev: kb * H, Labels: B, GX: B * kb, U: kb * H},
+		}
+	}
+	// The CPU backend's grouped call, on copies of the inputs, for the bit-for-bit check.
+	ids := []int{params, pre, factors}
+	copies := map[int]compute.Buffer{}
+	for _, id := range ids {
+		h, _ := w.get(id)
+		copies[id] = w.cpu.Alloc(len(h))
+		w.cpu.Upload(copies[id], 0, h)
+	}
+	grouped := args(0)
+	grouped.Params.Buf, grouped.Pre.Buf = copies[params], copies[pre]
+	grouped.Prev.Buf, grouped.U.Buf = copies[factors], copies[factors]
+	w.cpu.HiddenStep(&grouped)
+
+	before, _ := w.get(params)
+	ref := args(0)
+	for g := 0; g < G; g++ {
+		one := ref.Group(g)
+		w.cpu.HiddenStep(&one)
+	}
+	a := args(1)
+	hs.HiddenStep(&a)
+	if err := w.ops.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		want, _ := w.get(id)
+		got := make([]float32, len(want))
+		w.cpu.Download(got, copies[id], 0)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("the CPU backend's grouped step differs from its steps one group at a time: buffer %d element %d: %v, want %v", id, i, got[i], want[i])
+			}
+		}
+	}
+	inParams := func(i int) bool {
+		g, j := i/paramsGS, i%paramsGS
+		return g < G && j < n*d && j%d >= ob1
+	}
+	checkHiddenOutput(t, w, params, "params' change", inParams, before)
+	checkHiddenOutput(t, w, pre, "pre", func(i int) bool { return i%preGS < n*B*H }, nil)
+	checkHiddenOutput(t, w, factors, "factors", func(i int) bool {
+		return i%(kb*H) >= kp*H || c.alpha != 0 // u's rows; FedProx also shrinks prev's
+	}, nil)
+	_, got := w.get(params)
+	for g := 0; g < G; g++ {
+		if i := g*paramsGS + (n-1)*d + ob1; math.Float32bits(got[i]) == math.Float32bits(before[i]) {
+			t.Errorf("b1[0] of group %d's last replica unchanged by the step: %v", g, got[i])
+		}
+	}
+}
