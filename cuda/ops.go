@@ -33,6 +33,7 @@ type Ops struct {
 	rowGroupMax int       // Options.RowGroup
 	lightItems  int       // Options.LightItems
 	hiddenBlock int       // threads per block of hidden_step (Options.HiddenBlock)
+	clientBatch int       // replica steps per grouped hidden step (Options.ClientBatch)
 	err         error
 	math        Math // the matrix products' precision (SetPrecision)
 
@@ -148,7 +149,20 @@ type Options struct {
 	// step more threads. Off by default until measured on hardware (the kit's
 	// bench-gpu-hidden1024); FEDAUDIT_CUDA_HIDDENBLOCK sets it too.
 	HiddenBlock int
+	// ClientBatch is the most replica steps (replicas times clients) one launch of the fused
+	// hidden step takes when the engine runs several clients' local steps of a round together
+	// (compute.ClientBatcher; train/deferred.go): default 2,048, at most
+	// compute.MaxClientBatch, 1 to run a client at a time. W1 at 64 replicas otherwise
+	// launches 64 blocks per step, 55 launches a round. FEDAUDIT_CUDA_CLIENTBATCH sets it too.
+	ClientBatch int
 }
+
+// ClientBatchEnv is the environment variable that sets Options.ClientBatch.
+const ClientBatchEnv = "FEDAUDIT_CUDA_CLIENTBATCH"
+
+// defaultClientBatch fills an H100's 132 multiprocessors about four times over with
+// hidden_step's blocks (4 of 256 threads fit one by registers).
+const defaultClientBatch = 2048
 
 // HiddenBlockEnv is the environment variable that sets Options.HiddenBlock.
 const HiddenBlockEnv = "FEDAUDIT_CUDA_HIDDENBLOCK"
@@ -208,6 +222,7 @@ func NewOps(dev Device, opt Options) *Ops {
 	o.rowGroupMax = powerOfTwoAtMost(optOrEnv(opt.RowGroup, RowGroupEnv, defaultRowGroup), 32)
 	o.lightItems = optOrEnv(opt.LightItems, LightItemsEnv, defaultLightItems)
 	o.hiddenBlock = min(optOrEnv(opt.HiddenBlock, HiddenBlockEnv, min(o.block, maxBlock)), kernels.HiddenBlock)
+	o.clientBatch = min(optOrEnv(opt.ClientBatch, ClientBatchEnv, defaultClientBatch), compute.MaxClientBatch)
 	if profileWanted(opt) {
 		o.prof = newProfiler(dev)
 		o.dev = o.prof
@@ -918,6 +933,11 @@ func (o *Ops) launchBlocks(k kernels.Kernel, items, block int) {
 	}
 	o.queueLaunch(k, min(items, o.maxGrid), block)
 }
+
+var _ compute.ClientBatcher = (*Ops)(nil)
+
+// ClientBatch implements compute.ClientBatcher: Options.ClientBatch.
+func (o *Ops) ClientBatch() int { return o.clientBatch }
 
 var _ compute.RowAligner = (*Ops)(nil)
 

@@ -40,7 +40,7 @@ type groupStepper interface {
 func (e *engine) chooseSteps(allowDeferred bool) localSteps {
 	if allowDeferred {
 		if ds := newDeferred(e); ds != nil {
-			return &deferredSteps{e: e, ds: ds}
+			return &deferredSteps{e: e, ds: ds, groups: newClientGroups(e, ds)}
 		}
 	}
 	// The fused step pays n^2 per replica for the Gram matrices instead of n*in: worth it for
@@ -125,10 +125,12 @@ func (s *fusedSteps) step(buf compute.Buffer, first, count, stride int, x, y com
 
 func (s *fusedSteps) finish(compute.Buffer, int, int) {}
 
-// deferredSteps is the deferred form (deferred.go).
+// deferredSteps is the deferred form (deferred.go), with several clients' steps grouped into
+// one call where the backend gains from it (groups, grouped.go; nil otherwise).
 type deferredSteps struct {
-	e  *engine
-	ds *deferredState
+	e      *engine
+	ds     *deferredState
+	groups *clientGroups
 }
 
 func (s *deferredSteps) startRound() {
@@ -137,15 +139,33 @@ func (s *deferredSteps) startRound() {
 	// which flushDeferred adds (divided by n).
 	e.be.Axpby(1, ds.model.Weight(e.all(e.g), 0), 0, ds.model.Weight(e.all(e.acc), 0), nil)
 	e.be.Axpby(0, compute.Mat{}, 0, ds.model.Rest(e.all(e.acc)), nil)
+	if s.groups != nil {
+		s.groups.count = 0
+	}
 }
 
 func (s *deferredSteps) train(ctx context.Context, t, i int, buf compute.Buffer, flip, materialize bool) error {
-	return s.e.localTrainDeferred(ctx, s.ds, t, i, buf, flip, materialize)
+	e, g := s.e, s.groups
+	// A client that the round only trains and adds to its sum may be grouped with the next
+	// ones (grouped.go); its parameters then stay in the group's rows, not in buf.
+	if g != nil && !flip && !materialize && i != e.target.Client {
+		if g.has(i) {
+			return nil
+		}
+		if n := g.span(e, s.ds, i); n >= 2 {
+			return e.trainGrouped(ctx, s.ds, g, t, i, n)
+		}
+	}
+	return e.localTrainDeferred(ctx, s.ds, t, i, buf, flip, materialize)
 }
 
 func (s *deferredSteps) accumulate(i int, coef []float32) {
 	e, ds, be := s.e, s.ds, s.e.be
-	be.Axpby(1, ds.model.Rest(e.all(e.l)), 1, ds.model.Rest(e.all(e.acc)), coef)
+	rest := ds.model.Rest(e.all(e.l))
+	if g := s.groups; g != nil && g.has(i) {
+		rest = g.restRows(i-g.first, e.R)
+	}
+	be.Axpby(1, rest, 1, ds.model.Rest(e.all(e.acc)), coef)
 	sl := ds.slot(i)
 	if e.n < e.m { // non-participants add nothing
 		u := ds.factors(false, sl, 0, e.R, 1)

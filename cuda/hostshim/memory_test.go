@@ -20,7 +20,8 @@ const w1PairBytes = 2*4*(5*50890+10*160*64+160*64) + 24*256*(64+10) + 4096
 
 // The memory model of docs/gpu.md against what the engine allocates for W1 (with a checkpoint,
 // so the evaluation buffers are included): the growth from 1 to 2 pairs must be
-// within 2% of w1PairBytes.
+// within 2% of w1PairBytes. Clients run one at a time here (Options.ClientBatch 1): grouped
+// clients take a bounded amount on top (TestDeviceMemoryEstimateOfW1).
 func TestW1MemoryPerPair(t *testing.T) {
 	if testing.Short() {
 		t.Skip("W1 on the shim takes several seconds")
@@ -30,7 +31,7 @@ func TestW1MemoryPerPair(t *testing.T) {
 	cfg.Rounds, cfg.Checkpoints = 1, []int{1}
 	peak := func(pairs int) int {
 		d := device(t)
-		ops := cuda.NewOps(d, cuda.Options{})
+		ops := cuda.NewOps(d, cuda.Options{ClientBatch: 1})
 		defer ops.Close()
 		if err := train.TrainOn(context.Background(), ops, train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: train.PairRange{Count: pairs}, Recorder: cuda.CheckRecorder(ops, discardRec{})}); err != nil {
 			t.Fatal(err)

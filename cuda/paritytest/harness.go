@@ -75,6 +75,7 @@ func All(t *testing.T, f Factory) {
 		{"DirectConvRunsMatchCPU", testDirectConvRunsMatchCPU},
 		{"CraftedUpdateMatchesCPU", testCraftedUpdateMatchesCPU},
 		{"GraphsKeepBits", testGraphsKeepBits},
+		{"ClientGroupsKeepBits", testClientGroupsKeepBits},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, f) })

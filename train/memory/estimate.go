@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/train/canary"
 	"github.com/fedaudit/fedaudit/train/model"
 )
@@ -92,6 +93,12 @@ func Estimate(t Training, s DataSizes, on Backend) (Memory, error) {
 	fixed += maxRows*float64(s.Dim+1)*f + 2*float64(d)*f
 	fixed += 2 * window * kb * float64(s.Dim+1) * f
 	fixed += canaryFixed + nnFixed
+	if deferred && on == Device && len(sizes) == 3 {
+		// Grouped clients (train/grouped.go): at most compute.MaxClientBatch replica steps of
+		// pre-activations and parameters past the first matrix, and a window of Gram matrices.
+		rest := float64(d - sizes[0]*sizes[1])
+		fixed += compute.MaxClientBatch*(kb*h+rest)*f + window*kb*kb*f
+	}
 	return Memory{Params: d, Fixed: CeilBytes(fixed), PerPair: CeilBytes(2 * perReplica)}, nil
 }
 

@@ -277,6 +277,21 @@ func (m *MLP) DeferredStep(be compute.Backend, w Workspace, params, x, y, pre0, 
 	coef.axpby(be, -eta, ws.deltas[0], 0, u)
 }
 
+// RestHiddenArgs returns the parts of a compute.HiddenStepArgs that the model fixes, for a
+// one-hidden-layer MLP whose step reads and writes rest, rows of Rest's layout (b1, W2, b2,
+// with nothing before them), pulled towards anchor's Rest (FedProx): the engine's grouped
+// clients keep only these parameters (train/deferred.go).
+func (m *MLP) RestHiddenArgs(rest, anchor compute.Mat) compute.HiddenStepArgs {
+	h, c := m.Sizes[1], m.Sizes[2]
+	return compute.HiddenStepArgs{Act: m.Act, Params: rest, Anchor: m.Rest(anchor), B1: 0, W2: h, B2: h + c*h, H: h, Cls: c}
+}
+
+// HasHiddenStep says whether the model's deferred step runs as one fused HiddenStep on be.
+func (m *MLP) HasHiddenStep(be compute.Backend) bool {
+	_, ok := be.(compute.HiddenStepper)
+	return ok && len(m.Sizes) == 3
+}
+
 // Rest views every parameter but the first weight matrix (b_0, W_1, b_1, ...: contiguous).
 func (m *MLP) Rest(p compute.Mat) compute.Mat {
 	p.Off += m.boff[0]

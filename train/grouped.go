@@ -1,0 +1,129 @@
+package train
+
+import (
+	"context"
+
+	"github.com/fedaudit/fedaudit/compute"
+)
+
+// Grouped clients. A round's clients train independently from the same w_t, so the local steps
+// of several clients can run as one call. A backend with the fused hidden step that gains from
+// that (compute.ClientBatcher: a GPU at few replicas, where one block per replica leaves most
+// of the device idle and each launch pays its latency) gets step k of up to c clients of a
+// deferred window in one grouped HiddenStep, instead of a call per client: W1 at 64 replicas
+// goes from 55 launches of 64 blocks a round to about 11 of up to 640.
+//
+// Only the clients that the round treats alike are grouped: not the target client, whose
+// training the round follows with its upload, its informed shadow and, in rounds where its
+// worlds' minibatches differ, a second group of replicas. Each grouped client's products (its
+// Gram matrix, x W_0^T) are the calls the client alone makes, its step is computed as alone
+// (compute.HiddenStepArgs' Groups), and its parameters are added to the round's sum in client
+// order, so grouping changes no bit of any result: train's TestGroupedClientsKeepBits.
+
+// clientGroups holds the grouped clients' state between their training and their
+// accumulation into the round's sum.
+type clientGroups struct {
+	c       int            // most clients in a group
+	restLen int            // parameters past the first weight matrix
+	pre     compute.Buffer // c x R x K B x h: the group's first-layer pre-activations
+	rest    compute.Buffer // c x R x restLen: the group's parameters past the first matrix
+	gram    compute.Buffer // c x K B x K B: the group's Gram matrices of their minibatches
+	args    compute.HiddenStepArgs
+	// Clients [first, first+count) of the current round were trained into the group.
+	first, count int
+}
+
+// newClientGroups returns the grouped clients' state when the backend wants clients grouped
+// and the deferred step is its fused hidden step, else nil. A group holds at most as many
+// replica steps as the backend asks for (at most compute.MaxClientBatch, which the device
+// memory estimate counts) and at most a window of clients.
+func newClientGroups(e *engine, ds *deferredState) *clientGroups {
+	cb, ok := e.be.(compute.ClientBatcher)
+	if !ok || !ds.model.HasHiddenStep(e.be) || e.chunk != e.P {
+		return nil
+	}
+	c := min(ds.window, min(cb.ClientBatch(), compute.MaxClientBatch)/e.R)
+	if c < 2 {
+		return nil
+	}
+	g := &clientGroups{c: c, restLen: ds.model.Rest(e.all(e.g)).Cols}
+	g.pre = e.be.Alloc(c * e.R * ds.kb * ds.h)
+	g.rest = e.be.Alloc(c * e.R * g.restLen)
+	g.gram = e.be.Alloc(c * ds.kb * ds.kb)
+	return g
+}
+
+// has says whether client i's parameters of the current round are in the group.
+func (g *clientGroups) has(i int) bool { return i >= g.first && i < g.first+g.count }
+
+// restRows is the parameters past the first matrix of the group's q-th client, every replica.
+func (g *clientGroups) restRows(q, R int) compute.Mat {
+	return compute.Mat{Buf: g.rest, Off: q * R * g.restLen, Rows: 1, Cols: g.restLen, Stride: g.restLen, Batch: R, BatchStride: g.restLen}
+}
+
+// span is how many clients from i on the round can group: the following clients of i's
+// window up to the target client (the window's slots are what the server's sum reads), at
+// most c.
+func (g *clientGroups) span(e *engine, ds *deferredState, i int) int {
+	n := 0
+	for j := i; j < e.m && n < g.c && j/ds.window == i/ds.window && j != e.target.Client; j++ {
+		n++
+	}
+	return n
+}
+
+// trainGrouped runs the K local steps of clients [i0, i0+n) of round t together: each
+// client's minibatches into its window slot, its Gram matrix and x W_0^T as the client alone
+// computes them (localTrainDeferred), then one grouped HiddenStep per step for all of them.
+// The factors go to the clients' slots, the other parameters to the group's rows.
+func (e *engine) trainGrouped(ctx context.Context, ds *deferredState, g *clientGroups, t, i0, n int) error {
+	be, m := e.be, ds.model
+	K, B, kb, h, R := e.cfg.LocalSteps, e.cfg.BatchSize, ds.kb, ds.h, e.R
+	s0 := ds.slot(i0)
+	g.first, g.count = i0, 0 // nothing of this round's group is valid until it has trained
+	for q := 0; q < n; q++ {
+		e.gatherDeferred(ds, t, i0+q)
+	}
+	anchor := e.all(e.g)
+	for q := 0; q < n; q++ {
+		x1, _ := ds.x(e, 0, s0+q, 1)
+		if K > 1 || e.clipV > 0 {
+			be.Gemm(false, true, 1, x1, x1, 0, compute.Mat{Buf: g.gram, Off: q * kb * kb, Rows: kb, Cols: kb, Stride: kb, Batch: 1})
+		}
+		be.Axpby(1, m.Rest(anchor), 0, g.restRows(q, R), nil)
+		x := x1
+		x.Batch = R
+		be.Gemm(false, true, 1, x, m.Weight(anchor, 0), 0, compute.Mat{Buf: g.pre, Off: q * R * kb * h, Rows: kb, Cols: h, Stride: h, Batch: R, BatchStride: kb * h})
+	}
+	a := &g.args // kept in g: the call's arguments cost no allocation per step
+	*a = m.RestHiddenArgs(g.restRows(0, R), anchor)
+	a.V, a.Alpha, a.Groups = e.clipV, e.alpha, n
+	a.GroupStrides = compute.HiddenGroupStrides{Pre: R * kb * h, Params: R * g.restLen, Gram: kb * kb,
+		Prev: kb * h, Labels: kb, GX: kb * kb, U: kb * h}
+	u := ds.factors(false, s0, 0, R, 1)
+	hs := be.(compute.HiddenStepper)
+	for k := 0; k < K; k++ {
+		if e.stop.Load() {
+			return context.Cause(ctx)
+		}
+		a.Eta = float32(e.cfg.LearningRateAt(t, k))
+		a.Pre = compute.Mat{Buf: g.pre, Off: k * B * h, Rows: B, Cols: h, Stride: h, Batch: R, BatchStride: kb * h}
+		a.Gram = compute.Mat{Buf: g.gram, Off: k * B * kb, Rows: B, Cols: k * B, Stride: kb, Batch: 1}
+		a.Prev = u
+		a.Prev.Rows = k * B
+		a.U = u
+		a.U.Off += k * B * h
+		a.U.Rows = B
+		_, y := ds.x(e, 0, s0, 1)
+		a.Labels = y
+		a.Labels.Off += k * B
+		a.Labels.Rows = B
+		a.GX = compute.Mat{}
+		if e.clipV > 0 {
+			a.GX = compute.Mat{Buf: g.gram, Off: k*B*kb + k*B, Rows: B, Cols: B, Stride: kb, Batch: 1}
+		}
+		hs.HiddenStep(a)
+	}
+	g.count = n
+	return nil
+}

@@ -1,0 +1,141 @@
+package train
+
+import (
+	"context"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/cpu"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
+)
+
+// groupingCPU is the CPU backend asking for grouped clients (compute.ClientBatcher, as the GPU
+// backend does) and counting the grouped steps it is given.
+type groupingCPU struct {
+	*cpu.Backend
+	batch          int
+	grouped, steps int // grouped HiddenStep calls, and the client steps they held
+}
+
+func (g *groupingCPU) ClientBatch() int { return g.batch }
+
+func (g *groupingCPU) HiddenStep(a *compute.HiddenStepArgs) {
+	if a.Groups > 1 {
+		g.grouped++
+		g.steps += a.Groups
+	}
+	g.Backend.HiddenStep(a)
+}
+
+// Grouping clients' local steps (grouped.go) changes no bit of any result: with the CPU
+// backend asking for groups of every size (2 and 3 clients, and a whole window), every
+// recorded value (parameters, uploads, the informed statistics, the evaluations) has the bits
+// of the run without groups. The cases move the target client to the first, a middle, the
+// last client of a window and the last client (the groups end before it and resume after it),
+// and cover FedProx, partial participation, one local step, no clipping, a client-level
+// target, a learning rate that changes with the step, and two windows (10 clients, a window
+// of 5; one window with one local step). The run must have grouped steps, so the groups cannot be skipped unnoticed.
+func TestGroupedClientsKeepBits(t *testing.T) {
+	const clients = 10
+	base := mlpConfig()
+	base.Rounds, base.LocalSteps, base.BatchSize, base.Checkpoints = 3, 3, 4, []int{1, 3}
+	fedprox := base
+	fedprox.Algorithm, fedprox.ProxAlpha = algo.FedProx, 0.4
+	partial := base
+	partial.Participants = 6
+	oneStep := base
+	oneStep.LocalSteps = 1
+	unclipped := base
+	unclipped.ClipNorm = 0
+	cyclic := base
+	cyclic.Schedule = "cyclic"
+	cases := []struct {
+		name string
+		cfg  Config
+		tgt  TargetInfo
+	}{
+		{"target-1", base, TargetInfo{Client: 1, Index: 2}},
+		{"target-0", base, TargetInfo{Client: 0, Index: 5}},
+		{"target-7-window-end", base, TargetInfo{Client: 7, Index: 0}},
+		{"target-9-last", base, TargetInfo{Client: 9, Index: 3}},
+		{"fedprox", fedprox, TargetInfo{Client: 4, Index: 1}},
+		{"participants-6", partial, TargetInfo{Client: 2, Index: 2}},
+		{"one-step", oneStep, TargetInfo{Client: 3, Index: 4}},
+		{"unclipped", unclipped, TargetInfo{Client: 5, Index: 2}},
+		{"whole-client", base, TargetInfo{Client: 6, WholeClient: true}},
+		{"cyclic-schedule", cyclic, TargetInfo{Client: 8, Index: 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, cp := synthWorlds(clients, 20, 12, 3, tc.tgt, 9)
+			run := func(be compute.Backend) ([]*checkpoint.Checkpoint, *engine) {
+				e, err := newEngine(be, Job{Config: tc.cfg, WorldC: c, WorldCPrime: cp, Target: tc.tgt, Pairs: PairRange{First: 1, Count: 2}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				rec := &memRecorder{}
+				if err := e.train(context.Background(), rec, nil); err != nil {
+					t.Fatal(err)
+				}
+				return rec.cps, e
+			}
+			plain := cpu.New(2)
+			defer plain.Close()
+			want, e0 := run(plain)
+			ds, ok := e0.steps.(*deferredSteps)
+			if !ok || ds.groups != nil {
+				t.Fatalf("the plain run's steps are %T (groups %v): want the deferred form without groups", e0.steps, ok && ds.groups != nil)
+			}
+			window := ds.ds.window
+			if tc.cfg.LocalSteps > 1 && window != 5 {
+				t.Fatalf("window of %d clients, want 5 (two windows of the 10 clients)", window)
+			}
+			for _, per := range []int{2, 3, clients} {
+				be := &groupingCPU{Backend: cpu.New(2), batch: per * e0.R}
+				got, e := run(be)
+				g := e.steps.(*deferredSteps).groups
+				if g == nil || g.c != min(per, window) {
+					t.Fatalf("%d clients a group asked: groups %+v", per, g)
+				}
+				if be.grouped == 0 {
+					t.Fatalf("%d clients a group: no grouped step ran", per)
+				}
+				t.Logf("%d clients a group: %d grouped steps of %d client steps", per, be.grouped, be.steps)
+				sameBits(t, "grouped", got, want)
+				be.Close()
+			}
+		})
+	}
+}
+
+// A backend that asks for fewer replica steps than two clients' worth, or an engine that
+// trains pairs a chunk at a time, gets no groups.
+func TestClientGroupsOnlyWhereTheyFit(t *testing.T) {
+	tgt := TargetInfo{Client: 1, Index: 2}
+	c, cp := synthWorlds(4, 20, 12, 3, tgt, 9)
+	cfg := mlpConfig()
+	for _, tc := range []struct {
+		name   string
+		batch  int
+		chunk  int
+		groups bool
+	}{
+		{"two clients", 8, 0, true}, {"under two clients", 7, 0, false}, {"chunked", 8, 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := cfg
+			cfg.ChunkPairs = tc.chunk
+			be := &groupingCPU{Backend: cpu.New(1), batch: tc.batch}
+			defer be.Close()
+			e, err := newEngine(be, Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{First: 0, Count: 2}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds := e.steps.(*deferredSteps)
+			if got := ds.groups != nil; got != tc.groups {
+				t.Fatalf("R %d, %d replica steps asked, chunk %d: groups %v, want %v", e.R, tc.batch, tc.chunk, got, tc.groups)
+			}
+		})
+	}
+}
