@@ -30,7 +30,9 @@ import (
 // FEDAUDIT_CUDA_DIRECTCONV=1 the small convolutions run on the direct kernels ("gpu+direct");
 // FEDAUDIT_CUDA_ROWGROUP and FEDAUDIT_CUDA_LIGHTITEMS set the light kernels' launch shape
 // ("gpu+rowgroup32+items1" is the launch shape of the sitting of 2026-11-27), and
-// FEDAUDIT_CUDA_HIDDENBLOCK the fused hidden step's block ("gpu+hidden1024").
+// FEDAUDIT_CUDA_HIDDENBLOCK the fused hidden step's block ("gpu+hidden1024") and
+// FEDAUDIT_CUDA_CLIENTBATCH the replica steps of grouped clients ("gpu+clientbatch1": a
+// client at a time, as before grouped clients).
 func TestKitBenchW1GPU(t *testing.T) { kitBenchGPU(t, paritytest.W1) }
 func TestKitBenchW2GPU(t *testing.T) { kitBenchGPU(t, paritytest.W2) }
 
@@ -74,6 +76,9 @@ func kitBenchGPU(t *testing.T, workload string) {
 	}
 	if n := os.Getenv(cuda.HiddenBlockEnv); n != "" {
 		backend += "+hidden" + n
+	}
+	if n := os.Getenv(cuda.ClientBatchEnv); n != "" {
+		backend += "+clientbatch" + n
 	}
 	precision := compute.Precision(os.Getenv(paritytest.BenchPrecisionEnv))
 	forced := precision != "" && precision != compute.FP32

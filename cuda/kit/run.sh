@@ -26,6 +26,8 @@
 #               (FEDAUDIT_CUDA_DIRECTCONV=1)
 #   bench-gpu-hidden1024  W1 with the fused hidden step in blocks of 1,024 threads instead of
 #               256 (FEDAUDIT_CUDA_HIDDENBLOCK=1024), beside bench-gpu
+#   bench-gpu-clientbatch1  W1 with each client's local steps launched alone, as before
+#               grouped clients (FEDAUDIT_CUDA_CLIENTBATCH=1), beside bench-gpu
 #   bench-gpu-w2-launch1, bench-gpu-w3-launch1  W2 and W3 with the light kernels launched as
 #               before 2026-11-27 (32 threads a row of samples, one item a thread:
 #               FEDAUDIT_CUDA_ROWGROUP=32 FEDAUDIT_CUDA_LIGHTITEMS=1), beside bench-gpu-w2 and
@@ -175,6 +177,7 @@ if [ "$mode" = gpu ]; then
   step bench-gpu "W1 on the device, R=$replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_R="$replicas" "$gputest" -test.run '^TestKitBenchW1GPU$' $T
   step bench-gpu-graphs "W1 on the device with CUDA graphs, R=$replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_CUDA_GRAPHS=1 FEDAUDIT_BENCH_R="$replicas" "$gputest" -test.run '^TestKitBenchW1GPU$' $T
   step bench-gpu-hidden1024 "W1 on the device, hidden step in blocks of 1024, R=$replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_CUDA_HIDDENBLOCK=1024 FEDAUDIT_BENCH_R="$replicas" "$gputest" -test.run '^TestKitBenchW1GPU$' $T
+  step bench-gpu-clientbatch1 "W1 on the device, a client at a time, R=$replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_CUDA_CLIENTBATCH=1 FEDAUDIT_BENCH_R="$replicas" "$gputest" -test.run '^TestKitBenchW1GPU$' $T
   step bench-gpu-tf32 "W1 on the device in TF32, R=$replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_PRECISION=tf32 FEDAUDIT_BENCH_R="$replicas" "$gputest" -test.run '^TestKitBenchW1GPU$' $T
   step bench-gpu-bf16 "W1 on the device in bf16, R=$replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_PRECISION=bf16 FEDAUDIT_BENCH_R="$replicas" "$gputest" -test.run '^TestKitBenchW1GPU$' $T
   step bench-cpu "W1 on the CPU backend, R=$cpu_replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_R="$cpu_replicas" "$gputest" -test.run '^TestKitBenchW1CPU$' $T

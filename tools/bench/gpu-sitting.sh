@@ -27,7 +27,8 @@
 #   1 kit: gpu-info, parity, bench-gpu-w2 (and -launch1: the light kernels launched as in
 #     the sitting of 2026-11-27), profile-w2   torch: W2 batched, and compiled (reduce-overhead:
 #     the best PyTorch form of W2 in that sitting)
-#   2 kit: bench-gpu, bench-gpu-hidden1024 (the fused hidden step in blocks of 1,024),
+#   2 kit: bench-gpu, bench-gpu-clientbatch1 (each client's steps launched alone, as before
+#     grouped clients), bench-gpu-hidden1024 (the fused hidden step in blocks of 1,024),
 #     profile-w1      torch: W1 batched, batched_ghost, and batched_ghost compiled
 #     (reduce-overhead)
 #   3 kit: bench-gpu-w3 (and -launch1), profile-w3, memory      torch: W3 vmap
@@ -185,7 +186,7 @@ else
   kitgroup kit-1 200 gpu-info,parity,bench-gpu-w2,bench-gpu-w2-launch1,profile-w2 --w2-replicas 64,1024 --w2-rounds 5
   run 60 torch-w2-batched "$py" "$ref/w2_cuda.py" --impl batched --replicas 64,1024 --rounds 5
   run 120 torch-w2-compile-reduce-overhead "$py" "$ref/compiled.py" --ref "$ref" --workload w2 --mode reduce-overhead -- --impl batched --replicas 64,1024 --rounds 5
-  kitgroup kit-2 90 bench-gpu,bench-gpu-hidden1024,profile-w1 --replicas 64,1024,4096 --rounds 10
+  kitgroup kit-2 110 bench-gpu,bench-gpu-clientbatch1,bench-gpu-hidden1024,profile-w1 --replicas 64,1024,4096 --rounds 10
   run 45 torch-w1-batched "$py" "$ref/w1_cuda.py" --impl batched --replicas 64,1024,4096 --rounds 10
   run 45 torch-w1-ghost "$py" "$ref/w1_cuda.py" --impl batched_ghost --replicas 64,1024,4096 --rounds 10
   run 90 torch-w1-compile "$py" "$ref/compiled.py" --ref "$ref" --workload w1 --mode reduce-overhead -- --impl batched_ghost --replicas 64,4096 --rounds 10
