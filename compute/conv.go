@@ -41,7 +41,9 @@ const (
 // Backend.Gemm) and its elementwise activations (Backend.Activate, ActivateGrad). Like every
 // Backend operation each is batched over the replicas (Images.Batch, Mat.Batch; a BatchStride
 // of 0 shares an operand), computes every output value in one fixed order whatever the batch
-// size and however an implementation splits the work, and overwrites its outputs.
+// size and however an implementation splits the work, and overwrites its outputs. Outputs
+// never overlap inputs (a GPU backend reads its inputs ahead of its writes and refuses an
+// overlap).
 type Convolver interface {
 	// Im2col writes the patches of x for a convolution with window win: per batch element the
 	// (C*Size*Size) x (OH*OW*N) matrix cols (OH, OW = win.Out(H), win.Out(W)) whose row

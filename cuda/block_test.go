@@ -30,7 +30,9 @@ func TestBlockNeverExceeds256(t *testing.T) {
 		y := compute.Images{Buf: o.Alloc(2 * 2 * 2 * 32), C: 2, N: 32, H: 2, W: 2, Batch: 1}
 		w := compute.Window{Size: 2, Stride: 2}
 		o.Pool(compute.MaxPooling, w, x, y)
-		o.PoolGrad(compute.MaxPooling, w, x, y, x)
+		dx := x
+		dx.Buf = o.Alloc(x.Buf.Len())
+		o.PoolGrad(compute.MaxPooling, w, x, y, dx)
 		m := compute.Mat{Buf: o.Alloc(64), Rows: 1, Cols: 64, Stride: 64, Batch: 1}
 		o.Axpby(1, m, 1, m, nil)
 		if err := o.Err(); err != nil {
@@ -40,7 +42,7 @@ func TestBlockNeverExceeds256(t *testing.T) {
 		if want <= 0 || want > 256 {
 			want = 256
 		}
-		o.PoolGrad(compute.AvgPooling, w, x, y, x) // the general kernel (max pooling of tiling windows is pool_grad_tiled)
+		o.PoolGrad(compute.AvgPooling, w, x, y, dx) // the general kernel (max pooling of tiling windows is pool_grad_tiled)
 		for _, k := range []kernels.Kernel{kernels.Pool, kernels.PoolGrad, kernels.PoolGradTiled, kernels.Axpby} {
 			if got := d.blocks[k]; got != want {
 				t.Errorf("Options.Block %d: %s launched with blocks of %d threads, want %d", block, k, got, want)

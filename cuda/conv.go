@@ -24,6 +24,45 @@ func imgAddr(x compute.Images) uint64 {
 	return x.Buf.(*buffer).addr + 4*uint64(x.Off)
 }
 
+// span is the range of floats [lo, hi) of a buffer that a view reaches (empty for an empty
+// view).
+type span struct {
+	buf    compute.Buffer
+	lo, hi int
+}
+
+func matSpan(m compute.Mat) span {
+	if m.Buf == nil || m.Batch <= 0 || m.Rows <= 0 || m.Cols <= 0 {
+		return span{}
+	}
+	return span{m.Buf, m.Off, m.Off + (m.Batch-1)*m.BatchStride + (m.Rows-1)*m.Stride + m.Cols}
+}
+
+func imgSpan(x compute.Images) span {
+	if x.Buf == nil || x.Batch <= 0 || x.Size() <= 0 {
+		return span{}
+	}
+	return span{x.Buf, x.Off, x.Off + (x.Batch-1)*x.BatchStride + x.Size()}
+}
+
+// apart fails the backend when the output of operation op reaches floats that one of its
+// inputs reaches. The image kernels take their pointers as __restrict__, so that a thread
+// issues its loads before its stores (without it the compiler must assume that each store
+// may change the next load's value: a load, a store, a load, ... each waiting for the last);
+// with an overlap their results would depend on the schedule. compute.Convolver rules it out.
+func (o *Ops) apart(op string, out span, in ...span) bool {
+	if o.err != nil {
+		return false
+	}
+	for _, x := range in {
+		if out.buf != nil && x.buf == out.buf && x.lo < out.hi && out.lo < x.hi {
+			o.fail(op, fmt.Errorf("the output (floats %d to %d of its buffer) overlaps an input (%d to %d)", out.lo, out.hi, x.lo, x.hi))
+			return false
+		}
+	}
+	return true
+}
+
 // geom passes an image geometry and window: C, N, H, W, K, S, P, OH, OW.
 func (a *args) geom(x compute.Images, w compute.Window) *args {
 	return a.i64(x.C).i64(x.N).i64(x.H).i64(x.W).i64(w.Size).i64(w.Stride).i64(w.Pad).i64(w.Out(x.H)).i64(w.Out(x.W))
@@ -59,6 +98,9 @@ func (o *Ops) launchRows(k kernels.Kernel, rows, n int) {
 // Im2col implements compute.Convolver: a group of threads per row of N samples of cols, one
 // launch.
 func (o *Ops) Im2col(x compute.Images, w compute.Window, cols compute.Mat) {
+	if !o.apart("im2col", matSpan(cols), imgSpan(x)) {
+		return
+	}
 	rows := cols.Batch * x.C * w.Size * w.Size * w.Out(x.H) * w.Out(x.W)
 	o.args.reset().ptr(addr(cols)).i64(cols.Stride).i64(cols.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
 		geom(x, w).i64(cols.Batch)
@@ -68,6 +110,9 @@ func (o *Ops) Im2col(x compute.Images, w compute.Window, cols compute.Mat) {
 // Col2im implements compute.Convolver: each pixel of dx gathers what reaches it, in the
 // contract's order, a group of threads per pixel's N samples; one launch.
 func (o *Ops) Col2im(cols compute.Mat, w compute.Window, dx compute.Images) {
+	if !o.apart("col2im", imgSpan(dx), matSpan(cols)) {
+		return
+	}
 	o.args.reset().ptr(imgAddr(dx)).i64(dx.BatchStride).ptr(addr(cols)).i64(cols.Stride).i64(cols.BatchStride).
 		geom(dx, w).i64(dx.Batch)
 	o.launchRows(kernels.Col2im, dx.Batch*dx.C*dx.H*dx.W, dx.N)
@@ -83,6 +128,9 @@ func avgFlag(p compute.Pooling) uint32 {
 // Pool implements compute.Convolver: a group of threads per output pixel's N samples, one
 // launch.
 func (o *Ops) Pool(p compute.Pooling, w compute.Window, x, y compute.Images) {
+	if !o.apart("pool", imgSpan(y), imgSpan(x)) {
+		return
+	}
 	o.args.reset().u32(avgFlag(p)).ptr(imgAddr(y)).i64(y.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
 		geom(x, w).i64(y.Batch)
 	o.launchRows(kernels.Pool, y.Batch*y.C*y.H*y.W, y.N)
@@ -93,6 +141,9 @@ func (o *Ops) Pool(p compute.Pooling, w compute.Window, x, y compute.Images) {
 // samples; one launch. Max pooling whose windows tile the image exactly (LeNet-5's) runs
 // pool_grad_tiled instead, a group per window, with the same bits.
 func (o *Ops) PoolGrad(p compute.Pooling, w compute.Window, x, dy, dx compute.Images) {
+	if !o.apart("pool gradient", imgSpan(dx), imgSpan(x), imgSpan(dy)) {
+		return
+	}
 	oh, ow := w.Out(x.H), w.Out(x.W)
 	if p == compute.MaxPooling && w.Stride == w.Size && w.Pad == 0 && oh*w.Size == x.H && ow*w.Size == x.W {
 		o.args.reset().ptr(imgAddr(dx)).i64(dx.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
@@ -108,6 +159,9 @@ func (o *Ops) PoolGrad(p compute.Pooling, w compute.Window, x, dy, dx compute.Im
 
 // Transpose implements compute.Convolver: one thread per value of dst, one launch.
 func (o *Ops) Transpose(block int, src, dst compute.Mat) {
+	if !o.apart("transpose", matSpan(dst), matSpan(src)) {
+		return
+	}
 	o.args.reset().ptr(addr(dst)).i64(dst.Stride).i64(dst.BatchStride).ptr(addr(src)).i64(src.Stride).i64(src.BatchStride).
 		i64(src.Rows).i64(src.Cols).i64(block).i64(dst.Batch)
 	o.launch(kernels.TransposeBlocks, dst.Batch*src.Rows*src.Cols*block)

@@ -93,9 +93,11 @@ func poolLaunches(t *testing.T, o *Ops, batch int) {
 	t.Helper()
 	x := compute.Images{Buf: o.Alloc(batch * 6 * 28 * 28 * 32), C: 6, N: 32, H: 28, W: 28, Batch: batch, BatchStride: 6 * 28 * 28 * 32}
 	y := compute.Images{Buf: o.Alloc(batch * 6 * 14 * 14 * 32), C: 6, N: 32, H: 14, W: 14, Batch: batch, BatchStride: 6 * 14 * 14 * 32}
+	dx := x
+	dx.Buf = o.Alloc(x.Buf.Len())
 	w := compute.Window{Size: 2, Stride: 2}
-	o.PoolGrad(compute.AvgPooling, w, x, y, x)
-	o.PoolGrad(compute.MaxPooling, w, x, y, x)
+	o.PoolGrad(compute.AvgPooling, w, x, y, dx)
+	o.PoolGrad(compute.MaxPooling, w, x, y, dx)
 	small := compute.Images{Buf: o.Alloc(6 * 4), C: 1, N: 6, H: 2, W: 2, Batch: 1}
 	smallOut := compute.Images{Buf: o.Alloc(6), C: 1, N: 6, H: 1, W: 1, Batch: 1}
 	o.Pool(compute.MaxPooling, w, small, smallOut)

@@ -89,7 +89,7 @@ func TestLaunchArgumentsMatchPTX(t *testing.T) {
 	o.Im2col(xi, win, cols)
 	o.Col2im(cols, win, xi)
 	o.Pool(compute.MaxPooling, win, xi, yi)
-	o.PoolGrad(compute.AvgPooling, win, xi, yi, xi)
+	o.PoolGrad(compute.AvgPooling, win, xi, yi, img(2, 3, 5, 5, 2))
 	tiles := compute.Window{Size: 2, Stride: 2} // windows tiling the image: pool_grad_tiled
 	o.PoolGrad(compute.MaxPooling, tiles, img(2, 3, 4, 4, 2), img(2, 3, 2, 2, 2), img(2, 3, 4, 4, 2))
 	o.Transpose(3, m(2, 6, 2), m(2, 6, 2))

@@ -89,7 +89,7 @@ __device__ __forceinline__ void md_next(md_index<D>* x) {
 // 0 where that lies in the padding. A group of wd threads per row (b, c, i, j, oy, ox): each
 // thread writes the samples n = lane, lane + wd, ... of the row, adjacent threads adjacent
 // entries.
-extern "C" __global__ void im2col(float* cols, i64 ldc, i64 cbs, const float* x, i64 xbs, i64 C,
+extern "C" __global__ void im2col(float* __restrict__ cols, i64 ldc, i64 cbs, const float* __restrict__ x, i64 xbs, i64 C,
                                   i64 N, i64 H, i64 W, i64 K, i64 S, i64 P, i64 OH, i64 OW,
                                   i64 batch, i64 wd) {
 	const i64 rad[6] = {0, C, K, K, OH, OW};
@@ -107,14 +107,27 @@ extern "C" __global__ void im2col(float* cols, i64 ldc, i64 cbs, const float* x,
 	}
 }
 
+// SAMPLES is how many samples a thread of the gathering image kernels (col2im, pool, pool_grad,
+// pool_grad_tiled) takes at once: lane, lane + wd, ..., lane + (SAMPLES - 1) wd. Their loads
+// are independent, so all are in flight together, where one sample at a time waits for each
+// load before the next (the sums and comparisons that follow every load are in order). Each
+// sample's value is still computed alone, in the same order, so the bits do not change.
+#define SAMPLES 4
+
+// chunk_count is how many of the samples n0, n0 + wd, ... (at most SAMPLES) lie below N.
+__device__ __forceinline__ int chunk_count(i64 n0, i64 wd, i64 N) {
+	i64 c = (N - n0 + wd - 1) / wd;
+	return c < SAMPLES ? (int)c : SAMPLES;
+}
+
 // col2im, the adjoint of im2col: dx[b, c, y, x, n] is the float32 sum, from 0, of the entries
 // of cols that im2col fills from that pixel, in ascending row order of cols (window row i,
 // then column j), the order of imgops.Col2im. Each (i, j) reaches the pixel from at most one
 // output position: oy = (y + P - i) / S when that divides, so i runs over (y + P) mod S,
 // + S, ... while oy falls by one per step. A group of wd threads per pixel row (b, c, y, x),
-// each thread adding up its samples n = lane, lane + wd, ...; the divisions are 32-bit, once
-// per row (pixel coordinates: H + P and W + P are far below 2^32).
-extern "C" __global__ void col2im(float* dx, i64 dxbs, const float* cols, i64 ldc, i64 cbs,
+// each thread adding up SAMPLES of its samples at once; the divisions are 32-bit, once per
+// row (pixel coordinates: H + P and W + P are far below 2^32).
+extern "C" __global__ void col2im(float* __restrict__ dx, i64 dxbs, const float* __restrict__ cols, i64 ldc, i64 cbs,
                                   i64 C, i64 N, i64 H, i64 W, i64 K, i64 S, i64 P, i64 OH,
                                   i64 OW, i64 batch, i64 wd) {
 	const i64 rad[4] = {0, C, H, W};
@@ -126,47 +139,59 @@ extern "C" __global__ void col2im(float* dx, i64 dxbs, const float* cols, i64 ld
 		i64 oy0 = (i64)(ty / s), ox0 = (i64)(tx / s);
 		const float* col = cols + b * cbs;
 		float* dst = dx + b * dxbs + ((c * H + y) * W + xx) * N;
-		for (i64 n = lane; n < N; n += wd) {
-			float acc = 0.0f;
+		for (i64 n0 = lane; n0 < N; n0 += SAMPLES * wd) {
+			const int cnt = chunk_count(n0, wd, N);
+			float acc[SAMPLES];
+			for (int q = 0; q < SAMPLES; q++) acc[q] = 0.0f;
 			for (i64 i = i0, oy = oy0; i < K && oy >= 0; i += S, oy--) {
 				if (oy >= OH) continue;
 				for (i64 j = j0, ox = ox0; j < K && ox >= 0; j += S, ox--) {
 					if (ox >= OW) continue;
-					acc += col[((c * K + i) * K + j) * ldc + (oy * OW + ox) * N + n];
+					const float* src = col + ((c * K + i) * K + j) * ldc + (oy * OW + ox) * N + n0;
+					for (int q = 0; q < SAMPLES; q++)
+						if (q < cnt) acc[q] += src[q * wd];
 				}
 			}
-			dst[n] = acc;
+			for (int q = 0; q < SAMPLES; q++)
+				if (q < cnt) dst[n0 + q * wd] = acc[q];
 		}
 	}
 }
 
-// window_argmax is imgops' window rule: the pixel i W + j of the first maximum of the K x K
-// window at (y0, x0) in row-major order, padding excluded (a NaN wins only as the window's
-// first pixel, as with Go's >), or -1 when the window lies entirely in the padding. src is one
-// sample's channel: pixel (i, j) at (i W + j) N.
-__device__ __forceinline__ i64 window_argmax(const float* src, i64 H, i64 W, i64 N, i64 K,
-                                             i64 y0, i64 x0) {
+// window_argmax is imgops' window rule for cnt <= SAMPLES samples at once (sample q at src +
+// q wd): bi[q] is the pixel i W + j of sample q's first maximum in the K x K window at (y0,
+// x0), in row-major order, padding excluded (a NaN wins only as the window's first pixel, as
+// with Go's >), or -1 when the window lies entirely in the padding. src is a channel of the
+// first sample: pixel (i, j) at (i W + j) N.
+__device__ __forceinline__ void window_argmax(const float* src, i64 wd, int cnt, i64 H, i64 W,
+                                              i64 N, i64 K, i64 y0, i64 x0, i64* bi) {
 	i64 ylo = y0 > 0 ? y0 : 0, yhi = y0 + K < H ? y0 + K : H;
 	i64 xlo = x0 > 0 ? x0 : 0, xhi = x0 + K < W ? x0 + K : W;
-	float best = 0.0f;
-	i64 bi = -1;
+	float best[SAMPLES];
+	for (int q = 0; q < SAMPLES; q++) {
+		best[q] = 0.0f;
+		bi[q] = -1;
+	}
 	for (i64 i = ylo; i < yhi; i++) {
 		for (i64 j = xlo; j < xhi; j++) {
-			float v = src[(i * W + j) * N];
-			if (bi < 0 || v > best) {
-				best = v;
-				bi = i * W + j;
+			const float* p = src + (i * W + j) * N;
+			float v[SAMPLES];
+			for (int q = 0; q < SAMPLES; q++) v[q] = q < cnt ? p[q * wd] : 0.0f;
+			for (int q = 0; q < SAMPLES; q++) {
+				if (q < cnt && (bi[q] < 0 || v[q] > best[q])) {
+					best[q] = v[q];
+					bi[q] = i * W + j;
+				}
 			}
 		}
 	}
-	return bi;
 }
 
 // pool: y[b, c, oy, ox, n] is the window's first maximum (avg = 0; minus infinity for a window
 // entirely in the padding, which nn's layer specs rule out) or the float32 sum of its pixels in
 // row-major order times 1/(K K) (avg = 1: padding counts as zeros), as imgops.MaxPool and
 // AvgPool.
-extern "C" __global__ void pool(int avg, float* y, i64 ybs, const float* x, i64 xbs, i64 C,
+extern "C" __global__ void pool(int avg, float* __restrict__ y, i64 ybs, const float* __restrict__ x, i64 xbs, i64 C,
                                 i64 N, i64 H, i64 W, i64 K, i64 S, i64 P, i64 OH, i64 OW,
                                 i64 batch, i64 wd) {
 	const i64 rad[4] = {0, C, OH, OW};
@@ -178,19 +203,28 @@ extern "C" __global__ void pool(int avg, float* y, i64 ybs, const float* x, i64 
 		i64 ylo = y0 > 0 ? y0 : 0, yhi = y0 + K < H ? y0 + K : H;
 		i64 xlo = x0 > 0 ? x0 : 0, xhi = x0 + K < W ? x0 + K : W;
 		float* dst = y + b * ybs + ((c * OH + oy) * OW + ox) * N;
-		for (i64 n = lane; n < N; n += wd) {
-			const float* src = x + b * xbs + c * H * W * N + n;
-			float v;
+		for (i64 n0 = lane; n0 < N; n0 += SAMPLES * wd) {
+			const int cnt = chunk_count(n0, wd, N);
+			const float* src = x + b * xbs + c * H * W * N + n0;
+			float v[SAMPLES];
 			if (avg) {
-				float s = 0.0f;
-				for (i64 i = ylo; i < yhi; i++)
-					for (i64 j = xlo; j < xhi; j++) s += src[(i * W + j) * N];
-				v = s * inv;
+				for (int q = 0; q < SAMPLES; q++) v[q] = 0.0f;
+				for (i64 i = ylo; i < yhi; i++) {
+					for (i64 j = xlo; j < xhi; j++) {
+						const float* p = src + (i * W + j) * N;
+						for (int q = 0; q < SAMPLES; q++)
+							if (q < cnt) v[q] += p[q * wd];
+					}
+				}
+				for (int q = 0; q < SAMPLES; q++) v[q] = v[q] * inv;
 			} else {
-				i64 bi = window_argmax(src, H, W, N, K, y0, x0);
-				v = bi >= 0 ? src[bi * N] : __int_as_float((int)0xff800000u);
+				i64 bi[SAMPLES];
+				window_argmax(src, wd, cnt, H, W, N, K, y0, x0, bi);
+				for (int q = 0; q < SAMPLES; q++)
+					v[q] = q < cnt && bi[q] >= 0 ? src[bi[q] * N + q * wd] : __int_as_float((int)0xff800000u);
 			}
-			dst[n] = v;
+			for (int q = 0; q < SAMPLES; q++)
+				if (q < cnt) dst[n0 + q * wd] = v[q];
 		}
 	}
 }
@@ -200,10 +234,10 @@ extern "C" __global__ void pool(int avg, float* y, i64 ybs, const float* x, i64 
 // pooling dy of each window whose first maximum (recomputed from x) is this pixel, with
 // average pooling dy / (K K) of every window. The windows containing y are oy S - P <= y <
 // oy S - P + K: oy from ceil((y + P + 1 - K) / S) to floor((y + P) / S) (32-bit divisions,
-// once per pixel row). A group of wd threads per pixel row (b, c, y, x), each thread its
-// samples n = lane, lane + wd, ...
-extern "C" __global__ void pool_grad(int avg, float* dx, i64 dxbs, const float* x, i64 xbs,
-                                     const float* dy, i64 dybs, i64 C, i64 N, i64 H, i64 W,
+// once per pixel row). A group of wd threads per pixel row (b, c, y, x), each thread SAMPLES
+// of its samples at once.
+extern "C" __global__ void pool_grad(int avg, float* __restrict__ dx, i64 dxbs, const float* __restrict__ x, i64 xbs,
+                                     const float* __restrict__ dy, i64 dybs, i64 C, i64 N, i64 H, i64 W,
                                      i64 K, i64 S, i64 P, i64 OH, i64 OW, i64 batch, i64 wd) {
 	const i64 rad[4] = {0, C, H, W};
 	const i64 lane = GROUP_LANE(wd);
@@ -219,19 +253,28 @@ extern "C" __global__ void pool_grad(int avg, float* dx, i64 dxbs, const float* 
 		if (oxhi > OW - 1) oxhi = OW - 1;
 		i64 me = y * W + xx;
 		float* dst = dx + b * dxbs + (c * H * W + me) * N;
-		for (i64 n = lane; n < N; n += wd) {
-			const float* src = x + b * xbs + c * H * W * N + n;
-			const float* g = dy + b * dybs + c * OH * OW * N + n;
-			float acc = 0.0f;
+		for (i64 n0 = lane; n0 < N; n0 += SAMPLES * wd) {
+			const int cnt = chunk_count(n0, wd, N);
+			const float* src = x + b * xbs + c * H * W * N + n0;
+			const float* g = dy + b * dybs + c * OH * OW * N + n0;
+			float acc[SAMPLES];
+			for (int q = 0; q < SAMPLES; q++) acc[q] = 0.0f;
 			for (i64 oy = oylo; oy <= oyhi; oy++) {
 				for (i64 ox = oxlo; ox <= oxhi; ox++) {
-					if (avg)
-						acc += g[(oy * OW + ox) * N] * inv;
-					else if (window_argmax(src, H, W, N, K, oy * S - P, ox * S - P) == me)
-						acc += g[(oy * OW + ox) * N];
+					const float* gw = g + (oy * OW + ox) * N;
+					if (avg) {
+						for (int q = 0; q < SAMPLES; q++)
+							if (q < cnt) acc[q] += gw[q * wd] * inv;
+					} else {
+						i64 bi[SAMPLES];
+						window_argmax(src, wd, cnt, H, W, N, K, oy * S - P, ox * S - P, bi);
+						for (int q = 0; q < SAMPLES; q++)
+							if (q < cnt && bi[q] == me) acc[q] += gw[q * wd];
+					}
 				}
 			}
-			dst[n] = acc;
+			for (int q = 0; q < SAMPLES; q++)
+				if (q < cnt) dst[n0 + q * wd] = acc[q];
 		}
 	}
 }
@@ -239,11 +282,11 @@ extern "C" __global__ void pool_grad(int avg, float* dx, i64 dxbs, const float* 
 // pool_grad_tiled is pool_grad for max pooling whose windows tile the image exactly (S = K,
 // P = 0, H = OH K, W = OW K), LeNet-5's: every pixel lies in one window, so pool_grad's sum
 // from 0 over the windows containing it is 0 + dy at the window's first maximum and 0 at its
-// other pixels. A group of wd threads per window (b, c, oy, ox), each thread its samples n =
-// lane, lane + wd, ...: the window's maximum is found once for its K K pixels instead of once
+// other pixels. A group of wd threads per window (b, c, oy, ox), each thread SAMPLES of its
+// samples at once: the window's maximum is found once for its K K pixels instead of once
 // per pixel, and its dy read once.
-extern "C" __global__ void pool_grad_tiled(float* dx, i64 dxbs, const float* x, i64 xbs,
-                                           const float* dy, i64 dybs, i64 C, i64 N, i64 H,
+extern "C" __global__ void pool_grad_tiled(float* __restrict__ dx, i64 dxbs, const float* __restrict__ x, i64 xbs,
+                                           const float* __restrict__ dy, i64 dybs, i64 C, i64 N, i64 H,
                                            i64 W, i64 K, i64 OH, i64 OW, i64 batch, i64 wd) {
 	const i64 rad[4] = {0, C, OH, OW};
 	const i64 lane = GROUP_LANE(wd);
@@ -253,11 +296,19 @@ extern "C" __global__ void pool_grad_tiled(float* dx, i64 dxbs, const float* x, 
 		const float* src = x + b * xbs + c * H * W * N;
 		float* dst = dx + b * dxbs + c * H * W * N;
 		const float* g = dy + b * dybs + ((c * OH + oy) * OW + ox) * N;
-		for (i64 n = lane; n < N; n += wd) {
-			i64 bi = window_argmax(src + n, H, W, N, K, y0, x0);
-			float gv = 0.0f + g[n];
-			for (i64 i = y0; i < y0 + K; i++)
-				for (i64 j = x0; j < x0 + K; j++) dst[(i * W + j) * N + n] = i * W + j == bi ? gv : 0.0f;
+		for (i64 n0 = lane; n0 < N; n0 += SAMPLES * wd) {
+			const int cnt = chunk_count(n0, wd, N);
+			i64 bi[SAMPLES];
+			window_argmax(src + n0, wd, cnt, H, W, N, K, y0, x0, bi);
+			float gv[SAMPLES];
+			for (int q = 0; q < SAMPLES; q++) gv[q] = q < cnt ? 0.0f + g[n0 + q * wd] : 0.0f;
+			for (i64 i = y0; i < y0 + K; i++) {
+				for (i64 j = x0; j < x0 + K; j++) {
+					float* d = dst + (i * W + j) * N + n0;
+					for (int q = 0; q < SAMPLES; q++)
+						if (q < cnt) d[q * wd] = i * W + j == bi[q] ? gv[q] : 0.0f;
+				}
+			}
 		}
 	}
 }
@@ -266,7 +317,7 @@ extern "C" __global__ void pool_grad_tiled(float* dx, i64 dxbs, const float* x, 
 // cols blocks (block (i, j) at i lds + j block), dst cols x rows (block (j, i) at j ldd +
 // i block). One thread per value of dst: writes are contiguous, reads of block = 1 are not
 // (a tiled transpose would stage tiles in shared memory, which these kernels do not use).
-extern "C" __global__ void transpose_blocks(float* dst, i64 ldd, i64 dbs, const float* src,
+extern "C" __global__ void transpose_blocks(float* __restrict__ dst, i64 ldd, i64 dbs, const float* __restrict__ src,
                                             i64 lds, i64 sbs, i64 rows, i64 cols, i64 block,
                                             i64 batch) {
 	const i64 rad[4] = {0, cols, rows, block};

@@ -4,6 +4,7 @@ package hostshim
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/fedaudit/fedaudit/compute"
@@ -130,4 +131,74 @@ func TestConvLaunchCounts(t *testing.T) {
 			})
 		}
 	}
+}
+
+// The image kernels take their pointers as __restrict__ (conv.cu): an operation whose output
+// overlaps one of its inputs fails with an error naming both ranges and launches nothing,
+// while views of one buffer that do not overlap are accepted.
+func TestImageOpsRefuseOverlap(t *testing.T) {
+	win := compute.Window{Size: 2, Stride: 2}
+	for _, c := range []struct {
+		name    string
+		overlap bool
+		op      func(o *cuda.Ops, buf compute.Buffer)
+	}{
+		{"pool in place", true, func(o *cuda.Ops, buf compute.Buffer) {
+			x := compute.Images{Buf: buf, C: 1, N: 2, H: 4, W: 4, Batch: 1}
+			y := compute.Images{Buf: buf, Off: 8, C: 1, N: 2, H: 2, W: 2, Batch: 1}
+			o.Pool(compute.MaxPooling, win, x, y)
+		}},
+		{"pool beside", false, func(o *cuda.Ops, buf compute.Buffer) {
+			x := compute.Images{Buf: buf, C: 1, N: 2, H: 4, W: 4, Batch: 1}
+			y := compute.Images{Buf: buf, Off: 32, C: 1, N: 2, H: 2, W: 2, Batch: 1}
+			o.Pool(compute.MaxPooling, win, x, y)
+		}},
+		{"pool gradient onto dy", true, func(o *cuda.Ops, buf compute.Buffer) {
+			x := compute.Images{Buf: buf, Off: 40, C: 1, N: 2, H: 4, W: 4, Batch: 1}
+			dy := compute.Images{Buf: buf, C: 1, N: 2, H: 2, W: 2, Batch: 1}
+			dx := compute.Images{Buf: buf, Off: 4, C: 1, N: 2, H: 4, W: 4, Batch: 1}
+			o.PoolGrad(compute.MaxPooling, win, x, dy, dx)
+		}},
+		{"im2col into its image", true, func(o *cuda.Ops, buf compute.Buffer) {
+			x := compute.Images{Buf: buf, Off: 10, C: 1, N: 2, H: 4, W: 4, Batch: 2, BatchStride: 40}
+			cols := compute.Mat{Buf: buf, Off: 0, Rows: 4, Cols: 8, Stride: 8, Batch: 2, BatchStride: 40}
+			o.Im2col(x, win, cols)
+		}},
+		{"col2im beside", false, func(o *cuda.Ops, buf compute.Buffer) {
+			cols := compute.Mat{Buf: buf, Rows: 4, Cols: 8, Stride: 8, Batch: 1}
+			dx := compute.Images{Buf: buf, Off: 32, C: 1, N: 2, H: 4, W: 4, Batch: 1}
+			o.Col2im(cols, win, dx)
+		}},
+		{"transpose in place", true, func(o *cuda.Ops, buf compute.Buffer) {
+			m := compute.Mat{Buf: buf, Rows: 3, Cols: 3, Stride: 3, Batch: 1}
+			o.Transpose(1, m, m)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			launches, _, _, _, _ := convCountsErr(t, func(o *cuda.Ops) { c.op(o, o.Alloc(200)) }, c.overlap)
+			if c.overlap && launches != 0 {
+				t.Errorf("%d launches for a refused operation", launches)
+			}
+			if !c.overlap && launches != 1 {
+				t.Errorf("%d launches, want 1", launches)
+			}
+		})
+	}
+}
+
+// convCountsErr is convCounts expecting an overlap error when wantErr, none otherwise.
+func convCountsErr(t *testing.T, op func(o *cuda.Ops), wantErr bool) (launches, reads, stages, gemms int, per map[kernels.Kernel]int) {
+	t.Helper()
+	d := &countingDevice{Device: device(t), perKernel: map[kernels.Kernel]int{}}
+	o := cuda.NewOps(d, cuda.Options{})
+	defer o.Close()
+	op(o)
+	err := o.Err()
+	switch {
+	case wantErr && (err == nil || !strings.Contains(err.Error(), "overlaps an input")):
+		t.Fatalf("error %v, want an overlap refused", err)
+	case !wantErr && err != nil:
+		t.Fatal(err)
+	}
+	return d.launches, d.reads, d.stages, d.gemms, d.perKernel
 }
