@@ -36,7 +36,8 @@
 #     benchmarks of W1 and W2, w1-parity
 #   5 Nsight Compute (where installed): ncu's SpeedOfLight section (how close each kernel comes
 #     to the device's memory and compute limits) for 80 launches of W2 at R 64 after its
-#     warm-up round, and for 80 of W1 at R 4096
+#     warm-up round, for 80 of W1 at R 4096, and for 6 of W1's hidden_step at R 64 with the
+#     warps' stall reasons and the occupancy
 #   6 W2 compiled in max-autotune mode, W3 vmap compiled (reduce-overhead), and the kit's
 #     alternatives: bench-gpu-graphs, bench-gpu-w2-direct, bench-gpu-w2-splitk,
 #     bench-gpu-w3-splitk
@@ -207,6 +208,11 @@ else
       --launch-skip 3000 --launch-count 80 "$kit/cuda-gpu.test" -test.run '^TestKitBenchW2GPU$' -test.count=1
     run 90 ncu-w1 env FEDAUDIT_BENCH_R=4096 FEDAUDIT_BENCH_ROUNDS=1 "$ncu" --csv --section SpeedOfLight --clock-control none \
       --launch-skip 400 --launch-count 80 "$kit/cuda-gpu.test" -test.run '^TestKitBenchW1GPU$' -test.count=1
+    # hidden_step at R 64, grouped (9 clients' blocks) and alone (the target's): why a block
+    # of one replica's step takes about 50 us (the stall reasons and the occupancy).
+    run 60 ncu-hidden env FEDAUDIT_BENCH_R=64 FEDAUDIT_BENCH_ROUNDS=1 "$ncu" --csv --section SpeedOfLight --section WarpStateStats \
+      --section Occupancy --clock-control none --kernel-name hidden_step --launch-skip 10 --launch-count 6 \
+      "$kit/cuda-gpu.test" -test.run '^TestKitBenchW1GPU$' -test.count=1
   else
     say "skip ncu: Nsight Compute not found (PATH, CUDA_HOME, /usr/local/cuda)"
   fi
