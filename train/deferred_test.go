@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/train/checkpoint"
@@ -19,11 +20,27 @@ func trainForm(t *testing.T, cfg Config, c, cp []*datasets.Dataset, tgt TargetIn
 	t.Helper()
 	be := cpu.New(2)
 	defer be.Close()
-	e, err := newEngine(be, Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs})
+	cps, e := trainEngine(t, be, Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs}, direct)
+	_, deferred = e.chosen.(*deferredSteps)
+	return cps, deferred
+}
+
+// engineUnderTest is an engine with the local-step form newEngine chose for it (chosen) beside
+// the one it trained with (steps).
+type engineUnderTest struct {
+	*engine
+	chosen localSteps
+}
+
+// trainEngine trains job on be and returns its checkpoints and engine; with direct, in the
+// direct form of a weight update per step, whatever form the engine chose.
+func trainEngine(t *testing.T, be compute.Backend, job Job, direct bool) ([]*checkpoint.Checkpoint, engineUnderTest) {
+	t.Helper()
+	e, err := newEngine(be, job)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, deferred = e.steps.(*deferredSteps)
+	chosen := e.steps
 	if direct {
 		e.steps = e.chooseSteps(false)
 	}
@@ -31,7 +48,7 @@ func trainForm(t *testing.T, cfg Config, c, cp []*datasets.Dataset, tgt TargetIn
 	if err := e.train(context.Background(), rec, nil); err != nil {
 		t.Fatal(err)
 	}
-	return rec.cps, deferred
+	return rec.cps, engineUnderTest{e, chosen}
 }
 
 // The deferred form computes what the direct form computes, to float32 rounding: every

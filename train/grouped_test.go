@@ -1,7 +1,6 @@
 package train
 
 import (
-	"context"
 	"testing"
 
 	"github.com/fedaudit/fedaudit/algo"
@@ -69,16 +68,8 @@ func TestGroupedClientsKeepBits(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c, cp := synthWorlds(clients, 20, 12, 3, tc.tgt, 9)
-			run := func(be compute.Backend) ([]*checkpoint.Checkpoint, *engine) {
-				e, err := newEngine(be, Job{Config: tc.cfg, WorldC: c, WorldCPrime: cp, Target: tc.tgt, Pairs: PairRange{First: 1, Count: 2}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				rec := &memRecorder{}
-				if err := e.train(context.Background(), rec, nil); err != nil {
-					t.Fatal(err)
-				}
-				return rec.cps, e
+			run := func(be compute.Backend) ([]*checkpoint.Checkpoint, engineUnderTest) {
+				return trainEngine(t, be, Job{Config: tc.cfg, WorldC: c, WorldCPrime: cp, Target: tc.tgt, Pairs: PairRange{First: 1, Count: 2}}, false)
 			}
 			plain := cpu.New(2)
 			defer plain.Close()

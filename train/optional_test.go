@@ -1,7 +1,6 @@
 package train
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"testing"
@@ -58,18 +57,8 @@ func TestOptionalInterfacesKeepBits(t *testing.T) {
 			run := func(wrap func(*cpu.Backend) compute.Backend) []*checkpoint.Checkpoint {
 				be := cpu.New(2)
 				defer be.Close()
-				e, err := newEngine(wrap(be), Job{Config: tc.cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{First: 1, Count: 2}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if tc.direct {
-					e.steps = e.chooseSteps(false)
-				}
-				rec := &memRecorder{}
-				if err := e.train(context.Background(), rec, nil); err != nil {
-					t.Fatal(err)
-				}
-				return rec.cps
+				cps, _ := trainEngine(t, wrap(be), Job{Config: tc.cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{First: 1, Count: 2}}, tc.direct)
+				return cps
 			}
 			want := run(func(b *cpu.Backend) compute.Backend { return plain{b} })
 			if !tc.hidden {

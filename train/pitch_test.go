@@ -1,7 +1,6 @@
 package train
 
 import (
-	"context"
 	"math"
 	"testing"
 
@@ -83,19 +82,8 @@ func TestPitchKeepsBits(t *testing.T) {
 			if tc.images {
 				wc, wcp = imageWorlds(t, 3, 8, 1, 8, 8, 3, tgt)
 			}
-			run := func(be compute.Backend) ([]*checkpoint.Checkpoint, *engine) {
-				e, err := newEngine(be, Job{Config: tc.cfg, WorldC: wc, WorldCPrime: wcp, Target: tgt, Pairs: PairRange{First: 1, Count: 2}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if tc.direct {
-					e.steps = e.chooseSteps(false)
-				}
-				rec := &memRecorder{}
-				if err := e.train(context.Background(), rec, nil); err != nil {
-					t.Fatal(err)
-				}
-				return rec.cps, e
+			run := func(be compute.Backend) ([]*checkpoint.Checkpoint, engineUnderTest) {
+				return trainEngine(t, be, Job{Config: tc.cfg, WorldC: wc, WorldCPrime: wcp, Target: tgt, Pairs: PairRange{First: 1, Count: 2}}, tc.direct)
 			}
 			plain := cpu.New(2)
 			defer plain.Close()

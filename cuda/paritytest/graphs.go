@@ -61,21 +61,13 @@ func testGraphsKeepBits(t *testing.T, f Factory) {
 			}
 			job := train.Job{Config: cfg, WorldC: wc, WorldCPrime: wcp, Target: train.TargetInfo{Client: 0, Index: 0}, Pairs: train.PairRange{First: 0, Count: 2}}
 			run := func(opt cuda.Options) ([]*checkpoint.Checkpoint, cuda.GraphStats) {
-				be := f(t, opt)
-				defer be.Close()
-				var rec memRecorder
-				job.Recorder = cuda.CheckRecorder(be, &rec)
-				if err := train.TrainOn(context.Background(), be, job); err != nil {
-					t.Fatal(err)
-				}
-				if err := be.Err(); err != nil {
-					t.Fatal(err)
-				}
 				var st cuda.GraphStats
-				if g, ok := be.(grapher); ok {
-					st = g.GraphStats()
-				}
-				return rec.cps, st
+				cps := trainOnKernels(t, f, opt, job, func(be Backend) {
+					if g, ok := be.(grapher); ok {
+						st = g.GraphStats()
+					}
+				})
+				return cps, st
 			}
 			want, _ := run(cuda.Options{Block: 32})
 			got, st := run(cuda.Options{Graphs: true, Block: 32})
@@ -89,6 +81,26 @@ func testGraphsKeepBits(t *testing.T, f Factory) {
 			sameRunBits(t, got, want)
 		})
 	}
+}
+
+// trainOnKernels trains job on the backend f makes with opt and returns its checkpoints; after,
+// when not nil, sees the backend before it is closed.
+func trainOnKernels(t *testing.T, f Factory, opt cuda.Options, job train.Job, after func(Backend)) []*checkpoint.Checkpoint {
+	t.Helper()
+	be := f(t, opt)
+	defer be.Close()
+	var rec memRecorder
+	job.Recorder = cuda.CheckRecorder(be, &rec)
+	if err := train.TrainOn(context.Background(), be, job); err != nil {
+		t.Fatal(err)
+	}
+	if err := be.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if after != nil {
+		after(be)
+	}
+	return rec.cps
 }
 
 // sameRunBits fails unless every recorded value of got has want's bits.

@@ -1,14 +1,12 @@
 package paritytest
 
 import (
-	"context"
 	"testing"
 
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/train"
-	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
@@ -39,23 +37,10 @@ func testClientGroupsKeepBits(t *testing.T, f Factory) {
 		for _, o := range []cuda.Options{{}, {Block: 7, MaxGrid: 3}} {
 			t.Run(c.name+"/"+cfgName(o), func(t *testing.T) {
 				job := train.Job{Config: c.cfg, WorldC: wc, WorldCPrime: wcp, Target: train.TargetInfo{Client: 2, Index: 0}, Pairs: train.PairRange{First: 0, Count: 2}}
-				run := func(opt cuda.Options) []*checkpoint.Checkpoint {
-					be := f(t, opt)
-					defer be.Close()
-					var rec memRecorder
-					job.Recorder = cuda.CheckRecorder(be, &rec)
-					if err := train.TrainOn(context.Background(), be, job); err != nil {
-						t.Fatal(err)
-					}
-					if err := be.Err(); err != nil {
-						t.Fatal(err)
-					}
-					return rec.cps
-				}
 				one := o
 				one.ClientBatch = 1
-				want := run(one)
-				sameRunBits(t, run(o), want)
+				want := trainOnKernels(t, f, one, job, nil)
+				sameRunBits(t, trainOnKernels(t, f, o, job, nil), want)
 			})
 		}
 	}
