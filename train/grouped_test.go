@@ -33,7 +33,7 @@ func (g *groupingCPU) HiddenStep(a *compute.HiddenStepArgs) {
 // of the run without groups. The cases move the target client to the first, a middle, the
 // last client of a window and the last client (the groups end before it and resume after it),
 // and cover FedProx, partial participation, one local step, no clipping, a client-level
-// target, a learning rate that changes with the step, and two windows (10 clients, a window
+// target, a learning rate that changes with the step, the DP-FedAvg family (which never groups), and two windows (10 clients, a window
 // of 5; one window with one local step). The run must have grouped steps, so the groups cannot be skipped unnoticed.
 func TestGroupedClientsKeepBits(t *testing.T) {
 	const clients = 10
@@ -49,6 +49,12 @@ func TestGroupedClientsKeepBits(t *testing.T) {
 	unclipped.ClipNorm = 0
 	cyclic := base
 	cyclic.Schedule = "cyclic"
+	// The DP-FedAvg family materializes every client's update: it never groups clients, and
+	// asking for groups changes nothing.
+	dp := base
+	dp.Algorithm, dp.NoiseStd, dp.ClipNorm = algo.DPFedAvg, 0, 0
+	dp.SamplingRate, dp.NoiseMultiplier, dp.UpdateClip, dp.ServerLR = 0.5, 0.8, 0.3, 1
+	dp.RecordUpload = false
 	cases := []struct {
 		name string
 		cfg  Config
@@ -64,6 +70,7 @@ func TestGroupedClientsKeepBits(t *testing.T) {
 		{"unclipped", unclipped, TargetInfo{Client: 5, Index: 2}},
 		{"whole-client", base, TargetInfo{Client: 6, WholeClient: true}},
 		{"cyclic-schedule", cyclic, TargetInfo{Client: 8, Index: 1}},
+		{"dpfedavg-never-groups", dp, TargetInfo{Client: 3, Index: 1}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,8 +96,8 @@ func TestGroupedClientsKeepBits(t *testing.T) {
 				if g == nil || g.c != min(per, window) {
 					t.Fatalf("%d clients a group asked: groups %+v", per, g)
 				}
-				if be.grouped == 0 {
-					t.Fatalf("%d clients a group: no grouped step ran", per)
+				if grouping := tc.cfg.Algorithm != algo.DPFedAvg; grouping != (be.grouped > 0) {
+					t.Fatalf("%d clients a group: %d grouped steps ran (the family groups: %v)", per, be.grouped, grouping)
 				}
 				t.Logf("%d clients a group: %d grouped steps of %d client steps", per, be.grouped, be.steps)
 				sameBits(t, "grouped", got, want)
