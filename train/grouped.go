@@ -39,7 +39,9 @@ type clientGroups struct {
 // memory estimate counts) and at most a window of clients.
 func newClientGroups(e *engine, ds *deferredState) *clientGroups {
 	cb, ok := e.be.(compute.ClientBatcher)
-	if !ok || !ds.model.HasHiddenStep(e.be) || e.chunk != e.P {
+	// The DP-FedAvg family reads every client's whole update (clientUpdate materializes it),
+	// which the groups do not keep.
+	if !ok || !ds.model.HasHiddenStep(e.be) || e.chunk != e.P || e.cfg.IsClientDP() {
 		return nil
 	}
 	c := min(ds.window, min(cb.ClientBatch(), compute.MaxClientBatch)/e.R)
