@@ -93,7 +93,7 @@ func Estimate(t Training, s DataSizes, on Backend) (Memory, error) {
 	fixed += maxRows*float64(s.Dim+1)*f + 2*float64(d)*f
 	fixed += 2 * window * kb * float64(s.Dim+1) * f
 	fixed += canaryFixed + nnFixed
-	if deferred && on == Device && len(sizes) == 3 {
+	if deferred && on == Device && len(sizes) == 3 && !t.ClientDP {
 		// Grouped clients (train/grouped.go): at most compute.MaxClientBatch replica steps of
 		// pre-activations and parameters past the first matrix, and a window of Gram matrices.
 		rest := float64(d - sizes[0]*sizes[1])
