@@ -329,6 +329,7 @@ var groupedCases = []groupedCase{
 	{"w1-shape", 32, 64, 10, 64, 20, 2, 3, 0, compute.Tanh, 0, 0.02},
 	{"odd-relu-fedprox", 5, 7, 3, 10, 4, 3, 4, 5, compute.ReLU, 0.5, 0.02},
 	{"unclipped-softplus", 4, 9, 2, 0, 3, 1, 5, 1, compute.Softplus, 0, 0},
+	{"global-scratch", 64, 112, 10, 64, 5, 2, 2, 3, compute.Softplus, 0.2, 0.02}, // working set above shared memory
 }
 
 // testHiddenStepGroups checks that a grouped step gives every group what its step alone gives:
