@@ -1,6 +1,8 @@
 package train
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	"github.com/fedaudit/fedaudit/algo"
@@ -136,5 +138,37 @@ func TestClientGroupsOnlyWhereTheyFit(t *testing.T) {
 				t.Fatalf("R %d, %d replica steps asked, chunk %d: groups %v, want %v", e.R, tc.batch, tc.chunk, got, tc.groups)
 			}
 		})
+	}
+}
+
+// cancellingCPU cancels the training's context at its first grouped step.
+type cancellingCPU struct {
+	groupingCPU
+	cancel context.CancelFunc
+}
+
+func (c *cancellingCPU) HiddenStep(a *compute.HiddenStepArgs) {
+	if a.Groups > 1 {
+		c.cancel()
+	}
+	c.groupingCPU.HiddenStep(a)
+}
+
+// A training cancelled while clients train grouped ends with the context's error.
+func TestGroupedClientsStopWhenCancelled(t *testing.T) {
+	tgt := TargetInfo{Client: 0, Index: 2}
+	c, cp := synthWorlds(6, 20, 12, 3, tgt, 9)
+	cfg := mlpConfig()
+	cfg.Rounds, cfg.LocalSteps, cfg.Checkpoints = 50, 3, []int{50}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	be := &cancellingCPU{groupingCPU: groupingCPU{Backend: cpu.New(1), batch: compute.MaxClientBatch}, cancel: cancel}
+	defer be.Close()
+	err := TrainOn(ctx, be, Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: PairRange{0, 2}, Recorder: &memRecorder{}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want the context's cancellation", err)
+	}
+	if be.grouped == 0 {
+		t.Fatal("no grouped step ran before the cancellation")
 	}
 }
