@@ -8,7 +8,9 @@
 // Every output value is computed by one thread, in the order package internal/imgops fixes for
 // it, so im2col, col2im, pooling and transpose give the CPU backend's bits. col2im and the
 // pooling gradients gather (one thread per input pixel adds the values that reach it, in the
-// contract's order) instead of scattering, which would need atomics and lose the order.
+// contract's order) instead of scattering, which would need atomics and lose the order. Their
+// pointers are __restrict__ (an operation's outputs never overlap its inputs: compute.Convolver,
+// checked by cuda.Ops), so a thread's loads go out ahead of its stores.
 // GroupNorm's float64 sums are split into a fixed number of partial sums per group or channel
 // (an argument, not the launch) and reduced in a second pass: independent of the launch, but
 // not the CPU's sequential order, so GroupNorm agrees with the CPU to rounding, not bit for bit.
