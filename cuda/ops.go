@@ -151,7 +151,7 @@ type Options struct {
 	HiddenBlock int
 	// ClientBatch is the most replica steps (replicas times clients) one launch of the fused
 	// hidden step takes when the engine runs several clients' local steps of a round together
-	// (compute.ClientBatcher; train/deferred.go): default 2,048, at most
+	// (compute.ClientBatcher; train/grouped.go): default 2,048, at most
 	// compute.MaxClientBatch, 1 to run a client at a time. W1 at 64 replicas otherwise
 	// launches 64 blocks per step, 55 launches a round. FEDAUDIT_CUDA_CLIENTBATCH sets it too.
 	ClientBatch int

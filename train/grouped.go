@@ -103,6 +103,7 @@ func (e *engine) trainGrouped(ctx context.Context, ds *deferredState, g *clientG
 	a.GroupStrides = compute.HiddenGroupStrides{Pre: R * kb * h, Params: R * g.restLen, Gram: kb * kb,
 		Prev: kb * h, Labels: kb, GX: kb * kb, U: kb * h}
 	u := ds.factors(false, s0, 0, R, 1)
+	_, y := ds.x(e, 0, s0, 1)
 	hs := be.(compute.HiddenStepper)
 	for k := 0; k < K; k++ {
 		if e.stop.Load() {
@@ -116,7 +117,6 @@ func (e *engine) trainGrouped(ctx context.Context, ds *deferredState, g *clientG
 		a.U = u
 		a.U.Off += k * B * h
 		a.U.Rows = B
-		_, y := ds.x(e, 0, s0, 1)
 		a.Labels = y
 		a.Labels.Off += k * B
 		a.Labels.Rows = B

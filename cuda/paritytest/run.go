@@ -255,14 +255,7 @@ func runBothWith(t *testing.T, f Factory, job train.Job, opt cuda.Options) {
 	if err := train.Train(context.Background(), job); err != nil {
 		t.Fatal(err)
 	}
-	ops := f(t, opt)
-	defer ops.Close()
-	var got memRecorder
-	job.Recorder = cuda.CheckRecorder(ops, &got)
-	if err := train.TrainOn(context.Background(), ops, job); err != nil {
-		t.Fatal(err)
-	}
-	compareRuns(t, want.cps, got.cps)
+	compareRuns(t, want.cps, trainOnKernels(t, f, opt, job, nil))
 }
 
 // The DP-FedAvg family with a crafted canary client (train.Config.CraftedUpdate) under

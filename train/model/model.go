@@ -251,7 +251,7 @@ func (m *MLP) Step(be compute.Backend, w Workspace, params, x, y, anchor, grad c
 // instead of computing it.
 func (m *MLP) DeferredStep(be compute.Backend, w Workspace, params, x, y, pre0, gram, gx, anchor, grad, u, prev compute.Mat, eta, v, alpha float32) {
 	ws := w.(*mlpWorkspace)
-	if hs, ok := be.(compute.HiddenStepper); ok && len(m.Sizes) == 3 {
+	if m.HasHiddenStep(be) {
 		// One hidden layer: the whole step but the Gram matrix of x in one fused operation.
 		if v <= 0 {
 			gx = compute.Mat{}
@@ -263,7 +263,7 @@ func (m *MLP) DeferredStep(be compute.Backend, w Workspace, params, x, y, pre0, 
 		ws.hidden = compute.HiddenStepArgs{Act: m.Act, Pre: pre0, Gram: gram, Prev: prev, Params: params, Anchor: anchor, Labels: ys, GX: gx, U: u,
 			B1: m.boff[0], W2: m.woff[1], B2: m.boff[1], H: m.Sizes[1], Cls: m.Sizes[2],
 			Eta: eta, V: v, Alpha: alpha}
-		hs.HiddenStep(&ws.hidden) // the arguments live in the workspace: no allocation per step
+		be.(compute.HiddenStepper).HiddenStep(&ws.hidden) // the arguments live in the workspace: no allocation per step
 		return
 	}
 	if prev.Rows > 0 {
