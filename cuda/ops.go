@@ -896,7 +896,7 @@ func (o *Ops) HiddenStep(a *compute.HiddenStepArgs) {
 		return
 	}
 	var scratch uint64
-	sbs := 2*C*H + 2*H + 2*C + 2*B*H + B*C
+	sbs := kernels.HiddenWorkingSet(B, H, C)
 	if sbs > kernels.HiddenSharedFloats {
 		scratch = o.grow(&o.hidden, (R*sbs+1)/2)
 	}

@@ -16,6 +16,15 @@ typedef unsigned long long u64;
 // FEDAUDIT_PARTIALS is the number of partial sums per batch element of a long reduction.
 #define FEDAUDIT_PARTIALS 256
 
+// UNROLL asks for the next loop, of a trip count known to the compiler, to be unrolled
+// completely, so the arrays it indexes stay in registers; g++ (the host shim) takes its own
+// pragma.
+#ifdef __CUDACC__
+#define UNROLL _Pragma("unroll")
+#else
+#define UNROLL _Pragma("GCC unroll 16")
+#endif
+
 // GRID_STRIDE loops i over [0, n) with a grid-stride loop, so any grid size covers any n.
 #define GRID_STRIDE(i, n)                                                        \
 	for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (i64)(n);       \

@@ -64,6 +64,15 @@ var kernelNames = [numKernels]string{
 // scratch.
 const HiddenSharedFloats = 9216
 
+// HiddenWorkingSet is the floats of a replica's working set in hidden_step for B rows, H
+// hidden units and C classes (step.cu's layout: W2 and post with rows H|1 floats apart, b1,
+// b2, dl, delta and the gradient): in shared memory when it is at most HiddenSharedFloats,
+// else in global scratch of this many floats a replica.
+func HiddenWorkingSet(B, H, C int) int {
+	hp := H | 1
+	return C*hp + H + C + B*hp + B*C + B*H + H + C*H + C
+}
+
 // HiddenBlock is the most threads per block of hidden_step (HIDDEN_BLOCK in step.cu, its
 // launch bound).
 const HiddenBlock = 1024

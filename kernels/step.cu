@@ -11,7 +11,8 @@
 
 // HIDDEN_SHARED_FLOATS is the static shared memory of a block in floats (36 KiB; with the
 // partial sums about 40 KiB of the 48 KiB a block may declare statically). A replica whose
-// working set 2 C H + 2 H + 2 C + 2 B H + B C does not fit uses global scratch instead.
+// working set (kernels.HiddenWorkingSet: 2 C H + 2 H + 2 C + 2 B H + B C, plus C + B when H is
+// even, for the padded rows below) does not fit uses global scratch instead.
 #define HIDDEN_SHARED_FLOATS 9216
 
 // HIDDEN_BLOCK is the most threads per block hidden_step can be launched with: a block of
@@ -20,6 +21,17 @@
 // did. cuda.Ops launches 256 threads a block unless Options.HiddenBlock asks for more (at few
 // replicas, few blocks: W1 at 64 replicas runs 64 blocks on an H100's 132 multiprocessors).
 #define HIDDEN_BLOCK 1024
+
+// HIDDEN_ROWS is how many rows of one column a thread computes together in the products that
+// read global memory or long rows (pre's update, delta): one load of the column's operand
+// serves them all and their sums run side by side, which hides the loads' latency (a block
+// runs a single replica, so there are few warps to hide it otherwise). Each sum still adds its
+// terms in the same order as one row at a time would, so the bits do not depend on it.
+#define HIDDEN_ROWS 8
+
+// HIDDEN_TERMS is how many of a partial sum's elements the clip norm's product with the Gram
+// matrix computes together, for the same reason.
+#define HIDDEN_TERMS 4
 
 // hidden_step is compute.HiddenStepArgs' step for every replica r < batch, block-stride over the
 // replicas (grid may be smaller than batch). A grouped step (several clients' steps at once)
@@ -40,7 +52,9 @@
 //
 // The activations, the small layer, dl, delta and the gradient live in shared memory (scratch
 // null) or in scratch + r sbs (floats) when they do not fit; pre is updated in place in global
-// memory, as the CPU backend updates it.
+// memory, as the CPU backend updates it. The rows of post and W2 there lie an odd number of
+// floats apart (H, or H + 1 when H is even), so the threads of a warp that read one column of
+// several rows (the logits) hit different banks of shared memory.
 extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int act, float* pre, i64 ps, i64 pbs, float* params, i64 wbs,
                                        const float* anchor, i64 abs_, const float* gram, i64 gs,
                                        float* prev, i64 vs, i64 vbs, i64 kp, const float* labels,
@@ -54,14 +68,16 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 	__shared__ float coef_s;
 	const int t = threadIdx.x, nt = blockDim.x;
 	const int B = (int)rows, H = (int)hidden, C = (int)classes, K = (int)kp;
+	const int Hp = H | 1;  // the padded row stride of post and W2
 	const int BH = B * H, CH = C * H, ng = H + CH + C;
+	const int RG = (B + HIDDEN_ROWS - 1) / HIDDEN_ROWS;  // groups of rows
 	for (i64 r = blockIdx.x; r < batch; r += gridDim.x) {
 		float* S = scratch ? scratch + r * sbs : sm;
-		float* w2s = S;          // C x H
-		float* b1s = w2s + CH;   // H
+		float* w2s = S;          // C x H, rows Hp apart
+		float* b1s = w2s + C * Hp;  // H
 		float* b2s = b1s + H;    // C
-		float* post = b2s + C;   // B x H
-		float* dl = post + BH;   // B x C: the logits, then dl
+		float* post = b2s + C;   // B x H, rows Hp apart
+		float* dl = post + B * Hp;  // B x C: the logits, then dl
 		float* delta = dl + B * C;  // B x H
 		float* grad = delta + BH;   // gb1 (H), gW2 (C x H), gb2 (C): the order of the parameters
 		float* gb1 = grad;
@@ -78,25 +94,51 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 		const float* gx_g = gx ? gx + g * xgs : gx;
 
 		for (int i = t; i < H; i += nt) b1s[i] = prow[i];
-		for (int i = t; i < CH; i += nt) w2s[i] = prow[H + i];
+		for (int i = t; i < CH; i += nt) {
+			int c = i / H, k = i - c * H;
+			w2s[c * Hp + k] = prow[H + i];
+		}
 		for (int i = t; i < C; i += nt) b2s[i] = prow[H + CH + i];
 		__syncthreads();
 
-		// pre += gram prev (a float32 sum in k order), then the bias; post = act(pre).
-		for (int e = t; e < BH; e += nt) {
-			int i = e / H, c = e - i * H;
-			float* pp = P + i * ps + c;
-			float p = *pp;
+		// pre += gram prev (a float32 sum in k order), then the bias; post = act(pre). A thread
+		// takes column c of up to HIDDEN_ROWS rows.
+		for (int it = t; it < RG * H; it += nt) {
+			const int ig = it / H, c = it - ig * H, i0 = ig * HIDDEN_ROWS;
+			const int nr = B - i0 < HIDDEN_ROWS ? B - i0 : HIDDEN_ROWS;
+			float s[HIDDEN_ROWS];
+			UNROLL
+			for (int j = 0; j < HIDDEN_ROWS; j++) s[j] = 0.0f;
 			if (K > 0) {
-				const float* gr = gram_g + i * gs;
+				const float* gr = gram_g + i0 * gs;
 				const float* pv = V + c;
-				float s = 0.0f;
-				for (int k = 0; k < K; k++) s += gr[k] * pv[k * vs];
-				p = p + s;
+				if (nr == HIDDEN_ROWS) {
+					for (int k = 0; k < K; k++) {
+						const float x = pv[k * vs];
+						UNROLL
+						for (int j = 0; j < HIDDEN_ROWS; j++) s[j] += gr[j * gs + k] * x;
+					}
+				} else {
+					for (int k = 0; k < K; k++) {
+						const float x = pv[k * vs];
+						UNROLL
+						for (int j = 0; j < HIDDEN_ROWS; j++)
+							if (j < nr) s[j] += gr[j * gs + k] * x;
+					}
+				}
 			}
-			p = p + b1s[c];
-			*pp = p;
-			post[e] = act_value(act, p);
+			// The sums wait in post, so the activation's code is not unrolled.
+			UNROLL
+			for (int j = 0; j < HIDDEN_ROWS; j++)
+				if (j < nr) post[(i0 + j) * Hp + c] = s[j];
+			for (int i = i0; i < i0 + nr; i++) {
+				float* pp = P + i * ps + c;
+				float p = *pp;
+				if (K > 0) p = p + post[i * Hp + c];
+				p = p + b1s[c];
+				*pp = p;
+				post[i * Hp + c] = act_value(act, p);
+			}
 		}
 		__syncthreads();
 
@@ -108,14 +150,27 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 				V[k * vs + c] *= shrink;
 			}
 		}
-		// The logits z = post W2^T + b2, each a float32 sum in hidden-unit order.
-		for (int e = t; e < B * C; e += nt) {
-			int i = e / C, c = e - i * C;
-			const float* x = post + i * H;
-			const float* w = w2s + c * H;
-			float s = 0.0f;
-			for (int k = 0; k < H; k++) s += x[k] * w[k];
-			dl[e] = s + b2s[c];
+		// The logits z = post W2^T + b2, each a float32 sum in hidden-unit order; a thread takes
+		// two classes of a row, which share the row's loads.
+		const int CP = (C + 1) / 2;  // pairs of classes
+		for (int e = t; e < B * CP; e += nt) {
+			const int i = e / CP, c = 2 * (e - i * CP);
+			const float* x = post + i * Hp;
+			const float* w = w2s + c * Hp;
+			if (c + 1 < C) {
+				float s0 = 0.0f, s1 = 0.0f;
+				for (int k = 0; k < H; k++) {
+					const float xk = x[k];
+					s0 += xk * w[k];
+					s1 += xk * w[Hp + k];
+				}
+				dl[i * C + c] = s0 + b2s[c];
+				dl[i * C + c + 1] = s1 + b2s[c + 1];
+			} else {
+				float s = 0.0f;
+				for (int k = 0; k < H; k++) s += x[k] * w[k];
+				dl[i * C + c] = s + b2s[c];
+			}
 		}
 		__syncthreads();
 
@@ -137,7 +192,8 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 		}
 		__syncthreads();
 
-		// The small layer's gradient and delta = (dl W2) act'(pre), sums in row and class order.
+		// The small layer's gradient and delta = (dl W2) act'(pre), sums in row and class order;
+		// a thread takes column k of up to HIDDEN_ROWS rows of delta.
 		for (int c = t; c < C; c += nt) {
 			float s = 0.0f;
 			for (int i = 0; i < B; i++) s += dl[i * C + c];
@@ -146,20 +202,41 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 		for (int e = t; e < CH; e += nt) {
 			int c = e / H, k = e - c * H;
 			float s = 0.0f;
-			for (int i = 0; i < B; i++) s += dl[i * C + c] * post[i * H + k];
+			for (int i = 0; i < B; i++) s += dl[i * C + c] * post[i * Hp + k];
 			gw2[e] = s;
 		}
-		for (int e = t; e < BH; e += nt) {
-			int i = e / H, k = e - i * H;
-			const float* d = dl + i * C;
-			float s = 0.0f;
-			for (int c = 0; c < C; c++) s += d[c] * w2s[c * H + k];
-			delta[e] = act_grad(act, P + i * ps + k, post + e, s);
+		for (int it = t; it < RG * H; it += nt) {
+			const int ig = it / H, k = it - ig * H, i0 = ig * HIDDEN_ROWS;
+			const int nr = B - i0 < HIDDEN_ROWS ? B - i0 : HIDDEN_ROWS;
+			const float* d = dl + i0 * C;
+			float s[HIDDEN_ROWS];
+			UNROLL
+			for (int j = 0; j < HIDDEN_ROWS; j++) s[j] = 0.0f;
+			if (nr == HIDDEN_ROWS) {
+				for (int c = 0; c < C; c++) {
+					const float w = w2s[c * Hp + k];
+					UNROLL
+					for (int j = 0; j < HIDDEN_ROWS; j++) s[j] += d[j * C + c] * w;
+				}
+			} else {
+				for (int c = 0; c < C; c++) {
+					const float w = w2s[c * Hp + k];
+					UNROLL
+					for (int j = 0; j < HIDDEN_ROWS; j++)
+						if (j < nr) s[j] += d[j * C + c] * w;
+				}
+			}
+			UNROLL
+			for (int j = 0; j < HIDDEN_ROWS; j++)
+				if (j < nr) delta[(i0 + j) * H + k] = s[j];
+			for (int i = i0; i < i0 + nr; i++)
+				delta[i * H + k] = act_grad(act, P + i * ps + k, post + i * Hp + k, delta[i * H + k]);
 		}
 		__syncthreads();
 
 		// gb1, and the partial sums of <delta, gx delta> (element e of delta times its row of
-		// gx delta, a float32 sum in row order; partial p sums e = p, p + P, ... in float64).
+		// gx delta, a float32 sum in row order; partial p sums e = p, p + P, ... in float64),
+		// HIDDEN_TERMS of a partial's elements at a time.
 		for (int k = t; k < H; k += nt) {
 			float s = 0.0f;
 			for (int i = 0; i < B; i++) s += delta[i * H + k];
@@ -168,7 +245,27 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 		if (v > 0.0f) {
 			for (int p = t; p < FEDAUDIT_PARTIALS; p += nt) {
 				double s = 0;
-				for (int e = p; e < BH; e += FEDAUDIT_PARTIALS) {
+				int e = p;
+				for (; e + (HIDDEN_TERMS - 1) * FEDAUDIT_PARTIALS < BH; e += HIDDEN_TERMS * FEDAUDIT_PARTIALS) {
+					const float* gr[HIDDEN_TERMS];
+					const float* dk[HIDDEN_TERMS];
+					float qs[HIDDEN_TERMS];
+					UNROLL
+					for (int m = 0; m < HIDDEN_TERMS; m++) {
+						const int em = e + m * FEDAUDIT_PARTIALS, i = em / H;
+						gr[m] = gx_g + i * xs;
+						dk[m] = delta + (em - i * H);
+						qs[m] = 0.0f;
+					}
+					for (int j = 0; j < B; j++) {
+						UNROLL
+						for (int m = 0; m < HIDDEN_TERMS; m++) qs[m] += gr[m][j] * dk[m][j * H];
+					}
+					UNROLL
+					for (int m = 0; m < HIDDEN_TERMS; m++)
+						s += (double)delta[e + m * FEDAUDIT_PARTIALS] * (double)qs[m];
+				}
+				for (; e < BH; e += FEDAUDIT_PARTIALS) {
 					int i = e / H, k = e - i * H;
 					const float* gr = gx_g + i * xs;
 					float qs = 0.0f;
@@ -197,8 +294,10 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 			float c = 1.0f;
 			if (v > 0.0f) {
 				double s1 = 0, s2 = 0;
-				for (int j = 0; j < FEDAUDIT_PARTIALS; j++) s1 += part[j];
-				for (int j = 0; j < FEDAUDIT_PARTIALS; j++) s2 += part[FEDAUDIT_PARTIALS + j];
+				for (int j = 0; j < FEDAUDIT_PARTIALS; j++) {  // two independent sums, each in order
+					s1 += part[j];
+					s2 += part[FEDAUDIT_PARTIALS + j];
+				}
 				double n = sqrt(s1 + s2);
 				if (n > (double)v)
 					c = (float)((double)v / n);
