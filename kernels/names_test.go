@@ -107,3 +107,17 @@ func TestConvTilesMatchConvCU(t *testing.T) {
 		}
 	}
 }
+
+// W1's replica (B 32, H 64, C 10) and heads of similar size must keep hidden_step's working set in
+// shared memory: global scratch is correct but slower, so a layout change that pushes them out
+// would cost time silently.
+func TestHiddenWorkingSetFitsSharedMemory(t *testing.T) {
+	for _, c := range []struct{ B, H, C int }{{32, 64, 10}, {16, 128, 10}, {32, 100, 10}} {
+		if n := HiddenWorkingSet(c.B, c.H, c.C); n > HiddenSharedFloats {
+			t.Errorf("B %d H %d C %d: working set %d floats, shared memory %d", c.B, c.H, c.C, n, HiddenSharedFloats)
+		}
+	}
+	if n := HiddenWorkingSet(64, 112, 10); n <= HiddenSharedFloats {
+		t.Errorf("the parity suite's global-scratch case (B 64, H 112, C 10) fits shared memory (%d floats)", n)
+	}
+}
