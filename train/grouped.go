@@ -25,7 +25,7 @@ import (
 type clientGroups struct {
 	c       int            // most clients in a group
 	restLen int            // parameters past the first weight matrix
-	pre     compute.Buffer // c x R x K B x h: the group's first-layer pre-activations
+	pre     compute.Buffer // R x c x K B x h: the group's first-layer pre-activations, by replica
 	rest    compute.Buffer // c x R x restLen: the group's parameters past the first matrix
 	gram    compute.Buffer // c x K B x K B: the group's Gram matrices of their minibatches
 	args    compute.HiddenStepArgs
@@ -87,20 +87,28 @@ func (e *engine) trainGrouped(ctx context.Context, ds *deferredState, g *clientG
 		e.gatherDeferred(ds, t, i0+q)
 	}
 	anchor := e.all(e.g)
-	for q := 0; q < n; q++ {
-		x1, _ := ds.x(e, 0, s0+q, 1)
-		if K > 1 || e.clipV > 0 {
-			be.Gemm(false, true, 1, x1, x1, 0, compute.Mat{Buf: g.gram, Off: q * kb * kb, Rows: kb, Cols: kb, Stride: kb, Batch: 1})
-		}
-		be.Axpby(1, m.Rest(anchor), 0, g.restRows(q, R), nil)
-		x := x1
-		x.Batch = R
-		be.Gemm(false, true, 1, x, m.Weight(anchor, 0), 0, compute.Mat{Buf: g.pre, Off: q * R * kb * h, Rows: kb, Cols: h, Stride: h, Batch: R, BatchStride: kb * h})
+	// The clients' minibatches lie in consecutive slots, so each product below is one call for
+	// the whole group: every client's Gram matrix (a batch of n), and x W_0^T of every client
+	// for each replica (n kb rows of minibatches times the replica's W_0, which every client
+	// of the round starts from). Each element of a product is the same sum as in the client's
+	// own call, so the bits do not change on a backend that sums a product's depth in order
+	// (the CPU and the shim); cuBLAS may pick another kernel for the taller product, which is
+	// float rounding.
+	xs, _ := ds.x(e, 0, s0, 1)
+	if K > 1 || e.clipV > 0 {
+		xb := xs
+		xb.Batch, xb.BatchStride = n, kb*e.dim
+		be.Gemm(false, true, 1, xb, xb, 0, compute.Mat{Buf: g.gram, Rows: kb, Cols: kb, Stride: kb, Batch: n, BatchStride: kb * kb})
 	}
+	for q := 0; q < n; q++ {
+		be.Axpby(1, m.Rest(anchor), 0, g.restRows(q, R), nil)
+	}
+	xs.Rows, xs.Batch = n*kb, R
+	be.Gemm(false, true, 1, xs, m.Weight(anchor, 0), 0, compute.Mat{Buf: g.pre, Rows: n * kb, Cols: h, Stride: h, Batch: R, BatchStride: g.c * kb * h})
 	a := &g.args // kept in g: the call's arguments cost no allocation per step
 	*a = m.RestHiddenArgs(g.restRows(0, R), anchor)
 	a.V, a.Alpha, a.Groups = e.clipV, e.alpha, n
-	a.GroupStrides = compute.HiddenGroupStrides{Pre: R * kb * h, Params: R * g.restLen, Gram: kb * kb,
+	a.GroupStrides = compute.HiddenGroupStrides{Pre: kb * h, Params: R * g.restLen, Gram: kb * kb,
 		Prev: kb * h, Labels: kb, GX: kb * kb, U: kb * h}
 	u := ds.factors(false, s0, 0, R, 1)
 	_, y := ds.x(e, 0, s0, 1)
@@ -110,7 +118,7 @@ func (e *engine) trainGrouped(ctx context.Context, ds *deferredState, g *clientG
 			return context.Cause(ctx)
 		}
 		a.Eta = float32(e.cfg.LearningRateAt(t, k))
-		a.Pre = compute.Mat{Buf: g.pre, Off: k * B * h, Rows: B, Cols: h, Stride: h, Batch: R, BatchStride: kb * h}
+		a.Pre = compute.Mat{Buf: g.pre, Off: k * B * h, Rows: B, Cols: h, Stride: h, Batch: R, BatchStride: g.c * kb * h}
 		a.Gram = compute.Mat{Buf: g.gram, Off: k * B * kb, Rows: B, Cols: k * B, Stride: kb, Batch: 1}
 		a.Prev = u
 		a.Prev.Rows = k * B
