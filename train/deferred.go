@@ -108,16 +108,8 @@ func (e *engine) gatherDeferred(ds *deferredState, t, i int) {
 	be := e.be
 	s := ds.slot(i)
 	B := e.cfg.BatchSize
-	ds.split[s] = i == e.target.Client && e.target.WholeClient
-	for k := 0; k < e.cfg.LocalSteps; k++ {
-		rng := philox.NewRand(e.cfg.Seed, uint32(t), uint32(i), philox.DomainBatch, uint32(k))
-		philox.SamplePrefix(&rng, e.perm[:e.data[0][i].n], B)
-		idx := ds.idx[k*B : (k+1)*B]
-		copy(idx, e.perm[:B])
-		if i == e.target.Client && slices.Contains(idx, int32(e.target.Index)) {
-			ds.split[s] = true
-		}
-	}
+	e.drawMinibatches(t, i, ds.idx[:e.cfg.LocalSteps*B], 0)
+	ds.split[s] = i == e.target.Client && (e.target.WholeClient || slices.Contains(ds.idx[:e.cfg.LocalSteps*B], int32(e.target.Index)))
 	for w := 0; w < 2; w++ {
 		if w == 1 && i != e.target.Client {
 			break
@@ -128,6 +120,19 @@ func (e *engine) gatherDeferred(ds *deferredState, t, i int) {
 		be.Gather(y, cd.y, ds.idx)
 	}
 	ds.slotRound[s], ds.slotClient[s] = t, i
+}
+
+// drawMinibatches puts client i's K minibatches of round t, each B sample indices plus shift,
+// into idx (K B long).
+func (e *engine) drawMinibatches(t, i int, idx []int32, shift int32) {
+	B := e.cfg.BatchSize
+	for k := 0; k < e.cfg.LocalSteps; k++ {
+		rng := philox.NewRand(e.cfg.Seed, uint32(t), uint32(i), philox.DomainBatch, uint32(k))
+		philox.SamplePrefix(&rng, e.perm[:e.data[0][i].n], B)
+		for j, v := range e.perm[:B] {
+			idx[k*B+j] = v + shift
+		}
+	}
 }
 
 // group is a set of replicas that see the same minibatches: first, first+stride, ... (count).

@@ -53,10 +53,12 @@ func (e *engine) train(ctx context.Context, rec checkpoint.Recorder, progress fu
 	return nil
 }
 
-// clientData is one client's samples on the backend: X is N x dim, Y is N x 1 labels.
+// clientData is one client's samples on the backend: X is N x dim, Y is N x 1 labels. The
+// clients of world C lie in one buffer pair (engine.samples), client i's rows from row0 on.
 type clientData struct {
 	x, y compute.Mat
 	n    int
+	row0 int
 }
 
 type engine struct {
@@ -78,9 +80,10 @@ type engine struct {
 	clipV   float32 // whole-gradient clip norm (fedavg, fedprox), else 0
 	alpha   float32
 
-	data  [2][]clientData
-	test  *clientData
-	seeds []uint64 // per replica (equal within a pair)
+	data    [2][]clientData
+	samples clientData // on a device, every client of world C one after another (loadData)
+	test    *clientData
+	seeds   []uint64 // per replica (equal within a pair)
 
 	g, l, acc, grad, noise, shadow, upload compute.Buffer
 	xb, yb                                 compute.Buffer // gathered minibatch
@@ -303,16 +306,33 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 func (e *engine) loadData(worldC, worldCP []*datasets.Dataset, test *datasets.Dataset) int {
 	target, m := e.target, e.m
 	maxN := 0
-	for w, world := range [2][]*datasets.Dataset{worldC, worldCP} {
-		e.data[w] = make([]clientData, m)
-		for i, ds := range world {
-			if w == 1 && i != target.Client {
-				e.data[1][i] = e.data[0][i] // identical data: one copy
-				continue
-			}
-			e.data[w][i] = e.toDevice(ds)
-			maxN = max(maxN, ds.Len())
+	// On a device, world C's clients go into one buffer pair, each a range of its rows, so
+	// that the minibatches of several clients can be gathered by one call (grouped.go); a
+	// backend that aliases host memory keeps each client's own arrays, as copying them would
+	// double the data's memory.
+	e.data[0] = make([]clientData, m)
+	if _, aliases := e.be.(compute.HostAliaser); !aliases {
+		e.samples = e.concatToDevice(worldC)
+	}
+	r0 := 0
+	for i, ds := range worldC {
+		n := ds.Len()
+		if e.samples.x.Buf != nil {
+			e.data[0][i] = clientData{x: rowRange(e.samples.x, r0, n), y: rowRange(e.samples.y, r0, n), n: n, row0: r0}
+		} else {
+			e.data[0][i] = e.toDevice(ds)
 		}
+		r0 += n
+		maxN = max(maxN, n)
+	}
+	e.data[1] = make([]clientData, m)
+	for i := range worldCP {
+		if i != target.Client {
+			e.data[1][i] = e.data[0][i] // identical data: one copy
+			continue
+		}
+		e.data[1][i] = e.toDevice(worldCP[i])
+		maxN = max(maxN, worldCP[i].Len())
 	}
 	if test != nil {
 		td := e.toDevice(test)
@@ -393,15 +413,41 @@ func sameFloats(a, b []float32) bool {
 
 func (e *engine) toDevice(ds *datasets.Dataset) clientData {
 	n := ds.Len()
-	y := make([]float32, n)
+	return clientData{
+		x: compute.Mat{Buf: compute.Upload(e.be, ds.Features), Rows: n, Cols: e.dim, Stride: e.dim, Batch: 1},
+		y: compute.Mat{Buf: compute.Upload(e.be, labelValues(ds)), Rows: n, Cols: 1, Stride: 1, Batch: 1},
+		n: n,
+	}
+}
+
+// concatToDevice copies the samples of sets, one set after another, to the backend as one
+// clientData.
+func (e *engine) concatToDevice(sets []*datasets.Dataset) clientData {
+	n := 0
+	for _, ds := range sets {
+		n += ds.Len()
+	}
+	cd := clientData{
+		x: compute.Mat{Buf: e.be.Alloc(max(1, n*e.dim)), Rows: n, Cols: e.dim, Stride: e.dim, Batch: 1},
+		y: compute.Mat{Buf: e.be.Alloc(max(1, n)), Rows: n, Cols: 1, Stride: 1, Batch: 1},
+		n: n,
+	}
+	r := 0
+	for _, ds := range sets {
+		e.be.Upload(cd.x.Buf, r*e.dim, ds.Features)
+		e.be.Upload(cd.y.Buf, r, labelValues(ds))
+		r += ds.Len()
+	}
+	return cd
+}
+
+// labelValues is ds's labels as the float32 values the backends hold.
+func labelValues(ds *datasets.Dataset) []float32 {
+	y := make([]float32, ds.Len())
 	for i, v := range ds.Labels {
 		y[i] = float32(v)
 	}
-	return clientData{
-		x: compute.Mat{Buf: compute.Upload(e.be, ds.Features), Rows: n, Cols: e.dim, Stride: e.dim, Batch: 1},
-		y: compute.Mat{Buf: compute.Upload(e.be, y), Rows: n, Cols: 1, Stride: 1, Batch: 1},
-		n: n,
-	}
+	return y
 }
 
 // rows is replicas first, first+stride, ... (count of them) of an R x d buffer, whose rows are

@@ -28,6 +28,7 @@ type clientGroups struct {
 	pre     compute.Buffer // R x c x K B x h: the group's first-layer pre-activations, by replica
 	rest    compute.Buffer // c x R x restLen: the group's parameters past the first matrix
 	gram    compute.Buffer // c x K B x K B: the group's Gram matrices of their minibatches
+	idx     []int32        // c x K B: the group's minibatches' rows of the clients' samples
 	args    compute.HiddenStepArgs
 	// Clients [first, first+count) of the current round were trained into the group.
 	first, count int
@@ -52,6 +53,7 @@ func newClientGroups(e *engine, ds *deferredState) *clientGroups {
 	g.pre = e.be.Alloc(c * e.R * ds.kb * ds.h)
 	g.rest = e.be.Alloc(c * e.R * g.restLen)
 	g.gram = e.be.Alloc(c * ds.kb * ds.kb)
+	g.idx = make([]int32, c*ds.kb)
 	return g
 }
 
@@ -74,6 +76,32 @@ func (g *clientGroups) span(e *engine, ds *deferredState, i int) int {
 	return n
 }
 
+// gatherGroup draws the K minibatches of round t of clients [i0, i0+n) into their slots, as
+// gatherDeferred does one client's. Where world C's clients lie in one buffer (on a device:
+// engine.loadData) the indices, moved by each client's first row, address that buffer and
+// one Gather per array fills every slot: the slots are consecutive rows. None of the clients
+// is the target, so world C's samples are every replica's.
+func (e *engine) gatherGroup(ds *deferredState, g *clientGroups, t, i0, n int) {
+	if e.samples.x.Buf == nil {
+		for q := 0; q < n; q++ {
+			e.gatherDeferred(ds, t, i0+q)
+		}
+		return
+	}
+	kb := ds.kb
+	for q := 0; q < n; q++ {
+		i := i0 + q
+		e.drawMinibatches(t, i, g.idx[q*kb:(q+1)*kb], int32(e.data[0][i].row0))
+		s := ds.slot(i)
+		ds.split[s] = false
+		ds.slotRound[s], ds.slotClient[s] = t, i
+	}
+	x, y := ds.x(e, 0, ds.slot(i0), 1)
+	x.Rows, y.Rows = n*kb, n*kb
+	e.be.Gather(x, e.samples.x, g.idx[:n*kb])
+	e.be.Gather(y, e.samples.y, g.idx[:n*kb])
+}
+
 // trainGrouped runs the K local steps of clients [i0, i0+n) of round t together: each
 // client's minibatches into its window slot, its Gram matrix and x W_0^T as the client alone
 // computes them (localTrainDeferred), then one grouped HiddenStep per step for all of them.
@@ -83,9 +111,7 @@ func (e *engine) trainGrouped(ctx context.Context, ds *deferredState, g *clientG
 	K, B, kb, h, R := e.cfg.LocalSteps, e.cfg.BatchSize, ds.kb, ds.h, e.R
 	s0 := ds.slot(i0)
 	g.first, g.count = i0, 0 // nothing of this round's group is valid until it has trained
-	for q := 0; q < n; q++ {
-		e.gatherDeferred(ds, t, i0+q)
-	}
+	e.gatherGroup(ds, g, t, i0, n)
 	anchor := e.all(e.g)
 	// The clients' minibatches lie in consecutive slots, so each product below is one call for
 	// the whole group: every client's Gram matrix (a batch of n), and x W_0^T of every client
