@@ -53,8 +53,9 @@ func (e *engine) train(ctx context.Context, rec checkpoint.Recorder, progress fu
 	return nil
 }
 
-// clientData is one client's samples on the backend: X is N x dim, Y is N x 1 labels. The
-// clients of world C lie in one buffer pair (engine.samples), client i's rows from row0 on.
+// clientData is one client's samples on the backend: X is N x dim, Y is N x 1 labels. On a
+// device the clients of world C lie in one buffer pair (engine.samples), client i's rows from
+// row0 on.
 type clientData struct {
 	x, y compute.Mat
 	n    int

@@ -11,14 +11,18 @@ import (
 // that (compute.ClientBatcher: a GPU at few replicas, where one block per replica leaves most
 // of the device idle and each launch pays its latency) gets step k of up to c clients of a
 // deferred window in one grouped HiddenStep, instead of a call per client: W1 at 64 replicas
-// goes from 55 launches of 64 blocks a round to about 11 of up to 640.
+// goes from 55 launches of 64 blocks a round to 15 (cuda/hostshim TestW1RoundCounts). The group's
+// minibatches are gathered, its Gram matrices computed and its products x W_0^T taken by one
+// call each too.
 //
 // Only the clients that the round treats alike are grouped: not the target client, whose
 // training the round follows with its upload, its informed shadow and, in rounds where its
-// worlds' minibatches differ, a second group of replicas. Each grouped client's products (its
-// Gram matrix, x W_0^T) are the calls the client alone makes, its step is computed as alone
+// worlds' minibatches differ, a second group of replicas. Every element of the group's
+// products is the sum the client's own call computes, its step is computed as alone
 // (compute.HiddenStepArgs' Groups), and its parameters are added to the round's sum in client
-// order, so grouping changes no bit of any result: train's TestGroupedClientsKeepBits.
+// order, so grouping changes no bit on a backend whose products sum in a fixed order (the CPU,
+// the shim: train's TestGroupedClientsKeepBits, the parity suite's ClientGroupsKeepBits); on a
+// GPU cuBLAS may round the group's larger products differently.
 
 // clientGroups holds the grouped clients' state between their training and their
 // accumulation into the round's sum.
@@ -102,10 +106,10 @@ func (e *engine) gatherGroup(ds *deferredState, g *clientGroups, t, i0, n int) {
 	e.be.Gather(y, e.samples.y, g.idx[:n*kb])
 }
 
-// trainGrouped runs the K local steps of clients [i0, i0+n) of round t together: each
-// client's minibatches into its window slot, its Gram matrix and x W_0^T as the client alone
-// computes them (localTrainDeferred), then one grouped HiddenStep per step for all of them.
-// The factors go to the clients' slots, the other parameters to the group's rows.
+// trainGrouped runs the K local steps of clients [i0, i0+n) of round t together: the
+// clients' minibatches into their window slots, their Gram matrices and x W_0^T (what
+// localTrainDeferred computes for one client), then one grouped HiddenStep per step for all
+// of them. The factors go to the clients' slots, the other parameters to the group's rows.
 func (e *engine) trainGrouped(ctx context.Context, ds *deferredState, g *clientGroups, t, i0, n int) error {
 	be, m := e.be, ds.model
 	K, B, kb, h, R := e.cfg.LocalSteps, e.cfg.BatchSize, ds.kb, ds.h, e.R
