@@ -136,6 +136,7 @@ type Model[T Float] struct {
 
 	maxPix                          int // largest H*W of any layer's input or output
 	ones, xin, z, dz, dlog, lossRow scratch
+	tmp                             transients // the layers' buffers within a backward call
 	onesLen                         int
 	logits                          []T // the last Forward's logits on the host
 	rows                            []T // per-sample losses read back
@@ -229,7 +230,7 @@ func (m *Model[T]) newPass(R, B int, w, dw compute.Mat) *pass[T] {
 		}
 		m.ones.buf, m.onesLen = m.o.wrap(v), n
 	}
-	return &pass[T]{o: m.o, R: R, B: B, w: w, dw: dw, ones: m.ones.buf, cacheBytes: m.cacheBytes}
+	return &pass[T]{o: m.o, R: R, B: B, w: w, dw: dw, ones: m.ones.buf, tmp: &m.tmp, cacheBytes: m.cacheBytes}
 }
 
 // input returns x (B rows of C*H*W values per replica, or shared) as images [C][H][W][B]: the
