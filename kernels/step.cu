@@ -33,6 +33,33 @@
 // matrix computes together, for the same reason.
 #define HIDDEN_TERMS 4
 
+// column_sums sets out[j os] for j < nr (at most HIDDEN_ROWS) to the float32 sum, from 0 in
+// k order, of a[j as + k] b[k bs] over k < n: nr rows of a times one column b, each of the
+// column's loads serving every row, the rows' sums side by side.
+__device__ __forceinline__ void column_sums(float* out, i64 os, const float* a, i64 as, const float* b,
+                                            i64 bs, int n, int nr) {
+	float s[HIDDEN_ROWS];
+	UNROLL
+	for (int j = 0; j < HIDDEN_ROWS; j++) s[j] = 0.0f;
+	if (nr == HIDDEN_ROWS) {
+		for (int k = 0; k < n; k++) {
+			const float x = b[k * bs];
+			UNROLL
+			for (int j = 0; j < HIDDEN_ROWS; j++) s[j] += a[j * as + k] * x;
+		}
+	} else {
+		for (int k = 0; k < n; k++) {
+			const float x = b[k * bs];
+			UNROLL
+			for (int j = 0; j < HIDDEN_ROWS; j++)
+				if (j < nr) s[j] += a[j * as + k] * x;
+		}
+	}
+	UNROLL
+	for (int j = 0; j < HIDDEN_ROWS; j++)
+		if (j < nr) out[j * os] = s[j];
+}
+
 // hidden_step is compute.HiddenStepArgs' step for every replica r < batch, block-stride over the
 // replicas (grid may be smaller than batch). A grouped step (several clients' steps at once)
 // numbers replica q of group g as r = g per + q, and every argument of group g lies its group
@@ -106,31 +133,9 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 		for (int it = t; it < RG * H; it += nt) {
 			const int ig = it / H, c = it - ig * H, i0 = ig * HIDDEN_ROWS;
 			const int nr = B - i0 < HIDDEN_ROWS ? B - i0 : HIDDEN_ROWS;
-			float s[HIDDEN_ROWS];
-			UNROLL
-			for (int j = 0; j < HIDDEN_ROWS; j++) s[j] = 0.0f;
-			if (K > 0) {
-				const float* gr = gram_g + i0 * gs;
-				const float* pv = V + c;
-				if (nr == HIDDEN_ROWS) {
-					for (int k = 0; k < K; k++) {
-						const float x = pv[k * vs];
-						UNROLL
-						for (int j = 0; j < HIDDEN_ROWS; j++) s[j] += gr[j * gs + k] * x;
-					}
-				} else {
-					for (int k = 0; k < K; k++) {
-						const float x = pv[k * vs];
-						UNROLL
-						for (int j = 0; j < HIDDEN_ROWS; j++)
-							if (j < nr) s[j] += gr[j * gs + k] * x;
-					}
-				}
-			}
 			// The sums wait in post, so the activation's code is not unrolled.
-			UNROLL
-			for (int j = 0; j < HIDDEN_ROWS; j++)
-				if (j < nr) post[(i0 + j) * Hp + c] = s[j];
+			if (K > 0)
+				column_sums(post + i0 * Hp + c, Hp, gram_g + i0 * gs, gs, V + c, vs, K, nr);
 			for (int i = i0; i < i0 + nr; i++) {
 				float* pp = P + i * ps + c;
 				float p = *pp;
@@ -208,27 +213,7 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 		for (int it = t; it < RG * H; it += nt) {
 			const int ig = it / H, k = it - ig * H, i0 = ig * HIDDEN_ROWS;
 			const int nr = B - i0 < HIDDEN_ROWS ? B - i0 : HIDDEN_ROWS;
-			const float* d = dl + i0 * C;
-			float s[HIDDEN_ROWS];
-			UNROLL
-			for (int j = 0; j < HIDDEN_ROWS; j++) s[j] = 0.0f;
-			if (nr == HIDDEN_ROWS) {
-				for (int c = 0; c < C; c++) {
-					const float w = w2s[c * Hp + k];
-					UNROLL
-					for (int j = 0; j < HIDDEN_ROWS; j++) s[j] += d[j * C + c] * w;
-				}
-			} else {
-				for (int c = 0; c < C; c++) {
-					const float w = w2s[c * Hp + k];
-					UNROLL
-					for (int j = 0; j < HIDDEN_ROWS; j++)
-						if (j < nr) s[j] += d[j * C + c] * w;
-				}
-			}
-			UNROLL
-			for (int j = 0; j < HIDDEN_ROWS; j++)
-				if (j < nr) delta[(i0 + j) * H + k] = s[j];
+			column_sums(delta + i0 * H + k, H, dl + i0 * C, C, w2s + k, Hp, C, nr);
 			for (int i = i0; i < i0 + nr; i++)
 				delta[i * H + k] = act_grad(act, P + i * ps + k, post + i * Hp + k, delta[i * H + k]);
 		}
