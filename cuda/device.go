@@ -42,6 +42,14 @@ type Device interface {
 	Gemm(g GemmArgs) error
 }
 
+// InOrderGemmer is implemented by a Device whose Gemm computes every element of a product as
+// one sum over the depth in index order, so the element does not depend on the call's shape,
+// batch or the other elements (the host shim). cuBLAS gives no such promise: it picks its
+// kernels, and with them the order of the sums, by the shape of the call.
+type InOrderGemmer interface {
+	GemmInOrder() bool
+}
+
 // GemmArgs are the arguments of Device.Gemm, in cuBLAS's column-major convention.
 type GemmArgs struct {
 	TransA, TransB            bool

@@ -252,6 +252,14 @@ var _ compute.Backend = (*Ops)(nil)
 
 // Err issues the queued work and returns the first device error, or nil. Errors of the
 // device's asynchronous execution surface at the next read (Download, Dots) or Sync.
+// GemmInOrder reports whether the device's products sum every element's depth in index order
+// whatever the call's shape (InOrderGemmer): then results that differ only in how products
+// are grouped into calls have the same bits.
+func (o *Ops) GemmInOrder() bool {
+	g, ok := o.dev.(InOrderGemmer)
+	return ok && g.GemmInOrder()
+}
+
 func (o *Ops) Err() error {
 	o.flush()
 	return o.err

@@ -124,3 +124,14 @@ func TestReducedPrecisionMovesTheAuditLittle(t *testing.T) {
 		return cuda.NewOps(device(t), opt)
 	}, true)
 }
+
+// The kit's W1 precision drift (paritytest.PrecisionDriftW1) runs on the shim too, at 2 pairs
+// of one round: its bounds hold on the shim's model of the roundings.
+func TestReducedPrecisionMovesW1Little(t *testing.T) {
+	if testing.Short() {
+		t.Skip("W1 in three precisions on the shim")
+	}
+	paritytest.PrecisionDriftW1(t, func(t *testing.T, opt cuda.Options) paritytest.Backend {
+		return cuda.NewOps(device(t), opt)
+	}, 2, 1)
+}

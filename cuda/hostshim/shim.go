@@ -324,6 +324,10 @@ func (d *Device) run(k kernels.Kernel, grid, block int, args []uint64) error {
 	return nil
 }
 
+// GemmInOrder implements cuda.InOrderGemmer: every element of a product is one sum over the
+// depth in index order, whatever the call's shape or batch.
+func (d *Device) GemmInOrder() bool { return true }
+
 // Gemm implements cuda.Device.
 func (d *Device) Gemm(g cuda.GemmArgs) error {
 	if d.capture != nil {

@@ -84,3 +84,13 @@ func TestW1MatchesCPU(t *testing.T) {
 	defer ops.Close()
 	paritytest.W1MatchesCPU(t, ops, 1, 1)
 }
+
+// The shim's products sum in order, so the parity tests that compare calls grouped differently
+// (ClientGroupsKeepBits) hold it to the same bits, where a GPU gets a tolerance.
+func TestShimGemmInOrder(t *testing.T) {
+	ops := cuda.NewOps(device(t), cuda.Options{})
+	defer ops.Close()
+	if !ops.GemmInOrder() {
+		t.Fatal("the shim's Ops does not report products summed in order")
+	}
+}
