@@ -137,6 +137,22 @@ func precisionDrift(t *testing.T, f Factory, job train.Job, b driftBounds, requi
 		return res.MuLower
 	}
 	muFP := certify(fp)
+	// The reduced precisions differ from each other where they reach the products (bfloat16
+	// keeps 8 bits of mantissa, TF32 10), and their mean move says whether the largest one
+	// is typical.
+	meanDiff := func(a, b []checkpoint.ReplicaState) float64 {
+		var s float64
+		var n int
+		for r := range a {
+			for i, v := range a[r].Params {
+				s += math.Abs(float64(v - b[r].Params[i]))
+				n++
+			}
+		}
+		return s / float64(max(n, 1))
+	}
+	t.Logf("tf32 against bf16: largest parameter difference %.3g; mean difference from fp32: tf32 %.3g, bf16 %.3g",
+		maxDiff(tf, bf), meanDiff(fp, tf), meanDiff(fp, bf))
 	for _, c := range []struct {
 		name    string
 		rs      []checkpoint.ReplicaState
