@@ -31,7 +31,7 @@
 #     grouped clients), bench-gpu-hidden1024 (the fused hidden step in blocks of 1,024),
 #     profile-w1      torch: W1 batched, batched_ghost, and batched_ghost compiled
 #     (reduce-overhead)
-#   3 kit: bench-gpu-w3 (and -launch1), profile-w3, memory      torch: W3 vmap
+#   3 kit: bench-gpu-w3 at R 8 to 48, profile-w3, memory      torch: W3 vmap at R 8 and 16
 #   4 kit: precision-drift (an audit in tf32 and bf16 against fp32), the tf32 and bf16
 #     benchmarks of W1 and W2, w1-parity
 #   5 Nsight Compute (where installed): ncu's SpeedOfLight section (how close each kernel comes
@@ -191,11 +191,13 @@ else
   run 45 torch-w1-batched "$py" "$ref/w1_cuda.py" --impl batched --replicas 64,1024,4096 --rounds 10
   run 45 torch-w1-ghost "$py" "$ref/w1_cuda.py" --impl batched_ghost --replicas 64,1024,4096 --rounds 10
   run 90 torch-w1-compile "$py" "$ref/compiled.py" --ref "$ref" --workload w1 --mode reduce-overhead -- --impl batched_ghost --replicas 64,4096 --rounds 10
-  kitgroup kit-3 120 bench-gpu-w3,bench-gpu-w3-launch1,profile-w3,memory --w3-replicas 8,16 --w3-rounds 2
+  # W3 at the replicas an 80 GB GPU now holds (2.58 GB a pair since the layers share their
+  # backward buffers: up to 27 pairs); the old launch shape only at R 8 and 16 is enough.
+  kitgroup kit-3 150 bench-gpu-w3,profile-w3,memory --w3-replicas 8,16,32,48 --w3-rounds 2
   # The benchmark's own W3 reference where REF has it, else the repository's form of it.
   w3ref=$ref/w3_cuda.py
   [ -f "$w3ref" ] || w3ref=$ref/w3.py
-  run 60 torch-w3-vmap "$py" "$w3ref" --impl vmap --replicas 8 --rounds 2
+  run 90 torch-w3-vmap "$py" "$w3ref" --impl vmap --replicas 8,16 --rounds 2
   kitgroup kit-4 120 precision-drift,bench-gpu-tf32,bench-gpu-bf16,bench-gpu-w2-tf32,bench-gpu-w2-bf16,w1-parity --replicas 64,4096 --rounds 10 --w2-replicas 64,1024 --w2-rounds 5
   ncu=$(command -v ncu || true)
   for d in "${CUDA_HOME:-}" /usr/local/cuda; do
