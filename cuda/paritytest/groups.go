@@ -33,6 +33,7 @@ func testClientGroupsKeepBits(t *testing.T, f Factory) {
 	for _, w := range [][]*datasets.Dataset{wc, wcp} {
 		w[0], w[1], w[2] = w[1], w[2], w[0]
 	}
+	inOrder := gemmInOrder(t, f)
 	for _, c := range []struct {
 		name string
 		cfg  train.Config
@@ -44,7 +45,7 @@ func testClientGroupsKeepBits(t *testing.T, f Factory) {
 				one.ClientBatch = 1
 				want := trainOnKernels(t, f, one, job, nil)
 				got := trainOnKernels(t, f, o, job, nil)
-				if gemmInOrder(t, f) {
+				if inOrder {
 					sameRunBits(t, got, want)
 				} else {
 					compareRuns(t, want, got)
