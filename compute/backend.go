@@ -216,6 +216,17 @@ type DeviceClipper interface {
 	AxpbyCoefs(alpha float32, x Mat, beta float32, y Mat, coef Buffer)
 }
 
+// InOrderAccumulator is implemented by backends that add several matrices into one in a single
+// call (on a GPU, one launch instead of one a matrix: train's grouped clients add their
+// parameters to the round's sum this way). It must give exactly the bits of the calls it
+// replaces, Axpby(1, x_q, 1, y, coef[q y.Batch:(q+1) y.Batch]) for q = 0, 1, ..., n-1 in turn.
+type InOrderAccumulator interface {
+	// AccumulateInOrder adds to y, for q = 0, ..., n-1 in turn, coef[q y.Batch + b] times x_q
+	// to batch element b (coef nil means 1), where x_q is x with its offset moved by q step;
+	// x has y's shape.
+	AccumulateInOrder(y, x Mat, n, step int, coef []float32)
+}
+
 // Fuser is implemented by backends with fused forms of operation pairs that the engine issues
 // back to back (on a GPU each pair is otherwise two launches and two passes over memory). Each
 // must give exactly the bits of the pair it stands for, including what the first operation

@@ -654,6 +654,22 @@ func (o *Ops) Axpby(alpha float32, x compute.Mat, beta float32, y compute.Mat, c
 	o.launchLight(kernels.Axpby, y.Batch*y.Rows*y.Cols)
 }
 
+var _ compute.InOrderAccumulator = (*Ops)(nil)
+
+// AccumulateInOrder implements compute.InOrderAccumulator: one launch of accumulate_in_order
+// instead of n of axpby.
+func (o *Ops) AccumulateInOrder(y, x compute.Mat, n, step int, coef []float32) {
+	if n == 0 || y.Batch == 0 {
+		return
+	}
+	var cp uint64
+	if coef != nil {
+		cp = o.stageBytes(f32bytes(coef[:n*y.Batch]))[0]
+	}
+	o.args.reset().mat(y).mat(x).i64(step).i64(n).stg(cp, coef != nil).i64(y.Rows).i64(y.Cols).i64(y.Batch)
+	o.launchLight(kernels.AccumulateInOrder, y.Batch*y.Rows*y.Cols)
+}
+
 // AddRow implements compute.Backend.
 func (o *Ops) AddRow(y, v compute.Mat) {
 	o.args.reset().mat(y).ptr(addr(v)).i64(v.BatchStride).i64(y.Rows).i64(y.Cols).i64(y.Batch)

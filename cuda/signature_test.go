@@ -77,6 +77,7 @@ func TestLaunchArgumentsMatchPTX(t *testing.T) {
 	coef := o.Alloc(2)
 	o.ClipCoefs(1, row, row, row, row, coef)
 	o.AxpbyCoefs(1, x, 0.5, y, coef)
+	o.AccumulateInOrder(y, x, 2, 0, []float32{1, 2, 3, 4})
 	o.AddRowActivate(compute.Tanh, x, row, y)
 	o.ActivateGradSumRows(compute.Tanh, x, y, x, 1, 0, row)
 	img := func(c, n, h, w, batch int) compute.Images {

@@ -27,6 +27,27 @@ extern "C" __global__ void axpby(float* y, i64 ys, i64 ybs, const float* x, i64 
 	}
 }
 
+// accumulate_in_order: y += a_{q,b} x_q for q = 0, ..., n-1 in turn, x_q = x + q step and
+// a_{q,b} = coef[q batch + b] (1 when coef is null). Each addition is axpby's with beta 1
+// (`y += a x`, in the same form so that the compiler contracts it alike), so the result has the
+// bits of n axpby launches in order.
+extern "C" __global__ void accumulate_in_order(float* y, i64 ys, i64 ybs, const float* x, i64 xs,
+                                               i64 xbs, i64 step, i64 n, const float* coef,
+                                               i64 rows, i64 cols, i64 batch) {
+	i64 per = rows * cols;
+	GRID_STRIDE_RC(ix, batch * per, rows, cols) {
+		i64 b = ix.b;
+		float* yp = y + b * ybs + ix.r * ys + ix.j;
+		const float* xp = x + b * xbs + ix.r * xs + ix.j;
+		float acc = *yp;
+		for (i64 q = 0; q < n; q++) {
+			float a = coef ? 1.0f * coef[q * batch + b] : 1.0f;
+			acc += a * xp[q * step];
+		}
+		*yp = acc;
+	}
+}
+
 // splitk_reduce finishes a matrix product computed in depth slices (cuda.Ops, Options.SplitK):
 // c = alpha (p_0 + p_1 + ... + p_{S-1}) + beta c, the S partial products of batch element b at
 // part + (s batch + b) rows cols (row-major, contiguous), added in slice order from p_0 in

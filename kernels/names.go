@@ -41,6 +41,7 @@ const (
 	ConvDirectDX
 	ConvDirectDW
 	PoolGradTiled
+	AccumulateInOrder
 	numKernels
 )
 
@@ -56,7 +57,7 @@ var kernelNames = [numKernels]string{
 	GNGradPartials: "gn_grad_partials", GNGradReduce: "gn_grad_reduce", GNGradX: "gn_grad_x",
 	HiddenStep: "hidden_step", MechNoise: "mech_noise", SplitKReduce: "splitk_reduce",
 	ConvDirect: "conv_direct", ConvDirectDX: "conv_direct_dx", ConvDirectDW: "conv_direct_dw",
-	PoolGradTiled: "pool_grad_tiled",
+	PoolGradTiled: "pool_grad_tiled", AccumulateInOrder: "accumulate_in_order",
 }
 
 // HiddenSharedFloats is the static shared memory of hidden_step in floats

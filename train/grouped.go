@@ -34,6 +34,10 @@ type clientGroups struct {
 	gram    compute.Buffer // c x K B x K B: the group's Gram matrices of their minibatches
 	idx     []int32        // c x K B: the group's minibatches' rows of the clients' samples
 	args    compute.HiddenStepArgs
+	// sum adds the group's parameters to the round's sum in one call where the backend can
+	// (else one Axpby a client); coefs holds their weights meanwhile, c x R.
+	sum   compute.InOrderAccumulator
+	coefs []float32
 	// Clients [first, first+count) of the current round were trained into the group.
 	first, count int
 }
@@ -58,6 +62,9 @@ func newClientGroups(e *engine, ds *deferredState) *clientGroups {
 	g.rest = e.be.Alloc(c * e.R * g.restLen)
 	g.gram = e.be.Alloc(c * ds.kb * ds.kb)
 	g.idx = make([]int32, c*ds.kb)
+	if acc, ok := e.be.(compute.InOrderAccumulator); ok {
+		g.sum, g.coefs = acc, make([]float32, c*e.R)
+	}
 	return g
 }
 
@@ -130,9 +137,11 @@ func (e *engine) trainGrouped(ctx context.Context, ds *deferredState, g *clientG
 		xb.Batch, xb.BatchStride = n, kb*e.dim
 		be.Gemm(false, true, 1, xb, xb, 0, compute.Mat{Buf: g.gram, Rows: kb, Cols: kb, Stride: kb, Batch: n, BatchStride: kb * kb})
 	}
-	for q := 0; q < n; q++ {
-		be.Axpby(1, m.Rest(anchor), 0, g.restRows(q, R), nil)
-	}
+	// Every client starts from w_t's parameters past the first matrix: one copy for the
+	// group, the anchor's R rows broadcast to the n clients' blocks of rows.
+	from := m.Rest(anchor)
+	from.Rows, from.Stride, from.Batch, from.BatchStride = R, from.BatchStride, n, 0
+	be.Axpby(1, from, 0, compute.Mat{Buf: g.rest, Rows: R, Cols: g.restLen, Stride: g.restLen, Batch: n, BatchStride: R * g.restLen}, nil)
 	xs.Rows, xs.Batch = n*kb, R
 	be.Gemm(false, true, 1, xs, m.Weight(anchor, 0), 0, compute.Mat{Buf: g.pre, Rows: n * kb, Cols: h, Stride: h, Batch: R, BatchStride: g.c * kb * h})
 	a := &g.args // kept in g: the call's arguments cost no allocation per step

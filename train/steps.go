@@ -161,11 +161,20 @@ func (s *deferredSteps) train(ctx context.Context, t, i int, buf compute.Buffer,
 
 func (s *deferredSteps) accumulate(i int, coef []float32) {
 	e, ds, be := s.e, s.ds, s.e.be
-	rest := ds.model.Rest(e.all(e.l))
-	if g := s.groups; g != nil && g.has(i) {
-		rest = g.restRows(i-g.first, e.R)
+	rest, sum := ds.model.Rest(e.all(e.l)), ds.model.Rest(e.all(e.acc))
+	switch g := s.groups; {
+	case g == nil || !g.has(i):
+		be.Axpby(1, rest, 1, sum, coef)
+	case g.sum != nil:
+		// The group's clients are added in one call once the last one's weights are known.
+		q := i - g.first
+		copy(g.coefs[q*e.R:(q+1)*e.R], coef)
+		if q == g.count-1 {
+			g.sum.AccumulateInOrder(sum, g.restRows(0, e.R), g.count, e.R*g.restLen, g.coefs[:g.count*e.R])
+		}
+	default:
+		be.Axpby(1, g.restRows(i-g.first, e.R), 1, sum, coef)
 	}
-	be.Axpby(1, rest, 1, ds.model.Rest(e.all(e.acc)), coef)
 	sl := ds.slot(i)
 	if e.n < e.m { // non-participants add nothing
 		u := ds.factors(false, sl, 0, e.R, 1)
