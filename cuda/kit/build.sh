@@ -21,7 +21,7 @@ flags=(-trimpath -ldflags=-s\ -w)
 "$GO" test -c "${flags[@]}" -o "$out/shim.test" ./cuda/hostshim
 cp kernels/*.cu kernels/*.cuh kernels/*.ptx "$out/src/kernels/"
 cp cuda/hostshim/cxx/* "$out/src/cuda/hostshim/cxx/"
-cp cuda/kit/run.sh cuda/kit/steps.sh cuda/kit/README.md "$out/"
+cp cuda/kit/run.sh cuda/kit/steps.sh cuda/kit/README.md cuda/kit/cli-gpu.yaml "$out/"
 chmod +x "$out/run.sh"
 git rev-parse HEAD > "$out/COMMIT" 2>/dev/null || echo unknown > "$out/COMMIT"
 

@@ -2,6 +2,9 @@
 # run.sh validates and benchmarks the GPU backend with the binaries beside it, on a GPU node
 # without Go (docs/gpu.md, "The validation kit"). Steps, each logged to OUT/STEP.log:
 #   gpu-info    audit gpu-info: driver, device, memory, cuBLAS, whether the PTX loads
+#   cli-gpu     the CLI on the device: audit plan --backend gpu (its calibration on the GPU),
+#               and audit run --backend gpu --devices all against --backend cpu on
+#               cli-gpu.yaml: the same verdict (exit status 3) and certified mu within 0.05
 #   parity      the parity suite (every kernel and whole small runs against the CPU backend)
 #   w1-parity   W1 on the device against the CPU backend (TestW1MatchesCPU)
 #   precision-drift  an audit trained in fp32, tf32 and bf16: how far the reduced precisions
@@ -153,6 +156,32 @@ if [ "$mode" = gpu ]; then
     return $rc
   }
   step gpu-info "driver, device, cuBLAS, PTX load" gpu_info
+  # The CLI on the device, as a user runs it: `audit plan --backend gpu` times the training on
+  # the GPU, and `audit run` reaches the same verdict with --backend gpu --devices all as with
+  # the CPU backend (cli-gpu.yaml: exit status 3, the claim violated by a wide margin).
+  cli_gpu() {
+    local d=$out/cli-gpu rc mg mc
+    rm -rf "$d" && mkdir -p "$d" || return 1
+    lim "$KIT/audit" plan --config "$KIT/cli-gpu.yaml" --backend gpu --no-calibrate --no-cost --calibrate-time 2s --json > "$d/plan.json" || return 1
+    if ! grep -q '"calibration"' "$d/plan.json"; then echo "cli-gpu: audit plan --backend gpu reported no GPU calibration"; return 1; fi
+    grep -A6 '"calibration"' "$d/plan.json"
+    for b in gpu cpu; do
+      local devs=()
+      [ $b = gpu ] && devs=(--devices all)
+      lim "$KIT/audit" run --config "$KIT/cli-gpu.yaml" --out "$d/$b" --backend $b "${devs[@]}" --quiet > "$d/$b.txt" 2>&1
+      rc=$?
+      cat "$d/$b.txt"
+      if [ $rc -ne 3 ]; then echo "cli-gpu: audit run --backend $b exited $rc, want 3 (claim violated)"; return 1; fi
+      lim "$KIT/audit" analyze "$d/$b" --json > "$d/$b.json" 2> /dev/null
+      [ $? -eq 3 ] || { echo "cli-gpu: audit analyze of the $b runs did not exit 3"; return 1; }
+    done
+    mg=$(grep -m1 '"mu_lower"' "$d/gpu.json" | sed 's/.*: *//; s/,.*//')
+    mc=$(grep -m1 '"mu_lower"' "$d/cpu.json" | sed 's/.*: *//; s/,.*//')
+    echo "cli-gpu: headline certified mu: gpu $mg, cpu $mc"
+    awk -v a="$mg" -v b="$mc" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d <= 0.05) }' ||
+      { echo "cli-gpu: the certified mu differs by more than 0.05 between the backends"; return 1; }
+  }
+  step cli-gpu "audit plan and run on the GPU: same verdict as the CPU backend" cli_gpu
   STEP_DIR=$KIT step parity "every kernel and small runs vs the CPU backend" "$gputest" -test.run '^(TestParity|TestThisBinaryDoesNotLinkCublas)$' $T
   step w1-parity "W1, 3 rounds, 4 pairs vs the CPU backend" "$gputest" -test.run '^TestW1MatchesCPU$' $T
   step precision-drift "an audit in tf32 and bf16 vs fp32: parameters, certified mu" "$gputest" -test.run '^TestKitPrecisionDriftGPU$' $T
@@ -210,6 +239,7 @@ else
     rm -f "$out/gpu-info.json"
   }
   step gpu-info "shim mode: the gpu build must refuse to run without a GPU" gpu_info_shim
+  skip cli-gpu "needs a GPU (the gpu build of audit exits without one)"
   STEP_DIR=$shimdir step parity "every kernel and small runs vs the CPU backend, on the shim" "$shimtest" \
     -test.run '^(TestParity|TestShimKnowsEveryKernel|TestIndexArithmeticBeyond32Bits|TestMixedRadixIndex|TestConvLaunchCounts|TestGemmBatchIsSplit|TestSyncEachLaunch)$' $T
   STEP_DIR=$shimdir step w1-parity "W1, 1 round, 1 pair vs the CPU backend, on the shim" "$shimtest" -test.run '^TestW1MatchesCPU$' $T
