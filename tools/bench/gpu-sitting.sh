@@ -5,7 +5,7 @@
 # GPU (about 15 minutes a session, 10 a command: docs/gpu.md, "A sitting on a lent GPU"); on a
 # cluster node with time to spare run the whole kit instead (bin/gpu-kit/run.sh).
 #
-# Usage: gpu-sitting.sh KIT REF OUT [--budget SECONDS] [--copy DIR] [--shim]
+# Usage: gpu-sitting.sh KIT REF OUT [--budget SECONDS] [--copy DIR] [--groups LIST] [--shim]
 #   KIT  the validation kit (make gpu-kit: bin/gpu-kit), or that folder packed by
 #        tar -czf KIT.tgz -C bin gpu-kit (20 MB instead of 57 MB: what the device runner carries)
 #   REF  a folder with the PyTorch references: w1.py, w1_cuda.py, w2.py, w2_cuda.py, w3_cuda.py
@@ -19,28 +19,30 @@
 #        than 20 s left is skipped and says so in OUT/sitting.log
 #   --copy  a folder that gets a copy of OUT/sitting.tgz after every step (the device runner's
 #        $OUT: the archive comes back even when the command is killed at its limit)
+#   --groups  the groups below to run, comma-separated (default all): a session whose device
+#        time is split between calls runs 1,2,3 in the first and 4,5 in the next
 #   --shim  run the kit in its --shim mode and the PyTorch steps' CPU checks only (a machine
 #        without a GPU: checks this script)
 # OUT/sitting.tgz is packed again after every step and on INT or TERM, so a sitting stopped from
 # outside keeps what it had measured.
 # Groups, in order (each kit group is one run.sh --only call with its own summary.md):
-#   1 kit: gpu-info, parity, bench-gpu-w2 (and -launch1: the light kernels launched as in
-#     the sitting of 2026-11-27), profile-w2   torch: W2 batched, and compiled (reduce-overhead:
-#     the best PyTorch form of W2 in that sitting)
-#   2 kit: bench-gpu, bench-gpu-clientbatch1 (each client's steps launched alone, as before
-#     grouped clients), bench-gpu-hidden1024 (the fused hidden step in blocks of 1,024),
-#     profile-w1      torch: W1 batched, batched_ghost, and batched_ghost compiled
-#     (reduce-overhead)
-#   3 kit: bench-gpu-w3 at R 8 to 48, profile-w3, memory      torch: W3 vmap at R 8 and 16
-#   4 kit: precision-drift (an audit in tf32 and bf16 against fp32), the tf32 and bf16
-#     benchmarks of W1 and W2, w1-parity
-#   5 Nsight Compute (where installed): ncu's SpeedOfLight section (how close each kernel comes
+#   1 kit: gpu-info, cli-gpu (audit plan and run on the GPU against the CPU backend's verdict),
+#     parity, precision-drift (an audit in tf32 and bf16 against fp32)
+#   2 kit: bench-gpu, profile-w1 at R 64, 1024, 4096   torch: W1 batched and batched_ghost
+#   3 kit: bench-gpu-w3 at R 8 to 48, profile-w3   torch: W3 vmap at R 8, 16 and 32
+#   4 kit: bench-gpu-w2, profile-w2, memory   torch: W2 batched, and compiled (reduce-overhead:
+#     the best PyTorch form of W2 in the sittings of 2026-11-27)
+#   5 torch: W1 batched_ghost compiled (reduce-overhead)   kit: the tf32 and bf16 benchmarks
+#     of W1 and W2, w1-parity, and what earlier changes bought: bench-gpu-clientbatch1 (each
+#     client's steps launched alone), bench-gpu-w2-launch1 (the light kernels launched as
+#     before the ninth session)
+#   6 Nsight Compute (where installed): ncu's SpeedOfLight section (how close each kernel comes
 #     to the device's memory and compute limits) for 80 launches of W2 at R 64 after its
-#     warm-up round, for 80 of W1 at R 4096, and for 6 of W1's hidden_step at R 64 with the
+#     warm-up round, for 40 of W1 at R 4096, and for 6 of W1's hidden_step at R 64 with the
 #     warps' stall reasons and the occupancy
-#   6 W2 compiled in max-autotune mode, W3 vmap compiled (reduce-overhead), and the kit's
-#     alternatives: bench-gpu-graphs, bench-gpu-w2-direct, bench-gpu-w2-splitk,
-#     bench-gpu-w3-splitk
+#   7 W2 compiled in max-autotune mode, W3 vmap compiled (reduce-overhead), and the kit's
+#     alternatives: bench-gpu-graphs, bench-gpu-hidden1024, bench-gpu-w2-direct,
+#     bench-gpu-w2-splitk, bench-gpu-w3-splitk
 # Exit status 0 when the archive was written (the steps' own outcomes are in the logs).
 set -uo pipefail
 
@@ -63,12 +65,14 @@ out=$3
 shift 3
 budget=540
 shim=
+groups=
 copy=
 while [ $# -gt 0 ]; do
   case $1 in
     --budget) budget=$2; shift ;;
     --copy) copy=$2; shift ;;
     --shim) shim=--shim ;;
+    --groups) groups=$2; shift ;;
     *) echo "gpu-sitting: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -86,6 +90,9 @@ if [ -n "$shim" ] && [ -x /usr/bin/python3 ]; then py=/usr/bin/python3; fi
 # The references print their RESULT lines without flushing: unbuffered, a step stopped at its
 # limit keeps the lines it had printed.
 export PYTHONUNBUFFERED=1
+
+# want N: whether group N runs (--groups, default all).
+want() { [ -z "$groups" ] || case ",$groups," in *",$1,"*) true ;; *) false ;; esac; }
 
 say() { echo "[$((SECONDS - start)) s] $*" | tee -a "$log"; }
 
@@ -181,51 +188,66 @@ if [ -n "$shim" ]; then
     say "skip check-w1-step: no w1_cuda.py in $ref or no torch for $py"
   fi
 else
-  # The sitting of 2026-11-27 (docs/benchmark-log.md) measured the forms left out here or
+  # The sittings of 2026-11-27 (docs/benchmark-log.md) measured the forms left out here or
   # moved to the end: torch's im2col form (76 replica-rounds/s, never competitive), the direct
-  # convolutions (2.2x slower than the patch form) and split products (no change).
-  kitgroup kit-1 200 gpu-info,parity,bench-gpu-w2,bench-gpu-w2-launch1,profile-w2 --w2-replicas 64,1024 --w2-rounds 5
-  run 60 torch-w2-batched "$py" "$ref/w2_cuda.py" --impl batched --replicas 64,1024 --rounds 5
-  run 120 torch-w2-compile-reduce-overhead "$py" "$ref/compiled.py" --ref "$ref" --workload w2 --mode reduce-overhead -- --impl batched --replicas 64,1024 --rounds 5
-  kitgroup kit-2 110 bench-gpu,bench-gpu-clientbatch1,bench-gpu-hidden1024,profile-w1 --replicas 64,1024,4096 --rounds 10
-  run 45 torch-w1-batched "$py" "$ref/w1_cuda.py" --impl batched --replicas 64,1024,4096 --rounds 10
-  run 45 torch-w1-ghost "$py" "$ref/w1_cuda.py" --impl batched_ghost --replicas 64,1024,4096 --rounds 10
-  run 90 torch-w1-compile "$py" "$ref/compiled.py" --ref "$ref" --workload w1 --mode reduce-overhead -- --impl batched_ghost --replicas 64,4096 --rounds 10
-  # W3 at the replicas an 80 GB GPU now holds (2.58 GB a pair since the layers share their
-  # backward buffers: up to 27 pairs); the old launch shape only at R 8 and 16 is enough.
-  kitgroup kit-3 150 bench-gpu-w3,profile-w3,memory --w3-replicas 8,16,32,48 --w3-rounds 2
-  # The benchmark's own W3 reference where REF has it, else the repository's form of it.
-  w3ref=$ref/w3_cuda.py
-  [ -f "$w3ref" ] || w3ref=$ref/w3.py
-  run 90 torch-w3-vmap "$py" "$w3ref" --impl vmap --replicas 8,16 --rounds 2
-  kitgroup kit-4 120 precision-drift,bench-gpu-tf32,bench-gpu-bf16,bench-gpu-w2-tf32,bench-gpu-w2-bf16,w1-parity --replicas 64,4096 --rounds 10 --w2-replicas 64,1024 --w2-rounds 5
+  # convolutions (2.2x slower than the patch form), split products (no change), the fused
+  # hidden step in blocks of 1,024 (slower) and W1 a client at a time (1.28x slower).
+  if want 1; then
+    kitgroup kit-1 150 gpu-info,cli-gpu,parity,precision-drift
+  fi
+  if want 2; then
+    kitgroup kit-2 110 bench-gpu,profile-w1 --replicas 64,1024,4096 --rounds 10
+    run 45 torch-w1-batched "$py" "$ref/w1_cuda.py" --impl batched --replicas 64,1024,4096 --rounds 10
+    run 45 torch-w1-ghost "$py" "$ref/w1_cuda.py" --impl batched_ghost --replicas 64,1024,4096 --rounds 10
+  fi
+  if want 3; then
+    # W3 at the replicas an 80 GB GPU holds (2.58 GB a pair since the layers share their
+    # backward buffers: up to 27 pairs), and torch's vmap at the same sizes while it fits.
+    kitgroup kit-3 150 bench-gpu-w3,profile-w3 --w3-replicas 8,16,32,48 --w3-rounds 2
+    # The benchmark's own W3 reference where REF has it, else the repository's form of it.
+    w3ref=$ref/w3_cuda.py
+    [ -f "$w3ref" ] || w3ref=$ref/w3.py
+    run 120 torch-w3-vmap "$py" "$w3ref" --impl vmap --replicas 8,16,32 --rounds 2
+  fi
+  if want 4; then
+    kitgroup kit-4 120 bench-gpu-w2,profile-w2,memory --w2-replicas 64,1024 --w2-rounds 5
+    run 60 torch-w2-batched "$py" "$ref/w2_cuda.py" --impl batched --replicas 64,1024 --rounds 5
+    run 120 torch-w2-compile-reduce-overhead "$py" "$ref/compiled.py" --ref "$ref" --workload w2 --mode reduce-overhead -- --impl batched --replicas 64,1024 --rounds 5
+  fi
+  if want 5; then
+    run 90 torch-w1-compile "$py" "$ref/compiled.py" --ref "$ref" --workload w1 --mode reduce-overhead -- --impl batched_ghost --replicas 64,4096 --rounds 10
+    kitgroup kit-5 120 bench-gpu-tf32,bench-gpu-bf16,bench-gpu-w2-tf32,bench-gpu-w2-bf16,w1-parity,bench-gpu-clientbatch1,bench-gpu-w2-launch1 --replicas 64,4096 --rounds 10 --w2-replicas 64,1024 --w2-rounds 5
+  fi
   ncu=$(command -v ncu || true)
   for d in "${CUDA_HOME:-}" /usr/local/cuda; do
     if [ -z "$ncu" ] && [ -n "$d" ] && [ -x "$d/bin/ncu" ]; then ncu=$d/bin/ncu; fi
   done
-  if [ -n "$ncu" ]; then
+  if ! want 6; then
+    :
+  elif [ -n "$ncu" ]; then
     # W2's setup and warm-up round issue about 2,700 launches: skip past them. Clocks as they
     # are (--clock-control none): locking them, ncu's default, was never tried on these machines.
     run 120 ncu-w2 env FEDAUDIT_BENCH_R=64 FEDAUDIT_BENCH_ROUNDS=1 "$ncu" --csv --section SpeedOfLight --clock-control none \
       --launch-skip 3000 --launch-count 80 "$kit/cuda-gpu.test" -test.run '^TestKitBenchW2GPU$' -test.count=1
-    # W1 issues about 52 launches a round since grouped clients (the sitting of 2026-11-27's
-    # skip of 400 passed them all): skip the setup and the warm-up round.
+    # W1 issues 36 launches a round since a group's copies and sums are one launch each:
+    # skip the setup and the warm-up round.
     run 90 ncu-w1 env FEDAUDIT_BENCH_R=4096 FEDAUDIT_BENCH_ROUNDS=1 "$ncu" --csv --section SpeedOfLight --clock-control none \
-      --launch-skip 80 --launch-count 50 "$kit/cuda-gpu.test" -test.run '^TestKitBenchW1GPU$' -test.count=1
-    # hidden_step at R 64, grouped (9 clients' blocks) and alone (the target's): why a block
-    # of one replica's step takes about 50 us (the stall reasons and the occupancy).
+      --launch-skip 60 --launch-count 40 "$kit/cuda-gpu.test" -test.run '^TestKitBenchW1GPU$' -test.count=1
+    # hidden_step at R 64, grouped (9 clients' blocks) and alone (the target's): the stall
+    # reasons and the occupancy of a block of one replica's step.
     run 60 ncu-hidden env FEDAUDIT_BENCH_R=64 FEDAUDIT_BENCH_ROUNDS=1 "$ncu" --csv --section SpeedOfLight --section WarpStateStats \
       --section Occupancy --clock-control none --kernel-name hidden_step --launch-skip 10 --launch-count 6 \
       "$kit/cuda-gpu.test" -test.run '^TestKitBenchW1GPU$' -test.count=1
   else
     say "skip ncu: Nsight Compute not found (PATH, CUDA_HOME, /usr/local/cuda)"
   fi
-  # Last, what the sitting of 2026-11-27 ran out of time for or measured once already:
-  # max-autotune's compilation took more than 120 s there; W3 vmap compiled; the alternative
-  # kernels.
-  run 180 torch-w2-compile-max-autotune "$py" "$ref/compiled.py" --ref "$ref" --workload w2 --mode max-autotune -- --impl batched --replicas 1024 --rounds 5
-  run 120 torch-w3-compile "$py" "$ref/w3.py" --impl vmap --replicas 8 --rounds 2 --compile reduce-overhead
-  kitgroup kit-5 120 bench-gpu-graphs,bench-gpu-w2-direct,bench-gpu-w2-splitk,bench-gpu-w3-splitk --replicas 64,4096 --rounds 10 --w2-replicas 64,1024 --w2-rounds 5 --w3-replicas 8 --w3-rounds 2
+  if want 7; then
+    # Last, what the earlier sittings ran out of time for: max-autotune's compilation took
+    # more than 180 s there; W3 vmap compiled; the alternative kernels.
+    run 180 torch-w2-compile-max-autotune "$py" "$ref/compiled.py" --ref "$ref" --workload w2 --mode max-autotune -- --impl batched --replicas 1024 --rounds 5
+    run 120 torch-w3-compile "$py" "$ref/w3.py" --impl vmap --replicas 8 --rounds 2 --compile reduce-overhead
+    kitgroup kit-7 120 bench-gpu-graphs,bench-gpu-hidden1024,bench-gpu-w2-direct,bench-gpu-w2-splitk,bench-gpu-w3-splitk --replicas 64,4096 --rounds 10 --w2-replicas 64,1024 --w2-rounds 5 --w3-replicas 8 --w3-rounds 2
+  fi
 fi
 say "gpu-sitting: done in $((SECONDS - start)) s"
 trap - INT TERM
