@@ -124,6 +124,9 @@ func RunW1(ctx context.Context, be compute.Backend, sync func() error, replicas,
 	if err := run(warm); err != nil {
 		return r, fmt.Errorf("w1 warm-up: %w", err)
 	}
+	if err := traintest.FreeAll(be); err != nil {
+		return r, fmt.Errorf("w1 warm-up: release its memory: %w", err)
+	}
 	start := time.Now()
 	if err := run(cfg); err != nil {
 		return r, fmt.Errorf("w1: %w", err)
