@@ -25,6 +25,10 @@ type localSteps interface {
 	accumulate(i int, coef []float32)
 	// average divides acc by n.
 	average(n float32)
+	// sameWorlds reports that client i's training of round t, just run, read the same data in
+	// both worlds for every replica, so that its informed shadow's training (flip) would
+	// repeat it to the bit; false where the form cannot tell.
+	sameWorlds(t, i int) bool
 }
 
 // groupStepper is the per-group part of the direct and fused forms: step computes, for the
@@ -86,6 +90,10 @@ func (s *wholeSteps) train(ctx context.Context, t, i int, buf compute.Buffer, fl
 	}
 	return nil
 }
+
+// sameWorlds is false: the direct and fused forms draw each step's minibatch as they run it
+// and keep no record of whether the worlds' differed.
+func (s *wholeSteps) sameWorlds(int, int) bool { return false }
 
 func (s *wholeSteps) accumulate(_ int, coef []float32) {
 	e := s.e
@@ -183,6 +191,16 @@ func (s *deferredSteps) accumulate(i int, coef []float32) {
 	if sl == ds.window-1 || i == e.m-1 {
 		e.flushDeferred(ds, sl+1)
 	}
+}
+
+// sameWorlds: the client's slot holds its round-t minibatches, and they do not split the
+// replicas (neither the target sample nor, for a client-level target, the client is in them).
+// Its shadow would then read world C's minibatches in both worlds, as the client did, from the
+// same w_t: the same operations on the same inputs.
+func (s *deferredSteps) sameWorlds(t, i int) bool {
+	ds := s.ds
+	sl := ds.slot(i)
+	return ds.slotRound[sl] == t && ds.slotClient[sl] == i && !ds.split[sl]
 }
 
 func (s *deferredSteps) average(n float32) {
