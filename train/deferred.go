@@ -109,7 +109,7 @@ func (e *engine) gatherDeferred(ds *deferredState, t, i int) {
 	s := ds.slot(i)
 	B := e.cfg.BatchSize
 	e.drawMinibatches(t, i, ds.idx[:e.cfg.LocalSteps*B], 0)
-	ds.split[s] = i == e.target.Client && (e.target.WholeClient || slices.Contains(ds.idx[:e.cfg.LocalSteps*B], int32(e.target.Index)))
+	ds.split[s] = e.splitsWorlds(i, ds.idx[:e.cfg.LocalSteps*B])
 	for w := 0; w < 2; w++ {
 		if w == 1 && i != e.target.Client {
 			break
@@ -120,6 +120,12 @@ func (e *engine) gatherDeferred(ds *deferredState, t, i int) {
 		be.Gather(y, cd.y, ds.idx)
 	}
 	ds.slotRound[s], ds.slotClient[s] = t, i
+}
+
+// splitsWorlds reports whether client i's minibatches idx differ between the worlds: it is the
+// target client, and they hold the target sample or the whole client differs.
+func (e *engine) splitsWorlds(i int, idx []int32) bool {
+	return i == e.target.Client && (e.target.WholeClient || slices.Contains(idx, int32(e.target.Index)))
 }
 
 // drawMinibatches puts client i's K minibatches of round t, each B sample indices plus shift,

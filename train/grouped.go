@@ -15,9 +15,12 @@ import (
 // minibatches are gathered, its Gram matrices computed and its products x W_0^T taken by one
 // call each too.
 //
-// Only the clients that the round treats alike are grouped: not the target client, whose
-// training the round follows with its upload, its informed shadow and, in rounds where its
-// worlds' minibatches differ, a second group of replicas. Every element of the group's
+// The target client joins a group in the rounds where its minibatches are the same in both
+// worlds (neither the target sample nor, for a client-level target, the client is in them):
+// its training is then every other client's, and where the round reads its whole parameters
+// (its upload, its informed shadow) they are written out from the group's rows when the round
+// reaches it, as its own training would have written them. In the other rounds its replicas
+// train in two groups, one per world, alone. Every element of the group's
 // products is the sum the client's own call computes, its step is computed as alone
 // (compute.HiddenStepArgs' Groups), and its parameters are added to the round's sum in client
 // order, so grouping changes no bit on a backend whose products sum in a fixed order (the CPU,
@@ -76,22 +79,45 @@ func (g *clientGroups) restRows(q, R int) compute.Mat {
 	return compute.Mat{Buf: g.rest, Off: q * R * g.restLen, Rows: 1, Cols: g.restLen, Stride: g.restLen, Batch: R, BatchStride: g.restLen}
 }
 
-// span is how many clients from i on the round can group: the following clients of i's
-// window up to the target client (the window's slots are what the server's sum reads), at
-// most c.
-func (g *clientGroups) span(e *engine, ds *deferredState, i int) int {
+// span is how many clients from i on round t can group: the following clients of i's window
+// (the window's slots are what the server's sum reads), at most c, up to the target client
+// unless its round-t minibatches are the same in both worlds.
+func (g *clientGroups) span(e *engine, ds *deferredState, t, i int) int {
 	n := 0
-	for j := i; j < e.m && n < g.c && j/ds.window == i/ds.window && j != e.target.Client; j++ {
+	for j := i; j < e.m && n < g.c && j/ds.window == i/ds.window; j++ {
+		if j == e.target.Client {
+			idx := ds.idx[:e.cfg.LocalSteps*e.cfg.BatchSize] // free until the next gather
+			e.drawMinibatches(t, j, idx, 0)
+			if e.splitsWorlds(j, idx) {
+				break
+			}
+		}
 		n++
 	}
 	return n
 }
 
+// materialize writes grouped client i's whole parameters into buf, every replica: the group's
+// rows past the first matrix, and W_0 + U_i^T X_i as localTrainDeferred's materialize computes
+// it (the same product over the same operands).
+func (g *clientGroups) materialize(e *engine, ds *deferredState, i int, buf compute.Buffer) {
+	be, m := e.be, ds.model
+	params, anchor := e.all(buf), e.all(e.g)
+	be.Axpby(1, g.restRows(i-g.first, e.R), 0, m.Rest(params), nil)
+	s := ds.slot(i)
+	x, _ := ds.x(e, 0, s, 1)
+	x.Batch = e.R
+	wt := m.Weight(params, 0)
+	be.Axpby(1, m.Weight(anchor, 0), 0, wt, nil)
+	be.Gemm(true, false, 1, ds.factors(false, s, 0, e.R, 1), x, 1, wt)
+}
+
 // gatherGroup draws the K minibatches of round t of clients [i0, i0+n) into their slots, as
 // gatherDeferred does one client's. Where world C's clients lie in one buffer (on a device:
 // engine.loadData) the indices, moved by each client's first row, address that buffer and
-// one Gather per array fills every slot: the slots are consecutive rows. None of the clients
-// is the target, so world C's samples are every replica's.
+// one Gather per array fills every slot: the slots are consecutive rows. The target is among
+// the clients only where its worlds' minibatches are the same, so world C's samples are every
+// replica's.
 func (e *engine) gatherGroup(ds *deferredState, g *clientGroups, t, i0, n int) {
 	if e.samples.x.Buf == nil {
 		for q := 0; q < n; q++ {

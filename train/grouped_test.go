@@ -36,7 +36,9 @@ func (g *groupingCPU) HiddenStep(a *compute.HiddenStepArgs) {
 // last client of a window and the last client (the groups end before it and resume after it),
 // and cover FedProx, partial participation, one local step, no clipping, a client-level
 // target, a learning rate that changes with the step, the DP-FedAvg family (which never groups), and two windows (10 clients, a window
-// of 5; one window with one local step). The run must have grouped steps, so the groups cannot be skipped unnoticed.
+// of 5; one window with one local step). The run must have grouped steps, so the groups cannot be skipped unnoticed;
+// with whole windows, the target must have grouped exactly in the rounds where its minibatches
+// do not split the worlds (its whole parameters then written out for its upload and shadow).
 func TestGroupedClientsKeepBits(t *testing.T) {
 	const clients = 10
 	base := mlpConfig()
@@ -103,6 +105,35 @@ func TestGroupedClientsKeepBits(t *testing.T) {
 					t.Fatalf("%d clients a group: %d grouped steps ran (the family groups: %v)", per, be.grouped, grouping)
 				}
 				t.Logf("%d clients a group: %d grouped steps of %d client steps", per, be.grouped, be.steps)
+				if grouping && per == clients {
+					// Whole windows: a window's clients form one group, except in the rounds where
+					// the target's minibatches split the worlds: then it trains alone (each world's
+					// replicas apart) and the clients before and after it group where there are
+					// at least two of them.
+					want := 0
+					idx := make([]int32, tc.cfg.LocalSteps*tc.cfg.BatchSize)
+					grouped := func(n int) int {
+						if n >= 2 {
+							return n
+						}
+						return 0
+					}
+					for r := 0; r < tc.cfg.Rounds; r++ {
+						e.drawMinibatches(r, tc.tgt.Client, idx, 0)
+						split := e.splitsWorlds(tc.tgt.Client, idx)
+						for w0 := 0; w0 < clients; w0 += window {
+							w1 := min(w0+window, clients)
+							if c := tc.tgt.Client; split && c >= w0 && c < w1 {
+								want += tc.cfg.LocalSteps * (grouped(c-w0) + grouped(w1-c-1))
+							} else {
+								want += tc.cfg.LocalSteps * grouped(w1-w0)
+							}
+						}
+					}
+					if be.steps != want {
+						t.Errorf("whole windows: %d client steps grouped, want %d (the target grouped in the rounds it does not split)", be.steps, want)
+					}
+				}
 				sameBits(t, "grouped", got, want)
 				be.Close()
 			}

@@ -154,14 +154,22 @@ func (s *deferredSteps) startRound() {
 
 func (s *deferredSteps) train(ctx context.Context, t, i int, buf compute.Buffer, flip, materialize bool) error {
 	e, g := s.e, s.groups
-	// A client that the round only trains and adds to its sum may be grouped with the next
-	// ones (grouped.go); its parameters then stay in the group's rows, not in buf.
-	if g != nil && !flip && !materialize && i != e.target.Client {
-		if g.has(i) {
-			return nil
+	// A client may be grouped with the next ones (grouped.go); its parameters then stay in the
+	// group's rows, and are written to buf only where the round reads them (materialize: the
+	// target's, in the rounds it groups).
+	if g != nil && !flip {
+		if !g.has(i) {
+			if n := g.span(e, s.ds, t, i); n >= 2 {
+				if err := e.trainGrouped(ctx, s.ds, g, t, i, n); err != nil {
+					return err
+				}
+			}
 		}
-		if n := g.span(e, s.ds, i); n >= 2 {
-			return e.trainGrouped(ctx, s.ds, g, t, i, n)
+		if g.has(i) {
+			if materialize {
+				g.materialize(e, s.ds, i, buf)
+			}
+			return nil
 		}
 	}
 	return e.localTrainDeferred(ctx, s.ds, t, i, buf, flip, materialize)
