@@ -7,6 +7,7 @@ import (
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cpu"
+	"github.com/fedaudit/fedaudit/train/canary"
 	"github.com/fedaudit/fedaudit/train/checkpoint"
 )
 
@@ -34,10 +35,12 @@ func (s *shadowCounting) sameWorlds(t, i int) bool {
 }
 
 // The informed shadow is copied from the target's training where the round's minibatches were
-// the same in both worlds (the deferred form's sameWorlds): every recorded value must keep the
-// bits of the runs that train it every round, over rounds that copy and rounds that train
-// (both checked), FedProx, partial participation (a non-participating target), a target whose
-// whole client differs (never copied) and one local step.
+// the same in both worlds (the steps' sameWorlds): every recorded value must keep the bits of
+// the runs that train it every round, over rounds that copy and rounds that train (both
+// checked), in the deferred, fused and direct forms, FedProx, partial participation (a
+// non-participating target), DP-SGD, one local step; never copied where the worlds always
+// differ (a target whose whole client differs, full batches) or where a gradient canary makes
+// them differ on the same rows.
 func TestShadowCopiedWhereWorldsAgree(t *testing.T) {
 	base := mlpConfig()
 	base.Rounds, base.LocalSteps, base.BatchSize, base.Checkpoints = 6, 2, 4, []int{1, 3, 6}
@@ -47,20 +50,38 @@ func TestShadowCopiedWhereWorldsAgree(t *testing.T) {
 	partial.Participants = 3
 	oneStep := base
 	oneStep.LocalSteps = 1
+	// (K-1) B above the input's 10 features: not the deferred form, the fused one.
+	fused := base
+	fused.LocalSteps = 4
+	dpsgd := base
+	dpsgd.Algorithm = algo.DPSGD
+	gradCanary := base
+	gradCanary.GradientCanary = &canary.Gradient{Norm: 3}
+	full := base
+	full.Batching = "full"
 	for _, tc := range []struct {
 		name      string
 		cfg       Config
 		tgt       TargetInfo
+		form      string
 		neverCopy bool
 	}{
-		{"fedavg", base, TargetInfo{Client: 1, Index: 2}, false},
-		{"fedprox", fedprox, TargetInfo{Client: 0, Index: 5}, false},
-		{"participants-3", partial, TargetInfo{Client: 2, Index: 6}, false},
-		{"one-step", oneStep, TargetInfo{Client: 3, Index: 4}, false},
-		{"whole-client", base, TargetInfo{Client: 1, WholeClient: true}, true},
+		{"fedavg", base, TargetInfo{Client: 1, Index: 2}, "deferred", false},
+		{"fedprox", fedprox, TargetInfo{Client: 0, Index: 5}, "deferred", false},
+		{"participants-3", partial, TargetInfo{Client: 2, Index: 6}, "deferred", false},
+		{"one-step", oneStep, TargetInfo{Client: 3, Index: 4}, "deferred", false},
+		{"whole-client", base, TargetInfo{Client: 1, WholeClient: true}, "deferred", true},
+		{"fused", fused, TargetInfo{Client: 1, Index: 2}, "fused", false},
+		{"dpsgd-direct", dpsgd, TargetInfo{Client: 0, Index: 6}, "direct", false},
+		{"gradient-canary", gradCanary, TargetInfo{Client: 1, Index: 2}, "direct", true},
+		{"full-batches", full, TargetInfo{Client: 1, Index: 2}, "direct", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, cp := synthWorlds(5, 12, 10, 3, tc.tgt, 4)
+			clients := 5
+			if tc.cfg.Algorithm == algo.DPSGD {
+				clients = 1 // DP-SGD trains one client
+			}
+			c, cp := synthWorlds(clients, 12, 10, 3, tc.tgt, 4)
 			job := Job{Config: tc.cfg, WorldC: c, WorldCPrime: cp, Target: tc.tgt, Pairs: PairRange{First: 2, Count: 3}}
 			run := func(retrain bool) ([]*checkpoint.Checkpoint, *shadowCounting) {
 				be := cpu.New(2)
@@ -69,8 +90,15 @@ func TestShadowCopiedWhereWorldsAgree(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, ok := e.steps.(*deferredSteps); !ok {
-					t.Fatalf("steps %T, want the deferred form", e.steps)
+				form := "deferred"
+				if w, ok := e.steps.(*wholeSteps); ok {
+					form = "direct"
+					if _, ok := w.form.(*fusedSteps); ok {
+						form = "fused"
+					}
+				}
+				if form != tc.form {
+					t.Fatalf("the %s form, want the %s form", form, tc.form)
 				}
 				sc := &shadowCounting{localSteps: e.steps, e: e}
 				e.steps, e.retrainShadow = sc, retrain

@@ -61,6 +61,7 @@ func (e *engine) chooseSteps(allowDeferred bool) localSteps {
 type wholeSteps struct {
 	e    *engine
 	form groupStepper
+	idx  []int32 // sameWorlds' minibatch indices
 }
 
 func (s *wholeSteps) startRound() {
@@ -91,9 +92,23 @@ func (s *wholeSteps) train(ctx context.Context, t, i int, buf compute.Buffer, fl
 	return nil
 }
 
-// sameWorlds is false: the direct and fused forms draw each step's minibatch as they run it
-// and keep no record of whether the worlds' differed.
-func (s *wholeSteps) sameWorlds(int, int) bool { return false }
+// sameWorlds: fixed minibatches are drawn from (seed, round, client, step) alone, so the
+// target's round-t minibatches are known again without running them. Where none holds the
+// target sample, every step of its training read world C's rows for every replica (localGrad's
+// shared group), and its shadow's would too; nothing else differs between the worlds there
+// unless a gradient canary or a canary variant does, which this leaves to the training.
+func (s *wholeSteps) sameWorlds(t, i int) bool {
+	e := s.e
+	if e.cfg.Batching != algo.Fixed || i != e.target.Client || e.gradCanary != nil || e.canary.hasVariants(i) {
+		return false
+	}
+	n := e.cfg.LocalSteps * e.cfg.BatchSize
+	if cap(s.idx) < n {
+		s.idx = make([]int32, n)
+	}
+	e.drawMinibatches(t, i, s.idx[:n], 0)
+	return !e.splitsWorlds(i, s.idx[:n])
+}
 
 func (s *wholeSteps) accumulate(_ int, coef []float32) {
 	e := s.e
