@@ -543,6 +543,9 @@ func (o *Ops) Gemm(transA, transB bool, alpha float32, a, b compute.Mat, beta fl
 	if o.err != nil || m == 0 || n == 0 || c.Batch == 0 {
 		return
 	}
+	if sa, sc, ok := stackRows(transA, a, b, c); ok {
+		a, c, m = sa, sc, sc.Rows
+	}
 	for b0 := 0; b0 < c.Batch; b0 += o.maxBatch {
 		nb := min(o.maxBatch, c.Batch-b0)
 		if slices := splitCount(m, n, k, nb, o.splitK); slices > 1 {
@@ -558,6 +561,26 @@ func (o *Ops) Gemm(transA, transB bool, alpha float32, a, b compute.Mat, beta fl
 		}
 		o.queueGemm(g)
 	}
+}
+
+// stackRows turns a batched product with one shared right operand, C_r = A_r op(B), into one
+// product of the batch's rows stacked, [C_0; C_1; ...] = [A_0; A_1; ...] op(B), where the batch
+// elements of A and C follow each other row after row (batch stride = rows x row stride). A
+// batched cuBLAS call tiles each element's few rows on their own (LeNet-5's first convolution:
+// 6 output channels a replica, on the patches that every replica shares), one call of R times
+// the rows fills its tiles. Each element of C is the same sum of the same products; a
+// product that sums in order (the host shim) gives the same bits, cuBLAS may round the taller
+// product differently (the GEMM tolerance).
+func stackRows(transA bool, a, b, c compute.Mat) (sa, sc compute.Mat, ok bool) {
+	m, k := c.Rows, a.Cols
+	if transA || c.Batch < 2 || b.BatchStride != 0 || a.Rows != m || a.Stride < k || c.Stride < c.Cols ||
+		a.BatchStride != m*a.Stride || c.BatchStride != m*c.Stride || m*c.Batch > math.MaxInt32 {
+		return a, c, false
+	}
+	sa, sc = a, c
+	sa.Rows, sa.Batch, sa.BatchStride = m*c.Batch, 1, 0
+	sc.Rows, sc.Batch, sc.BatchStride = m*c.Batch, 1, 0
+	return sa, sc, true
 }
 
 // Split products (Options.SplitK): the output tiles below which a product is split, about two
