@@ -54,8 +54,8 @@
 #               [--step-timeout SECONDS] [--sanitizers TOOLS] [--only STEPS]
 #   LIST is comma-separated even replica counts. Defaults: GPU mode --replicas
 #   64,1024,4096,16384 and the same for the CPU, W1's 20 rounds; W2 --w2-replicas
-#   64,1024,4096 --w2-cpu-replicas 64,1024, W2's 10 rounds; W3 --w3-replicas 8,16,32 and 2
-#   rounds (ResNet-18 takes about 3.5 GiB a pair: 32 replicas fit 80 GB); shim mode --replicas 2
+#   64,1024,4096 --w2-cpu-replicas 64,1024, W2's 10 rounds; W3 --w3-replicas 8,16,32,48 and 2
+#   rounds (ResNet-18 takes about 2.6 GB a pair: 48 replicas fit 80 GB); shim mode --replicas 2
 #   --cpu-replicas 64,1024 --rounds 1 --w2-replicas 2 --w2-cpu-replicas 2 --w2-rounds 1 (the
 #   shim runs one CPU thread). TOOLS: the compute-sanitizer tools run as steps, of memcheck,
 #   racecheck, initcheck, comma-separated (default all three; none for none). STEPS: run only
@@ -114,7 +114,7 @@ if [ "$mode" = gpu ]; then
   w2_replicas=${w2_replicas:-64,1024,4096}
   w2_cpu_replicas=${w2_cpu_replicas:-64,1024}
   w2_rounds=${w2_rounds:-10}
-  w3_replicas=${w3_replicas:-8,16,32}
+  w3_replicas=${w3_replicas:-8,16,32,48}
   w3_rounds=${w3_rounds:-2}
 else
   replicas=${replicas:-2}
