@@ -29,8 +29,9 @@ extern "C" __global__ void axpby(float* y, i64 ys, i64 ybs, const float* x, i64 
 
 // accumulate_in_order: y += a_{q,b} x_q for q = 0, ..., n-1 in turn, x_q = x + q step and
 // a_{q,b} = coef[q batch + b] (1 when coef is null). Each addition is axpby's with beta 1
-// (`y += a x`, in the same form so that the compiler contracts it alike), so the result has the
-// bits of n axpby launches in order.
+// (`y += a x`, written in the same form, so that a compiler that fused a x into the addition
+// would fuse both alike; genptx.sh builds the PTX without), so the result has the bits of n
+// axpby launches in order.
 extern "C" __global__ void accumulate_in_order(float* y, i64 ys, i64 ybs, const float* x, i64 xs,
                                                i64 xbs, i64 step, i64 n, const float* coef,
                                                i64 rows, i64 cols, i64 batch) {
