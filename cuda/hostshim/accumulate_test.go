@@ -100,3 +100,60 @@ func TestAccumulateInOrderIsAxpbysInOrder(t *testing.T) {
 		})
 	}
 }
+
+// Axpby in place (x = y), as the engine runs it (the average of the round's sum, a
+// participant's factors scaled by its weight): axpby loads several of a thread's items before
+// storing them, so each item's values must still be read before the item is written, for every
+// branch of the kernel (zeroing, beta 0, beta 1, any beta) and launches of 1 and 4 items a
+// thread. Expected values computed here in float32, an operation at a time.
+func TestAxpbyInPlace(t *testing.T) {
+	d := device(t)
+	const rows, cols, batch = 3, 37, 5
+	for _, items := range []int{1, 4} {
+		ops := cuda.NewOps(d, cuda.Options{Block: 32, LightItems: items})
+		for _, c := range []struct {
+			name        string
+			alpha, beta float32
+			coef        []float32
+		}{
+			{"zero", 0, 0, nil}, {"scale", 0.37, 0, nil}, {"beta1", -1.25, 1, nil},
+			{"beta", 0.7, -0.3, nil}, {"weights", 1, 0, []float32{1, 0, 0.5, 2, -1}},
+		} {
+			rng := rand.New(rand.NewPCG(7, uint64(items)))
+			v := make([]float32, rows*cols*batch)
+			for i := range v {
+				v[i] = float32(rng.NormFloat64())
+			}
+			buf := ops.Alloc(len(v))
+			ops.Upload(buf, 0, v)
+			m := compute.Mat{Buf: buf, Rows: rows, Cols: cols, Stride: cols, Batch: batch, BatchStride: rows * cols}
+			ops.Axpby(c.alpha, m, c.beta, m, c.coef)
+			got := make([]float32, len(v))
+			ops.Download(got, buf, 0)
+			if err := ops.Err(); err != nil {
+				t.Fatal(err)
+			}
+			for i, x := range v {
+				a := c.alpha
+				if c.coef != nil {
+					a = c.alpha * c.coef[i/(rows*cols)]
+				}
+				var want float32
+				switch {
+				case a == 0 && c.beta == 0:
+				case c.beta == 0:
+					want = a * x
+				case c.beta == 1:
+					want = x + float32(a*x)
+				default:
+					want = float32(a*x) + float32(c.beta*x)
+				}
+				if math.Float32bits(got[i]) != math.Float32bits(want) {
+					t.Fatalf("%d items a thread, %s: y[%d] = %v, want %v", items, c.name, i, got[i], want)
+				}
+			}
+			ops.Release(buf)
+		}
+		ops.Close()
+	}
+}
