@@ -31,7 +31,7 @@ extern "C" __global__ void axpby(float* y, i64 ys, i64 ybs, const float* x, i64 
 				const i64 b = ix.b;
 				a[q] = coef ? alpha * coef[b] : alpha;
 				yp[q] = y + b * ybs + ix.r * ys + ix.j;
-				xp[q] = x + b * xbs + ix.r * xs + ix.j;
+				xp[q] = x ? x + b * xbs + ix.r * xs + ix.j : x;  // x is null only when zeroing
 				m = q + 1;
 				rc_next(&ix);
 			}
