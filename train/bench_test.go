@@ -6,9 +6,11 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cpu"
 	"github.com/fedaudit/fedaudit/internal/philox"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/traintest"
 )
 
@@ -91,3 +93,32 @@ func BenchmarkW2(b *testing.B) {
 		b.ReportMetric(r.NominalGFlops, "nominal-GFLOP/s")
 	}
 }
+
+// BenchmarkInformedW1 is W1 with the informed adversary (64 pairs, its 20 rounds) on the CPU
+// backend: the shadow's training copied from the target's in the rounds whose minibatches are
+// the same in both worlds (17 of 20), and trained every round as before that copy.
+func BenchmarkInformedW1(b *testing.B) {
+	c, cp, tgt := traintest.W1Data()
+	cfg := traintest.W1Config()
+	cfg.Informed, cfg.Checkpoints = true, []int{cfg.Rounds}
+	job := train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: train.PairRange{Count: 64}, Recorder: discard{}}
+	for _, tc := range []struct {
+		name string
+		run  func(context.Context, compute.Backend, train.Job) error
+	}{{"shadow-copied", train.TrainOn}, {"shadow-trained", train.TrainOnRetrainingShadow}} {
+		b.Run(tc.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				be := cpu.New(0)
+				if err := tc.run(context.Background(), be, job); err != nil {
+					b.Fatal(err)
+				}
+				be.Close()
+			}
+		})
+	}
+}
+
+// discard is a recorder that keeps nothing.
+type discard struct{}
+
+func (discard) Checkpoint(context.Context, *checkpoint.Checkpoint) error { return nil }

@@ -108,8 +108,7 @@ func (e *engine) gatherDeferred(ds *deferredState, t, i int) {
 	be := e.be
 	s := ds.slot(i)
 	B := e.cfg.BatchSize
-	e.drawMinibatches(t, i, ds.idx[:e.cfg.LocalSteps*B], 0)
-	ds.split[s] = e.splitsWorlds(i, ds.idx[:e.cfg.LocalSteps*B])
+	ds.split[s] = e.drawSplits(t, i, ds.idx[:e.cfg.LocalSteps*B])
 	for w := 0; w < 2; w++ {
 		if w == 1 && i != e.target.Client {
 			break
@@ -122,9 +121,12 @@ func (e *engine) gatherDeferred(ds *deferredState, t, i int) {
 	ds.slotRound[s], ds.slotClient[s] = t, i
 }
 
-// splitsWorlds reports whether client i's minibatches idx differ between the worlds: it is the
-// target client, and they hold the target sample or the whole client differs.
-func (e *engine) splitsWorlds(i int, idx []int32) bool {
+// drawSplits draws client i's K minibatches of round t into idx (drawMinibatches) and reports
+// whether they differ between the worlds: i is the target client, and they hold the target
+// sample or the whole client differs. The draws depend on (seed, round, client, step) alone, so
+// every form of the local steps, and the groups before they train, can ask.
+func (e *engine) drawSplits(t, i int, idx []int32) bool {
+	e.drawMinibatches(t, i, idx, 0)
 	return i == e.target.Client && (e.target.WholeClient || slices.Contains(idx, int32(e.target.Index)))
 }
 
@@ -225,13 +227,19 @@ func (e *engine) localTrainDeferred(ctx context.Context, ds *deferredState, t, i
 				m.DeferredStep(be, e.ws, params, xk, yk, pre, gram, gx, anchor, rows(e.grad), uk, prev, eta, e.clipV, e.alpha)
 			}
 			if materialize {
-				wt := m.Weight(params, 0)
-				be.Axpby(1, m.Weight(anchor, 0), 0, wt, nil)
-				be.Gemm(true, false, 1, u, x, 1, wt)
+				ds.writeFirstMatrix(be, params, anchor, u, x)
 			}
 		}
 	}
 	return nil
+}
+
+// writeFirstMatrix sets params' first weight matrix to the client's W_0 + U^T X: anchor's W_0
+// plus its factors u times its minibatches x, every replica of the Mats.
+func (ds *deferredState) writeFirstMatrix(be compute.Backend, params, anchor, u, x compute.Mat) {
+	wt := ds.model.Weight(params, 0)
+	be.Axpby(1, ds.model.Weight(anchor, 0), 0, wt, nil)
+	be.Gemm(true, false, 1, u, x, 1, wt)
 }
 
 // flushDeferred adds the first-matrix updates of slots [0, n) to acc's first weight matrix:

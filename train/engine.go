@@ -122,9 +122,6 @@ type engine struct {
 
 	// stop is set when the training's context is cancelled (TrainOn).
 	stop atomic.Bool
-	// retrainShadow trains the informed shadow even where the steps' sameWorlds says that it
-	// would repeat the target's training (tests compare the two).
-	retrainShadow bool
 
 	// canary holds the runs' canaries (canaries.go); nil without Config.Canaries.
 	canary *canaryState

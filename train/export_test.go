@@ -36,3 +36,21 @@ func (b *BenchEngine) BenchStep(t, i, k int, eta float32) error {
 func (b *BenchEngine) BenchClient(ctx context.Context, t, i int) error {
 	return b.e.localTrain(ctx, t, i, b.e.l, false, false)
 }
+
+// retrainingShadow is a form's local steps that never report the worlds' minibatches the
+// same, so the round trains the informed shadow every round instead of copying the target's
+// training (the behaviour before that copy; tests and benchmarks compare the two).
+type retrainingShadow struct{ localSteps }
+
+func (retrainingShadow) sameWorlds(int, int) bool { return false }
+
+// TrainOnRetrainingShadow is TrainOn (without pretraining) with the informed shadow trained
+// every round.
+func TrainOnRetrainingShadow(ctx context.Context, be compute.Backend, job Job) error {
+	e, err := newEngine(be, job)
+	if err != nil {
+		return err
+	}
+	e.steps = retrainingShadow{e.steps}
+	return e.train(ctx, job.Recorder, job.Progress)
+}

@@ -85,12 +85,9 @@ func (g *clientGroups) restRows(q, R int) compute.Mat {
 func (g *clientGroups) span(e *engine, ds *deferredState, t, i int) int {
 	n := 0
 	for j := i; j < e.m && n < g.c && j/ds.window == i/ds.window; j++ {
-		if j == e.target.Client {
-			idx := ds.idx[:e.cfg.LocalSteps*e.cfg.BatchSize] // free until the next gather
-			e.drawMinibatches(t, j, idx, 0)
-			if e.splitsWorlds(j, idx) {
-				break
-			}
+		// ds.idx is free until the next gather.
+		if j == e.target.Client && e.drawSplits(t, j, ds.idx[:e.cfg.LocalSteps*e.cfg.BatchSize]) {
+			break
 		}
 		n++
 	}
@@ -98,18 +95,15 @@ func (g *clientGroups) span(e *engine, ds *deferredState, t, i int) int {
 }
 
 // materialize writes grouped client i's whole parameters into buf, every replica: the group's
-// rows past the first matrix, and W_0 + U_i^T X_i as localTrainDeferred's materialize computes
-// it (the same product over the same operands).
+// rows past the first matrix, and W_0 + U_i^T X_i by localTrainDeferred's own product over the
+// same operands (its group of all replicas where the worlds do not split).
 func (g *clientGroups) materialize(e *engine, ds *deferredState, i int, buf compute.Buffer) {
-	be, m := e.be, ds.model
-	params, anchor := e.all(buf), e.all(e.g)
-	be.Axpby(1, g.restRows(i-g.first, e.R), 0, m.Rest(params), nil)
+	params := e.all(buf)
+	e.be.Axpby(1, g.restRows(i-g.first, e.R), 0, ds.model.Rest(params), nil)
 	s := ds.slot(i)
 	x, _ := ds.x(e, 0, s, 1)
 	x.Batch = e.R
-	wt := m.Weight(params, 0)
-	be.Axpby(1, m.Weight(anchor, 0), 0, wt, nil)
-	be.Gemm(true, false, 1, ds.factors(false, s, 0, e.R, 1), x, 1, wt)
+	ds.writeFirstMatrix(e.be, params, e.all(e.g), ds.factors(false, s, 0, e.R, 1), x)
 }
 
 // gatherGroup draws the K minibatches of round t of clients [i0, i0+n) into their slots, as

@@ -119,8 +119,7 @@ func TestGroupedClientsKeepBits(t *testing.T) {
 						return 0
 					}
 					for r := 0; r < tc.cfg.Rounds; r++ {
-						e.drawMinibatches(r, tc.tgt.Client, idx, 0)
-						split := e.splitsWorlds(tc.tgt.Client, idx)
+						split := e.drawSplits(r, tc.tgt.Client, idx)
 						for w0 := 0; w0 < clients; w0 += window {
 							w1 := min(w0+window, clients)
 							if c := tc.tgt.Client; split && c >= w0 && c < w1 {

@@ -83,7 +83,7 @@ func (f *fedRounds) round(ctx context.Context, t int, record bool) error {
 			// its minibatches were the same in both worlds this round, that training would
 			// repeat the target's (kept whole in l: keep) to the bit: copy it instead (D is then
 			// 0 this round; W1's target sample is in 3 of its 20 rounds' minibatches).
-			if e.steps.sameWorlds(t, i) && !e.retrainShadow {
+			if e.steps.sameWorlds(t, i) {
 				be.Axpby(1, e.all(e.l), 0, e.all(e.shadow), nil)
 			} else if err := e.localTrain(ctx, t, i, e.shadow, true, true); err != nil {
 				return err

@@ -11,12 +11,11 @@ import (
 	"github.com/fedaudit/fedaudit/train/checkpoint"
 )
 
-// shadowCounting counts the engine's trainings of the informed shadow, by the deferred form's
-// flip calls, through the steps it wraps.
+// shadowCounting counts the round's trainings of the informed shadow (the steps' flip calls)
+// and its copies (sameWorlds true) through the steps it wraps.
 type shadowCounting struct {
 	localSteps
 	shadows, copied int
-	e               *engine
 }
 
 func (s *shadowCounting) train(ctx context.Context, t, i int, buf compute.Buffer, flip, materialize bool) error {
@@ -28,7 +27,7 @@ func (s *shadowCounting) train(ctx context.Context, t, i int, buf compute.Buffer
 
 func (s *shadowCounting) sameWorlds(t, i int) bool {
 	same := s.localSteps.sameWorlds(t, i)
-	if same && !s.e.retrainShadow {
+	if same {
 		s.copied++
 	}
 	return same
@@ -100,8 +99,12 @@ func TestShadowCopiedWhereWorldsAgree(t *testing.T) {
 				if form != tc.form {
 					t.Fatalf("the %s form, want the %s form", form, tc.form)
 				}
-				sc := &shadowCounting{localSteps: e.steps, e: e}
-				e.steps, e.retrainShadow = sc, retrain
+				steps := e.steps
+				if retrain {
+					steps = retrainingShadow{steps}
+				}
+				sc := &shadowCounting{localSteps: steps}
+				e.steps = sc
 				rec := &memRecorder{}
 				if err := e.train(context.Background(), rec, nil); err != nil {
 					t.Fatal(err)

@@ -106,8 +106,7 @@ func (s *wholeSteps) sameWorlds(t, i int) bool {
 	if cap(s.idx) < n {
 		s.idx = make([]int32, n)
 	}
-	e.drawMinibatches(t, i, s.idx[:n], 0)
-	return !e.splitsWorlds(i, s.idx[:n])
+	return !e.drawSplits(t, i, s.idx[:n])
 }
 
 func (s *wholeSteps) accumulate(_ int, coef []float32) {
