@@ -19,8 +19,9 @@
 #        than 20 s left is skipped and says so in OUT/sitting.log
 #   --copy  a folder that gets a copy of OUT/sitting.tgz after every step (the device runner's
 #        $OUT: the archive comes back even when the command is killed at its limit)
-#   --groups  the groups below to run, comma-separated (default all): a session whose device
-#        time is split between calls runs 1,2,3 in the first and 4,5 in the next
+#   --groups  the groups below to run (1 to 7, comma-separated; default all): a session whose
+#        device time is split between calls runs 1,2,3 in the first and 4,5,6 in the next; not
+#        with --shim, which runs its own short check
 #   --shim  run the kit in its --shim mode and the PyTorch steps' CPU checks only (a machine
 #        without a GPU: checks this script)
 # OUT/sitting.tgz is packed again after every step and on INT or TERM, so a sitting stopped from
@@ -67,16 +68,31 @@ budget=540
 shim=
 groups=
 copy=
+usage_error() {
+  echo "gpu-sitting: $*" >&2
+  [ -n "$unpacked" ] && rm -rf "$unpacked"
+  exit 2
+}
 while [ $# -gt 0 ]; do
+  case $1 in
+    --budget|--copy|--groups) [ $# -ge 2 ] || usage_error "$1 needs a value" ;;
+  esac
   case $1 in
     --budget) budget=$2; shift ;;
     --copy) copy=$2; shift ;;
     --shim) shim=--shim ;;
     --groups) groups=$2; shift ;;
-    *) echo "gpu-sitting: unknown argument $1" >&2; exit 2 ;;
+    *) usage_error "unknown argument $1" ;;
   esac
   shift
 done
+case $budget in '' | *[!0-9]*) usage_error "--budget takes whole seconds, not '$budget'" ;; esac
+if [ -n "$groups" ]; then
+  for g in ${groups//,/ }; do
+    case $g in [1-7]) ;; *) usage_error "--groups takes groups 1 to 7, comma-separated, not '$groups'" ;; esac
+  done
+  [ -n "$shim" ] && usage_error "--groups and --shim: the shim mode runs its own short check, not the groups"
+fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 if [ -n "$copy" ]; then mkdir -p "$copy" && copy=$(cd "$copy" && pwd) || exit 2; fi
