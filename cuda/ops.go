@@ -118,13 +118,16 @@ type Options struct {
 	// SplitK computes a matrix product whose output is small for the device beside its depth
 	// (fewer than 256 output tiles of 128 x 128 over the batch, and at least two slices of
 	// SplitKDepth: a convolution's weight gradient at few replicas, a reduction over every
-	// pixel and sample) in depth slices: one cuBLAS call per slice into scratch, then one
-	// kernel (splitk_reduce) adding the slices in order. A strided-batched product gets one
-	// thread block per output tile and batch element, so such a product otherwise runs its
-	// whole depth on a few multiprocessors. The slices follow from the product's shape alone,
-	// never from the device, and the sums are float32 as cuBLAS's; results differ from the
-	// unsplit product in the last bits. Off by default until measured on hardware;
-	// FEDAUDIT_CUDA_SPLITK=1 turns it on too.
+	// pixel and sample) in depth slices: the slices' partial products into scratch, the
+	// slices of a batch element in one strided-batched cuBLAS call where they are equally
+	// deep, then one kernel (splitk_reduce) adding the slices in order. A strided-batched
+	// product gets one thread block per output tile and batch element, so such a product
+	// otherwise runs its whole depth on a few multiprocessors. The slices follow from the
+	// product's shape alone, never from the device, and the sums are float32 as cuBLAS's;
+	// results differ from the unsplit product in the last bits. Off by default until measured
+	// on hardware (the one measurement, in the second sitting, issued each slice as a call of
+	// its own, which gave the device no more tiles at once); FEDAUDIT_CUDA_SPLITK=1 turns it
+	// on too.
 	SplitK bool
 	// SplitKDepth is the depth of a slice (default 1024); tests set it small to split small
 	// products.
@@ -592,61 +595,71 @@ const (
 )
 
 // splitCount is how many depth slices Gemm computes an m x n x k product of batch elements in
-// (1: unsplit): a power of two, each slice at least depth deep, and no more than the product
-// needs to reach splitKTiles tiles of 128 x 128. The slices times the tiles are then below 2
-// splitKTiles, so the partial products (at most 128 x 128 floats a tile) take under 32 MiB,
-// within the share of the device train.DeviceGroupSize leaves free.
+// (1: unsplit). Gemm runs the slices of one batch element in one strided-batched cuBLAS call
+// and the batch elements one after another, so a split pays only where its slices outnumber
+// the batch elements: the unsplit call runs batch x tiles thread blocks over the whole depth,
+// the split calls slices x tiles blocks over k / slices, batch times in turn. The slices are
+// a power of two that divides k (a strided batch has one depth), each at least depth deep,
+// no more than reach splitKTiles tiles of 128 x 128 for one element; their partial products
+// (at most 2 splitKTiles tiles of 128 x 128 floats) take under 32 MiB, within the share of
+// the device train.DeviceGroupSize leaves free.
 func splitCount(m, n, k, batch, depth int) int {
 	if depth <= 0 || k < 2*depth {
 		return 1
 	}
-	tiles := batch * ((m + 127) / 128) * ((n + 127) / 128)
-	if tiles >= splitKTiles {
+	per := ((m + 127) / 128) * ((n + 127) / 128)
+	if batch*per >= splitKTiles {
 		return 1
 	}
-	want := min(k/depth, (splitKTiles+tiles-1)/tiles, splitKMaxSlices)
+	want := min(k/depth, (splitKTiles+per-1)/per, splitKMaxSlices)
 	s := 1
-	for 2*s <= want {
+	for 2*s <= want && k%(2*s) == 0 {
 		s *= 2
+	}
+	if s <= batch {
+		return 1
 	}
 	return s
 }
 
-// gemmSliced computes batch elements b0 .. b0+nb-1 of Gemm's product in slices of its depth:
-// slice s, depths [s k / slices, (s+1) k / slices), into its own partial product (one cuBLAS
-// call each, alpha 1, beta 0), then splitk_reduce sets c = alpha (sum of the slices in order)
+// gemmSliced computes batch elements b0 .. b0+nb-1 of Gemm's product in slices of its depth
+// (splitCount), one element at a time: the element's slices, depths [s d, (s+1) d) with d = k
+// / slices, as one strided-batched cuBLAS call into partial products (alpha 1, beta 0; slice s
+// at s d in both operands), then splitk_reduce sets its c = alpha (sum of the slices in order)
 // + beta c.
+//
+// Slices issued as cuBLAS calls of their own (the form the second sitting measured at no
+// gain) run in turn on the stream, each with the unsplit product's few tiles: the device
+// never had more blocks at once.
 func (o *Ops) gemmSliced(transA, transB bool, alpha float32, a, b compute.Mat, beta float32, c compute.Mat, b0, nb, slices int) {
 	m, n := c.Rows, c.Cols
 	k := a.Cols
 	if transA {
 		k = a.Rows
 	}
-	per := m * n
-	part := o.grow(&o.slices, (slices*nb*per+1)/2)
-	aBase, bBase := addr(a)+4*uint64(b0*a.BatchStride), addr(b)+4*uint64(b0*b.BatchStride)
-	for s := range slices {
-		k0, k1 := s*k/slices, (s+1)*k/slices
-		// Depth k0 of op(A) is column k0 of A, or row k0 when A is transposed; of op(B), row
-		// k0 of B, or column k0 when B is transposed.
-		aOff, bOff := k0, k0*ld(b)
-		if transA {
-			aOff = k0 * ld(a)
-		}
-		if transB {
-			bOff = k0
-		}
-		o.queueGemm(GemmArgs{
-			TransA: transB, TransB: transA, M: n, N: m, K: k1 - k0, Alpha: 1, Beta: 0,
-			A: bBase + 4*uint64(bOff), LDA: ld(b), StrideA: int64(b.BatchStride),
-			B: aBase + 4*uint64(aOff), LDB: ld(a), StrideB: int64(a.BatchStride),
-			C: part + 4*uint64(s*nb*per), LDC: n, StrideC: int64(per),
-			Batch: nb, Math: o.math,
-		})
+	per, depth := m*n, k/slices
+	part := o.grow(&o.slices, (slices*per+1)/2)
+	// Depth 1 of op(A) is A's next column, or its next row when A is transposed; of op(B),
+	// B's next row, or its next column when B is transposed.
+	aStep, bStep := 1, ld(b)
+	if transA {
+		aStep = ld(a)
 	}
-	o.args.reset().ptr(addr(c) + 4*uint64(b0*c.BatchStride)).i64(c.Stride).i64(c.BatchStride).ptr(part).i64(slices).
-		f32(alpha).f32(beta).i64(m).i64(n).i64(nb)
-	o.launch(kernels.SplitKReduce, nb*per)
+	if transB {
+		bStep = 1
+	}
+	for e := b0; e < b0+nb; e++ {
+		o.queueGemm(GemmArgs{
+			TransA: transB, TransB: transA, M: n, N: m, K: depth, Alpha: 1, Beta: 0,
+			A: addr(b) + 4*uint64(e*b.BatchStride), LDA: ld(b), StrideA: int64(depth * bStep),
+			B: addr(a) + 4*uint64(e*a.BatchStride), LDB: ld(a), StrideB: int64(depth * aStep),
+			C: part, LDC: n, StrideC: int64(per),
+			Batch: slices, Math: o.math,
+		})
+		o.args.reset().ptr(addr(c) + 4*uint64(e*c.BatchStride)).i64(c.Stride).i64(0).ptr(part).i64(slices).
+			f32(alpha).f32(beta).i64(m).i64(n).i64(1)
+		o.launch(kernels.SplitKReduce, per)
+	}
 }
 
 // SetPrecision implements compute.Precisioner: the matrix products issued after it run in

@@ -124,9 +124,10 @@ func testGemm(t *testing.T, f Factory) {
 	for _, ta := range []bool{false, true} {
 		for _, tb := range []bool{false, true} {
 			cases = append(cases,
-				gcase{ta: ta, tb: tb, m: 5, n: 7, k: 9, batch: 3, alpha: 1},
-				gcase{ta: ta, tb: tb, m: 1, n: 33, k: 17, batch: 2, shareA: true, alpha: -0.5, beta: 0.25, padC: 3, offC: 2},
-				gcase{ta: ta, tb: tb, m: 6, n: 1, k: 70, batch: 4, shareB: true, alpha: 2, padA: 1, padB: 2},
+				gcase{ta: ta, tb: tb, m: 5, n: 7, k: 16, batch: 3, alpha: 1},
+				gcase{ta: ta, tb: tb, m: 1, n: 33, k: 32, batch: 2, shareA: true, alpha: -0.5, beta: 0.25, padC: 3, offC: 2},
+				gcase{ta: ta, tb: tb, m: 6, n: 1, k: 72, batch: 4, shareB: true, alpha: 2, padA: 1, padB: 2},
+				gcase{ta: ta, tb: tb, m: 4, n: 5, k: 70, batch: 2, alpha: 1},
 				gcase{ta: ta, tb: tb, m: 3, n: 4, k: 1, batch: 1, alpha: 1, beta: 1},
 			)
 		}
@@ -139,10 +140,12 @@ func testGemm(t *testing.T, f Factory) {
 		gcase{m: 2, n: 2, k: 2, batch: 0, alpha: 1},
 	)
 	// The second configuration splits every batch of more than 2 into several device calls,
-	// the path batches beyond cuBLAS's limit take; the third computes every product of depth
-	// 4 or more in depth slices of at least 2 (Options.SplitK: 2 to 32 cuBLAS calls and one
-	// splitk_reduce), both batch splits and slices in the last, whose float32 sum of the
-	// slices stays within the same bound (k + slices roundings of the same terms).
+	// the path batches beyond cuBLAS's limit take; the third computes in depth slices of at
+	// least 2 the products whose slices outnumber their batch elements and divide the depth
+	// (Options.SplitK: a cuBLAS call and a splitk_reduce per batch element; depths 16, 32, 72
+	// and the W1 shapes' 20 and 8 split, 70 and 6 do not), both batch splits and slices in the
+	// last, whose float32 sum of the slices stays within the same bound (k + slices roundings
+	// of the same terms).
 	for _, o := range []cuda.Options{{}, {MaxGemmBatch: 2}, {SplitK: true, SplitKDepth: 2}, {SplitK: true, SplitKDepth: 2, MaxGemmBatch: 2}} {
 		for ci, c := range cases {
 			t.Run(fmt.Sprintf("%d/maxbatch=%d/splitk=%d", ci, o.MaxGemmBatch, o.SplitKDepth), func(t *testing.T) {

@@ -206,7 +206,8 @@ if [ -n "$shim" ]; then
 else
   # The sittings of 2026-11-27 (docs/benchmark-log.md) measured the forms left out here or
   # moved to the end: torch's im2col form (76 replica-rounds/s, never competitive), the direct
-  # convolutions (2.2x slower than the patch form), split products (no change), the fused
+  # convolutions (2.2x slower than the patch form), split products (no change, when each slice
+  # was a cuBLAS call of its own; timed again below since the slices run in one call), the fused
   # hidden step in blocks of 1,024 (slower) and W1 a client at a time (1.28x slower).
   if want 1; then
     kitgroup kit-1 150 gpu-info,cli-gpu,parity,precision-drift
@@ -220,13 +221,16 @@ else
     # W3 at the replicas an 80 GB GPU holds (2.58 GB a pair since the layers share their
     # backward buffers: up to 27 pairs), and torch's vmap at the same sizes while it fits.
     kitgroup kit-3 150 bench-gpu-w3,profile-w3 --w3-replicas 8,16,32,48 --w3-rounds 2
+    # The weight gradients of W3's first stage ran at 31% of SGEMM (the stem's at 2%) in the
+    # fourth sitting: a few output tiles over a depth of 32,768. Split products, slices together.
+    kitgroup kit-3s 90 bench-gpu-w3-splitk --w3-replicas 8,32 --w3-rounds 2
     # The benchmark's own W3 reference where REF has it, else the repository's form of it.
     w3ref=$ref/w3_cuda.py
     [ -f "$w3ref" ] || w3ref=$ref/w3.py
     run 120 torch-w3-vmap "$py" "$w3ref" --impl vmap --replicas 8,16,32 --rounds 2
   fi
   if want 4; then
-    kitgroup kit-4 120 bench-gpu-w2,profile-w2,memory --w2-replicas 64,1024 --w2-rounds 5
+    kitgroup kit-4 120 bench-gpu-w2,profile-w2,memory,bench-gpu-w2-splitk --w2-replicas 64,1024 --w2-rounds 5
     run 60 torch-w2-batched "$py" "$ref/w2_cuda.py" --impl batched --replicas 64,1024 --rounds 5
     run 120 torch-w2-compile-reduce-overhead "$py" "$ref/compiled.py" --ref "$ref" --workload w2 --mode reduce-overhead -- --impl batched --replicas 64,1024 --rounds 5
   fi
