@@ -800,14 +800,28 @@ func (o *Ops) ClipExamples(v float32, deltas, inputs []compute.Mat) {
 }
 
 // sumProducts leaves sum_i a[b, i] c[b, i] for every batch element b in the sums scratch
-// and returns its address; rows are a.Cols long.
+// and returns its address; rows are a.Cols long. Each element's sum is kernels.Partials
+// float64 partial sums, each of kernels.PartialsFold(a.Cols) pieces, added in index order.
 func (o *Ops) sumProducts(a, c compute.Mat) uint64 {
-	batch := a.Batch
-	part := o.grow(&o.part, batch*kernels.Partials)
+	batch, fold := a.Batch, kernels.PartialsFold(a.Cols)
+	n := batch * kernels.Partials
+	pieces := 0
+	if fold > 1 {
+		pieces = n * fold
+	}
+	part := o.grow(&o.part, n+pieces)
 	out := o.grow(&o.sums, batch)
-	o.args.reset().ptr(part).ptr(addr(a)).i64(a.BatchStride).ptr(addr(c)).i64(c.BatchStride).i64(a.Cols).i64(batch)
-	o.launch(kernels.DotPartials, batch*kernels.Partials)
-	o.args.reset().ptr(out).ptr(part).i64(batch)
+	if fold > 1 {
+		at := part + 8*uint64(n)
+		o.args.reset().ptr(at).ptr(addr(a)).i64(a.BatchStride).ptr(addr(c)).i64(c.BatchStride).i64(a.Cols).i64(batch).i64(fold)
+		o.launch(kernels.DotPartials, pieces)
+		o.args.reset().ptr(part).ptr(at).i64(n).i64(fold)
+		o.launch(kernels.ReducePartials, n)
+	} else {
+		o.args.reset().ptr(part).ptr(addr(a)).i64(a.BatchStride).ptr(addr(c)).i64(c.BatchStride).i64(a.Cols).i64(batch).i64(1)
+		o.launch(kernels.DotPartials, n)
+	}
+	o.args.reset().ptr(out).ptr(part).i64(batch).i64(kernels.Partials)
 	o.launch(kernels.ReducePartials, batch)
 	return out
 }

@@ -96,6 +96,19 @@ func All() []Kernel {
 // (FEDAUDIT_PARTIALS in common.cuh).
 const Partials = 256
 
+// PartialsFold is how many pieces dot_partials splits each of an inner product's Partials
+// partial sums into, for rows of cols values: a power of two up to 32, one piece for every
+// 1,024 values a partial would otherwise sum (so 1 below 2^19 values: W1's and LeNet-5's
+// parameter rows; 32 for ResNet-18's 11.2 M). It depends on the row length alone, so that the
+// sum's order, and its bits, never depend on the batch or the device.
+func PartialsFold(cols int) int {
+	f := 1
+	for f < 32 && cols >= 2*f*Partials*1024 {
+		f *= 2
+	}
+	return f
+}
+
 // The direct convolution kernels' tiles (CONV_PX, CONV_CT and CONV_JT in conv.cu): conv_direct's
 // thread computes ConvPX adjacent output pixels of a row, conv_direct_dx's ConvCT input
 // channels, conv_direct_dw's ConvJT window columns at a time (a window row per thread). The

@@ -121,3 +121,17 @@ func TestHiddenWorkingSetFitsSharedMemory(t *testing.T) {
 		t.Errorf("the parity suite's global-scratch case (B 64, H 112, C 10) fits shared memory (%d floats)", n)
 	}
 }
+
+// How many pieces each partial sum of a long inner product is split into: none below 2^19
+// values (W1's and LeNet-5's parameter rows), up to 32 for ResNet-18's 11.2 M, from the row
+// length alone.
+func TestPartialsFold(t *testing.T) {
+	for _, c := range []struct{ cols, want int }{
+		{0, 1}, {50_890, 1}, {61_706, 1}, {1<<19 - 1, 1}, {1 << 19, 2}, {1 << 20, 4},
+		{1<<20 + 37, 4}, {11_220_132, 32}, {1 << 30, 32},
+	} {
+		if got := PartialsFold(c.cols); got != c.want {
+			t.Errorf("PartialsFold(%d) = %d, want %d", c.cols, got, c.want)
+		}
+	}
+}

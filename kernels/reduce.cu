@@ -2,18 +2,16 @@
 // gradient norm of ClipStep, and the local step itself.
 #include "common.cuh"
 
-// partial_dot is the float64 sum over j = p, p + P, ... < cols of x[j] y[j] (P =
-// FEDAUDIT_PARTIALS), added in that order. The loads run up to 16 strides ahead of the sums,
-// which keep their order (the products are exact in float64), so the bits are the plain loop's.
-// A thread per partial sum leaves few threads where few replicas have long rows (ResNet-18's
-// 11.2 M parameters, 80 replica-clients: 20,480 threads), and with one load in flight each
-// (4, as the compiler unrolled the plain loop) they covered a quarter of the memory's bandwidth
-// (dot_partials at 5 ms a launch on an H100). The kernels that call it declare
-// __launch_bounds__(256, 2): without it ptxas keeps them at 32 registers and issues the loads 8
-// at a time; with it, 64 registers and all 32 loads of a pass before the sums (blocks are at
-// most 256 threads, cuda.Ops' cap).
-__device__ __forceinline__ double partial_dot(const float* x, const float* y, i64 p, i64 cols) {
-	const i64 P = FEDAUDIT_PARTIALS;
+// partial_dot is the float64 sum over j = p, p + P, ... < cols of x[j] y[j], added in that
+// order. The loads run up to 16 strides ahead of the sums, which keep their order (the products
+// are exact in float64), so the bits are the plain loop's. A thread per partial sum leaves few
+// threads where few replicas have long rows (ResNet-18's 11.2 M parameters, 80 replica-clients:
+// 20,480 threads at 256 partials), and with one load in flight each (4, as the compiler
+// unrolled the plain loop) they covered a quarter of the memory's bandwidth (dot_partials at 5
+// ms a launch on an H100). The kernels that call it declare __launch_bounds__(256, 2): without
+// it ptxas keeps them at 32 registers and issues the loads 8 at a time; with it, 64 registers
+// and all 32 loads of a pass before the sums (blocks are at most 256 threads, cuda.Ops' cap).
+__device__ __forceinline__ double partial_dot(const float* x, const float* y, i64 p, i64 cols, i64 P) {
 	double s = 0;
 	i64 j = p;
 	for (; j + 15 * P < cols; j += 16 * P) {
@@ -28,24 +26,32 @@ __device__ __forceinline__ double partial_dot(const float* x, const float* y, i6
 	return s;
 }
 
-// dot_partials writes part[b * P + p] = sum over i = p, p + P, ... < cols of a[b, i] b[b, i]
-// in float64 (P = FEDAUDIT_PARTIALS, partial_dot): adjacent threads read adjacent elements,
-// and the split is fixed, so the result does not depend on the launch. a may equal b (squared
-// norms).
+// dot_partials splits each batch element's inner product of a[b] and b[b] (a may equal b:
+// squared norms) into FEDAUDIT_PARTIALS x fold partial sums, in float64: partial q = p + P g
+// (P = FEDAUDIT_PARTIALS, p < P, g < fold) sums i = q, q + P fold, ... < cols (partial_dot),
+// and goes to part[(b P + p) fold + g], so that partial p's fold pieces lie together for
+// reduce_partials. Adjacent threads read adjacent elements. fold > 1 gives a long row more
+// threads: at 256 partials a batch of 8 ResNet-18 rows (11.2 M floats each) had 8 blocks for
+// the whole device and read 179 GB/s on an H100 (2 ms a launch, 4% of W3's round). cuda.Ops
+// takes fold from cols alone, so the split is fixed and the result never depends on the launch.
 extern "C" __global__ void __launch_bounds__(256, 2) dot_partials(double* part, const float* a, i64 abs_, const float* b,
-                                        i64 bbs, i64 cols, i64 batch) {
-	GRID_STRIDE(i, batch * FEDAUDIT_PARTIALS) {
-		i64 e = i / FEDAUDIT_PARTIALS, p = i % FEDAUDIT_PARTIALS;
-		part[i] = partial_dot(a + e * abs_, b + e * bbs, p, cols);
+                                        i64 bbs, i64 cols, i64 batch, i64 fold) {
+	const i64 PF = FEDAUDIT_PARTIALS * fold;
+	GRID_STRIDE(i, batch * PF) {
+		i64 e = i / PF, q = i % PF;
+		i64 p = q % FEDAUDIT_PARTIALS, g = q / FEDAUDIT_PARTIALS;
+		part[(e * FEDAUDIT_PARTIALS + p) * fold + g] = partial_dot(a + e * abs_, b + e * bbs, q, cols, PF);
 	}
 }
 
-// reduce_partials writes out[b] = the sum of part[b * P .. b * P + P) in index order.
-extern "C" __global__ void reduce_partials(double* out, const double* part, i64 batch) {
-	GRID_STRIDE(e, batch) {
-		const double* p = part + e * FEDAUDIT_PARTIALS;
+// reduce_partials writes out[e] = the sum of part[e n .. e n + n) in index order, for e <
+// count: a batch element's FEDAUDIT_PARTIALS partial sums (n = FEDAUDIT_PARTIALS), or first a
+// partial's fold pieces (n = fold, count = batch FEDAUDIT_PARTIALS).
+extern "C" __global__ void reduce_partials(double* out, const double* part, i64 count, i64 n) {
+	GRID_STRIDE(e, count) {
+		const double* p = part + e * n;
 		double s = 0;
-		for (int q = 0; q < FEDAUDIT_PARTIALS; q++) s += p[q];
+		for (i64 q = 0; q < n; q++) s += p[q];
 		out[e] = s;
 	}
 }
@@ -94,7 +100,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) dot2_partials(double* part,
 		} else {
 			x = c + e * cbs, y = d + e * dbs, cols = ccols;
 		}
-		part[i] = partial_dot(x, y, p, cols);
+		part[i] = partial_dot(x, y, p, cols, FEDAUDIT_PARTIALS);
 	}
 }
 

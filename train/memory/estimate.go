@@ -6,6 +6,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/kernels"
 	"github.com/fedaudit/fedaudit/train/canary"
 	"github.com/fedaudit/fedaudit/train/model"
 )
@@ -84,6 +85,9 @@ func Estimate(t Training, s DataSizes, on Backend) (Memory, error) {
 		perReplica += (window + 2) * kb * h * f
 	}
 	perReplica += 16 * 8 // per-replica scalars (dots, seeds, statistics, row structs)
+	if on == Device {
+		perReplica += devicePieces(d)
+	}
 	perReplica, canaryFixed := addCanaryMemory(perReplica, t, s, d)
 
 	// Fixed: the clients' data on the backend (the target client twice), the test set, the
@@ -202,6 +206,17 @@ func deferredWindow(t Training, s DataSizes, d int, sizes []int, nnRows float64)
 		deferred = true
 	}
 	return kb, window, h, deferred
+}
+
+// devicePieces is the GPU backend's scratch for a replica's inner product of d-long rows (the
+// gradient norm, the divergence check) beyond its partial sums: rows of at least 2^19 values
+// split each of their kernels.Partials partial sums into kernels.PartialsFold pieces, 8 bytes
+// each.
+func devicePieces(d int) float64 {
+	if fold := kernels.PartialsFold(d); fold > 1 {
+		return float64(kernels.Partials * fold * 8)
+	}
+	return 0
 }
 
 // addCanaryMemory adds the canaries' bytes to perReplica and returns it with their fixed

@@ -28,3 +28,16 @@ func TestDeviceGroupPairsWithinFreeMemory(t *testing.T) {
 		t.Errorf("budget 4 GiB, free unknown: %d pairs (%v), want 3", g, err)
 	}
 }
+
+// The device's pieces of a long inner product's partial sums: none for W1's and LeNet-5's
+// rows, 256 x 32 float64 values a replica for ResNet-18's 11.2 M parameters.
+func TestDevicePieces(t *testing.T) {
+	for _, c := range []struct {
+		d    int
+		want float64
+	}{{50_890, 0}, {61_706, 0}, {1 << 19, 256 * 2 * 8}, {11_220_132, 256 * 32 * 8}} {
+		if got := devicePieces(c.d); got != c.want {
+			t.Errorf("devicePieces(%d) = %v, want %v", c.d, got, c.want)
+		}
+	}
+}
