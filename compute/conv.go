@@ -119,3 +119,17 @@ type DirectConvolver interface {
 	// transpose times dy). x may be shared by the batch.
 	ConvDirectGrad(w Mat, x Images, win Window, dy Images, dw, dbias Mat, dx Images)
 }
+
+// BiasApart is implemented by backends on which a convolution whose weights outweigh its
+// output (Cin k k + 1 above three quarters of the output columns, B OH OW: ResNet-18's later
+// stages) should read the weights where they lie in the parameters and add the bias by a
+// product of its own (Cout x 1 times a row of ones), instead of copying weights and bias side
+// by side into one matrix for a product by the patches with a row of ones, and copying the
+// gradient back: the copies move the weights four times a step, the bias's products the output
+// three times. Every output is the same sum as the product with the copies, the bias added
+// last, so a backend that sums a product's depth in one chain from zero gives the same bits
+// either way; a backend whose products sum in blocks (the CPU backend) rounds the two
+// differently, and does not implement it, so that its results stay bit for bit.
+type BiasApart interface {
+	BiasApart() bool
+}

@@ -39,6 +39,9 @@ type ops[T Float] interface {
 	// directConv returns the backend's convolutions without patches, or nil where there are
 	// none.
 	directConv() compute.DirectConvolver
+	// biasApart reports whether a convolution whose weights outweigh its output should read
+	// the weights in place and add its bias by a product of its own (compute.BiasApart).
+	biasApart() bool
 	compute.Convolver
 }
 
@@ -82,6 +85,10 @@ func (o deviceOps) patchGemmer() compute.PatchGemmer {
 func (o deviceOps) directConv() compute.DirectConvolver {
 	dc, _ := o.be.(compute.DirectConvolver)
 	return dc
+}
+func (o deviceOps) biasApart() bool {
+	ba, ok := o.be.(compute.BiasApart)
+	return ok && ba.BiasApart()
 }
 
 // hostBuf is host memory for hostOps.
@@ -174,6 +181,7 @@ func (o *hostOps[T]) activateGrad(act compute.Activation, pre, post, grad comput
 
 func (o *hostOps[T]) patchGemmer() compute.PatchGemmer    { return nil }
 func (o *hostOps[T]) directConv() compute.DirectConvolver { return nil }
+func (o *hostOps[T]) biasApart() bool                     { return false }
 
 // xent computes the log-sum-exp in float64.
 func (o *hostOps[T]) xent(z, labels compute.Mat, scale T, dz, loss, margin compute.Mat) {

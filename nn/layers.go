@@ -131,7 +131,9 @@ type layer[T Float] interface {
 // by one strided-batched GEMM over the replicas. The bias rides in the same product: the
 // patches get a last row of ones and the weights a last column holding the bias (a copy of
 // the replica's weights and bias side by side, wb, Cout x (Cin k k + 1)), so neither the bias
-// nor its gradient costs a pass of its own over the output. A backend with
+// nor its gradient costs a pass of its own over the output. Where the weights outweigh the
+// output and the backend asks for it (compute.BiasApart: the GPU's), the products read the
+// weights in place and the bias is a product of its own instead. A backend with
 // compute.DirectConvolver may take the layer instead (its DirectConv says so from the
 // geometry): then the convolution and its gradients read the image and the parameters in place,
 // and the layer makes neither patches nor weight copies.
@@ -142,6 +144,9 @@ type conv[T Float] struct {
 	cols, y, dx, wb scratch // the patch gradients and the weight gradient are pass.tmp's
 	colsShared      bool
 	colsHeld        bool // l.cols holds the patches of every replica (or the shared ones)
+	// biasApart: the products read the weights where they lie in the parameters and the bias
+	// is a product of its own (compute.BiasApart), so no [weights | bias] copies are made.
+	biasApart bool
 	// direct is the backend's convolution without patches when it takes this layer
 	// (compute.DirectConvolver), else nil: then neither patches nor weight copies are made.
 	direct compute.DirectConvolver
@@ -180,6 +185,13 @@ func (l *conv[T]) patches(c *pass[T], count int) compute.Mat {
 	if l.colsShared {
 		m.BatchStride = 0
 	}
+	return m
+}
+
+// patchRows is patches without their row of ones: Cin k k x (B OH OW).
+func (l *conv[T]) patchRows(c *pass[T], count int) compute.Mat {
+	m := l.patches(c, count)
+	m.Rows--
 	return m
 }
 
@@ -236,12 +248,23 @@ func (l *conv[T]) forward(c *pass[T], x compute.Images) compute.Images {
 		dc.ConvDirect(c.param(l.off, co, kk), c.param(l.off+co*kk, co, 1), x, l.win, y)
 		return y
 	}
+	y := images(get(c.o, &l.y, c.R*co*n), l.osh, c.B, c.R, false)
+	l.biasApart = c.o.biasApart() && 4*(kk+1) > 3*n
+	if l.biasApart {
+		// The weights outweigh the output (ResNet-18's later stages: 512 x 4608 weights a
+		// replica for 512 x 512 outputs): copying them beside the bias, and the gradient
+		// back, moves more than a pass of the bias over the output does.
+		l.im2col(c, x, 0, c.R)
+		l.colsHeld = true
+		c.o.gemm(false, false, 1, c.param(l.off, co, kk), l.patchRows(c, c.R), 0, planes(y))
+		c.o.gemm(false, false, 1, c.param(l.off+co*kk, co, 1), c.onesRow(n), 1, planes(y))
+		return y
+	}
 	wb := get(c.o, &l.wb, c.R*co*(kk+1))
 	c.o.axpby(1, c.param(l.off, co, kk), 0, l.wbMat(c, wb, true))
 	bias := l.wbMat(c, wb, false)
 	bias.Off, bias.Cols = kk, 1
 	c.o.axpby(1, c.param(l.off+co*kk, co, 1), 0, bias)
-	y := images(get(c.o, &l.y, c.R*co*n), l.osh, c.B, c.R, false)
 	if pg := c.o.patchGemmer(); pg != nil && !l.colsShared {
 		// Per-replica patches are not written at all: the backend packs them from x for the
 		// product, and the backward pass makes them (a chunk at a time) where it needs them.
@@ -266,6 +289,19 @@ func (l *conv[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) com
 		return dx
 	}
 	dym := planes(dy)
+	if l.biasApart {
+		// The forward pass kept every replica's patches. Each gradient is written where it
+		// lies, the weights' from the patches without their row of ones, the bias's as the
+		// product of dy with a column of ones: the sums the [weights | bias] product makes.
+		c.o.gemm(false, true, 1, dym, l.patchRows(c, c.R), 0, c.grad(l.off, co, kk))
+		c.o.gemm(false, false, 1, dym, c.onesCol(n), 0, c.grad(l.off+co*kk, co, 1))
+		if wantDX {
+			dcols := compute.Mat{Buf: get(c.o, &c.tmp.dcols, c.R*kk*n), Rows: kk, Cols: n, Stride: n, Batch: c.R, BatchStride: kk * n}
+			c.o.gemm(true, false, 1, c.param(l.off, co, kk), dym, 0, dcols)
+			c.o.Col2im(dcols, l.win, dx)
+		}
+		return dx
+	}
 	dw := get(c.o, &c.tmp.dw, c.R*co*(kk+1))
 	step := c.R // the forward pass's patches of every replica, when it wrote them
 	if !l.colsHeld {

@@ -8,7 +8,8 @@ import (
 
 // DeviceMemory is the most float32 values a model of spec allocates at once on a device
 // backend: one that writes every replica's convolution patches and keeps them from the forward
-// to the backward pass (no compute.PatchGemmer, no compute.CacheSized working sets) and frees a
+// to the backward pass (no compute.PatchGemmer, no compute.CacheSized working sets), keeps the
+// bias of a convolution whose weights outweigh its output apart (compute.BiasApart) and frees a
 // scratch buffer when it grows (compute.Releaser): the GPU's. The model trains R replicas on
 // batches of trainRows samples (backward pass included), then evaluates evalRows samples, then
 // trains again, as the engine does between checkpoints. Where the GPU computes a convolution
@@ -72,6 +73,7 @@ func (o *countingOps) xent(compute.Mat, compute.Mat, float32, compute.Mat, compu
 }
 func (o *countingOps) patchGemmer() compute.PatchGemmer                                     { return nil }
 func (o *countingOps) directConv() compute.DirectConvolver                                  { return nil }
+func (o *countingOps) biasApart() bool                                                      { return true } // as the GPU's
 func (o *countingOps) Im2col(compute.Images, compute.Window, compute.Mat)                   {}
 func (o *countingOps) Col2im(compute.Mat, compute.Window, compute.Images)                   {}
 func (o *countingOps) Pool(compute.Pooling, compute.Window, compute.Images, compute.Images) {}
