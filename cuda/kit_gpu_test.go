@@ -67,6 +67,9 @@ func kitBenchGPU(t *testing.T, workload string) {
 	if os.Getenv(cuda.DirectConvEnv) == "1" {
 		backend += "+direct"
 	}
+	if os.Getenv(cuda.BiasCopiesEnv) == "1" {
+		backend += "+biascopies"
+	}
 	// The launch shape, where set (that of the sitting of 2026-11-27: rowgroup 32, items 1).
 	if g := os.Getenv(cuda.RowGroupEnv); g != "" {
 		backend += "+rowgroup" + g

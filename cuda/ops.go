@@ -30,6 +30,7 @@ type Ops struct {
 	prof        *profiler // nil unless Options.Profile; then dev is prof
 	splitK      int       // the depth of a slice of a product computed in slices; 0: never
 	direct      bool      // small convolutions by the direct kernels (Options.DirectConv)
+	biasCopies  bool      // Options.BiasCopies
 	rowGroupMax int       // Options.RowGroup
 	lightItems  int       // Options.LightItems
 	hiddenBlock int       // threads per block of hidden_step (Options.HiddenBlock)
@@ -138,6 +139,11 @@ type Options struct {
 	// and col2im: no patches are written or read, and no copies of the weights are made. Off by
 	// default until measured on hardware; FEDAUDIT_CUDA_DIRECTCONV=1 turns it on too.
 	DirectConv bool
+	// BiasCopies keeps every convolution's [weights | bias] copies, as before the eleventh
+	// session, instead of reading the weights in place where they outweigh the output
+	// (compute.BiasApart): the same bits on the shim, for timing the two forms in one sitting.
+	// FEDAUDIT_CUDA_BIASCOPIES=1 turns it on too.
+	BiasCopies bool
 	// RowGroup is the most threads that share a row of samples in the image kernels (im2col,
 	// col2im, pool, pool_grad), a power of two up to 32 (default 8; other values are rounded
 	// down to one). LightItems is how many items a thread of the light kernels (the image
@@ -179,6 +185,9 @@ const (
 
 // DirectConvEnv is the environment variable that turns on Options.DirectConv.
 const DirectConvEnv = "FEDAUDIT_CUDA_DIRECTCONV"
+
+// BiasCopiesEnv is the environment variable that turns on Options.BiasCopies.
+const BiasCopiesEnv = "FEDAUDIT_CUDA_BIASCOPIES"
 
 // SplitKEnv is the environment variable that turns on Options.SplitK.
 const SplitKEnv = "FEDAUDIT_CUDA_SPLITK"
@@ -222,6 +231,7 @@ func NewOps(dev Device, opt Options) *Ops {
 		}
 	}
 	o.direct = opt.DirectConv || os.Getenv(DirectConvEnv) == "1"
+	o.biasCopies = opt.BiasCopies || os.Getenv(BiasCopiesEnv) == "1"
 	o.rowGroupMax = powerOfTwoAtMost(optOrEnv(opt.RowGroup, RowGroupEnv, defaultRowGroup), 32)
 	o.lightItems = optOrEnv(opt.LightItems, LightItemsEnv, defaultLightItems)
 	o.hiddenBlock = min(optOrEnv(opt.HiddenBlock, HiddenBlockEnv, min(o.block, maxBlock)), kernels.HiddenBlock)
@@ -1114,8 +1124,8 @@ func i32bytes(s []int32) []byte  { return unsafe.Slice((*byte)(unsafe.Pointer(&s
 
 var _ compute.BiasApart = (*Ops)(nil)
 
-// BiasApart implements compute.BiasApart: the products sum a depth from zero in one chain on
-// the shim, and cuBLAS's rounding is within the GEMM tolerance either way; copies of the
-// weights are light launches at a fraction of the memory bandwidth (axpby, 8.7% of W3 at R 8
-// in the fourth sitting).
-func (o *Ops) BiasApart() bool { return true }
+// BiasApart implements compute.BiasApart, unless Options.BiasCopies: the products sum a depth
+// from zero in one chain on the shim, and cuBLAS's rounding is within the GEMM tolerance
+// either way; copies of the weights are light launches at a fraction of the memory bandwidth
+// (axpby, 8.7% of W3 at R 8 in the fourth sitting).
+func (o *Ops) BiasApart() bool { return !o.biasCopies }

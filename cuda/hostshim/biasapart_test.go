@@ -11,12 +11,6 @@ import (
 	"github.com/fedaudit/fedaudit/nn"
 )
 
-// withBiasCopies is the shim's backend with compute.BiasApart turned off: the convolutions copy
-// their weights and bias side by side, as the CPU backend's do.
-type withBiasCopies struct{ *cuda.Ops }
-
-func (withBiasCopies) BiasApart() bool { return false }
-
 // A convolution whose weights outweigh its output (here the second convolution of a small
 // ResNet's last stage: 32 x 289 weights a replica for 4 samples of 8 x 8 pixels, 256 columns;
 // every other convolution keeps the copies) reads its weights in place and adds its bias by a product of its own on the GPU
@@ -28,15 +22,9 @@ func TestBiasApartKeepsBits(t *testing.T) {
 	const R, B = 2, 4
 	run := func(bias bool) (grad []float32, loss []float64, gemms int) {
 		d := device(t)
-		ops := cuda.NewOps(d, cuda.Options{})
+		ops := cuda.NewOps(d, cuda.Options{BiasCopies: !bias})
 		defer ops.Close()
-		var m *nn.Model[float32]
-		var err error
-		if bias {
-			m, err = nn.BuildOn(spec, ops)
-		} else {
-			m, err = nn.BuildOn(spec, withBiasCopies{ops})
-		}
+		m, err := nn.BuildOn(spec, ops)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -222,8 +222,9 @@ else
     # backward buffers: up to 27 pairs), and torch's vmap at the same sizes while it fits.
     kitgroup kit-3 150 bench-gpu-w3,profile-w3 --w3-replicas 8,16,32,48 --w3-rounds 2
     # The weight gradients of W3's first stage ran at 31% of SGEMM (the stem's at 2%) in the
-    # fourth sitting: a few output tiles over a depth of 32,768. Split products, slices together.
-    kitgroup kit-3s 90 bench-gpu-w3-splitk --w3-replicas 8,32 --w3-rounds 2
+    # fourth sitting: a few output tiles over a depth of 32,768. Split products, slices
+    # together; and the weight copies the later stages no longer make, timed back on.
+    kitgroup kit-3s 120 bench-gpu-w3-splitk,bench-gpu-w3-biascopies --w3-replicas 8,32 --w3-rounds 2
     # The benchmark's own W3 reference where REF has it, else the repository's form of it.
     w3ref=$ref/w3_cuda.py
     [ -f "$w3ref" ] || w3ref=$ref/w3.py
