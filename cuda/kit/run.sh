@@ -25,6 +25,8 @@
 #   bench-gpu-w2-splitk, bench-gpu-w3-splitk  W2 and W3 with the products of small output and
 #               long depth (the weight gradients at few replicas) in depth slices
 #               (FEDAUDIT_CUDA_SPLITK=1)
+#   bench-gpu-w3-tf32  W3 on the device with TF32 products (FEDAUDIT_BENCH_PRECISION=tf32),
+#               to set beside PyTorch's W3 in TF32 (tools/bench/w3.py --tf32)
 #   bench-gpu-w3-biascopies  W3 with every convolution's weights copied beside its bias, as
 #               before the bias was kept apart (FEDAUDIT_CUDA_BIASCOPIES=1), beside bench-gpu-w3
 #   bench-gpu-w2-direct  W2 with LeNet-5's convolutions on the direct kernels, no patches
@@ -220,6 +222,7 @@ if [ "$mode" = gpu ]; then
   step bench-gpu-w2-launch1 "W2 on the device, light kernels launched as before, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_CUDA_ROWGROUP=32 FEDAUDIT_CUDA_LIGHTITEMS=1 FEDAUDIT_BENCH_R="$w2_replicas" "$gputest" -test.run '^TestKitBenchW2GPU$' $T
   step bench-gpu-w3-launch1 "W3 on the device, light kernels launched as before, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_CUDA_ROWGROUP=32 FEDAUDIT_CUDA_LIGHTITEMS=1 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step bench-gpu-w2-splitk "W2 on the device with split products, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_CUDA_SPLITK=1 FEDAUDIT_BENCH_R="$w2_replicas" "$gputest" -test.run '^TestKitBenchW2GPU$' $T
+  step bench-gpu-w3-tf32 "W3 on the device in tf32, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_BENCH_PRECISION=tf32 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step bench-gpu-w3-biascopies "W3 on the device with the weights copied beside the bias, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_CUDA_BIASCOPIES=1 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step bench-gpu-w3-splitk "W3 on the device with split products, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_CUDA_SPLITK=1 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step profile-w1 "W1 profiled on the device, R=64,4096, 2 rounds" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_BENCH_ROUNDS=2 FEDAUDIT_BENCH_R=64,4096 "$gputest" -test.run '^TestKitBenchW1GPU$' $T

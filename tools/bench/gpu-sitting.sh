@@ -30,13 +30,14 @@
 #   1 kit: gpu-info, cli-gpu (audit plan and run on the GPU against the CPU backend's verdict),
 #     parity, precision-drift (an audit in tf32 and bf16 against fp32)
 #   2 kit: bench-gpu, profile-w1 at R 64, 1024, 4096   torch: W1 batched and batched_ghost
-#   3 kit: bench-gpu-w3 at R 8 to 48, profile-w3   torch: W3 vmap at R 8, 16 and 32
-#   4 kit: bench-gpu-w2, profile-w2, memory   torch: W2 batched, and compiled (reduce-overhead:
-#     the best PyTorch form of W2 in the sittings of 2026-11-27)
+#   3 kit: bench-gpu-w3 at R 8 to 48, profile-w3, and at R 8 and 32 bench-gpu-w3-splitk and
+#     bench-gpu-w3-biascopies   torch: W3 vmap at R 8, 16 and 32
+#   4 kit: bench-gpu-w2, profile-w2, memory, bench-gpu-w2-splitk   torch: W2 batched, and
+#     compiled (reduce-overhead: the best PyTorch form of W2 in the sittings of 2026-11-27)
 #   5 torch: W1 batched_ghost compiled (reduce-overhead)   kit: the tf32 and bf16 benchmarks
 #     of W1 and W2, w1-parity, and what earlier changes bought: bench-gpu-clientbatch1 (each
 #     client's steps launched alone), bench-gpu-w2-launch1 (the light kernels launched as
-#     before the ninth session)
+#     before the ninth session); W3 in TF32 on both sides (bench-gpu-w3-tf32, w3.py --tf32)
 #   6 Nsight Compute (where installed): ncu's SpeedOfLight section (how close each kernel comes
 #     to the device's memory and compute limits) for 80 launches of W2 at R 64 after its
 #     warm-up round, for 40 of W1 at R 4096, and for 6 of W1's hidden_step at R 64 with the
@@ -238,6 +239,10 @@ else
   if want 5; then
     run 90 torch-w1-compile "$py" "$ref/compiled.py" --ref "$ref" --workload w1 --mode reduce-overhead -- --impl batched_ghost --replicas 64,4096 --rounds 10
     kitgroup kit-5 120 bench-gpu-tf32,bench-gpu-bf16,bench-gpu-w2-tf32,bench-gpu-w2-bf16,w1-parity,bench-gpu-clientbatch1,bench-gpu-w2-launch1 --replicas 64,4096 --rounds 10 --w2-replicas 64,1024 --w2-rounds 5
+    # W3 in TF32 on both sides: in FP32, 2x PyTorch asks 79% of the SGEMM rate (docs/gpu.md,
+    # "What the unmet goals ask of the device").
+    kitgroup kit-5w3 90 bench-gpu-w3-tf32 --w3-replicas 8,32 --w3-rounds 2
+    run 90 torch-w3-vmap-tf32 "$py" "$ref/w3.py" --impl vmap --replicas 8,16 --rounds 2 --tf32
   fi
   ncu=$(command -v ncu || true)
   for d in "${CUDA_HOME:-}" /usr/local/cuda; do

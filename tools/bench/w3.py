@@ -13,12 +13,14 @@ Two forms:
   loop  one model, a Python loop over replicas and clients (the form written first).
 With --compile MODE (default, reduce-overhead or max-autotune; PyTorch 2) the vmap form's
 step (vmap over grad) is compiled with torch.compile in that mode (the backend field says
-torch-vmap+MODE); the warm-up round compiles it.
+torch-vmap+MODE); the warm-up round compiles it. With --tf32 the products and convolutions run
+in TF32 on the tensor cores (backend torch-...-tf32), to set beside fedaudit's
+`train.precision: tf32` (the kit's bench-gpu-w3-tf32); FP32 with TF32 off otherwise.
 
 Prints one JSON object per replica count, with the kit's field names (workload, backend,
 replicas, rounds, seconds, replica_rounds_per_s), so `run.sh`'s summary can sit beside it.
 
-  python3 w3.py --impl vmap --replicas 8,16,32 --rounds 2 [--device cuda] [--compile reduce-overhead]
+  python3 w3.py --impl vmap --replicas 8,16,32 --rounds 2 [--device cuda] [--compile reduce-overhead] [--tf32]
 """
 import argparse
 import json
@@ -172,18 +174,19 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="CPU threads (0: PyTorch's default)")
     ap.add_argument("--compile", choices=["default", "reduce-overhead", "max-autotune"],
                     help="compile the vmap form's step with torch.compile in this mode")
+    ap.add_argument("--tf32", action="store_true", help="TF32 products and convolutions (tensor cores)")
     args = ap.parse_args()
     if args.compile and (args.impl != "vmap" or not hasattr(torch, "compile")):
         raise SystemExit(f"w3.py: --compile needs --impl vmap and PyTorch 2 (this is {torch.__version__})")
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = args.tf32
+    torch.backends.cudnn.allow_tf32 = args.tf32
     device = torch.device(args.device)
     torch.manual_seed(1)
     model = ResNet18().to(device)
     data = worlds(device)
-    backend = f"torch-{args.impl}" + (f"+{args.compile}" if args.compile else "")
+    backend = f"torch-{args.impl}" + (f"+{args.compile}" if args.compile else "") + ("-tf32" if args.tf32 else "")
     if args.impl == "vmap":
         def run(model, data, replicas, rounds, device):
             return run_vmap(model, data, replicas, rounds, device, args.compile)
