@@ -130,8 +130,8 @@ type Options struct {
 	// its own, which gave the device no more tiles at once); FEDAUDIT_CUDA_SPLITK=1 turns it
 	// on too.
 	SplitK bool
-	// SplitKDepth is the depth of a slice (default 1024); tests set it small to split small
-	// products.
+	// SplitKDepth is the least depth of a slice (default 512: W3's second-stage weight
+	// gradients, 8,192 deep, split in 16 at R 8); tests set it small to split small products.
 	SplitKDepth int
 	// DirectConv computes small convolutions (at most 32 output channels of at most 512 patch
 	// rows, LeNet-5's two) and their gradients with the kernels conv_direct, conv_direct_dx and
@@ -227,7 +227,7 @@ func NewOps(dev Device, opt Options) *Ops {
 	if opt.SplitK || os.Getenv(SplitKEnv) == "1" {
 		o.splitK = opt.SplitKDepth
 		if o.splitK <= 0 {
-			o.splitK = 1024
+			o.splitK = 512
 		}
 	}
 	o.direct = opt.DirectConv || os.Getenv(DirectConvEnv) == "1"

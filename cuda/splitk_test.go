@@ -13,11 +13,12 @@ func TestSplitCount(t *testing.T) {
 		m, n, k, batch, d int
 		want              int
 	}{
-		{"W3 first stage weight gradient, R 8", 64, 577, 32 * 1024, 8, 1024, 32},    // 5 tiles an element
-		{"W3 stem weight gradient, stacked, R 8", 512, 28, 32 * 1024, 1, 1024, 32},  // 4 tiles
-		{"W3 first stage weight gradient, R 32", 64, 577, 32 * 1024, 32, 1024, 1},   // as many elements as slices
-		{"W3 second stage weight gradient, R 8", 128, 1153, 32 * 256, 8, 1024, 1},   // 8 slices of 1024 for 8 elements
-		{"W3 second stage weight gradient, R 4", 128, 1153, 32 * 256, 4, 1024, 8},   // 10 tiles, 8 slices reach 80
+		{"W3 first stage weight gradient, R 8", 64, 577, 32 * 1024, 8, 1024, 32},   // 5 tiles an element
+		{"W3 stem weight gradient, stacked, R 8", 512, 28, 32 * 1024, 1, 1024, 32}, // 4 tiles
+		{"W3 first stage weight gradient, R 32", 64, 577, 32 * 1024, 32, 1024, 1},  // as many elements as slices
+		{"W3 second stage weight gradient, R 8", 128, 1153, 32 * 256, 8, 1024, 1},  // 8 slices of 1024 for 8 elements
+		{"W3 second stage weight gradient, R 4", 128, 1153, 32 * 256, 4, 1024, 8},  // 10 tiles, 8 slices reach 80
+		{"W3 second stage weight gradient, R 8, slices of 512", 128, 1153, 32 * 256, 8, 512, 16},
 		{"W2 conv1 weight gradient, stacked, R 64", 384, 26, 32 * 784, 1, 1024, 16}, // 24 slices deep: 16 divides 25088
 		{"W2 conv1 weight gradient, stacked, R 1024", 6144, 26, 32 * 784, 1, 1024, 4},
 		{"W2 conv2 weight gradient, R 64", 16, 151, 32 * 100, 64, 1024, 1},
