@@ -194,6 +194,9 @@ func (o *Ops) groupStats(op string, groups int, eps float32, x compute.Images, b
 // GroupNorm implements compute.Convolver in three launches: partial sums of x and x^2 per
 // group, the statistics, then y.
 func (o *Ops) GroupNorm(groups int, eps float32, x compute.Images, gamma, beta compute.Mat, y compute.Images) {
+	if !o.apart("groupnorm", imgSpan(y), imgSpan(x), matSpan(gamma), matSpan(beta)) {
+		return
+	}
 	stats, rows := o.groupStats("groupnorm", groups, eps, x, y.Batch)
 	if rows == 0 {
 		return
@@ -201,7 +204,7 @@ func (o *Ops) GroupNorm(groups int, eps float32, x compute.Images, gamma, beta c
 	o.args.reset().ptr(imgAddr(y)).i64(y.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
 		ptr(addr(gamma)).i64(gamma.BatchStride).ptr(addr(beta)).i64(beta.BatchStride).ptr(stats).
 		i64(x.C / groups).i64(x.N).i64(x.H * x.W).i64(groups).i64(y.Batch)
-	o.launch(kernels.GNForward, y.Batch*x.Size())
+	o.launchRows(kernels.GNForward, y.Batch*x.C*x.H*x.W, x.N)
 }
 
 // GroupNormGrad implements compute.Convolver in five launches (four when dx.Buf is nil): the
@@ -209,6 +212,9 @@ func (o *Ops) GroupNorm(groups int, eps float32, x compute.Images, gamma, beta c
 // parameter gradients and the means dx needs (one), then dx.
 func (o *Ops) GroupNormGrad(groups int, eps float32, x compute.Images, gamma compute.Mat, dy, dx compute.Images, dgamma, dbeta compute.Mat) {
 	batch := dgamma.Batch
+	if !o.apart("groupnorm gradient", imgSpan(dx), imgSpan(x), matSpan(gamma), imgSpan(dy)) {
+		return
+	}
 	stats, rows := o.groupStats("groupnorm gradient", groups, eps, x, batch)
 	if rows == 0 {
 		return
@@ -232,7 +238,7 @@ func (o *Ops) GroupNormGrad(groups int, eps float32, x compute.Images, gamma com
 	o.args.reset().ptr(imgAddr(dx)).i64(dx.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
 		ptr(addr(gamma)).i64(gamma.BatchStride).ptr(imgAddr(dy)).i64(dy.BatchStride).ptr(stats).ptr(gstats).
 		i64(cg).i64(x.N).i64(hw).i64(groups).i64(batch)
-	o.launch(kernels.GNGradX, batch*x.Size())
+	o.launchRows(kernels.GNGradX, batch*x.C*hw, x.N)
 }
 
 var _ compute.DirectConvolver = (*Ops)(nil)

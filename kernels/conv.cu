@@ -332,8 +332,12 @@ extern "C" __global__ void transpose_blocks(float* __restrict__ dst, i64 ldd, i6
 // GroupNorm. A group is cg = C / groups consecutive channels of one sample, cnt = cg hw values
 // (hw = H W): value (channel g cg + cl, pixel px, sample n) is at ((g cg + cl) hw + px) N + n,
 // so the group's values of sample n are e N + n for e = cl hw + px.
-// Statistics are indexed by row r = (b N + n) groups + g (imgops.GroupStats' order per batch
-// element), rows = batch N groups of them; stats holds mean[r] then rstd[rows + r].
+// Statistics are indexed by row r = (b groups + g) N + n, rows = batch N groups of them; stats
+// holds mean[r] then rstd[rows + r]. The sample is the fastest coordinate, as in the images, so
+// that the threads of a row of samples (gn_forward, gn_grad_x) read adjacent statistics: with r
+// = (b N + n) groups + g, imgops.GroupStats' order, a warp's reads of the statistics were 32
+// values groups doubles apart, one memory sector each. Each row's sums are the same whatever
+// its number, so the numbering changes no bit.
 //
 // A partial sum p of a group adds the values e = p, p + parts, ... of the group in order, in
 // float64; part[r parts + p] holds those of x, part[rows parts + r parts + p] those of x^2.
@@ -370,7 +374,7 @@ extern "C" __global__ void gn_stats_partials(double* part, const float* x, i64 x
 	const i64 rad[4] = {0, groups, parts, N};
 	GRID_STRIDE_MD(it, 4, rows * parts, rad) {
 		i64 b = it.d[0], g = it.d[1], p = it.d[2], n = it.d[3];
-		i64 slot = ((b * N + n) * groups + g) * parts + p;
+		i64 slot = ((b * groups + g) * N + n) * parts + p;
 		const float* base = x + b * xbs + g * cg * hw * N + n;
 		double s = 0, ss = 0;
 		for (i64 e = p; e < cnt; e += parts) {
@@ -403,22 +407,35 @@ extern "C" __global__ void gn_stats(double* stats, const double* part, i64 rows,
 }
 
 // gn_forward: y = a x + b with a = float32(rstd) gamma[c] and b = beta[c] - float32(mean rstd)
-// gamma[c], in float32, as imgops.GroupNorm. gamma and beta are rows of C per batch element.
-extern "C" __global__ void gn_forward(float* y, i64 ybs, const float* x, i64 xbs,
-                                      const float* gamma, i64 gbs, const float* beta, i64 bbs,
-                                      const double* stats, i64 cg, i64 N, i64 hw, i64 groups,
-                                      i64 batch) {
-	i64 rows = batch * N * groups;
-	const i64 rad[5] = {0, groups, cg, hw, N};
-	GRID_STRIDE_MD(it, 5, batch * groups * cg * hw * N, rad) {
-		i64 b = it.d[0], g = it.d[1], cl = it.d[2], px = it.d[3], n = it.d[4];
-		i64 c = g * cg + cl, r = (b * N + n) * groups + g;
-		double mu = stats[r], rs = stats[rows + r];
-		float gm = gamma[b * gbs + c];
-		float a = (float)rs * gm;
-		float sh = beta[b * bbs + c] - (float)(mu * rs) * gm;
-		i64 o = (c * hw + px) * N + n;
-		y[b * ybs + o] = a * x[b * xbs + o] + sh;
+// gamma[c], in float32, as imgops.GroupNorm. gamma and beta are rows of C per batch element. A
+// group of wd threads per row (b, c, pixel) of N samples: the row's coordinates, gamma and beta
+// once per row, the statistics of adjacent samples adjacent; the pointers are __restrict__ as
+// the other image kernels' (cuda.Ops refuses an overlap), so a thread's loads go out before
+// its stores. One thread per value, with its
+// five coordinates and every address recomputed, took about 130 instructions a value (sm_90)
+// and ran W3's GroupNorm at about a seventh of the memory bandwidth.
+extern "C" __global__ void gn_forward(float* __restrict__ y, i64 ybs, const float* __restrict__ x, i64 xbs,
+                                      const float* __restrict__ gamma, i64 gbs, const float* __restrict__ beta,
+                                      i64 bbs, const double* __restrict__ stats, i64 cg, i64 N, i64 hw,
+                                      i64 groups, i64 batch, i64 wd) {
+	const i64 rows = batch * N * groups;
+	const i64 rad[4] = {0, groups, cg, hw};
+	const i64 lane = GROUP_LANE(wd);
+	GROUP_STRIDE_MD(it, 4, batch * groups * cg * hw, rad, wd) {
+		i64 b = it.d[0], g = it.d[1], cl = it.d[2], px = it.d[3];
+		i64 c = g * cg + cl, r0 = (b * groups + g) * N;
+		const double* mus = stats + r0;
+		const double* rss = stats + rows + r0;
+		const float gm = gamma[b * gbs + c], bt = beta[b * bbs + c];
+		const i64 o = (c * hw + px) * N;
+		const float* xr = x + b * xbs + o;
+		float* yr = y + b * ybs + o;
+		for (i64 n = lane; n < N; n += wd) {
+			double mu = mus[n], rs = rss[n];
+			float a = (float)rs * gm;
+			float sh = bt - (float)(mu * rs) * gm;
+			yr[n] = a * xr[n] + sh;
+		}
 	}
 }
 
@@ -441,7 +458,7 @@ extern "C" __global__ void gn_grad_partials(double* part, const float* x, i64 xb
 		const i64 rad[4] = {0, groups, parts, N};
 		for (md_index<4> it = md_start<4>(start, stride, rad); it.i < rows * parts; md_next(&it)) {
 			i64 b = it.d[0], g = it.d[1], p = it.d[2], n = it.d[3];
-			i64 r = (b * N + n) * groups + g, slot = r * parts + p;
+			i64 r = (b * groups + g) * N + n, slot = r * parts + p;
 			double mu = stats[r], rs = stats[rows + r];
 			i64 off = g * cg * hw * N + n;
 			const float* xb = x + b * xbs + off;
@@ -469,12 +486,12 @@ extern "C" __global__ void gn_grad_partials(double* part, const float* x, i64 xb
 		i64 off = (g * cg + cl) * len;
 		const float* xb = x + b * xbs + off;
 		const float* db = dy + b * dybs + off;
-		const double* mb = stats + b * N * groups + g;
+		const double* mb = stats + (b * groups + g) * N;
 		double dga = 0, dbe = 0;
 		i64 n, px;
 		gn_split(p, N, &px, &n);
 		for (i64 e = p; e < len; e += parts) {
-			double mu = mb[n * groups], rs = mb[rows + n * groups];
+			double mu = mb[n], rs = mb[rows + n];
 			double d = db[e];
 			dga += d * ((double)xb[e] - mu) * rs;
 			dbe += d;
@@ -520,21 +537,33 @@ extern "C" __global__ void gn_grad_reduce(double* gstats, float* dgamma, i64 dgb
 }
 
 // gn_grad_x: dx = float32(rstd (dy gamma[c] - mean(gy) - xhat mean(gy xhat))) with xhat = (x -
-// mean) rstd, in float64, as imgops.GroupNormGradX.
-extern "C" __global__ void gn_grad_x(float* dx, i64 dxbs, const float* x, i64 xbs,
-                                     const float* gamma, i64 gbs, const float* dy, i64 dybs,
-                                     const double* stats, const double* gstats, i64 cg, i64 N,
-                                     i64 hw, i64 groups, i64 batch) {
-	i64 rows = batch * N * groups;
-	const i64 rad[5] = {0, groups, cg, hw, N};
-	GRID_STRIDE_MD(it, 5, batch * groups * cg * hw * N, rad) {
-		i64 b = it.d[0], g = it.d[1], cl = it.d[2], px = it.d[3], n = it.d[4];
-		i64 c = g * cg + cl, r = (b * N + n) * groups + g;
-		double mu = stats[r], rs = stats[rows + r], mg = gstats[r], mgx = gstats[rows + r];
-		double gm = gamma[b * gbs + c];
-		i64 o = (c * hw + px) * N + n;
-		double xh = ((double)x[b * xbs + o] - mu) * rs;
-		dx[b * dxbs + o] = (float)(rs * ((double)dy[b * dybs + o] * gm - mg - xh * mgx));
+// mean) rstd, in float64, as imgops.GroupNormGradX. A group of wd threads per row (b, c,
+// pixel) of N samples, as gn_forward.
+extern "C" __global__ void gn_grad_x(float* __restrict__ dx, i64 dxbs, const float* __restrict__ x, i64 xbs,
+                                     const float* __restrict__ gamma, i64 gbs, const float* __restrict__ dy,
+                                     i64 dybs, const double* __restrict__ stats,
+                                     const double* __restrict__ gstats, i64 cg, i64 N, i64 hw,
+                                     i64 groups, i64 batch, i64 wd) {
+	const i64 rows = batch * N * groups;
+	const i64 rad[4] = {0, groups, cg, hw};
+	const i64 lane = GROUP_LANE(wd);
+	GROUP_STRIDE_MD(it, 4, batch * groups * cg * hw, rad, wd) {
+		i64 b = it.d[0], g = it.d[1], cl = it.d[2], px = it.d[3];
+		i64 c = g * cg + cl, r0 = (b * groups + g) * N;
+		const double* mus = stats + r0;
+		const double* rss = stats + rows + r0;
+		const double* mgs = gstats + r0;
+		const double* mgxs = gstats + rows + r0;
+		const double gm = gamma[b * gbs + c];
+		const i64 o = (c * hw + px) * N;
+		const float* xr = x + b * xbs + o;
+		const float* dr = dy + b * dybs + o;
+		float* dxr = dx + b * dxbs + o;
+		for (i64 n = lane; n < N; n += wd) {
+			double rs = rss[n];
+			double xh = ((double)xr[n] - mus[n]) * rs;
+			dxr[n] = (float)(rs * ((double)dr[n] * gm - mgs[n] - xh * mgxs[n]));
+		}
 	}
 }
 

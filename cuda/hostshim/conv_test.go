@@ -169,6 +169,18 @@ func TestImageOpsRefuseOverlap(t *testing.T) {
 			dx := compute.Images{Buf: buf, Off: 32, C: 1, N: 2, H: 4, W: 4, Batch: 1}
 			o.Col2im(cols, win, dx)
 		}},
+		{"groupnorm in place", true, func(o *cuda.Ops, buf compute.Buffer) {
+			x := compute.Images{Buf: buf, C: 2, N: 2, H: 2, W: 2, Batch: 1}
+			p := compute.Mat{Buf: buf, Off: 100, Rows: 1, Cols: 2, Stride: 2, Batch: 1}
+			o.GroupNorm(1, 1e-5, x, p, p, x)
+		}},
+		{"groupnorm gradient onto dy", true, func(o *cuda.Ops, buf compute.Buffer) {
+			x := compute.Images{Buf: buf, C: 2, N: 2, H: 2, W: 2, Batch: 1}
+			dy := compute.Images{Buf: buf, Off: 40, C: 2, N: 2, H: 2, W: 2, Batch: 1}
+			p := compute.Mat{Buf: buf, Off: 100, Rows: 1, Cols: 2, Stride: 2, Batch: 1}
+			g := compute.Mat{Buf: buf, Off: 110, Rows: 1, Cols: 2, Stride: 2, Batch: 1}
+			o.GroupNormGrad(1, 1e-5, x, p, dy, dy, g, g)
+		}},
 		{"transpose in place", true, func(o *cuda.Ops, buf compute.Buffer) {
 			m := compute.Mat{Buf: buf, Rows: 3, Cols: 3, Stride: 3, Batch: 1}
 			o.Transpose(1, m, m)
