@@ -10,10 +10,9 @@ import (
 var _ compute.Convolver = (*Ops)(nil)
 
 // GroupNormPartials is the number of float64 partial sums per group (statistics, input
-// gradient) and per channel (parameter gradients) of GroupNorm's reductions: a constant, so the
-// sums never depend on the launch configuration. 32 keeps a group of a few hundred values
-// split over enough threads without leaving most partial sums empty.
-const GroupNormPartials = 32
+// gradient) of GroupNorm's reductions (kernels.GroupNormPartials); each channel's sums for the
+// parameter gradients have kernels.GroupNormChannelPartials of the channel's values.
+const GroupNormPartials = kernels.GroupNormPartials
 
 // imgAddr is the device address of x's element (0, 0, 0, 0) of batch element 0, or 0 without a
 // buffer.
@@ -181,7 +180,7 @@ func (o *Ops) groupStats(op string, groups int, eps float32, x compute.Images, b
 	}
 	cg, hw := x.C/groups, x.H*x.W
 	rows = batch * x.N * groups
-	part := o.grow(&o.part, 2*rows*GroupNormPartials+2*batch*x.C*GroupNormPartials)
+	part := o.grow(&o.part, 2*rows*GroupNormPartials+2*batch*x.C*kernels.GroupNormChannelPartials(x.H*x.W*x.N))
 	stats = o.grow(&o.gn, 4*rows)
 	o.args.reset().ptr(part).ptr(imgAddr(x)).i64(x.BatchStride).i64(cg).i64(x.N).i64(hw).i64(groups).
 		i64(GroupNormPartials).i64(batch)
@@ -225,12 +224,13 @@ func (o *Ops) GroupNormGrad(groups int, eps float32, x compute.Images, gamma com
 		wantDX = 1
 	}
 	gstats := stats + 8*uint64(2*rows)
+	cparts := kernels.GroupNormChannelPartials(hw * x.N)
 	o.args.reset().ptr(o.part.addr).ptr(imgAddr(x)).i64(x.BatchStride).ptr(addr(gamma)).i64(gamma.BatchStride).
 		ptr(imgAddr(dy)).i64(dy.BatchStride).ptr(stats).i64(cg).i64(x.N).i64(hw).i64(groups).
-		i64(GroupNormPartials).i64(batch).u32(wantDX)
-	o.launch(kernels.GNGradPartials, max(int(wantDX)*rows, batch*x.C)*GroupNormPartials)
+		i64(GroupNormPartials).i64(cparts).i64(batch).u32(wantDX)
+	o.launch(kernels.GNGradPartials, max(int(wantDX)*rows*GroupNormPartials, batch*x.C*cparts))
 	o.args.reset().ptr(gstats).ptr(addr(dgamma)).i64(dgamma.BatchStride).ptr(addr(dbeta)).i64(dbeta.BatchStride).
-		ptr(o.part.addr).i64(cg).i64(x.N).i64(hw).i64(groups).i64(GroupNormPartials).i64(batch).u32(wantDX)
+		ptr(o.part.addr).i64(cg).i64(x.N).i64(hw).i64(groups).i64(GroupNormPartials).i64(cparts).i64(batch).u32(wantDX)
 	o.launch(kernels.GNGradReduce, max(int(wantDX)*rows, batch*x.C))
 	if wantDX == 0 {
 		return

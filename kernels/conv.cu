@@ -442,15 +442,17 @@ extern "C" __global__ void gn_forward(float* __restrict__ y, i64 ybs, const floa
 // gn_grad_partials writes the partial sums of GroupNorm's gradients. With want_dx, per group
 // (imgops.GroupNormGradX): of gy = dy gamma[c] at part[r parts + p] and of gy (x - mean) rstd
 // at part[rows parts + r parts + p]. Always, per channel c of batch element b (row q = b C + c;
-// imgops.GroupNormGradParams): of dy (x - mean) rstd at part[2 rows parts + q parts + p] and of
-// dy at part[2 rows parts + batch C parts + q parts + p], over the hw N values of the channel,
-// which are contiguous (e = pixel N + n). Each thread takes the first kind of sums, then the
+// imgops.GroupNormGradParams), in cparts partial sums (kernels.GroupNormChannelPartials of the
+// channel's hw N values, which are contiguous: e = pixel N + n): of dy (x - mean) rstd at
+// part[2 rows parts + q cparts + p] and of dy at part[2 rows parts + batch C cparts + q cparts +
+// p]. Each thread takes the first kind of sums, then the
 // second, each by its own grid-stride loop; in the first, the sample is the fastest coordinate
 // (adjacent threads read adjacent samples, as in gn_stats_partials).
 extern "C" __global__ void gn_grad_partials(double* part, const float* x, i64 xbs,
                                             const float* gamma, i64 gbs, const float* dy,
                                             i64 dybs, const double* stats, i64 cg, i64 N, i64 hw,
-                                            i64 groups, i64 parts, i64 batch, int want_dx) {
+                                            i64 groups, i64 parts, i64 cparts, i64 batch,
+                                            int want_dx) {
 	i64 rows = batch * N * groups, C = cg * groups;
 	i64 start = (i64)blockIdx.x * blockDim.x + threadIdx.x, stride = (i64)blockDim.x * gridDim.x;
 	if (want_dx) {
@@ -479,9 +481,9 @@ extern "C" __global__ void gn_grad_partials(double* part, const float* x, i64 xb
 		}
 	}
 	double* pb = part + 2 * rows * parts;
-	i64 dpx = parts / N, dn = parts - dpx * N, len = hw * N;
-	const i64 rad[4] = {0, groups, cg, parts};
-	for (md_index<4> it = md_start<4>(start, stride, rad); it.i < batch * C * parts; md_next(&it)) {
+	i64 dpx = cparts / N, dn = cparts - dpx * N, len = hw * N;
+	const i64 rad[4] = {0, groups, cg, cparts};
+	for (md_index<4> it = md_start<4>(start, stride, rad); it.i < batch * C * cparts; md_next(&it)) {
 		i64 b = it.d[0], g = it.d[1], cl = it.d[2], p = it.d[3];
 		i64 off = (g * cg + cl) * len;
 		const float* xb = x + b * xbs + off;
@@ -490,7 +492,7 @@ extern "C" __global__ void gn_grad_partials(double* part, const float* x, i64 xb
 		double dga = 0, dbe = 0;
 		i64 n, px;
 		gn_split(p, N, &px, &n);
-		for (i64 e = p; e < len; e += parts) {
+		for (i64 e = p; e < len; e += cparts) {
 			double mu = mb[n], rs = mb[rows + n];
 			double d = db[e];
 			dga += d * ((double)xb[e] - mu) * rs;
@@ -498,7 +500,7 @@ extern "C" __global__ void gn_grad_partials(double* part, const float* x, i64 xb
 			gn_step(&px, &n, dpx, dn, N);
 		}
 		pb[it.i] = dga;
-		pb[batch * C * parts + it.i] = dbe;
+		pb[batch * C * cparts + it.i] = dbe;
 	}
 }
 
@@ -507,7 +509,8 @@ extern "C" __global__ void gn_grad_partials(double* part, const float* x, i64 xb
 // dbeta[b, c] (rows of C per batch element), rounded to float32.
 extern "C" __global__ void gn_grad_reduce(double* gstats, float* dgamma, i64 dgbs, float* dbeta,
                                           i64 dbbs, const double* part, i64 cg, i64 N, i64 hw,
-                                          i64 groups, i64 parts, i64 batch, int want_dx) {
+                                          i64 groups, i64 parts, i64 cparts, i64 batch,
+                                          int want_dx) {
 	i64 rows = batch * N * groups, C = cg * groups;
 	double cnt = (double)(cg * hw);
 	i64 start = (i64)blockIdx.x * blockDim.x + threadIdx.x, stride = (i64)blockDim.x * gridDim.x;
@@ -526,11 +529,11 @@ extern "C" __global__ void gn_grad_reduce(double* gstats, float* dgamma, i64 dgb
 	const i64 rad[2] = {0, C};
 	for (md_index<2> it = md_start<2>(start, stride, rad); it.i < batch * C; md_next(&it)) {
 		i64 b = it.d[0], c = it.d[1];
-		const double* pga = pb + it.i * parts;
-		const double* pbe = pb + batch * C * parts + it.i * parts;
+		const double* pga = pb + it.i * cparts;
+		const double* pbe = pb + batch * C * cparts + it.i * cparts;
 		double dga = 0, dbe = 0;
-		for (i64 q = 0; q < parts; q++) dga += pga[q];
-		for (i64 q = 0; q < parts; q++) dbe += pbe[q];
+		for (i64 q = 0; q < cparts; q++) dga += pga[q];
+		for (i64 q = 0; q < cparts; q++) dbe += pbe[q];
 		dgamma[b * dgbs + c] = (float)dga;
 		dbeta[b * dbbs + c] = (float)dbe;
 	}

@@ -96,6 +96,26 @@ func All() []Kernel {
 // (FEDAUDIT_PARTIALS in common.cuh).
 const Partials = 256
 
+// GroupNormPartials is the number of float64 partial sums per group of GroupNorm's reductions
+// (statistics, input gradient): a constant, so the sums never depend on the launch
+// configuration. 32 keeps a group of a few hundred values split over enough threads without
+// leaving most partial sums empty.
+const GroupNormPartials = 32
+
+// GroupNormChannelPartials is the number of float64 partial sums of each channel's sums in
+// GroupNorm's parameter gradients (dgamma, dbeta), over values = H W N values a channel:
+// GroupNormPartials times a power of two up to 32 that leaves each partial sum at least 64
+// values. A thread per partial sum and 32 of them a channel left ResNet-18's first stage
+// (64 channels of 32 x 32 pixels of 32 samples, at 8 replicas) with 16,384 threads of 1,024
+// values each. It depends on the shape alone, never on the launch.
+func GroupNormChannelPartials(values int) int {
+	f := 1
+	for f < 32 && values >= 2*f*GroupNormPartials*64 {
+		f *= 2
+	}
+	return GroupNormPartials * f
+}
+
 // PartialsFold is how many pieces dot_partials splits each of an inner product's Partials
 // partial sums into, for rows of cols values: a power of two up to 32, one piece for every
 // 1,024 values a partial would otherwise sum (so 1 below 2^19 values: W1's and LeNet-5's

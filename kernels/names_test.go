@@ -135,3 +135,17 @@ func TestPartialsFold(t *testing.T) {
 		}
 	}
 }
+
+// GroupNorm's per-channel partial sums: 32 up to 4,095 values a channel, then twice as many at
+// each doubling while every partial sum keeps at least 64 values, at most 32 times: ResNet-18's
+// first stage (32 x 32 pixels of 32 samples) takes 512.
+func TestGroupNormChannelPartials(t *testing.T) {
+	for _, c := range []struct{ values, want int }{
+		{1, 32}, {4095, 32}, {4096, 64}, {8191, 64}, {8192, 128}, {32 * 32 * 32, 512},
+		{1 << 30, 1024},
+	} {
+		if got := GroupNormChannelPartials(c.values); got != c.want {
+			t.Errorf("GroupNormChannelPartials(%d) = %d, want %d", c.values, got, c.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/kernels"
 )
 
 // DeviceMemory is the most float32 values a model of spec allocates at once on a device
@@ -80,17 +81,15 @@ func (o *countingOps) Pool(compute.Pooling, compute.Window, compute.Images, comp
 func (o *countingOps) PoolGrad(compute.Pooling, compute.Window, compute.Images, compute.Images, compute.Images) {
 }
 
-// deviceGroupNormPartials is the GPU backend's partial sums per GroupNorm statistic
-// (cuda.GroupNormPartials; TestDeviceMemoryOfCNNs in cuda/hostshim holds the count to the
-// device's peak).
-const deviceGroupNormPartials = 32
-
-// GroupNorm counts the device's own scratch for the statistics: float64 partial sums
-// (2 per statistic and 2 per channel, deviceGroupNormPartials each) and 4 values per batch
-// element, sample and group, each buffer at most doubled when it grows.
+// GroupNorm counts the device's own scratch for the statistics: float64 partial sums (2 per
+// statistic, kernels.GroupNormPartials each, and 2 per channel,
+// kernels.GroupNormChannelPartials of its values each; TestNNDeviceMemoryIsTheShimsPeak in
+// cuda/hostshim holds the count to the device's peak) and 4 values per batch element, sample
+// and group, each buffer at most doubled when it grows.
 func (o *countingOps) GroupNorm(groups int, _ float32, x compute.Images, _, _ compute.Mat, y compute.Images) {
 	rows := int64(y.Batch) * int64(x.N) * int64(groups)
-	part := 2*rows*deviceGroupNormPartials + 2*int64(y.Batch)*int64(x.C)*deviceGroupNormPartials
+	cparts := int64(kernels.GroupNormChannelPartials(x.H * x.W * x.N))
+	part := 2*rows*kernels.GroupNormPartials + 2*int64(y.Batch)*int64(x.C)*cparts
 	const f64 = 2 // float32 units per float64
 	o.gnPart, o.gnStats = max(o.gnPart, 2*f64*part), max(o.gnStats, 2*f64*4*rows)
 }

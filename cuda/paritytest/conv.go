@@ -317,8 +317,9 @@ func testTranspose(t *testing.T, f Factory) {
 type gnCase struct{ C, N, H, W, groups int }
 
 // gnCases cover groups of one value (fewer values than partial sums), one channel per group,
-// one group, 1 x 1 images (after global pooling), and groups longer than the partial-sum count
-// times the launch configurations' blocks.
+// one group, 1 x 1 images (after global pooling), groups longer than the partial-sum count
+// times the launch configurations' blocks, and channels long enough (4,608 values) for their
+// parameter gradients' sums to take twice the partial sums (kernels.GroupNormChannelPartials).
 var gnCases = []gnCase{
 	{1, 1, 1, 1, 1},
 	{6, 2, 5, 7, 3},
@@ -326,13 +327,14 @@ var gnCases = []gnCase{
 	{8, 1, 9, 9, 1},
 	{3, 2, 1, 1, 3},
 	{16, 2, 8, 8, 4},
+	{2, 8, 24, 24, 1},
 }
 
 // gnStats returns imgops.GroupStats of batch element b of x (host values xs).
 func gnStats(xs []float32, x compute.Images, b, groups int, eps float32) (mean, rstd []float64) {
 	g := imgops.Geom{C: x.C, N: x.N, H: x.H, W: x.W}
 	mean, rstd = make([]float64, x.N*groups), make([]float64, x.N*groups)
-	imgops.GroupStats(xs[x.Off+b*x.BatchStride:], g, groups, float64(eps), mean, rstd, 0, x.N)
+	imgops.GroupStats(xs[x.Off+b*x.BatchStride:], g, groups, float64(eps), mean, rstd, 0, groups)
 	return mean, rstd
 }
 
