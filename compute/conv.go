@@ -133,3 +133,17 @@ type DirectConvolver interface {
 type BiasApart interface {
 	BiasApart() bool
 }
+
+// GroupNormReLUer is implemented by backends that apply a ReLU in GroupNorm's own passes
+// (ResNet's GroupNorm then ReLU), instead of a pass of its own over GroupNorm's output each
+// way, and keep no buffer of GroupNorm's output before the ReLU.
+type GroupNormReLUer interface {
+	// GroupNormReLU writes y = max(GroupNorm(x), 0): Convolver.GroupNorm followed by
+	// Backend.Activate's ReLU, with their bits.
+	GroupNormReLU(groups int, eps float32, x Images, gamma, beta Mat, y Images)
+	// GroupNormReLUGrad writes what GroupNormGrad writes for the gradient that the ReLU passes
+	// back from dy: dy where GroupNormReLU's output y is above 0 or NaN, 0 where it is <= 0
+	// (Backend.ActivateGrad's ReLU rule, read from the output: the input was <= 0 exactly
+	// where the output is). dy is not changed.
+	GroupNormReLUGrad(groups int, eps float32, x Images, gamma Mat, y, dy, dx Images, dgamma, dbeta Mat)
+}

@@ -193,16 +193,32 @@ func (o *Ops) groupStats(op string, groups int, eps float32, x compute.Images, b
 // GroupNorm implements compute.Convolver in three launches: partial sums of x and x^2 per
 // group, the statistics, then y.
 func (o *Ops) GroupNorm(groups int, eps float32, x compute.Images, gamma, beta compute.Mat, y compute.Images) {
-	if !o.apart("groupnorm", imgSpan(y), imgSpan(x), matSpan(gamma), matSpan(beta)) {
+	o.groupNorm("groupnorm", groups, eps, x, gamma, beta, y, false)
+}
+
+var _ compute.GroupNormReLUer = (*Ops)(nil)
+
+// GroupNormReLU implements compute.GroupNormReLUer: GroupNorm's launches, the ReLU applied by
+// gn_forward as it writes y.
+func (o *Ops) GroupNormReLU(groups int, eps float32, x compute.Images, gamma, beta compute.Mat, y compute.Images) {
+	o.groupNorm("groupnorm and relu", groups, eps, x, gamma, beta, y, true)
+}
+
+func (o *Ops) groupNorm(op string, groups int, eps float32, x compute.Images, gamma, beta compute.Mat, y compute.Images, relu bool) {
+	if !o.apart(op, imgSpan(y), imgSpan(x), matSpan(gamma), matSpan(beta)) {
 		return
 	}
-	stats, rows := o.groupStats("groupnorm", groups, eps, x, y.Batch)
+	stats, rows := o.groupStats(op, groups, eps, x, y.Batch)
 	if rows == 0 {
 		return
 	}
+	flag := uint32(0)
+	if relu {
+		flag = 1
+	}
 	o.args.reset().ptr(imgAddr(y)).i64(y.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
 		ptr(addr(gamma)).i64(gamma.BatchStride).ptr(addr(beta)).i64(beta.BatchStride).ptr(stats).
-		i64(x.C / groups).i64(x.N).i64(x.H * x.W).i64(groups).i64(y.Batch)
+		i64(x.C / groups).i64(x.N).i64(x.H * x.W).i64(groups).i64(y.Batch).u32(flag)
 	o.launchRows(kernels.GNForward, y.Batch*x.C*x.H*x.W, x.N)
 }
 
@@ -210,11 +226,21 @@ func (o *Ops) GroupNorm(groups int, eps float32, x compute.Images, gamma, beta c
 // statistics (two), the partial sums of both gradients (one), their reduction into the
 // parameter gradients and the means dx needs (one), then dx.
 func (o *Ops) GroupNormGrad(groups int, eps float32, x compute.Images, gamma compute.Mat, dy, dx compute.Images, dgamma, dbeta compute.Mat) {
+	o.groupNormGrad("groupnorm gradient", groups, eps, x, gamma, compute.Images{}, dy, dx, dgamma, dbeta)
+}
+
+// GroupNormReLUGrad implements compute.GroupNormReLUer: GroupNormGrad's launches, the kernels
+// that read dy passing it through the ReLU, from its output y, as they read it.
+func (o *Ops) GroupNormReLUGrad(groups int, eps float32, x compute.Images, gamma compute.Mat, y, dy, dx compute.Images, dgamma, dbeta compute.Mat) {
+	o.groupNormGrad("groupnorm and relu gradient", groups, eps, x, gamma, y, dy, dx, dgamma, dbeta)
+}
+
+func (o *Ops) groupNormGrad(op string, groups int, eps float32, x compute.Images, gamma compute.Mat, mask, dy, dx compute.Images, dgamma, dbeta compute.Mat) {
 	batch := dgamma.Batch
-	if !o.apart("groupnorm gradient", imgSpan(dx), imgSpan(x), matSpan(gamma), imgSpan(dy)) {
+	if !o.apart(op, imgSpan(dx), imgSpan(x), matSpan(gamma), imgSpan(dy), imgSpan(mask)) {
 		return
 	}
-	stats, rows := o.groupStats("groupnorm gradient", groups, eps, x, batch)
+	stats, rows := o.groupStats(op, groups, eps, x, batch)
 	if rows == 0 {
 		return
 	}
@@ -226,7 +252,7 @@ func (o *Ops) GroupNormGrad(groups int, eps float32, x compute.Images, gamma com
 	gstats := stats + 8*uint64(2*rows)
 	cparts := kernels.GroupNormChannelPartials(hw * x.N)
 	o.args.reset().ptr(o.part.addr).ptr(imgAddr(x)).i64(x.BatchStride).ptr(addr(gamma)).i64(gamma.BatchStride).
-		ptr(imgAddr(dy)).i64(dy.BatchStride).ptr(stats).i64(cg).i64(x.N).i64(hw).i64(groups).
+		ptr(imgAddr(dy)).i64(dy.BatchStride).ptr(imgAddr(mask)).i64(mask.BatchStride).ptr(stats).i64(cg).i64(x.N).i64(hw).i64(groups).
 		i64(GroupNormPartials).i64(cparts).i64(batch).u32(wantDX)
 	o.launch(kernels.GNGradPartials, max(int(wantDX)*rows*GroupNormPartials, batch*x.C*cparts))
 	o.args.reset().ptr(gstats).ptr(addr(dgamma)).i64(dgamma.BatchStride).ptr(addr(dbeta)).i64(dbeta.BatchStride).
@@ -236,7 +262,8 @@ func (o *Ops) GroupNormGrad(groups int, eps float32, x compute.Images, gamma com
 		return
 	}
 	o.args.reset().ptr(imgAddr(dx)).i64(dx.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
-		ptr(addr(gamma)).i64(gamma.BatchStride).ptr(imgAddr(dy)).i64(dy.BatchStride).ptr(stats).ptr(gstats).
+		ptr(addr(gamma)).i64(gamma.BatchStride).ptr(imgAddr(dy)).i64(dy.BatchStride).
+		ptr(imgAddr(mask)).i64(mask.BatchStride).ptr(stats).ptr(gstats).
 		i64(cg).i64(x.N).i64(hw).i64(groups).i64(batch)
 	o.launchRows(kernels.GNGradX, batch*x.C*hw, x.N)
 }

@@ -411,13 +411,14 @@ extern "C" __global__ void gn_stats(double* stats, const double* part, i64 rows,
 // group of wd threads per row (b, c, pixel) of N samples: the row's coordinates, gamma and beta
 // once per row, the statistics of adjacent samples adjacent; the pointers are __restrict__ as
 // the other image kernels' (cuda.Ops refuses an overlap), so a thread's loads go out before
-// its stores. One thread per value, with its
+// its stores. With relu, y = max(y, 0) as activate's ReLU (Go's max: NaN kept, -0 to +0):
+// GroupNorm and the ReLU after it in one pass (compute.GroupNormReLUer). One thread per value, with its
 // five coordinates and every address recomputed, took about 130 instructions a value (sm_90)
 // and ran W3's GroupNorm at about a seventh of the memory bandwidth.
 extern "C" __global__ void gn_forward(float* __restrict__ y, i64 ybs, const float* __restrict__ x, i64 xbs,
                                       const float* __restrict__ gamma, i64 gbs, const float* __restrict__ beta,
                                       i64 bbs, const double* __restrict__ stats, i64 cg, i64 N, i64 hw,
-                                      i64 groups, i64 batch, i64 wd) {
+                                      i64 groups, i64 batch, int relu, i64 wd) {
 	const i64 rows = batch * N * groups;
 	const i64 rad[4] = {0, groups, cg, hw};
 	const i64 lane = GROUP_LANE(wd);
@@ -434,9 +435,17 @@ extern "C" __global__ void gn_forward(float* __restrict__ y, i64 ybs, const floa
 			double mu = mus[n], rs = rss[n];
 			float a = (float)rs * gm;
 			float sh = bt - (float)(mu * rs) * gm;
-			yr[n] = a * xr[n] + sh;
+			float v = a * xr[n] + sh;
+			yr[n] = relu ? go_maxf(v, 0.0f) : v;
 		}
 	}
+}
+
+// relu_masked is dy as the ReLU after GroupNorm passes it back, read from the ReLU's output
+// post = mask[i] (activate_grad's rule: 0 where the input was <= 0, which is where post <= 0,
+// NaN kept), or dy itself without a mask: the gradient kernels of compute.GroupNormReLUer.
+__device__ __forceinline__ float relu_masked(float dy, const float* mask, i64 i) {
+	return mask && mask[i] <= 0.0f ? 0.0f : dy;
 }
 
 // gn_grad_partials writes the partial sums of GroupNorm's gradients. With want_dx, per group
@@ -450,9 +459,9 @@ extern "C" __global__ void gn_forward(float* __restrict__ y, i64 ybs, const floa
 // (adjacent threads read adjacent samples, as in gn_stats_partials).
 extern "C" __global__ void gn_grad_partials(double* part, const float* x, i64 xbs,
                                             const float* gamma, i64 gbs, const float* dy,
-                                            i64 dybs, const double* stats, i64 cg, i64 N, i64 hw,
-                                            i64 groups, i64 parts, i64 cparts, i64 batch,
-                                            int want_dx) {
+                                            i64 dybs, const float* mask, i64 mbs, const double* stats,
+                                            i64 cg, i64 N, i64 hw, i64 groups, i64 parts, i64 cparts,
+                                            i64 batch, int want_dx) {
 	i64 rows = batch * N * groups, C = cg * groups;
 	i64 start = (i64)blockIdx.x * blockDim.x + threadIdx.x, stride = (i64)blockDim.x * gridDim.x;
 	if (want_dx) {
@@ -465,13 +474,14 @@ extern "C" __global__ void gn_grad_partials(double* part, const float* x, i64 xb
 			i64 off = g * cg * hw * N + n;
 			const float* xb = x + b * xbs + off;
 			const float* db = dy + b * dybs + off;
+			const float* mk = mask ? mask + b * mbs + off : mask;
 			const float* gb = gamma + b * gbs + g * cg;
 			double sg = 0, sgx = 0;
 			i64 cl, px;
 			gn_split(p, hw, &cl, &px);
 			while (cl < cg) {
 				i64 o = (cl * hw + px) * N;
-				double gy = (double)db[o] * (double)gb[cl];
+				double gy = (double)relu_masked(db[o], mk, o) * (double)gb[cl];
 				sg += gy;
 				sgx += gy * ((double)xb[o] - mu) * rs;
 				gn_step(&cl, &px, dc, dpx, hw);
@@ -488,13 +498,14 @@ extern "C" __global__ void gn_grad_partials(double* part, const float* x, i64 xb
 		i64 off = (g * cg + cl) * len;
 		const float* xb = x + b * xbs + off;
 		const float* db = dy + b * dybs + off;
+		const float* mk = mask ? mask + b * mbs + off : mask;
 		const double* mb = stats + (b * groups + g) * N;
 		double dga = 0, dbe = 0;
 		i64 n, px;
 		gn_split(p, N, &px, &n);
 		for (i64 e = p; e < len; e += cparts) {
 			double mu = mb[n], rs = mb[rows + n];
-			double d = db[e];
+			double d = relu_masked(db[e], mk, e);
 			dga += d * ((double)xb[e] - mu) * rs;
 			dbe += d;
 			gn_step(&px, &n, dpx, dn, N);
@@ -541,10 +552,11 @@ extern "C" __global__ void gn_grad_reduce(double* gstats, float* dgamma, i64 dgb
 
 // gn_grad_x: dx = float32(rstd (dy gamma[c] - mean(gy) - xhat mean(gy xhat))) with xhat = (x -
 // mean) rstd, in float64, as imgops.GroupNormGradX. A group of wd threads per row (b, c,
-// pixel) of N samples, as gn_forward.
+// pixel) of N samples, as gn_forward. With a mask, dy as relu_masked passes it.
 extern "C" __global__ void gn_grad_x(float* __restrict__ dx, i64 dxbs, const float* __restrict__ x, i64 xbs,
                                      const float* __restrict__ gamma, i64 gbs, const float* __restrict__ dy,
-                                     i64 dybs, const double* __restrict__ stats,
+                                     i64 dybs, const float* __restrict__ mask, i64 mbs,
+                                     const double* __restrict__ stats,
                                      const double* __restrict__ gstats, i64 cg, i64 N, i64 hw,
                                      i64 groups, i64 batch, i64 wd) {
 	const i64 rows = batch * N * groups;
@@ -561,11 +573,12 @@ extern "C" __global__ void gn_grad_x(float* __restrict__ dx, i64 dxbs, const flo
 		const i64 o = (c * hw + px) * N;
 		const float* xr = x + b * xbs + o;
 		const float* dr = dy + b * dybs + o;
+		const float* mk = mask ? mask + b * mbs + o : mask;
 		float* dxr = dx + b * dxbs + o;
 		for (i64 n = lane; n < N; n += wd) {
 			double rs = rss[n];
 			double xh = ((double)xr[n] - mus[n]) * rs;
-			dxr[n] = (float)(rs * ((double)dr[n] * gm - mgs[n] - xh * mgxs[n]));
+			dxr[n] = (float)(rs * ((double)relu_masked(dr[n], mk, n) * gm - mgs[n] - xh * mgxs[n]));
 		}
 	}
 }

@@ -42,6 +42,9 @@ type ops[T Float] interface {
 	// biasApart reports whether a convolution whose weights outweigh its output should read
 	// the weights in place and add its bias by a product of its own (compute.BiasApart).
 	biasApart() bool
+	// gnReLU returns the backend's GroupNorm with the ReLU after it in the same passes, or nil
+	// where there is none.
+	gnReLU() compute.GroupNormReLUer
 	compute.Convolver
 }
 
@@ -85,6 +88,10 @@ func (o deviceOps) patchGemmer() compute.PatchGemmer {
 func (o deviceOps) directConv() compute.DirectConvolver {
 	dc, _ := o.be.(compute.DirectConvolver)
 	return dc
+}
+func (o deviceOps) gnReLU() compute.GroupNormReLUer {
+	f, _ := o.be.(compute.GroupNormReLUer)
+	return f
 }
 func (o deviceOps) biasApart() bool {
 	ba, ok := o.be.(compute.BiasApart)
@@ -182,6 +189,7 @@ func (o *hostOps[T]) activateGrad(act compute.Activation, pre, post, grad comput
 func (o *hostOps[T]) patchGemmer() compute.PatchGemmer    { return nil }
 func (o *hostOps[T]) directConv() compute.DirectConvolver { return nil }
 func (o *hostOps[T]) biasApart() bool                     { return false }
+func (o *hostOps[T]) gnReLU() compute.GroupNormReLUer     { return nil }
 
 // xent computes the log-sum-exp in float64.
 func (o *hostOps[T]) xent(z, labels compute.Mat, scale T, dz, loss, margin compute.Mat) {

@@ -450,6 +450,67 @@ func (l *groupNorm[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool
 	return dx
 }
 
+// gnReLU is a GroupNorm and the ReLU after it (ResNet's stem and the first of each block's
+// two). On a backend with compute.GroupNormReLUer both run in GroupNorm's passes and only the
+// ReLU's output is kept (its backward pass reads the ReLU's rule from it); elsewhere it runs
+// the two layers, with their own buffers and bits.
+type gnReLU[T Float] struct {
+	gn   *groupNorm[T]
+	relu *act[T]
+	pre  compute.Images // the GroupNorm's output, when the two layers ran apart
+}
+
+func (l *gnReLU[T]) in() Shape                  { return l.gn.sh }
+func (l *gnReLU[T]) out() Shape                 { return l.gn.sh }
+func (l *gnReLU[T]) numParams() int             { return l.gn.numParams() }
+func (l *gnReLU[T]) setOffset(off int)          { l.gn.setOffset(off) }
+func (l *gnReLU[T]) flops() int64               { return l.gn.flops() + l.relu.flops() }
+func (l *gnReLU[T]) init(w []T, rng *rand.Rand) { l.gn.init(w, rng) }
+
+func (l *gnReLU[T]) forward(c *pass[T], x compute.Images) compute.Images {
+	f := c.o.gnReLU()
+	if f == nil {
+		l.pre = l.gn.forward(c, x)
+		return l.relu.forward(c, l.pre)
+	}
+	g, C := l.gn, l.gn.sh.C
+	y := images(get(c.o, &l.relu.buf, c.R*g.sh.Size()*c.B), g.sh, c.B, c.R, false)
+	f.GroupNormReLU(g.groups, gnEps, x, c.param(g.off, 1, C), c.param(g.off+C, 1, C), y)
+	return y
+}
+
+func (l *gnReLU[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) compute.Images {
+	f := c.o.gnReLU()
+	if f == nil {
+		l.relu.backward(c, l.pre, y, dy, true)
+		return l.gn.backward(c, x, l.pre, dy, wantDX)
+	}
+	g, C := l.gn, l.gn.sh.C
+	var dx compute.Images
+	if wantDX {
+		dx = images(get(c.o, &g.dx, c.R*g.sh.Size()*c.B), g.sh, c.B, c.R, false)
+	}
+	f.GroupNormReLUGrad(g.groups, gnEps, x, c.param(g.off, 1, C), y, dy, dx, c.grad(g.off, 1, C), c.grad(g.off+C, 1, C))
+	return dx
+}
+
+// fuseGroupNormReLU returns the layers with every GroupNorm followed by a ReLU as one gnReLU.
+func fuseGroupNormReLU[T Float](ls []layer[T]) []layer[T] {
+	var out []layer[T]
+	for i := 0; i < len(ls); i++ {
+		g, isGN := ls[i].(*groupNorm[T])
+		if i+1 < len(ls) && isGN {
+			if a, isAct := ls[i+1].(*act[T]); isAct && a.fn == compute.ReLU {
+				out = append(out, &gnReLU[T]{gn: g, relu: a})
+				i++
+				continue
+			}
+		}
+		out = append(out, ls[i])
+	}
+	return out
+}
+
 // ---- global average pooling and flatten ----
 
 // gap averages each channel over its pixels: C x H x W -> C x 1 x 1, for each channel a product

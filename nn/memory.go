@@ -75,6 +75,7 @@ func (o *countingOps) xent(compute.Mat, compute.Mat, float32, compute.Mat, compu
 func (o *countingOps) patchGemmer() compute.PatchGemmer                                     { return nil }
 func (o *countingOps) directConv() compute.DirectConvolver                                  { return nil }
 func (o *countingOps) biasApart() bool                                                      { return true } // as the GPU's
+func (o *countingOps) gnReLU() compute.GroupNormReLUer                                      { return o }    // as the GPU's
 func (o *countingOps) Im2col(compute.Images, compute.Window, compute.Mat)                   {}
 func (o *countingOps) Col2im(compute.Mat, compute.Window, compute.Images)                   {}
 func (o *countingOps) Pool(compute.Pooling, compute.Window, compute.Images, compute.Images) {}
@@ -97,3 +98,11 @@ func (o *countingOps) GroupNorm(groups int, _ float32, x compute.Images, _, _ co
 func (o *countingOps) GroupNormGrad(int, float32, compute.Images, compute.Mat, compute.Images, compute.Images, compute.Mat, compute.Mat) {
 }
 func (o *countingOps) Transpose(int, compute.Mat, compute.Mat) {}
+
+// GroupNormReLU counts GroupNorm's scratch: the ReLU adds none.
+func (o *countingOps) GroupNormReLU(groups int, eps float32, x compute.Images, gamma, beta compute.Mat, y compute.Images) {
+	o.GroupNorm(groups, eps, x, gamma, beta, y)
+}
+
+func (o *countingOps) GroupNormReLUGrad(int, float32, compute.Images, compute.Mat, compute.Images, compute.Images, compute.Images, compute.Mat, compute.Mat) {
+}

@@ -86,7 +86,7 @@ func build[T Float](spec Spec) (*Model[T], error) {
 		l.setOffset(m.d)
 		m.d += l.numParams()
 	}
-	m.body = newSeq(poolFirst(ls))
+	m.body = newSeq(fuseGroupNormReLU(poolFirst(ls)))
 	return m, nil
 }
 
@@ -230,7 +230,7 @@ func buildResidual[T Float](s LayerSpec, in Shape) (layer[T], error) {
 		}
 		short = []layer[T]{sc, &groupNorm[T]{sh: o, groups: groups}}
 	}
-	return &residual[T]{ish: in, osh: o, main: newSeq(main), short: newSeq(short)}, nil
+	return &residual[T]{ish: in, osh: o, main: newSeq(fuseGroupNormReLU(main)), short: newSeq(short)}, nil
 }
 
 // LayerInfo is one layer of a built model: its 1-based index in Spec.Layers, kind, input and

@@ -1,0 +1,166 @@
+//go:build cgo
+
+package hostshim
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/cuda"
+	"github.com/fedaudit/fedaudit/kernels"
+	"github.com/fedaudit/fedaudit/nn"
+)
+
+// withoutGNReLU is the shim's backend without compute.GroupNormReLUer (the method of that name
+// shadowed by one of another signature): models run GroupNorm and its ReLU as two layers, as
+// on the CPU backend.
+type withoutGNReLU struct{ *cuda.Ops }
+
+func (withoutGNReLU) GroupNormReLU() {}
+
+// GroupNorm with the ReLU in its passes (compute.GroupNormReLUer) has the bits of GroupNorm
+// then Activate's ReLU, and its gradient those of ActivateGrad's ReLU (on a copy of dy, in
+// place) then GroupNormGrad, with and without dx; dy is left as it was. Inputs are centred on
+// 0 so that about half the ReLU's inputs are negative, one is NaN, and dy holds a NaN where
+// the ReLU passes nothing (it must stay 0 there, as ActivateGrad sets it).
+func TestGroupNormReLUIsGroupNormThenReLU(t *testing.T) {
+	const C, N, H, W, groups, R = 8, 6, 5, 5, 4, 2
+	d := device(t)
+	ops := cuda.NewOps(d, cuda.Options{})
+	defer ops.Close()
+	n := C * N * H * W
+	rng := rand.New(rand.NewPCG(4, 4))
+	fill := func(k int) []float32 {
+		v := make([]float32, k)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	xv, dyv, gv, bv := fill(R*n), fill(R*n), fill(R*C), fill(R*C)
+	xv[17] = float32(math.NaN())
+	img := func(v []float32) compute.Images {
+		buf := ops.Alloc(R * n)
+		if v != nil {
+			ops.Upload(buf, 0, v)
+		}
+		return compute.Images{Buf: buf, C: C, N: N, H: H, W: W, Batch: R, BatchStride: n}
+	}
+	row := func(v []float32) compute.Mat {
+		buf := ops.Alloc(R * C)
+		if v != nil {
+			ops.Upload(buf, 0, v)
+		}
+		return compute.Mat{Buf: buf, Rows: 1, Cols: C, Stride: C, Batch: R, BatchStride: C}
+	}
+	flat := func(x compute.Images) compute.Mat {
+		return compute.Mat{Buf: x.Buf, Rows: 1, Cols: n, Stride: n, Batch: R, BatchStride: n}
+	}
+	get := func(buf compute.Buffer) []float32 {
+		v := make([]float32, buf.Len())
+		ops.Download(v, buf, 0)
+		return v
+	}
+	x, gamma, beta := img(xv), row(gv), row(bv)
+	// The two operations apart.
+	pre, post := img(nil), img(nil)
+	ops.GroupNorm(groups, 1e-5, x, gamma, beta, pre)
+	ops.Activate(compute.ReLU, flat(pre), flat(post))
+	postv := get(post.Buf)
+	for i, v := range postv {
+		if v <= 0 && i%7 == 0 {
+			dyv[i] = float32(math.NaN()) // passed back as 0 where the ReLU's input was <= 0
+		}
+	}
+	dyApart := img(dyv)
+	ops.ActivateGrad(compute.ReLU, flat(pre), flat(post), flat(dyApart))
+	dx0, dg0, db0 := img(nil), row(nil), row(nil)
+	ops.GroupNormGrad(groups, 1e-5, x, gamma, dyApart, dx0, dg0, db0)
+	dgNoDX0, dbNoDX0 := row(nil), row(nil)
+	ops.GroupNormGrad(groups, 1e-5, x, gamma, dyApart, compute.Images{}, dgNoDX0, dbNoDX0)
+	// Together.
+	y, dy := img(nil), img(dyv)
+	ops.GroupNormReLU(groups, 1e-5, x, gamma, beta, y)
+	dx1, dg1, db1 := img(nil), row(nil), row(nil)
+	ops.GroupNormReLUGrad(groups, 1e-5, x, gamma, y, dy, dx1, dg1, db1)
+	dgNoDX1, dbNoDX1 := row(nil), row(nil)
+	ops.GroupNormReLUGrad(groups, 1e-5, x, gamma, y, dy, compute.Images{}, dgNoDX1, dbNoDX1)
+	if err := ops.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what      string
+		got, want compute.Buffer
+	}{
+		{"y", y.Buf, post.Buf}, {"dx", dx1.Buf, dx0.Buf}, {"dgamma", dg1.Buf, dg0.Buf}, {"dbeta", db1.Buf, db0.Buf},
+		{"dgamma without dx", dgNoDX1.Buf, dgNoDX0.Buf}, {"dbeta without dx", dbNoDX1.Buf, dbNoDX0.Buf},
+	} {
+		got, want := get(c.got), get(c.want)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%s[%d] = %v, want %v (GroupNorm, then the ReLU)", c.what, i, got[i], want[i])
+			}
+		}
+	}
+	for i, v := range get(dy.Buf) {
+		if math.Float32bits(v) != math.Float32bits(dyv[i]) {
+			t.Fatalf("dy[%d] changed to %v from %v", i, v, dyv[i])
+		}
+	}
+}
+
+// A ResNet's GroupNorm-then-ReLU pairs run as one on the GPU backend: the losses and every
+// gradient value have the bits of the same model with the two apart, and the fused form runs
+// (fewer activate and activate_grad launches).
+func TestGroupNormReLUKeepsModelBits(t *testing.T) {
+	spec := nn.ResNet(2, 1, 8, 2, 10)
+	const R, B = 2, 4
+	run := func(fused bool) (grad []float32, loss []float64, launches int) {
+		cd := &countingDevice{Device: device(t), perKernel: map[kernels.Kernel]int{}}
+		ops := cuda.NewOps(cd, cuda.Options{})
+		defer ops.Close()
+		var be compute.Backend = ops
+		if !fused {
+			be = withoutGNReLU{ops}
+		}
+		m, err := nn.BuildOn(spec, be)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := make([]float32, R*m.NumParams())
+		for r := range R {
+			m.Init(w[r*m.NumParams():][:m.NumParams()], uint64(r+7))
+		}
+		rng := rand.New(rand.NewPCG(2, 2))
+		x := make([]float32, B*m.Input.Size())
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		grad, loss = make([]float32, len(w)), make([]float64, R)
+		if err := m.LossGrad(w, R, x, []int32{0, 9, 2, 7}, grad, loss); err != nil {
+			t.Fatal(err)
+		}
+		if err := ops.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return grad, loss, cd.perKernel[kernels.Activate] + cd.perKernel[kernels.ActivateGrad]
+	}
+	g0, l0, apart := run(false)
+	g1, l1, fused := run(true)
+	// The stem's and the two blocks' first GroupNorm: 3 activate and 3 activate_grad fewer.
+	if apart-fused != 6 {
+		t.Errorf("%d activate and activate_grad launches fused, %d apart: want 6 fewer", fused, apart)
+	}
+	for r := range R {
+		if math.Float64bits(l0[r]) != math.Float64bits(l1[r]) {
+			t.Errorf("replica %d: loss %v fused, %v apart", r, l1[r], l0[r])
+		}
+	}
+	for i := range g0 {
+		if math.Float32bits(g0[i]) != math.Float32bits(g1[i]) {
+			t.Fatalf("gradient %d: %v fused, %v apart", i, g1[i], g0[i])
+		}
+	}
+}
