@@ -411,10 +411,10 @@ extern "C" __global__ void gn_stats(double* stats, const double* part, i64 rows,
 // group of wd threads per row (b, c, pixel) of N samples: the row's coordinates, gamma and beta
 // once per row, the statistics of adjacent samples adjacent; the pointers are __restrict__ as
 // the other image kernels' (cuda.Ops refuses an overlap), so a thread's loads go out before
-// its stores. With relu, y = max(y, 0) as activate's ReLU (Go's max: NaN kept, -0 to +0):
-// GroupNorm and the ReLU after it in one pass (compute.GroupNormReLUer). One thread per value, with its
-// five coordinates and every address recomputed, took about 130 instructions a value (sm_90)
-// and ran W3's GroupNorm at about a seventh of the memory bandwidth.
+// its stores. (One thread per value, with its five coordinates and every address recomputed,
+// took about 130 instructions a value on sm_90 and ran W3's GroupNorm at about a seventh of
+// the memory bandwidth.) With relu, y = max(y, 0) as activate's ReLU (Go's max: NaN kept, -0
+// to +0): GroupNorm and the ReLU after it in one pass (compute.GroupNormReLUer).
 extern "C" __global__ void gn_forward(float* __restrict__ y, i64 ybs, const float* __restrict__ x, i64 xbs,
                                       const float* __restrict__ gamma, i64 gbs, const float* __restrict__ beta,
                                       i64 bbs, const double* __restrict__ stats, i64 cg, i64 N, i64 hw,
