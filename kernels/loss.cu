@@ -56,15 +56,22 @@ extern "C" __global__ void clip_examples_norm(double* n, const float* delta, i64
 	}
 }
 
-// clip_examples_scale scales every row i of delta by min(1, v / sqrt(n[b * rows + i])).
+// clip_examples_scale scales every row i of delta by min(1, v / sqrt(n[b * rows + i])). A
+// thread works the factor out again only when its next value lies in another row (as
+// clip_step): a float64 square root and division for every value made it compute-bound.
 extern "C" __global__ void clip_examples_scale(float* delta, i64 ds, i64 dbs, const double* n,
                                                float v, i64 rows, i64 cols, i64 batch) {
 	i64 per = rows * cols;
+	i64 fr = -1;  // the row (b rows + r) whose factor s holds
+	float s = 1.0f;
 	GRID_STRIDE_RC(ix, batch * per, rows, cols) {
 		i64 b = ix.b, r = ix.r, j = ix.j;
-		double nn = sqrt(n[b * rows + r]);
-		float s = 1.0f;
-		if (nn > (double)v) s = (float)((double)v / nn);
+		if (b * rows + r != fr) {
+			fr = b * rows + r;
+			double nn = sqrt(n[fr]);
+			s = 1.0f;
+			if (nn > (double)v) s = (float)((double)v / nn);
+		}
 		delta[b * dbs + r * ds + j] *= s;
 	}
 }
