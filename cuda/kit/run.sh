@@ -35,6 +35,10 @@
 #               256 (FEDAUDIT_CUDA_HIDDENBLOCK=1024), beside bench-gpu
 #   bench-gpu-clientbatch1  W1 with each client's local steps launched alone, as before
 #               grouped clients (FEDAUDIT_CUDA_CLIENTBATCH=1), beside bench-gpu
+#   bench-gpu-w2-rowgroup4, bench-gpu-w2-rowgroup2, bench-gpu-w3-rowgroup4  W2 and W3 with 4 or
+#               2 threads to a row of samples in the image kernels instead of 8
+#               (FEDAUDIT_CUDA_ROWGROUP): each row's index arithmetic (im2col's loop over rows
+#               is 332 sm_90 instructions, both branches) over 8 or 16 samples a thread, not 4
 #   bench-gpu-w2-launch1, bench-gpu-w3-launch1  W2 and W3 with the light kernels launched as
 #               before 2026-11-27 (32 threads a row of samples, one item a thread:
 #               FEDAUDIT_CUDA_ROWGROUP=32 FEDAUDIT_CUDA_LIGHTITEMS=1), beside bench-gpu-w2 and
@@ -219,6 +223,9 @@ if [ "$mode" = gpu ]; then
   step bench-gpu-w2-bf16 "W2 on the device in bf16, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_PRECISION=bf16 FEDAUDIT_BENCH_R="$w2_replicas" "$gputest" -test.run '^TestKitBenchW2GPU$' $T
   step bench-cpu-w2 "W2 on the CPU backend, R=$w2_cpu_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_R="$w2_cpu_replicas" "$gputest" -test.run '^TestKitBenchW2CPU$' $T
   step bench-gpu-w3 "W3 on the device, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
+  step bench-gpu-w2-rowgroup4 "W2 on the device, 4 threads a row of samples, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_CUDA_ROWGROUP=4 FEDAUDIT_BENCH_R="$w2_replicas" "$gputest" -test.run '^TestKitBenchW2GPU$' $T
+  step bench-gpu-w2-rowgroup2 "W2 on the device, 2 threads a row of samples, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_CUDA_ROWGROUP=2 FEDAUDIT_BENCH_R="$w2_replicas" "$gputest" -test.run '^TestKitBenchW2GPU$' $T
+  step bench-gpu-w3-rowgroup4 "W3 on the device, 4 threads a row of samples, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_CUDA_ROWGROUP=4 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step bench-gpu-w2-launch1 "W2 on the device, light kernels launched as before, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_CUDA_ROWGROUP=32 FEDAUDIT_CUDA_LIGHTITEMS=1 FEDAUDIT_BENCH_R="$w2_replicas" "$gputest" -test.run '^TestKitBenchW2GPU$' $T
   step bench-gpu-w3-launch1 "W3 on the device, light kernels launched as before, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_CUDA_ROWGROUP=32 FEDAUDIT_CUDA_LIGHTITEMS=1 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step bench-gpu-w2-splitk "W2 on the device with split products, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_CUDA_SPLITK=1 FEDAUDIT_BENCH_R="$w2_replicas" "$gputest" -test.run '^TestKitBenchW2GPU$' $T

@@ -30,10 +30,11 @@
 #   1 kit: gpu-info, cli-gpu (audit plan and run on the GPU against the CPU backend's verdict),
 #     parity, precision-drift (an audit in tf32 and bf16 against fp32)
 #   2 kit: bench-gpu, profile-w1 at R 64, 1024, 4096   torch: W1 batched and batched_ghost
-#   3 kit: bench-gpu-w3 at R 8 to 48, profile-w3, and at R 8 and 32 bench-gpu-w3-splitk and
-#     bench-gpu-w3-biascopies   torch: W3 vmap at R 8, 16 and 32
-#   4 kit: bench-gpu-w2, profile-w2, memory, bench-gpu-w2-splitk   torch: W2 batched, and
-#     compiled (reduce-overhead: the best PyTorch form of W2 in the sittings of 2026-11-27)
+#   3 kit: bench-gpu-w3 at R 8 to 48, profile-w3, and at R 8 and 32 bench-gpu-w3-splitk,
+#     bench-gpu-w3-biascopies and bench-gpu-w3-rowgroup4   torch: W3 vmap at R 8, 16 and 32
+#   4 kit: bench-gpu-w2, profile-w2, memory, bench-gpu-w2-splitk, bench-gpu-w2-rowgroup4 and
+#     -rowgroup2   torch: W2 batched, and compiled (reduce-overhead: the best PyTorch form of
+#     W2 in the sittings of 2026-11-27)
 #   5 torch: W1 batched_ghost compiled (reduce-overhead)   kit: the tf32 and bf16 benchmarks
 #     of W1 and W2, w1-parity, and what earlier changes bought: bench-gpu-clientbatch1 (each
 #     client's steps launched alone), bench-gpu-w2-launch1 (the light kernels launched as
@@ -225,14 +226,14 @@ else
     # The weight gradients of W3's first stage ran at 31% of SGEMM (the stem's at 2%) in the
     # fourth sitting: a few output tiles over a depth of 32,768. Split products, slices
     # together; and the weight copies the later stages no longer make, timed back on.
-    kitgroup kit-3s 120 bench-gpu-w3-splitk,bench-gpu-w3-biascopies --w3-replicas 8,32 --w3-rounds 2
+    kitgroup kit-3s 150 bench-gpu-w3-splitk,bench-gpu-w3-biascopies,bench-gpu-w3-rowgroup4 --w3-replicas 8,32 --w3-rounds 2
     # The benchmark's own W3 reference where REF has it, else the repository's form of it.
     w3ref=$ref/w3_cuda.py
     [ -f "$w3ref" ] || w3ref=$ref/w3.py
     run 120 torch-w3-vmap "$py" "$w3ref" --impl vmap --replicas 8,16,32 --rounds 2
   fi
   if want 4; then
-    kitgroup kit-4 120 bench-gpu-w2,profile-w2,memory,bench-gpu-w2-splitk --w2-replicas 64,1024 --w2-rounds 5
+    kitgroup kit-4 150 bench-gpu-w2,profile-w2,memory,bench-gpu-w2-splitk,bench-gpu-w2-rowgroup4,bench-gpu-w2-rowgroup2 --w2-replicas 64,1024 --w2-rounds 5
     run 60 torch-w2-batched "$py" "$ref/w2_cuda.py" --impl batched --replicas 64,1024 --rounds 5
     run 120 torch-w2-compile-reduce-overhead "$py" "$ref/compiled.py" --ref "$ref" --workload w2 --mode reduce-overhead -- --impl batched --replicas 64,1024 --rounds 5
   fi
