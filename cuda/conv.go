@@ -94,10 +94,24 @@ func (o *Ops) launchRows(k kernels.Kernel, rows, n int) {
 	o.launchLight(k, rows*g)
 }
 
-// Im2col implements compute.Convolver: a group of threads per row of N samples of cols, one
-// launch.
+// Im2col implements compute.Convolver in one launch: at stride 1, im2col_rows, a group of
+// threads per run of a patch row's OW N values (its output positions read adjacent input
+// pixels); else im2col, a group of threads per row of N samples of cols.
 func (o *Ops) Im2col(x compute.Images, w compute.Window, cols compute.Mat) {
 	if !o.apart("im2col", matSpan(cols), imgSpan(x)) {
+		return
+	}
+	if w.Stride == 1 {
+		oh, ow := w.Out(x.H), w.Out(x.W)
+		o.args.reset().ptr(addr(cols)).i64(cols.Stride).i64(cols.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
+			i64(x.C).i64(x.N).i64(x.H).i64(x.W).i64(w.Size).i64(w.Pad).i64(oh).i64(ow).i64(cols.Batch)
+		n := ow * x.N
+		g := 1
+		for 2*g <= min(n, 32) && o.block%(2*g) == 0 {
+			g *= 2
+		}
+		o.args.i64(g)
+		o.launchLight(kernels.Im2colRows, cols.Batch*x.C*w.Size*w.Size*oh*g)
 		return
 	}
 	rows := cols.Batch * x.C * w.Size * w.Size * w.Out(x.H) * w.Out(x.W)

@@ -89,6 +89,7 @@ func TestLaunchArgumentsMatchPTX(t *testing.T) {
 	cols := m(2*9, 3*9, 2)
 	o.Im2col(xi, win, cols)
 	o.Col2im(cols, win, xi)
+	o.Im2col(xi, compute.Window{Size: 3, Stride: 1, Pad: 1}, m(2*9, 3*25, 2)) // stride 1: im2col_rows
 	o.Pool(compute.MaxPooling, win, xi, yi)
 	o.PoolGrad(compute.AvgPooling, win, xi, yi, img(2, 3, 5, 5, 2))
 	tiles := compute.Window{Size: 2, Stride: 2} // windows tiling the image: pool_grad_tiled

@@ -42,6 +42,7 @@ const (
 	ConvDirectDW
 	PoolGradTiled
 	AccumulateInOrder
+	Im2colRows
 	numKernels
 )
 
@@ -57,7 +58,7 @@ var kernelNames = [numKernels]string{
 	GNGradPartials: "gn_grad_partials", GNGradReduce: "gn_grad_reduce", GNGradX: "gn_grad_x",
 	HiddenStep: "hidden_step", MechNoise: "mech_noise", SplitKReduce: "splitk_reduce",
 	ConvDirect: "conv_direct", ConvDirectDX: "conv_direct_dx", ConvDirectDW: "conv_direct_dw",
-	PoolGradTiled: "pool_grad_tiled", AccumulateInOrder: "accumulate_in_order",
+	PoolGradTiled: "pool_grad_tiled", AccumulateInOrder: "accumulate_in_order", Im2colRows: "im2col_rows",
 }
 
 // HiddenSharedFloats is the static shared memory of hidden_step in floats
