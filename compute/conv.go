@@ -147,3 +147,13 @@ type GroupNormReLUer interface {
 	// where the output is). dy is not changed.
 	GroupNormReLUGrad(groups int, eps float32, x Images, gamma Mat, y, dy, dx Images, dgamma, dbeta Mat)
 }
+
+// AddReLUer is implemented by backends that add a residual block's two paths and apply the
+// ReLU after them in one pass, instead of adding one into the other and then a pass of the
+// ReLU over the sum.
+type AddReLUer interface {
+	// AddReLU writes y = max(a + b, 0): Backend.Axpby(1, b, 1, a) then Activate's ReLU of a
+	// into y, with their bits, except that a is not changed. The ReLU's gradient can be read
+	// from y as well as from the sum (y <= 0 exactly where the sum is).
+	AddReLU(a, b, y Mat)
+}

@@ -1129,3 +1129,11 @@ var _ compute.BiasApart = (*Ops)(nil)
 // either way; copies of the weights are light launches at a fraction of the memory bandwidth
 // (axpby, 8.7% of W3 at R 8 in the fourth sitting).
 func (o *Ops) BiasApart() bool { return !o.biasCopies }
+
+var _ compute.AddReLUer = (*Ops)(nil)
+
+// AddReLU implements compute.AddReLUer: one launch of add_relu.
+func (o *Ops) AddReLU(a, b, y compute.Mat) {
+	o.args.reset().mat(a).mat(b).mat(y).i64(y.Rows).i64(y.Cols).i64(y.Batch)
+	o.launchLight(kernels.AddReLU, y.Batch*y.Rows*y.Cols)
+}

@@ -90,6 +90,7 @@ func TestLaunchArgumentsMatchPTX(t *testing.T) {
 	o.Im2col(xi, win, cols)
 	o.Col2im(cols, win, xi)
 	o.Im2col(xi, compute.Window{Size: 3, Stride: 1, Pad: 1}, m(2*9, 3*25, 2)) // stride 1: im2col_rows
+	o.AddReLU(m(3, 4, 2), m(3, 4, 2), m(3, 4, 2))
 	o.Pool(compute.MaxPooling, win, xi, yi)
 	o.PoolGrad(compute.AvgPooling, win, xi, yi, img(2, 3, 5, 5, 2))
 	tiles := compute.Window{Size: 2, Stride: 2} // windows tiling the image: pool_grad_tiled

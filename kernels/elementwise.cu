@@ -149,6 +149,18 @@ extern "C" __global__ void activate(int act, const float* pre, i64 ps, i64 pbs, 
 	}
 }
 
+// add_relu: y = max(a + b, 0) (compute.AddReLUer: a residual block's two paths and its ReLU in
+// one pass). a + b is axpby's y + 1 x with y = a (1 x is x exactly), the maximum Go's (NaN
+// kept, -0 to +0) as activate's ReLU; a is not written.
+extern "C" __global__ void add_relu(const float* a, i64 as, i64 abs_, const float* b, i64 bs, i64 bbs,
+                                    float* y, i64 ys, i64 ybs, i64 rows, i64 cols, i64 batch) {
+	i64 per = rows * cols;
+	GRID_STRIDE_RC(ix, batch * per, rows, cols) {
+		i64 e = ix.b, r = ix.r, j = ix.j;
+		y[e * ybs + r * ys + j] = go_maxf(a[e * abs_ + r * as + j] + b[e * bbs + r * bs + j], 0.0f);
+	}
+}
+
 // activate_grad: grad *= act'(pre), given post = act(pre).
 extern "C" __global__ void activate_grad(int act, const float* pre, i64 ps, i64 pbs,
                                          const float* post, i64 qs, i64 qbs, float* grad, i64 gs,

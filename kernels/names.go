@@ -43,6 +43,7 @@ const (
 	PoolGradTiled
 	AccumulateInOrder
 	Im2colRows
+	AddReLU
 	numKernels
 )
 
@@ -58,7 +59,7 @@ var kernelNames = [numKernels]string{
 	GNGradPartials: "gn_grad_partials", GNGradReduce: "gn_grad_reduce", GNGradX: "gn_grad_x",
 	HiddenStep: "hidden_step", MechNoise: "mech_noise", SplitKReduce: "splitk_reduce",
 	ConvDirect: "conv_direct", ConvDirectDX: "conv_direct_dx", ConvDirectDW: "conv_direct_dw",
-	PoolGradTiled: "pool_grad_tiled", AccumulateInOrder: "accumulate_in_order", Im2colRows: "im2col_rows",
+	PoolGradTiled: "pool_grad_tiled", AccumulateInOrder: "accumulate_in_order", Im2colRows: "im2col_rows", AddReLU: "add_relu",
 }
 
 // HiddenSharedFloats is the static shared memory of hidden_step in floats

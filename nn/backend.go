@@ -45,6 +45,9 @@ type ops[T Float] interface {
 	// gnReLU returns the backend's GroupNorm with the ReLU after it in the same passes, or nil
 	// where there is none.
 	gnReLU() compute.GroupNormReLUer
+	// addReLU returns the backend's sum of two matrices with a ReLU in one pass, or nil where
+	// there is none.
+	addReLU() compute.AddReLUer
 	compute.Convolver
 }
 
@@ -88,6 +91,10 @@ func (o deviceOps) patchGemmer() compute.PatchGemmer {
 func (o deviceOps) directConv() compute.DirectConvolver {
 	dc, _ := o.be.(compute.DirectConvolver)
 	return dc
+}
+func (o deviceOps) addReLU() compute.AddReLUer {
+	f, _ := o.be.(compute.AddReLUer)
+	return f
 }
 func (o deviceOps) gnReLU() compute.GroupNormReLUer {
 	f, _ := o.be.(compute.GroupNormReLUer)
@@ -190,6 +197,7 @@ func (o *hostOps[T]) patchGemmer() compute.PatchGemmer    { return nil }
 func (o *hostOps[T]) directConv() compute.DirectConvolver { return nil }
 func (o *hostOps[T]) biasApart() bool                     { return false }
 func (o *hostOps[T]) gnReLU() compute.GroupNormReLUer     { return nil }
+func (o *hostOps[T]) addReLU() compute.AddReLUer          { return nil }
 
 // xent computes the log-sum-exp in float64.
 func (o *hostOps[T]) xent(z, labels compute.Mat, scale T, dz, loss, margin compute.Mat) {

@@ -76,6 +76,8 @@ func (o *countingOps) patchGemmer() compute.PatchGemmer                         
 func (o *countingOps) directConv() compute.DirectConvolver                                  { return nil }
 func (o *countingOps) biasApart() bool                                                      { return true } // as the GPU's
 func (o *countingOps) gnReLU() compute.GroupNormReLUer                                      { return o }    // as the GPU's
+func (o *countingOps) addReLU() compute.AddReLUer                                           { return o }    // as the GPU's
+func (o *countingOps) AddReLU(compute.Mat, compute.Mat, compute.Mat)                        {}
 func (o *countingOps) Im2col(compute.Images, compute.Window, compute.Mat)                   {}
 func (o *countingOps) Col2im(compute.Mat, compute.Window, compute.Images)                   {}
 func (o *countingOps) Pool(compute.Pooling, compute.Window, compute.Images, compute.Images) {}

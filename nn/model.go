@@ -93,9 +93,16 @@ func (l *residual[T]) forward(c *pass[T], x compute.Images) compute.Images {
 	if len(l.short.layers) > 0 {
 		sc = l.short.forward(c, x)
 	}
+	y := images(get(c.o, &l.y, c.R*l.osh.Size()*c.B), l.osh, c.B, c.R, false)
+	if f := c.o.addReLU(); f != nil {
+		// The sum is not kept: the ReLU's gradient reads its rule from y (y <= 0 exactly
+		// where the sum is).
+		f.AddReLU(flat(a), flat(sc), flat(y))
+		l.pre = y
+		return y
+	}
 	c.o.axpby(1, flat(sc), 1, flat(a))
 	l.pre = a
-	y := images(get(c.o, &l.y, c.R*l.osh.Size()*c.B), l.osh, c.B, c.R, false)
 	c.o.activate(compute.ReLU, flat(a), flat(y))
 	return y
 }

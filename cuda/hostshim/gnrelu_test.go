@@ -13,12 +13,14 @@ import (
 	"github.com/fedaudit/fedaudit/nn"
 )
 
-// withoutGNReLU is the shim's backend without compute.GroupNormReLUer (the method of that name
-// shadowed by one of another signature): models run GroupNorm and its ReLU as two layers, as
-// on the CPU backend.
-type withoutGNReLU struct{ *cuda.Ops }
+// withoutFusedReLU is the shim's backend without compute.GroupNormReLUer and
+// compute.AddReLUer (the methods of those names shadowed by ones of another signature): models
+// run GroupNorm and its ReLU as two layers, and a residual block's sum and its ReLU as two
+// passes, as on the CPU backend.
+type withoutFusedReLU struct{ *cuda.Ops }
 
-func (withoutGNReLU) GroupNormReLU() {}
+func (withoutFusedReLU) GroupNormReLU() {}
+func (withoutFusedReLU) AddReLU()       {}
 
 // GroupNorm with the ReLU in its passes (compute.GroupNormReLUer) has the bits of GroupNorm
 // then Activate's ReLU, and its gradient those of ActivateGrad's ReLU (on a copy of dy, in
@@ -111,9 +113,9 @@ func TestGroupNormReLUIsGroupNormThenReLU(t *testing.T) {
 	}
 }
 
-// A ResNet's GroupNorm-then-ReLU pairs run as one on the GPU backend: the losses and every
-// gradient value have the bits of the same model with the two apart, and the fused form runs
-// (fewer activate and activate_grad launches).
+// A ResNet's GroupNorm-then-ReLU pairs, and its residual sums with their ReLU, run as one on
+// the GPU backend: the losses and every gradient value have the bits of the same model with
+// them apart, and the fused forms run (fewer activate, activate_grad and axpby launches).
 func TestGroupNormReLUKeepsModelBits(t *testing.T) {
 	spec := nn.ResNet(2, 1, 8, 2, 10)
 	const R, B = 2, 4
@@ -123,7 +125,7 @@ func TestGroupNormReLUKeepsModelBits(t *testing.T) {
 		defer ops.Close()
 		var be compute.Backend = ops
 		if !fused {
-			be = withoutGNReLU{ops}
+			be = withoutFusedReLU{ops}
 		}
 		m, err := nn.BuildOn(spec, be)
 		if err != nil {
@@ -145,13 +147,14 @@ func TestGroupNormReLUKeepsModelBits(t *testing.T) {
 		if err := ops.Err(); err != nil {
 			t.Fatal(err)
 		}
-		return grad, loss, cd.perKernel[kernels.Activate] + cd.perKernel[kernels.ActivateGrad]
+		return grad, loss, cd.perKernel[kernels.Activate] + cd.perKernel[kernels.ActivateGrad] + cd.perKernel[kernels.Axpby]
 	}
 	g0, l0, apart := run(false)
 	g1, l1, fused := run(true)
-	// The stem's and the two blocks' first GroupNorm: 3 activate and 3 activate_grad fewer.
-	if apart-fused != 6 {
-		t.Errorf("%d activate and activate_grad launches fused, %d apart: want 6 fewer", fused, apart)
+	// The stem's and the two blocks' first GroupNorm: 3 activate and 3 activate_grad fewer; the
+	// two blocks' sums: 2 axpby and 2 activate fewer (their ReLU's gradient stays).
+	if apart-fused != 10 {
+		t.Errorf("%d activate, activate_grad and axpby launches fused, %d apart: want 10 fewer", fused, apart)
 	}
 	for r := range R {
 		if math.Float64bits(l0[r]) != math.Float64bits(l1[r]) {
@@ -161,6 +164,60 @@ func TestGroupNormReLUKeepsModelBits(t *testing.T) {
 	for i := range g0 {
 		if math.Float32bits(g0[i]) != math.Float32bits(g1[i]) {
 			t.Fatalf("gradient %d: %v fused, %v apart", i, g1[i], g0[i])
+		}
+	}
+}
+
+// A residual block's sum and ReLU in one pass (compute.AddReLUer) has the bits of Axpby(1, b,
+// 1, a) then Activate's ReLU, a NaN, a -0 sum and strided views included, and leaves a as it
+// was.
+func TestAddReLUIsAxpbyThenReLU(t *testing.T) {
+	const rows, cols, R = 3, 7, 2
+	d := device(t)
+	ops := cuda.NewOps(d, cuda.Options{})
+	defer ops.Close()
+	rng := rand.New(rand.NewPCG(8, 8))
+	n := R * rows * (cols + 2)
+	av, bv := make([]float32, n), make([]float32, n)
+	for i := range av {
+		av[i], bv[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+	}
+	av[3], bv[5] = float32(math.NaN()), float32(math.NaN())
+	av[10], bv[10] = float32(math.Copysign(0, -1)), float32(math.Copysign(0, -1))
+	view := func(v []float32) compute.Mat {
+		buf := ops.Alloc(n)
+		if v != nil {
+			ops.Upload(buf, 0, v)
+		}
+		return compute.Mat{Buf: buf, Rows: rows, Cols: cols, Stride: cols + 2, Batch: R, BatchStride: rows * (cols + 2)}
+	}
+	get := func(m compute.Mat) []float32 {
+		v := make([]float32, n)
+		ops.Download(v, m.Buf, 0)
+		return v
+	}
+	a, b, y := view(av), view(bv), view(nil)
+	ops.AddReLU(a, b, y)
+	a2, y2 := view(av), view(nil)
+	ops.Axpby(1, b, 1, a2, nil)
+	ops.Activate(compute.ReLU, a2, y2)
+	if err := ops.Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, want := get(y), get(y2)
+	for r := range R {
+		for i := range rows {
+			for j := range cols {
+				k := r*rows*(cols+2) + i*(cols+2) + j
+				if math.Float32bits(got[k]) != math.Float32bits(want[k]) {
+					t.Fatalf("y[%d] = %v, want %v (Axpby, then the ReLU)", k, got[k], want[k])
+				}
+			}
+		}
+	}
+	for i, v := range get(a) {
+		if math.Float32bits(v) != math.Float32bits(av[i]) {
+			t.Fatalf("a[%d] changed to %v from %v", i, v, av[i])
 		}
 	}
 }

@@ -97,7 +97,7 @@ const entry table[] = {
     K(gn_grad_partials), K(gn_grad_reduce), K(gn_grad_x),
     K(mech_noise),        KB(hidden_step),    K(splitk_reduce),
     K(conv_direct),       K(conv_direct_dx),  K(conv_direct_dw),
-    K(pool_grad_tiled),   K(accumulate_in_order), K(im2col_rows),
+    K(pool_grad_tiled),   K(accumulate_in_order), K(im2col_rows), K(add_relu),
 };
 #undef K
 #undef KB
