@@ -3,8 +3,6 @@
 package hostshim
 
 import (
-	"math"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/fedaudit/fedaudit/cuda"
@@ -19,33 +17,12 @@ import (
 // fewer axpby copies, more cuBLAS calls.
 func TestBiasApartKeepsBits(t *testing.T) {
 	spec := nn.ResNet(3, 1, 8, 2, 10)
-	const R, B = 2, 4
 	run := func(bias bool) (grad []float32, loss []float64, gemms int) {
 		d := device(t)
 		ops := cuda.NewOps(d, cuda.Options{BiasCopies: !bias})
 		defer ops.Close()
-		m, err := nn.BuildOn(spec, ops)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := make([]float32, R*m.NumParams())
-		for r := range R {
-			m.Init(w[r*m.NumParams():][:m.NumParams()], uint64(r+1))
-		}
-		rng := rand.New(rand.NewPCG(9, 9))
-		x := make([]float32, B*m.Input.Size())
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
-		}
-		y := []int32{3, 1, 4, 1}
-		grad, loss = make([]float32, len(w)), make([]float64, R)
 		before := d.GemmCalls()
-		if err := m.LossGrad(w, R, x, y, grad, loss); err != nil {
-			t.Fatal(err)
-		}
-		if err := ops.Err(); err != nil {
-			t.Fatal(err)
-		}
+		grad, loss = modelLossGrad(t, spec, ops, ops, 2, 1, 9, []int32{3, 1, 4, 1})
 		return grad, loss, d.GemmCalls() - before
 	}
 	g0, l0, calls0 := run(false)
@@ -54,14 +31,5 @@ func TestBiasApartKeepsBits(t *testing.T) {
 	if calls1 != calls0+2 {
 		t.Errorf("%d cuBLAS calls with the bias apart, %d with copies: want 2 more", calls1, calls0)
 	}
-	for r := range R {
-		if math.Float64bits(l0[r]) != math.Float64bits(l1[r]) {
-			t.Errorf("replica %d: loss %v with the bias apart, %v with copies", r, l1[r], l0[r])
-		}
-	}
-	for i := range g0 {
-		if math.Float32bits(g0[i]) != math.Float32bits(g1[i]) {
-			t.Fatalf("gradient %d: %v with the bias apart, %v with copies", i, g1[i], g0[i])
-		}
-	}
+	requireSameBits(t, "with the bias apart", "with copies", g1, g0, l1, l0)
 }

@@ -118,7 +118,6 @@ func TestGroupNormReLUIsGroupNormThenReLU(t *testing.T) {
 // them apart, and the fused forms run (fewer activate, activate_grad and axpby launches).
 func TestGroupNormReLUKeepsModelBits(t *testing.T) {
 	spec := nn.ResNet(2, 1, 8, 2, 10)
-	const R, B = 2, 4
 	run := func(fused bool) (grad []float32, loss []float64, launches int) {
 		cd := &countingDevice{Device: device(t), perKernel: map[kernels.Kernel]int{}}
 		ops := cuda.NewOps(cd, cuda.Options{})
@@ -127,26 +126,7 @@ func TestGroupNormReLUKeepsModelBits(t *testing.T) {
 		if !fused {
 			be = withoutFusedReLU{ops}
 		}
-		m, err := nn.BuildOn(spec, be)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := make([]float32, R*m.NumParams())
-		for r := range R {
-			m.Init(w[r*m.NumParams():][:m.NumParams()], uint64(r+7))
-		}
-		rng := rand.New(rand.NewPCG(2, 2))
-		x := make([]float32, B*m.Input.Size())
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
-		}
-		grad, loss = make([]float32, len(w)), make([]float64, R)
-		if err := m.LossGrad(w, R, x, []int32{0, 9, 2, 7}, grad, loss); err != nil {
-			t.Fatal(err)
-		}
-		if err := ops.Err(); err != nil {
-			t.Fatal(err)
-		}
+		grad, loss = modelLossGrad(t, spec, ops, be, 2, 7, 2, []int32{0, 9, 2, 7})
 		return grad, loss, cd.perKernel[kernels.Activate] + cd.perKernel[kernels.ActivateGrad] + cd.perKernel[kernels.Axpby]
 	}
 	g0, l0, apart := run(false)
@@ -156,16 +136,7 @@ func TestGroupNormReLUKeepsModelBits(t *testing.T) {
 	if apart-fused != 10 {
 		t.Errorf("%d activate, activate_grad and axpby launches fused, %d apart: want 10 fewer", fused, apart)
 	}
-	for r := range R {
-		if math.Float64bits(l0[r]) != math.Float64bits(l1[r]) {
-			t.Errorf("replica %d: loss %v fused, %v apart", r, l1[r], l0[r])
-		}
-	}
-	for i := range g0 {
-		if math.Float32bits(g0[i]) != math.Float32bits(g1[i]) {
-			t.Fatalf("gradient %d: %v fused, %v apart", i, g1[i], g0[i])
-		}
-	}
+	requireSameBits(t, "fused", "apart", g1, g0, l1, l0)
 }
 
 // A residual block's sum and ReLU in one pass (compute.AddReLUer) has the bits of Axpby(1, b,
