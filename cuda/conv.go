@@ -72,9 +72,13 @@ func (a *args) geom(x compute.Images, w compute.Window) *args {
 // the block size, so that every group is whole. The row's coordinates are computed once per
 // group and each thread then handles n / group samples; each value is computed the same way
 // whatever the group.
-func (o *Ops) rowGroup(n int) int {
+func (o *Ops) rowGroup(n int) int { return o.groupUpTo(n, o.rowGroupMax) }
+
+// groupUpTo is the largest power of two up to limit that is at most n and divides the block
+// size: the threads of a group sharing one row's work.
+func (o *Ops) groupUpTo(n, limit int) int {
 	g := 1
-	for 2*g <= min(n, o.rowGroupMax) && o.block%(2*g) == 0 {
+	for 2*g <= min(n, limit) && o.block%(2*g) == 0 {
 		g *= 2
 	}
 	return g
@@ -88,8 +92,10 @@ const defaultRowGroup = 8
 
 // launchRows launches an image kernel over rows rows of n samples, a group of threads per row.
 // The group size is the kernel's last argument.
-func (o *Ops) launchRows(k kernels.Kernel, rows, n int) {
-	g := o.rowGroup(n)
+func (o *Ops) launchRows(k kernels.Kernel, rows, n int) { o.launchGroups(k, rows, o.rowGroup(n)) }
+
+// launchGroups launches k over rows rows, a group of g threads per row, g its last argument.
+func (o *Ops) launchGroups(k kernels.Kernel, rows, g int) {
 	o.args.i64(g)
 	o.launchLight(k, rows*g)
 }
@@ -105,13 +111,8 @@ func (o *Ops) Im2col(x compute.Images, w compute.Window, cols compute.Mat) {
 		oh, ow := w.Out(x.H), w.Out(x.W)
 		o.args.reset().ptr(addr(cols)).i64(cols.Stride).i64(cols.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
 			i64(x.C).i64(x.N).i64(x.H).i64(x.W).i64(w.Size).i64(w.Pad).i64(oh).i64(ow).i64(cols.Batch)
-		n := ow * x.N
-		g := 1
-		for 2*g <= min(n, 32) && o.block%(2*g) == 0 {
-			g *= 2
-		}
-		o.args.i64(g)
-		o.launchLight(kernels.Im2colRows, cols.Batch*x.C*w.Size*w.Size*oh*g)
+		// A warp a run: a run is OW N values, not a row of N samples.
+		o.launchGroups(kernels.Im2colRows, cols.Batch*x.C*w.Size*w.Size*oh, o.groupUpTo(ow*x.N, 32))
 		return
 	}
 	rows := cols.Batch * x.C * w.Size * w.Size * w.Out(x.H) * w.Out(x.W)
