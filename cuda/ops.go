@@ -31,6 +31,7 @@ type Ops struct {
 	splitK      int       // the depth of a slice of a product computed in slices; 0: never
 	direct      bool      // small convolutions by the direct kernels (Options.DirectConv)
 	biasCopies  bool      // Options.BiasCopies
+	winograd    bool      // Options.Winograd
 	rowGroupMax int       // Options.RowGroup
 	lightItems  int       // Options.LightItems
 	hiddenBlock int       // threads per block of hidden_step (Options.HiddenBlock)
@@ -144,6 +145,14 @@ type Options struct {
 	// (compute.BiasApart): the same bits on the shim, for timing the two forms in one sitting.
 	// FEDAUDIT_CUDA_BIASCOPIES=1 turns it on too.
 	BiasCopies bool
+	// Winograd computes the 3 x 3 convolutions at stride 1 with padding 1 of at least 16
+	// input and output channels (ResNet-18's but the stem and the stride-2 ones) by Winograd's
+	// F(2x2, 3x3) (compute.Winograder: the kernels wino_* and 16 products per replica of depth
+	// Cin, 2.25 times fewer multiplications than the patch form), forward and backward, instead
+	// of im2col, the products by the patches and col2im. The results differ from the patch
+	// form's by rounding. Off by default until measured on hardware;
+	// FEDAUDIT_CUDA_WINOGRAD=1 turns it on too.
+	Winograd bool
 	// RowGroup is the most threads that share a row of samples in the image kernels (im2col,
 	// col2im, pool, pool_grad), a power of two up to 32 (default 8; other values are rounded
 	// down to one). LightItems is how many items a thread of the light kernels (the image
@@ -189,6 +198,9 @@ const DirectConvEnv = "FEDAUDIT_CUDA_DIRECTCONV"
 // BiasCopiesEnv is the environment variable that turns on Options.BiasCopies.
 const BiasCopiesEnv = "FEDAUDIT_CUDA_BIASCOPIES"
 
+// WinogradEnv is the environment variable that turns on Options.Winograd.
+const WinogradEnv = "FEDAUDIT_CUDA_WINOGRAD"
+
 // SplitKEnv is the environment variable that turns on Options.SplitK.
 const SplitKEnv = "FEDAUDIT_CUDA_SPLITK"
 
@@ -232,6 +244,7 @@ func NewOps(dev Device, opt Options) *Ops {
 	}
 	o.direct = opt.DirectConv || os.Getenv(DirectConvEnv) == "1"
 	o.biasCopies = opt.BiasCopies || os.Getenv(BiasCopiesEnv) == "1"
+	o.winograd = opt.Winograd || os.Getenv(WinogradEnv) == "1"
 	o.rowGroupMax = powerOfTwoAtMost(optOrEnv(opt.RowGroup, RowGroupEnv, defaultRowGroup), 32)
 	o.lightItems = optOrEnv(opt.LightItems, LightItemsEnv, defaultLightItems)
 	o.hiddenBlock = min(optOrEnv(opt.HiddenBlock, HiddenBlockEnv, min(o.block, maxBlock)), kernels.HiddenBlock)

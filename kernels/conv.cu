@@ -798,3 +798,262 @@ extern "C" __global__ void conv_direct_dw(float* part, const float* x, i64 xbs, 
 		}
 	}
 }
+
+// Winograd's minimal filtering F(2x2, 3x3) (Lavin and Gray, "Fast algorithms for convolutional
+// neural networks", 2016) for 3 x 3 convolutions at stride 1 with padding 1
+// (compute.Winograder). The output is cut into tiles of 2 x 2 pixels, TH = (H + 1) / 2 by
+// TW = (W + 1) / 2 of them; tile (ty, tx) reads the 4 x 4 input pixels from (2 ty - 1, 2 tx - 1),
+// zeros outside the image. With the transforms
+//   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1],
+//   A^T = [1 1 1 0; 0 1 -1 -1],
+// a tile's output is A^T [sum over c of (G g G^T) (.) (B^T d B)] A: 16 products of the
+// transformed filters by the transformed inputs (position e = 4 r + s of the 4 x 4 tile, each a
+// matrix product over the channels, cuBLAS's work) between the kernels below. The gradients are
+// those of the same bilinear form: dM = A dY A^T, the filters' G^T (sum over tiles and samples
+// of dM (.) V) G and the inputs' B (sum over k of U (.) dM) B^T, the tiles' overlapping
+// contributions gathered per pixel in ascending tile order. A transformed matrix of batch
+// element b and position e is at (b 16 + e) times its position stride; inputs are [C][H][W][N]
+// as above, their transforms [C][TH TW][N] rows of ldv floats. The factors .5 are exact, so on
+// small integers every step is exact and the result is the convolution's own.
+
+// wino_filter: u[b, e, k, c] = (G g G^T)[e] for g = w[b, k, c 9 .. c 9 + 8] (rows of 3), one
+// thread per (b, k, c).
+extern "C" __global__ void wino_filter(float* __restrict__ u, i64 ldu, i64 ues, const float* __restrict__ w,
+                                       i64 ldw, i64 wbs, i64 CO, i64 C, i64 batch) {
+	const i64 rad[3] = {0, CO, C};
+	GRID_STRIDE_MD(it, 3, batch * CO * C, rad) {
+		i64 b = it.d[0], k = it.d[1], c = it.d[2];
+		const float* g = w + b * wbs + k * ldw + c * 9;
+		float t[4][3];
+		UNROLL
+		for (int j = 0; j < 3; j++) {
+			float g0 = g[j], g1 = g[3 + j], g2 = g[6 + j];
+			t[0][j] = g0;
+			t[1][j] = 0.5f * ((g0 + g1) + g2);
+			t[2][j] = 0.5f * ((g0 - g1) + g2);
+			t[3][j] = g2;
+		}
+		float* dst = u + b * 16 * ues + k * ldu + c;
+		UNROLL
+		for (int r = 0; r < 4; r++) {
+			dst[(4 * r + 0) * ues] = t[r][0];
+			dst[(4 * r + 1) * ues] = 0.5f * ((t[r][0] + t[r][1]) + t[r][2]);
+			dst[(4 * r + 2) * ues] = 0.5f * ((t[r][0] - t[r][1]) + t[r][2]);
+			dst[(4 * r + 3) * ues] = t[r][2];
+		}
+	}
+}
+
+// wino_filter_grad: dw[b, k, c 9 + 3 i + j] = (G^T du G)[i][j] for the 4 x 4 du[b, ., k, c],
+// one thread per (b, k, c).
+extern "C" __global__ void wino_filter_grad(float* __restrict__ dw, i64 ldw, i64 wbs, const float* __restrict__ du,
+                                            i64 ldu, i64 ues, i64 CO, i64 C, i64 batch) {
+	const i64 rad[3] = {0, CO, C};
+	GRID_STRIDE_MD(it, 3, batch * CO * C, rad) {
+		i64 b = it.d[0], k = it.d[1], c = it.d[2];
+		const float* src = du + b * 16 * ues + k * ldu + c;
+		float m[4][4];
+		UNROLL
+		for (int e = 0; e < 16; e++) m[e / 4][e % 4] = src[e * ues];
+		float t[3][4];
+		UNROLL
+		for (int s = 0; s < 4; s++) {
+			float h = 0.5f * (m[1][s] + m[2][s]);
+			t[0][s] = m[0][s] + h;
+			t[1][s] = 0.5f * (m[1][s] - m[2][s]);
+			t[2][s] = h + m[3][s];
+		}
+		float* dst = dw + b * wbs + k * ldw + c * 9;
+		UNROLL
+		for (int i = 0; i < 3; i++) {
+			float h = 0.5f * (t[i][1] + t[i][2]);
+			dst[3 * i + 0] = t[i][0] + h;
+			dst[3 * i + 1] = 0.5f * (t[i][1] - t[i][2]);
+			dst[3 * i + 2] = h + t[i][3];
+		}
+	}
+}
+
+// wino_input: v[b, e, c, p N + n] = (B^T d B)[e] for the 4 x 4 input tile d of tile p = ty TW +
+// tx, a group of wd threads per (b, c, ty, tx), each thread the samples lane, lane + wd, ....
+extern "C" __global__ void wino_input(float* __restrict__ v, i64 ldv, i64 ves, const float* __restrict__ x, i64 xbs,
+                                      i64 C, i64 N, i64 H, i64 W, i64 TH, i64 TW, i64 batch, i64 wd) {
+	const i64 rad[4] = {0, C, TH, TW};
+	const i64 lane = GROUP_LANE(wd);
+	GROUP_STRIDE_MD(it, 4, batch * C * TH * TW, rad, wd) {
+		i64 b = it.d[0], c = it.d[1], ty = it.d[2], tx = it.d[3];
+		i64 y0 = 2 * ty - 1, x0 = 2 * tx - 1;
+		bool rin[4], cin[4];
+		UNROLL
+		for (int i = 0; i < 4; i++) {
+			rin[i] = y0 + i >= 0 && y0 + i < H;
+			cin[i] = x0 + i >= 0 && x0 + i < W;
+		}
+		const float* src = x + b * xbs + ((c * H + y0) * W + x0) * N;
+		float* dst = v + b * 16 * ves + c * ldv + (ty * TW + tx) * N;
+		for (i64 n = lane; n < N; n += wd) {
+			float d[4][4];
+			UNROLL
+			for (int i = 0; i < 4; i++)
+				UNROLL
+				for (int j = 0; j < 4; j++) d[i][j] = rin[i] && cin[j] ? src[(i * W + j) * N + n] : 0.0f;
+			float t[4][4];
+			UNROLL
+			for (int j = 0; j < 4; j++) {
+				t[0][j] = d[0][j] - d[2][j];
+				t[1][j] = d[1][j] + d[2][j];
+				t[2][j] = d[2][j] - d[1][j];
+				t[3][j] = d[1][j] - d[3][j];
+			}
+			UNROLL
+			for (int r = 0; r < 4; r++) {
+				dst[(4 * r + 0) * ves + n] = t[r][0] - t[r][2];
+				dst[(4 * r + 1) * ves + n] = t[r][1] + t[r][2];
+				dst[(4 * r + 2) * ves + n] = t[r][2] - t[r][1];
+				dst[(4 * r + 3) * ves + n] = t[r][1] - t[r][3];
+			}
+		}
+	}
+}
+
+// wino_output: y[b, k, 2 ty + i, 2 tx + j, n] = (A^T m A)[i][j] + bias[b, k] for the 4 x 4 m[b, .,
+// k, p N + n] of tile p = ty TW + tx (the pixels inside the image), a group of wd threads per
+// (b, k, ty, tx).
+extern "C" __global__ void wino_output(float* __restrict__ y, i64 ybs, const float* __restrict__ m, i64 ldm, i64 mes,
+                                       const float* __restrict__ bias, i64 ldb, i64 bbs, i64 CO, i64 N,
+                                       i64 H, i64 W, i64 TH, i64 TW, i64 batch, i64 wd) {
+	const i64 rad[4] = {0, CO, TH, TW};
+	const i64 lane = GROUP_LANE(wd);
+	GROUP_STRIDE_MD(it, 4, batch * CO * TH * TW, rad, wd) {
+		i64 b = it.d[0], k = it.d[1], ty = it.d[2], tx = it.d[3];
+		const float bk = bias[b * bbs + k * ldb];
+		const bool r1 = 2 * ty + 1 < H, c1 = 2 * tx + 1 < W;
+		const float* src = m + b * 16 * mes + k * ldm + (ty * TW + tx) * N;
+		float* dst = y + b * ybs + ((k * H + 2 * ty) * W + 2 * tx) * N;
+		for (i64 n = lane; n < N; n += wd) {
+			float a[4][4];
+			UNROLL
+			for (int e = 0; e < 16; e++) a[e / 4][e % 4] = src[e * mes + n];
+			float s[2][4];
+			UNROLL
+			for (int j = 0; j < 4; j++) {
+				s[0][j] = (a[0][j] + a[1][j]) + a[2][j];
+				s[1][j] = (a[1][j] - a[2][j]) - a[3][j];
+			}
+			UNROLL
+			for (int i = 0; i < 2; i++) {
+				if (i == 1 && !r1) break;
+				dst[i * W * N + n] = ((s[i][0] + s[i][1]) + s[i][2]) + bk;
+				if (c1) dst[(i * W + 1) * N + n] = ((s[i][1] - s[i][2]) - s[i][3]) + bk;
+			}
+		}
+	}
+}
+
+// wino_output_grad: dm[b, e, k, p N + n] = (A g A^T)[e] for the 2 x 2 gradient g of tile p's
+// output pixels (0 for those outside the image), a group of wd threads per (b, k, ty, tx).
+extern "C" __global__ void wino_output_grad(float* __restrict__ dm, i64 ldm, i64 mes, const float* __restrict__ dy,
+                                            i64 dybs, i64 CO, i64 N, i64 H, i64 W, i64 TH, i64 TW, i64 batch,
+                                            i64 wd) {
+	const i64 rad[4] = {0, CO, TH, TW};
+	const i64 lane = GROUP_LANE(wd);
+	GROUP_STRIDE_MD(it, 4, batch * CO * TH * TW, rad, wd) {
+		i64 b = it.d[0], k = it.d[1], ty = it.d[2], tx = it.d[3];
+		const bool r1 = 2 * ty + 1 < H, c1 = 2 * tx + 1 < W;
+		const float* src = dy + b * dybs + ((k * H + 2 * ty) * W + 2 * tx) * N;
+		float* dst = dm + b * 16 * mes + k * ldm + (ty * TW + tx) * N;
+		for (i64 n = lane; n < N; n += wd) {
+			float g[2][2];
+			g[0][0] = src[n];
+			g[0][1] = c1 ? src[N + n] : 0.0f;
+			g[1][0] = r1 ? src[W * N + n] : 0.0f;
+			g[1][1] = r1 && c1 ? src[(W + 1) * N + n] : 0.0f;
+			float u[4][2];
+			UNROLL
+			for (int j = 0; j < 2; j++) {
+				u[0][j] = g[0][j];
+				u[1][j] = g[0][j] + g[1][j];
+				u[2][j] = g[0][j] - g[1][j];
+				u[3][j] = -g[1][j];
+			}
+			UNROLL
+			for (int r = 0; r < 4; r++) {
+				dst[(4 * r + 0) * mes + n] = u[r][0];
+				dst[(4 * r + 1) * mes + n] = u[r][0] + u[r][1];
+				dst[(4 * r + 2) * mes + n] = u[r][0] - u[r][1];
+				dst[(4 * r + 3) * mes + n] = -u[r][1];
+			}
+		}
+	}
+}
+
+// wino_bcomb is row i of B applied to (a0, a1, a2, a3): B's rows are [1 0 0 0], [0 1 -1 1],
+// [-1 1 1 0] and [0 0 0 -1].
+__device__ __forceinline__ float wino_bcomb(int i, float a0, float a1, float a2, float a3) {
+	switch (i) {
+	case 0: return a0;
+	case 1: return (a1 - a2) + a3;
+	case 2: return (a1 + a2) - a0;
+	default: return -a3;
+	}
+}
+
+// wino_input_grad: dx[b, c, y, x, n] is the float32 sum, from 0, over the tiles (ty, tx) whose
+// 4 x 4 input reaches pixel (y, x), in ascending (ty, tx) order, of (B dv B^T)[y + 1 - 2 ty][x
+// + 1 - 2 tx], dv[b, ., c, p N + n] of tile p = ty TW + tx. In padded coordinates the pixels 2 a
+// and 2 a + 1 lie in tiles a - 1 (rows 2 and 3 of its 4 x 4) and a (rows 0 and 1), so a group of
+// wd threads per block (b, c, a, a') of 2 x 2 padded pixels reads those four tiles' dv once for
+// the block's four pixels (those inside the image).
+extern "C" __global__ void wino_input_grad(float* __restrict__ dx, i64 dxbs, const float* __restrict__ dv, i64 ldv,
+                                           i64 ves, i64 C, i64 N, i64 H, i64 W, i64 TH, i64 TW, i64 batch,
+                                           i64 wd) {
+	const i64 AH = H / 2 + 1, AW = W / 2 + 1;
+	const i64 rad[4] = {0, C, AH, AW};
+	const i64 lane = GROUP_LANE(wd);
+	GROUP_STRIDE_MD(it, 4, batch * C * AH * AW, rad, wd) {
+		i64 b = it.d[0], c = it.d[1], a = it.d[2], a2 = it.d[3];
+		// The block's pixels inside the image: padded rows 2 a + qi, columns 2 a' + qj.
+		bool pin[2][2];
+		UNROLL
+		for (int qi = 0; qi < 2; qi++)
+			UNROLL
+			for (int qj = 0; qj < 2; qj++) {
+				i64 yy = 2 * a + qi - 1, xx = 2 * a2 + qj - 1;
+				pin[qi][qj] = yy >= 0 && yy < H && xx >= 0 && xx < W;
+			}
+		const float* src = dv + b * 16 * ves + c * ldv;
+		float* dst = dx + b * dxbs + ((c * H + 2 * a - 1) * W + 2 * a2 - 1) * N;
+		for (i64 n = lane; n < N; n += wd) {
+			float acc[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
+			UNROLL
+			for (int ti = 0; ti < 2; ti++) {
+				i64 ty = a - 1 + ti;
+				if (ty < 0 || ty >= TH) continue;
+				UNROLL
+				for (int tj = 0; tj < 2; tj++) {
+					i64 tx = a2 - 1 + tj;
+					if (tx < 0 || tx >= TW) continue;
+					const float* t = src + (ty * TW + tx) * N + n;
+					float d[4][4];
+					UNROLL
+					for (int e = 0; e < 16; e++) d[e / 4][e % 4] = t[e * ves];
+					// Tile a - 1 gives the block its rows (columns) 2 and 3, tile a its 0 and 1.
+					const int i0 = ti == 0 ? 2 : 0, j0 = tj == 0 ? 2 : 0;
+					UNROLL
+					for (int qi = 0; qi < 2; qi++) {
+						float q[4];
+						UNROLL
+						for (int s = 0; s < 4; s++) q[s] = wino_bcomb(i0 + qi, d[0][s], d[1][s], d[2][s], d[3][s]);
+						UNROLL
+						for (int qj = 0; qj < 2; qj++) acc[qi][qj] += wino_bcomb(j0 + qj, q[0], q[1], q[2], q[3]);
+					}
+				}
+			}
+			UNROLL
+			for (int qi = 0; qi < 2; qi++)
+				UNROLL
+				for (int qj = 0; qj < 2; qj++)
+					if (pin[qi][qj]) dst[(qi * W + qj) * N + n] = acc[qi][qj];
+		}
+	}
+}

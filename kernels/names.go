@@ -44,6 +44,12 @@ const (
 	AccumulateInOrder
 	Im2colRows
 	AddReLU
+	WinoFilter
+	WinoFilterGrad
+	WinoInput
+	WinoInputGrad
+	WinoOutput
+	WinoOutputGrad
 	numKernels
 )
 
@@ -60,6 +66,8 @@ var kernelNames = [numKernels]string{
 	HiddenStep: "hidden_step", MechNoise: "mech_noise", SplitKReduce: "splitk_reduce",
 	ConvDirect: "conv_direct", ConvDirectDX: "conv_direct_dx", ConvDirectDW: "conv_direct_dw",
 	PoolGradTiled: "pool_grad_tiled", AccumulateInOrder: "accumulate_in_order", Im2colRows: "im2col_rows", AddReLU: "add_relu",
+	WinoFilter: "wino_filter", WinoFilterGrad: "wino_filter_grad", WinoInput: "wino_input", WinoInputGrad: "wino_input_grad",
+	WinoOutput: "wino_output", WinoOutputGrad: "wino_output_grad",
 }
 
 // HiddenSharedFloats is the static shared memory of hidden_step in floats

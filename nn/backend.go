@@ -42,6 +42,9 @@ type ops[T Float] interface {
 	// biasApart reports whether a convolution whose weights outweigh its output should read
 	// the weights in place and add its bias by a product of its own (compute.BiasApart).
 	biasApart() bool
+	// winograd returns the backend's convolutions by Winograd's F(2x2, 3x3), or nil where
+	// there are none.
+	winograd() compute.Winograder
 	// gnReLU returns the backend's GroupNorm with the ReLU after it in the same passes, or nil
 	// where there is none.
 	gnReLU() compute.GroupNormReLUer
@@ -91,6 +94,10 @@ func (o deviceOps) patchGemmer() compute.PatchGemmer {
 func (o deviceOps) directConv() compute.DirectConvolver {
 	dc, _ := o.be.(compute.DirectConvolver)
 	return dc
+}
+func (o deviceOps) winograd() compute.Winograder {
+	wg, _ := o.be.(compute.Winograder)
+	return wg
 }
 func (o deviceOps) addReLU() compute.AddReLUer {
 	f, _ := o.be.(compute.AddReLUer)
@@ -196,6 +203,7 @@ func (o *hostOps[T]) activateGrad(act compute.Activation, pre, post, grad comput
 func (o *hostOps[T]) patchGemmer() compute.PatchGemmer    { return nil }
 func (o *hostOps[T]) directConv() compute.DirectConvolver { return nil }
 func (o *hostOps[T]) biasApart() bool                     { return false }
+func (o *hostOps[T]) winograd() compute.Winograder        { return nil }
 func (o *hostOps[T]) gnReLU() compute.GroupNormReLUer     { return nil }
 func (o *hostOps[T]) addReLU() compute.AddReLUer          { return nil }
 

@@ -56,6 +56,9 @@ func (c *pass[T]) onesCol(n int) compute.Mat {
 // for each of stage 1's, about 530 MB a replica over all layers).
 type transients struct {
 	dcols, dw scratch
+	// wu holds a Winograd convolution's transformed filters (compute.Winograder), made in the
+	// forward pass for its products and again in the backward pass for the input gradient's.
+	wu scratch
 }
 
 // scratch is a buffer of the backend that grows on demand and is reused between passes.
@@ -150,6 +153,10 @@ type conv[T Float] struct {
 	// direct is the backend's convolution without patches when it takes this layer
 	// (compute.DirectConvolver), else nil: then neither patches nor weight copies are made.
 	direct compute.DirectConvolver
+	// wino is the backend's Winograd convolution when it takes this layer
+	// (compute.Winograder), else nil: then l.cols holds the transformed inputs, kept for the
+	// weight gradient, instead of the patches.
+	wino compute.Winograder
 	// onesAt is the patches' layout whose ones row is in place (buffer, columns, copies).
 	onesAt struct {
 		buf   compute.Buffer
@@ -241,7 +248,11 @@ func (l *conv[T]) im2col(c *pass[T], x compute.Images, r0, count int) {
 func (l *conv[T]) forward(c *pass[T], x compute.Images) compute.Images {
 	co, kk, n := l.osh.C, l.ckk(), c.B*l.osh.H*l.osh.W
 	l.colsShared = x.BatchStride == 0
-	l.direct = nil
+	l.direct, l.wino = nil, nil
+	if wg := c.o.winograd(); wg != nil && wg.Winograd(co, x, l.win) {
+		l.wino = wg
+		return l.winoForward(c, x)
+	}
 	if dc := c.o.directConv(); dc != nil && dc.DirectConv(co, x, l.win) {
 		l.direct = dc
 		y := images(get(c.o, &l.y, c.R*co*n), l.osh, c.B, c.R, false)
@@ -288,6 +299,10 @@ func (l *conv[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) com
 		l.direct.ConvDirectGrad(c.param(l.off, co, kk), x, l.win, dy, c.grad(l.off, co, kk), c.grad(l.off+co*kk, co, 1), dx)
 		return dx
 	}
+	if l.wino != nil {
+		l.winoBackward(c, dy, dx)
+		return dx
+	}
 	dym := planes(dy)
 	if l.biasApart {
 		// The forward pass kept every replica's patches. Each gradient is written where it
@@ -325,6 +340,64 @@ func (l *conv[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) com
 	db.Off, db.Cols = kk, 1
 	c.o.axpby(1, db, 0, c.grad(l.off+co*kk, co, 1))
 	return dx
+}
+
+// winoMat views a transformed operand of a Winograd convolution (compute.Winograder):
+// compute.WinogradTiles rows x cols matrices per replica, one after another.
+func winoMat[T Float](c *pass[T], buf compute.Buffer, rows, cols int) compute.Mat {
+	return compute.Mat{Buf: buf, Rows: rows, Cols: cols, Stride: cols, Batch: compute.WinogradTiles * c.R, BatchStride: rows * cols}
+}
+
+// winoShapes is the transformed operands' sizes: the output channels, the input channels and
+// the columns (tiles times samples).
+func (l *conv[T]) winoShapes(c *pass[T]) (co, ci, cols int) {
+	th, tw := compute.WinogradTileGrid(l.osh.H, l.osh.W)
+	return l.osh.C, l.ish.C, th * tw * c.B
+}
+
+// winoForward computes the convolution by F(2x2, 3x3): the filters' and the input's
+// transforms, their 16 products per replica over the input channels in one call, and the
+// output's transform with the bias. The transformed input stays in l.cols for the weight
+// gradient; the filters' transform and the products are transients.
+func (l *conv[T]) winoForward(c *pass[T], x compute.Images) compute.Images {
+	co, ci, cols := l.winoShapes(c)
+	const tiles = compute.WinogradTiles
+	y := images(get(c.o, &l.y, c.R*co*c.B*l.osh.H*l.osh.W), l.osh, c.B, c.R, false)
+	u := winoMat(c, get(c.o, &c.tmp.wu, tiles*c.R*co*ci), co, ci)
+	v := winoMat(c, get(c.o, &l.cols, tiles*c.R*ci*cols), ci, cols)
+	m := winoMat(c, get(c.o, &c.tmp.dcols, tiles*c.R*co*cols), co, cols)
+	l.wino.WinogradFilter(c.param(l.off, co, l.ckk()), u)
+	l.wino.WinogradInput(x, v)
+	c.o.gemm(false, false, 1, u, v, 0, m)
+	l.wino.WinogradOutput(m, c.param(l.off+co*l.ckk(), co, 1), y)
+	l.colsHeld = false // l.cols holds no patches, nor their row of ones
+	l.onesAt.buf = nil
+	return y
+}
+
+// winoBackward writes the gradients of winoForward's inputs given dy: the products' gradient
+// dm = A dy A^T, the transformed filters' gradient dm v^T (over every tile and sample), the
+// weights' from it, the bias's as the product of dy with a column of ones, and, with dx.Buf
+// set, the transformed input's gradient u^T dm (into l.cols: the transformed input is not
+// needed after the filters' gradient) and the input's from it.
+func (l *conv[T]) winoBackward(c *pass[T], dy, dx compute.Images) {
+	co, ci, cols := l.winoShapes(c)
+	kk, n := l.ckk(), c.B*l.osh.H*l.osh.W
+	const tiles = compute.WinogradTiles
+	dm := winoMat(c, get(c.o, &c.tmp.dcols, tiles*c.R*co*cols), co, cols)
+	du := winoMat(c, get(c.o, &c.tmp.dw, tiles*c.R*co*ci), co, ci)
+	v := winoMat(c, l.cols.buf, ci, cols)
+	l.wino.WinogradOutputGrad(dy, dm)
+	c.o.gemm(false, true, 1, dm, v, 0, du)
+	l.wino.WinogradFilterGrad(du, c.grad(l.off, co, kk))
+	c.o.gemm(false, false, 1, planes(dy), c.onesCol(n), 0, c.grad(l.off+co*kk, co, 1))
+	if dx.Buf == nil {
+		return
+	}
+	u := winoMat(c, get(c.o, &c.tmp.wu, tiles*c.R*co*ci), co, ci)
+	l.wino.WinogradFilter(c.param(l.off, co, kk), u)
+	c.o.gemm(true, false, 1, u, dm, 0, v)
+	l.wino.WinogradInputGrad(v, dx)
 }
 
 // subMat and sub view batch elements r0..r0+count-1 of m and x (a shared operand stays

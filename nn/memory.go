@@ -15,7 +15,9 @@ import (
 // batches of trainRows samples (backward pass included), then evaluates evalRows samples, then
 // trains again, as the engine does between checkpoints. Where the GPU computes a convolution
 // directly (compute.DirectConvolver) it writes no patches, so the count is then an upper bound
-// (its scratch is no larger than the patches: cuda.Ops.DirectConv).
+// (its scratch is no larger than the patches: cuda.Ops.DirectConv). The 3 x 3 convolutions
+// are counted in both their forms, by patches and by Winograd's F(2x2, 3x3)
+// (compute.Winograder), and the larger count is returned.
 //
 // It runs the model's own passes on a backend that computes nothing and only counts what is
 // allocated and released, so the count follows the layers' code rather than a formula beside
@@ -24,11 +26,28 @@ func DeviceMemory(spec Spec, R, trainRows, evalRows int) (int64, error) {
 	if R < 1 || trainRows < 1 || evalRows < 1 {
 		return 0, fmt.Errorf("nn: device memory of %d replicas, %d training and %d evaluation rows: need positive counts", R, trainRows, evalRows)
 	}
+	var most int64
+	for _, wino := range []bool{false, true} {
+		v, err := countPasses(spec, R, trainRows, evalRows, wino)
+		if err != nil {
+			return 0, err
+		}
+		most = max(most, v)
+	}
+	return most, nil
+}
+
+// countPasses is DeviceMemory for one form of the 3 x 3 convolutions: by their patches, or by
+// Winograd's F(2x2, 3x3) where compute.WinogradFits (the GPU's Options.Winograd). Which uses
+// more depends on the layer (the patches are 9 Cin values a pixel, the transformed input and
+// products 4 Cin and 4 Cout, the transformed filters 16 Cout Cin a replica), so the estimate
+// takes the larger and holds whichever the device runs.
+func countPasses(spec Spec, R, trainRows, evalRows int, wino bool) (int64, error) {
 	m, err := build[float32](spec)
 	if err != nil {
 		return 0, err
 	}
-	o := &countingOps{}
+	o := &countingOps{wino: wino}
 	m.o = o
 	dim := m.Input.Size()
 	mat := func(rows, cols, batch int) compute.Mat {
@@ -53,8 +72,13 @@ type countBuf int
 func (b countBuf) Len() int { return int(b) }
 
 // countingOps computes nothing: it counts the values allocated and not yet released, and the
-// largest statistics scratch a device's GroupNorm keeps (gnPart, gnStats).
-type countingOps struct{ live, peak, gnPart, gnStats int64 }
+// largest statistics scratch a device's GroupNorm keeps (gnPart, gnStats). With wino it takes
+// the convolutions that compute.WinogradFits by Winograd's F(2x2, 3x3), as the GPU's
+// Options.Winograd does.
+type countingOps struct {
+	live, peak, gnPart, gnStats int64
+	wino                        bool
+}
 
 func (o *countingOps) alloc(n int) compute.Buffer {
 	n = max(n, 1)
@@ -72,11 +96,26 @@ func (o *countingOps) activate(compute.Activation, compute.Mat, compute.Mat)    
 func (o *countingOps) activateGrad(compute.Activation, compute.Mat, compute.Mat, compute.Mat) {}
 func (o *countingOps) xent(compute.Mat, compute.Mat, float32, compute.Mat, compute.Mat, compute.Mat) {
 }
-func (o *countingOps) patchGemmer() compute.PatchGemmer                                     { return nil }
-func (o *countingOps) directConv() compute.DirectConvolver                                  { return nil }
-func (o *countingOps) biasApart() bool                                                      { return true } // as the GPU's
-func (o *countingOps) gnReLU() compute.GroupNormReLUer                                      { return o }    // as the GPU's
-func (o *countingOps) addReLU() compute.AddReLUer                                           { return o }    // as the GPU's
+func (o *countingOps) patchGemmer() compute.PatchGemmer    { return nil }
+func (o *countingOps) directConv() compute.DirectConvolver { return nil }
+func (o *countingOps) biasApart() bool                     { return true } // as the GPU's
+func (o *countingOps) winograd() compute.Winograder {
+	if o.wino {
+		return o
+	}
+	return nil
+}
+func (o *countingOps) Winograd(cout int, x compute.Images, win compute.Window) bool {
+	return compute.WinogradFits(cout, x, win)
+}
+func (o *countingOps) WinogradFilter(compute.Mat, compute.Mat)                              {}
+func (o *countingOps) WinogradInput(compute.Images, compute.Mat)                            {}
+func (o *countingOps) WinogradOutput(compute.Mat, compute.Mat, compute.Images)              {}
+func (o *countingOps) WinogradOutputGrad(compute.Images, compute.Mat)                       {}
+func (o *countingOps) WinogradInputGrad(compute.Mat, compute.Images)                        {}
+func (o *countingOps) WinogradFilterGrad(compute.Mat, compute.Mat)                          {}
+func (o *countingOps) gnReLU() compute.GroupNormReLUer                                      { return o } // as the GPU's
+func (o *countingOps) addReLU() compute.AddReLUer                                           { return o } // as the GPU's
 func (o *countingOps) AddReLU(compute.Mat, compute.Mat, compute.Mat)                        {}
 func (o *countingOps) Im2col(compute.Images, compute.Window, compute.Mat)                   {}
 func (o *countingOps) Col2im(compute.Mat, compute.Window, compute.Images)                   {}

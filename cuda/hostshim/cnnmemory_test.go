@@ -105,51 +105,68 @@ func TestDeviceMemoryEstimateOfCNNs(t *testing.T) {
 
 // nn.DeviceMemory counts what a model allocates by running its passes on a backend that only
 // counts: against the shim's peak for the same passes it must be within 1%, and never below.
+// A model with convolutions that F(2x2, 3x3) takes (the ResNet of width 16) is counted in both
+// forms, patches and Options.Winograd, and the count must cover both peaks and be within 2% of
+// the larger: GroupNorm's statistics scratch, counted at twice its size (a buffer may double
+// when it grows), is 1.4% of this small model's peak.
 func TestNNDeviceMemoryIsTheShimsPeak(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		spec nn.Spec
+		name  string
+		spec  nn.Spec
+		slack float64
 	}{
-		{"lenet5", nn.LeNet5(10, false)},
-		{"resnet", func() nn.Spec { s := nn.ResNet(2, 1, 4, 2, 10); s.Input = []int{3, 16, 16}; return s }()},
+		{"lenet5", nn.LeNet5(10, false), 1.01},
+		{"resnet", func() nn.Spec { s := nn.ResNet(2, 1, 4, 2, 10); s.Input = []int{3, 16, 16}; return s }(), 1.01},
+		{"resnet-winograd", func() nn.Spec { s := nn.ResNet(2, 1, 16, 4, 10); s.Input = []int{3, 8, 8}; return s }(), 1.02},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, R := range []int{2, 4} {
-				d := device(t)
-				ops := cuda.NewOps(d, cuda.Options{})
-				m, err := nn.BuildOn(tc.spec, ops)
-				if err != nil {
-					t.Fatal(err)
-				}
-				dim := m.Input.Size()
-				mat := func(rows, cols, batch int) compute.Mat {
-					return compute.Mat{Buf: ops.Alloc(rows * cols * batch), Rows: rows, Cols: cols, Stride: cols, Batch: batch, BatchStride: rows * cols}
-				}
-				params, grad := mat(1, m.NumParams(), R), mat(1, m.NumParams(), R)
-				x, labels, loss, margin := mat(32, dim, R), mat(32, 1, 1), mat(32, 1, R), mat(32, 1, R)
-				labels.Batch, labels.BatchStride = R, 0
-				rows := func(a compute.Mat, n int) compute.Mat { a.Rows = n; return a }
-				base := int64(d.PeakBytes())
-				m.Grad(params, rows(x, 16), rows(labels, 16), grad, rows(loss, 16))
-				m.Eval(params, x, labels, loss, margin)
-				m.Grad(params, rows(x, 16), rows(labels, 16), grad, rows(loss, 16))
-				if err := ops.Err(); err != nil {
-					t.Fatal(err)
-				}
-				got := int64(d.PeakBytes()) - base
 				want, err := nn.DeviceMemory(tc.spec, R, 16, 32)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if r := float64(4*want) / float64(got); r < 1 || r > 1.01 {
-					t.Errorf("R %d: counted %d bytes, the shim's peak %d (%.4fx)", R, 4*want, got, r)
+				var peaks []int64
+				for _, wino := range []bool{false, true} {
+					peaks = append(peaks, shimPeak(t, tc.spec, R, cuda.Options{Winograd: wino}))
 				}
-				if err := ops.Close(); err != nil {
-					t.Fatal(err)
+				t.Logf("R %d: counted %d bytes, the shim's peak %d with patches, %d with Winograd", R, 4*want, peaks[0], peaks[1])
+				if r := float64(4*want) / float64(max(peaks[0], peaks[1])); r < 1 || r > tc.slack {
+					t.Errorf("R %d: counted %d bytes, the shim's peaks %d (patches) and %d (Winograd): %.4fx the larger", R, 4*want, peaks[0], peaks[1], r)
 				}
 			}
 		})
 	}
+}
+
+// shimPeak is the shim's peak device memory in bytes for a model's passes as nn.DeviceMemory
+// counts them: a training pass of 16 samples, an evaluation of 32, a training pass again.
+func shimPeak(t *testing.T, spec nn.Spec, R int, opt cuda.Options) int64 {
+	t.Helper()
+	d := device(t)
+	ops := cuda.NewOps(d, opt)
+	m, err := nn.BuildOn(spec, ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dim := m.Input.Size()
+	mat := func(rows, cols, batch int) compute.Mat {
+		return compute.Mat{Buf: ops.Alloc(rows * cols * batch), Rows: rows, Cols: cols, Stride: cols, Batch: batch, BatchStride: rows * cols}
+	}
+	params, grad := mat(1, m.NumParams(), R), mat(1, m.NumParams(), R)
+	x, labels, loss, margin := mat(32, dim, R), mat(32, 1, 1), mat(32, 1, R), mat(32, 1, R)
+	labels.Batch, labels.BatchStride = R, 0
+	rows := func(a compute.Mat, n int) compute.Mat { a.Rows = n; return a }
+	base := int64(d.PeakBytes())
+	m.Grad(params, rows(x, 16), rows(labels, 16), grad, rows(loss, 16))
+	m.Eval(params, x, labels, loss, margin)
+	m.Grad(params, rows(x, 16), rows(labels, 16), grad, rows(loss, 16))
+	if err := ops.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ops.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return int64(d.PeakBytes()) - base
 }
 
 // W1 (an MLP) on the device: the estimate per pair covers the shim's growth per pair, within

@@ -67,6 +67,7 @@ func All(t *testing.T, f Factory) {
 		{"Pool", testPool},
 		{"Transpose", testTranspose},
 		{"ConvDirect", testConvDirect},
+		{"Winograd", testWinograd},
 		{"GroupNorm", testGroupNorm},
 		{"GroupNormGrad", testGroupNormGrad},
 		{"GroupNormBadGroups", testGroupNormBadGroups},

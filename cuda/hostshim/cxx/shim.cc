@@ -98,6 +98,8 @@ const entry table[] = {
     K(mech_noise),        KB(hidden_step),    K(splitk_reduce),
     K(conv_direct),       K(conv_direct_dx),  K(conv_direct_dw),
     K(pool_grad_tiled),   K(accumulate_in_order), K(im2col_rows), K(add_relu),
+    K(wino_filter),       K(wino_filter_grad), K(wino_input),       K(wino_input_grad),
+    K(wino_output),       K(wino_output_grad),
 };
 #undef K
 #undef KB

@@ -1,0 +1,361 @@
+package paritytest
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/compute"
+)
+
+// winoCase is a convolution of C channels of H x W pixels of N samples into K channels by a
+// 3 x 3 window at stride 1 with padding 1.
+type winoCase struct{ C, K, N, H, W int }
+
+// winoCases: a single pixel (one tile, mostly padding), odd sizes (tiles cut by the image's
+// edge), one sample and several, more output channels than input and fewer.
+var winoCases = []winoCase{
+	{16, 16, 1, 1, 1},
+	{16, 17, 3, 5, 7},
+	{17, 16, 2, 4, 4},
+	{16, 18, 9, 6, 3},
+}
+
+// The transforms of F(2x2, 3x3) in float64, and their entries' magnitudes.
+var (
+	winoBT = [4][4]float64{{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}}
+	winoG  = [4][3]float64{{1, 0, 0}, {.5, .5, .5}, {.5, -.5, .5}, {0, 0, 1}}
+	winoAT = [2][4]float64{{1, 1, 1, 0}, {0, 1, -1, -1}}
+)
+
+// Winograd's F(2x2, 3x3) (compute.Winograder: the wino_* kernels with the products between
+// them on the backend's Gemm), forward and backward, against the convolution's definition in
+// float64, with the operands in strided views (gaps between rows and batch elements) whose
+// surroundings stay NaN, on one replica and three, under every launch configuration.
+//
+//   - On small integers (inputs and output gradients in [-3, 3], weights and biases in [-2, 2])
+//     every value of every step is a multiple of 1/4 below 2^22 (the filters' transforms are at
+//     most 18 in magnitude, the inputs' 12; the largest sum, a filter gradient over 7 x 5 pixels
+//     of 3 samples, is below 2^14), so each step is exact in float32 whatever order the products
+//     sum in, and the results must equal the convolution's exactly. An index or transform off
+//     anywhere moves a value by at least 1/4.
+//   - On normal values each result is the float64 value of a chain of float32 sums: at most C
+//     (or K, or the tiles times samples) terms in a product and 12 more roundings in the
+//     transforms and the tiles' sum. Its error is at most (terms + 16) 2^-24 times the same
+//     chain evaluated on the operands' and transforms' magnitudes, computed in float64 beside
+//     the reference: that is the tolerance.
+func testWinograd(t *testing.T, f Factory) {
+	for _, o := range launchConfigs {
+		for _, c := range winoCases {
+			for _, integers := range []bool{true, false} {
+				name := fmt.Sprintf("%s/%dx%dx%dx%d-to-%d/integers=%v", cfgName(o), c.C, c.N, c.H, c.W, c.K, integers)
+				t.Run(name, func(t *testing.T) {
+					for _, R := range convBatches {
+						checkWinograd(t, newTwin(t, f, o), c, R, integers)
+					}
+				})
+			}
+		}
+	}
+}
+
+func checkWinograd(t *testing.T, w *twin, c winoCase, R int, integers bool) {
+	wg, ok := w.ops.(compute.Winograder)
+	if !ok {
+		t.Fatalf("%T does not implement compute.Winograder", w.ops)
+	}
+	fill := func(n, lim int) int {
+		if !integers {
+			return w.normal(n)
+		}
+		return w.buf(n, func(int) float32 { return float32(w.rng.IntN(2*lim+1) - lim) })
+	}
+	const tiles = compute.WinogradTiles
+	th, tw := compute.WinogradTileGrid(c.H, c.W)
+	cols := th * tw * c.N
+	// A transformed operand: 16 rows x cols matrices per replica, rows and batch elements with
+	// gaps.
+	tmat := func(rows, cols int) compute.Mat {
+		return compute.Mat{Off: 1, Rows: rows, Cols: cols, Stride: cols + 2, Batch: tiles * R, BatchStride: rows*(cols+2) + 3}
+	}
+	x := imgLayout{gap: 5, off: 3}.images(c.C, c.N, c.H, c.W, R)
+	xid := fill(imgLen(x), 3)
+	wm := compute.Mat{Off: 2, Rows: c.K, Cols: 9 * c.C, Stride: 9*c.C + 3, Batch: R, BatchStride: c.K*(9*c.C+3) + 1}
+	wid := fill(matLen(wm), 2)
+	bm := compute.Mat{Off: 1, Rows: c.K, Cols: 1, Stride: 2, Batch: R, BatchStride: 2*c.K + 1}
+	bid := fill(matLen(bm), 2)
+	dy := imgLayout{gap: 3, off: 2}.images(c.K, c.N, c.H, c.W, R)
+	dyid := fill(imgLen(dy), 3)
+	y := imgLayout{gap: 2, off: 1}.images(c.K, c.N, c.H, c.W, R)
+	yid := w.buf(imgLen(y), nanFill)
+	dx := imgLayout{gap: 4, off: 1}.images(c.C, c.N, c.H, c.W, R)
+	dxid := w.buf(imgLen(dx), nanFill)
+	dwm := compute.Mat{Off: 3, Rows: c.K, Cols: 9 * c.C, Stride: 9*c.C + 1, Batch: R, BatchStride: c.K*(9*c.C+1) + 2}
+	dwid := w.buf(matLen(dwm), nanFill)
+	u, v, m := tmat(c.K, c.C), tmat(c.C, cols), tmat(c.K, cols)
+	dm, du, dv := tmat(c.K, cols), tmat(c.K, c.C), tmat(c.C, cols)
+	dev := func(mt compute.Mat) compute.Mat { return w.mat(w.buf(matLen(mt), nanFill), mt)[1] }
+	ud, vd, md, dmd, dud, dvd := dev(u), dev(v), dev(m), dev(dm), dev(du), dev(dv)
+
+	wt := w.mat(wid, wm)[1]
+	wg.WinogradFilter(wt, ud)
+	wg.WinogradInput(w.img(xid, x)[1], vd)
+	w.ops.Gemm(false, false, 1, ud, vd, 0, md)
+	wg.WinogradOutput(md, w.mat(bid, bm)[1], w.img(yid, y)[1])
+	wg.WinogradOutputGrad(w.img(dyid, dy)[1], dmd)
+	w.ops.Gemm(false, true, 1, dmd, vd, 0, dud)
+	wg.WinogradFilterGrad(dud, w.mat(dwid, dwm)[1])
+	w.ops.Gemm(true, false, 1, ud, dmd, 0, dvd)
+	wg.WinogradInputGrad(dvd, w.img(dxid, dx)[1])
+	if err := w.ops.Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	host := func(id int) []float32 { v, _ := w.get(id); return v }
+	xs, ws, bs, dys := host(xid), host(wid), host(bid), host(dyid)
+	_, ys := w.get(yid)
+	_, dxs := w.get(dxid)
+	_, dws := w.get(dwid)
+	at := func(im compute.Images, b, ch, yy, xx, n int) int {
+		return im.Off + b*im.BatchStride + ((ch*im.H+yy)*im.W+xx)*im.N + n
+	}
+	// Values and magnitudes: a padding value is 0.
+	xv := func(b, ch, iy, ix, n int) float64 {
+		if iy < 0 || iy >= c.H || ix < 0 || ix >= c.W {
+			return 0
+		}
+		return float64(xs[at(x, b, ch, iy, ix, n)])
+	}
+	dyv := func(b, k, oy, ox, n int) float64 {
+		if oy < 0 || oy >= c.H || ox < 0 || ox >= c.W {
+			return 0
+		}
+		return float64(dys[at(dy, b, k, oy, ox, n)])
+	}
+	wv := func(b, k, ch, i, j int) float64 {
+		return float64(ws[wm.Off+b*wm.BatchStride+k*wm.Stride+ch*9+3*i+j])
+	}
+
+	seen := map[string]map[int]bool{"y": {}, "dx": {}, "dw": {}}
+	check := func(what string, got []float32, i int, ref, mag float64, terms int) {
+		t.Helper()
+		seen[what][i] = true
+		tol := float64(terms+16) * 0x1p-24 * mag
+		if integers {
+			tol = 0
+		}
+		if d := math.Abs(float64(got[i]) - ref); !(d <= tol) {
+			t.Errorf("R %d: %s element %d: Winograd %v, float64 reference %v, difference %g above %g", R, what, i, got[i], ref, d, tol)
+		}
+	}
+	for b := 0; b < R; b++ {
+		// The magnitudes of each filter's and input tile's transforms.
+		magU := make([][16]float64, c.K*c.C)
+		for k := 0; k < c.K; k++ {
+			for ch := 0; ch < c.C; ch++ {
+				var g [3][3]float64
+				for i := range 3 {
+					for j := range 3 {
+						g[i][j] = math.Abs(wv(b, k, ch, i, j))
+					}
+				}
+				magU[k*c.C+ch] = winoFilterMag(g)
+			}
+		}
+		magV := make([][16]float64, c.C*th*tw*c.N)
+		for ch := 0; ch < c.C; ch++ {
+			for p := 0; p < th*tw; p++ {
+				for n := 0; n < c.N; n++ {
+					var d [4][4]float64
+					for i := range 4 {
+						for j := range 4 {
+							d[i][j] = math.Abs(xv(b, ch, 2*(p/tw)-1+i, 2*(p%tw)-1+j, n))
+						}
+					}
+					magV[(ch*th*tw+p)*c.N+n] = winoInputMag(d)
+				}
+			}
+		}
+		magDM := make([][16]float64, c.K*th*tw*c.N)
+		for k := 0; k < c.K; k++ {
+			for p := 0; p < th*tw; p++ {
+				for n := 0; n < c.N; n++ {
+					var g [2][2]float64
+					for i := range 2 {
+						for j := range 2 {
+							g[i][j] = math.Abs(dyv(b, k, 2*(p/tw)+i, 2*(p%tw)+j, n))
+						}
+					}
+					magDM[(k*th*tw+p)*c.N+n] = winoOutputGradMag(g)
+				}
+			}
+		}
+		// The output: the direct sum, and the magnitudes through the tile's transforms.
+		for k := 0; k < c.K; k++ {
+			bias := float64(bs[bm.Off+b*bm.BatchStride+k*bm.Stride])
+			for oy := 0; oy < c.H; oy++ {
+				for ox := 0; ox < c.W; ox++ {
+					p := (oy/2)*tw + ox/2
+					for n := 0; n < c.N; n++ {
+						ref := bias
+						var mm [16]float64
+						for ch := 0; ch < c.C; ch++ {
+							for i := range 3 {
+								for j := range 3 {
+									ref += wv(b, k, ch, i, j) * xv(b, ch, oy-1+i, ox-1+j, n)
+								}
+							}
+							for e := range 16 {
+								mm[e] += magU[k*c.C+ch][e] * magV[(ch*th*tw+p)*c.N+n][e]
+							}
+						}
+						mag := math.Abs(bias) + winoOutputMag(mm, oy%2, ox%2)
+						check("y", ys, at(y, b, k, oy, ox, n), ref, mag, c.C)
+					}
+				}
+			}
+		}
+		// The input gradient: every output pixel whose window reads (iy, ix).
+		for ch := 0; ch < c.C; ch++ {
+			for iy := 0; iy < c.H; iy++ {
+				for ix := 0; ix < c.W; ix++ {
+					for n := 0; n < c.N; n++ {
+						ref, mag := 0.0, 0.0
+						for k := 0; k < c.K; k++ {
+							for i := range 3 {
+								for j := range 3 {
+									ref += wv(b, k, ch, i, j) * dyv(b, k, iy+1-i, ix+1-j, n)
+								}
+							}
+						}
+						// The tiles whose 4 x 4 input reaches the pixel, each its (B dv B^T) entry.
+						for ty := 0; ty < th; ty++ {
+							for tx := 0; tx < tw; tx++ {
+								i, j := iy+1-2*ty, ix+1-2*tx
+								if i < 0 || i > 3 || j < 0 || j > 3 {
+									continue
+								}
+								p := ty*tw + tx
+								var dvm [16]float64
+								for k := 0; k < c.K; k++ {
+									for e := range 16 {
+										dvm[e] += magU[k*c.C+ch][e] * magDM[(k*th*tw+p)*c.N+n][e]
+									}
+								}
+								mag += winoInputGradMag(dvm, i, j)
+							}
+						}
+						check("dx", dxs, at(dx, b, ch, iy, ix, n), ref, mag, c.K)
+					}
+				}
+			}
+		}
+		// The weight gradient: dy times the patches, summed over every pixel and sample.
+		for k := 0; k < c.K; k++ {
+			for ch := 0; ch < c.C; ch++ {
+				var dum [16]float64
+				for p := 0; p < th*tw; p++ {
+					for n := 0; n < c.N; n++ {
+						for e := range 16 {
+							dum[e] += magDM[(k*th*tw+p)*c.N+n][e] * magV[(ch*th*tw+p)*c.N+n][e]
+						}
+					}
+				}
+				for i := range 3 {
+					for j := range 3 {
+						ref := 0.0
+						for oy := 0; oy < c.H; oy++ {
+							for ox := 0; ox < c.W; ox++ {
+								for n := 0; n < c.N; n++ {
+									ref += dyv(b, k, oy, ox, n) * xv(b, ch, oy-1+i, ox-1+j, n)
+								}
+							}
+						}
+						check("dw", dws, dwm.Off+b*dwm.BatchStride+k*dwm.Stride+ch*9+3*i+j, ref, winoFilterGradMag(dum, i, j), th*tw*c.N)
+					}
+				}
+			}
+		}
+	}
+	// Nothing outside the outputs' views is written.
+	for what, got := range map[string][]float32{"y": ys, "dx": dxs, "dw": dws} {
+		for i, v := range got {
+			if !seen[what][i] && v == v {
+				t.Errorf("R %d: %s element %d outside the view was written (%v)", R, what, i, v)
+				break
+			}
+		}
+	}
+}
+
+// winoFilterMag is |G| g |G|^T for a filter of magnitudes g.
+func winoFilterMag(g [3][3]float64) (u [16]float64) {
+	for r := range 4 {
+		for s := range 4 {
+			for i := range 3 {
+				for j := range 3 {
+					u[4*r+s] += math.Abs(winoG[r][i]) * g[i][j] * math.Abs(winoG[s][j])
+				}
+			}
+		}
+	}
+	return u
+}
+
+// winoInputMag is |B^T| d |B| for an input tile of magnitudes d.
+func winoInputMag(d [4][4]float64) (v [16]float64) {
+	for r := range 4 {
+		for s := range 4 {
+			for i := range 4 {
+				for j := range 4 {
+					v[4*r+s] += math.Abs(winoBT[r][i]) * d[i][j] * math.Abs(winoBT[s][j])
+				}
+			}
+		}
+	}
+	return v
+}
+
+// winoOutputMag is entry (i, j) of |A^T| m |A|.
+func winoOutputMag(m [16]float64, i, j int) (y float64) {
+	for r := range 4 {
+		for s := range 4 {
+			y += math.Abs(winoAT[i][r]) * m[4*r+s] * math.Abs(winoAT[j][s])
+		}
+	}
+	return y
+}
+
+// winoOutputGradMag is |A| g |A|^T for a 2 x 2 output gradient of magnitudes g.
+func winoOutputGradMag(g [2][2]float64) (m [16]float64) {
+	for r := range 4 {
+		for s := range 4 {
+			for i := range 2 {
+				for j := range 2 {
+					m[4*r+s] += math.Abs(winoAT[i][r]) * g[i][j] * math.Abs(winoAT[j][s])
+				}
+			}
+		}
+	}
+	return m
+}
+
+// winoInputGradMag is entry (i, j) of |B| dv |B|^T.
+func winoInputGradMag(dv [16]float64, i, j int) (d float64) {
+	for r := range 4 {
+		for s := range 4 {
+			d += math.Abs(winoBT[r][i]) * dv[4*r+s] * math.Abs(winoBT[s][j])
+		}
+	}
+	return d
+}
+
+// winoFilterGradMag is entry (i, j) of |G|^T du |G|.
+func winoFilterGradMag(du [16]float64, i, j int) (g float64) {
+	for r := range 4 {
+		for s := range 4 {
+			g += math.Abs(winoG[r][i]) * du[4*r+s] * math.Abs(winoG[s][j])
+		}
+	}
+	return g
+}

@@ -1,0 +1,122 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/fedaudit/fedaudit/compute"
+	"github.com/fedaudit/fedaudit/kernels"
+)
+
+var _ compute.Winograder = (*Ops)(nil)
+
+// Winograd implements compute.Winograder: with Options.Winograd, every convolution that
+// compute.WinogradFits.
+func (o *Ops) Winograd(cout int, x compute.Images, win compute.Window) bool {
+	return o.winograd && compute.WinogradFits(cout, x, win)
+}
+
+// winoBatch is the number of batch elements of a transformed operand m of op
+// (compute.Winograder: WinogradTiles Mat batch elements each), after checking that m has rows
+// x cols matrices, its positions in order (BatchStride apart), and want batch elements where
+// want > 0; it fails the backend otherwise.
+func (o *Ops) winoBatch(op string, m compute.Mat, rows, cols, want int) (int, bool) {
+	if o.err != nil {
+		return 0, false
+	}
+	const tiles = compute.WinogradTiles
+	if m.Batch <= 0 || m.Batch%tiles != 0 || m.Rows != rows || m.Cols != cols || (want > 0 && m.Batch != tiles*want) ||
+		m.Stride < m.Cols || m.BatchStride < m.Rows*m.Stride {
+		o.fail(op, fmt.Errorf("transformed operand %d x %d (stride %d) in %d batch elements %d apart: want %d x %d matrices, %d per batch element of %d",
+			m.Rows, m.Cols, m.Stride, m.Batch, m.BatchStride, rows, cols, tiles, want))
+		return 0, false
+	}
+	return m.Batch / tiles, true
+}
+
+// winoImage passes an image's geometry with its tile grid: C, N, H, W, TH, TW.
+func (a *args) winoImage(x compute.Images) *args {
+	th, tw := compute.WinogradTileGrid(x.H, x.W)
+	return a.i64(x.C).i64(x.N).i64(x.H).i64(x.W).i64(th).i64(tw)
+}
+
+// WinogradFilter implements compute.Winograder: one launch of wino_filter, a thread per
+// filter.
+func (o *Ops) WinogradFilter(w, u compute.Mat) {
+	batch, ok := o.winoBatch("wino_filter", u, w.Rows, w.Cols/9, w.Batch)
+	if !ok || !o.winoFilterShape("wino_filter", w) || !o.apart("wino_filter", matSpan(u), matSpan(w)) {
+		return
+	}
+	o.args.reset().ptr(addr(u)).i64(u.Stride).i64(u.BatchStride).ptr(addr(w)).i64(w.Stride).i64(w.BatchStride).
+		i64(u.Rows).i64(u.Cols).i64(batch)
+	o.launch(kernels.WinoFilter, batch*u.Rows*u.Cols)
+}
+
+// WinogradFilterGrad implements compute.Winograder: one launch of wino_filter_grad, a thread
+// per filter.
+func (o *Ops) WinogradFilterGrad(du, dw compute.Mat) {
+	batch, ok := o.winoBatch("wino_filter_grad", du, dw.Rows, dw.Cols/9, dw.Batch)
+	if !ok || !o.winoFilterShape("wino_filter_grad", dw) || !o.apart("wino_filter_grad", matSpan(dw), matSpan(du)) {
+		return
+	}
+	o.args.reset().ptr(addr(dw)).i64(dw.Stride).i64(dw.BatchStride).ptr(addr(du)).i64(du.Stride).i64(du.BatchStride).
+		i64(du.Rows).i64(du.Cols).i64(batch)
+	o.launch(kernels.WinoFilterGrad, batch*du.Rows*du.Cols)
+}
+
+// winoFilterShape checks that w holds rows of 3 x 3 filters.
+func (o *Ops) winoFilterShape(op string, w compute.Mat) bool {
+	if w.Cols <= 0 || w.Cols%9 != 0 {
+		o.fail(op, fmt.Errorf("weights of %d columns: want Cin 3 x 3 filters a row", w.Cols))
+		return false
+	}
+	return true
+}
+
+// WinogradInput implements compute.Winograder: one launch of wino_input, a group of threads
+// per (channel, tile) and its samples.
+func (o *Ops) WinogradInput(x compute.Images, v compute.Mat) {
+	th, tw := compute.WinogradTileGrid(x.H, x.W)
+	batch, ok := o.winoBatch("wino_input", v, x.C, th*tw*x.N, x.Batch)
+	if !ok || !o.apart("wino_input", matSpan(v), imgSpan(x)) {
+		return
+	}
+	o.args.reset().ptr(addr(v)).i64(v.Stride).i64(v.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).winoImage(x).i64(batch)
+	o.launchRows(kernels.WinoInput, batch*x.C*th*tw, x.N)
+}
+
+// WinogradOutput implements compute.Winograder: one launch of wino_output, a group of threads
+// per (output channel, tile) and its samples.
+func (o *Ops) WinogradOutput(m, bias compute.Mat, y compute.Images) {
+	th, tw := compute.WinogradTileGrid(y.H, y.W)
+	batch, ok := o.winoBatch("wino_output", m, y.C, th*tw*y.N, y.Batch)
+	if !ok || !o.apart("wino_output", imgSpan(y), matSpan(m), matSpan(bias)) {
+		return
+	}
+	o.args.reset().ptr(imgAddr(y)).i64(y.BatchStride).ptr(addr(m)).i64(m.Stride).i64(m.BatchStride).
+		ptr(addr(bias)).i64(bias.Stride).i64(bias.BatchStride).winoImage(y).i64(batch)
+	o.launchRows(kernels.WinoOutput, batch*y.C*th*tw, y.N)
+}
+
+// WinogradOutputGrad implements compute.Winograder: one launch of wino_output_grad, a group of
+// threads per (output channel, tile) and its samples.
+func (o *Ops) WinogradOutputGrad(dy compute.Images, dm compute.Mat) {
+	th, tw := compute.WinogradTileGrid(dy.H, dy.W)
+	batch, ok := o.winoBatch("wino_output_grad", dm, dy.C, th*tw*dy.N, dy.Batch)
+	if !ok || !o.apart("wino_output_grad", matSpan(dm), imgSpan(dy)) {
+		return
+	}
+	o.args.reset().ptr(addr(dm)).i64(dm.Stride).i64(dm.BatchStride).ptr(imgAddr(dy)).i64(dy.BatchStride).winoImage(dy).i64(batch)
+	o.launchRows(kernels.WinoOutputGrad, batch*dy.C*th*tw, dy.N)
+}
+
+// WinogradInputGrad implements compute.Winograder: one launch of wino_input_grad, a group of
+// threads per (channel, block of 2 x 2 padded pixels) and its samples.
+func (o *Ops) WinogradInputGrad(dv compute.Mat, dx compute.Images) {
+	th, tw := compute.WinogradTileGrid(dx.H, dx.W)
+	batch, ok := o.winoBatch("wino_input_grad", dv, dx.C, th*tw*dx.N, dx.Batch)
+	if !ok || !o.apart("wino_input_grad", imgSpan(dx), matSpan(dv)) {
+		return
+	}
+	o.args.reset().ptr(imgAddr(dx)).i64(dx.BatchStride).ptr(addr(dv)).i64(dv.Stride).i64(dv.BatchStride).winoImage(dx).i64(batch)
+	o.launchRows(kernels.WinoInputGrad, batch*dx.C*(dx.H/2+1)*(dx.W/2+1), dx.N)
+}
