@@ -28,6 +28,7 @@ import (
 // device and the result carries the profile ("gpu+profile"); with FEDAUDIT_CUDA_SPLITK=1 the
 // products of small output and long depth run in depth slices ("gpu+splitk"); with
 // FEDAUDIT_CUDA_DIRECTCONV=1 the small convolutions run on the direct kernels ("gpu+direct");
+// with FEDAUDIT_CUDA_WINOGRAD=1 the stride-1 3x3 ones by F(2x2, 3x3) ("gpu+winograd");
 // FEDAUDIT_CUDA_ROWGROUP and FEDAUDIT_CUDA_LIGHTITEMS set the light kernels' launch shape
 // ("gpu+rowgroup32+items1" is the launch shape of the sitting of 2026-11-27), and
 // FEDAUDIT_CUDA_HIDDENBLOCK the fused hidden step's block ("gpu+hidden1024") and
@@ -69,6 +70,9 @@ func kitBenchGPU(t *testing.T, workload string) {
 	}
 	if os.Getenv(cuda.BiasCopiesEnv) == "1" {
 		backend += "+biascopies"
+	}
+	if os.Getenv(cuda.WinogradEnv) == "1" {
+		backend += "+winograd"
 	}
 	// The launch shape, where set (that of the sitting of 2026-11-27: rowgroup 32, items 1).
 	if g := os.Getenv(cuda.RowGroupEnv); g != "" {
