@@ -39,7 +39,8 @@
 #   5 torch: W1 batched_ghost compiled (reduce-overhead)   kit: the tf32 and bf16 benchmarks
 #     of W1 and W2, w1-parity, and what earlier changes bought: bench-gpu-clientbatch1 (each
 #     client's steps launched alone), bench-gpu-w2-launch1 (the light kernels launched as
-#     before the ninth session); W3 in TF32 on both sides (bench-gpu-w3-tf32, w3.py --tf32)
+#     before the ninth session); W3 in TF32 on both sides (bench-gpu-w3-tf32 and
+#     bench-gpu-w3-winograd-tf32, w3.py --tf32)
 #   6 Nsight Compute (where installed): ncu's SpeedOfLight section (how close each kernel comes
 #     to the device's memory and compute limits) for 80 launches of W2 at R 64 after its
 #     warm-up round, for 40 of W1 at R 4096, and for 6 of W1's hidden_step at R 64 with the
@@ -247,7 +248,7 @@ else
     kitgroup kit-5 120 bench-gpu-tf32,bench-gpu-bf16,bench-gpu-w2-tf32,bench-gpu-w2-bf16,w1-parity,bench-gpu-clientbatch1,bench-gpu-w2-launch1 --replicas 64,4096 --rounds 10 --w2-replicas 64,1024 --w2-rounds 5
     # W3 in TF32 on both sides: in FP32, 2x PyTorch asks 79% of the SGEMM rate (docs/gpu.md,
     # "What the unmet goals ask of the device").
-    kitgroup kit-5w3 90 bench-gpu-w3-tf32 --w3-replicas 8,32 --w3-rounds 2
+    kitgroup kit-5w3 120 bench-gpu-w3-tf32,bench-gpu-w3-winograd-tf32 --w3-replicas 8,32 --w3-rounds 2
     run 90 torch-w3-vmap-tf32 "$py" "$ref/w3.py" --impl vmap --replicas 8,16 --rounds 2 --tf32
   fi
   ncu=$(command -v ncu || true)
