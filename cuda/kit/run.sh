@@ -31,7 +31,8 @@
 #               before the bias was kept apart (FEDAUDIT_CUDA_BIASCOPIES=1), beside bench-gpu-w3
 #   bench-gpu-w3-winograd  W3 with its stride-1 3x3 convolutions by Winograd's F(2x2, 3x3)
 #               (FEDAUDIT_CUDA_WINOGRAD=1), beside bench-gpu-w3; bench-gpu-w3-winograd-tf32
-#               the same with TF32 products, beside bench-gpu-w3-tf32
+#               the same with TF32 products, beside bench-gpu-w3-tf32;
+#               bench-gpu-w3-winograd-splitk with split products, beside bench-gpu-w3-splitk
 #   bench-gpu-w2-direct  W2 with LeNet-5's convolutions on the direct kernels, no patches
 #               (FEDAUDIT_CUDA_DIRECTCONV=1)
 #   bench-gpu-hidden1024  W1 with the fused hidden step in blocks of 1,024 threads instead of
@@ -236,6 +237,7 @@ if [ "$mode" = gpu ]; then
   step bench-gpu-w3-tf32 "W3 on the device in tf32, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_BENCH_PRECISION=tf32 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step bench-gpu-w3-biascopies "W3 on the device with the weights copied beside the bias, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_CUDA_BIASCOPIES=1 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step bench-gpu-w3-winograd "W3 on the device with Winograd convolutions, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_CUDA_WINOGRAD=1 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
+  step bench-gpu-w3-winograd-splitk "W3 on the device with Winograd convolutions and split products, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_CUDA_WINOGRAD=1 FEDAUDIT_CUDA_SPLITK=1 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step bench-gpu-w3-winograd-tf32 "W3 on the device with Winograd convolutions in tf32, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_CUDA_WINOGRAD=1 FEDAUDIT_BENCH_PRECISION=tf32 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step bench-gpu-w3-splitk "W3 on the device with split products, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_CUDA_SPLITK=1 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step profile-w1 "W1 profiled on the device, R=64,4096, 2 rounds" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_BENCH_ROUNDS=2 FEDAUDIT_BENCH_R=64,4096 "$gputest" -test.run '^TestKitBenchW1GPU$' $T

@@ -31,7 +31,8 @@
 #     parity, precision-drift (an audit in tf32 and bf16 against fp32)
 #   2 kit: bench-gpu, profile-w1 at R 64, 1024, 4096   torch: W1 batched and batched_ghost
 #   3 kit: bench-gpu-w3 at R 8 to 48, profile-w3, the same with Winograd's F(2x2, 3x3)
-#     (bench-gpu-w3-winograd, profile-w3-winograd), and at R 8 and 32 bench-gpu-w3-splitk,
+#     (bench-gpu-w3-winograd, profile-w3-winograd), and at R 8 and 32
+#     bench-gpu-w3-winograd-splitk, bench-gpu-w3-splitk,
 #     bench-gpu-w3-biascopies and bench-gpu-w3-rowgroup4   torch: W3 vmap at R 8, 16 and 32
 #   4 kit: bench-gpu-w2, profile-w2, memory, bench-gpu-w2-splitk, bench-gpu-w2-rowgroup4 and
 #     -rowgroup2   torch: W2 batched, and compiled (reduce-overhead: the best PyTorch form of
@@ -224,15 +225,17 @@ else
   if want 3; then
     # W3 at the replicas an 80 GB GPU holds (2.58 GB a pair since the layers share their
     # backward buffers: up to 27 pairs), and torch's vmap at the same sizes while it fits.
-    kitgroup kit-3 150 bench-gpu-w3,profile-w3 --w3-replicas 8,16,32,48 --w3-rounds 2
     # Goal 3 asks 79% of the SGEMM rate in FP32 from the patch form: Winograd's F(2x2, 3x3)
     # makes 2.25 times fewer multiplications in the 13 stride-1 3x3 convolutions (twelfth
-    # session; never timed before this), and its profile says where the rest goes.
-    kitgroup kit-3w 120 bench-gpu-w3-winograd,profile-w3-winograd --w3-replicas 8,16,32,48 --w3-rounds 2
+    # session; never timed before this), timed beside the patch form at every R, and both
+    # profiled.
+    kitgroup kit-3 220 bench-gpu-w3,bench-gpu-w3-winograd,profile-w3,profile-w3-winograd --w3-replicas 8,16,32,48 --w3-rounds 2
     # The weight gradients of W3's first stage ran at 31% of SGEMM (the stem's at 2%) in the
     # fourth sitting: a few output tiles over a depth of 32,768. Split products, slices
     # together; and the weight copies the later stages no longer make, timed back on.
-    kitgroup kit-3s 150 bench-gpu-w3-splitk,bench-gpu-w3-biascopies,bench-gpu-w3-rowgroup4 --w3-replicas 8,32 --w3-rounds 2
+    # Winograd's filter gradients are products of the same few output tiles over every tile and
+    # sample (depth 8,192 in stage 1 at B 32): split too.
+    kitgroup kit-3s 180 bench-gpu-w3-winograd-splitk,bench-gpu-w3-splitk,bench-gpu-w3-biascopies,bench-gpu-w3-rowgroup4 --w3-replicas 8,32 --w3-rounds 2
     # The benchmark's own W3 reference where REF has it, else the repository's form of it.
     w3ref=$ref/w3_cuda.py
     [ -f "$w3ref" ] || w3ref=$ref/w3.py
