@@ -3,6 +3,8 @@ package cuda
 import (
 	"fmt"
 	"io"
+	"os"
+	"strings"
 )
 
 // Info is what `audit gpu-info` reports: whether this build and this node can run the GPU
@@ -26,7 +28,17 @@ type Info struct {
 	Kernels       int      `json:"kernels"`                   // entry points found
 	BackendOpened bool     `json:"backend_opened"`            // the backend opened (context, kernels, cuBLAS handle)
 	Graphs        bool     `json:"cuda_graphs,omitempty"`     // the driver can instantiate CUDA graphs (Options.Graphs)
+	Options       []string `json:"options,omitempty"`         // the tuning variables set in the environment (EnvSettings), NAME=VALUE
+	Warnings      []string `json:"warnings,omitempty"`        // what does not stop the backend: variables with EnvPrefix it does not read
 	Problems      []string `json:"problems,omitempty"`
+}
+
+// options lists the tuning variables set, or says that the defaults hold.
+func options(set []string) string {
+	if len(set) == 0 {
+		return "defaults (no " + EnvPrefix + "* variable set)"
+	}
+	return strings.Join(set, " ")
 }
 
 // PTXTarget is the virtual architecture the committed PTX is generated for (kernels/genptx.sh).
@@ -36,7 +48,23 @@ const PTXTarget = "compute_70"
 // each step independent of the others as far as possible, so one failure does not hide the
 // rest. The error is nil only when the backend can run; Info is filled as far as it got. A
 // build without the gpu tag returns ErrNotBuilt.
-func GPUInfo(ordinal int) (*Info, error) { return gpuInfo(ordinal) }
+func GPUInfo(ordinal int) (*Info, error) {
+	in, err := gpuInfo(ordinal)
+	if in != nil {
+		in.addEnv(os.Environ())
+	}
+	return in, err
+}
+
+// addEnv records the tuning variables environ sets and warns of those the backend does not
+// read.
+func (in *Info) addEnv(environ []string) {
+	set, unknown := EnvSettings(environ)
+	in.Options = set
+	for _, name := range unknown {
+		in.Warnings = append(in.Warnings, UnknownEnvProblem(name))
+	}
+}
 
 // Write prints the info as aligned lines.
 func (in *Info) Write(w io.Writer) {
@@ -59,9 +87,13 @@ func (in *Info) Write(w io.Writer) {
 		{"kernels", fmt.Sprintf("%s PTX, %d entry points, loaded: %s", in.PTXTarget, in.Kernels, yes(in.KernelsLoaded))},
 		{"backend opens", yes(in.BackendOpened)},
 		{"CUDA graphs", yes(in.Graphs) + " (used with FEDAUDIT_CUDA_GRAPHS=1)"},
+		{"options", options(in.Options)},
 	}
 	for _, r := range rows {
 		fmt.Fprintf(w, "%-14s %s\n", r[0]+":", r[1])
+	}
+	for _, p := range in.Warnings {
+		fmt.Fprintf(w, "warning:       %s\n", p)
 	}
 	for _, p := range in.Problems {
 		fmt.Fprintf(w, "problem:       %s\n", p)

@@ -69,6 +69,11 @@ func trainOn(ctx context.Context, cfg *spec.Config, data *spec.Data, pairs train
 		if err != nil {
 			return err
 		}
+		if opts.Logf != nil {
+			for _, line := range GPUEnvLines(os.Environ()) {
+				opts.Logf("%s", line)
+			}
+		}
 		err = g.Train(ctx, job)
 		if os.Getenv(cuda.ProfileEnv) == "1" && opts.Logf != nil {
 			prof, perr := g.be.Profile()
@@ -82,6 +87,21 @@ func trainOn(ctx context.Context, cfg *spec.Config, data *spec.Data, pairs train
 		return errors.Join(err, g.Close())
 	}
 	return fmt.Errorf("backend %q is not cpu, gpu or auto", opts.Backend)
+}
+
+// GPUEnvLines are the log lines that say which of the GPU backend's tuning variables environ
+// sets (cuda.EnvSettings), and warn of any variable with the backend's prefix that it does
+// not read (a misspelt option); none when there are neither.
+func GPUEnvLines(environ []string) []string {
+	set, unknown := cuda.EnvSettings(environ)
+	var lines []string
+	if len(set) > 0 {
+		lines = append(lines, "gpu: options from the environment: "+strings.Join(set, " "))
+	}
+	for _, name := range unknown {
+		lines = append(lines, "gpu: warning: "+cuda.UnknownEnvProblem(name))
+	}
+	return lines
 }
 
 // profileLogTop is how many operations a profiled GPU training logs.

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"time"
 
@@ -273,6 +274,9 @@ func calibrateGPU(ctx context.Context, e *env, cfg *spec.Config, data *spec.Data
 		return err
 	}
 	defer g.Close()
+	for _, line := range experiment.GPUEnvLines(os.Environ()) {
+		e.logf("plan: %s", line)
+	}
 	w := rep.Work
 	shardPairs := (w.Pairs + w.Shards - 1) / w.Shards
 	pairs, err := g.GroupSize(train.Job{Config: cfg.Train, WorldC: data.Pair.C, Test: data.Test, Pairs: train.PairRange{Count: shardPairs}})
