@@ -159,8 +159,9 @@ func (f forcedPrecision) SetPrecision(compute.Precision) error { return f.Backen
 
 // TestKitMemoryGPU measures the device memory a training holds at its peak (Ops.MemoryStats:
 // the backend's own allocations, a checkpoint's evaluation included) for W1, W2 (LeNet-5) and
-// a ResNet-18 of W3's shape, with 1 and 2 pairs, against the device estimate that `audit plan`
-// prints and `audit train --backend gpu` sizes its groups by (train.MemoryOn, memory.Device):
+// a ResNet-18 of W3's shape (by patches, and by Winograd's F(2x2, 3x3) against the estimate
+// for such a device, memory.DeviceWinograd), with 1 and 2 pairs, against the device estimate
+// that `audit plan` prints and `audit train --backend gpu` sizes its groups by (train.MemoryOn):
 // the estimate must not be below what the device held (issue 26: W3 ran out of an 80 GB GPU at
 // its first checkpoint while the plan had estimated 1.2 GiB per pair).
 func TestKitMemoryGPU(t *testing.T) {
@@ -169,19 +170,20 @@ func TestKitMemoryGPU(t *testing.T) {
 		cfg   train.Config
 		c, cp []*datasets.Dataset
 		tgt   train.TargetInfo
+		wino  bool // Options.Winograd, against the estimate for such a device
 	}
 	var ws []workload
 	c, cp, tgt := traintest.W1Data()
 	w1 := traintest.W1Config()
 	w1.Rounds, w1.Checkpoints = 1, []int{1}
-	ws = append(ws, workload{"W1", w1, c, cp, tgt})
+	ws = append(ws, workload{"W1", w1, c, cp, tgt, false})
 	c2, cp2, tgt2, err := traintest.W2Data()
 	if err != nil {
 		t.Fatal(err)
 	}
 	w2 := traintest.W2Config()
 	w2.Rounds, w2.Checkpoints = 1, []int{1}
-	ws = append(ws, workload{"W2", w2, c2, cp2, tgt2})
+	ws = append(ws, workload{"W2", w2, c2, cp2, tgt2, false})
 	imgs, err := datasets.SyntheticImages(datasets.SyntheticImageConfig{Name: "w3", N: 2 * 64, Classes: 10, Channels: 3, Height: 32, Width: 32, Noise: 0.2, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -195,10 +197,11 @@ func TestKitMemoryGPU(t *testing.T) {
 	w3 := train.Config{Algorithm: algo.FedAvg, Model: model.Config{Kind: "resnet", Stages: 4, Blocks: 2, Width: 64, Groups: 32},
 		Rounds: 1, LocalSteps: 1, LearningRate: 0.01, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.01,
 		Batching: algo.Fixed, BatchSize: 32, Seed: 3, Checkpoints: []int{1}}
-	ws = append(ws, workload{"W3 (ResNet-18, 3x32x32, B 32)", w3, c3, c3, train.TargetInfo{}})
+	ws = append(ws, workload{"W3 (ResNet-18, 3x32x32, B 32)", w3, c3, c3, train.TargetInfo{}, false})
+	ws = append(ws, workload{"W3 with Winograd's F(2x2, 3x3)", w3, c3, c3, train.TargetInfo{}, true})
 	for _, w := range ws {
 		peak := func(pairs int) int64 {
-			be := open(t, cuda.Options{})
+			be := open(t, cuda.Options{Winograd: w.wino})
 			defer be.Close()
 			job := train.Job{Config: w.cfg, WorldC: w.c, WorldCPrime: w.cp, Target: w.tgt, Pairs: train.PairRange{Count: pairs}}
 			job.Recorder = cuda.CheckRecorder(be, discardRecorder{})
@@ -209,7 +212,11 @@ func TestKitMemoryGPU(t *testing.T) {
 			return p
 		}
 		p1, p2 := peak(1), peak(2)
-		est, err := train.MemoryOn(w.cfg, memory.SizesOf(w.c, nil), memory.Device)
+		on := memory.Device
+		if w.wino {
+			on = memory.DeviceWinograd
+		}
+		est, err := train.MemoryOn(w.cfg, memory.SizesOf(w.c, nil), on)
 		if err != nil {
 			t.Fatal(err)
 		}

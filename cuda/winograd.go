@@ -15,6 +15,10 @@ func (o *Ops) Winograd(cout int, x compute.Images, win compute.Window) bool {
 	return o.winograd && compute.WinogradFits(cout, x, win)
 }
 
+// WinogradEnabled reports whether Options.Winograd is on: the device memory estimate then
+// counts the convolutions in that form (train/memory.DeviceWinograd).
+func (o *Ops) WinogradEnabled() bool { return o.winograd }
+
 // winoBatch is the number of batch elements of a transformed operand m of op
 // (compute.Winograder: WinogradTiles Mat batch elements each), after checking that m has rows
 // x cols matrices, its positions in order (BatchStride apart), and want batch elements where

@@ -163,11 +163,20 @@ func (g *GPUTrainer) GroupSize(job train.Job) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("backend gpu: %w", err)
 	}
-	size, err := train.DeviceGroupSize(job.Config, memory.SizesOf(job.WorldC, job.Test), job.Pairs.Count, free)
+	size, err := train.DeviceGroupSize(job.Config, memory.SizesOf(job.WorldC, job.Test), job.Pairs.Count, free, g.memoryBackend())
 	if err != nil {
 		return 0, fmt.Errorf("backend gpu %s: %w", g.be.Name(), err)
 	}
 	return size, nil
+}
+
+// memoryBackend is the device memory estimate that follows this device's convolutions: by
+// Winograd's F(2x2, 3x3) where its options say so (cuda.Options.Winograd), else either form.
+func (g *GPUTrainer) memoryBackend() memory.Backend {
+	if w, ok := g.be.(interface{ WinogradEnabled() bool }); ok && w.WinogradEnabled() {
+		return memory.DeviceWinograd
+	}
+	return memory.Device
 }
 
 // Train trains job's pairs on the device; checkpoints stop reaching the recorder at the first

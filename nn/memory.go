@@ -23,11 +23,33 @@ import (
 // allocated and released, so the count follows the layers' code rather than a formula beside
 // it. The input batch and the parameters are the caller's (not counted).
 func DeviceMemory(spec Spec, R, trainRows, evalRows int) (int64, error) {
+	return DeviceMemoryOf(spec, R, trainRows, evalRows, AnyConvForm)
+}
+
+// ConvForm says which form of the 3 x 3 convolutions a device memory count follows.
+type ConvForm int
+
+const (
+	// AnyConvForm counts both forms and takes the larger: the count for a device whose
+	// options are not known.
+	AnyConvForm ConvForm = iota
+	// PatchConvForm counts every convolution by its patches.
+	PatchConvForm
+	// WinogradConvForm counts the convolutions that compute.WinogradFits by Winograd's
+	// F(2x2, 3x3), as a GPU with cuda.Options.Winograd runs them.
+	WinogradConvForm
+)
+
+// DeviceMemoryOf is DeviceMemory for the convolutions in the given form.
+func DeviceMemoryOf(spec Spec, R, trainRows, evalRows int, form ConvForm) (int64, error) {
 	if R < 1 || trainRows < 1 || evalRows < 1 {
 		return 0, fmt.Errorf("nn: device memory of %d replicas, %d training and %d evaluation rows: need positive counts", R, trainRows, evalRows)
 	}
 	var most int64
 	for _, wino := range []bool{false, true} {
+		if (form == PatchConvForm && wino) || (form == WinogradConvForm && !wino) {
+			continue
+		}
 		v, err := countPasses(spec, R, trainRows, evalRows, wino)
 		if err != nil {
 			return 0, err

@@ -242,7 +242,7 @@ func TestDeviceGroupSize(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := cfg
 			c.GroupPairs, c.GroupMemory = tt.groupPairs, tt.groupMemory
-			got, err := DeviceGroupSize(c, s, tt.count, tt.free)
+			got, err := DeviceGroupSize(c, s, tt.count, tt.free, memory.Device)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("got %d, %v; want an error containing %q", got, err, tt.wantErr)
@@ -253,6 +253,48 @@ func TestDeviceGroupSize(t *testing.T) {
 				t.Errorf("got %d, %v; want %d", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// A GPU known to run its stride-1 3 x 3 convolutions by Winograd's F(2x2, 3x3)
+// (memory.DeviceWinograd) is planned by that form's memory: W3's ResNet-18 workspace takes
+// about two thirds of the patch form's (nn.DeviceMemoryOf), a pair's whole estimate about four
+// fifths (beside the parameter-sized buffers and the evaluation), so the same free memory
+// holds more pairs; a device of unknown options (memory.Device) is planned by the larger form,
+// here the patches.
+func TestDeviceGroupSizeFollowsTheConvolutionForm(t *testing.T) {
+	cfg := mlpConfig()
+	cfg.Model = model.Config{Kind: "resnet", Stages: 4, Blocks: 2, Width: 64, Groups: 32}
+	cfg.Batching, cfg.BatchSize = "fixed", 32
+	s := memory.DataSizes{Dim: 3 * 32 * 32, Classes: 10, Clients: 10, MaxSamples: 64, TestSamples: 256, Shape: []int{3, 32, 32}}
+	any, err := MemoryOn(cfg, s, memory.Device)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wino, err := MemoryOn(cfg, s, memory.DeviceWinograd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("per pair: %d bytes (either form), %d (Winograd)", any.PerPair, wino.PerPair)
+	if r := float64(wino.PerPair) / float64(any.PerPair); r < 0.7 || r > 0.85 {
+		t.Errorf("Winograd's estimate per pair is %.3f of either form's, want about four fifths", r)
+	}
+	free := 80 * int64(1) << 30
+	n, err := DeviceGroupSize(cfg, s, 1000, free, memory.Device)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nw, err := DeviceGroupSize(cfg, s, 1000, free, memory.DeviceWinograd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("80 GiB: %d pairs by either form, %d by Winograd", n, nw)
+	want, err := wino.DeviceGroupPairs(0, free, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nw <= n || nw != want {
+		t.Errorf("80 GiB holds %d pairs by either form and %d by Winograd: want more by Winograd, as its estimate says", n, nw)
 	}
 }
 

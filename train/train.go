@@ -95,14 +95,16 @@ func TrainInGroups(ctx context.Context, be compute.Backend, job Job, size int, r
 }
 
 // DeviceGroupSize is the number of pairs a GPU trains together, out of count: GroupPairs when
-// set, else as many as fit by MemoryOn(memory.Device) in GroupMemory or 90% of free, the
-// device's free memory (memory.Memory.DeviceGroupPairs); a configuration one pair of which
-// does not fit is refused with both sizes, instead of the device running out mid-training.
-func DeviceGroupSize(cfg Config, s memory.DataSizes, count int, free int64) (int, error) {
+// set, else as many as fit by MemoryOn(on) in GroupMemory or 90% of free, the device's free
+// memory (memory.Memory.DeviceGroupPairs); a configuration one pair of which does not fit is
+// refused with both sizes, instead of the device running out mid-training. on is
+// memory.Device, or memory.DeviceWinograd for a device known to run its 3 x 3 convolutions by
+// Winograd's F(2x2, 3x3).
+func DeviceGroupSize(cfg Config, s memory.DataSizes, count int, free int64, on memory.Backend) (int, error) {
 	if cfg.GroupPairs > 0 {
 		return max(min(cfg.GroupPairs, count), 1), nil
 	}
-	mem, err := MemoryOn(cfg, s, memory.Device)
+	mem, err := MemoryOn(cfg, s, on)
 	if err != nil {
 		return 0, err
 	}

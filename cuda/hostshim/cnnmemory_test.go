@@ -103,6 +103,45 @@ func TestDeviceMemoryEstimateOfCNNs(t *testing.T) {
 	}
 }
 
+// With Options.Winograd the device runs a ResNet's stride-1 3 x 3 convolutions by F(2x2, 3x3),
+// and the estimate for such a device (memory.DeviceWinograd) counts them that way: never below
+// the shim's peak for a whole training with a checkpoint, at most 1.6x per pair (as for the
+// patch form above), and below the estimate for a device of unknown options.
+func TestDeviceMemoryEstimateWithWinograd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("CNN trainings on the shim take seconds")
+	}
+	shape := []int{3, 8, 8}
+	wc, wcp := paritytest.RandomImageWorlds(3, 40, shape, 10)
+	cfg := train.Config{Algorithm: algo.FedAvg, Model: model.Config{Kind: "resnet", Stages: 2, Blocks: 1, Width: 16, Groups: 4},
+		Rounds: 1, LocalSteps: 2, LearningRate: 0.01, ClipNorm: 1, NoiseStd: 0.01, Schedule: "constant", Batching: algo.Fixed,
+		BatchSize: 16, Seed: 3, Checkpoints: []int{1}, Informed: true}
+	job := train.Job{Config: cfg, WorldC: wc, WorldCPrime: wcp}
+	wino := cuda.Options{Winograd: true}
+	p1, p2 := peakBytesWith(t, job, 1, wino), peakBytesWith(t, job, 2, wino)
+	est, err := train.MemoryOn(cfg, memory.SizesOf(wc, nil), memory.DeviceWinograd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	either, err := train.MemoryOn(cfg, memory.SizesOf(wc, nil), memory.Device)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("peak %d bytes (1 pair), %d (2 pairs): %d per pair; estimate %d + %d per pair (either form: %d + %d)",
+		p1, p2, p2-p1, est.Fixed, est.PerPair, either.Fixed, either.PerPair)
+	for pairs, got := range []int64{p1, p2} {
+		if want := est.Bytes(pairs + 1); want < got {
+			t.Errorf("%d pairs: estimate %d bytes, the device's peak %d", pairs+1, want, got)
+		}
+	}
+	if r := float64(est.PerPair) / float64(p2-p1); r < 1 || r > 1.6 {
+		t.Errorf("estimate %d bytes per pair, %.2fx the device's %d", est.PerPair, r, p2-p1)
+	}
+	if est.PerPair >= either.PerPair {
+		t.Errorf("Winograd's estimate per pair %d is not below either form's %d", est.PerPair, either.PerPair)
+	}
+}
+
 // nn.DeviceMemory counts what a model allocates by running its passes on a backend that only
 // counts: against the shim's peak for the same passes it must be within 1%, and never below.
 // A model with convolutions that F(2x2, 3x3) takes (the ResNet of width 16) is counted in both

@@ -181,7 +181,7 @@ func EstimateDevice(cfg *spec.Config, data *spec.Data, shardPairs int, deviceByt
 		return DeviceEstimate{}, &spec.ConfigError{Err: fmt.Errorf("train: %w", err)}
 	}
 	est := DeviceEstimate{DeviceBytes: deviceBytes, Engine: mem}
-	est.GroupPairs, err = train.DeviceGroupSize(cfg.Train, s, max(shardPairs, 1), deviceBytes)
+	est.GroupPairs, err = train.DeviceGroupSize(cfg.Train, s, max(shardPairs, 1), deviceBytes, memory.Device)
 	if err != nil {
 		est.Problem = err.Error()
 	}

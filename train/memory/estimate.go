@@ -7,6 +7,7 @@ import (
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/kernels"
+	"github.com/fedaudit/fedaudit/nn"
 	"github.com/fedaudit/fedaudit/train/canary"
 	"github.com/fedaudit/fedaudit/train/model"
 )
@@ -67,8 +68,8 @@ func Estimate(t Training, s DataSizes, on Backend) (Memory, error) {
 	perReplica += wsRows * model.MLPWorkspaceFloats(sizes) * f
 	// nn models evaluate in slices of at most nnEvalRows(maxRows) rows (nnModel.eval).
 	var nnFixed float64
-	if nnRows > 0 && on == Device {
-		perRep, fixed, err := nnDeviceMemory(t, s, int(maxRows))
+	if nnRows > 0 && on.device() {
+		perRep, fixed, err := nnDeviceMemory(t, s, int(maxRows), on)
 		if err != nil {
 			return Memory{}, err
 		}
@@ -85,7 +86,7 @@ func Estimate(t Training, s DataSizes, on Backend) (Memory, error) {
 		perReplica += (window + 2) * kb * h * f
 	}
 	perReplica += 16 * 8 // per-replica scalars (dots, seeds, statistics, row structs)
-	if on == Device {
+	if on.device() {
 		perReplica += devicePieces(d)
 	}
 	perReplica, canaryFixed := addCanaryMemory(perReplica, t, s, d)
@@ -97,7 +98,7 @@ func Estimate(t Training, s DataSizes, on Backend) (Memory, error) {
 	fixed += maxRows*float64(s.Dim+1)*f + 2*float64(d)*f
 	fixed += 2 * window * kb * float64(s.Dim+1) * f
 	fixed += canaryFixed + nnFixed
-	if deferred && on == Device && len(sizes) == 3 && !t.ClientDP {
+	if deferred && on.device() && len(sizes) == 3 && !t.ClientDP {
 		// Grouped clients (train/grouped.go): at most compute.MaxClientBatch replica steps of
 		// pre-activations and parameters past the first matrix, and a window of Gram matrices.
 		rest := float64(d - sizes[0]*sizes[1])
@@ -109,17 +110,21 @@ func Estimate(t Training, s DataSizes, on Backend) (Memory, error) {
 // nnDeviceMemory splits an nn model's device workspace (nn.DeviceMemory) into bytes per
 // replica and fixed bytes, from the counts for one pair and for two: the first layer's shared
 // patches and the ones vector do not grow with the replicas.
-func nnDeviceMemory(t Training, s DataSizes, maxRows int) (perReplica, fixed float64, err error) {
+func nnDeviceMemory(t Training, s DataSizes, maxRows int, on Backend) (perReplica, fixed float64, err error) {
+	form := nn.AnyConvForm
+	if on == DeviceWinograd {
+		form = nn.WinogradConvForm
+	}
 	dim := s.Dim
 	if s.Shape == nil {
 		dim = 0
 	}
 	evalRows := model.NNEvalRows(maxRows)
-	two, err := model.NNDeviceMemoryOf(t.Model, s.Shape, dim, s.Classes, 2, maxRows, evalRows)
+	two, err := model.NNDeviceMemoryOf(t.Model, s.Shape, dim, s.Classes, 2, maxRows, evalRows, form)
 	if err != nil {
 		return 0, 0, err
 	}
-	four, err := model.NNDeviceMemoryOf(t.Model, s.Shape, dim, s.Classes, 4, maxRows, evalRows)
+	four, err := model.NNDeviceMemoryOf(t.Model, s.Shape, dim, s.Classes, 4, maxRows, evalRows, form)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -27,9 +27,18 @@ const (
 	// cache-sized chunk of replicas at a time.
 	Host Backend = iota
 	// Device is a GPU: memory freed explicitly, every replica's convolution patches written
-	// and held from the forward to the backward pass.
+	// and held from the forward to the backward pass, or (cuda.Options.Winograd) the stride-1
+	// 3 x 3 convolutions by Winograd's F(2x2, 3x3): counted both ways, the larger taken, for
+	// a GPU whose options are not known (`audit plan`).
 	Device
+	// DeviceWinograd is a GPU known to run the stride-1 3 x 3 convolutions by Winograd's
+	// F(2x2, 3x3) (cuda.Options.Winograd): counted that way only (ResNet-18 takes about two
+	// thirds of its memory by patches).
+	DeviceWinograd
 )
+
+// device reports whether b is a GPU.
+func (b Backend) device() bool { return b == Device || b == DeviceWinograd }
 
 // DataSizes are the data dimensions the engine's memory depends on.
 type DataSizes struct {

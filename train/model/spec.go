@@ -174,8 +174,9 @@ func NNMemoryOf(mc Config, shape []int, dim, classes int) (d int, perRowBytes fl
 
 // NNDeviceMemoryOf is the float32 values mc's nn model allocates at its peak on a device
 // backend (nn.DeviceMemory: every convolution's patches written and held, scratch freed when
-// it grows) for R replicas training on trainRows rows and evaluating evalRows rows.
-func NNDeviceMemoryOf(mc Config, shape []int, dim, classes, R, trainRows, evalRows int) (int64, error) {
+// it grows) for R replicas training on trainRows rows and evaluating evalRows rows, with the
+// 3 x 3 convolutions in the given form (nn.DeviceMemoryOf).
+func NNDeviceMemoryOf(mc Config, shape []int, dim, classes, R, trainRows, evalRows int, form nn.ConvForm) (int64, error) {
 	spec, ok, err := nnSpec(mc, shape, dim, classes)
 	if err != nil {
 		return 0, err
@@ -183,5 +184,5 @@ func NNDeviceMemoryOf(mc Config, shape []int, dim, classes, R, trainRows, evalRo
 	if !ok {
 		return 0, errors.New("model.input: a sequential model needs the input shape before the data is loaded: give model.input [channels, height, width]")
 	}
-	return nn.DeviceMemory(spec, R, trainRows, evalRows)
+	return nn.DeviceMemoryOf(spec, R, trainRows, evalRows, form)
 }
