@@ -31,7 +31,8 @@
 #     parity, precision-drift (an audit in tf32 and bf16 against fp32)
 #   2 kit: bench-gpu, profile-w1 at R 64, 1024, 4096   torch: W1 batched and batched_ghost
 #   3 kit: bench-gpu-w3 at R 8 to 48, profile-w3, the same with Winograd's F(2x2, 3x3)
-#     (bench-gpu-w3-winograd, profile-w3-winograd), and at R 8 and 32
+#     (bench-gpu-w3-winograd, profile-w3-winograd; and at R 64, which only that form fits in
+#     80 GB), and at R 8 and 32
 #     bench-gpu-w3-winograd-splitk, bench-gpu-w3-splitk,
 #     bench-gpu-w3-biascopies and bench-gpu-w3-rowgroup4   torch: W3 vmap at R 8, 16 and 32
 #   4 kit: bench-gpu-w2, profile-w2, memory, bench-gpu-w2-splitk, bench-gpu-w2-rowgroup4 and
@@ -230,6 +231,10 @@ else
     # session; never timed before this), timed beside the patch form at every R, and both
     # profiled.
     kitgroup kit-3 220 bench-gpu-w3,bench-gpu-w3-winograd,profile-w3,profile-w3-winograd --w3-replicas 8,16,32,48 --w3-rounds 2
+    # Goal 3 is at the largest R that fits 80 GB: by Winograd a W3 pair takes about 2.2 GB
+    # (the estimate: 35 pairs on 80 GiB), so R 64 fits where the patch form's (2.76 GB a pair)
+    # does not.
+    kitgroup kit-3w64 90 bench-gpu-w3-winograd --w3-replicas 64 --w3-rounds 2
     # The weight gradients of W3's first stage ran at 31% of SGEMM (the stem's at 2%) in the
     # fourth sitting: a few output tiles over a depth of 32,768. Split products, slices
     # together; and the weight copies the later stages no longer make, timed back on.
