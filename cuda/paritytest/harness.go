@@ -74,6 +74,7 @@ func All(t *testing.T, f Factory) {
 		{"RunsMatchCPU", testRunsMatchCPU},
 		{"SplitKRunsMatchCPU", testSplitKRunsMatchCPU},
 		{"DirectConvRunsMatchCPU", testDirectConvRunsMatchCPU},
+		{"WinogradRunsMatchCPU", testWinogradRunsMatchCPU},
 		{"CraftedUpdateMatchesCPU", testCraftedUpdateMatchesCPU},
 		{"GraphsKeepBits", testGraphsKeepBits},
 		{"ClientGroupsKeepBits", testClientGroupsKeepBits},

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/algo"
+	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/nn"
@@ -238,6 +239,22 @@ func testDirectConvRunsMatchCPU(t *testing.T, f Factory) {
 			runBothWith(t, f, c.job(), cuda.Options{Block: 32, DirectConv: true})
 		})
 	}
+}
+
+// Whole runs of a ResNet wide enough for Winograd's F(2x2, 3x3) (width 16: its first stage's two
+// convolutions and its second stage's second, compute.WinogradFits) with Options.Winograd,
+// against the CPU backend's patch form with testRunsMatchCPU's tolerances: the two forms'
+// results differ by the rounding of different sums, a few float32 ulps per operation as
+// between cuBLAS's and the CPU's products, which the same bound covers.
+func testWinogradRunsMatchCPU(t *testing.T, f Factory) {
+	win := compute.Window{Size: 3, Stride: 1, Pad: 1}
+	if !compute.WinogradFits(16, compute.Images{C: 16, N: 1, H: 8, W: 8, BatchStride: 1}, win) {
+		t.Fatal("a convolution of 16 channels at stride 1 no longer takes Winograd's form: this test would compare nothing new")
+	}
+	mc := model.Config{Kind: "resnet", Stages: 2, Blocks: 1, Width: 16, Groups: 4}
+	c := runCase{"fedavg-resnet-winograd", func(c *train.Config) { c.Model, c.Informed = mc, false }, 2, 3,
+		train.PairRange{First: 0, Count: 1}, []int{3, 8, 8}}
+	runBothWith(t, f, c.job(), cuda.Options{Block: 32, Winograd: true})
 }
 
 // runBoth trains job on the CPU backend and on the kernels of f and compares the runs
