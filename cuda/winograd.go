@@ -80,47 +80,59 @@ func (o *Ops) winoFilterShape(op string, w compute.Mat) bool {
 // per (channel, tile) and its samples.
 func (o *Ops) WinogradInput(x compute.Images, v compute.Mat) {
 	th, tw := compute.WinogradTileGrid(x.H, x.W)
-	batch, ok := o.winoBatch("wino_input", v, x.C, th*tw*x.N, x.Batch)
-	if !ok || !o.apart("wino_input", matSpan(v), imgSpan(x)) {
-		return
-	}
-	o.args.reset().ptr(addr(v)).i64(v.Stride).i64(v.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).winoImage(x).i64(batch)
-	o.launchRows(kernels.WinoInput, batch*x.C*th*tw, x.N)
+	o.winoLaunch(kernels.WinoInput, v, x, false, nil, x.C*th*tw)
 }
 
 // WinogradOutput implements compute.Winograder: one launch of wino_output, a group of threads
 // per (output channel, tile) and its samples.
 func (o *Ops) WinogradOutput(m, bias compute.Mat, y compute.Images) {
 	th, tw := compute.WinogradTileGrid(y.H, y.W)
-	batch, ok := o.winoBatch("wino_output", m, y.C, th*tw*y.N, y.Batch)
-	if !ok || !o.apart("wino_output", imgSpan(y), matSpan(m), matSpan(bias)) {
-		return
-	}
-	o.args.reset().ptr(imgAddr(y)).i64(y.BatchStride).ptr(addr(m)).i64(m.Stride).i64(m.BatchStride).
-		ptr(addr(bias)).i64(bias.Stride).i64(bias.BatchStride).winoImage(y).i64(batch)
-	o.launchRows(kernels.WinoOutput, batch*y.C*th*tw, y.N)
+	o.winoLaunch(kernels.WinoOutput, m, y, true, &bias, y.C*th*tw)
 }
 
 // WinogradOutputGrad implements compute.Winograder: one launch of wino_output_grad, a group of
 // threads per (output channel, tile) and its samples.
 func (o *Ops) WinogradOutputGrad(dy compute.Images, dm compute.Mat) {
 	th, tw := compute.WinogradTileGrid(dy.H, dy.W)
-	batch, ok := o.winoBatch("wino_output_grad", dm, dy.C, th*tw*dy.N, dy.Batch)
-	if !ok || !o.apart("wino_output_grad", matSpan(dm), imgSpan(dy)) {
-		return
-	}
-	o.args.reset().ptr(addr(dm)).i64(dm.Stride).i64(dm.BatchStride).ptr(imgAddr(dy)).i64(dy.BatchStride).winoImage(dy).i64(batch)
-	o.launchRows(kernels.WinoOutputGrad, batch*dy.C*th*tw, dy.N)
+	o.winoLaunch(kernels.WinoOutputGrad, dm, dy, false, nil, dy.C*th*tw)
 }
 
 // WinogradInputGrad implements compute.Winograder: one launch of wino_input_grad, a group of
 // threads per (channel, block of 2 x 2 padded pixels) and its samples.
 func (o *Ops) WinogradInputGrad(dv compute.Mat, dx compute.Images) {
-	th, tw := compute.WinogradTileGrid(dx.H, dx.W)
-	batch, ok := o.winoBatch("wino_input_grad", dv, dx.C, th*tw*dx.N, dx.Batch)
-	if !ok || !o.apart("wino_input_grad", imgSpan(dx), matSpan(dv)) {
+	o.winoLaunch(kernels.WinoInputGrad, dv, dx, true, nil, dx.C*(dx.H/2+1)*(dx.W/2+1))
+}
+
+// winoLaunch checks a transform between the image x and the transformed operand t and launches
+// k over rowsPer rows of x's samples per batch element: with toImage, k writes x from t (and
+// the bias, where given), else t from x. k's arguments are its output, its inputs, then x's
+// geometry and tile grid and the batch.
+func (o *Ops) winoLaunch(k kernels.Kernel, t compute.Mat, x compute.Images, toImage bool, bias *compute.Mat, rowsPer int) {
+	th, tw := compute.WinogradTileGrid(x.H, x.W)
+	op := k.Name()
+	batch, ok := o.winoBatch(op, t, x.C, th*tw*x.N, x.Batch)
+	if !ok {
 		return
 	}
-	o.args.reset().ptr(imgAddr(dx)).i64(dx.BatchStride).ptr(addr(dv)).i64(dv.Stride).i64(dv.BatchStride).winoImage(dx).i64(batch)
-	o.launchRows(kernels.WinoInputGrad, batch*dx.C*(dx.H/2+1)*(dx.W/2+1), dx.N)
+	a := o.args.reset()
+	if toImage {
+		in := []span{matSpan(t)}
+		if bias != nil {
+			in = append(in, matSpan(*bias))
+		}
+		if !o.apart(op, imgSpan(x), in...) {
+			return
+		}
+		a.ptr(imgAddr(x)).i64(x.BatchStride).ptr(addr(t)).i64(t.Stride).i64(t.BatchStride)
+		if bias != nil {
+			a.ptr(addr(*bias)).i64(bias.Stride).i64(bias.BatchStride)
+		}
+	} else {
+		if !o.apart(op, matSpan(t), imgSpan(x)) {
+			return
+		}
+		a.ptr(addr(t)).i64(t.Stride).i64(t.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride)
+	}
+	a.winoImage(x).i64(batch)
+	o.launchRows(k, batch*rowsPer, x.N)
 }

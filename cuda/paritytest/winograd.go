@@ -23,9 +23,9 @@ var winoCases = []winoCase{
 
 // The transforms of F(2x2, 3x3) in float64, and their entries' magnitudes.
 var (
-	winoBT = [4][4]float64{{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}}
-	winoG  = [4][3]float64{{1, 0, 0}, {.5, .5, .5}, {.5, -.5, .5}, {0, 0, 1}}
-	winoAT = [2][4]float64{{1, 1, 1, 0}, {0, 1, -1, -1}}
+	winoBT = grid{{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}}
+	winoG  = grid{{1, 0, 0}, {.5, .5, .5}, {.5, -.5, .5}, {0, 0, 1}}
+	winoAT = grid{{1, 1, 1, 0}, {0, 1, -1, -1}}
 )
 
 // Winograd's F(2x2, 3x3) (compute.Winograder: the wino_* kernels with the products between
@@ -149,44 +149,25 @@ func checkWinograd(t *testing.T, w *twin, c winoCase, R int, integers bool) {
 		}
 	}
 	for b := 0; b < R; b++ {
-		// The magnitudes of each filter's and input tile's transforms.
-		magU := make([][16]float64, c.K*c.C)
+		// The magnitudes of each filter's, input tile's and output gradient tile's transforms.
+		magU := make([]grid, c.K*c.C)
 		for k := 0; k < c.K; k++ {
 			for ch := 0; ch < c.C; ch++ {
-				var g [3][3]float64
-				for i := range 3 {
-					for j := range 3 {
-						g[i][j] = math.Abs(wv(b, k, ch, i, j))
-					}
-				}
-				magU[k*c.C+ch] = winoFilterMag(g)
+				g := absGrid(3, 3, func(i, j int) float64 { return wv(b, k, ch, i, j) })
+				magU[k*c.C+ch] = absSandwich(winoG, g, false)
 			}
 		}
-		magV := make([][16]float64, c.C*th*tw*c.N)
-		for ch := 0; ch < c.C; ch++ {
-			for p := 0; p < th*tw; p++ {
-				for n := 0; n < c.N; n++ {
-					var d [4][4]float64
-					for i := range 4 {
-						for j := range 4 {
-							d[i][j] = math.Abs(xv(b, ch, 2*(p/tw)-1+i, 2*(p%tw)-1+j, n))
-						}
-					}
-					magV[(ch*th*tw+p)*c.N+n] = winoInputMag(d)
+		magV, magDM := make([]grid, c.C*th*tw*c.N), make([]grid, c.K*th*tw*c.N)
+		for p := 0; p < th*tw; p++ {
+			ty, tx := p/tw, p%tw
+			for n := 0; n < c.N; n++ {
+				for ch := 0; ch < c.C; ch++ {
+					d := absGrid(4, 4, func(i, j int) float64 { return xv(b, ch, 2*ty-1+i, 2*tx-1+j, n) })
+					magV[(ch*th*tw+p)*c.N+n] = absSandwich(winoBT, d, false)
 				}
-			}
-		}
-		magDM := make([][16]float64, c.K*th*tw*c.N)
-		for k := 0; k < c.K; k++ {
-			for p := 0; p < th*tw; p++ {
-				for n := 0; n < c.N; n++ {
-					var g [2][2]float64
-					for i := range 2 {
-						for j := range 2 {
-							g[i][j] = math.Abs(dyv(b, k, 2*(p/tw)+i, 2*(p%tw)+j, n))
-						}
-					}
-					magDM[(k*th*tw+p)*c.N+n] = winoOutputGradMag(g)
+				for k := 0; k < c.K; k++ {
+					g := absGrid(2, 2, func(i, j int) float64 { return dyv(b, k, 2*ty+i, 2*tx+j, n) })
+					magDM[(k*th*tw+p)*c.N+n] = absSandwich(winoAT, g, true)
 				}
 			}
 		}
@@ -197,19 +178,16 @@ func checkWinograd(t *testing.T, w *twin, c winoCase, R int, integers bool) {
 				for ox := 0; ox < c.W; ox++ {
 					p := (oy/2)*tw + ox/2
 					for n := 0; n < c.N; n++ {
-						ref := bias
-						var mm [16]float64
+						ref, mm := bias, newGrid(4, 4)
 						for ch := 0; ch < c.C; ch++ {
 							for i := range 3 {
 								for j := range 3 {
 									ref += wv(b, k, ch, i, j) * xv(b, ch, oy-1+i, ox-1+j, n)
 								}
 							}
-							for e := range 16 {
-								mm[e] += magU[k*c.C+ch][e] * magV[(ch*th*tw+p)*c.N+n][e]
-							}
+							addProduct(mm, magU[k*c.C+ch], magV[(ch*th*tw+p)*c.N+n])
 						}
-						mag := math.Abs(bias) + winoOutputMag(mm, oy%2, ox%2)
+						mag := math.Abs(bias) + absSandwich(winoAT, mm, false)[oy%2][ox%2]
 						check("y", ys, at(y, b, k, oy, ox, n), ref, mag, c.C)
 					}
 				}
@@ -235,14 +213,11 @@ func checkWinograd(t *testing.T, w *twin, c winoCase, R int, integers bool) {
 								if i < 0 || i > 3 || j < 0 || j > 3 {
 									continue
 								}
-								p := ty*tw + tx
-								var dvm [16]float64
+								p, dvm := ty*tw+tx, newGrid(4, 4)
 								for k := 0; k < c.K; k++ {
-									for e := range 16 {
-										dvm[e] += magU[k*c.C+ch][e] * magDM[(k*th*tw+p)*c.N+n][e]
-									}
+									addProduct(dvm, magU[k*c.C+ch], magDM[(k*th*tw+p)*c.N+n])
 								}
-								mag += winoInputGradMag(dvm, i, j)
+								mag += absSandwich(winoBT, dvm, true)[i][j]
 							}
 						}
 						check("dx", dxs, at(dx, b, ch, iy, ix, n), ref, mag, c.K)
@@ -253,14 +228,13 @@ func checkWinograd(t *testing.T, w *twin, c winoCase, R int, integers bool) {
 		// The weight gradient: dy times the patches, summed over every pixel and sample.
 		for k := 0; k < c.K; k++ {
 			for ch := 0; ch < c.C; ch++ {
-				var dum [16]float64
+				dum := newGrid(4, 4)
 				for p := 0; p < th*tw; p++ {
 					for n := 0; n < c.N; n++ {
-						for e := range 16 {
-							dum[e] += magDM[(k*th*tw+p)*c.N+n][e] * magV[(ch*th*tw+p)*c.N+n][e]
-						}
+						addProduct(dum, magDM[(k*th*tw+p)*c.N+n], magV[(ch*th*tw+p)*c.N+n])
 					}
 				}
+				magDW := absSandwich(winoG, dum, true)
 				for i := range 3 {
 					for j := range 3 {
 						ref := 0.0
@@ -271,7 +245,7 @@ func checkWinograd(t *testing.T, w *twin, c winoCase, R int, integers bool) {
 								}
 							}
 						}
-						check("dw", dws, dwm.Off+b*dwm.BatchStride+k*dwm.Stride+ch*9+3*i+j, ref, winoFilterGradMag(dum, i, j), th*tw*c.N)
+						check("dw", dws, dwm.Off+b*dwm.BatchStride+k*dwm.Stride+ch*9+3*i+j, ref, magDW[i][j], th*tw*c.N)
 					}
 				}
 			}
@@ -288,74 +262,55 @@ func checkWinograd(t *testing.T, w *twin, c winoCase, R int, integers bool) {
 	}
 }
 
-// winoFilterMag is |G| g |G|^T for a filter of magnitudes g.
-func winoFilterMag(g [3][3]float64) (u [16]float64) {
-	for r := range 4 {
-		for s := range 4 {
-			for i := range 3 {
-				for j := range 3 {
-					u[4*r+s] += math.Abs(winoG[r][i]) * g[i][j] * math.Abs(winoG[s][j])
-				}
-			}
-		}
+// grid is a small matrix of float64, row by row.
+type grid = [][]float64
+
+func newGrid(rows, cols int) grid {
+	g := make(grid, rows)
+	for i := range g {
+		g[i] = make([]float64, cols)
 	}
-	return u
+	return g
 }
 
-// winoInputMag is |B^T| d |B| for an input tile of magnitudes d.
-func winoInputMag(d [4][4]float64) (v [16]float64) {
-	for r := range 4 {
-		for s := range 4 {
-			for i := range 4 {
-				for j := range 4 {
-					v[4*r+s] += math.Abs(winoBT[r][i]) * d[i][j] * math.Abs(winoBT[s][j])
-				}
-			}
-		}
-	}
-	return v
-}
-
-// winoOutputMag is entry (i, j) of |A^T| m |A|.
-func winoOutputMag(m [16]float64, i, j int) (y float64) {
-	for r := range 4 {
-		for s := range 4 {
-			y += math.Abs(winoAT[i][r]) * m[4*r+s] * math.Abs(winoAT[j][s])
-		}
-	}
-	return y
-}
-
-// winoOutputGradMag is |A| g |A|^T for a 2 x 2 output gradient of magnitudes g.
-func winoOutputGradMag(g [2][2]float64) (m [16]float64) {
-	for r := range 4 {
-		for s := range 4 {
-			for i := range 2 {
-				for j := range 2 {
-					m[4*r+s] += math.Abs(winoAT[i][r]) * g[i][j] * math.Abs(winoAT[j][s])
-				}
-			}
-		}
-	}
-	return m
-}
-
-// winoInputGradMag is entry (i, j) of |B| dv |B|^T.
-func winoInputGradMag(dv [16]float64, i, j int) (d float64) {
-	for r := range 4 {
-		for s := range 4 {
-			d += math.Abs(winoBT[r][i]) * dv[4*r+s] * math.Abs(winoBT[s][j])
-		}
-	}
-	return d
-}
-
-// winoFilterGradMag is entry (i, j) of |G|^T du |G|.
-func winoFilterGradMag(du [16]float64, i, j int) (g float64) {
-	for r := range 4 {
-		for s := range 4 {
-			g += math.Abs(winoG[r][i]) * du[4*r+s] * math.Abs(winoG[s][j])
+// absGrid is the rows x cols grid of the magnitudes |f(i, j)|.
+func absGrid(rows, cols int, f func(i, j int) float64) grid {
+	g := newGrid(rows, cols)
+	for i := range g {
+		for j := range g[i] {
+			g[i][j] = math.Abs(f(i, j))
 		}
 	}
 	return g
+}
+
+// absSandwich is |L| x |L|^T with L = l, or L = l^T when transposed: a transform of F(2x2, 3x3)
+// applied to magnitudes x, with its entries' magnitudes.
+func absSandwich(l, x grid, transposed bool) grid {
+	at := func(r, i int) float64 { return math.Abs(l[r][i]) }
+	rows := len(l)
+	if transposed {
+		at = func(r, i int) float64 { return math.Abs(l[i][r]) }
+		rows = len(l[0])
+	}
+	out := newGrid(rows, rows)
+	for r := range rows {
+		for s := range rows {
+			for i := range x {
+				for j := range x[i] {
+					out[r][s] += at(r, i) * x[i][j] * at(s, j)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// addProduct adds the elementwise product of a and b to dst.
+func addProduct(dst, a, b grid) {
+	for i := range dst {
+		for j := range dst[i] {
+			dst[i][j] += a[i][j] * b[i][j]
+		}
+	}
 }
