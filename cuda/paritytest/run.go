@@ -252,9 +252,11 @@ func testWinogradRunsMatchCPU(t *testing.T, f Factory) {
 		t.Fatal("a convolution of 16 channels at stride 1 no longer takes Winograd's form: this test would compare nothing new")
 	}
 	mc := model.Config{Kind: "resnet", Stages: 2, Blocks: 1, Width: 16, Groups: 4}
-	c := runCase{"fedavg-resnet-winograd", func(c *train.Config) { c.Model, c.Informed = mc, false }, 2, 3,
-		train.PairRange{First: 0, Count: 1}, []int{3, 8, 8}}
-	runBothWith(t, f, c.job(), cuda.Options{Block: 32, Winograd: true})
+	for _, batching := range []algo.Batching{algo.Fixed, algo.Poisson} { // Poisson: a batch size that changes every step
+		c := runCase{"fedavg-resnet-winograd", func(c *train.Config) { c.Model, c.Informed, c.Batching = mc, false, batching }, 2, 3,
+			train.PairRange{First: 0, Count: 1}, []int{3, 8, 8}}
+		t.Run(string(batching), func(t *testing.T) { runBothWith(t, f, c.job(), cuda.Options{Block: 32, Winograd: true}) })
+	}
 }
 
 // runBoth trains job on the CPU backend and on the kernels of f and compares the runs
