@@ -33,9 +33,14 @@
 // matrix computes together, for the same reason.
 #define HIDDEN_TERMS 4
 
+// The step's products add each term with a fused multiply-add written out (fmaf, fma): one
+// instruction and one rounding a term, where the kernels' -fmad=false would make two of each
+// (the step is bound by its instruction count). Written out, it is the same on the GPU and in
+// the host shim (C++'s correctly rounded fmaf), and it is the CPU's fused step's own form.
+
 // column_sums sets out[j os] for j < nr (at most HIDDEN_ROWS) to the float32 sum, from 0 in
-// k order, of a[j as + k] b[k bs] over k < n: nr rows of a times one column b, each of the
-// column's loads serving every row, the rows' sums side by side.
+// k order, of the fused multiply-adds a[j as + k] b[k bs] over k < n: nr rows of a times one
+// column b, each of the column's loads serving every row, the rows' sums side by side.
 __device__ __forceinline__ void column_sums(float* out, i64 os, const float* a, i64 as, const float* b,
                                             i64 bs, int n, int nr) {
 	float s[HIDDEN_ROWS];
@@ -45,14 +50,14 @@ __device__ __forceinline__ void column_sums(float* out, i64 os, const float* a, 
 		for (int k = 0; k < n; k++) {
 			const float x = b[k * bs];
 			UNROLL
-			for (int j = 0; j < HIDDEN_ROWS; j++) s[j] += a[j * as + k] * x;
+			for (int j = 0; j < HIDDEN_ROWS; j++) s[j] = fmaf(a[j * as + k], x, s[j]);
 		}
 	} else {
 		for (int k = 0; k < n; k++) {
 			const float x = b[k * bs];
 			UNROLL
 			for (int j = 0; j < HIDDEN_ROWS; j++)
-				if (j < nr) s[j] += a[j * as + k] * x;
+				if (j < nr) s[j] = fmaf(a[j * as + k], x, s[j]);
 		}
 	}
 	UNROLL
@@ -166,14 +171,14 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 				float s0 = 0.0f, s1 = 0.0f;
 				for (int k = 0; k < H; k++) {
 					const float xk = x[k];
-					s0 += xk * w[k];
-					s1 += xk * w[Hp + k];
+					s0 = fmaf(xk, w[k], s0);
+					s1 = fmaf(xk, w[Hp + k], s1);
 				}
 				dl[i * C + c] = s0 + b2s[c];
 				dl[i * C + c + 1] = s1 + b2s[c + 1];
 			} else {
 				float s = 0.0f;
-				for (int k = 0; k < H; k++) s += x[k] * w[k];
+				for (int k = 0; k < H; k++) s = fmaf(x[k], w[k], s);
 				dl[i * C + c] = s + b2s[c];
 			}
 		}
@@ -242,7 +247,7 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 		for (int e = t; e < CH; e += nt) {
 			int c = e / H, k = e - c * H;
 			float s = 0.0f;
-			for (int i = 0; i < B; i++) s += dl[i * C + c] * post[i * Hp + k];
+			for (int i = 0; i < B; i++) s = fmaf(dl[i * C + c], post[i * Hp + k], s);
 			gw2[e] = s;
 		}
 		for (int it = t; it < RG * H; it += nt) {
@@ -279,18 +284,18 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 					}
 					for (int j = 0; j < B; j++) {
 						UNROLL
-						for (int m = 0; m < HIDDEN_TERMS; m++) qs[m] += gr[m][j] * dk[m][j * H];
+						for (int m = 0; m < HIDDEN_TERMS; m++) qs[m] = fmaf(gr[m][j], dk[m][j * H], qs[m]);
 					}
 					UNROLL
 					for (int m = 0; m < HIDDEN_TERMS; m++)
-						s += (double)delta[e + m * FEDAUDIT_PARTIALS] * (double)qs[m];
+						s = fma((double)delta[e + m * FEDAUDIT_PARTIALS], (double)qs[m], s);
 				}
 				for (; e < BH; e += FEDAUDIT_PARTIALS) {
 					int i = e / H, k = e - i * H;
 					const float* gr = gx_g + i * xs;
 					float qs = 0.0f;
-					for (int j = 0; j < B; j++) qs += gr[j] * delta[j * H + k];
-					s += (double)delta[e] * (double)qs;
+					for (int j = 0; j < B; j++) qs = fmaf(gr[j], delta[j * H + k], qs);
+					s = fma((double)delta[e], (double)qs, s);
 				}
 				part[p] = s;
 			}
@@ -304,7 +309,7 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 				double s = 0;
 				for (int e = p; e < ng; e += FEDAUDIT_PARTIALS) {
 					double gv = grad[e];
-					s += gv * gv;
+					s = fma(gv, gv, s);
 				}
 				part[FEDAUDIT_PARTIALS + p] = s;
 			}
