@@ -56,3 +56,53 @@ func TestDeviceMemorySharesBackwardBuffers(t *testing.T) {
 		}
 	}
 }
+
+// With its 3 x 3 convolutions by Winograd's F(2x2, 3x3) a layer keeps, between the passes, its
+// transformed input (16 Cin values a 2 x 2 tile), its output and its input gradient; the
+// filters' transforms, the products and their gradients are the shared transients. So one more
+// layer adds exactly that. DeviceMemory is the larger of the two forms: here the patches'
+// (9 Cin + 1 values a pixel kept), and for a layer of few pixels and many channels, whose
+// transformed filters (16 Cout Cin a replica) outweigh its patches, Winograd's.
+func TestDeviceMemoryOfEachForm(t *testing.T) {
+	const R, rows = 2, 16
+	spec := func(c, hw, k int) Spec {
+		s := Spec{Kind: "sequential", Input: []int{c, hw, hw}}
+		for range k {
+			s.Layers = append(s.Layers, LayerSpec{Kind: "conv2d", Out: c, Kernel: 3, Padding: 1})
+		}
+		s.Layers = append(s.Layers, LayerSpec{Kind: "flatten"}, LayerSpec{Kind: "dense", Out: 10})
+		return s
+	}
+	count := func(s Spec, form ConvForm) int64 {
+		t.Helper()
+		v, err := DeviceMemoryOf(s, R, rows, rows, form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	const c, hw = 16, 16
+	n := rows * hw * hw
+	keeps := int64(R * (16*c*(hw/2)*(hw/2)*rows + c*n + c*n)) // transformed input, output, input gradient
+	for k := 2; k <= 4; k++ {
+		if d := count(spec(c, hw, k+1), WinogradConvForm) - count(spec(c, hw, k), WinogradConvForm); d != keeps {
+			t.Errorf("Winograd conv layer %d adds %d floats, want %d", k+1, d, keeps)
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		s         Spec
+		winoLarge bool
+	}{
+		{"16 channels of 16 x 16", spec(16, 16, 3), false},
+		{"256 channels of 2 x 2", spec(256, 2, 3), true},
+	} {
+		patch, wino, either := count(tc.s, PatchConvForm), count(tc.s, WinogradConvForm), count(tc.s, AnyConvForm)
+		if either != max(patch, wino) || (wino > patch) != tc.winoLarge {
+			t.Errorf("%s: patches %d, Winograd %d, either %d: want either the larger, Winograd larger %v", tc.name, patch, wino, either, tc.winoLarge)
+		}
+		if v, _ := DeviceMemory(tc.s, R, rows, rows); v != either {
+			t.Errorf("%s: DeviceMemory %d, the count of either form %d", tc.name, v, either)
+		}
+	}
+}
