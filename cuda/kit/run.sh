@@ -267,7 +267,7 @@ else
   STEP_DIR=$shimdir step w1-parity "W1, 1 round, 1 pair vs the CPU backend, on the shim" "$shimtest" -test.run '^TestW1MatchesCPU$' $T
   STEP_DIR=$shimdir step precision-drift "an audit in tf32 and bf16 vs fp32, on the shim's model of them" "$shimtest" -test.run '^TestReducedPrecisionMovesTheAuditLittle$' $T
   STEP_DIR=$shimdir step memory "device memory vs the estimate, on the shim" "$shimtest" \
-    -test.run '^(TestW1MemoryPerPair|TestDeviceMemoryEstimateOfCNNs|TestNNDeviceMemoryIsTheShimsPeak|TestTrainInGroupsFreesTheDevice)$' $T
+    -test.run '^(TestW1MemoryPerPair|TestDeviceMemoryEstimateOfCNNs|TestDeviceMemoryEstimateWithWinograd|TestNNDeviceMemoryIsTheShimsPeak|TestTrainInGroupsFreesTheDevice)$' $T
   asan=$(${CXX:-g++} -print-file-name=libasan.so 2>/dev/null || true)
   if [ -n "$asan" ] && [ -e "$asan" ]; then
     # The parity subset, then a deliberate out-of-bounds write that ASan must catch.
