@@ -45,35 +45,34 @@ func (a *args) winoImage(x compute.Images) *args {
 
 // WinogradFilter implements compute.Winograder: one launch of wino_filter, a thread per
 // filter.
-func (o *Ops) WinogradFilter(w, u compute.Mat) {
-	batch, ok := o.winoBatch("wino_filter", u, w.Rows, w.Cols/9, w.Batch)
-	if !ok || !o.winoFilterShape("wino_filter", w) || !o.apart("wino_filter", matSpan(u), matSpan(w)) {
-		return
-	}
-	o.args.reset().ptr(addr(u)).i64(u.Stride).i64(u.BatchStride).ptr(addr(w)).i64(w.Stride).i64(w.BatchStride).
-		i64(u.Rows).i64(u.Cols).i64(batch)
-	o.launch(kernels.WinoFilter, batch*u.Rows*u.Cols)
-}
+func (o *Ops) WinogradFilter(w, u compute.Mat) { o.winoFilterLaunch(kernels.WinoFilter, w, u, false) }
 
 // WinogradFilterGrad implements compute.Winograder: one launch of wino_filter_grad, a thread
 // per filter.
 func (o *Ops) WinogradFilterGrad(du, dw compute.Mat) {
-	batch, ok := o.winoBatch("wino_filter_grad", du, dw.Rows, dw.Cols/9, dw.Batch)
-	if !ok || !o.winoFilterShape("wino_filter_grad", dw) || !o.apart("wino_filter_grad", matSpan(dw), matSpan(du)) {
-		return
-	}
-	o.args.reset().ptr(addr(dw)).i64(dw.Stride).i64(dw.BatchStride).ptr(addr(du)).i64(du.Stride).i64(du.BatchStride).
-		i64(du.Rows).i64(du.Cols).i64(batch)
-	o.launch(kernels.WinoFilterGrad, batch*du.Rows*du.Cols)
+	o.winoFilterLaunch(kernels.WinoFilterGrad, dw, du, true)
 }
 
-// winoFilterShape checks that w holds rows of 3 x 3 filters.
-func (o *Ops) winoFilterShape(op string, w compute.Mat) bool {
+// winoFilterLaunch checks the filters w (Cout x 9 Cin, rows of 3 x 3 filters) and their
+// transforms u and launches k, a thread per filter: with toFilters k writes w from u, else u
+// from w. k's arguments are its output, its input, then Cout, Cin and the batch.
+func (o *Ops) winoFilterLaunch(k kernels.Kernel, w, u compute.Mat, toFilters bool) {
+	op := k.Name()
 	if w.Cols <= 0 || w.Cols%9 != 0 {
 		o.fail(op, fmt.Errorf("weights of %d columns: want Cin 3 x 3 filters a row", w.Cols))
-		return false
+		return
 	}
-	return true
+	batch, ok := o.winoBatch(op, u, w.Rows, w.Cols/9, w.Batch)
+	out, in := u, w
+	if toFilters {
+		out, in = w, u
+	}
+	if !ok || !o.apart(op, matSpan(out), matSpan(in)) {
+		return
+	}
+	o.args.reset().ptr(addr(out)).i64(out.Stride).i64(out.BatchStride).ptr(addr(in)).i64(in.Stride).i64(in.BatchStride).
+		i64(u.Rows).i64(u.Cols).i64(batch)
+	o.launch(k, batch*u.Rows*u.Cols)
 }
 
 // WinogradInput implements compute.Winograder: one launch of wino_input, a group of threads
