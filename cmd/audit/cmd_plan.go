@@ -18,6 +18,7 @@ import (
 	"github.com/fedaudit/fedaudit/experiment/cost"
 	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/train"
+	"github.com/fedaudit/fedaudit/train/memory"
 )
 
 func init() {
@@ -144,7 +145,13 @@ func runPlan(ctx context.Context, e *env, args []string, p *planFlags) error {
 	if err != nil {
 		return err
 	}
-	dev, err := cost.EstimateDevice(cfg, data, (w.Pairs+w.Shards-1)/w.Shards, gpuBytes)
+	// The GPU's options are those of this environment where it sets one: a plan made where
+	// the job will run with FEDAUDIT_CUDA_WINOGRAD=1 counts the convolutions as it will.
+	on := memory.Device
+	if os.Getenv(cuda.WinogradEnv) == "1" {
+		on = memory.DeviceWinograd
+	}
+	dev, err := cost.EstimateDevice(cfg, data, (w.Pairs+w.Shards-1)/w.Shards, gpuBytes, on)
 	if err != nil {
 		return err
 	}

@@ -117,8 +117,12 @@ func Plan(out io.Writer, cfg *spec.Config, r PlanReport) {
 	if m := r.GPU.Memory; m.Problem != "" {
 		fmt.Fprintf(out, "GPU memory (%s): %s\n", cost.FormatBytes(m.DeviceBytes), m.Problem)
 	} else {
-		fmt.Fprintf(out, "GPU memory (%s): %s per pair, %s fixed: groups of %d pairs\n",
-			cost.FormatBytes(m.DeviceBytes), cost.FormatBytes(m.Engine.PerPair), cost.FormatBytes(m.Engine.Fixed), m.GroupPairs)
+		form := ""
+		if m.Winograd {
+			form = " (3x3 convolutions by Winograd's F(2x2, 3x3): FEDAUDIT_CUDA_WINOGRAD=1)"
+		}
+		fmt.Fprintf(out, "GPU memory (%s): %s per pair, %s fixed: groups of %d pairs%s\n",
+			cost.FormatBytes(m.DeviceBytes), cost.FormatBytes(m.Engine.PerPair), cost.FormatBytes(m.Engine.Fixed), m.GroupPairs, form)
 	}
 	fmt.Fprintf(out, "times cover training only; attacks and analysis come after, in one job\n")
 }
