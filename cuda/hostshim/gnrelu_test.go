@@ -34,14 +34,7 @@ func TestGroupNormReLUIsGroupNormThenReLU(t *testing.T) {
 	defer ops.Close()
 	n := C * N * H * W
 	rng := rand.New(rand.NewPCG(4, 4))
-	fill := func(k int) []float32 {
-		v := make([]float32, k)
-		for i := range v {
-			v[i] = float32(rng.NormFloat64())
-		}
-		return v
-	}
-	xv, dyv, gv, bv := fill(R*n), fill(R*n), fill(R*C), fill(R*C)
+	xv, dyv, gv, bv := normals(rng, R*n), normals(rng, R*n), normals(rng, R*C), normals(rng, R*C)
 	xv[17] = float32(math.NaN())
 	img := func(v []float32) compute.Images {
 		buf := ops.Alloc(R * n)

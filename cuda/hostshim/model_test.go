@@ -27,10 +27,7 @@ func modelLossGrad(t *testing.T, spec nn.Spec, ops *cuda.Ops, be compute.Backend
 		m.Init(w[r*d:][:d], initSeed+uint64(r))
 	}
 	rng := rand.New(rand.NewPCG(dataSeed, dataSeed))
-	x := make([]float32, len(labels)*m.Input.Size())
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
+	x := normals(rng, len(labels)*m.Input.Size())
 	grad, loss = make([]float32, len(w)), make([]float64, R)
 	if err := m.LossGrad(w, R, x, labels, grad, loss); err != nil {
 		t.Fatal(err)
@@ -54,4 +51,26 @@ func requireSameBits(t *testing.T, form, other string, g1, g0 []float32, l1, l0 
 			t.Fatalf("gradient %d: %v %s, %v %s", i, g1[i], form, g0[i], other)
 		}
 	}
+}
+
+// gemmShapes is the stored shapes of a product's operands: A is m x k (k x m with transA), B is
+// k x n (n x k with transB).
+func gemmShapes(transA, transB bool, m, k, n int) (ar, ac, br, bc int) {
+	ar, ac, br, bc = m, k, k, n
+	if transA {
+		ar, ac = k, m
+	}
+	if transB {
+		br, bc = n, k
+	}
+	return ar, ac, br, bc
+}
+
+// normals is n standard normal values drawn from rng.
+func normals(rng *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	return v
 }

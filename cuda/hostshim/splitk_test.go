@@ -39,25 +39,12 @@ func TestSplitProductsRunTheSlicesTogether(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			R, k := tc.batch, tc.k
 			rng := rand.New(rand.NewPCG(5, uint64(R*k)))
-			fill := func(v []float32) []float32 {
-				for i := range v {
-					v[i] = float32(rng.NormFloat64())
-				}
-				return v
-			}
-			ar, ac := m, k
-			if tc.transA {
-				ar, ac = k, m
-			}
-			br, bc := k, n
-			if tc.transB {
-				br, bc = n, k
-			}
+			ar, ac, br, bc := gemmShapes(tc.transA, tc.transB, m, k, n)
 			bbs := br * bc
 			if tc.bShared {
 				bbs = 0
 			}
-			av, bv, cv := fill(make([]float32, R*ar*ac)), fill(make([]float32, max(R*bbs, br*bc))), fill(make([]float32, R*m*n))
+			av, bv, cv := normals(rng, R*ar*ac), normals(rng, max(R*bbs, br*bc)), normals(rng, R*m*n)
 			run := func(opt cuda.Options, body func(ops *cuda.Ops, a, b, c compute.Mat)) []float32 {
 				ops := cuda.NewOps(d, opt)
 				defer ops.Close()

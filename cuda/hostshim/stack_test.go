@@ -38,27 +38,14 @@ func TestGemmStacksRowsOverASharedOperand(t *testing.T) {
 			ops := cuda.NewOps(d, cuda.Options{MaxGemmBatch: 2})
 			defer ops.Close()
 			rng := rand.New(rand.NewPCG(3, 4))
-			fill := func(v []float32) []float32 {
-				for i := range v {
-					v[i] = float32(rng.NormFloat64())
-				}
-				return v
-			}
-			ar, ac := m, k // A's stored shape
-			if tc.transA {
-				ar, ac = k, m
-			}
-			br, bc := k, n
-			if tc.transB {
-				br, bc = n, k
-			}
+			ar, ac, br, bc := gemmShapes(tc.transA, tc.transB, m, k, n)
 			abs, cbs := ar*ac+tc.aPad, m*n+tc.cPad
 			bbs := 0
 			if !tc.bShared {
 				bbs = br * bc
 			}
-			av, bv := fill(make([]float32, R*abs)), fill(make([]float32, max(R*bbs, br*bc)))
-			cv := fill(make([]float32, R*cbs))
+			av, bv := normals(rng, R*abs), normals(rng, max(R*bbs, br*bc))
+			cv := normals(rng, R*cbs)
 			a, b, c := ops.Alloc(len(av)), ops.Alloc(len(bv)), ops.Alloc(len(cv))
 			ops.Upload(a, 0, av)
 			ops.Upload(b, 0, bv)
