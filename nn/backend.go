@@ -87,26 +87,21 @@ func (o deviceOps) activateGrad(act compute.Activation, pre, post, grad compute.
 func (o deviceOps) xent(z, labels compute.Mat, scale float32, dz, loss, margin compute.Mat) {
 	o.be.SoftmaxXent(z, labels, scale, dz, loss, margin)
 }
-func (o deviceOps) patchGemmer() compute.PatchGemmer {
-	pg, _ := o.be.(compute.PatchGemmer)
-	return pg
-}
+func (o deviceOps) patchGemmer() compute.PatchGemmer { return optional[compute.PatchGemmer](o.be) }
 func (o deviceOps) directConv() compute.DirectConvolver {
-	dc, _ := o.be.(compute.DirectConvolver)
-	return dc
+	return optional[compute.DirectConvolver](o.be)
 }
-func (o deviceOps) winograd() compute.Winograder {
-	wg, _ := o.be.(compute.Winograder)
-	return wg
+func (o deviceOps) winograd() compute.Winograder    { return optional[compute.Winograder](o.be) }
+func (o deviceOps) addReLU() compute.AddReLUer      { return optional[compute.AddReLUer](o.be) }
+func (o deviceOps) gnReLU() compute.GroupNormReLUer { return optional[compute.GroupNormReLUer](o.be) }
+
+// optional is the backend's implementation of the optional interface I, or I's zero value (nil)
+// where it has none.
+func optional[I any](be compute.Backend) I {
+	i, _ := be.(I)
+	return i
 }
-func (o deviceOps) addReLU() compute.AddReLUer {
-	f, _ := o.be.(compute.AddReLUer)
-	return f
-}
-func (o deviceOps) gnReLU() compute.GroupNormReLUer {
-	f, _ := o.be.(compute.GroupNormReLUer)
-	return f
-}
+
 func (o deviceOps) biasApart() bool {
 	ba, ok := o.be.(compute.BiasApart)
 	return ok && ba.BiasApart()
