@@ -446,6 +446,23 @@ extern "C" __global__ void gn_stats(double* stats, const double* part, i64 rows,
 	}
 }
 
+// gn_row is a row of N samples of GroupNorm's row kernels (gn_forward, gn_grad_x), walked as
+// (b, group, channel in the group, pixel) by their GROUP_STRIDE_MD: its batch element b,
+// channel c, first statistics row r0 = (b groups + group) N and offset o of the row in its
+// batch element's [C][H W][N] values.
+struct gn_row {
+	i64 b, c, r0, o;
+};
+
+__device__ __forceinline__ gn_row gn_row_at(const md_index<4>& it, i64 cg, i64 N, i64 hw, i64 groups) {
+	gn_row w;
+	w.b = it.d[0];
+	w.c = it.d[1] * cg + it.d[2];
+	w.r0 = (w.b * groups + it.d[1]) * N;
+	w.o = (w.c * hw + it.d[3]) * N;
+	return w;
+}
+
 // gn_forward: y = a x + b with a = float32(rstd) gamma[c] and b = beta[c] - float32(mean rstd)
 // gamma[c], in float32, as imgops.GroupNorm. gamma and beta are rows of C per batch element. A
 // group of wd threads per row (b, c, pixel) of N samples: the row's coordinates, gamma and beta
@@ -463,12 +480,11 @@ extern "C" __global__ void gn_forward(float* __restrict__ y, i64 ybs, const floa
 	const i64 rad[4] = {0, groups, cg, hw};
 	const i64 lane = GROUP_LANE(wd);
 	GROUP_STRIDE_MD(it, 4, batch * groups * cg * hw, rad, wd) {
-		i64 b = it.d[0], g = it.d[1], cl = it.d[2], px = it.d[3];
-		i64 c = g * cg + cl, r0 = (b * groups + g) * N;
+		const gn_row w = gn_row_at(it, cg, N, hw, groups);
+		const i64 b = w.b, c = w.c, r0 = w.r0, o = w.o;
 		const double* mus = stats + r0;
 		const double* rss = stats + rows + r0;
 		const float gm = gamma[b * gbs + c], bt = beta[b * bbs + c];
-		const i64 o = (c * hw + px) * N;
 		const float* xr = x + b * xbs + o;
 		float* yr = y + b * ybs + o;
 		for (i64 n = lane; n < N; n += wd) {
@@ -603,14 +619,13 @@ extern "C" __global__ void gn_grad_x(float* __restrict__ dx, i64 dxbs, const flo
 	const i64 rad[4] = {0, groups, cg, hw};
 	const i64 lane = GROUP_LANE(wd);
 	GROUP_STRIDE_MD(it, 4, batch * groups * cg * hw, rad, wd) {
-		i64 b = it.d[0], g = it.d[1], cl = it.d[2], px = it.d[3];
-		i64 c = g * cg + cl, r0 = (b * groups + g) * N;
+		const gn_row w = gn_row_at(it, cg, N, hw, groups);
+		const i64 b = w.b, c = w.c, r0 = w.r0, o = w.o;
 		const double* mus = stats + r0;
 		const double* rss = stats + rows + r0;
 		const double* mgs = gstats + r0;
 		const double* mgxs = gstats + rows + r0;
 		const double gm = gamma[b * gbs + c];
-		const i64 o = (c * hw + px) * N;
 		const float* xr = x + b * xbs + o;
 		const float* dr = dy + b * dybs + o;
 		const float* mk = mask ? mask + b * mbs + o : mask;
