@@ -1,7 +1,7 @@
 package cuda
 
 import (
-	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -9,32 +9,62 @@ import (
 const EnvPrefix = "FEDAUDIT_CUDA_"
 
 // tuningEnv are the environment variables NewOps reads, each turning on or setting one field
-// of Options.
-var tuningEnv = []string{
-	GraphEnv, ProfileEnv, SyncEnv, SplitKEnv, DirectConvEnv, BiasCopiesEnv, WinogradEnv,
-	RowGroupEnv, LightItemsEnv, HiddenBlockEnv, ClientBatchEnv,
+// of Options: a switch, on with the value 1 only, or a count, a positive integer.
+var tuningEnv = []struct {
+	name  string
+	count bool
+}{
+	{GraphEnv, false}, {ProfileEnv, false}, {SyncEnv, false}, {SplitKEnv, false}, {DirectConvEnv, false},
+	{BiasCopiesEnv, false}, {WinogradEnv, false},
+	{RowGroupEnv, true}, {LightItemsEnv, true}, {HiddenBlockEnv, true}, {ClientBatchEnv, true},
 }
 
-// EnvSettings sorts the variables of environ (os.Environ's NAME=VALUE form) that start with
-// EnvPrefix into those the backend reads (set, as NAME=VALUE, in environ's order) and those it
-// does not know (unknown, their names): a misspelt option would otherwise be ignored without
-// a word, and a benchmark timed without the option it was meant to time.
-func EnvSettings(environ []string) (set, unknown []string) {
+// EnvSettings reads the variables of environ (os.Environ's NAME=VALUE form) that start with
+// EnvPrefix as NewOps does: set lists those that change an option (NAME=VALUE, in environ's
+// order), problems says of each other one why it changes nothing (a name the backend does not
+// read, a switch whose value is not 1, a count that is not a positive integer); an empty
+// value, or 0 for a switch, is the default and neither. A misspelt option, or
+// FEDAUDIT_CUDA_WINOGRAD=true, would otherwise be ignored without a word, and a benchmark
+// timed without the option it was meant to time.
+func EnvSettings(environ []string) (set, problems []string) {
 	for _, kv := range environ {
-		name, _, _ := strings.Cut(kv, "=")
+		name, value, _ := strings.Cut(kv, "=")
 		if !strings.HasPrefix(name, EnvPrefix) {
 			continue
 		}
-		if slices.Contains(tuningEnv, name) {
+		i := envIndex(name)
+		switch {
+		case i < 0:
+			problems = append(problems, "environment variable "+name+" is not an option of the GPU backend (it reads "+envNames()+")")
+		case value == "" || (!tuningEnv[i].count && value == "0"):
+		case tuningEnv[i].count:
+			if n, err := strconv.Atoi(value); err != nil || n <= 0 {
+				problems = append(problems, kv+": not a positive integer, so the default holds")
+			} else {
+				set = append(set, kv)
+			}
+		case value == "1":
 			set = append(set, kv)
-		} else {
-			unknown = append(unknown, name)
+		default:
+			problems = append(problems, kv+": the option is on only with the value 1, so it stays off")
 		}
 	}
-	return set, unknown
+	return set, problems
 }
 
-// UnknownEnvProblem describes an unknown tuning variable for a log line or a warning.
-func UnknownEnvProblem(name string) string {
-	return "environment variable " + name + " is not an option of the GPU backend (it reads " + strings.Join(tuningEnv, ", ") + ")"
+func envIndex(name string) int {
+	for i, e := range tuningEnv {
+		if e.name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func envNames() string {
+	names := make([]string, len(tuningEnv))
+	for i, e := range tuningEnv {
+		names[i] = e.name
+	}
+	return strings.Join(names, ", ")
 }

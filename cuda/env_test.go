@@ -7,39 +7,69 @@ import (
 	"testing"
 )
 
-// The tuning variables are sorted into those NewOps reads and the unknown ones (a misspelt
-// option), and nothing else in the environment is looked at.
+// The tuning variables are read as NewOps reads them: a switch changes something with 1 only,
+// a count with a positive integer; an empty value, or 0 for a switch, is the default. Every
+// other variable with the prefix, a misspelt name or a value that changes nothing, is named
+// with why, and nothing outside the prefix is looked at.
 func TestEnvSettings(t *testing.T) {
 	for _, tc := range []struct {
-		name         string
-		environ      []string
-		set, unknown []string
+		name          string
+		environ       []string
+		set, problems []string
 	}{
 		{"none", []string{"PATH=/bin", "HOME=/root"}, nil, nil},
 		{"known", []string{"FEDAUDIT_CUDA_WINOGRAD=1", "PATH=/bin", "FEDAUDIT_CUDA_ROWGROUP=4"},
 			[]string{"FEDAUDIT_CUDA_WINOGRAD=1", "FEDAUDIT_CUDA_ROWGROUP=4"}, nil},
+		{"defaults", []string{"FEDAUDIT_CUDA_WINOGRAD=0", "FEDAUDIT_CUDA_SPLITK=", "FEDAUDIT_CUDA_ROWGROUP="}, nil, nil},
 		{"misspelt", []string{"FEDAUDIT_CUDA_WINOGARD=1", "FEDAUDIT_CUDA_SPLITK=1"},
-			[]string{"FEDAUDIT_CUDA_SPLITK=1"}, []string{"FEDAUDIT_CUDA_WINOGARD"}},
-		{"other prefixes", []string{"FEDAUDIT_CUBLAS=/lib/libcublas.so", "FEDAUDIT_BENCH_R=8", "FEDAUDIT_CUDA="},
-			nil, nil},
+			[]string{"FEDAUDIT_CUDA_SPLITK=1"}, []string{"environment variable FEDAUDIT_CUDA_WINOGARD is not an option"}},
+		{"a switch not 1", []string{"FEDAUDIT_CUDA_WINOGRAD=true"}, nil,
+			[]string{"FEDAUDIT_CUDA_WINOGRAD=true: the option is on only with the value 1, so it stays off"}},
+		{"a count not positive", []string{"FEDAUDIT_CUDA_CLIENTBATCH=0", "FEDAUDIT_CUDA_ROWGROUP=four"}, nil,
+			[]string{"FEDAUDIT_CUDA_CLIENTBATCH=0: not a positive integer", "FEDAUDIT_CUDA_ROWGROUP=four: not a positive integer"}},
+		{"other prefixes", []string{"FEDAUDIT_CUBLAS=/lib/libcublas.so", "FEDAUDIT_BENCH_R=8", "FEDAUDIT_CUDA="}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			set, unknown := EnvSettings(tc.environ)
-			if !slices.Equal(set, tc.set) || !slices.Equal(unknown, tc.unknown) {
-				t.Errorf("EnvSettings(%q) = %q, %q; want %q, %q", tc.environ, set, unknown, tc.set, tc.unknown)
+			set, problems := EnvSettings(tc.environ)
+			ok := slices.Equal(set, tc.set) && len(problems) == len(tc.problems)
+			for i := 0; ok && i < len(problems); i++ {
+				ok = strings.HasPrefix(problems[i], tc.problems[i])
+			}
+			if !ok {
+				t.Errorf("EnvSettings(%q) = %q, %q; want %q and problems starting %q", tc.environ, set, problems, tc.set, tc.problems)
 			}
 		})
 	}
 }
 
-// Every variable NewOps reads is one EnvSettings knows: the list is written out beside the
-// constants, so a new option must be added to it.
+// Every variable NewOps reads is one EnvSettings knows, and reads as NewOps does: the list is
+// written out beside the constants, so a new option must be added to it. A switch is on at 1
+// (an Ops reading it has the option on: Winograd's is checked), a count at a positive integer.
 func TestEnvSettingsKnowsEveryOption(t *testing.T) {
-	for _, name := range []string{GraphEnv, ProfileEnv, SyncEnv, SplitKEnv, DirectConvEnv, BiasCopiesEnv, WinogradEnv,
-		RowGroupEnv, LightItemsEnv, HiddenBlockEnv, ClientBatchEnv} {
-		if set, _ := EnvSettings([]string{name + "=1"}); len(set) != 1 {
-			t.Errorf("%s is not among the known options", name)
+	switches := []string{GraphEnv, ProfileEnv, SyncEnv, SplitKEnv, DirectConvEnv, BiasCopiesEnv, WinogradEnv}
+	counts := []string{RowGroupEnv, LightItemsEnv, HiddenBlockEnv, ClientBatchEnv}
+	for _, name := range append(switches, counts...) {
+		if set, problems := EnvSettings([]string{name + "=1"}); len(set) != 1 || len(problems) != 0 {
+			t.Errorf("%s=1: set %q, problems %q", name, set, problems)
 		}
+	}
+	for _, name := range switches {
+		if set, problems := EnvSettings([]string{name + "=2"}); len(set) != 0 || len(problems) != 1 {
+			t.Errorf("%s=2 (a switch): set %q, problems %q", name, set, problems)
+		}
+	}
+	for _, name := range counts {
+		if set, problems := EnvSettings([]string{name + "=2"}); len(set) != 1 || len(problems) != 0 {
+			t.Errorf("%s=2 (a count): set %q, problems %q", name, set, problems)
+		}
+	}
+	t.Setenv(WinogradEnv, "true")
+	if NewOps(&recorder{}, Options{}).WinogradEnabled() {
+		t.Errorf("%s=true turned the option on: EnvSettings warns that it does not", WinogradEnv)
+	}
+	t.Setenv(WinogradEnv, "1")
+	if !NewOps(&recorder{}, Options{}).WinogradEnabled() {
+		t.Errorf("%s=1 left the option off", WinogradEnv)
 	}
 }
 

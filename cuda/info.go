@@ -29,7 +29,7 @@ type Info struct {
 	BackendOpened bool     `json:"backend_opened"`            // the backend opened (context, kernels, cuBLAS handle)
 	Graphs        bool     `json:"cuda_graphs,omitempty"`     // the driver can instantiate CUDA graphs (Options.Graphs)
 	Options       []string `json:"options,omitempty"`         // the tuning variables set in the environment (EnvSettings), NAME=VALUE
-	Warnings      []string `json:"warnings,omitempty"`        // what does not stop the backend: variables with EnvPrefix it does not read
+	Warnings      []string `json:"warnings,omitempty"`        // what does not stop the backend: variables with EnvPrefix that change nothing (EnvSettings)
 	Problems      []string `json:"problems,omitempty"`
 }
 
@@ -56,14 +56,9 @@ func GPUInfo(ordinal int) (*Info, error) {
 	return in, err
 }
 
-// addEnv records the tuning variables environ sets and warns of those the backend does not
-// read.
+// addEnv records the tuning variables environ sets and warns of those that change nothing.
 func (in *Info) addEnv(environ []string) {
-	set, unknown := EnvSettings(environ)
-	in.Options = set
-	for _, name := range unknown {
-		in.Warnings = append(in.Warnings, UnknownEnvProblem(name))
-	}
+	in.Options, in.Warnings = EnvSettings(environ)
 }
 
 // Write prints the info as aligned lines.

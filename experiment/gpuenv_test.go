@@ -5,7 +5,8 @@ import (
 	"testing"
 )
 
-// A GPU training logs the tuning variables it runs with, and warns of a misspelt one.
+// A GPU training logs the tuning variables it runs with, and warns of a misspelt one and of a
+// switch set to something other than 1.
 func TestGPUEnvLines(t *testing.T) {
 	for _, tc := range []struct {
 		environ []string
@@ -17,6 +18,7 @@ func TestGPUEnvLines(t *testing.T) {
 			"(it reads FEDAUDIT_CUDA_GRAPHS, FEDAUDIT_CUDA_PROFILE, FEDAUDIT_CUDA_SYNC, FEDAUDIT_CUDA_SPLITK, FEDAUDIT_CUDA_DIRECTCONV, " +
 			"FEDAUDIT_CUDA_BIASCOPIES, FEDAUDIT_CUDA_WINOGRAD, FEDAUDIT_CUDA_ROWGROUP, FEDAUDIT_CUDA_LIGHTITEMS, FEDAUDIT_CUDA_HIDDENBLOCK, " +
 			"FEDAUDIT_CUDA_CLIENTBATCH)"}},
+		{[]string{"FEDAUDIT_CUDA_WINOGRAD=yes"}, []string{"gpu: warning: FEDAUDIT_CUDA_WINOGRAD=yes: the option is on only with the value 1, so it stays off"}},
 	} {
 		if got := GPUEnvLines(tc.environ); !slices.Equal(got, tc.want) {
 			t.Errorf("GPUEnvLines(%q) =\n%q\nwant\n%q", tc.environ, got, tc.want)

@@ -90,16 +90,16 @@ func trainOn(ctx context.Context, cfg *spec.Config, data *spec.Data, pairs train
 }
 
 // GPUEnvLines are the log lines that say which of the GPU backend's tuning variables environ
-// sets (cuda.EnvSettings), and warn of any variable with the backend's prefix that it does
-// not read (a misspelt option); none when there are neither.
+// sets (cuda.EnvSettings), and warn of any variable with the backend's prefix that changes
+// nothing (a misspelt name, a switch not set to 1); none when there are neither.
 func GPUEnvLines(environ []string) []string {
-	set, unknown := cuda.EnvSettings(environ)
+	set, problems := cuda.EnvSettings(environ)
 	var lines []string
 	if len(set) > 0 {
 		lines = append(lines, "gpu: options from the environment: "+strings.Join(set, " "))
 	}
-	for _, name := range unknown {
-		lines = append(lines, "gpu: warning: "+cuda.UnknownEnvProblem(name))
+	for _, p := range problems {
+		lines = append(lines, "gpu: warning: "+p)
 	}
 	return lines
 }
