@@ -1,12 +1,17 @@
 package cuda
 
 import (
+	"os"
 	"strconv"
 	"strings"
 )
 
 // EnvPrefix starts the name of every environment variable that tunes the GPU backend.
 const EnvPrefix = "FEDAUDIT_CUDA_"
+
+// SwitchOn reports whether the environment turns on the switch name (one of the backend's
+// tuning variables that are switches, as GraphEnv): the value 1, and nothing else.
+func SwitchOn(name string) bool { return os.Getenv(name) == "1" }
 
 // tuningEnv are the environment variables NewOps reads, each turning on or setting one field
 // of Options: a switch, on with the value 1 only, or a count, a positive integer.

@@ -236,15 +236,15 @@ func NewOps(dev Device, opt Options) *Ops {
 		opt.MaxGemmBatch = maxGemmBatch
 	}
 	o := &Ops{dev: dev, block: opt.Block, maxGrid: opt.MaxGrid, maxBatch: opt.MaxGemmBatch, unbatched: opt.Unbatched}
-	if opt.SplitK || os.Getenv(SplitKEnv) == "1" {
+	if opt.SplitK || SwitchOn(SplitKEnv) {
 		o.splitK = opt.SplitKDepth
 		if o.splitK <= 0 {
 			o.splitK = 512
 		}
 	}
-	o.direct = opt.DirectConv || os.Getenv(DirectConvEnv) == "1"
-	o.biasCopies = opt.BiasCopies || os.Getenv(BiasCopiesEnv) == "1"
-	o.winograd = opt.Winograd || os.Getenv(WinogradEnv) == "1"
+	o.direct = opt.DirectConv || SwitchOn(DirectConvEnv)
+	o.biasCopies = opt.BiasCopies || SwitchOn(BiasCopiesEnv)
+	o.winograd = opt.Winograd || SwitchOn(WinogradEnv)
 	o.rowGroupMax = powerOfTwoAtMost(optOrEnv(opt.RowGroup, RowGroupEnv, defaultRowGroup), 32)
 	o.lightItems = optOrEnv(opt.LightItems, LightItemsEnv, defaultLightItems)
 	o.hiddenBlock = min(optOrEnv(opt.HiddenBlock, HiddenBlockEnv, min(o.block, maxBlock)), kernels.HiddenBlock)
@@ -253,7 +253,7 @@ func NewOps(dev Device, opt Options) *Ops {
 		o.prof = newProfiler(dev)
 		o.dev = o.prof
 	}
-	if opt.SyncEachLaunch || os.Getenv(SyncEnv) == "1" {
+	if opt.SyncEachLaunch || SwitchOn(SyncEnv) {
 		o.syncEach, _ = dev.(Syncer)
 		o.unbatched = true
 	}

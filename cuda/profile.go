@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"time"
 
@@ -71,7 +70,7 @@ func newProfiler(dev Device) *profiler {
 	return p
 }
 
-func profileWanted(opt Options) bool { return opt.Profile || os.Getenv(ProfileEnv) == "1" }
+func profileWanted(opt Options) bool { return opt.Profile || SwitchOn(ProfileEnv) }
 
 // Launch implements Device.
 func (p *profiler) Launch(k kernels.Kernel, grid, block int, args []uint64) error {

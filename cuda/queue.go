@@ -3,7 +3,6 @@ package cuda
 import (
 	"fmt"
 	"hash/maphash"
-	"os"
 	"slices"
 
 	"github.com/fedaudit/fedaudit/kernels"
@@ -283,4 +282,4 @@ func (o *Ops) closeGraphs() error {
 }
 
 // graphsWanted reports whether Options or the environment turn graphs on.
-func graphsWanted(opt Options) bool { return opt.Graphs || os.Getenv(GraphEnv) == "1" }
+func graphsWanted(opt Options) bool { return opt.Graphs || SwitchOn(GraphEnv) }

@@ -75,7 +75,7 @@ func trainOn(ctx context.Context, cfg *spec.Config, data *spec.Data, pairs train
 			}
 		}
 		err = g.Train(ctx, job)
-		if os.Getenv(cuda.ProfileEnv) == "1" && opts.Logf != nil {
+		if cuda.SwitchOn(cuda.ProfileEnv) && opts.Logf != nil {
 			prof, perr := g.be.Profile()
 			for _, line := range profileLines(prof, profileLogTop) {
 				opts.Logf("%s", line)

@@ -148,7 +148,7 @@ func runPlan(ctx context.Context, e *env, args []string, p *planFlags) error {
 	// The GPU's options are those of this environment where it sets one: a plan made where
 	// the job will run with FEDAUDIT_CUDA_WINOGRAD=1 counts the convolutions as it will.
 	on := memory.Device
-	if os.Getenv(cuda.WinogradEnv) == "1" {
+	if cuda.SwitchOn(cuda.WinogradEnv) {
 		on = memory.DeviceWinograd
 	}
 	dev, err := cost.EstimateDevice(cfg, data, (w.Pairs+w.Shards-1)/w.Shards, gpuBytes, on)
