@@ -249,17 +249,17 @@ func (l *conv[T]) forward(c *pass[T], x compute.Images) compute.Images {
 	co, kk, n := l.osh.C, l.ckk(), c.B*l.osh.H*l.osh.W
 	l.colsShared = x.BatchStride == 0
 	l.direct, l.wino = nil, nil
+	y := images(get(c.o, &l.y, c.R*co*n), l.osh, c.B, c.R, false)
 	if wg := c.o.winograd(); wg != nil && wg.Winograd(co, x, l.win) {
 		l.wino = wg
-		return l.winoForward(c, x)
+		l.winoForward(c, x, y)
+		return y
 	}
 	if dc := c.o.directConv(); dc != nil && dc.DirectConv(co, x, l.win) {
 		l.direct = dc
-		y := images(get(c.o, &l.y, c.R*co*n), l.osh, c.B, c.R, false)
 		dc.ConvDirect(c.param(l.off, co, kk), c.param(l.off+co*kk, co, 1), x, l.win, y)
 		return y
 	}
-	y := images(get(c.o, &l.y, c.R*co*n), l.osh, c.B, c.R, false)
 	l.biasApart = c.o.biasApart() && 4*(kk+1) > 3*n
 	if l.biasApart {
 		// The weights outweigh the output (ResNet-18's later stages: 512 x 4608 weights a
@@ -309,7 +309,7 @@ func (l *conv[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) com
 		// lies, the weights' from the patches without their row of ones, the bias's as the
 		// product of dy with a column of ones: the sums the [weights | bias] product makes.
 		c.o.gemm(false, true, 1, dym, l.patchRows(c, c.R), 0, c.grad(l.off, co, kk))
-		c.o.gemm(false, false, 1, dym, c.onesCol(n), 0, c.grad(l.off+co*kk, co, 1))
+		l.biasGrad(c, dym)
 		if wantDX {
 			dcols := compute.Mat{Buf: get(c.o, &c.tmp.dcols, c.R*kk*n), Rows: kk, Cols: n, Stride: n, Batch: c.R, BatchStride: kk * n}
 			c.o.gemm(true, false, 1, c.param(l.off, co, kk), dym, 0, dcols)
@@ -357,12 +357,11 @@ func (l *conv[T]) winoShapes(c *pass[T]) (co, ci, cols int) {
 
 // winoForward computes the convolution by F(2x2, 3x3): the filters' and the input's
 // transforms, their 16 products per replica over the input channels in one call, and the
-// output's transform with the bias. The transformed input stays in l.cols for the weight
-// gradient; the filters' transform and the products are transients.
-func (l *conv[T]) winoForward(c *pass[T], x compute.Images) compute.Images {
+// output's transform with the bias, into y. The transformed input stays in l.cols for the
+// weight gradient; the filters' transform and the products are transients.
+func (l *conv[T]) winoForward(c *pass[T], x, y compute.Images) {
 	co, ci, cols := l.winoShapes(c)
 	const tiles = compute.WinogradTiles
-	y := images(get(c.o, &l.y, c.R*co*c.B*l.osh.H*l.osh.W), l.osh, c.B, c.R, false)
 	u := winoMat(c, get(c.o, &c.tmp.wu, tiles*c.R*co*ci), co, ci)
 	v := winoMat(c, get(c.o, &l.cols, tiles*c.R*ci*cols), ci, cols)
 	m := winoMat(c, get(c.o, &c.tmp.dcols, tiles*c.R*co*cols), co, cols)
@@ -372,7 +371,13 @@ func (l *conv[T]) winoForward(c *pass[T], x compute.Images) compute.Images {
 	l.wino.WinogradOutput(m, c.param(l.off+co*l.ckk(), co, 1), y)
 	l.colsHeld = false // l.cols holds no patches, nor their row of ones
 	l.onesAt.buf = nil
-	return y
+}
+
+// biasGrad writes the bias gradient, where the bias is not a column of the product's weights:
+// dy (Cout x B OH OW per replica) times a column of ones.
+func (l *conv[T]) biasGrad(c *pass[T], dy compute.Mat) {
+	co, kk := l.osh.C, l.ckk()
+	c.o.gemm(false, false, 1, dy, c.onesCol(dy.Cols), 0, c.grad(l.off+co*kk, co, 1))
 }
 
 // winoBackward writes the gradients of winoForward's inputs given dy: the products' gradient
@@ -382,7 +387,7 @@ func (l *conv[T]) winoForward(c *pass[T], x compute.Images) compute.Images {
 // needed after the filters' gradient) and the input's from it.
 func (l *conv[T]) winoBackward(c *pass[T], dy, dx compute.Images) {
 	co, ci, cols := l.winoShapes(c)
-	kk, n := l.ckk(), c.B*l.osh.H*l.osh.W
+	kk := l.ckk()
 	const tiles = compute.WinogradTiles
 	dm := winoMat(c, get(c.o, &c.tmp.dcols, tiles*c.R*co*cols), co, cols)
 	du := winoMat(c, get(c.o, &c.tmp.dw, tiles*c.R*co*ci), co, ci)
@@ -390,7 +395,7 @@ func (l *conv[T]) winoBackward(c *pass[T], dy, dx compute.Images) {
 	l.wino.WinogradOutputGrad(dy, dm)
 	c.o.gemm(false, true, 1, dm, v, 0, du)
 	l.wino.WinogradFilterGrad(du, c.grad(l.off, co, kk))
-	c.o.gemm(false, false, 1, planes(dy), c.onesCol(n), 0, c.grad(l.off+co*kk, co, 1))
+	l.biasGrad(c, planes(dy))
 	if dx.Buf == nil {
 		return
 	}
