@@ -19,22 +19,20 @@ func (o *Ops) Winograd(cout int, x compute.Images, win compute.Window) bool {
 // counts the convolutions in that form (train/memory.DeviceWinograd).
 func (o *Ops) WinogradEnabled() bool { return o.winograd }
 
-// winoBatch is the number of batch elements of a transformed operand m of op
-// (compute.Winograder: WinogradTiles Mat batch elements each), after checking that m has rows
-// x cols matrices, its positions in order (BatchStride apart), and want batch elements where
-// want > 0; it fails the backend otherwise.
-func (o *Ops) winoBatch(op string, m compute.Mat, rows, cols, want int) (int, bool) {
+// winoShape checks that the transformed operand m of op (compute.Winograder: WinogradTiles Mat
+// batch elements per batch element) holds rows x cols matrices, its positions in order
+// (BatchStride apart), for batch batch elements; it fails the backend otherwise.
+func (o *Ops) winoShape(op string, m compute.Mat, rows, cols, batch int) bool {
 	if o.err != nil {
-		return 0, false
+		return false
 	}
 	const tiles = compute.WinogradTiles
-	if m.Batch <= 0 || m.Batch%tiles != 0 || m.Rows != rows || m.Cols != cols || (want > 0 && m.Batch != tiles*want) ||
-		m.Stride < m.Cols || m.BatchStride < m.Rows*m.Stride {
+	if batch <= 0 || m.Batch != tiles*batch || m.Rows != rows || m.Cols != cols || m.Stride < m.Cols || m.BatchStride < m.Rows*m.Stride {
 		o.fail(op, fmt.Errorf("transformed operand %d x %d (stride %d) in %d batch elements %d apart: want %d x %d matrices, %d per batch element of %d",
-			m.Rows, m.Cols, m.Stride, m.Batch, m.BatchStride, rows, cols, tiles, want))
-		return 0, false
+			m.Rows, m.Cols, m.Stride, m.Batch, m.BatchStride, rows, cols, tiles, batch))
+		return false
 	}
-	return m.Batch / tiles, true
+	return true
 }
 
 // winoImage passes an image's geometry with its tile grid: C, N, H, W, TH, TW.
@@ -62,17 +60,16 @@ func (o *Ops) winoFilterLaunch(k kernels.Kernel, w, u compute.Mat, toFilters boo
 		o.fail(op, fmt.Errorf("weights of %d columns: want Cin 3 x 3 filters a row", w.Cols))
 		return
 	}
-	batch, ok := o.winoBatch(op, u, w.Rows, w.Cols/9, w.Batch)
 	out, in := u, w
 	if toFilters {
 		out, in = w, u
 	}
-	if !ok || !o.apart(op, matSpan(out), matSpan(in)) {
+	if !o.winoShape(op, u, w.Rows, w.Cols/9, w.Batch) || !o.apart(op, matSpan(out), matSpan(in)) {
 		return
 	}
 	o.args.reset().ptr(addr(out)).i64(out.Stride).i64(out.BatchStride).ptr(addr(in)).i64(in.Stride).i64(in.BatchStride).
-		i64(u.Rows).i64(u.Cols).i64(batch)
-	o.launch(k, batch*u.Rows*u.Cols)
+		i64(u.Rows).i64(u.Cols).i64(w.Batch)
+	o.launch(k, w.Batch*u.Rows*u.Cols)
 }
 
 // WinogradInput implements compute.Winograder: one launch of wino_input, a group of threads
@@ -109,8 +106,7 @@ func (o *Ops) WinogradInputGrad(dv compute.Mat, dx compute.Images) {
 func (o *Ops) winoLaunch(k kernels.Kernel, t compute.Mat, x compute.Images, toImage bool, bias *compute.Mat, rowsPer int) {
 	th, tw := compute.WinogradTileGrid(x.H, x.W)
 	op := k.Name()
-	batch, ok := o.winoBatch(op, t, x.C, th*tw*x.N, x.Batch)
-	if !ok {
+	if !o.winoShape(op, t, x.C, th*tw*x.N, x.Batch) {
 		return
 	}
 	a := o.args.reset()
@@ -132,6 +128,6 @@ func (o *Ops) winoLaunch(k kernels.Kernel, t compute.Mat, x compute.Images, toIm
 		}
 		a.ptr(addr(t)).i64(t.Stride).i64(t.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride)
 	}
-	a.winoImage(x).i64(batch)
-	o.launchRows(k, batch*rowsPer, x.N)
+	a.winoImage(x).i64(x.Batch)
+	o.launchRows(k, x.Batch*rowsPer, x.N)
 }
