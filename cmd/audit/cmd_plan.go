@@ -146,7 +146,11 @@ func runPlan(ctx context.Context, e *env, args []string, p *planFlags) error {
 		return err
 	}
 	// The GPU's options are those of this environment where it sets one: a plan made where
-	// the job will run with FEDAUDIT_CUDA_WINOGRAD=1 counts the convolutions as it will.
+	// the job will run with FEDAUDIT_CUDA_WINOGRAD=1 counts the convolutions as it will. The
+	// options it sets, and any variable of theirs that changes nothing, are logged here.
+	for _, line := range experiment.GPUEnvLines(os.Environ()) {
+		e.logf("plan: %s", line)
+	}
 	on := memory.Device
 	if cuda.SwitchOn(cuda.WinogradEnv) {
 		on = memory.DeviceWinograd
@@ -281,9 +285,6 @@ func calibrateGPU(ctx context.Context, e *env, cfg *spec.Config, data *spec.Data
 		return err
 	}
 	defer g.Close()
-	for _, line := range experiment.GPUEnvLines(os.Environ()) {
-		e.logf("plan: %s", line)
-	}
 	w := rep.Work
 	shardPairs := (w.Pairs + w.Shards - 1) / w.Shards
 	pairs, err := g.GroupSize(train.Job{Config: cfg.Train, WorldC: data.Pair.C, Test: data.Test, Pairs: train.PairRange{Count: shardPairs}})

@@ -13,7 +13,8 @@ import (
 // `audit plan` counts a GPU's memory for the convolutions in both forms and takes the larger,
 // unless the environment it runs in sets FEDAUDIT_CUDA_WINOGRAD=1: then it counts them as a GPU
 // trained there will run them, by Winograd's F(2x2, 3x3), and says so. A ResNet of width 16
-// keeps less by Winograd, so the plan's figure per pair falls.
+// keeps less by Winograd, so the plan's figure per pair falls. Any other value leaves the
+// option off, with a warning.
 func TestPlanCountsTheGPUsConvolutionForm(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "resnet.yaml")
 	if err := os.WriteFile(cfg, []byte(`name: resnet-winograd
@@ -60,5 +61,11 @@ audit:
 	}
 	if line.FindStringSubmatch(either)[1] == line.FindStringSubmatch(wino)[1] {
 		t.Errorf("the same memory per pair either way (%s): the option did not reach the estimate", line.FindStringSubmatch(wino)[1])
+	}
+	// A switch set to anything but 1 is off, as the GPU reads it, and the plan says why.
+	t.Setenv(cuda.WinogradEnv, "true")
+	out, errOut, code := runCLI("plan", "--config", cfg, "--no-calibrate")
+	if code != 0 || line.FindString(out) != either || !strings.Contains(errOut, "FEDAUDIT_CUDA_WINOGRAD=true: the option is on only with the value 1") {
+		t.Errorf("with %s=true: exit %d, %q (want %q), stderr %q", cuda.WinogradEnv, code, line.FindString(out), either, errOut)
 	}
 }
