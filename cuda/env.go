@@ -20,7 +20,7 @@ var tuningEnv = []struct {
 	count bool
 }{
 	{GraphEnv, false}, {ProfileEnv, false}, {SyncEnv, false}, {SplitKEnv, false}, {DirectConvEnv, false},
-	{BiasCopiesEnv, false}, {WinogradEnv, false},
+	{BiasCopiesEnv, false}, {PatchConvEnv, false},
 	{RowGroupEnv, true}, {LightItemsEnv, true}, {HiddenBlockEnv, true}, {ClientBatchEnv, true},
 }
 
@@ -29,7 +29,7 @@ var tuningEnv = []struct {
 // order), problems says of each other one why it changes nothing (a name the backend does not
 // read, a switch whose value is not 1, a count that is not a positive integer); an empty
 // value, or 0 for a switch, is the default and neither. A misspelt option, or
-// FEDAUDIT_CUDA_WINOGRAD=true, would otherwise be ignored without a word, and a benchmark
+// FEDAUDIT_CUDA_PATCHCONV=true, would otherwise be ignored without a word, and a benchmark
 // timed without the option it was meant to time.
 func EnvSettings(environ []string) (set, problems []string) {
 	for _, kv := range environ {
@@ -39,6 +39,8 @@ func EnvSettings(environ []string) (set, problems []string) {
 		}
 		i := envIndex(name)
 		switch {
+		case i < 0 && retiredEnv[name] != "":
+			problems = append(problems, "environment variable "+name+" is no longer read: "+retiredEnv[name])
 		case i < 0:
 			problems = append(problems, "environment variable "+name+" is not an option of the GPU backend (it reads "+envNames()+")")
 		case value == "" || (!tuningEnv[i].count && value == "0"):
@@ -55,6 +57,11 @@ func EnvSettings(environ []string) (set, problems []string) {
 		}
 	}
 	return set, problems
+}
+
+// retiredEnv are the variables of options that became the default, each with what to do now.
+var retiredEnv = map[string]string{
+	"FEDAUDIT_CUDA_WINOGRAD": "Winograd's F(2x2, 3x3) is the default for the convolutions it fits; " + PatchConvEnv + "=1 computes them by patches",
 }
 
 func envIndex(name string) int {

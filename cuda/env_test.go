@@ -18,13 +18,13 @@ func TestEnvSettings(t *testing.T) {
 		set, problems []string
 	}{
 		{"none", []string{"PATH=/bin", "HOME=/root"}, nil, nil},
-		{"known", []string{"FEDAUDIT_CUDA_WINOGRAD=1", "PATH=/bin", "FEDAUDIT_CUDA_ROWGROUP=4"},
-			[]string{"FEDAUDIT_CUDA_WINOGRAD=1", "FEDAUDIT_CUDA_ROWGROUP=4"}, nil},
-		{"defaults", []string{"FEDAUDIT_CUDA_WINOGRAD=0", "FEDAUDIT_CUDA_SPLITK=", "FEDAUDIT_CUDA_ROWGROUP="}, nil, nil},
+		{"known", []string{"FEDAUDIT_CUDA_PATCHCONV=1", "PATH=/bin", "FEDAUDIT_CUDA_ROWGROUP=4"},
+			[]string{"FEDAUDIT_CUDA_PATCHCONV=1", "FEDAUDIT_CUDA_ROWGROUP=4"}, nil},
+		{"defaults", []string{"FEDAUDIT_CUDA_PATCHCONV=0", "FEDAUDIT_CUDA_SPLITK=", "FEDAUDIT_CUDA_ROWGROUP="}, nil, nil},
 		{"misspelt", []string{"FEDAUDIT_CUDA_WINOGARD=1", "FEDAUDIT_CUDA_SPLITK=1"},
 			[]string{"FEDAUDIT_CUDA_SPLITK=1"}, []string{"environment variable FEDAUDIT_CUDA_WINOGARD is not an option"}},
-		{"a switch not 1", []string{"FEDAUDIT_CUDA_WINOGRAD=true"}, nil,
-			[]string{"FEDAUDIT_CUDA_WINOGRAD=true: the option is on only with the value 1, so it stays off"}},
+		{"a switch not 1", []string{"FEDAUDIT_CUDA_PATCHCONV=true"}, nil,
+			[]string{"FEDAUDIT_CUDA_PATCHCONV=true: the option is on only with the value 1, so it stays off"}},
 		{"a count not positive", []string{"FEDAUDIT_CUDA_CLIENTBATCH=0", "FEDAUDIT_CUDA_ROWGROUP=four"}, nil,
 			[]string{"FEDAUDIT_CUDA_CLIENTBATCH=0: not a positive integer", "FEDAUDIT_CUDA_ROWGROUP=four: not a positive integer"}},
 		{"other prefixes", []string{"FEDAUDIT_CUBLAS=/lib/libcublas.so", "FEDAUDIT_BENCH_R=8", "FEDAUDIT_CUDA="}, nil, nil},
@@ -44,9 +44,9 @@ func TestEnvSettings(t *testing.T) {
 
 // Every variable NewOps reads is one EnvSettings knows, and reads as NewOps does: the list is
 // written out beside the constants, so a new option must be added to it. A switch is on at 1
-// (an Ops reading it has the option on: Winograd's is checked), a count at a positive integer.
+// (an Ops reading it has the option on: PatchConv's is checked), a count at a positive integer.
 func TestEnvSettingsKnowsEveryOption(t *testing.T) {
-	switches := []string{GraphEnv, ProfileEnv, SyncEnv, SplitKEnv, DirectConvEnv, BiasCopiesEnv, WinogradEnv}
+	switches := []string{GraphEnv, ProfileEnv, SyncEnv, SplitKEnv, DirectConvEnv, BiasCopiesEnv, PatchConvEnv}
 	counts := []string{RowGroupEnv, LightItemsEnv, HiddenBlockEnv, ClientBatchEnv}
 	for _, name := range append(switches, counts...) {
 		if set, problems := EnvSettings([]string{name + "=1"}); len(set) != 1 || len(problems) != 0 {
@@ -63,24 +63,24 @@ func TestEnvSettingsKnowsEveryOption(t *testing.T) {
 			t.Errorf("%s=2 (a count): set %q, problems %q", name, set, problems)
 		}
 	}
-	t.Setenv(WinogradEnv, "true")
-	if NewOps(&recorder{}, Options{}).WinogradEnabled() {
-		t.Errorf("%s=true turned the option on: EnvSettings warns that it does not", WinogradEnv)
-	}
-	t.Setenv(WinogradEnv, "1")
+	t.Setenv(PatchConvEnv, "true")
 	if !NewOps(&recorder{}, Options{}).WinogradEnabled() {
-		t.Errorf("%s=1 left the option off", WinogradEnv)
+		t.Errorf("%s=true turned the option on (Winograd's form off): EnvSettings warns that it does not", PatchConvEnv)
+	}
+	t.Setenv(PatchConvEnv, "1")
+	if NewOps(&recorder{}, Options{}).WinogradEnabled() {
+		t.Errorf("%s=1 left the option off (Winograd's form on)", PatchConvEnv)
 	}
 }
 
 // gpu-info shows the options set and warns of an unknown one.
 func TestInfoShowsOptionsAndWarnings(t *testing.T) {
 	in := &Info{Build: "gpu"}
-	in.addEnv([]string{"FEDAUDIT_CUDA_WINOGRAD=1", "FEDAUDIT_CUDA_WINOGARD=1"})
+	in.addEnv([]string{"FEDAUDIT_CUDA_PATCHCONV=1", "FEDAUDIT_CUDA_PATCHCOVN=1"})
 	var b bytes.Buffer
 	in.Write(&b)
 	out := b.String()
-	for _, want := range []string{"\noptions:       FEDAUDIT_CUDA_WINOGRAD=1\n", "\nwarning:       environment variable FEDAUDIT_CUDA_WINOGARD is not an option"} {
+	for _, want := range []string{"\noptions:       FEDAUDIT_CUDA_PATCHCONV=1\n", "\nwarning:       environment variable FEDAUDIT_CUDA_PATCHCOVN is not an option"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("gpu-info lacks %q:\n%s", want, out)
 		}

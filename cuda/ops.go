@@ -31,7 +31,7 @@ type Ops struct {
 	splitK      int       // the depth of a slice of a product computed in slices; 0: never
 	direct      bool      // small convolutions by the direct kernels (Options.DirectConv)
 	biasCopies  bool      // Options.BiasCopies
-	winograd    bool      // Options.Winograd
+	winograd    bool      // not Options.PatchConv
 	rowGroupMax int       // Options.RowGroup
 	lightItems  int       // Options.LightItems
 	hiddenBlock int       // threads per block of hidden_step (Options.HiddenBlock)
@@ -145,14 +145,15 @@ type Options struct {
 	// (compute.BiasApart): the same bits on the shim, for timing the two forms in one sitting.
 	// FEDAUDIT_CUDA_BIASCOPIES=1 turns it on too.
 	BiasCopies bool
-	// Winograd computes the 3 x 3 convolutions at stride 1 with padding 1 of at least 16
-	// input and output channels (ResNet-18's but the stem and the stride-2 ones) by Winograd's
-	// F(2x2, 3x3) (compute.Winograder: the kernels wino_* and 16 products per replica of depth
-	// Cin, 2.25 times fewer multiplications than the patch form), forward and backward, instead
-	// of im2col, the products by the patches and col2im. The results differ from the patch
-	// form's by rounding. Off by default until measured on hardware;
-	// FEDAUDIT_CUDA_WINOGRAD=1 turns it on too.
-	Winograd bool
+	// PatchConv computes every convolution by its patches (im2col, a product by the patches,
+	// col2im), as before the thirteenth session. By default the 3 x 3 convolutions at stride 1
+	// with padding 1 of at least 16 input and output channels (ResNet-18's but the stem and the
+	// stride-2 ones) run by Winograd's F(2x2, 3x3) instead (compute.Winograder: the kernels
+	// wino_* and 16 products per replica of depth Cin, 2.25 times fewer multiplications),
+	// forward and backward; the results differ from the patch form's by rounding. On an H200
+	// (docs/benchmark-log.md, the fifth sitting) Winograd's form ran W3 1.28x to 1.42x faster
+	// and took 0.76x the memory. FEDAUDIT_CUDA_PATCHCONV=1 turns it on too.
+	PatchConv bool
 	// RowGroup is the most threads that share a row of samples in the image kernels (im2col,
 	// col2im, pool, pool_grad), a power of two up to 32 (default 8; other values are rounded
 	// down to one). LightItems is how many items a thread of the light kernels (the image
@@ -198,8 +199,8 @@ const DirectConvEnv = "FEDAUDIT_CUDA_DIRECTCONV"
 // BiasCopiesEnv is the environment variable that turns on Options.BiasCopies.
 const BiasCopiesEnv = "FEDAUDIT_CUDA_BIASCOPIES"
 
-// WinogradEnv is the environment variable that turns on Options.Winograd.
-const WinogradEnv = "FEDAUDIT_CUDA_WINOGRAD"
+// PatchConvEnv is the environment variable that turns on Options.PatchConv.
+const PatchConvEnv = "FEDAUDIT_CUDA_PATCHCONV"
 
 // SplitKEnv is the environment variable that turns on Options.SplitK.
 const SplitKEnv = "FEDAUDIT_CUDA_SPLITK"
@@ -244,7 +245,7 @@ func NewOps(dev Device, opt Options) *Ops {
 	}
 	o.direct = opt.DirectConv || SwitchOn(DirectConvEnv)
 	o.biasCopies = opt.BiasCopies || SwitchOn(BiasCopiesEnv)
-	o.winograd = opt.Winograd || SwitchOn(WinogradEnv)
+	o.winograd = !opt.PatchConv && !SwitchOn(PatchConvEnv)
 	o.rowGroupMax = powerOfTwoAtMost(optOrEnv(opt.RowGroup, RowGroupEnv, defaultRowGroup), 32)
 	o.lightItems = optOrEnv(opt.LightItems, LightItemsEnv, defaultLightItems)
 	o.hiddenBlock = min(optOrEnv(opt.HiddenBlock, HiddenBlockEnv, min(o.block, maxBlock)), kernels.HiddenBlock)

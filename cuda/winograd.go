@@ -9,14 +9,15 @@ import (
 
 var _ compute.Winograder = (*Ops)(nil)
 
-// Winograd implements compute.Winograder: with Options.Winograd, every convolution that
+// Winograd implements compute.Winograder: unless Options.PatchConv, every convolution that
 // compute.WinogradFits.
 func (o *Ops) Winograd(cout int, x compute.Images, win compute.Window) bool {
 	return o.winograd && compute.WinogradFits(cout, x, win)
 }
 
-// WinogradEnabled reports whether Options.Winograd is on: the device memory estimate then
-// counts the convolutions in that form (train/memory.DeviceWinograd).
+// WinogradEnabled reports whether the convolutions that fit run by Winograd's form (the
+// default; not with Options.PatchConv): the device memory estimate then counts them in that
+// form (train/memory.DeviceWinograd).
 func (o *Ops) WinogradEnabled() bool { return o.winograd }
 
 // winoShape checks that the transformed operand m of op (compute.Winograder: WinogradTiles Mat

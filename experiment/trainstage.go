@@ -171,7 +171,7 @@ func (g *GPUTrainer) GroupSize(job train.Job) (int, error) {
 }
 
 // memoryBackend is the device memory estimate that follows this device's convolutions: by
-// Winograd's F(2x2, 3x3) where its options say so (cuda.Options.Winograd), else either form.
+// Winograd's F(2x2, 3x3) as it runs them by default, else (cuda.Options.PatchConv) either form.
 func (g *GPUTrainer) memoryBackend() memory.Backend {
 	if w, ok := g.be.(interface{ WinogradEnabled() bool }); ok && w.WinogradEnabled() {
 		return memory.DeviceWinograd

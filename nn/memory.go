@@ -36,7 +36,7 @@ const (
 	// PatchConvForm counts every convolution by its patches.
 	PatchConvForm
 	// WinogradConvForm counts the convolutions that compute.WinogradFits by Winograd's
-	// F(2x2, 3x3), as a GPU with cuda.Options.Winograd runs them.
+	// F(2x2, 3x3), as a GPU runs them by default (not with cuda.Options.PatchConv).
 	WinogradConvForm
 )
 
@@ -50,24 +50,35 @@ func DeviceMemoryOf(spec Spec, R, trainRows, evalRows int, form ConvForm) (int64
 		if (form == PatchConvForm && wino) || (form == WinogradConvForm && !wino) {
 			continue
 		}
-		v, err := countPasses(spec, R, trainRows, evalRows, wino)
+		o, err := countPasses(spec, R, trainRows, evalRows, wino)
 		if err != nil {
 			return 0, err
 		}
-		most = max(most, v)
+		most = max(most, o.peak+o.gnPart+o.gnStats)
 	}
 	return most, nil
 }
 
-// countPasses is DeviceMemory for one form of the 3 x 3 convolutions: by their patches, or by
-// Winograd's F(2x2, 3x3) where compute.WinogradFits (the GPU's Options.Winograd). Which uses
-// more depends on the layer (the patches are 9 Cin values a pixel, the transformed input and
-// products 4 Cin and 4 Cout, the transformed filters 16 Cout Cin a replica), so the estimate
-// takes the larger and holds whichever the device runs.
-func countPasses(spec Spec, R, trainRows, evalRows int, wino bool) (int64, error) {
-	m, err := build[float32](spec)
+// WinogradConvolutions is how many of spec's convolutions a GPU computes by Winograd's
+// F(2x2, 3x3) (its default: those that compute.WinogradFits), so that a memory estimate in
+// that form (WinogradConvForm) can say whether the form changed anything.
+func WinogradConvolutions(spec Spec) (int, error) {
+	o, err := countPasses(spec, 1, 1, 1, true)
 	if err != nil {
 		return 0, err
+	}
+	return o.winoConvs, nil
+}
+
+// countPasses runs a model of spec on countingOps for one form of the 3 x 3 convolutions: by
+// their patches, or by Winograd's F(2x2, 3x3) where compute.WinogradFits (the GPU's default).
+// Which uses more depends on the layer (the patches are 9 Cin values a pixel, the transformed
+// input and products 4 Cin and 4 Cout, the transformed filters 16 Cout Cin a replica), so
+// DeviceMemory takes the larger and holds whichever the device runs.
+func countPasses(spec Spec, R, trainRows, evalRows int, wino bool) (*countingOps, error) {
+	m, err := build[float32](spec)
+	if err != nil {
+		return nil, err
 	}
 	o := &countingOps{wino: wino}
 	m.o = o
@@ -83,9 +94,11 @@ func countPasses(spec Spec, R, trainRows, evalRows int, wino bool) (int64, error
 		m.Grad(params, mat(trainRows, dim, R), labels(trainRows), grad, mat(trainRows, 1, R))
 	}
 	train()
+	outputs := o.winoOutputs
 	m.Eval(params, mat(evalRows, dim, R), labels(evalRows), mat(evalRows, 1, R), mat(evalRows, 1, R))
+	o.winoConvs = o.winoOutputs - outputs // one output transform a layer in a forward pass
 	train()
-	return o.peak + o.gnPart + o.gnStats, nil
+	return o, nil
 }
 
 // countBuf is a buffer of n values that holds none.
@@ -95,11 +108,13 @@ func (b countBuf) Len() int { return int(b) }
 
 // countingOps computes nothing: it counts the values allocated and not yet released, and the
 // largest statistics scratch a device's GroupNorm keeps (gnPart, gnStats). With wino it takes
-// the convolutions that compute.WinogradFits by Winograd's F(2x2, 3x3), as the GPU's
-// Options.Winograd does.
+// the convolutions that compute.WinogradFits by Winograd's F(2x2, 3x3), as the GPU does by
+// default, and counts their output transforms (winoOutputs; winoConvs is those of the
+// evaluation pass, one a layer).
 type countingOps struct {
 	live, peak, gnPart, gnStats int64
 	wino                        bool
+	winoOutputs, winoConvs      int
 }
 
 func (o *countingOps) alloc(n int) compute.Buffer {
@@ -132,7 +147,7 @@ func (o *countingOps) Winograd(cout int, x compute.Images, win compute.Window) b
 }
 func (o *countingOps) WinogradFilter(compute.Mat, compute.Mat)                              {}
 func (o *countingOps) WinogradInput(compute.Images, compute.Mat)                            {}
-func (o *countingOps) WinogradOutput(compute.Mat, compute.Mat, compute.Images)              {}
+func (o *countingOps) WinogradOutput(compute.Mat, compute.Mat, compute.Images)              { o.winoOutputs++ }
 func (o *countingOps) WinogradOutputGrad(compute.Images, compute.Mat)                       {}
 func (o *countingOps) WinogradInputGrad(compute.Mat, compute.Images)                        {}
 func (o *countingOps) WinogradFilterGrad(compute.Mat, compute.Mat)                          {}

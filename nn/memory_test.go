@@ -106,3 +106,26 @@ func TestDeviceMemoryOfEachForm(t *testing.T) {
 		}
 	}
 }
+
+// WinogradConvolutions counts the convolutions a GPU runs by F(2x2, 3x3): ResNet-18's 3 x 3 ones
+// at stride 1 (all but the stem and the three that halve the image), none of LeNet-5's (5 x 5)
+// or of a ResNet too narrow for the form (compute.WinogradFits: 16 channels or more).
+func TestWinogradConvolutions(t *testing.T) {
+	resnet18 := ResNet(4, 2, 64, 32, 10)
+	resnet18.Input = []int{3, 32, 32}
+	narrow := ResNet(2, 1, 4, 2, 10)
+	narrow.Input = []int{3, 16, 16}
+	for _, tc := range []struct {
+		name string
+		spec Spec
+		want int
+	}{
+		{"resnet-18", resnet18, 13},
+		{"lenet-5", LeNet5(10, false), 0},
+		{"resnet of widths 4 and 8", narrow, 0},
+	} {
+		if got, err := WinogradConvolutions(tc.spec); err != nil || got != tc.want {
+			t.Errorf("%s: %d convolutions by Winograd's form (err %v), want %d", tc.name, got, err, tc.want)
+		}
+	}
+}

@@ -10,11 +10,12 @@ import (
 	"github.com/fedaudit/fedaudit/cuda"
 )
 
-// `audit plan` counts a GPU's memory for the convolutions in both forms and takes the larger,
-// unless the environment it runs in sets FEDAUDIT_CUDA_WINOGRAD=1: then it counts them as a GPU
-// trained there will run them, by Winograd's F(2x2, 3x3), and says so. A ResNet of width 16
-// keeps less by Winograd, so the plan's figure per pair falls. Any other value leaves the
-// option off, with a warning.
+// `audit plan` counts a GPU's memory for the convolutions as a GPU runs them by default, by
+// Winograd's F(2x2, 3x3) where it fits, and says so; where the environment it runs in sets
+// FEDAUDIT_CUDA_PATCHCONV=1 it counts them in both forms and takes the larger. A ResNet of
+// width 16 keeps less by Winograd, so the plan's figure per pair is lower by default. Any
+// other value leaves the option off, with a warning, and so does the retired
+// FEDAUDIT_CUDA_WINOGRAD.
 func TestPlanCountsTheGPUsConvolutionForm(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "resnet.yaml")
 	if err := os.WriteFile(cfg, []byte(`name: resnet-winograd
@@ -51,21 +52,27 @@ audit:
 		}
 		return m
 	}
-	t.Setenv(cuda.WinogradEnv, "")
-	either := plan()
-	t.Setenv(cuda.WinogradEnv, "1")
+	t.Setenv(cuda.PatchConvEnv, "")
 	wino := plan()
+	t.Setenv(cuda.PatchConvEnv, "1")
+	either := plan()
 	t.Logf("either form: %s\nWinograd:    %s", either, wino)
-	if strings.Contains(either, "Winograd") || !strings.Contains(wino, "by Winograd's F(2x2, 3x3): FEDAUDIT_CUDA_WINOGRAD=1") {
-		t.Errorf("only the plan made with the option should name it:\n%s\n%s", either, wino)
+	if strings.Contains(either, "Winograd") || !strings.Contains(wino, "by Winograd's F(2x2, 3x3); FEDAUDIT_CUDA_PATCHCONV=1 for patches") {
+		t.Errorf("only the plan made without the option should name Winograd's form:\n%s\n%s", either, wino)
 	}
 	if line.FindStringSubmatch(either)[1] == line.FindStringSubmatch(wino)[1] {
 		t.Errorf("the same memory per pair either way (%s): the option did not reach the estimate", line.FindStringSubmatch(wino)[1])
 	}
 	// A switch set to anything but 1 is off, as the GPU reads it, and the plan says why.
-	t.Setenv(cuda.WinogradEnv, "true")
+	t.Setenv(cuda.PatchConvEnv, "true")
 	out, errOut, code := runCLI("plan", "--config", cfg, "--no-calibrate")
-	if code != 0 || line.FindString(out) != either || !strings.Contains(errOut, "FEDAUDIT_CUDA_WINOGRAD=true: the option is on only with the value 1") {
-		t.Errorf("with %s=true: exit %d, %q (want %q), stderr %q", cuda.WinogradEnv, code, line.FindString(out), either, errOut)
+	if code != 0 || line.FindString(out) != wino || !strings.Contains(errOut, "FEDAUDIT_CUDA_PATCHCONV=true: the option is on only with the value 1") {
+		t.Errorf("with %s=true: exit %d, %q (want %q), stderr %q", cuda.PatchConvEnv, code, line.FindString(out), wino, errOut)
+	}
+	t.Setenv(cuda.PatchConvEnv, "")
+	t.Setenv("FEDAUDIT_CUDA_WINOGRAD", "1")
+	out, errOut, code = runCLI("plan", "--config", cfg, "--no-calibrate")
+	if code != 0 || line.FindString(out) != wino || !strings.Contains(errOut, "FEDAUDIT_CUDA_WINOGRAD is no longer read") {
+		t.Errorf("with FEDAUDIT_CUDA_WINOGRAD=1: exit %d, %q (want %q), stderr %q", code, line.FindString(out), wino, errOut)
 	}
 }

@@ -14,12 +14,13 @@ import (
 // every other convolution keeps the copies) reads its weights in place and adds its bias by a product of its own on the GPU
 // backend. The shim sums a product's depth in one chain from zero, so the losses and every
 // gradient value must have the bits of the form with the copies; and the form must have run:
-// fewer axpby copies, more cuBLAS calls.
+// fewer axpby copies, more cuBLAS calls. Both by patches (Options.PatchConv): by default that
+// convolution runs by Winograd's F(2x2, 3x3), which adds its bias in the output transform.
 func TestBiasApartKeepsBits(t *testing.T) {
 	spec := nn.ResNet(3, 1, 8, 2, 10)
 	run := func(bias bool) (grad []float32, loss []float64, gemms int) {
 		d := device(t)
-		ops := cuda.NewOps(d, cuda.Options{BiasCopies: !bias})
+		ops := cuda.NewOps(d, cuda.Options{BiasCopies: !bias, PatchConv: true})
 		defer ops.Close()
 		before := d.GemmCalls()
 		grad, loss = modelLossGrad(t, spec, ops, ops, 2, 1, 9, []int32{3, 1, 4, 1})

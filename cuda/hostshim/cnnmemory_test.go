@@ -103,10 +103,11 @@ func TestDeviceMemoryEstimateOfCNNs(t *testing.T) {
 	}
 }
 
-// With Options.Winograd the device runs a ResNet's stride-1 3 x 3 convolutions by F(2x2, 3x3),
-// and the estimate for such a device (memory.DeviceWinograd) counts them that way: never below
-// the shim's peak for a whole training with a checkpoint, at most 1.6x per pair (as for the
-// patch form above), and below the estimate for a device of unknown options.
+// By default the device runs a ResNet's stride-1 3 x 3 convolutions by F(2x2, 3x3), and the
+// estimate for such a device (memory.DeviceWinograd) counts them that way: never below the
+// shim's peak for a whole training with a checkpoint, at most 1.6x per pair (as for the patch
+// form above), and below the estimate for a device of unknown options. It says how many it
+// counted that way: the first stage's two and the second stage's second.
 func TestDeviceMemoryEstimateWithWinograd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("CNN trainings on the shim take seconds")
@@ -117,7 +118,7 @@ func TestDeviceMemoryEstimateWithWinograd(t *testing.T) {
 		Rounds: 1, LocalSteps: 2, LearningRate: 0.01, ClipNorm: 1, NoiseStd: 0.01, Schedule: "constant", Batching: algo.Fixed,
 		BatchSize: 16, Seed: 3, Checkpoints: []int{1}, Informed: true}
 	job := train.Job{Config: cfg, WorldC: wc, WorldCPrime: wcp}
-	wino := cuda.Options{Winograd: true}
+	wino := cuda.Options{}
 	p1, p2 := peakBytesWith(t, job, 1, wino), peakBytesWith(t, job, 2, wino)
 	est, err := train.MemoryOn(cfg, memory.SizesOf(wc, nil), memory.DeviceWinograd)
 	if err != nil {
@@ -140,12 +141,15 @@ func TestDeviceMemoryEstimateWithWinograd(t *testing.T) {
 	if est.PerPair >= either.PerPair {
 		t.Errorf("Winograd's estimate per pair %d is not below either form's %d", est.PerPair, either.PerPair)
 	}
+	if est.WinogradConvolutions != 3 || either.WinogradConvolutions != 0 {
+		t.Errorf("convolutions counted by Winograd's form: %d and %d (either form); want 3 and 0", est.WinogradConvolutions, either.WinogradConvolutions)
+	}
 }
 
 // nn.DeviceMemory counts what a model allocates by running its passes on a backend that only
 // counts: against the shim's peak for the same passes it must be within 1%, and never below.
 // A model with convolutions that F(2x2, 3x3) takes (the ResNet of width 16) is counted in both
-// forms, patches and Options.Winograd, and the count must cover both peaks and be within 2% of
+// forms, patches (Options.PatchConv) and Winograd's (the default), and the count must cover both peaks and be within 2% of
 // the larger: GroupNorm's statistics scratch, counted at twice its size (a buffer may double
 // when it grows), is 1.4% of this small model's peak.
 func TestNNDeviceMemoryIsTheShimsPeak(t *testing.T) {
@@ -166,7 +170,7 @@ func TestNNDeviceMemoryIsTheShimsPeak(t *testing.T) {
 				}
 				var peaks []int64
 				for _, wino := range []bool{false, true} {
-					peaks = append(peaks, shimPeak(t, tc.spec, R, cuda.Options{Winograd: wino}))
+					peaks = append(peaks, shimPeak(t, tc.spec, R, cuda.Options{PatchConv: !wino}))
 				}
 				t.Logf("R %d: counted %d bytes, the shim's peak %d with patches, %d with Winograd", R, 4*want, peaks[0], peaks[1])
 				if r := float64(4*want) / float64(max(peaks[0], peaks[1])); r < 1 || r > tc.slack {

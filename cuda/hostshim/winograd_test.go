@@ -11,7 +11,7 @@ import (
 	"github.com/fedaudit/fedaudit/nn"
 )
 
-// A small ResNet (width 16, two stages of one block, 8 x 8 inputs) with Options.Winograd: its
+// A small ResNet (width 16, two stages of one block, 8 x 8 inputs) in the default form: its
 // three 3 x 3 convolutions at stride 1 of at least 16 channels (stage 1's two, stage 2's
 // second) run by F(2x2, 3x3), the stem (3 input channels, an input shared by the replicas) and
 // the stride-2 and 1 x 1 convolutions by their patches. Per pass: each Winograd convolution's
@@ -30,7 +30,7 @@ func TestWinogradModelAgreesWithPatches(t *testing.T) {
 	spec.Input = []int{3, 8, 8}
 	run := func(wino bool) (grad []float32, loss []float64, per map[kernels.Kernel]int) {
 		d := &countingDevice{Device: device(t), perKernel: map[kernels.Kernel]int{}}
-		ops := cuda.NewOps(d, cuda.Options{Winograd: wino})
+		ops := cuda.NewOps(d, cuda.Options{PatchConv: !wino})
 		defer ops.Close()
 		grad, loss = modelLossGrad(t, spec, ops, ops, 2, 1, 9, []int32{3, 1, 4, 1})
 		return grad, loss, d.perKernel

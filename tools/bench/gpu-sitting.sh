@@ -30,19 +30,17 @@
 #   1 kit: gpu-info, cli-gpu (audit plan and run on the GPU against the CPU backend's verdict),
 #     parity, precision-drift (an audit in tf32 and bf16 against fp32)
 #   2 kit: bench-gpu, profile-w1 at R 64, 1024, 4096   torch: W1 batched and batched_ghost
-#   3 kit: bench-gpu-w3 at R 8 to 48, profile-w3, the same with Winograd's F(2x2, 3x3)
-#     (bench-gpu-w3-winograd, profile-w3-winograd; and at R 64, which only that form fits in
-#     80 GB), and at R 8 and 32
-#     bench-gpu-w3-winograd-splitk, bench-gpu-w3-splitk,
-#     bench-gpu-w3-biascopies and bench-gpu-w3-rowgroup4   torch: W3 vmap at R 8, 16 and 32
+#   3 kit: bench-gpu-w3 at R 8 to 48, profile-w3, the same by patches (bench-gpu-w3-patches,
+#     profile-w3-patches), bench-gpu-w3 at R 64 (which only Winograd's form, the default, fits
+#     in 80 GB), and at R 8 and 32 bench-gpu-w3-splitk and bench-gpu-w3-rowgroup4
+#     torch: W3 vmap at R 8 and 16
 #   4 kit: bench-gpu-w2, profile-w2, memory, bench-gpu-w2-splitk, bench-gpu-w2-rowgroup4 and
 #     -rowgroup2   torch: W2 batched, and compiled (reduce-overhead: the best PyTorch form of
 #     W2 in the sittings of 2026-11-27)
 #   5 torch: W1 batched_ghost compiled (reduce-overhead)   kit: the tf32 and bf16 benchmarks
 #     of W1 and W2, w1-parity, and what earlier changes bought: bench-gpu-clientbatch1 (each
 #     client's steps launched alone), bench-gpu-w2-launch1 (the light kernels launched as
-#     before the ninth session); W3 in TF32 on both sides (bench-gpu-w3-tf32 and
-#     bench-gpu-w3-winograd-tf32, w3.py --tf32)
+#     before the ninth session); W3 in TF32 on both sides (bench-gpu-w3-tf32, w3.py --tf32)
 #   6 Nsight Compute (where installed): ncu's SpeedOfLight section (how close each kernel comes
 #     to the device's memory and compute limits) for 80 launches of W2 at R 64 after its
 #     warm-up round, for 40 of W1 at R 4096, and for 6 of W1's hidden_step at R 64 with the
@@ -224,27 +222,22 @@ else
     run 45 torch-w1-ghost "$py" "$ref/w1_cuda.py" --impl batched_ghost --replicas 64,1024,4096 --rounds 10
   fi
   if want 3; then
-    # W3 at the replicas an 80 GB GPU holds (2.58 GB a pair since the layers share their
-    # backward buffers: up to 27 pairs), and torch's vmap at the same sizes while it fits.
-    # Goal 3 asks 79% of the SGEMM rate in FP32 from the patch form: Winograd's F(2x2, 3x3)
-    # makes 2.25 times fewer multiplications in the 13 stride-1 3x3 convolutions (twelfth
-    # session; never timed before this), timed beside the patch form at every R, and both
-    # profiled.
-    kitgroup kit-3 220 bench-gpu-w3,bench-gpu-w3-winograd,profile-w3,profile-w3-winograd --w3-replicas 8,16,32,48 --w3-rounds 2
-    # Goal 3 is at the largest R that fits 80 GB: by Winograd a W3 pair takes about 2.2 GB
-    # (the estimate: 35 pairs on 80 GiB), so R 64 fits where the patch form's (2.76 GB a pair)
-    # does not.
-    kitgroup kit-3w64 90 bench-gpu-w3-winograd --w3-replicas 64 --w3-rounds 2
-    # The weight gradients of W3's first stage ran at 31% of SGEMM (the stem's at 2%) in the
-    # fourth sitting: a few output tiles over a depth of 32,768. Split products, slices
-    # together; and the weight copies the later stages no longer make, timed back on.
-    # Winograd's filter gradients are products of the same few output tiles over every tile and
-    # sample (depth 8,192 in stage 1 at B 32): split too.
-    kitgroup kit-3s 180 bench-gpu-w3-winograd-splitk,bench-gpu-w3-splitk,bench-gpu-w3-biascopies,bench-gpu-w3-rowgroup4 --w3-replicas 8,32 --w3-rounds 2
-    # The benchmark's own W3 reference where REF has it, else the repository's form of it.
+    # W3 at the replicas an 80 GB GPU holds, by Winograd's F(2x2, 3x3) (the default since the
+    # fifth sitting, 1.28x to 1.42x the patch form on an H200: about 2.2 GB a pair, 35 pairs on
+    # 80 GiB) and by patches (2.58 GB a pair), both profiled.
+    kitgroup kit-3 220 bench-gpu-w3,bench-gpu-w3-patches,profile-w3,profile-w3-patches --w3-replicas 8,16,32,48 --w3-rounds 2
+    # Goal 3 is at the largest R that fits 80 GB: R 64 by Winograd's form.
+    kitgroup kit-3w64 90 bench-gpu-w3 --w3-replicas 64 --w3-rounds 2
+    # Winograd's filter gradients are products of a few output tiles over every tile and
+    # sample (depth 8,192 in stage 1 at B 32): split products (no gain in the fifth sitting,
+    # 0.98x), and 4 threads a row of samples in the image kernels (1.05x by patches there).
+    kitgroup kit-3s 120 bench-gpu-w3-splitk,bench-gpu-w3-rowgroup4 --w3-replicas 8,32 --w3-rounds 2
+    # The benchmark's own W3 reference where REF has it, else the repository's form of it. Its
+    # vmap at R 32 did not finish within 115 s on an H200 in the fifth sitting (and ran out of
+    # an H100's 80 GB in the fourth): R 8 and 16 only.
     w3ref=$ref/w3_cuda.py
     [ -f "$w3ref" ] || w3ref=$ref/w3.py
-    run 120 torch-w3-vmap "$py" "$w3ref" --impl vmap --replicas 8,16,32 --rounds 2
+    run 60 torch-w3-vmap "$py" "$w3ref" --impl vmap --replicas 8,16 --rounds 2
   fi
   if want 4; then
     kitgroup kit-4 150 bench-gpu-w2,profile-w2,memory,bench-gpu-w2-splitk,bench-gpu-w2-rowgroup4,bench-gpu-w2-rowgroup2 --w2-replicas 64,1024 --w2-rounds 5
@@ -256,7 +249,7 @@ else
     kitgroup kit-5 120 bench-gpu-tf32,bench-gpu-bf16,bench-gpu-w2-tf32,bench-gpu-w2-bf16,w1-parity,bench-gpu-clientbatch1,bench-gpu-w2-launch1 --replicas 64,4096 --rounds 10 --w2-replicas 64,1024 --w2-rounds 5
     # W3 in TF32 on both sides: in FP32, 2x PyTorch asks 79% of the SGEMM rate (docs/gpu.md,
     # "What the unmet goals ask of the device").
-    kitgroup kit-5w3 120 bench-gpu-w3-tf32,bench-gpu-w3-winograd-tf32 --w3-replicas 8,32 --w3-rounds 2
+    kitgroup kit-5w3 120 bench-gpu-w3-tf32 --w3-replicas 8,32 --w3-rounds 2
     run 90 torch-w3-vmap-tf32 "$py" "$ref/w3.py" --impl vmap --replicas 8,16 --rounds 2 --tf32
   fi
   ncu=$(command -v ncu || true)

@@ -68,13 +68,15 @@ func Estimate(t Training, s DataSizes, on Backend) (Memory, error) {
 	perReplica += wsRows * model.MLPWorkspaceFloats(sizes) * f
 	// nn models evaluate in slices of at most nnEvalRows(maxRows) rows (nnModel.eval).
 	var nnFixed float64
+	var winograd int
 	if nnRows > 0 && on.device() {
-		perRep, fixed, err := nnDeviceMemory(t, s, int(maxRows), on)
+		perRep, fixed, convs, err := nnDeviceMemory(t, s, int(maxRows), on)
 		if err != nil {
 			return Memory{}, err
 		}
 		perReplica += perRep
 		nnFixed = fixed
+		winograd = convs
 	} else {
 		perReplica += math.Max(maxRows, float64(model.NNEvalRows(int(maxRows)))) * nnRows
 	}
@@ -104,33 +106,36 @@ func Estimate(t Training, s DataSizes, on Backend) (Memory, error) {
 		rest := float64(d - sizes[0]*sizes[1])
 		fixed += compute.MaxClientBatch*(kb*h+rest)*f + window*kb*kb*f
 	}
-	return Memory{Params: d, Fixed: CeilBytes(fixed), PerPair: CeilBytes(2 * perReplica)}, nil
+	return Memory{Params: d, Fixed: CeilBytes(fixed), PerPair: CeilBytes(2 * perReplica), WinogradConvolutions: winograd}, nil
 }
 
 // nnDeviceMemory splits an nn model's device workspace (nn.DeviceMemory) into bytes per
 // replica and fixed bytes, from the counts for one pair and for two: the first layer's shared
 // patches and the ones vector do not grow with the replicas.
-func nnDeviceMemory(t Training, s DataSizes, maxRows int, on Backend) (perReplica, fixed float64, err error) {
-	form := nn.AnyConvForm
-	if on == DeviceWinograd {
-		form = nn.WinogradConvForm
-	}
+func nnDeviceMemory(t Training, s DataSizes, maxRows int, on Backend) (perReplica, fixed float64, winograd int, err error) {
 	dim := s.Dim
 	if s.Shape == nil {
 		dim = 0
 	}
+	form := nn.AnyConvForm
+	if on == DeviceWinograd {
+		form = nn.WinogradConvForm
+		if winograd, err = model.NNWinogradConvolutions(t.Model, s.Shape, dim, s.Classes); err != nil {
+			return 0, 0, 0, err
+		}
+	}
 	evalRows := model.NNEvalRows(maxRows)
 	two, err := model.NNDeviceMemoryOf(t.Model, s.Shape, dim, s.Classes, 2, maxRows, evalRows, form)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	four, err := model.NNDeviceMemoryOf(t.Model, s.Shape, dim, s.Classes, 4, maxRows, evalRows, form)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	const f = 4.0 // bytes per float32
 	perReplica = float64(four-two) / 2 * f
-	return perReplica, max(0, float64(two)*f-2*perReplica), nil
+	return perReplica, max(0, float64(two)*f-2*perReplica), winograd, nil
 }
 
 // WorkspaceRows is the number of rows the engine sizes the model's workspace for: the local

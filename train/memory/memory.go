@@ -27,12 +27,12 @@ const (
 	// cache-sized chunk of replicas at a time.
 	Host Backend = iota
 	// Device is a GPU: memory freed explicitly, every replica's convolution patches written
-	// and held from the forward to the backward pass, or (cuda.Options.Winograd) the stride-1
+	// and held from the forward to the backward pass, or (the GPU's default) the stride-1
 	// 3 x 3 convolutions by Winograd's F(2x2, 3x3): counted both ways, the larger taken, for
-	// a GPU whose options are not known (`audit plan`).
+	// a GPU whose options are not known or that computes by patches (cuda.Options.PatchConv).
 	Device
 	// DeviceWinograd is a GPU known to run the stride-1 3 x 3 convolutions by Winograd's
-	// F(2x2, 3x3) (cuda.Options.Winograd): counted that way only (ResNet-18 takes about two
+	// F(2x2, 3x3), as it does by default: counted that way only (ResNet-18 takes about two
 	// thirds of its memory by patches).
 	DeviceWinograd
 )
@@ -58,6 +58,9 @@ type Memory struct {
 	Params  int   `json:"params"` // d
 	Fixed   int64 `json:"fixed_bytes"`
 	PerPair int64 `json:"per_pair_bytes"`
+	// WinogradConvolutions is how many convolutions the estimate counted by Winograd's
+	// F(2x2, 3x3) (DeviceWinograd only; the others count none).
+	WinogradConvolutions int `json:"winograd_convolutions,omitempty"`
 }
 
 // Bytes is the estimate for a group of pairs.

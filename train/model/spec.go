@@ -162,14 +162,24 @@ func (mc Config) checkNN(p *problems, shape []int, dim, classes int) {
 // not loaded yet), dim features (0: not known) and classes: what train's memory estimate
 // counts for an nn model.
 func NNMemoryOf(mc Config, shape []int, dim, classes int) (d int, perRowBytes float64, err error) {
-	spec, ok, err := nnSpec(mc, shape, dim, classes)
+	spec, err := nnSpecToEstimate(mc, shape, dim, classes)
 	if err != nil {
 		return 0, 0, err
 	}
-	if !ok {
-		return 0, 0, errors.New("model.input: a sequential model needs the input shape before the data is loaded: give model.input [channels, height, width]")
-	}
 	return nnMemory(spec)
+}
+
+// nnSpecToEstimate is nnSpec for the memory estimates, which may run before the data is
+// loaded: a sequential model without model.input is then an error.
+func nnSpecToEstimate(mc Config, shape []int, dim, classes int) (nn.Spec, error) {
+	spec, ok, err := nnSpec(mc, shape, dim, classes)
+	if err != nil {
+		return nn.Spec{}, err
+	}
+	if !ok {
+		return nn.Spec{}, errors.New("model.input: a sequential model needs the input shape before the data is loaded: give model.input [channels, height, width]")
+	}
+	return spec, nil
 }
 
 // NNDeviceMemoryOf is the float32 values mc's nn model allocates at its peak on a device
@@ -177,12 +187,19 @@ func NNMemoryOf(mc Config, shape []int, dim, classes int) (d int, perRowBytes fl
 // it grows) for R replicas training on trainRows rows and evaluating evalRows rows, with the
 // 3 x 3 convolutions in the given form (nn.DeviceMemoryOf).
 func NNDeviceMemoryOf(mc Config, shape []int, dim, classes, R, trainRows, evalRows int, form nn.ConvForm) (int64, error) {
-	spec, ok, err := nnSpec(mc, shape, dim, classes)
+	spec, err := nnSpecToEstimate(mc, shape, dim, classes)
 	if err != nil {
 		return 0, err
 	}
-	if !ok {
-		return 0, errors.New("model.input: a sequential model needs the input shape before the data is loaded: give model.input [channels, height, width]")
-	}
 	return nn.DeviceMemoryOf(spec, R, trainRows, evalRows, form)
+}
+
+// NNWinogradConvolutions is how many of mc's convolutions a GPU computes by Winograd's
+// F(2x2, 3x3) (nn.WinogradConvolutions).
+func NNWinogradConvolutions(mc Config, shape []int, dim, classes int) (int, error) {
+	spec, err := nnSpecToEstimate(mc, shape, dim, classes)
+	if err != nil {
+		return 0, err
+	}
+	return nn.WinogradConvolutions(spec)
 }
