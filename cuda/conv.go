@@ -9,9 +9,8 @@ import (
 
 var _ compute.Convolver = (*Ops)(nil)
 
-// GroupNormPartials is the number of float64 partial sums per group (statistics, input
-// gradient) of GroupNorm's reductions (kernels.GroupNormPartials); each channel's sums for the
-// parameter gradients have kernels.GroupNormChannelPartials of the channel's values.
+// GroupNormPartials is the number of float64 partial sums per group of GroupNorm's statistics
+// (kernels.GroupNormPartials); its gradients' sums take kernels.GroupNormGradScratch.
 const GroupNormPartials = kernels.GroupNormPartials
 
 // imgAddr is the device address of x's element (0, 0, 0, 0) of batch element 0, or 0 without a
@@ -195,7 +194,7 @@ func (o *Ops) groupStats(op string, groups int, eps float32, x compute.Images, b
 	}
 	cg, hw := x.C/groups, x.H*x.W
 	rows = batch * x.N * groups
-	part := o.grow(&o.part, 2*rows*GroupNormPartials+2*batch*x.C*kernels.GroupNormChannelPartials(x.H*x.W*x.N))
+	part := o.grow(&o.part, max(2*rows*GroupNormPartials, kernels.GroupNormGradScratch(batch, x.C, x.N, hw)))
 	stats = o.grow(&o.gn, 4*rows)
 	o.args.reset().ptr(part).ptr(imgAddr(x)).i64(x.BatchStride).i64(cg).i64(x.N).i64(hw).i64(groups).
 		i64(GroupNormPartials).i64(batch)
@@ -237,9 +236,11 @@ func (o *Ops) groupNorm(op string, groups int, eps float32, x compute.Images, ga
 	o.launchRows(kernels.GNForward, y.Batch*x.C*x.H*x.W, x.N)
 }
 
-// GroupNormGrad implements compute.Convolver in five launches (four when dx.Buf is nil): the
-// statistics (two), the partial sums of both gradients (one), their reduction into the
-// parameter gradients and the means dx needs (one), then dx.
+// GroupNormGrad implements compute.Convolver in six launches (one fewer when dx.Buf is nil, and
+// one fewer where a channel's pixels are one run, kernels.GroupNormPixelSlices): the statistics
+// (two), the sums of d and d xhat per channel, sample and run of pixels (gn_grad_sums), their
+// folds over the runs (gn_grad_fold), the parameter gradients and the means dx needs
+// (gn_grad_reduce), then dx.
 func (o *Ops) GroupNormGrad(groups int, eps float32, x compute.Images, gamma compute.Mat, dy, dx compute.Images, dgamma, dbeta compute.Mat) {
 	o.groupNormGrad("groupnorm gradient", groups, eps, x, gamma, compute.Images{}, dy, dx, dgamma, dbeta)
 }
@@ -265,13 +266,19 @@ func (o *Ops) groupNormGrad(op string, groups int, eps float32, x compute.Images
 		wantDX = 1
 	}
 	gstats := stats + 8*uint64(2*rows)
-	cparts := kernels.GroupNormChannelPartials(hw * x.N)
-	o.args.reset().ptr(o.part.addr).ptr(imgAddr(x)).i64(x.BatchStride).ptr(addr(gamma)).i64(gamma.BatchStride).
-		ptr(imgAddr(dy)).i64(dy.BatchStride).ptr(imgAddr(mask)).i64(mask.BatchStride).ptr(stats).i64(cg).i64(x.N).i64(hw).i64(groups).
-		i64(GroupNormPartials).i64(cparts).i64(batch).u32(wantDX)
-	o.launch(kernels.GNGradPartials, max(int(wantDX)*rows*GroupNormPartials, batch*x.C*cparts))
+	runs := kernels.GroupNormPixelSlices(hw)
+	bcn := batch * x.C * x.N
+	sums, folded := o.part.addr, o.part.addr
+	o.args.reset().ptr(sums).ptr(imgAddr(x)).i64(x.BatchStride).ptr(imgAddr(dy)).i64(dy.BatchStride).
+		ptr(imgAddr(mask)).i64(mask.BatchStride).ptr(stats).i64(cg).i64(x.N).i64(hw).i64(groups).i64(runs).i64(batch)
+	o.launch(kernels.GNGradSums, bcn*runs)
+	if runs > 1 {
+		folded = sums + 8*uint64(2*bcn*runs)
+		o.args.reset().ptr(folded).ptr(sums).i64(x.C).i64(x.N).i64(runs).i64(batch)
+		o.launch(kernels.GNGradFold, bcn)
+	}
 	o.args.reset().ptr(gstats).ptr(addr(dgamma)).i64(dgamma.BatchStride).ptr(addr(dbeta)).i64(dbeta.BatchStride).
-		ptr(o.part.addr).i64(cg).i64(x.N).i64(hw).i64(groups).i64(GroupNormPartials).i64(cparts).i64(batch).u32(wantDX)
+		ptr(folded).ptr(addr(gamma)).i64(gamma.BatchStride).i64(cg).i64(x.N).i64(hw).i64(groups).i64(batch).u32(wantDX)
 	o.launch(kernels.GNGradReduce, max(int(wantDX)*rows, batch*x.C))
 	if wantDX == 0 {
 		return

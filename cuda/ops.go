@@ -213,7 +213,7 @@ const SyncEnv = "FEDAUDIT_CUDA_SYNC"
 // of 256 registers fill the 65,536 registers of a block). A larger block fails on a GPU with
 // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES for a kernel of more than 65,536 / block registers a
 // thread: at 1,024 threads more than 64, which pool_grad (127 to 128 registers on sm_70 to
-// sm_90), pool (96 to 119), im2col (71 to 88), gn_grad_partials (72 to 80) and, depending on
+// sm_90), pool (96 to 119), im2col (71 to 88), gn_grad_sums (72 on sm_90, 96 on sm_70) and, depending on
 // the architecture, mech_noise, add_gaussian and softmax_xent exceed; at 512 threads 128,
 // which pool_grad just reaches on sm_70. The host shim has no register limit, so only a GPU
 // shows it.

@@ -504,112 +504,128 @@ __device__ __forceinline__ float relu_masked(float dy, const float* mask, i64 i)
 	return mask && mask[i] <= 0.0f ? 0.0f : dy;
 }
 
-// gn_grad_partials writes the partial sums of GroupNorm's gradients. With want_dx, per group
-// (imgops.GroupNormGradX): of gy = dy gamma[c] at part[r parts + p] and of gy (x - mean) rstd
-// at part[rows parts + r parts + p]. Always, per channel c of batch element b (row q = b C + c;
-// imgops.GroupNormGradParams), in cparts partial sums (kernels.GroupNormChannelPartials of the
-// channel's hw N values, which are contiguous: e = pixel N + n): of dy (x - mean) rstd at
-// part[2 rows parts + q cparts + p] and of dy at part[2 rows parts + batch C cparts + q cparts +
-// p]. Each thread takes the first kind of sums, then the
-// second, each by its own grid-stride loop; in the first, the sample is the fastest coordinate
-// (adjacent threads read adjacent samples, as in gn_stats_partials).
-extern "C" __global__ void gn_grad_partials(double* part, const float* x, i64 xbs,
-                                            const float* gamma, i64 gbs, const float* dy,
-                                            i64 dybs, const float* mask, i64 mbs, const double* stats,
-                                            i64 cg, i64 N, i64 hw, i64 groups, i64 parts, i64 cparts,
-                                            i64 batch, int want_dx) {
-	i64 rows = batch * N * groups, C = cg * groups;
-	i64 start = (i64)blockIdx.x * blockDim.x + threadIdx.x, stride = (i64)blockDim.x * gridDim.x;
-	if (want_dx) {
-		i64 dc = parts / hw, dpx = parts - dc * hw;
-		const i64 rad[4] = {0, groups, parts, N};
-		for (md_index<4> it = md_start<4>(start, stride, rad); it.i < rows * parts; md_next(&it)) {
-			i64 b = it.d[0], g = it.d[1], p = it.d[2], n = it.d[3];
-			i64 r = (b * groups + g) * N + n, slot = r * parts + p;
-			double mu = stats[r], rs = stats[rows + r];
-			i64 off = g * cg * hw * N + n;
-			const float* xb = x + b * xbs + off;
-			const float* db = dy + b * dybs + off;
-			const float* mk = mask ? mask + b * mbs + off : mask;
-			const float* gb = gamma + b * gbs + g * cg;
-			double sg = 0, sgx = 0;
-			i64 cl, px;
-			gn_split(p, hw, &cl, &px);
-			while (cl < cg) {
-				i64 o = (cl * hw + px) * N;
-				double gy = (double)relu_masked(db[o], mk, o) * (double)gb[cl];
-				sg += gy;
-				sgx += gy * ((double)xb[o] - mu) * rs;
-				gn_step(&cl, &px, dc, dpx, hw);
-			}
-			part[slot] = sg;
-			part[rows * parts + slot] = sgx;
-		}
-	}
-	double* pb = part + 2 * rows * parts;
-	i64 dpx = cparts / N, dn = cparts - dpx * N, len = hw * N;
-	const i64 rad[4] = {0, groups, cg, cparts};
-	for (md_index<4> it = md_start<4>(start, stride, rad); it.i < batch * C * cparts; md_next(&it)) {
-		i64 b = it.d[0], g = it.d[1], cl = it.d[2], p = it.d[3];
-		i64 off = (g * cg + cl) * len;
-		const float* xb = x + b * xbs + off;
-		const float* db = dy + b * dybs + off;
+// GroupNorm's gradients need, per (batch element b, sample n, group g), the means over the group
+// of gy = d gamma[c] and of gy xhat (for dx), and per channel c of b the sums of d xhat
+// (dgamma) and of d (dbeta), with d = dy as the ReLU after the GroupNorm passes it
+// (relu_masked) and xhat = (x - mean) rstd of the sample's group. All of them follow from two
+// sums per (b, c, n) over the channel's pixels: of d and of d xhat. gn_grad_sums takes those
+// in one pass over x, dy and the mask (the previous form read them twice, once for the groups'
+// sums and once for the channels'), in P runs of pixels (kernels.GroupNormPixelSlices, from hw
+// alone), gn_grad_fold adds the runs, and gn_grad_reduce the folds: every sum in float64 and in
+// a fixed order that depends on the shape alone, never on the launch.
+
+// gn_grad_sums writes, for slot = ((b C + c) P + p) N + n, the sums of d (sums[slot]) and of d
+// xhat (sums[total + slot], total = batch C P N) over the p-th run of ceil(hw / P) consecutive
+// pixels of channel c, sample n. The sample is the fastest coordinate: a warp reads a line of
+// adjacent samples of each pixel.
+extern "C" __global__ void gn_grad_sums(double* sums, const float* __restrict__ x, i64 xbs,
+                                        const float* __restrict__ dy, i64 dybs,
+                                        const float* __restrict__ mask, i64 mbs,
+                                        const double* __restrict__ stats, i64 cg, i64 N, i64 hw,
+                                        i64 groups, i64 P, i64 batch) {
+	const i64 C = cg * groups, rows = batch * N * groups, total = batch * C * P * N;
+	const i64 run = (hw + P - 1) / P;
+	const i64 rad[4] = {0, C, P, N};
+	GRID_STRIDE_MD(it, 4, total, rad) {
+		i64 b = it.d[0], c = it.d[1], p = it.d[2], n = it.d[3];
+		i64 r = (b * groups + c / cg) * N + n;
+		double mu = stats[r], rs = stats[rows + r];
+		i64 px0 = p * run;
+		i64 len = hw - px0 < run ? hw - px0 : run;
+		i64 off = (c * hw + px0) * N + n;
+		const float* xr = x + b * xbs + off;
+		const float* dr = dy + b * dybs + off;
 		const float* mk = mask ? mask + b * mbs + off : mask;
-		const double* mb = stats + (b * groups + g) * N;
-		double dga = 0, dbe = 0;
-		i64 n, px;
-		gn_split(p, N, &px, &n);
-		for (i64 e = p; e < len; e += cparts) {
-			double mu = mb[n], rs = mb[rows + n];
-			double d = relu_masked(db[e], mk, e);
-			dga += d * ((double)xb[e] - mu) * rs;
-			dbe += d;
-			gn_step(&px, &n, dpx, dn, N);
+		double sd = 0, sdx = 0;
+		i64 k = 0, e = 0;
+		// Four pixels' loads issued before their sums, so that a thread waits for memory once
+		// per four pixels, not once per pixel; the sums' order is unchanged.
+		for (; k + 4 <= len; k += 4, e += 4 * N) {
+			float dv[4], xv[4];
+			UNROLL for (int u = 0; u < 4; u++) {
+				dv[u] = relu_masked(dr[e + u * N], mk, e + u * N);
+				xv[u] = xr[e + u * N];
+			}
+			UNROLL for (int u = 0; u < 4; u++) {
+				double d = dv[u];
+				sd += d;
+				sdx += d * (((double)xv[u] - mu) * rs);
+			}
 		}
-		pb[it.i] = dga;
-		pb[batch * C * cparts + it.i] = dbe;
+		for (; k < len; k++, e += N) {
+			double d = relu_masked(dr[e], mk, e);
+			sd += d;
+			sdx += d * (((double)xr[e] - mu) * rs);
+		}
+		sums[it.i] = sd;
+		sums[total + it.i] = sdx;
 	}
 }
 
-// gn_grad_reduce reduces gn_grad_partials' sums in index order: with want_dx, gstats[r] = the
-// mean of gy over the group and gstats[rows + r] that of gy xhat; always, dgamma[b, c] and
-// dbeta[b, c] (rows of C per batch element), rounded to float32.
+// gn_grad_fold adds each (b, c, n)'s P run sums in run order: folded[(b C + c) N + n] the sum of
+// d over the channel's pixels of the sample, folded[batch C N + (b C + c) N + n] that of d xhat.
+// (With P = 1 the sums are their own folds and this launch is left out.)
+extern "C" __global__ void gn_grad_fold(double* folded, const double* __restrict__ sums, i64 C,
+                                        i64 N, i64 P, i64 batch) {
+	const i64 bcn = batch * C * N, total = bcn * P;
+	const i64 rad[2] = {0, N};
+	GRID_STRIDE_MD(it, 2, bcn, rad) {
+		const double* s = sums + it.d[0] * P * N + it.d[1];
+		double sd = 0, sdx = 0;
+		for (i64 p = 0; p < P; p++) {
+			sd += s[p * N];
+			sdx += s[total + p * N];
+		}
+		folded[it.i] = sd;
+		folded[bcn + it.i] = sdx;
+	}
+}
+
+// gn_grad_reduce: with want_dx, for r = (b groups + g) N + n, gstats[r] = the mean over the
+// group of gy = d gamma[c] and gstats[rows + r] that of gy xhat: the group's channels' folds
+// times gamma[c], in channel order, over cnt = cg hw (imgops.GroupNormGradX's means); always
+// dgamma[b, c] and dbeta[b, c] (rows of C per batch element), the channel's folds of d xhat and
+// of d added over the samples in order, rounded to float32 (imgops.GroupNormGradParams).
 extern "C" __global__ void gn_grad_reduce(double* gstats, float* dgamma, i64 dgbs, float* dbeta,
-                                          i64 dbbs, const double* part, i64 cg, i64 N, i64 hw,
-                                          i64 groups, i64 parts, i64 cparts, i64 batch,
-                                          int want_dx) {
-	i64 rows = batch * N * groups, C = cg * groups;
-	double cnt = (double)(cg * hw);
-	i64 start = (i64)blockIdx.x * blockDim.x + threadIdx.x, stride = (i64)blockDim.x * gridDim.x;
+                                          i64 dbbs, const double* __restrict__ folded,
+                                          const float* __restrict__ gamma, i64 gbs, i64 cg, i64 N,
+                                          i64 hw, i64 groups, i64 batch, int want_dx) {
+	const i64 rows = batch * N * groups, C = cg * groups, bcn = batch * C * N;
+	const double cnt = (double)(cg * hw);
+	const i64 start = (i64)blockIdx.x * blockDim.x + threadIdx.x, stride = (i64)blockDim.x * gridDim.x;
 	if (want_dx) {
-		for (i64 r = start; r < rows; r += stride) {
-			const double* pg = part + r * parts;
-			const double* pgx = part + rows * parts + r * parts;
+		const i64 rad[3] = {0, groups, N};
+		for (md_index<3> it = md_start<3>(start, stride, rad); it.i < rows; md_next(&it)) {
+			i64 b = it.d[0], g = it.d[1], n = it.d[2];
+			const float* gb = gamma + b * gbs + g * cg;
+			const double* f = folded + (b * C + g * cg) * N + n;
 			double sg = 0, sgx = 0;
-			for (i64 q = 0; q < parts; q++) sg += pg[q];
-			for (i64 q = 0; q < parts; q++) sgx += pgx[q];
-			gstats[r] = sg / cnt;
-			gstats[rows + r] = sgx / cnt;
+			for (i64 cl = 0; cl < cg; cl++) {
+				double gm = (double)gb[cl];
+				sg += gm * f[cl * N];
+				sgx += gm * f[bcn + cl * N];
+			}
+			gstats[it.i] = sg / cnt;
+			gstats[rows + it.i] = sgx / cnt;
 		}
 	}
-	const double* pb = part + 2 * rows * parts;
 	const i64 rad[2] = {0, C};
 	for (md_index<2> it = md_start<2>(start, stride, rad); it.i < batch * C; md_next(&it)) {
-		i64 b = it.d[0], c = it.d[1];
-		const double* pga = pb + it.i * cparts;
-		const double* pbe = pb + batch * C * cparts + it.i * cparts;
-		double dga = 0, dbe = 0;
-		for (i64 q = 0; q < cparts; q++) dga += pga[q];
-		for (i64 q = 0; q < cparts; q++) dbe += pbe[q];
-		dgamma[b * dgbs + c] = (float)dga;
-		dbeta[b * dbbs + c] = (float)dbe;
+		const double* f = folded + it.i * N;
+		double dbe = 0, dga = 0;
+		for (i64 n = 0; n < N; n++) {
+			dbe += f[n];
+			dga += f[bcn + n];
+		}
+		dgamma[it.d[0] * dgbs + it.d[1]] = (float)dga;
+		dbeta[it.d[0] * dbbs + it.d[1]] = (float)dbe;
 	}
 }
 
 // gn_grad_x: dx = float32(rstd (dy gamma[c] - mean(gy) - xhat mean(gy xhat))) with xhat = (x -
 // mean) rstd, in float64, as imgops.GroupNormGradX. A group of wd threads per row (b, c,
 // pixel) of N samples, as gn_forward. With a mask, dy as relu_masked passes it.
-extern "C" __global__ void gn_grad_x(float* __restrict__ dx, i64 dxbs, const float* __restrict__ x, i64 xbs,
+extern "C" __global__ void __launch_bounds__(256, 3) gn_grad_x(float* __restrict__ dx, i64 dxbs, const float* __restrict__ x, i64 xbs,
                                      const float* __restrict__ gamma, i64 gbs, const float* __restrict__ dy,
                                      i64 dybs, const float* __restrict__ mask, i64 mbs,
                                      const double* __restrict__ stats,
@@ -891,7 +907,12 @@ extern "C" __global__ void wino_filter_grad(float* __restrict__ dw, i64 ldw, i64
 
 // wino_input: v[b, e, c, p N + n] = (B^T d B)[e] for the 4 x 4 input tile d of tile p = ty TW +
 // tx, a group of wd threads per (b, c, ty, tx), each thread the samples lane, lane + wd, ....
-extern "C" __global__ void wino_input(float* __restrict__ v, i64 ldv, i64 ves, const float* __restrict__ x, i64 xbs,
+// These kernels move data and do little arithmetic: what limits them is how many loads are in
+// flight. Left to itself ptxas gave wino_input 150 registers on sm_90 (one block of 256 threads
+// a multiprocessor) and wino_input_grad and gn_grad_x about 95 (two); __launch_bounds__(256, 3)
+// holds them to 85 (80, 72 and 80 on sm_90, no spills on sm_70, sm_80 or sm_90), so three
+// blocks fit. The arithmetic, and so the bits, are the same.
+extern "C" __global__ void __launch_bounds__(256, 3) wino_input(float* __restrict__ v, i64 ldv, i64 ves, const float* __restrict__ x, i64 xbs,
                                       i64 C, i64 N, i64 H, i64 W, i64 TH, i64 TW, i64 batch, i64 wd) {
 	const i64 rad[4] = {0, C, TH, TW};
 	const i64 lane = GROUP_LANE(wd);
@@ -1019,7 +1040,7 @@ __device__ __forceinline__ float wino_bcomb(int i, float a0, float a1, float a2,
 // and 2 a + 1 lie in tiles a - 1 (rows 2 and 3 of its 4 x 4) and a (rows 0 and 1), so a group of
 // wd threads per block (b, c, a, a') of 2 x 2 padded pixels reads those four tiles' dv once for
 // the block's four pixels (those inside the image).
-extern "C" __global__ void wino_input_grad(float* __restrict__ dx, i64 dxbs, const float* __restrict__ dv, i64 ldv,
+extern "C" __global__ void __launch_bounds__(256, 3) wino_input_grad(float* __restrict__ dx, i64 dxbs, const float* __restrict__ dv, i64 ldv,
                                            i64 ves, i64 C, i64 N, i64 H, i64 W, i64 TH, i64 TW, i64 batch,
                                            i64 wd) {
 	const i64 AH = H / 2 + 1, AW = W / 2 + 1;

@@ -31,7 +31,8 @@ const (
 	GNStatsPartials
 	GNStats
 	GNForward
-	GNGradPartials
+	GNGradSums
+	GNGradFold
 	GNGradReduce
 	GNGradX
 	HiddenStep
@@ -62,7 +63,7 @@ var kernelNames = [numKernels]string{
 	AddRowActivate: "add_row_activate", ActivateGradSumRows: "activate_grad_sum_rows",
 	Im2col: "im2col", Col2im: "col2im", Pool: "pool", PoolGrad: "pool_grad", TransposeBlocks: "transpose_blocks",
 	GNStatsPartials: "gn_stats_partials", GNStats: "gn_stats", GNForward: "gn_forward",
-	GNGradPartials: "gn_grad_partials", GNGradReduce: "gn_grad_reduce", GNGradX: "gn_grad_x",
+	GNGradSums: "gn_grad_sums", GNGradFold: "gn_grad_fold", GNGradReduce: "gn_grad_reduce", GNGradX: "gn_grad_x",
 	HiddenStep: "hidden_step", MechNoise: "mech_noise", SplitKReduce: "splitk_reduce",
 	ConvDirect: "conv_direct", ConvDirectDX: "conv_direct_dx", ConvDirectDW: "conv_direct_dw",
 	PoolGradTiled: "pool_grad_tiled", AccumulateInOrder: "accumulate_in_order", Im2colRows: "im2col_rows", AddReLU: "add_relu",
@@ -112,18 +113,30 @@ const Partials = 256
 // leaving most partial sums empty.
 const GroupNormPartials = 32
 
-// GroupNormChannelPartials is the number of float64 partial sums of each channel's sums in
-// GroupNorm's parameter gradients (dgamma, dbeta), over values = H W N values a channel:
-// GroupNormPartials times a power of two up to 32 that leaves each partial sum at least 64
-// values. A thread per partial sum and 32 of them a channel left ResNet-18's first stage
-// (64 channels of 32 x 32 pixels of 32 samples, at 8 replicas) with 16,384 threads of 1,024
-// values each. It depends on the shape alone, never on the launch.
-func GroupNormChannelPartials(values int) int {
-	f := 1
-	for f < 32 && values >= 2*f*GroupNormPartials*64 {
-		f *= 2
+// GroupNormPixelSlices is how many runs of consecutive pixels GroupNorm's gradient sums split
+// a channel's hw pixels into (gn_grad_sums: a thread per run and sample): a power of two up to
+// 32 that leaves each run at least 64 pixels, 1 below 128 pixels. ResNet-18's first stage (32
+// x 32 pixels) takes 16: 262,144 threads of 64 pixels at 8 replicas of 32 samples, where one
+// run a channel would leave 16,384 threads of 1,024. It depends on the shape alone, never on
+// the launch.
+func GroupNormPixelSlices(hw int) int {
+	p := 1
+	for p < 32 && hw >= 2*p*64 {
+		p *= 2
 	}
-	return GroupNormPartials * f
+	return p
+}
+
+// GroupNormGradScratch is the float64 values GroupNorm's gradient sums keep for batch elements
+// of C channels of hw pixels of N samples: two sums per run (GroupNormPixelSlices) and, with
+// several runs, two folds, per channel and sample.
+func GroupNormGradScratch(batch, C, N, hw int) int {
+	p := GroupNormPixelSlices(hw)
+	s := 2 * batch * C * N * p
+	if p > 1 {
+		s += 2 * batch * C * N
+	}
+	return s
 }
 
 // PartialsFold is how many pieces dot_partials splits each of an inner product's Partials

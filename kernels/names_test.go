@@ -136,16 +136,23 @@ func TestPartialsFold(t *testing.T) {
 	}
 }
 
-// GroupNorm's per-channel partial sums: 32 up to 4,095 values a channel, then twice as many at
-// each doubling while every partial sum keeps at least 64 values, at most 32 times: ResNet-18's
-// first stage (32 x 32 pixels of 32 samples) takes 512.
-func TestGroupNormChannelPartials(t *testing.T) {
-	for _, c := range []struct{ values, want int }{
-		{1, 32}, {4095, 32}, {4096, 64}, {8191, 64}, {8192, 128}, {32 * 32 * 32, 512},
-		{1 << 30, 1024},
+// GroupNorm's gradient sums split a channel's pixels into runs: one run up to 127 pixels, then
+// twice as many at each doubling while every run keeps at least 64 pixels, at most 32:
+// ResNet-18's first stage (32 x 32 pixels) takes 16, its second 4, its third and fourth 1. The
+// scratch holds two sums per run, channel and sample, and two folds where there are runs.
+func TestGroupNormPixelSlices(t *testing.T) {
+	for _, c := range []struct{ hw, want int }{
+		{1, 1}, {16, 1}, {64, 1}, {127, 1}, {128, 2}, {255, 2}, {256, 4}, {1024, 16},
+		{4096, 32}, {1 << 30, 32},
 	} {
-		if got := GroupNormChannelPartials(c.values); got != c.want {
-			t.Errorf("GroupNormChannelPartials(%d) = %d, want %d", c.values, got, c.want)
+		if got := GroupNormPixelSlices(c.hw); got != c.want {
+			t.Errorf("GroupNormPixelSlices(%d) = %d, want %d", c.hw, got, c.want)
 		}
+	}
+	if got, want := GroupNormGradScratch(8, 64, 32, 1024), 2*8*64*32*16+2*8*64*32; got != want {
+		t.Errorf("GroupNormGradScratch of ResNet-18's first stage at 8 replicas: %d, want %d", got, want)
+	}
+	if got, want := GroupNormGradScratch(8, 512, 32, 16), 2*8*512*32; got != want {
+		t.Errorf("GroupNormGradScratch of its last stage: %d, want %d", got, want)
 	}
 }

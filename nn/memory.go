@@ -160,15 +160,14 @@ func (o *countingOps) Pool(compute.Pooling, compute.Window, compute.Images, comp
 func (o *countingOps) PoolGrad(compute.Pooling, compute.Window, compute.Images, compute.Images, compute.Images) {
 }
 
-// GroupNorm counts the device's own scratch for the statistics: float64 partial sums (2 per
-// statistic, kernels.GroupNormPartials each, and 2 per channel,
-// kernels.GroupNormChannelPartials of its values each; TestNNDeviceMemoryIsTheShimsPeak in
-// cuda/hostshim holds the count to the device's peak) and 4 values per batch element, sample
+// GroupNorm counts the device's own scratch for the statistics and the gradients' sums: float64
+// values, the larger of 2 per statistic (kernels.GroupNormPartials each) and what the
+// gradients' sums keep (kernels.GroupNormGradScratch; TestNNDeviceMemoryIsTheShimsPeak in
+// cuda/hostshim holds the count to the device's peak), and 4 values per batch element, sample
 // and group, each buffer at most doubled when it grows.
 func (o *countingOps) GroupNorm(groups int, _ float32, x compute.Images, _, _ compute.Mat, y compute.Images) {
 	rows := int64(y.Batch) * int64(x.N) * int64(groups)
-	cparts := int64(kernels.GroupNormChannelPartials(x.H * x.W * x.N))
-	part := 2*rows*kernels.GroupNormPartials + 2*int64(y.Batch)*int64(x.C)*cparts
+	part := max(2*rows*kernels.GroupNormPartials, int64(kernels.GroupNormGradScratch(y.Batch, x.C, x.N, x.H*x.W)))
 	const f64 = 2 // float32 units per float64
 	o.gnPart, o.gnStats = max(o.gnPart, 2*f64*part), max(o.gnStats, 2*f64*4*rows)
 }

@@ -99,13 +99,18 @@ func TestConvLaunchCounts(t *testing.T) {
 				x, p := img(o, 4, 3, 5, 5, batch), row(o, 4, batch)
 				o.GroupNorm(2, 1e-5, x, p, p, img(o, 4, 3, 5, 5, batch))
 			}},
-			{"GroupNormGrad", []kernels.Kernel{kernels.GNStatsPartials, kernels.GNStats, kernels.GNGradPartials, kernels.GNGradReduce, kernels.GNGradX}, func(o *cuda.Ops) {
+			{"GroupNormGrad", []kernels.Kernel{kernels.GNStatsPartials, kernels.GNStats, kernels.GNGradSums, kernels.GNGradReduce, kernels.GNGradX}, func(o *cuda.Ops) {
 				x, dy, p := img(o, 4, 3, 5, 5, batch), img(o, 4, 3, 5, 5, batch), row(o, 4, batch)
 				o.GroupNormGrad(2, 1e-5, x, p, dy, img(o, 4, 3, 5, 5, batch), row(o, 4, batch), row(o, 4, batch))
 			}},
-			{"GroupNormGradNoDX", []kernels.Kernel{kernels.GNStatsPartials, kernels.GNStats, kernels.GNGradPartials, kernels.GNGradReduce}, func(o *cuda.Ops) {
+			{"GroupNormGradNoDX", []kernels.Kernel{kernels.GNStatsPartials, kernels.GNStats, kernels.GNGradSums, kernels.GNGradReduce}, func(o *cuda.Ops) {
 				x, dy, p := img(o, 4, 3, 5, 5, batch), img(o, 4, 3, 5, 5, batch), row(o, 4, batch)
 				o.GroupNormGrad(2, 1e-5, x, p, dy, compute.Images{}, row(o, 4, batch), row(o, 4, batch))
+			}},
+			// 12 x 12 pixels, two runs a channel (kernels.GroupNormPixelSlices): their folds.
+			{"GroupNormGradRuns", []kernels.Kernel{kernels.GNStatsPartials, kernels.GNStats, kernels.GNGradSums, kernels.GNGradFold, kernels.GNGradReduce, kernels.GNGradX}, func(o *cuda.Ops) {
+				x, dy, p := img(o, 4, 3, 12, 12, batch), img(o, 4, 3, 12, 12, batch), row(o, 4, batch)
+				o.GroupNormGrad(2, 1e-5, x, p, dy, img(o, 4, 3, 12, 12, batch), row(o, 4, batch), row(o, 4, batch))
 			}},
 		} {
 			t.Run(fmt.Sprintf("%s/batch%d", c.name, batch), func(t *testing.T) {

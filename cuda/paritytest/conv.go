@@ -318,8 +318,9 @@ type gnCase struct{ C, N, H, W, groups int }
 
 // gnCases cover groups of one value (fewer values than partial sums), one channel per group,
 // one group, 1 x 1 images (after global pooling), groups longer than the partial-sum count
-// times the launch configurations' blocks, and channels long enough (4,608 values) for their
-// parameter gradients' sums to take twice the partial sums (kernels.GroupNormChannelPartials).
+// times the launch configurations' blocks, and images of enough pixels for the gradients' sums
+// to split a channel into runs (kernels.GroupNormPixelSlices): 24 x 24 into 8 runs of 72, 13 x
+// 11 into 2 runs of 72 and 71.
 var gnCases = []gnCase{
 	{1, 1, 1, 1, 1},
 	{6, 2, 5, 7, 3},
@@ -328,6 +329,7 @@ var gnCases = []gnCase{
 	{3, 2, 1, 1, 3},
 	{16, 2, 8, 8, 4},
 	{2, 8, 24, 24, 1},
+	{4, 3, 13, 11, 2},
 }
 
 // gnStats returns imgops.GroupStats of batch element b of x (host values xs).
@@ -417,7 +419,7 @@ func inImages(x compute.Images, i int) (ok bool, b, c, n, px int) {
 		return false, 0, 0, 0, 0
 	}
 	hw := x.H * x.W
-	c, n, px = i/(x.N*hw), i/hw%x.N, i%hw
+	c, px, n = i/(hw*x.N), i/x.N%hw, i%x.N // [C][H W][N], the samples innermost
 	return true, b, c, n, px
 }
 
@@ -473,7 +475,7 @@ func testGroupNorm(t *testing.T, f Factory) {
 										mu, rs := stats[b][0][r], stats[b][1][r]
 										g := float64(ps[gm.Off+b*gm.BatchStride+c])
 										be := float64(ps[bt.Off+b*bt.BatchStride+c])
-										xv := float64(xs[x.Off+b*x.BatchStride+(c*gc.N+n)*gc.H*gc.W+px])
+										xv := float64(xs[x.Off+b*x.BatchStride+(c*gc.H*gc.W+px)*gc.N+n])
 										scale := math.Abs(rs*g*xv) + math.Abs(mu*rs*g) + math.Abs(be-mu*rs*g) + math.Abs(float64(ycpu[i]))
 										return math.Ldexp(scale, -21) + 1e-30
 									})
@@ -586,12 +588,12 @@ type gnGradView struct {
 
 func (v *gnGradView) xAt(b, c, n, px int) float64 {
 	hw := v.gc.H * v.gc.W
-	return float64(v.xs[v.x.Off+b*v.x.BatchStride+(c*v.gc.N+n)*hw+px])
+	return float64(v.xs[v.x.Off+b*v.x.BatchStride+(c*hw+px)*v.gc.N+n])
 }
 
 func (v *gnGradView) dyAt(b, c, n, px int) float64 {
 	hw := v.gc.H * v.gc.W
-	return float64(v.dys[v.dy.Off+b*v.dy.BatchStride+(c*v.gc.N+n)*hw+px])
+	return float64(v.dys[v.dy.Off+b*v.dy.BatchStride+(c*hw+px)*v.gc.N+n])
 }
 
 func (v *gnGradView) gAt(b, c int) float64 { return float64(v.gs[v.gm.Off+b*v.gm.BatchStride+c]) }

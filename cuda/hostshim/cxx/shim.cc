@@ -94,7 +94,7 @@ const entry table[] = {
     K(add_row_activate), K(activate_grad_sum_rows),
     K(im2col),        K(col2im),          K(pool),               K(pool_grad),
     K(transpose_blocks), K(gn_stats_partials), K(gn_stats),      K(gn_forward),
-    K(gn_grad_partials), K(gn_grad_reduce), K(gn_grad_x),
+    K(gn_grad_sums), K(gn_grad_fold), K(gn_grad_reduce), K(gn_grad_x),
     K(mech_noise),        KB(hidden_step),    K(splitk_reduce),
     K(conv_direct),       K(conv_direct_dx),  K(conv_direct_dw),
     K(pool_grad_tiled),   K(accumulate_in_order), K(im2col_rows), K(add_relu),
