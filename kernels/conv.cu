@@ -417,7 +417,18 @@ extern "C" __global__ void gn_stats_partials(double* part, const float* x, i64 x
 		i64 slot = ((b * groups + g) * N + n) * parts + p;
 		const float* base = x + b * xbs + g * cg * hw * N + n;
 		double s = 0, ss = 0;
-		for (i64 e = p; e < cnt; e += parts) {
+		i64 e = p;
+		// Four values' loads issued before their sums (the same sums in the same order).
+		for (; e + 3 * parts < cnt; e += 4 * parts) {
+			float v4[4];
+			UNROLL for (int u = 0; u < 4; u++) v4[u] = base[(e + u * parts) * N];
+			UNROLL for (int u = 0; u < 4; u++) {
+				double v = v4[u];
+				s += v;
+				ss += v * v;
+			}
+		}
+		for (; e < cnt; e += parts) {
 			double v = base[e * N];
 			s += v;
 			ss += v * v;
