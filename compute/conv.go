@@ -148,6 +148,24 @@ type GroupNormReLUer interface {
 	GroupNormReLUGrad(groups int, eps float32, x Images, gamma Mat, y, dy, dx Images, dgamma, dbeta Mat)
 }
 
+// GroupNormStatsKeeper is implemented by backends whose GroupNorm can leave the statistics it
+// computes (each sample's group means and reciprocal standard deviations) in a buffer of the
+// caller's, and whose gradient can read them from there instead of computing them again from
+// the same x: a model keeps one such buffer a GroupNorm layer from its forward pass to its
+// backward pass. The results are those of the calls without the buffer, bit for bit.
+type GroupNormStatsKeeper interface {
+	// GroupNormStatsLen is the length of a buffer that holds the statistics of x (Batch batch
+	// elements) in groups groups.
+	GroupNormStatsLen(groups int, x Images) int
+	// GroupNormKeep is Convolver.GroupNorm, or with relu GroupNormReLUer.GroupNormReLU, that
+	// also writes x's statistics into stats.
+	GroupNormKeep(groups int, eps float32, x Images, gamma, beta Mat, y Images, relu bool, stats Buffer)
+	// GroupNormGradKept is Convolver.GroupNormGrad, or where relu.Buf is not nil
+	// GroupNormReLUer.GroupNormReLUGrad with relu the ReLU's output, that reads x's statistics
+	// from stats, where GroupNormKeep wrote them for the same x, groups and eps.
+	GroupNormGradKept(groups int, eps float32, x Images, gamma Mat, relu, dy, dx Images, dgamma, dbeta Mat, stats Buffer)
+}
+
 // AddReLUer is implemented by backends that add a residual block's two paths and apply the
 // ReLU after them in one pass, instead of adding one into the other and then a pass of the
 // ReLU over the sum.

@@ -180,34 +180,39 @@ func (o *Ops) Transpose(block int, src, dst compute.Mat) {
 	o.launch(kernels.TransposeBlocks, dst.Batch*src.Rows*src.Cols*block)
 }
 
-// groupStats checks the group count and leaves the statistics of every (batch element, sample,
-// group) of x in the gn scratch: mean at the returned address, rstd rows values later (two
-// launches: the partial sums, then their reduction). It returns rows = batch N groups, or
-// rows = 0 when there is nothing to do or an error.
-func (o *Ops) groupStats(op string, groups int, eps float32, x compute.Images, batch int) (stats uint64, rows int) {
+// gnScratch checks the group count and grows the scratch of GroupNorm's sums and statistics
+// for batch batch elements of x. It returns rows = batch N groups, or 0 when there is nothing to
+// do or an error.
+func (o *Ops) gnScratch(op string, groups int, x compute.Images, batch int) (rows int) {
 	if o.err != nil || batch <= 0 || x.Size() <= 0 {
-		return 0, 0
+		return 0
 	}
 	if groups <= 0 || x.C%groups != 0 {
 		o.fail(op, fmt.Errorf("%d channels do not split into %d groups", x.C, groups))
-		return 0, 0
+		return 0
 	}
-	cg, hw := x.C/groups, x.H*x.W
 	rows = batch * x.N * groups
-	part := o.grow(&o.part, max(2*rows*GroupNormPartials, kernels.GroupNormGradScratch(batch, x.C, x.N, hw)))
-	stats = o.grow(&o.gn, 4*rows)
-	o.args.reset().ptr(part).ptr(imgAddr(x)).i64(x.BatchStride).i64(cg).i64(x.N).i64(hw).i64(groups).
+	o.grow(&o.part, max(2*rows*GroupNormPartials, kernels.GroupNormGradScratch(batch, x.C, x.N, x.H*x.W)))
+	o.grow(&o.gn, 4*rows)
+	return rows
+}
+
+// groupStats writes the statistics of every (batch element, group, sample) of x at stats: the
+// means, then the rstd rows values later, in float64 (two launches: the partial sums, then their
+// reduction). gnScratch has grown the scratch.
+func (o *Ops) groupStats(groups int, eps float32, x compute.Images, batch, rows int, stats uint64) {
+	cg, hw := x.C/groups, x.H*x.W
+	o.args.reset().ptr(o.part.addr).ptr(imgAddr(x)).i64(x.BatchStride).i64(cg).i64(x.N).i64(hw).i64(groups).
 		i64(GroupNormPartials).i64(batch)
 	o.launch(kernels.GNStatsPartials, rows*GroupNormPartials)
-	o.args.reset().ptr(stats).ptr(part).i64(rows).i64(GroupNormPartials).i64(cg * hw).f32(eps)
+	o.args.reset().ptr(stats).ptr(o.part.addr).i64(rows).i64(GroupNormPartials).i64(cg * hw).f32(eps)
 	o.launch(kernels.GNStats, rows)
-	return stats, rows
 }
 
 // GroupNorm implements compute.Convolver in three launches: partial sums of x and x^2 per
 // group, the statistics, then y.
 func (o *Ops) GroupNorm(groups int, eps float32, x compute.Images, gamma, beta compute.Mat, y compute.Images) {
-	o.groupNorm("groupnorm", groups, eps, x, gamma, beta, y, false)
+	o.groupNorm("groupnorm", groups, eps, x, gamma, beta, y, false, nil)
 }
 
 var _ compute.GroupNormReLUer = (*Ops)(nil)
@@ -215,17 +220,58 @@ var _ compute.GroupNormReLUer = (*Ops)(nil)
 // GroupNormReLU implements compute.GroupNormReLUer: GroupNorm's launches, the ReLU applied by
 // gn_forward as it writes y.
 func (o *Ops) GroupNormReLU(groups int, eps float32, x compute.Images, gamma, beta compute.Mat, y compute.Images) {
-	o.groupNorm("groupnorm and relu", groups, eps, x, gamma, beta, y, true)
+	o.groupNorm("groupnorm and relu", groups, eps, x, gamma, beta, y, true, nil)
 }
 
-func (o *Ops) groupNorm(op string, groups int, eps float32, x compute.Images, gamma, beta compute.Mat, y compute.Images, relu bool) {
+var _ compute.GroupNormStatsKeeper = (*Ops)(nil)
+
+// GroupNormStatsLen implements compute.GroupNormStatsKeeper: the float64 mean and rstd of every
+// (batch element, group, sample), as float32 units.
+func (o *Ops) GroupNormStatsLen(groups int, x compute.Images) int {
+	return 2 * 2 * x.Batch * x.N * groups
+}
+
+// GroupNormKeep implements compute.GroupNormStatsKeeper: GroupNorm's launches with the
+// statistics written into stats instead of the backend's scratch.
+func (o *Ops) GroupNormKeep(groups int, eps float32, x compute.Images, gamma, beta compute.Mat, y compute.Images, relu bool, stats compute.Buffer) {
+	o.groupNorm("groupnorm keeping its statistics", groups, eps, x, gamma, beta, y, relu, stats)
+}
+
+// GroupNormGradKept implements compute.GroupNormStatsKeeper: GroupNormGrad's launches without
+// the two of the statistics, which it reads from stats.
+func (o *Ops) GroupNormGradKept(groups int, eps float32, x compute.Images, gamma compute.Mat, relu, dy, dx compute.Images, dgamma, dbeta compute.Mat, stats compute.Buffer) {
+	o.groupNormGrad("groupnorm gradient from kept statistics", groups, eps, x, gamma, relu, dy, dx, dgamma, dbeta, stats)
+}
+
+// keptStats is the device address of a kept statistics buffer for rows rows, or 0 (and the
+// backend failed) where it is too short.
+func (o *Ops) keptStats(op string, stats compute.Buffer, rows int) uint64 {
+	if stats == nil || stats.Len() < 4*rows {
+		n := 0
+		if stats != nil {
+			n = stats.Len()
+		}
+		o.fail(op, fmt.Errorf("a statistics buffer of %d values, %d needed (GroupNormStatsLen)", n, 4*rows))
+		return 0
+	}
+	return stats.(*buffer).addr
+}
+
+func (o *Ops) groupNorm(op string, groups int, eps float32, x compute.Images, gamma, beta compute.Mat, y compute.Images, relu bool, keep compute.Buffer) {
 	if !o.apart(op, imgSpan(y), imgSpan(x), matSpan(gamma), matSpan(beta)) {
 		return
 	}
-	stats, rows := o.groupStats(op, groups, eps, x, y.Batch)
+	rows := o.gnScratch(op, groups, x, y.Batch)
 	if rows == 0 {
 		return
 	}
+	stats := o.gn.addr
+	if keep != nil {
+		if stats = o.keptStats(op, keep, rows); stats == 0 {
+			return
+		}
+	}
+	o.groupStats(groups, eps, x, y.Batch, rows, stats)
 	flag := uint32(0)
 	if relu {
 		flag = 1
@@ -238,34 +284,41 @@ func (o *Ops) groupNorm(op string, groups int, eps float32, x compute.Images, ga
 
 // GroupNormGrad implements compute.Convolver in six launches (one fewer when dx.Buf is nil, and
 // one fewer where a channel's pixels are one run, kernels.GroupNormPixelSlices): the statistics
-// (two), the sums of d and d xhat per channel, sample and run of pixels (gn_grad_sums), their
-// folds over the runs (gn_grad_fold), the parameter gradients and the means dx needs
-// (gn_grad_reduce), then dx.
+// (two; none from kept statistics, GroupNormGradKept), the sums of d and d xhat per channel,
+// sample and run of pixels (gn_grad_sums), their folds over the runs (gn_grad_fold), the
+// parameter gradients and the means dx needs (gn_grad_reduce), then dx.
 func (o *Ops) GroupNormGrad(groups int, eps float32, x compute.Images, gamma compute.Mat, dy, dx compute.Images, dgamma, dbeta compute.Mat) {
-	o.groupNormGrad("groupnorm gradient", groups, eps, x, gamma, compute.Images{}, dy, dx, dgamma, dbeta)
+	o.groupNormGrad("groupnorm gradient", groups, eps, x, gamma, compute.Images{}, dy, dx, dgamma, dbeta, nil)
 }
 
 // GroupNormReLUGrad implements compute.GroupNormReLUer: GroupNormGrad's launches, the kernels
 // that read dy passing it through the ReLU, from its output y, as they read it.
 func (o *Ops) GroupNormReLUGrad(groups int, eps float32, x compute.Images, gamma compute.Mat, y, dy, dx compute.Images, dgamma, dbeta compute.Mat) {
-	o.groupNormGrad("groupnorm and relu gradient", groups, eps, x, gamma, y, dy, dx, dgamma, dbeta)
+	o.groupNormGrad("groupnorm and relu gradient", groups, eps, x, gamma, y, dy, dx, dgamma, dbeta, nil)
 }
 
-func (o *Ops) groupNormGrad(op string, groups int, eps float32, x compute.Images, gamma compute.Mat, mask, dy, dx compute.Images, dgamma, dbeta compute.Mat) {
+func (o *Ops) groupNormGrad(op string, groups int, eps float32, x compute.Images, gamma compute.Mat, mask, dy, dx compute.Images, dgamma, dbeta compute.Mat, kept compute.Buffer) {
 	batch := dgamma.Batch
 	if !o.apart(op, imgSpan(dx), imgSpan(x), matSpan(gamma), imgSpan(dy), imgSpan(mask)) {
 		return
 	}
-	stats, rows := o.groupStats(op, groups, eps, x, batch)
+	rows := o.gnScratch(op, groups, x, batch)
 	if rows == 0 {
 		return
+	}
+	stats, gstats := o.gn.addr, o.gn.addr+8*uint64(2*rows)
+	if kept != nil {
+		if stats = o.keptStats(op, kept, rows); stats == 0 {
+			return
+		}
+	} else {
+		o.groupStats(groups, eps, x, batch, rows, stats)
 	}
 	cg, hw := x.C/groups, x.H*x.W
 	wantDX := uint32(0)
 	if dx.Buf != nil {
 		wantDX = 1
 	}
-	gstats := stats + 8*uint64(2*rows)
 	runs := kernels.GroupNormPixelSlices(hw)
 	bcn := batch * x.C * x.N
 	sums, folded := o.part.addr, o.part.addr

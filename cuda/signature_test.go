@@ -99,6 +99,10 @@ func TestLaunchArgumentsMatchPTX(t *testing.T) {
 	gb := m(1, 2, 2)
 	o.GroupNorm(2, 1e-5, xi, gb, gb, img(2, 3, 5, 5, 2))
 	o.GroupNormGrad(2, 1e-5, xi, gb, img(2, 3, 5, 5, 2), img(2, 3, 5, 5, 2), m(1, 2, 2), m(1, 2, 2))
+	// 12 x 12 pixels: two runs a channel, gn_grad_fold; statistics kept from the forward pass.
+	xg, st := img(2, 3, 12, 12, 2), o.Alloc(o.GroupNormStatsLen(2, img(2, 3, 12, 12, 2)))
+	o.GroupNormKeep(2, 1e-5, xg, gb, gb, img(2, 3, 12, 12, 2), true, st)
+	o.GroupNormGradKept(2, 1e-5, xg, gb, img(2, 3, 12, 12, 2), img(2, 3, 12, 12, 2), img(2, 3, 12, 12, 2), m(1, 2, 2), m(1, 2, 2), st)
 	cw, cb := m(2, 2*9, 2), m(2, 1, 2)
 	o.ConvDirect(cw, cb, xi, win, yi)
 	o.ConvDirectGrad(cw, xi, win, yi, cw, cb, xi)

@@ -51,6 +51,9 @@ type ops[T Float] interface {
 	// addReLU returns the backend's sum of two matrices with a ReLU in one pass, or nil where
 	// there is none.
 	addReLU() compute.AddReLUer
+	// gnKeeper returns the backend's GroupNorm that keeps its statistics for the gradient, or
+	// nil where there is none.
+	gnKeeper() compute.GroupNormStatsKeeper
 	compute.Convolver
 }
 
@@ -94,6 +97,9 @@ func (o deviceOps) directConv() compute.DirectConvolver {
 func (o deviceOps) winograd() compute.Winograder    { return optional[compute.Winograder](o.be) }
 func (o deviceOps) addReLU() compute.AddReLUer      { return optional[compute.AddReLUer](o.be) }
 func (o deviceOps) gnReLU() compute.GroupNormReLUer { return optional[compute.GroupNormReLUer](o.be) }
+func (o deviceOps) gnKeeper() compute.GroupNormStatsKeeper {
+	return optional[compute.GroupNormStatsKeeper](o.be)
+}
 
 // optional is the backend's implementation of the optional interface I, or I's zero value (nil)
 // where it has none.
@@ -201,6 +207,9 @@ func (o *hostOps[T]) biasApart() bool                     { return false }
 func (o *hostOps[T]) winograd() compute.Winograder        { return nil }
 func (o *hostOps[T]) gnReLU() compute.GroupNormReLUer     { return nil }
 func (o *hostOps[T]) addReLU() compute.AddReLUer          { return nil }
+func (o *hostOps[T]) gnKeeper() compute.GroupNormStatsKeeper {
+	return nil
+}
 
 // xent computes the log-sum-exp in float64.
 func (o *hostOps[T]) xent(z, labels compute.Mat, scale T, dz, loss, margin compute.Mat) {

@@ -496,6 +496,10 @@ type groupNorm[T Float] struct {
 	sh          Shape
 	groups, off int
 	y, dx       scratch
+	// stats holds the statistics of kept, the input of the last forward pass, on a backend
+	// that keeps them for the gradient (compute.GroupNormStatsKeeper).
+	stats scratch
+	kept  compute.Images
 }
 
 const gnEps = 1e-5
@@ -512,19 +516,50 @@ func (l *groupNorm[T]) init(w []T, _ *rand.Rand) {
 }
 
 func (l *groupNorm[T]) forward(c *pass[T], x compute.Images) compute.Images {
-	C := l.sh.C
 	y := images(get(c.o, &l.y, c.R*l.sh.Size()*c.B), l.sh, c.B, c.R, false)
-	c.o.GroupNorm(l.groups, gnEps, x, c.param(l.off, 1, C), c.param(l.off+C, 1, C), y)
+	l.normalize(c, x, y, false)
 	return y
 }
 
+// normalize writes GroupNorm(x), or with relu its ReLU (compute.GroupNormReLUer), into y, and
+// keeps x's statistics for the gradient where the backend can.
+func (l *groupNorm[T]) normalize(c *pass[T], x, y compute.Images, relu bool) {
+	C := l.sh.C
+	gamma, beta := c.param(l.off, 1, C), c.param(l.off+C, 1, C)
+	l.kept = compute.Images{}
+	switch k := c.o.gnKeeper(); {
+	case k != nil:
+		k.GroupNormKeep(l.groups, gnEps, x, gamma, beta, y, relu, get(c.o, &l.stats, k.GroupNormStatsLen(l.groups, x)))
+		l.kept = x
+	case relu:
+		c.o.gnReLU().GroupNormReLU(l.groups, gnEps, x, gamma, beta, y)
+	default:
+		c.o.GroupNorm(l.groups, gnEps, x, gamma, beta, y)
+	}
+}
+
 func (l *groupNorm[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) compute.Images {
+	return l.gradient(c, x, compute.Images{}, dy, wantDX)
+}
+
+// gradient writes GroupNorm's gradients given dy, or with relu.Buf set (the ReLU's output) those
+// of GroupNorm then the ReLU (compute.GroupNormReLUer), from the statistics the forward pass
+// kept where it kept them for this x.
+func (l *groupNorm[T]) gradient(c *pass[T], x, relu, dy compute.Images, wantDX bool) compute.Images {
 	C := l.sh.C
 	var dx compute.Images
 	if wantDX {
 		dx = images(get(c.o, &l.dx, c.R*l.sh.Size()*c.B), l.sh, c.B, c.R, false)
 	}
-	c.o.GroupNormGrad(l.groups, gnEps, x, c.param(l.off, 1, C), dy, dx, c.grad(l.off, 1, C), c.grad(l.off+C, 1, C))
+	gamma, dgamma, dbeta := c.param(l.off, 1, C), c.grad(l.off, 1, C), c.grad(l.off+C, 1, C)
+	switch k := c.o.gnKeeper(); {
+	case k != nil && l.kept == x:
+		k.GroupNormGradKept(l.groups, gnEps, x, gamma, relu, dy, dx, dgamma, dbeta, l.stats.buf)
+	case relu.Buf != nil:
+		c.o.gnReLU().GroupNormReLUGrad(l.groups, gnEps, x, gamma, relu, dy, dx, dgamma, dbeta)
+	default:
+		c.o.GroupNormGrad(l.groups, gnEps, x, gamma, dy, dx, dgamma, dbeta)
+	}
 	return dx
 }
 
@@ -551,9 +586,9 @@ func (l *gnReLU[T]) forward(c *pass[T], x compute.Images) compute.Images {
 		l.pre = l.gn.forward(c, x)
 		return l.relu.forward(c, l.pre)
 	}
-	g, C := l.gn, l.gn.sh.C
+	g := l.gn
 	y := images(get(c.o, &l.relu.buf, c.R*g.sh.Size()*c.B), g.sh, c.B, c.R, false)
-	f.GroupNormReLU(g.groups, gnEps, x, c.param(g.off, 1, C), c.param(g.off+C, 1, C), y)
+	g.normalize(c, x, y, true)
 	return y
 }
 
@@ -563,13 +598,7 @@ func (l *gnReLU[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) c
 		l.relu.backward(c, l.pre, y, dy, true)
 		return l.gn.backward(c, x, l.pre, dy, wantDX)
 	}
-	g, C := l.gn, l.gn.sh.C
-	var dx compute.Images
-	if wantDX {
-		dx = images(get(c.o, &g.dx, c.R*g.sh.Size()*c.B), g.sh, c.B, c.R, false)
-	}
-	f.GroupNormReLUGrad(g.groups, gnEps, x, c.param(g.off, 1, C), y, dy, dx, c.grad(g.off, 1, C), c.grad(g.off+C, 1, C))
-	return dx
+	return l.gn.gradient(c, x, y, dy, wantDX)
 }
 
 // fuseGroupNormReLU returns the layers with every GroupNorm followed by a ReLU as one gnReLU.

@@ -183,3 +183,15 @@ func (o *countingOps) GroupNormReLU(groups int, eps float32, x compute.Images, g
 
 func (o *countingOps) GroupNormReLUGrad(int, float32, compute.Images, compute.Mat, compute.Images, compute.Images, compute.Images, compute.Mat, compute.Mat) {
 }
+
+// The GPU's GroupNorm keeps its statistics for the gradient in the layers' own buffers, which
+// the layers allocate (and so count) through alloc.
+func (o *countingOps) gnKeeper() compute.GroupNormStatsKeeper { return o }
+func (o *countingOps) GroupNormStatsLen(groups int, x compute.Images) int {
+	return 2 * 2 * x.Batch * x.N * groups
+}
+func (o *countingOps) GroupNormKeep(groups int, eps float32, x compute.Images, gamma, beta compute.Mat, y compute.Images, _ bool, _ compute.Buffer) {
+	o.GroupNorm(groups, eps, x, gamma, beta, y)
+}
+func (o *countingOps) GroupNormGradKept(int, float32, compute.Images, compute.Mat, compute.Images, compute.Images, compute.Images, compute.Mat, compute.Mat, compute.Buffer) {
+}

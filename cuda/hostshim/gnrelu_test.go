@@ -3,8 +3,10 @@
 package hostshim
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/fedaudit/fedaudit/compute"
@@ -183,5 +185,74 @@ func TestAddReLUIsAxpbyThenReLU(t *testing.T) {
 		if math.Float32bits(v) != math.Float32bits(av[i]) {
 			t.Fatalf("a[%d] changed to %v from %v", i, v, av[i])
 		}
+	}
+}
+
+// withoutKeptStats is the shim's backend without compute.GroupNormStatsKeeper (its method of
+// that name shadowed): GroupNorm's gradient computes the statistics again from x.
+type withoutKeptStats struct{ *cuda.Ops }
+
+func (withoutKeptStats) GroupNormKeep() {}
+
+// GroupNorm's statistics kept from the forward pass for the gradient (compute.
+// GroupNormStatsKeeper) give a small ResNet's losses and gradients the bits of computing them
+// again, with the GroupNorm and ReLU layers fused and apart, and save the statistics' two
+// launches in every GroupNorm's backward pass: half the model's gn_stats_partials and gn_stats
+// launches.
+func TestKeptGroupNormStatsKeepModelBits(t *testing.T) {
+	spec := nn.ResNet(2, 1, 8, 2, 10)
+	for _, fused := range []bool{true, false} {
+		run := func(keep bool) (grad []float32, loss []float64, stats int) {
+			cd := &countingDevice{Device: device(t), perKernel: map[kernels.Kernel]int{}}
+			ops := cuda.NewOps(cd, cuda.Options{})
+			defer ops.Close()
+			var be compute.Backend = ops
+			switch {
+			case !keep && fused:
+				be = withoutKeptStats{ops}
+			case !keep:
+				be = struct {
+					withoutKeptStats
+					noFused
+				}{withoutKeptStats{ops}, noFused{}}
+			case !fused:
+				be = withoutFusedReLU{ops}
+			}
+			grad, loss = modelLossGrad(t, spec, ops, be, 2, 7, 2, []int32{0, 9, 2, 7})
+			return grad, loss, cd.perKernel[kernels.GNStatsPartials] + cd.perKernel[kernels.GNStats]
+		}
+		g0, l0, again := run(false)
+		g1, l1, kept := run(true)
+		if again == 0 || kept*2 != again {
+			t.Errorf("fused %v: %d statistics launches kept, %d computed again: want half", fused, kept, again)
+		}
+		requireSameBits(t, fmt.Sprintf("kept statistics (fused %v)", fused), "computed again", g1, g0, l1, l0)
+	}
+}
+
+// noFused shadows compute.GroupNormReLUer's and compute.AddReLUer's methods, as
+// withoutFusedReLU does, for a backend that embeds another wrapper.
+type noFused struct{}
+
+func (noFused) GroupNormReLU() {}
+func (noFused) AddReLU()       {}
+
+// A statistics buffer shorter than GroupNormStatsLen is refused with an error, and no launch.
+func TestKeptGroupNormStatsNeedTheirLength(t *testing.T) {
+	d := device(t)
+	ops := cuda.NewOps(d, cuda.Options{})
+	defer ops.Close()
+	x := compute.Images{Buf: ops.Alloc(2 * 4 * 3 * 3 * 3), C: 4, N: 3, H: 3, W: 3, Batch: 2, BatchStride: 4 * 3 * 3 * 3}
+	g := compute.Mat{Buf: ops.Alloc(8), Rows: 1, Cols: 4, Stride: 4, Batch: 2, BatchStride: 4}
+	y := x
+	y.Buf = ops.Alloc(2 * 4 * 3 * 3 * 3)
+	n := ops.GroupNormStatsLen(2, x)
+	if n != 2*2*2*3*2 {
+		t.Fatalf("GroupNormStatsLen = %d, want %d (a float64 mean and rstd per batch element, sample and group)", n, 2*2*2*3*2)
+	}
+	ops.GroupNormKeep(2, 1e-5, x, g, g, y, false, ops.Alloc(n-1))
+	err := ops.Err()
+	if err == nil || !strings.Contains(err.Error(), "statistics buffer") {
+		t.Fatalf("a statistics buffer one value short: error %v", err)
 	}
 }
