@@ -143,11 +143,13 @@ func kitBenchGPU(t *testing.T, workload string) {
 // all); W1's are the tensor cores' shapes. W1 needs its 20 rounds for its statistic to
 // separate: at 3 rounds the certified mu was 0 in every precision (the third sitting), at 20
 // rounds and 300 pairs the CPU backend certifies 0.36 (informed, all iterates); 1,000 pairs of
-// 20 rounds take about a second a precision on an H100.
+// 20 rounds take about a second a precision on an H100. The small ResNet (PrecisionDriftResNet,
+// 300 pairs) has its 3 x 3 convolutions by Winograd's F(2x2, 3x3), the GPU's default.
 func TestKitPrecisionDriftGPU(t *testing.T) {
 	f := func(t *testing.T, opt cuda.Options) paritytest.Backend { return open(t, opt) }
 	t.Run("mlp", func(t *testing.T) { paritytest.PrecisionDrift(t, f, false) })
 	t.Run("w1", func(t *testing.T) { paritytest.PrecisionDriftW1(t, f, 1000, 20) })
+	t.Run("resnet", func(t *testing.T) { paritytest.PrecisionDriftResNet(t, f, 300, false) })
 }
 
 // forcedPrecision is a backend whose matrix products run in p whatever a training asks for.

@@ -135,3 +135,15 @@ func TestReducedPrecisionMovesW1Little(t *testing.T) {
 		return cuda.NewOps(device(t), opt)
 	}, 2, 1)
 }
+
+// The kit's ResNet precision drift (paritytest.PrecisionDriftResNet: Winograd's F(2x2, 3x3) in
+// tf32 and bf16) runs on the shim too, at 4 pairs: its bounds hold on the shim's model of the
+// roundings, and the roundings reach the training.
+func TestReducedPrecisionMovesResNetLittle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a ResNet in three precisions on the shim")
+	}
+	paritytest.PrecisionDriftResNet(t, func(t *testing.T, opt cuda.Options) paritytest.Backend {
+		return cuda.NewOps(device(t), opt)
+	}, 4, true)
+}

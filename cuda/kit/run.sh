@@ -8,7 +8,8 @@
 #   parity      the parity suite (every kernel and whole small runs against the CPU backend)
 #   w1-parity   W1 on the device against the CPU backend (TestW1MatchesCPU)
 #   precision-drift  an audit trained in fp32, tf32 and bf16: how far the reduced precisions
-#               move the parameters and the certified mu (TestKitPrecisionDriftGPU; on the shim,
+#               move the parameters and the certified mu (TestKitPrecisionDriftGPU: an MLP, W1
+#               and a small ResNet by Winograd's F(2x2, 3x3); on the shim,
 #               TestReducedPrecisionMovesTheAuditLittle)
 #   memory      the device memory of W1, W2 and a ResNet-18 of W3's shape at 1 and 2 pairs
 #               against the estimate `audit plan` prints (TestKitMemoryGPU; on the shim, the

@@ -87,6 +87,24 @@ func PrecisionDriftW1(t *testing.T, f Factory, pairs, rounds int) {
 		driftBounds{tf32: 1e-2, bf16: 1e-2, mu: 0.02}, false)
 }
 
+// PrecisionDriftResNet is PrecisionDrift on a small ResNet (two stages of one block, width 16,
+// GroupNorm, 3 x 8 x 8 images, 4 clients of 16, B 8, K 2, 2 rounds) whose three stride-1 3 x 3
+// convolutions of 16 channels run by Winograd's F(2x2, 3x3), the GPU's default
+// (compute.WinogradFits): the reduced precisions round the operands of its 16 products a
+// convolution, the transformed inputs (sums of up to 4 pixels) and filters (of up to 9 taps,
+// halved), so their rounding reaches the gradients from larger operands than the patch form's.
+// pairs pairs; the bounds are W1's (the parameters within 1e-2 of fp32's, the certified mu
+// within 0.02), far above what rounding does (the host shim: 1.9e-4 in tf32, 2.8e-4 in bf16)
+// and far below a training the precision breaks. requireEffect as in PrecisionDrift.
+func PrecisionDriftResNet(t *testing.T, f Factory, pairs int, requireEffect bool) {
+	cfg := train.Config{Algorithm: algo.FedAvg, Model: model.Config{Kind: "resnet", Stages: 2, Blocks: 1, Width: 16, Groups: 4},
+		Rounds: 2, LocalSteps: 2, LearningRate: 0.05, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.01,
+		Batching: algo.Fixed, BatchSize: 8, Seed: 5, Checkpoints: []int{2}, Informed: true, RecordParams: true}
+	wc, wcp := RandomImageWorlds(4, 16, []int{3, 8, 8}, 10)
+	precisionDrift(t, f, train.Job{Config: cfg, WorldC: wc, WorldCPrime: wcp, Pairs: train.PairRange{Count: pairs}},
+		driftBounds{tf32: 1e-2, bf16: 1e-2, mu: 0.02}, requireEffect)
+}
+
 // driftBounds are the largest parameter differences from fp32 allowed in tf32 and bf16 and
 // the largest move of the certified mu.
 type driftBounds struct{ tf32, bf16, mu float64 }
