@@ -268,9 +268,11 @@ else
     run 90 ncu-w1 env FEDAUDIT_BENCH_R=4096 FEDAUDIT_BENCH_ROUNDS=1 "$ncu" --csv --section SpeedOfLight --clock-control none \
       --launch-skip 60 --launch-count 40 "$kit/cuda-gpu.test" -test.run '^TestKitBenchW1GPU$' -test.count=1
     # hidden_step at R 64, grouped (9 clients' blocks) and alone (the target's): the stall
-    # reasons and the occupancy of a block of one replica's step.
-    run 60 ncu-hidden env FEDAUDIT_BENCH_R=64 FEDAUDIT_BENCH_ROUNDS=1 "$ncu" --csv --section SpeedOfLight --section WarpStateStats \
-      --section Occupancy --clock-control none --kernel-name hidden_step --launch-skip 10 --launch-count 6 \
+    # reasons and the occupancy of a block of one replica's step. In the fifth sitting a skip of
+    # 10 with one timed round profiled none (since the target joined the group, W1 at R 64
+    # launches it a few times a round): skip 3 of three rounds' launches.
+    run 60 ncu-hidden env FEDAUDIT_BENCH_R=64 FEDAUDIT_BENCH_ROUNDS=2 "$ncu" --csv --section SpeedOfLight --section WarpStateStats \
+      --section Occupancy --clock-control none --kernel-name hidden_step --launch-skip 3 --launch-count 6 \
       "$kit/cuda-gpu.test" -test.run '^TestKitBenchW1GPU$' -test.count=1
   else
     say "skip ncu: Nsight Compute not found (PATH, CUDA_HOME, /usr/local/cuda)"
