@@ -6,17 +6,20 @@
 # of the development GPU, where a sitting's numbers from another machine are no baseline
 # (docs/gpu.md, "A sitting on a lent GPU").
 #
-# Usage: gpu-ab.sh NEW OLD OUT [--repeat N] [--profile STEP] [--limit SECONDS] -- RUN-ARGS...
+# Usage: gpu-ab.sh NEW OLD OUT [--repeat N] [--parity STEP] [--profile STEP] [--limit SECONDS]
+#                  -- RUN-ARGS...
 #   NEW, OLD   validation kits (make gpu-kit), or those folders packed by
 #              tar -czf X.tgz --exclude=gpu-kit/audit --exclude=gpu-kit/shim.test -C bin gpu-kit
 #              (3 MB each without the CLI and the shim's tests: two fit the device runner)
 #   OUT        the results folder; OUT/ab.tgz holds it all, packed again after every step, so a
 #              call stopped at its limit keeps what it measured (make OUT the runner's $OUT)
 #   --repeat   runs of RUN-ARGS per kit (default 2)
+#   --parity   the step NEW runs first (default parity; none for none)
 #   --profile  the step NEW runs once at the end (default profile-w3; none for none)
 #   --limit    seconds per run.sh call (default 60)
 #   RUN-ARGS   run.sh's arguments for the timed runs, for example
-#              --only bench-gpu-w3 --w3-replicas 8,32,48 --w3-rounds 2
+#              --only bench-gpu-w3 --w3-replicas 8,32,48 --w3-rounds 2 (with --shim, on the host
+#              shim: .ci/gpu-checks checks the script so)
 # The standard output ends with each step's outcome and the benchmark rows of every run.
 set -uo pipefail
 
@@ -24,10 +27,11 @@ usage() { sed -n '2,/^set /s/^#\( \|$\)//p' "$0" | sed '$d'; exit 2; }
 [ $# -ge 3 ] || usage
 new=$1 old=$2 out=$3
 shift 3
-repeat=2 profile=profile-w3 limit=60
+repeat=2 parity=parity profile=profile-w3 limit=60
 while [ $# -gt 0 ]; do
   case $1 in
     --repeat) repeat=${2:?--repeat needs a value}; shift 2 ;;
+    --parity) parity=${2:?--parity needs a value}; shift 2 ;;
     --profile) profile=${2:?--profile needs a value}; shift 2 ;;
     --limit) limit=${2:?--limit needs a value}; shift 2 ;;
     --) shift; break ;;
@@ -69,7 +73,7 @@ kit() {
   tar -czf "$out/ab.tgz.tmp" -C "$work" ab && mv -f "$out/ab.tgz.tmp" "$out/ab.tgz"
 }
 
-kit new-parity new --only parity
+[ "$parity" = none ] || kit new-parity new --only "$parity"
 for i in $(seq 1 "$repeat"); do
   kit "new-$i" new "$@"
   kit "old-$i" old "$@"
