@@ -228,7 +228,7 @@ var _ compute.GroupNormStatsKeeper = (*Ops)(nil)
 // GroupNormStatsLen implements compute.GroupNormStatsKeeper: the float64 mean and rstd of every
 // (batch element, group, sample), as float32 units.
 func (o *Ops) GroupNormStatsLen(groups int, x compute.Images) int {
-	return 2 * 2 * x.Batch * x.N * groups
+	return kernels.GroupNormStatsFloats(x.Batch, x.N, groups)
 }
 
 // GroupNormKeep implements compute.GroupNormStatsKeeper: GroupNorm's launches with the
@@ -243,15 +243,16 @@ func (o *Ops) GroupNormGradKept(groups int, eps float32, x compute.Images, gamma
 	o.groupNormGrad("groupnorm gradient from kept statistics", groups, eps, x, gamma, relu, dy, dx, dgamma, dbeta, stats)
 }
 
-// keptStats is the device address of a kept statistics buffer for rows rows, or 0 (and the
-// backend failed) where it is too short.
-func (o *Ops) keptStats(op string, stats compute.Buffer, rows int) uint64 {
-	if stats == nil || stats.Len() < 4*rows {
+// keptStats is the device address of a kept statistics buffer for batch elements of x, or 0
+// (and the backend failed) where it is too short.
+func (o *Ops) keptStats(op string, stats compute.Buffer, groups int, x compute.Images, batch int) uint64 {
+	need := kernels.GroupNormStatsFloats(batch, x.N, groups)
+	if stats == nil || stats.Len() < need {
 		n := 0
 		if stats != nil {
 			n = stats.Len()
 		}
-		o.fail(op, fmt.Errorf("a statistics buffer of %d values, %d needed (GroupNormStatsLen)", n, 4*rows))
+		o.fail(op, fmt.Errorf("a statistics buffer of %d values, %d needed (GroupNormStatsLen)", n, need))
 		return 0
 	}
 	return stats.(*buffer).addr
@@ -267,7 +268,7 @@ func (o *Ops) groupNorm(op string, groups int, eps float32, x compute.Images, ga
 	}
 	stats := o.gn.addr
 	if keep != nil {
-		if stats = o.keptStats(op, keep, rows); stats == 0 {
+		if stats = o.keptStats(op, keep, groups, x, y.Batch); stats == 0 {
 			return
 		}
 	}
@@ -308,7 +309,7 @@ func (o *Ops) groupNormGrad(op string, groups int, eps float32, x compute.Images
 	}
 	stats, gstats := o.gn.addr, o.gn.addr+8*uint64(2*rows)
 	if kept != nil {
-		if stats = o.keptStats(op, kept, rows); stats == 0 {
+		if stats = o.keptStats(op, kept, groups, x, batch); stats == 0 {
 			return
 		}
 	} else {

@@ -127,6 +127,10 @@ func GroupNormPixelSlices(hw int) int {
 	return p
 }
 
+// GroupNormStatsFloats is the float32 units of GroupNorm's statistics of batch elements of N
+// samples in groups groups: a float64 mean and rstd per batch element, sample and group.
+func GroupNormStatsFloats(batch, N, groups int) int { return 2 * 2 * batch * N * groups }
+
 // GroupNormGradScratch is the float64 values GroupNorm's gradient sums keep for batch elements
 // of C channels of hw pixels of N samples: two sums per run (GroupNormPixelSlices) and, with
 // several runs, two folds, per channel and sample.

@@ -188,7 +188,7 @@ func (o *countingOps) GroupNormReLUGrad(int, float32, compute.Images, compute.Ma
 // the layers allocate (and so count) through alloc.
 func (o *countingOps) gnKeeper() compute.GroupNormStatsKeeper { return o }
 func (o *countingOps) GroupNormStatsLen(groups int, x compute.Images) int {
-	return 2 * 2 * x.Batch * x.N * groups
+	return kernels.GroupNormStatsFloats(x.Batch, x.N, groups)
 }
 func (o *countingOps) GroupNormKeep(groups int, eps float32, x compute.Images, gamma, beta compute.Mat, y compute.Images, _ bool, _ compute.Buffer) {
 	o.GroupNorm(groups, eps, x, gamma, beta, y)

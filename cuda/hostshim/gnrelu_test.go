@@ -188,11 +188,12 @@ func TestAddReLUIsAxpbyThenReLU(t *testing.T) {
 	}
 }
 
-// withoutKeptStats is the shim's backend without compute.GroupNormStatsKeeper (its method of
-// that name shadowed): GroupNorm's gradient computes the statistics again from x.
-type withoutKeptStats struct{ *cuda.Ops }
+// noKeptStats, embedded beside a backend one level deeper, shadows
+// compute.GroupNormStatsKeeper's GroupNormKeep with a method of another signature: the
+// backend's GroupNorm gradient then computes the statistics again from x.
+type noKeptStats struct{}
 
-func (withoutKeptStats) GroupNormKeep() {}
+func (noKeptStats) GroupNormKeep() {}
 
 // GroupNorm's statistics kept from the forward pass for the gradient (compute.
 // GroupNormStatsKeeper) give a small ResNet's losses and gradients the bits of computing them
@@ -207,14 +208,18 @@ func TestKeptGroupNormStatsKeepModelBits(t *testing.T) {
 			ops := cuda.NewOps(cd, cuda.Options{})
 			defer ops.Close()
 			var be compute.Backend = ops
+			type shimOps struct{ *cuda.Ops }
 			switch {
 			case !keep && fused:
-				be = withoutKeptStats{ops}
+				be = struct {
+					shimOps
+					noKeptStats
+				}{shimOps{ops}, noKeptStats{}}
 			case !keep:
 				be = struct {
-					withoutKeptStats
-					noFused
-				}{withoutKeptStats{ops}, noFused{}}
+					withoutFusedReLU
+					noKeptStats
+				}{withoutFusedReLU{ops}, noKeptStats{}}
 			case !fused:
 				be = withoutFusedReLU{ops}
 			}
@@ -229,13 +234,6 @@ func TestKeptGroupNormStatsKeepModelBits(t *testing.T) {
 		requireSameBits(t, fmt.Sprintf("kept statistics (fused %v)", fused), "computed again", g1, g0, l1, l0)
 	}
 }
-
-// noFused shadows compute.GroupNormReLUer's and compute.AddReLUer's methods, as
-// withoutFusedReLU does, for a backend that embeds another wrapper.
-type noFused struct{}
-
-func (noFused) GroupNormReLU() {}
-func (noFused) AddReLU()       {}
 
 // A statistics buffer shorter than GroupNormStatsLen is refused with an error, and no launch.
 func TestKeptGroupNormStatsNeedTheirLength(t *testing.T) {
