@@ -1,5 +1,7 @@
 package compute
 
+import "fmt"
+
 // Images is a batch of image activations inside a Buffer: per batch element (replica), C
 // channels of H x W pixels of N samples, laid out [C][H][W][N], the samples innermost. With
 // that order a convolution over all N samples is one matrix product whose patches are runs of
@@ -176,65 +178,94 @@ type AddReLUer interface {
 	AddReLU(a, b, y Mat)
 }
 
-// WinogradTiles is the number of positions of F(2x2, 3x3)'s 4 x 4 transformed tiles: a
-// Winograder's transformed filters, inputs and products are WinogradTiles matrices per batch
-// element.
-const WinogradTiles = 16
+// WinogradTile is the side of the square output tile of one of Winograd's minimal filterings
+// of a 3 x 3 window (Lavin and Gray, "Fast algorithms for convolutional neural networks",
+// 2016): WinogradF2 for F(2x2, 3x3), WinogradF4 for F(4x4, 3x3). Its zero value is none: a
+// convolution by its patches.
+type WinogradTile int
+
+const (
+	// WinogradF2 is F(2x2, 3x3): 16 products make a 2 x 2 tile, from 4 x 4 input pixels.
+	WinogradF2 WinogradTile = 2
+	// WinogradF4 is F(4x4, 3x3): 36 products make a 4 x 4 tile, from 6 x 6 input pixels,
+	// 2.25 multiplications a pixel and channel pair instead of F(2x2, 3x3)'s 4, at the price
+	// of a few more roundings (its transforms are not exact in float32).
+	WinogradF4 WinogradTile = 4
+)
+
+// Positions is the number of positions of the transformed (t + 2) x (t + 2) tiles: 16 for
+// F(2x2, 3x3), 36 for F(4x4, 3x3). A Winograder's transformed filters, inputs and products are
+// Positions matrices per batch element.
+func (t WinogradTile) Positions() int { return (int(t) + 2) * (int(t) + 2) }
+
+// Grid is the number of output tiles down and across an h x w image.
+func (t WinogradTile) Grid(h, w int) (th, tw int) {
+	n := int(t)
+	return (h + n - 1) / n, (w + n - 1) / n
+}
+
+// Valid reports whether t is one of the forms a Winograder computes.
+func (t WinogradTile) Valid() bool { return t == WinogradF2 || t == WinogradF4 }
+
+func (t WinogradTile) String() string {
+	if !t.Valid() {
+		return fmt.Sprintf("WinogradTile(%d)", int(t))
+	}
+	return fmt.Sprintf("F(%dx%d, 3x3)", int(t), int(t))
+}
 
 // WinogradFits reports whether a convolution of x into cout channels by window win is one that
-// Winograd's F(2x2, 3x3) computes: a 3 x 3 window at stride 1 with padding 1, an input per batch
-// element (not shared: its transform would be too), and at least 16 input and output channels,
-// so that the 16 products over the channels have the depth and width to pay for the
+// Winograd's minimal filtering computes: a 3 x 3 window at stride 1 with padding 1, an input per
+// batch element (not shared: its transform would be too), and at least 16 input and output
+// channels, so that the products over the channels have the depth and width to pay for the
 // transforms. It depends only on the geometry.
 func WinogradFits(cout int, x Images, win Window) bool {
 	return win.Size == 3 && win.Stride == 1 && win.Pad == 1 && x.BatchStride != 0 &&
 		x.C >= 16 && cout >= 16 && x.H >= 1 && x.W >= 1 && x.N >= 1
 }
 
-// WinogradTileGrid is the number of 2 x 2 output tiles of F(2x2, 3x3) down and across an h x w
-// image.
-func WinogradTileGrid(h, w int) (th, tw int) { return (h + 1) / 2, (w + 1) / 2 }
-
 // Winograder is implemented by backends that compute 3 x 3 convolutions at stride 1 with
-// padding 1 by Winograd's minimal filtering F(2x2, 3x3) (Lavin and Gray, "Fast algorithms for
-// convolutional neural networks", 2016): each 2 x 2 tile of output pixels is A^T [sum over the
-// input channels of (G g G^T) (.) (B^T d B)] A for the channel's 3 x 3 filter g and the 4 x 4
-// input pixels d around the tile, so the products over the channels are 16 matrix products
-// (Backend.Gemm) of depth Cin instead of one of depth 9 Cin: 2.25 times fewer multiplications.
-// The transforms are the backend's; package nn makes the products between them.
+// padding 1 by one of Winograd's minimal filterings (WinogradTile): each t x t tile of output
+// pixels is A^T [sum over the input channels of (G g G^T) (.) (B^T d B)] A for the channel's
+// 3 x 3 filter g and the (t + 2) x (t + 2) input pixels d around the tile, so the products
+// over the channels are t.Positions() matrix products (Backend.Gemm) of depth Cin instead of
+// one of depth 9 Cin: 2.25 times fewer multiplications for F(2x2, 3x3), 4 times for
+// F(4x4, 3x3). The transforms (B, G and A of each form) are the backend's; package nn makes
+// the products between them.
 //
-// A transformed operand is a Mat of WinogradTiles matrices per batch element, position e of
-// the 4 x 4 tile (e = 4 r + s) of batch element b being Mat batch element 16 b + e (so Batch is
-// 16 times the replicas, and Gemm multiplies every position of every replica in one call):
-// the filters u are Cout x Cin, the inputs v Cin x (TH TW N) and the products m Cout x (TH TW N)
-// (TH, TW from WinogradTileGrid), column p N + n for tile p = ty TW + tx and sample n. The
-// results are those of the convolution to rounding (exactly, when every step is exact, as on
-// small integers); the gradients are those of the same bilinear form, so the patch form and
-// this one agree to rounding, not bit for bit.
+// A transformed operand is a Mat of t.Positions() matrices per batch element, position e of
+// the tile (e = (t + 2) r + s) of batch element b being Mat batch element P b + e for P =
+// t.Positions() (so Batch is P times the replicas, and Gemm multiplies every position of
+// every replica in one call): the filters u are Cout x Cin, the inputs v Cin x (TH TW N) and
+// the products m Cout x (TH TW N) (TH, TW from t.Grid), column p N + n for tile p = ty TW + tx
+// and sample n. The results are those of the convolution to rounding (for F(2x2, 3x3)
+// exactly, when every step is exact, as on small integers); the gradients are those of the
+// same bilinear form, so the patch form and this one agree to rounding, not bit for bit. Every
+// method but Winograd is given the form Winograd chose.
 type Winograder interface {
-	// Winograd reports whether the backend computes this convolution by F(2x2, 3x3): only
-	// where WinogradFits, and never depending on the data or the device's state, so the
-	// backward pass follows the forward pass's choice.
-	Winograd(cout int, x Images, win Window) bool
+	// Winograd reports the form by which the backend computes this convolution, 0 for none
+	// (by its patches): only where WinogradFits, and never depending on the data or the
+	// device's state, so the backward pass follows the forward pass's choice.
+	Winograd(cout int, x Images, win Window) WinogradTile
 	// WinogradFilter writes u from the weights w (Cout x 9 Cin per batch element, a row of
 	// Cin 3 x 3 filters as Im2col's rows): u's position e is (G g G^T)[e].
-	WinogradFilter(w, u Mat)
+	WinogradFilter(t WinogradTile, w, u Mat)
 	// WinogradInput writes v from x: position e of tile p, channel c, sample n is
-	// (B^T d B)[e] for the tile's 4 x 4 input pixels d, from (2 ty - 1, 2 tx - 1), zeros
-	// outside the image.
-	WinogradInput(x Images, v Mat)
+	// (B^T d B)[e] for the tile's (t + 2) x (t + 2) input pixels d, from (t ty - 1,
+	// t tx - 1), zeros outside the image.
+	WinogradInput(t WinogradTile, x Images, v Mat)
 	// WinogradOutput writes y (Cout channels of x's size) from the products m: each tile's
 	// output pixels inside the image are (A^T m A) plus the channel's bias (Cout x 1 per batch
 	// element), added last.
-	WinogradOutput(m, bias Mat, y Images)
+	WinogradOutput(t WinogradTile, m, bias Mat, y Images)
 	// WinogradOutputGrad writes dm = A dy A^T for each tile (dy's pixels outside the image
 	// count as 0): the gradient of the products m given dy, the gradient of WinogradOutput's y.
-	WinogradOutputGrad(dy Images, dm Mat)
+	WinogradOutputGrad(t WinogradTile, dy Images, dm Mat)
 	// WinogradInputGrad writes dx from dv, the gradient of the transformed inputs: dx(c, y, x,
 	// n) is the sum, from 0 in ascending tile order, of (B dv B^T) at the pixel's place in each
 	// tile that reads it.
-	WinogradInputGrad(dv Mat, dx Images)
+	WinogradInputGrad(t WinogradTile, dv Mat, dx Images)
 	// WinogradFilterGrad writes the weight gradient dw (Cout x 9 Cin) from du, the gradient of
 	// the transformed filters: G^T du G for each filter.
-	WinogradFilterGrad(du, dw Mat)
+	WinogradFilterGrad(t WinogradTile, du, dw Mat)
 }

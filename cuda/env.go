@@ -20,7 +20,7 @@ var tuningEnv = []struct {
 	count bool
 }{
 	{GraphEnv, false}, {ProfileEnv, false}, {SyncEnv, false}, {SplitKEnv, false}, {DirectConvEnv, false},
-	{BiasCopiesEnv, false}, {PatchConvEnv, false},
+	{BiasCopiesEnv, false}, {PatchConvEnv, false}, {Winograd4Env, false},
 	{RowGroupEnv, true}, {LightItemsEnv, true}, {HiddenBlockEnv, true}, {ClientBatchEnv, true},
 }
 

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"bytes"
+	"github.com/fedaudit/fedaudit/compute"
 	"slices"
 	"strings"
 	"testing"
@@ -46,7 +47,7 @@ func TestEnvSettings(t *testing.T) {
 // written out beside the constants, so a new option must be added to it. A switch is on at 1
 // (an Ops reading it has the option on: PatchConv's is checked), a count at a positive integer.
 func TestEnvSettingsKnowsEveryOption(t *testing.T) {
-	switches := []string{GraphEnv, ProfileEnv, SyncEnv, SplitKEnv, DirectConvEnv, BiasCopiesEnv, PatchConvEnv}
+	switches := []string{GraphEnv, ProfileEnv, SyncEnv, SplitKEnv, DirectConvEnv, BiasCopiesEnv, PatchConvEnv, Winograd4Env}
 	counts := []string{RowGroupEnv, LightItemsEnv, HiddenBlockEnv, ClientBatchEnv}
 	for _, name := range append(switches, counts...) {
 		if set, problems := EnvSettings([]string{name + "=1"}); len(set) != 1 || len(problems) != 0 {
@@ -63,13 +64,29 @@ func TestEnvSettingsKnowsEveryOption(t *testing.T) {
 			t.Errorf("%s=2 (a count): set %q, problems %q", name, set, problems)
 		}
 	}
-	t.Setenv(PatchConvEnv, "true")
-	if !NewOps(&recorder{}, Options{}).WinogradEnabled() {
-		t.Errorf("%s=true turned the option on (Winograd's form off): EnvSettings warns that it does not", PatchConvEnv)
-	}
-	t.Setenv(PatchConvEnv, "1")
-	if NewOps(&recorder{}, Options{}).WinogradEnabled() {
-		t.Errorf("%s=1 left the option off (Winograd's form on)", PatchConvEnv)
+	for _, tc := range []struct {
+		env  []string
+		opt  Options
+		want compute.WinogradTile
+	}{
+		{nil, Options{}, compute.WinogradF2},
+		{[]string{PatchConvEnv, "true"}, Options{}, compute.WinogradF2}, // EnvSettings warns that it changes nothing
+		{[]string{PatchConvEnv, "1"}, Options{}, 0},
+		{nil, Options{PatchConv: true}, 0},
+		{[]string{Winograd4Env, "1"}, Options{}, compute.WinogradF4},
+		{nil, Options{Winograd4: true}, compute.WinogradF4},
+		{[]string{Winograd4Env, "yes"}, Options{}, compute.WinogradF2},
+		{[]string{Winograd4Env, "1"}, Options{PatchConv: true}, 0}, // patches whatever the form
+	} {
+		if tc.env != nil {
+			t.Setenv(tc.env[0], tc.env[1])
+		}
+		if got := NewOps(&recorder{}, tc.opt).WinogradTile(); got != tc.want {
+			t.Errorf("%v with %+v: the convolutions by %v, want %v", tc.env, tc.opt, got, tc.want)
+		}
+		if tc.env != nil {
+			t.Setenv(tc.env[0], "")
+		}
 	}
 }
 

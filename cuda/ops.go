@@ -26,16 +26,16 @@ type Ops struct {
 	block       int
 	maxGrid     int
 	maxBatch    int
-	syncEach    Syncer    // nil unless Options.SyncEachLaunch and the device is asynchronous
-	prof        *profiler // nil unless Options.Profile; then dev is prof
-	splitK      int       // the depth of a slice of a product computed in slices; 0: never
-	direct      bool      // small convolutions by the direct kernels (Options.DirectConv)
-	biasCopies  bool      // Options.BiasCopies
-	winograd    bool      // not Options.PatchConv
-	rowGroupMax int       // Options.RowGroup
-	lightItems  int       // Options.LightItems
-	hiddenBlock int       // threads per block of hidden_step (Options.HiddenBlock)
-	clientBatch int       // replica steps per grouped hidden step (Options.ClientBatch)
+	syncEach    Syncer               // nil unless Options.SyncEachLaunch and the device is asynchronous
+	prof        *profiler            // nil unless Options.Profile; then dev is prof
+	splitK      int                  // the depth of a slice of a product computed in slices; 0: never
+	direct      bool                 // small convolutions by the direct kernels (Options.DirectConv)
+	biasCopies  bool                 // Options.BiasCopies
+	winoTile    compute.WinogradTile // the convolutions' form: 0 with Options.PatchConv
+	rowGroupMax int                  // Options.RowGroup
+	lightItems  int                  // Options.LightItems
+	hiddenBlock int                  // threads per block of hidden_step (Options.HiddenBlock)
+	clientBatch int                  // replica steps per grouped hidden step (Options.ClientBatch)
 	err         error
 	math        Math // the matrix products' precision (SetPrecision)
 
@@ -154,6 +154,14 @@ type Options struct {
 	// (docs/benchmark-log.md, the fifth sitting) Winograd's form ran W3 1.28x to 1.42x faster
 	// and took 0.76x the memory. FEDAUDIT_CUDA_PATCHCONV=1 turns it on too.
 	PatchConv bool
+	// Winograd4 computes the convolutions that run by Winograd's form (not with PatchConv) by
+	// F(4x4, 3x3) instead of F(2x2, 3x3): 36 products per replica make a 4 x 4 output tile
+	// (2.25 multiplications a pixel and channel pair instead of 4), and the transformed
+	// inputs and products are 2.25 values a pixel instead of 4, at the price of a few more
+	// roundings (the transforms are not exact in float32; cuda/paritytest bounds them). Off
+	// by default until measured on hardware (the kit's bench-gpu-w3-winograd4);
+	// FEDAUDIT_CUDA_WINOGRAD4=1 turns it on too.
+	Winograd4 bool
 	// RowGroup is the most threads that share a row of samples in the image kernels (im2col,
 	// col2im, pool, pool_grad), a power of two up to 32 (default 8; other values are rounded
 	// down to one). LightItems is how many items a thread of the light kernels (the image
@@ -202,6 +210,26 @@ const BiasCopiesEnv = "FEDAUDIT_CUDA_BIASCOPIES"
 // PatchConvEnv is the environment variable that turns on Options.PatchConv.
 const PatchConvEnv = "FEDAUDIT_CUDA_PATCHCONV"
 
+// Winograd4Env is the environment variable that turns on Options.Winograd4.
+const Winograd4Env = "FEDAUDIT_CUDA_WINOGRAD4"
+
+// winogradTile is the form of the convolutions that fit under opt and the environment: none
+// (patches) with PatchConv, else F(4x4, 3x3) with Winograd4, else F(2x2, 3x3).
+func winogradTile(opt Options) compute.WinogradTile {
+	switch {
+	case opt.PatchConv || SwitchOn(PatchConvEnv):
+		return 0
+	case opt.Winograd4 || SwitchOn(Winograd4Env):
+		return compute.WinogradF4
+	}
+	return compute.WinogradF2
+}
+
+// EnvWinogradTile is the form of the convolutions that fit on a GPU of default Options in
+// this environment (FEDAUDIT_CUDA_PATCHCONV, FEDAUDIT_CUDA_WINOGRAD4): what a plan made here
+// counts the device memory by.
+func EnvWinogradTile() compute.WinogradTile { return winogradTile(Options{}) }
+
 // SplitKEnv is the environment variable that turns on Options.SplitK.
 const SplitKEnv = "FEDAUDIT_CUDA_SPLITK"
 
@@ -245,7 +273,7 @@ func NewOps(dev Device, opt Options) *Ops {
 	}
 	o.direct = opt.DirectConv || SwitchOn(DirectConvEnv)
 	o.biasCopies = opt.BiasCopies || SwitchOn(BiasCopiesEnv)
-	o.winograd = !opt.PatchConv && !SwitchOn(PatchConvEnv)
+	o.winoTile = winogradTile(opt)
 	o.rowGroupMax = powerOfTwoAtMost(optOrEnv(opt.RowGroup, RowGroupEnv, defaultRowGroup), 32)
 	o.lightItems = optOrEnv(opt.LightItems, LightItemsEnv, defaultLightItems)
 	o.hiddenBlock = min(optOrEnv(opt.HiddenBlock, HiddenBlockEnv, min(o.block, maxBlock)), kernels.HiddenBlock)

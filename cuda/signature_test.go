@@ -106,15 +106,21 @@ func TestLaunchArgumentsMatchPTX(t *testing.T) {
 	cw, cb := m(2, 2*9, 2), m(2, 1, 2)
 	o.ConvDirect(cw, cb, xi, win, yi)
 	o.ConvDirectGrad(cw, xi, win, yi, cw, cb, xi)
-	wx, wy := img(16, 2, 5, 5, 2), img(16, 2, 5, 5, 2) // 3 x 3 tiles of 2 samples
-	wu, wv := m(16, 16, 32), m(16, 18, 32)
+	wx, wy := img(16, 2, 5, 5, 2), img(16, 2, 5, 5, 2)
 	ww := m(16, 16*9, 2)
-	o.WinogradFilter(ww, wu)
-	o.WinogradFilterGrad(wu, ww)
-	o.WinogradInput(wx, wv)
-	o.WinogradOutput(wv, m(16, 1, 2), wy)
-	o.WinogradOutputGrad(wy, wv)
-	o.WinogradInputGrad(wv, wx)
+	for _, f := range []struct {
+		t    compute.WinogradTile
+		cols int // tiles times samples: F(2x2, 3x3) 3 x 3 tiles, F(4x4, 3x3) 2 x 2
+	}{{compute.WinogradF2, 18}, {compute.WinogradF4, 8}} {
+		p := f.t.Positions()
+		wu, wv := m(16, 16, 2*p), m(16, f.cols, 2*p)
+		o.WinogradFilter(f.t, ww, wu)
+		o.WinogradFilterGrad(f.t, wu, ww)
+		o.WinogradInput(f.t, wx, wv)
+		o.WinogradOutput(f.t, wv, m(16, 1, 2), wy)
+		o.WinogradOutputGrad(f.t, wy, wv)
+		o.WinogradInputGrad(f.t, wv, wx)
+	}
 	pr := m(1, 3*2+3+3*2+2, 2) // W1 3 x 2, b1 3, W2 2 x 3, b2 2
 	hb := m(4, 3, 2)
 	o.HiddenStep(&compute.HiddenStepArgs{Act: compute.Tanh, Pre: hb, Params: pr, Anchor: pr, Gram: m(4, 4, 1), Prev: m(4, 3, 2),

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/cuda"
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment/spec"
@@ -171,12 +172,14 @@ func (g *GPUTrainer) GroupSize(job train.Job) (int, error) {
 }
 
 // memoryBackend is the device memory estimate that follows this device's convolutions: by
-// Winograd's F(2x2, 3x3) as it runs them by default, else (cuda.Options.PatchConv) either form.
+// Winograd's form as it runs them (F(2x2, 3x3) by default, F(4x4, 3x3) with
+// cuda.Options.Winograd4), else (cuda.Options.PatchConv) every form, the largest taken.
 func (g *GPUTrainer) memoryBackend() memory.Backend {
-	if w, ok := g.be.(interface{ WinogradEnabled() bool }); ok && w.WinogradEnabled() {
-		return memory.DeviceWinograd
+	w, ok := g.be.(interface{ WinogradTile() compute.WinogradTile })
+	if !ok {
+		return memory.Device
 	}
-	return memory.Device
+	return memory.DeviceFor(w.WinogradTile())
 }
 
 // Train trains job's pairs on the device; checkpoints stop reaching the recorder at the first

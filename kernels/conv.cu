@@ -1104,3 +1104,317 @@ extern "C" __global__ void __launch_bounds__(256, 3) wino_input_grad(float* __re
 		}
 	}
 }
+
+// Winograd's F(4x4, 3x3) (the same paper): tiles of 4 x 4 output pixels, TH = (H + 3) / 4 by
+// TW = (W + 3) / 4 of them, tile (ty, tx) reading the 6 x 6 input pixels from (4 ty - 1,
+// 4 tx - 1), zeros outside the image, with the transforms (interpolation points 0, 1, -1, 2,
+// -2 and infinity)
+//   B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0; 0 -2 -1 2 1 0; 0 2 -1 -2 1 0; 0 4 0 -5 0 1],
+//   G = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1],
+//   A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1].
+// 36 products (position e = 6 r + s) make 16 output pixels where F(2x2, 3x3)'s 16 make 4:
+// 2.25 multiplications a pixel and channel pair instead of 4 (and 9 by patches), and the
+// transformed inputs and products are 2.25 values a pixel instead of 4, so the transforms,
+// which move data, move less of it. The price is rounding: G's sixths are not exact in
+// float32 and B^T's and A^T's entries reach 5 and 8, so the results are those of the
+// convolution to a few more roundings (cuda/paritytest bounds them), never exact. Layouts are
+// those of F(2x2, 3x3) above with 36 positions for 16; the gradients are those of the same
+// bilinear form. wino4_input and wino4_input_grad hold more values in flight than their
+// F(2x2, 3x3) forms: held to three blocks of 256 threads a multiprocessor (85 registers) they
+// spilled on sm_70 and sm_90, so they are held to two (96 to 120 registers on sm_70 to sm_90,
+// no spills).
+
+// wino4_bt writes o = B^T d for a column d of 6 values.
+__device__ __forceinline__ void wino4_bt(const float d[6], float o[6]) {
+	o[0] = (4.0f * d[0] - 5.0f * d[2]) + d[4];
+	o[1] = (d[3] + d[4]) - 4.0f * (d[1] + d[2]);
+	o[2] = (d[4] - d[3]) + 4.0f * (d[1] - d[2]);
+	o[3] = (d[4] - d[2]) + 2.0f * (d[3] - d[1]);
+	o[4] = (d[4] - d[2]) - 2.0f * (d[3] - d[1]);
+	o[5] = (4.0f * d[1] - 5.0f * d[3]) + d[5];
+}
+
+// wino4_b is entry i of B x (column i of B^T against x).
+__device__ __forceinline__ float wino4_b(int i, const float x[6]) {
+	switch (i) {
+	case 0: return 4.0f * x[0];
+	case 1: return (4.0f * (x[2] - x[1]) + 2.0f * (x[4] - x[3])) + 4.0f * x[5];
+	case 2: return -((5.0f * x[0] + 4.0f * (x[1] + x[2])) + (x[3] + x[4]));
+	case 3: return ((x[1] - x[2]) + 2.0f * (x[3] - x[4])) - 5.0f * x[5];
+	case 4: return (((x[0] + x[1]) + x[2]) + x[3]) + x[4];
+	default: return x[5];
+	}
+}
+
+// wino4_g writes o = G (g0, g1, g2).
+__device__ __forceinline__ void wino4_g(float g0, float g1, float g2, float o[6]) {
+	const float e = g0 + g2, e4 = g0 + 4.0f * g2;
+	o[0] = 0.25f * g0;
+	o[1] = -(e + g1) * (1.0f / 6.0f);
+	o[2] = -(e - g1) * (1.0f / 6.0f);
+	o[3] = (e4 + 2.0f * g1) * (1.0f / 24.0f);
+	o[4] = (e4 - 2.0f * g1) * (1.0f / 24.0f);
+	o[5] = g2;
+}
+
+// wino4_gt writes o = G^T m for a column m of 6 values.
+__device__ __forceinline__ void wino4_gt(const float m[6], float o[3]) {
+	const float sp = m[1] + m[2], sm = m[1] - m[2], tp = m[3] + m[4], tm = m[3] - m[4];
+	o[0] = (0.25f * m[0] - sp * (1.0f / 6.0f)) + tp * (1.0f / 24.0f);
+	o[1] = tm * (1.0f / 12.0f) - sm * (1.0f / 6.0f);
+	o[2] = (tp - sp) * (1.0f / 6.0f) + m[5];
+}
+
+// wino4_at writes o = A^T m for a column m of 6 values.
+__device__ __forceinline__ void wino4_at(const float m[6], float o[4]) {
+	const float sp = m[1] + m[2], sm = m[1] - m[2], tp = m[3] + m[4], tm = m[3] - m[4];
+	o[0] = (m[0] + sp) + tp;
+	o[1] = sm + 2.0f * tm;
+	o[2] = sp + 4.0f * tp;
+	o[3] = (sm + 8.0f * tm) + m[5];
+}
+
+// wino4_a writes o = A (g0, g1, g2, g3).
+__device__ __forceinline__ void wino4_a(float g0, float g1, float g2, float g3, float o[6]) {
+	const float e = g0 + g2, od = g1 + g3, e4 = g0 + 4.0f * g2, o4 = 2.0f * g1 + 8.0f * g3;
+	o[0] = g0;
+	o[1] = e + od;
+	o[2] = e - od;
+	o[3] = e4 + o4;
+	o[4] = e4 - o4;
+	o[5] = g3;
+}
+
+// wino4_filter: u[b, e, k, c] = (G g G^T)[e] for g = w[b, k, c 9 .. c 9 + 8], a thread per (b,
+// k, c).
+extern "C" __global__ void wino4_filter(float* __restrict__ u, i64 ldu, i64 ues, const float* __restrict__ w,
+                                        i64 ldw, i64 wbs, i64 CO, i64 C, i64 batch) {
+	const i64 rad[3] = {0, CO, C};
+	GRID_STRIDE_MD(it, 3, batch * CO * C, rad) {
+		i64 b = it.d[0], k = it.d[1], c = it.d[2];
+		const float* g = w + b * wbs + k * ldw + c * 9;
+		float t[6][3];
+		UNROLL
+		for (int j = 0; j < 3; j++) {
+			float o[6];
+			wino4_g(g[j], g[3 + j], g[6 + j], o);
+			UNROLL
+			for (int r = 0; r < 6; r++) t[r][j] = o[r];
+		}
+		float* dst = u + b * 36 * ues + k * ldu + c;
+		UNROLL
+		for (int r = 0; r < 6; r++) {
+			float o[6];
+			wino4_g(t[r][0], t[r][1], t[r][2], o);
+			UNROLL
+			for (int s = 0; s < 6; s++) dst[(6 * r + s) * ues] = o[s];
+		}
+	}
+}
+
+// wino4_filter_grad: dw[b, k, c 9 + 3 i + j] = (G^T du G)[i][j] for the 6 x 6 du[b, ., k, c],
+// a thread per (b, k, c).
+extern "C" __global__ void wino4_filter_grad(float* __restrict__ dw, i64 ldw, i64 wbs, const float* __restrict__ du,
+                                             i64 ldu, i64 ues, i64 CO, i64 C, i64 batch) {
+	const i64 rad[3] = {0, CO, C};
+	GRID_STRIDE_MD(it, 3, batch * CO * C, rad) {
+		i64 b = it.d[0], k = it.d[1], c = it.d[2];
+		const float* src = du + b * 36 * ues + k * ldu + c;
+		float t[3][6];
+		UNROLL
+		for (int s = 0; s < 6; s++) {
+			float m[6], o[3];
+			UNROLL
+			for (int r = 0; r < 6; r++) m[r] = src[(6 * r + s) * ues];
+			wino4_gt(m, o);
+			UNROLL
+			for (int i = 0; i < 3; i++) t[i][s] = o[i];
+		}
+		float* dst = dw + b * wbs + k * ldw + c * 9;
+		UNROLL
+		for (int i = 0; i < 3; i++) {
+			float o[3];
+			wino4_gt(t[i], o);
+			UNROLL
+			for (int j = 0; j < 3; j++) dst[3 * i + j] = o[j];
+		}
+	}
+}
+
+// wino4_input: v[b, e, c, p N + n] = (B^T d B)[e] for the 6 x 6 input tile d of tile p = ty TW +
+// tx, a group of wd threads per (b, c, ty, tx), each thread the samples lane, lane + wd, ....
+// The tile is read a column at a time, so that only B^T d (36 values) is held.
+extern "C" __global__ void __launch_bounds__(256, 2) wino4_input(float* __restrict__ v, i64 ldv, i64 ves, const float* __restrict__ x, i64 xbs,
+                                                                 i64 C, i64 N, i64 H, i64 W, i64 TH, i64 TW, i64 batch, i64 wd) {
+	const i64 rad[4] = {0, C, TH, TW};
+	const i64 lane = GROUP_LANE(wd);
+	GROUP_STRIDE_MD(it, 4, batch * C * TH * TW, rad, wd) {
+		i64 b = it.d[0], c = it.d[1], ty = it.d[2], tx = it.d[3];
+		i64 y0 = 4 * ty - 1, x0 = 4 * tx - 1;
+		bool rin[6], cin[6];
+		UNROLL
+		for (int i = 0; i < 6; i++) {
+			rin[i] = y0 + i >= 0 && y0 + i < H;
+			cin[i] = x0 + i >= 0 && x0 + i < W;
+		}
+		const float* src = x + b * xbs + ((c * H + y0) * W + x0) * N;
+		float* dst = v + b * 36 * ves + c * ldv + (ty * TW + tx) * N;
+		for (i64 n = lane; n < N; n += wd) {
+			float t[6][6];
+			UNROLL
+			for (int j = 0; j < 6; j++) {
+				float d[6], o[6];
+				UNROLL
+				for (int i = 0; i < 6; i++) d[i] = rin[i] && cin[j] ? src[(i * W + j) * N + n] : 0.0f;
+				wino4_bt(d, o);
+				UNROLL
+				for (int r = 0; r < 6; r++) t[r][j] = o[r];
+			}
+			UNROLL
+			for (int r = 0; r < 6; r++) {
+				float o[6];
+				wino4_bt(t[r], o);
+				UNROLL
+				for (int s = 0; s < 6; s++) dst[(6 * r + s) * ves + n] = o[s];
+			}
+		}
+	}
+}
+
+// wino4_output: y[b, k, 4 ty + i, 4 tx + j, n] = (A^T m A)[i][j] + bias[b, k] for the 6 x 6 m[b,
+// ., k, p N + n] of tile p = ty TW + tx (the pixels inside the image), a group of wd threads per
+// (b, k, ty, tx).
+extern "C" __global__ void wino4_output(float* __restrict__ y, i64 ybs, const float* __restrict__ m, i64 ldm, i64 mes,
+                                        const float* __restrict__ bias, i64 ldb, i64 bbs, i64 CO, i64 N,
+                                        i64 H, i64 W, i64 TH, i64 TW, i64 batch, i64 wd) {
+	const i64 rad[4] = {0, CO, TH, TW};
+	const i64 lane = GROUP_LANE(wd);
+	GROUP_STRIDE_MD(it, 4, batch * CO * TH * TW, rad, wd) {
+		i64 b = it.d[0], k = it.d[1], ty = it.d[2], tx = it.d[3];
+		const float bk = bias[b * bbs + k * ldb];
+		const i64 nr = H - 4 * ty, nc = W - 4 * tx; // the tile's rows and columns inside, if below 4
+		const float* src = m + b * 36 * mes + k * ldm + (ty * TW + tx) * N;
+		float* dst = y + b * ybs + ((k * H + 4 * ty) * W + 4 * tx) * N;
+		for (i64 n = lane; n < N; n += wd) {
+			float s[4][6];
+			UNROLL
+			for (int col = 0; col < 6; col++) {
+				float a[6], o[4];
+				UNROLL
+				for (int r = 0; r < 6; r++) a[r] = src[(6 * r + col) * mes + n];
+				wino4_at(a, o);
+				UNROLL
+				for (int i = 0; i < 4; i++) s[i][col] = o[i];
+			}
+			UNROLL
+			for (int i = 0; i < 4; i++) {
+				if (i >= nr) break;
+				float o[4];
+				wino4_at(s[i], o);
+				UNROLL
+				for (int j = 0; j < 4; j++)
+					if (j < nc) dst[(i * W + j) * N + n] = o[j] + bk;
+			}
+		}
+	}
+}
+
+// wino4_output_grad: dm[b, e, k, p N + n] = (A g A^T)[e] for the 4 x 4 gradient g of tile p's
+// output pixels (0 for those outside the image), a group of wd threads per (b, k, ty, tx).
+extern "C" __global__ void wino4_output_grad(float* __restrict__ dm, i64 ldm, i64 mes, const float* __restrict__ dy,
+                                             i64 dybs, i64 CO, i64 N, i64 H, i64 W, i64 TH, i64 TW, i64 batch,
+                                             i64 wd) {
+	const i64 rad[4] = {0, CO, TH, TW};
+	const i64 lane = GROUP_LANE(wd);
+	GROUP_STRIDE_MD(it, 4, batch * CO * TH * TW, rad, wd) {
+		i64 b = it.d[0], k = it.d[1], ty = it.d[2], tx = it.d[3];
+		const i64 nr = H - 4 * ty, nc = W - 4 * tx;
+		const float* src = dy + b * dybs + ((k * H + 4 * ty) * W + 4 * tx) * N;
+		float* dst = dm + b * 36 * mes + k * ldm + (ty * TW + tx) * N;
+		for (i64 n = lane; n < N; n += wd) {
+			float t[6][4];
+			UNROLL
+			for (int j = 0; j < 4; j++) {
+				float g[4], o[6];
+				UNROLL
+				for (int i = 0; i < 4; i++) g[i] = i < nr && j < nc ? src[(i * W + j) * N + n] : 0.0f;
+				wino4_a(g[0], g[1], g[2], g[3], o);
+				UNROLL
+				for (int r = 0; r < 6; r++) t[r][j] = o[r];
+			}
+			UNROLL
+			for (int r = 0; r < 6; r++) {
+				float o[6];
+				wino4_a(t[r][0], t[r][1], t[r][2], t[r][3], o);
+				UNROLL
+				for (int s = 0; s < 6; s++) dst[(6 * r + s) * mes + n] = o[s];
+			}
+		}
+	}
+}
+
+// wino4_input_grad: dx[b, c, y, x, n] is the float32 sum, from 0, over the tiles (ty, tx) whose
+// 6 x 6 input reaches pixel (y, x), in ascending (ty, tx) order, of (B dv B^T)[y + 1 - 4 ty][x
+// + 1 - 4 tx], dv[b, ., c, p N + n] of tile p = ty TW + tx. In padded coordinates the pixels 4 a
+// to 4 a + 3 lie in tile a (rows 0 to 3 of its 6 x 6), and the first two of them in tile a - 1
+// too (its rows 4 and 5), so a group of wd threads per block (b, c, a, a') of 4 x 4 padded
+// pixels reads those four tiles' dv once for the block's pixels (those inside the image). Each
+// tile is read a column at a time, so that only the rows of B dv it gives the block are held.
+extern "C" __global__ void __launch_bounds__(256, 2) wino4_input_grad(float* __restrict__ dx, i64 dxbs, const float* __restrict__ dv, i64 ldv,
+                                                                      i64 ves, i64 C, i64 N, i64 H, i64 W, i64 TH, i64 TW, i64 batch,
+                                                                      i64 wd) {
+	const i64 AH = H / 4 + 1, AW = W / 4 + 1;
+	const i64 rad[4] = {0, C, AH, AW};
+	const i64 lane = GROUP_LANE(wd);
+	GROUP_STRIDE_MD(it, 4, batch * C * AH * AW, rad, wd) {
+		i64 b = it.d[0], c = it.d[1], a = it.d[2], a2 = it.d[3];
+		// The block's rows and columns inside the image: padded 4 a + q is pixel 4 a + q - 1.
+		bool rin[4], cin[4];
+		UNROLL
+		for (int q = 0; q < 4; q++) {
+			i64 yy = 4 * a + q - 1, xx = 4 * a2 + q - 1;
+			rin[q] = yy >= 0 && yy < H;
+			cin[q] = xx >= 0 && xx < W;
+		}
+		const float* src = dv + b * 36 * ves + c * ldv;
+		float* dst = dx + b * dxbs + ((c * H + 4 * a - 1) * W + 4 * a2 - 1) * N;
+		for (i64 n = lane; n < N; n += wd) {
+			float acc[4][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+			UNROLL
+			for (int ti = 0; ti < 2; ti++) {
+				i64 ty = a - 1 + ti;
+				if (ty < 0 || ty >= TH) continue;
+				// Tile a - 1 gives the block's rows 0 and 1 from its rows 4 and 5; tile a its rows 0 to 3.
+				const int i0 = ti == 0 ? 4 : 0, ni = ti == 0 ? 2 : 4;
+				UNROLL
+				for (int tj = 0; tj < 2; tj++) {
+					i64 tx = a2 - 1 + tj;
+					if (tx < 0 || tx >= TW) continue;
+					const int j0 = tj == 0 ? 4 : 0, nj = tj == 0 ? 2 : 4;
+					const float* t = src + (ty * TW + tx) * N + n;
+					float q[4][6];
+					UNROLL
+					for (int s = 0; s < 6; s++) {
+						float d[6];
+						UNROLL
+						for (int r = 0; r < 6; r++) d[r] = t[(6 * r + s) * ves];
+						UNROLL
+						for (int qi = 0; qi < 4; qi++)
+							if (qi < ni) q[qi][s] = wino4_b(i0 + qi, d);
+					}
+					UNROLL
+					for (int qi = 0; qi < 4; qi++)
+						if (qi < ni)
+							UNROLL
+							for (int qj = 0; qj < 4; qj++)
+								if (qj < nj) acc[qi][qj] += wino4_b(j0 + qj, q[qi]);
+				}
+			}
+			UNROLL
+			for (int qi = 0; qi < 4; qi++)
+				UNROLL
+				for (int qj = 0; qj < 4; qj++)
+					if (rin[qi] && cin[qj]) dst[(qi * W + qj) * N + n] = acc[qi][qj];
+		}
+	}
+}

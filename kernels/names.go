@@ -51,6 +51,12 @@ const (
 	WinoInputGrad
 	WinoOutput
 	WinoOutputGrad
+	Wino4Filter
+	Wino4FilterGrad
+	Wino4Input
+	Wino4InputGrad
+	Wino4Output
+	Wino4OutputGrad
 	numKernels
 )
 
@@ -69,6 +75,8 @@ var kernelNames = [numKernels]string{
 	PoolGradTiled: "pool_grad_tiled", AccumulateInOrder: "accumulate_in_order", Im2colRows: "im2col_rows", AddReLU: "add_relu",
 	WinoFilter: "wino_filter", WinoFilterGrad: "wino_filter_grad", WinoInput: "wino_input", WinoInputGrad: "wino_input_grad",
 	WinoOutput: "wino_output", WinoOutputGrad: "wino_output_grad",
+	Wino4Filter: "wino4_filter", Wino4FilterGrad: "wino4_filter_grad", Wino4Input: "wino4_input", Wino4InputGrad: "wino4_input_grad",
+	Wino4Output: "wino4_output", Wino4OutputGrad: "wino4_output_grad",
 }
 
 // HiddenSharedFloats is the static shared memory of hidden_step in floats

@@ -42,7 +42,7 @@ type ops[T Float] interface {
 	// biasApart reports whether a convolution whose weights outweigh its output should read
 	// the weights in place and add its bias by a product of its own (compute.BiasApart).
 	biasApart() bool
-	// winograd returns the backend's convolutions by Winograd's F(2x2, 3x3), or nil where
+	// winograd returns the backend's convolutions by Winograd's minimal filtering, or nil where
 	// there are none.
 	winograd() compute.Winograder
 	// gnReLU returns the backend's GroupNorm with the ReLU after it in the same passes, or nil

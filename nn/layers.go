@@ -154,9 +154,10 @@ type conv[T Float] struct {
 	// (compute.DirectConvolver), else nil: then neither patches nor weight copies are made.
 	direct compute.DirectConvolver
 	// wino is the backend's Winograd convolution when it takes this layer
-	// (compute.Winograder), else nil: then l.cols holds the transformed inputs, kept for the
-	// weight gradient, instead of the patches.
-	wino compute.Winograder
+	// (compute.Winograder), in form winoTile, else nil: then l.cols holds the transformed
+	// inputs, kept for the weight gradient, instead of the patches.
+	wino     compute.Winograder
+	winoTile compute.WinogradTile
 	// onesAt is the patches' layout whose ones row is in place (buffer, columns, copies).
 	onesAt struct {
 		buf   compute.Buffer
@@ -248,12 +249,14 @@ func (l *conv[T]) im2col(c *pass[T], x compute.Images, r0, count int) {
 func (l *conv[T]) forward(c *pass[T], x compute.Images) compute.Images {
 	co, kk, n := l.osh.C, l.ckk(), c.B*l.osh.H*l.osh.W
 	l.colsShared = x.BatchStride == 0
-	l.direct, l.wino = nil, nil
+	l.direct, l.wino, l.winoTile = nil, nil, 0
 	y := images(get(c.o, &l.y, c.R*co*n), l.osh, c.B, c.R, false)
-	if wg := c.o.winograd(); wg != nil && wg.Winograd(co, x, l.win) {
-		l.wino = wg
-		l.winoForward(c, x, y)
-		return y
+	if wg := c.o.winograd(); wg != nil {
+		if t := wg.Winograd(co, x, l.win); t != 0 {
+			l.wino, l.winoTile = wg, t
+			l.winoForward(c, x, y)
+			return y
+		}
 	}
 	if dc := c.o.directConv(); dc != nil && dc.DirectConv(co, x, l.win) {
 		l.direct = dc
@@ -342,33 +345,35 @@ func (l *conv[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) com
 	return dx
 }
 
-// winoMat views a transformed operand of a Winograd convolution (compute.Winograder):
-// compute.WinogradTiles rows x cols matrices per replica, one after another.
-func winoMat[T Float](c *pass[T], buf compute.Buffer, rows, cols int) compute.Mat {
-	return compute.Mat{Buf: buf, Rows: rows, Cols: cols, Stride: cols, Batch: compute.WinogradTiles * c.R, BatchStride: rows * cols}
+// winoMat views a transformed operand of a Winograd convolution (compute.Winograder) of
+// form t: t.Positions() rows x cols matrices per replica, one after another.
+func winoMat[T Float](c *pass[T], t compute.WinogradTile, buf compute.Buffer, rows, cols int) compute.Mat {
+	return compute.Mat{Buf: buf, Rows: rows, Cols: cols, Stride: cols, Batch: t.Positions() * c.R, BatchStride: rows * cols}
 }
 
 // winoShapes is the transformed operands' sizes: the output channels, the input channels and
 // the columns (tiles times samples).
 func (l *conv[T]) winoShapes(c *pass[T]) (co, ci, cols int) {
-	th, tw := compute.WinogradTileGrid(l.osh.H, l.osh.W)
+	th, tw := l.winoTile.Grid(l.osh.H, l.osh.W)
 	return l.osh.C, l.ish.C, th * tw * c.B
 }
 
-// winoForward computes the convolution by F(2x2, 3x3): the filters' and the input's
-// transforms, their 16 products per replica over the input channels in one call, and the
+// winoForward computes the convolution by Winograd's form l.winoTile: the filters' and the
+// input's transforms, their 16 (or 36) products per replica over the input channels in one
+// call, and the
 // output's transform with the bias, into y. The transformed input stays in l.cols for the
 // weight gradient; the filters' transform and the products are transients.
 func (l *conv[T]) winoForward(c *pass[T], x, y compute.Images) {
 	co, ci, cols := l.winoShapes(c)
-	const tiles = compute.WinogradTiles
-	u := winoMat(c, get(c.o, &c.tmp.wu, tiles*c.R*co*ci), co, ci)
-	v := winoMat(c, get(c.o, &l.cols, tiles*c.R*ci*cols), ci, cols)
-	m := winoMat(c, get(c.o, &c.tmp.dcols, tiles*c.R*co*cols), co, cols)
-	l.wino.WinogradFilter(c.param(l.off, co, l.ckk()), u)
-	l.wino.WinogradInput(x, v)
+	t := l.winoTile
+	tiles := t.Positions()
+	u := winoMat(c, t, get(c.o, &c.tmp.wu, tiles*c.R*co*ci), co, ci)
+	v := winoMat(c, t, get(c.o, &l.cols, tiles*c.R*ci*cols), ci, cols)
+	m := winoMat(c, t, get(c.o, &c.tmp.dcols, tiles*c.R*co*cols), co, cols)
+	l.wino.WinogradFilter(t, c.param(l.off, co, l.ckk()), u)
+	l.wino.WinogradInput(t, x, v)
 	c.o.gemm(false, false, 1, u, v, 0, m)
-	l.wino.WinogradOutput(m, c.param(l.off+co*l.ckk(), co, 1), y)
+	l.wino.WinogradOutput(t, m, c.param(l.off+co*l.ckk(), co, 1), y)
 	l.colsHeld = false // l.cols holds no patches, nor their row of ones
 	l.onesAt.buf = nil
 }
@@ -388,21 +393,22 @@ func (l *conv[T]) biasGrad(c *pass[T], dy compute.Mat) {
 func (l *conv[T]) winoBackward(c *pass[T], dy, dx compute.Images) {
 	co, ci, cols := l.winoShapes(c)
 	kk := l.ckk()
-	const tiles = compute.WinogradTiles
-	dm := winoMat(c, get(c.o, &c.tmp.dcols, tiles*c.R*co*cols), co, cols)
-	du := winoMat(c, get(c.o, &c.tmp.dw, tiles*c.R*co*ci), co, ci)
-	v := winoMat(c, l.cols.buf, ci, cols)
-	l.wino.WinogradOutputGrad(dy, dm)
+	t := l.winoTile
+	tiles := t.Positions()
+	dm := winoMat(c, t, get(c.o, &c.tmp.dcols, tiles*c.R*co*cols), co, cols)
+	du := winoMat(c, t, get(c.o, &c.tmp.dw, tiles*c.R*co*ci), co, ci)
+	v := winoMat(c, t, l.cols.buf, ci, cols)
+	l.wino.WinogradOutputGrad(t, dy, dm)
 	c.o.gemm(false, true, 1, dm, v, 0, du)
-	l.wino.WinogradFilterGrad(du, c.grad(l.off, co, kk))
+	l.wino.WinogradFilterGrad(t, du, c.grad(l.off, co, kk))
 	l.biasGrad(c, planes(dy))
 	if dx.Buf == nil {
 		return
 	}
-	u := winoMat(c, get(c.o, &c.tmp.wu, tiles*c.R*co*ci), co, ci)
-	l.wino.WinogradFilter(c.param(l.off, co, kk), u)
+	u := winoMat(c, t, get(c.o, &c.tmp.wu, tiles*c.R*co*ci), co, ci)
+	l.wino.WinogradFilter(t, c.param(l.off, co, kk), u)
 	c.o.gemm(true, false, 1, u, dm, 0, v)
-	l.wino.WinogradInputGrad(v, dx)
+	l.wino.WinogradInputGrad(t, v, dx)
 }
 
 // subMat and sub view batch elements r0..r0+count-1 of m and x (a shared operand stays

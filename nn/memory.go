@@ -16,8 +16,8 @@ import (
 // trains again, as the engine does between checkpoints. Where the GPU computes a convolution
 // directly (compute.DirectConvolver) it writes no patches, so the count is then an upper bound
 // (its scratch is no larger than the patches: cuda.Ops.DirectConv). The 3 x 3 convolutions
-// are counted in both their forms, by patches and by Winograd's F(2x2, 3x3)
-// (compute.Winograder), and the larger count is returned.
+// are counted in each of their forms, by patches and by Winograd's F(2x2, 3x3) and F(4x4, 3x3)
+// (compute.Winograder), and the largest count is returned.
 //
 // It runs the model's own passes on a backend that computes nothing and only counts what is
 // allocated and released, so the count follows the layers' code rather than a formula beside
@@ -30,7 +30,7 @@ func DeviceMemory(spec Spec, R, trainRows, evalRows int) (int64, error) {
 type ConvForm int
 
 const (
-	// AnyConvForm counts both forms and takes the larger: the count for a device whose
+	// AnyConvForm counts every form and takes the largest: the count for a device whose
 	// options are not known.
 	AnyConvForm ConvForm = iota
 	// PatchConvForm counts every convolution by its patches.
@@ -38,7 +38,23 @@ const (
 	// WinogradConvForm counts the convolutions that compute.WinogradFits by Winograd's
 	// F(2x2, 3x3), as a GPU runs them by default (not with cuda.Options.PatchConv).
 	WinogradConvForm
+	// Winograd4ConvForm counts them by F(4x4, 3x3), as a GPU with cuda.Options.Winograd4
+	// runs them.
+	Winograd4ConvForm
 )
+
+// tile is the form's Winograd tile, 0 for the patches; AnyConvForm has none.
+func (f ConvForm) tile() (compute.WinogradTile, bool) {
+	switch f {
+	case PatchConvForm:
+		return 0, true
+	case WinogradConvForm:
+		return compute.WinogradF2, true
+	case Winograd4ConvForm:
+		return compute.WinogradF4, true
+	}
+	return 0, false
+}
 
 // DeviceMemoryOf is DeviceMemory for the convolutions in the given form.
 func DeviceMemoryOf(spec Spec, R, trainRows, evalRows int, form ConvForm) (int64, error) {
@@ -46,11 +62,11 @@ func DeviceMemoryOf(spec Spec, R, trainRows, evalRows int, form ConvForm) (int64
 		return 0, fmt.Errorf("nn: device memory of %d replicas, %d training and %d evaluation rows: need positive counts", R, trainRows, evalRows)
 	}
 	var most int64
-	for _, wino := range []bool{false, true} {
-		if (form == PatchConvForm && wino) || (form == WinogradConvForm && !wino) {
+	for _, t := range []compute.WinogradTile{0, compute.WinogradF2, compute.WinogradF4} {
+		if want, one := form.tile(); one && t != want {
 			continue
 		}
-		o, err := countPasses(spec, R, trainRows, evalRows, wino)
+		o, err := countPasses(spec, R, trainRows, evalRows, t)
 		if err != nil {
 			return 0, err
 		}
@@ -60,10 +76,11 @@ func DeviceMemoryOf(spec Spec, R, trainRows, evalRows int, form ConvForm) (int64
 }
 
 // WinogradConvolutions is how many of spec's convolutions a GPU computes by Winograd's
-// F(2x2, 3x3) (its default: those that compute.WinogradFits), so that a memory estimate in
-// that form (WinogradConvForm) can say whether the form changed anything.
+// minimal filtering (by default: those that compute.WinogradFits), so that a memory estimate
+// in that form (WinogradConvForm, Winograd4ConvForm) can say whether the form changed
+// anything.
 func WinogradConvolutions(spec Spec) (int, error) {
-	o, err := countPasses(spec, 1, 1, 1, true)
+	o, err := countPasses(spec, 1, 1, 1, compute.WinogradF2)
 	if err != nil {
 		return 0, err
 	}
@@ -71,11 +88,12 @@ func WinogradConvolutions(spec Spec) (int, error) {
 }
 
 // countPasses runs a model of spec on countingOps for one form of the 3 x 3 convolutions: by
-// their patches, or by Winograd's F(2x2, 3x3) where compute.WinogradFits (the GPU's default).
-// Which uses more depends on the layer (the patches are 9 Cin values a pixel, the transformed
-// input and products 4 Cin and 4 Cout, the transformed filters 16 Cout Cin a replica), so
-// DeviceMemory takes the larger and holds whichever the device runs.
-func countPasses(spec Spec, R, trainRows, evalRows int, wino bool) (*countingOps, error) {
+// their patches (tile 0), or by Winograd's F(2x2, 3x3) or F(4x4, 3x3) where
+// compute.WinogradFits. Which uses more depends on the layer (the patches are 9 Cin values a
+// pixel; the transformed input and products 4 Cin and 4 Cout by F(2x2, 3x3), 2.25 Cin and
+// 2.25 Cout by F(4x4, 3x3); the transformed filters 16 or 36 Cout Cin a replica), so
+// DeviceMemory takes the largest and holds whichever the device runs.
+func countPasses(spec Spec, R, trainRows, evalRows int, wino compute.WinogradTile) (*countingOps, error) {
 	m, err := build[float32](spec)
 	if err != nil {
 		return nil, err
@@ -107,13 +125,13 @@ type countBuf int
 func (b countBuf) Len() int { return int(b) }
 
 // countingOps computes nothing: it counts the values allocated and not yet released, and the
-// largest statistics scratch a device's GroupNorm keeps (gnPart, gnStats). With wino it takes
-// the convolutions that compute.WinogradFits by Winograd's F(2x2, 3x3), as the GPU does by
-// default, and counts their output transforms (winoOutputs; winoConvs is those of the
-// evaluation pass, one a layer).
+// largest statistics scratch a device's GroupNorm keeps (gnPart, gnStats). With wino (a
+// form) it takes the convolutions that compute.WinogradFits by that form, as the GPU does,
+// and counts their output transforms (winoOutputs; winoConvs is those of the evaluation pass,
+// one a layer).
 type countingOps struct {
 	live, peak, gnPart, gnStats int64
-	wino                        bool
+	wino                        compute.WinogradTile
 	winoOutputs, winoConvs      int
 }
 
@@ -137,20 +155,25 @@ func (o *countingOps) patchGemmer() compute.PatchGemmer    { return nil }
 func (o *countingOps) directConv() compute.DirectConvolver { return nil }
 func (o *countingOps) biasApart() bool                     { return true } // as the GPU's
 func (o *countingOps) winograd() compute.Winograder {
-	if o.wino {
+	if o.wino != 0 {
 		return o
 	}
 	return nil
 }
-func (o *countingOps) Winograd(cout int, x compute.Images, win compute.Window) bool {
-	return compute.WinogradFits(cout, x, win)
+func (o *countingOps) Winograd(cout int, x compute.Images, win compute.Window) compute.WinogradTile {
+	if !compute.WinogradFits(cout, x, win) {
+		return 0
+	}
+	return o.wino
 }
-func (o *countingOps) WinogradFilter(compute.Mat, compute.Mat)                              {}
-func (o *countingOps) WinogradInput(compute.Images, compute.Mat)                            {}
-func (o *countingOps) WinogradOutput(compute.Mat, compute.Mat, compute.Images)              { o.winoOutputs++ }
-func (o *countingOps) WinogradOutputGrad(compute.Images, compute.Mat)                       {}
-func (o *countingOps) WinogradInputGrad(compute.Mat, compute.Images)                        {}
-func (o *countingOps) WinogradFilterGrad(compute.Mat, compute.Mat)                          {}
+func (o *countingOps) WinogradFilter(compute.WinogradTile, compute.Mat, compute.Mat)   {}
+func (o *countingOps) WinogradInput(compute.WinogradTile, compute.Images, compute.Mat) {}
+func (o *countingOps) WinogradOutput(compute.WinogradTile, compute.Mat, compute.Mat, compute.Images) {
+	o.winoOutputs++
+}
+func (o *countingOps) WinogradOutputGrad(compute.WinogradTile, compute.Images, compute.Mat) {}
+func (o *countingOps) WinogradInputGrad(compute.WinogradTile, compute.Mat, compute.Images)  {}
+func (o *countingOps) WinogradFilterGrad(compute.WinogradTile, compute.Mat, compute.Mat)    {}
 func (o *countingOps) gnReLU() compute.GroupNormReLUer                                      { return o } // as the GPU's
 func (o *countingOps) addReLU() compute.AddReLUer                                           { return o } // as the GPU's
 func (o *countingOps) AddReLU(compute.Mat, compute.Mat, compute.Mat)                        {}

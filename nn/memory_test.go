@@ -57,12 +57,13 @@ func TestDeviceMemorySharesBackwardBuffers(t *testing.T) {
 	}
 }
 
-// With its 3 x 3 convolutions by Winograd's F(2x2, 3x3) a layer keeps, between the passes, its
-// transformed input (16 Cin values a 2 x 2 tile), its output and its input gradient; the
-// filters' transforms, the products and their gradients are the shared transients. So one more
-// layer adds exactly that. DeviceMemory is the larger of the two forms: here the patches'
-// (9 Cin + 1 values a pixel kept), and for a layer of few pixels and many channels, whose
-// transformed filters (16 Cout Cin a replica) outweigh its patches, Winograd's.
+// With its 3 x 3 convolutions by Winograd's F(2x2, 3x3) (F(4x4, 3x3)) a layer keeps, between
+// the passes, its transformed input (16 Cin values a 2 x 2 tile; 36 a 4 x 4 tile), its output
+// and its input gradient; the filters' transforms, the products and their gradients are the
+// shared transients. So one more layer adds exactly that. DeviceMemory is the largest of the
+// three forms: here the patches' (9 Cin + 1 values a pixel kept), and for a layer of few
+// pixels and many channels, whose transformed filters (16 or 36 Cout Cin a replica) outweigh
+// its patches, F(4x4, 3x3)'s.
 func TestDeviceMemoryOfEachForm(t *testing.T) {
 	const R, rows = 2, 16
 	spec := func(c, hw, k int) Spec {
@@ -83,23 +84,31 @@ func TestDeviceMemoryOfEachForm(t *testing.T) {
 	}
 	const c, hw = 16, 16
 	n := rows * hw * hw
-	keeps := int64(R * (16*c*(hw/2)*(hw/2)*rows + c*n + c*n)) // transformed input, output, input gradient
-	for k := 2; k <= 4; k++ {
-		if d := count(spec(c, hw, k+1), WinogradConvForm) - count(spec(c, hw, k), WinogradConvForm); d != keeps {
-			t.Errorf("Winograd conv layer %d adds %d floats, want %d", k+1, d, keeps)
+	for _, f := range []struct {
+		form        ConvForm
+		tile, alpha int
+	}{{WinogradConvForm, 2, 4}, {Winograd4ConvForm, 4, 6}} {
+		// transformed input, output, input gradient
+		keeps := int64(R * (f.alpha*f.alpha*c*(hw/f.tile)*(hw/f.tile)*rows + c*n + c*n))
+		for k := 2; k <= 4; k++ {
+			if d := count(spec(c, hw, k+1), f.form) - count(spec(c, hw, k), f.form); d != keeps {
+				t.Errorf("F(%dx%[1]d, 3x3): conv layer %d adds %d floats, want %d", f.tile, k+1, d, keeps)
+			}
 		}
 	}
 	for _, tc := range []struct {
-		name      string
-		s         Spec
-		winoLarge bool
+		name       string
+		s          Spec
+		largest    ConvForm
+		wino4Least bool // F(4x4, 3x3) below F(2x2, 3x3)
 	}{
-		{"16 channels of 16 x 16", spec(16, 16, 3), false},
-		{"256 channels of 2 x 2", spec(256, 2, 3), true},
+		{"16 channels of 16 x 16", spec(16, 16, 3), PatchConvForm, true},
+		{"256 channels of 2 x 2", spec(256, 2, 3), Winograd4ConvForm, false},
 	} {
-		patch, wino, either := count(tc.s, PatchConvForm), count(tc.s, WinogradConvForm), count(tc.s, AnyConvForm)
-		if either != max(patch, wino) || (wino > patch) != tc.winoLarge {
-			t.Errorf("%s: patches %d, Winograd %d, either %d: want either the larger, Winograd larger %v", tc.name, patch, wino, either, tc.winoLarge)
+		patch, wino, wino4, either := count(tc.s, PatchConvForm), count(tc.s, WinogradConvForm), count(tc.s, Winograd4ConvForm), count(tc.s, AnyConvForm)
+		largest := map[ConvForm]int64{PatchConvForm: patch, WinogradConvForm: wino, Winograd4ConvForm: wino4}[tc.largest]
+		if either != max(patch, wino, wino4) || largest != either || (wino4 < wino) != tc.wino4Least {
+			t.Errorf("%s: patches %d, F(2x2, 3x3) %d, F(4x4, 3x3) %d, any %d: want any the largest, form %d's", tc.name, patch, wino, wino4, either, tc.largest)
 		}
 		if v, _ := DeviceMemory(tc.s, R, rows, rows); v != either {
 			t.Errorf("%s: DeviceMemory %d, the count of either form %d", tc.name, v, either)

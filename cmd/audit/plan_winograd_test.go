@@ -8,14 +8,16 @@ import (
 	"testing"
 
 	"github.com/fedaudit/fedaudit/cuda"
+	"github.com/fedaudit/fedaudit/experiment/cost"
 )
 
 // `audit plan` counts a GPU's memory for the convolutions as a GPU runs them by default, by
 // Winograd's F(2x2, 3x3) where it fits, and says so; where the environment it runs in sets
-// FEDAUDIT_CUDA_PATCHCONV=1 it counts them in both forms and takes the larger. A ResNet of
-// width 16 keeps less by Winograd, so the plan's figure per pair is lower by default. Any
-// other value leaves the option off, with a warning, and so does the retired
-// FEDAUDIT_CUDA_WINOGRAD.
+// FEDAUDIT_CUDA_PATCHCONV=1 it counts them in every form and takes the largest, and where it
+// sets FEDAUDIT_CUDA_WINOGRAD4=1 by F(4x4, 3x3). A ResNet of width 16 keeps less by Winograd,
+// and less again by F(4x4, 3x3), so the plan's figure per pair is lower by default and lower
+// again with that option. Any other value leaves an option off, with a warning, and so does
+// the retired FEDAUDIT_CUDA_WINOGRAD.
 func TestPlanCountsTheGPUsConvolutionForm(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "resnet.yaml")
 	if err := os.WriteFile(cfg, []byte(`name: resnet-winograd
@@ -56,12 +58,26 @@ audit:
 	wino := plan()
 	t.Setenv(cuda.PatchConvEnv, "1")
 	either := plan()
-	t.Logf("either form: %s\nWinograd:    %s", either, wino)
-	if strings.Contains(either, "Winograd") || !strings.Contains(wino, "by Winograd's F(2x2, 3x3); FEDAUDIT_CUDA_PATCHCONV=1 for patches") {
-		t.Errorf("only the plan made without the option should name Winograd's form:\n%s\n%s", either, wino)
+	t.Setenv(cuda.PatchConvEnv, "")
+	t.Setenv(cuda.Winograd4Env, "1")
+	wino4 := plan()
+	t.Setenv(cuda.Winograd4Env, "")
+	t.Setenv(cuda.PatchConvEnv, "1")
+	t.Logf("any form:   %s\nF(2x2, 3x3): %s\nF(4x4, 3x3): %s", either, wino, wino4)
+	if strings.Contains(either, "Winograd") || !strings.Contains(wino, "by Winograd's F(2x2, 3x3); FEDAUDIT_CUDA_PATCHCONV=1 for patches") ||
+		!strings.Contains(wino4, "by Winograd's F(4x4, 3x3); FEDAUDIT_CUDA_PATCHCONV=1 for patches") {
+		t.Errorf("only the plans made without the patch option should name Winograd's form, each its own:\n%s\n%s\n%s", either, wino, wino4)
 	}
-	if line.FindStringSubmatch(either)[1] == line.FindStringSubmatch(wino)[1] {
-		t.Errorf("the same memory per pair either way (%s): the option did not reach the estimate", line.FindStringSubmatch(wino)[1])
+	perPair := func(s string) float64 {
+		v, err := cost.ParseBytes(line.FindStringSubmatch(s)[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return float64(v)
+	}
+	if !(perPair(wino4) < perPair(wino) && perPair(wino) < perPair(either)) {
+		t.Errorf("memory per pair %s (F(4x4, 3x3)), %s (F(2x2, 3x3)), %s (any form): want each below the next: an option did not reach the estimate",
+			line.FindStringSubmatch(wino4)[1], line.FindStringSubmatch(wino)[1], line.FindStringSubmatch(either)[1])
 	}
 	// A switch set to anything but 1 is off, as the GPU reads it, and the plan says why.
 	t.Setenv(cuda.PatchConvEnv, "true")

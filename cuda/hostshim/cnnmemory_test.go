@@ -103,11 +103,12 @@ func TestDeviceMemoryEstimateOfCNNs(t *testing.T) {
 	}
 }
 
-// By default the device runs a ResNet's stride-1 3 x 3 convolutions by F(2x2, 3x3), and the
-// estimate for such a device (memory.DeviceWinograd) counts them that way: never below the
-// shim's peak for a whole training with a checkpoint, at most 1.6x per pair (as for the patch
-// form above), and below the estimate for a device of unknown options. It says how many it
-// counted that way: the first stage's two and the second stage's second.
+// By default the device runs a ResNet's stride-1 3 x 3 convolutions by F(2x2, 3x3) (with
+// Options.Winograd4 by F(4x4, 3x3)), and the estimate for such a device (memory.DeviceWinograd,
+// memory.DeviceWinograd4) counts them that way: never below the shim's peak for a whole
+// training with a checkpoint, at most 1.6x per pair (as for the patch form above), and below
+// the estimate for a device of unknown options. It says how many it counted that way: the
+// first stage's two and the second stage's second.
 func TestDeviceMemoryEstimateWithWinograd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("CNN trainings on the shim take seconds")
@@ -118,40 +119,48 @@ func TestDeviceMemoryEstimateWithWinograd(t *testing.T) {
 		Rounds: 1, LocalSteps: 2, LearningRate: 0.01, ClipNorm: 1, NoiseStd: 0.01, Schedule: "constant", Batching: algo.Fixed,
 		BatchSize: 16, Seed: 3, Checkpoints: []int{1}, Informed: true}
 	job := train.Job{Config: cfg, WorldC: wc, WorldCPrime: wcp}
-	wino := cuda.Options{}
-	p1, p2 := peakBytesWith(t, job, 1, wino), peakBytesWith(t, job, 2, wino)
-	est, err := train.MemoryOn(cfg, memory.SizesOf(wc, nil), memory.DeviceWinograd)
-	if err != nil {
-		t.Fatal(err)
-	}
 	either, err := train.MemoryOn(cfg, memory.SizesOf(wc, nil), memory.Device)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("peak %d bytes (1 pair), %d (2 pairs): %d per pair; estimate %d + %d per pair (either form: %d + %d)",
-		p1, p2, p2-p1, est.Fixed, est.PerPair, either.Fixed, either.PerPair)
-	for pairs, got := range []int64{p1, p2} {
-		if want := est.Bytes(pairs + 1); want < got {
-			t.Errorf("%d pairs: estimate %d bytes, the device's peak %d", pairs+1, want, got)
-		}
-	}
-	if r := float64(est.PerPair) / float64(p2-p1); r < 1 || r > 1.6 {
-		t.Errorf("estimate %d bytes per pair, %.2fx the device's %d", est.PerPair, r, p2-p1)
-	}
-	if est.PerPair >= either.PerPair {
-		t.Errorf("Winograd's estimate per pair %d is not below either form's %d", est.PerPair, either.PerPair)
-	}
-	if est.WinogradConvolutions != 3 || either.WinogradConvolutions != 0 {
-		t.Errorf("convolutions counted by Winograd's form: %d and %d (either form); want 3 and 0", est.WinogradConvolutions, either.WinogradConvolutions)
+	for _, f := range []struct {
+		opt cuda.Options
+		on  memory.Backend
+	}{{cuda.Options{}, memory.DeviceWinograd}, {cuda.Options{Winograd4: true}, memory.DeviceWinograd4}} {
+		t.Run(f.on.WinogradTile().String(), func(t *testing.T) {
+			p1, p2 := peakBytesWith(t, job, 1, f.opt), peakBytesWith(t, job, 2, f.opt)
+			est, err := train.MemoryOn(cfg, memory.SizesOf(wc, nil), f.on)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("peak %d bytes (1 pair), %d (2 pairs): %d per pair; estimate %d + %d per pair (any form: %d + %d)",
+				p1, p2, p2-p1, est.Fixed, est.PerPair, either.Fixed, either.PerPair)
+			for pairs, got := range []int64{p1, p2} {
+				if want := est.Bytes(pairs + 1); want < got {
+					t.Errorf("%d pairs: estimate %d bytes, the device's peak %d", pairs+1, want, got)
+				}
+			}
+			if r := float64(est.PerPair) / float64(p2-p1); r < 1 || r > 1.6 {
+				t.Errorf("estimate %d bytes per pair, %.2fx the device's %d", est.PerPair, r, p2-p1)
+			}
+			if est.PerPair >= either.PerPair {
+				t.Errorf("Winograd's estimate per pair %d is not below any form's %d", est.PerPair, either.PerPair)
+			}
+			if est.WinogradConvolutions != 3 || either.WinogradConvolutions != 0 {
+				t.Errorf("convolutions counted by Winograd's form: %d and %d (any form); want 3 and 0", est.WinogradConvolutions, either.WinogradConvolutions)
+			}
+		})
 	}
 }
 
 // nn.DeviceMemory counts what a model allocates by running its passes on a backend that only
 // counts: against the shim's peak for the same passes it must be within 1%, and never below.
-// A model with convolutions that F(2x2, 3x3) takes (the ResNet of width 16) is counted in both
-// forms, patches (Options.PatchConv) and Winograd's (the default), and the count must cover both peaks and be within 2% of
-// the larger: GroupNorm's statistics scratch, counted at twice its size (a buffer may double
-// when it grows), is 1.4% of this small model's peak.
+// A model with convolutions that Winograd's forms take (the ResNet of width 16) is counted in
+// every form, patches (Options.PatchConv), F(2x2, 3x3) (the default) and F(4x4, 3x3)
+// (Options.Winograd4), and the count must cover every peak and be within 2% of the largest,
+// as each form's own count (nn.DeviceMemoryOf) must of that form's peak:
+// GroupNorm's statistics scratch, counted at twice its size (a buffer may double when it
+// grows), is 1.4% of this small model's peak.
 func TestNNDeviceMemoryIsTheShimsPeak(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -169,12 +178,21 @@ func TestNNDeviceMemoryIsTheShimsPeak(t *testing.T) {
 					t.Fatal(err)
 				}
 				var peaks []int64
-				for _, wino := range []bool{false, true} {
-					peaks = append(peaks, shimPeak(t, tc.spec, R, cuda.Options{PatchConv: !wino}))
+				forms := []nn.ConvForm{nn.PatchConvForm, nn.WinogradConvForm, nn.Winograd4ConvForm}
+				for i, opt := range []cuda.Options{{PatchConv: true}, {}, {Winograd4: true}} {
+					peak := shimPeak(t, tc.spec, R, opt)
+					peaks = append(peaks, peak)
+					own, err := nn.DeviceMemoryOf(tc.spec, R, 16, 32, forms[i])
+					if err != nil {
+						t.Fatal(err)
+					}
+					if r := float64(4*own) / float64(peak); r < 1 || r > tc.slack {
+						t.Errorf("R %d, options %+v: counted %d bytes in that form, the shim's peak %d: %.4fx", R, opt, 4*own, peak, r)
+					}
 				}
-				t.Logf("R %d: counted %d bytes, the shim's peak %d with patches, %d with Winograd", R, 4*want, peaks[0], peaks[1])
-				if r := float64(4*want) / float64(max(peaks[0], peaks[1])); r < 1 || r > tc.slack {
-					t.Errorf("R %d: counted %d bytes, the shim's peaks %d (patches) and %d (Winograd): %.4fx the larger", R, 4*want, peaks[0], peaks[1], r)
+				t.Logf("R %d: counted %d bytes, the shim's peak %d with patches, %d by F(2x2, 3x3), %d by F(4x4, 3x3)", R, 4*want, peaks[0], peaks[1], peaks[2])
+				if r := float64(4*want) / float64(max(peaks[0], peaks[1], peaks[2])); r < 1 || r > tc.slack {
+					t.Errorf("R %d: counted %d bytes, the shim's peaks %d (patches), %d (F(2x2, 3x3)) and %d (F(4x4, 3x3)): %.4fx the largest", R, 4*want, peaks[0], peaks[1], peaks[2], r)
 				}
 			}
 		})

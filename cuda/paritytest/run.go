@@ -241,12 +241,13 @@ func testDirectConvRunsMatchCPU(t *testing.T, f Factory) {
 	}
 }
 
-// Whole runs of a ResNet wide enough for Winograd's F(2x2, 3x3) (width 16: its first stage's two
-// convolutions and its second stage's second, compute.WinogradFits), in that form (the
-// default) and by patches (Options.PatchConv), against the CPU backend's patch form with
-// testRunsMatchCPU's tolerances: the two forms' results differ by the rounding of different
-// sums, a few float32 ulps per operation as between cuBLAS's and the CPU's products, which the
-// same bound covers.
+// Whole runs of a ResNet wide enough for Winograd's forms (width 16: its first stage's two
+// convolutions and its second stage's second, compute.WinogradFits), by F(2x2, 3x3) (the
+// default), by F(4x4, 3x3) (Options.Winograd4) and by patches (Options.PatchConv), against
+// the CPU backend's patch form with testRunsMatchCPU's tolerances: the forms' results differ by
+// the rounding of different sums, a few float32 ulps per operation as between cuBLAS's and the
+// CPU's products (F(4x4, 3x3) some tens: cuda/paritytest/winograd.go), which the same bound
+// covers.
 func testWinogradRunsMatchCPU(t *testing.T, f Factory) {
 	win := compute.Window{Size: 3, Stride: 1, Pad: 1}
 	if !compute.WinogradFits(16, compute.Images{C: 16, N: 1, H: 8, W: 8, BatchStride: 1}, win) {
@@ -257,6 +258,7 @@ func testWinogradRunsMatchCPU(t *testing.T, f Factory) {
 		c := runCase{"fedavg-resnet-winograd", func(c *train.Config) { c.Model, c.Informed, c.Batching = mc, false, batching }, 2, 3,
 			train.PairRange{First: 0, Count: 1}, []int{3, 8, 8}}
 		t.Run(string(batching), func(t *testing.T) { runBothWith(t, f, c.job(), cuda.Options{Block: 32}) })
+		t.Run(string(batching)+"-4x4", func(t *testing.T) { runBothWith(t, f, c.job(), cuda.Options{Block: 32, Winograd4: true}) })
 		t.Run(string(batching)+"-patches", func(t *testing.T) { runBothWith(t, f, c.job(), cuda.Options{Block: 32, PatchConv: true}) })
 	}
 }

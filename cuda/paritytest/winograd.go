@@ -13,53 +13,82 @@ import (
 type winoCase struct{ C, K, N, H, W int }
 
 // winoCases: a single pixel (one tile, mostly padding), odd sizes (tiles cut by the image's
-// edge), one sample and several, more output channels than input and fewer.
+// edge), one sample and several, more output channels than input and fewer, and (for
+// F(4x4, 3x3)) an image of 3 x 3 tiles, the last row and column cut.
 var winoCases = []winoCase{
 	{16, 16, 1, 1, 1},
 	{16, 17, 3, 5, 7},
 	{17, 16, 2, 4, 4},
 	{16, 18, 9, 6, 3},
+	{16, 16, 2, 9, 10},
 }
 
-// The transforms of F(2x2, 3x3) in float64, and their entries' magnitudes.
-var (
-	winoBT = grid{{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}}
-	winoG  = grid{{1, 0, 0}, {.5, .5, .5}, {.5, -.5, .5}, {0, 0, 1}}
-	winoAT = grid{{1, 1, 1, 0}, {0, 1, -1, -1}}
-)
+// winoForm is one of Winograd's minimal filterings with its transforms in float64.
+type winoForm struct {
+	tile      compute.WinogradTile
+	bt, g, at grid
+	// exact: on small integers every step is exact in float32 (F(2x2, 3x3)'s entries are
+	// multiples of 1/2; F(4x4, 3x3)'s G has sixths).
+	exact bool
+	// roundings bounds the roundings a result takes besides its product's terms (the
+	// transforms and the tiles' sum, counted on the kernels' expressions, each inexact
+	// constant a rounding): 12 for F(2x2, 3x3), at most 25 for F(4x4, 3x3) (the filters'
+	// transform 8, the input's 6, the output's 6 and the bias 1 for y; the output
+	// gradient's 6, the filters' 8, B's 8 and the four tiles' sum 3 for dx; 6, 6 and G^T's 10
+	// for dw).
+	roundings int
+}
 
-// Winograd's F(2x2, 3x3) (compute.Winograder: the wino_* kernels with the products between
-// them on the backend's Gemm), forward and backward, against the convolution's definition in
-// float64, with the operands in strided views (gaps between rows and batch elements) whose
-// surroundings stay NaN, on one replica and three, under every launch configuration.
+var winoForms = []winoForm{
+	{compute.WinogradF2,
+		grid{{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}},
+		grid{{1, 0, 0}, {.5, .5, .5}, {.5, -.5, .5}, {0, 0, 1}},
+		grid{{1, 1, 1, 0}, {0, 1, -1, -1}},
+		true, 16},
+	{compute.WinogradF4,
+		grid{{4, 0, -5, 0, 1, 0}, {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0}, {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}},
+		grid{{1. / 4, 0, 0}, {-1. / 6, -1. / 6, -1. / 6}, {-1. / 6, 1. / 6, -1. / 6}, {1. / 24, 1. / 12, 1. / 6}, {1. / 24, -1. / 12, 1. / 6}, {0, 0, 1}},
+		grid{{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}},
+		false, 32},
+}
+
+// Winograd's F(2x2, 3x3) and F(4x4, 3x3) (compute.Winograder: the wino_* and wino4_* kernels
+// with the products between them on the backend's Gemm), forward and backward, against the
+// convolution's definition in float64, with the operands in strided views (gaps between rows
+// and batch elements) whose surroundings stay NaN, on one replica and three, under every
+// launch configuration.
 //
 //   - On small integers (inputs and output gradients in [-3, 3], weights and biases in [-2, 2])
-//     every value of every step is a multiple of 1/4 below 2^22 (the filters' transforms are at
-//     most 18 in magnitude, the inputs' 12; the largest sum, a filter gradient over 7 x 5 pixels
-//     of 3 samples, is below 2^14), so each step is exact in float32 whatever order the products
-//     sum in, and the results must equal the convolution's exactly. An index or transform off
-//     anywhere moves a value by at least 1/4.
+//     every value of every step of F(2x2, 3x3) is a multiple of 1/4 below 2^22 (the filters'
+//     transforms are at most 18 in magnitude, the inputs' 12; the largest sum, a transformed
+//     filter's gradient over 54 tiles and samples of terms of at most 144, is below 2^13), so each step is exact in
+//     float32 whatever order the products sum in, and the results must equal the
+//     convolution's exactly. An index or transform off anywhere moves a value by at least
+//     1/4. F(4x4, 3x3)'s filters' transform has sixths, so it is held to the tolerance below.
 //   - On normal values each result is the float64 value of a chain of float32 sums: at most C
-//     (or K, or the tiles times samples) terms in a product and 12 more roundings in the
-//     transforms and the tiles' sum. Its error is at most (terms + 16) 2^-24 times the same
-//     chain evaluated on the operands' and transforms' magnitudes, computed in float64 beside
-//     the reference: that is the tolerance.
+//     (or K, or the tiles times samples) terms in a product and the form's roundings more
+//     in the transforms and the tiles' sum. Its error is at most (terms + roundings) 2^-24
+//     times the same chain evaluated on the operands' and transforms' magnitudes, computed in
+//     float64 beside the reference (to first order: the second-order terms are below 2^-40
+//     of it): that is the tolerance.
 func testWinograd(t *testing.T, f Factory) {
-	for _, o := range launchConfigs {
-		for _, c := range winoCases {
-			for _, integers := range []bool{true, false} {
-				name := fmt.Sprintf("%s/%dx%dx%dx%d-to-%d/integers=%v", cfgName(o), c.C, c.N, c.H, c.W, c.K, integers)
-				t.Run(name, func(t *testing.T) {
-					for _, R := range convBatches {
-						checkWinograd(t, newTwin(t, f, o), c, R, integers)
-					}
-				})
+	for _, form := range winoForms {
+		for _, o := range launchConfigs {
+			for _, c := range winoCases {
+				for _, integers := range []bool{true, false} {
+					name := fmt.Sprintf("F%d/%s/%dx%dx%dx%d-to-%d/integers=%v", form.tile, cfgName(o), c.C, c.N, c.H, c.W, c.K, integers)
+					t.Run(name, func(t *testing.T) {
+						for _, R := range convBatches {
+							checkWinograd(t, newTwin(t, f, o), form, c, R, integers)
+						}
+					})
+				}
 			}
 		}
 	}
 }
 
-func checkWinograd(t *testing.T, w *twin, c winoCase, R int, integers bool) {
+func checkWinograd(t *testing.T, w *twin, form winoForm, c winoCase, R int, integers bool) {
 	wg, ok := w.ops.(compute.Winograder)
 	if !ok {
 		t.Fatalf("%T does not implement compute.Winograder", w.ops)
@@ -70,11 +99,12 @@ func checkWinograd(t *testing.T, w *twin, c winoCase, R int, integers bool) {
 		}
 		return w.buf(n, func(int) float32 { return float32(w.rng.IntN(2*lim+1) - lim) })
 	}
-	const tiles = compute.WinogradTiles
-	th, tw := compute.WinogradTileGrid(c.H, c.W)
+	ft := form.tile
+	tiles, nt, alpha := ft.Positions(), int(ft), int(ft)+2
+	th, tw := ft.Grid(c.H, c.W)
 	cols := th * tw * c.N
-	// A transformed operand: 16 rows x cols matrices per replica, rows and batch elements with
-	// gaps.
+	// A transformed operand: 16 (36) rows x cols matrices per replica, rows and batch elements
+	// with gaps.
 	tmat := func(rows, cols int) compute.Mat {
 		return compute.Mat{Off: 1, Rows: rows, Cols: cols, Stride: cols + 2, Batch: tiles * R, BatchStride: rows*(cols+2) + 3}
 	}
@@ -98,15 +128,15 @@ func checkWinograd(t *testing.T, w *twin, c winoCase, R int, integers bool) {
 	ud, vd, md, dmd, dud, dvd := dev(u), dev(v), dev(m), dev(dm), dev(du), dev(dv)
 
 	wt := w.mat(wid, wm)[1]
-	wg.WinogradFilter(wt, ud)
-	wg.WinogradInput(w.img(xid, x)[1], vd)
+	wg.WinogradFilter(ft, wt, ud)
+	wg.WinogradInput(ft, w.img(xid, x)[1], vd)
 	w.ops.Gemm(false, false, 1, ud, vd, 0, md)
-	wg.WinogradOutput(md, w.mat(bid, bm)[1], w.img(yid, y)[1])
-	wg.WinogradOutputGrad(w.img(dyid, dy)[1], dmd)
+	wg.WinogradOutput(ft, md, w.mat(bid, bm)[1], w.img(yid, y)[1])
+	wg.WinogradOutputGrad(ft, w.img(dyid, dy)[1], dmd)
 	w.ops.Gemm(false, true, 1, dmd, vd, 0, dud)
-	wg.WinogradFilterGrad(dud, w.mat(dwid, dwm)[1])
+	wg.WinogradFilterGrad(ft, dud, w.mat(dwid, dwm)[1])
 	w.ops.Gemm(true, false, 1, ud, dmd, 0, dvd)
-	wg.WinogradInputGrad(dvd, w.img(dxid, dx)[1])
+	wg.WinogradInputGrad(ft, dvd, w.img(dxid, dx)[1])
 	if err := w.ops.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -140,8 +170,8 @@ func checkWinograd(t *testing.T, w *twin, c winoCase, R int, integers bool) {
 	check := func(what string, got []float32, i int, ref, mag float64, terms int) {
 		t.Helper()
 		seen[what][i] = true
-		tol := float64(terms+16) * 0x1p-24 * mag
-		if integers {
+		tol := float64(terms+form.roundings) * 0x1p-24 * mag
+		if integers && form.exact {
 			tol = 0
 		}
 		if d := math.Abs(float64(got[i]) - ref); !(d <= tol) {
@@ -154,7 +184,7 @@ func checkWinograd(t *testing.T, w *twin, c winoCase, R int, integers bool) {
 		for k := 0; k < c.K; k++ {
 			for ch := 0; ch < c.C; ch++ {
 				g := absGrid(3, 3, func(i, j int) float64 { return wv(b, k, ch, i, j) })
-				magU[k*c.C+ch] = absSandwich(winoG, g, false)
+				magU[k*c.C+ch] = absSandwich(form.g, g, false)
 			}
 		}
 		magV, magDM := make([]grid, c.C*th*tw*c.N), make([]grid, c.K*th*tw*c.N)
@@ -162,12 +192,12 @@ func checkWinograd(t *testing.T, w *twin, c winoCase, R int, integers bool) {
 			ty, tx := p/tw, p%tw
 			for n := 0; n < c.N; n++ {
 				for ch := 0; ch < c.C; ch++ {
-					d := absGrid(4, 4, func(i, j int) float64 { return xv(b, ch, 2*ty-1+i, 2*tx-1+j, n) })
-					magV[(ch*th*tw+p)*c.N+n] = absSandwich(winoBT, d, false)
+					d := absGrid(alpha, alpha, func(i, j int) float64 { return xv(b, ch, nt*ty-1+i, nt*tx-1+j, n) })
+					magV[(ch*th*tw+p)*c.N+n] = absSandwich(form.bt, d, false)
 				}
 				for k := 0; k < c.K; k++ {
-					g := absGrid(2, 2, func(i, j int) float64 { return dyv(b, k, 2*ty+i, 2*tx+j, n) })
-					magDM[(k*th*tw+p)*c.N+n] = absSandwich(winoAT, g, true)
+					g := absGrid(nt, nt, func(i, j int) float64 { return dyv(b, k, nt*ty+i, nt*tx+j, n) })
+					magDM[(k*th*tw+p)*c.N+n] = absSandwich(form.at, g, true)
 				}
 			}
 		}
@@ -176,9 +206,9 @@ func checkWinograd(t *testing.T, w *twin, c winoCase, R int, integers bool) {
 			bias := float64(bs[bm.Off+b*bm.BatchStride+k*bm.Stride])
 			for oy := 0; oy < c.H; oy++ {
 				for ox := 0; ox < c.W; ox++ {
-					p := (oy/2)*tw + ox/2
+					p := (oy/nt)*tw + ox/nt
 					for n := 0; n < c.N; n++ {
-						ref, mm := bias, newGrid(4, 4)
+						ref, mm := bias, newGrid(alpha, alpha)
 						for ch := 0; ch < c.C; ch++ {
 							for i := range 3 {
 								for j := range 3 {
@@ -187,7 +217,7 @@ func checkWinograd(t *testing.T, w *twin, c winoCase, R int, integers bool) {
 							}
 							addProduct(mm, magU[k*c.C+ch], magV[(ch*th*tw+p)*c.N+n])
 						}
-						mag := math.Abs(bias) + absSandwich(winoAT, mm, false)[oy%2][ox%2]
+						mag := math.Abs(bias) + absSandwich(form.at, mm, false)[oy%nt][ox%nt]
 						check("y", ys, at(y, b, k, oy, ox, n), ref, mag, c.C)
 					}
 				}
@@ -206,18 +236,18 @@ func checkWinograd(t *testing.T, w *twin, c winoCase, R int, integers bool) {
 								}
 							}
 						}
-						// The tiles whose 4 x 4 input reaches the pixel, each its (B dv B^T) entry.
+						// The tiles whose input reaches the pixel, each its (B dv B^T) entry.
 						for ty := 0; ty < th; ty++ {
 							for tx := 0; tx < tw; tx++ {
-								i, j := iy+1-2*ty, ix+1-2*tx
-								if i < 0 || i > 3 || j < 0 || j > 3 {
+								i, j := iy+1-nt*ty, ix+1-nt*tx
+								if i < 0 || i >= alpha || j < 0 || j >= alpha {
 									continue
 								}
-								p, dvm := ty*tw+tx, newGrid(4, 4)
+								p, dvm := ty*tw+tx, newGrid(alpha, alpha)
 								for k := 0; k < c.K; k++ {
 									addProduct(dvm, magU[k*c.C+ch], magDM[(k*th*tw+p)*c.N+n])
 								}
-								mag += absSandwich(winoBT, dvm, true)[i][j]
+								mag += absSandwich(form.bt, dvm, true)[i][j]
 							}
 						}
 						check("dx", dxs, at(dx, b, ch, iy, ix, n), ref, mag, c.K)
@@ -228,13 +258,13 @@ func checkWinograd(t *testing.T, w *twin, c winoCase, R int, integers bool) {
 		// The weight gradient: dy times the patches, summed over every pixel and sample.
 		for k := 0; k < c.K; k++ {
 			for ch := 0; ch < c.C; ch++ {
-				dum := newGrid(4, 4)
+				dum := newGrid(alpha, alpha)
 				for p := 0; p < th*tw; p++ {
 					for n := 0; n < c.N; n++ {
 						addProduct(dum, magDM[(k*th*tw+p)*c.N+n], magV[(ch*th*tw+p)*c.N+n])
 					}
 				}
-				magDW := absSandwich(winoG, dum, true)
+				magDW := absSandwich(form.g, dum, true)
 				for i := range 3 {
 					for j := range 3 {
 						ref := 0.0
@@ -284,8 +314,8 @@ func absGrid(rows, cols int, f func(i, j int) float64) grid {
 	return g
 }
 
-// absSandwich is |L| x |L|^T with L = l, or L = l^T when transposed: a transform of F(2x2, 3x3)
-// applied to magnitudes x, with its entries' magnitudes.
+// absSandwich is |L| x |L|^T with L = l, or L = l^T when transposed: a transform of Winograd's
+// form applied to magnitudes x, with its entries' magnitudes.
 func absSandwich(l, x grid, transposed bool) grid {
 	at := func(r, i int) float64 { return math.Abs(l[r][i]) }
 	rows := len(l)

@@ -171,16 +171,19 @@ type DeviceEstimate struct {
 	// one pair does not fit; Problem then says why.
 	GroupPairs int    `json:"group_pairs"`
 	Problem    string `json:"problem,omitempty"`
-	// Winograd: some stride-1 3 x 3 convolutions counted by Winograd's F(2x2, 3x3), as a GPU
-	// runs them by default (memory.DeviceWinograd); else none fits that form, or (with
-	// memory.Device) the convolutions were counted both ways, the larger taken.
-	Winograd bool `json:"winograd,omitempty"`
+	// Winograd: some stride-1 3 x 3 convolutions counted by Winograd's minimal filtering
+	// WinogradForm, F(2x2, 3x3) as a GPU runs them by default (memory.DeviceWinograd) or
+	// F(4x4, 3x3) (memory.DeviceWinograd4); else none fits that form, or (with memory.Device)
+	// the convolutions were counted in every form, the largest taken.
+	Winograd     bool   `json:"winograd,omitempty"`
+	WinogradForm string `json:"winograd_form,omitempty"`
 }
 
 // EstimateDevice estimates the training of cfg in shards of at most shardPairs pairs on one
 // GPU with deviceBytes of free memory, whose options on says (memory.DeviceWinograd for one
-// that runs its 3 x 3 convolutions by Winograd's F(2x2, 3x3), the default; memory.Device
-// when they are not known or with cuda.Options.PatchConv).
+// that runs its 3 x 3 convolutions by Winograd's F(2x2, 3x3), the default;
+// memory.DeviceWinograd4 by F(4x4, 3x3); memory.Device when they are not known or with
+// cuda.Options.PatchConv).
 func EstimateDevice(cfg *spec.Config, data *spec.Data, shardPairs int, deviceBytes int64, on memory.Backend) (DeviceEstimate, error) {
 	s := spec.Sizes(cfg, data)
 	mem, err := train.MemoryOn(cfg.Train, s, on)
@@ -188,6 +191,9 @@ func EstimateDevice(cfg *spec.Config, data *spec.Data, shardPairs int, deviceByt
 		return DeviceEstimate{}, &spec.ConfigError{Err: fmt.Errorf("train: %w", err)}
 	}
 	est := DeviceEstimate{DeviceBytes: deviceBytes, Engine: mem, Winograd: mem.WinogradConvolutions > 0}
+	if est.Winograd {
+		est.WinogradForm = on.WinogradTile().String()
+	}
 	est.GroupPairs, err = train.DeviceGroupSize(cfg.Train, s, max(shardPairs, 1), deviceBytes, on)
 	if err != nil {
 		est.Problem = err.Error()

@@ -117,9 +117,8 @@ func nnDeviceMemory(t Training, s DataSizes, maxRows int, on Backend) (perReplic
 	if s.Shape == nil {
 		dim = 0
 	}
-	form := nn.AnyConvForm
-	if on == DeviceWinograd {
-		form = nn.WinogradConvForm
+	form := on.convForm()
+	if form != nn.AnyConvForm {
 		if winograd, err = model.NNWinogradConvolutions(t.Model, s.Shape, dim, s.Classes); err != nil {
 			return 0, 0, 0, err
 		}
@@ -251,4 +250,15 @@ func addCanaryMemory(perReplica float64, t Training, s DataSizes, d int) (float6
 		}
 	}
 	return perReplica, canaryFixed
+}
+
+// convForm is the form of the 3 x 3 convolutions b's count follows.
+func (b Backend) convForm() nn.ConvForm {
+	switch b {
+	case DeviceWinograd:
+		return nn.WinogradConvForm
+	case DeviceWinograd4:
+		return nn.Winograd4ConvForm
+	}
+	return nn.AnyConvForm
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/datasets"
 )
 
@@ -35,10 +36,37 @@ const (
 	// F(2x2, 3x3), as it does by default: counted that way only (ResNet-18 takes about two
 	// thirds of its memory by patches).
 	DeviceWinograd
+	// DeviceWinograd4 is a GPU known to run them by Winograd's F(4x4, 3x3)
+	// (cuda.Options.Winograd4): counted that way only.
+	DeviceWinograd4
 )
 
+// DeviceFor is the Backend of a GPU that runs the 3 x 3 convolutions that fit by Winograd's
+// form t (compute.WinogradTile), or, for 0, by their patches (every form counted, the largest
+// taken: Device).
+func DeviceFor(t compute.WinogradTile) Backend {
+	switch t {
+	case compute.WinogradF2:
+		return DeviceWinograd
+	case compute.WinogradF4:
+		return DeviceWinograd4
+	}
+	return Device
+}
+
+// WinogradTile is the Winograd form b counts the convolutions that fit by, 0 for none.
+func (b Backend) WinogradTile() compute.WinogradTile {
+	switch b {
+	case DeviceWinograd:
+		return compute.WinogradF2
+	case DeviceWinograd4:
+		return compute.WinogradF4
+	}
+	return 0
+}
+
 // device reports whether b is a GPU.
-func (b Backend) device() bool { return b == Device || b == DeviceWinograd }
+func (b Backend) device() bool { return b == Device || b == DeviceWinograd || b == DeviceWinograd4 }
 
 // DataSizes are the data dimensions the engine's memory depends on.
 type DataSizes struct {
@@ -59,7 +87,7 @@ type Memory struct {
 	Fixed   int64 `json:"fixed_bytes"`
 	PerPair int64 `json:"per_pair_bytes"`
 	// WinogradConvolutions is how many convolutions the estimate counted by Winograd's
-	// F(2x2, 3x3) (DeviceWinograd only; the others count none).
+	// minimal filtering (DeviceWinograd and DeviceWinograd4 only; the others count none).
 	WinogradConvolutions int `json:"winograd_convolutions,omitempty"`
 }
 

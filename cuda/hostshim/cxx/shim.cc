@@ -100,6 +100,8 @@ const entry table[] = {
     K(pool_grad_tiled),   K(accumulate_in_order), K(im2col_rows), K(add_relu),
     K(wino_filter),       K(wino_filter_grad), K(wino_input),       K(wino_input_grad),
     K(wino_output),       K(wino_output_grad),
+    K(wino4_filter),      K(wino4_filter_grad), K(wino4_input),     K(wino4_input_grad),
+    K(wino4_output),      K(wino4_output_grad),
 };
 #undef K
 #undef KB

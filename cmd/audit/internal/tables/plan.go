@@ -119,7 +119,7 @@ func Plan(out io.Writer, cfg *spec.Config, r PlanReport) {
 	} else {
 		form := ""
 		if m.Winograd {
-			form = " (3x3 convolutions by Winograd's F(2x2, 3x3); FEDAUDIT_CUDA_PATCHCONV=1 for patches)"
+			form = " (3x3 convolutions by Winograd's " + m.WinogradForm + "; FEDAUDIT_CUDA_PATCHCONV=1 for patches)"
 		}
 		fmt.Fprintf(out, "GPU memory (%s): %s per pair, %s fixed: groups of %d pairs%s\n",
 			cost.FormatBytes(m.DeviceBytes), cost.FormatBytes(m.Engine.PerPair), cost.FormatBytes(m.Engine.Fixed), m.GroupPairs, form)
