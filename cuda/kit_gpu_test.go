@@ -29,7 +29,8 @@ import (
 // products of small output and long depth run in depth slices ("gpu+splitk"); with
 // FEDAUDIT_CUDA_DIRECTCONV=1 the small convolutions run on the direct kernels ("gpu+direct");
 // with FEDAUDIT_CUDA_PATCHCONV=1 every convolution by its patches, the stride-1 3x3 ones too,
-// which run by F(2x2, 3x3) by default ("gpu+patches");
+// which run by F(2x2, 3x3) by default ("gpu+patches"); with FEDAUDIT_CUDA_WINOGRAD4=1 those
+// by F(4x4, 3x3) ("gpu+winograd4");
 // FEDAUDIT_CUDA_ROWGROUP and FEDAUDIT_CUDA_LIGHTITEMS set the light kernels' launch shape
 // ("gpu+rowgroup32+items1" is the launch shape of the sitting of 2026-11-27), and
 // FEDAUDIT_CUDA_HIDDENBLOCK the fused hidden step's block ("gpu+hidden1024") and
@@ -74,6 +75,9 @@ func kitBenchGPU(t *testing.T, workload string) {
 	}
 	if os.Getenv(cuda.PatchConvEnv) == "1" {
 		backend += "+patches"
+	}
+	if os.Getenv(cuda.Winograd4Env) == "1" {
+		backend += "+winograd4"
 	}
 	// The launch shape, where set (that of the sitting of 2026-11-27: rowgroup 32, items 1).
 	if g := os.Getenv(cuda.RowGroupEnv); g != "" {
@@ -163,31 +167,32 @@ func (f forcedPrecision) SetPrecision(compute.Precision) error { return f.Backen
 // TestKitMemoryGPU measures the device memory a training holds at its peak (Ops.MemoryStats:
 // the backend's own allocations, a checkpoint's evaluation included) for W1, W2 (LeNet-5) and
 // a ResNet-18 of W3's shape (by Winograd's F(2x2, 3x3), the default, against the estimate for
-// such a device, memory.DeviceWinograd, and by patches, Options.PatchConv, against the estimate
-// for a device of unknown options, memory.Device), with 1 and 2 pairs, against the device estimate
+// such a device, memory.DeviceWinograd; by F(4x4, 3x3), Options.Winograd4, against
+// memory.DeviceWinograd4; and by patches, Options.PatchConv, against the estimate for a device
+// of unknown options, memory.Device), with 1 and 2 pairs, against the device estimate
 // that `audit plan` prints and `audit train --backend gpu` sizes its groups by (train.MemoryOn):
 // the estimate must not be below what the device held (issue 26: W3 ran out of an 80 GB GPU at
 // its first checkpoint while the plan had estimated 1.2 GiB per pair).
 func TestKitMemoryGPU(t *testing.T) {
 	type workload struct {
-		name    string
-		cfg     train.Config
-		c, cp   []*datasets.Dataset
-		tgt     train.TargetInfo
-		patches bool // Options.PatchConv, against the estimate for a device of unknown options
+		name  string
+		cfg   train.Config
+		c, cp []*datasets.Dataset
+		tgt   train.TargetInfo
+		opt   cuda.Options // the convolutions' form, and so the estimate's (memory.DeviceFor)
 	}
 	var ws []workload
 	c, cp, tgt := traintest.W1Data()
 	w1 := traintest.W1Config()
 	w1.Rounds, w1.Checkpoints = 1, []int{1}
-	ws = append(ws, workload{"W1", w1, c, cp, tgt, false})
+	ws = append(ws, workload{"W1", w1, c, cp, tgt, cuda.Options{}})
 	c2, cp2, tgt2, err := traintest.W2Data()
 	if err != nil {
 		t.Fatal(err)
 	}
 	w2 := traintest.W2Config()
 	w2.Rounds, w2.Checkpoints = 1, []int{1}
-	ws = append(ws, workload{"W2", w2, c2, cp2, tgt2, false})
+	ws = append(ws, workload{"W2", w2, c2, cp2, tgt2, cuda.Options{}})
 	imgs, err := datasets.SyntheticImages(datasets.SyntheticImageConfig{Name: "w3", N: 2 * 64, Classes: 10, Channels: 3, Height: 32, Width: 32, Noise: 0.2, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -201,11 +206,14 @@ func TestKitMemoryGPU(t *testing.T) {
 	w3 := train.Config{Algorithm: algo.FedAvg, Model: model.Config{Kind: "resnet", Stages: 4, Blocks: 2, Width: 64, Groups: 32},
 		Rounds: 1, LocalSteps: 1, LearningRate: 0.01, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.01,
 		Batching: algo.Fixed, BatchSize: 32, Seed: 3, Checkpoints: []int{1}}
-	ws = append(ws, workload{"W3 (ResNet-18, 3x32x32, B 32) by patches", w3, c3, c3, train.TargetInfo{}, true})
-	ws = append(ws, workload{"W3 with Winograd's F(2x2, 3x3)", w3, c3, c3, train.TargetInfo{}, false})
+	ws = append(ws, workload{"W3 (ResNet-18, 3x32x32, B 32) by patches", w3, c3, c3, train.TargetInfo{}, cuda.Options{PatchConv: true}})
+	ws = append(ws, workload{"W3 with Winograd's F(2x2, 3x3)", w3, c3, c3, train.TargetInfo{}, cuda.Options{}})
+	ws = append(ws, workload{"W3 with Winograd's F(4x4, 3x3)", w3, c3, c3, train.TargetInfo{}, cuda.Options{Winograd4: true}})
 	for _, w := range ws {
+		var on memory.Backend
 		peak := func(pairs int) int64 {
-			be := open(t, cuda.Options{PatchConv: w.patches})
+			be := open(t, w.opt)
+			on = memory.DeviceFor(be.WinogradTile())
 			defer be.Close()
 			job := train.Job{Config: w.cfg, WorldC: w.c, WorldCPrime: w.cp, Target: w.tgt, Pairs: train.PairRange{Count: pairs}}
 			job.Recorder = cuda.CheckRecorder(be, discardRecorder{})
@@ -216,10 +224,6 @@ func TestKitMemoryGPU(t *testing.T) {
 			return p
 		}
 		p1, p2 := peak(1), peak(2)
-		on := memory.DeviceWinograd
-		if w.patches {
-			on = memory.Device
-		}
 		est, err := train.MemoryOn(w.cfg, memory.SizesOf(w.c, nil), on)
 		if err != nil {
 			t.Fatal(err)

@@ -33,6 +33,8 @@
 #   bench-gpu-w3-patches  W3 with every convolution by its patches (FEDAUDIT_CUDA_PATCHCONV=1),
 #               the stride-1 3x3 ones too, which run by Winograd's F(2x2, 3x3) by default
 #               (bench-gpu-w3): what Winograd's form gains, in one sitting
+#   bench-gpu-w3-winograd4  W3 with the stride-1 3x3 convolutions by Winograd's F(4x4, 3x3)
+#               instead of F(2x2, 3x3) (FEDAUDIT_CUDA_WINOGRAD4=1), beside bench-gpu-w3
 #   bench-gpu-w2-direct  W2 with LeNet-5's convolutions on the direct kernels, no patches
 #               (FEDAUDIT_CUDA_DIRECTCONV=1)
 #   bench-gpu-hidden1024  W1 with the fused hidden step in blocks of 1,024 threads instead of
@@ -53,6 +55,7 @@
 #               profile-w1 at R=2, timed by the host's clock)
 #   profile-w2-direct  profile-w2 with the direct convolutions
 #   profile-w3-patches  profile-w3 with every convolution by its patches
+#   profile-w3-winograd4  profile-w3 by Winograd's F(4x4, 3x3)
 #   summary     OUT/summary.md and OUT/summary.json
 # and everything in OUT packed into OUT/kit-results.tgz (one file to bring back). Each step
 # runs under a time limit (--step-timeout SECONDS, or FEDAUDIT_KIT_STEP_TIMEOUT; default 1800,
@@ -237,6 +240,7 @@ if [ "$mode" = gpu ]; then
   step bench-gpu-w3-tf32 "W3 on the device in tf32, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_BENCH_PRECISION=tf32 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step bench-gpu-w3-biascopies "W3 on the device with the weights copied beside the bias, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_CUDA_BIASCOPIES=1 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step bench-gpu-w3-patches "W3 on the device with every convolution by its patches, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_CUDA_PATCHCONV=1 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
+  step bench-gpu-w3-winograd4 "W3 on the device by Winograd's F(4x4, 3x3), R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_CUDA_WINOGRAD4=1 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step bench-gpu-w3-splitk "W3 on the device with split products, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_CUDA_SPLITK=1 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step profile-w1 "W1 profiled on the device, R=64,4096, 2 rounds" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_BENCH_ROUNDS=2 FEDAUDIT_BENCH_R=64,4096 "$gputest" -test.run '^TestKitBenchW1GPU$' $T
   step profile-w2 "W2 profiled on the device, R=64,1024, 1 round" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_BENCH_R=64,1024 "$gputest" -test.run '^TestKitBenchW2GPU$' $T
@@ -244,6 +248,7 @@ if [ "$mode" = gpu ]; then
   step profile-w2-direct "W2 profiled on the device with direct convolutions, R=64,1024, 1 round" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_CUDA_DIRECTCONV=1 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_BENCH_R=64,1024 "$gputest" -test.run '^TestKitBenchW2GPU$' $T
   step profile-w3 "W3 profiled on the device, R=8, 1 round" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_BENCH_R=8 "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step profile-w3-patches "W3 profiled on the device with every convolution by its patches, R=8, 1 round" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_CUDA_PATCHCONV=1 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_BENCH_R=8 "$gputest" -test.run '^TestKitBenchW3GPU$' $T
+  step profile-w3-winograd4 "W3 profiled on the device by Winograd's F(4x4, 3x3), R=8, 1 round" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_CUDA_WINOGRAD4=1 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_BENCH_R=8 "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   summarizer=$gputest
 else
   shimtest=$KIT/shim.test

@@ -30,10 +30,9 @@
 #   1 kit: gpu-info, cli-gpu (audit plan and run on the GPU against the CPU backend's verdict),
 #     parity, precision-drift (an audit in tf32 and bf16 against fp32)
 #   2 kit: bench-gpu, profile-w1 at R 64, 1024, 4096   torch: W1 batched and batched_ghost
-#   3 kit: bench-gpu-w3 at R 8 to 48, profile-w3, the same by patches (bench-gpu-w3-patches,
-#     profile-w3-patches), bench-gpu-w3 at R 64 (which only Winograd's form, the default, fits
-#     in 80 GB), and at R 8 and 32 bench-gpu-w3-splitk and bench-gpu-w3-rowgroup4
-#     torch: W3 vmap at R 8 and 16
+#   3 kit: bench-gpu-w3 at R 8 to 48, profile-w3, the same by Winograd's F(4x4, 3x3)
+#     (bench-gpu-w3-winograd4, profile-w3-winograd4), and both at R 64 (which only Winograd's
+#     forms fit in 80 GB)   torch: W3 vmap at R 8 and 16
 #   4 kit: bench-gpu-w2, profile-w2, memory, bench-gpu-w2-splitk, bench-gpu-w2-rowgroup4 and
 #     -rowgroup2   torch: W2 batched, and compiled (reduce-overhead: the best PyTorch form of
 #     W2 in the sittings of 2026-11-27)
@@ -223,15 +222,13 @@ else
   fi
   if want 3; then
     # W3 at the replicas an 80 GB GPU holds, by Winograd's F(2x2, 3x3) (the default since the
-    # fifth sitting, 1.28x to 1.42x the patch form on an H200: about 2.2 GB a pair, 35 pairs on
-    # 80 GiB) and by patches (2.58 GB a pair), both profiled.
-    kitgroup kit-3 220 bench-gpu-w3,bench-gpu-w3-patches,profile-w3,profile-w3-patches --w3-replicas 8,16,32,48 --w3-rounds 2
-    # Goal 3 is at the largest R that fits 80 GB: R 64 by Winograd's form.
-    kitgroup kit-3w64 90 bench-gpu-w3 --w3-replicas 64 --w3-rounds 2
-    # Winograd's filter gradients are products of a few output tiles over every tile and
-    # sample (depth 8,192 in stage 1 at B 32): split products (no gain in the fifth sitting,
-    # 0.98x), and 4 threads a row of samples in the image kernels (1.05x by patches there).
-    kitgroup kit-3s 120 bench-gpu-w3-splitk,bench-gpu-w3-rowgroup4 --w3-replicas 8,32 --w3-rounds 2
+    # fifth sitting, 1.28x to 1.42x the patch form on an H200: about 1.8 GB a pair) and by
+    # F(4x4, 3x3) (FEDAUDIT_CUDA_WINOGRAD4=1: 1.78x fewer multiplications in the products and
+    # 1.78x less data through the transforms, never timed before), both profiled. The patch
+    # form, split products and 4 threads a row (0.98x and 1.05x) were timed in the fifth sitting.
+    kitgroup kit-3 220 bench-gpu-w3,bench-gpu-w3-winograd4,profile-w3,profile-w3-winograd4 --w3-replicas 8,16,32,48 --w3-rounds 2
+    # Goal 3 is at the largest R that fits 80 GB: R 64 by Winograd's forms.
+    kitgroup kit-3w64 150 bench-gpu-w3,bench-gpu-w3-winograd4 --w3-replicas 64 --w3-rounds 2
     # The benchmark's own W3 reference where REF has it, else the repository's form of it. Its
     # vmap at R 32 did not finish within 115 s on an H200 in the fifth sitting (and ran out of
     # an H100's 80 GB in the fourth): R 8 and 16 only.
