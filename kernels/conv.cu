@@ -857,253 +857,7 @@ extern "C" __global__ void conv_direct_dw(float* part, const float* x, i64 xbs, 
 // element b and position e is at (b 16 + e) times its position stride; inputs are [C][H][W][N]
 // as above, their transforms [C][TH TW][N] rows of ldv floats. The factors .5 are exact, so on
 // small integers every step is exact and the result is the convolution's own.
-
-// wino_filter: u[b, e, k, c] = (G g G^T)[e] for g = w[b, k, c 9 .. c 9 + 8] (rows of 3), one
-// thread per (b, k, c).
-extern "C" __global__ void wino_filter(float* __restrict__ u, i64 ldu, i64 ues, const float* __restrict__ w,
-                                       i64 ldw, i64 wbs, i64 CO, i64 C, i64 batch) {
-	const i64 rad[3] = {0, CO, C};
-	GRID_STRIDE_MD(it, 3, batch * CO * C, rad) {
-		i64 b = it.d[0], k = it.d[1], c = it.d[2];
-		const float* g = w + b * wbs + k * ldw + c * 9;
-		float t[4][3];
-		UNROLL
-		for (int j = 0; j < 3; j++) {
-			float g0 = g[j], g1 = g[3 + j], g2 = g[6 + j];
-			t[0][j] = g0;
-			t[1][j] = 0.5f * ((g0 + g1) + g2);
-			t[2][j] = 0.5f * ((g0 - g1) + g2);
-			t[3][j] = g2;
-		}
-		float* dst = u + b * 16 * ues + k * ldu + c;
-		UNROLL
-		for (int r = 0; r < 4; r++) {
-			dst[(4 * r + 0) * ues] = t[r][0];
-			dst[(4 * r + 1) * ues] = 0.5f * ((t[r][0] + t[r][1]) + t[r][2]);
-			dst[(4 * r + 2) * ues] = 0.5f * ((t[r][0] - t[r][1]) + t[r][2]);
-			dst[(4 * r + 3) * ues] = t[r][2];
-		}
-	}
-}
-
-// wino_filter_grad: dw[b, k, c 9 + 3 i + j] = (G^T du G)[i][j] for the 4 x 4 du[b, ., k, c],
-// one thread per (b, k, c).
-extern "C" __global__ void wino_filter_grad(float* __restrict__ dw, i64 ldw, i64 wbs, const float* __restrict__ du,
-                                            i64 ldu, i64 ues, i64 CO, i64 C, i64 batch) {
-	const i64 rad[3] = {0, CO, C};
-	GRID_STRIDE_MD(it, 3, batch * CO * C, rad) {
-		i64 b = it.d[0], k = it.d[1], c = it.d[2];
-		const float* src = du + b * 16 * ues + k * ldu + c;
-		float m[4][4];
-		UNROLL
-		for (int e = 0; e < 16; e++) m[e / 4][e % 4] = src[e * ues];
-		float t[3][4];
-		UNROLL
-		for (int s = 0; s < 4; s++) {
-			float h = 0.5f * (m[1][s] + m[2][s]);
-			t[0][s] = m[0][s] + h;
-			t[1][s] = 0.5f * (m[1][s] - m[2][s]);
-			t[2][s] = h + m[3][s];
-		}
-		float* dst = dw + b * wbs + k * ldw + c * 9;
-		UNROLL
-		for (int i = 0; i < 3; i++) {
-			float h = 0.5f * (t[i][1] + t[i][2]);
-			dst[3 * i + 0] = t[i][0] + h;
-			dst[3 * i + 1] = 0.5f * (t[i][1] - t[i][2]);
-			dst[3 * i + 2] = h + t[i][3];
-		}
-	}
-}
-
-// wino_input: v[b, e, c, p N + n] = (B^T d B)[e] for the 4 x 4 input tile d of tile p = ty TW +
-// tx, a group of wd threads per (b, c, ty, tx), each thread the samples lane, lane + wd, ....
-// These kernels move data and do little arithmetic: what limits them is how many loads are in
-// flight. Left to itself ptxas gave wino_input 150 registers on sm_90 (one block of 256 threads
-// a multiprocessor) and wino_input_grad and gn_grad_x about 95 (two); __launch_bounds__(256, 3)
-// holds them to 85 (80, 72 and 80 on sm_90, no spills on sm_70, sm_80 or sm_90), so three
-// blocks fit. The arithmetic, and so the bits, are the same.
-extern "C" __global__ void __launch_bounds__(256, 3) wino_input(float* __restrict__ v, i64 ldv, i64 ves, const float* __restrict__ x, i64 xbs,
-                                      i64 C, i64 N, i64 H, i64 W, i64 TH, i64 TW, i64 batch, i64 wd) {
-	const i64 rad[4] = {0, C, TH, TW};
-	const i64 lane = GROUP_LANE(wd);
-	GROUP_STRIDE_MD(it, 4, batch * C * TH * TW, rad, wd) {
-		i64 b = it.d[0], c = it.d[1], ty = it.d[2], tx = it.d[3];
-		i64 y0 = 2 * ty - 1, x0 = 2 * tx - 1;
-		bool rin[4], cin[4];
-		UNROLL
-		for (int i = 0; i < 4; i++) {
-			rin[i] = y0 + i >= 0 && y0 + i < H;
-			cin[i] = x0 + i >= 0 && x0 + i < W;
-		}
-		const float* src = x + b * xbs + ((c * H + y0) * W + x0) * N;
-		float* dst = v + b * 16 * ves + c * ldv + (ty * TW + tx) * N;
-		for (i64 n = lane; n < N; n += wd) {
-			float d[4][4];
-			UNROLL
-			for (int i = 0; i < 4; i++)
-				UNROLL
-				for (int j = 0; j < 4; j++) d[i][j] = rin[i] && cin[j] ? src[(i * W + j) * N + n] : 0.0f;
-			float t[4][4];
-			UNROLL
-			for (int j = 0; j < 4; j++) {
-				t[0][j] = d[0][j] - d[2][j];
-				t[1][j] = d[1][j] + d[2][j];
-				t[2][j] = d[2][j] - d[1][j];
-				t[3][j] = d[1][j] - d[3][j];
-			}
-			UNROLL
-			for (int r = 0; r < 4; r++) {
-				dst[(4 * r + 0) * ves + n] = t[r][0] - t[r][2];
-				dst[(4 * r + 1) * ves + n] = t[r][1] + t[r][2];
-				dst[(4 * r + 2) * ves + n] = t[r][2] - t[r][1];
-				dst[(4 * r + 3) * ves + n] = t[r][1] - t[r][3];
-			}
-		}
-	}
-}
-
-// wino_output: y[b, k, 2 ty + i, 2 tx + j, n] = (A^T m A)[i][j] + bias[b, k] for the 4 x 4 m[b, .,
-// k, p N + n] of tile p = ty TW + tx (the pixels inside the image), a group of wd threads per
-// (b, k, ty, tx).
-extern "C" __global__ void wino_output(float* __restrict__ y, i64 ybs, const float* __restrict__ m, i64 ldm, i64 mes,
-                                       const float* __restrict__ bias, i64 ldb, i64 bbs, i64 CO, i64 N,
-                                       i64 H, i64 W, i64 TH, i64 TW, i64 batch, i64 wd) {
-	const i64 rad[4] = {0, CO, TH, TW};
-	const i64 lane = GROUP_LANE(wd);
-	GROUP_STRIDE_MD(it, 4, batch * CO * TH * TW, rad, wd) {
-		i64 b = it.d[0], k = it.d[1], ty = it.d[2], tx = it.d[3];
-		const float bk = bias[b * bbs + k * ldb];
-		const bool r1 = 2 * ty + 1 < H, c1 = 2 * tx + 1 < W;
-		const float* src = m + b * 16 * mes + k * ldm + (ty * TW + tx) * N;
-		float* dst = y + b * ybs + ((k * H + 2 * ty) * W + 2 * tx) * N;
-		for (i64 n = lane; n < N; n += wd) {
-			float a[4][4];
-			UNROLL
-			for (int e = 0; e < 16; e++) a[e / 4][e % 4] = src[e * mes + n];
-			float s[2][4];
-			UNROLL
-			for (int j = 0; j < 4; j++) {
-				s[0][j] = (a[0][j] + a[1][j]) + a[2][j];
-				s[1][j] = (a[1][j] - a[2][j]) - a[3][j];
-			}
-			UNROLL
-			for (int i = 0; i < 2; i++) {
-				if (i == 1 && !r1) break;
-				dst[i * W * N + n] = ((s[i][0] + s[i][1]) + s[i][2]) + bk;
-				if (c1) dst[(i * W + 1) * N + n] = ((s[i][1] - s[i][2]) - s[i][3]) + bk;
-			}
-		}
-	}
-}
-
-// wino_output_grad: dm[b, e, k, p N + n] = (A g A^T)[e] for the 2 x 2 gradient g of tile p's
-// output pixels (0 for those outside the image), a group of wd threads per (b, k, ty, tx).
-extern "C" __global__ void wino_output_grad(float* __restrict__ dm, i64 ldm, i64 mes, const float* __restrict__ dy,
-                                            i64 dybs, i64 CO, i64 N, i64 H, i64 W, i64 TH, i64 TW, i64 batch,
-                                            i64 wd) {
-	const i64 rad[4] = {0, CO, TH, TW};
-	const i64 lane = GROUP_LANE(wd);
-	GROUP_STRIDE_MD(it, 4, batch * CO * TH * TW, rad, wd) {
-		i64 b = it.d[0], k = it.d[1], ty = it.d[2], tx = it.d[3];
-		const bool r1 = 2 * ty + 1 < H, c1 = 2 * tx + 1 < W;
-		const float* src = dy + b * dybs + ((k * H + 2 * ty) * W + 2 * tx) * N;
-		float* dst = dm + b * 16 * mes + k * ldm + (ty * TW + tx) * N;
-		for (i64 n = lane; n < N; n += wd) {
-			float g[2][2];
-			g[0][0] = src[n];
-			g[0][1] = c1 ? src[N + n] : 0.0f;
-			g[1][0] = r1 ? src[W * N + n] : 0.0f;
-			g[1][1] = r1 && c1 ? src[(W + 1) * N + n] : 0.0f;
-			float u[4][2];
-			UNROLL
-			for (int j = 0; j < 2; j++) {
-				u[0][j] = g[0][j];
-				u[1][j] = g[0][j] + g[1][j];
-				u[2][j] = g[0][j] - g[1][j];
-				u[3][j] = -g[1][j];
-			}
-			UNROLL
-			for (int r = 0; r < 4; r++) {
-				dst[(4 * r + 0) * mes + n] = u[r][0];
-				dst[(4 * r + 1) * mes + n] = u[r][0] + u[r][1];
-				dst[(4 * r + 2) * mes + n] = u[r][0] - u[r][1];
-				dst[(4 * r + 3) * mes + n] = -u[r][1];
-			}
-		}
-	}
-}
-
-// wino_bcomb is row i of B applied to (a0, a1, a2, a3): B's rows are [1 0 0 0], [0 1 -1 1],
-// [-1 1 1 0] and [0 0 0 -1].
-__device__ __forceinline__ float wino_bcomb(int i, float a0, float a1, float a2, float a3) {
-	switch (i) {
-	case 0: return a0;
-	case 1: return (a1 - a2) + a3;
-	case 2: return (a1 + a2) - a0;
-	default: return -a3;
-	}
-}
-
-// wino_input_grad: dx[b, c, y, x, n] is the float32 sum, from 0, over the tiles (ty, tx) whose
-// 4 x 4 input reaches pixel (y, x), in ascending (ty, tx) order, of (B dv B^T)[y + 1 - 2 ty][x
-// + 1 - 2 tx], dv[b, ., c, p N + n] of tile p = ty TW + tx. In padded coordinates the pixels 2 a
-// and 2 a + 1 lie in tiles a - 1 (rows 2 and 3 of its 4 x 4) and a (rows 0 and 1), so a group of
-// wd threads per block (b, c, a, a') of 2 x 2 padded pixels reads those four tiles' dv once for
-// the block's four pixels (those inside the image).
-extern "C" __global__ void __launch_bounds__(256, 3) wino_input_grad(float* __restrict__ dx, i64 dxbs, const float* __restrict__ dv, i64 ldv,
-                                           i64 ves, i64 C, i64 N, i64 H, i64 W, i64 TH, i64 TW, i64 batch,
-                                           i64 wd) {
-	const i64 AH = H / 2 + 1, AW = W / 2 + 1;
-	const i64 rad[4] = {0, C, AH, AW};
-	const i64 lane = GROUP_LANE(wd);
-	GROUP_STRIDE_MD(it, 4, batch * C * AH * AW, rad, wd) {
-		i64 b = it.d[0], c = it.d[1], a = it.d[2], a2 = it.d[3];
-		// The block's pixels inside the image: padded rows 2 a + qi, columns 2 a' + qj.
-		bool pin[2][2];
-		UNROLL
-		for (int qi = 0; qi < 2; qi++)
-			UNROLL
-			for (int qj = 0; qj < 2; qj++) {
-				i64 yy = 2 * a + qi - 1, xx = 2 * a2 + qj - 1;
-				pin[qi][qj] = yy >= 0 && yy < H && xx >= 0 && xx < W;
-			}
-		const float* src = dv + b * 16 * ves + c * ldv;
-		float* dst = dx + b * dxbs + ((c * H + 2 * a - 1) * W + 2 * a2 - 1) * N;
-		for (i64 n = lane; n < N; n += wd) {
-			float acc[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
-			UNROLL
-			for (int ti = 0; ti < 2; ti++) {
-				i64 ty = a - 1 + ti;
-				if (ty < 0 || ty >= TH) continue;
-				UNROLL
-				for (int tj = 0; tj < 2; tj++) {
-					i64 tx = a2 - 1 + tj;
-					if (tx < 0 || tx >= TW) continue;
-					const float* t = src + (ty * TW + tx) * N + n;
-					float d[4][4];
-					UNROLL
-					for (int e = 0; e < 16; e++) d[e / 4][e % 4] = t[e * ves];
-					// Tile a - 1 gives the block its rows (columns) 2 and 3, tile a its 0 and 1.
-					const int i0 = ti == 0 ? 2 : 0, j0 = tj == 0 ? 2 : 0;
-					UNROLL
-					for (int qi = 0; qi < 2; qi++) {
-						float q[4];
-						UNROLL
-						for (int s = 0; s < 4; s++) q[s] = wino_bcomb(i0 + qi, d[0][s], d[1][s], d[2][s], d[3][s]);
-						UNROLL
-						for (int qj = 0; qj < 2; qj++) acc[qi][qj] += wino_bcomb(j0 + qj, q[0], q[1], q[2], q[3]);
-					}
-				}
-			}
-			UNROLL
-			for (int qi = 0; qi < 2; qi++)
-				UNROLL
-				for (int qj = 0; qj < 2; qj++)
-					if (pin[qi][qj]) dst[(qi * W + qj) * N + n] = acc[qi][qj];
-		}
-	}
-}
+//
 
 // Winograd's F(4x4, 3x3) (the same paper): tiles of 4 x 4 output pixels, TH = (H + 3) / 4 by
 // TW = (W + 3) / 4 of them, tile (ty, tx) reading the 6 x 6 input pixels from (4 ty - 1,
@@ -1118,115 +872,161 @@ extern "C" __global__ void __launch_bounds__(256, 3) wino_input_grad(float* __re
 // which move data, move less of it. The price is rounding: G's sixths are not exact in
 // float32 and B^T's and A^T's entries reach 5 and 8, so the results are those of the
 // convolution to a few more roundings (cuda/paritytest bounds them), never exact. Layouts are
-// those of F(2x2, 3x3) above with 36 positions for 16; the gradients are those of the same
-// bilinear form. wino4_input and wino4_input_grad hold more values in flight than their
-// F(2x2, 3x3) forms: held to three blocks of 256 threads a multiprocessor (85 registers) they
-// spilled on sm_70 and sm_90, so they are held to two (96 to 120 registers on sm_70 to sm_90,
-// no spills).
+// those of F(2x2, 3x3) with 36 positions for 16; the gradients are those of the same bilinear
+// form.
+//
+// Both forms run the same six kernel bodies (wino_*_t below), given the form's transforms on
+// one column or row of a tile (wino_f2, wino_f4): the wino_* kernels are F(2x2, 3x3), the
+// wino4_* kernels F(4x4, 3x3). M is a tile's output pixels a side, A = M + 2 its input pixels.
 
-// wino4_bt writes o = B^T d for a column d of 6 values.
-__device__ __forceinline__ void wino4_bt(const float d[6], float o[6]) {
-	o[0] = (4.0f * d[0] - 5.0f * d[2]) + d[4];
-	o[1] = (d[3] + d[4]) - 4.0f * (d[1] + d[2]);
-	o[2] = (d[4] - d[3]) + 4.0f * (d[1] - d[2]);
-	o[3] = (d[4] - d[2]) + 2.0f * (d[3] - d[1]);
-	o[4] = (d[4] - d[2]) - 2.0f * (d[3] - d[1]);
-	o[5] = (4.0f * d[1] - 5.0f * d[3]) + d[5];
-}
-
-// wino4_b is entry i of B x (column i of B^T against x).
-__device__ __forceinline__ float wino4_b(int i, const float x[6]) {
-	switch (i) {
-	case 0: return 4.0f * x[0];
-	case 1: return (4.0f * (x[2] - x[1]) + 2.0f * (x[4] - x[3])) + 4.0f * x[5];
-	case 2: return -((5.0f * x[0] + 4.0f * (x[1] + x[2])) + (x[3] + x[4]));
-	case 3: return ((x[1] - x[2]) + 2.0f * (x[3] - x[4])) - 5.0f * x[5];
-	case 4: return (((x[0] + x[1]) + x[2]) + x[3]) + x[4];
-	default: return x[5];
+// wino_f2 is F(2x2, 3x3) on one column (row) of a tile.
+struct wino_f2 {
+	enum { M = 2, A = 4 };
+	// g writes o = G (g0, g1, g2).
+	static __device__ __forceinline__ void g(float g0, float g1, float g2, float o[4]) {
+		o[0] = g0;
+		o[1] = 0.5f * ((g0 + g1) + g2);
+		o[2] = 0.5f * ((g0 - g1) + g2);
+		o[3] = g2;
 	}
-}
+	// gt writes o = G^T m.
+	static __device__ __forceinline__ void gt(const float m[4], float o[3]) {
+		const float h = 0.5f * (m[1] + m[2]);
+		o[0] = m[0] + h;
+		o[1] = 0.5f * (m[1] - m[2]);
+		o[2] = h + m[3];
+	}
+	// bt writes o = B^T d.
+	static __device__ __forceinline__ void bt(const float d[4], float o[4]) {
+		o[0] = d[0] - d[2];
+		o[1] = d[1] + d[2];
+		o[2] = d[2] - d[1];
+		o[3] = d[1] - d[3];
+	}
+	// b is entry i of B x: B's rows are [1 0 0 0], [0 1 -1 1], [-1 1 1 0] and [0 0 0 -1].
+	static __device__ __forceinline__ float b(int i, const float x[4]) {
+		switch (i) {
+		case 0: return x[0];
+		case 1: return (x[1] - x[2]) + x[3];
+		case 2: return (x[1] + x[2]) - x[0];
+		default: return -x[3];
+		}
+	}
+	// at writes o = A^T m.
+	static __device__ __forceinline__ void at(const float m[4], float o[2]) {
+		o[0] = (m[0] + m[1]) + m[2];
+		o[1] = (m[1] - m[2]) - m[3];
+	}
+	// a writes o = A g.
+	static __device__ __forceinline__ void a(const float g[2], float o[4]) {
+		o[0] = g[0];
+		o[1] = g[0] + g[1];
+		o[2] = g[0] - g[1];
+		o[3] = -g[1];
+	}
+};
 
-// wino4_g writes o = G (g0, g1, g2).
-__device__ __forceinline__ void wino4_g(float g0, float g1, float g2, float o[6]) {
-	const float e = g0 + g2, e4 = g0 + 4.0f * g2;
-	o[0] = 0.25f * g0;
-	o[1] = -(e + g1) * (1.0f / 6.0f);
-	o[2] = -(e - g1) * (1.0f / 6.0f);
-	o[3] = (e4 + 2.0f * g1) * (1.0f / 24.0f);
-	o[4] = (e4 - 2.0f * g1) * (1.0f / 24.0f);
-	o[5] = g2;
-}
+// wino_f4 is F(4x4, 3x3) on one column (row) of a tile.
+struct wino_f4 {
+	enum { M = 4, A = 6 };
+	static __device__ __forceinline__ void g(float g0, float g1, float g2, float o[6]) {
+		const float e = g0 + g2, e4 = g0 + 4.0f * g2;
+		o[0] = 0.25f * g0;
+		o[1] = -(e + g1) * (1.0f / 6.0f);
+		o[2] = -(e - g1) * (1.0f / 6.0f);
+		o[3] = (e4 + 2.0f * g1) * (1.0f / 24.0f);
+		o[4] = (e4 - 2.0f * g1) * (1.0f / 24.0f);
+		o[5] = g2;
+	}
+	static __device__ __forceinline__ void gt(const float m[6], float o[3]) {
+		const float sp = m[1] + m[2], sm = m[1] - m[2], tp = m[3] + m[4], tm = m[3] - m[4];
+		o[0] = (0.25f * m[0] - sp * (1.0f / 6.0f)) + tp * (1.0f / 24.0f);
+		o[1] = tm * (1.0f / 12.0f) - sm * (1.0f / 6.0f);
+		o[2] = (tp - sp) * (1.0f / 6.0f) + m[5];
+	}
+	static __device__ __forceinline__ void bt(const float d[6], float o[6]) {
+		o[0] = (4.0f * d[0] - 5.0f * d[2]) + d[4];
+		o[1] = (d[3] + d[4]) - 4.0f * (d[1] + d[2]);
+		o[2] = (d[4] - d[3]) + 4.0f * (d[1] - d[2]);
+		o[3] = (d[4] - d[2]) + 2.0f * (d[3] - d[1]);
+		o[4] = (d[4] - d[2]) - 2.0f * (d[3] - d[1]);
+		o[5] = (4.0f * d[1] - 5.0f * d[3]) + d[5];
+	}
+	// b is entry i of B x (column i of B^T against x).
+	static __device__ __forceinline__ float b(int i, const float x[6]) {
+		switch (i) {
+		case 0: return 4.0f * x[0];
+		case 1: return (4.0f * (x[2] - x[1]) + 2.0f * (x[4] - x[3])) + 4.0f * x[5];
+		case 2: return -((5.0f * x[0] + 4.0f * (x[1] + x[2])) + (x[3] + x[4]));
+		case 3: return ((x[1] - x[2]) + 2.0f * (x[3] - x[4])) - 5.0f * x[5];
+		case 4: return (((x[0] + x[1]) + x[2]) + x[3]) + x[4];
+		default: return x[5];
+		}
+	}
+	static __device__ __forceinline__ void at(const float m[6], float o[4]) {
+		const float sp = m[1] + m[2], sm = m[1] - m[2], tp = m[3] + m[4], tm = m[3] - m[4];
+		o[0] = (m[0] + sp) + tp;
+		o[1] = sm + 2.0f * tm;
+		o[2] = sp + 4.0f * tp;
+		o[3] = (sm + 8.0f * tm) + m[5];
+	}
+	static __device__ __forceinline__ void a(const float g[4], float o[6]) {
+		const float e = g[0] + g[2], od = g[1] + g[3], e4 = g[0] + 4.0f * g[2], o4 = 2.0f * g[1] + 8.0f * g[3];
+		o[0] = g[0];
+		o[1] = e + od;
+		o[2] = e - od;
+		o[3] = e4 + o4;
+		o[4] = e4 - o4;
+		o[5] = g[3];
+	}
+};
 
-// wino4_gt writes o = G^T m for a column m of 6 values.
-__device__ __forceinline__ void wino4_gt(const float m[6], float o[3]) {
-	const float sp = m[1] + m[2], sm = m[1] - m[2], tp = m[3] + m[4], tm = m[3] - m[4];
-	o[0] = (0.25f * m[0] - sp * (1.0f / 6.0f)) + tp * (1.0f / 24.0f);
-	o[1] = tm * (1.0f / 12.0f) - sm * (1.0f / 6.0f);
-	o[2] = (tp - sp) * (1.0f / 6.0f) + m[5];
-}
-
-// wino4_at writes o = A^T m for a column m of 6 values.
-__device__ __forceinline__ void wino4_at(const float m[6], float o[4]) {
-	const float sp = m[1] + m[2], sm = m[1] - m[2], tp = m[3] + m[4], tm = m[3] - m[4];
-	o[0] = (m[0] + sp) + tp;
-	o[1] = sm + 2.0f * tm;
-	o[2] = sp + 4.0f * tp;
-	o[3] = (sm + 8.0f * tm) + m[5];
-}
-
-// wino4_a writes o = A (g0, g1, g2, g3).
-__device__ __forceinline__ void wino4_a(float g0, float g1, float g2, float g3, float o[6]) {
-	const float e = g0 + g2, od = g1 + g3, e4 = g0 + 4.0f * g2, o4 = 2.0f * g1 + 8.0f * g3;
-	o[0] = g0;
-	o[1] = e + od;
-	o[2] = e - od;
-	o[3] = e4 + o4;
-	o[4] = e4 - o4;
-	o[5] = g3;
-}
-
-// wino4_filter: u[b, e, k, c] = (G g G^T)[e] for g = w[b, k, c 9 .. c 9 + 8], a thread per (b,
-// k, c).
-extern "C" __global__ void wino4_filter(float* __restrict__ u, i64 ldu, i64 ues, const float* __restrict__ w,
-                                        i64 ldw, i64 wbs, i64 CO, i64 C, i64 batch) {
+// wino_filter_t: u[b, e, k, c] = (G g G^T)[e] for g = w[b, k, c 9 .. c 9 + 8] (rows of 3), one
+// thread per (b, k, c).
+template <class F>
+__device__ __forceinline__ void wino_filter_t(float* __restrict__ u, i64 ldu, i64 ues, const float* __restrict__ w,
+                                              i64 ldw, i64 wbs, i64 CO, i64 C, i64 batch) {
+	const int A = F::A;
 	const i64 rad[3] = {0, CO, C};
 	GRID_STRIDE_MD(it, 3, batch * CO * C, rad) {
 		i64 b = it.d[0], k = it.d[1], c = it.d[2];
 		const float* g = w + b * wbs + k * ldw + c * 9;
-		float t[6][3];
+		float t[A][3];
 		UNROLL
 		for (int j = 0; j < 3; j++) {
-			float o[6];
-			wino4_g(g[j], g[3 + j], g[6 + j], o);
+			float o[A];
+			F::g(g[j], g[3 + j], g[6 + j], o);
 			UNROLL
-			for (int r = 0; r < 6; r++) t[r][j] = o[r];
+			for (int r = 0; r < A; r++) t[r][j] = o[r];
 		}
-		float* dst = u + b * 36 * ues + k * ldu + c;
+		float* dst = u + b * (A * A) * ues + k * ldu + c;
 		UNROLL
-		for (int r = 0; r < 6; r++) {
-			float o[6];
-			wino4_g(t[r][0], t[r][1], t[r][2], o);
+		for (int r = 0; r < A; r++) {
+			float o[A];
+			F::g(t[r][0], t[r][1], t[r][2], o);
 			UNROLL
-			for (int s = 0; s < 6; s++) dst[(6 * r + s) * ues] = o[s];
+			for (int s = 0; s < A; s++) dst[(A * r + s) * ues] = o[s];
 		}
 	}
 }
 
-// wino4_filter_grad: dw[b, k, c 9 + 3 i + j] = (G^T du G)[i][j] for the 6 x 6 du[b, ., k, c],
-// a thread per (b, k, c).
-extern "C" __global__ void wino4_filter_grad(float* __restrict__ dw, i64 ldw, i64 wbs, const float* __restrict__ du,
-                                             i64 ldu, i64 ues, i64 CO, i64 C, i64 batch) {
+// wino_filter_grad_t: dw[b, k, c 9 + 3 i + j] = (G^T du G)[i][j] for the A x A du[b, ., k, c],
+// one thread per (b, k, c).
+template <class F>
+__device__ __forceinline__ void wino_filter_grad_t(float* __restrict__ dw, i64 ldw, i64 wbs, const float* __restrict__ du,
+                                                   i64 ldu, i64 ues, i64 CO, i64 C, i64 batch) {
+	const int A = F::A;
 	const i64 rad[3] = {0, CO, C};
 	GRID_STRIDE_MD(it, 3, batch * CO * C, rad) {
 		i64 b = it.d[0], k = it.d[1], c = it.d[2];
-		const float* src = du + b * 36 * ues + k * ldu + c;
-		float t[3][6];
+		const float* src = du + b * (A * A) * ues + k * ldu + c;
+		float t[3][A];
 		UNROLL
-		for (int s = 0; s < 6; s++) {
-			float m[6], o[3];
+		for (int s = 0; s < A; s++) {
+			float m[A], o[3];
 			UNROLL
-			for (int r = 0; r < 6; r++) m[r] = src[(6 * r + s) * ues];
-			wino4_gt(m, o);
+			for (int r = 0; r < A; r++) m[r] = src[(A * r + s) * ues];
+			F::gt(m, o);
 			UNROLL
 			for (int i = 0; i < 3; i++) t[i][s] = o[i];
 		}
@@ -1234,187 +1034,257 @@ extern "C" __global__ void wino4_filter_grad(float* __restrict__ dw, i64 ldw, i6
 		UNROLL
 		for (int i = 0; i < 3; i++) {
 			float o[3];
-			wino4_gt(t[i], o);
+			F::gt(t[i], o);
 			UNROLL
 			for (int j = 0; j < 3; j++) dst[3 * i + j] = o[j];
 		}
 	}
 }
 
-// wino4_input: v[b, e, c, p N + n] = (B^T d B)[e] for the 6 x 6 input tile d of tile p = ty TW +
-// tx, a group of wd threads per (b, c, ty, tx), each thread the samples lane, lane + wd, ....
-// The tile is read a column at a time, so that only B^T d (36 values) is held.
-extern "C" __global__ void __launch_bounds__(256, 2) wino4_input(float* __restrict__ v, i64 ldv, i64 ves, const float* __restrict__ x, i64 xbs,
-                                                                 i64 C, i64 N, i64 H, i64 W, i64 TH, i64 TW, i64 batch, i64 wd) {
+// wino_input_t: v[b, e, c, p N + n] = (B^T d B)[e] for the A x A input tile d of tile p = ty TW +
+// tx, from (M ty - 1, M tx - 1), a group of wd threads per (b, c, ty, tx), each thread the
+// samples lane, lane + wd, .... The tile is read a column at a time, so that only B^T d is
+// held. These kernels move data and do little arithmetic: what limits them is how many loads
+// are in flight (see the launch bounds of the kernels below).
+template <class F>
+__device__ __forceinline__ void wino_input_t(float* __restrict__ v, i64 ldv, i64 ves, const float* __restrict__ x, i64 xbs,
+                                             i64 C, i64 N, i64 H, i64 W, i64 TH, i64 TW, i64 batch, i64 wd) {
+	const int M = F::M, A = F::A;
 	const i64 rad[4] = {0, C, TH, TW};
 	const i64 lane = GROUP_LANE(wd);
 	GROUP_STRIDE_MD(it, 4, batch * C * TH * TW, rad, wd) {
 		i64 b = it.d[0], c = it.d[1], ty = it.d[2], tx = it.d[3];
-		i64 y0 = 4 * ty - 1, x0 = 4 * tx - 1;
-		bool rin[6], cin[6];
+		i64 y0 = M * ty - 1, x0 = M * tx - 1;
+		bool rin[A], cin[A];
 		UNROLL
-		for (int i = 0; i < 6; i++) {
+		for (int i = 0; i < A; i++) {
 			rin[i] = y0 + i >= 0 && y0 + i < H;
 			cin[i] = x0 + i >= 0 && x0 + i < W;
 		}
 		const float* src = x + b * xbs + ((c * H + y0) * W + x0) * N;
-		float* dst = v + b * 36 * ves + c * ldv + (ty * TW + tx) * N;
+		float* dst = v + b * (A * A) * ves + c * ldv + (ty * TW + tx) * N;
 		for (i64 n = lane; n < N; n += wd) {
-			float t[6][6];
+			float t[A][A];
 			UNROLL
-			for (int j = 0; j < 6; j++) {
-				float d[6], o[6];
+			for (int j = 0; j < A; j++) {
+				float d[A], o[A];
 				UNROLL
-				for (int i = 0; i < 6; i++) d[i] = rin[i] && cin[j] ? src[(i * W + j) * N + n] : 0.0f;
-				wino4_bt(d, o);
+				for (int i = 0; i < A; i++) d[i] = rin[i] && cin[j] ? src[(i * W + j) * N + n] : 0.0f;
+				F::bt(d, o);
 				UNROLL
-				for (int r = 0; r < 6; r++) t[r][j] = o[r];
+				for (int r = 0; r < A; r++) t[r][j] = o[r];
 			}
 			UNROLL
-			for (int r = 0; r < 6; r++) {
-				float o[6];
-				wino4_bt(t[r], o);
+			for (int r = 0; r < A; r++) {
+				float o[A];
+				F::bt(t[r], o);
 				UNROLL
-				for (int s = 0; s < 6; s++) dst[(6 * r + s) * ves + n] = o[s];
+				for (int s = 0; s < A; s++) dst[(A * r + s) * ves + n] = o[s];
 			}
 		}
 	}
 }
 
-// wino4_output: y[b, k, 4 ty + i, 4 tx + j, n] = (A^T m A)[i][j] + bias[b, k] for the 6 x 6 m[b,
-// ., k, p N + n] of tile p = ty TW + tx (the pixels inside the image), a group of wd threads per
-// (b, k, ty, tx).
-extern "C" __global__ void wino4_output(float* __restrict__ y, i64 ybs, const float* __restrict__ m, i64 ldm, i64 mes,
-                                        const float* __restrict__ bias, i64 ldb, i64 bbs, i64 CO, i64 N,
-                                        i64 H, i64 W, i64 TH, i64 TW, i64 batch, i64 wd) {
+// wino_output_t: y[b, k, M ty + i, M tx + j, n] = (A^T m A)[i][j] + bias[b, k] for the A x A
+// m[b, ., k, p N + n] of tile p = ty TW + tx (the pixels inside the image), a group of wd
+// threads per (b, k, ty, tx).
+template <class F>
+__device__ __forceinline__ void wino_output_t(float* __restrict__ y, i64 ybs, const float* __restrict__ m, i64 ldm, i64 mes,
+                                              const float* __restrict__ bias, i64 ldb, i64 bbs, i64 CO, i64 N,
+                                              i64 H, i64 W, i64 TH, i64 TW, i64 batch, i64 wd) {
+	const int M = F::M, A = F::A;
 	const i64 rad[4] = {0, CO, TH, TW};
 	const i64 lane = GROUP_LANE(wd);
 	GROUP_STRIDE_MD(it, 4, batch * CO * TH * TW, rad, wd) {
 		i64 b = it.d[0], k = it.d[1], ty = it.d[2], tx = it.d[3];
 		const float bk = bias[b * bbs + k * ldb];
-		const i64 nr = H - 4 * ty, nc = W - 4 * tx; // the tile's rows and columns inside, if below 4
-		const float* src = m + b * 36 * mes + k * ldm + (ty * TW + tx) * N;
-		float* dst = y + b * ybs + ((k * H + 4 * ty) * W + 4 * tx) * N;
+		const i64 nr = H - M * ty, nc = W - M * tx; // the tile's rows and columns inside, if below M
+		const float* src = m + b * (A * A) * mes + k * ldm + (ty * TW + tx) * N;
+		float* dst = y + b * ybs + ((k * H + M * ty) * W + M * tx) * N;
 		for (i64 n = lane; n < N; n += wd) {
-			float s[4][6];
+			float s[M][A];
 			UNROLL
-			for (int col = 0; col < 6; col++) {
-				float a[6], o[4];
+			for (int col = 0; col < A; col++) {
+				float a[A], o[M];
 				UNROLL
-				for (int r = 0; r < 6; r++) a[r] = src[(6 * r + col) * mes + n];
-				wino4_at(a, o);
+				for (int r = 0; r < A; r++) a[r] = src[(A * r + col) * mes + n];
+				F::at(a, o);
 				UNROLL
-				for (int i = 0; i < 4; i++) s[i][col] = o[i];
+				for (int i = 0; i < M; i++) s[i][col] = o[i];
 			}
 			UNROLL
-			for (int i = 0; i < 4; i++) {
+			for (int i = 0; i < M; i++) {
 				if (i >= nr) break;
-				float o[4];
-				wino4_at(s[i], o);
+				float o[M];
+				F::at(s[i], o);
 				UNROLL
-				for (int j = 0; j < 4; j++)
+				for (int j = 0; j < M; j++)
 					if (j < nc) dst[(i * W + j) * N + n] = o[j] + bk;
 			}
 		}
 	}
 }
 
-// wino4_output_grad: dm[b, e, k, p N + n] = (A g A^T)[e] for the 4 x 4 gradient g of tile p's
+// wino_output_grad_t: dm[b, e, k, p N + n] = (A g A^T)[e] for the M x M gradient g of tile p's
 // output pixels (0 for those outside the image), a group of wd threads per (b, k, ty, tx).
-extern "C" __global__ void wino4_output_grad(float* __restrict__ dm, i64 ldm, i64 mes, const float* __restrict__ dy,
-                                             i64 dybs, i64 CO, i64 N, i64 H, i64 W, i64 TH, i64 TW, i64 batch,
-                                             i64 wd) {
+template <class F>
+__device__ __forceinline__ void wino_output_grad_t(float* __restrict__ dm, i64 ldm, i64 mes, const float* __restrict__ dy,
+                                                   i64 dybs, i64 CO, i64 N, i64 H, i64 W, i64 TH, i64 TW, i64 batch,
+                                                   i64 wd) {
+	const int M = F::M, A = F::A;
 	const i64 rad[4] = {0, CO, TH, TW};
 	const i64 lane = GROUP_LANE(wd);
 	GROUP_STRIDE_MD(it, 4, batch * CO * TH * TW, rad, wd) {
 		i64 b = it.d[0], k = it.d[1], ty = it.d[2], tx = it.d[3];
-		const i64 nr = H - 4 * ty, nc = W - 4 * tx;
-		const float* src = dy + b * dybs + ((k * H + 4 * ty) * W + 4 * tx) * N;
-		float* dst = dm + b * 36 * mes + k * ldm + (ty * TW + tx) * N;
+		const i64 nr = H - M * ty, nc = W - M * tx;
+		const float* src = dy + b * dybs + ((k * H + M * ty) * W + M * tx) * N;
+		float* dst = dm + b * (A * A) * mes + k * ldm + (ty * TW + tx) * N;
 		for (i64 n = lane; n < N; n += wd) {
-			float t[6][4];
+			float t[A][M];
 			UNROLL
-			for (int j = 0; j < 4; j++) {
-				float g[4], o[6];
+			for (int j = 0; j < M; j++) {
+				float g[M], o[A];
 				UNROLL
-				for (int i = 0; i < 4; i++) g[i] = i < nr && j < nc ? src[(i * W + j) * N + n] : 0.0f;
-				wino4_a(g[0], g[1], g[2], g[3], o);
+				for (int i = 0; i < M; i++) g[i] = i < nr && j < nc ? src[(i * W + j) * N + n] : 0.0f;
+				F::a(g, o);
 				UNROLL
-				for (int r = 0; r < 6; r++) t[r][j] = o[r];
+				for (int r = 0; r < A; r++) t[r][j] = o[r];
 			}
 			UNROLL
-			for (int r = 0; r < 6; r++) {
-				float o[6];
-				wino4_a(t[r][0], t[r][1], t[r][2], t[r][3], o);
+			for (int r = 0; r < A; r++) {
+				float o[A];
+				F::a(t[r], o);
 				UNROLL
-				for (int s = 0; s < 6; s++) dst[(6 * r + s) * mes + n] = o[s];
+				for (int s = 0; s < A; s++) dst[(A * r + s) * mes + n] = o[s];
 			}
 		}
 	}
 }
 
-// wino4_input_grad: dx[b, c, y, x, n] is the float32 sum, from 0, over the tiles (ty, tx) whose
-// 6 x 6 input reaches pixel (y, x), in ascending (ty, tx) order, of (B dv B^T)[y + 1 - 4 ty][x
-// + 1 - 4 tx], dv[b, ., c, p N + n] of tile p = ty TW + tx. In padded coordinates the pixels 4 a
-// to 4 a + 3 lie in tile a (rows 0 to 3 of its 6 x 6), and the first two of them in tile a - 1
-// too (its rows 4 and 5), so a group of wd threads per block (b, c, a, a') of 4 x 4 padded
-// pixels reads those four tiles' dv once for the block's pixels (those inside the image). Each
-// tile is read a column at a time, so that only the rows of B dv it gives the block are held.
-extern "C" __global__ void __launch_bounds__(256, 2) wino4_input_grad(float* __restrict__ dx, i64 dxbs, const float* __restrict__ dv, i64 ldv,
-                                                                      i64 ves, i64 C, i64 N, i64 H, i64 W, i64 TH, i64 TW, i64 batch,
-                                                                      i64 wd) {
-	const i64 AH = H / 4 + 1, AW = W / 4 + 1;
+// wino_input_grad_t: dx[b, c, y, x, n] is the float32 sum, from 0, over the tiles (ty, tx) whose
+// A x A input reaches pixel (y, x), in ascending (ty, tx) order, of (B dv B^T)[y + 1 - M ty][x
+// + 1 - M tx], dv[b, ., c, p N + n] of tile p = ty TW + tx. In padded coordinates the pixels M a
+// to M a + M - 1 lie in tile a (rows 0 to M - 1 of its A), and the first two of them in tile
+// a - 1 too (its rows M and M + 1), so a group of wd threads per block (b, c, a, a') of M x M
+// padded pixels reads those four tiles' dv once for the block's pixels (those inside the
+// image). Each tile is read a column at a time, so that only the rows of B dv it gives the
+// block are held.
+template <class F>
+__device__ __forceinline__ void wino_input_grad_t(float* __restrict__ dx, i64 dxbs, const float* __restrict__ dv, i64 ldv,
+                                                  i64 ves, i64 C, i64 N, i64 H, i64 W, i64 TH, i64 TW, i64 batch,
+                                                  i64 wd) {
+	const int M = F::M, A = F::A;
+	const i64 AH = H / M + 1, AW = W / M + 1;
 	const i64 rad[4] = {0, C, AH, AW};
 	const i64 lane = GROUP_LANE(wd);
 	GROUP_STRIDE_MD(it, 4, batch * C * AH * AW, rad, wd) {
 		i64 b = it.d[0], c = it.d[1], a = it.d[2], a2 = it.d[3];
-		// The block's rows and columns inside the image: padded 4 a + q is pixel 4 a + q - 1.
-		bool rin[4], cin[4];
+		// The block's rows and columns inside the image: padded M a + q is pixel M a + q - 1.
+		bool rin[M], cin[M];
 		UNROLL
-		for (int q = 0; q < 4; q++) {
-			i64 yy = 4 * a + q - 1, xx = 4 * a2 + q - 1;
+		for (int q = 0; q < M; q++) {
+			i64 yy = M * a + q - 1, xx = M * a2 + q - 1;
 			rin[q] = yy >= 0 && yy < H;
 			cin[q] = xx >= 0 && xx < W;
 		}
-		const float* src = dv + b * 36 * ves + c * ldv;
-		float* dst = dx + b * dxbs + ((c * H + 4 * a - 1) * W + 4 * a2 - 1) * N;
+		const float* src = dv + b * (A * A) * ves + c * ldv;
+		float* dst = dx + b * dxbs + ((c * H + M * a - 1) * W + M * a2 - 1) * N;
 		for (i64 n = lane; n < N; n += wd) {
-			float acc[4][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+			float acc[M][M];
+			UNROLL
+			for (int qi = 0; qi < M; qi++)
+				UNROLL
+				for (int qj = 0; qj < M; qj++) acc[qi][qj] = 0.0f;
 			UNROLL
 			for (int ti = 0; ti < 2; ti++) {
 				i64 ty = a - 1 + ti;
 				if (ty < 0 || ty >= TH) continue;
-				// Tile a - 1 gives the block's rows 0 and 1 from its rows 4 and 5; tile a its rows 0 to 3.
-				const int i0 = ti == 0 ? 4 : 0, ni = ti == 0 ? 2 : 4;
+				// Tile a - 1 gives the block's rows 0 and 1 from its rows M and M + 1; tile a its
+				// rows 0 to M - 1.
+				const int i0 = ti == 0 ? M : 0, ni = ti == 0 ? A - M : M;
 				UNROLL
 				for (int tj = 0; tj < 2; tj++) {
 					i64 tx = a2 - 1 + tj;
 					if (tx < 0 || tx >= TW) continue;
-					const int j0 = tj == 0 ? 4 : 0, nj = tj == 0 ? 2 : 4;
+					const int j0 = tj == 0 ? M : 0, nj = tj == 0 ? A - M : M;
 					const float* t = src + (ty * TW + tx) * N + n;
-					float q[4][6];
+					float q[M][A];
 					UNROLL
-					for (int s = 0; s < 6; s++) {
-						float d[6];
+					for (int s = 0; s < A; s++) {
+						float d[A];
 						UNROLL
-						for (int r = 0; r < 6; r++) d[r] = t[(6 * r + s) * ves];
+						for (int r = 0; r < A; r++) d[r] = t[(A * r + s) * ves];
 						UNROLL
-						for (int qi = 0; qi < 4; qi++)
-							if (qi < ni) q[qi][s] = wino4_b(i0 + qi, d);
+						for (int qi = 0; qi < M; qi++)
+							if (qi < ni) q[qi][s] = F::b(i0 + qi, d);
 					}
 					UNROLL
-					for (int qi = 0; qi < 4; qi++)
+					for (int qi = 0; qi < M; qi++)
 						if (qi < ni)
 							UNROLL
-							for (int qj = 0; qj < 4; qj++)
-								if (qj < nj) acc[qi][qj] += wino4_b(j0 + qj, q[qi]);
+							for (int qj = 0; qj < M; qj++)
+								if (qj < nj) acc[qi][qj] += F::b(j0 + qj, q[qi]);
 				}
 			}
 			UNROLL
-			for (int qi = 0; qi < 4; qi++)
+			for (int qi = 0; qi < M; qi++)
 				UNROLL
-				for (int qj = 0; qj < 4; qj++)
+				for (int qj = 0; qj < M; qj++)
 					if (rin[qi] && cin[qj]) dst[(qi * W + qj) * N + n] = acc[qi][qj];
 		}
 	}
 }
+
+// The kernels, each a body above in one form. Left to itself ptxas gave F(2x2, 3x3)'s
+// wino_input 150 registers on sm_90 (one block of 256 threads a multiprocessor) and its
+// wino_input_grad about 95 (two); __launch_bounds__(256, 3) holds them to 85 (80 and 72 on
+// sm_90, no spills on sm_70, sm_80 or sm_90), so three blocks fit. F(4x4, 3x3)'s hold a whole
+// column of a 6 x 6 tile: at three blocks wino4_input and wino4_input_grad spilled on sm_70
+// and sm_90, and wino4_output and wino4_output_grad took 150 to 170 registers unbounded (one
+// block), so all four are held to two (at most 128 registers). The bounds change registers,
+// not the arithmetic or the bits.
+#define WINO_FILTER_ARGS float* __restrict__ u, i64 ldu, i64 ues, const float* __restrict__ w, i64 ldw, i64 wbs, i64 CO, i64 C, i64 batch
+#define WINO_FILTER_GRAD_ARGS float* __restrict__ dw, i64 ldw, i64 wbs, const float* __restrict__ du, i64 ldu, i64 ues, i64 CO, i64 C, i64 batch
+#define WINO_INPUT_ARGS float* __restrict__ v, i64 ldv, i64 ves, const float* __restrict__ x, i64 xbs, i64 C, i64 N, i64 H, i64 W, i64 TH, i64 TW, i64 batch, i64 wd
+#define WINO_OUTPUT_ARGS float* __restrict__ y, i64 ybs, const float* __restrict__ m, i64 ldm, i64 mes, const float* __restrict__ bias, i64 ldb, i64 bbs, i64 CO, i64 N, i64 H, i64 W, i64 TH, i64 TW, i64 batch, i64 wd
+#define WINO_OUTPUT_GRAD_ARGS float* __restrict__ dm, i64 ldm, i64 mes, const float* __restrict__ dy, i64 dybs, i64 CO, i64 N, i64 H, i64 W, i64 TH, i64 TW, i64 batch, i64 wd
+#define WINO_INPUT_GRAD_ARGS float* __restrict__ dx, i64 dxbs, const float* __restrict__ dv, i64 ldv, i64 ves, i64 C, i64 N, i64 H, i64 W, i64 TH, i64 TW, i64 batch, i64 wd
+
+extern "C" __global__ void wino_filter(WINO_FILTER_ARGS) { wino_filter_t<wino_f2>(u, ldu, ues, w, ldw, wbs, CO, C, batch); }
+extern "C" __global__ void wino4_filter(WINO_FILTER_ARGS) { wino_filter_t<wino_f4>(u, ldu, ues, w, ldw, wbs, CO, C, batch); }
+extern "C" __global__ void wino_filter_grad(WINO_FILTER_GRAD_ARGS) {
+	wino_filter_grad_t<wino_f2>(dw, ldw, wbs, du, ldu, ues, CO, C, batch);
+}
+extern "C" __global__ void wino4_filter_grad(WINO_FILTER_GRAD_ARGS) {
+	wino_filter_grad_t<wino_f4>(dw, ldw, wbs, du, ldu, ues, CO, C, batch);
+}
+extern "C" __global__ void __launch_bounds__(256, 3) wino_input(WINO_INPUT_ARGS) {
+	wino_input_t<wino_f2>(v, ldv, ves, x, xbs, C, N, H, W, TH, TW, batch, wd);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) wino4_input(WINO_INPUT_ARGS) {
+	wino_input_t<wino_f4>(v, ldv, ves, x, xbs, C, N, H, W, TH, TW, batch, wd);
+}
+extern "C" __global__ void wino_output(WINO_OUTPUT_ARGS) {
+	wino_output_t<wino_f2>(y, ybs, m, ldm, mes, bias, ldb, bbs, CO, N, H, W, TH, TW, batch, wd);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) wino4_output(WINO_OUTPUT_ARGS) {
+	wino_output_t<wino_f4>(y, ybs, m, ldm, mes, bias, ldb, bbs, CO, N, H, W, TH, TW, batch, wd);
+}
+extern "C" __global__ void wino_output_grad(WINO_OUTPUT_GRAD_ARGS) {
+	wino_output_grad_t<wino_f2>(dm, ldm, mes, dy, dybs, CO, N, H, W, TH, TW, batch, wd);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) wino4_output_grad(WINO_OUTPUT_GRAD_ARGS) {
+	wino_output_grad_t<wino_f4>(dm, ldm, mes, dy, dybs, CO, N, H, W, TH, TW, batch, wd);
+}
+extern "C" __global__ void __launch_bounds__(256, 3) wino_input_grad(WINO_INPUT_GRAD_ARGS) {
+	wino_input_grad_t<wino_f2>(dx, dxbs, dv, ldv, ves, C, N, H, W, TH, TW, batch, wd);
+}
+extern "C" __global__ void __launch_bounds__(256, 2) wino4_input_grad(WINO_INPUT_GRAD_ARGS) {
+	wino_input_grad_t<wino_f4>(dx, dxbs, dv, ldv, ves, C, N, H, W, TH, TW, batch, wd);
+}
+#undef WINO_FILTER_ARGS
+#undef WINO_FILTER_GRAD_ARGS
+#undef WINO_INPUT_ARGS
+#undef WINO_OUTPUT_ARGS
+#undef WINO_OUTPUT_GRAD_ARGS
+#undef WINO_INPUT_GRAD_ARGS
