@@ -43,6 +43,17 @@ const (
 	Winograd4ConvForm
 )
 
+// WinogradForm is the ConvForm that counts the convolutions that fit by Winograd's form t,
+// PatchConvForm for none.
+func WinogradForm(t compute.WinogradTile) ConvForm {
+	for _, f := range []ConvForm{PatchConvForm, WinogradConvForm, Winograd4ConvForm} {
+		if ft, _ := f.tile(); ft == t {
+			return f
+		}
+	}
+	return PatchConvForm
+}
+
 // tile is the form's Winograd tile, 0 for the patches; AnyConvForm has none.
 func (f ConvForm) tile() (compute.WinogradTile, bool) {
 	switch f {

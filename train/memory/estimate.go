@@ -117,8 +117,9 @@ func nnDeviceMemory(t Training, s DataSizes, maxRows int, on Backend) (perReplic
 	if s.Shape == nil {
 		dim = 0
 	}
-	form := on.convForm()
-	if form != nn.AnyConvForm {
+	form := nn.AnyConvForm
+	if tile := on.WinogradTile(); tile != 0 {
+		form = nn.WinogradForm(tile)
 		if winograd, err = model.NNWinogradConvolutions(t.Model, s.Shape, dim, s.Classes); err != nil {
 			return 0, 0, 0, err
 		}
@@ -250,15 +251,4 @@ func addCanaryMemory(perReplica float64, t Training, s DataSizes, d int) (float6
 		}
 	}
 	return perReplica, canaryFixed
-}
-
-// convForm is the form of the 3 x 3 convolutions b's count follows.
-func (b Backend) convForm() nn.ConvForm {
-	switch b {
-	case DeviceWinograd:
-		return nn.WinogradConvForm
-	case DeviceWinograd4:
-		return nn.Winograd4ConvForm
-	}
-	return nn.AnyConvForm
 }
