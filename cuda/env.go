@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -30,7 +31,8 @@ var tuningEnv = []struct {
 // read, a switch whose value is not 1, a count that is not a positive integer); an empty
 // value, or 0 for a switch, is the default and neither. A misspelt option, or
 // FEDAUDIT_CUDA_PATCHCONV=true, would otherwise be ignored without a word, and a benchmark
-// timed without the option it was meant to time.
+// timed without the option it was meant to time. An option that another one set beside it
+// overrides (FEDAUDIT_CUDA_WINOGRAD4=1 beside FEDAUDIT_CUDA_PATCHCONV=1) is a problem too.
 func EnvSettings(environ []string) (set, problems []string) {
 	for _, kv := range environ {
 		name, value, _ := strings.Cut(kv, "=")
@@ -55,6 +57,10 @@ func EnvSettings(environ []string) (set, problems []string) {
 		default:
 			problems = append(problems, kv+": the option is on only with the value 1, so it stays off")
 		}
+	}
+	if w4 := Winograd4Env + "=1"; slices.Contains(set, PatchConvEnv+"=1") && slices.Contains(set, w4) {
+		set = slices.DeleteFunc(set, func(kv string) bool { return kv == w4 })
+		problems = append(problems, w4+" changes nothing beside "+PatchConvEnv+"=1: every convolution runs by its patches")
 	}
 	return set, problems
 }

@@ -2,10 +2,11 @@ package cuda
 
 import (
 	"bytes"
-	"github.com/fedaudit/fedaudit/compute"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/fedaudit/fedaudit/compute"
 )
 
 // The tuning variables are read as NewOps reads them: a switch changes something with 1 only,
@@ -28,6 +29,8 @@ func TestEnvSettings(t *testing.T) {
 			[]string{"FEDAUDIT_CUDA_PATCHCONV=true: the option is on only with the value 1, so it stays off"}},
 		{"a count not positive", []string{"FEDAUDIT_CUDA_CLIENTBATCH=0", "FEDAUDIT_CUDA_ROWGROUP=four"}, nil,
 			[]string{"FEDAUDIT_CUDA_CLIENTBATCH=0: not a positive integer", "FEDAUDIT_CUDA_ROWGROUP=four: not a positive integer"}},
+		{"an option overridden", []string{"FEDAUDIT_CUDA_WINOGRAD4=1", "FEDAUDIT_CUDA_PATCHCONV=1"}, []string{"FEDAUDIT_CUDA_PATCHCONV=1"},
+			[]string{"FEDAUDIT_CUDA_WINOGRAD4=1 changes nothing beside FEDAUDIT_CUDA_PATCHCONV=1"}},
 		{"other prefixes", []string{"FEDAUDIT_CUBLAS=/lib/libcublas.so", "FEDAUDIT_BENCH_R=8", "FEDAUDIT_CUDA="}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
