@@ -30,12 +30,12 @@ type winoForm struct {
 	// exact: on small integers every step is exact in float32 (F(2x2, 3x3)'s entries are
 	// multiples of 1/2; F(4x4, 3x3)'s G has sixths).
 	exact bool
-	// roundings bounds the roundings a result takes besides its product's terms (the
-	// transforms and the tiles' sum, counted on the kernels' expressions, each inexact
-	// constant a rounding): 12 for F(2x2, 3x3), at most 25 for F(4x4, 3x3) (the filters'
-	// transform 8, the input's 6, the output's 6 and the bias 1 for y; the output
-	// gradient's 6, the filters' 8, B's 8 and the four tiles' sum 3 for dx; 6, 6 and G^T's 10
-	// for dw).
+	// roundings is the tolerance's allowance for the roundings a result takes besides its
+	// product's terms (the transforms and the tiles' sum, counted on the kernels'
+	// expressions, each inexact constant a rounding): 16 for F(2x2, 3x3), which takes at most
+	// 12; 32 for F(4x4, 3x3), which takes at most 25 (the filters' transform 8, the input's 6,
+	// the output's 6 and the bias 1 for y; the output gradient's 6, the filters' 8, B's 8 and
+	// the four tiles' sum 3 for dx; 6, 6 and G^T's 10 for dw).
 	roundings int
 }
 
@@ -61,9 +61,9 @@ var winoForms = []winoForm{
 //   - On small integers (inputs and output gradients in [-3, 3], weights and biases in [-2, 2])
 //     every value of every step of F(2x2, 3x3) is a multiple of 1/4 below 2^22 (the filters'
 //     transforms are at most 18 in magnitude, the inputs' 12; the largest sum, a transformed
-//     filter's gradient over 54 tiles and samples of terms of at most 144, is below 2^13), so each step is exact in
-//     float32 whatever order the products sum in, and the results must equal the
-//     convolution's exactly. An index or transform off anywhere moves a value by at least
+//     filter's gradient over 54 tiles and samples of terms of at most 144, is below 2^13), so
+//     each step is exact in float32 whatever order the products sum in, and the results must
+//     equal the convolution's exactly. An index or transform off anywhere moves a value by at least
 //     1/4. F(4x4, 3x3)'s filters' transform has sixths, so it is held to the tolerance below.
 //   - On normal values each result is the float64 value of a chain of float32 sums: at most C
 //     (or K, or the tiles times samples) terms in a product and the form's roundings more
