@@ -29,6 +29,12 @@ type Window struct{ Size, Stride, Pad int }
 // Out is the output extent along an input extent n (an image's height or width).
 func (w Window) Out(n int) int { return (n+2*w.Pad-w.Size)/w.Stride + 1 }
 
+// Tiles reports whether the windows tile an h x wd image exactly (stride the window's size, no
+// padding, nothing left over), so that every pixel lies in one window.
+func (w Window) Tiles(h, wd int) bool {
+	return w.Size > 0 && w.Stride == w.Size && w.Pad == 0 && w.Out(h)*w.Size == h && w.Out(wd)*w.Size == wd
+}
+
 // Pooling names a pooling rule.
 type Pooling int
 
@@ -166,6 +172,31 @@ type GroupNormStatsKeeper interface {
 	// GroupNormReLUer.GroupNormReLUGrad with relu the ReLU's output, that reads x's statistics
 	// from stats, where GroupNormKeep wrote them for the same x, groups and eps.
 	GroupNormGradKept(groups int, eps float32, x Images, gamma Mat, relu, dy, dx Images, dgamma, dbeta Mat, stats Buffer)
+}
+
+// PoolIndexKeeper is implemented by backends whose max pooling can leave, for windows that
+// tile the image, each window's first maximum's place in a buffer of the caller's, and whose
+// gradient can read it there instead of finding the maximum again in x: a model keeps one such
+// buffer a pooling layer from its forward pass to its backward pass. The results are those of
+// Convolver.Pool and PoolGrad, bit for bit.
+type PoolIndexKeeper interface {
+	// PoolIndexLen is the length of a buffer that holds the window indices of pooling x by
+	// w, or 0 where the backend keeps none for it (average pooling, windows that do not tile
+	// x).
+	PoolIndexLen(p Pooling, w Window, x Images) int
+	// PoolKeep is Convolver.Pool with max pooling that also writes the window indices into
+	// idx.
+	PoolKeep(w Window, x, y Images, idx Buffer)
+	// PoolGradKept is Convolver.PoolGrad with max pooling that reads the window indices from
+	// idx, where PoolKeep wrote them for the same x and w (x itself is not read).
+	PoolGradKept(w Window, x Images, idx Buffer, dy, dx Images)
+}
+
+// IndexablePooling reports whether pooling x by w is one whose window indices a
+// PoolIndexKeeper may keep: max pooling whose windows tile x, of at most 256 pixels (an index
+// a byte).
+func IndexablePooling(p Pooling, w Window, x Images) bool {
+	return p == MaxPooling && w.Tiles(x.H, x.W) && w.Size*w.Size <= 256
 }
 
 // AddReLUer is implemented by backends that add a residual block's two paths and apply the

@@ -141,12 +141,70 @@ func avgFlag(p compute.Pooling) uint32 {
 // Pool implements compute.Convolver: a group of threads per output pixel's N samples, one
 // launch.
 func (o *Ops) Pool(p compute.Pooling, w compute.Window, x, y compute.Images) {
-	if !o.apart("pool", imgSpan(y), imgSpan(x)) {
+	o.pool("pool", p, w, x, y, 0)
+}
+
+// pool launches pool, with the window indices written at idx unless it is 0.
+func (o *Ops) pool(op string, p compute.Pooling, w compute.Window, x, y compute.Images, idx uint64) {
+	if !o.apart(op, imgSpan(y), imgSpan(x)) {
 		return
 	}
-	o.args.reset().u32(avgFlag(p)).ptr(imgAddr(y)).i64(y.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
+	o.args.reset().u32(avgFlag(p)).ptr(imgAddr(y)).i64(y.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).ptr(idx).
 		geom(x, w).i64(y.Batch)
 	o.launchRows(kernels.Pool, y.Batch*y.C*y.H*y.W, y.N)
+}
+
+var _ compute.PoolIndexKeeper = (*Ops)(nil)
+
+// PoolIndexLen implements compute.PoolIndexKeeper: a byte a window and sample (four to a
+// float32 unit) for max pooling whose windows tile x and hold at most 256 pixels, else 0.
+func (o *Ops) PoolIndexLen(p compute.Pooling, w compute.Window, x compute.Images) int {
+	if !compute.IndexablePooling(p, w, x) {
+		return 0
+	}
+	return kernels.PoolIndexFloats(x.Batch, x.C, w.Out(x.H), w.Out(x.W), x.N)
+}
+
+// keptIndex is the device address of a window index buffer for x, or 0 (and the backend
+// failed) where the pooling keeps none or the buffer is too short.
+func (o *Ops) keptIndex(op string, w compute.Window, x compute.Images, idx compute.Buffer) uint64 {
+	need := o.PoolIndexLen(compute.MaxPooling, w, x)
+	switch {
+	case o.err != nil:
+		return 0
+	case need == 0:
+		o.fail(op, fmt.Errorf("window %+v over %d x %d pixels: no window indices kept (max pooling whose windows tile the image)", w, x.H, x.W))
+		return 0
+	case idx == nil || idx.Len() < need:
+		n := 0
+		if idx != nil {
+			n = idx.Len()
+		}
+		o.fail(op, fmt.Errorf("an index buffer of %d values, %d needed (PoolIndexLen)", n, need))
+		return 0
+	}
+	return idx.(*buffer).addr
+}
+
+// PoolKeep implements compute.PoolIndexKeeper: Pool's launch, max pooling, with each window's
+// first maximum's place written into idx.
+func (o *Ops) PoolKeep(w compute.Window, x, y compute.Images, idx compute.Buffer) {
+	if a := o.keptIndex("pool keeping its indices", w, x, idx); a != 0 {
+		o.pool("pool keeping its indices", compute.MaxPooling, w, x, y, a)
+	}
+}
+
+// PoolGradKept implements compute.PoolIndexKeeper: pool_grad_kept, a group of threads per
+// window, reading its maximum's place from idx instead of x.
+func (o *Ops) PoolGradKept(w compute.Window, x compute.Images, idx compute.Buffer, dy, dx compute.Images) {
+	a := o.keptIndex("pool gradient from kept indices", w, x, idx)
+	if a == 0 || !o.apart("pool gradient from kept indices", imgSpan(dx), imgSpan(dy)) {
+		return
+	}
+	oh, ow := w.Out(x.H), w.Out(x.W)
+	o.args.reset().ptr(imgAddr(dx)).i64(dx.BatchStride).ptr(a).ptr(imgAddr(dy)).i64(dy.BatchStride).
+		i64(x.C).i64(x.N).i64(x.H).i64(x.W).i64(w.Size).i64(oh).i64(ow).i64(dx.Batch)
+	o.launchRows(kernels.PoolGradKept, dx.Batch*dx.C*oh*ow, dx.N)
 }
 
 // PoolGrad implements compute.Convolver: each pixel of dx adds what the windows containing it
@@ -158,7 +216,7 @@ func (o *Ops) PoolGrad(p compute.Pooling, w compute.Window, x, dy, dx compute.Im
 		return
 	}
 	oh, ow := w.Out(x.H), w.Out(x.W)
-	if p == compute.MaxPooling && w.Stride == w.Size && w.Pad == 0 && oh*w.Size == x.H && ow*w.Size == x.W {
+	if p == compute.MaxPooling && w.Tiles(x.H, x.W) {
 		o.args.reset().ptr(imgAddr(dx)).i64(dx.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
 			ptr(imgAddr(dy)).i64(dy.BatchStride).i64(x.C).i64(x.N).i64(x.H).i64(x.W).i64(w.Size).
 			i64(oh).i64(ow).i64(dx.Batch)

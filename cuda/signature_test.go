@@ -95,6 +95,10 @@ func TestLaunchArgumentsMatchPTX(t *testing.T) {
 	o.PoolGrad(compute.AvgPooling, win, xi, yi, img(2, 3, 5, 5, 2))
 	tiles := compute.Window{Size: 2, Stride: 2} // windows tiling the image: pool_grad_tiled
 	o.PoolGrad(compute.MaxPooling, tiles, img(2, 3, 4, 4, 2), img(2, 3, 2, 2, 2), img(2, 3, 4, 4, 2))
+	px := img(2, 3, 4, 4, 2)
+	pidx := o.Alloc(o.PoolIndexLen(compute.MaxPooling, tiles, px))
+	o.PoolKeep(tiles, px, img(2, 3, 2, 2, 2), pidx)
+	o.PoolGradKept(tiles, px, pidx, img(2, 3, 2, 2, 2), img(2, 3, 4, 4, 2))
 	o.Transpose(3, m(2, 6, 2), m(2, 6, 2))
 	gb := m(1, 2, 2)
 	o.GroupNorm(2, 1e-5, xi, gb, gb, img(2, 3, 5, 5, 2))

@@ -232,10 +232,12 @@ __device__ __forceinline__ void window_argmax(const float* src, i64 wd, int cnt,
 // pool: y[b, c, oy, ox, n] is the window's first maximum (avg = 0; minus infinity for a window
 // entirely in the padding, which nn's layer specs rule out) or the float32 sum of its pixels in
 // row-major order times 1/(K K) (avg = 1: padding counts as zeros), as imgops.MaxPool and
-// AvgPool.
-extern "C" __global__ void pool(int avg, float* __restrict__ y, i64 ybs, const float* __restrict__ x, i64 xbs, i64 C,
-                                i64 N, i64 H, i64 W, i64 K, i64 S, i64 P, i64 OH, i64 OW,
-                                i64 batch, i64 wd) {
+// AvgPool. With idx (max pooling whose windows tile the image, K K <= 256: cuda.Ops.PoolKeep)
+// it also writes the maximum's place in its window, (i - y0) K + (j - x0), as one byte at
+// idx[(((b C + c) OH + oy) OW + ox) N + n], for pool_grad_kept.
+extern "C" __global__ void pool(int avg, float* __restrict__ y, i64 ybs, const float* __restrict__ x, i64 xbs,
+                                unsigned char* __restrict__ idx, i64 C, i64 N, i64 H, i64 W, i64 K, i64 S, i64 P,
+                                i64 OH, i64 OW, i64 batch, i64 wd) {
 	const i64 rad[4] = {0, C, OH, OW};
 	const i64 lane = GROUP_LANE(wd);
 	float inv = 1.0f / (float)(K * K);
@@ -264,6 +266,14 @@ extern "C" __global__ void pool(int avg, float* __restrict__ y, i64 ybs, const f
 				window_argmax(src, wd, cnt, H, W, N, K, y0, x0, bi);
 				for (int q = 0; q < SAMPLES; q++)
 					v[q] = q < cnt && bi[q] >= 0 ? src[bi[q] * N + q * wd] : __int_as_float((int)0xff800000u);
+				if (idx) {
+					unsigned char* id = idx + (((b * C + c) * OH + oy) * OW + ox) * N + n0;
+					for (int q = 0; q < SAMPLES; q++) {
+						if (q >= cnt) continue;
+						u32 d = (u32)(bi[q] - (y0 * W + x0)); // (i - y0) W + (j - x0)
+						id[q * wd] = (unsigned char)((d / (u32)W) * (u32)K + d % (u32)W);
+					}
+				}
 			}
 			for (int q = 0; q < SAMPLES; q++)
 				if (q < cnt) dst[n0 + q * wd] = v[q];
@@ -349,6 +359,40 @@ extern "C" __global__ void pool_grad_tiled(float* __restrict__ dx, i64 dxbs, con
 					float* d = dst + (i * W + j) * N + n0;
 					for (int q = 0; q < SAMPLES; q++)
 						if (q < cnt) d[q * wd] = i * W + j == bi[q] ? gv[q] : 0.0f;
+				}
+			}
+		}
+	}
+}
+
+// pool_grad_kept is pool_grad_tiled with each window's first maximum read from idx, where pool
+// wrote it for the same x (cuda.Ops.PoolGradKept): the same values written, without reading x
+// again (LeNet-5's max pooling reads its K K inputs a window to find the maximum a second
+// time; a byte a window instead).
+extern "C" __global__ void __launch_bounds__(256, 3) pool_grad_kept(float* __restrict__ dx, i64 dxbs, const unsigned char* __restrict__ idx,
+                                          const float* __restrict__ dy, i64 dybs, i64 C, i64 N, i64 H,
+                                          i64 W, i64 K, i64 OH, i64 OW, i64 batch, i64 wd) {
+	const i64 rad[4] = {0, C, OH, OW};
+	const i64 lane = GROUP_LANE(wd);
+	GROUP_STRIDE_MD(it, 4, batch * C * OH * OW, rad, wd) {
+		i64 b = it.d[0], c = it.d[1], oy = it.d[2], ox = it.d[3];
+		i64 y0 = oy * K, x0 = ox * K;
+		float* dst = dx + b * dxbs + c * H * W * N;
+		const float* g = dy + b * dybs + ((c * OH + oy) * OW + ox) * N;
+		const unsigned char* id = idx + (((b * C + c) * OH + oy) * OW + ox) * N;
+		for (i64 n0 = lane; n0 < N; n0 += SAMPLES * wd) {
+			const int cnt = chunk_count(n0, wd, N);
+			int li[SAMPLES];
+			float gv[SAMPLES];
+			for (int q = 0; q < SAMPLES; q++) {
+				li[q] = q < cnt ? (int)id[n0 + q * wd] : -1;
+				gv[q] = q < cnt ? 0.0f + g[n0 + q * wd] : 0.0f;
+			}
+			for (i64 i = 0; i < K; i++) {
+				for (i64 j = 0; j < K; j++) {
+					float* d = dst + ((y0 + i) * W + x0 + j) * N + n0;
+					for (int q = 0; q < SAMPLES; q++)
+						if (q < cnt) d[q * wd] = i * K + j == li[q] ? gv[q] : 0.0f;
 				}
 			}
 		}

@@ -57,6 +57,7 @@ const (
 	Wino4InputGrad
 	Wino4Output
 	Wino4OutputGrad
+	PoolGradKept
 	numKernels
 )
 
@@ -76,7 +77,7 @@ var kernelNames = [numKernels]string{
 	WinoFilter: "wino_filter", WinoFilterGrad: "wino_filter_grad", WinoInput: "wino_input", WinoInputGrad: "wino_input_grad",
 	WinoOutput: "wino_output", WinoOutputGrad: "wino_output_grad",
 	Wino4Filter: "wino4_filter", Wino4FilterGrad: "wino4_filter_grad", Wino4Input: "wino4_input", Wino4InputGrad: "wino4_input_grad",
-	Wino4Output: "wino4_output", Wino4OutputGrad: "wino4_output_grad",
+	Wino4Output: "wino4_output", Wino4OutputGrad: "wino4_output_grad", PoolGradKept: "pool_grad_kept",
 }
 
 // HiddenSharedFloats is the static shared memory of hidden_step in floats
@@ -138,6 +139,11 @@ func GroupNormPixelSlices(hw int) int {
 // GroupNormStatsFloats is the float32 units of GroupNorm's statistics of batch elements of N
 // samples in groups groups: a float64 mean and rstd per batch element, sample and group.
 func GroupNormStatsFloats(batch, N, groups int) int { return 2 * 2 * batch * N * groups }
+
+// PoolIndexFloats is the float32 units of the window indices pool keeps for pool_grad_kept
+// (cuda.Ops.PoolKeep) of batch elements of C channels of OH x OW windows of N samples: a byte
+// a window and sample, four to a unit.
+func PoolIndexFloats(batch, C, OH, OW, N int) int { return (batch*C*OH*OW*N + 3) / 4 }
 
 // GroupNormGradScratch is the float64 values GroupNorm's gradient sums keep for batch elements
 // of C channels of hw pixels of N samples: two sums per run (GroupNormPixelSlices) and, with

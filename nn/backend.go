@@ -54,6 +54,9 @@ type ops[T Float] interface {
 	// gnKeeper returns the backend's GroupNorm that keeps its statistics for the gradient, or
 	// nil where there is none.
 	gnKeeper() compute.GroupNormStatsKeeper
+	// poolKeeper returns the backend's max pooling that keeps its window indices for the
+	// gradient, or nil where there is none.
+	poolKeeper() compute.PoolIndexKeeper
 	compute.Convolver
 }
 
@@ -99,6 +102,9 @@ func (o deviceOps) addReLU() compute.AddReLUer      { return optional[compute.Ad
 func (o deviceOps) gnReLU() compute.GroupNormReLUer { return optional[compute.GroupNormReLUer](o.be) }
 func (o deviceOps) gnKeeper() compute.GroupNormStatsKeeper {
 	return optional[compute.GroupNormStatsKeeper](o.be)
+}
+func (o deviceOps) poolKeeper() compute.PoolIndexKeeper {
+	return optional[compute.PoolIndexKeeper](o.be)
 }
 
 // optional is the backend's implementation of the optional interface I, or I's zero value (nil)
@@ -210,6 +216,7 @@ func (o *hostOps[T]) addReLU() compute.AddReLUer          { return nil }
 func (o *hostOps[T]) gnKeeper() compute.GroupNormStatsKeeper {
 	return nil
 }
+func (o *hostOps[T]) poolKeeper() compute.PoolIndexKeeper { return nil }
 
 // xent computes the log-sum-exp in float64.
 func (o *hostOps[T]) xent(z, labels compute.Mat, scale T, dz, loss, margin compute.Mat) {

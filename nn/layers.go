@@ -434,6 +434,11 @@ type pool[T Float] struct {
 	win      compute.Window
 	kind     compute.Pooling
 	y, dx    scratch
+	// idx holds the window indices of the forward pass's max pooling where the backend keeps
+	// them (compute.PoolIndexKeeper) and kept says that it did: the backward pass reads them
+	// instead of finding each window's maximum again in x.
+	idx  scratch
+	kept bool
 }
 
 func (l *pool[T]) in() Shape            { return l.ish }
@@ -446,6 +451,14 @@ func (l *pool[T]) flops() int64         { return int64(l.win.Size*l.win.Size) * 
 func (l *pool[T]) forward(c *pass[T], x compute.Images) compute.Images {
 	shared := x.BatchStride == 0
 	y := images(get(c.o, &l.y, c.R*l.osh.Size()*c.B), l.osh, c.B, c.R, shared)
+	l.kept = false
+	if k := c.o.poolKeeper(); k != nil && !shared {
+		if n := k.PoolIndexLen(l.kind, l.win, x); n > 0 {
+			k.PoolKeep(l.win, x, y, get(c.o, &l.idx, n))
+			l.kept = true
+			return y
+		}
+	}
 	c.o.Pool(l.kind, l.win, x, once(y))
 	return y
 }
@@ -455,6 +468,10 @@ func (l *pool[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) com
 		return compute.Images{}
 	}
 	dx := images(get(c.o, &l.dx, c.R*l.ish.Size()*c.B), l.ish, c.B, c.R, false)
+	if l.kept {
+		c.o.poolKeeper().PoolGradKept(l.win, x, l.idx.buf, dy, dx)
+		return dx
+	}
 	c.o.PoolGrad(l.kind, l.win, x, dy, dx)
 	return dx
 }

@@ -221,6 +221,16 @@ func (o *countingOps) GroupNormReLUGrad(int, float32, compute.Images, compute.Ma
 // The GPU's GroupNorm keeps its statistics for the gradient in the layers' own buffers, which
 // the layers allocate (and so count) through alloc.
 func (o *countingOps) gnKeeper() compute.GroupNormStatsKeeper { return o }
+func (o *countingOps) poolKeeper() compute.PoolIndexKeeper    { return o } // as the GPU's
+func (o *countingOps) PoolIndexLen(p compute.Pooling, w compute.Window, x compute.Images) int {
+	if !compute.IndexablePooling(p, w, x) {
+		return 0
+	}
+	return kernels.PoolIndexFloats(x.Batch, x.C, w.Out(x.H), w.Out(x.W), x.N)
+}
+func (o *countingOps) PoolKeep(compute.Window, compute.Images, compute.Images, compute.Buffer) {}
+func (o *countingOps) PoolGradKept(compute.Window, compute.Images, compute.Buffer, compute.Images, compute.Images) {
+}
 func (o *countingOps) GroupNormStatsLen(groups int, x compute.Images) int {
 	return kernels.GroupNormStatsFloats(x.Batch, x.N, groups)
 }
