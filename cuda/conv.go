@@ -175,15 +175,8 @@ func (o *Ops) keptIndex(op string, w compute.Window, x compute.Images, idx compu
 	case need == 0:
 		o.fail(op, fmt.Errorf("window %+v over %d x %d pixels: no window indices kept (max pooling whose windows tile the image)", w, x.H, x.W))
 		return 0
-	case idx == nil || idx.Len() < need:
-		n := 0
-		if idx != nil {
-			n = idx.Len()
-		}
-		o.fail(op, fmt.Errorf("an index buffer of %d values, %d needed (PoolIndexLen)", n, need))
-		return 0
 	}
-	return idx.(*buffer).addr
+	return o.keptAddr(op, "an index buffer", "PoolIndexLen", idx, need)
 }
 
 // PoolKeep implements compute.PoolIndexKeeper: Pool's launch, max pooling, with each window's
@@ -304,16 +297,22 @@ func (o *Ops) GroupNormGradKept(groups int, eps float32, x compute.Images, gamma
 // keptStats is the device address of a kept statistics buffer for batch elements of x, or 0
 // (and the backend failed) where it is too short.
 func (o *Ops) keptStats(op string, stats compute.Buffer, groups int, x compute.Images, batch int) uint64 {
-	need := kernels.GroupNormStatsFloats(batch, x.N, groups)
-	if stats == nil || stats.Len() < need {
+	return o.keptAddr(op, "a statistics buffer", "GroupNormStatsLen", stats, kernels.GroupNormStatsFloats(batch, x.N, groups))
+}
+
+// keptAddr is the device address of a buffer of the caller's kept from a forward pass for its
+// backward pass, or 0 (and the backend failed, naming the buffer as what and the method that
+// gives its length) where it is shorter than need.
+func (o *Ops) keptAddr(op, what, lenMethod string, b compute.Buffer, need int) uint64 {
+	if b == nil || b.Len() < need {
 		n := 0
-		if stats != nil {
-			n = stats.Len()
+		if b != nil {
+			n = b.Len()
 		}
-		o.fail(op, fmt.Errorf("a statistics buffer of %d values, %d needed (GroupNormStatsLen)", n, need))
+		o.fail(op, fmt.Errorf("%s of %d values, %d needed (%s)", what, n, need, lenMethod))
 		return 0
 	}
-	return stats.(*buffer).addr
+	return b.(*buffer).addr
 }
 
 func (o *Ops) groupNorm(op string, groups int, eps float32, x compute.Images, gamma, beta compute.Mat, y compute.Images, relu bool, keep compute.Buffer) {
