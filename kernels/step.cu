@@ -103,8 +103,13 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 	const int Hp = H | 1;  // the padded row stride of post and W2
 	const int BH = B * H, CH = C * H, ng = H + CH + C;
 	const int RG = (B + HIDDEN_ROWS - 1) / HIDDEN_ROWS;  // groups of rows
-	for (i64 r = blockIdx.x; r < batch; r += gridDim.x) {
-		float* S = scratch ? scratch + r * sbs : sm;
+	// step is replica r's step with its working set at S. The loop below calls it with either
+	// the block's shared memory or the replica's global scratch, never with a pointer that may
+	// be either: the compiler then knows which memory each instantiation's working set is in,
+	// and the shared one reads it with shared loads and 32-bit addresses, where a pointer that
+	// could be either made every access a generic load with 64-bit address arithmetic (the
+	// step is bound by its instruction count: docs/gpu.md, "The fused hidden step").
+	auto step = [&](i64 r, float* S) {
 		float* w2s = S;          // C x H, rows Hp apart
 		float* b1s = w2s + C * Hp;  // H
 		float* b2s = b1s + H;    // C
@@ -272,19 +277,22 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 				double s = 0;
 				int e = p;
 				for (; e + (HIDDEN_TERMS - 1) * FEDAUDIT_PARTIALS < BH; e += HIDDEN_TERMS * FEDAUDIT_PARTIALS) {
-					const float* gr[HIDDEN_TERMS];
-					const float* dk[HIDDEN_TERMS];
+					// Offsets of the rows of gx and the columns of delta, not pointers: indexed
+					// from gx_g and delta themselves, the loads stay global and shared ones
+					// (through an array of pointers they were generic).
+					i64 gr[HIDDEN_TERMS];
+					int dk[HIDDEN_TERMS];
 					float qs[HIDDEN_TERMS];
 					UNROLL
 					for (int m = 0; m < HIDDEN_TERMS; m++) {
 						const int em = e + m * FEDAUDIT_PARTIALS, i = em / H;
-						gr[m] = gx_g + i * xs;
-						dk[m] = delta + (em - i * H);
+						gr[m] = i * xs;
+						dk[m] = em - i * H;
 						qs[m] = 0.0f;
 					}
 					for (int j = 0; j < B; j++) {
 						UNROLL
-						for (int m = 0; m < HIDDEN_TERMS; m++) qs[m] = fmaf(gr[m][j], dk[m][j * H], qs[m]);
+						for (int m = 0; m < HIDDEN_TERMS; m++) qs[m] = fmaf(gx_g[gr[m] + j], delta[dk[m] + j * H], qs[m]);
 					}
 					UNROLL
 					for (int m = 0; m < HIDDEN_TERMS; m++)
@@ -349,5 +357,11 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 			U[i * us + k] = mec * delta[e];
 		}
 		__syncthreads();  // the next replica reuses the shared memory
+	};
+	for (i64 r = blockIdx.x; r < batch; r += gridDim.x) {
+		if (scratch)
+			step(r, scratch + r * sbs);
+		else
+			step(r, sm);
 	}
 }
