@@ -25,6 +25,14 @@ typedef unsigned long long u64;
 #define UNROLL _Pragma("GCC unroll 16")
 #endif
 
+// load4 reads p[0..3] in one 16-byte load; p must be a multiple of 16 bytes (the host shim
+// aborts where it is not, as the device would fault).
+#ifdef __CUDACC__
+__device__ __forceinline__ float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+#else
+static inline float4 load4(const float* p) { return shim_load4(p); }
+#endif
+
 // GRID_STRIDE loops i over [0, n) with a grid-stride loop, so any grid size covers any n.
 #define GRID_STRIDE(i, n)                                                        \
 	for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (i64)(n);       \

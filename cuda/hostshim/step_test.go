@@ -3,6 +3,7 @@
 package hostshim
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -25,7 +26,7 @@ func TestHiddenStepLaunchIndependent(t *testing.T) {
 			ops := cuda.NewOps(d, opt)
 			var launches, stages, reads int
 			calls := 0
-			out := hiddenStepOnce(ops, sz.B, sz.H, sz.C, func() {
+			out := hiddenStepOnce(ops, sz.B, sz.H, sz.C, gramView{}, func() {
 				sign := 1 // after the step: add the counts; before: subtract them
 				if calls == 0 {
 					sign = -1
@@ -55,10 +56,47 @@ func TestHiddenStepLaunchIndependent(t *testing.T) {
 	}
 }
 
+// The Gram matrix's rows are read four floats at a time where they start at multiples of 16
+// bytes (column_sums4 in kernels/step.cu), one at a time elsewhere: both give the same bits.
+// The same step runs with its Gram matrix at a stride of a multiple of 4 floats (the 16-byte
+// loads), one float past it (a base the loads may not take) and at an odd stride, for B a
+// multiple of 8 and not (the last group of rows short) and kp a multiple of 4 and not.
+// Scaling column_sums4's sums by 1.0001 fails it.
+func TestHiddenStepAlignedGramKeepsBits(t *testing.T) {
+	for _, sz := range []struct{ B, H, C int }{{32, 64, 10}, {13, 9, 4}, {5, 7, 3}} {
+		kp := 2 * sz.B
+		aligned := (kp + 3) &^ 3
+		var ref [][]float32
+		for _, g := range []gramView{{stride: aligned}, {off: 1, stride: aligned}, {stride: kp + 1}} {
+			ops := cuda.NewOps(device(t), cuda.Options{})
+			out := hiddenStepOnce(ops, sz.B, sz.H, sz.C, g, func() {})
+			if err := ops.Err(); err != nil {
+				t.Fatal(err)
+			}
+			ops.Close()
+			if ref == nil {
+				ref = out
+				continue
+			}
+			for k := range out {
+				for i := range out[k] {
+					if math.Float32bits(out[k][i]) != math.Float32bits(ref[k][i]) {
+						t.Fatalf("B %d H %d, Gram at offset %d, stride %d: output %d element %d is %v, %v with the stride %d", sz.B, sz.H, g.off, g.stride, k, i, out[k][i], ref[k][i], aligned)
+					}
+				}
+			}
+		}
+	}
+}
+
+// gramView places hiddenStepOnce's Gram matrix in its buffer: off floats in, rows stride
+// floats apart (0: kp, the rows packed), the floats between them NaN (never read).
+type gramView struct{ off, stride int }
+
 // hiddenStepOnce runs one FedProx-clipped step of 5 replicas (B x H hidden, C classes, 2B
-// earlier factor rows) and returns the parameters, pre, prev and u read back; mark is called
-// just before the step and just after it (before the reads).
-func hiddenStepOnce(ops *cuda.Ops, B, H, C int, mark func()) [][]float32 {
+// earlier factor rows, the Gram matrix placed by g) and returns the parameters, pre, prev and
+// u read back; mark is called just before the step and just after it (before the reads).
+func hiddenStepOnce(ops *cuda.Ops, B, H, C int, g gramView, mark func()) [][]float32 {
 	const R, in = 5, 3
 	rng := rand.New(rand.NewPCG(3, 4))
 	fill := func(n int, s float64) compute.Buffer {
@@ -73,6 +111,25 @@ func hiddenStepOnce(ops *cuda.Ops, B, H, C int, mark func()) [][]float32 {
 	ob1 := H * in
 	d := ob1 + H + C*H + C
 	kp := 2 * B
+	gs := cmp.Or(g.stride, kp)
+	// place moves the packed Gram matrix in b into a buffer laid out by g.
+	place := func(b compute.Buffer) compute.Buffer {
+		if g.off == 0 && gs == kp {
+			return b
+		}
+		packed := make([]float32, B*kp)
+		ops.Download(packed, b, 0)
+		v := make([]float32, g.off+B*gs)
+		for i := range v {
+			v[i] = float32(math.NaN())
+		}
+		for i := 0; i < B; i++ {
+			copy(v[g.off+i*gs:], packed[i*kp:(i+1)*kp])
+		}
+		p := ops.Alloc(len(v))
+		ops.Upload(p, 0, v)
+		return p
+	}
 	params, anchor := fill(R*d, 0.3), fill(R*d, 0.3)
 	rows := compute.Mat{Rows: 1, Cols: d, Stride: d, Batch: R, BatchStride: d}
 	labels := make([]float32, B)
@@ -93,7 +150,7 @@ func hiddenStepOnce(ops *cuda.Ops, B, H, C int, mark func()) [][]float32 {
 	a := compute.HiddenStepArgs{Act: compute.Tanh,
 		Pre:    compute.Mat{Buf: fill(R*B*H, 1), Rows: B, Cols: H, Stride: H, Batch: R, BatchStride: B * H},
 		Params: compute.Mat{Buf: params, Rows: 1, Cols: d, Stride: d, Batch: R, BatchStride: d}, Anchor: rows,
-		Gram:   compute.Mat{Buf: fill(B*kp, 1), Rows: B, Cols: kp, Stride: kp, Batch: 1},
+		Gram:   compute.Mat{Buf: place(fill(B*kp, 1)), Off: g.off, Rows: B, Cols: kp, Stride: gs, Batch: 1},
 		Prev:   compute.Mat{Buf: fill(R*kp*H, 0.01), Rows: kp, Cols: H, Stride: H, Batch: R, BatchStride: kp * H},
 		Labels: compute.Mat{Buf: lb, Rows: B, Cols: 1, Stride: 1, Batch: 1},
 		GX:     compute.Mat{Buf: gxb, Rows: B, Cols: B, Stride: B, Batch: 1},

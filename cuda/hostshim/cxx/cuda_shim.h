@@ -12,6 +12,8 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define __global__
@@ -34,6 +36,23 @@ static thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
 // __syncthreads waits until every thread of the block has reached it (shim.cc). Called from a
 // kernel that is not marked as a block kernel, it aborts.
 void __syncthreads();
+
+// float4 is CUDA's vector of four floats, 16-byte aligned.
+struct alignas(16) float4 {
+	float x, y, z, w;
+};
+
+// shim_load4 is load4 (common.cuh) on the host: it aborts on an address the device's 16-byte
+// load would fault on, so the shim checks the kernels' alignment guards.
+static inline float4 shim_load4(const float* p) {
+	if ((uintptr_t)p % 16 != 0) {
+		fprintf(stderr, "hostshim: a 16-byte load from %p, which is not a multiple of 16\n", (const void*)p);
+		abort();
+	}
+	float4 v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
 
 static inline unsigned __umulhi(unsigned a, unsigned b) {
 	return (unsigned)(((uint64_t)a * b) >> 32);
