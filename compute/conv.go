@@ -192,6 +192,20 @@ type PoolIndexKeeper interface {
 	PoolGradKept(w Window, x Images, idx Buffer, dy, dx Images)
 }
 
+// PoolReLUKeeper is implemented by PoolIndexKeepers that also apply the ReLU after the max
+// pooling in the same passes (a model moves a ReLU that comes right before a max pooling after
+// it: they commute), so the ReLU's own passes over the pooled values, forward and back, are
+// not made. The results are those of the two apart, bit for bit.
+type PoolReLUKeeper interface {
+	PoolIndexKeeper
+	// PoolKeepReLU is PoolKeep followed by Activate's ReLU of y in place.
+	PoolKeepReLU(w Window, x, y Images, idx Buffer)
+	// PoolGradKeptReLU is ActivateGrad's ReLU of dy followed by PoolGradKept, where y is
+	// PoolKeepReLU's output (the ReLU's input is <= 0 exactly where y is, so y gives the ReLU's
+	// rule); dy is not changed.
+	PoolGradKeptReLU(w Window, x Images, idx Buffer, y, dy, dx Images)
+}
+
 // IndexablePooling reports whether pooling x by w is one whose window indices a
 // PoolIndexKeeper may keep: max pooling whose windows tile x, of at most 256 pixels (an index
 // a byte).

@@ -141,15 +141,20 @@ func avgFlag(p compute.Pooling) uint32 {
 // Pool implements compute.Convolver: a group of threads per output pixel's N samples, one
 // launch.
 func (o *Ops) Pool(p compute.Pooling, w compute.Window, x, y compute.Images) {
-	o.pool("pool", p, w, x, y, 0)
+	o.pool("pool", p, w, x, y, 0, false)
 }
 
-// pool launches pool, with the window indices written at idx unless it is 0.
-func (o *Ops) pool(op string, p compute.Pooling, w compute.Window, x, y compute.Images, idx uint64) {
+// pool launches pool, with the window indices written at idx unless it is 0, and the ReLU
+// applied to the maxima with relu.
+func (o *Ops) pool(op string, p compute.Pooling, w compute.Window, x, y compute.Images, idx uint64, relu bool) {
 	if !o.apart(op, imgSpan(y), imgSpan(x)) {
 		return
 	}
-	o.args.reset().u32(avgFlag(p)).ptr(imgAddr(y)).i64(y.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).ptr(idx).
+	var r uint32
+	if relu {
+		r = 1
+	}
+	o.args.reset().u32(avgFlag(p)).ptr(imgAddr(y)).i64(y.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).ptr(idx).u32(r).
 		geom(x, w).i64(y.Batch)
 	o.launchRows(kernels.Pool, y.Batch*y.C*y.H*y.W, y.N)
 }
@@ -183,21 +188,51 @@ func (o *Ops) keptIndex(op string, w compute.Window, x compute.Images, idx compu
 // first maximum's place written into idx.
 func (o *Ops) PoolKeep(w compute.Window, x, y compute.Images, idx compute.Buffer) {
 	if a := o.keptIndex("pool keeping its indices", w, x, idx); a != 0 {
-		o.pool("pool keeping its indices", compute.MaxPooling, w, x, y, a)
+		o.pool("pool keeping its indices", compute.MaxPooling, w, x, y, a, false)
 	}
 }
 
 // PoolGradKept implements compute.PoolIndexKeeper: pool_grad_kept, a group of threads per
 // window, reading its maximum's place from idx instead of x.
 func (o *Ops) PoolGradKept(w compute.Window, x compute.Images, idx compute.Buffer, dy, dx compute.Images) {
-	a := o.keptIndex("pool gradient from kept indices", w, x, idx)
-	if a == 0 || !o.apart("pool gradient from kept indices", imgSpan(dx), imgSpan(dy)) {
+	o.poolGradKept("pool gradient from kept indices", w, x, idx, compute.Images{}, dy, dx)
+}
+
+// poolGradKept launches pool_grad_kept, passing dy back through the ReLU whose output is y
+// first where y.Buf is not nil.
+func (o *Ops) poolGradKept(op string, w compute.Window, x compute.Images, idx compute.Buffer, y, dy, dx compute.Images) {
+	a := o.keptIndex(op, w, x, idx)
+	in := []span{imgSpan(dy)}
+	if y.Buf != nil {
+		in = append(in, imgSpan(y))
+	}
+	if a == 0 || !o.apart(op, imgSpan(dx), in...) {
 		return
 	}
 	oh, ow := w.Out(x.H), w.Out(x.W)
 	o.args.reset().ptr(imgAddr(dx)).i64(dx.BatchStride).ptr(a).ptr(imgAddr(dy)).i64(dy.BatchStride).
-		i64(x.C).i64(x.N).i64(x.H).i64(x.W).i64(w.Size).i64(oh).i64(ow).i64(dx.Batch)
+		ptr(imgAddr(y)).i64(y.BatchStride).i64(x.C).i64(x.N).i64(x.H).i64(x.W).i64(w.Size).i64(oh).i64(ow).i64(dx.Batch)
 	o.launchRows(kernels.PoolGradKept, dx.Batch*dx.C*oh*ow, dx.N)
+}
+
+var _ compute.PoolReLUKeeper = (*Ops)(nil)
+
+// PoolKeepReLU implements compute.PoolReLUKeeper: PoolKeep's launch with the ReLU applied to
+// each maximum before it is written.
+func (o *Ops) PoolKeepReLU(w compute.Window, x, y compute.Images, idx compute.Buffer) {
+	if a := o.keptIndex("pool and ReLU keeping its indices", w, x, idx); a != 0 {
+		o.pool("pool and ReLU keeping its indices", compute.MaxPooling, w, x, y, a, true)
+	}
+}
+
+// PoolGradKeptReLU implements compute.PoolReLUKeeper: PoolGradKept's launch, dy passed back
+// through the ReLU (read from y) as it is read.
+func (o *Ops) PoolGradKeptReLU(w compute.Window, x compute.Images, idx compute.Buffer, y, dy, dx compute.Images) {
+	if y.Buf == nil {
+		o.fail("pool and ReLU gradient from kept indices", fmt.Errorf("no ReLU output given"))
+		return
+	}
+	o.poolGradKept("pool and ReLU gradient from kept indices", w, x, idx, y, dy, dx)
 }
 
 // PoolGrad implements compute.Convolver: each pixel of dx adds what the windows containing it

@@ -234,9 +234,10 @@ __device__ __forceinline__ void window_argmax(const float* src, i64 wd, int cnt,
 // row-major order times 1/(K K) (avg = 1: padding counts as zeros), as imgops.MaxPool and
 // AvgPool. With idx (max pooling whose windows tile the image, K K <= 256: cuda.Ops.PoolKeep)
 // it also writes the maximum's place in its window, (i - y0) K + (j - x0), as one byte at
-// idx[(((b C + c) OH + oy) OW + ox) N + n], for pool_grad_kept.
+// idx[(((b C + c) OH + oy) OW + ox) N + n], for pool_grad_kept. With relu (max pooling only:
+// cuda.Ops.PoolKeepReLU), y is then activate's ReLU of the maximum, max(y, 0) as Go's max.
 extern "C" __global__ void pool(int avg, float* __restrict__ y, i64 ybs, const float* __restrict__ x, i64 xbs,
-                                unsigned char* __restrict__ idx, i64 C, i64 N, i64 H, i64 W, i64 K, i64 S, i64 P,
+                                unsigned char* __restrict__ idx, int relu, i64 C, i64 N, i64 H, i64 W, i64 K, i64 S, i64 P,
                                 i64 OH, i64 OW, i64 batch, i64 wd) {
 	const i64 rad[4] = {0, C, OH, OW};
 	const i64 lane = GROUP_LANE(wd);
@@ -266,6 +267,8 @@ extern "C" __global__ void pool(int avg, float* __restrict__ y, i64 ybs, const f
 				window_argmax(src, wd, cnt, H, W, N, K, y0, x0, bi);
 				for (int q = 0; q < SAMPLES; q++)
 					v[q] = q < cnt && bi[q] >= 0 ? src[bi[q] * N + q * wd] : __int_as_float((int)0xff800000u);
+				if (relu)
+					for (int q = 0; q < SAMPLES; q++) v[q] = act_value(ACT_RELU, v[q]);
 				if (idx) {
 					unsigned char* id = idx + (((b * C + c) * OH + oy) * OW + ox) * N + n0;
 					for (int q = 0; q < SAMPLES; q++) {
@@ -368,10 +371,12 @@ extern "C" __global__ void pool_grad_tiled(float* __restrict__ dx, i64 dxbs, con
 // pool_grad_kept is pool_grad_tiled with each window's first maximum read from idx, where pool
 // wrote it for the same x (cuda.Ops.PoolGradKept): the same values written, without reading x
 // again (LeNet-5's max pooling reads its K K inputs a window to find the maximum a second
-// time; a byte a window instead).
+// time; a byte a window instead). With y (pool's output with relu: cuda.Ops.PoolGradKeptReLU),
+// dy is first passed back through the ReLU as activate_grad does, 0 where its input was <= 0:
+// where y is, for y = max(input, 0) (a NaN input gives a NaN y, and both pass dy).
 extern "C" __global__ void __launch_bounds__(256, 3) pool_grad_kept(float* __restrict__ dx, i64 dxbs, const unsigned char* __restrict__ idx,
-                                          const float* __restrict__ dy, i64 dybs, i64 C, i64 N, i64 H,
-                                          i64 W, i64 K, i64 OH, i64 OW, i64 batch, i64 wd) {
+                                          const float* __restrict__ dy, i64 dybs, const float* __restrict__ y,
+                                          i64 ybs, i64 C, i64 N, i64 H, i64 W, i64 K, i64 OH, i64 OW, i64 batch, i64 wd) {
 	const i64 rad[4] = {0, C, OH, OW};
 	const i64 lane = GROUP_LANE(wd);
 	GROUP_STRIDE_MD(it, 4, batch * C * OH * OW, rad, wd) {
@@ -380,13 +385,14 @@ extern "C" __global__ void __launch_bounds__(256, 3) pool_grad_kept(float* __res
 		float* dst = dx + b * dxbs + c * H * W * N;
 		const float* g = dy + b * dybs + ((c * OH + oy) * OW + ox) * N;
 		const unsigned char* id = idx + (((b * C + c) * OH + oy) * OW + ox) * N;
+		const float* yr = y ? y + b * ybs + ((c * OH + oy) * OW + ox) * N : y;
 		for (i64 n0 = lane; n0 < N; n0 += SAMPLES * wd) {
 			const int cnt = chunk_count(n0, wd, N);
 			int li[SAMPLES];
 			float gv[SAMPLES];
 			for (int q = 0; q < SAMPLES; q++) {
 				li[q] = q < cnt ? (int)id[n0 + q * wd] : -1;
-				gv[q] = q < cnt ? 0.0f + g[n0 + q * wd] : 0.0f;
+				gv[q] = q < cnt ? 0.0f + (yr ? act_grad(ACT_RELU, yr + n0 + q * wd, 0, g[n0 + q * wd]) : g[n0 + q * wd]) : 0.0f;
 			}
 			for (i64 i = 0; i < K; i++) {
 				for (i64 j = 0; j < K; j++) {

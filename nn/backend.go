@@ -57,6 +57,9 @@ type ops[T Float] interface {
 	// poolKeeper returns the backend's max pooling that keeps its window indices for the
 	// gradient, or nil where there is none.
 	poolKeeper() compute.PoolIndexKeeper
+	// poolReLU returns the backend's kept max pooling with the ReLU after it in the same
+	// passes, or nil where there is none.
+	poolReLU() compute.PoolReLUKeeper
 	compute.Convolver
 }
 
@@ -105,6 +108,9 @@ func (o deviceOps) gnKeeper() compute.GroupNormStatsKeeper {
 }
 func (o deviceOps) poolKeeper() compute.PoolIndexKeeper {
 	return optional[compute.PoolIndexKeeper](o.be)
+}
+func (o deviceOps) poolReLU() compute.PoolReLUKeeper {
+	return optional[compute.PoolReLUKeeper](o.be)
 }
 
 // optional is the backend's implementation of the optional interface I, or I's zero value (nil)
@@ -217,6 +223,7 @@ func (o *hostOps[T]) gnKeeper() compute.GroupNormStatsKeeper {
 	return nil
 }
 func (o *hostOps[T]) poolKeeper() compute.PoolIndexKeeper { return nil }
+func (o *hostOps[T]) poolReLU() compute.PoolReLUKeeper    { return nil }
 
 // xent computes the log-sum-exp in float64.
 func (o *hostOps[T]) xent(z, labels compute.Mat, scale T, dz, loss, margin compute.Mat) {

@@ -476,6 +476,71 @@ func (l *pool[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) com
 	return dx
 }
 
+// poolReLU is a max pooling and the ReLU after it (LeNet-5's two, once poolFirst has moved
+// each ReLU after its pooling). On a backend with compute.PoolReLUKeeper that keeps the
+// pooling's indices, both run in the pooling's passes and only the ReLU's output is kept (its
+// backward pass reads the ReLU's rule from it); elsewhere it runs the two layers, with their
+// own buffers and bits.
+type poolReLU[T Float] struct {
+	pool  *pool[T]
+	relu  *act[T]
+	pre   compute.Images // the pooling's output, when the two layers ran apart
+	fused bool
+}
+
+func (l *poolReLU[T]) in() Shape            { return l.pool.ish }
+func (l *poolReLU[T]) out() Shape           { return l.pool.osh }
+func (l *poolReLU[T]) numParams() int       { return 0 }
+func (l *poolReLU[T]) setOffset(int)        {}
+func (l *poolReLU[T]) init([]T, *rand.Rand) {}
+func (l *poolReLU[T]) flops() int64         { return l.pool.flops() + l.relu.flops() }
+
+func (l *poolReLU[T]) forward(c *pass[T], x compute.Images) compute.Images {
+	p := l.pool
+	l.fused = false
+	if k := c.o.poolReLU(); k != nil && x.BatchStride != 0 {
+		if n := k.PoolIndexLen(p.kind, p.win, x); n > 0 {
+			y := images(get(c.o, &l.relu.buf, c.R*p.osh.Size()*c.B), p.osh, c.B, c.R, false)
+			k.PoolKeepReLU(p.win, x, y, get(c.o, &p.idx, n))
+			l.fused = true
+			return y
+		}
+	}
+	l.pre = p.forward(c, x)
+	return l.relu.forward(c, l.pre)
+}
+
+func (l *poolReLU[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) compute.Images {
+	p := l.pool
+	if !l.fused {
+		l.relu.backward(c, l.pre, y, dy, true)
+		return p.backward(c, x, l.pre, dy, wantDX)
+	}
+	if !wantDX {
+		return compute.Images{}
+	}
+	dx := images(get(c.o, &p.dx, c.R*p.ish.Size()*c.B), p.ish, c.B, c.R, false)
+	c.o.poolReLU().PoolGradKeptReLU(p.win, x, p.idx.buf, y, dy, dx)
+	return dx
+}
+
+// fusePoolReLU returns the layers with every max pooling followed by a ReLU as one poolReLU.
+func fusePoolReLU[T Float](ls []layer[T]) []layer[T] {
+	var out []layer[T]
+	for i := 0; i < len(ls); i++ {
+		p, isPool := ls[i].(*pool[T])
+		if i+1 < len(ls) && isPool && p.kind == compute.MaxPooling {
+			if a, isAct := ls[i+1].(*act[T]); isAct && a.fn == compute.ReLU {
+				out = append(out, &poolReLU[T]{pool: p, relu: a})
+				i++
+				continue
+			}
+		}
+		out = append(out, ls[i])
+	}
+	return out
+}
+
 // ---- activations ----
 
 // act is ReLU or tanh, elementwise; its backward pass scales dy in place.

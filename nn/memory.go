@@ -229,6 +229,11 @@ func (o *countingOps) PoolIndexLen(p compute.Pooling, w compute.Window, x comput
 	return kernels.PoolIndexFloats(x.Batch, x.C, w.Out(x.H), w.Out(x.W), x.N)
 }
 func (o *countingOps) PoolKeep(compute.Window, compute.Images, compute.Images, compute.Buffer) {}
+func (o *countingOps) poolReLU() compute.PoolReLUKeeper                                        { return o } // as the GPU's
+func (o *countingOps) PoolKeepReLU(compute.Window, compute.Images, compute.Images, compute.Buffer) {
+}
+func (o *countingOps) PoolGradKeptReLU(compute.Window, compute.Images, compute.Buffer, compute.Images, compute.Images, compute.Images) {
+}
 func (o *countingOps) PoolGradKept(compute.Window, compute.Images, compute.Buffer, compute.Images, compute.Images) {
 }
 func (o *countingOps) GroupNormStatsLen(groups int, x compute.Images) int {

@@ -3,6 +3,8 @@
 package hostshim
 
 import (
+	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -77,5 +79,137 @@ func TestKeptPoolIndicesNeedTheirLength(t *testing.T) {
 				t.Errorf("launched %v after refusing", cd.perKernel)
 			}
 		})
+	}
+}
+
+// noPoolReLU, embedded beside a backend one level deeper, shadows compute.PoolReLUKeeper's
+// PoolKeepReLU with a method of another signature: the model then runs LeNet-5's max poolings
+// and the ReLUs after them apart.
+type noPoolReLU struct{}
+
+func (noPoolReLU) PoolKeepReLU() {}
+
+// LeNet-5's max poolings and the ReLUs after them run in the poolings' passes
+// (compute.PoolReLUKeeper): the losses and gradients have the bits of running them apart, and
+// the two ReLUs' activate and activate_grad launches are not made.
+func TestPoolReLUKeepsModelBits(t *testing.T) {
+	spec := nn.LeNet5(10, false)
+	run := func(fuse bool) (grad []float32, loss []float64, per map[kernels.Kernel]int) {
+		cd := &countingDevice{Device: device(t), perKernel: map[kernels.Kernel]int{}}
+		ops := cuda.NewOps(cd, cuda.Options{})
+		defer ops.Close()
+		var be compute.Backend = ops
+		if !fuse {
+			type shimOps struct{ *cuda.Ops }
+			be = struct {
+				shimOps
+				noPoolReLU
+			}{shimOps{ops}, noPoolReLU{}}
+		}
+		grad, loss = modelLossGrad(t, spec, ops, be, 2, 5, 3, []int32{1, 8, 0, 3})
+		return grad, loss, cd.perKernel
+	}
+	g0, l0, k0 := run(false)
+	g1, l1, k1 := run(true)
+	for _, k := range []kernels.Kernel{kernels.Activate, kernels.ActivateGrad} {
+		if k0[k]-k1[k] != 2 {
+			t.Errorf("%v: %d launches apart, %d fused: want 2 fewer", k, k0[k], k1[k])
+		}
+	}
+	if k0[kernels.PoolGradKept] != 2 || k1[kernels.PoolGradKept] != 2 || k0[kernels.Pool] != k1[kernels.Pool] {
+		t.Errorf("pool %d and pool_grad_kept %d launches apart, %d and %d fused: want the same, 2 pool_grad_kept each",
+			k0[kernels.Pool], k0[kernels.PoolGradKept], k1[kernels.Pool], k1[kernels.PoolGradKept])
+	}
+	requireSameBits(t, "pooling and ReLU in one pass", "apart", g1, g0, l1, l0)
+}
+
+// PoolKeepReLU and PoolGradKeptReLU give the bits of PoolKeep, Activate's ReLU, ActivateGrad's
+// ReLU and PoolGradKept, on windows that are all negative (the ReLU's input 0 or below: no
+// gradient), hold -0 and +0, a NaN first (it wins the window and passes dy) or later (it
+// loses), or a positive maximum twice (the first wins).
+func TestPoolReLUKeepsOpBits(t *testing.T) {
+	ops := cuda.NewOps(device(t), cuda.Options{})
+	defer ops.Close()
+	const R, C, N, H, W = 2, 3, 5, 4, 4
+	win := compute.Window{Size: 2, Stride: 2}
+	rng := rand.New(rand.NewPCG(7, 9))
+	xv := normals(rng, R*C*H*W*N)
+	nan := float32(math.NaN())
+	negZero := float32(math.Copysign(0, -1))
+	at := func(b, c, i, j, n int) int { return (((b*C+c)*H+i)*W+j)*N + n }
+	for _, v := range []struct {
+		b, c, i, j, n int
+		v             float32
+	}{
+		{0, 0, 0, 0, 0, -1}, {0, 0, 0, 1, 0, -2}, {0, 0, 1, 0, 0, -0.5}, {0, 0, 1, 1, 0, -3}, // all negative
+		{0, 1, 2, 2, 1, negZero}, {0, 1, 2, 3, 1, 0}, {0, 1, 3, 2, 1, -1}, {0, 1, 3, 3, 1, -2}, // -0 and +0
+		{1, 2, 0, 2, 3, nan},                   // NaN first in its window
+		{1, 0, 1, 1, 4, nan},                   // NaN last in its window
+		{1, 1, 2, 0, 2, 4}, {1, 1, 3, 1, 2, 4}, // a positive maximum twice
+	} {
+		xv[at(v.b, v.c, v.i, v.j, v.n)] = v.v
+	}
+	upload := func(v []float32) compute.Buffer {
+		b := ops.Alloc(len(v))
+		ops.Upload(b, 0, v)
+		return b
+	}
+	img := func(buf compute.Buffer, h, w int) compute.Images {
+		return compute.Images{Buf: buf, C: C, N: N, H: h, W: w, Batch: R, BatchStride: C * h * w * N}
+	}
+	flat := func(x compute.Images) compute.Mat {
+		n := x.C * x.N * x.H * x.W
+		return compute.Mat{Buf: x.Buf, Rows: 1, Cols: n, Stride: n, Batch: x.Batch, BatchStride: x.BatchStride}
+	}
+	x := img(upload(xv), H, W)
+	dyv := normals(rng, R*C*2*2*N)
+	n := ops.PoolIndexLen(compute.MaxPooling, win, x)
+
+	// Apart.
+	pre, post := img(ops.Alloc(R*C*4*N), 2, 2), img(ops.Alloc(R*C*4*N), 2, 2)
+	idx := ops.Alloc(n)
+	ops.PoolKeep(win, x, pre, idx)
+	ops.Activate(compute.ReLU, flat(pre), flat(post))
+	dyA := img(upload(dyv), 2, 2)
+	ops.ActivateGrad(compute.ReLU, flat(pre), flat(post), flat(dyA))
+	dxA := img(ops.Alloc(R*C*H*W*N), H, W)
+	ops.PoolGradKept(win, x, idx, dyA, dxA)
+
+	// In one pass each.
+	y := img(ops.Alloc(R*C*4*N), 2, 2)
+	idx2 := ops.Alloc(n)
+	ops.PoolKeepReLU(win, x, y, idx2)
+	dy := img(upload(dyv), 2, 2)
+	dx := img(ops.Alloc(R*C*H*W*N), H, W)
+	ops.PoolGradKeptReLU(win, x, idx2, y, dy, dx)
+	if err := ops.Err(); err != nil {
+		t.Fatal(err)
+	}
+	read := func(b compute.Buffer) []float32 {
+		v := make([]float32, b.Len())
+		ops.Download(v, b, 0)
+		return v
+	}
+	for _, c := range []struct {
+		name      string
+		got, want []float32
+	}{{"y", read(y.Buf), read(post.Buf)}, {"dx", read(dx.Buf), read(dxA.Buf)}, {"dy", read(dy.Buf), dyv}} {
+		for i := range c.want {
+			if math.Float32bits(c.got[i]) != math.Float32bits(c.want[i]) {
+				t.Errorf("%s[%d] = %v in one pass, %v apart", c.name, i, c.got[i], c.want[i])
+			}
+		}
+	}
+	// The special windows did what they are there for.
+	yv, dxv := read(y.Buf), read(dx.Buf)
+	oat := func(b, c, i, j, n int) int { return (((b*C+c)*2+i)*2+j)*N + n }
+	if v := yv[oat(0, 0, 0, 0, 0)]; math.Float32bits(v) != 0 {
+		t.Errorf("all-negative window: y = %v, want +0", v)
+	}
+	if v := yv[oat(1, 2, 0, 1, 3)]; !math.IsNaN(float64(v)) || dxv[at(1, 2, 0, 2, 3)] != 0+dyv[oat(1, 2, 0, 1, 3)] {
+		t.Errorf("NaN first in its window: y = %v, dx = %v; want NaN and dy %v", v, dxv[at(1, 2, 0, 2, 3)], dyv[oat(1, 2, 0, 1, 3)])
+	}
+	if dxv[at(1, 1, 2, 0, 2)] != dyv[oat(1, 1, 1, 0, 2)] || dxv[at(1, 1, 3, 1, 2)] != 0 {
+		t.Errorf("a maximum twice: dx %v at the first, %v at the second; want dy %v and 0", dxv[at(1, 1, 2, 0, 2)], dxv[at(1, 1, 3, 1, 2)], dyv[oat(1, 1, 1, 0, 2)])
 	}
 }
