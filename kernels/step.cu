@@ -38,70 +38,52 @@
 // (the step is bound by its instruction count). Written out, it is the same on the GPU and in
 // the host shim (C++'s correctly rounded fmaf), and it is the CPU's fused step's own form.
 
+// column_term adds term k of each row j of a (every row with ALL, else the rows j < nr) to
+// s[j]: the fused multiply-add a[j as + k] b[k bs], the column's one load serving every row.
+template <bool ALL>
+__device__ __forceinline__ void column_term(float* s, const float* a, i64 as, const float* b, i64 bs, int k,
+                                            int nr) {
+	const float x = b[k * bs];
+	UNROLL
+	for (int j = 0; j < HIDDEN_ROWS; j++)
+		if (ALL || j < nr) s[j] = fmaf(a[j * as + k], x, s[j]);
+}
+
+// column_terms4 is column_term for terms k to k + 3 in that order, each row's four read in one
+// 16-byte load (a + k and as multiples of four floats).
+template <bool ALL>
+__device__ __forceinline__ void column_terms4(float* s, const float* a, i64 as, const float* b, i64 bs, int k,
+                                              int nr) {
+	const float x0 = b[k * bs], x1 = b[(k + 1) * bs], x2 = b[(k + 2) * bs], x3 = b[(k + 3) * bs];
+	UNROLL
+	for (int j = 0; j < HIDDEN_ROWS; j++) {
+		if (ALL || j < nr) {
+			const float4 v = load4(a + j * as + k);
+			s[j] = fmaf(v.w, x3, fmaf(v.z, x2, fmaf(v.y, x1, fmaf(v.x, x0, s[j]))));
+		}
+	}
+}
+
 // column_sums sets out[j os] for j < nr (at most HIDDEN_ROWS) to the float32 sum, from 0 in
 // k order, of the fused multiply-adds a[j as + k] b[k bs] over k < n: nr rows of a times one
-// column b, each of the column's loads serving every row, the rows' sums side by side.
+// column b, each of the column's loads serving every row, the rows' sums side by side. With
+// WIDE (a and as aligned to four floats: the caller checks) each row is read four terms at a
+// time, one 16-byte load instead of four, with the same sums in the same order: pre's update
+// reads the Gram matrix's rows so, 3 load instructions for 8 products where one at a time took
+// 9 (the column's one load and a quarter of the 8 rows').
+template <bool WIDE>
 __device__ __forceinline__ void column_sums(float* out, i64 os, const float* a, i64 as, const float* b,
                                             i64 bs, int n, int nr) {
 	float s[HIDDEN_ROWS];
 	UNROLL
 	for (int j = 0; j < HIDDEN_ROWS; j++) s[j] = 0.0f;
+	const int n4 = WIDE ? n & ~3 : 0;  // the terms read four at a time
 	if (nr == HIDDEN_ROWS) {
-		for (int k = 0; k < n; k++) {
-			const float x = b[k * bs];
-			UNROLL
-			for (int j = 0; j < HIDDEN_ROWS; j++) s[j] = fmaf(a[j * as + k], x, s[j]);
-		}
+		for (int k = 0; k < n4; k += 4) column_terms4<true>(s, a, as, b, bs, k, nr);
+		for (int k = n4; k < n; k++) column_term<true>(s, a, as, b, bs, k, nr);
 	} else {
-		for (int k = 0; k < n; k++) {
-			const float x = b[k * bs];
-			UNROLL
-			for (int j = 0; j < HIDDEN_ROWS; j++)
-				if (j < nr) s[j] = fmaf(a[j * as + k], x, s[j]);
-		}
-	}
-	UNROLL
-	for (int j = 0; j < HIDDEN_ROWS; j++)
-		if (j < nr) out[j * os] = s[j];
-}
-
-// column_sums4 is column_sums with each row of a read four terms at a time, one 16-byte load
-// instead of four (a and as aligned to four floats: the caller checks), and the same sums in
-// the same order. pre's update reads the Gram matrix's rows so: 8 rows of a times one column
-// of b took 9 load instructions a term, now 3 (the column's one load and a quarter of the 8
-// rows').
-__device__ __forceinline__ void column_sums4(float* out, i64 os, const float* a, i64 as, const float* b,
-                                             i64 bs, int n, int nr) {
-	float s[HIDDEN_ROWS];
-	UNROLL
-	for (int j = 0; j < HIDDEN_ROWS; j++) s[j] = 0.0f;
-	const int n4 = n & ~3;
-	if (nr == HIDDEN_ROWS) {
-		for (int k = 0; k < n4; k += 4) {
-			const float x0 = b[k * bs], x1 = b[(k + 1) * bs], x2 = b[(k + 2) * bs], x3 = b[(k + 3) * bs];
-			UNROLL
-			for (int j = 0; j < HIDDEN_ROWS; j++) {
-				const float4 v = load4(a + j * as + k);
-				s[j] = fmaf(v.w, x3, fmaf(v.z, x2, fmaf(v.y, x1, fmaf(v.x, x0, s[j]))));
-			}
-		}
-	} else {
-		for (int k = 0; k < n4; k += 4) {
-			const float x0 = b[k * bs], x1 = b[(k + 1) * bs], x2 = b[(k + 2) * bs], x3 = b[(k + 3) * bs];
-			UNROLL
-			for (int j = 0; j < HIDDEN_ROWS; j++) {
-				if (j < nr) {
-					const float4 v = load4(a + j * as + k);
-					s[j] = fmaf(v.w, x3, fmaf(v.z, x2, fmaf(v.y, x1, fmaf(v.x, x0, s[j]))));
-				}
-			}
-		}
-	}
-	for (int k = n4; k < n; k++) {
-		const float x = b[k * bs];
-		UNROLL
-		for (int j = 0; j < HIDDEN_ROWS; j++)
-			if (j < nr) s[j] = fmaf(a[j * as + k], x, s[j]);
+		for (int k = 0; k < n4; k += 4) column_terms4<false>(s, a, as, b, bs, k, nr);
+		for (int k = n4; k < n; k++) column_term<false>(s, a, as, b, bs, k, nr);
 	}
 	UNROLL
 	for (int j = 0; j < HIDDEN_ROWS; j++)
@@ -191,9 +173,9 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 			const int nr = B - i0 < HIDDEN_ROWS ? B - i0 : HIDDEN_ROWS;
 			// The sums wait in post, so the activation's code is not unrolled.
 			if (K > 0 && gram4)
-				column_sums4(post + i0 * Hp + c, Hp, gram_g + i0 * gs, gs, V + c, vs, K, nr);
+				column_sums<true>(post + i0 * Hp + c, Hp, gram_g + i0 * gs, gs, V + c, vs, K, nr);
 			else if (K > 0)
-				column_sums(post + i0 * Hp + c, Hp, gram_g + i0 * gs, gs, V + c, vs, K, nr);
+				column_sums<false>(post + i0 * Hp + c, Hp, gram_g + i0 * gs, gs, V + c, vs, K, nr);
 			for (int i = i0; i < i0 + nr; i++) {
 				float* pp = P + i * ps + c;
 				float p = *pp;
@@ -306,7 +288,7 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 		for (int it = t; it < RG * H; it += nt) {
 			const int ig = it / H, k = it - ig * H, i0 = ig * HIDDEN_ROWS;
 			const int nr = B - i0 < HIDDEN_ROWS ? B - i0 : HIDDEN_ROWS;
-			column_sums(delta + i0 * H + k, H, dl + i0 * C, C, w2s + k, Hp, C, nr);
+			column_sums<false>(delta + i0 * H + k, H, dl + i0 * C, C, w2s + k, Hp, C, nr);
 			for (int i = i0; i < i0 + nr; i++)
 				delta[i * H + k] = act_grad(act, P + i * ps + k, post + i * Hp + k, delta[i * H + k]);
 		}

@@ -25,29 +25,33 @@ func (noKeptIndex) PoolKeep() {}
 // gradient (compute.PoolIndexKeeper): the losses and gradients have the bits of finding it
 // again (pool_grad_tiled), and both poolings' gradients run pool_grad_kept instead.
 func TestKeptPoolIndicesKeepModelBits(t *testing.T) {
-	spec := nn.LeNet5(10, false)
-	run := func(keep bool) (grad []float32, loss []float64, per map[kernels.Kernel]int) {
-		cd := &countingDevice{Device: device(t), perKernel: map[kernels.Kernel]int{}}
-		ops := cuda.NewOps(cd, cuda.Options{})
-		defer ops.Close()
-		var be compute.Backend = ops
-		if !keep {
-			type shimOps struct{ *cuda.Ops }
-			be = struct {
-				shimOps
-				noKeptIndex
-			}{shimOps{ops}, noKeptIndex{}}
-		}
-		grad, loss = modelLossGrad(t, spec, ops, be, 2, 5, 3, []int32{1, 8, 0, 3})
-		return grad, loss, cd.perKernel
-	}
-	g0, l0, k0 := run(false)
-	g1, l1, k1 := run(true)
+	type shimOps struct{ *cuda.Ops }
+	g0, l0, k0 := lenetLossGrad(t, func(ops *cuda.Ops) compute.Backend {
+		return struct {
+			shimOps
+			noKeptIndex
+		}{shimOps{ops}, noKeptIndex{}}
+	})
+	g1, l1, k1 := lenetLossGrad(t, nil)
 	if k0[kernels.PoolGradTiled] != 2 || k0[kernels.PoolGradKept] != 0 || k1[kernels.PoolGradTiled] != 0 || k1[kernels.PoolGradKept] != 2 {
 		t.Errorf("pool_grad_tiled %d and pool_grad_kept %d launches finding the maxima again, %d and %d keeping them: want 2 and 0, 0 and 2",
 			k0[kernels.PoolGradTiled], k0[kernels.PoolGradKept], k1[kernels.PoolGradTiled], k1[kernels.PoolGradKept])
 	}
 	requireSameBits(t, "kept window indices", "found again", g1, g0, l1, l0)
+}
+
+// lenetLossGrad is LeNet-5's losses and gradients for 2 replicas on the shim, on the backend
+// hide makes of it (nil: the backend itself), and the launches of each kernel.
+func lenetLossGrad(t *testing.T, hide func(*cuda.Ops) compute.Backend) (grad []float32, loss []float64, per map[kernels.Kernel]int) {
+	cd := &countingDevice{Device: device(t), perKernel: map[kernels.Kernel]int{}}
+	ops := cuda.NewOps(cd, cuda.Options{})
+	defer ops.Close()
+	var be compute.Backend = ops
+	if hide != nil {
+		be = hide(ops)
+	}
+	grad, loss = modelLossGrad(t, nn.LeNet5(10, false), ops, be, 2, 5, 3, []int32{1, 8, 0, 3})
+	return grad, loss, cd.perKernel
 }
 
 // An index buffer shorter than PoolIndexLen, or one for a pooling that keeps none, is refused
@@ -93,24 +97,14 @@ func (noPoolReLU) PoolKeepReLU() {}
 // (compute.PoolReLUKeeper): the losses and gradients have the bits of running them apart, and
 // the two ReLUs' activate and activate_grad launches are not made.
 func TestPoolReLUKeepsModelBits(t *testing.T) {
-	spec := nn.LeNet5(10, false)
-	run := func(fuse bool) (grad []float32, loss []float64, per map[kernels.Kernel]int) {
-		cd := &countingDevice{Device: device(t), perKernel: map[kernels.Kernel]int{}}
-		ops := cuda.NewOps(cd, cuda.Options{})
-		defer ops.Close()
-		var be compute.Backend = ops
-		if !fuse {
-			type shimOps struct{ *cuda.Ops }
-			be = struct {
-				shimOps
-				noPoolReLU
-			}{shimOps{ops}, noPoolReLU{}}
-		}
-		grad, loss = modelLossGrad(t, spec, ops, be, 2, 5, 3, []int32{1, 8, 0, 3})
-		return grad, loss, cd.perKernel
-	}
-	g0, l0, k0 := run(false)
-	g1, l1, k1 := run(true)
+	type shimOps struct{ *cuda.Ops }
+	g0, l0, k0 := lenetLossGrad(t, func(ops *cuda.Ops) compute.Backend {
+		return struct {
+			shimOps
+			noPoolReLU
+		}{shimOps{ops}, noPoolReLU{}}
+	})
+	g1, l1, k1 := lenetLossGrad(t, nil)
 	for _, k := range []kernels.Kernel{kernels.Activate, kernels.ActivateGrad} {
 		if k0[k]-k1[k] != 2 {
 			t.Errorf("%v: %d launches apart, %d fused: want 2 fewer", k, k0[k], k1[k])

@@ -45,23 +45,20 @@ func TestHiddenStepLaunchIndependent(t *testing.T) {
 				ref = out
 				continue
 			}
-			for k := range out {
-				for i := range out[k] {
-					if math.Float32bits(out[k][i]) != math.Float32bits(ref[k][i]) {
-						t.Fatalf("B %d H %d, options %+v: output %d element %d is %v, %v with the default launch", sz.B, sz.H, opt, k, i, out[k][i], ref[k][i])
-					}
-				}
+			if k, i, differ := firstBitDifference(out, ref); differ {
+				t.Fatalf("B %d H %d, options %+v: output %d element %d is %v, %v with the default launch", sz.B, sz.H, opt, k, i, out[k][i], ref[k][i])
 			}
 		}
 	}
 }
 
 // The Gram matrix's rows are read four floats at a time where they start at multiples of 16
-// bytes (column_sums4 in kernels/step.cu), one at a time elsewhere: both give the same bits.
+// bytes (column_terms4 in kernels/step.cu), one at a time elsewhere: both give the same bits.
 // The same step runs with its Gram matrix at a stride of a multiple of 4 floats (the 16-byte
 // loads), one float past it (a base the loads may not take) and at an odd stride, for B a
 // multiple of 8 and not (the last group of rows short) and kp a multiple of 4 and not.
-// Scaling column_sums4's sums by 1.0001 fails it.
+// Scaling column_terms4's sums by 1.0001, or adding a row's four terms in another order, fails
+// it.
 func TestHiddenStepAlignedGramKeepsBits(t *testing.T) {
 	for _, sz := range []struct{ B, H, C int }{{32, 64, 10}, {13, 9, 4}, {5, 7, 3}} {
 		kp := 2 * sz.B
@@ -78,15 +75,24 @@ func TestHiddenStepAlignedGramKeepsBits(t *testing.T) {
 				ref = out
 				continue
 			}
-			for k := range out {
-				for i := range out[k] {
-					if math.Float32bits(out[k][i]) != math.Float32bits(ref[k][i]) {
-						t.Fatalf("B %d H %d, Gram at offset %d, stride %d: output %d element %d is %v, %v with the stride %d", sz.B, sz.H, g.off, g.stride, k, i, out[k][i], ref[k][i], aligned)
-					}
-				}
+			if k, i, differ := firstBitDifference(out, ref); differ {
+				t.Fatalf("B %d H %d, Gram at offset %d, stride %d: output %d element %d is %v, %v with the stride %d", sz.B, sz.H, g.off, g.stride, k, i, out[k][i], ref[k][i], aligned)
 			}
 		}
 	}
+}
+
+// firstBitDifference is the first output k and element i at which out and ref differ in their
+// bits, with differ true, or differ false where none does.
+func firstBitDifference(out, ref [][]float32) (k, i int, differ bool) {
+	for k := range out {
+		for i := range out[k] {
+			if math.Float32bits(out[k][i]) != math.Float32bits(ref[k][i]) {
+				return k, i, true
+			}
+		}
+	}
+	return 0, 0, false
 }
 
 // gramView places hiddenStepOnce's Gram matrix in its buffer: off floats in, rows stride
