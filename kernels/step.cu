@@ -29,10 +29,6 @@
 // terms in the same order as one row at a time would, so the bits do not depend on it.
 #define HIDDEN_ROWS 8
 
-// HIDDEN_TERMS is how many of a partial sum's elements the clip norm's product with the Gram
-// matrix computes together, for the same reason.
-#define HIDDEN_TERMS 4
-
 // The step's products add each term with a fused multiply-add written out (fmaf, fma): one
 // instruction and one rounding a term, where the kernels' -fmad=false would make two of each
 // (the step is bound by its instruction count). Written out, it is the same on the GPU and in
@@ -157,6 +153,7 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 		// The Gram matrix's rows can be read four floats at a time where they start at
 		// multiples of 16 bytes (train's grouped and deferred steps lay them out so).
 		const bool gram4 = gram_g && (u64)gram_g % 16 == 0 && gs % 4 == 0;
+		const bool gx4 = gx_g && (u64)gx_g % 16 == 0 && xs % 4 == 0;  // the same for gx's rows
 
 		for (int i = t; i < H; i += nt) b1s[i] = prow[i];
 		for (int i = t; i < CH; i += nt) {
@@ -294,55 +291,44 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 		}
 		__syncthreads();
 
-		// gb1, and the partial sums of <delta, gx delta> (element e of delta times its row of
-		// gx delta, a float32 sum in row order; partial p sums e = p, p + P, ... in float64),
-		// HIDDEN_TERMS of a partial's elements at a time.
+		// gb1, and gxd = gx delta (B x H, a float32 sum in row order per element), the first
+		// layer's part of the clip norm before its partial sums: a thread takes column k of up
+		// to HIDDEN_ROWS rows, as delta's product does, reading gx's rows four floats at a time
+		// where they are aligned. gxd takes post's place, which nothing reads again in the step.
 		for (int k = t; k < H; k += nt) {
 			float s = 0.0f;
 			for (int i = 0; i < B; i++) s += delta[i * H + k];
 			gb1[k] = s;
 		}
+		float* gxd = post;  // rows Hp apart
 		if (v > 0.0f) {
-			for (int p = t; p < FEDAUDIT_PARTIALS; p += nt) {
-				double s = 0;
-				int e = p;
-				for (; e + (HIDDEN_TERMS - 1) * FEDAUDIT_PARTIALS < BH; e += HIDDEN_TERMS * FEDAUDIT_PARTIALS) {
-					// Offsets of the rows of gx and the columns of delta, not pointers: indexed
-					// from gx_g and delta themselves, the loads stay global and shared ones
-					// (through an array of pointers they were generic).
-					i64 gr[HIDDEN_TERMS];
-					int dk[HIDDEN_TERMS];
-					float qs[HIDDEN_TERMS];
-					UNROLL
-					for (int m = 0; m < HIDDEN_TERMS; m++) {
-						const int em = e + m * FEDAUDIT_PARTIALS, i = em / H;
-						gr[m] = i * xs;
-						dk[m] = em - i * H;
-						qs[m] = 0.0f;
-					}
-					for (int j = 0; j < B; j++) {
-						UNROLL
-						for (int m = 0; m < HIDDEN_TERMS; m++) qs[m] = fmaf(gx_g[gr[m] + j], delta[dk[m] + j * H], qs[m]);
-					}
-					UNROLL
-					for (int m = 0; m < HIDDEN_TERMS; m++)
-						s = fma((double)delta[e + m * FEDAUDIT_PARTIALS], (double)qs[m], s);
-				}
-				for (; e < BH; e += FEDAUDIT_PARTIALS) {
-					int i = e / H, k = e - i * H;
-					const float* gr = gx_g + i * xs;
-					float qs = 0.0f;
-					for (int j = 0; j < B; j++) qs = fmaf(gr[j], delta[j * H + k], qs);
-					s = fma((double)delta[e], (double)qs, s);
-				}
-				part[p] = s;
+			for (int it = t; it < RG * H; it += nt) {
+				const int ig = it / H, k = it - ig * H, i0 = ig * HIDDEN_ROWS;
+				const int nr = B - i0 < HIDDEN_ROWS ? B - i0 : HIDDEN_ROWS;
+				if (gx4)
+					column_sums<true>(gxd + i0 * Hp + k, Hp, gx_g + i0 * xs, xs, delta + k, H, B, nr);
+				else
+					column_sums<false>(gxd + i0 * Hp + k, Hp, gx_g + i0 * xs, xs, delta + k, H, B, nr);
 			}
 		}
 		__syncthreads();
 
-		// The partial sums of the squared norm of (gb1, gW2, gb2), then one thread reduces both
-		// in index order and sets the clip factor.
+		// The partial sums of <delta, gxd> (partial p sums e = p, p + P, ... in float64) and of
+		// the squared norm of (gb1, gW2, gb2), then one thread reduces both in index order and
+		// sets the clip factor.
 		if (v > 0.0f) {
+			for (int p = t; p < FEDAUDIT_PARTIALS; p += nt) {
+				double s = 0;
+				// e's row i and column k, carried from element to element (no division each)
+				const int pi = FEDAUDIT_PARTIALS / H, pk = FEDAUDIT_PARTIALS - pi * H;
+				int i = p / H, k = p - (p / H) * H;
+				for (int e = p; e < BH; e += FEDAUDIT_PARTIALS) {
+					s = fma((double)delta[e], (double)gxd[i * Hp + k], s);
+					i += pi, k += pk;
+					if (k >= H) i++, k -= H;
+				}
+				part[p] = s;
+			}
 			for (int p = t; p < FEDAUDIT_PARTIALS; p += nt) {
 				double s = 0;
 				for (int e = p; e < ng; e += FEDAUDIT_PARTIALS) {

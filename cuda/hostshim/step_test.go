@@ -52,19 +52,20 @@ func TestHiddenStepLaunchIndependent(t *testing.T) {
 	}
 }
 
-// The Gram matrix's rows are read four floats at a time where they start at multiples of 16
-// bytes (column_terms4 in kernels/step.cu), one at a time elsewhere: both give the same bits.
-// The same step runs with its Gram matrix at a stride of a multiple of 4 floats (the 16-byte
-// loads), one float past it (a base the loads may not take) and at an odd stride, for B a
-// multiple of 8 and not (the last group of rows short) and kp a multiple of 4 and not.
-// Scaling column_terms4's sums by 1.0001, or adding a row's four terms in another order, fails
-// it.
+// The rows of the Gram matrices (the factors' gram and the minibatch's gx) are read four floats
+// at a time where they start at multiples of 16 bytes (column_terms4 in kernels/step.cu), one
+// at a time elsewhere: both give the same bits. The same step runs with both matrices at a
+// stride of a multiple of 4 floats (the 16-byte loads), one float past it (a base the loads may
+// not take) and at an odd stride, for B a multiple of 8 and not (the last group of rows short)
+// and kp and B multiples of 4 and not. Scaling column_terms4's sums by 1.0001, or adding a
+// row's four terms in another order, fails it.
 func TestHiddenStepAlignedGramKeepsBits(t *testing.T) {
 	for _, sz := range []struct{ B, H, C int }{{32, 64, 10}, {13, 9, 4}, {5, 7, 3}} {
 		kp := 2 * sz.B
-		aligned := (kp + 3) &^ 3
+		aligned, alignedB := (kp+3)&^3, (sz.B+3)&^3
 		var ref [][]float32
-		for _, g := range []gramView{{stride: aligned}, {off: 1, stride: aligned}, {stride: kp + 1}} {
+		for _, g := range []gramView{{stride: aligned, gxStride: alignedB}, {off: 1, stride: aligned, gxOff: 1, gxStride: alignedB},
+			{stride: kp + 1, gxStride: sz.B + 1}} {
 			ops := cuda.NewOps(device(t), cuda.Options{})
 			out := hiddenStepOnce(ops, sz.B, sz.H, sz.C, g, func() {})
 			if err := ops.Err(); err != nil {
@@ -76,7 +77,7 @@ func TestHiddenStepAlignedGramKeepsBits(t *testing.T) {
 				continue
 			}
 			if k, i, differ := firstBitDifference(out, ref); differ {
-				t.Fatalf("B %d H %d, Gram at offset %d, stride %d: output %d element %d is %v, %v with the stride %d", sz.B, sz.H, g.off, g.stride, k, i, out[k][i], ref[k][i], aligned)
+				t.Fatalf("B %d H %d, Gram matrices placed as %+v: output %d element %d is %v, %v with the strides %d and %d", sz.B, sz.H, g, k, i, out[k][i], ref[k][i], aligned, alignedB)
 			}
 		}
 	}
@@ -95,9 +96,10 @@ func firstBitDifference(out, ref [][]float32) (k, i int, differ bool) {
 	return 0, 0, false
 }
 
-// gramView places hiddenStepOnce's Gram matrix in its buffer: off floats in, rows stride
-// floats apart (0: kp, the rows packed), the floats between them NaN (never read).
-type gramView struct{ off, stride int }
+// gramView places hiddenStepOnce's Gram matrices in their buffers: gram off floats in, rows
+// stride floats apart (0: kp, the rows packed), and gx gxOff floats in, rows gxStride apart
+// (0: B), the floats between them NaN (never read).
+type gramView struct{ off, stride, gxOff, gxStride int }
 
 // hiddenStepOnce runs one FedProx-clipped step of 5 replicas (B x H hidden, C classes, 2B
 // earlier factor rows, the Gram matrix placed by g) and returns the parameters, pre, prev and
@@ -117,20 +119,21 @@ func hiddenStepOnce(ops *cuda.Ops, B, H, C int, g gramView, mark func()) [][]flo
 	ob1 := H * in
 	d := ob1 + H + C*H + C
 	kp := 2 * B
-	gs := cmp.Or(g.stride, kp)
-	// place moves the packed Gram matrix in b into a buffer laid out by g.
-	place := func(b compute.Buffer) compute.Buffer {
-		if g.off == 0 && gs == kp {
+	gs, xs := cmp.Or(g.stride, kp), cmp.Or(g.gxStride, B)
+	// place moves the packed B x cols matrix in b into a buffer of rows stride floats apart,
+	// off floats in.
+	place := func(b compute.Buffer, cols, off, stride int) compute.Buffer {
+		if off == 0 && stride == cols {
 			return b
 		}
-		packed := make([]float32, B*kp)
+		packed := make([]float32, B*cols)
 		ops.Download(packed, b, 0)
-		v := make([]float32, g.off+B*gs)
+		v := make([]float32, off+B*stride)
 		for i := range v {
 			v[i] = float32(math.NaN())
 		}
 		for i := 0; i < B; i++ {
-			copy(v[g.off+i*gs:], packed[i*kp:(i+1)*kp])
+			copy(v[off+i*stride:], packed[i*cols:(i+1)*cols])
 		}
 		p := ops.Alloc(len(v))
 		ops.Upload(p, 0, v)
@@ -156,10 +159,10 @@ func hiddenStepOnce(ops *cuda.Ops, B, H, C int, g gramView, mark func()) [][]flo
 	a := compute.HiddenStepArgs{Act: compute.Tanh,
 		Pre:    compute.Mat{Buf: fill(R*B*H, 1), Rows: B, Cols: H, Stride: H, Batch: R, BatchStride: B * H},
 		Params: compute.Mat{Buf: params, Rows: 1, Cols: d, Stride: d, Batch: R, BatchStride: d}, Anchor: rows,
-		Gram:   compute.Mat{Buf: place(fill(B*kp, 1)), Off: g.off, Rows: B, Cols: kp, Stride: gs, Batch: 1},
+		Gram:   compute.Mat{Buf: place(fill(B*kp, 1), kp, g.off, gs), Off: g.off, Rows: B, Cols: kp, Stride: gs, Batch: 1},
 		Prev:   compute.Mat{Buf: fill(R*kp*H, 0.01), Rows: kp, Cols: H, Stride: H, Batch: R, BatchStride: kp * H},
 		Labels: compute.Mat{Buf: lb, Rows: B, Cols: 1, Stride: 1, Batch: 1},
-		GX:     compute.Mat{Buf: gxb, Rows: B, Cols: B, Stride: B, Batch: 1},
+		GX:     compute.Mat{Buf: place(gxb, B, g.gxOff, xs), Off: g.gxOff, Rows: B, Cols: B, Stride: xs, Batch: 1},
 		U:      compute.Mat{Buf: ops.Alloc(R * B * H), Rows: B, Cols: H, Stride: H, Batch: R, BatchStride: B * H},
 		B1:     ob1, W2: ob1 + H, B2: ob1 + H + C*H, H: H, Cls: C, Eta: 0.05, V: 0.02, Alpha: 0.3}
 	a.Anchor.Buf = anchor
