@@ -22,9 +22,10 @@ type hiddenCase struct {
 }
 
 // hiddenCases: W1's shape (B 32, H 64, C 10) at local steps 0, 1 and 4, with clipping active
-// and not, FedProx, every activation; small odd shapes; one replica; and a shape whose
+// and not, FedProx, every activation; small odd shapes; one replica; a shape whose
 // working set (2CH + 2H + 2C + 2BH + BC = 17,460 floats) exceeds the kernel's shared memory, so it runs from global
-// scratch.
+// scratch; and more hidden units than the clip norm's partial sums (H 300 > 256: a partial's
+// elements step across fewer than one row).
 var hiddenCases = []hiddenCase{
 	{"w1-step0", 32, 64, 10, 0, 3, compute.Tanh, 0, "active", 22, 20, false},
 	{"w1-step1", 32, 64, 10, 32, 3, compute.Tanh, 0, "active", 22, 20, false},
@@ -35,6 +36,7 @@ var hiddenCases = []hiddenCase{
 	{"odd-relu-fedprox", 5, 7, 3, 10, 3, compute.ReLU, 0.5, "active", 1, 4, false},
 	{"one-replica", 4, 9, 2, 4, 1, compute.Tanh, 0, "active", 0, 3, false},
 	{"global-scratch", 64, 112, 10, 64, 2, compute.Softplus, 0.2, "active", 7, 5, false},
+	{"wide-hidden", 5, 300, 3, 8, 2, compute.Tanh, 0, "active", 3, 5, false},
 }
 
 // hiddenRel is the agreement the step must have with the CPU backend's fused step
