@@ -86,6 +86,16 @@ __device__ __forceinline__ void column_sums(float* out, i64 os, const float* a, 
 		if (j < nr) out[j * os] = s[j];
 }
 
+// rows_sums is column_sums, WIDE where a's rows start at multiples of 16 bytes (train lays out
+// the Gram matrices so where the minibatch is a multiple of 4): the same sums either way.
+__device__ __forceinline__ void rows_sums(float* out, i64 os, const float* a, i64 as, const float* b, i64 bs,
+                                          int n, int nr) {
+	if ((u64)a % 16 == 0 && as % 4 == 0)
+		column_sums<true>(out, os, a, as, b, bs, n, nr);
+	else
+		column_sums<false>(out, os, a, as, b, bs, n, nr);
+}
+
 // hidden_step is compute.HiddenStepArgs' step for every replica r < batch, block-stride over the
 // replicas (grid may be smaller than batch). A grouped step (several clients' steps at once)
 // numbers replica q of group g as r = g per + q, and every argument of group g lies its group
@@ -150,10 +160,6 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 		const float* gram_g = gram ? gram + g * ggs : gram;
 		const float* labels_g = labels + g * lgs;
 		const float* gx_g = gx ? gx + g * xgs : gx;
-		// The Gram matrix's rows can be read four floats at a time where they start at
-		// multiples of 16 bytes (train's grouped and deferred steps lay them out so).
-		const bool gram4 = gram_g && (u64)gram_g % 16 == 0 && gs % 4 == 0;
-		const bool gx4 = gx_g && (u64)gx_g % 16 == 0 && xs % 4 == 0;  // the same for gx's rows
 
 		for (int i = t; i < H; i += nt) b1s[i] = prow[i];
 		for (int i = t; i < CH; i += nt) {
@@ -169,10 +175,8 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 			const int ig = it / H, c = it - ig * H, i0 = ig * HIDDEN_ROWS;
 			const int nr = B - i0 < HIDDEN_ROWS ? B - i0 : HIDDEN_ROWS;
 			// The sums wait in post, so the activation's code is not unrolled.
-			if (K > 0 && gram4)
-				column_sums<true>(post + i0 * Hp + c, Hp, gram_g + i0 * gs, gs, V + c, vs, K, nr);
-			else if (K > 0)
-				column_sums<false>(post + i0 * Hp + c, Hp, gram_g + i0 * gs, gs, V + c, vs, K, nr);
+			if (K > 0)
+				rows_sums(post + i0 * Hp + c, Hp, gram_g + i0 * gs, gs, V + c, vs, K, nr);
 			for (int i = i0; i < i0 + nr; i++) {
 				float* pp = P + i * ps + c;
 				float p = *pp;
@@ -305,10 +309,7 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 			for (int it = t; it < RG * H; it += nt) {
 				const int ig = it / H, k = it - ig * H, i0 = ig * HIDDEN_ROWS;
 				const int nr = B - i0 < HIDDEN_ROWS ? B - i0 : HIDDEN_ROWS;
-				if (gx4)
-					column_sums<true>(gxd + i0 * Hp + k, Hp, gx_g + i0 * xs, xs, delta + k, H, B, nr);
-				else
-					column_sums<false>(gxd + i0 * Hp + k, Hp, gx_g + i0 * xs, xs, delta + k, H, B, nr);
+				rows_sums(gxd + i0 * Hp + k, Hp, gx_g + i0 * xs, xs, delta + k, H, B, nr);
 			}
 		}
 		__syncthreads();
@@ -321,7 +322,7 @@ extern "C" __global__ void __launch_bounds__(HIDDEN_BLOCK, 1) hidden_step(int ac
 				double s = 0;
 				// e's row i and column k, carried from element to element (no division each)
 				const int pi = FEDAUDIT_PARTIALS / H, pk = FEDAUDIT_PARTIALS - pi * H;
-				int i = p / H, k = p - (p / H) * H;
+				int i = p / H, k = p - i * H;
 				for (int e = p; e < BH; e += FEDAUDIT_PARTIALS) {
 					s = fma((double)delta[e], (double)gxd[i * Hp + k], s);
 					i += pi, k += pk;
