@@ -439,10 +439,10 @@ func (o *Ops) groupNormGrad(op string, groups int, eps float32, x compute.Images
 var _ compute.DirectConvolver = (*Ops)(nil)
 
 // The direct convolution's limits (Options.DirectConv): one thread computes a few output
-// pixels of a sample for every output channel and reads their inputs once per CONV_CO_TILE
-// (8) channels, so the kernels pay where a product by patches would mostly move patches (few
-// channels: LeNet-5's 6 and 16 of 25 and 150 rows) and lose to cuBLAS's tiled products where
-// the channels are many (ResNet's 64 to 512 of 576 to 4,608 rows).
+// pixels of a sample for 8 or 16 output channels at a time, so the kernels pay where a product
+// by patches would mostly move patches (few channels: LeNet-5's 16 of 150 rows) and lose to
+// cuBLAS's tiled products where the channels are many (ResNet's 64 to 512 of 576 to 4,608
+// rows).
 const (
 	directMaxOut  = 32
 	directMaxRows = 512
@@ -458,29 +458,82 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 // sums never depends on the launch or the device.
 func directParts(n int) int { return max(1, min(n, directMaxParts)) }
 
-// DirectConv implements compute.DirectConvolver: with Options.DirectConv, for at most 32
-// output channels of at most 512 patch rows whose weight gradient's partial sums (directParts
-// per weight) take no more memory than the patches they replace, so that train's device
-// memory estimate, which counts the patches, stays an upper bound.
-func (o *Ops) DirectConv(cout int, x compute.Images, win compute.Window) bool {
-	rows := x.C * win.Size * win.Size
-	pixels := win.Out(x.H) * win.Out(x.W)
-	return o.direct && cout >= 1 && cout <= directMaxOut && rows >= 1 && rows <= directMaxRows &&
-		pixels >= 1 && directParts(x.N)*cout <= x.N*pixels
+// directOutPitch and directInPitch are the row strides of conv_direct_wt's copies of a
+// replica's weights: output channels rounded up to conv_direct's channel tile (8 up to 8
+// channels, else 16), input channels to conv_direct_dx's CONV_CT, so that every 16-byte load
+// of four weights is aligned and inside the copy.
+func directOutPitch(cout int) int {
+	if cout <= 8 {
+		return 8
+	}
+	return ceilDiv(cout, 16) * 16
 }
 
-// ConvDirect implements compute.DirectConvolver: one launch of conv_direct, a thread per run of
-// CONV_PX (4) output pixels of a row and a sample.
+func directInPitch(cin int) int { return ceilDiv(cin, kernels.ConvCT) * kernels.ConvCT }
+
+// directWeightFloats is the size of the larger of conv_direct_wt's two copies of a replica's
+// weights.
+func directWeightFloats(cout, cin, size int) int {
+	kk := size * size
+	return max(cin*kk*directOutPitch(cout), cout*kk*directInPitch(cin))
+}
+
+// DirectConv implements compute.DirectConvolver: with Options.DirectConv, for at most 32
+// output channels of at most 512 patch rows, of an input per replica, whose weight gradient's
+// partial sums (directParts per weight) and weight copies take no more memory than the patches
+// they replace, so that train's device memory estimate, which counts the patches, stays an
+// upper bound. An input shared by the replicas (the first layer's minibatch) stays with the
+// patch form: its products are one cuBLAS call over every replica's weights stacked
+// (Execution model in docs/gpu.md), as large as a product gets. The kernels index a replica's
+// images with 32-bit offsets, so its input and output hold fewer than 2^31 values.
+func (o *Ops) DirectConv(cout int, x compute.Images, win compute.Window) bool {
+	rows := x.C * win.Size * win.Size
+	oh, ow := win.Out(x.H), win.Out(x.W)
+	pixels := oh * ow
+	if !o.direct || x.BatchStride == 0 || cout < 1 || cout > directMaxOut || rows < 1 || rows > directMaxRows || pixels < 1 {
+		return false
+	}
+	const most = 1<<31 - 1
+	if x.C*x.H*x.W*x.N > most || cout*pixels*x.N > most {
+		return false
+	}
+	return directParts(x.N)*cout*(rows+1)+directWeightFloats(cout, x.C, win.Size) <= x.N*pixels*(rows+1)
+}
+
+// ConvDirect implements compute.DirectConvolver in two launches: conv_direct_wt's copy of the
+// weights (output channels innermost), then conv_direct, a thread per run of CONV_PX (4) output
+// pixels of a row and a sample.
 func (o *Ops) ConvDirect(w, bias compute.Mat, x compute.Images, win compute.Window, y compute.Images) {
+	if o.err != nil || y.Batch <= 0 {
+		return
+	}
+	pitch := directOutPitch(y.C)
+	wt := o.directWeights(w, x.C, win.Size, pitch, 0)
 	o.args.reset().ptr(imgAddr(y)).i64(y.BatchStride).ptr(imgAddr(x)).i64(x.BatchStride).
-		ptr(addr(w)).i64(w.Stride).i64(w.BatchStride).ptr(addr(bias)).i64(bias.Stride).i64(bias.BatchStride).
+		ptr(wt).i64(pitch).ptr(addr(bias)).i64(bias.Stride).i64(bias.BatchStride).
 		i64(y.C).geom(x, win).i64(y.Batch)
 	o.launch(kernels.ConvDirect, y.Batch*y.H*ceilDiv(y.W, kernels.ConvPX)*y.N)
 }
 
-// ConvDirectGrad implements compute.DirectConvolver in three launches (four with dx):
+// directWeights launches conv_direct_wt: the batch's weights w (cout x (cin size size) a
+// replica) copied into o.convW in the given mode (0: [k][cout], 1: [cout][i j][cin]) with rows
+// of pitch floats, padding zero. It returns the copy's address.
+func (o *Ops) directWeights(w compute.Mat, cin, size, pitch, mode int) uint64 {
+	outer := cin * size * size
+	if mode == 1 {
+		outer = w.Rows * size * size
+	}
+	floats := w.Batch * outer * pitch
+	wt := o.grow(&o.convW, (floats+1)/2)
+	o.args.reset().ptr(wt).ptr(addr(w)).i64(w.Stride).i64(w.BatchStride).i64(w.Rows).i64(cin).i64(size).
+		i64(pitch).i64(mode).i64(w.Batch)
+	o.launch(kernels.ConvDirectWT, floats)
+	return wt
+}
+
+// ConvDirectGrad implements compute.DirectConvolver in three launches (five with dx):
 // conv_direct_dw's partial sums, splitk_reduce adding them into dw and into dbias, and
-// conv_direct_dx.
+// conv_direct_wt's copy of the weights (input channels innermost) for conv_direct_dx.
 func (o *Ops) ConvDirectGrad(w compute.Mat, x compute.Images, win compute.Window, dy compute.Images, dw, dbias compute.Mat, dx compute.Images) {
 	batch, co, rows := dy.Batch, dy.C, x.C*win.Size*win.Size
 	if o.err != nil || batch <= 0 {
@@ -491,7 +544,8 @@ func (o *Ops) ConvDirectGrad(w compute.Mat, x compute.Images, win compute.Window
 	part := o.grow(&o.slices, (floats+1)/2)
 	o.args.reset().ptr(part).ptr(imgAddr(x)).i64(x.BatchStride).ptr(imgAddr(dy)).i64(dy.BatchStride).
 		i64(co).geom(x, win).i64(pp).i64(batch)
-	o.launch(kernels.ConvDirectDW, batch*co*(x.C*win.Size+1)*pp) // a thread per window row (or the bias) and partial
+	// A thread per CONV_COT output channels, window row (or the bias) and partial.
+	o.launch(kernels.ConvDirectDW, batch*ceilDiv(co, kernels.ConvCOT)*(x.C*win.Size+1)*pp)
 	o.args.reset().ptr(addr(dw)).i64(dw.Stride).i64(dw.BatchStride).ptr(part).i64(pp).
 		f32(1).f32(0).i64(co).i64(rows).i64(batch)
 	o.launch(kernels.SplitKReduce, batch*co*rows)
@@ -501,7 +555,13 @@ func (o *Ops) ConvDirectGrad(w compute.Mat, x compute.Images, win compute.Window
 	if dx.Buf == nil {
 		return
 	}
-	o.args.reset().ptr(imgAddr(dx)).i64(dx.BatchStride).ptr(addr(w)).i64(w.Stride).i64(w.BatchStride).
-		ptr(imgAddr(dy)).i64(dy.BatchStride).i64(co).geom(dx, win).i64(batch)
-	o.launch(kernels.ConvDirectDX, batch*ceilDiv(dx.C, kernels.ConvCT)*dx.H*dx.W*dx.N)
+	pitch := directInPitch(dx.C)
+	wt := o.directWeights(w, dx.C, win.Size, pitch, 1)
+	px := 1 // adjacent pixels share their window offsets only at stride 1
+	if win.Stride == 1 {
+		px = kernels.ConvDXPX
+	}
+	o.args.reset().ptr(imgAddr(dx)).i64(dx.BatchStride).ptr(wt).i64(pitch).
+		ptr(imgAddr(dy)).i64(dy.BatchStride).i64(co).geom(dx, win).i64(px).i64(batch)
+	o.launch(kernels.ConvDirectDX, batch*ceilDiv(dx.C, kernels.ConvCT)*dx.H*ceilDiv(dx.W, px)*dx.N)
 }

@@ -64,6 +64,7 @@ type Ops struct {
 	gn     scratch // GroupNorm's statistics and the means of its input gradient
 	hidden scratch // HiddenStep's working sets when they do not fit in shared memory
 	slices scratch // the partial products of a product computed in depth slices (SplitK)
+	convW  scratch // the direct convolution's copy of its weights (conv_direct_wt)
 	runs   []int32
 	round  [1]uint32
 	stream [1]uint32 // AddNoise's one stream, staged without an allocation
@@ -353,7 +354,7 @@ func (o *Ops) Close() error {
 		}
 	}
 	o.allocs, o.live = nil, 0
-	o.part, o.sums, o.gn, o.hidden, o.slices = scratch{}, scratch{}, scratch{}, scratch{}, scratch{}
+	o.part, o.sums, o.gn, o.hidden, o.slices, o.convW = scratch{}, scratch{}, scratch{}, scratch{}, scratch{}, scratch{}
 	return errors.Join(o.err, firstOf(failed))
 }
 

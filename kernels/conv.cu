@@ -14,9 +14,9 @@
 // GroupNorm's float64 sums are split into a fixed number of partial sums per group or channel
 // (an argument, not the launch) and reduced in a second pass: independent of the launch, but
 // not the CPU's sequential order, so GroupNorm agrees with the CPU to rounding, not bit for bit.
-// The direct convolution kernels at the end (conv_direct, conv_direct_dx, conv_direct_dw) replace
-// im2col and the products by its patches for small convolutions; they sum in the patch form's
-// order, and agree with a backend's patch form to the rounding of its products' own order.
+// The direct convolution kernels (conv_direct_wt, conv_direct, conv_direct_dx, conv_direct_dw)
+// replace im2col and the products by its patches for small convolutions; they sum in the patch
+// form's order, and agree with a backend's patch form to the rounding of its products' own order.
 #include "common.cuh"
 
 // md_index is rc_index (common.cuh) for D digits: it walks the flat indices of a grid-stride
@@ -717,177 +717,367 @@ extern "C" __global__ void __launch_bounds__(256, 3) gn_grad_x(float* __restrict
 
 // The direct convolution (cuda.Ops, Options.DirectConv): a small convolution and its gradients
 // computed from the images themselves, without im2col's patches or a matrix product. The sums
-// are those of the patch form in the same order: over the patch rows k = (c K + i) K + j for the
-// output, over the output channels and then the window offsets (col2im's order) for the input
-// gradient, over the pixels and samples for the weight gradient.
-
-// The tiles of the direct kernels: what one thread computes, so that each value it loads
-// serves several products. conv_direct: CONV_CO_TILE output channels of CONV_PX adjacent output
-// pixels of a row (each weight it loads serves CONV_PX products, each input CONV_CO_TILE);
-// conv_direct_dx: CONV_CT input channels (each output gradient it loads serves CONV_CT);
-// conv_direct_dw: CONV_JT window columns (each output gradient serves CONV_JT). None changes
-// what is summed or the order: only which thread computes which values.
-#define CONV_CO_TILE 8
+// are those of the patch form in the same order, each term added by a fused multiply-add: over
+// the patch rows k = (c K + i) K + j for the output, over the output channels and then the
+// window offsets (col2im's order) for the input gradient, over the pixels and samples for the
+// weight gradient. Offsets inside a batch element are 32-bit (the host takes a convolution only
+// where a batch element's images hold fewer than 2^31 values: directFits in cuda/conv.go); a
+// batch element's own offset is 64-bit.
+//
+// These kernels are bound by the instructions they issue per product, so each thread keeps a
+// tile of products whose operands it loads once: conv_direct CONV_PX adjacent output pixels of
+// a sample by 8 or 16 output channels, conv_direct_dx CONV_DX_PX adjacent input pixels (at
+// stride 1) by CONV_CT input channels, conv_direct_dw CONV_COT output channels by a window
+// row's columns. The weights come from conv_direct_wt's copy, laid out so that a thread reads
+// four adjacent ones in one 16-byte load, the same four for every thread of a warp. None of
+// this changes what is summed or the order, only which thread computes which values.
 #define CONV_PX 4
-#define CONV_CT 4
+#define CONV_DX_PX 4
+#define CONV_CT 8
+#define CONV_COT 8
 #define CONV_JT 8
 
-// conv_direct: y[b, co, oy, ox, n] = (the float32 sum, from 0, over k = (c K + i) K + j
-// ascending of w[b, co, k] x[b, c, oy S - P + i, ox S - P + j, n], a padding value being 0) +
-// bias[b, co]: Im2col's patches with a row of ones times [w | bias], summed in row order. w is
-// CO x (C K K) with row stride ldw, bias CO x 1 with row stride ldb. One thread per run of
-// CONV_PX output pixels of a row and a sample (b, oy, ox / CONV_PX, n), the samples fastest,
-// computing every output channel, CONV_CO_TILE at a time.
-extern "C" __global__ void conv_direct(float* y, i64 ybs, const float* x, i64 xbs, const float* w,
-                                       i64 ldw, i64 wbs, const float* bias, i64 ldb, i64 bbs,
-                                       i64 CO, i64 C, i64 N, i64 H, i64 W, i64 K, i64 S, i64 P,
-                                       i64 OH, i64 OW, i64 batch) {
-	const i64 OWQ = (OW + CONV_PX - 1) / CONV_PX;
-	const i64 rad[4] = {0, OH, OWQ, N};
-	const i64 plane = OH * OW * N;
-	GRID_STRIDE_MD(it, 4, batch * OH * OWQ * N, rad) {
-		i64 b = it.d[0], oy = it.d[1], ox0 = it.d[2] * CONV_PX, n = it.d[3];
-		i64 np = OW - ox0 < CONV_PX ? OW - ox0 : CONV_PX;
-		const float* xb = x + b * xbs + n;
-		const float* wb = w + b * wbs;
-		const float* bb = bias + b * bbs;
-		float* yb = y + b * ybs + (oy * OW + ox0) * N + n;
-		i64 y0 = oy * S - P, x0 = ox0 * S - P;
-		for (i64 co0 = 0; co0 < CO; co0 += CONV_CO_TILE) {
-			i64 nt = CO - co0 < CONV_CO_TILE ? CO - co0 : CONV_CO_TILE;
-			float acc[CONV_CO_TILE][CONV_PX];
-			for (int t = 0; t < CONV_CO_TILE; t++)
-				for (int q = 0; q < CONV_PX; q++) acc[t][q] = 0.0f;
-			const float* wt = wb + co0 * ldw;
-			for (i64 c = 0; c < C; c++) {
-				for (i64 i = 0; i < K; i++) {
-					i64 iy = y0 + i;
-					bool rowIn = iy >= 0 && iy < H;
-					const float* row = xb + (c * H + iy) * W * N;
-					for (i64 j = 0; j < K; j++) {
-						float v[CONV_PX];
-						for (int q = 0; q < CONV_PX; q++) {
-							i64 ix = x0 + q * S + j;
-							v[q] = (rowIn && ix >= 0 && ix < W) ? row[ix * N] : 0.0f;
-						}
-						i64 k = (c * K + i) * K + j;
-						for (int t = 0; t < CONV_CO_TILE; t++) {
-							if (t < nt) {
-								float wv = wt[t * ldw + k];
-								for (int q = 0; q < CONV_PX; q++) acc[t][q] += wv * v[q];
-							}
-						}
-					}
+// conv_direct_wt copies the weights w (per batch element CO x (C K K), row stride ldw, batch
+// stride wbs) for the direct kernels, zeros in the padding:
+//   mode 0 (conv_direct):    wt[b, k, co] = w[b, co, k],  k < C K K, co < CP (CO rounded up);
+//   mode 1 (conv_direct_dx): wt[b, co, i K + j, c] = w[b, co, (c K + i) K + j], c < CP (C
+//                            rounded up to CONV_CT).
+// Batch stride of wt: C K K CP (mode 0) or CO K K CP (mode 1). One thread per value of wt.
+extern "C" __global__ void conv_direct_wt(float* __restrict__ wt, const float* __restrict__ w, i64 ldw,
+                                          i64 wbs, i64 CO, i64 C, i64 K, i64 CP, i64 mode, i64 batch) {
+	const i64 KK = K * K;
+	const i64 outer = mode == 0 ? C * KK : CO * KK;
+	const i64 rad[3] = {0, outer, CP};
+	GRID_STRIDE_MD(it, 3, batch * outer * CP, rad) {
+		i64 b = it.d[0], a = it.d[1], p = it.d[2];
+		float v = 0.0f;
+		if (mode == 0) {
+			if (p < CO) v = w[b * wbs + p * ldw + a];  // a = k, p = co
+		} else {
+			i64 co = a / KK, ij = a - co * KK;  // p = c
+			if (p < C) v = w[b * wbs + co * ldw + p * KK + ij];
+		}
+		wt[it.i] = v;
+	}
+}
+
+// conv_direct_tile computes output channels co0 .. co0 + T - 1 (nt of them real) of CONV_PX
+// adjacent output pixels (np of them real) of one sample: acc[t][q] is the float32 sum, from 0,
+// over k ascending, of fmaf(w[co0 + t, k], x at (k, pixel q)), then the bias is added. xs is the
+// sample's image (channel 0, pixel (0, 0)), wk the weights' copy at (k 0, co0), yb the output
+// at (co0, the first pixel).
+template <int T>
+__device__ __forceinline__ void conv_direct_tile(float* yb, int plane, const float* xs, const float* wk, int CP,
+                                                 const float* bb, i64 ldb, int co0, int nt, int np, int C, int N,
+                                                 int H, int W, int K, int S, int y0, int x0) {
+	float acc[T][CONV_PX];
+	for (int t = 0; t < T; t++)
+		for (int q = 0; q < CONV_PX; q++) acc[t][q] = 0.0f;
+	const u32 SN = (u32)(S * N);
+	for (int c = 0; c < C; c++) {
+		for (int i = 0; i < K; i++) {
+			const int iy = y0 + i;
+			const bool rowIn = (u32)iy < (u32)H;
+			// The row's pointer once, then 32-bit offsets from it: an address is two
+			// instructions, not a 64-bit product and sum.
+			const float* rp = xs + (rowIn ? (u32)((c * H + iy) * W) * (u32)N : 0u);
+			for (int j = 0; j < K; j++, wk += CP) {
+				float v[CONV_PX];
+				u32 off = (u32)(x0 + j) * (u32)N;
+				for (int q = 0; q < CONV_PX; q++, off += SN) {
+					const int ix = x0 + q * S + j;
+					v[q] = rowIn && (u32)ix < (u32)W ? rp[off] : 0.0f;
+				}
+				for (int m = 0; m < T / 4; m++) {
+					const float4 w4 = load4(wk + 4 * m);
+					const float ws[4] = {w4.x, w4.y, w4.z, w4.w};
+					for (int u = 0; u < 4; u++)
+						for (int q = 0; q < CONV_PX; q++) acc[4 * m + u][q] = fmaf(ws[u], v[q], acc[4 * m + u][q]);
 				}
 			}
-			for (int t = 0; t < CONV_CO_TILE; t++) {
-				if (t >= nt) continue;
-				float bv = bb[(co0 + t) * ldb];
-				for (int q = 0; q < CONV_PX; q++)
-					if (q < np) yb[(co0 + t) * plane + q * N] = acc[t][q] + bv;
+		}
+	}
+	for (int t = 0; t < T; t++) {
+		if (t >= nt) break;
+		const float bv = bb[(co0 + t) * ldb];
+		for (int q = 0; q < CONV_PX; q++)
+			if (q < np) yb[t * plane + q * N] = acc[t][q] + bv;
+	}
+}
+
+// conv_direct_tile_row is conv_direct_tile at stride 1 for a window of KW columns (K == KW):
+// the CONV_PX + KW - 1 inputs of a window row that the run's pixels read are loaded once and
+// serve all KW columns, where conv_direct_tile loads CONV_PX of them per column. Same sums in
+// the same order.
+template <int T, int KW>
+__device__ __forceinline__ void conv_direct_tile_row(float* yb, int plane, const float* xs, const float* wk, int CP,
+                                                     const float* bb, i64 ldb, int co0, int nt, int np, int C,
+                                                     int N, int H, int W, int y0, int x0) {
+	float acc[T][CONV_PX];
+	for (int t = 0; t < T; t++)
+		for (int q = 0; q < CONV_PX; q++) acc[t][q] = 0.0f;
+	for (int c = 0; c < C; c++) {
+		for (int i = 0; i < KW; i++) {
+			const int iy = y0 + i;
+			const bool rowIn = (u32)iy < (u32)H;
+			float xr[CONV_PX + KW - 1];
+			const float* p = xs + (i64)((c * H + (rowIn ? iy : 0)) * W + x0) * N;
+			for (int e = 0; e < CONV_PX + KW - 1; e++, p += N)
+				xr[e] = rowIn && (u32)(x0 + e) < (u32)W ? *p : 0.0f;
+			for (int j = 0; j < KW; j++, wk += CP) {
+				for (int m = 0; m < T / 4; m++) {
+					const float4 w4 = load4(wk + 4 * m);
+					const float ws[4] = {w4.x, w4.y, w4.z, w4.w};
+					for (int u = 0; u < 4; u++)
+						for (int q = 0; q < CONV_PX; q++)
+							acc[4 * m + u][q] = fmaf(ws[u], xr[q + j], acc[4 * m + u][q]);
+				}
 			}
+		}
+	}
+	for (int t = 0; t < T; t++) {
+		if (t >= nt) break;
+		const float bv = bb[(co0 + t) * ldb];
+		for (int q = 0; q < CONV_PX; q++)
+			if (q < np) yb[t * plane + q * N] = acc[t][q] + bv;
+	}
+}
+
+// conv_direct: y[b, co, oy, ox, n] = (the float32 sum, from 0, over k = (c K + i) K + j
+// ascending of w[b, co, k] x[b, c, oy S - P + i, ox S - P + j, n] by fused multiply-adds, a
+// padding value being 0) + bias[b, co]: Im2col's patches with a row of ones times [w | bias],
+// summed in row order. wt is conv_direct_wt's mode-0 copy of w (row stride CP: CO rounded up
+// to 8 when CO <= 8, else to 16), bias CO x 1 with row stride ldb. One thread per run of
+// CONV_PX output pixels of a row and a sample (b, oy, ox / CONV_PX, n), the samples fastest,
+// computing every output channel, 8 at a time when CO <= 8, else 16.
+extern "C" __global__ void __launch_bounds__(256, 2) conv_direct(float* __restrict__ y, i64 ybs, const float* __restrict__ x, i64 xbs,
+                                       const float* __restrict__ wt, i64 CP, const float* __restrict__ bias,
+                                       i64 ldb, i64 bbs, i64 CO, i64 C, i64 N, i64 H, i64 W, i64 K, i64 S,
+                                       i64 P, i64 OH, i64 OW, i64 batch) {
+	const i64 OWQ = (OW + CONV_PX - 1) / CONV_PX;
+	const i64 rad[4] = {0, OH, OWQ, N};
+	const int plane = (int)(OH * OW * N);
+	GRID_STRIDE_MD(it, 4, batch * OH * OWQ * N, rad) {
+		const i64 b = it.d[0];
+		const int oy = (int)it.d[1], ox0 = (int)it.d[2] * CONV_PX, n = (int)it.d[3];
+		const int np = (int)OW - ox0 < CONV_PX ? (int)OW - ox0 : CONV_PX;
+		const float* xs = x + b * xbs + n;
+		const float* wb = wt + b * C * K * K * CP;
+		const float* bb = bias + b * bbs;
+		float* yb = y + b * ybs + (oy * (int)OW + ox0) * (int)N + n;
+		const int y0 = oy * (int)S - (int)P, x0 = ox0 * (int)S - (int)P;
+		const bool row5 = K == 5 && S == 1;  // LeNet-5's two convolutions
+		if (CO <= 8) {
+			if (row5)
+				conv_direct_tile_row<8, 5>(yb, plane, xs, wb, (int)CP, bb, ldb, 0, (int)CO, np, (int)C, (int)N, (int)H,
+				                           (int)W, y0, x0);
+			else
+				conv_direct_tile<8>(yb, plane, xs, wb, (int)CP, bb, ldb, 0, (int)CO, np, (int)C, (int)N, (int)H,
+				                    (int)W, (int)K, (int)S, y0, x0);
+			continue;
+		}
+		for (int co0 = 0; co0 < (int)CO; co0 += 16) {
+			const int nt = (int)CO - co0 < 16 ? (int)CO - co0 : 16;
+			if (row5)
+				conv_direct_tile_row<16, 5>(yb + co0 * plane, plane, xs, wb + co0, (int)CP, bb, ldb, co0, nt, np,
+				                            (int)C, (int)N, (int)H, (int)W, y0, x0);
+			else
+				conv_direct_tile<16>(yb + co0 * plane, plane, xs, wb + co0, (int)CP, bb, ldb, co0, nt, np, (int)C,
+				                     (int)N, (int)H, (int)W, (int)K, (int)S, y0, x0);
 		}
 	}
 }
 
 // conv_direct_dx: dx[b, c, y, x, n] is col2im of w^T dy: the float32 sum, from 0, over the
 // window offsets (i, j) that reach the pixel, in col2im's order (i, then j), of the float32
-// sum, from 0, over co ascending of w[b, co, (c K + i) K + j] dy[b, co, oy, ox, n], the output
-// pixel (oy, ox) that offset reaches it from. One thread per input pixel and sample for
-// CONV_CT channels (b, c / CONV_CT, y, x, n), the samples fastest; the divisions locating the
-// first offset are 32-bit (pixel coordinates).
-extern "C" __global__ void conv_direct_dx(float* dx, i64 dxbs, const float* w, i64 ldw, i64 wbs,
-                                          const float* dy, i64 dybs, i64 CO, i64 C, i64 N,
-                                          i64 H, i64 W, i64 K, i64 S, i64 P, i64 OH, i64 OW,
-                                          i64 batch) {
-	const i64 CQ = (C + CONV_CT - 1) / CONV_CT;
-	const i64 rad[5] = {0, CQ, H, W, N};
-	const i64 plane = OH * OW * N;
-	GRID_STRIDE_MD(it, 5, batch * CQ * H * W * N, rad) {
-		i64 b = it.d[0], c0 = it.d[1] * CONV_CT, yy = it.d[2], xx = it.d[3], n = it.d[4];
-		i64 nc = C - c0 < CONV_CT ? C - c0 : CONV_CT;
-		u32 ty = (u32)(yy + P), tx = (u32)(xx + P), s = (u32)S;
-		i64 i0 = ty % s, j0 = tx % s;
-		i64 oy0 = (i64)(ty / s), ox0 = (i64)(tx / s);
-		const float* wb = w + b * wbs + c0 * K * K;
-		const float* g = dy + b * dybs + n;
-		float acc[CONV_CT];
-		for (int u = 0; u < CONV_CT; u++) acc[u] = 0.0f;
-		for (i64 i = i0, oy = oy0; i < K && oy >= 0; i += S, oy--) {
-			if (oy >= OH) continue;
-			for (i64 j = j0, ox = ox0; j < K && ox >= 0; j += S, ox--) {
-				if (ox >= OW) continue;
-				const float* wk = wb + i * K + j;
-				const float* gp = g + (oy * OW + ox) * N;
-				float v[CONV_CT];
-				for (int u = 0; u < CONV_CT; u++) v[u] = 0.0f;
-				for (i64 co = 0; co < CO; co++) {
-					float gv = gp[co * plane];
-					for (int u = 0; u < CONV_CT; u++)
-						if (u < nc) v[u] += wk[co * ldw + u * K * K] * gv;
+// sum, from 0, over co ascending of w[b, co, (c K + i) K + j] dy[b, co, oy, ox, n] by fused
+// multiply-adds, the output pixel (oy, ox) that offset reaches it from. wt is conv_direct_wt's
+// mode-1 copy of w (row stride CP). One thread per run of PX input pixels of a row (PX is
+// CONV_DX_PX at stride 1, where adjacent pixels take the same window offsets and so the same
+// weights, else 1), a sample and CONV_CT channels (b, c / CONV_CT, y, x / PX, n), the samples
+// fastest. An offset that reaches some of a run's pixels and not others adds 0 to the others'
+// sums, which leaves them as they are: a sum from +0 by round-to-nearest is never -0.
+template <int PX>
+__device__ __forceinline__ void conv_direct_dx_run(float* dst, int chan, const float* g, const float* wb, int CP,
+                                                   int CO, int N, int K, int S, int P, int OH, int OW, int yy,
+                                                   int xx, int nc, int np) {
+	float acc[PX][CONV_CT];
+	for (int q = 0; q < PX; q++)
+		for (int u = 0; u < CONV_CT; u++) acc[q][u] = 0.0f;
+	const int plane = OH * OW * N, KK = K * K;
+	const u32 ty = (u32)(yy + P), tx = (u32)(xx + P), s = (u32)S;
+	const int i0 = (int)(ty % s), j0 = (int)(tx % s), oy0 = (int)(ty / s), ox0 = (int)(tx / s);
+	for (int i = i0, oy = oy0; i < K && oy >= 0; i += S, oy--) {
+		if (oy >= OH) continue;
+		for (int j = j0, ox = ox0; j < K && ox + PX - 1 >= 0; j += S, ox--) {
+			if (ox >= OW) continue;
+			bool in[PX];
+			for (int q = 0; q < PX; q++) in[q] = (u32)(ox + q) < (u32)OW;
+			// A pointer per pixel of the run, each advanced a channel at a time: a load needs
+			// no address arithmetic of its own.
+			const float* gq[PX];
+			for (int q = 0; q < PX; q++) gq[q] = g + (in[q] ? (oy * OW + ox + q) * N : 0);
+			const float* wk = wb + (i * K + j) * CP;
+			float v[PX][CONV_CT];
+			for (int q = 0; q < PX; q++)
+				for (int u = 0; u < CONV_CT; u++) v[q][u] = 0.0f;
+			for (int co = 0; co < CO; co++, wk += KK * CP) {
+				float gv[PX];
+				for (int q = 0; q < PX; q++) {
+					gv[q] = in[q] ? *gq[q] : 0.0f;
+					gq[q] += plane;
 				}
-				for (int u = 0; u < CONV_CT; u++) acc[u] += v[u];
+				for (int m = 0; m < CONV_CT / 4; m++) {
+					const float4 w4 = load4(wk + 4 * m);
+					const float ws[4] = {w4.x, w4.y, w4.z, w4.w};
+					for (int u = 0; u < 4; u++)
+						for (int q = 0; q < PX; q++) v[q][4 * m + u] = fmaf(ws[u], gv[q], v[q][4 * m + u]);
+				}
+			}
+			for (int q = 0; q < PX; q++)
+				for (int u = 0; u < CONV_CT; u++) acc[q][u] += in[q] ? v[q][u] : 0.0f;
+		}
+	}
+	for (int u = 0; u < CONV_CT; u++) {
+		if (u >= nc) break;
+		for (int q = 0; q < PX; q++)
+			if (q < np) dst[u * chan + q * N] = acc[q][u];
+	}
+}
+
+extern "C" __global__ void __launch_bounds__(256, 2) conv_direct_dx(float* __restrict__ dx, i64 dxbs, const float* __restrict__ wt, i64 CP,
+                                          const float* __restrict__ dy, i64 dybs, i64 CO, i64 C, i64 N, i64 H,
+                                          i64 W, i64 K, i64 S, i64 P, i64 OH, i64 OW, i64 PX, i64 batch) {
+	const i64 CQ = (C + CONV_CT - 1) / CONV_CT, XQ = (W + PX - 1) / PX;
+	const i64 rad[5] = {0, CQ, H, XQ, N};
+	const int chan = (int)(H * W * N);
+	GRID_STRIDE_MD(it, 5, batch * CQ * H * XQ * N, rad) {
+		const i64 b = it.d[0];
+		const int c0 = (int)it.d[1] * CONV_CT, yy = (int)it.d[2], xx = (int)(it.d[3] * PX), n = (int)it.d[4];
+		const int nc = (int)C - c0 < CONV_CT ? (int)C - c0 : CONV_CT;
+		const int np = (int)W - xx < (int)PX ? (int)W - xx : (int)PX;
+		float* dst = dx + b * dxbs + c0 * chan + (yy * (int)W + xx) * (int)N + n;
+		const float* g = dy + b * dybs + n;
+		const float* wb = wt + b * CO * K * K * CP + c0;
+		if (PX == CONV_DX_PX)
+			conv_direct_dx_run<CONV_DX_PX>(dst, chan, g, wb, (int)CP, (int)CO, (int)N, (int)K, (int)S, (int)P,
+			                               (int)OH, (int)OW, yy, xx, nc, np);
+		else
+			conv_direct_dx_run<1>(dst, chan, g, wb, (int)CP, (int)CO, (int)N, (int)K, (int)S, (int)P, (int)OH,
+			                      (int)OW, yy, xx, nc, np);
+	}
+}
+
+// conv_direct_dw_row computes the partial sums of one partial p for output channels co0 ..
+// co0 + nt - 1 and the JT window columns j0 .. j0 + nj - 1 of window row i of channel c: acc[t][q]
+// is the float32 sum, from 0, over the output pixels (oy, ox) in order and the samples n = p, p
+// + PP, ... of fmaf(dy[co0 + t, oy, ox, n], x[c, oy S - P + i, ox S - P + j0 + q, n]). With
+// SLIDE (stride 1, one sample per partial, a tile as wide as the window) the row's inputs stay
+// in registers from one output pixel to the next, one new value loaded per pixel.
+template <int JT, bool SLIDE>
+__device__ __forceinline__ void conv_direct_dw_row(float* dst, int KKC, const float* g, int plane,
+                                                   const float* xc, int nt, int j0, int nj, int N, int H, int W,
+                                                   int S, int P, int OH, int OW, int i, int p, int PP) {
+	float acc[CONV_COT][JT];
+	for (int t = 0; t < CONV_COT; t++)
+		for (int q = 0; q < JT; q++) acc[t][q] = 0.0f;
+	// A pointer per channel, each advanced a pixel at a time: a load needs no address
+	// arithmetic of its own.
+	const float* gq[CONV_COT];
+	for (int t = 0; t < CONV_COT; t++) gq[t] = g + (t < nt ? t * plane : 0);
+	for (int oy = 0; oy < OH; oy++) {
+		const int iy = oy * S - P + i;
+		const bool rowIn = (u32)iy < (u32)H;
+		const float* rp = xc + (rowIn ? (u32)(iy * W) * (u32)N : 0u);
+		float xv[JT];
+		if (SLIDE) {
+			for (int q = 0; q < JT - 1; q++) {
+				const int ix = j0 - P + q;  // S is 1
+				xv[q + 1] = rowIn && (u32)ix < (u32)W ? rp[(u32)ix * (u32)N + (u32)p] : 0.0f;
 			}
 		}
-		float* dst = dx + b * dxbs + ((c0 * H + yy) * W + xx) * N + n;
-		for (int u = 0; u < CONV_CT; u++)
-			if (u < nc) dst[u * H * W * N] = acc[u];
+		for (int ox = 0; ox < OW; ox++) {
+			const int ixb = ox * S - P + j0;
+			for (int n = p; n < N; n += PP) {
+				float gv[CONV_COT];
+				for (int t = 0; t < CONV_COT; t++) gv[t] = t < nt ? gq[t][n] : 0.0f;
+				if (SLIDE) {
+					for (int q = 0; q < JT - 1; q++) xv[q] = xv[q + 1];
+					const int ix = ixb + JT - 1;
+					xv[JT - 1] = rowIn && (u32)ix < (u32)W ? rp[(u32)ix * (u32)N + (u32)n] : 0.0f;
+				} else {
+					u32 xo = (u32)ixb * (u32)N + (u32)n;
+					for (int q = 0; q < JT; q++, xo += (u32)N) {
+						const int ix = ixb + q;
+						xv[q] = q < nj && rowIn && (u32)ix < (u32)W ? rp[xo] : 0.0f;
+					}
+				}
+				for (int t = 0; t < CONV_COT; t++)
+					for (int q = 0; q < JT; q++) acc[t][q] = fmaf(gv[t], xv[q], acc[t][q]);
+			}
+			for (int t = 0; t < CONV_COT; t++) gq[t] += N;
+		}
+	}
+	for (int t = 0; t < CONV_COT; t++) {
+		if (t >= nt) break;
+		for (int q = 0; q < JT; q++)
+			if (q < nj) dst[t * KKC + j0 + q] = acc[t][q];
 	}
 }
 
 // conv_direct_dw: the partial sums of the weight and bias gradients, dw = dy cols^T with cols
 // Im2col's patches and a row of ones (row k = C K K: the bias). Partial p of (b, co, k) is the
 // float32 sum, from 0, over the columns (oy OW + ox) N + n ascending with n = p mod PP of
-// dy[b, co, oy, ox, n] cols[b, k, (oy OW + ox) N + n] (a padding value being 0); splitk_reduce
-// then adds the PP partials in order. Weight partials go to part[((p batch + b) CO + co) C K K +
-// k], bias partials to part[PP batch CO C K K + (p batch + b) CO + co]. PP depends only on N
-// (the host's directParts), never on the launch. One thread per window row r = c K + i (or the
-// bias, r = C K), output channel and partial (b, co, r, p), p fastest so that adjacent threads
-// read adjacent samples, computing the row's K weights CONV_JT at a time.
-extern "C" __global__ void conv_direct_dw(float* part, const float* x, i64 xbs, const float* dy,
-                                          i64 dybs, i64 CO, i64 C, i64 N, i64 H, i64 W, i64 K,
-                                          i64 S, i64 P, i64 OH, i64 OW, i64 PP, i64 batch) {
-	const i64 KK = C * K * K;
-	const i64 rad[4] = {0, CO, C * K + 1, PP};
+// dy[b, co, oy, ox, n] cols[b, k, (oy OW + ox) N + n] (a padding value being 0), each term added
+// by a fused multiply-add (the bias's by an addition); splitk_reduce then adds the PP partials
+// in order. Weight partials go to part[((p batch + b) CO + co) C K K + k], bias partials to
+// part[PP batch CO C K K + (p batch + b) CO + co]. PP depends only on N (the host's
+// directParts), never on the launch. One thread per CONV_COT output channels, window row r = c
+// K + i (or the bias, r = C K) and partial (b, co / CONV_COT, r, p), p fastest so that adjacent
+// threads read adjacent samples, computing the row's K weights in tiles of the window's width
+// (3 and 5) or CONV_JT.
+extern "C" __global__ void __launch_bounds__(256, 2) conv_direct_dw(float* __restrict__ part, const float* __restrict__ x, i64 xbs,
+                                          const float* __restrict__ dy, i64 dybs, i64 CO, i64 C, i64 N, i64 H,
+                                          i64 W, i64 K, i64 S, i64 P, i64 OH, i64 OW, i64 PP, i64 batch) {
+	const i64 KK = C * K * K, COQ = (CO + CONV_COT - 1) / CONV_COT;
+	const i64 rad[4] = {0, COQ, C * K + 1, PP};
 	float* bpart = part + PP * batch * CO * KK;
-	GRID_STRIDE_MD(it, 4, batch * CO * (C * K + 1) * PP, rad) {
-		i64 b = it.d[0], co = it.d[1], r = it.d[2], p = it.d[3];
-		const float* g = dy + b * dybs + co * OH * OW * N;
-		if (r == C * K) {
-			float acc = 0.0f;
-			for (i64 q = 0; q < OH * OW; q++)
-				for (i64 n = p; n < N; n += PP) acc += g[q * N + n];
-			bpart[(p * batch + b) * CO + co] = acc;
+	const int plane = (int)(OH * OW * N);
+	GRID_STRIDE_MD(it, 4, batch * COQ * (C * K + 1) * PP, rad) {
+		const i64 b = it.d[0];
+		const int co0 = (int)it.d[1] * CONV_COT, r = (int)it.d[2], p = (int)it.d[3];
+		const int nt = (int)CO - co0 < CONV_COT ? (int)CO - co0 : CONV_COT;
+		const float* g = dy + b * dybs + co0 * plane;
+		if (r == (int)(C * K)) {
+			float acc[CONV_COT];
+			for (int t = 0; t < CONV_COT; t++) acc[t] = 0.0f;
+			for (int px = 0; px < (int)(OH * OW); px++)
+				for (int n = p; n < (int)N; n += (int)PP)
+					for (int t = 0; t < CONV_COT; t++)
+						if (t < nt) acc[t] += g[t * plane + px * (int)N + n];
+			for (int t = 0; t < CONV_COT; t++)
+				if (t < nt) bpart[(p * batch + b) * CO + co0 + t] = acc[t];
 			continue;
 		}
-		i64 c = r / K, i = r - c * K;
-		const float* xc = x + b * xbs + c * H * W * N;
-		float* dst = part + ((p * batch + b) * CO + co) * KK + r * K;
-		for (i64 j0 = 0; j0 < K; j0 += CONV_JT) {
-			i64 nj = K - j0 < CONV_JT ? K - j0 : CONV_JT;
-			float acc[CONV_JT];
-			for (int q = 0; q < CONV_JT; q++) acc[q] = 0.0f;
-			for (i64 oy = 0; oy < OH; oy++) {
-				i64 iy = oy * S - P + i;
-				bool rowIn = iy >= 0 && iy < H;
-				const float* row = xc + iy * W * N;
-				for (i64 ox = 0; ox < OW; ox++) {
-					const float* gp = g + (oy * OW + ox) * N;
-					i64 ixb = ox * S - P + j0;
-					for (i64 n = p; n < N; n += PP) {
-						float gv = gp[n];
-						for (int q = 0; q < CONV_JT; q++) {
-							if (q >= nj) continue;
-							i64 ix = ixb + q;
-							float xv = (rowIn && ix >= 0 && ix < W) ? row[ix * N + n] : 0.0f;
-							acc[q] += gv * xv;
-						}
-					}
-				}
+		const int c = r / (int)K, i = r - c * (int)K;
+		const float* xc = x + b * xbs + c * (int)(H * W * N);
+		float* dst = part + ((p * batch + b) * CO + co0) * KK + r * K;
+		const bool one = S == 1 && N <= PP;
+		const int Ni = (int)N, Hi = (int)H, Wi = (int)W, Si = (int)S, Pi = (int)P, OHi = (int)OH, OWi = (int)OW;
+		if (K == 5 && one)
+			conv_direct_dw_row<5, true>(dst, (int)KK, g, plane, xc, nt, 0, 5, Ni, Hi, Wi, Si, Pi, OHi, OWi, i, p, (int)PP);
+		else if (K == 5)
+			conv_direct_dw_row<5, false>(dst, (int)KK, g, plane, xc, nt, 0, 5, Ni, Hi, Wi, Si, Pi, OHi, OWi, i, p, (int)PP);
+		else if (K == 3 && one)
+			conv_direct_dw_row<3, true>(dst, (int)KK, g, plane, xc, nt, 0, 3, Ni, Hi, Wi, Si, Pi, OHi, OWi, i, p, (int)PP);
+		else if (K == 3)
+			conv_direct_dw_row<3, false>(dst, (int)KK, g, plane, xc, nt, 0, 3, Ni, Hi, Wi, Si, Pi, OHi, OWi, i, p, (int)PP);
+		else
+			for (int j0 = 0; j0 < (int)K; j0 += CONV_JT) {
+				const int nj = (int)K - j0 < CONV_JT ? (int)K - j0 : CONV_JT;
+				conv_direct_dw_row<CONV_JT, false>(dst, (int)KK, g, plane, xc, nt, j0, nj, Ni, Hi, Wi, Si, Pi, OHi,
+				                                   OWi, i, p, (int)PP);
 			}
-			for (int q = 0; q < CONV_JT; q++)
-				if (q < nj) dst[j0 + q] = acc[q];
-		}
 	}
 }
 

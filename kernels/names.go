@@ -58,6 +58,7 @@ const (
 	Wino4Output
 	Wino4OutputGrad
 	PoolGradKept
+	ConvDirectWT
 	numKernels
 )
 
@@ -78,6 +79,7 @@ var kernelNames = [numKernels]string{
 	WinoOutput: "wino_output", WinoOutputGrad: "wino_output_grad",
 	Wino4Filter: "wino4_filter", Wino4FilterGrad: "wino4_filter_grad", Wino4Input: "wino4_input", Wino4InputGrad: "wino4_input_grad",
 	Wino4Output: "wino4_output", Wino4OutputGrad: "wino4_output_grad", PoolGradKept: "pool_grad_kept",
+	ConvDirectWT: "conv_direct_wt",
 }
 
 // HiddenSharedFloats is the static shared memory of hidden_step in floats
@@ -170,12 +172,16 @@ func PartialsFold(cols int) int {
 	return f
 }
 
-// The direct convolution kernels' tiles (CONV_PX, CONV_CT and CONV_JT in conv.cu): conv_direct's
-// thread computes ConvPX adjacent output pixels of a row, conv_direct_dx's ConvCT input
-// channels, conv_direct_dw's ConvJT window columns at a time (a window row per thread). The
-// host sizes the launches by them.
+// The direct convolution kernels' tiles (CONV_PX, CONV_DX_PX, CONV_CT, CONV_COT and CONV_JT in
+// conv.cu): conv_direct's thread computes ConvPX adjacent output pixels of a row;
+// conv_direct_dx's ConvCT input channels of ConvDXPX adjacent input pixels at stride 1 (one
+// pixel at other strides); conv_direct_dw's ConvCOT output channels of a window row (at most
+// ConvJT columns at a time where the window is not 3 or 5 wide). The host sizes the launches
+// and the weights' copies (conv_direct_wt) by them.
 const (
-	ConvPX = 4
-	ConvCT = 4
-	ConvJT = 8
+	ConvPX   = 4
+	ConvDXPX = 4
+	ConvCT   = 8
+	ConvCOT  = 8
+	ConvJT   = 8
 )

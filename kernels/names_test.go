@@ -97,7 +97,7 @@ func TestConvTilesMatchConvCU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]int{"CONV_PX": ConvPX, "CONV_CT": ConvCT, "CONV_JT": ConvJT} {
+	for name, want := range map[string]int{"CONV_PX": ConvPX, "CONV_DX_PX": ConvDXPX, "CONV_CT": ConvCT, "CONV_COT": ConvCOT, "CONV_JT": ConvJT} {
 		m := regexp.MustCompile(`(?m)^#define ` + name + ` (\d+)$`).FindSubmatch(src)
 		if m == nil {
 			t.Fatalf("conv.cu defines no %s", name)

@@ -31,7 +31,9 @@ func (c convCase) pools() bool { return 2*c.win.Pad <= c.win.Size }
 // column in no window), overlapping 3x3 windows at stride 2 (ResNet's max pooling), and sample
 // counts for the threads that share a row of samples (conv.cu's GROUP_STRIDE_MD): 40 (groups
 // of 32, some threads taking two samples of a row and some one), 32 (a warp, LeNet's batch)
-// and 6 (groups of 4).
+// and 6 (groups of 4); and a 5 x 5 window at stride 1 over 36 samples, where the direct weight
+// gradient's partial sums take two samples each (its forms for one sample a partial run where
+// the sample count is at most 32).
 var convCases = []convCase{
 	{1, 1, 1, 1, compute.Window{Size: 1, Stride: 1}},
 	{3, 2, 7, 5, compute.Window{Size: 3, Stride: 2, Pad: 1}},
@@ -46,6 +48,7 @@ var convCases = []convCase{
 	{2, 40, 6, 5, compute.Window{Size: 3, Stride: 1, Pad: 1}},
 	{1, 32, 4, 4, compute.Window{Size: 2, Stride: 2}},
 	{2, 6, 5, 5, compute.Window{Size: 3, Stride: 2, Pad: 1}},
+	{2, 36, 9, 8, compute.Window{Size: 5, Stride: 1, Pad: 1}},
 }
 
 // imgLayout places a batch of images in a buffer: shared by the batch (batch stride 0), or one

@@ -101,7 +101,7 @@ const entry table[] = {
     K(wino_filter),       K(wino_filter_grad), K(wino_input),       K(wino_input_grad),
     K(wino_output),       K(wino_output_grad),
     K(wino4_filter),      K(wino4_filter_grad), K(wino4_input),     K(wino4_input_grad),
-    K(wino4_output),      K(wino4_output_grad), K(pool_grad_kept),
+    K(wino4_output),      K(wino4_output_grad), K(pool_grad_kept),    K(conv_direct_wt),
 };
 #undef K
 #undef KB
