@@ -1000,7 +1000,7 @@ __device__ __forceinline__ void conv_direct_dw_row(float* dst, int KKC, const fl
 			const int ixb = ox * S - P + j0;
 			for (int n = p; n < N; n += PP) {
 				float gv[CONV_COT];
-				for (int t = 0; t < CONV_COT; t++) gv[t] = t < nt ? gq[t][n] : 0.0f;
+				for (int t = 0; t < CONV_COT; t++) gv[t] = gq[t][n];  // channel 0's again for t >= nt: never stored
 				if (SLIDE) {
 					for (int q = 0; q < JT - 1; q++) xv[q] = xv[q + 1];
 					const int ix = ixb + JT - 1;

@@ -35,7 +35,7 @@
 #               (bench-gpu-w3): what Winograd's form gains, in one sitting
 #   bench-gpu-w3-winograd4  W3 with the stride-1 3x3 convolutions by Winograd's F(4x4, 3x3)
 #               instead of F(2x2, 3x3) (FEDAUDIT_CUDA_WINOGRAD4=1), beside bench-gpu-w3
-#   bench-gpu-w2-direct  W2 with LeNet-5's convolutions on the direct kernels, no patches
+#   bench-gpu-w2-direct  W2 with LeNet-5's second convolution on the direct kernels, no patches
 #               (FEDAUDIT_CUDA_DIRECTCONV=1)
 #   bench-gpu-hidden1024  W1 with the fused hidden step in blocks of 1,024 threads instead of
 #               256 (FEDAUDIT_CUDA_HIDDENBLOCK=1024), beside bench-gpu
