@@ -112,9 +112,10 @@ type PatchGemmer interface {
 // it agrees with another backend's patch form to the rounding of the sums' order.
 type DirectConvolver interface {
 	// DirectConv reports whether the backend computes a convolution of x (its geometry, the
-	// sample count N included; the batch is not looked at) with window win into cout channels
-	// directly. It depends only on the geometry, never on the data or the device's state, so a
-	// backward pass can follow its forward pass's choice.
+	// sample count N included, and whether the batch shares it: BatchStride 0; the batch size
+	// is not looked at) with window win into cout channels directly. It depends only on those,
+	// never on the data or the device's state, so a backward pass can follow its forward
+	// pass's choice.
 	DirectConv(cout int, x Images, win Window) bool
 	// ConvDirect sets y (cout channels of win.Out(H) x win.Out(W) pixels of N samples, per
 	// batch element) to the convolution of x by w plus bias: w is cout x (C Size Size), row
