@@ -656,9 +656,11 @@ func testGroupNormBadGroups(t *testing.T, f Factory) {
 	t.Logf("error as reported: %v", w.ops.Err())
 }
 
-// directOutputs are the output channel counts of the direct convolution's cases: one, and nine
-// (a full tile of CONV_CO_TILE = 8 channels and a partial one).
-var directOutputs = []int{1, 9}
+// directOutputs are the output channel counts of the direct convolution's cases: one (conv_direct's
+// tile of 8 channels, conv_direct_dw's of CONV_COT = 8, each with one), nine (a tile of 16
+// with nine; a full tile of 8 and a partial one) and twenty (a full tile of 16 and a partial
+// one; two full tiles of 8 and a partial one).
+var directOutputs = []int{1, 9, 20}
 
 // The direct convolution (compute.DirectConvolver: conv_direct, conv_direct_dw with
 // splitk_reduce, conv_direct_dx) against a float64 evaluation of the patch form's definition
