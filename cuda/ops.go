@@ -135,11 +135,13 @@ type Options struct {
 	// SplitKDepth is the least depth of a slice (default 512: W3's second-stage weight
 	// gradients, 8,192 deep, split in 16 at R 8); tests set it small to split small products.
 	SplitKDepth int
-	// DirectConv computes small convolutions (at most 32 output channels of at most 512 patch
-	// rows, LeNet-5's two) and their gradients with the kernels conv_direct, conv_direct_dx and
-	// conv_direct_dw (compute.DirectConvolver) instead of im2col, cuBLAS products by the patches
-	// and col2im: no patches are written or read, and no copies of the weights are made. Off by
-	// default until measured on hardware; FEDAUDIT_CUDA_DIRECTCONV=1 turns it on too.
+	// DirectConv computes small convolutions of an input per replica (at most 32 output
+	// channels of at most 512 patch rows: LeNet-5's second) and their gradients with the
+	// kernels conv_direct, conv_direct_dx and conv_direct_dw (compute.DirectConvolver) instead
+	// of im2col, cuBLAS products by the patches and col2im: no patches are written or read, and
+	// the weights are copied (conv_direct_wt) for the kernels' loads instead of beside the
+	// bias. Off by default until measured on hardware; FEDAUDIT_CUDA_DIRECTCONV=1 turns it on
+	// too.
 	DirectConv bool
 	// BiasCopies keeps every convolution's [weights | bias] copies, as before the eleventh
 	// session, instead of reading the weights in place where they outweigh the output
