@@ -16,6 +16,14 @@ typedef unsigned long long u64;
 // FEDAUDIT_PARTIALS is the number of partial sums per batch element of a long reduction.
 #define FEDAUDIT_PARTIALS 256
 
+// LIGHT_BATCH is how many of its grid-stride items a thread of axpby (elementwise.cu) and of
+// clip_step (reduce.cu) handles at once: their addresses first, then all their loads, then the
+// stores. The loads do not depend on each other, so they are in flight together; one item at a
+// time, a thread waited for each load before the next (Nsight Compute on an H100: axpby at 27%
+// of the memory bandwidth, the SMs 44% busy, in W1 at 4096 replicas; clip_step at about 45% in
+// W2 at R 1024). cuda.Ops gives a thread 4 items by default (Options.LightItems).
+#define LIGHT_BATCH 4
+
 // UNROLL asks for the next loop, of a trip count known to the compiler, to be unrolled
 // completely, so the arrays it indexes stay in registers; g++ (the host shim) takes its own
 // pragma.

@@ -3,12 +3,6 @@
 // stride and a batch stride (0 broadcasts one matrix to the batch), as compute.Mat.
 #include "common.cuh"
 
-// LIGHT_BATCH is how many of its grid-stride items a thread of axpby handles at once: their
-// addresses first, then all their loads, then the stores. The loads do not depend on each other,
-// so they are in flight together; one item at a time, a thread waited for each load before the
-// next (Nsight Compute on an H100: axpby at 27% of the memory bandwidth, the SMs 44% busy, in
-// W1 at 4096 replicas). cuda.Ops gives a thread 4 items by default (Options.LightItems).
-#define LIGHT_BATCH 4
 
 // axpby: y = a_b x + beta y with a_b = alpha coef[b] (coef may be null); with a_b = 0 and
 // beta = 0, y is zeroed without reading x, which may then be null. Each item is computed as

@@ -61,31 +61,62 @@ extern "C" __global__ void reduce_partials(double* out, const double* part, i64 
 // anchor is not read. A NaN norm makes the step NaN, as on the CPU backend. The clip factor is
 // worked out again only when a thread's next value belongs to another batch element: a
 // float64 square root and division for every value made the kernel compute-bound (W2 at R
-// 1024: about 45% of the memory bandwidth in the fourth sitting).
+// 1024: about 45% of the memory bandwidth in the fourth sitting). A thread takes LIGHT_BATCH
+// of its items at once, loading all their values before it stores any (common.cuh); each
+// item is computed as alone, in place too (g = w: an item's values are loaded before its
+// store), so the batching changes no bit.
 extern "C" __global__ void clip_step(float* w, i64 wbs, const float* g, i64 gbs,
                                      const float* anchor, i64 abs_, const double* sumsq,
                                      float eta, float v, float alpha, i64 cols, i64 batch) {
+	const i64 n = batch * cols;
 	i64 fb = -1;  // the batch element whose factor s holds
 	float s = 1.0f;
-	GRID_STRIDE_RC(ix, batch * cols, 1, cols) {
-		i64 b = ix.b, j = ix.j;
-		if (v > 0.0f && b != fb) {
-			s = 1.0f;
-			double n = sqrt(sumsq[b]);
-			if (n > (double)v)
-				s = (float)((double)v / n);
-			else if (n != n)
-				s = __int_as_float(0x7fc00000);  // NaN
-			fb = b;
+	rc_index ix = rc_start((i64)blockIdx.x * blockDim.x + threadIdx.x, (i64)blockDim.x * gridDim.x, 1, cols);
+	while (ix.i < n) {
+		float* wp[LIGHT_BATCH] = {};
+		const float* gp[LIGHT_BATCH] = {};
+		const float* ap[LIGHT_BATCH] = {};
+		float c[LIGHT_BATCH] = {}, wv[LIGHT_BATCH] = {}, gv[LIGHT_BATCH] = {}, av[LIGHT_BATCH] = {};
+		int m = 0;
+		UNROLL
+		for (int q = 0; q < LIGHT_BATCH; q++) {
+			if (ix.i < n) {
+				const i64 b = ix.b, j = ix.j;
+				if (v > 0.0f && b != fb) {
+					s = 1.0f;
+					double nb = sqrt(sumsq[b]);
+					if (nb > (double)v)
+						s = (float)((double)v / nb);
+					else if (nb != nb)
+						s = __int_as_float(0x7fc00000);  // NaN
+					fb = b;
+				}
+				c[q] = eta * s;
+				wp[q] = w + b * wbs + j;
+				gp[q] = g + b * gbs + j;
+				ap[q] = alpha == 0.0f ? anchor : anchor + b * abs_ + j;
+				m = q + 1;
+				rc_next(&ix);
+			}
 		}
-		float c = eta * s;
-		float* wp = w + b * wbs + j;
-		float gv = g[b * gbs + j];
-		if (alpha == 0.0f) {
-			*wp -= c * gv;
-		} else {
-			float ea = eta * alpha;
-			*wp -= c * gv + ea * (*wp - anchor[b * abs_ + j]);
+		UNROLL
+		for (int q = 0; q < LIGHT_BATCH; q++) {
+			if (q < m) {
+				gv[q] = *gp[q];
+				wv[q] = *wp[q];
+				av[q] = alpha == 0.0f ? 0.0f : *ap[q];
+			}
+		}
+		UNROLL
+		for (int q = 0; q < LIGHT_BATCH; q++) {
+			if (q < m) {
+				if (alpha == 0.0f) {
+					*wp[q] = wv[q] - c[q] * gv[q];
+				} else {
+					float ea = eta * alpha;
+					*wp[q] = wv[q] - (c[q] * gv[q] + ea * (wv[q] - av[q]));
+				}
+			}
 		}
 	}
 }
