@@ -721,7 +721,7 @@ extern "C" __global__ void __launch_bounds__(256, 3) gn_grad_x(float* __restrict
 // the patch rows k = (c K + i) K + j for the output, over the output channels and then the
 // window offsets (col2im's order) for the input gradient, over the pixels and samples for the
 // weight gradient. Offsets inside a batch element are 32-bit (the host takes a convolution only
-// where a batch element's images hold fewer than 2^31 values: directFits in cuda/conv.go); a
+// where a batch element's images hold fewer than 2^31 values: cuda.Ops.DirectConv); a
 // batch element's own offset is 64-bit.
 //
 // These kernels are bound by the instructions they issue per product, so each thread keeps a
