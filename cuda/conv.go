@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/kernels"
@@ -57,6 +58,20 @@ func (o *Ops) apart(op string, out span, in ...span) bool {
 			o.fail(op, fmt.Errorf("the output (floats %d to %d of its buffer) overlaps an input (%d to %d)", out.lo, out.hi, x.lo, x.hi))
 			return false
 		}
+	}
+	return true
+}
+
+// planeFits fails the backend when a channel of x (H W N values) is too large for the pooling
+// kernels, which index a channel with 32-bit offsets: a 64-bit product and sum per pixel were
+// most of their loops' instructions.
+func (o *Ops) planeFits(op string, x compute.Images) bool {
+	if o.err != nil {
+		return false
+	}
+	if plane := int64(x.H) * int64(x.W) * int64(x.N); plane > math.MaxInt32 {
+		o.fail(op, fmt.Errorf("a channel of %d x %d pixels of %d samples holds %d values, more than the pooling kernels' 32-bit offsets reach (%d)", x.H, x.W, x.N, plane, math.MaxInt32))
+		return false
 	}
 	return true
 }
@@ -147,7 +162,7 @@ func (o *Ops) Pool(p compute.Pooling, w compute.Window, x, y compute.Images) {
 // pool launches pool, with the window indices written at idx unless it is 0, and the ReLU
 // applied to the maxima with relu.
 func (o *Ops) pool(op string, p compute.Pooling, w compute.Window, x, y compute.Images, idx uint64, relu bool) {
-	if !o.apart(op, imgSpan(y), imgSpan(x)) {
+	if !o.planeFits(op, x) || !o.apart(op, imgSpan(y), imgSpan(x)) {
 		return
 	}
 	var r uint32
@@ -206,7 +221,7 @@ func (o *Ops) poolGradKept(op string, w compute.Window, x compute.Images, idx co
 	if y.Buf != nil {
 		in = append(in, imgSpan(y))
 	}
-	if a == 0 || !o.apart(op, imgSpan(dx), in...) {
+	if a == 0 || !o.planeFits(op, x) || !o.apart(op, imgSpan(dx), in...) {
 		return
 	}
 	oh, ow := w.Out(x.H), w.Out(x.W)
@@ -240,7 +255,7 @@ func (o *Ops) PoolGradKeptReLU(w compute.Window, x compute.Images, idx compute.B
 // samples; one launch. Max pooling whose windows tile the image exactly (LeNet-5's) runs
 // pool_grad_tiled instead, a group per window, with the same bits.
 func (o *Ops) PoolGrad(p compute.Pooling, w compute.Window, x, dy, dx compute.Images) {
-	if !o.apart("pool gradient", imgSpan(dx), imgSpan(x), imgSpan(dy)) {
+	if !o.planeFits("pool gradient", x) || !o.apart("pool gradient", imgSpan(dx), imgSpan(x), imgSpan(dy)) {
 		return
 	}
 	oh, ow := w.Out(x.H), w.Out(x.W)

@@ -203,26 +203,31 @@ extern "C" __global__ void col2im(float* __restrict__ dx, i64 dxbs, const float*
 // window_argmax is imgops' window rule for cnt <= SAMPLES samples at once (sample q at src +
 // q wd): bi[q] is the pixel i W + j of sample q's first maximum in the K x K window at (y0,
 // x0), in row-major order, padding excluded (a NaN wins only as the window's first pixel, as
-// with Go's >), or -1 when the window lies entirely in the padding. src is a channel of the
-// first sample: pixel (i, j) at (i W + j) N.
-__device__ __forceinline__ void window_argmax(const float* src, i64 wd, int cnt, i64 H, i64 W,
-                                              i64 N, i64 K, i64 y0, i64 x0, i64* bi) {
-	i64 ylo = y0 > 0 ? y0 : 0, yhi = y0 + K < H ? y0 + K : H;
-	i64 xlo = x0 > 0 ? x0 : 0, xhi = x0 + K < W ? x0 + K : W;
-	float best[SAMPLES];
+// with Go's >), or -1 when the window lies entirely in the padding; best[q] is its value and
+// wi[q] its place in the window, (i - y0) K + (j - x0). src is a channel of the first sample:
+// pixel (i, j) at (i W + j) N. The offsets are 32-bit, a channel's plane holding fewer than
+// 2^31 values (cuda.Ops checks it): a 64-bit product and sum per pixel were most of the loop's
+// instructions.
+__device__ __forceinline__ void window_argmax(const float* src, int wd, int cnt, int H, int W, int N, int K,
+                                              int y0, int x0, int* bi, float* best, int* wi) {
+	const int ylo = y0 > 0 ? y0 : 0, yhi = y0 + K < H ? y0 + K : H;
+	const int xlo = x0 > 0 ? x0 : 0, xhi = x0 + K < W ? x0 + K : W;
 	for (int q = 0; q < SAMPLES; q++) {
 		best[q] = 0.0f;
 		bi[q] = -1;
+		wi[q] = -1;
 	}
-	for (i64 i = ylo; i < yhi; i++) {
-		for (i64 j = xlo; j < xhi; j++) {
-			const float* p = src + (i * W + j) * N;
+	for (int i = ylo; i < yhi; i++) {
+		const float* row = src + (u32)(i * W) * (u32)N;
+		for (int j = xlo; j < xhi; j++) {
+			const float* p = row + (u32)j * (u32)N;
 			float v[SAMPLES];
 			for (int q = 0; q < SAMPLES; q++) v[q] = q < cnt ? p[q * wd] : 0.0f;
 			for (int q = 0; q < SAMPLES; q++) {
 				if (q < cnt && (bi[q] < 0 || v[q] > best[q])) {
 					best[q] = v[q];
 					bi[q] = i * W + j;
+					wi[q] = (i - y0) * K + (j - x0);
 				}
 			}
 		}
@@ -263,19 +268,17 @@ extern "C" __global__ void pool(int avg, float* __restrict__ y, i64 ybs, const f
 				}
 				for (int q = 0; q < SAMPLES; q++) v[q] = v[q] * inv;
 			} else {
-				i64 bi[SAMPLES];
-				window_argmax(src, wd, cnt, H, W, N, K, y0, x0, bi);
+				int bi[SAMPLES], wi[SAMPLES];
+				float best[SAMPLES];
+				window_argmax(src, (int)wd, cnt, (int)H, (int)W, (int)N, (int)K, (int)y0, (int)x0, bi, best, wi);
 				for (int q = 0; q < SAMPLES; q++)
-					v[q] = q < cnt && bi[q] >= 0 ? src[bi[q] * N + q * wd] : __int_as_float((int)0xff800000u);
+					v[q] = q < cnt && bi[q] >= 0 ? best[q] : __int_as_float((int)0xff800000u);
 				if (relu)
 					for (int q = 0; q < SAMPLES; q++) v[q] = act_value(ACT_RELU, v[q]);
 				if (idx) {
 					unsigned char* id = idx + (((b * C + c) * OH + oy) * OW + ox) * N + n0;
-					for (int q = 0; q < SAMPLES; q++) {
-						if (q >= cnt) continue;
-						u32 d = (u32)(bi[q] - (y0 * W + x0)); // (i - y0) W + (j - x0)
-						id[q * wd] = (unsigned char)((d / (u32)W) * (u32)K + d % (u32)W);
-					}
+					for (int q = 0; q < SAMPLES; q++)
+						if (q < cnt) id[q * wd] = (unsigned char)wi[q];
 				}
 			}
 			for (int q = 0; q < SAMPLES; q++)
@@ -321,8 +324,10 @@ extern "C" __global__ void pool_grad(int avg, float* __restrict__ dx, i64 dxbs, 
 						for (int q = 0; q < SAMPLES; q++)
 							if (q < cnt) acc[q] += gw[q * wd] * inv;
 					} else {
-						i64 bi[SAMPLES];
-						window_argmax(src, wd, cnt, H, W, N, K, oy * S - P, ox * S - P, bi);
+						int bi[SAMPLES], wi[SAMPLES];
+						float best[SAMPLES];
+						window_argmax(src, (int)wd, cnt, (int)H, (int)W, (int)N, (int)K, (int)(oy * S - P),
+						              (int)(ox * S - P), bi, best, wi);
 						for (int q = 0; q < SAMPLES; q++)
 							if (q < cnt && bi[q] == me) acc[q] += gw[q * wd];
 					}
@@ -353,8 +358,9 @@ extern "C" __global__ void pool_grad_tiled(float* __restrict__ dx, i64 dxbs, con
 		const float* g = dy + b * dybs + ((c * OH + oy) * OW + ox) * N;
 		for (i64 n0 = lane; n0 < N; n0 += SAMPLES * wd) {
 			const int cnt = chunk_count(n0, wd, N);
-			i64 bi[SAMPLES];
-			window_argmax(src + n0, wd, cnt, H, W, N, K, y0, x0, bi);
+			int bi[SAMPLES], wi[SAMPLES];
+			float best[SAMPLES];
+			window_argmax(src + n0, (int)wd, cnt, (int)H, (int)W, (int)N, (int)K, (int)y0, (int)x0, bi, best, wi);
 			float gv[SAMPLES];
 			for (int q = 0; q < SAMPLES; q++) gv[q] = q < cnt ? 0.0f + g[n0 + q * wd] : 0.0f;
 			for (i64 i = y0; i < y0 + K; i++) {
@@ -394,11 +400,13 @@ extern "C" __global__ void __launch_bounds__(256, 3) pool_grad_kept(float* __res
 				li[q] = q < cnt ? (int)id[n0 + q * wd] : -1;
 				gv[q] = q < cnt ? 0.0f + (yr ? act_grad(ACT_RELU, yr + n0 + q * wd, 0, g[n0 + q * wd]) : g[n0 + q * wd]) : 0.0f;
 			}
-			for (i64 i = 0; i < K; i++) {
-				for (i64 j = 0; j < K; j++) {
-					float* d = dst + ((y0 + i) * W + x0 + j) * N + n0;
+			// 32-bit offsets within the channel's plane (cuda.Ops checks that it holds fewer
+			// than 2^31 values), a row's pointer once per window row.
+			for (int i = 0; i < (int)K; i++) {
+				float* d = dst + (u32)(((int)y0 + i) * (int)W + (int)x0) * (u32)N + n0;
+				for (int j = 0; j < (int)K; j++, d += N) {
 					for (int q = 0; q < SAMPLES; q++)
-						if (q < cnt) d[q * wd] = i * K + j == li[q] ? gv[q] : 0.0f;
+						if (q < cnt) d[q * wd] = i * (int)K + j == li[q] ? gv[q] : 0.0f;
 				}
 			}
 		}

@@ -219,3 +219,36 @@ func convCountsErr(t *testing.T, op func(o *cuda.Ops), wantErr bool) (launches, 
 	}
 	return d.launches, d.reads, d.stages, d.gemms, d.perKernel
 }
+
+// The pooling kernels index a channel's plane (H W N values) with 32-bit offsets: a pooling
+// whose channel holds more than 2^31 - 1 values fails with an error that says so, before any
+// launch or memory access.
+func TestPoolingRefusesPlanesBeyond32Bits(t *testing.T) {
+	win := compute.Window{Size: 2, Stride: 2}
+	for _, c := range []struct {
+		name string
+		op   func(o *cuda.Ops, x compute.Images)
+	}{
+		{"pool", func(o *cuda.Ops, x compute.Images) {
+			o.Pool(compute.MaxPooling, win, x, compute.Images{Buf: x.Buf, C: 1, N: x.N, H: x.H / 2, W: x.W / 2, Batch: 1})
+		}},
+		{"pool gradient", func(o *cuda.Ops, x compute.Images) {
+			y := compute.Images{Buf: x.Buf, C: 1, N: x.N, H: x.H / 2, W: x.W / 2, Batch: 1}
+			o.PoolGrad(compute.MaxPooling, win, x, y, x)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := &countingDevice{Device: device(t), perKernel: map[kernels.Kernel]int{}}
+			o := cuda.NewOps(d, cuda.Options{})
+			defer o.Close()
+			x := compute.Images{Buf: o.Alloc(8), C: 1, N: 2, H: 32768, W: 32768, Batch: 1} // 2^31 values a channel
+			c.op(o, x)
+			if err := o.Err(); err == nil || !strings.Contains(err.Error(), "32-bit offsets") {
+				t.Fatalf("error %v, want the channel refused", err)
+			}
+			if d.launches != 0 {
+				t.Errorf("%d launches for a refused pooling", d.launches)
+			}
+		})
+	}
+}

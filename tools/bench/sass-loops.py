@@ -8,7 +8,7 @@ Usage:
 
 It disassembles the cubin with `nvdisasm -g -c` (the source line of every instruction) and
 prints, for every loop of at most N instructions (default 400; a loop is a backward branch and
-the instructions from its target to it), its first address, its length, its floating-point
+the instructions from its target to it), its kernel, its first address, its length, its floating-point
 operations (FFMA, DFMA, FADD, DADD, FMUL, DMUL: one per instruction), its loads and stores, the
 source lines it comes from, and each local-memory access (a register spill: LDL, STL) inside
 it. Times a loop's trip count, its length is what a thread issues in it.
@@ -23,10 +23,14 @@ MEMORY_OPS = ("LD", "LDS", "LDG", "ST", "STS", "STG", "LDL", "STL")
 
 
 def instructions(cubin):
-    """The cubin's instructions as (address, text, source line), and its labels' indices."""
+    """The cubin's instructions as (address, text, source line, kernel), and its labels' indices."""
     text = subprocess.run(["nvdisasm", "-g", "-c", cubin], check=True, capture_output=True, text=True).stdout
-    line, out, labels = None, [], {}
+    line, out, labels, kernel = None, [], {}, None
     for raw in text.splitlines():
+        m = re.match(r"^\s*\.text\.(\S+):", raw)
+        if m:
+            kernel = m.group(1)
+            continue
         m = re.search(r'//## File "[^"]+", line (\d+)', raw)
         if m:
             line = int(m.group(1))
@@ -37,7 +41,7 @@ def instructions(cubin):
             continue
         m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", raw)
         if m:
-            out.append((int(m.group(1), 16), m.group(2), line))
+            out.append((int(m.group(1), 16), m.group(2), line, kernel))
     return out, labels
 
 
@@ -54,7 +58,7 @@ def main(argv):
         most = int(argv[argv.index("--max") + 1])
     ins, labels = instructions(argv[1])
     loops = []
-    for i, (_, text, _) in enumerate(ins):
+    for i, (_, text, _, _) in enumerate(ins):
         m = re.search(r"BRA\s+`\(\.(L_x_\d+)\)", text)
         if m and m.group(1) in labels and labels[m.group(1)] <= i:
             loops.append((labels[m.group(1)], i))
@@ -62,12 +66,12 @@ def main(argv):
         body = ins[start : end + 1]
         if len(body) > most:
             continue
-        ops = collections.Counter(opcode(t) for _, t, _ in body)
+        ops = collections.Counter(opcode(t) for _, t, _, _ in body)
         flops = sum(ops[k] for k in FLOAT_OPS)
         memory = sum(ops[k] for k in MEMORY_OPS)
-        lines = sorted({ln for _, _, ln in body if ln is not None})
-        print(f"{body[0][0]:#07x} n={len(body):4d} flop={flops:3d} mem={memory:3d} lines={lines[:8]}")
-        for addr, text, ln in body:
+        lines = sorted({ln for _, _, ln, _ in body if ln is not None})
+        print(f"{body[0][3]} {body[0][0]:#07x} n={len(body):4d} flop={flops:3d} mem={memory:3d} lines={lines[:8]}")
+        for addr, text, ln, _ in body:
             if opcode(text) in ("LDL", "STL"):
                 print(f"    spill {addr:#07x} line {ln}: {text}")
     return 0
