@@ -5,6 +5,8 @@ bound by its instruction count does without a GPU (docs/gpu.md, "The fused hidde
 Usage:
   nvcc -cubin -arch=sm_90 -fmad=false -O3 -lineinfo -o step.cubin kernels/step.cu
   tools/bench/sass-loops.py step.cubin [--max N]
+(nvcc 11.8 crashes on kernels/conv.cu with -lineinfo for sm_90: compile it without, and the
+loops are listed by kernel with no source lines.)
 
 It disassembles the cubin with `nvdisasm -g -c` (the source line of every instruction) and
 prints, for every loop of at most N instructions (default 400; a loop is a backward branch and
