@@ -218,9 +218,8 @@ __device__ __forceinline__ void window_argmax(const float* src, int wd, int cnt,
 		wi[q] = -1;
 	}
 	for (int i = ylo; i < yhi; i++) {
-		const float* row = src + (u32)(i * W) * (u32)N;
-		for (int j = xlo; j < xhi; j++) {
-			const float* p = row + (u32)j * (u32)N;
+		const float* p = src + (u32)(i * W + xlo) * (u32)N;  // stepped along the row
+		for (int j = xlo; j < xhi; j++, p += N) {
 			float v[SAMPLES];
 			for (int q = 0; q < SAMPLES; q++) v[q] = q < cnt ? p[q * wd] : 0.0f;
 			for (int q = 0; q < SAMPLES; q++) {
@@ -259,11 +258,12 @@ extern "C" __global__ void pool(int avg, float* __restrict__ y, i64 ybs, const f
 			float v[SAMPLES];
 			if (avg) {
 				for (int q = 0; q < SAMPLES; q++) v[q] = 0.0f;
-				for (i64 i = ylo; i < yhi; i++) {
-					for (i64 j = xlo; j < xhi; j++) {
-						const float* p = src + (i * W + j) * N;
+				for (int i = (int)ylo; i < (int)yhi; i++) {
+					// as window_argmax: 32-bit offsets, a pointer stepped along the row
+					const float* p = src + (u32)(i * (int)W + (int)xlo) * (u32)N;
+					for (int j = (int)xlo; j < (int)xhi; j++, p += N) {
 						for (int q = 0; q < SAMPLES; q++)
-							if (q < cnt) v[q] += p[q * wd];
+							if (q < cnt) v[q] += p[q * (int)wd];
 					}
 				}
 				for (int q = 0; q < SAMPLES; q++) v[q] = v[q] * inv;
@@ -318,8 +318,9 @@ extern "C" __global__ void pool_grad(int avg, float* __restrict__ dx, i64 dxbs, 
 			float acc[SAMPLES];
 			for (int q = 0; q < SAMPLES; q++) acc[q] = 0.0f;
 			for (i64 oy = oylo; oy <= oyhi; oy++) {
-				for (i64 ox = oxlo; ox <= oxhi; ox++) {
-					const float* gw = g + (oy * OW + ox) * N;
+				// 32-bit offsets in the channel's plane, a pointer stepped along the row
+				const float* gw = g + (u32)((int)(oy * OW + oxlo)) * (u32)N;
+				for (i64 ox = oxlo; ox <= oxhi; ox++, gw += N) {
 					if (avg) {
 						for (int q = 0; q < SAMPLES; q++)
 							if (q < cnt) acc[q] += gw[q * wd] * inv;

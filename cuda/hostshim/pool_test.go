@@ -207,3 +207,52 @@ func TestPoolReLUKeepsOpBits(t *testing.T) {
 		t.Errorf("a maximum twice: dx %v at the first, %v at the second; want dy %v and 0", dxv[at(1, 1, 2, 0, 2)], dxv[at(1, 1, 3, 1, 2)], dyv[oat(1, 1, 1, 0, 2)])
 	}
 }
+
+// PoolKeep then PoolGradKept give Pool's output and PoolGrad's gradient (pool_grad_tiled, the
+// maxima found again) bit for bit, with 40 samples: the pooling kernels' groups of 8 threads a
+// row then take 5 samples a thread in two chunks (SAMPLES 4, then 1), so every sample slot of
+// a chunk writes and reads its own window index. Ties (a maximum twice) keep the first.
+func TestKeptIndicesMatchPoolGradOnEverySample(t *testing.T) {
+	ops := cuda.NewOps(device(t), cuda.Options{})
+	defer ops.Close()
+	const R, C, N, H, W = 2, 3, 40, 4, 4
+	win := compute.Window{Size: 2, Stride: 2}
+	rng := rand.New(rand.NewPCG(11, 13))
+	xv := normals(rng, R*C*H*W*N)
+	for i := 0; i < len(xv); i += 7 {
+		xv[i] = float32(math.Round(float64(xv[i]))) // small integers: ties within windows
+	}
+	upload := func(v []float32) compute.Buffer {
+		b := ops.Alloc(len(v))
+		ops.Upload(b, 0, v)
+		return b
+	}
+	img := func(buf compute.Buffer, h, w int) compute.Images {
+		return compute.Images{Buf: buf, C: C, N: N, H: h, W: w, Batch: R, BatchStride: C * h * w * N}
+	}
+	x := img(upload(xv), H, W)
+	dy := img(upload(normals(rng, R*C*2*2*N)), 2, 2)
+	yKept, yFound := img(ops.Alloc(R*C*4*N), 2, 2), img(ops.Alloc(R*C*4*N), 2, 2)
+	dxKept, dxFound := img(ops.Alloc(R*C*H*W*N), H, W), img(ops.Alloc(R*C*H*W*N), H, W)
+	idx := ops.Alloc(ops.PoolIndexLen(compute.MaxPooling, win, x))
+	ops.PoolKeep(win, x, yKept, idx)
+	ops.PoolGradKept(win, x, idx, dy, dxKept)
+	ops.Pool(compute.MaxPooling, win, x, yFound)
+	ops.PoolGrad(compute.MaxPooling, win, x, dy, dxFound)
+	if err := ops.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what        string
+		kept, found compute.Buffer
+	}{{"pooled", yKept.Buf, yFound.Buf}, {"gradient", dxKept.Buf, dxFound.Buf}} {
+		a, b := make([]float32, c.kept.Len()), make([]float32, c.found.Len())
+		ops.Download(a, c.kept, 0)
+		ops.Download(b, c.found, 0)
+		for i := range a {
+			if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+				t.Fatalf("%s value %d (sample %d): %v from the kept index, %v found again", c.what, i, i%N, a[i], b[i])
+			}
+		}
+	}
+}
