@@ -116,10 +116,13 @@ extern "C" __global__ void im2col(float* __restrict__ cols, i64 ldc, i64 cbs, co
 // sample's value is still computed alone, in the same order, so the bits do not change.
 #define SAMPLES 4
 
-// chunk_count is how many of the samples n0, n0 + wd, ... (at most SAMPLES) lie below N.
+// chunk_count is how many of the samples n0, n0 + wd, ... (at most SAMPLES) lie below N:
+// counted by comparisons, where a division (64-bit: a call into a software routine) was a
+// fifth of col2im's instructions per chunk.
 __device__ __forceinline__ int chunk_count(i64 n0, i64 wd, i64 N) {
-	i64 c = (N - n0 + wd - 1) / wd;
-	return c < SAMPLES ? (int)c : SAMPLES;
+	int c = 0;
+	for (int q = 0; q < SAMPLES; q++) c += n0 + q * wd < N ? 1 : 0;
+	return c;
 }
 
 // im2col_rows is im2col for stride 1: a patch row's output positions ox = 0 .. OW-1 read the
@@ -180,18 +183,22 @@ extern "C" __global__ void col2im(float* __restrict__ dx, i64 dxbs, const float*
 		u32 i0 = ty % s, j0 = tx % s;
 		i64 oy0 = (i64)(ty / s), ox0 = (i64)(tx / s);
 		const float* col = cols + b * cbs;
+		const i64 jstep = S * ldc - N;
 		float* dst = dx + b * dxbs + ((c * H + y) * W + xx) * N;
 		for (i64 n0 = lane; n0 < N; n0 += SAMPLES * wd) {
 			const int cnt = chunk_count(n0, wd, N);
 			float acc[SAMPLES];
 			for (int q = 0; q < SAMPLES; q++) acc[q] = 0.0f;
-			for (i64 i = i0, oy = oy0; i < K && oy >= 0; i += S, oy--) {
-				if (oy >= OH) continue;
-				for (i64 j = j0, ox = ox0; j < K && ox >= 0; j += S, ox--) {
-					if (ox >= OW) continue;
-					const float* src = col + ((c * K + i) * K + j) * ldc + (oy * OW + ox) * N + n0;
+			// The entry of (i, j) is a pointer stepped from (i, j0): the next j (j + S, ox - 1) is
+			// S rows of cols on and one pixel back, where a 64-bit product and sum per entry were
+			// most of the loop's instructions.
+			for (int i = (int)i0, oy = (int)oy0; i < (int)K && oy >= 0; i += (int)S, oy--) {
+				if (oy >= (int)OH) continue;
+				const float* src = col + ((c * K + i) * K + j0) * ldc + ((i64)oy * OW + ox0) * N + n0;
+				for (int j = (int)j0, ox = (int)ox0; j < (int)K && ox >= 0; j += (int)S, ox--, src += jstep) {
+					if (ox >= (int)OW) continue;
 					for (int q = 0; q < SAMPLES; q++)
-						if (q < cnt) acc[q] += src[q * wd];
+						if (q < cnt) acc[q] += src[q * (int)wd];
 				}
 			}
 			for (int q = 0; q < SAMPLES; q++)

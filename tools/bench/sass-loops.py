@@ -61,7 +61,7 @@ def main(argv):
     ins, labels = instructions(argv[1])
     loops = []
     for i, (_, text, _, _) in enumerate(ins):
-        m = re.search(r"BRA\s+`\(\.(L_x_\d+)\)", text)
+        m = re.search(r"BRA\s+(?:!?U?P\w+,\s*)?`\(\.(L_x_\d+)\)", text)  # BRA P5, `(...)` too
         if m and m.group(1) in labels and labels[m.group(1)] <= i:
             loops.append((labels[m.group(1)], i))
     for start, end in sorted(loops):
