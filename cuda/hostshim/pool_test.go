@@ -143,14 +143,8 @@ func TestPoolReLUKeepsOpBits(t *testing.T) {
 	} {
 		xv[at(v.b, v.c, v.i, v.j, v.n)] = v.v
 	}
-	upload := func(v []float32) compute.Buffer {
-		b := ops.Alloc(len(v))
-		ops.Upload(b, 0, v)
-		return b
-	}
-	img := func(buf compute.Buffer, h, w int) compute.Images {
-		return compute.Images{Buf: buf, C: C, N: N, H: h, W: w, Batch: R, BatchStride: C * h * w * N}
-	}
+	mk := poolImages{ops, R, C, N}
+	upload, img := mk.upload, mk.img
 	flat := func(x compute.Images) compute.Mat {
 		n := x.C * x.N * x.H * x.W
 		return compute.Mat{Buf: x.Buf, Rows: 1, Cols: n, Stride: n, Batch: x.Batch, BatchStride: x.BatchStride}
@@ -222,14 +216,8 @@ func TestKeptIndicesMatchPoolGradOnEverySample(t *testing.T) {
 	for i := 0; i < len(xv); i += 7 {
 		xv[i] = float32(math.Round(float64(xv[i]))) // small integers: ties within windows
 	}
-	upload := func(v []float32) compute.Buffer {
-		b := ops.Alloc(len(v))
-		ops.Upload(b, 0, v)
-		return b
-	}
-	img := func(buf compute.Buffer, h, w int) compute.Images {
-		return compute.Images{Buf: buf, C: C, N: N, H: h, W: w, Batch: R, BatchStride: C * h * w * N}
-	}
+	mk := poolImages{ops, R, C, N}
+	upload, img := mk.upload, mk.img
 	x := img(upload(xv), H, W)
 	dy := img(upload(normals(rng, R*C*2*2*N)), 2, 2)
 	yKept, yFound := img(ops.Alloc(R*C*4*N), 2, 2), img(ops.Alloc(R*C*4*N), 2, 2)
@@ -255,4 +243,21 @@ func TestKeptIndicesMatchPoolGradOnEverySample(t *testing.T) {
 			}
 		}
 	}
+}
+
+// poolImages makes the pooling tests' buffers on a backend: uploads, and images of R replicas
+// of C channels of N samples, replica after replica.
+type poolImages struct {
+	ops     *cuda.Ops
+	R, C, N int
+}
+
+func (p poolImages) upload(v []float32) compute.Buffer {
+	b := p.ops.Alloc(len(v))
+	p.ops.Upload(b, 0, v)
+	return b
+}
+
+func (p poolImages) img(buf compute.Buffer, h, w int) compute.Images {
+	return compute.Images{Buf: buf, C: p.C, N: p.N, H: h, W: w, Batch: p.R, BatchStride: p.C * h * w * p.N}
 }
