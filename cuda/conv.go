@@ -63,14 +63,14 @@ func (o *Ops) apart(op string, out span, in ...span) bool {
 }
 
 // planeFits fails the backend when a channel of x (H W N values) is too large for the pooling
-// kernels, which index a channel with 32-bit offsets: a 64-bit product and sum per pixel were
-// most of their loops' instructions.
+// and Winograd kernels, which index a channel with 32-bit offsets: a 64-bit product and sum
+// per pixel were most of their loops' instructions.
 func (o *Ops) planeFits(op string, x compute.Images) bool {
 	if o.err != nil {
 		return false
 	}
 	if plane := int64(x.H) * int64(x.W) * int64(x.N); plane > math.MaxInt32 {
-		o.fail(op, fmt.Errorf("a channel of %d x %d pixels of %d samples holds %d values, more than the pooling kernels' 32-bit offsets reach (%d)", x.H, x.W, x.N, plane, math.MaxInt32))
+		o.fail(op, fmt.Errorf("a channel of %d x %d pixels of %d samples holds %d values, more than the image kernels' 32-bit offsets reach (%d)", x.H, x.W, x.N, plane, math.MaxInt32))
 		return false
 	}
 	return true

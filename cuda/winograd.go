@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/fedaudit/fedaudit/compute"
 	"github.com/fedaudit/fedaudit/kernels"
@@ -143,7 +144,13 @@ func (o *Ops) WinogradInputGrad(t compute.WinogradTile, dv compute.Mat, dx compu
 func (o *Ops) winoLaunch(k kernels.Kernel, t compute.WinogradTile, m compute.Mat, x compute.Images, toImage bool, bias *compute.Mat, rowsPer int) {
 	th, tw := t.Grid(x.H, x.W)
 	op := k.Name()
-	if !o.winoShape(op, t, m, x.C, th*tw*x.N, x.Batch) {
+	if !o.winoShape(op, t, m, x.C, th*tw*x.N, x.Batch) || !o.planeFits(op, x) {
+		return
+	}
+	// The transforms reach a replica's positions with 32-bit offsets too.
+	if span := int64(t.Positions()) * int64(m.BatchStride); span > math.MaxInt32 {
+		o.fail(op, fmt.Errorf("the transformed operand's %d positions, %d values apart, span %d values, more than the transforms' 32-bit offsets reach (%d)",
+			t.Positions(), m.BatchStride, span, math.MaxInt32))
 		return
 	}
 	a := o.args.reset()

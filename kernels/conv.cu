@@ -1347,13 +1347,20 @@ __device__ __forceinline__ void wino_input_t(float* __restrict__ v, i64 ldv, i64
 		}
 		const float* src = x + b * xbs + ((c * H + y0) * W + x0) * N;
 		float* dst = v + b * (A * A) * ves + c * ldv + (ty * TW + tx) * N;
-		for (i64 n = lane; n < N; n += wd) {
+		// 32-bit offsets within the channel (x) and within the replica's transformed tiles (v),
+		// advanced a sample at a time with the pointers: a 64-bit product per load and store was
+		// most of the loop's instructions (cuda.Ops checks that both fit 2^31 values:
+		// winoLaunch).
+		const u32 rowN = (u32)(W * N), colN = (u32)N, eStep = (u32)ves;
+		src += lane;
+		dst += lane;
+		for (i64 n = lane; n < N; n += wd, src += wd, dst += wd) {
 			float t[A][A];
 			UNROLL
 			for (int j = 0; j < A; j++) {
 				float d[A], o[A];
 				UNROLL
-				for (int i = 0; i < A; i++) d[i] = rin[i] && cin[j] ? src[(i * W + j) * N + n] : 0.0f;
+				for (int i = 0; i < A; i++) d[i] = rin[i] && cin[j] ? src[(u32)i * rowN + (u32)j * colN] : 0.0f;
 				F::bt(d, o);
 				UNROLL
 				for (int r = 0; r < A; r++) t[r][j] = o[r];
@@ -1363,7 +1370,7 @@ __device__ __forceinline__ void wino_input_t(float* __restrict__ v, i64 ldv, i64
 				float o[A];
 				F::bt(t[r], o);
 				UNROLL
-				for (int s = 0; s < A; s++) dst[(A * r + s) * ves + n] = o[s];
+				for (int s = 0; s < A; s++) dst[(u32)(A * r + s) * eStep] = o[s];
 			}
 		}
 	}
@@ -1385,13 +1392,16 @@ __device__ __forceinline__ void wino_output_t(float* __restrict__ y, i64 ybs, co
 		const i64 nr = H - M * ty, nc = W - M * tx; // the tile's rows and columns inside, if below M
 		const float* src = m + b * (A * A) * mes + k * ldm + (ty * TW + tx) * N;
 		float* dst = y + b * ybs + ((k * H + M * ty) * W + M * tx) * N;
-		for (i64 n = lane; n < N; n += wd) {
+		const u32 eStep = (u32)mes, rowN = (u32)(W * N), colN = (u32)N;  // as wino_input_t
+		src += lane;
+		dst += lane;
+		for (i64 n = lane; n < N; n += wd, src += wd, dst += wd) {
 			float s[M][A];
 			UNROLL
 			for (int col = 0; col < A; col++) {
 				float a[A], o[M];
 				UNROLL
-				for (int r = 0; r < A; r++) a[r] = src[(A * r + col) * mes + n];
+				for (int r = 0; r < A; r++) a[r] = src[(u32)(A * r + col) * eStep];
 				F::at(a, o);
 				UNROLL
 				for (int i = 0; i < M; i++) s[i][col] = o[i];
@@ -1403,7 +1413,7 @@ __device__ __forceinline__ void wino_output_t(float* __restrict__ y, i64 ybs, co
 				F::at(s[i], o);
 				UNROLL
 				for (int j = 0; j < M; j++)
-					if (j < nc) dst[(i * W + j) * N + n] = o[j] + bk;
+					if (j < nc) dst[(u32)i * rowN + (u32)j * colN] = o[j] + bk;
 			}
 		}
 	}
@@ -1423,13 +1433,16 @@ __device__ __forceinline__ void wino_output_grad_t(float* __restrict__ dm, i64 l
 		const i64 nr = H - M * ty, nc = W - M * tx;
 		const float* src = dy + b * dybs + ((k * H + M * ty) * W + M * tx) * N;
 		float* dst = dm + b * (A * A) * mes + k * ldm + (ty * TW + tx) * N;
-		for (i64 n = lane; n < N; n += wd) {
+		const u32 eStep = (u32)mes, rowN = (u32)(W * N), colN = (u32)N;  // as wino_input_t
+		src += lane;
+		dst += lane;
+		for (i64 n = lane; n < N; n += wd, src += wd, dst += wd) {
 			float t[A][M];
 			UNROLL
 			for (int j = 0; j < M; j++) {
 				float g[M], o[A];
 				UNROLL
-				for (int i = 0; i < M; i++) g[i] = i < nr && j < nc ? src[(i * W + j) * N + n] : 0.0f;
+				for (int i = 0; i < M; i++) g[i] = i < nr && j < nc ? src[(u32)i * rowN + (u32)j * colN] : 0.0f;
 				F::a(g, o);
 				UNROLL
 				for (int r = 0; r < A; r++) t[r][j] = o[r];
@@ -1439,7 +1452,7 @@ __device__ __forceinline__ void wino_output_grad_t(float* __restrict__ dm, i64 l
 				float o[A];
 				F::a(t[r], o);
 				UNROLL
-				for (int s = 0; s < A; s++) dst[(A * r + s) * mes + n] = o[s];
+				for (int s = 0; s < A; s++) dst[(u32)(A * r + s) * eStep] = o[s];
 			}
 		}
 	}
@@ -1473,7 +1486,10 @@ __device__ __forceinline__ void wino_input_grad_t(float* __restrict__ dx, i64 dx
 		}
 		const float* src = dv + b * (A * A) * ves + c * ldv;
 		float* dst = dx + b * dxbs + ((c * H + M * a - 1) * W + M * a2 - 1) * N;
-		for (i64 n = lane; n < N; n += wd) {
+		const u32 eStep = (u32)ves, rowN = (u32)(W * N), colN = (u32)N;  // as wino_input_t
+		src += lane;
+		dst += lane;
+		for (i64 n = lane; n < N; n += wd, src += wd, dst += wd) {
 			float acc[M][M];
 			UNROLL
 			for (int qi = 0; qi < M; qi++)
@@ -1491,13 +1507,13 @@ __device__ __forceinline__ void wino_input_grad_t(float* __restrict__ dx, i64 dx
 					i64 tx = a2 - 1 + tj;
 					if (tx < 0 || tx >= TW) continue;
 					const int j0 = tj == 0 ? M : 0, nj = tj == 0 ? A - M : M;
-					const float* t = src + (ty * TW + tx) * N + n;
+					const float* t = src + (u32)(ty * TW + tx) * colN;
 					float q[M][A];
 					UNROLL
 					for (int s = 0; s < A; s++) {
 						float d[A];
 						UNROLL
-						for (int r = 0; r < A; r++) d[r] = t[(A * r + s) * ves];
+						for (int r = 0; r < A; r++) d[r] = t[(u32)(A * r + s) * eStep];
 						UNROLL
 						for (int qi = 0; qi < M; qi++)
 							if (qi < ni) q[qi][s] = F::b(i0 + qi, d);
@@ -1514,7 +1530,7 @@ __device__ __forceinline__ void wino_input_grad_t(float* __restrict__ dx, i64 dx
 			for (int qi = 0; qi < M; qi++)
 				UNROLL
 				for (int qj = 0; qj < M; qj++)
-					if (rin[qi] && cin[qj]) dst[(qi * W + qj) * N + n] = acc[qi][qj];
+					if (rin[qi] && cin[qj]) dst[(u32)qi * rowN + (u32)qj * colN] = acc[qi][qj];
 		}
 	}
 }
@@ -1526,7 +1542,10 @@ __device__ __forceinline__ void wino_input_grad_t(float* __restrict__ dx, i64 dx
 // column of a 6 x 6 tile: at three blocks wino4_input and wino4_input_grad spilled on sm_70
 // and sm_90, and wino4_output and wino4_output_grad took 150 to 170 registers unbounded (one
 // block), so all four are held to two (at most 128 registers). The bounds change registers,
-// not the arithmetic or the bits.
+// not the arithmetic or the bits. With the 32-bit offsets and stepped pointers of the bodies
+// (a 64-bit product per load and store had been most of the loops over a thread's samples:
+// wino_input 344 instructions a sample instead of 637 on sm_90), the bounded input kernels
+// spill 20 to 172 bytes on sm_70 to sm_90, all of it outside those loops.
 #define WINO_FILTER_ARGS float* __restrict__ u, i64 ldu, i64 ues, const float* __restrict__ w, i64 ldw, i64 wbs, i64 CO, i64 C, i64 batch
 #define WINO_FILTER_GRAD_ARGS float* __restrict__ dw, i64 ldw, i64 wbs, const float* __restrict__ du, i64 ldu, i64 ues, i64 CO, i64 C, i64 batch
 #define WINO_INPUT_ARGS float* __restrict__ v, i64 ldv, i64 ves, const float* __restrict__ x, i64 xbs, i64 C, i64 N, i64 H, i64 W, i64 TH, i64 TW, i64 batch, i64 wd

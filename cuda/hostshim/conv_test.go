@@ -220,10 +220,10 @@ func convCountsErr(t *testing.T, op func(o *cuda.Ops), wantErr bool) (launches, 
 	return d.launches, d.reads, d.stages, d.gemms, d.perKernel
 }
 
-// The pooling kernels index a channel's plane (H W N values) with 32-bit offsets: a pooling
-// whose channel holds more than 2^31 - 1 values fails with an error that says so, before any
-// launch or memory access.
-func TestPoolingRefusesPlanesBeyond32Bits(t *testing.T) {
+// The pooling and Winograd kernels index a channel's plane (H W N values), and the Winograd
+// transforms a replica's positions, with 32-bit offsets: an operation beyond 2^31 - 1 values
+// fails with an error that says so, before any launch or memory access.
+func TestImageKernelsRefusePlanesBeyond32Bits(t *testing.T) {
 	win := compute.Window{Size: 2, Stride: 2}
 	for _, c := range []struct {
 		name string
@@ -236,6 +236,20 @@ func TestPoolingRefusesPlanesBeyond32Bits(t *testing.T) {
 			y := compute.Images{Buf: x.Buf, C: 1, N: x.N, H: x.H / 2, W: x.W / 2, Batch: 1}
 			o.PoolGrad(compute.MaxPooling, win, x, y, x)
 		}},
+		{"winograd input", func(o *cuda.Ops, x compute.Images) {
+			th, tw := compute.WinogradF2.Grid(x.H, x.W)
+			cols := th * tw * x.N
+			v := compute.Mat{Buf: x.Buf, Rows: x.C, Cols: cols, Stride: cols, Batch: compute.WinogradF2.Positions(), BatchStride: cols}
+			o.WinogradInput(compute.WinogradF2, x, v)
+		}},
+		{"winograd positions", func(o *cuda.Ops, x compute.Images) {
+			// A small image, but its transformed tiles' 16 positions 2^28 values apart: 2^32 in all.
+			x.H, x.W = 4, 4
+			th, tw := compute.WinogradF2.Grid(x.H, x.W)
+			cols := th * tw * x.N
+			v := compute.Mat{Buf: x.Buf, Rows: x.C, Cols: cols, Stride: cols, Batch: compute.WinogradF2.Positions(), BatchStride: 1 << 28}
+			o.WinogradInput(compute.WinogradF2, x, v)
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d := &countingDevice{Device: device(t), perKernel: map[kernels.Kernel]int{}}
@@ -247,7 +261,7 @@ func TestPoolingRefusesPlanesBeyond32Bits(t *testing.T) {
 				t.Fatalf("error %v, want the channel refused", err)
 			}
 			if d.launches != 0 {
-				t.Errorf("%d launches for a refused pooling", d.launches)
+				t.Errorf("%d launches for a refused operation", d.launches)
 			}
 		})
 	}
