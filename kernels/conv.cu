@@ -805,6 +805,30 @@ extern "C" __global__ void conv_direct_wt(float* __restrict__ wt, const float* _
 	}
 }
 
+// conv_direct_fma adds one patch row k to a tile: acc[t][q] = fmaf(w[co0 + t, k], v[q],
+// acc[t][q]), the weights read four at a time from wk, conv_direct_wt's copy at (k, co0).
+template <int T>
+__device__ __forceinline__ void conv_direct_fma(float (&acc)[T][CONV_PX], const float* wk, const float* v) {
+	for (int m = 0; m < T / 4; m++) {
+		const float4 w4 = load4(wk + 4 * m);
+		const float ws[4] = {w4.x, w4.y, w4.z, w4.w};
+		for (int u = 0; u < 4; u++)
+			for (int q = 0; q < CONV_PX; q++) acc[4 * m + u][q] = fmaf(ws[u], v[q], acc[4 * m + u][q]);
+	}
+}
+
+// conv_direct_store writes a tile's nt channels of its np pixels, each sum plus its bias.
+template <int T>
+__device__ __forceinline__ void conv_direct_store(float* yb, int plane, const float (&acc)[T][CONV_PX], const float* bb,
+                                                  i64 ldb, int co0, int nt, int np, int N) {
+	for (int t = 0; t < T; t++) {
+		if (t >= nt) break;
+		const float bv = bb[(co0 + t) * ldb];
+		for (int q = 0; q < CONV_PX; q++)
+			if (q < np) yb[t * plane + q * N] = acc[t][q] + bv;
+	}
+}
+
 // conv_direct_tile computes output channels co0 .. co0 + T - 1 (nt of them real) of CONV_PX
 // adjacent output pixels (np of them real) of one sample: acc[t][q] is the float32 sum, from 0,
 // over k ascending, of fmaf(w[co0 + t, k], x at (k, pixel q)), then the bias is added. xs is the
@@ -832,21 +856,11 @@ __device__ __forceinline__ void conv_direct_tile(float* yb, int plane, const flo
 					const int ix = x0 + q * S + j;
 					v[q] = rowIn && (u32)ix < (u32)W ? rp[off] : 0.0f;
 				}
-				for (int m = 0; m < T / 4; m++) {
-					const float4 w4 = load4(wk + 4 * m);
-					const float ws[4] = {w4.x, w4.y, w4.z, w4.w};
-					for (int u = 0; u < 4; u++)
-						for (int q = 0; q < CONV_PX; q++) acc[4 * m + u][q] = fmaf(ws[u], v[q], acc[4 * m + u][q]);
-				}
+				conv_direct_fma<T>(acc, wk, v);
 			}
 		}
 	}
-	for (int t = 0; t < T; t++) {
-		if (t >= nt) break;
-		const float bv = bb[(co0 + t) * ldb];
-		for (int q = 0; q < CONV_PX; q++)
-			if (q < np) yb[t * plane + q * N] = acc[t][q] + bv;
-	}
+	conv_direct_store<T>(yb, plane, acc, bb, ldb, co0, nt, np, N);
 }
 
 // conv_direct_tile_row is conv_direct_tile at stride 1 for a window of KW columns (K == KW):
@@ -868,23 +882,10 @@ __device__ __forceinline__ void conv_direct_tile_row(float* yb, int plane, const
 			const float* p = xs + (i64)((c * H + (rowIn ? iy : 0)) * W + x0) * N;
 			for (int e = 0; e < CONV_PX + KW - 1; e++, p += N)
 				xr[e] = rowIn && (u32)(x0 + e) < (u32)W ? *p : 0.0f;
-			for (int j = 0; j < KW; j++, wk += CP) {
-				for (int m = 0; m < T / 4; m++) {
-					const float4 w4 = load4(wk + 4 * m);
-					const float ws[4] = {w4.x, w4.y, w4.z, w4.w};
-					for (int u = 0; u < 4; u++)
-						for (int q = 0; q < CONV_PX; q++)
-							acc[4 * m + u][q] = fmaf(ws[u], xr[q + j], acc[4 * m + u][q]);
-				}
-			}
+			for (int j = 0; j < KW; j++, wk += CP) conv_direct_fma<T>(acc, wk, xr + j);
 		}
 	}
-	for (int t = 0; t < T; t++) {
-		if (t >= nt) break;
-		const float bv = bb[(co0 + t) * ldb];
-		for (int q = 0; q < CONV_PX; q++)
-			if (q < np) yb[t * plane + q * N] = acc[t][q] + bv;
-	}
+	conv_direct_store<T>(yb, plane, acc, bb, ldb, co0, nt, np, N);
 }
 
 // conv_direct: y[b, co, oy, ox, n] = (the float32 sum, from 0, over k = (c K + i) K + j
