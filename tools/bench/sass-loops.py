@@ -26,7 +26,13 @@ MEMORY_OPS = ("LD", "LDS", "LDG", "ST", "STS", "STG", "LDL", "STL")
 
 def instructions(cubin):
     """The cubin's instructions as (address, text, source line, kernel), and its labels' indices."""
-    text = subprocess.run(["nvdisasm", "-g", "-c", cubin], check=True, capture_output=True, text=True).stdout
+    try:
+        run = subprocess.run(["nvdisasm", "-g", "-c", cubin], capture_output=True, text=True)
+    except FileNotFoundError:
+        sys.exit("sass-loops: nvdisasm not found (it comes with the CUDA toolkit, beside nvcc)")
+    if run.returncode != 0:
+        sys.exit(f"sass-loops: nvdisasm could not read {cubin}: {run.stderr.strip() or 'exit ' + str(run.returncode)}")
+    text = run.stdout
     line, out, labels, kernel = None, [], {}, None
     for raw in text.splitlines():
         m = re.match(r"^\s*\.text\.(\S+):", raw)
@@ -57,7 +63,11 @@ def main(argv):
         return 2
     most = 400
     if "--max" in argv:
-        most = int(argv[argv.index("--max") + 1])
+        i = argv.index("--max")
+        if i + 1 >= len(argv) or not argv[i + 1].isdigit():
+            print("sass-loops: --max takes a number of instructions", file=sys.stderr)
+            return 2
+        most = int(argv[i + 1])
     ins, labels = instructions(argv[1])
     loops = []
     for i, (_, text, _, _) in enumerate(ins):
