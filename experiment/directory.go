@@ -42,12 +42,21 @@ func writeDirConfig(dir string, cfg *spec.Config) error {
 // withDirSettings overlays the stage-only settings of DIR/config.json (name, audit section,
 // performance knobs) on the config read from the run files, which holds only what was trained.
 // Without config.json the run files' config stands as it is (directories of older versions
-// recorded the whole config there). A config.json of other training is an error: the
-// directory was edited by hand or mixed up.
+// recorded the whole config there), unless the directory holds findings.json: its claim and
+// attacks were recorded in the missing config.json, so judging the runs with the defaults
+// instead would silently replace its verdict (and `audit report` its findings). A config.json
+// of other training is an error: the directory was edited by hand or mixed up.
 func withDirSettings(dir string, trained *spec.Config) (*spec.Config, error) {
 	own, err := readDirConfig(dir)
-	if err != nil || own == nil {
-		return trained, err
+	if err != nil {
+		return nil, err
+	}
+	if own == nil {
+		if _, err := os.Stat(expdir.Dir(dir).Findings()); err == nil {
+			return nil, fmt.Errorf("%s is missing, and with it the claim and audit settings %s was judged with: restore it (`audit run --config CONFIG --out %s` writes it again and reuses the trained runs), or remove %s to judge the runs afresh without a claim",
+				expdir.Dir(dir).Config(), expdir.Dir(dir).Findings(), dir, expdir.Dir(dir).Findings())
+		}
+		return trained, nil
 	}
 	if !spec.SameTraining(own, trained) {
 		return nil, fmt.Errorf("%s does not describe the runs in %s; it differs in %s",

@@ -165,6 +165,47 @@ func TestRunClaimOverrideRecorded(t *testing.T) {
 	}
 }
 
+// TestMissingConfigKeepsTheVerdict: a directory judged VIOLATED whose config.json is lost (only
+// runs/ and findings.json copied) used to be judged again with the run files' config, which
+// holds no claim and no attack list: analyze said CONSISTENT with exit 0 and report replaced
+// findings.json. Both now refuse, findings.json stays as it was, and `audit run` with the config
+// writes config.json again and reuses the runs.
+func TestMissingConfigKeepsTheVerdict(t *testing.T) {
+	cfg := smallConfig(t, []string{"noise_std: 0.05", "noise_std: 0.01"})
+	dir := filepath.Join(t.TempDir(), "out")
+	if code, stdout, _ := cli(t, "run", "--config", cfg, "--out", dir, "--claim-mu", "0.3"); code != 3 {
+		t.Fatalf("run --claim-mu 0.3: exit %d, want 3:\n%s", code, stdout)
+	}
+	findingsPath := filepath.Join(dir, "findings.json")
+	before, err := os.ReadFile(findingsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "config.json")); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"analyze", dir}, {"report", dir}, {"analyze", "--json", dir}, {"attack", "--runs", dir}} {
+		code, stdout, stderr := cli(t, args...)
+		if code != 1 || !strings.Contains(stderr, "config.json is missing") {
+			t.Errorf("%v without config.json: exit %d, want 1 naming the missing config.json:\nstdout:\n%s\nstderr:\n%s", args, code, stdout, stderr)
+		}
+	}
+	after, err := os.ReadFile(findingsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Errorf("findings.json changed while config.json was missing")
+	}
+	// Restored by the command the error names: the runs are reused and the verdict comes back.
+	if code, stdout, _ := cli(t, "run", "--config", cfg, "--out", dir, "--claim-mu", "0.3"); code != 3 {
+		t.Errorf("run again: exit %d, want 3:\n%s", code, stdout)
+	}
+	if code, stdout, _ := cli(t, "analyze", dir); code != 3 {
+		t.Errorf("analyze after config.json is written again: exit %d, want 3:\n%s", code, stdout)
+	}
+}
+
 // TestEpsilonClaimShowsItsBound: issue 24 item 4. An epsilon claim is judged on eps_lower, which
 // the table did not show (only mu_lower beside the verdict): with an epsilon claim the table has
 // an eps_lower column holding the number the verdict compares.
