@@ -133,6 +133,26 @@ func TestParseRejectsTyposAndBadValues(t *testing.T) {
 	}
 }
 
+// A config is one YAML document: a second one (another config pasted below, or text that does
+// not parse) is refused rather than dropped, and a document marker with nothing after it, at the
+// start or the end, leaves the one config.
+func TestParseTakesOneDocument(t *testing.T) {
+	demo := string(spec.Demo().JSON()) + "\n"
+	for _, raw := range []string{"---\n" + demo, demo + "---\n", demo + "---\n# a comment\n...\n"} {
+		if _, err := spec.Parse([]byte(raw)); err != nil {
+			t.Errorf("%q: %v", raw, err)
+		}
+	}
+	for _, c := range []struct{ raw, want string }{
+		{demo + "---\npairs: 5\n", "a second YAML document starts at line 2"},
+		{demo + "---\nthis is: [not valid\n", "after the config's document"},
+	} {
+		if _, err := spec.Parse([]byte(c.raw)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: err = %v, want mention of %q", c.raw, err, c.want)
+		}
+	}
+}
+
 func TestConfigJSONRoundTrip(t *testing.T) {
 	cfg := spec.Demo()
 	back, err := spec.FromJSON(cfg.JSON())

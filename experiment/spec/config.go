@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"slices"
@@ -267,6 +268,26 @@ func Load(path string) (*Config, error) {
 	return cfg, nil
 }
 
+// singleDocument checks that nothing follows the config's document: a second document after
+// "---" (another config pasted below, or text that does not parse) would otherwise be dropped
+// without a word, and the experiment run with the first alone. An empty document (a trailing
+// "---") is fine.
+func singleDocument(dec *yaml.Decoder) error {
+	for {
+		var next yaml.Node
+		err := dec.Decode(&next)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("after the config's document: %w", err)
+		}
+		if doc := next.Content; len(doc) > 0 && !(doc[0].Kind == yaml.ScalarNode && doc[0].Tag == "!!null") {
+			return fmt.Errorf("a second YAML document starts at line %d: a config is one document (remove the \"---\" and what follows, or merge it into the first)", next.Line)
+		}
+	}
+}
+
 // Parse decodes a YAML (or JSON, a subset of YAML) config, fills defaults and validates it.
 func Parse(raw []byte) (*Config, error) {
 	if err := wholeNumbers(raw); err != nil {
@@ -277,6 +298,9 @@ func Parse(raw []byte) (*Config, error) {
 	var cfg Config
 	if err := dec.Decode(&cfg); err != nil {
 		return nil, &ConfigError{Err: fmt.Errorf("decode: %w", err)}
+	}
+	if err := singleDocument(dec); err != nil {
+		return nil, &ConfigError{Err: err}
 	}
 	var stated statedClaims
 	if err := yaml.Unmarshal(raw, &stated); err == nil {
