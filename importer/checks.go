@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/fedaudit/fedaudit/audit"
+	"github.com/fedaudit/fedaudit/runs"
 )
 
 // checkInitial checks round 0's snapshots (params, run 2 pair + world; nil where a snapshot
@@ -21,14 +22,7 @@ func (rd *reader) checkInitial(params [][]float32, ri int, probs *problems) {
 		if v == nil {
 			continue
 		}
-		h := fnv.New64a()
-		var b [4]byte
-		for _, x := range v {
-			u := math.Float32bits(x)
-			b[0], b[1], b[2], b[3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
-			h.Write(b[:])
-		}
-		hashes[r] = h.Sum64()
+		hashes[r] = hashBits(v)
 		count[hashes[r]]++
 		if ref < 0 || count[hashes[r]] > count[hashes[ref]] {
 			ref = r
@@ -52,6 +46,69 @@ func (rd *reader) checkInitial(params [][]float32, ri int, probs *problems) {
 			probs.add("pair %d: w_0 (%s, both worlds) differs from the w_0 most runs start from (%s, %d of %d runs) first at parameter %d (%s): %g against %g; every run starts from the same public w_0",
 				p, file(2*p), file(ref), same, len(params), i, rd.lay.slotOf(i), c[i], w0[i])
 		}
+	}
+}
+
+// hashBits hashes v's bits (FNV-1a over each float32's little-endian bytes).
+func hashBits(v []float32) uint64 {
+	h := fnv.New64a()
+	var b [4]byte
+	for _, x := range v {
+		u := math.Float32bits(x)
+		b[0], b[1], b[2], b[3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
+		h.Write(b[:])
+	}
+	return h.Sum64()
+}
+
+// checkCopies checks the global models of one checkpoint after round 0 (params, run 2 pair +
+// world; nil where a snapshot could not be read): after a round with noise, the runs of
+// different pairs, trained with independent noise, never hold the same parameters bit for bit.
+// Copies of one training listed as other pairs (under other file names, or as links, which the
+// manifest's check of file names cannot see) would be audited as independent trainings and
+// could certify a violation no training showed. The two runs of one pair may be equal: they
+// share their noise, and the target client may have sat the round out. So may runs declared
+// diverged (the manifest's diverged column), which keep earlier parameters, w_0 perhaps. Without
+// noise (noisy false), equal runs of different pairs can be a real deterministic training, and
+// nothing is checked.
+func (rd *reader) checkCopies(params [][]float32, ri int, noisy bool, probs *problems) {
+	if !noisy {
+		return
+	}
+	round := rd.plan.Rounds[ri]
+	file := func(r int) string { return rd.plan.Files[r/2][r%2][ri] }
+	byHash := map[uint64][]int{}
+	var order []uint64
+	for r, v := range params {
+		if v == nil || rd.plan.Diverged != nil && rd.plan.Diverged[r/2][r%2][ri] {
+			continue
+		}
+		h := hashBits(v)
+		if byHash[h] == nil {
+			order = append(order, h)
+		}
+		byHash[h] = append(byHash[h], r)
+	}
+	for _, h := range order {
+		runsOf := byHash[h]
+		first := runsOf[0]
+		// The runs equal to the first bit for bit, in pairs other than its own.
+		var copies []int
+		for _, r := range runsOf[1:] {
+			if r/2 != first/2 && firstDiff(params[first], params[r]) < 0 {
+				copies = append(copies, r)
+			}
+		}
+		if len(copies) == 0 {
+			continue
+		}
+		more := ""
+		if len(copies) > 1 {
+			more = fmt.Sprintf(" (and %d more runs of other pairs)", len(copies)-1)
+		}
+		r := copies[0]
+		probs.add("round %d: pair %d world %s (%s) and pair %d world %s (%s) hold the same model bit for bit%s: runs of different pairs train with independent noise and never agree after a noisy round, so these are copies of one training, which would be audited as independent ones; give each pair its own training (runs that diverged and kept earlier parameters: say so in the manifest's diverged column)",
+			round, first/2, runs.WorldName(int8(first%2)), file(first), r/2, runs.WorldName(int8(r%2)), file(r), more)
 	}
 }
 

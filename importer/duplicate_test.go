@@ -1,6 +1,8 @@
 package importer
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -51,5 +53,68 @@ func TestSameFileForTwoRuns(t *testing.T) {
 	es[6].File, es[11].File = "c", "u4"
 	if _, err := (&Manifest{Path: "m", Entries: es}).Validate(ex); err != nil {
 		t.Errorf("distinct files refused: %v", err)
+	}
+}
+
+// Copies of one training listed as other pairs under their own file names (or as links) pass
+// the manifest's check of file names, and were imported as independent pairs: 20 trainings
+// listed ten times each certified a violation that the 20 did not. After a noisy round no two
+// runs of different pairs agree bit for bit, so such runs are refused, naming both files. The
+// two runs of one pair may agree (shared noise, and the target client may sit the round out),
+// and without noise equal runs can be a real deterministic training.
+func TestCopiedRunsRefused(t *testing.T) {
+	cfg := smallConfig(t)
+	// Pairs 3 and 4 hold pair 0's models at round 3, under their own names.
+	var pair0 [2][]float32
+	copies := func(p, w, r int, good []float32) []float32 {
+		if r != 3 {
+			return nil
+		}
+		v := slices.Clone(good)
+		v[1] += float32(2*p+w+1) / 512
+		if p == 0 {
+			pair0[w] = v
+		}
+		if p == 3 || p == 4 {
+			return pair0[w]
+		}
+		return v
+	}
+	_, err, _ := importFlat(t, flatSpec{cfg: cfg, vec: copies})
+	for _, want := range []string{
+		"round 3: pair 0 world C (", "p0_w0_r3.npy) and pair 3 world C (", "p3_w0_r3.npy) hold the same model bit for bit (and 1 more runs of other pairs)",
+		"round 3: pair 0 world C' (", "copies of one training", "(2 problems)",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want one containing %q", err, want)
+		}
+	}
+
+	// Runs declared diverged keep earlier parameters, which may agree: accepted.
+	diverged := func(p, w, r int) string {
+		return fmt.Sprintf(",%v", r == 3 && (p == 0 || p == 3 || p == 4))
+	}
+	if _, err, _ := importFlat(t, flatSpec{cfg: cfg, vec: copies, header: ",diverged", cols: diverged}); err != nil {
+		t.Errorf("equal runs declared diverged refused: %v", err)
+	}
+
+	// Both worlds of a pair equal at a round: accepted.
+	same := func(p, w, r int, good []float32) []float32 {
+		if r == 0 {
+			return nil
+		}
+		v := slices.Clone(good)
+		v[1] += float32(p+1) / 512
+		return v
+	}
+	if _, err, _ := importFlat(t, flatSpec{cfg: cfg, vec: same}); err != nil {
+		t.Errorf("a pair whose worlds agree refused: %v", err)
+	}
+
+	// Without noise, runs of different pairs may agree.
+	quiet := smallConfig(t)
+	quiet.Train.NoiseStd = 0
+	if _, err, _ := importFlat(t, flatSpec{cfg: quiet, vec: copies}); err != nil {
+		t.Errorf("equal runs refused without noise: %v", err)
 	}
 }

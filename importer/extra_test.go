@@ -243,7 +243,12 @@ func writeExternalSnapshots(t *testing.T, dir string, pairs int) string {
 				if r == 4 && w == 0 {
 					enc[2] += 1 // world C moves one coordinate: the attacks must see it
 				}
-				ts := []ingest.Tensor{{Name: "encoder.w", Shape: []int{2, 3}, Data: enc}, {Name: "head.b", Shape: []int{2}, Data: []float32{float32(r), -1}}}
+				// After round 0 each pair's own noise: no two pairs agree (checkCopies).
+				bias := float32(-1)
+				if r > 0 {
+					bias -= float32(p) / 1024
+				}
+				ts := []ingest.Tensor{{Name: "encoder.w", Shape: []int{2, 3}, Data: enc}, {Name: "head.b", Shape: []int{2}, Data: []float32{float32(r), bias}}}
 				b, err := ingest.WriteSafetensors(ts, nil)
 				if err != nil {
 					t.Fatal(err)

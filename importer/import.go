@@ -378,6 +378,9 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer, probs *problem
 		}
 		if round == 0 {
 			rd.checkInitial(params, ri, probs)
+		} else {
+			cfg := &rd.job.Config
+			rd.checkCopies(params, ri, cfg.NoiseStd > 0 || cfg.NoiseMultiplier > 0, probs)
 		}
 		if probs.len() > 0 {
 			// Check only from here on: the later rounds' problems are listed too.
