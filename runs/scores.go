@@ -94,6 +94,9 @@ type ScoreFile struct {
 	// only methods valid for dependent worlds may certify them. Every score file fedaudit
 	// writes is coupled.
 	Coupled bool
+	// RunIDs is true when the file has a run_id column. Its run ids are then checked: a run has
+	// one score per attack, threat and round, and one world (checkRunIDs).
+	RunIDs bool
 }
 
 func scoreSchema(m ScoreMeta) (*arrow.Schema, error) {
@@ -251,6 +254,36 @@ func ReadScoreFile(path string) (*ScoreFile, error) {
 	return sf, nil
 }
 
+// checkRunIDs checks the run ids of a score file that has them: each run is scored once per
+// attack, threat and round, and is of one world. A file whose rows were repeated (two exports
+// concatenated, a join that duplicated rows) would otherwise count each run again: n runs
+// judged as k n independent ones narrow the confidence bounds as if k times the runs had been
+// trained, and can certify a violation the n runs do not show.
+// where names score i for messages (a CSV line, an Arrow row).
+func checkRunIDs(scores []Score, where func(i int) string) error {
+	type key struct {
+		run            int64
+		attack, threat string
+		round          int32
+	}
+	first := make(map[key]int, len(scores))
+	world := make(map[int64]int, len(scores))
+	for i, s := range scores {
+		k := key{s.RunID, s.Attack, s.Threat, s.Round}
+		if j, ok := first[k]; ok {
+			return fmt.Errorf("%s: run %d has a second score for attack %q threat %q round %d (the first is at %s): a run is scored once per attack, threat and round, and a repeated row would count the run twice",
+				where(i), s.RunID, s.Attack, s.Threat, s.Round, where(j))
+		}
+		first[k] = i
+		if j, ok := world[s.RunID]; ok && scores[j].World != s.World {
+			return fmt.Errorf("%s: run %d is in world %s, and in world %s at %s: a run trains on one of the two datasets",
+				where(i), s.RunID, WorldName(s.World), WorldName(scores[j].World), where(j))
+		}
+		world[s.RunID] = i
+	}
+	return nil
+}
+
 // scoreColumns maps the columns a score reader looks for to their positions (-1 when absent).
 type scoreColumns struct {
 	runID, pairID, world, round, attack, threat, score int
@@ -341,6 +374,7 @@ func readScoresCSV(r io.Reader) (*ScoreFile, error) {
 		return nil, fmt.Errorf("line 1: %w", err)
 	}
 	var out []Score
+	var lines []int
 	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
@@ -355,8 +389,14 @@ func readScoresCSV(r io.Reader) (*ScoreFile, error) {
 			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
 		out = append(out, s)
+		lines = append(lines, line)
 	}
-	return &ScoreFile{Scores: out, Coupled: cols.pairID >= 0}, nil
+	if cols.runID >= 0 {
+		if err := checkRunIDs(out, func(i int) string { return fmt.Sprintf("line %d", lines[i]) }); err != nil {
+			return nil, err
+		}
+	}
+	return &ScoreFile{Scores: out, Coupled: cols.pairID >= 0, RunIDs: cols.runID >= 0}, nil
 }
 
 // csvColumns are the columns a CSV score file may have, in the order error messages list them.
@@ -509,6 +549,7 @@ func readScoresArrow(path string) (*ScoreFile, error) {
 		return nil, err
 	}
 	sf.Coupled = cols.pairID >= 0
+	sf.RunIDs = cols.runID >= 0
 	base := 0
 	for i := 0; i < r.NumRecords(); i++ {
 		if err := af.VerifyBatch(i); err != nil {
@@ -532,6 +573,11 @@ func readScoresArrow(path string) (*ScoreFile, error) {
 	// whole-file checksum), so that a damaged file is scored again, never used.
 	if err := af.VerifyRest(); err != nil {
 		return nil, err
+	}
+	if sf.RunIDs {
+		if err := checkRunIDs(sf.Scores, func(i int) string { return fmt.Sprintf("row %d", i) }); err != nil {
+			return nil, err
+		}
 	}
 	return &sf, nil
 }

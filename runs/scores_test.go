@@ -198,6 +198,10 @@ func TestReadScoresCSVErrors(t *testing.T) {
 		{"bad round", "world,score,round\n1,1,1.5\n", `line 2: column round: bad integer "1.5"`},
 		{"round range", "world,score,round\n1,1,3000000000\n", "line 2: column round: 3000000000 out of range"},
 		{"bad run id", "world,score,run_id\n1,1,x\n", `line 2: column run_id: bad integer "x"`},
+		// Rows repeated (two exports concatenated) would count their runs again.
+		{"repeated run", "world,score,run_id\n0,1,5\n1,2,6\n\n0,1,5\n", `line 5: run 5 has a second score for attack`},
+		{"repeated run, repeated round", "world,score,run_id,round,attack\n0,1,5,1,a\n0,1,5,2,a\n0,3,5,2,a\n", `line 4: run 5 has a second score for attack "a" threat "" round 2 (the first is at line 3)`},
+		{"run in both worlds", "world,score,run_id,round\n0,1,5,1\n1,2,5,2\n", "line 3: run 5 is in world C', and in world C at line 2"},
 		{"field count", "world,score\n1,1\n1,1,1\n", "line 3"},
 		{"bare quote", "world,score\n1,\"1\n", "extraneous or missing"},
 		{"stream", "\xff\xff\xff\xff\x10\x00\x00\x00", "stream format is not supported"},
@@ -293,6 +297,11 @@ func TestReadScoresArrowErrors(t *testing.T) {
 			b.Field(1).(*array.Float64Builder).Append(1)
 		}, "row 0: column world: unsupported column type utf8"},
 		{"no rows", []arrow.Field{f64("world"), f64("score")}, fillRows(0), "no rows"},
+		{"repeated run", []arrow.Field{f64("world"), f64("score"), {Name: "run_id", Type: arrow.PrimitiveTypes.Int32}}, func(b *array.RecordBuilder) {
+			b.Field(0).(*array.Float64Builder).AppendValues([]float64{0, 1, 0}, nil)
+			b.Field(1).(*array.Float64Builder).AppendValues([]float64{1, 2, 1}, nil)
+			b.Field(2).(*array.Int32Builder).AppendValues([]int32{4, 7, 4}, nil)
+		}, "row 2: run 4 has a second score for attack"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "s.arrow")
