@@ -531,7 +531,16 @@ func (rd *reader) snapshot(file string, pair, world, round int, what string) ([]
 			}
 			return nil, err
 		}
-		ts, err := ingest.Parse(raw, strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)))
+		name := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+		var ts []ingest.Tensor
+		if len(rd.opts.Names) == 0 {
+			// Every tensor is then one of the model's (Flatten), so none holds more than D
+			// values: a larger one is refused before it is converted or decompressed. With
+			// --names the file may hold other tensors, of any size, that are not read.
+			ts, err = ingest.ParseAtMost(raw, name, rd.lay.D)
+		} else {
+			ts, err = ingest.Parse(raw, name)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -248,6 +248,11 @@ func (l Layout) Flatten(tensors []ingest.Tensor, names []string) ([]float32, err
 		}
 		for i, t := range tensors {
 			if err := assign(l.Slots[i], t); err != nil {
+				if len(tensors) > 1 && slices.IsSortedFunc(tensors, func(a, b ingest.Tensor) int { return strings.Compare(a.Name, b.Name) }) {
+					// safetensors' own writer (save_file) lays tensors out by dtype, then name:
+					// fc1.bias before fc1.weight, whatever the model's order.
+					err = fmt.Errorf("%w; the file's tensors are in name order, as safetensors' save_file writes them, not necessarily the model's: give their names in model order with --names", err)
+				}
 				return nil, err
 			}
 		}

@@ -54,6 +54,17 @@ func TestLayoutMLP(t *testing.T) {
 	if _, err = lay.Flatten(tensors, []string{"body.weight", "body.bias", "head.weight", "nope"}); err == nil || !strings.Contains(err.Error(), `no tensor "nope"`) {
 		t.Fatalf("unknown name: %v", err)
 	}
+	// safetensors' save_file lays tensors out by name (bias before weight): file order does
+	// not fit, and the error says why and what to do.
+	byName := []ingest.Tensor{tensors[3], tensors[1], tensors[0], tensors[4]}
+	const hint = "in name order, as safetensors' save_file writes them"
+	if _, err = lay.Flatten(byName, nil); err == nil || !strings.Contains(err.Error(), `tensor "body.bias" has shape [4], the model's layer 1 weight needs [4 3]`) || !strings.Contains(err.Error(), hint) {
+		t.Fatalf("tensors in name order: %v", err)
+	}
+	// A file in another order gets no such hint.
+	if _, err = lay.Flatten([]ingest.Tensor{tensors[1], tensors[0], tensors[3], tensors[4]}, nil); err == nil || strings.Contains(err.Error(), hint) {
+		t.Fatalf("tensors out of order: %v", err)
+	}
 }
 
 func TestManifestJSON(t *testing.T) {

@@ -96,7 +96,7 @@ func TestDataNPYIntVariants(t *testing.T) {
 		"<i4 C":       npyBytes(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }\n", le4),
 		">i8 Fortran": npyBytes(1, "{'descr': '>i8', 'fortran_order': True, 'shape': (2, 3), }\n", be8),
 	} {
-		got, err := parseNPY(b, true)
+		got, err := parseNPY(b, true, MaxElements)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -108,10 +108,10 @@ func TestDataNPYIntVariants(t *testing.T) {
 		}
 	}
 	bad := npyBytes(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }\n", le4[:20])
-	if _, err := parseNPY(bad, true); err == nil || !strings.Contains(err.Error(), "needs 24 data bytes") {
+	if _, err := parseNPY(bad, true, MaxElements); err == nil || !strings.Contains(err.Error(), "needs 24 data bytes") {
 		t.Fatalf("truncated <i4: %v", err)
 	}
-	if _, err := parseNPY(npyBytes(1, "{'descr': '<u2', 'fortran_order': False, 'shape': (1,), }\n", []byte{1, 0}), true); err == nil ||
+	if _, err := parseNPY(npyBytes(1, "{'descr': '<u2', 'fortran_order': False, 'shape': (1,), }\n", []byte{1, 0}), true, MaxElements); err == nil ||
 		!strings.Contains(err.Error(), "want f4, f8, i4 or i8") {
 		t.Fatalf("<u2: %v", err)
 	}

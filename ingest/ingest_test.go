@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -218,6 +219,54 @@ func TestErrors(t *testing.T) {
 			_, err := ParseNPY(append(append([]byte(nil), npyMagic...), 2, 0, 0xff, 0xff, 0xff, 0x7f))
 			return err
 		}},
+		// The format requires the tensors to tile the data buffer: bytes after the last tensor
+		// (a file rewritten in place without truncation) or between two are damage.
+		{"st trailing bytes", "4 bytes follow the last tensor's data", func() error {
+			_, err := ParseSafetensors(st(`{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}`, 8))
+			return err
+		}},
+		{"st gap", `no tensor holds data bytes [4, 8) before tensor "b"`, func() error {
+			_, err := ParseSafetensors(st(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}}`, 12))
+			return err
+		}},
+		{"st gap first", `no tensor holds data bytes [0, 4) before tensor "a"`, func() error {
+			_, err := ParseSafetensors(st(`{"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`, 8))
+			return err
+		}},
+		// A map keeps the second of two entries of one name: the first tensor would vanish.
+		{"st name twice", `header: "w" is named twice`, func() error {
+			_, err := ParseSafetensors(st(`{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}`, 8))
+			return err
+		}},
+		{"st at most", `tensor "w": shape [3] has 3 elements, more than the 2`, func() error {
+			_, err := ParseAtMost(st(`{"w":{"dtype":"F32","shape":[3],"data_offsets":[0,12]}}`, 12), "x", 2)
+			return err
+		}},
+		{"npy at most", "shape [3] has 3 elements, more than the 2", func() error {
+			_, err := ParseAtMost(npyBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", make([]byte, 12)), "x", 2)
+			return err
+		}},
+		{"npz member short of its header", `member "w.npy": npy: shape [3] of <f4 needs 12 data bytes, the member declares 8`, func() error {
+			_, err := ParseNPZ(zipOf(t, map[string][]byte{"w.npy": npyBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", make([]byte, 8))}))
+			return err
+		}},
+		{"npz member truncated in its header", `member "w.npy": npy: header length`, func() error {
+			b := npyBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", nil)
+			_, err := ParseNPZ(zipOf(t, map[string][]byte{"w.npy": b[:20]}))
+			return err
+		}},
+		{"npz checksum", `member "w.npy": zip: checksum error`, func() error {
+			var buf bytes.Buffer
+			zw := zip.NewWriter(&buf)
+			w, _ := zw.CreateHeader(&zip.FileHeader{Name: "w.npy", Method: zip.Store})
+			body := npyBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", make([]byte, 12))
+			w.Write(body)
+			zw.Close()
+			b := buf.Bytes()
+			b[bytes.Index(b, body)+len(body)-1] ^= 1 // the last data byte, stored as it is
+			_, err := ParseNPZ(b)
+			return err
+		}},
 		{"npz not npy", `member "x.txt"`, func() error { _, err := ParseNPZ(zipOf(t, map[string][]byte{"x.txt": nil})); return err }},
 		{"npz bad member", `member "w.npy": npy: missing magic`, func() error {
 			_, err := ParseNPZ(zipOf(t, map[string][]byte{"w.npy": []byte("hello")}))
@@ -231,6 +280,46 @@ func TestErrors(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// A small deflated .npz can declare a thousandfold its size (here 32 MiB of float64 zeros in
+// about 32 KiB). With a bound on the elements a tensor may have, its member is refused from its
+// header, before anything is decompressed: the parse allocates next to nothing. Without the
+// bound it is read into one buffer of its declared size.
+func TestNPZExpansionRefusedFromItsHeader(t *testing.T) {
+	const n = 4 << 20
+	member := npyBytes(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4194304,), }", make([]byte, 8*n))
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, err := zw.CreateHeader(&zip.FileHeader{Name: "params.npy", Method: zip.Deflate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(member)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	archive := buf.Bytes()
+	if len(archive) > n/16 {
+		t.Fatalf("the archive is %d bytes: not a thousandfold expansion", len(archive))
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err = ParseAtMost(archive, "x", 16)
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), `member "params.npy": npy: shape [4194304] has 4194304 elements, more than the 16`) {
+		t.Fatalf("error %v, want the member refused for its elements", err)
+	}
+	// Opening the member allocates the decompressor's window and buffers (about 100 KiB);
+	// its 32 MiB of data are never allocated.
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("refusing the member allocated %d bytes", got)
+	}
+	ts, err := ParseNPZ(archive)
+	if err != nil || len(ts) != 1 || len(ts[0].Data) != n {
+		t.Fatalf("without a bound: %d tensors, err %v", len(ts), err)
 	}
 }
 

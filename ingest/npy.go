@@ -26,73 +26,108 @@ var npyDtype = map[string]string{"f4": "F32", "f8": "F64", "f2": "F16"}
 var npyInt = map[string]int{"i4": 4, "i8": 8}
 
 // ParseNPY reads one .npy array held in memory. Its Name is left empty.
-func ParseNPY(data []byte) (Tensor, error) { return parseNPY(data, false) }
+func ParseNPY(data []byte) (Tensor, error) { return parseNPY(data, false, MaxElements) }
 
-func parseNPY(data []byte, ints bool) (Tensor, error) {
+// npyLayout is what the preamble and header of an .npy file say about the data after them.
+type npyLayout struct {
+	h     npyHeader
+	start int // the data's offset
+	count int // elements
+	size  int // bytes an element
+	dt    string
+	isInt bool // an integer array (ParseData): size is 4 or 8
+	bo    binary.ByteOrder
+}
+
+// npyHeaderEnd reads the preamble at the start of data (magic, version, header length) and
+// returns where the header starts and its length, checked against MaxHeader: enough to know
+// how many bytes the whole header takes before reading them.
+func npyHeaderEnd(data []byte) (start int, hlen uint64, err error) {
 	if !bytes.HasPrefix(data, npyMagic) {
-		return Tensor{}, fmt.Errorf("npy: missing magic \\x93NUMPY")
+		return 0, 0, fmt.Errorf("npy: missing magic \\x93NUMPY")
 	}
 	if len(data) < 10 {
-		return Tensor{}, fmt.Errorf("npy: truncated before the header length")
+		return 0, 0, fmt.Errorf("npy: truncated before the header length")
 	}
 	major, minor := data[6], data[7]
-	var hlen uint64
-	var start int
 	switch major {
 	case 1:
 		hlen, start = uint64(binary.LittleEndian.Uint16(data[8:10])), 10
 	case 2, 3:
 		if len(data) < 12 {
-			return Tensor{}, fmt.Errorf("npy: truncated before the header length")
+			return 0, 0, fmt.Errorf("npy: truncated before the header length")
 		}
 		hlen, start = uint64(binary.LittleEndian.Uint32(data[8:12])), 12
 	default:
-		return Tensor{}, fmt.Errorf("npy: format version %d.%d is not supported (want 1.0, 2.0 or 3.0)", major, minor)
+		return 0, 0, fmt.Errorf("npy: format version %d.%d is not supported (want 1.0, 2.0 or 3.0)", major, minor)
 	}
 	if hlen > MaxHeader {
-		return Tensor{}, fmt.Errorf("npy: header length %d exceeds the limit %d", hlen, MaxHeader)
+		return 0, 0, fmt.Errorf("npy: header length %d exceeds the limit %d", hlen, MaxHeader)
+	}
+	return start, hlen, nil
+}
+
+// readNPYLayout parses the preamble and header at the start of data (which may end right after
+// the header) into the data's layout; an array of more than most elements is refused here,
+// before any of its data is read or converted.
+func readNPYLayout(data []byte, ints bool, most int) (npyLayout, error) {
+	var l npyLayout
+	start, hlen, err := npyHeaderEnd(data)
+	if err != nil {
+		return l, err
 	}
 	if hlen > uint64(len(data)-start) {
-		return Tensor{}, fmt.Errorf("npy: header length %d exceeds the %d bytes after it (truncated)", hlen, len(data)-start)
+		return l, fmt.Errorf("npy: header length %d exceeds the %d bytes after it (truncated)", hlen, len(data)-start)
 	}
-	h, err := parseNPYHeader(string(data[start : start+int(hlen)]))
-	if err != nil {
-		return Tensor{}, fmt.Errorf("npy: header: %w", err)
+	if l.h, err = parseNPYHeader(string(data[start : start+int(hlen)])); err != nil {
+		return l, fmt.Errorf("npy: header: %w", err)
 	}
-	body := data[start+int(hlen):]
-	descr := h.descr
-	var bo binary.ByteOrder = binary.LittleEndian
+	l.start = start + int(hlen)
+	descr := l.h.descr
+	l.bo = binary.LittleEndian
 	switch descr[0] {
 	case '<', '=': // '=' is native; every platform numpy writes .npy on for us is little-endian
 	case '>':
-		bo = binary.BigEndian
+		l.bo = binary.BigEndian
 	case '|':
 	default:
 		descr = "<" + descr
 	}
-	count := numel(h.shape)
-	if count < 0 {
-		return Tensor{}, fmt.Errorf("npy: shape %v has more than %d elements", h.shape, MaxElements)
+	if l.count = numel(l.h.shape); l.count < 0 {
+		return l, fmt.Errorf("npy: shape %v has more than %d elements", l.h.shape, MaxElements)
+	}
+	if l.count > most {
+		return l, fmt.Errorf("npy: shape %v has %d elements, more than the %d the model can take", l.h.shape, l.count, most)
 	}
 	size, isInt := npyInt[descr[1:]]
-	isInt = isInt && ints
+	l.isInt = isInt && ints
 	dt, isFloat := npyDtype[descr[1:]]
 	switch {
-	case isInt:
+	case l.isInt:
+		l.size = size
 	case isFloat:
-		size = dtypeSize[dt]
+		l.size, l.dt = dtypeSize[dt], dt
 	case ints:
-		return Tensor{}, fmt.Errorf("npy: dtype %q is not supported (want f4, f8, i4 or i8, either byte order)", h.descr)
+		return l, fmt.Errorf("npy: dtype %q is not supported (want f4, f8, i4 or i8, either byte order)", l.h.descr)
 	default:
-		return Tensor{}, fmt.Errorf("npy: dtype %q is not supported (want f4 or f8, either byte order)", h.descr)
+		return l, fmt.Errorf("npy: dtype %q is not supported (want f4 or f8, either byte order)", l.h.descr)
 	}
-	if want := count * size; len(body) != want {
-		return Tensor{}, fmt.Errorf("npy: shape %v of %s needs %d data bytes, the file has %d", h.shape, h.descr, want, len(body))
+	return l, nil
+}
+
+func parseNPY(data []byte, ints bool, most int) (Tensor, error) {
+	l, err := readNPYLayout(data, ints, most)
+	if err != nil {
+		return Tensor{}, err
 	}
-	if isInt {
-		return Tensor{Shape: h.shape, Integer: true, Ints: cOrder(h, convertInts(body, size, bo))}, nil
+	body := data[l.start:]
+	if want := l.count * l.size; len(body) != want {
+		return Tensor{}, fmt.Errorf("npy: shape %v of %s needs %d data bytes, the file has %d", l.h.shape, l.h.descr, want, len(body))
 	}
-	return Tensor{Shape: h.shape, Data: cOrder(h, convert(body, dt, bo))}, nil
+	if l.isInt {
+		return Tensor{Shape: l.h.shape, Integer: true, Ints: cOrder(l.h, convertInts(body, l.size, l.bo))}, nil
+	}
+	return Tensor{Shape: l.h.shape, Data: cOrder(l.h, convert(body, l.dt, l.bo))}, nil
 }
 
 // cOrder returns an array's values in row-major order: those of a Fortran-order file reordered.
@@ -380,9 +415,9 @@ func slices4(b []byte, extra int) []byte {
 
 // ParseNPZ reads every array of an .npz archive (numpy.savez or savez_compressed) held in
 // memory, named after its member without ".npy", in archive order.
-func ParseNPZ(data []byte) ([]Tensor, error) { return parseNPZ(data, false) }
+func ParseNPZ(data []byte) ([]Tensor, error) { return parseNPZ(data, false, MaxElements) }
 
-func parseNPZ(data []byte, ints bool) ([]Tensor, error) {
+func parseNPZ(data []byte, ints bool, most int) ([]Tensor, error) {
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		return nil, fmt.Errorf("npz: %v", err)
@@ -407,19 +442,11 @@ func parseNPZ(data []byte, ints bool) ([]Tensor, error) {
 		if f.UncompressedSize64 > 1100*uint64(len(data))+(1<<20) { // deflate expands at most ~1032x
 			return nil, fmt.Errorf("npz: member %q declares %d bytes, more than the archive holds", f.Name, f.UncompressedSize64)
 		}
-		rc, err := f.Open()
+		body, err := readNPZMember(f, ints, most)
 		if err != nil {
-			return nil, fmt.Errorf("npz: member %q: %v", f.Name, err)
+			return nil, fmt.Errorf("npz: member %q: %w", f.Name, err)
 		}
-		body, err := io.ReadAll(io.LimitReader(rc, int64(f.UncompressedSize64)+1))
-		rc.Close()
-		if err != nil {
-			return nil, fmt.Errorf("npz: member %q: %v", f.Name, err)
-		}
-		if uint64(len(body)) != f.UncompressedSize64 {
-			return nil, fmt.Errorf("npz: member %q holds %d bytes, its header says %d", f.Name, len(body), f.UncompressedSize64)
-		}
-		t, err := parseNPY(body, ints)
+		t, err := parseNPY(body, ints, most)
 		if err != nil {
 			return nil, fmt.Errorf("npz: member %q: %w", f.Name, err)
 		}
@@ -430,4 +457,57 @@ func parseNPZ(data []byte, ints bool) ([]Tensor, error) {
 		return nil, fmt.Errorf("npz: archive holds no arrays")
 	}
 	return out, nil
+}
+
+// readNPZMember decompresses one member. Its header is read first: a member whose header asks
+// for more than most elements, or whose declared size is not its header's, is refused before
+// its data is decompressed (a small deflated file can expand a thousandfold: 1 MB of zeros
+// into a gigabyte). The data is then read into one buffer of the declared size.
+func readNPZMember(f *zip.File, ints bool, most int) ([]byte, error) {
+	rc, err := f.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	declared := f.UncompressedSize64
+	// The preamble: its version says how long the header length is (10 or 12 bytes in all).
+	head := make([]byte, min(declared, 12))
+	if _, err := io.ReadFull(rc, head); err != nil {
+		return nil, err
+	}
+	start, hlen, err := npyHeaderEnd(head)
+	if err != nil {
+		return nil, err
+	}
+	prefix := uint64(start) + hlen
+	if prefix > declared {
+		return nil, fmt.Errorf("npy: header length %d exceeds the %d bytes after it (truncated)", hlen, declared-uint64(start))
+	}
+	body := make([]byte, prefix)
+	copy(body, head)
+	if _, err := io.ReadFull(rc, body[len(head):]); err != nil {
+		return nil, err
+	}
+	l, err := readNPYLayout(body, ints, most)
+	if err != nil {
+		return nil, err
+	}
+	if want := prefix + uint64(l.count)*uint64(l.size); want != declared {
+		return nil, fmt.Errorf("npy: shape %v of %s needs %d data bytes, the member declares %d", l.h.shape, l.h.descr, want-prefix, declared-prefix)
+	}
+	full := make([]byte, declared)
+	copy(full, body)
+	if _, err := io.ReadFull(rc, full[prefix:]); err != nil {
+		return nil, fmt.Errorf("holds fewer bytes than its header says (%d): %v", declared, err)
+	}
+	// Reading on to the end checks the member's CRC (a mismatch is zip.ErrChecksum); nothing
+	// may follow its declared size.
+	var extra [1]byte
+	switch n, err := io.ReadFull(rc, extra[:]); {
+	case n > 0:
+		return nil, fmt.Errorf("holds more bytes than its header says (%d)", declared)
+	case err != io.EOF:
+		return nil, err
+	}
+	return full, nil
 }

@@ -28,9 +28,11 @@ var dtypeSize = map[string]int{"F32": 4, "F64": 8, "F16": 2, "BF16": 2}
 
 // ParseSafetensors reads every tensor of a safetensors file held in memory, ordered by data
 // offset (the order the writer laid them out).
-func ParseSafetensors(data []byte) ([]Tensor, error) { return parseSafetensors(data, false) }
+func ParseSafetensors(data []byte) ([]Tensor, error) {
+	return parseSafetensors(data, false, MaxElements)
+}
 
-func parseSafetensors(data []byte, ints bool) ([]Tensor, error) {
+func parseSafetensors(data []byte, ints bool, most int) ([]Tensor, error) {
 	if len(data) < 8 {
 		return nil, fmt.Errorf("safetensors: file of %d bytes is shorter than the 8-byte header length", len(data))
 	}
@@ -50,6 +52,9 @@ func parseSafetensors(data []byte, ints bool) ([]Tensor, error) {
 	if err := json.Unmarshal(header, &raw); err != nil {
 		return nil, fmt.Errorf("safetensors: header: %v", err)
 	}
+	if err := uniqueKeys(header); err != nil {
+		return nil, fmt.Errorf("safetensors: header: %w", err)
+	}
 	var out []Tensor
 	var spans [][2]int64
 	for name, msg := range raw {
@@ -66,7 +71,7 @@ func parseSafetensors(data []byte, ints bool) ([]Tensor, error) {
 		if err := dec.Decode(&e); err != nil {
 			return nil, fmt.Errorf("safetensors: tensor %q: %v", name, err)
 		}
-		t, err := e.decode(name, buf, ints)
+		t, err := e.decode(name, buf, ints, most)
 		if err != nil {
 			return nil, fmt.Errorf("safetensors: tensor %q: %w", name, err)
 		}
@@ -83,25 +88,59 @@ func parseSafetensors(data []byte, ints bool) ([]Tensor, error) {
 		}
 		return out[idx[a]].Name < out[idx[b]].Name // zero-size tensors may share an offset
 	})
+	// The tensors' bytes tile the data buffer, as the format requires: overlapping tensors would
+	// alias each other's bytes, and bytes no tensor holds (a gap, or bytes after the last
+	// tensor, the mark of a file rewritten in place without being truncated) are damage.
 	sorted := make([]Tensor, len(out))
 	var end int64
 	for i, j := range idx {
 		sorted[i] = out[j]
 		if sp := spans[j]; sp[1] > sp[0] {
-			// Overlapping tensors would alias each other's bytes: damage, never a real file.
 			if sp[0] < end {
 				return nil, fmt.Errorf("safetensors: tensor %q overlaps the tensor before it", out[j].Name)
+			}
+			if sp[0] > end {
+				return nil, fmt.Errorf("safetensors: no tensor holds data bytes [%d, %d) before tensor %q (damaged)", end, sp[0], out[j].Name)
 			}
 			end = sp[1]
 		}
 	}
+	if end != int64(len(buf)) {
+		return nil, fmt.Errorf("safetensors: %d bytes follow the last tensor's data (damaged, or rewritten without being truncated)", int64(len(buf))-end)
+	}
 	return sorted, nil
+}
+
+// uniqueKeys checks that the header object names each tensor once: decoding into a map keeps
+// the last of two entries of one name and drops the first without a word.
+func uniqueKeys(header []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(header))
+	if _, err := dec.Token(); err != nil { // the opening '{', checked by json.Unmarshal already
+		return err
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return fmt.Errorf("%q is named twice", key)
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // stInt is the integer dtypes ParseData converts (to int64).
 var stInt = map[string]int{"I32": 4, "I64": 8}
 
-func (e *stEntry) decode(name string, buf []byte, ints bool) (Tensor, error) {
+func (e *stEntry) decode(name string, buf []byte, ints bool, most int) (Tensor, error) {
 	size, ok := dtypeSize[e.DType]
 	isize, isInt := stInt[e.DType]
 	switch {
@@ -125,6 +164,9 @@ func (e *stEntry) decode(name string, buf []byte, ints bool) (Tensor, error) {
 	count := numel(shape)
 	if count < 0 {
 		return Tensor{}, fmt.Errorf("shape %v has more than %d elements", e.Shape, MaxElements)
+	}
+	if count > most {
+		return Tensor{}, fmt.Errorf("shape %v has %d elements, more than the %d the model can take", e.Shape, count, most)
 	}
 	if len(e.Offsets) != 2 {
 		return Tensor{}, fmt.Errorf("data_offsets %v: want [begin, end]", e.Offsets)

@@ -87,7 +87,7 @@ func readFile(path string, ints bool) ([]Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	ts, err := parse(data, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)), ints)
+	ts, err := parse(data, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)), ints, MaxElements)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -95,30 +95,42 @@ func readFile(path string, ints bool) ([]Tensor, error) {
 }
 
 // Parse reads the tensors of a snapshot held in memory; name names a lone .npy array.
-func Parse(data []byte, name string) ([]Tensor, error) { return parse(data, name, false) }
+func Parse(data []byte, name string) ([]Tensor, error) {
+	return parse(data, name, false, MaxElements)
+}
+
+// ParseAtMost is Parse refusing any tensor of more than most elements before its data is
+// converted (or, in an .npz archive, decompressed): a reader that knows how large a tensor can
+// be (a model's parameter count) keeps a hostile or mistaken file from taking the memory of its
+// declared shapes.
+func ParseAtMost(data []byte, name string, most int) ([]Tensor, error) {
+	return parse(data, name, false, min(most, MaxElements))
+}
 
 // ParseData reads every tensor of a data file held in memory (one `audit datasets export`
 // writes: features and labels) as Parse does, and also integer tensors (.npy <i4, <i8 and
 // their big-endian forms; safetensors I32, I64), returned with Integer set and their values in
 // Ints.
-func ParseData(data []byte, name string) ([]Tensor, error) { return parse(data, name, true) }
+func ParseData(data []byte, name string) ([]Tensor, error) {
+	return parse(data, name, true, MaxElements)
+}
 
 // ReadDataFile is ReadFile through ParseData.
 func ReadDataFile(path string) ([]Tensor, error) { return readFile(path, true) }
 
-func parse(data []byte, name string, ints bool) ([]Tensor, error) {
+func parse(data []byte, name string, ints bool, most int) ([]Tensor, error) {
 	switch Detect(data) {
 	case FormatNPY:
-		t, err := parseNPY(data, ints)
+		t, err := parseNPY(data, ints, most)
 		if err != nil {
 			return nil, err
 		}
 		t.Name = name
 		return []Tensor{t}, nil
 	case FormatNPZ:
-		return parseNPZ(data, ints)
+		return parseNPZ(data, ints, most)
 	}
-	return parseSafetensors(data, ints)
+	return parseSafetensors(data, ints, most)
 }
 
 // float16 converts IEEE binary16 bits to float32 (subnormals, infinities and NaN included).
