@@ -258,8 +258,11 @@ func pairFindings(ctx context.Context, groups []*scoreGroup, means map[groupKey]
 			f.Seed = opts.Seed
 		}
 		if res.AUC < 0.5 {
-			if f.ReversedMuLower, err = reversedMuLower(g, aopts); err != nil {
-				return nil, fmt.Errorf("analyze: %s: %w", name, err)
+			// A diagnostic: where the reversed scores cannot be analyzed (a score of
+			// -MaxFloat64 becomes the largest float64, which audit reserves), it is left out
+			// (NaN) rather than failing the analysis the forward scores gave.
+			if rev, err := reversedMuLower(g, aopts); err == nil {
+				f.ReversedMuLower = rev
 			}
 		}
 		out = append(out, f)

@@ -186,6 +186,20 @@ func TestReversedScoresFlagged(t *testing.T) {
 	if a.Findings[0].Reversed() {
 		t.Errorf("mu = 0: flagged reversed (AUC %v, reversed mu %v)", a.Findings[0].Result.AUC, a.Findings[0].ReversedMuLower)
 	}
+	// A score of -MaxFloat64 is a valid score, but read reversed it is the largest float64,
+	// which the analysis reserves: the diagnostic is left out, and the analysis stands.
+	lowest := coupledScores(500, 2, 7)
+	for i := range lowest.Scores {
+		lowest.Scores[i].Score = -lowest.Scores[i].Score
+	}
+	lowest.Scores[0].Score = -math.MaxFloat64
+	a, err = AnalyzeScores(context.Background(), lowest, AnalyzeOptions{}, nil)
+	if err != nil {
+		t.Fatalf("a score of -MaxFloat64 in reversed scores: %v", err)
+	}
+	if f := a.Findings[0]; f.Result.AUC >= 0.5 || !math.IsNaN(f.ReversedMuLower) {
+		t.Errorf("AUC %v, reversed mu %v: want the forward analysis without the diagnostic", f.Result.AUC, f.ReversedMuLower)
+	}
 }
 
 // TestFamilyWiseRows: every row is certified at the Bonferroni row level of the family, so that
