@@ -262,6 +262,9 @@ func (dp *clientDPRounds) informed(t int) error {
 			if r%2 == 1 {
 				aC[r], aCP[r] = oth, own
 			}
+			// The mu^2 of the target sampled in every round, whatever this pair's draws: the
+			// adversary does not know them, and the sampled mechanism is weaker than this
+			// yardstick (docs/training.md, "Informed adversary").
 			st.mu2[r] += (ownOwn + shSh - 2*ownSh) / s2
 		}
 	} else {
@@ -286,6 +289,9 @@ func (dp *clientDPRounds) informed(t int) error {
 			if r%2 == 1 {
 				aC[r], aCP[r] = aSh, aOwn
 			}
+			// Without Gaussian noise no mu^2 describes the ratio: NaN, which the round
+			// summaries skip, rather than the 0 a realized mu would read as "no privacy loss".
+			st.mu2[r] = math.NaN()
 		}
 	}
 	for r := 0; r < e.R; r++ {

@@ -234,6 +234,15 @@ func TestDPFedAvgInformedLLR(t *testing.T) {
 	if !(mu2 > 0.1) {
 		t.Fatalf("mu^2 %g: the canary does not move the update", mu2)
 	}
+	// With Laplace noise no mu^2 describes the ratio: informed_mu2 is NaN (a 0 would read as a
+	// realized mu of 0 in the round summaries), and the ratio itself stays finite.
+	cfg.Mechanism = algo.Laplace
+	cps = run(t, cfg, clients, cp, TargetInfo{Client: 0, WholeClient: true}, PairRange{0, 20})
+	for _, rs := range cps[len(cps)-1].Replicas {
+		if !math.IsNaN(rs.Stats[2]) || math.IsNaN(rs.Stats[0]) || math.IsInf(rs.Stats[0], 0) {
+			t.Fatalf("Laplace: informed_llr_all %g, informed_mu2 %g; want a finite ratio and NaN", rs.Stats[0], rs.Stats[2])
+		}
+	}
 }
 
 // TestUploadNoiseMechanisms: the noise on a Noisy-FedAvg upload has the configured
