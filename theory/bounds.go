@@ -37,6 +37,19 @@ type Config struct {
 	ProxConstant bool
 	// Delta is the delta at which Bounds converts mu to epsilon; 0 means DefaultDelta.
 	Delta float64
+	// Batch is, for DP-SGD, the most examples one local step sums over (B); L is then the
+	// smoothness of that sum. One replaced example moves a step's summed clipped gradient by
+	// at most 2V, but only while both worlds' iterates agree: from the second local step of a
+	// round on, the other B - 1 examples' clipped gradients differ too, each by at most
+	// min(2V, L/B d_k) at a distance d_k between the iterates (clipping is 1-Lipschitz). So
+	// gamma_t of DP-SGD with K >= 2 follows d_{k+1} = d_k + eta_k (min(2(B-1)V, (B-1)/B L d_k)
+	// + 2V) from d_0 = 0, and Batch is required there; with K = 1 it is 2V eta.
+	Batch int
+	// SmoothnessUnknown says that L is a placeholder: the bounds that need L (the convergent
+	// bound, rho_t) are to be discarded, and gamma_t must not depend on it. DP-SGD's gamma_t
+	// with K >= 2 then takes the other examples' clipped gradients at their largest
+	// difference, 2V each.
+	SmoothnessUnknown bool
 }
 
 // FieldError is a configuration mistake in one field of Config; Field is the field's name.
@@ -83,6 +96,9 @@ func (c Config) resolve() (Schedule, error) {
 		}
 		if c.N != 0 && c.N != 1 {
 			return nil, fieldErrorf("N", "dpsgd is the m = n = 1 case of Noisy-FedAvg; N must be 1 or unset, got %d", c.N)
+		}
+		if c.K >= 2 && c.Batch < 1 {
+			return nil, fieldErrorf("Batch", "dpsgd with %d local steps a round needs the largest batch B (the other examples' clipped gradients differ between the worlds from the second step on), got %d", c.K, c.Batch)
 		}
 	} else {
 		if c.M < 1 {
@@ -352,7 +368,11 @@ func (c Config) roundCoefficients(sched Schedule, t int) (logRho, gamma float64,
 	var (
 		sumLog, sumEta float64 // FedAvg: log prod (1 + eta L), sum eta
 		r, g           = 1.0, 0.0
+		d              float64 // DP-SGD: the worlds' distance after each local step, over 2V
 	)
+	// DP-SGD's other examples: each clipped gradient differs by at most 2V, or by L/B times
+	// the distance (Config.Batch).
+	others := float64(c.Batch - 1)
 	for k := 0; k < c.K; k++ {
 		eta := sched.Eta(k, t)
 		if !positiveFinite(eta) {
@@ -371,7 +391,19 @@ func (c Config) roundCoefficients(sched Schedule, t int) (logRho, gamma float64,
 			// Lemma 8 telescoped: 1 + L eta(K,t) = prod_k (1 + eta_k L).
 			sumLog += math.Log1p(eta * c.L)
 			sumEta += eta
+			if c.Algo == algo.DPSGD && k > 0 {
+				// In units of 2V: min(2(B-1)V, (B-1)/B L 2V d) / 2V.
+				drift := others
+				if !c.SmoothnessUnknown {
+					drift = math.Min(drift, others/float64(c.Batch)*c.L*d)
+				}
+				d += eta * drift
+			}
+			d += eta
 		}
+	}
+	if c.Algo == algo.DPSGD {
+		return sumLog, 2 * c.Clip / n * d, nil
 	}
 	switch {
 	case c.ProxConstant:
@@ -397,6 +429,11 @@ func (c Config) closedForm(sched Schedule, T int) (float64, string) {
 		y := -math.Log1p(-c.L / c.Alpha)
 		return 2 * c.Clip / (sqrtN * c.Alpha * c.Sigma) *
 			math.Sqrt((2*c.Alpha-c.L)/c.L*math.Tanh(float64(T)*y/2)), "exact"
+	}
+	if c.Algo == algo.DPSGD && c.K >= 2 && c.Batch > 1 {
+		// The closed forms take gamma_t = 2V sum_k eta_k, which DP-SGD's other examples
+		// exceed from the second local step on (Config.Batch).
+		return math.NaN(), ""
 	}
 	switch s := sched.(type) {
 	case ConstantSchedule:

@@ -293,7 +293,7 @@ func TestBoundsParticipationAndDPSGD(t *testing.T) {
 	full := workedConfig("cyclic")
 	full.M = 4
 	dp := workedConfig("cyclic")
-	dp.Algo, dp.M = algo.DPSGD, 0
+	dp.Algo, dp.M, dp.Batch = algo.DPSGD, 0, 1 // a batch of one example: one client's clipped step
 	one := workedConfig("cyclic")
 	one.M = 1
 	for _, pair := range [][2]Config{{partial, full}, {dp, one}} {
@@ -309,6 +309,44 @@ func TestBoundsParticipationAndDPSGD(t *testing.T) {
 	f := mustBounds(t, workedConfig("cyclic"), 10)[0].Mu
 	if e := relErr(p/f, math.Sqrt(20.0/4)); e > 1e-12 {
 		t.Errorf("n=4 vs m=20: ratio %v, want sqrt(5)", p/f)
+	}
+}
+
+// TestDPSGDLocalStepsAgainstExactInstance: DP-SGD sums its batch's clipped gradients, so from
+// the second local step on the other examples' gradients differ between the worlds too; gamma_t
+// = 2V sum_k eta_k (right for one step, or one example a batch) understated a round of K >= 2
+// steps up to (B+1)/2 times, and a deployment that met the bound could be judged violated.
+// Exact instance, one dimension, T = 1: B - 1 examples of loss -(l/2) w^2 (gradient -l w, l the
+// per-example smoothness; below the clip norm on this path) and the target's gradient -V in C,
+// +V in C' from w_0 = 0. Then d_{k+1} = (1 + eta (B-1) l) d_k + 2 eta V exactly, and the round
+// is one Gaussian mechanism: mu = d_K / sigma. The bound (L = B l, the sum's smoothness) must
+// equal it, and without L it must cover it with every other example at its largest change.
+func TestDPSGDLocalStepsAgainstExactInstance(t *testing.T) {
+	for _, c := range []struct {
+		eta, l float64
+		K, B   int
+	}{{0.01, 1, 5, 100}, {0.05, 2, 2, 5}, {0.002, 0.5, 8, 32}, {0.01, 1, 1, 100}} {
+		const V, sigma = 1.0, 1.0
+		d, w := 0.0, 0.0
+		for range c.K {
+			d = (1+c.eta*float64(c.B-1)*c.l)*d + 2*c.eta*V
+			w = (1+c.eta*float64(c.B-1)*c.l)*w + c.eta*V
+		}
+		if c.l*w > V {
+			t.Fatalf("%+v: the examples' gradients reach the clip norm (%v): not the exact instance", c, c.l*w)
+		}
+		exact := d / sigma
+		cfg := Config{Algo: algo.DPSGD, Eta: c.eta, L: float64(c.B) * c.l, K: c.K, Sigma: sigma, Clip: V, Batch: c.B}
+		b := mustBounds(t, cfg, 1)[0]
+		if relErr(b.MuComposition, exact) > 1e-12 || relErr(b.Mu, exact) > 1e-12 {
+			t.Errorf("%+v: composition %v, convergent %v; exact mu %v", c, b.MuComposition, b.Mu, exact)
+		}
+		cfg.SmoothnessUnknown = true
+		free := mustBounds(t, cfg, 1)[0].MuComposition
+		// Without L every other example may change by 2V: 2 eta V (1 + B (K - 1)).
+		if want := 2 * c.eta * V * (1 + float64(c.B)*float64(c.K-1)) / sigma; relErr(free, want) > 1e-12 || free < exact {
+			t.Errorf("%+v: without L %v, want %v (>= exact %v)", c, free, want, exact)
+		}
 	}
 }
 

@@ -15,7 +15,7 @@ func TestHeuristicEqualsCompositionForRoundInvariantSchedules(t *testing.T) {
 	cfgs := []Config{
 		workedConfig("constant"),
 		workedConfig("cyclic"),
-		{Algo: algo.DPSGD, Eta: 0.05, L: 2, K: 3, Sigma: 1.3, Clip: 1},
+		{Algo: algo.DPSGD, Eta: 0.05, L: 2, K: 3, Sigma: 1.3, Clip: 1, Batch: 4},
 		{Algo: algo.FedProx, Alpha: 2, Eta: 0.01, L: 1, K: 5, M: 20, Sigma: 0.1, Clip: 10},
 		{Algo: algo.FedProx, ProxConstant: true, Alpha: 2, Eta: 0.01, L: 1, K: 5, M: 20, Sigma: 0.1, Clip: 10},
 	}

@@ -23,7 +23,7 @@ const maxBoundRounds = 1_000_000_000
 var boundFlagOf = map[string]string{
 	"Algo": "algo", "ScheduleName": "schedule", "Schedule": "schedule-file", "Eta": "eta",
 	"L": "L", "K": "K", "M": "m", "N": "n", "Sigma": "sigma", "Clip": "clip", "Alpha": "alpha",
-	"Delta": "delta", "ProxConstant": "prox-constant",
+	"Delta": "delta", "ProxConstant": "prox-constant", "Batch": "batch",
 }
 
 func init() {
@@ -31,7 +31,7 @@ func init() {
 		name:    "bound",
 		summary: "theoretical privacy bounds per T: the final model (mu_T), every iterate (composition), one upload",
 		usage: "bound --algo fedavg|fedprox|dpsgd [--schedule constant|cyclic|stage|iterative | --schedule-file F] " +
-			"--eta E --L L --K K --m M [--n N] --sigma S --clip V [--alpha A] [--prox-constant] --rounds 1,10,100 [--delta 1e-5] [--json]",
+			"--eta E --L L --K K --m M [--n N] --sigma S --clip V [--alpha A] [--prox-constant] [--batch B] --rounds 1,10,100 [--delta 1e-5] [--json]",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			algoName := fs.String("algo", "", "training algorithm: fedavg, fedprox or dpsgd (dpsgd is m = n = 1) (required)")
 			schedule := fs.String("schedule", "constant", "learning-rate schedule: constant eta, cyclic eta/(k+1), stage eta/(t+1), iterative eta/(tK+k+1)")
@@ -47,6 +47,7 @@ func init() {
 			proxConstant := fs.Bool("prox-constant", false, "FedProx: use the paper's constant rho = alpha/(alpha-L), gamma = 2V/(n alpha) (Theorem 4) instead of the exact per-round values")
 			rounds := fs.String("rounds", "", "comma-separated numbers of rounds T at which to report the bound (required)")
 			delta := fs.Float64("delta", theory.DefaultDelta, "delta at which mu is converted to epsilon")
+			batch := fs.Int("batch", 0, "dpsgd: the most examples a local step sums over (required with --K 2 or more: from the second step on the other examples' clipped gradients differ between the worlds too)")
 			asJSON := fs.Bool("json", false, "machine-readable output: a JSON array with one object per T")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
@@ -76,6 +77,9 @@ func init() {
 				if set["alpha"] && *algoName != string(algo.FedProx) {
 					return usagef("bound: --alpha applies to fedprox only")
 				}
+				if set["batch"] && *algoName != string(algo.DPSGD) {
+					return usagef("bound: --batch applies to dpsgd only")
+				}
 				if set["schedule-file"] && set["schedule"] {
 					return usagef("bound: --schedule and --schedule-file exclude each other")
 				}
@@ -89,7 +93,7 @@ func init() {
 				cfg := theory.Config{
 					Algo: algo.Algorithm(*algoName), ScheduleName: *schedule, Eta: *eta, L: *L, K: *K,
 					M: *m, N: *n, Sigma: *sigma, Clip: *clip, Alpha: *alpha,
-					ProxConstant: *proxConstant, Delta: *delta,
+					ProxConstant: *proxConstant, Delta: *delta, Batch: *batch,
 				}
 				if *scheduleFile != "" {
 					if cfg.Schedule, err = readScheduleFile(*scheduleFile); err != nil {

@@ -63,9 +63,10 @@ func sampleLevelTheory(cfg *spec.Config) bool {
 // L, is not.
 //
 // fedavg and fedprox step on the batch mean, which is L-smooth. dpsgd steps on the sum of the
-// batch's clipped per-example gradients (docs/training.md, "Algorithms as implemented"; its
-// gamma_t = 2V sum_k eta_k is that of the sum), which is B L-smooth for a batch of B samples,
-// so the theory gets L times the largest batch a step can hold (dpsgdLargestBatch).
+// batch's clipped per-example gradients (docs/training.md, "Algorithms as implemented"), which
+// is B L-smooth for a batch of B samples, so the theory gets L times the largest batch a step
+// can hold (dpsgdLargestBatch), and that batch, whose other examples move gamma_t once the
+// worlds' iterates differ (theory.Config.Batch).
 func TheoryConfig(cfg *spec.Config, L float64) (theory.Config, error) {
 	tc := cfg.Train
 	if tc.Algorithm == algo.DPSGD {
@@ -84,7 +85,7 @@ func TheoryConfig(cfg *spec.Config, L float64) (theory.Config, error) {
 		Delta: cfg.Audit.Delta,
 	}
 	if c.Algo == algo.DPSGD {
-		c.M, c.N = 1, 0
+		c.M, c.N, c.Batch = 1, 0, dpsgdLargestBatch(cfg)
 	}
 	if tc.Schedule == "table" {
 		s, err := theory.NewTableSchedule(tc.ScheduleTable)
@@ -137,6 +138,8 @@ func TheoryAt(cfg *spec.Config, sm Smoothness, rounds []int) ([]theory.Bound, er
 	if err != nil {
 		return nil, err
 	}
+	// The placeholder L must not shrink gamma_t (DP-SGD's, with K >= 2, can use L).
+	tcfg.SmoothnessUnknown = withoutL
 	bounds, err := theory.Bounds(tcfg, rounds)
 	if err != nil {
 		return nil, fmt.Errorf("theory: %w", err)

@@ -15,7 +15,8 @@ import (
 // TestTheoryAtDPSGDSumsPerExampleGradients checks the convergent bound of dpsgd against an
 // instance with a known answer. dpsgd steps on the sum of its batch's per-example gradients
 // with a rate that is the mean-gradient rate divided by the batch size (docs/training.md,
-// "Algorithms as implemented"), and the bound's gamma_t = 2V sum_k eta_k is that of the sum; so
+// "Algorithms as implemented"), and with one local step the bound's gamma_t = 2V eta is that of
+// the sum (TestTheoryAtDPSGDLocalSteps has more steps); so
 // with B examples of per-example smoothness L (what SmoothnessOf certifies) one step is
 // Lipschitz with constant 1 + eta B L, and B L is the theorem's L, not L. The per-example
 // losses f_j(w) = -(L/2) w^2 - x_j w (each L-smooth, clipping never active) make one step
@@ -64,6 +65,40 @@ func TestTheoryAtDPSGDSumsPerExampleGradients(t *testing.T) {
 				t.Errorf("%s batches, %s: T=%d: convergent bound %.10g, want %.10g", c.batching, c.kind, T, got[i].Mu, exact)
 			}
 		}
+	}
+}
+
+// TestTheoryAtDPSGDLocalSteps: with K >= 2 local steps, dpsgd's other examples move gamma_t
+// once the worlds' iterates differ (theory.Config.Batch). The experiment passes the largest
+// batch, and without a known L the composition bound takes every other example at its largest
+// change, 2V each: gamma = 2 V eta (1 + B (K - 1)), never the smaller value the placeholder L
+// of an unknown smoothness would give.
+func TestTheoryAtDPSGDLocalSteps(t *testing.T) {
+	const batch, K, eta, sigma, clip = 10, 3, 0.01, 0.5, 1.0
+	cfg := &spec.Config{
+		Data: spec.DataConfig{Clients: 1, PerClient: 50},
+		Train: train.Config{
+			Algorithm: algo.DPSGD, Model: model.Config{Kind: "softmax"},
+			LearningRate: eta, LocalSteps: K, Schedule: "constant",
+			Batching: algo.Fixed, BatchSize: batch, NoiseStd: sigma, ClipNorm: clip,
+		},
+	}
+	free, err := TheoryAt(cfg, Smoothness{Source: "none"}, []int{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 2 * clip * eta * (1 + batch*(K-1)) / sigma
+	if got := free[0].MuComposition; math.Abs(got-want) > 1e-12*want {
+		t.Errorf("without L: composition %v, want %v", got, want)
+	}
+	known, err := TheoryAt(cfg, Smoothness{L: 1, Source: "certified"}, []int{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// With a known L the recurrence of theory.Config.Batch lies above the one-example value
+	// 2 V eta K and below the L-free one.
+	if got := known[0].MuComposition; !(got > 2*clip*eta*K/sigma && got < want) {
+		t.Errorf("with L: composition %v, want between %v and %v", got, 2*clip*eta*K/sigma, want)
 	}
 }
 
