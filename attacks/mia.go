@@ -45,8 +45,13 @@ func (informedUploadAttack) Observe(env *Env, obs *Observation) (Observed, error
 }
 
 // targetStats returns a statistic on epsilon and on epsilon'; the second is NaN when C' lacks the
-// sample (writers record NaN then).
+// sample (Env.TargetPrime absent), whatever the run file holds there: the trainer evaluates an
+// absent client's samples on C's data in both worlds (remove-client), so its column repeats
+// epsilon's statistic, and the paired difference would be 0 in every run of both worlds.
 func targetStats(env *Env, row *runs.Row, c, cprime string) (float64, float64) {
+	if !env.TargetPrime.Present() {
+		return stat(env, row, c), math.NaN()
+	}
 	return stat(env, row, c), stat(env, row, cprime)
 }
 

@@ -289,3 +289,36 @@ func TestHeuristicOfOneRunRowsIsClient0s(t *testing.T) {
 		t.Errorf("the target's and client 0's heuristics are both %g: the fixture does not tell them apart", a)
 	}
 }
+
+// TestRemoveClientLossAttacksSee: under remove-client, C' has no epsilon', and the trainer
+// evaluates the absent client's samples on C's data in both worlds, so the *_cprime statistics
+// repeat epsilon's. The loss and margin attacks took them as epsilon' and scored
+// loss(epsilon') - loss(epsilon) = 0 in every run: rows of AUC 1/2 that could never certify
+// anything, while -loss(epsilon) alone separates the worlds. They now read epsilon' as absent.
+func TestRemoveClientLossAttacksSee(t *testing.T) {
+	raw := strings.NewReplacer(
+		"pairs: 1000", "pairs: 400",
+		"model: {kind: quadratic, curvature: 1}", "model: {kind: softmax}",
+		"noise_multiplier: 1.5", "noise_multiplier: 0.6",
+		"rounds: 10", "rounds: 2",
+		"checkpoints: [10]", "checkpoints: [2]",
+		"attacks: [informed-all]", "attacks: [loss, margin]",
+	).Replace(dpFedAvgYAML)
+	cfg, err := spec.Parse([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := runFindings(cfg, t.TempDir(), RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fs) != 2 {
+		t.Fatalf("%d findings, want loss and margin", len(fs))
+	}
+	for _, f := range fs {
+		t.Logf("%s: AUC %.3f, mu lower %.3f", f.Attack, f.Result.AUC, f.Result.MuLower)
+		if f.Result.AUC < 0.55 {
+			t.Errorf("%s: AUC %.3f: the attack does not see the removed client", f.Attack, f.Result.AUC)
+		}
+	}
+}
