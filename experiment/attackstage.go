@@ -566,6 +566,11 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *run
 		}
 		// An accountant's claim is about the global models the server releases.
 		opts.Claim, opts.ClaimSource, opts.ClaimAbout = claim, source, spec.ClaimAboutModels
+		if source != "" && claim.Mu == 0 && claim.Epsilon == 0 {
+			// The accountant proves (0, delta)-DP: at so large a delta its epsilon is 0, which
+			// reads as no claim, and the rows go unjudged; say so rather than say nothing.
+			opts.Notes = append(opts.Notes, fmt.Sprintf("%s gives epsilon = 0 at delta = %g, which leaves nothing to judge: the rows have no verdict; use a smaller audit.delta, or state audit.claim_epsilon", source, opts.Delta))
+		}
 		if c := cfg.Train.Canaries; (claim.Mu > 0 || claim.Epsilon > 0) && c != nil && (c.Kind == canary.Dirac || c.Kind == canary.Relabel) {
 			opts.OneRunUncovered = fmt.Sprintf("the one-run rows of %s canary records are not judged against the accountant's claim: it bounds adding or removing a whole client, and a canary record replaces one record inside a client, a change of up to twice the clip norm; set audit.claim_epsilon to judge them", c.Kind)
 			opts.Notes = append(opts.Notes, opts.OneRunUncovered)

@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -320,5 +321,38 @@ func TestRemoveClientLossAttacksSee(t *testing.T) {
 		if f.Result.AUC < 0.55 {
 			t.Errorf("%s: AUC %.3f: the attack does not see the removed client", f.Attack, f.Result.AUC)
 		}
+	}
+}
+
+// TestAccountantEpsilonZeroNoted: at a large delta a heavily noised deployment is (0, delta)-DP
+// by its accountant; epsilon 0 reads as no claim, and the rows went unjudged without a word.
+// The headline now says why there is no verdict.
+func TestAccountantEpsilonZeroNoted(t *testing.T) {
+	raw := strings.NewReplacer(
+		"pairs: 1000", "pairs: 50",
+		"sampling_rate: 0.5", "sampling_rate: 0.01",
+		"noise_multiplier: 1.5", "noise_multiplier: 10",
+		"rounds: 10", "rounds: 1",
+		"checkpoints: [10]", "checkpoints: [1]",
+		"audit:\n", "audit:\n  delta: 0.01\n",
+	).Replace(dpFedAvgYAML)
+	cfg, err := spec.Parse([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := spec.Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim, source, err := ClaimFor(context.Background(), cfg, data, 0.01)
+	if err != nil || claim.Epsilon != 0 || source == "" {
+		t.Fatalf("accountant: claim %+v from %q, err %v; want epsilon 0 at delta 0.01", claim, source, err)
+	}
+	a, err := Run(context.Background(), cfg, t.TempDir(), RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(a.Headline.Notes, func(n string) bool { return strings.Contains(n, "gives epsilon = 0 at delta = 0.01") }) {
+		t.Errorf("headline notes %q lack the accountant's epsilon of 0", a.Headline.Notes)
 	}
 }
