@@ -71,3 +71,29 @@ func TestRunAttacksFewPairs(t *testing.T) {
 		t.Errorf("listed: %v", names)
 	}
 }
+
+// PlannedRows, the family `audit plan` sizes its cost tables for, is the number of rows the
+// analysis of the trained runs certifies: the default attacks, listed ones, one-run canary
+// rows. (It may only count more, never fewer: fewer would plan too few pairs.)
+func TestPlannedRowsAreTheFamily(t *testing.T) {
+	listed := smallConfig()
+	listed.Audit.Attacks = []string{"informed-all", "loss"}
+	params := smallConfig()
+	params.Train.RecordParams, params.Train.RecordUpload = true, true
+	params.Train.Checkpoints = []int{0, 1, 2, 3} // the upload attacks at T read w_{T-1}
+	records := smallConfig()
+	records.Pairs = 2
+	records.Train.Canaries = &canary.Config{Count: 20, Kind: "relabel"}
+	for name, cfg := range map[string]*spec.Config{"demo": spec.Demo(), "small": smallConfig(), "listed": listed,
+		"params and uploads": params, "record canaries": records} {
+		t.Run(name, func(t *testing.T) {
+			a, err := Run(context.Background(), cfg, t.TempDir(), RunOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := spec.PlannedRows(cfg), a.Family.Rows; got != want {
+				t.Errorf("planned %d rows, the analysis certified %d", got, want)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/audit/calibrate"
 	"github.com/fedaudit/fedaudit/cmd/audit/internal/tables"
 	"github.com/fedaudit/fedaudit/cuda"
@@ -260,13 +262,19 @@ func planCosts(ctx context.Context, e *env, cfg *spec.Config, data *spec.Data, m
 			}
 		}
 	}
+	// The audit certifies each of its rows at the family's row confidence (Bonferroni over the
+	// rows), so one row's cost at the joint confidence would plan too few pairs.
+	joint := cmp.Or(cfg.Audit.Confidence, audit.DefaultConfidence)
+	family := max(spec.PlannedRows(cfg), 1)
+	rowConf := audit.FamilyRowConfidence(joint, family)
 	for i := range want {
 		c := &want[i]
 		if !(c.Mu > 0) || math.IsInf(c.Mu, 0) {
 			continue
 		}
+		c.Confidence, c.JointConfidence, c.FamilyRows, c.Delta = rowConf, joint, family, cfg.Audit.Delta
 		e.logf("plan: simulating the cost of an audit at mu = %.4g", c.Mu)
-		rows, err := calibrate.CostTable(ctx, calibrate.CostOptions{Mu: c.Mu, Reps: planCostReps, Seed: 1})
+		rows, err := calibrate.CostTable(ctx, calibrate.CostOptions{Mu: c.Mu, Reps: planCostReps, Seed: 1, Confidence: rowConf, Delta: cfg.Audit.Delta})
 		if err != nil {
 			return nil, fmt.Errorf("plan: cost table: %w", err)
 		}

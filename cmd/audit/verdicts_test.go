@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -415,5 +416,31 @@ audit:
 	}
 	if code, stdout, _ := cli(t, "run", "--config", filepath.Join(imp, "config.json"), "--out", imp, "--quiet"); code != 0 || strings.Contains(stdout, "VIOLATED") || !strings.Contains(stdout, "exceeds estimate") {
 		t.Errorf("run on the imported runs: exit %d, want 0 and the estimate exceeded:\n%s", code, stdout)
+	}
+}
+
+// TestPlanCostsForTheFamily: an audit certifies each of its rows at the family's row
+// confidence, so `audit plan` sizes its cost tables for that, not for one row at the joint
+// confidence (which planned too few pairs for every audit of more than one row), and for the
+// config's audit.confidence and delta.
+func TestPlanCostsForTheFamily(t *testing.T) {
+	cfg := smallConfig(t, nil, "confidence: 0.9")
+	code, stdout, stderr := cli(t, "plan", "--config", cfg, "--no-calibrate", "--mu", "1.5", "--json")
+	if code != 0 {
+		t.Fatalf("plan: exit %d\n%s", code, stderr)
+	}
+	var rep struct {
+		Cost []struct {
+			Confidence      float64
+			JointConfidence float64 `json:"joint_confidence"`
+			FamilyRows      int     `json:"family_rows"`
+		} `json:"cost"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	// run_small.yaml audits 2 attacks at 2 checkpoints.
+	if len(rep.Cost) != 1 || rep.Cost[0].FamilyRows != 4 || rep.Cost[0].JointConfidence != 0.9 || math.Abs(rep.Cost[0].Confidence-0.975) > 1e-12 {
+		t.Fatalf("cost %+v, want 4 rows at 0.975 each (0.9 jointly)", rep.Cost)
 	}
 }

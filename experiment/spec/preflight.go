@@ -123,6 +123,40 @@ func RunAttacks(listed []string, meta runs.Meta, mc model.Config, pairs int) (na
 	return names, skipped
 }
 
+// PlannedRows is the number of rows an analysis of cfg's runs certifies, the family its
+// Bonferroni correction divides the error level among (audit.FamilyRowConfidence): each
+// run-level attack RunAttacks resolves and each canary attack, at every audited round
+// (audit.rounds, else every checkpoint after 0). It may count a row the attack stage then
+// leaves out (a default upload attack at a round without the checkpoint before it): more rows
+// make a stricter row confidence, the side a plan of the pairs needed should err on.
+func PlannedRows(cfg *Config) int {
+	meta := PlannedMeta(cfg)
+	rounds := len(cfg.Audit.Rounds)
+	if rounds == 0 {
+		for _, c := range cfg.Train.Checkpoints {
+			if c > 0 {
+				rounds++
+			}
+		}
+	}
+	var names []string
+	if cfg.Audit.Method != MethodOneRun {
+		names, _ = RunAttacks(cfg.Audit.Attacks, meta, cfg.Train.Model, cfg.Pairs)
+	}
+	canary := 0
+	if meta.Canaries > 0 {
+		for _, n := range cfg.Audit.Attacks {
+			if attacks.IsCanaryAttack(n) {
+				canary++
+			}
+		}
+		if canary == 0 {
+			canary = len(attacks.CanaryDefault(meta))
+		}
+	}
+	return (len(names) + canary) * rounds
+}
+
 // CheckStages refuses, with a *ConfigError naming the field, a config whose attack stage would
 // fail on the runs its training records: listed attacks the run files will not support,
 // canary attacks without canaries of their kind, attacks that read w_0 without round 0 among

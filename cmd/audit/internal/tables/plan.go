@@ -35,10 +35,16 @@ type PlanReport struct {
 
 // PlanCost is the cost table at one mu.
 type PlanCost struct {
-	Mu     float64             `json:"mu"`
-	Source string              `json:"source"`
-	Reps   int                 `json:"reps"`
-	Rows   []calibrate.CostRow `json:"rows"`
+	Mu     float64 `json:"mu"`
+	Source string  `json:"source"`
+	Reps   int     `json:"reps"`
+	// Confidence is the confidence each row of the audit is certified at: JointConfidence
+	// (audit.confidence) shared by FamilyRows rows (Bonferroni). Delta is audit.delta.
+	Confidence      float64             `json:"confidence"`
+	JointConfidence float64             `json:"joint_confidence"`
+	FamilyRows      int                 `json:"family_rows"`
+	Delta           float64             `json:"delta"`
+	Rows            []calibrate.CostRow `json:"rows"`
 }
 
 // GPUEstimate is the training time on one GPU at an assumed efficiency.
@@ -59,8 +65,9 @@ type GPUEstimate struct {
 // the tables were not turned off: noCost).
 func PlanCosts(w io.Writer, rep PlanReport, noCost bool) {
 	for _, c := range rep.Cost {
-		fmt.Fprintf(w, "\ncost of an audit at mu = %.4g (%s):\n", c.Mu, c.Source)
-		Cost(w, calibrate.CostOptions{Mu: c.Mu, Fraction: 0.8, Confidence: 0.95, Reps: c.Reps, MaxPairs: 102400, MaxCanaries: 102400}, c.Rows)
+		fmt.Fprintf(w, "\ncost of an audit at mu = %.4g (%s); each of its %d rows certified at confidence %.4g (%g jointly):\n",
+			c.Mu, c.Source, c.FamilyRows, c.Confidence, c.JointConfidence)
+		Cost(w, calibrate.CostOptions{Mu: c.Mu, Fraction: 0.8, Confidence: c.Confidence, Delta: c.Delta, Reps: c.Reps, MaxPairs: 102400, MaxCanaries: 102400}, c.Rows)
 	}
 	if len(rep.Cost) == 0 && !noCost {
 		fmt.Fprintf(w, "cost: no mu known before training; --mu X (e.g. a pilot's realized mu) prints the trainings each audit method needs\n")
