@@ -23,7 +23,7 @@ func TestRefusedBeforeWork(t *testing.T) {
 	}{
 		{"pairs 1e12", "pairs: 40", "pairs: 1e12", "pairs: need 1 to 100000000, got 1000000000000"},
 		{"pairs 2e8", "pairs: 40", "pairs: 200000000", "pairs: need 1 to 100000000"},
-		{"hidden 1e8", "model: {kind: softmax}", "model: {kind: mlp, hidden: [100000000], activation: tanh}", "memory: training one pair of this model (d = 1200000003 parameters) needs at least"},
+		{"hidden 1e8", "model: {kind: softmax}", "model: {kind: mlp, hidden: [100000000], activation: tanh}", "memory: training one pair of this model (d = 1200000003 parameters) needs an estimated"},
 		{"hidden 1e9", "model: {kind: softmax}", "model: {kind: mlp, hidden: [1000000000], activation: tanh}", "the most one replica may have"},
 		{"hidden 0", "model: {kind: softmax}", "model: {kind: mlp, hidden: [0], activation: tanh}", "model.hidden: widths must be positive"},
 		{"batch too large", "  clip_norm: 1\n", "  clip_norm: 1\n  batching: fixed\n  batch_size: 11\n", "batch_size: need 1 to 10"},

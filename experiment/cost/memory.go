@@ -84,12 +84,12 @@ func CheckMemory(cfg *spec.Config, data *spec.Data, available int64) (MemoryEsti
 		return est, err
 	}
 	if available > 0 && est.MinTrainBytes > available {
-		what := "at least"
+		what := "an estimated"
 		if data == nil && cfg.Data.Source != "synthetic" {
-			what = "at least (input dimension not yet known)"
+			what = "an estimated (input dimension not yet known)"
 		}
-		return est, &spec.ConfigError{Err: fmt.Errorf("memory: training one pair of this model (d = %d parameters) needs %s %s, the budget is %s (MemAvailable, or --memory)",
-			est.Engine.Params, what, FormatBytes(est.MinTrainBytes), FormatBytes(available))}
+		return est, &spec.ConfigError{Err: fmt.Errorf("memory: training one pair of this model (d = %d parameters) needs %s %s with one pair a group (%s of it an allowance for the runtime, the source data and the run-file writer), the budget is %s (MemAvailable, or --memory)",
+			est.Engine.Params, what, FormatBytes(est.MinTrainBytes), FormatBytes(runtimeOverhead), FormatBytes(available))}
 	}
 	return est, nil
 }
