@@ -291,24 +291,35 @@ func TestHeuristicOfOneRunRowsIsClient0s(t *testing.T) {
 	}
 }
 
+// dpFedAvgVariant parses dpFedAvgYAML with each (old, new) pair of replacements applied; each
+// old text must occur.
+func dpFedAvgVariant(t *testing.T, oldNew ...string) *spec.Config {
+	t.Helper()
+	for i := 0; i < len(oldNew); i += 2 {
+		if !strings.Contains(dpFedAvgYAML, oldNew[i]) {
+			t.Fatalf("%q not in dpFedAvgYAML", oldNew[i])
+		}
+	}
+	cfg, err := spec.Parse([]byte(strings.NewReplacer(oldNew...).Replace(dpFedAvgYAML)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 // TestRemoveClientLossAttacksSee: under remove-client, C' has no epsilon', and the trainer
 // evaluates the absent client's samples on C's data in both worlds, so the *_cprime statistics
 // repeat epsilon's. The loss and margin attacks took them as epsilon' and scored
 // loss(epsilon') - loss(epsilon) = 0 in every run: rows of AUC 1/2 that could never certify
 // anything, while -loss(epsilon) alone separates the worlds. They now read epsilon' as absent.
 func TestRemoveClientLossAttacksSee(t *testing.T) {
-	raw := strings.NewReplacer(
+	cfg := dpFedAvgVariant(t,
 		"pairs: 1000", "pairs: 400",
 		"model: {kind: quadratic, curvature: 1}", "model: {kind: softmax}",
 		"noise_multiplier: 1.5", "noise_multiplier: 0.6",
 		"rounds: 10", "rounds: 2",
 		"checkpoints: [10]", "checkpoints: [2]",
-		"attacks: [informed-all]", "attacks: [loss, margin]",
-	).Replace(dpFedAvgYAML)
-	cfg, err := spec.Parse([]byte(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
+		"attacks: [informed-all]", "attacks: [loss, margin]")
 	fs, err := runFindings(cfg, t.TempDir(), RunOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -328,18 +339,13 @@ func TestRemoveClientLossAttacksSee(t *testing.T) {
 // by its accountant; epsilon 0 reads as no claim, and the rows went unjudged without a word.
 // The headline now says why there is no verdict.
 func TestAccountantEpsilonZeroNoted(t *testing.T) {
-	raw := strings.NewReplacer(
+	cfg := dpFedAvgVariant(t,
 		"pairs: 1000", "pairs: 50",
 		"sampling_rate: 0.5", "sampling_rate: 0.01",
 		"noise_multiplier: 1.5", "noise_multiplier: 10",
 		"rounds: 10", "rounds: 1",
 		"checkpoints: [10]", "checkpoints: [1]",
-		"audit:\n", "audit:\n  delta: 0.01\n",
-	).Replace(dpFedAvgYAML)
-	cfg, err := spec.Parse([]byte(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
+		"audit:\n", "audit:\n  delta: 0.01\n")
 	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
