@@ -18,10 +18,13 @@ import (
 //
 // Every bound here is found by searching a nested family of guarantees (eps-DP at a fixed
 // delta, or mu-GDP): a mechanism that satisfies the guarantee at a parameter also satisfies it
-// at every larger one, so the p-value bound p(eps') holds for every eps' >= the true eps, and
-// any parameter at which the test rejects is a valid lower bound (not only the first one).
-// The searches therefore return a rejected parameter (or 0) and never need the tests to be
-// monotone in the parameter.
+// at every larger one. The searches (searchRejected) return a parameter at which the test
+// rejects (or 0). For the tests of one count of right guesses that is a valid lower bound: each
+// rejects "v or more right guesses", a rejection at some eps' above the true eps is a count at
+// or above the smallest count any eps' >= the true eps rejects, and that one's probability is
+// at most the level under the truth. A test whose statistic is not one count, and whose
+// p-value is not monotone in the parameter, needs the smallest parameter it accepts instead
+// (OneRunSequentialEpsilon says how close its search comes).
 
 // OneRunPValue is the p-value of v or more correct guesses out of r, with m canaries, under
 // the null hypothesis that the mechanism is (eps, delta)-DP with respect to each canary: the
