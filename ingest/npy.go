@@ -483,12 +483,17 @@ func readNPZMember(f *zip.File, ints bool, most int) ([]byte, error) {
 	if prefix > declared {
 		return nil, fmt.Errorf("npy: header length %d exceeds the %d bytes after it (truncated)", hlen, declared-uint64(start))
 	}
-	body := make([]byte, prefix)
-	copy(body, head)
-	if _, err := io.ReadFull(rc, body[len(head):]); err != nil {
-		return nil, err
+	// What has been read: the preamble and header, and perhaps (a header shorter than the
+	// 12 bytes read first) some data.
+	have := head
+	if prefix > uint64(len(head)) {
+		have = make([]byte, prefix)
+		copy(have, head)
+		if _, err := io.ReadFull(rc, have[len(head):]); err != nil {
+			return nil, err
+		}
 	}
-	l, err := readNPYLayout(body, ints, most)
+	l, err := readNPYLayout(have, ints, most)
 	if err != nil {
 		return nil, err
 	}
@@ -496,8 +501,8 @@ func readNPZMember(f *zip.File, ints bool, most int) ([]byte, error) {
 		return nil, fmt.Errorf("npy: shape %v of %s needs %d data bytes, the member declares %d", l.h.shape, l.h.descr, want-prefix, declared-prefix)
 	}
 	full := make([]byte, declared)
-	copy(full, body)
-	if _, err := io.ReadFull(rc, full[prefix:]); err != nil {
+	copy(full, have)
+	if _, err := io.ReadFull(rc, full[len(have):]); err != nil {
 		return nil, fmt.Errorf("holds fewer bytes than its header says (%d): %v", declared, err)
 	}
 	// Reading on to the end checks the member's CRC (a mismatch is zip.ErrChecksum); nothing
