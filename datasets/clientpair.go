@@ -20,10 +20,11 @@ func (k AdjacencyKind) ClientLevel() bool { return k == ReplaceClient || k == Re
 
 // NewClientPair builds C' from C = clients by replacing client client with canary
 // (ReplaceClient; canary must have the client's shape, classes and length) or by removing it
-// (RemoveClient; canary must be nil). Index is 0, Sample is the client's first sample and
-// SamplePrime the canary client's first (absent for RemoveClient), so the per-sample
-// statistics of the trainer have a representative sample in each world. C is never modified.
-func NewClientPair(clients []*Dataset, client int, kind AdjacencyKind, canary *Dataset) (*AdjacentPair, error) {
+// (RemoveClient; canary must be nil). Index is index, Sample the client's sample there and
+// SamplePrime the canary client's (absent for RemoveClient): the representative sample whose
+// per-sample statistics the trainer records, and the one the attacks that read the target
+// sample look at. C is never modified.
+func NewClientPair(clients []*Dataset, client, index int, kind AdjacencyKind, canary *Dataset) (*AdjacentPair, error) {
 	if client < 0 || client >= len(clients) {
 		return nil, fmt.Errorf("client pair: client %d, have clients 0 to %d", client, len(clients)-1)
 	}
@@ -37,7 +38,10 @@ func NewClientPair(clients []*Dataset, client int, kind AdjacencyKind, canary *D
 	if d.Len() == 0 {
 		return nil, fmt.Errorf("client pair: client %d has no samples", client)
 	}
-	p := &AdjacentPair{C: clients, Client: client, Kind: kind, Sample: d.Sample(0)}
+	if index < 0 || index >= d.Len() {
+		return nil, fmt.Errorf("client pair: sample %d, client %d has samples 0 to %d", index, client, d.Len()-1)
+	}
+	p := &AdjacentPair{C: clients, Client: client, Index: index, Kind: kind, Sample: d.Sample(index)}
 	switch kind {
 	case ReplaceClient:
 		if canary == nil {
@@ -52,7 +56,7 @@ func NewClientPair(clients []*Dataset, client int, kind AdjacencyKind, canary *D
 		}
 		p.CPrime = append([]*Dataset(nil), clients...)
 		p.CPrime[client] = canary.Clone()
-		p.SamplePrime = canary.Sample(0)
+		p.SamplePrime = canary.Sample(index)
 	case RemoveClient:
 		if canary != nil {
 			return nil, fmt.Errorf("client pair: remove-client takes no canary client")

@@ -1,6 +1,7 @@
 package datasets
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -17,7 +18,7 @@ func TestNewClientPair(t *testing.T) {
 			t.Fatalf("relabelled sample %d has label %d, want %d", i, y, want)
 		}
 	}
-	p, err := NewClientPair(clients, 2, ReplaceClient, canary)
+	p, err := NewClientPair(clients, 2, 0, ReplaceClient, canary)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +31,7 @@ func TestNewClientPair(t *testing.T) {
 	if !p.Kind.ClientLevel() || p.Index != 0 || p.Sample.Label != clients[2].Labels[0] || p.SamplePrime.Label != canary.Labels[0] {
 		t.Fatalf("replace-client: kind %s index %d samples %v %v", p.Kind, p.Index, p.Sample.Label, p.SamplePrime.Label)
 	}
-	r, err := NewClientPair(clients, 2, RemoveClient, nil)
+	r, err := NewClientPair(clients, 2, 0, RemoveClient, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,6 +40,18 @@ func TestNewClientPair(t *testing.T) {
 	}
 	if r.Hash() == p.Hash() {
 		t.Fatal("remove-client and replace-client pairs hash alike")
+	}
+	// The recorded sample is adjacency.index's, as the trainer's statistics are (it was
+	// always the first, so the attacks that read the target sample looked at another one).
+	q, err := NewClientPair(clients, 2, 1, ReplaceClient, canary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Index != 1 || !slices.Equal(q.Sample.Features, clients[2].Sample(1).Features) || !slices.Equal(q.SamplePrime.Features, canary.Sample(1).Features) || q.Hash() == p.Hash() {
+		t.Fatalf("replace-client at index 1: index %d, samples %v / %v", q.Index, q.Sample, q.SamplePrime)
+	}
+	if _, err := NewClientPair(clients, 2, clients[2].Len(), RemoveClient, nil); err == nil || !strings.Contains(err.Error(), "sample") {
+		t.Fatalf("an index past the client's samples: %v", err)
 	}
 }
 
@@ -63,7 +76,7 @@ func TestNewClientPairErrors(t *testing.T) {
 		{"sample kind", 1, Replace, dirac, "unknown kind"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := NewClientPair(clients, c.client, c.kind, c.canary)
+			_, err := NewClientPair(clients, c.client, 0, c.kind, c.canary)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want one containing %q", err, c.want)
 			}
@@ -84,7 +97,7 @@ func TestNewClientPairRefusesOtherShape(t *testing.T) {
 	clients := adjacentFixture(t)
 	canary := clients[1].Clone()
 	canary.Shape = []int{1, clients[1].Dim()}
-	if _, err := NewClientPair(clients, 1, ReplaceClient, canary); err == nil || !strings.Contains(err.Error(), "shape") {
+	if _, err := NewClientPair(clients, 1, 0, ReplaceClient, canary); err == nil || !strings.Contains(err.Error(), "shape") {
 		t.Fatalf("canary client of shape %v for a client of shape %v: error %v, want one naming the shape", canary.Shape, clients[1].Shape, err)
 	}
 }

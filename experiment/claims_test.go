@@ -95,7 +95,7 @@ func TestDPFedAvgClaims(t *testing.T) {
 }
 
 func TestClaimForNeedsRemoveClient(t *testing.T) {
-	raw := strings.Replace(dpFedAvgYAML, "kind: remove-client", "kind: replace-client, canary: relabel", 1)
+	raw := strings.Replace(dpFedAvgYAML, "kind: remove-client", "kind: replace-client, canary: dirac", 1)
 	cfg, err := spec.Parse([]byte(raw))
 	if err != nil {
 		t.Fatal(err)
@@ -107,8 +107,8 @@ func TestClaimForNeedsRemoveClient(t *testing.T) {
 	if _, _, err := ClaimFor(context.Background(), cfg, data, 1e-5); err == nil || !strings.Contains(err.Error(), "adjacency.kind") {
 		t.Fatalf("replace-client claim: error %v, want one naming adjacency.kind", err)
 	}
-	if len(data.Pair.CPrime) != 10 || data.Pair.CPrime[0].Labels[0] == data.Pair.C[0].Labels[0] {
-		t.Fatal("replace-client with a relabel canary did not relabel client 0")
+	if len(data.Pair.CPrime) != 10 || slices.Equal(data.Pair.CPrime[0].Features, data.Pair.C[0].Features) {
+		t.Fatal("replace-client with a dirac canary did not replace client 0")
 	}
 	bad := strings.Replace(dpFedAvgYAML, "audit:\n", "audit:\n  claim_sampling_rate: 2\n", 1)
 	if _, err := spec.Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), "audit.claim_sampling_rate") {

@@ -105,6 +105,14 @@ func TestParseRejectsTyposAndBadValues(t *testing.T) {
 		name, yaml, want string
 	}{
 		{"unknown field", "pairs: 2\npiars: 3\n", "piars"},
+		// A stated 0 would silently become the default (the same data, the same hash).
+		{"synthetic separation 0", "pairs: 1\ndata: {source: synthetic, synthetic: {separation: 0}, clients: 2, per_client: 4}\n", "data.synthetic.separation: 0 reads as unset and would give the default 4"},
+		{"synthetic noise 0", "pairs: 1\ndata: {source: synthetic, synthetic: {noise: 0}, clients: 2, per_client: 4}\n", "data.synthetic.noise: 0 reads as unset"},
+		{"dirichlet alpha underflows", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4, split: dirichlet, dirichlet_alpha: 1e-310}\n", "data.dirichlet_alpha: 1e-310 is below 1e-300"},
+		{"negative limit", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4, limit: -5}\n", "data.limit: negative"},
+		{"custom canary NaN", "pairs: 1\ndata: {source: synthetic, synthetic: {dim: 2}, clients: 2, per_client: 4}\nadjacency: {canary: custom, features: [1, .nan], label: 0}\n", "adjacency.features: feature 1 is NaN"},
+		{"replace-client pattern", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\nadjacency: {kind: replace-client, canary: pattern}\n", "a replace-client canary client is built from dirac, relabel, heldout or custom, not pattern"},
+		{"relabel on the quadratic model", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\nadjacency: {canary: relabel}\ntrain: {model: {kind: quadratic}}\n", "relabel changes only a label, which the quadratic model ignores"},
 		{"bad split", "pairs: 2\ndata: {source: synthetic, clients: 2, per_client: 4, split: nope}\n", "data.split"},
 		{"no pairs", "data: {source: synthetic, clients: 2, per_client: 4}\n", "pairs"},
 		{"bad confidence", "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\naudit: {confidence: 2}\n", "audit.confidence"},

@@ -113,7 +113,8 @@ type AdjacencyConfig struct {
 	// a canary client of as many samples in place of client Client: "relabel" relabels all its
 	// samples, the other canaries repeat the canary sample) or "remove-client" (C' lacks the
 	// client; only the DP-FedAvg family, whose noise is the server's, supports it). Index
-	// then only picks the sample whose loss and margin are recorded.
+	// then only picks the sample whose loss and margin are recorded and which the attacks that
+	// read the target sample look at (before 2026-11-28 those read the client's first sample).
 	Kind string `json:"kind" yaml:"kind"`
 	// Client and Index locate the differing sample.
 	Client int `json:"client" yaml:"client"`
@@ -240,6 +241,13 @@ type statedClaims struct {
 		ClaimMu      *float64 `json:"claim_mu" yaml:"claim_mu"`
 		ClaimEpsilon *float64 `json:"claim_epsilon" yaml:"claim_epsilon"`
 	} `json:"audit" yaml:"audit"`
+	Data struct {
+		Source    string `json:"source" yaml:"source"`
+		Synthetic struct {
+			Separation *float64 `json:"separation" yaml:"separation"`
+			Noise      *float64 `json:"noise" yaml:"noise"`
+		} `json:"synthetic" yaml:"synthetic"`
+	} `json:"data" yaml:"data"`
 }
 
 func (s statedClaims) check() error {
@@ -249,6 +257,21 @@ func (s statedClaims) check() error {
 	}{{"audit.claim_mu", s.Audit.ClaimMu}, {"audit.claim_epsilon", s.Audit.ClaimEpsilon}} {
 		if c.x != nil && *c.x == 0 {
 			return fmt.Errorf("%s: %s, got 0", c.name, ClaimRule)
+		}
+	}
+	// A stated 0 is the unset value FillDefaults replaces: the data would silently be the
+	// defaults' (and hash alike), not what the config says. (Other sources' configs carry the
+	// synthetic section's zeros in their JSON.)
+	if s.Data.Source != "synthetic" {
+		return nil
+	}
+	for _, c := range []struct {
+		name string
+		x    *float64
+		def  string
+	}{{"data.synthetic.separation", s.Data.Synthetic.Separation, "4"}, {"data.synthetic.noise", s.Data.Synthetic.Noise, "1"}} {
+		if c.x != nil && *c.x == 0 {
+			return fmt.Errorf("%s: 0 reads as unset and would give the default %s; state a positive value (a tiny one for next to nothing)", c.name, c.def)
 		}
 	}
 	return nil
@@ -569,6 +592,10 @@ func (c *Config) validateData(bad func(field, format string, a ...any)) {
 	case "dirichlet":
 		if !(c.Data.DirichletAlpha > 0) {
 			bad("data.dirichlet_alpha", "need > 0 for the dirichlet split, got %g", c.Data.DirichletAlpha)
+		} else if c.Data.DirichletAlpha < minDirichletAlpha {
+			// log Gamma(alpha) overflows below it: every class share comes out NaN, and the
+			// clients would be filled class by class instead of by a draw.
+			bad("data.dirichlet_alpha", "%g is below %g, where the Dirichlet draw underflows in float64", c.Data.DirichletAlpha, minDirichletAlpha)
 		}
 	default:
 		bad("data.split", "%q is not iid or dirichlet", c.Data.Split)
@@ -576,7 +603,13 @@ func (c *Config) validateData(bad func(field, format string, a ...any)) {
 	if c.Data.TestSamples < 0 {
 		bad("data.test_samples", "negative: %d", c.Data.TestSamples)
 	}
+	if c.Data.Limit < 0 {
+		bad("data.limit", "negative: %d (0 keeps every sample)", c.Data.Limit)
+	}
 }
+
+// minDirichletAlpha is the smallest concentration the label-skew split draws from.
+const minDirichletAlpha = 1e-300
 
 // validateAdjacency checks the adjacent pair: its kind, the target client and sample, the
 // canary. The claim's sampling rate is checked here too, after the kind, in the order Validate
@@ -628,8 +661,23 @@ func (c *Config) validateAdjacency(bad func(field, format string, a ...any)) {
 		if len(c.Adjacency.Features) == 0 {
 			bad("adjacency.features", "a custom canary needs its features")
 		}
+		for i, x := range c.Adjacency.Features {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				bad("adjacency.features", "feature %d is %v: a canary's features are finite", i, x)
+				break
+			}
+		}
 	default:
 		bad("adjacency.canary", "%q is not dirac, relabel, heldout, pattern, blank, canife or custom", c.Adjacency.Canary)
+	}
+	switch k, cn := c.Adjacency.Kind, c.Adjacency.Canary; {
+	case (k == "replace-client") && (cn == "pattern" || cn == "blank"):
+		// The canary client is every sample replaced by one canary sample, or relabelled.
+		bad("adjacency.canary", "a replace-client canary client is built from dirac, relabel, heldout or custom, not %s", cn)
+	case cn == "relabel" && c.Train.Model.Kind == "quadratic" && (k == "replace" || k == "replace-client"):
+		// The quadratic model's loss ignores labels: a replaced sample that differs only in its
+		// label leaves both worlds training alike (an added or removed one still counts).
+		bad("adjacency.canary", "relabel changes only a label, which the quadratic model ignores: both worlds would train alike; use dirac, heldout, pattern, blank or custom")
 	}
 }
 

@@ -102,9 +102,13 @@ func PrepareContext(ctx context.Context, cfg *Config) (*Data, error) {
 	}
 	var canary datasets.Sample
 	var initial []float32
-	if adj.Canary == CanaryCANIFE {
+	switch {
+	case adj.Kind == "remove" || adj.Kind == "gradient":
+		// No canary enters these worlds: building one could only fail (a pattern on flat
+		// data), for a sample nobody uses.
+	case adj.Canary == CanaryCANIFE:
 		canary, initial, err = craftCanary(ctx, cfg, clients, base)
-	} else {
+	default:
 		canary, err = datasets.BuildCanary(spec)
 	}
 	if err != nil {
@@ -165,7 +169,7 @@ func prepareClientLevel(cfg *Config, base, pool, test *datasets.Dataset, clients
 		}
 		canary = c
 	}
-	pair, err := datasets.NewClientPair(clients, adj.Client, datasets.AdjacencyKind(adj.Kind), canary)
+	pair, err := datasets.NewClientPair(clients, adj.Client, adj.Index, datasets.AdjacencyKind(adj.Kind), canary)
 	if err != nil {
 		return nil, fmt.Errorf("adjacency: %w", err)
 	}

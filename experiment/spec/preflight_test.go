@@ -29,3 +29,21 @@ func TestWholeNumbers(t *testing.T) {
 		}
 	}
 }
+
+// Kinds whose worlds hold no canary (remove, gradient) do not build the one adjacency.canary
+// names: a pattern canary on flat data used to fail the data's preparation for a sample nobody
+// uses.
+func TestNoCanaryBuiltWhereNoneEnters(t *testing.T) {
+	for _, adj := range []string{
+		"{kind: remove, client: 0, index: 1, canary: pattern}",
+		"{kind: gradient, client: 0, index: 1, canary: pattern, gradient: {norm: 3}}",
+	} {
+		cfg, err := Parse([]byte("pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\ntrain: {algorithm: fedavg, model: {kind: softmax}, rounds: 1, local_steps: 1, learning_rate: 0.1}\nadjacency: " + adj + "\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", adj, err)
+		}
+		if _, err := Prepare(cfg); err != nil {
+			t.Errorf("%s: %v", adj, err)
+		}
+	}
+}
