@@ -150,22 +150,32 @@ func openRunTable(dir string, allowPartial bool, first int) (*runs.Table, error)
 	if first > 0 {
 		opts = append(opts, runs.FirstShards(first))
 	}
-	d := expdir.Dir(dir)
-	if _, err := os.Stat(d.Runs()); errors.Is(err, fs.ErrNotExist) {
-		if IsOutputsDir(dir) {
-			return nil, fmt.Errorf("%s holds imported model outputs, already scored by `audit import --outputs` (%s), and no run files to attack: `audit analyze %s` judges them", dir, d.Scores(), dir)
-		}
-		if _, ferr := os.Stat(d.Findings()); ferr == nil {
-			// A directory that kept its report but not its runs (results/ commits reports only).
-			config := filepath.Join(dir, "config.yaml")
-			if _, err := os.Stat(config); err != nil {
-				config = "CONFIG"
-			}
-			return nil, fmt.Errorf("%s has findings.json and a report but no run files (%s): run and score files are not kept with reports; `audit run --config %s --out %s` rebuilds them (in this repository's results/: make results)",
-				dir, d.Runs(), config, dir)
-		}
+	if err := NoRunFiles(dir, "attack"); err != nil {
+		return nil, err
 	}
-	return runs.Open(d.Runs(), opts...)
+	return runs.Open(expdir.Dir(dir).Runs(), opts...)
+}
+
+// NoRunFiles explains, for a command that would verb dir's run files, why a directory has none
+// where that has a reason: imported model outputs, or a directory that kept its report but not
+// its runs (results/ commits reports only). It is nil otherwise, also when DIR/runs exists.
+func NoRunFiles(dir, verb string) error {
+	d := expdir.Dir(dir)
+	if _, err := os.Stat(d.Runs()); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if IsOutputsDir(dir) {
+		return fmt.Errorf("%s holds imported model outputs, already scored by `audit import --outputs` (%s), and no run files to %s: `audit analyze %s` judges them", dir, d.Scores(), verb, dir)
+	}
+	if _, err := os.Stat(d.Findings()); err == nil {
+		config := filepath.Join(dir, "config.yaml")
+		if _, err := os.Stat(config); err != nil {
+			config = "CONFIG"
+		}
+		return fmt.Errorf("%s has findings.json and a report but no run files to %s (%s): run and score files are not kept with reports; `audit run --config %s --out %s` rebuilds them (in this repository's results/: make results)",
+			dir, verb, d.Runs(), config, dir)
+	}
+	return nil
 }
 
 func withData(dir string, tab *runs.Table, cfg *spec.Config, data *spec.Data) (*experimentDir, error) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/check"
 	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"github.com/fedaudit/fedaudit/report"
@@ -60,6 +61,9 @@ func init() {
 				}
 				if !(*alpha > 0 && *alpha < 1) {
 					return usagef("check: --alpha must be in (0, 1)")
+				}
+				if err := experiment.NoRunFiles(dirs[0], "check"); err != nil {
+					return fmt.Errorf("check: %w", err)
 				}
 				rep, err := check.Run(ctx, dirs[0], check.Options{Alpha: *alpha, MaxPairs: *pairs, Logf: e.logf})
 				if err != nil {

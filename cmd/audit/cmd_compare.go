@@ -21,7 +21,7 @@ func init() {
 		usage:   "compare DIR... [--metrics auc,mu_lower,...] [--label name|sigma|alpha|group|claim] [--out FOLDER [--mi-attack loss] [--inversion-attack invgrad]]",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			metrics := fs.String("metrics", "auc,tpr_at_fpr_0.01,mu_lower", "comma-separated metrics: "+strings.Join(report.CompareMetrics, ", ")+", an attack's own metric (label_accuracy, psnr, ...), or a training measurement: "+strings.Join(report.RoundMetrics, ", "))
-			label := fs.String("label", "name", "row label: name, sigma (noise std), alpha (FedProx), group (the target client's privacy group) or claim (the accountant's claimed epsilon for the target)")
+			label := fs.String("label", "name", "row label: name, sigma (noise std; the noise multiplier z for the DP-FedAvg family), alpha (FedProx), group (the target client's privacy group) or claim (the accountant's claimed epsilon for the target)")
 			out := fs.String("out", "", "also write into this folder the attack-success table across the experiments (tables/attack_success.csv, .tex, .md: rows per measure and experiment, columns T) and, where experiments have image reconstructions, the gallery across them (figures/gallery_ATTACK.png)")
 			mi := fs.String("mi-attack", "loss", "the membership-inference attack of the attack-success table's AUC and TPR rows")
 			inv := fs.String("inversion-attack", "", "the reconstructing attack of the attack-success table's PSNR, SSIM and L2 rows (default invgrad, or inversion when no experiment has invgrad)")
@@ -34,7 +34,14 @@ func init() {
 				case "name":
 					lab = func(c *spec.Config) string { return c.Name }
 				case "sigma":
-					lab = func(c *spec.Config) string { return fmt.Sprintf("sigma = %g", c.Train.NoiseStd) }
+					lab = func(c *spec.Config) string {
+						if c.Train.IsClientDP() {
+							// The DP-FedAvg family's noise is the server's, set by the
+							// noise multiplier (noise_std is 0 there).
+							return fmt.Sprintf("z = %g", c.Train.NoiseMultiplier)
+						}
+						return fmt.Sprintf("sigma = %g", c.Train.NoiseStd)
+					}
 				case "alpha":
 					lab = func(c *spec.Config) string {
 						if c.Train.Algorithm != algo.FedProx {

@@ -444,3 +444,25 @@ func TestPlanCostsForTheFamily(t *testing.T) {
 		t.Fatalf("cost %+v, want 4 rows at 0.975 each (0.9 jointly)", rep.Cost)
 	}
 }
+
+// TestCheckExplainsMissingRuns: `audit check` of a directory without run files said only "open
+// DIR/runs: no such file or directory"; like the attack stage it now says why there are none
+// (imported model outputs, or a report kept without its runs) and what to do.
+func TestCheckExplainsMissingRuns(t *testing.T) {
+	outputs, report := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(outputs, "outputs.json"), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(report, "findings.json"), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for dir, want := range map[string]string{
+		outputs: "holds imported model outputs, already scored by `audit import --outputs`",
+		report:  "has findings.json and a report but no run files to check",
+	} {
+		code, _, stderr := cli(t, "check", dir)
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("check %s: exit %d, want 1 saying %q:\n%s", dir, code, want, stderr)
+		}
+	}
+}
