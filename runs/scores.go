@@ -94,9 +94,6 @@ type ScoreFile struct {
 	// only methods valid for dependent worlds may certify them. Every score file fedaudit
 	// writes is coupled.
 	Coupled bool
-	// RunIDs is true when the file has a run_id column. Its run ids are then checked: a run has
-	// one score per attack, threat and round, and one world (checkRunIDs).
-	RunIDs bool
 }
 
 func scoreSchema(m ScoreMeta) (*arrow.Schema, error) {
@@ -254,12 +251,12 @@ func ReadScoreFile(path string) (*ScoreFile, error) {
 	return sf, nil
 }
 
-// checkRunIDs checks the run ids of a score file that has them: each run is scored once per
-// attack, threat and round, and is of one world. A file whose rows were repeated (two exports
-// concatenated, a join that duplicated rows) would otherwise count each run again: n runs
-// judged as k n independent ones narrow the confidence bounds as if k times the runs had been
-// trained, and can certify a violation the n runs do not show.
-// where names score i for messages (a CSV line, an Arrow row).
+// checkRunIDs checks the run ids of a score file that has a run_id column: each run is scored
+// once per attack, threat and round, and is of one world. A file whose rows were repeated (two
+// exports concatenated, a join that duplicated rows) would otherwise count each run again: n
+// runs judged as k n independent ones narrow the confidence bounds as if k times the runs had
+// been trained, and can certify a violation the n runs do not show. where names score i for
+// messages (a CSV line, an Arrow row).
 func checkRunIDs(scores []Score, where func(i int) string) error {
 	type key struct {
 		run            int64
@@ -396,7 +393,7 @@ func readScoresCSV(r io.Reader) (*ScoreFile, error) {
 			return nil, err
 		}
 	}
-	return &ScoreFile{Scores: out, Coupled: cols.pairID >= 0, RunIDs: cols.runID >= 0}, nil
+	return &ScoreFile{Scores: out, Coupled: cols.pairID >= 0}, nil
 }
 
 // csvColumns are the columns a CSV score file may have, in the order error messages list them.
@@ -549,7 +546,6 @@ func readScoresArrow(path string) (*ScoreFile, error) {
 		return nil, err
 	}
 	sf.Coupled = cols.pairID >= 0
-	sf.RunIDs = cols.runID >= 0
 	base := 0
 	for i := 0; i < r.NumRecords(); i++ {
 		if err := af.VerifyBatch(i); err != nil {
@@ -574,7 +570,7 @@ func readScoresArrow(path string) (*ScoreFile, error) {
 	if err := af.VerifyRest(); err != nil {
 		return nil, err
 	}
-	if sf.RunIDs {
+	if cols.runID >= 0 {
 		if err := checkRunIDs(sf.Scores, func(i int) string { return fmt.Sprintf("row %d", i) }); err != nil {
 			return nil, err
 		}
