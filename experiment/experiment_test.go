@@ -141,6 +141,25 @@ func TestParseRejectsTyposAndBadValues(t *testing.T) {
 	}
 }
 
+// The stated zeros of the synthetic section are refused for the synthetic source only: a
+// config of another source carries that section's zeros in its JSON (config.json, run files),
+// and must read back.
+func TestSyntheticZerosOnlyForTheSyntheticSource(t *testing.T) {
+	cfg := spec.Demo()
+	cfg.Data.Source = "images"
+	cfg.Data.Synthetic = spec.SyntheticConfig{}
+	raw := cfg.JSON()
+	if !strings.Contains(string(raw), `"separation":0`) {
+		t.Fatalf("the JSON does not state the zero separation: %s", raw)
+	}
+	if _, err := spec.Parse(raw); err != nil && strings.Contains(err.Error(), "data.synthetic") {
+		t.Errorf("a config of source images refused for its synthetic zeros: %v", err)
+	}
+	if _, err := spec.FromJSON(raw); err != nil && strings.Contains(err.Error(), "data.synthetic") {
+		t.Errorf("FromJSON refused a config of source images for its synthetic zeros: %v", err)
+	}
+}
+
 // A config is one YAML document: a second one (another config pasted below, or text that does
 // not parse) is refused rather than dropped, and a document marker with nothing after it, at the
 // start or the end, leaves the one config.

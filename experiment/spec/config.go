@@ -234,9 +234,10 @@ const MethodOneRun = "one-run"
 // ValidClaim reports whether x is a claimed mu or epsilon that ClaimRule allows.
 func ValidClaim(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
 
-// statedClaims reads the claims a config states, whatever their value: a float left out and a
-// float of 0 decode alike, and a claim of 0 must be refused, not read as no claim.
-type statedClaims struct {
+// statedZeros reads the fields whose stated 0 a config must refuse, whatever their value: a
+// float left out and a float of 0 decode alike, and a claim of 0 must be refused, not read as no
+// claim, as must a synthetic source's separation or noise of 0, not read as the default.
+type statedZeros struct {
 	Audit struct {
 		ClaimMu      *float64 `json:"claim_mu" yaml:"claim_mu"`
 		ClaimEpsilon *float64 `json:"claim_epsilon" yaml:"claim_epsilon"`
@@ -250,7 +251,7 @@ type statedClaims struct {
 	} `json:"data" yaml:"data"`
 }
 
-func (s statedClaims) check() error {
+func (s statedZeros) check() error {
 	for _, c := range []struct {
 		name string
 		x    *float64
@@ -325,7 +326,7 @@ func Parse(raw []byte) (*Config, error) {
 	if err := singleDocument(dec); err != nil {
 		return nil, &ConfigError{Err: err}
 	}
-	var stated statedClaims
+	var stated statedZeros
 	if err := yaml.Unmarshal(raw, &stated); err == nil {
 		if err := stated.check(); err != nil {
 			return nil, &ConfigError{Err: err}
@@ -438,7 +439,7 @@ func FromJSON(raw []byte) (*Config, error) {
 	if err := dec.Decode(&cfg); err != nil {
 		return nil, fmt.Errorf("decode experiment config: %w", err)
 	}
-	var stated statedClaims
+	var stated statedZeros
 	if err := json.Unmarshal(raw, &stated); err == nil {
 		if err := stated.check(); err != nil {
 			return nil, err
