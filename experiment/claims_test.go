@@ -309,7 +309,7 @@ func dpFedAvgVariant(t *testing.T, oldNew ...string) *spec.Config {
 
 // TestRemoveClientLossAttacksSee: under remove-client, C' has no epsilon', and the trainer
 // evaluates the absent client's samples on C's data in both worlds, so the *_cprime statistics
-// repeat epsilon's. The loss and margin attacks took them as epsilon' and scored
+// repeat epsilon's. The loss, margin and LiRA attacks took them as epsilon' and scored
 // loss(epsilon') - loss(epsilon) = 0 in every run: rows of AUC 1/2 that could never certify
 // anything, while -loss(epsilon) alone separates the worlds. They now read epsilon' as absent.
 func TestRemoveClientLossAttacksSee(t *testing.T) {
@@ -319,13 +319,13 @@ func TestRemoveClientLossAttacksSee(t *testing.T) {
 		"noise_multiplier: 1.5", "noise_multiplier: 0.6",
 		"rounds: 10", "rounds: 2",
 		"checkpoints: [10]", "checkpoints: [2]",
-		"attacks: [informed-all]", "attacks: [loss, margin]")
+		"attacks: [informed-all]", "attacks: [loss, margin, lira-online]")
 	fs, err := runFindings(cfg, t.TempDir(), RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fs) != 2 {
-		t.Fatalf("%d findings, want loss and margin", len(fs))
+	if len(fs) != 3 {
+		t.Fatalf("%d findings, want loss, margin and lira-online", len(fs))
 	}
 	for _, f := range fs {
 		t.Logf("%s: AUC %.3f, mu lower %.3f", f.Attack, f.Result.AUC, f.Result.MuLower)
