@@ -274,7 +274,7 @@ func planCosts(ctx context.Context, e *env, cfg *spec.Config, data *spec.Data, m
 		}
 		c.Confidence, c.JointConfidence, c.FamilyRows, c.Delta = rowConf, joint, family, cfg.Audit.Delta
 		e.logf("plan: simulating the cost of an audit at mu = %.4g", c.Mu)
-		rows, err := calibrate.CostTable(ctx, calibrate.CostOptions{Mu: c.Mu, Reps: planCostReps, Seed: 1, Confidence: rowConf, Delta: cfg.Audit.Delta})
+		rows, err := calibrate.CostTable(ctx, calibrate.CostOptions{Mu: c.Mu, Reps: planCostReps, Seed: 1, Confidence: c.Confidence, Delta: c.Delta})
 		if err != nil {
 			return nil, fmt.Errorf("plan: cost table: %w", err)
 		}

@@ -424,7 +424,7 @@ audit:
 // confidence (which planned too few pairs for every audit of more than one row), and for the
 // config's audit.confidence and delta.
 func TestPlanCostsForTheFamily(t *testing.T) {
-	cfg := smallConfig(t, nil, "confidence: 0.9")
+	cfg := smallConfig(t, nil, "confidence: 0.9", "delta: 0.001")
 	code, stdout, stderr := cli(t, "plan", "--config", cfg, "--no-calibrate", "--mu", "1.5", "--json")
 	if code != 0 {
 		t.Fatalf("plan: exit %d\n%s", code, stderr)
@@ -434,14 +434,15 @@ func TestPlanCostsForTheFamily(t *testing.T) {
 			Confidence      float64
 			JointConfidence float64 `json:"joint_confidence"`
 			FamilyRows      int     `json:"family_rows"`
+			Delta           float64
 		} `json:"cost"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
 	// run_small.yaml audits 2 attacks at 2 checkpoints.
-	if len(rep.Cost) != 1 || rep.Cost[0].FamilyRows != 4 || rep.Cost[0].JointConfidence != 0.9 || math.Abs(rep.Cost[0].Confidence-0.975) > 1e-12 {
-		t.Fatalf("cost %+v, want 4 rows at 0.975 each (0.9 jointly)", rep.Cost)
+	if len(rep.Cost) != 1 || rep.Cost[0].FamilyRows != 4 || rep.Cost[0].JointConfidence != 0.9 || math.Abs(rep.Cost[0].Confidence-0.975) > 1e-12 || rep.Cost[0].Delta != 0.001 {
+		t.Fatalf("cost %+v, want 4 rows at 0.975 each (0.9 jointly), delta 0.001", rep.Cost)
 	}
 }
 
@@ -464,5 +465,24 @@ func TestCheckExplainsMissingRuns(t *testing.T) {
 		if code != 1 || !strings.Contains(stderr, want) {
 			t.Errorf("check %s: exit %d, want 1 saying %q:\n%s", dir, code, want, stderr)
 		}
+	}
+}
+
+// TestCompareLabelsNoiseMultiplier: `compare --label sigma` labelled every DP-FedAvg directory
+// "sigma = 0" (their noise_std), so rows of different deployments read alike; the family is
+// labelled by its noise multiplier.
+func TestCompareLabelsNoiseMultiplier(t *testing.T) {
+	code, stdout, stderr := cli(t, "compare", "--label", "sigma", "--metrics", "mu_lower",
+		filepath.Join("..", "..", "results", "dp-fedavg"), filepath.Join("..", "..", "results", "dp-fedavg-noclip"))
+	if code != 0 {
+		t.Fatalf("compare: exit %d\n%s", code, stderr)
+	}
+	for _, want := range []string{"| z = 1.5 |", "| z = 4 |"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("compare output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "sigma = 0") {
+		t.Errorf("a DP-FedAvg row labelled by its noise_std:\n%s", stdout)
 	}
 }
