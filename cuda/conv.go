@@ -453,7 +453,7 @@ func (o *Ops) groupNormGrad(op string, groups int, eps float32, x compute.Images
 
 var _ compute.DirectConvolver = (*Ops)(nil)
 
-// The direct convolution's limits (Options.DirectConv): one thread computes a few output
+// The direct convolution's limits (unless Options.PatchConv or NoDirectConv): one thread computes a few output
 // pixels of a sample for 8 or 16 output channels at a time, so the kernels pay where a product
 // by patches would mostly move patches (few channels: LeNet-5's 16 of 150 rows) and lose to
 // cuBLAS's tiled products where the channels are many (ResNet's 64 to 512 of 576 to 4,608
@@ -493,7 +493,7 @@ func directWeightFloats(cout, cin, size int) int {
 	return max(cin*kk*directOutPitch(cout), cout*kk*directInPitch(cin))
 }
 
-// DirectConv implements compute.DirectConvolver: with Options.DirectConv, for at most 32
+// DirectConv implements compute.DirectConvolver: unless Options.PatchConv or NoDirectConv, for at most 32
 // output channels of at most 512 patch rows, of an input per replica, whose weight gradient's
 // partial sums (directParts per weight) and weight copies take no more memory than the patches
 // they replace, so that train's device memory estimate, which counts the patches, stays an

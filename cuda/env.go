@@ -20,8 +20,8 @@ var tuningEnv = []struct {
 	name  string
 	count bool
 }{
-	{GraphEnv, false}, {ProfileEnv, false}, {SyncEnv, false}, {SplitKEnv, false}, {DirectConvEnv, false},
-	{BiasCopiesEnv, false}, {PatchConvEnv, false}, {Winograd4Env, false},
+	{GraphEnv, false}, {ProfileEnv, false}, {SyncEnv, false}, {SplitKEnv, false},
+	{BiasCopiesEnv, false}, {PatchConvEnv, false}, {Winograd2Env, false},
 	{RowGroupEnv, true}, {LightItemsEnv, true}, {HiddenBlockEnv, true}, {ClientBatchEnv, true},
 }
 
@@ -32,7 +32,7 @@ var tuningEnv = []struct {
 // value, or 0 for a switch, is the default and neither. A misspelt option, or
 // FEDAUDIT_CUDA_PATCHCONV=true, would otherwise be ignored without a word, and a benchmark
 // timed without the option it was meant to time. An option that another one set beside it
-// overrides (FEDAUDIT_CUDA_WINOGRAD4=1 beside FEDAUDIT_CUDA_PATCHCONV=1) is a problem too.
+// overrides (FEDAUDIT_CUDA_WINOGRAD2=1 beside FEDAUDIT_CUDA_PATCHCONV=1) is a problem too.
 func EnvSettings(environ []string) (set, problems []string) {
 	for _, kv := range environ {
 		name, value, _ := strings.Cut(kv, "=")
@@ -58,16 +58,18 @@ func EnvSettings(environ []string) (set, problems []string) {
 			problems = append(problems, kv+": the option is on only with the value 1, so it stays off")
 		}
 	}
-	if w4 := Winograd4Env + "=1"; slices.Contains(set, PatchConvEnv+"=1") && slices.Contains(set, w4) {
-		set = slices.DeleteFunc(set, func(kv string) bool { return kv == w4 })
-		problems = append(problems, w4+" changes nothing beside "+PatchConvEnv+"=1: every convolution runs by its patches")
+	if w2 := Winograd2Env + "=1"; slices.Contains(set, PatchConvEnv+"=1") && slices.Contains(set, w2) {
+		set = slices.DeleteFunc(set, func(kv string) bool { return kv == w2 })
+		problems = append(problems, w2+" changes nothing beside "+PatchConvEnv+"=1: every convolution runs by its patches")
 	}
 	return set, problems
 }
 
 // retiredEnv are the variables of options that became the default, each with what to do now.
 var retiredEnv = map[string]string{
-	"FEDAUDIT_CUDA_WINOGRAD": "Winograd's F(2x2, 3x3) is the default for the convolutions it fits; " + PatchConvEnv + "=1 computes them by patches",
+	"FEDAUDIT_CUDA_WINOGRAD":   "Winograd's F(4x4, 3x3) is the default for the convolutions it fits; " + PatchConvEnv + "=1 computes them by patches",
+	"FEDAUDIT_CUDA_WINOGRAD4":  "Winograd's F(4x4, 3x3) is the default for the convolutions it fits; " + Winograd2Env + "=1 computes them by F(2x2, 3x3)",
+	"FEDAUDIT_CUDA_DIRECTCONV": "the direct kernels are the default for the small convolutions they fit; " + PatchConvEnv + "=1 computes them by patches",
 }
 
 func envIndex(name string) int {

@@ -29,8 +29,12 @@ func TestEnvSettings(t *testing.T) {
 			[]string{"FEDAUDIT_CUDA_PATCHCONV=true: the option is on only with the value 1, so it stays off"}},
 		{"a count not positive", []string{"FEDAUDIT_CUDA_CLIENTBATCH=0", "FEDAUDIT_CUDA_ROWGROUP=four"}, nil,
 			[]string{"FEDAUDIT_CUDA_CLIENTBATCH=0: not a positive integer", "FEDAUDIT_CUDA_ROWGROUP=four: not a positive integer"}},
-		{"an option overridden", []string{"FEDAUDIT_CUDA_WINOGRAD4=1", "FEDAUDIT_CUDA_PATCHCONV=1"}, []string{"FEDAUDIT_CUDA_PATCHCONV=1"},
-			[]string{"FEDAUDIT_CUDA_WINOGRAD4=1 changes nothing beside FEDAUDIT_CUDA_PATCHCONV=1"}},
+		{"an option overridden", []string{"FEDAUDIT_CUDA_WINOGRAD2=1", "FEDAUDIT_CUDA_PATCHCONV=1"}, []string{"FEDAUDIT_CUDA_PATCHCONV=1"},
+			[]string{"FEDAUDIT_CUDA_WINOGRAD2=1 changes nothing beside FEDAUDIT_CUDA_PATCHCONV=1"}},
+		{"options that became the default", []string{"FEDAUDIT_CUDA_WINOGRAD4=1", "FEDAUDIT_CUDA_DIRECTCONV=1", "FEDAUDIT_CUDA_WINOGRAD=1"}, nil,
+			[]string{"environment variable FEDAUDIT_CUDA_WINOGRAD4 is no longer read: Winograd's F(4x4, 3x3) is the default for the convolutions it fits; FEDAUDIT_CUDA_WINOGRAD2=1",
+				"environment variable FEDAUDIT_CUDA_DIRECTCONV is no longer read: the direct kernels are the default for the small convolutions they fit; FEDAUDIT_CUDA_PATCHCONV=1",
+				"environment variable FEDAUDIT_CUDA_WINOGRAD is no longer read: Winograd's F(4x4, 3x3) is the default"}},
 		{"other prefixes", []string{"FEDAUDIT_CUBLAS=/lib/libcublas.so", "FEDAUDIT_BENCH_R=8", "FEDAUDIT_CUDA="}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,7 +54,7 @@ func TestEnvSettings(t *testing.T) {
 // written out beside the constants, so a new option must be added to it. A switch is on at 1
 // (an Ops reading it has the option on: PatchConv's is checked), a count at a positive integer.
 func TestEnvSettingsKnowsEveryOption(t *testing.T) {
-	switches := []string{GraphEnv, ProfileEnv, SyncEnv, SplitKEnv, DirectConvEnv, BiasCopiesEnv, PatchConvEnv, Winograd4Env}
+	switches := []string{GraphEnv, ProfileEnv, SyncEnv, SplitKEnv, BiasCopiesEnv, PatchConvEnv, Winograd2Env}
 	counts := []string{RowGroupEnv, LightItemsEnv, HiddenBlockEnv, ClientBatchEnv}
 	for _, name := range append(switches, counts...) {
 		if set, problems := EnvSettings([]string{name + "=1"}); len(set) != 1 || len(problems) != 0 {
@@ -72,20 +76,26 @@ func TestEnvSettingsKnowsEveryOption(t *testing.T) {
 		opt  Options
 		want compute.WinogradTile
 	}{
-		{nil, Options{}, compute.WinogradF2},
-		{[]string{PatchConvEnv, "true"}, Options{}, compute.WinogradF2}, // EnvSettings warns that it changes nothing
+		{nil, Options{}, compute.WinogradF4},
+		{[]string{PatchConvEnv, "true"}, Options{}, compute.WinogradF4}, // EnvSettings warns that it changes nothing
 		{[]string{PatchConvEnv, "1"}, Options{}, 0},
 		{nil, Options{PatchConv: true}, 0},
-		{[]string{Winograd4Env, "1"}, Options{}, compute.WinogradF4},
-		{nil, Options{Winograd4: true}, compute.WinogradF4},
-		{[]string{Winograd4Env, "yes"}, Options{}, compute.WinogradF2},
-		{[]string{Winograd4Env, "1"}, Options{PatchConv: true}, 0}, // patches whatever the form
+		{[]string{Winograd2Env, "1"}, Options{}, compute.WinogradF2},
+		{nil, Options{Winograd2: true}, compute.WinogradF2},
+		{[]string{Winograd2Env, "yes"}, Options{}, compute.WinogradF4},
+		{[]string{Winograd2Env, "1"}, Options{PatchConv: true}, 0},                // patches whatever the form
+		{[]string{"FEDAUDIT_CUDA_WINOGRAD4", "1"}, Options{}, compute.WinogradF4}, // no longer read
 	} {
 		if tc.env != nil {
 			t.Setenv(tc.env[0], tc.env[1])
 		}
-		if got := NewOps(&recorder{}, tc.opt).WinogradTile(); got != tc.want {
+		o := NewOps(&recorder{}, tc.opt)
+		if got := o.WinogradTile(); got != tc.want {
 			t.Errorf("%v with %+v: the convolutions by %v, want %v", tc.env, tc.opt, got, tc.want)
+		}
+		// The direct kernels go with Winograd's form: both are off by patches only.
+		if o.direct != (tc.want != 0) {
+			t.Errorf("%v with %+v: the direct kernels on %v, want %v", tc.env, tc.opt, o.direct, tc.want != 0)
 		}
 		if tc.env != nil {
 			t.Setenv(tc.env[0], "")

@@ -27,10 +27,9 @@ import (
 // ("gpu-tf32", "gpu-bf16"); with FEDAUDIT_CUDA_PROFILE=1 every launch and GEMM is timed on the
 // device and the result carries the profile ("gpu+profile"); with FEDAUDIT_CUDA_SPLITK=1 the
 // products of small output and long depth run in depth slices ("gpu+splitk"); with
-// FEDAUDIT_CUDA_DIRECTCONV=1 the small convolutions run on the direct kernels ("gpu+direct");
-// with FEDAUDIT_CUDA_PATCHCONV=1 every convolution by its patches, the stride-1 3x3 ones too,
-// which run by F(2x2, 3x3) by default ("gpu+patches"); with FEDAUDIT_CUDA_WINOGRAD4=1 those
-// by F(4x4, 3x3) ("gpu+winograd4");
+// FEDAUDIT_CUDA_PATCHCONV=1 every convolution runs by its patches, the small ones that run on
+// the direct kernels by default and the stride-1 3x3 ones that run by Winograd's F(4x4, 3x3)
+// ("gpu+patches"); with FEDAUDIT_CUDA_WINOGRAD2=1 those by F(2x2, 3x3) ("gpu+winograd2");
 // FEDAUDIT_CUDA_ROWGROUP and FEDAUDIT_CUDA_LIGHTITEMS set the light kernels' launch shape
 // ("gpu+rowgroup32+items1" is the launch shape of the sitting of 2026-11-27), and
 // FEDAUDIT_CUDA_HIDDENBLOCK the fused hidden step's block ("gpu+hidden1024") and
@@ -67,17 +66,14 @@ func kitBenchGPU(t *testing.T, workload string) {
 	if os.Getenv(cuda.SplitKEnv) == "1" {
 		backend += "+splitk"
 	}
-	if os.Getenv(cuda.DirectConvEnv) == "1" {
-		backend += "+direct"
-	}
 	if os.Getenv(cuda.BiasCopiesEnv) == "1" {
 		backend += "+biascopies"
 	}
 	if os.Getenv(cuda.PatchConvEnv) == "1" {
 		backend += "+patches"
 	}
-	if os.Getenv(cuda.Winograd4Env) == "1" {
-		backend += "+winograd4"
+	if os.Getenv(cuda.Winograd2Env) == "1" {
+		backend += "+winograd2"
 	}
 	// The launch shape, where set (that of the sitting of 2026-11-27: rowgroup 32, items 1).
 	if g := os.Getenv(cuda.RowGroupEnv); g != "" {
@@ -166,10 +162,11 @@ func (f forcedPrecision) SetPrecision(compute.Precision) error { return f.Backen
 
 // TestKitMemoryGPU measures the device memory a training holds at its peak (Ops.MemoryStats:
 // the backend's own allocations, a checkpoint's evaluation included) for W1, W2 (LeNet-5) and
-// a ResNet-18 of W3's shape (by Winograd's F(2x2, 3x3), the default, against the estimate for
-// such a device, memory.DeviceWinograd; by F(4x4, 3x3), Options.Winograd4, against
-// memory.DeviceWinograd4; and by patches, Options.PatchConv, against the estimate for a device
-// of unknown options, memory.Device), with 1 and 2 pairs, against the device estimate
+// a ResNet-18 of W3's shape (by Winograd's F(4x4, 3x3), the default, against the estimate for
+// such a device, memory.DeviceWinograd4; by F(2x2, 3x3), Options.Winograd2, against
+// memory.DeviceWinograd; and by patches, Options.PatchConv, against the estimate for a device
+// of unknown options, memory.Device; W2 by the default's direct kernels and by patches), with
+// 1 and 2 pairs, against the device estimate
 // that `audit plan` prints and `audit train --backend gpu` sizes its groups by (train.MemoryOn):
 // the estimate must not be below what the device held (issue 26: W3 ran out of an 80 GB GPU at
 // its first checkpoint while the plan had estimated 1.2 GiB per pair).
@@ -193,6 +190,7 @@ func TestKitMemoryGPU(t *testing.T) {
 	w2 := traintest.W2Config()
 	w2.Rounds, w2.Checkpoints = 1, []int{1}
 	ws = append(ws, workload{"W2", w2, c2, cp2, tgt2, cuda.Options{}})
+	ws = append(ws, workload{"W2 by patches", w2, c2, cp2, tgt2, cuda.Options{PatchConv: true}})
 	imgs, err := datasets.SyntheticImages(datasets.SyntheticImageConfig{Name: "w3", N: 2 * 64, Classes: 10, Channels: 3, Height: 32, Width: 32, Noise: 0.2, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -207,8 +205,8 @@ func TestKitMemoryGPU(t *testing.T) {
 		Rounds: 1, LocalSteps: 1, LearningRate: 0.01, Schedule: "constant", ClipNorm: 1, NoiseStd: 0.01,
 		Batching: algo.Fixed, BatchSize: 32, Seed: 3, Checkpoints: []int{1}}
 	ws = append(ws, workload{"W3 (ResNet-18, 3x32x32, B 32) by patches", w3, c3, c3, train.TargetInfo{}, cuda.Options{PatchConv: true}})
-	ws = append(ws, workload{"W3 with Winograd's F(2x2, 3x3)", w3, c3, c3, train.TargetInfo{}, cuda.Options{}})
-	ws = append(ws, workload{"W3 with Winograd's F(4x4, 3x3)", w3, c3, c3, train.TargetInfo{}, cuda.Options{Winograd4: true}})
+	ws = append(ws, workload{"W3 with Winograd's F(2x2, 3x3)", w3, c3, c3, train.TargetInfo{}, cuda.Options{Winograd2: true}})
+	ws = append(ws, workload{"W3 with Winograd's F(4x4, 3x3)", w3, c3, c3, train.TargetInfo{}, cuda.Options{}})
 	for _, w := range ws {
 		var on memory.Backend
 		peak := func(pairs int) int64 {

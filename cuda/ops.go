@@ -29,7 +29,7 @@ type Ops struct {
 	syncEach    Syncer               // nil unless Options.SyncEachLaunch and the device is asynchronous
 	prof        *profiler            // nil unless Options.Profile; then dev is prof
 	splitK      int                  // the depth of a slice of a product computed in slices; 0: never
-	direct      bool                 // small convolutions by the direct kernels (Options.DirectConv)
+	direct      bool                 // small convolutions by the direct kernels (unless Options.PatchConv, NoDirectConv)
 	biasCopies  bool                 // Options.BiasCopies
 	winoTile    compute.WinogradTile // the convolutions' form: 0 with Options.PatchConv
 	rowGroupMax int                  // Options.RowGroup
@@ -135,36 +135,42 @@ type Options struct {
 	// SplitKDepth is the least depth of a slice (default 512: W3's second-stage weight
 	// gradients, 8,192 deep, split in 16 at R 8); tests set it small to split small products.
 	SplitKDepth int
-	// DirectConv computes small convolutions of an input per replica (at most 32 output
-	// channels of at most 512 patch rows: LeNet-5's second) and their gradients with the
-	// kernels conv_direct, conv_direct_dx and conv_direct_dw (compute.DirectConvolver) instead
-	// of im2col, cuBLAS products by the patches and col2im: no patches are written or read, and
-	// the weights are copied (conv_direct_wt) for the kernels' loads instead of beside the
-	// bias. Off by default until measured on hardware; FEDAUDIT_CUDA_DIRECTCONV=1 turns it on
-	// too.
-	DirectConv bool
 	// BiasCopies keeps every convolution's [weights | bias] copies, as before the eleventh
 	// session, instead of reading the weights in place where they outweigh the output
 	// (compute.BiasApart): the same bits on the shim, for timing the two forms in one sitting.
 	// FEDAUDIT_CUDA_BIASCOPIES=1 turns it on too.
 	BiasCopies bool
 	// PatchConv computes every convolution by its patches (im2col, a product by the patches,
-	// col2im), as before the thirteenth session. By default the 3 x 3 convolutions at stride 1
-	// with padding 1 of at least 16 input and output channels (ResNet-18's but the stem and the
-	// stride-2 ones) run by Winograd's F(2x2, 3x3) instead (compute.Winograder: the kernels
-	// wino_* and 16 products per replica of depth Cin, 2.25 times fewer multiplications),
-	// forward and backward; the results differ from the patch form's by rounding. On an H200
-	// (docs/benchmark-log.md, the fifth sitting) Winograd's form ran W3 1.28x to 1.42x faster
-	// and took 0.76x the memory. FEDAUDIT_CUDA_PATCHCONV=1 turns it on too.
+	// col2im), as before the thirteenth session. By default two kinds run otherwise:
+	//
+	//   - the 3 x 3 convolutions at stride 1 with padding 1 of at least 16 input and output
+	//     channels (ResNet-18's but the stem and the stride-2 ones) by Winograd's F(4x4, 3x3)
+	//     (compute.Winograder: the kernels wino4_* and 36 products per replica of depth Cin,
+	//     4 times fewer multiplications than the patch form), forward and backward;
+	//   - the small convolutions of an input per replica (at most 32 output channels of at
+	//     most 512 patch rows: LeNet-5's second) and their gradients by the kernels
+	//     conv_direct, conv_direct_dx and conv_direct_dw (compute.DirectConvolver): no patches
+	//     are written or read, and the weights are copied (conv_direct_wt) for the kernels'
+	//     loads instead of beside the bias.
+	//
+	// Winograd's results differ from the patch form's by rounding (the transforms are not
+	// exact in float32; cuda/paritytest bounds them); the direct kernels sum the same terms in
+	// the same order. On an H200 (docs/benchmark-log.md, the sixth sitting) F(4x4, 3x3) ran W3
+	// 1.12x to 1.25x faster than F(2x2, 3x3), itself 1.28x to 1.42x the patch form, and the
+	// direct kernels ran W2 1.07x faster than the patch form. FEDAUDIT_CUDA_PATCHCONV=1 turns
+	// it on too.
 	PatchConv bool
-	// Winograd4 computes the convolutions that run by Winograd's form (not with PatchConv) by
-	// F(4x4, 3x3) instead of F(2x2, 3x3): 36 products per replica make a 4 x 4 output tile
-	// (2.25 multiplications a pixel and channel pair instead of 4), and the transformed
-	// inputs and products are 2.25 values a pixel instead of 4, at the price of a few more
-	// roundings (the transforms are not exact in float32; cuda/paritytest bounds them). Off
-	// by default until measured on hardware (the kit's bench-gpu-w3-winograd4);
-	// FEDAUDIT_CUDA_WINOGRAD4=1 turns it on too.
-	Winograd4 bool
+	// NoDirectConv computes the small convolutions that the direct kernels take by default
+	// (PatchConv's second kind above) by their patches, while the others keep their forms:
+	// the form nn's device memory count follows (nn.DeviceMemory counts those convolutions
+	// by their patches, an upper bound of the direct kernels' scratch), so that a test can
+	// hold the count to the device's peak.
+	NoDirectConv bool
+	// Winograd2 computes the convolutions that run by Winograd's form (not with PatchConv) by
+	// F(2x2, 3x3) instead of F(4x4, 3x3): 16 products per replica make a 2 x 2 output tile, 4
+	// transformed values a pixel instead of 2.25, and fewer roundings (the form before the
+	// eighteenth session). FEDAUDIT_CUDA_WINOGRAD2=1 turns it on too.
+	Winograd2 bool
 	// RowGroup is the most threads that share a row of samples in the image kernels (im2col,
 	// col2im, pool, pool_grad), a power of two up to 32 (default 8; other values are rounded
 	// down to one). LightItems is how many items a thread of the light kernels (the image
@@ -204,32 +210,29 @@ const (
 	LightItemsEnv = "FEDAUDIT_CUDA_LIGHTITEMS"
 )
 
-// DirectConvEnv is the environment variable that turns on Options.DirectConv.
-const DirectConvEnv = "FEDAUDIT_CUDA_DIRECTCONV"
-
 // BiasCopiesEnv is the environment variable that turns on Options.BiasCopies.
 const BiasCopiesEnv = "FEDAUDIT_CUDA_BIASCOPIES"
 
 // PatchConvEnv is the environment variable that turns on Options.PatchConv.
 const PatchConvEnv = "FEDAUDIT_CUDA_PATCHCONV"
 
-// Winograd4Env is the environment variable that turns on Options.Winograd4.
-const Winograd4Env = "FEDAUDIT_CUDA_WINOGRAD4"
+// Winograd2Env is the environment variable that turns on Options.Winograd2.
+const Winograd2Env = "FEDAUDIT_CUDA_WINOGRAD2"
 
 // winogradTile is the form of the convolutions that fit under opt and the environment: none
-// (patches) with PatchConv, else F(4x4, 3x3) with Winograd4, else F(2x2, 3x3).
+// (patches) with PatchConv, else F(2x2, 3x3) with Winograd2, else F(4x4, 3x3).
 func winogradTile(opt Options) compute.WinogradTile {
 	switch {
 	case opt.PatchConv || SwitchOn(PatchConvEnv):
 		return 0
-	case opt.Winograd4 || SwitchOn(Winograd4Env):
-		return compute.WinogradF4
+	case opt.Winograd2 || SwitchOn(Winograd2Env):
+		return compute.WinogradF2
 	}
-	return compute.WinogradF2
+	return compute.WinogradF4
 }
 
 // EnvWinogradTile is the form of the convolutions that fit on a GPU of default Options in
-// this environment (FEDAUDIT_CUDA_PATCHCONV, FEDAUDIT_CUDA_WINOGRAD4): what a plan made here
+// this environment (FEDAUDIT_CUDA_PATCHCONV, FEDAUDIT_CUDA_WINOGRAD2): what a plan made here
 // counts the device memory by.
 func EnvWinogradTile() compute.WinogradTile { return winogradTile(Options{}) }
 
@@ -274,7 +277,7 @@ func NewOps(dev Device, opt Options) *Ops {
 			o.splitK = 512
 		}
 	}
-	o.direct = opt.DirectConv || SwitchOn(DirectConvEnv)
+	o.direct = !opt.PatchConv && !opt.NoDirectConv && !SwitchOn(PatchConvEnv)
 	o.biasCopies = opt.BiasCopies || SwitchOn(BiasCopiesEnv)
 	o.winoTile = winogradTile(opt)
 	o.rowGroupMax = powerOfTwoAtMost(optOrEnv(opt.RowGroup, RowGroupEnv, defaultRowGroup), 32)

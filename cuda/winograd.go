@@ -11,7 +11,7 @@ import (
 var _ compute.Winograder = (*Ops)(nil)
 
 // Winograd implements compute.Winograder: unless Options.PatchConv, every convolution that
-// compute.WinogradFits, by F(2x2, 3x3) or, with Options.Winograd4, F(4x4, 3x3).
+// compute.WinogradFits, by F(4x4, 3x3) or, with Options.Winograd2, F(2x2, 3x3).
 func (o *Ops) Winograd(cout int, x compute.Images, win compute.Window) compute.WinogradTile {
 	if o.winoTile == 0 || !compute.WinogradFits(cout, x, win) {
 		return 0
@@ -19,8 +19,8 @@ func (o *Ops) Winograd(cout int, x compute.Images, win compute.Window) compute.W
 	return o.winoTile
 }
 
-// WinogradTile is the form by which the convolutions that fit run (F(2x2, 3x3) by default,
-// F(4x4, 3x3) with Options.Winograd4), 0 with Options.PatchConv: the device memory estimate
+// WinogradTile is the form by which the convolutions that fit run (F(4x4, 3x3) by default,
+// F(2x2, 3x3) with Options.Winograd2), 0 with Options.PatchConv: the device memory estimate
 // counts them in that form (train/memory.DeviceWinograd, DeviceWinograd4).
 func (o *Ops) WinogradTile() compute.WinogradTile { return o.winoTile }
 

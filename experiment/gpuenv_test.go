@@ -15,13 +15,13 @@ func TestGPUEnvLines(t *testing.T) {
 		{[]string{"PATH=/bin"}, nil},
 		{[]string{"FEDAUDIT_CUDA_PATCHCONV=1", "FEDAUDIT_CUDA_SPLITK=1"}, []string{"gpu: options from the environment: FEDAUDIT_CUDA_PATCHCONV=1 FEDAUDIT_CUDA_SPLITK=1"}},
 		{[]string{"FEDAUDIT_CUDA_SPLITKK=1"}, []string{"gpu: warning: environment variable FEDAUDIT_CUDA_SPLITKK is not an option of the GPU backend " +
-			"(it reads FEDAUDIT_CUDA_GRAPHS, FEDAUDIT_CUDA_PROFILE, FEDAUDIT_CUDA_SYNC, FEDAUDIT_CUDA_SPLITK, FEDAUDIT_CUDA_DIRECTCONV, " +
-			"FEDAUDIT_CUDA_BIASCOPIES, FEDAUDIT_CUDA_PATCHCONV, FEDAUDIT_CUDA_WINOGRAD4, FEDAUDIT_CUDA_ROWGROUP, FEDAUDIT_CUDA_LIGHTITEMS, FEDAUDIT_CUDA_HIDDENBLOCK, " +
+			"(it reads FEDAUDIT_CUDA_GRAPHS, FEDAUDIT_CUDA_PROFILE, FEDAUDIT_CUDA_SYNC, FEDAUDIT_CUDA_SPLITK, " +
+			"FEDAUDIT_CUDA_BIASCOPIES, FEDAUDIT_CUDA_PATCHCONV, FEDAUDIT_CUDA_WINOGRAD2, FEDAUDIT_CUDA_ROWGROUP, FEDAUDIT_CUDA_LIGHTITEMS, FEDAUDIT_CUDA_HIDDENBLOCK, " +
 			"FEDAUDIT_CUDA_CLIENTBATCH)"}},
 		{[]string{"FEDAUDIT_CUDA_PATCHCONV=yes"}, []string{"gpu: warning: FEDAUDIT_CUDA_PATCHCONV=yes: the option is on only with the value 1, so it stays off"}},
 		// An option that became the default says what to do instead.
 		{[]string{"FEDAUDIT_CUDA_WINOGRAD=1"}, []string{"gpu: warning: environment variable FEDAUDIT_CUDA_WINOGRAD is no longer read: " +
-			"Winograd's F(2x2, 3x3) is the default for the convolutions it fits; FEDAUDIT_CUDA_PATCHCONV=1 computes them by patches"}},
+			"Winograd's F(4x4, 3x3) is the default for the convolutions it fits; FEDAUDIT_CUDA_PATCHCONV=1 computes them by patches"}},
 	} {
 		if got := GPUEnvLines(tc.environ); !slices.Equal(got, tc.want) {
 			t.Errorf("GPUEnvLines(%q) =\n%q\nwant\n%q", tc.environ, got, tc.want)

@@ -172,8 +172,8 @@ func (g *GPUTrainer) GroupSize(job train.Job) (int, error) {
 }
 
 // memoryBackend is the device memory estimate that follows this device's convolutions: by
-// Winograd's form as it runs them (F(2x2, 3x3) by default, F(4x4, 3x3) with
-// cuda.Options.Winograd4), else (cuda.Options.PatchConv) every form, the largest taken.
+// Winograd's form as it runs them (F(4x4, 3x3) by default, F(2x2, 3x3) with
+// cuda.Options.Winograd2), else (cuda.Options.PatchConv) every form, the largest taken.
 func (g *GPUTrainer) memoryBackend() memory.Backend {
 	w, ok := g.be.(interface{ WinogradTile() compute.WinogradTile })
 	if !ok {

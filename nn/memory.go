@@ -14,8 +14,10 @@ import (
 // scratch buffer when it grows (compute.Releaser): the GPU's. The model trains R replicas on
 // batches of trainRows samples (backward pass included), then evaluates evalRows samples, then
 // trains again, as the engine does between checkpoints. Where the GPU computes a convolution
-// directly (compute.DirectConvolver) it writes no patches, so the count is then an upper bound
-// (its scratch is no larger than the patches: cuda.Ops.DirectConv). The 3 x 3 convolutions
+// directly (compute.DirectConvolver: by default, LeNet-5's second) it writes no patches, so the
+// count, which takes the patches, is then an upper bound (the direct kernels' scratch is no
+// larger than the patches: cuda.Ops.DirectConv; with cuda.Options.NoDirectConv the count is
+// the device's). The 3 x 3 convolutions
 // are counted in each of their forms, by patches and by Winograd's F(2x2, 3x3) and F(4x4, 3x3)
 // (compute.Winograder), and the largest count is returned.
 //
@@ -36,10 +38,10 @@ const (
 	// PatchConvForm counts every convolution by its patches.
 	PatchConvForm
 	// WinogradConvForm counts the convolutions that compute.WinogradFits by Winograd's
-	// F(2x2, 3x3), as a GPU runs them by default (not with cuda.Options.PatchConv).
+	// F(2x2, 3x3), as a GPU with cuda.Options.Winograd2 runs them.
 	WinogradConvForm
-	// Winograd4ConvForm counts them by F(4x4, 3x3), as a GPU with cuda.Options.Winograd4
-	// runs them.
+	// Winograd4ConvForm counts them by F(4x4, 3x3), as a GPU runs them by default (not with
+	// cuda.Options.PatchConv).
 	Winograd4ConvForm
 )
 

@@ -98,8 +98,8 @@ func TrainInGroups(ctx context.Context, be compute.Backend, job Job, size int, r
 // set, else as many as fit by MemoryOn(on) in GroupMemory or 90% of free, the device's free
 // memory (memory.Memory.DeviceGroupPairs); a configuration one pair of which does not fit is
 // refused with both sizes, instead of the device running out mid-training. on is
-// memory.Device, or memory.DeviceWinograd (DeviceWinograd4) for a device known to run its 3 x 3
-// convolutions by Winograd's F(2x2, 3x3) (F(4x4, 3x3)).
+// memory.Device, or memory.DeviceWinograd4 (DeviceWinograd) for a device known to run its 3 x 3
+// convolutions by Winograd's F(4x4, 3x3) (F(2x2, 3x3)).
 func DeviceGroupSize(cfg Config, s memory.DataSizes, count int, free int64, on memory.Backend) (int, error) {
 	if cfg.GroupPairs > 0 {
 		return max(min(cfg.GroupPairs, count), 1), nil

@@ -149,8 +149,8 @@ func runPlan(ctx context.Context, e *env, args []string, p *planFlags) error {
 	}
 	// The GPU's options are those of this environment where it sets one: a plan made where
 	// the job will run with FEDAUDIT_CUDA_PATCHCONV=1 counts the convolutions as it will (every
-	// form, the largest taken), with FEDAUDIT_CUDA_WINOGRAD4=1 by Winograd's F(4x4, 3x3), else
-	// by F(2x2, 3x3) where it fits, the GPU's default: as cuda.NewOps reads them. The options
+	// form, the largest taken), with FEDAUDIT_CUDA_WINOGRAD2=1 by Winograd's F(2x2, 3x3), else
+	// by F(4x4, 3x3) where it fits, the GPU's default: as cuda.NewOps reads them. The options
 	// it sets, and any variable of theirs that changes nothing, are logged here.
 	for _, line := range experiment.GPUEnvLines(os.Environ()) {
 		e.logf("plan: %s", line)

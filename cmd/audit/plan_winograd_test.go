@@ -12,12 +12,12 @@ import (
 )
 
 // `audit plan` counts a GPU's memory for the convolutions as a GPU runs them by default, by
-// Winograd's F(2x2, 3x3) where it fits, and says so; where the environment it runs in sets
+// Winograd's F(4x4, 3x3) where it fits, and says so; where the environment it runs in sets
 // FEDAUDIT_CUDA_PATCHCONV=1 it counts them in every form and takes the largest, and where it
-// sets FEDAUDIT_CUDA_WINOGRAD4=1 by F(4x4, 3x3). A ResNet of width 16 keeps less by Winograd,
-// and less again by F(4x4, 3x3), so the plan's figure per pair is lower by default and lower
-// again with that option. Any other value leaves an option off, with a warning, and so does
-// the retired FEDAUDIT_CUDA_WINOGRAD.
+// sets FEDAUDIT_CUDA_WINOGRAD2=1 by F(2x2, 3x3). A ResNet of width 16 keeps less by Winograd,
+// and less again by F(4x4, 3x3), so the plan's figure per pair is lowest by default and higher
+// with that option. Any other value leaves an option off, with a warning, and so do the
+// retired FEDAUDIT_CUDA_WINOGRAD and FEDAUDIT_CUDA_WINOGRAD4.
 func TestPlanCountsTheGPUsConvolutionForm(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "resnet.yaml")
 	if err := os.WriteFile(cfg, []byte(`name: resnet-winograd
@@ -55,14 +55,13 @@ audit:
 		return m
 	}
 	t.Setenv(cuda.PatchConvEnv, "")
-	wino := plan()
+	wino4 := plan()
 	t.Setenv(cuda.PatchConvEnv, "1")
 	either := plan()
 	t.Setenv(cuda.PatchConvEnv, "")
-	t.Setenv(cuda.Winograd4Env, "1")
-	wino4 := plan()
-	t.Setenv(cuda.Winograd4Env, "")
-	t.Setenv(cuda.PatchConvEnv, "1")
+	t.Setenv(cuda.Winograd2Env, "1")
+	wino := plan()
+	t.Setenv(cuda.Winograd2Env, "")
 	t.Logf("any form:   %s\nF(2x2, 3x3): %s\nF(4x4, 3x3): %s", either, wino, wino4)
 	if strings.Contains(either, "Winograd") || !strings.Contains(wino, "by Winograd's F(2x2, 3x3); FEDAUDIT_CUDA_PATCHCONV=1 for patches") ||
 		!strings.Contains(wino4, "by Winograd's F(4x4, 3x3); FEDAUDIT_CUDA_PATCHCONV=1 for patches") {
@@ -82,13 +81,16 @@ audit:
 	// A switch set to anything but 1 is off, as the GPU reads it, and the plan says why.
 	t.Setenv(cuda.PatchConvEnv, "true")
 	out, errOut, code := runCLI("plan", "--config", cfg, "--no-calibrate")
-	if code != 0 || line.FindString(out) != wino || !strings.Contains(errOut, "FEDAUDIT_CUDA_PATCHCONV=true: the option is on only with the value 1") {
-		t.Errorf("with %s=true: exit %d, %q (want %q), stderr %q", cuda.PatchConvEnv, code, line.FindString(out), wino, errOut)
+	if code != 0 || line.FindString(out) != wino4 || !strings.Contains(errOut, "FEDAUDIT_CUDA_PATCHCONV=true: the option is on only with the value 1") {
+		t.Errorf("with %s=true: exit %d, %q (want %q), stderr %q", cuda.PatchConvEnv, code, line.FindString(out), wino4, errOut)
 	}
 	t.Setenv(cuda.PatchConvEnv, "")
-	t.Setenv("FEDAUDIT_CUDA_WINOGRAD", "1")
-	out, errOut, code = runCLI("plan", "--config", cfg, "--no-calibrate")
-	if code != 0 || line.FindString(out) != wino || !strings.Contains(errOut, "FEDAUDIT_CUDA_WINOGRAD is no longer read") {
-		t.Errorf("with FEDAUDIT_CUDA_WINOGRAD=1: exit %d, %q (want %q), stderr %q", code, line.FindString(out), wino, errOut)
+	for _, retired := range []string{"FEDAUDIT_CUDA_WINOGRAD", "FEDAUDIT_CUDA_WINOGRAD4"} {
+		t.Setenv(retired, "1")
+		out, errOut, code = runCLI("plan", "--config", cfg, "--no-calibrate")
+		if code != 0 || line.FindString(out) != wino4 || !strings.Contains(errOut, retired+" is no longer read") {
+			t.Errorf("with %s=1: exit %d, %q (want %q), stderr %q", retired, code, line.FindString(out), wino4, errOut)
+		}
+		t.Setenv(retired, "")
 	}
 }

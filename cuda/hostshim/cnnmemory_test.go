@@ -74,7 +74,10 @@ func TestDeviceMemoryEstimateOfCNNs(t *testing.T) {
 			cfg := train.Config{Algorithm: algo.FedAvg, Model: tc.mc, Rounds: 1, LocalSteps: 2, LearningRate: 0.01, ClipNorm: 1,
 				NoiseStd: 0.01, Schedule: "constant", Batching: tc.batch, BatchSize: 16, Seed: 3, Checkpoints: []int{1}, Informed: true}
 			job := train.Job{Config: cfg, WorldC: wc, WorldCPrime: wcp}
-			p1, p2 := peakBytes(t, job, 1), peakBytes(t, job, 2)
+			// By patches: the form the estimate counts. The default's direct kernels
+			// and Winograd's forms are checked below and in the next test.
+			patches := cuda.Options{PatchConv: true}
+			p1, p2 := peakBytesWith(t, job, 1, patches), peakBytesWith(t, job, 2, patches)
 			est, err := train.MemoryOn(cfg, memory.SizesOf(wc, nil), memory.Device)
 			if err != nil {
 				t.Fatal(err)
@@ -88,10 +91,11 @@ func TestDeviceMemoryEstimateOfCNNs(t *testing.T) {
 			if r := float64(est.PerPair) / float64(p2-p1); r < 1 || r > tc.most {
 				t.Errorf("estimate %d bytes per pair, %.2fx the device's %d", est.PerPair, r, p2-p1)
 			}
-			// The direct convolutions (Options.DirectConv) write no patches and keep the
-			// weight gradient's partial sums in scratch no larger than the patches they
-			// replace, so the estimate, which counts the patches, still covers them.
-			direct := cuda.Options{DirectConv: true}
+			// The direct convolutions (the default, unless Options.PatchConv) write no
+			// patches and keep the weight gradient's partial sums in scratch no larger than
+			// the patches they replace, so the estimate, which counts the patches, still
+			// covers them.
+			direct := cuda.Options{}
 			d1, d2 := peakBytesWith(t, job, 1, direct), peakBytesWith(t, job, 2, direct)
 			t.Logf("with direct convolutions: peak %d bytes (1 pair), %d (2 pairs)", d1, d2)
 			for pairs, got := range []int64{d1, d2} {
@@ -103,8 +107,8 @@ func TestDeviceMemoryEstimateOfCNNs(t *testing.T) {
 	}
 }
 
-// By default the device runs a ResNet's stride-1 3 x 3 convolutions by F(2x2, 3x3) (with
-// Options.Winograd4 by F(4x4, 3x3)), and the estimate for such a device (memory.DeviceWinograd,
+// By default the device runs a ResNet's stride-1 3 x 3 convolutions by F(4x4, 3x3) (with
+// Options.Winograd2 by F(2x2, 3x3)), and the estimate for such a device (memory.DeviceWinograd,
 // memory.DeviceWinograd4) counts them that way: never below the shim's peak for a whole
 // training with a checkpoint, at most 1.6x per pair (as for the patch form above), and below
 // the estimate for a device of unknown options. It says how many it counted that way: the
@@ -126,7 +130,7 @@ func TestDeviceMemoryEstimateWithWinograd(t *testing.T) {
 	for _, f := range []struct {
 		opt cuda.Options
 		on  memory.Backend
-	}{{cuda.Options{}, memory.DeviceWinograd}, {cuda.Options{Winograd4: true}, memory.DeviceWinograd4}} {
+	}{{cuda.Options{Winograd2: true}, memory.DeviceWinograd}, {cuda.Options{}, memory.DeviceWinograd4}} {
 		t.Run(f.on.WinogradTile().String(), func(t *testing.T) {
 			p1, p2 := peakBytesWith(t, job, 1, f.opt), peakBytesWith(t, job, 2, f.opt)
 			est, err := train.MemoryOn(cfg, memory.SizesOf(wc, nil), f.on)
@@ -156,8 +160,9 @@ func TestDeviceMemoryEstimateWithWinograd(t *testing.T) {
 // nn.DeviceMemory counts what a model allocates by running its passes on a backend that only
 // counts: against the shim's peak for the same passes it must be within 1%, and never below.
 // A model with convolutions that Winograd's forms take (the ResNet of width 16) is counted in
-// every form, patches (Options.PatchConv), F(2x2, 3x3) (the default) and F(4x4, 3x3)
-// (Options.Winograd4), and the count must cover every peak and be within 2% of the largest,
+// every form, patches (Options.PatchConv), F(2x2, 3x3) (Options.Winograd2) and F(4x4, 3x3)
+// (the default), each with the small convolutions by their patches (Options.NoDirectConv: the
+// count's form for them, an upper bound of the direct kernels' scratch), and the count must cover every peak and be within 2% of the largest,
 // as each form's own count (nn.DeviceMemoryOf) must of that form's peak:
 // GroupNorm's statistics scratch, counted at twice its size (a buffer may double when it
 // grows), is 1.4% of this small model's peak.
@@ -179,7 +184,7 @@ func TestNNDeviceMemoryIsTheShimsPeak(t *testing.T) {
 				}
 				var peaks []int64
 				forms := []nn.ConvForm{nn.PatchConvForm, nn.WinogradConvForm, nn.Winograd4ConvForm}
-				for i, opt := range []cuda.Options{{PatchConv: true}, {}, {Winograd4: true}} {
+				for i, opt := range []cuda.Options{{PatchConv: true}, {Winograd2: true, NoDirectConv: true}, {NoDirectConv: true}} {
 					peak := shimPeak(t, tc.spec, R, opt)
 					peaks = append(peaks, peak)
 					own, err := nn.DeviceMemoryOf(tc.spec, R, 16, 32, forms[i])
@@ -193,6 +198,13 @@ func TestNNDeviceMemoryIsTheShimsPeak(t *testing.T) {
 				t.Logf("R %d: counted %d bytes, the shim's peak %d with patches, %d by F(2x2, 3x3), %d by F(4x4, 3x3)", R, 4*want, peaks[0], peaks[1], peaks[2])
 				if r := float64(4*want) / float64(max(peaks[0], peaks[1], peaks[2])); r < 1 || r > tc.slack {
 					t.Errorf("R %d: counted %d bytes, the shim's peaks %d (patches), %d (F(2x2, 3x3)) and %d (F(4x4, 3x3)): %.4fx the largest", R, 4*want, peaks[0], peaks[1], peaks[2], r)
+				}
+				// The default options run the small convolutions on the direct kernels, whose
+				// scratch the count of the default form covers without following it.
+				if own, err := nn.DeviceMemoryOf(tc.spec, R, 16, 32, nn.Winograd4ConvForm); err != nil {
+					t.Fatal(err)
+				} else if peak := shimPeak(t, tc.spec, R, cuda.Options{}); 4*own < peak {
+					t.Errorf("R %d, default options: counted %d bytes by F(4x4, 3x3), the shim's peak %d", R, 4*own, peak)
 				}
 			}
 		})

@@ -243,14 +243,9 @@ func TestProfileCountsEveryCall(t *testing.T) {
 	}
 }
 
-// cnnCounts runs LeNet-5 with W2's training (2 clients of 64 of W2's images, K = 2, so that it
-// is quick on the shim) for the given rounds and pairs, checkpoint after the last round only,
-// and returns what its device saw.
-func cnnCounts(t *testing.T, rounds, pairs int) roundCounts {
-	return cnnCountsWith(t, rounds, pairs, cuda.Options{})
-}
-
-// cnnCountsWith is cnnCounts with the backend's options.
+// cnnCountsWith runs LeNet-5 with W2's training (2 clients of 64 of W2's images, K = 2, so
+// that it is quick on the shim) on a backend of the given options for the given rounds and
+// pairs, checkpoint after the last round only, and returns what its device saw.
 func cnnCountsWith(t *testing.T, rounds, pairs int, opt cuda.Options) roundCounts {
 	t.Helper()
 	c, cp, tgt, err := traintest.W2Data()
@@ -281,17 +276,35 @@ func cnnCountsWith(t *testing.T, rounds, pairs int, opt cuda.Options) roundCount
 // divergence check), one staged upload and one batch per round, and no more launches and cuBLAS
 // calls than measured (W2 itself, 10 clients of K = 5: 1659 launches and 1020 cuBLAS calls per
 // round, 32.5 and 20 per step group; docs/gpu.md). The profile of a round says which.
-// The counts measured when the test was written, which a change may lower but not raise (171
-// launches then; 151 since LeNet-5's ReLUs run in its max poolings' launches: 4 a step group).
+// The counts measured when the test was written, by patches (Options.PatchConv), which a
+// change may lower but not raise (171 launches then; 151 since LeNet-5's ReLUs run in its max
+// poolings' launches: 4 a step group), and by the default's direct kernels
+// (TestDirectConvCounts).
 const cnnLaunchesPerRound, cnnGemmsPerRound = 151, 100
+
+// cnnPatches is the patch form that cnnLaunchesPerRound and cnnGemmsPerRound count.
+var cnnPatches = cuda.Options{PatchConv: true}
 
 func TestCNNRoundCounts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("LeNet-5 on the shim takes several seconds")
 	}
+	for _, form := range []struct {
+		name            string
+		opt             cuda.Options
+		launches, gemms int
+	}{
+		{"patches", cnnPatches, cnnLaunchesPerRound, cnnGemmsPerRound},
+		{"default", cuda.Options{}, cnnLaunchesPerRound + 3, cnnGemmsPerRound - 15},
+	} {
+		t.Run(form.name, func(t *testing.T) { testCNNRoundCounts(t, form.opt, form.launches, form.gemms) })
+	}
+}
+
+func testCNNRoundCounts(t *testing.T, opt cuda.Options, mostLaunches, mostGemms int) {
 	var perPair []roundCounts
 	for _, pairs := range []int{1, 2} {
-		one, two := cnnCounts(t, 1, pairs), cnnCounts(t, 2, pairs)
+		one, two := cnnCountsWith(t, 1, pairs, opt), cnnCountsWith(t, 2, pairs, opt)
 		r := roundCounts{reads: two.reads - one.reads, writes: two.writes - one.writes, launches: two.launches - one.launches,
 			gemms: two.gemms - one.gemms, stages: two.stages - one.stages, batches: two.batches - one.batches}
 		if pairs == 1 {
@@ -312,15 +325,15 @@ func TestCNNRoundCounts(t *testing.T) {
 	for _, c := range []struct {
 		what      string
 		got, most int
-	}{{"blocking reads", r.reads, 1}, {"writes", r.writes, 0}, {"kernel launches", r.launches, cnnLaunchesPerRound},
-		{"cuBLAS calls", r.gemms, cnnGemmsPerRound}, {"staged uploads", r.stages, 1}, {"batches", r.batches, 1}} {
+	}{{"blocking reads", r.reads, 1}, {"writes", r.writes, 0}, {"kernel launches", r.launches, mostLaunches},
+		{"cuBLAS calls", r.gemms, mostGemms}, {"staged uploads", r.stages, 1}, {"batches", r.batches, 1}} {
 		if c.got > c.most {
 			t.Errorf("%d %s per round, measured %d before", c.got, c.what, c.most)
 		}
 	}
 }
 
-// With Options.SplitK, LeNet-5's weight gradients at 1 pair (2 replicas) are computed in depth
+// With Options.SplitK, LeNet-5's weight gradients by patches at 1 pair (2 replicas) are computed in depth
 // slices of at least 512 where the slices outnumber the batch elements, each element's slices
 // one cuBLAS call: conv1's (6 x 26 a replica, stacked into one product of the replicas' rows,
 // depth 32 samples x 784 pixels = 25088, 1 tile) in 32 slices, one call in every step group;
@@ -334,7 +347,7 @@ func TestSplitKCounts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("LeNet-5 on the shim takes several seconds")
 	}
-	split := cuda.Options{SplitK: true}
+	split := cuda.Options{SplitK: true, PatchConv: true}
 	one, two := cnnCountsWith(t, 1, 1, split), cnnCountsWith(t, 2, 1, split)
 	gemms, reduces := two.gemms-one.gemms, two.perKernel[kernels.SplitKReduce]-one.perKernel[kernels.SplitKReduce]
 	launches := two.launches - one.launches
@@ -345,23 +358,23 @@ func TestSplitKCounts(t *testing.T) {
 	}
 }
 
-// With Options.DirectConv, LeNet-5's second convolution (16 output channels of 150 patch rows,
+// By default (unless Options.PatchConv), LeNet-5's second convolution (16 output channels of 150 patch rows,
 // an input per replica) runs on the direct kernels: per step group conv_direct and
 // conv_direct_dw once, two splitk_reduce (weights, bias), conv_direct_dx once, and two copies of
 // its weights by conv_direct_wt (one for conv_direct, one for conv_direct_dx); no col2im, none
 // of its three products by patches (3 cuBLAS calls a group), [W | b] copies or rows of ones
-// (22 axpby a round). The first convolution, whose input (the minibatch) every replica shares,
+// (22 axpby a round), against the patch form (cnnPatches). The first convolution, whose input (the minibatch) every replica shares,
 // keeps the patch form and its stacked products: its patches once a group (im2col_rows). So per
 // round of 5 step groups: 15 cuBLAS calls fewer and 3 launches more.
 func TestDirectConvCounts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("LeNet-5 on the shim takes several seconds")
 	}
-	direct := cuda.Options{DirectConv: true}
+	direct := cuda.Options{}
 	one, two := cnnCountsWith(t, 1, 1, direct), cnnCountsWith(t, 2, 1, direct)
 	per := func(k kernels.Kernel) int { return two.perKernel[k] - one.perKernel[k] }
 	gemms, launches := two.gemms-one.gemms, two.launches-one.launches
-	t.Logf("LeNet-5 per round with DirectConv (2 clients, K 2, 1 pair): %d cuBLAS calls, %d launches", gemms, launches)
+	t.Logf("LeNet-5 per round by the direct kernels (2 clients, K 2, 1 pair): %d cuBLAS calls, %d launches", gemms, launches)
 	want := map[kernels.Kernel]int{kernels.ConvDirect: 5, kernels.ConvDirectDW: 5, kernels.ConvDirectDX: 5,
 		kernels.ConvDirectWT: 10, kernels.SplitKReduce: 10, kernels.Im2col: 0, kernels.Im2colRows: 5,
 		kernels.Col2im: 0, kernels.Axpby: 28}

@@ -18,7 +18,8 @@ import (
 // the same code path as the GPU benchmark with the shim in place of the device. The shim runs
 // kernels one thread at a time (a host thread per GPU thread for the block kernel) and has a
 // naive SGEMM, so its rates say nothing about a GPU; the steps show the kit works. With
-// FEDAUDIT_CUDA_PROFILE=1 the result carries the profile (host time per operation on the shim).
+// FEDAUDIT_CUDA_PROFILE=1 the result carries the profile (host time per operation on the shim);
+// with FEDAUDIT_CUDA_PATCHCONV=1 every convolution runs by its patches ("shim+patches").
 func TestKitBenchW1Shim(t *testing.T) { kitBenchShim(t, paritytest.W1) }
 func TestKitBenchW2Shim(t *testing.T) { kitBenchShim(t, paritytest.W2) }
 
@@ -35,8 +36,8 @@ func kitBenchShim(t *testing.T, workload string) {
 	if profiled {
 		backend = "shim+profile"
 	}
-	if os.Getenv(cuda.DirectConvEnv) == "1" {
-		backend += "+direct"
+	if os.Getenv(cuda.PatchConvEnv) == "1" {
+		backend += "+patches"
 	}
 	for _, r := range replicas {
 		d := device(t)

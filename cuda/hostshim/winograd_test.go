@@ -46,8 +46,8 @@ func TestWinogradModelAgreesWithPatches(t *testing.T) {
 		opt         cuda.Options
 		mine, other []kernels.Kernel
 	}{
-		{"F(2x2, 3x3)", cuda.Options{}, f2, f4},
-		{"F(4x4, 3x3)", cuda.Options{Winograd4: true}, f4, f2},
+		{"F(2x2, 3x3)", cuda.Options{Winograd2: true}, f2, f4},
+		{"F(4x4, 3x3)", cuda.Options{}, f4, f2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g1, l1, k1 := run(tc.opt)

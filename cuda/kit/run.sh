@@ -31,12 +31,12 @@
 #   bench-gpu-w3-biascopies  W3 with every convolution's weights copied beside its bias, as
 #               before the bias was kept apart (FEDAUDIT_CUDA_BIASCOPIES=1), beside bench-gpu-w3
 #   bench-gpu-w3-patches  W3 with every convolution by its patches (FEDAUDIT_CUDA_PATCHCONV=1),
-#               the stride-1 3x3 ones too, which run by Winograd's F(2x2, 3x3) by default
+#               the stride-1 3x3 ones too, which run by Winograd's F(4x4, 3x3) by default
 #               (bench-gpu-w3): what Winograd's form gains, in one sitting
-#   bench-gpu-w3-winograd4  W3 with the stride-1 3x3 convolutions by Winograd's F(4x4, 3x3)
-#               instead of F(2x2, 3x3) (FEDAUDIT_CUDA_WINOGRAD4=1), beside bench-gpu-w3
-#   bench-gpu-w2-direct  W2 with LeNet-5's second convolution on the direct kernels, no patches
-#               (FEDAUDIT_CUDA_DIRECTCONV=1)
+#   bench-gpu-w3-winograd2  W3 with the stride-1 3x3 convolutions by Winograd's F(2x2, 3x3)
+#               instead of F(4x4, 3x3) (FEDAUDIT_CUDA_WINOGRAD2=1), beside bench-gpu-w3
+#   bench-gpu-w2-patches  W2 with LeNet-5's second convolution by its patches instead of the
+#               direct kernels (FEDAUDIT_CUDA_PATCHCONV=1), beside bench-gpu-w2
 #   bench-gpu-hidden1024  W1 with the fused hidden step in blocks of 1,024 threads instead of
 #               256 (FEDAUDIT_CUDA_HIDDENBLOCK=1024), beside bench-gpu
 #   bench-gpu-clientbatch1  W1 with each client's local steps launched alone, as before
@@ -53,9 +53,9 @@
 #               with CUDA events (FEDAUDIT_CUDA_PROFILE=1), W1 at R=64 and 4096 (2 rounds), W2
 #               at 64 and 1024 (1 round), W3 at 8 (1 round); tables in summary.md (shim mode:
 #               profile-w1 at R=2, timed by the host's clock)
-#   profile-w2-direct  profile-w2 with the direct convolutions
+#   profile-w2-patches  profile-w2 with every convolution by its patches
 #   profile-w3-patches  profile-w3 with every convolution by its patches
-#   profile-w3-winograd4  profile-w3 by Winograd's F(4x4, 3x3)
+#   profile-w3-winograd2  profile-w3 by Winograd's F(2x2, 3x3)
 #   summary     OUT/summary.md and OUT/summary.json
 # and everything in OUT packed into OUT/kit-results.tgz (one file to bring back). Each step
 # runs under a time limit (--step-timeout SECONDS, or FEDAUDIT_KIT_STEP_TIMEOUT; default 1800,
@@ -240,15 +240,15 @@ if [ "$mode" = gpu ]; then
   step bench-gpu-w3-tf32 "W3 on the device in tf32, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_BENCH_PRECISION=tf32 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step bench-gpu-w3-biascopies "W3 on the device with the weights copied beside the bias, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_CUDA_BIASCOPIES=1 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step bench-gpu-w3-patches "W3 on the device with every convolution by its patches, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_CUDA_PATCHCONV=1 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
-  step bench-gpu-w3-winograd4 "W3 on the device by Winograd's F(4x4, 3x3), R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_CUDA_WINOGRAD4=1 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
+  step bench-gpu-w3-winograd2 "W3 on the device by Winograd's F(2x2, 3x3), R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_CUDA_WINOGRAD2=1 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step bench-gpu-w3-splitk "W3 on the device with split products, R=$w3_replicas, $w3_rounds rounds" env FEDAUDIT_CUDA_SPLITK=1 FEDAUDIT_BENCH_ROUNDS="$w3_rounds" FEDAUDIT_BENCH_R="$w3_replicas" "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step profile-w1 "W1 profiled on the device, R=64,4096, 2 rounds" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_BENCH_ROUNDS=2 FEDAUDIT_BENCH_R=64,4096 "$gputest" -test.run '^TestKitBenchW1GPU$' $T
   step profile-w2 "W2 profiled on the device, R=64,1024, 1 round" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_BENCH_R=64,1024 "$gputest" -test.run '^TestKitBenchW2GPU$' $T
-  step bench-gpu-w2-direct "W2 on the device with direct convolutions, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_CUDA_DIRECTCONV=1 FEDAUDIT_BENCH_R="$w2_replicas" "$gputest" -test.run '^TestKitBenchW2GPU$' $T
-  step profile-w2-direct "W2 profiled on the device with direct convolutions, R=64,1024, 1 round" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_CUDA_DIRECTCONV=1 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_BENCH_R=64,1024 "$gputest" -test.run '^TestKitBenchW2GPU$' $T
+  step bench-gpu-w2-patches "W2 on the device with every convolution by its patches, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_CUDA_PATCHCONV=1 FEDAUDIT_BENCH_R="$w2_replicas" "$gputest" -test.run '^TestKitBenchW2GPU$' $T
+  step profile-w2-patches "W2 profiled on the device with every convolution by its patches, R=64,1024, 1 round" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_CUDA_PATCHCONV=1 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_BENCH_R=64,1024 "$gputest" -test.run '^TestKitBenchW2GPU$' $T
   step profile-w3 "W3 profiled on the device, R=8, 1 round" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_BENCH_R=8 "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step profile-w3-patches "W3 profiled on the device with every convolution by its patches, R=8, 1 round" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_CUDA_PATCHCONV=1 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_BENCH_R=8 "$gputest" -test.run '^TestKitBenchW3GPU$' $T
-  step profile-w3-winograd4 "W3 profiled on the device by Winograd's F(4x4, 3x3), R=8, 1 round" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_CUDA_WINOGRAD4=1 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_BENCH_R=8 "$gputest" -test.run '^TestKitBenchW3GPU$' $T
+  step profile-w3-winograd2 "W3 profiled on the device by Winograd's F(2x2, 3x3), R=8, 1 round" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_CUDA_WINOGRAD2=1 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_BENCH_R=8 "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   summarizer=$gputest
 else
   shimtest=$KIT/shim.test
@@ -289,7 +289,7 @@ else
   STEP_DIR=$shimdir step bench-gpu "W1 on the host shim in place of the device, R=$replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_R="$replicas" "$shimtest" -test.run '^TestKitBenchW1Shim$' $T
   step bench-cpu "W1 on the CPU backend, R=$cpu_replicas, $rounds rounds" env "${w1[@]}" FEDAUDIT_BENCH_R="$cpu_replicas" "$shimtest" -test.run '^TestKitBenchW1CPU$' $T
   STEP_DIR=$shimdir step bench-gpu-w2 "W2 on the host shim in place of the device, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_R="$w2_replicas" "$shimtest" -test.run '^TestKitBenchW2Shim$' $T
-  STEP_DIR=$shimdir step bench-gpu-w2-direct "W2 with direct convolutions on the host shim, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_CUDA_DIRECTCONV=1 FEDAUDIT_BENCH_R="$w2_replicas" "$shimtest" -test.run '^TestKitBenchW2Shim$' $T
+  STEP_DIR=$shimdir step bench-gpu-w2-patches "W2 with every convolution by its patches on the host shim, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_CUDA_PATCHCONV=1 FEDAUDIT_BENCH_R="$w2_replicas" "$shimtest" -test.run '^TestKitBenchW2Shim$' $T
   step bench-cpu-w2 "W2 on the CPU backend, R=$w2_cpu_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_BENCH_R="$w2_cpu_replicas" "$shimtest" -test.run '^TestKitBenchW2CPU$' $T
   STEP_DIR=$shimdir step profile-w1 "W1 profiled on the host shim, R=2, 1 round" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_BENCH_R=2 "$shimtest" -test.run '^TestKitBenchW1Shim$' $T
   summarizer=$shimtest

@@ -73,7 +73,7 @@ func All(t *testing.T, f Factory) {
 		{"GroupNormBadGroups", testGroupNormBadGroups},
 		{"RunsMatchCPU", testRunsMatchCPU},
 		{"SplitKRunsMatchCPU", testSplitKRunsMatchCPU},
-		{"DirectConvRunsMatchCPU", testDirectConvRunsMatchCPU},
+		{"PatchConvRunsMatchCPU", testPatchConvRunsMatchCPU},
 		{"WinogradRunsMatchCPU", testWinogradRunsMatchCPU},
 		{"CraftedUpdateMatchesCPU", testCraftedUpdateMatchesCPU},
 		{"GraphsKeepBits", testGraphsKeepBits},

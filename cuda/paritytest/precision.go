@@ -89,12 +89,14 @@ func PrecisionDriftW1(t *testing.T, f Factory, pairs, rounds int) {
 
 // PrecisionDriftResNet is PrecisionDrift on a small ResNet (two stages of one block, width 16,
 // GroupNorm, 3 x 8 x 8 images, 4 clients of 16, B 8, K 2, 2 rounds) whose three stride-1 3 x 3
-// convolutions of 16 channels run by Winograd's F(2x2, 3x3), the GPU's default
-// (compute.WinogradFits): the reduced precisions round the operands of its 16 products a
-// convolution, the transformed inputs (sums of up to 4 pixels) and filters (of up to 9 taps,
-// halved), so their rounding reaches the gradients from larger operands than the patch form's.
+// convolutions of 16 channels run by Winograd's form (compute.WinogradFits; F(4x4, 3x3), the
+// GPU's default since the sixth sitting, or F(2x2, 3x3) with cuda.Options.Winograd2): the
+// reduced precisions round the operands of its 16 or 36 products a convolution, the
+// transformed inputs (sums of up to 4 pixels by F(2x2, 3x3), more by F(4x4, 3x3)) and filters,
+// so their rounding reaches the gradients from larger operands than the patch form's.
 // pairs pairs; the bounds are W1's (the parameters within 1e-2 of fp32's, the certified mu
-// within 0.02), far above what rounding does (the host shim: 1.9e-4 in tf32, 2.8e-4 in bf16)
+// within 0.02), far above what rounding does (the host shim by F(2x2, 3x3): 1.9e-4 in tf32,
+// 2.8e-4 in bf16)
 // and far below a training the precision breaks. requireEffect as in PrecisionDrift.
 func PrecisionDriftResNet(t *testing.T, f Factory, pairs int, requireEffect bool) {
 	cfg := train.Config{Algorithm: algo.FedAvg, Model: model.Config{Kind: "resnet", Stages: 2, Blocks: 1, Width: 16, Groups: 4},

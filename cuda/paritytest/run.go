@@ -226,24 +226,25 @@ func testSplitKRunsMatchCPU(t *testing.T, f Factory) {
 	}
 }
 
-// Whole runs of the convolutional cases with their small convolutions computed by the direct
-// kernels (Options.DirectConv: no patches), against the CPU backend with testRunsMatchCPU's
-// tolerances (the direct kernels sum in the patch form's order; only cuBLAS's and the CPU's
-// GEMM orders differ from theirs).
-func testDirectConvRunsMatchCPU(t *testing.T, f Factory) {
+// Whole runs of the convolutional cases with every convolution computed by its patches
+// (Options.PatchConv: im2col, cuBLAS, col2im) instead of by the direct kernels that
+// testRunsMatchCPU's default takes for their small convolutions, against the CPU backend with
+// the same tolerances (the direct kernels sum in the patch form's order; only cuBLAS's and
+// the CPU's GEMM orders differ from theirs).
+func testPatchConvRunsMatchCPU(t *testing.T, f Factory) {
 	for _, c := range runCases() {
 		if c.shape == nil {
 			continue
 		}
 		t.Run(c.name, func(t *testing.T) {
-			runBothWith(t, f, c.job(), cuda.Options{Block: 32, DirectConv: true})
+			runBothWith(t, f, c.job(), cuda.Options{Block: 32, PatchConv: true})
 		})
 	}
 }
 
 // Whole runs of a ResNet wide enough for Winograd's forms (width 16: its first stage's two
-// convolutions and its second stage's second, compute.WinogradFits), by F(2x2, 3x3) (the
-// default), by F(4x4, 3x3) (Options.Winograd4) and by patches (Options.PatchConv), against
+// convolutions and its second stage's second, compute.WinogradFits), by F(4x4, 3x3) (the
+// default), by F(2x2, 3x3) (Options.Winograd2) and by patches (Options.PatchConv), against
 // the CPU backend's patch form with testRunsMatchCPU's tolerances: the forms' results differ by
 // the rounding of different sums, a few float32 ulps per operation as between cuBLAS's and the
 // CPU's products (F(4x4, 3x3) some tens: cuda/paritytest/winograd.go), which the same bound
@@ -258,7 +259,7 @@ func testWinogradRunsMatchCPU(t *testing.T, f Factory) {
 		c := runCase{"fedavg-resnet-winograd", func(c *train.Config) { c.Model, c.Informed, c.Batching = mc, false, batching }, 2, 3,
 			train.PairRange{First: 0, Count: 1}, []int{3, 8, 8}}
 		t.Run(string(batching), func(t *testing.T) { runBothWith(t, f, c.job(), cuda.Options{Block: 32}) })
-		t.Run(string(batching)+"-4x4", func(t *testing.T) { runBothWith(t, f, c.job(), cuda.Options{Block: 32, Winograd4: true}) })
+		t.Run(string(batching)+"-2x2", func(t *testing.T) { runBothWith(t, f, c.job(), cuda.Options{Block: 32, Winograd2: true}) })
 		t.Run(string(batching)+"-patches", func(t *testing.T) { runBothWith(t, f, c.job(), cuda.Options{Block: 32, PatchConv: true}) })
 	}
 }

@@ -172,17 +172,17 @@ type DeviceEstimate struct {
 	GroupPairs int    `json:"group_pairs"`
 	Problem    string `json:"problem,omitempty"`
 	// Winograd: some stride-1 3 x 3 convolutions counted by Winograd's minimal filtering
-	// WinogradForm, F(2x2, 3x3) as a GPU runs them by default (memory.DeviceWinograd) or
-	// F(4x4, 3x3) (memory.DeviceWinograd4); else none fits that form, or (with memory.Device)
+	// WinogradForm, F(4x4, 3x3) as a GPU runs them by default (memory.DeviceWinograd4) or
+	// F(2x2, 3x3) (memory.DeviceWinograd); else none fits that form, or (with memory.Device)
 	// the convolutions were counted in every form, the largest taken.
 	Winograd     bool   `json:"winograd,omitempty"`
 	WinogradForm string `json:"winograd_form,omitempty"`
 }
 
 // EstimateDevice estimates the training of cfg in shards of at most shardPairs pairs on one
-// GPU with deviceBytes of free memory, whose options on says (memory.DeviceWinograd for one
-// that runs its 3 x 3 convolutions by Winograd's F(2x2, 3x3), the default;
-// memory.DeviceWinograd4 by F(4x4, 3x3); memory.Device when they are not known or with
+// GPU with deviceBytes of free memory, whose options on says (memory.DeviceWinograd4 for one
+// that runs its 3 x 3 convolutions by Winograd's F(4x4, 3x3), the default;
+// memory.DeviceWinograd by F(2x2, 3x3); memory.Device when they are not known or with
 // cuda.Options.PatchConv).
 func EstimateDevice(cfg *spec.Config, data *spec.Data, shardPairs int, deviceBytes int64, on memory.Backend) (DeviceEstimate, error) {
 	s := spec.Sizes(cfg, data)

@@ -30,12 +30,11 @@
 #   1 kit: gpu-info, cli-gpu (audit plan and run on the GPU against the CPU backend's verdict),
 #     parity, precision-drift (an audit in tf32 and bf16 against fp32)
 #   2 kit: bench-gpu, profile-w1 at R 64, 1024, 4096   torch: W1 batched and batched_ghost
-#   3 kit: bench-gpu-w3 at R 8 to 48, profile-w3, the same by Winograd's F(4x4, 3x3)
-#     (bench-gpu-w3-winograd4, profile-w3-winograd4), and both at R 64 (which only Winograd's
-#     forms fit in 80 GB)   torch: W3 vmap at R 8 and 16
-#   4 kit: bench-gpu-w2, profile-w2, memory, bench-gpu-w2-splitk, bench-gpu-w2-rowgroup4 and
-#     -rowgroup2   torch: W2 batched, and compiled (reduce-overhead: the best PyTorch form of
-#     W2 in the sittings of 2026-11-27)
+#   3 kit: bench-gpu-w3 at R 8 to 48, profile-w3, and bench-gpu-w3 at R 64 (which only
+#     Winograd's forms fit in 80 GB)   torch: W3 vmap at R 16, then at R 8
+#   4 kit: bench-gpu-w2, profile-w2, memory, bench-gpu-w2-patches (the patch form beside the
+#     default's direct kernels)   torch: W2 batched, and compiled (reduce-overhead: the best
+#     PyTorch form of W2 in every sitting so far)
 #   5 torch: W1 batched_ghost compiled (reduce-overhead)   kit: the tf32 and bf16 benchmarks
 #     of W1 and W2, w1-parity, and what earlier changes bought: bench-gpu-clientbatch1 (each
 #     client's steps launched alone), bench-gpu-w2-launch1 (the light kernels launched as
@@ -45,7 +44,7 @@
 #     warm-up round, for 40 of W1 at R 4096, and for 6 of W1's hidden_step at R 64 with the
 #     warps' stall reasons and the occupancy
 #   7 W2 compiled in max-autotune mode, W3 vmap compiled (reduce-overhead), and the kit's
-#     alternatives: bench-gpu-graphs, bench-gpu-hidden1024, bench-gpu-w2-direct,
+#     alternatives: bench-gpu-graphs, bench-gpu-hidden1024,
 #     bench-gpu-w2-splitk, bench-gpu-w3-splitk
 # Exit status 0 when the archive was written (the steps' own outcomes are in the logs).
 set -uo pipefail
@@ -221,23 +220,24 @@ else
     run 45 torch-w1-ghost "$py" "$ref/w1_cuda.py" --impl batched_ghost --replicas 64,1024,4096 --rounds 10
   fi
   if want 3; then
-    # W3 at the replicas an 80 GB GPU holds, by Winograd's F(2x2, 3x3) (the default since the
-    # fifth sitting, 1.28x to 1.42x the patch form on an H200: about 1.8 GB a pair) and by
-    # F(4x4, 3x3) (FEDAUDIT_CUDA_WINOGRAD4=1: 1.78x fewer multiplications in the products and
-    # 1.78x less data through the transforms, never timed before), both profiled. The patch
-    # form, split products and 4 threads a row (0.98x and 1.05x) were timed in the fifth sitting.
-    kitgroup kit-3 220 bench-gpu-w3,bench-gpu-w3-winograd4,profile-w3,profile-w3-winograd4 --w3-replicas 8,16,32,48 --w3-rounds 2
+    # W3 at the replicas an 80 GB GPU holds, by Winograd's F(4x4, 3x3) (the default since the
+    # sixth sitting: 1.12x to 1.25x F(2x2, 3x3) on an H200, itself 1.28x to 1.42x the patch
+    # form), profiled. The other forms, split products and 4 threads a row were timed in the
+    # fifth and sixth sittings (bench-gpu-w3-winograd2 and -patches time them again).
+    kitgroup kit-3 150 bench-gpu-w3,profile-w3 --w3-replicas 8,16,32,48 --w3-rounds 2
     # Goal 3 is at the largest R that fits 80 GB: R 64 by Winograd's forms.
-    kitgroup kit-3w64 150 bench-gpu-w3,bench-gpu-w3-winograd4 --w3-replicas 64 --w3-rounds 2
+    kitgroup kit-3w64 100 bench-gpu-w3 --w3-replicas 64 --w3-rounds 2
     # The benchmark's own W3 reference where REF has it, else the repository's form of it. Its
     # vmap at R 32 did not finish within 115 s on an H200 in the fifth sitting (and ran out of
-    # an H100's 80 GB in the fourth): R 8 and 16 only.
+    # an H100's 80 GB in the fourth): R 16 and 8 only, each in its own process (in the sixth
+    # sitting R 16 after R 8 in one process did not finish within 60 s; alone it took 2 s).
     w3ref=$ref/w3_cuda.py
     [ -f "$w3ref" ] || w3ref=$ref/w3.py
-    run 60 torch-w3-vmap "$py" "$w3ref" --impl vmap --replicas 8,16 --rounds 2
+    run 60 torch-w3-vmap-16 "$py" "$w3ref" --impl vmap --replicas 16 --rounds 2
+    run 45 torch-w3-vmap-8 "$py" "$w3ref" --impl vmap --replicas 8 --rounds 2
   fi
   if want 4; then
-    kitgroup kit-4 150 bench-gpu-w2,profile-w2,memory,bench-gpu-w2-splitk,bench-gpu-w2-rowgroup4,bench-gpu-w2-rowgroup2 --w2-replicas 64,1024 --w2-rounds 5
+    kitgroup kit-4 150 bench-gpu-w2,profile-w2,memory,bench-gpu-w2-patches --w2-replicas 64,1024 --w2-rounds 5
     run 60 torch-w2-batched "$py" "$ref/w2_cuda.py" --impl batched --replicas 64,1024 --rounds 5
     run 120 torch-w2-compile-reduce-overhead "$py" "$ref/compiled.py" --ref "$ref" --workload w2 --mode reduce-overhead -- --impl batched --replicas 64,1024 --rounds 5
   fi
@@ -279,7 +279,7 @@ else
     # more than 180 s there; W3 vmap compiled; the alternative kernels.
     run 180 torch-w2-compile-max-autotune "$py" "$ref/compiled.py" --ref "$ref" --workload w2 --mode max-autotune -- --impl batched --replicas 1024 --rounds 5
     run 120 torch-w3-compile "$py" "$ref/w3.py" --impl vmap --replicas 8 --rounds 2 --compile reduce-overhead
-    kitgroup kit-7 120 bench-gpu-graphs,bench-gpu-hidden1024,bench-gpu-w2-direct,bench-gpu-w2-splitk,bench-gpu-w3-splitk --replicas 64,4096 --rounds 10 --w2-replicas 64,1024 --w2-rounds 5 --w3-replicas 8 --w3-rounds 2
+    kitgroup kit-7 120 bench-gpu-graphs,bench-gpu-hidden1024,bench-gpu-w2-splitk,bench-gpu-w3-splitk --replicas 64,4096 --rounds 10 --w2-replicas 64,1024 --w2-rounds 5 --w3-replicas 8 --w3-rounds 2
   fi
 fi
 say "gpu-sitting: done in $((SECONDS - start)) s"

@@ -28,16 +28,17 @@ const (
 	// cache-sized chunk of replicas at a time.
 	Host Backend = iota
 	// Device is a GPU: memory freed explicitly, every replica's convolution patches written
-	// and held from the forward to the backward pass, or (the GPU's default) the stride-1
-	// 3 x 3 convolutions by Winograd's F(2x2, 3x3): counted both ways, the larger taken, for
-	// a GPU whose options are not known or that computes by patches (cuda.Options.PatchConv).
+	// and held from the forward to the backward pass, or the stride-1 3 x 3 convolutions by
+	// Winograd's F(4x4, 3x3) (the GPU's default) or F(2x2, 3x3): counted every way, the
+	// largest taken, for a GPU whose options are not known or that computes by patches
+	// (cuda.Options.PatchConv).
 	Device
 	// DeviceWinograd is a GPU known to run the stride-1 3 x 3 convolutions by Winograd's
-	// F(2x2, 3x3), as it does by default: counted that way only (ResNet-18 takes about two
-	// thirds of its memory by patches).
+	// F(2x2, 3x3) (cuda.Options.Winograd2): counted that way only (ResNet-18 takes about
+	// three quarters of its memory by patches).
 	DeviceWinograd
-	// DeviceWinograd4 is a GPU known to run them by Winograd's F(4x4, 3x3)
-	// (cuda.Options.Winograd4): counted that way only.
+	// DeviceWinograd4 is a GPU known to run them by Winograd's F(4x4, 3x3), as it does by
+	// default: counted that way only.
 	DeviceWinograd4
 )
 
