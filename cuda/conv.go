@@ -559,8 +559,17 @@ func (o *Ops) ConvDirectGrad(w compute.Mat, x compute.Images, win compute.Window
 	part := o.grow(&o.slices, (floats+1)/2)
 	o.args.reset().ptr(part).ptr(imgAddr(x)).i64(x.BatchStride).ptr(imgAddr(dy)).i64(dy.BatchStride).
 		i64(co).geom(x, win).i64(pp).i64(batch)
-	// A thread per CONV_COT output channels, window row (or the bias) and partial.
-	o.launch(kernels.ConvDirectDW, batch*ceilDiv(co, kernels.ConvCOT)*(x.C*win.Size+1)*pp)
+	if t := o.dwRows; t != 0 && win.Stride == 1 && x.N <= pp && (win.Size == 3 || win.Size == 5) {
+		// A thread per t output channels, input channel (or the bias) and partial.
+		k := kernels.ConvDirectDWWin2
+		if t == 4 {
+			k = kernels.ConvDirectDWWin4
+		}
+		o.launch(k, batch*ceilDiv(co, t)*(x.C+1)*pp)
+	} else {
+		// A thread per CONV_COT output channels, window row (or the bias) and partial.
+		o.launch(kernels.ConvDirectDW, batch*ceilDiv(co, kernels.ConvCOT)*(x.C*win.Size+1)*pp)
+	}
 	o.args.reset().ptr(addr(dw)).i64(dw.Stride).i64(dw.BatchStride).ptr(part).i64(pp).
 		f32(1).f32(0).i64(co).i64(rows).i64(batch)
 	o.launch(kernels.SplitKReduce, batch*co*rows)

@@ -22,14 +22,15 @@ var tuningEnv = []struct {
 }{
 	{GraphEnv, false}, {ProfileEnv, false}, {SyncEnv, false}, {SplitKEnv, false},
 	{BiasCopiesEnv, false}, {PatchConvEnv, false}, {Winograd2Env, false},
-	{RowGroupEnv, true}, {LightItemsEnv, true}, {HiddenBlockEnv, true}, {ClientBatchEnv, true},
+	{RowGroupEnv, true}, {LightItemsEnv, true}, {HiddenBlockEnv, true}, {ClientBatchEnv, true}, {DirectDWRowsEnv, true},
 }
 
 // EnvSettings reads the variables of environ (os.Environ's NAME=VALUE form) that start with
 // EnvPrefix as NewOps does: set lists those that change an option (NAME=VALUE, in environ's
 // order), problems says of each other one why it changes nothing (a name the backend does not
-// read, a switch whose value is not 1, a count that is not a positive integer); an empty
-// value, or 0 for a switch, is the default and neither. A misspelt option, or
+// read, a switch whose value is not 1, a count that is not a positive integer, or
+// FEDAUDIT_CUDA_DWROWS other than 2 or 4); an empty value, or 0 for a switch, is the default
+// and neither. A misspelt option, or
 // FEDAUDIT_CUDA_PATCHCONV=true, would otherwise be ignored without a word, and a benchmark
 // timed without the option it was meant to time. An option that another one set beside it
 // overrides (FEDAUDIT_CUDA_WINOGRAD2=1 beside FEDAUDIT_CUDA_PATCHCONV=1) is a problem too.
@@ -49,6 +50,8 @@ func EnvSettings(environ []string) (set, problems []string) {
 		case tuningEnv[i].count:
 			if n, err := strconv.Atoi(value); err != nil || n <= 0 {
 				problems = append(problems, kv+": not a positive integer, so the default holds")
+			} else if name == DirectDWRowsEnv && n != 2 && n != 4 {
+				problems = append(problems, kv+": only 2 and 4 choose a weight gradient kernel, so the default holds")
 			} else {
 				set = append(set, kv)
 			}

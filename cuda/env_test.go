@@ -27,6 +27,8 @@ func TestEnvSettings(t *testing.T) {
 			[]string{"FEDAUDIT_CUDA_SPLITK=1"}, []string{"environment variable FEDAUDIT_CUDA_WINOGARD is not an option"}},
 		{"a switch not 1", []string{"FEDAUDIT_CUDA_PATCHCONV=true"}, nil,
 			[]string{"FEDAUDIT_CUDA_PATCHCONV=true: the option is on only with the value 1, so it stays off"}},
+		{"a kernel choice not offered", []string{"FEDAUDIT_CUDA_DWROWS=3", "FEDAUDIT_CUDA_DWROWS=4"}, []string{"FEDAUDIT_CUDA_DWROWS=4"},
+			[]string{"FEDAUDIT_CUDA_DWROWS=3: only 2 and 4 choose a weight gradient kernel"}},
 		{"a count not positive", []string{"FEDAUDIT_CUDA_CLIENTBATCH=0", "FEDAUDIT_CUDA_ROWGROUP=four"}, nil,
 			[]string{"FEDAUDIT_CUDA_CLIENTBATCH=0: not a positive integer", "FEDAUDIT_CUDA_ROWGROUP=four: not a positive integer"}},
 		{"an option overridden", []string{"FEDAUDIT_CUDA_WINOGRAD2=1", "FEDAUDIT_CUDA_PATCHCONV=1"}, []string{"FEDAUDIT_CUDA_PATCHCONV=1"},
@@ -55,10 +57,14 @@ func TestEnvSettings(t *testing.T) {
 // (an Ops reading it has the option on: PatchConv's is checked), a count at a positive integer.
 func TestEnvSettingsKnowsEveryOption(t *testing.T) {
 	switches := []string{GraphEnv, ProfileEnv, SyncEnv, SplitKEnv, BiasCopiesEnv, PatchConvEnv, Winograd2Env}
-	counts := []string{RowGroupEnv, LightItemsEnv, HiddenBlockEnv, ClientBatchEnv}
+	counts := []string{RowGroupEnv, LightItemsEnv, HiddenBlockEnv, ClientBatchEnv, DirectDWRowsEnv}
 	for _, name := range append(switches, counts...) {
-		if set, problems := EnvSettings([]string{name + "=1"}); len(set) != 1 || len(problems) != 0 {
-			t.Errorf("%s=1: set %q, problems %q", name, set, problems)
+		on := "1"
+		if name == DirectDWRowsEnv { // a kernel's choice: 2 or 4
+			on = "2"
+		}
+		if set, problems := EnvSettings([]string{name + "=" + on}); len(set) != 1 || len(problems) != 0 {
+			t.Errorf("%s=%s: set %q, problems %q", name, on, set, problems)
 		}
 	}
 	for _, name := range switches {

@@ -29,7 +29,9 @@ import (
 // products of small output and long depth run in depth slices ("gpu+splitk"); with
 // FEDAUDIT_CUDA_PATCHCONV=1 every convolution runs by its patches, the small ones that run on
 // the direct kernels by default and the stride-1 3x3 ones that run by Winograd's F(4x4, 3x3)
-// ("gpu+patches"); with FEDAUDIT_CUDA_WINOGRAD2=1 those by F(2x2, 3x3) ("gpu+winograd2");
+// ("gpu+patches"); with FEDAUDIT_CUDA_WINOGRAD2=1 those by F(2x2, 3x3) ("gpu+winograd2"); with
+// FEDAUDIT_CUDA_DWROWS=2 or 4 the direct kernels' weight gradient by conv_direct_dw_win2 or
+// _win4 ("gpu+dwrows2");
 // FEDAUDIT_CUDA_ROWGROUP and FEDAUDIT_CUDA_LIGHTITEMS set the light kernels' launch shape
 // ("gpu+rowgroup32+items1" is the launch shape of the sitting of 2026-11-27), and
 // FEDAUDIT_CUDA_HIDDENBLOCK the fused hidden step's block ("gpu+hidden1024") and
@@ -74,6 +76,9 @@ func kitBenchGPU(t *testing.T, workload string) {
 	}
 	if os.Getenv(cuda.Winograd2Env) == "1" {
 		backend += "+winograd2"
+	}
+	if n := os.Getenv(cuda.DirectDWRowsEnv); n != "" {
+		backend += "+dwrows" + n
 	}
 	// The launch shape, where set (that of the sitting of 2026-11-27: rowgroup 32, items 1).
 	if g := os.Getenv(cuda.RowGroupEnv); g != "" {

@@ -30,6 +30,7 @@ type Ops struct {
 	prof        *profiler            // nil unless Options.Profile; then dev is prof
 	splitK      int                  // the depth of a slice of a product computed in slices; 0: never
 	direct      bool                 // small convolutions by the direct kernels (unless Options.PatchConv, NoDirectConv)
+	dwRows      int                  // Options.DirectDWRows: 2, 4, or 0 for conv_direct_dw
 	biasCopies  bool                 // Options.BiasCopies
 	winoTile    compute.WinogradTile // the convolutions' form: 0 with Options.PatchConv
 	rowGroupMax int                  // Options.RowGroup
@@ -166,6 +167,17 @@ type Options struct {
 	// by their patches, an upper bound of the direct kernels' scratch), so that a test can
 	// hold the count to the device's peak.
 	NoDirectConv bool
+	// DirectDWRows chooses the direct kernels' weight gradient where each partial sum takes one
+	// sample at stride 1 with a 3 or 5 window (LeNet-5's second convolution): 0 (the default)
+	// conv_direct_dw, a thread per 8 output channels and window row; 2 or 4
+	// conv_direct_dw_win2 or _win4, a thread per 2 or 4 output channels and input channel
+	// covering the whole window, so that each gradient value it loads serves 9 or 25 products
+	// instead of 3 or 5 (the same sums in the same order; other values: the default). Timed
+	// once on an H200 (docs/benchmark-log.md, the sixth sitting's third call; the kit's
+	// bench-gpu-w2-dwrows2 and -dwrows4): W2 with 2 1.04x the default at 1,024 replicas and
+	// 0.98x at 64, with 4 1.01x and 0.97x, so off until profiled. FEDAUDIT_CUDA_DWROWS sets it
+	// too.
+	DirectDWRows int
 	// Winograd2 computes the convolutions that run by Winograd's form (not with PatchConv) by
 	// F(2x2, 3x3) instead of F(4x4, 3x3): 16 products per replica make a 2 x 2 output tile, 4
 	// transformed values a pixel instead of 2.25, and fewer roundings (the form before the
@@ -215,6 +227,9 @@ const BiasCopiesEnv = "FEDAUDIT_CUDA_BIASCOPIES"
 
 // PatchConvEnv is the environment variable that turns on Options.PatchConv.
 const PatchConvEnv = "FEDAUDIT_CUDA_PATCHCONV"
+
+// DirectDWRowsEnv is the environment variable that sets Options.DirectDWRows.
+const DirectDWRowsEnv = "FEDAUDIT_CUDA_DWROWS"
 
 // Winograd2Env is the environment variable that turns on Options.Winograd2.
 const Winograd2Env = "FEDAUDIT_CUDA_WINOGRAD2"
@@ -279,6 +294,9 @@ func NewOps(dev Device, opt Options) *Ops {
 	}
 	o.direct = !opt.PatchConv && !opt.NoDirectConv && !SwitchOn(PatchConvEnv)
 	o.biasCopies = opt.BiasCopies || SwitchOn(BiasCopiesEnv)
+	if r := optOrEnv(opt.DirectDWRows, DirectDWRowsEnv, 0); r == 2 || r == 4 {
+		o.dwRows = r
+	}
 	o.winoTile = winogradTile(opt)
 	o.rowGroupMax = powerOfTwoAtMost(optOrEnv(opt.RowGroup, RowGroupEnv, defaultRowGroup), 32)
 	o.lightItems = optOrEnv(opt.LightItems, LightItemsEnv, defaultLightItems)

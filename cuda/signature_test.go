@@ -110,6 +110,11 @@ func TestLaunchArgumentsMatchPTX(t *testing.T) {
 	cw, cb := m(2, 2*9, 2), m(2, 1, 2)
 	o.ConvDirect(cw, cb, xi, win, yi)
 	o.ConvDirectGrad(cw, xi, win, yi, cw, cb, xi)
+	for _, rows := range []int{2, 4} { // conv_direct_dw_win2 and _win4: stride 1
+		o.dwRows = rows
+		o.ConvDirectGrad(cw, xi, compute.Window{Size: 3, Stride: 1, Pad: 1}, img(2, 3, 5, 5, 2), cw, cb, xi)
+	}
+	o.dwRows = 0
 	wx, wy := img(16, 2, 5, 5, 2), img(16, 2, 5, 5, 2)
 	ww := m(16, 16*9, 2)
 	for _, f := range []struct {

@@ -17,7 +17,7 @@ func TestGPUEnvLines(t *testing.T) {
 		{[]string{"FEDAUDIT_CUDA_SPLITKK=1"}, []string{"gpu: warning: environment variable FEDAUDIT_CUDA_SPLITKK is not an option of the GPU backend " +
 			"(it reads FEDAUDIT_CUDA_GRAPHS, FEDAUDIT_CUDA_PROFILE, FEDAUDIT_CUDA_SYNC, FEDAUDIT_CUDA_SPLITK, " +
 			"FEDAUDIT_CUDA_BIASCOPIES, FEDAUDIT_CUDA_PATCHCONV, FEDAUDIT_CUDA_WINOGRAD2, FEDAUDIT_CUDA_ROWGROUP, FEDAUDIT_CUDA_LIGHTITEMS, FEDAUDIT_CUDA_HIDDENBLOCK, " +
-			"FEDAUDIT_CUDA_CLIENTBATCH)"}},
+			"FEDAUDIT_CUDA_CLIENTBATCH, FEDAUDIT_CUDA_DWROWS)"}},
 		{[]string{"FEDAUDIT_CUDA_PATCHCONV=yes"}, []string{"gpu: warning: FEDAUDIT_CUDA_PATCHCONV=yes: the option is on only with the value 1, so it stays off"}},
 		// An option that became the default says what to do instead.
 		{[]string{"FEDAUDIT_CUDA_WINOGRAD=1"}, []string{"gpu: warning: environment variable FEDAUDIT_CUDA_WINOGRAD is no longer read: " +

@@ -1126,6 +1126,113 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv_direct_dw(float* __res
 	}
 }
 
+// conv_direct_dw_win2 and conv_direct_dw_win4 compute conv_direct_dw's partial sums where each
+// partial takes one sample (N <= PP) at stride 1 for a window of 3 or 5 (LeNet-5's second
+// convolution): one thread per T output channels (2 or 4), input channel c (or the bias, c =
+// C) and partial (b, co / T, c, p), p fastest, covering every row of the channel's window, so
+// that each value of dy a thread loads serves K x K products where conv_direct_dw's thread,
+// one window row, serves K; each row's inputs slide along the output row in registers, one new
+// value a row and pixel. The same sums in the same order as conv_direct_dw's: each partial the
+// float32 sum, from 0, over the output pixels in order, of fused multiply-adds (the bias's by
+// additions). Options.DirectDWRows chooses them (cuda.Ops.ConvDirectGrad), to be timed
+// against conv_direct_dw.
+template <int T, int KW>
+__device__ __forceinline__ void conv_direct_dw_win_run(float* dst, int KKC, const float* g, int plane, const float* xc,
+                                                       int nt, int N, int H, int W, int P, int OH, int OW, int p) {
+	float acc[T][KW][KW];
+	for (int t = 0; t < T; t++)
+		for (int i = 0; i < KW; i++)
+			for (int j = 0; j < KW; j++) acc[t][i][j] = 0.0f;
+	// A pointer per channel, each advanced a pixel at a time.
+	const float* gq[T];
+	for (int t = 0; t < T; t++) gq[t] = g + (t < nt ? t * plane : 0) + p;  // channel 0's for t >= nt: never stored
+	const u32 Nu = (u32)N;
+	for (int oy = 0; oy < OH; oy++) {
+		const float* rp[KW];
+		bool rowIn[KW];
+		float xv[KW][KW];
+		for (int i = 0; i < KW; i++) {
+			const int iy = oy - P + i;
+			rowIn[i] = (u32)iy < (u32)H;
+			rp[i] = xc + (rowIn[i] ? (u32)(iy * W) * Nu : 0u) + p;
+			for (int q = 0; q < KW - 1; q++) {
+				const int ix = q - P;
+				xv[i][q + 1] = rowIn[i] && (u32)ix < (u32)W ? rp[i][(u32)ix * Nu] : 0.0f;
+			}
+		}
+		for (int ox = 0; ox < OW; ox++) {
+			float gv[T];
+			for (int t = 0; t < T; t++) {
+				gv[t] = *gq[t];
+				gq[t] += N;
+			}
+			const int ix = ox - P + KW - 1;
+			const bool colIn = (u32)ix < (u32)W;
+			for (int i = 0; i < KW; i++) {
+				for (int q = 0; q < KW - 1; q++) xv[i][q] = xv[i][q + 1];
+				xv[i][KW - 1] = rowIn[i] && colIn ? rp[i][(u32)ix * Nu] : 0.0f;
+			}
+			for (int t = 0; t < T; t++)
+				for (int i = 0; i < KW; i++)
+					for (int j = 0; j < KW; j++) acc[t][i][j] = fmaf(gv[t], xv[i][j], acc[t][i][j]);
+		}
+	}
+	for (int t = 0; t < T; t++) {
+		if (t >= nt) break;
+		for (int i = 0; i < KW; i++)
+			for (int j = 0; j < KW; j++) dst[t * KKC + i * KW + j] = acc[t][i][j];
+	}
+}
+
+template <int T>
+__device__ __forceinline__ void conv_direct_dw_win(float* __restrict__ part, const float* __restrict__ x, i64 xbs,
+                                                   const float* __restrict__ dy, i64 dybs, i64 CO, i64 C, i64 N,
+                                                   i64 H, i64 W, i64 K, i64 P, i64 OH, i64 OW, i64 PP, i64 batch) {
+	const i64 KK = C * K * K, COQ = (CO + T - 1) / T;
+	const i64 rad[4] = {0, COQ, C + 1, PP};
+	float* bpart = part + PP * batch * CO * KK;
+	const int plane = (int)(OH * OW * N);
+	GRID_STRIDE_MD(it, 4, batch * COQ * (C + 1) * PP, rad) {
+		const i64 b = it.d[0];
+		const int co0 = (int)it.d[1] * T, c = (int)it.d[2], p = (int)it.d[3];
+		const int nt = (int)CO - co0 < T ? (int)CO - co0 : T;
+		const float* g = dy + b * dybs + co0 * plane;
+		if (c == (int)C) {
+			float acc[T];
+			for (int t = 0; t < T; t++) acc[t] = 0.0f;
+			for (int px = 0; px < (int)(OH * OW); px++)
+				for (int n = p; n < (int)N; n += (int)PP)
+					for (int t = 0; t < T; t++)
+						if (t < nt) acc[t] += g[t * plane + px * (int)N + n];
+			for (int t = 0; t < T; t++)
+				if (t < nt) bpart[(p * batch + b) * CO + co0 + t] = acc[t];
+			continue;
+		}
+		const float* xc = x + b * xbs + c * (int)(H * W * N);
+		float* dst = part + ((p * batch + b) * CO + co0) * KK + c * K * K;
+		if (K == 5)
+			conv_direct_dw_win_run<T, 5>(dst, (int)KK, g, plane, xc, nt, (int)N, (int)H, (int)W, (int)P, (int)OH,
+			                             (int)OW, p);
+		else
+			conv_direct_dw_win_run<T, 3>(dst, (int)KK, g, plane, xc, nt, (int)N, (int)H, (int)W, (int)P, (int)OH,
+			                             (int)OW, p);
+	}
+}
+
+extern "C" __global__ void __launch_bounds__(256, 2) conv_direct_dw_win2(float* __restrict__ part, const float* __restrict__ x,
+                                                                         i64 xbs, const float* __restrict__ dy, i64 dybs,
+                                                                         i64 CO, i64 C, i64 N, i64 H, i64 W, i64 K, i64 S,
+                                                                         i64 P, i64 OH, i64 OW, i64 PP, i64 batch) {
+	conv_direct_dw_win<2>(part, x, xbs, dy, dybs, CO, C, N, H, W, K, P, OH, OW, PP, batch);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 1) conv_direct_dw_win4(float* __restrict__ part, const float* __restrict__ x,
+                                                                         i64 xbs, const float* __restrict__ dy, i64 dybs,
+                                                                         i64 CO, i64 C, i64 N, i64 H, i64 W, i64 K, i64 S,
+                                                                         i64 P, i64 OH, i64 OW, i64 PP, i64 batch) {
+	conv_direct_dw_win<4>(part, x, xbs, dy, dybs, CO, C, N, H, W, K, P, OH, OW, PP, batch);
+}
+
 // Winograd's minimal filtering F(2x2, 3x3) (Lavin and Gray, "Fast algorithms for convolutional
 // neural networks", 2016) for 3 x 3 convolutions at stride 1 with padding 1
 // (compute.Winograder). The output is cut into tiles of 2 x 2 pixels, TH = (H + 1) / 2 by

@@ -59,6 +59,8 @@ const (
 	Wino4OutputGrad
 	PoolGradKept
 	ConvDirectWT
+	ConvDirectDWWin2
+	ConvDirectDWWin4
 	numKernels
 )
 
@@ -79,7 +81,7 @@ var kernelNames = [numKernels]string{
 	WinoOutput: "wino_output", WinoOutputGrad: "wino_output_grad",
 	Wino4Filter: "wino4_filter", Wino4FilterGrad: "wino4_filter_grad", Wino4Input: "wino4_input", Wino4InputGrad: "wino4_input_grad",
 	Wino4Output: "wino4_output", Wino4OutputGrad: "wino4_output_grad", PoolGradKept: "pool_grad_kept",
-	ConvDirectWT: "conv_direct_wt",
+	ConvDirectWT: "conv_direct_wt", ConvDirectDWWin2: "conv_direct_dw_win2", ConvDirectDWWin4: "conv_direct_dw_win4",
 }
 
 // HiddenSharedFloats is the static shared memory of hidden_step in floats

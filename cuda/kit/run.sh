@@ -37,6 +37,9 @@
 #               instead of F(4x4, 3x3) (FEDAUDIT_CUDA_WINOGRAD2=1), beside bench-gpu-w3
 #   bench-gpu-w2-patches  W2 with LeNet-5's second convolution by its patches instead of the
 #               direct kernels (FEDAUDIT_CUDA_PATCHCONV=1), beside bench-gpu-w2
+#   bench-gpu-w2-dwrows2, bench-gpu-w2-dwrows4  W2 with the direct kernels' weight gradient a
+#               thread per 2 or 4 output channels and input channel over the whole window
+#               (FEDAUDIT_CUDA_DWROWS), beside bench-gpu-w2
 #   bench-gpu-hidden1024  W1 with the fused hidden step in blocks of 1,024 threads instead of
 #               256 (FEDAUDIT_CUDA_HIDDENBLOCK=1024), beside bench-gpu
 #   bench-gpu-clientbatch1  W1 with each client's local steps launched alone, as before
@@ -245,6 +248,8 @@ if [ "$mode" = gpu ]; then
   step profile-w1 "W1 profiled on the device, R=64,4096, 2 rounds" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_BENCH_ROUNDS=2 FEDAUDIT_BENCH_R=64,4096 "$gputest" -test.run '^TestKitBenchW1GPU$' $T
   step profile-w2 "W2 profiled on the device, R=64,1024, 1 round" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_BENCH_R=64,1024 "$gputest" -test.run '^TestKitBenchW2GPU$' $T
   step bench-gpu-w2-patches "W2 on the device with every convolution by its patches, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_CUDA_PATCHCONV=1 FEDAUDIT_BENCH_R="$w2_replicas" "$gputest" -test.run '^TestKitBenchW2GPU$' $T
+  step bench-gpu-w2-dwrows2 "W2 on the device, weight gradient by conv_direct_dw_win2, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_CUDA_DWROWS=2 FEDAUDIT_BENCH_R="$w2_replicas" "$gputest" -test.run '^TestKitBenchW2GPU$' $T
+  step bench-gpu-w2-dwrows4 "W2 on the device, weight gradient by conv_direct_dw_win4, R=$w2_replicas, $w2_rounds rounds" env "${w2[@]}" FEDAUDIT_CUDA_DWROWS=4 FEDAUDIT_BENCH_R="$w2_replicas" "$gputest" -test.run '^TestKitBenchW2GPU$' $T
   step profile-w2-patches "W2 profiled on the device with every convolution by its patches, R=64,1024, 1 round" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_CUDA_PATCHCONV=1 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_BENCH_R=64,1024 "$gputest" -test.run '^TestKitBenchW2GPU$' $T
   step profile-w3 "W3 profiled on the device, R=8, 1 round" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_BENCH_R=8 "$gputest" -test.run '^TestKitBenchW3GPU$' $T
   step profile-w3-patches "W3 profiled on the device with every convolution by its patches, R=8, 1 round" env FEDAUDIT_CUDA_PROFILE=1 FEDAUDIT_CUDA_PATCHCONV=1 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_BENCH_R=8 "$gputest" -test.run '^TestKitBenchW3GPU$' $T

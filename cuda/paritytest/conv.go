@@ -33,7 +33,8 @@ func (c convCase) pools() bool { return 2*c.win.Pad <= c.win.Size }
 // of 32, some threads taking two samples of a row and some one), 32 (a warp, LeNet's batch)
 // and 6 (groups of 4); and a 5 x 5 window at stride 1 over 36 samples, where the direct weight
 // gradient's partial sums take two samples each (its forms for one sample a partial run where
-// the sample count is at most 32).
+// the sample count is at most 32), and one over 5 samples, where they take one each
+// (conv_direct_dw_win2 and _win4 with Options.DirectDWRows).
 var convCases = []convCase{
 	{1, 1, 1, 1, compute.Window{Size: 1, Stride: 1}},
 	{3, 2, 7, 5, compute.Window{Size: 3, Stride: 2, Pad: 1}},
@@ -49,6 +50,7 @@ var convCases = []convCase{
 	{1, 32, 4, 4, compute.Window{Size: 2, Stride: 2}},
 	{2, 6, 5, 5, compute.Window{Size: 3, Stride: 2, Pad: 1}},
 	{2, 36, 9, 8, compute.Window{Size: 5, Stride: 1, Pad: 1}},
+	{3, 5, 7, 6, compute.Window{Size: 5, Stride: 1, Pad: 2}},
 }
 
 // imgLayout places a batch of images in a buffer: shared by the batch (batch stride 0), or one
@@ -138,7 +140,12 @@ func (w *twin) sameBits(id int, what string) {
 // forEachConv runs body for every launch configuration and convolution case (pooling cases
 // only when pooling), with a fresh twin per case.
 func forEachConv(t *testing.T, f Factory, pooling bool, body func(t *testing.T, w *twin, c convCase)) {
-	for _, o := range launchConfigs {
+	forEachConvWith(t, f, launchConfigs, pooling, body)
+}
+
+// forEachConvWith is forEachConv over the given configurations.
+func forEachConvWith(t *testing.T, f Factory, configs []cuda.Options, pooling bool, body func(t *testing.T, w *twin, c convCase)) {
+	for _, o := range configs {
 		for _, c := range convCases {
 			if pooling && !c.pools() {
 				continue
@@ -671,8 +678,19 @@ var directOutputs = []int{1, 9, 20}
 // at most n 2^-24 times the sum of the terms' magnitudes (plus one rounding of each product):
 // the tolerance is (n + 2) 2^-24 times that sum, computed in float64 beside the reference. An
 // index off by one moves a value by the size of a term, far above it.
+//
+// The weight gradient runs by conv_direct_dw and, with Options.DirectDWRows 2 and 4, by
+// conv_direct_dw_win2 and _win4 where they apply (stride 1, a 3 or 5 window, one sample a
+// partial: the cases of 1 to 32 samples at stride 1 with those windows).
 func testConvDirect(t *testing.T, f Factory) {
-	forEachConv(t, f, false, func(t *testing.T, w *twin, c convCase) {
+	var configs []cuda.Options
+	for _, rows := range []int{0, 2, 4} {
+		for _, o := range launchConfigs {
+			o.DirectDWRows = rows
+			configs = append(configs, o)
+		}
+	}
+	forEachConvWith(t, f, configs, false, func(t *testing.T, w *twin, c convCase) {
 		dc, ok := w.ops.(compute.DirectConvolver)
 		if !ok {
 			t.Fatalf("%T does not implement compute.DirectConvolver", w.ops)

@@ -221,8 +221,12 @@ func (w *twin) near(id int, what string, tol func(i int, ref float32) float64) {
 }
 
 func cfgName(o cuda.Options) string {
+	name := fmt.Sprintf("block%d-grid%d", o.Block, o.MaxGrid)
 	if o.Block == 0 {
-		return "default-launch"
+		name = "default-launch"
 	}
-	return fmt.Sprintf("block%d-grid%d", o.Block, o.MaxGrid)
+	if o.DirectDWRows != 0 {
+		name += fmt.Sprintf("-dwrows%d", o.DirectDWRows)
+	}
+	return name
 }
