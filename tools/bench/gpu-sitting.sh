@@ -29,7 +29,8 @@
 # Groups, in order (each kit group is one run.sh --only call with its own summary.md):
 #   1 kit: gpu-info, cli-gpu (audit plan and run on the GPU against the CPU backend's verdict),
 #     parity, precision-drift (an audit in tf32 and bf16 against fp32)
-#   2 kit: bench-gpu, profile-w1 at R 64, 1024, 4096   torch: W1 batched and batched_ghost
+#   2 kit: bench-gpu, profile-w1 at R 64, 1024, 4096, and bench-gpu at 40 rounds   torch: W1
+#     batched and batched_ghost, and batched_ghost at 40 rounds
 #   3 kit: bench-gpu-w3 at R 8 to 48, profile-w3, and bench-gpu-w3 at R 64 (which only
 #     Winograd's forms fit in 80 GB)   torch: W3 vmap at R 16, then at R 8
 #   4 kit: bench-gpu-w2, profile-w2, memory, bench-gpu-w2-patches (the patch form beside the
@@ -218,6 +219,11 @@ else
     kitgroup kit-2 110 bench-gpu,profile-w1 --replicas 64,1024,4096 --rounds 10
     run 45 torch-w1-batched "$py" "$ref/w1_cuda.py" --impl batched --replicas 64,1024,4096 --rounds 10
     run 45 torch-w1-ghost "$py" "$ref/w1_cuda.py" --impl batched_ghost --replicas 64,1024,4096 --rounds 10
+    # W1 at 40 rounds on both sides: each benchmark's clock holds a whole training, whose setup
+    # weighs most at few rounds (the sixth sitting: fedaudit 23,180 at 10 rounds and 39,574 at
+    # 40 at R 64, torch ghost 16,695 and 23,052); 40 against 10 gives the rounds' own rate.
+    kitgroup kit-2r40 60 bench-gpu --replicas 64,1024,4096 --rounds 40
+    run 45 torch-w1-ghost-r40 "$py" "$ref/w1_cuda.py" --impl batched_ghost --replicas 64,1024,4096 --rounds 40
   fi
   if want 3; then
     # W3 at the replicas an 80 GB GPU holds, by Winograd's F(4x4, 3x3) (the default since the
