@@ -102,6 +102,9 @@ func writeAttackTable(w io.Writer, exps []Compared, attack string, rounds []int,
 				if f.Attack == attack && f.Round == T {
 					if v, ok := findingValue(f, metric); ok && !math.IsNaN(v) {
 						cell, any = fmt.Sprintf("%.4g", v), true
+						if metric == "mu_lower" { // a certified bound: never printed above itself
+							cell = lower(v)
+						}
 					}
 				}
 			}

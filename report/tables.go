@@ -11,6 +11,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/internal/numfmt"
 	"github.com/fedaudit/fedaudit/report/figures"
 	"github.com/fedaudit/fedaudit/theory"
 )
@@ -36,6 +37,16 @@ func num(x float64) string {
 		return "-inf"
 	}
 	return strconv.FormatFloat(x, 'g', 4, 64)
+}
+
+// lower formats a certified lower bound (or a ratio of one to an exact number) as num does, but
+// rounded down at its fourth digit, so the table never states more than was certified
+// (internal/numfmt).
+func lower(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return num(x)
+	}
+	return numfmt.LowerG(x, 4)
 }
 
 // rate formats a probability-like number (AUC, TPR, accuracy) with three decimals.
@@ -375,7 +386,7 @@ func (m *model) tables() []*table {
 		func(r *audit.Result) string { return rate(r.TPRAt1e2) })
 	muw := m.wide("mu_lower", "Certified mu lower bounds",
 		"Certified lower bound on mu (Gaussian DP) at confidence "+conf+" by number of rounds T.",
-		func(r *audit.Result) string { return num(r.MuLower) })
+		func(r *audit.Result) string { return lower(r.MuLower) })
 
 	attacks := &table{name: "attacks", title: "Attack success per attack and T",
 		caption: "Per attack, threat model and T: TPR at 0.1% and 1% FPR, AUC, best balanced accuracy, the Gaussian point estimate of mu (not a bound) and the certified lower bounds at confidence " + conf + ".",
@@ -398,8 +409,8 @@ func (m *model) tables() []*table {
 			}
 			attacks.rows = append(attacks.rows, []string{s.attack, s.threat, strconv.Itoa(r),
 				strconv.Itoa(res.N0), strconv.Itoa(res.N1), rate(res.TPRAt1e3), rate(res.TPRAt1e2),
-				rate(res.AUC), rate(res.BestBalancedAccuracy), num(res.MuEstimate), num(res.MuLower),
-				exact, num(res.EpsLower), num(res.Delta)})
+				rate(res.AUC), rate(res.BestBalancedAccuracy), num(res.MuEstimate), lower(res.MuLower),
+				exact, lower(res.EpsLower), num(res.Delta)})
 			claimMu, claimEps, claimDelta, tight, status := "-", "-", "-", "-", "not judged"
 			source := f.ClaimSource
 			if source == "" {
@@ -415,12 +426,12 @@ func (m *model) tables() []*table {
 					}
 				}
 				if len(v.Checks) > 0 {
-					tight = num(v.Tightness)
+					tight = lower(v.Tightness)
 				}
 				status = verdictStatus(f)
 			}
 			verdicts.rows = append(verdicts.rows, []string{s.attack, s.threat, strconv.Itoa(r),
-				num(res.MuLower), num(ComparedEpsLower(f)), claimMu, claimEps, claimDelta, source, tight, heuristicCell(f, num), ofHeuristic(f), status})
+				lower(res.MuLower), lower(ComparedEpsLower(f)), claimMu, claimEps, claimDelta, source, tight, heuristicCell(f, num), ofHeuristic(f), status})
 		}
 	}
 
@@ -473,7 +484,7 @@ func (m *model) oneRunTable() *table {
 				estMu, estEps = num(e.Mu), num(e.Epsilon)
 			}
 			t.rows = append(t.rows, []string{s.attack, s.threat, strconv.Itoa(r), strconv.Itoa(f.Runs), strconv.Itoa(res.N0 + res.N1),
-				strconv.Itoa(res.N0), rate(res.AUC), num(res.MuLower), num(res.EpsLower), num(res.Delta), exact,
+				strconv.Itoa(res.N0), rate(res.AUC), lower(res.MuLower), lower(res.EpsLower), num(res.Delta), exact,
 				num(res.MuEstimate), estMu, estEps})
 		}
 	}
@@ -531,10 +542,10 @@ func (m *model) metricsTable() *table {
 // heuristic is unknown.
 func ofHeuristic(f *findings.Finding) string {
 	if h := f.MuHeuristic(); h > 0 && !math.IsInf(h, 0) {
-		return num(f.Result.MuLower / h)
+		return lower(f.Result.MuLower / h)
 	}
 	if h := f.EpsHeuristic; h > 0 && !math.IsInf(h, 0) {
-		return num(ComparedEpsLower(f) / h)
+		return lower(ComparedEpsLower(f) / h)
 	}
 	return "-"
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/internal/numfmt"
 )
 
 // WriteAnalysis prints an analysis as a person reads it in a terminal: the headline first, its
@@ -94,7 +95,7 @@ func verdictText(f *findings.Finding) string {
 		v = "exceeds estimate"
 	}
 	if t := f.Verdict.Tightness; !math.IsNaN(t) && !math.IsInf(t, 0) {
-		v += fmt.Sprintf(" (%.2f of %s)", t, f.ClaimSource)
+		v += fmt.Sprintf(" (%s of %s)", numfmt.LowerF(t, 2), f.ClaimSource)
 	}
 	if f.Reversed() && !math.IsInf(f.ReversedMuLower, 0) {
 		v += " [reversed scores?]"
@@ -140,8 +141,8 @@ func writeOneRunTable(w io.Writer, fs []findings.Finding) error {
 		if f.Estimate != nil {
 			est = *f.Estimate
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%.4f\t%.4f\t%.4f\t%.4f\t%s\t%s\t",
-			f.Attack, f.Threat, f.Round, f.Runs, r.N0+r.N1, r.N0, r.AUC, r.MuLower, r.EpsLower, r.MuEstimate, orDash(est.Mu), orDash(est.Epsilon))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%.4f\t%s\t%s\t%.4f\t%s\t%s\t",
+			f.Attack, f.Threat, f.Round, f.Runs, r.N0+r.N1, r.N0, r.AUC, numfmt.LowerF(r.MuLower, 4), numfmt.LowerF(r.EpsLower, 4), r.MuEstimate, orDash(est.Mu), orDash(est.Epsilon))
 		if exact {
 			fmt.Fprintf(tw, "%s\t", orDash(f.ExactMu))
 		}
@@ -179,10 +180,10 @@ func writePairTable(w io.Writer, fs []findings.Finding) error {
 	io.WriteString(tw, header+"verdict\t\n")
 	for i := range fs {
 		f, r := &fs[i], fs[i].Result
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.4f\t%.4f\t%.4f\t",
-			f.Attack, f.Threat, f.Round, r.N0, r.N1, r.AUC, r.TPRAt1e2, r.MuLower)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.4f\t%.4f\t%s\t",
+			f.Attack, f.Threat, f.Round, r.N0, r.N1, r.AUC, r.TPRAt1e2, numfmt.LowerF(r.MuLower, 4))
 		if eps {
-			fmt.Fprintf(tw, "%.4f\t", ComparedEpsLower(f))
+			fmt.Fprintf(tw, "%s\t", numfmt.LowerF(ComparedEpsLower(f), 4))
 		}
 		fmt.Fprintf(tw, "%.4f\t", r.MuEstimate)
 		if exact {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/internal/numfmt"
 )
 
 // Summarize takes the verdict over every row of an analysis. Rows judged against an estimate
@@ -65,12 +66,12 @@ func Summarize(fs []findings.Finding, fam findings.Family, notes []string) findi
 				h.Text = fmt.Sprintf("CONSISTENT: no certified bound exceeds its claim (%s); no attack certifies any privacy loss (the %s).",
 					level, claimWithSource(c, best.ClaimSource))
 			default:
-				h.Text = fmt.Sprintf("CONSISTENT: no certified bound exceeds its claim (%s); the strongest attack, %s, certifies %s, %.2f of the %s.",
-					level, row, lowerText(c), c.Tightness, claimWithSource(c, best.ClaimSource))
+				h.Text = fmt.Sprintf("CONSISTENT: no certified bound exceeds its claim (%s); the strongest attack, %s, certifies %s, %s of the %s.",
+					level, row, lowerText(c), numfmt.LowerF(c.Tightness, 2), claimWithSource(c, best.ClaimSource))
 			}
 		default:
-			h.Text = fmt.Sprintf("NO CLAIM: nothing the deployment promises was judged; the strongest attack, %s, certifies mu >= %.4g (%s).",
-				row, best.Result.MuLower, level)
+			h.Text = fmt.Sprintf("NO CLAIM: nothing the deployment promises was judged; the strongest attack, %s, certifies mu >= %s (%s).",
+				row, numfmt.LowerG(best.Result.MuLower, 4), level)
 		}
 	}
 	for i := range fs {
@@ -82,8 +83,8 @@ func Summarize(fs []findings.Finding, fam findings.Family, notes []string) findi
 				row, lowerText(c), claimWithSource(c, f.ClaimSource)))
 		}
 		if f.Reversed() {
-			h.Notes = append(h.Notes, fmt.Sprintf("%s: AUC %.3f < 0.5; read the other way round its scores certify mu >= %.4g. The attack is worse than guessing in its stated direction (higher = world C): check the score direction. Its verdict says nothing about the claim.",
-				row, f.Result.AUC, f.ReversedMuLower))
+			h.Notes = append(h.Notes, fmt.Sprintf("%s: AUC %.3f < 0.5; read the other way round its scores certify mu >= %s. The attack is worse than guessing in its stated direction (higher = world C): check the score direction. Its verdict says nothing about the claim.",
+				row, f.Result.AUC, numfmt.LowerG(f.ReversedMuLower, 4)))
 		}
 		if len(f.Unpaired) > 0 {
 			h.Notes = append(h.Notes, fmt.Sprintf("%s: %d coupled scores without a partner in the other world (%s); certified with %s, which does not need the pairing.",
@@ -128,9 +129,9 @@ func claimWithSource(c audit.Check, source string) string {
 
 func lowerText(c audit.Check) string {
 	if c.Quantity == "epsilon" {
-		return fmt.Sprintf("epsilon >= %.4g at delta = %g", c.Lower, c.Delta)
+		return fmt.Sprintf("epsilon >= %s at delta = %g", numfmt.LowerG(c.Lower, 4), c.Delta)
 	}
-	return fmt.Sprintf("mu >= %.4g", c.Lower)
+	return fmt.Sprintf("mu >= %s", numfmt.LowerG(c.Lower, 4))
 }
 
 // Diverged puts the training's divergence into the headline: a diverged run keeps its last

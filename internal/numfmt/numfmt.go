@@ -1,0 +1,75 @@
+// Package numfmt formats certified lower bounds for people: never above the number they print.
+//
+// A certified lower bound rounded to nearest can print above the bound it reports (mu_lower
+// 0.89605 as "0.8961"), and a table that a paper quotes would then state a bound the audit did
+// not certify. LowerG and LowerF round toward minus infinity at the printed precision instead,
+// so the printed value is always at most the bound: still a valid lower bound, conservative by
+// less than one unit of its last digit. Ratios of a lower bound to an exact claim (tightness)
+// are lower bounds too: a tightness of 0.996 prints as 0.99 at two decimals, not as 1.00 beside
+// a verdict that found no violation.
+package numfmt
+
+import (
+	"math"
+	"strconv"
+)
+
+// LowerG formats x with sig significant digits, as %.{sig}g does, but rounded toward minus
+// infinity: the printed value is never above x. NaN and infinities print as strconv does.
+func LowerG(x float64, sig int) string {
+	s := strconv.FormatFloat(x, 'g', sig, 64)
+	if v, err := strconv.ParseFloat(s, 64); err != nil || v <= x || math.IsNaN(x) || math.IsInf(x, 0) {
+		return s
+	}
+	// x rounded up: take one unit off the last of its sig digits, d.ddd...e±XX.
+	e := strconv.FormatFloat(x, 'e', sig-1, 64)
+	mant, exp := parseE(e)
+	mant-- // never below 10^(sig-1) - 1 in magnitude for a positive x rounded up
+	if x > 0 && mant < pow10(sig-1) {
+		// 1.000e+00 less a unit is 9.999e-01, still sig digits.
+		mant, exp = pow10(sig)-1, exp-1
+	}
+	if x < 0 && -mant >= pow10(sig) {
+		// -9.999e-01 less a unit is -1.000e+00.
+		mant, exp = -pow10(sig-1), exp+1
+	}
+	v, _ := strconv.ParseFloat(strconv.FormatInt(mant, 10)+"e"+strconv.Itoa(exp-sig+1), 64)
+	return strconv.FormatFloat(v, 'g', sig, 64)
+}
+
+// LowerF formats x with dec decimals, as %.{dec}f does, but rounded toward minus infinity.
+func LowerF(x float64, dec int) string {
+	s := strconv.FormatFloat(x, 'f', dec, 64)
+	if v, err := strconv.ParseFloat(s, 64); err != nil || v <= x || math.IsNaN(x) || math.IsInf(x, 0) {
+		return s
+	}
+	// x rounded up by less than half a unit of the last decimal: one unit less is below x.
+	v, _ := strconv.ParseFloat(s, 64)
+	return strconv.FormatFloat(v-math.Pow10(-dec), 'f', dec, 64)
+}
+
+// parseE splits strconv's 'e' form, [-]d.ddde±XX, into its digits as an integer (with the
+// sign) and its exponent.
+func parseE(s string) (mant int64, exp int) {
+	i := len(s) - 1
+	for s[i] != 'e' {
+		i--
+	}
+	exp, _ = strconv.Atoi(s[i+1:])
+	digits := make([]byte, 0, i)
+	for _, c := range []byte(s[:i]) {
+		if c != '.' {
+			digits = append(digits, c)
+		}
+	}
+	mant, _ = strconv.ParseInt(string(digits), 10, 64)
+	return mant, exp
+}
+
+func pow10(n int) int64 {
+	p := int64(1)
+	for ; n > 0; n-- {
+		p *= 10
+	}
+	return p
+}

@@ -1,0 +1,85 @@
+package numfmt
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+)
+
+func TestLowerG(t *testing.T) {
+	for _, tc := range []struct {
+		x    float64
+		sig  int
+		want string
+	}{
+		{0.89605, 4, "0.896"},  // %.4g prints 0.8961, above the bound
+		{0.89604, 4, "0.896"},  // %.4g prints 0.896 already
+		{0.896049, 4, "0.896"}, // below the half unit
+		{0.99996, 4, "0.9999"}, // %.4g prints 1: one unit less keeps four digits
+		{1.00004, 4, "1"},      // %.4g's 1 is below
+		{12345.6, 4, "1.234e+04"},
+		{-0.12345, 4, "-0.1235"}, // %.4g's -0.1234 is above a negative bound
+		{-0.99996, 4, "-1"},
+		{0.5, 4, "0.5"},
+		{0, 4, "0"},
+		{1.23456e-7, 3, "1.23e-07"},
+		{math.Inf(1), 4, "+Inf"},
+		{math.NaN(), 4, "NaN"},
+	} {
+		if got := LowerG(tc.x, tc.sig); got != tc.want {
+			t.Errorf("LowerG(%v, %d) = %q, want %q (%%.%dg: %q)", tc.x, tc.sig, got, tc.want, tc.sig, strconv.FormatFloat(tc.x, 'g', tc.sig, 64))
+		}
+	}
+}
+
+func TestLowerF(t *testing.T) {
+	for _, tc := range []struct {
+		x    float64
+		dec  int
+		want string
+	}{
+		{0.89605, 4, "0.8960"}, // %.4f prints 0.8961
+		{0.89604, 4, "0.8960"},
+		{0.996, 2, "0.99"}, // a tightness below 1 never prints as 1.00
+		{1.0, 2, "1.00"},
+		{0.00006, 4, "0.0000"},
+		{-0.00004, 4, "-0.0001"},
+		{2.5, 0, "2"},
+		{math.NaN(), 4, "NaN"},
+	} {
+		if got := LowerF(tc.x, tc.dec); got != tc.want {
+			t.Errorf("LowerF(%v, %d) = %q, want %q", tc.x, tc.dec, got, tc.want)
+		}
+	}
+}
+
+// Over random values of every magnitude: the printed value is never above x, is within one
+// unit of the last printed digit below it, and is what rounding to nearest prints whenever
+// that is not above x.
+func TestLowerNeverAbove(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 200000; i++ {
+		x := (rng.Float64()*2 - 1) * math.Pow(10, float64(rng.IntN(16)-8))
+		sig, dec := 1+rng.IntN(6), rng.IntN(7)
+		check := func(what, got, nearest string, unit float64) {
+			v, err := strconv.ParseFloat(got, 64)
+			if err != nil {
+				t.Fatalf("%s(%v) = %q: %v", what, x, got, err)
+			}
+			n, _ := strconv.ParseFloat(nearest, 64)
+			switch {
+			case v > x:
+				t.Fatalf("%s(%v) = %q, above the value", what, x, got)
+			case x-v > unit*(1+1e-9):
+				t.Fatalf("%s(%v) = %q, more than a unit (%g) below", what, x, got, unit)
+			case n <= x && got != nearest:
+				t.Fatalf("%s(%v) = %q where rounding to nearest, %q, is not above", what, x, got, nearest)
+			}
+		}
+		mag := math.Pow(10, math.Floor(math.Log10(math.Abs(x))))
+		check(fmt.Sprintf("LowerG[%d]", sig), LowerG(x, sig), strconv.FormatFloat(x, 'g', sig, 64), 10*mag*math.Pow(10, float64(-sig)))
+		check(fmt.Sprintf("LowerF[%d]", dec), LowerF(x, dec), strconv.FormatFloat(x, 'f', dec, 64), math.Pow(10, float64(-dec)))
+	}
+}
