@@ -61,9 +61,17 @@ func EnvSettings(environ []string) (set, problems []string) {
 			problems = append(problems, kv+": the option is on only with the value 1, so it stays off")
 		}
 	}
-	if w2 := Winograd2Env + "=1"; slices.Contains(set, PatchConvEnv+"=1") && slices.Contains(set, w2) {
-		set = slices.DeleteFunc(set, func(kv string) bool { return kv == w2 })
-		problems = append(problems, w2+" changes nothing beside "+PatchConvEnv+"=1: every convolution runs by its patches")
+	if slices.Contains(set, PatchConvEnv+"=1") {
+		// Every convolution runs by its patches: neither Winograd's form nor the direct
+		// kernels' weight gradient is chosen.
+		set = slices.DeleteFunc(set, func(kv string) bool {
+			name, _, _ := strings.Cut(kv, "=")
+			if name != Winograd2Env && name != DirectDWRowsEnv {
+				return false
+			}
+			problems = append(problems, kv+" changes nothing beside "+PatchConvEnv+"=1: every convolution runs by its patches")
+			return true
+		})
 	}
 	return set, problems
 }

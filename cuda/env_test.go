@@ -33,6 +33,8 @@ func TestEnvSettings(t *testing.T) {
 			[]string{"FEDAUDIT_CUDA_CLIENTBATCH=0: not a positive integer", "FEDAUDIT_CUDA_ROWGROUP=four: not a positive integer"}},
 		{"an option overridden", []string{"FEDAUDIT_CUDA_WINOGRAD2=1", "FEDAUDIT_CUDA_PATCHCONV=1"}, []string{"FEDAUDIT_CUDA_PATCHCONV=1"},
 			[]string{"FEDAUDIT_CUDA_WINOGRAD2=1 changes nothing beside FEDAUDIT_CUDA_PATCHCONV=1"}},
+		{"a weight gradient kernel overridden", []string{"FEDAUDIT_CUDA_DWROWS=2", "FEDAUDIT_CUDA_PATCHCONV=1"}, []string{"FEDAUDIT_CUDA_PATCHCONV=1"},
+			[]string{"FEDAUDIT_CUDA_DWROWS=2 changes nothing beside FEDAUDIT_CUDA_PATCHCONV=1"}},
 		{"options that became the default", []string{"FEDAUDIT_CUDA_WINOGRAD4=1", "FEDAUDIT_CUDA_DIRECTCONV=1", "FEDAUDIT_CUDA_WINOGRAD=1"}, nil,
 			[]string{"environment variable FEDAUDIT_CUDA_WINOGRAD4 is no longer read: Winograd's F(4x4, 3x3) is the default for the convolutions it fits; FEDAUDIT_CUDA_WINOGRAD2=1",
 				"environment variable FEDAUDIT_CUDA_DIRECTCONV is no longer read: the direct kernels are the default for the small convolutions they fit; FEDAUDIT_CUDA_PATCHCONV=1",

@@ -77,7 +77,7 @@ func kitBenchGPU(t *testing.T, workload string) {
 	if os.Getenv(cuda.Winograd2Env) == "1" {
 		backend += "+winograd2"
 	}
-	if n := os.Getenv(cuda.DirectDWRowsEnv); n != "" {
+	if n := os.Getenv(cuda.DirectDWRowsEnv); n == "2" || n == "4" { // other values choose nothing
 		backend += "+dwrows" + n
 	}
 	// The launch shape, where set (that of the sitting of 2026-11-27: rowgroup 32, items 1).

@@ -759,7 +759,7 @@ extern "C" __global__ void __launch_bounds__(256, 3) gn_grad_x(float* __restrict
 	}
 }
 
-// The direct convolution (cuda.Ops, Options.DirectConv): a small convolution and its gradients
+// The direct convolution (cuda.Ops: by default, unless Options.PatchConv or NoDirectConv): a small convolution and its gradients
 // computed from the images themselves, without im2col's patches or a matrix product. The sums
 // are those of the patch form in the same order, each term added by a fused multiply-add: over
 // the patch rows k = (c K + i) K + j for the output, over the output channels and then the

@@ -12,7 +12,7 @@ import (
 )
 
 // A small ResNet (width 16, two stages of one block, 8 x 8 inputs) in each Winograd form, by
-// default F(2x2, 3x3) and with Options.Winograd4 F(4x4, 3x3): its three 3 x 3 convolutions at
+// default F(4x4, 3x3) and with Options.Winograd2 F(2x2, 3x3): its three 3 x 3 convolutions at
 // stride 1 of at least 16 channels (stage 1's two, stage 2's second) run by that form's
 // kernels and none of the other's, the stem (3 input channels, an input shared by the
 // replicas) and the stride-2 and 1 x 1 convolutions by their patches. Per pass: each Winograd

@@ -14,11 +14,18 @@ import (
 	"strconv"
 )
 
-// LowerG formats x with sig significant digits, as %.{sig}g does, but rounded toward minus
-// infinity: the printed value is never above x. NaN and infinities print as strconv does.
+// LowerG formats x with sig significant digits (1 to 17), as %.{sig}g does, but rounded toward
+// minus infinity: the printed value, read back as a float64, is never above x. (A decimal that
+// reads back as x itself, "0.3" for the double nearest 0.3, may exceed that double by less than
+// its last bit: far below any digit printed.) NaN and infinities print as strconv does.
 func LowerG(x float64, sig int) string {
+	sig = min(max(sig, 1), 17)
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return strconv.FormatFloat(x, 'g', sig, 64)
+	}
 	s := strconv.FormatFloat(x, 'g', sig, 64)
-	if v, err := strconv.ParseFloat(s, 64); err != nil || v <= x || math.IsNaN(x) || math.IsInf(x, 0) {
+	// A value rounded past math.MaxFloat64 reads back with a range error: round it down too.
+	if v, err := strconv.ParseFloat(s, 64); err == nil && v <= x {
 		return s
 	}
 	// x rounded up: take one unit off the last of its sig digits, d.ddd...e±XX.
@@ -37,8 +44,10 @@ func LowerG(x float64, sig int) string {
 	return strconv.FormatFloat(v, 'g', sig, 64)
 }
 
-// LowerF formats x with dec decimals, as %.{dec}f does, but rounded toward minus infinity.
+// LowerF formats x with dec decimals (at least 0), as %.{dec}f does, but rounded toward minus
+// infinity, in the sense of LowerG.
 func LowerF(x float64, dec int) string {
+	dec = max(dec, 0)
 	s := strconv.FormatFloat(x, 'f', dec, 64)
 	if v, err := strconv.ParseFloat(s, 64); err != nil || v <= x || math.IsNaN(x) || math.IsInf(x, 0) {
 		return s

@@ -25,6 +25,8 @@ func TestLowerG(t *testing.T) {
 		{0.5, 4, "0.5"},
 		{0, 4, "0"},
 		{1.23456e-7, 3, "1.23e-07"},
+		{math.MaxFloat64, 4, "1.797e+308"}, // %.4g's 1.798e+308 is past the largest float64
+		{0.96, 0, "0.9"},                   // sig below 1 is 1
 		{math.Inf(1), 4, "+Inf"},
 		{math.NaN(), 4, "NaN"},
 	} {
