@@ -1013,6 +1013,22 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv_direct_dx(float* __res
 	}
 }
 
+// conv_direct_dw_bias computes partial p of the bias gradient of nt of T output channels:
+// dst[t] is the float32 sum, from 0, over the output pixels in order and the samples n = p, p +
+// PP, ..., of dy at channel t (g is dy at the first channel), added in that order.
+template <int T>
+__device__ __forceinline__ void conv_direct_dw_bias(float* dst, const float* g, int plane, int pixels, int N, int p,
+                                                    int PP, int nt) {
+	float acc[T];
+	for (int t = 0; t < T; t++) acc[t] = 0.0f;
+	for (int px = 0; px < pixels; px++)
+		for (int n = p; n < N; n += PP)
+			for (int t = 0; t < T; t++)
+				if (t < nt) acc[t] += g[t * plane + px * N + n];
+	for (int t = 0; t < T; t++)
+		if (t < nt) dst[t] = acc[t];
+}
+
 // conv_direct_dw_row computes the partial sums of one partial p for output channels co0 ..
 // co0 + nt - 1 and the JT window columns j0 .. j0 + nj - 1 of window row i of channel c: acc[t][q]
 // is the float32 sum, from 0, over the output pixels (oy, ox) in order and the samples n = p, p
@@ -1094,14 +1110,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) conv_direct_dw(float* __res
 		const int nt = (int)CO - co0 < CONV_COT ? (int)CO - co0 : CONV_COT;
 		const float* g = dy + b * dybs + co0 * plane;
 		if (r == (int)(C * K)) {
-			float acc[CONV_COT];
-			for (int t = 0; t < CONV_COT; t++) acc[t] = 0.0f;
-			for (int px = 0; px < (int)(OH * OW); px++)
-				for (int n = p; n < (int)N; n += (int)PP)
-					for (int t = 0; t < CONV_COT; t++)
-						if (t < nt) acc[t] += g[t * plane + px * (int)N + n];
-			for (int t = 0; t < CONV_COT; t++)
-				if (t < nt) bpart[(p * batch + b) * CO + co0 + t] = acc[t];
+			conv_direct_dw_bias<CONV_COT>(bpart + (p * batch + b) * CO + co0, g, plane, (int)(OH * OW), (int)N, p, (int)PP, nt);
 			continue;
 		}
 		const int c = r / (int)K, i = r - c * (int)K;
@@ -1198,14 +1207,7 @@ __device__ __forceinline__ void conv_direct_dw_win(float* __restrict__ part, con
 		const int nt = (int)CO - co0 < T ? (int)CO - co0 : T;
 		const float* g = dy + b * dybs + co0 * plane;
 		if (c == (int)C) {
-			float acc[T];
-			for (int t = 0; t < T; t++) acc[t] = 0.0f;
-			for (int px = 0; px < (int)(OH * OW); px++)
-				for (int n = p; n < (int)N; n += (int)PP)
-					for (int t = 0; t < T; t++)
-						if (t < nt) acc[t] += g[t * plane + px * (int)N + n];
-			for (int t = 0; t < T; t++)
-				if (t < nt) bpart[(p * batch + b) * CO + co0 + t] = acc[t];
+			conv_direct_dw_bias<T>(bpart + (p * batch + b) * CO + co0, g, plane, (int)(OH * OW), (int)N, p, (int)PP, nt);
 			continue;
 		}
 		const float* xc = x + b * xbs + c * (int)(H * W * N);
