@@ -22,7 +22,10 @@ func ClopperPearsonUpper(x, n int, conf float64) float64 {
 // ClopperPearsonLower returns the exact one-sided lower confidence limit at level conf for x
 // successes in n trials: the 1-conf quantile of Beta(x, n-x+1). For x = 0 it is 0; for x = n it
 // is (1-conf)^(1/n). A two-sided interval at level 1-a is [Lower(x, n, 1-a/2), Upper(x, n, 1-a/2)].
-// Arguments outside 0 <= x <= n, n >= 1, 0 < conf < 1 give NaN.
+// Both limits are rounded outward (see outward), so a computed limit errs only to the
+// interval's wide side. Arguments outside 0 <= x <= n, n >= 1, 0 < conf < 1 give NaN. A conf
+// within a few ulps of 1 has lost the digits of 1-conf, which the limit inherits; the
+// library's own callers pass the error level itself.
 func ClopperPearsonLower(x, n int, conf float64) float64 {
 	if n < 1 || x < 0 || x > n || !(conf > 0 && conf < 1) {
 		return math.NaN()
@@ -31,10 +34,29 @@ func ClopperPearsonLower(x, n int, conf float64) float64 {
 	case x == 0:
 		return 0
 	case x == n:
-		return math.Exp(math.Log1p(-conf) / float64(n))
+		return outward(math.Exp(math.Log1p(-conf)/float64(n)), -1)
 	}
 	// Directly as the lower quantile: limits near 0 keep their relative precision.
-	return mathext.InvRegIncBeta(float64(x), float64(n-x+1), 1-conf)
+	return outward(mathext.InvRegIncBeta(float64(x), float64(n-x+1), 1-conf), -1)
+}
+
+// limitMargin is how far outward every Clopper-Pearson limit p is moved, as a fraction of
+// min(p, 1-p). The inverse incomplete beta function misses the exact quantile by up to about
+// 1e-13 of that distance, on either side; and a limit within 1e-4 of 1 or of 0 can lose more
+// than that when stored or subtracted from 1. Unadjusted, the binomial tail at an upper limit
+// exceeded the level it was computed for by up to 1e-13 of that level at moderate limits, and
+// by up to 4e-4 of it (at level 1e-50) where the limit lay so near 1 that storing it rounded
+// 1-p by a large part of itself (measured by exact binomial sums in
+// TestClopperPearsonLimitsAreOutward, which now finds every limit on its side). The bounds
+// this moves change by about 1e-12 of themselves, far below any printed digit.
+const limitMargin = 1e-12
+
+// outward moves a limit p in [0, 1], computed with rounding to nearest, by limitMargin of
+// min(p, 1-p) and then one ulp in direction dir (+1 up, -1 down), clamped to [0, 1]: the
+// result lies past the value that p stood for, to the interval's wide side.
+func outward(p float64, dir float64) float64 {
+	p += dir * limitMargin * math.Min(p, 1-p)
+	return math.Min(1, math.Max(0, math.Nextafter(p, dir*math.Inf(1))))
 }
 
 // cpUpper is the Clopper-Pearson upper limit for x of n that fails with probability gamma.
@@ -46,10 +68,10 @@ func cpUpper(x, n int, gamma float64) float64 {
 	case x >= n:
 		return 1
 	case x == 0:
-		return -math.Expm1(math.Log(gamma) / float64(n))
+		return outward(-math.Expm1(math.Log(gamma)/float64(n)), +1)
 	}
 	// The 1-gamma quantile of Beta(x+1, n-x) is one minus the gamma quantile of Beta(n-x, x+1).
-	return 1 - mathext.InvRegIncBeta(float64(n-x), float64(x+1), gamma)
+	return outward(1-mathext.InvRegIncBeta(float64(n-x), float64(x+1), gamma), +1)
 }
 
 // betaUpperQuantile is the 1-gamma quantile of Beta(a, b), the law of the r-th smallest of n

@@ -1,40 +1,48 @@
 package audit
 
 import (
+	"fmt"
 	"math"
+	"math/big"
 	"testing"
 
 	"gonum.org/v1/gonum/mathext"
 )
 
-// TestClopperPearsonKnownValues checks closed forms and a tabulated interval.
+// TestClopperPearsonKnownValues checks closed forms and a tabulated interval. The limits are
+// moved outward by limitMargin (1e-12) of their distance to 0 or 1, so the closed forms are
+// matched to 1e-12, and on their side.
 func TestClopperPearsonKnownValues(t *testing.T) {
 	cases := []struct {
 		name string
 		got  float64
 		want float64
 		tol  float64
+		side int // +1: an upper limit, never below want; -1: a lower limit, never above
 	}{
 		// x = 0: P(Bin(n, p) = 0) = (1-p)^n = 1 - conf  =>  p = 1 - (1-conf)^(1/n).
 		// For n = 10, conf = 0.95: 1 - 0.05^0.1 = 0.258866 (the "rule of three" regime).
-		{"upper x=0 n=10", ClopperPearsonUpper(0, 10, 0.95), 1 - math.Pow(0.05, 0.1), 1e-14},
-		{"upper x=0 n=10 4 digits", ClopperPearsonUpper(0, 10, 0.95), 0.2589, 5e-5},
-		{"upper x=0 n=1000", ClopperPearsonUpper(0, 1000, 0.99), 1 - math.Pow(0.01, 0.001), 1e-14},
-		{"upper x=n", ClopperPearsonUpper(7, 7, 0.95), 1, 0},
-		{"lower x=0", ClopperPearsonLower(0, 7, 0.95), 0, 0},
+		{"upper x=0 n=10", ClopperPearsonUpper(0, 10, 0.95), 1 - math.Pow(0.05, 0.1), 1e-12, +1},
+		{"upper x=0 n=10 4 digits", ClopperPearsonUpper(0, 10, 0.95), 0.2589, 5e-5, 0},
+		{"upper x=0 n=1000", ClopperPearsonUpper(0, 1000, 0.99), 1 - math.Pow(0.01, 0.001), 1e-12, +1},
+		{"upper x=n", ClopperPearsonUpper(7, 7, 0.95), 1, 0, 0},
+		{"lower x=0", ClopperPearsonLower(0, 7, 0.95), 0, 0, 0},
 		// x = n: P(Bin(n, p) = n) = p^n = 1 - conf  =>  p = (1-conf)^(1/n).
-		{"lower x=n n=10", ClopperPearsonLower(10, 10, 0.95), math.Pow(0.05, 0.1), 1e-14},
+		{"lower x=n n=10", ClopperPearsonLower(10, 10, 0.95), math.Pow(0.05, 0.1), 1e-12, -1},
 		// Two-sided 95% interval for 5 of 20, as tabulated (e.g. Clopper & Pearson 1934 charts,
 		// reproduced in standard tables and by R's binom.test): [0.0866, 0.4910].
-		{"two-sided lower 5/20", ClopperPearsonLower(5, 20, 0.975), 0.0866, 5e-5},
-		{"two-sided upper 5/20", ClopperPearsonUpper(5, 20, 0.975), 0.4910, 5e-5},
+		{"two-sided lower 5/20", ClopperPearsonLower(5, 20, 0.975), 0.0866, 5e-5, 0},
+		{"two-sided upper 5/20", ClopperPearsonUpper(5, 20, 0.975), 0.4910, 5e-5, 0},
 		// n = 1, x = 0 and 1, conf = 0.9: upper(0) = 0.9, lower(1) = 0.1.
-		{"n=1 upper", ClopperPearsonUpper(0, 1, 0.9), 0.9, 1e-15},
-		{"n=1 lower", ClopperPearsonLower(1, 1, 0.9), 0.1, 1e-15},
+		{"n=1 upper", ClopperPearsonUpper(0, 1, 0.9), 0.9, 1e-12, +1},
+		{"n=1 lower", ClopperPearsonLower(1, 1, 0.9), 0.1, 1e-12, -1},
 	}
 	for _, tc := range cases {
 		if math.Abs(tc.got-tc.want) > tc.tol {
 			t.Errorf("%s: got %.10g, want %.10g (tol %g)", tc.name, tc.got, tc.want, tc.tol)
+		}
+		if (tc.side > 0 && tc.got < tc.want) || (tc.side < 0 && tc.got > tc.want) {
+			t.Errorf("%s: got %.17g, inside the closed form %.17g", tc.name, tc.got, tc.want)
 		}
 	}
 	for _, bad := range [][3]float64{{-1, 10, 0.95}, {11, 10, 0.95}, {0, 0, 0.95}, {1, 10, 0}, {1, 10, 1}, {1, 10, math.NaN()}} {
@@ -89,6 +97,91 @@ func TestClopperPearsonDefinition(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestClopperPearsonLimitsAreOutward checks by exact arithmetic that every limit holds at its
+// level: the binomial tail at the computed upper limit u, P(Bin(n, u) <= x), and at the lower
+// limit l, P(Bin(n, l) >= x), never exceed the error level, from moderate levels down to the
+// tiny ones that Bonferroni corrections and the rank band's grid reach, and for limits so near
+// 1 that storing them rounds 1-p by a large part of itself. The sums run in 400-bit binary
+// floats from the stored float64 limit, so they are exact to far beyond the levels checked
+// (1e-50 and up). Before the limits were rounded outward, 172 of these 484 limits (66 of them
+// lower limits) lay inside, by up to 4e-4 of the level. The test also bounds how far outward the limits moved: the tail is at
+// least 1 - 1e-6 of the level for limits at least 1e-4 from 0 and 1 (nearer 1, one ulp of the
+// limit is a large part of 1-p, and a level of 1e-20 can leave 1 as the only float64 on its
+// side); TestClopperPearsonDefinition holds moderate limits much closer.
+func TestClopperPearsonLimitsAreOutward(t *testing.T) {
+	levels := []float64{0.5, 0.05, 1e-3, 1e-6, 1e-10, 1e-20, 1e-50}
+	checked := 0
+	for _, n := range []int{1, 2, 5, 20, 100, 400, 3000} {
+		for x := 0; x <= n; x += 1 + n/9 {
+			for _, gamma := range levels {
+				if x < n {
+					u := cpUpper(x, n, gamma)
+					checkTail(t, fmt.Sprintf("upper x=%d n=%d gamma=%g u=%v", x, n, gamma, u), binomialCDF(x, n, u), gamma, u)
+					checked++
+				}
+				// The public lower limit takes the confidence; its level is 1-conf, exact in
+				// float64 for conf in [1/2, 1).
+				if conf := 1 - gamma; x > 0 && conf < 1 {
+					level := 1 - conf
+					l := ClopperPearsonLower(x, n, conf)
+					upper := new(big.Float).SetPrec(400).SetInt64(1)
+					upper.Sub(upper, binomialCDF(x-1, n, l))
+					checkTail(t, fmt.Sprintf("lower x=%d n=%d gamma=%g l=%v", x, n, level, l), upper, level, l)
+					checked++
+				}
+			}
+		}
+	}
+	if checked < 350 {
+		t.Fatalf("only %d limits checked", checked)
+	}
+}
+
+// checkTail fails when the exact tail at limit p exceeds the level or, for p at least 1e-4 from 0
+// and 1, falls below 1 - 1e-6 of it.
+func checkTail(t *testing.T, what string, tail *big.Float, level, p float64) {
+	t.Helper()
+	ratio, _ := new(big.Float).Quo(tail, new(big.Float).SetFloat64(level)).Float64()
+	if tail.Cmp(new(big.Float).SetFloat64(level)) > 0 {
+		t.Errorf("%s: tail %.3g of the level above it", what, ratio-1)
+	} else if ratio < 1-1e-6 && math.Min(p, 1-p) >= 1e-4 {
+		t.Errorf("%s: tail only %.9g of the level: the limit moved too far", what, ratio)
+	}
+}
+
+// binomialCDF is P(Bin(n, p) <= x) in 400-bit arithmetic from the float64 p: the terms
+// C(n, k) p^k (1-p)^(n-k), each from the one before by the ratio (n-k)/(k+1) p/(1-p).
+func binomialCDF(x, n int, p float64) *big.Float {
+	const prec = 400
+	one := new(big.Float).SetPrec(prec).SetInt64(1)
+	sum := new(big.Float).SetPrec(prec)
+	if x < 0 {
+		return sum
+	}
+	if x >= n {
+		return one
+	}
+	bp := new(big.Float).SetPrec(prec).SetFloat64(p)
+	bq := new(big.Float).SetPrec(prec).Sub(one, bp)
+	if bq.Sign() == 0 {
+		return sum
+	}
+	term := new(big.Float).SetPrec(prec).SetInt64(1)
+	for range n {
+		term.Mul(term, bq)
+	}
+	ratio := new(big.Float).SetPrec(prec).Quo(bp, bq)
+	for k := 0; ; k++ {
+		sum.Add(sum, term)
+		if k == x {
+			return sum
+		}
+		term.Mul(term, ratio)
+		term.Mul(term, new(big.Float).SetPrec(prec).SetInt64(int64(n-k)))
+		term.Quo(term, new(big.Float).SetPrec(prec).SetInt64(int64(k+1)))
 	}
 }
 
