@@ -44,20 +44,33 @@ func (e *engine) checkpoint(round int) *checkpoint.Checkpoint {
 	}
 	lossSum := make([]float64, R)
 	correct := make([]float64, R)
-	count := 0
+	// count[r] is the number of samples replica r trained on: its canaries decide its clients'
+	// sizes, and under remove-client adjacency C' lacks the target client, whose slot holds
+	// C's data only for the per-sample statistics.
+	count := make([]int, R)
 	for i := 0; i < m; i++ {
 		if e.canary.hasVariants(i) {
 			for r := 0; r < R; r++ {
-				e.evalRows(e.canary.variant(i, r, false), r, 1, 1, lossSum, correct, nil)
+				v := e.canary.variant(i, r, false)
+				e.evalRows(v, r, 1, 1, lossSum, correct, nil)
+				count[r] += v.n
 			}
 		} else if i == e.target.Client {
 			for w := 0; w < 2; w++ {
+				if w == 1 && e.target.Absent {
+					continue
+				}
 				e.evalRows(&e.data[w][i], w, e.P, 2, lossSum, correct, nil)
+				for r := w; r < R; r += 2 {
+					count[r] += e.data[w][i].n
+				}
 			}
 		} else {
 			e.evalRows(&e.data[0][i], 0, R, 1, lossSum, correct, nil)
+			for r := range count {
+				count[r] += e.data[0][i].n
+			}
 		}
-		count += e.data[0][i].n
 	}
 	testCorrect := make([]float64, R)
 	if e.test != nil {
@@ -85,7 +98,7 @@ func (e *engine) checkpoint(round int) *checkpoint.Checkpoint {
 	for r := 0; r < R; r++ {
 		rs := &cp.Replicas[r]
 		rs.Pair, rs.World, rs.Seed, rs.Diverged = e.first+r/2, r%2, e.seeds[r], e.diverged[r]
-		rs.TrainLoss = lossSum[r] / float64(count)
+		rs.TrainLoss = lossSum[r] / float64(count[r])
 		rs.TestAccuracy = math.NaN()
 		if e.test != nil {
 			rs.TestAccuracy = testCorrect[r] / float64(e.test.n)

@@ -38,15 +38,15 @@ func (r refSoftmax) d() int {
 	return d
 }
 
-// exampleGrad adds scale times sample j's loss gradient at w to g.
-func (r refSoftmax) exampleGrad(w []float64, ds *datasets.Dataset, j int, scale float64, g []float64) {
+// forward gives the activations of sample j at w, the input first and the logits last, and
+// the offset of each layer's weights in w.
+func (r refSoftmax) forward(w []float64, ds *datasets.Dataset, j int) (acts [][]float64, offs []int) {
 	s := r.sizes()
 	L := len(s) - 1
-	acts := [][]float64{make([]float64, r.dim)}
+	acts = [][]float64{make([]float64, r.dim)}
 	for q, v := range ds.Row(j) {
 		acts[0][q] = float64(v)
 	}
-	offs := []int{}
 	off := 0
 	for l := 0; l < L; l++ {
 		offs = append(offs, off)
@@ -64,6 +64,56 @@ func (r refSoftmax) exampleGrad(w []float64, ds *datasets.Dataset, j int, scale 
 		acts = append(acts, z)
 		off += in*out + out
 	}
+	return acts, offs
+}
+
+// exampleLoss is sample j's cross-entropy loss at w.
+func (r refSoftmax) exampleLoss(w []float64, ds *datasets.Dataset, j int) float64 {
+	acts, _ := r.forward(w, ds, j)
+	z := acts[len(acts)-1]
+	mx := math.Inf(-1)
+	for _, v := range z {
+		mx = max(mx, v)
+	}
+	var sum float64
+	for _, v := range z {
+		sum += math.Exp(v - mx)
+	}
+	return mx + math.Log(sum) - z[ds.Labels[j]]
+}
+
+// trainLoss is the mean loss at params over every sample of every client of world.
+func (r refSoftmax) trainLoss(params []float32, world []*datasets.Dataset) float64 {
+	w := make([]float64, len(params))
+	for q, v := range params {
+		w[q] = float64(v)
+	}
+	var sum float64
+	n := 0
+	for _, ds := range world {
+		for j := range ds.Len() {
+			sum += r.exampleLoss(w, ds, j)
+		}
+		n += ds.Len()
+	}
+	return sum / float64(n)
+}
+
+// checkTrainLoss holds a replica's recorded TrainLoss to the reference's mean loss over its
+// world at its recorded parameters. Tolerance 1e-4 relative: the engine's float32 forward pass
+// and sum against float64 here, on losses of order 1.
+func (r refSoftmax) checkTrainLoss(t *testing.T, where string, rs checkpoint.ReplicaState, world []*datasets.Dataset) {
+	t.Helper()
+	if want := r.trainLoss(rs.Params, world); math.Abs(rs.TrainLoss-want) > 1e-4*max(1, math.Abs(want)) {
+		t.Errorf("%s train loss: engine %g, reference %g", where, rs.TrainLoss, want)
+	}
+}
+
+// exampleGrad adds scale times sample j's loss gradient at w to g.
+func (r refSoftmax) exampleGrad(w []float64, ds *datasets.Dataset, j int, scale float64, g []float64) {
+	acts, offs := r.forward(w, ds, j)
+	s := r.sizes()
+	L := len(s) - 1
 	z := acts[L]
 	mx := math.Inf(-1)
 	for _, v := range z {
@@ -363,6 +413,7 @@ func compareToReferenceCps(t *testing.T, cps []*checkpoint.Checkpoint, cfg Confi
 			want := refs[key][ck.Round]
 			where := fmt.Sprintf("round %d pair %d world %d", ck.Round, rs.Pair, rs.World)
 			closeTo(t, where+" params", rs.Params, want.params, 1e-4)
+			ref.checkTrainLoss(t, where, rs, worlds[rs.World])
 			if cfg.RecordUpload && ck.Round > 0 {
 				closeTo(t, where+" upload", rs.Upload, want.upload, 1e-4)
 			}
@@ -637,6 +688,8 @@ func TestScalarReferenceDPFedAvg(t *testing.T) {
 						want := ref.runDP(rs.Pair, rs.World, worlds, tgt, w0)[ck.Round]
 						where := fmt.Sprintf("round %d pair %d world %d", ck.Round, rs.Pair, rs.World)
 						closeTo(t, where+" params", rs.Params, want.params, 1e-4)
+						// The world a replica trains in: under remove-client, C' without client 1.
+						ref.checkTrainLoss(t, where, rs, [2][]*datasets.Dataset{c, cp}[rs.World])
 						if cfg.Informed && cfg.mechanism() == algo.Gaussian {
 							for j, v := range []float64{want.llrAll, want.mu2} {
 								name := []string{checkpoint.StatLLRAll, checkpoint.StatMu2}[j]

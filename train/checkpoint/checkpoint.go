@@ -40,7 +40,8 @@ type ReplicaState struct {
 	World    int // 0: C, 1: C'
 	Seed     uint64
 	Diverged bool
-	// TrainLoss is the mean loss over all samples of all clients of the replica's world.
+	// TrainLoss is the mean loss over all samples of all clients of the replica's world (its
+	// own canaries included; C' lacks the removed client under remove-client adjacency).
 	TrainLoss float64
 	// TestAccuracy is the accuracy on the test set (NaN without one).
 	TestAccuracy float64
