@@ -285,7 +285,16 @@ func expand(words []string, env map[string]string) []string {
 
 var auditBinary string
 
-// buildAudit builds the audit binary once per test process and returns its path.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if auditBinary != "" {
+		os.RemoveAll(filepath.Dir(auditBinary))
+	}
+	os.Exit(code)
+}
+
+// buildAudit builds the audit binary once per test process, in a folder TestMain removes,
+// and returns its path.
 func buildAudit(t *testing.T) string {
 	t.Helper()
 	if auditBinary == "" {

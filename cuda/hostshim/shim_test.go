@@ -13,12 +13,21 @@ import (
 	"github.com/fedaudit/fedaudit/kernels"
 )
 
-// The shim library is compiled once per test binary.
+// The shim library is compiled once per test binary, into buildDir, which TestMain removes.
 var (
 	buildOnce sync.Once
+	buildDir  string
 	buildLib  string
 	buildErr  error
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
 
 // device returns a fresh shim device (its own allocations) over the shared library, and
 // checks at the end of the test that everything it allocated was freed.
@@ -30,6 +39,7 @@ func device(t *testing.T) *Device {
 			buildErr = err
 			return
 		}
+		buildDir = dir
 		var d *Device
 		d, buildErr = Build(filepath.Join("..", "..", "kernels"), "cxx", dir)
 		if buildErr == nil {
