@@ -794,6 +794,18 @@ func (o *Ops) SumRows(alpha float32, x compute.Mat, beta float32, y compute.Mat)
 	o.launch(kernels.SumRows, y.Batch*y.Cols)
 }
 
+// AddColumn implements compute.ColumnBiaser.
+func (o *Ops) AddColumn(y, v compute.Mat) {
+	o.args.reset().mat(y).mat(v).i64(y.Rows).i64(y.Cols).i64(y.Batch)
+	o.launchLight(kernels.AddCol, y.Batch*y.Rows*y.Cols)
+}
+
+// SumColumns implements compute.ColumnBiaser: one thread a row.
+func (o *Ops) SumColumns(x, y compute.Mat) {
+	o.args.reset().mat(y).mat(x).i64(x.Rows).i64(x.Cols).i64(x.Batch)
+	o.launch(kernels.SumCols, x.Batch*x.Rows)
+}
+
 // Gather implements compute.Backend.
 func (o *Ops) Gather(dst, src compute.Mat, idx []int32) {
 	if len(idx) == 0 || dst.Batch == 0 || dst.Cols == 0 {

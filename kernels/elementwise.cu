@@ -204,3 +204,27 @@ extern "C" __global__ void activate_grad_sum_rows(int act, const float* pre, i64
 			*yp = alpha * s + beta * *yp;
 	}
 }
+
+// add_col: y[b, r, j] += v[b, r vs], a column added to every column of y (the bias of a layer
+// whose features are rows: package nn's dense layers).
+extern "C" __global__ void add_col(float* y, i64 ys, i64 ybs, const float* v, i64 vs, i64 vbs, i64 rows,
+                                   i64 cols, i64 batch) {
+	i64 per = rows * cols;
+	GRID_STRIDE_RC(ix, batch * per, rows, cols) {
+		i64 b = ix.b, r = ix.r, j = ix.j;
+		y[b * ybs + r * ys + j] += v[b * vbs + r * vs];
+	}
+}
+
+// sum_cols: y[b, r ys] = sum_j x[b, r, j], the sum in float32 in column order: the bias
+// gradient of a layer whose features are rows, one thread a row (its columns are samples: few).
+extern "C" __global__ void sum_cols(float* y, i64 ys, i64 ybs, const float* x, i64 xs, i64 xbs, i64 rows,
+                                    i64 cols, i64 batch) {
+	GRID_STRIDE_RC(ix, batch * rows, rows, 1) {
+		i64 b = ix.b, r = ix.r;
+		const float* xp = x + b * xbs + r * xs;
+		float s = 0.0f;
+		for (i64 j = 0; j < cols; j++) s += xp[j];
+		y[b * ybs + r * ys] = s;
+	}
+}

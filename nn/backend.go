@@ -60,6 +60,9 @@ type ops[T Float] interface {
 	// poolReLU returns the backend's kept max pooling with the ReLU after it in the same
 	// passes, or nil where there is none.
 	poolReLU() compute.PoolReLUKeeper
+	// columnBias returns the backend's kernels for a dense layer's bias, or nil where there
+	// are none (the bias is then a product by ones).
+	columnBias() compute.ColumnBiaser
 	compute.Convolver
 }
 
@@ -112,6 +115,7 @@ func (o deviceOps) poolKeeper() compute.PoolIndexKeeper {
 func (o deviceOps) poolReLU() compute.PoolReLUKeeper {
 	return optional[compute.PoolReLUKeeper](o.be)
 }
+func (o deviceOps) columnBias() compute.ColumnBiaser { return optional[compute.ColumnBiaser](o.be) }
 
 // optional is the backend's implementation of the optional interface I, or I's zero value (nil)
 // where it has none.
@@ -224,6 +228,7 @@ func (o *hostOps[T]) gnKeeper() compute.GroupNormStatsKeeper {
 }
 func (o *hostOps[T]) poolKeeper() compute.PoolIndexKeeper { return nil }
 func (o *hostOps[T]) poolReLU() compute.PoolReLUKeeper    { return nil }
+func (o *hostOps[T]) columnBias() compute.ColumnBiaser    { return nil }
 
 // xent computes the log-sum-exp in float64.
 func (o *hostOps[T]) xent(z, labels compute.Mat, scale T, dz, loss, margin compute.Mat) {

@@ -830,7 +830,11 @@ func (l *dense[T]) forward(c *pass[T], x compute.Images) compute.Images {
 	y := images(get(c.o, &l.y, c.R*O*c.B), l.out(), c.B, c.R, false)
 	ym := planes(y)
 	c.o.gemm(false, false, 1, c.param(l.off, O, F), planes(x), 0, ym)
-	c.o.gemm(false, false, 1, c.param(l.off+O*F, O, 1), c.onesRow(c.B), 1, ym)
+	if cb := c.o.columnBias(); cb != nil {
+		cb.AddColumn(ym, c.param(l.off+O*F, O, 1))
+	} else {
+		c.o.gemm(false, false, 1, c.param(l.off+O*F, O, 1), c.onesRow(c.B), 1, ym)
+	}
 	return y
 }
 
@@ -838,7 +842,11 @@ func (l *dense[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) co
 	F, O := l.ish.C, l.outF
 	dym := planes(dy)
 	c.o.gemm(false, true, 1, dym, planes(x), 0, c.grad(l.off, O, F))
-	c.o.gemm(false, false, 1, dym, c.onesCol(c.B), 0, c.grad(l.off+O*F, O, 1))
+	if cb := c.o.columnBias(); cb != nil {
+		cb.SumColumns(dym, c.grad(l.off+O*F, O, 1))
+	} else {
+		c.o.gemm(false, false, 1, dym, c.onesCol(c.B), 0, c.grad(l.off+O*F, O, 1))
+	}
 	if !wantDX {
 		return compute.Images{}
 	}

@@ -49,6 +49,7 @@ func All(t *testing.T, f Factory) {
 		{"Axpby", testAxpby},
 		{"AddRow", testAddRow},
 		{"SumRows", testSumRows},
+		{"ColumnBias", testColumnBias},
 		{"Gather", testGather},
 		{"Activate", testActivate},
 		{"ActivateGrad", testActivateGrad},
@@ -161,6 +162,15 @@ func (w *twin) get(id int) (cpu, shim []float32) {
 		w.t.Fatal(err)
 	}
 	return cpu, shim
+}
+
+// onCPUSide applies f to the CPU side's copy of buffer id: the reference of an operation the
+// CPU backend does not have.
+func (w *twin) onCPUSide(id int, f func(h []float32)) {
+	h := make([]float32, w.bufs[id][0].Len())
+	w.cpu.Download(h, w.bufs[id][0], 0)
+	f(h)
+	w.cpu.Upload(w.bufs[id][0], 0, h)
 }
 
 // ulps is the distance between a and b in units in the last place of float32 (0 for equal

@@ -160,6 +160,62 @@ func testSumRows(t *testing.T, f Factory) {
 	})
 }
 
+// testColumnBias checks compute.ColumnBiaser, which the CPU backend does without (package nn
+// multiplies by ones there): against the definition computed here on the CPU side's copy, bit
+// for bit (one float32 addition an element, and a float32 sum in column order a row).
+func testColumnBias(t *testing.T, f Factory) {
+	forEach(t, f, func(t *testing.T, w *twin, s shape) {
+		cb, ok := w.ops.(compute.ColumnBiaser)
+		if !ok {
+			t.Fatal("the backend has no compute.ColumnBiaser")
+		}
+		for _, shared := range []bool{false, true} {
+			// A column of s.rows values a batch element, 3 floats apart.
+			vs := shape{rows: s.rows, cols: 1, batch: s.batch, stride: 3, bstride: 3*s.rows + 1, off: 1}
+			xs := s
+			if shared {
+				vs.bstride, xs = -1, broadcast(s)
+			}
+			y, v := w.normal(s.size()), w.normal(vs.size())
+			ym, vm := w.mat(y, s.mat()), w.mat(v, vs.mat())
+			w.onCPUSide(y, func(h []float32) {
+				hv, _ := w.get(v)
+				for b := 0; b < s.batch; b++ {
+					for r := 0; r < s.rows; r++ {
+						for j := 0; j < s.cols; j++ {
+							h[elem(ym[0], b, r, j)] += hv[elem(vm[0], b, r, 0)]
+						}
+					}
+				}
+			})
+			cb.AddColumn(ym[1], vm[1])
+			w.sameULP(y, 0, fmt.Sprintf("AddColumn shared %v", shared))
+
+			x := w.normal(xs.size())
+			sum := w.buf(vs.size(), func(int) float32 { return float32(math.NaN()) }) // write-only
+			xm, sm := w.mat(x, xs.mat()), w.mat(sum, vs.mat())
+			w.onCPUSide(sum, func(h []float32) {
+				hx, _ := w.get(x)
+				for b := 0; b < s.batch; b++ {
+					for r := 0; r < s.rows; r++ {
+						var acc float32
+						for j := 0; j < s.cols; j++ {
+							acc += hx[elem(xm[0], b, r, j)]
+						}
+						h[elem(sm[0], b, r, 0)] = acc
+					}
+				}
+			})
+			cb.SumColumns(xm[1], sm[1])
+			// Elements outside the view keep their NaN on both sides: they are compared too.
+			w.sameULP(sum, 0, fmt.Sprintf("SumColumns shared %v", shared))
+		}
+	})
+}
+
+// elem is the index of element (b, r, j) of m in its buffer.
+func elem(m compute.Mat, b, r, j int) int { return m.Off + b*m.BatchStride + r*m.Stride + j }
+
 func testGather(t *testing.T, f Factory) {
 	forEach(t, f, func(t *testing.T, w *twin, s shape) {
 		src := shape{rows: 7, cols: s.cols, batch: s.batch, stride: s.cols + 2}
