@@ -43,7 +43,8 @@
 #   6 Nsight Compute (where installed): ncu's SpeedOfLight section (how close each kernel comes
 #     to the device's memory and compute limits) for 80 launches of W2 at R 64 after its
 #     warm-up round, for 40 of W1 at R 4096, and for 6 of W1's hidden_step at R 64 with the
-#     warps' stall reasons and the occupancy
+#     warps' stall reasons and the occupancy, and the same for W2's direct convolutions at
+#     R 1024 (and the whole-window weight gradient of FEDAUDIT_CUDA_DWROWS=2)
 #   7 W2 compiled in max-autotune mode, W3 vmap compiled (reduce-overhead), and the kit's
 #     alternatives: bench-gpu-graphs, bench-gpu-hidden1024,
 #     bench-gpu-w2-splitk, bench-gpu-w3-splitk
@@ -277,6 +278,17 @@ else
     run 60 ncu-hidden env FEDAUDIT_BENCH_R=64 FEDAUDIT_BENCH_ROUNDS=2 "$ncu" --csv --section SpeedOfLight --section WarpStateStats \
       --section Occupancy --clock-control none --kernel-name hidden_step --launch-skip 3 --launch-count 6 \
       "$kit/cuda-gpu.test" -test.run '^TestKitBenchW1GPU$' -test.count=1
+    # W2's direct convolutions at R 1024 (half of its device time in the sixth sitting): the
+    # stall reasons and occupancy of conv_direct, _dx and _dw, then of the whole-window weight
+    # gradient (FEDAUDIT_CUDA_DWROWS=2), which gained 4% there in one run: whether to choose it.
+    # A step group launches each (and conv_direct_wt) about once: skip the first few step groups.
+    run 90 ncu-w2-direct env FEDAUDIT_BENCH_R=1024 FEDAUDIT_BENCH_ROUNDS=1 "$ncu" --csv --section SpeedOfLight \
+      --section WarpStateStats --section Occupancy --clock-control none --kernel-name regex:'^conv_direct' \
+      --launch-skip 18 --launch-count 6 "$kit/cuda-gpu.test" -test.run '^TestKitBenchW2GPU$' -test.count=1
+    run 90 ncu-w2-dwrows2 env FEDAUDIT_BENCH_R=1024 FEDAUDIT_BENCH_ROUNDS=1 FEDAUDIT_CUDA_DWROWS=2 "$ncu" --csv \
+      --section SpeedOfLight --section WarpStateStats --section Occupancy --clock-control none \
+      --kernel-name regex:'^conv_direct_dw' --launch-skip 6 --launch-count 2 \
+      "$kit/cuda-gpu.test" -test.run '^TestKitBenchW2GPU$' -test.count=1
   else
     say "skip ncu: Nsight Compute not found (PATH, CUDA_HOME, /usr/local/cuda)"
   fi
