@@ -1,6 +1,7 @@
 package train
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/compute"
@@ -274,8 +276,12 @@ func newEngine(be compute.Backend, job Job) (*engine, error) {
 		}
 		copy(w0, job.Initial)
 	}
-	for r := 0; r < R; r++ {
-		be.Upload(e.g, r*e.pitch, w0)
+	// w_0 is uploaded once and copied on the backend to the other replicas: R uploads of it
+	// from host memory were 4,096 copies and 806 MB at W1's 4,096 replicas, 2.9 GB at W3's 64,
+	// all inside a training's time. The copy is exact (y = 1 x; y is not read).
+	be.Upload(e.g, 0, w0)
+	if R > 1 {
+		be.Axpby(1, compute.Mat{Buf: e.g, Rows: 1, Cols: d, Stride: d, Batch: R - 1}, 0, e.rows(e.g, 1, R-1, 1), nil)
 	}
 	if cfg.Canaries != nil {
 		if e.canary, err = newCanaryState(e, j.worldC, j.worldCP, w0); err != nil {
@@ -384,32 +390,57 @@ func (e *engine) allocate(maxN int) {
 	e.uploaded = make([]bool, R)
 }
 
-// compareClients checks that client i is the same in both worlds, except the target sample.
+// compareClients checks that client i is the same in both worlds, except the target sample:
+// the same labels and the same float32 bits. Every training makes this check, on every sample
+// of the federation; compared a value at a time it was two thirds of W1's host set-up (3.3 of
+// 5 ms at 64 replicas), so the samples on each side of the target are compared as memory in
+// one call each, and a client that both worlds share is not compared at all. Only where that
+// finds a difference are the samples compared one by one, to name the first that differs.
 func compareClients(a, b *datasets.Dataset, i int, target TargetInfo) error {
 	if a.Len() != b.Len() {
 		return fmt.Errorf("train: client %d has %d samples in C and %d in C'", i, a.Len(), b.Len())
 	}
-	if i == target.Client && target.WholeClient {
+	if (i == target.Client && target.WholeClient) || a == b {
 		return nil
 	}
+	skip := -1
+	if i == target.Client {
+		skip = target.Index
+	}
+	if n := a.Len(); n > 0 && len(a.Features) == len(b.Features) && len(a.Features)%n == 0 {
+		dim := len(a.Features) / n
+		same := sameFloatBits(a.Features, b.Features) && slices.Equal(a.Labels, b.Labels)
+		if skip >= 0 && skip < n {
+			lo, hi := skip*dim, (skip+1)*dim
+			same = sameFloatBits(a.Features[:lo], b.Features[:lo]) && sameFloatBits(a.Features[hi:], b.Features[hi:]) &&
+				slices.Equal(a.Labels[:skip], b.Labels[:skip]) && slices.Equal(a.Labels[skip+1:], b.Labels[skip+1:])
+		}
+		if same {
+			return nil
+		}
+	}
 	for j := 0; j < a.Len(); j++ {
-		if i == target.Client && j == target.Index {
+		if j == skip {
 			continue
 		}
-		if a.Labels[j] != b.Labels[j] || !sameFloats(a.Row(j), b.Row(j)) {
+		if a.Labels[j] != b.Labels[j] || !sameFloatBits(a.Row(j), b.Row(j)) {
 			return fmt.Errorf("train: client %d sample %d differs between C and C', but only client %d sample %d may", i, j, target.Client, target.Index)
 		}
 	}
 	return nil
 }
 
-func sameFloats(a, b []float32) bool {
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			return false
-		}
+// sameFloatBits reports whether a and b hold the same float32 bit patterns (so -0 differs from +0
+// and a NaN equals only itself, bit for bit): their memory compared by bytes.Equal, a
+// vectorized comparison, where a loop over math.Float32bits compares about 5 GB/s.
+func sameFloatBits(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
 	}
-	return true
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
+	}
+	return bytes.Equal(unsafe.Slice((*byte)(unsafe.Pointer(&a[0])), 4*len(a)), unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), 4*len(b)))
 }
 
 func (e *engine) toDevice(ds *datasets.Dataset) clientData {

@@ -468,3 +468,80 @@ func to64(x []float32) []float64 {
 	}
 	return y
 }
+
+// compareClients accepts two worlds' copies of a client exactly when they hold the same labels
+// and float32 bits everywhere but the target sample (anywhere, for a whole-client target), and
+// otherwise names the first sample that differs. The samples are compared as memory, so the
+// cases include what a comparison by value would get wrong: -0 against +0, and a NaN against
+// itself.
+func TestCompareClients(t *testing.T) {
+	base := func() *datasets.Dataset {
+		d := &datasets.Dataset{Name: "c", Shape: []int{3}, Classes: 2}
+		for j := range 5 {
+			d.Features = append(d.Features, float32(j), float32(-j), float32(j)/3)
+			d.Labels = append(d.Labels, int32(j%2))
+		}
+		d.Features[7] = float32(math.NaN())
+		return d
+	}
+	with := func(f func(d *datasets.Dataset)) *datasets.Dataset {
+		d := base()
+		f(d)
+		return d
+	}
+	shared := base()
+	negZero := with(func(d *datasets.Dataset) { d.Features[0] = float32(math.Copysign(0, -1)) })
+	cases := []struct {
+		name   string
+		a, b   *datasets.Dataset
+		target TargetInfo
+		bad    string // "" when accepted, else the sample the error names
+	}{
+		{"the same dataset", shared, shared, TargetInfo{Client: 0, Index: 1}, ""},
+		{"equal copies, NaN included", base(), base(), TargetInfo{Client: 0, Index: 1}, ""},
+		{"the target's features", base(), with(func(d *datasets.Dataset) { d.Features[4] = 9 }), TargetInfo{Client: 0, Index: 1}, ""},
+		{"the target's label", base(), with(func(d *datasets.Dataset) { d.Labels[1] = 0 }), TargetInfo{Client: 0, Index: 1}, ""},
+		{"the first sample as target", base(), with(func(d *datasets.Dataset) { d.Features[0] = 9 }), TargetInfo{Client: 0, Index: 0}, ""},
+		{"the last sample as target", base(), with(func(d *datasets.Dataset) { d.Labels[4] = 1 }), TargetInfo{Client: 0, Index: 4}, ""},
+		{"another sample's features", base(), with(func(d *datasets.Dataset) { d.Features[10] = 9 }), TargetInfo{Client: 0, Index: 1}, "sample 3"},
+		{"another sample's label", base(), with(func(d *datasets.Dataset) { d.Labels[4] = 1 }), TargetInfo{Client: 0, Index: 1}, "sample 4"},
+		{"-0 against +0", base(), negZero, TargetInfo{Client: 0, Index: 1}, "sample 0"},
+		{"the target sample of another client", base(), with(func(d *datasets.Dataset) { d.Features[4] = 9 }), TargetInfo{Client: 1, Index: 1}, "sample 1"},
+		{"a whole-client target", base(), with(func(d *datasets.Dataset) { d.Labels[2] = 1 }), TargetInfo{Client: 0, WholeClient: true}, ""},
+		{"the target and a later sample", base(), with(func(d *datasets.Dataset) { d.Features[3] = 9; d.Features[12] = 9 }), TargetInfo{Client: 0, Index: 1}, "sample 4"},
+		{"two differences", base(), with(func(d *datasets.Dataset) { d.Features[13] = 9; d.Labels[2] = 1 }), TargetInfo{Client: 0, Index: 1}, "sample 2"},
+		{"different sizes", base(), with(func(d *datasets.Dataset) { d.Features, d.Labels = d.Features[:12], d.Labels[:4] }), TargetInfo{Client: 0, Index: 1}, "5 samples in C and 4"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := compareClients(tc.a, tc.b, 0, tc.target)
+			switch {
+			case tc.bad == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad)):
+				t.Errorf("got %v, want an error naming %s", err, tc.bad)
+			}
+		})
+	}
+}
+
+// BenchmarkCompareClients is the adjacency check of a training's set-up on W1's sizes (10
+// clients of 600 samples of 784 features, 18.8 MB) where C' holds copies of C's clients,
+// not the same datasets (which are not compared at all).
+func BenchmarkCompareClients(b *testing.B) {
+	tgt := TargetInfo{Client: 0, Index: 0}
+	c, cp := synthWorlds(10, 600, 784, 10, tgt, 1)
+	for i := range cp {
+		d := *cp[i]
+		d.Features, d.Labels = slices.Clone(d.Features), slices.Clone(d.Labels)
+		cp[i] = &d
+	}
+	b.SetBytes(int64(10 * 600 * 784 * 4))
+	for b.Loop() {
+		for i := range c {
+			if err := compareClients(c[i], cp[i], i, tgt); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
