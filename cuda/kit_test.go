@@ -34,7 +34,7 @@ func TestKitSummaryWrites(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "steps.tsv"), []byte("gpu-info\tpass\t1\t\nparity\tFAIL\t2\tsee parity.log\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "bench.jsonl"), []byte(
 		`{"backend":"cpu","device":"c","replicas":64,"rounds":20,"seconds":2,"replica_rounds_per_s":640,"gemm_gflops":1}`+"\n"+
-			`{"backend":"gpu","device":"g","replicas":64,"rounds":20,"seconds":1,"replica_rounds_per_s":1280,"gemm_gflops":2,"sgemm_peak_gflops":100,"of_sgemm_peak":0.02}`+"\n"+
+			`{"backend":"gpu","device":"g","replicas":64,"rounds":20,"seconds":1,"replica_rounds_per_s":1280,"first_round_seconds":0.05,"steady_replica_rounds_per_s":1280,"gemm_gflops":2,"sgemm_peak_gflops":100,"of_sgemm_peak":0.02}`+"\n"+
 			`{"workload":"W2","backend":"cpu","device":"c","replicas":64,"rounds":10,"seconds":64,"replica_rounds_per_s":10,"gemm_gflops":1}`+"\n"+
 			`{"workload":"W2","backend":"gpu","device":"g","replicas":64,"rounds":10,"seconds":12.8,"replica_rounds_per_s":50,"gemm_gflops":5}`+"\n"+
 			`{"workload":"W3","backend":"gpu","device":"g","replicas":32,"rounds":2,"seconds":4,"replica_rounds_per_s":16,"gemm_gflops":900}`+"\n"+
@@ -55,7 +55,7 @@ func TestKitSummaryWrites(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"SOME STEPS FAILED", "| parity | FAIL | 2 | see parity.log |", "## W1 benchmark",
-		"| gpu | 64 | 20 | 1.000 | 1280.0 | 2.00 | 2.0% of 100 |", "| 64 | gpu 2.00x |", "## W2 benchmark", "| gpu | 64 | 10 | 12.800 | 50.0 | 5.00 |", "| 64 | gpu 5.00x |", "## W3 benchmark", "| gpu | 32 | 2 | 4.000 | 16.0 | 900.00 |", "3 x ResNet-18's forward FLOPs"} {
+		"| gpu | 64 | 20 | 1.000 | 1280.0 | 0.0500 | 1280.0 | 2.00 | 2.0% of 100 |", "| 64 | gpu 2.00x |", "## W2 benchmark", "| gpu | 64 | 10 | 12.800 | 50.0 |  |  | 5.00 |", "| 64 | gpu 5.00x |", "## W3 benchmark", "| gpu | 32 | 2 | 4.000 | 16.0 |  |  | 900.00 |", "3 x ResNet-18's forward FLOPs"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("summary.md lacks %q:\n%s", want, md)
 		}

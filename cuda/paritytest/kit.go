@@ -159,8 +159,8 @@ func benchMarkdown(b *strings.Builder, workload string, bench []BenchResult) {
 		case W3:
 			rate = "GEMM GFLOP/s: the nominal count, 3 x ResNet-18's forward FLOPs per image, per second"
 		}
-		fmt.Fprintf(b, "\n## %s benchmark\n\nreplica-rounds/s: replicas x rounds per second (the benchmark's metric); %s; of SGEMM peak: that rate over the device's own SGEMM rate on 4096^3 products.\n\n", workload, rate)
-		b.WriteString("| backend | replicas | rounds | seconds | replica-rounds/s | GEMM GFLOP/s | of SGEMM peak | memory used | error |\n|---|---|---|---|---|---|---|---|---|\n")
+		fmt.Fprintf(b, "\n## %s benchmark\n\nreplica-rounds/s: replicas x rounds per second (the benchmark's metric); round 1 s: the seconds to the end of the first round, the set-up included; after round 1: the replica-rounds/s of the rounds after it; %s; of SGEMM peak: that rate over the device's own SGEMM rate on 4096^3 products.\n\n", workload, rate)
+		b.WriteString("| backend | replicas | rounds | seconds | replica-rounds/s | round 1 s | after round 1 | GEMM GFLOP/s | of SGEMM peak | memory used | error |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range bench {
 			peak, mem := "", ""
 			if r.SGEMMPeak > 0 {
@@ -169,8 +169,15 @@ func benchMarkdown(b *strings.Builder, workload string, bench []BenchResult) {
 			if r.MemoryUsed > 0 {
 				mem = fmt.Sprintf("%.2f GiB", float64(r.MemoryUsed)/(1<<30))
 			}
-			fmt.Fprintf(b, "| %s | %d | %d | %.3f | %.1f | %.2f | %s | %s | %s |\n",
-				r.Backend, r.Replicas, r.Rounds, r.Seconds, r.ReplicaRoundsPerSec, r.GEMMGFlops, peak, mem, r.Error)
+			first, steady := "", ""
+			if r.FirstRoundSeconds > 0 {
+				first = fmt.Sprintf("%.4f", r.FirstRoundSeconds)
+			}
+			if r.SteadyReplicaRoundsPerSec > 0 {
+				steady = fmt.Sprintf("%.1f", r.SteadyReplicaRoundsPerSec)
+			}
+			fmt.Fprintf(b, "| %s | %d | %d | %.3f | %.1f | %s | %s | %.2f | %s | %s | %s |\n",
+				r.Backend, r.Replicas, r.Rounds, r.Seconds, r.ReplicaRoundsPerSec, first, steady, r.GEMMGFlops, peak, mem, r.Error)
 		}
 		// GPU over CPU at equal replica counts.
 		cpu := map[int]float64{}

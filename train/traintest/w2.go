@@ -73,6 +73,9 @@ type CNNResult struct {
 	Seconds          float64
 	// ReplicaRoundsPerSec is Replicas * Rounds / Seconds, the benchmark's metric.
 	ReplicaRoundsPerSec float64
+	// FirstRoundSeconds and SteadyReplicaRoundsPerSec split the run at the end of its first
+	// round (RoundClock).
+	FirstRoundSeconds, SteadyReplicaRoundsPerSec float64
 	// NominalGFlops is the reference's nominal count (3 x the forward FLOPs per image) per
 	// second.
 	NominalGFlops float64
@@ -105,8 +108,9 @@ func runCNN(ctx context.Context, be compute.Backend, workload string, cfg train.
 	warm := cfg
 	warm.Rounds = 1
 	pairs := train.PairRange{First: 0, Count: replicas / 2}
+	var clock RoundClock
 	run := func(cfg train.Config) error {
-		job := train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs, Recorder: discard{}}
+		job := train.Job{Config: cfg, WorldC: c, WorldCPrime: cp, Target: tgt, Pairs: pairs, Recorder: discard{}, Progress: clock.Progress}
 		if be == nil {
 			return train.Train(ctx, job)
 		}
@@ -118,14 +122,50 @@ func runCNN(ctx context.Context, be compute.Backend, workload string, cfg train.
 	if err := FreeAll(be); err != nil {
 		return CNNResult{}, fmt.Errorf("%s warm-up: release its memory: %w", workload, err)
 	}
-	start := time.Now()
+	clock.Start()
 	if err := run(cfg); err != nil {
 		return CNNResult{}, fmt.Errorf("%s: %w", workload, err)
 	}
-	sec := time.Since(start).Seconds()
+	sec, first, steady := clock.Split(replicas, cfg.Rounds)
 	rr := float64(replicas * cfg.Rounds)
 	flops := rr * float64(len(c)) * float64(cfg.LocalSteps) * float64(cfg.BatchSize) * 3 * forwardFlops
-	return CNNResult{Workload: workload, Replicas: replicas, Rounds: cfg.Rounds, Seconds: sec, ReplicaRoundsPerSec: rr / sec, NominalGFlops: flops / sec / 1e9}, nil
+	return CNNResult{Workload: workload, Replicas: replicas, Rounds: cfg.Rounds, Seconds: sec, ReplicaRoundsPerSec: rr / sec,
+		FirstRoundSeconds: first, SteadyReplicaRoundsPerSec: steady, NominalGFlops: flops / sec / 1e9}, nil
+}
+
+// RoundClock times a benchmark's training and the end of its first round, so that a rate can
+// leave out the set-up (the data's upload, the allocations, w_0), which both sides of a
+// comparison may not time alike: the PyTorch references put their data on the device before
+// their clock starts. Its Progress is a train.Job's: each round of the engine ends with the
+// host reading the divergence check, so on a device the round has run when it is called.
+type RoundClock struct {
+	start, first time.Time
+}
+
+// Start starts the clock and forgets an earlier first round (a warm-up's).
+func (c *RoundClock) Start() { c.start, c.first = time.Now(), time.Time{} }
+
+// Progress is train.Job.Progress: it notes the end of round 1.
+func (c *RoundClock) Progress(done, _ int) {
+	if done == 1 {
+		c.first = time.Now()
+	}
+}
+
+// Split stops the clock and returns the seconds since Start, those to the end of round 1,
+// and the replica-rounds per second of the rounds after it (0 with one round, or where no
+// round ended).
+func (c *RoundClock) Split(replicas, rounds int) (seconds, first, steady float64) {
+	end := time.Now()
+	seconds = end.Sub(c.start).Seconds()
+	if c.first.IsZero() {
+		return seconds, 0, 0
+	}
+	first = c.first.Sub(c.start).Seconds()
+	if rest := end.Sub(c.first).Seconds(); rounds > 1 && rest > 0 {
+		steady = float64(replicas*(rounds-1)) / rest
+	}
+	return seconds, first, steady
 }
 
 // FreeAll frees the buffers a training left on a device backend (cuda's FreeAll, what
