@@ -253,6 +253,12 @@ type ColumnBiaser interface {
 	// SumColumns computes y[b, r, 0] = the sum over j of x[b, r, j], a float32 sum in column
 	// order (y: x.Rows x 1).
 	SumColumns(x, y Mat)
+	// AddColumnActivate is AddColumn(pre, v) then Activate(act, pre, post), and
+	// ActivateGradSumColumns is ActivateGrad(act, pre, post, grad) then SumColumns(grad, y),
+	// each in one pass with exactly the bits of the pair (a dense layer and the activation
+	// after it).
+	AddColumnActivate(act Activation, pre, v, post Mat)
+	ActivateGradSumColumns(act Activation, pre, post, grad, y Mat)
 }
 
 // NoiseKind names an exact sampler of a non-Gaussian noise mechanism.

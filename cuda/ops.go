@@ -806,6 +806,18 @@ func (o *Ops) SumColumns(x, y compute.Mat) {
 	o.launch(kernels.SumCols, x.Batch*x.Rows)
 }
 
+// AddColumnActivate implements compute.ColumnBiaser.
+func (o *Ops) AddColumnActivate(act compute.Activation, pre, v, post compute.Mat) {
+	o.args.reset().u32(uint32(act)).mat(pre).mat(v).mat(post).i64(pre.Rows).i64(pre.Cols).i64(pre.Batch)
+	o.launchLight(kernels.AddColActivate, pre.Batch*pre.Rows*pre.Cols)
+}
+
+// ActivateGradSumColumns implements compute.ColumnBiaser: one thread a row scales it and sums it.
+func (o *Ops) ActivateGradSumColumns(act compute.Activation, pre, post, grad, y compute.Mat) {
+	o.args.reset().u32(uint32(act)).mat(pre).mat(post).mat(grad).mat(y).i64(grad.Rows).i64(grad.Cols).i64(grad.Batch)
+	o.launch(kernels.ActivateGradSumCols, grad.Batch*grad.Rows)
+}
+
 // Gather implements compute.Backend.
 func (o *Ops) Gather(dst, src compute.Mat, idx []int32) {
 	if len(idx) == 0 || dst.Batch == 0 || dst.Cols == 0 {

@@ -228,3 +228,39 @@ extern "C" __global__ void sum_cols(float* y, i64 ys, i64 ybs, const float* x, i
 		y[b * ybs + r * ys] = s;
 	}
 }
+
+// add_col_activate is add_col then activate in one pass: pre[b, r, j] += v[b, r vs], then
+// post = act(pre), the same float32 operations in the same order (a dense layer of package nn
+// and the activation after it).
+extern "C" __global__ void add_col_activate(int act, float* pre, i64 ps, i64 pbs, const float* v, i64 vs,
+                                            i64 vbs, float* post, i64 qs, i64 qbs, i64 rows, i64 cols,
+                                            i64 batch) {
+	i64 per = rows * cols;
+	GRID_STRIDE_RC(ix, batch * per, rows, cols) {
+		i64 b = ix.b, r = ix.r, j = ix.j;
+		float* p = pre + b * pbs + r * ps + j;
+		*p += v[b * vbs + r * vs];
+		post[b * qbs + r * qs + j] = act_value(act, *p);
+	}
+}
+
+// activate_grad_sum_cols is activate_grad then sum_cols of grad into y, one thread per row of
+// a batch element: each grad element is scaled as activate_grad scales it and added to the
+// row's float32 sum in column order, as sum_cols adds it.
+extern "C" __global__ void activate_grad_sum_cols(int act, const float* pre, i64 ps, i64 pbs,
+                                                  const float* post, i64 qs, i64 qbs, float* grad,
+                                                  i64 gs, i64 gbs, float* y, i64 ys, i64 ybs, i64 rows,
+                                                  i64 cols, i64 batch) {
+	GRID_STRIDE_RC(ix, batch * rows, rows, 1) {
+		i64 b = ix.b, r = ix.r;
+		float* g = grad + b * gbs + r * gs;
+		const float* p = pre + b * pbs + r * ps;
+		const float* q = post + b * qbs + r * qs;
+		float s = 0.0f;
+		for (i64 j = 0; j < cols; j++) {
+			g[j] = act_grad(act, p + j, q + j, g[j]);
+			s += g[j];
+		}
+		y[b * ybs + r * ys] = s;
+	}
+}

@@ -63,6 +63,8 @@ const (
 	ConvDirectDWWin4
 	AddCol
 	SumCols
+	AddColActivate
+	ActivateGradSumCols
 	numKernels
 )
 
@@ -84,7 +86,7 @@ var kernelNames = [numKernels]string{
 	Wino4Filter: "wino4_filter", Wino4FilterGrad: "wino4_filter_grad", Wino4Input: "wino4_input", Wino4InputGrad: "wino4_input_grad",
 	Wino4Output: "wino4_output", Wino4OutputGrad: "wino4_output_grad", PoolGradKept: "pool_grad_kept",
 	ConvDirectWT: "conv_direct_wt", ConvDirectDWWin2: "conv_direct_dw_win2", ConvDirectDWWin4: "conv_direct_dw_win4",
-	AddCol: "add_col", SumCols: "sum_cols",
+	AddCol: "add_col", SumCols: "sum_cols", AddColActivate: "add_col_activate", ActivateGradSumCols: "activate_grad_sum_cols",
 }
 
 // HiddenSharedFloats is the static shared memory of hidden_step in floats

@@ -841,16 +841,87 @@ func (l *dense[T]) forward(c *pass[T], x compute.Images) compute.Images {
 func (l *dense[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) compute.Images {
 	F, O := l.ish.C, l.outF
 	dym := planes(dy)
-	c.o.gemm(false, true, 1, dym, planes(x), 0, c.grad(l.off, O, F))
 	if cb := c.o.columnBias(); cb != nil {
 		cb.SumColumns(dym, c.grad(l.off+O*F, O, 1))
 	} else {
 		c.o.gemm(false, false, 1, dym, c.onesCol(c.B), 0, c.grad(l.off+O*F, O, 1))
 	}
+	return l.backwardProducts(c, x, dym, wantDX)
+}
+
+// backwardProducts writes the weight gradient dy x^T and returns dx = W^T dy when wantDX: the
+// backward pass but for the bias.
+func (l *dense[T]) backwardProducts(c *pass[T], x compute.Images, dym compute.Mat, wantDX bool) compute.Images {
+	F, O := l.ish.C, l.outF
+	c.o.gemm(false, true, 1, dym, planes(x), 0, c.grad(l.off, O, F))
 	if !wantDX {
 		return compute.Images{}
 	}
 	dx := images(get(c.o, &l.dx, c.R*F*c.B), l.ish, c.B, c.R, false)
 	c.o.gemm(true, false, 1, c.param(l.off, O, F), dym, 0, planes(dx))
 	return dx
+}
+
+// denseAct is a dense layer and the activation after it (LeNet-5's first two dense layers). On
+// a backend with compute.ColumnBiaser the bias and the activation run in one pass and the
+// activation's gradient and the bias gradient in another (AddColumnActivate,
+// ActivateGradSumColumns: the bits of the pairs they stand for); elsewhere it runs the two
+// layers. Either way the dense layer's output is kept as the activation's input.
+type denseAct[T Float] struct {
+	dense *dense[T]
+	act   *act[T]
+	pre   compute.Images // the dense layer's output
+	fused bool
+}
+
+func (l *denseAct[T]) in() Shape                  { return l.dense.ish }
+func (l *denseAct[T]) out() Shape                 { return l.dense.out() }
+func (l *denseAct[T]) numParams() int             { return l.dense.numParams() }
+func (l *denseAct[T]) setOffset(off int)          { l.dense.setOffset(off) }
+func (l *denseAct[T]) init(w []T, rng *rand.Rand) { l.dense.init(w, rng) }
+func (l *denseAct[T]) flops() int64               { return l.dense.flops() + l.act.flops() }
+
+func (l *denseAct[T]) forward(c *pass[T], x compute.Images) compute.Images {
+	cb := c.o.columnBias()
+	l.fused = cb != nil
+	if !l.fused {
+		l.pre = l.dense.forward(c, x)
+		return l.act.forward(c, l.pre)
+	}
+	d := l.dense
+	F, O := d.ish.C, d.outF
+	l.pre = images(get(c.o, &d.y, c.R*O*c.B), d.out(), c.B, c.R, false)
+	y := images(get(c.o, &l.act.buf, c.R*O*c.B), d.out(), c.B, c.R, false)
+	c.o.gemm(false, false, 1, c.param(d.off, O, F), planes(x), 0, planes(l.pre))
+	cb.AddColumnActivate(l.act.fn, planes(l.pre), c.param(d.off+O*F, O, 1), planes(y))
+	return y
+}
+
+func (l *denseAct[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) compute.Images {
+	if !l.fused {
+		l.act.backward(c, l.pre, y, dy, true)
+		return l.dense.backward(c, x, l.pre, dy, wantDX)
+	}
+	d := l.dense
+	F, O := d.ish.C, d.outF
+	dym := planes(dy)
+	c.o.columnBias().ActivateGradSumColumns(l.act.fn, planes(l.pre), planes(y), dym, c.grad(d.off+O*F, O, 1))
+	return d.backwardProducts(c, x, dym, wantDX)
+}
+
+// fuseDenseAct returns the layers with every dense layer followed by an activation as one
+// denseAct.
+func fuseDenseAct[T Float](ls []layer[T]) []layer[T] {
+	var out []layer[T]
+	for i := 0; i < len(ls); i++ {
+		if d, isDense := ls[i].(*dense[T]); isDense && i+1 < len(ls) {
+			if a, isAct := ls[i+1].(*act[T]); isAct {
+				out = append(out, &denseAct[T]{dense: d, act: a})
+				i++
+				continue
+			}
+		}
+		out = append(out, ls[i])
+	}
+	return out
 }

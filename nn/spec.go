@@ -86,7 +86,7 @@ func build[T Float](spec Spec) (*Model[T], error) {
 		l.setOffset(m.d)
 		m.d += l.numParams()
 	}
-	m.body = newSeq(fuseGroupNormReLU(fusePoolReLU(poolFirst(ls))))
+	m.body = newSeq(fuseDenseAct(fuseGroupNormReLU(fusePoolReLU(poolFirst(ls)))))
 	return m, nil
 }
 

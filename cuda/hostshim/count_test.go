@@ -279,11 +279,13 @@ func cnnCountsWith(t *testing.T, rounds, pairs int, opt cuda.Options) roundCount
 // round, 32.5 and 20 per step group; docs/gpu.md). The profile of a round says which.
 // The counts measured when the test was written, by patches (Options.PatchConv), which a
 // change may lower but not raise (171 launches then; 151 since LeNet-5's ReLUs run in its max
-// poolings' launches: 4 a step group; 181 launches and 70 cuBLAS calls instead of 151 and 100
-// since the dense layers' biases are kernels of their own, compute.ColumnBiaser: add_col and
-// sum_cols, 3 each a step group, in place of 6 cuBLAS calls of degenerate shapes), and by the
-// default's direct kernels (TestDirectConvCounts).
-const cnnLaunchesPerRound, cnnGemmsPerRound = 181, 70
+// poolings' launches: 4 a step group; 161 launches and 70 cuBLAS calls instead of 151 and 100
+// since the dense layers' biases are kernels of their own, compute.ColumnBiaser, in place of
+// 6 cuBLAS calls of degenerate shapes a step group, with the ReLUs after the first two dense
+// layers in the same passes: 2 add_col_activate, 2 activate_grad_sum_cols, 1 add_col and 1
+// sum_cols a step group, and 2 activate and 2 activate_grad fewer), and by the default's direct
+// kernels (TestDirectConvCounts).
+const cnnLaunchesPerRound, cnnGemmsPerRound = 161, 70
 
 // cnnPatches is the patch form that cnnLaunchesPerRound and cnnGemmsPerRound count.
 var cnnPatches = cuda.Options{PatchConv: true}

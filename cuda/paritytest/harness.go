@@ -50,6 +50,7 @@ func All(t *testing.T, f Factory) {
 		{"AddRow", testAddRow},
 		{"SumRows", testSumRows},
 		{"ColumnBias", testColumnBias},
+		{"ColumnBiasFused", testColumnBiasFused},
 		{"Gather", testGather},
 		{"Activate", testActivate},
 		{"ActivateGrad", testActivateGrad},

@@ -213,6 +213,74 @@ func testColumnBias(t *testing.T, f Factory) {
 	})
 }
 
+// testColumnBiasFused checks compute.ColumnBiaser's fused pairs: AddColumnActivate and
+// ActivateGradSumColumns give exactly the bits of the backend's own pair (AddColumn then
+// Activate; ActivateGrad then SumColumns), and agree with the CPU backend's Activate and
+// ActivateGrad as those do (to 1 ulp for tanh and softplus, testActivate's tolerance).
+func testColumnBiasFused(t *testing.T, f Factory) {
+	forEach(t, f, func(t *testing.T, w *twin, s shape) {
+		cb := w.ops.(compute.ColumnBiaser)
+		vs := shape{rows: s.rows, cols: 1, batch: s.batch, stride: 2, bstride: 2*s.rows + 3, off: 2}
+		ps := s
+		ps.off, ps.stride, ps.bstride = 1, 0, 0
+		for _, act := range []compute.Activation{compute.Tanh, compute.Softplus, compute.ReLU} {
+			tol := b2u(act != compute.ReLU)
+			// Forward: the fused pair on one copy of pre, the two operations on another.
+			v := w.normal(vs.size())
+			pre := preValues(w, s.size())
+			h, _ := w.get(pre)
+			pre2 := w.buf(len(h), func(i int) float32 { return h[i] })
+			post := w.buf(ps.size(), func(int) float32 { return float32(math.NaN()) })
+			post2 := w.buf(ps.size(), func(int) float32 { return float32(math.NaN()) })
+			vm, prem, pre2m, postm, post2m := w.mat(v, vs.mat()), w.mat(pre, s.mat()), w.mat(pre2, s.mat()), w.mat(post, ps.mat()), w.mat(post2, ps.mat())
+			cb.AddColumnActivate(act, prem[1], vm[1], postm[1])
+			cb.AddColumn(pre2m[1], vm[1])
+			w.ops.Activate(act, pre2m[1], post2m[1])
+			w.sameOnDevice(pre, pre2, fmt.Sprintf("AddColumnActivate %v: pre", act))
+			w.sameOnDevice(post, post2, fmt.Sprintf("AddColumnActivate %v: post", act))
+			w.onCPUSide(pre, func(hp []float32) {
+				hv, _ := w.get(v)
+				for b := 0; b < s.batch; b++ {
+					for r := 0; r < s.rows; r++ {
+						for j := 0; j < s.cols; j++ {
+							hp[elem(prem[0], b, r, j)] += hv[elem(vm[0], b, r, 0)]
+						}
+					}
+				}
+			})
+			w.cpu.Activate(act, prem[0], postm[0])
+			w.sameULP(pre, 0, fmt.Sprintf("AddColumnActivate %v: pre", act))
+			w.sameULP(post, tol, fmt.Sprintf("AddColumnActivate %v: post", act))
+
+			// Backward, on the values above.
+			g := w.normal(s.size())
+			hg, _ := w.get(g)
+			g2 := w.buf(len(hg), func(i int) float32 { return hg[i] })
+			y := w.buf(vs.size(), func(int) float32 { return float32(math.NaN()) })
+			y2 := w.buf(vs.size(), func(int) float32 { return float32(math.NaN()) })
+			gm, g2m, ym, y2m := w.mat(g, s.mat()), w.mat(g2, s.mat()), w.mat(y, vs.mat()), w.mat(y2, vs.mat())
+			cb.ActivateGradSumColumns(act, prem[1], postm[1], gm[1], ym[1])
+			w.ops.ActivateGrad(act, prem[1], postm[1], g2m[1])
+			cb.SumColumns(g2m[1], y2m[1])
+			w.sameOnDevice(g, g2, fmt.Sprintf("ActivateGradSumColumns %v: grad", act))
+			w.sameOnDevice(y, y2, fmt.Sprintf("ActivateGradSumColumns %v: sums", act))
+		}
+	})
+}
+
+// sameOnDevice fails when buffers a and b differ in any bit on the tested side.
+func (w *twin) sameOnDevice(a, b int, what string) {
+	w.t.Helper()
+	_, x := w.get(a)
+	_, y := w.get(b)
+	for i := range x {
+		if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
+			w.t.Errorf("%s: element %d: %v (%08x) fused, %v (%08x) by the pair", what, i, x[i], math.Float32bits(x[i]), y[i], math.Float32bits(y[i]))
+			return
+		}
+	}
+}
+
 // elem is the index of element (b, r, j) of m in its buffer.
 func elem(m compute.Mat, b, r, j int) int { return m.Off + b*m.BatchStride + r*m.Stride + j }
 

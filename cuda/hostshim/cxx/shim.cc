@@ -103,6 +103,7 @@ const entry table[] = {
     K(wino4_filter),      K(wino4_filter_grad), K(wino4_input),     K(wino4_input_grad),
     K(wino4_output),      K(wino4_output_grad), K(pool_grad_kept),    K(conv_direct_wt),
     K(conv_direct_dw_win2), K(conv_direct_dw_win4), K(add_col),           K(sum_cols),
+    K(add_col_activate),  K(activate_grad_sum_cols),
 };
 #undef K
 #undef KB
