@@ -261,6 +261,15 @@ type ColumnBiaser interface {
 	ActivateGradSumColumns(act Activation, pre, post, grad, y Mat)
 }
 
+// ColumnXent is implemented by backends that take the softmax cross-entropy of logits whose
+// classes are rows and samples columns (package nn's layout: classes x B a replica) without
+// transposing them. SoftmaxXentColumns is SoftmaxXent on the transposes: logits and dlogits
+// are Classes x Samples, labels, loss and margin as SoftmaxXent's (Samples x 1), with exactly
+// the bits of transposing the logits, SoftmaxXent and transposing dlogits back.
+type ColumnXent interface {
+	SoftmaxXentColumns(logits, labels Mat, scale float32, dlogits, loss, margin Mat)
+}
+
 // NoiseKind names an exact sampler of a non-Gaussian noise mechanism.
 type NoiseKind int
 

@@ -846,9 +846,18 @@ func (o *Ops) SoftmaxXent(logits, labels compute.Mat, scale float32, dlogits, lo
 }
 
 func (o *Ops) softmaxXent(logits, bias, labels compute.Mat, scale float32, dlogits, loss, margin compute.Mat) {
-	o.args.reset().mat(logits).mat(labels).f32(scale).mat(dlogits).mat(loss).mat(margin).
+	o.args.reset().mat(logits).i64(1).mat(labels).f32(scale).mat(dlogits).i64(1).mat(loss).mat(margin).
 		ptr(addr(bias)).i64(bias.BatchStride).i64(logits.Rows).i64(logits.Cols).i64(logits.Batch)
 	o.launch(kernels.SoftmaxXent, logits.Batch*logits.Rows)
+}
+
+// SoftmaxXentColumns implements compute.ColumnXent: softmax_xent with a sample's logits down a
+// column, one thread a sample (adjacent threads read adjacent values).
+func (o *Ops) SoftmaxXentColumns(logits, labels compute.Mat, scale float32, dlogits, loss, margin compute.Mat) {
+	o.args.reset().ptr(addr(logits)).i64(1).i64(logits.BatchStride).i64(logits.Stride).mat(labels).f32(scale).
+		ptr(addr(dlogits)).i64(1).i64(dlogits.BatchStride).i64(dlogits.Stride).mat(loss).mat(margin).
+		ptr(0).i64(0).i64(logits.Cols).i64(logits.Rows).i64(logits.Batch)
+	o.launch(kernels.SoftmaxXent, logits.Batch*logits.Cols)
 }
 
 var _ compute.Fuser = (*Ops)(nil)

@@ -68,6 +68,7 @@ func TestLaunchArgumentsMatchPTX(t *testing.T) {
 	o.SumRows(1, x, 0, row)
 	o.AddColumn(y, m(3, 1, 2))
 	o.SumColumns(x, m(3, 1, 2))
+	o.SoftmaxXentColumns(x, m(4, 1, 2), 1, y, m(4, 1, 2), m(4, 1, 2))
 	o.AddColumnActivate(compute.ReLU, y, m(3, 1, 2), x)
 	o.ActivateGradSumColumns(compute.Tanh, x, y, x, m(3, 1, 2))
 	o.Gather(y, x, []int32{0, 2, 1})

@@ -7,36 +7,38 @@
 // not null, and dlogits = scale (softmax - onehot) when dl is not null; dl may alias logits
 // (each element is read before it is written). When bias is not null, the row first gets
 // bias[b, :] added in place (add_row fused in: the logits are left with the bias, as add_row
-// leaves them).
-extern "C" __global__ void softmax_xent(float* logits, i64 ls, i64 lbs, const float* labels,
+// leaves them). A row's logits lie lcs apart and its dlogits dcs apart: 1 where a row is a
+// sample's (the rows of train's models), the batch of samples where the classes are the rows
+// (package nn's layout: the same values, read in the same order, without a transposition).
+extern "C" __global__ void softmax_xent(float* logits, i64 ls, i64 lbs, i64 lcs, const float* labels,
                                         i64 ys, i64 ybs, float scale, float* dl, i64 ds, i64 dbs,
-                                        float* loss, i64 loss_s, i64 loss_bs, float* margin,
+                                        i64 dcs, float* loss, i64 loss_s, i64 loss_bs, float* margin,
                                         i64 ms, i64 mbs, const float* bias, i64 bbs, i64 rows,
                                         i64 cols, i64 batch) {
 	GRID_STRIDE_RC(ix, batch * rows, 1, rows) {
 		i64 b = ix.b, r = ix.j;
 		float* row = logits + b * lbs + r * ls;
 		if (bias)
-			for (i64 j = 0; j < cols; j++) row[j] += bias[b * bbs + j];
+			for (i64 j = 0; j < cols; j++) row[j * lcs] += bias[b * bbs + j];
 		i64 y = (i64)labels[b * ybs + r * ys];
 		float mx = row[0];
-		for (i64 j = 0; j < cols; j++) mx = go_maxf(mx, row[j]);
+		for (i64 j = 0; j < cols; j++) mx = go_maxf(mx, row[j * lcs]);
 		double s = 0;
-		for (i64 j = 0; j < cols; j++) s += exp((double)(row[j] - mx));
+		for (i64 j = 0; j < cols; j++) s += exp((double)(row[j * lcs] - mx));
 		double lse = (double)mx + log(s);
-		if (loss) loss[b * loss_bs + r * loss_s] = (float)(lse - (double)row[y]);
+		if (loss) loss[b * loss_bs + r * loss_s] = (float)(lse - (double)row[y * lcs]);
 		if (margin) {
 			float other = -__int_as_float(0x7f800000);  // -Inf
 			for (i64 j = 0; j < cols; j++)
-				if (j != y) other = go_maxf(other, row[j]);
-			margin[b * mbs + r * ms] = row[y] - other;
+				if (j != y) other = go_maxf(other, row[j * lcs]);
+			margin[b * mbs + r * ms] = row[y * lcs] - other;
 		}
 		if (dl) {
 			float* out = dl + b * dbs + r * ds;
 			for (i64 j = 0; j < cols; j++) {
-				float p = (float)exp((double)row[j] - lse);
+				float p = (float)exp((double)row[j * lcs] - lse);
 				if (j == y) p -= 1.0f;
-				out[j] = scale * p;
+				out[j * dcs] = scale * p;
 			}
 		}
 	}

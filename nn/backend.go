@@ -63,6 +63,9 @@ type ops[T Float] interface {
 	// columnBias returns the backend's kernels for a dense layer's bias, or nil where there
 	// are none (the bias is then a product by ones).
 	columnBias() compute.ColumnBiaser
+	// columnXent returns the backend's softmax cross-entropy of logits stored classes by
+	// samples, or nil where there is none (the logits are then transposed for xent).
+	columnXent() compute.ColumnXent
 	compute.Convolver
 }
 
@@ -116,6 +119,7 @@ func (o deviceOps) poolReLU() compute.PoolReLUKeeper {
 	return optional[compute.PoolReLUKeeper](o.be)
 }
 func (o deviceOps) columnBias() compute.ColumnBiaser { return optional[compute.ColumnBiaser](o.be) }
+func (o deviceOps) columnXent() compute.ColumnXent   { return optional[compute.ColumnXent](o.be) }
 
 // optional is the backend's implementation of the optional interface I, or I's zero value (nil)
 // where it has none.
@@ -229,6 +233,7 @@ func (o *hostOps[T]) gnKeeper() compute.GroupNormStatsKeeper {
 func (o *hostOps[T]) poolKeeper() compute.PoolIndexKeeper { return nil }
 func (o *hostOps[T]) poolReLU() compute.PoolReLUKeeper    { return nil }
 func (o *hostOps[T]) columnBias() compute.ColumnBiaser    { return nil }
+func (o *hostOps[T]) columnXent() compute.ColumnXent      { return nil }
 
 // xent computes the log-sum-exp in float64.
 func (o *hostOps[T]) xent(z, labels compute.Mat, scale T, dz, loss, margin compute.Mat) {

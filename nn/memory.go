@@ -168,6 +168,7 @@ func (o *countingOps) patchGemmer() compute.PatchGemmer    { return nil }
 func (o *countingOps) directConv() compute.DirectConvolver { return nil }
 func (o *countingOps) biasApart() bool                     { return true } // as the GPU's
 func (o *countingOps) columnBias() compute.ColumnBiaser    { return nil }  // it allocates nothing
+func (o *countingOps) columnXent() compute.ColumnXent      { return nil }  // the transposed form holds more
 func (o *countingOps) winograd() compute.Winograder {
 	if o.wino != 0 {
 		return o

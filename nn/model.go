@@ -270,6 +270,19 @@ func (m *Model[T]) run(params, x, labels, grad, dx, loss, margin compute.Mat) {
 	if !wantLoss {
 		return
 	}
+	if cx := m.o.columnXent(); cx != nil {
+		// The logits and their gradient as they are, [K][B]: the transpositions below, without
+		// their passes and launches (the same bits).
+		var dlog compute.Images
+		if grad.Buf != nil {
+			dlog = images(get(m.o, &m.dlog, R*K*B), Shape{K, 1, 1}, B, R, false)
+		}
+		cx.SoftmaxXentColumns(planes(out), labels, float32(1/T(B)), planes(dlog), loss, margin)
+		if grad.Buf != nil {
+			m.backward(c, dlog, dx)
+		}
+		return
+	}
 	// Logits [K][B] -> [B][K] rows for the softmax, and its gradient back.
 	zm := compute.Mat{Buf: get(m.o, &m.z, R*B*K), Rows: B, Cols: K, Stride: K, Batch: R, BatchStride: B * K}
 	m.o.Transpose(1, planes(out), zm)
@@ -284,12 +297,18 @@ func (m *Model[T]) run(params, x, labels, grad, dx, loss, margin compute.Mat) {
 	}
 	dlog := images(get(m.o, &m.dlog, R*K*B), Shape{K, 1, 1}, B, R, false)
 	m.o.Transpose(1, dzm, planes(dlog))
+	m.backward(c, dlog, dx)
+}
+
+// backward runs the body's backward pass from the logits' gradient and, when dx.Buf is not
+// nil, writes the input gradient in x's row layout.
+func (m *Model[T]) backward(c *pass[T], dlog compute.Images, dx compute.Mat) {
 	dxin := m.body.backward(c, dlog, dx.Buf != nil)
 	if dx.Buf == nil {
 		return
 	}
 	dim := m.Input.Size()
-	m.o.Transpose(1, compute.Mat{Buf: dxin.Buf, Off: dxin.Off, Rows: dim, Cols: B, Stride: B, Batch: R, BatchStride: dxin.BatchStride}, dx)
+	m.o.Transpose(1, compute.Mat{Buf: dxin.Buf, Off: dxin.Off, Rows: dim, Cols: c.B, Stride: c.B, Batch: c.R, BatchStride: dxin.BatchStride}, dx)
 }
 
 // Grad writes into grad the gradient of each replica's mean softmax cross-entropy over a

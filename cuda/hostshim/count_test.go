@@ -279,13 +279,14 @@ func cnnCountsWith(t *testing.T, rounds, pairs int, opt cuda.Options) roundCount
 // round, 32.5 and 20 per step group; docs/gpu.md). The profile of a round says which.
 // The counts measured when the test was written, by patches (Options.PatchConv), which a
 // change may lower but not raise (171 launches then; 151 since LeNet-5's ReLUs run in its max
-// poolings' launches: 4 a step group; 161 launches and 70 cuBLAS calls instead of 151 and 100
-// since the dense layers' biases are kernels of their own, compute.ColumnBiaser, in place of
-// 6 cuBLAS calls of degenerate shapes a step group, with the ReLUs after the first two dense
-// layers in the same passes: 2 add_col_activate, 2 activate_grad_sum_cols, 1 add_col and 1
-// sum_cols a step group, and 2 activate and 2 activate_grad fewer), and by the default's direct
-// kernels (TestDirectConvCounts).
-const cnnLaunchesPerRound, cnnGemmsPerRound = 161, 70
+// poolings' launches: 4 a step group; 70 cuBLAS calls instead of 100 since the dense layers'
+// biases are kernels of their own, compute.ColumnBiaser, in place of 6 cuBLAS calls of
+// degenerate shapes a step group, with the ReLUs after the first two dense layers in the same
+// passes: 2 add_col_activate, 2 activate_grad_sum_cols, 1 add_col and 1 sum_cols a step group,
+// and 2 activate and 2 activate_grad fewer; and the softmax reads the logits as they lie,
+// compute.ColumnXent, 2 transpose_blocks fewer: 151 launches still), and by the default's
+// direct kernels (TestDirectConvCounts).
+const cnnLaunchesPerRound, cnnGemmsPerRound = 151, 70
 
 // cnnPatches is the patch form that cnnLaunchesPerRound and cnnGemmsPerRound count.
 var cnnPatches = cuda.Options{PatchConv: true}

@@ -45,3 +45,27 @@ func TestDenseActKeepsModelBits(t *testing.T) {
 	}
 	requireSameBits(t, "dense layers by ColumnBiaser", "by products with ones", g1, g0, l1, l0)
 }
+
+// noColumnXent hides compute.ColumnXent.
+type noColumnXent struct{}
+
+func (noColumnXent) SoftmaxXentColumns() {}
+
+// nn takes the softmax cross-entropy of the logits as they lie, classes by samples
+// (compute.ColumnXent), instead of transposing them for it and its gradient back: the losses
+// and gradients keep their bits, and the two transpositions are gone.
+func TestColumnXentKeepsModelBits(t *testing.T) {
+	type shimOps struct{ *cuda.Ops }
+	g0, l0, k0 := lenetLossGrad(t, func(ops *cuda.Ops) compute.Backend {
+		return struct {
+			shimOps
+			noColumnXent
+		}{shimOps{ops}, noColumnXent{}}
+	})
+	g1, l1, k1 := lenetLossGrad(t, nil)
+	if k0[kernels.TransposeBlocks]-k1[kernels.TransposeBlocks] != 2 || k0[kernels.SoftmaxXent] != 1 || k1[kernels.SoftmaxXent] != 1 {
+		t.Errorf("transpose_blocks %d and softmax_xent %d launches transposed, %d and %d by columns: want 2 transpositions fewer, one softmax_xent each",
+			k0[kernels.TransposeBlocks], k0[kernels.SoftmaxXent], k1[kernels.TransposeBlocks], k1[kernels.SoftmaxXent])
+	}
+	requireSameBits(t, "logits by columns", "transposed", g1, g0, l1, l0)
+}

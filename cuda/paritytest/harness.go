@@ -55,6 +55,7 @@ func All(t *testing.T, f Factory) {
 		{"Activate", testActivate},
 		{"ActivateGrad", testActivateGrad},
 		{"SoftmaxXent", testSoftmaxXent},
+		{"SoftmaxXentColumns", testSoftmaxXentColumns},
 		{"ClipExamples", testClipExamples},
 		{"ClipStep", testClipStep},
 		{"ClipStepNaN", testClipStepNaN},

@@ -268,6 +268,67 @@ func testColumnBiasFused(t *testing.T, f Factory) {
 	})
 }
 
+// testSoftmaxXentColumns checks compute.ColumnXent: on logits stored classes by samples (with
+// padded rows and batch elements), the losses, margins and dlogits have exactly the bits of the
+// backend's SoftmaxXent on the same logits stored samples by classes (which testSoftmaxXent
+// holds to the CPU backend).
+func testSoftmaxXentColumns(t *testing.T, f Factory) {
+	forEach(t, f, func(t *testing.T, w *twin, s shape) {
+		cx, ok := w.ops.(compute.ColumnXent)
+		if !ok {
+			t.Fatal("the backend has no compute.ColumnXent")
+		}
+		B, K, R := s.rows, max(s.cols, 2), s.batch
+		rows := shape{rows: B, cols: K, batch: R}
+		cols := shape{rows: K, cols: B, batch: R, stride: B + 1, bstride: K*(B+1) + 2, off: 1}
+		lr := w.normal(rows.size())
+		h, _ := w.get(lr)
+		h[0] = float32(math.Inf(1)) // a NaN loss and dlogits: they must match too
+		rm, cm := rows.mat(), cols.mat()
+		lc := w.buf(cols.size(), func(int) float32 { return float32(math.NaN()) })
+		hc, _ := w.get(lc)
+		for b := 0; b < R; b++ {
+			for i := 0; i < B; i++ {
+				for k := 0; k < K; k++ {
+					hc[elem(cm, b, k, i)] = h[elem(rm, b, i, k)]
+				}
+			}
+		}
+		lr = w.buf(len(h), func(i int) float32 { return h[i] })
+		lc = w.buf(len(hc), func(i int) float32 { return hc[i] })
+		ls := shape{rows: B, cols: 1, batch: R, stride: 1, bstride: -1}
+		labels := w.buf(ls.size(), func(i int) float32 { return float32((i*7 + 3) % K) })
+		out := shape{rows: B, cols: 1, batch: R, stride: 2, bstride: 2*B + 1}
+		nan := func(int) float32 { return float32(math.NaN()) }
+		dr, dc := w.buf(rows.size(), nan), w.buf(cols.size(), nan)
+		lossR, lossC, marR, marC := w.buf(out.size(), nan), w.buf(out.size(), nan), w.buf(out.size(), nan), w.buf(out.size(), nan)
+		ym := w.mat(labels, ls.mat())
+		w.ops.SoftmaxXent(w.mat(lr, rm)[1], ym[1], 0.25, w.mat(dr, rm)[1], w.mat(lossR, out.mat())[1], w.mat(marR, out.mat())[1])
+		cx.SoftmaxXentColumns(w.mat(lc, cm)[1], ym[1], 0.25, w.mat(dc, cm)[1], w.mat(lossC, out.mat())[1], w.mat(marC, out.mat())[1])
+		w.sameOnDevice(lossC, lossR, "loss")
+		w.sameOnDevice(marC, marR, "margin")
+		_, gr := w.get(dr)
+		_, gc := w.get(dc)
+		for b := 0; b < R; b++ {
+			for i := 0; i < B; i++ {
+				for k := 0; k < K; k++ {
+					if x, y := gc[elem(cm, b, k, i)], gr[elem(rm, b, i, k)]; math.Float32bits(x) != math.Float32bits(y) {
+						t.Fatalf("dlogits of sample %d class %d of element %d: %v by columns, %v by rows", i, k, b, x, y)
+					}
+				}
+			}
+		}
+		// Nothing outside the column layout's view is written.
+		for i, v := range gc {
+			if b, rem := (i-1)/cols.bstride, (i-1)%cols.bstride; i == 0 || b >= R || rem >= K*(B+1) || rem%(B+1) == B {
+				if !math.IsNaN(float64(v)) {
+					t.Fatalf("dlogits value %d, outside the view, written: %v", i, v)
+				}
+			}
+		}
+	})
+}
+
 // sameOnDevice fails when buffers a and b differ in any bit on the tested side.
 func (w *twin) sameOnDevice(a, b int, what string) {
 	w.t.Helper()
