@@ -178,16 +178,7 @@ func testColumnBias(t *testing.T, f Factory) {
 			}
 			y, v := w.normal(s.size()), w.normal(vs.size())
 			ym, vm := w.mat(y, s.mat()), w.mat(v, vs.mat())
-			w.onCPUSide(y, func(h []float32) {
-				hv, _ := w.get(v)
-				for b := 0; b < s.batch; b++ {
-					for r := 0; r < s.rows; r++ {
-						for j := 0; j < s.cols; j++ {
-							h[elem(ym[0], b, r, j)] += hv[elem(vm[0], b, r, 0)]
-						}
-					}
-				}
-			})
+			w.addColumnOnCPU(y, ym[0], v, vm[0])
 			cb.AddColumn(ym[1], vm[1])
 			w.sameULP(y, 0, fmt.Sprintf("AddColumn shared %v", shared))
 
@@ -238,16 +229,7 @@ func testColumnBiasFused(t *testing.T, f Factory) {
 			w.ops.Activate(act, pre2m[1], post2m[1])
 			w.sameOnDevice(pre, pre2, fmt.Sprintf("AddColumnActivate %v: pre", act))
 			w.sameOnDevice(post, post2, fmt.Sprintf("AddColumnActivate %v: post", act))
-			w.onCPUSide(pre, func(hp []float32) {
-				hv, _ := w.get(v)
-				for b := 0; b < s.batch; b++ {
-					for r := 0; r < s.rows; r++ {
-						for j := 0; j < s.cols; j++ {
-							hp[elem(prem[0], b, r, j)] += hv[elem(vm[0], b, r, 0)]
-						}
-					}
-				}
-			})
+			w.addColumnOnCPU(pre, prem[0], v, vm[0])
 			w.cpu.Activate(act, prem[0], postm[0])
 			w.sameULP(pre, 0, fmt.Sprintf("AddColumnActivate %v: pre", act))
 			w.sameULP(post, tol, fmt.Sprintf("AddColumnActivate %v: post", act))
@@ -340,6 +322,21 @@ func (w *twin) sameOnDevice(a, b int, what string) {
 			return
 		}
 	}
+}
+
+// addColumnOnCPU is AddColumn's definition on the CPU side's copies: y[b, r, j] += v[b, r, 0]
+// for the views ym of buffer y and vm of buffer v.
+func (w *twin) addColumnOnCPU(y int, ym compute.Mat, v int, vm compute.Mat) {
+	hv, _ := w.get(v)
+	w.onCPUSide(y, func(h []float32) {
+		for b := 0; b < ym.Batch; b++ {
+			for r := 0; r < ym.Rows; r++ {
+				for j := 0; j < ym.Cols; j++ {
+					h[elem(ym, b, r, j)] += hv[elem(vm, b, r, 0)]
+				}
+			}
+		}
+	})
 }
 
 // elem is the index of element (b, r, j) of m in its buffer.
