@@ -42,8 +42,9 @@ func ClopperPearsonLower(x, n int, conf float64) float64 {
 
 // limitMargin is how far outward every Clopper-Pearson limit p is moved, as a fraction of
 // min(p, 1-p). The inverse incomplete beta function misses the exact quantile by up to about
-// 1e-13 of that distance, on either side; and a limit within 1e-4 of 1 or of 0 can lose more
-// than that when stored or subtracted from 1. Unadjusted, the binomial tail at an upper limit
+// 1e-13 of that distance, on either side; and a limit near 1 loses up to 1.1e-16 when stored
+// or subtracted from 1, more than that when 1-p is 1e-3 or less; the final ulp outward covers
+// that rounding. Unadjusted, the binomial tail at an upper limit
 // exceeded the level it was computed for by up to 1e-13 of that level at moderate limits, and
 // by up to 4e-4 of it (at level 1e-50) where the limit lay so near 1 that storing it rounded
 // 1-p by a large part of itself (measured by exact binomial sums in
