@@ -75,10 +75,14 @@ func TestASanCatchesOutOfBounds(t *testing.T) {
 		}
 		t.Fatalf("no case %q", name)
 	}
+	build()
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
 	for _, c := range asanCases {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run", "^TestASanCatchesOutOfBounds$", "-test.count=1")
-			cmd.Env = append(os.Environ(), asanChildEnv+"="+c.name)
+			cmd.Env = append(os.Environ(), asanChildEnv+"="+c.name, builtLibEnv+"="+buildLib)
 			out, err := cmd.CombinedOutput()
 			if err == nil {
 				t.Fatalf("the child passed:\n%s", out)

@@ -29,11 +29,19 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// device returns a fresh shim device (its own allocations) over the shared library, and
-// checks at the end of the test that everything it allocated was freed.
-func device(t *testing.T) *Device {
-	t.Helper()
+// builtLibEnv names, in a child test process, the shim library its parent built: a child that
+// ends in a crash on purpose (TestASanCatchesOutOfBounds) never reaches TestMain's removal of
+// a library it would build.
+const builtLibEnv = "FEDAUDIT_SHIM_TEST_LIB"
+
+// build compiles the shim library once per test binary (or takes the parent's, builtLibEnv)
+// into buildLib, or sets buildErr.
+func build() {
 	buildOnce.Do(func() {
+		if lib := os.Getenv(builtLibEnv); lib != "" {
+			buildLib = lib
+			return
+		}
 		dir, err := os.MkdirTemp("", "hostshim")
 		if err != nil {
 			buildErr = err
@@ -47,6 +55,13 @@ func device(t *testing.T) *Device {
 			d.Close()
 		}
 	})
+}
+
+// device returns a fresh shim device (its own allocations) over the shared library, and
+// checks at the end of the test that everything it allocated was freed.
+func device(t *testing.T) *Device {
+	t.Helper()
+	build()
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
