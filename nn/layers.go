@@ -826,25 +826,39 @@ func (l *dense[T]) flops() int64               { return int64(2*l.ish.C+1) * int
 func (l *dense[T]) init(w []T, rng *rand.Rand) { uniformInit(w, l.ish.C, rng) }
 
 func (l *dense[T]) forward(c *pass[T], x compute.Images) compute.Images {
-	F, O := l.ish.C, l.outF
-	y := images(get(c.o, &l.y, c.R*O*c.B), l.out(), c.B, c.R, false)
+	y := l.product(c, x)
 	ym := planes(y)
-	c.o.gemm(false, false, 1, c.param(l.off, O, F), planes(x), 0, ym)
 	if cb := c.o.columnBias(); cb != nil {
-		cb.AddColumn(ym, c.param(l.off+O*F, O, 1))
+		cb.AddColumn(ym, l.bias(c))
 	} else {
-		c.o.gemm(false, false, 1, c.param(l.off+O*F, O, 1), c.onesRow(c.B), 1, ym)
+		c.o.gemm(false, false, 1, l.bias(c), c.onesRow(c.B), 1, ym)
 	}
 	return y
 }
 
-func (l *dense[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) compute.Images {
+// product returns W x in the layer's output buffer: the forward pass but for the bias.
+func (l *dense[T]) product(c *pass[T], x compute.Images) compute.Images {
 	F, O := l.ish.C, l.outF
+	y := images(get(c.o, &l.y, c.R*O*c.B), l.out(), c.B, c.R, false)
+	c.o.gemm(false, false, 1, c.param(l.off, O, F), planes(x), 0, planes(y))
+	return y
+}
+
+// bias and biasGrad view the replicas' bias and its gradient (out x 1).
+func (l *dense[T]) bias(c *pass[T]) compute.Mat {
+	return c.param(l.off+l.outF*l.ish.C, l.outF, 1)
+}
+
+func (l *dense[T]) biasGrad(c *pass[T]) compute.Mat {
+	return c.grad(l.off+l.outF*l.ish.C, l.outF, 1)
+}
+
+func (l *dense[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool) compute.Images {
 	dym := planes(dy)
 	if cb := c.o.columnBias(); cb != nil {
-		cb.SumColumns(dym, c.grad(l.off+O*F, O, 1))
+		cb.SumColumns(dym, l.biasGrad(c))
 	} else {
-		c.o.gemm(false, false, 1, dym, c.onesCol(c.B), 0, c.grad(l.off+O*F, O, 1))
+		c.o.gemm(false, false, 1, dym, c.onesCol(c.B), 0, l.biasGrad(c))
 	}
 	return l.backwardProducts(c, x, dym, wantDX)
 }
@@ -889,11 +903,9 @@ func (l *denseAct[T]) forward(c *pass[T], x compute.Images) compute.Images {
 		return l.act.forward(c, l.pre)
 	}
 	d := l.dense
-	F, O := d.ish.C, d.outF
-	l.pre = images(get(c.o, &d.y, c.R*O*c.B), d.out(), c.B, c.R, false)
-	y := images(get(c.o, &l.act.buf, c.R*O*c.B), d.out(), c.B, c.R, false)
-	c.o.gemm(false, false, 1, c.param(d.off, O, F), planes(x), 0, planes(l.pre))
-	cb.AddColumnActivate(l.act.fn, planes(l.pre), c.param(d.off+O*F, O, 1), planes(y))
+	l.pre = d.product(c, x)
+	y := images(get(c.o, &l.act.buf, c.R*d.outF*c.B), d.out(), c.B, c.R, false)
+	cb.AddColumnActivate(l.act.fn, planes(l.pre), d.bias(c), planes(y))
 	return y
 }
 
@@ -902,11 +914,9 @@ func (l *denseAct[T]) backward(c *pass[T], x, y, dy compute.Images, wantDX bool)
 		l.act.backward(c, l.pre, y, dy, true)
 		return l.dense.backward(c, x, l.pre, dy, wantDX)
 	}
-	d := l.dense
-	F, O := d.ish.C, d.outF
 	dym := planes(dy)
-	c.o.columnBias().ActivateGradSumColumns(l.act.fn, planes(l.pre), planes(y), dym, c.grad(d.off+O*F, O, 1))
-	return d.backwardProducts(c, x, dym, wantDX)
+	c.o.columnBias().ActivateGradSumColumns(l.act.fn, planes(l.pre), planes(y), dym, l.dense.biasGrad(c))
+	return l.dense.backwardProducts(c, x, dym, wantDX)
 }
 
 // fuseDenseAct returns the layers with every dense layer followed by an activation as one

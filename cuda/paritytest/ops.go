@@ -214,15 +214,13 @@ func testColumnBiasFused(t *testing.T, f Factory) {
 		vs := shape{rows: s.rows, cols: 1, batch: s.batch, stride: 2, bstride: 2*s.rows + 3, off: 2}
 		ps := s
 		ps.off, ps.stride, ps.bstride = 1, 0, 0
+		nan := func(int) float32 { return float32(math.NaN()) }
 		for _, act := range []compute.Activation{compute.Tanh, compute.Softplus, compute.ReLU} {
 			tol := b2u(act != compute.ReLU)
 			// Forward: the fused pair on one copy of pre, the two operations on another.
 			v := w.normal(vs.size())
-			pre := preValues(w, s.size())
-			h, _ := w.get(pre)
-			pre2 := w.buf(len(h), func(i int) float32 { return h[i] })
-			post := w.buf(ps.size(), func(int) float32 { return float32(math.NaN()) })
-			post2 := w.buf(ps.size(), func(int) float32 { return float32(math.NaN()) })
+			pre, pre2 := w.twice(s.size(), w.preFill)
+			post, post2 := w.twice(ps.size(), nan)
 			vm, prem, pre2m, postm, post2m := w.mat(v, vs.mat()), w.mat(pre, s.mat()), w.mat(pre2, s.mat()), w.mat(post, ps.mat()), w.mat(post2, ps.mat())
 			cb.AddColumnActivate(act, prem[1], vm[1], postm[1])
 			cb.AddColumn(pre2m[1], vm[1])
@@ -235,11 +233,8 @@ func testColumnBiasFused(t *testing.T, f Factory) {
 			w.sameULP(post, tol, fmt.Sprintf("AddColumnActivate %v: post", act))
 
 			// Backward, on the values above.
-			g := w.normal(s.size())
-			hg, _ := w.get(g)
-			g2 := w.buf(len(hg), func(i int) float32 { return hg[i] })
-			y := w.buf(vs.size(), func(int) float32 { return float32(math.NaN()) })
-			y2 := w.buf(vs.size(), func(int) float32 { return float32(math.NaN()) })
+			g, g2 := w.twice(s.size(), func(int) float32 { return float32(w.rng.NormFloat64()) })
+			y, y2 := w.twice(vs.size(), nan)
 			gm, g2m, ym, y2m := w.mat(g, s.mat()), w.mat(g2, s.mat()), w.mat(y, vs.mat()), w.mat(y2, vs.mat())
 			cb.ActivateGradSumColumns(act, prem[1], postm[1], gm[1], ym[1])
 			w.ops.ActivateGrad(act, prem[1], postm[1], g2m[1])
@@ -311,14 +306,25 @@ func testSoftmaxXentColumns(t *testing.T, f Factory) {
 	})
 }
 
-// sameOnDevice fails when buffers a and b differ in any bit on the tested side.
+// twice makes two buffers holding the same values from fill (ids a, b): one for a fused
+// operation, one for the operations it stands for.
+func (w *twin) twice(n int, fill func(int) float32) (a, b int) {
+	vals := make([]float32, n)
+	for i := range vals {
+		vals[i] = fill(i)
+	}
+	return w.buf(n, func(i int) float32 { return vals[i] }), w.buf(n, func(i int) float32 { return vals[i] })
+}
+
+// sameOnDevice fails when buffers a (the fused operation's) and b (the pair's) differ in any
+// bit on the tested side.
 func (w *twin) sameOnDevice(a, b int, what string) {
 	w.t.Helper()
 	_, x := w.get(a)
 	_, y := w.get(b)
 	for i := range x {
 		if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
-			w.t.Errorf("%s: element %d: %v (%08x) fused, %v (%08x) by the pair", what, i, x[i], math.Float32bits(x[i]), y[i], math.Float32bits(y[i]))
+			w.t.Errorf("%s: element %d: fused %v (%08x), pair %v (%08x)", what, i, x[i], math.Float32bits(x[i]), y[i], math.Float32bits(y[i]))
 			return
 		}
 	}
@@ -363,13 +369,14 @@ func testGather(t *testing.T, f Factory) {
 var special = []float32{0, float32(math.Copysign(0, -1)), 1e-30, -1e-30, 20, -20, 89, -89, 1e4,
 	-1e4, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 0.5, -0.5}
 
-func preValues(w *twin, n int) int {
-	return w.buf(n, func(i int) float32 {
-		if i < len(special) {
-			return special[i]
-		}
-		return float32(3 * w.rng.NormFloat64())
-	})
+func preValues(w *twin, n int) int { return w.buf(n, w.preFill) }
+
+// preFill is value i of an activation's input: the special values first, then normals.
+func (w *twin) preFill(i int) float32 {
+	if i < len(special) {
+		return special[i]
+	}
+	return float32(3 * w.rng.NormFloat64())
 }
 
 // Tanh and softplus are computed in float64 (the kernels with the C or CUDA library's tanh,
@@ -698,27 +705,9 @@ func testFused(t *testing.T, f Factory) {
 		if !ok {
 			t.Skip("the backend has no fused operations")
 		}
-		// twice makes two copies of the same values (ids a, b).
-		twice := func(n int, fill func(int) float32) (int, int) {
-			vals := make([]float32, n)
-			for i := range vals {
-				vals[i] = fill(i)
-			}
-			return w.buf(n, func(i int) float32 { return vals[i] }), w.buf(n, func(i int) float32 { return vals[i] })
-		}
+		twice, same := w.twice, w.sameOnDevice
 		normal := func(int) float32 { return float32(w.rng.NormFloat64()) }
 		nan := func(int) float32 { return float32(math.NaN()) }
-		same := func(a, b int, what string) {
-			t.Helper()
-			_, x := w.get(a)
-			_, y := w.get(b)
-			for i := range x {
-				if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
-					t.Errorf("%s: element %d: fused %v, pair %v", what, i, x[i], y[i])
-					return
-				}
-			}
-		}
 		row := shape{rows: 1, cols: s.cols, batch: s.batch, bstride: s.cols + 1}
 		for _, act := range acts {
 			pa, pb := twice(s.size(), normal)
