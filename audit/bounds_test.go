@@ -9,9 +9,9 @@ import (
 	"gonum.org/v1/gonum/mathext"
 )
 
-// TestClopperPearsonKnownValues checks closed forms and a tabulated interval. The limits are
-// moved outward by limitMargin (1e-12) of their distance to 0 or 1, so the closed forms are
-// matched to 1e-12, and on their side.
+// TestClopperPearsonKnownValues checks closed forms and a tabulated interval. The limits leave
+// about 1e-12 of their level unused (tailMargin), so the closed forms are matched to 1e-12, and
+// on their side.
 func TestClopperPearsonKnownValues(t *testing.T) {
 	cases := []struct {
 		name string
@@ -101,54 +101,87 @@ func TestClopperPearsonDefinition(t *testing.T) {
 }
 
 // TestClopperPearsonLimitsAreOutward checks by exact arithmetic that every limit holds at its
-// level: the binomial tail at the computed upper limit u, P(Bin(n, u) <= x), and at the lower
-// limit l, P(Bin(n, l) >= x), never exceed the error level, from moderate levels down to the
-// tiny ones that Bonferroni corrections and the rank band's grid reach, and for limits so near
-// 1 that storing them rounds 1-p by a large part of itself. The sums run in 400-bit binary
-// floats from the stored float64 limit, so they are exact to far beyond the levels checked
-// (1e-50 and up). Before the limits were rounded outward, 172 of these 484 limits (66 of them
-// lower limits) lay inside, by up to 4e-4 of the level. The test also bounds how far outward the limits moved: the tail is at
-// least 1 - 1e-6 of the level for limits at least 1e-4 from 0 and 1 (nearer 1, one ulp of the
-// limit is a large part of 1-p, and a level of 1e-20 can leave 1 as the only float64 on its
-// side); TestClopperPearsonDefinition holds moderate limits much closer.
+// level and lies close to the exact one: the binomial tail at the computed upper limit u,
+// P(Bin(n, u) <= x), and at the lower limit l, P(Bin(n, l) >= x), never exceed the error level,
+// and moved inward by 1e-6 of their distance to 0 or 1 (or by one ulp, where that is nothing)
+// they do (or by two ulps, where that is farther: inward). Levels run from moderate ones down to the tiny ones that Bonferroni corrections and
+// the rank band's grid reach and past them (1e-300); n up to 10^5; limits so near 1 that
+// storing them rounds 1-p by a large part of itself. The sums run in 400-bit binary floats from
+// the stored float64 limit, so they are exact to far beyond the levels checked.
+//
+// The cases it caught: before the limits were rounded outward, 172 limits of its first grid
+// lay inside by up to 4e-4 of the level; moved by a fixed 1e-12 of their distance to 0 or 1,
+// limits from gonum's inverse incomplete beta function still lay inside by up to 5% of the
+// level below 1e-10 (the named cases) and were far outside at tiny levels (the upper limit of 1
+// error in 300 trials at level 1e-20 was 1, the exact one 0.25).
 func TestClopperPearsonLimitsAreOutward(t *testing.T) {
-	levels := []float64{0.5, 0.05, 1e-3, 1e-6, 1e-10, 1e-20, 1e-50}
-	checked := 0
+	type limit struct {
+		x, n  int
+		gamma float64
+	}
+	var cases []limit
+	levels := []float64{0.5, 0.05, 1e-3, 1e-6, 1e-10, 1e-12, 1e-15, 1e-20, 1e-50, 1e-100, 1e-300}
 	for _, n := range []int{1, 2, 5, 20, 100, 400, 3000} {
 		for x := 0; x <= n; x += 1 + n/9 {
 			for _, gamma := range levels {
-				if x < n {
-					u := cpUpper(x, n, gamma)
-					checkTail(t, fmt.Sprintf("upper x=%d n=%d gamma=%g u=%v", x, n, gamma, u), binomialCDF(x, n, u), gamma, u)
-					checked++
-				}
-				// The public lower limit takes the confidence; its level is 1-conf, exact in
-				// float64 for conf in [1/2, 1).
-				if conf := 1 - gamma; x > 0 && conf < 1 {
-					level := 1 - conf
-					l := ClopperPearsonLower(x, n, conf)
-					upper := new(big.Float).SetPrec(400).SetInt64(1)
-					upper.Sub(upper, binomialCDF(x-1, n, l))
-					checkTail(t, fmt.Sprintf("lower x=%d n=%d gamma=%g l=%v", x, n, level, l), upper, level, l)
-					checked++
-				}
+				cases = append(cases, limit{x, n, gamma})
 			}
 		}
 	}
-	if checked < 350 {
+	for _, n := range []int{10000, 100000} {
+		for _, x := range []int{0, 1, 2, 5, 37, n / 100, n / 2, n - 1, n} {
+			for _, gamma := range []float64{0.05, 1e-8, 1e-12, 1e-20} {
+				cases = append(cases, limit{x, n, gamma})
+			}
+		}
+	}
+	cases = append(cases, limit{37, 1000, 9.99e-16}, limit{21, 500, 1e-12}, limit{35, 10000, 1e-12},
+		limit{18, 500, 1e-9}, limit{1, 300, 1e-20})
+	checked := 0
+	for _, c := range cases {
+		x, n, gamma := c.x, c.n, c.gamma
+		if x < n {
+			u := cpUpper(x, n, gamma)
+			what := fmt.Sprintf("upper x=%d n=%d gamma=%g u=%v", x, n, gamma, u)
+			checkTail(t, what, binomialCDF(x, n, u), gamma, false)
+			checkTail(t, what+" moved inward", binomialCDF(x, n, inward(u, -1)), gamma, true)
+			checked++
+		}
+		// The public lower limit takes the confidence; its level is 1-conf, exact in float64
+		// for conf in [1/2, 1).
+		if conf := 1 - gamma; x > 0 && conf < 1 {
+			level := 1 - conf
+			l := ClopperPearsonLower(x, n, conf)
+			what := fmt.Sprintf("lower x=%d n=%d gamma=%g l=%v", x, n, level, l)
+			checkTail(t, what, binomialTail(x, n, l), level, false)
+			checkTail(t, what+" moved inward", binomialTail(x, n, inward(l, +1)), level, true)
+			checked++
+		}
+	}
+	if checked < 800 {
 		t.Fatalf("only %d limits checked", checked)
 	}
 }
 
-// checkTail fails when the exact tail at limit p exceeds the level or, for p at least 1e-4 from 0
-// and 1, falls below 1 - 1e-6 of it.
-func checkTail(t *testing.T, what string, tail *big.Float, level, p float64) {
+// inward moves a limit p toward the observed rate (dir +1 up, -1 down) by 1e-6 of its distance
+// to the nearer of 0 and 1, or by two ulps where that is farther: an upper limit is 1-q rounded
+// up from the quantile q of the mirrored distribution, which puts it up to 1.5 ulps past the
+// exact limit, and near 1 an ulp can be a large part of 1-p.
+func inward(p, dir float64) float64 {
+	toward := dir * math.Inf(1)
+	grid := math.Nextafter(math.Nextafter(p, toward), toward)
+	if q := p + dir*1e-6*math.Min(p, 1-p); math.Abs(q-p) > math.Abs(grid-p) {
+		return q
+	}
+	return grid
+}
+
+// checkTail fails when the exact tail exceeds the level, or with above false when it does not.
+func checkTail(t *testing.T, what string, tail *big.Float, level float64, above bool) {
 	t.Helper()
 	ratio, _ := new(big.Float).Quo(tail, new(big.Float).SetFloat64(level)).Float64()
-	if tail.Cmp(new(big.Float).SetFloat64(level)) > 0 {
-		t.Errorf("%s: tail %.3g of the level above it", what, ratio-1)
-	} else if ratio < 1-1e-6 && math.Min(p, 1-p) >= 1e-4 {
-		t.Errorf("%s: tail only %.9g of the level: the limit moved too far", what, ratio)
+	if over := tail.Cmp(new(big.Float).SetFloat64(level)) > 0; over != above {
+		t.Errorf("%s: tail %.10g of the level", what, ratio)
 	}
 }
 
@@ -169,10 +202,7 @@ func binomialCDF(x, n int, p float64) *big.Float {
 	if bq.Sign() == 0 {
 		return sum
 	}
-	term := new(big.Float).SetPrec(prec).SetInt64(1)
-	for range n {
-		term.Mul(term, bq)
-	}
+	term := bigPower(bq, n)
 	ratio := new(big.Float).SetPrec(prec).Quo(bp, bq)
 	for k := 0; ; k++ {
 		sum.Add(sum, term)
@@ -182,6 +212,75 @@ func binomialCDF(x, n int, p float64) *big.Float {
 		term.Mul(term, ratio)
 		term.Mul(term, new(big.Float).SetPrec(prec).SetInt64(int64(n-k)))
 		term.Quo(term, new(big.Float).SetPrec(prec).SetInt64(int64(k+1)))
+	}
+}
+
+// binomialTail is P(Bin(n, p) >= x) in 400-bit arithmetic, summed from k = n down (as
+// binomialCDF of the mirrored count at 1-p, which is exact in 400 bits).
+func binomialTail(x, n int, p float64) *big.Float {
+	const prec = 400
+	one := new(big.Float).SetPrec(prec).SetInt64(1)
+	sum := new(big.Float).SetPrec(prec)
+	if x <= 0 {
+		return one
+	}
+	bp := new(big.Float).SetPrec(prec).SetFloat64(p)
+	if bp.Sign() == 0 {
+		return sum
+	}
+	bq := new(big.Float).SetPrec(prec).Sub(one, bp)
+	term := bigPower(bp, n) // k = n
+	ratio := new(big.Float).SetPrec(prec).Quo(bq, bp)
+	for k := n; ; k-- {
+		sum.Add(sum, term)
+		if k == x {
+			return sum
+		}
+		// C(n, k-1) / C(n, k) = k / (n-k+1).
+		term.Mul(term, ratio)
+		term.Mul(term, new(big.Float).SetPrec(prec).SetInt64(int64(k)))
+		term.Quo(term, new(big.Float).SetPrec(prec).SetInt64(int64(n-k+1)))
+	}
+}
+
+// bigPower is b^n by squaring, in b's precision.
+func bigPower(b *big.Float, n int) *big.Float {
+	r := new(big.Float).SetPrec(b.Prec()).SetInt64(1)
+	base := new(big.Float).Set(b)
+	for ; n > 0; n >>= 1 {
+		if n&1 == 1 {
+			r.Mul(r, base)
+		}
+		base.Mul(base, base)
+	}
+	return r
+}
+
+// TestRegIncBetaError measures what tailMargin must cover: the relative error of the forward
+// incomplete beta function at Clopper-Pearson limits, against exact binomial sums, and checks
+// that it stays below half the margin (a factor of two of room on top of the margin's own).
+func TestRegIncBetaError(t *testing.T) {
+	for _, n := range []int{10, 100, 1000, 10000, 100000} {
+		worst := 0.0
+		for _, gamma := range []float64{0.5, 1e-2, 1e-6, 1e-12, 1e-50} {
+			for _, x := range []int{0, 1, 5, n / 100, n / 3, n / 2, n - n/10, n - 1} {
+				if x < 0 || x >= n {
+					continue
+				}
+				u := cpUpper(x, n, gamma)
+				q := 1 - u // both sides below take this float q
+				if q <= 0 {
+					continue
+				}
+				got := mathext.RegIncBeta(float64(n-x), float64(x+1), q)
+				exact, _ := binomialTail(n-x, n, q).Float64() // I_q(n-x, x+1) = P(Bin(n, q) >= n-x)
+				worst = math.Max(worst, math.Abs(got-exact)/exact)
+			}
+		}
+		if worst > tailMargin(n)/2 {
+			t.Errorf("n=%d: RegIncBeta off by %.3g of the tail, the margin %.3g", n, worst, tailMargin(n))
+		}
+		t.Logf("n=%d: RegIncBeta off by up to %.3g of the tail (margin %.3g)", n, worst, tailMargin(n))
 	}
 }
 
