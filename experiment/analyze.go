@@ -407,9 +407,13 @@ func finiteOr(x, def float64) float64 {
 	return x
 }
 
-// uncovered notes a stated claim that no row speaks of: a claim about the uploads where no
+// uncovered handles a stated claim that no row speaks of: a claim about the uploads where no
 // uploads attack was scored (or about the models where only uploads attacks were), so every row
-// was judged against its theory bound and the headline's verdict says nothing of the claim.
+// was judged against its theory bound. The headline then says nothing of the claim, and a
+// pipeline that gates on the exit status would read a consistent headline as the claim's
+// pass: it becomes inconclusive (exit status 4), with what the rows said in a note. A
+// violated theory bound stays the headline: the mechanism breaks its own proof, whatever was
+// claimed.
 func uncovered(h *findings.Headline, fs []findings.Finding, o AnalyzeOptions) {
 	if o.Claim.Mu == 0 && o.Claim.Epsilon == 0 || len(fs) == 0 {
 		return
@@ -419,6 +423,14 @@ func uncovered(h *findings.Headline, fs []findings.Finding, o AnalyzeOptions) {
 			return
 		}
 	}
-	h.Notes = append(h.Notes, fmt.Sprintf("the %s (%s, about the %s) was judged on no row: no attack of that threat model was scored, so every row is judged against its theory bound",
-		cmp.Or(o.ClaimSource, "config claim"), claimLabel(o.Claim), cmp.Or(o.ClaimAbout, spec.ClaimAboutModels)))
+	what := fmt.Sprintf("the %s (%s, about the %s) was judged on no row: no attack of that threat model was scored",
+		cmp.Or(o.ClaimSource, "config claim"), claimLabel(o.Claim), cmp.Or(o.ClaimAbout, spec.ClaimAboutModels))
+	if h.Status == findings.StatusViolated {
+		h.Notes = append(h.Notes, what+", so every row is judged against its theory bound")
+		return
+	}
+	rows := h.Text
+	h.Status, h.Claim, h.Tightness = findings.StatusInconclusive, "", nil
+	h.Text = fmt.Sprintf("INCONCLUSIVE: %s: no verdict on it is given. Score an attack of that threat model (audit.attacks), or state the claim about the threat the attacks observe (audit.claim_about, --claim-about).", what)
+	h.Notes = append([]string{"what the rows say against their theory bounds: " + rows}, h.Notes...)
 }

@@ -585,3 +585,47 @@ func TestConvergentBoundIsNoProof(t *testing.T) {
 		t.Logf("T=%d: exact %.4f, convergent bound %.4f (L 1), %.4f (L 2)", T, exact, one[i+1].Mu, two[i+1].Mu)
 	}
 }
+
+// TestUncoveredClaimIsInconclusive: a claim about a threat model that no row observes leaves
+// every row judged against its theory bound, so the headline cannot say whether the claim
+// holds: a consistent (or empty) headline becomes inconclusive, keeping what the rows said in
+// a note, while a violated theory bound stays the headline; a claim some row covers, or no
+// claim, leaves the headline alone.
+func TestUncoveredClaimIsInconclusive(t *testing.T) {
+	models := []findings.Finding{{Attack: "loss", Threat: runs.ThreatFinal, Round: 3}}
+	uploads := []findings.Finding{{Attack: "upload-lda", Threat: runs.ThreatUploads, Round: 3}}
+	claim := AnalyzeOptions{Claim: audit.Claim{Mu: 0.3}, ClaimAbout: spec.ClaimAboutUploads, ClaimSource: "--claim-mu claim"}
+	consistent := findings.Headline{Status: findings.StatusConsistent, Text: "CONSISTENT: rows"}
+	for _, tc := range []struct {
+		name   string
+		before findings.Headline
+		rows   []findings.Finding
+		opts   AnalyzeOptions
+		status string
+		want   string
+	}{
+		{"consistent rows, claim about uploads", consistent, models, claim, findings.StatusInconclusive, "INCONCLUSIVE: the --claim-mu claim (mu 0.3, about the uploads) was judged on no row"},
+		{"no verdict, claim about uploads", findings.Headline{Status: findings.StatusNoClaim, Text: "NO CLAIM: rows"}, models, claim, findings.StatusInconclusive, "INCONCLUSIVE:"},
+		{"violated theory bound", findings.Headline{Status: findings.StatusViolated, Text: "VIOLATED: rows"}, models, claim, findings.StatusViolated, "VIOLATED: rows"},
+		{"claim about the models, uploads rows only", consistent, uploads, AnalyzeOptions{Claim: audit.Claim{Epsilon: 2, Delta: 1e-5}}, findings.StatusInconclusive, "(epsilon 2, about the models)"},
+		{"covered", consistent, uploads, claim, findings.StatusConsistent, "CONSISTENT: rows"},
+		{"no claim", consistent, models, AnalyzeOptions{}, findings.StatusConsistent, "CONSISTENT: rows"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.before
+			was := h.Text
+			uncovered(&h, tc.rows, tc.opts)
+			if h.Status != tc.status || !strings.Contains(h.Text, tc.want) {
+				t.Fatalf("headline %q: %q, want %q containing %q", h.Status, h.Text, tc.status, tc.want)
+			}
+			if h.Status == findings.StatusInconclusive {
+				if h.Claim != "" || h.Tightness != nil || len(h.Notes) == 0 || h.Notes[0] != "what the rows say against their theory bounds: "+was {
+					t.Errorf("inconclusive headline keeps a claim, a tightness or loses the rows' headline: %+v", h)
+				}
+			}
+			if tc.status == findings.StatusViolated && (len(h.Notes) != 1 || !strings.Contains(h.Notes[0], "judged on no row")) {
+				t.Errorf("violated headline without the note on the claim: %+v", h.Notes)
+			}
+		})
+	}
+}

@@ -9,8 +9,8 @@
 // Run `audit help` for the list of commands and `audit <command> --help` for one command.
 // Exit codes: 0 success, 1 failure, 2 usage or configuration error, 3 a claim is violated (the
 // audit itself succeeded: its headline says "violated"), 4 inconclusive (the audit completed
-// but its runs do not show the mechanism, e.g. most runs diverged: its headline says
-// "inconclusive"), 130 interrupted (SIGINT, SIGTERM or
+// but gives no verdict: most runs diverged, or no attack observed what the claim is about; its
+// headline says "inconclusive"), 130 interrupted (SIGINT, SIGTERM or
 // SIGHUP).
 package main
 
@@ -237,7 +237,8 @@ func printHelp(w io.Writer) {
 	fmt.Fprintf(w, "\nRun 'audit <command> --help' for a command's flags, 'audit --version' for the version.\n")
 	fmt.Fprintf(w, "\nExit status: 0 success (no claim violated), 1 failure, 2 usage or configuration error,\n"+
 		"3 the audit found a claim violated, 4 inconclusive (the audit completed but gives no verdict:\n"+
-		"most runs of an audited checkpoint diverged), 130 interrupted.\n")
+		"most runs of an audited checkpoint diverged, or no attack observed what the claim is about),\n"+
+		"130 interrupted.\n")
 }
 
 // printHelpUsage is `audit help --help`: help is no registered command (it lists them).

@@ -281,25 +281,26 @@ func TestOutputsDirClaimOnDisk(t *testing.T) {
 }
 
 // TestRunClaimAboutRecorded: issue 24 item 3 for --claim-about. `audit run --claim-mu 0.3
-// --claim-about uploads` judges the claim on the uploads rows only (this config has none, so the
-// model rows keep their theory bounds: consistent, exit 0); the directory records what the claim
-// is about beside it, so analyze, analyze --json and report judge the same. A stage that read
-// the recorded claim without claim_about would judge 0.3 about the models: violated, exit 3.
+// --claim-about uploads` judges the claim on the uploads rows only; this config has none, so the
+// claim is judged on no row and the headline is inconclusive, exit 4 (the model rows, judged
+// against their theory bounds, are consistent: a pipeline gating on exit 0 would have read that
+// as the claim's pass). The directory records what the claim is about beside it, so analyze,
+// analyze --json and report judge the same. A stage that read the recorded claim without
+// claim_about would judge 0.3 about the models: violated, exit 3.
 func TestRunClaimAboutRecorded(t *testing.T) {
 	cfg := smallConfig(t, []string{"noise_std: 0.05", "noise_std: 0.01"})
 	dir := filepath.Join(t.TempDir(), "out")
 	code, stdout, _ := cli(t, "run", "--config", cfg, "--out", dir, "--claim-mu", "0.3", "--claim-about", "uploads")
-	if code != 0 || !strings.Contains(stdout, "CONSISTENT") {
-		t.Fatalf("run --claim-mu 0.3 --claim-about uploads: exit %d, want 0:\n%s", code, stdout)
+	if code != 4 || !strings.Contains(stdout, "INCONCLUSIVE: the --claim-mu claim (mu 0.3, about the uploads) was judged on no row") {
+		t.Fatalf("run --claim-mu 0.3 --claim-about uploads without uploads attacks: exit %d, want 4 and an inconclusive headline:\n%s", code, stdout)
 	}
-	// The claim speaks of no row of this config, and the headline says so.
-	if !strings.Contains(stdout, "the --claim-mu claim (mu 0.3, about the uploads) was judged on no row") {
-		t.Errorf("run --claim-about uploads without uploads attacks: no note that the claim judged no row:\n%s", stdout)
+	if !strings.Contains(stdout, "what the rows say against their theory bounds: CONSISTENT") {
+		t.Errorf("run --claim-about uploads: the rows' own headline is not kept in a note:\n%s", stdout)
 	}
 	for _, args := range [][]string{{"analyze", dir}, {"analyze", "--json", dir}, {"report", dir}} {
 		code, stdout, _ := cli(t, args...)
-		if code != 0 || !strings.Contains(stdout, "CONSISTENT") && !strings.Contains(stdout, `"consistent"`) {
-			t.Errorf("%v after run --claim-about uploads: exit %d, want 0 and a consistent headline:\n%s", args, code, stdout)
+		if code != 4 || !strings.Contains(stdout, "INCONCLUSIVE") && !strings.Contains(stdout, `"inconclusive"`) {
+			t.Errorf("%v after run --claim-about uploads: exit %d, want 4 and an inconclusive headline:\n%s", args, code, stdout)
 		}
 	}
 	// Without the recorded claim_about the same claim is about the models: violated.
