@@ -263,7 +263,7 @@ func sequentialNote(r *SequentialRecord) string {
 	l := r.Looks[len(r.Looks)-1]
 	what := "the last look: every pair trained"
 	if r.Stopped {
-		what = fmt.Sprintf("stopped: the remaining %d pairs were never trained", r.Pairs-l.Pairs)
+		what = fmt.Sprintf("stopped: the remaining %d pairs are left out (they need not be trained; any already trained are not analyzed)", r.Pairs-l.Pairs)
 	}
 	return fmt.Sprintf("sequential run: look %d of %d, %d of %d pairs (%s); this look certifies at confidence %.4g, the looks' error levels adding up to %.4g, so that all %d hold jointly at %g (docs/statistics.md)",
 		len(r.Looks), len(r.Planned), l.Pairs, r.Pairs, what, l.Confidence, 1-r.Confidence, len(r.Planned), r.Confidence)

@@ -48,7 +48,7 @@ func TestSequentialRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a later analysis of the stopped run: %v", err)
 	}
-	if later.Headline.Status != a.Headline.Status || math.Abs(later.Family.Confidence-first) > 1e-12 || !hasNote(later.Headline, "stopped: the remaining 175 pairs were never trained") {
+	if later.Headline.Status != a.Headline.Status || math.Abs(later.Family.Confidence-first) > 1e-12 || !hasNote(later.Headline, "stopped: the remaining 175 pairs are left out") {
 		t.Errorf("later analysis %+v differs from the run's", later.Headline)
 	}
 
