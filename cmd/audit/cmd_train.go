@@ -169,6 +169,9 @@ func init() {
 				if err != nil {
 					return err
 				}
+				if *shard != "" && flagGiven(fs, "shards") && *shards != s.Count {
+					return usagef("train: --shard %s and --shards %d disagree on the number of shards", *shard, *shards)
+				}
 				if !one {
 					*shards = bf.defaultShards(*shards, flagGiven(fs, "shards"), cfg.Pairs)
 				}
@@ -232,15 +235,23 @@ func (b *backendFlags) preflight(cfg *spec.Config) (int64, error) {
 }
 
 func (b *backendFlags) check() error {
+	if b.device < 0 {
+		return usagef("--device: %d is not a GPU ordinal", b.device)
+	}
 	switch b.name {
 	case "auto", "cpu":
 		if b.devices != "" {
 			return usagef("--devices needs --backend gpu")
 		}
+		if b.name == "cpu" && b.device != 0 {
+			return usagef("--device needs --backend gpu (or auto): the CPU backend has no devices")
+		}
 		return nil
 	case "gpu":
 		if !cuda.Available() {
-			return fmt.Errorf("--backend gpu: %w", cuda.ErrNotBuilt)
+			// A usage error (exit 2), as any flag this build cannot honour: rerunning the
+			// same command cannot succeed.
+			return usagef("--backend gpu: %v", cuda.ErrNotBuilt)
 		}
 		return b.parseDevices()
 	}

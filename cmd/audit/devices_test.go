@@ -1,9 +1,15 @@
 package main
 
 import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/fedaudit/fedaudit/cuda"
 )
 
 // --devices: ordinals or all, refused without --backend gpu and for malformed lists; with
@@ -32,9 +38,21 @@ func TestDevicesFlag(t *testing.T) {
 			t.Errorf("%q: got %v, %v; want %v", tc.text, got, err, tc.want)
 		}
 	}
-	cpu := backendFlags{name: "cpu", devices: "0,1"}
-	if err := cpu.check(); err == nil || !strings.Contains(err.Error(), "--devices needs --backend gpu") {
-		t.Errorf("--devices with the CPU backend: %v", err)
+	for _, tc := range []struct {
+		flags backendFlags
+		err   string
+	}{
+		{backendFlags{name: "cpu", devices: "0,1"}, "--devices needs --backend gpu"},
+		{backendFlags{name: "cpu", device: 1}, "--device needs --backend gpu"},
+		{backendFlags{name: "auto", device: -1}, "not a GPU ordinal"},
+		{backendFlags{name: "cpu"}, ""},
+		{backendFlags{name: "auto", device: 1}, ""},
+	} {
+		err := tc.flags.check()
+		var usage *usageError
+		if tc.err == "" && err != nil || tc.err != "" && (!errors.As(err, &usage) || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%+v: %v, want a usage error containing %q", tc.flags, err, tc.err)
+		}
 	}
 	b := backendFlags{deviceList: []int{0, 1, 2, 3}}
 	for _, tc := range []struct {
@@ -49,5 +67,25 @@ func TestDevicesFlag(t *testing.T) {
 	}
 	if got := (&backendFlags{deviceList: []int{5}}).defaultShards(1, false, 100); got != 1 {
 		t.Errorf("one device: %d shards, want 1", got)
+	}
+}
+
+// TestTrainFlagConflicts: flags that cannot be honoured are usage errors (exit 2) before any
+// training: --shard i/n beside a different --shards, and --backend gpu in a build without one.
+func TestTrainFlagConflicts(t *testing.T) {
+	cfg := smallConfig(t, nil)
+	out := filepath.Join(t.TempDir(), "out")
+	cases := [][]string{{"--shard", "0/4", "--shards", "2"}}
+	if !cuda.Available() {
+		cases = append(cases, []string{"--backend", "gpu"})
+	}
+	for _, extra := range cases {
+		args := append([]string{"train", "--config", cfg, "--out", out, "--quiet"}, extra...)
+		if code, _, stderr := cli(t, args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2:\n%s", extra, code, stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "runs")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused train wrote %s/runs: %v", out, err)
 	}
 }
