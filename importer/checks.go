@@ -1,6 +1,8 @@
 package importer
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -49,6 +51,22 @@ func (rd *reader) checkInitial(params [][]float32, ri int, probs *problems) {
 	}
 }
 
+// digestBits is the SHA-256 of v's bits (each float32's little-endian bytes).
+func digestBits(v []float32) [sha256.Size]byte {
+	h := sha256.New()
+	b := make([]byte, 0, 4096)
+	for i, x := range v {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+		if len(b) == cap(b) || i == len(v)-1 {
+			h.Write(b)
+			b = b[:0]
+		}
+	}
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
+}
+
 // hashBits hashes v's bits (FNV-1a over each float32's little-endian bytes).
 func hashBits(v []float32) uint64 {
 	h := fnv.New64a()
@@ -77,39 +95,93 @@ func (rd *reader) checkCopies(params [][]float32, ri int, noisy bool, probs *pro
 	}
 	round := rd.plan.Rounds[ri]
 	file := func(r int) string { return rd.plan.Files[r/2][r%2][ri] }
-	byHash := map[uint64][]int{}
-	var order []uint64
-	for r, v := range params {
-		if v == nil || rd.plan.Diverged != nil && rd.plan.Diverged[r/2][r%2][ri] {
+	key := func(r int) (uint64, bool) {
+		if params[r] == nil || rd.diverged(r, ri) {
+			return 0, false
+		}
+		return hashBits(params[r]), true
+	}
+	same := func(a, b int) bool { return firstDiff(params[a], params[b]) < 0 }
+	for _, c := range copiesAcrossPairs(len(params), key, same) {
+		first, r := c[0], c[1]
+		probs.add("round %d: pair %d world %s (%s) and pair %d world %s (%s) hold the same model bit for bit%s: runs of different pairs train with independent noise and never agree after a noisy round, so these are copies of one training, which would be audited as independent ones; give each pair its own training (runs that diverged and kept earlier parameters: say so in the manifest's diverged column; snapshots stored at a precision that rounds the noise away cannot be audited)",
+			round, first/2, runs.WorldName(int8(first%2)), file(first), r/2, runs.WorldName(int8(r%2)), file(r), moreCopies(c))
+	}
+}
+
+// checkUploadCopies is checkCopies for the target client's uploads of one checkpoint after
+// round 0 (norms, run 2 pair + world, hold the digests of the upload files as read; uploads is
+// nil where a run has none): its upload carries the client's own noise, so the uploads of
+// different pairs never agree bit for bit after a noisy round. Copies of one pair's upload
+// files listed for other pairs (links, or an export that wrote one pair's uploads for all)
+// would be audited as independent uploads, and the uploads observer would certify a violation
+// no training showed. The files are compared as read (an update file, not the upload the import
+// makes of it with w_{t-1}, which differs between pairs whatever the file holds), by their
+// SHA-256: the vectors an update makes are not kept. The two runs of one pair may agree, as
+// their global models may, and so may runs declared diverged.
+func (rd *reader) checkUploadCopies(uploads [][]float32, norms []uploadNorms, ri int, noisy bool, probs *problems) {
+	if !noisy || rd.plan.Uploads == nil {
+		return
+	}
+	round := rd.plan.Rounds[ri]
+	file := func(r int) string { return rd.plan.Uploads[r/2][r%2][ri] }
+	key := func(r int) ([sha256.Size]byte, bool) {
+		if uploads[r] == nil || rd.diverged(r, ri) {
+			return [sha256.Size]byte{}, false
+		}
+		return norms[r].digest, true
+	}
+	for _, c := range copiesAcrossPairs(len(uploads), key, func(a, b int) bool { return true }) {
+		first, r := c[0], c[1]
+		probs.add("round %d: the uploads of pair %d world %s (%s) and pair %d world %s (%s) are the same bit for bit%s: the target client of each pair adds its own noise and the uploads of different pairs never agree after a noisy round, so these are copies of one upload, which would be audited as independent ones; give each pair its own training's uploads",
+			round, first/2, runs.WorldName(int8(first%2)), file(first), r/2, runs.WorldName(int8(r%2)), file(r), moreCopies(c))
+	}
+}
+
+// diverged says whether the manifest declares run r (2 pair + world) diverged at checkpoint ri.
+func (rd *reader) diverged(r, ri int) bool {
+	return rd.plan.Diverged != nil && rd.plan.Diverged[r/2][r%2][ri]
+}
+
+// copiesAcrossPairs groups runs 0..n-1 by key (runs whose ok is false are left out) and returns,
+// for each group in the order of its first run, that run followed by the runs of other pairs
+// that same confirms equal to it, where there are any. Equal runs of one pair are no copies.
+func copiesAcrossPairs[K comparable](n int, key func(r int) (K, bool), same func(a, b int) bool) [][]int {
+	byKey := map[K][]int{}
+	var order []K
+	for r := range n {
+		k, ok := key(r)
+		if !ok {
 			continue
 		}
-		h := hashBits(v)
-		if byHash[h] == nil {
-			order = append(order, h)
+		if byKey[k] == nil {
+			order = append(order, k)
 		}
-		byHash[h] = append(byHash[h], r)
+		byKey[k] = append(byKey[k], r)
 	}
-	for _, h := range order {
-		runsOf := byHash[h]
+	var out [][]int
+	for _, k := range order {
+		runsOf := byKey[k]
 		first := runsOf[0]
-		// The runs equal to the first bit for bit, in pairs other than its own.
-		var copies []int
+		c := []int{first}
 		for _, r := range runsOf[1:] {
-			if r/2 != first/2 && firstDiff(params[first], params[r]) < 0 {
-				copies = append(copies, r)
+			if r/2 != first/2 && same(first, r) {
+				c = append(c, r)
 			}
 		}
-		if len(copies) == 0 {
-			continue
+		if len(c) > 1 {
+			out = append(out, c)
 		}
-		more := ""
-		if len(copies) > 1 {
-			more = fmt.Sprintf(" (and %d more runs of other pairs)", len(copies)-1)
-		}
-		r := copies[0]
-		probs.add("round %d: pair %d world %s (%s) and pair %d world %s (%s) hold the same model bit for bit%s: runs of different pairs train with independent noise and never agree after a noisy round, so these are copies of one training, which would be audited as independent ones; give each pair its own training (runs that diverged and kept earlier parameters: say so in the manifest's diverged column; snapshots stored at a precision that rounds the noise away cannot be audited)",
-			round, first/2, runs.WorldName(int8(first%2)), file(first), r/2, runs.WorldName(int8(r%2)), file(r), more)
 	}
+	return out
+}
+
+// moreCopies says how many runs beyond the first two a group of copiesAcrossPairs holds.
+func moreCopies(c []int) string {
+	if len(c) <= 2 {
+		return ""
+	}
+	return fmt.Sprintf(" (and %d more runs of other pairs)", len(c)-2)
 }
 
 // firstDiff is the first index where a and b differ bit for bit, or -1.
@@ -123,8 +195,12 @@ func firstDiff(a, b []float32) int {
 }
 
 // uploadNorms are the norms that tell an uploaded model from an update: of the upload's file,
-// of the global model w_{t-1} it started from, and of their difference.
-type uploadNorms struct{ file, prev, diff float64 }
+// of the global model w_{t-1} it started from, and of their difference; and the SHA-256 of the
+// file's values as read (digestBits), which tells copied upload files (checkUploadCopies).
+type uploadNorms struct {
+	file, prev, diff float64
+	digest           [sha256.Size]byte
+}
 
 func normsOf(file, prev []float32) uploadNorms {
 	var n uploadNorms

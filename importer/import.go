@@ -17,6 +17,7 @@ import (
 	"github.com/fedaudit/fedaudit/attacks"
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment/spec"
+	"github.com/fedaudit/fedaudit/importer/internal/outdir"
 	"github.com/fedaudit/fedaudit/ingest"
 	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"github.com/fedaudit/fedaudit/runs"
@@ -380,7 +381,9 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer, probs *problem
 			rd.checkInitial(params, ri, probs)
 		} else {
 			cfg := &rd.job.Config
-			rd.checkCopies(params, ri, cfg.NoiseStd > 0 || cfg.NoiseMultiplier > 0, probs)
+			noisy := cfg.NoiseStd > 0 || cfg.NoiseMultiplier > 0
+			rd.checkCopies(params, ri, noisy, probs)
+			rd.checkUploadCopies(uploads, norms, ri, noisy, probs)
 		}
 		if probs.len() > 0 {
 			// Check only from here on: the later rounds' problems are listed too.
@@ -427,6 +430,7 @@ func (rd *reader) readRun(r, ri int, prev []float32) (params, upload []float32, 
 		return params, nil, norms, errs
 	}
 	norms = normsOf(up, prev)
+	norms.digest = digestBits(up) // the file's values, before an update is made an upload
 	if rd.opts.UploadUpdates {
 		// An update u = upload - w_{t-1}: the upload is w_{t-1} + u (validation made round-1 a
 		// checkpoint, read in the previous iteration).
@@ -591,7 +595,7 @@ func tempBeside(out string) (parent, tmp string, err error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", "", fmt.Errorf("import: %w", err)
 	}
-	tmp, err = os.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(out))+".import-")
+	tmp, err = outdir.Temp(parent, "."+filepath.Base(filepath.Clean(out))+".import-")
 	if err != nil {
 		return "", "", fmt.Errorf("import: %w", err)
 	}

@@ -240,12 +240,21 @@ func parseRow(rec []string, col map[string]int, where string, out *[]Entry) stri
 		return fmt.Sprintf("%s: %v", where, err)
 	}
 	ints := []struct {
-		name string
-		dst  *int
-	}{{"pair", &e.Pair}, {"round", &e.Round}, {"client", &e.Client}}
+		name     string
+		dst      *int
+		required bool
+	}{{"pair", &e.Pair, true}, {"round", &e.Round, true}, {"client", &e.Client, false}}
 	for _, f := range ints {
 		i, ok := col[f.name]
-		if !ok || strings.TrimSpace(rec[i]) == "" {
+		if !ok {
+			continue
+		}
+		if strings.TrimSpace(rec[i]) == "" {
+			if f.required {
+				// An empty cell read as 0 would list the row as pair 0 or w_0, as the JSON
+				// manifest refuses an absent pair or round.
+				return fmt.Sprintf("%s: empty %s (file, world, pair and round are required)", where, f.name)
+			}
 			continue
 		}
 		v, err := strconv.Atoi(strings.TrimSpace(rec[i]))

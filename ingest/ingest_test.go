@@ -242,8 +242,18 @@ func TestErrors(t *testing.T) {
 			_, err := ParseAtMost(st(`{"w":{"dtype":"F32","shape":[3],"data_offsets":[0,12]}}`, 12), "x", 2)
 			return err
 		}},
+		// Each tensor fits the bound; together they hold more than the model can take.
+		{"st at most in all", "the tensors hold 4 elements in all, more than the 3", func() error {
+			_, err := ParseAtMost(st(`{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}}`, 16), "x", 3)
+			return err
+		}},
 		{"npy at most", "shape [3] has 3 elements, more than the 2", func() error {
 			_, err := ParseAtMost(npyBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", make([]byte, 12)), "x", 2)
+			return err
+		}},
+		{"npz at most in all", `member "b.npy": npy: shape [2] has 2 elements and the members before it 2, more than the 3 the model can take in all`, func() error {
+			w := npyBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", make([]byte, 8))
+			_, err := ParseAtMost(zipOf(t, map[string][]byte{"a.npy": w, "b.npy": w}), "x", 3)
 			return err
 		}},
 		{"npz member short of its header", `member "w.npy": npy: shape [3] of <f4 needs 12 data bytes, the member declares 8`, func() error {

@@ -4,10 +4,12 @@ import (
 	"archive/zip"
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -422,8 +424,12 @@ func parseNPZ(data []byte, ints bool, most int) ([]Tensor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("npz: %v", err)
 	}
+	if err := checkNPZMembers(zr.File, int64(len(data))); err != nil {
+		return nil, err
+	}
 	var out []Tensor
 	seen := map[string]bool{}
+	total := 0 // the elements of the members read so far
 	for _, f := range zr.File {
 		name := strings.TrimSuffix(f.Name, ".npy")
 		if name == f.Name {
@@ -433,16 +439,7 @@ func parseNPZ(data []byte, ints bool, most int) ([]Tensor, error) {
 			return nil, fmt.Errorf("npz: member %q listed twice", f.Name)
 		}
 		seen[name] = true
-		// The declared size is checked before reading so a zip bomb is refused, and reading
-		// stops at it whatever the stream holds.
-		limit := uint64(MaxElements)*8 + MaxHeader
-		if f.UncompressedSize64 > limit {
-			return nil, fmt.Errorf("npz: member %q declares %d bytes, over the limit %d", f.Name, f.UncompressedSize64, limit)
-		}
-		if f.UncompressedSize64 > 1100*uint64(len(data))+(1<<20) { // deflate expands at most ~1032x
-			return nil, fmt.Errorf("npz: member %q declares %d bytes, more than the archive holds", f.Name, f.UncompressedSize64)
-		}
-		body, err := readNPZMember(f, ints, most)
+		body, err := readNPZMember(f, ints, most, total)
 		if err != nil {
 			return nil, fmt.Errorf("npz: member %q: %w", f.Name, err)
 		}
@@ -451,6 +448,7 @@ func parseNPZ(data []byte, ints bool, most int) ([]Tensor, error) {
 			return nil, fmt.Errorf("npz: member %q: %w", f.Name, err)
 		}
 		t.Name = name
+		total += t.Len()
 		out = append(out, t)
 	}
 	if len(out) == 0 {
@@ -459,11 +457,57 @@ func parseNPZ(data []byte, ints bool, most int) ([]Tensor, error) {
 	return out, nil
 }
 
+// checkNPZMembers checks, before anything is decompressed, that the members of an archive of
+// size bytes are distinct: their data lie apart within the archive, and the sizes they declare
+// fit what it can hold. Entries of the central directory that name one member (or members
+// whose data overlap, as in the overlapping zip bombs) would each be decompressed, a few
+// kilobytes into gigabytes; Python's zipfile refuses such archives too.
+func checkNPZMembers(files []*zip.File, size int64) error {
+	type span struct {
+		name       string
+		begin, end int64
+	}
+	spans := make([]span, 0, len(files))
+	// A deflated stream expands at most about 1032-fold, stored bytes not at all.
+	room := 1100*uint64(size) + (1 << 20)
+	var declared uint64
+	for _, f := range files {
+		// The declared size is checked before reading so a zip bomb is refused, and reading
+		// stops at it whatever the stream holds.
+		limit := uint64(MaxElements)*8 + MaxHeader
+		if f.UncompressedSize64 > limit {
+			return fmt.Errorf("npz: member %q declares %d bytes, over the limit %d", f.Name, f.UncompressedSize64, limit)
+		}
+		if declared += f.UncompressedSize64; declared > room {
+			return fmt.Errorf("npz: the members up to %q declare %d bytes, more than the archive of %d bytes holds", f.Name, declared, size)
+		}
+		off, err := f.DataOffset()
+		if err != nil {
+			return fmt.Errorf("npz: member %q: %v", f.Name, err)
+		}
+		if off < 0 || off > size || f.CompressedSize64 > uint64(size-off) {
+			return fmt.Errorf("npz: member %q: its %d compressed bytes at offset %d run past the end of the archive (%d bytes)", f.Name, f.CompressedSize64, off, size)
+		}
+		spans = append(spans, span{f.Name, off, off + int64(f.CompressedSize64)})
+	}
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.begin, b.begin) })
+	for i := 1; i < len(spans); i++ {
+		if p, s := spans[i-1], spans[i]; s.begin < p.end || s.begin == p.begin {
+			return fmt.Errorf("npz: members %q and %q share their data (bytes [%d, %d) and [%d, %d) of the archive): one member listed under two names, or a zip bomb", p.name, s.name, p.begin, p.end, s.begin, s.end)
+		}
+	}
+	return nil
+}
+
 // readNPZMember decompresses one member. Its header is read first: a member whose header asks
 // for more than most elements, or whose declared size is not its header's, is refused before
 // its data is decompressed (a small deflated file can expand a thousandfold: 1 MB of zeros
 // into a gigabyte). The data is then read into one buffer of the declared size.
-func readNPZMember(f *zip.File, ints bool, most int) ([]byte, error) {
+//
+// A caller's bound (ParseAtMost: a model's parameter count, every array being one of its
+// tensors) holds for the archive's elements in all too; MaxElements, the bound when no caller
+// gives one, bounds one array's shape only. before is the elements of the members read first.
+func readNPZMember(f *zip.File, ints bool, most, before int) ([]byte, error) {
 	rc, err := f.Open()
 	if err != nil {
 		return nil, err
@@ -496,6 +540,9 @@ func readNPZMember(f *zip.File, ints bool, most int) ([]byte, error) {
 	l, err := readNPYLayout(have, ints, most)
 	if err != nil {
 		return nil, err
+	}
+	if most < MaxElements && l.count > most-before {
+		return nil, fmt.Errorf("npy: shape %v has %d elements and the members before it %d, more than the %d the model can take in all", l.h.shape, l.count, before, most)
 	}
 	if want := prefix + uint64(l.count)*uint64(l.size); want != declared {
 		return nil, fmt.Errorf("npy: shape %v of %s needs %d data bytes, the member declares %d", l.h.shape, l.h.descr, want-prefix, declared-prefix)

@@ -55,8 +55,10 @@ func parseSafetensors(data []byte, ints bool, most int) ([]Tensor, error) {
 	if err := uniqueKeys(header); err != nil {
 		return nil, fmt.Errorf("safetensors: header: %w", err)
 	}
-	var out []Tensor
-	var spans [][2]int64
+	// Every entry is checked and the spans are checked to tile the data buffer before any
+	// tensor is converted: K entries naming the same bytes would otherwise each be converted
+	// into a copy of their own (a 16 MB file into gigabytes) before the overlap was seen.
+	ents := make([]stChecked, 0, len(raw))
 	for name, msg := range raw {
 		if name == "__metadata__" {
 			var meta map[string]string
@@ -71,44 +73,49 @@ func parseSafetensors(data []byte, ints bool, most int) ([]Tensor, error) {
 		if err := dec.Decode(&e); err != nil {
 			return nil, fmt.Errorf("safetensors: tensor %q: %v", name, err)
 		}
-		t, err := e.decode(name, buf, ints, most)
+		c, err := e.check(name, int64(len(buf)), ints, most)
 		if err != nil {
 			return nil, fmt.Errorf("safetensors: tensor %q: %w", name, err)
 		}
-		out = append(out, t)
-		spans = append(spans, [2]int64{e.Offsets[0], e.Offsets[1]})
+		ents = append(ents, c)
 	}
-	idx := make([]int, len(out))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool {
-		if spans[idx[a]][0] != spans[idx[b]][0] {
-			return spans[idx[a]][0] < spans[idx[b]][0]
+	sort.Slice(ents, func(a, b int) bool {
+		if ents[a].begin != ents[b].begin {
+			return ents[a].begin < ents[b].begin
 		}
-		return out[idx[a]].Name < out[idx[b]].Name // zero-size tensors may share an offset
+		return ents[a].name < ents[b].name // zero-size tensors may share an offset
 	})
 	// The tensors' bytes tile the data buffer, as the format requires: overlapping tensors would
 	// alias each other's bytes, and bytes no tensor holds (a gap, or bytes after the last
 	// tensor, the mark of a file rewritten in place without being truncated) are damage.
-	sorted := make([]Tensor, len(out))
 	var end int64
-	for i, j := range idx {
-		sorted[i] = out[j]
-		if sp := spans[j]; sp[1] > sp[0] {
-			if sp[0] < end {
-				return nil, fmt.Errorf("safetensors: tensor %q overlaps the tensor before it", out[j].Name)
+	total := 0 // elements in all: at most the data bytes once the spans are known to tile
+	for _, c := range ents {
+		total += c.count
+		if c.end > c.begin {
+			if c.begin < end {
+				return nil, fmt.Errorf("safetensors: tensor %q overlaps the tensor before it", c.name)
 			}
-			if sp[0] > end {
-				return nil, fmt.Errorf("safetensors: no tensor holds data bytes [%d, %d) before tensor %q (damaged)", end, sp[0], out[j].Name)
+			if c.begin > end {
+				return nil, fmt.Errorf("safetensors: no tensor holds data bytes [%d, %d) before tensor %q (damaged)", end, c.begin, c.name)
 			}
-			end = sp[1]
+			end = c.end
 		}
 	}
 	if end != int64(len(buf)) {
 		return nil, fmt.Errorf("safetensors: %d bytes follow the last tensor's data (damaged, or rewritten without being truncated)", int64(len(buf))-end)
 	}
-	return sorted, nil
+	// A caller's bound on the elements (a model's parameter count, ParseAtMost) holds for the
+	// file as a whole: tiling keeps the total within the file's bytes, not within the model.
+	// MaxElements, the bound when no caller gives one, is a guard on one tensor's shape only.
+	if most < MaxElements && total > most {
+		return nil, fmt.Errorf("safetensors: the tensors hold %d elements in all, more than the %d the model can take", total, most)
+	}
+	out := make([]Tensor, len(ents))
+	for i, c := range ents {
+		out[i] = c.convert(buf)
+	}
+	return out, nil
 }
 
 // uniqueKeys checks that the header object names each tensor once: decoding into a map keeps
@@ -140,48 +147,69 @@ func uniqueKeys(header []byte) error {
 // stInt is the integer dtypes ParseData converts (to int64).
 var stInt = map[string]int{"I32": 4, "I64": 8}
 
-func (e *stEntry) decode(name string, buf []byte, ints bool, most int) (Tensor, error) {
+// stChecked is a header entry checked against the data buffer, not yet converted.
+type stChecked struct {
+	name       string
+	shape      []int
+	dtype      string
+	count      int
+	size       int  // bytes an element
+	isInt      bool // an integer tensor (ParseData): size is 4 or 8
+	begin, end int64
+}
+
+// check validates an entry's dtype, shape and offsets against a data buffer of n bytes, without
+// reading or allocating for its data.
+func (e *stEntry) check(name string, n int64, ints bool, most int) (stChecked, error) {
+	c := stChecked{name: name, dtype: e.DType}
 	size, ok := dtypeSize[e.DType]
 	isize, isInt := stInt[e.DType]
 	switch {
 	case isInt && ints:
-		size = isize
+		size, c.isInt = isize, true
 	case !ok && ints:
-		return Tensor{}, fmt.Errorf("dtype %q is not supported (want F32, F64, F16, BF16, I32 or I64)", e.DType)
+		return c, fmt.Errorf("dtype %q is not supported (want F32, F64, F16, BF16, I32 or I64)", e.DType)
 	case !ok:
-		return Tensor{}, fmt.Errorf("dtype %q is not supported (want F32, F64, F16 or BF16)", e.DType)
+		return c, fmt.Errorf("dtype %q is not supported (want F32, F64, F16 or BF16)", e.DType)
 	}
+	c.size = size
 	if e.Shape == nil {
-		return Tensor{}, fmt.Errorf("no shape")
+		return c, fmt.Errorf("no shape")
 	}
-	shape := make([]int, len(e.Shape))
+	c.shape = make([]int, len(e.Shape))
 	for i, d := range e.Shape {
 		if d < 0 || d > MaxElements {
-			return Tensor{}, fmt.Errorf("shape %v: dimension %d out of range", e.Shape, d)
+			return c, fmt.Errorf("shape %v: dimension %d out of range", e.Shape, d)
 		}
-		shape[i] = int(d)
+		c.shape[i] = int(d)
 	}
-	count := numel(shape)
-	if count < 0 {
-		return Tensor{}, fmt.Errorf("shape %v has more than %d elements", e.Shape, MaxElements)
+	c.count = numel(c.shape)
+	if c.count < 0 {
+		return c, fmt.Errorf("shape %v has more than %d elements", e.Shape, MaxElements)
 	}
-	if count > most {
-		return Tensor{}, fmt.Errorf("shape %v has %d elements, more than the %d the model can take", e.Shape, count, most)
+	if c.count > most {
+		return c, fmt.Errorf("shape %v has %d elements, more than the %d the model can take", e.Shape, c.count, most)
 	}
 	if len(e.Offsets) != 2 {
-		return Tensor{}, fmt.Errorf("data_offsets %v: want [begin, end]", e.Offsets)
+		return c, fmt.Errorf("data_offsets %v: want [begin, end]", e.Offsets)
 	}
-	b, en := e.Offsets[0], e.Offsets[1]
-	if b < 0 || en < b || en > int64(len(buf)) {
-		return Tensor{}, fmt.Errorf("data_offsets [%d, %d] outside the %d data bytes", b, en, len(buf))
+	c.begin, c.end = e.Offsets[0], e.Offsets[1]
+	if c.begin < 0 || c.end < c.begin || c.end > n {
+		return c, fmt.Errorf("data_offsets [%d, %d] outside the %d data bytes", c.begin, c.end, n)
 	}
-	if en-b != int64(count)*int64(size) {
-		return Tensor{}, fmt.Errorf("data_offsets [%d, %d] hold %d bytes, shape %v of %s needs %d", b, en, en-b, e.Shape, e.DType, count*size)
+	if c.end-c.begin != int64(c.count)*int64(size) {
+		return c, fmt.Errorf("data_offsets [%d, %d] hold %d bytes, shape %v of %s needs %d", c.begin, c.end, c.end-c.begin, e.Shape, e.DType, c.count*size)
 	}
-	if isInt && ints {
-		return Tensor{Name: name, Shape: shape, Integer: true, Ints: convertInts(buf[b:en], isize, binary.LittleEndian)}, nil
+	return c, nil
+}
+
+// convert reads a checked entry's data out of buf.
+func (c stChecked) convert(buf []byte) Tensor {
+	src := buf[c.begin:c.end]
+	if c.isInt {
+		return Tensor{Name: c.name, Shape: c.shape, Integer: true, Ints: convertInts(src, c.size, binary.LittleEndian)}
 	}
-	return Tensor{Name: name, Shape: shape, Data: convert(buf[b:en], e.DType, binary.LittleEndian)}, nil
+	return Tensor{Name: c.name, Shape: c.shape, Data: convert(src, c.dtype, binary.LittleEndian)}
 }
 
 // convertInts turns 4- or 8-byte signed integers into int64.

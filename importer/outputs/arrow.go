@@ -320,9 +320,18 @@ func (c *cellsOf) appendArray(a arrow.Array) error {
 			c.str = append(c.str, a.Value(i))
 		}
 		return nil
+	case *array.ListView, *array.LargeListView:
+		// A list view gives each row an offset and a size of its own, so every row may name
+		// the same values: a file of kilobytes would be copied out into gigabytes, one row at a
+		// time. No writer of outputs needs them.
+		return fmt.Errorf("type %s: list views are not read (write a list or fixed-size list)", a.DataType())
 	case array.ListLike:
 		c.isList = true
 		values := a.ListValues()
+		// The rows' lists follow one another in the values, as a list's offsets make them, so
+		// the values copied are at most the values array's: a corrupt file whose null rows
+		// step the offsets back would otherwise have every valid row copy the same values.
+		var end int64
 		for i := 0; i < n; i++ {
 			c.valid = append(c.valid, a.IsValid(i))
 			if !a.IsValid(i) {
@@ -333,6 +342,10 @@ func (c *cellsOf) appendArray(a arrow.Array) error {
 			if lo < 0 || hi < lo || hi > int64(values.Len()) {
 				return fmt.Errorf("row %d: list offsets [%d, %d) outside the %d values", len(c.valid), lo, hi, values.Len())
 			}
+			if lo < end {
+				return fmt.Errorf("row %d: list offsets [%d, %d) overlap the list before it, which ends at %d (corrupt file)", len(c.valid), lo, hi, end)
+			}
+			end = hi
 			if hi-lo > maxLogits {
 				return fmt.Errorf("row %d: %d values in a list, more than %d", len(c.valid), hi-lo, maxLogits)
 			}
