@@ -70,6 +70,11 @@ func Open(spec, dataDir string) (*Dataset, error) {
 	return openPath(spec)
 }
 
+// dataDirHow says how to name the data directory, finishing a missing dataset's error. Open
+// serves the experiments, whose config field is data.data_dir, and `audit datasets inspect`,
+// whose flag is --data-dir: the one message must fit both, as Open cannot tell its caller.
+const dataDirHow = "with data.data_dir in an experiment's config (--data-dir DIR for `audit datasets inspect`)"
+
 func openIDXNamed(name, split, dataDir string) (*Dataset, error) {
 	prefix := "train"
 	if split == "test" {
@@ -92,10 +97,10 @@ func openIDXNamed(name, split, dataDir string) (*Dataset, error) {
 		}
 		return LoadIDX(imagesPath, labelsPath)
 	}
-	how := "pass --data-dir DIR naming a directory that holds the four MNIST IDX files"
+	how := "name a directory that holds the four MNIST IDX files " + dataDirHow
 	if name == "fashion-mnist" {
 		how = "install Debian's package with `apt-get install dataset-fashion-mnist` (it puts the files in " +
-			filepath.Join("/usr/share/datasets", name) + "), or pass --data-dir DIR naming a directory that holds them"
+			filepath.Join("/usr/share/datasets", name) + "), or name a directory that holds them " + dataDirHow
 	}
 	return nil, fmt.Errorf("dataset %s:%s: %s[.gz] not found in %s; %s", name, split, images, strings.Join(dirs, ", "), how)
 }
@@ -105,7 +110,7 @@ func openCIFAR(split, dataDir string) (*Dataset, error) {
 	if split == "train" {
 		files = []string{"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin"}
 	}
-	how := "pass --data-dir DIR naming the directory of the CIFAR-10 binary version (cifar-10-batches-bin)"
+	how := "name the directory of the CIFAR-10 binary version (cifar-10-batches-bin) " + dataDirHow
 	if dataDir == "" {
 		return nil, fmt.Errorf("dataset cifar10:%s: no data directory given; %s", split, how)
 	}

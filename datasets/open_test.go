@@ -95,13 +95,13 @@ func TestOpenMissing(t *testing.T) {
 		spec, dataDir string
 		want          []string
 	}{
-		{"fashion-mnist", "", []string{"train-images-idx3-ubyte[.gz] not found", "apt-get install dataset-fashion-mnist", "--data-dir"}},
+		{"fashion-mnist", "", []string{"train-images-idx3-ubyte[.gz] not found", "apt-get install dataset-fashion-mnist", "data.data_dir", "--data-dir"}},
 		{"fashion-mnist:test", data, []string{"t10k-images-idx3-ubyte", data, "apt-get install dataset-fashion-mnist"}},
-		{"mnist", t.TempDir(), []string{"not found", "--data-dir"}},
+		{"mnist", t.TempDir(), []string{"not found", "data.data_dir", "--data-dir"}},
 		{"mnist", data, []string{"found " + filepath.Join(data, "train-images-idx3-ubyte") + " but not train-labels-idx1-ubyte"}},
 		{"mnist:validation", "", []string{`unknown split "validation"`}},
-		{"cifar10", "", []string{"no data directory", "--data-dir"}},
-		{"cifar10:test", data, []string{"test_batch.bin not found", "--data-dir"}},
+		{"cifar10", "", []string{"no data directory", "data.data_dir", "--data-dir"}},
+		{"cifar10:test", data, []string{"test_batch.bin not found", "data.data_dir", "--data-dir"}},
 		{"synthetic:test", "", []string{"no splits"}},
 	}
 	for _, c := range cases {

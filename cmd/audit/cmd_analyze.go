@@ -50,6 +50,10 @@ func (a *analyzeFlags) options(fs *flag.FlagSet) (experiment.AnalyzeOptions, err
 		if !(a.confidence > 0 && a.confidence < 1) {
 			return opts, usagef("%s: --confidence must be in (0, 1), got %g", cmd, a.confidence)
 		}
+		// What audit.confidence may be, the flag that replaces it may be (spec.CheckConfidence).
+		if err := spec.CheckConfidence(a.confidence); err != nil {
+			return opts, usagef("%s: --confidence: %v", cmd, err)
+		}
 		opts.Confidence = a.confidence
 	}
 	if set["delta"] {

@@ -53,6 +53,10 @@ func TestBadFlagValuesRefused(t *testing.T) {
 		{"plan negative calibrate-time", []string{"plan", "--config", cfg, "--calibrate-time", "-1s"}, "--calibrate-time", ""},
 		{"plan zero calibrate-time", []string{"plan", "--config", cfg, "--calibrate-time", "0s"}, "--calibrate-time", ""},
 		{"cost infinite mu", []string{"cost", "--mu", "Inf"}, "--mu must be a positive finite number", ""},
+		// A confidence whose rows' Bonferroni confidence rounds to 1 failed the analysis
+		// ("confidence 1 outside (0, 1)", status 1) after training and scoring.
+		{"run confidence rounding to 1", []string{"run", "--config", cfg, "--out", "$NEW", "--confidence", "0.9999999999999999"}, "--confidence: need 1 - confidence >= 1e-09", "$NEW"},
+		{"analyze dir confidence rounding to 1", []string{"analyze", dir, "--confidence", "0.9999999999999999"}, "--confidence: need 1 - confidence >= 1e-09", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -30,23 +30,20 @@ type Smoothness struct {
 
 // SmoothnessOf returns L for the experiment: the model's certified constant over every sample
 // of both worlds (hostmodel.CertifiedSmoothness: the quadratic model and softmax regression), or
-// the given one. A given L below the certified one is rejected. For MLPs L can only be given.
+// the given one. A given L below the certified one is rejected (spec.CheckSmoothness, which
+// spec.Prepare already ran before training; data prepared otherwise is checked here). For
+// MLPs L can only be given.
 func SmoothnessOf(cfg *spec.Config, data *spec.Data) (Smoothness, error) {
-	given := cfg.Audit.Smoothness
-	certified, ok := hostmodel.CertifiedSmoothness(cfg.Train.Model, data.Pair.C, data.Pair.CPrime)
-	if !ok {
-		if given > 0 {
-			return Smoothness{L: given, Source: "given"}, nil
-		}
-		return Smoothness{Source: "none"}, nil
+	if err := spec.CheckSmoothness(cfg, data); err != nil {
+		return Smoothness{}, err
 	}
-	if given > 0 && given < certified {
-		return Smoothness{}, fmt.Errorf("audit.smoothness: %g is below the certified smoothness %g of the %s model on this data", given, certified, cfg.Train.Model.Kind)
-	}
-	if given > 0 {
+	if given := cfg.Audit.Smoothness; given > 0 {
 		return Smoothness{L: given, Source: "given"}, nil
 	}
-	return Smoothness{L: certified, Source: "certified"}, nil
+	if certified, ok := spec.CertifiedSmoothness(cfg, data); ok {
+		return Smoothness{L: certified, Source: "certified"}, nil
+	}
+	return Smoothness{Source: "none"}, nil
 }
 
 // sampleLevelTheory reports whether the bounds of docs/theory.md (Noisy-FedAvg, FedProx and DP-SGD

@@ -1,6 +1,7 @@
 package bounds
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -203,5 +204,59 @@ audit:
 		if _, _, _, ok := ExactMu(cfg, data); ok != tc.ok {
 			t.Errorf("canary norm %s, clip 1, 8 samples: ExactMu ok %v, want %v", tc.norm, ok, tc.ok)
 		}
+	}
+}
+
+// TestSmoothnessOf: the certified L where the model has one, a given L at or above it, a given
+// L for models without one, none otherwise; a given L below the certified one is refused by
+// spec.CheckSmoothness, the check spec.Prepare makes before training, as a config error
+// (status 2) here too.
+func TestSmoothnessOf(t *testing.T) {
+	const base = "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\n" +
+		"adjacency: {kind: replace, client: 0, index: 1, canary: dirac}\n" +
+		"train: {algorithm: fedavg, rounds: 1, local_steps: 1, learning_rate: 0.1, checkpoints: [1], model: "
+	for _, c := range []struct {
+		name, model string
+		given       float64
+		wantL       float64 // 0: the certified constant
+		source      string  // "": refused
+	}{
+		{"quadratic certified", "{kind: quadratic, curvature: 3}", 0, 3, "certified"},
+		{"quadratic given", "{kind: quadratic, curvature: 3}", 4, 4, "given"},
+		{"quadratic below", "{kind: quadratic, curvature: 3}", 2, 0, ""},
+		{"softmax certified", "{kind: softmax}", 0, 0, "certified"},
+		{"softmax below", "{kind: softmax}", 0.5, 0, ""},
+		{"mlp given", "{kind: mlp, hidden: [4], activation: tanh}", 0.001, 0.001, "given"},
+		{"mlp none", "{kind: mlp, hidden: [4], activation: tanh}", 0, 0, "none"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := spec.Parse([]byte(base + c.model + "}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := spec.Prepare(cfg) // before the given L, which Prepare would refuse
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Audit.Smoothness = c.given
+			sm, err := SmoothnessOf(cfg, data)
+			if c.source == "" {
+				var ce *spec.ConfigError
+				if !errors.As(err, &ce) || !strings.Contains(err.Error(), "is below the certified smoothness") {
+					t.Errorf("got %+v, %v; want a config error on audit.smoothness", sm, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := c.wantL
+			if c.source == "certified" && want == 0 {
+				want, _ = spec.CertifiedSmoothness(cfg, data)
+			}
+			if sm.Source != c.source || sm.L != want {
+				t.Errorf("got %+v, want L %v from %s", sm, want, c.source)
+			}
+		})
 	}
 }

@@ -682,11 +682,39 @@ func (c *Config) validateAdjacency(bad func(field, format string, a ...any)) {
 	}
 }
 
+// MinConfidenceGap is the least 1 - confidence an audit accepts. The analysis certifies each
+// of its n rows at 1 - (1 - confidence)/n (Bonferroni, audit.FamilyRowConfidence), and a
+// sequential run each look at a share of that; float64 rounds 1 - x to 1 for x below 2^-54
+// (about 5.6e-17), and holds it within that absolute error above. From 1 - confidence = 1e-9 a
+// row's error level stays above 1e-13, within 0.06% of what the correction promises, for up to
+// 10^4 rows and looks together, and never rounds to a confidence of 1 (which every analysis
+// refuses, after the training) below 10^7 of them; closer to 1 it would, with the many rows of
+// a fine-grained config or the early looks of a sequential run. No audit of a real training
+// asks for a confidence that high: it would need far more pairs than any config trains.
+const MinConfidenceGap = 1e-9
+
+// CheckConfidence refuses a family-wise confidence that is not in (0, 1) or that is so close
+// to 1 that the row and look corrections of the analysis would round it to 1
+// (MinConfidenceGap). The config's audit.confidence and the commands' --confidence are checked
+// with it, before anything is trained.
+func CheckConfidence(confidence float64) error {
+	if !(confidence > 0 && confidence < 1) {
+		return fmt.Errorf("need a value in (0, 1), got %g", confidence)
+	}
+	// Compared with the float64 nearest 1 - MinConfidenceGap, which the message names, so that
+	// the value it names is accepted (1 - 0.999999999 is a little below 1e-9 in float64).
+	if limit := 1 - MinConfidenceGap; confidence > limit {
+		return fmt.Errorf("need 1 - confidence >= %g (a confidence of at most %v), got %v: the analysis divides 1 - confidence among its rows and looks, and closer to 1 a row's confidence rounds to 1 in floating point",
+			MinConfidenceGap, limit, confidence)
+	}
+	return nil
+}
+
 // validateAudit checks the audit fields: confidence, delta, method, smoothness, the claim and
 // the inversion attack's budget.
 func (c *Config) validateAudit(bad func(field, format string, a ...any)) {
-	if !(c.Audit.Confidence > 0 && c.Audit.Confidence < 1) {
-		bad("audit.confidence", "need a value in (0, 1), got %g", c.Audit.Confidence)
+	if err := CheckConfidence(c.Audit.Confidence); err != nil {
+		bad("audit.confidence", "%v", err)
 	}
 	if !(c.Audit.Delta > 0 && c.Audit.Delta < 1) {
 		bad("audit.delta", "need a value in (0, 1), got %g", c.Audit.Delta)

@@ -36,14 +36,28 @@ type Data struct {
 // Prepare loads the source, holds out the test set and the canary pool, splits the rest into
 // clients and builds C' from C. Every random choice derives from the master seed.
 //
-// The model is checked against the data's shape and classes here, so every entry point (run,
-// train, plan, import) refuses a model that cannot take the data before it writes anything.
+// The model is checked against the data's shape and classes here, and a given audit.smoothness
+// against the model's certified constant on the data (CheckSmoothness), so every entry point
+// (run, train, plan, import) refuses a config the data decides is wrong before it writes or
+// trains anything.
 func Prepare(cfg *Config) (*Data, error) { return PrepareContext(context.Background(), cfg) }
 
 // PrepareContext is Prepare under ctx: crafting a canife canary (and the pretraining before it)
 // can take minutes, and a cancelled ctx (Ctrl-C, a cluster's SIGTERM at its time limit) ends it
 // with ctx's error.
 func PrepareContext(ctx context.Context, cfg *Config) (*Data, error) {
+	data, err := prepare(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckSmoothness(cfg, data); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// prepare builds the data of PrepareContext, before the checks that need all of it.
+func prepare(ctx context.Context, cfg *Config) (*Data, error) {
 	base, err := openSource(cfg)
 	if err != nil {
 		return nil, err

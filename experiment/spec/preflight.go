@@ -158,10 +158,11 @@ func PlannedRows(cfg *Config) int {
 }
 
 // CheckStages refuses, with a *ConfigError naming the field, a config whose attack stage would
-// fail on the runs its training records: listed attacks the run files will not support,
-// canary attacks without canaries of their kind, attacks that read w_0 without round 0 among
-// the checkpoints, upload attacks at a round T without the checkpoint T-1, and attacked rounds
-// that are no checkpoints. The commands that train (run, demo, train) and plan call it before
+// fail on the runs its training records: no checkpoint after round 0 to attack (none at all,
+// or round 0 alone), listed attacks the run files will not support, canary attacks without
+// canaries of their kind, attacks that read w_0 without round 0 among the checkpoints, upload
+// attacks at a round T without the checkpoint T-1, and attacked rounds that are no
+// checkpoints. The commands that train (run, demo, train) and plan call it before
 // anything is trained or written, and TrainShards before it trains.
 func CheckStages(cfg *Config) error {
 	var errs []error
@@ -184,6 +185,21 @@ func CheckStages(cfg *Config) error {
 	}
 	meta := PlannedMeta(cfg)
 	cps := cfg.Train.Checkpoints
+	// The attacks score models trained for at least one round: a run file records the models
+	// at the checkpoints only, and w_0 is no audit of the training. Without a checkpoint after
+	// round 0 every shard would train to its end and then record nothing (no checkpoint at
+	// all) or nothing to score (round 0 alone).
+	if !slices.ContainsFunc(cps, func(t int) bool { return t >= 1 }) {
+		final := "train.rounds for the final model"
+		if cfg.Train.Rounds >= 1 {
+			final = fmt.Sprintf("%d for the final model", cfg.Train.Rounds)
+		}
+		if len(cps) == 0 {
+			bad("train.checkpoints", "none listed, and training records the models only at the checkpoints: list the rounds to audit (e.g. %s)", final)
+		} else {
+			bad("train.checkpoints", "%v lists no round after 0, and the attacks score the models of rounds 1 and later: add the rounds to audit (e.g. %s)", cps, final)
+		}
+	}
 	rounds := cfg.Audit.Rounds
 	for _, t := range rounds {
 		if t < 1 || !slices.Contains(cps, t) {

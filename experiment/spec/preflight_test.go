@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -45,5 +46,46 @@ func TestNoCanaryBuiltWhereNoneEnters(t *testing.T) {
 		if _, err := Prepare(cfg); err != nil {
 			t.Errorf("%s: %v", adj, err)
 		}
+	}
+}
+
+// TestCheckStagesNeedsCheckpointAfterZero: the attacks score the models of rounds 1 and later,
+// and a run file records the checkpoints only. With no checkpoint every shard trained to its end
+// and then failed ("no checkpoint was recorded"); with round 0 alone training succeeded and the
+// attack stage found no rounds to score. Both are config errors before training now, saying
+// what to set.
+func TestCheckStagesNeedsCheckpointAfterZero(t *testing.T) {
+	for _, c := range []struct {
+		checkpoints string
+		want        string // "" when accepted
+	}{
+		{"[]", "train.checkpoints: none listed"},
+		{"[0]", "train.checkpoints: [0] lists no round after 0"},
+		{"[0, 3]", ""},
+		{"[3]", ""},
+	} {
+		t.Run(c.checkpoints, func(t *testing.T) {
+			cfg, err := Parse([]byte("pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\n" +
+				"train: {algorithm: fedavg, model: {kind: softmax}, rounds: 3, local_steps: 1, learning_rate: 0.1, checkpoints: " + c.checkpoints + "}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = CheckStages(cfg)
+			if c.want == "" {
+				if err != nil {
+					t.Errorf("refused: %v", err)
+				}
+				return
+			}
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("got %v (%T), want a *ConfigError", err, err)
+			}
+			for _, w := range []string{c.want, "e.g. 3 for the final model"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
 	}
 }
