@@ -568,6 +568,8 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *run
 		if look := seq.Looks[len(seq.Looks)-1].Confidence; !confidenceGiven && look > opts.Confidence {
 			opts.Confidence = look
 		}
+	} else if note := partialNote(cfg, e.tab); note != "" {
+		opts.Notes = append([]string{note}, opts.Notes...)
 	}
 	if opts.Claim.Mu == 0 && opts.Claim.Epsilon == 0 {
 		claim, source, err := ClaimFor(ctx, cfg, data, opts.Delta)

@@ -133,6 +133,22 @@ func trainedPairs(cfg *spec.Config, tab *runs.Table) int {
 	return pairsOfShards(cfg.Pairs, shards)
 }
 
+// partialNote says that an analysis read only part of the experiment's shards (--allow-partial),
+// so that its headline, and a report or a table copied from it, cannot be taken for the whole
+// audit; "" when every shard is there. The bounds are valid for the pairs analyzed: which
+// shards are missing does not depend on the scores.
+func partialNote(cfg *spec.Config, tab *runs.Table) string {
+	if tab == nil {
+		return ""
+	}
+	files := tab.Shards()
+	if len(files) == 0 || len(files) >= files[0].Shard.Count {
+		return ""
+	}
+	return fmt.Sprintf("partial analysis (--allow-partial): %d of %d shards, %d of the config's %d pairs; the bounds hold for the pairs analyzed, the missing shards' pairs are left out",
+		len(files), files[0].Shard.Count, trainedPairs(cfg, tab), cfg.Pairs)
+}
+
 // ReadCheck reads DIR/check.json, the grey-box checks `audit check` wrote; nil when absent.
 func ReadCheck(dir string) (*findings.CheckReport, error) {
 	raw, err := os.ReadFile(expdir.Dir(dir).Check())

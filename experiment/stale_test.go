@@ -33,7 +33,8 @@ func TestSequentialLooksSmallShards(t *testing.T) {
 }
 
 // A score file written from the first shards (--allow-partial) is stale once the other shards
-// are trained, even when they hold fewer than 5 pairs each.
+// are trained, even when they hold fewer than 5 pairs each. The partial analysis says in its
+// headline that it is partial; the whole one does not.
 func TestScoresCoverSmallShards(t *testing.T) {
 	ctx := context.Background()
 	cfg := leakyConfig()
@@ -50,8 +51,12 @@ func TestScoresCoverSmallShards(t *testing.T) {
 	if err := TrainShards(ctx, cfg, data, dir, shards[:4], TrainOptions{ToolVersion: "test"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := AnalyzeDir(ctx, dir, AnalyzeOptions{}, AttackOptions{AllowPartial: true}); err != nil {
+	partial, err := AnalyzeDir(ctx, dir, AnalyzeOptions{}, AttackOptions{AllowPartial: true})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if !hasNote(partial.Headline, "partial analysis (--allow-partial): 4 of 8 shards, 12 of the config's 24 pairs") {
+		t.Errorf("the analysis of 4 of 8 shards does not say so: %q", partial.Headline.Notes)
 	}
 	if err := TrainShards(ctx, cfg, data, dir, shards, TrainOptions{ToolVersion: "test"}, nil); err != nil {
 		t.Fatal(err)
@@ -59,6 +64,9 @@ func TestScoresCoverSmallShards(t *testing.T) {
 	a, err := AnalyzeDir(ctx, dir, AnalyzeOptions{}, AttackOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if hasNote(a.Headline, "partial analysis") {
+		t.Errorf("the analysis of every shard says it is partial: %q", a.Headline.Notes)
 	}
 	for _, f := range a.Findings {
 		if n := f.Result.N0; n != 24 {
