@@ -88,13 +88,20 @@ func shardStatus(ctx context.Context, dir string, shards int, verify bool) (stat
 		}
 	}
 	rep.Complete = rep.Counts[runs.ShardComplete.String()]
-	rep.OK = rep.Shards > 0 && rep.Complete == rep.Shards &&
-		rep.Counts[runs.ShardCorrupt.String()] == 0 && rep.Counts[runs.ShardMissing.String()] == 0 &&
-		rep.Counts[runs.ShardDamaged.String()] == 0
+	// Duplicates and files of another experiment fail the check too: the stages after it
+	// (attack, analyze, run) refuse such a directory, and a finish job's guard that passed it
+	// would hand them a set they cannot read.
+	rep.OK = rep.Shards > 0 && rep.Complete == rep.Shards
+	for _, st := range statusFailures {
+		rep.OK = rep.OK && rep.Counts[st.String()] == 0
+	}
 	return rep, nil
 }
 
 // statusError is the exit-1 summary of an incomplete directory.
+// statusFailures are the states of a file that fail the check.
+var statusFailures = []runs.ShardState{runs.ShardMissing, runs.ShardCorrupt, runs.ShardDamaged, runs.ShardDuplicate, runs.ShardMismatch}
+
 func (r statusReport) err() error {
 	if r.OK {
 		return nil
@@ -103,7 +110,7 @@ func (r statusReport) err() error {
 		return fmt.Errorf("status: no run files in %s (give --shards n to list the missing shards)", r.Dir)
 	}
 	var parts []string
-	for _, st := range []runs.ShardState{runs.ShardMissing, runs.ShardCorrupt, runs.ShardDamaged} {
+	for _, st := range statusFailures {
 		if n := r.Counts[st.String()]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, st))
 		}
@@ -144,8 +151,9 @@ func init() {
 		summary: "list the complete, missing, corrupt and in-progress shards of a run directory",
 		usage: "status DIR [--shards n] [--verify] [--json]\n\n" +
 			"DIR is an experiment directory (run files in DIR/runs) or a run-file directory. Exit\n" +
-			"status: 0 when every shard is complete, 1 when any shard is missing, corrupt or damaged\n" +
-			"(or no run file is there), 2 on a usage error. Duplicate, mismatched, in-progress and\n" +
+			"status: 0 when every shard is complete, 1 when any shard is missing, corrupt or damaged,\n" +
+			"when a shard has two files or a file belongs to another experiment (the later stages\n" +
+			"refuse such a set), or when no run file is there; 2 on a usage error. In-progress and\n" +
 			"stale temporary files are listed but do not fail the check on their own. Without\n" +
 			"--verify only the files' footers are read; --verify reads every byte and checks the\n" +
 			"checksums of every record batch of the run files and of DIR/scores.arrow, naming each\n" +

@@ -98,6 +98,22 @@ func TestStatusShards(t *testing.T) {
 	if rep, code = status(); code != 0 || rep.Complete != 4 {
 		t.Fatalf("after retraining: code %d, report %+v", code, rep)
 	}
+
+	// A second file of shard 3 (a copy left by hand, or a rerun under another name): the
+	// stages after the check refuse the set, so the check fails too.
+	first, err := os.ReadFile(filepath.Join(rdir, "runs-00003-of-00004.arrow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(rdir, "runs-00003-of-00004.copy.arrow"), first, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if rep, code = status(); code != 1 || rep.OK || rep.Counts["duplicate"] != 1 || !strings.Contains(stderr.String(), "1 duplicate") {
+		t.Fatalf("a duplicate shard: code %d, report %+v, stderr %q", code, rep, stderr.String())
+	}
+	if code, _, stderr := cli(t, "attack", "--runs", dir, "--quiet"); code != 1 || !strings.Contains(stderr, "duplicate shard") {
+		t.Errorf("attack on the directory status refused: exit %d, %s", code, stderr)
+	}
 }
 
 // TestVerifyRetrainsDamagedShard flips one byte inside a shard's data: `status` (footers only)
