@@ -610,3 +610,7 @@ func UploadAbsent(up []float32) bool {
 	}
 	return true
 }
+
+// ImportOnly reports whether a statistic column is written by the importer alone, never by
+// fedaudit's trainer (StatLLRDiff): an attack that needs it scores imported runs only.
+func ImportOnly(stat string) bool { return stat == StatLLRDiff }

@@ -237,6 +237,10 @@ func CheckStages(cfg *Config) error {
 		var fit, needW0, needPrev []string
 		for _, n := range names {
 			if why, ok := lacks[n]; ok {
+				if importOnly(n) {
+					bad("audit.attacks", "%s scores imported runs only (audit import replays its statistic from the imported iterates; training never records it): leave it out", n)
+					continue
+				}
 				bad("audit.attacks", "%s: %s: record what it needs (train.record_params, train.record_upload, train.informed) or leave it out",
 					n, strings.Replace(why, "the run file lacks", "the run files will lack", 1))
 				continue
@@ -379,4 +383,10 @@ func joinPath(path, key string) string {
 		return key
 	}
 	return path + "." + key
+}
+
+// importOnly reports whether attack name needs a statistic only audit import writes.
+func importOnly(name string) bool {
+	a, err := attacks.Lookup(name)
+	return err == nil && slices.ContainsFunc(a.Info().Needs.Stats, runs.ImportOnly)
 }

@@ -89,3 +89,26 @@ func TestCheckStagesNeedsCheckpointAfterZero(t *testing.T) {
 		})
 	}
 }
+
+// An attack whose statistic only audit import writes (informed-diff) cannot be had by
+// recording more: the refusal says it scores imported runs, not which train.record_* to set.
+// An attack that recording would enable keeps the advice to record it.
+func TestCheckStagesImportOnlyAttack(t *testing.T) {
+	for _, c := range []struct {
+		attack, want, not string
+	}{
+		{"informed-diff", "informed-diff scores imported runs only", "record what it needs"},
+		{"informed-all", "record what it needs", "imported runs only"},
+	} {
+		cfg, err := Parse([]byte("pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\n" +
+			"train: {algorithm: fedavg, model: {kind: softmax}, rounds: 3, local_steps: 1, learning_rate: 0.1, noise_std: 0.1, checkpoints: [3]}\n" +
+			"audit: {attacks: [" + c.attack + "]}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = CheckStages(cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), c.not) {
+			t.Errorf("%s: %v, want an error saying %q and not %q", c.attack, err, c.want, c.not)
+		}
+	}
+}
