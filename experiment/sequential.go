@@ -14,6 +14,7 @@ import (
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/internal/numfmt"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train/model"
 )
@@ -229,7 +230,7 @@ func runSequential(ctx context.Context, cfg *spec.Config, data *spec.Data, dir s
 			return a, err
 		}
 		if opts.Train.Logf != nil {
-			opts.Train.Logf("run: sequential look %d of %d (%d pairs): no violation certified at confidence %.4g; training on", j+1, len(looks), pairs, look.Audit.Confidence)
+			opts.Train.Logf("run: sequential look %d of %d (%d pairs): no violation certified at confidence %s; training on", j+1, len(looks), pairs, numfmt.LowerConfidence(look.Audit.Confidence, 'g', 4))
 		}
 	}
 	return nil, errors.New("run: sequential: no look")
@@ -265,8 +266,8 @@ func sequentialNote(r *SequentialRecord) string {
 	if r.Stopped {
 		what = fmt.Sprintf("stopped: the remaining %d pairs are left out (they need not be trained; any already trained are not analyzed)", r.Pairs-l.Pairs)
 	}
-	return fmt.Sprintf("sequential run: look %d of %d, %d of %d pairs (%s); this look certifies at confidence %.4g, the looks' error levels adding up to %.4g, so that all %d hold jointly at %g (docs/statistics.md)",
-		len(r.Looks), len(r.Planned), l.Pairs, r.Pairs, what, l.Confidence, 1-r.Confidence, len(r.Planned), r.Confidence)
+	return fmt.Sprintf("sequential run: look %d of %d, %d of %d pairs (%s); this look certifies at confidence %s, the looks' error levels adding up to %.4g, so that all %d hold jointly at %g (docs/statistics.md)",
+		len(r.Looks), len(r.Planned), l.Pairs, r.Pairs, what, numfmt.LowerConfidence(l.Confidence, 'g', 4), 1-r.Confidence, len(r.Planned), r.Confidence)
 }
 
 // pairsOfShards counts the pairs of the given shards.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/fedaudit/fedaudit/internal/numfmt"
 )
 
 // Format names the layout of findings.json and of `--json` analyses.
@@ -167,9 +169,11 @@ func Decode(raw []byte) (*Decoded, error) {
 }
 
 // Percent writes a confidence level as the headline and the terminal table state it: a
-// percentage without needless digits (95%, 99.5%).
+// percentage without needless digits (95%, 99.5%), rounded down at its fourth decimal, as a
+// guarantee is never stated above itself (a row at 0.9988095 is "99.8809%", not "99.881%";
+// see numfmt.LowerConfidence).
 func Percent(p float64) string {
-	s := fmt.Sprintf("%.4f", 100*p)
+	s := numfmt.LowerConfidence(100*p, 'f', 4)
 	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
 	return s + "%"
 }

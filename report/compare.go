@@ -1,11 +1,11 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/fedaudit/fedaudit/findings"
@@ -65,32 +65,38 @@ func findingValue(f *findings.Finding, metric string) (float64, bool) {
 // does not report is left out; "-" marks a round an experiment lacks.
 func WriteComparison(w io.Writer, exps []Compared, metrics []string) error {
 	writeRoundTables(w, exps, metrics)
-	var attacks []string
-	roundsOf := map[string][]int{}
+	// A table per attack and threat model: one attack can be scored under several (its rows
+	// of different observers certify different things), and a table of one attack that took
+	// each cell from whichever threat came last would mix them under one title.
+	var keys []series
+	roundsOf := map[series][]int{}
 	for _, e := range exps {
 		for _, f := range e.Findings {
-			if !slices.Contains(attacks, f.Attack) {
-				attacks = append(attacks, f.Attack)
+			k := series{attack: f.Attack, threat: f.Threat}
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
 			}
-			if !slices.Contains(roundsOf[f.Attack], f.Round) {
-				roundsOf[f.Attack] = append(roundsOf[f.Attack], f.Round)
+			if !slices.Contains(roundsOf[k], f.Round) {
+				roundsOf[k] = append(roundsOf[k], f.Round)
 			}
 		}
 	}
-	sort.Strings(attacks)
-	for _, a := range attacks {
-		rounds := roundsOf[a]
+	slices.SortFunc(keys, func(a, b series) int {
+		return cmp.Or(strings.Compare(a.attack, b.attack), strings.Compare(a.threat, b.threat))
+	})
+	for _, k := range keys {
+		rounds := roundsOf[k]
 		slices.Sort(rounds)
 		for _, metric := range metrics {
-			writeAttackTable(w, exps, a, rounds, metric)
+			writeAttackTable(w, exps, k, rounds, metric)
 		}
 	}
 	return nil
 }
 
-// writeAttackTable prints one attack's table of one metric, or nothing when no experiment has
-// a value for it.
-func writeAttackTable(w io.Writer, exps []Compared, attack string, rounds []int, metric string) {
+// writeAttackTable prints the table of one attack under one threat model for one metric, or
+// nothing when no experiment has a value for it.
+func writeAttackTable(w io.Writer, exps []Compared, k series, rounds []int, metric string) {
 	rows := make([][]string, 0, len(exps))
 	any := false
 	for _, e := range exps {
@@ -99,7 +105,7 @@ func writeAttackTable(w io.Writer, exps []Compared, attack string, rounds []int,
 			cell := "-"
 			for i := range e.Findings {
 				f := &e.Findings[i]
-				if f.Attack == attack && f.Round == T {
+				if f.Attack == k.attack && f.Threat == k.threat && f.Round == T {
 					if v, ok := findingValue(f, metric); ok && !math.IsNaN(v) {
 						cell, any = fmt.Sprintf("%.4g", v), true
 						if metric == "mu_lower" { // a certified bound: never printed above itself
@@ -115,15 +121,7 @@ func writeAttackTable(w io.Writer, exps []Compared, attack string, rounds []int,
 	if !any {
 		return
 	}
-	threat := ""
-	for _, e := range exps {
-		for _, f := range e.Findings {
-			if f.Attack == attack {
-				threat = f.Threat
-			}
-		}
-	}
-	fmt.Fprintf(w, "\n**%s** (%s threat), %s by T:\n\n", attack, threat, metric)
+	fmt.Fprintf(w, "\n**%s** (%s threat), %s by T:\n\n", k.attack, k.threat, metric)
 	writeMarkdownRows(w, rounds, rows)
 }
 

@@ -51,3 +51,33 @@ func TestWriteComparison(t *testing.T) {
 		t.Fatalf("got\n%s\nwant\n%s", buf.String(), want)
 	}
 }
+
+// One attack under two threat models gets a table per threat, each with its own values: a table
+// per attack took each cell from whichever finding came last and titled it with the last threat.
+func TestWriteComparisonKeepsThreatsApart(t *testing.T) {
+	f := func(threat string, auc float64) findings.Finding {
+		return findings.Finding{Attack: "loss", Threat: threat, Round: 5, Result: &audit.Result{AUC: auc},
+			ExactMu: math.NaN(), ReversedMuLower: math.NaN()}
+	}
+	exps := []Compared{{Label: "a", Findings: []findings.Finding{f("final", 0.6), f("all-iterates", 0.9)}}}
+	var buf bytes.Buffer
+	if err := WriteComparison(&buf, exps, []string{"auc"}); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+**loss** (all-iterates threat), auc by T:
+
+| experiment | T=5 |
+|---|---|
+| a | 0.9 |
+
+**loss** (final threat), auc by T:
+
+| experiment | T=5 |
+|---|---|
+| a | 0.6 |
+`
+	if buf.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", buf.String(), want)
+	}
+}

@@ -143,7 +143,7 @@ func TestFigureContent(t *testing.T) {
 	for _, T := range []string{"1", "10", "100"} {
 		svg := string(files["figures/tradeoff_T"+T+".svg"])
 		for _, s := range []string{"T_G(claim μ = 2)", "certified error pair (α, β) ≤ (α_up, β_up),",
-			"at 95% jointly over 6 rows (each row at 99.1667%);", "ROC, log-log (low FPR)", "Near the axes: α and β on log scales",
+			"at 95% jointly over 6 rows (each row at 99.1666%);", "ROC, log-log (low FPR)", "Near the axes: α and β on log scales",
 			"FPR = β", "TPR = 1 - α", ">0.001<", "T_G(uploads μ = "} {
 			if !strings.Contains(svg, s) {
 				t.Errorf("tradeoff_T%s.svg lacks %q", T, s)

@@ -110,24 +110,51 @@ func attackSuccessTable(exps []Compared, a SuccessAttacks) *table {
 	}
 	for _, r := range successRows {
 		attack := r.attack(a)
-		for _, e := range exps {
-			row := []string{r.name, attack, e.Label}
-			for _, T := range rounds {
-				cell := "-"
-				for i := range e.Findings {
-					f := &e.Findings[i]
-					if f.Attack == attack && f.Round == T && f.Result != nil {
-						if v := r.value(f); !math.IsNaN(v) {
-							cell = r.format(v)
+		// An attack scored under several threat models gets a block of rows per threat, named
+		// in the Attack column: one cell must not mix them.
+		threats := threatsOf(exps, attack)
+		for _, threat := range threats {
+			name := attack
+			if len(threats) > 1 {
+				name = series{attack, threat}.String()
+			}
+			for _, e := range exps {
+				row := []string{r.name, name, e.Label}
+				for _, T := range rounds {
+					cell := "-"
+					for i := range e.Findings {
+						f := &e.Findings[i]
+						if f.Attack == attack && f.Threat == threat && f.Round == T && f.Result != nil {
+							if v := r.value(f); !math.IsNaN(v) {
+								cell = r.format(v)
+							}
 						}
 					}
+					row = append(row, cell)
 				}
-				row = append(row, cell)
+				t.rows = append(t.rows, row)
 			}
-			t.rows = append(t.rows, row)
 		}
 	}
 	return t
+}
+
+// threatsOf is the threat models the experiments score attack under, sorted; one empty
+// threat where none has it, so that its rows still show (as "-").
+func threatsOf(exps []Compared, attack string) []string {
+	var out []string
+	for _, e := range exps {
+		for _, f := range e.Findings {
+			if f.Attack == attack && !slices.Contains(out, f.Threat) {
+				out = append(out, f.Threat)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return []string{""}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // WriteComparisonFiles writes what a comparison of experiments adds to their reports into the

@@ -62,6 +62,22 @@ func TestAttackSuccessTable(t *testing.T) {
 	if r := margin.rows[0]; r[1] != "margin" || r[3] != "-" || r[4] != "0.990" {
 		t.Errorf("with MI margin the first row is %v", r)
 	}
+	// loss scored under a second threat model as well: a block of rows per threat, named.
+	exps := successExperiments()
+	exps[0].Findings = append(exps[0].Findings, findings.Finding{Attack: "loss", Threat: "all-iterates", Round: 5,
+		Result: &audit.Result{AUC: 0.97, TPRAt1e2: 0.5}, ExactMu: math.NaN(), ReversedMuLower: math.NaN()})
+	two := attackSuccessTable(exps, SuccessAttacks{})
+	wantRows := [][]string{
+		{"MI AUC", "loss (all-iterates)", "sigma = 0.1", "-", "0.970"},
+		{"MI AUC", "loss (all-iterates)", "sigma = 0", "-", "-"},
+		{"MI AUC", "loss (final)", "sigma = 0.1", "0.510", "0.550"},
+		{"MI AUC", "loss (final)", "sigma = 0", "0.800", "1.000"},
+	}
+	for i, w := range wantRows {
+		if !slices.Equal(two.rows[i], w) {
+			t.Errorf("two threats, row %d: %v, want %v", i, two.rows[i], w)
+		}
+	}
 }
 
 // TestWriteComparisonFiles: the table in CSV, LaTeX and Markdown, and the gallery across

@@ -342,8 +342,10 @@ func (m *model) levelShort() string {
 	return percentText(h.Confidence) + " jointly over " + strconv.Itoa(h.Rows) + " rows"
 }
 
+// percentText writes a confidence with 6 significant digits, rounded down (a guarantee is
+// never stated above itself: numfmt.LowerConfidence).
 func percentText(p float64) string {
-	return strconv.FormatFloat(100*p, 'g', 6, 64) + "%"
+	return numfmt.LowerConfidence(100*p, 'g', 6) + "%"
 }
 
 func (m *model) confidenceText() string {

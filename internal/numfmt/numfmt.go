@@ -82,3 +82,19 @@ func pow10(n int) int64 {
 	}
 	return p
 }
+
+// LowerConfidence formats a confidence level (or a percentage of one) rounded down at the
+// printed precision, as LowerF (format 'f', prec decimals) or LowerG ('g', prec significant
+// digits) do, after nudging x up by 1e-12 of itself. A confidence is the float64 value of an
+// exact rational (0.95, 1 - 0.05/40), computed with a relative error of a few 1e-16: rounded
+// down as it is, 99.875 stored as 99.87499999999999 would print "99.8749". The nudge lets the
+// decimal the level stands for print as itself, while a level that lies below a printed
+// digit by more than 1e-12 of itself (99.880952... at 6 digits: "99.8809", not "99.881")
+// still rounds down.
+func LowerConfidence(x float64, format byte, prec int) string {
+	x += 1e-12 * math.Abs(x)
+	if format == 'g' {
+		return LowerG(x, prec)
+	}
+	return LowerF(x, prec)
+}

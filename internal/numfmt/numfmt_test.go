@@ -85,3 +85,27 @@ func TestLowerNeverAbove(t *testing.T) {
 		check(fmt.Sprintf("LowerF[%d]", dec), LowerF(x, dec), strconv.FormatFloat(x, 'f', dec, 64), math.Pow(10, float64(-dec)))
 	}
 }
+
+// LowerConfidence prints the decimal a confidence stands for as itself, and rounds down what
+// lies below a printed digit: a stated guarantee is never above the one computed.
+func TestLowerConfidence(t *testing.T) {
+	for _, c := range []struct {
+		x      float64
+		format byte
+		prec   int
+		want   string
+	}{
+		{100 * (1 - 0.05/40), 'g', 6, "99.875"},
+		{100 * (1 - 0.05/42), 'g', 6, "99.8809"}, // 99.880952...: nearest gives 99.881
+		{100 * (1 - 0.05/42), 'f', 4, "99.8809"},
+		{100 * 0.95, 'f', 4, "95.0000"},
+		{100 * 0.975, 'g', 6, "97.5"},
+		{100 * (1 - 0.05/3), 'f', 4, "98.3333"},
+		{100 * (1 - 0.1/7), 'f', 4, "98.5714"}, // 98.571428...
+		{100 * (1 - 0.05/6), 'f', 4, "99.1666"}, // 99.1666...: nearest gives 99.1667
+	} {
+		if got := LowerConfidence(c.x, c.format, c.prec); got != c.want {
+			t.Errorf("LowerConfidence(%v, %c, %d) = %q, want %q", c.x, c.format, c.prec, got, c.want)
+		}
+	}
+}

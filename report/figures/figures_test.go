@@ -258,3 +258,27 @@ func colorHex(c interface{ RGBA() (r, g, b, a uint32) }) string {
 }
 
 func typeName(v any) string { return fmt.Sprintf("%T", v) }
+
+// The legend notes an estimated convergent bound and uploads bound once each: the uploads
+// line's note was the convergent line's with "beyond T = 1" added a second time.
+func TestEstimatedBoundsNotedOnce(t *testing.T) {
+	s := Series{Attack: "upload-lda", Threat: "uploads"}
+	in := &Input{
+		Rounds:          []int{1, 5},
+		Series:          []Series{s},
+		Findings:        map[Series]map[int]*findings.Finding{s: {}},
+		Theory:          map[int]*theory.Bound{1: {T: 1, Mu: 1, MuComposition: 1, MuUploads: 1}, 5: {T: 5, Mu: 2, MuComposition: 3, MuUploads: 2.5}},
+		Stats:           map[int]*findings.RoundSummary{},
+		BoundsEstimated: true,
+	}
+	theoryLines, _ := newModel(in).muLines()
+	notes := map[string]string{}
+	for _, l := range theoryLines {
+		notes[l.label] = l.note
+	}
+	for _, label := range []string{"convergent bound (final model)", "uploads bound (single upload)"} {
+		if got := notes[label]; strings.TrimSpace(got) != "an estimate beyond T = 1" {
+			t.Errorf("%s: note %q, want \"an estimate beyond T = 1\"", label, got)
+		}
+	}
+}

@@ -94,7 +94,7 @@ func (m *model) muLines() (theoryLines, attacks []muLine) {
 			return valueOf(m.Theory[t], func(b *theory.Bound) float64 { return b.MuComposition })
 		})
 	if m.hasThreat("uploads") {
-		m.addMuLine(&theoryLines, muLine{label: "uploads bound (single upload)", note: strings.Replace(estimate, "an estimate", "an estimate beyond T = 1", 1), col: colorConvergent, dash: dashUploads, shape: draw.SquareGlyph{}, width: vg.Points(1.2)},
+		m.addMuLine(&theoryLines, muLine{label: "uploads bound (single upload)", note: estimate, col: colorConvergent, dash: dashUploads, shape: draw.SquareGlyph{}, width: vg.Points(1.2)},
 			func(t int) (float64, bool) {
 				v, ok := valueOf(m.Theory[t], func(b *theory.Bound) float64 { return b.MuUploads })
 				return v, ok && v > 0 // 0: a theory computed before the uploads bound existed

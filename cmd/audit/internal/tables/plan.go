@@ -10,6 +10,7 @@ import (
 	"github.com/fedaudit/fedaudit/audit/calibrate"
 	"github.com/fedaudit/fedaudit/experiment/cost"
 	"github.com/fedaudit/fedaudit/experiment/spec"
+	"github.com/fedaudit/fedaudit/internal/numfmt"
 )
 
 // PlanReport is `audit plan --json`, and what Plan writes for people.
@@ -65,8 +66,8 @@ type GPUEstimate struct {
 // the tables were not turned off: noCost).
 func PlanCosts(w io.Writer, rep PlanReport, noCost bool) {
 	for _, c := range rep.Cost {
-		fmt.Fprintf(w, "\ncost of an audit at mu = %.4g (%s); each of its %d rows certified at confidence %.4g (%g jointly):\n",
-			c.Mu, c.Source, c.FamilyRows, c.Confidence, c.JointConfidence)
+		fmt.Fprintf(w, "\ncost of an audit at mu = %.4g (%s); each of its %d rows certified at confidence %s (%g jointly):\n",
+			c.Mu, c.Source, c.FamilyRows, numfmt.LowerConfidence(c.Confidence, 'g', 4), c.JointConfidence)
 		Cost(w, calibrate.CostOptions{Mu: c.Mu, Fraction: 0.8, Confidence: c.Confidence, Delta: c.Delta, Reps: c.Reps, MaxPairs: 102400, MaxCanaries: 102400}, c.Rows)
 	}
 	if len(rep.Cost) == 0 && !noCost {

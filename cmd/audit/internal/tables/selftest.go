@@ -7,6 +7,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/audit/calibrate"
+	"github.com/fedaudit/fedaudit/internal/numfmt"
 )
 
 // SelfTest writes the coverage table of `audit selftest` and its PASS or FAIL line.
@@ -31,8 +32,8 @@ func SelfTest(w io.Writer, rep *calibrate.SelfTestReport) {
 	tw.Flush()
 	fmt.Fprintf(w, "\nLaplace rows hold the bound against the mechanism's GDP-equivalent mu (eps: its exact s at delta 0). One-run rows: f-DP mu (Mahloujifar et al.) and eps (Steinke et al.) from the default grid of guesses, each at half the error level so that they hold together, as the one-run rows of audit run and analyze.\n")
 	if family > 0 {
-		fmt.Fprintf(w, "Family rows: %d mechanisms (mu cycling through the list) audited together, each bound at confidence %.4g (Bonferroni over the rows, as `audit analyze` certifies its rows); a repetition misses when any of them exceeds its true mu. Their mean bound and tightness are those of the largest mu.\n",
-			family, audit.FamilyRowConfidence(rep.Confidence, family))
+		fmt.Fprintf(w, "Family rows: %d mechanisms (mu cycling through the list) audited together, each bound at confidence %s (Bonferroni over the rows, as `audit analyze` certifies its rows); a repetition misses when any of them exceeds its true mu. Their mean bound and tightness are those of the largest mu.\n",
+			family, numfmt.LowerConfidence(audit.FamilyRowConfidence(rep.Confidence, family), 'g', 4))
 	}
 	fmt.Fprintf(w, "pairs-sequential rows: audit run --sequential on %d pairs in 8 batches (looks at 1, 2, 4 and 8), each look at its share of the error level (docs/statistics.md); a repetition misses when any look certifies above the true mu.\n", rep.N)
 	verdict := "PASS"
