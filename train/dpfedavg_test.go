@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"math"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -341,6 +342,25 @@ func TestClientDPPlans(t *testing.T) {
 	}
 	if p.Q[0][0] != 0.3 || p.Q[3][0] != 0.6 || math.Abs(p.Divisor[0]-(2*0.3+3*0.4)) > 1e-12 {
 		t.Fatalf("adaptive: rates %v / %v, divisor %g", p.Q[0], p.Q[3], p.Divisor[0])
+	}
+
+	// The plan is kept for the next group of pairs: the same parameters need no calibration
+	// (a cancelled context, which stops one, does not matter), and each caller gets its own
+	// copy. Other budgets are calibrated afresh.
+	want := p.Clone()
+	p.Std[0], p.Q[0][0] = -1, -1
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	again, err := cfg.Plan(done, 5)
+	if err != nil {
+		t.Fatalf("the same plan again: %v", err)
+	}
+	if !reflect.DeepEqual(again, want) {
+		t.Fatalf("the kept plan differs from the one computed, or shares its memory: %+v, want %+v", again, want)
+	}
+	cfg.Privacy.Groups[0].Epsilon *= 2
+	if _, err := cfg.Plan(done, 5); err == nil {
+		t.Fatalf("a plan of other budgets under a cancelled context: no error, so it was not calibrated")
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/fedaudit/fedaudit/accounting"
 	"github.com/fedaudit/fedaudit/algo"
@@ -60,6 +61,19 @@ type Plan struct {
 
 // Schedule is client n's rounds for the accountant: sampling rate and noise multiplier
 // (server noise over the client's clip norm).
+// Clone returns a copy of p that shares no memory with it.
+func (p *Plan) Clone() *Plan {
+	c := &Plan{Std: slices.Clone(p.Std), Divisor: slices.Clone(p.Divisor), Group: slices.Clone(p.Group),
+		Q: make([][]float64, len(p.Q)), Clip: make([][]float64, len(p.Clip))}
+	for t := range p.Q {
+		c.Q[t] = slices.Clone(p.Q[t])
+	}
+	for t := range p.Clip {
+		c.Clip[t] = slices.Clone(p.Clip[t])
+	}
+	return c
+}
+
 func (p *Plan) Schedule(n int) []accounting.Round {
 	out := make([]accounting.Round, len(p.Std))
 	for t := range out {
