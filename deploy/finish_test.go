@@ -48,10 +48,12 @@ func TestFinishSequenceAgreesWithRun(t *testing.T) {
 		// loss attack certify about 1.8 with 200 pairs.
 		{"violated", small + "  claim_mu: 0.3\n", 2, "violated", 3},
 		{"consistent", small + "  claim_mu: 50\n", 2, "consistent", 0},
-		// The same claim of mu 0.3 about each upload: this config scores no uploads attack, so
-		// every row keeps its theory bound (consistent); a step that dropped claim_about would
-		// judge 0.3 about the models and find it violated.
-		{"claim-about-uploads", small + "  claim_mu: 0.3\n  claim_about: uploads\n", 2, "consistent", 0},
+		// A claim of mu 2.1 about each upload, with the informed adversary of the uploads
+		// among the attacks: it certifies about 2.26 at T = 3 (violated), while the rows of
+		// the models certify about 2.0; a step that dropped claim_about would judge 2.1 about
+		// the models and find it consistent.
+		{"claim-about-uploads", strings.Replace(small, "attacks: [informed-all, loss]", "attacks: [informed-all, loss, informed-upload]", 1) +
+			"  claim_mu: 2.1\n  claim_about: uploads\n", 2, "violated", 3},
 		// One training of 300 canary clients certifies more than its claim of epsilon 1.
 		{"one-run", testdata("run_onerun.yaml"), 1, "violated", 3},
 		// Every run diverges (learning rate 1e30): no verdict, exit status 4, which the finish

@@ -48,8 +48,9 @@ func Run(ctx context.Context, cfg *spec.Config, dir string, opts RunOptions) (*f
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	// What the attack stage needs of the runs is checked before they are trained.
-	if err := spec.CheckStages(cfg); err != nil {
+	// What the attack stage needs of the runs is checked before they are trained, with the
+	// command line's statistics settings (a claim and what it is about) in place.
+	if err := spec.CheckStages(opts.Analyze.recorded(cfg)); err != nil {
 		return nil, err
 	}
 	if _, err := CheckDirectory(cfg, dir, opts.Shards); err != nil {

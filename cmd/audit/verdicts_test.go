@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -281,31 +283,45 @@ func TestOutputsDirClaimOnDisk(t *testing.T) {
 }
 
 // TestRunClaimAboutRecorded: issue 24 item 3 for --claim-about. `audit run --claim-mu 0.3
-// --claim-about uploads` judges the claim on the uploads rows only; this config has none, so the
-// claim is judged on no row and the headline is inconclusive, exit 4 (the model rows, judged
-// against their theory bounds, are consistent: a pipeline gating on exit 0 would have read that
-// as the claim's pass). The directory records what the claim is about beside it, so analyze,
-// analyze --json and report judge the same. A stage that read the recorded claim without
-// claim_about would judge 0.3 about the models: violated, exit 3.
+// --claim-about uploads` on a config none of whose attacks observes the uploads is refused
+// before training (exit 2): the claim would be judged on no row. With an uploads attack
+// (informed-upload) it judges the claim on the uploads rows only, and the directory records
+// what the claim is about beside it, so analyze, analyze --json and report judge the same. A
+// stage that read the recorded claim without claim_about would judge 0.3 about the models:
+// violated, exit 3. Given on analyze alone, a claim about a threat no row observes makes the
+// headline inconclusive (exit 4).
 func TestRunClaimAboutRecorded(t *testing.T) {
 	cfg := smallConfig(t, []string{"noise_std: 0.05", "noise_std: 0.01"})
 	dir := filepath.Join(t.TempDir(), "out")
-	code, stdout, _ := cli(t, "run", "--config", cfg, "--out", dir, "--claim-mu", "0.3", "--claim-about", "uploads")
-	if code != 4 || !strings.Contains(stdout, "INCONCLUSIVE: the --claim-mu claim (mu 0.3, about the uploads) was judged on no row") {
-		t.Fatalf("run --claim-mu 0.3 --claim-about uploads without uploads attacks: exit %d, want 4 and an inconclusive headline:\n%s", code, stdout)
+	code, _, stderr := cli(t, "run", "--config", cfg, "--out", dir, "--claim-mu", "0.3", "--claim-about", "uploads")
+	if code != 2 || !strings.Contains(stderr, "audit.claim_about: uploads, but none of the attacks that will run (informed-all, loss) observes the uploads") {
+		t.Fatalf("run --claim-about uploads without an uploads attack: exit %d, want 2 before training:\n%s", code, stderr)
 	}
-	if !strings.Contains(stdout, "what the rows say against their theory bounds: CONSISTENT") {
-		t.Errorf("run --claim-about uploads: the rows' own headline is not kept in a note:\n%s", stdout)
+	if _, err := os.Stat(filepath.Join(dir, "runs")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused run trained: %v", err)
+	}
+	cfg = smallConfig(t, []string{"noise_std: 0.05", "noise_std: 0.01", "attacks: [informed-all, loss]", "attacks: [informed-all, loss, informed-upload]"})
+	code, stdout, _ := cli(t, "run", "--config", cfg, "--out", dir, "--claim-mu", "0.3", "--claim-about", "uploads")
+	if code != 0 && code != 3 || !strings.Contains(stdout, "--claim-mu claim on each upload") {
+		t.Fatalf("run --claim-mu 0.3 --claim-about uploads: exit %d, want the claim judged on the uploads rows:\n%s", code, stdout)
 	}
 	for _, args := range [][]string{{"analyze", dir}, {"analyze", "--json", dir}, {"report", dir}} {
-		code, stdout, _ := cli(t, args...)
-		if code != 4 || !strings.Contains(stdout, "INCONCLUSIVE") && !strings.Contains(stdout, `"inconclusive"`) {
-			t.Errorf("%v after run --claim-about uploads: exit %d, want 4 and an inconclusive headline:\n%s", args, code, stdout)
+		if got, out, _ := cli(t, args...); got != code || !strings.Contains(out, "on each upload") {
+			t.Errorf("%v after run --claim-about uploads: exit %d, want %d and the claim judged on each upload:\n%s", args, got, code, out)
 		}
 	}
 	// Without the recorded claim_about the same claim is about the models: violated.
 	if code, stdout, _ := cli(t, "analyze", dir, "--claim-about", "models"); code != 3 {
 		t.Errorf("analyze --claim-about models: exit %d, want 3:\n%s", code, stdout)
+	}
+	// A claim about the uploads given to analyze on a directory without uploads rows: no
+	// verdict on it, exit 4.
+	plain := filepath.Join(t.TempDir(), "plain")
+	if code, stdout, _ := cli(t, "run", "--config", smallConfig(t, nil), "--out", plain); code != 0 {
+		t.Fatalf("run without a claim: exit %d:\n%s", code, stdout)
+	}
+	if code, stdout, _ := cli(t, "analyze", plain, "--claim-mu", "0.3", "--claim-about", "uploads"); code != 4 || !strings.Contains(stdout, "INCONCLUSIVE: the --claim-mu claim (mu 0.3, about the uploads) was judged on no row") {
+		t.Errorf("analyze --claim-about uploads without uploads rows: exit %d, want 4:\n%s", code, stdout)
 	}
 }
 

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -247,6 +248,10 @@ func CheckStages(cfg *Config) error {
 			}
 			fit = append(fit, n)
 		}
+		if n, ok := claimUncovered(cfg, fit); ok {
+			bad("audit.claim_about", "%s, but none of the attacks that will run (%s) observes the %s: the analysis would judge the claim on no row and give no verdict (exit 4), after training; list an attack of that threat model in audit.attacks%s, or state what the claim is about",
+				n, strings.Join(fit, ", "), n, uploadsHint(n))
+		}
 		for _, n := range fit {
 			a, _ := attacks.Lookup(n)
 			needs := a.Info().Needs
@@ -389,4 +394,31 @@ func joinPath(path, key string) string {
 func importOnly(name string) bool {
 	a, err := attacks.Lookup(name)
 	return err == nil && slices.ContainsFunc(a.Info().Needs.Stats, runs.ImportOnly)
+}
+
+// claimUncovered reports what a stated claim is about (ClaimAboutModels or ClaimAboutUploads)
+// when none of the pair attacks that will run observes it: the analysis would then judge every
+// row against its theory bound and give no verdict on the claim. Canary attacks (their one-run
+// rows) and configs without a stated claim are left to the analysis.
+func claimUncovered(cfg *Config, fit []string) (string, bool) {
+	a := cfg.Audit
+	if a.ClaimMu == 0 && a.ClaimEpsilon == 0 || len(fit) == 0 || cfg.Train.Canaries != nil {
+		return "", false
+	}
+	about := cmp.Or(a.ClaimAbout, ClaimAboutModels)
+	for _, n := range fit {
+		at, err := attacks.Lookup(n)
+		if err != nil || (at.Info().Threat == runs.ThreatUploads) == (about == ClaimAboutUploads) {
+			return "", false
+		}
+	}
+	return about, true
+}
+
+// uploadsHint names what an uploads attack needs recorded.
+func uploadsHint(about string) string {
+	if about == ClaimAboutUploads {
+		return " (informed-upload with train.informed, or upload-lda with train.record_upload)"
+	}
+	return ""
 }

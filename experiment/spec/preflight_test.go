@@ -112,3 +112,29 @@ func TestCheckStagesImportOnlyAttack(t *testing.T) {
 		}
 	}
 }
+
+// A stated claim about a threat model none of the attacks that will run observes is refused
+// before training: the analysis would judge it on no row. One some attack observes, or no
+// stated claim, passes.
+func TestCheckStagesClaimCovered(t *testing.T) {
+	for _, c := range []struct {
+		audit, want string // want "" when accepted
+	}{
+		{"{attacks: [informed-all, loss], claim_mu: 1, claim_about: uploads}", "audit.claim_about: uploads, but none of the attacks that will run (informed-all, loss) observes the uploads"},
+		{"{attacks: [informed-upload], claim_mu: 1}", "audit.claim_about: models, but none of the attacks that will run (informed-upload) observes the models"},
+		{"{attacks: [informed-all, informed-upload], claim_mu: 1, claim_about: uploads}", ""},
+		{"{attacks: [informed-all, loss], claim_mu: 1}", ""},
+		{"{attacks: [informed-all, loss], claim_about: uploads}", ""},
+	} {
+		cfg, err := Parse([]byte("pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\n" +
+			"train: {algorithm: fedavg, model: {kind: softmax}, rounds: 3, local_steps: 1, learning_rate: 0.1, noise_std: 0.1, informed: true, checkpoints: [3]}\n" +
+			"audit: " + c.audit + "\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = CheckStages(cfg)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: %v, want %q", c.audit, err, c.want)
+		}
+	}
+}
