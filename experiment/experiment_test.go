@@ -98,6 +98,20 @@ func TestShardingIsInvisible(t *testing.T) {
 	if _, _, err := TrainShard(ctx, other, otherData, runs.Shard{Index: 0, Count: 1}, one, TrainOptions{}); err == nil || !strings.Contains(err.Error(), "another experiment") {
 		t.Fatalf("shard of another experiment: err = %v", err)
 	}
+
+	// Shard 0/3's file copied under shard 1/3's name: this experiment's, but another shard.
+	rdir := expdir.Dir(three).Runs()
+	raw, err := os.ReadFile(filepath.Join(rdir, runs.Shard{Index: 0, Count: 3}.FileName()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(rdir, runs.Shard{Index: 1, Count: 3}.FileName()), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = TrainShard(ctx, cfg, data, runs.Shard{Index: 1, Count: 3}, three, TrainOptions{})
+	if err == nil || !strings.Contains(err.Error(), "holds shard 0/3 of this experiment, not shard 1/3") {
+		t.Fatalf("shard 0/3 under shard 1/3's name: err = %v", err)
+	}
 }
 
 func TestParseRejectsTyposAndBadValues(t *testing.T) {

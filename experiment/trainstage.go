@@ -320,6 +320,11 @@ func TrainShard(ctx context.Context, cfg *spec.Config, data *spec.Data, s runs.S
 			if cfgErr == nil && spec.SameTraining(trained, cfg) && meta.DatasetHash == data.Hash && meta.Shard == s {
 				return path, true, nil
 			}
+			if cfgErr == nil && spec.SameTraining(trained, cfg) && meta.DatasetHash == data.Hash {
+				// This experiment's shard under another shard's name (a file copied or renamed
+				// by hand): not another experiment, but not the shard this name promises.
+				return "", false, fmt.Errorf("train: %s holds shard %s of this experiment, not shard %s; move it away (or give it its own name, %s)", path, meta.Shard, s, meta.Shard.FileName())
+			}
 			why := fmt.Sprintf("shard %s, dataset %s", meta.Shard, meta.DatasetHash)
 			if cfgErr == nil && !spec.SameTraining(trained, cfg) {
 				why = strings.Join(spec.ConfigDiff(trained, cfg, true), "; ")
