@@ -55,7 +55,7 @@ func Run(ctx context.Context, dir string, opts Options) (*findings.CheckReport, 
 		logf = func(string, ...any) {}
 	}
 	d := expdir.Dir(dir)
-	pairs, meta, rounds, err := readPairs(ctx, d.Runs(), opts.MaxPairs)
+	pairs, meta, rounds, diverged, err := readPairs(ctx, d.Runs(), opts.MaxPairs)
 	if err != nil {
 		return nil, err
 	}
@@ -66,6 +66,10 @@ func Run(ctx context.Context, dir string, opts Options) (*findings.CheckReport, 
 	}
 	logf("check: %d pairs, rounds %d..%d", len(pairs), rounds[0], rounds[len(rounds)-1])
 	c := &checker{cfg: cfg.Train, pairs: len(pairs), hasUpload: meta.HasUpload, rounds: rounds}
+	if diverged > 0 {
+		c.skipped = append(c.skipped, findings.CheckSkipped{Check: fmt.Sprintf("%d pairs with a diverged run", diverged),
+			Why: "left out of every check: a diverged run keeps its last finite parameters, so its later rounds do not follow the declared mechanism (rounds.json \"diverged\")"})
+	}
 	if err := c.prepare(ctx, cfg); err != nil {
 		return nil, err
 	}
@@ -91,22 +95,33 @@ type pairRuns struct {
 }
 
 // readPairs reads the rounds of the max pairs of smallest id from the run files at path, and the
-// sorted rounds every run of them recorded.
-func readPairs(ctx context.Context, path string, maxPairs int) ([]*pairRuns, runs.Meta, []int, error) {
+// sorted rounds every run of them recorded. Pairs with a run that diverged are left out (their
+// number is returned): such a run keeps its last finite parameters, and its rounds after that
+// would fail the checks of a correct deployment (clipping skipped, noise off its scale).
+func readPairs(ctx context.Context, path string, maxPairs int) ([]*pairRuns, runs.Meta, []int, int, error) {
 	table, err := runs.Open(path)
 	if err != nil {
-		return nil, runs.Meta{}, nil, fmt.Errorf("check: %w", err)
+		return nil, runs.Meta{}, nil, 0, fmt.Errorf("check: %w", err)
 	}
 	defer table.Close()
 	meta := table.Meta()
 	if !meta.HasParams {
-		return nil, meta, nil, fmt.Errorf("check: the runs in %s record no parameters: every check reads the global model of each round (train.record_params: true, every round a checkpoint; or import the snapshots)", path)
+		return nil, meta, nil, 0, fmt.Errorf("check: the runs in %s record no parameters: every check reads the global model of each round (train.record_params: true, every round a checkpoint; or import the snapshots)", path)
 	}
-	ids := map[int64]bool{}
-	if err := table.Scan(ctx, func(r runs.Row) error { ids[r.PairID] = true; return nil }); err != nil {
-		return nil, meta, nil, fmt.Errorf("check: %w", err)
+	ids, diverged := map[int64]bool{}, map[int64]bool{}
+	if err := table.Scan(ctx, func(r runs.Row) error {
+		ids[r.PairID] = true
+		if r.Diverged {
+			diverged[r.PairID] = true
+		}
+		return nil
+	}); err != nil {
+		return nil, meta, nil, 0, fmt.Errorf("check: %w", err)
 	}
-	keep := slices.Sorted(maps.Keys(ids))
+	keep := slices.DeleteFunc(slices.Sorted(maps.Keys(ids)), func(id int64) bool { return diverged[id] })
+	if len(keep) == 0 && len(ids) > 0 {
+		return nil, meta, nil, 0, fmt.Errorf("check: every pair in %s has a run that diverged (rounds.json \"diverged\"): a diverged run keeps its last finite parameters, so its rounds do not follow the declared mechanism and no check applies; lower the learning rate (or the clip norm) until the runs converge", path)
+	}
 	keep = keep[:min(len(keep), maxPairs)]
 	byID := map[int64]*pairRuns{}
 	for _, id := range keep {
@@ -135,7 +150,7 @@ func readPairs(ctx context.Context, path string, maxPairs int) ([]*pairRuns, run
 		return nil
 	})
 	if err != nil {
-		return nil, meta, nil, fmt.Errorf("check: %w", err)
+		return nil, meta, nil, 0, fmt.Errorf("check: %w", err)
 	}
 	rounds := slices.Sorted(maps.Keys(roundSet))
 	out := make([]*pairRuns, 0, len(keep))
@@ -143,15 +158,15 @@ func readPairs(ctx context.Context, path string, maxPairs int) ([]*pairRuns, run
 		p := byID[id]
 		for w, rec := range p.runs {
 			if len(rec.params) != len(rounds) {
-				return nil, meta, nil, fmt.Errorf("check: pair %d world %d records %d of the %d rounds the other runs record", id, w, len(rec.params), len(rounds))
+				return nil, meta, nil, 0, fmt.Errorf("check: pair %d world %d records %d of the %d rounds the other runs record", id, w, len(rec.params), len(rounds))
 			}
 		}
 		out = append(out, p)
 	}
 	if len(out) == 0 {
-		return nil, meta, nil, fmt.Errorf("check: no runs in %s", path)
+		return nil, meta, nil, 0, fmt.Errorf("check: no runs in %s", path)
 	}
-	return out, meta, rounds, nil
+	return out, meta, rounds, len(diverged), nil
 }
 
 func firstOr(v []float32) float32 {

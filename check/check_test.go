@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"fmt"
 	"github.com/fedaudit/fedaudit/findings"
 	"math"
 	"math/rand/v2"
@@ -354,4 +355,35 @@ func trainOwn(t *testing.T, cfg *spec.Config) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// A diverged run keeps its last finite parameters, so its later rounds follow no mechanism:
+// fedaudit's own runs that diverged failed the checks (clipping skipped, noise off its scale,
+// exit 3) as if the deployment were broken. Pairs with a diverged run are left out, and the
+// report says how many; when every pair diverged, no check applies and the check is an error.
+func TestDivergedPairsLeftOut(t *testing.T) {
+	for _, c := range []struct {
+		norm     float64
+		pairs    int
+		diverged int // the pairs with a diverged run; all of them: an error
+	}{{3, 2, 2}, {5, 8, 2}} {
+		cfg := parseConfig(t)
+		cfg.Pairs = c.pairs
+		cfg.Train.DivergenceNorm = c.norm
+		dir := trainOwn(t, cfg)
+		rep, err := Run(context.Background(), dir, Options{})
+		if c.diverged == c.pairs {
+			if err == nil || !strings.Contains(err.Error(), "every pair") || !strings.Contains(err.Error(), "diverged") {
+				t.Errorf("divergence norm %g: every pair diverged, got %v, want an error saying so", c.norm, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("%d pairs with a diverged run", c.diverged)
+		if !rep.Passed || rep.Pairs != c.pairs-c.diverged || !slices.ContainsFunc(rep.Skipped, func(s findings.CheckSkipped) bool { return s.Check == want }) {
+			t.Errorf("divergence norm %g: passed %v over %d pairs, skipped %+v; want a pass over %d pairs and %q", c.norm, rep.Passed, rep.Pairs, rep.Skipped, c.pairs-c.diverged, want)
+		}
+	}
 }

@@ -109,19 +109,22 @@ func (rd *reader) checkCopies(params [][]float32, ri int, noisy bool, probs *pro
 	}
 }
 
-// checkUploadCopies is checkCopies for the target client's uploads of one checkpoint after
-// round 0 (norms, run 2 pair + world, hold the digests of the upload files as read; uploads is
-// nil where a run has none): its upload carries the client's own noise, so the uploads of
-// different pairs never agree bit for bit after a noisy round. Copies of one pair's upload
-// files listed for other pairs (links, or an export that wrote one pair's uploads for all)
-// would be audited as independent uploads, and the uploads observer would certify a violation
-// no training showed. The files are compared as read (an update file, not the upload the import
-// makes of it with w_{t-1}, which differs between pairs whatever the file holds), by their
-// SHA-256: the vectors an update makes are not kept. The two runs of one pair may agree, as
-// their global models may, and so may runs declared diverged.
-func (rd *reader) checkUploadCopies(uploads [][]float32, norms []uploadNorms, ri int, noisy bool, probs *problems) {
+// uploadCopies warns of the target client's uploads of one checkpoint after round 0 that agree
+// bit for bit across pairs (norms, run 2 pair + world, hold the digests of the upload files as
+// read; uploads is nil where a run has none). A deployment that noises each upload never gives
+// two pairs the same one, so such uploads are one of two things the import cannot tell apart:
+// copies of one pair's upload files listed for other pairs (links, or an export that wrote one
+// pair's uploads for all), which the uploads observer would count as independent uploads and
+// certify a violation no training showed; or uploads that carry no noise at all (a server that
+// noises the average only), which is a violation of the deployment's own, and what `audit
+// check` then finds (noise-scale, noise-shape). So it is a warning, not a refusal, naming the
+// files and both readings. The files are compared as read (an update file, not the upload the
+// import makes of it with w_{t-1}, which differs between pairs whatever the file holds), by
+// their SHA-256: the vectors an update makes are not kept. The two runs of one pair may agree,
+// as their global models may, and so may runs declared diverged.
+func (rd *reader) uploadCopies(uploads [][]float32, norms []uploadNorms, ri int, noisy bool) []string {
 	if !noisy || rd.plan.Uploads == nil {
-		return
+		return nil
 	}
 	round := rd.plan.Rounds[ri]
 	file := func(r int) string { return rd.plan.Uploads[r/2][r%2][ri] }
@@ -131,11 +134,13 @@ func (rd *reader) checkUploadCopies(uploads [][]float32, norms []uploadNorms, ri
 		}
 		return norms[r].digest, true
 	}
+	var out []string
 	for _, c := range copiesAcrossPairs(len(uploads), key, func(a, b int) bool { return true }) {
 		first, r := c[0], c[1]
-		probs.add("round %d: the uploads of pair %d world %s (%s) and pair %d world %s (%s) are the same bit for bit%s: the target client of each pair adds its own noise and the uploads of different pairs never agree after a noisy round, so these are copies of one upload, which would be audited as independent ones; give each pair its own training's uploads",
-			round, first/2, runs.WorldName(int8(first%2)), file(first), r/2, runs.WorldName(int8(r%2)), file(r), moreCopies(c))
+		out = append(out, fmt.Sprintf("round %d: the uploads of pair %d world %s (%s) and pair %d world %s (%s) are the same bit for bit%s, where a deployment that noises each upload never gives two pairs the same one: either they are copies of one upload (links, or an export that wrote one pair's uploads for all), which the uploads observer's rows would count as independent, certifying a violation no training showed (give each pair its own training's uploads); or the uploads carry no noise, which audit check tests (noise-scale, noise-shape)",
+			round, first/2, runs.WorldName(int8(first%2)), file(first), r/2, runs.WorldName(int8(r%2)), file(r), moreCopies(c)))
 	}
+	return out
 }
 
 // diverged says whether the manifest declares run r (2 pair + world) diverged at checkpoint ri.

@@ -76,7 +76,8 @@ type Result struct {
 	Dropped  []string `json:"dropped_attacks,omitempty"` // config attacks imported runs cannot support
 	// Warnings are what the import noticed but could not decide: the target client's upload
 	// files look like updates while read as models, or the other way round (their norms beside
-	// w_{t-1}'s).
+	// w_{t-1}'s); uploads that agree bit for bit across pairs (copies, or uploads without
+	// noise: uploadCopies).
 	Warnings []string `json:"warnings,omitempty"`
 }
 
@@ -153,14 +154,17 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 	rd := &reader{plan: plan, lay: lay, opts: opts, known: known, replay: rp, logf: logf,
 		job:   train.Job{Config: cfg.Train, WorldC: data.Pair.C, WorldCPrime: data.Pair.CPrime, Target: data.Target, Test: data.Test},
 		group: train.GroupSize(cfg.Train, memory.SizesOf(data.Pair.C, data.Test), plan.Pairs)}
-	uploads, warning, err := rd.readRounds(ctx, w, probs)
+	uploads, found, err := rd.readRounds(ctx, w, probs)
 	if err != nil {
 		return nil, err
 	}
 	if probs.len() > 0 {
 		return nil, &InputError{probs.err("import: snapshots of " + opts.Manifest.Path)}
 	}
-	warnings := warn(opts, logf, warning)
+	var warnings []string
+	for _, warning := range found {
+		warnings = append(warnings, warn(opts, logf, warning)...)
+	}
 	if err := w.Close(); err != nil {
 		return nil, err
 	}
@@ -335,15 +339,16 @@ type reader struct {
 
 // readRounds reads every snapshot of the plan, one round at a time with all runs in parallel,
 // and writes each round's rows in (pair, world) order: the order fedaudit's trainer writes, so
-// files do not depend on the worker count. It returns the number of uploads imported and a
-// warning about the uploads' kind (uploadKindWarning), or "".
+// files do not depend on the worker count. It returns the number of uploads imported and the
+// warnings: uploads that agree across pairs (uploadCopies) and the uploads' kind
+// (uploadKindWarning).
 //
 // A snapshot that cannot be read, does not fit the model or breaks a rule (round 0: every run
 // starts from the same w_0) is a problem, added to probs; once probs holds one (the manifest's
 // own, from the start), the remaining rounds are only read and checked, not evaluated or written
 // (w may then be nil), so that one pass lists every problem of every round. Snapshots the plan
 // lacks ("") are skipped: the manifest's problems name them.
-func (rd *reader) readRounds(ctx context.Context, w *runs.Writer, probs *problems) (int, string, error) {
+func (rd *reader) readRounds(ctx context.Context, w *runs.Writer, probs *problems) (int, []string, error) {
 	plan := rd.plan
 	workers := rd.opts.Workers
 	if workers <= 0 {
@@ -355,6 +360,7 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer, probs *problem
 	errs := make([][2]error, n)
 	norms := make([]uploadNorms, n)
 	var allNorms []uploadNorms
+	var copied []string // warnings of uploads that agree across pairs
 	count := 0
 	for ri, round := range plan.Rounds {
 		err := parallelRuns(ctx, workers, n, func(r int) {
@@ -365,7 +371,7 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer, probs *problem
 			params[r], uploads[r], norms[r], errs[r] = rd.readRun(r, ri, p)
 		})
 		if err != nil {
-			return 0, "", err
+			return 0, nil, err
 		}
 		for r := range n {
 			for _, e := range errs[r] {
@@ -383,7 +389,7 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer, probs *problem
 			cfg := &rd.job.Config
 			noisy := cfg.NoiseStd > 0 || cfg.NoiseMultiplier > 0
 			rd.checkCopies(params, ri, noisy, probs)
-			rd.checkUploadCopies(uploads, norms, ri, noisy, probs)
+			copied = append(copied, rd.uploadCopies(uploads, norms, ri, noisy)...)
 		}
 		if probs.len() > 0 {
 			// Check only from here on: the later rounds' problems are listed too.
@@ -391,7 +397,7 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer, probs *problem
 		} else {
 			c, err := rd.writeRound(ctx, w, round, prev, params, uploads)
 			if err != nil {
-				return 0, "", err
+				return 0, nil, err
 			}
 			count += c
 		}
@@ -401,9 +407,12 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer, probs *problem
 		}
 	}
 	if probs.len() > 0 {
-		return 0, "", nil
+		return 0, nil, nil
 	}
-	return count, uploadKindWarning(allNorms, rd.opts.UploadUpdates), nil
+	if kind := uploadKindWarning(allNorms, rd.opts.UploadUpdates); kind != "" {
+		copied = append(copied, kind)
+	}
+	return count, copied, nil
 }
 
 // readRun reads the snapshots of run r (2 pair + world) at checkpoint ri: its global model and,

@@ -13,9 +13,11 @@ import (
 // wrote one pair's uploads for all) passed silently: the global models differ, so checkCopies
 // saw nothing, and the uploads observer audited the copies as independent uploads (a consistent
 // audit read VIOLATED, upload-lda's mu lower bound 0 -> 0.52). After a noisy round the uploads
-// of different pairs never agree bit for bit, so such files are refused, naming both; honest
-// uploads, as models or as updates, are imported.
-func TestCopiedUploadsRefused(t *testing.T) {
+// of different pairs never agree bit for bit, so the import warns, naming both files; it
+// cannot refuse them, since uploads without noise (the zoo's noise-on-average bug) agree the
+// same way and are for audit check to find. Honest uploads, as models or as updates, import
+// without the warning.
+func TestCopiedUploadsWarned(t *testing.T) {
 	cfg := parse(t, uploadYAML)
 	own := trainOwn(t, cfg)
 	// Pairs 3 and 4 list pair 0's upload files of round 2 as theirs, in both worlds.
@@ -37,17 +39,17 @@ func TestCopiedUploadsRefused(t *testing.T) {
 		name    string
 		updates bool
 		copied  bool
-		want    []string // empty: imported
+		want    []string // empty: no warning of copies
 	}{
 		{"honest models", false, false, nil},
 		{"honest updates", true, false, nil},
 		// Pair 0's worlds upload the same model at round 2 (they share their noise, and the
-		// canary left the target's update unchanged): one group of six runs, one problem, the
+		// canary left the target's update unchanged): one group of six runs, one warning, the
 		// two worlds of pair 0 not counted as copies of each other.
 		{"copied models", false, true, []string{
 			"round 2: the uploads of pair 0 world C (", "p000_w0_r2_up.safetensors) and pair 3 world C (",
 			"p003_w0_r2_up.safetensors) are the same bit for bit (and 3 more runs of other pairs)",
-			"copies of one upload"}},
+			"copies of one upload", "or the uploads carry no noise, which audit check tests"}},
 		// Update files are compared as read: the uploads made of them with each pair's own
 		// w_1 differ, the files do not.
 		{"copied updates", true, true, []string{"round 2: the uploads of pair 0 world C (", "(and 3 more runs of other pairs)"}},
@@ -64,20 +66,21 @@ func TestCopiedUploadsRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			imp := filepath.Join(t.TempDir(), "imported")
-			_, err = Import(context.Background(), Options{Manifest: m, Config: cfg, Out: imp, UploadUpdates: c.updates, Workers: 2})
+			res, err := Import(context.Background(), Options{Manifest: m, Config: cfg, Out: imp, UploadUpdates: c.updates, Workers: 2, Warnf: func(string, ...any) {}})
+			if err != nil {
+				t.Fatalf("import: %v", err)
+			}
+			warned := strings.Join(res.Warnings, "\n")
 			if len(c.want) == 0 {
-				if err != nil {
-					t.Fatalf("honest uploads refused: %v", err)
+				if strings.Contains(warned, "same bit for bit") {
+					t.Fatalf("honest uploads warned of: %s", warned)
 				}
 				return
 			}
 			for _, w := range c.want {
-				if err == nil || !strings.Contains(err.Error(), w) {
-					t.Errorf("error %v, want one containing %q", err, w)
+				if !strings.Contains(warned, w) {
+					t.Errorf("warnings %q, want one containing %q", warned, w)
 				}
-			}
-			if _, statErr := os.Stat(imp); statErr == nil {
-				t.Errorf("refused import left %s behind", imp)
 			}
 		})
 	}

@@ -125,6 +125,13 @@ func TestReplayRound(t *testing.T) {
 	if err := Replayable(cfg, 3); err == nil || !strings.Contains(err.Error(), "noise_std is 0") {
 		t.Errorf("no noise: %v", err)
 	}
+	// The DP-FedAvg family's noise is noise_multiplier's (noise_std is 0 by its rules): the
+	// reason is the server's noise, not a missing one.
+	dp := cfg
+	dp.Algorithm, dp.NoiseMultiplier = algo.DPFedAvg, 1
+	if err := Replayable(dp, 3); err == nil || !strings.Contains(err.Error(), "noises on the server") || strings.Contains(err.Error(), "noise_std is 0") {
+		t.Errorf("dp-fedavg: %v, want the server's noise and no word of noise_std", err)
+	}
 }
 
 // replayMatches trains job without noise and replays every recorded round.

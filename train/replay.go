@@ -38,7 +38,8 @@ func Replayable(cfg Config, clients int) error {
 	if cfg.mechanism() != algo.Gaussian {
 		why = append(why, fmt.Errorf("the %s mechanism's likelihood ratio is not the Gaussian one", cfg.mechanism()))
 	}
-	if !(cfg.NoiseStd > 0) {
+	if !(cfg.NoiseStd > 0) && !cfg.IsClientDP() {
+		// The DP-FedAvg family's noise is noise_multiplier's, on the server: said above.
 		why = append(why, errors.New("noise_std is 0: without noise there is no likelihood ratio"))
 	}
 	return errors.Join(why...)
