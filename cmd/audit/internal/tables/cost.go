@@ -9,6 +9,7 @@ import (
 	"github.com/fedaudit/fedaudit/audit/calibrate"
 	"github.com/fedaudit/fedaudit/experiment/cost"
 	"github.com/fedaudit/fedaudit/experiment/spec"
+	"github.com/fedaudit/fedaudit/internal/numfmt"
 )
 
 // Cost writes the simulated cost table of `audit cost --mu` (and of `audit plan` at each mu it
@@ -28,9 +29,11 @@ func Cost(w io.Writer, o calibrate.CostOptions, rows []calibrate.CostRow) {
 		if r.Canaries > 0 {
 			canaries = fmt.Sprint(r.Canaries)
 		}
-		median := fmt.Sprintf("%.3f", r.Median)
+		// The median of an odd number of audits is one audit's certified bound: rounded down,
+		// as every certified bound is printed (numfmt).
+		median := numfmt.LowerF(r.Median, 3)
 		if r.MedianRelError > 0 {
-			median = fmt.Sprintf("%.3f (error %.1f%%)", r.Median, 100*r.MedianRelError)
+			median = fmt.Sprintf("%s (error %.1f%%)", median, 100*r.MedianRelError)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%s\t%s\n", r.Method, trainings, canaries, r.Target, median, r.Note)
 	}
@@ -50,7 +53,7 @@ func Measured(w io.Writer, cfg *spec.Config, res []cost.OneRunCost) {
 			truth, share, above := "-", "-", "-"
 			if !math.IsNaN(r.Truth) {
 				truth = fmt.Sprintf("%.3f %s", r.Truth, r.TruthKind)
-				share = fmt.Sprintf("%.2f", r.MuLower/r.Truth)
+				share = numfmt.LowerF(r.MuLower/r.Truth, 2)
 			}
 			if r.TruthKind == "exact" {
 				above = fmt.Sprintf("%d of %d", r.Misses, m.Seeds)
@@ -59,7 +62,7 @@ func Measured(w io.Writer, cfg *spec.Config, res []cost.OneRunCost) {
 			if !math.IsNaN(r.EstimateMu) {
 				est = fmt.Sprintf("%.3f", r.EstimateMu)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%.3f\t%.3f\t%s\t%s\t%s\t%s\n", m.Canaries, r.Attack, r.Threat, r.Round, r.MuLower, r.EpsLower, truth, share, above, est)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Canaries, r.Attack, r.Threat, r.Round, numfmt.LowerF(r.MuLower, 3), numfmt.LowerF(r.EpsLower, 3), truth, share, above, est)
 		}
 	}
 	tw.Flush()
