@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/fedaudit/fedaudit/internal/numfmt"
 )
 
 type finding struct {
@@ -24,7 +26,11 @@ type finding struct {
 	MuConvergent  *float64 `json:"mu_convergent"`
 	MuComposition *float64 `json:"mu_composition"`
 	MuUploads     *float64 `json:"mu_uploads"`
-	Verdict       *string  `json:"verdict"`
+	MuHeuristic   *float64 `json:"mu_heuristic"`
+	// ReversedMuLower is what a row whose scores point the wrong way certifies read the other
+	// way round (the report judges nothing from it).
+	ReversedMuLower *float64 `json:"reversed_mu_lower"`
+	Verdict         *string  `json:"verdict"`
 }
 
 // findingsFile is findings.json: the current object form, or the bare array of older files.
@@ -52,6 +58,10 @@ func decodeFindings(raw []byte) ([]finding, error) {
 // key-numbers markers) and checks every cell against the experiment's findings.json, at the
 // precision the README prints. A regenerated experiment whose numbers moved fails here until
 // the README is updated.
+//
+// The rounding is the reports' (see checkRow): the certified lower bound ("mu lower") is rounded
+// down at the printed digit (numfmt.LowerF), so that the README never states more than was
+// certified; the other columns are rounded to nearest.
 func TestReadmeNumbersMatchReports(t *testing.T) {
 	f, err := os.Open("README.md")
 	if err != nil {
@@ -112,18 +122,20 @@ func checkRow(t *testing.T, c []string) {
 		if f.Attack != c[1] || f.Threat != c[2] || f.Round != T {
 			continue
 		}
-		same := func(what, cell string, v *float64) {
+		same := func(what, cell string, v *float64, format func(float64, string) string) {
 			got := "-"
 			if v != nil {
-				got = fmt.Sprintf(decimalsOf(cell), *v)
+				got = format(*v, cell)
 			}
 			if got != cell {
 				t.Errorf("%s %s %s T=%d: README says %s = %s, the report has %s", c[0], c[1], c[2], T, what, cell, got)
 			}
 		}
-		same("AUC", c[4], &f.AUC)
-		same("mu lower", c[5], &f.MuLower)
-		same("mu exact", c[6], f.MuExact)
+		// AUC is a point statistic and mu exact a computed value: to nearest. The certified
+		// lower bound rounds down (a README "0.810" for 0.80996 states more than was certified).
+		same("AUC", c[4], &f.AUC, nearest)
+		same("mu lower", c[5], &f.MuLower, lower)
+		same("mu exact", c[6], f.MuExact, nearest)
 		bound := f.MuComposition
 		switch f.Threat {
 		case "final":
@@ -131,7 +143,9 @@ func checkRow(t *testing.T, c []string) {
 		case "uploads":
 			bound = f.MuUploads
 		}
-		same("bound", c[7], bound)
+		// The theory's bound (convergent, composition, uploads) is a computed value, an estimate
+		// after T = 1: to nearest, as the reports print it.
+		same("bound", c[7], bound, nearest)
 		verdict := "-"
 		if f.Verdict != nil {
 			verdict = *f.Verdict
@@ -146,10 +160,30 @@ func checkRow(t *testing.T, c []string) {
 
 // decimalsOf returns the format that prints a number with as many decimals as cell has.
 func decimalsOf(cell string) string {
+	return fmt.Sprintf("%%.%df", decimals(cell))
+}
+
+// decimals is the number of digits cell prints after its decimal point.
+func decimals(cell string) int {
 	if i := strings.IndexByte(cell, '.'); i >= 0 {
-		return fmt.Sprintf("%%.%df", len(cell)-i-1)
+		return len(cell) - i - 1
 	}
-	return "%.0f"
+	return 0
+}
+
+// nearest prints v as cell prints its number, rounded to nearest: for point statistics (AUC,
+// accuracy), exact and realized values, estimates, the theory's bounds and the accountants'
+// claims, which the reports print that way too.
+func nearest(v float64, cell string) string {
+	return fmt.Sprintf(decimalsOf(cell), v)
+}
+
+// lower prints v as cell prints its number, rounded toward minus infinity (numfmt.LowerF, as
+// the reports print certified bounds): for certified lower bounds (mu lower, eps lower) and
+// their ratios to an exact or estimated mu, so that the README never quotes more than the
+// audit certified.
+func lower(v float64, cell string) string {
+	return numfmt.LowerF(v, decimals(cell))
 }
 
 // costSim is results/cost/sim-*.json (audit cost --mu X --json).
@@ -245,7 +279,9 @@ func checkCostSim(t *testing.T, c []string, raw []byte) {
 		if !r.Reached {
 			trainings = "not reached"
 		}
-		got := []string{canaries, trainings, fmt.Sprintf(decimalsOf(c[4]), r.Median), fmt.Sprintf(decimalsOf(c[5]), sim.Mu)}
+		// The median over simulated audits (an odd number of them) is one audit's certified
+		// bound: rounded down. The truth is the Gaussian mechanism's mu: to nearest.
+		got := []string{canaries, trainings, lower(r.Median, c[4]), nearest(sim.Mu, c[5])}
 		for i, g := range got {
 			if g != c[2+i] {
 				t.Errorf("%s %s: README has %v, the cost table %v", c[0], c[1], c[2:], got)
@@ -283,11 +319,13 @@ func checkCostMeasured(t *testing.T, c []string, raw []byte) {
 			if r.Attack != attack || r.Round != round {
 				continue
 			}
+			// The truth (exact or realized mu) to nearest; the median certified bound (one
+			// training's, over an odd number of them) rounded down.
 			truth := "-"
 			if r.Truth != nil {
-				truth = fmt.Sprintf(decimalsOf(strings.Fields(c[5])[0])+" %s", *r.Truth, r.TruthKind)
+				truth = nearest(*r.Truth, strings.Fields(c[5])[0]) + " " + r.TruthKind
 			}
-			if got := fmt.Sprintf(decimalsOf(c[4]), r.MuLower); got != c[4] || truth != c[5] {
+			if got := lower(r.MuLower, c[4]); got != c[4] || truth != c[5] {
 				t.Errorf("%s %s with %d canaries: README says %s (truth %s), the measurement %s (truth %s)", c[0], c[1], k, c[4], c[5], got, truth)
 			}
 			return
