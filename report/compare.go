@@ -41,7 +41,7 @@ func roundValue(s findings.RoundSummary, metric string) (float64, bool) {
 }
 
 // CompareMetrics are the per-finding numbers a comparison table can show.
-var CompareMetrics = []string{"auc", "tpr_at_fpr_0.01", "best_balanced_accuracy", "mu_lower", "mu_estimate"}
+var CompareMetrics = []string{"auc", "tpr_at_fpr_0.01", "best_balanced_accuracy", "mu_lower", "eps_lower", "mu_estimate"}
 
 func findingValue(f *findings.Finding, metric string) (float64, bool) {
 	switch metric {
@@ -53,6 +53,8 @@ func findingValue(f *findings.Finding, metric string) (float64, bool) {
 		return f.Result.BestBalancedAccuracy, true
 	case "mu_lower":
 		return f.Result.MuLower, true
+	case "eps_lower":
+		return f.Result.EpsLower, true
 	case "mu_estimate":
 		return f.Result.MuEstimate, true
 	}
@@ -108,7 +110,7 @@ func writeAttackTable(w io.Writer, exps []Compared, k series, rounds []int, metr
 				if f.Attack == k.attack && f.Threat == k.threat && f.Round == T {
 					if v, ok := findingValue(f, metric); ok && !math.IsNaN(v) {
 						cell, any = fmt.Sprintf("%.4g", v), true
-						if metric == "mu_lower" { // a certified bound: never printed above itself
+						if metric == "mu_lower" || metric == "eps_lower" { // a certified bound: never printed above itself
 							cell = lower(v)
 						}
 					}

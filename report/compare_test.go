@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/fedaudit/fedaudit/audit"
@@ -79,5 +80,21 @@ func TestWriteComparisonKeepsThreatsApart(t *testing.T) {
 `
 	if buf.String() != want {
 		t.Fatalf("got\n%s\nwant\n%s", buf.String(), want)
+	}
+}
+
+// eps_lower, the quantity the DP-FedAvg family's verdicts are judged on, tabulates like
+// mu_lower: a certified bound, rounded down at its fourth digit (0.58417 as "0.5841").
+func TestWriteComparisonEpsLower(t *testing.T) {
+	f := findings.Finding{Attack: "loss", Threat: "final", Round: 3, Result: &audit.Result{EpsLower: 0.58417, MuLower: 0.89605},
+		ExactMu: math.NaN(), ReversedMuLower: math.NaN()}
+	var buf bytes.Buffer
+	if err := WriteComparison(&buf, []Compared{{Label: "a", Findings: []findings.Finding{f}}}, []string{"eps_lower", "mu_lower"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"**loss** (final threat), eps_lower by T:", "| a | 0.5841 |", "| a | 0.896 |"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("comparison lacks %q:\n%s", want, buf.String())
+		}
 	}
 }
