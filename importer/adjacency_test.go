@@ -31,3 +31,18 @@ func TestImportRefusesUnevenAdjacency(t *testing.T) {
 		}
 	}
 }
+
+// A config whose checkpoints hold no round after 0 imported and then left the analysis no
+// round to score: it is a config error before anything is read.
+func TestImportRefusesRoundZeroAlone(t *testing.T) {
+	cfg, err := spec.Parse([]byte(smallYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Train.Checkpoints = []int{0}
+	_, err = Import(context.Background(), Options{Manifest: &Manifest{}, Config: cfg, Out: filepath.Join(t.TempDir(), "imp"), ToolVersion: "test"})
+	var ce *spec.ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "lists no round after 0") {
+		t.Errorf("checkpoints [0]: err = %v, want a config error", err)
+	}
+}

@@ -205,6 +205,11 @@ func importConfig(c *spec.Config) (spec.Config, []int, error) {
 	if len(rounds) == 0 {
 		return cfg, nil, &spec.ConfigError{Err: errors.New("import: the config lists no train.checkpoints: they are the rounds the manifest must provide")}
 	}
+	if rounds[len(rounds)-1] < 1 {
+		// Every attack scores models of rounds 1 and later: the import would succeed and the
+		// analysis then find no round to score.
+		return cfg, nil, &spec.ConfigError{Err: fmt.Errorf("import: train.checkpoints %v lists no round after 0, and the attacks score the models of rounds 1 and later: list the rounds the manifest provides (e.g. 0 and the final round)", rounds)}
+	}
 	return cfg, rounds, nil
 }
 
