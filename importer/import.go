@@ -17,7 +17,6 @@ import (
 	"github.com/fedaudit/fedaudit/attacks"
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment/spec"
-	"github.com/fedaudit/fedaudit/importer/internal/outdir"
 	"github.com/fedaudit/fedaudit/ingest"
 	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"github.com/fedaudit/fedaudit/runs"
@@ -609,7 +608,7 @@ func tempBeside(out string) (parent, tmp string, err error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", "", fmt.Errorf("import: %w", err)
 	}
-	tmp, err = outdir.Temp(parent, "."+filepath.Base(filepath.Clean(out))+".import-")
+	tmp, err = fsutil.TempDir(parent, "."+filepath.Base(filepath.Clean(out))+".import-")
 	if err != nil {
 		return "", "", fmt.Errorf("import: %w", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/fedaudit/fedaudit/expdir"
-	"github.com/fedaudit/fedaudit/importer/internal/outdir"
+	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
@@ -49,7 +49,7 @@ func Import(ctx context.Context, o ImportOptions) (*Summary, error) {
 	sum := &Summary{Source: o.Input, Result: *res,
 		Threat: "black-box: one query per record of the final model (the losses or logits given); the bounds hold for that observer only"}
 	parent := filepath.Dir(filepath.Clean(o.Out))
-	tmp, err := outdir.Temp(parent, "."+filepath.Base(o.Out)+".import-")
+	tmp, err := fsutil.TempDir(parent, "."+filepath.Base(o.Out)+".import-")
 	if err != nil {
 		return nil, fmt.Errorf("import: %w", err)
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package outdir
+package fsutil
 
 import (
 	"io/fs"
@@ -19,9 +19,9 @@ func withUmask(mask int, fn func()) {
 	fn()
 }
 
-// Temp's directory has the mode `audit run` gives its own (0o755 less the umask), not
+// TempDir's directory has the mode `audit run` gives its own (0o755 less the umask), not
 // os.MkdirTemp's 0o700, which a rename into place kept.
-func TestTempFollowsUmask(t *testing.T) {
+func TestTempDirFollowsUmask(t *testing.T) {
 	for _, c := range []struct {
 		umask int
 		want  fs.FileMode
@@ -29,7 +29,7 @@ func TestTempFollowsUmask(t *testing.T) {
 		parent := t.TempDir()
 		var dir string
 		var err error
-		withUmask(c.umask, func() { dir, err = Temp(parent, ".out.import-") })
+		withUmask(c.umask, func() { dir, err = TempDir(parent, ".out.import-") })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,8 +46,8 @@ func TestTempFollowsUmask(t *testing.T) {
 	}
 	// Two calls make two directories.
 	parent := t.TempDir()
-	a, errA := Temp(parent, "x")
-	b, errB := Temp(parent, "x")
+	a, errA := TempDir(parent, "x")
+	b, errB := TempDir(parent, "x")
 	if errA != nil || errB != nil || a == b {
 		t.Fatalf("%s, %v and %s, %v: want two new directories", a, errA, b, errB)
 	}
