@@ -42,7 +42,7 @@ func TestCheckConfidence(t *testing.T) {
 	}
 
 	// The config refuses it as a config error naming the field.
-	_, err := Parse([]byte("pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\n" +
+	_, err := Parse([]byte(tinyHead +
 		"train: {algorithm: fedavg, model: {kind: softmax}, rounds: 1, local_steps: 1, learning_rate: 0.1, checkpoints: [1]}\n" +
 		"audit: {confidence: 0.9999999999999999}\n"))
 	var ce *ConfigError

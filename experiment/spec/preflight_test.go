@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"errors"
 	"strings"
 	"testing"
 )
@@ -39,7 +38,7 @@ func TestNoCanaryBuiltWhereNoneEnters(t *testing.T) {
 		"{kind: remove, client: 0, index: 1, canary: pattern}",
 		"{kind: gradient, client: 0, index: 1, canary: pattern, gradient: {norm: 3}}",
 	} {
-		cfg, err := Parse([]byte("pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\ntrain: {algorithm: fedavg, model: {kind: softmax}, rounds: 1, local_steps: 1, learning_rate: 0.1}\nadjacency: " + adj + "\n"))
+		cfg, err := Parse([]byte(tinyHead + "train: {algorithm: fedavg, model: {kind: softmax}, rounds: 1, local_steps: 1, learning_rate: 0.1}\nadjacency: " + adj + "\n"))
 		if err != nil {
 			t.Fatalf("%s: %v", adj, err)
 		}
@@ -65,7 +64,7 @@ func TestCheckStagesNeedsCheckpointAfterZero(t *testing.T) {
 		{"[3]", ""},
 	} {
 		t.Run(c.checkpoints, func(t *testing.T) {
-			cfg, err := Parse([]byte("pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\n" +
+			cfg, err := Parse([]byte(tinyHead +
 				"train: {algorithm: fedavg, model: {kind: softmax}, rounds: 3, local_steps: 1, learning_rate: 0.1, checkpoints: " + c.checkpoints + "}\n"))
 			if err != nil {
 				t.Fatal(err)
@@ -77,15 +76,7 @@ func TestCheckStagesNeedsCheckpointAfterZero(t *testing.T) {
 				}
 				return
 			}
-			var ce *ConfigError
-			if !errors.As(err, &ce) {
-				t.Fatalf("got %v (%T), want a *ConfigError", err, err)
-			}
-			for _, w := range []string{c.want, "e.g. 3 for the final model"} {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not say %q", err, w)
-				}
-			}
+			wantConfigError(t, err, c.want, "e.g. 3 for the final model")
 		})
 	}
 }
@@ -100,7 +91,7 @@ func TestCheckStagesImportOnlyAttack(t *testing.T) {
 		{"informed-diff", "informed-diff scores imported runs only", "record what it needs"},
 		{"informed-all", "record what it needs", "imported runs only"},
 	} {
-		cfg, err := Parse([]byte("pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\n" +
+		cfg, err := Parse([]byte(tinyHead +
 			"train: {algorithm: fedavg, model: {kind: softmax}, rounds: 3, local_steps: 1, learning_rate: 0.1, noise_std: 0.1, checkpoints: [3]}\n" +
 			"audit: {attacks: [" + c.attack + "]}\n"))
 		if err != nil {
@@ -126,7 +117,7 @@ func TestCheckStagesClaimCovered(t *testing.T) {
 		{"{attacks: [informed-all, loss], claim_mu: 1}", ""},
 		{"{attacks: [informed-all, loss], claim_about: uploads}", ""},
 	} {
-		cfg, err := Parse([]byte("pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\n" +
+		cfg, err := Parse([]byte(tinyHead +
 			"train: {algorithm: fedavg, model: {kind: softmax}, rounds: 3, local_steps: 1, learning_rate: 0.1, noise_std: 0.1, informed: true, checkpoints: [3]}\n" +
 			"audit: " + c.audit + "\n"))
 		if err != nil {

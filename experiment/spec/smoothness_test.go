@@ -1,8 +1,6 @@
 package spec
 
 import (
-	"errors"
-	"strings"
 	"testing"
 )
 
@@ -12,7 +10,7 @@ import (
 // attacks (status 1). Models without a certified constant take any given L, and a config that
 // gives none is never refused.
 func TestPrepareChecksSmoothness(t *testing.T) {
-	const base = "pairs: 1\ndata: {source: synthetic, clients: 2, per_client: 4}\n" +
+	const base = tinyHead +
 		"adjacency: {kind: replace, client: 0, index: 1, canary: dirac}\n" +
 		"train: {algorithm: fedavg, rounds: 1, local_steps: 1, learning_rate: 0.1, checkpoints: [1], model: "
 	for _, c := range []struct {
@@ -38,15 +36,7 @@ func TestPrepareChecksSmoothness(t *testing.T) {
 				}
 				return
 			}
-			var ce *ConfigError
-			if !errors.As(err, &ce) {
-				t.Fatalf("got %v (%T), want a *ConfigError", err, err)
-			}
-			for _, w := range []string{"audit.smoothness: " + c.smoothness + " is below the certified smoothness", "leave it out"} {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not say %q", err, w)
-				}
-			}
+			wantConfigError(t, err, "audit.smoothness: "+c.smoothness+" is below the certified smoothness", "leave it out")
 		})
 	}
 }
