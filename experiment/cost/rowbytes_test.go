@@ -119,3 +119,24 @@ func TestTrainMemoryCoversRecordedRows(t *testing.T) {
 		t.Errorf("one pair estimated at %d bytes, below twice the engine's %d", est.MinTrainBytes, engine)
 	}
 }
+
+// TestAttackMemoryCoversMeasuredPeak: an MLP 256-1024-4 (d = 267,268) recording parameters and
+// uploads, 40 pairs, checkpoints 0..3, nine attacks among them the parameter attacks: `audit
+// attack` of it peaked at 1.39 GiB of RSS (1,456,320 kB, /usr/bin/time -v), where the estimate
+// counting the rows once said 1.1 GiB and a 1.2 GiB limit the plan accepted killed it.
+func TestAttackMemoryCoversMeasuredPeak(t *testing.T) {
+	text := strings.NewReplacer("dim: 8, classes: 3", "dim: 256, classes: 4", "clients: 3", "clients: 5",
+		"per_client: 10", "per_client: 16", "test_samples: 30", "test_samples: 200", "checkpoints: [1, 3]", "checkpoints: [0, 1, 2, 3]",
+		"informed: true", "informed: true\n  record_params: true\n  record_upload: true",
+		"model: {kind: softmax}", "model: {kind: mlp, hidden: [1024], activation: tanh}").Replace(planConfig) +
+		"audit:\n  attacks: [informed-all, loss, grad-align, param-lda, param-cosine, upload-lda, linear, label, inversion]\n"
+	cfg, data := prepared(t, text)
+	est, err := EstimateMemory(cfg, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const measured = 1456320 << 10
+	if est.AttackBytes < measured {
+		t.Errorf("attack stage estimated at %d bytes, below the measured peak of %d", est.AttackBytes, int64(measured))
+	}
+}
