@@ -270,18 +270,6 @@ func pairFindings(ctx context.Context, groups []*scoreGroup, means map[groupKey]
 	return out, nil
 }
 
-// claimCovers reports whether a claim about `about` (AnalyzeOptions.ClaimAbout) speaks of the
-// rows of threat model threat.
-func claimCovers(about, threat string) bool {
-	switch {
-	case threat == "":
-		return true
-	case about == spec.ClaimAboutUploads:
-		return threat == runs.ThreatUploads
-	}
-	return threat != runs.ThreatUploads
-}
-
 // theoryClaim is the bound a row is judged against when the deployment states no claim: the
 // composition bound for every iterate, the convergent bound for the final model, and for the
 // uploads the bound of what that observer sees, MuUploads = sqrt(Mu(T-1)^2 + (Gamma/sigma)^2):
@@ -419,7 +407,7 @@ func uncovered(h *findings.Headline, fs []findings.Finding, o AnalyzeOptions) {
 		return
 	}
 	for i := range fs {
-		if claimCovers(o.ClaimAbout, fs[i].Threat) {
+		if spec.ClaimCovers(o.ClaimAbout, fs[i].Threat) {
 			return
 		}
 	}

@@ -271,7 +271,7 @@ func AnalyzeAll(ctx context.Context, sf *runs.ScoreFile, cf *runs.CanaryScoreFil
 		if opts.ClaimAbout == spec.ClaimAboutUploads {
 			source += " on each upload"
 		}
-		if (claim.Mu == 0 && claim.Epsilon == 0) || !claimCovers(opts.ClaimAbout, f.Threat) || (f.OneRun() && opts.OneRunUncovered != "") {
+		if (claim.Mu == 0 && claim.Epsilon == 0) || !spec.ClaimCovers(opts.ClaimAbout, f.Threat) || (f.OneRun() && opts.OneRunUncovered != "") {
 			claim, source, kind = theoryClaim(f.Threat, f.Theory, opts.Smoothness)
 		}
 		if claim.Mu > 0 || claim.Epsilon > 0 {

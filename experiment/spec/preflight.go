@@ -405,14 +405,25 @@ func claimUncovered(cfg *Config, fit []string) (string, bool) {
 	if a.ClaimMu == 0 && a.ClaimEpsilon == 0 || len(fit) == 0 || cfg.Train.Canaries != nil {
 		return "", false
 	}
-	about := cmp.Or(a.ClaimAbout, ClaimAboutModels)
 	for _, n := range fit {
-		at, err := attacks.Lookup(n)
-		if err != nil || (at.Info().Threat == runs.ThreatUploads) == (about == ClaimAboutUploads) {
+		if at, err := attacks.Lookup(n); err != nil || ClaimCovers(a.ClaimAbout, at.Info().Threat) {
 			return "", false
 		}
 	}
-	return about, true
+	return cmp.Or(a.ClaimAbout, ClaimAboutModels), true
+}
+
+// ClaimCovers reports whether a claim about `about` (audit.claim_about: models, the default,
+// or uploads) speaks of the rows of threat model threat; rows of no threat model (foreign
+// scores) are about whatever the claim is.
+func ClaimCovers(about, threat string) bool {
+	switch {
+	case threat == "":
+		return true
+	case about == ClaimAboutUploads:
+		return threat == runs.ThreatUploads
+	}
+	return threat != runs.ThreatUploads
 }
 
 // uploadsHint names what an uploads attack needs recorded.
