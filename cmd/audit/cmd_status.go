@@ -119,7 +119,13 @@ func (r statusReport) err() error {
 }
 
 func printStatus(e *env, r statusReport) {
-	fmt.Fprintf(e.stdout, "%s: %d of %d shards complete\n", r.Dir, r.Complete, r.Shards)
+	if r.Shards == 0 {
+		// No file was read whole, so no count of shards is known ("0 of 0 shards" read as an
+		// empty experiment that is complete).
+		fmt.Fprintf(e.stdout, "%s: no complete run file, so the number of shards is unknown (give --shards n)\n", r.Dir)
+	} else {
+		fmt.Fprintf(e.stdout, "%s: %d of %d shards complete\n", r.Dir, r.Complete, r.Shards)
+	}
 	for _, f := range r.Files {
 		shard := f.Shard
 		if shard == "" {

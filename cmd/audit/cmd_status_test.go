@@ -198,3 +198,28 @@ func TestVerifyRetrainsDamagedShard(t *testing.T) {
 		t.Fatalf("status --verify after the rerun: exit %d\n%s", code, stdout.String())
 	}
 }
+
+// TestStatusOnlyATemporaryFile: a first shard's writer at work leaves no complete file, so no
+// count of shards is known. The human output said "0 of 0 shards complete", which reads as an
+// empty experiment with nothing missing; it must say the count is unknown, and exit 1.
+func TestStatusOnlyATemporaryFile(t *testing.T) {
+	rdir := t.TempDir()
+	live, err := fsutil.Create(filepath.Join(rdir, "runs-00000-of-00004.arrow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Abort()
+	if _, err := live.Write([]byte("ARROW1")); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := cli(t, "status", rdir)
+	if code != 1 {
+		t.Errorf("exit %d, want 1\n%s", code, stderr)
+	}
+	if strings.Contains(stdout, "0 of 0") || !strings.Contains(stdout, "number of shards is unknown") || !strings.Contains(stdout, "writing") {
+		t.Errorf("stdout %q: want the count called unknown and the temporary file listed as writing", stdout)
+	}
+	if !strings.Contains(stderr, "no run files") {
+		t.Errorf("stderr %q: want the exit-1 reason", stderr)
+	}
+}

@@ -40,6 +40,11 @@ func TestBadFlagValuesRefused(t *testing.T) {
 		{"attack unknown", []string{"attack", "--runs", dir, "--attacks", "informed-all,lossy"}, `unknown attack "lossy"`, ""},
 		{"compare unknown metric", []string{"compare", dir, "--metrics", "mu_lowr"}, `"mu_lowr"`, ""},
 		{"compare no metric", []string{"compare", dir, "--metrics", ","}, "--metrics", ""},
+		// An empty item inside a list was dropped: --rounds 1,,20 reported two rounds.
+		{"bound empty round", []string{"bound", "--algo", "fedavg", "--eta", "0.1", "--L", "1", "--K", "2", "--m", "5", "--sigma", "1", "--clip", "1", "--rounds", "1,,20"}, `--rounds: "" is not`, ""},
+		{"attack empty round", []string{"attack", "--runs", dir, "--rounds", "1,"}, `--rounds: "" is not`, ""},
+		{"attack empty name", []string{"attack", "--runs", dir, "--attacks", "informed-all,,loss"}, `unknown attack ""`, ""},
+		{"selftest empty mu", []string{"selftest", "--mus", "0.5,,1"}, `--mus: "" is not`, ""},
 		{"compare unknown mi-attack", []string{"compare", dir, "--out", "$NEW", "--mi-attack", "los"}, `unknown attack "los"`, "$NEW"},
 		{"compare unknown inversion-attack", []string{"compare", dir, "--out", "$NEW", "--inversion-attack", "invgrd"}, `unknown attack "invgrd"`, "$NEW"},
 		{"run bonferroni", []string{"run", "--config", cfg, "--out", "$NEW", "--threshold-method", "bonferroni"}, "bonferroni", "$NEW"},

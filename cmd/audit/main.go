@@ -311,13 +311,16 @@ func isTerminal(w io.Writer) bool {
 	return true
 }
 
-// splitList splits a comma-separated flag value, dropping empty items.
+// splitList splits a comma-separated flag value into its trimmed items. An empty value is no
+// item, but an empty item inside one ("1,,2", "a,") is kept, so that each flag's parser refuses
+// it: dropping it silently hid a typo (a number left out of --rounds).
 func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
+	if strings.TrimSpace(s) == "" {
+		return nil
+	}
+	out := strings.Split(s, ",")
+	for i, p := range out {
+		out[i] = strings.TrimSpace(p)
 	}
 	return out
 }
