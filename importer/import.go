@@ -475,7 +475,8 @@ func (rd *reader) writeRound(ctx context.Context, w *runs.Writer, round int, pre
 			for r := range stats {
 				stats[r] = rd.replay.zero()
 			}
-		} else if stats, err = rd.replay.round(ctx, rd.job, round-1, prev, params, uploads, rd.group); err != nil {
+		} else if stats, err = rd.replay.round(ctx, rd.job, round-1, prev, params, uploads, rd.group,
+			func(r int) bool { return rd.diverged(r, round) }); err != nil {
 			return 0, err
 		}
 		for r := range rows {

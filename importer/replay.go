@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
@@ -66,6 +67,9 @@ type replayer struct {
 	// noise-sized values) for the differenced ratio.
 	llrAll, mu2, llrDiff []float64
 	prevE, prevDelta     [][]float32
+	// last is each run's statistics at its latest checkpoint: what a run declared diverged
+	// keeps from then on.
+	last [][]float64
 }
 
 func newReplayer(cfg train.Config, runs, clients int, uploads bool) *replayer {
@@ -76,7 +80,7 @@ func newReplayer(cfg train.Config, runs, clients int, uploads bool) *replayer {
 	s2 := cfg.NoiseStd * cfg.NoiseStd
 	return &replayer{k: float64(n) / s2, kUpload: 1 / s2, uploads: uploads,
 		llrAll: make([]float64, runs), mu2: make([]float64, runs), llrDiff: make([]float64, runs),
-		prevE: make([][]float32, runs), prevDelta: make([][]float32, runs)}
+		prevE: make([][]float32, runs), prevDelta: make([][]float32, runs), last: make([][]float64, runs)}
 }
 
 // names are the replayer's statistic columns.
@@ -92,7 +96,14 @@ func (rp *replayer) zero() []float64 { return make([]float64, len(rp.names())) }
 
 // round returns every run's statistics at checkpoint t+1 from the replay of round t (rp, from
 // the imported w_t) and the imported w_{t+1} (next) and uploads of round t (nil where absent).
-func (rp *replayer) round(ctx context.Context, job train.Job, t int, prev, next, uploads [][]float32, group int) ([][]float64, error) {
+//
+// A run declared diverged at checkpoint t+1 (frozen) keeps its statistics of checkpoint t, as
+// fedaudit's trainer freezes a diverged replica's: its w_{t+1} is the w_t it kept (or
+// anything else its trainer left), not a noisy step of round t, so a residual computed from it
+// would be no draw of the noise at all. The trainer still adds the round in which the run
+// diverged, from the noise it drew; an import cannot, having no record of that step, so the two
+// audits of such a run differ by that one round's term.
+func (rp *replayer) round(ctx context.Context, job train.Job, t int, prev, next, uploads [][]float32, group int, frozen func(r int) bool) ([][]float64, error) {
 	out := make([][]float64, len(next))
 	pairs := len(next) / 2
 	for first := 0; first < pairs; first += group {
@@ -104,7 +115,15 @@ func (rp *replayer) round(ctx context.Context, job train.Job, t int, prev, next,
 		}
 		for j := range rep.Mean {
 			r := lo + j
+			if frozen(r) {
+				if rp.last[r] == nil {
+					rp.last[r] = rp.zero()
+				}
+				out[r] = slices.Clone(rp.last[r])
+				continue
+			}
 			out[r] = rp.run(r, t, rep.Mean[j], rep.Target[j], next[r], uploads[r])
+			rp.last[r] = slices.Clone(out[r])
 		}
 	}
 	return out, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/cpu"
@@ -59,6 +60,12 @@ func ReplayRound(ctx context.Context, job Job, t int, params [][]float32) (*Repl
 	}
 	job.Config.NoiseStd = 0
 	job.Config.Informed, job.Config.RecordParams, job.Config.RecordUpload = false, false, true
+	// The noise-free step is replayed whatever its norm: with the run's divergence_norm, a
+	// replica whose noise-free mean passed the bound kept w_t as its "mean", so the residual of
+	// a run that had not diverged was its whole step (an import's informed statistics 10 times
+	// the trainer's, audit check's clipping test misled). Whether a run diverged is its
+	// trainer's record, not the replay's.
+	job.Config.DivergenceNorm = math.MaxFloat64
 	// The replay is float32 on the CPU: runs trained with TF32 or bfloat16 products differ from
 	// it by their rounding, as GPU runs differ from CPU ones by float32 rounding.
 	job.Config.Precision = ""
