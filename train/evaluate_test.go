@@ -144,6 +144,9 @@ func replayMatches(t *testing.T, job Job) {
 	}
 	noisy := job
 	noisy.Config.NoiseStd = 0.1 // the replay drops the noise whatever the config says
+	// and takes every step whatever its norm: divergence is the trainer's record (with this
+	// bound applied, every replayed mean was w_t).
+	noisy.Config.DivergenceNorm = 1e-9
 	for i := 0; i+1 < len(rec.cps); i++ {
 		now, next := rec.cps[i], rec.cps[i+1]
 		params := make([][]float32, len(now.Replicas))
