@@ -29,7 +29,12 @@ func TestRefusedBeforeWork(t *testing.T) {
 		{"batch too large", "  clip_norm: 1\n", "  clip_norm: 1\n  batching: fixed\n  batch_size: 11\n", "batch_size: need 1 to 10"},
 		// A CNN whose layers cannot take the data's shape (LeNet-5 on flat features): known only
 		// once the data is, and still refused before anything is written.
-		{"lenet5 on flat data", "model: {kind: softmax}", "model: {kind: lenet5}", "window 2 is larger than the input"},
+		{"lenet5 on flat data", "model: {kind: softmax}", "model: {kind: lenet5}", "lenet5 is a convolutional network for images, and the data's samples are vectors of 8 features"},
+		// Data the config asks for and cannot have exited 1, after run had created its
+		// directory (and left it behind with its lock).
+		{"too few samples", "synthetic: {dim: 8, classes: 3}", "synthetic: {dim: 8, classes: 3, samples: 50}", "50 samples, need 124"},
+		{"unknown source", "source: synthetic\n", "source: nosuch\n", `dataset "nosuch": no such file, and not a dataset name`},
+		{"canary of the wrong size", "canary: dirac}", "canary: custom, features: [1, 2], label: 0}", "adjacency"},
 		// Runs of an unknown architecture are imported, never trained.
 		{"external model", "model: {kind: softmax}", "model: {kind: external}", "model kind external: the architecture is unknown to fedaudit"},
 	}

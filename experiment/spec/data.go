@@ -60,7 +60,10 @@ func PrepareContext(ctx context.Context, cfg *Config) (*Data, error) {
 func prepare(ctx context.Context, cfg *Config) (*Data, error) {
 	base, err := openSource(cfg)
 	if err != nil {
-		return nil, err
+		// The config names data that cannot be had (an unknown name, a missing file, images
+		// it cannot make): exit status 2, and a command that created its directory for this
+		// leaves none behind.
+		return nil, &ConfigError{Err: err}
 	}
 	// Before anything is built from the data: a canife canary is crafted with the model.
 	if err := cfg.Train.CheckModel(base.Shape, base.Classes); err != nil {
@@ -75,8 +78,8 @@ func prepare(ctx context.Context, cfg *Config) (*Data, error) {
 	}
 	need := cfg.Data.TestSamples + canaryPool + cfg.Data.Clients*cfg.Data.PerClient
 	if len(perm) < need {
-		return nil, fmt.Errorf("data %s: %d samples, need %d (%d test + %d canary pool + %d clients x %d)",
-			cfg.Data.Source, len(perm), need, cfg.Data.TestSamples, canaryPool, cfg.Data.Clients, cfg.Data.PerClient)
+		return nil, &ConfigError{Err: fmt.Errorf("data %s: %d samples, need %d (%d test + %d canary pool + %d clients x %d)",
+			cfg.Data.Source, len(perm), need, cfg.Data.TestSamples, canaryPool, cfg.Data.Clients, cfg.Data.PerClient)}
 	}
 	nt := cfg.Data.TestSamples
 	var test *datasets.Dataset
@@ -94,7 +97,7 @@ func prepare(ctx context.Context, cfg *Config) (*Data, error) {
 		clients, err = datasets.SplitDirichlet(rest, cfg.Data.Clients, cfg.Data.PerClient, cfg.Data.DirichletAlpha, cfg.Seed)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("split %s: %w", cfg.Data.Source, err)
+		return nil, &ConfigError{Err: fmt.Errorf("split %s: %w", cfg.Data.Source, err)}
 	}
 
 	adj := cfg.Adjacency
@@ -125,8 +128,11 @@ func prepare(ctx context.Context, cfg *Config) (*Data, error) {
 	default:
 		canary, err = datasets.BuildCanary(spec)
 	}
+	if err != nil && adj.Canary == CanaryCANIFE {
+		return nil, fmt.Errorf("adjacency.canary: %w", err) // crafting trains: it can fail or be stopped
+	}
 	if err != nil {
-		return nil, fmt.Errorf("adjacency.canary: %w", err)
+		return nil, &ConfigError{Err: fmt.Errorf("adjacency.canary: %w", err)}
 	}
 	var kind datasets.AdjacencyKind
 	switch adj.Kind {
@@ -144,7 +150,7 @@ func prepare(ctx context.Context, cfg *Config) (*Data, error) {
 	}
 	pair, err := datasets.NewAdjacentPair(clients, adj.Client, adj.Index, kind, canary)
 	if err != nil {
-		return nil, fmt.Errorf("adjacency: %w", err)
+		return nil, &ConfigError{Err: fmt.Errorf("adjacency: %w", err)}
 	}
 	return &Data{
 		Pair:    pair,
@@ -173,19 +179,19 @@ func prepareClientLevel(cfg *Config, base, pool, test *datasets.Dataset, clients
 		if adj.Canary != "relabel" {
 			s, err := datasets.BuildCanary(spec)
 			if err != nil {
-				return nil, fmt.Errorf("adjacency.canary: %w", err)
+				return nil, &ConfigError{Err: fmt.Errorf("adjacency.canary: %w", err)}
 			}
 			sample = s
 		}
 		c, err := datasets.CanaryClient(own, datasets.CanaryKind(adj.Canary), sample)
 		if err != nil {
-			return nil, fmt.Errorf("adjacency.canary: %w", err)
+			return nil, &ConfigError{Err: fmt.Errorf("adjacency.canary: %w", err)}
 		}
 		canary = c
 	}
 	pair, err := datasets.NewClientPair(clients, adj.Client, adj.Index, datasets.AdjacencyKind(adj.Kind), canary)
 	if err != nil {
-		return nil, fmt.Errorf("adjacency: %w", err)
+		return nil, &ConfigError{Err: fmt.Errorf("adjacency: %w", err)}
 	}
 	return &Data{
 		Pair:    pair,

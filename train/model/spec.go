@@ -147,6 +147,12 @@ func (mc Config) checkNN(p *problems, shape []int, dim, classes int) {
 	}
 	m, err := nn.Build[float32](spec, nn.NaiveGemm[float32]{})
 	if err != nil {
+		if len(shape) == 1 && len(mc.Input) == 0 && mc.Kind != "sequential" {
+			// The layer's own complaint (a pooling window larger than its 6x1x1 input) does
+			// not say that the model wants images and the data has vectors.
+			p.add("model", "%s is a convolutional network for images, and the data's samples are vectors of %d features: give image data (a dataset of images, or data.source synthetic-images) or model.input [channels, height, width] (%v)", mc.Kind, shape[0], err)
+			return
+		}
 		p.add("model", "%v", err)
 		return
 	}
