@@ -383,6 +383,8 @@ func (m *model) tradeoffFigure(t int) (*Figure, error) {
 	lw += vg.Points(12)
 	tile := 9 * vg.Centimeter
 	w := 2*tile + lw
+	// A legend taller than the panel beside it (many attacks: an import with uploads has 15)
+	// runs on below the panels, the figure growing to hold it.
 	h := 2 * tile
 	if lh+tile+vg.Points(20) > h {
 		h = lh + tile + vg.Points(20)
@@ -392,8 +394,10 @@ func (m *model) tradeoffFigure(t int) (*Figure, error) {
 		for _, pn := range panels {
 			pn.p.X.Min, pn.p.X.Max, pn.p.Y.Min, pn.p.Y.Max = pn.xmin, pn.xmax, pn.ymin, pn.ymax
 		}
-		// Left: full and zoom on top, ROC below; right of the ROC the legend.
-		grid := draw.Canvas{Canvas: c.Canvas, Rectangle: vg.Rectangle{Min: c.Min, Max: vg.Point{X: c.Min.X + 2*tile, Y: c.Max.Y}}}
+		// Left: full and zoom on top, ROC below; right of the ROC the legend, down to the
+		// figure's bottom. The panels keep their size in the top 2 tiles; the grid spanned the
+		// whole height, so a grown figure gave the legend half of it and cut it off.
+		grid := draw.Canvas{Canvas: c.Canvas, Rectangle: vg.Rectangle{Min: vg.Point{X: c.Min.X, Y: c.Max.Y - 2*tile}, Max: vg.Point{X: c.Min.X + 2*tile, Y: c.Max.Y}}}
 		tiles := draw.Tiles{Rows: 2, Cols: 2, PadX: vg.Points(14), PadY: vg.Points(10), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(4)}
 		// Plain tiles rather than plot.Align: Align lines up the plotting areas but then sets
 		// the titles of one row at different heights.
@@ -403,6 +407,7 @@ func (m *model) tradeoffFigure(t int) (*Figure, error) {
 		lc := tiles.At(grid, 1, 1)
 		lc.Max.X = c.Max.X - vg.Points(4)
 		lc.Min.X += vg.Points(8)
+		lc.Min.Y = c.Min.Y + tiles.PadBottom
 		leg.Draw(lc)
 	}
 	return &Figure{
