@@ -152,6 +152,9 @@ func init() {
 					if err := refuseIndependentMethod("analyze", opts); err != nil {
 						return err
 					}
+					if err := experimentDirArg("analyze", args[0]); err != nil {
+						return err
+					}
 					a, err = experiment.AnalyzeDir(ctx, args[0], opts, experiment.AttackOptions{Workers: *workers, AllowPartial: *partial, Logf: e.logf})
 					if err != nil {
 						return err

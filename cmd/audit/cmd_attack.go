@@ -55,6 +55,9 @@ func init() {
 				if *dir == "" {
 					return usagef("attack: --runs DIR is required")
 				}
+				if err := experimentDirArg("attack", *dir); err != nil {
+					return err
+				}
 				rs, err := parseCheckpoints(*rounds)
 				if err != nil {
 					return err

@@ -62,6 +62,9 @@ func init() {
 				if !(*alpha > 0 && *alpha < 1) {
 					return usagef("check: --alpha must be in (0, 1)")
 				}
+				if err := experimentDirArg("check", dirs[0]); err != nil {
+					return err
+				}
 				if err := experiment.NoRunFiles(dirs[0], "check"); err != nil {
 					return fmt.Errorf("check: %w", err)
 				}

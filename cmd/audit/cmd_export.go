@@ -23,6 +23,12 @@ func init() {
 				if *out == "" {
 					return usagef("export: --out is required")
 				}
+				if *format != "parquet" && *format != "safetensors" {
+					return usagef("export: --format %q: want parquet or safetensors", *format)
+				}
+				if err := experimentDirArg("export", args[0]); err != nil {
+					return err
+				}
 				var files []string
 				var err error
 				switch *format {

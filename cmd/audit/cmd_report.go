@@ -34,6 +34,9 @@ func init() {
 					return err
 				}
 				dir := args[0]
+				if err := experimentDirArg("report", dir); err != nil {
+					return err
+				}
 				a, err := experiment.AnalyzeDir(ctx, dir, opts, experiment.AttackOptions{Workers: *workers, AllowPartial: *partial, Logf: e.logf})
 				if err != nil {
 					return err

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 
 	"github.com/fedaudit/fedaudit/runs"
@@ -18,7 +19,8 @@ func init() {
 		name:    "runs",
 		summary: "inspect run files: schema, config, shards, rows per world and round",
 		usage: "runs inspect FILE|DIR [--json]\n\n" +
-			"FILE is one run file (.arrow); DIR a directory of shard files read as one table.",
+			"FILE is one run file (.arrow); DIR a directory of shard files read as one table, or an\n" +
+			"experiment directory (its run files in DIR/runs).",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			asJSON := fs.Bool("json", false, "machine-readable output")
 			return func(ctx context.Context, e *env, args []string) error {
@@ -42,7 +44,13 @@ func init() {
 				if len(pos) > 1 {
 					return usagef("runs inspect: unexpected argument %q", pos[1])
 				}
-				s, err := inspectRuns(ctx, pos[0])
+				path := pos[0]
+				// An experiment directory holds its run files in runs/ (and a score file
+				// beside it, which is not a run file): inspect those, as status does.
+				if st, err := os.Stat(path); err == nil && st.IsDir() {
+					path = runsDirOf(path)
+				}
+				s, err := inspectRuns(ctx, path)
 				if err != nil {
 					return err
 				}

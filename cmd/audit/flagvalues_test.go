@@ -121,3 +121,44 @@ func TestCostInterrupted(t *testing.T) {
 		t.Errorf("stderr lacks \"audit: interrupted\":\n%s", stderr.String())
 	}
 }
+
+// TestExperimentDirArguments: a path given where an experiment directory belongs that is none
+// (a run or score file, the run files' folder, an empty or missing directory) is a usage error
+// naming what to give instead. The stages failed with status 1 on an error about a file inside
+// the path ("open X.arrow/outputs.json: not a directory", "open X/runs/runs: no such file").
+// `runs inspect` of an experiment directory reads its run files.
+func TestExperimentDirArguments(t *testing.T) {
+	cfg, err := filepath.Abs(filepath.Join("testdata", "run_small.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "exp")
+	if _, stderr, code := runCLI("run", "--config", cfg, "--out", dir, "--quiet"); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	shard := filepath.Join(dir, "runs", "runs-00000-of-00001.arrow")
+	empty := t.TempDir()
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"analyze", shard}, "is a file, not an experiment directory; give the experiment directory that holds it (" + dir + "), or --scores FILE"},
+		{[]string{"analyze", filepath.Join(dir, "runs")}, "is the run files' folder of an experiment: give the experiment directory, " + dir},
+		{[]string{"analyze", empty}, "is not an experiment directory: it holds no runs/"},
+		{[]string{"analyze", filepath.Join(empty, "nope")}, "no such directory"},
+		{[]string{"report", filepath.Join(dir, "runs")}, "the run files' folder"},
+		{[]string{"attack", "--runs", filepath.Join(dir, "scores.arrow")}, "is a file, not an experiment directory; give the experiment directory that holds it (" + dir + ")"},
+		{[]string{"check", filepath.Join(dir, "runs")}, "the run files' folder"},
+		{[]string{"export", "--out", filepath.Join(empty, "x"), filepath.Join(dir, "runs")}, "the run files' folder"},
+	}
+	for _, c := range cases {
+		_, stderr, code := runCLI(c.args...)
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+	stdout, stderr, code := runCLI("runs", "inspect", dir)
+	if code != 0 || !strings.Contains(stdout, filepath.Join(dir, "runs")) {
+		t.Errorf("runs inspect of the experiment directory: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
