@@ -34,9 +34,35 @@ func readDirConfig(dir string) (*spec.Config, error) {
 	return cfg, nil
 }
 
-// writeDirConfig stores cfg as DIR/config.json.
+// writeDirConfig stores cfg as DIR/config.json. When that changes the directory's settings,
+// the files that state a verdict judged with the old ones (findings.json, the report, its
+// tables and figures) are removed first: a job killed before the next analysis, or `audit
+// train` alone, left a findings.json and report of one claim beside the config.json of
+// another, and `status` passed such a directory. Without them the next `analyze`, `report` or
+// `run` judges afresh.
 func writeDirConfig(dir string, cfg *spec.Config) error {
-	return writeFileAtomic(expdir.Dir(dir).Config(), append(cfg.JSON(), '\n'))
+	d := expdir.Dir(dir)
+	data := append(cfg.JSON(), '\n')
+	old, err := os.ReadFile(d.Config())
+	if err == nil && bytes.Equal(old, data) {
+		return nil
+	}
+	if err == nil {
+		if err := removeJudged(d); err != nil {
+			return err
+		}
+	}
+	return writeFileAtomic(d.Config(), data)
+}
+
+// removeJudged removes what an analysis of dir wrote under its settings.
+func removeJudged(d expdir.Dir) error {
+	for _, p := range []string{d.Findings(), d.ReportHTML(), d.ReportMarkdown(), d.Tables(), d.Figures()} {
+		if err := os.RemoveAll(p); err != nil {
+			return fmt.Errorf("remove %s, judged with the settings being replaced: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // withDirSettings overlays the stage-only settings of DIR/config.json (name, audit section,

@@ -11,6 +11,7 @@ import (
 	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"github.com/fedaudit/fedaudit/report"
 	"github.com/fedaudit/fedaudit/runs"
 )
@@ -155,6 +156,12 @@ func init() {
 					if err := experimentDirArg("analyze", args[0]); err != nil {
 						return err
 					}
+					// Shared: analyses run side by side, but not beside a writer.
+					lock, err := fsutil.LockDirReader(args[0])
+					if err != nil {
+						return fmt.Errorf("analyze: %w", err)
+					}
+					defer lock.Unlock()
 					a, err = experiment.AnalyzeDir(ctx, args[0], opts, experiment.AttackOptions{Workers: *workers, AllowPartial: *partial, Logf: e.logf})
 					if err != nil {
 						return err

@@ -58,6 +58,11 @@ func init() {
 				if err := experimentDirArg("attack", *dir); err != nil {
 					return err
 				}
+				lock, err := lockWriter(e, *dir, "audit attack")
+				if err != nil {
+					return err
+				}
+				defer lock.Unlock()
 				rs, err := parseCheckpoints(*rounds)
 				if err != nil {
 					return err

@@ -65,6 +65,11 @@ func init() {
 				if err := experimentDirArg("check", dirs[0]); err != nil {
 					return err
 				}
+				lock, err := lockWriter(e, dirs[0], "audit check")
+				if err != nil {
+					return err
+				}
+				defer lock.Unlock()
 				if err := experiment.NoRunFiles(dirs[0], "check"); err != nil {
 					return fmt.Errorf("check: %w", err)
 				}

@@ -37,18 +37,25 @@ func init() {
 				if err := experimentDirArg("report", dir); err != nil {
 					return err
 				}
+				lock, err := lockWriter(e, dir, "audit report")
+				if err != nil {
+					return err
+				}
+				defer lock.Unlock()
 				a, err := experiment.AnalyzeDir(ctx, dir, opts, experiment.AttackOptions{Workers: *workers, AllowPartial: *partial, Logf: e.logf})
 				if err != nil {
+					return err
+				}
+				// The directory's config.json records what the command line asked for, so a later
+				// analyze judges the same; recorded first, as the findings and report judged with
+				// the settings it replaces are removed with them (a report killed between the two
+				// left findings of one claim beside the config.json of another).
+				if _, err := experiment.RecordSettings(dir, opts); err != nil {
 					return err
 				}
 				err = experiment.Report(ctx, dir, a, experiment.ReportOptions{PNG: *png, ToolVersion: version}, *partial)
 				outputsOnly := errors.Is(err, experiment.ErrOutputsOnly)
 				if err != nil && !outputsOnly {
-					return err
-				}
-				// findings.json and the report now hold what the command line asked for: the
-				// directory's config.json records it, so a later analyze judges the same.
-				if _, err := experiment.RecordSettings(dir, opts); err != nil {
 					return err
 				}
 				if err := report.WriteAnalysis(e.stdout, a); err != nil {

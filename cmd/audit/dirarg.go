@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,15 +12,17 @@ import (
 )
 
 // experimentDirArg refuses, as a usage error (exit 2), a path given where an experiment
-// directory belongs that is none: a missing path, a file (a run or score file given in place
-// of its directory), the run files' own folder, or a directory that holds nothing fedaudit
-// wrote. The stages failed on such a path with status 1 and an error about a file inside it
-// ("open X/runs: no such file or directory", "open X.arrow/outputs.json: not a directory").
+// directory belongs that is none: a file (a run or score file given in place of its
+// directory), the run files' own folder, or a directory that holds nothing fedaudit wrote. The
+// stages failed on such a path with status 1 and an error about a file inside it ("open
+// X/runs: no such file or directory", "open X.arrow/outputs.json: not a directory"). A missing
+// path stays a failure (exit 1): a finish job started before its directory exists has the
+// right command line.
 func experimentDirArg(cmd, dir string) error {
 	st, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return usagef("%s: %s: no such directory", cmd, dir)
+		return fmt.Errorf("%s: %s: no such directory", cmd, dir)
 	case err != nil:
 		return nil // unreadable: the stage's own error says why
 	case !st.IsDir():

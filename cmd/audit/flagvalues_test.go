@@ -145,7 +145,6 @@ func TestExperimentDirArguments(t *testing.T) {
 		{[]string{"analyze", shard}, "is a file, not an experiment directory; give the experiment directory that holds it (" + dir + "), or --scores FILE"},
 		{[]string{"analyze", filepath.Join(dir, "runs")}, "is the run files' folder of an experiment: give the experiment directory, " + dir},
 		{[]string{"analyze", empty}, "is not an experiment directory: it holds no runs/"},
-		{[]string{"analyze", filepath.Join(empty, "nope")}, "no such directory"},
 		{[]string{"report", filepath.Join(dir, "runs")}, "the run files' folder"},
 		{[]string{"attack", "--runs", filepath.Join(dir, "scores.arrow")}, "is a file, not an experiment directory; give the experiment directory that holds it (" + dir + ")"},
 		{[]string{"check", filepath.Join(dir, "runs")}, "the run files' folder"},
@@ -156,6 +155,9 @@ func TestExperimentDirArguments(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr, c.want)
 		}
+	}
+	if _, stderr, code := runCLI("analyze", filepath.Join(empty, "nope")); code != 1 || !strings.Contains(stderr, "nope: no such directory") {
+		t.Errorf("analyze of a missing directory: exit %d, stderr %q; want 1", code, stderr)
 	}
 	stdout, stderr, code := runCLI("runs", "inspect", dir)
 	if code != 0 || !strings.Contains(stdout, filepath.Join(dir, "runs")) {

@@ -37,15 +37,40 @@ func lockExperiment(e *env, cfg *spec.Config, dir string, shards int, shard *run
 	if err != nil {
 		return nil, err
 	}
+	if err := cleanStale(e, dir, what); err != nil {
+		lock.Unlock()
+		return nil, err
+	}
+	return lock, nil
+}
+
+// cleanStale removes the temporary files killed writers left in dir, under the caller's lock.
+func cleanStale(e *env, dir, what string) error {
 	for _, sub := range expdir.Dir(dir).Written() {
 		removed, err := fsutil.CleanStale(sub)
 		if err != nil {
-			lock.Unlock()
-			return nil, err
+			return err
 		}
 		for _, p := range removed {
 			e.logf("%s: removed %s, left by a killed writer", what, p)
 		}
+	}
+	return nil
+}
+
+// lockWriter locks an experiment directory exclusively for a command that writes into it
+// besides training (attack: the score files; report: findings, report and config.json;
+// check: check.json), then removes what killed writers left. Without it two reports of
+// different claims at once left findings.json, report.md and report.html of different
+// verdicts, and a report beside a running `audit run` rewrote the directory under it.
+func lockWriter(e *env, dir, what string) (*fsutil.Lock, error) {
+	lock, err := fsutil.LockDir(dir, what)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if err := cleanStale(e, dir, what); err != nil {
+		lock.Unlock()
+		return nil, err
 	}
 	return lock, nil
 }

@@ -3,6 +3,7 @@ package fsutil
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -32,6 +33,9 @@ var ErrLocked = errors.New("locked")
 // Lock is a held directory or shard lock.
 type Lock struct {
 	files []*os.File // released in reverse order
+	// reader: a shared lock of a reader (LockDirReader), which writes no holder line and so
+	// clears none.
+	reader bool
 }
 
 // holderLine is what a holder writes into its lock file.
@@ -89,6 +93,30 @@ func LockDir(dir, what string) (*Lock, error) {
 	return &Lock{files: []*os.File{f}}, nil
 }
 
+// LockDirReader locks dir shared, for a command that reads it and writes nothing but files
+// any reader computes alike (`audit analyze`, which may rescore): readers run side by side, a
+// writer holding the directory (run, train, attack, report) makes it fail at once. A directory
+// whose lock file cannot be created or opened for writing (read-only, another user's) has no
+// writer of this user to wait for either: it is read without a lock (nil, nil).
+func LockDirReader(dir string) (*Lock, error) {
+	f, err := os.OpenFile(expdir.Dir(dir).Lock(), os.O_RDWR|os.O_CREATE, 0o644)
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	ok, err := tryFlock(f, syscall.LOCK_SH)
+	if err != nil || !ok {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("%w: %s is in use by %s; wait for it to finish, or stop it", ErrLocked, dir, holders(dir))
+		}
+		return nil, err
+	}
+	return &Lock{files: []*os.File{f}, reader: true}, nil
+}
+
 // LockShard locks shard index of count in dir for what: dir shared (other shard jobs may work
 // there, a whole-directory process may not), the shard exclusively.
 func LockShard(dir string, index, count int, what string) (*Lock, error) {
@@ -133,7 +161,7 @@ func (l *Lock) Unlock() {
 	}
 	for i := len(l.files) - 1; i >= 0; i-- {
 		f := l.files[i]
-		if i == len(l.files)-1 {
+		if i == len(l.files)-1 && !l.reader {
 			f.Truncate(0)
 		}
 		f.Close() // closing the last descriptor releases the flock

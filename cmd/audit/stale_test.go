@@ -1,0 +1,107 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fedaudit/fedaudit/expdir"
+	"github.com/fedaudit/fedaudit/internal/fsutil"
+)
+
+// TestNoVerdictOfOtherSettings: a command that records other settings in a directory's
+// config.json removes the findings and report judged with the old ones, so no file states a
+// verdict of settings the directory no longer holds. `audit train` after `audit run
+// --claim-mu 100` left findings.json and report.md of claim 100 (CONSISTENT) beside a
+// config.json of the config's own claim, and `status` passed it; a run killed after recording
+// its settings did the same. Recording the same settings keeps them.
+func TestNoVerdictOfOtherSettings(t *testing.T) {
+	cfg, err := filepath.Abs(filepath.Join("testdata", "run_small.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "exp")
+	d := expdir.Dir(dir)
+	judged := []string{d.Findings(), d.ReportHTML(), d.ReportMarkdown(), d.Tables(), d.Figures()}
+	exist := func(when string, want bool) {
+		t.Helper()
+		for _, p := range judged {
+			if _, err := os.Stat(p); (err == nil) != want {
+				t.Errorf("%s: %s exists %v, want %v", when, filepath.Base(p), err == nil, want)
+			}
+		}
+	}
+	if _, stderr, code := runCLI("run", "--config", cfg, "--out", dir, "--claim-mu", "100", "--quiet"); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	exist("after run", true)
+	if _, stderr, code := runCLI("train", "--config", cfg, "--out", dir, "--quiet"); code != 0 {
+		t.Fatalf("train: exit %d\n%s", code, stderr)
+	}
+	exist("after train with the config's settings, which dropped the command line's claim", false)
+	if _, stderr, code := runCLI("report", dir, "--claim-mu", "100", "--quiet"); code != 0 {
+		t.Fatalf("report: exit %d\n%s", code, stderr)
+	}
+	exist("after report", true)
+	if _, stderr, code := runCLI("report", dir, "--quiet"); code != 0 {
+		t.Fatalf("report again: exit %d\n%s", code, stderr)
+	}
+	exist("after report with the recorded settings", true)
+}
+
+// TestWritersLockTheDirectory: attack, report and check write into an experiment directory
+// and hold it exclusively, as run and train do; analyze holds it shared. Each fails at once
+// (exit 1, naming the holder) beside a writer: two reports of different claims at once left a
+// findings.json, report.md and report.html of different verdicts, and a report beside `audit
+// run` rewrote the directory under it. Analyses run side by side. A writer removes the
+// temporary files a killed writer left (a killed attack's .scores.arrow.tmp-*).
+func TestWritersLockTheDirectory(t *testing.T) {
+	cfg, err := filepath.Abs(filepath.Join("testdata", "run_small.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "exp")
+	if _, stderr, code := runCLI("run", "--config", cfg, "--out", dir, "--quiet"); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	held, err := fsutil.LockDir(dir, "audit run (the test's)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"report", dir},
+		{"attack", "--runs", dir},
+		{"check", dir},
+		{"analyze", dir},
+	} {
+		_, stderr, code := runCLI(append(args, "--quiet")...)
+		if code != 1 || !strings.Contains(stderr, "in use by") || !strings.Contains(stderr, "audit run (the test's)") {
+			t.Errorf("%s beside a writer: exit %d, stderr %q; want 1 naming the holder", args[0], code, stderr)
+		}
+	}
+	held.Unlock()
+
+	reader, err := fsutil.LockDirReader(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("analyze", dir, "--quiet"); code != 0 {
+		t.Errorf("analyze beside another analysis: exit %d\n%s", code, stderr)
+	}
+	if _, stderr, code := runCLI("report", dir, "--quiet"); code != 1 || !strings.Contains(stderr, "in use by") {
+		t.Errorf("report beside an analysis: exit %d, stderr %q; want 1", code, stderr)
+	}
+	reader.Unlock()
+
+	stale := filepath.Join(dir, ".scores.arrow"+".tmp-12345")
+	if err := os.WriteFile(stale, []byte("partial"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("report", dir, "--quiet"); code != 0 {
+		t.Fatalf("report: exit %d\n%s", code, stderr)
+	}
+	if _, err := os.Stat(stale); err == nil {
+		t.Errorf("report left %s, a killed writer's temporary file", stale)
+	}
+}
