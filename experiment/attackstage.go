@@ -247,6 +247,18 @@ func (e *experimentDir) allScores(ctx context.Context, opts AttackOptions) (*run
 	return sf, cf, nil
 }
 
+// rescorable says whether an error reading a score file of an experiment directory means the
+// file is damaged, so that it is scored again: a checksum mismatch, and anything else that is
+// not an error of the file system (a file cut short by a full disk or a killed copy, emptied,
+// zeroed: Arrow's own errors, or a CSV reader's about a file that is not one). Only a
+// checksum mismatch was, so `audit run` failed on a truncated score file that `status
+// --verify` called damaged and said it would rescore. Errors of the file system (permission,
+// I/O) stay errors.
+func rescorable(err error) bool {
+	var pe *fs.PathError
+	return err != nil && (errors.Is(err, integrity.ErrDamaged) || !errors.As(err, &pe))
+}
+
 // scores reads the directory's score file, scoring the runs into it first when it is missing or
 // was scored for other attacks or rounds than the ones asked for now. It returns nil when no
 // run-level attack is asked for.
@@ -261,7 +273,7 @@ func (e *experimentDir) scores(ctx context.Context, opts AttackOptions) (*runs.S
 		sf, err := runs.ReadScoreFile(path)
 		why := ""
 		switch {
-		case errors.Is(err, integrity.ErrDamaged):
+		case rescorable(err):
 			why = err.Error() // a damaged score file is recomputed, never used
 		case err != nil:
 			return nil, err

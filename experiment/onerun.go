@@ -16,7 +16,6 @@ import (
 	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
-	"github.com/fedaudit/fedaudit/runs/integrity"
 	"github.com/fedaudit/fedaudit/theory"
 )
 
@@ -63,7 +62,7 @@ func (e *experimentDir) canaryScores(ctx context.Context, opts AttackOptions) (*
 		cf, err := runs.ReadCanaryScores(path)
 		why := ""
 		switch {
-		case errors.Is(err, integrity.ErrDamaged):
+		case rescorable(err):
 			why = err.Error()
 		case err != nil:
 			return nil, err

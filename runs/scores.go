@@ -239,6 +239,10 @@ func ReadScoreFile(path string) (*ScoreFile, error) {
 		sf, err = readScoresArrow(path)
 	case n >= 4 && bytes.Equal(head[:4], []byte{0xff, 0xff, 0xff, 0xff}):
 		err = errors.New("Arrow IPC stream format is not supported; write the file format (pyarrow.ipc.new_file or feather)")
+	case bytes.IndexByte(head[:n], 0) >= 0:
+		// No text file holds a NUL: a binary file of another kind, or zeros where a write was
+		// lost. The CSV reader's "unknown column" quoted kilobytes of them.
+		err = errors.New("neither an Arrow file (it does not start with ARROW1) nor a CSV file (it holds NUL bytes)")
 	default:
 		sf, err = readScoresCSV(f)
 	}
@@ -402,7 +406,11 @@ var csvColumns = []string{colWorld, colScore, colRound, colAttack, colThreat, co
 // unknownColumn describes a CSV column that is not a score column, suggesting the known name
 // it is closest to when it looks like a typo.
 func unknownColumn(name string) string {
-	msg := fmt.Sprintf("unknown column %q", name)
+	shown := name
+	if len(shown) > 40 {
+		shown = shown[:40] + "..." // a whole line of another kind of file, not a column name
+	}
+	msg := fmt.Sprintf("unknown column %q", shown)
 	best, bestDist := "", 3 // suggest only names within two edits
 	for _, known := range csvColumns {
 		if d := editDistance(name, known); d < bestDist {

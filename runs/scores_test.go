@@ -205,6 +205,11 @@ func TestReadScoresCSVErrors(t *testing.T) {
 		{"field count", "world,score\n1,1\n1,1,1\n", "line 3"},
 		{"bare quote", "world,score\n1,\"1\n", "extraneous or missing"},
 		{"stream", "\xff\xff\xff\xff\x10\x00\x00\x00", "stream format is not supported"},
+		// Zeros where a write was lost, or a binary file of another kind: said so, not
+		// "unknown column" quoting the whole file.
+		{"zeros", strings.Repeat("\x00", 3000), "neither an Arrow file (it does not start with ARROW1) nor a CSV file (it holds NUL bytes)"},
+		{"binary", "\x00\x01garbage\n", "nor a CSV file"},
+		{"long header", "world,score," + strings.Repeat("x", 500) + "\n1,2,3\n", `unknown column "` + strings.Repeat("x", 40) + `..."`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeTemp(t, "scores.csv", tc.csv)

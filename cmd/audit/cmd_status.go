@@ -73,11 +73,14 @@ func shardStatus(ctx context.Context, dir string, shards int, verify bool) (stat
 		rep.Counts[line.State]++
 		rep.Files = append(rep.Files, line)
 	}
-	// The score file of an experiment directory is checked too: a damaged one is recomputed by
-	// the next `audit run` (or `audit attack`).
-	if sp := expdir.Dir(dir).Scores(); verify && rdir != dir {
+	// The score files of an experiment directory are checked too: a damaged one is recomputed
+	// by the next `audit run` (or `audit attack`).
+	for _, sp := range []string{expdir.Dir(dir).Scores(), expdir.Dir(dir).CanaryScores()} {
+		if !verify || rdir == dir {
+			break
+		}
 		if _, statErr := os.Stat(sp); statErr == nil {
-			line := statusShard{Shard: "scores", State: runs.ShardComplete.String(), File: filepath.Base(sp)}
+			line := statusShard{Shard: strings.TrimSuffix(filepath.Base(sp), ".arrow"), State: runs.ShardComplete.String(), File: filepath.Base(sp)}
 			checked, err := runs.VerifyFile(sp)
 			if err != nil {
 				line.State, line.Error = runs.ShardDamaged.String(), err.Error()
@@ -162,8 +165,9 @@ func init() {
 			"refuse such a set), or when no run file is there; 2 on a usage error. In-progress and\n" +
 			"stale temporary files are listed but do not fail the check on their own. Without\n" +
 			"--verify only the files' footers are read; --verify reads every byte and checks the\n" +
-			"checksums of every record batch of the run files and of DIR/scores.arrow, naming each\n" +
-			"damaged file (`audit run` retrains a damaged shard and rescores a damaged score file).",
+			"checksums of every record batch of the run files and of the score files (DIR/scores.arrow,\n" +
+			"DIR/canary-scores.arrow), naming each damaged file (`audit run` retrains a damaged shard\n" +
+			"and rescores a damaged, cut or emptied score file).",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			shards := fs.Int("shards", 0, "expected number of shards (0: take it from the first readable file)")
 			asJSON := fs.Bool("json", false, "machine-readable output")

@@ -223,3 +223,80 @@ func TestStatusOnlyATemporaryFile(t *testing.T) {
 		t.Errorf("stderr %q: want the exit-1 reason", stderr)
 	}
 }
+
+// TestRescoresCutScoreFiles: a score file cut short (a full disk, a killed copy), emptied or
+// zeroed is scored again by the next stage that reads it, as a checksum mismatch was, and the
+// findings are those of the intact file. Only the mismatch was rescored: `audit run` failed on
+// the others ("truncated Arrow file") though `status --verify` called them damaged and said
+// run would rescore them.
+func TestRescoresCutScoreFiles(t *testing.T) {
+	dir := t.TempDir()
+	config := filepath.Join("testdata", "run_small.yaml")
+	if code, _, stderr := cli(t, "run", "--quiet", "--config", config, "--out", dir); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	scores := filepath.Join(dir, "scores.arrow")
+	intact, err := os.ReadFile(scores)
+	if err != nil {
+		t.Fatal(err)
+	}
+	findings, err := os.ReadFile(filepath.Join(dir, "findings.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		data []byte
+		cmd  []string
+	}{
+		{"cut", intact[:len(intact)/2], []string{"run", "--quiet", "--config", config, "--out", dir}},
+		{"empty", nil, []string{"report", "--quiet", dir}},
+		{"zeroed", make([]byte, len(intact)), []string{"analyze", "--quiet", dir}},
+	} {
+		if err := os.WriteFile(scores, c.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, stderr := cli(t, c.cmd...); code != 0 {
+			t.Errorf("%s score file: %s exit %d\n%s", c.name, c.cmd[0], code, stderr)
+			continue
+		}
+		if c.cmd[0] != "analyze" {
+			if again, err := os.ReadFile(filepath.Join(dir, "findings.json")); err != nil || !bytes.Equal(again, findings) {
+				t.Errorf("%s score file: findings after %s differ (%v)", c.name, c.cmd[0], err)
+			}
+		}
+		if again, err := os.ReadFile(scores); err != nil || !bytes.Equal(again, intact) {
+			t.Errorf("%s score file: not scored again as it was (%v)", c.name, err)
+		}
+	}
+}
+
+// TestVerifyCanaryScores: `status --verify` checks a one-run audit's canary score file as it
+// checks scores.arrow (it was not read at all), and `audit run` scores a cut one again.
+func TestVerifyCanaryScores(t *testing.T) {
+	dir := t.TempDir()
+	config := filepath.Join("testdata", "run_onerun.yaml")
+	if code, _, stderr := cli(t, "run", "--quiet", "--config", config, "--out", dir); code != 0 && code != 3 {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	path := filepath.Join(dir, "canary-scores.arrow")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, raw[:len(raw)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, _ := cli(t, "status", dir, "--verify"); code != 1 || !strings.Contains(stdout, "canary-scores.arrow") || !strings.Contains(stdout, "damaged") {
+		t.Errorf("status --verify of a cut canary score file: exit %d\n%s", code, stdout)
+	}
+	if code, _, stderr := cli(t, "run", "--quiet", "--config", config, "--out", dir); code != 0 && code != 3 {
+		t.Fatalf("run over the cut canary score file: exit %d\n%s", code, stderr)
+	}
+	if again, err := os.ReadFile(path); err != nil || !bytes.Equal(again, raw) {
+		t.Errorf("canary scores not scored again as they were (%v)", err)
+	}
+	if code, stdout, _ := cli(t, "status", dir, "--verify"); code != 0 {
+		t.Errorf("status --verify after the rerun: exit %d\n%s", code, stdout)
+	}
+}
