@@ -134,7 +134,7 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 	meta := importMeta(&cfg, data, opts.ToolVersion, plan.Uploads != nil, rp, known)
 	dropped := dropInapplicable(&cfg, meta, logf)
 
-	parent, tmp, err := tempBeside(opts.Out)
+	parent, tmp, lock, err := tempBeside(opts.Out, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -143,6 +143,7 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 		if !committed {
 			os.RemoveAll(tmp)
 		}
+		lock.Unlock()
 	}()
 	w, err := runs.Create(filepath.Join(expdir.Dir(tmp).Runs(), runs.Shard{}.FileName()), meta)
 	if err != nil {
@@ -603,21 +604,27 @@ func (rd *reader) rows(ctx context.Context, round int, params [][]float32) ([]ru
 }
 
 // tempBeside makes the hidden temporary directory beside out that an import fills (with its
-// runs/ folder) and renames into place; parent is out's parent directory.
-func tempBeside(out string) (parent, tmp string, err error) {
+// runs/ folder) and renames into place, locked (its lock goes with it to out); parent is out's
+// parent directory. The staging directories of killed imports of out, which no process holds,
+// are removed first (they stayed forever).
+func tempBeside(out string, logf func(string, ...any)) (parent, tmp string, lock *fsutil.Lock, err error) {
 	parent = filepath.Dir(filepath.Clean(out))
 	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return "", "", fmt.Errorf("import: %w", err)
+		return "", "", nil, fmt.Errorf("import: %w", err)
 	}
-	tmp, err = fsutil.TempDir(parent, "."+filepath.Base(filepath.Clean(out))+".import-")
+	tmp, lock, removed, err := fsutil.StagingDir(parent, "."+filepath.Base(filepath.Clean(out))+".import-", "audit import")
+	for _, d := range removed {
+		logf("import: removed %s, left by a killed import", d)
+	}
 	if err != nil {
-		return "", "", fmt.Errorf("import: %w", err)
+		return "", "", nil, fmt.Errorf("import: %w", err)
 	}
 	if err := os.MkdirAll(expdir.Dir(tmp).Runs(), 0o755); err != nil {
+		lock.Unlock()
 		os.RemoveAll(tmp)
-		return "", "", fmt.Errorf("import: %w", err)
+		return "", "", nil, fmt.Errorf("import: %w", err)
 	}
-	return parent, tmp, nil
+	return parent, tmp, lock, nil
 }
 
 // commitImport writes the config and the import record into the temporary directory tmp and

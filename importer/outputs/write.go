@@ -49,7 +49,8 @@ func Import(ctx context.Context, o ImportOptions) (*Summary, error) {
 	sum := &Summary{Source: o.Input, Result: *res,
 		Threat: "black-box: one query per record of the final model (the losses or logits given); the bounds hold for that observer only"}
 	parent := filepath.Dir(filepath.Clean(o.Out))
-	tmp, err := fsutil.TempDir(parent, "."+filepath.Base(o.Out)+".import-")
+	// Locked while it is filled; killed imports' staging directories are removed.
+	tmp, lock, _, err := fsutil.StagingDir(parent, "."+filepath.Base(filepath.Clean(o.Out))+".import-", "audit import --outputs")
 	if err != nil {
 		return nil, fmt.Errorf("import: %w", err)
 	}
@@ -58,6 +59,7 @@ func Import(ctx context.Context, o ImportOptions) (*Summary, error) {
 		if !done {
 			os.RemoveAll(tmp)
 		}
+		lock.Unlock()
 	}()
 	w, err := runs.CreateScores(expdir.Dir(tmp).Scores(), runs.ScoreMeta{ToolVersion: o.ToolVersion})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/fedaudit/fedaudit/expdir"
 )
@@ -203,4 +204,68 @@ func holders(dir string) string {
 		return "shard jobs (" + strings.Join(shards, "; ") + ")"
 	}
 	return lockHolder(expdir.Dir(dir).Lock())
+}
+
+// CleanStaleDirs removes the directories in parent whose names begin with prefix that no live
+// process holds: the staging directories of killed writers (an import fills one beside its
+// output and renames it into place). A writer holds its staging directory's lock (LockDir)
+// from the instant after it creates it; only directories older than minAge are looked at, so
+// that instant is never caught. It returns the directories removed.
+func CleanStaleDirs(parent, prefix string, minAge time.Duration) ([]string, error) {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return nil, fmt.Errorf("clean %s: %w", parent, err)
+	}
+	var removed []string
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		if info, err := e.Info(); err != nil || time.Since(info.ModTime()) < minAge {
+			continue
+		}
+		dir := filepath.Join(parent, e.Name())
+		f, err := os.OpenFile(expdir.Dir(dir).Lock(), os.O_RDWR, 0)
+		switch {
+		case errors.Is(err, fs.ErrNotExist): // a writer of a version before the lock
+		case err != nil:
+			continue
+		default:
+			held, err := tryFlock(f, syscall.LOCK_EX)
+			if err != nil || !held {
+				f.Close()
+				continue
+			}
+		}
+		// Removed while its lock is held, so its writer cannot be starting on it.
+		err = os.RemoveAll(dir)
+		if f != nil {
+			f.Close()
+		}
+		if err != nil {
+			return removed, fmt.Errorf("clean %s: %w", dir, err)
+		}
+		removed = append(removed, dir)
+	}
+	return removed, nil
+}
+
+// StagingDir makes a hidden directory in parent, named prefix and a random suffix, for a
+// writer that fills it and renames it into place, and locks it for what (the lock goes with it
+// through the rename). The staging directories of killed writers with the same prefix, which
+// no process holds and are older than a minute, are removed first and returned.
+func StagingDir(parent, prefix, what string) (dir string, lock *Lock, removed []string, err error) {
+	removed, err = CleanStaleDirs(parent, prefix, time.Minute)
+	if err != nil {
+		return "", nil, removed, err
+	}
+	dir, err = TempDir(parent, prefix)
+	if err != nil {
+		return "", nil, removed, err
+	}
+	if lock, err = LockDir(dir, what); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, removed, err
+	}
+	return dir, lock, removed, nil
 }
