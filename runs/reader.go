@@ -524,7 +524,7 @@ func ShardStatus(dir string, count int) ([]ShardInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shard status %s: %w", dir, bare(err))
 	}
-	var problems []ShardInfo
+	var problems, corrupt []ShardInfo
 	var ref *header
 	var refPath string
 	complete := map[int]string{}
@@ -550,6 +550,14 @@ func ShardStatus(dir string, count int) ([]ShardInfo, error) {
 		}
 		h, err := readHeader(path, mem)
 		if err != nil {
+			// A file of a shard's own name that cannot be read is that shard's (listed under
+			// it below, once the count is known), not a missing shard and a corrupt file of
+			// no shard besides.
+			var s Shard
+			if n, _ := fmt.Sscanf(name, "runs-%05d-of-%05d.arrow", &s.Index, &s.Count); n == 2 && s.FileName() == name {
+				corrupt = append(corrupt, ShardInfo{Shard: s, Path: path, State: ShardCorrupt, Err: err})
+				continue
+			}
 			problems = append(problems, ShardInfo{Path: path, State: ShardCorrupt, Err: err})
 			continue
 		}
@@ -577,11 +585,28 @@ func ShardStatus(dir string, count int) ([]ShardInfo, error) {
 		}
 		complete[s.Index] = path
 	}
+	if count == 0 {
+		// Every shard's file is corrupt: the count is the one their names give.
+		for _, c := range corrupt {
+			count = max(count, c.Shard.Count)
+		}
+	}
+	named := map[int]ShardInfo{}
+	for _, c := range corrupt {
+		if _, done := complete[c.Shard.Index]; done || c.Shard.Count != count || c.Shard.Index >= count {
+			c.Shard = Shard{} // another set's name, or beside a complete file of its shard
+			problems = append(problems, c)
+			continue
+		}
+		named[c.Shard.Index] = c
+	}
 	out := make([]ShardInfo, 0, count+len(problems))
 	for i := 0; i < count; i++ {
 		s := Shard{i, count}
 		if p, ok := complete[i]; ok {
 			out = append(out, ShardInfo{Shard: s, Path: p, State: ShardComplete})
+		} else if c, ok := named[i]; ok {
+			out = append(out, c)
 		} else {
 			out = append(out, ShardInfo{Shard: s, State: ShardMissing})
 		}

@@ -80,11 +80,17 @@ func TestStatusShards(t *testing.T) {
 			t.Errorf("%s: states %v, want [%s]", file, got[file], state)
 		}
 	}
-	// The cut file's index has no readable file (missing) and the file itself is corrupt.
-	if g := strings.Join(got["runs-00002-of-00004.arrow"], ","); g != "missing,corrupt" {
-		t.Errorf("cut shard: states %q, want missing,corrupt", g)
+	// The cut file is its shard's, corrupt: one line, not a missing shard and a corrupt file of
+	// no shard besides.
+	if g := strings.Join(got["runs-00002-of-00004.arrow"], ","); g != "corrupt" {
+		t.Errorf("cut shard: states %q, want corrupt", g)
 	}
-	if !strings.Contains(stderr.String(), "2 of 4 shards complete (2 missing, 1 corrupt)") {
+	for _, f := range rep.Files {
+		if f.File == "runs-00002-of-00004.arrow" && f.Shard != "2/4" {
+			t.Errorf("cut shard listed under shard %q, want 2/4", f.Shard)
+		}
+	}
+	if !strings.Contains(stderr.String(), "2 of 4 shards complete (1 missing, 1 corrupt)") {
 		t.Errorf("stderr %q does not summarize the damage", stderr.String())
 	}
 
