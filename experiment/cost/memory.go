@@ -97,12 +97,14 @@ func CheckMemory(cfg *spec.Config, data *spec.Data, available int64) (MemoryEsti
 		return est, err
 	}
 	if available > 0 && est.MinTrainBytes > available {
-		what := "an estimated"
-		if data == nil && cfg.Data.Source != "synthetic" {
-			what = "an estimated (input dimension not yet known)"
+		// Before a named dataset is loaded its input dimension is taken as 1 (spec.Sizes): the
+		// parameter count is then a lower bound, not the model's (d = 258 of a 784-64-10 MLP).
+		model, what := fmt.Sprintf("d = %d parameters", est.Engine.Params), "an estimated"
+		if data == nil && cfg.Data.Source != "synthetic" && cfg.Data.Source != "synthetic-images" {
+			model, what = "its parameters not yet counted", "at least"
 		}
-		return est, &spec.ConfigError{Err: fmt.Errorf("memory: training one pair of this model (d = %d parameters) needs %s %s with one pair a group (%s of it an allowance for the runtime, the source data and the run-file writer), the budget is %s (MemAvailable, or --memory)",
-			est.Engine.Params, what, FormatBytes(est.MinTrainBytes), FormatBytes(runtimeOverhead), FormatBytes(available))}
+		return est, &spec.ConfigError{Err: fmt.Errorf("memory: training one pair of this model (%s) needs %s %s with one pair a group (%s of it an allowance for the runtime, the source data and the run-file writer), the budget is %s (MemAvailable, or --memory)",
+			model, what, FormatBytes(est.MinTrainBytes), FormatBytes(runtimeOverhead), FormatBytes(available))}
 	}
 	return est, nil
 }
