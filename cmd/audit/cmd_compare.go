@@ -71,6 +71,7 @@ func init() {
 					}
 					exps = append(exps, a.Compared(lab))
 				}
+				distinctLabels(exps, args)
 				ms := splitList(*metrics)
 				if err := checkMetrics(ms, exps); err != nil {
 					return err
@@ -151,4 +152,18 @@ func claimLabel(ctx context.Context, c *spec.Config) string {
 		return c.Name + " (no accountant claim)"
 	}
 	return fmt.Sprintf("%s: claim eps = %.3g", c.Name, claim.Epsilon)
+}
+
+// distinctLabels adds its directory to each label that more than one experiment has: rows of
+// one label ("sigma = 0.05" three times, or two directories of one name) cannot be told apart.
+func distinctLabels(exps []report.Compared, dirs []string) {
+	count := map[string]int{}
+	for _, e := range exps {
+		count[e.Label]++
+	}
+	for i := range exps {
+		if count[exps[i].Label] > 1 {
+			exps[i].Label = fmt.Sprintf("%s (%s)", exps[i].Label, dirs[i])
+		}
+	}
 }

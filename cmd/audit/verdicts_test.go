@@ -507,3 +507,21 @@ func TestCompareLabelsNoiseMultiplier(t *testing.T) {
 		t.Errorf("a DP-FedAvg row labelled by its noise_std:\n%s", stdout)
 	}
 }
+
+// TestCompareLabelsTellRowsApart: experiments of one label (two directories of one config
+// name, compared by name) get their directory beside it; a label of one experiment is left as
+// it is. The rows read alike.
+func TestCompareLabelsTellRowsApart(t *testing.T) {
+	demo := filepath.Join("..", "..", "results", "demo")
+	other := filepath.Join("..", "..", "results", "dp-fedavg")
+	code, stdout, stderr := cli(t, "compare", "--metrics", "auc", demo, demo, other)
+	if code != 0 {
+		t.Fatalf("compare: exit %d\n%s", code, stderr)
+	}
+	if n := strings.Count(stdout, "| demo ("+demo+") |"); n == 0 {
+		t.Errorf("no row labelled with its directory:\n%s", stdout)
+	}
+	if strings.Contains(stdout, "| demo |") || strings.Contains(stdout, "("+other+")") {
+		t.Errorf("a repeated label left alone, or a unique one changed:\n%s", stdout)
+	}
+}
