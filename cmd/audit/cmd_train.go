@@ -135,7 +135,7 @@ func init() {
 	register(&command{
 		name:    "train",
 		summary: "train the coupled pairs of an experiment into Arrow run files",
-		usage: "train --config F --out DIR [--shard i/n | --shards n] [--sequential] [--backend cpu]\n\n" +
+		usage: "train --config F --out DIR [--shard i/n | --shards n] [--sequential] [--backend auto|cpu|gpu]\n\n" +
 			"--sequential, for the tasks of a cluster array of a sequential run (docs/cluster.md): a task\n" +
 			"first reads DIR/sequential.json and trains nothing once the run has stopped; after its\n" +
 			"shard it evaluates every look whose shards are all trained and records a stop at the first\n" +

@@ -15,8 +15,8 @@ import (
 // Cost writes the simulated cost table of `audit cost --mu` (and of `audit plan` at each mu it
 // knows): per audit method the trainings a certified bound of o.Fraction x mu needs.
 func Cost(w io.Writer, o calibrate.CostOptions, rows []calibrate.CostRow) {
-	fmt.Fprintf(w, "Trainings needed for a certified bound of %g x mu = %.4g (confidence %g), on the Gaussian mechanism with mu = %.4g\n",
-		o.Fraction, o.Fraction*o.Mu, o.Confidence, o.Mu)
+	fmt.Fprintf(w, "Trainings needed for a certified bound of %g x mu = %.4g (confidence %s), on the Gaussian mechanism with mu = %.4g\n",
+		o.Fraction, o.Fraction*o.Mu, numfmt.LowerConfidence(o.Confidence, 'g', 6), o.Mu)
 	fmt.Fprintf(w, "(median of %d simulated audits at doubling sizes; exact for the quadratic instance, a best case for other models)\n\n", o.Reps)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "method\ttrainings\tcanaries/run\ttarget\tmedian\tnote\n")
@@ -38,7 +38,8 @@ func Cost(w io.Writer, o calibrate.CostOptions, rows []calibrate.CostRow) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%s\t%s\n", r.Method, trainings, canaries, r.Target, median, r.Note)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nA row not reached reports the median at the largest size tried (--max-pairs %d, --max-canaries %d).\n", o.MaxPairs, o.MaxCanaries)
+	// audit plan prints this table too, and has no flags of these limits.
+	fmt.Fprintf(w, "\nA row not reached reports the median at the largest size tried (%d pairs, %d canaries a run; `audit cost --max-pairs N --max-canaries N` tries larger).\n", o.MaxPairs, o.MaxCanaries)
 }
 
 // Measured writes the measured cost of one-run audits of `audit cost --config`: per canary
