@@ -101,7 +101,8 @@ type DirectoryCheck struct {
 
 // CheckDirectory compares cfg (to be trained in shards shards) with what dir holds, before
 // anything is written there: run files trained with other training settings, or for another
-// shard count, and a config.json of other training are refused with the differing fields named.
+// shard count, and a config.json of other training are refused with the differing fields named,
+// as config errors (exit status 2: the config and the output directory do not go together).
 // A directory that does not exist yet is fine.
 func CheckDirectory(cfg *spec.Config, dir string, shards int) (DirectoryCheck, error) {
 	var chk DirectoryCheck
@@ -116,8 +117,8 @@ func CheckDirectory(cfg *spec.Config, dir string, shards int) (DirectoryCheck, e
 	}
 	if own != nil {
 		if !spec.SameTraining(own, cfg) {
-			return chk, fmt.Errorf("%s holds an experiment trained with other settings (%s); choose another --out, or remove the directory to retrain",
-				dir, strings.Join(spec.ConfigDiff(own, cfg, true), "; "))
+			return chk, &spec.ConfigError{Err: fmt.Errorf("%s holds an experiment trained with other settings (%s); choose another --out, or remove the directory to retrain",
+				dir, strings.Join(spec.ConfigDiff(own, cfg, true), "; "))}
 		}
 		chk.Changed = spec.ConfigDiff(own, cfg, false)
 	}
@@ -136,16 +137,16 @@ func CheckDirectory(cfg *spec.Config, dir string, shards int) (DirectoryCheck, e
 			continue
 		}
 		if info.Shard.Count != shards {
-			return chk, fmt.Errorf("%s holds shard %s of a %d-shard layout (%s); this run asks for %d shards: give --shards %d, or choose another --out",
-				expdir.Dir(dir).Runs(), info.Shard, info.Shard.Count, filepath.Base(info.Path), shards, info.Shard.Count)
+			return chk, &spec.ConfigError{Err: fmt.Errorf("%s holds shard %s of a %d-shard layout (%s); this run asks for %d shards: give --shards %d, or choose another --out",
+				expdir.Dir(dir).Runs(), info.Shard, info.Shard.Count, filepath.Base(info.Path), shards, info.Shard.Count)}
 		}
 		trained, err := trainedConfig(info.Path)
 		if err != nil {
 			continue // a file that cannot be read is retrained by the train stage
 		}
 		if !spec.SameTraining(trained, cfg) {
-			return chk, fmt.Errorf("%s was trained with other settings (%s); choose another --out, or remove the directory to retrain",
-				info.Path, strings.Join(spec.ConfigDiff(trained, cfg, true), "; "))
+			return chk, &spec.ConfigError{Err: fmt.Errorf("%s was trained with other settings (%s); choose another --out, or remove the directory to retrain",
+				info.Path, strings.Join(spec.ConfigDiff(trained, cfg, true), "; "))}
 		}
 	}
 	return chk, nil

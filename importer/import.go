@@ -398,7 +398,7 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer, probs *problem
 		}
 		if probs.len() > 0 {
 			// Check only from here on: the later rounds' problems are listed too.
-			rd.logf("import: round %d: %d problems so far; reading the other rounds to list theirs", round, probs.len())
+			rd.logf("import: round %d: %d problem(s) so far; reading the other rounds to list theirs", round, probs.len())
 		} else {
 			c, err := rd.writeRound(ctx, w, round, prev, params, uploads)
 			if err != nil {

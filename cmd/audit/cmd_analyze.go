@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/fedaudit/fedaudit/audit"
@@ -66,7 +67,7 @@ func (a *analyzeFlags) options(fs *flag.FlagSet) (experiment.AnalyzeOptions, err
 	if a.method != "" {
 		m, err := audit.ParseThresholdMethod(a.method)
 		if err != nil {
-			return opts, usagef("%s: --threshold-method: %v", cmd, err)
+			return opts, usagef("%s: --threshold-method: %v", cmd, strings.TrimPrefix(err.Error(), "audit: "))
 		}
 		opts.Method = m
 	}
@@ -136,9 +137,14 @@ func init() {
 				case *scores != "" && len(args) > 0:
 					return usagef("analyze: give --scores FILE or a run directory, not both")
 				case *scores != "":
+					if _, err := os.Stat(*scores); err != nil {
+						return fmt.Errorf("analyze: %w", err) // missing or unreadable: a failure
+					}
 					s, err := runs.ReadScoreFile(*scores)
 					if err != nil {
-						return err
+						// The file given is not a score file (its columns, values or format):
+						// the command line's to fix, as a malformed manifest is import's.
+						return usagef("analyze: %v", err)
 					}
 					if s.Coupled {
 						if err := refuseIndependentMethod("analyze", opts); err != nil {

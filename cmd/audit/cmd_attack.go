@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"text/tabwriter"
 
 	"github.com/fedaudit/fedaudit/attacks"
 	"github.com/fedaudit/fedaudit/experiment"
@@ -37,17 +38,20 @@ func init() {
 			list := fs.Bool("list", false, "list the attacks and what they need, then exit")
 			return func(ctx context.Context, e *env, args []string) error {
 				if *list {
+					// Columns as wide as the longest name and threat (informed-upload's 15
+					// characters overflowed a fixed width and shifted its row).
+					tw := tabwriter.NewWriter(e.stdout, 0, 0, 1, ' ', 0)
 					for _, a := range attacks.Names() {
 						summary := a.Summary
 						if a.ByName != "" {
 							summary += " (by name only: " + a.ByName + ")"
 						}
-						fmt.Fprintf(e.stdout, "%-14s %-13s %s\n", a.Name, a.Threat, summary)
+						fmt.Fprintf(tw, "%s\t%s\t%s\n", a.Name, a.Threat, summary)
 					}
 					for _, a := range attacks.CanaryNames() {
-						fmt.Fprintf(e.stdout, "%-14s %-13s %s\n", a.Name, a.Threat, a.Summary)
+						fmt.Fprintf(tw, "%s\t%s\t%s\n", a.Name, a.Threat, a.Summary)
 					}
-					return nil
+					return tw.Flush()
 				}
 				if len(args) > 0 {
 					return usagef("attack: unexpected argument %q", args[0])

@@ -49,7 +49,7 @@ func init() {
 				for len(args) > 0 {
 					dirs = append(dirs, args[0])
 					if err := fs.Parse(args[1:]); err != nil {
-						return usagef("check: %v (see 'audit check --help')", err)
+						return usagef("check: %v (see 'audit check --help')", flagError(err))
 					}
 					args = fs.Args()
 				}

@@ -178,7 +178,7 @@ func init() {
 				for len(args) > 0 {
 					dirs = append(dirs, args[0])
 					if err := fs.Parse(args[1:]); err != nil {
-						return usagef("status: %v (see 'audit status --help')", err)
+						return usagef("status: %v (see 'audit status --help')", flagError(err))
 					}
 					args = fs.Args()
 				}

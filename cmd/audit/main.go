@@ -23,6 +23,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"reflect"
 	"slices"
 	"sort"
@@ -333,6 +334,19 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// flagDash finds a flag's name as the flag package writes it, with one dash.
+var flagDash = regexp.MustCompile(`(flag |: )-([A-Za-z0-9][-A-Za-z0-9]*)`)
+
+// flagError writes the flag package's errors with the flags as fedaudit spells them
+// everywhere, --name ("flag provided but not defined: -bogus" for --bogus read as another
+// way of writing flags). ErrHelp passes through.
+func flagError(err error) error {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return errors.New(flagDash.ReplaceAllString(err.Error(), "$1--$2"))
+}
+
 // parseInterspersed parses flags wherever they appear among args, so that
 // `audit datasets inspect NAME --json` works as well as flags before NAME; it returns the
 // positional arguments. Everything after "--" is positional.
@@ -344,7 +358,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			return nil, flagError(err)
 		}
 		args = fs.Args()
 		if len(args) == 0 {
