@@ -63,6 +63,10 @@ type AnalyzeOptions struct {
 	Smoothness bounds.Smoothness
 	// Notes are prepended to the analysis's notes (where the settings came from).
 	Notes []string
+	// ChecksFailed says that a grey-box check of the runs failed (audit check, DIR/check.json):
+	// the deployment does not run the mechanism it declares, so a consistent headline becomes
+	// inconclusive (checksFailed).
+	ChecksFailed bool
 	// Rounds are the per-round training summaries of the runs the scores come from (nil for
 	// scores without run files): where most runs of an audited checkpoint diverged, the
 	// headline is inconclusive, and any diverged run is noted.
@@ -393,6 +397,22 @@ func finiteOr(x, def float64) float64 {
 		return def
 	}
 	return x
+}
+
+// checksFailed makes a consistent headline inconclusive (exit status 4) where a grey-box check
+// failed: the runs show a mechanism other than the declared one (no clipping, noise off its
+// scale), so that no certified bound exceeds the claim says nothing of whether the deployment
+// meets it, and a pipeline gating on `audit run` or `audit report` passed such a deployment
+// under a CONSISTENT headline, the failure a note beside it. A violated headline stays: its
+// bounds hold whatever mechanism ran.
+func checksFailed(h *findings.Headline, failed bool) {
+	if !failed || h.Status != findings.StatusConsistent {
+		return
+	}
+	rows := h.Text
+	h.Status, h.Claim, h.Tightness = findings.StatusInconclusive, "", nil
+	h.Text = "INCONCLUSIVE: a grey-box check failed (audit check): the deployment does not run the mechanism it declares, so no verdict that it meets its claim is given. Fix the deployment (docs/check.md says what each check means), retrain and audit again."
+	h.Notes = append([]string{"what the rows say of the mechanism that ran: " + rows}, h.Notes...)
 }
 
 // uncovered handles a stated claim that no row speaks of: a claim about the uploads where no

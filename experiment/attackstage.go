@@ -566,6 +566,7 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *run
 	}
 	if note := check.HeadlineNote(); note != "" {
 		opts.Notes = append([]string{note}, opts.Notes...)
+		opts.ChecksFailed = true
 	}
 	// A later analysis of a sequential run that stopped early says so, as the run did.
 	if seq, err := ReadSequential(e.dir); err != nil {

@@ -282,6 +282,7 @@ func AnalyzeAll(ctx context.Context, sf *runs.ScoreFile, cf *runs.CanaryScoreFil
 	a.Headline = headline.Summarize(out, fam, opts.Notes)
 	uncovered(&a.Headline, out, opts)
 	headline.Diverged(&a.Headline, out, opts.Rounds)
+	checksFailed(&a.Headline, opts.ChecksFailed)
 	return a, nil
 }
 
