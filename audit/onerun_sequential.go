@@ -52,18 +52,17 @@ func DefaultSequentialLooks(m int) []int {
 // the looks of P[Bin(n, q) >= W_n], is decreasing in every guess's outcome, so its p-value is at
 // most that of the independent draws, which is computed exactly by dynamic programming over the
 // looks (the probability that some look's binomial count reaches the boundary the observed
-// minimum sets). The certified eps is the largest found whose p-value is at most 1 -
-// confidence. Scores may be any real numbers (ties broken by canary index, not by the bits).
+// minimum sets). Scores may be any real numbers (ties broken by canary index, not by the bits).
 //
-// The p-value is not monotone in eps: the boundaries jump as eps moves, and between two
-// rejected values there can be a short stretch the test accepts (m = 30, default looks, right
-// guesses [1 1 2 4 6 11 14 18], confidence 0.9: rejected at 0.130 and 0.145, accepted at
-// 0.135 and 0.140; the search returns 0.179). The bound that follows from the tests alone is
-// the smallest eps accepted, which the bisection does not look for. With independent
-// Bernoulli(q) right guesses, the worst case, the chance that the returned bound exceeds eps
-// was measured equal to the chance that the test rejects at eps in every setting tried (40,000
-// repetitions a setting, m = 20 to 100, eps 0.05 to 2, level 0.1), but no argument shows it in
-// general: this bound is the library's and the self-test's, not an audit row's.
+// The certified eps is an L such that the test rejects at every eps in [0, L), verified over
+// whole intervals (sequentialRejectsOn): if the mechanism is eps0-DP and the bound exceeds
+// eps0, the test rejected at eps0, which happens with probability at most 1 - confidence. The
+// p-value is not monotone in eps (the boundaries jump as eps moves, and between two rejected
+// values there can be a short stretch the test accepts: m = 30, default looks, right guesses
+// [1 1 2 4 6 11 14 18], confidence 0.9: rejected at 0.130 and 0.145, accepted at 0.135 and
+// 0.140), so the largest rejected eps is no bound: returned before, it exceeded the true eps
+// with probability 0.2112 at level 0.2 (m = 20, looks [1 2 4 6 9 14 20], eps 0.9, computed
+// exactly over every outcome of independent Bernoulli(q) guesses; TestOneRunSequentialExact).
 func OneRunSequentialEpsilon(scores []float64, included []bool, looks []int, confidence float64) (*OneRunSequentialResult, error) {
 	m := len(scores)
 	switch {
@@ -119,14 +118,52 @@ func OneRunSequentialEpsilon(scores []float64, included []bool, looks []int, con
 		}
 	}
 	lf := logFactorials(m)
-	tau := 1 - confidence
-	rejects := func(eps float64) bool {
-		p, _ := sequentialPValue(looks, res.Correct, eps, lf)
-		return p <= tau
-	}
-	res.EpsLower = searchRejected(rejects)
+	res.EpsLower = sequentialRejectedUpTo(looks, res.Correct, 1-confidence, lf)
 	_, res.Stop = sequentialPValue(looks, res.Correct, res.EpsLower, lf)
 	return res, nil
+}
+
+// sequentialRejectedUpTo is the largest L found such that the sequential test rejects at every
+// eps in [0, L] at level tau: intervals verified by sequentialRejectsOn, grown while they
+// verify and halved when they do not, until the step is below the searches' tolerance. L is at
+// most the smallest eps the test accepts, so it is a bound whatever the p-value does between
+// the points a bisection would try.
+func sequentialRejectedUpTo(looks, correct []int, tau float64, lf []float64) float64 {
+	if !sequentialRejectsOn(looks, correct, 0, 0, tau, lf) {
+		return 0
+	}
+	lo, step := 0.0, 1.0/64
+	for step > oneRunSearchTol*math.Max(1, lo) {
+		if lo+step > oneRunSearchCap {
+			return lo
+		}
+		if sequentialRejectsOn(looks, correct, lo, lo+step, tau, lf) {
+			lo += step
+			step *= 2
+		} else {
+			step /= 2
+		}
+	}
+	return lo
+}
+
+// sequentialRejectsOn reports whether the sequential test rejects at level tau at every eps in
+// [a, b], from an upper bound of its p-value over the interval. With q rising in eps, every
+// binomial tail P[Bin(n, q) >= v] rises, so the observed minimum tail over the looks is at
+// most the one at b, and a count v that reaches the boundary at some eps in [a, b] has its
+// tail at a at most that: the boundaries over the interval are at least those of a's tails
+// against b's minimum. Fixed boundaries are crossed more often at a larger q, so the
+// probability of crossing those lower boundaries at q(b) bounds the p-value over [a, b]; at
+// a = b it is the p-value itself.
+func sequentialRejectsOn(looks, correct []int, a, b, tau float64, lf []float64) bool {
+	logQa := -math.Log1p(math.Exp(-a))
+	logQb := -math.Log1p(math.Exp(-b))
+	minLog, _ := sequentialMinTail(looks, correct, logQb, logQb-b, lf)
+	if minLog == 0 {
+		return false // some look's count has tail 1: nothing is less likely, p-value 1
+	}
+	p := sequentialCrossing(looks, sequentialBoundaries(looks, minLog, logQa, logQa-a, lf), math.Exp(logQb), math.Exp(logQb-b))
+	return p <= tau
 }
 
 // binomialLogTail is log P[Bin(n, q) >= v] from the top, with log factorials lf.
@@ -149,16 +186,28 @@ func binomialLogTail(n, v int, logQ, logP float64, lf []float64) float64 {
 func sequentialPValue(looks, correct []int, eps float64, lf []float64) (float64, int) {
 	logQ := -math.Log1p(math.Exp(-eps))
 	logP := logQ - eps
+	minLog, stop := sequentialMinTail(looks, correct, logQ, logP, lf)
+	if minLog == 0 {
+		return 1, stop
+	}
+	bound := sequentialBoundaries(looks, minLog, logQ, logP, lf)
+	return sequentialCrossing(looks, bound, math.Exp(logQ), math.Exp(logP)), stop
+}
+
+// sequentialMinTail is the smallest over the looks of log P[Bin(n_j, q) >= W_j], and its look.
+func sequentialMinTail(looks, correct []int, logQ, logP float64, lf []float64) (float64, int) {
 	minLog, stop := 0.0, 0
 	for j, n := range looks {
 		if t := binomialLogTail(n, correct[j], logQ, logP, lf); t < minLog {
 			minLog, stop = t, j
 		}
 	}
-	if minLog == 0 {
-		return 1, stop
-	}
-	// b_j: the least b with log P[Bin(n_j, q) >= b] <= minLog (+ slack).
+	return minLog, stop
+}
+
+// sequentialBoundaries are the b_j: the least b with log P[Bin(n_j, q) >= b] <= minLog (with
+// the slack that enlarges the rejection region).
+func sequentialBoundaries(looks []int, minLog, logQ, logP float64, lf []float64) []int {
 	bound := make([]int, len(looks))
 	for j, n := range looks {
 		b := n + 1
@@ -172,11 +221,16 @@ func sequentialPValue(looks, correct []int, eps float64, lf []float64) (float64,
 		}
 		bound[j] = b
 	}
+	return bound
+}
+
+// sequentialCrossing is the probability that independent Bernoulli(q) guesses (p = 1 - q)
+// reach some look's boundary.
+func sequentialCrossing(looks, bound []int, q, p float64) float64 {
 	// Dynamic programming over the guesses: dist[k] is the probability of k right so far and no
 	// look crossed; the p-value is what crossed.
 	// Counts at or above a look's boundary are emptied at that look, and boundaries grow by at
 	// most the guesses between looks, so only counts below the next boundary carry mass.
-	q, p := math.Exp(logQ), math.Exp(logP)
 	dist := make([]float64, looks[len(looks)-1]+1)
 	dist[0] = 1
 	top := 0 // highest count that may carry mass
@@ -197,5 +251,5 @@ func sequentialPValue(looks, correct []int, eps float64, lf []float64) (float64,
 		}
 		top = min(top, max(bound[j]-1, 0))
 	}
-	return math.Min(crossed, 1), stop
+	return math.Min(crossed, 1)
 }

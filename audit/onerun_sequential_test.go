@@ -235,3 +235,59 @@ func TestOneRunSequentialExactOnRandomizedResponse(t *testing.T) {
 		t.Errorf("%d misses of %d, allowed %d", misses, reps, allowed)
 	}
 }
+
+// TestOneRunSequentialExact: the chance that the sequential bound exceeds the true eps, computed
+// exactly over every outcome of independent Bernoulli(q) right guesses (the worst case an
+// eps-DP mechanism allows), is at most the chance that the test rejects at eps, which is at most
+// the level. The largest rejected eps, returned before, was no bound: the p-value is not
+// monotone in eps, and it exceeded the level in these three settings (0.21120 at level 0.2,
+// 0.10660 at 0.1, 0.05513 at 0.05).
+func TestOneRunSequentialExact(t *testing.T) {
+	for _, c := range []struct {
+		m    int
+		eps  float64
+		conf float64
+	}{
+		{20, 0.9, 0.8},  // looks 1 2 4 6 9 14 20
+		{15, 0.3, 0.9},  // looks 1 2 3 5 7 11 15
+		{25, 0.4, 0.95}, // looks 1 3 5 8 11 18 25
+		{30, 1, 0.9},
+	} {
+		looks := DefaultSequentialLooks(c.m)
+		lf := logFactorials(c.m)
+		q := 1 / (1 + math.Exp(-c.eps))
+		tau := 1 - c.conf
+		correct := make([]int, len(looks))
+		var exceeds, rejects, largestRejected float64
+		var walk func(j, w, prev int, p float64)
+		walk = func(j, w, prev int, p float64) {
+			if j == len(looks) {
+				if sequentialRejectedUpTo(looks, correct, tau, lf) > c.eps {
+					exceeds += p
+				}
+				if pv, _ := sequentialPValue(looks, correct, c.eps, lf); pv <= tau {
+					rejects += p
+				}
+				old := searchRejected(func(eps float64) bool {
+					pv, _ := sequentialPValue(looks, correct, eps, lf)
+					return pv <= tau
+				})
+				if old > c.eps {
+					largestRejected += p
+				}
+				return
+			}
+			n := looks[j] - prev
+			for k := 0; k <= n; k++ {
+				correct[j] = w + k
+				walk(j+1, w+k, looks[j], p*math.Exp(lf[n]-lf[k]-lf[n-k]+float64(k)*math.Log(q)+float64(n-k)*math.Log1p(-q)))
+			}
+		}
+		walk(0, 0, 0, 1)
+		t.Logf("m=%d looks %v eps %g level %g: P(bound > eps) = %.5f, P(test rejects at eps) = %.5f; the largest rejected eps: %.5f",
+			c.m, looks, c.eps, tau, exceeds, rejects, largestRejected)
+		if exceeds > rejects+1e-12 || rejects > tau+1e-12 {
+			t.Errorf("m=%d eps %g level %g: P(bound > eps) = %.5f, P(rejects at eps) = %.5f", c.m, c.eps, tau, exceeds, rejects)
+		}
+	}
+}
