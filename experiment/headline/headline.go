@@ -83,7 +83,7 @@ func Summarize(fs []findings.Finding, fam findings.Family, notes []string) findi
 				row, lowerText(c), claimWithSource(c, f.ClaimSource)))
 		}
 		if f.Reversed() {
-			h.Notes = append(h.Notes, fmt.Sprintf("%s: AUC %.3f < 0.5; read the other way round its scores certify mu >= %s. The attack is worse than guessing in its stated direction (higher = world C): check the score direction. Its verdict says nothing about the claim.",
+			h.Notes = append(h.Notes, fmt.Sprintf("%s: AUC %.3f < 0.5; read the other way round its scores would give mu >= %s (a diagnostic, not certified: the direction was chosen after seeing the scores, outside the family's correction). The attack is worse than guessing in its stated direction (higher = world C): check the score direction. Its verdict says nothing about the claim.",
 				row, f.Result.AUC, numfmt.LowerG(f.ReversedMuLower, 4)))
 		}
 		if len(f.Unpaired) > 0 {
