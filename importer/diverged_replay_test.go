@@ -1,11 +1,9 @@
 package importer
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,18 +69,7 @@ func TestReplayFreezesDivergedRuns(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m, err := ReadManifest(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	imp := filepath.Join(t.TempDir(), "imported")
-	res, err := Import(context.Background(), Options{Manifest: m, Config: cfg, Out: imp, Workers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.Replayed {
-		t.Fatalf("not replayed: %+v", res)
-	}
+	_, imp := importReplayed(t, cfg, path)
 	impMeta, impRows := rowsOf(t, imp)
 
 	replayed := []string{runs.StatLLRAll, runs.StatLLRLast, runs.StatMu2, runs.StatLLRUpload, runs.StatMu2Upload}

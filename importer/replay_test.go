@@ -51,19 +51,7 @@ train:
 func TestReplayMatchesTrainer(t *testing.T) {
 	cfg := parse(t, replayYAML)
 	own := trainOwn(t, cfg)
-	snap := t.TempDir()
-	m, err := ReadManifest(exportSnapshots(t, cfg, own, snap, false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	imp := filepath.Join(t.TempDir(), "imported")
-	res, err := Import(context.Background(), Options{Manifest: m, Config: cfg, Out: imp, Workers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.Replayed {
-		t.Fatalf("not replayed: %+v", res)
-	}
+	m, imp := importReplayed(t, cfg, exportSnapshots(t, cfg, own, t.TempDir(), false))
 	ownMeta, ownRows := rowsOf(t, own)
 	impMeta, impRows := rowsOf(t, imp)
 	if impMeta.StatIndex(runs.StatLLRDiff) < 0 {
@@ -99,7 +87,7 @@ func TestReplayMatchesTrainer(t *testing.T) {
 			m2.Entries = append(m2.Entries, e)
 		}
 	}
-	res, err = Import(context.Background(), Options{Manifest: m2, Config: &gap, Out: filepath.Join(t.TempDir(), "gap"),
+	res, err := Import(context.Background(), Options{Manifest: m2, Config: &gap, Out: filepath.Join(t.TempDir(), "gap"),
 		Logf: func(f string, a ...any) { log = append(log, fmt.Sprintf(f, a...)) }})
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +95,26 @@ func TestReplayMatchesTrainer(t *testing.T) {
 	if res.Replayed || !strings.Contains(strings.Join(log, "\n"), "every round from 0 to 4 must be a checkpoint") {
 		t.Fatalf("gap: replayed %v, log %q", res.Replayed, log)
 	}
+}
+
+// importReplayed imports the snapshots of the manifest at path with cfg, failing the test
+// unless the informed adversary's statistics were replayed; it returns the manifest and the
+// imported directory.
+func importReplayed(t *testing.T, cfg *spec.Config, path string) (*Manifest, string) {
+	t.Helper()
+	m, err := ReadManifest(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imp := filepath.Join(t.TempDir(), "imported")
+	res, err := Import(context.Background(), Options{Manifest: m, Config: cfg, Out: imp, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Replayed {
+		t.Fatalf("not replayed: %+v", res)
+	}
+	return m, imp
 }
 
 // aucOf is the AUC of an attack's scores at a round for telling world C from C'.

@@ -16,18 +16,11 @@ import (
 // (--mu -1 printed "no mu known"; --calibrate-time -1s "not calibrated"). compare wrote its
 // attack-success table with a misspelt --mi-attack as rows without values.
 func TestBadFlagValuesRefused(t *testing.T) {
-	cfg, err := filepath.Abs(filepath.Join("testdata", "run_small.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	// One analyzed experiment directory for the commands that read one.
+	cfg, dir := smallRun(t)
 	unpaired, err := filepath.Abs(filepath.Join("testdata", "analyze_unpaired.csv"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	// One analyzed experiment directory for the commands that read one.
-	dir := filepath.Join(t.TempDir(), "exp")
-	if _, stderr, code := runCLI("run", "--config", cfg, "--out", dir, "--quiet"); code != 0 {
-		t.Fatalf("run: exit %d\n%s", code, stderr)
 	}
 	fresh := func() string { return filepath.Join(t.TempDir(), "new") }
 	cases := []struct {
@@ -128,14 +121,7 @@ func TestCostInterrupted(t *testing.T) {
 // the path ("open X.arrow/outputs.json: not a directory", "open X/runs/runs: no such file").
 // `runs inspect` of an experiment directory reads its run files.
 func TestExperimentDirArguments(t *testing.T) {
-	cfg, err := filepath.Abs(filepath.Join("testdata", "run_small.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "exp")
-	if _, stderr, code := runCLI("run", "--config", cfg, "--out", dir, "--quiet"); code != 0 {
-		t.Fatalf("run: exit %d\n%s", code, stderr)
-	}
+	_, dir := smallRun(t)
 	shard := filepath.Join(dir, "runs", "runs-00000-of-00001.arrow")
 	empty := t.TempDir()
 	cases := []struct {

@@ -17,11 +17,7 @@ import (
 // config.json of the config's own claim, and `status` passed it; a run killed after recording
 // its settings did the same. Recording the same settings keeps them.
 func TestNoVerdictOfOtherSettings(t *testing.T) {
-	cfg, err := filepath.Abs(filepath.Join("testdata", "run_small.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "exp")
+	cfg, dir := smallRun(t, "--claim-mu", "100")
 	d := expdir.Dir(dir)
 	judged := []string{d.Findings(), d.ReportHTML(), d.ReportMarkdown(), d.Tables(), d.Figures()}
 	exist := func(when string, want bool) {
@@ -31,9 +27,6 @@ func TestNoVerdictOfOtherSettings(t *testing.T) {
 				t.Errorf("%s: %s exists %v, want %v", when, filepath.Base(p), err == nil, want)
 			}
 		}
-	}
-	if _, stderr, code := runCLI("run", "--config", cfg, "--out", dir, "--claim-mu", "100", "--quiet"); code != 0 {
-		t.Fatalf("run: exit %d\n%s", code, stderr)
 	}
 	exist("after run", true)
 	if _, stderr, code := runCLI("train", "--config", cfg, "--out", dir, "--quiet"); code != 0 {
@@ -57,14 +50,7 @@ func TestNoVerdictOfOtherSettings(t *testing.T) {
 // run` rewrote the directory under it. Analyses run side by side. A writer removes the
 // temporary files a killed writer left (a killed attack's .scores.arrow.tmp-*).
 func TestWritersLockTheDirectory(t *testing.T) {
-	cfg, err := filepath.Abs(filepath.Join("testdata", "run_small.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "exp")
-	if _, stderr, code := runCLI("run", "--config", cfg, "--out", dir, "--quiet"); code != 0 {
-		t.Fatalf("run: exit %d\n%s", code, stderr)
-	}
+	_, dir := smallRun(t)
 	held, err := fsutil.LockDir(dir, "audit run (the test's)")
 	if err != nil {
 		t.Fatal(err)
@@ -104,4 +90,19 @@ func TestWritersLockTheDirectory(t *testing.T) {
 	if _, err := os.Stat(stale); err == nil {
 		t.Errorf("report left %s, a killed writer's temporary file", stale)
 	}
+}
+
+// smallRun runs testdata/run_small.yaml into a new experiment directory; it returns the
+// config's absolute path and the directory.
+func smallRun(t *testing.T, args ...string) (cfg, dir string) {
+	t.Helper()
+	cfg, err := filepath.Abs(filepath.Join("testdata", "run_small.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = filepath.Join(t.TempDir(), "exp")
+	if _, stderr, code := runCLI(append([]string{"run", "--config", cfg, "--out", dir, "--quiet"}, args...)...); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	return cfg, dir
 }
