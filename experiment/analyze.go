@@ -63,10 +63,10 @@ type AnalyzeOptions struct {
 	Smoothness bounds.Smoothness
 	// Notes are prepended to the analysis's notes (where the settings came from).
 	Notes []string
-	// ChecksFailed says that a grey-box check of the runs failed (audit check, DIR/check.json):
-	// the deployment does not run the mechanism it declares, so a consistent headline becomes
-	// inconclusive (checksFailed).
-	ChecksFailed bool
+	// ChecksFailed, when not empty, says which grey-box check of the runs failed (audit check,
+	// DIR/check.json): the deployment may not run the mechanism it declares, so a consistent
+	// headline becomes inconclusive (checksFailed).
+	ChecksFailed string
 	// Rounds are the per-round training summaries of the runs the scores come from (nil for
 	// scores without run files): where most runs of an audited checkpoint diverged, the
 	// headline is inconclusive, and any diverged run is noted.
@@ -405,13 +405,13 @@ func finiteOr(x, def float64) float64 {
 // meets it, and a pipeline gating on `audit run` or `audit report` passed such a deployment
 // under a CONSISTENT headline, the failure a note beside it. A violated headline stays: its
 // bounds hold whatever mechanism ran.
-func checksFailed(h *findings.Headline, failed bool) {
-	if !failed || h.Status != findings.StatusConsistent {
+func checksFailed(h *findings.Headline, failed string) {
+	if failed == "" || h.Status != findings.StatusConsistent {
 		return
 	}
 	rows := h.Text
 	h.Status, h.Claim, h.Tightness = findings.StatusInconclusive, "", nil
-	h.Text = "INCONCLUSIVE: a grey-box check failed (audit check): the deployment does not run the mechanism it declares, so no verdict that it meets its claim is given. Fix the deployment (docs/check.md says what each check means), retrain and audit again."
+	h.Text = "INCONCLUSIVE: " + failed + " (docs/check.md says what each check means)."
 	h.Notes = append([]string{"what the rows say of the mechanism that ran: " + rows}, h.Notes...)
 }
 

@@ -247,6 +247,19 @@ func (e *experimentDir) allScores(ctx context.Context, opts AttackOptions) (*run
 	return sf, cf, nil
 }
 
+// checksFailedText says why a failed grey-box check leaves a headline inconclusive: an exact
+// check holds for every correct deployment up to float rounding, so its failure shows another
+// mechanism; a statistical one fails a correct deployment with probability up to the check's
+// level, so its failure may be chance.
+func checksFailedText(c *findings.CheckReport) string {
+	for _, f := range c.Failed() {
+		if f.Exact {
+			return "an exact grey-box check failed (audit check): the deployment does not run the mechanism it declares, so no verdict that it meets its claim is given. Fix it, retrain and audit again"
+		}
+	}
+	return fmt.Sprintf("a statistical grey-box check failed (audit check, at family-wise level %g): the deployment may not run the mechanism it declares, so no verdict that it meets its claim is given. A correct deployment fails the checks that often: check more pairs (audit check --pairs) or train more pairs to tell chance from a departure", c.Alpha)
+}
+
 // rescorable says whether an error reading a score file of an experiment directory means the
 // file is damaged, so that it is scored again: a checksum mismatch, and anything else that is
 // not an error of the file system (a file cut short by a full disk or a killed copy, emptied,
@@ -566,7 +579,7 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *run
 	}
 	if note := check.HeadlineNote(); note != "" {
 		opts.Notes = append([]string{note}, opts.Notes...)
-		opts.ChecksFailed = true
+		opts.ChecksFailed = checksFailedText(check)
 	}
 	// A later analysis of a sequential run that stopped early says so, as the run did.
 	if seq, err := ReadSequential(e.dir); err != nil {

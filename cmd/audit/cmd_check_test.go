@@ -65,7 +65,7 @@ func TestCheckCommand(t *testing.T) {
 	if code := exitCode(&stderr, run(ctx, []string{"analyze", dir, "--quiet", "--json"}, &stdout, &stderr)); code != 4 {
 		t.Fatalf("analyze after a failed check: exit %d, want 4\n%s", code, stderr.String())
 	}
-	if !strings.Contains(stdout.String(), "The grey-box checks (audit check) FAILED") || !strings.Contains(stdout.String(), "INCONCLUSIVE: a grey-box check failed") {
+	if !strings.Contains(stdout.String(), "The grey-box checks (audit check) FAILED") || !strings.Contains(stdout.String(), "INCONCLUSIVE: an exact grey-box check failed") {
 		t.Errorf("the analysis does not carry the failed checks:\n%.600s", stdout.String())
 	}
 	if code := exitCode(&stderr, run(ctx, []string{"report", dir, "--quiet"}, &stdout, &stderr)); code != 4 {
@@ -148,5 +148,52 @@ func TestCheckNothingToCheck(t *testing.T) {
 	if code != 1 || !strings.Contains(stdout.String(), "No check could run") || strings.Contains(stdout.String(), "Every check passed") ||
 		!strings.Contains(stderr.String(), "nothing was verified") {
 		t.Errorf("check of runs that allow no check: exit %d, want 1\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+}
+
+// TestCheckParticipationNeedsFullBatches: with minibatches the worlds differ after round 1
+// only when the target sample is in one of its batches, so the count of differing pairs is
+// not the participation rate: a correct deployment with fixed batches of 2 of 8 samples
+// (2 of 4 clients a round) had no pair of 40 differ, failed the participation check (p =
+// 1.8e-12) and so turned its analysis INCONCLUSIVE. The check is skipped with the reason.
+func TestCheckParticipationNeedsFullBatches(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "part.yaml")
+	if err := os.WriteFile(cfg, []byte(`name: part-fixed
+seed: 7
+pairs: 40
+data:
+  source: synthetic
+  synthetic: {dim: 8, classes: 2}
+  clients: 4
+  per_client: 8
+adjacency: {kind: replace, client: 0, index: 1, canary: dirac}
+train:
+  algorithm: fedavg
+  model: {kind: softmax}
+  rounds: 2
+  local_steps: 1
+  learning_rate: 0.5
+  participants: 2
+  batching: fixed
+  batch_size: 2
+  clip_norm: 1
+  noise_std: 0.5
+  checkpoints: [0, 1, 2]
+  record_params: true
+audit:
+  attacks: [loss]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "exp")
+	if code, _, stderr := cli(t, "run", "--quiet", "--config", cfg, "--out", dir); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	code, stdout, stderr := cli(t, "check", dir)
+	if code != 0 || !strings.Contains(stdout, "participation: batching fixed: the worlds differ after round 1 only when the target sample is in one of its minibatches") {
+		t.Errorf("check with fixed batches: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, _, stderr := cli(t, "analyze", dir, "--quiet"); code != 0 {
+		t.Errorf("analyze after the check: exit %d\n%s", code, stderr)
 	}
 }
