@@ -6,6 +6,7 @@ import (
 	"github.com/fedaudit/fedaudit/findings"
 	"maps"
 	"math"
+	"os"
 	"slices"
 	"strings"
 
@@ -70,7 +71,8 @@ func Run(ctx context.Context, dir string, opts Options) (*findings.CheckReport, 
 		c.skipped = append(c.skipped, findings.CheckSkipped{Check: fmt.Sprintf("%d pairs with a diverged run", diverged),
 			Why: "left out of every check: a diverged run keeps its last finite parameters, so its later rounds do not follow the declared mechanism (rounds.json \"diverged\")"})
 	}
-	if err := c.prepare(ctx, cfg); err != nil {
+	_, statErr := os.Stat(importer.ImportPath(dir))
+	if err := c.prepare(ctx, cfg, statErr == nil); err != nil {
 		return nil, err
 	}
 	if err := c.participation(ctx, cfg, d.Runs()); err != nil {
@@ -199,6 +201,12 @@ type checker struct {
 	diffAt      [2]string
 	replayable  bool
 	job         train.Job
+	// round1Bound, when positive, is the declared bound on |w_1 - w_1'| of the DP-FedAvg
+	// family's runs (round1Difference), with the largest ratio found and where.
+	round1Bound float64
+	round1Ratio float64
+	round1N     int
+	round1At    string
 	tallies     [2][]*noiseTally // per observer, per tensor
 	coupling    [2]couplingTally
 	lastResidue [2][]float32 // world C's residual of the previous round, per observer
@@ -211,8 +219,9 @@ const (
 
 var observerNames = [2]string{"global", "upload"}
 
-// prepare decides which checks can run and sets up the replay.
-func (c *checker) prepare(ctx context.Context, cfg *spec.Config) error {
+// prepare decides which checks can run and sets up the replay; imported says the runs were
+// trained elsewhere.
+func (c *checker) prepare(ctx context.Context, cfg *spec.Config, imported bool) error {
 	switch {
 	case c.cfg.Algorithm == algo.FedAvg || c.cfg.Algorithm == algo.FedProx:
 		if c.cfg.ClipNorm > 0 {
@@ -223,7 +232,10 @@ func (c *checker) prepare(ctx context.Context, cfg *spec.Config) error {
 	case c.cfg.Algorithm == algo.DPSGD:
 		c.skip("coupled-difference", "dpsgd sums per-example gradients: the worlds' difference is bounded only at a shared model, not once their models differ")
 	default:
-		c.skip("coupled-difference", fmt.Sprintf("%s clips and noises on the server: the bound on a coupled difference needs the round's participants, which run files do not record", c.cfg.Algorithm))
+		c.skip("coupled-difference", fmt.Sprintf("%s clips and noises on the server: the bound on a coupled difference needs the round's participants, which run files do not record, after round 1", c.cfg.Algorithm))
+		if err := c.prepareRound1(ctx, cfg, imported); err != nil {
+			return err
+		}
 	}
 	if c.cfg.Model.Kind == model.External {
 		c.skip("noise residuals", "model kind external: fedaudit cannot replay a model it does not know")
@@ -286,6 +298,9 @@ func (c *checker) pair(ctx context.Context, p *pairRuns) error {
 	if c.bounded {
 		c.coupledDifferences(p)
 	}
+	if c.round1Bound > 0 {
+		c.round1Difference(p)
+	}
 	if c.replayable {
 		return c.residuals(ctx, p)
 	}
@@ -304,6 +319,60 @@ func (c *checker) sharedW0(w []float32) {
 	}
 	for i := range w {
 		c.w0Diff = math.Max(c.w0Diff, math.Abs(float64(w[i])-float64(c.w0[i])))
+	}
+}
+
+// prepareRound1 sets the bound of the DP-FedAvg family's first round (round1Difference): both
+// worlds start from one w_0 and, in fedaudit's runs, share the clients sampled and the server's
+// noise, so w_1 - w_1' is server_lr / (q m) times the difference of the target's clipped
+// updates: at most its clip norm where C' lacks the client, twice it where a client or record
+// differs. A deployment that skips the clipping passed every check (42 times the bound,
+// measured, where clipped runs reach 1.000 of it).
+func (c *checker) prepareRound1(ctx context.Context, cfg *spec.Config, imported bool) error {
+	const name = "round-1-difference"
+	switch {
+	case imported:
+		c.skip(name, "runs trained elsewhere may not share the sampled clients and the server's noise between a pair's worlds, which the bound needs")
+		return nil
+	case c.cfg.Canaries != nil:
+		c.skip(name, "the runs carry canaries (train.canaries), which differ between the runs of a pair")
+		return nil
+	case !slices.Contains(c.rounds, 0) || !slices.Contains(c.rounds, 1):
+		c.skip(name, fmt.Sprintf("needs rounds 0 and 1 as checkpoints (the runs record %v)", c.rounds))
+		return nil
+	}
+	plan, err := c.cfg.Plan(ctx, cfg.Data.Clients)
+	if err != nil {
+		return fmt.Errorf("check: %w", err)
+	}
+	differ := 2.0 // a replaced client or record: two clipped updates
+	if cfg.Adjacency.Kind == "remove-client" {
+		differ = 1
+	}
+	lr := c.cfg.ServerLR
+	if lr == 0 {
+		lr = 1
+	}
+	c.round1Bound = lr / plan.Divisor[0] * differ * plan.Clip[0][cfg.Adjacency.Client]
+	return nil
+}
+
+// round1Difference compares a pair's first-round difference with its bound (prepareRound1).
+func (c *checker) round1Difference(p *pairRuns) {
+	w0, w1 := p.runs[0].params[0], p.runs[0].params[1]
+	v0, v1 := p.runs[1].params[0], p.runs[1].params[1]
+	if w0 == nil || w1 == nil || v0 == nil || v1 == nil {
+		return
+	}
+	var diff float64
+	for j := range w1 {
+		d := (float64(w1[j]) - float64(w0[j])) - (float64(v1[j]) - float64(v0[j]))
+		diff += d * d
+	}
+	ratio := math.Sqrt(diff) / (c.round1Bound + floatSlack*(norm(w1)+norm(v1)+norm(w0)+norm(v0)))
+	c.round1N++
+	if ratio > c.round1Ratio || c.round1At == "" {
+		c.round1Ratio, c.round1At = ratio, fmt.Sprintf("pair %d", p.id)
 	}
 }
 
