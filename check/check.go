@@ -195,12 +195,12 @@ type checker struct {
 	w0Diff float64
 	// Coupled differences: the largest ratio of the difference to the declared bound per
 	// observer, where the bound is known.
-	bounded     bool
-	diffRatio   [2]float64
-	diffN       [2]int
-	diffAt      [2]string
-	replayable  bool
-	job         train.Job
+	bounded    bool
+	diffRatio  [2]float64
+	diffN      [2]int
+	diffAt     [2]string
+	replayable bool
+	job        train.Job
 	// round1Bound, when positive, is the declared bound on |w_1 - w_1'| of the DP-FedAvg
 	// family's runs (round1Difference), with the largest ratio found and where.
 	round1Bound float64
