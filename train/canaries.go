@@ -154,22 +154,25 @@ func (cs *canaryState) initGradientSums(e *engine) {
 	}
 }
 
-// addGradientCanaries adds -Norm / rows times each replica's sum of included gradient
-// canaries to the mean gradients of pairs [p0, p1) when client i holds the canaries: a step on
-// rows samples, before fedavg's and fedprox's clipping (after dpsgd's per-example clipping,
-// which caps each canary's norm at the clip). The minus sign makes the step move the model along +u_j,
-// as a direction canary's update does, so that canary-cos reads both kinds the same way.
+// addGradientCanaries adds each replica's sum of included gradient canaries to the gradients of
+// pairs [p0, p1) when client i holds the canaries: -Norm / rows times it to the mean gradient of
+// a step on rows samples, before fedavg's and fedprox's clipping; under dpsgd, whose gradient is
+// the sum of the examples' clipped gradients, -min(Norm, clip) times it, each canary a record
+// clipped like the others (it was divided by the rows too, so a canary moved the model rows
+// times less than a record can: 40 times on 40 samples). The minus sign makes the step move the
+// model along +u_j, as a direction canary's update does, so that canary-cos reads both kinds
+// the same way.
 func (e *engine) addGradientCanaries(i, p0, p1, rows int) {
 	cs, cc := e.canary, e.cfg.Canaries
 	if cs == nil || !cc.Gradients() || i != cc.Client || rows == 0 {
 		return
 	}
-	norm := cc.Norm
+	scale := -cc.Norm / float64(rows)
 	if e.perEx > 0 {
-		// DP-SGD: each canary is a record, clipped per example like the others.
-		norm = math.Min(norm, float64(e.perEx))
+		// DP-SGD: each canary is a record, clipped per example like the others, in a sum.
+		scale = -math.Min(cc.Norm, float64(e.perEx))
 	}
-	e.be.Axpby(float32(-norm/float64(rows)), e.rows(cs.addBuf, 2*p0, 2*(p1-p0), 1), 1, e.rows(e.grad, 2*p0, 2*(p1-p0), 1), nil)
+	e.be.Axpby(float32(scale), e.rows(cs.addBuf, 2*p0, 2*(p1-p0), 1), 1, e.rows(e.grad, 2*p0, 2*(p1-p0), 1), nil)
 }
 
 // addDirections adds, to every replica's sum in e.acc, clip times the direction of every

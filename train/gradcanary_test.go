@@ -166,9 +166,10 @@ func TestGradientCanariesMoveTheModelAlongTheIncluded(t *testing.T) {
 }
 
 // Under dpsgd a gradient canary is a record of its own, clipped per example like the others:
-// after one step every run has moved by eta min(Norm, clip) / n along each included canary's
-// direction beyond the run without canaries (softmax regression, one client, full batch), and
-// not along the excluded ones'.
+// after one step every run has moved by eta min(Norm, clip) along each included canary's
+// direction beyond the run without canaries (softmax regression, one client, full batch), as a
+// record's clipped gradient in dpsgd's sum moves it, and not along the excluded ones'. It moved
+// eta clip / n, n times less than a record.
 func TestGradientCanariesUnderDPSGDAreClippedPerExample(t *testing.T) {
 	const (
 		n, dim, k = 6, 8, 4
@@ -197,7 +198,7 @@ func TestGradientCanariesUnderDPSGDAreClippedPerExample(t *testing.T) {
 			}
 			want := 0.0
 			if bits[j] {
-				want = eta * clip / n
+				want = eta * clip
 			}
 			if math.Abs(along-want) > tolerance {
 				t.Errorf("pair %d world %d canary %d (included %v): moved %.6g along it, want %.6g", r.Pair, r.World, j, bits[j], along, want)
