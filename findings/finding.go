@@ -93,6 +93,13 @@ type Bounds struct {
 // coupled pairs.
 func (f *Finding) OneRun() bool { return f.Result != nil && f.Result.Method == audit.OneRunMethod }
 
+// RoundGiven reports whether the row's round is known. Every row fedaudit's attacks score is
+// of a round T >= 1 (w_0, the model before training, is the same in both worlds); round 0 is
+// what a score file or an outputs table without a round column gives its rows. Such a row is
+// named "T unknown" (headline) and its T shown as "-" (tables) rather than "T = 0", which reads
+// as before training; its JSON keeps round 0.
+func (f *Finding) RoundGiven() bool { return f.Round > 0 }
+
 // Reversed reports whether the attack's scores certify privacy loss only when read in the
 // opposite direction.
 func (f *Finding) Reversed() bool { return f.ReversedMuLower > 0 }

@@ -480,7 +480,7 @@ type htmlBody struct {
 const shortCell = 24
 
 func (r *rendered) htmlTable(t *table) htmlTable {
-	ht := htmlTable{Name: t.name, Title: t.title, Caption: t.caption, Header: t.header}
+	ht := htmlTable{Name: t.name, Title: t.title, Caption: t.caption, Header: t.shown()}
 	class := make([]string, len(t.header))
 	for i := range class {
 		longest := 0

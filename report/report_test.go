@@ -87,7 +87,7 @@ func syntheticInput(t *testing.T) Input {
 				f.Threat = "uploads"
 				v := audit.Judge(res, audit.Claim{Mu: b.MuComposition, Epsilon: 4, Delta: 1e-5})
 				f.Verdict, f.ClaimSource, f.ClaimKind = &v, "composition bound", findings.ClaimTheory
-				f.Metrics = map[string]float64{"psnr": 20 + float64(i), "label_accuracy": 0.5}
+				f.Metrics = map[string]float64{"inversion_psnr": 20 + float64(i), "label_accuracy": 0.5}
 				f.ExactMu = 0.25 * float64(b.T)
 			}
 			in.Findings = append(in.Findings, f)

@@ -22,8 +22,19 @@ type table struct {
 	name    string // file stem in tables/
 	title   string
 	caption string
-	header  []string
-	rows    [][]string
+	// header names the columns in the CSV file, for programs; labels, where not nil, names
+	// them for readers, in the HTML page, Markdown and LaTeX (with units).
+	header []string
+	labels []string
+	rows   [][]string
+}
+
+// shown is the header a reader sees: labels where set, else header.
+func (t *table) shown() []string {
+	if t.labels != nil {
+		return t.labels
+	}
+	return t.header
 }
 
 // num formats a statistic with four significant digits; NaN is "-" (unknown), never "NaN".
@@ -99,7 +110,7 @@ func (t *table) latex() []byte {
 		}
 	}
 	fmt.Fprintf(&b, "\\begin{tabular}{%s}\n\\toprule\n", spec)
-	b.WriteString(latexRow(t.header))
+	b.WriteString(latexRow(t.shown()))
 	b.WriteString("\\midrule\n")
 	for _, r := range t.rows {
 		b.WriteString(latexRow(r))
@@ -143,7 +154,7 @@ func (t *table) markdown() string {
 		}
 		b.WriteString("\n")
 	}
-	row(t.header)
+	row(t.shown())
 	b.WriteString("|")
 	for i := range t.header {
 		if t.numeric(i) {
@@ -496,8 +507,32 @@ func (m *model) oneRunTable() *table {
 	return t
 }
 
+// metricLabels name the attacks' own metrics for readers, with their units; the CSV keeps the
+// keys, which findings.json and audit compare --metrics use too. The keys are the attacks
+// package's (report does not import it: TestMetricLabels checks every metric it registers
+// has a label here).
+var metricLabels = map[string]string{
+	"inversion_psnr":    "PSNR (dB)",
+	"inversion_ssim":    "SSIM",
+	"inversion_l2":      "L2",
+	"inversion_mse":     "MSE",
+	"label_accuracy":    "Label accuracy",
+	"label_count_error": "Label count error",
+	"llg_accuracy":      "LLG label accuracy",
+	"llg_count_error":   "LLG label count error",
+}
+
+// metricLabel is a metric's name for readers: its label, or its key when it has none.
+func metricLabel(key string) string {
+	if l, ok := metricLabels[key]; ok {
+		return l
+	}
+	return key
+}
+
 // metricsTable lists the attacks' own success metrics (label accuracy, PSNR, ...), Sun et al.'s
-// label-reconstruction and gradient-inversion tables; nil when no attack reports any.
+// label-reconstruction and gradient-inversion tables; nil when no attack reports any. The CSV
+// names a column by the metric's key (inversion_psnr), the other formats by its label.
 func (m *model) metricsTable() *table {
 	var names []string
 	for _, s := range m.series {
@@ -516,8 +551,12 @@ func (m *model) metricsTable() *table {
 	}
 	slices.Sort(names)
 	t := &table{name: "attack_metrics", title: "Attack success metrics",
-		caption: "Means over runs of each attack's own success metrics (e.g. label accuracy of label reconstruction; MSE, PSNR, SSIM, L2 of gradient inversion), by attack, threat model and T; noise " + m.noise() + ".",
-		header:  append([]string{"Attack", "Threat model", "T"}, names...)}
+		caption: "Means over runs of each attack's own success metrics (e.g. label accuracy of label reconstruction; MSE, PSNR in dB, SSIM, L2 distance to the sample of gradient inversion), by attack, threat model and T; noise " + m.noise() + ".",
+		header:  append([]string{"Attack", "Threat model", "T"}, names...),
+		labels:  []string{"Attack", "Threat model", "T"}}
+	for _, name := range names {
+		t.labels = append(t.labels, metricLabel(name))
+	}
 	for _, s := range m.series {
 		for _, r := range m.rounds {
 			f := m.findings[s][r]

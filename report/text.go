@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -81,7 +82,19 @@ func methodLine(a *findings.Analysis) string {
 		lines = append(lines, fmt.Sprintf("one-run rows: mu_lower (f-DP, Mahloujifar et al.) and eps_lower (Steinke et al., at delta %g) are CERTIFIED %s from the canaries of the world-C runs; "+
 			"mu_est (from the AUC) and oneshot_mu, oneshot_eps (one-shot, Andrew et al.) are ESTIMATES, not bounds, and never decide a verdict.", oneRun[0].Result.Delta, joint))
 	}
+	if slices.ContainsFunc(a.Findings, func(f findings.Finding) bool { return !f.RoundGiven() }) {
+		lines = append(lines, "T -: the scores give no round (a score file or outputs table without a round column puts its rows at round 0; fedaudit's attacks score rounds from 1, w_0 being the same in both worlds).")
+	}
 	return strings.Join(lines, "\n")
+}
+
+// roundCell is a row's T in a table: "-" where the scores gave no round
+// (findings.Finding.RoundGiven).
+func roundCell(f *findings.Finding) string {
+	if !f.RoundGiven() {
+		return "-"
+	}
+	return strconv.Itoa(f.Round)
 }
 
 // verdictText is a row's verdict as the terminal table prints it. A row judged against an
@@ -141,8 +154,8 @@ func writeOneRunTable(w io.Writer, fs []findings.Finding) error {
 		if f.Estimate != nil {
 			est = *f.Estimate
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%.4f\t%s\t%s\t%.4f\t%s\t%s\t",
-			f.Attack, f.Threat, f.Round, f.Runs, r.N0+r.N1, r.N0, r.AUC, numfmt.LowerF(r.MuLower, 4), numfmt.LowerF(r.EpsLower, 4), r.MuEstimate, orDash(est.Mu), orDash(est.Epsilon))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%.4f\t%s\t%s\t%.4f\t%s\t%s\t",
+			f.Attack, f.Threat, roundCell(f), f.Runs, r.N0+r.N1, r.N0, r.AUC, numfmt.LowerF(r.MuLower, 4), numfmt.LowerF(r.EpsLower, 4), r.MuEstimate, orDash(est.Mu), orDash(est.Epsilon))
 		if exact {
 			fmt.Fprintf(tw, "%s\t", orDash(f.ExactMu))
 		}
@@ -180,8 +193,8 @@ func writePairTable(w io.Writer, fs []findings.Finding) error {
 	io.WriteString(tw, header+"verdict\t\n")
 	for i := range fs {
 		f, r := &fs[i], fs[i].Result
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.4f\t%.4f\t%s\t",
-			f.Attack, f.Threat, f.Round, r.N0, r.N1, r.AUC, r.TPRAt1e2, numfmt.LowerF(r.MuLower, 4))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.4f\t%.4f\t%s\t",
+			f.Attack, f.Threat, roundCell(f), r.N0, r.N1, r.AUC, r.TPRAt1e2, numfmt.LowerF(r.MuLower, 4))
 		if eps {
 			fmt.Fprintf(tw, "%s\t", numfmt.LowerF(ComparedEpsLower(f), 4))
 		}

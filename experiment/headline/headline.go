@@ -94,12 +94,19 @@ func Summarize(fs []findings.Finding, fam findings.Family, notes []string) findi
 	return h
 }
 
-// rowName names a row as "attack (threat, T = t)", without an empty threat of foreign scores.
+// rowName names a row as "attack (threat, T = t)", without an empty threat of foreign scores,
+// and with "T unknown" where the scores gave no round (findings.Finding.RoundGiven: a score
+// file or an outputs table without a round column, whose rows are at round 0; "T = 0" would
+// read as before training).
 func rowName(f *findings.Finding) string {
-	if f.Threat == "" {
-		return fmt.Sprintf("%s (T = %d)", f.Attack, f.Round)
+	t := fmt.Sprintf("T = %d", f.Round)
+	if !f.RoundGiven() {
+		t = "T unknown"
 	}
-	return fmt.Sprintf("%s (%s, T = %d)", f.Attack, f.Threat, f.Round)
+	if f.Threat == "" {
+		return fmt.Sprintf("%s (%s)", f.Attack, t)
+	}
+	return fmt.Sprintf("%s (%s, %s)", f.Attack, f.Threat, t)
 }
 
 // decisiveCheck is the check of a verdict that decides it: a violated one, else the tightest.

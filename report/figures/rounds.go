@@ -246,9 +246,102 @@ func (m *model) addClaimLine(p *plot.Plot, leg *plot.Legend, lines []muLine, cla
 	return nil
 }
 
+// clipAbove is how far above the highest certified lower bound and the claim the mu axis
+// reaches: a theory curve (a bound or the realized mu) above clipAbove times the larger of the
+// two is cut at the top of the axis, since a composition bound of 1e5 beside certified bounds
+// of 0.5 would otherwise squash every bound an attack found into the bottom of a seven-decade
+// axis. Two decades, as for the logarithmic axis: a curve within them is drawn whole.
+const clipAbove = 100
+
+// muCeiling is the top of the mu axis when a theory curve runs above clipAbove times the
+// highest positive certified lower bound and the claim drawn; 0 (the axis covers every curve)
+// otherwise, and when there is no positive lower bound and no claim.
+func muCeiling(theoryLines, attacks []muLine, claim float64, logX bool) float64 {
+	hi := 0.0
+	if claim > 0 {
+		hi = claim
+	}
+	for _, l := range attacks {
+		for _, pt := range onAxis(l.xy, logX) {
+			hi = math.Max(hi, pt.Y)
+		}
+	}
+	if hi <= 0 {
+		return 0
+	}
+	top := clipAbove * hi
+	for _, l := range theoryLines {
+		for _, pt := range onAxis(l.xy, logX) {
+			if pt.Y > top {
+				return top
+			}
+		}
+	}
+	return 0
+}
+
+// offTop are the checkpoints where a theory curve lies above the top of the mu axis: an
+// upward arrow in the curve's colour at the axis's top edge over each. The arrows of the n
+// curves cut at one checkpoint stand side by side, this curve's k-th from the left, the group
+// centred on the checkpoint and moved inside the plotting area at its edges.
+type offTop struct {
+	xs   []float64
+	col  color.Color
+	k, n int
+}
+
+// arrowGap is the distance between the arrows of two curves cut at one checkpoint.
+const arrowGap = 7
+
+func (a offTop) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, _ := p.Transforms(&c)
+	span := vg.Points(arrowGap) * vg.Length(a.n-1)
+	for _, x := range a.xs {
+		left := trX(x) - span/2
+		left = min(max(left, c.Min.X+vg.Points(3)), c.Max.X-vg.Points(3)-span)
+		upArrow(&c, vg.Point{X: left + vg.Points(arrowGap)*vg.Length(a.k), Y: c.Max.Y}, a.col)
+	}
+}
+
+// upArrow draws an arrow pointing up with its tip at tip.
+func upArrow(c *draw.Canvas, tip vg.Point, col color.Color) {
+	c.StrokeLine2(draw.LineStyle{Color: col, Width: vg.Points(1.2)}, tip.X, tip.Y-vg.Points(10), tip.X, tip.Y-vg.Points(4))
+	c.FillPolygon(col, []vg.Point{tip, {X: tip.X - vg.Points(3), Y: tip.Y - vg.Points(5)}, {X: tip.X + vg.Points(3), Y: tip.Y - vg.Points(5)}})
+}
+
+// arrowItem is the legend entry of a curve cut at the top of the axis: the arrow that marks it.
+type arrowItem struct{ col color.Color }
+
+func (a arrowItem) Thumbnail(c *draw.Canvas) {
+	mid := c.Center()
+	upArrow(c, vg.Point{X: mid.X, Y: mid.Y + vg.Points(5)}, a.col)
+}
+
 // drawMuLines adds lines and their legend entries; on a log y axis the zero lower bounds (no
-// evidence) are left out, on a log T axis the checkpoint T = 0.
-func drawMuLines(p *plot.Plot, leg *plot.Legend, ls []muLine, logX, logY bool) error {
+// evidence) are left out, on a log T axis the checkpoint T = 0. With top > 0 a line's points
+// above top are not marked: the line runs off the top of the axis, an arrow at its top edge
+// marks each such checkpoint, and the legend gives the line's largest value.
+func drawMuLines(p *plot.Plot, leg *plot.Legend, ls []muLine, logX, logY bool, top float64) error {
+	above := func(xy plotter.XYs) (in plotter.XYs, out []float64, peak plotter.XY) {
+		for _, pt := range xy {
+			if top > 0 && pt.Y > top {
+				out = append(out, pt.X)
+				if pt.Y > peak.Y {
+					peak = pt
+				}
+				continue
+			}
+			in = append(in, pt)
+		}
+		return in, out, peak
+	}
+	cut := 0
+	for _, l := range ls {
+		if _, out, _ := above(onAxis(l.xy, logX)); len(out) > 0 {
+			cut++
+		}
+	}
+	k := 0
 	for _, l := range ls {
 		xy := onAxis(l.xy, logX)
 		if len(xy) == 0 {
@@ -266,16 +359,25 @@ func drawMuLines(p *plot.Plot, leg *plot.Legend, ls []muLine, logX, logY bool) e
 			}
 			xy = pos
 		}
-		ln, sc, err := plotter.NewLinePoints(xy)
+		in, out, peak := above(xy)
+		ln, err := plotter.NewLine(xy)
 		if err != nil {
 			return err
 		}
 		ln.Color, ln.Dashes, ln.Width = l.col, l.dash, l.width
-		sc.Color, sc.Shape, sc.Radius = l.col, l.shape, vg.Points(3)
-		p.Add(ln, sc)
+		sc := &plotter.Scatter{XYs: in, GlyphStyle: draw.GlyphStyle{Color: l.col, Shape: l.shape, Radius: vg.Points(3)}}
+		p.Add(ln)
+		if len(in) > 0 {
+			p.Add(sc)
+		}
 		leg.Add(l.label, ln, sc)
 		if l.note != "" {
 			leg.Add(l.note, textItem{})
+		}
+		if len(out) > 0 {
+			p.Add(offTop{xs: out, col: l.col, k: k, n: cut})
+			k++
+			leg.Add("off the top, up to "+num(peak.Y)+" at T = "+strconv.Itoa(int(peak.X)), arrowItem{col: l.col})
 		}
 	}
 	return nil
@@ -310,7 +412,11 @@ func (m *model) muFigure() (*Figure, bool, error) {
 			return nil, false, err
 		}
 	}
-	if err := drawMuLines(p, &leg, theoryLines, logX, logY); err != nil {
+	top := 0.0
+	if logY {
+		top = muCeiling(theoryLines, attacks, claim, logX)
+	}
+	if err := drawMuLines(p, &leg, theoryLines, logX, logY, top); err != nil {
 		return nil, false, err
 	}
 	if len(attacks) > 0 {
@@ -318,8 +424,11 @@ func (m *model) muFigure() (*Figure, bool, error) {
 		leg.Add("certified lower bounds", textItem{})
 		leg.Add("("+m.LevelShort+"):", textItem{})
 	}
-	if err := drawMuLines(p, &leg, attacks, logX, logY); err != nil {
+	if err := drawMuLines(p, &leg, attacks, logX, logY, 0); err != nil {
 		return nil, false, err
+	}
+	if top > 0 {
+		p.Y.Max = top // after every Add, which widens the range to the data
 	}
 
 	lw, lh := legendSize(&leg)
@@ -348,6 +457,9 @@ func (m *model) muFigure() (*Figure, bool, error) {
 	}
 	if logY {
 		caption += " The μ axis is logarithmic; lower bounds of 0 (no evidence) are not drawn."
+	}
+	if top > 0 {
+		caption += " It stops at " + num(top) + ", " + strconv.Itoa(clipAbove) + " times the larger of the highest certified lower bound and the claim: the curves of the theory that run above it are cut at its top edge, an arrow there marks each checkpoint where one does, and the legend gives its largest value (the theory table gives every value)."
 	}
 	caption += m.estimateNote()
 	caption += roundsAxisNote(m.Rounds)
