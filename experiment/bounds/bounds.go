@@ -15,6 +15,8 @@ import (
 	"github.com/fedaudit/fedaudit/theory"
 	"github.com/fedaudit/fedaudit/train"
 	"github.com/fedaudit/fedaudit/train/model"
+
+	"gonum.org/v1/gonum/floats"
 )
 
 // Smoothness is the constant L the convergent bound uses, and where it came from.
@@ -157,16 +159,31 @@ func TheoryAt(cfg *spec.Config, sm Smoothness, rounds []int) ([]theory.Bound, er
 // model, for an observer of every iterate, and for the uploads observer (w_{T-1} and the target
 // client's upload of round T), as functions of T, when the experiment is that
 // instance (quadratic model, Noisy-FedAvg, constant schedule, full batches, every client in
-// every round, replace adjacency); ok is false otherwise. The values assume that clipping is
-// never active, which the config must ensure with a large clip_norm; a gradient canary that
-// alone exceeds it is refused here (ok false).
+// every round, replace adjacency); ok is false otherwise. The values hold where clipping is
+// never active: ok is false too unless clipNeverBinds shows the clip norm out of reach of every
+// gradient of the training, but for an event of probability below 1e-13 a round (a gradient
+// canary that alone exceeds it among them).
 func ExactMu(cfg *spec.Config, data *spec.Data) (final, allIterates, uploads func(T int) float64, ok bool) {
+	return exactMu(cfg, data, 0, 0)
+}
+
+// exactMu is ExactMu where canaries may move a client's mean sample by up to maxShift, and the
+// clients' average by up to meanShift, beyond the adjacent pair's (clipNeverBinds).
+func exactMu(cfg *spec.Config, data *spec.Data, maxShift, meanShift float64) (final, allIterates, uploads func(T int) float64, ok bool) {
 	tc := cfg.Train
 	if !quadraticInstance(cfg) || (cfg.Adjacency.Kind != "replace" && cfg.Adjacency.Kind != "gradient") {
 		return nil, nil, nil, false
 	}
 	p := data.Pair
 	n := float64(p.C[p.Client].Len())
+	if gc := tc.GradientCanary; cfg.Adjacency.Kind == "gradient" && gc != nil {
+		// The canary adds Norm u / n to its client's mean gradient in world C'.
+		maxShift += gc.Norm / n
+		meanShift += gc.Norm / n / float64(len(p.C))
+	}
+	if !clipNeverBinds(cfg, data, maxShift, meanShift) {
+		return nil, nil, nil, false
+	}
 	diff := make([]float64, len(p.Sample.Features))
 	if gc := tc.GradientCanary; cfg.Adjacency.Kind == "gradient" {
 		// A sample x contributes a w - x to the gradient; when its gradient differs by
@@ -248,15 +265,10 @@ func ExactMuOneRun(cfg *spec.Config, data *spec.Data) (func(threat string, T int
 			return math.NaN()
 		}, true
 	}
-	final, all, _, ok := ExactMu(cfg, data)
-	if !ok {
-		return nil, false
-	}
 	rc, err := train.RecordCanariesOf(tc, data.Pair.C, data.Target)
 	if err != nil {
 		return nil, false
 	}
-	// The instance's mu is proportional to the norm of the shift; scale the target's.
 	p := data.Pair
 	norm := func(a, b []float32, n int) float64 {
 		var ss float64
@@ -266,6 +278,18 @@ func ExactMuOneRun(cfg *spec.Config, data *spec.Data) (func(threat string, T int
 		}
 		return math.Sqrt(ss)
 	}
+	// Each included canary moves its client's mean sample by its shift: at most the sum over
+	// the client's canaries, and the average by the sum over all of them over m.
+	moved := make([]float64, len(p.C))
+	for j, s := range rc.Slots {
+		c := p.C[s.Client]
+		moved[s.Client] += norm(c.Row(s.Index), rc.Samples[j].Features, c.Len())
+	}
+	final, all, _, ok := exactMu(cfg, data, slices.Max(moved), floats.Sum(moved)/float64(len(moved)))
+	if !ok {
+		return nil, false
+	}
+	// The instance's mu is proportional to the norm of the shift; scale the target's.
 	target := norm(p.Sample.Features, p.SamplePrime.Features, p.C[p.Client].Len())
 	largest := 0.0
 	for j, s := range rc.Slots {
@@ -338,6 +362,61 @@ func EstimateSmoothness(ctx context.Context, tab *runs.Table, cfg *spec.Config, 
 	return Smoothness{L: L, Source: "estimated"}, nil
 }
 
+// clipNeverBinds reports whether the quadratic instance's clip norm V is out of reach of every
+// client's gradient in every local step of the training, both worlds, but for an event of
+// probability below 1e-13 a round (V = 0: no clipping). With the loss a/2 |w|^2 - <b, w>
+// averaged over a client's samples, the gradient is a w - b_i (b_i the client's mean sample),
+// and K local steps at rate eta take w_t to rho w_t + (1 - rho) b_i / a, rho = (1 - eta a)^K:
+// with |1 - eta a| <= 1 a local step does not raise the gradient's norm, so the round's first
+// step bounds it, |a w_t - b_i|. Without noise the global models run from w_0 = 0 toward
+// b / a (b the clients' average) as w*(1 - rho^t), so |a w_t - b_i| <= |b| + |b - b_i| plus a
+// times the noise's part of w_t: a Gaussian of variance s^2 = sigma^2 / m sum_j rho^(2j) <=
+// sigma^2 / (m (1 - rho^2)) in each of d coordinates, whose norm exceeds s (sqrt(d) + 8) with
+// probability below e^(-32). Canaries (a gradient canary, record canaries) move a client's b_i
+// by up to maxShift and the average b by up to meanShift more, so |b - b_i| by up to their sum
+// and |b| by meanShift. A clip that binds makes the local map nonlinear: the instance's mu says
+// nothing of the runs (a canary past it: 1.006 "exact" where the runs' shift gave 0.100).
+func clipNeverBinds(cfg *spec.Config, data *spec.Data, maxShift, meanShift float64) bool {
+	tc := cfg.Train
+	if tc.ClipNorm == 0 {
+		return true
+	}
+	a, eta := tc.Model.Curvature, tc.LearningRate
+	if !(math.Abs(1-eta*a) <= 1) {
+		return false // local steps that overshoot: not the instance's contraction
+	}
+	rho := math.Pow(1-eta*a, float64(tc.LocalSteps))
+	m := float64(len(data.Pair.C))
+	s := tc.NoiseStd / math.Sqrt(m)
+	if rho*rho < 1 {
+		s /= math.Sqrt(1 - rho*rho)
+	} else {
+		s *= math.Sqrt(float64(tc.Rounds))
+	}
+	d := len(data.Pair.C[0].Row(0))
+	for _, clients := range [][]*datasets.Dataset{data.Pair.C, data.Pair.CPrime} {
+		means := make([][]float64, len(clients))
+		avg := make([]float64, d)
+		for i, c := range clients {
+			means[i] = make([]float64, d)
+			for r := 0; r < c.Len(); r++ {
+				for j, x := range c.Row(r) {
+					means[i][j] += float64(x) / float64(c.Len())
+				}
+			}
+			floats.AddScaled(avg, 1/m, means[i])
+		}
+		spread := 0.0 // the largest |b - b_i|
+		for i := range means {
+			spread = math.Max(spread, floats.Distance(avg, means[i], 2))
+		}
+		if !(floats.Norm(avg, 2)+spread+maxShift+2*meanShift+a*s*(math.Sqrt(float64(d))+8) < tc.ClipNorm) {
+			return false
+		}
+	}
+	return true
+}
+
 // quadraticInstance reports whether cfg trains the exact reference instance: fedavg on the
 // quadratic model with a constant schedule, full batches, every client in every round and
 // noise, so that local training is affine and the exact mu is known.
@@ -355,6 +434,11 @@ func exactMuGradientCanaries(cfg *spec.Config, data *spec.Data) (func(threat str
 		return nil, false
 	}
 	n := float64(data.Pair.C[cc.Client].Len())
+	// The included canaries' orthonormal directions add at most Norm sqrt(k) / n to their
+	// client's mean gradient.
+	if moved := cc.Norm * math.Sqrt(float64(cc.Count)) / n; !clipNeverBinds(cfg, data, moved, moved/float64(len(data.Pair.C))) {
+		return nil, false
+	}
 	rho, dnorm, err := theory.QuadraticDelta(tc.Model.Curvature, tc.LearningRate, tc.LocalSteps, cfg.Data.Clients, []float64{cc.Norm / n})
 	if err != nil {
 		return nil, false

@@ -165,7 +165,9 @@ func TestTheoryAtFedProxAlphaBelowL(t *testing.T) {
 // takes the target client's mean gradient past the clip norm (Norm / n >= clip_norm) clips
 // every step of the target: the final model's exact mu is then the composition's, not the
 // instance's. Before, `audit run` printed an "exact" mu of 166.9 beside a composition bound of
-// 1.34 for such a deployment (norm 1000, clip 1, 8 samples a client).
+// 1.34 for such a deployment (norm 1000, clip 1, 8 samples a client). The clients' own
+// gradients count too: with clip 1 those of this data (|b| + |b - b_i| plus the noise's reach)
+// pass it at w_0 already, so even a small canary's instance is no exact answer (it was given).
 func TestExactMuRefusesAClippedGradientCanary(t *testing.T) {
 	const base = `
 seed: 101
@@ -182,7 +184,7 @@ train:
   rounds: 2
   local_steps: 2
   learning_rate: 0.1
-  clip_norm: 1
+  clip_norm: CLIP
   noise_std: 0.5
   checkpoints: [0, 2]
   record_params: true
@@ -190,10 +192,10 @@ audit:
   attacks: [grad-canary]
 `
 	for _, tc := range []struct {
-		norm string
-		ok   bool
-	}{{"4", true}, {"8", false}, {"1000", false}} {
-		cfg, err := spec.Parse([]byte(strings.Replace(base, "NORM", tc.norm, 1)))
+		norm, clip string
+		ok         bool
+	}{{"4", "20", true}, {"160", "20", false}, {"1000", "20", false}, {"4", "1", false}} {
+		cfg, err := spec.Parse([]byte(strings.NewReplacer("NORM", tc.norm, "CLIP", tc.clip).Replace(base)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +204,7 @@ audit:
 			t.Fatal(err)
 		}
 		if _, _, _, ok := ExactMu(cfg, data); ok != tc.ok {
-			t.Errorf("canary norm %s, clip 1, 8 samples: ExactMu ok %v, want %v", tc.norm, ok, tc.ok)
+			t.Errorf("canary norm %s, clip %s, 8 samples: ExactMu ok %v, want %v", tc.norm, tc.clip, ok, tc.ok)
 		}
 	}
 }
