@@ -202,8 +202,10 @@ type checker struct {
 	replayable bool
 	job        train.Job
 	// round1Bound, when positive, is the declared bound on |w_1 - w_1'| of the DP-FedAvg
-	// family's runs (round1Difference), with the largest ratio found and where.
+	// family's runs and of dpsgd's with one local step (round1Difference), what it is (for
+	// the report), and the largest ratio found and where.
 	round1Bound float64
+	round1What  string
 	round1Ratio float64
 	round1N     int
 	round1At    string
@@ -230,7 +232,10 @@ func (c *checker) prepare(ctx context.Context, cfg *spec.Config, imported bool) 
 			c.skip("coupled-difference", "clip_norm is 0: the deployment declares no bound on an update")
 		}
 	case c.cfg.Algorithm == algo.DPSGD:
-		c.skip("coupled-difference", "dpsgd sums per-example gradients: the worlds' difference is bounded only at a shared model, not once their models differ")
+		c.skip("coupled-difference", "dpsgd sums per-example gradients: the worlds' difference is bounded only at a shared model, not once their models differ (but for round 1 with one local step)")
+		if err := c.prepareRound1(ctx, cfg, imported); err != nil {
+			return err
+		}
 	default:
 		c.skip("coupled-difference", fmt.Sprintf("%s clips and noises on the server: the bound on a coupled difference needs the round's participants, which run files do not record, after round 1", c.cfg.Algorithm))
 		if err := c.prepareRound1(ctx, cfg, imported); err != nil {
@@ -322,7 +327,8 @@ func (c *checker) sharedW0(w []float32) {
 	}
 }
 
-// prepareRound1 sets the bound of the DP-FedAvg family's first round (round1Difference): both
+// prepareRound1 sets the bound of the first round of the DP-FedAvg family and of dpsgd with
+// one local step (round1Difference). DP-FedAvg: both
 // worlds start from one w_0 and, in fedaudit's runs, share the clients sampled and the server's
 // noise, so w_1 - w_1' is server_lr / (q m) times the difference of the target's clipped
 // updates: at most its clip norm where C' lacks the client, twice it where a client or record
@@ -340,6 +346,15 @@ func (c *checker) prepareRound1(ctx context.Context, cfg *spec.Config, imported 
 	case !slices.Contains(c.rounds, 0) || !slices.Contains(c.rounds, 1):
 		c.skip(name, fmt.Sprintf("needs rounds 0 and 1 as checkpoints (the runs record %v)", c.rounds))
 		return nil
+	case c.cfg.Algorithm == algo.DPSGD && c.cfg.LocalSteps != 1:
+		c.skip(name, fmt.Sprintf("dpsgd with %d local steps: after the first step the worlds' models differ, and so does every example's gradient", c.cfg.LocalSteps))
+		return nil
+	case c.cfg.Algorithm == algo.DPSGD:
+		// One step from the shared w_0 on the sum of per-example clipped gradients: the
+		// worlds differ in the target record's, each of norm at most V.
+		c.round1Bound = 2 * c.cfg.LearningRateAt(0, 0) * c.cfg.ClipNorm
+		c.round1What = "2 eta V (the target record's per-example clipped gradient in dpsgd's sum, in each world)"
+		return nil
 	}
 	plan, err := c.cfg.Plan(ctx, cfg.Data.Clients)
 	if err != nil {
@@ -354,6 +369,7 @@ func (c *checker) prepareRound1(ctx context.Context, cfg *spec.Config, imported 
 		lr = 1
 	}
 	c.round1Bound = lr / plan.Divisor[0] * differ * plan.Clip[0][cfg.Adjacency.Client]
+	c.round1What = "server_lr / (q m) times the target's clip norm, twice it where a client or record is replaced (the clients sampled and the server's noise shared)"
 	return nil
 }
 

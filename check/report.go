@@ -55,7 +55,7 @@ func (c *checker) report(alpha float64, pairs int) *findings.CheckReport {
 	}
 	if c.round1N > 0 {
 		r.Checks = append(r.Checks, exact(findings.CheckResult{Name: "round-1-difference", Observer: "global", Statistic: c.round1Ratio, N: c.round1N,
-			Meaning: fmt.Sprintf("largest norm of a pair's difference after round 1 (one w_0, the clients sampled and the server's noise shared) over the declared bound server_lr / (q m) times the target's clip norm, twice it where a client or record is replaced, at %s: above 1 means the target's update was not clipped to its norm, or the pair's worlds do not share their sampling and noise", c.round1At)},
+			Meaning: fmt.Sprintf("largest norm of a pair's difference after round 1 (from one w_0, with the noise shared) over the declared bound %s, at %s: above 1 means the target's contribution was not clipped to its norm, or the pair's worlds do not share their draws", c.round1What, c.round1At)},
 			c.round1Ratio <= 1))
 	}
 	r.Checks = append(r.Checks, coupling...)
