@@ -33,9 +33,32 @@ type object struct {
 		Template       struct {
 			Spec podSpec `yaml:"spec"`
 		} `yaml:"template"`
+		PodFailurePolicy struct {
+			Rules []struct {
+				Action      string `yaml:"action"`
+				OnExitCodes struct {
+					ContainerName string `yaml:"containerName"`
+					Operator      string `yaml:"operator"`
+					Values        []int  `yaml:"values"`
+				} `yaml:"onExitCodes"`
+			} `yaml:"rules"`
+		} `yaml:"podFailurePolicy"`
 		// PersistentVolumeClaim
 		AccessModes []string `yaml:"accessModes"`
 	} `yaml:"spec"`
+}
+
+// failsOn reports whether job's pod failure policy takes action on exit code code of its
+// container.
+func failsOn(job object, action string, code int) bool {
+	for _, r := range job.Spec.PodFailurePolicy.Rules {
+		c := job.Spec.Template.Spec.Containers
+		if r.Action == action && r.OnExitCodes.Operator == "In" && slices.Contains(r.OnExitCodes.Values, code) &&
+			len(c) == 1 && r.OnExitCodes.ContainerName == c[0].Name {
+			return true
+		}
+	}
+	return false
 }
 
 type podSpec struct {
@@ -162,6 +185,10 @@ func TestKubernetesTrainJob(t *testing.T) {
 		t.Errorf("no nvidia.com/gpu limit: %v", c.Resources.Limits)
 	}
 	checkCLI(t, "train job", c.Args)
+	// A config error fails every retry alike: the index fails at once.
+	if !failsOn(job, "FailIndex", 2) {
+		t.Errorf("train job: no podFailurePolicy failing the index on exit 2: %+v", job.Spec.PodFailurePolicy)
+	}
 }
 
 func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
@@ -207,6 +234,17 @@ func TestKubernetesFinishJob(t *testing.T) {
 	}
 	for _, line := range auditLines(script, "audit ") {
 		checkCLI(t, "finish job", expand(line, env))
+	}
+	// The same check as finish.sbatch: every byte of the run files, not the score files, which
+	// attack writes again (TestFinishSequenceAgreesWithRun).
+	if !strings.Contains(script, `audit status "$OUT/runs" --shards "$SHARDS" --verify`) {
+		t.Errorf("the finish job's status line is not finish.sbatch's:\n%s", script)
+	}
+	// Its exit status is the audit's answer: a verdict or a failed check is not retried.
+	for _, code := range []int{1, 2, 3, 4} {
+		if !failsOn(finish, "FailJob", code) {
+			t.Errorf("finish job: exit %d would be retried (podFailurePolicy %+v)", code, finish.Spec.PodFailurePolicy)
+		}
 	}
 	if !slices.Contains(objs["PersistentVolumeClaim/fedaudit-data"].Spec.AccessModes, "ReadWriteMany") {
 		t.Error("the claim must be ReadWriteMany: shard pods on different nodes write to it")
@@ -433,5 +471,53 @@ func TestSlurmSubmitGPUs(t *testing.T) {
 	}
 	if _, err := os.Stat(logf); err == nil {
 		t.Error("GPUS=2 submitted jobs before refusing")
+	}
+}
+
+// TestSlurmSubmitRefusals: submit.sh refuses, before any sbatch call, what would make the jobs
+// fail or wait on the wrong thing: an N with a leading zero (octal in bash and Go: 010 is 8
+// shards), a --dependency or --export among the extra arguments (sbatch keeps the last of a
+// repeated option, so it replaced the finish job's wait on the array), a SEQUENTIAL other than
+// 0 or 1 (yes submitted a fixed-size audit), and with SEQUENTIAL=1 a shard count its array
+// tasks refuse (every task exited 2 after submit.sh exited 0). MEMORY reaches the check.
+func TestSlurmSubmitRefusals(t *testing.T) {
+	dir := t.TempDir()
+	logf := filepath.Join(dir, "sbatch.log")
+	if err := os.WriteFile(filepath.Join(dir, "sbatch"), []byte("#!/bin/sh\necho \"$*\" >> "+logf+"\necho 42\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := filepath.Abs(filepath.Join("..", "cmd", "audit", "testdata", "sequential_leaky.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	submit := func(env []string, args ...string) (string, error) {
+		cmd := exec.Command("bash", append([]string{filepath.Join("slurm", "submit.sh"), cfg, filepath.Join(dir, "out")}, args...)...)
+		cmd.Env = append(os.Environ(), append(env, "PATH="+dir+":"+os.Getenv("PATH"), "AUDIT="+buildAudit(t))...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for _, c := range []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{nil, []string{"010"}, "without leading zeros"},
+		{nil, []string{"4", "--dependency=afterok:555"}, "--dependency=afterok:555: submit.sh sets --dependency"},
+		{nil, []string{"4", "--export=NONE"}, "--export=NONE: submit.sh sets"},
+		{[]string{"SEQUENTIAL=yes"}, []string{"4"}, "SEQUENTIAL must be 0 or 1"},
+		{[]string{"SEQUENTIAL=1"}, []string{"1"}, "--sequential looks after 1, 2, 4, ... shards and needs at least 2"},
+		{[]string{"MEMORY=1MiB"}, []string{"4"}, "the budget is 1 MiB"},
+	} {
+		out, err := submit(c.env, c.args...)
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(out, c.want) {
+			t.Errorf("%v %v: %v\n%s\nwant exit 2 saying %q", c.env, c.args, err, out, c.want)
+		}
+		if _, err := os.Stat(logf); err == nil {
+			t.Fatalf("%v %v: sbatch was called before the refusal", c.env, c.args)
+		}
+	}
+	if out, err := submit([]string{"SEQUENTIAL=1", "MEMORY=64GiB"}, "4"); err != nil {
+		t.Errorf("a sequential submission of 4 shards: %v\n%s", err, out)
 	}
 }

@@ -111,6 +111,20 @@ func TestFinishSequenceAgreesWithRun(t *testing.T) {
 				if code != tc.exitCode || !strings.Contains(o, strings.ToUpper(tc.verdict)+":") {
 					t.Errorf("%s: audit report exited %d, want %d with a %s headline: %s", finish.name, code, tc.exitCode, tc.verdict, o)
 				}
+				// A resubmitted finish job over a score file cut short (a full disk) scores
+				// the runs again and ends as before: its
+				// status step checked the score files too and failed the job for good.
+				if scores := filepath.Join(out, "scores.arrow"); tc.name != "one-run" {
+					raw := readFile(t, scores)
+					if err := os.WriteFile(scores, raw[:len(raw)/2], 0o644); err != nil {
+						t.Fatal(err)
+					}
+					if code, o := runCmd(t, env, finish.shell[0], finish.shell[1:]...); code != tc.exitCode {
+						t.Errorf("%s finish job over a cut score file exited %d, want %d: %s", finish.name, code, tc.exitCode, o)
+					} else if got := readFile(t, filepath.Join(out, "findings.json")); !bytes.Equal(got, want) {
+						t.Errorf("%s finish job over a cut score file: findings.json differs from audit run's", finish.name)
+					}
+				}
 			}
 		})
 	}

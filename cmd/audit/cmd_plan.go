@@ -27,7 +27,7 @@ func init() {
 	register(&command{
 		name:    "plan",
 		summary: "estimate the work, run-file size and time of an experiment before submitting it",
-		usage: "plan --config F [--shards n] [--gpu-tflops 50] [--gpu-efficiency 0.25] [--backend gpu] [--no-calibrate] [--json]\n\n" +
+		usage: "plan --config F [--shards n] [--sequential] [--gpu-tflops 50] [--gpu-efficiency 0.25] [--backend gpu] [--no-calibrate] [--json]\n\n" +
 			"FLOPs count 6·B·d per client gradient step (B rows, d parameters) for every client and\n" +
 			"replica in every round (the target client twice with the informed statistics), plus\n" +
 			"2·d per evaluated row at checkpoints. The CPU time comes from timing a few rounds of a\n" +
@@ -38,6 +38,7 @@ func init() {
 			p := &planFlags{}
 			fs.StringVar(&p.config, "config", "", "experiment config (YAML)")
 			fs.IntVar(&p.shards, "shards", 1, "number of shards (array tasks) the training is split into")
+			fs.BoolVar(&p.sequential, "sequential", false, "check the config and --shards for a sequential run (audit run --sequential, or an array of audit train --sequential), as its tasks would")
 			fs.Float64Var(&p.tflops, "gpu-tflops", 50, "peak FP32 rate of one GPU, in TFLOP/s")
 			fs.Float64Var(&p.eff, "gpu-efficiency", cost.DefaultGPUEfficiency, "fraction of the peak rate the training reaches")
 			fs.BoolVar(&p.noCal, "no-calibrate", false, "skip the timing on this machine (deterministic output)")
@@ -61,6 +62,7 @@ func init() {
 type planFlags struct {
 	config      string
 	shards      int
+	sequential  bool
 	tflops, eff float64
 	noCal       bool
 	costMu      float64
@@ -131,6 +133,13 @@ func runPlan(ctx context.Context, e *env, args []string, p *planFlags) error {
 	// A job whose attack stage would fail after its training is refused here too.
 	if err := spec.CheckStages(cfg); err != nil {
 		return err
+	}
+	// So is a sequential run its array tasks would refuse (submit.sh SEQUENTIAL=1 asks here,
+	// rather than see N tasks fail).
+	if p.sequential {
+		if err := experiment.CheckSequential(cfg, p.shards, nil); err != nil {
+			return fmt.Errorf("plan: %w", err)
+		}
 	}
 	if _, err := cost.CheckMemory(cfg, nil, memBudget); err != nil {
 		return err

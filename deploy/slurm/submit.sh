@@ -13,6 +13,11 @@
 # GPUS=1 trains on GPUs: each array task asks for one (--gres=gpu:1; Slurm's CUDA_VISIBLE_DEVICES
 # makes it device 0) and runs audit train --backend gpu, which needs a binary built with -tags
 # gpu. A shard trains on one device, so a node with several GPUs runs several tasks at once.
+# MEMORY=SIZE (e.g. 64GiB) is the memory of a compute node's task for the check below, which
+# otherwise takes this (login) node's MemAvailable; give the --mem you ask Slurm for.
+# The extra arguments may not hold --dependency or --export: sbatch keeps the last of a
+# repeated option, so they would replace the finish job's wait on the array, or the variables
+# the scripts read.
 set -euo pipefail
 if [ $# -lt 3 ]; then
   echo "usage: $0 CONFIG OUT N [extra sbatch args...]" >&2
@@ -21,7 +26,19 @@ fi
 config=$1 out=$2 shards=$3
 shift 3
 case $shards in
-  ''|*[!0-9]*|0) echo "submit.sh: N must be a positive integer, got '$shards'" >&2; exit 2 ;;
+  # A leading zero reads as octal in bash's arithmetic and Go's flags (010 is 8 shards).
+  ''|*[!0-9]*|0*) echo "submit.sh: N must be a positive integer without leading zeros, got '$shards'" >&2; exit 2 ;;
+esac
+for arg in "$@"; do
+  case $arg in
+    --dependency*|-d|--export*)
+      echo "submit.sh: $arg: submit.sh sets --dependency (the finish job waits for the array) and --export (the scripts read CONFIG, OUT, SHARDS, AUDIT) itself; sbatch keeps the last of a repeated option, so yours would replace them" >&2
+      exit 2 ;;
+  esac
+done
+case ${SEQUENTIAL:-0} in
+  0|1) ;;
+  *) echo "submit.sh: SEQUENTIAL must be 0 or 1, got '$SEQUENTIAL'" >&2; exit 2 ;;
 esac
 here=$(cd "$(dirname "$0")" && pwd)
 [ -r "$config" ] || { echo "submit.sh: cannot read config $config" >&2; exit 2; }
@@ -31,8 +48,12 @@ out=$(realpath "$out")
 audit=${AUDIT:-$(command -v audit || true)}
 [ -n "$audit" ] || { echo "submit.sh: no audit binary: set AUDIT or put audit on PATH" >&2; exit 2; }
 audit=$(realpath "$audit")
-# Fail here, not in N array tasks, when the config does not load.
-"$audit" plan --config "$config" --shards "$shards" --no-calibrate --quiet >/dev/null
+# Fail here, not in N array tasks, when the config does not load (or, with SEQUENTIAL=1, when
+# its tasks would refuse the shard count), or cannot fit the memory of a task.
+check=(--config "$config" --shards "$shards" --no-calibrate --no-cost --quiet)
+if [ "${SEQUENTIAL:-0}" = 1 ]; then check+=(--sequential); fi
+if [ -n "${MEMORY:-}" ]; then check+=(--memory "$MEMORY"); fi
+"$audit" plan "${check[@]}" >/dev/null
 
 gpu=()
 case ${GPUS:-} in

@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"math"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -109,10 +112,74 @@ func CheckMemory(cfg *spec.Config, data *spec.Data, available int64) (MemoryEsti
 	return est, nil
 }
 
-// MemAvailable reads MemAvailable from /proc/meminfo: the memory a new process may use without
-// swapping. It returns 0 where the file is absent (not Linux), which skips the memory checks.
+// MemAvailable is the memory a new process may use: MemAvailable from /proc/meminfo (what it
+// may use without swapping), or less where its control group limits it (a Slurm task's --mem,
+// a Kubernetes pod's limits.memory: the kernel kills a process past it, whatever the node has
+// free). It returns 0 where /proc/meminfo is absent (not Linux), which skips the memory checks.
 func MemAvailable() int64 {
-	f, err := os.Open("/proc/meminfo")
+	return memAvailable("/proc/meminfo", "/proc/self/cgroup", "/sys/fs/cgroup")
+}
+
+func memAvailable(meminfo, selfCgroup, cgroupRoot string) int64 {
+	avail := meminfoAvailable(meminfo)
+	if room, ok := cgroupRoom(selfCgroup, cgroupRoot); ok && avail > 0 && room < avail {
+		return room
+	}
+	return avail
+}
+
+// cgroupRoom is the memory the process's control group and its ancestors leave it (limit less
+// usage, the smallest over the hierarchy), from /proc/self/cgroup and the cgroup file system:
+// cgroup v2 (memory.max, memory.current; "max" is no limit) or v1's memory controller
+// (memory.limit_in_bytes, memory.usage_in_bytes; its "no limit" is a value near 2^63). ok is
+// false where no limit is found.
+func cgroupRoom(selfCgroup, root string) (int64, bool) {
+	raw, err := os.ReadFile(selfCgroup)
+	if err != nil {
+		return 0, false
+	}
+	readInt := func(path string) (int64, bool) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return 0, false
+		}
+		v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		return v, err == nil
+	}
+	room, found := int64(math.MaxInt64), false
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		var base, limitFile, usageFile string
+		switch {
+		case parts[0] == "0" && parts[1] == "":
+			base, limitFile, usageFile = root, "memory.max", "memory.current"
+		case slices.Contains(strings.Split(parts[1], ","), "memory"):
+			base, limitFile, usageFile = filepath.Join(root, "memory"), "memory.limit_in_bytes", "memory.usage_in_bytes"
+		default:
+			continue
+		}
+		// The group and every ancestor up to the root: a limit set on a job's group holds
+		// for the step's group inside it.
+		for dir := filepath.Join(base, parts[2]); ; dir = filepath.Dir(dir) {
+			limit, okL := readInt(filepath.Join(dir, limitFile))
+			usage, okU := readInt(filepath.Join(dir, usageFile))
+			if okL && okU && limit < 1<<60 {
+				room, found = min(room, max(limit-usage, 1)), true // 0 would read as "unknown"
+			}
+			if dir == base || len(dir) <= len(base) {
+				break
+			}
+		}
+	}
+	return room, found
+}
+
+// meminfoAvailable reads MemAvailable from a meminfo file; 0 where it cannot.
+func meminfoAvailable(path string) int64 {
+	f, err := os.Open(path)
 	if err != nil {
 		return 0
 	}

@@ -1,6 +1,8 @@
 package cost
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -37,5 +39,53 @@ train:
 	cfg.Data = spec.DataConfig{Source: "synthetic", Synthetic: spec.SyntheticConfig{Dim: 784, Classes: 10}, Clients: 4, PerClient: 20, TestSamples: 10}
 	if _, err = CheckMemory(cfg, nil, 1); err == nil || !strings.Contains(err.Error(), "d = 50890 parameters") {
 		t.Errorf("synthetic data of 784 features: %v", err)
+	}
+}
+
+// TestMemAvailableHonoursTheCgroup: the budget is the smaller of the node's MemAvailable and
+// what the process's control group leaves it, over the group and its ancestors (a Slurm job's
+// limit holds in its step's group), in cgroup v2 and v1; "max" and v1's near-2^63 are no limit.
+// Without it a task under --mem=4G planned with the node's 200 GiB and was killed.
+func TestMemAvailableHonoursTheCgroup(t *testing.T) {
+	write := func(path, text string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	meminfo := filepath.Join(dir, "meminfo")
+	write(meminfo, "MemTotal:       263000000 kB\nMemAvailable:   209715200 kB\n") // 200 GiB
+	const gib = int64(1) << 30
+	for _, c := range []struct {
+		name, self string
+		files      map[string]string
+		want       int64
+	}{
+		{"no cgroup file", "", nil, 200 * gib},
+		{"v2 without a limit", "0::/slurm/job_7/step_0\n", map[string]string{"slurm/job_7/step_0/memory.max": "max\n", "slurm/job_7/step_0/memory.current": "1000\n"}, 200 * gib},
+		{"v2 limit on the job's group", "0::/slurm/job_7/step_0\n", map[string]string{
+			"slurm/job_7/step_0/memory.max": "max\n", "slurm/job_7/step_0/memory.current": "1073741824\n",
+			"slurm/job_7/memory.max": "4294967296\n", "slurm/job_7/memory.current": "1073741824\n"}, 3 * gib},
+		{"v1 memory controller", "12:memory:/kubepods/pod1\n3:cpu,cpuacct:/kubepods/pod1\n", map[string]string{
+			"memory/kubepods/pod1/memory.limit_in_bytes": "8589934592\n", "memory/kubepods/pod1/memory.usage_in_bytes": "2147483648\n",
+			"memory/kubepods/memory.limit_in_bytes": "9223372036854771712\n", "memory/kubepods/memory.usage_in_bytes": "5\n"}, 6 * gib},
+		// Not 0, which skips the checks as where nothing is known.
+		{"over its limit", "0::/a\n", map[string]string{"a/memory.max": "100\n", "a/memory.current": "200\n"}, 1},
+	} {
+		root := filepath.Join(dir, c.name)
+		self := filepath.Join(root, "self-cgroup")
+		if c.self != "" {
+			write(self, c.self)
+		}
+		for f, text := range c.files {
+			write(filepath.Join(root, "fs", f), text)
+		}
+		if got := memAvailable(meminfo, self, filepath.Join(root, "fs")); got != c.want {
+			t.Errorf("%s: %d bytes, want %d", c.name, got, c.want)
+		}
 	}
 }
