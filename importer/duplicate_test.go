@@ -1,10 +1,13 @@
 package importer
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/fedaudit/fedaudit/experiment/spec"
 )
 
 // A manifest that names one snapshot file for two runs after round 0 (a trainer whose file
@@ -116,5 +119,60 @@ func TestCopiedRunsRefused(t *testing.T) {
 	quiet.Train.NoiseStd = 0
 	if _, err, _ := importFlat(t, flatSpec{cfg: quiet, vec: copies}); err != nil {
 		t.Errorf("equal runs refused without noise: %v", err)
+	}
+}
+
+// The copies check ran only where noise_std or noise_multiplier was set, and idp-fedavg and
+// adaptive-fedavg take their noise from train.privacy with both 0: copies of one training were
+// imported as independent pairs and certified a violation no training showed (grad-align mu
+// 1.45, AUC 1.0).
+func TestCopiedRunsRefusedUnderPrivacyBudgets(t *testing.T) {
+	cfg, err := spec.Parse([]byte(strings.NewReplacer(
+		"adjacency: {kind: replace, client: 0, index: 1, canary: dirac}", "adjacency: {kind: remove-client, client: 0, index: 0}",
+		"  algorithm: fedavg\n", "  algorithm: idp-fedavg\n  sampling_rate: 0.5\n  update_clip: 1\n  privacy: {delta: 1.0e-5, groups: [{clients: 2, epsilon: 2}, {clients: 1, epsilon: 6}]}\n",
+		"  clip_norm: 1\n  noise_std: 0.02\n", "",
+		"attacks: [loss, margin, grad-align, linear]", "attacks: [loss, margin]",
+	).Replace(smallYAML)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	copies := func(p, w, r int, good []float32) []float32 {
+		if r != 3 {
+			return nil
+		}
+		v := slices.Clone(good)
+		v[1] += float32(2*min(p, 1)+w+1) / 512 // pairs 1 and later: one training
+		return v
+	}
+	if _, err, _ := importFlat(t, flatSpec{cfg: cfg, vec: copies}); err == nil || !strings.Contains(err.Error(), "copies of one training") {
+		t.Errorf("copies under idp-fedavg: %v, want them refused", err)
+	}
+}
+
+// An import that drops every attack its config lists would leave the list empty, which means
+// every attack the run files support: the analysis scored seven attacks the config never chose,
+// or failed (exit 1) on one that needs w_0. Both are config errors now, before anything is
+// written, as are attacks that need w_0 without round 0 among the snapshots.
+func TestImportRefusesAttacksItCannotScore(t *testing.T) {
+	for _, c := range []struct {
+		name, from, to, want string
+	}{
+		{"every listed attack dropped", "  checkpoints: [0, 1, 3]\n  record_params: true\n", "  checkpoints: [0, 1, 2, 3]\n  record_params: true\n  informed: true\n  participants: 2\n",
+			"audit.attacks: no attack of informed-all can score the imported runs"},
+		{"w_0 without round 0", "  checkpoints: [0, 1, 3]\n", "  checkpoints: [1, 3]\n", "read the initial model w_0"},
+	} {
+		yaml := strings.Replace(smallYAML, c.from, c.to, 1)
+		if c.name == "every listed attack dropped" {
+			yaml = strings.Replace(yaml, "attacks: [loss, margin, grad-align, linear]", "attacks: [informed-all]", 1)
+		}
+		cfg, err := spec.Parse([]byte(yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err, _ = importFlat(t, flatSpec{cfg: cfg})
+		var ce *spec.ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want a config error saying %q", c.name, err, c.want)
+		}
 	}
 }

@@ -133,6 +133,18 @@ func Import(ctx context.Context, opts Options) (*Result, error) {
 	}
 	meta := importMeta(&cfg, data, opts.ToolVersion, plan.Uploads != nil, rp, known)
 	dropped := dropInapplicable(&cfg, meta, logf)
+	if len(cfg.Audit.Attacks) == 0 && len(dropped) > 0 {
+		// An empty list means every attack the run files support: the analysis would score
+		// attacks the config never chose (or fail on one that needs w_0).
+		return nil, &spec.ConfigError{Err: fmt.Errorf("audit.attacks: no attack of %s can score the imported runs (see the reasons above): list attacks that can (audit attack --list), or leave audit.attacks out to score every one that can",
+			strings.Join(dropped, ", "))}
+	}
+	// What the analysis of the imported directory needs of it, refused before anything is
+	// written: an attack that reads w_0 without round 0 among the snapshots failed that
+	// analysis (exit 1) after the import.
+	if err := spec.CheckImportedStages(&cfg, meta); err != nil {
+		return nil, fmt.Errorf("import: %w", err)
+	}
 
 	parent, tmp, lock, err := tempBeside(opts.Out, logf)
 	if err != nil {
@@ -392,7 +404,7 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer, probs *problem
 			rd.checkInitial(params, ri, probs)
 		} else {
 			cfg := &rd.job.Config
-			noisy := cfg.NoiseStd > 0 || cfg.NoiseMultiplier > 0
+			noisy := cfg.Noisy() // idp-fedavg's and adaptive-fedavg's noise is train.privacy's
 			rd.checkCopies(params, ri, noisy, probs)
 			copied = append(copied, rd.uploadCopies(uploads, norms, ri, noisy)...)
 		}

@@ -34,6 +34,13 @@ import (
 // IsClientDP reports whether the algorithm is one of the DP-FedAvg family.
 func (c *Config) IsClientDP() bool { return c.Algorithm.ClientDP() }
 
+// Noisy reports whether the config's rounds add noise: noise_std, noise_multiplier, or the
+// budgets of idp-fedavg and adaptive-fedavg (train.privacy), whose noise is calibrated to them
+// with both fields 0.
+func (c *Config) Noisy() bool {
+	return c.NoiseStd > 0 || c.NoiseMultiplier > 0 || (c.IsClientDP() && c.Privacy != nil)
+}
+
 // Plan checks the fields of the DP-FedAvg family and computes the privacy plan for m clients
 // (privacy.NewPlan: idp-fedavg and adaptive-fedavg calibrate their noise to the budgets there).
 func (c *Config) Plan(ctx context.Context, m int) (*privacy.Plan, error) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/datasets"
+	"github.com/fedaudit/fedaudit/train/canary"
 	"github.com/fedaudit/fedaudit/train/checkpoint"
 	"github.com/fedaudit/fedaudit/train/model"
 )
@@ -124,6 +125,13 @@ func TestReplayRound(t *testing.T) {
 	}
 	if err := Replayable(cfg, 3); err == nil || !strings.Contains(err.Error(), "noise_std is 0") {
 		t.Errorf("no noise: %v", err)
+	}
+	// Under gradient adjacency the worlds hold the same data: a replay that swaps the data
+	// gave both worlds one mean, and every imported informed statistic was 0.
+	grad := fixed.Config
+	grad.Batching, grad.GradientCanary = "full", &canary.Gradient{Norm: 1}
+	if err := Replayable(grad, 3); err == nil || !strings.Contains(err.Error(), "adjacency kind gradient") {
+		t.Errorf("gradient canary: %v", err)
 	}
 	// The DP-FedAvg family's noise is noise_multiplier's (noise_std is 0 by its rules): the
 	// reason is the server's noise, not a missing one.

@@ -230,54 +230,85 @@ func CheckStages(cfg *Config) error {
 	}
 
 	if cfg.Audit.Method != MethodOneRun {
-		lacks := map[string]string{}
-		for _, s := range attacks.Skipped(meta) {
-			lacks[s.Name] = s.Why
-		}
-		names, _ := RunAttacks(cfg.Audit.Attacks, meta, cfg.Train.Model, cfg.Pairs)
-		var fit, needW0, needPrev []string
-		for _, n := range names {
-			if why, ok := lacks[n]; ok {
-				if importOnly(n) {
-					bad("audit.attacks", "%s scores imported runs only (audit import replays its statistic from the imported iterates; training never records it): leave it out", n)
-					continue
-				}
-				bad("audit.attacks", "%s: %s: record what it needs (train.record_params, train.record_upload, train.informed) or leave it out",
-					n, strings.Replace(why, "the run file lacks", "the run files will lack", 1))
+		checkAttackNeeds(cfg, meta, rounds, bad)
+	}
+	if len(errs) > 0 {
+		return &ConfigError{Err: errors.Join(errs...)}
+	}
+	return nil
+}
+
+// checkAttackNeeds checks the attacks the config scores, with run files of metadata meta (what
+// training will record, or what an import writes), against what they need: what the run files
+// hold, the round-0 checkpoint for w_0, the checkpoint before each audited round for an upload,
+// and a claim about a threat that some attack observes. rounds are the audited rounds.
+func checkAttackNeeds(cfg *Config, meta runs.Meta, rounds []int, bad func(field, format string, a ...any)) {
+	cps := cfg.Train.Checkpoints
+	lacks := map[string]string{}
+	for _, s := range attacks.Skipped(meta) {
+		lacks[s.Name] = s.Why
+	}
+	names, _ := RunAttacks(cfg.Audit.Attacks, meta, cfg.Train.Model, cfg.Pairs)
+	var fit, needW0, needPrev []string
+	for _, n := range names {
+		if why, ok := lacks[n]; ok {
+			if importOnly(n) {
+				bad("audit.attacks", "%s scores imported runs only (audit import replays its statistic from the imported iterates; training never records it): leave it out", n)
 				continue
 			}
-			fit = append(fit, n)
+			bad("audit.attacks", "%s: %s: record what it needs (train.record_params, train.record_upload, train.informed) or leave it out",
+				n, strings.Replace(why, "the run file lacks", "the run files will lack", 1))
+			continue
 		}
-		if n, ok := claimUncovered(cfg, fit); ok {
-			bad("audit.claim_about", "%s, but none of the attacks that will run (%s) observes the %s: the analysis would judge the claim on no row and give no verdict (exit 4), after training; list an attack of that threat model in audit.attacks%s, or state what the claim is about",
-				n, strings.Join(fit, ", "), n, uploadsHint(n))
+		fit = append(fit, n)
+	}
+	if n, ok := claimUncovered(cfg, fit); ok {
+		bad("audit.claim_about", "%s, but none of the attacks that will run (%s) observes the %s: the analysis would judge the claim on no row and give no verdict (exit 4), after training; list an attack of that threat model in audit.attacks%s, or state what the claim is about",
+			n, strings.Join(fit, ", "), n, uploadsHint(n))
+	}
+	for _, n := range fit {
+		a, _ := attacks.Lookup(n)
+		needs := a.Info().Needs
+		if needs.Initial && !slices.Contains(cps, 0) {
+			needW0 = append(needW0, n)
 		}
-		for _, n := range fit {
-			a, _ := attacks.Lookup(n)
-			needs := a.Info().Needs
-			if needs.Initial && !slices.Contains(cps, 0) {
-				needW0 = append(needW0, n)
+		if needs.Upload {
+			needPrev = append(needPrev, n)
+		}
+	}
+	if len(needW0) > 0 {
+		bad("train.checkpoints", "the attacks %s read the initial model w_0 from the round-0 checkpoint: add 0 to train.checkpoints, or list audit.attacks without them",
+			strings.Join(needW0, ", "))
+	}
+	if len(needPrev) > 0 {
+		var missing []int
+		for _, t := range rounds {
+			if t >= 1 && !slices.Contains(cps, t-1) {
+				missing = append(missing, t-1)
 			}
-			if needs.Upload {
-				needPrev = append(needPrev, n)
-			}
 		}
-		if len(needW0) > 0 {
-			bad("train.checkpoints", "the attacks %s read the initial model w_0 from the round-0 checkpoint: add 0 to train.checkpoints, or list audit.attacks without them",
-				strings.Join(needW0, ", "))
+		if len(missing) > 0 {
+			bad("train.checkpoints", "the upload attacks %s at round T read the model w_{T-1} the upload started from: add %v to train.checkpoints, or list audit.attacks without them",
+				strings.Join(needPrev, ", "), missing)
 		}
-		if len(needPrev) > 0 {
-			var missing []int
-			for _, t := range rounds {
-				if t >= 1 && !slices.Contains(cps, t-1) {
-					missing = append(missing, t-1)
-				}
-			}
-			if len(missing) > 0 {
-				bad("train.checkpoints", "the upload attacks %s at round T read the model w_{T-1} the upload started from: add %v to train.checkpoints, or list audit.attacks without them",
-					strings.Join(needPrev, ", "), missing)
-			}
-		}
+	}
+}
+
+// CheckImportedStages checks the attacks of an imported config against the run files the import
+// writes (meta): an attack that needs w_0 without round 0 among the snapshots, or an upload
+// without the round before, is refused before anything is written, as CheckStages refuses a
+// training; the analysis of the imported directory failed on it (exit 1) after the import.
+func CheckImportedStages(cfg *Config, meta runs.Meta) error {
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, a...)))
+	}
+	rounds := cfg.Audit.Rounds
+	if len(rounds) == 0 {
+		rounds = slices.DeleteFunc(slices.Clone(cfg.Train.Checkpoints), func(t int) bool { return t < 1 })
+	}
+	if cfg.Audit.Method != MethodOneRun {
+		checkAttackNeeds(cfg, meta, rounds, bad)
 	}
 	if len(errs) > 0 {
 		return &ConfigError{Err: errors.Join(errs...)}
