@@ -56,6 +56,17 @@ func ModelSkipped(mc model.Config) []Skip {
 		}
 		return out
 	}
+	if mc.Kind == "quadratic" {
+		// Its loss a/2 |w|^2 - <b, w> has no classes: the label and inversion attacks failed
+		// the attack stage (exit 1) after training, the default selection included.
+		var out []Skip
+		for _, a := range registry {
+			if info := a.Info(); info.Needs.Classes {
+				out = append(out, Skip{Name: info.Name, Why: "it needs a model with a softmax over classes, and the quadratic model has none"})
+			}
+		}
+		return out
+	}
 	if !model.IsNNKind(mc.Kind) {
 		return nil
 	}

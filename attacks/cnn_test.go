@@ -285,6 +285,9 @@ func TestModelSkipped(t *testing.T) {
 		{model.Config{Kind: "sequential", Layers: []nn.LayerSpec{{Kind: "conv2d", Out: 4, Kernel: 3}, {Kind: "globalavgpool"}}},
 			[]string{"label", "inversion", "invgrad"}},
 		{model.Config{Kind: "mlp", Hidden: []int{4}, Activation: "tanh"}, nil},
+		// No classes: the label and inversion attacks failed the attack stage (exit 1) where
+		// the quadratic model's uploads were recorded and the default attacks chosen.
+		{model.Config{Kind: "quadratic", Curvature: 0.5}, []string{"label", "inversion", "invgrad"}},
 	} {
 		got := ModelSkipped(tc.mc)
 		if !slices.Equal(names(got), tc.want) {
