@@ -65,6 +65,13 @@ func Summarize(fs []findings.Finding, fam findings.Family, notes []string) findi
 			case c.Lower <= 0:
 				h.Text = fmt.Sprintf("CONSISTENT: no certified bound exceeds its claim (%s); no attack certifies any privacy loss (the %s).",
 					level, claimWithSource(c, best.ClaimSource))
+				// Rows judged against an estimate (the convergent bound after T = 1) are not
+				// among those a verdict rests on, but they may certify a loss the sentence
+				// above denied.
+				if s := strongest(fs); s != nil && s.Result.MuLower > 0 {
+					h.Text = fmt.Sprintf("CONSISTENT: no certified bound exceeds its claim (%s); no row judged against a claim certifies any privacy loss (the %s), and the strongest row, %s, judged against an estimate, certifies mu >= %s.",
+						level, claimWithSource(c, best.ClaimSource), rowName(s), numfmt.LowerG(s.Result.MuLower, 4))
+				}
 			default:
 				h.Text = fmt.Sprintf("CONSISTENT: no certified bound exceeds its claim (%s); the strongest attack, %s, certifies %s, %s of the %s.",
 					level, row, lowerText(c), numfmt.LowerF(c.Tightness, 2), claimWithSource(c, best.ClaimSource))
@@ -175,6 +182,17 @@ func Diverged(h *findings.Headline, fs []findings.Finding, rounds []findings.Rou
 	h.Status, h.Claim, h.Tightness = findings.StatusInconclusive, "", nil
 	h.Text = fmt.Sprintf("INCONCLUSIVE: %s. %s: no verdict is given. Lower the learning rate (or the clip norm) until the runs converge, and audit again.", what, why)
 	h.Notes = append([]string{"what the rows say of the diverged runs, not of the mechanism: " + rows}, h.Notes...)
+}
+
+// strongest is the row of the largest certified mu, nil without rows.
+func strongest(fs []findings.Finding) *findings.Finding {
+	var s *findings.Finding
+	for i := range fs {
+		if fs[i].Result != nil && (s == nil || fs[i].Result.MuLower > s.Result.MuLower) {
+			s = &fs[i]
+		}
+	}
+	return s
 }
 
 // UnpairedText names at most eight unpaired pair ids.

@@ -36,3 +36,25 @@ func TestRoundUnknown(t *testing.T) {
 		}
 	}
 }
+
+// TestNoLossDeniedWhereAnEstimateRowCertifiesOne: the verdict rests on the rows judged against
+// a claim; where none of them certifies a loss but a row judged against an estimate (the
+// convergent bound after T = 1) does, the headline said "no attack certifies any privacy loss"
+// beside a row that certified mu 1.24.
+func TestNoLossDeniedWhereAnEstimateRowCertifiesOne(t *testing.T) {
+	judged := func(attack string, round int, mu float64, kind string) findings.Finding {
+		v := audit.Judge(&audit.Result{MuLower: mu}, audit.Claim{Mu: 10})
+		return findings.Finding{Attack: attack, Threat: "final", Round: round, ExactMu: math.NaN(), ReversedMuLower: math.NaN(),
+			Result: &audit.Result{MuLower: mu, AUC: 0.7}, Verdict: &v, ClaimKind: kind, ClaimSource: "convergent bound"}
+	}
+	fam := findings.Family{Confidence: 0.95, Rows: 2}
+	h := Summarize([]findings.Finding{judged("loss", 1, 0, findings.ClaimTheory), judged("grad-align", 3, 1.24, findings.ClaimEstimate)}, fam, nil)
+	if h.Status != findings.StatusConsistent || strings.Contains(h.Text, "no attack certifies any privacy loss") ||
+		!strings.Contains(h.Text, "the strongest row, grad-align (final, T = 3), judged against an estimate, certifies mu >= 1.24") {
+		t.Errorf("headline %q (%s)", h.Text, h.Status)
+	}
+	h = Summarize([]findings.Finding{judged("loss", 1, 0, findings.ClaimTheory), judged("grad-align", 3, 0, findings.ClaimEstimate)}, fam, nil)
+	if !strings.Contains(h.Text, "no attack certifies any privacy loss") {
+		t.Errorf("with nothing certified anywhere: %q", h.Text)
+	}
+}
