@@ -187,6 +187,9 @@ func TestParseTakesOneDocument(t *testing.T) {
 	for _, c := range []struct{ raw, want string }{
 		{demo + "---\npairs: 5\n", "a second YAML document starts at line 2"},
 		{demo + "---\nthis is: [not valid\n", "after the config's document"},
+		// An empty file, or comments alone, said "decode: EOF".
+		{"", "the config is empty"},
+		{"# nothing yet\n", "the config is empty"},
 	} {
 		if _, err := spec.Parse([]byte(c.raw)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: err = %v, want mention of %q", c.raw, err, c.want)

@@ -320,7 +320,9 @@ func Parse(raw []byte) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
 	var cfg Config
-	if err := dec.Decode(&cfg); err != nil {
+	if err := dec.Decode(&cfg); errors.Is(err, io.EOF) {
+		return nil, &ConfigError{Err: errors.New("the config is empty (no YAML document; README.md, \"Auditing your own deployment\", shows one)")}
+	} else if err != nil {
 		return nil, &ConfigError{Err: fmt.Errorf("decode: %w", err)}
 	}
 	if err := singleDocument(dec); err != nil {
