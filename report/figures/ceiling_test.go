@@ -93,6 +93,9 @@ func TestMuAxisKeepsNearbyTheory(t *testing.T) {
 		"demo":     muInput(0, rounds, []float64{0, 0.2, 0.53, 0.81, 1.19}, []float64{3.6, 5, 7.7, 10, 11.4}, []float64{3.6, 5.1, 8, 11.3, 16}),
 		"no data":  muInput(0, rounds, []float64{0, 0, 0, 0, 0}, []float64{3.6, 50, 770, 1e4, 1.1e5}, []float64{3.6, 51, 800, 1.1e4, 1.6e5}),
 		"in range": muInput(0.5, rounds, []float64{0.1, 0.2, 0.3, 0.4, 0.5}, []float64{3, 5, 10, 20, 40}, []float64{3, 5, 10, 30, 50}),
+		// Within three decades (results/band-quadratic: a composition bound of 404 beside
+		// 3.88 was cut at 388, hiding 4% of it).
+		"three decades": muInput(0, rounds, []float64{1, 2, 3, 3.5, 3.88}, []float64{10, 20, 40, 80, 105}, []float64{40, 80, 160, 300, 404}),
 	} {
 		f, ok, err := newModel(in).muFigure()
 		if err != nil || !ok {

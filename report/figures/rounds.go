@@ -247,15 +247,20 @@ func (m *model) addClaimLine(p *plot.Plot, leg *plot.Legend, lines []muLine, cla
 }
 
 // clipAbove is how far above the highest certified lower bound and the claim the mu axis
-// reaches: a theory curve (a bound or the realized mu) above clipAbove times the larger of the
-// two is cut at the top of the axis, since a composition bound of 1e5 beside certified bounds
-// of 0.5 would otherwise squash every bound an attack found into the bottom of a seven-decade
-// axis. Two decades, as for the logarithmic axis: a curve within them is drawn whole.
-const clipAbove = 100
+// reaches when a theory curve (a bound or the realized mu) runs more than clipBeyond times the
+// larger of the two: it is cut at the top of the axis, since a composition bound of 1e5 beside
+// certified bounds of 0.5 would otherwise squash every bound an attack found into the bottom
+// of a seven-decade axis. Two decades, as for the logarithmic axis. A curve that reaches less
+// than three decades above is drawn whole: cutting a bound of 404 at 388 hid 4% of it to gain
+// nothing.
+const (
+	clipAbove  = 100
+	clipBeyond = 1000
+)
 
-// muCeiling is the top of the mu axis when a theory curve runs above clipAbove times the
-// highest positive certified lower bound and the claim drawn; 0 (the axis covers every curve)
-// otherwise, and when there is no positive lower bound and no claim.
+// muCeiling is the top of the mu axis, clipAbove times the highest positive certified lower
+// bound and the claim drawn, when a theory curve runs above clipBeyond times them; 0 (the axis
+// covers every curve) otherwise, and when there is no positive lower bound and no claim.
 func muCeiling(theoryLines, attacks []muLine, claim float64, logX bool) float64 {
 	hi := 0.0
 	if claim > 0 {
@@ -269,11 +274,10 @@ func muCeiling(theoryLines, attacks []muLine, claim float64, logX bool) float64 
 	if hi <= 0 {
 		return 0
 	}
-	top := clipAbove * hi
 	for _, l := range theoryLines {
 		for _, pt := range onAxis(l.xy, logX) {
-			if pt.Y > top {
-				return top
+			if pt.Y > clipBeyond*hi {
+				return clipAbove * hi
 			}
 		}
 	}
