@@ -39,7 +39,7 @@ func readDirConfig(dir string) (*spec.Config, error) {
 // tables and figures) are removed first: a job killed before the next analysis, or `audit
 // train` alone, left a findings.json and report of one claim beside the config.json of
 // another, and `status` passed such a directory. Without them the next `analyze`, `report` or
-// `run` judges afresh.
+// `run` judges afresh. Where there was no config.json, the grey-box checks' check.json goes too.
 func writeDirConfig(dir string, cfg *spec.Config) error {
 	d := expdir.Dir(dir)
 	data := append(cfg.JSON(), '\n')
@@ -47,9 +47,14 @@ func writeDirConfig(dir string, cfg *spec.Config) error {
 	if err == nil && bytes.Equal(old, data) {
 		return nil
 	}
-	if err == nil {
-		if err := removeJudged(d); err != nil {
-			return err
+	if err := removeJudged(d); err != nil {
+		return err
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		// Without a config.json nothing says which runs the grey-box checks looked at, and
+		// a failed one would make the new runs' headline inconclusive: they are checked again.
+		if err := os.RemoveAll(d.Check()); err != nil {
+			return fmt.Errorf("remove %s, of runs no config.json describes: %w", d.Check(), err)
 		}
 	}
 	return writeFileAtomic(d.Config(), data)

@@ -106,3 +106,25 @@ func smallRun(t *testing.T, args ...string) (cfg, dir string) {
 	}
 	return cfg, dir
 }
+
+// TestCheckOfUnknownRunsRemoved: a check.json whose runs no config.json describes (the runs and
+// config removed by hand, the directory trained again) is removed when training records its
+// config: a failed check of other runs made the new runs' headline inconclusive.
+func TestCheckOfUnknownRunsRemoved(t *testing.T) {
+	cfg, dir := smallRun(t)
+	d := expdir.Dir(dir)
+	if err := os.WriteFile(d.Check(), []byte(`{"format": "fedaudit-check/1", "passed": false}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{d.Config(), d.Runs(), d.Scores()} {
+		if err := os.RemoveAll(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, stderr, code := runCLI("train", "--config", cfg, "--out", dir, "--quiet"); code != 0 {
+		t.Fatalf("train: exit %d\n%s", code, stderr)
+	}
+	if _, err := os.Stat(d.Check()); err == nil {
+		t.Error("check.json of runs no config.json described survived a new training")
+	}
+}
