@@ -116,8 +116,9 @@ func init() {
 		usage: "run --config F --out DIR [--shards n] [--sequential] [--workers n] [--json] [--claim-mu X | --claim-eps E] [statistics flags]\n\n" +
 			"--sequential trains the shards in order (16 unless --shards says otherwise) and analyzes\n" +
 			"after 1, 2, 4, ... of them and after the last, stopping at the first look that certifies a\n" +
-			"violation; each look certifies at confidence 1 - (1 - c)/looks, so the looks hold jointly\n" +
-			"at c (docs/statistics.md). DIR/sequential.json records the looks.",
+			"violation; look j, of n_j pairs, certifies at confidence 1 - (1 - c) n_j / (n_1 + ... ),\n" +
+			"so the looks' errors add up to 1 - c and they hold jointly at c (docs/statistics.md).\n" +
+			"DIR/sequential.json records the looks.",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			config := fs.String("config", "", "experiment config (YAML)")
 			out := fs.String("out", "", "output directory")
