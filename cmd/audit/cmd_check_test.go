@@ -158,8 +158,7 @@ func TestCheckNothingToCheck(t *testing.T) {
 // (2 of 4 clients a round) had no pair of 40 differ, failed the participation check (p =
 // 1.8e-12) and so turned its analysis INCONCLUSIVE. The check is skipped with the reason.
 func TestCheckParticipationNeedsFullBatches(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "part.yaml")
-	if err := os.WriteFile(cfg, []byte(`name: part-fixed
+	dir := runYAML(t, `name: part-fixed
 seed: 7
 pairs: 40
 data:
@@ -183,13 +182,7 @@ train:
   record_params: true
 audit:
   attacks: [loss]
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "exp")
-	if code, _, stderr := cli(t, "run", "--quiet", "--config", cfg, "--out", dir); code != 0 {
-		t.Fatalf("run: exit %d\n%s", code, stderr)
-	}
+`)
 	code, stdout, stderr := cli(t, "check", dir)
 	if code != 0 || !strings.Contains(stdout, "participation: batching fixed: the worlds differ after round 1 only when the target sample is in one of its minibatches") {
 		t.Errorf("check with fixed batches: exit %d\n%s\n%s", code, stdout, stderr)
@@ -209,8 +202,7 @@ func TestCheckDPFedAvgRound1(t *testing.T) {
 		skip bool
 		code int
 	}{{false, 0}, {true, 3}} {
-		cfg := filepath.Join(t.TempDir(), "dp.yaml")
-		if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`name: dpf
+		dir := runYAML(t, fmt.Sprintf(`name: dpf
 seed: 303
 pairs: 40
 data:
@@ -235,13 +227,7 @@ train:
   record_params: true
 audit:
   attacks: [loss]
-`, c.skip)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		dir := filepath.Join(t.TempDir(), "exp")
-		if code, _, stderr := cli(t, "run", "--quiet", "--config", cfg, "--out", dir); code != 0 {
-			t.Fatalf("run: exit %d\n%s", code, stderr)
-		}
+`, c.skip))
 		code, stdout, _ := cli(t, "check", dir)
 		if code != c.code || !strings.Contains(stdout, "round-1-difference") {
 			t.Errorf("skip_update_clip %v: check exit %d, want %d\n%s", c.skip, code, c.code, stdout)
@@ -254,8 +240,7 @@ audit:
 // 2 eta V, the target record's clipped gradient in each; fedaudit's runs stay within it (0.69
 // of it here), and the check that dpsgd skipped entirely now runs.
 func TestCheckDPSGDRound1(t *testing.T) {
-	cfg := filepath.Join(t.TempDir(), "dpsgd.yaml")
-	if err := os.WriteFile(cfg, []byte(`name: dpsgd-check
+	dir := runYAML(t, `name: dpsgd-check
 seed: 5
 pairs: 20
 data:
@@ -277,13 +262,7 @@ train:
   record_params: true
 audit:
   attacks: [loss]
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "exp")
-	if code, _, stderr := cli(t, "run", "--quiet", "--config", cfg, "--out", dir); code != 0 {
-		t.Fatalf("run: exit %d\n%s", code, stderr)
-	}
+`)
 	code, stdout, _ := cli(t, "check", dir, "--json")
 	var rep findings.CheckReport
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
@@ -298,4 +277,19 @@ audit:
 		}
 	}
 	t.Errorf("no round-1-difference check for dpsgd: %+v", rep)
+}
+
+// runYAML writes the config text to a file and runs it into a new experiment directory, which
+// it returns.
+func runYAML(t *testing.T, text string) string {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "audit.yaml")
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "exp")
+	if code, _, stderr := cli(t, "run", "--quiet", "--config", cfg, "--out", dir); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	return dir
 }
