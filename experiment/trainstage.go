@@ -340,6 +340,14 @@ func TrainShard(ctx context.Context, cfg *spec.Config, data *spec.Data, s runs.S
 	if err := otherToolVersion(rdir, s, opts.ToolVersion); err != nil {
 		return "", false, err
 	}
+	// The grey-box checks of DIR/check.json looked at runs this shard replaces: they say
+	// nothing of the new ones, and a failed check would make their headline inconclusive (a
+	// directory retrained after rm -rf runs kept it). audit check runs them again.
+	if err := os.Remove(expdir.Dir(dir).Check()); err == nil {
+		logf("shard %s: removed %s, the checks of the runs it replaces", s, expdir.Dir(dir).Check())
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", false, fmt.Errorf("train shard %s: %w", s, err)
+	}
 	dim, err := model.ParamCountShape(cfg.Train.Model, data.Pair.C[0].Shape, data.Classes)
 	if err != nil {
 		return "", false, fmt.Errorf("train shard %s: %w", s, err)

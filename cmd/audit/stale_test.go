@@ -113,7 +113,7 @@ func smallRun(t *testing.T, args ...string) (cfg, dir string) {
 func TestCheckOfUnknownRunsRemoved(t *testing.T) {
 	cfg, dir := smallRun(t)
 	d := expdir.Dir(dir)
-	if err := os.WriteFile(d.Check(), []byte(`{"format": "fedaudit-check/1", "passed": false}`+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(d.Check(), []byte(failedCheck), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{d.Config(), d.Runs(), d.Scores()} {
@@ -128,3 +128,28 @@ func TestCheckOfUnknownRunsRemoved(t *testing.T) {
 		t.Error("check.json of runs no config.json described survived a new training")
 	}
 }
+
+// TestRetrainingRemovesTheCheck: a directory retrained after its runs were removed (what
+// results/regenerate.sh does, or a resubmitted array repairing a shard) kept check.json, and a
+// failed check of the old runs made the new runs' headline inconclusive (exit 4).
+func TestRetrainingRemovesTheCheck(t *testing.T) {
+	cfg, dir := smallRun(t)
+	d := expdir.Dir(dir)
+	if err := os.WriteFile(d.Check(), []byte(failedCheck), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(d.Runs()); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI("run", "--config", cfg, "--out", dir, "--quiet"); code != 0 {
+		t.Fatalf("run after the runs were removed: exit %d\n%s", code, stderr)
+	}
+	if _, err := os.Stat(d.Check()); err == nil {
+		t.Error("check.json of the removed runs survived their retraining")
+	}
+}
+
+// failedCheck is a check.json whose one exact check failed.
+const failedCheck = `{"format": "fedaudit-check/1", "passed": false, "alpha": 0.05, "pairs": 8, "rounds": 3,
+ "checks": [{"name": "shared-w0", "observer": "", "statistic": 1, "p_value": 0, "exact": true, "passed": false, "n": 8, "meaning": "a test's"}]}
+`
