@@ -137,8 +137,10 @@ func init() {
 				case *scores != "" && len(args) > 0:
 					return usagef("analyze: give --scores FILE or a run directory, not both")
 				case *scores != "":
-					if _, err := os.Stat(*scores); err != nil {
+					if f, err := os.Open(*scores); err != nil {
 						return fmt.Errorf("analyze: %w", err) // missing or unreadable: a failure
+					} else {
+						f.Close()
 					}
 					s, err := runs.ReadScoreFile(*scores)
 					if err != nil {

@@ -75,6 +75,12 @@ func TestMemAvailableHonoursTheCgroup(t *testing.T) {
 			"memory/kubepods/memory.limit_in_bytes": "9223372036854771712\n", "memory/kubepods/memory.usage_in_bytes": "5\n"}, 6 * gib},
 		// Not 0, which skips the checks as where nothing is known.
 		{"over its limit", "0::/a\n", map[string]string{"a/memory.max": "100\n", "a/memory.current": "200\n"}, 1},
+		// Page cache of files just read is reclaimed before a kill: not counted (a budget of
+		// 4.9 MB of 4 GiB after reading the run files).
+		{"v2 page cache", "0::/job\n", map[string]string{"job/memory.max": "4294967296\n", "job/memory.current": "4289000000\n",
+			"job/memory.stat": "anon 220000000\nfile 4069000000\ninactive_file 4000000000\nactive_file 69000000\n"}, 4294967296 - 289000000},
+		{"v1 page cache", "5:memory:/job\n", map[string]string{"memory/job/memory.limit_in_bytes": "4294967296\n", "memory/job/memory.usage_in_bytes": "4289000000\n",
+			"memory/job/memory.stat": "cache 4069000000\ntotal_inactive_file 4000000000\n"}, 4294967296 - 289000000},
 	} {
 		root := filepath.Join(dir, c.name)
 		self := filepath.Join(root, "self-cgroup")

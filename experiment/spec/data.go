@@ -2,7 +2,9 @@ package spec
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -59,10 +61,16 @@ func PrepareContext(ctx context.Context, cfg *Config) (*Data, error) {
 // prepare builds the data of PrepareContext, before the checks that need all of it.
 func prepare(ctx context.Context, cfg *Config) (*Data, error) {
 	base, err := openSource(cfg)
-	if err != nil {
-		// The config names data that cannot be had (an unknown name, a missing file, images
-		// it cannot make): exit status 2, and a command that created its directory for this
-		// leaves none behind.
+	var pe *fs.PathError
+	switch {
+	case err != nil && errors.As(err, &pe) && !errors.Is(err, fs.ErrNotExist):
+		// A file there that cannot be read (permission, an I/O error of a shared file system):
+		// a failure (exit 1) a retry may clear, not the config's.
+		return nil, err
+	case err != nil:
+		// The config names data that cannot be had (an unknown name, a missing file, a file of
+		// another format, images it cannot make): exit status 2, and a command that created
+		// its directory for this leaves none behind.
 		return nil, &ConfigError{Err: err}
 	}
 	// Before anything is built from the data: a canife canary is crafted with the model.

@@ -1,6 +1,10 @@
 package spec
 
 import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -126,6 +130,29 @@ func TestCheckStagesClaimCovered(t *testing.T) {
 		err = CheckStages(cfg)
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%s: %v, want %q", c.audit, err, c.want)
+		}
+	}
+}
+
+// TestUnreadableDataIsNoConfigError: data the config names and cannot have is a config error
+// (exit 2: an unknown name, a missing file), but a file there that cannot be read is a failure
+// a retry may clear (exit 1), not one the config must fix: a Kubernetes index fails at once on
+// exit 2. A path through a file (ENOTDIR) stands for the read errors root cannot be given.
+func TestUnreadableDataIsNoConfigError(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		source string
+		config bool
+	}{{"nosuch-dataset", true}, {filepath.Join(t.TempDir(), "missing.idx"), true}, {filepath.Join(file, "images.idx"), false}} {
+		cfg := &Config{Name: "x", Pairs: 1, Data: DataConfig{Source: c.source, Clients: 1, PerClient: 2},
+			Adjacency: AdjacencyConfig{Kind: "replace", Canary: "dirac"}}
+		_, err := PrepareContext(context.Background(), cfg)
+		var ce *ConfigError
+		if err == nil || errors.As(err, &ce) != c.config {
+			t.Errorf("%s: %v (a config error: %v), want one: %v", c.source, err, errors.As(err, &ce), c.config)
 		}
 	}
 }

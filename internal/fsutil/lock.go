@@ -96,7 +96,9 @@ func LockDir(dir, what string) (*Lock, error) {
 
 // LockDirReader locks dir shared, for a command that reads it and writes nothing but files
 // any reader computes alike (`audit analyze`, which may rescore): readers run side by side, a
-// writer holding the directory (run, train, attack, report) makes it fail at once. A directory
+// writer holding the whole directory (run, train of every shard, attack, report, check) makes
+// it fail at once. Shard jobs hold the directory shared, so an analysis may run beside them
+// (and refuses the missing shards, unless --allow-partial). A directory
 // whose lock file cannot be created or opened for writing (read-only, another user's) has no
 // writer of this user to wait for either: it is read without a lock (nil, nil).
 func LockDirReader(dir string) (*Lock, error) {
