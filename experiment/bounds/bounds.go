@@ -193,12 +193,8 @@ func exactMu(cfg *spec.Config, data *spec.Data, maxShift, meanShift float64) (fi
 		if gc == nil {
 			return nil, nil, nil, false
 		}
-		// The canary alone takes the client's mean gradient (it adds Norm u / n) past the
-		// clip norm: the target's steps are clipped, the local map is no longer affine, and
-		// the instance's formulas say nothing about the runs.
-		if tc.ClipNorm > 0 && gc.Norm/n >= tc.ClipNorm {
-			return nil, nil, nil, false
-		}
+		// (A canary that takes the mean gradient past the clip norm was refused above, by
+		// clipNeverBinds with its shift.)
 		diff = []float64{gc.Shift() / n}
 	} else {
 		for j := range diff {
