@@ -223,12 +223,10 @@ func exactMu(cfg *spec.Config, data *spec.Data, maxShift, meanShift float64) (fi
 //     is the instance's formula with that shift (final model and all iterates);
 //   - direction canaries of dp-fedavg with every client sampled (q = 1): each round adds c u_j
 //     under noise of standard deviation z c, so the observer of every iterate faces T Gaussian
-//     mechanisms of mu 1/z each: mu = sqrt(T)/z. On the quadratic model with a constant
-//     schedule, and clipping of the real clients' updates never active (a large update_clip,
-//     as ExactMu assumes of clip_norm), a client's update is (rho - 1) w_t plus a term that
-//     does not depend on w_t, so w_{t+1} = A w_t + ... with A = 1 + server_lr (rho - 1) and the
-//     canary's shift of round t reaches w_T multiplied by A^(T-1-t): the final model's mu is
-//     the quadratic instance's formula (1/z) sum_{j<T} A^j / sqrt(sum_{j<T} A^(2j)).
+//     mechanisms of mu 1/z each: mu = sqrt(T)/z. On the quadratic model the final model's mu
+//     is the quadratic instance's formula (1/z) sum_{j<T} A^j / sqrt(sum_{j<T} A^(2j)), with A
+//     the factor a round multiplies w_t by (directionCanaryMaps), where the real clients'
+//     updates are never clipped.
 func ExactMuOneRun(cfg *spec.Config, data *spec.Data) (func(threat string, T int) float64, bool) {
 	tc := cfg.Train
 	cc := tc.Canaries
@@ -243,20 +241,21 @@ func ExactMuOneRun(cfg *spec.Config, data *spec.Data) (func(threat string, T int
 			return nil, false
 		}
 		z := tc.NoiseMultiplier
-		A := math.NaN()
-		if tc.Model.Kind == "quadratic" && tc.Schedule == "constant" {
-			if rho, _, err := theory.QuadraticLocalMap(tc.Model.Curvature, tc.LearningRate, tc.LocalSteps); err == nil {
-				A = 1 + cmp.Or(tc.ServerLR, 1)*(rho-1)
-			}
-		}
+		maps, finalKnown := directionCanaryMaps(cfg, data)
 		return func(threat string, T int) float64 {
 			switch {
 			case T < 1:
 				return math.NaN()
 			case threat == runs.ThreatAllIterates:
 				return math.Sqrt(float64(T)) / z
-			case threat == runs.ThreatFinal && !math.IsNaN(A):
-				return theory.QuadraticFinalMu(1, 1, z, A, T)
+			case threat == runs.ThreatFinal && finalKnown:
+				// Each run's canaries face their own world's map; the largest is every canary's
+				// guarantee.
+				mu := 0.0
+				for _, A := range maps {
+					mu = math.Max(mu, theory.QuadraticFinalMu(1, 1, z, A, T))
+				}
+				return mu
 			}
 			return math.NaN()
 		}, true
@@ -377,6 +376,9 @@ func clipNeverBinds(cfg *spec.Config, data *spec.Data, maxShift, meanShift float
 	if tc.ClipNorm == 0 {
 		return true
 	}
+	if tc.Pretrain != nil || data.Initial != nil {
+		return false // a pretrained w_0: not the path from w_0 = 0 bounded below
+	}
 	a, eta := tc.Model.Curvature, tc.LearningRate
 	if !(math.Abs(1-eta*a) <= 1) {
 		return false // local steps that overshoot: not the instance's contraction
@@ -451,4 +453,112 @@ func exactMuGradientCanaries(cfg *spec.Config, data *spec.Data) (func(threat str
 		}
 		return math.NaN()
 	}, true
+}
+
+// directionCanaryMaps gives, for the direction canaries of dp-fedavg on the quadratic model
+// (constant schedule, full batches, every client sampled: q = 1), the factor A by which a round
+// multiplies w_t in each world, where no update_clip can bind on a real client's update but
+// for an event of probability below e^-32; ok is false otherwise. K local steps at rate eta take
+// w_t to b_i/a + rho (w_t - b_i/a) (b_i the client's mean sample), so the update is
+// (rho - 1)(w_t - b_i/a): linear in w_t only while unclipped. With n of the m clients training
+// (the others: a crafted update, or a client absent from C'), the round is
+// w_{t+1} = A w_t + ... with A = 1 + server_lr (n/m)(rho - 1), and a canary's shift of round t
+// reaches w_T multiplied by A^(T-1-t). Clipping never binds if |1 - rho| |w_t - b_i/a| < c for
+// every training client and round: w_t - b_i/a is at most the distance of the fixed point
+// w* = b_n/a + server_lr/m crafted/(1 - A) from w_0 = 0 (shrunk by A^t) and from b_i/a, plus
+// what the canaries and the server noise (standard deviation z c a coordinate) add through
+// sum_j A^j, but for events of probability below e^-30 in all.
+func directionCanaryMaps(cfg *spec.Config, data *spec.Data) ([]float64, bool) {
+	tc := cfg.Train
+	if tc.Model.Kind != "quadratic" || tc.Algorithm != algo.DPFedAvg || tc.Schedule != "constant" || tc.Batching != "full" ||
+		tc.ClipNorm != 0 || tc.Pretrain != nil || tc.SkipUpdateClip || tc.SamplingRate != 1 || data.Initial != nil {
+		return nil, false
+	}
+	a := tc.Model.Curvature
+	rho, _, err := theory.QuadraticLocalMap(a, tc.LearningRate, tc.LocalSteps)
+	if err != nil || a == 0 {
+		return nil, false
+	}
+	m := float64(len(data.Pair.C))
+	slr, c, z, T := cmp.Or(tc.ServerLR, 1), tc.UpdateClip, tc.NoiseMultiplier, tc.Rounds
+	// The included canaries (each with probability 1/2) are at most k/2 + 4 sqrt(k) but with
+	// probability e^-32 (Hoeffding); they add the same sum c S of their directions every round,
+	// |S| at most their count, or its square root when orthonormal.
+	k := float64(tc.Canaries.Count)
+	included := math.Min(k, k/2+4*math.Sqrt(k))
+	perRound := c * included
+	if tc.Canaries.Orthogonal {
+		perRound = c * math.Sqrt(included)
+	}
+	crafted := 0.0
+	if tc.CraftedUpdate != nil {
+		crafted = c
+	}
+	p := data.Pair
+	var maps []float64
+	for w, clients := range [][]*datasets.Dataset{p.C, p.CPrime} {
+		var training [][]float64 // the mean samples of the clients that train
+		craftedHere := 0.0
+		for i, cl := range clients {
+			if crafted > 0 && i == p.Client && (w == 0 || !data.Target.Absent) {
+				craftedHere = crafted
+				continue
+			}
+			mean := make([]float64, len(cl.Row(0)))
+			for r := 0; r < cl.Len(); r++ {
+				for j, x := range cl.Row(r) {
+					mean[j] += float64(x) / float64(cl.Len())
+				}
+			}
+			training = append(training, mean)
+		}
+		if len(training) == 0 {
+			return nil, false
+		}
+		n := float64(len(training))
+		A := 1 + slr*(n/m)*(rho-1)
+		if math.IsNaN(A) || math.IsInf(A, 0) {
+			return nil, false
+		}
+		// sum_{j<T} |A|^j and sum_{j<T} A^(2j), and the largest |A|^t, t < T.
+		var sumA, sumA2, maxPow float64
+		for j, pow := 0, 1.0; j < T; j, pow = j+1, pow*math.Abs(A) {
+			sumA += pow
+			sumA2 += pow * pow
+			maxPow = math.Max(maxPow, pow)
+		}
+		bn := make([]float64, len(training[0]))
+		for _, b := range training {
+			floats.AddScaled(bn, 1/n, b)
+		}
+		fixed := floats.Norm(bn, 2) / math.Abs(a) // |w*| without the crafted part
+		if craftedHere > 0 {
+			if A == 1 {
+				return nil, false // no fixed point: the crafted update drifts w_t
+			}
+			fixed += slr / m * craftedHere / math.Abs(1-A)
+		}
+		spread := 0.0 // the largest |b_n - b_i| / a
+		for _, b := range training {
+			spread = math.Max(spread, floats.Distance(bn, b, 2)/math.Abs(a))
+		}
+		// The crafted update's part of w* sits beside b_n/a, so it counts toward the distance
+		// from every b_i/a (the spread) as well as toward |w*|.
+		if craftedHere > 0 {
+			spread += slr / m * craftedHere / math.Abs(1-A)
+		}
+		// The canaries' part v of w_t - w* and the noise's g, a Gaussian of standard deviation
+		// s a coordinate: |v + g|^2 = |v|^2 + 2 <v, g> + |g|^2, with <v, g> <= 8 s |v| and
+		// |g| <= s (sqrt(d) + 8) but with probability e^-32 each.
+		d := float64(len(bn))
+		v := slr / m * perRound * sumA
+		s := slr / m * z * c * math.Sqrt(sumA2)
+		moved := math.Sqrt(v*v + 16*s*v + s*s*(math.Sqrt(d)+8)*(math.Sqrt(d)+8))
+		reach := maxPow*fixed + spread + moved
+		if !(math.Abs(1-rho)*reach < c) {
+			return nil, false
+		}
+		maps = append(maps, A)
+	}
+	return maps, true
 }

@@ -262,3 +262,81 @@ func TestSmoothnessOf(t *testing.T) {
 		})
 	}
 }
+
+// TestExactMuDirectionCanariesNeedUnclippedUpdates: the final model's exact mu of dp-fedavg's
+// direction canaries on the quadratic model holds where no real client's update is clipped
+// (directionCanaryMaps). There the round multiplies w_t by A = 1 + server_lr (n/m)(rho - 1),
+// n the clients that train: m in C, m - 1 in C' under remove-client, so C' has the larger
+// factor and the larger mu, which bounds every canary. Where the update clip can bind (a
+// small clip, or the noise and the canaries of 2000 dimensions, which move w_t by about
+// z c sqrt(d) server_lr/m a round, past c/|1 - rho| at rate 0.3) the final row has no exact
+// mu; results/onerun-quadratic's 4000 dimensions at rate 0.1 keep it (its 1000 canaries'
+// one-shot estimate is 2.005 at T = 4, the exact mu 1.997). A config of the binding kind (2
+// clients, server_lr 1.8) was given 1.105, where 1000 canaries' one-shot estimate was 1.94.
+// The observer of every iterate keeps sqrt(T)/z: its rounds' canary shifts do not depend on
+// the real updates.
+func TestExactMuDirectionCanariesNeedUnclippedUpdates(t *testing.T) {
+	const base = `
+seed: 5
+pairs: 1
+data:
+  source: synthetic
+  synthetic: {dim: DIM, classes: 2, separation: 3, noise: 1}
+  clients: 10
+  per_client: 10
+adjacency: {kind: remove-client, client: 0}
+train:
+  algorithm: dp-fedavg
+  model: {kind: quadratic, curvature: 1}
+  rounds: 4
+  local_steps: 1
+  learning_rate: LR
+  sampling_rate: 1
+  noise_multiplier: 1
+  update_clip: CLIP
+  checkpoints: [4]
+  canaries: {count: COUNT, kind: direction, orthogonal: true}
+audit:
+  method: one-run
+`
+	for _, tc := range []struct {
+		dim, lr, clip, count string
+		known                bool
+	}{
+		{"4", "0.05", "100", "4", true},
+		{"4", "0.05", "0.01", "4", false},
+		{"2000", "0.05", "100", "1000", true},
+		{"2000", "0.3", "100", "1000", false},
+		{"2000", "0.5", "1000", "1000", false},
+	} {
+		cfg, err := spec.Parse([]byte(strings.NewReplacer("DIM", tc.dim, "LR", tc.lr, "CLIP", tc.clip, "COUNT", tc.count).Replace(base)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := spec.Prepare(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exact, ok := ExactMuOneRun(cfg, data)
+		if !ok {
+			t.Fatalf("dim %s, clip %s: no exact mu at all", tc.dim, tc.clip)
+		}
+		const T = 4
+		if got := exact("all-iterates", T); got != 2 {
+			t.Errorf("dim %s, clip %s: all iterates %v, want sqrt(T)/z = 2", tc.dim, tc.clip, got)
+		}
+		got := exact("final", T)
+		if !tc.known {
+			if !math.IsNaN(got) {
+				t.Errorf("dim %s, lr %s, clip %s, %s canaries: final %v where the update clip can bind", tc.dim, tc.lr, tc.clip, tc.count, got)
+			}
+			continue
+		}
+		rho := 1 - 0.05 // one step at rate 0.05 on curvature 1: |1 - rho| w_t stays below c
+		inC := theory.QuadraticFinalMu(1, 1, 1, 1+(rho-1), T)
+		inCPrime := theory.QuadraticFinalMu(1, 1, 1, 1+0.9*(rho-1), T)
+		if !(inCPrime > inC) || math.Abs(got-inCPrime) > 1e-12 {
+			t.Errorf("final %v, want C''s %v (C's %v)", got, inCPrime, inC)
+		}
+	}
+}
