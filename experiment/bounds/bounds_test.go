@@ -193,9 +193,16 @@ audit:
 `
 	for _, tc := range []struct {
 		norm, clip string
+		pretrain   bool
 		ok         bool
-	}{{"4", "20", true}, {"160", "20", false}, {"1000", "20", false}, {"4", "1", false}} {
-		cfg, err := spec.Parse([]byte(strings.NewReplacer("NORM", tc.norm, "CLIP", tc.clip).Replace(base)))
+	}{{"4", "20", false, true}, {"160", "20", false, false}, {"1000", "20", false, false}, {"4", "1", false, false},
+		// A pretrained w_0 is not the path from w_0 = 0 that clipNeverBinds bounds.
+		{"4", "20", true, false}} {
+		text := strings.NewReplacer("NORM", tc.norm, "CLIP", tc.clip).Replace(base)
+		if tc.pretrain {
+			text = strings.Replace(text, "  record_params: true\n", "  record_params: true\n  pretrain: {rounds: 3}\n", 1)
+		}
+		cfg, err := spec.Parse([]byte(text))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,7 +211,7 @@ audit:
 			t.Fatal(err)
 		}
 		if _, _, _, ok := ExactMu(cfg, data); ok != tc.ok {
-			t.Errorf("canary norm %s, clip %s, 8 samples: ExactMu ok %v, want %v", tc.norm, tc.clip, ok, tc.ok)
+			t.Errorf("canary norm %s, clip %s, 8 samples, pretrained %v: ExactMu ok %v, want %v", tc.norm, tc.clip, tc.pretrain, ok, tc.ok)
 		}
 	}
 }
