@@ -124,13 +124,20 @@ func writeAttackTable(w io.Writer, exps []Compared, k series, rounds []int, metr
 		return
 	}
 	fmt.Fprintf(w, "\n**%s** (%s threat), %s by T:\n\n", k.attack, k.threat, metric)
-	writeMarkdownRows(w, rounds, rows)
+	// Round 0 of an attack's row is a score file's row without a round (findings.Finding.RoundGiven),
+	// not the model before training.
+	writeMarkdownRows(w, rounds, rows, "T unknown")
 }
 
-// writeMarkdownRows prints a table with an "experiment" column and one column per round.
-func writeMarkdownRows(w io.Writer, rounds []int, rows [][]string) {
+// writeMarkdownRows prints a table with an "experiment" column and one column per round,
+// round 0's headed round0.
+func writeMarkdownRows(w io.Writer, rounds []int, rows [][]string, round0 string) {
 	head := []string{"experiment"}
 	for _, T := range rounds {
+		if T == 0 {
+			head = append(head, round0)
+			continue
+		}
 		head = append(head, fmt.Sprintf("T=%d", T))
 	}
 	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
@@ -172,6 +179,6 @@ func writeRoundTables(w io.Writer, exps []Compared, metrics []string) {
 			}
 			rows = append(rows, row)
 		}
-		writeMarkdownRows(w, rounds, rows)
+		writeMarkdownRows(w, rounds, rows, "T=0")
 	}
 }

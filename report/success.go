@@ -106,6 +106,10 @@ func attackSuccessTable(exps []Compared, a SuccessAttacks) *table {
 			a.MI, a.Label, a.Inversion),
 		header: []string{"Measure", "Attack", "Experiment"}}
 	for _, T := range rounds {
+		if T == 0 { // a score file's rows without a round (findings.Finding.RoundGiven)
+			t.header = append(t.header, "T unknown")
+			continue
+		}
 		t.header = append(t.header, "T="+strconv.Itoa(T))
 	}
 	for _, r := range successRows {
