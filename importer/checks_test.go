@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -65,9 +66,10 @@ func (s flatSpec) write(t *testing.T, dir string) string {
 					v = s.vec(p, w, r, good)
 				}
 				if v == nil && r > 0 && !s.shared {
-					// After a noisy round no two runs agree (checkCopies): each run's own.
-					v = slices.Clone(good)
-					v[0] += float32(2*p+w+1) / 1024
+					// After a noisy round no two runs agree (checkCopies), nor lie closer than
+					// the round's noise allows (checkNearCopies): each run its own draw,
+					// larger than the configs' noise.
+					v = ownDraw(good, p, w, r)
 				}
 				if v != nil {
 					name = fmt.Sprintf("p%d_w%d_r%d.npy", p, w, r)
@@ -88,6 +90,17 @@ func (s flatSpec) write(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// ownDraw is good plus run (p, w)'s own noise of round r, of standard deviation 0.1 a
+// parameter (larger than the test configs' noise).
+func ownDraw(good []float32, p, w, r int) []float32 {
+	v := slices.Clone(good)
+	rng := rand.New(rand.NewPCG(uint64(2*p+w), uint64(r)))
+	for i := range v {
+		v[i] += float32(0.1 * rng.NormFloat64())
+	}
+	return v
 }
 
 // importFlat writes spec's manifest and imports it, returning the result, the error and the log.

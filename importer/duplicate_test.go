@@ -73,8 +73,7 @@ func TestCopiedRunsRefused(t *testing.T) {
 		if r != 3 {
 			return nil
 		}
-		v := slices.Clone(good)
-		v[1] += float32(2*p+w+1) / 512
+		v := ownDraw(good, p, w, r)
 		if p == 0 {
 			pair0[w] = v
 		}
@@ -106,9 +105,10 @@ func TestCopiedRunsRefused(t *testing.T) {
 		if r == 0 {
 			return nil
 		}
-		v := slices.Clone(good)
-		v[1] += float32(p+1) / 512
-		return v
+		if p < 3 {
+			return ownDraw(good, p, 0, r)
+		}
+		return ownDraw(good, p, w, r)
 	}
 	if _, err, _ := importFlat(t, flatSpec{cfg: cfg, vec: same}); err != nil {
 		t.Errorf("a pair whose worlds agree refused: %v", err)

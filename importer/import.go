@@ -23,6 +23,7 @@ import (
 	"github.com/fedaudit/fedaudit/train"
 	"github.com/fedaudit/fedaudit/train/memory"
 	"github.com/fedaudit/fedaudit/train/model"
+	"github.com/fedaudit/fedaudit/train/privacy"
 )
 
 // Options say what to import and where.
@@ -352,6 +353,9 @@ type reader struct {
 	job   train.Job
 	group int
 	nan   []float32 // the upload vector of a row without one (all NaN), made once
+	// dpPlan is the DP-FedAvg family's privacy plan (privacyPlan), once planMade.
+	dpPlan   *privacy.Plan
+	planMade bool
 }
 
 // readRounds reads every snapshot of the plan, one round at a time with all runs in parallel,
@@ -379,6 +383,7 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer, probs *problem
 	var allNorms []uploadNorms
 	var copied []string // warnings of uploads that agree across pairs
 	count := 0
+	apart, compared := false, 0 // whether some pair's worlds differ after round 0, of how many
 	for ri, round := range plan.Rounds {
 		err := parallelRuns(ctx, workers, n, func(r int) {
 			var p []float32
@@ -406,7 +411,9 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer, probs *problem
 			cfg := &rd.job.Config
 			noisy := cfg.Noisy() // idp-fedavg's and adaptive-fedavg's noise is train.privacy's
 			rd.checkCopies(params, ri, noisy, probs)
+			rd.checkNearCopies(params, ri, rd.roundNoiseStd(ctx, round), probs)
 			copied = append(copied, rd.uploadCopies(uploads, norms, ri, noisy)...)
+			rd.worldsApart(params, ri, &apart, &compared)
 		}
 		if probs.len() > 0 {
 			// Check only from here on: the later rounds' problems are listed too.
@@ -422,6 +429,11 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer, probs *problem
 		if params == nil {
 			params = make([][]float32, n)
 		}
+	}
+	if !apart && compared > 0 && rd.targetAlwaysTrains(ctx) {
+		// Both worlds trained on one world's data (C' runs trained on c/client*): every pair's
+		// rows would certify nothing, a CONSISTENT no deployment earned.
+		probs.add("the two runs of every pair hold the same model bit for bit at every checkpoint after round 0 (%d comparisons of %d pairs), where the target client takes part in every round and its differing data enters every step of its training, so the worlds differ from round 1 on: did the runs of world C' train on world C's data (c/client* rather than cprime/client*, docs/import.md)? Audited, they would certify nothing whatever the deployment", compared, plan.Pairs)
 	}
 	if probs.len() > 0 {
 		return 0, nil, nil
@@ -566,11 +578,12 @@ func (rd *reader) snapshot(file string, pair, world, round int, what string) ([]
 		var ts []ingest.Tensor
 		if len(rd.opts.Names) == 0 {
 			// Every tensor is then one of the model's (Flatten), so none holds more than D
-			// values: a larger one is refused before it is converted or decompressed. With
-			// --names the file may hold other tensors, of any size, that are not read.
+			// values: a larger one is refused before it is converted or decompressed.
 			ts, err = ingest.ParseAtMost(raw, name, rd.lay.D)
 		} else {
-			ts, err = ingest.Parse(raw, name)
+			// With --names the file may hold other tensors, of any size and dtype (an I64
+			// buffer of a state_dict), that are not read.
+			ts, err = ingest.ParseNamed(raw, name, rd.lay.D, rd.opts.Names)
 		}
 		if err != nil {
 			return nil, err

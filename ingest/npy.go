@@ -417,9 +417,9 @@ func slices4(b []byte, extra int) []byte {
 
 // ParseNPZ reads every array of an .npz archive (numpy.savez or savez_compressed) held in
 // memory, named after its member without ".npy", in archive order.
-func ParseNPZ(data []byte) ([]Tensor, error) { return parseNPZ(data, false, MaxElements) }
+func ParseNPZ(data []byte) ([]Tensor, error) { return parseNPZ(data, false, MaxElements, nil) }
 
-func parseNPZ(data []byte, ints bool, most int) ([]Tensor, error) {
+func parseNPZ(data []byte, ints bool, most int, only []string) ([]Tensor, error) {
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		return nil, fmt.Errorf("npz: %v", err)
@@ -428,6 +428,7 @@ func parseNPZ(data []byte, ints bool, most int) ([]Tensor, error) {
 		return nil, err
 	}
 	var out []Tensor
+	var all []string
 	seen := map[string]bool{}
 	total := 0 // the elements of the members read so far
 	for _, f := range zr.File {
@@ -439,6 +440,10 @@ func parseNPZ(data []byte, ints bool, most int) ([]Tensor, error) {
 			return nil, fmt.Errorf("npz: member %q listed twice", f.Name)
 		}
 		seen[name] = true
+		all = append(all, name)
+		if only != nil && !slices.Contains(only, name) {
+			continue // not read: not decompressed either
+		}
 		body, err := readNPZMember(f, ints, most, total)
 		if err != nil {
 			return nil, fmt.Errorf("npz: member %q: %w", f.Name, err)
@@ -451,8 +456,11 @@ func parseNPZ(data []byte, ints bool, most int) ([]Tensor, error) {
 		total += t.Len()
 		out = append(out, t)
 	}
-	if len(out) == 0 {
+	if len(all) == 0 {
 		return nil, fmt.Errorf("npz: archive holds no arrays")
+	}
+	if err := missingNames(only, all); err != nil {
+		return nil, fmt.Errorf("npz: %w", err)
 	}
 	return out, nil
 }

@@ -29,10 +29,17 @@ var dtypeSize = map[string]int{"F32": 4, "F64": 8, "F16": 2, "BF16": 2}
 // ParseSafetensors reads every tensor of a safetensors file held in memory, ordered by data
 // offset (the order the writer laid them out).
 func ParseSafetensors(data []byte) ([]Tensor, error) {
-	return parseSafetensors(data, false, MaxElements)
+	return parseSafetensors(data, false, MaxElements, nil)
 }
 
-func parseSafetensors(data []byte, ints bool, most int) ([]Tensor, error) {
+// storedSize is the bytes per element of every dtype the safetensors format defines: a tensor
+// that is not read (ParseNamed) is checked against its span with it, whatever its dtype.
+var storedSize = map[string]int{"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
+	"I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8}
+
+// parseSafetensors converts the tensors named in only (nil: every one); the others are only
+// checked to lie within the data and to tile it with the rest.
+func parseSafetensors(data []byte, ints bool, most int, only []string) ([]Tensor, error) {
 	if len(data) < 8 {
 		return nil, fmt.Errorf("safetensors: file of %d bytes is shorter than the 8-byte header length", len(data))
 	}
@@ -73,7 +80,13 @@ func parseSafetensors(data []byte, ints bool, most int) ([]Tensor, error) {
 		if err := dec.Decode(&e); err != nil {
 			return nil, fmt.Errorf("safetensors: tensor %q: %v", name, err)
 		}
-		c, err := e.check(name, int64(len(buf)), ints, most)
+		var c stChecked
+		var err error
+		if only != nil && !slices.Contains(only, name) {
+			c, err = e.checkSpan(name, int64(len(buf)))
+		} else {
+			c, err = e.check(name, int64(len(buf)), ints, most)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("safetensors: tensor %q: %w", name, err)
 		}
@@ -111,9 +124,18 @@ func parseSafetensors(data []byte, ints bool, most int) ([]Tensor, error) {
 	if most < MaxElements && total > most {
 		return nil, fmt.Errorf("safetensors: the tensors hold %d elements in all, more than the %d the model can take", total, most)
 	}
-	out := make([]Tensor, len(ents))
+	all := make([]string, len(ents))
 	for i, c := range ents {
-		out[i] = c.convert(buf)
+		all[i] = c.name
+	}
+	if err := missingNames(only, all); err != nil {
+		return nil, fmt.Errorf("safetensors: %w", err)
+	}
+	out := make([]Tensor, 0, len(ents))
+	for _, c := range ents {
+		if !c.skip {
+			out = append(out, c.convert(buf))
+		}
 	}
 	return out, nil
 }
@@ -156,6 +178,37 @@ type stChecked struct {
 	size       int  // bytes an element
 	isInt      bool // an integer tensor (ParseData): size is 4 or 8
 	begin, end int64
+	skip       bool // not read (ParseNamed): its span only is checked, count is 0
+}
+
+// checkSpan checks the entry of a tensor that is not read: its offsets lie within the n data
+// bytes and, where the dtype is one the format defines, hold its shape's bytes.
+func (e *stEntry) checkSpan(name string, n int64) (stChecked, error) {
+	c := stChecked{name: name, dtype: e.DType, skip: true}
+	if len(e.Offsets) != 2 {
+		return c, fmt.Errorf("data_offsets %v: want [begin, end]", e.Offsets)
+	}
+	c.begin, c.end = e.Offsets[0], e.Offsets[1]
+	if c.begin < 0 || c.end < c.begin || c.end > n {
+		return c, fmt.Errorf("data_offsets [%d, %d] outside the %d data bytes", c.begin, c.end, n)
+	}
+	size, ok := storedSize[e.DType]
+	if !ok || e.Shape == nil {
+		return c, nil
+	}
+	count := int64(1)
+	for _, d := range e.Shape {
+		if d < 0 || d > MaxElements {
+			return c, fmt.Errorf("shape %v: dimension %d out of range", e.Shape, d)
+		}
+		if count *= d; count > MaxElements {
+			return c, fmt.Errorf("shape %v has more than %d elements", e.Shape, MaxElements)
+		}
+	}
+	if c.end-c.begin != count*int64(size) {
+		return c, fmt.Errorf("data_offsets [%d, %d] hold %d bytes, shape %v of %s needs %d", c.begin, c.end, c.end-c.begin, e.Shape, e.DType, count*int64(size))
+	}
+	return c, nil
 }
 
 // check validates an entry's dtype, shape and offsets against a data buffer of n bytes, without

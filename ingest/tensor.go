@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -87,7 +89,7 @@ func readFile(path string, ints bool) ([]Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	ts, err := parse(data, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)), ints, MaxElements)
+	ts, err := parse(data, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)), ints, MaxElements, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -96,7 +98,7 @@ func readFile(path string, ints bool) ([]Tensor, error) {
 
 // Parse reads the tensors of a snapshot held in memory; name names a lone .npy array.
 func Parse(data []byte, name string) ([]Tensor, error) {
-	return parse(data, name, false, MaxElements)
+	return parse(data, name, false, MaxElements, nil)
 }
 
 // ParseAtMost is Parse refusing any tensor of more than most elements before its data is
@@ -104,7 +106,35 @@ func Parse(data []byte, name string) ([]Tensor, error) {
 // be (a model's parameter count) keeps a hostile or mistaken file from taking the memory of its
 // declared shapes.
 func ParseAtMost(data []byte, name string, most int) ([]Tensor, error) {
-	return parse(data, name, false, min(most, MaxElements))
+	return parse(data, name, false, min(most, MaxElements), nil)
+}
+
+// ParseNamed is ParseAtMost reading only the tensors of a safetensors file or .npz archive
+// named in names, and refusing a file that lacks one of them (naming those it has): a
+// state_dict holds buffers of other dtypes (an I64 num_batches_tracked, a step counter) beside
+// the parameters, and those are checked only to lie within the file (safetensors), or not
+// decompressed (.npz). A lone .npy array is read whatever its name.
+func ParseNamed(data []byte, name string, most int, names []string) ([]Tensor, error) {
+	return parse(data, name, false, min(most, MaxElements), names)
+}
+
+// missingNames is an error naming the first of names (nil: none asked for) that all lacks,
+// and all.
+func missingNames(names, all []string) error {
+	for _, n := range names {
+		if !slices.Contains(all, n) {
+			return fmt.Errorf("no tensor %q (the file has %s)", n, strings.Join(quoted(all), ", "))
+		}
+	}
+	return nil
+}
+
+func quoted(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = strconv.Quote(n)
+	}
+	return out
 }
 
 // ParseData reads every tensor of a data file held in memory (one `audit datasets export`
@@ -112,13 +142,13 @@ func ParseAtMost(data []byte, name string, most int) ([]Tensor, error) {
 // their big-endian forms; safetensors I32, I64), returned with Integer set and their values in
 // Ints.
 func ParseData(data []byte, name string) ([]Tensor, error) {
-	return parse(data, name, true, MaxElements)
+	return parse(data, name, true, MaxElements, nil)
 }
 
 // ReadDataFile is ReadFile through ParseData.
 func ReadDataFile(path string) ([]Tensor, error) { return readFile(path, true) }
 
-func parse(data []byte, name string, ints bool, most int) ([]Tensor, error) {
+func parse(data []byte, name string, ints bool, most int, only []string) ([]Tensor, error) {
 	switch Detect(data) {
 	case FormatNPY:
 		t, err := parseNPY(data, ints, most)
@@ -128,9 +158,9 @@ func parse(data []byte, name string, ints bool, most int) ([]Tensor, error) {
 		t.Name = name
 		return []Tensor{t}, nil
 	case FormatNPZ:
-		return parseNPZ(data, ints, most)
+		return parseNPZ(data, ints, most, only)
 	}
-	return parseSafetensors(data, ints, most)
+	return parseSafetensors(data, ints, most, only)
 }
 
 // float16 converts IEEE binary16 bits to float32 (subnormals, infinities and NaN included).
