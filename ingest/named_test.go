@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -58,4 +59,30 @@ func TestParseNamedSkipsOtherTensors(t *testing.T) {
 	if _, err := ParseNamed(bad, "snap", 6, []string{"fc.bias", "fc.weight"}); err == nil || !strings.Contains(err.Error(), `tensor "step"`) {
 		t.Errorf("an unread tensor whose span does not hold its shape: %v", err)
 	}
+}
+
+// FuzzParseNamed fuzzes the reading of named tensors: the tensors it returns are named ones,
+// each with its shape's values, and any file it reads lacks none of the names.
+func FuzzParseNamed(f *testing.F) {
+	seeds(f, "model.safetensors", "arrays.npz")
+	b, _ := WriteSafetensors([]Tensor{{Name: "w", Shape: []int{2}, Data: []float32{1, 2}},
+		{Name: "step", Shape: []int{}, Integer: true, Ints: []int64{3}}}, nil)
+	f.Add(b)
+	names := []string{"w", "b", "a"}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, only := range [][]string{names[:1], names} {
+			ts, err := ParseNamed(data, "x", 1<<20, only)
+			if err != nil {
+				continue
+			}
+			for _, tn := range ts {
+				if Detect(data) != FormatNPY && !slices.Contains(only, tn.Name) {
+					t.Fatalf("tensor %q read, not among %q", tn.Name, only)
+				}
+				if tn.Len() != len(tn.Data) {
+					t.Fatalf("tensor %q: shape %v but %d values", tn.Name, tn.Shape, len(tn.Data))
+				}
+			}
+		}
+	})
 }
