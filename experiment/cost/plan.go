@@ -1,6 +1,7 @@
 package cost
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,6 +53,9 @@ type Work struct {
 	ClientSteps   int64   `json:"client_steps"` // gradient steps over all replicas, rounds and clients
 	TrainFLOPs    float64 `json:"train_flops"`
 	EvalFLOPs     float64 `json:"eval_flops"`
+	// PretrainFLOPs is train.pretrain's work, once per shard (one model, full batches, every
+	// client), over all shards.
+	PretrainFLOPs float64 `json:"pretrain_flops,omitempty"`
 	FLOPs         float64 `json:"flops"`
 	// ShardFLOPs is the work of the largest shard: the array's critical path.
 	ShardFLOPs float64 `json:"shard_flops"`
@@ -107,6 +111,14 @@ func Plan(cfg *spec.Config, data *spec.Data, shards int) (Work, error) {
 		largest = max(largest, experiment.ShardPairs(cfg.Pairs, runs.Shard{Index: i, Count: shards}).Count)
 	}
 	w.ShardFLOPs = w.FLOPs * float64(largest) / float64(cfg.Pairs)
+	if p := tc.Pretrain; p != nil && data.Initial == nil {
+		// Every shard pretrains the one w_0 before its pairs (data.Initial: prepared already).
+		perShard := float64(p.Rounds) * float64(cfg.Data.Clients) * float64(cmp.Or(p.LocalSteps, tc.LocalSteps)) *
+			3 * float64(cfg.Data.PerClient) * fwd
+		w.PretrainFLOPs = perShard * float64(shards)
+		w.FLOPs += w.PretrainFLOPs
+		w.ShardFLOPs += perShard
+	}
 	return w, nil
 }
 
@@ -183,6 +195,7 @@ func CalibrateWith(ctx context.Context, cfg *spec.Config, data *spec.Data, budge
 	var cal Calibration
 	for rounds := 1; ; rounds = min(2*rounds, cfg.Train.Rounds) {
 		slice.Train = withRounds(cfg, rounds).Train
+		slice.Train.Pretrain = nil // as calibrationSlice's
 		tc := slice.Train
 		start := time.Now()
 		err := trainJob(ctx, train.Job{Config: tc, WorldC: data.Pair.C, WorldCPrime: data.Pair.CPrime, Target: data.Target,
@@ -217,6 +230,10 @@ func CalibrationFits(cfg *spec.Config, data *spec.Data, budget time.Duration) er
 func calibrationSlice(cfg *spec.Config, data *spec.Data, budget time.Duration, pairs int) (spec.Config, error) {
 	slice := *cfg
 	slice.Pairs = max(1, min(cfg.Pairs, pairs))
+	// The rounds are timed from a w_0 at hand: a pretrained one would be pretrained again on
+	// every try, inside the clock, and charged to the slice's rounds (100 rounds of pretraining
+	// made a 48 s training a plan of 36 min). Plan counts the pretraining's work apart.
+	slice.Train.Pretrain = nil
 	for {
 		est, err := Plan(withRounds(&slice, 1), data, 1)
 		if err != nil {

@@ -227,3 +227,38 @@ func prepared(t *testing.T, text string) (*spec.Config, *spec.Data) {
 	}
 	return cfg, data
 }
+
+// With train.pretrain, calibration pretrained w_0 again inside the clock on every try and
+// charged it to the slice's rounds: `audit plan` said 36 min for a training of 48 s. The
+// trainer it times gets no pretraining, and the plan counts the pretraining's work apart, once
+// a shard: rounds x clients x local steps x 3 x per_client rows x the forward pass.
+func TestPlanCountsPretrainingApart(t *testing.T) {
+	cfg, data := prepared(t, planConfig)
+	plain, err := Plan(cfg, data, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Train.Pretrain = &train.Pretrain{Rounds: 7, LocalSteps: 2}
+	pre, err := Plan(cfg, data, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perShard := 7.0 * float64(cfg.Data.Clients) * 2 * 3 * float64(cfg.Data.PerClient) * plain.ForwardFLOPs
+	if math.Abs(pre.PretrainFLOPs-3*perShard) > 1e-9*perShard || math.Abs(pre.FLOPs-plain.FLOPs-3*perShard) > 1e-9*perShard ||
+		math.Abs(pre.ShardFLOPs-plain.ShardFLOPs-perShard) > 1e-9*perShard {
+		t.Errorf("pretraining %g of %g (shard %g of %g), want %g a shard of 3", pre.PretrainFLOPs, pre.FLOPs, pre.ShardFLOPs, plain.ShardFLOPs, perShard)
+	}
+	var pretrained int
+	trainer := func(ctx context.Context, job train.Job) error {
+		if job.Config.Pretrain != nil {
+			pretrained++
+		}
+		return nil
+	}
+	if _, err := CalibrateWith(context.Background(), cfg, data, 20*time.Millisecond, 4, trainer); err != nil {
+		t.Fatal(err)
+	}
+	if pretrained > 0 {
+		t.Errorf("%d timed trainings pretrained w_0", pretrained)
+	}
+}

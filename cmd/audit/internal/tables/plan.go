@@ -89,8 +89,12 @@ func Plan(out io.Writer, cfg *spec.Config, r PlanReport) {
 	if cfg.Adjacency.Canary == spec.CanaryCANIFE {
 		fmt.Fprintf(out, "canary: canife, crafted at w_0 against the shared data's gradients whenever the data is prepared (seconds on the host)\n")
 	}
-	fmt.Fprintf(out, "work:  %s FLOP (train %s, eval %s at %d checkpoints); largest shard %s\n",
-		SI(w.FLOPs), SI(w.TrainFLOPs), SI(w.EvalFLOPs), w.Checkpoints, SI(w.ShardFLOPs))
+	pretrain := ""
+	if w.PretrainFLOPs > 0 {
+		pretrain = fmt.Sprintf(", pretraining %s", SI(w.PretrainFLOPs))
+	}
+	fmt.Fprintf(out, "work:  %s FLOP (train %s, eval %s at %d checkpoints%s); largest shard %s\n",
+		SI(w.FLOPs), SI(w.TrainFLOPs), SI(w.EvalFLOPs), w.Checkpoints, pretrain, SI(w.ShardFLOPs))
 	fmt.Fprintf(out, "files: %d rows, about %sB of run files (%sB of parameter/upload vectors)\n",
 		w.Rows, SI(float64(w.RunFileBytes)), SI(float64(w.VectorBytes)))
 	m := r.Memory
