@@ -1,6 +1,7 @@
 package datasets
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -209,4 +210,61 @@ func labelsBeside(imagesPath string) (string, error) {
 		return p, nil
 	}
 	return "", fmt.Errorf("%s: its labels file %s (or %s) is missing", imagesPath, filepath.Join(dir, want), alt)
+}
+
+// SourceBytes estimates the memory a source takes while Open loads it: its stored bytes as
+// read (uint8 pixels) and the float32 features made of them, both live until the split copies
+// the samples it keeps. Named datasets have their known sizes; a path is sized from its file
+// (a gzip file from the uncompressed size its trailer records); synthetic sources, which are
+// made at the size the config asks, and files that cannot be read give 0.
+func SourceBytes(spec string) int64 {
+	name, split, _ := strings.Cut(spec, ":")
+	samples := func(train, test int64) int64 {
+		if split == "test" {
+			return test
+		}
+		return train
+	}
+	switch name {
+	case "fashion-mnist", "mnist":
+		n := samples(60000, 10000)
+		return n*784*(1+4) + n*(1+4)
+	case "cifar10":
+		n := samples(50000, 10000)
+		return n*3072*(1+4) + n*(1+4)
+	case "synthetic", "synthetic-images":
+		return 0
+	}
+	stored := storedSize(spec)
+	if strings.HasSuffix(spec, ".bin") || strings.HasSuffix(spec, ".bin.gz") {
+		return 5 * stored
+	}
+	labels, err := labelsBeside(spec)
+	if err != nil {
+		return 5 * stored
+	}
+	return 5 * (stored + storedSize(labels))
+}
+
+// storedSize is a file's content size: a gzip file's uncompressed size (its trailer's ISIZE,
+// modulo 2^32 as the format keeps it), else its size; 0 where it cannot be read.
+func storedSize(path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0
+	}
+	var head [2]byte
+	if _, err := f.ReadAt(head[:], 0); err != nil || head != [2]byte{0x1f, 0x8b} || st.Size() < 18 {
+		return st.Size()
+	}
+	var trailer [4]byte
+	if _, err := f.ReadAt(trailer[:], st.Size()-4); err != nil {
+		return st.Size()
+	}
+	return int64(binary.LittleEndian.Uint32(trailer[:]))
 }

@@ -1,11 +1,14 @@
 package cost
 
 import (
+	"bytes"
+	"compress/gzip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/experiment/spec"
 )
 
@@ -93,5 +96,70 @@ func TestMemAvailableHonoursTheCgroup(t *testing.T) {
 		if got := memAvailable(meminfo, self, filepath.Join(root, "fs")); got != c.want {
 			t.Errorf("%s: %d bytes, want %d", c.name, got, c.want)
 		}
+	}
+}
+
+// The memory estimate left out the source dataset a stage loads before it splits it: a
+// training of 8 pairs of a small MLP on Fashion-MNIST was estimated at 206 MiB and peaked at
+// 497 MiB (its attack stage 515 MiB against 160 MiB), so a --memory the plan accepted killed
+// the job. The source's stored bytes and float32 features, twice for Go's collector, bound
+// both stages now (545 MiB there); a path is sized from its file, a gzip file from its
+// trailer.
+func TestMemoryCountsTheSource(t *testing.T) {
+	cfg, err := spec.Parse([]byte(`
+name: named
+pairs: 8
+data: {source: fashion-mnist, clients: 4, per_client: 20, test_samples: 10}
+adjacency: {kind: replace, client: 0, index: 1, canary: dirac}
+train:
+  algorithm: fedavg
+  model: {kind: mlp, hidden: [64], activation: tanh}
+  rounds: 2
+  local_steps: 1
+  learning_rate: 0.1
+  clip_norm: 1
+  noise_std: 0.1
+  checkpoints: [2]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	est, err := EstimateMemory(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const measuredTrain, measuredAttack = 497 << 20, 515 << 20
+	if est.MinTrainBytes < measuredTrain || est.AttackBytes < measuredAttack {
+		t.Errorf("training %s, attack %s: below the measured peaks of 497 and 515 MiB", FormatBytes(est.MinTrainBytes), FormatBytes(est.AttackBytes))
+	}
+	if _, err := CheckMemory(cfg, nil, 300<<20); err == nil || !strings.Contains(err.Error(), "loading the source, fashion-mnist, peaks there") {
+		t.Errorf("300 MiB for Fashion-MNIST: %v", err)
+	}
+
+	// A gzip'd IDX pair named by path: 1000 images of 28x28 and their labels.
+	dir := t.TempDir()
+	images := filepath.Join(dir, "x-images-idx3-ubyte.gz")
+	labels := filepath.Join(dir, "x-labels-idx1-ubyte.gz")
+	for _, f := range []struct {
+		path string
+		size int
+	}{{images, 16 + 1000*784}, {labels, 8 + 1000}} {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		if _, err := zw.Write(make([]byte, f.size)); err != nil {
+			t.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f.path, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := datasets.SourceBytes(images), int64(5*(16+1000*784+8+1000)); got != want {
+		t.Errorf("a gzip'd IDX pair of 1000 images: %d bytes, want %d", got, want)
+	}
+	if got := datasets.SourceBytes("synthetic"); got != 0 {
+		t.Errorf("synthetic: %d bytes, want 0 (made at the config's size)", got)
 	}
 }
