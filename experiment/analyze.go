@@ -275,7 +275,10 @@ func pairFindings(ctx context.Context, groups []*scoreGroup, means map[groupKey]
 }
 
 // theoryClaim is the bound a row is judged against when the deployment states no claim: the
-// composition bound for every iterate, the convergent bound for the final model, and for the
+// composition bound for every iterate, the convergent bound for the final model (the
+// composition bound where there is none: without an L, or FedProx outside Theorem 4; the final
+// model is a function of every iterate, so the composition bound holds for it too, and such rows
+// were left unjudged: a CNN's audit without a claim said NO CLAIM and exited 0), and for the
 // uploads the bound of what that observer sees, MuUploads = sqrt(Mu(T-1)^2 + (Gamma/sigma)^2):
 // one upload carries the client's noise sigma, not the average's sigma/sqrt(n), so the bounds
 // of the average are sqrt(n) too small for it.
@@ -298,6 +301,8 @@ func theoryClaim(threat string, th *theory.Bound, sm bounds.Smoothness) (audit.C
 	switch threat {
 	case runs.ThreatFinal:
 		switch {
+		case !valid(th.Mu) && th.MuComposition > 0:
+			return audit.Claim{Mu: th.MuComposition}, "composition bound", findings.ClaimTheory
 		case !valid(th.Mu):
 			return audit.Claim{}, "", ""
 		case th.T == 1:

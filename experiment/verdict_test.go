@@ -629,3 +629,26 @@ func TestUncoveredClaimIsInconclusive(t *testing.T) {
 		})
 	}
 }
+
+// Final-model rows without a convergent bound (no L: CNNs and external models; FedProx outside
+// Theorem 4) were left unjudged, and an audit of a CNN without a claim ended NO CLAIM with exit
+// status 0. The final model is a function of every iterate, so the composition bound, proven,
+// holds for it: those rows are judged against it, as a theory bound; with a convergent bound
+// they keep it.
+func TestFinalRowsWithoutLJudgedAgainstComposition(t *testing.T) {
+	bs, err := theory.Bounds(theory.Config{Algo: algo.FedAvg, Eta: 1, L: 1, K: 1, M: 100, Sigma: 0.01, Clip: 0.01}, []int{1, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bs {
+		noL := b
+		noL.Mu = math.NaN()
+		claim, source, kind := theoryClaim(runs.ThreatFinal, &noL, bounds.Smoothness{Source: "none"})
+		if claim.Mu != b.MuComposition || source != "composition bound" || kind != findings.ClaimTheory {
+			t.Errorf("T=%d without L: theoryClaim = %v %q %q, want the composition bound %v", b.T, claim.Mu, source, kind, b.MuComposition)
+		}
+		if claim, _, _ := theoryClaim(runs.ThreatFinal, &b, bounds.Smoothness{L: 1, Source: "given"}); claim.Mu != b.Mu {
+			t.Errorf("T=%d with L: judged against %v, want the convergent bound %v", b.T, claim.Mu, b.Mu)
+		}
+	}
+}

@@ -236,10 +236,11 @@ func printHelp(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintf(w, "\nRun 'audit <command> --help' for a command's flags, 'audit --version' for the version.\n")
-	fmt.Fprintf(w, "\nExit status: 0 success (no claim violated), 1 failure, 2 usage or configuration error,\n"+
-		"3 the audit found a claim violated, 4 inconclusive (the audit completed but gives no verdict:\n"+
-		"most runs of an audited checkpoint diverged, or no attack observed what the claim is about),\n"+
-		"130 interrupted.\n")
+	fmt.Fprintf(w, "\nExit status: 0 success (no claim violated; also a NO CLAIM headline, where neither a claim\n"+
+		"nor a bound of the theory was there to judge: state a claim to gate on), 1 failure, 2 usage or\n"+
+		"configuration error, 3 the audit found a claim violated, 4 inconclusive (the audit completed but\n"+
+		"gives no verdict: most runs of an audited checkpoint diverged, or no attack observed what the\n"+
+		"claim is about), 130 interrupted.\n")
 }
 
 // printHelpUsage is `audit help --help`: help is no registered command (it lists them).
