@@ -259,9 +259,11 @@ func MuLowerSorted(x, y []float64, opts Options, plan *BonferroniPlan) (float64,
 	return math.Max(0, cert.points[bestMu(cert.points)].Mu()), nil
 }
 
-// muFromAUC inverts AUC = Phi(mu/sqrt 2), the AUC of N(mu, 1) against N(0, 1).
+// muFromAUC inverts AUC = Phi(mu/sqrt 2), the AUC of N(mu, 1) against N(0, 1). A perfect AUC
+// is taken half a pair of scores below 1, and never at or below 1/2: with one score a world
+// the cap of 1 - 0.5/(n0 n1) was 1/2, and a perfect separation estimated mu 0.
 func muFromAUC(auc float64, n0, n1 int) float64 {
-	auc = math.Min(auc, 1-0.5/(float64(n0)*float64(n1)))
+	auc = math.Min(auc, 1-0.5/max(float64(n0)*float64(n1), 2))
 	return math.Max(0, math.Sqrt2*normQuantile(auc))
 }
 

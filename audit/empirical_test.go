@@ -641,3 +641,21 @@ func TestMedian(t *testing.T) {
 		t.Errorf("Median(nil) = %v, want NaN", got)
 	}
 }
+
+// A perfect separation of one score a world estimated mu 0 (`audit demo --pairs 1`: AUC 1,
+// mu_est 0): the AUC's cap half a pair below 1 was 1/2 there. It is 3/4 now, and a perfect
+// AUC estimates more than one discordant pair of scores does, at every size.
+func TestMuFromAUCOnePairAWorld(t *testing.T) {
+	if got := muFromAUC(1, 1, 1); !(got > 0.9 && got < 1) {
+		t.Errorf("AUC 1 of one score a world: mu %v, want sqrt 2 Phi^-1(3/4) = 0.954", got)
+	}
+	if got := muFromAUC(0.5, 1, 1); got != 0 {
+		t.Errorf("AUC 1/2: mu %v, want 0", got)
+	}
+	for _, n := range []int{2, 10, 1000} {
+		one := 1 - 1/float64(n*n)
+		if lo, hi := muFromAUC(one, n, n), muFromAUC(1, n, n); !(hi > lo) {
+			t.Errorf("%d scores a world: AUC 1 gives %v, not above AUC %v's %v", n, hi, one, lo)
+		}
+	}
+}
