@@ -204,9 +204,25 @@ func scoredRounds(env *Env, asked []int) ([]int, error) {
 			return nil, errors.New("attacks: no rounds to score: the config lists no checkpoint after round 0")
 		}
 	}
+	for _, t := range asked {
+		if !slices.Contains(env.Config.Checkpoints, t) {
+			return nil, &NotACheckpointError{Round: t, Checkpoints: env.Config.Checkpoints}
+		}
+	}
 	rounds = slices.Clone(rounds)
 	slices.Sort(rounds)
 	return slices.Compact(rounds), nil
+}
+
+// NotACheckpointError is a round asked for that the runs do not record: a mistake of the
+// caller's (exit status 2 in the CLI), not a failure of the run files.
+type NotACheckpointError struct {
+	Round       int
+	Checkpoints []int
+}
+
+func (e *NotACheckpointError) Error() string {
+	return fmt.Sprintf("round %d is not a checkpoint of the runs (they record rounds %v)", e.Round, e.Checkpoints)
 }
 
 // combinedNeeds is what any of the attacks needs beyond the statistics.

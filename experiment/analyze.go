@@ -180,13 +180,21 @@ func groupScores(scores []runs.Score, coupled bool) ([]*scoreGroup, error) {
 	return groups, nil
 }
 
+// ScoresError is a problem of the scores analyzed, not of the analysis: a score file given on
+// the command line that breaks a rule (a pair id twice in one world) is the caller's to fix
+// (exit status 2 in the CLI), as a file of the wrong columns is.
+type ScoresError struct{ Err error }
+
+func (e *ScoresError) Error() string { return e.Err.Error() }
+func (e *ScoresError) Unwrap() error { return e.Err }
+
 // pairUp orders both worlds by pair id and returns the ids that occur in one world only
 // (sorted). A pair id twice in one world is an error.
 func pairUp(ids [2][]int64, vals [2][]float64) (c, cprime []float64, unpaired []int64, err error) {
 	pos := make(map[int64]int, len(ids[0]))
 	for i, id := range ids[0] {
 		if _, dup := pos[id]; dup {
-			return nil, nil, nil, fmt.Errorf("pair id %d occurs twice in world C; each pair has one run per world", id)
+			return nil, nil, nil, &ScoresError{fmt.Errorf("pair id %d occurs twice in world C; each pair has one run per world", id)}
 		}
 		pos[id] = i
 	}
@@ -198,7 +206,7 @@ func pairUp(ids [2][]int64, vals [2][]float64) (c, cprime []float64, unpaired []
 	rows := make([]pv, 0, len(ids[1]))
 	for j, id := range ids[1] {
 		if seen[id] {
-			return nil, nil, nil, fmt.Errorf("pair id %d occurs twice in world C'; each pair has one run per world", id)
+			return nil, nil, nil, &ScoresError{fmt.Errorf("pair id %d occurs twice in world C'; each pair has one run per world", id)}
 		}
 		seen[id] = true
 		i, found := pos[id]

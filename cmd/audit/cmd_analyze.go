@@ -154,6 +154,10 @@ func init() {
 						}
 					}
 					a, err = experiment.AnalyzeScores(ctx, s, opts, nil)
+					var bad *experiment.ScoresError
+					if errors.As(err, &bad) {
+						return usagef("analyze: %s: %v", *scores, bad)
+					}
 					if err != nil {
 						return fmt.Errorf("%s: %w", *scores, err)
 					}

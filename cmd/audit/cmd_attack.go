@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strconv"
@@ -81,6 +82,10 @@ func init() {
 				scores, path, err := experiment.AttackTo(ctx, *dir, *out, experiment.AttackOptions{
 					Attacks: splitList(*names), Rounds: rs, Workers: *workers, AllowPartial: *partial, Logf: e.logf,
 				})
+				var notCheckpoint *attacks.NotACheckpointError
+				if errors.As(err, &notCheckpoint) {
+					return usagef("attack: --rounds: %v", notCheckpoint)
+				}
 				if err != nil {
 					return err
 				}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 
 	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/importer"
@@ -42,6 +43,12 @@ func init() {
 					return err
 				}
 				m, err := importer.ReadManifest(*manifest)
+				var pe *os.PathError
+				if errors.As(err, &pe) {
+					// A manifest that cannot be read is a failure (exit 1), as a --config that
+					// cannot be; one that cannot be parsed is bad input (exit 2).
+					return fmt.Errorf("import: %w", err)
+				}
 				if err != nil {
 					return usagef("import: %v", err)
 				}

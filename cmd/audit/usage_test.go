@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -82,6 +84,39 @@ func TestSeedFlagSaysWhatItSeeds(t *testing.T) {
 			if !strings.Contains(desc, want) {
 				t.Errorf("audit %s: --seed is described as %q, which does not say %q", n, desc, want)
 			}
+		}
+	}
+}
+
+// Like mistakes exit alike: a file named on the command line that cannot be read is a failure
+// (exit 1), whatever the flag (import's --manifest exited 2 where run's --config exited 1); a
+// round that is not a checkpoint, and a score file with a pair twice in one world, are the
+// command line's to fix (exit 2; they exited 1).
+func TestLikeMistakesExitAlike(t *testing.T) {
+	dir := t.TempDir()
+	if _, errOut, code := runCLI("train", "--quiet", "--config", "testdata/run_small.yaml", "--out", dir); code != 0 {
+		t.Fatalf("train: exit %d: %s", code, errOut)
+	}
+	dup := filepath.Join(t.TempDir(), "dup.csv")
+	if err := os.WriteFile(dup, []byte("pair_id,world,score\n0,C,1\n0,C,2\n0,Cprime,0\n1,C,3\n1,Cprime,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "nope")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		says string
+	}{
+		{"missing config", []string{"run", "--config", missing + ".yaml", "--out", t.TempDir()}, 1, "no such file"},
+		{"missing manifest", []string{"import", "--manifest", missing + ".csv", "--config", "testdata/run_small.yaml", "--out", t.TempDir()}, 1, "no such file"},
+		{"missing score file", []string{"analyze", "--scores", missing + ".csv"}, 1, "no such file"},
+		{"round not a checkpoint", []string{"attack", "--quiet", "--runs", dir, "--rounds", "7"}, 2, "round 7 is not a checkpoint of the runs"},
+		{"pair twice in a world", []string{"analyze", "--scores", dup}, 2, "pair id 0 occurs twice in world C"},
+	} {
+		_, errOut, code := runCLI(tc.args...)
+		if code != tc.code || !strings.Contains(errOut, tc.says) {
+			t.Errorf("%s: exit %d, %q; want exit %d saying %q", tc.name, code, errOut, tc.code, tc.says)
 		}
 	}
 }
