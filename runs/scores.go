@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fedaudit/fedaudit/internal/suggest"
 	"github.com/fedaudit/fedaudit/runs/integrity"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -411,37 +412,10 @@ func unknownColumn(name string) string {
 		shown = shown[:40] + "..." // a whole line of another kind of file, not a column name
 	}
 	msg := fmt.Sprintf("unknown column %q", shown)
-	best, bestDist := "", 3 // suggest only names within two edits
-	for _, known := range csvColumns {
-		if d := editDistance(name, known); d < bestDist {
-			best, bestDist = known, d
-		}
-	}
-	if best != "" {
+	if best := suggest.Closest(name, csvColumns, 2); best != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	return msg + "; a score CSV has the columns " + strings.Join(csvColumns, ", ") + " (world and score required)"
-}
-
-// editDistance is the Levenshtein distance between a and b, for typo suggestions on short names.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func parseCSVScore(rec []string, c scoreColumns) (Score, error) {

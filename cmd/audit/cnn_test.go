@@ -28,7 +28,7 @@ func TestRunCNN(t *testing.T) {
 	for _, tc := range []struct {
 		name, config string
 		rows         []string
-	}{{"plain", string(base), []string{"NO CLAIM"}}, {"recorded", recorded, []string{"CONSISTENT", "grad-align final 1 10 10", "label uploads 2 10 10"}}} {
+	}{{"plain", string(base), []string{"CONSISTENT", "consistent (0.00 of composition bound)"}}, {"recorded", recorded, []string{"CONSISTENT", "grad-align final 1 10 10", "label uploads 2 10 10"}}} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			cfg := filepath.Join(dir, "cnn.yaml")

@@ -323,7 +323,7 @@ func Parse(raw []byte) (*Config, error) {
 	if err := dec.Decode(&cfg); errors.Is(err, io.EOF) {
 		return nil, &ConfigError{Err: errors.New("the config is empty (no YAML document; README.md, \"Auditing your own deployment\", shows one)")}
 	} else if err != nil {
-		return nil, &ConfigError{Err: fmt.Errorf("decode: %w", err)}
+		return nil, &ConfigError{Err: decodeError(err)}
 	}
 	if err := singleDocument(dec); err != nil {
 		return nil, &ConfigError{Err: err}
