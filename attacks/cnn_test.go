@@ -179,7 +179,7 @@ func TestReconstructionsKept(t *testing.T) {
 				continue
 			}
 			matched = true
-			if !slices.Equal(s.Metrics[:4], r.Metrics) {
+			if !slices.Equal(s.Metrics[:len(inversionMetrics)], r.Metrics) {
 				t.Errorf("reconstruction %d: metrics %v, score row %v", i, r.Metrics, s.Metrics)
 			}
 		}

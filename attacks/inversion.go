@@ -27,18 +27,23 @@ import (
 type inversionAttack struct{}
 
 // Names of the reconstruction metrics, computed against the target sample of the run's world
-// with the reconstruction clipped to the box [0, 1] of image data.
+// with the reconstruction clipped to the box [0, 1] of image data (NaN for data outside it),
+// and the baseline: the PSNR of the flat image at the sample's mean (inversion.Metrics).
 const (
-	MetricMSE  = "inversion_mse"
-	MetricPSNR = "inversion_psnr"
-	MetricSSIM = "inversion_ssim"
-	MetricL2   = "inversion_l2"
+	MetricMSE      = "inversion_mse"
+	MetricPSNR     = "inversion_psnr"
+	MetricSSIM     = "inversion_ssim"
+	MetricL2       = "inversion_l2"
+	MetricPSNRFlat = "inversion_psnr_flat"
 )
+
+// inversionMetrics are the inversion attacks' metrics, in inversion.Metrics' order.
+var inversionMetrics = []string{MetricMSE, MetricPSNR, MetricSSIM, MetricL2, MetricPSNRFlat}
 
 func (inversionAttack) Info() Info {
 	return Info{Name: "inversion", Threat: runs.ThreatUploads,
 		Needs:   Needs{Upload: true, Target: true, Model: true, Classes: true, FirstDense: true},
-		Metrics: []string{MetricMSE, MetricPSNR, MetricSSIM, MetricL2},
+		Metrics: inversionMetrics,
 		Summary: "analytic input recovery through the first dense layer of the target client's update; score = ||x^-epsilon'||^2 - ||x^-epsilon||^2"}
 }
 
@@ -59,7 +64,7 @@ func (inversionAttack) Observe(env *Env, obs *Observation) (Observed, error) {
 	if env.TargetPrime.Present() {
 		score += sqDist(x, to64(env.TargetPrime.Features))
 	}
-	metrics := []float64{math.NaN(), math.NaN(), math.NaN(), math.NaN()}
+	metrics := nanMetrics()
 	truth := env.Target
 	if obs.World == runs.WorldCPrime {
 		truth = env.TargetPrime
@@ -72,6 +77,15 @@ func (inversionAttack) Observe(env *Env, obs *Observation) (Observed, error) {
 		metrics = inversion.Metrics(clipped, to64(truth.Features), inversion.ImageShape(env.Shape, env.Dim))
 	}
 	return Observed{Score: score, Metrics: metrics, Reconstruction: clipped}, nil
+}
+
+// nanMetrics is the inversion metrics of a run without a reconstruction or a sample.
+func nanMetrics() []float64 {
+	out := make([]float64, len(inversionMetrics))
+	for i := range out {
+		out[i] = math.NaN()
+	}
+	return out
 }
 
 func sqDist(a, b []float64) float64 {

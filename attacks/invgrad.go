@@ -41,7 +41,7 @@ const invgradSalt = 0x696e7667726164
 func (invgradAttack) Info() Info {
 	return Info{Name: "invgrad", Threat: runs.ThreatUploads,
 		Needs:   Needs{Upload: true, Target: true, Model: true, Classes: true, LastDense: true},
-		Metrics: []string{MetricMSE, MetricPSNR, MetricSSIM, MetricL2},
+		Metrics: inversionMetrics,
 		Summary: "Inverting-Gradients reconstruction: cosine matching of the update through K unrolled local steps, TV prior, box [0,1], signed Adam, restarts; score = ||x^-epsilon'|| - ||x^-epsilon||"}
 }
 
@@ -52,13 +52,13 @@ func (a invgradAttack) Observe(env *Env, obs *Observation) (Observed, error) {
 	}
 	nan := math.NaN()
 	if x == nil {
-		return Observed{Score: nan, Metrics: []float64{nan, nan, nan, nan}}, nil
+		return Observed{Score: nan, Metrics: nanMetrics()}, nil
 	}
 	score := -math.Sqrt(sqDist(x, to64(env.Target.Features)))
 	if env.TargetPrime.Present() {
 		score += math.Sqrt(sqDist(x, to64(env.TargetPrime.Features)))
 	}
-	metrics := []float64{nan, nan, nan, nan}
+	metrics := nanMetrics()
 	truth := env.Target
 	if obs.World == runs.WorldCPrime {
 		truth = env.TargetPrime

@@ -24,13 +24,13 @@ func successExperiments() []Compared {
 			f("loss", "final", 1, 0.51, 0.012, nil), f("loss", "final", 5, 0.55, 0.02, nil),
 			f("margin", "final", 5, 0.99, 0.9, nil),
 			f("label", "uploads", 1, 0.5, 0, map[string]float64{"label_accuracy": 0.25}),
-			f("invgrad", "uploads", 1, 0.5, 0, map[string]float64{"inversion_psnr": 6.25, "inversion_ssim": 0.0123, "inversion_l2": 20.45}),
+			f("invgrad", "uploads", 1, 0.5, 0, map[string]float64{"inversion_psnr": 6.25, "inversion_ssim": 0.0123, "inversion_l2": 20.45, "inversion_psnr_flat": 10.5}),
 		}},
 		{Label: "sigma = 0", Gallery: testGallery(), Findings: []findings.Finding{
 			f("loss", "final", 1, 0.8, 0.35, nil), f("loss", "final", 5, 1, 1, nil),
 			f("label", "uploads", 1, 1, 1, map[string]float64{"label_accuracy": 1}),
 			f("label", "uploads", 5, 1, 1, map[string]float64{"label_accuracy": 0.875}),
-			f("invgrad", "uploads", 5, 1, 1, map[string]float64{"inversion_psnr": 31.5, "inversion_ssim": math.NaN(), "inversion_l2": 0.97}),
+			f("invgrad", "uploads", 5, 1, 1, map[string]float64{"inversion_psnr": 31.5, "inversion_ssim": math.NaN(), "inversion_l2": 0.97, "inversion_psnr_flat": 11.25}),
 		}},
 	}
 }
@@ -50,6 +50,8 @@ func TestAttackSuccessTable(t *testing.T) {
 | Label accuracy | label | sigma = 0 | 1.000 | 0.875 |
 | Inversion PSNR (dB) | invgrad | sigma = 0.1 | 6.25 | - |
 | Inversion PSNR (dB) | invgrad | sigma = 0 | - | 31.50 |
+| Flat-image PSNR (dB) | invgrad | sigma = 0.1 | 10.50 | - |
+| Flat-image PSNR (dB) | invgrad | sigma = 0 | - | 11.25 |
 | Inversion SSIM | invgrad | sigma = 0.1 | 0.012 | - |
 | Inversion SSIM | invgrad | sigma = 0 | - | - |
 | Inversion L2 | invgrad | sigma = 0.1 | 20.45 | - |

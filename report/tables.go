@@ -512,14 +512,15 @@ func (m *model) oneRunTable() *table {
 // package's (report does not import it: TestMetricLabels checks every metric it registers
 // has a label here).
 var metricLabels = map[string]string{
-	"inversion_psnr":    "PSNR (dB)",
-	"inversion_ssim":    "SSIM",
-	"inversion_l2":      "L2",
-	"inversion_mse":     "MSE",
-	"label_accuracy":    "Label accuracy",
-	"label_count_error": "Label count error",
-	"llg_accuracy":      "LLG label accuracy",
-	"llg_count_error":   "LLG label count error",
+	"inversion_psnr":      "PSNR (dB)",
+	"inversion_psnr_flat": "PSNR of a flat image (dB)",
+	"inversion_ssim":      "SSIM",
+	"inversion_l2":        "L2",
+	"inversion_mse":       "MSE",
+	"label_accuracy":      "Label accuracy",
+	"label_count_error":   "Label count error",
+	"llg_accuracy":        "LLG label accuracy",
+	"llg_count_error":     "LLG label count error",
 }
 
 // metricLabel is a metric's name for readers: its label, or its key when it has none.

@@ -102,12 +102,31 @@ func ssim(a, b []float64, img Image, L float64) float64 {
 }
 
 // Metrics returns MSE, PSNR, SSIM and L2 (the order of the inversion attacks' metrics) of
-// reconstruction x against ref, both with values in [0, 1]; SSIM is NaN unless img is an image
-// at least 11 pixels a side.
+// reconstruction x against ref, both with values in [0, 1], and the PSNR of the flat image at
+// ref's mean against ref: what a reconstruction that knows the sample's mean brightness and
+// nothing else reaches, a baseline (a total-variation prior smooths a reconstruction from a
+// model too noisy to inform it toward such an image: 11.6 dB at sigma 100 where the attack at
+// sigma 0.03, which works, reached 8.4). SSIM is NaN unless img is an image at least 11 pixels
+// a side. Every value is NaN where ref lies outside [0, 1]: the metrics take the data range as
+// 1 and the reconstructions are made in the box (an exact reconstruction of features in
+// [-2, 2.75] measured 0.6 dB).
 func Metrics(x, ref []float64, img Image) []float64 {
+	nan := math.NaN()
+	var mean float64
+	for _, v := range ref {
+		if !(v >= 0 && v <= 1) {
+			return []float64{nan, nan, nan, nan, nan}
+		}
+		mean += v
+	}
+	mean /= float64(len(ref))
+	var flat float64
+	for _, v := range ref {
+		flat += (v - mean) * (v - mean)
+	}
 	d := sqDist(x, ref)
 	mse := d / float64(len(ref))
-	return []float64{mse, psnr(mse, 1), ssim(x, ref, img, 1), math.Sqrt(d)}
+	return []float64{mse, psnr(mse, 1), ssim(x, ref, img, 1), math.Sqrt(d), psnr(flat/float64(len(ref)), 1)}
 }
 
 func sqDist(a, b []float64) float64 {

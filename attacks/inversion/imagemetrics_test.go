@@ -177,3 +177,30 @@ func TestPSNR(t *testing.T) {
 		}
 	}
 }
+
+// The metrics take the data range as 1: for features outside [0, 1] they measured an exact
+// reconstruction (clipped to the box) at 0.6 dB, and the noise sweep's table published such
+// numbers. They are NaN there now. The flat-image baseline is the PSNR of the sample's mean
+// brightness everywhere: 10 log10(1/variance).
+func TestMetricsOutsideTheBoxAndFlatBaseline(t *testing.T) {
+	img := Image{C: 1, H: 2, W: 2}
+	ref := []float64{0, 0.5, 1, 0.5} // mean 0.5, variance 0.125
+	got := Metrics(ref, ref, img)
+	if len(got) != 5 || got[0] != 0 || !math.IsInf(got[1], 1) || got[3] != 0 {
+		t.Fatalf("exact reconstruction: %v, want MSE 0, PSNR +Inf, L2 0", got)
+	}
+	if want := 10 * math.Log10(1/0.125); math.Abs(got[4]-want) > 1e-12 {
+		t.Errorf("flat-image PSNR %v, want %v", got[4], want)
+	}
+	flat := []float64{0.5, 0.5, 0.5, 0.5}
+	if m := Metrics(flat, ref, img); math.Abs(m[1]-m[4]) > 1e-12 {
+		t.Errorf("the flat image's PSNR %v differs from the baseline %v", m[1], m[4])
+	}
+	for _, out := range [][]float64{{-2, 0.5, 1, 0.5}, {0, 0.5, 2.75, 0.5}, {0, math.NaN(), 1, 0.5}} {
+		for i, v := range Metrics(ref, out, img) {
+			if !math.IsNaN(v) {
+				t.Errorf("sample %v outside [0, 1]: metric %d is %v, want NaN", out, i, v)
+			}
+		}
+	}
+}
