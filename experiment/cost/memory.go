@@ -7,15 +7,18 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/fedaudit/fedaudit/attacks"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train"
 	"github.com/fedaudit/fedaudit/train/memory"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 // MemoryEstimate is the memory of an experiment's stages as estimated before they run.
@@ -29,9 +32,36 @@ type MemoryEstimate struct {
 	MinTrainBytes int64 `json:"min_train_bytes"`
 	// AttackBytes estimates the attack stage, which holds every run's rows of the attacked
 	// rounds (with their parameter and upload vectors) at once, and Go's collector's room
-	// beside them (attackPeak).
+	// beside them (attackPeak), every attack's observation of every run and the score rows made
+	// of them, and, for a CNN whose attacks run its host model, one model's working memory a
+	// worker.
 	AttackBytes int64 `json:"attack_bytes"`
+	// AnalyzeBytes estimates the analysis (analyze, report, and the finish job's): every score
+	// row of the score file at once.
+	AnalyzeBytes int64 `json:"analyze_bytes"`
+	// Scores is the number of score rows the attacks write, at most.
+	Scores int64 `json:"scores"`
 }
+
+// Bytes a score row costs at the peak of the attack stage (its observation, the row and its
+// metrics, Go's collector's room) and of the analysis (the row read back and its group's
+// copy), measured: 4,000 pairs of an MLP with 21 checkpoints and 13 attacks (2.1 million
+// rows) peaked at 1.31-1.43 GB attacking and 0.96-1.02 GB analyzing (16,000 pairs: 4.68 and
+// 3.99 GB), where the estimate counted only the run files' rows and said 399 MiB.
+const (
+	attackScoreBytes  = 640
+	analyzeScoreBytes = 480
+)
+
+// hostModelRows is how many samples the attacks' host CNN evaluates at once (attacks/upload.go's
+// cnnAuxSamples), and hostModelFactor the ratio of a worker's measured peak to the engine's
+// per-pair estimate at that batch (float64 against float32, forward and backward buffers, the
+// collector's room): ResNet-18 2.0 GB a worker against 1009 MiB, a small ResNet 191 MB against
+// 47 MiB, LeNet-5 89 MB against 18 MiB.
+const (
+	hostModelRows   = 64
+	hostModelFactor = 5
+)
 
 // runtimeOverhead covers what the estimate does not count: the Go runtime, the loaded source
 // dataset before it is split, the Arrow writer's batch (runs.DefaultBatchBytes) and its
@@ -59,6 +89,15 @@ func EstimateMemory(cfg *spec.Config, data *spec.Data) (MemoryEstimate, error) {
 		perRow = memory.SatAdd(perRow, memory.SatMul(4, int64(mem.Params)))
 	}
 	est.AttackBytes = attackPeak(memory.SatMul(memory.SatMul(2*int64(cfg.Pairs), rounds), perRow))
+	est.Scores = memory.SatMul(memory.SatMul(2*int64(cfg.Pairs), int64(spec.PlannedRows(cfg))), int64(max(1, canaryCount(cfg))))
+	est.AttackBytes = memory.SatAdd(est.AttackBytes, memory.SatMul(est.Scores, attackScoreBytes))
+	est.AnalyzeBytes = memory.SatAdd(runtimeOverhead, memory.SatMul(est.Scores, analyzeScoreBytes))
+	if host, err := hostModelBytes(cfg, data); err != nil {
+		return MemoryEstimate{}, err
+	} else if host > 0 {
+		// Every attack worker (one a core: attacks.Options.Workers) holds a host model.
+		est.AttackBytes = memory.SatAdd(est.AttackBytes, memory.SatMul(int64(runtime.GOMAXPROCS(0)), host))
+	}
 	// Both stages load the source before they split it, and that can be the peak:
 	// Fashion-MNIST's 60,000 images, read as bytes and made float32, peaked at 497 MiB in a
 	// training estimated at 206 MiB, 515 MiB in its attack stage estimated at 160 MiB.
@@ -66,7 +105,43 @@ func EstimateMemory(cfg *spec.Config, data *spec.Data) (MemoryEstimate, error) {
 	est.TrainBytes = max(est.TrainBytes, load)
 	est.MinTrainBytes = max(est.MinTrainBytes, load)
 	est.AttackBytes = max(est.AttackBytes, load)
+	est.AnalyzeBytes = max(est.AnalyzeBytes, load)
 	return est, nil
+}
+
+// canaryCount is the canaries of every run (0 without).
+func canaryCount(cfg *spec.Config) int {
+	if c := cfg.Train.Canaries; c != nil {
+		return c.Count
+	}
+	return 0
+}
+
+// hostModelBytes is one attack worker's host CNN (hostModelFactor times the engine's per-pair
+// estimate at hostModelRows rows), or 0 where the model is no CNN or no planned attack runs
+// it.
+func hostModelBytes(cfg *spec.Config, data *spec.Data) (int64, error) {
+	if !model.IsNNKind(cfg.Train.Model.Kind) {
+		return 0, nil
+	}
+	names, _ := spec.RunAttacks(cfg.Audit.Attacks, spec.PlannedMeta(cfg), cfg.Train.Model, cfg.Pairs)
+	uses := false
+	for _, n := range names {
+		if a, err := attacks.Lookup(n); err == nil && a.Info().Needs.Model {
+			uses = true
+		}
+	}
+	if !uses {
+		return 0, nil
+	}
+	tc := cfg.Train
+	tc.Batching, tc.BatchSize, tc.LocalSteps = "fixed", hostModelRows, 1
+	tc.Informed, tc.RecordParams, tc.RecordUpload, tc.Canaries = false, false, false, nil
+	m, err := train.MemoryOf(tc, spec.Sizes(cfg, data))
+	if err != nil {
+		return 0, &spec.ConfigError{Err: fmt.Errorf("train: %w", err)}
+	}
+	return memory.SatMul(hostModelFactor, m.PerPair), nil
 }
 
 // loadPeak is the host memory a stage peaks at while it loads a source of source bytes
@@ -104,12 +179,16 @@ func attackPeak(rows int64) int64 {
 // rows written exceed the live heap, garbage as large as the live heap sits beside it. Measured
 // on a 784-256-10 MLP recording parameters and uploads (d = 203,530; 100 pairs, 2 checkpoints,
 // groups of 14): a peak RSS of 815 MiB where engine and overhead alone come to 409 MiB.
+//
+// A tenth more is added: the same MLP at 100 pairs peaked at 1016 MiB where this said 981 MiB
+// (a --memory of 1000 MiB was accepted and would have been overrun).
 func trainPeak(engine, row, pairRounds int64) int64 {
 	rows := memory.SatMul(2, pairRounds)
 	batch := min(runs.DefaultBatchBytes, memory.SatMul(runs.DefaultBatchRows, row), memory.SatMul(rows, row))
 	live := memory.SatAdd(engine, 3*batch)
 	garbage := min(live, memory.SatMul(2, memory.SatMul(rows, row)))
-	return memory.SatAdd(memory.SatAdd(live, garbage), runtimeOverhead-batch)
+	peak := memory.SatAdd(memory.SatAdd(live, garbage), runtimeOverhead-batch)
+	return memory.SatAdd(peak, peak/10)
 }
 
 // CheckMemory refuses, with a ConfigError naming the numbers, a config whose training needs

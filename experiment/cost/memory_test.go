@@ -163,3 +163,53 @@ train:
 		t.Errorf("synthetic: %d bytes, want 0 (made at the config's size)", got)
 	}
 }
+
+// The attack stage was estimated from the run files' rows alone, and the analysis not at all:
+// 4,000 pairs of an MLP (21 checkpoints, 13 attacks: 2.08 million score rows) peaked at
+// 1.31-1.43 GB attacking and 0.96-1.02 GB analyzing where the plan said 399 MiB, and a finish
+// job sized by it ran out of memory. The score rows count now, in both stages.
+func TestMemoryCountsTheScores(t *testing.T) {
+	cfg, err := spec.Parse([]byte(`
+name: scale-mlp
+seed: 7
+pairs: 4000
+data:
+  source: synthetic
+  synthetic: {dim: 8, classes: 2}
+  clients: 3
+  per_client: 4
+  test_samples: 20
+adjacency: {kind: replace, client: 0, index: 0, canary: dirac}
+train:
+  algorithm: fedavg
+  model: {kind: mlp, hidden: [3], activation: tanh}
+  rounds: 20
+  local_steps: 1
+  learning_rate: 0.1
+  batching: full
+  clip_norm: 1
+  noise_std: 0.05
+  checkpoints: [0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20]
+  informed: true
+  record_params: true
+  record_upload: true
+audit:
+  attacks: [informed-all, informed-last, informed-upload, loss, margin, lira-online, grad-align, linear, label, inversion, param-lda, param-cosine, upload-lda]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	est, err := EstimateMemory(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est.Scores != 2*4000*20*13 {
+		t.Errorf("%d score rows, want 2 x 4000 pairs x 20 rounds x 13 attacks", est.Scores)
+	}
+	if est.AttackBytes < 1430e6 || est.AnalyzeBytes < 1020e6 {
+		t.Errorf("attack %s, analysis %s: below the measured 1.43 and 1.02 GB", FormatBytes(est.AttackBytes), FormatBytes(est.AnalyzeBytes))
+	}
+	if est.AttackBytes > 3*1430e6 || est.AnalyzeBytes > 3*1020e6 {
+		t.Errorf("attack %s, analysis %s: more than 3 times the measured 1.43 and 1.02 GB", FormatBytes(est.AttackBytes), FormatBytes(est.AnalyzeBytes))
+	}
+}

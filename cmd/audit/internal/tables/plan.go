@@ -98,8 +98,8 @@ func Plan(out io.Writer, cfg *spec.Config, r PlanReport) {
 	fmt.Fprintf(out, "files: %d rows, about %sB of run files (%sB of parameter/upload vectors)\n",
 		w.Rows, SI(float64(w.RunFileBytes)), SI(float64(w.VectorBytes)))
 	m := r.Memory
-	fmt.Fprintf(out, "memory: training about %s per shard (groups of %d pairs, %s per pair), attack stage about %s",
-		cost.FormatBytes(m.TrainBytes), m.GroupPairs, cost.FormatBytes(m.Engine.PerPair), cost.FormatBytes(m.AttackBytes))
+	fmt.Fprintf(out, "memory: training about %s per shard (groups of %d pairs, %s per pair), attack stage about %s, analysis about %s (%d score rows)",
+		cost.FormatBytes(m.TrainBytes), m.GroupPairs, cost.FormatBytes(m.Engine.PerPair), cost.FormatBytes(m.AttackBytes), cost.FormatBytes(m.AnalyzeBytes), m.Scores)
 	if r.MemoryBudget > 0 {
 		fmt.Fprintf(out, "; budget %s", cost.FormatBytes(r.MemoryBudget))
 		if m.TrainBytes > r.MemoryBudget {
@@ -107,6 +107,9 @@ func Plan(out io.Writer, cfg *spec.Config, r PlanReport) {
 		}
 		if m.AttackBytes > r.MemoryBudget {
 			fmt.Fprintf(out, " (warning: the attack stage may not fit)")
+		}
+		if m.AnalyzeBytes > r.MemoryBudget {
+			fmt.Fprintf(out, " (warning: the analysis may not fit)")
 		}
 	}
 	fmt.Fprintln(out)
