@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/fedaudit/fedaudit/attacks/inversion"
 	"github.com/fedaudit/fedaudit/runs"
@@ -32,7 +33,14 @@ type Options struct {
 	// InvgradIterations is invgrad's signed-Adam iterations per restart; 0 means 400. Fewer
 	// cost less and reconstruct worse.
 	InvgradIterations int
+	// Logf, when set, receives progress: a line as each attack has observed every run, and one
+	// at least every progressEvery while they work (invgrad at 20 checkpoints ran two minutes
+	// without a word).
+	Logf func(format string, args ...any)
 }
+
+// progressEvery is the longest the attack stage stays silent while it observes the runs.
+const progressEvery = 30 * time.Second
 
 // DefaultInvgradPairsCNN is Options.InvgradPairs's default for CNNs.
 const DefaultInvgradPairsCNN = 8
@@ -152,6 +160,7 @@ func score(ctx context.Context, table *runs.Table, env *Env, atts []Attack, opts
 	}
 	sc := &scoring{env: env, atts: atts, rounds: rounds, obs: obs, shadow: shadow, learned: make([]bool, len(atts))}
 	sc.limitPairs(opts)
+	sc.logf = opts.Logf
 	if err := sc.observe(ctx, workers); err != nil {
 		return nil, err
 	}

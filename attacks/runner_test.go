@@ -2,6 +2,7 @@ package attacks
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -486,5 +487,40 @@ func TestRunnerKeepsInfiniteRanks(t *testing.T) {
 	}
 	if m := summaryOf(t, res, "inf-test"); m.NonFinite != 0 || m.Runs != 12 || m.AUC != 1 {
 		t.Errorf("summary %+v: want 12 runs, none non-finite, AUC 1", m)
+	}
+}
+
+// The attack stage said nothing between "scoring [...]" and its score file (invgrad at 20
+// checkpoints: two minutes); each attack now says when it has observed every run, in the
+// order they finish, without changing a score.
+func TestScoreReportsProgress(t *testing.T) {
+	path, env, _ := simulate(t, softmaxSpec)
+	var lines []string
+	logf := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
+	names := []string{"label", "inversion", "loss"}
+	quiet, err := Score(context.Background(), openTable(t, path), env, Options{Attacks: names, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loud, err := Score(context.Background(), openTable(t, path), env, Options{Attacks: names, Workers: 1, Logf: logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := 0
+	for _, l := range lines {
+		if strings.Contains(l, " done: ") && strings.Contains(l, fmt.Sprintf("of %d attacks)", len(names))) {
+			done++
+		}
+	}
+	if done != len(names) {
+		t.Errorf("%d lines of attacks done, want %d: %q", done, len(names), lines)
+	}
+	if len(quiet.Scores) != len(loud.Scores) {
+		t.Fatalf("%d scores with progress, %d without", len(loud.Scores), len(quiet.Scores))
+	}
+	for i := range quiet.Scores {
+		if quiet.Scores[i].Score != loud.Scores[i].Score {
+			t.Fatalf("score %d: %v with progress, %v without", i, loud.Scores[i].Score, quiet.Scores[i].Score)
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/fedaudit/fedaudit/attacks/inversion"
 )
@@ -28,6 +30,8 @@ type scoring struct {
 	// pairs whose reconstructions are kept for Result.Reconstructions.
 	scored  []map[int64]bool
 	gallery map[int64]bool
+	// logf receives progress lines (nil: none).
+	logf func(format string, args ...any)
 }
 
 // errNotScored marks an observation a pair-capped attack leaves out: no score row at all.
@@ -70,8 +74,10 @@ func (sc *scoring) observe(ctx context.Context, workers int) error {
 		sc.observed[ai] = make([]Observed, len(obs))
 		sc.status[ai] = make([]error, len(obs))
 	}
+	progress := sc.progress(len(obs))
 	return parallel(ctx, workers, len(atts)*len(obs), func(j int) error {
 		ai, oi := j/len(obs), j%len(obs)
+		defer progress(ai)
 		if sc.scored[ai] != nil && !sc.scored[ai][obs[oi].PairID] {
 			sc.status[ai][oi] = errNotScored
 			return nil
@@ -86,6 +92,32 @@ func (sc *scoring) observe(ctx context.Context, workers int) error {
 		sc.observed[ai][oi], sc.status[ai][oi] = o, err
 		return nil
 	})
+}
+
+// progress returns what observe calls as each observation of attack ai is done: it logs the
+// attacks as they complete every one of their n observations, and how far the stage is at
+// least every progressEvery.
+func (sc *scoring) progress(n int) func(ai int) {
+	if sc.logf == nil || n == 0 {
+		return func(int) {}
+	}
+	var mu sync.Mutex
+	done := make([]int, len(sc.atts))
+	finished, total, last := 0, 0, time.Now()
+	return func(ai int) {
+		mu.Lock()
+		defer mu.Unlock()
+		done[ai]++
+		total++
+		if done[ai] == n {
+			finished++
+			sc.logf("attacks: %s done: %d runs at their rounds (%d of %d attacks)", sc.atts[ai].Info().Name, n, finished, len(sc.atts))
+			last = time.Now()
+		} else if time.Since(last) >= progressEvery {
+			sc.logf("attacks: %d of %d done (%d attacks x %d runs at their rounds)", total, n*len(sc.atts), len(sc.atts), n)
+			last = time.Now()
+		}
+	}
 }
 
 // fit fits the learned attacks once per (attack, round) on the shadow pairs, which are then
