@@ -32,7 +32,8 @@ func init() {
 			fs.Float64Var(&o.Fraction, "fraction", 0.8, "share of mu the certified bound must reach")
 			fs.Float64Var(&o.Confidence, "confidence", 0.95, "confidence of the certified bounds")
 			fs.Float64Var(&o.Delta, "delta", 1e-5, "delta of the epsilon rows")
-			fs.IntVar(&o.Reps, "reps", 21, "simulated audits per size (the median must reach the target)")
+			fs.IntVar(&o.Reps, "reps", 21, "simulated audits per size")
+			fs.Float64Var(&o.Power, "power", calibrate.DefaultPower, "share of the simulated audits at a size that must reach the target: the chance an audit of that size does")
 			fs.IntVar(&o.MaxPairs, "max-pairs", 102400, "largest number of pairs tried")
 			fs.IntVar(&o.MaxCanaries, "max-canaries", 102400, "largest number of canaries per run tried")
 			fs.Uint64Var(&o.Seed, "seed", 1, "random seed of the simulation")
@@ -58,6 +59,9 @@ func init() {
 				if o.Reps < 1 || o.MaxPairs < 50 || o.MaxCanaries < 100 {
 					return usagef("cost: --reps >= 1, --max-pairs >= 50 and --max-canaries >= 100 are needed")
 				}
+				if !(o.Power > 0 && o.Power <= 1) {
+					return usagef("cost: --power must be in (0, 1], got %v", o.Power)
+				}
 				e.logf("cost: simulating the audit methods on the %g-GDP Gaussian mechanism", o.Mu)
 				rows, err := calibrate.CostTable(ctx, o)
 				if err != nil {
@@ -69,7 +73,7 @@ func init() {
 				if *asJSON {
 					enc := json.NewEncoder(e.stdout)
 					enc.SetIndent("", "  ")
-					if err := enc.Encode(map[string]any{"mu": o.Mu, "fraction": o.Fraction, "confidence": o.Confidence, "delta": o.Delta, "reps": o.Reps, "seed": o.Seed, "rows": rows}); err != nil {
+					if err := enc.Encode(map[string]any{"mu": o.Mu, "fraction": o.Fraction, "confidence": o.Confidence, "delta": o.Delta, "reps": o.Reps, "power": o.Power, "seed": o.Seed, "rows": rows}); err != nil {
 						return fmt.Errorf("cost: write JSON: %w", err)
 					}
 					return nil

@@ -185,7 +185,21 @@ func runPlan(ctx context.Context, e *env, args []string, p *planFlags) error {
 		}
 	}
 	if !p.noCost {
-		if rep.Cost, err = planCosts(ctx, e, cfg, data, p.costMu); err != nil {
+		joint := cmp.Or(cfg.Audit.Confidence, audit.DefaultConfidence)
+		if p.sequential {
+			// A sequential audit's last look certifies at its own level (the looks share the
+			// confidence's complement), above the fixed audit's: its cost is at that level.
+			looks, err := audit.SequentialLooks(p.shards)
+			if err != nil {
+				return usagef("plan: %v", err)
+			}
+			each, err := audit.SequentialConfidences(joint, looks)
+			if err != nil {
+				return usagef("plan: %v", err)
+			}
+			joint = each[len(each)-1]
+		}
+		if rep.Cost, err = planCosts(ctx, e, cfg, data, p.costMu, joint); err != nil {
 			return err
 		}
 	}
@@ -247,13 +261,15 @@ func errOr(err error, msg string) string {
 	return msg
 }
 
-// planCostReps is the number of simulated audits per size in the plan's cost table: fewer than
-// `audit cost` (21), so that planning stays quick.
-const planCostReps = 11
+// planCostReps is the number of simulated audits per size in the plan's cost table: as many as
+// `audit cost` (21); with 11 the share that reaches the target moves by 1/11 a draw, and the
+// median of 11 named sizes half of `audit cost`'s.
+const planCostReps = 21
 
 // planCosts simulates the cost table at --mu, or at the exact mu of the quadratic instance at
-// the config's last checkpoint (final model and every iterate), or returns nothing.
-func planCosts(ctx context.Context, e *env, cfg *spec.Config, data *spec.Data, mu float64) ([]tables.PlanCost, error) {
+// the config's last checkpoint (final model and every iterate), or returns nothing; joint is
+// the confidence the audit's rows hold jointly at (a sequential audit's last look's).
+func planCosts(ctx context.Context, e *env, cfg *spec.Config, data *spec.Data, mu, joint float64) ([]tables.PlanCost, error) {
 	var want []tables.PlanCost
 	T := slices.Max(append([]int{0}, cfg.Train.Checkpoints...))
 	switch {
@@ -273,7 +289,6 @@ func planCosts(ctx context.Context, e *env, cfg *spec.Config, data *spec.Data, m
 	}
 	// The audit certifies each of its rows at the family's row confidence (Bonferroni over the
 	// rows), so one row's cost at the joint confidence would plan too few pairs.
-	joint := cmp.Or(cfg.Audit.Confidence, audit.DefaultConfidence)
 	family := max(spec.PlannedRows(cfg), 1)
 	rowConf := audit.FamilyRowConfidence(joint, family)
 	for i := range want {
