@@ -384,6 +384,7 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer, probs *problem
 	var copied []string // warnings of uploads that agree across pairs
 	count := 0
 	apart, compared := false, 0 // whether some pair's worlds differ after round 0, of how many
+	quietWarned := false        // whether runs closer than the declared noise allows were named
 	for ri, round := range plan.Rounds {
 		err := parallelRuns(ctx, workers, n, func(r int) {
 			var p []float32
@@ -411,7 +412,9 @@ func (rd *reader) readRounds(ctx context.Context, w *runs.Writer, probs *problem
 			cfg := &rd.job.Config
 			noisy := cfg.Noisy() // idp-fedavg's and adaptive-fedavg's noise is train.privacy's
 			rd.checkCopies(params, ri, noisy, probs)
-			rd.checkNearCopies(params, ri, rd.roundNoiseStd(ctx, round), probs)
+			if w := rd.checkNearCopies(params, ri, rd.roundNoiseStd(ctx, round), probs); w != "" && !quietWarned {
+				copied, quietWarned = append(copied, w), true // once: every round says the same
+			}
 			copied = append(copied, rd.uploadCopies(uploads, norms, ri, noisy)...)
 			rd.worldsApart(params, ri, &apart, &compared)
 		}

@@ -3,6 +3,7 @@ package importer
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"math"
 	"slices"
 
@@ -35,9 +36,14 @@ const (
 // perfectly (a deployment whose own training certifies mu >= 0.27 was VIOLATED at 3.75).
 // Near copies sit next to each other in the order of their coordinates' sum, so each run is
 // compared with the few after it there. Bit-equal runs are checkCopies' to name.
-func (rd *reader) checkNearCopies(params [][]float32, ri int, s float64, probs *problems) {
+//
+// Runs that close are one of two things: copies up to float rounding (within
+// nearCopyRounding of their size: refused), or runs whose noise is smaller than declared (a
+// deployment that draws the variance as the standard deviation): a violation the audit must
+// find, not a file to refuse, so the import goes on and the returned warning says so.
+func (rd *reader) checkNearCopies(params [][]float32, ri int, s float64, probs *problems) string {
 	if !(s > 0) || math.IsInf(s, 0) {
-		return
+		return ""
 	}
 	d := 0
 	for _, p := range params {
@@ -47,7 +53,7 @@ func (rd *reader) checkNearCopies(params [][]float32, ri int, s float64, probs *
 		}
 	}
 	if d == 0 {
-		return
+		return ""
 	}
 	k := min(d, nearCopyCoords)
 	coords := make([]int, k) // spread over the model: every parameter gets its own draw
@@ -81,32 +87,54 @@ func (rd *reader) checkNearCopies(params [][]float32, ri int, s float64, probs *
 		}
 		return ss
 	}
-	close := map[int]bool{}
-	first := [2]int{-1, -1}
-	firstDist := 0.0
+	norm2 := func(a []float32) float64 { return dist2(a, make([]float32, len(a))) }
+	type found struct {
+		runs  map[int]bool
+		first [2]int
+		dist  float64
+	}
+	copies := found{runs: map[int]bool{}, first: [2]int{-1, -1}}
+	quiet := found{runs: map[int]bool{}, first: [2]int{-1, -1}}
 	for i, a := range pts {
 		for _, b := range pts[i+1 : min(len(pts), i+1+nearCopyNeighbours)] {
 			if a.run/2 == b.run/2 {
 				continue // one pair's runs share their noise
 			}
 			pa, pb := params[a.run], params[b.run]
-			if dd := dist2(pa, pb); dd < limit && firstDiff(pa, pb) >= 0 {
-				close[a.run], close[b.run] = true, true
-				if first[0] < 0 {
-					first, firstDist = [2]int{min(a.run, b.run), max(a.run, b.run)}, math.Sqrt(dd)
-				}
+			dd := dist2(pa, pb)
+			if dd >= limit || firstDiff(pa, pb) < 0 {
+				continue
+			}
+			f := &quiet
+			if dd <= nearCopyRounding*nearCopyRounding*max(norm2(pa), norm2(pb)) {
+				f = &copies
+			}
+			f.runs[a.run], f.runs[b.run] = true, true
+			if f.first[0] < 0 {
+				f.first, f.dist = [2]int{min(a.run, b.run), max(a.run, b.run)}, math.Sqrt(dd)
 			}
 		}
 	}
-	if first[0] < 0 {
-		return
-	}
 	round := rd.plan.Rounds[ri]
 	file := func(r int) string { return rd.plan.Files[r/2][r%2][ri] }
-	a, b := first[0], first[1]
-	probs.add("round %d: pair %d world %s (%s) and pair %d world %s (%s) lie %.3g apart on %d of the model's %d parameters (%d runs of %d have such a neighbour in another pair), where the round's noise, of standard deviation %.3g a parameter and independent between pairs, puts two runs of different pairs closer than %.3g there with probability below %g: the pairs share their noise draws, up to float rounding (is every pair's noise generator seeded alike?), and one training's noise would be audited as independent ones; seed each pair's noise with its own seed (docs/import.md)",
-		round, a/2, runs.WorldName(int8(a%2)), file(a), b/2, runs.WorldName(int8(b%2)), file(b), firstDist, k, d, len(close), len(pts), s, math.Sqrt(limit), nearCopyLevel)
+	where := func(f found) string {
+		a, b := f.first[0], f.first[1]
+		return fmt.Sprintf("round %d: pair %d world %s (%s) and pair %d world %s (%s) lie %.3g apart on %d of the model's %d parameters (%d runs of %d have such a neighbour in another pair), where the round's noise, of standard deviation %.3g a parameter and independent between pairs, puts two runs of different pairs closer than %.3g there with probability below %g",
+			round, a/2, runs.WorldName(int8(a%2)), file(a), b/2, runs.WorldName(int8(b%2)), file(b), f.dist, k, d, len(f.runs), len(pts), s, math.Sqrt(limit), nearCopyLevel)
+	}
+	if copies.first[0] >= 0 {
+		probs.add("%s, and within float rounding of each other: the pairs share their noise draws (is every pair's noise generator seeded alike?), and one training's noise would be audited as independent ones; seed each pair's noise with its own seed (docs/import.md)", where(copies))
+	}
+	if quiet.first[0] >= 0 {
+		return where(quiet) + ": the deployment may add less noise than it declares (a variance taken for the standard deviation, a noise scaled twice), which is what the audit is to find; `audit check` measures the noise of each round"
+	}
+	return ""
 }
+
+// nearCopyRounding is how far apart, relative to their size, two runs may lie and still be
+// one training up to float rounding (a few hundred float32 roundings, at 6e-8 each, on a
+// training whose uploads are summed in another order).
+const nearCopyRounding = 1e-4
 
 // roundNoiseStd is the standard deviation, in one parameter of the global model, of the noise
 // the deployment draws in the round that ends at round (0: none, or not known): sigma/sqrt(n)

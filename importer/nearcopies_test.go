@@ -2,6 +2,7 @@ package importer
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -12,7 +13,8 @@ import (
 // mu >= 0.27 came out VIOLATED at 3.75 (AUC 1). Runs of different pairs closer than the
 // round's noise allows are refused, naming the likely cause; runs with their own draws of the
 // declared noise (standard deviation 0.02/sqrt(3) a parameter) are not, nor are near copies
-// where the config declares no noise.
+// where the config declares no noise; runs of a tenth of the declared noise, closer than it
+// allows but not copies, are imported with a warning (the audit is to find that violation).
 func TestNearCopiesRefused(t *testing.T) {
 	cfg := smallConfig(t)
 	s := cfg.Train.NoiseStd / math.Sqrt(3)
@@ -28,7 +30,7 @@ func TestNearCopiesRefused(t *testing.T) {
 		return v
 	}
 	_, err, _ := importFlat(t, flatSpec{cfg: cfg, vec: rounded})
-	for _, want := range []string{"round 1: pair ", "round 3: pair ", "share their noise draws, up to float rounding", "seeded alike", "(2 problems)"} {
+	for _, want := range []string{"round 1: pair ", "round 3: pair ", "within float rounding of each other: the pairs share their noise draws", "seeded alike", "(2 problems)"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v, want one containing %q", err, want)
 		}
@@ -47,6 +49,27 @@ func TestNearCopiesRefused(t *testing.T) {
 	}
 	if _, err, _ := importFlat(t, flatSpec{cfg: cfg, vec: declared}); err != nil {
 		t.Errorf("runs with their own draws of the declared noise refused: %v", err)
+	}
+
+	// Runs with their own draws of a tenth of the declared noise (a deployment that draws too
+	// little): closer than the declared noise allows, but not copies. That is the violation
+	// the audit is to find: imported, with a warning.
+	tenth := func(p, w, r int, good []float32) []float32 {
+		if r == 0 {
+			return nil
+		}
+		v := ownDraw(make([]float32, len(good)), p, w, r)
+		for i := range v {
+			v[i] = good[i] + v[i]*float32(s/10/0.1)
+		}
+		return v
+	}
+	res, err, _ := importFlat(t, flatSpec{cfg: cfg, vec: tenth})
+	if err != nil {
+		t.Fatalf("runs with a tenth of the declared noise refused: %v", err)
+	}
+	if !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "may add less noise than it declares") }) {
+		t.Errorf("no warning of runs closer than the declared noise allows: %q", res.Warnings)
 	}
 
 	// Without noise, runs of different pairs may be near copies.

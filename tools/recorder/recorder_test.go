@@ -65,7 +65,8 @@ audit: {claim_mu: 1}
 `
 
 // A training loop in NumPy alone (no real training: w_{t+1} = w_t + noise shared by both worlds of
-// a pair) that records its runs under the YAML config above given as JSON.
+// a pair, and a small step of world C' only, as the differing sample would make) that records
+// its runs under the YAML config above given as JSON.
 const loop = `
 import json, sys
 import numpy as np
@@ -85,7 +86,7 @@ with Recorder(out, 3, dep, base_config=base) as rec:
             for t in range(2):
                 up = {k: w[k] + noise[t][k] for k in shapes}
                 rec.upload(p, world, t + 1, up)
-                w = {k: v + 0.1 * noise[t][k] for k, v in up.items()}
+                w = {k: v + 0.1 * noise[t][k] + (0.001 if world == "C'" else 0.0) for k, v in up.items()}
                 rec.global_model(p, world, t + 1, w)
 `
 
