@@ -229,8 +229,9 @@ func calibratePlan(ctx context.Context, e *env, cfg *spec.Config, data *spec.Dat
 		return err
 	default:
 		rep.Calibration = &cal
-		rep.CPUSeconds = cost.Seconds(w.FLOPs, cal.FLOPS)
-		rep.CPUShardSecs = cost.Seconds(w.ShardFLOPs, cal.FLOPS)
+		// The setup is the slice's; a shard's groups of pairs each pay it, counted once a shard.
+		rep.CPUSeconds = cost.Seconds(w.FLOPs, cal.FLOPS) + float64(w.Shards)*cal.Setup.Seconds()
+		rep.CPUShardSecs = cost.Seconds(w.ShardFLOPs, cal.FLOPS) + cal.Setup.Seconds()
 	}
 	return nil
 }

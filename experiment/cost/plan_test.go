@@ -262,3 +262,37 @@ func TestPlanCountsPretrainingApart(t *testing.T) {
 		t.Errorf("%d timed trainings pretrained w_0", pretrained)
 	}
 }
+
+// A training whose cost does not all grow with its rounds (1000 orthonormal canary directions
+// made once: 5 s beside 0.7 s a round) was planned as if every second were a round's: 7 min
+// for a training of 36 s. The calibration times two round counts and charges the rounds only
+// their difference; the rest is the set-up.
+func TestCalibrationSeparatesTheSetUp(t *testing.T) {
+	cfg, data := prepared(t, planConfig)
+	cfg.Train.Rounds = 8
+	const setup, perRound = 200 * time.Millisecond, 40 * time.Millisecond
+	trainer := func(ctx context.Context, job train.Job) error {
+		time.Sleep(setup + time.Duration(job.Config.Rounds)*perRound)
+		return nil
+	}
+	cal, err := CalibrateWith(context.Background(), cfg, data, 20*time.Millisecond, 4, trainer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cal.Setup < setup/2 || cal.Setup > 2*setup {
+		t.Errorf("set-up %v, want about %v (calibration %+v)", cal.Setup, setup, cal)
+	}
+	slice := *cfg
+	slice.Pairs = cal.Pairs
+	one, err := Plan(withRounds(&slice, 1), data, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := Plan(withRounds(&slice, 2), data, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := time.Duration((two.FLOPs - one.FLOPs) / cal.FLOPS * float64(time.Second)); got < perRound/2 || got > 2*perRound {
+		t.Errorf("a round at the measured rate takes %v, want about %v", got, perRound)
+	}
+}

@@ -115,8 +115,12 @@ func Plan(out io.Writer, cfg *spec.Config, r PlanReport) {
 	fmt.Fprintln(out)
 	if r.Calibration != nil {
 		c := r.Calibration
-		fmt.Fprintf(out, "this machine: %sFLOP/s measured on %d pairs x %d rounds in %s: job %s, largest shard %s\n",
-			SI(c.FLOPS), c.Pairs, c.Rounds, c.Elapsed.Round(time.Millisecond), Duration(r.CPUSeconds), Duration(r.CPUShardSecs))
+		setup := ""
+		if c.Setup > 0 {
+			setup = fmt.Sprintf(" (rounds apart from a set-up of %s a shard)", c.Setup.Round(time.Millisecond))
+		}
+		fmt.Fprintf(out, "this machine: %sFLOP/s measured on %d pairs x %d rounds in %s%s: job %s, largest shard %s\n",
+			SI(c.FLOPS), c.Pairs, c.Rounds, c.Elapsed.Round(time.Millisecond), setup, Duration(r.CPUSeconds), Duration(r.CPUShardSecs))
 	} else if r.NotCalibrated != "" {
 		fmt.Fprintf(out, "this machine: %s\n", r.NotCalibrated)
 	} else {
