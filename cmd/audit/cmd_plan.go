@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fedaudit/fedaudit/attacks"
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/audit/calibrate"
 	"github.com/fedaudit/fedaudit/cmd/audit/internal/tables"
@@ -21,6 +22,7 @@ import (
 	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/train"
 	"github.com/fedaudit/fedaudit/train/memory"
+	"github.com/fedaudit/fedaudit/train/model"
 )
 
 func init() {
@@ -174,6 +176,7 @@ func runPlan(ctx context.Context, e *env, args []string, p *planFlags) error {
 		PeakTFLOPS: p.tflops, Efficiency: p.eff,
 		Seconds: cost.Seconds(w.FLOPs, rate), ShardSeconds: cost.Seconds(w.ShardFLOPs, rate), Memory: dev,
 	}}
+	rep.InvgradReconstructions, rep.InvgradCapped = invgradReconstructions(cfg)
 	if !p.noCal {
 		if err := calibratePlan(ctx, e, cfg, data, p.budget, &rep); err != nil {
 			return err
@@ -260,6 +263,33 @@ func errOr(err error, msg string) string {
 		return err.Error()
 	}
 	return msg
+}
+
+// invgradReconstructions is how many runs invgrad reconstructs in the audit of cfg (0 when it
+// is not among the attacks run), and whether audit.invgrad_pairs (or the CNN default) caps the
+// pairs.
+func invgradReconstructions(cfg *spec.Config) (int, bool) {
+	names, _ := spec.RunAttacks(cfg.Audit.Attacks, spec.PlannedMeta(cfg), cfg.Train.Model, cfg.Pairs)
+	if !slices.Contains(names, "invgrad") {
+		return 0, false
+	}
+	pairs := cfg.Audit.InvgradPairs
+	if pairs == 0 && model.IsNNKind(cfg.Train.Model.Kind) {
+		pairs = attacks.DefaultInvgradPairsCNN
+	}
+	capped := pairs > 0 && pairs < cfg.Pairs
+	if !capped {
+		pairs = cfg.Pairs
+	}
+	rounds := len(cfg.Audit.Rounds)
+	if rounds == 0 {
+		for _, c := range cfg.Train.Checkpoints {
+			if c > 0 {
+				rounds++
+			}
+		}
+	}
+	return 2 * pairs * rounds, capped
 }
 
 // planCostReps is the number of simulated audits per size in the plan's cost table: as many as

@@ -32,6 +32,10 @@ type PlanReport struct {
 	// Cost is the simulated cost table of each audit method at each mu the plan knows (the
 	// exact mu of the quadratic instance at the last checkpoint, or --mu); absent otherwise.
 	Cost []PlanCost `json:"cost,omitempty"`
+	// InvgradReconstructions is how many runs invgrad reconstructs (each an optimization of
+	// hundreds of passes through the model), 0 when it is not planned.
+	InvgradReconstructions int  `json:"invgrad_reconstructions,omitempty"`
+	InvgradCapped          bool `json:"invgrad_capped,omitempty"`
 }
 
 // PlanCost is the cost table at one mu.
@@ -144,6 +148,13 @@ func Plan(out io.Writer, cfg *spec.Config, r PlanReport) {
 			cost.FormatBytes(m.DeviceBytes), cost.FormatBytes(m.Engine.PerPair), cost.FormatBytes(m.Engine.Fixed), m.GroupPairs, form)
 	}
 	fmt.Fprintf(out, "times cover training only; attacks and analysis come after, in one job\n")
+	if n := r.InvgradReconstructions; n > 0 {
+		capped := "every pair's runs at each audited round"
+		if r.InvgradCapped {
+			capped = "the runs of its first audit.invgrad_pairs pairs at each audited round"
+		}
+		fmt.Fprintf(out, "attacks: invgrad reconstructs %d runs (%s), each an optimization of hundreds of passes through the model on the CPU; it can take far longer than the training (an MLP of 203,530 parameters: 4.5 s of CPU a reconstruction, 120 in 9 min where the training took 20 s); audit.invgrad_pairs caps the pairs, audit.attacks leaves it out\n", n, capped)
+	}
 }
 
 // SI formats x with an SI prefix and three significant digits.
