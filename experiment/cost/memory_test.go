@@ -2,6 +2,7 @@ package cost
 
 import (
 	"bytes"
+	"fmt"
 	"compress/gzip"
 	"os"
 	"path/filepath"
@@ -12,14 +13,12 @@ import (
 	"github.com/fedaudit/fedaudit/experiment/spec"
 )
 
-// TestMemoryRefusalBeforeTheData: refused before a named dataset is loaded, the message does
-// not give the parameter count of a model on one input feature (it said "d = 258 parameters"
-// of a 784-64-10 MLP, which has 50,890) and calls the estimate a lower bound; with the data
-// known it gives the count.
-func TestMemoryRefusalBeforeTheData(t *testing.T) {
-	cfg, err := spec.Parse([]byte(`
+// fashionMLP is a small MLP on Fashion-MNIST of the given pairs (its data is not loaded).
+func fashionMLP(t *testing.T, pairs int) *spec.Config {
+	t.Helper()
+	cfg, err := spec.Parse([]byte(fmt.Sprintf(`
 name: named
-pairs: 10
+pairs: %d
 data: {source: fashion-mnist, clients: 4, per_client: 20, test_samples: 10}
 adjacency: {kind: replace, client: 0, index: 1, canary: dirac}
 train:
@@ -31,11 +30,20 @@ train:
   clip_norm: 1
   noise_std: 0.1
   checkpoints: [2]
-`))
+`, pairs)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = CheckMemory(cfg, nil, 1)
+	return cfg
+}
+
+// TestMemoryRefusalBeforeTheData: refused before a named dataset is loaded, the message does
+// not give the parameter count of a model on one input feature (it said "d = 258 parameters"
+// of a 784-64-10 MLP, which has 50,890) and calls the estimate a lower bound; with the data
+// known it gives the count.
+func TestMemoryRefusalBeforeTheData(t *testing.T) {
+	cfg := fashionMLP(t, 10)
+	_, err := CheckMemory(cfg, nil, 1)
 	if err == nil || !strings.Contains(err.Error(), "its parameters not yet counted") || !strings.Contains(err.Error(), "needs at least") || strings.Contains(err.Error(), "d = ") {
 		t.Errorf("before the data: %v", err)
 	}
@@ -106,24 +114,7 @@ func TestMemAvailableHonoursTheCgroup(t *testing.T) {
 // both stages now (545 MiB there); a path is sized from its file, a gzip file from its
 // trailer.
 func TestMemoryCountsTheSource(t *testing.T) {
-	cfg, err := spec.Parse([]byte(`
-name: named
-pairs: 8
-data: {source: fashion-mnist, clients: 4, per_client: 20, test_samples: 10}
-adjacency: {kind: replace, client: 0, index: 1, canary: dirac}
-train:
-  algorithm: fedavg
-  model: {kind: mlp, hidden: [64], activation: tanh}
-  rounds: 2
-  local_steps: 1
-  learning_rate: 0.1
-  clip_norm: 1
-  noise_std: 0.1
-  checkpoints: [2]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := fashionMLP(t, 8)
 	est, err := EstimateMemory(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
