@@ -2,8 +2,8 @@ package cost
 
 import (
 	"bytes"
-	"fmt"
 	"compress/gzip"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
