@@ -282,3 +282,24 @@ func TestEstimatedBoundsNotedOnce(t *testing.T) {
 		}
 	}
 }
+
+// 200 checkpoints' tick marks merged into a black bar under the mu-against-T figure: beyond
+// maxCheckpointTicks only the labelled ones stay, the last among them.
+func TestCheckpointTicksOfManyCheckpoints(t *testing.T) {
+	ts := make([]int, 200)
+	for i := range ts {
+		ts[i] = i + 1
+	}
+	ticks := checkpointTicks{ts: ts, minGap: 0.045}.Ticks(1, 200)
+	if len(ticks) > maxCheckpointTicks || len(ticks) < 5 {
+		t.Fatalf("%d ticks for 200 checkpoints", len(ticks))
+	}
+	for _, tk := range ticks {
+		if tk.Label == "" {
+			t.Errorf("an unlabelled tick at %v among many", tk.Value)
+		}
+	}
+	if ticks[len(ticks)-1].Value != 200 {
+		t.Errorf("the last checkpoint has no tick: %v", ticks[len(ticks)-1])
+	}
+}

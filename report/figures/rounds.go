@@ -17,7 +17,8 @@ import (
 
 // checkpointTicks puts the x ticks at the checkpoints T. Labels closer than minGap (a fraction
 // of the axis) to the previous label are left off, the last checkpoint always labelled, so no
-// two labels overlap; every checkpoint keeps its tick mark.
+// two labels overlap; every checkpoint keeps its tick mark, up to maxCheckpointTicks of them:
+// beyond, only the labelled ones (200 checkpoints' marks merged into a black bar).
 type checkpointTicks struct {
 	ts     []int
 	log    bool
@@ -49,8 +50,14 @@ func (c checkpointTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 		last = p
 	}
+	if len(ticks) > maxCheckpointTicks {
+		ticks = slices.DeleteFunc(ticks, func(t plot.Tick) bool { return t.Label == "" })
+	}
 	return ticks
 }
+
+// maxCheckpointTicks is how many checkpoints keep an unlabelled tick mark each.
+const maxCheckpointTicks = 60
 
 // muFigure draws mu against T: certified lower bounds per attack and threat model, the
 // theoretical bounds, the realized mu and the claim. A wide range switches to logarithmic axes.
