@@ -57,7 +57,7 @@ compare() { # compare OUT LABEL METRICS DIR...
 }
 if [ -d results/noise-sweep/sigma-1/runs ]; then
   compare results/noise-sweep/tables.md sigma \
-    auc,tpr_at_fpr_0.01,mu_lower,label_accuracy,inversion_mse,inversion_psnr,test_accuracy,sensitivity \
+    auc,tpr_at_fpr_0.01,mu_lower,label_accuracy,test_accuracy,sensitivity \
     results/noise-sweep/sigma-1 results/noise-sweep/sigma-0.1 results/noise-sweep/sigma-0.01 results/noise-sweep/sigma-0
   # The attack-success table across sigma (Sun et al.'s Tables 13-14 shape) as CSV, LaTeX and
   # Markdown in results/noise-sweep/tables/, and the galleries across sigma where the samples
