@@ -87,7 +87,13 @@ func (rd *reader) checkNearCopies(params [][]float32, ri int, s float64, probs *
 		}
 		return ss
 	}
-	norm2 := func(a []float32) float64 { return dist2(a, make([]float32, len(a))) }
+	norm2 := func(a []float32) float64 {
+		var ss float64
+		for _, i := range coords {
+			ss += float64(a[i]) * float64(a[i])
+		}
+		return ss
+	}
 	type found struct {
 		runs  map[int]bool
 		first [2]int
