@@ -37,8 +37,8 @@ const (
 // Near copies sit next to each other in the order of their coordinates' sum, so each run is
 // compared with the few after it there. Bit-equal runs are checkCopies' to name.
 //
-// Runs that close are one of two things: copies up to float rounding (within
-// nearCopyRounding of their size: refused), or runs whose noise is smaller than declared (a
+// Runs that close are one of two things: copies up to float rounding (within nearCopyULPs at
+// every parameter compared: refused), or runs whose noise is smaller than declared (a
 // deployment that draws the variance as the standard deviation): a violation the audit must
 // find, not a file to refuse, so the import goes on and the returned warning says so.
 func (rd *reader) checkNearCopies(params [][]float32, ri int, s float64, probs *problems) string {
@@ -112,7 +112,7 @@ func (rd *reader) checkNearCopies(params [][]float32, ri int, s float64, probs *
 				continue
 			}
 			f := &quiet
-			if dd <= nearCopyRounding*nearCopyRounding*max(norm2(pa), norm2(pb)) {
+			if roundingApart(pa, pb, coords, math.Sqrt(max(norm2(pa), norm2(pb))/float64(k))) {
 				f = &copies
 			}
 			f.runs[a.run], f.runs[b.run] = true, true
@@ -137,18 +137,38 @@ func (rd *reader) checkNearCopies(params [][]float32, ri int, s float64, probs *
 	return ""
 }
 
-// nearCopyRounding is how far apart, relative to their size, two runs may lie and still be
-// one training up to float rounding (a few hundred float32 roundings, at 6e-8 each, on a
-// training whose uploads are summed in another order).
-const nearCopyRounding = 1e-4
+// nearCopyULPs is how many float32 units in the last place two runs' parameters may differ by
+// and still be one training up to float rounding (the uploads summed in another order moved
+// them by a unit or two). A relative distance of 1e-4 took a deployment with a thousandth of its
+// declared noise for copies, and refused what the audit was to find.
+const nearCopyULPs = 16
+
+// roundingApart reports whether a and b differ at every compared parameter by at most
+// nearCopyULPs units in the last place of the larger of the two values and scale (the
+// parameters' typical size: a value near 0 that sums cancel has rounding errors of its
+// summands' size, not its own).
+func roundingApart(a, b []float32, coords []int, scale float64) bool {
+	for _, i := range coords {
+		m := math.Max(math.Max(math.Abs(float64(a[i])), math.Abs(float64(b[i]))), scale)
+		ulp := float64(math.Nextafter32(float32(m), float32(math.Inf(1)))) - float64(float32(m))
+		if math.Abs(float64(a[i])-float64(b[i])) > nearCopyULPs*ulp {
+			return false
+		}
+	}
+	return true
+}
 
 // roundNoiseStd is the standard deviation, in one parameter of the global model, of the noise
 // the deployment draws in the round that ends at round (0: none, or not known): sigma/sqrt(n)
 // for the n noisy uploads fedavg, fedprox and dpsgd average, and server_lr std/divisor for the
 // DP-FedAvg family's server noise on the sum.
+//
+// Only Gaussian noise is measured: the check's small-ball bound is the Gaussian's, and a
+// staircase draw of the same standard deviation puts far more mass near 0 (correct staircase
+// runs at epsilon 8 were warned of as too quiet).
 func (rd *reader) roundNoiseStd(ctx context.Context, round int) float64 {
 	cfg := &rd.job.Config
-	if round < 1 || !cfg.Noisy() {
+	if round < 1 || !cfg.Noisy() || cfg.Mechanism.OrGaussian() != algo.Gaussian {
 		return 0
 	}
 	m := len(rd.job.WorldC)

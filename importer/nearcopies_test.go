@@ -54,22 +54,34 @@ func TestNearCopiesRefused(t *testing.T) {
 	// Runs with their own draws of a tenth of the declared noise (a deployment that draws too
 	// little): closer than the declared noise allows, but not copies. That is the violation
 	// the audit is to find: imported, with a warning.
-	tenth := func(p, w, r int, good []float32) []float32 {
-		if r == 0 {
-			return nil
+	// So are runs of a ten-thousandth of it, whose draws still move every parameter by more than
+	// rounding (a relative distance of 1e-4 took a thousandth for copies).
+	for _, share := range []float64{0.1, 1e-3, 1e-4} {
+		quiet := func(p, w, r int, good []float32) []float32 {
+			if r == 0 {
+				return nil
+			}
+			v := ownDraw(make([]float32, len(good)), p, w, r)
+			for i := range v {
+				v[i] = good[i] + v[i]*float32(s*share/0.1)
+			}
+			return v
 		}
-		v := ownDraw(make([]float32, len(good)), p, w, r)
-		for i := range v {
-			v[i] = good[i] + v[i]*float32(s/10/0.1)
+		res, err, _ := importFlat(t, flatSpec{cfg: cfg, vec: quiet})
+		if err != nil {
+			t.Fatalf("runs with %g of the declared noise refused: %v", share, err)
 		}
-		return v
+		if !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "may add less noise than it declares") }) {
+			t.Errorf("%g of the declared noise: no warning of runs closer than it allows: %q", share, res.Warnings)
+		}
 	}
-	res, err, _ := importFlat(t, flatSpec{cfg: cfg, vec: tenth})
-	if err != nil {
-		t.Fatalf("runs with a tenth of the declared noise refused: %v", err)
-	}
-	if !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "may add less noise than it declares") }) {
-		t.Errorf("no warning of runs closer than the declared noise allows: %q", res.Warnings)
+
+	// A staircase mechanism is not measured: its draws put more mass near 0 than the Gaussian
+	// bound allows (correct runs at epsilon 8 were warned of).
+	stair := smallConfig(t)
+	stair.Train.Mechanism, stair.Train.StaircaseEpsilon = "staircase", 8
+	if res, err, _ := importFlat(t, flatSpec{cfg: stair, vec: rounded}); err != nil || len(res.Warnings) > 0 {
+		t.Errorf("staircase noise: %v, warnings %q; want no check", err, res.Warnings)
 	}
 
 	// Without noise, runs of different pairs may be near copies.

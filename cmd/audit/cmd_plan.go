@@ -46,7 +46,7 @@ func init() {
 			fs.BoolVar(&p.noCal, "no-calibrate", false, "skip the timing on this machine (deterministic output)")
 			fs.Float64Var(&p.costMu, "mu", 0, "print the cost table (trainings each audit method needs to certify 0.8 mu) at this mu, e.g. a pilot's realized mu (default: the exact mu of the quadratic instance at the last checkpoint, where the config is one)")
 			fs.BoolVar(&p.noCost, "no-cost", false, "skip the cost table")
-			fs.DurationVar(&p.budget, "calibrate-time", time.Second, "about how long the calibration may train")
+			fs.DurationVar(&p.budget, "calibrate-time", time.Second, "about how long the calibration may train; a slice is timed at two round counts at least, so a slow one takes up to about three times it")
 			fs.BoolVar(&p.asJSON, "json", false, "machine-readable output")
 			registerMemory(fs, &p.memory)
 			fs.StringVar(&p.gpuMemory, "gpu-memory", "80GiB", "free memory of one GPU, for the pairs a group holds with --backend gpu")

@@ -41,6 +41,10 @@ type MemoryEstimate struct {
 	AnalyzeBytes int64 `json:"analyze_bytes"`
 	// Scores is the number of score rows the attacks write, at most.
 	Scores int64 `json:"scores"`
+	// HostModelBytes is one attack worker's host CNN, counted AttackWorkers times (the cores of
+	// the machine that plans: the attack stage runs a worker a core of its node); 0 without.
+	HostModelBytes int64 `json:"host_model_bytes,omitempty"`
+	AttackWorkers  int   `json:"attack_workers,omitempty"`
 }
 
 // Bytes a score row costs at the peak of the attack stage (its observation, the row and its
@@ -96,7 +100,8 @@ func EstimateMemory(cfg *spec.Config, data *spec.Data) (MemoryEstimate, error) {
 		return MemoryEstimate{}, err
 	} else if host > 0 {
 		// Every attack worker (one a core: attacks.Options.Workers) holds a host model.
-		est.AttackBytes = memory.SatAdd(est.AttackBytes, memory.SatMul(int64(runtime.GOMAXPROCS(0)), host))
+		est.HostModelBytes, est.AttackWorkers = host, runtime.GOMAXPROCS(0)
+		est.AttackBytes = memory.SatAdd(est.AttackBytes, memory.SatMul(int64(est.AttackWorkers), host))
 	}
 	// Both stages load the source before they split it, and that can be the peak:
 	// Fashion-MNIST's 60,000 images, read as bytes and made float32, peaked at 497 MiB in a

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -38,8 +39,14 @@ func decodeError(err error) error {
 			continue
 		}
 		path, in := g[2], "at the top level"
-		if s.path != "" {
-			path, in = s.path+"."+g[2], "in "+s.path
+		if len(s.paths) > 0 && s.paths[0] != "" {
+			// A type at several places (canary.Gradient: adjacency.gradient and
+			// train.gradient_canary) is named at each: the decoder gives no path.
+			var at []string
+			for _, sp := range s.paths {
+				at = append(at, sp+"."+g[2])
+			}
+			path, in = strings.Join(at, " or "), "in "+strings.Join(s.paths, " or ")
 		}
 		msgs[i] = fmt.Sprintf("line %s: %s: unknown field", g[1], path)
 		if best := suggest.Closest(g[2], s.fields, 3); best != "" {
@@ -51,9 +58,10 @@ func decodeError(err error) error {
 	return errors.New(strings.Join(msgs, "; "))
 }
 
-// section is where a struct type sits in the config and the YAML fields it takes.
+// section is where a struct type sits in the config (every place, in the order found) and the
+// YAML fields it takes.
 type section struct {
-	path   string
+	paths  []string
 	fields []string
 }
 
@@ -70,10 +78,14 @@ var yamlSections = sync.OnceValue(func() map[string]section {
 		if t.Kind() != reflect.Struct {
 			return
 		}
-		if _, seen := out[t.String()]; seen {
+		if s, seen := out[t.String()]; seen {
+			if !slices.Contains(s.paths, path) {
+				s.paths = append(s.paths, path)
+				out[t.String()] = s
+			}
 			return
 		}
-		s := section{path: path}
+		s := section{paths: []string{path}}
 		out[t.String()] = s
 		for i := range t.NumField() {
 			f := t.Field(i)
@@ -88,6 +100,7 @@ var yamlSections = sync.OnceValue(func() map[string]section {
 			}
 			walk(f.Type, sub)
 		}
+		s.paths = out[t.String()].paths // with any place the walk below it found
 		out[t.String()] = s
 	}
 	walk(reflect.TypeOf(Config{}), "")

@@ -33,6 +33,8 @@ train:
 		{"per_client", "per_clients", []string{"data.per_clients: unknown field (did you mean per_client?)"}},
 		{"hidden", "hiden", []string{"train.model.hiden: unknown field (did you mean hidden?)"}},
 		{"pairs: 2", "pairs: 2\nflavour: 1", []string{"line 4: flavour: unknown field; the fields at the top level are name, seed, pairs, data, adjacency, train, audit"}},
+		// canary.Gradient is at adjacency.gradient and at train.gradient_canary.
+		{"  checkpoints: [1]", "  checkpoints: [1]\n  gradient_canary: {norm: 1, directon: 3}", []string{"adjacency.gradient.directon or train.gradient_canary.directon: unknown field (did you mean direction?)"}},
 	} {
 		_, err := Parse([]byte(strings.Replace(base, tc.from, tc.to, 1)))
 		var ce *ConfigError

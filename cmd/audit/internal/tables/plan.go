@@ -102,8 +102,13 @@ func Plan(out io.Writer, cfg *spec.Config, r PlanReport) {
 	fmt.Fprintf(out, "files: %d rows, about %sB of run files (%sB of parameter/upload vectors)\n",
 		w.Rows, SI(float64(w.RunFileBytes)), SI(float64(w.VectorBytes)))
 	m := r.Memory
+	attack := cost.FormatBytes(m.AttackBytes)
+	if m.AttackWorkers > 0 {
+		attack += fmt.Sprintf(" (the host model %s a worker, for %d workers: this machine's cores; a node of more cores needs more, `audit attack --workers N` caps them)",
+			cost.FormatBytes(m.HostModelBytes), m.AttackWorkers)
+	}
 	fmt.Fprintf(out, "memory: training about %s per shard (groups of %d pairs, %s per pair), attack stage about %s, analysis about %s (%d score rows)",
-		cost.FormatBytes(m.TrainBytes), m.GroupPairs, cost.FormatBytes(m.Engine.PerPair), cost.FormatBytes(m.AttackBytes), cost.FormatBytes(m.AnalyzeBytes), m.Scores)
+		cost.FormatBytes(m.TrainBytes), m.GroupPairs, cost.FormatBytes(m.Engine.PerPair), attack, cost.FormatBytes(m.AnalyzeBytes), m.Scores)
 	if r.MemoryBudget > 0 {
 		fmt.Fprintf(out, "; budget %s", cost.FormatBytes(r.MemoryBudget))
 		if m.TrainBytes > r.MemoryBudget {
