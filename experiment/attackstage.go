@@ -540,15 +540,6 @@ func (e *experimentDir) scoreAndAnalyze(ctx context.Context, aopts AttackOptions
 		return nil, err
 	}
 	stage("analyze")
-	if aopts.Logf != nil && sf != nil {
-		// Reading a large score file and certifying its rows take minutes (16,000 pairs of 21
-		// checkpoints and 13 attacks: 8.3 million rows): say what is being analyzed.
-		groups := map[groupKey]bool{}
-		for _, s := range sf.Scores {
-			groups[groupKey{s.Attack, s.Threat, s.Round}] = true
-		}
-		aopts.Logf("analyze: %d score rows, %d rows of the audit (attack, threat model, round) to certify", len(sf.Scores), len(groups))
-	}
 	return e.analyze(ctx, sf, cf, opts, aopts.Logf)
 }
 
@@ -577,6 +568,7 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *run
 	confidenceGiven := opts.Confidence != 0
 	opts = opts.withDefaults(cfg)
 	opts.Smoothness = sm
+	opts.Logf = logf
 	if opts.Rounds, err = e.roundSummaries(ctx); err != nil {
 		return nil, err
 	}

@@ -224,6 +224,9 @@ func AnalyzeAll(ctx context.Context, sf *runs.ScoreFile, cf *runs.CanaryScoreFil
 		}
 	}
 	rows := len(groups) + len(canaries)
+	if opts.Logf != nil && sf != nil {
+		opts.Logf("analyze: %d score rows, %d rows of the audit (attack, threat model, round) to certify", len(sf.Scores), rows)
+	}
 	switch {
 	case rows == 0 && opts.oneRunOnly():
 		return nil, fmt.Errorf("analyze: audit method %s needs canary scores (runs trained with train.canaries)", spec.MethodOneRun)

@@ -43,6 +43,11 @@ func TestAttackLogsOnlyAskedFor(t *testing.T) {
 			if !strings.Contains(stderr, "attacks: scoring [") {
 				t.Errorf("no log lines on a non-terminal stderr:\n%s", stderr)
 			}
+			// The long stages say how far they are: each attack as it completes, the analysis
+			// how many rows it certifies.
+			if !strings.Contains(stderr, " done: ") || !strings.Contains(stderr, "rows of the audit (attack, threat model, round) to certify") {
+				t.Errorf("no progress of the attack stage and the analysis:\n%s", stderr)
+			}
 			if n := strings.Count(stderr, "attacks: skipped"); n != 0 {
 				t.Errorf("%d 'attacks: skipped' lines for attacks nobody asked for:\n%s", n, stderr)
 			}
