@@ -281,15 +281,7 @@ func invgradReconstructions(cfg *spec.Config) (int, bool) {
 	if !capped {
 		pairs = cfg.Pairs
 	}
-	rounds := len(cfg.Audit.Rounds)
-	if rounds == 0 {
-		for _, c := range cfg.Train.Checkpoints {
-			if c > 0 {
-				rounds++
-			}
-		}
-	}
-	return 2 * pairs * rounds, capped
+	return 2 * pairs * spec.AuditedRounds(cfg), capped
 }
 
 // planCostReps is the number of simulated audits per size in the plan's cost table: as many as

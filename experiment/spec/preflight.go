@@ -124,6 +124,21 @@ func RunAttacks(listed []string, meta runs.Meta, mc model.Config, pairs int) (na
 	return names, skipped
 }
 
+// AuditedRounds is how many rounds the attacks score: audit.rounds, or every checkpoint after
+// round 0.
+func AuditedRounds(cfg *Config) int {
+	if len(cfg.Audit.Rounds) > 0 {
+		return len(cfg.Audit.Rounds)
+	}
+	n := 0
+	for _, c := range cfg.Train.Checkpoints {
+		if c > 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // PlannedRows is the number of rows an analysis of cfg's runs certifies, the family its
 // Bonferroni correction divides the error level among (audit.FamilyRowConfidence): each
 // run-level attack RunAttacks resolves and each canary attack, at every audited round
@@ -132,14 +147,7 @@ func RunAttacks(listed []string, meta runs.Meta, mc model.Config, pairs int) (na
 // make a stricter row confidence, the side a plan of the pairs needed should err on.
 func PlannedRows(cfg *Config) int {
 	meta := PlannedMeta(cfg)
-	rounds := len(cfg.Audit.Rounds)
-	if rounds == 0 {
-		for _, c := range cfg.Train.Checkpoints {
-			if c > 0 {
-				rounds++
-			}
-		}
-	}
+	rounds := AuditedRounds(cfg)
 	var names []string
 	if cfg.Audit.Method != MethodOneRun {
 		names, _ = RunAttacks(cfg.Audit.Attacks, meta, cfg.Train.Model, cfg.Pairs)
