@@ -60,9 +60,7 @@ func (rd *reader) checkNearCopies(params [][]float32, ri int, s float64, probs *
 	for j := range coords {
 		coords[j] = j * d / k
 	}
-	lg, _ := math.Lgamma(float64(k)/2 + 1)
-	x := 2 * math.Exp(2/float64(k)*(math.Log(nearCopyLevel)+lg))
-	limit := 2 * s * s * x // of the squared distance on the k parameters
+	limit := 2 * s * s * chiSquareSmallBall(k, nearCopyLevel) // of the squared distance on the k parameters
 	type point struct {
 		run int
 		sum float64
@@ -156,6 +154,14 @@ func roundingApart(a, b []float32, coords []int, scale float64) bool {
 		}
 	}
 	return true
+}
+
+// chiSquareSmallBall is an x with P[chi2_k < x] <= level: P[chi2_k < x] is at most
+// (x/2)^(k/2) / Gamma(k/2 + 1) (the density's exponential factor is at most 1), which this x
+// makes level.
+func chiSquareSmallBall(k int, level float64) float64 {
+	lg, _ := math.Lgamma(float64(k)/2 + 1)
+	return 2 * math.Exp(2/float64(k)*(math.Log(level)+lg))
 }
 
 // roundNoiseStd is the standard deviation, in one parameter of the global model, of the noise

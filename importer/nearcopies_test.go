@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Pairs whose noise is one draw (every pair's generator seeded alike) but whose models differ
@@ -112,5 +114,20 @@ func TestWorldsThatNeverDifferRefused(t *testing.T) {
 	partial.Train.Participants = 2
 	if _, err, _ := importFlat(t, flatSpec{cfg: partial, vec: oneWorld}); err != nil {
 		t.Errorf("equal worlds refused under partial participation: %v", err)
+	}
+}
+
+// The near-copy limit's small-ball bound against the chi-square distribution itself (gonum's
+// regularized incomplete gamma): at most the level at every k the check uses, and within a
+// factor e^(x/2) of it (the density's exponential factor the bound drops).
+func TestChiSquareSmallBall(t *testing.T) {
+	for _, k := range []int{1, 2, 3, 8, 53, 64} {
+		for _, level := range []float64{1e-30, 1e-12, 1e-3} {
+			x := chiSquareSmallBall(k, level)
+			p := distuv.ChiSquared{K: float64(k)}.CDF(x)
+			if !(p <= level*(1+1e-9)) || p < level*math.Exp(-x/2)*(1-1e-9) {
+				t.Errorf("k %d, level %g: x %g has P[chi2 < x] = %g", k, level, x, p)
+			}
+		}
 	}
 }
