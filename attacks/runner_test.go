@@ -492,7 +492,8 @@ func TestRunnerKeepsInfiniteRanks(t *testing.T) {
 
 // The attack stage said nothing between "scoring [...]" and its score file (invgrad at 20
 // checkpoints: two minutes); each attack now says when it has observed every run, in the
-// order they finish, without changing a score.
+// order they finish, from several workers at once (run under -race in CI), without changing a
+// score.
 func TestScoreReportsProgress(t *testing.T) {
 	path, env, _ := simulate(t, softmaxSpec)
 	var lines []string
@@ -502,7 +503,7 @@ func TestScoreReportsProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loud, err := Score(context.Background(), openTable(t, path), env, Options{Attacks: names, Workers: 1, Logf: logf})
+	loud, err := Score(context.Background(), openTable(t, path), env, Options{Attacks: names, Workers: 4, Logf: logf})
 	if err != nil {
 		t.Fatal(err)
 	}
