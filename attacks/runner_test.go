@@ -492,7 +492,7 @@ func TestRunnerKeepsInfiniteRanks(t *testing.T) {
 
 // The attack stage said nothing between "scoring [...]" and its score file (invgrad at 20
 // checkpoints: two minutes); each attack now says when it has observed every run, in the
-// order they finish, from several workers at once (run under -race in CI), without changing a
+// order they finish, from several workers at once (clean under -race), without changing a
 // score.
 func TestScoreReportsProgress(t *testing.T) {
 	path, env, _ := simulate(t, softmaxSpec)
