@@ -558,12 +558,15 @@ func readScoresArrow(path string) (*ScoreFile, error) {
 		return nil, err
 	}
 	sf.Coupled = cols.pairID >= 0
+	rows, err := declaredRows(af)
+	if err != nil {
+		return nil, err
+	}
+	sf.Scores = make([]Score, 0, rows)
 	base := 0
 	names := map[string]string{} // each attack and threat name held once, not once a row
+	// The batches were verified by declaredRows.
 	for i := 0; i < r.NumRecords(); i++ {
-		if err := af.VerifyBatch(i); err != nil {
-			return nil, fmt.Errorf("batch %d: %w", i, err)
-		}
 		err := integrity.DecodeSafely(func() error {
 			rec, err := r.RecordAt(i)
 			if err != nil {
@@ -589,6 +592,33 @@ func readScoresArrow(path string) (*ScoreFile, error) {
 		}
 	}
 	return &sf, nil
+}
+
+// declaredRows verifies the record batches of a file with checksums and returns the rows they
+// declare, so that its scores are read into a slice of their size; a file without checksums
+// (another tool's) is not trusted that far, and its rows are appended as they come (0).
+func declaredRows(af *integrity.File) (int, error) {
+	if !af.Checked() {
+		return 0, nil
+	}
+	var total int64
+	for i := 0; i < af.Reader().NumRecords(); i++ {
+		if err := af.VerifyBatch(i); err != nil {
+			return 0, fmt.Errorf("batch %d: %w", i, err)
+		}
+		n, err := af.BatchRows(i)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+		if total > af.Size() {
+			// No more rows reserved than the file has bytes, so that a file made to deceive
+			// reserves no more than its size allows (ours take 50 bytes a row and more: the
+			// scores are floats that do not compress); past it, the slice grows as decoded.
+			return int(af.Size()), nil
+		}
+	}
+	return int(total), nil
 }
 
 // appendArrowScores decodes one batch. Columns are accepted in any integer, floating-point or

@@ -66,6 +66,11 @@ func TestScoresRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(sf.Scores, want) {
 		t.Errorf("scores differ:\n got %+v\nwant %+v", sf.Scores, want)
 	}
+	// The rows of a file with checksums are counted from its batches' headers and read into a
+	// slice of their size (11 rows in batches of 4), not grown as they come.
+	if cap(sf.Scores) != len(want) {
+		t.Errorf("scores read into a slice of capacity %d for %d rows", cap(sf.Scores), len(want))
+	}
 }
 
 func TestScoreWriteValidation(t *testing.T) {

@@ -94,6 +94,9 @@ func (af *File) Close() {
 // DecodeSafely, each after VerifyBatch.
 func (af *File) Reader() *ipc.FileReader { return af.r }
 
+// Size is the file's size in bytes.
+func (af *File) Size() int64 { return af.size }
+
 // Checked reports whether the file carries checksums (format version 2 and later). Verifying a
 // file without them does nothing.
 func (af *File) Checked() bool { return af.sums != nil }

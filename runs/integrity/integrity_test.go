@@ -16,7 +16,7 @@ import (
 
 // writeSealed writes an Arrow IPC file of one int64 column through a Sink: batches record
 // batches of rows rows each.
-func writeSealed(t *testing.T, path string, batches, rows int, fileCRC bool) {
+func writeSealed(t testing.TB, path string, batches, rows int, fileCRC bool) {
 	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {

@@ -85,6 +85,15 @@ func readFooter(r io.ReaderAt, size int64) ([]byte, error) {
 type fbChecker struct {
 	buf    []byte
 	tables int
+	// kind is what the errors say the buffer is; nil: errBadFooter.
+	kind error
+}
+
+func (c *fbChecker) bad() error {
+	if c.kind != nil {
+		return c.kind
+	}
+	return errBadFooter
 }
 
 type fbTable struct {
@@ -93,14 +102,14 @@ type fbTable struct {
 
 func (c *fbChecker) uint32At(pos int64) (int64, error) {
 	if pos < 0 || pos+4 > int64(len(c.buf)) {
-		return 0, fmt.Errorf("%w: offset %d out of range", errBadFooter, pos)
+		return 0, fmt.Errorf("%w: offset %d out of range", c.bad(), pos)
 	}
 	return int64(binary.LittleEndian.Uint32(c.buf[pos:])), nil
 }
 
 func (c *fbChecker) table(pos int64) (fbTable, error) {
 	if c.tables++; c.tables > maxFooterTables {
-		return fbTable{}, fmt.Errorf("%w: more than %d tables", errBadFooter, maxFooterTables)
+		return fbTable{}, fmt.Errorf("%w: more than %d tables", c.bad(), maxFooterTables)
 	}
 	soff, err := c.uint32At(pos)
 	if err != nil {
@@ -108,11 +117,11 @@ func (c *fbChecker) table(pos int64) (fbTable, error) {
 	}
 	vt := pos - int64(int32(uint32(soff)))
 	if vt < 0 || vt+4 > int64(len(c.buf)) {
-		return fbTable{}, fmt.Errorf("%w: vtable offset %d out of range", errBadFooter, vt)
+		return fbTable{}, fmt.Errorf("%w: vtable offset %d out of range", c.bad(), vt)
 	}
 	size := int64(binary.LittleEndian.Uint16(c.buf[vt:]))
 	if size < 4 || size%2 != 0 || vt+size > int64(len(c.buf)) {
-		return fbTable{}, fmt.Errorf("%w: bad vtable", errBadFooter)
+		return fbTable{}, fmt.Errorf("%w: bad vtable", c.bad())
 	}
 	return fbTable{pos: pos, vtable: vt, vtableSize: size}, nil
 }
@@ -137,7 +146,7 @@ func (c *fbChecker) ref(pos int64) (int64, error) {
 		return 0, err
 	}
 	if pos+u >= int64(len(c.buf)) {
-		return 0, fmt.Errorf("%w: offset %d out of range", errBadFooter, pos+u)
+		return 0, fmt.Errorf("%w: offset %d out of range", c.bad(), pos+u)
 	}
 	return pos + u, nil
 }
@@ -157,7 +166,7 @@ func (c *fbChecker) vector(t fbTable, slot int, elemSize int64) (start, n int64,
 		return 0, 0, err
 	}
 	if v+4+n*elemSize > int64(len(c.buf)) {
-		return 0, 0, fmt.Errorf("%w: vector of %d elements out of range", errBadFooter, n)
+		return 0, 0, fmt.Errorf("%w: vector of %d elements out of range", c.bad(), n)
 	}
 	return v + 4, n, nil
 }
@@ -201,7 +210,7 @@ func (c *fbChecker) keyValues(t fbTable, slot int) error {
 
 func (c *fbChecker) schemaField(t fbTable, depth int) error {
 	if depth > maxFieldDepth {
-		return fmt.Errorf("%w: types nested deeper than %d", errBadFooter, maxFieldDepth)
+		return fmt.Errorf("%w: types nested deeper than %d", c.bad(), maxFieldDepth)
 	}
 	name, err := c.str(t, fieldName)
 	if err != nil {
@@ -210,7 +219,7 @@ func (c *fbChecker) schemaField(t fbTable, depth int) error {
 	typ := uint8(0)
 	if p := c.field(t, fieldTypeType); p >= 0 {
 		if p >= int64(len(c.buf)) {
-			return fmt.Errorf("%w: offset %d out of range", errBadFooter, p)
+			return fmt.Errorf("%w: offset %d out of range", c.bad(), p)
 		}
 		typ = c.buf[p]
 	}
@@ -239,7 +248,7 @@ func (c *fbChecker) schemaField(t fbTable, depth int) error {
 // and its metadata: the footer and the schema message at the start of a file both hold one.
 func (c *fbChecker) schemaAt(p int64) error {
 	if p < 0 {
-		return fmt.Errorf("%w: no schema", errBadFooter)
+		return fmt.Errorf("%w: no schema", c.bad())
 	}
 	pos, err := c.ref(p)
 	if err != nil {
