@@ -280,6 +280,7 @@ func pairFindings(ctx context.Context, groups []*scoreGroup, means map[groupKey]
 				f.ReversedMuLower = rev
 			}
 		}
+		res.Compact() // every row is held until all are judged
 		out = append(out, f)
 	}
 	return out, nil
