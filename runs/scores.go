@@ -448,6 +448,9 @@ func unknownColumn(name string) string {
 	return msg + "; a score CSV has the columns " + strings.Join(csvColumns, ", ") + " (world and score required)"
 }
 
+// scoreColumnsText names the columns of an Arrow score file for error messages.
+var scoreColumnsText = "an Arrow score file has the columns " + strings.Join(csvColumns, ", ") + " (world and score required)"
+
 func parseCSVScore(rec []string, c scoreColumns) (Score, error) {
 	s := Score{Attack: DefaultAttack}
 	field := func(i int) string { return strings.TrimSpace(rec[i]) }
@@ -539,23 +542,12 @@ func readScoresArrow(path string) (*ScoreFile, error) {
 			return nil, err
 		}
 	}
-	cols := newScoreColumns()
-	var metrics []int
-	for i, fld := range sc.Fields() {
-		if slot := cols.slot(fld.Name); slot != nil {
-			if *slot >= 0 {
-				return nil, fmt.Errorf("duplicate column %q", fld.Name)
-			}
-			*slot = i
-			continue
-		}
-		if fld.Type.ID() == arrow.FLOAT64 {
-			metrics = append(metrics, i)
-			sf.Meta.MetricNames = append(sf.Meta.MetricNames, fld.Name)
-		}
-	}
-	if err := cols.check(); err != nil {
+	cols, metrics, err := arrowScoreColumns(sc)
+	if err != nil {
 		return nil, err
+	}
+	for _, i := range metrics {
+		sf.Meta.MetricNames = append(sf.Meta.MetricNames, sc.Field(i).Name)
 	}
 	sf.Coupled = cols.pairID >= 0
 	rows, err := declaredRows(af)
@@ -592,6 +584,62 @@ func readScoresArrow(path string) (*ScoreFile, error) {
 		}
 	}
 	return &sf, nil
+}
+
+// arrowScoreColumns finds the score columns of an Arrow score file as the CSV reader does
+// (names without regard to case or surrounding space) and its metrics, the other float64
+// columns. A column that is neither is refused, as in a CSV, and so is a metric named like a
+// score column the file lacks: a foreign file's "rounds" or "Round" column was taken for a
+// metric or skipped, its rounds read as 0, and the runs' scores of every round pooled into
+// one row as if they were independent runs (a true claim judged VIOLATED 78 times in 100).
+func arrowScoreColumns(sc *arrow.Schema) (scoreColumns, []int, error) {
+	cols := newScoreColumns()
+	var unknown []int
+	for i, fld := range sc.Fields() {
+		name := strings.ToLower(strings.TrimSpace(fld.Name))
+		slot := cols.slot(name)
+		if slot == nil {
+			unknown = append(unknown, i)
+			continue
+		}
+		if *slot >= 0 {
+			return cols, nil, fmt.Errorf("duplicate column %q", name)
+		}
+		*slot = i
+	}
+	var missing []string
+	for _, name := range csvColumns {
+		if *cols.slot(name) < 0 {
+			missing = append(missing, name)
+		}
+	}
+	var metrics []int
+	for _, i := range unknown {
+		fld := sc.Field(i)
+		name := strings.ToLower(strings.TrimSpace(fld.Name))
+		if best := nearMiss(name, missing); best != "" {
+			return cols, nil, fmt.Errorf("column %q is not a score column, and the file has no %q: did you mean %q? (a float64 column of another name is a metric; %s)", fld.Name, best, best, scoreColumnsText)
+		}
+		if fld.Type.ID() != arrow.FLOAT64 {
+			return cols, nil, fmt.Errorf("unknown column %q of type %s: %s, and other columns are metrics, which are float64", fld.Name, fld.Type, scoreColumnsText)
+		}
+		metrics = append(metrics, i)
+	}
+	return cols, metrics, cols.check()
+}
+
+// nearMiss is the score column of names that name probably means: within two edits of it, or
+// one without its "_id" ("pair" for pair_id, as outputs tables name it); "" when none is.
+func nearMiss(name string, names []string) string {
+	if best := suggest.Closest(name, names, 2); best != "" {
+		return best
+	}
+	for _, n := range names {
+		if strings.TrimSuffix(n, "_id") == name || strings.TrimSuffix(n, "_id")+"id" == name {
+			return n
+		}
+	}
+	return ""
 }
 
 // declaredRows verifies the record batches of a file with checksums and returns the rows they

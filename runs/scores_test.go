@@ -233,15 +233,15 @@ func TestReadScoresCSVErrors(t *testing.T) {
 }
 
 // TestReadScoresForeignArrow reads Arrow files another tool might write: other integer and float
-// widths, large strings, no fedaudit metadata, missing optional columns.
+// widths, large strings, no fedaudit metadata, missing optional columns, names in another case
+// or with spaces around them (as a CSV's).
 func TestReadScoresForeignArrow(t *testing.T) {
 	sc := arrow.NewSchema([]arrow.Field{
 		{Name: "score", Type: arrow.PrimitiveTypes.Float32, Nullable: true},
 		{Name: "world", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
-		{Name: "attack", Type: arrow.BinaryTypes.LargeString, Nullable: true},
-		{Name: "round", Type: arrow.PrimitiveTypes.Uint16, Nullable: true},
+		{Name: " Attack", Type: arrow.BinaryTypes.LargeString, Nullable: true},
+		{Name: "ROUND", Type: arrow.PrimitiveTypes.Uint16, Nullable: true},
 		{Name: "auc", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
-		{Name: "comment", Type: arrow.BinaryTypes.String, Nullable: true},
 	}, nil)
 	path := filepath.Join(t.TempDir(), "scores.csv") // an .csv name: the content decides
 	writeRaw(t, path, sc, func(b *array.RecordBuilder) {
@@ -250,7 +250,6 @@ func TestReadScoresForeignArrow(t *testing.T) {
 		b.Field(2).(*array.LargeStringBuilder).AppendValues([]string{"mine", ""}, nil)
 		b.Field(3).(*array.Uint16Builder).AppendValues([]uint16{7, 9}, nil)
 		b.Field(4).(*array.Float64Builder).AppendValues([]float64{0.9, 0.8}, nil)
-		b.Field(5).(*array.StringBuilder).AppendValues([]string{"x", "y"}, nil)
 	})
 	sf, err := ReadScoreFile(path)
 	if err != nil {
@@ -307,6 +306,17 @@ func TestReadScoresArrowErrors(t *testing.T) {
 			b.Field(1).(*array.Float64Builder).Append(1)
 		}, "row 0: column world: unsupported column type utf8"},
 		{"no rows", []arrow.Field{f64("world"), f64("score")}, fillRows(0), "no rows"},
+		// A column that is not a score column was a metric (float64) or skipped: a misspelled
+		// round column pooled every round's scores of a run into one row.
+		{"misspelled round", []arrow.Field{f64("world"), f64("score"), {Name: "rounds", Type: arrow.PrimitiveTypes.Int32}}, fillRows(1),
+			`column "rounds" is not a score column, and the file has no "round": did you mean "round"?`},
+		{"misspelled round as a float", []arrow.Field{f64("world"), f64("score"), f64("rond")}, fillRows(1),
+			`column "rond" is not a score column, and the file has no "round"`},
+		{"misspelled pair id", []arrow.Field{f64("world"), f64("score"), {Name: "pair", Type: arrow.PrimitiveTypes.Int64}}, fillRows(1),
+			`did you mean "pair_id"?`},
+		{"unknown column", []arrow.Field{f64("world"), f64("score"), {Name: "comment", Type: arrow.BinaryTypes.String}}, fillRows(1),
+			`unknown column "comment" of type utf8: an Arrow score file has the columns world, score, round`},
+		{"duplicate in another case", []arrow.Field{f64("world"), f64("score"), f64("Score")}, fillRows(1), `duplicate column "score"`},
 		{"repeated run", []arrow.Field{f64("world"), f64("score"), {Name: "run_id", Type: arrow.PrimitiveTypes.Int32}}, func(b *array.RecordBuilder) {
 			b.Field(0).(*array.Float64Builder).AppendValues([]float64{0, 1, 0}, nil)
 			b.Field(1).(*array.Float64Builder).AppendValues([]float64{1, 2, 1}, nil)
