@@ -371,6 +371,10 @@ func (o AnalyzeOptions) withDefaults(cfg *spec.Config) AnalyzeOptions {
 		}
 		note("confidence", o.Confidence != 0 && o.Confidence != a.Confidence, fmt.Sprint(o.Confidence), fmt.Sprint(a.Confidence))
 		note("delta", o.Delta != 0 && o.Delta != a.Delta, fmt.Sprint(o.Delta), fmt.Sprint(a.Delta))
+		if o.Delta != 0 && o.Delta != a.Delta && a.ClaimEpsilon > 0 && o.Claim.Mu == 0 && o.Claim.Epsilon == 0 {
+			o.Notes = append(o.Notes, fmt.Sprintf("claim: the configuration's claim_epsilon %g is judged at the delta it was stated at, %g; --delta %g sets the delta of eps_lower only",
+				a.ClaimEpsilon, configClaimDelta(a), o.Delta))
+		}
 		note("threshold method", o.Method != "" && a.Method != "" && string(o.Method) != a.Method, string(o.Method), a.Method)
 		note("what the claim is about", o.ClaimAbout != "" && o.ClaimAbout != cmp.Or(a.ClaimAbout, spec.ClaimAboutModels), o.ClaimAbout, cmp.Or(a.ClaimAbout, spec.ClaimAboutModels))
 		if o.Claim.Mu > 0 || o.Claim.Epsilon > 0 {
@@ -391,7 +395,9 @@ func (o AnalyzeOptions) withDefaults(cfg *spec.Config) AnalyzeOptions {
 	if o.Claim.Mu == 0 && o.Claim.Epsilon == 0 && (a.ClaimMu > 0 || a.ClaimEpsilon > 0) {
 		o.Claim = audit.Claim{Mu: a.ClaimMu}
 		if a.ClaimEpsilon > 0 {
-			o.Claim = audit.Claim{Epsilon: a.ClaimEpsilon, Delta: o.Delta}
+			// At the delta the configuration states it at, whatever --delta says: epsilon at
+			// another delta is another claim, which the deployment never made.
+			o.Claim = audit.Claim{Epsilon: a.ClaimEpsilon, Delta: configClaimDelta(a)}
 		}
 		o.ClaimSource = "config claim"
 	}
@@ -399,6 +405,12 @@ func (o AnalyzeOptions) withDefaults(cfg *spec.Config) AnalyzeOptions {
 		o.Claim.Delta = o.Delta
 	}
 	return o
+}
+
+// configClaimDelta is the delta a configuration's claim_epsilon is stated at.
+func configClaimDelta(a spec.AuditConfig) float64 {
+	a.FillDefaults()
+	return cmp.Or(a.ClaimDelta, a.Delta)
 }
 
 func claimLabel(c audit.Claim) string {

@@ -288,13 +288,19 @@ func (o AnalyzeOptions) recorded(cfg *spec.Config) *spec.Config {
 	c := *cfg
 	a := &c.Audit
 	a.Confidence = cmp.Or(o.Confidence, a.Confidence)
+	if a.ClaimEpsilon > 0 && o.Delta != 0 && o.Claim.Mu == 0 && o.Claim.Epsilon == 0 {
+		a.ClaimDelta = configClaimDelta(*a) // the claim stays at its delta (withDefaults)
+	}
 	a.Delta = cmp.Or(o.Delta, a.Delta)
+	if a.ClaimDelta == a.Delta {
+		a.ClaimDelta = 0
+	}
 	a.Method = cmp.Or(string(o.Method), a.Method)
 	switch {
 	case o.Claim.Mu > 0:
-		a.ClaimMu, a.ClaimEpsilon = o.Claim.Mu, 0
+		a.ClaimMu, a.ClaimEpsilon, a.ClaimDelta = o.Claim.Mu, 0, 0
 	case o.Claim.Epsilon > 0:
-		a.ClaimMu, a.ClaimEpsilon = 0, o.Claim.Epsilon
+		a.ClaimMu, a.ClaimEpsilon, a.ClaimDelta = 0, o.Claim.Epsilon, 0
 		if o.Claim.Delta > 0 {
 			a.Delta = o.Claim.Delta
 		}

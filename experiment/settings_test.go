@@ -37,3 +37,47 @@ func TestRecordSettingsRecordsSplitSeed(t *testing.T) {
 		t.Errorf("--seed of the master seed: changed %v, %v", changed, err)
 	}
 }
+
+// TestDeltaKeepsTheConfiguredClaim: a configuration's claim_epsilon is stated at its delta.
+// --delta used to replace that delta in the claim, so `audit report --delta 1e-9` judged
+// epsilon 3 at 1e-9, a claim the deployment never made (a mechanism whose claim holds at 1e-2
+// is VIOLATED at 1e-9), and recorded it in config.json for every later stage. The claim now
+// keeps its delta (audit.claim_delta once --delta is recorded) and --delta sets eps_lower's.
+func TestDeltaKeepsTheConfiguredClaim(t *testing.T) {
+	dir := t.TempDir()
+	cfg := smallConfig()
+	cfg.Audit.ClaimEpsilon, cfg.Audit.Delta = 3, 1e-3
+	if err := writeDirConfig(dir, cfg); err != nil {
+		t.Fatal(err)
+	}
+	o := AnalyzeOptions{Delta: 1e-9}.withDefaults(cfg)
+	if o.Claim.Epsilon != 3 || o.Claim.Delta != 1e-3 || o.Delta != 1e-9 {
+		t.Errorf("--delta 1e-9: claim %+v, delta %g; want epsilon 3 at 1e-3 and eps_lower at 1e-9", o.Claim, o.Delta)
+	}
+	if len(o.Notes) != 2 || o.Notes[1] != "claim: the configuration's claim_epsilon 3 is judged at the delta it was stated at, 0.001; --delta 1e-09 sets the delta of eps_lower only" {
+		t.Errorf("notes %q", o.Notes)
+	}
+	if changed, err := RecordSettings(dir, AnalyzeOptions{Delta: 1e-9}); err != nil || !changed {
+		t.Fatalf("RecordSettings: changed %v, %v", changed, err)
+	}
+	own, err := readDirConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own.Audit.Delta != 1e-9 || own.Audit.ClaimDelta != 1e-3 || own.Validate() != nil {
+		t.Errorf("recorded audit settings %+v (%v)", own.Audit, own.Validate())
+	}
+	if later := (AnalyzeOptions{}).withDefaults(own); later.Claim.Epsilon != 3 || later.Claim.Delta != 1e-3 || later.Delta != 1e-9 {
+		t.Errorf("a later stage judges claim %+v with eps_lower at %g", later.Claim, later.Delta)
+	}
+	// A claim given with --claim-eps is at --delta, and replaces the configured one whole.
+	if _, err := RecordSettings(dir, AnalyzeOptions{Claim: audit.Claim{Epsilon: 2}, Delta: 1e-6}); err != nil {
+		t.Fatal(err)
+	}
+	if own, err = readDirConfig(dir); err != nil {
+		t.Fatal(err)
+	}
+	if a := own.Audit; a.ClaimEpsilon != 2 || a.ClaimDelta != 0 || a.Delta != 1e-6 {
+		t.Errorf("after --claim-eps 2 --delta 1e-6: %+v", a)
+	}
+}

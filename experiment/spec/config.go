@@ -198,6 +198,11 @@ type AuditConfig struct {
 	// bounds, or for the DP-FedAvg family the accountant's claim, are then checked.
 	ClaimMu      float64 `json:"claim_mu,omitempty" yaml:"claim_mu,omitempty"`
 	ClaimEpsilon float64 `json:"claim_epsilon,omitempty" yaml:"claim_epsilon,omitempty"`
+	// ClaimDelta is the delta ClaimEpsilon is stated at, where it differs from Delta (the delta
+	// of every certified eps_lower): 0 means Delta. `audit report --delta` and `audit run
+	// --delta` record a new Delta in an experiment's config.json and keep the claim at the delta
+	// it was made at here, since a claim of epsilon at another delta is another claim.
+	ClaimDelta float64 `json:"claim_delta,omitempty" yaml:"claim_delta,omitempty"`
 	// ClaimAbout names what the claim is about: "models" (the default) the global models the
 	// server releases, judged on the final and all-iterates rows; "uploads" each upload of the
 	// target client as the server receives it, judged on the uploads rows. Rows of the other
@@ -763,6 +768,13 @@ func (c *Config) validateAudit(bad func(field, format string, a ...any)) {
 	}
 	if c.Audit.ClaimMu > 0 && c.Audit.ClaimEpsilon > 0 {
 		bad("audit", "claim either claim_mu or claim_epsilon, not both")
+	}
+	switch d := c.Audit.ClaimDelta; {
+	case d == 0:
+	case !(d > 0 && d < 1):
+		bad("audit.claim_delta", "need a delta in (0, 1), got %g", d)
+	case c.Audit.ClaimEpsilon == 0:
+		bad("audit.claim_delta", "is the delta of claim_epsilon, which is not set")
 	}
 }
 
