@@ -75,6 +75,20 @@ func TradeoffGDP(mu, alpha float64) float64 {
 	return normalCDF(-normalQuantile(alpha) - mu)
 }
 
+// TradeoffApprox is the trade-off function of (epsilon, delta)-DP, f(alpha) = max(0,
+// 1 - delta - e^epsilon alpha, e^-epsilon (1 - delta - alpha)) (Dong, Roth and Su, Gaussian
+// differential privacy, 2022): a mechanism is (epsilon, delta)-DP exactly when every test's
+// type II error at type I error alpha is at least f(alpha). It is the curve epsFromErrors
+// inverts: a test on or above it certifies no epsilon above epsilon at delta.
+func TradeoffApprox(epsilon, delta, alpha float64) float64 {
+	if math.IsNaN(epsilon) || math.IsNaN(delta) || math.IsNaN(alpha) {
+		return math.NaN()
+	}
+	alpha = math.Min(1, math.Max(0, alpha))
+	e := math.Exp(epsilon)
+	return math.Max(0, math.Max(1-delta-e*alpha, (1-delta-alpha)/e))
+}
+
 // MuFromPoint is the smallest mu whose trade-off curve T_G(mu) passes on or below the point
 // (alpha, beta) of type I and type II errors: Phi^{-1}(1-alpha) - Phi^{-1}(beta). A point
 // with errors alpha and beta shows that a mechanism is no better than mu-GDP for this mu.

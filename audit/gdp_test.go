@@ -262,3 +262,35 @@ func TestLaplaceGDPEquivalent(t *testing.T) {
 		}
 	}
 }
+
+// TestTradeoffApprox: the (epsilon, delta) trade-off curve is the boundary epsFromErrors
+// inverts: on it a test certifies exactly epsilon (its kink and its two lines, away from the
+// axes), above it less and below it more; it is symmetric (its own inverse), 1 - delta at 0 and
+// 0 from 1 - delta on.
+func TestTradeoffApprox(t *testing.T) {
+	for _, tc := range []struct{ eps, delta float64 }{{0.5, 1e-5}, {2, 0}, {6.451, 1e-5}, {1, 0.1}} {
+		f := func(a float64) float64 { return TradeoffApprox(tc.eps, tc.delta, a) }
+		if got := f(0); got != 1-tc.delta {
+			t.Errorf("eps %v: f(0) = %v, want 1 - delta", tc.eps, got)
+		}
+		if got := f(1 - tc.delta); got != 0 {
+			t.Errorf("eps %v: f(1 - delta) = %v, want 0", tc.eps, got)
+		}
+		kink := (1 - tc.delta) / (1 + math.Exp(tc.eps))
+		for _, a := range []float64{kink / 3, kink, (kink + 1 - tc.delta) / 2} {
+			b := f(a)
+			if got := epsFromErrors(a, b, tc.delta); math.Abs(got-tc.eps) > 1e-9*tc.eps {
+				t.Errorf("eps %v: the test (%v, %v) on the curve certifies eps %v", tc.eps, a, b, got)
+			}
+			if got := epsFromErrors(a, b*1.01, tc.delta); got >= tc.eps {
+				t.Errorf("eps %v: a test above the curve certifies %v", tc.eps, got)
+			}
+			if got := epsFromErrors(a, b*0.99, tc.delta); got <= tc.eps {
+				t.Errorf("eps %v: a test below the curve certifies %v", tc.eps, got)
+			}
+			if back := f(b); math.Abs(back-a) > 1e-12 {
+				t.Errorf("eps %v: f(f(%v)) = %v, want the curve symmetric", tc.eps, a, back)
+			}
+		}
+	}
+}

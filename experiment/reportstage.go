@@ -92,7 +92,10 @@ func (e *experimentDir) report(ctx context.Context, a *findings.Analysis, opts R
 	}
 	h := a.Headline
 	in.Headline, in.Family = &h, a.Family
-	in.ClaimMu, in.ClaimLabel = claimedMu(fs)
+	in.ClaimMu, _, in.ClaimLabel = claimed(fs, "mu")
+	if in.ClaimMu == 0 {
+		in.ClaimEps, in.ClaimDelta, in.ClaimLabel = claimed(fs, "epsilon")
+	}
 	in.Findings, in.Rounds = fs, sums
 	if in.Gallery, err = readGallery(dir); err != nil {
 		return err
@@ -165,30 +168,28 @@ func ReadCheck(dir string) (*findings.CheckReport, error) {
 	return c, nil
 }
 
-// claimedMu is the deployment's claimed mu for the report's figures: the mu every row judged
-// against a claim of the deployment was judged against, and where it came from; 0 when no row
-// was, or when the claimed mu differs between rows (an accountant's claim per T) or is in
-// epsilon.
-func claimedMu(fs []findings.Finding) (float64, string) {
-	mu, source := 0.0, ""
+// claimed is the deployment's one claim of the quantity ("mu", or "epsilon" with its delta)
+// over the rows judged against it, with the source that names it; zeros where no row was
+// judged against such a claim or the rows were judged against different ones.
+func claimed(fs []findings.Finding, quantity string) (value, delta float64, source string) {
 	for _, f := range fs {
 		if f.Verdict == nil || f.ClaimKind != findings.ClaimDeployment {
 			continue
 		}
 		for _, c := range f.Verdict.Checks {
-			if c.Quantity != "mu" {
+			if c.Quantity != quantity {
 				continue
 			}
-			if mu != 0 && c.Claimed != mu {
-				return 0, ""
+			if value != 0 && (c.Claimed != value || c.Delta != delta) {
+				return 0, 0, ""
 			}
-			mu, source = c.Claimed, f.ClaimSource
+			value, delta, source = c.Claimed, c.Delta, f.ClaimSource
 		}
 	}
-	if math.IsNaN(mu) || math.IsInf(mu, 0) || mu < 0 {
-		return 0, ""
+	if math.IsNaN(value) || math.IsInf(value, 0) || value < 0 {
+		return 0, 0, ""
 	}
-	return mu, source
+	return value, delta, source
 }
 
 func smoothnessLabel(sm bounds.Smoothness) string {

@@ -58,29 +58,38 @@ func TestReportShowsHeadline(t *testing.T) {
 	}
 }
 
-func TestClaimedMu(t *testing.T) {
+func TestClaimed(t *testing.T) {
 	judged := func(mu float64, kind, source string) findings.Finding {
 		v := audit.Judge(&audit.Result{MuLower: 0.1}, audit.Claim{Mu: mu})
 		return findings.Finding{Verdict: &v, ClaimKind: kind, ClaimSource: source}
 	}
 	eps := audit.Judge(&audit.Result{EpsLower: 0.1}, audit.Claim{Epsilon: 2, Delta: 1e-5})
+	epsAt := func(delta float64) findings.Finding {
+		v := audit.Judge(&audit.Result{EpsLower: 0.1}, audit.Claim{Epsilon: 2, Delta: delta})
+		return findings.Finding{Verdict: &v, ClaimKind: findings.ClaimDeployment, ClaimSource: "accountant: rdp"}
+	}
 	for _, tc := range []struct {
-		name   string
-		fs     []findings.Finding
-		mu     float64
-		source string
+		name              string
+		fs                []findings.Finding
+		mu, eps, delta    float64
+		source, epsSource string
 	}{
-		{"none", nil, 0, ""},
-		{"config claim", []findings.Finding{judged(0.3, findings.ClaimDeployment, "config claim"), judged(0.3, findings.ClaimDeployment, "config claim")}, 0.3, "config claim"},
-		{"theory is no claim", []findings.Finding{judged(2, findings.ClaimTheory, "composition bound"), judged(1, findings.ClaimEstimate, "convergent bound with given L")}, 0, ""},
-		{"claim beside theory", []findings.Finding{judged(2, findings.ClaimTheory, "composition bound"), judged(0.5, findings.ClaimDeployment, "--claim-mu claim")}, 0.5, "--claim-mu claim"},
-		{"per-T accountant", []findings.Finding{judged(0.5, findings.ClaimDeployment, "accountant: rdp"), judged(0.9, findings.ClaimDeployment, "accountant: rdp")}, 0, ""},
-		{"epsilon claim", []findings.Finding{{Verdict: &eps, ClaimKind: findings.ClaimDeployment, ClaimSource: "config claim"}}, 0, ""},
+		{"none", nil, 0, 0, 0, "", ""},
+		{"config claim", []findings.Finding{judged(0.3, findings.ClaimDeployment, "config claim"), judged(0.3, findings.ClaimDeployment, "config claim")}, 0.3, 0, 0, "config claim", ""},
+		{"theory is no claim", []findings.Finding{judged(2, findings.ClaimTheory, "composition bound"), judged(1, findings.ClaimEstimate, "convergent bound with given L")}, 0, 0, 0, "", ""},
+		{"claim beside theory", []findings.Finding{judged(2, findings.ClaimTheory, "composition bound"), judged(0.5, findings.ClaimDeployment, "--claim-mu claim")}, 0.5, 0, 0, "--claim-mu claim", ""},
+		{"per-T accountant", []findings.Finding{judged(0.5, findings.ClaimDeployment, "accountant: rdp"), judged(0.9, findings.ClaimDeployment, "accountant: rdp")}, 0, 0, 0, "", ""},
+		{"epsilon claim", []findings.Finding{{Verdict: &eps, ClaimKind: findings.ClaimDeployment, ClaimSource: "config claim"}}, 0, 2, 1e-5, "", "config claim"},
+		{"epsilon at two deltas", []findings.Finding{epsAt(1e-5), epsAt(1e-6)}, 0, 0, 0, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mu, source := claimedMu(tc.fs)
+			mu, _, source := claimed(tc.fs, "mu")
 			if mu != tc.mu || source != tc.source {
-				t.Errorf("claimedMu = %v %q, want %v %q", mu, source, tc.mu, tc.source)
+				t.Errorf("claimed mu = %v %q, want %v %q", mu, source, tc.mu, tc.source)
+			}
+			eps, delta, source := claimed(tc.fs, "epsilon")
+			if eps != tc.eps || delta != tc.delta || source != tc.epsSource {
+				t.Errorf("claimed epsilon = %v at %v %q, want %v at %v %q", eps, delta, source, tc.eps, tc.delta, tc.epsSource)
 			}
 		})
 	}

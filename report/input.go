@@ -20,6 +20,10 @@ type Input struct {
 	// 0 when there is no single claimed mu. ClaimLabel names it (e.g. "config claim").
 	ClaimMu    float64
 	ClaimLabel string
+	// ClaimEps at ClaimDelta is the deployment's claimed epsilon where the claim is one (an
+	// accountant's), drawn on the trade-off figures as the (epsilon, delta)-DP trade-off curve;
+	// 0 with a claimed mu or without a single claim. ClaimLabel names it too.
+	ClaimEps, ClaimDelta float64
 	// ConfigJSON is the experiment configuration; it is shown pretty-printed (verbatim when it
 	// is not valid JSON).
 	ConfigJSON  []byte
@@ -87,6 +91,12 @@ func (in *Input) validate() error {
 	}
 	if math.IsNaN(in.ClaimMu) || math.IsInf(in.ClaimMu, 0) || in.ClaimMu < 0 {
 		return fmt.Errorf("report: claimed mu %v is not a finite non-negative number", in.ClaimMu)
+	}
+	if math.IsNaN(in.ClaimEps) || math.IsInf(in.ClaimEps, 0) || in.ClaimEps < 0 || !(in.ClaimDelta >= 0 && in.ClaimDelta < 1) {
+		return fmt.Errorf("report: claimed epsilon %v at delta %v is not a finite non-negative epsilon at a delta in [0, 1)", in.ClaimEps, in.ClaimDelta)
+	}
+	if in.ClaimMu > 0 && in.ClaimEps > 0 {
+		return fmt.Errorf("report: a claimed mu (%v) and a claimed epsilon (%v): the deployment makes one claim", in.ClaimMu, in.ClaimEps)
 	}
 	if h := in.Headline; h != nil {
 		switch h.Status {

@@ -217,7 +217,14 @@ func (r *rendered) claimText() string {
 		}
 		return s
 	}
-	return "no single claimed μ: each row is judged against the claim or bound in its verdict"
+	if r.in.ClaimEps > 0 {
+		s := "ε = " + num(r.in.ClaimEps) + " at δ = " + num(r.in.ClaimDelta)
+		if r.in.ClaimLabel != "" {
+			s += " (" + r.in.ClaimLabel + ")"
+		}
+		return s
+	}
+	return "no single claim: each row is judged against the claim or bound in its verdict"
 }
 
 // headlineView is the headline as the page shows it: a badge, the sentence without the

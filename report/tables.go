@@ -243,14 +243,15 @@ func newModel(in *Input) *model {
 func (m *model) figureInput() *figures.Input {
 	in := &figures.Input{Rounds: m.rounds, Findings: make(map[figures.Series]map[int]*findings.Finding, len(m.series)),
 		Theory: m.theory, Stats: m.stats, ClaimMu: m.in.ClaimMu, ClaimLabel: m.in.ClaimLabel,
+		ClaimEps: m.in.ClaimEps, ClaimDelta: m.in.ClaimDelta,
 		Level: m.levelText(), LevelShort: m.levelShort()}
 	for _, s := range m.series {
 		fs := figures.Series{Attack: s.attack, Threat: s.threat}
 		in.Series = append(in.Series, fs)
 		in.Findings[fs] = m.findings[s]
-		if m.in.ClaimMu > 0 && !slices.Contains(in.ClaimThreats, s.threat) {
+		if (m.in.ClaimMu > 0 || m.in.ClaimEps > 0) && !slices.Contains(in.ClaimThreats, s.threat) {
 			for _, f := range m.findings[s] {
-				if judgedOnClaimMu(f, m.in.ClaimMu) {
+				if judgedOnClaim(f, m.in.ClaimMu, m.in.ClaimEps) {
 					in.ClaimThreats = append(in.ClaimThreats, s.threat)
 					break
 				}
@@ -266,14 +267,16 @@ func (m *model) figureInput() *figures.Input {
 	return in
 }
 
-// judgedOnClaimMu reports whether a row's verdict compared the deployment's claimed mu (not a
-// bound of the theory): a claim about the models is not judged on the uploads rows, one about
-// each upload not on the model rows.
-func judgedOnClaimMu(f *findings.Finding, mu float64) bool {
+// judgedOnClaim reports whether a row's verdict compared the deployment's claimed mu or
+// epsilon (not a bound of the theory): a claim about the models is not judged on the uploads
+// rows, one about each upload not on the model rows.
+func judgedOnClaim(f *findings.Finding, mu, eps float64) bool {
 	if f.Verdict == nil || (f.ClaimKind != "" && f.ClaimKind != findings.ClaimDeployment) {
 		return false
 	}
-	return slices.ContainsFunc(f.Verdict.Checks, func(c audit.Check) bool { return c.Quantity == "mu" && c.Claimed == mu })
+	return slices.ContainsFunc(f.Verdict.Checks, func(c audit.Check) bool {
+		return (c.Quantity == "mu" && mu > 0 && c.Claimed == mu) || (c.Quantity == "epsilon" && eps > 0 && c.Claimed == eps)
+	})
 }
 
 // findingRounds returns the rounds that have at least one finding.

@@ -30,6 +30,9 @@ type Input struct {
 	// ClaimMu is the deployment's claimed mu (0: none), ClaimLabel what names it.
 	ClaimMu    float64
 	ClaimLabel string
+	// ClaimEps at ClaimDelta is the deployment's claimed epsilon where its claim is one (0:
+	// none), drawn on the trade-off figures as the trade-off curve of (epsilon, delta)-DP.
+	ClaimEps, ClaimDelta float64
 	// ClaimThreats are the threat models of the rows judged against the claim, sorted. A claim
 	// about the global models is not judged on the uploads rows, and one about each upload not
 	// on the model rows (docs/statistics.md): where some threat model of Series is missing here,

@@ -430,6 +430,11 @@ func (m *model) muFigure() (*Figure, bool, error) {
 	if err := drawMuLines(p, &leg, theoryLines, logX, logY, top); err != nil {
 		return nil, false, err
 	}
+	if m.ClaimEps > 0 {
+		// An (epsilon, delta) claim bounds no single mu: it has no line here.
+		leg.Add("claim ε = "+num(m.ClaimEps)+" at δ = "+num(m.ClaimDelta)+":", textItem{})
+		leg.Add("   no μ line (see the trade-off figures)", textItem{})
+	}
 	if len(attacks) > 0 {
 		leg.Add("", textItem{})
 		leg.Add("certified lower bounds", textItem{})
@@ -465,6 +470,9 @@ func (m *model) muFigure() (*Figure, bool, error) {
 		} else {
 			caption += " The vermillion dash-dotted line is the claim: a certified lower bound above it violates the claim."
 		}
+	}
+	if m.ClaimEps > 0 {
+		caption += " The claim, ε = " + num(m.ClaimEps) + " at δ = " + num(m.ClaimDelta) + ", is not a μ and has no line here: the trade-off figures draw it as its own curve, and the verdicts judge the certified ε at its δ."
 	}
 	if logY {
 		caption += " The μ axis is logarithmic; lower bounds of 0 (no evidence) are not drawn."

@@ -1,8 +1,10 @@
 package figures
 
 import (
+	"cmp"
 	"image/color"
 	"math"
+	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -47,6 +49,21 @@ func gdpROC(mu, lo float64) plotter.XYs {
 		}
 	}
 	return xy
+}
+
+// approxCurve is the trade-off curve of (eps, delta)-DP as (alpha, beta) pairs for every panel:
+// its three corners, and points dense on log scales down to lo/10 near both axes (the curve is
+// its own inverse, so the points near the beta axis are the mirror images of those near the
+// alpha axis), so that the zoom and the ROC draw it as the straight pieces it is.
+func approxCurve(eps, delta, lo float64) plotter.XYs {
+	f := func(a float64) float64 { return audit.TradeoffApprox(eps, delta, a) }
+	kink := (1 - delta) / (1 + math.Exp(eps))
+	pts := plotter.XYs{{X: 0, Y: 1 - delta}, {X: kink, Y: f(kink)}, {X: 1 - delta, Y: 0}, {X: 1, Y: 0}}
+	for _, a := range append(alphaGrid(), logGrid(lo/10, 1, 50)...) {
+		pts = append(pts, plotter.XY{X: a, Y: f(a)}, plotter.XY{X: f(a), Y: a})
+	}
+	slices.SortFunc(pts, func(p, q plotter.XY) int { return cmp.Or(cmp.Compare(p.X, q.X), cmp.Compare(q.Y, p.Y)) })
+	return slices.CompactFunc(pts, func(p, q plotter.XY) bool { return p == q })
 }
 
 // logGrid is perDecade points per decade from lo to hi, both included, computed from integer
@@ -246,6 +263,28 @@ func (m *model) addGDPCurves(leg *plot.Legend, full, zoom, roc *panel, t int, lo
 			curves = append(curves, curve{b.MuUploads, "T_G(uploads μ = " + num(b.MuUploads) + "), single upload" + uploads, colorConvergent, dashUploads})
 		}
 	}
+	if m.ClaimEps > 0 {
+		// The claim first, as a claimed mu is: an accountant's (epsilon, delta) bounds no
+		// single mu, and its own curve is what a certified marker contradicts.
+		label := "f(claim ε = " + num(m.ClaimEps) + ", δ = " + num(m.ClaimDelta) + ")"
+		if scope := m.claimScope(); scope != "" {
+			label += ", " + scope + " rows only"
+		}
+		pts := approxCurve(m.ClaimEps, m.ClaimDelta, lo)
+		var shown *plotter.Line
+		for _, pn := range panels {
+			l, err := pn.line(pts, nil, colorClaim, dashClaim, vg.Points(1.5))
+			if err != nil {
+				return err
+			}
+			if l != nil {
+				shown = l
+			}
+		}
+		if shown != nil {
+			leg.Add(label, shown)
+		}
+	}
 	for _, c := range curves {
 		if math.IsNaN(c.mu) || math.IsInf(c.mu, 0) || c.mu < 0 {
 			continue
@@ -415,7 +454,7 @@ func (m *model) tradeoffFigure(t int) (*Figure, error) {
 		Title: "Trade-off curves at T = " + ts,
 		Caption: "Type I against type II error at T = " + ts + ", three views of the same data: the whole square; the corner near the axes with both errors on logarithmic axes from " + num(lo) +
 			", where strong attacks and the trade-off curves of large μ lie (a curve marked \"on the axes\" stays below " + num(lo) + " even there); and the ROC (TPR = 1 - α against FPR = β, world C positive) on logarithmic axes from " + num(lo) +
-			", the low-FPR view. Coloured lines: each attack's empirical ROC envelope (colour and marker: attack; dash: threat model). Markers: each attack's certified error pair: with the stated confidence its true error rates are at most (α_up, β_up), so the mechanism's trade-off curve passes on or below the marker; the bars start at the observed rates. A marker below a T_G curve contradicts that curve's μ (for the claim and the bound of the attack's own threat model)." + claimScopeNote(m.claimScope()) + m.estimateNote() + " Grey dotted: random guessing.",
+			", the low-FPR view. Coloured lines: each attack's empirical ROC envelope (colour and marker: attack; dash: threat model). Markers: each attack's certified error pair: with the stated confidence its true error rates are at most (α_up, β_up), so the mechanism's trade-off curve passes on or below the marker; the bars start at the observed rates. A marker below a T_G curve contradicts that curve's μ (for the claim and the bound of the attack's own threat model)." + m.approxClaimNote() + claimScopeNote(m.claimScope()) + m.estimateNote() + " Grey dotted: random guessing.",
 		draw: drawFn, w: w, h: h, Wide: true,
 	}, nil
 }
@@ -457,6 +496,14 @@ func certifiedMark(pn *panel, cp audit.CertifiedPoint, col color.Color, glyph dr
 
 // claimScopeNote is what a trade-off caption adds when the claim is judged on some threat
 // models only (model.claimScope), or "".
+// approxClaimNote is what the trade-off caption says of a claim in epsilon, or "".
+func (m *model) approxClaimNote() string {
+	if m.ClaimEps <= 0 {
+		return ""
+	}
+	return " The vermillion dash-dotted line is the claim's (ε, δ)-DP trade-off curve f(α) = max(0, 1 - δ - e^ε α, e^-ε (1 - δ - α)): a mechanism meets the claim only if its trade-off curve lies on or above it, so a certified marker below it contradicts the claim (the marker is the test of the best certified μ; the verdict takes the test of the best certified ε at the claim's δ, which the verdicts table gives)."
+}
+
 func claimScopeNote(scope string) string {
 	if scope == "" {
 		return ""
