@@ -6,7 +6,7 @@
 //	DIR/runs/           the run files, one per shard (named by package runs)
 //	DIR/scores.arrow    the attacks' scores
 //	DIR/canary-scores.arrow  the canary attacks' scores (runs with canaries)
-//	DIR/findings.json   the analysis (package findings, format "fedaudit-findings/2")
+//	DIR/findings.json   the analysis (package findings, format "fedaudit-findings/3")
 //	DIR/rounds.json     per-round training summaries
 //	DIR/reconstructions.json  the reconstructing attacks' images for the report's gallery
 //	DIR/outputs.json    what `audit import --outputs` scored; it marks a directory of model outputs

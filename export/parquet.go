@@ -172,7 +172,7 @@ func scoresRecord(sf *runs.ScoreFile) arrow.Record {
 	return b.NewRecord()
 }
 
-// findingsColumns are the types of findings.json's scalar fields (format fedaudit-findings/2,
+// findingsColumns are the types of findings.json's scalar fields (format fedaudit-findings/3,
 // findings/finding.go's record) where the JSON value alone cannot give them: its integers
 // (round as in runs.parquet and scores.parquet; split_seed a full uint64, which a float64 would
 // round above 2^53) and the fields that may be null in every row (no theory, no claim), whose

@@ -10,8 +10,14 @@ import (
 	"github.com/fedaudit/fedaudit/internal/numfmt"
 )
 
-// Format names the layout of findings.json and of `--json` analyses.
-const Format = "fedaudit-findings/2"
+// Format names the layout of findings.json and of `--json` analyses. Format 3 writes a row
+// judged above an estimate as "verdict": "exceeds estimate" (VerdictExceedsEstimate), where
+// format 2 wrote "violated" beside "claim_kind": "estimate"; Decode reads both.
+const Format = "fedaudit-findings/3"
+
+// formatPrevious is the format Decode reads besides Format: its rows mean the same once the
+// verdict is read with the claim_kind.
+const formatPrevious = "fedaudit-findings/2"
 
 // Headline statuses.
 const (
@@ -32,16 +38,17 @@ const (
 )
 
 // Headline is the audit's overall answer, printed first by every command that judges and shown
-// first in the report: the verdict over the whole family of rows, the strongest attack and its
-// certified bound against the claim.
+// first in the report: the verdict over the whole family of rows, the row that decides it and
+// its certified bound against the claim.
 type Headline struct {
 	// Status is StatusViolated, StatusConsistent, StatusNoClaim or StatusInconclusive.
 	Status string `json:"status"`
 	// Text is one sentence that states the verdict, the strongest attack and its certified
 	// bound against the claim.
 	Text string `json:"text"`
-	// The strongest row: for a violation, the violated row of largest tightness; otherwise the
-	// judged row of largest tightness, or without any judged row the largest certified mu.
+	// The row Text names: for a violation, the violated row of largest tightness; otherwise the
+	// judged row of largest tightness (nearest its claim; Text adds the judged row of the
+	// largest bound where that is another), or without any judged row the largest certified mu.
 	Attack    string   `json:"attack,omitempty"`
 	Threat    string   `json:"threat,omitempty"`
 	Round     int      `json:"round"`
@@ -162,8 +169,8 @@ func Decode(raw []byte) (*Decoded, error) {
 	if err := json.Unmarshal(trimmed, &a); err != nil {
 		return nil, err
 	}
-	if a.Format != Format {
-		return nil, fmt.Errorf("format %q, this version reads %q", a.Format, Format)
+	if a.Format != Format && a.Format != formatPrevious {
+		return nil, fmt.Errorf("format %q, this version reads %q and %q", a.Format, Format, formatPrevious)
 	}
 	return &Decoded{Findings: a.Findings, Headline: &a.Headline, Family: &a.Family}, nil
 }

@@ -2,7 +2,7 @@
 // model, round), the Family of rows certified together, the Headline verdict, the Analysis
 // that holds them, and the RoundSummary of what training measured at each checkpoint. Each
 // type has exactly one JSON form, written here and read back here: findings.json (format
-// "fedaudit-findings/2", and the bare array of rows older versions wrote) and rounds.json.
+// "fedaudit-findings/3", and the bare array of rows older versions wrote) and rounds.json.
 // Numbers without a value (NaN in Go, e.g. no exact mu, no theory) are null in JSON.
 //
 // experiment/ computes these values and report/ renders them; both import this package, so a

@@ -23,6 +23,12 @@ const (
 	ClaimEstimate = "estimate"
 )
 
+// VerdictExceedsEstimate is the verdict findings.json gives a row whose certified bound is
+// above an estimate (ClaimEstimate): not "violated", which a program filtering the rows on the
+// verdict alone would take for a broken promise of the deployment (format 2 wrote "violated"
+// there, beside the claim_kind).
+const VerdictExceedsEstimate = "exceeds estimate"
+
 // Finding is the audit of one attack under one threat model at one checkpoint.
 //
 // Its JSON form (one row of findings.json) flattens Result, Theory and Verdict into the
@@ -247,6 +253,9 @@ func (f *Finding) record() record {
 	}
 	if f.Verdict != nil {
 		s, src, kind := string(f.Verdict.Status), f.ClaimSource, f.ClaimKind
+		if kind == ClaimEstimate && f.Verdict.Status == audit.Violated {
+			s = VerdictExceedsEstimate
+		}
 		rec.Verdict, rec.ClaimSource, rec.ClaimKind = &s, &src, &kind
 		rec.Tightness = finite(f.Verdict.Tightness)
 	}
@@ -331,7 +340,11 @@ func (f *Finding) UnmarshalJSON(raw []byte) error {
 			MuHeuristic: orNaN(rec.MuHeuristic), EpsilonHeuristic: nan}
 	}
 	if rec.Verdict != nil {
-		f.Verdict = &audit.Verdict{Status: audit.Status(*rec.Verdict), Confidence: rec.Confidence, Tightness: orNaN(rec.Tightness)}
+		status := audit.Status(*rec.Verdict)
+		if *rec.Verdict == VerdictExceedsEstimate {
+			status = audit.Violated // of the estimate the claim_kind names
+		}
+		f.Verdict = &audit.Verdict{Status: status, Confidence: rec.Confidence, Tightness: orNaN(rec.Tightness)}
 		if rec.ClaimSource != nil {
 			f.ClaimSource = *rec.ClaimSource
 		}

@@ -13,7 +13,7 @@ import (
 )
 
 // sample is an analysis with every kind of row findings.json can hold: judged and unjudged,
-// an estimate, reversed scores, the split method's seed, unpaired scores, an uploads row with
+// an estimate kept and one exceeded, reversed scores, the split method's seed, unpaired scores, an uploads row with
 // only the composition bound, exact mu, metrics, and text that HTML escaping would mangle.
 func sample() *Analysis {
 	nan := math.NaN()
@@ -38,6 +38,9 @@ func sample() *Analysis {
 				ClaimSource: "convergent bound with estimated L", ClaimKind: ClaimEstimate, Verdict: &consistent,
 				ExactMu: nan, ReversedMuLower: 0.125, Unpaired: []int64{-1, -1}, Seed: 42},
 			{Attack: "margin", Threat: "final", Round: 1, Result: res(audit.DKW, 0), ExactMu: nan, ReversedMuLower: nan},
+			{Attack: "grad-canary", Threat: "final", Round: 3, Result: res(audit.DKW, 0.75), Theory: bound,
+				ClaimSource: "convergent bound with given L", ClaimKind: ClaimEstimate, Verdict: &violated,
+				ExactMu: nan, ReversedMuLower: nan},
 		},
 	}
 }
@@ -51,7 +54,7 @@ func encode(t *testing.T, a *Analysis) []byte {
 	return buf.Bytes()
 }
 
-// findings.json is pinned byte for byte: its layout is a public format ("fedaudit-findings/2")
+// findings.json is pinned byte for byte: its layout is a public format ("fedaudit-findings/3")
 // that other tools read. Regenerate with FINDINGS_GOLDEN=1 only for a deliberate format change.
 func TestAnalysisGolden(t *testing.T) {
 	got := encode(t, sample())
@@ -69,7 +72,8 @@ func TestAnalysisGolden(t *testing.T) {
 		t.Fatalf("findings.json changed:\n%s\nwant\n%s", got, want)
 	}
 	for _, s := range []string{`"mu_exact": null`, `"tightness": null`, `"split_seed": 42`, `"unpaired": 2`,
-		`"mu_uploads": 2.5`, `"mu_heuristic": 1.75`, `"reversed_mu_lower": 0.125`, `& more`, `a <note>`} {
+		`"mu_uploads": 2.5`, `"mu_heuristic": 1.75`, `"reversed_mu_lower": 0.125`, `& more`, `a <note>`,
+		`"verdict": "exceeds estimate"`} {
 		if !bytes.Contains(got, []byte(s)) {
 			t.Errorf("findings.json lacks %s", s)
 		}
@@ -84,7 +88,7 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dec.Headline == nil || dec.Family == nil || len(dec.Findings) != 3 {
+	if dec.Headline == nil || dec.Family == nil || len(dec.Findings) != 4 {
 		t.Fatalf("decoded %+v", dec)
 	}
 	f := dec.Findings[0]
@@ -94,14 +98,18 @@ func TestRoundTrip(t *testing.T) {
 	if g := dec.Findings[2]; !math.IsNaN(g.ExactMu) || g.Theory != nil || g.Verdict != nil || g.Reversed() {
 		t.Errorf("unjudged row decoded as %+v", g)
 	}
+	if e := dec.Findings[3]; e.Verdict == nil || e.Verdict.Status != audit.Violated || e.ClaimKind != ClaimEstimate {
+		t.Errorf("row above an estimate decoded as %+v", e)
+	}
 	again := encode(t, &Analysis{Findings: dec.Findings, Family: *dec.Family, Headline: *dec.Headline})
 	if !bytes.Equal(first, again) {
 		t.Fatalf("round trip changed the file:\n%s\nwant\n%s", again, first)
 	}
 }
 
-// Older versions wrote the bare array of rows; it still reads, without headline or family. A
-// file of another format is refused with both names.
+// Older versions wrote the bare array of rows; it still reads, without headline or family.
+// Format 2 wrote "violated" for a row above an estimate: it reads as format 3's "exceeds
+// estimate". A file of another format is refused with the names.
 func TestDecodeVersions(t *testing.T) {
 	old := `[{"attack": "loss", "threat": "final", "round": 2, "n0": 5, "n1": 5, "auc": 0.5, "mu_lower": 0,
 		"method": "bonferroni", "mu_exact": null, "mu_convergent": 1.5, "mu_composition": null, "verdict": null}]`
@@ -113,8 +121,21 @@ func TestDecodeVersions(t *testing.T) {
 		!math.IsNaN(dec.Findings[0].Theory.MuComposition) {
 		t.Fatalf("old array decoded as %+v", dec)
 	}
+	v2 := `{"format": "fedaudit-findings/2", "findings": [{"attack": "grad-canary", "threat": "final", "round": 3,
+		"mu_lower": 0.75, "method": "dkw", "mu_convergent": 0.5, "verdict": "violated", "claim_source": "convergent bound with given L",
+		"claim_kind": "estimate", "tightness": 1.5}]}`
+	dec, err = Decode([]byte(v2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := dec.Findings[0]; e.Verdict == nil || e.Verdict.Status != audit.Violated || e.ClaimKind != ClaimEstimate {
+		t.Fatalf("format 2's row above an estimate decoded as %+v", e)
+	}
+	if raw, err := json.Marshal(dec.Findings[0]); err != nil || !bytes.Contains(raw, []byte(`"verdict":"exceeds estimate"`)) {
+		t.Errorf("format 2's row above an estimate written again as %s (%v)", raw, err)
+	}
 	for _, tc := range []struct{ name, raw, want string }{
-		{"future format", `{"format": "fedaudit-findings/3", "findings": []}`, `"fedaudit-findings/3"`},
+		{"future format", `{"format": "fedaudit-findings/4", "findings": []}`, `"fedaudit-findings/4"`},
 		{"not json", `{"format": `, "unexpected end"},
 		{"bad row", `[{"round": "two"}]`, "cannot unmarshal"},
 	} {

@@ -73,8 +73,12 @@ func Summarize(fs []findings.Finding, fam findings.Family, notes []string) findi
 						level, claimWithSource(c, best.ClaimSource), rowName(s), numfmt.LowerG(s.Result.MuLower, 4))
 				}
 			default:
-				h.Text = fmt.Sprintf("CONSISTENT: no certified bound exceeds its claim (%s); the strongest attack, %s, certifies %s, %s of the %s.",
+				h.Text = fmt.Sprintf("CONSISTENT: no certified bound exceeds its claim (%s); the row nearest its claim, %s, certifies %s, %s of the %s.",
 					level, row, lowerText(c), numfmt.LowerF(c.Tightness, 2), claimWithSource(c, best.ClaimSource))
+				if l, v := largest(fs, c); l != nil && l != best {
+					h.Text = strings.TrimSuffix(h.Text, ".") + fmt.Sprintf("; the largest, %s, certifies %s, %s of the %s.",
+						rowName(l), lowerText(v), numfmt.LowerF(v.Tightness, 2), claimWithSource(v, l.ClaimSource))
+				}
 			}
 		default:
 			h.Text = fmt.Sprintf("NO CLAIM: nothing the deployment promises was judged; the strongest attack, %s, certifies mu >= %s (%s).",
@@ -182,6 +186,27 @@ func Diverged(h *findings.Headline, fs []findings.Finding, rounds []findings.Rou
 	h.Status, h.Claim, h.Tightness = findings.StatusInconclusive, "", nil
 	h.Text = fmt.Sprintf("INCONCLUSIVE: %s. %s: no verdict is given. Lower the learning rate (or the clip norm) until the runs converge, and audit again.", what, why)
 	h.Notes = append([]string{"what the rows say of the diverged runs, not of the mechanism: " + rows}, h.Notes...)
+}
+
+// largest is the judged row (against a claim or a proven bound) whose check of the quantity of
+// c (mu, or epsilon at c's delta) certifies the most, with that check; nil when none certifies
+// more than c. The headline names the row nearest its claim, which decides the verdict; where a
+// later checkpoint certifies more against a larger bound, a reader looks for that number too.
+func largest(fs []findings.Finding, c audit.Check) (*findings.Finding, audit.Check) {
+	var l *findings.Finding
+	var lc audit.Check
+	for i := range fs {
+		f := &fs[i]
+		if f.Verdict == nil || f.Verdict.Status == audit.Invalid || f.ClaimKind == findings.ClaimEstimate {
+			continue
+		}
+		for _, fc := range f.Verdict.Checks {
+			if fc.Quantity == c.Quantity && fc.Delta == c.Delta && fc.Lower > c.Lower && (l == nil || fc.Lower > lc.Lower) {
+				l, lc = f, fc
+			}
+		}
+	}
+	return l, lc
 }
 
 // strongest is the row of the largest certified mu, nil without rows.

@@ -58,3 +58,31 @@ func TestNoLossDeniedWhereAnEstimateRowCertifiesOne(t *testing.T) {
 		t.Errorf("with nothing certified anywhere: %q", h.Text)
 	}
 }
+
+// TestLargestBoundBesideTheNearest: the headline names the row nearest its claim, which decides
+// the verdict, and called it "the strongest attack"; where a later checkpoint certified more
+// against a larger bound (mu >= 3.073 at T = 300 beside 2.522, 0.82 of its bound, at T = 200),
+// a reader took 2.522 for the audit's largest bound. The sentence now says which row it names
+// and gives the largest too; a row judged against an estimate is not a candidate.
+func TestLargestBoundBesideTheNearest(t *testing.T) {
+	row := func(round int, mu, bound float64, kind string) findings.Finding {
+		v := audit.Judge(&audit.Result{MuLower: mu}, audit.Claim{Mu: bound})
+		return findings.Finding{Attack: "informed-all", Threat: "all-iterates", Round: round, ExactMu: math.NaN(), ReversedMuLower: math.NaN(),
+			Result: &audit.Result{MuLower: mu, AUC: 0.9}, Verdict: &v, ClaimKind: kind, ClaimSource: "composition bound"}
+	}
+	fam := findings.Family{Confidence: 0.95, Rows: 3}
+	h := Summarize([]findings.Finding{
+		row(200, 2.522, 3.07, findings.ClaimTheory),
+		row(300, 3.073, 3.77, findings.ClaimTheory),
+		row(400, 9, 20, findings.ClaimEstimate),
+	}, fam, nil)
+	want := "the row nearest its claim, informed-all (all-iterates, T = 200), certifies mu >= 2.522, 0.82 of the composition bound mu = 3.07; " +
+		"the largest, informed-all (all-iterates, T = 300), certifies mu >= 3.073, 0.81 of the composition bound mu = 3.77."
+	if !strings.HasSuffix(h.Text, want) || h.Round != 200 {
+		t.Errorf("headline %q (row %d), want it to end %q", h.Text, h.Round, want)
+	}
+	h = Summarize([]findings.Finding{row(200, 2.522, 3.07, findings.ClaimTheory), row(300, 2.5, 3.77, findings.ClaimTheory)}, fam, nil)
+	if strings.Contains(h.Text, "largest") {
+		t.Errorf("headline %q names a largest row where the nearest certifies most", h.Text)
+	}
+}
