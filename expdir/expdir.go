@@ -10,6 +10,7 @@
 //	DIR/rounds.json     per-round training summaries
 //	DIR/reconstructions.json  the reconstructing attacks' images for the report's gallery
 //	DIR/outputs.json    what `audit import --outputs` scored; it marks a directory of model outputs
+//	DIR/import.json     where `audit import` took the runs from; it marks a directory of imported runs
 //	DIR/report.html     the report, self-contained; DIR/report.md the same in Markdown
 //	DIR/figures/        the report's figures (SVG, PNG on request)
 //	DIR/tables/         the report's tables (CSV, LaTeX)
@@ -57,6 +58,10 @@ func (d Dir) Reconstructions() string { return d.join("reconstructions.json") }
 // (importer/outputs.Summary as JSON); its presence marks a directory of imported model outputs,
 // which has a score file and no run files.
 func (d Dir) OutputsImport() string { return d.join("outputs.json") }
+
+// ImportRecord is where `audit import` records where the runs came from (importer.Record); its
+// presence marks runs trained elsewhere, which no stage may train again.
+func (d Dir) ImportRecord() string { return d.join("import.json") }
 
 // Check is the outcome of the grey-box checks (`audit check`), written by it.
 func (d Dir) Check() string { return d.join("check.json") }

@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -111,6 +112,57 @@ func TestShardingIsInvisible(t *testing.T) {
 	_, _, err = TrainShard(ctx, cfg, data, runs.Shard{Index: 1, Count: 3}, three, TrainOptions{})
 	if err == nil || !strings.Contains(err.Error(), "holds shard 0/3 of this experiment, not shard 1/3") {
 		t.Fatalf("shard 0/3 under shard 1/3's name: err = %v", err)
+	}
+}
+
+// TestImportedRunsNeverTrained: a directory of imported runs (DIR/import.json) whose run file
+// was damaged or deleted was resumed by training the shard with fedaudit's own trainer, and an
+// audit of another mechanism went on under the import's name (VIOLATED became CONSISTENT).
+// The shard is refused instead, damaged or missing, and the file is left as it was; a complete
+// shard is still taken as it is.
+func TestImportedRunsNeverTrained(t *testing.T) {
+	cfg := smallConfig()
+	data, err := spec.Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := runs.Shard{Index: 0, Count: 1}
+	if _, _, err := TrainShard(ctx, cfg, data, s, dir, TrainOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(expdir.Dir(dir).ImportRecord(), []byte(`{"manifest": "m.csv"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, skipped, err := TrainShard(ctx, cfg, data, s, dir, TrainOptions{}); err != nil || !skipped {
+		t.Fatalf("a complete imported shard: skipped %v, %v", skipped, err)
+	}
+	path := filepath.Join(expdir.Dir(dir).Runs(), s.FileName())
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)/2] ^= 1
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = TrainShard(ctx, cfg, data, s, dir, TrainOptions{})
+	if err == nil || !strings.Contains(err.Error(), "is not a complete run file") || !strings.Contains(err.Error(), "import the runs again") {
+		t.Errorf("a damaged imported shard: %v", err)
+	}
+	if after, _ := os.ReadFile(path); !reflect.DeepEqual(after, raw) {
+		t.Error("the damaged imported file was replaced")
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = TrainShard(ctx, cfg, data, s, dir, TrainOptions{})
+	if err == nil || !strings.Contains(err.Error(), "is missing") || !strings.Contains(err.Error(), "holds runs trained elsewhere") {
+		t.Errorf("a deleted imported shard: %v", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a deleted imported shard was trained: %v", err)
 	}
 }
 

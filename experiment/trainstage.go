@@ -293,6 +293,23 @@ func forEachShard(ctx context.Context, shards []runs.Shard, opts TrainOptions, p
 	return context.Cause(ctx) // nil unless a shard failed or the caller cancelled
 }
 
+// imported refuses to train shard s in a directory of imported runs (DIR/import.json): their
+// run file is missing or damaged (why), and training it would put fedaudit's own trainer where
+// the deployment's runs were, an audit of another mechanism under the import's name (a damaged
+// import of a deployment with a twenty-fifth of its declared noise, VIOLATED at mu >= 3.32, was
+// trained again on resume and came out CONSISTENT).
+func imported(dir string, s runs.Shard, why string) error {
+	_, err := os.Stat(expdir.Dir(dir).ImportRecord())
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("train shard %s: %w", s, err)
+	}
+	return fmt.Errorf("train shard %s: %s, and %s holds runs trained elsewhere (%s): training the shard here would audit fedaudit's trainer, not the deployment; import the runs again (audit import, docs/import.md)",
+		s, why, dir, expdir.Dir(dir).ImportRecord())
+}
+
 // TrainShard trains shard s of the experiment into expdir.Dir(dir).Runs(). A shard whose complete file of
 // the same experiment is already there is skipped (skipped = true); a corrupt file is replaced;
 // a complete file of another experiment is an error, never overwritten.
@@ -331,10 +348,15 @@ func TrainShard(ctx context.Context, cfg *spec.Config, data *spec.Data, s runs.S
 			}
 			return "", false, fmt.Errorf("train: %s holds shard %s of another experiment (%s); move it away or choose another --out", path, meta.Shard, why)
 		}
+		if err := imported(dir, s, fmt.Sprintf("%s is not a complete run file (%v)", path, openErr)); err != nil {
+			return "", false, err
+		}
 		logf("shard %s: %s is not a complete run file (%v); training it again", s, path, openErr)
 		if err := os.Remove(path); err != nil {
 			return "", false, fmt.Errorf("train: remove corrupt %s: %w", path, err)
 		}
+	} else if err := imported(dir, s, fmt.Sprintf("%s is missing", path)); err != nil {
+		return "", false, err
 	}
 
 	if err := otherToolVersion(rdir, s, opts.ToolVersion); err != nil {

@@ -88,7 +88,7 @@ type Record struct {
 }
 
 // ImportPath is where an imported experiment directory records its provenance.
-func ImportPath(dir string) string { return filepath.Join(dir, "import.json") }
+func ImportPath(dir string) string { return expdir.Dir(dir).ImportRecord() }
 
 // statNames are the statistics an import records for a model fedaudit knows: the target
 // sample's loss and margin in both worlds, computed from the imported parameters by train's own
