@@ -125,6 +125,17 @@ func TestFinishSequenceAgreesWithRun(t *testing.T) {
 						t.Errorf("%s finish job over a cut score file: findings.json differs from audit run's", finish.name)
 					}
 				}
+				// A job that fails leaves no analysis.json: the last one was judged with
+				// settings the failed run may have replaced.
+				if err := os.RemoveAll(filepath.Join(out, "runs")); err != nil {
+					t.Fatal(err)
+				}
+				if code, o := runCmd(t, env, finish.shell[0], finish.shell[1:]...); code != 1 {
+					t.Errorf("%s finish job without run files exited %d, want 1: %s", finish.name, code, o)
+				}
+				if _, err := os.Stat(filepath.Join(out, "analysis.json")); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("%s finish job that failed left analysis.json (%v)", finish.name, err)
+				}
 			}
 		})
 	}
