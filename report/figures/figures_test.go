@@ -9,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/plot/plotter"
+
 	"github.com/fedaudit/fedaudit/attacks"
+	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/theory"
 )
@@ -301,5 +304,48 @@ func TestCheckpointTicksOfManyCheckpoints(t *testing.T) {
 	}
 	if ticks[len(ticks)-1].Value != 200 {
 		t.Errorf("the last checkpoint has no tick: %v", ticks[len(ticks)-1])
+	}
+}
+
+// TestExactMuDrawn: where the rows know the exact mu (the quadratic instance), the mu figure
+// draws it per threat model, so that a claim of convergence to it can be seen (the figure drew
+// only the bounds, 80 times above it); rows that disagree on it at a T draw nothing there, and
+// a one-run row's (its canaries') is taken only where no pair row knows one.
+func TestExactMuDrawn(t *testing.T) {
+	fin, all, can := Series{"loss", "final"}, Series{"informed-all", "all-iterates"}, Series{"canary-cos", "final"}
+	row := func(s Series, round int, exact float64, oneRun bool) *findings.Finding {
+		f := &findings.Finding{Attack: s.Attack, Threat: s.Threat, Round: round, ExactMu: exact, Result: &audit.Result{MuLower: 0.1}}
+		if oneRun {
+			f.Result.Method = audit.OneRunMethod
+		}
+		return f
+	}
+	nan := math.NaN()
+	in := &Input{
+		Rounds: []int{1, 2, 3},
+		Series: []Series{fin, all, can},
+		Findings: map[Series]map[int]*findings.Finding{
+			fin: {1: row(fin, 1, 0.5, false), 2: row(fin, 2, 0.7, false), 3: row(fin, 3, nan, false)},
+			all: {1: row(all, 1, 0.5, false), 2: row(all, 2, 1.1, false), 3: row(all, 3, 1.4, false)},
+			can: {1: row(can, 1, 0.9, true), 2: row(can, 2, 0.9, true), 3: row(can, 3, 0.6, true)},
+		},
+		Stats: map[int]*findings.RoundSummary{},
+	}
+	theoryLines, _ := newModel(in).muLines()
+	got := map[string]plotter.XYs{}
+	for _, l := range theoryLines {
+		got[l.label] = l.xy
+	}
+	want := map[string]plotter.XYs{
+		"exact μ (final model)":   {{X: 1, Y: 0.5}, {X: 2, Y: 0.7}, {X: 3, Y: 0.6}},
+		"exact μ (every iterate)": {{X: 1, Y: 0.5}, {X: 2, Y: 1.1}, {X: 3, Y: 1.4}},
+	}
+	for label, xy := range want {
+		if !slices.Equal(got[label], xy) {
+			t.Errorf("%s: %v, want %v", label, got[label], xy)
+		}
+	}
+	if _, ok := got["exact μ (single upload)"]; ok {
+		t.Error("an exact mu line for a threat model without rows")
 	}
 }

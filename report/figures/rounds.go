@@ -115,6 +115,14 @@ func (m *model) muLines() (theoryLines, attacks []muLine) {
 			}
 			return st.RealizedMu, true
 		})
+	// The exact mu where it is known (the quadratic instance, canaries of known privacy): what
+	// a claim about convergence is read against, more than the bounds above it.
+	for _, e := range []struct{ threat, label string }{
+		{"final", "exact μ (final model)"}, {"all-iterates", "exact μ (every iterate)"}, {"uploads", "exact μ (single upload)"},
+	} {
+		m.addMuLine(&theoryLines, muLine{label: e.label, col: colorConvergent, dash: threatDashes[e.threat], shape: draw.RingGlyph{}, width: vg.Points(2.5)},
+			func(t int) (float64, bool) { return m.exactMu(e.threat, t) })
+	}
 	for _, s := range m.Series {
 		col, glyph, dash := m.seriesStyle(s)
 		m.addMuLine(&attacks, muLine{label: s.String(), col: col, dash: dash, shape: glyph, width: vg.Points(1.5)},
@@ -127,6 +135,29 @@ func (m *model) muLines() (theoryLines, attacks []muLine) {
 			})
 	}
 	return theoryLines, attacks
+}
+
+// exactMu is the exact mu of the rows of threat at T, where they know it and agree on it (the
+// rows of one threat model and T audit one mechanism; one-run rows audit their canaries', which
+// may differ, and are taken only where no pair row knows it).
+func (m *model) exactMu(threat string, t int) (float64, bool) {
+	for _, oneRun := range []bool{false, true} {
+		v, found := math.NaN(), false
+		for _, s := range m.Series {
+			f := m.Findings[s][t]
+			if s.Threat != threat || f == nil || f.OneRun() != oneRun || math.IsNaN(f.ExactMu) {
+				continue
+			}
+			if found && f.ExactMu != v {
+				return 0, false
+			}
+			v, found = f.ExactMu, true
+		}
+		if found {
+			return v, true
+		}
+	}
+	return 0, false
 }
 
 // logRoundsRatio is the span of the checkpoints beyond which the T axis is logarithmic:
@@ -469,6 +500,12 @@ func (m *model) muFigure() (*Figure, bool, error) {
 			caption += " The vermillion dash-dotted line is the claim, judged on the " + scope + " rows only: a certified lower bound of those rows above it violates the claim; the other rows are judged against the bound of their threat model."
 		} else {
 			caption += " The vermillion dash-dotted line is the claim: a certified lower bound above it violates the claim."
+		}
+	}
+	for _, l := range theoryLines {
+		if strings.HasPrefix(l.label, "exact μ") {
+			caption += " The thick black lines with rings are the exact μ of the mechanism audited, where it is known (dash: threat model): what the certified bounds approach from below and the theory's bounds stay above."
+			break
 		}
 	}
 	if m.ClaimEps > 0 {
