@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/fedaudit/fedaudit/findings"
 )
 
 // TestVerdictTableShowsComparedEpsilon: issue 24 item 4. An epsilon claim is judged on the
@@ -43,5 +45,36 @@ func TestVerdictTableShowsComparedEpsilon(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("the input has no epsilon check: the test shows nothing")
+	}
+}
+
+// TestCarriedBoundsShowTheirOwn: an all-iterates row's bound carried from an earlier checkpoint
+// (0.5431 at T = 2 and 4, where their own scores certify 0.516 and 0.529) was shown without a
+// mark; the attacks table gives each row's own bound beside the one it states.
+func TestCarriedBoundsShowTheirOwn(t *testing.T) {
+	in := syntheticInput(t)
+	f := &in.Findings[len(in.Findings)-1]
+	carried := *f.Result
+	carried.MuLower = f.Result.MuLower + 1
+	f.AtT = &findings.Bounds{MuLower: f.Result.MuLower, EpsLower: f.Result.EpsLower}
+	f.Result = &carried
+	var attacks *table
+	for _, tb := range newModel(&in).tables() {
+		if tb.name == "attacks" {
+			attacks = tb
+		}
+	}
+	stated, own := slices.Index(attacks.header, "mu lower"), slices.Index(attacks.header, "mu lower (T alone)")
+	if stated < 0 || own < 0 {
+		t.Fatalf("attacks header %q", attacks.header)
+	}
+	for _, r := range attacks.rows {
+		carriedRow := r[0] == f.Attack && r[1] == f.Threat && r[2] == strconv.Itoa(f.Round)
+		switch {
+		case carriedRow && (r[stated] != lower(carried.MuLower) || r[own] != lower(f.AtT.MuLower)):
+			t.Errorf("carried row: mu lower %s, T alone %s; want %s and %s", r[stated], r[own], lower(carried.MuLower), lower(f.AtT.MuLower))
+		case !carriedRow && r[stated] != r[own]:
+			t.Errorf("row %v: its own bound differs from the one it states", r[:3])
+		}
 	}
 }
