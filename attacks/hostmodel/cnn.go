@@ -116,6 +116,23 @@ func (h *cnnModel) lastDense() (woff, boff, in int, ok bool) {
 	return h.d - h.classes*(in+1), h.d - h.classes, in, true
 }
 
+// lastDenseReadsNonNegative: see Model.LastDenseReadsNonNegative.
+func (h *cnnModel) lastDenseReadsNonNegative() bool {
+	if len(h.layers) == 0 || h.layers[len(h.layers)-1].Kind != "dense" {
+		return false
+	}
+	for i := len(h.layers) - 2; i >= 0; i-- {
+		switch h.layers[i].Kind {
+		case "flatten", "maxpool", "avgpool", "globalavgpool":
+			continue // order-preserving and sign-preserving: look further back
+		case "relu", "residual":
+			return true
+		}
+		return false
+	}
+	return false
+}
+
 // firstDense returns the offsets of the first parameterized layer when it is a dense layer on
 // the raw input (only flatten layers before it, which keep the datasets' [C][H][W] order: nn's
 // flatten orders features c*H*W + y*W + x), with its rows and inputs; analytic inversion needs

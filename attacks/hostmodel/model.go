@@ -128,6 +128,20 @@ func (m *Model) LastDense() (woff, boff, in int, ok bool) {
 	return 0, 0, 0, false
 }
 
+// LastDenseReadsNonNegative reports whether the features the last dense layer reads are never
+// negative whatever the input: after a ReLU (or a residual block, which ends in one), through
+// pooling, flattening and global average pooling, or after an MLP's ReLU or softplus. LLG's
+// sign rule needs it; after tanh, a convolution, GroupNorm or the raw input it does not hold.
+func (m *Model) LastDenseReadsNonNegative() bool {
+	switch m.kind {
+	case "cnn":
+		return m.cnn.lastDenseReadsNonNegative()
+	case "mlp":
+		return m.layers() > 1 && (m.act == "relu" || m.act == "softplus")
+	}
+	return false
+}
+
 // lastBias returns the range of the last dense layer's bias in the parameter vector; the
 // caller checked LastDense.
 func (m *Model) LastBias() (lo, hi int) {
