@@ -18,6 +18,9 @@ type Analyzed struct {
 	// Headline is the analysis's overall verdict (nil for findings of older versions, which
 	// held only the rows).
 	Headline *findings.Headline
+	// Family is the family-wise statement the rows' bounds hold under (nil for findings of
+	// older versions).
+	Family *findings.Family
 	// Rounds are the per-round training summaries (DIR/rounds.json), nil when absent.
 	Rounds []findings.RoundSummary
 	// Gallery is the reconstructing attacks' images (DIR/reconstructions.json), nil when absent.
@@ -49,7 +52,7 @@ func LoadAnalyzed(dir string) (*Analyzed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", d.Findings(), err)
 	}
-	a := &Analyzed{Dir: dir, Config: cfg, Findings: dec.Findings, Headline: dec.Headline}
+	a := &Analyzed{Dir: dir, Config: cfg, Findings: dec.Findings, Headline: dec.Headline, Family: dec.Family}
 	if raw, err := os.ReadFile(d.Rounds()); err == nil {
 		if a.Rounds, err = findings.UnmarshalRounds(raw); err != nil {
 			return nil, fmt.Errorf("%s: %w", d.Rounds(), err)
@@ -63,5 +66,6 @@ func LoadAnalyzed(dir string) (*Analyzed, error) {
 
 // Compared is the experiment as a row of a comparison, labelled by label.
 func (a *Analyzed) Compared(label func(*spec.Config) string) report.Compared {
-	return report.Compared{Label: label(a.Config), Findings: a.Findings, Rounds: a.Rounds, Gallery: a.Gallery}
+	return report.Compared{Label: label(a.Config), Findings: a.Findings, Rounds: a.Rounds, Gallery: a.Gallery,
+		Headline: a.Headline, Family: a.Family}
 }

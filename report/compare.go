@@ -19,6 +19,10 @@ type Compared struct {
 	Rounds   []findings.RoundSummary
 	// Gallery is the experiment's reconstructions (nil: none).
 	Gallery *findings.Gallery
+	// Headline and Family are the verdict and the family-wise statement the bounds hold under
+	// (nil: unknown, for the findings of older versions).
+	Headline *findings.Headline
+	Family   *findings.Family
 }
 
 // RoundMetrics are the training measurements a comparison can show, one table each.
@@ -66,6 +70,7 @@ func findingValue(f *findings.Finding, metric string) (float64, bool) {
 // attack-success tables: one row per experiment, one column per round T. A metric an attack
 // does not report is left out; "-" marks a round an experiment lacks.
 func WriteComparison(w io.Writer, exps []Compared, metrics []string) error {
+	writeContext(w, exps)
 	writeRoundTables(w, exps, metrics)
 	// A table per attack and threat model: one attack can be scored under several (its rows
 	// of different observers certify different things), and a table of one attack that took
@@ -94,6 +99,47 @@ func WriteComparison(w io.Writer, exps []Compared, metrics []string) error {
 		}
 	}
 	return nil
+}
+
+// writeContext prints what each experiment's numbers are: its verdict, the pairs, and the
+// confidence, the rows it is shared over and the method, without which bounds of experiments
+// side by side are compared wrongly (a bound of one row at 95% beside one of 27 rows each at
+// 99.8% differs by the correction, not by the attack).
+func writeContext(w io.Writer, exps []Compared) {
+	fmt.Fprintf(w, "Experiments: each one's certified bounds hold jointly at its confidence over its rows (Bonferroni: each row at the level shown), so a bound of more rows is more conservative.\n\n")
+	fmt.Fprintln(w, "| experiment | verdict | pairs | confidence | rows | each row at | method | delta |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	for _, e := range exps {
+		verdict, conf, rows, level := "-", "-", "-", "-"
+		if e.Headline != nil {
+			verdict = e.Headline.Status
+		}
+		if f := e.Family; f != nil {
+			conf, rows = findings.Percent(f.Confidence), fmt.Sprint(f.Rows)
+			level = findings.Percent(f.RowConfidence)
+		}
+		pairs, methods, deltas := 0, []string{}, []string{}
+		for _, f := range e.Findings {
+			if f.Result == nil {
+				continue
+			}
+			if !f.OneRun() {
+				pairs = max(pairs, f.Result.N0, f.Result.N1)
+			}
+			if m := string(f.Result.Method); m != "" && !slices.Contains(methods, m) {
+				methods = append(methods, m)
+			}
+			if d := num(f.Result.Delta); f.Result.Delta > 0 && !slices.Contains(deltas, d) {
+				deltas = append(deltas, d)
+			}
+		}
+		p := "-"
+		if pairs > 0 {
+			p = fmt.Sprint(pairs)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", e.Label, verdict, p, conf, rows, level,
+			cmp.Or(strings.Join(methods, ", "), "-"), cmp.Or(strings.Join(deltas, ", "), "-"))
+	}
 }
 
 // writeAttackTable prints the table of one attack under one threat model for one metric, or

@@ -11,14 +11,19 @@ import (
 )
 
 // The comparison table puts experiments in rows and rounds in columns, leaves "-" where an
-// experiment lacks a round, and skips metrics an attack never reports.
+// experiment lacks a round, and skips metrics an attack never reports. A table of what each
+// experiment's numbers are comes first: compared without their confidence, rows and method,
+// bounds of one row beside bounds of 27 read as attacks of different strength.
 func TestWriteComparison(t *testing.T) {
 	row := func(round int, auc float64, metrics map[string]float64) findings.Finding {
-		return findings.Finding{Attack: "loss", Threat: "final", Round: round, Result: &audit.Result{AUC: auc},
+		return findings.Finding{Attack: "loss", Threat: "final", Round: round,
+			Result:  &audit.Result{AUC: auc, N0: 40, N1: 40, Method: audit.DKWBand, Delta: 1e-5},
 			ExactMu: math.NaN(), ReversedMuLower: math.NaN(), Metrics: metrics}
 	}
 	exps := []Compared{
-		{Label: "sigma = 1", Findings: []findings.Finding{row(1, 0.5, nil), row(5, 0.51, nil)}},
+		{Label: "sigma = 1", Findings: []findings.Finding{row(1, 0.5, nil), row(5, 0.51, nil)},
+			Headline: &findings.Headline{Status: findings.StatusConsistent},
+			Family:   &findings.Family{Confidence: 0.95, Rows: 2, RowConfidence: 0.975}},
 		{Label: "sigma = 0.1", Findings: []findings.Finding{row(5, 0.75, map[string]float64{"psnr": math.NaN()})},
 			Rounds: []findings.RoundSummary{{Round: 5, Runs: 4, TrainLoss: 0.25, TestAccuracy: math.NaN()}}},
 	}
@@ -26,7 +31,13 @@ func TestWriteComparison(t *testing.T) {
 	if err := WriteComparison(&buf, exps, []string{"auc", "psnr", "test_accuracy", "train_loss"}); err != nil {
 		t.Fatal(err)
 	}
-	want := `
+	want := `Experiments: each one's certified bounds hold jointly at its confidence over its rows (Bonferroni: each row at the level shown), so a bound of more rows is more conservative.
+
+| experiment | verdict | pairs | confidence | rows | each row at | method | delta |
+|---|---|---|---|---|---|---|---|
+| sigma = 1 | consistent | 40 | 95% | 2 | 97.5% | dkw+band | 1e-05 |
+| sigma = 0.1 | - | 40 | - | - | - | dkw+band | 1e-05 |
+
 **training**, test_accuracy by T:
 
 | experiment | T=5 |
@@ -78,8 +89,8 @@ func TestWriteComparisonKeepsThreatsApart(t *testing.T) {
 |---|---|
 | a | 0.6 |
 `
-	if buf.String() != want {
-		t.Fatalf("got\n%s\nwant\n%s", buf.String(), want)
+	if got := afterContext(buf.String()); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
 }
 
@@ -97,4 +108,13 @@ func TestWriteComparisonEpsLower(t *testing.T) {
 			t.Errorf("comparison lacks %q:\n%s", want, buf.String())
 		}
 	}
+}
+
+// afterContext is a comparison without the table of experiments that opens it
+// (TestWriteComparison checks that table).
+func afterContext(s string) string {
+	if i := strings.Index(s, "\n\n**"); i >= 0 {
+		return s[i+1:]
+	}
+	return s
 }

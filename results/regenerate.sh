@@ -83,7 +83,7 @@ if [ -d results/dp-fedavg/runs ]; then
   # The membership-inference table of Feng et al. (2025, UDP-FL): TPR at FPR = 0.01, AUC and accuracy per claimed
   # epsilon, for the DP-FedAvg family.
   compare results/dp-systems-tables.md claim \
-    tpr_at_fpr_0.01,auc,best_balanced_accuracy,mu_lower \
+    tpr_at_fpr_0.01,auc,best_balanced_accuracy,eps_lower,mu_lower \
     results/dp-fedavg results/dp-fedavg-miscalibrated results/dp-fedavg-noclip results/idp-fedavg results/adaptive-fedavg
 fi
 
