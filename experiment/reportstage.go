@@ -74,6 +74,7 @@ func (e *experimentDir) report(ctx context.Context, a *findings.Analysis, opts R
 	}
 	in := report.Input{
 		Title:       fmt.Sprintf("fedaudit report: %s", cfg.Name),
+		Name:        cfg.Name,
 		ConfigJSON:  cfg.JSON(),
 		DatasetHash: data.Hash,
 		ToolVersion: tab.Meta().ToolVersion,

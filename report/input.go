@@ -11,6 +11,9 @@ import (
 // Input is everything a report shows.
 type Input struct {
 	Title string
+	// Name is the experiment's name; it tells its LaTeX tables' labels from another
+	// experiment's (LatexLabel). Empty: labels of the table's name alone.
+	Name string
 	// Headline is the overall verdict shown first; nil shows none.
 	Headline *findings.Headline
 	// Family is the family-wise statement of the findings; its RowConfidence (each row's own

@@ -648,7 +648,7 @@ func Write(dir string, in Input, opts Options) error {
 			return fmt.Errorf("report: %w", err)
 		}
 		files[d.Table(t.name, "csv")] = c
-		files[d.Table(t.name, "tex")] = t.latex()
+		files[d.Table(t.name, "tex")] = t.latex(r.in.Name)
 	}
 	for _, sub := range []string{d.Figures(), d.Tables()} {
 		if err := os.MkdirAll(sub, 0o755); err != nil {

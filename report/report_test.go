@@ -350,8 +350,8 @@ func TestFormat(t *testing.T) {
 	}
 	tb := &table{name: "x", title: "t", caption: "50% of a_b & c", header: []string{"A|B", "n"},
 		rows: [][]string{{"x_1", "1.5"}, {"$y", "-"}}}
-	tex := string(tb.latex())
-	for _, s := range []string{`50\% of a\_b \& c`, `{lr}`, `x\_1 & 1.5 \\`, `\$y & - \\`} {
+	tex := string(tb.latex("lenet5 sigma=0.1"))
+	for _, s := range []string{`50\% of a\_b \& c`, `{lr}`, `x\_1 & 1.5 \\`, `\$y & - \\`, `\label{tab:lenet5-sigma-0.1:x}`} {
 		if !strings.Contains(tex, s) {
 			t.Errorf("LaTeX lacks %q:\n%s", s, tex)
 		}

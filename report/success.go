@@ -179,7 +179,7 @@ func WriteComparisonFiles(dir string, exps []Compared, a SuccessAttacks) ([]stri
 		path string
 		data []byte
 	}{
-		{d.Table(t.name, "csv"), c}, {d.Table(t.name, "tex"), t.latex()}, {d.Table(t.name, "md"), []byte(md)},
+		{d.Table(t.name, "csv"), c}, {d.Table(t.name, "tex"), t.latex("")}, {d.Table(t.name, "md"), []byte(md)},
 	}
 	galleries := make([]gallery.Experiment, len(exps))
 	for i, e := range exps {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/findings"
@@ -89,19 +90,37 @@ func (t *table) csv() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// LatexLabel is the label of a table of an experiment's report: tab:EXPERIMENT:TABLE, the
+// experiment's name kept to letters, digits, '-' and '.' (others become '-'), or tab:TABLE for
+// a table of no one experiment.
+func LatexLabel(experiment, table string) string {
+	name := strings.Map(func(r rune) rune {
+		if r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '.') {
+			return r
+		}
+		return '-'
+	}, experiment)
+	if name == "" {
+		return "tab:" + table
+	}
+	return "tab:" + name + ":" + table
+}
+
 var latexEscaper = strings.NewReplacer(
 	`\`, `\textbackslash{}`, `&`, `\&`, `%`, `\%`, `$`, `\$`, `#`, `\#`, `_`, `\_`,
 	`{`, `\{`, `}`, `\}`, `~`, `\textasciitilde{}`, `^`, `\textasciicircum{}`,
 )
 
 // latex renders a booktabs tabular inside a table float; the caption names the threat model
-// and confidence level like the HTML page does.
-func (t *table) latex() []byte {
+// and confidence level like the HTML page does. The label is tab:EXPERIMENT:NAME where the
+// experiment is named (LatexLabel), so that two experiments' tables in one paper do not define
+// one label twice.
+func (t *table) latex(experiment string) []byte {
 	var b bytes.Buffer
-	b.WriteString("% " + t.title + "\n")
+	b.WriteString("% " + t.title + " (needs \\usepackage{booktabs})\n")
 	b.WriteString("\\begin{table}[t]\n\\centering\n")
 	fmt.Fprintf(&b, "\\caption{%s}\n", latexEscaper.Replace(t.caption))
-	fmt.Fprintf(&b, "\\label{tab:%s}\n", t.name)
+	fmt.Fprintf(&b, "\\label{%s}\n", LatexLabel(experiment, t.name))
 	spec := make([]byte, len(t.header))
 	for i := range spec {
 		spec[i] = 'l'
