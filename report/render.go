@@ -52,6 +52,36 @@ func (s *section) fold(summary string, items ...any) {
 	s.foldSummary = summary
 }
 
+// maxOpenVerdictRows is the most rows of the verdicts table the HTML page shows open.
+const maxOpenVerdictRows = 60
+
+// statusCounts counts the verdicts table's rows by the first word of their status, for the
+// summary of the folded table: "violated 3, consistent 397".
+func statusCounts(t *table) string {
+	col := slices.Index(t.header, "Status")
+	counts := map[string]int{}
+	var order []string
+	for _, r := range t.rows {
+		s := r[col]
+		for _, w := range []string{"violated", "exceeds estimate", "consistent", "not judged", "invalid"} {
+			if strings.HasPrefix(s, w) {
+				s = w
+				break
+			}
+		}
+		if counts[s] == 0 {
+			order = append(order, s)
+		}
+		counts[s]++
+	}
+	slices.Sort(order)
+	parts := make([]string, len(order))
+	for i, s := range order {
+		parts[i] = fmt.Sprintf("%s %d", s, counts[s])
+	}
+	return strings.Join(parts, ", ")
+}
+
 // pngFigure is a picture that is a PNG from the start (the gallery): written to figures/ and
 // shown inline in the HTML page as a data URL.
 type pngFigure struct {
@@ -137,10 +167,16 @@ func build(in *Input) (*rendered, error) {
 	attacks.fold("Table: attack success per attack, threat model and T (TPR at 0.1% and 1% FPR, AUC, balanced accuracy, the μ estimate and the certified bounds of the verdict table)", byName["attacks"])
 	checks := r.checkSection()
 	r.tables = append(r.tables, checks.tables...)
+	verdicts := section{ID: "verdicts", Title: "Verdicts",
+		Intro:  "Each claimed guarantee against the certified lower bound of each attack. \"violated\" means a certified lower bound exceeds the claim at the stated confidence; \"consistent\" does not prove the claim.",
+		tables: []*table{byName["verdicts"]}}
+	if vt := byName["verdicts"]; len(vt.rows) > maxOpenVerdictRows {
+		// Hundreds of rows (many checkpoints) stood before every figure; the headline names
+		// the rows that decide the verdict, and the table stays a click away.
+		verdicts.fold(fmt.Sprintf("Table: the verdicts of all %d rows (%s)", len(vt.rows), statusCounts(vt)), vt)
+	}
 	r.sections = []section{
-		{ID: "verdicts", Title: "Verdicts",
-			Intro:  "Each claimed guarantee against the certified lower bound of each attack. \"violated\" means a certified lower bound exceeds the claim at the stated confidence; \"consistent\" does not prove the claim.",
-			tables: []*table{byName["verdicts"]}},
+		verdicts,
 		checks,
 		mu, tradeoff, attacks,
 		r.gallerySection(),

@@ -1,10 +1,14 @@
 package report
 
 import (
+	"fmt"
+	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/findings"
 )
 
@@ -76,5 +80,31 @@ func TestCarriedBoundsShowTheirOwn(t *testing.T) {
 		case !carriedRow && r[stated] != r[own]:
 			t.Errorf("row %v: its own bound differs from the one it states", r[:3])
 		}
+	}
+}
+
+// TestManyVerdictsFolded: 200 checkpoints gave a verdicts table of 400 rows before any figure;
+// beyond maxOpenVerdictRows rows it is folded under a summary that counts the statuses, and a
+// short table stays open.
+func TestManyVerdictsFolded(t *testing.T) {
+	in := syntheticInput(t)
+	if _, files := writeReport(t, in, Options{}); strings.Contains(string(files["report.html"]), `id="more-verdicts"`) {
+		t.Error("a verdicts table of 6 rows is folded")
+	}
+	res := analyze(t, 50, 0.5)
+	for T := 1000; T < 1000+maxOpenVerdictRows; T++ {
+		v := audit.Judge(res, audit.Claim{Mu: 5})
+		in.Findings = append(in.Findings, findings.Finding{Attack: "margin", Threat: "final", Round: T, Result: res,
+			ExactMu: math.NaN(), ReversedMuLower: math.NaN(), Verdict: &v, ClaimSource: "config claim", ClaimKind: findings.ClaimDeployment})
+	}
+	_, files := writeReport(t, in, Options{})
+	page := string(files["report.html"])
+	i, j := strings.Index(page, `<section id="verdicts">`), strings.Index(page, `id="more-verdicts"`)
+	if i < 0 || j < i {
+		t.Fatalf("the verdicts table of %d rows is not folded in its section", len(in.Findings))
+	}
+	// The synthetic rows: 4 consistent, 1 above an estimate, 1 not judged.
+	if !strings.Contains(page, fmt.Sprintf("the verdicts of all %d rows (consistent %d, exceeds estimate 1, not judged 1)", len(in.Findings), maxOpenVerdictRows+4)) {
+		t.Errorf("the fold's summary does not count the statuses: %s", page[j:min(len(page), j+400)])
 	}
 }
