@@ -565,6 +565,14 @@ func ShardStatus(dir string, count int) ([]ShardInfo, error) {
 		if count == 0 {
 			count = s.Count
 		}
+		var named Shard
+		if n, _ := fmt.Sscanf(name, "runs-%05d-of-%05d.arrow", &named.Index, &named.Count); n == 2 && named.FileName() == name && named != s {
+			// Two shards' files swapped (or copied) by hand: the training stage refuses a file
+			// under another shard's name, and status must not call the set complete before it.
+			problems = append(problems, ShardInfo{Shard: s, Path: path, State: ShardMismatch,
+				Err: fmt.Errorf("holds shard %s under shard %s's name; give it its own name (%s) or move it away", s, named, s.FileName())})
+			continue
+		}
 		switch {
 		case s.Count != count:
 			problems = append(problems, ShardInfo{Shard: s, Path: path, State: ShardMismatch,

@@ -836,6 +836,28 @@ func TestShardStatus(t *testing.T) {
 	if _, err := ShardStatus(filepath.Join(dir, "absent"), 1); err == nil {
 		t.Error("ShardStatus of a missing directory succeeded")
 	}
+
+	// Two shards' files swapped by hand: status called the set complete, and the training
+	// stage then refused both files. Each is a mismatch now, and its shard missing.
+	swapped := t.TempDir()
+	one := filepath.Join(swapped, Shard{0, 2}.FileName())
+	two := filepath.Join(swapped, Shard{1, 2}.FileName())
+	writeFile(t, one, shard(1, 2), makeRows(shard(1, 2), 0, 1, 0))
+	writeFile(t, two, shard(0, 2), makeRows(shard(0, 2), 0, 1, 0))
+	infos, err = ShardStatus(swapped, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states []ShardState
+	for _, in := range infos {
+		states = append(states, in.State)
+		if in.State == ShardMismatch && !strings.Contains(in.Err.Error(), "under shard") {
+			t.Errorf("%s: %v", in.Path, in.Err)
+		}
+	}
+	if !slices.Equal(states, []ShardState{ShardMissing, ShardMissing, ShardMismatch, ShardMismatch}) {
+		t.Errorf("swapped shard files: states %v, want both shards missing and both files mismatched", states)
+	}
 }
 
 func TestShardString(t *testing.T) {
