@@ -73,13 +73,46 @@ func ReadSequential(dir string) (*SequentialRecord, error) {
 		return nil, err
 	}
 	var r SequentialRecord
-	if err := json.Unmarshal(raw, &r); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("%s: %w", expdir.Dir(dir).Sequential(), err)
 	}
 	if r.Format != SequentialFormat {
 		return nil, fmt.Errorf("%s: format %q, want %q", expdir.Dir(dir).Sequential(), r.Format, SequentialFormat)
 	}
+	if err := r.check(); err != nil {
+		return nil, fmt.Errorf("%s: %w (remove it and run the audit again with --sequential)", expdir.Dir(dir).Sequential(), err)
+	}
 	return &r, nil
+}
+
+// check refuses a record no sequential run writes: the analysis states its looks' levels from
+// it (a flipped byte made "error levels adding up to -7.95, so that all 4 hold jointly at
+// 8.95"), and a later stage takes the shards its last look saw.
+func (r *SequentialRecord) check() error {
+	level := func(x float64) bool { return x > 0 && x < 1 }
+	switch {
+	case r.Shards < 1 || r.Pairs < r.Shards:
+		return fmt.Errorf("%d shards of %d pairs", r.Shards, r.Pairs)
+	case !level(r.Confidence):
+		return fmt.Errorf("confidence %v is not in (0, 1)", r.Confidence)
+	case len(r.Planned) == 0 || len(r.Planned) != len(r.PlannedConfidence):
+		return fmt.Errorf("%d planned looks with %d levels", len(r.Planned), len(r.PlannedConfidence))
+	case len(r.Looks) > len(r.Planned):
+		return fmt.Errorf("%d looks of %d planned", len(r.Looks), len(r.Planned))
+	}
+	for i, s := range r.Planned {
+		if s < 1 || s > r.Shards || (i > 0 && s <= r.Planned[i-1]) || !level(r.PlannedConfidence[i]) {
+			return fmt.Errorf("planned look %d (%d shards at %v) is not a look of %d shards at a level in (0, 1) after the one before", i+1, s, r.PlannedConfidence[i], r.Shards)
+		}
+	}
+	for i, l := range r.Looks {
+		if l.Shards != r.Planned[i] || l.Confidence != r.PlannedConfidence[i] || l.Pairs < 1 || l.Pairs > r.Pairs {
+			return fmt.Errorf("look %d (%d shards, %d pairs at %v) is not planned look %d", i+1, l.Shards, l.Pairs, l.Confidence, i+1)
+		}
+	}
+	return nil
 }
 
 func writeSequential(dir string, r *SequentialRecord) error {

@@ -186,3 +186,50 @@ func TestSequentialFirstLookFitsLearnedAttacks(t *testing.T) {
 		})
 	}
 }
+
+// TestSequentialRecordChecked: sequential.json was read as any JSON that parsed, so a flipped
+// byte put "error levels adding up to -7.95, so that all 4 hold jointly at 8.95" into the
+// analysis and a lost field "look 1 of 0". A record no run writes is refused, naming the file.
+func TestSequentialRecordChecked(t *testing.T) {
+	valid := func() *SequentialRecord {
+		return &SequentialRecord{Format: SequentialFormat, Shards: 4, Pairs: 100, Confidence: 0.95,
+			Planned: []int{1, 2, 4}, PlannedConfidence: []float64{0.99, 0.98, 0.98},
+			Looks: []SequentialLook{{Shards: 1, Pairs: 25, Confidence: 0.99, Status: "consistent"}}, Status: "consistent"}
+	}
+	dir := t.TempDir()
+	if err := writeSequential(dir, valid()); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := ReadSequential(dir); err != nil || r.Looks[0].Pairs != 25 {
+		t.Fatalf("a valid record: %+v, %v", r, err)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*SequentialRecord)
+		want   string
+	}{
+		{"confidence above 1", func(r *SequentialRecord) { r.Confidence = 8.95 }, "confidence 8.95 is not in (0, 1)"},
+		{"planned looks lost", func(r *SequentialRecord) { r.Planned, r.PlannedConfidence = nil, nil }, "0 planned looks"},
+		{"a level lost", func(r *SequentialRecord) { r.PlannedConfidence = r.PlannedConfidence[:2] }, "3 planned looks with 2 levels"},
+		{"looks out of order", func(r *SequentialRecord) { r.Planned = []int{2, 1, 4} }, "planned look 2"},
+		{"a look beyond the shards", func(r *SequentialRecord) { r.Planned[2] = 5 }, "planned look 3"},
+		{"a look not planned", func(r *SequentialRecord) { r.Looks[0].Shards = 2 }, "look 1 (2 shards"},
+		{"no shards", func(r *SequentialRecord) { r.Shards = 0 }, "0 shards of 100 pairs"},
+	} {
+		r := valid()
+		tc.change(r)
+		if err := writeSequential(dir, r); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadSequential(dir); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "sequential.json") {
+			t.Errorf("%s: %v, want an error naming the file and saying %q", tc.name, err, tc.want)
+		}
+	}
+	raw := []byte(`{"format": "fedaudit-sequential/1", "rairs": 100}`)
+	if err := os.WriteFile(expdir.Dir(dir).Sequential(), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadSequential(dir); err == nil || !strings.Contains(err.Error(), `unknown field "rairs"`) {
+		t.Errorf("an unknown field: %v", err)
+	}
+}
