@@ -141,8 +141,10 @@ func (c Config) resolve() (Schedule, error) {
 	var table *TableSchedule
 	if ts, ok := sched.(*TableSchedule); ok {
 		table = ts
-		if _, steps := ts.Size(); steps < c.K {
-			return nil, fieldErrorf("Schedule", "table has %d steps per round, K is %d", steps, c.K)
+		// Exactly K: a table of more steps was read to its first K silently, a bound of the
+		// steps the deployment does not take (a third too small with 3 steps and K = 2).
+		if _, steps := ts.Size(); steps != c.K {
+			return nil, fieldErrorf("Schedule", "table has %d steps per round, K is %d; give K as the table's steps", steps, c.K)
 		}
 	}
 	if c.Algo == algo.FedProx {
@@ -375,8 +377,8 @@ func (c Config) roundCoefficients(sched Schedule, t int) (logRho, gamma float64,
 	others := float64(c.Batch - 1)
 	for k := 0; k < c.K; k++ {
 		eta := sched.Eta(k, t)
-		if !positiveFinite(eta) {
-			return 0, 0, fieldErrorf("Schedule", "eta at step %d of round %d is %v; rates must be positive and finite", k, t, eta)
+		if !(eta >= 0) || math.IsInf(eta, 1) {
+			return 0, 0, fieldErrorf("Schedule", "eta at step %d of round %d is %v; rates must be finite and not negative", k, t, eta)
 		}
 		switch c.Algo {
 		case algo.FedProx:

@@ -62,7 +62,8 @@ type TableSchedule struct {
 }
 
 // NewTableSchedule makes a schedule from rows[t][k] = eta_{k,t}: one row per round, every row
-// with the same number of local steps, every rate positive and finite. The table is copied.
+// with the same number of local steps, every rate finite and not negative (a step of rate 0, a
+// warm-up from 0 or a frozen round, moves nothing: rho 1, gamma 0). The table is copied.
 func NewTableSchedule(rows [][]float64) (*TableSchedule, error) {
 	if len(rows) == 0 {
 		return nil, errors.New("schedule table: no rounds")
@@ -77,8 +78,8 @@ func NewTableSchedule(rows [][]float64) (*TableSchedule, error) {
 			return nil, fmt.Errorf("schedule table: round %d has %d steps, round 0 has %d", t, len(row), steps)
 		}
 		for k, eta := range row {
-			if !(eta > 0) || math.IsInf(eta, 0) {
-				return nil, fmt.Errorf("schedule table: eta at round %d, step %d is %v; rates must be positive and finite", t, k, eta)
+			if !(eta >= 0) || math.IsInf(eta, 0) {
+				return nil, fmt.Errorf("schedule table: eta at round %d, step %d is %v; rates must be finite and not negative", t, k, eta)
 			}
 		}
 		cp[t] = append([]float64(nil), row...)

@@ -62,7 +62,7 @@ func TestTableSchedule(t *testing.T) {
 		}
 	}
 	for _, bad := range [][][]float64{
-		nil, {{}}, {{0.1, 0.2}, {0.3}}, {{0.1, 0}}, {{-0.1}}, {{math.NaN()}}, {{math.Inf(1)}},
+		nil, {{}}, {{0.1, 0.2}, {0.3}}, {{-0.1}}, {{math.NaN()}}, {{math.Inf(1)}},
 	} {
 		if _, err := NewTableSchedule(bad); err == nil {
 			t.Errorf("NewTableSchedule(%v) accepted", bad)
@@ -85,8 +85,8 @@ func TestReadScheduleTable(t *testing.T) {
 		{"", "no rounds"},
 		{"0.1,abc\n", `line 1, column 2: "abc" is not a number`},
 		{"0.1,0.2\n0.1\n", "round 1 has 1 steps"},
-		{"0.1,-0.2\n", "positive and finite"},
-		{"0.1,NaN\n", "positive and finite"},
+		{"0.1,-0.2\n", "finite and not negative"},
+		{"0.1,NaN\n", "finite and not negative"},
 		{"\"0.1\n", "schedule table"},
 	} {
 		_, err := ReadScheduleTable(strings.NewReader(tc.in))
@@ -97,7 +97,7 @@ func TestReadScheduleTable(t *testing.T) {
 }
 
 // FuzzReadScheduleTable: any input either fails cleanly or gives a rectangular table of
-// positive finite rates that the bound accepts.
+// finite rates, none negative, that the bound accepts.
 func FuzzReadScheduleTable(f *testing.F) {
 	for _, seed := range []string{"0.1,0.2\n0.3,0.4\n", "# c\n1e-3\n", "0.1,\"0.2\"\n", "", "\"", "0x1p-3,1\n", "inf\n"} {
 		f.Add(seed)
@@ -113,7 +113,7 @@ func FuzzReadScheduleTable(f *testing.F) {
 		}
 		for r := 0; r < rounds; r++ {
 			for k := 0; k < steps; k++ {
-				if v := s.Eta(k, r); !(v > 0) || math.IsInf(v, 0) {
+				if v := s.Eta(k, r); !(v >= 0) || math.IsInf(v, 0) {
 					t.Fatalf("rate %v at (%d, %d)", v, k, r)
 				}
 			}
@@ -123,4 +123,46 @@ func FuzzReadScheduleTable(f *testing.F) {
 			t.Fatalf("valid table rejected by Bounds: %v", err)
 		}
 	})
+}
+
+// TestZeroRateSteps: a step of rate 0 (a warm-up from 0, a frozen round; train accepts them)
+// moves nothing, so the bounds of a table with such steps are those of the table without them,
+// K one smaller, for each algorithm; the theory refused them, and with them the bounds of a
+// training it had accepted.
+func TestZeroRateSteps(t *testing.T) {
+	with, err := NewTableSchedule([][]float64{{0, 0.1, 0.05}, {0.1, 0, 0.05}, {0, 0, 0}, {0.02, 0.02, 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := NewTableSchedule([][]float64{{0.1, 0.05}, {0.1, 0.05}, {0, 0}, {0.02, 0.02}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []algo.Algorithm{algo.FedAvg, algo.FedProx, algo.DPSGD} {
+		cfg := Config{Algo: a, L: 1.5, M: 4, N: 2, Sigma: 0.7, Clip: 1, Alpha: 3}
+		if a == algo.DPSGD {
+			cfg.M, cfg.N, cfg.Batch = 1, 0, 8
+		}
+		c3, c2 := cfg, cfg
+		c3.Schedule, c3.K = with, 3
+		c2.Schedule, c2.K = without, 2
+		b3, err := Bounds(c3, []int{1, 2, 3, 4})
+		if err != nil {
+			t.Fatalf("%s: %v", a, err)
+		}
+		b2, err := Bounds(c2, []int{1, 2, 3, 4})
+		if err != nil {
+			t.Fatalf("%s: %v", a, err)
+		}
+		for i := range b3 {
+			if d := math.Abs(b3[i].Mu - b2[i].Mu); d > 1e-12*b2[i].Mu || math.IsNaN(b3[i].Mu) {
+				t.Errorf("%s T = %d: mu %v with the zero steps, %v without", a, b3[i].T, b3[i].Mu, b2[i].Mu)
+			}
+		}
+	}
+	// A table of more steps than K was read to its first K steps: refused now.
+	cfg := Config{Algo: algo.FedAvg, Schedule: with, K: 2, L: 1, M: 4, Sigma: 1, Clip: 1}
+	if _, err := Bounds(cfg, []int{1}); err == nil || !strings.Contains(err.Error(), "table has 3 steps per round, K is 2") {
+		t.Errorf("a table of 3 steps with K = 2: %v", err)
+	}
 }

@@ -141,7 +141,13 @@ func readScheduleFile(path string) (*theory.TableSchedule, error) {
 	defer f.Close()
 	s, err := theory.ReadScheduleTable(f)
 	if err != nil {
-		return nil, fmt.Errorf("bound: read %s: %w", path, err)
+		// The table is the caller's to fix, as a flag's value is (exit status 2); a file that
+		// cannot be read is a failure (1).
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("bound: read %s: %w", path, err)
+		}
+		return nil, usagef("bound: --schedule-file %s: %v", path, err)
 	}
 	return s, nil
 }
