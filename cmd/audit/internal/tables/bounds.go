@@ -60,14 +60,15 @@ func BoundsJSON(w io.Writer, bounds []theory.Bound) error {
 }
 
 // tableNumber prints six decimals (the precision of docs/theory.md's worked example), switching to
-// exponent notation where that would be unreadably long.
+// exponent notation where that would be unreadably long, or would print a small bound as 0
+// (mu 4.47e-8 at sigma 1e6 printed 0.000000).
 func tableNumber(x float64) string {
 	switch {
 	case math.IsNaN(x):
 		return "-"
 	case math.IsInf(x, 1):
 		return "inf"
-	case math.Abs(x) >= 1e7:
+	case math.Abs(x) >= 1e7 || (x != 0 && math.Abs(x) < 1e-3):
 		return strconv.FormatFloat(x, 'e', 6, 64)
 	}
 	return strconv.FormatFloat(x, 'f', 6, 64)
