@@ -279,7 +279,7 @@ var proseClaims = []proseClaim{
 		muLower("convergence-mlp", "loss", 20), muLower("convergence-mlp", "loss", 200))},
 	{"(certified mu {} at T = 5, nothing at T = 20)", qs(muLower("lenet5-fmnist", "loss", 5))},
 	{"at the 100-pair ceiling from T = 1 (mu >= {})", qs(muLower("lenet5-fmnist", "informed-all", 1))},
-	{"read the other way round they certify mu >= {} and {})", qs(
+	{"read the other way round they would give mu >= {} and {}, a diagnostic", qs(
 		reversedMuLower("lenet5-fmnist", "loss", 1), reversedMuLower("lenet5-fmnist", "margin", 1))},
 	{"(at the 30-pair ceiling of its family, mu >= {})", qs(minOf(
 		muLower("resnet-synthetic", "informed-all", 1), muLower("resnet-synthetic", "loss", 1), muLower("resnet-synthetic", "margin", 1)))},
