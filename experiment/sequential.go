@@ -75,17 +75,23 @@ func ReadSequential(dir string) (*SequentialRecord, error) {
 	var r SequentialRecord
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("%s: %w", expdir.Dir(dir).Sequential(), err)
+	err = dec.Decode(&r)
+	if err == nil && r.Format != SequentialFormat {
+		err = fmt.Errorf("format %q, want %q", r.Format, SequentialFormat)
 	}
-	if r.Format != SequentialFormat {
-		return nil, fmt.Errorf("%s: format %q, want %q", expdir.Dir(dir).Sequential(), r.Format, SequentialFormat)
+	if err == nil {
+		err = r.check()
 	}
-	if err := r.check(); err != nil {
-		return nil, fmt.Errorf("%s: %w (remove it and run the audit again with --sequential)", expdir.Dir(dir).Sequential(), err)
+	if err != nil {
+		// Damaged, or written by an earlier version (look_confidence, no planned_confidence):
+		// its looks cannot be trusted. A task of a new array removes it (SequentialSettled).
+		return nil, fmt.Errorf("%s: %w: %v (remove it and run the audit again with --sequential)", expdir.Dir(dir).Sequential(), errSequentialRecord, err)
 	}
 	return &r, nil
 }
+
+// errSequentialRecord marks a sequential.json that no sequential run of this version wrote.
+var errSequentialRecord = errors.New("not a record of a sequential run")
 
 // check refuses a record no sequential run writes: the analysis states its looks' levels from
 // it (a flipped byte made "error levels adding up to -7.95, so that all 4 hold jointly at
@@ -424,6 +430,14 @@ func SequentialTask(ctx context.Context, cfg *spec.Config, data *spec.Data, dir 
 // shards and later stages do not analyze the old stop's.
 func SequentialSettled(dir string, cfg *spec.Config, shards int) (settled, stale *SequentialRecord, err error) {
 	r, err := ReadSequential(dir)
+	if errors.Is(err, errSequentialRecord) {
+		// An earlier version's record (or a damaged one) is an earlier run's, as one of other
+		// settings is: removed, so that this array's looks are its own.
+		if _, err := ForgetSequential(dir); err != nil {
+			return nil, nil, err
+		}
+		return nil, &SequentialRecord{}, nil
+	}
 	if err != nil {
 		return nil, nil, err
 	}

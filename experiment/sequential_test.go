@@ -233,3 +233,26 @@ func TestSequentialRecordChecked(t *testing.T) {
 		t.Errorf("an unknown field: %v", err)
 	}
 }
+
+// TestSequentialRecordOfAnEarlierVersion: versions before planned_confidence wrote
+// look_confidence under the same format name; the strict reader refused it, and with it every
+// task of a new sequential array in that directory. A task removes it as stale, as it does a
+// record of other settings; an analysis still refuses it with the way out.
+func TestSequentialRecordOfAnEarlierVersion(t *testing.T) {
+	dir := t.TempDir()
+	old := `{"format": "fedaudit-sequential/1", "shards": 4, "pairs": 100, "confidence": 0.95,
+		"planned_looks": [1, 2, 4], "look_confidence": 0.9833, "looks": [], "stopped": false, "status": ""}`
+	if err := os.WriteFile(expdir.Dir(dir).Sequential(), []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadSequential(dir); err == nil || !strings.Contains(err.Error(), "run the audit again with --sequential") {
+		t.Errorf("an earlier version's record read as %v", err)
+	}
+	settled, stale, err := SequentialSettled(dir, leakyConfig(), 4)
+	if err != nil || settled != nil || stale == nil {
+		t.Fatalf("SequentialSettled: settled %v, stale %v, %v; want it stale", settled, stale, err)
+	}
+	if _, err := os.Stat(expdir.Dir(dir).Sequential()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the stale record was kept: %v", err)
+	}
+}
