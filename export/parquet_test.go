@@ -212,3 +212,27 @@ func TestFindingsParquetTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestFindingsParquetVerdictOfFormat2: format 2 wrote "violated" for a row above an estimate;
+// exported as it stood, a filter on the verdict alone (docs/import.md's pandas line) took it
+// for a broken claim. The export states it as format 3 does; a violated claim stays violated.
+func TestFindingsParquetVerdictOfFormat2(t *testing.T) {
+	raw := `{"format": "fedaudit-findings/2", "findings": [
+	  {"attack": "loss", "round": 3, "verdict": "violated", "claim_kind": "estimate"},
+	  {"attack": "loss", "round": 4, "verdict": "violated", "claim_kind": "claim"},
+	  {"attack": "loss", "round": 5, "verdict": "consistent", "claim_kind": "estimate"}]}`
+	rec, err := findingsRecord([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), FindingsFile)
+	if err := writeParquet(path, rec); err != nil {
+		t.Fatal(err)
+	}
+	v := column(t, readParquet(t, path), "verdict").(*array.String)
+	for i, want := range []string{"exceeds estimate", "violated", "consistent"} {
+		if v.Value(i) != want {
+			t.Errorf("row %d: verdict %q, want %q", i, v.Value(i), want)
+		}
+	}
+}
