@@ -52,7 +52,8 @@ type AnalyzeOptions struct {
 	// ExactOneRun, when set, gives the exact mu of the one-run rows: the largest exact mu of a
 	// canary (the guarantee the one-run test is about is one for every canary).
 	ExactOneRun func(threat string, round int) float64
-	// EpsHeuristic, when set, gives the last-iterate heuristic's epsilon at Delta for the final
+	// EpsHeuristic, when set, gives the last-iterate heuristic's epsilon (at the claim's delta
+	// where the claim is an epsilon, else at Delta; the analysis of a directory sets it) for the final
 	// model at a round (DP-FedAvg family; claims.LastIterate), shown beside final-model rows as
 	// what their attacks can be expected to reach; NaN or 0 where unknown. oneRun asks for the
 	// one-run rows' canaries, which are canary clients with client 0's sampling rate and clip,
@@ -371,10 +372,6 @@ func (o AnalyzeOptions) withDefaults(cfg *spec.Config) AnalyzeOptions {
 		}
 		note("confidence", o.Confidence != 0 && o.Confidence != a.Confidence, fmt.Sprint(o.Confidence), fmt.Sprint(a.Confidence))
 		note("delta", o.Delta != 0 && o.Delta != a.Delta, fmt.Sprint(o.Delta), fmt.Sprint(a.Delta))
-		if o.Delta != 0 && o.Delta != a.Delta && a.ClaimEpsilon > 0 && o.Claim.Mu == 0 && o.Claim.Epsilon == 0 {
-			o.Notes = append(o.Notes, fmt.Sprintf("claim: the configuration's claim_epsilon %g is judged at the delta it was stated at, %g; --delta %g sets the delta of eps_lower only",
-				a.ClaimEpsilon, configClaimDelta(a), o.Delta))
-		}
 		note("threshold method", o.Method != "" && a.Method != "" && string(o.Method) != a.Method, string(o.Method), a.Method)
 		note("what the claim is about", o.ClaimAbout != "" && o.ClaimAbout != cmp.Or(a.ClaimAbout, spec.ClaimAboutModels), o.ClaimAbout, cmp.Or(a.ClaimAbout, spec.ClaimAboutModels))
 		if o.Claim.Mu > 0 || o.Claim.Epsilon > 0 {
@@ -402,7 +399,15 @@ func (o AnalyzeOptions) withDefaults(cfg *spec.Config) AnalyzeOptions {
 		o.ClaimSource = "config claim"
 	}
 	if o.Claim.Epsilon > 0 && o.Claim.Delta == 0 {
+		// --claim-eps without --delta: at the delta of the configuration's claim (restating
+		// it must not move it to the delta of eps_lower a recorded --delta set), else at delta.
 		o.Claim.Delta = o.Delta
+		if cfg != nil {
+			o.Claim.Delta = configClaimDelta(cfg.Audit)
+		}
+	}
+	if o.Claim.Epsilon > 0 && o.Claim.Delta != o.Delta {
+		o.Notes = append(o.Notes, fmt.Sprintf("claim: epsilon %g is judged at delta %g, the delta it is stated at; eps_lower is given at delta %g", o.Claim.Epsilon, o.Claim.Delta, o.Delta))
 	}
 	return o
 }

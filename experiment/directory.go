@@ -300,9 +300,11 @@ func (o AnalyzeOptions) recorded(cfg *spec.Config) *spec.Config {
 	case o.Claim.Mu > 0:
 		a.ClaimMu, a.ClaimEpsilon, a.ClaimDelta = o.Claim.Mu, 0, 0
 	case o.Claim.Epsilon > 0:
-		a.ClaimMu, a.ClaimEpsilon, a.ClaimDelta = 0, o.Claim.Epsilon, 0
+		// At --delta when given; without it at the configured claim's delta, which stays
+		// recorded (withDefaults).
+		a.ClaimMu, a.ClaimEpsilon = 0, o.Claim.Epsilon
 		if o.Claim.Delta > 0 {
-			a.Delta = o.Claim.Delta
+			a.Delta, a.ClaimDelta = o.Claim.Delta, 0
 		}
 	}
 	a.ClaimAbout = cmp.Or(o.ClaimAbout, a.ClaimAbout)

@@ -54,7 +54,7 @@ func TestDeltaKeepsTheConfiguredClaim(t *testing.T) {
 	if o.Claim.Epsilon != 3 || o.Claim.Delta != 1e-3 || o.Delta != 1e-9 {
 		t.Errorf("--delta 1e-9: claim %+v, delta %g; want epsilon 3 at 1e-3 and eps_lower at 1e-9", o.Claim, o.Delta)
 	}
-	if len(o.Notes) != 2 || o.Notes[1] != "claim: the configuration's claim_epsilon 3 is judged at the delta it was stated at, 0.001; --delta 1e-09 sets the delta of eps_lower only" {
+	if len(o.Notes) != 2 || o.Notes[1] != "claim: epsilon 3 is judged at delta 0.001, the delta it is stated at; eps_lower is given at delta 1e-09" {
 		t.Errorf("notes %q", o.Notes)
 	}
 	if changed, err := RecordSettings(dir, AnalyzeOptions{Delta: 1e-9}); err != nil || !changed {
@@ -70,8 +70,21 @@ func TestDeltaKeepsTheConfiguredClaim(t *testing.T) {
 	if later := (AnalyzeOptions{}).withDefaults(own); later.Claim.Epsilon != 3 || later.Claim.Delta != 1e-3 || later.Delta != 1e-9 {
 		t.Errorf("a later stage judges claim %+v with eps_lower at %g", later.Claim, later.Delta)
 	}
-	// A claim given with --claim-eps is at --delta, and replaces the configured one whole.
-	if _, err := RecordSettings(dir, AnalyzeOptions{Claim: audit.Claim{Epsilon: 2}, Delta: 1e-6}); err != nil {
+	// The claim restated with --claim-eps and no --delta stays at its delta, recorded or not
+	// (it was judged at the recorded delta of eps_lower, and the claim's erased).
+	o = AnalyzeOptions{Claim: audit.Claim{Epsilon: 3}}.withDefaults(own)
+	if o.Claim.Delta != 1e-3 {
+		t.Errorf("--claim-eps 3 without --delta judged at %g, want the claim's 1e-3", o.Claim.Delta)
+	}
+	if _, err := RecordSettings(dir, AnalyzeOptions{Claim: audit.Claim{Epsilon: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	if own, err = readDirConfig(dir); err != nil || own.Audit.ClaimDelta != 1e-3 {
+		t.Errorf("--claim-eps 3 without --delta recorded %+v (%v)", own.Audit, err)
+	}
+	// A claim given with --claim-eps and --delta (the CLI sets both) is at that delta, and
+	// replaces the configured one whole.
+	if _, err := RecordSettings(dir, AnalyzeOptions{Claim: audit.Claim{Epsilon: 2, Delta: 1e-6}, Delta: 1e-6}); err != nil {
 		t.Fatal(err)
 	}
 	if own, err = readDirConfig(dir); err != nil {

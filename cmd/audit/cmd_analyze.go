@@ -35,7 +35,7 @@ func (a *analyzeFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&a.delta, "delta", 0, "delta at which epsilon is bounded (default: the config's audit.delta, else 1e-5)")
 	fs.StringVar(&a.method, "threshold-method", "", "how thresholds are chosen validly: bonferroni, split, dkw, band or dkw+band (default: the config's, else dkw+band for coupled scores and bonferroni for independent ones; bonferroni is refused for coupled scores, every experiment directory's included)")
 	fs.Float64Var(&a.claimMu, "claim-mu", 0, "claimed mu (Gaussian DP) to judge, a finite number > 0, replacing the config's claim")
-	fs.Float64Var(&a.claimEps, "claim-eps", 0, "claimed epsilon at --delta to judge, a finite number > 0, replacing the config's claim")
+	fs.Float64Var(&a.claimEps, "claim-eps", 0, "claimed epsilon at --delta to judge (without --delta: at the delta of the config's claim), a finite number > 0, replacing the config's claim")
 	fs.StringVar(&a.claimAbout, "claim-about", "", "what the claim is about: models (the released global models, judged on the final and all-iterates rows) or uploads (each upload of the target client, judged on the uploads rows); default: the config's audit.claim_about, else models")
 	fs.Uint64Var(&a.seed, "seed", 0, "seed of the split method's random division of the scores into selection and evaluation halves, used only with --threshold-method split; not the training seed (the runs, their data and noise come from the config's seed) (default: the experiment's master seed, else 1)")
 }

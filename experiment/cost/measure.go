@@ -128,7 +128,7 @@ func measureConfig(cfg *spec.Config, k, s int, rounds []int) spec.Config {
 	c.Train.Seed = c.Seed
 	c.Audit.Method = spec.MethodOneRun
 	c.Audit.Rounds = rounds
-	c.Audit.ClaimMu, c.Audit.ClaimEpsilon = 0, 0
+	c.Audit.ClaimMu, c.Audit.ClaimEpsilon, c.Audit.ClaimDelta = 0, 0, 0
 	return c
 }
 
