@@ -649,6 +649,11 @@ func declaredRows(af *integrity.File) (int, error) {
 	if !af.Checked() {
 		return 0, nil
 	}
+	// No more rows reserved than an eighth of the file's bytes, so that a file made to deceive
+	// reserves at most some ten times its size (a Score is 88 bytes and more); ours take 50
+	// bytes a row and more on disk (the scores are floats that do not compress), and a file of
+	// fewer grows its slice as it is decoded.
+	limit := af.Size() / 8
 	var total int64
 	for i := 0; i < af.Reader().NumRecords(); i++ {
 		if err := af.VerifyBatch(i); err != nil {
@@ -658,13 +663,7 @@ func declaredRows(af *integrity.File) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		total += n
-		if total > af.Size() {
-			// No more rows reserved than the file has bytes, so that a file made to deceive
-			// reserves no more than its size allows (ours take 50 bytes a row and more: the
-			// scores are floats that do not compress); past it, the slice grows as decoded.
-			return int(af.Size()), nil
-		}
+		total = min(total+n, limit) // n < 2^63 and total <= limit: no overflow
 	}
 	return int(total), nil
 }
