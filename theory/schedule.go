@@ -63,7 +63,9 @@ type TableSchedule struct {
 
 // NewTableSchedule makes a schedule from rows[t][k] = eta_{k,t}: one row per round, every row
 // with the same number of local steps, every rate finite and not negative (a step of rate 0, a
-// warm-up from 0 or a frozen round, moves nothing: rho 1, gamma 0). The table is copied.
+// warm-up from 0 or a frozen round, moves nothing: rho 1, gamma 0; DP-SGD without an L bounds
+// its other examples' drift from a round's second step on whatever the rates, looser but still
+// a bound). The table is copied.
 func NewTableSchedule(rows [][]float64) (*TableSchedule, error) {
 	if len(rows) == 0 {
 		return nil, errors.New("schedule table: no rounds")

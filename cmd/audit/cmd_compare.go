@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -138,7 +139,9 @@ func groupLabel(ctx context.Context, c *spec.Config) string {
 // or the explicit claim of the config.
 func claimLabel(ctx context.Context, c *spec.Config) string {
 	if c.Audit.ClaimEpsilon > 0 {
-		return fmt.Sprintf("claim eps = %.3g", c.Audit.ClaimEpsilon)
+		a := c.Audit
+		a.FillDefaults()
+		return fmt.Sprintf("claim eps = %.3g at delta %g", a.ClaimEpsilon, cmp.Or(a.ClaimDelta, a.Delta))
 	}
 	if c.Audit.ClaimMu > 0 {
 		return fmt.Sprintf("claim mu = %.3g", c.Audit.ClaimMu)
@@ -151,7 +154,7 @@ func claimLabel(ctx context.Context, c *spec.Config) string {
 	if err != nil || claim.Epsilon == 0 {
 		return c.Name + " (no accountant claim)"
 	}
-	return fmt.Sprintf("%s: claim eps = %.3g", c.Name, claim.Epsilon)
+	return fmt.Sprintf("%s: claim eps = %.3g at delta %g", c.Name, claim.Epsilon, claim.Delta)
 }
 
 // distinctLabels adds its directory to each label that more than one experiment has: rows of

@@ -494,8 +494,6 @@ func certifiedMark(pn *panel, cp audit.CertifiedPoint, col color.Color, glyph dr
 	return sc, nil
 }
 
-// claimScopeNote is what a trade-off caption adds when the claim is judged on some threat
-// models only (model.claimScope), or "".
 // approxClaimNote is what the trade-off caption says of a claim in epsilon, or "".
 func (m *model) approxClaimNote() string {
 	if m.ClaimEps <= 0 {
@@ -504,6 +502,8 @@ func (m *model) approxClaimNote() string {
 	return " The vermillion dash-dotted line is the claim's (ε, δ)-DP trade-off curve f(α) = max(0, 1 - δ - e^ε α, e^-ε (1 - δ - α)): a mechanism meets the claim only if its trade-off curve lies on or above it, so a certified marker below it contradicts the claim (the marker is the test of the best certified μ; the verdict takes the test of the best certified ε at the claim's δ, which the verdicts table gives)."
 }
 
+// claimScopeNote is what a trade-off caption adds when the claim is judged on some threat
+// models only (model.claimScope), or "".
 func claimScopeNote(scope string) string {
 	if scope == "" {
 		return ""
