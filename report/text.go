@@ -108,7 +108,7 @@ func verdictText(f *findings.Finding) string {
 		v = "exceeds estimate"
 	}
 	if t := f.Verdict.Tightness; !math.IsNaN(t) && !math.IsInf(t, 0) {
-		v += fmt.Sprintf(" (%s of %s)", numfmt.LowerF(t, 2), f.ClaimSource)
+		v += fmt.Sprintf(" (%s of %s)", numfmt.LowerShare(t), f.ClaimSource)
 	}
 	if f.Reversed() && !math.IsInf(f.ReversedMuLower, 0) {
 		v += " [reversed scores?]"

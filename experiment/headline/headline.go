@@ -74,12 +74,12 @@ func Summarize(fs []findings.Finding, fam findings.Family, notes []string) findi
 				}
 			default:
 				h.Text = fmt.Sprintf("CONSISTENT: no certified bound exceeds its claim (%s); the row nearest its claim, %s, certifies %s, %s of the %s.",
-					level, row, lowerText(c), numfmt.LowerF(c.Tightness, 2), claimWithSource(c, best.ClaimSource))
+					level, row, lowerText(c), numfmt.LowerShare(c.Tightness), claimWithSource(c, best.ClaimSource))
 				// Named only where it reads larger: at the printed digits a bound equal to the
 				// nearest row's says nothing more.
 				if l, v := largest(fs, c); l != nil && l != best && numfmt.LowerG(v.Lower, 4) != numfmt.LowerG(c.Lower, 4) {
 					h.Text = strings.TrimSuffix(h.Text, ".") + fmt.Sprintf("; the largest, %s, certifies %s, %s of the %s.",
-						rowName(l), lowerText(v), numfmt.LowerF(v.Tightness, 2), claimWithSource(v, l.ClaimSource))
+						rowName(l), lowerText(v), numfmt.LowerShare(v.Tightness), claimWithSource(v, l.ClaimSource))
 				}
 			}
 		default:

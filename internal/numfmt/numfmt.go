@@ -98,3 +98,13 @@ func LowerConfidence(x float64, format byte, prec int) string {
 	}
 	return LowerF(x, prec)
 }
+
+// LowerShare formats a ratio of a lower bound to a claim (a tightness) for a sentence: two
+// decimals, rounded down as LowerF does, or below 0.01 two significant digits (0.0038 rather
+// than a "0.00 of the composition bound" that reads as no privacy loss at all).
+func LowerShare(x float64) string {
+	if x > 0 && x < 0.01 {
+		return LowerG(x, 2)
+	}
+	return LowerF(x, 2)
+}

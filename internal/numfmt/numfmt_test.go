@@ -109,3 +109,14 @@ func TestLowerConfidence(t *testing.T) {
 		}
 	}
 }
+
+func TestLowerShare(t *testing.T) {
+	for _, tc := range []struct {
+		x    float64
+		want string
+	}{{0.8827, "0.88"}, {0.996, "0.99"}, {0.01, "0.01"}, {0.0099999, "0.0099"}, {0.0038912, "0.0038"}, {1.2e-5, "1.2e-05"}, {0, "0.00"}, {1.5, "1.50"}} {
+		if got := LowerShare(tc.x); got != tc.want {
+			t.Errorf("LowerShare(%v) = %q, want %q", tc.x, got, tc.want)
+		}
+	}
+}
