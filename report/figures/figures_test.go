@@ -349,3 +349,21 @@ func TestExactMuDrawn(t *testing.T) {
 		t.Error("an exact mu line for a threat model without rows")
 	}
 }
+
+// TestThinMarks: a line of up to maxMarks points keeps a marker at each; a longer one at most
+// maxMarks, evenly, its first and last included.
+func TestThinMarks(t *testing.T) {
+	for _, n := range []int{1, 5, maxMarks, maxMarks + 1, 60, 200, 201} {
+		xy := make(plotter.XYs, n)
+		for i := range xy {
+			xy[i].X = float64(i)
+		}
+		got := thinMarks(xy)
+		if len(got) > maxMarks || got[0] != xy[0] || got[len(got)-1] != xy[n-1] || (n <= maxMarks && len(got) != n) {
+			t.Errorf("%d points: %d marks, first %v, last %v", n, len(got), got[0].X, got[len(got)-1].X)
+		}
+		if n > maxMarks && len(got) < maxMarks/2 {
+			t.Errorf("%d points: only %d marks", n, len(got))
+		}
+	}
+}

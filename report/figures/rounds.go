@@ -359,6 +359,24 @@ func (a arrowItem) Thumbnail(c *draw.Canvas) {
 	upArrow(c, vg.Point{X: mid.X, Y: mid.Y + vg.Points(5)}, a.col)
 }
 
+// maxMarks is how many markers a line of the mu figure carries at most: at 200 checkpoints a
+// marker at each merged the lines into bands as wide as the markers.
+const maxMarks = 30
+
+// thinMarks keeps every k-th point of xy and its last, at most maxMarks of them; the line still
+// passes through every point.
+func thinMarks(xy plotter.XYs) plotter.XYs {
+	if len(xy) <= maxMarks {
+		return xy
+	}
+	k := (len(xy) + maxMarks - 2) / (maxMarks - 1)
+	var out plotter.XYs
+	for i := 0; i < len(xy)-1; i += k {
+		out = append(out, xy[i])
+	}
+	return append(out, xy[len(xy)-1])
+}
+
 // drawMuLines adds lines and their legend entries; on a log y axis the zero lower bounds (no
 // evidence) are left out, on a log T axis the checkpoint T = 0. With top > 0 a line's points
 // above top are not marked: the line runs off the top of the axis, an arrow at its top edge
@@ -407,7 +425,7 @@ func drawMuLines(p *plot.Plot, leg *plot.Legend, ls []muLine, logX, logY bool, t
 			return err
 		}
 		ln.Color, ln.Dashes, ln.Width = l.col, l.dash, l.width
-		sc := &plotter.Scatter{XYs: in, GlyphStyle: draw.GlyphStyle{Color: l.col, Shape: l.shape, Radius: vg.Points(3)}}
+		sc := &plotter.Scatter{XYs: thinMarks(in), GlyphStyle: draw.GlyphStyle{Color: l.col, Shape: l.shape, Radius: vg.Points(3)}}
 		p.Add(ln)
 		if len(in) > 0 {
 			p.Add(sc)
