@@ -415,6 +415,8 @@ func drawMuLines(p *plot.Plot, leg *plot.Legend, ls []muLine, logX, logY bool, t
 				}
 			}
 			if len(pos) == 0 {
+				// Nothing to draw on a log axis, but the attack was run: it keeps its entry.
+				leg.Add(l.label+": no bound above 0", textItem{})
 				continue
 			}
 			xy = pos

@@ -346,7 +346,9 @@ func (m *model) addAttackEnvelopes(leg *plot.Legend, full, zoom, roc *panel, t i
 		}
 		cp := f.Result.MuPoint
 		var mark *plotter.Scatter
-		if cp.AlphaUpper > 0 || cp.BetaUpper > 0 {
+		// A certified pair on or above the diagonal (alpha_up + beta_up >= 1) shows nothing a
+		// guess would not: no marker, where it only cluttered the corner of (1, 1).
+		if (cp.AlphaUpper > 0 || cp.BetaUpper > 0) && cp.AlphaUpper+cp.BetaUpper < 1 {
 			for _, pn := range panels {
 				sc, err := certifiedMark(pn, cp, col, glyph)
 				if err != nil {
