@@ -66,7 +66,8 @@ func cleanStale(e *env, dir, what string) error {
 func lockWriter(e *env, dir, what string) (*fsutil.Lock, error) {
 	lock, err := fsutil.LockDir(dir, what)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+		// what names the holder in the lock ("audit report"); main prefixes "audit: " already.
+		return nil, fmt.Errorf("%s: %w", strings.TrimPrefix(what, "audit "), err)
 	}
 	if err := cleanStale(e, dir, what); err != nil {
 		lock.Unlock()
