@@ -270,16 +270,9 @@ func (m *model) addGDPCurves(leg *plot.Legend, full, zoom, roc *panel, t int, lo
 		if scope := m.claimScope(); scope != "" {
 			label += ", " + scope + " rows only"
 		}
-		pts := approxCurve(m.ClaimEps, m.ClaimDelta, lo)
-		var shown *plotter.Line
-		for _, pn := range panels {
-			l, err := pn.line(pts, nil, colorClaim, dashClaim, vg.Points(1.5))
-			if err != nil {
-				return err
-			}
-			if l != nil {
-				shown = l
-			}
+		shown, err := inPanels(panels, approxCurve(m.ClaimEps, m.ClaimDelta, lo), nil, colorClaim, dashClaim, vg.Points(1.5))
+		if err != nil {
+			return err
 		}
 		if shown != nil {
 			leg.Add(label, shown)
@@ -289,22 +282,17 @@ func (m *model) addGDPCurves(leg *plot.Legend, full, zoom, roc *panel, t int, lo
 		if math.IsNaN(c.mu) || math.IsInf(c.mu, 0) || c.mu < 0 {
 			continue
 		}
-		var shown *plotter.Line
-		for _, pn := range panels {
-			var rocPts plotter.XYs
+		shown, err := inPanels(panels, gdpCurve(c.mu), func(pn *panel) plotter.XYs {
 			switch pn {
 			case roc:
-				rocPts = gdpROC(c.mu, lo)
+				return gdpROC(c.mu, lo)
 			case zoom:
-				rocPts = gdpLog(c.mu, lo)
+				return gdpLog(c.mu, lo)
 			}
-			l, err := pn.line(gdpCurve(c.mu), rocPts, c.col, c.dash, vg.Points(1.5))
-			if err != nil {
-				return err
-			}
-			if l != nil {
-				shown = l
-			}
+			return nil
+		}, c.col, c.dash, vg.Points(1.5))
+		if err != nil {
+			return err
 		}
 		if audit.TradeoffGDP(c.mu, lo) < lo {
 			// Even on log axes the curve stays below lo (T_G is largest at the panel's smallest
@@ -317,6 +305,26 @@ func (m *model) addGDPCurves(leg *plot.Legend, full, zoom, roc *panel, t int, lo
 		}
 	}
 	return nil
+}
+
+// inPanels draws a curve of (alpha, beta) pairs in every panel (each panel's own points where
+// own gives them: see panel.line) and returns a line for the legend, nil when no panel shows it.
+func inPanels(panels []*panel, pts plotter.XYs, own func(*panel) plotter.XYs, col color.Color, dash []vg.Length, width vg.Length) (*plotter.Line, error) {
+	var shown *plotter.Line
+	for _, pn := range panels {
+		var xy plotter.XYs
+		if own != nil {
+			xy = own(pn)
+		}
+		l, err := pn.line(pts, xy, col, dash, width)
+		if err != nil {
+			return nil, err
+		}
+		if l != nil {
+			shown = l
+		}
+	}
+	return shown, nil
 }
 
 // addAttackEnvelopes draws each attack's ROC envelope at T and its certified error pair in
@@ -334,15 +342,9 @@ func (m *model) addAttackEnvelopes(leg *plot.Legend, full, zoom, roc *panel, t i
 		for j, pt := range env {
 			envXY[j].X, envXY[j].Y = pt.Alpha, pt.Beta
 		}
-		var thumb *plotter.Line
-		for _, pn := range panels {
-			l, err := pn.line(envXY, nil, col, dash, vg.Points(1.3))
-			if err != nil {
-				return err
-			}
-			if l != nil {
-				thumb = l
-			}
+		thumb, err := inPanels(panels, envXY, nil, col, dash, vg.Points(1.3))
+		if err != nil {
+			return err
 		}
 		cp := f.Result.MuPoint
 		var mark *plotter.Scatter
