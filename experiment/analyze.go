@@ -407,7 +407,11 @@ func (o AnalyzeOptions) withDefaults(cfg *spec.Config) AnalyzeOptions {
 		}
 	}
 	if o.Claim.Epsilon > 0 && o.Claim.Delta != o.Delta {
-		o.Notes = append(o.Notes, fmt.Sprintf("claim: epsilon %g is judged at delta %g, the delta it is stated at; eps_lower is given at delta %g", o.Claim.Epsilon, o.Claim.Delta, o.Delta))
+		// Options are resolved more than once (a directory's analysis, then AnalyzeAll): once.
+		note := fmt.Sprintf("claim: epsilon %g is judged at delta %g, the delta it is stated at; eps_lower is given at delta %g", o.Claim.Epsilon, o.Claim.Delta, o.Delta)
+		if !slices.Contains(o.Notes, note) {
+			o.Notes = append(o.Notes, note)
+		}
 	}
 	return o
 }

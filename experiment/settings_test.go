@@ -57,6 +57,10 @@ func TestDeltaKeepsTheConfiguredClaim(t *testing.T) {
 	if len(o.Notes) != 2 || o.Notes[1] != "claim: epsilon 3 is judged at delta 0.001, the delta it is stated at; eps_lower is given at delta 1e-09" {
 		t.Errorf("notes %q", o.Notes)
 	}
+	// AnalyzeAll resolves the options again: the note stays one (the headline had it twice).
+	if again := o.withDefaults(nil); len(again.Notes) != 2 {
+		t.Errorf("resolved twice, notes %q", again.Notes)
+	}
 	if changed, err := RecordSettings(dir, AnalyzeOptions{Delta: 1e-9}); err != nil || !changed {
 		t.Fatalf("RecordSettings: changed %v, %v", changed, err)
 	}
