@@ -85,17 +85,27 @@ func (af *File) verifyLeadingSchema() error {
 // checked, before the IPC reader decodes it (see verifyFooter).
 func checkSchemaMessage(buf []byte) error {
 	c := &fbChecker{buf: buf}
-	root, err := c.ref(0)
+	m, err := c.message(headerSchema, "schema")
 	if err != nil {
 		return err
+	}
+	return c.schemaAt(c.field(m, messageHeader))
+}
+
+// message returns the root Message table of the buffer, checking that its header is of type
+// kind (what names it in the error).
+func (c *fbChecker) message(kind byte, what string) (fbTable, error) {
+	root, err := c.ref(0)
+	if err != nil {
+		return fbTable{}, err
 	}
 	m, err := c.table(root)
 	if err != nil {
-		return err
+		return fbTable{}, err
 	}
 	p := c.field(m, messageHeaderType)
-	if p < 0 || p >= int64(len(buf)) || buf[p] != headerSchema {
-		return fmt.Errorf("%w: not a schema message", errBadFooter)
+	if p < 0 || p >= int64(len(c.buf)) || c.buf[p] != kind {
+		return fbTable{}, fmt.Errorf("%w: not a %s message", c.bad(), what)
 	}
-	return c.schemaAt(c.field(m, messageHeader))
+	return m, nil
 }

@@ -52,17 +52,9 @@ func (af *File) BatchRows(i int) (int64, error) {
 // recordBatchRows walks a Message flatbuffer holding a record batch to its length field.
 func recordBatchRows(buf []byte) (int64, error) {
 	c := &fbChecker{buf: buf, kind: errBadBatchHeader}
-	root, err := c.ref(0)
+	m, err := c.message(headerRecordBatch, "record batch")
 	if err != nil {
 		return 0, err
-	}
-	m, err := c.table(root)
-	if err != nil {
-		return 0, err
-	}
-	p := c.field(m, messageHeaderType)
-	if p < 0 || p >= int64(len(buf)) || buf[p] != headerRecordBatch {
-		return 0, fmt.Errorf("%w: not a record batch message", c.bad())
 	}
 	hp := c.field(m, messageHeader)
 	if hp < 0 {
