@@ -416,6 +416,16 @@ func (o AnalyzeOptions) withDefaults(cfg *spec.Config) AnalyzeOptions {
 	return o
 }
 
+// heuristicDelta is the delta of the last-iterate heuristic's epsilon: the claim's when the
+// claim is an epsilon, since the verdicts table sets the certified eps at that delta over it
+// (lower / heuristic), else the analysis's.
+func (o AnalyzeOptions) heuristicDelta() float64 {
+	if o.Claim.Epsilon > 0 && o.Claim.Delta > 0 {
+		return o.Claim.Delta
+	}
+	return o.Delta
+}
+
 // configClaimDelta is the delta a configuration's claim_epsilon is stated at.
 func configClaimDelta(a spec.AuditConfig) float64 {
 	a.FillDefaults()

@@ -617,13 +617,7 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *run
 	}
 	if opts.EpsHeuristic == nil {
 		// Informational: a heuristic that cannot be computed never holds up the verdict.
-		// At the claim's delta when the claim is an epsilon: the verdicts table sets the
-		// certified eps at that delta over it (the lower / heuristic column).
-		hDelta := opts.Delta
-		if opts.Claim.Epsilon > 0 && opts.Claim.Delta > 0 {
-			hDelta = opts.Claim.Delta
-		}
-		if opts.EpsHeuristic, err = epsHeuristic(ctx, cfg, data, hDelta, rounds); err != nil {
+		if opts.EpsHeuristic, err = epsHeuristic(ctx, cfg, data, opts.heuristicDelta(), rounds); err != nil {
 			if logf != nil {
 				logf("analyze: no last-iterate heuristic: %v", err)
 			}

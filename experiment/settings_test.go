@@ -57,6 +57,13 @@ func TestDeltaKeepsTheConfiguredClaim(t *testing.T) {
 	if len(o.Notes) != 2 || o.Notes[1] != "claim: epsilon 3 is judged at delta 0.001, the delta it is stated at; eps_lower is given at delta 1e-09" {
 		t.Errorf("notes %q", o.Notes)
 	}
+	// The heuristic the verdicts table divides the claim's eps by is at the claim's delta too.
+	if d := o.heuristicDelta(); d != 1e-3 {
+		t.Errorf("the heuristic's delta %g, want the claim's 1e-3", d)
+	}
+	if d := (AnalyzeOptions{Claim: audit.Claim{Mu: 1}, Delta: 1e-9}).heuristicDelta(); d != 1e-9 {
+		t.Errorf("with a claimed mu the heuristic's delta is %g, want the analysis's 1e-9", d)
+	}
 	// AnalyzeAll resolves the options again: the note stays one (the headline had it twice).
 	if again := o.withDefaults(nil); len(again.Notes) != 2 {
 		t.Errorf("resolved twice, notes %q", again.Notes)
