@@ -19,6 +19,7 @@ import (
 	"github.com/fedaudit/fedaudit/experiment/bounds"
 	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
+	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/runs/integrity"
 	"github.com/fedaudit/fedaudit/theory"
@@ -280,11 +281,11 @@ func (e *experimentDir) scores(ctx context.Context, opts AttackOptions) (*runs.S
 		return nil, nil
 	}
 	path := expdir.Dir(e.dir).Scores()
+	why := "" // why the runs are scored again; empty when the file is missing
 	if _, err := os.Stat(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	} else if err == nil {
 		sf, err := runs.ReadScoreFile(path)
-		why := ""
 		switch {
 		case rescorable(err):
 			why = err.Error() // a damaged score file is recomputed, never used
@@ -303,14 +304,35 @@ func (e *experimentDir) scores(ctx context.Context, opts AttackOptions) (*runs.S
 				return sf, nil
 			}
 		}
-		if opts.Logf != nil {
-			opts.Logf("attack: %s is stale (%s); scoring again", path, why)
-		}
+	}
+	if err := e.writableScores(path, why); err != nil {
+		return nil, err
+	}
+	if why != "" && opts.Logf != nil {
+		opts.Logf("attack: %s is stale (%s); scoring again", path, why)
 	}
 	if _, err := e.attack(ctx, path, opts); err != nil {
 		return nil, err
 	}
 	return runs.ReadScoreFile(path)
+}
+
+// canWrite is fsutil.CanWrite; a test replaces it, as root writes to any directory it may chmod.
+var canWrite = fsutil.CanWrite
+
+// writableScores fails, before any attack runs, when the score file path that is to be scored
+// (again, for the reason why) cannot be written: an analysis of a read-only directory whose score
+// file was damaged scored every run, which can take hours with inversion attacks, and then failed
+// to write the file.
+func (e *experimentDir) writableScores(path, why string) error {
+	err := canWrite(path)
+	if err == nil {
+		return nil
+	}
+	if why == "" {
+		why = "it is missing"
+	}
+	return fmt.Errorf("%s must be scored (%s), but cannot be written: %w; audit a writable copy of %s", path, why, err, e.dir)
 }
 
 // scoring resolves the attacks and rounds to score: the options', else the config's, else every

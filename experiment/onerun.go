@@ -56,11 +56,11 @@ func (e *experimentDir) canaryScores(ctx context.Context, opts AttackOptions) (*
 		return nil, nil
 	}
 	path := expdir.Dir(e.dir).CanaryScores()
+	why := ""
 	if _, err := os.Stat(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	} else if err == nil {
 		cf, err := runs.ReadCanaryScores(path)
-		why := ""
 		switch {
 		case rescorable(err):
 			why = err.Error()
@@ -78,9 +78,12 @@ func (e *experimentDir) canaryScores(ctx context.Context, opts AttackOptions) (*
 				return cf, nil
 			}
 		}
-		if opts.Logf != nil {
-			opts.Logf("attack: %s is stale (%s); scoring again", path, why)
-		}
+	}
+	if err := e.writableScores(path, why); err != nil {
+		return nil, err
+	}
+	if why != "" && opts.Logf != nil {
+		opts.Logf("attack: %s is stale (%s); scoring again", path, why)
 	}
 	if opts.Logf != nil {
 		opts.Logf("attacks: scoring the canaries with %v", names)

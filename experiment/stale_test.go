@@ -10,6 +10,7 @@ import (
 
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment/spec"
+	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
@@ -176,5 +177,47 @@ func TestShardOfAnotherToolVersionRefused(t *testing.T) {
 	}
 	if err := TrainShards(ctx, cfg, data, dir, shards, TrainOptions{ToolVersion: "0.2"}, nil); err != nil {
 		t.Fatalf("a complete set of another version: %v", err)
+	}
+}
+
+// A score file that must be scored again in a directory that cannot be written is refused
+// before any attack runs (scoring can take hours), naming why it is scored and what to do: the
+// run-level scores and the one-run canary scores alike.
+func TestUnwritableDirectoryRefusedBeforeScoring(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		cfg  *spec.Config
+		file func(expdir.Dir) string
+	}{
+		{"scores", leakyConfig(), expdir.Dir.Scores},
+		{"canary scores", directionConfig(20, 4), expdir.Dir.CanaryScores},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if _, err := Run(ctx, c.cfg, dir, RunOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			path := c.file(expdir.Dir(dir))
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			readOnly := errors.New("read-only file system")
+			canWrite = func(string) error { return readOnly }
+			defer func() { canWrite = fsutil.CanWrite }()
+			var scored []string
+			logf := func(format string, args ...any) {
+				if line := fmt.Sprintf(format, args...); strings.Contains(line, "scor") {
+					scored = append(scored, line)
+				}
+			}
+			_, err := AnalyzeDir(ctx, dir, AnalyzeOptions{}, AttackOptions{Logf: logf})
+			if !errors.Is(err, readOnly) || !strings.Contains(err.Error(), "it is missing") || !strings.Contains(err.Error(), "writable copy of "+dir) {
+				t.Errorf("analysis of an unwritable directory without %s: %v", path, err)
+			}
+			if len(scored) > 0 {
+				t.Errorf("the runs were scored before the directory was found unwritable: %q", scored)
+			}
+		})
 	}
 }

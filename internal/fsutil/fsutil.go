@@ -134,6 +134,17 @@ func (f *File) Abort() error {
 	return nil
 }
 
+// CanWrite reports, by creating and discarding the temporary file Create would write, whether
+// path can be written: a stage that would compute for a long time before writing its result
+// asks first, so that a read-only directory fails before the work, not after it.
+func CanWrite(path string) error {
+	f, err := Create(path)
+	if err != nil {
+		return err
+	}
+	return f.Abort()
+}
+
 // WriteFile writes data to path atomically (temporary file, fsync, rename), with mode 0644.
 func WriteFile(path string, data []byte) error {
 	f, err := Create(path)

@@ -3,6 +3,7 @@ package fsutil
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -201,5 +202,22 @@ func TestCreateSurvivesCleanerRace(t *testing.T) {
 	}
 	if got, err := os.ReadFile(filepath.Join(dir, "findings.json")); err != nil || string(got) != "{}" {
 		t.Fatalf("read %q, %v", got, err)
+	}
+}
+
+// CanWrite answers for the directory of its path and leaves nothing behind.
+func TestCanWrite(t *testing.T) {
+	dir := t.TempDir()
+	if err := CanWrite(filepath.Join(dir, "scores.arrow")); err != nil {
+		t.Errorf("a temporary directory: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("CanWrite left %v", entries)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "scores.arrow")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("CanWrite created the file: %v", err)
+	}
+	if err := CanWrite(filepath.Join(dir, "missing", "scores.arrow")); err == nil {
+		t.Error("a directory that does not exist can be written, says CanWrite")
 	}
 }
