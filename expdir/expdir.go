@@ -99,6 +99,10 @@ const ShardLockPrefix = ".lock-shard-"
 // Lock is the lock file of the whole directory.
 func (d Dir) Lock() string { return d.join(".lock") }
 
+// ConfigLock is the lock file that serializes the check and the write of config.json between the
+// shard jobs of a directory.
+func (d Dir) ConfigLock() string { return d.join(".lock-config") }
+
 // ShardLock is the lock file of shard index of count.
 func (d Dir) ShardLock(index, count int) string {
 	return d.join(fmt.Sprintf("%s%05d-of-%05d", ShardLockPrefix, index, count))

@@ -14,6 +14,7 @@ import (
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment/spec"
+	"github.com/fedaudit/fedaudit/internal/fsutil"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train/model"
 )
@@ -176,19 +177,28 @@ func checkExternal(cfg *spec.Config, dir string, infos []runs.ShardInfo) error {
 
 // SetUpDirectory checks dir against cfg (CheckDirectory) and records cfg as its config.json,
 // creating the directory. It returns the stage-only settings that changed since the last run
-// there. Nothing is written when the check refuses.
+// there. Nothing but the directory and its lock file is written when the check refuses.
 func SetUpDirectory(cfg *spec.Config, dir string, shards int) ([]string, error) {
-	chk, err := CheckDirectory(cfg, dir, shards)
-	if err != nil {
-		return nil, err
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
 	}
-	if err := writeDirConfig(dir, cfg); err != nil {
+	// The shard jobs of an array hold the directory shared: the jobs of two arrays of other
+	// training sharing one directory both found it without a config, each wrote its own, and
+	// trained shards of two experiments side by side (3 of 8 tries). The check and the write are
+	// one step, so the later array's jobs find the earlier one's config and are refused.
+	var changed []string
+	err := fsutil.Serialize(expdir.Dir(dir).ConfigLock(), func() error {
+		chk, err := CheckDirectory(cfg, dir, shards)
+		if err != nil {
+			return err
+		}
+		changed = chk.Changed
+		return writeDirConfig(dir, cfg)
+	})
+	if err != nil {
 		return nil, err
 	}
-	return chk.Changed, nil
+	return changed, nil
 }
 
 // trainedConfig reads the config a run file was trained with.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/fedaudit/fedaudit/expdir"
@@ -219,5 +220,42 @@ func TestUnwritableDirectoryRefusedBeforeScoring(t *testing.T) {
 				t.Errorf("the runs were scored before the directory was found unwritable: %q", scored)
 			}
 		})
+	}
+}
+
+// The shard jobs of two arrays of other training, started side by side on one directory: one
+// array's config is recorded and the other's jobs are refused, never both recorded in turn
+// (each job checked the directory, found no config, and wrote its own).
+func TestSetUpDirectoryOneTrainingAtOnce(t *testing.T) {
+	a, b := leakyConfig(), leakyConfig()
+	b.Train.NoiseStd = 0.5
+	for try := range 20 {
+		dir := t.TempDir()
+		errs := make(chan error, 8)
+		var wg sync.WaitGroup
+		for job := range 8 {
+			cfg := a
+			if job%2 == 1 {
+				cfg = b
+			}
+			wg.Go(func() {
+				_, err := SetUpDirectory(cfg, dir, 4)
+				errs <- err
+			})
+		}
+		wg.Wait()
+		close(errs)
+		refused := 0
+		for err := range errs {
+			var ce *spec.ConfigError
+			if errors.As(err, &ce) && strings.Contains(err.Error(), "trained with other settings") {
+				refused++
+			} else if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if refused != 4 {
+			t.Fatalf("try %d: %d of 8 jobs refused, want the 4 of the array whose config came second", try, refused)
+		}
 	}
 }

@@ -94,6 +94,22 @@ func LockDir(dir, what string) (*Lock, error) {
 	return &Lock{files: []*os.File{f}}, nil
 }
 
+// Serialize runs fn while holding the lock file path exclusively, waiting for it: for a step
+// that must not interleave with the same step of another process (the shard jobs of an array,
+// which hold their directory shared) and takes a moment, so that waiting is the answer rather
+// than failing.
+func Serialize(path string, fn func() error) error {
+	f, err := openLock(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close() // releases the lock
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("lock %s: %w", path, err)
+	}
+	return fn()
+}
+
 // LockDirReader locks dir shared, for a command that reads it and writes nothing but files
 // any reader computes alike (`audit analyze`, which may rescore): readers run side by side, a
 // writer holding the whole directory (run, train of every shard, attack, report, check) makes
