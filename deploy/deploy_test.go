@@ -436,7 +436,7 @@ func TestSlurmSubmitGPUs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fake("sbatch", `echo "args: $* BACKEND=${BACKEND:-}" >> `+logf+"\necho 42\n")
+	fake("sbatch", `echo "args: $* BACKEND=${BACKEND:-} CONFIG=$CONFIG" >> `+logf+"\necho 42\n")
 	fake("audit", "exit 0\n")
 	cfg := filepath.Join(dir, "audit.yaml")
 	if err := os.WriteFile(cfg, []byte("pairs: 4\n"), 0o644); err != nil {
@@ -448,8 +448,18 @@ func TestSlurmSubmitGPUs(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	if out, err := submit("1"); err != nil {
+	out, err := submit("1")
+	if err != nil {
 		t.Fatalf("submit.sh with GPUS=1: %v\n%s", err, out)
+	}
+	// The jobs read a copy of the config made at submission, so an edit of the config while
+	// they wait in the queue changes nothing they do.
+	copied := regexp.MustCompile(`(?m)^config=(.*/out/logs/config-[0-9TZ]+-[0-9]+\.yaml)$`).FindStringSubmatch(out)
+	if copied == nil {
+		t.Fatalf("submit.sh names no copy of the config:\n%s", out)
+	}
+	if got, err := os.ReadFile(copied[1]); err != nil || string(got) != "pairs: 4\n" {
+		t.Errorf("the copy of the config: %q, %v", got, err)
 	}
 	raw, err := os.ReadFile(logf)
 	if err != nil {
@@ -458,6 +468,11 @@ func TestSlurmSubmitGPUs(t *testing.T) {
 	calls := strings.Split(strings.TrimSpace(string(raw)), "\n")
 	if len(calls) != 2 {
 		t.Fatalf("%d sbatch calls, want 2:\n%s", len(calls), raw)
+	}
+	for _, c := range calls {
+		if !strings.HasSuffix(c, "CONFIG="+copied[1]) {
+			t.Errorf("a job does not read the copy of the config: %s", c)
+		}
 	}
 	if !strings.Contains(calls[0], "--gres=gpu:1") || !strings.Contains(calls[0], "train-array.sbatch") || !strings.Contains(calls[0], "BACKEND=gpu") {
 		t.Errorf("the array's sbatch call does not ask for a GPU and the gpu backend: %s", calls[0])
@@ -471,6 +486,13 @@ func TestSlurmSubmitGPUs(t *testing.T) {
 	}
 	if _, err := os.Stat(logf); err == nil {
 		t.Error("GPUS=2 submitted jobs before refusing")
+	}
+	// A gpu build on a node without the NVIDIA driver cannot start: the shell's 127, explained.
+	fake("audit", "exit 127\n")
+	out, err = submit("1")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 127 || !strings.Contains(out, "cannot start on this node") {
+		t.Errorf("an audit binary that cannot start: %v\n%s", err, out)
 	}
 }
 
@@ -504,6 +526,13 @@ func TestSlurmSubmitRefusals(t *testing.T) {
 		{nil, []string{"010"}, "without leading zeros"},
 		{nil, []string{"4", "--dependency=afterok:555"}, "--dependency=afterok:555: submit.sh sets --dependency"},
 		{nil, []string{"4", "--export=NONE"}, "--export=NONE: submit.sh sets"},
+		// sbatch reads an option by any unambiguous prefix, and a short one with its value.
+		{nil, []string{"4", "-dafterany:555"}, "-dafterany:555: submit.sh sets"},
+		{nil, []string{"4", "--dep=afterok:555"}, "--dep=afterok:555: submit.sh sets"},
+		{nil, []string{"4", "--array=0-1"}, "--array=0-1: submit.sh sets"},
+		{nil, []string{"4", "-a", "0-1"}, "-a: submit.sh sets"},
+		{nil, []string{"4", "--output=x.log"}, "--output=x.log: submit.sh sets"},
+		{nil, []string{"4", "-e", "x.err"}, "-e: submit.sh sets"},
 		{[]string{"SEQUENTIAL=yes"}, []string{"4"}, "SEQUENTIAL must be 0 or 1"},
 		{[]string{"SEQUENTIAL=1"}, []string{"1"}, "--sequential looks after 1, 2, 4, ... shards and needs at least 2"},
 		{[]string{"MEMORY=1MiB"}, []string{"4"}, "the budget is 1 MiB"},
@@ -517,7 +546,47 @@ func TestSlurmSubmitRefusals(t *testing.T) {
 			t.Fatalf("%v %v: sbatch was called before the refusal", c.env, c.args)
 		}
 	}
+	// What each task's audit train refuses at its start is refused before the submission:
+	// a directory holding another shard layout (every task exited 2 after submit.sh exited 0).
+	train := exec.Command(buildAudit(t), "train", "--config", cfg, "--out", filepath.Join(dir, "out"), "--shard", "0/4", "--quiet")
+	if out, err := train.CombinedOutput(); err != nil {
+		t.Fatalf("train shard 0/4: %v\n%s", err, out)
+	}
+	out, err := submit(nil, "8")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(out, "holds shard 0/4 of a 4-shard layout") {
+		t.Errorf("8 shards into a directory of 4: %v\n%s\nwant exit 2 naming the layout", err, out)
+	}
+	if _, err := os.Stat(logf); err == nil {
+		t.Fatal("8 shards into a directory of 4: sbatch was called before the refusal")
+	}
+	if copies, _ := filepath.Glob(filepath.Join(dir, "out", "logs", "config-*.yaml")); len(copies) > 0 {
+		t.Errorf("a refused submission left its copy of the config: %v", copies)
+	}
 	if out, err := submit([]string{"SEQUENTIAL=1", "MEMORY=64GiB"}, "4"); err != nil {
 		t.Errorf("a sequential submission of 4 shards: %v\n%s", err, out)
+	}
+}
+
+// A precision the tasks' backend cannot give is refused by submit.sh, not by every task.
+func TestSlurmSubmitRefusesPrecisionWithoutGPU(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "sbatch"), []byte("#!/bin/sh\necho 42\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join("..", "cmd", "audit", "testdata", "sequential_leaky.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "tf32.yaml")
+	if err := os.WriteFile(cfg, bytes.Replace(raw, []byte("train:\n"), []byte("train:\n  precision: tf32\n"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", filepath.Join("slurm", "submit.sh"), cfg, filepath.Join(dir, "out"), "4")
+	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "AUDIT="+buildAudit(t))
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !bytes.Contains(out, []byte("precision tf32 needs the gpu backend")) || bytes.Contains(out, []byte("train_job=")) {
+		t.Errorf("train.precision tf32 on the CPU backend: %v\n%s\nwant exit 2 before any submission", err, out)
 	}
 }

@@ -131,11 +131,51 @@ func trainAll(ctx context.Context, e *env, cfg *spec.Config, dir string, shard r
 	return nil
 }
 
+// checkTraining refuses, training nothing, what would make every task of an array of shards
+// fail at its start: a precision the backend cannot give, data the config cannot have, a model
+// that cannot take the data, a training that cannot fit the memory, stages that would fail
+// after training, a sequential run of too few shards, and a directory that holds another
+// training or another shard layout. A submission that queued its tasks (perhaps for GPUs) only
+// for each to exit 2 is refused before it is submitted.
+func checkTraining(ctx context.Context, e *env, cfg *spec.Config, dir string, shards int, sequential bool, bf backendFlags) error {
+	budget, err := bf.preflight(cfg)
+	if err != nil {
+		return err
+	}
+	if err := spec.CheckStages(cfg); err != nil {
+		return err
+	}
+	data, err := spec.PrepareContext(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if _, err := cost.CheckMemory(cfg, data, budget); err != nil {
+		return err
+	}
+	record := cfg
+	if sequential {
+		if shards < 2 {
+			return usagef("train: --sequential trains one shard of at least 2 (--shards n)")
+		}
+		if err := experiment.CheckSequential(cfg, shards, nil); err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+		if record, err = experiment.SequentialConfig(cfg, shards); err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+	}
+	if _, err := experiment.CheckDirectory(record, dir, shards); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	fmt.Fprintf(e.stdout, "train: %d shards of %d pairs can be trained into %s (backend %s)\n", shards, cfg.Pairs, dir, bf.name)
+	return nil
+}
+
 func init() {
 	register(&command{
 		name:    "train",
 		summary: "train the coupled pairs of an experiment into Arrow run files",
-		usage: "train --config F --out DIR [--shard i/n | --shards n] [--sequential] [--backend auto|cpu|gpu]\n\n" +
+		usage: "train --config F --out DIR [--shard i/n | --shards n] [--sequential] [--backend auto|cpu|gpu] [--check]\n\n" +
 			"--sequential, for the tasks of a cluster array of a sequential run (docs/cluster.md): a task\n" +
 			"first reads DIR/sequential.json and trains nothing once the run has stopped; after its\n" +
 			"shard it evaluates every look whose shards are all trained and records a stop at the first\n" +
@@ -146,6 +186,7 @@ func init() {
 			shard := fs.String("shard", "", "train only shard i/n (default: all shards in turn)")
 			shards := fs.Int("shards", 1, "number of shards; with SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX set, train only that one")
 			sequential := fs.Bool("sequential", false, "a task of a sequential run's array: skip once it stopped, evaluate the looks after training")
+			checkOnly := fs.Bool("check", false, "train nothing: check the config, the backend and DIR as the tasks of an array would (deploy/slurm/submit.sh asks before it submits)")
 			var bf backendFlags
 			bf.register(fs)
 			return func(ctx context.Context, e *env, args []string) error {
@@ -177,6 +218,9 @@ func init() {
 				}
 				if one {
 					*shards = s.Count
+				}
+				if *checkOnly {
+					return checkTraining(ctx, e, cfg, *out, *shards, *sequential, bf)
 				}
 				if *sequential && (!one || *shards < 2) {
 					return usagef("train: --sequential trains one shard of at least 2 (--shard i/n, or an array task with --shards n); a whole sequential run is audit run --sequential")

@@ -52,6 +52,7 @@ func TestRefusedBeforeWork(t *testing.T) {
 			{"plan", "--config", cfgPath, "--no-calibrate", "--memory", "8GiB"},
 			{"train", "--config", cfgPath, "--out", out, "--memory", "8GiB"},
 			{"train", "--config", cfgPath, "--out", out, "--shard", "1/4", "--memory", "8GiB"},
+			{"train", "--config", cfgPath, "--out", out, "--shards", "4", "--memory", "8GiB", "--check"},
 			{"run", "--config", cfgPath, "--out", out, "--memory", "8GiB"},
 		} {
 			t.Run(c.name+"/"+args[0], func(t *testing.T) {
@@ -68,6 +69,23 @@ func TestRefusedBeforeWork(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestTrainCheckWritesNothing: train --check of a config every task could train says so on
+// stdout, exit 0, and creates nothing.
+func TestTrainCheckWritesNothing(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	var stdout, stderr bytes.Buffer
+	args := []string{"train", "--config", filepath.Join("testdata", "run_small.yaml"), "--out", out, "--shards", "4", "--check"}
+	if code := exitCode(&stderr, run(context.Background(), args, &stdout, &stderr)); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	if want := "train: 4 shards of 40 pairs can be trained into " + out; !strings.Contains(stdout.String(), want) {
+		t.Errorf("stdout %q lacks %q", stdout.String(), want)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("%s exists after train --check (%v)", out, err)
 	}
 }
 
@@ -178,6 +196,7 @@ func TestTF32NeedsTheGPU(t *testing.T) {
 	out := filepath.Join(dir, "out")
 	for _, args := range [][]string{
 		{"train", "--config", cfgPath, "--out", out, "--backend", "cpu"},
+		{"train", "--config", cfgPath, "--out", out, "--shards", "4", "--check"},
 		{"run", "--config", cfgPath, "--out", out, "--backend", "cpu"},
 	} {
 		var stdout, stderr bytes.Buffer
