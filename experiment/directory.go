@@ -177,8 +177,14 @@ func checkExternal(cfg *spec.Config, dir string, infos []runs.ShardInfo) error {
 
 // SetUpDirectory checks dir against cfg (CheckDirectory) and records cfg as its config.json,
 // creating the directory. It returns the stage-only settings that changed since the last run
-// there. Nothing but the directory and its lock file is written when the check refuses.
+// there. Nothing is written when the check refuses (but the lock file, when another training's
+// config appeared in the moment between the first check and the lock).
 func SetUpDirectory(cfg *spec.Config, dir string, shards int) ([]string, error) {
+	// Checked first without the lock, whose file would create the directory: a refused
+	// config leaves no trace.
+	if _, err := CheckDirectory(cfg, dir, shards); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", dir, err)
 	}

@@ -208,7 +208,7 @@ func checkFuzzedScores(t *testing.T, path string) {
 		t.Fatal("ReadScores returned no scores and no error")
 	}
 	for _, s := range scores {
-		if s.World != WorldC && s.World != WorldCPrime || math.IsNaN(s.Score) || math.IsInf(s.Score, 0) ||
+		if s.World != WorldC && s.World != WorldCPrime || math.IsNaN(s.Score) || math.IsInf(s.Score, 0) || s.Score == math.MaxFloat64 ||
 			s.Round < 0 || !ValidThreat(s.Threat) || s.Attack == "" {
 			t.Fatalf("ReadScores accepted %+v", s)
 		}

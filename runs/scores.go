@@ -179,10 +179,8 @@ func (w *ScoreWriter) check(s Score) error {
 	switch {
 	case s.World != WorldC && s.World != WorldCPrime:
 		return fmt.Errorf("world %d, want 0 (C) or 1 (C')", s.World)
-	case math.IsNaN(s.Score):
-		return errors.New("score is NaN")
-	case math.IsInf(s.Score, 0):
-		return fmt.Errorf("score is %v; score files hold finite scores (only their order matters)", s.Score)
+	case scoreValueError(s.Score) != nil:
+		return scoreValueError(s.Score)
 	case s.Round < 0:
 		return fmt.Errorf("round %d, want >= 0", s.Round)
 	case s.Attack == "":
@@ -363,16 +361,28 @@ func finishScore(s *Score, world float64) error {
 	}
 	s.World = int8(world)
 	switch {
-	case math.IsNaN(s.Score):
-		return errors.New("score is NaN")
-	case math.IsInf(s.Score, 0):
-		// The statistics need finite scores; only their order matters, so a certain verdict
-		// is any finite score beyond all the others.
-		return fmt.Errorf("score is %v; scores must be finite (only their order matters: give a certain verdict a finite score beyond all others)", s.Score)
+	case scoreValueError(s.Score) != nil:
+		return scoreValueError(s.Score)
 	case s.Round < 0:
 		return fmt.Errorf("round %d is negative", s.Round) // readers refuse it first, naming the column
 	case !ValidThreat(s.Threat):
 		return threatError(s.Threat)
+	}
+	return nil
+}
+
+// scoreValueError says why a score cannot be analyzed, or nil. The statistics need finite
+// scores, and only their order matters, so a certain verdict is any finite score beyond all the
+// others; the largest float64 is reserved by the analysis (a threshold lies just above every
+// score), which refused it by the score's index in its group rather than by the file's line.
+func scoreValueError(v float64) error {
+	switch {
+	case math.IsNaN(v):
+		return errors.New("score is NaN")
+	case math.IsInf(v, 0):
+		return fmt.Errorf("score is %v; scores must be finite (only their order matters: give a certain verdict a finite score beyond all others)", v)
+	case v == math.MaxFloat64:
+		return errors.New("score is the largest float64, which the analysis reserves (a threshold lies just above every score): give a certain verdict a finite score beyond all others and below it, such as 1e300")
 	}
 	return nil
 }

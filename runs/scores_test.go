@@ -86,6 +86,7 @@ func TestScoreWriteValidation(t *testing.T) {
 		{"threat", func(s *Score) { s.Threat = "gradients" }, `threat model "gradients"`},
 		{"empty threat", func(s *Score) { s.Threat = "" }, `threat model ""`}, // other tools' files may leave it empty, ours never
 		{"inf", func(s *Score) { s.Score = math.Inf(1) }, "score is +Inf"},
+		{"largest", func(s *Score) { s.Score = math.MaxFloat64 }, "score is the largest float64"},
 		{"round", func(s *Score) { s.Round = -1 }, "round -1"},
 		{"metrics", func(s *Score) { s.Metrics = nil }, "0 metrics, the file declares 1"},
 	} {
@@ -197,6 +198,8 @@ func TestReadScoresCSVErrors(t *testing.T) {
 		// their index among one world's scores.
 		{"+inf", "world,score\n0,1\n1,2\n0,inf\n1,0.5\n", "line 4: score is +Inf"},
 		{"-inf", "world,score\n0,1\n1,-Inf\n", "line 3: score is -Inf"},
+		// The analysis reserves the largest float64: refused here, by its line.
+		{"largest float64", "world,score\n0,1\n1,1.7976931348623157e308\n", "line 3: score is the largest float64"},
 		{"negative round", "world,score,round\n1,1,0\n1,1,-3\n", "line 3: column round: -3 is negative"},
 		{"unknown threat", "world,score,threat\n1,1,final\n1,1,foo\n", `line 3: threat "foo": want final, all-iterates or uploads (or empty)`},
 		{"threat case", "world,score,threat\n1,1,Final\n", `line 2: threat "Final"`},

@@ -115,6 +115,12 @@ func ParseWorld(s string) (int8, error) {
 // maxLogits bounds the classes of a row so that a hostile file cannot ask for huge rows.
 const maxLogits = 1 << 16
 
+// maxOutput bounds a loss or logit's magnitude: the scores are differences of them (a record's
+// statistic less the mean of its references), and beyond it those overflow to infinities,
+// which no score can hold (a loss of -1.8e308 gave the largest float64 as a score, which the
+// analysis refused after the import had succeeded).
+const maxOutput = 1e300
+
 // build turns columns into records, checking every cell.
 func build(cols []column, rows int, format string) (*Table, error) {
 	var p problems
@@ -301,6 +307,8 @@ func (cs *columnSet) readRow(i int, t *Table, p *problems) (Record, bool) {
 			rc.fail("loss", "empty")
 		case math.IsNaN(v) || math.IsInf(v, 0):
 			rc.fail("loss", "%v (the model's output must be finite)", v)
+		case math.Abs(v) > maxOutput:
+			rc.fail("loss", "%v is beyond ±%g (the attacks take differences of losses, which would overflow)", v, maxOutput)
 		}
 		r.Loss = v
 	}
@@ -338,12 +346,12 @@ func (cs *columnSet) readLogits(rc *rowCheck, t *Table, r *Record) {
 		}
 	}
 	for k, v := range z {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
+		if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > maxOutput {
 			col := "logits"
 			if cs.logits == nil {
 				col = cs.logitCols[k].name
 			}
-			rc.fail(col, "logit %d is %v (the model's output must be finite)", k, v)
+			rc.fail(col, "logit %d is %v (the model's output must be finite, within ±%g: the attacks take differences of logits, which would overflow)", k, v, maxOutput)
 			break
 		}
 	}
