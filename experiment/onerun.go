@@ -288,6 +288,7 @@ func AnalyzeAll(ctx context.Context, sf *runs.ScoreFile, cf *runs.CanaryScoreFil
 	a.Headline = headline.Summarize(out, fam, opts.Notes)
 	uncovered(&a.Headline, out, opts)
 	headline.Diverged(&a.Headline, out, opts.Rounds)
+	headline.Reversed(&a.Headline, out)
 	checksFailed(&a.Headline, opts.ChecksFailed)
 	return a, nil
 }

@@ -190,6 +190,55 @@ func Diverged(h *findings.Headline, fs []findings.Finding, rounds []findings.Rou
 	h.Notes = append([]string{"what the rows say of the diverged runs, not of the mechanism: " + rows}, h.Notes...)
 }
 
+// Reversed makes a consistent headline inconclusive where the scores read the wrong way round
+// (higher meaning world C', the commonest slip of scores written by other tools: a loss given as
+// the score) speak against the verdict: when every row judged against a claim or a proven bound
+// is reversed, so that no row audits the claim in its stated direction, or when a judged row,
+// read the other way, would give a mu above its mu claim. A CI pipeline gating on the exit
+// status passed such scores under CONSISTENT, the direction a note beside it. A violated
+// headline stays: its bounds hold in the direction stated. Reversed bounds are diagnostics (the
+// direction is chosen after seeing the scores), so the answer is no verdict, not a violation.
+func Reversed(h *findings.Headline, fs []findings.Finding) {
+	if h.Status != findings.StatusConsistent {
+		return
+	}
+	judged, reversed := 0, 0
+	var why string
+	var only *findings.Finding
+	for i := range fs {
+		f := &fs[i]
+		if f.Verdict == nil || f.Verdict.Status == audit.Invalid || f.ClaimKind == findings.ClaimEstimate {
+			continue
+		}
+		judged++
+		if !f.Reversed() {
+			continue
+		}
+		reversed, only = reversed+1, f
+		for _, c := range f.Verdict.Checks {
+			if why == "" && c.Quantity == "mu" && f.ReversedMuLower > c.Claimed {
+				why = fmt.Sprintf("the scores of %s read the other way round (AUC %.3f < 0.5) would give mu >= %s, above the %s",
+					rowName(f), f.Result.AUC, numfmt.LowerG(f.ReversedMuLower, 4), claimWithSource(c, f.ClaimSource))
+			}
+		}
+	}
+	if why == "" && (judged == 0 || reversed < judged) {
+		return
+	}
+	switch {
+	case why != "":
+	case judged == 1:
+		why = fmt.Sprintf("the only row judged against a claim, %s, scores worse than guessing in its stated direction (AUC %.3f < 0.5), so it does not audit the claim",
+			rowName(only), only.Result.AUC)
+	default:
+		why = fmt.Sprintf("each of the %d rows judged against a claim scores worse than guessing in its stated direction (AUC < 0.5), so none audits the claim", judged)
+	}
+	rows := h.Text
+	h.Status, h.Claim, h.Tightness = findings.StatusInconclusive, "", nil
+	h.Text = fmt.Sprintf("INCONCLUSIVE: %s: no verdict is given. Check the direction of the scores (higher must mean world C: a loss is given negated) and audit again.", why)
+	h.Notes = append([]string{"what the rows say in the stated direction: " + rows}, h.Notes...)
+}
+
 // largest is the judged row (against a claim or a proven bound) whose check of the quantity of
 // c (mu, or epsilon at c's delta) certifies the most, with that check; nil when none certifies
 // more than c. The headline names the row nearest its claim, which decides the verdict; where a

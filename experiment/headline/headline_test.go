@@ -88,3 +88,45 @@ func TestLargestBoundBesideTheNearest(t *testing.T) {
 		}
 	}
 }
+
+// TestReversedScoresInconclusive: scores written the wrong way round (a loss as the score) gave
+// CONSISTENT and exit 0, "no attack certifies any privacy loss", with the direction in a note.
+// The headline is inconclusive when every judged row is reversed, or when a judged row read the
+// other way gives a mu above its claim; one reversed row among others below its claim, a row
+// judged against an estimate, and a violated headline are left as they were.
+func TestReversedScoresInconclusive(t *testing.T) {
+	row := func(attack string, mu, auc, reversed float64, kind string) findings.Finding {
+		v := audit.Judge(&audit.Result{MuLower: mu}, audit.Claim{Mu: 1})
+		return findings.Finding{Attack: attack, Threat: "final", Round: 3, ExactMu: math.NaN(), ReversedMuLower: reversed,
+			Result: &audit.Result{MuLower: mu, AUC: auc}, Verdict: &v, ClaimKind: kind, ClaimSource: "config claim"}
+	}
+	nan := math.NaN
+	for _, tc := range []struct {
+		name string
+		rows []findings.Finding
+		want string // the headline's start
+	}{
+		{"the only row reversed", []findings.Finding{row("loss", 0, 0.3, 0.4, findings.ClaimDeployment)},
+			"INCONCLUSIVE: the only row judged against a claim, loss (final, T = 3), scores worse than guessing in its stated direction (AUC 0.300 < 0.5)"},
+		{"every row reversed", []findings.Finding{row("loss", 0, 0.3, 0.4, findings.ClaimDeployment), row("margin", 0, 0.4, 0.1, findings.ClaimDeployment)},
+			"INCONCLUSIVE: each of the 2 rows judged against a claim scores worse than guessing"},
+		{"reversed above the claim", []findings.Finding{row("loss", 0, 0.1, 1.7, findings.ClaimDeployment), row("margin", 0.3, 0.7, nan(), findings.ClaimDeployment)},
+			"INCONCLUSIVE: the scores of loss (final, T = 3) read the other way round (AUC 0.100 < 0.5) would give mu >= 1.7, above the config claim mu = 1"},
+		{"one reversed below the claim", []findings.Finding{row("loss", 0, 0.3, 0.4, findings.ClaimDeployment), row("margin", 0.3, 0.7, nan(), findings.ClaimDeployment)},
+			"CONSISTENT"},
+		{"reversed estimate row", []findings.Finding{row("loss", 0, 0.1, 1.7, findings.ClaimEstimate), row("margin", 0.3, 0.7, nan(), findings.ClaimDeployment)},
+			"CONSISTENT"},
+		{"violated stays", []findings.Finding{row("loss", 0, 0.1, 1.7, findings.ClaimDeployment), row("margin", 1.3, 0.9, nan(), findings.ClaimDeployment)},
+			"VIOLATED"},
+	} {
+		h := Summarize(tc.rows, findings.Family{Confidence: 0.95, Rows: len(tc.rows)}, nil)
+		Reversed(&h, tc.rows)
+		if !strings.HasPrefix(h.Text, tc.want) {
+			t.Errorf("%s: headline %q, want it to begin %q", tc.name, h.Text, tc.want)
+		}
+		inconclusive := strings.HasPrefix(tc.want, "INCONCLUSIVE")
+		if inconclusive != (h.Status == findings.StatusInconclusive) || inconclusive && (h.Tightness != nil || !strings.HasPrefix(h.Notes[0], "what the rows say in the stated direction: CONSISTENT")) {
+			t.Errorf("%s: status %s, tightness %v, notes %q", tc.name, h.Status, h.Tightness, h.Notes)
+		}
+	}
+}
