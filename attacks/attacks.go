@@ -23,6 +23,7 @@
 package attacks
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -73,6 +74,17 @@ type Env struct {
 	model   *hostmodel.Model
 	cache   *envCache
 	invgrad inversion.Config // Options' invgrad budget
+	// ctx is Score's: an observation that runs for long (a reconstruction) stops when it is
+	// done, where the runner only stops handing out work.
+	ctx context.Context
+}
+
+// context is the context of the Score call the environment serves, or Background.
+func (e *Env) context() context.Context {
+	if e.ctx == nil {
+		return context.Background()
+	}
+	return e.ctx
 }
 
 // envCache holds what attacks compute once per Score call and share between runs.

@@ -119,7 +119,7 @@ func (a invgradAttack) reconstruct(env *Env, obs *Observation) ([]float64, float
 	rng := rand.New(rand.NewPCG(env.Seed^invgradSalt, uint64(obs.RunID)*0x9e3779b97f4a7c15^uint64(obs.Round)))
 	p := inversion.Problem{Model: env.model, W0: to64(obs.Prev.Params), U: u, Label: y, Etas: etas,
 		Clip: env.Config.ClipNorm, Alpha: alpha, Image: inversion.ImageShape(env.Shape, env.Dim)}
-	return inversion.Reconstruct(p, cfg, rng)
+	return inversion.Reconstruct(env.context(), p, cfg, rng)
 }
 
 // localRates returns eta_{t,k} for the K local steps of round t.

@@ -2,6 +2,7 @@ package attacks
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -179,5 +180,42 @@ func TestInvgradLargerClient(t *testing.T) {
 		if mse := s.Metrics[col]; !(mse >= 0 && mse <= 1) {
 			t.Errorf("run %d: MSE %v outside [0, 1]", s.RunID, mse)
 		}
+	}
+}
+
+// TestInvgradStopsOnCancel: an interrupt stops a reconstruction under way, on an MLP and on a
+// CNN, where the runner only stopped handing out work and waited seconds to minutes for each
+// worker's reconstruction (Slurm kills 30 s after its SIGTERM).
+func TestInvgradStopsOnCancel(t *testing.T) {
+	mlp := imageSpec(1)
+	cnn := cnnSpec("tanh-avgpool", 1)
+	for _, tc := range []struct {
+		name  string
+		spec  simSpec
+		shape []int
+	}{{"mlp", mlp, []int{1, 4, 4}}, {"cnn", cnn, nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			path, env, _ := simulate(t, tc.spec)
+			if tc.shape != nil {
+				env.Shape = tc.shape
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				// A budget no test waits for: only the cancel ends it.
+				_, err := Score(ctx, openTable(t, path), env, Options{Attacks: []string{"invgrad"}, Workers: 1, InvgradIterations: 100_000_000})
+				done <- err
+			}()
+			time.Sleep(200 * time.Millisecond)
+			cancel()
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("Score after the cancel: %v, want context.Canceled", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("Score still runs 5 s after the cancel")
+			}
+		})
 	}
 }

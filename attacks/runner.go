@@ -107,6 +107,7 @@ func Score(ctx context.Context, table *runs.Table, env Env, opts Options) (*Resu
 		return nil, fmt.Errorf("attacks: invgrad iterations %d, need >= 0", opts.InvgradIterations)
 	}
 	env.invgrad = inversion.Config{Iterations: opts.InvgradIterations}
+	env.ctx = ctx
 	if len(opts.Attacks) == 0 {
 		return nil, errors.New("attacks: the run file supports no attack (no statistics, params or uploads recorded)")
 	}

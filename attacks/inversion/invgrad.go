@@ -1,6 +1,7 @@
 package inversion
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 
@@ -64,8 +65,10 @@ type Problem struct {
 // update is degenerate (zero or non-finite) or every restart diverged. cfg takes its defaults
 // (Config.WithDefaults) first. The MLPs' gradient in x runs through the K unrolled steps with
 // exact Hessian-vector products (hostmodel.Work); a CNN's with finite-difference products, its
-// restarts minimized at once.
-func Reconstruct(p Problem, cfg Config, rng *rand.Rand) ([]float64, float64, error) {
+// restarts minimized at once. It returns ctx's error as soon as ctx is done: one reconstruction
+// of a CNN runs for seconds to minutes, and an interrupted attack stage waited for every one
+// under way (Slurm's SIGKILL comes 30 s after its SIGTERM).
+func Reconstruct(ctx context.Context, p Problem, cfg Config, rng *rand.Rand) ([]float64, float64, error) {
 	cfg = cfg.WithDefaults()
 	tv := cfg.TV
 	if p.Image.C == 0 {
@@ -74,7 +77,7 @@ func Reconstruct(p Problem, cfg Config, rng *rand.Rand) ([]float64, float64, err
 	if p.Model.IsCNN() {
 		q := &cnnInvProblem{h: p.Model, w0: p.W0, u: p.U, y: []int32{int32(p.Label)}, etas: p.Etas,
 			clip: p.Clip, alpha: p.Alpha, img: p.Image, tvWeight: tv, P: cfg.Restarts}
-		return reconstructCNN(q, rng, cfg)
+		return reconstructCNN(ctx, q, rng, cfg)
 	}
 	q := &invProblem{m: p.Model, w0: p.W0, u: p.U, y: p.Label, etas: p.Etas,
 		clip: p.Clip, alpha: p.Alpha, img: p.Image, tvWeight: tv}
@@ -88,7 +91,10 @@ func Reconstruct(p Problem, cfg Config, rng *rand.Rand) ([]float64, float64, err
 		for i := range start {
 			start[i] = rng.Float64()
 		}
-		xs[r], objs[r] = q.minimize(start, cfg)
+		var err error
+		if xs[r], objs[r], err = q.minimize(ctx, start, cfg); err != nil {
+			return nil, 0, err
+		}
 	}
 	best := pickRestart(objs)
 	if best < 0 {
@@ -306,7 +312,7 @@ func (p *invProblem) clipFactor(k int) float64 {
 // minimize runs signed Adam (Adam fed the sign of the gradient, as Geiping et al. do) from
 // start, projecting onto [0, 1] after every step, and returns the iterate of least objective
 // seen with its value (NaN when the objective stopped being finite before any finite value).
-func (p *invProblem) minimize(start []float64, cfg Config) ([]float64, float64) {
+func (p *invProblem) minimize(ctx context.Context, start []float64, cfg Config) ([]float64, float64, error) {
 	x := start
 	n := len(x)
 	g := make([]float64, n)
@@ -314,6 +320,9 @@ func (p *invProblem) minimize(start []float64, cfg Config) ([]float64, float64) 
 	best := make([]float64, n)
 	bestObj := math.NaN()
 	for it := 0; it <= cfg.Iterations; it++ {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
 		last := it == cfg.Iterations
 		var obj float64
 		if last {
@@ -334,7 +343,7 @@ func (p *invProblem) minimize(start []float64, cfg Config) ([]float64, float64) 
 		lr := opt.next(it)
 		opt.update(x, g, 0, n, lr)
 	}
-	return best, bestObj
+	return best, bestObj, nil
 }
 
 // signedAdam is the optimizer of Inverting Gradients (Geiping et al. 2020): Adam fed the sign

@@ -1,6 +1,7 @@
 package inversion
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -257,7 +258,7 @@ func (p *cnnInvProblem) stepAdjoint(k int, xs, gx []float64) error {
 // 3/8, 5/8 and 7/8 of the budget, projection onto [0, 1] after every step. It returns each
 // replica's iterate of least objective seen (P x dim) with its value (NaN when its objective
 // was never finite); a replica whose objective stops being finite stops there.
-func (p *cnnInvProblem) minimize(starts []float64, cfg Config) ([]float64, []float64, error) {
+func (p *cnnInvProblem) minimize(ctx context.Context, starts []float64, cfg Config) ([]float64, []float64, error) {
 	P, dim := p.P, p.dim
 	x := starts
 	n := len(x)
@@ -270,6 +271,9 @@ func (p *cnnInvProblem) minimize(starts []float64, cfg Config) ([]float64, []flo
 		bestObj[r] = math.NaN()
 	}
 	for it := 0; it <= cfg.Iterations; it++ {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
 		last := it == cfg.Iterations
 		gx := g
 		if last {
@@ -308,7 +312,7 @@ func (p *cnnInvProblem) minimize(starts []float64, cfg Config) ([]float64, []flo
 
 // reconstructCNN is Reconstruct for a CNN: the restarts' starts drawn from rng as the MLP
 // version draws them, all minimized at once, the least objective wins.
-func reconstructCNN(p *cnnInvProblem, rng *rand.Rand, cfg Config) ([]float64, float64, error) {
+func reconstructCNN(ctx context.Context, p *cnnInvProblem, rng *rand.Rand, cfg Config) ([]float64, float64, error) {
 	if !p.init() {
 		return nil, 0, nil
 	}
@@ -317,7 +321,10 @@ func reconstructCNN(p *cnnInvProblem, rng *rand.Rand, cfg Config) ([]float64, fl
 	for i := range starts {
 		starts[i] = rng.Float64()
 	}
-	xs, objs, err := p.minimize(starts, cfg)
+	xs, objs, err := p.minimize(ctx, starts, cfg)
+	if ctx.Err() != nil {
+		return nil, 0, ctx.Err()
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("invgrad: %w", err)
 	}
