@@ -256,6 +256,73 @@ func ReadScoreFile(path string) (*ScoreFile, error) {
 	return sf, nil
 }
 
+// minRepeatedValues is how many distinct scores a group must have before checkRepeatedRows
+// reads equal multiplicities as repeated rows: scores on a coarse grid (a label accuracy of
+// k/B, randomized response) repeat legitimately, but not each of ten values the same number
+// of times over.
+const minRepeatedValues = 10
+
+// checkRepeatedRows refuses a score file without run or pair ids whose rows were repeated: in
+// some (attack, threat, round, world) every score occurs exactly k >= 2 times, over at least
+// minRepeatedValues distinct scores. Rows without ids are separate runs, so k copies of n runs
+// (two exports concatenated, scores of each round written without a round column in a loop
+// that wrote every row each time) were judged as k n independent runs: with 5 copies a claim at
+// the true mu was VIOLATED in a third of audits. The error names the first repeated row.
+func checkRepeatedRows(scores []Score, where func(i int) string) error {
+	if len(scores) > math.MaxInt32 {
+		return fmt.Errorf("%d scores: more than a score file may hold (%d)", len(scores), math.MaxInt32)
+	}
+	idx := make([]int32, len(scores))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	group := func(x, y *Score) int {
+		return cmp.Or(strings.Compare(x.Attack, y.Attack), strings.Compare(x.Threat, y.Threat),
+			cmp.Compare(x.Round, y.Round), cmp.Compare(x.World, y.World))
+	}
+	slices.SortFunc(idx, func(a, b int32) int {
+		x, y := &scores[a], &scores[b]
+		return cmp.Or(group(x, y), cmp.Compare(x.Score, y.Score), cmp.Compare(a, b))
+	})
+	for start := 0; start < len(idx); {
+		end := start + 1
+		for end < len(idx) && group(&scores[idx[start]], &scores[idx[end]]) == 0 {
+			end++
+		}
+		// Within the group, runs of equal scores: their common length, or -1 when they differ.
+		k, distinct := 0, 0
+		for i := start; i < end; {
+			j := i + 1
+			for j < end && scores[idx[j]].Score == scores[idx[i]].Score {
+				j++
+			}
+			if distinct++; k == 0 {
+				k = j - i
+			} else if k != j-i {
+				k = -1
+			}
+			i = j
+		}
+		if k >= 2 && distinct >= minRepeatedValues {
+			first := idx[start]
+			for _, i := range idx[start+1 : start+k] {
+				first = min(first, i)
+			}
+			second := int32(-1)
+			for _, i := range idx[start : start+k] {
+				if i != first && (second < 0 || i < second) {
+					second = i
+				}
+			}
+			s := &scores[first]
+			return fmt.Errorf("%s repeats %s (score %v, world %s, attack %q, round %d), and each of the %d distinct scores of that world is there %d times: the rows look repeated (exports concatenated, or written %d times over); rows without run_id are separate runs, so the copies would be judged as %d times the runs. Remove the repeats, or give each row its run's run_id",
+				where(int(second)), where(int(first)), s.Score, WorldName(s.World), s.Attack, s.Round, distinct, k, k, k)
+		}
+		start = end
+	}
+	return nil
+}
+
 // checkRunIDs checks the run ids of a score file that has a run_id column: each run is scored
 // once per attack, threat and round, and is of one world. A file whose rows were repeated (two
 // exports concatenated, a join that duplicated rows) would otherwise count each run again: n
@@ -299,16 +366,18 @@ func checkRunIDs(scores []Score, where func(i int) string) error {
 				runFirst = min(runFirst, j)
 			}
 		}
+		// The world first: a row in the other world is a second score of its run too, and the
+		// world names the likelier slip, a pair's id given as the run's.
+		if f := &scores[runFirst]; f.World != s.World {
+			note(i, fmt.Errorf("%s: run %d is in world %s, and in world %s at %s: a run trains on one of the two datasets (the pair's id, shared by its two runs, goes in pair_id)",
+				where(int(i)), s.RunID, WorldName(s.World), WorldName(f.World), where(int(runFirst))))
+		}
 		if p > 0 {
 			prev := &scores[idx[p-1]]
 			if prev.RunID == s.RunID && prev.Attack == s.Attack && prev.Threat == s.Threat && prev.Round == s.Round {
 				note(i, fmt.Errorf("%s: run %d has a second score for attack %q threat %q round %d (the first is at %s): a run is scored once per attack, threat and round, and a repeated row would count the run twice",
 					where(int(i)), s.RunID, s.Attack, s.Threat, s.Round, where(int(idx[p-1]))))
 			}
-		}
-		if f := &scores[runFirst]; f.World != s.World {
-			note(i, fmt.Errorf("%s: run %d is in world %s, and in world %s at %s: a run trains on one of the two datasets",
-				where(int(i)), s.RunID, WorldName(s.World), WorldName(f.World), where(int(runFirst))))
 		}
 	}
 	return err
@@ -433,8 +502,13 @@ func readScoresCSV(r io.Reader) (*ScoreFile, error) {
 		out = append(out, s)
 		lines = append(lines, line)
 	}
+	where := func(i int) string { return fmt.Sprintf("line %d", lines[i]) }
 	if cols.runID >= 0 {
-		if err := checkRunIDs(out, func(i int) string { return fmt.Sprintf("line %d", lines[i]) }); err != nil {
+		if err := checkRunIDs(out, where); err != nil {
+			return nil, err
+		}
+	} else if cols.pairID < 0 {
+		if err := checkRepeatedRows(out, where); err != nil {
 			return nil, err
 		}
 	}
@@ -588,8 +662,13 @@ func readScoresArrow(path string) (*ScoreFile, error) {
 	if err := af.VerifyRest(); err != nil {
 		return nil, err
 	}
+	where := func(i int) string { return fmt.Sprintf("row %d", i) }
 	if cols.runID >= 0 {
-		if err := checkRunIDs(sf.Scores, func(i int) string { return fmt.Sprintf("row %d", i) }); err != nil {
+		if err := checkRunIDs(sf.Scores, where); err != nil {
+			return nil, err
+		}
+	} else if cols.pairID < 0 {
+		if err := checkRepeatedRows(sf.Scores, where); err != nil {
 			return nil, err
 		}
 	}
