@@ -29,10 +29,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/findings"
+	"github.com/vbauerster/mpb/v8"
 )
 
 // version is the tool version recorded in every run file; release builds set it with
@@ -69,6 +71,10 @@ type env struct {
 	quiet bool
 	// stderrIsTerminal enables progress bars.
 	stderrIsTerminal bool
+	// bars are the progress bars being drawn, if any: log lines go through them, above the
+	// bars, since a line written to the terminal beside them was erased by their next redraw
+	// (which moves the cursor up over the lines it drew and clears below).
+	bars atomic.Pointer[mpb.Progress]
 }
 
 // quietUsage says exactly what --quiet silences; README.md quotes it.
@@ -79,7 +85,13 @@ func (e *env) logf(format string, args ...any) {
 	if e.quiet {
 		return
 	}
-	fmt.Fprintf(e.stderr, format+"\n", args...)
+	line := fmt.Sprintf(format+"\n", args...)
+	if bars := e.bars.Load(); bars != nil {
+		if _, err := bars.Write([]byte(line)); err == nil {
+			return
+		}
+	}
+	io.WriteString(e.stderr, line)
 }
 
 // usageError marks a mistake in how the command was called; it exits with status 2.

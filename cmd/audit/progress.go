@@ -10,6 +10,7 @@ import (
 // progress draws bars on stderr for a person at a terminal, and nothing otherwise (pipes, logs,
 // --quiet), so batch jobs' logs stay readable.
 type progress struct {
+	e          *env
 	p          *mpb.Progress
 	bars       []*mpb.Bar
 	stageBar   *mpb.Bar // nil unless stages was called
@@ -20,7 +21,11 @@ func newProgress(e *env) *progress {
 	if e.quiet || !e.stderrIsTerminal {
 		return &progress{}
 	}
-	return &progress{p: mpb.New(mpb.WithOutput(e.stderr), mpb.WithWidth(40))}
+	// Refreshed whatever mpb makes of the writer: isTerminal decided already (and a test's
+	// buffer is drawn on as a terminal would be).
+	p := mpb.New(mpb.WithOutput(e.stderr), mpb.WithWidth(40), mpb.WithAutoRefresh())
+	e.bars.Store(p)
+	return &progress{e: e, p: p}
 }
 
 // bar returns a callback reporting done of total for a named stage; it is safe to call with
@@ -31,7 +36,7 @@ func (pr *progress) bar(name string, total int) func(done, total int) {
 	}
 	b := pr.p.AddBar(int64(total),
 		mpb.PrependDecorators(decor.Name(name, decor.WCSyncSpaceR), decor.CountersNoUnit("%d/%d", decor.WCSyncWidth)),
-		mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace), decor.AverageETA(decor.ET_STYLE_GO, decor.WCSyncWidth)),
+		mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace), decor.AverageETA(decor.ET_STYLE_GO, decor.WCSyncSpace)),
 	)
 	pr.bars = append(pr.bars, b)
 	// The callback's total may be larger than the bar's: a shard trained in groups of pairs
@@ -58,6 +63,8 @@ func (pr *progress) wait() {
 		b.Abort(false) // no-op for a completed bar; the others stay drawn where they stopped
 	}
 	pr.p.Wait()
+	// Log lines go to stderr again (a Write after Wait fails, and logf falls back to it too).
+	pr.e.bars.CompareAndSwap(pr.p, nil)
 }
 
 // stages returns a callback that advances one bar over the named stages of a run, so that a
