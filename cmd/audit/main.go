@@ -203,6 +203,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				return nil
 			}
 			if c, ok := commands[args[1]]; ok {
+				if len(args) > 2 {
+					return usagef("help: unexpected argument %q (see 'audit help --help')", args[2])
+				}
 				return run(ctx, []string{c.name, "--help"}, stdout, stderr)
 			}
 			return usagef("unknown command %q (see 'audit help')", args[1])
@@ -233,7 +236,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return usagef("%s: --workers must be >= 0 (0: all cores), got %d", name, n)
 		}
 	}
-	return body(ctx, e, pos)
+	err = body(ctx, e, pos)
+	// Every usage error points at the command's help, as the flag parser's do: a missing
+	// --config or an extra argument said what was wrong but not where to look.
+	var u *usageError
+	if errors.As(err, &u) && !strings.Contains(u.msg, "--help')") {
+		u.msg += fmt.Sprintf(" (see 'audit %s --help')", name)
+	}
+	return err
 }
 
 func printHelp(w io.Writer) {
@@ -251,8 +261,8 @@ func printHelp(w io.Writer) {
 	fmt.Fprintf(w, "\nExit status: 0 success (no claim violated; also a NO CLAIM headline, where neither a claim\n"+
 		"nor a bound of the theory was there to judge: state a claim to gate on), 1 failure, 2 usage or\n"+
 		"configuration error, 3 the audit found a claim violated, 4 inconclusive (the audit completed but\n"+
-		"gives no verdict: most runs of an audited checkpoint diverged, or no attack observed what the\n"+
-		"claim is about), 130 interrupted.\n")
+		"gives no verdict: most runs of an audited checkpoint diverged, no attack observed what the\n"+
+		"claim is about, a grey-box check failed, or the scores read the wrong way round), 130 interrupted.\n")
 }
 
 // printHelpUsage is `audit help --help`: help is no registered command (it lists them).
