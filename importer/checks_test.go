@@ -2,7 +2,9 @@ package importer
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -388,6 +390,28 @@ func TestManifestRowsAllListed(t *testing.T) {
 	for _, w := range []string{"(3 problems)", `entry 0: world "D"`, "entry 2: file, world, pair and round are required", "entry 3: client -1 is negative"} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("JSON: error %v, want one containing %q", err, w)
+		}
+	}
+}
+
+// A manifest that is no manifest is named with what it lacks: not "header: EOF" or "stat ...".
+func TestManifestFileRefused(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "m.csv")
+	os.WriteFile(empty, nil, 0o644)
+	for _, c := range []struct{ path, want string }{
+		{empty, "manifest " + empty + ": empty: a CSV manifest starts with a header naming its columns"},
+		{dir, "manifest " + dir + ": is a directory"},
+		// The files that cannot be read stay path errors (exit status 1 in the CLI).
+		{filepath.Join(dir, "none.csv"), "manifest " + filepath.Join(dir, "none.csv") + ": no such file or directory"},
+	} {
+		_, err := ReadManifest(c.path)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.path, err, c.want)
+		}
+		var pe *fs.PathError
+		if c.path != empty && !errors.As(err, &pe) {
+			t.Errorf("%s: %T is no path error", c.path, err)
 		}
 	}
 }

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/fedaudit/fedaudit/runs"
 )
@@ -69,9 +71,18 @@ type jsonEntry struct {
 // A manifest over maxManifestBytes is refused before it is read (a million snapshots take about
 // 60 MB).
 func ReadManifest(path string) (*Manifest, error) {
+	// A file that cannot be read stays an fs.PathError (the CLI's exit status 1, as for any
+	// input file), named "manifest PATH: no such file or directory", not "stat PATH: ...".
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, &fs.PathError{Op: "manifest", Path: path, Err: err}
+	}
+	if st.IsDir() {
+		return nil, &fs.PathError{Op: "manifest", Path: path, Err: syscall.EISDIR}
 	}
 	if st.Size() > maxManifestBytes {
 		return nil, fmt.Errorf("manifest %s: %d bytes, more than the %d a manifest may have", path, st.Size(), maxManifestBytes)
@@ -176,6 +187,9 @@ func parseCSV(raw []byte) ([]Entry, error) {
 	r := csv.NewReader(bytes.NewReader(raw))
 	r.TrimLeadingSpace = true
 	header, err := r.Read()
+	if err == io.EOF {
+		return nil, fmt.Errorf("empty: a CSV manifest starts with a header naming its columns (%s; file, world, pair and round required)", strings.Join(csvColumns, ", "))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("header: %v", err)
 	}

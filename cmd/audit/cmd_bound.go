@@ -145,7 +145,7 @@ func readScheduleFile(path string) (*theory.TableSchedule, error) {
 		// cannot be read is a failure (1).
 		var pe *os.PathError
 		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("bound: read %s: %w", path, err)
+			return nil, fmt.Errorf("bound: --schedule-file %s: %w", path, pe.Err)
 		}
 		return nil, usagef("bound: --schedule-file %s: %v", path, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"slices"
@@ -288,7 +289,13 @@ func (s statedZeros) check() error {
 func Load(path string) (*Config, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
+		// "config adir: is a directory", not "read config: read adir: is a directory". A file
+		// that cannot be read is a failure (exit status 1), as every input file's is.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	cfg, err := Parse(raw)
 	if err != nil {
