@@ -117,6 +117,9 @@ func CheckDirectory(cfg *spec.Config, dir string, shards int) (DirectoryCheck, e
 	if shards > cfg.Pairs {
 		return chk, &spec.ConfigError{Err: fmt.Errorf("%d shards for %d pairs: a shard needs at least one pair", shards, cfg.Pairs)}
 	}
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return chk, &spec.ConfigError{Err: fmt.Errorf("%s is a file: the output is an experiment directory (a new one, or one of this experiment)", dir)}
+	}
 	own, err := readDirConfig(dir)
 	if err != nil {
 		return chk, err

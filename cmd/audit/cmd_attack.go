@@ -5,11 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"strconv"
 	"text/tabwriter"
 
 	"github.com/fedaudit/fedaudit/attacks"
 	"github.com/fedaudit/fedaudit/experiment"
+	"github.com/fedaudit/fedaudit/internal/fsutil"
 )
 
 func parseCheckpoints(s string) ([]int, error) {
@@ -62,6 +64,16 @@ func init() {
 				}
 				if err := experimentDirArg("attack", *dir); err != nil {
 					return err
+				}
+				// Where the scores go is checked before the runs are scored, not after (a
+				// directory given as --out failed at the rename, every attack run).
+				if *out != "" {
+					if st, err := os.Stat(*out); err == nil && st.IsDir() {
+						return usagef("attack: --out %s is a directory: give the score file to write (default: DIR/scores.arrow)", *out)
+					}
+					if err := fsutil.CanWrite(*out); err != nil {
+						return fmt.Errorf("attack: --out: %w", err)
+					}
 				}
 				lock, err := lockWriter(e, *dir, "audit attack")
 				if err != nil {

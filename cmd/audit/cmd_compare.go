@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -73,6 +74,13 @@ func init() {
 					exps = append(exps, a.Compared(lab))
 				}
 				distinctLabels(exps, args)
+				// The folder is checked before the comparison is printed, not after (a file
+				// given as --out printed every table, then failed).
+				if *out != "" {
+					if st, err := os.Stat(*out); err == nil && !st.IsDir() {
+						return usagef("compare: --out %s is a file: give the folder to write the tables and figures into", *out)
+					}
+				}
 				ms := splitList(*metrics)
 				if err := checkMetrics(ms, exps); err != nil {
 					return err
@@ -85,7 +93,7 @@ func init() {
 				}
 				paths, err := report.WriteComparisonFiles(*out, exps, report.SuccessAttacks{MI: *mi, Inversion: *inv})
 				if err != nil {
-					return err
+					return fmt.Errorf("compare: %w", err)
 				}
 				for _, p := range paths {
 					e.logf("compare: wrote %s", p)

@@ -113,6 +113,10 @@ func TestLikeMistakesExitAlike(t *testing.T) {
 		{"missing score file", []string{"analyze", "--scores", missing + ".csv"}, 1, "no such file"},
 		{"round not a checkpoint", []string{"attack", "--quiet", "--runs", dir, "--rounds", "7"}, 2, "round 7 is not a checkpoint of the runs"},
 		{"pair twice in a world", []string{"analyze", "--scores", dup}, 2, "pair id 0 occurs twice in world C"},
+		// Refused before the runs are scored, not at the rename after every attack ran.
+		{"attack --out a directory", []string{"attack", "--quiet", "--runs", dir, "--out", t.TempDir()}, 2, "is a directory: give the score file to write"},
+		{"run --out a file", []string{"run", "--quiet", "--config", "testdata/run_small.yaml", "--out", dup}, 2, dup + " is a file: the output is an experiment directory"},
+		{"compare --out a file", []string{"compare", "../../results/demo", "--out", dup}, 2, "compare: --out " + dup + " is a file"},
 	} {
 		_, errOut, code := runCLI(tc.args...)
 		if code != tc.code || !strings.Contains(errOut, tc.says) {
