@@ -154,7 +154,11 @@ func openRunTable(dir string, allowPartial bool, first int) (*runs.Table, error)
 	if err := NoRunFiles(dir, "attack"); err != nil {
 		return nil, err
 	}
-	return runs.Open(expdir.Dir(dir).Runs(), opts...)
+	t, err := runs.Open(expdir.Dir(dir).Runs(), opts...)
+	if errors.Is(err, runs.ErrShardsMissing) {
+		return nil, fmt.Errorf("%w: train them (audit status %s lists every shard), or give --allow-partial to audit the shards there are", err, dir)
+	}
+	return t, err
 }
 
 // NoRunFiles explains, for a command that would verb dir's run files, why a directory has none

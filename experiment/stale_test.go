@@ -12,6 +12,7 @@ import (
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/experiment/spec"
 	"github.com/fedaudit/fedaudit/internal/fsutil"
+	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train/model"
 )
 
@@ -257,5 +258,26 @@ func TestSetUpDirectoryOneTrainingAtOnce(t *testing.T) {
 		if refused != 4 {
 			t.Fatalf("try %d: %d of 8 jobs refused, want the 4 of the array whose config came second", try, refused)
 		}
+	}
+}
+
+// An analysis of a directory with shards missing says what to do: train them, or
+// --allow-partial.
+func TestMissingShardsSayWhatToDo(t *testing.T) {
+	cfg := leakyConfig()
+	dir := t.TempDir()
+	data, err := spec.Prepare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := SetUpDirectory(cfg, dir, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := TrainShards(context.Background(), cfg, data, dir, AllShards(4)[:1], TrainOptions{ToolVersion: "test"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = AnalyzeDir(context.Background(), dir, AnalyzeOptions{}, AttackOptions{})
+	if !errors.Is(err, runs.ErrShardsMissing) || !strings.Contains(err.Error(), "3 of 4 shards missing (1/4, 2/4, 3/4): train them (audit status "+dir+" lists every shard), or give --allow-partial") {
+		t.Errorf("analysis of 1 of 4 shards: %v", err)
 	}
 }

@@ -77,6 +77,10 @@ func runFiles(dir string) ([]string, error) {
 	return out, nil
 }
 
+// ErrShardsMissing marks a set of run files that lacks some of its shards (Open without
+// AllowPartial).
+var ErrShardsMissing = errors.New("shards missing")
+
 // Open opens a run file, or a directory whose *.arrow files are the shards of one experiment.
 // It refuses files of different experiments (config, dataset hash, tool version or columns),
 // two files claiming the same shard, and, unless AllowPartial is given, an incomplete set.
@@ -147,7 +151,7 @@ func Open(path string, opts ...Option) (*Table, error) {
 		if n-len(files) > len(missing) {
 			more = ", ..."
 		}
-		return nil, fmt.Errorf("open %s: %d of %d shards missing (%s%s)", path, n-len(files), n, strings.Join(missing, ", "), more)
+		return nil, fmt.Errorf("open %s: %d of %d %w (%s%s)", path, n-len(files), n, ErrShardsMissing, strings.Join(missing, ", "), more)
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Shard.Index < files[j].Shard.Index })
 	meta := first.meta
