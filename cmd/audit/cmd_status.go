@@ -54,7 +54,7 @@ func shardStatus(ctx context.Context, dir string, shards int, verify bool) (stat
 	if err != nil {
 		return statusReport{}, err
 	}
-	rep := statusReport{Dir: rdir, Shards: shards, Counts: map[string]int{}}
+	rep := statusReport{Dir: rdir, Shards: shards, Counts: map[string]int{}, Files: []statusShard{}}
 	for _, in := range infos {
 		line := statusShard{State: in.State.String(), File: filepath.Base(in.Path)}
 		if in.Shard.Count > 0 {

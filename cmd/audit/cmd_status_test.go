@@ -230,6 +230,15 @@ func TestStatusOnlyATemporaryFile(t *testing.T) {
 	}
 }
 
+// An empty directory's --json lists no files as an empty list, not null, which a consumer
+// iterating over "files" would have to special-case.
+func TestStatusJSONEmptyFiles(t *testing.T) {
+	_, stdout, _ := cli(t, "status", t.TempDir(), "--json")
+	if !strings.Contains(stdout, `"files": []`) {
+		t.Errorf("status --json of an empty directory: %s", stdout)
+	}
+}
+
 // TestRescoresCutScoreFiles: a score file cut short (a full disk, a killed copy), emptied or
 // zeroed is scored again by the next stage that reads it, as a checksum mismatch was, and the
 // findings are those of the intact file. Only the mismatch was rescored: `audit run` failed on

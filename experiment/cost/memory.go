@@ -362,16 +362,8 @@ func ParseBytes(s string) (int64, error) {
 	return int64(x * float64(mult)), nil
 }
 
-// FormatBytes writes n in MiB or GiB for people.
-func FormatBytes(n int64) string {
-	if n >= 1<<30 {
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	}
-	if n >= 1<<20 {
-		return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%.0f KiB", float64(n)/(1<<10))
-}
+// FormatBytes writes n in KiB, MiB or GiB for people (memory.FormatBytes).
+func FormatBytes(n int64) string { return memory.FormatBytes(n) }
 
 // DeviceEstimate is the training's memory on one GPU of a given size (train.MemoryOn with
 // memory.Device, or memory.DeviceWinograd): what `audit train --backend gpu` groups the pairs

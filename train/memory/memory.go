@@ -141,6 +141,21 @@ func SatMul(a, b int64) int64 {
 // SatAdd is a + b, saturating at MaxInt64/2.
 func SatAdd(a, b int64) int64 { return min(a+b, math.MaxInt64/2) }
 
+// FormatBytes writes n in KiB, MiB or GiB for people: in whole MiB a budget of a few KiB read
+// "the budget is 0 MiB" beside a pair that needs "0 MiB".
+func FormatBytes(n int64) string {
+	if n >= 1<<30 {
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	}
+	if n >= 1<<20 {
+		return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20))
+	}
+	if n >= 1<<10 {
+		return fmt.Sprintf("%.0f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
 // DeviceGroupPairs is the pairs of count a GPU with free bytes of free memory trains together
 // at m bytes a pair: as many as fit groupMemory or, when it is 0, 90% of free (the rest is
 // left to cuBLAS's workspace and the CUDA graphs), at least one; an error naming both sizes
@@ -153,8 +168,8 @@ func (m Memory) DeviceGroupPairs(groupMemory, free int64, count int) (int, error
 		budget = limit
 	}
 	if need := m.Bytes(1); need > budget {
-		return 0, fmt.Errorf("train: one pair needs about %d MiB of device memory (d = %d parameters), the budget is %d MiB (free device memory %d MiB)",
-			need>>20, m.Params, budget>>20, free>>20)
+		return 0, fmt.Errorf("train: one pair needs about %s of device memory (d = %d parameters), the budget is %s (free device memory %s)",
+			FormatBytes(need), m.Params, FormatBytes(budget), FormatBytes(free))
 	}
 	return max(min(m.GroupPairs(budget), count), 1), nil
 }
