@@ -104,7 +104,7 @@ func (rd *reader) checkCopies(params [][]float32, ri int, noisy bool, probs *pro
 	same := func(a, b int) bool { return firstDiff(params[a], params[b]) < 0 }
 	for _, c := range copiesAcrossPairs(len(params), key, same) {
 		first, r := c[0], c[1]
-		probs.add("round %d: pair %d world %s (%s) and pair %d world %s (%s) hold the same model bit for bit%s: runs of different pairs train with independent noise and never agree after a noisy round, so these are copies of one training, which would be audited as independent ones; give each pair its own training (runs that diverged and kept earlier parameters: say so in the manifest's diverged column; snapshots stored at a precision that rounds the noise away cannot be audited)",
+		probs.add("round %d: pair %d world %s (%s) and pair %d world %s (%s) hold the same model bit for bit%s: runs of different pairs train with independent noise and never agree after a noisy round, so these are copies of one training, which would be audited as independent ones, or a trainer that adds no noise or draws every pair's noise from the same seed; give each pair its own training with its own noise (runs that diverged and kept earlier parameters: say so in the manifest's diverged column; snapshots stored at a precision that rounds the noise away cannot be audited)",
 			round, first/2, runs.WorldName(int8(first%2)), file(first), r/2, runs.WorldName(int8(r%2)), file(r), moreCopies(c))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/fedaudit/fedaudit/experiment"
 	"github.com/fedaudit/fedaudit/export"
 )
 
@@ -28,6 +29,11 @@ func init() {
 				}
 				if err := experimentDirArg("export", args[0]); err != nil {
 					return err
+				}
+				// Both formats export run files: a directory without them says why it has
+				// none ("open DIR/runs: no such file or directory" said nothing of it).
+				if err := experiment.NoRunFiles(args[0], "export"); err != nil {
+					return fmt.Errorf("export: %w", err)
 				}
 				var files []string
 				var err error

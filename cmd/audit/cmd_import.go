@@ -26,8 +26,18 @@ func init() {
 			asJSON := fs.Bool("json", false, "print the import summary as JSON")
 			of := registerOutputsFlags(fs) // --outputs: per-record model outputs (cmd_import_outputs.go)
 			return func(ctx context.Context, e *env, args []string) error {
+				// A flag of the other kind of import would be ignored without a word: a user
+				// who set --shadow-every for snapshots believed it took effect.
 				if of.set() {
+					for _, f := range []string{"names", "uploads"} {
+						if flagGiven(fs, f) {
+							return usagef("import: --%s applies to snapshots (--manifest), not to --outputs", f)
+						}
+					}
 					return of.run(ctx, e, args, *manifest, *config, *out, *asJSON)
+				}
+				if flagGiven(fs, "shadow-every") {
+					return usagef("import: --shadow-every applies to --outputs (the pairs LiRA is fitted on); the attacks on imported snapshots choose theirs as audit attack does")
 				}
 				if len(args) > 0 {
 					return usagef("import: unexpected argument %q", args[0])

@@ -102,6 +102,11 @@ func TestImportOutputsGaussian(t *testing.T) {
 				!strings.Contains(stdout, "not run: margin: needs logits") {
 				t.Fatalf("import: code %d\nstdout %s\nstderr %s", code, stdout, stderr)
 			}
+			// No run files to export: said so, not "open DIR/runs: no such file".
+			if code, _, stderr := call("export", "--format", "parquet", out, "--out", filepath.Join(dir, "px-"+format)); code != 1 ||
+				!strings.Contains(stderr, "holds imported model outputs") {
+				t.Errorf("export of imported outputs: exit %d, %s", code, stderr)
+			}
 			code, stdout, stderr = call("analyze", out, "--json")
 			if code != 0 {
 				t.Fatalf("analyze: code %d\nstdout %s\nstderr %s", code, stdout, stderr)
@@ -169,5 +174,22 @@ func TestImportOutputsGaussian(t *testing.T) {
 	}
 	if code, _, stderr = call("import", "--outputs", bad, "--manifest", "m.csv", "--out", out); code != 2 || !strings.Contains(stderr, "give one kind") {
 		t.Fatalf("--outputs with --manifest: code %d\nstderr %s", code, stderr)
+	}
+}
+
+// A flag of the other kind of import is refused, not ignored.
+func TestImportFlagsOfTheOtherKindRefused(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"import", "--outputs", "o.csv", "--out", t.TempDir(), "--names", "a,b"}, "--names applies to snapshots"},
+		{[]string{"import", "--outputs", "o.csv", "--out", t.TempDir(), "--uploads", "update"}, "--uploads applies to snapshots"},
+		{[]string{"import", "--manifest", "m.csv", "--config", "testdata/run_small.yaml", "--out", t.TempDir(), "--shadow-every", "3"}, "--shadow-every applies to --outputs"},
+	} {
+		_, errOut, code := runCLI(tc.args...)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, %q; want exit 2 saying %q", tc.args, code, errOut, tc.want)
+		}
 	}
 }
