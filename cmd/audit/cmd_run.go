@@ -59,6 +59,20 @@ func printRunSummary(w io.Writer, cfg *spec.Config, dir string, a *findings.Anal
 	if tc.IsClientDP() {
 		mechanism = fmt.Sprintf("client sampling q %g, noise multiplier %g, update clip %g", tc.SamplingRate, tc.NoiseMultiplier, tc.UpdateClip)
 	}
+	if p := tc.Privacy; tc.IsClientDP() && p != nil && len(p.Groups) > 0 {
+		// The noise of idp-fedavg and adaptive-fedavg is set per privacy group from its budget
+		// ("noise multiplier 0" read as no noise), and adaptive-fedavg samples each group at
+		// its own saving rate before its transition round.
+		groups := make([]string, len(p.Groups))
+		for i, g := range p.Groups {
+			groups[i] = fmt.Sprintf("%d clients at epsilon %g", g.Clients, g.Epsilon)
+			if g.SavingRate > 0 {
+				groups[i] += fmt.Sprintf(", q %g before round %d", g.SavingRate, g.Transition)
+			}
+		}
+		mechanism = fmt.Sprintf("client sampling q %g, noise per privacy group (%s, delta %g), update clip %g",
+			tc.SamplingRate, strings.Join(groups, "; "), p.Delta, tc.UpdateClip)
+	}
 	fmt.Fprintf(w, "%s: %s, %d pairs (%d runs), model %s, %s, %d clients\n\n",
 		cfg.Name, tc.Algorithm, cfg.Pairs, 2*cfg.Pairs, tc.Model.Kind, mechanism, cfg.Data.Clients)
 	if err := report.WriteAnalysis(w, a); err != nil {

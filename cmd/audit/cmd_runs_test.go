@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/experiment/spec"
+	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/runs"
 )
 
@@ -140,4 +143,20 @@ func readTree(root string) (map[string][]byte, error) {
 		err = fmt.Errorf("%s: no files", root)
 	}
 	return out, err
+}
+
+// The run summary of idp-fedavg names the noise of each privacy group; "noise multiplier 0"
+// read as no noise at all.
+func TestRunSummaryPrivacyGroups(t *testing.T) {
+	cfg, err := spec.Load(filepath.Join("..", "..", "results", "idp-fedavg", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	printRunSummary(&out, cfg, t.TempDir(), &findings.Analysis{})
+	first, _, _ := strings.Cut(out.String(), "\n")
+	want := "noise per privacy group (5 clients at epsilon 2; 5 clients at epsilon 6, delta 1e-05), update clip 1"
+	if !strings.Contains(first, want) || strings.Contains(first, "noise multiplier") {
+		t.Errorf("summary %q, want it to say %q", first, want)
+	}
 }
