@@ -198,7 +198,7 @@ func pairUp(ids [2][]int64, vals [2][]float64) (c, cprime []float64, unpaired []
 	pos := make(map[int64]int, len(ids[0]))
 	for i, id := range ids[0] {
 		if _, dup := pos[id]; dup {
-			return nil, nil, nil, &ScoresError{fmt.Errorf("pair id %d occurs twice in world C; each pair has one run per world", id)}
+			return nil, nil, nil, &ScoresError{fmt.Errorf("pair id %d occurs twice in world C; each pair has one run per world (scores of several rounds or attacks need a round or attack column)", id)}
 		}
 		pos[id] = i
 	}
@@ -210,7 +210,7 @@ func pairUp(ids [2][]int64, vals [2][]float64) (c, cprime []float64, unpaired []
 	rows := make([]pv, 0, len(ids[1]))
 	for j, id := range ids[1] {
 		if seen[id] {
-			return nil, nil, nil, &ScoresError{fmt.Errorf("pair id %d occurs twice in world C'; each pair has one run per world", id)}
+			return nil, nil, nil, &ScoresError{fmt.Errorf("pair id %d occurs twice in world C'; each pair has one run per world (scores of several rounds or attacks need a round or attack column)", id)}
 		}
 		seen[id] = true
 		i, found := pos[id]

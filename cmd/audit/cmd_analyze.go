@@ -156,7 +156,9 @@ func init() {
 					a, err = experiment.AnalyzeScores(ctx, s, opts, nil)
 					var bad *experiment.ScoresError
 					if errors.As(err, &bad) {
-						return usagef("analyze: %s: %v", *scores, bad)
+						// The whole error: it names the attack, threat and round (the
+						// inner one alone said "pair id 0 occurs twice in world C").
+						return usagef("analyze: %s: %s", *scores, strings.TrimPrefix(err.Error(), "analyze: "))
 					}
 					if err != nil {
 						return fmt.Errorf("%s: %w", *scores, err)
