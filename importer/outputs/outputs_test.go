@@ -102,6 +102,21 @@ func TestScoreValues(t *testing.T) {
 	}
 }
 
+// Column names are matched without regard to case or surrounding space, as a score CSV's
+// header is; a name given twice in two cases is refused.
+func TestColumnNamesCaseInsensitive(t *testing.T) {
+	tab, err := ReadCSV(strings.NewReader("Pair_ID, World ,LOSS\n0,C,1\n0,C',2\n1,C,0.5\n1,C',3\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Score(context.Background(), tab, Options{}); err != nil {
+		t.Errorf("a table with upper-case column names: %v", err)
+	}
+	if _, err := ReadCSV(strings.NewReader("pair_id,world,loss,Loss\n0,C,1,1\n")); err == nil || !strings.Contains(err.Error(), `column "loss" appears twice`) {
+		t.Errorf("loss and Loss: %v", err)
+	}
+}
+
 // TestValidation: every kind of bad table is refused with the row and column named.
 func TestValidation(t *testing.T) {
 	cases := []struct{ name, csv, want string }{

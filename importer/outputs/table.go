@@ -162,7 +162,9 @@ func nameColumns(cols []column, p *problems) columnSet {
 	byName := map[string]*column{}
 	for i := range cols {
 		c := &cols[i]
-		name := strings.TrimSpace(c.name)
+		// Matched as a score CSV's header is (without regard to case or surrounding space):
+		// pandas' Pair_ID, World and Loss were refused as unknown columns.
+		name := strings.ToLower(strings.TrimSpace(c.name))
 		if _, dup := byName[name]; dup {
 			p.add("column %q appears twice", name)
 		}
