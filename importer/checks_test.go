@@ -392,6 +392,13 @@ func TestManifestRowsAllListed(t *testing.T) {
 			t.Errorf("JSON: error %v, want one containing %q", err, w)
 		}
 	}
+	os.WriteFile(jsonPath, []byte(`[{"file":"a","world":"C","pair":"x","round":0}]`), 0o644)
+	_, err = ReadManifest(jsonPath)
+	for _, w := range []string{"entry 0: field pair: a string where a number belongs"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("JSON: error %v, want one containing %q", err, w)
+		}
+	}
 }
 
 // A manifest that is no manifest is named with what it lacks: not "header: EOF" or "stat ...".

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,6 +51,20 @@ type Entry struct {
 type Manifest struct {
 	Path    string
 	Entries []Entry
+}
+
+// jsonKind names a Go kind as JSON writes it.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8,
+		reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	}
+	return "another value"
 }
 
 // jsonEntry is an entry as JSON writes it: world as a string or number, client optional.
@@ -146,7 +161,14 @@ func parseJSON(raw []byte) ([]Entry, error) {
 		dec := json.NewDecoder(bytes.NewReader(m))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&je); err != nil {
-			probs.add("%s: %v", where, err)
+			// "field pair: a string where a number belongs", not "json: cannot unmarshal
+			// string into Go struct field jsonEntry.pair of type int".
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				probs.add("%s: field %s: a %s where %s belongs", where, te.Field, te.Value, jsonKind(te.Type.Kind()))
+			} else {
+				probs.add("%s: %v", where, err)
+			}
 			continue
 		}
 		if je.File == "" || je.World == nil || je.Pair == nil || je.Round == nil {
