@@ -52,7 +52,7 @@ func init() {
 				}
 				s, err := inspectRuns(ctx, path)
 				if err != nil {
-					return err
+					return fmt.Errorf("runs inspect: %w", err)
 				}
 				if *asJSON {
 					return json.NewEncoder(e.stdout).Encode(s)
