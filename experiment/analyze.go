@@ -277,8 +277,11 @@ func pairFindings(ctx context.Context, groups []*scoreGroup, means map[groupKey]
 			// A diagnostic: where the reversed scores cannot be analyzed (a score of
 			// -MaxFloat64 becomes the largest float64, which audit reserves), it is left out
 			// (NaN) rather than failing the analysis the forward scores gave.
-			if rev, err := reversedMuLower(g, aopts); err == nil {
-				f.ReversedMuLower = rev
+			if rev, err := reversedResult(g, aopts); err == nil {
+				f.ReversedMuLower = rev.MuLower
+				if opts.Claim.Epsilon > 0 {
+					f.ReversedEpsLower = rev.EpsLowerAt(opts.Claim.Delta)
+				}
 			}
 		}
 		res.Compact() // every row is held until all are judged
@@ -340,9 +343,9 @@ func theoryClaim(threat string, th *theory.Bound, sm bounds.Smoothness) (audit.C
 	return audit.Claim{}, "", ""
 }
 
-// reversedMuLower certifies the group's scores read the other way round (higher means C'),
+// reversedResult certifies the group's scores read the other way round (higher means C'),
 // with the same options: the diagnostic for an attack whose direction is wrong.
-func reversedMuLower(g *scoreGroup, opts audit.Options) (float64, error) {
+func reversedResult(g *scoreGroup, opts audit.Options) (*audit.Result, error) {
 	neg := func(x []float64) []float64 {
 		out := make([]float64, len(x))
 		for i, v := range x {
@@ -350,11 +353,7 @@ func reversedMuLower(g *scoreGroup, opts audit.Options) (float64, error) {
 		}
 		return out
 	}
-	res, err := audit.Analyze(neg(g.c), neg(g.cprime), opts)
-	if err != nil {
-		return 0, err
-	}
-	return res.MuLower, nil
+	return audit.Analyze(neg(g.c), neg(g.cprime), opts)
 }
 
 // withDefaults fills the zero settings of opts from the experiment's audit settings (cfg may be

@@ -405,3 +405,21 @@ func TestOneRunRecordCanariesOutsideAccountantClaim(t *testing.T) {
 		}
 	}
 }
+
+// Reversed scores against an epsilon claim: the analysis computes the reversed epsilon at the
+// claim's delta, and the headline is inconclusive where it exceeds the claim (an epsilon claim
+// passed reversed scores with exit 0 where a mu claim did not).
+func TestReversedScoresAgainstAnEpsilonClaim(t *testing.T) {
+	sf := coupledScores(400, 3, 1)
+	for i := range sf.Scores {
+		sf.Scores[i].Score = -sf.Scores[i].Score
+	}
+	a, err := AnalyzeScores(context.Background(), sf, AnalyzeOptions{Claim: audit.Claim{Epsilon: 1, Delta: 1e-5}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := a.Findings[0]; !(f.ReversedEpsLower > 1) || a.Headline.Status != findings.StatusInconclusive ||
+		!strings.Contains(a.Headline.Text, "would give epsilon >= ") {
+		t.Errorf("reversed eps %v, headline %s: %q", f.ReversedEpsLower, a.Headline.Status, a.Headline.Text)
+	}
+}

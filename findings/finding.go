@@ -67,6 +67,10 @@ type Finding struct {
 	// means the attack is worse than guessing in its stated direction: its scores are most
 	// likely reversed, and the verdict says nothing about the claim.
 	ReversedMuLower float64
+	// ReversedEpsLower is the epsilon read the other way round at the delta of an epsilon
+	// claim, for the headline only (headline.Reversed): not written to findings.json. 0 unless
+	// ReversedMuLower is set and an epsilon is claimed.
+	ReversedEpsLower float64
 	// Unpaired lists the pair ids of coupled scores that appear in only one world. JSON keeps
 	// only their number: a decoded finding holds that many ids of -1.
 	Unpaired []int64

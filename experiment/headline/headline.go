@@ -194,8 +194,9 @@ func Diverged(h *findings.Headline, fs []findings.Finding, rounds []findings.Rou
 // (higher meaning world C', the commonest slip of scores written by other tools: a loss given as
 // the score) speak against the verdict: when every row judged against a claim or a proven bound
 // is reversed, so that no row audits the claim in its stated direction, or when a judged row,
-// read the other way, would give a mu above its mu claim. A CI pipeline gating on the exit
-// status passed such scores under CONSISTENT, the direction a note beside it. A violated
+// read the other way, would give a mu (or epsilon) above its claim. A CI pipeline gating on the exit
+// status passed such scores under CONSISTENT, the direction a note beside it. An epsilon claim
+// is compared with Finding.ReversedEpsLower, at the claim's delta. A violated
 // headline stays: its bounds hold in the direction stated. Reversed bounds are diagnostics (the
 // direction is chosen after seeing the scores), so the answer is no verdict, not a violation.
 func Reversed(h *findings.Headline, fs []findings.Finding) {
@@ -216,9 +217,13 @@ func Reversed(h *findings.Headline, fs []findings.Finding) {
 		}
 		reversed, only = reversed+1, f
 		for _, c := range f.Verdict.Checks {
-			if why == "" && c.Quantity == "mu" && f.ReversedMuLower > c.Claimed {
-				why = fmt.Sprintf("the scores of %s read the other way round (AUC %.3f < 0.5) would give mu >= %s, above the %s",
-					rowName(f), f.Result.AUC, numfmt.LowerG(f.ReversedMuLower, 4), claimWithSource(c, f.ClaimSource))
+			lower, text := f.ReversedMuLower, "mu >= %s"
+			if c.Quantity == "epsilon" {
+				lower, text = f.ReversedEpsLower, "epsilon >= %s at delta = "+fmt.Sprint(c.Delta)
+			}
+			if why == "" && lower > c.Claimed {
+				why = fmt.Sprintf("the scores of %s read the other way round (AUC %.3f < 0.5) would give "+text+", above the %s",
+					rowName(f), f.Result.AUC, numfmt.LowerG(lower, 4), claimWithSource(c, f.ClaimSource))
 			}
 		}
 	}

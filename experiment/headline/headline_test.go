@@ -101,6 +101,11 @@ func TestReversedScoresInconclusive(t *testing.T) {
 			Result: &audit.Result{MuLower: mu, AUC: auc}, Verdict: &v, ClaimKind: kind, ClaimSource: "config claim"}
 	}
 	nan := math.NaN
+	epsRow := func(attack string, auc, reversedMu, reversedEps float64) findings.Finding {
+		v := audit.Verdict{Status: audit.Consistent, Confidence: 0.95, Checks: []audit.Check{{Quantity: "epsilon", Claimed: 1, Delta: 1e-5}}}
+		return findings.Finding{Attack: attack, Threat: "final", Round: 3, ExactMu: math.NaN(), ReversedMuLower: reversedMu, ReversedEpsLower: reversedEps,
+			Result: &audit.Result{AUC: auc}, Verdict: &v, ClaimKind: findings.ClaimDeployment, ClaimSource: "config claim"}
+	}
 	for _, tc := range []struct {
 		name string
 		rows []findings.Finding
@@ -118,6 +123,11 @@ func TestReversedScoresInconclusive(t *testing.T) {
 			"CONSISTENT"},
 		{"violated stays", []findings.Finding{row("loss", 0, 0.1, 1.7, findings.ClaimDeployment), row("margin", 1.3, 0.9, nan(), findings.ClaimDeployment)},
 			"VIOLATED"},
+		// An epsilon claim is compared with the reversed epsilon at its delta.
+		{"reversed eps above the claim", []findings.Finding{epsRow("loss", 0.1, 1.7, 3.3), epsRow("margin", 0.7, nan(), 0)},
+			"INCONCLUSIVE: the scores of loss (final, T = 3) read the other way round (AUC 0.100 < 0.5) would give epsilon >= 3.3 at delta = 1e-05, above the config claim epsilon = 1 at delta = 1e-05"},
+		{"reversed eps below the claim", []findings.Finding{epsRow("loss", 0.3, 0.5, 0.6), epsRow("margin", 0.7, nan(), 0)},
+			"CONSISTENT"},
 	} {
 		h := Summarize(tc.rows, findings.Family{Confidence: 0.95, Rows: len(tc.rows)}, nil)
 		Reversed(&h, tc.rows)
