@@ -263,11 +263,13 @@ func ReadScoreFile(path string) (*ScoreFile, error) {
 const minRepeatedValues = 10
 
 // checkRepeatedRows refuses a score file without run or pair ids whose rows were repeated: in
-// some (attack, threat, round, world) every score occurs exactly k >= 2 times, over at least
-// minRepeatedValues distinct scores. Rows without ids are separate runs, so k copies of n runs
-// (two exports concatenated, scores of each round written without a round column in a loop
-// that wrote every row each time) were judged as k n independent runs: with 5 copies a claim at
-// the true mu was VIOLATED in a third of audits. The error names the first repeated row.
+// some (attack, threat, round, world) the counts of the distinct scores (at least
+// minRepeatedValues of them) are all multiples of one k >= 2 and 9 in 10 are k itself. Rows
+// without ids are separate runs, so k copies of n runs (two exports concatenated, scores of
+// each round written without a round column in a loop that wrote every row each time) were
+// judged as k n independent runs: with 5 copies a claim at the true mu was VIOLATED in a third
+// of audits. The error names the two earliest rows of the smallest score repeated k times.
+// A copy of part of the file (all runs, then some of them again) is not caught.
 func checkRepeatedRows(scores []Score, where func(i int) string) error {
 	if len(scores) > math.MaxInt32 {
 		return fmt.Errorf("%d scores: more than a score file may hold (%d)", len(scores), math.MaxInt32)
@@ -289,38 +291,49 @@ func checkRepeatedRows(scores []Score, where func(i int) string) error {
 		for end < len(idx) && group(&scores[idx[start]], &scores[idx[end]]) == 0 {
 			end++
 		}
-		// Within the group, runs of equal scores: their common length, or -1 when they differ.
-		k, distinct := 0, 0
-		for i := start; i < end; {
-			j := i + 1
-			for j < end && scores[idx[j]].Score == scores[idx[i]].Score {
-				j++
-			}
-			if distinct++; k == 0 {
-				k = j - i
-			} else if k != j-i {
-				k = -1
-			}
-			i = j
-		}
-		if k >= 2 && distinct >= minRepeatedValues {
-			first := idx[start]
-			for _, i := range idx[start+1 : start+k] {
-				first = min(first, i)
-			}
-			second := int32(-1)
-			for _, i := range idx[start : start+k] {
-				if i != first && (second < 0 || i < second) {
-					second = i
+		// Within the group, runs of equal scores (by score, then position): their lengths'
+		// greatest common divisor k, and how many have length exactly k. Copies of a file
+		// repeat every score k times, and a score that occurred m times in the original (a
+		// clipped or floored score) k m times.
+		k, distinct, ofK := 0, 0, 0
+		var firstOfK int
+		lengths := func(visit func(i, n int)) {
+			for i := start; i < end; {
+				j := i + 1
+				for j < end && scores[idx[j]].Score == scores[idx[i]].Score {
+					j++
 				}
+				visit(i, j-i)
+				i = j
 			}
+		}
+		lengths(func(_, n int) { k, distinct = gcd(k, n), distinct+1 })
+		lengths(func(i, n int) {
+			if n == k {
+				if ofK == 0 {
+					firstOfK = i
+				}
+				ofK++
+			}
+		})
+		// Legitimate ties (scores on a grid) have lengths of every size: 9 in 10 distinct
+		// scores of the same length k >= 2, over at least minRepeatedValues of them, are copies.
+		if k >= 2 && distinct >= minRepeatedValues && 10*ofK >= 9*distinct {
+			first, second := idx[firstOfK], idx[firstOfK+1] // the two earliest rows of that score
 			s := &scores[first]
-			return fmt.Errorf("%s repeats %s (score %v, world %s, attack %q, round %d), and each of the %d distinct scores of that world is there %d times: the rows look repeated (exports concatenated, or written %d times over); rows without run_id are separate runs, so the copies would be judged as %d times the runs. Remove the repeats, or give each row its run's run_id",
-				where(int(second)), where(int(first)), s.Score, WorldName(s.World), s.Attack, s.Round, distinct, k, k, k)
+			return fmt.Errorf("%s repeats %s (score %v, world %s, attack %q, round %d), and %d of the %d distinct scores of that world are there %d times each: the rows look repeated (exports concatenated, or written %d times over); rows without run_id are separate runs, so the copies would be judged as %d times the runs. Remove the repeats, or give each row its run's run_id",
+				where(int(second)), where(int(first)), s.Score, WorldName(s.World), s.Attack, s.Round, ofK, distinct, k, k, k)
 		}
 		start = end
 	}
 	return nil
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // checkRunIDs checks the run ids of a score file that has a run_id column: each run is scored

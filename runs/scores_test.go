@@ -391,10 +391,22 @@ func TestRepeatedRowsRefused(t *testing.T) {
 		return b.String()
 	}
 	cont := func(i int) string { return fmt.Sprintf("%.6f", 1+0.37*float64(i)) }
+	// 60 scores on a grid of 10 values, each there an even number of times (2 to 10).
+	var evenCounts []int
+	for v, n := range []int{2, 4, 6, 8, 10, 2, 4, 6, 8, 10} {
+		for range n {
+			evenCounts = append(evenCounts, v)
+		}
+	}
 	for _, tc := range []struct {
 		name, csv, want string
 	}{
-		{"twice", rows(12, 2, cont, ""), "line 26 repeats line 2 (score 1, world C, attack \"score\", round 0), and each of the 12 distinct scores of that world is there 2 times"},
+		{"twice", rows(12, 2, cont, ""), "line 26 repeats line 2 (score 1, world C, attack \"score\", round 0), and 12 of the 12 distinct scores of that world are there 2 times each"},
+		// Scores clipped at a bound tie in the original: its copies still repeat every score a
+		// multiple of 2 times.
+		{"clipped, twice", rows(30, 2, func(i int) string { return cont(max(i, 3)) }, ""), "and 26 of the 27 distinct scores of that world are there 2 times each"},
+		// A grid whose counts are all even but of many sizes is no copy.
+		{"even counts", rows(60, 1, func(i int) string { return fmt.Sprint(evenCounts[i]) }, ""), ""},
 		{"five times", rows(30, 5, cont, ""), "there 5 times"},
 		{"a grid", rows(40, 1, func(i int) string { return fmt.Sprint(i % 4) }, ""), ""},
 		{"nine values", rows(9, 3, cont, ""), ""},
