@@ -126,8 +126,9 @@ func TestValidation(t *testing.T) {
 		{"infinite logit", "pair_id,world,label,logit_0,logit_1\n0,C,0,1,+Inf\n0,C',0,1,1\n", "row 1, column logit_1: logit 1 is +Inf"},
 		// Scores are differences of outputs: -1.8e308 made the largest float64 a score, which the
 		// analysis refused after the import had succeeded.
-		{"huge loss", "pair_id,world,loss\n0,C,-1.7976931348623157e308\n0,C',2\n", "row 1, column loss: -1.7976931348623157e+308 is beyond ±1e+300"},
+		{"huge loss", "pair_id,world,loss\n0,C,-1.7976931348623157e308\n0,C',2\n", "row 1, column loss: -1.7976931348623157e+308 is beyond ±1e+150"},
 		{"huge logit", "pair_id,world,label,logit_0,logit_1\n0,C,0,1,1e301\n0,C',0,1,1\n", "row 1, column logit_1: logit 1 is 1e+301"},
+		{"large loss", "pair_id,world,loss\n0,C,1e200\n0,C',2\n", "row 1, column loss: 1e+200 is beyond ±1e+150 (the attacks take differences of losses"},
 		{"label range", "pair_id,world,label,logits\n0,C,2,[1 2]\n0,C',0,[1 2]\n", "row 1, column label: class 2 out of range [0, 2)"},
 		{"negative label", "pair_id,world,label,logits\n0,C,-1,[1 2]\n", "row 1, column label: class -1 out of range"},
 		{"fractional label", "pair_id,world,label,logits\n0,C,0.5,[1 2]\n", "row 1, column label: 0.5 is not an integer"},

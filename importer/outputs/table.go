@@ -116,10 +116,11 @@ func ParseWorld(s string) (int8, error) {
 const maxLogits = 1 << 16
 
 // maxOutput bounds a loss or logit's magnitude: the scores are differences of them (a record's
-// statistic less the mean of its references), and beyond it those overflow to infinities,
-// which no score can hold (a loss of -1.8e308 gave the largest float64 as a score, which the
-// analysis refused after the import had succeeded).
-const maxOutput = 1e300
+// statistic less the mean of its references), and LiRA fits their variances, sums of squares
+// over up to 2^24 rows; beyond it those overflow to infinities. A loss of -1.8e308 gave the
+// largest float64 as a score, which the analysis refused after the import had succeeded, and
+// losses of 1e200 left both LiRA rows at AUC 0.5 without a word.
+const maxOutput = 1e150
 
 // build turns columns into records, checking every cell.
 func build(cols []column, rows int, format string) (*Table, error) {
@@ -310,7 +311,7 @@ func (cs *columnSet) readRow(i int, t *Table, p *problems) (Record, bool) {
 		case math.IsNaN(v) || math.IsInf(v, 0):
 			rc.fail("loss", "%v (the model's output must be finite)", v)
 		case math.Abs(v) > maxOutput:
-			rc.fail("loss", "%v is beyond ±%g (the attacks take differences of losses, which would overflow)", v, maxOutput)
+			rc.fail("loss", "%v is beyond ±%g (the attacks take differences of losses and LiRA their variances, which would overflow)", v, maxOutput)
 		}
 		r.Loss = v
 	}
@@ -353,7 +354,7 @@ func (cs *columnSet) readLogits(rc *rowCheck, t *Table, r *Record) {
 			if cs.logits == nil {
 				col = cs.logitCols[k].name
 			}
-			rc.fail(col, "logit %d is %v (the model's output must be finite, within ±%g: the attacks take differences of logits, which would overflow)", k, v, maxOutput)
+			rc.fail(col, "logit %d is %v (the model's output must be finite, within ±%g: the attacks take differences of logits and LiRA their variances, which would overflow)", k, v, maxOutput)
 			break
 		}
 	}
