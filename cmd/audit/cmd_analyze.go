@@ -146,7 +146,7 @@ func init() {
 					if err != nil {
 						// The file given is not a score file (its columns, values or format):
 						// the command line's to fix, as a malformed manifest is import's.
-						return usagef("analyze: %v", err)
+						return inputf("analyze: %v", err)
 					}
 					if s.Coupled {
 						if err := refuseIndependentMethod("analyze", opts); err != nil {
@@ -158,7 +158,7 @@ func init() {
 					if errors.As(err, &bad) {
 						// The whole error: it names the attack, threat and round (the
 						// inner one alone said "pair id 0 occurs twice in world C").
-						return usagef("analyze: %s: %s", *scores, strings.TrimPrefix(err.Error(), "analyze: "))
+						return inputf("analyze: %s: %s", *scores, strings.TrimPrefix(err.Error(), "analyze: "))
 					}
 					if err != nil {
 						return fmt.Errorf("%s: %w", *scores, err)

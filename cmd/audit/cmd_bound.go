@@ -147,7 +147,7 @@ func readScheduleFile(path string) (*theory.TableSchedule, error) {
 		if errors.As(err, &pe) {
 			return nil, fmt.Errorf("bound: --schedule-file %s: %w", path, pe.Err)
 		}
-		return nil, usagef("bound: --schedule-file %s: %v", path, err)
+		return nil, inputf("bound: --schedule-file %s: %v", path, err)
 	}
 	return s, nil
 }

@@ -60,7 +60,7 @@ func init() {
 					return fmt.Errorf("import: %w", err)
 				}
 				if err != nil {
-					return usagef("import: %v", err)
+					return inputf("import: %v", err)
 				}
 				res, err := importer.Import(ctx, importer.Options{
 					Manifest: m, Config: cfg, Out: *out, Names: splitList(*names), UploadUpdates: *uploads == "update",
@@ -72,7 +72,7 @@ func init() {
 				})
 				var ie *importer.InputError
 				if errors.As(err, &ie) {
-					return usagef("%v", err)
+					return inputf("%v", err)
 				}
 				if err != nil {
 					return err

@@ -39,7 +39,7 @@ func (o *outputsFlags) run(ctx context.Context, e *env, args []string, manifest,
 		Options: outputs.Options{ShadowEvery: *o.shadowEvery}})
 	var ie *outputs.InputError
 	if errors.As(err, &ie) {
-		return usagef("import: %v", err)
+		return inputf("import: %v", err)
 	}
 	if err != nil {
 		return err

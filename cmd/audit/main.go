@@ -94,13 +94,24 @@ func (e *env) logf(format string, args ...any) {
 	io.WriteString(e.stderr, line)
 }
 
-// usageError marks a mistake in how the command was called; it exits with status 2.
-type usageError struct{ msg string }
+// usageError marks a mistake in how the command was called; it exits with status 2. input
+// marks one in the contents of a file the command line names (a score file's row, a
+// manifest's): its message names the line, and the command's help does not fix it.
+type usageError struct {
+	msg   string
+	input bool
+}
 
 func (u *usageError) Error() string { return u.msg }
 
 func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// inputf is usagef for a mistake in an input file's contents (exit status 2, no pointer to
+// --help).
+func inputf(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...), input: true}
 }
 
 func main() {
@@ -240,7 +251,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Every usage error points at the command's help, as the flag parser's do: a missing
 	// --config or an extra argument said what was wrong but not where to look.
 	var u *usageError
-	if errors.As(err, &u) && !strings.Contains(u.msg, "--help')") {
+	if errors.As(err, &u) && !u.input && !strings.Contains(u.msg, "--help')") {
 		u.msg += fmt.Sprintf(" (see 'audit %s --help')", name)
 	}
 	return err

@@ -124,3 +124,20 @@ func TestLikeMistakesExitAlike(t *testing.T) {
 		}
 	}
 }
+
+// A usage error points at the command's --help; a mistake in an input file's contents names its
+// line and does not (the help does not fix a row).
+func TestHelpHintOnUsageErrorsOnly(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.csv")
+	if err := os.WriteFile(bad, []byte("world,score\n0,1\n2,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runCLI("analyze", "--scores", bad)
+	if code != 2 || !strings.Contains(errOut, "line 3: world 2") || strings.Contains(errOut, "--help") {
+		t.Errorf("a bad row: exit %d, %q", code, errOut)
+	}
+	_, errOut, code = runCLI("run", "--config", "testdata/run_small.yaml")
+	if code != 2 || !strings.HasSuffix(strings.TrimSpace(errOut), "(see 'audit run --help')") {
+		t.Errorf("a missing flag: exit %d, %q", code, errOut)
+	}
+}
