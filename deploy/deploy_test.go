@@ -563,6 +563,16 @@ func TestSlurmSubmitRefusals(t *testing.T) {
 	if copies, _ := filepath.Glob(filepath.Join(dir, "out", "logs", "config-*.yaml")); len(copies) > 0 {
 		t.Errorf("a refused submission left its copy of the config: %v", copies)
 	}
+	// A submission its check refuses leaves no folder it made.
+	fresh := filepath.Join(dir, "fresh")
+	precheck := exec.Command("bash", filepath.Join("slurm", "submit.sh"), cfg, fresh, "4")
+	precheck.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "AUDIT="+buildAudit(t), "MEMORY=1MiB")
+	if out, err := precheck.CombinedOutput(); err == nil {
+		t.Fatalf("MEMORY=1MiB: %s", out)
+	}
+	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+		t.Errorf("a submission refused by its check left %s (%v)", fresh, err)
+	}
 	if out, err := submit([]string{"SEQUENTIAL=1", "MEMORY=64GiB"}, "4"); err != nil {
 		t.Errorf("a sequential submission of 4 shards: %v\n%s", err, out)
 	}

@@ -14,7 +14,9 @@
 //	DIR/report.html     the report, self-contained; DIR/report.md the same in Markdown
 //	DIR/figures/        the report's figures (SVG, PNG on request)
 //	DIR/tables/         the report's tables (CSV, LaTeX)
-//	DIR/.lock           the directory lock; DIR/.lock-shard-I-of-N the lock of one shard job
+//	DIR/.lock           the directory lock; DIR/.lock-shard-I-of-N the lock of one shard job;
+//	                    DIR/.lock-config the one that makes checking and writing config.json one step
+//	DIR/logs/           a Slurm submission's job logs and the copy of the config it submitted
 //
 // It imports nothing: the lock and atomic-write mechanics (internal/fsutil) use its names.
 package expdir

@@ -176,11 +176,12 @@ func (w *ScoreWriter) Write(scores ...Score) error {
 }
 
 func (w *ScoreWriter) check(s Score) error {
+	if err := scoreValueError(s.Score); err != nil {
+		return err
+	}
 	switch {
 	case s.World != WorldC && s.World != WorldCPrime:
 		return fmt.Errorf("world %d, want 0 (C) or 1 (C')", s.World)
-	case scoreValueError(s.Score) != nil:
-		return scoreValueError(s.Score)
 	case s.Round < 0:
 		return fmt.Errorf("round %d, want >= 0", s.Round)
 	case s.Attack == "":
@@ -442,9 +443,10 @@ func finishScore(s *Score, world float64) error {
 		return fmt.Errorf("world %v, want 0 (C) or 1 (C')", world)
 	}
 	s.World = int8(world)
+	if err := scoreValueError(s.Score); err != nil {
+		return err
+	}
 	switch {
-	case scoreValueError(s.Score) != nil:
-		return scoreValueError(s.Score)
 	case s.Round < 0:
 		return fmt.Errorf("round %d is negative", s.Round) // readers refuse it first, naming the column
 	case !ValidThreat(s.Threat):

@@ -75,7 +75,9 @@ status=0
 "$audit" plan "${check[@]}" --no-calibrate --no-cost >/dev/null &&
   "$audit" train "${check[@]}" --out "$out" --backend "${BACKEND:-auto}" --check >/dev/null || status=$?
 if [ "$status" != 0 ]; then
+  # A refused submission leaves nothing: the copy, and the folders made for it if now empty.
   rm -f "$submitted"
+  rmdir "$out/logs" "$out" 2>/dev/null || true
   if [ "$status" = 127 ]; then
     # A build with -tags gpu links the NVIDIA driver's libcuda.so.1 and cannot start without it.
     echo "submit.sh: $audit cannot start on this node (exit 127; a build with -tags gpu needs the NVIDIA driver's libcuda.so.1): run submit.sh on a node with the driver (docs/cluster.md)" >&2

@@ -22,8 +22,9 @@ import (
 //     indexed job) takes it shared, so the shard jobs of one directory run side by side, and in
 //     addition takes DIR/.lock-shard-I-of-N exclusively, so no two jobs train the same shard.
 //
-// Locks are never waited for: the second process fails at once, naming the holder (pid, host and
-// command, which holders write into their lock file). The kernel drops a lock when its holder
+// These locks are never waited for: the second process fails at once, naming the holder (pid,
+// host and command, which holders write into their lock file). Serialize's lock (DIR/.lock-config)
+// is: it is held only for the moment of checking and writing config.json. The kernel drops a lock when its holder
 // exits, however it exits, so a killed process never leaves a directory locked. On a cluster the
 // directory is on a shared file system: flock works across nodes on NFS (Linux emulates it with
 // NFS byte-range locks) and on Lustre or GPFS mounted with flock support.

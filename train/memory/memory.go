@@ -144,10 +144,11 @@ func SatAdd(a, b int64) int64 { return min(a+b, math.MaxInt64/2) }
 // FormatBytes writes n in KiB, MiB or GiB for people: in whole MiB a budget of a few KiB read
 // "the budget is 0 MiB" beside a pair that needs "0 MiB".
 func FormatBytes(n int64) string {
-	if n >= 1<<30 {
+	// A unit is taken from where the smaller one would round to 1024 of it.
+	if n >= 1<<30-1<<19 {
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 	}
-	if n >= 1<<20 {
+	if n >= 1<<20-1<<9 {
 		return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20))
 	}
 	if n >= 1<<10 {

@@ -46,7 +46,8 @@ func TestFormatBytes(t *testing.T) {
 	for _, c := range []struct {
 		n    int64
 		want string
-	}{{1, "1 B"}, {21 << 10, "21 KiB"}, {5 << 20, "5 MiB"}, {3 << 29, "1.5 GiB"}} {
+	}{{1, "1 B"}, {21 << 10, "21 KiB"}, {5 << 20, "5 MiB"}, {3 << 29, "1.5 GiB"},
+		{1<<20 - 1, "1 MiB"}, {1<<30 - 1, "1.0 GiB"}, {1<<20 - 1<<10, "1023 KiB"}} {
 		if got := FormatBytes(c.n); got != c.want {
 			t.Errorf("FormatBytes(%d) = %q, want %q", c.n, got, c.want)
 		}
