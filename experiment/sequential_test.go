@@ -102,17 +102,8 @@ func TestScoresCoverRuns(t *testing.T) {
 	ctx := context.Background()
 	cfg := leakyConfig()
 	dir := t.TempDir()
-	data, err := spec.Prepare(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := SetUpDirectory(cfg, dir, 4); err != nil {
-		t.Fatal(err)
-	}
+	data := trainFirstShards(t, cfg, dir, 1, 4)
 	shards := AllShards(4)
-	if err := TrainShards(ctx, cfg, data, dir, shards[:1], TrainOptions{ToolVersion: "test"}, nil); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := AttackDir(ctx, dir, AttackOptions{AllowPartial: true}); err != nil {
 		t.Fatal(err)
 	}

@@ -261,22 +261,29 @@ func TestSetUpDirectoryOneTrainingAtOnce(t *testing.T) {
 	}
 }
 
-// An analysis of a directory with shards missing says what to do: train them, or
-// --allow-partial.
-func TestMissingShardsSayWhatToDo(t *testing.T) {
-	cfg := leakyConfig()
-	dir := t.TempDir()
+// trainFirstShards sets dir up for cfg in count shards and trains the first n of them, as the
+// first tasks of an array would.
+func trainFirstShards(t *testing.T, cfg *spec.Config, dir string, n, count int) *spec.Data {
+	t.Helper()
 	data, err := spec.Prepare(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := SetUpDirectory(cfg, dir, 4); err != nil {
+	if _, err := SetUpDirectory(cfg, dir, count); err != nil {
 		t.Fatal(err)
 	}
-	if err := TrainShards(context.Background(), cfg, data, dir, AllShards(4)[:1], TrainOptions{ToolVersion: "test"}, nil); err != nil {
+	if err := TrainShards(context.Background(), cfg, data, dir, AllShards(count)[:n], TrainOptions{ToolVersion: "test"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	_, err = AnalyzeDir(context.Background(), dir, AnalyzeOptions{}, AttackOptions{})
+	return data
+}
+
+// An analysis of a directory with shards missing says what to do: train them, or
+// --allow-partial.
+func TestMissingShardsSayWhatToDo(t *testing.T) {
+	dir := t.TempDir()
+	trainFirstShards(t, leakyConfig(), dir, 1, 4)
+	_, err := AnalyzeDir(context.Background(), dir, AnalyzeOptions{}, AttackOptions{})
 	if !errors.Is(err, runs.ErrShardsMissing) || !strings.Contains(err.Error(), "3 of 4 shards missing (1/4, 2/4, 3/4): train them (audit status "+dir+" lists every shard), or give --allow-partial") {
 		t.Errorf("analysis of 1 of 4 shards: %v", err)
 	}

@@ -60,20 +60,13 @@ func trainAll(ctx context.Context, e *env, cfg *spec.Config, dir string, shard r
 	if note := cfg.PrepareNote(); note != "" {
 		e.logf("%s", note)
 	}
-	data, err := spec.PrepareContext(ctx, cfg)
+	data, err := prepareData(ctx, cfg, budget)
 	if err != nil {
 		return err
 	}
-	if _, err := cost.CheckMemory(cfg, data, budget); err != nil {
+	record, err := recordedConfig(cfg, shards, sequential)
+	if err != nil {
 		return err
-	}
-	// A task of a sequential array records what `audit run --sequential` records: the last
-	// look's confidence, which an analysis of all the shards before the finish job judges at.
-	record := cfg
-	if sequential {
-		if record, err = experiment.SequentialConfig(cfg, shards); err != nil {
-			return fmt.Errorf("train: %w", err)
-		}
 	}
 	changed, err := experiment.SetUpDirectory(record, dir, shards)
 	if err != nil {
@@ -131,6 +124,32 @@ func trainAll(ctx context.Context, e *env, cfg *spec.Config, dir string, shard r
 	return nil
 }
 
+// prepareData loads the config's data and refuses a training that cannot fit budget with it.
+func prepareData(ctx context.Context, cfg *spec.Config, budget int64) (*spec.Data, error) {
+	data, err := spec.PrepareContext(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := cost.CheckMemory(cfg, data, budget); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+// recordedConfig is the config a training records in its directory. A task of a sequential
+// array records what `audit run --sequential` records: the last look's confidence, which an
+// analysis of all the shards before the finish job judges at.
+func recordedConfig(cfg *spec.Config, shards int, sequential bool) (*spec.Config, error) {
+	if !sequential {
+		return cfg, nil
+	}
+	record, err := experiment.SequentialConfig(cfg, shards)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	return record, nil
+}
+
 // checkTraining refuses, training nothing, what would make every task of an array of shards
 // fail at its start: a precision the backend cannot give, data the config cannot have, a model
 // that cannot take the data, a training that cannot fit the memory, stages that would fail
@@ -145,14 +164,9 @@ func checkTraining(ctx context.Context, e *env, cfg *spec.Config, dir string, sh
 	if err := spec.CheckStages(cfg); err != nil {
 		return err
 	}
-	data, err := spec.PrepareContext(ctx, cfg)
-	if err != nil {
+	if _, err := prepareData(ctx, cfg, budget); err != nil {
 		return err
 	}
-	if _, err := cost.CheckMemory(cfg, data, budget); err != nil {
-		return err
-	}
-	record := cfg
 	if sequential {
 		if shards < 2 {
 			return usagef("train: --sequential trains one shard of at least 2 (--shards n)")
@@ -160,9 +174,10 @@ func checkTraining(ctx context.Context, e *env, cfg *spec.Config, dir string, sh
 		if err := experiment.CheckSequential(cfg, shards, nil); err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
-		if record, err = experiment.SequentialConfig(cfg, shards); err != nil {
-			return fmt.Errorf("train: %w", err)
-		}
+	}
+	record, err := recordedConfig(cfg, shards, sequential)
+	if err != nil {
+		return err
 	}
 	if _, err := experiment.CheckDirectory(record, dir, shards); err != nil {
 		return fmt.Errorf("train: %w", err)
