@@ -269,8 +269,8 @@ const minRepeatedValues = 10
 // without ids are separate runs, so k copies of n runs (two exports concatenated, scores of
 // each round written without a round column in a loop that wrote every row each time) were
 // judged as k n independent runs: with 5 copies a claim at the true mu was VIOLATED in a third
-// of audits. The error names the two earliest rows of the smallest score repeated k times.
-// A copy of part of the file (all runs, then some of them again) is not caught.
+// of audits. The error names the two earliest rows of the smallest score repeated k times. A
+// copy of part of the file (all runs, then some of them again) is repeatedBlock's to find.
 func checkRepeatedRows(scores []Score, where func(i int) string) error {
 	if len(scores) > math.MaxInt32 {
 		return fmt.Errorf("%d scores: more than a score file may hold (%d)", len(scores), math.MaxInt32)
@@ -327,7 +327,73 @@ func checkRepeatedRows(scores []Score, where func(i int) string) error {
 		}
 		start = end
 	}
+	return repeatedBlock(scores, where, group)
+}
+
+// blockRows is how many consecutive rows of one world repeated in the same order make a copy,
+// when they hold as many distinct scores: by chance that happens to continuous scores never,
+// and to scores on a grid of g >= 16 values with probability (g-16)!/g! per pair of windows of
+// distinct scores, at most 5e-14 (10 rows on a grid of 10 values: about 2% in a million rows).
+const blockRows = 16
+
+// repeatedBlock finds part of a file written again: blockRows consecutive rows of one attack,
+// threat, round and world (in file order), all of distinct scores, that recur in the same order
+// later (all the runs, then some of them again: the copies' counts have no common divisor).
+func repeatedBlock(scores []Score, where func(i int) string, group func(x, y *Score) int) error {
+	idx := make([]int32, len(scores))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortStableFunc(idx, func(a, b int32) int { return group(&scores[a], &scores[b]) })
+	seen := map[uint64]int{} // a window's hash -> its start in idx
+	for start := 0; start < len(idx); {
+		end := start + 1
+		for end < len(idx) && group(&scores[idx[start]], &scores[idx[end]]) == 0 {
+			end++
+		}
+		clear(seen)
+		for w := start; w+blockRows <= end; w++ {
+			window := idx[w : w+blockRows]
+			h := uint64(14695981039346656037)
+			for _, i := range window {
+				h = (h ^ math.Float64bits(scores[i].Score)) * 1099511628211
+			}
+			first, ok := seen[h]
+			if !ok {
+				seen[h] = w
+				continue
+			}
+			if first+blockRows > w || !sameScores(scores, idx[first:first+blockRows], window) || !allDistinct(scores, window) {
+				continue // overlapping, a collision of the hash, or ties a grid makes
+			}
+			s := &scores[idx[first]]
+			return fmt.Errorf("%s to %s repeat %s to %s in order (world %s, attack %q, round %d): %d consecutive rows of distinct scores written again, which runs do not give by chance; rows without run_id are separate runs, so the copies would be judged as more runs. Remove the repeats, or give each row its run's run_id",
+				where(int(window[0])), where(int(window[blockRows-1])), where(int(idx[first])), where(int(idx[first+blockRows-1])),
+				WorldName(s.World), s.Attack, s.Round, blockRows)
+		}
+		start = end
+	}
 	return nil
+}
+
+func sameScores(scores []Score, a, b []int32) bool {
+	for k := range a {
+		if scores[a[k]].Score != scores[b[k]].Score {
+			return false
+		}
+	}
+	return true
+}
+
+func allDistinct(scores []Score, rows []int32) bool {
+	for k := range rows {
+		for l := range k {
+			if scores[rows[k]].Score == scores[rows[l]].Score {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func gcd(a, b int) int {

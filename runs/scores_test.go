@@ -412,6 +412,10 @@ func TestRepeatedRowsRefused(t *testing.T) {
 		{"nine values", rows(9, 3, cont, ""), ""},
 		{"one tie", strings.Replace(rows(12, 1, cont, ""), "C,1.370000", "C,1.000000", 1), ""},
 		{"run ids", rows(12, 2, cont, ",run_id"), ""},
+		// All the runs, then some again: 16 rows in the same order.
+		{"part again", rows(40, 1, cont, "") + strings.SplitN(rows(20, 1, cont, ""), "\n", 2)[1], "line 82 to line 112 repeat line 2 to line 32 in order (world C, attack \"score\", round 0): 16 consecutive rows"},
+		// Losses rounded to 3 decimals tie often, in no repeated order.
+		{"rounded", rows(2000, 1, func(i int) string { return fmt.Sprintf("%.3f", 0.3+0.05*math.Sin(float64(i*i))) }, ""), ""},
 	} {
 		path := filepath.Join(t.TempDir(), "s.csv")
 		if err := os.WriteFile(path, []byte(tc.csv), 0o644); err != nil {
