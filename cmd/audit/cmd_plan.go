@@ -158,6 +158,15 @@ func runPlan(ctx context.Context, e *env, args []string, p *planFlags) error {
 	if err != nil {
 		return err
 	}
+	// "per shard": the largest shard's groups and writer, not all the pairs' (16 shards of 40
+	// pairs printed groups of 40 beside the GPU line's 3).
+	if w.ShardPairs < cfg.Pairs {
+		shard, err := cost.ShardMemory(cfg, data, w.ShardPairs)
+		if err != nil {
+			return err
+		}
+		mem.GroupPairs, mem.TrainBytes, mem.MinTrainBytes = shard.GroupPairs, shard.TrainBytes, shard.MinTrainBytes
+	}
 	// The GPU's options are those of this environment where it sets one: a plan made where
 	// the job will run with FEDAUDIT_CUDA_PATCHCONV=1 counts the convolutions as it will (every
 	// form, the largest taken), with FEDAUDIT_CUDA_WINOGRAD2=1 by Winograd's F(2x2, 3x3), else

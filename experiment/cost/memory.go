@@ -72,6 +72,15 @@ const (
 // compression buffers.
 const runtimeOverhead = 160 << 20
 
+// ShardMemory is EstimateMemory for a shard of pairs pairs: its groups hold no more pairs than
+// it has, nor its writer more rows. Only its training numbers are the shard's (the attack and
+// analysis stages read every shard).
+func ShardMemory(cfg *spec.Config, data *spec.Data, pairs int) (MemoryEstimate, error) {
+	shard := *cfg
+	shard.Pairs = pairs
+	return EstimateMemory(&shard, data)
+}
+
 // EstimateMemory estimates the memory of training and attacking cfg (data as for Sizes).
 func EstimateMemory(cfg *spec.Config, data *spec.Data) (MemoryEstimate, error) {
 	mem, err := train.MemoryOf(cfg.Train, spec.Sizes(cfg, data))

@@ -57,6 +57,8 @@ type Work struct {
 	// client), over all shards.
 	PretrainFLOPs float64 `json:"pretrain_flops,omitempty"`
 	FLOPs         float64 `json:"flops"`
+	// ShardPairs is the largest shard's number of pairs.
+	ShardPairs int `json:"shard_pairs"`
 	// ShardFLOPs is the work of the largest shard: the array's critical path.
 	ShardFLOPs float64 `json:"shard_flops"`
 
@@ -110,6 +112,7 @@ func Plan(cfg *spec.Config, data *spec.Data, shards int) (Work, error) {
 	for i := 0; i < shards; i++ {
 		largest = max(largest, experiment.ShardPairs(cfg.Pairs, runs.Shard{Index: i, Count: shards}).Count)
 	}
+	w.ShardPairs = largest
 	w.ShardFLOPs = w.FLOPs * float64(largest) / float64(cfg.Pairs)
 	if p := tc.Pretrain; p != nil && data.Initial == nil {
 		// Every shard pretrains the one w_0 before its pairs (data.Initial: prepared already).
