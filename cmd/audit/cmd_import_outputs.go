@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 
 	"github.com/fedaudit/fedaudit/importer/outputs"
 )
@@ -40,6 +41,10 @@ func (o *outputsFlags) run(ctx context.Context, e *env, args []string, manifest,
 	var ie *outputs.InputError
 	if errors.As(err, &ie) {
 		return inputf("import: %v", err)
+	}
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) && pe.Path == *o.file {
+		// "import: --outputs x.csv: no such file or directory", not "x.csv: stat x.csv: ...".
+		return fmt.Errorf("import: --outputs %s: %w", *o.file, pe.Err)
 	}
 	if err != nil {
 		return err

@@ -110,6 +110,7 @@ func TestLikeMistakesExitAlike(t *testing.T) {
 	}{
 		{"missing config", []string{"run", "--config", missing + ".yaml", "--out", t.TempDir()}, 1, "no such file"},
 		{"missing manifest", []string{"import", "--manifest", missing + ".csv", "--config", "testdata/run_small.yaml", "--out", t.TempDir()}, 1, "no such file"},
+		{"missing outputs", []string{"import", "--outputs", missing + ".csv", "--out", t.TempDir()}, 1, "import: --outputs " + missing + ".csv: no such file or directory"},
 		{"missing score file", []string{"analyze", "--scores", missing + ".csv"}, 1, "no such file"},
 		{"round not a checkpoint", []string{"attack", "--quiet", "--runs", dir, "--rounds", "7"}, 2, "round 7 is not a checkpoint of the runs"},
 		{"pair twice in a world", []string{"analyze", "--scores", dup}, 2, "pair id 0 occurs twice in world C"},
