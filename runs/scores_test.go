@@ -368,9 +368,10 @@ func TestParseWorld(t *testing.T) {
 
 // TestRepeatedRowsRefused: a score file without run or pair ids whose rows were repeated (two
 // exports concatenated) was judged as twice the runs, and with 5 copies a claim at the true mu
-// was VIOLATED in a third of audits. Every score of a world there k times over at least 10
-// distinct scores is refused, naming the repeated line or row; scores on a coarse grid, rows
-// with run ids, and a file with one repeated score among distinct ones are read.
+// was VIOLATED in a third of audits. Copies (every score of a world there a multiple of k times,
+// over at least 16 distinct scores, most of them k times) and part of a file written again (16
+// rows of distinct scores recurring in order) are refused, naming the lines or rows; scores on
+// a coarse grid, rows with run ids, and a file with one repeated score are read.
 func TestRepeatedRowsRefused(t *testing.T) {
 	rows := func(n, copies int, score func(i int) string, extra string) string {
 		var b strings.Builder
@@ -391,9 +392,9 @@ func TestRepeatedRowsRefused(t *testing.T) {
 		return b.String()
 	}
 	cont := func(i int) string { return fmt.Sprintf("%.6f", 1+0.37*float64(i)) }
-	// 60 scores on a grid of 10 values, each there an even number of times (2 to 10).
+	// 80 scores on a grid of 16 values, each there an even number of times (2 to 8).
 	var evenCounts []int
-	for v, n := range []int{2, 4, 6, 8, 10, 2, 4, 6, 8, 10} {
+	for v, n := range []int{2, 4, 6, 8, 2, 4, 6, 8, 2, 4, 6, 8, 2, 4, 6, 8} {
 		for range n {
 			evenCounts = append(evenCounts, v)
 		}
@@ -401,15 +402,17 @@ func TestRepeatedRowsRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name, csv, want string
 	}{
-		{"twice", rows(12, 2, cont, ""), "line 26 repeats line 2 (score 1, world C, attack \"score\", round 0), and 12 of the 12 distinct scores of that world are there 2 times each"},
+		{"twice", rows(20, 2, cont, ""), "line 42 repeats line 2 (score 1, world C, attack \"score\", round 0), and 20 of the 20 distinct scores of that world are there 2 times each"},
 		// Scores clipped at a bound tie in the original: its copies still repeat every score a
 		// multiple of 2 times.
 		{"clipped, twice", rows(30, 2, func(i int) string { return cont(max(i, 3)) }, ""), "and 26 of the 27 distinct scores of that world are there 2 times each"},
 		// A grid whose counts are all even but of many sizes is no copy.
-		{"even counts", rows(60, 1, func(i int) string { return fmt.Sprint(evenCounts[i]) }, ""), ""},
+		{"even counts", rows(80, 1, func(i int) string { return fmt.Sprint(evenCounts[i]) }, ""), ""},
 		{"five times", rows(30, 5, cont, ""), "there 5 times"},
 		{"a grid", rows(40, 1, func(i int) string { return fmt.Sprint(i % 4) }, ""), ""},
-		{"nine values", rows(9, 3, cont, ""), ""},
+		// Fewer than 16 distinct scores: a chance pattern of small grids (11 values in 22 runs
+		// were refused in 2 of 1,000 files at a minimum of 10).
+		{"fifteen values", rows(15, 3, cont, ""), ""},
 		{"one tie", strings.Replace(rows(12, 1, cont, ""), "C,1.370000", "C,1.000000", 1), ""},
 		{"run ids", rows(12, 2, cont, ",run_id"), ""},
 		// All the runs, then some again: 16 rows in the same order.
@@ -434,13 +437,13 @@ func TestRepeatedRowsRefused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.arrow")
 	writeRaw(t, path, sc, func(b *array.RecordBuilder) {
 		for range 2 {
-			for i := range 10 {
+			for i := range 16 {
 				b.Field(0).(*array.Int8Builder).Append(1)
 				b.Field(1).(*array.Float64Builder).Append(float64(i))
 			}
 		}
 	})
-	if _, err := ReadScoreFile(path); err == nil || !strings.Contains(err.Error(), "row 10 repeats row 0 (score 0, world C'") {
+	if _, err := ReadScoreFile(path); err == nil || !strings.Contains(err.Error(), "row 16 repeats row 0 (score 0, world C'") {
 		t.Errorf("repeated Arrow rows: %v", err)
 	}
 }
