@@ -194,10 +194,10 @@ func Diverged(h *findings.Headline, fs []findings.Finding, rounds []findings.Rou
 // (higher meaning world C', the commonest slip of scores written by other tools: a loss given as
 // the score) speak against the verdict: when every row judged against a claim or a proven bound
 // is reversed, so that no row audits the claim in its stated direction, or when a judged row,
-// read the other way, would give a mu (or epsilon) above its claim. A CI pipeline gating on the exit
-// status passed such scores under CONSISTENT, the direction a note beside it. An epsilon claim
-// is compared with Finding.ReversedEpsLower, at the claim's delta. A violated
-// headline stays: its bounds hold in the direction stated. Reversed bounds are diagnostics (the
+// read the other way, would give a mu above its mu claim or an epsilon above its epsilon claim
+// (Finding.ReversedEpsLower, at the claim's delta). A CI pipeline gating on the exit status
+// passed such scores under CONSISTENT, the direction a note beside it. A violated headline
+// stays: its bounds hold in the direction stated. Reversed bounds are diagnostics (the
 // direction is chosen after seeing the scores), so the answer is no verdict, not a violation.
 func Reversed(h *findings.Headline, fs []findings.Finding) {
 	if h.Status != findings.StatusConsistent {
