@@ -274,12 +274,9 @@ const minRepeatedValues = 16
 // of audits. The error names the two earliest rows of the smallest score repeated k times. A
 // copy of part of the file (all runs, then some of them again) is repeatedBlock's to find.
 func checkRepeatedRows(scores []Score, where func(i int) string) error {
-	if len(scores) > math.MaxInt32 {
-		return fmt.Errorf("%d scores: more than a score file may hold (%d)", len(scores), math.MaxInt32)
-	}
-	idx := make([]int32, len(scores))
-	for i := range idx {
-		idx[i] = int32(i)
+	idx, err := rowIndex(scores)
+	if err != nil {
+		return err
 	}
 	group := func(x, y *Score) int {
 		return cmp.Or(strings.Compare(x.Attack, y.Attack), strings.Compare(x.Threat, y.Threat),
@@ -329,7 +326,7 @@ func checkRepeatedRows(scores []Score, where func(i int) string) error {
 		}
 		start = end
 	}
-	return repeatedBlock(scores, where, group)
+	return repeatedBlock(scores, idx, where, group)
 }
 
 // blockRows is how many consecutive rows of one world repeated in the same order make a copy,
@@ -341,12 +338,9 @@ const blockRows = 16
 // repeatedBlock finds part of a file written again: blockRows consecutive rows of one attack,
 // threat, round and world (in file order), all of distinct scores, that recur in the same order
 // later (all the runs, then some of them again: the copies' counts have no common divisor).
-func repeatedBlock(scores []Score, where func(i int) string, group func(x, y *Score) int) error {
-	idx := make([]int32, len(scores))
-	for i := range idx {
-		idx[i] = int32(i)
-	}
-	slices.SortStableFunc(idx, func(a, b int32) int { return group(&scores[a], &scores[b]) })
+// idx is an index of every row, in any order; it is sorted again.
+func repeatedBlock(scores []Score, idx []int32, where func(i int) string, group func(x, y *Score) int) error {
+	slices.SortFunc(idx, func(a, b int32) int { return cmp.Or(group(&scores[a], &scores[b]), cmp.Compare(a, b)) })
 	seen := map[uint64]int{} // a window's hash -> its start in idx
 	for start := 0; start < len(idx); {
 		end := start + 1
@@ -398,6 +392,19 @@ func allDistinct(scores []Score, rows []int32) bool {
 	return true
 }
 
+// rowIndex is the positions of scores as 4-byte indices, for the checks that order the rows
+// (maps keyed by row held about 100 bytes a row).
+func rowIndex(scores []Score) ([]int32, error) {
+	if len(scores) > math.MaxInt32 {
+		return nil, fmt.Errorf("%d scores: more than a score file may hold (%d)", len(scores), math.MaxInt32)
+	}
+	idx := make([]int32, len(scores))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	return idx, nil
+}
+
 func gcd(a, b int) int {
 	for b != 0 {
 		a, b = b, a%b
@@ -417,12 +424,9 @@ func gcd(a, b int) int {
 // of an analysis of 8.3 million scores. The error names the repeated row, or the row whose
 // world differs from the run's first, that comes first in the file.
 func checkRunIDs(scores []Score, where func(i int) string) error {
-	if len(scores) > math.MaxInt32 {
-		return fmt.Errorf("%d scores: more than a score file may hold (%d)", len(scores), math.MaxInt32)
-	}
-	idx := make([]int32, len(scores))
-	for i := range idx {
-		idx[i] = int32(i)
+	idx, err := rowIndex(scores)
+	if err != nil {
+		return err
 	}
 	slices.SortFunc(idx, func(a, b int32) int {
 		x, y := &scores[a], &scores[b]
@@ -430,7 +434,6 @@ func checkRunIDs(scores []Score, where func(i int) string) error {
 			cmp.Compare(x.Round, y.Round), cmp.Compare(a, b))
 	})
 	var errAt int32 = -1
-	var err error
 	note := func(at int32, e error) {
 		if errAt < 0 || at < errAt {
 			errAt, err = at, e
