@@ -423,3 +423,37 @@ func TestReversedScoresAgainstAnEpsilonClaim(t *testing.T) {
 		t.Errorf("reversed eps %v, headline %s: %q", f.ReversedEpsLower, a.Headline.Status, a.Headline.Text)
 	}
 }
+
+// The reversed rule over repetitions, with known answers: an attack that sees nothing (mu 0)
+// judged against a true claim is made inconclusive only when its scores certify a loss the
+// other way round, which a bound at the row's 95% confidence does at most 5% of the time: 11 of
+// 100 is the 0.99 quantile of Binomial(100, 0.05), so more would contradict the rule's
+// guarantee (0 measured); scores of mu 1 written the wrong way round are inconclusive in every
+// repetition.
+func TestReversedRuleOverRepetitions(t *testing.T) {
+	ctx := context.Background()
+	null, caught := 0, 0
+	for seed := range uint64(100) {
+		a, err := AnalyzeScores(ctx, coupledScores(300, 0, seed), AnalyzeOptions{Claim: audit.Claim{Mu: 1}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Headline.Status == findings.StatusInconclusive {
+			null++
+		}
+		rev := coupledScores(300, 1, 1000+seed)
+		for i := range rev.Scores {
+			rev.Scores[i].Score = -rev.Scores[i].Score
+		}
+		if a, err = AnalyzeScores(ctx, rev, AnalyzeOptions{Claim: audit.Claim{Mu: 1}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if a.Headline.Status == findings.StatusInconclusive {
+			caught++
+		}
+	}
+	t.Logf("null attack inconclusive in %d of 100, reversed scores in %d of 100", null, caught)
+	if null > 11 || caught < 100 {
+		t.Errorf("null attack inconclusive in %d of 100 (want at most 11), reversed scores in %d of 100 (want all)", null, caught)
+	}
+}
