@@ -182,6 +182,12 @@ type Observed struct {
 // participation draws.
 var errMissing = errors.New("observation missing")
 
+// errFewShadowRuns marks a learned attack's fit that had fewer than two usable shadow runs of a
+// world at one round: the target client sat out the round in most shadow pairs (upload-lda
+// under client sampling), or their runs diverged. The scoring stage then scores that round's
+// runs as missing (0, a constant test that certifies nothing) rather than fail every attack.
+var errFewShadowRuns = errors.New("too few shadow runs")
+
 // Attack is one attack.
 type Attack interface {
 	Info() Info

@@ -163,7 +163,7 @@ type gaussian struct{ mean, sd float64 }
 
 func fitGaussian(x []float64) (gaussian, error) {
 	if len(x) < 2 {
-		return gaussian{}, fmt.Errorf("need at least 2 runs to fit a Gaussian, have %d", len(x))
+		return gaussian{}, fmt.Errorf("%w: need at least 2 runs to fit a Gaussian, have %d", errFewShadowRuns, len(x))
 	}
 	var m float64
 	for _, v := range x {

@@ -147,7 +147,7 @@ func (linearAttack) Fit(_ *Env, examples []Example) (func([]float64) float64, er
 // coincide, as the two gradient directions do for the quadratic model, make it singular).
 func fitLDA(examples []Example) (func([]float64) float64, error) {
 	if len(examples) == 0 {
-		return nil, fmt.Errorf("no runs to fit on")
+		return nil, fmt.Errorf("%w: no runs to fit on", errFewShadowRuns)
 	}
 	p := len(examples[0].Features)
 	var n [2]float64
@@ -163,7 +163,7 @@ func fitLDA(examples []Example) (func([]float64) float64, error) {
 		}
 	}
 	if n[0] < 2 || n[1] < 2 {
-		return nil, fmt.Errorf("need at least 2 runs of each world, have %v of C and %v of C'", n[0], n[1])
+		return nil, fmt.Errorf("%w: need at least 2 runs of each world, have %v of C and %v of C'", errFewShadowRuns, n[0], n[1])
 	}
 	for w := range mean {
 		for j := range mean[w] {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -523,5 +524,79 @@ func TestScoreReportsProgress(t *testing.T) {
 		if quiet.Scores[i].Score != loud.Scores[i].Score {
 			t.Fatalf("score %d: %v with progress, %v without", i, loud.Scores[i].Score, quiet.Scores[i].Score)
 		}
+	}
+}
+
+// TestUnfittableRoundScoredMissing: when the target client sat out the round in all but one
+// shadow pair, upload-lda cannot be fitted there. Its runs at that round are scored as missing
+// and the stage says so; the other attacks keep their scores (the fit's error failed the whole
+// stage, every attack's scores lost, under client sampling with few pairs).
+func TestUnfittableRoundScoredMissing(t *testing.T) {
+	spec := softmaxSpec
+	spec.sigma = 0.1
+	// Shadow pairs are every 5th (4, 9, ..., 29): only pair 29 has the upload.
+	spec.skipUpload = func(p int) bool { return p%5 == 4 && p != 29 || p%7 == 0 }
+	path, env, _ := simulate(t, spec)
+	var lines []string
+	var mu sync.Mutex
+	logf := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, fmt.Sprintf(format, args...))
+	}
+	res, err := Score(context.Background(), openTable(t, path), env, Options{Attacks: []string{"loss", "label", "upload-lda"}, Workers: 3, Logf: logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := summaryOf(t, res, "upload-lda"); m.Runs != 48 || m.Missing != m.Runs {
+		t.Errorf("upload-lda: %d missing of %d runs, want all 48 (24 audited pairs)", m.Missing, m.Runs)
+	}
+	for _, s := range res.Scores {
+		if s.Attack == "upload-lda" && s.Score != 0 {
+			t.Errorf("upload-lda scored run %d %g, want 0", s.RunID, s.Score)
+		}
+	}
+	if m := summaryOf(t, res, "loss"); m.Missing != 0 || m.Runs != 60 {
+		t.Errorf("loss: %d missing of %d runs, want 0 of 60", m.Missing, m.Runs)
+	}
+	if m := summaryOf(t, res, "label"); m.Missing == m.Runs {
+		t.Errorf("label: every run missing")
+	}
+	said := strings.Join(lines, "\n")
+	if !strings.Contains(said, "upload-lda at round 1 cannot be fitted on its 6 shadow pairs") || !strings.Contains(said, "have 1 of C and 1 of C'") {
+		t.Errorf("log does not say why upload-lda's runs are missing:\n%s", said)
+	}
+}
+
+// divergedShadows is LiRA online whose shadow pairs (every 5th) all diverged: their statistic
+// is NaN, so its fit has no shadow run to use.
+type divergedShadows struct{ liraAttack }
+
+func (d divergedShadows) Info() Info {
+	info := d.liraAttack.Info()
+	info.Needs = Needs{}
+	return info
+}
+
+func (d divergedShadows) Observe(env *Env, obs *Observation) (Observed, error) {
+	if obs.PairID%5 == 4 {
+		return Observed{Features: []float64{math.NaN()}}, nil
+	}
+	return Observed{Features: []float64{float64(obs.World)}}, nil
+}
+
+// TestUnfittableLearnerScoredMissing: the same for a fitted (Learner) attack, LiRA, whose
+// shadow runs all diverged.
+func TestUnfittableLearnerScoredMissing(t *testing.T) {
+	spec := softmaxSpec
+	spec.sigma = 0.1
+	path, env, _ := simulate(t, spec)
+	e := env
+	res, err := score(context.Background(), openTable(t, path), &e, []Attack{divergedShadows{liraAttack{online: true}}}, Options{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Summary) != 1 || res.Summary[0].Runs != 48 || res.Summary[0].Missing != 48 {
+		t.Errorf("summary %+v, want 48 runs, all missing", res.Summary)
 	}
 }

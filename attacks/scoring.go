@@ -170,6 +170,10 @@ func (sc *scoring) fitOne(ai int, t int32) error {
 		return nil
 	}
 	scorer, err := learner.Fit(sc.env, train)
+	if errors.Is(err, errFewShadowRuns) {
+		sc.unfitted(ai, t, targets, err)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("attacks: %s at round %d: fit on %d runs of %d shadow pairs: %w", learner.Info().Name, t, len(train), len(sc.shadow), err)
 	}
@@ -178,6 +182,20 @@ func (sc *scoring) fitOne(ai int, t int32) error {
 		sc.observed[ai][oi].Score = scorer(sc.observed[ai][oi].Features)
 	}
 	return nil
+}
+
+// unfitted scores the targets of learned attack ai at round t as missing, because its fit had
+// too few usable shadow runs (errFewShadowRuns), and says so. Score 0 for every run is a test
+// that depends on nothing, so the row certifies nothing and the other rows keep their
+// certificates; failing instead lost every attack's scores, at every round, to one round
+// whose shadow pairs mostly lacked the target client's upload.
+func (sc *scoring) unfitted(ai int, t int32, targets []int, err error) {
+	for _, oi := range targets {
+		sc.status[ai][oi] = errMissing // each target is in this job alone (its attack and round)
+	}
+	if sc.logf != nil {
+		sc.logf("attacks: %s at round %d cannot be fitted on its %d shadow pairs (%v): the %d runs it would score there are scored 0, as missing", sc.atts[ai].Info().Name, t, len(sc.shadow), err, len(targets))
+	}
 }
 
 // allFinite reports whether no value of v is NaN or infinite.

@@ -2,6 +2,7 @@ package attacks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
@@ -104,7 +105,7 @@ func (f *vectorFit) add(world int8, v []float64) error {
 // scorer returns the fitted test: higher means world C.
 func (a vectorAttack) scorer(f *vectorFit) (func([]float64) float64, error) {
 	if f.n[0] < 2 || f.n[1] < 2 {
-		return nil, fmt.Errorf("need at least 2 runs of each world, have %v of C and %v of C'", f.n[0], f.n[1])
+		return nil, fmt.Errorf("%w: need at least 2 runs of each world, have %v of C and %v of C'", errFewShadowRuns, f.n[0], f.n[1])
 	}
 	d := len(f.sum[0])
 	diff, mid := make([]float64, d), make([]float64, d)
@@ -194,6 +195,10 @@ func (sc *scoring) fitVectors(ctx context.Context, workers int) error {
 			return nil
 		}
 		score, err := a.scorer(&fit)
+		if errors.Is(err, errFewShadowRuns) {
+			sc.unfitted(ai, t, targets, err)
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("attacks: %s at round %d: fit on %d shadow pairs: %w", a.name, t, len(sc.shadow), err)
 		}
