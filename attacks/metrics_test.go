@@ -77,6 +77,13 @@ func TestLogitConfidence(t *testing.T) {
 	if got := logitConfidence(1e-12); math.Abs(got-27.631021115928547) > 1e-6 {
 		t.Errorf("logitConfidence(1e-12) = %v", got)
 	}
+	// Losses below 1e-12 keep their order (a floor of 1e-12 tied them): the logit is
+	// -log(loss) to within the loss itself.
+	for _, loss := range []float64{1e-13, 1e-15, 1e-30, 1e-45, 1e-300} {
+		if got, want := logitConfidence(loss), -math.Log(loss); math.Abs(got-want) > 1e-9*want {
+			t.Errorf("logitConfidence(%v) = %v, want %v", loss, got, want)
+		}
+	}
 	// A loss of exactly 0 (a saturated float32 softmax) is the most confident of all: finite
 	// (an infinite statistic made the run missing, score 0) and above the smallest positive
 	// float32 cross-entropy, -log(1 - 2^-24).

@@ -99,14 +99,17 @@ func (marginAttack) Observe(env *Env, obs *Observation) (Observed, error) {
 func logitConfidence(loss float64) float64 {
 	// A loss of exactly 0 (the softmax saturated in float32: the model is certain of the
 	// label) is the strongest membership signal there is, and an infinite statistic would
-	// make the run missing (score 0, the middle of the scores). minLoss is below every
-	// positive float32 cross-entropy (about 6e-8), so it ranks such runs above all others.
+	// make the run missing (score 0, the middle of the scores). minLoss is the smallest
+	// positive float64, so it ranks such runs above all others while every positive loss keeps
+	// its own value: the trainers compute the loss in float64 before storing it as float32, so
+	// losses far below float32's epsilon (1e-15 at a logit margin near 34) are recorded, and a
+	// floor of 1e-12 tied them, where the test is strongest.
 	loss = math.Max(loss, minLoss)
 	return -loss - math.Log(-math.Expm1(-loss))
 }
 
-// minLoss is the floor of the loss in logitConfidence: logit confidence 27.6.
-const minLoss = 1e-12
+// minLoss is the floor of the loss in logitConfidence: logit confidence 744.4.
+const minLoss = math.SmallestNonzeroFloat64
 
 // liraOfflineByName is why lira-offline is not in the default set. Its score is a monotone
 // function of its one feature, and so is lira-online's whenever the Gaussians fitted to the two
