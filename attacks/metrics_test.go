@@ -2,6 +2,7 @@ package attacks
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -141,5 +142,65 @@ func TestLDAFit(t *testing.T) {
 	}
 	if a, b := score([]float64{1, 0}), score([]float64{1, 5}); !(a > 0) || math.Abs(a-b) > 1e-9 {
 		t.Errorf("score(1,0) = %v, score(1,5) = %v: want positive and independent of the noise feature", a, b)
+	}
+}
+
+// TestLiRAOnlinePoolsFewShadowRuns: with fewer than liraPooledBelow shadow runs a world, LiRA
+// online gives both worlds one variance, so its score is increasing in the statistic where
+// world C's fitted mean is the higher; with enough runs each world keeps its own variance, and
+// a statistic far above a tight world C scores as C' (the quadratic of two variances).
+func TestLiRAOnlinePoolsFewShadowRuns(t *testing.T) {
+	examples := func(n int) []Example {
+		var ex []Example
+		for i := range n {
+			u := float64(i)/float64(n-1) - 0.5 // evenly spread in [-1/2, 1/2]
+			ex = append(ex, Example{World: runs.WorldC, Features: []float64{6 + 0.2*u}}, Example{World: runs.WorldCPrime, Features: []float64{2 + 4*u}})
+		}
+		return ex
+	}
+	for _, tc := range []struct {
+		n      int
+		pooled bool
+	}{{3, true}, {liraPooledBelow - 1, true}, {liraPooledBelow, false}, {40, false}} {
+		score, err := liraAttack{online: true}.Fit(nil, examples(tc.n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := func(x float64) float64 { return score([]float64{x}) }
+		if increasing := s(2) < s(6) && s(6) < s(10); increasing != tc.pooled {
+			t.Errorf("%d runs a world: scores at 2, 6, 10: %g, %g, %g; want increasing %v", tc.n, s(2), s(6), s(10), tc.pooled)
+		}
+	}
+}
+
+// TestLiRAOnlineFewShadowRunsOverRepetitions: equal-variance Gaussian worlds N(2, 1) (C) and
+// N(0, 1) (C'), 2 shadow runs a world, 200 fits, each scored on 400 fresh runs a world. The
+// statistic itself has AUC Phi(sqrt 2) = 0.921; the fits must keep that on average (separate
+// variances fitted on 2 runs each averaged about 0.85, with rows reversed).
+func TestLiRAOnlineFewShadowRunsOverRepetitions(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var sum float64
+	const reps, n = 200, 400
+	for range reps {
+		var ex []Example
+		for range 2 {
+			ex = append(ex, Example{World: runs.WorldC, Features: []float64{2 + rng.NormFloat64()}}, Example{World: runs.WorldCPrime, Features: []float64{rng.NormFloat64()}})
+		}
+		score, err := liraAttack{online: true}.Fit(nil, ex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scores, worlds := make([]float64, 0, 2*n), make([]int8, 0, 2*n)
+		for range n {
+			scores = append(scores, score([]float64{2 + rng.NormFloat64()}), score([]float64{rng.NormFloat64()}))
+			worlds = append(worlds, runs.WorldC, runs.WorldCPrime)
+		}
+		auc, _ := rocSummary(scores, worlds)
+		sum += auc
+	}
+	// The mean of 200 AUCs of 400 x 400 runs has a standard error near 0.001 around 0.921 when
+	// every fit is oriented right; 0.90 leaves room for the few fits whose two means reverse.
+	if mean := sum / reps; mean < 0.90 {
+		t.Errorf("mean AUC %.4f over %d fits on 2 shadow runs a world, want >= 0.90 (the statistic's 0.921)", mean, reps)
 	}
 }
