@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train/model"
 )
@@ -99,6 +100,31 @@ func convStructure(mc model.Config) (firstDense, lastDense bool) {
 		firstDense = kinds[i] == "dense"
 	}
 	return firstDense, len(kinds) > 0 && kinds[len(kinds)-1] == "dense"
+}
+
+// ConstantScores lists, in canonical order, the attacks whose score is the same in every run
+// for this target pair, each with why: a score that compares a reconstruction or a label with
+// those of epsilon and epsilon' is 0 in every run of both worlds when the two agree in what it
+// compares (a relabel canary keeps the features; a canary may share the target's label). Such
+// a row certifies nothing whatever the deployment, and in the default selection it would only
+// take a share of the family's confidence (the noise sweep's relabel canary gave 8 such rows
+// of 56). The rule depends on the samples alone, never on the scores, so leaving these rows
+// out keeps every certificate valid. Nothing is listed where C' lacks the sample.
+func ConstantScores(target, targetPrime datasets.Sample) []Skip {
+	if !target.Present() || !targetPrime.Present() {
+		return nil
+	}
+	var out []Skip
+	for _, a := range registry {
+		name := a.Info().Name
+		switch {
+		case (name == "inversion" || name == "invgrad") && slices.Equal(target.Features, targetPrime.Features):
+			out = append(out, Skip{Name: name, Why: "its score compares the reconstruction with epsilon and epsilon', which have the same features (a relabel canary): 0 in every run; ask for it by name for its reconstruction measures"})
+		case name == "label" && target.Label == targetPrime.Label:
+			out = append(out, Skip{Name: name, Why: fmt.Sprintf("its score compares the update at the labels of epsilon and epsilon', which are the same (%d): 0 in every run; ask for it by name for its label measures", target.Label)})
+		}
+	}
+	return out
 }
 
 // MinPairs is the fewest coupled pairs the named attack can score: a learned attack is fitted on

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/runs"
 	"github.com/fedaudit/fedaudit/train/canary"
 	"github.com/fedaudit/fedaudit/train/model"
@@ -598,5 +599,31 @@ func TestUnfittableLearnerScoredMissing(t *testing.T) {
 	}
 	if len(res.Summary) != 1 || res.Summary[0].Runs != 48 || res.Summary[0].Missing != 48 {
 		t.Errorf("summary %+v, want 48 runs, all missing", res.Summary)
+	}
+}
+
+func TestConstantScores(t *testing.T) {
+	x, y := []float32{0.1, 0.2}, []float32{0.1, 0.3}
+	names := func(s []Skip) []string {
+		var out []string
+		for _, k := range s {
+			out = append(out, k.Name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name        string
+		eps, epsP   datasets.Sample
+		wantSkipped []string
+	}{
+		{"relabel: same features", datasets.Sample{Features: x, Label: 1}, datasets.Sample{Features: x, Label: 2}, []string{"inversion", "invgrad"}},
+		{"same label", datasets.Sample{Features: x, Label: 1}, datasets.Sample{Features: y, Label: 1}, []string{"label"}},
+		{"a copy", datasets.Sample{Features: x, Label: 1}, datasets.Sample{Features: x, Label: 1}, []string{"label", "inversion", "invgrad"}},
+		{"different", datasets.Sample{Features: x, Label: 1}, datasets.Sample{Features: y, Label: 2}, nil},
+		{"removal", datasets.Sample{Features: x, Label: 1}, datasets.Sample{}, nil},
+	} {
+		if got := names(ConstantScores(tc.eps, tc.epsP)); !slices.Equal(got, tc.wantSkipped) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.wantSkipped)
+		}
 	}
 }

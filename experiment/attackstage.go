@@ -358,6 +358,12 @@ func (e *experimentDir) scoring(opts AttackOptions) (names []string, rounds []in
 	// by default, and so are, by default, learned attacks the pairs are too few to fit; attack
 	// logs why.
 	names, _ = spec.RunAttacks(listed, e.tab.Meta(), e.cfg.Train.Model, e.cfg.Pairs)
+	if len(listed) == 0 {
+		// By default, not the attacks whose score is 0 in every run for this target pair.
+		for _, s := range attacks.ConstantScores(e.data.Pair.Sample, e.data.Pair.SamplePrime) {
+			names = slices.DeleteFunc(names, func(n string) bool { return n == s.Name })
+		}
+	}
 	return names, rounds
 }
 
@@ -366,7 +372,7 @@ func (e *experimentDir) scoring(opts AttackOptions) (names []string, rounds []in
 // out for the model or for too few pairs. Attacks nobody asked for are not listed one by one:
 // with the default set, one line names those the run files cannot support (they record
 // nothing the attack reads); with a list, nothing is said of the others.
-func logAttackChoice(logf func(string, ...any), names, listed []string, cfg *spec.Config, meta runs.Meta) {
+func logAttackChoice(logf func(string, ...any), names, listed []string, cfg *spec.Config, meta runs.Meta, data *spec.Data) {
 	if len(listed) == 0 {
 		listed = cfg.Audit.Attacks
 	}
@@ -387,6 +393,16 @@ func logAttackChoice(logf func(string, ...any), names, listed []string, cfg *spe
 		if !slices.Contains(said, s.Name) {
 			logf("attacks: skipped %s: %s", s.Name, s.Why)
 			said = append(said, s.Name)
+		}
+	}
+	for _, s := range attacks.ConstantScores(data.Pair.Sample, data.Pair.SamplePrime) {
+		switch {
+		case slices.Contains(said, s.Name) || !slices.Contains(asked, s.Name):
+		case byDefault:
+			logf("attacks: skipped %s: %s", s.Name, s.Why)
+			said = append(said, s.Name)
+		default:
+			logf("attacks: note: %s scores 0 in every run here (%s), so its rows certify nothing and take a share of the family's confidence", s.Name, strings.SplitN(s.Why, ": 0 in every run", 2)[0])
 		}
 	}
 	logf("attacks: scoring %v", names)
@@ -452,7 +468,7 @@ func (e *experimentDir) attack(ctx context.Context, path string, opts AttackOpti
 		return nil, &spec.ConfigError{Err: fmt.Errorf("attack %s: %s", few[0].Name, few[0].Why)}
 	}
 	if opts.Logf != nil {
-		logAttackChoice(opts.Logf, names, opts.Attacks, cfg, tab.Meta())
+		logAttackChoice(opts.Logf, names, opts.Attacks, cfg, tab.Meta(), data)
 	}
 	env := AttackEnv(cfg, data, tab.Meta())
 	if opts.Logf != nil && slices.Contains(names, "invgrad") {
