@@ -27,7 +27,7 @@ func Names() []string {
 //     train-{images-idx3,labels-idx1}-ubyte (t10k-... for test), raw or with .gz, looked for in
 //     dataDir, dataDir/<name> and /usr/share/datasets/<name>;
 //   - "cifar10" with ":train" (data_batch_1.bin to data_batch_5.bin) or ":test" (test_batch.bin),
-//     looked for in dataDir, dataDir/cifar-10-batches-bin and dataDir/cifar10;
+//     raw or with .gz, looked for in dataDir, dataDir/cifar-10-batches-bin and dataDir/cifar10;
 //   - "synthetic": Synthetic(DefaultSyntheticConfig());
 //   - "synthetic-images": SyntheticImages(DefaultSyntheticImageConfig()), 28x28 grey images;
 //   - anything else is a path: a CIFAR-10 batch when it ends in .bin (or .bin.gz), otherwise an
@@ -96,14 +96,70 @@ func openIDXNamed(name, split, dataDir string) (*Dataset, error) {
 		if !ok {
 			return nil, fmt.Errorf("dataset %s:%s: found %s but not %s[.gz] beside it", name, split, imagesPath, labels)
 		}
-		return LoadIDX(imagesPath, labelsPath)
+		d, err := LoadIDX(imagesPath, labelsPath)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkMNISTKind(name, d, dir); err != nil {
+			return nil, fmt.Errorf("dataset %s:%s: %w", name, split, err)
+		}
+		return d, nil
 	}
 	how := "name a directory that holds the four MNIST IDX files " + dataDirHow
 	if name == "fashion-mnist" {
 		how = "install Debian's package with `apt-get install dataset-fashion-mnist` (it puts the files in " +
 			filepath.Join("/usr/share/datasets", name) + "), or name a directory that holds them " + dataDirHow
 	}
-	return nil, fmt.Errorf("dataset %s:%s: %s[.gz] not found in %s; %s", name, split, images, strings.Join(dirs, ", "), how)
+	return nil, fmt.Errorf("dataset %s:%s: %s[.gz] not found in %s; %s%s", name, split, images, strings.Join(dirs, ", "), how, notFiles(dirs, images, images+".gz"))
+}
+
+// Mean pixel values of the two datasets that share MNIST's file names, over their standard
+// splits (MNIST's are the constants of its usual normalisation): far enough apart to tell
+// which one a folder holds.
+const (
+	mnistMeanPixel        = 0.131 // train 0.1307, test 0.1325
+	fashionMNISTMeanPixel = 0.286 // train 0.2860, test 0.2868
+)
+
+// checkMNISTKind refuses the standard split of one of MNIST and Fashion-MNIST (60,000 or
+// 10,000 images of 28 x 28) loaded under the other's name: they use the same file names, so a
+// data directory shared between projects could hand an audit of fashion-mnist MNIST's files,
+// and its reports would name the wrong data. The mean pixel tells them apart (0.13 against
+// 0.29); other sizes (subsets, other data written in the IDX format) are not judged.
+func checkMNISTKind(name string, d *Dataset, dir string) error {
+	if n := d.Len(); n != 60000 && n != 10000 || len(d.Shape) != 3 || d.Shape[1] != 28 || d.Shape[2] != 28 {
+		return nil
+	}
+	var sum float64
+	for _, x := range d.Features {
+		sum += float64(x)
+	}
+	mean := sum / float64(len(d.Features))
+	mid := (mnistMeanPixel + fashionMNISTMeanPixel) / 2
+	other, want, wantMean := "", "", 0.0
+	switch {
+	case name == "fashion-mnist" && mean < mid:
+		other, want, wantMean = "MNIST's", "Fashion-MNIST's", fashionMNISTMeanPixel
+	case name == "mnist" && mean > mid:
+		other, want, wantMean = "Fashion-MNIST's", "MNIST's", mnistMeanPixel
+	default:
+		return nil
+	}
+	return fmt.Errorf("the files in %s look like %s, not %s (mean pixel %.3f, where %s is %.3f): the two datasets use the same file names; name the directory that holds %s files, or give other IDX data by its path", dir, other, want, mean, want, wantMean, want)
+}
+
+// notFiles says which of names exist in dirs but are not regular files (a directory where a
+// data file should be), for the end of a not-found error; "" when none.
+func notFiles(dirs []string, names ...string) string {
+	for _, dir := range dirs {
+		for _, n := range names {
+			p := filepath.Join(dir, n)
+			if st, err := os.Stat(p); err == nil && !st.Mode().IsRegular() {
+				return fmt.Sprintf(" (%s exists but is not a file)", p)
+			}
+		}
+	}
+	return ""
 }
 
 func openCIFAR(split, dataDir string) (*Dataset, error) {
@@ -117,20 +173,20 @@ func openCIFAR(split, dataDir string) (*Dataset, error) {
 	}
 	dirs := []string{dataDir, filepath.Join(dataDir, "cifar-10-batches-bin"), filepath.Join(dataDir, "cifar10")}
 	for _, dir := range dirs {
-		if _, ok := findFile(dir, files[0]); !ok {
+		if _, ok := findFile(dir, files[0], files[0]+".gz"); !ok {
 			continue
 		}
 		paths := make([]string, len(files))
 		for i, f := range files {
-			p, ok := findFile(dir, f)
+			p, ok := findFile(dir, f, f+".gz")
 			if !ok {
-				return nil, fmt.Errorf("dataset cifar10:%s: %s is missing in %s", split, f, dir)
+				return nil, fmt.Errorf("dataset cifar10:%s: %s[.gz] is missing in %s", split, f, dir)
 			}
 			paths[i] = p
 		}
 		return LoadCIFAR10(paths...)
 	}
-	return nil, fmt.Errorf("dataset cifar10:%s: %s not found in %s; %s", split, files[0], strings.Join(dirs, ", "), how)
+	return nil, fmt.Errorf("dataset cifar10:%s: %s[.gz] not found in %s; %s%s", split, files[0], strings.Join(dirs, ", "), how, notFiles(dirs, files[0], files[0]+".gz"))
 }
 
 // findFile returns the first of names that is a regular file in dir.

@@ -101,7 +101,7 @@ func TestOpenMissing(t *testing.T) {
 		{"mnist", data, []string{"found " + filepath.Join(data, "train-images-idx3-ubyte") + " but not train-labels-idx1-ubyte"}},
 		{"mnist:validation", "", []string{`unknown split "validation"`}},
 		{"cifar10", "", []string{"no data directory", "data.data_dir", "--data-dir"}},
-		{"cifar10:test", data, []string{"test_batch.bin not found", "data.data_dir", "--data-dir"}},
+		{"cifar10:test", data, []string{"test_batch.bin[.gz] not found", "data.data_dir", "--data-dir"}},
 		{"synthetic:test", "", []string{"no splits"}},
 	}
 	for _, c := range cases {
@@ -194,5 +194,65 @@ func TestFashionMNIST(t *testing.T) {
 		if s.SHA256 != c.sha256 {
 			t.Errorf("%s: hash %s, want %s", c.split, s.SHA256, c.sha256)
 		}
+	}
+}
+
+// MNIST and Fashion-MNIST share file names: a standard split of the one under the other's name
+// is refused (told apart by the mean pixel, 0.13 against 0.29); other sizes are not judged.
+func TestOpenRefusesTheOtherMNIST(t *testing.T) {
+	withSystemDir(t, t.TempDir())
+	write := func(n int, level byte) string {
+		dir := t.TempDir()
+		px := make([]byte, n*28*28)
+		for i := range px {
+			if i%4 == 0 {
+				px[i] = level // the mean pixel is level/255/4
+			}
+		}
+		lab := make([]byte, n)
+		for i := range lab {
+			lab[i] = byte(i % 10)
+		}
+		writeFile(t, dir, "t10k-images-idx3-ubyte", encodeIDX(IDXUint8, []int{n, 28, 28}, px))
+		writeFile(t, dir, "t10k-labels-idx1-ubyte", encodeIDX(IDXUint8, []int{n}, lab))
+		return dir
+	}
+	mnistLike, fashionLike := write(10000, 134), write(10000, 255) // mean 0.131 and 0.25
+	for _, tc := range []struct {
+		spec, dir, want string
+	}{
+		{"fashion-mnist:test", mnistLike, "look like MNIST's, not Fashion-MNIST's (mean pixel 0.131"},
+		{"mnist:test", fashionLike, "look like Fashion-MNIST's, not MNIST's (mean pixel 0.250"},
+		{"mnist:test", mnistLike, ""},
+		{"fashion-mnist:test", fashionLike, ""},
+		{"fashion-mnist:test", write(100, 134), ""}, // not a standard split
+	} {
+		_, err := Open(tc.spec, tc.dir)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("Open(%q): %v", tc.spec, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("Open(%q): error %v, want one saying %q", tc.spec, err, tc.want)
+		}
+	}
+}
+
+// A named CIFAR-10 split loads from gzip'd batches, as a named MNIST does, and a directory
+// where a data file should be is named as such instead of "not found" alone.
+func TestOpenNamedGzipAndDirectories(t *testing.T) {
+	withSystemDir(t, t.TempDir())
+	dir := t.TempDir()
+	writeFile(t, dir, "test_batch.bin.gz", gzipBytes(t, cifarRecords(3, 7)))
+	d, err := Open("cifar10:test", dir)
+	if err != nil || d.Len() != 2 {
+		t.Fatalf("cifar10:test from test_batch.bin.gz: %v", err)
+	}
+	odd := t.TempDir()
+	if err := os.Mkdir(filepath.Join(odd, "train-images-idx3-ubyte"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open("mnist", odd)
+	if want := filepath.Join(odd, "train-images-idx3-ubyte") + " exists but is not a file"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a directory in the images file's place: %v, want %q", err, want)
 	}
 }
