@@ -652,3 +652,37 @@ func TestFinalRowsWithoutLJudgedAgainstComposition(t *testing.T) {
 		}
 	}
 }
+
+// A row judged against an estimate (the convergent bound after T = 1, the uploads bound with
+// an L) that certifies more than the bound holding whatever L (the composition bound of its
+// threat) is violated against that bound, and the headline says so; below it, the row stays
+// a finding about the estimate. Without this, a final-model row certifying mu 2.76 beside a
+// composition bound of 0.8 ended NO CLAIM.
+func TestAboveTheProvenBoundIsViolated(t *testing.T) {
+	for _, tc := range []struct {
+		threat     string
+		bound      theory.Bound
+		wantKind   string
+		wantSource string
+		wantStatus string
+	}{
+		{runs.ThreatFinal, theory.Bound{T: 5, Mu: 0.4, MuComposition: 0.8}, findings.ClaimTheory, "composition bound", "violated"},
+		{runs.ThreatFinal, theory.Bound{T: 5, Mu: 0.4, MuComposition: 8}, findings.ClaimEstimate, "convergent bound with assumed L", "no claim"},
+		{runs.ThreatUploads, theory.Bound{T: 5, MuUploads: 0.4, MuUploadsComposition: 0.8}, findings.ClaimTheory, "uploads composition bound", "violated"},
+		{runs.ThreatUploads, theory.Bound{T: 5, MuUploads: 0.4, MuUploadsComposition: 8}, findings.ClaimEstimate, "uploads bound with assumed L", "no claim"},
+	} {
+		sf := coupledScores(2000, 3, 9) // true mu 3: certifies about 2.76
+		for i := range sf.Scores {
+			sf.Scores[i].Threat = tc.threat
+		}
+		a, err := AnalyzeScores(context.Background(), sf, AnalyzeOptions{}, func(int) *theory.Bound { b := tc.bound; return &b })
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := a.Findings[0]
+		if f.ClaimKind != tc.wantKind || f.ClaimSource != tc.wantSource || string(a.Headline.Status) != tc.wantStatus {
+			t.Errorf("%s, composition %g: row judged against %q (%s), headline %s; want %q (%s), headline %s",
+				tc.threat, f.Theory.MuComposition+f.Theory.MuUploadsComposition, f.ClaimSource, f.ClaimKind, a.Headline.Status, tc.wantSource, tc.wantKind, tc.wantStatus)
+		}
+	}
+}
