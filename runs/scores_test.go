@@ -398,6 +398,18 @@ func TestRepeatedRowsRefused(t *testing.T) {
 		return b.String()
 	}
 	cont := func(i int) string { return fmt.Sprintf("%.6f", 1+0.37*float64(i)) }
+	// Coupled pairs under pair ids, each copy's ids offset past the last (a shard
+	// concatenated twice): new pairs by their ids, the same runs.
+	pairs := func(n, copies int) string {
+		var b strings.Builder
+		b.WriteString("world,score,pair_id\n")
+		for c := range copies {
+			for i := range n {
+				fmt.Fprintf(&b, "C,%s,%d\nC',%s,%d\n", cont(i), c*n+i, cont(n-1-i), c*n+i)
+			}
+		}
+		return b.String()
+	}
 	// 80 scores on a grid of 16 values, each there an even number of times (2 to 8).
 	var evenCounts []int
 	for v, n := range []int{2, 4, 6, 8, 2, 4, 6, 8, 2, 4, 6, 8, 2, 4, 6, 8} {
@@ -421,6 +433,8 @@ func TestRepeatedRowsRefused(t *testing.T) {
 		{"fifteen values", rows(15, 3, cont, ""), ""},
 		{"one tie", strings.Replace(rows(12, 1, cont, ""), "C,1.370000", "C,1.000000", 1), ""},
 		{"run ids", rows(12, 2, cont, ",run_id"), ""},
+		{"pairs, once", pairs(40, 1), ""},
+		{"pairs under offset ids, twice", pairs(20, 2), "line 42 repeats line 2 (score 1, world C, attack \"score\", round 0), and 20 of the 20 distinct scores of that world are there 2 times each"},
 		// All the runs, then some again: 16 rows in the same order.
 		{"part again", rows(40, 1, cont, "") + strings.SplitN(rows(20, 1, cont, ""), "\n", 2)[1], "line 82 to line 112 repeat line 2 to line 32 in order (world C, attack \"score\", round 0): 16 consecutive rows"},
 		// Losses rounded to 3 decimals tie often, in no repeated order.
