@@ -392,19 +392,11 @@ func certifySplitParts(xs, xe, ys, ye []float64, confidence, delta float64) cert
 	z := normQuantile(1 - (1-confidence)/4)
 	bestMuT, bestEpsT := math.NaN(), math.NaN()
 	bestMuV, bestEpsV := math.Inf(-1), math.Inf(-1)
-	prev := math.Inf(-1)
-	forEachThreshold(xs, ys, func(v float64, below, yAbove int) {
-		// Place the threshold midway between neighbouring selection scores, the decision rule
-		// that generalises best to the evaluation part; the first one (everyone says C) is
-		// never useful.
-		t := v
-		if !math.IsInf(prev, -1) {
-			t = prev/2 + v/2
-			if t <= prev { // adjacent floats
-				t = v
-			}
-		}
-		prev = v
+	forEachThreshold(xs, ys, func(t float64, below, yAbove int) {
+		// The threshold is the selection score above the gap (a score at or above it says C),
+		// not a point inside the gap: a midpoint is a value of the scores' scale, so a
+		// strictly increasing transform of the scores (their ranks) moved evaluation scores
+		// across it and changed the bound, where only the order should matter.
 		a := wilsonUpper(float64(below)/float64(len(xs)), n0, z)
 		b := wilsonUpper(float64(yAbove)/float64(len(ys)), n1, z)
 		// The NaN tests take the first threshold even when every prediction is -Inf.

@@ -659,3 +659,48 @@ func TestMuFromAUCOnePairAWorld(t *testing.T) {
 		}
 	}
 }
+
+// Every method's bounds depend on the scores' order alone: a strictly increasing transform of
+// both worlds' scores (their exponential, their ranks) gives the same mu and eps. The split
+// method placed its thresholds midway between selection scores, a value of the scale, and its
+// bound moved under ranks (0.592 against 0.575 in a review's file).
+func TestBoundsDependOnTheOrderAlone(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 5))
+	x, y := make([]float64, 400), make([]float64, 400)
+	gaussianScenario(1).draw(rng, x, y)
+	all := append(slices.Clone(x), y...)
+	slices.Sort(all)
+	rank := func(v []float64) []float64 {
+		out := make([]float64, len(v))
+		for i, s := range v {
+			r, _ := slices.BinarySearch(all, s)
+			out[i] = float64(r) * float64(r) // ranks squared: far from a linear map
+		}
+		return out
+	}
+	exp := func(v []float64) []float64 {
+		out := make([]float64, len(v))
+		for i, s := range v {
+			out[i] = math.Exp(3 * s)
+		}
+		return out
+	}
+	for _, opts := range []Options{
+		{Method: Split, Seed: 3}, {Method: Split, Seed: 4, Paired: true}, {Method: Bonferroni},
+		{Method: DKW}, {Method: RankBand}, {Method: DKWBand}, {Paired: true},
+	} {
+		want, err := Analyze(x, y, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, f := range map[string]func([]float64) []float64{"ranks squared": rank, "exp(3x)": exp} {
+			got, err := Analyze(f(x), f(y), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.MuLower != want.MuLower || got.EpsLower != want.EpsLower {
+				t.Errorf("%+v, %s: mu %v eps %v, want %v and %v as on the scores themselves", opts, name, got.MuLower, got.EpsLower, want.MuLower, want.EpsLower)
+			}
+		}
+	}
+}
