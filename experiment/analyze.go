@@ -3,6 +3,7 @@ package experiment
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -241,7 +242,27 @@ func AnalyzeScores(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions,
 	if sf == nil || len(sf.Scores) == 0 {
 		return nil, fmt.Errorf("analyze: no scores")
 	}
+	if opts.Seed == 0 {
+		opts.Seed = recordedSplitSeed(sf.Meta.Config)
+	}
 	return AnalyzeAll(ctx, sf, nil, opts, theory)
+}
+
+// recordedSplitSeed is the split method's seed of the experiment whose config a score file of
+// ours records (its audit.split_seed, else its master seed), so that `audit analyze --scores
+// DIR/scores.arrow` divides the scores as `audit analyze DIR` does (they took seeds 1 and 3 and
+// gave two verdicts); 0 (the default, 1) for a file without a config.
+func recordedSplitSeed(config []byte) uint64 {
+	var c struct {
+		Seed  uint64 `json:"seed"`
+		Audit struct {
+			SplitSeed uint64 `json:"split_seed"`
+		} `json:"audit"`
+	}
+	if len(config) == 0 || json.Unmarshal(config, &c) != nil {
+		return 0
+	}
+	return cmp.Or(c.Audit.SplitSeed, c.Seed)
 }
 
 // pairFindings certifies every group of coupled-pair scores at the family's row confidence

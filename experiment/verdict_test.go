@@ -686,3 +686,30 @@ func TestAboveTheProvenBoundIsViolated(t *testing.T) {
 		}
 	}
 }
+
+// A score file of ours records its experiment's config: `analyze --scores` of it divides the
+// scores for the split method with the experiment's seed, as `analyze DIR` does (they took
+// seeds 1 and 3 and reached two verdicts on one file); a file without a config takes 1, and a
+// seed given on the command line wins.
+func TestScoreFileSplitSeed(t *testing.T) {
+	for _, tc := range []struct {
+		config string
+		given  uint64
+		want   uint64
+	}{
+		{`{"seed":3,"audit":{}}`, 0, 3},
+		{`{"seed":3,"audit":{"split_seed":7}}`, 0, 7},
+		{`{"seed":3}`, 5, 5},
+		{"", 0, 1},
+	} {
+		sf := coupledScores(200, 1, 4)
+		sf.Meta.Config = []byte(tc.config)
+		a, err := AnalyzeScores(context.Background(), sf, AnalyzeOptions{Method: audit.Split, Seed: tc.given}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.Findings[0].Seed; got != tc.want {
+			t.Errorf("config %s, --seed %d: split seed %d, want %d", tc.config, tc.given, got, tc.want)
+		}
+	}
+}

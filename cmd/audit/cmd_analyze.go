@@ -37,7 +37,7 @@ func (a *analyzeFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&a.claimMu, "claim-mu", 0, "claimed mu (Gaussian DP) to judge, a finite number > 0, replacing the config's claim")
 	fs.Float64Var(&a.claimEps, "claim-eps", 0, "claimed epsilon at --delta to judge (without --delta: at the delta of the config's claim), a finite number > 0, replacing the config's claim")
 	fs.StringVar(&a.claimAbout, "claim-about", "", "what the claim is about: models (the released global models, judged on the final and all-iterates rows) or uploads (each upload of the target client, judged on the uploads rows); default: the config's audit.claim_about, else models")
-	fs.Uint64Var(&a.seed, "seed", 0, "seed of the split method's random division of the scores into selection and evaluation halves, used only with --threshold-method split; not the training seed (the runs, their data and noise come from the config's seed) (default: the experiment's master seed, else 1)")
+	fs.Uint64Var(&a.seed, "seed", 0, "seed of the split method's random division of the scores into selection and evaluation halves, used only with --threshold-method split; not the training seed (the runs, their data and noise come from the config's seed) (default: the experiment's master seed, which its score files record too, else 1)")
 }
 
 // options returns the settings given on the command line; the others stay zero, so the
