@@ -94,14 +94,22 @@ func EstimateMemory(cfg *spec.Config, data *spec.Data) (MemoryEstimate, error) {
 		MinTrainBytes: trainPeak(mem.Bytes(1), vec+fixed, int64(cfg.Pairs)*int64(len(cfg.Train.Checkpoints))),
 	}
 	// Attack stage: per run and attacked round a row of fixed columns and statistics plus the
-	// recorded vectors (the previous round's upload too, for upload attacks) and the canary
-	// columns.
+	// recorded vectors the attacks keep (the previous round's upload too, for upload attacks)
+	// and the canary columns.
 	rounds := int64(max(len(cfg.Audit.Rounds), len(cfg.Train.Checkpoints)))
-	perRow := int64(200) + vec + fixed
-	if cfg.Train.RecordUpload {
+	kept := attackVectorBytes(cfg, mem.Params)
+	perRow := memory.SatAdd(int64(200)+fixed, kept)
+	if cfg.Train.RecordUpload && kept == vec {
 		perRow = memory.SatAdd(perRow, memory.SatMul(4, int64(mem.Params)))
 	}
-	est.AttackBytes = attackPeak(memory.SatMul(memory.SatMul(2*int64(cfg.Pairs), rounds), perRow))
+	// Reading the run files decodes a batch at a time, whatever the attacks keep of it: the
+	// compressed batch, its columns and the rows' copies of its vectors (as trainPeak counts
+	// the writer's). Without it an audit of an MLP recording parameters whose attacks keep
+	// none (300 pairs, 5 checkpoints, 390 MB of run files) peaked at 425 MiB beside 167 MiB
+	// estimated.
+	runRows := memory.SatMul(2*int64(cfg.Pairs), int64(len(cfg.Train.Checkpoints)))
+	batch := min(runs.DefaultBatchBytes, memory.SatMul(runs.DefaultBatchRows, vec+fixed), memory.SatMul(runRows, vec+fixed))
+	est.AttackBytes = attackPeak(memory.SatAdd(memory.SatMul(memory.SatMul(2*int64(cfg.Pairs), rounds), perRow), 3*batch))
 	est.Scores = memory.SatMul(memory.SatMul(2*int64(cfg.Pairs), int64(spec.PlannedRows(cfg))), int64(max(1, canaryCount(cfg))))
 	est.AttackBytes = memory.SatAdd(est.AttackBytes, memory.SatMul(est.Scores, attackScoreBytes))
 	est.AnalyzeBytes = memory.SatAdd(runtimeOverhead, memory.SatMul(est.Scores, analyzeScoreBytes))
@@ -121,6 +129,40 @@ func EstimateMemory(cfg *spec.Config, data *spec.Data) (MemoryEstimate, error) {
 	est.AttackBytes = max(est.AttackBytes, load)
 	est.AnalyzeBytes = max(est.AnalyzeBytes, load)
 	return est, nil
+}
+
+// attackVectorBytes is what the recorded vectors of one row cost the attack stage: the attacks
+// keep a round's parameters only where one of them reads parameters (or, for an upload attack,
+// the model the upload started from), and its uploads only for upload attacks (attacks
+// collect's keptColumns). Counting every recorded vector made a LeNet-5 audit of 5,000 pairs
+// whose attacks read only the recorded statistics plan 23.3 GiB for its attack stage (the
+// parameter vectors of every checkpoint) and warn that it may not fit. One-run audits and
+// attacks of unknown needs keep the whole row's vectors.
+func attackVectorBytes(cfg *spec.Config, d int) int64 {
+	vec, _ := rowBytes(cfg, d)
+	if cfg.Audit.Method == spec.MethodOneRun || canaryCount(cfg) > 0 {
+		return vec
+	}
+	m := spec.PlannedMeta(cfg)
+	names, _ := spec.RunAttacks(cfg.Audit.Attacks, m, cfg.Train.Model, cfg.Pairs)
+	var params, upload bool
+	for _, n := range names {
+		a, err := attacks.Lookup(n)
+		if err != nil {
+			return vec
+		}
+		needs := a.Info().Needs
+		params = params || needs.Params || needs.Upload || needs.Initial
+		upload = upload || needs.Upload
+	}
+	var kept int64
+	if params && m.HasParams {
+		kept = memory.SatAdd(kept, memory.SatMul(4, int64(d)))
+	}
+	if upload && m.HasUpload {
+		kept = memory.SatAdd(kept, memory.SatMul(4, int64(d)))
+	}
+	return kept
 }
 
 // canaryCount is the canaries of every run (0 without).

@@ -204,3 +204,50 @@ audit:
 		t.Errorf("attack %s, analysis %s: more than 3 times the measured 1.43 and 1.02 GB", FormatBytes(est.AttackBytes), FormatBytes(est.AnalyzeBytes))
 	}
 }
+
+// The attack stage keeps a run file's vectors only where an attack reads them: an MLP audit
+// recording parameters (d = 34,308; 300 pairs, 5 checkpoints, 390 MB of run files) peaked at
+// 367 MiB with attacks that read only statistics and at 961 MiB with param-lda beside them
+// (`/usr/bin/time -f %M audit attack --runs DIR --attacks ...`). The estimates must cover both
+// and tell them apart: every vector counted said 947 MiB for the first (and 23.3 GiB, "may not
+// fit", for the LeNet-5 cluster config of results/lenet5-fmnist), and the rows alone, without
+// the batch the reader decodes, 167 MiB.
+func TestAttackMemoryCountsTheVectorsKept(t *testing.T) {
+	estimate := func(attacks string) int64 {
+		cfg, err := spec.Parse([]byte(`
+name: memcheck
+seed: 3
+pairs: 300
+data: {source: synthetic, synthetic: {dim: 128, classes: 4, separation: 3, noise: 1}, clients: 4, per_client: 8, test_samples: 50}
+adjacency: {kind: replace, client: 0, index: 0, canary: dirac}
+train:
+  algorithm: fedavg
+  model: {kind: mlp, hidden: [256], activation: tanh}
+  rounds: 5
+  local_steps: 1
+  learning_rate: 0.1
+  clip_norm: 1
+  noise_std: 0.5
+  checkpoints: [1, 2, 3, 4, 5]
+  informed: true
+  record_params: true
+audit:
+  attacks: ` + attacks + "\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		est, err := EstimateMemory(cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return est.AttackBytes
+	}
+	const mib = 1 << 20
+	statsOnly, withParams := estimate("[informed-all, loss, margin]"), estimate("[param-lda, loss]")
+	if statsOnly < 367*mib || statsOnly > 700*mib {
+		t.Errorf("statistics only: attack stage estimated at %d MiB, measured 367 MiB", statsOnly/mib)
+	}
+	if withParams < 961*mib {
+		t.Errorf("with param-lda: attack stage estimated at %d MiB, measured 961 MiB", withParams/mib)
+	}
+}
