@@ -30,9 +30,11 @@ func init() {
 		name:    "plan",
 		summary: "estimate the work, run-file size and time of an experiment before submitting it",
 		usage: "plan --config F [--shards n] [--sequential] [--gpu-tflops 50] [--gpu-efficiency 0.25] [--backend gpu] [--no-calibrate] [--json]\n\n" +
-			"FLOPs count 6·B·d per client gradient step (B rows, d parameters) for every client and\n" +
-			"replica in every round (the target client twice with the informed statistics), plus\n" +
-			"2·d per evaluated row at checkpoints. The CPU time comes from timing a few rounds of a\n" +
+			"FLOPs count a client gradient step on B rows as 3·B forward passes (a forward pass is\n" +
+			"2·d for d parameters of a dense model, counted layer by layer for a CNN, whose weights\n" +
+			"serve every position of an image) for every client and replica in every round (the\n" +
+			"target client twice with the informed statistics), plus a forward pass per evaluated\n" +
+			"row at checkpoints. The CPU time comes from timing a few rounds of a\n" +
 			"4-pair slice of the config on this machine (about a second); the GPU time from the\n" +
 			"stated peak rate times the assumed efficiency, or with --backend gpu from timing a\n" +
 			"slice of one group's pairs on the GPU.",
