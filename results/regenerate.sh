@@ -27,6 +27,7 @@ shift || true
 if [ ! -x "$bin" ]; then
   go build -o "$bin" ./cmd/audit
 fi
+named=$#
 if [ $# -gt 0 ]; then
   dirs=("$@")
 else
@@ -47,6 +48,19 @@ for dir in "${dirs[@]}"; do
   echo "   $(( $(date +%s) - start )) s" >&2
 done
 
+# touched DIR...: whether this call regenerated one of the folders DIR (every one when no
+# folder was named), so that naming one experiment does not rewrite the tables of sweeps it is
+# not part of (nor race another regeneration writing them).
+touched() {
+  [ $# -gt 0 ] && [ "$named" -eq 0 ] && return 0
+  local d x
+  for d in "${dirs[@]}"; do
+    d=${d#./}; d=${d%/}
+    for x in "$@"; do [ "$d" = "$x" ] && return 0; done
+  done
+  return 1
+}
+
 compare() { # compare OUT LABEL METRICS DIR...
   local out=$1 label=$2 metrics=$3
   shift 3
@@ -55,7 +69,11 @@ compare() { # compare OUT LABEL METRICS DIR...
     "$bin" compare --label "$label" --metrics "$metrics" "$@"
   } > "$out"
 }
-if [ -d results/noise-sweep/sigma-1/runs ]; then
+noise=(results/noise-sweep/sigma-1 results/noise-sweep/sigma-0.1 results/noise-sweep/sigma-0.01 results/noise-sweep/sigma-0)
+lenet=(results/lenet5-attacks/sigma-0.1 results/lenet5-attacks/sigma-0.01 results/lenet5-attacks/sigma-0.001 results/lenet5-attacks/sigma-0)
+fedprox=(results/fedprox-alpha/fedavg results/fedprox-alpha/alpha-0.01 results/fedprox-alpha/alpha-0.1 results/fedprox-alpha/alpha-1)
+dpsys=(results/dp-fedavg results/dp-fedavg-miscalibrated results/dp-fedavg-noclip results/idp-fedavg results/adaptive-fedavg)
+if [ -d results/noise-sweep/sigma-1/runs ] && touched "${noise[@]}"; then
   compare results/noise-sweep/tables.md sigma \
     auc,tpr_at_fpr_0.01,mu_lower,label_accuracy,test_accuracy,sensitivity \
     results/noise-sweep/sigma-1 results/noise-sweep/sigma-0.1 results/noise-sweep/sigma-0.01 results/noise-sweep/sigma-0
@@ -65,7 +83,7 @@ if [ -d results/noise-sweep/sigma-1/runs ]; then
   "$bin" compare --label sigma --metrics auc --out results/noise-sweep \
     results/noise-sweep/sigma-1 results/noise-sweep/sigma-0.1 results/noise-sweep/sigma-0.01 results/noise-sweep/sigma-0 > /dev/null
 fi
-if [ -d results/lenet5-attacks/sigma-0/runs ]; then
+if [ -d results/lenet5-attacks/sigma-0/runs ] && touched "${lenet[@]}"; then
   # Attack success on images across sigma (LeNet-5 on Fashion-MNIST): tables.md, and the
   # attack-success table and galleries across sigma in results/lenet5-attacks/{tables,figures}.
   compare results/lenet5-attacks/tables.md sigma \
@@ -74,12 +92,12 @@ if [ -d results/lenet5-attacks/sigma-0/runs ]; then
   "$bin" compare --label sigma --metrics auc --out results/lenet5-attacks \
     results/lenet5-attacks/sigma-0.1 results/lenet5-attacks/sigma-0.01 results/lenet5-attacks/sigma-0.001 results/lenet5-attacks/sigma-0 > /dev/null
 fi
-if [ -d results/fedprox-alpha/fedavg/runs ]; then
+if [ -d results/fedprox-alpha/fedavg/runs ] && touched "${fedprox[@]}"; then
   compare results/fedprox-alpha/tables.md alpha \
     test_accuracy,sensitivity,realized_mu,mu_lower,auc \
     results/fedprox-alpha/fedavg results/fedprox-alpha/alpha-0.01 results/fedprox-alpha/alpha-0.1 results/fedprox-alpha/alpha-1
 fi
-if [ -d results/dp-fedavg/runs ]; then
+if [ -d results/dp-fedavg/runs ] && touched "${dpsys[@]}"; then
   # The membership-inference table of Feng et al. (2025, UDP-FL): TPR at FPR = 0.01, AUC and accuracy per claimed
   # epsilon, for the DP-FedAvg family.
   compare results/dp-systems-tables.md claim \
