@@ -335,11 +335,19 @@ func theoryClaim(threat string, th *theory.Bound, sm bounds.Smoothness) (audit.C
 	}
 	valid := func(x float64) bool { return !math.IsNaN(x) && x > 0 }
 	withL := func(what string) string { return fmt.Sprintf("%s with %s L", what, cmp.Or(sm.Source, "assumed")) }
+	// A composition bound is a bound unless it used an L that is not certified (anyL, the
+	// bound whatever L, then differs from it: DP-SGD with K >= 2).
+	composition := func(mu, anyL float64, what string) (audit.Claim, string, string) {
+		if anyL > 0 && anyL != mu {
+			return audit.Claim{Mu: mu}, withL(what), findings.ClaimEstimate
+		}
+		return audit.Claim{Mu: mu}, what, findings.ClaimTheory
+	}
 	switch threat {
 	case runs.ThreatFinal:
 		switch {
 		case !valid(th.Mu) && th.MuComposition > 0:
-			return audit.Claim{Mu: th.MuComposition}, "composition bound", findings.ClaimTheory
+			return composition(th.MuComposition, th.MuCompositionAnyL, "composition bound")
 		case !valid(th.Mu):
 			return audit.Claim{}, "", ""
 		case th.T == 1:
@@ -354,32 +362,40 @@ func theoryClaim(threat string, th *theory.Bound, sm bounds.Smoothness) (audit.C
 		case valid(th.MuUploads):
 			return audit.Claim{Mu: th.MuUploads}, withL("uploads bound"), findings.ClaimEstimate
 		case valid(th.MuUploadsComposition):
-			return audit.Claim{Mu: th.MuUploadsComposition}, "uploads composition bound", findings.ClaimTheory
+			return composition(th.MuUploadsComposition, th.MuUploadsCompositionAnyL, "uploads composition bound")
 		}
 		return audit.Claim{}, "", ""
 	}
 	if th.MuComposition > 0 {
-		return audit.Claim{Mu: th.MuComposition}, "composition bound", findings.ClaimTheory
+		return composition(th.MuComposition, th.MuCompositionAnyL, "composition bound")
 	}
 	return audit.Claim{}, "", ""
 }
 
 // provenBound is the bound that holds for a row of the threat whatever the smoothness, where
 // theoryClaim judges the row against an estimate that needs L (the convergent or uploads bound
-// after T = 1): the composition bound for the final model, which is a function of the iterates
-// the composition bounds, and the uploads composition bound for the uploads. A row that
-// certifies more than that bound is judged against it, as violated: judged against the
-// estimate alone it was "above an estimate" and the headline passed over it (a final-model
-// row certifying mu 2.76 beside a composition bound of 0.8 ended NO CLAIM).
+// after T = 1, a composition bound that used an L not certified): the composition bound for
+// the final model (a function of the iterates the composition bounds) and for every iterate,
+// and the uploads composition bound for the uploads, each as it holds whatever L
+// (theory.Bound's *AnyL where the bound used L). A row that certifies more than that bound is
+// judged against it, as violated: judged against the estimate alone it was "above an
+// estimate" and the headline passed over it (a final-model row certifying mu 2.76 beside a
+// composition bound of 0.8 ended NO CLAIM).
 func provenBound(threat string, th *theory.Bound) (float64, string) {
 	if th == nil {
 		return 0, ""
 	}
+	pick := func(mu, anyL float64, what string) (float64, string) {
+		if anyL > 0 && anyL != mu {
+			return anyL, what + " whatever L"
+		}
+		return mu, what
+	}
 	switch threat {
-	case runs.ThreatFinal:
-		return th.MuComposition, "composition bound"
+	case runs.ThreatFinal, runs.ThreatAllIterates:
+		return pick(th.MuComposition, th.MuCompositionAnyL, "composition bound")
 	case runs.ThreatUploads:
-		return th.MuUploadsComposition, "uploads composition bound"
+		return pick(th.MuUploadsComposition, th.MuUploadsCompositionAnyL, "uploads composition bound")
 	}
 	return 0, ""
 }

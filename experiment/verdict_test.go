@@ -670,6 +670,13 @@ func TestAboveTheProvenBoundIsViolated(t *testing.T) {
 		{runs.ThreatFinal, theory.Bound{T: 5, Mu: 0.4, MuComposition: 8}, findings.ClaimEstimate, "convergent bound with assumed L", "no claim"},
 		{runs.ThreatUploads, theory.Bound{T: 5, MuUploads: 0.4, MuUploadsComposition: 0.8}, findings.ClaimTheory, "uploads composition bound", "violated"},
 		{runs.ThreatUploads, theory.Bound{T: 5, MuUploads: 0.4, MuUploadsComposition: 8}, findings.ClaimEstimate, "uploads bound with assumed L", "no claim"},
+		// Composition bounds that used an L not certified (DP-SGD, K >= 2) are estimates, and
+		// the bounds whatever L judge: below them, no violation.
+		{runs.ThreatAllIterates, theory.Bound{T: 5, MuComposition: 0.8, MuCompositionAnyL: 8}, findings.ClaimEstimate, "composition bound with assumed L", "no claim"},
+		{runs.ThreatAllIterates, theory.Bound{T: 5, MuComposition: 0.8, MuCompositionAnyL: 1.5}, findings.ClaimTheory, "composition bound whatever L", "violated"},
+		{runs.ThreatAllIterates, theory.Bound{T: 5, MuComposition: 0.8}, findings.ClaimTheory, "composition bound", "violated"},
+		{runs.ThreatFinal, theory.Bound{T: 5, Mu: 0.4, MuComposition: 0.8, MuCompositionAnyL: 8}, findings.ClaimEstimate, "convergent bound with assumed L", "no claim"},
+		{runs.ThreatUploads, theory.Bound{T: 5, MuUploads: 0.4, MuUploadsComposition: 0.8, MuUploadsCompositionAnyL: 8}, findings.ClaimEstimate, "uploads bound with assumed L", "no claim"},
 	} {
 		sf := coupledScores(2000, 3, 9) // true mu 3: certifies about 2.76
 		for i := range sf.Scores {

@@ -225,6 +225,12 @@ type Bound struct {
 	MuUploadsComposition float64
 	// EpsilonUploads is MuUploads as (epsilon, Delta)-DP.
 	EpsilonUploads float64
+	// MuCompositionAnyL and MuUploadsCompositionAnyL are MuComposition and
+	// MuUploadsComposition as they hold whatever L, where those used an L that is not certified
+	// (DP-SGD with K >= 2 bounds the other examples' drift by L); 0 where they need none. The
+	// experiment sets them (experiment/bounds.TheoryAt) and judges by them; they are not
+	// written with the findings.
+	MuCompositionAnyL, MuUploadsCompositionAnyL float64 `json:"-"`
 	// MuHeuristic is the last-iterate heuristic of Steinke et al. (ICLR 2025): the exact mu of
 	// w_T alone if every local loss were linear, sqrt(n)/sigma (sum_t gamma_t)/sqrt(T). Linear
 	// losses make a round w -> w + c with the target's shift at most gamma_t, so w_T is a

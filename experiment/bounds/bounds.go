@@ -143,6 +143,18 @@ func TheoryAt(cfg *spec.Config, sm Smoothness, rounds []int) ([]theory.Bound, er
 	if err != nil {
 		return nil, fmt.Errorf("theory: %w", err)
 	}
+	if !withoutL && sm.Source != "certified" && compositionUsesL(cfg) {
+		// The composition bounds used an L that is given or estimated: they are estimates too,
+		// and the same bounds without it are what holds whatever L.
+		tcfg.SmoothnessUnknown = true
+		anyL, err := theory.Bounds(tcfg, rounds)
+		if err != nil {
+			return nil, fmt.Errorf("theory: %w", err)
+		}
+		for i := range bounds {
+			bounds[i].MuCompositionAnyL, bounds[i].MuUploadsCompositionAnyL = anyL[i].MuComposition, anyL[i].MuUploadsComposition
+		}
+	}
 	if withoutL {
 		for i := range bounds {
 			bounds[i].Mu, bounds[i].Epsilon, bounds[i].MuClosedForm = math.NaN(), math.NaN(), math.NaN()
@@ -153,6 +165,13 @@ func TheoryAt(cfg *spec.Config, sm Smoothness, rounds []int) ([]theory.Bound, er
 		}
 	}
 	return bounds, nil
+}
+
+// compositionUsesL says whether the per-round sensitivity gamma_t, and with it the composition
+// bounds, uses L where one is known: DP-SGD with more than one local step bounds the drift the
+// other examples of a batch add after the first step by L (theory.Bounds).
+func compositionUsesL(cfg *spec.Config) bool {
+	return cfg.Train.Algorithm == algo.DPSGD && cfg.Train.LocalSteps > 1
 }
 
 // ExactMu returns the exact mu of the quadratic reference instance for an observer of the final

@@ -396,3 +396,38 @@ MECHANISM  checkpoints: [1]
 		}
 	}
 }
+
+// DP-SGD with K >= 2 bounds the other examples' drift by L, so its composition bounds used the
+// L: given or estimated, they are estimates, and TheoryAt gives beside them the bounds that
+// hold whatever L (the experiment judges by those); certified, they are bounds as they are.
+func TestCompositionWhateverL(t *testing.T) {
+	cfg := spec.Demo()
+	cfg.Train.Algorithm = algo.DPSGD
+	cfg.Train.LocalSteps = 5
+	cfg.Train.NoiseStd = 1
+	cfg.Data.Clients = 1
+	cfg.Train.Rounds = 5
+	cfg.Train.Checkpoints = []int{5}
+	at := func(sm Smoothness) theory.Bound {
+		b, err := TheoryAt(cfg, sm, []int{5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b[0]
+	}
+	none := at(Smoothness{Source: "none"})
+	for _, source := range []string{"given", "estimated"} {
+		b := at(Smoothness{L: 0.01, Source: source})
+		if !(b.MuComposition < none.MuComposition) || b.MuCompositionAnyL != none.MuComposition || b.MuUploadsCompositionAnyL != none.MuUploadsComposition {
+			t.Errorf("L %s: composition %g (whatever L %g, uploads %g), want below %g and the bounds without L beside it (%g, %g)",
+				source, b.MuComposition, b.MuCompositionAnyL, b.MuUploadsCompositionAnyL, none.MuComposition, none.MuComposition, none.MuUploadsComposition)
+		}
+	}
+	if b := at(Smoothness{L: 0.01, Source: "certified"}); b.MuCompositionAnyL != 0 || b.MuUploadsCompositionAnyL != 0 {
+		t.Errorf("certified L: whatever-L bounds %g and %g set, want none", b.MuCompositionAnyL, b.MuUploadsCompositionAnyL)
+	}
+	cfg.Train.LocalSteps = 1 // one step: gamma_t needs no L
+	if b := at(Smoothness{L: 0.01, Source: "given"}); b.MuCompositionAnyL != 0 || b.MuComposition != at(Smoothness{Source: "none"}).MuComposition {
+		t.Errorf("K = 1: composition %g, whatever-L %g; want the bound without L and none beside it", b.MuComposition, b.MuCompositionAnyL)
+	}
+}
