@@ -87,6 +87,7 @@ func openIDXNamed(name, split, dataDir string) (*Dataset, error) {
 	}
 	dirs = append(dirs, filepath.Join(systemDataDir, name))
 	images, labels := prefix+"-images-idx3-ubyte", prefix+"-labels-idx1-ubyte"
+	var other error // the first directory holding the other dataset's files
 	for _, dir := range dirs {
 		imagesPath, ok := findFile(dir, images, images+".gz")
 		if !ok {
@@ -101,9 +102,17 @@ func openIDXNamed(name, split, dataDir string) (*Dataset, error) {
 			return nil, err
 		}
 		if err := checkMNISTKind(name, d, dir); err != nil {
-			return nil, fmt.Errorf("dataset %s:%s: %w", name, split, err)
+			// MNIST in the data directory and Fashion-MNIST in its subdirectory (or the
+			// system's): the next place may hold the files asked for.
+			if other == nil {
+				other = fmt.Errorf("dataset %s:%s: %w", name, split, err)
+			}
+			continue
 		}
 		return d, nil
+	}
+	if other != nil {
+		return nil, other
 	}
 	how := "name a directory that holds the four MNIST IDX files " + dataDirHow
 	if name == "fashion-mnist" {

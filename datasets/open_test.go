@@ -256,3 +256,34 @@ func TestOpenNamedGzipAndDirectories(t *testing.T) {
 		t.Errorf("a directory in the images file's place: %v, want %q", err, want)
 	}
 }
+
+// MNIST in the data directory and Fashion-MNIST in its fashion-mnist subdirectory: each name
+// finds its own files, the other dataset's in an earlier place passed over.
+func TestOpenSkipsTheOtherMNIST(t *testing.T) {
+	withSystemDir(t, t.TempDir())
+	dir := t.TempDir()
+	write := func(dir string, level byte) {
+		px := make([]byte, 10000*28*28)
+		for i := range px {
+			if i%4 == 0 {
+				px[i] = level
+			}
+		}
+		writeFile(t, dir, "t10k-images-idx3-ubyte", encodeIDX(IDXUint8, []int{10000, 28, 28}, px))
+		writeFile(t, dir, "t10k-labels-idx1-ubyte", encodeIDX(IDXUint8, []int{10000}, make([]byte, 10000)))
+	}
+	write(dir, 134) // MNIST-like, mean 0.131
+	if err := os.Mkdir(filepath.Join(dir, "fashion-mnist"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(filepath.Join(dir, "fashion-mnist"), 255) // Fashion-like, mean 0.25
+	for name, want := range map[string]float32{"mnist:test": 134.0 / 255, "fashion-mnist:test": 1} {
+		d, err := Open(name, dir)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := d.Features[0]; got != want {
+			t.Errorf("%s: first pixel %g, want %g (the files of its own directory)", name, got, want)
+		}
+	}
+}
