@@ -242,27 +242,49 @@ func AnalyzeScores(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions,
 	if sf == nil || len(sf.Scores) == 0 {
 		return nil, fmt.Errorf("analyze: no scores")
 	}
+	rec := recordedAudit(sf.Meta.Config)
 	if opts.Seed == 0 {
-		opts.Seed = recordedSplitSeed(sf.Meta.Config)
+		opts.Seed = cmp.Or(rec.Audit.SplitSeed, rec.Seed)
+	}
+	if opts.Claim.Mu == 0 && opts.Claim.Epsilon == 0 && rec.recorded {
+		// A score file alone is judged against no claim and no theory bound: an experiment's
+		// own score file analyzed so ended NO CLAIM, exit 0, where its directory was VIOLATED.
+		what := "the claim its accountant gives, if its system has one, and its theory bounds"
+		switch {
+		case rec.Audit.ClaimMu > 0:
+			what = fmt.Sprintf("its claim mu %g (audit.claim_mu) and its theory bounds", rec.Audit.ClaimMu)
+		case rec.Audit.ClaimEpsilon > 0:
+			what = fmt.Sprintf("its claim epsilon %g (audit.claim_epsilon) and its theory bounds", rec.Audit.ClaimEpsilon)
+		}
+		opts.Notes = append(opts.Notes, fmt.Sprintf("these scores come from the experiment %q, whose directory is judged against %s; a score file alone is judged only against --claim-mu or --claim-eps: analyze the directory for those verdicts", rec.Name, what))
 	}
 	return AnalyzeAll(ctx, sf, nil, opts, theory)
 }
 
-// recordedSplitSeed is the split method's seed of the experiment whose config a score file of
-// ours records (its audit.split_seed, else its master seed), so that `audit analyze --scores
-// DIR/scores.arrow` divides the scores as `audit analyze DIR` does (they took seeds 1 and 3 and
-// gave two verdicts); 0 (the default, 1) for a file without a config.
-func recordedSplitSeed(config []byte) uint64 {
-	var c struct {
-		Seed  uint64 `json:"seed"`
-		Audit struct {
-			SplitSeed uint64 `json:"split_seed"`
-		} `json:"audit"`
-	}
+// recorded is what AnalyzeScores reads of the experiment config a score file of ours records.
+type recorded struct {
+	recorded bool   // the file records a config
+	Name     string `json:"name"`
+	Seed     uint64 `json:"seed"`
+	Audit    struct {
+		SplitSeed    uint64  `json:"split_seed"`
+		ClaimMu      float64 `json:"claim_mu"`
+		ClaimEpsilon float64 `json:"claim_epsilon"`
+	} `json:"audit"`
+}
+
+// recordedAudit reads the config a score file records: the split method's seed (its
+// audit.split_seed, else its master seed), so that `audit analyze --scores DIR/scores.arrow`
+// divides the scores as `audit analyze DIR` does (they took seeds 1 and 3 and gave two
+// verdicts), and its claim, to say that a score file alone is not judged against it. Zero
+// values for a file without a config.
+func recordedAudit(config []byte) recorded {
+	var c recorded
 	if len(config) == 0 || json.Unmarshal(config, &c) != nil {
-		return 0
+		return recorded{}
 	}
-	return cmp.Or(c.Audit.SplitSeed, c.Seed)
+	c.recorded = true
+	return c
 }
 
 // pairFindings certifies every group of coupled-pair scores at the family's row confidence

@@ -720,3 +720,31 @@ func TestScoreFileSplitSeed(t *testing.T) {
 		}
 	}
 }
+
+// A score file alone judges no claim: when it records an experiment that claims one, the
+// analysis says so, unless a claim is given (an experiment's own score file ended NO CLAIM,
+// exit 0, without a word, where its directory was VIOLATED).
+func TestScoreFileNamesItsExperimentsClaim(t *testing.T) {
+	for _, tc := range []struct {
+		config string
+		claim  audit.Claim
+		want   string
+	}{
+		{`{"name":"e","seed":3,"audit":{"claim_mu":0.3}}`, audit.Claim{}, `these scores come from the experiment "e", whose directory is judged against its claim mu 0.3 (audit.claim_mu) and its theory bounds; a score file alone is judged only against --claim-mu or --claim-eps`},
+		{`{"name":"e","seed":3,"audit":{"claim_epsilon":2}}`, audit.Claim{}, "its claim epsilon 2 (audit.claim_epsilon)"},
+		{`{"name":"e","seed":3,"audit":{}}`, audit.Claim{}, "the claim its accountant gives, if its system has one, and its theory bounds"},
+		{`{"name":"e","seed":3,"audit":{"claim_mu":0.3}}`, audit.Claim{Mu: 0.3}, ""},
+		{"", audit.Claim{}, ""},
+	} {
+		sf := coupledScores(200, 1, 4)
+		sf.Meta.Config = []byte(tc.config)
+		a, err := AnalyzeScores(context.Background(), sf, AnalyzeOptions{Claim: tc.claim}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		notes := strings.Join(a.Headline.Notes, "\n")
+		if tc.want != "" && !strings.Contains(notes, tc.want) || tc.want == "" && strings.Contains(notes, "score file alone") {
+			t.Errorf("config %s, claim %+v: notes %q, want %q", tc.config, tc.claim, notes, tc.want)
+		}
+	}
+}
