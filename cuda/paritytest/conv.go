@@ -34,7 +34,10 @@ func (c convCase) pools() bool { return 2*c.win.Pad <= c.win.Size }
 // and 6 (groups of 4); and a 5 x 5 window at stride 1 over 36 samples, where the direct weight
 // gradient's partial sums take two samples each (its forms for one sample a partial run where
 // the sample count is at most 32), and one over 5 samples, where they take one each
-// (conv_direct_dw_win2 and _win4 with Options.DirectDWRows).
+// (conv_direct_dw_win2 and _win4 with Options.DirectDWRows); and 9 and 17 input channels,
+// beyond the direct kernels' first tile of 8 (CONV_CT): with at most 6, a conv_direct_dx that
+// dropped a tile's channel offset passed the whole suite (a review's mutation), and a ResNet's
+// stride-2 blocks from 16 channels run there.
 var convCases = []convCase{
 	{1, 1, 1, 1, compute.Window{Size: 1, Stride: 1}},
 	{3, 2, 7, 5, compute.Window{Size: 3, Stride: 2, Pad: 1}},
@@ -51,6 +54,8 @@ var convCases = []convCase{
 	{2, 6, 5, 5, compute.Window{Size: 3, Stride: 2, Pad: 1}},
 	{2, 36, 9, 8, compute.Window{Size: 5, Stride: 1, Pad: 1}},
 	{3, 5, 7, 6, compute.Window{Size: 5, Stride: 1, Pad: 2}},
+	{9, 2, 5, 6, compute.Window{Size: 3, Stride: 1, Pad: 1}},
+	{17, 1, 6, 5, compute.Window{Size: 3, Stride: 2, Pad: 1}},
 }
 
 // imgLayout places a batch of images in a buffer: shared by the batch (batch stride 0), or one
