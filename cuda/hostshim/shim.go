@@ -12,7 +12,7 @@ package hostshim
 typedef int (*find_fn)(const char*, int*);
 typedef long long (*rc_check_fn)(long long, long long, long long, long long, long long);
 typedef long long (*md_check_fn)(long long, long long, const long long*, int, long long);
-typedef int (*launch_fn)(int, unsigned, unsigned, const uint64_t*, int);
+typedef int (*launch_fn)(int, unsigned, unsigned, const uint64_t*, int, int);
 typedef void (*log_fn)(const double*, double*, long long);
 typedef int (*gemm_fn)(int, int, int, int, int, float, uint64_t, int, long long, uint64_t, int,
                        long long, float, uint64_t, int, long long, int, int);
@@ -21,8 +21,8 @@ static void* shim_dlopen(const char* path) { return dlopen(path, RTLD_NOW | RTLD
 static const char* shim_dlerror(void) { return dlerror(); }
 static void* shim_dlsym(void* h, const char* name) { return dlsym(h, name); }
 static int call_find(void* f, const char* name, int* nargs) { return ((find_fn)f)(name, nargs); }
-static int call_launch(void* f, int k, unsigned grid, unsigned block, const uint64_t* args, int n) {
-	return ((launch_fn)f)(k, grid, block, args, n);
+static int call_launch(void* f, int k, unsigned grid, unsigned block, const uint64_t* args, int n, int order) {
+	return ((launch_fn)f)(k, grid, block, args, n, order);
 }
 static int call_gemm(void* f, int ta, int tb, int m, int n, int k, float alpha, uint64_t a, int lda,
                      long long sa, uint64_t b, int ldb, long long sb, float beta, uint64_t c, int ldc,
@@ -76,7 +76,22 @@ type Device struct {
 	bytes, peak         int
 	capture             *graph // the graph being captured: launches are recorded, not run
 	captured, replayed  int
+	order               ThreadOrder
 }
+
+// ThreadOrder is the sequence in which the shim runs a launch's threads, one after another
+// (block kernels aside, which run a host thread per GPU thread): a GPU runs them in no order,
+// so a kernel whose result depends on the order has threads that race.
+type ThreadOrder int
+
+const (
+	Ascending          ThreadOrder = iota // blocks and threads by index
+	Descending                            // blocks and threads from the last
+	DescendingOddFirst                    // blocks from the last, each block's odd threads first
+)
+
+// SetOrder makes the device run its launches' threads in order o from now on.
+func (d *Device) SetOrder(o ThreadOrder) { d.order = o }
 
 var kernelList = kernels.All()
 
@@ -143,7 +158,7 @@ func Load(lib string) (*Device, error) {
 	for _, s := range []struct {
 		name string
 		p    *unsafe.Pointer
-	}{{"shim_find", &d.find}, {"shim_launch", &d.launch}, {"shim_gemm", &d.gemm}, {"shim_rc_check", &d.rcCheck}, {"shim_md_check", &d.mdCheck},
+	}{{"shim_find", &d.find}, {"shim_launch_ordered", &d.launch}, {"shim_gemm", &d.gemm}, {"shim_rc_check", &d.rcCheck}, {"shim_md_check", &d.mdCheck},
 		{"shim_go_log", &d.goLog}} {
 		cs := C.CString(s.name)
 		*s.p = C.shim_dlsym(h, cs)
@@ -318,7 +333,7 @@ func (d *Device) run(k kernels.Kernel, grid, block int, args []uint64) error {
 	if len(args) > 0 {
 		p = (*C.uint64_t)(unsafe.Pointer(&args[0]))
 	}
-	if C.call_launch(d.launch, d.index[k], C.uint(grid), C.uint(block), p, C.int(len(args))) != 0 {
+	if C.call_launch(d.launch, d.index[k], C.uint(grid), C.uint(block), p, C.int(len(args)), C.int(d.order)) != 0 {
 		return fmt.Errorf("hostshim: launch %s with grid %d, block %d refused", k.Name(), grid, block)
 	}
 	return nil

@@ -78,7 +78,7 @@ func testGraphsKeepBits(t *testing.T, f Factory) {
 			if st.Replayed == 0 {
 				t.Errorf("no graph was replayed in %d rounds (%d captured)", cfg.Rounds, st.Captured)
 			}
-			sameRunBits(t, got, want)
+			SameRunBits(t, got, want)
 		})
 	}
 }
@@ -103,8 +103,8 @@ func trainOnKernels(t *testing.T, f Factory, opt cuda.Options, job train.Job, af
 	return rec.cps
 }
 
-// sameRunBits fails unless every recorded value of got has want's bits.
-func sameRunBits(t *testing.T, got, want []*checkpoint.Checkpoint) {
+// SameRunBits fails unless every recorded value of got has want's bits.
+func SameRunBits(t *testing.T, got, want []*checkpoint.Checkpoint) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%d checkpoints, want %d", len(got), len(want))

@@ -46,7 +46,7 @@ func testClientGroupsKeepBits(t *testing.T, f Factory) {
 				want := trainOnKernels(t, f, one, job, nil)
 				got := trainOnKernels(t, f, o, job, nil)
 				if inOrder {
-					sameRunBits(t, got, want)
+					SameRunBits(t, got, want)
 				} else {
 					compareRuns(t, want, got)
 				}

@@ -1,6 +1,6 @@
 // cuda_shim.h lets the CUDA C kernels of fedaudit/kernels compile as C++ for the host: the
 // execution-space qualifiers are defined away, the built-in index variables become globals
-// that shim_launch sets while it loops over the grid, and the few device intrinsics the
+// that shim_launch_ordered sets while it loops over the grid, and the few device intrinsics the
 // kernels use get host definitions. Most kernels never let threads communicate (common.cuh)
 // and run one thread after another on the calling thread. Block kernels (one block per
 // replica, cooperating through shared memory and barriers: step.cu) run with one host thread

@@ -154,18 +154,30 @@ int run_block_kernel(const entry& e, unsigned grid, unsigned block, const uint64
 
 }  // namespace
 
-// shim_launch runs kernel k over grid x block threads: one thread after another on the calling
-// thread, or for a block kernel with a host thread per GPU thread of a block (run_block_kernel).
-// It returns nonzero when k, the argument count or the block size is wrong.
-extern "C" int shim_launch(int k, unsigned grid, unsigned block, const uint64_t* args, int nargs) {
+// shim_launch_ordered runs kernel k over grid x block threads: one thread after another on the
+// calling thread, or for a block kernel with a host thread per GPU thread of a block
+// (run_block_kernel). order chooses the sequence of the one-after-another threads: 0 blocks
+// and threads ascending, 1 both descending, 2 blocks descending and each block's odd threads
+// before its even ones. A GPU runs them in no order, so a kernel whose threads read what other
+// threads of the same launch write (a race) gives other bits in another order; one whose
+// threads are independent, as every kernel here must be, gives the same. It returns nonzero
+// when k, the argument count, the block size or the order is wrong.
+extern "C" int shim_launch_ordered(int k, unsigned grid, unsigned block, const uint64_t* args, int nargs, int order) {
 	if (k < 0 || k >= nkernels || nargs != table[k].nargs || grid == 0 || block == 0) return 1;
 	if (block > 1024 || grid > 0x7fffffffu) return 1;  // CUDA's limits of a one-dimensional launch
+	if (order < 0 || order > 2) return 1;
 	if (table[k].block) return run_block_kernel(table[k], grid, block, args);
 	gridDim = dim3{grid, 1, 1};
 	blockDim = dim3{block, 1, 1};
-	for (unsigned b = 0; b < grid; b++) {
-		blockIdx = dim3{b, 0, 0};
-		for (unsigned t = 0; t < block; t++) {
+	for (unsigned i = 0; i < grid; i++) {
+		blockIdx = dim3{order == 0 ? i : grid - 1 - i, 0, 0};
+		for (unsigned j = 0; j < block; j++) {
+			unsigned t = j;
+			if (order == 1) {
+				t = block - 1 - j;
+			} else if (order == 2) {
+				t = j < block / 2 ? 2 * j + 1 : 2 * (j - block / 2);
+			}
 			threadIdx = dim3{t, 0, 0};
 			table[k].call(table[k].fn, args);
 		}
