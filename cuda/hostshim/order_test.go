@@ -62,7 +62,9 @@ func TestThreadOrderKeepsBits(t *testing.T) {
 		opt   cuda.Options
 	}{
 		{"mlp", func(*train.Config) {}, []int{7}, cuda.Options{Block: 32}},
-		{"mlp-fedprox-poisson", func(c *train.Config) { c.Algorithm, c.ProxAlpha, c.Batching, c.Participants = algo.FedProx, 0.3, algo.Poisson, 2 }, []int{7}, cuda.Options{Block: 32}},
+		{"mlp-fedprox-poisson", func(c *train.Config) {
+			c.Algorithm, c.ProxAlpha, c.Batching, c.Participants = algo.FedProx, 0.3, algo.Poisson, 2
+		}, []int{7}, cuda.Options{Block: 32}},
 		{"lenet5", func(c *train.Config) { c.Model, c.Informed = model.Config{Kind: "lenet5"}, false }, []int{1, 28, 28}, cuda.Options{}},
 		{"resnet-winograd", func(c *train.Config) {
 			c.Model, c.Informed = model.Config{Kind: "resnet", Stages: 2, Blocks: 1, Width: 16, Groups: 4}, false
