@@ -249,14 +249,18 @@ func AnalyzeScores(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions,
 	if opts.Claim.Mu == 0 && opts.Claim.Epsilon == 0 && rec.recorded {
 		// A score file alone is judged against no claim and no theory bound: an experiment's
 		// own score file analyzed so ended NO CLAIM, exit 0, where its directory was VIOLATED.
-		what := "the claim its accountant gives, if its system has one, and its theory bounds"
+		what := "the claim its accountant gives and its theory bounds, where its system has them"
 		switch {
 		case rec.Audit.ClaimMu > 0:
-			what = fmt.Sprintf("its claim mu %g (audit.claim_mu) and its theory bounds", rec.Audit.ClaimMu)
+			what = fmt.Sprintf("its claim mu %g (audit.claim_mu) and its theory bounds, where its system has them", rec.Audit.ClaimMu)
 		case rec.Audit.ClaimEpsilon > 0:
-			what = fmt.Sprintf("its claim epsilon %g (audit.claim_epsilon) and its theory bounds", rec.Audit.ClaimEpsilon)
+			what = fmt.Sprintf("its claim epsilon %g (audit.claim_epsilon) and its theory bounds, where its system has them", rec.Audit.ClaimEpsilon)
 		}
-		opts.Notes = append(opts.Notes, fmt.Sprintf("these scores come from the experiment %q, whose directory is judged against %s; a score file alone is judged only against --claim-mu or --claim-eps: analyze the directory for those verdicts", rec.Name, what))
+		from := "an experiment"
+		if rec.Name != "" {
+			from = fmt.Sprintf("the experiment %q", rec.Name)
+		}
+		opts.Notes = append(opts.Notes, fmt.Sprintf("these scores come from %s, whose directory is judged against %s; a score file alone is judged only against --claim-mu or --claim-eps: analyze the directory for those verdicts", from, what))
 	}
 	return AnalyzeAll(ctx, sf, nil, opts, theory)
 }
@@ -357,10 +361,11 @@ func theoryClaim(threat string, th *theory.Bound, sm bounds.Smoothness) (audit.C
 	}
 	valid := func(x float64) bool { return !math.IsNaN(x) && x > 0 }
 	withL := func(what string) string { return fmt.Sprintf("%s with %s L", what, cmp.Or(sm.Source, "assumed")) }
-	// A composition bound is a bound unless it used an L that is not certified (anyL, the
-	// bound whatever L, then differs from it: DP-SGD with K >= 2).
-	composition := func(mu, anyL float64, what string) (audit.Claim, string, string) {
-		if anyL > 0 && anyL != mu {
+	// A value is a bound unless it used an L that is not certified: the composition bound of
+	// its threat (withL) then differs from the same bound whatever L (anyL; DP-SGD with K >= 2).
+	usesL := func(withL, anyL float64) bool { return anyL > 0 && anyL != withL }
+	composition := func(mu, withComp, anyL float64, what string) (audit.Claim, string, string) {
+		if usesL(withComp, anyL) {
 			return audit.Claim{Mu: mu}, withL(what), findings.ClaimEstimate
 		}
 		return audit.Claim{Mu: mu}, what, findings.ClaimTheory
@@ -369,27 +374,28 @@ func theoryClaim(threat string, th *theory.Bound, sm bounds.Smoothness) (audit.C
 	case runs.ThreatFinal:
 		switch {
 		case !valid(th.Mu) && th.MuComposition > 0:
-			return composition(th.MuComposition, th.MuCompositionAnyL, "composition bound")
+			return composition(th.MuComposition, th.MuComposition, th.MuCompositionAnyL, "composition bound")
 		case !valid(th.Mu):
 			return audit.Claim{}, "", ""
 		case th.T == 1:
-			// One round: the Gaussian mechanism itself, no L enters.
-			return audit.Claim{Mu: th.Mu}, "convergent bound", findings.ClaimTheory
+			// One round: the Gaussian mechanism itself, where no L enters (DP-SGD's drift
+			// with K >= 2 aside: Mu is then MuComposition, with its L).
+			return composition(th.Mu, th.MuComposition, th.MuCompositionAnyL, "convergent bound")
 		}
 		return audit.Claim{Mu: th.Mu}, withL("convergent bound"), findings.ClaimEstimate
 	case runs.ThreatUploads:
 		switch {
 		case valid(th.MuUploads) && th.T == 1:
-			return audit.Claim{Mu: th.MuUploads}, "uploads bound", findings.ClaimTheory
+			return composition(th.MuUploads, th.MuUploadsComposition, th.MuUploadsCompositionAnyL, "uploads bound")
 		case valid(th.MuUploads):
 			return audit.Claim{Mu: th.MuUploads}, withL("uploads bound"), findings.ClaimEstimate
 		case valid(th.MuUploadsComposition):
-			return composition(th.MuUploadsComposition, th.MuUploadsCompositionAnyL, "uploads composition bound")
+			return composition(th.MuUploadsComposition, th.MuUploadsComposition, th.MuUploadsCompositionAnyL, "uploads composition bound")
 		}
 		return audit.Claim{}, "", ""
 	}
 	if th.MuComposition > 0 {
-		return composition(th.MuComposition, th.MuCompositionAnyL, "composition bound")
+		return composition(th.MuComposition, th.MuComposition, th.MuCompositionAnyL, "composition bound")
 	}
 	return audit.Claim{}, "", ""
 }

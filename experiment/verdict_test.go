@@ -677,6 +677,10 @@ func TestAboveTheProvenBoundIsViolated(t *testing.T) {
 		{runs.ThreatAllIterates, theory.Bound{T: 5, MuComposition: 0.8}, findings.ClaimTheory, "composition bound", "violated"},
 		{runs.ThreatFinal, theory.Bound{T: 5, Mu: 0.4, MuComposition: 0.8, MuCompositionAnyL: 8}, findings.ClaimEstimate, "convergent bound with assumed L", "no claim"},
 		{runs.ThreatUploads, theory.Bound{T: 5, MuUploads: 0.4, MuUploadsComposition: 0.8, MuUploadsCompositionAnyL: 8}, findings.ClaimEstimate, "uploads bound with assumed L", "no claim"},
+		// At T = 1 the convergent and uploads bounds are the composition bounds, with their L.
+		{runs.ThreatFinal, theory.Bound{T: 1, Mu: 0.8, MuComposition: 0.8}, findings.ClaimTheory, "convergent bound", "violated"},
+		{runs.ThreatFinal, theory.Bound{T: 1, Mu: 0.8, MuComposition: 0.8, MuCompositionAnyL: 8}, findings.ClaimEstimate, "convergent bound with assumed L", "no claim"},
+		{runs.ThreatUploads, theory.Bound{T: 1, MuUploads: 0.8, MuUploadsComposition: 0.8, MuUploadsCompositionAnyL: 8}, findings.ClaimEstimate, "uploads bound with assumed L", "no claim"},
 	} {
 		sf := coupledScores(2000, 3, 9) // true mu 3: certifies about 2.76
 		for i := range sf.Scores {
@@ -730,9 +734,10 @@ func TestScoreFileNamesItsExperimentsClaim(t *testing.T) {
 		claim  audit.Claim
 		want   string
 	}{
-		{`{"name":"e","seed":3,"audit":{"claim_mu":0.3}}`, audit.Claim{}, `these scores come from the experiment "e", whose directory is judged against its claim mu 0.3 (audit.claim_mu) and its theory bounds; a score file alone is judged only against --claim-mu or --claim-eps`},
+		{`{"name":"e","seed":3,"audit":{"claim_mu":0.3}}`, audit.Claim{}, `these scores come from the experiment "e", whose directory is judged against its claim mu 0.3 (audit.claim_mu) and its theory bounds, where its system has them; a score file alone is judged only against --claim-mu or --claim-eps`},
 		{`{"name":"e","seed":3,"audit":{"claim_epsilon":2}}`, audit.Claim{}, "its claim epsilon 2 (audit.claim_epsilon)"},
-		{`{"name":"e","seed":3,"audit":{}}`, audit.Claim{}, "the claim its accountant gives, if its system has one, and its theory bounds"},
+		{`{"name":"e","seed":3,"audit":{}}`, audit.Claim{}, "the claim its accountant gives and its theory bounds, where its system has them"},
+		{`{}`, audit.Claim{}, "these scores come from an experiment, whose directory"},
 		{`{"name":"e","seed":3,"audit":{"claim_mu":0.3}}`, audit.Claim{Mu: 0.3}, ""},
 		{"", audit.Claim{}, ""},
 	} {

@@ -115,8 +115,8 @@ func (f *Finding) RoundGiven() bool { return f.Round > 0 }
 func (f *Finding) Reversed() bool { return f.ReversedMuLower > 0 }
 
 // MuUploads is the theory's bound for the uploads observer shown on an uploads row: the
-// convergent one, else the composition one (which needs no L); NaN on other rows or without
-// theory.
+// convergent one, else the composition one (which needs no L but for DP-SGD with K >= 2);
+// NaN on other rows or without theory.
 func (f *Finding) MuUploads() float64 {
 	if f.Theory == nil || f.Threat != runs.ThreatUploads {
 		return math.NaN()

@@ -92,8 +92,12 @@ func Summarize(fs []findings.Finding, fam findings.Family, notes []string) findi
 		row := rowName(f)
 		if f.Verdict != nil && f.ClaimKind == findings.ClaimEstimate && f.Verdict.Status == audit.Violated {
 			c := decisiveCheck(f.Verdict)
-			h.Notes = append(h.Notes, fmt.Sprintf("%s certifies %s, above the %s: an estimate, not a claim of the deployment (the convergent bound is the paper's argument, not a proof for every smooth loss; with an assumed L, the constant may also be too small).",
-				row, lowerText(c), claimWithSource(c, f.ClaimSource)))
+			why := "the convergent bound is the paper's argument, not a proof for every smooth loss; with an assumed L, the constant may also be too small"
+			if strings.Contains(f.ClaimSource, "composition") {
+				why = "it bounds the other examples' drift by an L that is not certified, which may be too small"
+			}
+			h.Notes = append(h.Notes, fmt.Sprintf("%s certifies %s, above the %s: an estimate, not a claim of the deployment (%s).",
+				row, lowerText(c), claimWithSource(c, f.ClaimSource), why))
 		}
 		if f.Reversed() {
 			h.Notes = append(h.Notes, fmt.Sprintf("%s: AUC %.3f < 0.5; read the other way round its scores would give mu >= %s (a diagnostic, not certified: the direction was chosen after seeing the scores, outside the family's correction). The attack is worse than guessing in its stated direction (higher = world C): check the score direction. Its verdict says nothing about the claim.",
