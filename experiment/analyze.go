@@ -46,6 +46,10 @@ type AnalyzeOptions struct {
 	// accountant's claim bounds adding or removing a whole client, and record canaries replace
 	// one record inside a client, a change of up to twice the clip norm.
 	OneRunUncovered string
+	// OneRunTheoryUncovered, when not empty, says why the one-run rows are not judged against
+	// the theory either: the target's bounds are not the canaries' (gradient canaries under
+	// DP-SGD with K >= 2).
+	OneRunTheoryUncovered string
 	// Seed drives the split method; 0 means the experiment's master seed (1 without one).
 	Seed uint64
 	// Exact, when set, gives the exact mu for a threat model and round (NaN if unknown).

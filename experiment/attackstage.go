@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/attacks"
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/claims"
@@ -656,6 +657,14 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *run
 			opts.OneRunUncovered = fmt.Sprintf("the one-run rows of %s canary records are not judged against the accountant's claim: it bounds adding or removing a whole client, and a canary record replaces one record inside a client, a change of up to twice the clip norm; set audit.claim_epsilon to judge them", c.Kind)
 			opts.Notes = append(opts.Notes, opts.OneRunUncovered)
 		}
+	}
+	if c := cfg.Train.Canaries; c != nil && c.Kind == canary.Gradients && cfg.Train.Algorithm == algo.DPSGD && cfg.Train.LocalSteps >= 2 {
+		// Under DP-SGD a gradient canary is a record added to the client's batch, beside all
+		// of its records, where the target's bound counts the target and the others: after the
+		// first step the others' drift can move the canary's runs apart by more than that
+		// bound allows (with K >= 3 whatever L, with K = 2 once L d exceeds the clip).
+		opts.OneRunTheoryUncovered = "the one-run rows of gradient canaries under DP-SGD with more than one local step are not judged against the theory: a canary is a record added beside all of the client's records, and the target's bounds do not cover its drift; set audit.claim_mu or audit.claim_epsilon to judge them"
+		opts.Notes = append(opts.Notes, opts.OneRunTheoryUncovered)
 	}
 	if opts.EpsHeuristic == nil {
 		// Informational: a heuristic that cannot be computed never holds up the verdict.

@@ -278,6 +278,9 @@ func AnalyzeAll(ctx context.Context, sf *runs.ScoreFile, cf *runs.CanaryScoreFil
 		}
 		if (claim.Mu == 0 && claim.Epsilon == 0) || !spec.ClaimCovers(opts.ClaimAbout, f.Threat) || (f.OneRun() && opts.OneRunUncovered != "") {
 			claim, source, kind = theoryClaim(f.Threat, f.Theory, opts.Smoothness)
+			if f.OneRun() && opts.OneRunTheoryUncovered != "" {
+				claim, source, kind = audit.Claim{}, "", ""
+			}
 		}
 		if proven, provenSource := provenBound(f.Threat, f.Theory); kind == findings.ClaimEstimate && proven > 0 && f.Result != nil && f.Result.MuLower > proven {
 			// Above the estimate and above the bound that holds whatever L: a broken promise

@@ -457,3 +457,32 @@ func TestReversedRuleOverRepetitions(t *testing.T) {
 		t.Errorf("null attack inconclusive in %d of 100 (want at most 11), reversed scores in %d of 100 (want all)", null, caught)
 	}
 }
+
+// Gradient canaries under DP-SGD are records added beside the client's own, which the target's
+// bounds do not cover after the first local step: with K >= 2 their one-run rows are judged
+// against no theory (a note says why), with K = 1 against the target's bounds as before.
+func TestOneRunGradientCanariesUnderDPSGDNotJudgedByTheory(t *testing.T) {
+	for _, k := range []int{1, 3} {
+		cfg := smallConfig()
+		cfg.Pairs, cfg.Data.Clients = 1, 1
+		cfg.Train.Algorithm, cfg.Train.Batching, cfg.Train.LocalSteps = "dpsgd", "full", k
+		cfg.Train.Informed = false
+		cfg.Train.Canaries = &canary.Config{Count: 100, Kind: canary.Gradients, Norm: 6, Client: 0, Orthogonal: true}
+		cfg.Audit = spec.AuditConfig{Method: spec.MethodOneRun}
+		cfg.FillDefaults()
+		a, err := Run(context.Background(), cfg, t.TempDir(), RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		judged := 0
+		for _, f := range a.Findings {
+			if f.OneRun() && f.Verdict != nil {
+				judged++
+			}
+		}
+		noted := strings.Contains(strings.Join(a.Headline.Notes, "\n"), "gradient canaries under DP-SGD with more than one local step are not judged against the theory")
+		if k == 1 && (judged == 0 || noted) || k > 1 && (judged != 0 || !noted) {
+			t.Errorf("K = %d: %d one-run rows judged, note %v", k, judged, noted)
+		}
+	}
+}
