@@ -267,13 +267,6 @@ func TestCNNBatchLabels(t *testing.T) {
 // the reason: analytic inversion on models that start with a convolution, the label attacks on
 // a spec that does not end in a dense layer; none for a dense-first spec or an MLP.
 func TestModelSkipped(t *testing.T) {
-	names := func(s []Skip) []string {
-		var out []string
-		for _, k := range s {
-			out = append(out, k.Name)
-		}
-		return out
-	}
 	for _, tc := range []struct {
 		mc   model.Config
 		want []string
@@ -290,8 +283,8 @@ func TestModelSkipped(t *testing.T) {
 		{model.Config{Kind: "quadratic", Curvature: 0.5}, []string{"label", "inversion", "invgrad"}},
 	} {
 		got := ModelSkipped(tc.mc)
-		if !slices.Equal(names(got), tc.want) {
-			t.Errorf("%s %v: skipped %v, want %v", tc.mc.Kind, tc.mc.Layers, names(got), tc.want)
+		if !slices.Equal(skipNames(got), tc.want) {
+			t.Errorf("%s %v: skipped %v, want %v", tc.mc.Kind, tc.mc.Layers, skipNames(got), tc.want)
 		}
 		for _, s := range got {
 			if s.Why == "" {

@@ -604,13 +604,6 @@ func TestUnfittableLearnerScoredMissing(t *testing.T) {
 
 func TestConstantScores(t *testing.T) {
 	x, y := []float32{0.1, 0.2}, []float32{0.1, 0.3}
-	names := func(s []Skip) []string {
-		var out []string
-		for _, k := range s {
-			out = append(out, k.Name)
-		}
-		return out
-	}
 	for _, tc := range []struct {
 		name        string
 		eps, epsP   datasets.Sample
@@ -622,8 +615,17 @@ func TestConstantScores(t *testing.T) {
 		{"different", datasets.Sample{Features: x, Label: 1}, datasets.Sample{Features: y, Label: 2}, nil},
 		{"removal", datasets.Sample{Features: x, Label: 1}, datasets.Sample{}, nil},
 	} {
-		if got := names(ConstantScores(tc.eps, tc.epsP)); !slices.Equal(got, tc.wantSkipped) {
+		if got := skipNames(ConstantScores(tc.eps, tc.epsP)); !slices.Equal(got, tc.wantSkipped) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.wantSkipped)
 		}
 	}
+}
+
+// skipNames is the names of skips, in order.
+func skipNames(s []Skip) []string {
+	var out []string
+	for _, k := range s {
+		out = append(out, k.Name)
+	}
+	return out
 }
