@@ -366,10 +366,9 @@ func theoryClaim(threat string, th *theory.Bound, sm bounds.Smoothness) (audit.C
 	valid := func(x float64) bool { return !math.IsNaN(x) && x > 0 }
 	withL := func(what string) string { return fmt.Sprintf("%s with %s L", what, cmp.Or(sm.Source, "assumed")) }
 	// A value is a bound unless it used an L that is not certified: the composition bound of
-	// its threat (withL) then differs from the same bound whatever L (anyL; DP-SGD with K >= 2).
-	usesL := func(withL, anyL float64) bool { return anyL > 0 && anyL != withL }
-	composition := func(mu, withComp, anyL float64, what string) (audit.Claim, string, string) {
-		if usesL(withComp, anyL) {
+	// its threat (comp) then differs from the same bound whatever L (anyL; DP-SGD with K >= 2).
+	composition := func(mu, comp, anyL float64, what string) (audit.Claim, string, string) {
+		if anyL > 0 && anyL != comp {
 			return audit.Claim{Mu: mu}, withL(what), findings.ClaimEstimate
 		}
 		return audit.Claim{Mu: mu}, what, findings.ClaimTheory

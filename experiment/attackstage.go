@@ -664,7 +664,9 @@ func (e *experimentDir) analyze(ctx context.Context, sf *runs.ScoreFile, cf *run
 		// first step the others' drift can move the canary's runs apart by more than that
 		// bound allows (with K >= 3 whatever L, with K = 2 once L d exceeds the clip).
 		opts.OneRunTheoryUncovered = "the one-run rows of gradient canaries under DP-SGD with more than one local step are not judged against the theory: a canary is a record added beside all of the client's records, and the target's bounds do not cover its drift; set audit.claim_mu or audit.claim_epsilon to judge them"
-		opts.Notes = append(opts.Notes, opts.OneRunTheoryUncovered)
+		if (opts.Claim.Mu == 0 && opts.Claim.Epsilon == 0) || opts.OneRunUncovered != "" {
+			opts.Notes = append(opts.Notes, opts.OneRunTheoryUncovered) // else the claim judges them
+		}
 	}
 	if opts.EpsHeuristic == nil {
 		// Informational: a heuristic that cannot be computed never holds up the verdict.
