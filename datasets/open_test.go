@@ -203,18 +203,7 @@ func TestOpenRefusesTheOtherMNIST(t *testing.T) {
 	withSystemDir(t, t.TempDir())
 	write := func(n int, level byte) string {
 		dir := t.TempDir()
-		px := make([]byte, n*28*28)
-		for i := range px {
-			if i%4 == 0 {
-				px[i] = level // the mean pixel is level/255/4
-			}
-		}
-		lab := make([]byte, n)
-		for i := range lab {
-			lab[i] = byte(i % 10)
-		}
-		writeFile(t, dir, "t10k-images-idx3-ubyte", encodeIDX(IDXUint8, []int{n, 28, 28}, px))
-		writeFile(t, dir, "t10k-labels-idx1-ubyte", encodeIDX(IDXUint8, []int{n}, lab))
+		writeTestSplit(t, dir, n, level)
 		return dir
 	}
 	mnistLike, fashionLike := write(10000, 134), write(10000, 255) // mean 0.131 and 0.25
@@ -262,21 +251,11 @@ func TestOpenNamedGzipAndDirectories(t *testing.T) {
 func TestOpenSkipsTheOtherMNIST(t *testing.T) {
 	withSystemDir(t, t.TempDir())
 	dir := t.TempDir()
-	write := func(dir string, level byte) {
-		px := make([]byte, 10000*28*28)
-		for i := range px {
-			if i%4 == 0 {
-				px[i] = level
-			}
-		}
-		writeFile(t, dir, "t10k-images-idx3-ubyte", encodeIDX(IDXUint8, []int{10000, 28, 28}, px))
-		writeFile(t, dir, "t10k-labels-idx1-ubyte", encodeIDX(IDXUint8, []int{10000}, make([]byte, 10000)))
-	}
-	write(dir, 134) // MNIST-like, mean 0.131
+	writeTestSplit(t, dir, 10000, 134) // MNIST-like, mean 0.131
 	if err := os.Mkdir(filepath.Join(dir, "fashion-mnist"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	write(filepath.Join(dir, "fashion-mnist"), 255) // Fashion-like, mean 0.25
+	writeTestSplit(t, filepath.Join(dir, "fashion-mnist"), 10000, 255) // Fashion-like, mean 0.25
 	for name, want := range map[string]float32{"mnist:test": 134.0 / 255, "fashion-mnist:test": 1} {
 		d, err := Open(name, dir)
 		if err != nil {
@@ -286,4 +265,20 @@ func TestOpenSkipsTheOtherMNIST(t *testing.T) {
 			t.Errorf("%s: first pixel %g, want %g (the files of its own directory)", name, got, want)
 		}
 	}
+}
+
+// writeTestSplit writes an MNIST-format test split of n 28 x 28 images into dir, every fourth
+// pixel at level and the others 0 (the mean pixel is level/255/4), with labels 0 to 9 in turn.
+func writeTestSplit(t *testing.T, dir string, n int, level byte) {
+	t.Helper()
+	px := make([]byte, n*28*28)
+	for i := 0; i < len(px); i += 4 {
+		px[i] = level
+	}
+	lab := make([]byte, n)
+	for i := range lab {
+		lab[i] = byte(i % 10)
+	}
+	writeFile(t, dir, "t10k-images-idx3-ubyte", encodeIDX(IDXUint8, []int{n, 28, 28}, px))
+	writeFile(t, dir, "t10k-labels-idx1-ubyte", encodeIDX(IDXUint8, []int{n}, lab))
 }
