@@ -250,7 +250,7 @@ func AnalyzeScores(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions,
 	if opts.Seed == 0 {
 		opts.Seed = cmp.Or(rec.Audit.SplitSeed, rec.Seed)
 	}
-	if opts.Claim.Mu == 0 && opts.Claim.Epsilon == 0 && rec.recorded {
+	if opts.Claim.Mu == 0 && opts.Claim.Epsilon == 0 && len(sf.Meta.Config) > 0 {
 		// A score file alone is judged against no claim and no theory bound: an experiment's
 		// own score file analyzed so ended NO CLAIM, exit 0, where its directory was VIOLATED.
 		what := "the claim its accountant gives and its theory bounds, where its system has them"
@@ -271,10 +271,9 @@ func AnalyzeScores(ctx context.Context, sf *runs.ScoreFile, opts AnalyzeOptions,
 
 // recorded is what AnalyzeScores reads of the experiment config a score file of ours records.
 type recorded struct {
-	recorded bool   // the file records a config
-	Name     string `json:"name"`
-	Seed     uint64 `json:"seed"`
-	Audit    struct {
+	Name  string `json:"name"`
+	Seed  uint64 `json:"seed"`
+	Audit struct {
 		SplitSeed    uint64  `json:"split_seed"`
 		ClaimMu      float64 `json:"claim_mu"`
 		ClaimEpsilon float64 `json:"claim_epsilon"`
@@ -291,7 +290,6 @@ func recordedAudit(config []byte) recorded {
 	if len(config) == 0 || json.Unmarshal(config, &c) != nil {
 		return recorded{}
 	}
-	c.recorded = true
 	return c
 }
 
@@ -368,7 +366,7 @@ func theoryClaim(threat string, th *theory.Bound, sm bounds.Smoothness) (audit.C
 	// A value is a bound unless it used an L that is not certified: the composition bound of
 	// its threat (comp) then differs from the same bound whatever L (anyL; DP-SGD with K >= 2).
 	composition := func(mu, comp, anyL float64, what string) (audit.Claim, string, string) {
-		if anyL > 0 && anyL != comp {
+		if _, usesL := whateverL(comp, anyL); usesL {
 			return audit.Claim{Mu: mu}, withL(what), findings.ClaimEstimate
 		}
 		return audit.Claim{Mu: mu}, what, findings.ClaimTheory
@@ -417,8 +415,8 @@ func provenBound(threat string, th *theory.Bound) (float64, string) {
 		return 0, ""
 	}
 	pick := func(mu, anyL float64, what string) (float64, string) {
-		if anyL > 0 && anyL != mu {
-			return anyL, what + " whatever L"
+		if bound, usesL := whateverL(mu, anyL); usesL {
+			return bound, what + " whatever L"
 		}
 		return mu, what
 	}
@@ -429,6 +427,16 @@ func provenBound(threat string, th *theory.Bound) (float64, string) {
 		return pick(th.MuUploadsComposition, th.MuUploadsCompositionAnyL, "uploads composition bound")
 	}
 	return 0, ""
+}
+
+// whateverL is a composition bound comp as it holds whatever L, given the same bound computed
+// without L (anyL, theory.Bound's *AnyL: 0 where the bound needs none), and whether comp used
+// an L, which makes comp an estimate.
+func whateverL(comp, anyL float64) (bound float64, usesL bool) {
+	if anyL > 0 && anyL != comp {
+		return anyL, true
+	}
+	return comp, false
 }
 
 // reversedResult certifies the group's scores read the other way round (higher means C'),
