@@ -304,22 +304,30 @@ func (r *rendered) headline() *headlineView {
 
 // familyText says what the confidence of the verdicts is: family-wise over the rows, which is
 // what the analysis certifies (each row at the Bonferroni level 1 - (1 - confidence)/rows). An
-// inconclusive headline gives no verdict, and the text says so.
+// inconclusive headline gives no verdict and a headline without a claim judges no promise of
+// the deployment: the text then speaks of the bounds, not of verdicts.
 func familyText(h *findings.Headline, rowConfidence float64) string {
 	if h.Confidence == 0 {
 		return ""
 	}
-	if h.Status == findings.StatusInconclusive {
-		// No verdict is given: say what the bounds, not the verdicts, hold at.
-		if h.Rows <= 1 {
-			return "No verdict is given; the certified bound holds at " + percentText(h.Confidence) + " confidence."
-		}
-		return "No verdict is given; the certified bounds hold jointly at " + percentText(h.Confidence) + " confidence over " + strconv.Itoa(h.Rows) + " rows."
+	var lead string
+	switch h.Status {
+	case findings.StatusInconclusive:
+		lead = "No verdict is given; the certified "
+	case findings.StatusNoClaim:
+		lead = "No claim of the deployment is judged; the certified "
+	}
+	if lead != "" && h.Rows <= 1 {
+		return lead + "bound holds at " + percentText(h.Confidence) + " confidence."
 	}
 	if h.Rows <= 1 {
 		return "The verdict holds at " + percentText(h.Confidence) + " confidence."
 	}
-	s := "The verdicts hold jointly at " + percentText(h.Confidence) + " confidence over " + strconv.Itoa(h.Rows) + " rows"
+	s := "The verdicts hold jointly at "
+	if lead != "" {
+		s = lead + "bounds hold jointly at "
+	}
+	s += percentText(h.Confidence) + " confidence over " + strconv.Itoa(h.Rows) + " rows"
 	if rowConfidence > 0 {
 		s += " (Bonferroni: each row's bound is certified at " + percentText(rowConfidence) + ")"
 	}

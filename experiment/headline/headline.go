@@ -86,6 +86,9 @@ func Summarize(fs []findings.Finding, fam findings.Family, notes []string) findi
 			h.Text = fmt.Sprintf("NO CLAIM: nothing the deployment promises was judged; the strongest attack, %s, certifies mu >= %s (%s).",
 				row, numfmt.LowerG(best.Result.MuLower, 4), level)
 		}
+		if note := ceilingNote(best, fs); note != "" {
+			h.Notes = append(h.Notes, note)
+		}
 	}
 	for i := range fs {
 		f := &fs[i]
@@ -109,6 +112,57 @@ func Summarize(fs []findings.Finding, fam findings.Family, notes []string) findi
 		}
 	}
 	return h
+}
+
+// ceilingNote says when the headline's row certifies the most its runs can (audit.MuCeiling):
+// its scores told every run of one world from every run of the other, so its bound measures
+// the number of runs rather than the mechanism, which may leak more. Other rows at their
+// ceilings are counted. A reader who takes such a bound for a measurement of the deployment
+// is misled, and the remedy (more pairs) is not otherwise visible.
+func ceilingNote(best *findings.Finding, fs []findings.Finding) string {
+	if !atCeiling(best) {
+		return ""
+	}
+	r := best.Result
+	runs := fmt.Sprintf("%d runs of each world", r.N0)
+	if r.N0 != r.N1 {
+		runs = fmt.Sprintf("%d runs of world C and %d of world C'", r.N0, r.N1)
+	}
+	others := 0
+	for i := range fs {
+		if &fs[i] != best && atCeiling(&fs[i]) {
+			others++
+		}
+	}
+	also := ""
+	switch {
+	case others == 1:
+		also = "; so does 1 other row"
+	case others > 1:
+		also = fmt.Sprintf("; so do %d other rows", others)
+	}
+	return fmt.Sprintf("%s certifies the most that %s can at its confidence (mu >= %s: its scores tell every run of one world from every run of the other)%s. Such a bound measures the number of runs, not the mechanism, which may leak more: more pairs would certify more.",
+		rowName(best), runs, numfmt.LowerG(r.MuLower, 4), also)
+}
+
+// atCeiling reports whether a pair row's certified mu is the most its runs can certify with its
+// options (audit.MuCeiling; for an all-iterates row carrying an earlier checkpoint's bound, the
+// largest ceiling of the results it holds). One-run rows have no such ceiling here.
+func atCeiling(f *findings.Finding) bool {
+	if f == nil || f.Result == nil || f.Result.OneRun != nil || !(f.Result.MuLower > 0) {
+		return false
+	}
+	ceiling := 0.0
+	for _, r := range append([]*audit.Result{f.Result}, f.Result.Implied...) {
+		c, err := audit.MuCeiling(r.N0, r.N1, audit.Options{Method: r.Method, Confidence: r.Confidence, Delta: r.Delta, Paired: r.Paired})
+		if err != nil {
+			return false
+		}
+		ceiling = max(ceiling, c)
+	}
+	// The same computation on the same counts: equal to the last bits when the scores
+	// separate; the relative slack only absorbs a carried bound's own rounding.
+	return f.Result.MuLower >= ceiling*(1-1e-12)
 }
 
 // rowName names a row as "attack (threat, T = t)", without an empty threat of foreign scores,

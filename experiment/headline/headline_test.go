@@ -140,3 +140,48 @@ func TestReversedScoresInconclusive(t *testing.T) {
 		}
 	}
 }
+
+// TestCeilingNote: a headline row whose scores tell every run apart certifies the most its runs
+// can (audit.MuCeiling), which a reader takes for a measurement of the deployment unless told;
+// the note says so and counts the other rows at their ceilings. Overlapping scores give no note.
+func TestCeilingNote(t *testing.T) {
+	row := func(attack string, round int, gap float64, n0, n1 int) findings.Finding {
+		c, cPrime := make([]float64, n0), make([]float64, n1)
+		for i := range c {
+			c[i] = gap + float64(i%7)
+		}
+		for i := range cPrime {
+			cPrime[i] = float64(i % 5)
+		}
+		r, err := audit.Analyze(c, cPrime, audit.Options{Method: audit.DKWBand, Delta: 1e-5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return findings.Finding{Attack: attack, Threat: "final", Round: round, ExactMu: math.NaN(), ReversedMuLower: math.NaN(), Result: r}
+	}
+	fam := findings.Family{Confidence: 0.95, Rows: 3}
+	for _, tc := range []struct {
+		name string
+		fs   []findings.Finding
+		want string // "" for no note
+	}{
+		{"separated", []findings.Finding{row("loss", 5, 10, 100, 100), row("margin", 5, 10, 100, 100), row("lira", 5, 10, 100, 100)},
+			"loss (final, T = 5) certifies the most that 100 runs of each world can at its confidence (mu >= "},
+		{"one other", []findings.Finding{row("loss", 5, 10, 100, 100), row("margin", 5, 2, 100, 100), row("lira", 5, 10, 100, 100)},
+			"; so does 1 other row. Such a bound measures the number of runs"},
+		{"unequal", []findings.Finding{row("loss", 5, 10, 40, 100), row("margin", 5, 2, 40, 100)},
+			"certifies the most that 40 runs of world C and 100 of world C' can at its confidence"},
+		{"overlapping", []findings.Finding{row("loss", 5, 2, 100, 100), row("margin", 5, 1, 100, 100)}, ""},
+	} {
+		h := Summarize(tc.fs, fam, nil)
+		var note string
+		for _, n := range h.Notes {
+			if strings.Contains(n, "certifies the most") {
+				note = n
+			}
+		}
+		if (tc.want == "") != (note == "") || !strings.Contains(note, tc.want) {
+			t.Errorf("%s: ceiling note %q, want one containing %q", tc.name, note, tc.want)
+		}
+	}
+}
