@@ -364,9 +364,9 @@ h1 { font-size: 1.8em; margin-bottom: 0.2em; }
 h2 { border-bottom: 1px solid #ccc; padding-bottom: 0.2em; margin-top: 2em; }
 dl.facts { display: grid; grid-template-columns: max-content auto; gap: 0.2em 1.5em; }
 dl.facts dt { font-weight: 600; }
-dl.facts dd { margin: 0; font-family: ui-monospace, monospace; }
+dl.facts dd { margin: 0; font-family: ui-monospace, monospace; overflow-wrap: anywhere; min-width: 0; }
 pre { background: #f6f6f6; border: 1px solid #ddd; padding: 0.8em; overflow-x: auto; font-size: 0.85em; }
-.figs { display: grid; grid-template-columns: repeat(auto-fill, minmax(480px, 1fr)); gap: 1.5em; }
+.figs { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(480px, 100%), 1fr)); gap: 1.5em; }
 figure { margin: 0; max-width: 760px; }
 figure.wide { grid-column: 1 / -1; max-width: 1100px; }
 .headline { border: 2px solid #888; border-radius: 6px; padding: 0.8em 1.2em; margin: 1em 0 1.5em; background: #f5f5f5; }
@@ -396,6 +396,13 @@ td.short { white-space: nowrap; }
 details.more { margin: 0.5em 0 1.5em; }
 .scroll { overflow-x: auto; }
 footer { margin-top: 3em; font-size: 0.85em; color: #666; }
+@media (max-width: 600px) {
+  body { margin: 1em auto; padding: 0 0.6em; }
+  dl.facts { grid-template-columns: 1fr; gap: 0 0; }
+  dl.facts dd { margin-bottom: 0.4em; }
+  .figs { display: block; }
+  figure { margin-bottom: 1.5em; }
+}
 `
 
 var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>

@@ -367,3 +367,17 @@ func TestThinMarks(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpointTicksLabelTheAuditedRounds: the checkpoints only the uploads attacks read
+// (w_{T-1} of each audited T) keep a mark without a label; a lone "4" beside 5, 10 and 20 read
+// as an audited round that no table has.
+func TestCheckpointTicksLabelTheAuditedRounds(t *testing.T) {
+	ticks := checkpointTicks{ts: []int{4, 5, 9, 10, 19, 20}, minGap: 0.045, labelled: []int{5, 10, 20}}.Ticks(0, 20)
+	var got []string
+	for _, tk := range ticks {
+		got = append(got, tk.Label)
+	}
+	if want := []string{"", "5", "", "10", "", "20"}; !slices.Equal(got, want) {
+		t.Errorf("labels %q, want %q", got, want)
+	}
+}

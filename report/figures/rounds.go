@@ -23,6 +23,11 @@ type checkpointTicks struct {
 	ts     []int
 	log    bool
 	minGap float64
+	// labelled, when not empty, are the only checkpoints that may have a label (the audited
+	// rounds, which the tables have rows for); the others keep an unlabelled mark. A label at
+	// T = 4, a checkpoint only the uploads attacks read (w_{T-1} of T = 5), beside unlabelled
+	// ticks at 10 and 20 read as an audited round.
+	labelled []int
 }
 
 func (c checkpointTicks) Ticks(lo, hi float64) []plot.Tick {
@@ -44,7 +49,7 @@ func (c checkpointTicks) Ticks(lo, hi float64) []plot.Tick {
 	last := math.Inf(1)
 	for i := len(ticks) - 1; i >= 0; i-- {
 		p := pos(ticks[i].Value)
-		if last-p < c.minGap {
+		if last-p < c.minGap || (len(c.labelled) > 0 && !slices.Contains(c.labelled, int(ticks[i].Value))) {
 			ticks[i].Label = ""
 			continue
 		}
@@ -199,7 +204,7 @@ func onAxis(xy plotter.XYs, logX bool) plotter.XYs {
 }
 
 // muAxes decides the scales: logarithmic y when the positive values (and the claim) span more
-// than two decades, the T axis by roundsAxis; it returns the range of T drawn too.
+// than a factor of logMuRatio, the T axis by roundsAxis; it returns the range of T drawn too.
 func (m *model) muAxes(lines []muLine, claim float64) (logX, logY bool, tLo, tHi float64) {
 	logX, tLo, tHi = roundsAxis(m.Rounds)
 	lo, hi := math.Inf(1), 0.0
@@ -213,9 +218,18 @@ func (m *model) muAxes(lines []muLine, claim float64) (logX, logY bool, tLo, tHi
 	if claim > 0 {
 		lo, hi = math.Min(lo, claim), math.Max(hi, claim)
 	}
-	logY = hi > 0 && hi/lo > 100
+	logY = hi > 0 && hi/lo > logMuRatio
 	return logX, logY, tLo, tHi
 }
+
+// logMuRatio is the spread of the positive mu values beyond which the mu axis is logarithmic:
+// on a linear axis the smallest would lie in its bottom 5%, flat on zero (certified bounds of
+// 4.6 under a composition bound of 404 were drawn so, at two decades).
+const logMuRatio = 20
+
+// muMargin widens a logarithmic mu axis by this factor at each end (and a linear one by half as
+// much at the top).
+const muMargin = 1.12
 
 // addClaimLine draws the claim as a horizontal line over [tLo, tHi] with a legend entry and
 // its own label at the end of the line where the other curves are farthest from it, on the
@@ -459,14 +473,14 @@ func (m *model) muFigure() (*Figure, bool, error) {
 	p.X.Label.Text = "number of rounds T (ticks at the checkpoints)"
 	p.Y.Label.Text = "μ (Gaussian DP)"
 	if logY {
-		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, decadeTicks{}
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, decadeTicks{twoFive: true}
 	} else {
 		p.Y.Min = 0
 	}
 	if logX {
 		p.X.Scale = plot.LogScale{}
 	}
-	p.X.Tick.Marker = checkpointTicks{ts: m.Rounds, log: logX, minGap: 0.045}
+	p.X.Tick.Marker = checkpointTicks{ts: m.Rounds, log: logX, minGap: 0.045, labelled: m.findingRounds()}
 
 	leg := newLegend()
 	if claim > 0 && tHi >= tLo {
@@ -494,8 +508,18 @@ func (m *model) muFigure() (*Figure, bool, error) {
 	if err := drawMuLines(p, &leg, attacks, logX, logY, 0); err != nil {
 		return nil, false, err
 	}
-	if top > 0 {
-		p.Y.Max = top // after every Add, which widens the range to the data
+	// After every Add, which widens the range to the data: the top where the theory is cut,
+	// else a margin, so that the frame does not cut the markers of the extreme values in half.
+	switch {
+	case top > 0:
+		p.Y.Max = top
+	case logY:
+		p.Y.Max *= muMargin
+	default:
+		p.Y.Max *= 1 + (muMargin-1)/2
+	}
+	if logY {
+		p.Y.Min /= muMargin
 	}
 
 	lw, lh := legendSize(&leg)
@@ -587,7 +611,7 @@ func (m *model) sensitivityFigure() (*Figure, bool, error) {
 	if logX {
 		p.X.Scale = plot.LogScale{}
 	}
-	p.X.Tick.Marker = checkpointTicks{ts: m.Rounds, log: logX, minGap: 0.06}
+	p.X.Tick.Marker = checkpointTicks{ts: m.Rounds, log: logX, minGap: 0.06, labelled: m.findingRounds()}
 	if xy = onAxis(xy, logX); len(xy) == 0 {
 		return nil, false, nil
 	}

@@ -79,11 +79,17 @@ func logGrid(lo, hi float64, perDecade int) []float64 {
 }
 
 // decadeTicks labels the powers of ten of a logarithmic axis (formatted exactly, 0.001 rather
-// than 0.0009999) and marks 2..9 times each without labels.
-type decadeTicks struct{}
+// than 0.0009999) and marks 2..9 times each, without labels unless twoFive.
+type decadeTicks struct {
+	// twoFive labels 2 and 5 times each power of ten too, where the axis spans at most
+	// three decades: a mu axis from 1 to 100 labelled at 1, 10 and 100 alone left bounds of 1.2
+	// and 2.5 against its bottom edge with nothing to read them by.
+	twoFive bool
+}
 
-func (decadeTicks) Ticks(lo, hi float64) []plot.Tick {
+func (d decadeTicks) Ticks(lo, hi float64) []plot.Tick {
 	var ticks []plot.Tick
+	twoFive := d.twoFive && hi <= 1000*lo
 	for k := int(math.Floor(math.Log10(lo))); k <= int(math.Ceil(math.Log10(hi))); k++ {
 		for j := 1; j <= 9; j++ {
 			v := float64(j) * math.Pow10(k)
@@ -91,8 +97,8 @@ func (decadeTicks) Ticks(lo, hi float64) []plot.Tick {
 				continue
 			}
 			t := plot.Tick{Value: v}
-			if j == 1 {
-				t.Label = strconv.FormatFloat(math.Pow10(k), 'g', -1, 64)
+			if j == 1 || (twoFive && (j == 2 || j == 5)) {
+				t.Label = strconv.FormatFloat(float64(j)*math.Pow10(k), 'g', 6, 64)
 			}
 			ticks = append(ticks, t)
 		}
