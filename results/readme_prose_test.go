@@ -321,8 +321,9 @@ var proseClaims = []proseClaim{
 		muLower("canife/mlp-pretrained", "loss", 20), muLower("pretrain/mlp-pretrained", "loss", 20))},
 	{"peaks no higher than the held-out one ({} at T = 5 against {})", qs(
 		muLower("canife/lenet5-fmnist", "margin", 5), muLower("lenet5-fmnist", "loss", 5))},
-	{"and certifies {} at T = 10, the 100-pair ceiling, and {} at T = 20", qs(
-		muLower("canife/lenet5-fmnist-pretrained", "margin", 10), muLower("canife/lenet5-fmnist-pretrained", "loss", 20))},
+	{"its margin attack certifies {} at T = 10, the 100-pair ceiling, and {} at T = 20 (the loss attack {} and {})", qs(
+		muLower("canife/lenet5-fmnist-pretrained", "margin", 10), muLower("canife/lenet5-fmnist-pretrained", "margin", 20),
+		muLower("canife/lenet5-fmnist-pretrained", "loss", 10), muLower("canife/lenet5-fmnist-pretrained", "loss", 20))},
 	{"as tightly as the gradient canary (gradcanary/lenet5-fmnist, {})", qs(
 		minOf(overRounds(muLower, "gradcanary/lenet5-fmnist", "grad-canary", 1, 2, 5, 10, 15, 20)...))},
 
@@ -365,8 +366,8 @@ var proseClaims = []proseClaim{
 		muLower("pretrain/lenet5-fmnist", "lira-online", 2), muLower("lenet5-fmnist", "loss", 5))},
 	{"the loss attack certifies {} with the crafted input against {} with the Dirac one (seeded w_0), and {} with a pretrained w_0", qs(
 		muLower("canife/mlp", "loss", 20), muLower("pretrain/mlp-seeded", "loss", 20), muLower("canife/mlp-pretrained", "loss", 20))},
-	{"w_0 certifies {} at T = 10 (the 100-pair ceiling) and {} at T = 20", qs(
-		muLower("canife/lenet5-fmnist-pretrained", "margin", 10), muLower("canife/lenet5-fmnist-pretrained", "loss", 20))},
+	{"w_0 certifies {} at T = 10 (the margin attack, at the 100-pair ceiling) and {} at T = 20", qs(
+		muLower("canife/lenet5-fmnist-pretrained", "margin", 10), muLower("canife/lenet5-fmnist-pretrained", "margin", 20))},
 	{"it peaks at {} (T = 5, against {})", qs(
 		muLower("canife/lenet5-fmnist", "margin", 5), muLower("lenet5-fmnist", "loss", 5))},
 	{"the learned attacks on the natural client certify eps {}, the crafted canary client {}, and the same on a linear model {}", qs(
