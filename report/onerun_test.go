@@ -53,6 +53,12 @@ func TestOneRunSection(t *testing.T) {
 	if !strings.Contains(line, "are ESTIMATES, not bounds") || !strings.Contains(line, "CERTIFIED") {
 		t.Errorf("method line: %s", line)
 	}
+	// The Setup counts the runs trained, both worlds of a pair, and says which the audit reads.
+	in.Method, in.Pairs, in.Runs = string(audit.OneRunMethod), 1, 2
+	_, files = writeReport(t, in, Options{})
+	if want := "- **Runs trained**: 2 (the one-run audit reads the 1 of world C)"; !strings.Contains(string(files["report.md"]), want) {
+		t.Errorf("report.md lacks %q", want)
+	}
 	in.Findings = in.Findings[:len(in.Findings)-1]
 	_, files = writeReport(t, in, Options{})
 	if strings.Contains(string(files["report.md"]), "One-run") {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/expdir"
 	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/internal/fsutil"
@@ -235,7 +236,7 @@ func (r *rendered) facts() []fact {
 		{"Dataset hash", orDash(in.DatasetHash)},
 		{"Tool version", orDash(in.ToolVersion)},
 		{"Coupled pairs", strconv.Itoa(in.Pairs)},
-		{"Runs", strconv.Itoa(in.Runs)},
+		{"Runs trained", r.runsText()},
 		{"Claim", r.claimText()},
 		{"Confidence level", r.m.levelText()},
 		{"Threshold method", orDash(in.Method)},
@@ -243,6 +244,16 @@ func (r *rendered) facts() []fact {
 		{"Smoothness", orDash(in.Smoothness)},
 		{"Noise", r.m.noise()},
 	}
+}
+
+// runsText is the number of runs trained; a one-run audit trains both worlds of each pair (the
+// coupling isolates the target) but reads the world-C runs only, which its table counts.
+func (r *rendered) runsText() string {
+	s := strconv.Itoa(r.in.Runs)
+	if r.in.Method == string(audit.OneRunMethod) {
+		s += fmt.Sprintf(" (the one-run audit reads the %d of world C)", r.in.Pairs)
+	}
+	return s
 }
 
 func (r *rendered) claimText() string {
