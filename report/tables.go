@@ -424,7 +424,7 @@ func (m *model) tables() []*table {
 		func(r *audit.Result) string { return lower(r.MuLower) })
 
 	attacks := &table{name: "attacks", title: "Attack success per attack and T",
-		caption: "Per attack, threat model and T: TPR at 0.1% and 1% FPR (the empirical TPR at the largest FPR not above them: with fewer than 1000, or 100, runs of world C' that FPR is 0, so the column is the TPR at no false positive and reads low; compare such rows by AUC), AUC, best balanced accuracy, the Gaussian point estimate of mu (not a bound) and the certified lower bounds at confidence " + conf +
+		caption: "Per attack, threat model and T: TPR at 0.1% and 1% FPR (the empirical TPR at the largest FPR not above them: with fewer than 1000, or 100, runs of world C' that FPR is 0, so the column is the TPR at no false positive and reads low; compare such rows by AUC), AUC, best balanced accuracy, the Gaussian point estimate of mu (not a bound: the mu of the Gaussian pair of the same AUC; where it lies below mu lower the scores are not Gaussian-shaped, the certified bound holds and the estimate understates) and the certified lower bounds at confidence " + conf +
 			". On all-iterates rows mu lower and eps lower are the largest certified at T or an earlier checkpoint (the observer of every iterate at T sees every earlier one, so a test at an earlier checkpoint is a test at T, within the family's correction); mu lower (T alone) is what the scores of T alone certify.",
 		header: []string{"Attack", "Threat model", "T", "N(C)", "N(C')", "TPR@0.1%FPR", "TPR@1%FPR", "AUC",
 			"Best balanced acc.", "mu estimate", "mu lower", "mu lower (T alone)", "mu exact", "eps lower", "delta"}}
