@@ -3,6 +3,7 @@ package headline
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/fedaudit/fedaudit/audit"
@@ -85,6 +86,12 @@ func Summarize(fs []findings.Finding, fam findings.Family, notes []string) findi
 		default:
 			h.Text = fmt.Sprintf("NO CLAIM: nothing the deployment promises was judged; the strongest attack, %s, certifies mu >= %s (%s).",
 				row, numfmt.LowerG(best.Result.MuLower, 4), level)
+		}
+		if e := best.ExactMu; e > 0 && !math.IsInf(e, 0) && best.Result.MuLower > 0 {
+			// Where the mechanism's mu is known (the quadratic instance), how close the audit
+			// came is the number a reader wants, not its share of a loose theory bound.
+			h.Text = strings.TrimSuffix(h.Text, ".") + fmt.Sprintf("; that row's mu >= %s is %s of its exact mu = %.4g.",
+				numfmt.LowerG(best.Result.MuLower, 4), numfmt.LowerShare(best.Result.MuLower/e), e)
 		}
 		if note := ceilingNote(best, fs); note != "" {
 			h.Notes = append(h.Notes, note)

@@ -185,3 +185,20 @@ func TestCeilingNote(t *testing.T) {
 		}
 	}
 }
+
+// TestExactMuInTheHeadline: where the headline's row knows the mechanism's exact mu (the
+// quadratic instance), the headline says what share of it the audit certified; "0.01 of the
+// composition bound mu = 404" alone hid that the audit reached 0.92 of the truth.
+func TestExactMuInTheHeadline(t *testing.T) {
+	v := audit.Judge(&audit.Result{MuLower: 4.6031}, audit.Claim{Mu: 404})
+	f := findings.Finding{Attack: "informed-all", Threat: "all-iterates", Round: 300, ExactMu: 4.9994, ReversedMuLower: math.NaN(),
+		Result: &audit.Result{MuLower: 4.6031, AUC: 0.99}, Verdict: &v, ClaimKind: findings.ClaimTheory, ClaimSource: "composition bound"}
+	h := Summarize([]findings.Finding{f}, findings.Family{Confidence: 0.95, Rows: 1}, nil)
+	if want := "; that row's mu >= 4.603 is 0.92 of its exact mu = 4.999."; !strings.HasSuffix(h.Text, want) {
+		t.Errorf("headline %q, want it to end %q", h.Text, want)
+	}
+	f.ExactMu = math.NaN()
+	if h := Summarize([]findings.Finding{f}, findings.Family{Confidence: 0.95, Rows: 1}, nil); strings.Contains(h.Text, "exact") {
+		t.Errorf("without an exact mu: %q", h.Text)
+	}
+}
