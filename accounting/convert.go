@@ -3,6 +3,8 @@ package accounting
 import (
 	"fmt"
 	"math"
+
+	"github.com/fedaudit/fedaudit/internal/mathx"
 )
 
 // Conversion selects the bound that turns an RDP curve into (epsilon, delta)-DP.
@@ -75,7 +77,7 @@ func EpsilonFromRDP(orders, rdp []float64, delta float64, c Conversion) (eps, or
 	if !(delta > 0 && delta < 1) {
 		return 0, 0, fmt.Errorf("epsilon from RDP: delta %v outside (0, 1)", delta)
 	}
-	ld := math.Log(delta)
+	ld := mathx.Log(delta) // right for a subnormal delta too, where math.Log is not
 	eps, order = math.Inf(1), math.NaN()
 	for i, a := range orders {
 		if e := c.epsAt(a, rdp[i], ld); e < eps {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/fedaudit/fedaudit/internal/mathx"
 	"gonum.org/v1/gonum/mathext"
 )
 
@@ -170,8 +171,8 @@ func EpsilonFromGDP(mu, delta float64) (float64, error) {
 	case math.IsInf(mu, 1):
 		return math.Inf(1), nil
 	}
-	logDelta := math.Log(delta)
-	hi := mu / 2 // eps = 0
+	logDelta := mathx.Log(delta) // right for a subnormal delta too, where math.Log is not
+	hi := mu / 2                 // eps = 0
 	if delta >= DeltaFromGDP(mu, 0) || logDeltaAt(mu, hi) <= logDelta {
 		return 0, nil
 	}

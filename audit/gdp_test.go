@@ -294,3 +294,21 @@ func TestTradeoffApprox(t *testing.T) {
 		}
 	}
 }
+
+// TestEpsilonFromGDPAtSubnormalDelta: below the smallest normal float64 math.Log(delta) is about
+// -709.09 on amd64 whatever delta, so epsilon stopped growing as delta fell (and was too small,
+// the unsafe side). It must keep growing down to the smallest positive float64, as it does for
+// normal deltas, by about mu/sqrt(2 log(1/delta)) log(2) per halving at this size.
+func TestEpsilonFromGDPAtSubnormalDelta(t *testing.T) {
+	prev := 0.0
+	for _, k := range []int{1000, 1022, 1030, 1045, 1060, 1074} {
+		eps, err := EpsilonFromGDP(1, math.Ldexp(1, -k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if eps <= prev+0.1 {
+			t.Errorf("delta 2^-%d: eps %.6g, not above the previous %.6g", k, eps, prev)
+		}
+		prev = eps
+	}
+}
