@@ -62,6 +62,9 @@ func SampledGaussianRDPAt(q, sigma, alpha float64) (float64, error) {
 		return 0, fmt.Errorf("sampled Gaussian: sampling rate %v outside [0, 1]", q)
 	case !(sigma > 0) || math.IsInf(sigma, 1):
 		return 0, fmt.Errorf("sampled Gaussian: noise multiplier %v must be positive and finite", sigma)
+	case !(2*sigma*sigma > 0):
+		// The terms divide by 2 sigma^2: 0/0 at k = 0 made the curve NaN.
+		return 0, fmt.Errorf("sampled Gaussian: noise multiplier %v is too small to account (2 sigma^2 underflows)", sigma)
 	case !(alpha > 1) || math.IsInf(alpha, 1):
 		return 0, fmt.Errorf("sampled Gaussian: order %v must be finite and > 1", alpha)
 	}

@@ -2,6 +2,7 @@ package accounting
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -21,5 +22,19 @@ func TestEpsilonAtSubnormalDelta(t *testing.T) {
 		if want := 1 + float64(k)*math.Ln2; math.Abs(eps-want) > 1e-12*want {
 			t.Errorf("delta 2^-%d: eps %.12g, want %.12g", k, eps, want)
 		}
+	}
+}
+
+// TestSampledGaussianTinySigmaRefused: 2 sigma^2 underflowing made the curve NaN (0/0), which
+// surfaced after training as "value NaN at order 2"; it is an error that says why.
+func TestSampledGaussianTinySigmaRefused(t *testing.T) {
+	for _, sigma := range []float64{1e-300, 1e-170} {
+		v, err := SampledGaussianRDPAt(0.5, sigma, 2)
+		if err == nil || !strings.Contains(err.Error(), "too small to account") {
+			t.Errorf("sigma %g: %v, %v; want the error", sigma, v, err)
+		}
+	}
+	if v, err := SampledGaussianRDPAt(0.5, 1e-150, 2); err != nil || !(v > 0) {
+		t.Errorf("sigma 1e-150, still representable: %v, %v", v, err)
 	}
 }

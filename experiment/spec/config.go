@@ -14,6 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fedaudit/fedaudit/algo"
 	"github.com/fedaudit/fedaudit/audit"
 	"github.com/fedaudit/fedaudit/datasets"
 	"github.com/fedaudit/fedaudit/runs"
@@ -782,6 +783,13 @@ func (c *Config) validateAudit(bad func(field, format string, a ...any)) {
 		bad("audit.claim_delta", "need a delta in (0, 1), got %g", d)
 	case c.Audit.ClaimEpsilon == 0:
 		bad("audit.claim_delta", "is the delta of claim_epsilon, which is not set")
+	}
+	// Without a stated claim a dp-fedavg audit judges its accountant's (remove-client), which a
+	// noise multiplier of 0, or one so small that 2 z^2 underflows, leaves infinite: the audit
+	// failed with the accountant's error after training.
+	if z := c.Train.NoiseMultiplier; c.Train.Algorithm == algo.DPFedAvg && c.Adjacency.Kind == "remove-client" &&
+		c.Audit.ClaimMu == 0 && c.Audit.ClaimEpsilon == 0 && z >= 0 && !(2*z*z > 0) {
+		bad("train.noise_multiplier", "%g adds no noise the accountant can count (its epsilon is infinite), so there is no claim to audit: state audit.claim_epsilon or audit.claim_mu, or set noise_multiplier > 0", z)
 	}
 }
 

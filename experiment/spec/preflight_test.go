@@ -156,3 +156,31 @@ func TestUnreadableDataIsNoConfigError(t *testing.T) {
 		}
 	}
 }
+
+// TestNoiselessDPFedAvgNeedsAStatedClaim: without a stated claim a dp-fedavg audit judges its
+// accountant's, which a noise multiplier of 0 (or so small that 2 z^2 underflows) makes
+// infinite; `audit plan` accepted such a config and `audit run` failed with the accountant's
+// error after training. A stated claim, or real noise, is accepted.
+func TestNoiselessDPFedAvgNeedsAStatedClaim(t *testing.T) {
+	const head = "name: t\nseed: 1\npairs: 4\ndata: {source: synthetic, synthetic: {dim: 4, classes: 2}, clients: 4, per_client: 4}\n" +
+		"adjacency: {kind: remove-client, client: 0, index: 0}\n"
+	for _, c := range []struct {
+		z, audit, want string // want "" when accepted
+	}{
+		{"0", "", "train.noise_multiplier: 0 adds no noise the accountant can count"},
+		{"1e-300", "", "train.noise_multiplier: 1e-300 adds no noise"},
+		{"0", "audit: {claim_epsilon: 2, claim_delta: 1e-5}\n", ""},
+		{"0", "audit: {claim_mu: 1}\n", ""},
+		{"1.5", "", ""},
+	} {
+		_, err := Parse([]byte(head + "train: {algorithm: dp-fedavg, model: {kind: quadratic, curvature: 1}, rounds: 2, local_steps: 1, learning_rate: 0.5, sampling_rate: 0.5, noise_multiplier: " +
+			c.z + ", update_clip: 1, checkpoints: [2]}\n" + c.audit))
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("z %s, %q: refused: %v", c.z, c.audit, err)
+			}
+			continue
+		}
+		wantConfigError(t, err, c.want, "state audit.claim_epsilon or audit.claim_mu")
+	}
+}
