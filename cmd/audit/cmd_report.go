@@ -14,7 +14,7 @@ import (
 func init() {
 	register(&command{
 		name:    "report",
-		summary: "analyze an experiment directory and write its findings.json and HTML and Markdown report",
+		summary: "analyze an experiment directory, write its findings.json and HTML and Markdown report, and record the statistics flags given in its config.json for later analyses",
 		usage:   "report DIR [--png] [--allow-partial] [statistics flags]",
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			var af analyzeFlags
