@@ -405,6 +405,8 @@ th { background: #f0f0f0; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.short { white-space: nowrap; }
 details.more { margin: 0.5em 0 1.5em; }
+dl.terms dt { font-weight: 600; margin-top: 0.5em; }
+dl.terms dd { margin: 0.1em 0 0 1.2em; }
 .scroll { overflow-x: auto; }
 footer { margin-top: 3em; font-size: 0.85em; color: #666; }
 @media (max-width: 600px) {
@@ -474,6 +476,14 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 {{- end}}
 </section>
 {{- end}}
+<details id="terms">
+<summary>Terms used in this report</summary>
+<dl class="terms">
+{{- range .Terms}}
+<dt>{{.Name}}</dt><dd>{{.Meaning}}</dd>
+{{- end}}
+</dl>
+</details>
 <details id="configuration">
 <summary>Configuration (raw)</summary>
 <pre id="config">{{.Config}}</pre>
@@ -608,7 +618,7 @@ func (r *rendered) html() ([]byte, error) {
 	err := pageTemplate.Execute(&b, map[string]any{
 		"Title": title, "CSS": template.CSS(pageCSS), "Facts": r.facts(), "Threats": r.threats(),
 		"Config": prettyConfig(r.in.ConfigJSON), "Sections": secs, "Generated": r.in.Generated,
-		"Headline": r.headline(),
+		"Headline": r.headline(), "Terms": terms,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("report: html: %w", err)
@@ -667,6 +677,10 @@ func (r *rendered) markdown() []byte {
 			}
 			b.WriteString(t.markdown())
 		}
+	}
+	b.WriteString("\n## Terms used in this report\n\n")
+	for _, t := range terms {
+		b.WriteString("- **" + t.Name + "**: " + t.Meaning + "\n")
 	}
 	b.WriteString("\n## Configuration\n\n```json\n" + prettyConfig(r.in.ConfigJSON) + "\n```\n")
 	if r.in.Generated != "" {
