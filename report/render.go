@@ -136,7 +136,7 @@ func build(in *Input) (*rendered, error) {
 	var muFigs, tradeoffFigs, sensFigs []*figures.Figure
 	for _, f := range figs {
 		switch {
-		case f.Name == "mu_vs_T":
+		case f.Name == "mu_vs_T" || f.Name == "eps_vs_T":
 			muFigs = append(muFigs, f)
 		case strings.HasPrefix(f.Name, "tradeoff_"):
 			tradeoffFigs = append(tradeoffFigs, f)
@@ -144,7 +144,11 @@ func build(in *Input) (*rendered, error) {
 			sensFigs = append(sensFigs, f)
 		}
 	}
-	mu := section{ID: "mu", Title: "μ against T",
+	muTitle := "μ against T"
+	if slices.ContainsFunc(muFigs, func(f *figures.Figure) bool { return f.Name == "eps_vs_T" }) {
+		muTitle = "μ and ε against T"
+	}
+	mu := section{ID: "mu", Title: muTitle,
 		Intro: "Certified lower bounds (what the attacks prove) against the theoretical upper bounds (what the analysis promises). Compare each attack only with the bound of its threat model.",
 		figs:  muFigs, tables: []*table{byName["mu_lower"]}}
 	mu.fold("Table: certified μ lower bounds by T (the verdict table's mu lower, one column per T)", byName["mu_lower"])

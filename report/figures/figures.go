@@ -185,10 +185,12 @@ func (textItem) Thumbnail(*draw.Canvas) {}
 func Build(in *Input) ([]*Figure, error) {
 	m := newModel(in)
 	var figs []*Figure
-	if f, ok, err := m.muFigure(); err != nil {
-		return nil, err
-	} else if ok {
-		figs = append(figs, f)
+	for _, build := range []func() (*Figure, bool, error){m.muFigure, m.epsFigure} {
+		if f, ok, err := build(); err != nil {
+			return nil, err
+		} else if ok {
+			figs = append(figs, f)
+		}
 	}
 	for _, t := range m.findingRounds() {
 		f, err := m.tradeoffFigure(t)

@@ -6,12 +6,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/fedaudit/fedaudit/findings"
 	"github.com/fedaudit/fedaudit/theory"
 )
 
@@ -235,6 +237,12 @@ const muMargin = 1.12
 // its own label at the end of the line where the other curves are farthest from it, on the
 // side of the line away from them.
 func (m *model) addClaimLine(p *plot.Plot, leg *plot.Legend, lines []muLine, claim, tLo, tHi float64, logY bool) error {
+	return m.addClaimLineOf("μ", p, leg, lines, claim, tLo, tHi, logY)
+}
+
+// addClaimLineOf is addClaimLine for a claim on the quantity named symbol (μ, or ε at the
+// claim's delta).
+func (m *model) addClaimLineOf(symbol string, p *plot.Plot, leg *plot.Legend, lines []muLine, claim, tLo, tHi float64, logY bool) error {
 	x0, x1 := tLo, tHi
 	if x0 == x1 {
 		x0, x1 = x0-0.5, x1+0.5
@@ -245,7 +253,7 @@ func (m *model) addClaimLine(p *plot.Plot, leg *plot.Legend, lines []muLine, cla
 	}
 	cl.Color, cl.Dashes, cl.Width = colorClaim, dashClaim, vg.Points(2)
 	p.Add(cl)
-	label := "claim μ = " + num(claim)
+	label := "claim " + symbol + " = " + num(claim)
 	var about []string
 	if m.ClaimLabel != "" {
 		about = append(about, m.ClaimLabel)
@@ -253,10 +261,21 @@ func (m *model) addClaimLine(p *plot.Plot, leg *plot.Legend, lines []muLine, cla
 	if scope := m.claimScope(); scope != "" {
 		about = append(about, "on "+scope+" rows only")
 	}
+	var more []string
 	if len(about) > 0 {
-		label += " (" + strings.Join(about, "; ") + ")"
+		whole := label + " (" + strings.Join(about, "; ") + ")"
+		if utf8.RuneCountInString(whole) <= legendLineChars+8 {
+			label = whole
+		} else {
+			// An accountant's label runs to a hundred characters: on lines of its own under
+			// the entry, not one line past the figure's right edge.
+			more = wrapWords("("+strings.Join(about, "; ")+")", legendLineChars)
+		}
 	}
 	leg.Add(label, cl)
+	for _, line := range more {
+		leg.Add("   "+line, textItem{})
+	}
 	nearest := func(x float64) (gap float64, above bool) {
 		gap, above = math.Inf(1), true
 		for _, l := range lines {
@@ -281,7 +300,7 @@ func (m *model) addClaimLine(p *plot.Plot, leg *plot.Legend, lines []muLine, cla
 	if gl > gr {
 		at, curveAbove, align = x0, al, draw.XLeft
 	}
-	lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: at, Y: claim}}, Labels: []string{"claim μ = " + num(claim)}})
+	lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: at, Y: claim}}, Labels: []string{"claim " + symbol + " = " + num(claim)}})
 	if err != nil {
 		return err
 	}
@@ -498,7 +517,7 @@ func (m *model) muFigure() (*Figure, bool, error) {
 	if m.ClaimEps > 0 {
 		// An (epsilon, delta) claim bounds no single mu: it has no line here.
 		leg.Add("claim ε = "+num(m.ClaimEps)+" at δ = "+num(m.ClaimDelta)+":", textItem{})
-		leg.Add("   no μ line (see the trade-off figures)", textItem{})
+		leg.Add("   no μ line (see the ε figure)", textItem{})
 	}
 	if len(attacks) > 0 {
 		leg.Add("", textItem{})
@@ -522,21 +541,7 @@ func (m *model) muFigure() (*Figure, bool, error) {
 		p.Y.Min /= muMargin
 	}
 
-	lw, lh := legendSize(&leg)
-	lw += vg.Points(16)
-	pw, h := 15*vg.Centimeter, 11*vg.Centimeter
-	if lh+vg.Points(24) > h {
-		h = lh + vg.Points(24)
-	}
-	drawFn := func(c draw.Canvas) {
-		pc := c
-		pc.Max.X = c.Min.X + pw
-		p.Draw(pc)
-		lc := c
-		lc.Min.X = c.Min.X + pw + vg.Points(12)
-		lc.Max.Y -= vg.Points(20) // level with the top of the plotting area, below the title
-		leg.Draw(lc)
-	}
+	drawFn, w, h := plotBesideLegend(p, &leg)
 	caption := "Certified lower bounds on μ (" + m.Level +
 		") per attack (colour and marker) and threat model (dash: solid final, dashed all-iterates, dotted uploads), beside the convergent bound (valid for the final model only), the composition bound (valid for an observer of every iterate) and the realized μ of the trained runs. A certified lower bound above the bound of its threat model contradicts that bound."
 	if claim > 0 {
@@ -553,7 +558,7 @@ func (m *model) muFigure() (*Figure, bool, error) {
 		}
 	}
 	if m.ClaimEps > 0 {
-		caption += " The claim, ε = " + num(m.ClaimEps) + " at δ = " + num(m.ClaimDelta) + ", is not a μ and has no line here: the trade-off figures draw it as its own curve, and the verdicts judge the certified ε at its δ."
+		caption += " The claim, ε = " + num(m.ClaimEps) + " at δ = " + num(m.ClaimDelta) + ", is not a μ and has no line here: the ε against T figure draws it beside the certified ε, the trade-off figures as its own curve, and the verdicts judge the certified ε at its δ."
 	}
 	if logY {
 		caption += " The μ axis is logarithmic; lower bounds of 0 (no evidence) are not drawn."
@@ -564,7 +569,150 @@ func (m *model) muFigure() (*Figure, bool, error) {
 	caption += m.estimateNote()
 	caption += roundsAxisNote(m.Rounds)
 	return &Figure{Name: "mu_vs_T", Title: "μ against T", Caption: caption, draw: drawFn,
-		w: pw + lw + vg.Points(12), h: h, Wide: true}, true, nil
+		w: w, h: h, Wide: true}, true, nil
+}
+
+// legendLineChars is the most characters of a wrapped legend line.
+const legendLineChars = 44
+
+// wrapWords breaks s at spaces into lines of at most width characters (a longer word stands
+// alone on its line).
+func wrapWords(s string, width int) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = w
+		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(w) <= width:
+			line += " " + w
+		default:
+			lines = append(lines, line)
+			line = w
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// plotBesideLegend lays out a plot 15 cm wide with its legend to the right, level with the top
+// of the plotting area: the drawing function and the figure's size.
+func plotBesideLegend(p *plot.Plot, leg *plot.Legend) (drawFn func(draw.Canvas), w, h vg.Length) {
+	lw, lh := legendSize(leg)
+	lw += vg.Points(16)
+	pw := 15 * vg.Centimeter
+	h = 11 * vg.Centimeter
+	if lh+vg.Points(24) > h {
+		h = lh + vg.Points(24)
+	}
+	drawFn = func(c draw.Canvas) {
+		pc := c
+		pc.Max.X = c.Min.X + pw
+		p.Draw(pc)
+		lc := c
+		lc.Min.X = c.Min.X + pw + vg.Points(12)
+		lc.Max.Y -= vg.Points(20) // level with the top of the plotting area, below the title
+		leg.Draw(lc)
+	}
+	return drawFn, pw + lw + vg.Points(12), h
+}
+
+// epsFigure draws epsilon against T where the claim is an epsilon (the DP-FedAvg family's
+// accountants): each attack's certified lower bound on epsilon at the claim's delta, the claim
+// as a line and, on final-model rows, the last-iterate heuristic's epsilon. The mu figure has
+// no line for such a claim, so a violation showed in no figure.
+func (m *model) epsFigure() (*Figure, bool, error) {
+	claim := m.ClaimEps
+	if !(claim > 0) {
+		return nil, false, nil
+	}
+	var heuristic, attacks []muLine
+	m.addMuLine(&heuristic, muLine{label: "last-iterate heuristic (final model)", note: "   a heuristic, not a bound", col: colorComposition, dash: dashComposition, shape: draw.TriangleGlyph{}, width: vg.Points(1.2)},
+		func(t int) (float64, bool) {
+			for _, s := range m.Series {
+				if f := m.Findings[s][t]; f != nil && s.Threat == "final" && f.EpsHeuristic > 0 {
+					return f.EpsHeuristic, true
+				}
+			}
+			return 0, false
+		})
+	for _, s := range m.Series {
+		col, glyph, dash := m.seriesStyle(s)
+		m.addMuLine(&attacks, muLine{label: s.String(), col: col, dash: dash, shape: glyph, width: vg.Points(1.5)},
+			func(t int) (float64, bool) { return m.epsAtClaim(m.Findings[s][t]) })
+	}
+	if len(attacks) == 0 {
+		return nil, false, nil
+	}
+	all := append(append([]muLine(nil), heuristic...), attacks...)
+	logX, logY, tLo, tHi := m.muAxes(all, claim)
+	p := newPlot()
+	delta := "δ = " + num(m.ClaimDelta)
+	p.Title.Text = "ε at " + delta + " against the number of rounds T"
+	p.X.Label.Text = "number of rounds T (ticks at the checkpoints)"
+	p.Y.Label.Text = "ε at " + delta
+	if logY {
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, decadeTicks{twoFive: true}
+	} else {
+		p.Y.Min = 0
+	}
+	if logX {
+		p.X.Scale = plot.LogScale{}
+	}
+	p.X.Tick.Marker = checkpointTicks{ts: m.Rounds, log: logX, minGap: 0.045, labelled: m.findingRounds()}
+	leg := newLegend()
+	if err := m.addClaimLineOf("ε", p, &leg, all, claim, tLo, tHi, logY); err != nil {
+		return nil, false, err
+	}
+	if err := drawMuLines(p, &leg, heuristic, logX, logY, 0); err != nil {
+		return nil, false, err
+	}
+	leg.Add("", textItem{})
+	leg.Add("certified lower bounds", textItem{})
+	leg.Add("("+m.LevelShort+"):", textItem{})
+	if err := drawMuLines(p, &leg, attacks, logX, logY, 0); err != nil {
+		return nil, false, err
+	}
+	if logY {
+		p.Y.Max *= muMargin
+		p.Y.Min /= muMargin
+	} else {
+		p.Y.Max *= 1 + (muMargin-1)/2
+	}
+	drawFn, w, h := plotBesideLegend(p, &leg)
+	caption := "Certified lower bounds on ε at the claim's " + delta + " (" + m.Level +
+		") per attack (colour and marker) and threat model (dash: solid final, dashed all-iterates, dotted uploads), beside the claim (the vermillion dash-dotted line"
+	if m.ClaimLabel != "" {
+		caption += ", " + m.ClaimLabel
+	}
+	caption += "): a certified lower bound above it violates the claim."
+	if len(heuristic) > 0 {
+		caption += " The grey dashed line is the last-iterate heuristic's ε (Steinke et al., 2025: the final model's exact ε if the losses were linear; a heuristic, not a bound): what a final-model attack can be expected to reach."
+	}
+	if logY {
+		caption += " The ε axis is logarithmic; lower bounds of 0 (no evidence) are not drawn."
+	}
+	caption += roundsAxisNote(m.Rounds)
+	return &Figure{Name: "eps_vs_T", Title: "ε against T", Caption: caption, draw: drawFn, w: w, h: h, Wide: true}, true, nil
+}
+
+// epsAtClaim is the certified lower bound on epsilon a row's verdict compared with the claimed
+// epsilon (at the claim's delta), or the row's own where its analysis used the claim's delta;
+// no value for a row of another delta.
+func (m *model) epsAtClaim(f *findings.Finding) (float64, bool) {
+	if f == nil {
+		return 0, false
+	}
+	if f.Verdict != nil {
+		for _, c := range f.Verdict.Checks {
+			if c.Quantity == "epsilon" {
+				return c.Lower, true
+			}
+		}
+	}
+	return f.Result.EpsLower, f.Result.Delta == m.ClaimDelta
 }
 
 // roundsAxisNote is what a caption says about a logarithmic T axis, or "".
