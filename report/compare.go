@@ -156,8 +156,11 @@ func writeAttackTable(w io.Writer, exps []Compared, k series, rounds []int, metr
 				if f.Attack == k.attack && f.Threat == k.threat && f.Round == T {
 					if v, ok := findingValue(f, metric); ok && !math.IsNaN(v) {
 						cell, any = fmt.Sprintf("%.4g", v), true
-						if metric == "mu_lower" || metric == "eps_lower" { // a certified bound: never printed above itself
+						switch metric {
+						case "mu_lower", "eps_lower": // a certified bound: never printed above itself
 							cell = lower(v)
+						case "auc", "tpr_at_fpr_0.01", "best_balanced_accuracy":
+							cell = offTheEnds(v, 'g', 4)
 						}
 					}
 				}

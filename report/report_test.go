@@ -339,13 +339,24 @@ func TestFormat(t *testing.T) {
 		{0, "0", "0.000"},
 		{0.73125, "0.7312", "0.731"},
 		{12345.6, "1.235e+04", "12345.600"},
-		{1e-5, "1e-05", "0.000"},
+		// A rate that is not 0 or 1 is never printed as one: 0.99998 as "1.000" read as perfect
+		// separation.
+		{1e-5, "1e-05", "0.00001"},
+		{0.99998, "1", "0.99998"},
+		{0.9996, "0.9996", "0.9996"},
+		{1, "1", "1.000"},
 	} {
 		if got := num(tc.x); got != tc.num {
 			t.Errorf("num(%v) = %q, want %q", tc.x, got, tc.num)
 		}
 		if got := rate(tc.x); got != tc.rated {
 			t.Errorf("rate(%v) = %q, want %q", tc.x, got, tc.rated)
+		}
+	}
+	// The sweep tables' four significant digits (audit compare) keep the rule.
+	for x, want := range map[float64]string{0.99998: "0.99998", 0.96862: "0.9686", 1: "1", 0: "0", 2e-6: "2e-06"} {
+		if got := offTheEnds(x, 'g', 4); got != want {
+			t.Errorf("offTheEnds(%v, 'g', 4) = %q, want %q", x, got, want)
 		}
 	}
 	tb := &table{name: "x", title: "t", caption: "50% of a_b & c", header: []string{"A|B", "n"},

@@ -66,7 +66,22 @@ func rate(x float64) string {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
 		return num(x)
 	}
-	return strconv.FormatFloat(x, 'f', 3, 64)
+	return offTheEnds(x, 'f', 3)
+}
+
+// offTheEnds formats a rate in [0, 1] in fmt with prec digits, and with more where rounding
+// would print 1 (or 0) for a rate that is not: an AUC of 0.99998 read "1.000" (or "1" in a
+// sweep table), which is perfect separation, and it was not.
+func offTheEnds(x float64, fmt byte, prec int) string {
+	s := strconv.FormatFloat(x, fmt, prec, 64)
+	for p := prec + 1; p <= 17; p++ {
+		v, _ := strconv.ParseFloat(s, 64)
+		if !(v == 1 && x < 1) && !(v == 0 && x > 0) {
+			break
+		}
+		s = strconv.FormatFloat(x, fmt, p, 64)
+	}
+	return s
 }
 
 // fixed2 formats a measurement on its own scale (decibels, distances) with two decimals, so

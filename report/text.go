@@ -154,8 +154,8 @@ func writeOneRunTable(w io.Writer, fs []findings.Finding) error {
 		if f.Estimate != nil {
 			est = *f.Estimate
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%.4f\t%s\t%s\t%.4f\t%s\t%s\t",
-			f.Attack, f.Threat, roundCell(f), f.Runs, r.N0+r.N1, r.N0, r.AUC, numfmt.LowerF(r.MuLower, 4), numfmt.LowerF(r.EpsLower, 4), r.MuEstimate, orDash(est.Mu), orDash(est.Epsilon))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%.4f\t%s\t%s\t",
+			f.Attack, f.Threat, roundCell(f), f.Runs, r.N0+r.N1, r.N0, offTheEnds(r.AUC, 'f', 4), numfmt.LowerF(r.MuLower, 4), numfmt.LowerF(r.EpsLower, 4), r.MuEstimate, orDash(est.Mu), orDash(est.Epsilon))
 		if exact {
 			fmt.Fprintf(tw, "%s\t", orDash(f.ExactMu))
 		}
@@ -193,8 +193,8 @@ func writePairTable(w io.Writer, fs []findings.Finding) error {
 	io.WriteString(tw, header+"verdict\t\n")
 	for i := range fs {
 		f, r := &fs[i], fs[i].Result
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.4f\t%.4f\t%s\t",
-			f.Attack, f.Threat, roundCell(f), r.N0, r.N1, r.AUC, r.TPRAt1e2, numfmt.LowerF(r.MuLower, 4))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t",
+			f.Attack, f.Threat, roundCell(f), r.N0, r.N1, offTheEnds(r.AUC, 'f', 4), offTheEnds(r.TPRAt1e2, 'f', 4), numfmt.LowerF(r.MuLower, 4))
 		if eps {
 			fmt.Fprintf(tw, "%s\t", numfmt.LowerF(ComparedEpsLower(f), 4))
 		}
