@@ -144,10 +144,13 @@ type Model[T Float] struct {
 	maxPix                          int // largest H*W of any layer's input or output
 	ones, xin, z, dz, dlog, lossRow scratch
 	tmp                             transients // the layers' buffers within a backward call
-	onesLen                         int
-	logits                          []T // the last Forward's logits on the host
-	rows                            []T // per-sample losses read back
-	labelsT                         []T
+	// pass is the state of the current pass, held here so that a training step allocates
+	// nothing (a new one took 192 bytes a step; a Model runs one pass at a time).
+	pass    pass[T]
+	onesLen int
+	logits  []T // the last Forward's logits on the host
+	rows    []T // per-sample losses read back
+	labelsT []T
 }
 
 // Build checks spec, infers every layer's shape and returns the model running on the host with
@@ -237,7 +240,8 @@ func (m *Model[T]) newPass(R, B int, w, dw compute.Mat) *pass[T] {
 		}
 		m.ones.buf, m.onesLen = m.o.wrap(v), n
 	}
-	return &pass[T]{o: m.o, R: R, B: B, w: w, dw: dw, ones: m.ones.buf, tmp: &m.tmp, cacheBytes: m.cacheBytes}
+	m.pass = pass[T]{o: m.o, R: R, B: B, w: w, dw: dw, ones: m.ones.buf, tmp: &m.tmp, cacheBytes: m.cacheBytes}
+	return &m.pass
 }
 
 // input returns x (B rows of C*H*W values per replica, or shared) as images [C][H][W][B]: the
