@@ -24,6 +24,11 @@ func TestMuCeilingBoundsEverySample(t *testing.T) {
 			if ceiling <= 0 {
 				t.Errorf("%s %v: ceiling %v, want positive", m, n, ceiling)
 			}
+			cr, err := Ceiling(n[0], n[1], opts)
+			if err != nil || cr.MuLower != ceiling {
+				t.Fatalf("%s %v: Ceiling %v, %v against MuCeiling %v", m, n, cr, err, ceiling)
+			}
+			epsCeiling := cr.EpsLowerAt(1e-3)
 			reached := 0
 			for _, mu := range []float64{1, 3, 8} {
 				for rep := 0; rep < 20; rep++ {
@@ -40,6 +45,9 @@ func TestMuCeilingBoundsEverySample(t *testing.T) {
 					}
 					if res.MuLower > ceiling {
 						t.Errorf("%s %v, mu %v: a sample certifies %v above the ceiling %v", m, n, mu, res.MuLower, ceiling)
+					}
+					if e := res.EpsLowerAt(1e-3); e > epsCeiling {
+						t.Errorf("%s %v, mu %v: a sample certifies eps %v at delta 1e-3 above the ceiling %v", m, n, mu, e, epsCeiling)
 					}
 					if res.MuLower == ceiling {
 						reached++

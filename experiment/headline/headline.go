@@ -96,6 +96,11 @@ func Summarize(fs []findings.Finding, fam findings.Family, notes []string) findi
 		if note := ceilingNote(best, fs); note != "" {
 			h.Notes = append(h.Notes, note)
 		}
+		if h.Status == findings.StatusConsistent {
+			if note := powerNote(fs); note != "" {
+				h.Notes = append(h.Notes, note)
+			}
+		}
 	}
 	for i := range fs {
 		f := &fs[i]
@@ -150,6 +155,69 @@ func ceilingNote(best *findings.Finding, fs []findings.Finding) string {
 	}
 	return fmt.Sprintf("%s certifies the most that %s can at its confidence (mu >= %s: its scores tell every run of one world from every run of the other)%s. Such a bound measures the number of runs, not the mechanism, which may leak more: more pairs would certify more.",
 		rowName(best), runs, numfmt.LowerG(r.MuLower, 4), also)
+}
+
+// powerNote says when no row judged against the deployment's claim could have certified more
+// than the claim with its runs (each row's ceiling, audit.Ceiling, at its own confidence and
+// the claim's quantity): the audit could not have found the claim violated whatever the
+// deployment, so its CONSISTENT says nothing of the claim (one run of each world, or 200 pairs
+// against a claim of mu 10, gave it with no word). Rows judged against the theory's bounds are
+// checks of the theory, not of a promise, and are left out.
+func powerNote(fs []findings.Finding) string {
+	var most float64
+	var mostRow *findings.Finding
+	var claim audit.Check
+	judged := 0
+	for i := range fs {
+		f := &fs[i]
+		if f.Verdict == nil || f.Verdict.Status == audit.Invalid || len(f.Verdict.Checks) == 0 ||
+			(f.ClaimKind != "" && f.ClaimKind != findings.ClaimDeployment) {
+			continue
+		}
+		c := decisiveCheck(f.Verdict)
+		top, ok := rowCeiling(f, c)
+		if !ok || top > c.Claimed {
+			return ""
+		}
+		judged++
+		if mostRow == nil || top > most {
+			most, mostRow, claim = top, f, c
+		}
+	}
+	if judged == 0 {
+		return ""
+	}
+	what := fmt.Sprintf("mu = %s", numfmt.LowerG(most, 4))
+	if claim.Quantity == "epsilon" {
+		what = fmt.Sprintf("epsilon = %s at delta = %g", numfmt.LowerG(most, 4), claim.Delta)
+	}
+	return fmt.Sprintf("no row judged against the claim could have certified more than %s with its runs (the ceiling of %s: what scores telling every run of one world from every run of the other certify), not above the claim %s: whatever the deployment, this audit could not have found the claim violated, and CONSISTENT says nothing of it. More pairs raise the ceiling.",
+		what, rowName(mostRow), claimText(claim))
+}
+
+// rowCeiling is the most a row can certify of the check's quantity with its runs at its own
+// confidence (audit.Ceiling; for an all-iterates row carrying earlier checkpoints' bounds, the
+// largest of their ceilings); not known for one-run rows.
+func rowCeiling(f *findings.Finding, c audit.Check) (float64, bool) {
+	if f.Result == nil {
+		return 0, false
+	}
+	top := 0.0
+	for _, r := range append([]*audit.Result{f.Result}, f.Result.Implied...) {
+		if r.OneRun != nil {
+			return 0, false
+		}
+		cr, err := audit.Ceiling(r.N0, r.N1, audit.Options{Method: r.Method, Confidence: r.Confidence, Delta: r.Delta, Paired: r.Paired})
+		if err != nil {
+			return 0, false
+		}
+		v := cr.MuLower
+		if c.Quantity == "epsilon" {
+			v = cr.EpsLowerAt(c.Delta)
+		}
+		top = max(top, v)
+	}
+	return top, true
 }
 
 // atCeiling reports whether a pair row's certified mu is the most its runs can certify with its

@@ -202,3 +202,47 @@ func TestExactMuInTheHeadline(t *testing.T) {
 		t.Errorf("without an exact mu: %q", h.Text)
 	}
 }
+
+// TestPowerNote: where no row judged against the deployment's claim could certify more than the
+// claim with its runs (its ceiling), CONSISTENT is vacuous: one run of each world gave
+// "CONSISTENT ... no attack certifies any privacy loss", exit 0, and a CI gate passed. The note
+// says so, for mu and epsilon claims; rows judged against the theory, or with the power to
+// exceed the claim, give none.
+func TestPowerNote(t *testing.T) {
+	row := func(n int, claim audit.Claim, kind string) findings.Finding {
+		c, cPrime := make([]float64, n), make([]float64, n)
+		for i := range c {
+			c[i], cPrime[i] = float64(i%3), float64(i%3) // nothing to tell apart
+		}
+		r, err := audit.Analyze(c, cPrime, audit.Options{Method: audit.DKWBand, Delta: 1e-5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := audit.Judge(r, claim)
+		return findings.Finding{Attack: "score", Threat: "final", Round: 3, ExactMu: math.NaN(), ReversedMuLower: math.NaN(),
+			Result: r, Verdict: &v, ClaimKind: kind}
+	}
+	fam := findings.Family{Confidence: 0.95, Rows: 1}
+	for _, tc := range []struct {
+		name string
+		f    findings.Finding
+		want string // "" for no note
+	}{
+		{"one run a world", row(1, audit.Claim{Mu: 1}, findings.ClaimDeployment), "could have certified more than mu = 0 with its runs"},
+		{"200 runs, claim mu 10", row(200, audit.Claim{Mu: 10}, findings.ClaimDeployment), "not above the claim mu = 10: whatever the deployment"},
+		{"epsilon", row(50, audit.Claim{Epsilon: 40, Delta: 1e-5}, ""), "more than epsilon = "},
+		{"power enough", row(200, audit.Claim{Mu: 1}, findings.ClaimDeployment), ""},
+		{"theory", row(200, audit.Claim{Mu: 10}, findings.ClaimTheory), ""},
+	} {
+		h := Summarize([]findings.Finding{tc.f}, fam, nil)
+		var note string
+		for _, n := range h.Notes {
+			if strings.Contains(n, "could not have found the claim violated") {
+				note = n
+			}
+		}
+		if h.Status != findings.StatusConsistent || (tc.want == "") != (note == "") || !strings.Contains(note, tc.want) {
+			t.Errorf("%s: %s, note %q, want one containing %q", tc.name, h.Status, note, tc.want)
+		}
+	}
+}
