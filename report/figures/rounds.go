@@ -487,20 +487,7 @@ func (m *model) muFigure() (*Figure, bool, error) {
 	claim := m.ClaimMu
 	logX, logY, tLo, tHi := m.muAxes(all, claim)
 
-	p := newPlot()
-	p.Title.Text = "μ against the number of rounds T"
-	p.X.Label.Text = "number of rounds T (ticks at the checkpoints)"
-	p.Y.Label.Text = "μ (Gaussian DP)"
-	if logY {
-		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, decadeTicks{twoFive: true}
-	} else {
-		p.Y.Min = 0
-	}
-	if logX {
-		p.X.Scale = plot.LogScale{}
-	}
-	p.X.Tick.Marker = checkpointTicks{ts: m.Rounds, log: logX, minGap: 0.045, labelled: m.findingRounds()}
-
+	p := m.roundsPlot("μ against the number of rounds T", "μ (Gaussian DP)", logX, logY)
 	leg := newLegend()
 	if claim > 0 && tHi >= tLo {
 		if err := m.addClaimLine(p, &leg, all, claim, tLo, tHi, logY); err != nil {
@@ -527,19 +514,7 @@ func (m *model) muFigure() (*Figure, bool, error) {
 	if err := drawMuLines(p, &leg, attacks, logX, logY, 0); err != nil {
 		return nil, false, err
 	}
-	// After every Add, which widens the range to the data: the top where the theory is cut,
-	// else a margin, so that the frame does not cut the markers of the extreme values in half.
-	switch {
-	case top > 0:
-		p.Y.Max = top
-	case logY:
-		p.Y.Max *= muMargin
-	default:
-		p.Y.Max *= 1 + (muMargin-1)/2
-	}
-	if logY {
-		p.Y.Min /= muMargin
-	}
+	widen(p, top, logY)
 
 	drawFn, w, h := plotBesideLegend(p, &leg)
 	caption := "Certified lower bounds on μ (" + m.Level +
@@ -597,6 +572,42 @@ func wrapWords(s string, width int) []string {
 	return lines
 }
 
+// roundsPlot is a plot of a quantity against the number of rounds T (the mu and epsilon
+// figures): its scales, and tick marks at the checkpoints labelled at the audited rounds.
+func (m *model) roundsPlot(title, yLabel string, logX, logY bool) *plot.Plot {
+	p := newPlot()
+	p.Title.Text = title
+	p.X.Label.Text = "number of rounds T (ticks at the checkpoints)"
+	p.Y.Label.Text = yLabel
+	if logY {
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, decadeTicks{twoFive: true}
+	} else {
+		p.Y.Min = 0
+	}
+	if logX {
+		p.X.Scale = plot.LogScale{}
+	}
+	p.X.Tick.Marker = checkpointTicks{ts: m.Rounds, log: logX, minGap: 0.045, labelled: m.findingRounds()}
+	return p
+}
+
+// widen sets the y axis's range after every Add (which widens it to the data): top where the
+// theory is cut (top > 0), else a margin, so that the frame does not cut the markers of the
+// extreme values in half.
+func widen(p *plot.Plot, top float64, logY bool) {
+	switch {
+	case top > 0:
+		p.Y.Max = top
+	case logY:
+		p.Y.Max *= muMargin
+	default:
+		p.Y.Max *= 1 + (muMargin-1)/2
+	}
+	if logY {
+		p.Y.Min /= muMargin
+	}
+}
+
 // plotBesideLegend lays out a plot 15 cm wide with its legend to the right, level with the top
 // of the plotting area: the drawing function and the figure's size.
 func plotBesideLegend(p *plot.Plot, leg *plot.Legend) (drawFn func(draw.Canvas), w, h vg.Length) {
@@ -648,20 +659,8 @@ func (m *model) epsFigure() (*Figure, bool, error) {
 	}
 	all := append(append([]muLine(nil), heuristic...), attacks...)
 	logX, logY, tLo, tHi := m.muAxes(all, claim)
-	p := newPlot()
 	delta := "δ = " + num(m.ClaimDelta)
-	p.Title.Text = "ε at " + delta + " against the number of rounds T"
-	p.X.Label.Text = "number of rounds T (ticks at the checkpoints)"
-	p.Y.Label.Text = "ε at " + delta
-	if logY {
-		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, decadeTicks{twoFive: true}
-	} else {
-		p.Y.Min = 0
-	}
-	if logX {
-		p.X.Scale = plot.LogScale{}
-	}
-	p.X.Tick.Marker = checkpointTicks{ts: m.Rounds, log: logX, minGap: 0.045, labelled: m.findingRounds()}
+	p := m.roundsPlot("ε at "+delta+" against the number of rounds T", "ε at "+delta, logX, logY)
 	leg := newLegend()
 	if err := m.addClaimLineOf("ε", p, &leg, all, claim, tLo, tHi, logY); err != nil {
 		return nil, false, err
@@ -675,12 +674,7 @@ func (m *model) epsFigure() (*Figure, bool, error) {
 	if err := drawMuLines(p, &leg, attacks, logX, logY, 0); err != nil {
 		return nil, false, err
 	}
-	if logY {
-		p.Y.Max *= muMargin
-		p.Y.Min /= muMargin
-	} else {
-		p.Y.Max *= 1 + (muMargin-1)/2
-	}
+	widen(p, 0, logY)
 	drawFn, w, h := plotBesideLegend(p, &leg)
 	caption := "Certified lower bounds on ε at the claim's " + delta + " (" + m.Level +
 		") per attack (colour and marker) and threat model (dash: solid final, dashed all-iterates, dotted uploads), beside the claim (the vermillion dash-dotted line"
