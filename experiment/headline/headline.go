@@ -93,11 +93,12 @@ func Summarize(fs []findings.Finding, fam findings.Family, notes []string) findi
 			h.Text = strings.TrimSuffix(h.Text, ".") + fmt.Sprintf("; that row's mu >= %s is %s of its exact mu = %.4g.",
 				numfmt.LowerG(best.Result.MuLower, 4), numfmt.LowerShare(best.Result.MuLower/e), e)
 		}
-		if note := ceilingNote(best, fs); note != "" {
+		ceil := ceilings{}
+		if note := ceil.note(best, fs); note != "" {
 			h.Notes = append(h.Notes, note)
 		}
 		if h.Status == findings.StatusConsistent {
-			if note := powerNote(fs); note != "" {
+			if note := ceil.powerNote(fs); note != "" {
 				h.Notes = append(h.Notes, note)
 			}
 		}
@@ -131,8 +132,8 @@ func Summarize(fs []findings.Finding, fam findings.Family, notes []string) findi
 // the number of runs rather than the mechanism, which may leak more. Other rows at their
 // ceilings are counted. A reader who takes such a bound for a measurement of the deployment
 // is misled, and the remedy (more pairs) is not otherwise visible.
-func ceilingNote(best *findings.Finding, fs []findings.Finding) string {
-	if !atCeiling(best) {
+func (ceil ceilings) note(best *findings.Finding, fs []findings.Finding) string {
+	if !ceil.at(best) {
 		return ""
 	}
 	r := best.Result
@@ -142,7 +143,7 @@ func ceilingNote(best *findings.Finding, fs []findings.Finding) string {
 	}
 	others := 0
 	for i := range fs {
-		if &fs[i] != best && atCeiling(&fs[i]) {
+		if &fs[i] != best && ceil.at(&fs[i]) {
 			others++
 		}
 	}
@@ -163,7 +164,7 @@ func ceilingNote(best *findings.Finding, fs []findings.Finding) string {
 // deployment, so its CONSISTENT says nothing of the claim (one run of each world, or 200 pairs
 // against a claim of mu 10, gave it with no word). Rows judged against the theory's bounds are
 // checks of the theory, not of a promise, and are left out.
-func powerNote(fs []findings.Finding) string {
+func (ceil ceilings) powerNote(fs []findings.Finding) string {
 	var most float64
 	var mostRow *findings.Finding
 	var claim audit.Check
@@ -175,7 +176,7 @@ func powerNote(fs []findings.Finding) string {
 			continue
 		}
 		c := decisiveCheck(f.Verdict)
-		top, ok := rowCeiling(f, c)
+		top, ok := ceil.row(f, c)
 		if !ok || top > c.Claimed {
 			return ""
 		}
@@ -195,20 +196,47 @@ func powerNote(fs []findings.Finding) string {
 		what, rowName(mostRow), claimText(claim))
 }
 
-// rowCeiling is the most a row can certify of the check's quantity with its runs at its own
-// confidence (audit.Ceiling; for an all-iterates row carrying earlier checkpoints' bounds, the
-// largest of their ceilings); not known for one-run rows.
-func rowCeiling(f *findings.Finding, c audit.Check) (float64, bool) {
-	if f.Result == nil {
+// ceilings holds the ceiling results (audit.Ceiling) of one headline by the options that make
+// them: the rows of a family share their counts and level, and an all-iterates row carries
+// every earlier checkpoint's result, so without it a family of many checkpoints analyzed the
+// same separated scores a quadratic number of times.
+type ceilings map[ceilingKey]*audit.Result
+
+type ceilingKey struct {
+	opts   audit.Options
+	n0, n1 int
+}
+
+// of is the ceiling of r's counts and options; nil where there is none (one-run rows, an
+// option Analyze refuses).
+func (ceil ceilings) of(r *audit.Result) *audit.Result {
+	if r.OneRun != nil {
+		return nil
+	}
+	opts := audit.Options{Method: r.Method, Confidence: r.Confidence, Delta: r.Delta, Paired: r.Paired}
+	key := ceilingKey{opts, r.N0, r.N1}
+	if c, ok := ceil[key]; ok {
+		return c
+	}
+	c, err := audit.Ceiling(r.N0, r.N1, opts)
+	if err != nil {
+		c = nil
+	}
+	ceil[key] = c
+	return c
+}
+
+// row is the most a row can certify of the check's quantity with its runs at its own
+// confidence (for an all-iterates row carrying earlier checkpoints' bounds, the largest of their
+// ceilings); not known for one-run rows.
+func (ceil ceilings) row(f *findings.Finding, c audit.Check) (float64, bool) {
+	if f == nil || f.Result == nil {
 		return 0, false
 	}
 	top := 0.0
 	for _, r := range append([]*audit.Result{f.Result}, f.Result.Implied...) {
-		if r.OneRun != nil {
-			return 0, false
-		}
-		cr, err := audit.Ceiling(r.N0, r.N1, audit.Options{Method: r.Method, Confidence: r.Confidence, Delta: r.Delta, Paired: r.Paired})
-		if err != nil {
+		cr := ceil.of(r)
+		if cr == nil {
 			return 0, false
 		}
 		v := cr.MuLower
@@ -220,24 +248,16 @@ func rowCeiling(f *findings.Finding, c audit.Check) (float64, bool) {
 	return top, true
 }
 
-// atCeiling reports whether a pair row's certified mu is the most its runs can certify with its
-// options (audit.MuCeiling; for an all-iterates row carrying an earlier checkpoint's bound, the
-// largest ceiling of the results it holds). One-run rows have no such ceiling here.
-func atCeiling(f *findings.Finding) bool {
-	if f == nil || f.Result == nil || f.Result.OneRun != nil || !(f.Result.MuLower > 0) {
+// at reports whether a pair row's certified mu is the most its runs can certify with its
+// options. One-run rows have no such ceiling here.
+func (ceil ceilings) at(f *findings.Finding) bool {
+	if f == nil || f.Result == nil || !(f.Result.MuLower > 0) {
 		return false
 	}
-	ceiling := 0.0
-	for _, r := range append([]*audit.Result{f.Result}, f.Result.Implied...) {
-		c, err := audit.MuCeiling(r.N0, r.N1, audit.Options{Method: r.Method, Confidence: r.Confidence, Delta: r.Delta, Paired: r.Paired})
-		if err != nil {
-			return false
-		}
-		ceiling = max(ceiling, c)
-	}
+	ceiling, ok := ceil.row(f, audit.Check{Quantity: "mu"})
 	// The same computation on the same counts: equal to the last bits when the scores
 	// separate; the relative slack only absorbs a carried bound's own rounding.
-	return f.Result.MuLower >= ceiling*(1-1e-12)
+	return ok && f.Result.MuLower >= ceiling*(1-1e-12)
 }
 
 // rowName names a row as "attack (threat, T = t)", without an empty threat of foreign scores,

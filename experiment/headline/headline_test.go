@@ -160,6 +160,23 @@ func TestCeilingNote(t *testing.T) {
 		return findings.Finding{Attack: attack, Threat: "final", Round: round, ExactMu: math.NaN(), ReversedMuLower: math.NaN(), Result: r}
 	}
 	fam := findings.Family{Confidence: 0.95, Rows: 3}
+	oneError := row("loss", 5, 10, 300, 300)
+	{
+		c, cPrime := make([]float64, 300), make([]float64, 300)
+		for i := range c {
+			c[i], cPrime[i] = 10+float64(i%7), float64(i%5)
+		}
+		c[0] = 0
+		r, err := audit.Analyze(c, cPrime, audit.Options{Method: audit.DKWBand, Delta: 1e-5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ceiling, _ := audit.MuCeiling(300, 300, audit.Options{Method: audit.DKWBand, Delta: 1e-5})
+		if !(r.MuLower > 0.8*ceiling && r.MuLower < ceiling) {
+			t.Fatalf("one error certifies %v against the ceiling %v: the case shows nothing", r.MuLower, ceiling)
+		}
+		oneError.Result = r
+	}
 	for _, tc := range []struct {
 		name string
 		fs   []findings.Finding
@@ -172,6 +189,8 @@ func TestCeilingNote(t *testing.T) {
 		{"unequal", []findings.Finding{row("loss", 5, 10, 40, 100), row("margin", 5, 2, 40, 100)},
 			"certifies the most that 40 runs of world C and 100 of world C' can at its confidence"},
 		{"overlapping", []findings.Finding{row("loss", 5, 2, 100, 100), row("margin", 5, 1, 100, 100)}, ""},
+		// One run of C among those of C': close below the ceiling, not at it.
+		{"one error", []findings.Finding{oneError}, ""},
 	} {
 		h := Summarize(tc.fs, fam, nil)
 		var note string
