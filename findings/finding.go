@@ -110,6 +110,19 @@ func (f *Finding) OneRun() bool { return f.Result != nil && f.Result.Method == a
 // as before training; its JSON keeps round 0.
 func (f *Finding) RoundGiven() bool { return f.Round > 0 }
 
+// EpsilonCheck is the check of the row's verdict that compared a claimed epsilon (its Lower is
+// the certified epsilon at the claim's delta), if any.
+func (f *Finding) EpsilonCheck() (audit.Check, bool) {
+	if f.Verdict != nil {
+		for _, c := range f.Verdict.Checks {
+			if c.Quantity == "epsilon" {
+				return c, true
+			}
+		}
+	}
+	return audit.Check{}, false
+}
+
 // Reversed reports whether the attack's scores certify privacy loss only when read in the
 // opposite direction.
 func (f *Finding) Reversed() bool { return f.ReversedMuLower > 0 }

@@ -69,17 +69,17 @@ func rate(x float64) string {
 	return offTheEnds(x, 'f', 3)
 }
 
-// offTheEnds formats a rate in [0, 1] in fmt with prec digits, and with more where rounding
-// would print 1 (or 0) for a rate that is not: an AUC of 0.99998 read "1.000" (or "1" in a
-// sweep table), which is perfect separation, and it was not.
-func offTheEnds(x float64, fmt byte, prec int) string {
-	s := strconv.FormatFloat(x, fmt, prec, 64)
+// offTheEnds formats a rate in [0, 1] in strconv's format verb with prec digits, and with more
+// where rounding would print 1 (or 0) for a rate that is not: an AUC of 0.99998 read "1.000" (or
+// "1" in a sweep table), which is perfect separation, and it was not.
+func offTheEnds(x float64, verb byte, prec int) string {
+	s := strconv.FormatFloat(x, verb, prec, 64)
 	for p := prec + 1; p <= 17; p++ {
 		v, _ := strconv.ParseFloat(s, 64)
 		if !(v == 1 && x < 1) && !(v == 0 && x > 0) {
 			break
 		}
-		s = strconv.FormatFloat(x, fmt, p, 64)
+		s = strconv.FormatFloat(x, verb, p, 64)
 	}
 	return s
 }

@@ -71,7 +71,7 @@ func methodLine(a *findings.Analysis) string {
 	if len(pairs) > 0 {
 		line := fmt.Sprintf("mu_lower: certified %s with %s thresholds; mu_est: a point estimate, not a bound.", joint, strings.Join(methods, ", "))
 		for i := range pairs {
-			if c, ok := epsilonCheck(&pairs[i]); ok {
+			if c, ok := pairs[i].EpsilonCheck(); ok {
 				line += fmt.Sprintf(" eps_lower: certified likewise, at the claim's delta %g: the number an epsilon claim is judged on.", c.Delta)
 				break
 			}
@@ -218,25 +218,13 @@ func writePairTable(w io.Writer, fs []findings.Finding) error {
 	return tw.Flush()
 }
 
-// epsilonCheck is the check of a row's verdict that compared a claimed epsilon, if any.
-func epsilonCheck(f *findings.Finding) (audit.Check, bool) {
-	if f.Verdict != nil {
-		for _, c := range f.Verdict.Checks {
-			if c.Quantity == "epsilon" {
-				return c, true
-			}
-		}
-	}
-	return audit.Check{}, false
-}
-
-func epsilonJudged(f *findings.Finding) bool { _, ok := epsilonCheck(f); return ok }
+func epsilonJudged(f *findings.Finding) bool { _, ok := f.EpsilonCheck(); return ok }
 
 // ComparedEpsLower is the certified eps lower bound a row's verdict compared with its claimed
 // epsilon (at the claim's delta), or the row's eps_lower at the analysis's delta when it judged
 // no epsilon.
 func ComparedEpsLower(f *findings.Finding) float64 {
-	if c, ok := epsilonCheck(f); ok {
+	if c, ok := f.EpsilonCheck(); ok {
 		return c.Lower
 	}
 	return f.Result.EpsLower

@@ -699,12 +699,8 @@ func (m *model) epsAtClaim(f *findings.Finding) (float64, bool) {
 	if f == nil {
 		return 0, false
 	}
-	if f.Verdict != nil {
-		for _, c := range f.Verdict.Checks {
-			if c.Quantity == "epsilon" {
-				return c.Lower, true
-			}
-		}
+	if c, ok := f.EpsilonCheck(); ok {
+		return c.Lower, true
 	}
 	return f.Result.EpsLower, f.Result.Delta == m.ClaimDelta
 }
